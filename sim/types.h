@@ -1,0 +1,146 @@
+/*
+ * The vocabulary every module shares: simulated time, addresses, requests
+ * and the statistics a policy reports.  Statistics carry the names and
+ * meanings of torch.cuda.memory_stats(), so one set of figures compares
+ * every policy with the real allocator and with the others.
+ */
+#ifndef MSIM_SIM_TYPES_H
+#define MSIM_SIM_TYPES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef uint64_t msim_time_t;   /* simulated nanoseconds */
+typedef uint64_t msim_addr_t;   /* simulated device address */
+typedef uint64_t msim_stream_t; /* CUDA stream handle; 0 = default stream */
+
+#define MSIM_MiB ((uint64_t)1 << 20)
+
+/* What a request asks of a policy. */
+typedef enum msim_req_kind_e {
+	MSIM_REQ_ALLOC = 0,     /* malloc(size) on stream; result named id */
+	MSIM_REQ_FREE,          /* the block named id is back in the pool */
+	MSIM_REQ_FREE_REQUESTED, /* the program freed id; completes later */
+	MSIM_REQ_EMPTY_CACHE,   /* torch.cuda.empty_cache() */
+	MSIM_REQ_SEGMENT_HINT,  /* a recorded segment address (not a request) */
+} msim_req_kind_t;
+
+/* Flags of a request. */
+#define MSIM_REQF_EXPECT_OOM 0x1 /* a recorded malloc that raised OOM */
+
+/*
+ * One request.  Ids are dense slot numbers chosen by the source: an id is
+ * live from its ALLOC to its FREE and may be reused afterwards, so a policy
+ * can keep its live blocks in an array indexed by id.
+ */
+typedef struct msim_req_s {
+	msim_time_t time;     /* when it happens */
+	uint64_t size;        /* bytes asked for (ALLOC), 0 otherwise */
+	msim_stream_t stream; /* stream of the request */
+	msim_addr_t addr;     /* recorded address, 0 if none */
+	uint32_t id;          /* slot of the block (ALLOC, FREE*) */
+	uint8_t kind;         /* msim_req_kind_t */
+	uint8_t flags;        /* MSIM_REQF_* */
+} msim_req_t;
+
+/* One statistic as PyTorch keeps it: Stat {current, peak, allocated, freed}. */
+typedef struct msim_stat_s {
+	int64_t current;   /* now */
+	int64_t peak;      /* highest current since the start */
+	int64_t allocated; /* sum of increases */
+	int64_t freed;     /* sum of decreases */
+} msim_stat_t;
+
+/* Index of the pool-typed copies of a statistic (PyTorch's StatType). */
+enum { MSIM_POOL_ALL = 0, MSIM_POOL_SMALL = 1, MSIM_POOL_LARGE = 2,
+       MSIM_NPOOL = 3 };
+
+/*
+ * Every figure of torch.cuda.memory_stats() memsim models.  Arrays are
+ * indexed by MSIM_POOL_*.  The X-macros list each field once with its
+ * memory_stats name, for printing, JSON and the results database.
+ */
+#define MSIM_STAT_ARRAYS(XX)                                               \
+	XX(allocation)                                                     \
+	XX(allocated_bytes)                                                \
+	XX(active)                                                         \
+	XX(active_bytes)                                                   \
+	XX(requested_bytes)                                                \
+	XX(segment)                                                        \
+	XX(reserved_bytes)                                                 \
+	XX(inactive_split)                                                 \
+	XX(inactive_split_bytes)
+#define MSIM_STAT_SINGLES(XX)                                              \
+	XX(oversize_allocations)                                           \
+	XX(oversize_segments)
+#define MSIM_STAT_COUNTERS(XX)                                             \
+	XX(num_alloc_retries)                                              \
+	XX(num_ooms)                                                       \
+	XX(num_sync_all_streams)                                           \
+	XX(num_device_alloc)                                               \
+	XX(num_device_free)
+
+typedef struct msim_stats_s {
+#define XX(name) msim_stat_t name[MSIM_NPOOL];
+	MSIM_STAT_ARRAYS(XX)
+#undef XX
+#define XX(name) msim_stat_t name;
+	MSIM_STAT_SINGLES(XX)
+#undef XX
+#define XX(name) int64_t name;
+	MSIM_STAT_COUNTERS(XX)
+#undef XX
+	int64_t max_split_size; /* bytes; -1 when unlimited */
+} msim_stats_t;
+
+/* current += n and peak follows. */
+static inline void
+msim_stat_inc(msim_stat_t *s, int64_t n)
+{
+	s->current += n;
+	s->allocated += n;
+	if (s->current > s->peak)
+		s->peak = s->current;
+}
+
+/* current -= n. */
+static inline void
+msim_stat_dec(msim_stat_t *s, int64_t n)
+{
+	s->current -= n;
+	s->freed += n;
+}
+
+/* Applies a signed change: an increase or a decrease, as PyTorch does. */
+static inline void
+msim_stat_add(msim_stat_t *s, int64_t n)
+{
+	if (n > 0)
+		msim_stat_inc(s, n);
+	else if (n < 0)
+		msim_stat_dec(s, -n);
+}
+
+/* Updates the "all" copy and the copy of pool (MSIM_POOL_SMALL or _LARGE). */
+static inline void
+msim_stat2_inc(msim_stat_t *s, int pool, int64_t n)
+{
+	msim_stat_inc(&s[MSIM_POOL_ALL], n);
+	msim_stat_inc(&s[pool], n);
+}
+
+static inline void
+msim_stat2_dec(msim_stat_t *s, int pool, int64_t n)
+{
+	msim_stat_dec(&s[MSIM_POOL_ALL], n);
+	msim_stat_dec(&s[pool], n);
+}
+
+static inline void
+msim_stat2_add(msim_stat_t *s, int pool, int64_t n)
+{
+	msim_stat_add(&s[MSIM_POOL_ALL], n);
+	msim_stat_add(&s[pool], n);
+}
+
+#endif
