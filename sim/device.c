@@ -1,0 +1,501 @@
+/*
+ * The device model: counting, capacity and cap, the event log, and the
+ * default placement backend.
+ *
+ * Placement (spec section 16.2, measured with CUDA 13.0 / driver 580 on the
+ * H200): virtual address space is carved in chunks of ceil_to(size, 32 MiB),
+ * 32 MiB aligned.  A segment that opens a chunk sits at its start and leaves
+ * the rest as a hole.  A cudaMalloc first tries holes, newest chunk first and
+ * inside a chunk the lowest hole that fits; otherwise a new chunk goes at the
+ * top of the highest free gap strictly larger than the chunk (the space below
+ * every chunk always qualifies).  A cudaFree gives the range back to its
+ * chunk; a chunk whose last segment is freed becomes free gap at once.  The
+ * CUDA context holds the 512 MiB directly above the first chunk, with two
+ * holes: 2 MiB at +414 MiB and one at +488 MiB measured to be 22 to 26 MiB
+ * wide (a 20 MiB and a 14 MiB segment fitted, a 26 MiB one did not; we take
+ * 24 MiB).  Only the order of addresses matters to the policies, so the
+ * base is arbitrary.  Chunks and holes are few (hundreds), so plain arrays
+ * and linear scans are the right tools; cudaMalloc is rare next to malloc.
+ */
+#include <config.h>
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/device.h"
+#include "sim/error.h"
+
+#define VA_CHUNK (32 * MSIM_MiB)
+#define VA_BASE UINT64_C(0x600000000000) /* top of the first chunk */
+#define VA_CONTEXT_SIZE (512 * MSIM_MiB)
+
+typedef struct va_range_s {
+	msim_addr_t base;
+	uint64_t size;
+} va_range_t;
+
+typedef struct va_chunk_s {
+	msim_addr_t base;
+	uint64_t size;
+	uint64_t seq;      /* creation order; 0 = the CUDA context */
+	size_t live;       /* segments inside */
+	va_range_t *holes; /* free ranges, sorted by address */
+	size_t nholes, capholes;
+} va_chunk_t;
+
+typedef struct va_s {
+	va_chunk_t *chunks; /* sorted by base */
+	size_t n, cap;
+	uint64_t seq;
+} va_t;
+
+static int
+va_hole_insert(va_chunk_t *c, size_t at, msim_addr_t base, uint64_t size)
+{
+	if (c->nholes == c->capholes) {
+		size_t ncap = c->capholes ? 2 * c->capholes : 4;
+		va_range_t *h = realloc(c->holes, ncap * sizeof(*h));
+		if (!h)
+			return MSIM_ENOMEM;
+		c->holes = h;
+		c->capholes = ncap;
+	}
+	memmove(&c->holes[at + 1], &c->holes[at],
+		(c->nholes - at) * sizeof(*c->holes));
+	c->holes[at] = (va_range_t){base, size};
+	c->nholes++;
+	return 0;
+}
+
+static void
+va_hole_remove(va_chunk_t *c, size_t at)
+{
+	memmove(&c->holes[at], &c->holes[at + 1],
+		(c->nholes - at - 1) * sizeof(*c->holes));
+	c->nholes--;
+}
+
+/* Inserts a chunk keeping the array sorted; returns its index or < 0. */
+static long
+va_chunk_insert(va_t *va, msim_addr_t base, uint64_t size)
+{
+	if (va->n == va->cap) {
+		size_t ncap = va->cap ? 2 * va->cap : 16;
+		va_chunk_t *c = realloc(va->chunks, ncap * sizeof(*c));
+		if (!c)
+			return MSIM_ENOMEM;
+		va->chunks = c;
+		va->cap = ncap;
+	}
+	size_t at = 0;
+	while (at < va->n && va->chunks[at].base < base)
+		at++;
+	memmove(&va->chunks[at + 1], &va->chunks[at],
+		(va->n - at) * sizeof(*va->chunks));
+	va->chunks[at] = (va_chunk_t){.base = base, .size = size,
+				      .seq = va->seq++};
+	va->n++;
+	return (long)at;
+}
+
+static int
+va_create(void **ctx_out)
+{
+	va_t *va = calloc(1, sizeof(*va));
+	if (!va)
+		return MSIM_ENOMEM;
+	long at = va_chunk_insert(va, VA_BASE, VA_CONTEXT_SIZE);
+	if (at < 0)
+		goto fail;
+	va_chunk_t *ctx = &va->chunks[at];
+	ctx->live = 1; /* the context itself: never released */
+	if (va_hole_insert(ctx, 0, VA_BASE + 414 * MSIM_MiB, 2 * MSIM_MiB) ||
+	    va_hole_insert(ctx, 1, VA_BASE + 488 * MSIM_MiB, 24 * MSIM_MiB))
+		goto fail;
+	*ctx_out = va;
+	return 0;
+fail:
+	if (va->n)
+		free(va->chunks[0].holes);
+	free(va->chunks);
+	free(va);
+	return MSIM_ENOMEM;
+}
+
+static void
+va_destroy(void *ctx)
+{
+	va_t *va = ctx;
+	if (!va)
+		return;
+	for (size_t i = 0; i < va->n; i++)
+		free(va->chunks[i].holes);
+	free(va->chunks);
+	free(va);
+}
+
+static int
+va_malloc(void *ctx, uint64_t size, msim_addr_t *addr_out)
+{
+	va_t *va = ctx;
+	/* Holes first: the newest chunk with a hole that fits. */
+	va_chunk_t *best = NULL;
+	size_t best_hole = 0;
+	for (size_t i = 0; i < va->n; i++) {
+		va_chunk_t *c = &va->chunks[i];
+		if (best && c->seq < best->seq)
+			continue;
+		for (size_t h = 0; h < c->nholes; h++) {
+			if (c->holes[h].size >= size) {
+				best = c;
+				best_hole = h;
+				break;
+			}
+		}
+	}
+	if (best) {
+		va_range_t *h = &best->holes[best_hole];
+		*addr_out = h->base;
+		h->base += size;
+		h->size -= size;
+		if (h->size == 0)
+			va_hole_remove(best, best_hole);
+		best->live++;
+		return 0;
+	}
+	/* A new chunk at the top of the highest gap strictly larger. */
+	uint64_t csize = (size + VA_CHUNK - 1) / VA_CHUNK * VA_CHUNK;
+	msim_addr_t base = va->chunks[0].base - csize;
+	for (size_t i = va->n - 1; i > 0; i--) {
+		msim_addr_t lo = va->chunks[i - 1].base + va->chunks[i - 1].size;
+		if (va->chunks[i].base - lo > csize) {
+			base = va->chunks[i].base - csize;
+			break;
+		}
+	}
+	long at = va_chunk_insert(va, base, csize);
+	if (at < 0)
+		return (int)at;
+	va_chunk_t *c = &va->chunks[at];
+	c->live = 1;
+	if (csize > size && va_hole_insert(c, 0, base + size, csize - size))
+		return MSIM_ENOMEM;
+	*addr_out = base;
+	return 0;
+}
+
+static void
+va_free(void *ctx, msim_addr_t addr, uint64_t size)
+{
+	va_t *va = ctx;
+	size_t lo = 0, hi = va->n;
+	while (hi - lo > 1) { /* last chunk with base <= addr */
+		size_t mid = (lo + hi) / 2;
+		if (va->chunks[mid].base <= addr)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	va_chunk_t *c = &va->chunks[lo];
+	if (va->n == 0 || addr < c->base || addr + size > c->base + c->size)
+		return; /* not ours: a segment placed at a recorded address */
+	if (--c->live == 0) {
+		free(c->holes);
+		memmove(c, c + 1, (va->n - lo - 1) * sizeof(*c));
+		va->n--;
+		return;
+	}
+	size_t at = 0;
+	while (at < c->nholes && c->holes[at].base < addr)
+		at++;
+	bool joins_prev = at > 0 &&
+		c->holes[at - 1].base + c->holes[at - 1].size == addr;
+	bool joins_next = at < c->nholes && addr + size == c->holes[at].base;
+	if (joins_prev && joins_next) {
+		c->holes[at - 1].size += size + c->holes[at].size;
+		va_hole_remove(c, at);
+	} else if (joins_prev) {
+		c->holes[at - 1].size += size;
+	} else if (joins_next) {
+		c->holes[at].base = addr;
+		c->holes[at].size += size;
+	} else if (va_hole_insert(c, at, addr, size)) {
+		/* Out of host memory: the range is merely lost to reuse. */
+	}
+}
+
+const msim_device_ops_t msim_device_h200 = {
+	.name = "h200",
+	.create = va_create,
+	.malloc = va_malloc,
+	.free = va_free,
+	.destroy = va_destroy,
+};
+
+/* ------------------------------------------------------------------ */
+
+struct msim_device_s {
+	const msim_device_ops_t *ops;
+	void *ctx;
+	uint64_t capacity; /* bytes */
+	uint64_t cap;      /* allowed bytes; 0 = none */
+	uint64_t reserved; /* bytes held now */
+	msim_stat_t segment[MSIM_NPOOL];
+	msim_stat_t reserved_bytes[MSIM_NPOOL];
+	int64_t num_device_alloc, num_device_free;
+	uint64_t request; /* index of the request being served */
+	msim_time_t now;
+	msim_schedule_fn schedule;
+	void *schedule_ctx;
+	int log_events, use_hints;
+	msim_seg_event_t *events;
+	size_t nevents, capevents;
+	msim_addr_t *hints; /* FIFO of recorded segment addresses */
+	size_t hint_head, nhints, caphints;
+};
+
+static const char *const seg_action_names[] = {
+	"segment_alloc", "segment_free", "segment_map", "segment_unmap", "oom",
+};
+
+const char *
+msim_seg_action_name(int action)
+{
+	if (action < 0 || action > MSIM_SEG_OOM)
+		return "?";
+	return seg_action_names[action];
+}
+
+int
+msim_seg_action_parse(const char *name)
+{
+	for (int i = 0; i <= MSIM_SEG_OOM; i++)
+		if (strcmp(name, seg_action_names[i]) == 0)
+			return i;
+	return -1;
+}
+
+msim_device_t *
+msim_device_new(const msim_device_config_t *cfg)
+{
+	msim_device_t *dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return NULL;
+	dev->ops = cfg && cfg->ops ? cfg->ops : &msim_device_h200;
+	dev->capacity = cfg && cfg->capacity ? cfg->capacity : MSIM_H200_BYTES;
+	dev->cap = cfg ? cfg->cap : 0;
+	dev->log_events = cfg ? cfg->log_events : 0;
+	dev->use_hints = cfg ? cfg->use_hints : 0;
+	if (dev->ops->create(&dev->ctx)) {
+		free(dev);
+		return NULL;
+	}
+	return dev;
+}
+
+void
+msim_device_destroy(msim_device_t *dev)
+{
+	if (!dev)
+		return;
+	dev->ops->destroy(dev->ctx);
+	free(dev->events);
+	free(dev->hints);
+	free(dev);
+}
+
+int
+msim_device_set_fraction(msim_device_t *dev, double fraction)
+{
+	if (!(fraction >= 0.0 && fraction <= 1.0))
+		return MSIM_EINVAL;
+	dev->cap = fraction >= 1.0 ? 0
+				   : (uint64_t)(fraction * (double)dev->capacity);
+	return 0;
+}
+
+uint64_t
+msim_device_cap(const msim_device_t *dev)
+{
+	return dev->cap;
+}
+
+uint64_t
+msim_device_capacity(const msim_device_t *dev)
+{
+	return dev->capacity;
+}
+
+static void
+dev_log(msim_device_t *dev, int action, msim_addr_t addr, uint64_t size)
+{
+	if (!dev->log_events)
+		return;
+	if (dev->nevents == dev->capevents) {
+		size_t ncap = dev->capevents ? 2 * dev->capevents : 256;
+		msim_seg_event_t *e = realloc(dev->events, ncap * sizeof(*e));
+		if (!e) {
+			dev->log_events = 0; /* the log is lost, not the run */
+			return;
+		}
+		dev->events = e;
+		dev->capevents = ncap;
+	}
+	dev->events[dev->nevents++] = (msim_seg_event_t){
+		.request = dev->request, .addr = addr, .size = size,
+		.action = action};
+}
+
+/* Whether size more bytes fit under the capacity and the cap. */
+static bool
+dev_fits(const msim_device_t *dev, uint64_t size)
+{
+	if (size > dev->capacity - dev->reserved)
+		return false;
+	return dev->cap == 0 || dev->reserved + size <= dev->cap;
+}
+
+static void
+dev_count(msim_device_t *dev, int pool, int64_t delta)
+{
+	msim_stat2_add(dev->reserved_bytes, pool, delta);
+	dev->reserved += (uint64_t)delta;
+}
+
+int
+msim_device_malloc(msim_device_t *dev, uint64_t size, int pool,
+		   msim_addr_t *addr_out)
+{
+	assert(pool == MSIM_POOL_SMALL || pool == MSIM_POOL_LARGE);
+	if (!dev_fits(dev, size))
+		return MSIM_EDEVOOM;
+	if (dev->use_hints && dev->nhints > 0) {
+		*addr_out = dev->hints[dev->hint_head++];
+		dev->nhints--;
+	} else {
+		int rc = dev->ops->malloc(dev->ctx, size, addr_out);
+		if (rc)
+			return rc;
+	}
+	dev_count(dev, pool, (int64_t)size);
+	msim_stat2_inc(dev->segment, pool, 1);
+	dev->num_device_alloc++;
+	dev_log(dev, MSIM_SEG_ALLOC, *addr_out, size);
+	return 0;
+}
+
+void
+msim_device_free(msim_device_t *dev, msim_addr_t addr, uint64_t size, int pool)
+{
+	dev->ops->free(dev->ctx, addr, size);
+	dev_count(dev, pool, -(int64_t)size);
+	msim_stat2_dec(dev->segment, pool, 1);
+	dev->num_device_free++;
+	dev_log(dev, MSIM_SEG_FREE, addr, size);
+}
+
+int
+msim_device_map(msim_device_t *dev, msim_addr_t addr, uint64_t size, int pool)
+{
+	if (!dev_fits(dev, size))
+		return MSIM_EDEVOOM;
+	dev_count(dev, pool, (int64_t)size);
+	dev->num_device_alloc++;
+	dev_log(dev, MSIM_SEG_MAP, addr, size);
+	return 0;
+}
+
+void
+msim_device_unmap(msim_device_t *dev, msim_addr_t addr, uint64_t size,
+		  int pool)
+{
+	dev_count(dev, pool, -(int64_t)size);
+	dev->num_device_free++;
+	dev_log(dev, MSIM_SEG_UNMAP, addr, size);
+}
+
+void
+msim_device_log_oom(msim_device_t *dev, uint64_t size)
+{
+	dev_log(dev, MSIM_SEG_OOM, 0, size);
+}
+
+int
+msim_device_hint(msim_device_t *dev, msim_addr_t addr)
+{
+	if (!dev->use_hints)
+		return 0;
+	if (dev->hint_head + dev->nhints == dev->caphints && dev->hint_head) {
+		memmove(dev->hints, dev->hints + dev->hint_head,
+			dev->nhints * sizeof(*dev->hints));
+		dev->hint_head = 0;
+	}
+	if (dev->nhints == dev->caphints) {
+		size_t ncap = dev->caphints ? 2 * dev->caphints : 64;
+		msim_addr_t *h = realloc(dev->hints, ncap * sizeof(*h));
+		if (!h)
+			return MSIM_ENOMEM;
+		dev->hints = h;
+		dev->caphints = ncap;
+	}
+	dev->hints[dev->hint_head + dev->nhints++] = addr;
+	return 0;
+}
+
+void
+msim_device_set_request(msim_device_t *dev, uint64_t request)
+{
+	dev->request = request;
+}
+
+msim_time_t
+msim_device_now(const msim_device_t *dev)
+{
+	return dev->now;
+}
+
+void
+msim_device_set_clock(msim_device_t *dev, msim_time_t now)
+{
+	dev->now = now;
+}
+
+void
+msim_device_set_scheduler(msim_device_t *dev, msim_schedule_fn fn, void *ctx)
+{
+	dev->schedule = fn;
+	dev->schedule_ctx = ctx;
+}
+
+int
+msim_device_schedule(msim_device_t *dev, msim_time_t when, uint64_t cookie)
+{
+	if (!dev->schedule)
+		return MSIM_ENOTSUP;
+	return dev->schedule(dev->schedule_ctx, when < dev->now ? dev->now : when,
+			     cookie);
+}
+
+uint64_t
+msim_device_reserved(const msim_device_t *dev)
+{
+	return dev->reserved;
+}
+
+void
+msim_device_stats(const msim_device_t *dev, msim_stats_t *out)
+{
+	memcpy(out->segment, dev->segment, sizeof(out->segment));
+	memcpy(out->reserved_bytes, dev->reserved_bytes,
+	       sizeof(out->reserved_bytes));
+	out->num_device_alloc = dev->num_device_alloc;
+	out->num_device_free = dev->num_device_free;
+}
+
+const msim_seg_event_t *
+msim_device_events(const msim_device_t *dev, size_t *n_out)
+{
+	*n_out = dev->nevents;
+	return dev->events;
+}

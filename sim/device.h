@@ -1,0 +1,151 @@
+/*
+ * The device model: where policies get device memory from, and the one
+ * place that counts it, so every policy is measured the same way.
+ *
+ * A policy reserves and releases memory only through these calls.  The
+ * device counts reserved bytes and segments per pool type, the driver calls
+ * (num_device_alloc / num_device_free), enforces the capacity and the
+ * optional per-process cap, and logs each segment event with the index of
+ * the request during which it happened.
+ *
+ * Where a new segment lands is decided by a backend, a small const ops
+ * table: the default models the CUDA 13 driver's placement on the H200
+ * (spec section 16.2), tests pass fakes, validation mode passes cudaMalloc.
+ * Addresses matter because PyTorch breaks ties between equal-size free
+ * blocks by address.
+ */
+#ifndef MSIM_SIM_DEVICE_H
+#define MSIM_SIM_DEVICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sim/types.h"
+
+/* The H200's totalGlobalMem, as the CUDA runtime reports it. */
+#define MSIM_H200_BYTES UINT64_C(150109880320)
+
+typedef struct msim_device_s msim_device_t;
+
+/* Where segments come from.  ctx is the backend's own state. */
+typedef struct msim_device_ops_s {
+	const char *name;
+	/* Creates the backend state.  Returns 0 or MSIM_ENOMEM. */
+	int (*create)(void **ctx_out);
+	/* Picks the address of a new segment of size bytes.  Returns 0 or
+	 * MSIM_EDEVOOM when the backend itself is out of memory. */
+	int (*malloc)(void *ctx, uint64_t size, msim_addr_t *addr_out);
+	/* Gives back the segment at addr (its size given for convenience). */
+	void (*free)(void *ctx, msim_addr_t addr, uint64_t size);
+	void (*destroy)(void *ctx);
+} msim_device_ops_t;
+
+/* The driver placement model of spec section 16.2 (the default). */
+extern const msim_device_ops_t msim_device_h200;
+
+/* Segment events, as PyTorch's trace names them. */
+typedef enum msim_seg_action_e {
+	MSIM_SEG_ALLOC = 0, /* cudaMalloc */
+	MSIM_SEG_FREE,      /* cudaFree */
+	MSIM_SEG_MAP,       /* expandable: pages mapped */
+	MSIM_SEG_UNMAP,     /* expandable: pages unmapped */
+	MSIM_SEG_OOM,       /* a malloc raised out-of-memory; size = rounded */
+} msim_seg_action_t;
+
+/* Returns "segment_alloc", ... for action. */
+const char *msim_seg_action_name(int action);
+
+/* Parses a name of msim_seg_action_name(); returns the action or -1. */
+int msim_seg_action_parse(const char *name);
+
+typedef struct msim_seg_event_s {
+	uint64_t request; /* 0-based index of the request it happened in */
+	msim_addr_t addr; /* segment or first mapped/unmapped address */
+	uint64_t size;    /* bytes */
+	int action;       /* msim_seg_action_t */
+} msim_seg_event_t;
+
+/* How a device is set up.  Zeroes mean the defaults. */
+typedef struct msim_device_config_s {
+	const msim_device_ops_t *ops; /* NULL: msim_device_h200 */
+	uint64_t capacity;            /* bytes; 0: MSIM_H200_BYTES */
+	uint64_t cap;                 /* allowed bytes; 0: no cap */
+	int log_events;               /* keep the segment event log */
+	int use_hints;                /* place segments at recorded addresses */
+} msim_device_config_t;
+
+/* Creates a device.  Returns NULL when out of host memory. */
+msim_device_t *msim_device_new(const msim_device_config_t *cfg);
+
+/* Frees the device; NULL is a no-op. */
+void msim_device_destroy(msim_device_t *dev);
+
+/*
+ * The per-process cap of torch.cuda.set_per_process_memory_fraction(f):
+ * allowed = (uint64_t)(f * capacity), truncated as PyTorch 2.11 does; f >= 1
+ * removes the cap.  Returns MSIM_EINVAL unless 0 <= f <= 1.
+ */
+int msim_device_set_fraction(msim_device_t *dev, double fraction);
+
+/* Allowed bytes under the cap, or 0 when there is no cap. */
+uint64_t msim_device_cap(const msim_device_t *dev);
+
+/* Physical capacity in bytes. */
+uint64_t msim_device_capacity(const msim_device_t *dev);
+
+/*
+ * cudaMalloc: a new segment of size bytes for pool (MSIM_POOL_SMALL or
+ * _LARGE).  Returns 0, or MSIM_EDEVOOM when it does not fit under the
+ * capacity or the cap (nothing is counted then).
+ */
+int msim_device_malloc(msim_device_t *dev, uint64_t size, int pool,
+		       msim_addr_t *addr_out);
+
+/* cudaFree of a segment that msim_device_malloc() returned. */
+void msim_device_free(msim_device_t *dev, msim_addr_t addr, uint64_t size,
+		      int pool);
+
+/*
+ * Expandable segments: map or unmap size bytes of physical pages at addr in
+ * a virtual reservation.  Counted as reserved bytes and driver calls, never
+ * as segments.  map returns 0 or MSIM_EDEVOOM.
+ */
+int msim_device_map(msim_device_t *dev, msim_addr_t addr, uint64_t size,
+		    int pool);
+void msim_device_unmap(msim_device_t *dev, msim_addr_t addr, uint64_t size,
+		       int pool);
+
+/* Logs an OOM of a request rounded to size bytes (the trace's `oom`). */
+void msim_device_log_oom(msim_device_t *dev, uint64_t size);
+
+/* A recorded segment address, used by the next malloc when hints are on. */
+int msim_device_hint(msim_device_t *dev, msim_addr_t addr);
+
+/* Sets the index of the request being served, for the event log. */
+void msim_device_set_request(msim_device_t *dev, uint64_t request);
+
+/*
+ * The clock and the event queue, seen from a policy.  The engine installs a
+ * scheduler; msim_device_schedule() then asks for the policy's on_event()
+ * with cookie at time when (never earlier than now).  Returns 0, or
+ * MSIM_ENOTSUP when nothing drives the device.
+ */
+typedef int (*msim_schedule_fn)(void *ctx, msim_time_t when, uint64_t cookie);
+msim_time_t msim_device_now(const msim_device_t *dev);
+int msim_device_schedule(msim_device_t *dev, msim_time_t when,
+			 uint64_t cookie);
+void msim_device_set_clock(msim_device_t *dev, msim_time_t now);
+void msim_device_set_scheduler(msim_device_t *dev, msim_schedule_fn fn,
+			       void *ctx);
+
+/* Bytes reserved from the device now (segments + mapped pages). */
+uint64_t msim_device_reserved(const msim_device_t *dev);
+
+/* Adds the device's counters (segment, reserved_bytes, num_device_*) to out. */
+void msim_device_stats(const msim_device_t *dev, msim_stats_t *out);
+
+/* The event log (empty unless log_events); valid until the next call. */
+const msim_seg_event_t *msim_device_events(const msim_device_t *dev,
+					   size_t *n_out);
+
+#endif
