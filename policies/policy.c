@@ -1,0 +1,136 @@
+/*
+ * The wrappers every caller goes through (SQLite's os.c does the same for
+ * its VFS): they check what holds for every policy, so a policy file holds
+ * only its algorithm.
+ */
+#include <config.h>
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policies/policy.h"
+#include "sim/error.h"
+
+struct msim_policy_s {
+	const msim_policy_ops_t *ops;
+	void *state;
+	msim_device_t *dev;
+};
+
+const msim_policy_ops_t *
+msim_policy_find(const char *name)
+{
+	for (const msim_policy_ops_t *const *p = msim_policy_list(); *p; p++)
+		if (!strcmp((*p)->name, name))
+			return *p;
+	return NULL;
+}
+
+int
+msim_policy_new(const msim_policy_ops_t *ops, msim_device_t *dev,
+		const msim_params_t *pv, msim_policy_t **out, char *why,
+		size_t whylen)
+{
+	msim_params_t defaults = {0};
+	msim_policy_t *pol = calloc(1, sizeof(*pol));
+	int rc = MSIM_ENOMEM;
+	if (why && whylen)
+		why[0] = '\0';
+	if (!pol)
+		goto fail;
+	if (!pv) {
+		if ((rc = msim_params_init(&defaults, ops->params)))
+			goto fail;
+		pv = &defaults;
+	}
+	pol->ops = ops;
+	pol->dev = dev;
+	rc = ops->create(&pol->state, dev, pv, why, whylen);
+	if (rc)
+		goto fail;
+	msim_params_clear(&defaults);
+	*out = pol;
+	return 0;
+fail:
+	if (why && whylen && !why[0])
+		snprintf(why, whylen, "%s", msim_strerror(rc));
+	msim_params_clear(&defaults);
+	free(pol);
+	return rc;
+}
+
+void
+msim_policy_destroy(msim_policy_t *pol)
+{
+	if (!pol)
+		return;
+	pol->ops->destroy(pol->state);
+	free(pol);
+}
+
+const msim_policy_ops_t *
+msim_policy_ops(const msim_policy_t *pol)
+{
+	return pol->ops;
+}
+
+int
+msim_policy_alloc(msim_policy_t *pol, const msim_req_t *req,
+		  msim_addr_t *addr_out)
+{
+	if (req->size == 0)
+		return MSIM_EINVAL;
+	int rc = pol->ops->alloc(pol->state, req, addr_out);
+	assert(rc || *addr_out % 512 == 0);
+	return rc;
+}
+
+int
+msim_policy_free(msim_policy_t *pol, const msim_req_t *req)
+{
+	return pol->ops->free(pol->state, req);
+}
+
+int
+msim_policy_free_requested(msim_policy_t *pol, const msim_req_t *req)
+{
+	if (!pol->ops->free_requested)
+		return 0;
+	return pol->ops->free_requested(pol->state, req);
+}
+
+int
+msim_policy_empty_cache(msim_policy_t *pol)
+{
+	if (!pol->ops->empty_cache)
+		return 0;
+	return pol->ops->empty_cache(pol->state);
+}
+
+int
+msim_policy_on_event(msim_policy_t *pol, uint64_t cookie)
+{
+	if (!pol->ops->on_event)
+		return 0;
+	return pol->ops->on_event(pol->state, cookie);
+}
+
+void
+msim_policy_stats(const msim_policy_t *pol, msim_stats_t *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->max_split_size = -1;
+	pol->ops->stats(pol->state, out);
+	msim_device_stats(pol->dev, out);
+}
+
+void
+msim_policy_free_info(const msim_policy_t *pol, uint64_t *largest_out,
+		      uint64_t *total_out)
+{
+	*largest_out = *total_out = 0;
+	if (pol->ops->free_info)
+		pol->ops->free_info(pol->state, largest_out, total_out);
+}

@@ -1,0 +1,81 @@
+/*
+ * The policy plug-in: a const operations table plus opaque state, the shape
+ * of GSL's gsl_rng_type and SQLite's sqlite3_mem_methods.  The engine calls
+ * the msim_policy_*() wrappers below, never the ops directly; the wrappers
+ * check what must hold for every policy.
+ *
+ * To add a policy: write policies/<name>.c ending in its ops table, add one
+ * line to registry.c and one to policies/Makemodule.am.  The contract test
+ * (tests/check_policy_contract.c) then covers it.
+ */
+#ifndef MSIM_POLICIES_POLICY_H
+#define MSIM_POLICIES_POLICY_H
+
+#include <stddef.h>
+
+#include "policies/params.h"
+#include "sim/device.h"
+#include "sim/types.h"
+
+typedef struct msim_policy_ops_s {
+	const char *name;                /* unique, [a-z0-9_-]; CLI and DB key */
+	const char *summary;             /* one line for `memsim policies` */
+	const msim_param_spec_t *params; /* NULL-name terminated */
+	/* Creates the state over dev.  Returns 0, MSIM_ENOMEM, or MSIM_EINVAL
+	 * with why filled when parameters contradict each other. */
+	int (*create)(void **state_out, msim_device_t *dev,
+		      const msim_params_t *pv, char *why, size_t whylen);
+	/* Serves req (ALLOC).  Returns 0 or MSIM_EDEVOOM. */
+	int (*alloc)(void *state, const msim_req_t *req, msim_addr_t *addr_out);
+	/* The block req->id is back (FREE).  Returns 0. */
+	int (*free)(void *state, const msim_req_t *req);
+	/* The program freed req->id, the block returns at a later FREE.
+	 * May be NULL: then FREE_REQUESTED is ignored. */
+	int (*free_requested)(void *state, const msim_req_t *req);
+	/* torch.cuda.empty_cache().  May be NULL. */
+	int (*empty_cache)(void *state);
+	/* An event the policy scheduled with msim_device_schedule().  May be
+	 * NULL. */
+	int (*on_event)(void *state, uint64_t cookie);
+	/* Fills the policy's statistics; the device's own counters are added
+	 * by the wrapper. */
+	void (*stats)(const void *state, msim_stats_t *out);
+	/* Largest free block and total free bytes held by the policy. */
+	void (*free_info)(const void *state, uint64_t *largest_out,
+			  uint64_t *total_out);
+	void (*destroy)(void *state);
+} msim_policy_ops_t;
+
+typedef struct msim_policy_s msim_policy_t;
+
+/* NULL-terminated list of every registered policy. */
+const msim_policy_ops_t *const *msim_policy_list(void);
+
+/* The policy called name, or NULL. */
+const msim_policy_ops_t *msim_policy_find(const char *name);
+
+/*
+ * Creates an instance of ops over dev with parameters pv (NULL: defaults).
+ * Returns 0, or an error with why filled.
+ */
+int msim_policy_new(const msim_policy_ops_t *ops, msim_device_t *dev,
+		    const msim_params_t *pv, msim_policy_t **out, char *why,
+		    size_t whylen);
+void msim_policy_destroy(msim_policy_t *pol);
+
+const msim_policy_ops_t *msim_policy_ops(const msim_policy_t *pol);
+
+/* Serves an ALLOC; returns 0 or MSIM_EDEVOOM; MSIM_EINVAL if size is 0. */
+int msim_policy_alloc(msim_policy_t *pol, const msim_req_t *req,
+		      msim_addr_t *addr_out);
+int msim_policy_free(msim_policy_t *pol, const msim_req_t *req);
+int msim_policy_free_requested(msim_policy_t *pol, const msim_req_t *req);
+int msim_policy_empty_cache(msim_policy_t *pol);
+int msim_policy_on_event(msim_policy_t *pol, uint64_t cookie);
+
+/* All statistics: the policy's and the device's. */
+void msim_policy_stats(const msim_policy_t *pol, msim_stats_t *out);
+void msim_policy_free_info(const msim_policy_t *pol, uint64_t *largest_out,
+			   uint64_t *total_out);
+
+#endif

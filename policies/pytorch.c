@@ -1,0 +1,975 @@
+/*
+ * pytorch: PyTorch 2.11's native CUDA caching allocator
+ * (c10/cuda/CUDACachingAllocator.cpp), rule by rule as the project's spec
+ * describes it: rounding (512 B, or power-of-two divisions), a small pool
+ * (<= 1 MiB, 2 MiB segments) and a large pool, free sets per stream ordered
+ * by (size, address), best fit, splitting (small: remainder >= 512 B; large:
+ * remainder > 1 MiB and size < max_split_size), merging on free, oversize
+ * blocks (max_split_size_mb, max_non_split_rounding_mb), the garbage
+ * collector (garbage_collection_threshold, only under a cap), and under a
+ * cap the chain free-just-enough-oversize, free-everything-and-retry, OOM.
+ *
+ * The free set: a free set per (stream, pool) is a set of bins, TLSF style
+ * (128 exact bins of 512 B steps, then 32 bins per power of two), each bin a
+ * list sorted by (size, address), and a two-level bitmap of non-empty bins.
+ * Best fit is a short scan of one bin or a bit search: alloc and free cost
+ * O(1) plus the length of one bin's list.  Pathology: many free blocks of
+ * the same size make that list long (the scan keeps address order, which
+ * PyTorch's tie-break needs).  Iterating bins in order visits blocks in
+ * exactly the order of PyTorch's std::set, which the release loops need.
+ *
+ * Expandable segments and record_stream's deferred frees are not modelled
+ * here yet; expandable_segments:True is refused with a clear error.
+ */
+#include <config.h>
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policies/policy.h"
+#include "sim/error.h"
+
+#define PT_MIN_BLOCK 512
+#define PT_SMALL_SIZE MSIM_MiB           /* small pool: rounded <= 1 MiB */
+#define PT_SMALL_BUFFER (2 * MSIM_MiB)   /* small-pool segment size */
+#define PT_MIN_LARGE_ALLOC (10 * MSIM_MiB) /* below: a large_segment */
+#define PT_ROUND_LARGE (2 * MSIM_MiB)    /* larger segments: 2 MiB steps */
+#define PT_UNLIMITED UINT64_MAX
+
+#define PT_NBINS 1664 /* pt_bin() of the largest 64-bit size, rounded up */
+#define PT_NWORDS (PT_NBINS / 64)
+
+enum { PT_SMALL = 0, PT_LARGE = 1 };          /* pool index */
+enum { B_FREE = 0, B_ALLOC = 1, B_PENDING = 2 }; /* block state */
+
+/* The statistics pool of a pool index. */
+#define PT_STATPOOL(pool) ((pool) + 1)
+
+typedef struct pt_stream_s pt_stream_t;
+typedef struct pt_block_s pt_block_t;
+
+struct pt_block_s {
+	msim_addr_t ptr;
+	uint64_t size;            /* bytes */
+	uint64_t requested;       /* bytes the caller asked for */
+	pt_block_t *prev, *next;  /* address neighbours in the segment */
+	pt_block_t *fprev, *fnext; /* free-set bin list; spare-list link */
+	pt_stream_t *st;
+	uint64_t gc_base; /* pool's lookup count when inserted */
+	uint16_t bin;
+	uint8_t pool;  /* PT_SMALL or PT_LARGE */
+	uint8_t state; /* B_FREE, B_ALLOC, B_PENDING */
+};
+
+typedef struct pt_freeset_s {
+	pt_block_t *head[PT_NBINS];
+	uint64_t map[PT_NWORDS]; /* bit: bin non-empty */
+	uint32_t summary;        /* bit w: map[w] != 0 */
+} pt_freeset_t;
+
+static_assert(PT_NWORDS <= 32, "summary bitmap is 32 bits");
+
+struct pt_stream_s {
+	msim_stream_t handle;
+	pt_freeset_t fs[2]; /* PT_SMALL, PT_LARGE */
+};
+
+typedef struct pt_slab_s {
+	struct pt_slab_s *next;
+	pt_block_t blocks[256];
+} pt_slab_t;
+
+typedef struct pt_state_s {
+	msim_device_t *dev;
+	/* configuration */
+	uint64_t max_split;     /* M: bytes, PT_UNLIMITED when off */
+	uint64_t nonsplit_tol;  /* R: bytes */
+	uint64_t large_segment; /* bytes */
+	double gc_threshold;    /* 0 = off */
+	uint64_t cap;           /* allowed_memory_maximum; 0 = none */
+	bool gc_enabled;
+	uint8_t rp2[16]; /* roundup_power2_divisions per size interval */
+	/* state */
+	uint64_t total_allocated; /* bytes obtained from the device */
+	uint64_t free_bytes;      /* bytes in free sets */
+	uint64_t gc_calls[2];     /* get_free_block calls per pool */
+	pt_stream_t **streams;    /* sorted by handle */
+	size_t nstreams;
+	pt_stream_t *last_stream;
+	pt_block_t **live; /* by request id */
+	size_t nlive;
+	pt_block_t *spare; /* unused block structs */
+	size_t nspare;
+	pt_slab_t *slabs;
+	msim_stats_t st; /* the policy's part of the statistics */
+} pt_state_t;
+
+/* ---------------------------------------------------------------- */
+/* Parameters                                                        */
+
+enum {
+	P_MAX_SPLIT, P_NONSPLIT, P_LARGE_SEG, P_GC, P_RP2, P_EXPANDABLE,
+	P_FRACTION, P_RELEASE_LOCK, P_GRAPH_REUSE, P_PIN_REGISTER,
+	P_PIN_THREADS, P_BACKEND,
+};
+
+/* Parses roundup_power2_divisions, "N" or "[B:N,...,>:N]", into table.
+ * Returns 0, or -1 with why filled. */
+static int
+rp2_parse(const char *text, uint8_t table[16], char *why, size_t whylen)
+{
+	char *end;
+	memset(table, 0, 16);
+	if (text[0] != '[') {
+		unsigned long n = strtoul(text, &end, 10);
+		if (*end || end == text || n > 128 || (n & (n - 1))) {
+			snprintf(why, whylen, "'%s' is not a power of two "
+				 "(at most 128) nor a [size_mb:N,...] list", text);
+			return -1;
+		}
+		memset(table, (int)n, 16);
+		return 0;
+	}
+	const char *s = text + 1;
+	bool first = true;
+	int last = -1;
+	while (*s && *s != ']') {
+		bool rest = *s == '>';
+		unsigned long mb = 0;
+		if (rest) {
+			end = (char *)s + 1;
+		} else {
+			mb = strtoul(s, &end, 10);
+			if (end == s || mb == 0 || (mb & (mb - 1))) {
+				snprintf(why, whylen, "interval '%.*s' is not a "
+					 "power-of-two number of MiB",
+					 (int)strcspn(s, ":,]"), s);
+				return -1;
+			}
+		}
+		if (*end != ':') {
+			snprintf(why, whylen, "expected ':' after '%.*s'",
+				 (int)(end - s), s);
+			return -1;
+		}
+		s = end + 1;
+		unsigned long n = strtoul(s, &end, 10);
+		if (end == s || n > 128 || (n & (n - 1))) {
+			snprintf(why, whylen, "divisions '%.*s' is not 0 or a "
+				 "power of two (at most 128)",
+				 (int)strcspn(s, ",]"), s);
+			return -1;
+		}
+		if (rest) {
+			for (int i = last + 1; i < 16; i++)
+				table[i] = (uint8_t)n;
+		} else {
+			int ix = 0;
+			while ((1UL << (ix + 1)) <= mb)
+				ix++;
+			if (ix > 15)
+				ix = 15;
+			if (first)
+				memset(table, (int)n, (size_t)ix);
+			table[ix] = (uint8_t)n;
+			last = ix;
+			first = false;
+		}
+		s = end;
+		if (*s == ',')
+			s++;
+		else if (*s != ']') {
+			snprintf(why, whylen, "expected ',' or ']' at '%s'", s);
+			return -1;
+		}
+	}
+	if (*s != ']' || s[1]) {
+		snprintf(why, whylen, "list must end with ']'");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+rp2_check(const char *text, char *why, size_t whylen)
+{
+	uint8_t table[16];
+	return rp2_parse(text, table, why, whylen);
+}
+
+static int
+backend_check(const char *text, char *why, size_t whylen)
+{
+	if (!strcmp(text, "native"))
+		return 0;
+	if (!strcmp(text, "cudaMallocAsync"))
+		snprintf(why, whylen, "cudaMallocAsync is not this policy; "
+			 "use --policy cuda-async");
+	else
+		snprintf(why, whylen, "'%s' is not native or cudaMallocAsync",
+			 text);
+	return -1;
+}
+
+static const msim_param_spec_t pt_params[] = {
+	[P_MAX_SPLIT] = {"max_split_size_mb", MSIM_PT_UINT, "none", 0, 1e12,
+		MSIM_PF_NONE_OK, "blocks of this many MiB or more are never "
+		"split; must be >= large_segment_size_mb", NULL},
+	[P_NONSPLIT] = {"max_non_split_rounding_mb", MSIM_PT_UINT, "none", 0,
+		1e12, MSIM_PF_NONE_OK, "an oversize request takes a cached "
+		"block less than this many MiB larger (default "
+		"large_segment_size_mb)", NULL},
+	[P_LARGE_SEG] = {"large_segment_size_mb", MSIM_PT_UINT, "20", 11,
+		1e9, 0, "segment size for requests of 1 to 10 MiB", NULL},
+	[P_GC] = {"garbage_collection_threshold", MSIM_PT_DOUBLE, "0", 0, 1,
+		MSIM_PF_MIN_OPEN | MSIM_PF_MAX_OPEN, "free unused cached "
+		"segments above this fraction of the cap (needs a cap)", NULL},
+	[P_RP2] = {"roundup_power2_divisions", MSIM_PT_TEXT, "0", 0, 0, 0,
+		"round sizes up to N divisions of a power of two: N or "
+		"[size_mb:N,...,>:N]", rp2_check},
+	[P_EXPANDABLE] = {"expandable_segments", MSIM_PT_BOOL, "False", 0, 0,
+		0, "grow one virtual segment per stream and pool", NULL},
+	[P_FRACTION] = {"per_process_memory_fraction", MSIM_PT_DOUBLE, "1",
+		0, 1, 0, "cap = fraction x device memory (overrides --cap)",
+		NULL},
+	[P_RELEASE_LOCK] = {"release_lock_on_cudamalloc", MSIM_PT_BOOL,
+		"False", 0, 0, 0, "accepted; concurrency only, no effect on "
+		"memory", NULL},
+	[P_GRAPH_REUSE] = {"graph_capture_record_stream_reuse", MSIM_PT_BOOL,
+		"False", 0, 0, 0, "accepted; CUDA graph capture only", NULL},
+	[P_PIN_REGISTER] = {"pinned_use_cuda_host_register", MSIM_PT_BOOL,
+		"False", 0, 0, 0, "accepted; host allocator only", NULL},
+	[P_PIN_THREADS] = {"pinned_num_register_threads", MSIM_PT_UINT, "1",
+		1, 128, MSIM_PF_POW2, "accepted; host allocator only", NULL},
+	[P_BACKEND] = {"backend", MSIM_PT_TEXT, "native", 0, 0, 0,
+		"native (this policy)", backend_check},
+	{NULL, 0, NULL, 0, 0, 0, NULL, NULL},
+};
+
+/* ---------------------------------------------------------------- */
+/* Sizes                                                             */
+
+static inline uint64_t
+ceil_to(uint64_t x, uint64_t m)
+{
+	return (x + m - 1) / m * m;
+}
+
+static inline unsigned
+log2_floor(uint64_t x)
+{
+	return 63u - (unsigned)__builtin_clzll(x);
+}
+
+/* round_size(): the block size a request of req bytes asks for. */
+static uint64_t
+pt_round(const pt_state_t *s, uint64_t req)
+{
+	if (req < PT_MIN_BLOCK)
+		return PT_MIN_BLOCK;
+	int ix = (int)log2_floor(req) - 20;
+	ix = ix < 0 ? 0 : ix > 15 ? 15 : ix;
+	uint64_t d = s->rp2[ix];
+	if (d > 1 && req > PT_MIN_BLOCK * d) {
+		if ((req & (req - 1)) == 0)
+			return req;
+		uint64_t floor2 = (uint64_t)1 << log2_floor(req);
+		uint64_t step = floor2 >> log2_floor(d);
+		if (step == 0)
+			return floor2 << 1;
+		uint64_t r = req & ~(step - 1);
+		return r == req ? req : r + step;
+	}
+	return ceil_to(req, PT_MIN_BLOCK);
+}
+
+/* get_allocation_size(): bytes of a new segment for a block of size. */
+static uint64_t
+pt_segment_size(const pt_state_t *s, uint64_t size)
+{
+	if (size <= PT_SMALL_SIZE)
+		return PT_SMALL_BUFFER;
+	if (size < PT_MIN_LARGE_ALLOC)
+		return s->large_segment;
+	return ceil_to(size, PT_ROUND_LARGE);
+}
+
+/* ---------------------------------------------------------------- */
+/* Free sets                                                         */
+
+static inline unsigned
+pt_bin(uint64_t size)
+{
+	uint64_t u = size >> 9;
+	if (u < 128)
+		return (unsigned)u;
+	unsigned fl = log2_floor(u);
+	unsigned sl = (unsigned)(u >> (fl - 5)) & 31;
+	return 128 + (fl - 7) * 32 + sl;
+}
+
+static inline bool
+blk_less(const pt_block_t *a, const pt_block_t *b)
+{
+	return a->size < b->size || (a->size == b->size && a->ptr < b->ptr);
+}
+
+/* First non-empty bin >= from, or PT_NBINS. */
+static unsigned
+fs_next_bin(const pt_freeset_t *fs, unsigned from)
+{
+	unsigned w = from / 64;
+	if (w >= PT_NWORDS)
+		return PT_NBINS;
+	uint64_t m = fs->map[w] & (~UINT64_C(0) << (from % 64));
+	if (m)
+		return w * 64 + (unsigned)__builtin_ctzll(m);
+	uint32_t sm = fs->summary & ~((UINT32_C(2) << w) - 1);
+	if (!sm)
+		return PT_NBINS;
+	w = (unsigned)__builtin_ctz(sm);
+	return w * 64 + (unsigned)__builtin_ctzll(fs->map[w]);
+}
+
+/* Last non-empty bin <= from (from < PT_NBINS), or PT_NBINS. */
+static unsigned
+fs_prev_bin(const pt_freeset_t *fs, unsigned from)
+{
+	unsigned w = from / 64;
+	uint64_t m = fs->map[w] & (~UINT64_C(0) >> (63 - from % 64));
+	if (m)
+		return w * 64 + log2_floor(m);
+	uint32_t sm = fs->summary & ((UINT32_C(1) << w) - 1);
+	if (!sm)
+		return PT_NBINS;
+	w = 31u - (unsigned)__builtin_clz(sm);
+	return w * 64 + log2_floor(fs->map[w]);
+}
+
+static void
+fs_insert(pt_state_t *s, pt_freeset_t *fs, pt_block_t *b)
+{
+	unsigned bin = pt_bin(b->size);
+	pt_block_t **pp = &fs->head[bin], *prev = NULL;
+	while (*pp && blk_less(*pp, b)) {
+		prev = *pp;
+		pp = &prev->fnext;
+	}
+	b->fnext = *pp;
+	b->fprev = prev;
+	if (*pp)
+		(*pp)->fprev = b;
+	*pp = b;
+	b->bin = (uint16_t)bin;
+	b->gc_base = s->gc_calls[b->pool];
+	fs->map[bin / 64] |= UINT64_C(1) << (bin % 64);
+	fs->summary |= UINT32_C(1) << (bin / 64);
+	s->free_bytes += b->size;
+}
+
+static void
+fs_remove(pt_state_t *s, pt_freeset_t *fs, pt_block_t *b)
+{
+	if (b->fprev)
+		b->fprev->fnext = b->fnext;
+	else
+		fs->head[b->bin] = b->fnext;
+	if (b->fnext)
+		b->fnext->fprev = b->fprev;
+	if (!fs->head[b->bin]) {
+		unsigned w = b->bin / 64;
+		fs->map[w] &= ~(UINT64_C(1) << (b->bin % 64));
+		if (!fs->map[w])
+			fs->summary &= ~(UINT32_C(1) << w);
+	}
+	s->free_bytes -= b->size;
+}
+
+/* The smallest free block of size >= size, ties to the lowest address. */
+static pt_block_t *
+fs_lower_bound(const pt_freeset_t *fs, uint64_t size)
+{
+	unsigned bin = pt_bin(size);
+	for (pt_block_t *b = fs->head[bin]; b; b = b->fnext)
+		if (b->size >= size)
+			return b;
+	bin = fs_next_bin(fs, bin + 1);
+	return bin < PT_NBINS ? fs->head[bin] : NULL;
+}
+
+static pt_block_t *
+fs_first(const pt_freeset_t *fs)
+{
+	unsigned bin = fs_next_bin(fs, 0);
+	return bin < PT_NBINS ? fs->head[bin] : NULL;
+}
+
+static pt_block_t *
+fs_next(const pt_freeset_t *fs, const pt_block_t *b)
+{
+	if (b->fnext)
+		return b->fnext;
+	unsigned bin = fs_next_bin(fs, b->bin + 1u);
+	return bin < PT_NBINS ? fs->head[bin] : NULL;
+}
+
+static pt_block_t *
+bin_tail(const pt_freeset_t *fs, unsigned bin)
+{
+	pt_block_t *b = fs->head[bin];
+	while (b->fnext)
+		b = b->fnext;
+	return b;
+}
+
+/* The block before b in set order; b == NULL gives the last block. */
+static pt_block_t *
+fs_prev(const pt_freeset_t *fs, const pt_block_t *b)
+{
+	if (b && b->fprev)
+		return b->fprev;
+	if (b && b->bin == 0)
+		return NULL;
+	unsigned bin = fs_prev_bin(fs, b ? b->bin - 1u : PT_NBINS - 1u);
+	return bin < PT_NBINS ? bin_tail(fs, bin) : NULL;
+}
+
+/* ---------------------------------------------------------------- */
+/* Blocks, streams, live table                                       */
+
+/* Makes sure the next two blk_new() calls succeed.  Returns false when out
+ * of host memory. */
+static bool
+blk_reserve(pt_state_t *s)
+{
+	if (s->nspare >= 2)
+		return true;
+	pt_slab_t *slab = malloc(sizeof(*slab));
+	if (!slab)
+		return false;
+	slab->next = s->slabs;
+	s->slabs = slab;
+	for (size_t i = 0; i < 256; i++) {
+		slab->blocks[i].fnext = s->spare;
+		s->spare = &slab->blocks[i];
+	}
+	s->nspare += 256;
+	return true;
+}
+
+/* A zeroed block from the spare list (blk_reserve() ran before). */
+static pt_block_t *
+blk_new(pt_state_t *s)
+{
+	pt_block_t *b = s->spare;
+	assert(b);
+	s->spare = b->fnext;
+	s->nspare--;
+	memset(b, 0, sizeof(*b));
+	return b;
+}
+
+static void
+blk_put(pt_state_t *s, pt_block_t *b)
+{
+	b->fnext = s->spare;
+	s->spare = b;
+	s->nspare++;
+}
+
+static inline bool
+blk_is_split(const pt_block_t *b)
+{
+	return b->prev || b->next;
+}
+
+static pt_stream_t *
+pt_stream(pt_state_t *s, msim_stream_t handle)
+{
+	if (s->last_stream && s->last_stream->handle == handle)
+		return s->last_stream;
+	size_t lo = 0, hi = s->nstreams;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (s->streams[mid]->handle < handle)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < s->nstreams && s->streams[lo]->handle == handle)
+		return s->last_stream = s->streams[lo];
+	pt_stream_t **v = realloc(s->streams, (s->nstreams + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	s->streams = v;
+	pt_stream_t *st = calloc(1, sizeof(*st));
+	if (!st)
+		return NULL;
+	st->handle = handle;
+	memmove(&v[lo + 1], &v[lo], (s->nstreams - lo) * sizeof(*v));
+	v[lo] = st;
+	s->nstreams++;
+	return s->last_stream = st;
+}
+
+static int
+live_put(pt_state_t *s, uint32_t id, pt_block_t *b)
+{
+	if (id >= s->nlive) {
+		size_t n = s->nlive ? s->nlive : 1024;
+		while (n <= id)
+			n *= 2;
+		pt_block_t **v = realloc(s->live, n * sizeof(*v));
+		if (!v)
+			return MSIM_ENOMEM;
+		memset(v + s->nlive, 0, (n - s->nlive) * sizeof(*v));
+		s->live = v;
+		s->nlive = n;
+	}
+	s->live[id] = b;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- */
+/* The allocator                                                     */
+
+/* get_free_block(): the best cached block for size, removed from its set. */
+static pt_block_t *
+get_free_block(pt_state_t *s, pt_freeset_t *fs, int pool, uint64_t size)
+{
+	if (s->gc_enabled)
+		s->gc_calls[pool]++;
+	pt_block_t *b = fs_lower_bound(fs, size);
+	if (!b)
+		return NULL;
+	if (size < s->max_split && b->size >= s->max_split)
+		return NULL; /* no oversize block for a small request */
+	if (size >= s->max_split && b->size >= size + s->nonsplit_tol)
+		return NULL; /* too much waste for an oversize request */
+	fs_remove(s, fs, b);
+	return b;
+}
+
+/* release_block(): cudaFree of a whole free segment. */
+static void
+release_block(pt_state_t *s, pt_block_t *b)
+{
+	assert(!blk_is_split(b) && b->state == B_FREE);
+	fs_remove(s, &b->st->fs[b->pool], b);
+	msim_device_free(s->dev, b->ptr, b->size, PT_STATPOOL(b->pool));
+	s->total_allocated -= b->size;
+	if (b->size >= s->max_split)
+		msim_stat_dec(&s->st.oversize_segments, 1);
+	blk_put(s, b);
+}
+
+/* garbage_collect_cached_blocks(): frees old unused large segments until
+ * the device total falls under threshold x cap (full passes). */
+static void
+garbage_collect(pt_state_t *s)
+{
+	uint64_t threshold = (uint64_t)(s->gc_threshold * (double)s->cap);
+	if (s->total_allocated <= threshold)
+		return;
+	uint64_t target = s->total_allocated - threshold;
+	uint64_t now = s->gc_calls[PT_LARGE];
+	double total_age = 0.0;
+	size_t n = 0;
+	for (size_t i = 0; i < s->nstreams; i++) {
+		const pt_freeset_t *fs = &s->streams[i]->fs[PT_LARGE];
+		for (pt_block_t *b = fs_first(fs); b; b = fs_next(fs, b)) {
+			if (!blk_is_split(b)) {
+				total_age += (double)(now - b->gc_base);
+				n++;
+			}
+		}
+	}
+	uint64_t reclaimed = 0;
+	bool freed = true;
+	while (reclaimed < target && freed && n > 0) {
+		double avg = total_age / (double)n;
+		freed = false;
+		for (size_t i = 0; i < s->nstreams; i++) {
+			pt_freeset_t *fs = &s->streams[i]->fs[PT_LARGE];
+			pt_block_t *next;
+			for (pt_block_t *b = fs_first(fs); b; b = next) {
+				next = fs_next(fs, b);
+				double age = (double)(now - b->gc_base);
+				if (blk_is_split(b) || age < avg)
+					continue;
+				freed = true;
+				reclaimed += b->size;
+				total_age -= age;
+				n--;
+				release_block(s, b);
+			}
+		}
+	}
+}
+
+/* alloc_block(): a new segment of seg_size bytes, or NULL. */
+static pt_block_t *
+alloc_block(pt_state_t *s, pt_stream_t *st, int pool, uint64_t seg_size,
+	    bool retry)
+{
+	if (retry)
+		s->st.num_alloc_retries++;
+	if (s->cap && s->total_allocated + seg_size > s->cap)
+		return NULL;
+	msim_addr_t addr;
+	if (msim_device_malloc(s->dev, seg_size, PT_STATPOOL(pool), &addr))
+		return NULL;
+	pt_block_t *b = blk_new(s);
+	b->ptr = addr;
+	b->size = seg_size;
+	b->st = st;
+	b->pool = (uint8_t)pool;
+	s->total_allocated += seg_size;
+	if (seg_size >= s->max_split)
+		msim_stat_inc(&s->st.oversize_segments, 1);
+	return b;
+}
+
+/* release_available_cached_blocks(): frees just enough oversize segments
+ * of this stream and pool for size.  Returns whether that sufficed. */
+static bool
+release_available(pt_state_t *s, pt_freeset_t *fs, uint64_t size)
+{
+	if (s->max_split == PT_UNLIMITED)
+		return false;
+	uint64_t key = size < s->max_split ? s->max_split : size;
+	pt_block_t *it = fs_lower_bound(fs, key);
+	if (it) {
+		if (blk_is_split(it))
+			return false; /* PyTorch would cudaFree a piece */
+		release_block(s, it);
+		return true;
+	}
+	uint64_t released = 0;
+	pt_block_t *cur = fs_prev(fs, NULL);
+	while (cur && released < key && cur->size >= s->max_split) {
+		pt_block_t *prev = fs_prev(fs, cur);
+		if (!blk_is_split(cur)) {
+			released += cur->size;
+			release_block(s, cur);
+		}
+		cur = prev;
+	}
+	return released >= key;
+}
+
+/* release_blocks() of one pool over every stream, in set order. */
+static void
+release_pool(pt_state_t *s, int pool)
+{
+	for (size_t i = 0; i < s->nstreams; i++) {
+		pt_freeset_t *fs = &s->streams[i]->fs[pool];
+		pt_block_t *next;
+		for (pt_block_t *b = fs_first(fs); b; b = next) {
+			next = fs_next(fs, b);
+			if (!blk_is_split(b))
+				release_block(s, b);
+		}
+	}
+}
+
+/* release_cached_blocks(): empty_cache and the OOM retry. */
+static void
+release_cached(pt_state_t *s)
+{
+	s->st.num_sync_all_streams++;
+	release_pool(s, PT_LARGE);
+	release_pool(s, PT_SMALL);
+}
+
+/* alloc_found_block(): hands out b for a request of size (req) bytes.
+ * Returns the allocated block: b itself, or its front when split. */
+static pt_block_t *
+alloc_found(pt_state_t *s, pt_block_t *b, uint64_t size, uint64_t req)
+{
+	int sp = PT_STATPOOL(b->pool);
+	uint64_t remaining = b->size - size;
+	bool split = b->pool == PT_SMALL
+		? remaining >= PT_MIN_BLOCK
+		: size < s->max_split && remaining > PT_SMALL_SIZE;
+	bool already_split = blk_is_split(b);
+	if (split) {
+		/* The remainder keeps b's struct; a new one takes the front. */
+		pt_block_t *rest = b;
+		b = blk_new(s);
+		*b = (pt_block_t){.ptr = rest->ptr, .size = size,
+				  .prev = rest->prev, .next = rest,
+				  .st = rest->st, .pool = rest->pool};
+		if (b->prev)
+			b->prev->next = b;
+		rest->prev = b;
+		rest->ptr += size;
+		rest->size -= size;
+		fs_insert(s, &rest->st->fs[rest->pool], rest);
+		if (already_split) {
+			msim_stat2_dec(s->st.inactive_split_bytes, sp,
+				       (int64_t)size);
+		} else {
+			msim_stat2_inc(s->st.inactive_split_bytes, sp,
+				       (int64_t)rest->size);
+			msim_stat2_inc(s->st.inactive_split, sp, 1);
+		}
+	} else if (already_split) {
+		msim_stat2_dec(s->st.inactive_split_bytes, sp, (int64_t)b->size);
+		msim_stat2_dec(s->st.inactive_split, sp, 1);
+	}
+	b->state = B_ALLOC;
+	b->requested = req;
+	msim_stat2_inc(s->st.allocation, sp, 1);
+	msim_stat2_inc(s->st.allocated_bytes, sp, (int64_t)b->size);
+	msim_stat2_inc(s->st.active, sp, 1);
+	msim_stat2_inc(s->st.active_bytes, sp, (int64_t)b->size);
+	msim_stat2_inc(s->st.requested_bytes, sp, (int64_t)req);
+	if (b->size >= s->max_split)
+		msim_stat_inc(&s->st.oversize_allocations, 1);
+	return b;
+}
+
+static int
+pt_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
+{
+	pt_state_t *s = state;
+	uint64_t size = pt_round(s, req->size);
+	int pool = size <= PT_SMALL_SIZE ? PT_SMALL : PT_LARGE;
+	pt_stream_t *st = pt_stream(s, req->stream);
+	if (!st || !blk_reserve(s) || live_put(s, req->id, NULL))
+		return MSIM_ENOMEM;
+	pt_freeset_t *fs = &st->fs[pool];
+
+	pt_block_t *b = get_free_block(s, fs, pool, size);
+	if (!b) {
+		uint64_t seg_size = pt_segment_size(s, size);
+		if (s->gc_enabled)
+			garbage_collect(s);
+		b = alloc_block(s, st, pool, seg_size, false);
+		if (!b && release_available(s, fs, size))
+			b = alloc_block(s, st, pool, seg_size, false);
+		if (!b) {
+			release_cached(s);
+			b = alloc_block(s, st, pool, seg_size, true);
+		}
+		if (!b) {
+			s->st.num_ooms++;
+			msim_device_log_oom(s->dev, size);
+			return MSIM_EDEVOOM;
+		}
+	}
+	b = alloc_found(s, b, size, req->size);
+	s->live[req->id] = b;
+	*addr_out = b->ptr;
+	return 0;
+}
+
+/* The caller's free (free_requested): allocated bytes drop now. */
+static void
+free_requested(pt_state_t *s, pt_block_t *b)
+{
+	int sp = PT_STATPOOL(b->pool);
+	b->state = B_PENDING;
+	msim_stat2_dec(s->st.allocation, sp, 1);
+	msim_stat2_dec(s->st.allocated_bytes, sp, (int64_t)b->size);
+	if (b->size >= s->max_split)
+		msim_stat_dec(&s->st.oversize_allocations, 1);
+}
+
+/* Merges the free neighbour src into b; returns the bytes absorbed. */
+static uint64_t
+try_merge(pt_state_t *s, pt_block_t *b, pt_block_t *src)
+{
+	if (!src || src->state != B_FREE)
+		return 0;
+	fs_remove(s, &src->st->fs[src->pool], src);
+	if (b->prev == src) {
+		b->ptr = src->ptr;
+		b->prev = src->prev;
+		if (b->prev)
+			b->prev->next = b;
+	} else {
+		b->next = src->next;
+		if (b->next)
+			b->next->prev = b;
+	}
+	b->size += src->size;
+	uint64_t absorbed = src->size;
+	blk_put(s, src);
+	return absorbed;
+}
+
+/* free_block() (free_completed): merge, back into the free set. */
+static void
+free_block(pt_state_t *s, pt_block_t *b)
+{
+	int sp = PT_STATPOOL(b->pool);
+	uint64_t original = b->size;
+	int64_t net_blocks = 0, net_bytes = 0;
+	uint64_t n;
+	if ((n = try_merge(s, b, b->prev))) {
+		net_blocks--;
+		net_bytes -= (int64_t)n;
+	}
+	if ((n = try_merge(s, b, b->next))) {
+		net_blocks--;
+		net_bytes -= (int64_t)n;
+	}
+	b->state = B_FREE;
+	fs_insert(s, &b->st->fs[b->pool], b);
+	if (blk_is_split(b)) {
+		net_blocks++;
+		net_bytes += (int64_t)b->size;
+	}
+	msim_stat2_add(s->st.inactive_split, sp, net_blocks);
+	msim_stat2_add(s->st.inactive_split_bytes, sp, net_bytes);
+	msim_stat2_dec(s->st.active, sp, 1);
+	msim_stat2_dec(s->st.active_bytes, sp, (int64_t)original);
+	msim_stat2_dec(s->st.requested_bytes, sp, (int64_t)b->requested);
+}
+
+static pt_block_t *
+live_take(pt_state_t *s, uint32_t id)
+{
+	return id < s->nlive ? s->live[id] : NULL;
+}
+
+static int
+pt_free_requested(void *state, const msim_req_t *req)
+{
+	pt_state_t *s = state;
+	pt_block_t *b = live_take(s, req->id);
+	if (!b || b->state != B_ALLOC)
+		return MSIM_ENOTFOUND;
+	free_requested(s, b);
+	return 0;
+}
+
+static int
+pt_free(void *state, const msim_req_t *req)
+{
+	pt_state_t *s = state;
+	pt_block_t *b = live_take(s, req->id);
+	if (!b || b->state == B_FREE)
+		return MSIM_ENOTFOUND;
+	if (b->state == B_ALLOC)
+		free_requested(s, b);
+	s->live[req->id] = NULL;
+	free_block(s, b);
+	return 0;
+}
+
+static int
+pt_empty_cache(void *state)
+{
+	release_cached(state);
+	return 0;
+}
+
+static void
+pt_stats(const void *state, msim_stats_t *out)
+{
+	const pt_state_t *s = state;
+	*out = s->st;
+	out->max_split_size =
+		s->max_split == PT_UNLIMITED ? -1 : (int64_t)s->max_split;
+}
+
+static void
+pt_free_info(const void *state, uint64_t *largest_out, uint64_t *total_out)
+{
+	const pt_state_t *s = state;
+	uint64_t largest = 0;
+	for (size_t i = 0; i < s->nstreams; i++) {
+		for (int pool = 0; pool < 2; pool++) {
+			const pt_block_t *b =
+				fs_prev(&s->streams[i]->fs[pool], NULL);
+			if (b && b->size > largest)
+				largest = b->size;
+		}
+	}
+	*largest_out = largest;
+	*total_out = s->free_bytes;
+}
+
+static void
+pt_destroy(void *state)
+{
+	pt_state_t *s = state;
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nstreams; i++)
+		free(s->streams[i]);
+	free(s->streams);
+	free(s->live);
+	while (s->slabs) {
+		pt_slab_t *next = s->slabs->next;
+		free(s->slabs);
+		s->slabs = next;
+	}
+	free(s);
+}
+
+static int
+pt_create(void **state_out, msim_device_t *dev, const msim_params_t *pv,
+	  char *why, size_t whylen)
+{
+	const msim_param_value_t *v = pv->v;
+	uint64_t large_mb = v[P_LARGE_SEG].u;
+	if (!v[P_MAX_SPLIT].none && v[P_MAX_SPLIT].u < large_mb) {
+		snprintf(why, whylen, "max_split_size_mb: %llu is below "
+			 "large_segment_size_mb (%llu)",
+			 (unsigned long long)v[P_MAX_SPLIT].u,
+			 (unsigned long long)large_mb);
+		return MSIM_EINVAL;
+	}
+	if (!v[P_NONSPLIT].none && v[P_NONSPLIT].u < large_mb) {
+		snprintf(why, whylen, "max_non_split_rounding_mb: %llu is "
+			 "below large_segment_size_mb (%llu)",
+			 (unsigned long long)v[P_NONSPLIT].u,
+			 (unsigned long long)large_mb);
+		return MSIM_EINVAL;
+	}
+	if (v[P_EXPANDABLE].b) {
+		snprintf(why, whylen, "expandable_segments: True is not "
+			 "modelled by this version of memsim");
+		return MSIM_ENOTSUP;
+	}
+	pt_state_t *s = calloc(1, sizeof(*s));
+	if (!s)
+		return MSIM_ENOMEM;
+	s->dev = dev;
+	s->large_segment = large_mb * MSIM_MiB;
+	s->max_split = v[P_MAX_SPLIT].none ? PT_UNLIMITED
+					   : v[P_MAX_SPLIT].u * MSIM_MiB;
+	s->nonsplit_tol = v[P_NONSPLIT].none ? s->large_segment
+					     : v[P_NONSPLIT].u * MSIM_MiB;
+	s->gc_threshold = v[P_GC].d;
+	rp2_parse(v[P_RP2].text, s->rp2, why, whylen);
+	if (v[P_FRACTION].set && msim_device_set_fraction(dev, v[P_FRACTION].d)) {
+		free(s);
+		return MSIM_EINVAL;
+	}
+	s->cap = msim_device_cap(dev);
+	s->gc_enabled = s->cap && s->gc_threshold > 0.0;
+	*state_out = s;
+	return 0;
+}
+
+const msim_policy_ops_t msim_policy_pytorch = {
+	.name = "pytorch",
+	.summary = "PyTorch 2.11 CUDA caching allocator (native backend), "
+		   "exact",
+	.params = pt_params,
+	.create = pt_create,
+	.alloc = pt_alloc,
+	.free = pt_free,
+	.free_requested = pt_free_requested,
+	.empty_cache = pt_empty_cache,
+	.stats = pt_stats,
+	.free_info = pt_free_info,
+	.destroy = pt_destroy,
+};
