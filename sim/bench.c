@@ -1,0 +1,163 @@
+/* The benchmark of bench.h. */
+#include <config.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "sim/bench.h"
+#include "sim/engine.h"
+#include "sim/error.h"
+#include "traces/trace.h"
+
+typedef struct loop_s {
+	msim_req_t *v;
+	size_t n;      /* requests in one pass (leftovers freed at its end) */
+	uint64_t left; /* requests still to give */
+	size_t i;
+	msim_time_t offset, span;
+} loop_t;
+
+static int
+loop_next(void *ctx, msim_req_t *req_out)
+{
+	loop_t *l = ctx;
+	if (l->left == 0)
+		return 0;
+	if (l->i == l->n) {
+		l->i = 0;
+		l->offset += l->span + 1;
+	}
+	*req_out = l->v[l->i++];
+	req_out->time += l->offset;
+	l->left--;
+	return 1;
+}
+
+static const char *
+loop_errmsg(void *ctx)
+{
+	(void)ctx;
+	return "";
+}
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int
+msim_bench_run(const char *trace_path, uint64_t target_requests,
+	       const msim_policy_ops_t *ops, const msim_params_t *pv,
+	       msim_bench_result_t *out, char *why, size_t whylen)
+{
+	msim_trace_t *t = NULL;
+	msim_sim_t *sim = NULL;
+	loop_t l = {0};
+	uint8_t *live = NULL;
+	size_t cap = 0, nlive = 0;
+	int rc;
+	memset(out, 0, sizeof(*out));
+
+	double t0 = now_s();
+	if ((rc = msim_trace_open(trace_path, NULL, &t, why, whylen)))
+		goto done;
+	msim_req_t req;
+	while ((rc = msim_trace_next(t, &req)) == 1) {
+		if (req.kind != MSIM_REQ_ALLOC && req.kind != MSIM_REQ_FREE)
+			continue;
+		if (l.n == cap) {
+			cap = cap ? 2 * cap : 65536;
+			msim_req_t *v = realloc(l.v, cap * sizeof(*v));
+			if (!v) {
+				rc = MSIM_ENOMEM;
+				goto nomem;
+			}
+			l.v = v;
+		}
+		l.v[l.n++] = req;
+		if (req.id >= nlive) {
+			size_t n = nlive ? nlive : 1024;
+			while (n <= req.id)
+				n *= 2;
+			uint8_t *v = realloc(live, n);
+			if (!v) {
+				rc = MSIM_ENOMEM;
+				goto nomem;
+			}
+			memset(v + nlive, 0, n - nlive);
+			live = v;
+			nlive = n;
+		}
+		live[req.id] = req.kind == MSIM_REQ_ALLOC;
+	}
+	if (rc < 0) {
+		snprintf(why, whylen, "%s", msim_trace_errmsg(t));
+		goto done;
+	}
+	out->read_s = now_s() - t0;
+	out->trace_requests = l.n;
+	if (l.n == 0) {
+		snprintf(why, whylen, "%s: no requests", trace_path);
+		rc = MSIM_EINVAL;
+		goto done;
+	}
+	/* Free what is still live at the end, so passes can repeat. */
+	l.span = l.v[l.n - 1].time;
+	for (uint32_t id = 0; id < nlive; id++) {
+		if (!live[id])
+			continue;
+		if (l.n == cap) {
+			cap *= 2;
+			msim_req_t *v = realloc(l.v, cap * sizeof(*v));
+			if (!v) {
+				rc = MSIM_ENOMEM;
+				goto nomem;
+			}
+			l.v = v;
+		}
+		l.v[l.n++] = (msim_req_t){.time = l.span, .id = id,
+					  .kind = MSIM_REQ_FREE};
+	}
+	uint64_t passes = (target_requests + l.n - 1) / l.n;
+	l.left = (passes ? passes : 1) * l.n;
+
+	msim_sim_config_t cfg = {
+		.source = {loop_next, loop_errmsg, &l},
+		.policy = ops,
+		.params = pv,
+	};
+	if ((rc = msim_sim_new(&cfg, &sim, why, whylen)))
+		goto done;
+	double t1 = now_s();
+	rc = msim_sim_run(sim);
+	out->replay_s = now_s() - t1;
+	if (rc) {
+		snprintf(why, whylen, "%s", msim_sim_errmsg(sim));
+		goto done;
+	}
+	msim_summary_t sum;
+	msim_stats_t st;
+	msim_sim_summary(sim, &sum);
+	msim_sim_stats(sim, &st);
+	out->requests = sum.requests;
+	out->peak_reserved = st.reserved_bytes[MSIM_POOL_ALL].peak;
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		out->peak_rss_kib = ru.ru_maxrss;
+	rc = 0;
+	goto done;
+nomem:
+	snprintf(why, whylen, "%s", msim_strerror(rc));
+done:
+	msim_sim_destroy(sim);
+	msim_trace_close(t);
+	free(l.v);
+	free(live);
+	return rc;
+}

@@ -1,0 +1,29 @@
+/*
+ * The benchmark of the hot path (request -> policy -> metrics): a trace is
+ * read once into memory (timing the reader), then replayed through the
+ * engine repeatedly until about a target number of requests (timing the
+ * replay alone).  What users run as `memsim bench` and `make bench`.
+ */
+#ifndef MSIM_SIM_BENCH_H
+#define MSIM_SIM_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policies/policy.h"
+
+typedef struct msim_bench_result_s {
+	uint64_t trace_requests; /* requests in one pass of the trace */
+	double read_s;           /* seconds to read the trace once */
+	uint64_t requests;       /* requests replayed */
+	double replay_s;         /* seconds of the replay */
+	long peak_rss_kib;       /* the process's peak resident set */
+	int64_t peak_reserved;   /* of the last pass, a sanity figure */
+} msim_bench_result_t;
+
+/* Runs the benchmark.  Returns 0, or an error with why filled. */
+int msim_bench_run(const char *trace_path, uint64_t target_requests,
+		   const msim_policy_ops_t *ops, const msim_params_t *pv,
+		   msim_bench_result_t *out, char *why, size_t whylen);
+
+#endif

@@ -1,0 +1,349 @@
+/*
+ * The engine of engine.h: a binary heap of policy events (ordered by time,
+ * then by queueing sequence) merged with the source's requests, one request
+ * looked ahead.  The hot path is one request -> one policy call -> a
+ * timeline check.
+ */
+#include <config.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/engine.h"
+#include "sim/error.h"
+
+typedef struct ev_s {
+	msim_time_t time;
+	uint64_t seq;
+	uint64_t cookie;
+} ev_t;
+
+struct msim_sim_s {
+	msim_source_t src;
+	msim_device_t *dev;
+	msim_policy_t *pol;
+	bool keep_going, done, src_done, have_next, summarized;
+	msim_req_t next;
+	uint64_t next_seq; /* sequence of the looked-ahead request */
+	uint64_t seq;      /* queueing sequence */
+	msim_time_t clock;
+	ev_t *heap;
+	size_t nheap, capheap;
+	uint8_t *dead; /* ids whose alloc failed, by id */
+	size_t ndead;
+	msim_summary_t sum;
+	double frag_sum;
+	uint64_t frag_n;
+	msim_timeline_t tl;
+	char errmsg[512];
+};
+
+static bool
+ev_less(const ev_t *a, const ev_t *b)
+{
+	return a->time < b->time || (a->time == b->time && a->seq < b->seq);
+}
+
+static int
+sim_schedule(void *ctx, msim_time_t when, uint64_t cookie)
+{
+	msim_sim_t *sim = ctx;
+	if (sim->nheap == sim->capheap) {
+		size_t n = sim->capheap ? 2 * sim->capheap : 64;
+		ev_t *h = realloc(sim->heap, n * sizeof(*h));
+		if (!h)
+			return MSIM_ENOMEM;
+		sim->heap = h;
+		sim->capheap = n;
+	}
+	size_t i = sim->nheap++;
+	ev_t ev = {when, sim->seq++, cookie};
+	while (i > 0 && ev_less(&ev, &sim->heap[(i - 1) / 2])) {
+		sim->heap[i] = sim->heap[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	sim->heap[i] = ev;
+	return 0;
+}
+
+static ev_t
+ev_pop(msim_sim_t *sim)
+{
+	ev_t top = sim->heap[0], last = sim->heap[--sim->nheap];
+	size_t i = 0;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= sim->nheap)
+			break;
+		if (c + 1 < sim->nheap && ev_less(&sim->heap[c + 1], &sim->heap[c]))
+			c++;
+		if (!ev_less(&sim->heap[c], &last))
+			break;
+		sim->heap[i] = sim->heap[c];
+		i = c;
+	}
+	if (sim->nheap)
+		sim->heap[i] = last;
+	return top;
+}
+
+int
+msim_sim_new(const msim_sim_config_t *cfg, msim_sim_t **out, char *why,
+	     size_t whylen)
+{
+	int rc = MSIM_ENOMEM;
+	msim_sim_t *sim = calloc(1, sizeof(*sim));
+	if (why && whylen)
+		why[0] = '\0';
+	if (!sim)
+		goto fail;
+	sim->src = cfg->source;
+	sim->keep_going = cfg->keep_going;
+	sim->sum.oom_request = -1;
+	if ((rc = msim_timeline_init(&sim->tl, cfg->timeline_points
+					 ? cfg->timeline_points : 1024)))
+		goto fail;
+	rc = MSIM_ENOMEM;
+	if (!(sim->dev = msim_device_new(&cfg->device)))
+		goto fail;
+	if (cfg->fraction > 0 &&
+	    (rc = msim_device_set_fraction(sim->dev, cfg->fraction))) {
+		snprintf(why, whylen, "memory fraction %g is not in [0, 1]",
+			 cfg->fraction);
+		goto fail;
+	}
+	msim_device_set_scheduler(sim->dev, sim_schedule, sim);
+	const msim_policy_ops_t *ops =
+		cfg->policy ? cfg->policy : msim_policy_find("pytorch");
+	if ((rc = msim_policy_new(ops, sim->dev, cfg->params, &sim->pol, why,
+				  whylen)))
+		goto fail;
+	*out = sim;
+	return 0;
+fail:
+	if (why && whylen && !why[0])
+		snprintf(why, whylen, "%s", msim_strerror(rc));
+	msim_sim_destroy(sim);
+	return rc;
+}
+
+void
+msim_sim_destroy(msim_sim_t *sim)
+{
+	if (!sim)
+		return;
+	msim_policy_destroy(sim->pol);
+	msim_device_destroy(sim->dev);
+	msim_timeline_clear(&sim->tl);
+	free(sim->heap);
+	free(sim->dead);
+	free(sim);
+}
+
+static void
+sim_sample(msim_sim_t *sim)
+{
+	msim_stats_t st;
+	msim_sample_t s = {.request = sim->sum.requests, .time = sim->clock};
+	msim_policy_stats(sim->pol, &st);
+	s.allocated = st.allocated_bytes[MSIM_POOL_ALL].current;
+	s.reserved = st.reserved_bytes[MSIM_POOL_ALL].current;
+	s.active = st.active_bytes[MSIM_POOL_ALL].current;
+	s.requested = st.requested_bytes[MSIM_POOL_ALL].current;
+	msim_policy_free_info(sim->pol, &s.largest_free, &s.free);
+	msim_timeline_add(&sim->tl, &s);
+	sim->frag_sum += msim_frag(s.allocated, s.reserved);
+	sim->frag_n++;
+	double ext = msim_ext_frag(s.largest_free, s.free);
+	if (ext > sim->sum.ext_frag_max)
+		sim->sum.ext_frag_max = ext;
+}
+
+static int
+sim_mark_dead(msim_sim_t *sim, uint32_t id, uint8_t value)
+{
+	if (id >= sim->ndead) {
+		size_t n = sim->ndead ? sim->ndead : 1024;
+		while (n <= id)
+			n *= 2;
+		uint8_t *d = realloc(sim->dead, n);
+		if (!d)
+			return MSIM_ENOMEM;
+		memset(d + sim->ndead, 0, n - sim->ndead);
+		sim->dead = d;
+		sim->ndead = n;
+	}
+	sim->dead[id] = value;
+	return 0;
+}
+
+static int
+sim_fail(msim_sim_t *sim, int rc, const char *what)
+{
+	snprintf(sim->errmsg, sizeof(sim->errmsg), "request %llu: %s: %s",
+		 (unsigned long long)sim->sum.requests, what,
+		 msim_strerror(rc));
+	return rc;
+}
+
+/* Serves one request; returns 0, or an error. */
+static int
+sim_request(msim_sim_t *sim, const msim_req_t *req)
+{
+	msim_addr_t addr;
+	int rc;
+	msim_device_set_request(sim->dev, sim->sum.requests);
+	switch (req->kind) {
+	case MSIM_REQ_SEGMENT_HINT:
+		return msim_device_hint(sim->dev, req->addr);
+	case MSIM_REQ_EMPTY_CACHE:
+		return msim_policy_empty_cache(sim->pol);
+	case MSIM_REQ_FREE_REQUESTED:
+		if (req->id < sim->ndead && sim->dead[req->id])
+			return 0;
+		if ((rc = msim_policy_free_requested(sim->pol, req)))
+			return sim_fail(sim, rc, "free_requested");
+		return 0;
+	case MSIM_REQ_ALLOC:
+		rc = msim_policy_alloc(sim->pol, req, &addr);
+		if (rc == MSIM_EDEVOOM) {
+			if (req->flags & MSIM_REQF_EXPECT_OOM) {
+				sim->sum.ooms_expected++;
+			} else {
+				if (sim->sum.oom_request < 0)
+					sim->sum.oom_request =
+						(int64_t)sim->sum.requests;
+				if (!sim->keep_going)
+					sim->done = true;
+				else if ((rc = sim_mark_dead(sim, req->id, 1)))
+					return rc;
+			}
+		} else if (rc) {
+			return sim_fail(sim, rc, "alloc");
+		} else if (req->flags & MSIM_REQF_EXPECT_OOM) {
+			/* The recording ran out of memory here, we did not:
+			 * give the block back at once, as the program never
+			 * got it. */
+			sim->sum.ooms_unmatched++;
+			msim_req_t fr = *req;
+			fr.kind = MSIM_REQ_FREE;
+			if ((rc = msim_policy_free(sim->pol, &fr)))
+				return sim_fail(sim, rc, "free");
+		}
+		break;
+	case MSIM_REQ_FREE:
+		if (req->id < sim->ndead && sim->dead[req->id]) {
+			sim->dead[req->id] = 0;
+			break;
+		}
+		if ((rc = msim_policy_free(sim->pol, req)))
+			return sim_fail(sim, rc, "free of a block not live");
+		break;
+	default:
+		return sim_fail(sim, MSIM_EINVAL, "unknown request kind");
+	}
+	sim->sum.requests++;
+	if (msim_timeline_due(&sim->tl, sim->sum.requests))
+		sim_sample(sim);
+	return 0;
+}
+
+int
+msim_sim_step(msim_sim_t *sim)
+{
+	if (sim->done)
+		return 0;
+	if (!sim->have_next && !sim->src_done) {
+		int rc = sim->src.next(sim->src.ctx, &sim->next);
+		if (rc < 0) {
+			snprintf(sim->errmsg, sizeof(sim->errmsg), "%s",
+				 sim->src.errmsg(sim->src.ctx));
+			return rc;
+		}
+		if (rc == 0) {
+			sim->src_done = true;
+		} else {
+			sim->have_next = true;
+			sim->next_seq = sim->seq++;
+			if (sim->next.time < sim->clock)
+				sim->next.time = sim->clock;
+		}
+	}
+	if (sim->nheap &&
+	    (!sim->have_next ||
+	     ev_less(&sim->heap[0],
+		     &(ev_t){sim->next.time, sim->next_seq, 0}))) {
+		ev_t ev = ev_pop(sim);
+		sim->clock = ev.time;
+		msim_device_set_clock(sim->dev, sim->clock);
+		int rc = msim_policy_on_event(sim->pol, ev.cookie);
+		return rc ? sim_fail(sim, rc, "policy event") : 1;
+	}
+	if (!sim->have_next) {
+		sim->done = true;
+		return 0;
+	}
+	sim->have_next = false;
+	sim->clock = sim->next.time;
+	msim_device_set_clock(sim->dev, sim->clock);
+	int rc = sim_request(sim, &sim->next);
+	if (rc)
+		return rc;
+	return sim->done ? 0 : 1;
+}
+
+int
+msim_sim_run(msim_sim_t *sim)
+{
+	int rc;
+	while ((rc = msim_sim_step(sim)) > 0)
+		;
+	return rc;
+}
+
+const char *
+msim_sim_errmsg(const msim_sim_t *sim)
+{
+	return sim->errmsg;
+}
+
+void
+msim_sim_stats(const msim_sim_t *sim, msim_stats_t *out)
+{
+	msim_policy_stats(sim->pol, out);
+}
+
+void
+msim_sim_summary(msim_sim_t *sim, msim_summary_t *out)
+{
+	msim_stats_t st;
+	if (!sim->summarized) /* the final state is always on the curve */
+		sim_sample(sim);
+	sim->summarized = true;
+	msim_policy_stats(sim->pol, &st);
+	sim->sum.frag_at_peak =
+		msim_frag(st.allocated_bytes[MSIM_POOL_ALL].peak,
+			  st.reserved_bytes[MSIM_POOL_ALL].peak);
+	sim->sum.frag_mean = sim->frag_n ? sim->frag_sum / sim->frag_n : 0.0;
+	sim->sum.end_time = sim->clock;
+	*out = sim->sum;
+}
+
+const msim_timeline_t *
+msim_sim_timeline(const msim_sim_t *sim)
+{
+	return &sim->tl;
+}
+
+msim_device_t *
+msim_sim_device(msim_sim_t *sim)
+{
+	return sim->dev;
+}
+
+msim_policy_t *
+msim_sim_policy(msim_sim_t *sim)
+{
+	return sim->pol;
+}

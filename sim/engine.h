@@ -1,0 +1,76 @@
+/*
+ * The discrete-event engine.  Requests come from a source (a trace reader or
+ * a generator) in order; their timestamps drive the clock.  Policies may
+ * schedule their own events through the device (msim_device_schedule());
+ * events due at the same time run in the order they were queued (libuv's
+ * timer rule), requests included, so a run is deterministic.
+ *
+ * The caller drives the loop:
+ *
+ *	msim_sim_new() -> msim_sim_step() until 0 -> msim_sim_stats() ...
+ *	-> msim_sim_destroy()
+ */
+#ifndef MSIM_SIM_ENGINE_H
+#define MSIM_SIM_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policies/policy.h"
+#include "sim/device.h"
+#include "sim/metrics.h"
+#include "sim/types.h"
+
+/* Where requests come from.  next returns 1, 0 at the end, or an error
+ * described by errmsg. */
+typedef struct msim_source_s {
+	int (*next)(void *ctx, msim_req_t *req_out);
+	const char *(*errmsg)(void *ctx);
+	void *ctx;
+} msim_source_t;
+
+typedef struct msim_sim_config_s {
+	msim_source_t source;
+	const msim_policy_ops_t *policy; /* NULL: pytorch */
+	const msim_params_t *params;     /* NULL: the policy's defaults */
+	msim_device_config_t device;
+	double fraction;        /* > 0: set_per_process_memory_fraction */
+	bool keep_going;        /* do not stop at the first OOM */
+	size_t timeline_points; /* 0: 1024 */
+} msim_sim_config_t;
+
+typedef struct msim_sim_s msim_sim_t;
+
+/* What a finished (or stopped) run measured, besides the statistics. */
+typedef struct msim_summary_s {
+	uint64_t requests;       /* ALLOC and FREE requests served */
+	int64_t oom_request;     /* index of the first unexpected OOM, or -1 */
+	uint64_t ooms_expected;  /* recorded OOMs that happened again */
+	uint64_t ooms_unmatched; /* recorded OOMs the simulation served */
+	double frag_at_peak;     /* 1 - peak allocated / peak reserved */
+	double frag_mean;        /* mean of 1 - allocated/reserved */
+	double ext_frag_max;     /* max of 1 - largest free / free */
+	msim_time_t end_time;    /* simulated ns */
+} msim_summary_t;
+
+/* Creates a run.  Returns 0, or an error with why filled. */
+int msim_sim_new(const msim_sim_config_t *cfg, msim_sim_t **out, char *why,
+		 size_t whylen);
+void msim_sim_destroy(msim_sim_t *sim);
+
+/* Serves one request or event.  Returns 1, 0 when the run is over (end of
+ * the source, or an OOM unless keep_going), or an error (msim_sim_errmsg). */
+int msim_sim_step(msim_sim_t *sim);
+
+/* Steps to the end.  Returns 0 or an error. */
+int msim_sim_run(msim_sim_t *sim);
+
+const char *msim_sim_errmsg(const msim_sim_t *sim);
+void msim_sim_stats(const msim_sim_t *sim, msim_stats_t *out);
+void msim_sim_summary(msim_sim_t *sim, msim_summary_t *out);
+const msim_timeline_t *msim_sim_timeline(const msim_sim_t *sim);
+msim_device_t *msim_sim_device(msim_sim_t *sim);
+msim_policy_t *msim_sim_policy(msim_sim_t *sim);
+
+#endif
