@@ -1,0 +1,187 @@
+/*
+ * The device model: counting, capacity and cap, hints, and the driver
+ * placement model against addresses the CUDA 13 driver returned on an H200
+ * (spec 16.2; groundtruth cuda_latency_h200.csv and the probe runs).
+ */
+#include <config.h>
+
+#include <check.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "sim/device.h"
+#include "sim/error.h"
+
+#define MB (UINT64_C(1) << 20)
+
+static msim_addr_t
+M(msim_device_t *dev, uint64_t size)
+{
+	msim_addr_t a;
+	ck_assert_int_eq(msim_device_malloc(dev, size, MSIM_POOL_LARGE, &a), 0);
+	return a;
+}
+
+/* Six successive 20 MiB cudaMallocs: the first lands in the context's
+ * hole 520 MiB above the second, then 32 MiB steps down. */
+START_TEST(test_placement_six_20mb)
+{
+	msim_device_t *dev = msim_device_new(NULL);
+	msim_addr_t a[6];
+	for (int i = 0; i < 6; i++)
+		a[i] = M(dev, 20 * MB);
+	ck_assert_uint_eq(a[0] - a[1], 520 * MB);
+	for (int i = 2; i < 6; i++)
+		ck_assert_uint_eq(a[i - 1] - a[i], 32 * MB);
+	msim_device_destroy(dev);
+}
+END_TEST
+
+/* Probe max_split: 50, 30, 30, 72, 52 MiB segments (nothing freed). */
+START_TEST(test_placement_descending_chunks)
+{
+	msim_device_t *dev = msim_device_new(NULL);
+	static const uint64_t sz[] = {50, 30, 30, 72, 52};
+	static const int64_t rel[] = {0, -33554432, -67108864, -167772160,
+				      -234881024};
+	msim_addr_t base = 0;
+	for (int i = 0; i < 5; i++) {
+		msim_addr_t a = M(dev, sz[i] * MB);
+		if (i == 0)
+			base = a;
+		ck_assert_int_eq((int64_t)(a - base), rel[i]);
+	}
+	msim_device_destroy(dev);
+}
+END_TEST
+
+/* Probe gc: 20, 40, 30 MiB, free the 40 MiB one, then 50 MiB: the freed
+ * 64 MiB chunk fits the 64 MiB chunk exactly and is skipped. */
+START_TEST(test_placement_exact_gap_skipped)
+{
+	msim_device_t *dev = msim_device_new(NULL);
+	msim_addr_t a20 = M(dev, 20 * MB), a40 = M(dev, 40 * MB);
+	msim_addr_t a30 = M(dev, 30 * MB);
+	ck_assert_uint_eq(a20 - a40, 578813952);
+	ck_assert_uint_eq(a40 - a30, 33554432);
+	msim_device_free(dev, a40, 40 * MB, MSIM_POOL_LARGE);
+	ck_assert_uint_eq(a30 - M(dev, 50 * MB), 67108864);
+	msim_device_destroy(dev);
+}
+END_TEST
+
+/* Probe release_avail: after the 60 MiB segment is freed, a 30 MiB one
+ * goes to the top of its freed 64 MiB range. */
+START_TEST(test_placement_freed_chunk_reused)
+{
+	msim_device_t *dev = msim_device_new(NULL);
+	msim_addr_t a60 = M(dev, 60 * MB), a30 = M(dev, 30 * MB);
+	ck_assert_uint_eq(a60 - a30, 33554432);
+	msim_device_free(dev, a60, 60 * MB, MSIM_POOL_LARGE);
+	ck_assert_uint_eq(M(dev, 30 * MB) - a60, 33554432);
+	msim_device_destroy(dev);
+}
+END_TEST
+
+/* Holes: small segments fill a chunk's remainder, newest chunk first. */
+START_TEST(test_placement_holes)
+{
+	msim_device_t *dev = msim_device_new(NULL);
+	msim_addr_t big = M(dev, 148 * MB); /* 160 MiB chunk, 12 MiB hole */
+	msim_addr_t a;
+	ck_assert_int_eq(msim_device_malloc(dev, 2 * MB, MSIM_POOL_SMALL, &a),
+			 0);
+	ck_assert_uint_eq(a - big, 148 * MB);
+	msim_addr_t c = M(dev, 20 * MB); /* context hole at +488 MiB */
+	ck_assert_uint_eq(c - big, (160 + 488) * MB);
+	msim_device_destroy(dev);
+}
+END_TEST
+
+START_TEST(test_counting_and_cap)
+{
+	msim_device_t *dev = msim_device_new(NULL);
+	ck_assert_int_eq(msim_device_set_fraction(dev, 2.0), MSIM_EINVAL);
+	ck_assert_int_eq(msim_device_set_fraction(dev, 1.0), 0);
+	ck_assert_uint_eq(msim_device_cap(dev), 0); /* 1.0 = no cap */
+	/* set_per_process_memory_fraction(f): f x total, truncated. */
+	ck_assert_int_eq(msim_device_set_fraction(dev, 0.5), 0);
+	ck_assert_uint_eq(msim_device_cap(dev), MSIM_H200_BYTES / 2);
+	ck_assert_int_eq(msim_device_set_fraction(
+		dev, (double)(100 * MB) / (double)MSIM_H200_BYTES), 0);
+	uint64_t cap = msim_device_cap(dev);
+	ck_assert(cap == 100 * MB || cap == 100 * MB - 1);
+	msim_addr_t a, b;
+	ck_assert_int_eq(msim_device_malloc(dev, 60 * MB, MSIM_POOL_LARGE, &a),
+			 0);
+	ck_assert_int_eq(msim_device_malloc(dev, 40 * MB, MSIM_POOL_SMALL, &b),
+			 cap == 100 * MB ? 0 : MSIM_EDEVOOM);
+	ck_assert_int_eq(msim_device_malloc(dev, 60 * MB, MSIM_POOL_LARGE, &b),
+			 MSIM_EDEVOOM);
+	msim_stats_t st = {0};
+	msim_device_stats(dev, &st);
+	ck_assert_int_eq(st.reserved_bytes[MSIM_POOL_LARGE].current, 60 * MB);
+	ck_assert_int_eq(st.segment[MSIM_POOL_ALL].current,
+			 cap == 100 * MB ? 2 : 1);
+	msim_device_free(dev, a, 60 * MB, MSIM_POOL_LARGE);
+	msim_device_stats(dev, &st);
+	ck_assert_int_eq(st.reserved_bytes[MSIM_POOL_LARGE].current, 0);
+	ck_assert_int_eq(st.reserved_bytes[MSIM_POOL_LARGE].peak, 60 * MB);
+	ck_assert_int_eq(st.segment[MSIM_POOL_LARGE].freed, 1);
+	ck_assert_int_eq(st.num_device_free, 1);
+	msim_device_destroy(dev);
+
+	/* Capacity: a cudaMalloc that does not fit fails, counts nothing. */
+	dev = msim_device_new(&(msim_device_config_t){.capacity = 64 * MB});
+	ck_assert_int_eq(msim_device_malloc(dev, 66 * MB, MSIM_POOL_LARGE, &a),
+			 MSIM_EDEVOOM);
+	msim_device_stats(dev, &st);
+	ck_assert_int_eq(st.num_device_alloc, 0);
+	msim_device_destroy(dev);
+	msim_device_destroy(NULL);
+}
+END_TEST
+
+START_TEST(test_hints_and_log)
+{
+	msim_device_t *dev = msim_device_new(
+		&(msim_device_config_t){.use_hints = 1, .log_events = 1});
+	for (int i = 0; i < 100; i++)
+		ck_assert_int_eq(msim_device_hint(dev, 0x1000000 * (i + 1)), 0);
+	msim_device_set_request(dev, 7);
+	for (int i = 0; i < 100; i++)
+		ck_assert_uint_eq(M(dev, 2 * MB), 0x1000000 * (uint64_t)(i + 1));
+	/* Hints exhausted: the model places the next one. */
+	msim_addr_t a = M(dev, 2 * MB);
+	ck_assert_uint_ne(a, 0);
+	msim_device_log_oom(dev, 512);
+	size_t n;
+	const msim_seg_event_t *ev = msim_device_events(dev, &n);
+	ck_assert_uint_eq(n, 102);
+	ck_assert_uint_eq(ev[0].request, 7);
+	ck_assert_int_eq(ev[101].action, MSIM_SEG_OOM);
+	ck_assert_int_eq(msim_seg_action_parse("segment_free"), MSIM_SEG_FREE);
+	ck_assert_int_eq(msim_seg_action_parse("bogus"), -1);
+	msim_device_destroy(dev);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("device");
+	TCase *tc = tcase_create("device");
+	tcase_add_test(tc, test_placement_six_20mb);
+	tcase_add_test(tc, test_placement_descending_chunks);
+	tcase_add_test(tc, test_placement_exact_gap_skipped);
+	tcase_add_test(tc, test_placement_freed_chunk_reused);
+	tcase_add_test(tc, test_placement_holes);
+	tcase_add_test(tc, test_counting_and_cap);
+	tcase_add_test(tc, test_hints_and_log);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,278 @@
+/*
+ * The engine: event order (time, then queueing order), OOM handling,
+ * the timeline's bounded down-sampling, and the statistic names.
+ */
+#include <config.h>
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policies/policy.h"
+#include "sim/engine.h"
+#include "sim/error.h"
+#include "sim/metrics.h"
+
+#define MB (UINT64_C(1) << 20)
+
+/* A source over an array. */
+typedef struct arr_s {
+	const msim_req_t *v;
+	size_t n, i;
+} arr_t;
+
+static int
+arr_next(void *ctx, msim_req_t *req)
+{
+	arr_t *a = ctx;
+	if (a->i == a->n)
+		return 0;
+	*req = a->v[a->i++];
+	return 1;
+}
+
+static const char *
+arr_err(void *ctx)
+{
+	(void)ctx;
+	return "array";
+}
+
+/* A fake policy: logs what happens; each alloc schedules an event at
+ * time + cookie-delay. */
+static char log_buf[512];
+static msim_device_t *fake_dev;
+
+static int
+fake_create(void **state_out, msim_device_t *dev, const msim_params_t *pv,
+	    char *why, size_t whylen)
+{
+	(void)pv;
+	(void)why;
+	(void)whylen;
+	fake_dev = dev;
+	*state_out = dev;
+	return 0;
+}
+
+static int
+fake_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
+{
+	char buf[32];
+	snprintf(buf, sizeof(buf), "a%u@%llu ", req->id,
+		 (unsigned long long)msim_device_now(state));
+	strcat(log_buf, buf);
+	*addr_out = 512 * (req->id + 1);
+	/* id 0 schedules two events at time 10 (queue order must hold). */
+	if (req->id == 0) {
+		msim_device_schedule(state, 10, 1);
+		msim_device_schedule(state, 10, 2);
+	}
+	return 0;
+}
+
+static int
+fake_free(void *state, const msim_req_t *req)
+{
+	char buf[32];
+	snprintf(buf, sizeof(buf), "f%u@%llu ", req->id,
+		 (unsigned long long)msim_device_now(state));
+	strcat(log_buf, buf);
+	return 0;
+}
+
+static int
+fake_event(void *state, uint64_t cookie)
+{
+	char buf[32];
+	snprintf(buf, sizeof(buf), "e%llu@%llu ", (unsigned long long)cookie,
+		 (unsigned long long)msim_device_now(state));
+	strcat(log_buf, buf);
+	return 0;
+}
+
+static void
+fake_stats(const void *state, msim_stats_t *out)
+{
+	(void)state;
+	(void)out;
+}
+
+static void
+fake_destroy(void *state)
+{
+	(void)state;
+}
+
+static const msim_param_spec_t fake_params[] = {{NULL, 0, NULL, 0, 0, 0,
+						 NULL, NULL}};
+static const msim_policy_ops_t fake_ops = {
+	.name = "fake", .summary = "test", .params = fake_params,
+	.create = fake_create, .alloc = fake_alloc, .free = fake_free,
+	.on_event = fake_event, .stats = fake_stats, .destroy = fake_destroy,
+};
+
+START_TEST(test_events_ordered_by_time_then_queue)
+{
+	static const msim_req_t reqs[] = {
+		{.time = 0, .kind = MSIM_REQ_ALLOC, .id = 0, .size = 1},
+		{.time = 10, .kind = MSIM_REQ_ALLOC, .id = 1, .size = 1},
+		{.time = 5, .kind = MSIM_REQ_FREE, .id = 0}, /* clock clamps */
+		{.time = 20, .kind = MSIM_REQ_FREE, .id = 1},
+	};
+	arr_t a = {reqs, 4, 0};
+	msim_sim_config_t cfg = {.source = {arr_next, arr_err, &a},
+				 .policy = &fake_ops};
+	msim_sim_t *sim;
+	char why[128];
+	log_buf[0] = '\0';
+	ck_assert_int_eq(msim_sim_new(&cfg, &sim, why, sizeof(why)), 0);
+	ck_assert_int_eq(msim_sim_run(sim), 0);
+	/* The events were queued (at time 0) before the request due at 10
+	 * was read, so they run first; a request dated in the past runs at
+	 * the current time. */
+	ck_assert_str_eq(log_buf, "a0@0 e1@10 e2@10 a1@10 f0@10 f1@20 ");
+	msim_summary_t sum;
+	msim_sim_summary(sim, &sum);
+	ck_assert_uint_eq(sum.requests, 4);
+	ck_assert_uint_eq(sum.end_time, 20);
+	msim_sim_destroy(sim);
+}
+END_TEST
+
+/* pytorch under a cap: the run stops at the failing request. */
+START_TEST(test_oom_stops_and_keep_going)
+{
+	msim_req_t reqs[] = {
+		{.kind = MSIM_REQ_ALLOC, .id = 0, .size = 30 * MB},
+		{.kind = MSIM_REQ_ALLOC, .id = 1, .size = 30 * MB},
+		{.kind = MSIM_REQ_ALLOC, .id = 2, .size = 10 * MB},
+		{.kind = MSIM_REQ_FREE, .id = 1},
+		{.kind = MSIM_REQ_FREE, .id = 2},
+	};
+	for (int keep = 0; keep < 2; keep++) {
+		arr_t a = {reqs, 5, 0};
+		msim_sim_config_t cfg = {
+			.source = {arr_next, arr_err, &a},
+			.fraction = (double)(50 * MB) / (double)MSIM_H200_BYTES,
+			.keep_going = keep,
+		};
+		msim_sim_t *sim;
+		char why[128];
+		ck_assert_int_eq(msim_sim_new(&cfg, &sim, why, sizeof(why)), 0);
+		ck_assert_int_eq(msim_sim_run(sim), 0);
+		msim_summary_t sum;
+		msim_stats_t st;
+		msim_sim_summary(sim, &sum);
+		msim_sim_stats(sim, &st);
+		ck_assert_int_eq(sum.oom_request, 1);
+		ck_assert_uint_eq(sum.requests, keep ? 5 : 2);
+		ck_assert_int_eq(st.num_ooms, 1);
+		/* keep going: the failed id's free is skipped, id 2 served. */
+		ck_assert_int_eq(st.allocation[0].current, keep ? 1 : 1);
+		ck_assert_int_eq(st.allocated_bytes[0].peak,
+				 keep ? 40 * MB : 30 * MB);
+		msim_sim_destroy(sim);
+	}
+}
+END_TEST
+
+/* A recorded OOM is expected: it does not stop the run. */
+START_TEST(test_expected_oom)
+{
+	msim_req_t reqs[] = {
+		{.kind = MSIM_REQ_ALLOC, .id = 0, .size = 40 * MB},
+		{.kind = MSIM_REQ_ALLOC, .id = 1, .size = 40 * MB,
+		 .flags = MSIM_REQF_EXPECT_OOM},
+		{.kind = MSIM_REQ_ALLOC, .id = 1, .size = 2 * MB,
+		 .flags = MSIM_REQF_EXPECT_OOM}, /* fits: not an OOM here */
+		{.kind = MSIM_REQ_ALLOC, .id = 1, .size = 2 * MB},
+	};
+	arr_t a = {reqs, 4, 0};
+	msim_sim_config_t cfg = {
+		.source = {arr_next, arr_err, &a},
+		.fraction = (double)(70 * MB) / (double)MSIM_H200_BYTES,
+	};
+	msim_sim_t *sim;
+	char why[128];
+	ck_assert_int_eq(msim_sim_new(&cfg, &sim, why, sizeof(why)), 0);
+	ck_assert_int_eq(msim_sim_run(sim), 0);
+	msim_summary_t sum;
+	msim_sim_summary(sim, &sum);
+	ck_assert_int_eq(sum.oom_request, -1);
+	ck_assert_uint_eq(sum.ooms_expected, 1);
+	ck_assert_uint_eq(sum.ooms_unmatched, 1);
+	ck_assert_uint_eq(sum.requests, 4);
+	msim_sim_destroy(sim);
+}
+END_TEST
+
+START_TEST(test_timeline_bounded)
+{
+	msim_timeline_t tl;
+	ck_assert_int_eq(msim_timeline_init(&tl, 100), 0);
+	for (uint64_t r = 0; r < 100000; r++) {
+		if (!msim_timeline_due(&tl, r))
+			continue;
+		msim_sample_t s = {.request = r, .reserved = (int64_t)r};
+		msim_timeline_add(&tl, &s);
+	}
+	ck_assert_uint_le(tl.n, 200);
+	ck_assert_uint_ge(tl.n, 100);
+	for (size_t i = 1; i < tl.n; i++)
+		ck_assert_uint_eq(tl.v[i].request - tl.v[i - 1].request,
+				  tl.stride);
+	msim_timeline_clear(&tl);
+	ck_assert_double_eq_tol(msim_frag(75, 100), 0.25, 1e-12);
+	ck_assert_double_eq_tol(msim_frag(0, 0), 0.0, 1e-12);
+	ck_assert_double_eq_tol(msim_ext_frag(30, 120), 0.75, 1e-12);
+}
+END_TEST
+
+static void
+count_key(const char *name, int64_t value, void *ctx)
+{
+	(void)name;
+	(void)value;
+	(*(int *)ctx)++;
+}
+
+/* The 122 keys of torch.cuda.memory_stats() in PyTorch 2.11. */
+START_TEST(test_stat_names)
+{
+	msim_stats_t st = {0};
+	int n = 0;
+	msim_stats_foreach(&st, count_key, &n);
+	ck_assert_int_eq(n, 122);
+	st.reserved_bytes[MSIM_POOL_LARGE].peak = 42;
+	st.num_sync_all_streams = 3;
+	int64_t v;
+	ck_assert_int_eq(msim_stats_get(&st, "reserved_bytes.large_pool.peak",
+					&v), 0);
+	ck_assert_int_eq(v, 42);
+	ck_assert_int_eq(msim_stats_get(&st, "num_sync_all_streams", &v), 0);
+	ck_assert_int_eq(v, 3);
+	ck_assert_int_eq(msim_stats_get(&st, "allocation.all.freed", &v), 0);
+	ck_assert_int_eq(msim_stats_get(&st, "allocated.all.current", &v),
+			 MSIM_ENOTFOUND);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("engine");
+	TCase *tc = tcase_create("engine");
+	tcase_add_test(tc, test_events_ordered_by_time_then_queue);
+	tcase_add_test(tc, test_oom_stops_and_keep_going);
+	tcase_add_test(tc, test_expected_oom);
+	tcase_add_test(tc, test_timeline_bounded);
+	tcase_add_test(tc, test_stat_names);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
