@@ -1,0 +1,32 @@
+/*
+ * The command line's shared helpers.  The memsim binary is sim/main.c (the
+ * dispatcher) and one sim/cmd_<name>.c per subcommand; these are the only
+ * files that read argv, print to stdout or call exit().  None of them goes
+ * into libmemsim.a.
+ */
+#ifndef MSIM_SIM_CLI_H
+#define MSIM_SIM_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "sim/types.h"
+
+/* Prints "memsim: <message>" on stderr and exits with status 1. */
+void msim_cli_die(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2), noreturn));
+
+/* A byte size option ("16GiB"); dies naming opt if text is not one. */
+uint64_t msim_cli_bytes(const char *opt, const char *text);
+
+/* Writes s as a JSON string. */
+void msim_cli_json_str(FILE *fp, const char *s);
+
+/* Milliseconds on the monotonic clock. */
+double msim_cli_now_ms(void);
+
+/* Subcommands: each takes argv with argv[0] = "memsim <name>". */
+int msim_cmd_run(int argc, char **argv);
+int msim_cmd_bench(int argc, char **argv);
+
+#endif

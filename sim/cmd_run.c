@@ -1,0 +1,325 @@
+/* memsim run: replay a trace through a policy; print, store and plot. */
+#include <config.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plots/plot.h"
+#include "policies/policy.h"
+#include "sim/cli.h"
+#include "sim/engine.h"
+#include "sim/error.h"
+#include "sim/metrics.h"
+#include "sim/results.h"
+#include "sim/units.h"
+#include "traces/trace.h"
+
+#ifndef PLOTS_DIR
+#define PLOTS_DIR ""
+#endif
+#ifndef SRC_PLOTS_DIR
+#define SRC_PLOTS_DIR "plots"
+#endif
+
+static void
+usage_run(FILE *fp)
+{
+	fprintf(fp,
+		"usage: memsim run [OPTIONS] TRACE\n"
+		"\n"
+		"Replays TRACE (a PyTorch device-trace CSV) through a policy "
+		"and prints the\n"
+		"figures of torch.cuda.memory_stats().  An out-of-memory is a "
+		"result: it is\n"
+		"reported with the index of the failing request and the exit "
+		"status stays 0.\n"
+		"\n"
+		"options:\n"
+		"  -p, --policy NAME       policy (default pytorch; see `memsim "
+		"policies`)\n"
+		"  -c, --alloc-conf STR    parameters in PYTORCH_CUDA_ALLOC_CONF "
+		"syntax,\n"
+		"                          e.g. \"max_split_size_mb:128,"
+		"garbage_collection_threshold:0.6\"\n"
+		"      --cap BYTES         per-process cap, as "
+		"set_per_process_memory_fraction(\n"
+		"                          BYTES / capacity) (suffixes: 16GiB, "
+		"512MiB, 1.5GB)\n"
+		"      --fraction F        the same cap as a fraction of the "
+		"capacity\n"
+		"      --capacity BYTES    device memory (default the H200's, "
+		"%" PRIu64 ")\n"
+		"      --addresses MODE    model: place segments like the CUDA "
+		"13 driver (default);\n"
+		"                          trace: at the trace's recorded "
+		"segment addresses\n"
+		"      --keep-going        do not stop at the first OOM\n"
+		"  -d, --db FILE           store the run in this SQLite "
+		"database\n"
+		"      --plot OUT          plot the fragmentation curve "
+		"(.png, .svg, .pdf; needs --db)\n"
+		"      --segments FILE     write the segment events as CSV "
+		"(request,action,addr,size)\n"
+		"      --json              print one JSON object instead of a "
+		"table\n"
+		"  -h, --help              this help\n",
+		MSIM_H200_BYTES);
+}
+
+static void
+json_stat(const char *name, int64_t value, void *ctx)
+{
+	FILE *fp = ctx;
+	fprintf(fp, ",\n  \"%s\": %" PRId64, name, value);
+}
+
+typedef struct run_opts_s {
+	const char *policy, *conf, *db, *plot, *segments, *addresses;
+	uint64_t cap, capacity;
+	double fraction;
+	int json, keep_going;
+} run_opts_t;
+
+static int
+trace_next(void *ctx, msim_req_t *req_out)
+{
+	return msim_trace_next(ctx, req_out);
+}
+
+static const char *
+trace_errmsg(void *ctx)
+{
+	return msim_trace_errmsg(ctx);
+}
+
+static void
+write_segments(const char *path, msim_device_t *dev)
+{
+	FILE *fp = fopen(path, "w");
+	if (!fp)
+		msim_cli_die("%s: %s", path, strerror(errno));
+	size_t n;
+	const msim_seg_event_t *ev = msim_device_events(dev, &n);
+	fprintf(fp, "request,action,addr,size\n");
+	for (size_t i = 0; i < n; i++)
+		fprintf(fp, "%" PRIu64 ",%s,%" PRIu64 ",%" PRIu64 "\n",
+			ev[i].request, msim_seg_action_name(ev[i].action),
+			ev[i].addr, ev[i].size);
+	if (fclose(fp))
+		msim_cli_die("%s: %s", path, strerror(errno));
+}
+
+static void
+print_table(const char *trace, const char *policy, const char *params,
+	    uint64_t cap, const msim_summary_t *sum, const msim_stats_t *st)
+{
+	char a[32], b[32];
+	printf("trace      %s\n", trace);
+	printf("policy     %s%s%s\n", policy, *params ? " " : "", params);
+	if (cap)
+		printf("cap        %s (%" PRIu64 " bytes)\n",
+		       msim_format_bytes(cap, a, sizeof(a)), cap);
+	printf("requests   %" PRIu64 "\n", sum->requests);
+	printf("reserved   peak %-12s now %s\n",
+	       msim_format_bytes((uint64_t)st->reserved_bytes[0].peak, a,
+				 sizeof(a)),
+	       msim_format_bytes((uint64_t)st->reserved_bytes[0].current, b,
+				 sizeof(b)));
+	printf("allocated  peak %-12s now %s\n",
+	       msim_format_bytes((uint64_t)st->allocated_bytes[0].peak, a,
+				 sizeof(a)),
+	       msim_format_bytes((uint64_t)st->allocated_bytes[0].current, b,
+				 sizeof(b)));
+	printf("requested  peak %s\n",
+	       msim_format_bytes((uint64_t)st->requested_bytes[0].peak, a,
+				 sizeof(a)));
+	printf("fragmentation at peak %.4f, mean %.4f; external max %.4f\n",
+	       sum->frag_at_peak, sum->frag_mean, sum->ext_frag_max);
+	printf("segments   %" PRId64 " allocated, %" PRId64 " freed, peak %"
+	       PRId64 "\n", st->segment[0].allocated, st->segment[0].freed,
+	       st->segment[0].peak);
+	printf("device     %" PRId64 " allocs, %" PRId64 " frees; retries %"
+	       PRId64 ", OOMs %" PRId64 "\n", st->num_device_alloc,
+	       st->num_device_free, st->num_alloc_retries, st->num_ooms);
+	if (sum->oom_request >= 0)
+		printf("OOM        at request %" PRId64 "\n", sum->oom_request);
+	if (sum->ooms_expected || sum->ooms_unmatched)
+		printf("recorded OOMs  %" PRIu64 " reproduced, %" PRIu64
+		       " not\n", sum->ooms_expected, sum->ooms_unmatched);
+}
+
+int
+msim_cmd_run(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"policy", required_argument, NULL, 'p'},
+		{"alloc-conf", required_argument, NULL, 'c'},
+		{"cap", required_argument, NULL, 'C'},
+		{"fraction", required_argument, NULL, 'F'},
+		{"capacity", required_argument, NULL, 'K'},
+		{"addresses", required_argument, NULL, 'A'},
+		{"keep-going", no_argument, NULL, 'k'},
+		{"db", required_argument, NULL, 'd'},
+		{"plot", required_argument, NULL, 'P'},
+		{"segments", required_argument, NULL, 'S'},
+		{"json", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	run_opts_t o = {.policy = "pytorch", .conf = "", .addresses = "model"};
+	int c;
+	char *end;
+	while ((c = getopt_long(argc, argv, "p:c:d:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p': o.policy = optarg; break;
+		case 'c': o.conf = optarg; break;
+		case 'C': o.cap = msim_cli_bytes("--cap", optarg); break;
+		case 'K':
+			o.capacity = msim_cli_bytes("--capacity", optarg);
+			break;
+		case 'F':
+			o.fraction = strtod(optarg, &end);
+			if (*end || !(o.fraction > 0 && o.fraction <= 1))
+				msim_cli_die("--fraction: '%s' is not in (0, 1]", optarg);
+			break;
+		case 'A':
+			if (strcmp(optarg, "model") && strcmp(optarg, "trace"))
+				msim_cli_die("--addresses: '%s' is not model or trace",
+				    optarg);
+			o.addresses = optarg;
+			break;
+		case 'k': o.keep_going = 1; break;
+		case 'd': o.db = optarg; break;
+		case 'P': o.plot = optarg; break;
+		case 'S': o.segments = optarg; break;
+		case 'j': o.json = 1; break;
+		case 'h': usage_run(stdout); return 0;
+		default: usage_run(stderr); return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		usage_run(stderr);
+		return 2;
+	}
+	if (o.plot && !o.db)
+		msim_cli_die("--plot needs --db (the curve is drawn from the database)");
+	if (o.cap && o.fraction)
+		msim_cli_die("give --cap or --fraction, not both");
+	const char *path = argv[optind];
+
+	const msim_policy_ops_t *ops = msim_policy_find(o.policy);
+	if (!ops)
+		msim_cli_die("--policy: unknown policy '%s' (see `memsim policies`)",
+		    o.policy);
+	msim_params_t pv;
+	if (msim_params_init(&pv, ops->params))
+		msim_cli_die("out of memory");
+	if (msim_params_parse(&pv, o.conf))
+		msim_cli_die("--alloc-conf: %s", pv.errmsg);
+	char canon[1024];
+	msim_params_canonical(&pv, canon, sizeof(canon));
+
+	/* Open the database first: a bad database fails before the work. */
+	char why[1024];
+	msim_db_t *db = NULL;
+	if (o.db && msim_db_open(o.db, &db, why, sizeof(why)))
+		msim_cli_die("%s", why);
+
+	msim_trace_t *t;
+	if (msim_trace_open(path, NULL, &t, why, sizeof(why)))
+		msim_cli_die("%s", why);
+	uint64_t capacity = o.capacity ? o.capacity : MSIM_H200_BYTES;
+	msim_sim_config_t cfg = {
+		.source = {trace_next, trace_errmsg, t},
+		.policy = ops,
+		.params = &pv,
+		.device = {.capacity = capacity, .log_events = 1,
+			   .use_hints = !strcmp(o.addresses, "trace")},
+		.fraction = o.cap ? (double)o.cap / (double)capacity
+				  : o.fraction,
+		.keep_going = o.keep_going,
+	};
+	if (o.cap > capacity)
+		msim_cli_die("--cap: %" PRIu64 " bytes is more than the device's %"
+		    PRIu64, o.cap, capacity);
+	msim_sim_t *sim;
+	if (msim_sim_new(&cfg, &sim, why, sizeof(why)))
+		msim_cli_die("--alloc-conf: %s", why);
+	double t0 = msim_cli_now_ms();
+	if (msim_sim_run(sim))
+		msim_cli_die("%s", msim_sim_errmsg(sim));
+	double wall_ms = msim_cli_now_ms() - t0;
+
+	msim_summary_t sum;
+	msim_stats_t st;
+	msim_sim_summary(sim, &sum);
+	msim_sim_stats(sim, &st);
+	uint64_t cap = msim_device_cap(msim_sim_device(sim));
+	char hash[32];
+	snprintf(hash, sizeof(hash), "%016" PRIx64, msim_trace_hash(t));
+
+	int64_t run_id = -1;
+	if (db) {
+		size_t nev;
+		const msim_seg_event_t *ev =
+			msim_device_events(msim_sim_device(sim), &nev);
+		msim_run_info_t info = {
+			.kind = "simulated", .trace_path = path,
+			.trace_hash = hash,
+			.trace_format = msim_trace_format_name(t),
+			.policy = ops->name, .params = canon, .cap_bytes = cap,
+			.addresses = o.addresses, .wall_ms = wall_ms,
+		};
+		if (msim_db_store_run(db, &info, &sum, &st,
+				      msim_sim_timeline(sim), ev, nev, &run_id))
+			msim_cli_die("%s", msim_db_errmsg(db));
+	}
+	if (o.segments)
+		write_segments(o.segments, msim_sim_device(sim));
+	if (o.json) {
+		printf("{\n  \"trace\": ");
+		msim_cli_json_str(stdout, path);
+		printf(",\n  \"trace_hash\": \"%s\",\n  \"policy\": ", hash);
+		msim_cli_json_str(stdout, ops->name);
+		printf(",\n  \"params\": ");
+		msim_cli_json_str(stdout, canon);
+		printf(",\n  \"cap_bytes\": %" PRIu64, cap);
+		printf(",\n  \"requests\": %" PRIu64, sum.requests);
+		msim_stats_foreach(&st, json_stat, stdout);
+		printf(",\n  \"oom_request\": %" PRId64, sum.oom_request);
+		printf(",\n  \"frag_at_peak\": %.6f", sum.frag_at_peak);
+		printf(",\n  \"frag_mean\": %.6f", sum.frag_mean);
+		printf(",\n  \"ext_frag_max\": %.6f", sum.ext_frag_max);
+		printf(",\n  \"wall_ms\": %.3f", wall_ms);
+		if (run_id >= 0)
+			printf(",\n  \"run_id\": %" PRId64, run_id);
+		printf("\n}\n");
+	} else {
+		print_table(path, ops->name, canon, cap, &sum, &st);
+		if (run_id >= 0)
+			printf("stored     run %" PRId64 " in %s\n", run_id,
+			       o.db);
+	}
+	if (o.plot) {
+		const char *dirs[] = {PLOTS_DIR, SRC_PLOTS_DIR, NULL};
+		char title[2048];
+		snprintf(title, sizeof(title), "%s: %s %s", path, ops->name,
+			 canon);
+		if (msim_plot_curve(db, run_id, msim_plot_dir(dirs),
+				    GNUPLOT_PATH, o.plot, title, why,
+				    sizeof(why)))
+			msim_cli_die("--plot: %s", why);
+		if (!o.json)
+			printf("plotted    %s\n", o.plot);
+	}
+	msim_sim_destroy(sim);
+	msim_trace_close(t);
+	msim_db_close(db);
+	msim_params_clear(&pv);
+	return 0;
+}
+
