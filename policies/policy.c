@@ -109,6 +109,13 @@ msim_policy_empty_cache(msim_policy_t *pol)
 	return pol->ops->empty_cache(pol->state);
 }
 
+bool
+msim_policy_would_release(const msim_policy_t *pol, const msim_req_t *req)
+{
+	return pol->ops->would_release &&
+	       pol->ops->would_release(pol->state, req);
+}
+
 int
 msim_policy_on_event(msim_policy_t *pol, uint64_t cookie)
 {

@@ -11,6 +11,7 @@
 #ifndef MSIM_POLICIES_POLICY_H
 #define MSIM_POLICIES_POLICY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "policies/params.h"
@@ -34,6 +35,11 @@ typedef struct msim_policy_ops_s {
 	int (*free_requested)(void *state, const msim_req_t *req);
 	/* torch.cuda.empty_cache().  May be NULL. */
 	int (*empty_cache)(void *state);
+	/* Whether serving req now would make the policy free cached memory
+	 * itself (no cached block fits and a new segment would exceed a
+	 * threshold, the cap or the device).  No side effects.  May be NULL
+	 * (never). */
+	bool (*would_release)(const void *state, const msim_req_t *req);
 	/* An event the policy scheduled with msim_device_schedule().  May be
 	 * NULL. */
 	int (*on_event)(void *state, uint64_t cookie);
@@ -71,6 +77,8 @@ int msim_policy_alloc(msim_policy_t *pol, const msim_req_t *req,
 int msim_policy_free(msim_policy_t *pol, const msim_req_t *req);
 int msim_policy_free_requested(msim_policy_t *pol, const msim_req_t *req);
 int msim_policy_empty_cache(msim_policy_t *pol);
+bool msim_policy_would_release(const msim_policy_t *pol,
+			       const msim_req_t *req);
 int msim_policy_on_event(msim_policy_t *pol, uint64_t cookie);
 
 /* All statistics: the policy's and the device's. */

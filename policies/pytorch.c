@@ -869,6 +869,52 @@ pt_empty_cache(void *state)
 	return 0;
 }
 
+/* The stream's state, or NULL if it never allocated (no side effects). */
+static pt_stream_t *
+pt_stream_find(const pt_state_t *s, msim_stream_t handle)
+{
+	for (size_t i = 0; i < s->nstreams; i++)
+		if (s->streams[i]->handle == handle)
+			return s->streams[i];
+	return NULL;
+}
+
+/* Whether a malloc of req now would free cached segments itself: the
+ * lookup misses and GC, the cap or the device forces a release (spec
+ * section 16, note 6 b).  Evaluated without side effects. */
+static bool
+pt_would_release(const void *state, const msim_req_t *req)
+{
+	const pt_state_t *s = state;
+	uint64_t size = pt_round(s, req->size);
+	int pool = size <= PT_SMALL_SIZE ? PT_SMALL : PT_LARGE;
+	const pt_stream_t *st = pt_stream_find(s, req->stream);
+	if (st) {
+		const pt_block_t *b = fs_lower_bound(&st->fs[pool], size);
+		bool refused = b && ((size < s->max_split &&
+				      b->size >= s->max_split) ||
+				     (size >= s->max_split &&
+				      b->size >= size + s->nonsplit_tol));
+		if (b && !refused)
+			return false;
+	}
+	uint64_t seg_size = pt_segment_size(s, size);
+	if (s->gc_enabled &&
+	    s->total_allocated > (uint64_t)(s->gc_threshold * (double)s->cap)) {
+		for (size_t i = 0; i < s->nstreams; i++) {
+			const pt_freeset_t *fs = &s->streams[i]->fs[PT_LARGE];
+			for (const pt_block_t *b = fs_first(fs); b;
+			     b = fs_next(fs, b))
+				if (!blk_is_split(b))
+					return true;
+		}
+	}
+	if (s->cap && s->total_allocated + seg_size > s->cap)
+		return true;
+	uint64_t capacity = msim_device_capacity(s->dev);
+	return seg_size > capacity - msim_device_reserved(s->dev);
+}
+
 static void
 pt_stats(const void *state, msim_stats_t *out)
 {
@@ -969,6 +1015,7 @@ const msim_policy_ops_t msim_policy_pytorch = {
 	.free = pt_free,
 	.free_requested = pt_free_requested,
 	.empty_cache = pt_empty_cache,
+	.would_release = pt_would_release,
 	.stats = pt_stats,
 	.free_info = pt_free_info,
 	.destroy = pt_destroy,

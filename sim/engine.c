@@ -206,6 +206,10 @@ sim_request(msim_sim_t *sim, const msim_req_t *req)
 			return sim_fail(sim, rc, "free_requested");
 		return 0;
 	case MSIM_REQ_ALLOC:
+		if ((req->flags & MSIM_REQF_MAYBE_EMPTY_CACHE) &&
+		    !msim_policy_would_release(sim->pol, req) &&
+		    (rc = msim_policy_empty_cache(sim->pol)))
+			return sim_fail(sim, rc, "empty_cache");
 		rc = msim_policy_alloc(sim->pol, req, &addr);
 		if (rc == MSIM_EDEVOOM) {
 			if (req->flags & MSIM_REQF_EXPECT_OOM) {

@@ -27,6 +27,14 @@ typedef enum msim_req_kind_e {
 
 /* Flags of a request. */
 #define MSIM_REQF_EXPECT_OOM 0x1 /* a recorded malloc that raised OOM */
+/*
+ * ALLOC only: the recording shows segments freed just before this malloc.
+ * They were the malloc's own doing if the policy, in its current state,
+ * would have to free memory to serve it (msim_policy_would_release());
+ * otherwise the program called empty_cache() first, and the engine replays
+ * that call before the malloc (spec section 16, note 6 b).
+ */
+#define MSIM_REQF_MAYBE_EMPTY_CACHE 0x2
 
 /*
  * One request.  Ids are dense slot numbers chosen by the source: an id is

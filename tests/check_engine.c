@@ -208,6 +208,41 @@ START_TEST(test_expected_oom)
 }
 END_TEST
 
+/* A recorded run of segment frees before a malloc: the malloc's own
+ * release when it had to free memory, else a hidden empty_cache(). */
+START_TEST(test_maybe_empty_cache)
+{
+	for (int own = 0; own < 2; own++) {
+		msim_req_t reqs[] = {
+			{.kind = MSIM_REQ_ALLOC, .id = 0, .size = 60 * MB},
+			{.kind = MSIM_REQ_ALLOC, .id = 1, .size = 30 * MB},
+			{.kind = MSIM_REQ_FREE, .id = 1},
+			{.kind = MSIM_REQ_ALLOC, .id = 2,
+			 .size = own ? 40 * MB : 20 * MB,
+			 .flags = MSIM_REQF_MAYBE_EMPTY_CACHE},
+		};
+		arr_t a = {reqs, 4, 0};
+		msim_sim_config_t cfg = {
+			.source = {arr_next, arr_err, &a},
+			.fraction = (double)(100 * MB) / (double)MSIM_H200_BYTES,
+		};
+		msim_sim_t *sim;
+		char why[128];
+		ck_assert_int_eq(msim_sim_new(&cfg, &sim, why, sizeof(why)), 0);
+		ck_assert_int_eq(msim_sim_run(sim), 0);
+		msim_stats_t st;
+		msim_sim_stats(sim, &st);
+		/* Either way the cached 30 MiB segment goes, once. */
+		ck_assert_int_eq(st.num_device_free, 1);
+		ck_assert_int_eq(st.num_sync_all_streams, 1);
+		ck_assert_int_eq(st.num_alloc_retries, own ? 1 : 0);
+		ck_assert_int_eq(st.reserved_bytes[0].current,
+				 own ? 100 * MB : 80 * MB);
+		msim_sim_destroy(sim);
+	}
+}
+END_TEST
+
 START_TEST(test_timeline_bounded)
 {
 	msim_timeline_t tl;
@@ -267,6 +302,7 @@ main(void)
 	tcase_add_test(tc, test_events_ordered_by_time_then_queue);
 	tcase_add_test(tc, test_oom_stops_and_keep_going);
 	tcase_add_test(tc, test_expected_oom);
+	tcase_add_test(tc, test_maybe_empty_cache);
 	tcase_add_test(tc, test_timeline_bounded);
 	tcase_add_test(tc, test_stat_names);
 	suite_add_tcase(s, tc);
