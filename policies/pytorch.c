@@ -18,8 +18,12 @@
  * PyTorch's tie-break needs).  Iterating bins in order visits blocks in
  * exactly the order of PyTorch's std::set, which the release loops need.
  *
- * Expandable segments and record_stream's deferred frees are not modelled
- * here yet; expandable_segments:True is refused with a clear error.
+ * Expandable segments (expandable_segments:True): one virtual reservation
+ * per stream and pool, mapped in pages (2 MiB small, large_segment_size
+ * large) as blocks need them; free unmapped ranges sit in a per-stream
+ * list by address.  Deferred frees (record_stream): between
+ * free_requested and free_completed a block is pending, neither allocated
+ * nor free, and never merged.
  */
 #include <config.h>
 
@@ -50,6 +54,14 @@ enum { B_FREE = 0, B_ALLOC = 1, B_PENDING = 2 }; /* block state */
 typedef struct pt_stream_s pt_stream_t;
 typedef struct pt_block_s pt_block_t;
 
+/* One expandable segment: a virtual reservation mapped page by page. */
+typedef struct pt_xseg_s {
+	msim_addr_t base;
+	uint64_t size; /* bytes reserved: a whole number of pages */
+	uint64_t page; /* 2 MiB (small pool) or large_segment_size */
+	struct pt_xseg_s *next; /* all live reservations */
+} pt_xseg_t;
+
 struct pt_block_s {
 	msim_addr_t ptr;
 	uint64_t size;            /* bytes */
@@ -57,10 +69,12 @@ struct pt_block_s {
 	pt_block_t *prev, *next;  /* address neighbours in the segment */
 	pt_block_t *fprev, *fnext; /* free-set bin list; spare-list link */
 	pt_stream_t *st;
+	pt_xseg_t *xseg;  /* expandable segment, or NULL */
 	uint64_t gc_base; /* pool's lookup count when inserted */
 	uint16_t bin;
-	uint8_t pool;  /* PT_SMALL or PT_LARGE */
-	uint8_t state; /* B_FREE, B_ALLOC, B_PENDING */
+	uint8_t pool;   /* PT_SMALL or PT_LARGE */
+	uint8_t state;  /* B_FREE, B_ALLOC, B_PENDING */
+	uint8_t mapped; /* 0 only for unmapped ranges of expandable segments */
 };
 
 typedef struct pt_freeset_s {
@@ -73,7 +87,8 @@ static_assert(PT_NWORDS <= 32, "summary bitmap is 32 bits");
 
 struct pt_stream_s {
 	msim_stream_t handle;
-	pt_freeset_t fs[2]; /* PT_SMALL, PT_LARGE */
+	pt_freeset_t fs[2];       /* PT_SMALL, PT_LARGE */
+	pt_block_t *unmapped[2];  /* unmapped ranges, by address (fnext) */
 };
 
 typedef struct pt_slab_s {
@@ -90,6 +105,7 @@ typedef struct pt_state_s {
 	double gc_threshold;    /* 0 = off */
 	uint64_t cap;           /* allowed_memory_maximum; 0 = none */
 	bool gc_enabled;
+	bool expandable;        /* expandable_segments:True */
 	uint8_t rp2[16]; /* roundup_power2_divisions per size interval */
 	/* state */
 	uint64_t total_allocated; /* bytes obtained from the device */
@@ -103,6 +119,7 @@ typedef struct pt_state_s {
 	pt_block_t *spare; /* unused block structs */
 	size_t nspare;
 	pt_slab_t *slabs;
+	pt_xseg_t *xsegs;  /* expandable segments */
 	msim_stats_t st; /* the policy's part of the statistics */
 } pt_state_t;
 
@@ -439,12 +456,12 @@ fs_prev(const pt_freeset_t *fs, const pt_block_t *b)
 /* ---------------------------------------------------------------- */
 /* Blocks, streams, live table                                       */
 
-/* Makes sure the next two blk_new() calls succeed.  Returns false when out
- * of host memory. */
+/* Makes sure the next few blk_new() calls (at most 4) succeed.  Returns
+ * false when out of host memory. */
 static bool
 blk_reserve(pt_state_t *s)
 {
-	if (s->nspare >= 2)
+	if (s->nspare >= 4)
 		return true;
 	pt_slab_t *slab = malloc(sizeof(*slab));
 	if (!slab)
@@ -533,6 +550,205 @@ live_put(pt_state_t *s, uint32_t id, pt_block_t *b)
 }
 
 /* ---------------------------------------------------------------- */
+/* Expandable segments (spec section 8)                              */
+
+/* The size an expandable block can grow to: itself and the unmapped
+ * range after it. */
+static inline uint64_t
+xsize(const pt_block_t *b)
+{
+	return b->size + (b->next && !b->next->mapped ? b->next->size : 0);
+}
+
+/* The stream's unmapped ranges of pool are a list sorted by address. */
+static void
+um_insert(pt_block_t *b)
+{
+	pt_block_t **pp = &b->st->unmapped[b->pool], *prev = NULL;
+	while (*pp && (*pp)->ptr < b->ptr) {
+		prev = *pp;
+		pp = &prev->fnext;
+	}
+	b->fnext = *pp;
+	b->fprev = prev;
+	if (*pp)
+		(*pp)->fprev = b;
+	*pp = b;
+}
+
+static void
+um_remove(pt_block_t *b)
+{
+	if (b->fprev)
+		b->fprev->fnext = b->fnext;
+	else
+		b->st->unmapped[b->pool] = b->fnext;
+	if (b->fnext)
+		b->fnext->fprev = b->fprev;
+}
+
+/* Puts the new block nb between a and c (either may be NULL). */
+static void
+splice(pt_block_t *nb, pt_block_t *a, pt_block_t *c)
+{
+	nb->prev = a;
+	nb->next = c;
+	if (a)
+		a->next = nb;
+	if (c)
+		c->prev = nb;
+}
+
+static uint64_t try_merge(pt_state_t *s, pt_block_t *b, pt_block_t *src);
+
+/* map_block(): maps the pages covering the first size bytes of the
+ * unmapped block b, which becomes a free mapped block (merged with free
+ * neighbours).  Returns false if the device has no room. */
+static bool
+map_block(pt_state_t *s, pt_block_t *b, uint64_t size)
+{
+	const pt_xseg_t *x = b->xseg;
+	uint64_t len = ceil_to(size, x->page);
+	if (!blk_reserve(s) ||
+	    msim_device_map(s->dev, b->ptr, len, PT_STATPOOL(b->pool)))
+		return false;
+	um_remove(b);
+	b->mapped = 1;
+	if (len < b->size) {
+		pt_block_t *rest = blk_new(s);
+		*rest = (pt_block_t){.ptr = b->ptr + len, .size = b->size - len,
+				     .st = b->st, .xseg = b->xseg,
+				     .pool = b->pool};
+		splice(rest, b, b->next);
+		um_insert(rest);
+		b->size = len;
+	}
+	try_merge(s, b, b->prev);
+	try_merge(s, b, b->next);
+	fs_insert(s, &b->st->fs[b->pool], b);
+	s->total_allocated += len;
+	return true;
+}
+
+static inline bool
+allocatable(const pt_block_t *b)
+{
+	return b && b->state == B_FREE;
+}
+
+/* find_expandable_block(): the lowest unmapped range (with the free
+ * block before it) that has size bytes of room, or a new segment. */
+static pt_block_t *
+find_expandable(pt_state_t *s, pt_stream_t *st, int pool, uint64_t size)
+{
+	for (pt_block_t *u = st->unmapped[pool]; u; u = u->fnext) {
+		pt_block_t *c = allocatable(u->prev) ? u->prev : u;
+		uint64_t room = 0;
+		for (pt_block_t *b = c; room < size && allocatable(b); b = b->next)
+			room += b->size;
+		if (room >= size)
+			return c;
+	}
+	uint64_t page = pool == PT_SMALL ? PT_SMALL_BUFFER : s->large_segment;
+	uint64_t total = msim_device_capacity(s->dev);
+	pt_xseg_t *x = calloc(1, sizeof(*x));
+	if (!x || !blk_reserve(s))
+		goto fail;
+	x->page = page;
+	x->size = ceil_to(total + total / 8, page);
+	if (msim_device_reserve(s->dev, x->size, &x->base))
+		goto fail;
+	x->next = s->xsegs;
+	s->xsegs = x;
+	pt_block_t *c = blk_new(s);
+	*c = (pt_block_t){.ptr = x->base, .size = x->size, .st = st, .xseg = x,
+			  .pool = (uint8_t)pool};
+	um_insert(c);
+	return c;
+fail:
+	free(x);
+	return NULL;
+}
+
+/* try_allocate_expandable_block(): maps pages until a free block of size
+ * bytes exists; returns it, out of the free set, or NULL. */
+static pt_block_t *
+alloc_expandable(pt_state_t *s, pt_stream_t *st, int pool, uint64_t size)
+{
+	pt_block_t *c = find_expandable(s, st, pool, size);
+	if (!c)
+		return NULL;
+	if (!c->mapped && !map_block(s, c, c->size < size ? c->size : size))
+		return NULL;
+	while (c->size < size) {
+		pt_block_t *n = c->next; /* unmapped, right after c */
+		uint64_t want = size - c->size;
+		if (!map_block(s, n, want < n->size ? want : n->size))
+			return NULL;
+		c = n; /* n absorbed c */
+	}
+	fs_remove(s, &c->st->fs[c->pool], c);
+	return c;
+}
+
+/* unmap_block(): unmaps the whole pages inside the free block b; the
+ * mapped remainders before and after stay free blocks. */
+static void
+unmap_block(pt_state_t *s, pt_block_t *b)
+{
+	const pt_xseg_t *x = b->xseg;
+	uint64_t first = ceil_to(b->ptr - x->base, x->page);
+	uint64_t last = (b->ptr + b->size - x->base) / x->page * x->page;
+	if (first >= last || !blk_reserve(s))
+		return;
+	msim_addr_t uptr = x->base + first;
+	uint64_t ulen = last - first;
+	pt_freeset_t *fs = &b->st->fs[b->pool];
+	fs_remove(s, fs, b);
+	uint64_t before = uptr - b->ptr, after = b->size - before - ulen;
+	if (before) {
+		pt_block_t *nb = blk_new(s);
+		*nb = (pt_block_t){.ptr = b->ptr, .size = before, .st = b->st,
+				   .xseg = b->xseg, .pool = b->pool,
+				   .mapped = 1};
+		splice(nb, b->prev, b);
+		fs_insert(s, fs, nb);
+	}
+	if (after) {
+		pt_block_t *nb = blk_new(s);
+		*nb = (pt_block_t){.ptr = uptr + ulen, .size = after,
+				   .st = b->st, .xseg = b->xseg,
+				   .pool = b->pool, .mapped = 1};
+		splice(nb, b, b->next);
+		fs_insert(s, fs, nb);
+	}
+	b->ptr = uptr;
+	b->size = ulen;
+	b->mapped = 0;
+	try_merge(s, b, b->prev);
+	try_merge(s, b, b->next);
+	um_insert(b);
+	s->total_allocated -= ulen;
+	msim_device_unmap(s->dev, uptr, ulen, PT_STATPOOL(b->pool));
+}
+
+/* release_expandable_segment(): b spans the whole unmapped reservation. */
+static void
+release_xseg(pt_state_t *s, pt_block_t *b)
+{
+	um_remove(b);
+	msim_device_unreserve(s->dev, b->xseg->base);
+	for (pt_xseg_t **pp = &s->xsegs; *pp; pp = &(*pp)->next) {
+		if (*pp == b->xseg) {
+			*pp = b->xseg->next;
+			break;
+		}
+	}
+	free(b->xseg);
+	blk_put(s, b);
+}
+
+/* ---------------------------------------------------------------- */
 /* The allocator                                                     */
 
 /* get_free_block(): the best cached block for size, removed from its set. */
@@ -544,6 +760,13 @@ get_free_block(pt_state_t *s, pt_freeset_t *fs, int pool, uint64_t size)
 	pt_block_t *b = fs_lower_bound(fs, size);
 	if (!b)
 		return NULL;
+	if (b->xseg) {
+		/* Best fit by the size a block can grow to: prefer a strictly
+		 * smaller growable block further on. */
+		for (pt_block_t *n = fs_next(fs, b); b->xseg && n &&
+		     xsize(n) < xsize(b); n = fs_next(fs, n))
+			b = n;
+	}
 	if (size < s->max_split && b->size >= s->max_split)
 		return NULL; /* no oversize block for a small request */
 	if (size >= s->max_split && b->size >= size + s->nonsplit_tol)
@@ -597,7 +820,7 @@ garbage_collect(pt_state_t *s)
 			for (pt_block_t *b = fs_first(fs); b; b = next) {
 				next = fs_next(fs, b);
 				double age = (double)(now - b->gc_base);
-				if (blk_is_split(b) || age < avg)
+				if (blk_is_split(b) || b->xseg || age < avg)
 					continue;
 				freed = true;
 				reclaimed += b->size;
@@ -611,13 +834,15 @@ garbage_collect(pt_state_t *s)
 
 /* alloc_block(): a new segment of seg_size bytes, or NULL. */
 static pt_block_t *
-alloc_block(pt_state_t *s, pt_stream_t *st, int pool, uint64_t seg_size,
-	    bool retry)
+alloc_block(pt_state_t *s, pt_stream_t *st, int pool, uint64_t size,
+	    uint64_t seg_size, bool retry)
 {
 	if (retry)
 		s->st.num_alloc_retries++;
 	if (s->cap && s->total_allocated + seg_size > s->cap)
 		return NULL;
+	if (s->expandable)
+		return alloc_expandable(s, st, pool, size);
 	msim_addr_t addr;
 	if (msim_device_malloc(s->dev, seg_size, PT_STATPOOL(pool), &addr))
 		return NULL;
@@ -626,6 +851,7 @@ alloc_block(pt_state_t *s, pt_stream_t *st, int pool, uint64_t seg_size,
 	b->size = seg_size;
 	b->st = st;
 	b->pool = (uint8_t)pool;
+	b->mapped = 1;
 	s->total_allocated += seg_size;
 	if (seg_size >= s->max_split)
 		msim_stat_inc(&s->st.oversize_segments, 1);
@@ -641,17 +867,17 @@ release_available(pt_state_t *s, pt_freeset_t *fs, uint64_t size)
 		return false;
 	uint64_t key = size < s->max_split ? s->max_split : size;
 	pt_block_t *it = fs_lower_bound(fs, key);
-	if (it) {
+	if (it && !it->xseg) {
 		if (blk_is_split(it))
 			return false; /* PyTorch would cudaFree a piece */
 		release_block(s, it);
 		return true;
 	}
 	uint64_t released = 0;
-	pt_block_t *cur = fs_prev(fs, NULL);
+	pt_block_t *cur = fs_prev(fs, it);
 	while (cur && released < key && cur->size >= s->max_split) {
 		pt_block_t *prev = fs_prev(fs, cur);
-		if (!blk_is_split(cur)) {
+		if (!cur->xseg && !blk_is_split(cur)) {
 			released += cur->size;
 			release_block(s, cur);
 		}
@@ -661,27 +887,49 @@ release_available(pt_state_t *s, pt_freeset_t *fs, uint64_t size)
 }
 
 /* release_blocks() of one pool over every stream, in set order. */
-static void
+static int
 release_pool(pt_state_t *s, int pool)
 {
+	pt_block_t **unmap = NULL;
+	size_t n = 0, cap = 0;
 	for (size_t i = 0; i < s->nstreams; i++) {
 		pt_freeset_t *fs = &s->streams[i]->fs[pool];
 		pt_block_t *next;
 		for (pt_block_t *b = fs_first(fs); b; b = next) {
 			next = fs_next(fs, b);
-			if (!blk_is_split(b))
+			if (b->xseg) { /* unmapping changes the set: later */
+				if (n == cap) {
+					cap = cap ? 2 * cap : 16;
+					pt_block_t **v =
+						realloc(unmap, cap * sizeof(*v));
+					if (!v) {
+						free(unmap);
+						return MSIM_ENOMEM;
+					}
+					unmap = v;
+				}
+				unmap[n++] = b;
+			} else if (!blk_is_split(b)) {
 				release_block(s, b);
+			}
 		}
 	}
+	for (size_t i = 0; i < n; i++) {
+		unmap_block(s, unmap[i]);
+		if (!blk_is_split(unmap[i]) && !unmap[i]->mapped)
+			release_xseg(s, unmap[i]);
+	}
+	free(unmap);
+	return 0;
 }
 
 /* release_cached_blocks(): empty_cache and the OOM retry. */
-static void
+static int
 release_cached(pt_state_t *s)
 {
 	s->st.num_sync_all_streams++;
-	release_pool(s, PT_LARGE);
-	release_pool(s, PT_SMALL);
+	int rc = release_pool(s, PT_LARGE);
+	return rc ? rc : release_pool(s, PT_SMALL);
 }
 
 /* alloc_found_block(): hands out b for a request of size (req) bytes.
@@ -691,7 +939,7 @@ alloc_found(pt_state_t *s, pt_block_t *b, uint64_t size, uint64_t req)
 {
 	int sp = PT_STATPOOL(b->pool);
 	uint64_t remaining = b->size - size;
-	bool split = b->pool == PT_SMALL
+	bool split = b->pool == PT_SMALL || s->expandable
 		? remaining >= PT_MIN_BLOCK
 		: size < s->max_split && remaining > PT_SMALL_SIZE;
 	bool already_split = blk_is_split(b);
@@ -701,14 +949,17 @@ alloc_found(pt_state_t *s, pt_block_t *b, uint64_t size, uint64_t req)
 		b = blk_new(s);
 		*b = (pt_block_t){.ptr = rest->ptr, .size = size,
 				  .prev = rest->prev, .next = rest,
-				  .st = rest->st, .pool = rest->pool};
+				  .st = rest->st, .xseg = rest->xseg,
+				  .pool = rest->pool, .mapped = 1};
 		if (b->prev)
 			b->prev->next = b;
 		rest->prev = b;
 		rest->ptr += size;
 		rest->size -= size;
 		fs_insert(s, &rest->st->fs[rest->pool], rest);
-		if (already_split) {
+		if (b->xseg) {
+			/* inactive_split is not kept for expandable memory */
+		} else if (already_split) {
 			msim_stat2_dec(s->st.inactive_split_bytes, sp,
 				       (int64_t)size);
 		} else {
@@ -716,7 +967,7 @@ alloc_found(pt_state_t *s, pt_block_t *b, uint64_t size, uint64_t req)
 				       (int64_t)rest->size);
 			msim_stat2_inc(s->st.inactive_split, sp, 1);
 		}
-	} else if (already_split) {
+	} else if (already_split && !b->xseg) {
 		msim_stat2_dec(s->st.inactive_split_bytes, sp, (int64_t)b->size);
 		msim_stat2_dec(s->st.inactive_split, sp, 1);
 	}
@@ -748,12 +999,12 @@ pt_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 		uint64_t seg_size = pt_segment_size(s, size);
 		if (s->gc_enabled)
 			garbage_collect(s);
-		b = alloc_block(s, st, pool, seg_size, false);
+		b = alloc_block(s, st, pool, size, seg_size, false);
 		if (!b && release_available(s, fs, size))
-			b = alloc_block(s, st, pool, seg_size, false);
+			b = alloc_block(s, st, pool, size, seg_size, false);
 		if (!b) {
 			release_cached(s);
-			b = alloc_block(s, st, pool, seg_size, true);
+			b = alloc_block(s, st, pool, size, seg_size, true);
 		}
 		if (!b) {
 			s->st.num_ooms++;
@@ -783,9 +1034,12 @@ free_requested(pt_state_t *s, pt_block_t *b)
 static uint64_t
 try_merge(pt_state_t *s, pt_block_t *b, pt_block_t *src)
 {
-	if (!src || src->state != B_FREE)
+	if (!src || src->state != B_FREE || src->mapped != b->mapped)
 		return 0;
-	fs_remove(s, &src->st->fs[src->pool], src);
+	if (src->mapped)
+		fs_remove(s, &src->st->fs[src->pool], src);
+	else
+		um_remove(src);
 	if (b->prev == src) {
 		b->ptr = src->ptr;
 		b->prev = src->prev;
@@ -824,8 +1078,10 @@ free_block(pt_state_t *s, pt_block_t *b)
 		net_blocks++;
 		net_bytes += (int64_t)b->size;
 	}
-	msim_stat2_add(s->st.inactive_split, sp, net_blocks);
-	msim_stat2_add(s->st.inactive_split_bytes, sp, net_bytes);
+	if (!b->xseg) {
+		msim_stat2_add(s->st.inactive_split, sp, net_blocks);
+		msim_stat2_add(s->st.inactive_split_bytes, sp, net_bytes);
+	}
 	msim_stat2_dec(s->st.active, sp, 1);
 	msim_stat2_dec(s->st.active_bytes, sp, (int64_t)original);
 	msim_stat2_dec(s->st.requested_bytes, sp, (int64_t)b->requested);
@@ -865,8 +1121,7 @@ pt_free(void *state, const msim_req_t *req)
 static int
 pt_empty_cache(void *state)
 {
-	release_cached(state);
-	return 0;
+	return release_cached(state);
 }
 
 /* The stream's state, or NULL if it never allocated (no side effects). */
@@ -951,6 +1206,11 @@ pt_destroy(void *state)
 		free(s->streams[i]);
 	free(s->streams);
 	free(s->live);
+	while (s->xsegs) {
+		pt_xseg_t *next = s->xsegs->next;
+		free(s->xsegs);
+		s->xsegs = next;
+	}
 	while (s->slabs) {
 		pt_slab_t *next = s->slabs->next;
 		free(s->slabs);
@@ -979,11 +1239,6 @@ pt_create(void **state_out, msim_device_t *dev, const msim_params_t *pv,
 			 (unsigned long long)large_mb);
 		return MSIM_EINVAL;
 	}
-	if (v[P_EXPANDABLE].b) {
-		snprintf(why, whylen, "expandable_segments: True is not "
-			 "modelled by this version of memsim");
-		return MSIM_ENOTSUP;
-	}
 	pt_state_t *s = calloc(1, sizeof(*s));
 	if (!s)
 		return MSIM_ENOMEM;
@@ -994,6 +1249,7 @@ pt_create(void **state_out, msim_device_t *dev, const msim_params_t *pv,
 	s->nonsplit_tol = v[P_NONSPLIT].none ? s->large_segment
 					     : v[P_NONSPLIT].u * MSIM_MiB;
 	s->gc_threshold = v[P_GC].d;
+	s->expandable = v[P_EXPANDABLE].b;
 	rp2_parse(v[P_RP2].text, s->rp2, why, whylen);
 	if (v[P_FRACTION].set && msim_device_set_fraction(dev, v[P_FRACTION].d)) {
 		free(s);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,14 @@ usage_run(FILE *fp)
 		"                          trace: at the trace's recorded "
 		"segment addresses\n"
 		"      --keep-going        do not stop at the first OOM\n"
+		"      --requests-only     replay only alloc and free_completed "
+		"rows (as\n"
+		"                          caching_allocator_alloc/delete "
+		"would); by default a\n"
+		"                          free_requested row frees allocated "
+		"bytes at once and\n"
+		"                          the block returns at its "
+		"free_completed row\n"
 		"  -d, --db FILE           store the run in this SQLite "
 		"database\n"
 		"      --plot OUT          plot the fragmentation curve "
@@ -81,7 +90,7 @@ typedef struct run_opts_s {
 	const char *policy, *conf, *db, *plot, *segments, *addresses;
 	uint64_t cap, capacity;
 	double fraction;
-	int json, keep_going;
+	int json, keep_going, requests_only;
 } run_opts_t;
 
 static int
@@ -115,7 +124,8 @@ write_segments(const char *path, msim_device_t *dev)
 
 static void
 print_table(const char *trace, const char *policy, const char *params,
-	    uint64_t cap, const msim_summary_t *sum, const msim_stats_t *st)
+	    uint64_t cap, const msim_summary_t *sum, const msim_stats_t *st,
+	    bool addresses_trace)
 {
 	char a[32], b[32];
 	printf("trace      %s\n", trace);
@@ -147,6 +157,10 @@ print_table(const char *trace, const char *policy, const char *params,
 	       st->num_device_free, st->num_alloc_retries, st->num_ooms);
 	if (sum->oom_request >= 0)
 		printf("OOM        at request %" PRId64 "\n", sum->oom_request);
+	if (sum->addr_same + sum->addr_other && addresses_trace)
+		printf("addresses  %" PRIu64 " of %" PRIu64 " allocations at "
+		       "their recorded address\n", sum->addr_same,
+		       sum->addr_same + sum->addr_other);
 	if (sum->ooms_expected || sum->ooms_unmatched)
 		printf("recorded OOMs  %" PRIu64 " reproduced, %" PRIu64
 		       " not\n", sum->ooms_expected, sum->ooms_unmatched);
@@ -163,6 +177,7 @@ msim_cmd_run(int argc, char **argv)
 		{"capacity", required_argument, NULL, 'K'},
 		{"addresses", required_argument, NULL, 'A'},
 		{"keep-going", no_argument, NULL, 'k'},
+		{"requests-only", no_argument, NULL, 'R'},
 		{"db", required_argument, NULL, 'd'},
 		{"plot", required_argument, NULL, 'P'},
 		{"segments", required_argument, NULL, 'S'},
@@ -193,6 +208,7 @@ msim_cmd_run(int argc, char **argv)
 			o.addresses = optarg;
 			break;
 		case 'k': o.keep_going = 1; break;
+		case 'R': o.requests_only = 1; break;
 		case 'd': o.db = optarg; break;
 		case 'P': o.plot = optarg; break;
 		case 'S': o.segments = optarg; break;
@@ -230,7 +246,8 @@ msim_cmd_run(int argc, char **argv)
 		msim_cli_die("%s", why);
 
 	msim_trace_t *t;
-	if (msim_trace_open(path, NULL, &t, why, sizeof(why)))
+	msim_trace_options_t topt = {.deferred_frees = !o.requests_only};
+	if (msim_trace_open(path, &topt, &t, why, sizeof(why)))
 		msim_cli_die("%s", why);
 	uint64_t capacity = o.capacity ? o.capacity : MSIM_H200_BYTES;
 	msim_sim_config_t cfg = {
@@ -294,12 +311,15 @@ msim_cmd_run(int argc, char **argv)
 		printf(",\n  \"frag_at_peak\": %.6f", sum.frag_at_peak);
 		printf(",\n  \"frag_mean\": %.6f", sum.frag_mean);
 		printf(",\n  \"ext_frag_max\": %.6f", sum.ext_frag_max);
+		printf(",\n  \"addr_same\": %" PRIu64 ",\n  \"addr_other\": %"
+		       PRIu64, sum.addr_same, sum.addr_other);
 		printf(",\n  \"wall_ms\": %.3f", wall_ms);
 		if (run_id >= 0)
 			printf(",\n  \"run_id\": %" PRId64, run_id);
 		printf("\n}\n");
 	} else {
-		print_table(path, ops->name, canon, cap, &sum, &st);
+		print_table(path, ops->name, canon, cap, &sum, &st,
+			    !strcmp(o.addresses, "trace"));
 		if (run_id >= 0)
 			printf("stored     run %" PRId64 " in %s\n", run_id,
 			       o.db);

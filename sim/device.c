@@ -251,6 +251,8 @@ struct msim_device_s {
 	int log_events, use_hints;
 	msim_seg_event_t *events;
 	size_t nevents, capevents;
+	va_range_t *resv; /* expandable reservations, sorted by address */
+	size_t nresv, capresv;
 	msim_addr_t *hints; /* FIFO of recorded segment addresses */
 	size_t hint_head, nhints, caphints;
 };
@@ -302,6 +304,7 @@ msim_device_destroy(msim_device_t *dev)
 	dev->ops->destroy(dev->ctx);
 	free(dev->events);
 	free(dev->hints);
+	free(dev->resv);
 	free(dev);
 }
 
@@ -395,10 +398,54 @@ msim_device_free(msim_device_t *dev, msim_addr_t addr, uint64_t size, int pool)
 	dev_log(dev, MSIM_SEG_FREE, addr, size);
 }
 
+#define VA_RESERVE_BASE UINT64_C(0x302000000)
+
+int
+msim_device_reserve(msim_device_t *dev, uint64_t size, msim_addr_t *addr_out)
+{
+	uint64_t len = (size + VA_CHUNK - 1) / VA_CHUNK * VA_CHUNK;
+	msim_addr_t at = VA_RESERVE_BASE;
+	size_t i = 0;
+	for (; i < dev->nresv; i++) { /* first gap that fits, lowest first */
+		if (dev->resv[i].base >= at + len)
+			break;
+		msim_addr_t end = dev->resv[i].base + dev->resv[i].size;
+		if (end > at)
+			at = end;
+	}
+	if (dev->nresv == dev->capresv) {
+		size_t ncap = dev->capresv ? 2 * dev->capresv : 8;
+		va_range_t *r = realloc(dev->resv, ncap * sizeof(*r));
+		if (!r)
+			return MSIM_ENOMEM;
+		dev->resv = r;
+		dev->capresv = ncap;
+	}
+	memmove(&dev->resv[i + 1], &dev->resv[i],
+		(dev->nresv - i) * sizeof(*dev->resv));
+	dev->resv[i] = (va_range_t){at, len};
+	dev->nresv++;
+	*addr_out = at;
+	return 0;
+}
+
+void
+msim_device_unreserve(msim_device_t *dev, msim_addr_t addr)
+{
+	for (size_t i = 0; i < dev->nresv; i++) {
+		if (dev->resv[i].base == addr) {
+			memmove(&dev->resv[i], &dev->resv[i + 1],
+				(dev->nresv - i - 1) * sizeof(*dev->resv));
+			dev->nresv--;
+			return;
+		}
+	}
+}
+
 int
 msim_device_map(msim_device_t *dev, msim_addr_t addr, uint64_t size, int pool)
 {
-	if (!dev_fits(dev, size))
+	if (size > dev->capacity - dev->reserved)
 		return MSIM_EDEVOOM;
 	dev_count(dev, pool, (int64_t)size);
 	dev->num_device_alloc++;

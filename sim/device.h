@@ -108,12 +108,25 @@ void msim_device_free(msim_device_t *dev, msim_addr_t addr, uint64_t size,
 /*
  * Expandable segments: map or unmap size bytes of physical pages at addr in
  * a virtual reservation.  Counted as reserved bytes and driver calls, never
- * as segments.  map returns 0 or MSIM_EDEVOOM.
+ * as segments.  map returns 0, or MSIM_EDEVOOM when the pages do not fit in
+ * the device's capacity (the cap is the policy's own bookkeeping here, as
+ * PyTorch checks it before mapping).
  */
 int msim_device_map(msim_device_t *dev, msim_addr_t addr, uint64_t size,
 		    int pool);
 void msim_device_unmap(msim_device_t *dev, msim_addr_t addr, uint64_t size,
 		       int pool);
+
+/*
+ * Expandable segments: a virtual address reservation of size bytes
+ * (cuMemAddressReserve; no physical memory, nothing counted).  The driver
+ * puts them at the lowest free address at or above 0x302000000, sizes
+ * rounded up to 32 MiB, and reuses released ranges (spec 16.2 f).
+ * Returns 0 or MSIM_ENOMEM.
+ */
+int msim_device_reserve(msim_device_t *dev, uint64_t size,
+			msim_addr_t *addr_out);
+void msim_device_unreserve(msim_device_t *dev, msim_addr_t addr);
 
 /* Logs an OOM of a request rounded to size bytes (the trace's `oom`). */
 void msim_device_log_oom(msim_device_t *dev, uint64_t size);

@@ -234,6 +234,11 @@ sim_request(msim_sim_t *sim, const msim_req_t *req)
 			fr.kind = MSIM_REQ_FREE;
 			if ((rc = msim_policy_free(sim->pol, &fr)))
 				return sim_fail(sim, rc, "free");
+		} else if (req->addr) {
+			if (addr == req->addr)
+				sim->sum.addr_same++;
+			else
+				sim->sum.addr_other++;
 		}
 		break;
 	case MSIM_REQ_FREE:

@@ -48,6 +48,8 @@ typedef struct msim_summary_s {
 	int64_t oom_request;     /* index of the first unexpected OOM, or -1 */
 	uint64_t ooms_expected;  /* recorded OOMs that happened again */
 	uint64_t ooms_unmatched; /* recorded OOMs the simulation served */
+	uint64_t addr_same;      /* allocs at their recorded address */
+	uint64_t addr_other;     /* allocs elsewhere (recorded address known) */
 	double frag_at_peak;     /* 1 - peak allocated / peak reserved */
 	double frag_mean;        /* mean of 1 - allocated/reserved */
 	double ext_frag_max;     /* max of 1 - largest free / free */

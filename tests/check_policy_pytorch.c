@@ -549,6 +549,154 @@ START_TEST(test_oversize_block_refused_for_small_request)
 }
 END_TEST
 
+static int
+alloc_on(uint32_t id, uint64_t size, msim_stream_t stream)
+{
+	msim_req_t r = {.kind = MSIM_REQ_ALLOC, .id = id, .size = size,
+			.stream = stream};
+	return msim_policy_alloc(pol, &r, &addr[id]);
+}
+
+static void
+free_requested(uint32_t id)
+{
+	msim_req_t r = {.kind = MSIM_REQ_FREE_REQUESTED, .id = id};
+	ck_assert_int_eq(msim_policy_free_requested(pol, &r), 0);
+}
+
+/* Spec 8.3, probe `expandable`: maps, unmaps and addresses. */
+START_TEST(test_expandable_sequence)
+{
+	setup("expandable_segments:True", 0);
+	msim_addr_t x = A(0, 2 * MB);
+	ck_assert_uint_eq(x, UINT64_C(12918456320)); /* 0x302000000 */
+	expect_event(0, MSIM_SEG_MAP, 20 * MB);
+	ck_assert_int_eq(CUR(S(), reserved_bytes), 20 * MB);
+	ck_assert_int_eq(CUR(S(), segment), 0);
+	/* The 18 MiB tail is too small: map the next page, merge. */
+	ck_assert_uint_eq(A(1, 30 * MB) - x, 2 * MB);
+	expect_event(1, MSIM_SEG_MAP, 20 * MB);
+	ck_assert_uint_eq(msim_device_events(dev, &(size_t){0})[1].addr,
+			  UINT64_C(12939427840));
+	ck_assert_int_eq(CUR(S(), reserved_bytes), 40 * MB);
+	A(2, 1000); /* a small expandable segment, one 2 MiB page */
+	expect_event(2, MSIM_SEG_MAP, 2 * MB);
+	ck_assert_uint_eq(addr[2], UINT64_C(181831467008));
+	ck_assert_int_eq(CUR(S(), reserved_bytes), 42 * MB);
+	F(1);
+	msim_policy_empty_cache(pol); /* x live: page 2 goes, page 1 stays */
+	expect_event(3, MSIM_SEG_UNMAP, 20 * MB);
+	ck_assert_int_eq(CUR(S(), reserved_bytes), 22 * MB);
+	F(0);
+	F(2);
+	msim_policy_empty_cache(pol);
+	expect_event(4, MSIM_SEG_UNMAP, 20 * MB);
+	expect_event(5, MSIM_SEG_UNMAP, 2 * MB);
+	ck_assert_int_eq(CUR(S(), reserved_bytes), 0);
+	/* Both reservations were released: the next one reuses the range. */
+	ck_assert_uint_eq(A(3, 50 * MB), UINT64_C(12918456320));
+	expect_event(6, MSIM_SEG_MAP, 60 * MB);
+	ck_assert_int_eq(CUR(S(), reserved_bytes), 60 * MB);
+	msim_stats_t st = S();
+	ck_assert_int_eq(st.num_device_alloc, 4);
+	ck_assert_int_eq(st.num_device_free, 3);
+	ck_assert_int_eq(st.inactive_split[0].peak, 0);
+	ck_assert_int_eq(st.segment[0].peak, 0);
+	teardown();
+}
+END_TEST
+
+/* Spec 5.3 record_stream: allocated bytes drop at free_requested, active
+ * and requested bytes at free_completed; a pending block is not merged. */
+START_TEST(test_deferred_free)
+{
+	setup("", 0);
+	A(0, MB);
+	free_requested(0);
+	msim_stats_t st = S();
+	ck_assert_int_eq(CUR(st, allocated_bytes), 0);
+	ck_assert_int_eq(CUR(st, allocation), 0);
+	ck_assert_int_eq(CUR(st, active_bytes), MB);
+	ck_assert_int_eq(CUR(st, requested_bytes), MB);
+	ck_assert_uint_ne(A(1, MB), addr[0]); /* not reusable yet */
+	F(0);
+	ck_assert_int_eq(CUR(S(), active_bytes), MB);
+	ck_assert_uint_eq(A(2, MB), addr[0]);
+	teardown();
+
+	/* Large pool: x | y | rest in one 20 MiB segment.  y pending while x
+	 * is freed: x must not absorb y. */
+	setup("", 0);
+	A(0, 4 * MB);
+	A(1, 4 * MB);
+	free_requested(1);
+	F(0);
+	st = S();
+	ck_assert_int_eq(CUR(st, inactive_split), 2); /* x, rest: apart */
+	ck_assert_int_eq(CUR(st, inactive_split_bytes), 16 * MB);
+	F(1); /* now all three merge into one free segment */
+	st = S();
+	ck_assert_int_eq(CUR(st, inactive_split), 0);
+	ck_assert_int_eq(CUR(st, inactive_split_bytes), 0);
+	msim_policy_empty_cache(pol);
+	ck_assert_int_eq(CUR(S(), reserved_bytes), 0);
+	teardown();
+}
+END_TEST
+
+/* Streams: blocks never cross streams; release walks streams in handle
+ * order, large pool before small. */
+START_TEST(test_streams)
+{
+	setup("", 0);
+	ck_assert_int_eq(alloc_on(0, 4 * MB, 7), 0);
+	F(0);
+	ck_assert_int_eq(alloc_on(1, 4 * MB, 3), 0);
+	ck_assert_uint_ne(addr[1], addr[0]); /* not stream 7's block */
+	ck_assert_int_eq(CUR(S(), segment), 2);
+	ck_assert_int_eq(alloc_on(2, 4 * MB, 7), 0);
+	ck_assert_uint_eq(addr[2], addr[0]);
+	ck_assert_int_eq(alloc_on(3, 1000, 5), 0);
+	F(1);
+	F(2);
+	F(3);
+	size_t n0 = nevents();
+	msim_policy_empty_cache(pol);
+	size_t n;
+	const msim_seg_event_t *ev = msim_device_events(dev, &n);
+	ck_assert_uint_eq(n - n0, 3);
+	ck_assert_uint_eq(ev[n0].addr, addr[1]);     /* large, stream 3 */
+	ck_assert_uint_eq(ev[n0 + 1].addr, addr[0]); /* large, stream 7 */
+	ck_assert_uint_eq(ev[n0 + 2].size, 2 * MB);  /* small, stream 5 */
+	teardown();
+}
+END_TEST
+
+/* Expandable with max_split_size and GC under a cap (spec 8.4, 16.6):
+ * an already mapped block the lookup refused as oversize serves the
+ * malloc without a map; release_available and GC skip expandable blocks;
+ * the OOM retry unmaps whole free pages. */
+START_TEST(test_expandable_with_options)
+{
+	setup("expandable_segments:True,max_split_size_mb:40,"
+	      "garbage_collection_threshold:0.5", 200 * MB);
+	A(0, 50 * MB); /* 3 pages: 60 MiB, 10 MiB free tail */
+	F(0);
+	A(1, 10 * MB);
+	ck_assert_uint_eq(addr[1], addr[0]);
+	ck_assert_int_eq(CUR(S(), reserved_bytes), 60 * MB);
+	ck_assert_int_eq(S().num_device_alloc, 1);
+	ck_assert_int_eq(try_alloc(2, 190 * MB), MSIM_EDEVOOM);
+	msim_stats_t st = S();
+	ck_assert_int_eq(st.num_ooms, 1);
+	ck_assert_int_eq(st.num_alloc_retries, 1);
+	ck_assert_int_eq(st.num_device_free, 1);
+	expect_event(1, MSIM_SEG_UNMAP, 40 * MB); /* pages 2 and 3 */
+	ck_assert_int_eq(CUR(st, reserved_bytes), 20 * MB);
+	teardown();
+}
+END_TEST
+
 int
 main(void)
 {
@@ -569,6 +717,10 @@ main(void)
 	tcase_add_test(tc, test_torch_memory_stats_cases);
 	tcase_add_test(tc, test_bad_settings_refused);
 	tcase_add_test(tc, test_oversize_block_refused_for_small_request);
+	tcase_add_test(tc, test_expandable_sequence);
+	tcase_add_test(tc, test_deferred_free);
+	tcase_add_test(tc, test_streams);
+	tcase_add_test(tc, test_expandable_with_options);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
