@@ -131,6 +131,7 @@ msim_policy_stats(const msim_policy_t *pol, msim_stats_t *out)
 	out->max_split_size = -1;
 	pol->ops->stats(pol->state, out);
 	msim_device_stats(pol->dev, out);
+	msim_stats_finish(out);
 }
 
 void

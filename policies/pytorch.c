@@ -476,7 +476,8 @@ blk_reserve(pt_state_t *s)
 	return true;
 }
 
-/* A zeroed block from the spare list (blk_reserve() ran before). */
+/* A block from the spare list (blk_reserve() ran before); the caller
+ * sets every field. */
 static pt_block_t *
 blk_new(pt_state_t *s)
 {
@@ -484,7 +485,6 @@ blk_new(pt_state_t *s)
 	assert(b);
 	s->spare = b->fnext;
 	s->nspare--;
-	memset(b, 0, sizeof(*b));
 	return b;
 }
 
@@ -847,11 +847,8 @@ alloc_block(pt_state_t *s, pt_stream_t *st, int pool, uint64_t size,
 	if (msim_device_malloc(s->dev, seg_size, PT_STATPOOL(pool), &addr))
 		return NULL;
 	pt_block_t *b = blk_new(s);
-	b->ptr = addr;
-	b->size = seg_size;
-	b->st = st;
-	b->pool = (uint8_t)pool;
-	b->mapped = 1;
+	*b = (pt_block_t){.ptr = addr, .size = seg_size, .st = st,
+			  .pool = (uint8_t)pool, .mapped = 1};
 	s->total_allocated += seg_size;
 	if (seg_size >= s->max_split)
 		msim_stat_inc(&s->st.oversize_segments, 1);

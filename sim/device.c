@@ -246,6 +246,8 @@ struct msim_device_s {
 	int64_t num_device_alloc, num_device_free;
 	uint64_t request; /* index of the request being served */
 	msim_time_t now;
+	const uint64_t *request_p; /* &request, or the engine's counter */
+	const msim_time_t *now_p;  /* &now, or the engine's clock */
 	msim_schedule_fn schedule;
 	void *schedule_ctx;
 	int log_events, use_hints;
@@ -289,6 +291,8 @@ msim_device_new(const msim_device_config_t *cfg)
 	dev->cap = cfg ? cfg->cap : 0;
 	dev->log_events = cfg ? cfg->log_events : 0;
 	dev->use_hints = cfg ? cfg->use_hints : 0;
+	dev->request_p = &dev->request;
+	dev->now_p = &dev->now;
 	if (dev->ops->create(&dev->ctx)) {
 		free(dev);
 		return NULL;
@@ -346,7 +350,7 @@ dev_log(msim_device_t *dev, int action, msim_addr_t addr, uint64_t size)
 		dev->capevents = ncap;
 	}
 	dev->events[dev->nevents++] = (msim_seg_event_t){
-		.request = dev->request, .addr = addr, .size = size,
+		.request = *dev->request_p, .addr = addr, .size = size,
 		.action = action};
 }
 
@@ -494,18 +498,28 @@ void
 msim_device_set_request(msim_device_t *dev, uint64_t request)
 {
 	dev->request = request;
+	dev->request_p = &dev->request;
 }
 
 msim_time_t
 msim_device_now(const msim_device_t *dev)
 {
-	return dev->now;
+	return *dev->now_p;
 }
 
 void
 msim_device_set_clock(msim_device_t *dev, msim_time_t now)
 {
 	dev->now = now;
+	dev->now_p = &dev->now;
+}
+
+void
+msim_device_bind(msim_device_t *dev, const msim_time_t *clock,
+		 const uint64_t *request)
+{
+	dev->now_p = clock;
+	dev->request_p = request;
 }
 
 void
@@ -520,7 +534,8 @@ msim_device_schedule(msim_device_t *dev, msim_time_t when, uint64_t cookie)
 {
 	if (!dev->schedule)
 		return MSIM_ENOTSUP;
-	return dev->schedule(dev->schedule_ctx, when < dev->now ? dev->now : when,
+	msim_time_t now = *dev->now_p;
+	return dev->schedule(dev->schedule_ctx, when < now ? now : when,
 			     cookie);
 }
 

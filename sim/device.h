@@ -148,6 +148,10 @@ msim_time_t msim_device_now(const msim_device_t *dev);
 int msim_device_schedule(msim_device_t *dev, msim_time_t when,
 			 uint64_t cookie);
 void msim_device_set_clock(msim_device_t *dev, msim_time_t now);
+/* The engine's clock and request counter, read by the device when it needs
+ * them (no call per request); both must outlive dev. */
+void msim_device_bind(msim_device_t *dev, const msim_time_t *clock,
+		      const uint64_t *request);
 void msim_device_set_scheduler(msim_device_t *dev, msim_schedule_fn fn,
 			       void *ctx);
 

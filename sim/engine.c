@@ -33,6 +33,7 @@ struct msim_sim_s {
 	uint8_t *dead; /* ids whose alloc failed, by id */
 	size_t ndead;
 	msim_summary_t sum;
+	uint64_t next_sample; /* request count of the next timeline sample */
 	double frag_sum;
 	uint64_t frag_n;
 	msim_timeline_t tl;
@@ -101,6 +102,7 @@ msim_sim_new(const msim_sim_config_t *cfg, msim_sim_t **out, char *why,
 	sim->src = cfg->source;
 	sim->keep_going = cfg->keep_going;
 	sim->sum.oom_request = -1;
+	sim->next_sample = 1;
 	if ((rc = msim_timeline_init(&sim->tl, cfg->timeline_points
 					 ? cfg->timeline_points : 1024)))
 		goto fail;
@@ -114,6 +116,7 @@ msim_sim_new(const msim_sim_config_t *cfg, msim_sim_t **out, char *why,
 		goto fail;
 	}
 	msim_device_set_scheduler(sim->dev, sim_schedule, sim);
+	msim_device_bind(sim->dev, &sim->clock, &sim->sum.requests);
 	const msim_policy_ops_t *ops =
 		cfg->policy ? cfg->policy : msim_policy_find("pytorch");
 	if ((rc = msim_policy_new(ops, sim->dev, cfg->params, &sim->pol, why,
@@ -153,6 +156,8 @@ sim_sample(msim_sim_t *sim)
 	s.requested = st.requested_bytes[MSIM_POOL_ALL].current;
 	msim_policy_free_info(sim->pol, &s.largest_free, &s.free);
 	msim_timeline_add(&sim->tl, &s);
+	sim->next_sample = (sim->sum.requests / sim->tl.stride + 1) *
+			   sim->tl.stride;
 	sim->frag_sum += msim_frag(s.allocated, s.reserved);
 	sim->frag_n++;
 	double ext = msim_ext_frag(s.largest_free, s.free);
@@ -193,7 +198,6 @@ sim_request(msim_sim_t *sim, const msim_req_t *req)
 {
 	msim_addr_t addr;
 	int rc;
-	msim_device_set_request(sim->dev, sim->sum.requests);
 	switch (req->kind) {
 	case MSIM_REQ_SEGMENT_HINT:
 		return msim_device_hint(sim->dev, req->addr);
@@ -252,8 +256,7 @@ sim_request(msim_sim_t *sim, const msim_req_t *req)
 	default:
 		return sim_fail(sim, MSIM_EINVAL, "unknown request kind");
 	}
-	sim->sum.requests++;
-	if (msim_timeline_due(&sim->tl, sim->sum.requests))
+	if (++sim->sum.requests == sim->next_sample)
 		sim_sample(sim);
 	return 0;
 }
@@ -285,7 +288,6 @@ msim_sim_step(msim_sim_t *sim)
 		     &(ev_t){sim->next.time, sim->next_seq, 0}))) {
 		ev_t ev = ev_pop(sim);
 		sim->clock = ev.time;
-		msim_device_set_clock(sim->dev, sim->clock);
 		int rc = msim_policy_on_event(sim->pol, ev.cookie);
 		return rc ? sim_fail(sim, rc, "policy event") : 1;
 	}
@@ -295,7 +297,6 @@ msim_sim_step(msim_sim_t *sim)
 	}
 	sim->have_next = false;
 	sim->clock = sim->next.time;
-	msim_device_set_clock(sim->dev, sim->clock);
 	int rc = sim_request(sim, &sim->next);
 	if (rc)
 		return rc;
@@ -306,9 +307,31 @@ int
 msim_sim_run(msim_sim_t *sim)
 {
 	int rc;
-	while ((rc = msim_sim_step(sim)) > 0)
-		;
-	return rc;
+	for (;;) {
+		/* The hot path: no policy events pending, serve the source
+		 * directly. */
+		while (!sim->nheap && !sim->have_next && !sim->done &&
+		       !sim->src_done) {
+			msim_req_t *req = &sim->next;
+			rc = sim->src.next(sim->src.ctx, req);
+			if (rc < 0) {
+				snprintf(sim->errmsg, sizeof(sim->errmsg), "%s",
+					 sim->src.errmsg(sim->src.ctx));
+				return rc;
+			}
+			if (rc == 0) {
+				sim->src_done = true;
+				break;
+			}
+			sim->seq++;
+			if (req->time > sim->clock)
+				sim->clock = req->time;
+			if ((rc = sim_request(sim, req)))
+				return rc;
+		}
+		if ((rc = msim_sim_step(sim)) <= 0)
+			return rc;
+	}
 }
 
 const char *

@@ -7,7 +7,9 @@
 #ifndef MSIM_SIM_TYPES_H
 #define MSIM_SIM_TYPES_H
 
+#include <assert.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef uint64_t msim_time_t;   /* simulated nanoseconds */
@@ -51,11 +53,16 @@ typedef struct msim_req_s {
 	uint8_t flags;        /* MSIM_REQF_* */
 } msim_req_t;
 
-/* One statistic as PyTorch keeps it: Stat {current, peak, allocated, freed}. */
+/*
+ * One statistic as PyTorch keeps it: Stat {current, peak, allocated,
+ * freed}.  On the hot path only current, peak and freed move: allocated is
+ * always current + freed, so msim_stats_finish() fills it in when the
+ * statistics are read.
+ */
 typedef struct msim_stat_s {
 	int64_t current;   /* now */
 	int64_t peak;      /* highest current since the start */
-	int64_t allocated; /* sum of increases */
+	int64_t allocated; /* sum of increases (see msim_stats_finish()) */
 	int64_t freed;     /* sum of decreases */
 } msim_stat_t;
 
@@ -106,7 +113,6 @@ static inline void
 msim_stat_inc(msim_stat_t *s, int64_t n)
 {
 	s->current += n;
-	s->allocated += n;
 	if (s->current > s->peak)
 		s->peak = s->current;
 }
@@ -149,6 +155,21 @@ msim_stat2_add(msim_stat_t *s, int pool, int64_t n)
 {
 	msim_stat_add(&s[MSIM_POOL_ALL], n);
 	msim_stat_add(&s[pool], n);
+}
+
+static_assert(offsetof(msim_stats_t, num_alloc_retries) %
+		      sizeof(msim_stat_t) == 0,
+	      "msim_stats_t starts with its msim_stat_t fields");
+
+/* Sets every allocated field to current + freed (see msim_stat_t). */
+static inline void
+msim_stats_finish(msim_stats_t *st)
+{
+	msim_stat_t *s = (msim_stat_t *)st;
+	size_t n = offsetof(msim_stats_t, num_alloc_retries) /
+		   sizeof(msim_stat_t);
+	for (size_t i = 0; i < n; i++)
+		s[i].allocated = s[i].current + s[i].freed;
 }
 
 #endif
