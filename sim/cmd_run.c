@@ -16,6 +16,7 @@
 #include "sim/error.h"
 #include "sim/metrics.h"
 #include "sim/results.h"
+#include "sim/timemodel.h"
 #include "sim/units.h"
 #include "traces/trace.h"
 
@@ -25,6 +26,30 @@
 #ifndef SRC_PLOTS_DIR
 #define SRC_PLOTS_DIR "plots"
 #endif
+#ifndef PKGDATA_DIR
+#define PKGDATA_DIR ""
+#endif
+#ifndef SRC_DATA_DIR
+#define SRC_DATA_DIR "data"
+#endif
+
+/* The shipped calibration: installed, else in the source tree. */
+static const char *
+default_calibration(void)
+{
+	static char path[4096];
+	const char *dirs[] = {PKGDATA_DIR, SRC_DATA_DIR};
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/cuda_latency_h200.csv",
+			 dirs[i]);
+		FILE *fp = fopen(path, "r");
+		if (fp) {
+			fclose(fp);
+			return path;
+		}
+	}
+	return NULL;
+}
 
 static void
 usage_run(FILE *fp)
@@ -73,6 +98,10 @@ usage_run(FILE *fp)
 		"(.png, .svg, .pdf; needs --db)\n"
 		"      --segments FILE     write the segment events as CSV "
 		"(request,action,addr,size)\n"
+		"      --calibration FILE  device latencies for the modelled "
+		"device time\n"
+		"                          (default: the H200's, shipped with "
+		"memsim)\n"
 		"      --json              print one JSON object instead of a "
 		"table\n"
 		"  -h, --help              this help\n",
@@ -88,6 +117,7 @@ json_stat(const char *name, int64_t value, void *ctx)
 
 typedef struct run_opts_s {
 	const char *policy, *conf, *db, *plot, *segments, *addresses;
+	const char *calibration;
 	uint64_t cap, capacity;
 	double fraction;
 	int json, keep_going, requests_only;
@@ -178,6 +208,7 @@ msim_cmd_run(int argc, char **argv)
 		{"addresses", required_argument, NULL, 'A'},
 		{"keep-going", no_argument, NULL, 'k'},
 		{"requests-only", no_argument, NULL, 'R'},
+		{"calibration", required_argument, NULL, 'L'},
 		{"db", required_argument, NULL, 'd'},
 		{"plot", required_argument, NULL, 'P'},
 		{"segments", required_argument, NULL, 'S'},
@@ -209,6 +240,7 @@ msim_cmd_run(int argc, char **argv)
 			break;
 		case 'k': o.keep_going = 1; break;
 		case 'R': o.requests_only = 1; break;
+		case 'L': o.calibration = optarg; break;
 		case 'd': o.db = optarg; break;
 		case 'P': o.plot = optarg; break;
 		case 'S': o.segments = optarg; break;
@@ -241,6 +273,11 @@ msim_cmd_run(int argc, char **argv)
 
 	/* Open the database first: a bad database fails before the work. */
 	char why[1024];
+	msim_timemodel_t *tm = NULL;
+	const char *calib = o.calibration ? o.calibration
+					  : default_calibration();
+	if (calib && msim_timemodel_load(calib, &tm, why, sizeof(why)))
+		msim_cli_die("--calibration: %s", why);
 	msim_db_t *db = NULL;
 	if (o.db && msim_db_open(o.db, &db, why, sizeof(why)))
 		msim_cli_die("%s", why);
@@ -279,17 +316,26 @@ msim_cmd_run(int argc, char **argv)
 	char hash[32];
 	snprintf(hash, sizeof(hash), "%016" PRIx64, msim_trace_hash(t));
 
+	size_t nev;
+	const msim_seg_event_t *ev = msim_device_events(msim_sim_device(sim),
+							&nev);
+	msim_devtime_t dt = {0};
+	char dt_ms[32] = "";
+	if (tm) {
+		msim_timemodel_events(tm, ev, nev, &dt);
+		snprintf(dt_ms, sizeof(dt_ms), "%.3f", dt.us / 1000.0);
+	}
+	const char *meta[] = {"modelled_device_ms", dt_ms, "calibration",
+			      calib, NULL};
 	int64_t run_id = -1;
 	if (db) {
-		size_t nev;
-		const msim_seg_event_t *ev =
-			msim_device_events(msim_sim_device(sim), &nev);
 		msim_run_info_t info = {
 			.kind = "simulated", .trace_path = path,
 			.trace_hash = hash,
 			.trace_format = msim_trace_format_name(t),
 			.policy = ops->name, .params = canon, .cap_bytes = cap,
 			.addresses = o.addresses, .wall_ms = wall_ms,
+			.meta = tm ? meta : NULL,
 		};
 		if (msim_db_store_run(db, &info, &sum, &st,
 				      msim_sim_timeline(sim), ev, nev, &run_id))
@@ -313,6 +359,8 @@ msim_cmd_run(int argc, char **argv)
 		printf(",\n  \"ext_frag_max\": %.6f", sum.ext_frag_max);
 		printf(",\n  \"addr_same\": %" PRIu64 ",\n  \"addr_other\": %"
 		       PRIu64, sum.addr_same, sum.addr_other);
+		if (tm)
+			printf(",\n  \"modelled_device_ms\": %s", dt_ms);
 		printf(",\n  \"wall_ms\": %.3f", wall_ms);
 		if (run_id >= 0)
 			printf(",\n  \"run_id\": %" PRId64, run_id);
@@ -320,6 +368,10 @@ msim_cmd_run(int argc, char **argv)
 	} else {
 		print_table(path, ops->name, canon, cap, &sum, &st,
 			    !strcmp(o.addresses, "trace"));
+		if (tm)
+			printf("time       %" PRIu64 " device allocs, %" PRIu64
+			       " frees: %s ms modelled\n", dt.mallocs,
+			       dt.frees, dt_ms);
 		if (run_id >= 0)
 			printf("stored     run %" PRId64 " in %s\n", run_id,
 			       o.db);
@@ -339,6 +391,7 @@ msim_cmd_run(int argc, char **argv)
 	msim_sim_destroy(sim);
 	msim_trace_close(t);
 	msim_db_close(db);
+	msim_timemodel_destroy(tm);
 	msim_params_clear(&pv);
 	return 0;
 }

@@ -48,6 +48,8 @@ static const struct {
 	{"policies", cmd_policies, "list the policies and their parameters"},
 	{"bench", msim_cmd_bench, "measure the simulator's speed "
 	 "(requests/s, peak memory)"},
+	{"validate", msim_cmd_validate, "replay a trace on a real GPU; "
+	 "measured figures beside simulated"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

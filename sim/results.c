@@ -57,6 +57,10 @@ static const char schema_sql[] =
 	" active_bytes INTEGER NOT NULL, requested_bytes INTEGER NOT NULL,"
 	" largest_free_bytes INTEGER NOT NULL, free_bytes INTEGER NOT NULL,"
 	" PRIMARY KEY(run_id, request)) WITHOUT ROWID;"
+	"CREATE TABLE IF NOT EXISTS run_meta("
+	" run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+	" key TEXT NOT NULL, value TEXT NOT NULL,"
+	" PRIMARY KEY(run_id, key)) WITHOUT ROWID;"
 	"CREATE TABLE IF NOT EXISTS segment_events("
 	" run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
 	" seq INTEGER NOT NULL, request INTEGER NOT NULL,"
@@ -281,6 +285,22 @@ msim_db_store_run(msim_db_t *db, const msim_run_info_t *info,
 					  -1, SQLITE_STATIC);
 			sqlite3_bind_int64(q, 5, (sqlite3_int64)events[k].addr);
 			sqlite3_bind_int64(q, 6, (sqlite3_int64)events[k].size);
+			if (sqlite3_step(q) != SQLITE_DONE)
+				goto fail;
+		}
+		sqlite3_finalize(q);
+		q = NULL;
+	}
+	if (info->meta) {
+		if (sqlite3_prepare_v2(db->db,
+				       "INSERT INTO run_meta VALUES(?,?,?)", -1,
+				       &q, NULL) != SQLITE_OK)
+			goto fail;
+		for (const char *const *m = info->meta; m[0] && m[1]; m += 2) {
+			sqlite3_reset(q);
+			sqlite3_bind_int64(q, 1, run_id);
+			sqlite3_bind_text(q, 2, m[0], -1, SQLITE_STATIC);
+			sqlite3_bind_text(q, 3, m[1], -1, SQLITE_STATIC);
 			if (sqlite3_step(q) != SQLITE_DONE)
 				goto fail;
 		}

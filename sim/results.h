@@ -32,6 +32,10 @@ typedef struct msim_run_info_s {
 	uint64_t cap_bytes;       /* 0 = none */
 	const char *addresses;    /* "model" or "trace" */
 	double wall_ms;
+	/* More about the run as key, value, key, value, ..., NULL (may be
+	 * NULL): the device and versions of a measured run, the modelled
+	 * device time.  Stored in run_meta. */
+	const char *const *meta;
 } msim_run_info_t;
 
 /* Opens (creating if needed) the database at path.  Returns 0, or MSIM_EDB

@@ -1,0 +1,166 @@
+/* The time model of timemodel.h. */
+#include <config.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_fit.h>
+#include <gsl/gsl_interp.h>
+
+#include "sim/error.h"
+#include "sim/timemodel.h"
+
+#define TM_MAXPTS 64
+#define TM_FITPTS 3 /* largest sizes the extrapolation line goes through */
+
+struct msim_timemodel_s {
+	size_t n;
+	double lsize[TM_MAXPTS];           /* log2(bytes), increasing */
+	double size[TM_MAXPTS];            /* bytes */
+	double us[MSIM_NLAT][TM_MAXPTS];   /* median latency */
+	gsl_interp *interp[MSIM_NLAT];
+	gsl_interp_accel *acc[MSIM_NLAT];
+	double c0[MSIM_NLAT], c1[MSIM_NLAT]; /* us = c0 + c1 * bytes above */
+};
+
+void
+msim_timemodel_destroy(msim_timemodel_t *tm)
+{
+	if (!tm)
+		return;
+	for (int k = 0; k < MSIM_NLAT; k++) {
+		if (tm->interp[k])
+			gsl_interp_free(tm->interp[k]);
+		if (tm->acc[k])
+			gsl_interp_accel_free(tm->acc[k]);
+	}
+	free(tm);
+}
+
+int
+msim_timemodel_load(const char *path, msim_timemodel_t **out, char *why,
+		    size_t whylen)
+{
+	FILE *fp = fopen(path, "r");
+	if (!fp) {
+		snprintf(why, whylen, "%s: %s", path, strerror(errno));
+		return MSIM_EIO;
+	}
+	msim_timemodel_t *tm = calloc(1, sizeof(*tm));
+	if (!tm) {
+		fclose(fp);
+		snprintf(why, whylen, "%s: %s", path, msim_strerror(MSIM_ENOMEM));
+		return MSIM_ENOMEM;
+	}
+	char line[512];
+	unsigned long lineno = 0;
+	int rc = 0;
+	while (fgets(line, sizeof(line), fp)) {
+		lineno++;
+		double v[5];
+		char tail;
+		if (sscanf(line, "%lf,%lf,%lf,%lf,%lf%c", &v[0], &v[1], &v[2],
+			   &v[3], &v[4], &tail) < 5)
+			continue; /* the header, the address rows */
+		if (!(v[0] >= 1) || (tm->n && v[0] <= tm->size[tm->n - 1])) {
+			snprintf(why, whylen, "%s:%lu: sizes must be positive "
+				 "and increasing", path, lineno);
+			rc = MSIM_EFORMAT;
+			goto done;
+		}
+		if (tm->n == TM_MAXPTS) {
+			snprintf(why, whylen, "%s:%lu: more than %d sizes", path,
+				 lineno, TM_MAXPTS);
+			rc = MSIM_EFORMAT;
+			goto done;
+		}
+		for (int k = 0; k < MSIM_NLAT; k++) {
+			if (!(v[k + 1] >= 0) || !isfinite(v[k + 1])) {
+				snprintf(why, whylen, "%s:%lu: bad latency",
+					 path, lineno);
+				rc = MSIM_EFORMAT;
+				goto done;
+			}
+			tm->us[k][tm->n] = v[k + 1];
+		}
+		tm->size[tm->n] = v[0];
+		tm->lsize[tm->n] = log2(v[0]);
+		tm->n++;
+	}
+	if (tm->n < TM_FITPTS) {
+		snprintf(why, whylen, "%s: a calibration needs at least %d sizes",
+			 path, TM_FITPTS);
+		rc = MSIM_EFORMAT;
+		goto done;
+	}
+	for (int k = 0; k < MSIM_NLAT; k++) {
+		tm->interp[k] = gsl_interp_alloc(gsl_interp_linear, tm->n);
+		tm->acc[k] = gsl_interp_accel_alloc();
+		if (!tm->interp[k] || !tm->acc[k] ||
+		    gsl_interp_init(tm->interp[k], tm->lsize, tm->us[k],
+				    tm->n) != GSL_SUCCESS) {
+			snprintf(why, whylen, "%s: cannot interpolate", path);
+			rc = MSIM_EFORMAT;
+			goto done;
+		}
+		double cov00, cov01, cov11, sumsq;
+		size_t first = tm->n - TM_FITPTS;
+		gsl_fit_linear(tm->size + first, 1, tm->us[k] + first, 1,
+			       TM_FITPTS, &tm->c0[k], &tm->c1[k], &cov00,
+			       &cov01, &cov11, &sumsq);
+		if (tm->c1[k] < 0) { /* never cheaper for being larger */
+			tm->c1[k] = 0;
+			tm->c0[k] = tm->us[k][tm->n - 1];
+		}
+	}
+done:
+	fclose(fp);
+	if (rc) {
+		msim_timemodel_destroy(tm);
+		return rc;
+	}
+	*out = tm;
+	return 0;
+}
+
+double
+msim_timemodel_us(const msim_timemodel_t *tm, int kind, uint64_t size)
+{
+	double x = (double)(size ? size : 1);
+	if (x <= tm->size[0])
+		return tm->us[kind][0];
+	if (x >= tm->size[tm->n - 1]) {
+		double y = tm->c0[kind] + tm->c1[kind] * x;
+		double last = tm->us[kind][tm->n - 1];
+		return y > last ? y : last;
+	}
+	return gsl_interp_eval(tm->interp[kind], tm->lsize, tm->us[kind],
+			       log2(x), tm->acc[kind]);
+}
+
+void
+msim_timemodel_events(const msim_timemodel_t *tm, const msim_seg_event_t *ev,
+		      size_t n, msim_devtime_t *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < n; i++) {
+		switch (ev[i].action) {
+		case MSIM_SEG_ALLOC:
+		case MSIM_SEG_MAP:
+			out->mallocs++;
+			out->us += msim_timemodel_us(tm, MSIM_LAT_MALLOC,
+						     ev[i].size);
+			break;
+		case MSIM_SEG_FREE:
+		case MSIM_SEG_UNMAP:
+			out->frees++;
+			out->us += msim_timemodel_us(tm, MSIM_LAT_FREE,
+						     ev[i].size);
+			break;
+		}
+	}
+}
