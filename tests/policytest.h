@@ -25,7 +25,7 @@ static msim_policy_t *pol;
 static msim_addr_t addr[64];
 
 /* A fresh device of capacity bytes (0: the H200) and policy name. */
-static void
+static inline void
 setup_cap(const char *name, const char *conf, uint64_t capacity)
 {
 	const msim_policy_ops_t *ops = msim_policy_find(name);
@@ -43,13 +43,13 @@ setup_cap(const char *name, const char *conf, uint64_t capacity)
 	memset(addr, 0, sizeof(addr));
 }
 
-static void
+static inline void
 setup(const char *name, const char *conf)
 {
 	setup_cap(name, conf, 0);
 }
 
-static void
+static inline void
 teardown(void)
 {
 	msim_policy_destroy(pol);
@@ -58,14 +58,14 @@ teardown(void)
 	dev = NULL;
 }
 
-static int
+static inline int
 try_alloc(uint32_t id, uint64_t size)
 {
 	msim_req_t r = {.kind = MSIM_REQ_ALLOC, .id = id, .size = size};
 	return msim_policy_alloc(pol, &r, &addr[id]);
 }
 
-static msim_addr_t
+static inline msim_addr_t
 A(uint32_t id, uint64_t size)
 {
 	int rc = try_alloc(id, size);
@@ -74,14 +74,14 @@ A(uint32_t id, uint64_t size)
 	return addr[id];
 }
 
-static void
+static inline void
 F(uint32_t id)
 {
 	msim_req_t r = {.kind = MSIM_REQ_FREE, .id = id};
 	ck_assert_int_eq(msim_policy_free(pol, &r), 0);
 }
 
-static msim_stats_t
+static inline msim_stats_t
 S(void)
 {
 	msim_stats_t st;
@@ -90,7 +90,7 @@ S(void)
 }
 
 /* Device events so far. */
-static size_t
+static inline size_t
 nevents(void)
 {
 	size_t n;
@@ -99,7 +99,7 @@ nevents(void)
 }
 
 /* The size of the i-th device event. */
-static uint64_t
+static inline uint64_t
 event_size(size_t i)
 {
 	size_t n;
@@ -109,7 +109,7 @@ event_size(size_t i)
 }
 
 /* Runs the tests of one suite; returns the exit status. */
-static int
+static inline int
 run_suite(const char *name, void (*add)(TCase *tc))
 {
 	Suite *s = suite_create(name);
