@@ -73,6 +73,45 @@ run_gnuplot(const char *gnuplot, char *const argv[], char *why, size_t whylen)
 	return 0;
 }
 
+/* Whether gnuplot, out's extension and the scripts are there. */
+static int
+plot_ready(const char *plots_dir, const char *gnuplot, const char *out,
+	   char *why, size_t whylen)
+{
+	if (!gnuplot || !*gnuplot || !strcmp(gnuplot, "no")) {
+		snprintf(why, whylen, "gnuplot is not installed (Debian: "
+			 "apt-get install gnuplot-nox)");
+		return MSIM_ENOTSUP;
+	}
+	if (!plot_ext(out)) {
+		snprintf(why, whylen, "%s: the plot must end in .png, .svg or "
+			 ".pdf", out);
+		return MSIM_EINVAL;
+	}
+	if (!plots_dir) {
+		snprintf(why, whylen, "cannot find the gnuplot scripts (set "
+			 "MEMSIM_PLOTS_DIR)");
+		return MSIM_ENOTFOUND;
+	}
+	return 0;
+}
+
+int
+msim_plot_compare(const char *plots_dir, const char *gnuplot,
+		  const char *summary, const char *timelines, const char *out,
+		  const char *title, char *why, size_t whylen)
+{
+	int rc = plot_ready(plots_dir, gnuplot, out, why, whylen);
+	if (rc)
+		return rc;
+	char script[4096];
+	snprintf(script, sizeof(script), "%s/compare.gp", plots_dir);
+	char *argv[] = {(char *)gnuplot, "-c", script, (char *)summary,
+			(char *)timelines, (char *)out,
+			(char *)(title ? title : ""), NULL};
+	return run_gnuplot(gnuplot, argv, why, whylen);
+}
+
 int
 msim_plot_curve(msim_db_t *db, int64_t run_id, const char *plots_dir,
 		const char *gnuplot, const char *out, const char *title,

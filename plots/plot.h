@@ -25,4 +25,16 @@ int msim_plot_curve(msim_db_t *db, int64_t run_id, const char *plots_dir,
 		    const char *gnuplot, const char *out, const char *title,
 		    char *why, size_t whylen);
 
+/*
+ * The overlaid plot of `memsim compare`: runs compare.gp on summary (no
+ * header; one row per policy: policy,peak_reserved,peak_allocated,
+ * frag_at_peak,device_calls,time_ms) and timelines (one block per policy, separated by
+ * two blank lines, each headed "request,<policy>", then request,reserved
+ * rows).  Returns 0, or an error with why filled.
+ */
+int msim_plot_compare(const char *plots_dir, const char *gnuplot,
+		      const char *summary, const char *timelines,
+		      const char *out, const char *title, char *why,
+		      size_t whylen);
+
 #endif

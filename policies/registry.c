@@ -6,9 +6,23 @@
 #include "policies/policy.h"
 
 extern const msim_policy_ops_t msim_policy_pytorch;
+extern const msim_policy_ops_t msim_policy_naive;
+extern const msim_policy_ops_t msim_policy_bfc;
+extern const msim_policy_ops_t msim_policy_cuda_async;
+extern const msim_policy_ops_t msim_policy_pool;
+extern const msim_policy_ops_t msim_policy_arena;
+extern const msim_policy_ops_t msim_policy_binning;
+extern const msim_policy_ops_t msim_policy_buddy;
 
 static const msim_policy_ops_t *const registry[] = {
 	&msim_policy_pytorch,
+	&msim_policy_naive,
+	&msim_policy_bfc,
+	&msim_policy_cuda_async,
+	&msim_policy_pool,
+	&msim_policy_arena,
+	&msim_policy_binning,
+	&msim_policy_buddy,
 	NULL,
 };
 

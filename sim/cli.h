@@ -29,5 +29,6 @@ double msim_cli_now_ms(void);
 int msim_cmd_run(int argc, char **argv);
 int msim_cmd_bench(int argc, char **argv);
 int msim_cmd_validate(int argc, char **argv);
+int msim_cmd_compare(int argc, char **argv);
 
 #endif

@@ -26,31 +26,6 @@
 #ifndef SRC_PLOTS_DIR
 #define SRC_PLOTS_DIR "plots"
 #endif
-#ifndef PKGDATA_DIR
-#define PKGDATA_DIR ""
-#endif
-#ifndef SRC_DATA_DIR
-#define SRC_DATA_DIR "data"
-#endif
-
-/* The shipped calibration: installed, else in the source tree. */
-static const char *
-default_calibration(void)
-{
-	static char path[4096];
-	const char *dirs[] = {PKGDATA_DIR, SRC_DATA_DIR};
-	for (size_t i = 0; i < 2; i++) {
-		snprintf(path, sizeof(path), "%s/cuda_latency_h200.csv",
-			 dirs[i]);
-		FILE *fp = fopen(path, "r");
-		if (fp) {
-			fclose(fp);
-			return path;
-		}
-	}
-	return NULL;
-}
-
 static void
 usage_run(FILE *fp)
 {
@@ -100,8 +75,7 @@ usage_run(FILE *fp)
 		"(request,action,addr,size)\n"
 		"      --calibration FILE  device latencies for the modelled "
 		"device time\n"
-		"                          (default: the H200's, shipped with "
-		"memsim)\n"
+		"                          (default: the H200's, built in)\n"
 		"      --json              print one JSON object instead of a "
 		"table\n"
 		"  -h, --help              this help\n",
@@ -274,10 +248,12 @@ msim_cmd_run(int argc, char **argv)
 	/* Open the database first: a bad database fails before the work. */
 	char why[1024];
 	msim_timemodel_t *tm = NULL;
-	const char *calib = o.calibration ? o.calibration
-					  : default_calibration();
-	if (calib && msim_timemodel_load(calib, &tm, why, sizeof(why)))
-		msim_cli_die("--calibration: %s", why);
+	const char *calib = o.calibration ? o.calibration : "H200 (built in)";
+	if (o.calibration
+	    ? msim_timemodel_load(o.calibration, &tm, why, sizeof(why))
+	    : msim_timemodel_h200(&tm))
+		msim_cli_die("--calibration: %s", o.calibration ? why
+							   : "out of memory");
 	msim_db_t *db = NULL;
 	if (o.db && msim_db_open(o.db, &db, why, sizeof(why)))
 		msim_cli_die("%s", why);
@@ -319,12 +295,10 @@ msim_cmd_run(int argc, char **argv)
 	size_t nev;
 	const msim_seg_event_t *ev = msim_device_events(msim_sim_device(sim),
 							&nev);
-	msim_devtime_t dt = {0};
-	char dt_ms[32] = "";
-	if (tm) {
-		msim_timemodel_events(tm, ev, nev, &dt);
-		snprintf(dt_ms, sizeof(dt_ms), "%.3f", dt.us / 1000.0);
-	}
+	msim_devtime_t dt;
+	char dt_ms[32];
+	msim_timemodel_events(tm, ev, nev, &dt);
+	snprintf(dt_ms, sizeof(dt_ms), "%.3f", dt.us / 1000.0);
 	const char *meta[] = {"modelled_device_ms", dt_ms, "calibration",
 			      calib, NULL};
 	int64_t run_id = -1;
@@ -335,7 +309,7 @@ msim_cmd_run(int argc, char **argv)
 			.trace_format = msim_trace_format_name(t),
 			.policy = ops->name, .params = canon, .cap_bytes = cap,
 			.addresses = o.addresses, .wall_ms = wall_ms,
-			.meta = tm ? meta : NULL,
+			.meta = meta,
 		};
 		if (msim_db_store_run(db, &info, &sum, &st,
 				      msim_sim_timeline(sim), ev, nev, &run_id))
@@ -359,8 +333,7 @@ msim_cmd_run(int argc, char **argv)
 		printf(",\n  \"ext_frag_max\": %.6f", sum.ext_frag_max);
 		printf(",\n  \"addr_same\": %" PRIu64 ",\n  \"addr_other\": %"
 		       PRIu64, sum.addr_same, sum.addr_other);
-		if (tm)
-			printf(",\n  \"modelled_device_ms\": %s", dt_ms);
+		printf(",\n  \"modelled_device_ms\": %s", dt_ms);
 		printf(",\n  \"wall_ms\": %.3f", wall_ms);
 		if (run_id >= 0)
 			printf(",\n  \"run_id\": %" PRId64, run_id);
@@ -368,8 +341,7 @@ msim_cmd_run(int argc, char **argv)
 	} else {
 		print_table(path, ops->name, canon, cap, &sum, &st,
 			    !strcmp(o.addresses, "trace"));
-		if (tm)
-			printf("time       %" PRIu64 " device allocs, %" PRIu64
+		printf("time       %" PRIu64 " device allocs, %" PRIu64
 			       " frees: %s ms modelled\n", dt.mallocs,
 			       dt.frees, dt_ms);
 		if (run_id >= 0)

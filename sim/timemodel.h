@@ -2,7 +2,7 @@
  * The time model: what the device calls a run made would cost on a real
  * GPU.  A calibration gives the median latency of cudaMalloc, cudaFree,
  * cudaMallocAsync and cudaFreeAsync at a set of sizes (measured by
- * `memsim validate --calibrate`; an H200's ships with memsim); between
+ * `memsim validate --calibrate`; an H200's is built in); between
  * sizes the latency is interpolated linearly in log2(size), beyond the
  * largest it follows a least-squares line through the largest points
  * (GSL).  Expandable segments' cuMemMap / cuMemUnmap are costed as a
@@ -34,6 +34,9 @@ typedef struct msim_timemodel_s msim_timemodel_t;
 int msim_timemodel_load(const char *path, msim_timemodel_t **out, char *why,
 			size_t whylen);
 void msim_timemodel_destroy(msim_timemodel_t *tm);
+
+/* The built-in H200 calibration.  Returns 0 or MSIM_ENOMEM. */
+int msim_timemodel_h200(msim_timemodel_t **out);
 
 /* Modelled latency in microseconds of one call of kind (MSIM_LAT_*). */
 double msim_timemodel_us(const msim_timemodel_t *tm, int kind, uint64_t size);

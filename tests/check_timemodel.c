@@ -50,6 +50,23 @@ START_TEST(test_h200_calibration)
 }
 END_TEST
 
+/* The built-in calibration is the measured file, point for point. */
+START_TEST(test_builtin_is_the_csv)
+{
+	msim_timemodel_t *a, *b;
+	char why[256];
+	ck_assert_int_eq(msim_timemodel_h200(&a), 0);
+	ck_assert_int_eq(msim_timemodel_load(test_data("cuda_latency_h200.csv"),
+					     &b, why, sizeof(why)), 0);
+	for (uint64_t size = 256; size < (UINT64_C(1) << 36); size *= 3)
+		for (int k = 0; k < MSIM_NLAT; k++)
+			ck_assert_double_eq(msim_timemodel_us(a, k, size),
+					    msim_timemodel_us(b, k, size));
+	msim_timemodel_destroy(a);
+	msim_timemodel_destroy(b);
+}
+END_TEST
+
 START_TEST(test_bad_calibration)
 {
 	char path[] = "/tmp/memsim-cal-XXXXXX";
@@ -76,6 +93,7 @@ main(void)
 	Suite *s = suite_create("timemodel");
 	TCase *tc = tcase_create("timemodel");
 	tcase_add_test(tc, test_h200_calibration);
+	tcase_add_test(tc, test_builtin_is_the_csv);
 	tcase_add_test(tc, test_bad_calibration);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);

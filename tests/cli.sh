@@ -72,6 +72,20 @@ cmp -s "$tmp/runs.db" "$tmp/before.db" || fail "database changed by failed runs"
 runs=$(sqlite3 "$tmp/runs.db" "SELECT count(*) FROM runs" 2>/dev/null || echo 2)
 [ "$runs" = 2 ] || fail "runs: $runs"
 
+# memsim compare: one row per policy, every policy by default.
+out=$($MEMSIM compare --policies naive,pool,cuda-async -c pool=initial_pool_size_mb:64 "$trace") ||
+	fail "compare"
+echo "$out" | grep -q "^naive " || fail "compare: no naive row"
+echo "$out" | grep -q "^pool\* " || fail "compare: pool parameters not marked"
+echo "$out" | grep -q "^\* pool: initial_pool_size_mb:64" || fail "compare: conf line"
+n=$($MEMSIM compare "$trace" | grep -c "GiB\|MiB")
+[ "$n" -eq "$($MEMSIM policies | grep -c '^[a-z]')" ] || fail "compare: not every policy"
+expect_error "unknown policy 'nope'" $MEMSIM compare --policies naive,nope "$trace"
+expect_error "'naive' is not NAME=CONF" $MEMSIM compare -c naive "$trace"
+expect_error "policy 'bfc' is not compared" $MEMSIM compare -p naive -c bfc=allow_growth:False "$trace"
+expect_error "page_size_kb" $MEMSIM compare -p naive -c naive=page_size_kb:3 "$trace"
+expect_error "a calibration needs at least 3 sizes" $MEMSIM compare --calibration "$trace" "$trace"
+
 # Help and usage.
 $MEMSIM run --help | grep -q -- "--alloc-conf" || fail "run --help"
 $MEMSIM policies | grep -q "max_split_size_mb" || fail "policies"

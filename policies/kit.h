@@ -1,0 +1,121 @@
+/*
+ * What the policies other than pytorch share, so each policy file holds
+ * only its algorithm: a table of live blocks by request id, the statistics
+ * a block's life changes, and extents (address ranges inside a segment,
+ * linked to their address neighbours) with an index of free extents ordered
+ * by (size, address) for best fit.
+ *
+ * The index is a sorted array: a lookup is a binary search, an insert or a
+ * removal a binary search plus a memmove.  Free extents number in the
+ * hundreds on real traces, where this beats a tree; a trace that leaves tens
+ * of thousands of free holes makes every free O(holes).
+ */
+#ifndef MSIM_POLICIES_KIT_H
+#define MSIM_POLICIES_KIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sim/types.h"
+
+/* x rounded up to a multiple of m (m > 0). */
+static inline uint64_t
+msim_ceil_to(uint64_t x, uint64_t m)
+{
+	return (x + m - 1) / m * m;
+}
+
+/* The smallest power of two >= x (x > 0). */
+static inline uint64_t
+msim_pow2_ceil(uint64_t x)
+{
+	return x <= 1 ? 1 : UINT64_C(1) << (64 - __builtin_clzll(x - 1));
+}
+
+/* floor(log2(x)) for x > 0. */
+static inline unsigned
+msim_log2_floor(uint64_t x)
+{
+	return 63u - (unsigned)__builtin_clzll(x);
+}
+
+/* Live blocks by request id: ids are dense, so an array. */
+typedef struct msim_live_s {
+	void **v;
+	size_t n;
+} msim_live_t;
+
+/* Stores p under id, growing the table.  Returns 0 or MSIM_ENOMEM. */
+int msim_live_put(msim_live_t *l, uint32_t id, void *p);
+
+/* The block under id, or NULL. */
+static inline void *
+msim_live_get(const msim_live_t *l, uint32_t id)
+{
+	return id < l->n ? l->v[id] : NULL;
+}
+
+/* Removes and returns the block under id, or NULL. */
+void *msim_live_take(msim_live_t *l, uint32_t id);
+
+void msim_live_clear(msim_live_t *l);
+
+/* A block of size bytes (asked: requested) was handed out from pool. */
+void msim_kit_count_alloc(msim_stats_t *st, int pool, uint64_t size,
+			  uint64_t requested);
+
+/* That block came back. */
+void msim_kit_count_free(msim_stats_t *st, int pool, uint64_t size,
+			 uint64_t requested);
+
+/* An address range inside one segment. */
+typedef struct msim_ext_s msim_ext_t;
+struct msim_ext_s {
+	msim_addr_t addr;
+	uint64_t size;        /* bytes */
+	uint64_t requested;   /* bytes asked for, when used */
+	msim_ext_t *prev;     /* address neighbour in the same segment */
+	msim_ext_t *next;
+	void *owner;          /* the policy's segment (or superblock) */
+	bool used;            /* handed out */
+	bool indexed;         /* in a free index */
+};
+
+/* Free extents ordered by (size, address). */
+typedef struct msim_extidx_s {
+	msim_ext_t **v;
+	size_t n, cap;
+	uint64_t bytes; /* sum of sizes */
+} msim_extidx_t;
+
+/* Returns 0 or MSIM_ENOMEM. */
+int msim_extidx_insert(msim_extidx_t *x, msim_ext_t *e);
+void msim_extidx_remove(msim_extidx_t *x, msim_ext_t *e);
+
+/* The smallest free extent of at least size bytes, lowest address first
+ * among equals; NULL if none. */
+msim_ext_t *msim_extidx_best(const msim_extidx_t *x, uint64_t size);
+
+/* The largest free extent, or NULL. */
+msim_ext_t *msim_extidx_largest(const msim_extidx_t *x);
+
+void msim_extidx_clear(msim_extidx_t *x);
+
+/* A new extent (zeroed but for the fields given), or NULL. */
+msim_ext_t *msim_ext_new(msim_addr_t addr, uint64_t size, void *owner);
+
+/*
+ * Splits the free extent e (not indexed) so that it keeps its first size
+ * bytes; returns the new extent holding the rest (not indexed), or NULL
+ * when out of host memory.
+ */
+msim_ext_t *msim_ext_split(msim_ext_t *e, uint64_t size);
+
+/*
+ * Merges the free extent e (not indexed) with its free neighbours, taking
+ * them out of x; returns the merged extent (e or its left neighbour).
+ */
+msim_ext_t *msim_ext_coalesce(msim_extidx_t *x, msim_ext_t *e);
+
+#endif

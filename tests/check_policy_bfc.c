@@ -1,0 +1,111 @@
+/*
+ * bfc: TensorFlow's rules with hand-computed figures: 256 B rounding,
+ * region growth from 2 MiB (doubling, and doubling again after a region
+ * that did not need it), the split rule (twice the request, or a rest of
+ * 128 MiB), coalescing, and garbage collection of free regions.
+ */
+#include <config.h>
+
+#include "tests/policytest.h"
+
+START_TEST(test_bfc_growth_and_split_rule)
+{
+	setup("bfc", "");
+	A(0, 1000); /* region 2 MiB (next 4), split: 2 MiB >= 2 x 1 KiB */
+	msim_stats_t st = S();
+	ck_assert_int_eq(CUR(st, reserved_bytes), 2 * MB);
+	ck_assert_int_eq(CUR(st, allocated_bytes), 1024);
+	A(1, 3 * MB); /* region 4 MiB (next 8), not split: 4 < 6, 1 < 128 */
+	A(2, 20 * MB); /* 8 -> 16 -> 32 MiB; doubled, so next stays 32 */
+	A(3, MB);     /* takes the 2 MiB - 1 KiB rest whole */
+	st = S();
+	ck_assert_uint_eq(event_size(0), 2 * MB);
+	ck_assert_uint_eq(event_size(1), 4 * MB);
+	ck_assert_uint_eq(event_size(2), 32 * MB);
+	ck_assert_int_eq(CUR(st, reserved_bytes), 38 * MB);
+	ck_assert_int_eq(CUR(st, allocated_bytes), 38 * MB);
+	ck_assert_int_eq(CUR(st, requested_bytes), 1000 + 24 * MB);
+	ck_assert_uint_eq(addr[3], addr[0] + 1024);
+	A(4, 10 * MB); /* 32 MiB region: curr was not increased -> 64 */
+	ck_assert_uint_eq(event_size(3), 32 * MB);
+	A(5, 40 * MB);
+	ck_assert_uint_eq(event_size(4), 64 * MB);
+	teardown();
+}
+END_TEST
+
+START_TEST(test_bfc_coalesce)
+{
+	setup("bfc", "");
+	A(0, 1000);
+	A(3, MB);
+	F(0);
+	F(3);
+	uint64_t largest, total;
+	msim_policy_free_info(pol, &largest, &total);
+	ck_assert_uint_eq(largest, 2 * MB);
+	ck_assert_uint_eq(total, 2 * MB);
+	ck_assert_uint_eq(A(4, 512 * 1024), addr[0]);
+	teardown();
+}
+END_TEST
+
+START_TEST(test_bfc_split_when_rest_is_128_mib)
+{
+	setup("bfc", "");
+	A(0, 300 * MB); /* region 512 MiB: 512 < 600 but 212 >= 128: split */
+	msim_stats_t st = S();
+	ck_assert_int_eq(CUR(st, reserved_bytes), 512 * MB);
+	ck_assert_int_eq(CUR(st, allocated_bytes), 300 * MB);
+	teardown();
+	setup("bfc", "fragmentation_fraction:0.5,memory_limit_mb:1024");
+	A(0, 300 * MB); /* rest 212 < 512: whole chunk */
+	ck_assert_int_eq(CUR(S(), allocated_bytes), 512 * MB);
+	teardown();
+}
+END_TEST
+
+START_TEST(test_bfc_garbage_collection)
+{
+	setup("bfc", "memory_limit_mb:300");
+	A(0, 100 * MB); /* region 128 MiB */
+	F(0);
+	A(1, 200 * MB); /* 172 MiB left: free the 128 MiB region, 256 MiB */
+	msim_stats_t st = S();
+	ck_assert_int_eq(CUR(st, reserved_bytes), 256 * MB);
+	ck_assert_int_eq(st.num_device_free, 1);
+	ck_assert_uint_eq(event_size(2), 256 * MB);
+	teardown();
+	setup("bfc", "memory_limit_mb:300,garbage_collection:False");
+	A(0, 100 * MB);
+	F(0);
+	ck_assert_int_eq(try_alloc(1, 200 * MB), MSIM_EDEVOOM);
+	teardown();
+}
+END_TEST
+
+START_TEST(test_bfc_without_growth)
+{
+	setup("bfc", "allow_growth:False,memory_limit_mb:1024");
+	A(0, 1000);
+	ck_assert_int_eq(CUR(S(), reserved_bytes), 1024 * MB);
+	ck_assert_int_eq(try_alloc(1, 1024 * MB), MSIM_EDEVOOM);
+	teardown();
+}
+END_TEST
+
+static void
+add(TCase *tc)
+{
+	tcase_add_test(tc, test_bfc_growth_and_split_rule);
+	tcase_add_test(tc, test_bfc_coalesce);
+	tcase_add_test(tc, test_bfc_split_when_rest_is_128_mib);
+	tcase_add_test(tc, test_bfc_garbage_collection);
+	tcase_add_test(tc, test_bfc_without_growth);
+}
+
+int
+main(void)
+{
+	return run_suite("policy_bfc", add);
+}
