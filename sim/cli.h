@@ -28,5 +28,10 @@ double msim_cli_now_ms(void);
 /* Subcommands: each takes argv with argv[0] = "memsim <name>". */
 int msim_cmd_run(int argc, char **argv);
 int msim_cmd_bench(int argc, char **argv);
+int msim_cmd_sweep(int argc, char **argv);
+int msim_cmd_merge(int argc, char **argv);
+int msim_cmd_report(int argc, char **argv);
+int msim_cmd_plot(int argc, char **argv);
+int msim_cmd_tune(int argc, char **argv);
 
 #endif

@@ -1,0 +1,10 @@
+/* stub */
+#include <config.h>
+#include "sim/cli.h"
+int
+msim_cmd_report(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	return 1;
+}
