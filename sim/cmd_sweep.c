@@ -56,7 +56,9 @@ usage_sweep(FILE *fp)
 		"                            the shards' databases with "
 		"`memsim merge`\n"
 		"      --list                print this shard's settings and "
-		"stop\n"
+		"stop (trace, policy,\n"
+		"                            canonical parameters, cap, "
+		"addresses; tab-separated)\n"
 		"  -q, --quiet               no progress line and no summary\n"
 		"  -h, --help                this help\n");
 }
@@ -238,8 +240,7 @@ msim_cmd_sweep(int argc, char **argv)
 		for (size_t i = 0; i < msim_sweep_count(sw); i++) {
 			const msim_setting_t *s = msim_sweep_setting(sw, i);
 			printf("%s\t%s\t%s\t%" PRIu64 "\t%s\n", s->trace,
-			       s->policy, s->params, s->cap_bytes,
-			       s->addresses);
+			       s->policy, s->params, s->cap, s->addresses);
 		}
 		msim_sweep_destroy(sw);
 		free(grid);

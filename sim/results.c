@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -18,6 +19,8 @@
 struct msim_db_s {
 	sqlite3 *db;
 	char *path;
+	int busy_ms;     /* how long to wait for another writer's lock */
+	double busy_t0;  /* when the current wait began */
 	char errmsg[512];
 };
 
@@ -104,6 +107,34 @@ static const char index_sql[] =
 	"CREATE INDEX IF NOT EXISTS runs_trace ON runs(trace_hash, policy);"
 	"CREATE INDEX IF NOT EXISTS sweep_runs_run ON sweep_runs(run_id);";
 
+static double
+db_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/*
+ * Waits for another writer's lock.  SQLite's own busy timeout sleeps in
+ * steps of up to 100 ms; sweep workers hold the lock for about a
+ * millisecond per run, so short sleeps keep them from idling.
+ */
+static int
+db_busy(void *ctx, int count)
+{
+	msim_db_t *db = ctx;
+	double now = db_now_ms();
+	if (count == 0)
+		db->busy_t0 = now;
+	if (now - db->busy_t0 >= db->busy_ms)
+		return 0;
+	struct timespec ts = {0, (count < 20 ? 100 + 50 * count : 2000) *
+				     1000L};
+	nanosleep(&ts, NULL);
+	return 1;
+}
+
 static int
 db_fail(msim_db_t *db, const char *what)
 {
@@ -165,11 +196,17 @@ db_open(const char *path, int create, msim_db_t **out, char *why,
 		goto fail;
 	}
 	const char *busy = getenv("MEMSIM_DB_BUSY_MS");
-	sqlite3_busy_timeout(db->db, busy && *busy ? atoi(busy) : 10000);
+	db->busy_ms = busy && *busy ? atoi(busy) : 10000;
+	sqlite3_busy_handler(db->db, db_busy, db);
 	sqlite3_extended_result_codes(db->db, 1);
 	/* WAL lets readers and several writers share the file; where the file
 	 * system cannot do WAL, SQLite keeps its rollback journal. */
 	sqlite3_exec(db->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
+	/* In WAL mode, NORMAL still survives a killed process whole (a
+	 * committed run stays); only a power cut may lose the last runs, and
+	 * it saves an fsync per run, which is most of a sweep's time on
+	 * small traces. */
+	sqlite3_exec(db->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
 	if ((rc = db_exec(db, "PRAGMA foreign_keys=ON", "pragma")))
 		goto fail;
 	if ((rc = db_exec(db, "BEGIN IMMEDIATE", "cannot lock")))
