@@ -1,15 +1,17 @@
 # memsim: a run's fragmentation curve.
-#   gnuplot -c curve.gp TIMELINE.csv OUT.png|OUT.svg|OUT.pdf [TITLE]
+#   gnuplot -c curve.gp TIMELINE.csv OUT.png|OUT.svg|OUT.pdf [TITLE [WxH]]
 # TIMELINE.csv has the header request,time_ns,allocated,reserved,active,
-# requested,largest_free,free,frag,ext_frag (memsim plot and memsim run
-# --plot write it; so does `sqlite3 -csv` on the timeline table).
-if (ARGC < 2) { print "usage: gnuplot -c curve.gp TIMELINE.csv OUT.png [TITLE]"; exit status 2 }
+# requested,largest_free,free,frag,ext_frag (`memsim plot --kind curve
+# --export` and memsim run --plot write it).
+if (ARGC < 2) { print "usage: gnuplot -c curve.gp TIMELINE.csv OUT.png [TITLE [WxH]]"; exit status 2 }
 data = ARG1; out = ARG2; title = (ARGC >= 3 && strlen(ARG3) > 0) ? ARG3 : "memsim"
+size = (ARGC >= 4 && strlen(ARG4) > 0) ? ARG4 : "1200x700"
+w = int(size[1:strstrt(size, "x") - 1]); h = int(size[strstrt(size, "x") + 1:])
 ext = out[strlen(out)-2:]
-if (ext eq "png") { set terminal pngcairo size 1200,700 noenhanced font ",10" } else {
-if (ext eq "svg") { set terminal svg size 1200,700 noenhanced dynamic } else {
-if (ext eq "pdf") { set terminal pdfcairo size 8in,4.7in noenhanced } else {
-print "curve.gp: OUT must end in .png, .svg or .pdf"; exit status 2 } } }
+if (ext eq "png") { set terminal pngcairo size w,h noenhanced font ",10" } else {
+if (ext eq "svg") { set terminal svg size w,h noenhanced dynamic } else {
+if (ext eq "pdf") { set terminal pdfcairo size (w/150.0),(h/150.0) noenhanced } else {
+print "OUT must end in .png, .svg or .pdf"; exit status 2 } } }
 set output out
 set datafile separator ","
 set key autotitle columnhead top left

@@ -37,4 +37,59 @@ int msim_plot_compare(const char *plots_dir, const char *gnuplot,
 		      const char *out, const char *title, char *why,
 		      size_t whylen);
 
+/* The figures of `memsim plot`. */
+enum {
+	MSIM_PLOT_CURVE = 0, /* one run: allocated, reserved, fragmentation */
+	MSIM_PLOT_OVERLAY,   /* several runs' reserved bytes overlaid */
+	MSIM_PLOT_SWEEP,     /* a figure against a setting, a line per value */
+	MSIM_PLOT_SEGMENTS,  /* the segments live at peak reserved */
+};
+
+/* Parses "curve", "overlay", "sweep", "segments"; returns the kind or -1. */
+int msim_plot_kind(const char *name);
+
+/* What to plot. */
+typedef struct msim_plot_req_s {
+	int kind;                 /* MSIM_PLOT_* */
+	const int64_t *runs;      /* the runs (curve, segments: the first) */
+	size_t nruns;
+	const char *x_key;        /* sweep: NULL = max_split_size_mb */
+	const char *series_key;   /* sweep: NULL = garbage_collection_threshold */
+	const char *y_col;        /* sweep: a runs column; NULL =
+				   * peak_reserved_bytes */
+	const char *out;          /* .png, .svg or .pdf */
+	const char *title;        /* NULL: made up from the runs */
+	const char *size;         /* "WxH" pixels; NULL: 1200x700 */
+	const char *plots_dir;    /* msim_plot_dir() */
+	const char *gnuplot;      /* the program; "no" or NULL: missing */
+} msim_plot_req_t;
+
+/*
+ * The runs a plot shows when none is named: curve and segments the
+ * newest run; overlay the runs of the newest run's trace; sweep the runs
+ * of the newest sweep (all its shards).  *runs_out is malloc'ed.  Returns
+ * 0, MSIM_ENOTFOUND (an empty database) or MSIM_EDB.
+ */
+int msim_plot_default_runs(msim_db_t *db, int kind, int64_t **runs_out,
+			   size_t *n_out);
+
+/* The runs of sweep_id (and of the other shards of the same sweep). */
+int msim_plot_sweep_runs(msim_db_t *db, int64_t sweep_id, int64_t **runs_out,
+			 size_t *n_out);
+
+/*
+ * Writes the data file of r's figure to csv_path, the file the script
+ * reads (for plotting by hand: gnuplot -c plots/<kind>.gp CSV OUT TITLE).
+ * title_out (may be NULL) receives a title made up from the runs.
+ * Returns 0 or an error with why filled.
+ */
+int msim_plot_export(msim_db_t *db, const msim_plot_req_t *r,
+		     const char *csv_path, char *title_out, size_t titlelen,
+		     char *why, size_t whylen);
+
+/* Draws r's figure into r->out through gnuplot.  Returns 0, or an error
+ * with why filled (gnuplot missing, bad extension, no data). */
+int msim_plot_draw(msim_db_t *db, const msim_plot_req_t *r, char *why,
+		   size_t whylen);
+
 #endif

@@ -30,5 +30,10 @@ int msim_cmd_run(int argc, char **argv);
 int msim_cmd_bench(int argc, char **argv);
 int msim_cmd_validate(int argc, char **argv);
 int msim_cmd_compare(int argc, char **argv);
+int msim_cmd_sweep(int argc, char **argv);
+int msim_cmd_merge(int argc, char **argv);
+int msim_cmd_report(int argc, char **argv);
+int msim_cmd_plot(int argc, char **argv);
+int msim_cmd_tune(int argc, char **argv);
 
 #endif

@@ -17,6 +17,7 @@
 #include "sim/metrics.h"
 #include "sim/results.h"
 #include "sim/timemodel.h"
+#include "sim/sweep.h"
 #include "sim/units.h"
 #include "traces/trace.h"
 
@@ -289,18 +290,20 @@ msim_cmd_run(int argc, char **argv)
 	msim_sim_summary(sim, &sum);
 	msim_sim_stats(sim, &st);
 	uint64_t cap = msim_device_cap(msim_sim_device(sim));
+	/* The hash of the whole file, also when an OOM stopped the run
+	 * before its end: the setting key of the run depends on it. */
 	char hash[32];
-	snprintf(hash, sizeof(hash), "%016" PRIx64, msim_trace_hash(t));
+	if (msim_file_hash(path, hash, why, sizeof(why)))
+		msim_cli_die("%s", why);
 
 	size_t nev;
 	const msim_seg_event_t *ev = msim_device_events(msim_sim_device(sim),
 							&nev);
 	msim_devtime_t dt;
-	char dt_ms[32];
 	msim_timemodel_events(tm, ev, nev, &dt);
-	snprintf(dt_ms, sizeof(dt_ms), "%.3f", dt.us / 1000.0);
-	const char *meta[] = {"modelled_device_ms", dt_ms, "calibration",
-			      calib, NULL};
+	msim_sim_meta_t meta;
+	msim_sim_meta_fill(&meta, dt.us, calib, &sum);
+	const char *dt_ms = meta.ms;
 	int64_t run_id = -1;
 	if (db) {
 		msim_run_info_t info = {
@@ -309,10 +312,15 @@ msim_cmd_run(int argc, char **argv)
 			.trace_format = msim_trace_format_name(t),
 			.policy = ops->name, .params = canon, .cap_bytes = cap,
 			.addresses = o.addresses, .wall_ms = wall_ms,
-			.meta = meta,
+			.meta = meta.kv,
+			.capacity_bytes = capacity,
 		};
-		if (msim_db_store_run(db, &info, &sum, &st,
-				      msim_sim_timeline(sim), ev, nev, &run_id))
+		/* A setting is stored once: running it again replaces its
+		 * results under the same run id. */
+		int existed;
+		if (msim_db_store_run_mode(db, &info, &sum, &st,
+					   msim_sim_timeline(sim), ev, nev,
+					   MSIM_DB_REPLACE, &run_id, &existed))
 			msim_cli_die("%s", msim_db_errmsg(db));
 	}
 	if (o.segments)

@@ -47,6 +47,15 @@ static const struct {
 	 "and plot the figures"},
 	{"compare", msim_cmd_compare, "replay a trace through several policies; "
 	 "one table, one plot"},
+	{"sweep", msim_cmd_sweep, "run many settings over traces and "
+	 "policies into one database"},
+	{"merge", msim_cmd_merge, "combine databases (sweep shards) without "
+	 "duplicates"},
+	{"report", msim_cmd_report, "the runs of a database as a table, "
+	 "JSON or CSV"},
+	{"plot", msim_cmd_plot, "figures from a database through gnuplot"},
+	{"tune", msim_cmd_tune, "recommend the PYTORCH_CUDA_ALLOC_CONF with "
+	 "the lowest peak under a cap"},
 	{"policies", cmd_policies, "list the policies and their parameters"},
 	{"bench", msim_cmd_bench, "measure the simulator's speed "
 	 "(requests/s, peak memory)"},

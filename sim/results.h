@@ -17,7 +17,9 @@
 #include "sim/metrics.h"
 #include "sim/types.h"
 
-#define MSIM_DB_SCHEMA_VERSION 1
+#define MSIM_DB_SCHEMA_VERSION 2
+
+struct sqlite3;
 
 typedef struct msim_db_s msim_db_t;
 
@@ -32,16 +34,65 @@ typedef struct msim_run_info_s {
 	uint64_t cap_bytes;       /* 0 = none */
 	const char *addresses;    /* "model" or "trace" */
 	double wall_ms;
+	uint64_t capacity_bytes;  /* device memory; 0 = unknown */
+	int64_t sweep_id;         /* > 0: record the run as the sweep's */
 	/* More about the run as key, value, key, value, ..., NULL (may be
 	 * NULL): the device and versions of a measured run, the modelled
 	 * device time.  Stored in run_meta. */
 	const char *const *meta;
 } msim_run_info_t;
 
+/* What msim_db_store_run_mode() does with a setting already stored. */
+enum {
+	MSIM_DB_INSERT = 0, /* store without a setting key (duplicates kept) */
+	MSIM_DB_SKIP,       /* keep the stored run, store nothing */
+	MSIM_DB_REPLACE,    /* store the new results under the old run id */
+};
+
+/* A sweep (or a tune search) as the sweeps table holds it. */
+typedef struct msim_sweep_row_s {
+	const char *kind;      /* "sweep" or "tune" */
+	const char *spec;      /* what was swept, human-readable */
+	const char *spec_hash; /* hex; equal for every shard of one sweep */
+	int64_t seed;          /* random search seed, or -1 */
+	int shard_index;       /* 1-based */
+	int shard_count;
+	int64_t settings;      /* settings of the whole sweep (all shards) */
+} msim_sweep_row_t;
+
+/* The run_meta of a simulation: its modelled device time under a
+ * calibration and how many allocations landed at their recorded address.
+ * kv is ready for msim_run_info_t.meta and points into m. */
+typedef struct msim_sim_meta_s {
+	char ms[32], same[24], other[24];
+	const char *kv[9];
+} msim_sim_meta_t;
+void msim_sim_meta_fill(msim_sim_meta_t *m, double device_us,
+			const char *calibration, const msim_summary_t *sum);
+
 /* Opens (creating if needed) the database at path.  Returns 0, or MSIM_EDB
  * with why naming the file and SQLite's reason. */
 int msim_db_open(const char *path, msim_db_t **out, char *why, size_t whylen);
 void msim_db_close(msim_db_t *db);
+
+/* As msim_db_open(), but a missing file is an error (MSIM_ENOTFOUND), not
+ * a new database: for commands that only read. */
+int msim_db_open_existing(const char *path, msim_db_t **out, char *why,
+			  size_t whylen);
+
+/* The SQLite connection, for queries of the reporting commands. */
+struct sqlite3 *msim_db_handle(msim_db_t *db);
+
+/*
+ * The setting key of a run: what makes two runs the same experiment
+ * (kind, trace hash, policy, canonical parameters, cap, addresses, and a
+ * non-default capacity), "simulated|36eeba65058578f9|pytorch|
+ * max_split_size_mb:128|0|model|".  Returns the length it needed.
+ */
+size_t msim_db_setting_key(const msim_run_info_t *info, char *buf, size_t n);
+
+/* The id of the run stored under key: 0, MSIM_ENOTFOUND or MSIM_EDB. */
+int msim_db_find_run(msim_db_t *db, const char *key, int64_t *run_id_out);
 
 /* "path: reason" of the last failure. */
 const char *msim_db_errmsg(const msim_db_t *db);
@@ -54,6 +105,50 @@ int msim_db_store_run(msim_db_t *db, const msim_run_info_t *info,
 		      const msim_summary_t *sum, const msim_stats_t *st,
 		      const msim_timeline_t *tl, const msim_seg_event_t *events,
 		      size_t nevents, int64_t *run_id_out);
+
+/*
+ * Stores one run under its setting key in one transaction; mode says what
+ * to do when the key is already there (MSIM_DB_*).  *existed_out tells
+ * whether it was.  With info->sweep_id the run (stored or kept) is recorded
+ * as the sweep's in the same transaction.  msim_db_store_run() is this with
+ * MSIM_DB_INSERT.  Returns 0 with the run's id, or MSIM_EDB.
+ */
+int msim_db_store_run_mode(msim_db_t *db, const msim_run_info_t *info,
+			   const msim_summary_t *sum, const msim_stats_t *st,
+			   const msim_timeline_t *tl,
+			   const msim_seg_event_t *events, size_t nevents,
+			   int mode, int64_t *run_id_out, int *existed_out);
+
+/*
+ * The sweep described by row: the one already stored with the same kind,
+ * spec_hash and shard, or a new one.  Returns 0 with its id, or MSIM_EDB.
+ */
+int msim_db_sweep_open(msim_db_t *db, const msim_sweep_row_t *row,
+		       int64_t *sweep_id_out);
+
+/*
+ * For each of the n setting keys, whether a run is stored under it
+ * (present_out[i]); those that are get recorded as the sweep's runs.  One
+ * transaction.  Returns 0 or MSIM_EDB.
+ */
+int msim_db_sweep_adopt(msim_db_t *db, int64_t sweep_id,
+			const char *const *keys, size_t n,
+			unsigned char *present_out);
+
+/* Records a tune's outcome: the default's run, the best run and the
+ * recommended setting.  Returns 0 or MSIM_EDB. */
+int msim_db_sweep_set_result(msim_db_t *db, int64_t sweep_id,
+			     int64_t baseline_run_id, int64_t best_run_id,
+			     const char *result);
+
+/*
+ * Copies into db every run of the database at src_path whose setting is
+ * not in db yet (with its statistics, timeline and segment events), and
+ * the sweeps with their runs, in one transaction; src is only read.
+ * Schema 1 files are read too.  Returns 0 with the counts, or an error.
+ */
+int msim_db_merge(msim_db_t *db, const char *src_path, int64_t *added_out,
+		  int64_t *skipped_out);
 
 /* Writes a run's timeline as CSV (request,time_ns,allocated,reserved,
  * active,requested,largest_free,free,frag,ext_frag) to path, for gnuplot.

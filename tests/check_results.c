@@ -90,7 +90,7 @@ START_TEST(test_store_and_read_back)
 	msim_db_close(db);
 	ck_assert_int_eq(query_int("SELECT count(*) FROM runs"), 2);
 	ck_assert_int_eq(query_int("SELECT value FROM meta WHERE "
-				   "key='schema_version'"), 1);
+				   "key='schema_version'"), MSIM_DB_SCHEMA_VERSION);
 	ck_assert_int_eq(query_int("SELECT peak_reserved_bytes FROM runs "
 				   "ORDER BY id DESC"), 456);
 	ck_assert_int_eq(query_int("SELECT value FROM stats WHERE "

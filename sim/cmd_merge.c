@@ -1,0 +1,78 @@
+/* memsim merge: combine the databases of sweep shards without duplicates. */
+#include <config.h>
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sim/cli.h"
+#include "sim/results.h"
+
+static void
+usage_merge(FILE *fp)
+{
+	fprintf(fp,
+		"usage: memsim merge [OPTIONS] OUT.db IN.db...\n"
+		"\n"
+		"Copies into OUT.db (created if needed) every run of the IN "
+		"databases whose\n"
+		"setting OUT.db does not hold yet, with its statistics, timeline "
+		"and segment\n"
+		"events, and the sweeps with their runs.  Each IN is read only "
+		"and merged in\n"
+		"one transaction: a failure leaves OUT.db as it was before that "
+		"file.\n"
+		"\n"
+		"options:\n"
+		"  -q, --quiet   no summary\n"
+		"  -h, --help    this help\n");
+}
+
+int
+msim_cmd_merge(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"quiet", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	int c, quiet = 0;
+	while ((c = getopt_long(argc, argv, "qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'q': quiet = 1; break;
+		case 'h': usage_merge(stdout); return 0;
+		default: usage_merge(stderr); return 2;
+		}
+	}
+	if (argc - optind < 2) {
+		usage_merge(stderr);
+		return 2;
+	}
+	const char *out = argv[optind];
+	for (int i = optind + 1; i < argc; i++)
+		if (!strcmp(argv[i], out))
+			msim_cli_die("%s: cannot merge a database into itself",
+				     out);
+	char why[1024];
+	msim_db_t *db;
+	if (msim_db_open(out, &db, why, sizeof(why)))
+		msim_cli_die("%s", why);
+	int64_t added = 0, skipped = 0;
+	for (int i = optind + 1; i < argc; i++) {
+		int64_t a, s;
+		if (msim_db_merge(db, argv[i], &a, &s)) {
+			fprintf(stderr, "memsim: %s\n", msim_db_errmsg(db));
+			msim_db_close(db);
+			return 1;
+		}
+		added += a;
+		skipped += s;
+	}
+	msim_db_close(db);
+	if (!quiet)
+		printf("merged %d databases into %s: %" PRId64 " runs added, %"
+		       PRId64 " already there\n", argc - optind - 1, out, added,
+		       skipped);
+	return 0;
+}

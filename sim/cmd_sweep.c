@@ -1,0 +1,280 @@
+/* memsim sweep: many settings over traces and policies, into one database. */
+#include <config.h>
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sim/cli.h"
+#include "sim/error.h"
+#include "sim/sweep.h"
+
+static void
+usage_sweep(FILE *fp)
+{
+	fprintf(fp,
+		"usage: memsim sweep [OPTIONS] --db FILE TRACE...\n"
+		"\n"
+		"Runs every setting over every TRACE and policy and stores each "
+		"result once in\n"
+		"the database.  Settings already there are skipped, so a "
+		"killed sweep resumes\n"
+		"where it stopped when run again.\n"
+		"\n"
+		"settings (combined: file lines x grid, per trace, policy and "
+		"cap):\n"
+		"  -g, --grid KEY=V1,V2,...  one axis of a cartesian grid "
+		"(repeatable); KEY is a\n"
+		"                            parameter of the policy (as in "
+		"--alloc-conf), or\n"
+		"                            cap, addresses, policy\n"
+		"  -s, --settings FILE       one setting a line, "
+		"\"key:value,key:value\" (# comments)\n"
+		"      --random N            draw N settings from the grid "
+		"instead (a value LO..HI\n"
+		"                            draws from the range)\n"
+		"      --seed S              seed of the draws (default 1; "
+		"stored with the sweep)\n"
+		"  -p, --policy NAME         policy (repeatable; default "
+		"pytorch)\n"
+		"      --cap BYTES[,BYTES]   per-process cap(s) (repeatable)\n"
+		"      --capacity BYTES      device memory (default the "
+		"H200's)\n"
+		"      --addresses MODE      model (default) or trace\n"
+		"\n"
+		"running:\n"
+		"  -d, --db FILE             the results database (required)\n"
+		"  -j, --jobs N              worker processes (default: the "
+		"number of cores)\n"
+		"      --force               run settings already stored again, "
+		"replacing them\n"
+		"      --shard I/N           run only the I-th of N slices "
+		"(1 <= I <= N); merge\n"
+		"                            the shards' databases with "
+		"`memsim merge`\n"
+		"      --list                print this shard's settings and "
+		"stop (trace, policy,\n"
+		"                            canonical parameters, cap, "
+		"addresses; tab-separated)\n"
+		"  -q, --quiet               no progress line and no summary\n"
+		"  -h, --help                this help\n");
+}
+
+typedef struct progress_s {
+	int tty;
+	double t0;
+	size_t done0;
+	int started;
+	int drawn;
+} progress_t;
+
+static void
+sweep_progress(void *ctx, size_t done, size_t total)
+{
+	progress_t *p = ctx;
+	if (!p->tty)
+		return;
+	double now = msim_cli_now_ms();
+	if (!p->started) {
+		p->started = 1;
+		p->t0 = now;
+		p->done0 = done;
+	}
+	double secs = (now - p->t0) / 1e3;
+	double rate = secs > 0 ? (double)(done - p->done0) / secs : 0;
+	char eta[32] = "--:--";
+	if (rate > 0) {
+		long left = (long)((double)(total - done) / rate + 0.5);
+		snprintf(eta, sizeof(eta), "%ld:%02ld", left / 60, left % 60);
+	}
+	fprintf(stderr, "\rmemsim sweep: %zu/%zu settings (%.0f%%), %.1f/s, "
+		"ETA %s   ", done, total,
+		total ? 100.0 * (double)done / (double)total : 100.0, rate,
+		eta);
+	p->drawn = 1;
+}
+
+static void
+sweep_error(void *ctx, const msim_setting_t *s, const char *msg)
+{
+	progress_t *p = ctx;
+	if (s)
+		fprintf(stderr, "%smemsim sweep: %s, %s%s%s: %s\n",
+			p->drawn ? "\n" : "", s->trace, s->policy,
+			*s->conf ? " " : "", s->conf, msg);
+	else
+		fprintf(stderr, "%smemsim sweep: %s\n", p->drawn ? "\n" : "",
+			msg);
+}
+
+/* Appends to a growing array of strings. */
+static void
+push(const char ***v, size_t *n, const char *s)
+{
+	const char **nv = realloc(*v, (*n + 1) * sizeof(*nv));
+	if (!nv)
+		msim_cli_die("out of memory");
+	nv[(*n)++] = s;
+	*v = nv;
+}
+
+int
+msim_cmd_sweep(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"grid", required_argument, NULL, 'g'},
+		{"settings", required_argument, NULL, 's'},
+		{"random", required_argument, NULL, 'R'},
+		{"seed", required_argument, NULL, 'S'},
+		{"policy", required_argument, NULL, 'p'},
+		{"cap", required_argument, NULL, 'C'},
+		{"capacity", required_argument, NULL, 'K'},
+		{"addresses", required_argument, NULL, 'A'},
+		{"db", required_argument, NULL, 'd'},
+		{"jobs", required_argument, NULL, 'j'},
+		{"force", no_argument, NULL, 'f'},
+		{"shard", required_argument, NULL, 'H'},
+		{"list", no_argument, NULL, 'l'},
+		{"quiet", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	msim_sweep_spec_t spec = {.seed = 1};
+	const char **grid = NULL, **policies = NULL;
+	size_t ngrid = 0, npolicies = 0, ncaps = 0;
+	uint64_t *caps = NULL;
+	const char *db = NULL;
+	long jobs = sysconf(_SC_NPROCESSORS_ONLN);
+	int force = 0, list = 0, quiet = 0, c;
+	char *end;
+	while ((c = getopt_long(argc, argv, "g:s:p:d:j:qh", longopts,
+				NULL)) != -1) {
+		switch (c) {
+		case 'g': push(&grid, &ngrid, optarg); break;
+		case 's': spec.settings_file = optarg; break;
+		case 'R':
+			spec.random = strtoul(optarg, &end, 10);
+			if (*end || !spec.random || *optarg == '-')
+				msim_cli_die("--random: '%s' is not a positive "
+					     "number", optarg);
+			break;
+		case 'S':
+			spec.seed = strtoull(optarg, &end, 10);
+			if (*end || !*optarg || *optarg == '-')
+				msim_cli_die("--seed: '%s' is not a whole "
+					     "number", optarg);
+			break;
+		case 'p': push(&policies, &npolicies, optarg); break;
+		case 'C': {
+			char *copy = strdup(optarg), *save = NULL;
+			if (!copy)
+				msim_cli_die("out of memory");
+			for (char *t = strtok_r(copy, ",", &save); t;
+			     t = strtok_r(NULL, ",", &save)) {
+				uint64_t *nc = realloc(caps, (ncaps + 1) *
+							     sizeof(*nc));
+				if (!nc)
+					msim_cli_die("out of memory");
+				caps = nc;
+				caps[ncaps++] = msim_cli_bytes("--cap", t);
+			}
+			free(copy);
+			break;
+		}
+		case 'K':
+			spec.capacity = msim_cli_bytes("--capacity", optarg);
+			break;
+		case 'A':
+			if (strcmp(optarg, "model") && strcmp(optarg, "trace"))
+				msim_cli_die("--addresses: '%s' is not model or "
+					     "trace", optarg);
+			spec.addresses = optarg;
+			break;
+		case 'd': db = optarg; break;
+		case 'j':
+			jobs = strtol(optarg, &end, 10);
+			if (*end || jobs < 1 || jobs > 4096)
+				msim_cli_die("--jobs: '%s' is not a number of "
+					     "processes", optarg);
+			break;
+		case 'f': force = 1; break;
+		case 'H': {
+			int i, n, len = 0;
+			if (sscanf(optarg, "%d/%d%n", &i, &n, &len) != 2 ||
+			    optarg[len] || n < 1 || i < 1 || i > n)
+				msim_cli_die("--shard: '%s' is not I/N with 1 <= "
+					     "I <= N", optarg);
+			spec.shard_index = i;
+			spec.shard_count = n;
+			break;
+		}
+		case 'l': list = 1; break;
+		case 'q': quiet = 1; break;
+		case 'h': usage_sweep(stdout); return 0;
+		default: usage_sweep(stderr); return 2;
+		}
+	}
+	if (optind == argc) {
+		usage_sweep(stderr);
+		return 2;
+	}
+	if (!db && !list)
+		msim_cli_die("--db FILE is required (the results go there)");
+	spec.traces = (const char *const *)argv + optind;
+	spec.ntraces = (size_t)(argc - optind);
+	spec.grid = grid;
+	spec.ngrid = ngrid;
+	spec.policies = policies;
+	spec.npolicies = npolicies;
+	spec.caps = caps;
+	spec.ncaps = ncaps;
+
+	char why[2048];
+	msim_sweep_t *sw;
+	if (msim_sweep_plan(&spec, &sw, why, sizeof(why)))
+		msim_cli_die("%s", why);
+	if (list) {
+		for (size_t i = 0; i < msim_sweep_count(sw); i++) {
+			const msim_setting_t *s = msim_sweep_setting(sw, i);
+			printf("%s\t%s\t%s\t%" PRIu64 "\t%s\n", s->trace,
+			       s->policy, s->params, s->cap, s->addresses);
+		}
+		msim_sweep_destroy(sw);
+		free(grid);
+		free(policies);
+		free(caps);
+		return 0;
+	}
+	progress_t pr = {.tty = !quiet && isatty(STDERR_FILENO)};
+	msim_sweep_opts_t opts = {
+		.db_path = db, .jobs = (int)jobs, .force = force,
+		.progress = sweep_progress, .error = sweep_error, .ctx = &pr,
+	};
+	msim_sweep_result_t res;
+	int rc = msim_sweep_exec(sw, &opts, &res, why, sizeof(why));
+	if (pr.drawn)
+		fputc('\n', stderr);
+	if (rc)
+		msim_cli_die("%s", why);
+	if (!quiet) {
+		double secs = res.wall_ms / 1e3;
+		printf("sweep %" PRId64 ": %zu settings", res.sweep_id,
+		       res.total);
+		if (res.total != msim_sweep_total(sw))
+			printf(" (shard %d/%d of %zu)", spec.shard_index,
+			       spec.shard_count, msim_sweep_total(sw));
+		printf(": %zu run, %zu already stored, %zu failed in %.2f s",
+		       res.ran, res.skipped, res.failed, secs);
+		if (res.ran && secs > 0)
+			printf(" (%.1f settings/s)", (double)res.ran / secs);
+		printf("; database %s\n", db);
+	}
+	msim_sweep_destroy(sw);
+	free(grid);
+	free(policies);
+	free(caps);
+	return res.failed ? 1 : 0;
+}

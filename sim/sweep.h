@@ -1,0 +1,140 @@
+/*
+ * Sweeps: many settings run over one or more traces and policies, each
+ * result stored once in the results database.
+ *
+ * A setting is a generic list of key=value pairs.  The sweep routes each
+ * key to what understands it: "policy", "cap" and "addresses" to the run
+ * itself, anything else to the policy's parameter table (the keys of
+ * PYTORCH_CUDA_ALLOC_CONF); other kinds of keys (strategies of generated
+ * workloads) can be routed the same way later.  Settings come from a grid
+ * (the cartesian product of --grid key=v1,v2 lists), a file (one setting a
+ * line, in PYTORCH_CUDA_ALLOC_CONF syntax), or a seeded random search.
+ *
+ * Planning expands the settings in a fixed order, checks every one (an
+ * unknown key or a bad value fails before any work), computes its setting
+ * key (msim_db_setting_key()) and drops duplicates; `--shard I/N` then
+ * keeps every N-th setting, so shards are disjoint, cover the sweep and do
+ * not depend on the machine.  Execution skips settings whose key is
+ * already in the database (unless forced), runs the others in worker
+ * processes (fork; each opens the database itself and stores each result
+ * in its own transaction), and so resumes after a kill where it stopped.
+ *
+ *	msim_sweep_plan() -> msim_sweep_exec() -> msim_sweep_destroy()
+ */
+#ifndef MSIM_SIM_SWEEP_H
+#define MSIM_SIM_SWEEP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sim/engine.h"
+#include "sim/results.h"
+#include "sim/types.h"
+
+/* One key=value pair of a setting. */
+typedef struct msim_kv_s {
+	char *key;
+	char *value;
+} msim_kv_t;
+
+/* One setting, resolved. */
+typedef struct msim_setting_s {
+	const char *trace;      /* path as given */
+	const char *trace_hash; /* hex content hash of the whole file */
+	const char *policy;     /* policy name */
+	uint64_t cap;           /* bytes asked for; 0 = none */
+	uint64_t cap_bytes;     /* the allowed bytes the run will have */
+	const char *addresses;  /* "model" or "trace" */
+	size_t nkv;
+	msim_kv_t *kv;          /* the policy's parameters, as given */
+	char *conf;             /* kv as "key:value,...", for people */
+	char *params;           /* canonical parameters */
+	char *key;              /* msim_db_setting_key() */
+} msim_setting_t;
+
+/* What to sweep.  Empty lists take the defaults noted. */
+typedef struct msim_sweep_spec_s {
+	const char *const *traces;   /* at least one */
+	size_t ntraces;
+	const char *const *policies; /* default: pytorch */
+	size_t npolicies;
+	const uint64_t *caps;        /* default: no cap */
+	size_t ncaps;
+	const char *const *grid;     /* "key=v1,v2,..." each */
+	size_t ngrid;
+	const char *settings_file;   /* NULL: none */
+	size_t random;               /* > 0: draw this many settings */
+	uint64_t seed;               /* of the random search */
+	const char *addresses;       /* NULL: "model" */
+	uint64_t capacity;           /* 0: the H200's */
+	int shard_index, shard_count; /* 1-based; 0/0: everything */
+} msim_sweep_spec_t;
+
+typedef struct msim_sweep_s msim_sweep_t;
+
+/* Expands and checks spec.  Returns 0, or an error with why naming the
+ * setting, the key and the reason. */
+int msim_sweep_plan(const msim_sweep_spec_t *spec, msim_sweep_t **out,
+		    char *why, size_t whylen);
+void msim_sweep_destroy(msim_sweep_t *sw);
+
+/* Settings of the whole sweep (every shard). */
+size_t msim_sweep_total(const msim_sweep_t *sw);
+
+/* Settings of this shard, and the i-th of them. */
+size_t msim_sweep_count(const msim_sweep_t *sw);
+const msim_setting_t *msim_sweep_setting(const msim_sweep_t *sw, size_t i);
+
+/* The sweep as stored in the sweeps table. */
+const char *msim_sweep_spec_text(const msim_sweep_t *sw);
+const char *msim_sweep_spec_hash(const msim_sweep_t *sw);
+
+/* How a sweep runs. */
+typedef struct msim_sweep_opts_s {
+	const char *db_path;
+	const char *kind;  /* sweeps.kind: NULL = "sweep" */
+	int jobs;          /* worker processes; <= 1: in this process */
+	int force;         /* run and replace settings already stored */
+	/* Called now and then in the calling process (may be NULL). */
+	void (*progress)(void *ctx, size_t done, size_t total);
+	/* Called, in the worker, for a setting that failed (may be NULL). */
+	void (*error)(void *ctx, const msim_setting_t *s, const char *msg);
+	void *ctx;
+	double progress_ms; /* between progress calls; 0: 250 */
+} msim_sweep_opts_t;
+
+/* What a sweep did. */
+typedef struct msim_sweep_result_s {
+	int64_t sweep_id;
+	size_t total;   /* settings of this shard */
+	size_t skipped; /* already in the database */
+	size_t ran;     /* run and stored now */
+	size_t failed;  /* a trace error or a worker that died */
+	double wall_ms;
+} msim_sweep_result_t;
+
+/*
+ * Runs the shard's settings into the database.  Returns 0 (failed
+ * settings are counted, not fatal), or an error with why (the database
+ * cannot be opened, no process can be started).
+ */
+int msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *opts,
+		    msim_sweep_result_t *res, char *why, size_t whylen);
+
+/*
+ * Runs one setting and stores it in db (mode: MSIM_DB_SKIP or _REPLACE;
+ * NULL db stores nothing).  sum and st may be NULL.  Returns 0 with the
+ * run's id (-1 without db) and whether it was already stored, or an error
+ * with why.
+ */
+int msim_setting_run(const msim_setting_t *s, uint64_t capacity,
+		     msim_db_t *db, int mode, int64_t sweep_id,
+		     int64_t *run_id_out, int *existed_out,
+		     msim_summary_t *sum, msim_stats_t *st, char *why,
+		     size_t whylen);
+
+/* The content hash of the file at path, as runs store it (16 hex digits
+ * into hex[17]).  Returns 0 or MSIM_EIO with why. */
+int msim_file_hash(const char *path, char hex[17], char *why, size_t whylen);
+
+#endif

@@ -1,0 +1,360 @@
+/*
+ * Sweeps and the schema-2 store: planning (grid order, de-duplication,
+ * shards, seeded random draws, settings files), setting keys and the store
+ * modes, the migration of schema 1 files, merging, and resuming.
+ */
+#include <config.h>
+
+#include <check.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sim/error.h"
+#include "sim/results.h"
+#include "sim/sweep.h"
+#include "testutil.h"
+
+static char path[64], path2[64];
+
+static void
+unlink_db(const char *p)
+{
+	char q[96];
+	unlink(p);
+	snprintf(q, sizeof(q), "%s-wal", p);
+	unlink(q);
+	snprintf(q, sizeof(q), "%s-shm", p);
+	unlink(q);
+}
+
+static void
+setup(void)
+{
+	snprintf(path, sizeof(path), "/tmp/memsim-sweep-XXXXXX");
+	snprintf(path2, sizeof(path2), "/tmp/memsim-sweep2-XXXXXX");
+	close(mkstemp(path));
+	close(mkstemp(path2));
+	unlink(path);
+	unlink(path2);
+}
+
+static void
+teardown(void)
+{
+	unlink_db(path);
+	unlink_db(path2);
+}
+
+static int64_t
+query_int(const char *file, const char *sql)
+{
+	sqlite3 *db;
+	sqlite3_stmt *q;
+	ck_assert_int_eq(sqlite3_open(file, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+	int64_t v = sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+	return v;
+}
+
+static msim_sweep_t *
+plan(const char *const *grid, size_t ngrid, int shard, int nshards,
+     size_t random, uint64_t seed)
+{
+	static char trace[4096];
+	snprintf(trace, sizeof(trace), "%s",
+		 test_data("traces/bert_infer_varlen.csv"));
+	const char *traces[] = {trace};
+	msim_sweep_spec_t spec = {
+		.traces = traces, .ntraces = 1, .grid = grid, .ngrid = ngrid,
+		.shard_index = shard, .shard_count = nshards,
+		.random = random, .seed = seed,
+	};
+	msim_sweep_t *sw = NULL;
+	char why[512];
+	int rc = msim_sweep_plan(&spec, &sw, why, sizeof(why));
+	ck_assert_msg(rc == 0, "%s", why);
+	return sw;
+}
+
+/* The cartesian product, the last axis turning fastest; "none" is the
+ * default, so it is the same setting as leaving the key out. */
+START_TEST(test_grid_order_and_dedup)
+{
+	const char *grid[] = {"max_split_size_mb=none,128,none",
+			      "garbage_collection_threshold=0,0.6,0.8"};
+	msim_sweep_t *sw = plan(grid, 2, 0, 0, 0, 0);
+	ck_assert_uint_eq(msim_sweep_total(sw), 6);
+	ck_assert_uint_eq(msim_sweep_count(sw), 6);
+	ck_assert_str_eq(msim_sweep_setting(sw, 0)->params, "");
+	ck_assert_str_eq(msim_sweep_setting(sw, 1)->params,
+			 "garbage_collection_threshold:0.6");
+	ck_assert_str_eq(msim_sweep_setting(sw, 3)->params,
+			 "max_split_size_mb:128");
+	ck_assert_ptr_nonnull(strstr(msim_sweep_setting(sw, 0)->key,
+				     "|pytorch||0|model|"));
+	msim_sweep_destroy(sw);
+}
+END_TEST
+
+/* Shards are disjoint, cover the sweep, and share its spec hash. */
+START_TEST(test_shards_partition)
+{
+	const char *grid[] = {"max_split_size_mb=none,64,128,256,512",
+			      "roundup_power2_divisions=0,2,4"};
+	msim_sweep_t *all = plan(grid, 2, 0, 0, 0, 0);
+	size_t seen[64] = {0}, n = 0;
+	for (int i = 1; i <= 3; i++) {
+		msim_sweep_t *sh = plan(grid, 2, i, 3, 0, 0);
+		ck_assert_str_eq(msim_sweep_spec_hash(sh),
+				 msim_sweep_spec_hash(all));
+		for (size_t k = 0; k < msim_sweep_count(sh); k++) {
+			const char *key = msim_sweep_setting(sh, k)->key;
+			size_t j = 0;
+			while (strcmp(msim_sweep_setting(all, j)->key, key))
+				j++;
+			seen[j]++;
+			n++;
+		}
+		msim_sweep_destroy(sh);
+	}
+	ck_assert_uint_eq(n, msim_sweep_total(all));
+	for (size_t j = 0; j < msim_sweep_total(all); j++)
+		ck_assert_uint_eq(seen[j], 1);
+	msim_sweep_destroy(all);
+}
+END_TEST
+
+/* The same seed draws the same settings; ranges draw inside them. */
+START_TEST(test_random_is_seeded)
+{
+	const char *grid[] = {"max_split_size_mb=none,64,128,256",
+			      "garbage_collection_threshold=0.5..0.9"};
+	msim_sweep_t *a = plan(grid, 2, 0, 0, 10, 42);
+	msim_sweep_t *b = plan(grid, 2, 0, 0, 10, 42);
+	msim_sweep_t *c = plan(grid, 2, 0, 0, 10, 43);
+	ck_assert_uint_eq(msim_sweep_total(a), msim_sweep_total(b));
+	int differ = msim_sweep_total(a) != msim_sweep_total(c);
+	for (size_t k = 0; k < msim_sweep_total(a); k++) {
+		const msim_setting_t *s = msim_sweep_setting(a, k);
+		ck_assert_str_eq(s->key, msim_sweep_setting(b, k)->key);
+		const char *gc = strstr(s->params, "threshold:");
+		ck_assert_ptr_nonnull(gc);
+		double v = atof(gc + 10);
+		ck_assert(v >= 0.5 && v <= 0.9);
+		if (k < msim_sweep_total(c))
+			differ |= strcmp(s->key, msim_sweep_setting(c, k)->key);
+	}
+	ck_assert(differ);
+	msim_sweep_destroy(a);
+	msim_sweep_destroy(b);
+	msim_sweep_destroy(c);
+}
+END_TEST
+
+/* A settings file: PyTorch syntax with brackets, comments, and errors
+ * naming the line. */
+START_TEST(test_settings_file)
+{
+	FILE *fp = fopen(path2, "w");
+	fputs("# two settings\n"
+	      "roundup_power2_divisions:[256:1,512:2,>:4], max_split_size_mb:128\n"
+	      "\n"
+	      "garbage_collection_threshold=0.7  # = works too\n", fp);
+	fclose(fp);
+	char trace[4096];
+	snprintf(trace, sizeof(trace), "%s",
+		 test_data("traces/bert_infer_varlen.csv"));
+	const char *traces[] = {trace};
+	msim_sweep_spec_t spec = {.traces = traces, .ntraces = 1,
+				  .settings_file = path2};
+	msim_sweep_t *sw;
+	char why[512];
+	ck_assert_int_eq(msim_sweep_plan(&spec, &sw, why, sizeof(why)), 0);
+	ck_assert_uint_eq(msim_sweep_total(sw), 2);
+	ck_assert_ptr_nonnull(strstr(msim_sweep_setting(sw, 0)->params,
+				     "[256:1,512:2,>:4]"));
+	ck_assert_ptr_nonnull(strstr(msim_sweep_setting(sw, 0)->params,
+				     "max_split_size_mb:128"));
+	msim_sweep_destroy(sw);
+	fp = fopen(path2, "w");
+	fputs("max_split_size_mb:128\nfoo\n", fp);
+	fclose(fp);
+	ck_assert_int_ne(msim_sweep_plan(&spec, &sw, why, sizeof(why)), 0);
+	ck_assert_msg(strstr(why, ":2: 'foo' is not key:value"), "%s", why);
+}
+END_TEST
+
+static int64_t
+store(msim_db_t *db, const char *params, int64_t peak, int mode,
+      int *existed)
+{
+	msim_stats_t st = {0};
+	st.reserved_bytes[0].peak = peak;
+	msim_summary_t sum = {.requests = 1, .oom_request = -1};
+	msim_run_info_t info = {.trace_path = "t.csv", .trace_hash = "abc",
+				.trace_format = "csv", .policy = "pytorch",
+				.params = params, .addresses = "model"};
+	int64_t id = -1;
+	ck_assert_int_eq(msim_db_store_run_mode(db, &info, &sum, &st, NULL,
+						NULL, 0, mode, &id, existed),
+			 0);
+	return id;
+}
+
+/* SKIP keeps the stored run; REPLACE rewrites it under the same id. */
+START_TEST(test_store_modes)
+{
+	msim_db_t *db;
+	char why[256];
+	int existed;
+	ck_assert_int_eq(msim_db_open(path, &db, why, sizeof(why)), 0);
+	int64_t a = store(db, "", 10, MSIM_DB_SKIP, &existed);
+	ck_assert_int_eq(existed, 0);
+	int64_t b = store(db, "", 20, MSIM_DB_SKIP, &existed);
+	ck_assert_int_eq(existed, 1);
+	ck_assert_int_eq(a, b);
+	int64_t c = store(db, "max_split_size_mb:128", 30, MSIM_DB_SKIP,
+			  &existed);
+	ck_assert_int_ne(a, c);
+	int64_t d = store(db, "", 40, MSIM_DB_REPLACE, &existed);
+	ck_assert_int_eq(existed, 1);
+	ck_assert_int_eq(a, d);
+	msim_db_close(db);
+	ck_assert_int_eq(query_int(path, "SELECT count(*) FROM runs"), 2);
+	ck_assert_int_eq(query_int(path, "SELECT peak_reserved_bytes FROM runs"
+				   " ORDER BY id"), 40);
+	ck_assert_int_eq(query_int(path, "SELECT count(*) FROM stats"),
+			 2 * 122);
+}
+END_TEST
+
+/* A schema 1 file opens as schema 2; every row stays; of a setting stored
+ * twice only the newest gets the key. */
+START_TEST(test_migrate_schema1)
+{
+	sqlite3 *s;
+	ck_assert_int_eq(sqlite3_open(path, &s), SQLITE_OK);
+	const char *v1 =
+		"CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+		"INSERT INTO meta VALUES('schema_version','1');"
+		"CREATE TABLE runs(id INTEGER PRIMARY KEY, created TEXT NOT NULL"
+		" DEFAULT 'x', memsim_version TEXT NOT NULL, kind TEXT NOT NULL,"
+		" trace_path TEXT NOT NULL, trace_hash TEXT NOT NULL,"
+		" trace_format TEXT, policy TEXT NOT NULL, params TEXT NOT NULL,"
+		" cap_bytes INTEGER NOT NULL, addresses TEXT, requests INTEGER"
+		" NOT NULL, oom_request INTEGER NOT NULL, peak_reserved_bytes"
+		" INTEGER NOT NULL, peak_allocated_bytes INTEGER NOT NULL,"
+		" peak_requested_bytes INTEGER NOT NULL, frag_at_peak REAL NOT"
+		" NULL, frag_mean REAL NOT NULL, ext_frag_max REAL NOT NULL,"
+		" num_device_alloc INTEGER NOT NULL, num_device_free INTEGER NOT"
+		" NULL, num_alloc_retries INTEGER NOT NULL, num_ooms INTEGER NOT"
+		" NULL, sim_time_ns INTEGER NOT NULL, wall_ms REAL NOT NULL);"
+		"INSERT INTO runs(memsim_version, kind, trace_path, trace_hash,"
+		" policy, params, cap_bytes, addresses, requests, oom_request,"
+		" peak_reserved_bytes, peak_allocated_bytes, peak_requested_bytes,"
+		" frag_at_peak, frag_mean, ext_frag_max, num_device_alloc,"
+		" num_device_free, num_alloc_retries, num_ooms, sim_time_ns,"
+		" wall_ms) VALUES"
+		" ('0.1','simulated','t','abc','pytorch','',0,'model',1,-1,1,1,1,"
+		"  0,0,0,1,0,0,0,0,1),"
+		" ('0.1','simulated','t','abc','pytorch','',0,'model',1,-1,2,1,1,"
+		"  0,0,0,1,0,0,0,0,1),"
+		" ('0.1','simulated','t','abc','pytorch','max_split_size_mb:128',"
+		"  0,'model',1,-1,3,1,1,0,0,0,1,0,0,0,0,1);";
+	ck_assert_int_eq(sqlite3_exec(s, v1, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(s);
+	msim_db_t *db;
+	char why[256];
+	ck_assert_int_eq(msim_db_open(path, &db, why, sizeof(why)), 0);
+	int existed;
+	/* The newest of the duplicates is the setting's run. */
+	ck_assert_int_eq(store(db, "", 9, MSIM_DB_SKIP, &existed), 2);
+	ck_assert_int_eq(existed, 1);
+	msim_db_close(db);
+	ck_assert_int_eq(query_int(path, "SELECT value FROM meta WHERE"
+				   " key='schema_version'"), 2);
+	ck_assert_int_eq(query_int(path, "SELECT count(*) FROM runs"), 3);
+	ck_assert_int_eq(query_int(path, "SELECT count(setting_key) FROM"
+				   " runs"), 2);
+}
+END_TEST
+
+/* Merging copies new settings with their rows and skips known ones. */
+START_TEST(test_merge)
+{
+	msim_db_t *a, *b;
+	char why[256];
+	int existed;
+	ck_assert_int_eq(msim_db_open(path, &a, why, sizeof(why)), 0);
+	ck_assert_int_eq(msim_db_open(path2, &b, why, sizeof(why)), 0);
+	store(a, "", 1, MSIM_DB_SKIP, &existed);
+	store(b, "", 1, MSIM_DB_SKIP, &existed);
+	store(b, "max_split_size_mb:128", 2, MSIM_DB_SKIP, &existed);
+	msim_db_close(b);
+	int64_t added, skipped;
+	ck_assert_int_eq(msim_db_merge(a, path2, &added, &skipped), 0);
+	ck_assert_int_eq(added, 1);
+	ck_assert_int_eq(skipped, 1);
+	ck_assert_int_eq(msim_db_merge(a, path2, &added, &skipped), 0);
+	ck_assert_int_eq(added, 0);
+	ck_assert_int_eq(msim_db_merge(a, "/nonexistent.db", &added,
+				       &skipped), MSIM_ENOTFOUND);
+	msim_db_close(a);
+	ck_assert_int_eq(query_int(path, "SELECT count(*) FROM runs"), 2);
+	ck_assert_int_eq(query_int(path, "SELECT count(*) FROM stats"),
+			 2 * 122);
+}
+END_TEST
+
+/* A sweep run in workers stores every setting once; run again, nothing
+ * runs; the sweep's runs are recorded. */
+START_TEST(test_exec_and_resume)
+{
+	const char *grid[] = {"max_split_size_mb=none,64,128,256",
+			      "garbage_collection_threshold=0,0.7"};
+	msim_sweep_t *sw = plan(grid, 2, 0, 0, 0, 0);
+	msim_sweep_opts_t o = {.db_path = path, .jobs = 2};
+	msim_sweep_result_t r;
+	char why[512];
+	ck_assert_int_eq(msim_sweep_exec(sw, &o, &r, why, sizeof(why)), 0);
+	ck_assert_uint_eq(r.ran, 8);
+	ck_assert_uint_eq(r.failed, 0);
+	ck_assert_int_eq(msim_sweep_exec(sw, &o, &r, why, sizeof(why)), 0);
+	ck_assert_uint_eq(r.ran, 0);
+	ck_assert_uint_eq(r.skipped, 8);
+	msim_sweep_destroy(sw);
+	ck_assert_int_eq(query_int(path, "SELECT count(DISTINCT setting_key)"
+				   " FROM runs"), 8);
+	ck_assert_int_eq(query_int(path, "SELECT count(*) FROM sweep_runs"), 8);
+	ck_assert_int_eq(query_int(path, "SELECT count(*) FROM sweeps"), 1);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("sweep");
+	TCase *tc = tcase_create("sweep");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_grid_order_and_dedup);
+	tcase_add_test(tc, test_shards_partition);
+	tcase_add_test(tc, test_random_is_seeded);
+	tcase_add_test(tc, test_settings_file);
+	tcase_add_test(tc, test_store_modes);
+	tcase_add_test(tc, test_migrate_schema1);
+	tcase_add_test(tc, test_merge);
+	tcase_add_test(tc, test_exec_and_resume);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
