@@ -45,6 +45,8 @@ static const struct {
 } commands[] = {
 	{"run", msim_cmd_run, "replay a trace through a policy; print, store "
 	 "and plot the figures"},
+	{"gen", msim_cmd_gen, "write a synthetic trace (model-shaped or "
+	 "statistical)"},
 	{"policies", cmd_policies, "list the policies and their parameters"},
 	{"bench", msim_cmd_bench, "measure the simulator's speed "
 	 "(requests/s, peak memory)"},
