@@ -30,7 +30,7 @@ usage_gen(FILE *fp)
 		"fp32|bf16-amp|fp16-amp|bf16\n"
 		"         [--optimizer adamw|sgd] --steps N [--checkpoint "
 		"none|every:K|sqrt|budget:BYTES]\n"
-		"         [--inference] -o FILE\n"
+		"         [--inference] [--scaler-skips N] -o FILE\n"
 		"       memsim gen random [--seed N] [--requests N] [--streams "
 		"N] [--sizes SPEC]\n"
 		"         [--lifetime MEAN] [--arrival MEAN] -o FILE\n"
@@ -76,7 +76,7 @@ static int
 gen_model_cmd(int argc, char **argv)
 {
 	enum { O_LAYERS = 256, O_HIDDEN, O_HEADS, O_KV, O_FFN, O_VOCAB, O_POS,
-	       O_IMAGE, O_OPT, O_CKPT, O_INF };
+	       O_IMAGE, O_OPT, O_CKPT, O_INF, O_SKIPS };
 	static const struct option lo[] = {
 		{"arch", required_argument, NULL, 'a'},
 		{"layers", required_argument, NULL, O_LAYERS},
@@ -94,6 +94,7 @@ gen_model_cmd(int argc, char **argv)
 		{"steps", required_argument, NULL, 'n'},
 		{"checkpoint", required_argument, NULL, O_CKPT},
 		{"inference", no_argument, NULL, O_INF},
+		{"scaler-skips", required_argument, NULL, O_SKIPS},
 		{"output", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -194,6 +195,10 @@ gen_model_cmd(int argc, char **argv)
 			break;
 		case O_INF:
 			cfg.inference = true;
+			break;
+		case O_SKIPS:
+			cfg.scaler_skips = gen_uint("--scaler-skips", optarg,
+						    0, 1000000);
 			break;
 		case 'o':
 			out = optarg;

@@ -341,9 +341,11 @@ mg_zero_grad(mg_t *m)
 }
 
 static void
-mg_optimizer(mg_t *m)
+mg_optimizer(mg_t *m, uint64_t step)
 {
 	const msim_model_cfg_t *c = m->cfg;
+	if (c->dtype == MSIM_DT_FP16_AMP && step < c->scaler_skips)
+		return; /* inf/NaN found: GradScaler skips optimizer.step() */
 	if (c->optimizer == MSIM_OPT_SGD) {
 		/* _multi_tensor_sgd: momentum_buffer = clone(grad) the first
 		 * time, then in-place foreach ops: no temporaries. */
@@ -616,7 +618,7 @@ mg_transformer(mg_t *m)
 		 * segment outputs before the head */
 		mg_tf_tail(m, &t);
 		mg_tf_backward(m, &t, m->seg);
-		mg_optimizer(m);
+		mg_optimizer(m, s);
 		int32_t *loss = mg_lookup(&t.tail, m->ts->loss,
 					  strlen(m->ts->loss));
 		mg_free(m, &m->batch_id);
@@ -717,6 +719,10 @@ rn_conv_bwd(mg_t *m, rn_conv_t *c, int64_t dy, unsigned pidx, bool stem)
 		int64_t w = mg_alloc(m, ws);
 		mg_free(m, &w);
 	}
+	if (ws) { /* the weight-gradient kernel has its own */
+		int64_t w = mg_alloc(m, ws);
+		mg_free(m, &w);
+	}
 	rn_grad(m, pidx, c->cout * c->cin * c->k * c->k * 2);
 	mg_free(m, &dbn);
 	mg_free(m, &c->wcast);
@@ -812,6 +818,7 @@ mg_resnet50(mg_t *m)
 		int64_t fcw = amp ? mg_alloc(m, 1000 * 2048 * 2) : -1;
 		int64_t fcb = amp ? mg_alloc(m, 1000 * 2) : -1;
 		int64_t logits = mg_alloc(m, B * 1000 * a);
+		mg_workspace(m, false);
 		int64_t lf = amp ? mg_alloc(m, B * 1000 * 4) : -1;
 		int64_t lsm = mg_alloc(m, B * 1000 * 4);
 		int64_t loss = mg_alloc(m, 4);
@@ -833,6 +840,7 @@ mg_resnet50(mg_t *m)
 		else
 			g3 = g2;
 		unsigned pi = m->np - 2;
+		mg_workspace(m, true);
 		int64_t dav = mg_alloc(m, B * 2048 * a);
 		rn_grad(m, pi, 1000 * 2048 * 2);
 		rn_grad(m, pi + 1, 1000 * 2);
@@ -886,7 +894,7 @@ mg_resnet50(mg_t *m)
 		mg_free(m, &seed);
 		mg_free(m, &scaled);
 		mg_scaler_step(m, true);
-		mg_optimizer(m);
+		mg_optimizer(m, step);
 		mg_scaler_step(m, false);
 		mg_free(m, &x);
 		mg_free(m, &y);
@@ -906,6 +914,7 @@ msim_model_defaults(msim_model_cfg_t *cfg, int arch)
 	cfg->nseq = 1;
 	cfg->steps = 1;
 	cfg->image = 224;
+	cfg->scaler_skips = 3;
 	switch (arch) {
 	case MSIM_ARCH_LLAMA:
 		cfg->layers = 32, cfg->hidden = 4096, cfg->heads = 32;

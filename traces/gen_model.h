@@ -64,6 +64,11 @@ typedef struct msim_model_cfg_s {
 	uint64_t steps;     /* training steps or inference batches */
 	msim_ckpt_t ckpt;   /* activation checkpointing */
 	bool inference;     /* no_grad forward only */
+	/* fp16-amp: the first optimizer steps GradScaler skips because the
+	 * gradients overflow at its initial scale of 2^16 (the scale halves
+	 * each time; no optimizer state is created until a step runs).  A
+	 * freshly initialised ResNet-50 skipped all of its first 3. */
+	uint64_t scaler_skips;
 } msim_model_cfg_t;
 
 enum { MSIM_OPT_ADAMW = 0, MSIM_OPT_SGD = 1 };
