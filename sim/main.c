@@ -14,11 +14,20 @@
 
 #include "policies/policy.h"
 #include "sim/cli.h"
+#include "traces/strategy.h"
 
 static void
 print_policies(void)
 {
 	for (const msim_policy_ops_t *const *p = msim_policy_list(); *p; p++) {
+		printf("%s: %s\n", (*p)->name, (*p)->summary);
+		for (const msim_param_spec_t *s = (*p)->params; s && s->name;
+		     s++)
+			printf("  %-36s default %-8s %s\n", s->name, s->def,
+			       s->help);
+	}
+	printf("\nstrategies (memsim gen model; sweep keys):\n");
+	for (const msim_strategy_t *const *p = msim_strategy_list(); *p; p++) {
 		printf("%s: %s\n", (*p)->name, (*p)->summary);
 		for (const msim_param_spec_t *s = (*p)->params; s && s->name;
 		     s++)

@@ -78,5 +78,23 @@ $MEMSIM policies | grep -q "max_split_size_mb" || fail "policies"
 $MEMSIM --version | grep -q "memsim" || fail "--version"
 $MEMSIM frobnicate >/dev/null 2>&1 && fail "unknown command accepted"
 
+# Generators: a tiny model replays; bad parameters name the option.
+$MEMSIM gen model --arch gpt2 --layers 2 --hidden 64 --heads 4 --vocab 100 \
+	--positions 32 --batch 2 --seq 16,8 --dtype bf16-amp --steps 2 \
+	--checkpoint every:1 -o "$tmp/gen.csv" 2>/dev/null || fail "gen model"
+$MEMSIM run "$tmp/gen.csv" | grep -q "allocated" || fail "run of gen model"
+$MEMSIM gen random --seed 7 --requests 500 --streams 2 -o "$tmp/rnd.csv" \
+	2>/dev/null || fail "gen random"
+$MEMSIM run "$tmp/rnd.csv" | grep -q "allocated" || fail "run of gen random"
+expect_error "--checkpoint: 'every:x' is not" $MEMSIM gen model --arch gpt2 \
+	--checkpoint every:x -o "$tmp/x.csv"
+expect_error "--dtype: unknown dtype 'fp8'" $MEMSIM gen model --arch gpt2 \
+	--dtype fp8 -o "$tmp/x.csv"
+expect_error "--seq: 2048 is not in .1, --positions=1024." $MEMSIM gen model \
+	--arch gpt2 --seq 2048 -o "$tmp/x.csv"
+expect_error "--sizes: 'lognormal:x' is not" $MEMSIM gen random \
+	--sizes lognormal:x -o "$tmp/x.csv"
+$MEMSIM policies | grep -q "^checkpoint:" || fail "policies: strategies"
+
 [ "$fails" -eq 0 ] && echo "cli: all passed"
 exit "$fails"

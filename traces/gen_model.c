@@ -1056,7 +1056,7 @@ msim_model_schedule(const msim_model_cfg_t *c, uint32_t *seg, char *why,
 	 * last L - m stored (backward reaches them first); the least
 	 * recomputation (m) whose one-step peak fits, then the lowest peak. */
 	msim_model_cfg_t one = *c;
-	one.steps = 1;
+	one.steps = c->steps < 2 ? c->steps : 2; /* with optimizer state */
 	uint32_t *cand = malloc(L * sizeof(*cand));
 	if (!cand)
 		return MSIM_ENOMEM;

@@ -94,7 +94,8 @@ int msim_model_generate(const msim_model_cfg_t *cfg, msim_gen_t *g, char *why,
  * not checkpointed, or is inside a segment).  For BUDGET it searches
  * schedules (a prefix of the layers checkpointed in segments of k, the rest
  * stored) for the least recomputation whose generated peak fits, measuring
- * each by a dry run of one step.  Returns 0, or MSIM_EINVAL when nothing
+ * each by a dry run of up to two steps (optimizer state included).
+ * Returns 0, or MSIM_EINVAL when nothing
  * fits (why says the smallest peak reachable).
  */
 int msim_model_schedule(const msim_model_cfg_t *cfg, uint32_t *seg_out,
