@@ -56,6 +56,8 @@ typedef struct mg_s {
 	bool opt_state;    /* optimizer state exists */
 	int64_t *state;    /* ids of the optimizer state, 2 a parameter */
 	int64_t scaler[2]; /* GradScaler's scale and growth tracker */
+	int64_t found_inf, inv_scale; /* GradScaler's, during a step */
+	struct mg_tf_s *tf; /* the transformer being generated */
 	const uint32_t *seg;
 	int err;
 	char *why;
@@ -395,15 +397,14 @@ mg_scaler_scale(mg_t *m)
 static void
 mg_scaler_step(mg_t *m, bool before)
 {
-	static int64_t found_inf = -1, inv = -1;
 	if (m->cfg->dtype != MSIM_DT_FP16_AMP)
 		return;
 	if (before) {
-		inv = mg_alloc(m, 4);
-		found_inf = mg_alloc(m, 4);
+		m->inv_scale = mg_alloc(m, 4);
+		m->found_inf = mg_alloc(m, 4);
 	} else {
-		mg_free(m, &inv);
-		mg_free(m, &found_inf);
+		mg_free(m, &m->inv_scale);
+		mg_free(m, &m->found_inf);
 	}
 }
 
@@ -414,12 +415,10 @@ typedef struct mg_tf_s {
 	uint64_t L;
 } mg_tf_t;
 
-static mg_tf_t *mg_cur_tf;
-
 static void
 mg_exit_all(mg_t *m)
 {
-	mg_tf_t *t = mg_cur_tf;
+	mg_tf_t *t = m->tf;
 	for (uint64_t i = 0; t && i < t->L; i++)
 		mg_cast_exit(m, &t->fwd[i]);
 }
@@ -565,7 +564,7 @@ mg_transformer(mg_t *m)
 		mg_fail(m, MSIM_ENOMEM, "out of host memory");
 		goto out;
 	}
-	mg_cur_tf = &t;
+	m->tf = &t;
 	uint64_t H = m->H, F = m->F, Q = m->Q;
 	bool bert = c->arch == MSIM_ARCH_BERT;
 	/* parameters, in module order */
@@ -630,7 +629,7 @@ mg_transformer(mg_t *m)
 		mg_tf_free_all(m, &t); /* nothing should be left; be safe */
 	}
 out:
-	mg_cur_tf = NULL;
+	m->tf = NULL;
 	free(t.fwd);
 	free(t.bwd);
 }
@@ -1001,6 +1000,7 @@ mg_generate(const msim_model_cfg_t *c, msim_gen_t *g, const uint32_t *seg,
 	m.a = (amp || c->dtype == MSIM_DT_BF16) ? 2 : 4;
 	m.batch_id = -1;
 	m.scaler[0] = m.scaler[1] = -1;
+	m.found_inf = m.inv_scale = -1;
 	m.psize = calloc(MG_MAXPARAM, sizeof(*m.psize));
 	m.grad = malloc(MG_MAXPARAM * sizeof(*m.grad));
 	m.state = malloc(2 * MG_MAXPARAM * sizeof(*m.state));
@@ -1018,7 +1018,8 @@ mg_generate(const msim_model_cfg_t *c, msim_gen_t *g, const uint32_t *seg,
 		mg_transformer(&m);
 	}
 	if (!m.err && g->failed)
-		mg_fail(&m, MSIM_ENOMEM, "out of host memory");
+		mg_fail(&m, MSIM_ENOMEM, "out of host memory (or a tensor "
+			"freed twice: a generator bug)");
 out:
 	free(m.psize);
 	free(m.grad);
