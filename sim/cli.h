@@ -35,5 +35,7 @@ int msim_cmd_merge(int argc, char **argv);
 int msim_cmd_report(int argc, char **argv);
 int msim_cmd_plot(int argc, char **argv);
 int msim_cmd_tune(int argc, char **argv);
+int msim_cmd_gen(int argc, char **argv);
+int msim_cmd_gen_random(int argc, char **argv);
 
 #endif

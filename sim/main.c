@@ -14,11 +14,20 @@
 
 #include "policies/policy.h"
 #include "sim/cli.h"
+#include "traces/strategy.h"
 
 static void
 print_policies(void)
 {
 	for (const msim_policy_ops_t *const *p = msim_policy_list(); *p; p++) {
+		printf("%s: %s\n", (*p)->name, (*p)->summary);
+		for (const msim_param_spec_t *s = (*p)->params; s && s->name;
+		     s++)
+			printf("  %-36s default %-8s %s\n", s->name, s->def,
+			       s->help);
+	}
+	printf("\nstrategies (memsim gen model; sweep keys):\n");
+	for (const msim_strategy_t *const *p = msim_strategy_list(); *p; p++) {
 		printf("%s: %s\n", (*p)->name, (*p)->summary);
 		for (const msim_param_spec_t *s = (*p)->params; s && s->name;
 		     s++)
@@ -56,6 +65,8 @@ static const struct {
 	{"plot", msim_cmd_plot, "figures from a database through gnuplot"},
 	{"tune", msim_cmd_tune, "recommend the PYTORCH_CUDA_ALLOC_CONF with "
 	 "the lowest peak under a cap"},
+	{"gen", msim_cmd_gen, "write a synthetic trace (model-shaped or "
+	 "statistical)"},
 	{"policies", cmd_policies, "list the policies and their parameters"},
 	{"bench", msim_cmd_bench, "measure the simulator's speed "
 	 "(requests/s, peak memory)"},

@@ -1,0 +1,244 @@
+/*
+ * memsim gen: writes synthetic traces.  `gen model` runs the model-shaped
+ * generator (traces/gen_model.h), `gen random` the statistical one
+ * (traces/gen_random.h); both write the device-trace CSV that `memsim run`
+ * reads, and print the generated peak and the recomputation.
+ */
+#include <config.h>
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/cli.h"
+#include "sim/error.h"
+#include "traces/gen.h"
+#include "traces/gen_model.h"
+#include "traces/gen_random.h"
+
+static void
+usage_gen(FILE *fp)
+{
+	fprintf(fp,
+		"usage: memsim gen model --arch gpt2|llama|bert|resnet50 "
+		"[--layers N --hidden N\n"
+		"         --heads N --kv-heads N --ffn N --vocab N "
+		"--positions N] --batch N\n"
+		"         [--seq N[,N...]] [--image N] --dtype "
+		"fp32|bf16-amp|fp16-amp|bf16\n"
+		"         [--optimizer adamw|sgd] --steps N [--checkpoint "
+		"none|every:K|sqrt|budget:BYTES]\n"
+		"         [--inference] [--scaler-skips N] -o FILE\n"
+		"       memsim gen random [--seed N] [--requests N] [--streams "
+		"N] [--sizes SPEC]\n"
+		"         [--lifetime MEAN] [--arrival MEAN] -o FILE\n"
+		"\n"
+		"Writes a device-trace CSV (seq,time_us,action,addr,size,stream) "
+		"that `memsim run`\n"
+		"replays.  A list of sequence lengths means one a step, "
+		"repeating.\n"
+		"random --sizes: lognormal:MU:SIGMA (bytes = exp(N(MU,SIGMA))) "
+		"or\n"
+		"classes:SIZE@WEIGHT/SIZE@WEIGHT/... (default "
+		"lognormal:14:2.5).\n");
+}
+
+static uint64_t
+gen_uint(const char *opt, const char *text, uint64_t min, uint64_t max)
+{
+	char *end;
+	unsigned long long v = strtoull(text, &end, 10);
+	if (end == text || *end || text[0] == '-')
+		msim_cli_die("%s: '%s' is not a whole number", opt, text);
+	if (v < min || v > max)
+		msim_cli_die("%s: %llu is not in [%llu, %llu]", opt, v,
+			     (unsigned long long)min, (unsigned long long)max);
+	return v;
+}
+
+static int
+gen_write(msim_gen_t *g, const char *out)
+{
+	FILE *fp = strcmp(out, "-") ? fopen(out, "w") : stdout;
+	if (!fp)
+		msim_cli_die("-o: cannot open '%s' for writing", out);
+	int rc = msim_gen_write_csv(g, fp);
+	if (fp != stdout && fclose(fp))
+		rc = MSIM_EIO;
+	if (rc)
+		msim_cli_die("-o: writing '%s' failed", out);
+	return 0;
+}
+
+static int
+gen_model_cmd(int argc, char **argv)
+{
+	enum { O_LAYERS = 256, O_HIDDEN, O_HEADS, O_KV, O_FFN, O_VOCAB, O_POS,
+	       O_IMAGE, O_OPT, O_CKPT, O_INF, O_SKIPS };
+	static const struct option lo[] = {
+		{"arch", required_argument, NULL, 'a'},
+		{"layers", required_argument, NULL, O_LAYERS},
+		{"hidden", required_argument, NULL, O_HIDDEN},
+		{"heads", required_argument, NULL, O_HEADS},
+		{"kv-heads", required_argument, NULL, O_KV},
+		{"ffn", required_argument, NULL, O_FFN},
+		{"vocab", required_argument, NULL, O_VOCAB},
+		{"positions", required_argument, NULL, O_POS},
+		{"batch", required_argument, NULL, 'b'},
+		{"seq", required_argument, NULL, 's'},
+		{"image", required_argument, NULL, O_IMAGE},
+		{"dtype", required_argument, NULL, 'd'},
+		{"optimizer", required_argument, NULL, O_OPT},
+		{"steps", required_argument, NULL, 'n'},
+		{"checkpoint", required_argument, NULL, O_CKPT},
+		{"inference", no_argument, NULL, O_INF},
+		{"scaler-skips", required_argument, NULL, O_SKIPS},
+		{"output", required_argument, NULL, 'o'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	/* the arch first: its defaults come before the other options */
+	int arch = -1;
+	for (int i = 1; i + 1 < argc; i++)
+		if (!strcmp(argv[i], "--arch")) {
+			const char *s = argv[i + 1];
+			arch = !strcmp(s, "gpt2") ? MSIM_ARCH_GPT2
+			       : !strcmp(s, "llama") ? MSIM_ARCH_LLAMA
+			       : !strcmp(s, "bert") ? MSIM_ARCH_BERT
+			       : !strcmp(s, "resnet50") ? MSIM_ARCH_RESNET50
+			       : -2;
+			if (arch == -2)
+				msim_cli_die("--arch: unknown architecture "
+					     "'%s' (gpt2, llama, bert, "
+					     "resnet50)", s);
+		}
+	msim_model_cfg_t cfg;
+	msim_model_defaults(&cfg, arch < 0 ? MSIM_ARCH_GPT2 : arch);
+	const char *out = NULL;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "a:b:s:d:n:o:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'a':
+			break;
+		case O_LAYERS:
+			cfg.layers = gen_uint("--layers", optarg, 1, 1000);
+			break;
+		case O_HIDDEN:
+			cfg.hidden = gen_uint("--hidden", optarg, 1, 1 << 20);
+			break;
+		case O_HEADS:
+			cfg.heads = gen_uint("--heads", optarg, 1, 4096);
+			break;
+		case O_KV:
+			cfg.kv_heads = gen_uint("--kv-heads", optarg, 1, 4096);
+			break;
+		case O_FFN:
+			cfg.ffn = gen_uint("--ffn", optarg, 1, 1 << 22);
+			break;
+		case O_VOCAB:
+			cfg.vocab = gen_uint("--vocab", optarg, 1, 1 << 24);
+			break;
+		case O_POS:
+			cfg.positions = gen_uint("--positions", optarg, 1,
+						 1 << 24);
+			break;
+		case 'b':
+			cfg.batch = gen_uint("--batch", optarg, 1, 1 << 20);
+			break;
+		case 's': {
+			char buf[1024];
+			snprintf(buf, sizeof(buf), "%s", optarg);
+			cfg.nseq = 0;
+			for (char *t = strtok(buf, ","); t;
+			     t = strtok(NULL, ",")) {
+				if (cfg.nseq == MSIM_MODEL_MAXSEQ)
+					msim_cli_die("--seq: at most %d "
+						     "lengths",
+						     MSIM_MODEL_MAXSEQ);
+				cfg.seq[cfg.nseq++] =
+					gen_uint("--seq", t, 1, 1 << 24);
+			}
+			if (!cfg.nseq)
+				msim_cli_die("--seq: no length given");
+			break;
+		}
+		case O_IMAGE:
+			cfg.image = gen_uint("--image", optarg, 32, 4096);
+			break;
+		case 'd':
+			cfg.dtype = msim_dtype_parse(optarg);
+			if (cfg.dtype < 0)
+				msim_cli_die("--dtype: unknown dtype '%s' "
+					     "(fp32, bf16-amp, fp16-amp, "
+					     "bf16)", optarg);
+			break;
+		case O_OPT:
+			if (!strcmp(optarg, "adamw"))
+				cfg.optimizer = MSIM_OPT_ADAMW;
+			else if (!strcmp(optarg, "sgd"))
+				cfg.optimizer = MSIM_OPT_SGD;
+			else
+				msim_cli_die("--optimizer: unknown optimizer "
+					     "'%s' (adamw, sgd)", optarg);
+			break;
+		case 'n':
+			cfg.steps = gen_uint("--steps", optarg, 1, 1000000);
+			break;
+		case O_CKPT:
+			if (msim_ckpt_parse(optarg, &cfg.ckpt))
+				msim_cli_die("--checkpoint: '%s' is not none, "
+					     "every:K, sqrt or budget:BYTES",
+					     optarg);
+			break;
+		case O_INF:
+			cfg.inference = true;
+			break;
+		case O_SKIPS:
+			cfg.scaler_skips = gen_uint("--scaler-skips", optarg,
+						    0, 1000000);
+			break;
+		case 'o':
+			out = optarg;
+			break;
+		case 'h':
+			usage_gen(stdout);
+			return 0;
+		default:
+			usage_gen(stderr);
+			return 2;
+		}
+	}
+	if (arch < 0)
+		msim_cli_die("--arch: required (gpt2, llama, bert, resnet50)");
+	if (!out)
+		msim_cli_die("-o: an output file is required");
+	char why[256] = "";
+	msim_gen_t g;
+	msim_gen_init(&g, false);
+	int rc = msim_model_generate(&cfg, &g, why, sizeof(why));
+	if (rc)
+		msim_cli_die("%s", why[0] ? why : msim_strerror(rc));
+	gen_write(&g, out);
+	fprintf(stderr, "memsim gen: %zu requests, peak allocated %" PRIu64
+		" bytes, recompute %" PRIu64 " layer-forwards\n", g.n, g.peak,
+		g.recompute);
+	msim_gen_clear(&g);
+	return 0;
+}
+
+int
+msim_cmd_gen(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		usage_gen(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	if (!strcmp(argv[1], "model"))
+		return gen_model_cmd(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "random"))
+		return msim_cmd_gen_random(argc - 1, argv + 1);
+	msim_cli_die("gen: unknown generator '%s' (model, random)", argv[1]);
+}

@@ -1,0 +1,46 @@
+/*
+ * The tensor scripts of the transformer models (gen_model_scripts.c): for
+ * each phase of a step, the allocations and frees PyTorch 2.11 makes, in
+ * its order, with sizes as products of the model's dimensions.  They were
+ * read off the ground-truth recordings (GPT-2 with HF transformers 5 on an
+ * H200; BERT-base) op by op, and are interpreted by gen_model.c.
+ *
+ * Syntax: whitespace-separated tokens.
+ *   name=EXPR   allocate a tensor of EXPR bytes, named in the current scope
+ *   Gk=EXPR     the gradient of the scope's k-th parameter (kept until
+ *               zero_grad); GAk names absolute parameter k
+ *   -REF        free the tensor REF (a name not found is ignored: the
+ *               first and last layers have no neighbour to free)
+ *   !ws !wsb    the cuBLAS workspace of the forward (32 MiB + the 1 MiB
+ *               cuBLASLt one) or backward thread (32 MiB), the first time
+ *   !exit       autocast exits: its cache frees the casts nobody saved
+ *   !batch      the input batch is freed (inference loop's `del x`)
+ * REF prefixes: none = this scope; ^ the previous scope of the same kind
+ * (layer i-1 in forward, i+1 in backward); ^^ two back; @ this layer's
+ * forward; @> the next layer's forward (or the head); @< the previous
+ * layer's forward (or the embeddings); & the embeddings; % the head.
+ * EXPR: factors joined by '*': integers or B T T1(T+1) H N F V P Q (qkv
+ * width) HN (H+N) a (activation bytes) p (parameter bytes) WH WF WQ
+ * (cuBLASLt bias-gradient workspaces) SH SF SQ (their 1/32 companions)
+ * EM1 EM2 EM3 (embedding-backward sort buffers).
+ */
+#ifndef MSIM_TRACES_GEN_MODEL_SCRIPTS_H
+#define MSIM_TRACES_GEN_MODEL_SCRIPTS_H
+
+typedef struct msim_tscripts_s {
+	const char *pre;     /* embeddings */
+	const char *layer;   /* one block, forward */
+	const char *tail;    /* final norm, head, loss, loss backward */
+	const char *layer_bwd; /* one block, backward */
+	const char *pre_bwd; /* embeddings backward */
+	const char *out;     /* name of a block's output */
+	const char *loss;    /* name of the loss in the head scope */
+	const char *casts;   /* names autocast frees at exit (space sep) */
+	unsigned layer_params; /* parameters a block */
+} msim_tscripts_t;
+
+extern const msim_tscripts_t msim_gpt2_fp32;  /* also pure bf16 (a = 2) */
+extern const msim_tscripts_t msim_gpt2_amp;   /* autocast, a = 2 */
+extern const msim_tscripts_t msim_bert_infer; /* no_grad encoder */
+
+#endif
