@@ -22,14 +22,6 @@
 #include "sim/metrics.h"
 #include "sim/types.h"
 
-/* Where requests come from.  next returns 1, 0 at the end, or an error
- * described by errmsg. */
-typedef struct msim_source_s {
-	int (*next)(void *ctx, msim_req_t *req_out);
-	const char *(*errmsg)(void *ctx);
-	void *ctx;
-} msim_source_t;
-
 typedef struct msim_sim_config_s {
 	msim_source_t source;
 	const msim_policy_ops_t *policy; /* NULL: pytorch */

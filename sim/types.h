@@ -54,6 +54,17 @@ typedef struct msim_req_s {
 } msim_req_t;
 
 /*
+ * Where requests come from: a trace reader, a generator, a transform of
+ * another source.  next returns 1, 0 at the end, or an error described by
+ * errmsg.  The engine takes any source.
+ */
+typedef struct msim_source_s {
+	int (*next)(void *ctx, msim_req_t *req_out);
+	const char *(*errmsg)(void *ctx);
+	void *ctx;
+} msim_source_t;
+
+/*
  * One statistic as PyTorch keeps it: Stat {current, peak, allocated,
  * freed}.  On the hot path only current, peak and freed move: allocated is
  * always current + freed, so msim_stats_finish() fills it in when the

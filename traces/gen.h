@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "sim/engine.h"
+#include "sim/types.h"
 #include "sim/types.h"
 
 typedef struct msim_gen_s {
