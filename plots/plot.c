@@ -85,7 +85,8 @@ plot_ready(const char *plots_dir, const char *gnuplot, const char *out,
 {
 	if (!gnuplot || !*gnuplot || !strcmp(gnuplot, "no")) {
 		snprintf(why, whylen, "gnuplot is not installed (Debian: "
-			 "apt-get install gnuplot-nox)");
+			 "apt-get install gnuplot-nox); `memsim plot --export "
+			 "FILE` writes the data, `memsim report` the figures");
 		return MSIM_ENOTSUP;
 	}
 	if (!plot_ext(out)) {
@@ -115,50 +116,6 @@ msim_plot_compare(const char *plots_dir, const char *gnuplot,
 			(char *)timelines, (char *)out,
 			(char *)(title ? title : ""), NULL};
 	return run_gnuplot(gnuplot, argv, why, whylen);
-}
-
-int
-msim_plot_curve(msim_db_t *db, int64_t run_id, const char *plots_dir,
-		const char *gnuplot, const char *out, const char *title,
-		char *why, size_t whylen)
-{
-	if (!gnuplot || !*gnuplot || !strcmp(gnuplot, "no")) {
-		snprintf(why, whylen, "gnuplot is not installed (Debian: "
-			 "apt-get install gnuplot-nox); the data is in the "
-			 "database");
-		return MSIM_ENOTSUP;
-	}
-	if (!plot_ext(out)) {
-		snprintf(why, whylen, "%s: the plot must end in .png, .svg or "
-			 ".pdf", out);
-		return MSIM_EINVAL;
-	}
-	if (!plots_dir) {
-		snprintf(why, whylen, "cannot find the gnuplot scripts (set "
-			 "MEMSIM_PLOTS_DIR)");
-		return MSIM_ENOTFOUND;
-	}
-	char csv[] = "/tmp/memsim-curve-XXXXXX";
-	int fd = mkstemp(csv);
-	if (fd < 0) {
-		snprintf(why, whylen, "cannot create a temporary file: %s",
-			 strerror(errno));
-		return MSIM_EIO;
-	}
-	close(fd);
-	int rc = msim_db_export_timeline(db, run_id, csv);
-	if (rc) {
-		snprintf(why, whylen, "%s", msim_db_errmsg(db));
-		unlink(csv);
-		return rc;
-	}
-	char script[4096];
-	snprintf(script, sizeof(script), "%s/curve.gp", plots_dir);
-	char *argv[] = {(char *)gnuplot, "-c", script, csv, (char *)out,
-			(char *)(title ? title : ""), NULL};
-	rc = run_gnuplot(gnuplot, argv, why, whylen);
-	unlink(csv);
-	return rc;
 }
 
 /* ---------------------------------------------------------------- */
@@ -734,17 +691,9 @@ int
 msim_plot_draw(msim_db_t *db, const msim_plot_req_t *r, char *why,
 	       size_t whylen)
 {
-	if (!r->gnuplot || !*r->gnuplot || !strcmp(r->gnuplot, "no")) {
-		snprintf(why, whylen, "gnuplot is not installed (Debian: "
-			 "apt-get install gnuplot-nox); `memsim plot --export "
-			 "FILE` writes the data, `memsim report` the figures");
-		return MSIM_ENOTSUP;
-	}
-	if (!plot_ext(r->out)) {
-		snprintf(why, whylen, "%s: the plot must end in .png, .svg or "
-			 ".pdf", r->out);
-		return MSIM_EINVAL;
-	}
+	int rc = plot_ready(r->plots_dir, r->gnuplot, r->out, why, whylen);
+	if (rc)
+		return rc;
 	if (r->size) {
 		unsigned w, h;
 		char tail;
@@ -754,11 +703,6 @@ msim_plot_draw(msim_db_t *db, const msim_plot_req_t *r, char *why,
 				 "e.g. 1200x700", r->size);
 			return MSIM_EINVAL;
 		}
-	}
-	if (!r->plots_dir) {
-		snprintf(why, whylen, "cannot find the gnuplot scripts (set "
-			 "MEMSIM_PLOTS_DIR)");
-		return MSIM_ENOTFOUND;
 	}
 	if (r->kind < 0 || r->kind > MSIM_PLOT_SEGMENTS) {
 		snprintf(why, whylen, "unknown kind of plot");
@@ -773,8 +717,7 @@ msim_plot_draw(msim_db_t *db, const msim_plot_req_t *r, char *why,
 	}
 	close(fd);
 	char title[2048];
-	int rc = msim_plot_export(db, r, csv, title, sizeof(title), why,
-				  whylen);
+	rc = msim_plot_export(db, r, csv, title, sizeof(title), why, whylen);
 	if (rc) {
 		unlink(csv);
 		return rc;

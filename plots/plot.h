@@ -17,15 +17,6 @@
 const char *msim_plot_dir(const char *const *dirs);
 
 /*
- * Plots run_id's fragmentation curve (allocated and reserved bytes, and
- * 1 - allocated/reserved, over requests) into out.  Returns 0, or an error
- * with why filled (gnuplot missing, bad extension, database error).
- */
-int msim_plot_curve(msim_db_t *db, int64_t run_id, const char *plots_dir,
-		    const char *gnuplot, const char *out, const char *title,
-		    char *why, size_t whylen);
-
-/*
  * The overlaid plot of `memsim compare`: runs compare.gp on summary (no
  * header; one row per policy: policy,peak_reserved,peak_allocated,
  * frag_at_peak,device_calls,time_ms) and timelines (one block per policy, separated by

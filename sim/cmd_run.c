@@ -361,9 +361,13 @@ msim_cmd_run(int argc, char **argv)
 		char title[2048];
 		snprintf(title, sizeof(title), "%s: %s %s", path, ops->name,
 			 canon);
-		if (msim_plot_curve(db, run_id, msim_plot_dir(dirs),
-				    GNUPLOT_PATH, o.plot, title, why,
-				    sizeof(why)))
+		msim_plot_req_t pr = {
+			.kind = MSIM_PLOT_CURVE, .runs = &run_id, .nruns = 1,
+			.out = o.plot, .title = title,
+			.plots_dir = msim_plot_dir(dirs),
+			.gnuplot = GNUPLOT_PATH,
+		};
+		if (msim_plot_draw(db, &pr, why, sizeof(why)))
 			msim_cli_die("--plot: %s", why);
 		if (!o.json)
 			printf("plotted    %s\n", o.plot);
