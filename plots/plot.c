@@ -103,6 +103,21 @@ plot_ready(const char *plots_dir, const char *gnuplot, const char *out,
 }
 
 int
+msim_plot_run(const char *plots_dir, const char *gnuplot, const char *name,
+	      const char *data, const char *out, const char *title, char *why,
+	      size_t whylen)
+{
+	int rc = plot_ready(plots_dir, gnuplot, out, why, whylen);
+	if (rc)
+		return rc;
+	char script[4096];
+	snprintf(script, sizeof(script), "%s/%s.gp", plots_dir, name);
+	char *argv[] = {(char *)gnuplot, "-c", script, (char *)data, (char *)out,
+			(char *)(title ? title : ""), NULL};
+	return run_gnuplot(gnuplot, argv, why, whylen);
+}
+
+int
 msim_plot_compare(const char *plots_dir, const char *gnuplot,
 		  const char *summary, const char *timelines, const char *out,
 		  const char *title, char *why, size_t whylen)

@@ -16,6 +16,13 @@
  * of dirs (NULL-terminated) that has curve.gp.  Returns NULL if none. */
 const char *msim_plot_dir(const char *const *dirs);
 
+/* Runs plots/NAME.gp on data into out (after the checks every plot makes:
+ * gnuplot there, a known extension, the scripts found).  Returns 0, or an
+ * error with why filled. */
+int msim_plot_run(const char *plots_dir, const char *gnuplot,
+		  const char *name, const char *data, const char *out,
+		  const char *title, char *why, size_t whylen);
+
 /*
  * The overlaid plot of `memsim compare`: runs compare.gp on summary (no
  * header; one row per policy: policy,peak_reserved,peak_allocated,

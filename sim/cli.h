@@ -33,6 +33,10 @@ int msim_cmd_compare(int argc, char **argv);
 int msim_cmd_sweep(int argc, char **argv);
 int msim_cmd_merge(int argc, char **argv);
 int msim_cmd_report(int argc, char **argv);
+/* memsim report --compare (sim/cmd_report_compare.c). */
+struct msim_db_s;
+int msim_report_compare(struct msim_db_s *db, int json, int csv,
+			const char *plot);
 int msim_cmd_plot(int argc, char **argv);
 int msim_cmd_tune(int argc, char **argv);
 int msim_cmd_gen(int argc, char **argv);

@@ -37,6 +37,14 @@ usage_report(FILE *fp)
 		"                    `memsim run --json` and the run's "
 		"settings\n"
 		"      --csv         CSV with a header line\n"
+		"      --compare     each measured run (memsim validate) beside "
+		"a fresh\n"
+		"                    simulation of the same trace and setting: "
+		"exact or\n"
+		"                    the difference in %%\n"
+		"  -o, --plot OUT    with --compare: measured and simulated "
+		"peaks as bars\n"
+		"                    (.png, .svg, .pdf)\n"
 		"  -h, --help        this help\n");
 }
 
@@ -245,15 +253,18 @@ msim_cmd_report(int argc, char **argv)
 		{"sweep", required_argument, NULL, 's'},
 		{"json", no_argument, NULL, 'J'},
 		{"csv", no_argument, NULL, 'V'},
+		{"compare", no_argument, NULL, 'C'},
+		{"plot", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *path = NULL;
 	int64_t *runs = NULL, sweep = -1;
 	size_t nruns = 0;
-	int json = 0, csv = 0, c;
+	int json = 0, csv = 0, compare = 0, c;
+	const char *plot = NULL;
 	char *end;
-	while ((c = getopt_long(argc, argv, "d:r:s:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:r:s:o:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd': path = optarg; break;
 		case 'r': {
@@ -276,6 +287,8 @@ msim_cmd_report(int argc, char **argv)
 			break;
 		case 'J': json = 1; break;
 		case 'V': csv = 1; break;
+		case 'C': compare = 1; break;
+		case 'o': plot = optarg; break;
 		case 'h': usage_report(stdout); return 0;
 		default: usage_report(stderr); return 2;
 		}
@@ -290,6 +303,15 @@ msim_cmd_report(int argc, char **argv)
 	msim_db_t *mdb;
 	if (msim_db_open_existing(path, &mdb, why, sizeof(why)))
 		msim_cli_die("%s", why);
+	if (plot && !compare)
+		msim_cli_die("--plot goes with --compare (memsim plot draws the "
+			     "other figures)");
+	if (compare) {
+		int rc = msim_report_compare(mdb, json, csv, plot);
+		msim_db_close(mdb);
+		free(runs);
+		return rc;
+	}
 	sqlite3 *db = msim_db_handle(mdb);
 	sqlite3_stmt *q;
 	const char *sql = sweep > 0

@@ -86,6 +86,19 @@ expect_error "policy 'bfc' is not compared" $MEMSIM compare -p naive -c bfc=allo
 expect_error "page_size_kb" $MEMSIM compare -p naive -c naive=page_size_kb:3 "$trace"
 expect_error "a calibration needs at least 3 sizes" $MEMSIM compare --calibration "$trace" "$trace"
 
+# report --compare: the H200 measurements beside fresh simulations.
+cp "$DATA/validate/measured.db" "$tmp/measured.db"
+(cd "$DATA/../.." && $MEMSIM report --db "$tmp/measured.db" --compare \
+	-o "$tmp/validate.svg") >"$tmp/cmp.txt" || fail "report --compare"
+grep -q "^35 of 46 measured runs reproduced exactly" "$tmp/cmp.txt" ||
+	fail "report --compare: $(tail -1 "$tmp/cmp.txt")"
+[ "$(grep -c ' torch .* exact  122/122   equal' "$tmp/cmp.txt")" -eq 34 ] ||
+	fail "report --compare: not every torch run exact"
+grep -q "<svg" "$tmp/validate.svg" || fail "report --compare: no plot"
+(cd "$DATA/../.." && $MEMSIM report --db "$tmp/measured.db" --compare --json) |
+	grep -c '"exact": true' | grep -q '^35$' || fail "report --compare --json"
+expect_error "no measured runs" $MEMSIM report --db "$tmp/runs.db" --compare
+
 # Help and usage.
 $MEMSIM run --help | grep -q -- "--alloc-conf" || fail "run --help"
 $MEMSIM policies | grep -q "max_split_size_mb" || fail "policies"

@@ -1,0 +1,377 @@
+/*
+ * memsim report --compare: every measured run of a database (memsim
+ * validate) beside a simulation of the same trace under the same setting,
+ * made afresh: the policy that models the measured allocator (torch mode:
+ * pytorch; raw: naive; async: cuda-async), requests only (alloc and
+ * free_completed, as validate replays them), the measured run's cap and
+ * device capacity.  Each figure is an exact match or a difference in %;
+ * for torch mode all 122 memory_stats() keys and the device events are
+ * compared too.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "plots/plot.h"
+#include "policies/policy.h"
+#include "sim/cli.h"
+#include "sim/engine.h"
+#include "sim/error.h"
+#include "sim/metrics.h"
+#include "sim/results.h"
+#include "traces/trace.h"
+
+#ifndef PLOTS_DIR
+#define PLOTS_DIR ""
+#endif
+#ifndef SRC_PLOTS_DIR
+#define SRC_PLOTS_DIR "plots"
+#endif
+
+/* The figures set side by side: what every mode measures first. */
+static const char *const figures[] = {
+	"reserved_bytes.all.peak", "allocated_bytes.all.peak",
+	"requested_bytes.all.peak", "segment.all.peak", "num_device_alloc",
+	"num_device_free", "num_alloc_retries", "num_ooms",
+};
+#define NFIG (sizeof(figures) / sizeof(figures[0]))
+
+typedef struct measured_s {
+	int64_t id, oom_request;
+	const char *trace, *policy, *params;
+	uint64_t cap, capacity;
+	char mode[16];
+} measured_t;
+
+typedef struct cmp_result_s {
+	int64_t meas[NFIG], sim[NFIG];
+	bool have[NFIG];
+	int64_t sim_oom;
+	int stats_total, stats_equal; /* torch: all memory_stats keys */
+	int events;                   /* 1 equal, 0 differ, -1 not compared */
+} cmp_result_t;
+
+static int
+src_next(void *ctx, msim_req_t *req)
+{
+	return msim_trace_next(ctx, req);
+}
+
+static const char *
+src_err(void *ctx)
+{
+	return msim_trace_errmsg(ctx);
+}
+
+/* The simulated policy of a measured run (older databases name the mode). */
+static const char *
+sim_policy(const char *policy)
+{
+	if (!strcmp(policy, "raw"))
+		return "naive";
+	if (!strcmp(policy, "async"))
+		return "cuda-async";
+	return policy;
+}
+
+typedef struct stat_cmp_s {
+	sqlite3_stmt *q;
+	int64_t run_id;
+	int total, equal;
+} stat_cmp_t;
+
+static void
+stat_cmp(const char *name, int64_t value, void *ctx)
+{
+	stat_cmp_t *c = ctx;
+	sqlite3_reset(c->q);
+	sqlite3_bind_int64(c->q, 1, c->run_id);
+	sqlite3_bind_text(c->q, 2, name, -1, SQLITE_TRANSIENT);
+	if (sqlite3_step(c->q) != SQLITE_ROW)
+		return;
+	c->total++;
+	c->equal += sqlite3_column_int64(c->q, 0) == value;
+}
+
+/* Simulates m and compares.  Returns 0, or an error with why filled. */
+static int
+compare_one(sqlite3 *db, const measured_t *m, cmp_result_t *r, char *why,
+	    size_t whylen)
+{
+	memset(r, 0, sizeof(*r));
+	r->events = -1;
+	const msim_policy_ops_t *ops = msim_policy_find(sim_policy(m->policy));
+	if (!ops) {
+		snprintf(why, whylen, "run %" PRId64 ": no policy models '%s'",
+			 m->id, m->policy);
+		return MSIM_EINVAL;
+	}
+	msim_params_t pv;
+	if (msim_params_init(&pv, ops->params))
+		return MSIM_ENOMEM;
+	int rc;
+	msim_trace_t *t = NULL;
+	msim_sim_t *sim = NULL;
+	if ((rc = msim_params_parse(&pv, m->params))) {
+		snprintf(why, whylen, "run %" PRId64 ": %s", m->id, pv.errmsg);
+		goto out;
+	}
+	if ((rc = msim_trace_open(m->trace, NULL, &t, why, whylen)))
+		goto out;
+	uint64_t capacity = m->capacity ? m->capacity : MSIM_H200_BYTES;
+	msim_sim_config_t cfg = {
+		.source = {src_next, src_err, t},
+		.policy = ops,
+		.params = &pv,
+		.device = {.capacity = capacity, .log_events = 1},
+		.fraction = m->cap ? (double)m->cap / (double)capacity : 0,
+	};
+	if ((rc = msim_sim_new(&cfg, &sim, why, whylen)))
+		goto out;
+	if ((rc = msim_sim_run(sim))) {
+		snprintf(why, whylen, "%s", msim_sim_errmsg(sim));
+		goto out;
+	}
+	msim_stats_t st;
+	msim_summary_t sum;
+	msim_sim_stats(sim, &st);
+	msim_sim_summary(sim, &sum);
+	r->sim_oom = sum.oom_request;
+
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(db, "SELECT value FROM stats WHERE run_id=? AND "
+			       "name=?", -1, &q, NULL) != SQLITE_OK) {
+		snprintf(why, whylen, "%s", sqlite3_errmsg(db));
+		rc = MSIM_EDB;
+		goto out;
+	}
+	for (size_t k = 0; k < NFIG; k++) {
+		sqlite3_reset(q);
+		sqlite3_bind_int64(q, 1, m->id);
+		sqlite3_bind_text(q, 2, figures[k], -1, SQLITE_STATIC);
+		msim_stats_get(&st, figures[k], &r->sim[k]);
+		if (sqlite3_step(q) == SQLITE_ROW) {
+			r->meas[k] = sqlite3_column_int64(q, 0);
+			/* raw and async measure bytes only: a zero count
+			 * there means "not measured". */
+			r->have[k] = !strcmp(m->mode, "torch") || k < 2;
+		}
+	}
+	if (!strcmp(m->mode, "torch")) {
+		stat_cmp_t sc = {q, m->id, 0, 0};
+		msim_stats_foreach(&st, stat_cmp, &sc);
+		r->stats_total = sc.total;
+		r->stats_equal = sc.equal;
+	}
+	sqlite3_finalize(q);
+	if (!strcmp(m->mode, "torch")) {
+		size_t n, k = 0;
+		const msim_seg_event_t *ev =
+			msim_device_events(msim_sim_device(sim), &n);
+		if (sqlite3_prepare_v2(db, "SELECT request, action, size FROM "
+				       "segment_events WHERE run_id=? ORDER BY "
+				       "seq", -1, &q, NULL) != SQLITE_OK) {
+			snprintf(why, whylen, "%s", sqlite3_errmsg(db));
+			rc = MSIM_EDB;
+			goto out;
+		}
+		sqlite3_bind_int64(q, 1, m->id);
+		r->events = 1;
+		while (sqlite3_step(q) == SQLITE_ROW) {
+			const char *a = (const char *)sqlite3_column_text(q, 1);
+			if (k >= n ||
+			    ev[k].request != (uint64_t)sqlite3_column_int64(q, 0) ||
+			    strcmp(msim_seg_action_name(ev[k].action), a) ||
+			    ev[k].size != (uint64_t)sqlite3_column_int64(q, 2))
+				r->events = 0;
+			k++;
+		}
+		if (k != n)
+			r->events = 0;
+		sqlite3_finalize(q);
+	}
+out:
+	msim_sim_destroy(sim);
+	msim_trace_close(t);
+	msim_params_clear(&pv);
+	return rc;
+}
+
+static const char *
+pct(int64_t meas, int64_t sim, char *buf, size_t n)
+{
+	if (meas == sim)
+		snprintf(buf, n, "exact");
+	else if (meas == 0)
+		snprintf(buf, n, "n/a");
+	else
+		snprintf(buf, n, "%+.2f%%",
+			 100.0 * (double)(sim - meas) / (double)meas);
+	return buf;
+}
+
+static const char *
+basename_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
+int
+msim_report_compare(msim_db_t *mdb, int json, int csv, const char *plot)
+{
+	sqlite3 *db = msim_db_handle(mdb);
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(db, "SELECT r.id, r.trace_path, r.policy,"
+			       " r.params, r.cap_bytes, r.capacity_bytes,"
+			       " r.oom_request, coalesce((SELECT value FROM"
+			       " run_meta m WHERE m.run_id=r.id AND"
+			       " m.key='mode'), 'torch') FROM runs r WHERE"
+			       " r.kind='measured' ORDER BY r.id", -1, &q,
+			       NULL) != SQLITE_OK)
+		msim_cli_die("%s", sqlite3_errmsg(db));
+	FILE *pf = NULL;
+	char pairs[] = "/tmp/memsim-pairs-XXXXXX";
+	if (plot) {
+		int fd = mkstemp(pairs);
+		if (fd < 0 || !(pf = fdopen(fd, "w")))
+			msim_cli_die("cannot create a temporary file: %s",
+				     strerror(errno));
+	}
+	if (csv) {
+		printf("run_id,trace,mode,policy,params,cap_bytes");
+		for (size_t k = 0; k < NFIG; k++)
+			printf(",measured.%s,simulated.%s", figures[k],
+			       figures[k]);
+		printf(",measured_oom_request,simulated_oom_request,"
+		       "stats_equal,stats_total,events_equal\n");
+	} else if (json) {
+		printf("[");
+	} else {
+		printf("%5s  %-22s %-6s %-54s %12s %12s %9s %8s %7s\n", "run",
+		       "trace", "mode", "setting", "measured", "simulated",
+		       "reserved", "stats", "events");
+	}
+	int n = 0, exact = 0;
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		measured_t m = {
+			.id = sqlite3_column_int64(q, 0),
+			.trace = (const char *)sqlite3_column_text(q, 1),
+			.policy = (const char *)sqlite3_column_text(q, 2),
+			.params = (const char *)sqlite3_column_text(q, 3),
+			.cap = (uint64_t)sqlite3_column_int64(q, 4),
+			.capacity = (uint64_t)sqlite3_column_int64(q, 5),
+			.oom_request = sqlite3_column_int64(q, 6),
+		};
+		snprintf(m.mode, sizeof(m.mode), "%s",
+			 (const char *)sqlite3_column_text(q, 7));
+		if (!strcmp(m.policy, "raw") || !strcmp(m.policy, "async"))
+			snprintf(m.mode, sizeof(m.mode), "%s", m.policy);
+		cmp_result_t r;
+		char why[1024];
+		if (compare_one(db, &m, &r, why, sizeof(why)))
+			msim_cli_die("%s", why);
+		bool all = r.sim_oom == m.oom_request;
+		for (size_t k = 0; k < NFIG; k++)
+			all = all && (!r.have[k] || r.meas[k] == r.sim[k]);
+		all = all && r.events != 0 && r.stats_equal == r.stats_total;
+		n++;
+		exact += all;
+		char setting[256], d[32];
+		const char *params = *m.params ? m.params : "(defaults)";
+		if (m.cap)
+			snprintf(setting, sizeof(setting), "%s cap %" PRIu64,
+				 params, m.cap);
+		else
+			snprintf(setting, sizeof(setting), "%s", params);
+		if (pf)
+			fprintf(pf, "\"%" PRId64 " %.*s %s\",%" PRId64 ",%"
+				PRId64 "\n", m.id,
+				(int)strcspn(basename_of(m.trace), "."),
+				basename_of(m.trace), m.mode, r.meas[0],
+				r.sim[0]);
+		if (csv) {
+			printf("%" PRId64 ",%s,%s,%s,\"%s\",%" PRIu64, m.id,
+			       m.trace, m.mode, sim_policy(m.policy), m.params,
+			       m.cap);
+			for (size_t k = 0; k < NFIG; k++) {
+				if (r.have[k])
+					printf(",%" PRId64, r.meas[k]);
+				else
+					printf(",");
+				printf(",%" PRId64, r.sim[k]);
+			}
+			printf(",%" PRId64 ",%" PRId64 ",%d,%d,%s\n",
+			       m.oom_request, r.sim_oom, r.stats_equal,
+			       r.stats_total, r.events < 0 ? "" : r.events
+							       ? "1" : "0");
+		} else if (json) {
+			printf("%s\n {\"run_id\": %" PRId64 ", \"trace\": ",
+			       n > 1 ? "," : "", m.id);
+			msim_cli_json_str(stdout, m.trace);
+			printf(", \"mode\": \"%s\", \"policy\": \"%s\", "
+			       "\"params\": ", m.mode, sim_policy(m.policy));
+			msim_cli_json_str(stdout, m.params);
+			printf(", \"cap_bytes\": %" PRIu64, m.cap);
+			for (size_t k = 0; k < NFIG; k++) {
+				if (r.have[k])
+					printf(", \"measured.%s\": %" PRId64,
+					       figures[k], r.meas[k]);
+				printf(", \"simulated.%s\": %" PRId64,
+				       figures[k], r.sim[k]);
+			}
+			printf(", \"measured.oom_request\": %" PRId64
+			       ", \"simulated.oom_request\": %" PRId64
+			       ", \"exact\": %s}", m.oom_request, r.sim_oom,
+			       all ? "true" : "false");
+		} else {
+			char stats[32], events[16];
+			if (r.stats_total)
+				snprintf(stats, sizeof(stats), "%d/%d",
+					 r.stats_equal, r.stats_total);
+			else
+				snprintf(stats, sizeof(stats), "-");
+			snprintf(events, sizeof(events), "%s",
+				 r.events < 0 ? "-" : r.events ? "equal"
+							       : "differ");
+			printf("%5" PRId64 "  %-22.22s %-6s %-54.54s %12" PRId64
+			       " %12" PRId64 " %9s %8s %7s\n", m.id,
+			       basename_of(m.trace), m.mode, setting, r.meas[0],
+			       r.sim[0], pct(r.meas[0], r.sim[0], d, sizeof(d)),
+			       stats, events);
+		}
+	}
+	sqlite3_finalize(q);
+	if (json)
+		printf("\n]\n");
+	else if (!csv)
+		printf("\n%d of %d measured runs reproduced exactly (every "
+		       "figure compared)\n", exact, n);
+	if (pf) {
+		if (fclose(pf))
+			msim_cli_die("cannot write the plot data");
+		const char *dirs[] = {PLOTS_DIR, SRC_PLOTS_DIR, NULL};
+		char why[1024];
+		int rc = msim_plot_run(msim_plot_dir(dirs), GNUPLOT_PATH,
+				       "validate", pairs, plot,
+				       "peak reserved: measured vs simulated",
+				       why, sizeof(why));
+		unlink(pairs);
+		if (rc)
+			msim_cli_die("-o: %s", why);
+		if (!json && !csv)
+			printf("plotted %s\n", plot);
+	}
+	if (!n)
+		msim_cli_die("no measured runs in the database (memsim "
+			     "validate --db stores them)");
+	return 0;
+}
