@@ -761,10 +761,14 @@ msim_sweep_plan(const msim_sweep_spec_t *spec, msim_sweep_t **out,
 			rc = MSIM_ENOMEM;
 			if (!(sw->models[t] = malloc(sizeof(msim_model_cfg_t))))
 				goto fail;
+			char w[512];
 			if ((rc = msim_model_spec_parse(spec->traces[t],
-							sw->models[t], why,
-							whylen)))
+							sw->models[t], w,
+							sizeof(w)))) {
+				snprintf(why, whylen, "%s: %s",
+					 spec->traces[t], w);
 				goto fail;
+			}
 			rc = MSIM_ENOMEM;
 			if (!(sw->traces[t] = strdup(spec->traces[t])) ||
 			    !(sw->hashes[t] = strdup("")))

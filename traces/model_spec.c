@@ -236,7 +236,7 @@ msim_model_spec_parse(const char *text, msim_model_cfg_t *cfg, char *why,
 		return MSIM_ENOMEM;
 	int n = spec_split(copy, parts, 64), rc = 0, arch = -1;
 	if (n < 0) {
-		snprintf(why, whylen, "model spec: unbalanced brackets or "
+		snprintf(why, whylen, "unbalanced brackets or "
 			 "too many keys");
 		rc = MSIM_EINVAL;
 	}
@@ -244,7 +244,7 @@ msim_model_spec_parse(const char *text, msim_model_cfg_t *cfg, char *why,
 	for (int i = 0; !rc && i < n; i++) {
 		char *eq = strchr(parts[i], '=');
 		if (!eq || eq == parts[i] || !eq[1]) {
-			snprintf(why, whylen, "model spec: '%s' is not "
+			snprintf(why, whylen, "'%s' is not "
 				 "key=value", parts[i]);
 			rc = MSIM_EINVAL;
 		} else if (!strncmp(parts[i], "arch=", 5)) {
