@@ -58,11 +58,11 @@ usage_report(FILE *fp)
 	" r.oom_request, r.wall_ms, r.kind, r.created, r.memsim_version,"	\
 	" r.capacity_bytes, r.setting_key, r.trace_format,"		\
 	" (SELECT value FROM stats s WHERE s.run_id=r.id AND"		\
-	"  s.name='segment.all.peak')"
+	"  s.name='segment.all.peak'), r.strategy"
 enum { C_ID, C_TRACE, C_HASH, C_POLICY, C_PARAMS, C_CAP, C_ADDR, C_REQS,
        C_PRES, C_PALLOC, C_PREQ, C_FRAG, C_FRAGM, C_EXT, C_DALLOC, C_DFREE,
        C_RETRY, C_OOMS, C_OOMREQ, C_WALL, C_KIND, C_CREATED, C_VERSION,
-       C_CAPACITY, C_KEY, C_FORMAT, C_SEGS };
+       C_CAPACITY, C_KEY, C_FORMAT, C_SEGS, C_STRAT };
 
 static const char *
 col_text(sqlite3_stmt *q, int c)
@@ -98,6 +98,10 @@ print_json(sqlite3 *db, sqlite3_stmt *q, const stat_names_t *sn, int first)
 	msim_cli_json_str(stdout, col_text(q, C_POLICY));
 	printf(",\n  \"params\": ");
 	msim_cli_json_str(stdout, col_text(q, C_PARAMS));
+	if (*col_text(q, C_STRAT)) {
+		printf(",\n  \"strategy\": ");
+		msim_cli_json_str(stdout, col_text(q, C_STRAT));
+	}
 	printf(",\n  \"cap_bytes\": %lld",
 	       (long long)sqlite3_column_int64(q, C_CAP));
 	printf(",\n  \"requests\": %lld",
@@ -197,7 +201,7 @@ print_csv(sqlite3_stmt *q)
 	printf(",%s,%s,", col_text(q, C_HASH), col_text(q, C_POLICY));
 	csv_field(col_text(q, C_PARAMS));
 	printf(",%lld,%s,%lld,%lld,%lld,%lld,%.6f,%.6f,%.6f,%lld,%lld,%lld,"
-	       "%lld,%lld,%lld,%.3f\n",
+	       "%lld,%lld,%lld,%.3f,",
 	       (long long)sqlite3_column_int64(q, C_CAP), col_text(q, C_ADDR),
 	       (long long)sqlite3_column_int64(q, C_REQS),
 	       (long long)sqlite3_column_int64(q, C_PRES),
@@ -213,6 +217,8 @@ print_csv(sqlite3_stmt *q)
 	       (long long)sqlite3_column_int64(q, C_OOMS),
 	       (long long)sqlite3_column_int64(q, C_OOMREQ),
 	       sqlite3_column_double(q, C_WALL));
+	csv_field(col_text(q, C_STRAT));
+	putchar('\n');
 }
 
 static void
@@ -220,8 +226,11 @@ print_row(sqlite3_stmt *q)
 {
 	char a[32], b[32], cap[32] = "-", oom[32] = "-";
 	const char *trace = col_text(q, C_TRACE);
-	const char *slash = strrchr(trace, '/');
+	/* A model spec's seq list has slashes too. */
+	const char *slash = strncmp(trace, "model:", 6) ? strrchr(trace, '/')
+							: NULL;
 	const char *params = col_text(q, C_PARAMS);
+	const char *strategy = col_text(q, C_STRAT);
 	int64_t c = sqlite3_column_int64(q, C_CAP);
 	if (c)
 		msim_format_bytes((uint64_t)c, cap, sizeof(cap));
@@ -229,7 +238,7 @@ print_row(sqlite3_stmt *q)
 		snprintf(oom, sizeof(oom), "%lld",
 			 (long long)sqlite3_column_int64(q, C_OOMREQ));
 	printf("%5lld  %-22.22s %-8.8s %-12s %-12s %-12s %6.4f %5lld %7lld "
-	       "%-7s %8.1f  %s\n",
+	       "%-7s %8.1f  %s%s%s\n",
 	       (long long)sqlite3_column_int64(q, C_ID), slash ? slash + 1
 							       : trace,
 	       col_text(q, C_POLICY), cap,
@@ -241,7 +250,8 @@ print_row(sqlite3_stmt *q)
 	       (long long)sqlite3_column_int64(q, C_SEGS),
 	       (long long)sqlite3_column_int64(q, C_RETRY), oom,
 	       sqlite3_column_double(q, C_WALL), *params ? params
-							 : "(defaults)");
+							 : "(defaults)",
+	       *strategy ? " " : "", strategy);
 }
 
 int
@@ -335,7 +345,7 @@ msim_cmd_report(int argc, char **argv)
 		       "peak_requested_bytes,frag_at_peak,frag_mean,"
 		       "ext_frag_max,segments_peak,num_device_alloc,"
 		       "num_device_free,num_alloc_retries,num_ooms,"
-		       "oom_request,wall_ms\n");
+		       "oom_request,wall_ms,strategy\n");
 	else
 		printf("%5s  %-22s %-8s %-12s %-12s %-12s %6s %5s %7s %-7s "
 		       "%8s  %s\n", "run", "trace", "policy", "cap",

@@ -19,6 +19,7 @@
 #include "sim/timemodel.h"
 #include "sim/sweep.h"
 #include "sim/units.h"
+#include "traces/model_spec.h"
 #include "traces/trace.h"
 
 #ifndef PLOTS_DIR
@@ -31,10 +32,14 @@ static void
 usage_run(FILE *fp)
 {
 	fprintf(fp,
-		"usage: memsim run [OPTIONS] TRACE\n"
+		"usage: memsim run [OPTIONS] TRACE|MODEL\n"
 		"\n"
-		"Replays TRACE (a PyTorch device-trace CSV) through a policy "
-		"and prints the\n"
+		"Replays TRACE (a PyTorch device-trace CSV) or the trace "
+		"generated for MODEL\n"
+		"(\"model:arch=gpt2,batch=8,seq=1024,steps=3,dtype=bf16-amp\": "
+		"the options of\n"
+		"`memsim gen model` as key=value) through a policy and prints "
+		"the\n"
 		"figures of torch.cuda.memory_stats().  An out-of-memory is a "
 		"result: it is\n"
 		"reported with the index of the failing request and the exit "
@@ -59,6 +64,9 @@ usage_run(FILE *fp)
 		"13 driver (default);\n"
 		"                          trace: at the trace's recorded "
 		"segment addresses\n"
+		"      --transform SPEC    rescale an fp32 recording: "
+		"dtype=bf16-amp|fp16-amp|bf16\n"
+		"                          (approximate; see README.md)\n"
 		"      --keep-going        do not stop at the first OOM\n"
 		"      --requests-only     replay only alloc and free_completed "
 		"rows (as\n"
@@ -92,23 +100,11 @@ json_stat(const char *name, int64_t value, void *ctx)
 
 typedef struct run_opts_s {
 	const char *policy, *conf, *db, *plot, *segments, *addresses;
-	const char *calibration;
+	const char *calibration, *transform;
 	uint64_t cap, capacity;
 	double fraction;
 	int json, keep_going, requests_only;
 } run_opts_t;
-
-static int
-trace_next(void *ctx, msim_req_t *req_out)
-{
-	return msim_trace_next(ctx, req_out);
-}
-
-static const char *
-trace_errmsg(void *ctx)
-{
-	return msim_trace_errmsg(ctx);
-}
 
 static void
 write_segments(const char *path, msim_device_t *dev)
@@ -182,6 +178,7 @@ msim_cmd_run(int argc, char **argv)
 		{"capacity", required_argument, NULL, 'K'},
 		{"addresses", required_argument, NULL, 'A'},
 		{"keep-going", no_argument, NULL, 'k'},
+		{"transform", required_argument, NULL, 'T'},
 		{"requests-only", no_argument, NULL, 'R'},
 		{"calibration", required_argument, NULL, 'L'},
 		{"db", required_argument, NULL, 'd'},
@@ -214,6 +211,7 @@ msim_cmd_run(int argc, char **argv)
 			o.addresses = optarg;
 			break;
 		case 'k': o.keep_going = 1; break;
+		case 'T': o.transform = optarg; break;
 		case 'R': o.requests_only = 1; break;
 		case 'L': o.calibration = optarg; break;
 		case 'd': o.db = optarg; break;
@@ -233,6 +231,12 @@ msim_cmd_run(int argc, char **argv)
 	if (o.cap && o.fraction)
 		msim_cli_die("give --cap or --fraction, not both");
 	const char *path = argv[optind];
+	char *mspec, *strategy;
+	char why[1024];
+	if (msim_input_describe(path, o.transform, &mspec, &strategy, why,
+				sizeof(why)))
+		msim_cli_die("%s%s", msim_model_spec_is(path) && !o.transform
+			     ? "model spec: " : "", why);
 
 	const msim_policy_ops_t *ops = msim_policy_find(o.policy);
 	if (!ops)
@@ -247,7 +251,6 @@ msim_cmd_run(int argc, char **argv)
 	msim_params_canonical(&pv, canon, sizeof(canon));
 
 	/* Open the database first: a bad database fails before the work. */
-	char why[1024];
 	msim_timemodel_t *tm = NULL;
 	const char *calib = o.calibration ? o.calibration : "H200 (built in)";
 	if (o.calibration
@@ -259,13 +262,14 @@ msim_cmd_run(int argc, char **argv)
 	if (o.db && msim_db_open(o.db, &db, why, sizeof(why)))
 		msim_cli_die("%s", why);
 
-	msim_trace_t *t;
+	msim_input_t in;
 	msim_trace_options_t topt = {.deferred_frees = !o.requests_only};
-	if (msim_trace_open(path, &topt, &t, why, sizeof(why)))
+	if (msim_input_open(&in, path, mspec, strategy, &topt, why,
+			    sizeof(why)))
 		msim_cli_die("%s", why);
 	uint64_t capacity = o.capacity ? o.capacity : MSIM_H200_BYTES;
 	msim_sim_config_t cfg = {
-		.source = {trace_next, trace_errmsg, t},
+		.source = in.src,
 		.policy = ops,
 		.params = &pv,
 		.device = {.capacity = capacity, .log_events = 1,
@@ -293,8 +297,16 @@ msim_cmd_run(int argc, char **argv)
 	/* The hash of the whole file, also when an OOM stopped the run
 	 * before its end: the setting key of the run depends on it. */
 	char hash[32];
-	if (msim_file_hash(path, hash, why, sizeof(why)))
+	if (mspec) {
+		msim_hash_t h;
+		msim_hash_init(&h);
+		msim_hash_update(&h, mspec, strlen(mspec));
+		snprintf(hash, sizeof(hash), "%016" PRIx64,
+			 msim_hash_final(&h));
+	} else if (msim_file_hash(path, hash, why, sizeof(why))) {
 		msim_cli_die("%s", why);
+	}
+	const char *tpath = mspec ? mspec : path;
 
 	size_t nev;
 	const msim_seg_event_t *ev = msim_device_events(msim_sim_device(sim),
@@ -304,15 +316,17 @@ msim_cmd_run(int argc, char **argv)
 	msim_sim_meta_t meta;
 	msim_sim_meta_fill(&meta, dt.us, calib, &sum);
 	const char *dt_ms = meta.ms;
+	const char *kv[32];
+	msim_input_meta(&in, meta.kv, kv, 32);
 	int64_t run_id = -1;
 	if (db) {
 		msim_run_info_t info = {
-			.kind = "simulated", .trace_path = path,
-			.trace_hash = hash,
-			.trace_format = msim_trace_format_name(t),
+			.kind = "simulated", .trace_path = tpath,
+			.trace_hash = hash, .trace_format = in.format,
+			.strategy = strategy,
 			.policy = ops->name, .params = canon, .cap_bytes = cap,
 			.addresses = o.addresses, .wall_ms = wall_ms,
-			.meta = meta.kv,
+			.meta = kv,
 			.capacity_bytes = capacity,
 		};
 		/* A setting is stored once: running it again replaces its
@@ -327,7 +341,14 @@ msim_cmd_run(int argc, char **argv)
 		write_segments(o.segments, msim_sim_device(sim));
 	if (o.json) {
 		printf("{\n  \"trace\": ");
-		msim_cli_json_str(stdout, path);
+		msim_cli_json_str(stdout, tpath);
+		if (strategy) {
+			printf(",\n  \"strategy\": ");
+			msim_cli_json_str(stdout, strategy);
+		}
+		for (size_t i = 0; i < in.nmeta; i++)
+			printf(",\n  \"%s\": %s", in.meta[i][0],
+			       in.meta[i][1]);
 		printf(",\n  \"trace_hash\": \"%s\",\n  \"policy\": ", hash);
 		msim_cli_json_str(stdout, ops->name);
 		printf(",\n  \"params\": ");
@@ -347,8 +368,13 @@ msim_cmd_run(int argc, char **argv)
 			printf(",\n  \"run_id\": %" PRId64, run_id);
 		printf("\n}\n");
 	} else {
-		print_table(path, ops->name, canon, cap, &sum, &st,
+		print_table(tpath, ops->name, canon, cap, &sum, &st,
 			    !strcmp(o.addresses, "trace"));
+		if (strategy)
+			printf("strategy   %s\n", strategy);
+		for (size_t i = 0; i < in.nmeta; i++)
+			printf("meta       %s %s\n", in.meta[i][0],
+			       in.meta[i][1]);
 		printf("time       %" PRIu64 " device allocs, %" PRIu64
 			       " frees: %s ms modelled\n", dt.mallocs,
 			       dt.frees, dt_ms);
@@ -359,8 +385,9 @@ msim_cmd_run(int argc, char **argv)
 	if (o.plot) {
 		const char *dirs[] = {PLOTS_DIR, SRC_PLOTS_DIR, NULL};
 		char title[2048];
-		snprintf(title, sizeof(title), "%s: %s %s", path, ops->name,
-			 canon);
+		snprintf(title, sizeof(title), "%s: %s %s%s%s", tpath,
+			 ops->name, canon, strategy ? " " : "",
+			 strategy ? strategy : "");
 		msim_plot_req_t pr = {
 			.kind = MSIM_PLOT_CURVE, .runs = &run_id, .nruns = 1,
 			.out = o.plot, .title = title,
@@ -373,7 +400,9 @@ msim_cmd_run(int argc, char **argv)
 			printf("plotted    %s\n", o.plot);
 	}
 	msim_sim_destroy(sim);
-	msim_trace_close(t);
+	msim_input_close(&in);
+	free(mspec);
+	free(strategy);
 	msim_db_close(db);
 	msim_timemodel_destroy(tm);
 	msim_params_clear(&pv);

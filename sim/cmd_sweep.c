@@ -16,8 +16,12 @@ static void
 usage_sweep(FILE *fp)
 {
 	fprintf(fp,
-		"usage: memsim sweep [OPTIONS] --db FILE TRACE...\n"
+		"usage: memsim sweep [OPTIONS] --db FILE TRACE|MODEL...\n"
 		"\n"
+		"MODEL is a model spec, \"model:arch=gpt2,batch=8,seq=1024,"
+		"steps=3\" (the options\n"
+		"of `memsim gen model` as key=value), generated in memory for "
+		"each setting.\n"
 		"Runs every setting over every TRACE and policy and stores each "
 		"result once in\n"
 		"the database.  Settings already there are skipped, so a "
@@ -30,7 +34,12 @@ usage_sweep(FILE *fp)
 		"(repeatable); KEY is a\n"
 		"                            parameter of the policy (as in "
 		"--alloc-conf), or\n"
-		"                            cap, addresses, policy\n"
+		"                            cap, addresses, policy; or a "
+		"strategy (dtype,\n"
+		"                            checkpoint) or model key (batch, "
+		"seq, ...) of a\n"
+		"                            MODEL; dtype on a recording is "
+		"the dtype transform\n"
 		"  -s, --settings FILE       one setting a line, "
 		"\"key:value,key:value\" (# comments)\n"
 		"      --random N            draw N settings from the grid "
@@ -58,7 +67,8 @@ usage_sweep(FILE *fp)
 		"      --list                print this shard's settings and "
 		"stop (trace, policy,\n"
 		"                            canonical parameters, cap, "
-		"addresses; tab-separated)\n"
+		"addresses, strategy;\n"
+		"                            tab-separated)\n"
 		"  -q, --quiet               no progress line and no summary\n"
 		"  -h, --help                this help\n");
 }
@@ -239,8 +249,10 @@ msim_cmd_sweep(int argc, char **argv)
 	if (list) {
 		for (size_t i = 0; i < msim_sweep_count(sw); i++) {
 			const msim_setting_t *s = msim_sweep_setting(sw, i);
-			printf("%s\t%s\t%s\t%" PRIu64 "\t%s\n", s->trace,
-			       s->policy, s->params, s->cap, s->addresses);
+			printf("%s\t%s\t%s\t%" PRIu64 "\t%s\t%s\n",
+			       s->model_spec ? s->model_spec : s->trace,
+			       s->policy, s->params, s->cap, s->addresses,
+			       s->strategy ? s->strategy : "");
 		}
 		msim_sweep_destroy(sw);
 		free(grid);

@@ -55,7 +55,8 @@ static const char schema_sql[] =
 	" sim_time_ns INTEGER NOT NULL,"
 	" wall_ms REAL NOT NULL,"
 	" capacity_bytes INTEGER,"
-	" setting_key TEXT);"
+	" setting_key TEXT,"
+	" strategy TEXT);"
 	"CREATE TABLE IF NOT EXISTS stats("
 	" run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
 	" name TEXT NOT NULL, value INTEGER NOT NULL,"
@@ -105,6 +106,11 @@ static const char migrate_1_2_sql[] =
 	" coalesce(addresses, 'model') || '|' WHERE id IN"
 	" (SELECT max(id) FROM runs GROUP BY kind, trace_hash, policy, params,"
 	"  cap_bytes, coalesce(addresses, 'model'));";
+
+/* What schema 3 adds: the strategies of generated and transformed
+ * traces (NULL for the runs before, which had none). */
+static const char migrate_2_3_sql[] =
+	"ALTER TABLE runs ADD COLUMN strategy TEXT;";
 
 static const char index_sql[] =
 	"CREATE UNIQUE INDEX IF NOT EXISTS runs_setting_key ON runs(setting_key)"
@@ -265,6 +271,13 @@ db_open(const char *path, int create, msim_db_t **out, char *why,
 			   "key='schema_version'",
 			   "cannot write the schema version"))))
 		goto rollback;
+	if (have >= 1 && have <= 2 &&
+	    ((rc = db_exec(db, migrate_2_3_sql,
+			   "cannot migrate schema 2 to 3")) ||
+	     (rc = db_exec(db, "UPDATE meta SET value='3' WHERE "
+			   "key='schema_version'",
+			   "cannot write the schema version"))))
+		goto rollback;
 	if ((rc = db_exec(db, index_sql, "cannot create the indexes")))
 		goto rollback;
 	if ((rc = db_exec(db, "COMMIT", "cannot commit")))
@@ -364,10 +377,15 @@ msim_db_find_run(msim_db_t *db, const char *key, int64_t *run_id_out)
 size_t
 msim_db_setting_key(const msim_run_info_t *info, char *buf, size_t n)
 {
-	char extra[64] = "";
+	char extra[512] = "";
+	int k = 0;
 	if (info->capacity_bytes && info->capacity_bytes != MSIM_H200_BYTES)
-		snprintf(extra, sizeof(extra), "capacity=%llu",
-			 (unsigned long long)info->capacity_bytes);
+		k = snprintf(extra, sizeof(extra), "capacity=%llu",
+			     (unsigned long long)info->capacity_bytes);
+	if (info->strategy && *info->strategy && k >= 0 &&
+	    (size_t)k < sizeof(extra))
+		snprintf(extra + k, sizeof(extra) - k, "%sstrategy=%s",
+			 k ? ";" : "", info->strategy);
 	int len = snprintf(buf, n, "%s|%s|%s|%s|%llu|%s|%s",
 			   info->kind ? info->kind : "simulated",
 			   info->trace_hash ? info->trace_hash : "",
@@ -448,8 +466,9 @@ msim_db_store_run_mode(msim_db_t *db, const msim_run_info_t *info,
 	" peak_reserved_bytes, peak_allocated_bytes,"			\
 	" peak_requested_bytes, frag_at_peak, frag_mean, ext_frag_max,"	\
 	" num_device_alloc, num_device_free, num_alloc_retries,"	\
-	" num_ooms, sim_time_ns, wall_ms, capacity_bytes, setting_key"
-#define RUN_VALS "?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?"
+	" num_ooms, sim_time_ns, wall_ms, capacity_bytes, setting_key,"	\
+	" strategy"
+#define RUN_VALS "?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?"
 	/* A replaced run keeps its id, so sweeps and users' notes that
 	 * name it stay true. */
 	const char *run_sql = old_id >= 0
@@ -491,6 +510,10 @@ msim_db_store_run_mode(msim_db_t *db, const msim_run_info_t *info,
 		sqlite3_bind_null(q, i++);
 	if (mode != MSIM_DB_INSERT)
 		sqlite3_bind_text(q, i++, key, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(q, i++);
+	if (info->strategy && *info->strategy)
+		sqlite3_bind_text(q, i++, info->strategy, -1, SQLITE_STATIC);
 	else
 		sqlite3_bind_null(q, i++);
 	if (old_id >= 0)
@@ -773,6 +796,7 @@ msim_db_merge(msim_db_t *db, const char *src_path, int64_t *added_out,
 		goto rollback;
 	const char *keycol = version >= 2 ? "setting_key" : V1_KEY_SQL;
 	const char *capcol = version >= 2 ? "capacity_bytes" : "NULL";
+	const char *stratcol = version >= 3 ? "strategy" : "NULL";
 	char sql[2048];
 	snprintf(sql, sizeof(sql), "SELECT id, %s FROM src.runs ORDER BY id",
 		 keycol);
@@ -785,8 +809,9 @@ msim_db_merge(msim_db_t *db, const char *src_path, int64_t *added_out,
 		 " addresses, requests, oom_request, peak_reserved_bytes,"
 		 " peak_allocated_bytes, peak_requested_bytes, frag_at_peak,"
 		 " frag_mean, ext_frag_max, num_device_alloc, num_device_free,"
-		 " num_alloc_retries, num_ooms, sim_time_ns, wall_ms, %s, %s"
-		 " FROM src.runs WHERE id=?", RUN_COLS, capcol, keycol);
+		 " num_alloc_retries, num_ooms, sim_time_ns, wall_ms, %s, %s,"
+		 " %s FROM src.runs WHERE id=?", RUN_COLS, capcol, keycol,
+		 stratcol);
 	/* run_meta came with validation mode: older files lack it. */
 	bool has_meta = false;
 	sqlite3_stmt *mq;

@@ -17,7 +17,7 @@
 #include "sim/metrics.h"
 #include "sim/types.h"
 
-#define MSIM_DB_SCHEMA_VERSION 2
+#define MSIM_DB_SCHEMA_VERSION 3
 
 struct sqlite3;
 
@@ -33,6 +33,10 @@ typedef struct msim_run_info_s {
 	const char *params;       /* canonical */
 	uint64_t cap_bytes;       /* 0 = none */
 	const char *addresses;    /* "model" or "trace" */
+	/* The strategies of a generated or transformed trace, canonical
+	 * ("dtype=bf16-amp,checkpoint=every:2", "transform:dtype=bf16-amp");
+	 * NULL or "" for a recording replayed as it is. */
+	const char *strategy;
 	double wall_ms;
 	uint64_t capacity_bytes;  /* device memory; 0 = unknown */
 	int64_t sweep_id;         /* > 0: record the run as the sweep's */
@@ -85,9 +89,11 @@ struct sqlite3 *msim_db_handle(msim_db_t *db);
 
 /*
  * The setting key of a run: what makes two runs the same experiment
- * (kind, trace hash, policy, canonical parameters, cap, addresses, and a
- * non-default capacity), "simulated|36eeba65058578f9|pytorch|
- * max_split_size_mb:128|0|model|".  Returns the length it needed.
+ * (kind, trace hash, policy, canonical parameters, cap, addresses, and
+ * extras joined by ';': a non-default capacity, the strategy),
+ * "simulated|36eeba65058578f9|pytorch|max_split_size_mb:128|0|model|",
+ * "...|model|strategy=dtype=bf16-amp,checkpoint=none".  Returns the
+ * length it needed.
  */
 size_t msim_db_setting_key(const msim_run_info_t *info, char *buf, size_t n);
 
@@ -145,7 +151,7 @@ int msim_db_sweep_set_result(msim_db_t *db, int64_t sweep_id,
  * Copies into db every run of the database at src_path whose setting is
  * not in db yet (with its statistics, timeline and segment events), and
  * the sweeps with their runs, in one transaction; src is only read.
- * Schema 1 files are read too.  Returns 0 with the counts, or an error.
+ * Files of schema 1 and 2 are read too.  Returns 0 with the counts, or an error.
  */
 int msim_db_merge(msim_db_t *db, const char *src_path, int64_t *added_out,
 		  int64_t *skipped_out);

@@ -37,6 +37,9 @@
 #include "sim/sweep.h"
 #include "sim/timemodel.h"
 #include "sim/units.h"
+#include "traces/gen_model.h"
+#include "traces/model_spec.h"
+#include "traces/strategy.h"
 #include "traces/trace.h"
 
 struct msim_sweep_s {
@@ -45,6 +48,7 @@ struct msim_sweep_s {
 	size_t *shard;     /* indexes of this shard's settings in v */
 	size_t nshard;
 	char **traces, **hashes; /* owned copies */
+	msim_model_cfg_t **models; /* parsed model specs; NULL: a file */
 	size_t ntraces;
 	uint64_t capacity;
 	char *spec_text;
@@ -348,6 +352,9 @@ setting_clear(msim_setting_t *s)
 		free(s->kv[i].value);
 	}
 	free(s->kv);
+	free(s->model_spec);
+	free(s->strategy);
+	free(s->hash_own);
 	free(s->conf);
 	free(s->params);
 	free(s->key);
@@ -421,10 +428,74 @@ plan_add(plan_ctx_t *pc, size_t trace, const char *policy, uint64_t cap,
 	int rc = 0;
 	msim_setting_t s = {0};
 	sbuf_t conf = {0};
+	/* Strategies and model keys go to the generator (a model spec) or
+	 * to the dtype transform (a recording). */
+	const msim_model_cfg_t *model = sw->models[trace];
+	msim_model_cfg_t mc;
+	if (model)
+		mc = *model;
+	int xdtype = MSIM_DT_FP32;
+	for (size_t i = 0; i < kv->n; i++) {
+		const char *k = kv->v[i].key, *v = kv->v[i].value;
+		char w[320];
+		if (!msim_strategy_find(k) && !msim_model_key_is(k))
+			continue;
+		if (model) {
+			rc = msim_model_set(&mc, k, v, w, sizeof(w));
+		} else if (!strcmp(k, "dtype")) {
+			char spec[128];
+			snprintf(spec, sizeof(spec), "dtype=%s", v);
+			rc = msim_xform_parse(spec, &xdtype, w, sizeof(w));
+		} else {
+			snprintf(w, sizeof(w), "%s: needs a model spec as the "
+				 "input (a recording takes only dtype, as a "
+				 "transform)", k);
+			rc = MSIM_EINVAL;
+		}
+		if (rc) {
+			snprintf(pc->why, pc->whylen, "%s: %s", name, w);
+			goto out;
+		}
+		if (conf.n)
+			sb_add(&conf, ",");
+		sb_add(&conf, k);
+		sb_add(&conf, "=");
+		sb_add(&conf, v);
+	}
+	if (model) {
+		char w[320], buf[2048];
+		if ((rc = msim_model_check(&mc, w, sizeof(w)))) {
+			snprintf(pc->why, pc->whylen, "%s: %s", name, w);
+			goto out;
+		}
+		msim_model_spec_canonical(&mc, buf, sizeof(buf));
+		s.model_spec = strdup(buf);
+		msim_strategy_canonical(&mc, buf, sizeof(buf));
+		s.strategy = strdup(buf);
+		msim_hash_t h;
+		msim_hash_init(&h);
+		msim_hash_update(&h, s.model_spec ? s.model_spec : "",
+				 s.model_spec ? strlen(s.model_spec) : 0);
+		snprintf(buf, sizeof(buf), "%016" PRIx64, msim_hash_final(&h));
+		if (!s.model_spec || !s.strategy ||
+		    !(s.hash_own = strdup(buf))) {
+			rc = MSIM_ENOMEM;
+			goto out;
+		}
+	} else if (xdtype != MSIM_DT_FP32) {
+		char buf[64];
+		snprintf(buf, sizeof(buf), "transform:dtype=%s",
+			 msim_dtype_name(xdtype));
+		if (!(s.strategy = strdup(buf))) {
+			rc = MSIM_ENOMEM;
+			goto out;
+		}
+	}
 	for (size_t i = 0; i < kv->n; i++) {
 		const char *k = kv->v[i].key, *v = kv->v[i].value;
 		if (!strcmp(k, "policy") || !strcmp(k, "addresses") ||
-		    !strcmp(k, "cap"))
+		    !strcmp(k, "cap") || msim_strategy_find(k) ||
+		    msim_model_key_is(k))
 			continue;
 		if (msim_params_index(&pv, k) < 0) {
 			snprintf(pc->why, pc->whylen, "%s: %s: not a parameter "
@@ -499,7 +570,7 @@ plan_add(plan_ctx_t *pc, size_t trace, const char *policy, uint64_t cap,
 	}
 	msim_params_canonical(&pv, s.params, need);
 	s.trace = sw->traces[trace];
-	s.trace_hash = sw->hashes[trace];
+	s.trace_hash = s.hash_own ? s.hash_own : sw->hashes[trace];
 	s.policy = ops->name;
 	s.cap = cap;
 	s.addresses = addresses;
@@ -507,7 +578,7 @@ plan_add(plan_ctx_t *pc, size_t trace, const char *policy, uint64_t cap,
 		.kind = "simulated", .trace_hash = s.trace_hash,
 		.policy = s.policy, .params = s.params,
 		.cap_bytes = s.cap_bytes, .addresses = addresses,
-		.capacity_bytes = capacity,
+		.capacity_bytes = capacity, .strategy = s.strategy,
 	};
 	need = msim_db_setting_key(&info, NULL, 0) + 1;
 	if (!(s.key = malloc(need))) {
@@ -679,12 +750,31 @@ msim_sweep_plan(const msim_sweep_spec_t *spec, msim_sweep_t **out,
 	sw->capacity = spec->capacity ? spec->capacity : MSIM_H200_BYTES;
 	sw->traces = calloc(spec->ntraces, sizeof(char *));
 	sw->hashes = calloc(spec->ntraces, sizeof(char *));
-	if (!sw->traces || !sw->hashes)
+	sw->models = calloc(spec->ntraces, sizeof(*sw->models));
+	if (!sw->traces || !sw->hashes || !sw->models)
 		goto fail;
 	sw->ntraces = spec->ntraces;
 	for (size_t t = 0; t < spec->ntraces; t++) {
 		char hex[17];
 		msim_trace_t *tr;
+		if (msim_model_spec_is(spec->traces[t])) {
+			rc = MSIM_ENOMEM;
+			if (!(sw->models[t] = malloc(sizeof(msim_model_cfg_t))))
+				goto fail;
+			char w[512];
+			if ((rc = msim_model_spec_parse(spec->traces[t],
+							sw->models[t], w,
+							sizeof(w)))) {
+				snprintf(why, whylen, "%s: %s",
+					 spec->traces[t], w);
+				goto fail;
+			}
+			rc = MSIM_ENOMEM;
+			if (!(sw->traces[t] = strdup(spec->traces[t])) ||
+			    !(sw->hashes[t] = strdup("")))
+				goto fail;
+			continue;
+		}
 		/* The format is checked now; errors inside the trace show
 		 * when it runs. */
 		if ((rc = msim_trace_open(spec->traces[t], NULL, &tr, why,
@@ -913,7 +1003,9 @@ msim_sweep_destroy(msim_sweep_t *sw)
 	for (size_t t = 0; t < sw->ntraces; t++) {
 		free(sw->traces[t]);
 		free(sw->hashes[t]);
+		free(sw->models ? sw->models[t] : NULL);
 	}
+	free(sw->models);
 	free(sw->traces);
 	free(sw->hashes);
 	free(sw->spec_text);
@@ -965,6 +1057,152 @@ src_errmsg(void *ctx)
 	return msim_trace_errmsg(ctx);
 }
 
+static void
+input_meta(msim_input_t *in, const char *key, uint64_t value)
+{
+	if (in->nmeta == sizeof(in->meta) / sizeof(in->meta[0]))
+		return;
+	snprintf(in->meta[in->nmeta][0], sizeof(in->meta[0][0]), "%s", key);
+	snprintf(in->meta[in->nmeta][1], sizeof(in->meta[0][1]), "%" PRIu64,
+		 value);
+	in->nmeta++;
+}
+
+int
+msim_input_open(msim_input_t *in, const char *trace, const char *model_spec,
+		const char *strategy, const msim_trace_options_t *topt,
+		char *why, size_t whylen)
+{
+	memset(in, 0, sizeof(*in));
+	int rc;
+	if (model_spec) {
+		/* The canonical shape with the strategies appended. */
+		size_t need = strlen(model_spec) + 2 +
+			      (strategy ? strlen(strategy) : 0);
+		char *text = malloc(need);
+		msim_model_cfg_t cfg;
+		if (!text || !(in->gen = malloc(sizeof(*in->gen)))) {
+			free(text);
+			return MSIM_ENOMEM;
+		}
+		snprintf(text, need, "%s%s%s", model_spec,
+			 strategy && *strategy ? "," : "",
+			 strategy ? strategy : "");
+		rc = msim_model_spec_parse(text, &cfg, why, whylen);
+		free(text);
+		msim_gen_init(in->gen, false);
+		if (!rc)
+			rc = msim_model_generate(&cfg, in->gen, why, whylen);
+		if (rc) {
+			msim_input_close(in);
+			return rc;
+		}
+		in->src = msim_gen_source(in->gen);
+		in->format = "model";
+		input_meta(in, "recompute_layer_forwards", in->gen->recompute);
+		input_meta(in, "generated_peak_allocated_bytes",
+			   in->gen->peak);
+		return 0;
+	}
+	if ((rc = msim_trace_open(trace, topt, &in->trace, why, whylen)))
+		return rc;
+	in->src = (msim_source_t){src_next, src_errmsg, in->trace};
+	in->format = msim_trace_format_name(in->trace);
+	const char *pfx = "transform:";
+	if (strategy && !strncmp(strategy, pfx, strlen(pfx))) {
+		int dtype;
+		if ((rc = msim_xform_parse(strategy + strlen(pfx), &dtype,
+					   why, whylen)) ||
+		    (rc = msim_xform_dtype_new(in->src, dtype, &in->xform, why,
+					       whylen))) {
+			msim_input_close(in);
+			return rc;
+		}
+		in->src = msim_xform_source(in->xform);
+		msim_xform_stats_t xs;
+		msim_xform_stats(in->xform, &xs);
+		input_meta(in, "transform_params", xs.params);
+		input_meta(in, "transform_pshape_allocs", xs.pshape);
+		input_meta(in, "transform_act_allocs", xs.act);
+		input_meta(in, "transform_cached_forwards", xs.forwards);
+	}
+	return 0;
+}
+
+void
+msim_input_close(msim_input_t *in)
+{
+	msim_xform_destroy(in->xform);
+	msim_trace_close(in->trace);
+	if (in->gen) {
+		msim_gen_clear(in->gen);
+		free(in->gen);
+	}
+	memset(in, 0, sizeof(*in));
+}
+
+void
+msim_input_meta(const msim_input_t *in, const char *const *base,
+		const char **kv_out, size_t n)
+{
+	size_t k = 0;
+	for (; base && base[k] && k + 3 < n; k += 2) {
+		kv_out[k] = base[k];
+		kv_out[k + 1] = base[k + 1];
+	}
+	for (size_t i = 0; i < in->nmeta && k + 3 < n; i++, k += 2) {
+		kv_out[k] = in->meta[i][0];
+		kv_out[k + 1] = in->meta[i][1];
+	}
+	kv_out[k] = NULL;
+}
+
+int
+msim_input_describe(const char *trace, const char *transform,
+		    char **spec_out, char **strategy_out, char *why,
+		    size_t whylen)
+{
+	*spec_out = *strategy_out = NULL;
+	char buf[2048];
+	if (msim_model_spec_is(trace)) {
+		msim_model_cfg_t cfg;
+		int rc;
+		if (transform) {
+			snprintf(why, whylen, "--transform: applies to a "
+				 "recorded trace; give dtype= in the model "
+				 "spec");
+			return MSIM_EINVAL;
+		}
+		if ((rc = msim_model_spec_parse(trace, &cfg, why, whylen)))
+			return rc;
+		msim_model_spec_canonical(&cfg, buf, sizeof(buf));
+		*spec_out = strdup(buf);
+		msim_strategy_canonical(&cfg, buf, sizeof(buf));
+		*strategy_out = strdup(buf);
+	} else if (transform) {
+		int dtype, rc;
+		char w[256];
+		if ((rc = msim_xform_parse(transform, &dtype, w, sizeof(w)))) {
+			snprintf(why, whylen, "--transform: %s", w);
+			return rc;
+		}
+		if (dtype == MSIM_DT_FP32)
+			return 0;
+		snprintf(buf, sizeof(buf), "transform:dtype=%s",
+			 msim_dtype_name(dtype));
+		*strategy_out = strdup(buf);
+	} else {
+		return 0;
+	}
+	if ((msim_model_spec_is(trace) && !*spec_out) || !*strategy_out) {
+		free(*spec_out);
+		free(*strategy_out);
+		*spec_out = *strategy_out = NULL;
+		return MSIM_ENOMEM;
+	}
+	return 0;
+}
+
 int
 msim_setting_run(const msim_setting_t *s, uint64_t capacity,
 		 msim_db_t *db, int mode, int64_t sweep_id,
@@ -984,7 +1222,7 @@ msim_setting_run(const msim_setting_t *s, uint64_t capacity,
 	if (msim_params_init(&pv, ops->params))
 		return MSIM_ENOMEM;
 	int rc = 0;
-	msim_trace_t *t = NULL;
+	msim_input_t in = {0};
 	msim_sim_t *sim = NULL;
 	for (size_t i = 0; i < s->nkv; i++)
 		if (!param_is_default(&pv, s->kv[i].key, s->kv[i].value) &&
@@ -994,10 +1232,11 @@ msim_setting_run(const msim_setting_t *s, uint64_t capacity,
 		}
 	/* As memsim run does: free_requested rows applied separately. */
 	msim_trace_options_t topt = {.deferred_frees = true};
-	if ((rc = msim_trace_open(s->trace, &topt, &t, why, whylen)))
+	if ((rc = msim_input_open(&in, s->trace, s->model_spec, s->strategy,
+				  &topt, why, whylen)))
 		goto out;
 	msim_sim_config_t cfg = {
-		.source = {src_next, src_errmsg, t},
+		.source = in.src,
 		.policy = ops,
 		.params = &pv,
 		.device = {.capacity = capacity, .log_events = db != NULL,
@@ -1032,11 +1271,14 @@ msim_setting_run(const msim_setting_t *s, uint64_t capacity,
 		}
 		msim_sim_meta_t meta;
 		msim_sim_meta_fill(&meta, dt.us, "H200 (built in)", &sm);
+		const char *kv[32];
+		msim_input_meta(&in, meta.kv, kv, 32);
 		msim_run_info_t info = {
-			.meta = meta.kv,
-			.kind = "simulated", .trace_path = s->trace,
+			.meta = kv, .strategy = s->strategy,
+			.kind = "simulated",
+			.trace_path = s->model_spec ? s->model_spec : s->trace,
 			.trace_hash = s->trace_hash,
-			.trace_format = msim_trace_format_name(t),
+			.trace_format = in.format,
 			.policy = ops->name, .params = s->params,
 			.cap_bytes = msim_device_cap(msim_sim_device(sim)),
 			.addresses = s->addresses, .wall_ms = wall_ms,
@@ -1050,7 +1292,7 @@ msim_setting_run(const msim_setting_t *s, uint64_t capacity,
 	}
 out:
 	msim_sim_destroy(sim);
-	msim_trace_close(t);
+	msim_input_close(&in);
 	msim_params_clear(&pv);
 	return rc;
 }

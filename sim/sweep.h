@@ -5,8 +5,10 @@
  * A setting is a generic list of key=value pairs.  The sweep routes each
  * key to what understands it: "policy", "cap" and "addresses" to the run
  * itself, anything else to the policy's parameter table (the keys of
- * PYTORCH_CUDA_ALLOC_CONF); other kinds of keys (strategies of generated
- * workloads) can be routed the same way later.  Settings come from a grid
+ * PYTORCH_CUDA_ALLOC_CONF), the strategies (dtype, checkpoint) and the
+ * keys of a model spec (batch, seq, layers, ...) to the generator when the
+ * trace is a model spec ("model:arch=gpt2,..."; traces/model_spec.h), and
+ * dtype to the dtype transform (traces/xform.h) when it is a recording.  Settings come from a grid
  * (the cartesian product of --grid key=v1,v2 lists), a file (one setting a
  * line, in PYTORCH_CUDA_ALLOC_CONF syntax), or a seeded random search.
  *
@@ -30,6 +32,9 @@
 #include "sim/engine.h"
 #include "sim/results.h"
 #include "sim/types.h"
+#include "traces/gen.h"
+#include "traces/trace.h"
+#include "traces/xform.h"
 
 /* One key=value pair of a setting. */
 typedef struct msim_kv_s {
@@ -39,8 +44,13 @@ typedef struct msim_kv_s {
 
 /* One setting, resolved. */
 typedef struct msim_setting_s {
-	const char *trace;      /* path as given */
-	const char *trace_hash; /* hex content hash of the whole file */
+	const char *trace;      /* path or model spec as given */
+	const char *trace_hash; /* hex content hash of the whole file, or
+				 * of model_spec */
+	char *model_spec;       /* canonical shape of a generated trace (the
+				 * setting's own keys applied); NULL: a file */
+	char *strategy;         /* canonical strategies; NULL: none */
+	char *hash_own;         /* the hash of model_spec (trace_hash) */
 	const char *policy;     /* policy name */
 	uint64_t cap;           /* bytes asked for; 0 = none */
 	uint64_t cap_bytes;     /* the allowed bytes the run will have */
@@ -132,6 +142,46 @@ int msim_setting_run(const msim_setting_t *s, uint64_t capacity,
 		     int64_t *run_id_out, int *existed_out,
 		     msim_summary_t *sum, msim_stats_t *st, char *why,
 		     size_t whylen);
+
+/*
+ * What a run replays: a trace file, a model spec generated in memory
+ * (model_spec with strategy's keys), or a trace file under a transform
+ * (strategy "transform:dtype=..."), as one source.
+ */
+typedef struct msim_input_s {
+	msim_source_t src;
+	const char *format;     /* the trace format's name, or "model" */
+	msim_trace_t *trace;
+	msim_gen_t *gen;
+	msim_xform_t *xform;
+	char meta[4][2][40];    /* run_meta of the generator or transform */
+	size_t nmeta;
+} msim_input_t;
+
+/* Opens in (topt applies to trace files).  Returns 0, or an error with
+ * why. */
+int msim_input_open(msim_input_t *in, const char *trace,
+		    const char *model_spec, const char *strategy,
+		    const msim_trace_options_t *topt, char *why,
+		    size_t whylen);
+void msim_input_close(msim_input_t *in);
+
+/* base (key, value, ..., NULL; may be NULL) followed by in's run_meta,
+ * into kv_out (n entries, NULL-terminated); points into both. */
+void msim_input_meta(const msim_input_t *in, const char *const *base,
+		     const char **kv_out, size_t n);
+
+/*
+ * The strategy string and setting of input for a model spec or a
+ * transform (memsim run): for a model spec, *spec_out is its canonical
+ * shape (malloc'd) and *strategy_out its strategies; with transform
+ * (a "dtype=..." spec, NULL: none) for a file, *strategy_out is
+ * "transform:dtype=..." or NULL for the identity.  Returns 0 or
+ * MSIM_EINVAL with why.
+ */
+int msim_input_describe(const char *trace, const char *transform,
+			char **spec_out, char **strategy_out, char *why,
+			size_t whylen);
 
 /* The content hash of the file at path, as runs store it (16 hex digits
  * into hex[17]).  Returns 0 or MSIM_EIO with why. */

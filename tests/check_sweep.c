@@ -1,7 +1,9 @@
 /*
  * Sweeps and the schema-2 store: planning (grid order, de-duplication,
  * shards, seeded random draws, settings files), setting keys and the store
- * modes, the migration of schema 1 files, merging, and resuming.
+ * modes, the migration of schema 1 files, merging, and resuming; sweeps
+ * over strategies of a model spec (equal to generating and running each
+ * setting alone) and the dtype transform of a recording.
  */
 #include <config.h>
 
@@ -15,6 +17,8 @@
 #include "sim/error.h"
 #include "sim/results.h"
 #include "sim/sweep.h"
+#include "traces/gen_model.h"
+#include "traces/model_spec.h"
 #include "testutil.h"
 
 static char path[64], path2[64];
@@ -277,8 +281,12 @@ START_TEST(test_migrate_schema1)
 	ck_assert_int_eq(store(db, "", 9, MSIM_DB_SKIP, &existed), 2);
 	ck_assert_int_eq(existed, 1);
 	msim_db_close(db);
+	/* Migrated through 2 to the current schema (strategy added). */
 	ck_assert_int_eq(query_int(path, "SELECT value FROM meta WHERE"
-				   " key='schema_version'"), 2);
+				   " key='schema_version'"),
+			 MSIM_DB_SCHEMA_VERSION);
+	ck_assert_int_eq(query_int(path, "SELECT count(*) FROM runs WHERE"
+				   " strategy IS NULL"), 3);
 	ck_assert_int_eq(query_int(path, "SELECT count(*) FROM runs"), 3);
 	ck_assert_int_eq(query_int(path, "SELECT count(setting_key) FROM"
 				   " runs"), 2);
@@ -336,6 +344,161 @@ START_TEST(test_exec_and_resume)
 }
 END_TEST
 
+
+#define TINY "model:arch=gpt2,layers=4,hidden=64,heads=2,vocab=1000," \
+	     "positions=128,batch=2,seq=64/32,steps=2"
+
+/* Peak reserved and allocated of cfg generated and run alone, as
+ * `memsim gen model` + `memsim run` would. */
+static void
+run_alone(const msim_model_cfg_t *cfg, int64_t *reserved, int64_t *alloc,
+	  uint64_t *recompute)
+{
+	char why[256];
+	msim_gen_t g;
+	msim_gen_init(&g, false);
+	ck_assert_int_eq(msim_model_generate(cfg, &g, why, sizeof(why)), 0);
+	msim_sim_config_t c = {
+		.source = msim_gen_source(&g),
+		.device = {.capacity = MSIM_H200_BYTES},
+	};
+	msim_sim_t *sim;
+	ck_assert_int_eq(msim_sim_new(&c, &sim, why, sizeof(why)), 0);
+	ck_assert_int_eq(msim_sim_run(sim), 0);
+	msim_stats_t st;
+	msim_sim_stats(sim, &st);
+	*reserved = st.reserved_bytes[0].peak;
+	*alloc = st.allocated_bytes[0].peak;
+	*recompute = g.recompute;
+	msim_sim_destroy(sim);
+	msim_gen_clear(&g);
+}
+
+START_TEST(test_model_sweep_matches_gen)
+{
+	const char *traces[] = {TINY};
+	const char *grid[] = {"dtype=fp32,bf16-amp,bf16",
+			      "checkpoint=none,every:2,sqrt"};
+	msim_sweep_spec_t spec = {.traces = traces, .ntraces = 1,
+				  .grid = grid, .ngrid = 2};
+	msim_sweep_t *sw;
+	char why[512];
+	ck_assert_msg(msim_sweep_plan(&spec, &sw, why, sizeof(why)) == 0,
+		      "%s", why);
+	ck_assert_uint_eq(msim_sweep_count(sw), 9);
+	msim_sweep_opts_t o = {.db_path = path, .jobs = 2};
+	msim_sweep_result_t r;
+	ck_assert_int_eq(msim_sweep_exec(sw, &o, &r, why, sizeof(why)), 0);
+	ck_assert_uint_eq(r.ran, 9);
+	ck_assert_uint_eq(r.failed, 0);
+	for (size_t i = 0; i < 9; i++) {
+		const msim_setting_t *s = msim_sweep_setting(sw, i);
+		char text[2048], sql[2048];
+		snprintf(text, sizeof(text), "%s,%s", TINY, s->strategy);
+		msim_model_cfg_t cfg;
+		ck_assert_int_eq(msim_model_spec_parse(text, &cfg, why,
+						       sizeof(why)), 0);
+		int64_t res, alloc;
+		uint64_t rec;
+		run_alone(&cfg, &res, &alloc, &rec);
+		snprintf(sql, sizeof(sql), "SELECT peak_reserved_bytes FROM "
+			 "runs WHERE strategy='%s' AND trace_format='model'",
+			 s->strategy);
+		ck_assert_int_eq(query_int(path, sql), res);
+		snprintf(sql, sizeof(sql), "SELECT peak_allocated_bytes FROM "
+			 "runs WHERE strategy='%s'", s->strategy);
+		ck_assert_int_eq(query_int(path, sql), alloc);
+		snprintf(sql, sizeof(sql), "SELECT CAST(m.value AS INTEGER) "
+			 "FROM runs r JOIN run_meta m ON m.run_id=r.id WHERE "
+			 "r.strategy='%s' AND m.key='recompute_layer_forwards'",
+			 s->strategy);
+		ck_assert_int_eq(query_int(path, sql), (int64_t)rec);
+		/* every:2 over 4 layers recomputes them all, each step */
+		if (strstr(s->strategy, "every:2"))
+			ck_assert_uint_eq(rec, 4 * 2);
+		if (strstr(s->strategy, "=none"))
+			ck_assert_uint_eq(rec, 0);
+	}
+	/* The strategies are part of the setting: a second sweep skips. */
+	ck_assert_int_eq(msim_sweep_exec(sw, &o, &r, why, sizeof(why)), 0);
+	ck_assert_uint_eq(r.skipped, 9);
+	msim_sweep_destroy(sw);
+	ck_assert_int_eq(query_int(path, "SELECT count(DISTINCT setting_key) "
+				   "FROM runs WHERE setting_key LIKE "
+				   "'%strategy=dtype=%'"), 9);
+}
+END_TEST
+
+START_TEST(test_model_sweep_bad_keys)
+{
+	char why[512];
+	msim_sweep_t *sw;
+	const char *traces[] = {TINY};
+	const char *g1[] = {"dtype=fp8"};
+	msim_sweep_spec_t spec = {.traces = traces, .ntraces = 1,
+				  .grid = g1, .ngrid = 1};
+	ck_assert_int_eq(msim_sweep_plan(&spec, &sw, why, sizeof(why)),
+			 MSIM_EINVAL);
+	ck_assert_ptr_nonnull(strstr(why, "dtype"));
+	/* checkpoint needs a model; a recording takes only dtype */
+	static char trace[4096];
+	snprintf(trace, sizeof(trace), "%s",
+		 test_data("traces/bert_infer_varlen.csv"));
+	const char *files[] = {trace};
+	const char *g2[] = {"checkpoint=sqrt"};
+	spec = (msim_sweep_spec_t){.traces = files, .ntraces = 1,
+				   .grid = g2, .ngrid = 1};
+	ck_assert_int_eq(msim_sweep_plan(&spec, &sw, why, sizeof(why)),
+			 MSIM_EINVAL);
+	ck_assert_ptr_nonnull(strstr(why, "needs a model spec"));
+	const char *bad[] = {"model:layers=2", "model:arch=gpt2,seq=x",
+			     "model:arch=gpt2,wings=2", "model:arch=gpt2,seq"};
+	for (size_t i = 0; i < 4; i++) {
+		spec = (msim_sweep_spec_t){.traces = &bad[i], .ntraces = 1};
+		ck_assert_int_eq(msim_sweep_plan(&spec, &sw, why,
+						 sizeof(why)), MSIM_EINVAL);
+	}
+}
+END_TEST
+
+START_TEST(test_transform_sweep)
+{
+	static char trace[4096];
+	snprintf(trace, sizeof(trace), "%s",
+		 test_data("traces/gpt2_fp32.csv"));
+	const char *traces[] = {trace};
+	const char *grid[] = {"dtype=fp32,bf16-amp,bf16"};
+	msim_sweep_spec_t spec = {.traces = traces, .ntraces = 1,
+				  .grid = grid, .ngrid = 1};
+	msim_sweep_t *sw;
+	char why[512];
+	ck_assert_int_eq(msim_sweep_plan(&spec, &sw, why, sizeof(why)), 0);
+	msim_sweep_opts_t o = {.db_path = path, .jobs = 1};
+	msim_sweep_result_t r;
+	ck_assert_int_eq(msim_sweep_exec(sw, &o, &r, why, sizeof(why)), 0);
+	ck_assert_uint_eq(r.ran, 3);
+	msim_sweep_destroy(sw);
+	/* fp32 is the recording itself */
+	ck_assert_int_eq(query_int(path, "SELECT peak_allocated_bytes FROM "
+				   "runs WHERE strategy IS NULL"),
+			 15776445440LL);
+	/* classification: 148 parameters, 3 forwards given a cache */
+	ck_assert_int_eq(query_int(path, "SELECT count(*) FROM run_meta WHERE"
+				   " key='transform_params' AND value='148'"),
+			 2);
+	ck_assert_int_eq(query_int(path, "SELECT value FROM run_meta m JOIN "
+				   "runs r ON r.id=m.run_id WHERE r.strategy="
+				   "'transform:dtype=bf16-amp' AND m.key="
+				   "'transform_cached_forwards'"), 3);
+	int64_t amp = query_int(path, "SELECT peak_allocated_bytes FROM runs"
+				" WHERE strategy='transform:dtype=bf16-amp'");
+	int64_t bf16 = query_int(path, "SELECT peak_allocated_bytes FROM runs"
+				 " WHERE strategy='transform:dtype=bf16'");
+	ck_assert_int_lt(bf16, amp);
+	ck_assert_int_lt(amp, 15776445440LL);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -351,6 +514,9 @@ main(void)
 	tcase_add_test(tc, test_migrate_schema1);
 	tcase_add_test(tc, test_merge);
 	tcase_add_test(tc, test_exec_and_resume);
+	tcase_add_test(tc, test_model_sweep_matches_gen);
+	tcase_add_test(tc, test_model_sweep_bad_keys);
+	tcase_add_test(tc, test_transform_sweep);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -126,3 +126,28 @@ msim_strategy_set(msim_model_cfg_t *cfg, const char *name, const char *value,
 	msim_params_clear(&pv);
 	return rc;
 }
+
+size_t
+msim_strategy_canonical(const msim_model_cfg_t *cfg, char *buf, size_t n)
+{
+	char ck[48];
+	switch (cfg->ckpt.kind) {
+	case MSIM_CKPT_EVERY:
+		snprintf(ck, sizeof(ck), "every:%llu",
+			 (unsigned long long)cfg->ckpt.k);
+		break;
+	case MSIM_CKPT_SQRT:
+		snprintf(ck, sizeof(ck), "sqrt");
+		break;
+	case MSIM_CKPT_BUDGET:
+		snprintf(ck, sizeof(ck), "budget:%llu",
+			 (unsigned long long)cfg->ckpt.budget);
+		break;
+	default:
+		snprintf(ck, sizeof(ck), "none");
+		break;
+	}
+	int len = snprintf(buf, n, "dtype=%s,checkpoint=%s",
+			   msim_dtype_name(cfg->dtype), ck);
+	return len < 0 ? 0 : (size_t)len;
+}

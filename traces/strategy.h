@@ -38,4 +38,12 @@ const msim_strategy_t *msim_strategy_find(const char *name);
 int msim_strategy_set(msim_model_cfg_t *cfg, const char *name,
 		      const char *value, char *why, size_t whylen);
 
+/*
+ * The strategies of cfg as stored with a run: every strategy in registry
+ * order, "dtype=bf16-amp,checkpoint=every:2".  Returns the length it
+ * needed (snprintf-like).
+ */
+size_t msim_strategy_canonical(const msim_model_cfg_t *cfg, char *buf,
+			       size_t n);
+
 #endif
