@@ -903,6 +903,16 @@ mg_resnet50(mg_t *m)
 
 /* ---- driver ------------------------------------------------------------- */
 
+uint64_t
+msim_model_ffn(const msim_model_cfg_t *c)
+{
+	if (c->ffn)
+		return c->ffn;
+	if (c->arch == MSIM_ARCH_LLAMA) /* 8/3 x hidden, to 256 (11008) */
+		return (8 * c->hidden / 3 + 255) / 256 * 256;
+	return 4 * c->hidden;
+}
+
 void
 msim_model_defaults(msim_model_cfg_t *cfg, int arch)
 {
@@ -917,18 +927,18 @@ msim_model_defaults(msim_model_cfg_t *cfg, int arch)
 	switch (arch) {
 	case MSIM_ARCH_LLAMA:
 		cfg->layers = 32, cfg->hidden = 4096, cfg->heads = 32;
-		cfg->kv_heads = 32, cfg->ffn = 11008, cfg->vocab = 32000;
+		cfg->kv_heads = 32, cfg->vocab = 32000;
 		cfg->positions = 4096;
 		break;
 	case MSIM_ARCH_BERT:
 		cfg->layers = 12, cfg->hidden = 768, cfg->heads = 12;
-		cfg->ffn = 3072, cfg->vocab = 30522, cfg->positions = 512;
+		cfg->vocab = 30522, cfg->positions = 512;
 		cfg->seq[0] = 512;
 		cfg->inference = true;
 		break;
 	default:
 		cfg->layers = 12, cfg->hidden = 768, cfg->heads = 12;
-		cfg->ffn = 3072, cfg->vocab = 50257, cfg->positions = 1024;
+		cfg->vocab = 50257, cfg->positions = 1024;
 		break;
 	}
 }
@@ -990,7 +1000,7 @@ mg_generate(const msim_model_cfg_t *c, msim_gen_t *g, const uint32_t *seg,
 	m.B = c->batch;
 	m.H = c->hidden;
 	m.N = c->heads;
-	m.F = c->ffn ? c->ffn : 4 * c->hidden;
+	m.F = msim_model_ffn(c);
 	m.V = c->vocab;
 	m.P = c->positions;
 	uint64_t kv = c->kv_heads ? c->kv_heads : c->heads;

@@ -52,7 +52,7 @@ typedef struct msim_model_cfg_s {
 	uint64_t hidden;    /* model width */
 	uint64_t heads;     /* attention heads */
 	uint64_t kv_heads;  /* key/value heads (0: = heads) */
-	uint64_t ffn;       /* MLP width (0: 4 x hidden) */
+	uint64_t ffn;       /* MLP width (0: msim_model_ffn()'s default) */
 	uint64_t vocab;     /* vocabulary */
 	uint64_t positions; /* position table rows */
 	uint64_t batch;     /* sequences (or images) a step */
@@ -76,6 +76,10 @@ enum { MSIM_OPT_ADAMW = 0, MSIM_OPT_SGD = 1 };
 /* Fills cfg with the defaults of arch (GPT-2 small, Llama-2-7B shape,
  * BERT-base, ResNet-50 at 224 px): batch 8, seq 1024, fp32, 1 step. */
 void msim_model_defaults(msim_model_cfg_t *cfg, int arch);
+
+/* The MLP width: ffn, or by default 4 x hidden (GPT-2, BERT) and
+ * 8/3 x hidden rounded up to 256 (Llama: 11008 for 4096). */
+uint64_t msim_model_ffn(const msim_model_cfg_t *cfg);
 
 /* Checks cfg.  Returns 0, or MSIM_EINVAL with why naming the option. */
 int msim_model_check(const msim_model_cfg_t *cfg, char *why, size_t whylen);

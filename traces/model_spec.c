@@ -301,7 +301,7 @@ msim_model_spec_canonical(const msim_model_cfg_t *c, char *buf, size_t n)
 			       "scaler_skips=%" PRIu64, MSIM_MODEL_SPEC_PREFIX,
 			       msim_arch_name(c->arch), c->layers, c->hidden,
 			       c->heads, c->kv_heads ? c->kv_heads : c->heads,
-			       c->ffn ? c->ffn : 4 * c->hidden, c->vocab,
+			       msim_model_ffn(c), c->vocab,
 			       c->positions, c->batch, seq, c->steps,
 			       c->optimizer == MSIM_OPT_SGD ? "sgd" : "adamw",
 			       c->inference ? 1 : 0, c->scaler_skips);
