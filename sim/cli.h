@@ -28,5 +28,7 @@ double msim_cli_now_ms(void);
 /* Subcommands: each takes argv with argv[0] = "memsim <name>". */
 int msim_cmd_run(int argc, char **argv);
 int msim_cmd_bench(int argc, char **argv);
+int msim_cmd_convert(int argc, char **argv);
+int msim_cmd_info(int argc, char **argv);
 
 #endif

@@ -31,8 +31,9 @@ usage_run(FILE *fp)
 	fprintf(fp,
 		"usage: memsim run [OPTIONS] TRACE\n"
 		"\n"
-		"Replays TRACE (a PyTorch device-trace CSV) through a policy "
-		"and prints the\n"
+		"Replays TRACE (a PyTorch snapshot pickle, device-trace CSV, "
+		"RMM log or memsim\n"
+		"binary trace) through a policy and prints the\n"
 		"figures of torch.cuda.memory_stats().  An out-of-memory is a "
 		"result: it is\n"
 		"reported with the index of the failing request and the exit "
@@ -58,6 +59,12 @@ usage_run(FILE *fp)
 		"                          trace: at the trace's recorded "
 		"segment addresses\n"
 		"      --keep-going        do not stop at the first OOM\n"
+		"      --recording         reproduce the recording itself: "
+		"free_requested applied,\n"
+		"                          hidden empty_cache() calls "
+		"replayed, --addresses trace\n"
+		"      --device N          snapshots: the device_traces index "
+		"to replay\n"
 		"  -d, --db FILE           store the run in this SQLite "
 		"database\n"
 		"      --plot OUT          plot the fragmentation curve "
@@ -82,6 +89,8 @@ typedef struct run_opts_s {
 	uint64_t cap, capacity;
 	double fraction;
 	int json, keep_going;
+	int recording;     /* --recording */
+	unsigned device1;  /* --device N: N + 1 */
 } run_opts_t;
 
 static int
@@ -163,6 +172,8 @@ msim_cmd_run(int argc, char **argv)
 		{"capacity", required_argument, NULL, 'K'},
 		{"addresses", required_argument, NULL, 'A'},
 		{"keep-going", no_argument, NULL, 'k'},
+		{"recording", no_argument, NULL, 'R'},
+		{"device", required_argument, NULL, 'D'},
 		{"db", required_argument, NULL, 'd'},
 		{"plot", required_argument, NULL, 'P'},
 		{"segments", required_argument, NULL, 'S'},
@@ -193,6 +204,13 @@ msim_cmd_run(int argc, char **argv)
 			o.addresses = optarg;
 			break;
 		case 'k': o.keep_going = 1; break;
+		case 'R': o.recording = 1; o.addresses = "trace"; break;
+		case 'D':
+			o.device1 = (unsigned)strtoul(optarg, &end, 10) + 1;
+			if (*end || !*optarg || o.device1 == 0)
+				msim_cli_die("--device: '%s' is not a device index",
+				    optarg);
+			break;
 		case 'd': o.db = optarg; break;
 		case 'P': o.plot = optarg; break;
 		case 'S': o.segments = optarg; break;
@@ -230,7 +248,10 @@ msim_cmd_run(int argc, char **argv)
 		msim_cli_die("%s", why);
 
 	msim_trace_t *t;
-	if (msim_trace_open(path, NULL, &t, why, sizeof(why)))
+	msim_trace_options_t topt = {.deferred_frees = o.recording,
+				     .hidden_empty_cache = o.recording,
+				     .device1 = o.device1};
+	if (msim_trace_open(path, &topt, &t, why, sizeof(why)))
 		msim_cli_die("%s", why);
 	uint64_t capacity = o.capacity ? o.capacity : MSIM_H200_BYTES;
 	msim_sim_config_t cfg = {

@@ -48,6 +48,8 @@ static const struct {
 	{"policies", cmd_policies, "list the policies and their parameters"},
 	{"bench", msim_cmd_bench, "measure the simulator's speed "
 	 "(requests/s, peak memory)"},
+	{"convert", msim_cmd_convert, "convert a trace between formats"},
+	{"info", msim_cmd_info, "summarize a trace (requests, sizes, peak)"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
