@@ -402,7 +402,8 @@ pk_role(pk_t *p, pk_val_t *v)
 	} else if (p->nmarks) {
 		size_t m = p->marks[p->nmarks - 1];
 		const pk_val_t *c = m ? &p->stack[m - 1] : NULL;
-		if (c && c->type == V_DICT && (top->cum & 1)) {
+		if (c && c->type == V_DICT && (top->cum & 1) &&
+		    top->type != V_LIST && top->type != V_DICT) {
 			parent = c; /* a value: top is its key */
 			key = top;
 		} else if (c && c->type == V_LIST) {

@@ -228,7 +228,9 @@ msim_trace_open(const char *path, const msim_trace_options_t *opt,
 		rc = MSIM_EFORMAT;
 		goto fail;
 	}
-	for (const msim_trace_format_t *const *f = formats; *f; f++) {
+	t->format = t->opt.format;
+	for (const msim_trace_format_t *const *f = formats;
+	     *f && !t->format; f++) {
 		if ((*f)->probe(head, n)) {
 			t->format = *f;
 			break;

@@ -72,6 +72,8 @@ typedef struct msim_trace_options_s {
 	/* Snapshots: 1 + the index in device_traces to read; 0 = the device
 	 * that has events (an error if several have). */
 	unsigned device1;
+	/* Read as this format; NULL = detect by content. */
+	const struct msim_trace_format_s *format;
 } msim_trace_options_t;
 
 typedef struct msim_trace_format_s {
