@@ -27,6 +27,11 @@
  * Any error names the file and the byte offset of the opcode.
  *
  * Not kept: stack frames, the segments state, allocator settings.
+ *
+ * The writer writes a snapshot that torch.cuda.memory's tools and this
+ * reader load: {"segments": [], "device_traces": [[entry, ...]]}, entries
+ * with action, addr (device_free for oom), size, stream and time_us, in
+ * protocol 4 without memo, in batches of 1000 as Python's pickler does.
  */
 #include <config.h>
 
@@ -961,13 +966,133 @@ pk_close(msim_trace_t *t)
 	t->fmt = NULL;
 }
 
+/* ---- writing ---- */
+
+typedef struct pkw_s {
+	uint8_t buf[256];
+	size_t len;
+	unsigned batch; /* entries since the last MARK */
+} pkw_t;
+
+static void
+pkw_str(pkw_t *w, const char *s)
+{
+	size_t n = strlen(s);
+	w->buf[w->len++] = 0x8c; /* SHORT_BINUNICODE */
+	w->buf[w->len++] = (uint8_t)n;
+	memcpy(w->buf + w->len, s, n);
+	w->len += n;
+}
+
+static void
+pkw_int(pkw_t *w, uint64_t v)
+{
+	if (v < 256) {
+		w->buf[w->len++] = 'K';
+		w->buf[w->len++] = (uint8_t)v;
+		return;
+	}
+	/* LONG1: little-endian two's complement, a zero byte on top if the
+	 * top bit is set. */
+	uint8_t n = 0, *len = &w->buf[w->len + 1];
+	w->buf[w->len] = 0x8a;
+	w->len += 2;
+	do {
+		w->buf[w->len++] = (uint8_t)v;
+		n++;
+		v >>= 8;
+	} while (v);
+	if (w->buf[w->len - 1] & 0x80) {
+		w->buf[w->len++] = 0;
+		n++;
+	}
+	*len = n;
+}
+
+static int
+pkw_flush(msim_trace_writer_t *w, pkw_t *p)
+{
+	if (fwrite(p->buf, 1, p->len, w->fp) != p->len)
+		return msim_trace_writer_fail(w, MSIM_EIO, "cannot write");
+	p->len = 0;
+	return 0;
+}
+
+static int
+pk_write_open(msim_trace_writer_t *w)
+{
+	pkw_t *p = calloc(1, sizeof(*p));
+	if (!p)
+		return msim_trace_writer_fail(w, MSIM_ENOMEM, "out of memory");
+	w->fmt = p;
+	static const uint8_t proto[] = {0x80, 4, '}', '('};
+	memcpy(p->buf, proto, sizeof(proto));
+	p->len = sizeof(proto);
+	pkw_str(p, "segments");
+	p->buf[p->len++] = ']';
+	pkw_str(p, "device_traces");
+	p->buf[p->len++] = ']';
+	p->buf[p->len++] = ']';
+	p->buf[p->len++] = '(';
+	return pkw_flush(w, p);
+}
+
+static int
+pk_write(msim_trace_writer_t *w, const msim_entry_t *e)
+{
+	pkw_t *p = w->fmt;
+	int rc;
+	if (p->batch == 1000) {
+		p->buf[p->len++] = 'e'; /* APPENDS */
+		p->buf[p->len++] = '(';
+		p->batch = 0;
+	}
+	p->buf[p->len++] = '}';
+	p->buf[p->len++] = '(';
+	pkw_str(p, "action");
+	pkw_str(p, msim_action_name(e->action));
+	pkw_str(p, e->action == MSIM_ACT_OOM ? "device_free" : "addr");
+	pkw_int(p, e->addr);
+	pkw_str(p, "size");
+	pkw_int(p, e->size);
+	pkw_str(p, "stream");
+	pkw_int(p, e->stream);
+	pkw_str(p, "time_us");
+	pkw_int(p, e->time_us);
+	p->buf[p->len++] = 'u';
+	p->batch++;
+	if ((rc = pkw_flush(w, p)))
+		return rc;
+	return 0;
+}
+
+static int
+pk_write_close(msim_trace_writer_t *w)
+{
+	pkw_t *p = w->fmt;
+	int rc = 0;
+	if (!p)
+		return 0;
+	/* APPENDS, the device list into device_traces, SETITEMS, STOP */
+	static const uint8_t tail[] = {'e', 'a', 'u', '.'};
+	memcpy(p->buf + p->len, tail, sizeof(tail));
+	p->len += sizeof(tail);
+	rc = pkw_flush(w, p);
+	free(p);
+	w->fmt = NULL;
+	return rc;
+}
+
 const msim_trace_format_t msim_trace_pickle = {
 	.name = "pickle",
 	.exts = ".pickle .pkl",
 	.summary = "PyTorch memory snapshot "
-		   "(torch.cuda.memory._dump_snapshot), read only",
+		   "(torch.cuda.memory._dump_snapshot)",
 	.probe = pk_probe,
 	.open = pk_open,
 	.next = pk_next,
 	.close = pk_close,
+	.write_open = pk_write_open,
+	.write = pk_write,
+	.write_close = pk_write_close,
 };
