@@ -131,7 +131,7 @@ msim_cmd_bench(int argc, char **argv)
 	} else {
 		printf("trace     %s (%" PRIu64 " requests)\n", path,
 		       r.trace_requests);
-		printf("read      %.3f s, %.2f M requests/s (CSV reader)\n",
+		printf("read      %.3f s, %.2f M requests/s (trace reader)\n",
 		       r.read_s, read_rate / 1e6);
 		printf("replay    %" PRIu64 " requests in %.3f s through %s\n",
 		       r.requests, r.replay_s, ops->name);
