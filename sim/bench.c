@@ -11,6 +11,8 @@
 #include "sim/engine.h"
 #include "sim/error.h"
 #include "traces/trace.h"
+#include <sys/stat.h>
+#include <unistd.h>
 
 typedef struct loop_s {
 	msim_req_t *v;
@@ -160,4 +162,78 @@ done:
 	free(l.v);
 	free(live);
 	return rc;
+}
+
+/* Reads path to the end as requests; the count and the seconds. */
+static int
+bench_read(const char *path, uint64_t *n_out, double *s_out, char *why,
+	   size_t whylen)
+{
+	msim_trace_t *t;
+	double t0 = now_s();
+	int rc = msim_trace_open(path, NULL, &t, why, whylen);
+	if (rc)
+		return rc;
+	msim_req_t req;
+	uint64_t n = 0;
+	while ((rc = msim_trace_next(t, &req)) == 1)
+		n += req.kind != MSIM_REQ_SEGMENT_HINT;
+	if (rc < 0)
+		snprintf(why, whylen, "%s", msim_trace_errmsg(t));
+	msim_trace_close(t);
+	*s_out = now_s() - t0;
+	*n_out = n;
+	return rc;
+}
+
+int
+msim_bench_formats(const char *trace_path, const char *dir,
+		   msim_bench_format_t *out, size_t *n_out, char *why,
+		   size_t whylen)
+{
+	size_t n = 0;
+	int rc = 0;
+	*n_out = 0;
+	for (const msim_trace_format_t *const *f = msim_trace_formats(); *f;
+	     f++) {
+		if (!(*f)->write)
+			continue;
+		char path[4096];
+		snprintf(path, sizeof(path), "%s/memsim-bench-%ld.%s", dir,
+			 (long)getpid(), (*f)->name);
+		msim_trace_t *t;
+		msim_trace_writer_t *w;
+		if ((rc = msim_trace_open(trace_path, NULL, &t, why, whylen)))
+			return rc;
+		if ((rc = msim_trace_writer_open(path, *f, &w, why, whylen))) {
+			msim_trace_close(t);
+			return rc;
+		}
+		msim_entry_t e;
+		while ((rc = msim_trace_next_entry(t, &e)) == 1)
+			if ((rc = msim_trace_writer_put(w, &e))) {
+				snprintf(why, whylen, "%s",
+					 msim_trace_writer_errmsg(w));
+				break;
+			}
+		if (rc < 0 && !why[0])
+			snprintf(why, whylen, "%s", msim_trace_errmsg(t));
+		msim_trace_close(t);
+		int rc2 = msim_trace_writer_close(w, why, whylen);
+		if (rc == 0)
+			rc = rc2;
+		msim_bench_format_t *r = &out[n];
+		r->format = (*f)->name;
+		struct stat sb;
+		r->file_bytes = stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+		if (rc == 0)
+			rc = bench_read(path, &r->requests, &r->read_s, why,
+					whylen);
+		remove(path);
+		if (rc)
+			return rc;
+		n++;
+	}
+	*n_out = n;
+	return 0;
 }

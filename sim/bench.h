@@ -26,4 +26,22 @@ int msim_bench_run(const char *trace_path, uint64_t target_requests,
 		   const msim_policy_ops_t *ops, const msim_params_t *pv,
 		   msim_bench_result_t *out, char *why, size_t whylen);
 
+/* Read speed of one trace format. */
+typedef struct msim_bench_format_s {
+	const char *format;  /* format name */
+	uint64_t file_bytes; /* size of the trace in that format */
+	uint64_t requests;   /* requests read */
+	double read_s;       /* seconds to read them (open to end) */
+} msim_bench_format_t;
+
+/*
+ * Writes trace_path in every format memsim can write (files in dir, removed
+ * afterwards) and times reading each back as requests.  out has room for
+ * one result per format; *n_out is set to the number filled.  Returns 0, or
+ * an error with why filled.
+ */
+int msim_bench_formats(const char *trace_path, const char *dir,
+		       msim_bench_format_t *out, size_t *n_out, char *why,
+		       size_t whylen);
+
 #endif

@@ -41,5 +41,7 @@ int msim_cmd_plot(int argc, char **argv);
 int msim_cmd_tune(int argc, char **argv);
 int msim_cmd_gen(int argc, char **argv);
 int msim_cmd_gen_random(int argc, char **argv);
+int msim_cmd_convert(int argc, char **argv);
+int msim_cmd_info(int argc, char **argv);
 
 #endif

@@ -29,6 +29,10 @@ usage_bench(FILE *fp)
 		"10000000)\n"
 		"  -p, --policy NAME       policy (default pytorch)\n"
 		"  -c, --alloc-conf STR    its parameters\n"
+		"      --formats           instead: the read speed (requests/s) "
+		"of TRACE written\n"
+		"                          in every format (temporary files in "
+		"$TMPDIR or /tmp)\n"
 		"      --json              print JSON\n"
 		"  -h, --help              this help\n");
 }
@@ -41,12 +45,13 @@ msim_cmd_bench(int argc, char **argv)
 		{"policy", required_argument, NULL, 'p'},
 		{"alloc-conf", required_argument, NULL, 'c'},
 		{"json", no_argument, NULL, 'j'},
+		{"formats", no_argument, NULL, 'f'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	uint64_t n = 10000000;
 	const char *policy = "pytorch", *conf = "";
-	int json = 0, c;
+	int json = 0, formats = 0, c;
 	char *end;
 	while ((c = getopt_long(argc, argv, "n:p:c:h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -59,6 +64,7 @@ msim_cmd_bench(int argc, char **argv)
 		case 'p': policy = optarg; break;
 		case 'c': conf = optarg; break;
 		case 'j': json = 1; break;
+		case 'f': formats = 1; break;
 		case 'h': usage_bench(stdout); return 0;
 		default: usage_bench(stderr); return 2;
 		}
@@ -69,6 +75,38 @@ msim_cmd_bench(int argc, char **argv)
 	}
 	const char *path = optind < argc ? argv[optind]
 					 : PKGDATA_DIR "/examples/gpt2_varlen.csv";
+	char why[1024];
+	if (formats) {
+		msim_bench_format_t fr[8];
+		size_t nf;
+		const char *dir = getenv("TMPDIR");
+		if (msim_bench_formats(path, dir && *dir ? dir : "/tmp", fr, &nf,
+				       why, sizeof(why)))
+			msim_cli_die("%s", why);
+		if (json)
+			printf("{\"trace\": ");
+		if (json)
+			msim_cli_json_str(stdout, path);
+		else
+			printf("trace     %s\nformat    file MiB    requests"
+			       "    read s   M requests/s\n", path);
+		for (size_t i = 0; i < nf; i++) {
+			double rate = fr[i].requests / fr[i].read_s;
+			if (json)
+				printf(", \"%s\": {\"file_bytes\": %" PRIu64
+				       ", \"requests\": %" PRIu64
+				       ", \"read_s\": %.6f, \"requests_per_s\""
+				       ": %.0f}", fr[i].format, fr[i].file_bytes,
+				       fr[i].requests, fr[i].read_s, rate);
+			else
+				printf("%-9s %8.1f %11" PRIu64 " %9.3f %14.2f\n",
+				       fr[i].format, fr[i].file_bytes / 1048576.0,
+				       fr[i].requests, fr[i].read_s, rate / 1e6);
+		}
+		if (json)
+			printf("}\n");
+		return 0;
+	}
 	const msim_policy_ops_t *ops = msim_policy_find(policy);
 	if (!ops)
 		msim_cli_die("--policy: unknown policy '%s'", policy);
@@ -78,7 +116,6 @@ msim_cmd_bench(int argc, char **argv)
 	if (msim_params_parse(&pv, conf))
 		msim_cli_die("--alloc-conf: %s", pv.errmsg);
 	msim_bench_result_t r;
-	char why[1024];
 	if (msim_bench_run(path, n, ops, &pv, &r, why, sizeof(why)))
 		msim_cli_die("%s", why);
 	double read_rate = r.trace_requests / r.read_s;
@@ -94,7 +131,7 @@ msim_cmd_bench(int argc, char **argv)
 	} else {
 		printf("trace     %s (%" PRIu64 " requests)\n", path,
 		       r.trace_requests);
-		printf("read      %.3f s, %.2f M requests/s (CSV reader)\n",
+		printf("read      %.3f s, %.2f M requests/s (trace reader)\n",
 		       r.read_s, read_rate / 1e6);
 		printf("replay    %" PRIu64 " requests in %.3f s through %s\n",
 		       r.requests, r.replay_s, ops->name);

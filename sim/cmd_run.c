@@ -34,8 +34,9 @@ usage_run(FILE *fp)
 	fprintf(fp,
 		"usage: memsim run [OPTIONS] TRACE|MODEL\n"
 		"\n"
-		"Replays TRACE (a PyTorch device-trace CSV) or the trace "
-		"generated for MODEL\n"
+		"Replays TRACE (a PyTorch snapshot pickle, device-trace CSV, "
+		"RMM log or memsim\n"
+		"binary trace) or the trace generated for MODEL\n"
 		"(\"model:arch=gpt2,batch=8,seq=1024,steps=3,dtype=bf16-amp\": "
 		"the options of\n"
 		"`memsim gen model` as key=value) through a policy and prints "
@@ -76,6 +77,12 @@ usage_run(FILE *fp)
 		"bytes at once and\n"
 		"                          the block returns at its "
 		"free_completed row\n"
+		"      --recording         reproduce the recording itself: "
+		"free_requested applied,\n"
+		"                          hidden empty_cache() calls "
+		"replayed, --addresses trace\n"
+		"      --device N          snapshots: the device_traces index "
+		"to replay\n"
 		"  -d, --db FILE           store the run in this SQLite "
 		"database\n"
 		"      --plot OUT          plot the fragmentation curve "
@@ -104,6 +111,8 @@ typedef struct run_opts_s {
 	uint64_t cap, capacity;
 	double fraction;
 	int json, keep_going, requests_only;
+	int recording;     /* --recording */
+	unsigned device1;  /* --device N: N + 1 */
 } run_opts_t;
 
 static void
@@ -181,6 +190,8 @@ msim_cmd_run(int argc, char **argv)
 		{"transform", required_argument, NULL, 'T'},
 		{"requests-only", no_argument, NULL, 'R'},
 		{"calibration", required_argument, NULL, 'L'},
+		{"recording", no_argument, NULL, 'E'},
+		{"device", required_argument, NULL, 'D'},
 		{"db", required_argument, NULL, 'd'},
 		{"plot", required_argument, NULL, 'P'},
 		{"segments", required_argument, NULL, 'S'},
@@ -214,6 +225,13 @@ msim_cmd_run(int argc, char **argv)
 		case 'T': o.transform = optarg; break;
 		case 'R': o.requests_only = 1; break;
 		case 'L': o.calibration = optarg; break;
+		case 'E': o.recording = 1; o.addresses = "trace"; break;
+		case 'D':
+			o.device1 = (unsigned)strtoul(optarg, &end, 10) + 1;
+			if (*end || !*optarg || o.device1 == 0)
+				msim_cli_die("--device: '%s' is not a device index",
+				    optarg);
+			break;
 		case 'd': o.db = optarg; break;
 		case 'P': o.plot = optarg; break;
 		case 'S': o.segments = optarg; break;
@@ -263,7 +281,14 @@ msim_cmd_run(int argc, char **argv)
 		msim_cli_die("%s", why);
 
 	msim_input_t in;
-	msim_trace_options_t topt = {.deferred_frees = !o.requests_only};
+	/* By default free_requested and free_completed rows apply apart;
+	 * --recording adds the hidden empty_cache() calls and the recorded
+	 * addresses. */
+	msim_trace_options_t topt = {
+		.deferred_frees = !o.requests_only || o.recording,
+		.hidden_empty_cache = o.recording,
+		.device1 = o.device1,
+	};
 	if (msim_input_open(&in, path, mspec, strategy, &topt, why,
 			    sizeof(why)))
 		msim_cli_die("%s", why);

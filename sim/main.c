@@ -72,6 +72,8 @@ static const struct {
 	 "(requests/s, peak memory)"},
 	{"validate", msim_cmd_validate, "replay a trace on a real GPU; "
 	 "measured figures beside simulated"},
+	{"convert", msim_cmd_convert, "convert a trace between formats"},
+	{"info", msim_cmd_info, "summarize a trace (requests, sizes, peak)"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

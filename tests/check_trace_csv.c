@@ -178,7 +178,8 @@ START_TEST(test_bad_input_names_file_line_reason)
 		{"action,addr,size\nalloc,-3,5\n", ":2:", "not a number"},
 		{"action,addr,size\nalloc,99999999999999999999999,5\n", ":2:",
 		 "not a number"},
-		{"\x80\x02}q\x00", "", "unknown trace format"},
+		{"\x80\x02}q\x00", "byte ", "truncated pickle"},
+		{"\x01\x02", "", "unknown trace format"},
 	};
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
 		const char *p = write_tmp(c[i].text);

@@ -123,5 +123,20 @@ expect_error "--sizes: 'lognormal:x' is not" $MEMSIM gen random \
 	--sizes lognormal:x -o "$tmp/x.csv"
 $MEMSIM policies | grep -q "^checkpoint:" || fail "policies: strategies"
 
+# convert and info: every format, the same run; the recording reproduced.
+$MEMSIM convert "$trace" "$tmp/t.msimtr" >/dev/null || fail "convert to bin"
+$MEMSIM convert --to rmm "$tmp/t.msimtr" "$tmp/t.rmm" >/dev/null || fail "convert to rmm"
+$MEMSIM convert "$tmp/t.rmm" "$tmp/t.pickle" >/dev/null || fail "convert to pickle"
+for f in "$tmp/t.msimtr" "$tmp/t.rmm" "$tmp/t.pickle" "$DATA/pickles/bert_infer_varlen.pickle"; do
+	$MEMSIM run --json "$f" | grep -q '"reserved_bytes.all.peak": 1436549120,' ||
+		fail "run $f"
+done
+$MEMSIM info "$DATA/traces/train_eval_emptycache.csv" |
+	grep -q "empty_cache 2 hidden calls found" || fail "info: empty_cache calls"
+$MEMSIM run --recording --json "$DATA/pickles/train_eval_emptycache.pickle" |
+	grep -q '"num_sync_all_streams": 2,' || fail "run --recording"
+printf '\200\004\377' >"$tmp/bad.pickle"
+expect_error "bad.pickle: byte 2: unknown pickle opcode 0xff" $MEMSIM info "$tmp/bad.pickle"
+
 [ "$fails" -eq 0 ] && echo "cli: all passed"
 exit "$fails"

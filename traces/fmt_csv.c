@@ -3,19 +3,15 @@
  * torch.cuda.memory._snapshot()["device_traces"][d] a line, under the
  * header "seq,time_us,action,addr,size,stream" (columns in any order;
  * action, addr and size are required).
- *
- * Replay semantics (spec section 16.4): `alloc` rows are requests of `size`
- * bytes, `free_completed` rows return the block; `free_requested` rows are
- * checked and, with deferred frees on, passed on; `segment_alloc` rows are
- * passed on as address hints; an `oom` row is a malloc that raised
- * out-of-memory (size = the rounded request), replayed as such.  Other
- * device events are what the allocator did; they are not requests.
+ * Each line is one entry; the request stage of trace.c gives them their
+ * replay meaning.  The writer writes the same columns (seq counts from 0).
  *
  * The reader scans a 1 MiB buffer in place: no per-line allocation, no
  * stdio per field; a line spanning two reads is moved to the front.
  */
 #include <config.h>
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,8 +32,6 @@ typedef struct csv_s {
 	bool eof;
 	int col[C_N];  /* column index of each field, -1 if absent */
 	int ncols;
-	bool pending_id; /* an expected-OOM id to give back */
-	uint32_t oom_id;
 } csv_t;
 
 /* The next line, NUL-terminated, without its newline; NULL at the end. */
@@ -174,14 +168,9 @@ csv_open(msim_trace_t *t)
 }
 
 static int
-csv_next(msim_trace_t *t, msim_req_t *req)
+csv_next(msim_trace_t *t, msim_entry_t *e)
 {
 	csv_t *c = t->fmt;
-	if (c->pending_id) {
-		c->pending_id = false;
-		if (msim_idmap_put_id(&t->ids, c->oom_id))
-			return MSIM_ENOMEM;
-	}
 	for (;;) {
 		size_t len;
 		char *line = csv_line(t, c, &len);
@@ -230,81 +219,16 @@ csv_next(msim_trace_t *t, msim_req_t *req)
 			return msim_trace_fail(t, MSIM_EFORMAT,
 					       "time_us '%s' is not a number",
 					       field[c->col[C_TIME]]);
-		memset(req, 0, sizeof(*req));
-		req->time = msim_trace_time(t, time_us);
-		req->stream = stream;
-		req->addr = addr;
-		int rc;
-		if (!strcmp(action, "alloc")) {
-			if (size == 0)
-				return msim_trace_fail(t, MSIM_EFORMAT,
-						       "alloc of 0 bytes");
-			if (addr == 0)
-				return msim_trace_fail(t, MSIM_EFORMAT,
-						       "alloc at address 0");
-			rc = msim_idmap_add(&t->ids, addr, &req->id);
-			if (rc == MSIM_EINVAL)
-				return msim_trace_fail(
-					t, MSIM_EFORMAT,
-					"alloc at address 0x%llx, which is "
-					"still live",
-					(unsigned long long)addr);
-			if (rc)
-				return msim_trace_fail(t, rc, "%s",
-						       msim_strerror(rc));
-			req->kind = MSIM_REQ_ALLOC;
-			req->size = size;
-			return 1;
-		}
-		if (!strcmp(action, "free_completed") ||
-		    !strcmp(action, "free_requested")) {
-			bool completed = action[5] == 'c';
-			rc = completed
-				? msim_idmap_remove(&t->ids, addr, &req->id)
-				: msim_idmap_find(&t->ids, addr, &req->id);
-			if (rc == MSIM_ENOTFOUND)
-				return msim_trace_fail(
-					t, MSIM_EFORMAT,
-					"%s of unknown address 0x%llx", action,
-					(unsigned long long)addr);
-			if (rc)
-				return msim_trace_fail(t, rc, "%s",
-						       msim_strerror(rc));
-			if (!completed && !t->opt.deferred_frees)
-				continue;
-			req->kind = completed ? MSIM_REQ_FREE
-					      : MSIM_REQ_FREE_REQUESTED;
-			return 1;
-		}
-		if (!strcmp(action, "segment_alloc")) {
-			req->kind = MSIM_REQ_SEGMENT_HINT;
-			req->size = size;
-			return 1;
-		}
-		if (!strcmp(action, "oom")) {
-			if (size == 0)
-				return msim_trace_fail(t, MSIM_EFORMAT,
-						       "oom of 0 bytes");
-			if ((rc = msim_idmap_take_id(&t->ids, &req->id)))
-				return msim_trace_fail(t, rc, "%s",
-						       msim_strerror(rc));
-			c->pending_id = true;
-			c->oom_id = req->id;
-			req->kind = MSIM_REQ_ALLOC;
-			req->flags = MSIM_REQF_EXPECT_OOM;
-			req->size = size;
-			req->addr = 0;
-			return 1;
-		}
-		if (!strcmp(action, "segment_free") ||
-		    !strcmp(action, "segment_map") ||
-		    !strcmp(action, "segment_unmap") ||
-		    !strcmp(action, "snapshot") ||
-		    !strcmp(action, "annotate") ||
-		    !strcmp(action, "user_defined"))
-			continue;
-		return msim_trace_fail(t, MSIM_EFORMAT, "unknown action '%s'",
-				       action);
+		int a = msim_action_parse(action, strlen(action));
+		if (a < 0)
+			return msim_trace_fail(t, MSIM_EFORMAT,
+					       "unknown action '%s'", action);
+		e->time_us = time_us;
+		e->addr = addr;
+		e->size = size;
+		e->stream = stream;
+		e->action = (uint8_t)a;
+		return 1;
 	}
 }
 
@@ -317,11 +241,42 @@ csv_close(msim_trace_t *t)
 	t->fmt = NULL;
 }
 
+static int
+csv_write_open(msim_trace_writer_t *w)
+{
+	if (fputs("seq,time_us,action,addr,size,stream\n", w->fp) < 0)
+		return msim_trace_writer_fail(w, MSIM_EIO, "cannot write");
+	return 0;
+}
+
+static int
+csv_write(msim_trace_writer_t *w, const msim_entry_t *e)
+{
+	if (fprintf(w->fp, "%" PRIu64 ",%" PRIu64 ",%s,%" PRIu64 ",%" PRIu64
+		    ",%" PRIu64 "\n", w->entries, e->time_us,
+		    msim_action_name(e->action), e->addr, e->size,
+		    e->stream) < 0)
+		return msim_trace_writer_fail(w, MSIM_EIO, "cannot write");
+	return 0;
+}
+
+static int
+csv_write_close(msim_trace_writer_t *w)
+{
+	(void)w;
+	return 0;
+}
+
 const msim_trace_format_t msim_trace_csv = {
 	.name = "csv",
 	.exts = ".csv",
+	.summary = "PyTorch device trace flattened to CSV "
+		   "(seq,time_us,action,addr,size,stream)",
 	.probe = csv_probe,
 	.open = csv_open,
 	.next = csv_next,
 	.close = csv_close,
+	.write_open = csv_write_open,
+	.write = csv_write,
+	.write_close = csv_write_close,
 };

@@ -1,6 +1,17 @@
 /*
  * Opening traces: format detection by content, the shared bookkeeping of
- * readers (errors with file and line, content hash, timestamps).
+ * readers (errors with file and line, content hash, timestamps), the
+ * request stage that turns recorded entries into requests, and writers.
+ *
+ * The request stage is where replay semantics live, once for every format
+ * (spec section 16, notes 4 and 6): `alloc` rows are requests of `size`
+ * bytes, `free_completed` rows return the block; `free_requested` rows are
+ * checked and, with deferred frees on, passed on; `segment_alloc` rows are
+ * passed on as address hints; an `oom` row is a malloc that raised
+ * out-of-memory (size = the rounded request), replayed as such.  With
+ * hidden_empty_cache on, runs of segment_free / segment_unmap rows become
+ * empty_cache() calls (rule a) or flag the next malloc (rule b); this needs
+ * one entry of look-ahead, kept in t->la.
  */
 #include <config.h>
 
@@ -8,14 +19,85 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 
 #include "sim/error.h"
 #include "traces/trace.h"
 
+/* Detection order: the binary formats have magic numbers, so they go
+ * first; the RMM header is more specific than the device-trace CSV's. */
 static const msim_trace_format_t *const formats[] = {
+	&msim_trace_bin,
+	&msim_trace_pickle,
+	&msim_trace_rmm,
 	&msim_trace_csv,
 	NULL,
 };
+
+static const char *const action_names[MSIM_NACT] = {
+	[MSIM_ACT_ALLOC] = "alloc",
+	[MSIM_ACT_FREE_REQUESTED] = "free_requested",
+	[MSIM_ACT_FREE_COMPLETED] = "free_completed",
+	[MSIM_ACT_SEGMENT_ALLOC] = "segment_alloc",
+	[MSIM_ACT_SEGMENT_FREE] = "segment_free",
+	[MSIM_ACT_SEGMENT_MAP] = "segment_map",
+	[MSIM_ACT_SEGMENT_UNMAP] = "segment_unmap",
+	[MSIM_ACT_OOM] = "oom",
+	[MSIM_ACT_SNAPSHOT] = "snapshot",
+	[MSIM_ACT_ANNOTATE] = "annotate",
+	[MSIM_ACT_USER_DEFINED] = "user_defined",
+};
+
+const char *
+msim_action_name(int action)
+{
+	return action >= 0 && action < MSIM_NACT ? action_names[action] : "?";
+}
+
+int
+msim_action_parse(const char *s, size_t len)
+{
+	for (int a = 0; a < MSIM_NACT; a++)
+		if (strlen(action_names[a]) == len &&
+		    !memcmp(action_names[a], s, len))
+			return a;
+	return -1;
+}
+
+const msim_trace_format_t *const *
+msim_trace_formats(void)
+{
+	return formats;
+}
+
+const msim_trace_format_t *
+msim_trace_format_find(const char *name)
+{
+	for (const msim_trace_format_t *const *f = formats; *f; f++)
+		if (!strcmp((*f)->name, name))
+			return *f;
+	return NULL;
+}
+
+const msim_trace_format_t *
+msim_trace_format_by_ext(const char *path)
+{
+	size_t n = strlen(path);
+	for (const msim_trace_format_t *const *f = formats; *f; f++) {
+		/* exts is a space-separated list: ".pickle .pkl" */
+		const char *e = (*f)->exts;
+		while (*e) {
+			size_t k = strcspn(e, " ");
+			if (k && k <= n && !strncasecmp(path + n - k, e, k))
+				return *f;
+			e += k;
+			while (*e == ' ')
+				e++;
+		}
+	}
+	return NULL;
+}
 
 #define H_K1 UINT64_C(0x9E3779B97F4A7C15)
 #define H_K2 UINT64_C(0xC2B2AE3D27D4EB4F)
@@ -85,6 +167,9 @@ msim_trace_fail(msim_trace_t *t, int code, const char *fmt, ...)
 	if (t->line)
 		snprintf(t->errmsg, sizeof(t->errmsg), "%s:%llu: %s", t->path,
 			 (unsigned long long)t->line, why);
+	else if (t->offset)
+		snprintf(t->errmsg, sizeof(t->errmsg), "%s: byte %llu: %s",
+			 t->path, (unsigned long long)(t->offset - 1), why);
 	else
 		snprintf(t->errmsg, sizeof(t->errmsg), "%s: %s", t->path, why);
 	return code;
@@ -127,6 +212,9 @@ msim_trace_open(const char *path, const msim_trace_options_t *opt,
 		rc = MSIM_EIO;
 		goto fail;
 	}
+	struct stat sb;
+	if (fstat(fileno(t->fp), &sb) == 0 && S_ISREG(sb.st_mode))
+		t->size = (uint64_t)sb.st_size;
 	char head[512];
 	size_t n = fread(head, 1, sizeof(head), t->fp);
 	if (ferror(t->fp) || fseek(t->fp, 0, SEEK_SET)) {
@@ -140,7 +228,9 @@ msim_trace_open(const char *path, const msim_trace_options_t *opt,
 		rc = MSIM_EFORMAT;
 		goto fail;
 	}
-	for (const msim_trace_format_t *const *f = formats; *f; f++) {
+	t->format = t->opt.format;
+	for (const msim_trace_format_t *const *f = formats;
+	     *f && !t->format; f++) {
 		if ((*f)->probe(head, n)) {
 			t->format = *f;
 			break;
@@ -148,7 +238,8 @@ msim_trace_open(const char *path, const msim_trace_options_t *opt,
 	}
 	if (!t->format) {
 		snprintf(why, whylen, "%s: unknown trace format (expected a "
-			 "PyTorch device-trace CSV)", path);
+			 "PyTorch snapshot pickle, a device-trace CSV, an RMM "
+			 "log or a memsim binary trace)", path);
 		rc = MSIM_EFORMAT;
 		goto fail;
 	}
@@ -164,12 +255,166 @@ fail:
 }
 
 int
+msim_trace_next_entry(msim_trace_t *t, msim_entry_t *e_out)
+{
+	int rc = t->format->next(t, e_out);
+	if (rc == 1) {
+		if (!t->entries++)
+			t->first_us = e_out->time_us;
+		t->last_us = e_out->time_us;
+		t->actions[e_out->action < MSIM_NACT ? e_out->action : 0]++;
+	}
+	return rc;
+}
+
+/* Turns entry e into a request: 1, 0 if e is not one, or an error. */
+static int
+trace_request(msim_trace_t *t, const msim_entry_t *e, msim_req_t *req)
+{
+	int rc;
+	memset(req, 0, sizeof(*req));
+	req->time = msim_trace_time(t, e->time_us);
+	req->stream = e->stream;
+	req->addr = e->addr;
+	switch (e->action) {
+	case MSIM_ACT_ALLOC:
+		if (e->size == 0)
+			return msim_trace_fail(t, MSIM_EFORMAT,
+					       "alloc of 0 bytes");
+		if (e->addr == 0)
+			return msim_trace_fail(t, MSIM_EFORMAT,
+					       "alloc at address 0");
+		rc = msim_idmap_add(&t->ids, e->addr, &req->id);
+		if (rc == MSIM_EINVAL)
+			return msim_trace_fail(t, MSIM_EFORMAT,
+					       "alloc at address 0x%llx, which "
+					       "is still live",
+					       (unsigned long long)e->addr);
+		if (rc)
+			return msim_trace_fail(t, rc, "%s", msim_strerror(rc));
+		req->kind = MSIM_REQ_ALLOC;
+		req->size = e->size;
+		return 1;
+	case MSIM_ACT_FREE_COMPLETED:
+	case MSIM_ACT_FREE_REQUESTED: {
+		bool completed = e->action == MSIM_ACT_FREE_COMPLETED;
+		rc = completed ? msim_idmap_remove(&t->ids, e->addr, &req->id)
+			       : msim_idmap_find(&t->ids, e->addr, &req->id);
+		if (rc == MSIM_ENOTFOUND)
+			return msim_trace_fail(t, MSIM_EFORMAT,
+					       "%s of unknown address 0x%llx",
+					       msim_action_name(e->action),
+					       (unsigned long long)e->addr);
+		if (rc)
+			return msim_trace_fail(t, rc, "%s", msim_strerror(rc));
+		if (!completed && !t->opt.deferred_frees)
+			return 0;
+		req->kind = completed ? MSIM_REQ_FREE : MSIM_REQ_FREE_REQUESTED;
+		return 1;
+	}
+	case MSIM_ACT_SEGMENT_ALLOC:
+		req->kind = MSIM_REQ_SEGMENT_HINT;
+		req->size = e->size;
+		return 1;
+	case MSIM_ACT_OOM:
+		if (e->size == 0)
+			return msim_trace_fail(t, MSIM_EFORMAT, "oom of 0 bytes");
+		if ((rc = msim_idmap_take_id(&t->ids, &req->id)))
+			return msim_trace_fail(t, rc, "%s", msim_strerror(rc));
+		t->pending_id = true;
+		t->oom_id = req->id;
+		req->kind = MSIM_REQ_ALLOC;
+		req->flags = MSIM_REQF_EXPECT_OOM;
+		req->size = e->size;
+		req->addr = 0;
+		return 1;
+	default: /* what the allocator did, or annotations */
+		return 0;
+	}
+}
+
+int
 msim_trace_next(msim_trace_t *t, msim_req_t *req_out)
 {
-	int rc = t->format->next(t, req_out);
-	if (rc == 1 && req_out->kind != MSIM_REQ_SEGMENT_HINT)
-		t->requests++;
-	return rc;
+	if (t->pending_id) {
+		t->pending_id = false;
+		if (msim_idmap_put_id(&t->ids, t->oom_id))
+			return MSIM_ENOMEM;
+	}
+	for (;;) {
+		msim_entry_t e;
+		int rc;
+		if (t->have_la) {
+			e = t->la;
+			t->have_la = false;
+		} else if ((rc = msim_trace_next_entry(t, &e)) != 1) {
+			if (rc == 0 && t->in_run) {
+				/* Segments freed at the very end: an
+				 * empty_cache() (or the final cleanup). */
+				t->in_run = false;
+				t->empty_caches++;
+				goto empty_cache;
+			}
+			return rc;
+		}
+		if (t->opt.hidden_empty_cache) {
+			switch (e.action) {
+			case MSIM_ACT_SEGMENT_FREE:
+			case MSIM_ACT_SEGMENT_UNMAP:
+				t->in_run = true;
+				t->run_time_us = e.time_us;
+				continue;
+			case MSIM_ACT_ALLOC:
+			case MSIM_ACT_FREE_REQUESTED:
+			case MSIM_ACT_FREE_COMPLETED:
+				if (!t->in_run)
+					break;
+				/* Rule a: the run was an empty_cache(). */
+				t->in_run = false;
+				t->empty_caches++;
+				t->la = e;
+				t->have_la = true;
+				goto empty_cache;
+			case MSIM_ACT_SEGMENT_ALLOC:
+			case MSIM_ACT_SEGMENT_MAP:
+			case MSIM_ACT_OOM:
+				if (!t->in_run)
+					break;
+				/* Rule b: the next malloc's, or not. */
+				t->in_run = false;
+				t->maybe_empty_caches++;
+				t->next_flags |= MSIM_REQF_MAYBE_EMPTY_CACHE;
+				break;
+			default:
+				break;
+			}
+		}
+		if ((rc = trace_request(t, &e, req_out)) < 0)
+			return rc;
+		if (rc == 0)
+			continue;
+		if (req_out->kind == MSIM_REQ_ALLOC) {
+			req_out->flags |= t->next_flags;
+			t->next_flags = 0;
+		}
+		if (req_out->kind != MSIM_REQ_SEGMENT_HINT)
+			t->requests++;
+		return 1;
+	}
+empty_cache:
+	memset(req_out, 0, sizeof(*req_out));
+	req_out->kind = MSIM_REQ_EMPTY_CACHE;
+	req_out->time = msim_trace_time(t, t->run_time_us);
+	t->requests++;
+	return 1;
+}
+
+void
+msim_trace_empty_caches(const msim_trace_t *t, uint64_t *found_out,
+			uint64_t *maybe_out)
+{
+	*found_out = t->empty_caches;
+	*maybe_out = t->maybe_empty_caches;
 }
 
 const char *
@@ -202,4 +447,90 @@ msim_trace_close(msim_trace_t *t)
 	msim_idmap_clear(&t->ids);
 	free(t->path);
 	free(t);
+}
+
+int
+msim_trace_writer_fail(msim_trace_writer_t *w, int code, const char *fmt, ...)
+{
+	char why[400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	snprintf(w->errmsg, sizeof(w->errmsg), "%s: %s", w->path, why);
+	return code;
+}
+
+int
+msim_trace_writer_open(const char *path, const msim_trace_format_t *format,
+		       msim_trace_writer_t **out, char *why, size_t whylen)
+{
+	if (!format)
+		format = msim_trace_format_by_ext(path);
+	if (!format)
+		format = &msim_trace_csv;
+	if (!format->write) {
+		snprintf(why, whylen, "%s: memsim cannot write %s traces", path,
+			 format->name);
+		return MSIM_ENOTSUP;
+	}
+	msim_trace_writer_t *w = calloc(1, sizeof(*w));
+	if (!w || !(w->path = strdup(path))) {
+		free(w);
+		snprintf(why, whylen, "%s: %s", path, msim_strerror(MSIM_ENOMEM));
+		return MSIM_ENOMEM;
+	}
+	w->format = format;
+	w->fp = fopen(path, "wb");
+	if (!w->fp) {
+		snprintf(why, whylen, "%s: %s", path, strerror(errno));
+		free(w->path);
+		free(w);
+		return MSIM_EIO;
+	}
+	int rc = format->write_open(w);
+	if (rc) {
+		snprintf(why, whylen, "%s", w->errmsg);
+		char ignore[8];
+		msim_trace_writer_close(w, ignore, sizeof(ignore));
+		return rc;
+	}
+	*out = w;
+	return 0;
+}
+
+int
+msim_trace_writer_put(msim_trace_writer_t *w, const msim_entry_t *e)
+{
+	int rc = w->format->write(w, e);
+	if (rc == 0)
+		w->entries++;
+	return rc;
+}
+
+const char *
+msim_trace_writer_errmsg(const msim_trace_writer_t *w)
+{
+	return w->errmsg;
+}
+
+int
+msim_trace_writer_close(msim_trace_writer_t *w, char *why, size_t whylen)
+{
+	if (!w)
+		return 0;
+	int rc = w->format->write_close(w);
+	if (rc)
+		snprintf(why, whylen, "%s", w->errmsg);
+	int bad = ferror(w->fp);
+	if (fclose(w->fp))
+		bad = 1;
+	if (bad) {
+		if (!rc)
+			snprintf(why, whylen, "%s: %s", w->path, strerror(errno));
+		rc = rc ? rc : MSIM_EIO;
+	}
+	free(w->path);
+	free(w);
+	return rc;
 }

@@ -1,10 +1,13 @@
 /*
- * Trace sources: every format is a reader behind one const table, and
- * msim_trace_open() picks the format by content.  Readers stream: memory
- * stays constant in the trace length.  Each reader yields requests in file
- * order (msim_req_t), maps addresses to dense ids, hashes the bytes it reads
- * (the content hash stored with a run), and keeps a message naming the
- * file, the line and the reason of any error.
+ * Trace sources: every format is a reader (and most a writer) behind one
+ * const table, and msim_trace_open() picks the format by content.  Readers
+ * stream: memory stays constant in the trace length.  A format yields the
+ * recorded entries in file order (msim_entry_t); one shared stage here
+ * turns them into requests (msim_req_t): it maps addresses to dense ids,
+ * checks that frees match allocs, and finds the hidden empty_cache() calls
+ * of recordings.  Readers hash the bytes they read (the content hash
+ * stored with a run) and keep a message naming the file, the line (or
+ * byte) and the reason of any error.
  */
 #ifndef MSIM_TRACES_TRACE_H
 #define MSIM_TRACES_TRACE_H
@@ -18,26 +21,95 @@
 #include "traces/idmap.h"
 
 typedef struct msim_trace_s msim_trace_t;
+typedef struct msim_trace_writer_s msim_trace_writer_t;
+
+/*
+ * What a trace records: one entry of PyTorch's device trace
+ * (torch.cuda.memory._snapshot()["device_traces"][d][i]).  Every format
+ * reads into and writes from entries, so `memsim convert` keeps every row
+ * a format can hold; msim_trace_next() turns entries into requests.
+ */
+typedef enum msim_action_e {
+	MSIM_ACT_ALLOC = 0,     /* a malloc; addr = block, size = request */
+	MSIM_ACT_FREE_REQUESTED, /* the program freed addr */
+	MSIM_ACT_FREE_COMPLETED, /* the block at addr is back in the pool */
+	MSIM_ACT_SEGMENT_ALLOC, /* cudaMalloc of size at addr */
+	MSIM_ACT_SEGMENT_FREE,  /* cudaFree of the segment at addr */
+	MSIM_ACT_SEGMENT_MAP,   /* expandable segments: pages mapped */
+	MSIM_ACT_SEGMENT_UNMAP, /* expandable segments: pages unmapped */
+	MSIM_ACT_OOM,           /* a malloc raised OOM; addr = device_free */
+	MSIM_ACT_SNAPSHOT,      /* a _snapshot() call; size = active bytes */
+	MSIM_ACT_ANNOTATE,      /* user annotations: not allocator events */
+	MSIM_ACT_USER_DEFINED,
+	MSIM_NACT
+} msim_action_t;
+
+typedef struct msim_entry_s {
+	uint64_t time_us;     /* recorded time, microseconds (epoch) */
+	uint64_t addr;        /* address (device_free for MSIM_ACT_OOM) */
+	uint64_t size;        /* bytes, see the spec's section 12.2 */
+	msim_stream_t stream; /* CUDA stream handle */
+	uint8_t action;       /* msim_action_t */
+} msim_entry_t;
+
+/* "alloc", "free_completed", ... as PyTorch names them. */
+const char *msim_action_name(int action);
+
+/* The action named by the len bytes at s, or -1. */
+int msim_action_parse(const char *s, size_t len);
 
 /* Which recorded rows become requests. */
 typedef struct msim_trace_options_s {
 	bool deferred_frees; /* emit free_requested as FREE_REQUESTED too */
+	/*
+	 * Find the empty_cache() calls a recording does not show (spec section
+	 * 16, note 6): a run of segment_free / segment_unmap rows followed by a
+	 * free or an alloc becomes an EMPTY_CACHE request (rule a); one
+	 * followed by a new segment or an oom flags the next malloc with
+	 * MSIM_REQF_MAYBE_EMPTY_CACHE (rule b).  On when replaying a recording.
+	 */
+	bool hidden_empty_cache;
+	/* Snapshots: 1 + the index in device_traces to read; 0 = the device
+	 * that has events (an error if several have). */
+	unsigned device1;
+	/* Read as this format; NULL = detect by content. */
+	const struct msim_trace_format_s *format;
 } msim_trace_options_t;
 
 typedef struct msim_trace_format_s {
-	const char *name; /* "csv" */
-	const char *exts; /* ".csv" */
+	const char *name;    /* "csv": CLI and results key */
+	const char *exts;    /* ".csv": the usual file name endings */
+	const char *summary; /* one line for `memsim convert --help` */
 	/* Whether the first n bytes of a file look like this format. */
 	bool (*probe)(const char *head, size_t n);
 	/* Sets up t->fmt for reading t->fp.  Returns 0 or an error with
 	 * msim_trace_fail(). */
 	int (*open)(msim_trace_t *t);
-	/* The next request: 1, 0 at the end, or an error. */
-	int (*next)(msim_trace_t *t, msim_req_t *req_out);
+	/* The next entry: 1, 0 at the end, or an error. */
+	int (*next)(msim_trace_t *t, msim_entry_t *e_out);
 	void (*close)(msim_trace_t *t);
+	/* Writing; NULL for a read-only format.  write_open sets up w->fmt
+	 * and may write a header; write_close writes any trailer and frees
+	 * w->fmt (also after an error).  Each returns 0 or an error with
+	 * msim_trace_writer_fail(). */
+	int (*write_open)(msim_trace_writer_t *w);
+	int (*write)(msim_trace_writer_t *w, const msim_entry_t *e);
+	int (*write_close)(msim_trace_writer_t *w);
 } msim_trace_format_t;
 
 extern const msim_trace_format_t msim_trace_csv;
+extern const msim_trace_format_t msim_trace_pickle;
+extern const msim_trace_format_t msim_trace_rmm;
+extern const msim_trace_format_t msim_trace_bin;
+
+/* The formats, NULL-terminated, in the order detection tries them. */
+const msim_trace_format_t *const *msim_trace_formats(void);
+
+/* The format named name, or NULL. */
+const msim_trace_format_t *msim_trace_format_find(const char *name);
+
+/* The format whose extension path ends with, or NULL. */
+const msim_trace_format_t *msim_trace_format_by_ext(const char *path);
 
 /* A 64-bit content hash, fed in pieces (not cryptographic). */
 typedef struct msim_hash_s {
@@ -56,10 +128,35 @@ struct msim_trace_s {
 	msim_trace_options_t opt;
 	msim_idmap_t ids;
 	msim_hash_t hash;
-	uint64_t line;      /* line (or record) being read, 1-based */
+	uint64_t line;      /* text formats: line being read, 1-based */
+	uint64_t offset;    /* binary formats: 1 + byte offset of the entry */
+	uint64_t size;      /* bytes in the file, 0 if unknown (a pipe) */
+	uint64_t entries;   /* entries read so far */
+	uint64_t actions[MSIM_NACT]; /* entries read so far, by action */
+	uint64_t first_us, last_us;  /* times of the first and last entry */
 	uint64_t requests;  /* requests returned so far */
 	msim_time_t t0;     /* first timestamp, microseconds */
 	bool have_t0;
+	void *fmt;
+	char errmsg[512];
+	/* The request stage between entries and msim_trace_next(). */
+	msim_entry_t la;     /* an entry read ahead, to serve next */
+	bool have_la;
+	bool in_run;         /* inside a run of segment_free rows */
+	bool pending_id;     /* an expected-OOM id to give back */
+	uint32_t oom_id;
+	uint8_t next_flags;  /* MSIM_REQF_* for the next ALLOC */
+	uint64_t run_time_us; /* time of the run's last row */
+	uint64_t empty_caches; /* hidden empty_cache calls found (rule a) */
+	uint64_t maybe_empty_caches; /* runs left to the policy (rule b) */
+};
+
+/* A trace being written. */
+struct msim_trace_writer_s {
+	const msim_trace_format_t *format;
+	char *path;
+	FILE *fp;
+	uint64_t entries; /* entries written so far */
 	void *fmt;
 	char errmsg[512];
 };
@@ -73,6 +170,16 @@ int msim_trace_open(const char *path, const msim_trace_options_t *opt,
 
 /* The next request: 1, 0 at the end, or an error (msim_trace_errmsg()). */
 int msim_trace_next(msim_trace_t *t, msim_req_t *req_out);
+
+/* The next recorded entry, as the file has it (no request stage, no
+ * checks of addresses): 1, 0 at the end, or an error.  Do not mix with
+ * msim_trace_next() on one trace. */
+int msim_trace_next_entry(msim_trace_t *t, msim_entry_t *e_out);
+
+/* Hidden empty_cache() calls found so far: replayed as EMPTY_CACHE
+ * requests (rule a), and runs left to the policy to decide (rule b). */
+void msim_trace_empty_caches(const msim_trace_t *t, uint64_t *found_out,
+			     uint64_t *maybe_out);
 
 /* "file:line: reason" of the last error. */
 const char *msim_trace_errmsg(const msim_trace_t *t);
@@ -94,5 +201,25 @@ size_t msim_trace_read(msim_trace_t *t, void *buf, size_t n);
 
 /* For readers: turns a recorded microsecond timestamp into simulated ns. */
 msim_time_t msim_trace_time(msim_trace_t *t, uint64_t time_us);
+
+/*
+ * Creates path and writes entries to it in format (NULL: by the path's
+ * extension, else csv).  Returns 0, or an error with why filled.
+ */
+int msim_trace_writer_open(const char *path, const msim_trace_format_t *format,
+			   msim_trace_writer_t **out, char *why, size_t whylen);
+
+/* Appends one entry.  Returns 0 or an error (msim_trace_writer_errmsg()). */
+int msim_trace_writer_put(msim_trace_writer_t *w, const msim_entry_t *e);
+
+/* Finishes the file and frees w (NULL: a no-op).  Returns 0 or an error,
+ * with why filled. */
+int msim_trace_writer_close(msim_trace_writer_t *w, char *why, size_t whylen);
+
+const char *msim_trace_writer_errmsg(const msim_trace_writer_t *w);
+
+/* For writers: records "path: <fmt>" and returns code. */
+int msim_trace_writer_fail(msim_trace_writer_t *w, int code, const char *fmt,
+			   ...) __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -1,0 +1,72 @@
+/*
+ * A libFuzzer target for one trace reader (FUZZ_FORMAT: csv, pickle, rmm
+ * or bin): the input is written to a file and read to the end as requests,
+ * with every option of a recording on.  Any crash, leak, hang or sanitizer
+ * report is a bug; a clean error is the expected outcome for most inputs.
+ * Without libFuzzer, -DFUZZ_MAIN builds a driver that runs the files named
+ * on its command line.  See fuzz/README.md.
+ */
+#include <config.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "traces/trace.h"
+
+#ifndef FUZZ_FORMAT
+#define FUZZ_FORMAT "pickle"
+#endif
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static char path[64];
+	if (!path[0])
+		snprintf(path, sizeof(path), "/dev/shm/msim-fuzz-%d",
+			 (int)getpid());
+	FILE *fp = fopen(path, "wb");
+	if (!fp)
+		abort();
+	if (size && fwrite(data, 1, size, fp) != size)
+		abort();
+	fclose(fp);
+	msim_trace_options_t opt = {
+		.deferred_frees = true,
+		.hidden_empty_cache = true,
+		.format = msim_trace_format_find(FUZZ_FORMAT),
+	};
+	/* Half the inputs pick a device, as --device does. */
+	if (size && (data[size - 1] & 1))
+		opt.device1 = 1 + (data[size - 1] >> 6);
+	msim_trace_t *t;
+	char why[512];
+	if (msim_trace_open(path, &opt, &t, why, sizeof(why)) == 0) {
+		msim_req_t r;
+		while (msim_trace_next(t, &r) == 1)
+			;
+		msim_trace_close(t);
+	}
+	return 0;
+}
+
+#ifdef FUZZ_MAIN
+int
+main(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		FILE *fp = fopen(argv[i], "rb");
+		if (!fp)
+			continue;
+		static uint8_t buf[1 << 24];
+		size_t n = fread(buf, 1, sizeof(buf), fp);
+		fclose(fp);
+		LLVMFuzzerTestOneInput(buf, n);
+	}
+	return 0;
+}
+#endif
