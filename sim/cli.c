@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "plots/plot.h"
 #include "sim/cli.h"
 #include "sim/units.h"
 
@@ -44,6 +45,20 @@ msim_cli_json_str(FILE *fp, const char *s)
 			fputc(c, fp);
 	}
 	fputc('"', fp);
+}
+
+#ifndef PLOTS_DIR
+#define PLOTS_DIR ""
+#endif
+#ifndef SRC_PLOTS_DIR
+#define SRC_PLOTS_DIR "plots"
+#endif
+
+const char *
+msim_cli_plots_dir(void)
+{
+	static const char *const dirs[] = {PLOTS_DIR, SRC_PLOTS_DIR, NULL};
+	return msim_plot_dir(dirs);
 }
 
 double

@@ -22,6 +22,10 @@ uint64_t msim_cli_bytes(const char *opt, const char *text);
 /* Writes s as a JSON string. */
 void msim_cli_json_str(FILE *fp, const char *s);
 
+/* The folder of the gnuplot scripts: $MEMSIM_PLOTS_DIR, the installed
+ * one, else the source tree's; NULL if none has them. */
+const char *msim_cli_plots_dir(void);
+
 /* Milliseconds on the monotonic clock. */
 double msim_cli_now_ms(void);
 

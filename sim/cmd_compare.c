@@ -30,13 +30,6 @@
 #include "sim/units.h"
 #include "traces/trace.h"
 
-#ifndef PLOTS_DIR
-#define PLOTS_DIR ""
-#endif
-#ifndef SRC_PLOTS_DIR
-#define SRC_PLOTS_DIR "plots"
-#endif
-
 #define CMP_MAX 32
 
 static void
@@ -355,10 +348,9 @@ msim_cmd_compare(int argc, char **argv)
 		if (fclose(sum_fp) || fclose(tl_fp))
 			msim_cli_die("writing the plot data: %s",
 			    strerror(errno));
-		const char *dirs[] = {PLOTS_DIR, SRC_PLOTS_DIR, NULL};
 		char title[1024];
 		snprintf(title, sizeof(title), "memsim compare: %s", path);
-		int rc = msim_plot_compare(msim_plot_dir(dirs), GNUPLOT_PATH,
+		int rc = msim_plot_compare(msim_cli_plots_dir(), GNUPLOT_PATH,
 					   sum_csv, tl_csv, plot, title, why,
 					   sizeof(why));
 		unlink(sum_csv);

@@ -12,13 +12,6 @@
 #include "sim/error.h"
 #include "sim/results.h"
 
-#ifndef PLOTS_DIR
-#define PLOTS_DIR ""
-#endif
-#ifndef SRC_PLOTS_DIR
-#define SRC_PLOTS_DIR "plots"
-#endif
-
 static void
 usage_plot(FILE *fp)
 {
@@ -164,8 +157,7 @@ msim_cmd_plot(int argc, char **argv)
 			     r.kind == MSIM_PLOT_CURVE ? "curve" : "segments");
 	r.runs = runs;
 	r.nruns = nruns;
-	const char *dirs[] = {PLOTS_DIR, SRC_PLOTS_DIR, NULL};
-	r.plots_dir = msim_plot_dir(dirs);
+	r.plots_dir = msim_cli_plots_dir();
 	if (export && msim_plot_export(db, &r, export, NULL, 0, why,
 				       sizeof(why)))
 		msim_cli_die("%s", why);

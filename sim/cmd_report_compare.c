@@ -29,13 +29,6 @@
 #include "sim/results.h"
 #include "traces/trace.h"
 
-#ifndef PLOTS_DIR
-#define PLOTS_DIR ""
-#endif
-#ifndef SRC_PLOTS_DIR
-#define SRC_PLOTS_DIR "plots"
-#endif
-
 /* The figures set side by side: what every mode measures first. */
 static const char *const figures[] = {
 	"reserved_bytes.all.peak", "allocated_bytes.all.peak",
@@ -58,18 +51,6 @@ typedef struct cmp_result_s {
 	int stats_total, stats_equal; /* torch: all memory_stats keys */
 	int events;                   /* 1 equal, 0 differ, -1 not compared */
 } cmp_result_t;
-
-static int
-src_next(void *ctx, msim_req_t *req)
-{
-	return msim_trace_next(ctx, req);
-}
-
-static const char *
-src_err(void *ctx)
-{
-	return msim_trace_errmsg(ctx);
-}
 
 /* The simulated policy of a measured run (older databases name the mode). */
 static const char *
@@ -128,7 +109,7 @@ compare_one(sqlite3 *db, const measured_t *m, cmp_result_t *r, char *why,
 		goto out;
 	uint64_t capacity = m->capacity ? m->capacity : MSIM_H200_BYTES;
 	msim_sim_config_t cfg = {
-		.source = {src_next, src_err, t},
+		.source = msim_trace_source(t),
 		.policy = ops,
 		.params = &pv,
 		.device = {.capacity = capacity, .log_events = 1},
@@ -358,9 +339,8 @@ msim_report_compare(msim_db_t *mdb, int json, int csv, const char *plot)
 	if (pf) {
 		if (fclose(pf))
 			msim_cli_die("cannot write the plot data");
-		const char *dirs[] = {PLOTS_DIR, SRC_PLOTS_DIR, NULL};
 		char why[1024];
-		int rc = msim_plot_run(msim_plot_dir(dirs), GNUPLOT_PATH,
+		int rc = msim_plot_run(msim_cli_plots_dir(), GNUPLOT_PATH,
 				       "validate", pairs, plot,
 				       "peak reserved: measured vs simulated",
 				       why, sizeof(why));

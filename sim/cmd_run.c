@@ -22,12 +22,6 @@
 #include "traces/model_spec.h"
 #include "traces/trace.h"
 
-#ifndef PLOTS_DIR
-#define PLOTS_DIR ""
-#endif
-#ifndef SRC_PLOTS_DIR
-#define SRC_PLOTS_DIR "plots"
-#endif
 static void
 usage_run(FILE *fp)
 {
@@ -408,7 +402,6 @@ msim_cmd_run(int argc, char **argv)
 			       o.db);
 	}
 	if (o.plot) {
-		const char *dirs[] = {PLOTS_DIR, SRC_PLOTS_DIR, NULL};
 		char title[2048];
 		snprintf(title, sizeof(title), "%s: %s %s%s%s", tpath,
 			 ops->name, canon, strategy ? " " : "",
@@ -416,7 +409,7 @@ msim_cmd_run(int argc, char **argv)
 		msim_plot_req_t pr = {
 			.kind = MSIM_PLOT_CURVE, .runs = &run_id, .nruns = 1,
 			.out = o.plot, .title = title,
-			.plots_dir = msim_plot_dir(dirs),
+			.plots_dir = msim_cli_plots_dir(),
 			.gnuplot = GNUPLOT_PATH,
 		};
 		if (msim_plot_draw(db, &pr, why, sizeof(why)))

@@ -1045,18 +1045,6 @@ msim_sweep_spec_hash(const msim_sweep_t *sw)
 /* ---------------------------------------------------------------- */
 /* One setting                                                       */
 
-static int
-src_next(void *ctx, msim_req_t *req_out)
-{
-	return msim_trace_next(ctx, req_out);
-}
-
-static const char *
-src_errmsg(void *ctx)
-{
-	return msim_trace_errmsg(ctx);
-}
-
 static void
 input_meta(msim_input_t *in, const char *key, uint64_t value)
 {
@@ -1106,7 +1094,7 @@ msim_input_open(msim_input_t *in, const char *trace, const char *model_spec,
 	}
 	if ((rc = msim_trace_open(trace, topt, &in->trace, why, whylen)))
 		return rc;
-	in->src = (msim_source_t){src_next, src_errmsg, in->trace};
+	in->src = msim_trace_source(in->trace);
 	in->format = msim_trace_format_name(in->trace);
 	const char *pfx = "transform:";
 	if (strategy && !strncmp(strategy, pfx, strlen(pfx))) {

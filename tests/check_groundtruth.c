@@ -73,18 +73,6 @@ load_expected(void)
 	fclose(fp);
 }
 
-static int
-src_next(void *ctx, msim_req_t *req)
-{
-	return msim_trace_next(ctx, req);
-}
-
-static const char *
-src_err(void *ctx)
-{
-	return msim_trace_errmsg(ctx);
-}
-
 /* Replays row r, its free_requested rows applied separately when
  * deferred; the caller destroys *sim_out and *t_out. */
 static void
@@ -101,7 +89,7 @@ replay(const row_t *r, bool deferred, msim_sim_t **sim_out,
 	ck_assert_int_eq(msim_params_init(&pv, ops->params), 0);
 	ck_assert_msg(msim_params_parse(&pv, r->conf) == 0, "%s", pv.errmsg);
 	msim_sim_config_t cfg = {
-		.source = {src_next, src_err, *t_out},
+		.source = msim_trace_source(*t_out),
 		.policy = ops,
 		.params = &pv,
 		.device = {.log_events = 1},
@@ -264,7 +252,7 @@ START_TEST(test_prefetch_2stream_recording)
 	char why[512];
 	ck_assert_int_eq(msim_trace_open(path, &opt, &t, why, sizeof(why)), 0);
 	msim_sim_config_t cfg = {
-		.source = {src_next, src_err, t},
+		.source = msim_trace_source(t),
 		.device = {.log_events = 1, .use_hints = 1},
 	};
 	msim_sim_t *sim;

@@ -212,18 +212,6 @@ START_TEST(test_device_oom_is_reported)
 }
 END_TEST
 
-static int
-src_next(void *ctx, msim_req_t *req)
-{
-	return msim_trace_next(ctx, req);
-}
-
-static const char *
-src_err(void *ctx)
-{
-	return msim_trace_errmsg(ctx);
-}
-
 static const char *const traces[] = {
 	"gpt2_fp32", "gpt2_varlen", "resnet50_amp", "bert_infer_varlen",
 	"prefetch_2stream", "train_eval_emptycache",
@@ -241,7 +229,7 @@ START_TEST(test_real_traces_replay)
 	ck_assert_int_eq(msim_trace_open(test_data(path), NULL, &t, why,
 					 sizeof(why)), 0);
 	msim_sim_config_t cfg = {
-		.source = {src_next, src_err, t},
+		.source = msim_trace_source(t),
 		.policy = ops,
 	};
 	msim_sim_t *sim;

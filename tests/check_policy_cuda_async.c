@@ -73,18 +73,6 @@ START_TEST(test_async_release_threshold)
 }
 END_TEST
 
-static int
-src_next(void *ctx, msim_req_t *req)
-{
-	return msim_trace_next(ctx, req);
-}
-
-static const char *
-src_err(void *ctx)
-{
-	return msim_trace_errmsg(ctx);
-}
-
 /* The model's peaks on the four replays of async.tsv, and the real ones. */
 static const struct {
 	const char *workload;
@@ -119,7 +107,7 @@ START_TEST(test_async_fit_to_h200)
 	ck_assert_int_eq(msim_trace_open(test_data(path), NULL, &t, why,
 					 sizeof(why)), 0);
 	msim_sim_config_t cfg = {
-		.source = {src_next, src_err, t},
+		.source = msim_trace_source(t),
 		.policy = msim_policy_find("cuda-async"),
 	};
 	msim_sim_t *sim;

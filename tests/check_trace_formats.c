@@ -132,18 +132,6 @@ START_TEST(test_pickle_requests_equal_csv)
 }
 END_TEST
 
-static int
-src_next(void *ctx, msim_req_t *req)
-{
-	return msim_trace_next(ctx, req);
-}
-
-static const char *
-src_err(void *ctx)
-{
-	return msim_trace_errmsg(ctx);
-}
-
 typedef struct run_s {
 	msim_stats_t st;
 	msim_summary_t sum;
@@ -166,7 +154,7 @@ run_trace(const char *path, const msim_trace_options_t *opt, bool hints,
 	ck_assert_int_eq(msim_params_init(&pv, ops->params), 0);
 	ck_assert_int_eq(msim_params_parse(&pv, conf), 0);
 	msim_sim_config_t cfg = {
-		.source = {src_next, src_err, t},
+		.source = msim_trace_source(t),
 		.policy = ops,
 		.params = &pv,
 		.device = {.log_events = 1, .use_hints = hints},

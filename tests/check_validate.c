@@ -118,18 +118,6 @@ load_measured(void)
 	sqlite3_finalize(q);
 }
 
-static int
-src_next(void *ctx, msim_req_t *req)
-{
-	return msim_trace_next(ctx, req);
-}
-
-static const char *
-src_err(void *ctx)
-{
-	return msim_trace_errmsg(ctx);
-}
-
 typedef struct cmp_s {
 	int64_t run_id;
 	const char *what;
@@ -165,7 +153,7 @@ START_TEST(test_simulation_equals_torch_mode)
 	ck_assert_int_eq(msim_params_init(&pv, ops->params), 0);
 	ck_assert_int_eq(msim_params_parse(&pv, r->params), 0);
 	msim_sim_config_t cfg = {
-		.source = {src_next, src_err, t},
+		.source = msim_trace_source(t),
 		.params = &pv,
 		.device = {.log_events = 1},
 		.fraction = r->cap ? (double)r->cap / (double)MSIM_H200_BYTES : 0,

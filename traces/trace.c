@@ -435,6 +435,24 @@ msim_trace_format_name(const msim_trace_t *t)
 	return t->format->name;
 }
 
+static int
+trace_src_next(void *ctx, msim_req_t *req_out)
+{
+	return msim_trace_next(ctx, req_out);
+}
+
+static const char *
+trace_src_errmsg(void *ctx)
+{
+	return msim_trace_errmsg(ctx);
+}
+
+msim_source_t
+msim_trace_source(msim_trace_t *t)
+{
+	return (msim_source_t){trace_src_next, trace_src_errmsg, t};
+}
+
 void
 msim_trace_close(msim_trace_t *t)
 {

@@ -189,6 +189,9 @@ uint64_t msim_trace_hash(const msim_trace_t *t);
 
 const char *msim_trace_format_name(const msim_trace_t *t);
 
+/* t as a request source for the engine (t stays the caller's). */
+msim_source_t msim_trace_source(msim_trace_t *t);
+
 /* Closes t; NULL is a no-op. */
 void msim_trace_close(msim_trace_t *t);
 
