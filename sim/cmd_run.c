@@ -20,6 +20,7 @@
 #include "sim/sweep.h"
 #include "sim/units.h"
 #include "traces/model_spec.h"
+#include "traces/prefetch.h"
 #include "traces/trace.h"
 
 static void
@@ -287,8 +288,12 @@ msim_cmd_run(int argc, char **argv)
 			    sizeof(why)))
 		msim_cli_die("%s", why);
 	uint64_t capacity = o.capacity ? o.capacity : MSIM_H200_BYTES;
+	/* The trace is read on a second thread while the engine replays. */
+	msim_prefetch_t *pf;
+	if (msim_prefetch_new(in.src, &pf))
+		msim_cli_die("out of memory");
 	msim_sim_config_t cfg = {
-		.source = in.src,
+		.source = msim_prefetch_source(pf),
 		.policy = ops,
 		.params = &pv,
 		.device = {.capacity = capacity, .log_events = 1,
@@ -304,7 +309,9 @@ msim_cmd_run(int argc, char **argv)
 	if (msim_sim_new(&cfg, &sim, why, sizeof(why)))
 		msim_cli_die("--alloc-conf: %s", why);
 	double t0 = msim_cli_now_ms();
-	if (msim_sim_run(sim))
+	int rc = msim_sim_run(sim);
+	msim_prefetch_destroy(pf); /* the reader is done with the input */
+	if (rc)
 		msim_cli_die("%s", msim_sim_errmsg(sim));
 	double wall_ms = msim_cli_now_ms() - t0;
 

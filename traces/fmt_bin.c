@@ -184,6 +184,31 @@ bin_varint(bin_t *b, uint64_t *out)
 	return false;
 }
 
+/* The same without bounds checks, for when at least BIN_FAST bytes remain:
+ * returns the byte after the varint, or NULL past 64 bits. */
+#define BIN_FAST (1 + 4 * 10) /* a tag and four varints of 10 bytes */
+static inline const uint8_t *
+bin_varint_fast(const uint8_t *p, uint64_t *out)
+{
+	uint64_t v = *p++;
+	if (v < 0x80) { /* the usual case: one byte */
+		*out = v;
+		return p;
+	}
+	v &= 0x7f;
+	for (unsigned shift = 7; shift < 64; shift += 7) {
+		uint64_t c = *p++;
+		if (shift == 63 && c > 1)
+			return NULL;
+		v |= (c & 0x7f) << shift;
+		if (c < 0x80) {
+			*out = v;
+			return p;
+		}
+	}
+	return NULL;
+}
+
 static inline uint64_t
 unzig(uint64_t v)
 {
@@ -214,10 +239,20 @@ bin_next(msim_trace_t *t, msim_entry_t *e)
 	uint64_t dt, da, size;
 	if ((tag & 0x0f) >= MSIM_NACT || (tag & 0xe0))
 		return msim_trace_fail(t, MSIM_EFORMAT, "bad tag 0x%02x", tag);
-	if (!bin_varint(b, &dt) || !bin_varint(b, &da) ||
-	    !bin_varint(b, &size) ||
-	    ((tag & BIN_STREAM) && !bin_varint(b, &b->stream)))
+	if (b->len - b->pos >= BIN_FAST) {
+		const uint8_t *p = b->buf + b->pos;
+		if (!(p = bin_varint_fast(p, &dt)) ||
+		    !(p = bin_varint_fast(p, &da)) ||
+		    !(p = bin_varint_fast(p, &size)) ||
+		    ((tag & BIN_STREAM) &&
+		     !(p = bin_varint_fast(p, &b->stream))))
+			return msim_trace_fail(t, MSIM_EFORMAT, "bad varint");
+		b->pos = (size_t)(p - b->buf);
+	} else if (!bin_varint(b, &dt) || !bin_varint(b, &da) ||
+		   !bin_varint(b, &size) ||
+		   ((tag & BIN_STREAM) && !bin_varint(b, &b->stream))) {
 		return msim_trace_fail(t, MSIM_EFORMAT, "bad varint");
+	}
 	b->time += unzig(dt);
 	b->addr += unzig(da);
 	e->time_us = b->time;

@@ -133,9 +133,11 @@ msim_hash_update(msim_hash_t *h, const void *data, size_t n)
 	}
 	uint64_t hv = h->h;
 	for (; n >= 8; n -= 8, p += 8) {
-		uint64_t w = 0;
-		for (int i = 0; i < 8; i++) /* little-endian on every host */
-			w |= (uint64_t)p[i] << (8 * i);
+		uint64_t w;
+		memcpy(&w, p, 8); /* one load; the words are little-endian */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+		w = __builtin_bswap64(w);
+#endif
 		hv = hash_mix(hv, w);
 	}
 	h->h = hv;
