@@ -635,11 +635,42 @@ export_segments(sqlite3 *db, const msim_plot_req_t *r, FILE *fp,
 	size_t n = segs_replay(q, r->runs[0], at, live, NULL, NULL, NULL);
 	sqlite3_finalize(q);
 	qsort(live, n, sizeof(*live), cmp_seg);
-	fprintf(fp, "rank,addr,size_mib,pool\n");
-	for (size_t k = 0; k < n; k++)
-		fprintf(fp, "%zu,%" PRIu64 ",%.6f,%s\n", k, live[k].addr,
-			(double)live[k].size / (1024.0 * 1024.0),
-			live[k].size == 2 * 1024 * 1024 ? "small" : "large");
+	/* The blocks inside, where the run stored them (peak_blocks): one
+	 * row per block, else one row per segment with the block columns
+	 * empty. */
+	sqlite3_stmt *bq = NULL;
+	if (sqlite3_prepare_v2(db, "SELECT addr, size, state FROM peak_blocks"
+			       " WHERE run_id=?1 AND addr>=?2 AND addr<?3"
+			       " ORDER BY addr", -1, &bq, NULL) != SQLITE_OK)
+		bq = NULL; /* a schema without peak_blocks: segments only */
+	fprintf(fp, "rank,addr,size_mib,pool,offset_mib,block_mib,state\n");
+	const double mib = 1024.0 * 1024.0;
+	for (size_t k = 0; k < n; k++) {
+		const char *pool = live[k].size == 2 * 1024 * 1024 ? "small"
+								   : "large";
+		int rows = 0;
+		if (bq) {
+			sqlite3_reset(bq);
+			sqlite3_bind_int64(bq, 1, r->runs[0]);
+			sqlite3_bind_int64(bq, 2, (sqlite3_int64)live[k].addr);
+			sqlite3_bind_int64(bq, 3, (sqlite3_int64)(live[k].addr +
+								  live[k].size));
+			while (sqlite3_step(bq) == SQLITE_ROW) {
+				uint64_t a = (uint64_t)sqlite3_column_int64(bq, 0);
+				fprintf(fp, "%zu,%" PRIu64 ",%.6f,%s,%.6f,%.6f,%s\n",
+					k, live[k].addr,
+					(double)live[k].size / mib, pool,
+					(double)(a - live[k].addr) / mib,
+					(double)sqlite3_column_int64(bq, 1) / mib,
+					(const char *)sqlite3_column_text(bq, 2));
+				rows++;
+			}
+		}
+		if (!rows)
+			fprintf(fp, "%zu,%" PRIu64 ",%.6f,%s,,,\n", k,
+				live[k].addr, (double)live[k].size / mib, pool);
+	}
+	sqlite3_finalize(bq);
 	free(live);
 	char b[32], label[2048];
 	run_label(&d, 0, label, sizeof(label));

@@ -134,6 +134,16 @@ msim_policy_stats(const msim_policy_t *pol, msim_stats_t *out)
 	msim_stats_finish(out);
 }
 
+bool
+msim_policy_blocks(const msim_policy_t *pol,
+		   void (*fn)(void *ctx, const msim_block_t *b), void *ctx)
+{
+	if (!pol->ops->blocks)
+		return false;
+	pol->ops->blocks(pol->state, fn, ctx);
+	return true;
+}
+
 void
 msim_policy_free_info(const msim_policy_t *pol, uint64_t *largest_out,
 		      uint64_t *total_out)

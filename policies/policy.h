@@ -49,6 +49,11 @@ typedef struct msim_policy_ops_s {
 	/* Largest free block and total free bytes held by the policy. */
 	void (*free_info)(const void *state, uint64_t *largest_out,
 			  uint64_t *total_out);
+	/* Calls fn for every block the policy holds in device memory
+	 * (allocated, free, or freed but pending), in no set order.  May be
+	 * NULL (the policy keeps no such map). */
+	void (*blocks)(const void *state,
+		       void (*fn)(void *ctx, const msim_block_t *b), void *ctx);
 	void (*destroy)(void *state);
 } msim_policy_ops_t;
 
@@ -83,6 +88,10 @@ int msim_policy_on_event(msim_policy_t *pol, uint64_t cookie);
 
 /* All statistics: the policy's and the device's. */
 void msim_policy_stats(const msim_policy_t *pol, msim_stats_t *out);
+/* The policy's blocks through fn (see ops->blocks).  Returns false if the
+ * policy cannot list them. */
+bool msim_policy_blocks(const msim_policy_t *pol,
+			void (*fn)(void *ctx, const msim_block_t *b), void *ctx);
 void msim_policy_free_info(const msim_policy_t *pol, uint64_t *largest_out,
 			   uint64_t *total_out);
 

@@ -1193,6 +1193,30 @@ pt_free_info(const void *state, uint64_t *largest_out, uint64_t *total_out)
 	*total_out = s->free_bytes;
 }
 
+/* Every mapped block: the live ones by id, the free ones set by set. */
+static void
+pt_blocks(const void *state, void (*fn)(void *ctx, const msim_block_t *b),
+	  void *ctx)
+{
+	const pt_state_t *s = state;
+	for (size_t id = 0; id < s->nlive; id++) {
+		const pt_block_t *b = s->live[id];
+		if (b)
+			fn(ctx, &(msim_block_t){b->ptr, b->size,
+						b->state == B_ALLOC
+						? MSIM_BLOCK_ALLOCATED
+						: MSIM_BLOCK_PENDING});
+	}
+	for (size_t i = 0; i < s->nstreams; i++)
+		for (int pool = 0; pool < 2; pool++) {
+			const pt_freeset_t *fs = &s->streams[i]->fs[pool];
+			for (const pt_block_t *b = fs_first(fs); b;
+			     b = fs_next(fs, b))
+				fn(ctx, &(msim_block_t){b->ptr, b->size,
+							MSIM_BLOCK_FREE});
+		}
+}
+
 static void
 pt_destroy(void *state)
 {
@@ -1271,5 +1295,6 @@ const msim_policy_ops_t msim_policy_pytorch = {
 	.would_release = pt_would_release,
 	.stats = pt_stats,
 	.free_info = pt_free_info,
+	.blocks = pt_blocks,
 	.destroy = pt_destroy,
 };

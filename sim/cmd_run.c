@@ -301,6 +301,7 @@ msim_cmd_run(int argc, char **argv)
 		.fraction = o.cap ? (double)o.cap / (double)capacity
 				  : o.fraction,
 		.keep_going = o.keep_going,
+		.peak_blocks = o.db != NULL, /* for memsim plot --kind segments */
 	};
 	if (o.cap > capacity)
 		msim_cli_die("--cap: %" PRIu64 " bytes is more than the device's %"
@@ -355,6 +356,7 @@ msim_cmd_run(int argc, char **argv)
 			.meta = kv,
 			.capacity_bytes = capacity,
 		};
+		info.peak_blocks = msim_sim_peak_blocks(sim, &info.npeak_blocks);
 		/* A setting is stored once: running it again replaces its
 		 * results under the same run id. */
 		int existed;

@@ -34,6 +34,10 @@ struct msim_sim_s {
 	size_t ndead;
 	msim_summary_t sum;
 	uint64_t next_sample; /* request count of the next timeline sample */
+	bool peak_blocks;       /* snapshot the blocks at each new peak */
+	uint64_t snap_reserved; /* reserved bytes of the last snapshot */
+	msim_block_t *snap;
+	size_t nsnap, capsnap;
 	double frag_sum;
 	uint64_t frag_n;
 	msim_timeline_t tl;
@@ -101,6 +105,7 @@ msim_sim_new(const msim_sim_config_t *cfg, msim_sim_t **out, char *why,
 		goto fail;
 	sim->src = cfg->source;
 	sim->keep_going = cfg->keep_going;
+	sim->peak_blocks = cfg->peak_blocks;
 	sim->sum.oom_request = -1;
 	sim->next_sample = 1;
 	if ((rc = msim_timeline_init(&sim->tl, cfg->timeline_points
@@ -141,6 +146,7 @@ msim_sim_destroy(msim_sim_t *sim)
 	msim_timeline_clear(&sim->tl);
 	free(sim->heap);
 	free(sim->dead);
+	free(sim->snap);
 	free(sim);
 }
 
@@ -163,6 +169,40 @@ sim_sample(msim_sim_t *sim)
 	double ext = msim_ext_frag(s.largest_free, s.free);
 	if (ext > sim->sum.ext_frag_max)
 		sim->sum.ext_frag_max = ext;
+}
+
+static void
+snap_add(void *ctx, const msim_block_t *b)
+{
+	msim_sim_t *sim = ctx;
+	if (sim->nsnap == sim->capsnap) {
+		size_t n = sim->capsnap ? 2 * sim->capsnap : 1024;
+		msim_block_t *v = realloc(sim->snap, n * sizeof(*v));
+		if (!v)
+			return; /* the snapshot is cut short, the run goes on */
+		sim->snap = v;
+		sim->capsnap = n;
+	}
+	sim->snap[sim->nsnap++] = *b;
+}
+
+/* After a request: at a new peak of reserved bytes, the blocks. */
+static void
+sim_snapshot(msim_sim_t *sim)
+{
+	uint64_t reserved = msim_device_reserved(sim->dev);
+	if (reserved <= sim->snap_reserved)
+		return;
+	sim->snap_reserved = reserved;
+	sim->nsnap = 0;
+	msim_policy_blocks(sim->pol, snap_add, sim);
+}
+
+const msim_block_t *
+msim_sim_peak_blocks(const msim_sim_t *sim, size_t *n_out)
+{
+	*n_out = sim->nsnap;
+	return sim->snap;
 }
 
 static int
@@ -244,6 +284,8 @@ sim_request(msim_sim_t *sim, const msim_req_t *req)
 			else
 				sim->sum.addr_other++;
 		}
+		if (sim->peak_blocks)
+			sim_snapshot(sim);
 		break;
 	case MSIM_REQ_FREE:
 		if (req->id < sim->ndead && sim->dead[req->id]) {

@@ -30,6 +30,7 @@ typedef struct msim_sim_config_s {
 	double fraction;        /* > 0: set_per_process_memory_fraction */
 	bool keep_going;        /* do not stop at the first OOM */
 	size_t timeline_points; /* 0: 1024 */
+	bool peak_blocks;       /* keep the policy's blocks at peak reserved */
 } msim_sim_config_t;
 
 typedef struct msim_sim_s msim_sim_t;
@@ -64,6 +65,11 @@ const char *msim_sim_errmsg(const msim_sim_t *sim);
 void msim_sim_stats(const msim_sim_t *sim, msim_stats_t *out);
 void msim_sim_summary(msim_sim_t *sim, msim_summary_t *out);
 const msim_timeline_t *msim_sim_timeline(const msim_sim_t *sim);
+
+/* With peak_blocks: the policy's blocks when reserved bytes first reached
+ * their peak (n_out 0 if the policy cannot list its blocks). */
+const msim_block_t *msim_sim_peak_blocks(const msim_sim_t *sim,
+					 size_t *n_out);
 msim_device_t *msim_sim_device(msim_sim_t *sim);
 msim_policy_t *msim_sim_policy(msim_sim_t *sim);
 

@@ -68,6 +68,10 @@ static const char schema_sql[] =
 	" active_bytes INTEGER NOT NULL, requested_bytes INTEGER NOT NULL,"
 	" largest_free_bytes INTEGER NOT NULL, free_bytes INTEGER NOT NULL,"
 	" PRIMARY KEY(run_id, request)) WITHOUT ROWID;"
+	"CREATE TABLE IF NOT EXISTS peak_blocks("
+	" run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+	" addr INTEGER NOT NULL, size INTEGER NOT NULL, state TEXT NOT NULL,"
+	" PRIMARY KEY(run_id, addr)) WITHOUT ROWID;"
 	"CREATE TABLE IF NOT EXISTS run_meta("
 	" run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
 	" key TEXT NOT NULL, value TEXT NOT NULL,"
@@ -278,6 +282,12 @@ db_open(const char *path, int create, msim_db_t **out, char *why,
 			   "key='schema_version'",
 			   "cannot write the schema version"))))
 		goto rollback;
+	/* Schema 4 only adds the table peak_blocks, made above. */
+	if (have >= 1 && have <= 3 &&
+	    (rc = db_exec(db, "UPDATE meta SET value='4' WHERE "
+			  "key='schema_version'",
+			  "cannot write the schema version")))
+		goto rollback;
 	if ((rc = db_exec(db, index_sql, "cannot create the indexes")))
 		goto rollback;
 	if ((rc = db_exec(db, "COMMIT", "cannot commit")))
@@ -446,6 +456,7 @@ msim_db_store_run_mode(msim_db_t *db, const msim_run_info_t *info,
 				"DELETE FROM timeline WHERE run_id=?",
 				"DELETE FROM segment_events WHERE run_id=?",
 				"DELETE FROM run_meta WHERE run_id=?",
+				"DELETE FROM peak_blocks WHERE run_id=?",
 			};
 			for (size_t k = 0; k < sizeof(del) / sizeof(del[0]);
 			     k++) {
@@ -594,6 +605,27 @@ msim_db_store_run_mode(msim_db_t *db, const msim_run_info_t *info,
 			sqlite3_bind_int64(q, 1, run_id);
 			sqlite3_bind_text(q, 2, m[0], -1, SQLITE_STATIC);
 			sqlite3_bind_text(q, 3, m[1], -1, SQLITE_STATIC);
+			if (sqlite3_step(q) != SQLITE_DONE)
+				goto fail;
+		}
+		sqlite3_finalize(q);
+		q = NULL;
+	}
+	if (info->npeak_blocks) {
+		static const char *const state_names[] = {"allocated", "free",
+							  "pending"};
+		if (sqlite3_prepare_v2(db->db, "INSERT OR REPLACE INTO "
+				       "peak_blocks VALUES(?,?,?,?)", -1, &q,
+				       NULL) != SQLITE_OK)
+			goto fail;
+		for (size_t k = 0; k < info->npeak_blocks; k++) {
+			const msim_block_t *b = &info->peak_blocks[k];
+			sqlite3_reset(q);
+			sqlite3_bind_int64(q, 1, run_id);
+			sqlite3_bind_int64(q, 2, (sqlite3_int64)b->addr);
+			sqlite3_bind_int64(q, 3, (sqlite3_int64)b->size);
+			sqlite3_bind_text(q, 4, state_names[b->state % 3], -1,
+					  SQLITE_STATIC);
 			if (sqlite3_step(q) != SQLITE_DONE)
 				goto fail;
 		}
@@ -820,6 +852,12 @@ msim_db_merge(msim_db_t *db, const char *src_path, int64_t *added_out,
 		has_meta = sqlite3_step(mq) == SQLITE_ROW;
 		sqlite3_finalize(mq);
 	}
+	bool has_blocks = false; /* schema 4 */
+	if (sqlite3_prepare_v2(db->db, "SELECT 1 FROM src.sqlite_master WHERE"
+			       " name='peak_blocks'", -1, &mq, NULL) == SQLITE_OK) {
+		has_blocks = sqlite3_step(mq) == SQLITE_ROW;
+		sqlite3_finalize(mq);
+	}
 	while ((rc = sqlite3_step(runs)) == SQLITE_ROW) {
 		int64_t src_id = sqlite3_column_int64(runs, 0);
 		const char *key = (const char *)sqlite3_column_text(runs, 1);
@@ -857,6 +895,12 @@ msim_db_merge(msim_db_t *db, const char *src_path, int64_t *added_out,
 				     " key, value FROM src.run_meta WHERE"
 				     " run_id=?2", dst_id, src_id,
 				     NULL) != SQLITE_DONE)
+				goto fail;
+			if (has_blocks &&
+			    db_step2(db, "INSERT INTO main.peak_blocks SELECT"
+				     " ?, addr, size, state FROM"
+				     " src.peak_blocks WHERE run_id=?2", dst_id,
+				     src_id, NULL) != SQLITE_DONE)
 				goto fail;
 			added++;
 		}

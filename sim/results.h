@@ -17,7 +17,7 @@
 #include "sim/metrics.h"
 #include "sim/types.h"
 
-#define MSIM_DB_SCHEMA_VERSION 3
+#define MSIM_DB_SCHEMA_VERSION 4
 
 struct sqlite3;
 
@@ -44,6 +44,9 @@ typedef struct msim_run_info_s {
 	 * NULL): the device and versions of a measured run, the modelled
 	 * device time.  Stored in run_meta. */
 	const char *const *meta;
+	/* The policy's blocks at peak reserved (may be NULL): peak_blocks. */
+	const msim_block_t *peak_blocks;
+	size_t npeak_blocks;
 } msim_run_info_t;
 
 /* What msim_db_store_run_mode() does with a setting already stored. */

@@ -53,6 +53,14 @@ typedef struct msim_req_s {
 	uint8_t flags;        /* MSIM_REQF_* */
 } msim_req_t;
 
+/* One block of device memory as a policy holds it (a snapshot entry). */
+enum { MSIM_BLOCK_ALLOCATED = 0, MSIM_BLOCK_FREE, MSIM_BLOCK_PENDING };
+typedef struct msim_block_s {
+	msim_addr_t addr;
+	uint64_t size;  /* bytes */
+	int state;      /* MSIM_BLOCK_* */
+} msim_block_t;
+
 /*
  * Where requests come from: a trace reader, a generator, a transform of
  * another source.  next returns 1, 0 at the end, or an error described by

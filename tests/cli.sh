@@ -49,6 +49,14 @@ $MEMSIM run --db "$tmp/runs.db" --plot "$tmp/curve.png" "$trace" >/dev/null ||
 $MEMSIM run --db "$tmp/runs.db" -c max_split_size_mb:128 --plot "$tmp/curve.svg" \
 	"$trace" >/dev/null || fail "second run"
 grep -q "<svg" "$tmp/curve.svg" || fail "no SVG"
+# The blocks at peak reserved add up to it, and the segment map shows them.
+[ "$(sqlite3 "$tmp/runs.db" "SELECT sum(size) = (SELECT peak_reserved_bytes FROM runs WHERE id = 1) FROM peak_blocks WHERE run_id = 1")" = 1 ] ||
+	fail "peak_blocks do not add up to peak reserved"
+$MEMSIM plot --db "$tmp/runs.db" --kind segments --run 1 -o "$tmp/seg.svg" >/dev/null ||
+	fail "plot segments"
+for s in "allocated block" "free block" "large pool segment"; do
+	grep -q "$s" "$tmp/seg.svg" || fail "segments.svg lacks $s"
+done
 cp "$tmp/runs.db" "$tmp/before.db"
 
 # Bad input: one line, non-zero status, the database untouched.
