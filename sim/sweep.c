@@ -120,35 +120,6 @@ trim(char *s)
 	return s;
 }
 
-/*
- * Splits s in place at the commas that are outside brackets; returns the
- * number of pieces written to parts (at most max), or -1 if there are more
- * or a bracket is left open.
- */
-static int
-split_commas(char *s, char **parts, int max)
-{
-	int n = 0, depth = 0;
-	char *start = s;
-	for (char *p = s;; p++) {
-		if (*p == '[')
-			depth++;
-		else if (*p == ']')
-			depth--;
-		if ((*p == ',' && depth == 0) || !*p) {
-			int end = !*p;
-			*p = 0;
-			if (n == max)
-				return -1;
-			parts[n++] = trim(start);
-			start = p + 1;
-			if (end)
-				break;
-		}
-	}
-	return depth ? -1 : n;
-}
-
 int
 msim_file_hash(const char *path, char hex[17], char *why, size_t whylen)
 {
@@ -242,7 +213,7 @@ kv_parse(kvlist_t *l, const char *line, char *why, size_t whylen)
 	char *parts[64];
 	if (!copy)
 		return MSIM_ENOMEM;
-	int n = split_commas(copy, parts, 64);
+	int n = msim_split_commas(copy, parts, 64);
 	int rc = 0;
 	if (n < 0) {
 		snprintf(why, whylen, "unbalanced brackets or too many keys");
@@ -298,7 +269,7 @@ axis_parse(axis_t *a, const char *text, char *why, size_t whylen)
 	a->buf = strdup(v);
 	free(copy);
 	char *parts[1024];
-	int n = a->buf ? split_commas(a->buf, parts, 1024) : -1;
+	int n = a->buf ? msim_split_commas(a->buf, parts, 1024) : -1;
 	if (!a->key || !a->buf || n <= 0) {
 		snprintf(why, whylen, "--grid '%s': %s", text,
 			 n < 0 && a->buf ? "unbalanced brackets or more than "

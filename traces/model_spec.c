@@ -186,10 +186,8 @@ msim_model_set(msim_model_cfg_t *cfg, const char *key, const char *value,
 	return 0;
 }
 
-/* Splits s in place at the commas outside brackets into parts (at most
- * max); returns the count or -1. */
-static int
-spec_split(char *s, char **parts, int max)
+int
+msim_split_commas(char *s, char **parts, int max)
 {
 	int n = 0, depth = 0;
 	char *start = s;
@@ -203,6 +201,12 @@ spec_split(char *s, char **parts, int max)
 			*p = 0;
 			if (n == max)
 				return -1;
+			while (*start == ' ' || *start == '\t')
+				start++;
+			char *e = p;
+			while (e > start && (e[-1] == ' ' || e[-1] == '\t' ||
+					     e[-1] == '\n' || e[-1] == '\r'))
+				*--e = 0;
 			parts[n++] = start;
 			start = p + 1;
 			if (end)
@@ -234,7 +238,7 @@ msim_model_spec_parse(const char *text, msim_model_cfg_t *cfg, char *why,
 	char *parts[64];
 	if (!copy)
 		return MSIM_ENOMEM;
-	int n = spec_split(copy, parts, 64), rc = 0, arch = -1;
+	int n = msim_split_commas(copy, parts, 64), rc = 0, arch = -1;
 	if (n < 0) {
 		snprintf(why, whylen, "unbalanced brackets or "
 			 "too many keys");

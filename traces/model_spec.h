@@ -49,4 +49,11 @@ int msim_model_spec_parse(const char *text, msim_model_cfg_t *cfg, char *why,
 size_t msim_model_spec_canonical(const msim_model_cfg_t *cfg, char *buf,
 				 size_t n);
 
+/*
+ * Splits s in place at the commas outside brackets ("a=1,b=[2,3]") into
+ * parts, each trimmed of blanks; returns their number, or -1 if there are
+ * more than max or a bracket is left open.
+ */
+int msim_split_commas(char *s, char **parts, int max);
+
 #endif
