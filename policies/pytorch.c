@@ -365,12 +365,14 @@ fs_prev_bin(const pt_freeset_t *fs, unsigned from)
 	return w * 64 + log2_floor(fs->map[w]);
 }
 
-static void
-fs_insert(pt_state_t *s, pt_freeset_t *fs, pt_block_t *b)
+/* Links b into the sorted list at *pp, before the first element that is
+ * not less than it (fnext/fprev links). */
+static inline void
+list_insert(pt_block_t **pp, pt_block_t *b,
+	    bool (*less)(const pt_block_t *, const pt_block_t *))
 {
-	unsigned bin = pt_bin(b->size);
-	pt_block_t **pp = &fs->head[bin], *prev = NULL;
-	while (*pp && blk_less(*pp, b)) {
+	pt_block_t *prev = NULL;
+	while (*pp && less(*pp, b)) {
 		prev = *pp;
 		pp = &prev->fnext;
 	}
@@ -379,6 +381,25 @@ fs_insert(pt_state_t *s, pt_freeset_t *fs, pt_block_t *b)
 	if (*pp)
 		(*pp)->fprev = b;
 	*pp = b;
+}
+
+/* Unlinks b from the list whose first element is *head. */
+static inline void
+list_remove(pt_block_t **head, pt_block_t *b)
+{
+	if (b->fprev)
+		b->fprev->fnext = b->fnext;
+	else
+		*head = b->fnext;
+	if (b->fnext)
+		b->fnext->fprev = b->fprev;
+}
+
+static void
+fs_insert(pt_state_t *s, pt_freeset_t *fs, pt_block_t *b)
+{
+	unsigned bin = pt_bin(b->size);
+	list_insert(&fs->head[bin], b, blk_less);
 	b->bin = (uint16_t)bin;
 	b->gc_base = s->gc_calls[b->pool];
 	fs->map[bin / 64] |= UINT64_C(1) << (bin % 64);
@@ -389,12 +410,7 @@ fs_insert(pt_state_t *s, pt_freeset_t *fs, pt_block_t *b)
 static void
 fs_remove(pt_state_t *s, pt_freeset_t *fs, pt_block_t *b)
 {
-	if (b->fprev)
-		b->fprev->fnext = b->fnext;
-	else
-		fs->head[b->bin] = b->fnext;
-	if (b->fnext)
-		b->fnext->fprev = b->fprev;
+	list_remove(&fs->head[b->bin], b);
 	if (!fs->head[b->bin]) {
 		unsigned w = b->bin / 64;
 		fs->map[w] &= ~(UINT64_C(1) << (b->bin % 64));
@@ -561,30 +577,22 @@ xsize(const pt_block_t *b)
 }
 
 /* The stream's unmapped ranges of pool are a list sorted by address. */
+static bool
+addr_less(const pt_block_t *a, const pt_block_t *b)
+{
+	return a->ptr < b->ptr;
+}
+
 static void
 um_insert(pt_block_t *b)
 {
-	pt_block_t **pp = &b->st->unmapped[b->pool], *prev = NULL;
-	while (*pp && (*pp)->ptr < b->ptr) {
-		prev = *pp;
-		pp = &prev->fnext;
-	}
-	b->fnext = *pp;
-	b->fprev = prev;
-	if (*pp)
-		(*pp)->fprev = b;
-	*pp = b;
+	list_insert(&b->st->unmapped[b->pool], b, addr_less);
 }
 
 static void
 um_remove(pt_block_t *b)
 {
-	if (b->fprev)
-		b->fprev->fnext = b->fnext;
-	else
-		b->st->unmapped[b->pool] = b->fnext;
-	if (b->fnext)
-		b->fnext->fprev = b->fprev;
+	list_remove(&b->st->unmapped[b->pool], b);
 }
 
 /* Puts the new block nb between a and c (either may be NULL). */
