@@ -321,8 +321,9 @@ msim_cmd_run(int argc, char **argv)
 	msim_sim_summary(sim, &sum);
 	msim_sim_stats(sim, &st);
 	uint64_t cap = msim_device_cap(msim_sim_device(sim));
-	/* The hash of the whole file, also when an OOM stopped the run
-	 * before its end: the setting key of the run depends on it. */
+	/* The hash of the whole file, the reader's when it read it all,
+	 * else (an OOM stopped the run early) read again: the setting key of
+	 * the run depends on it. */
 	char hash[32];
 	if (mspec) {
 		msim_hash_t h;
@@ -330,6 +331,9 @@ msim_cmd_run(int argc, char **argv)
 		msim_hash_update(&h, mspec, strlen(mspec));
 		snprintf(hash, sizeof(hash), "%016" PRIx64,
 			 msim_hash_final(&h));
+	} else if (in.trace && msim_trace_ended(in.trace)) {
+		snprintf(hash, sizeof(hash), "%016" PRIx64,
+			 msim_trace_hash(in.trace));
 	} else if (msim_file_hash(path, hash, why, sizeof(why))) {
 		msim_cli_die("%s", why);
 	}

@@ -146,5 +146,14 @@ $MEMSIM run --recording --json "$DATA/pickles/train_eval_emptycache.pickle" |
 printf '\200\004\377' >"$tmp/bad.pickle"
 expect_error "bad.pickle: byte 2: unknown pickle opcode 0xff" $MEMSIM info "$tmp/bad.pickle"
 
+# The trace hash is the whole file's, whether the run read it all or an
+# OOM stopped it at the first request.
+for f in "$trace" "$DATA/pickles/bert_infer_varlen.pickle" "$tmp/t.msimtr" "$tmp/t.rmm"; do
+	h1=$($MEMSIM run --json "$f" | sed -n 's/.*"trace_hash": "\([0-9a-f]*\)".*/\1/p')
+	h2=$($MEMSIM run --json --cap 1KB "$f" | sed -n 's/.*"trace_hash": "\([0-9a-f]*\)".*/\1/p')
+	[ -n "$h1" ] && [ "$h1" = "$h2" ] || fail "trace hash of $f: '$h1' vs '$h2'"
+done
+
+
 [ "$fails" -eq 0 ] && echo "cli: all passed"
 exit "$fails"

@@ -265,8 +265,21 @@ msim_trace_next_entry(msim_trace_t *t, msim_entry_t *e_out)
 			t->first_us = e_out->time_us;
 		t->last_us = e_out->time_us;
 		t->actions[e_out->action < MSIM_NACT ? e_out->action : 0]++;
+	} else if (rc == 0 && !t->ended) {
+		/* Hash what a format leaves unread after its end, so that the
+		 * content hash is the whole file's. */
+		char buf[4096];
+		while (msim_trace_read(t, buf, sizeof(buf)) > 0)
+			;
+		t->ended = true;
 	}
 	return rc;
+}
+
+bool
+msim_trace_ended(const msim_trace_t *t)
+{
+	return t->ended;
 }
 
 /* Turns entry e into a request: 1, 0 if e is not one, or an error. */

@@ -125,6 +125,7 @@ struct msim_trace_s {
 	const msim_trace_format_t *format;
 	char *path;
 	FILE *fp;
+	bool ended;         /* the format reached its end (all bytes hashed) */
 	msim_trace_options_t opt;
 	msim_idmap_t ids;
 	msim_hash_t hash;
@@ -183,6 +184,10 @@ void msim_trace_empty_caches(const msim_trace_t *t, uint64_t *found_out,
 
 /* "file:line: reason" of the last error. */
 const char *msim_trace_errmsg(const msim_trace_t *t);
+
+/* Whether the reader reached the end of the trace (the hash is then the
+ * whole file's). */
+bool msim_trace_ended(const msim_trace_t *t);
 
 /* Hash of the bytes read so far: the file's hash once at the end. */
 uint64_t msim_trace_hash(const msim_trace_t *t);
