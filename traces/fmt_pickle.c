@@ -13,14 +13,14 @@
  * stack below it (pickles are written parent first, children before they
  * are attached): the top-level dict; its "device_traces" list; the list of
  * device d in it; a trace entry in that list; its "segments" list, a
- * segment in it, the segment's "blocks" list and a block in that.  A trace
- * entry's fields are collected as its SETITEMS run, and the entry is
- * handed out as soon as its
- * dict is complete, so a long trace streams: finished entries collapse
- * into one run-length stack slot, and memory stays small however long the
- * trace.  Strings are only compared with the dozen names the reader looks
- * for; the memo keeps a 4-byte tag per slot (a key name, a small int, or
- * "something else"), so GETs cost O(1) and cannot build cycles.
+ * segment in it, the segment's "blocks" list and a block in that.  A
+ * trace entry's fields are collected as its SETITEMS run, and the entry is
+ * handed out as soon as its dict is complete, so a long trace streams:
+ * finished entries collapse into one run-length stack slot, and memory
+ * stays small however long the trace.  Strings are only compared with the
+ * few dozen names the reader looks for; the memo keeps a 4-byte tag per
+ * slot (a key name, a small int, or "something else"), so GETs cost O(1)
+ * and cannot build cycles.
  *
  * Hostile input: every length is checked against the bytes left in the
  * file before anything is read or allocated; the stack (nesting) and the
@@ -109,7 +109,9 @@ enum { F_ADDR, F_SIZE, F_STREAM, F_TIME, F_DEVFREE, F_N };
 typedef struct pk_val_s {
 	uint8_t type;   /* V_* */
 	uint8_t role;   /* R_* of a V_DICT / V_LIST */
-	uint8_t have;   /* dict: bit F_* set, HAVE_ACTION, EMITTED */
+	uint8_t have;   /* dict: bit F_* set, HAVE_ACTION, EMITTED; segment
+			 * or block: HAVE_ADDRESS, _SIZE, _STATE, EMITTED
+			 * (complete) */
 	uint8_t str;    /* V_STR: S_*; dict: the action's code */
 	uint8_t neg;    /* V_INT: negative or over 64 bits: not a field */
 	uint32_t dev;   /* R_DEVLIST / R_ENTRY: the device index; R_SEG /
