@@ -278,7 +278,8 @@ msim_cmd_info(int argc, char **argv)
 		msim_cli_die("out of memory");
 	info_snap_t snap;
 	info_snap_sum(segs, nsegs, &snap);
-	bool has_state = t->format->segments != NULL;
+	/* A snapshot memsim wrote (convert) has an empty state: not shown. */
+	bool has_state = nsegs > 0;
 	double dur_s = t->entries ? (t->last_us - t->first_us) / 1e6 : 0.0;
 	char a[32], b[32];
 	if (json) {
