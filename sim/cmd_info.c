@@ -1,4 +1,8 @@
-/* memsim info: what a trace holds, read once (streaming). */
+/*
+ * memsim info: what a trace holds, read once (streaming), and for a
+ * snapshot the allocator state it was taken in (its segments), checked
+ * against the end state of its own trace.
+ */
 #include <config.h>
 
 #include <getopt.h>
@@ -30,7 +34,12 @@ usage_info(FILE *fp)
 		"allocations), a\n"
 		"histogram of allocation sizes (powers of two) and the hidden "
 		"empty_cache()\n"
-		"calls found (spec section 16, note 6).\n"
+		"calls found (spec section 16, note 6).  For a snapshot, also "
+		"its segments\n"
+		"state (spec section 12.2): segments by pool, reserved, "
+		"allocated, active and\n"
+		"requested bytes, blocks by state, and whether the trace's end "
+		"state agrees.\n"
 		"\n"
 		"options:\n"
 		"      --device N          snapshots: the device_traces index to "
@@ -43,6 +52,7 @@ typedef struct info_s {
 	uint64_t *sizes; /* live size by request id */
 	size_t nsizes;
 	uint64_t live, peak, allocs, frees, bytes;
+	uint64_t nlive; /* live allocations */
 	msim_stream_t streams[INFO_MAX_STREAMS];
 	int nstreams;
 	bool more_streams;
@@ -80,8 +90,126 @@ info_alloc(info_t *in, const msim_req_t *r)
 		return; /* never live */
 	in->sizes[r->id] = r->size;
 	in->live += r->size;
+	in->nlive++;
 	if (in->live > in->peak)
 		in->peak = in->live;
+}
+
+/* A snapshot's segments state, summed. */
+typedef struct info_snap_s {
+	size_t nsegs, nsmall, nexpandable, nblocks;
+	uint64_t reserved, allocated, active, requested; /* bytes */
+	uint64_t small_reserved;                        /* bytes */
+	uint64_t nstate[MSIM_SNAP_NSTATES];             /* blocks */
+	uint64_t state_bytes[MSIM_SNAP_NSTATES];
+	uint64_t active_requested; /* requested_size of active blocks */
+	size_t untiled; /* segments whose blocks do not tile them */
+} info_snap_t;
+
+static void
+info_snap_sum(const msim_snap_segment_t *g, size_t n, info_snap_t *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->nsegs = n;
+	for (size_t i = 0; i < n; i++, g++) {
+		s->reserved += g->total_size;
+		s->allocated += g->allocated_size;
+		s->active += g->active_size;
+		s->requested += g->requested_size;
+		if (!g->large) {
+			s->nsmall++;
+			s->small_reserved += g->total_size;
+		}
+		s->nexpandable += g->expandable;
+		s->nblocks += g->nblocks;
+		uint64_t at = g->addr;
+		bool tiled = true;
+		for (size_t k = 0; k < g->nblocks; k++) {
+			const msim_snap_block_t *b = &g->blocks[k];
+			s->nstate[b->state]++;
+			s->state_bytes[b->state] += b->size;
+			if (b->state != MSIM_SNAP_INACTIVE)
+				s->active_requested += b->requested;
+			tiled = tiled && b->addr == at;
+			at = b->addr + b->size;
+		}
+		/* Expandable segments list only their mapped blocks. */
+		if (!g->expandable && (!tiled || at != g->addr + g->total_size))
+			s->untiled++;
+	}
+}
+
+/* Prints the snapshot state and how it compares with the trace's end. */
+static void
+info_snap_print(const msim_trace_t *t, const info_t *in, const info_snap_t *s,
+		int json)
+{
+	uint64_t nactive = s->nstate[MSIM_SNAP_ALLOCATED] +
+			   s->nstate[MSIM_SNAP_PENDING_FREE];
+	bool res_same = t->seg_bytes == (int64_t)s->reserved;
+	bool live_same = in->nlive == nactive &&
+			 in->live == s->active_requested;
+	if (json) {
+		printf(",\n  \"snapshot_segments\": %zu,\n"
+		       "  \"snapshot_small_segments\": %zu,\n"
+		       "  \"snapshot_reserved_bytes\": %" PRIu64 ",\n"
+		       "  \"snapshot_allocated_bytes\": %" PRIu64 ",\n"
+		       "  \"snapshot_active_bytes\": %" PRIu64 ",\n"
+		       "  \"snapshot_requested_bytes\": %" PRIu64 ",\n"
+		       "  \"snapshot_blocks\": %zu",
+		       s->nsegs, s->nsmall, s->reserved, s->allocated,
+		       s->active, s->requested, s->nblocks);
+		for (int k = 0; k < MSIM_SNAP_NSTATES; k++)
+			printf(",\n  \"snapshot_%s_blocks\": %" PRIu64,
+			       msim_snap_state_name(k), s->nstate[k]);
+		printf(",\n  \"trace_reserved_bytes\": %" PRId64
+		       ",\n  \"trace_live_allocations\": %" PRIu64
+		       ",\n  \"snapshot_matches_trace\": %s",
+		       t->seg_bytes, in->nlive,
+		       res_same && live_same ? "true" : "false");
+		return;
+	}
+	char a[32], b[32], c[32], d[32];
+	printf("snapshot   %zu segments (%zu small: %s, %zu large: %s)%s\n",
+	       s->nsegs, s->nsmall,
+	       msim_format_bytes(s->small_reserved, a, sizeof(a)),
+	       s->nsegs - s->nsmall,
+	       msim_format_bytes(s->reserved - s->small_reserved, b,
+				 sizeof(b)),
+	       s->nexpandable ? ", expandable" : "");
+	printf("           reserved %s (%" PRIu64 " bytes), allocated %s, "
+	       "active %s, requested %s\n",
+	       msim_format_bytes(s->reserved, a, sizeof(a)), s->reserved,
+	       msim_format_bytes(s->allocated, b, sizeof(b)),
+	       msim_format_bytes(s->active, c, sizeof(c)),
+	       msim_format_bytes(s->requested, d, sizeof(d)));
+	printf("           %zu blocks:", s->nblocks);
+	for (int k = 0; k < MSIM_SNAP_NSTATES; k++)
+		printf("%s %" PRIu64 " %s (%s)", k ? "," : "", s->nstate[k],
+		       msim_snap_state_name(k),
+		       msim_format_bytes(s->state_bytes[k], a, sizeof(a)));
+	printf("\n");
+	if (s->untiled)
+		printf("           %zu segment%s not tiled by their blocks\n",
+		       s->untiled, s->untiled == 1 ? "" : "s");
+	/* The trace ends where the snapshot was taken. */
+	if (res_same)
+		printf("check      reserved: the trace's segment rows leave "
+		       "the same\n");
+	else
+		printf("check      reserved: the trace's segment rows leave "
+		       "%" PRId64 " bytes, the snapshot %" PRIu64 " (rows "
+		       "lost from a full history?)\n", t->seg_bytes,
+		       s->reserved);
+	if (live_same)
+		printf("check      live: %" PRIu64 " allocations of %" PRIu64
+		       " bytes, as the snapshot's active blocks\n", in->nlive,
+		       in->live);
+	else
+		printf("check      live: the trace leaves %" PRIu64
+		       " allocations of %" PRIu64 " bytes, the snapshot %"
+		       PRIu64 " active blocks of %" PRIu64 " requested\n",
+		       in->nlive, in->live, nactive, s->active_requested);
 }
 
 int
@@ -133,9 +261,10 @@ msim_cmd_info(int argc, char **argv)
 			info_alloc(&in, &r);
 		} else if (r.kind == MSIM_REQ_FREE) {
 			in.frees++;
-			if (r.id < in.nsizes) {
+			if (r.id < in.nsizes && in.sizes[r.id]) {
 				in.live -= in.sizes[r.id];
 				in.sizes[r.id] = 0;
+				in.nlive--;
 			}
 		}
 	}
@@ -143,6 +272,14 @@ msim_cmd_info(int argc, char **argv)
 		msim_cli_die("%s", msim_trace_errmsg(t));
 	uint64_t found, maybe;
 	msim_trace_empty_caches(t, &found, &maybe);
+	const msim_snap_segment_t *segs;
+	size_t nsegs;
+	if (msim_trace_segments(t, &segs, &nsegs))
+		msim_cli_die("out of memory");
+	info_snap_t snap;
+	info_snap_sum(segs, nsegs, &snap);
+	/* A snapshot memsim wrote (convert) has an empty state: not shown. */
+	bool has_state = nsegs > 0;
 	double dur_s = t->entries ? (t->last_us - t->first_us) / 1e6 : 0.0;
 	char a[32], b[32];
 	if (json) {
@@ -165,7 +302,10 @@ msim_cmd_info(int argc, char **argv)
 		for (size_t k = 0; k < INFO_BINS; k++)
 			printf("%s%.0f", k ? ", " : "",
 			       gsl_histogram_get(in.h, k));
-		printf("],\n  \"trace_hash\": \"%016" PRIx64 "\"\n}\n",
+		printf("]");
+		if (has_state)
+			info_snap_print(t, &in, &snap, 1);
+		printf(",\n  \"trace_hash\": \"%016" PRIx64 "\"\n}\n",
 		       msim_trace_hash(t));
 	} else {
 		printf("trace      %s (%s, hash %016" PRIx64 ")\n", path,
@@ -189,7 +329,10 @@ msim_cmd_info(int argc, char **argv)
 			printf(", %" PRIu64 " segment-free run%s left to the "
 			       "policy (empty_cache or the malloc's own)",
 			       maybe, maybe == 1 ? "" : "s");
-		printf("\nsizes      (allocs by size, powers of two)\n");
+		printf("\n");
+		if (has_state)
+			info_snap_print(t, &in, &snap, 0);
+		printf("sizes      (allocs by size, powers of two)\n");
 		double max = gsl_histogram_max_val(in.h);
 		for (size_t k = 0; k < INFO_BINS; k++) {
 			double n = gsl_histogram_get(in.h, k);

@@ -16,6 +16,7 @@
 #include "sim/error.h"
 #include "sim/metrics.h"
 #include "sim/results.h"
+#include "sim/snapcheck.h"
 #include "sim/timemodel.h"
 #include "sim/sweep.h"
 #include "sim/units.h"
@@ -75,7 +76,9 @@ usage_run(FILE *fp)
 		"      --recording         reproduce the recording itself: "
 		"free_requested applied,\n"
 		"                          hidden empty_cache() calls "
-		"replayed, --addresses trace\n"
+		"replayed, --addresses trace;\n"
+		"                          a snapshot's end state is checked "
+		"against its segments\n"
 		"      --device N          snapshots: the device_traces index "
 		"to replay\n"
 		"  -d, --db FILE           store the run in this SQLite "
@@ -349,6 +352,27 @@ msim_cmd_run(int argc, char **argv)
 	const char *dt_ms = meta.ms;
 	const char *kv[32];
 	msim_input_meta(&in, meta.kv, kv, 32);
+	/* --recording of a snapshot: does the replay end in its state? */
+	char snapstate[256] = "";
+	const msim_snap_segment_t *segs;
+	size_t nsegs = 0;
+	if (o.recording && in.trace &&
+	    msim_trace_segments(in.trace, &segs, &nsegs))
+		msim_cli_die("out of memory");
+	if (nsegs) {
+		msim_snapcheck_t sc;
+		if (msim_snapcheck(sim, segs, nsegs, &sc))
+			msim_cli_die("out of memory");
+		msim_snapcheck_format(&sc, snapstate, sizeof(snapstate));
+		size_t k = 0;
+		while (kv[k])
+			k += 2;
+		if (k + 2 < 32) {
+			kv[k] = "snapshot_state";
+			kv[k + 1] = snapstate;
+			kv[k + 2] = NULL;
+		}
+	}
 	int64_t run_id = -1;
 	if (db) {
 		msim_run_info_t info = {
@@ -396,6 +420,10 @@ msim_cmd_run(int argc, char **argv)
 		       PRIu64, sum.addr_same, sum.addr_other);
 		printf(",\n  \"modelled_device_ms\": %s", dt_ms);
 		printf(",\n  \"wall_ms\": %.3f", wall_ms);
+		if (*snapstate) {
+			printf(",\n  \"snapshot_state\": ");
+			msim_cli_json_str(stdout, snapstate);
+		}
 		if (run_id >= 0)
 			printf(",\n  \"run_id\": %" PRId64, run_id);
 		printf("\n}\n");
@@ -410,6 +438,8 @@ msim_cmd_run(int argc, char **argv)
 		printf("time       %" PRIu64 " device allocs, %" PRIu64
 			       " frees: %s ms modelled\n", dt.mallocs,
 			       dt.frees, dt_ms);
+		if (*snapstate)
+			printf("snapshot state: %s\n", snapstate);
 		if (run_id >= 0)
 			printf("stored     run %" PRId64 " in %s\n", run_id,
 			       o.db);

@@ -143,6 +143,12 @@ $MEMSIM info "$DATA/traces/train_eval_emptycache.csv" |
 	grep -q "empty_cache 2 hidden calls found" || fail "info: empty_cache calls"
 $MEMSIM run --recording --json "$DATA/pickles/train_eval_emptycache.pickle" |
 	grep -q '"num_sync_all_streams": 2,' || fail "run --recording"
+# The snapshot's segments state: shown by info, reached by the replay.
+$MEMSIM info "$DATA/pickles/prefetch_2stream.pickle" |
+	grep -q "reserved 836.00 MiB (876609536 bytes)" || fail "info: segments"
+$MEMSIM run --recording "$DATA/pickles/prefetch_2stream.pickle" |
+	grep -q "^snapshot state: matches (37 segments" ||
+	fail "run --recording: snapshot state"
 printf '\200\004\377' >"$tmp/bad.pickle"
 expect_error "bad.pickle: byte 2: unknown pickle opcode 0xff" $MEMSIM info "$tmp/bad.pickle"
 

@@ -12,13 +12,15 @@
  * snapshot.  A container's role is decided when it is created, from the
  * stack below it (pickles are written parent first, children before they
  * are attached): the top-level dict; its "device_traces" list; the list of
- * device d in it; a trace entry in that list.  A trace entry's fields are
- * collected as its SETITEMS run, and the entry is handed out as soon as its
- * dict is complete, so a long trace streams: finished entries collapse
- * into one run-length stack slot, and memory stays small however long the
- * trace.  Strings are only compared with the dozen names the reader looks
- * for; the memo keeps a 4-byte tag per slot (a key name, a small int, or
- * "something else"), so GETs cost O(1) and cannot build cycles.
+ * device d in it; a trace entry in that list; its "segments" list, a
+ * segment in it, the segment's "blocks" list and a block in that.  A
+ * trace entry's fields are collected as its SETITEMS run, and the entry is
+ * handed out as soon as its dict is complete, so a long trace streams:
+ * finished entries collapse into one run-length stack slot, and memory
+ * stays small however long the trace.  Strings are only compared with the
+ * few dozen names the reader looks for; the memo keeps a 4-byte tag per
+ * slot (a key name, a small int, or "something else"), so GETs cost O(1)
+ * and cannot build cycles.
  *
  * Hostile input: every length is checked against the bytes left in the
  * file before anything is read or allocated; the stack (nesting) and the
@@ -26,7 +28,14 @@
  * opcode does O(1) work per stack item it consumes, so the time is linear.
  * Any error names the file and the byte offset of the opcode.
  *
- * Not kept: stack frames, the segments state, allocator settings.
+ * The segments state is small next to the trace (one record per segment
+ * and per block, bounded by PK_MAX_SEGS and PK_MAX_BLOCKS): a segment or
+ * block gets its record when its dict is created, and its fields are
+ * written into the record as they are set, so the blocks (which pickles
+ * write before the segment's own SETITEMS) need no stack space.  A
+ * record is checked when its dict is complete.
+ *
+ * Not kept: stack frames, pool ids, allocator settings.
  *
  * The writer writes a snapshot that torch.cuda.memory's tools and this
  * reader load: {"segments": [], "device_traces": [[entry, ...]]}, entries
@@ -35,6 +44,7 @@
  */
 #include <config.h>
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +56,8 @@
 #define PK_MAX_MARKS 4096u      /* nested MARKs */
 #define PK_SHORT 32             /* strings longer than this are opaque */
 #define PK_MAX_MEMO_NOSIZE (1u << 24)
+#define PK_MAX_SEGS (1u << 20)   /* segments in the snapshot state */
+#define PK_MAX_BLOCKS (1u << 22) /* their blocks: 128 MiB of records */
 
 /* Value types on the stack. */
 enum {
@@ -53,32 +65,58 @@ enum {
 };
 
 /* Roles of containers. */
-enum { R_NONE, R_ROOT, R_TRACES, R_DEVLIST, R_ENTRY };
+enum { R_NONE, R_ROOT, R_TRACES, R_DEVLIST, R_ENTRY, R_SEGLIST, R_SEG,
+       R_BLOCKLIST, R_BLOCK };
 
 /* Names the reader looks for: codes of V_STR values. */
 enum {
 	S_OTHER = 0, S_ACTION, S_ADDR, S_SIZE, S_STREAM, S_TIME_US,
 	S_DEVICE_FREE, S_DEVICE_TRACES,
-	S_NKEYS,
-	S_ACT0 = 16, /* S_ACT0 + msim_action_t: an action name */
+	/* the segments state */
+	S_SEGMENTS, S_DEVICE, S_ADDRESS, S_TOTAL_SIZE, S_ALLOCATED_SIZE,
+	S_ACTIVE_SIZE, S_REQUESTED_SIZE, S_SEGMENT_TYPE, S_IS_EXPANDABLE,
+	S_BLOCKS, S_STATE, S_SMALL, S_LARGE,
+	S_STATE0, /* S_STATE0 + MSIM_SNAP_*: a block state */
+	S_NKEYS = S_STATE0 + MSIM_SNAP_NSTATES,
+	S_ACT0 = 32, /* S_ACT0 + msim_action_t: an action name */
 };
+static_assert(S_NKEYS <= S_ACT0 && S_ACT0 + MSIM_NACT < 256,
+	      "string codes fit pk_val_t.str");
 static const char *const pk_keys[S_NKEYS] = {
 	[S_ACTION] = "action", [S_ADDR] = "addr", [S_SIZE] = "size",
 	[S_STREAM] = "stream", [S_TIME_US] = "time_us",
 	[S_DEVICE_FREE] = "device_free", [S_DEVICE_TRACES] = "device_traces",
+	[S_SEGMENTS] = "segments", [S_DEVICE] = "device",
+	[S_ADDRESS] = "address", [S_TOTAL_SIZE] = "total_size",
+	[S_ALLOCATED_SIZE] = "allocated_size", [S_ACTIVE_SIZE] = "active_size",
+	[S_REQUESTED_SIZE] = "requested_size",
+	[S_SEGMENT_TYPE] = "segment_type", [S_IS_EXPANDABLE] = "is_expandable",
+	[S_BLOCKS] = "blocks", [S_STATE] = "state", [S_SMALL] = "small",
+	[S_LARGE] = "large",
+	[S_STATE0 + MSIM_SNAP_INACTIVE] = "inactive",
+	[S_STATE0 + MSIM_SNAP_ALLOCATED] = "active_allocated",
+	[S_STATE0 + MSIM_SNAP_PENDING_FREE] = "active_pending_free",
 };
 /* Entry fields, in pk_val_t.f, by key code - S_ADDR. */
 enum { F_ADDR, F_SIZE, F_STREAM, F_TIME, F_DEVFREE, F_N };
 #define HAVE_ACTION 0x20
 #define EMITTED 0x40
+/* Segment and block dicts: the fields they must have. */
+#define HAVE_ADDRESS 0x01
+#define HAVE_SIZE 0x02  /* total_size of a segment, size of a block */
+#define HAVE_STATE 0x04
 
 typedef struct pk_val_s {
 	uint8_t type;   /* V_* */
 	uint8_t role;   /* R_* of a V_DICT / V_LIST */
-	uint8_t have;   /* dict: bit F_* set, HAVE_ACTION, EMITTED */
+	uint8_t have;   /* dict: bit F_* set, HAVE_ACTION, EMITTED; segment
+			 * or block: HAVE_ADDRESS, _SIZE, _STATE, EMITTED
+			 * (complete) */
 	uint8_t str;    /* V_STR: S_*; dict: the action's code */
 	uint8_t neg;    /* V_INT: negative or over 64 bits: not a field */
-	uint32_t dev;   /* R_DEVLIST / R_ENTRY: the device index */
+	uint32_t dev;   /* R_DEVLIST / R_ENTRY: the device index; R_SEG /
+			 * R_BLOCKLIST: the segment's record; R_BLOCK: the
+			 * block's */
 	uint64_t cum;   /* values from the last MARK up to this one */
 	uint64_t i;     /* V_INT, V_BOOL; V_RUN: count; list: items */
 	uint64_t f[F_N]; /* dict: entry fields */
@@ -109,6 +147,11 @@ typedef struct pk_s {
 	int chosen;        /* device whose entries we hand out, -1 = none */
 	uint32_t ndev;     /* device lists seen */
 	bool saw_traces;
+	msim_snap_segment_t *segs; /* the segments state, in file order */
+	size_t nsegs, capsegs;
+	msim_snap_block_t *blocks; /* their blocks, grouped by segment */
+	size_t nblocks, capblocks;
+	msim_snap_segment_t *out;  /* msim_trace_segments(): one device's */
 } pk_t;
 
 /* ---- input ---- */
@@ -347,6 +390,137 @@ pk_emit(msim_trace_t *t, pk_t *p, pk_val_t *d, uint32_t dev)
 	return pk_queue(p, &e);
 }
 
+/* ---- the segments state ---- */
+
+/* Gives the segment dict v (about to be pushed) a new record. */
+static int
+pk_seg_new(msim_trace_t *t, pk_t *p, pk_val_t *v)
+{
+	if (p->nsegs == PK_MAX_SEGS)
+		return pk_fail(t, p, MSIM_EFORMAT, "snapshot state has over "
+			       "1048576 segments");
+	if (p->nsegs == p->capsegs) {
+		size_t n = p->capsegs ? 2 * p->capsegs : 64;
+		msim_snap_segment_t *a = realloc(p->segs, n * sizeof(*a));
+		if (!a)
+			return MSIM_ENOMEM;
+		p->segs = a;
+		p->capsegs = n;
+	}
+	p->segs[p->nsegs] = (msim_snap_segment_t){0};
+	v->dev = (uint32_t)p->nsegs++;
+	return 0;
+}
+
+/* Gives the block dict v of segment v->dev a new record.  Blocks come
+ * grouped by segment, as each segment writes its list inside its dict. */
+static int
+pk_block_new(msim_trace_t *t, pk_t *p, pk_val_t *v)
+{
+	if (p->nblocks == PK_MAX_BLOCKS)
+		return pk_fail(t, p, MSIM_EFORMAT, "snapshot state has over "
+			       "4194304 blocks");
+	if (p->nblocks && p->blocks[p->nblocks - 1].seg > v->dev)
+		return pk_fail(t, p, MSIM_EFORMAT, "a block of an earlier "
+			       "segment after a later one's");
+	if (p->nblocks == p->capblocks) {
+		size_t n = p->capblocks ? 2 * p->capblocks : 256;
+		msim_snap_block_t *a = realloc(p->blocks, n * sizeof(*a));
+		if (!a)
+			return MSIM_ENOMEM;
+		p->blocks = a;
+		p->capblocks = n;
+	}
+	p->blocks[p->nblocks] = (msim_snap_block_t){.seg = v->dev};
+	v->dev = (uint32_t)p->nblocks++;
+	return 0;
+}
+
+/* A field of a segment or block dict d: the value v of key k. */
+static int
+pk_state_set(msim_trace_t *t, pk_t *p, pk_val_t *d, const pk_val_t *k,
+	     const pk_val_t *v)
+{
+	bool seg = d->role == R_SEG;
+	uint64_t *u = NULL;
+	uint8_t have = 0;
+	if (k->str == S_SEGMENT_TYPE && seg) {
+		if (v->type != V_STR ||
+		    (v->str != S_SMALL && v->str != S_LARGE))
+			return pk_fail(t, p, MSIM_EFORMAT, "segment_type is "
+				       "neither 'small' nor 'large'");
+		p->segs[d->dev].large = v->str == S_LARGE;
+		return 0;
+	}
+	if (k->str == S_STATE && !seg) {
+		if (v->type != V_STR || v->str < S_STATE0 ||
+		    v->str >= S_STATE0 + MSIM_SNAP_NSTATES)
+			return pk_fail(t, p, MSIM_EFORMAT,
+				       "block with an unknown state");
+		p->blocks[d->dev].state = (uint8_t)(v->str - S_STATE0);
+		d->have |= HAVE_STATE;
+		return 0;
+	}
+	if (seg) {
+		msim_snap_segment_t *g = &p->segs[d->dev];
+		switch (k->str) {
+		case S_ADDRESS: u = &g->addr; have = HAVE_ADDRESS; break;
+		case S_TOTAL_SIZE: u = &g->total_size; have = HAVE_SIZE; break;
+		case S_ALLOCATED_SIZE: u = &g->allocated_size; break;
+		case S_ACTIVE_SIZE: u = &g->active_size; break;
+		case S_REQUESTED_SIZE: u = &g->requested_size; break;
+		case S_STREAM: u = &g->stream; break;
+		case S_DEVICE:
+		case S_IS_EXPANDABLE: break;
+		default: return 0;
+		}
+	} else {
+		msim_snap_block_t *b = &p->blocks[d->dev];
+		switch (k->str) {
+		case S_ADDRESS: u = &b->addr; have = HAVE_ADDRESS; break;
+		case S_SIZE: u = &b->size; have = HAVE_SIZE; break;
+		case S_REQUESTED_SIZE: u = &b->requested; break;
+		default: return 0;
+		}
+	}
+	if (v->type != V_INT && v->type != V_BOOL)
+		return pk_fail(t, p, MSIM_EFORMAT, seg
+			       ? "segment field is not a number"
+			       : "block field is not a number");
+	if (v->neg)
+		return pk_fail(t, p, MSIM_EFORMAT, "negative or oversized "
+			       "number in the segments state");
+	if (k->str == S_DEVICE) {
+		if (v->i > UINT32_MAX)
+			return pk_fail(t, p, MSIM_EFORMAT,
+				       "segment device index out of range");
+		p->segs[d->dev].device = (uint32_t)v->i;
+	} else if (k->str == S_IS_EXPANDABLE) {
+		p->segs[d->dev].expandable = v->i != 0;
+	} else {
+		*u = v->i;
+		d->have |= have;
+	}
+	return 0;
+}
+
+/* A segment or block dict is complete: checks its record. */
+static int
+pk_state_done(msim_trace_t *t, pk_t *p, pk_val_t *d)
+{
+	d->have |= EMITTED;
+	if (d->role == R_SEG && (d->have & (HAVE_ADDRESS | HAVE_SIZE)) !=
+				(HAVE_ADDRESS | HAVE_SIZE))
+		return pk_fail(t, p, MSIM_EFORMAT, "segment without 'address' "
+			       "or 'total_size'");
+	if (d->role == R_BLOCK &&
+	    (d->have & (HAVE_ADDRESS | HAVE_SIZE | HAVE_STATE)) !=
+		    (HAVE_ADDRESS | HAVE_SIZE | HAVE_STATE))
+		return pk_fail(t, p, MSIM_EFORMAT, "block without 'address', "
+			       "'size' or 'state'");
+	return 0;
+}
+
 /* Records key k = value v in dict d (only the fields we look for). */
 static int
 pk_setitem(msim_trace_t *t, pk_t *p, pk_val_t *d, const pk_val_t *k,
@@ -354,6 +528,8 @@ pk_setitem(msim_trace_t *t, pk_t *p, pk_val_t *d, const pk_val_t *k,
 {
 	if (d->type != V_DICT || k->type != V_STR)
 		return 0;
+	if (d->role == R_SEG || d->role == R_BLOCK)
+		return d->have & EMITTED ? 0 : pk_state_set(t, p, d, k, v);
 	if (k->str == S_ACTION) {
 		if (v->type != V_STR)
 			return 0;
@@ -383,6 +559,10 @@ pk_attach(msim_trace_t *t, pk_t *p, pk_val_t *l, pk_val_t *v)
 {
 	if (l->type != V_LIST)
 		return 0;
+	if (((l->role == R_SEGLIST && v->role == R_SEG) ||
+	     (l->role == R_BLOCKLIST && v->role == R_BLOCK)) &&
+	    v->type == V_DICT && !(v->have & EMITTED))
+		return pk_state_done(t, p, v);
 	if (l->role == R_DEVLIST && v->type == V_DICT &&
 	    !(v->have & EMITTED) && (v->have & HAVE_ACTION))
 		return pk_emit(t, p, v, l->dev);
@@ -432,6 +612,26 @@ pk_role(pk_t *p, pk_val_t *v)
 		if (key && key->type == V_STR && key->str == S_DEVICE_TRACES &&
 		    v->type == V_LIST)
 			v->role = R_TRACES;
+		if (key && key->type == V_STR && key->str == S_SEGMENTS &&
+		    v->type == V_LIST)
+			v->role = R_SEGLIST;
+		break;
+	case R_SEGLIST:
+		if (v->type == V_DICT && parent->type == V_LIST)
+			v->role = R_SEG;
+		break;
+	case R_SEG:
+		if (key && key->type == V_STR && key->str == S_BLOCKS &&
+		    v->type == V_LIST && !(parent->have & EMITTED)) {
+			v->role = R_BLOCKLIST;
+			v->dev = parent->dev;
+		}
+		break;
+	case R_BLOCKLIST:
+		if (v->type == V_DICT && parent->type == V_LIST) {
+			v->role = R_BLOCK;
+			v->dev = parent->dev;
+		}
 		break;
 	case R_TRACES:
 		if (v->type == V_LIST && parent->type == V_LIST &&
@@ -644,6 +844,10 @@ pk_items(msim_trace_t *t, pk_t *p, int op)
 		    (c->have & HAVE_ACTION) && !(c->have & EMITTED) &&
 		    (rc = pk_emit(t, p, c, c->dev)))
 			return rc;
+		if (c->type == V_DICT &&
+		    (c->role == R_SEG || c->role == R_BLOCK) &&
+		    !(c->have & EMITTED) && (rc = pk_state_done(t, p, c)))
+			return rc;
 	} else if (op == 'e') {
 		for (size_t i = m + 1; i < p->sp; i++) {
 			if ((rc = pk_attach(t, p, c, &p->stack[i])))
@@ -784,6 +988,9 @@ pk_op(msim_trace_t *t, pk_t *p)
 			p->saw_traces = true;
 		if (v.role == R_DEVLIST && v.dev >= p->ndev)
 			p->ndev = v.dev + 1;
+		if ((v.role == R_SEG && (rc = pk_seg_new(t, p, &v))) ||
+		    (v.role == R_BLOCK && (rc = pk_block_new(t, p, &v))))
+			return rc;
 		return pk_push(t, p, &v);
 	}
 	case ')':  /* EMPTY_TUPLE */
@@ -952,10 +1159,42 @@ pk_next(msim_trace_t *t, msim_entry_t *e)
 	return 1;
 }
 
+static int
+pk_segments(msim_trace_t *t, const msim_snap_segment_t **segs_out,
+	    size_t *n_out)
+{
+	pk_t *p = t->fmt;
+	int64_t dev = t->opt.device1 ? (int64_t)t->opt.device1 - 1
+				     : p->chosen;
+	free(p->out);
+	p->out = NULL;
+	if (!p->nsegs)
+		return 0;
+	if (!(p->out = malloc(p->nsegs * sizeof(*p->out))))
+		return MSIM_ENOMEM;
+	size_t n = 0, j = 0;
+	for (size_t i = 0; i < p->nsegs; i++) {
+		msim_snap_segment_t *g = &p->segs[i];
+		size_t first = j;
+		while (j < p->nblocks && p->blocks[j].seg == i)
+			j++;
+		g->blocks = j > first ? &p->blocks[first] : NULL;
+		g->nblocks = j - first;
+		if (dev < 0 || g->device == dev)
+			p->out[n++] = *g;
+	}
+	*segs_out = p->out;
+	*n_out = n;
+	return 0;
+}
+
 static void
 pk_close(msim_trace_t *t)
 {
 	pk_t *p = t->fmt;
+	free(p->segs);
+	free(p->blocks);
+	free(p->out);
 	free(p->buf);
 	free(p->stack);
 	free(p->marks);
@@ -1095,4 +1334,5 @@ const msim_trace_format_t msim_trace_pickle = {
 	.write_open = pk_write_open,
 	.write = pk_write,
 	.write_close = pk_write_close,
+	.segments = pk_segments,
 };

@@ -55,6 +55,17 @@ msim_action_name(int action)
 	return action >= 0 && action < MSIM_NACT ? action_names[action] : "?";
 }
 
+const char *
+msim_snap_state_name(int state)
+{
+	static const char *const names[MSIM_SNAP_NSTATES] = {
+		[MSIM_SNAP_INACTIVE] = "inactive",
+		[MSIM_SNAP_ALLOCATED] = "active_allocated",
+		[MSIM_SNAP_PENDING_FREE] = "active_pending_free",
+	};
+	return state >= 0 && state < MSIM_SNAP_NSTATES ? names[state] : "?";
+}
+
 int
 msim_action_parse(const char *s, size_t len)
 {
@@ -265,6 +276,18 @@ msim_trace_next_entry(msim_trace_t *t, msim_entry_t *e_out)
 			t->first_us = e_out->time_us;
 		t->last_us = e_out->time_us;
 		t->actions[e_out->action < MSIM_NACT ? e_out->action : 0]++;
+		switch (e_out->action) {
+		case MSIM_ACT_SEGMENT_ALLOC:
+		case MSIM_ACT_SEGMENT_MAP:
+			t->seg_bytes += (int64_t)e_out->size;
+			break;
+		case MSIM_ACT_SEGMENT_FREE:
+		case MSIM_ACT_SEGMENT_UNMAP:
+			t->seg_bytes -= (int64_t)e_out->size;
+			break;
+		default:
+			break;
+		}
 	} else if (rc == 0 && !t->ended) {
 		/* Hash what a format leaves unread after its end, so that the
 		 * content hash is the whole file's. */
@@ -430,6 +453,17 @@ msim_trace_empty_caches(const msim_trace_t *t, uint64_t *found_out,
 {
 	*found_out = t->empty_caches;
 	*maybe_out = t->maybe_empty_caches;
+}
+
+int
+msim_trace_segments(msim_trace_t *t, const msim_snap_segment_t **segs_out,
+		    size_t *n_out)
+{
+	*segs_out = NULL;
+	*n_out = 0;
+	if (!t->format->segments || !t->fmt)
+		return 0;
+	return t->format->segments(t, segs_out, n_out);
 }
 
 const char *

@@ -76,6 +76,45 @@ typedef struct msim_trace_options_s {
 	const struct msim_trace_format_s *format;
 } msim_trace_options_t;
 
+/*
+ * The allocator state a snapshot holds next to its trace
+ * (torch.cuda.memory._snapshot()["segments"], spec section 12.2): what
+ * was reserved when the snapshot was taken.  Stack frames and pool ids
+ * are not kept.
+ */
+enum {
+	MSIM_SNAP_INACTIVE = 0,   /* "inactive": free in the pool */
+	MSIM_SNAP_ALLOCATED,      /* "active_allocated" */
+	MSIM_SNAP_PENDING_FREE,   /* "active_pending_free": freed, its
+				   * stream events not yet completed */
+	MSIM_SNAP_NSTATES
+};
+
+/* "inactive", "active_allocated" or "active_pending_free". */
+const char *msim_snap_state_name(int state);
+
+typedef struct msim_snap_block_s {
+	uint64_t addr;      /* address */
+	uint64_t size;      /* bytes */
+	uint64_t requested; /* requested_size, bytes (stale if inactive) */
+	uint32_t seg;       /* index of its segment in the file */
+	uint8_t state;      /* MSIM_SNAP_* */
+} msim_snap_block_t;
+
+typedef struct msim_snap_segment_s {
+	uint64_t addr;           /* address */
+	uint64_t total_size;     /* bytes reserved */
+	uint64_t allocated_size; /* bytes in active_allocated blocks */
+	uint64_t active_size;    /* bytes in allocated or pending blocks */
+	uint64_t requested_size; /* bytes the callers asked for */
+	msim_stream_t stream;    /* CUDA stream handle (0: legacy default) */
+	uint32_t device;         /* CUDA device index */
+	bool large;              /* segment_type "large" (else "small") */
+	bool expandable;         /* is_expandable */
+	const msim_snap_block_t *blocks; /* in address order */
+	size_t nblocks;
+} msim_snap_segment_t;
+
 typedef struct msim_trace_format_s {
 	const char *name;    /* "csv": CLI and results key */
 	const char *exts;    /* ".csv": the usual file name endings */
@@ -95,6 +134,10 @@ typedef struct msim_trace_format_s {
 	int (*write_open)(msim_trace_writer_t *w);
 	int (*write)(msim_trace_writer_t *w, const msim_entry_t *e);
 	int (*write_close)(msim_trace_writer_t *w);
+	/* The snapshot state read so far (see msim_trace_segments()); NULL
+	 * for a format without one. */
+	int (*segments)(msim_trace_t *t, const msim_snap_segment_t **segs_out,
+			size_t *n_out);
 } msim_trace_format_t;
 
 extern const msim_trace_format_t msim_trace_csv;
@@ -135,6 +178,10 @@ struct msim_trace_s {
 	uint64_t entries;   /* entries read so far */
 	uint64_t actions[MSIM_NACT]; /* entries read so far, by action */
 	uint64_t first_us, last_us;  /* times of the first and last entry */
+	/* Bytes the segment rows read so far leave reserved (segment_alloc
+	 * and _map less segment_free and _unmap); below 0 if the recording
+	 * lost its oldest rows. */
+	int64_t seg_bytes;
 	uint64_t requests;  /* requests returned so far */
 	msim_time_t t0;     /* first timestamp, microseconds */
 	bool have_t0;
@@ -181,6 +228,19 @@ int msim_trace_next_entry(msim_trace_t *t, msim_entry_t *e_out);
  * requests (rule a), and runs left to the policy to decide (rule b). */
 void msim_trace_empty_caches(const msim_trace_t *t, uint64_t *found_out,
 			     uint64_t *maybe_out);
+
+/*
+ * The segments of the snapshot state (spec section 12.2) of the device
+ * being read (--device N, else the one with trace events; with no events
+ * at all, every segment), in file order (PyTorch sorts them by address).
+ * Snapshots write the state before the trace, so it is complete once the
+ * first entry has been read, and the device is certain once the end has
+ * been; formats without a state give n = 0.  The array belongs to t and
+ * stays valid until the next call or msim_trace_close().  Returns 0 or
+ * MSIM_ENOMEM.
+ */
+int msim_trace_segments(msim_trace_t *t, const msim_snap_segment_t **segs_out,
+			size_t *n_out);
 
 /* "file:line: reason" of the last error. */
 const char *msim_trace_errmsg(const msim_trace_t *t);
