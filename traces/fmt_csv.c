@@ -6,7 +6,8 @@
  * Each line is one entry; the request stage of trace.c gives them their
  * replay meaning.  The writer writes the same columns (seq counts from 0).
  *
- * The reader scans a 1 MiB buffer in place: no per-line allocation, no
+ * The reader scans a 1 MiB buffer in place (msim_trace_line(), shared with
+ * the RMM reader): no per-line allocation, no
  * stdio per field; a line spanning two reads is moved to the front.
  */
 #include <config.h>
@@ -18,7 +19,6 @@
 #include "sim/error.h"
 #include "traces/trace.h"
 
-#define CSV_BUF (1u << 20)
 #define CSV_MAXCOLS 16
 
 enum { C_SEQ, C_TIME, C_ACTION, C_ADDR, C_SIZE, C_STREAM, C_N };
@@ -27,94 +27,10 @@ static const char *const csv_colnames[C_N] = {
 };
 
 typedef struct csv_s {
-	char *buf;
-	size_t pos, end;
-	bool eof;
+	msim_lines_t lines;
 	int col[C_N];  /* column index of each field, -1 if absent */
 	int ncols;
 } csv_t;
-
-/* The next line, NUL-terminated, without its newline; NULL at the end. */
-static char *
-csv_line(msim_trace_t *t, csv_t *c, size_t *len_out)
-{
-	for (;;) {
-		char *start = c->buf + c->pos;
-		char *nl = memchr(start, '\n', c->end - c->pos);
-		if (nl) {
-			*nl = '\0';
-			size_t len = (size_t)(nl - start);
-			c->pos += len + 1;
-			if (len && start[len - 1] == '\r')
-				start[--len] = '\0';
-			t->line++;
-			*len_out = len;
-			return start;
-		}
-		if (c->eof) {
-			if (c->pos == c->end)
-				return NULL;
-			/* A last line without a newline. */
-			size_t len = c->end - c->pos;
-			start[len] = '\0';
-			c->pos = c->end;
-			t->line++;
-			*len_out = len;
-			return start;
-		}
-		size_t rest = c->end - c->pos;
-		if (rest == CSV_BUF) {
-			t->line++;
-			return NULL; /* caller reports the overlong line */
-		}
-		memmove(c->buf, start, rest);
-		c->pos = 0;
-		c->end = rest;
-		size_t got = msim_trace_read(t, c->buf + c->end,
-					     CSV_BUF - c->end);
-		c->end += got;
-		if (got == 0)
-			c->eof = true;
-	}
-}
-
-/* Parses a decimal (or 0x hex) unsigned field.  Returns false if bad. */
-static bool
-csv_u64(const char *s, uint64_t *out)
-{
-	uint64_t v = 0;
-	if (!*s)
-		return false;
-	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-		s += 2;
-		if (!*s)
-			return false;
-		for (; *s; s++) {
-			unsigned d;
-			if (*s >= '0' && *s <= '9')
-				d = (unsigned)(*s - '0');
-			else if (*s >= 'a' && *s <= 'f')
-				d = (unsigned)(*s - 'a' + 10);
-			else if (*s >= 'A' && *s <= 'F')
-				d = (unsigned)(*s - 'A' + 10);
-			else
-				return false;
-			if (v >> 60)
-				return false;
-			v = v << 4 | d;
-		}
-		*out = v;
-		return true;
-	}
-	for (; *s; s++) {
-		unsigned d = (unsigned)(*s - '0');
-		if (d > 9 || v > (UINT64_MAX - d) / 10)
-			return false;
-		v = v * 10 + d;
-	}
-	*out = v;
-	return true;
-}
 
 static bool
 csv_probe(const char *head, size_t n)
@@ -138,11 +54,10 @@ csv_open(msim_trace_t *t)
 	if (!c)
 		return MSIM_ENOMEM;
 	t->fmt = c;
-	c->buf = malloc(CSV_BUF + 1);
-	if (!c->buf)
+	if (msim_lines_init(&c->lines))
 		return MSIM_ENOMEM;
 	size_t len;
-	char *line = csv_line(t, c, &len);
+	char *line = msim_trace_line(t, &c->lines, &len);
 	if (!line)
 		return msim_trace_fail(t, MSIM_EFORMAT, "empty file");
 	for (int i = 0; i < C_N; i++)
@@ -173,9 +88,9 @@ csv_next(msim_trace_t *t, msim_entry_t *e)
 	csv_t *c = t->fmt;
 	for (;;) {
 		size_t len;
-		char *line = csv_line(t, c, &len);
+		char *line = msim_trace_line(t, &c->lines, &len);
 		if (!line) {
-			if (!c->eof || c->pos != c->end)
+			if (msim_lines_overlong(&c->lines))
 				return msim_trace_fail(t, MSIM_EFORMAT,
 						       "line too long");
 			return 0;
@@ -201,21 +116,21 @@ csv_next(msim_trace_t *t, msim_entry_t *e)
 					       c->ncols);
 		const char *action = field[c->col[C_ACTION]];
 		uint64_t addr, size, stream = 0, time_us = 0;
-		if (!csv_u64(field[c->col[C_ADDR]], &addr))
+		if (!msim_parse_u64(field[c->col[C_ADDR]], &addr))
 			return msim_trace_fail(t, MSIM_EFORMAT,
 					       "addr '%s' is not a number",
 					       field[c->col[C_ADDR]]);
-		if (!csv_u64(field[c->col[C_SIZE]], &size))
+		if (!msim_parse_u64(field[c->col[C_SIZE]], &size))
 			return msim_trace_fail(t, MSIM_EFORMAT,
 					       "size '%s' is not a number",
 					       field[c->col[C_SIZE]]);
 		if (c->col[C_STREAM] >= 0 &&
-		    !csv_u64(field[c->col[C_STREAM]], &stream))
+		    !msim_parse_u64(field[c->col[C_STREAM]], &stream))
 			return msim_trace_fail(t, MSIM_EFORMAT,
 					       "stream '%s' is not a number",
 					       field[c->col[C_STREAM]]);
 		if (c->col[C_TIME] >= 0 &&
-		    !csv_u64(field[c->col[C_TIME]], &time_us))
+		    !msim_parse_u64(field[c->col[C_TIME]], &time_us))
 			return msim_trace_fail(t, MSIM_EFORMAT,
 					       "time_us '%s' is not a number",
 					       field[c->col[C_TIME]]);
@@ -236,7 +151,7 @@ static void
 csv_close(msim_trace_t *t)
 {
 	csv_t *c = t->fmt;
-	free(c->buf);
+	msim_lines_clear(&c->lines);
 	free(c);
 	t->fmt = NULL;
 }

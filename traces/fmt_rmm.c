@@ -25,7 +25,6 @@
 #include "sim/error.h"
 #include "traces/trace.h"
 
-#define RMM_BUF (1u << 20)
 
 enum { R_THREAD, R_TIME, R_ACTION, R_POINTER, R_SIZE, R_STREAM, R_N };
 static const char *const rmm_colnames[R_N] = {
@@ -33,82 +32,20 @@ static const char *const rmm_colnames[R_N] = {
 };
 
 typedef struct rmm_s {
-	char *buf;
-	size_t pos, end;
-	bool eof;
+	msim_lines_t lines;
 	int col[R_N]; /* column index of each field, -1 if absent */
 	int ncols;
 	uint64_t day_us;  /* days added for time-of-day wrap-around */
 	uint64_t last_us; /* last time read, before day_us */
 } rmm_t;
 
-/* The next line, NUL-terminated; NULL at the end or if too long. */
-static char *
-rmm_line(msim_trace_t *t, rmm_t *r)
-{
-	for (;;) {
-		char *start = r->buf + r->pos;
-		char *nl = memchr(start, '\n', r->end - r->pos);
-		if (nl || (r->eof && r->pos < r->end)) {
-			size_t len = nl ? (size_t)(nl - start) : r->end - r->pos;
-			start[len] = '\0';
-			r->pos += nl ? len + 1 : len;
-			if (len && start[len - 1] == '\r')
-				start[len - 1] = '\0';
-			t->line++;
-			return start;
-		}
-		if (r->eof)
-			return NULL;
-		size_t rest = r->end - r->pos;
-		if (rest == RMM_BUF)
-			return NULL;
-		memmove(r->buf, start, rest);
-		r->pos = 0;
-		r->end = rest;
-		size_t got = msim_trace_read(t, r->buf + r->end,
-					     RMM_BUF - r->end);
-		r->end += got;
-		if (got == 0)
-			r->eof = true;
-	}
-}
-
-/* Decimal or 0x-hex unsigned; false if s is not one. */
+/* Decimal or 0x-hex unsigned after blanks; false if s is not one. */
 static bool
 rmm_u64(const char *s, uint64_t *out)
 {
-	uint64_t v = 0;
 	while (*s == ' ')
 		s++;
-	if (!*s)
-		return false;
-	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-		s += 2;
-		if (!*s)
-			return false;
-		for (; *s; s++) {
-			unsigned d;
-			if (*s >= '0' && *s <= '9')
-				d = (unsigned)(*s - '0');
-			else if ((*s | 0x20) >= 'a' && (*s | 0x20) <= 'f')
-				d = (unsigned)((*s | 0x20) - 'a' + 10);
-			else
-				return false;
-			if (v >> 60)
-				return false;
-			v = v << 4 | d;
-		}
-	} else {
-		for (; *s; s++) {
-			unsigned d = (unsigned)(*s - '0');
-			if (d > 9 || v > (UINT64_MAX - d) / 10)
-				return false;
-			v = v * 10 + d;
-		}
-	}
-	*out = v;
-	return true;
+	return msim_parse_u64(s, out);
 }
 
 /* Digits at *s, at most max of them, into *out; the count read. */
@@ -183,9 +120,10 @@ rmm_open(msim_trace_t *t)
 	if (!r)
 		return MSIM_ENOMEM;
 	t->fmt = r;
-	if (!(r->buf = malloc(RMM_BUF + 1)))
+	if (msim_lines_init(&r->lines))
 		return MSIM_ENOMEM;
-	char *line = rmm_line(t, r);
+	size_t len;
+	char *line = msim_trace_line(t, &r->lines, &len);
 	if (!line)
 		return msim_trace_fail(t, MSIM_EFORMAT, "no header line");
 	if (!memcmp(line, "\xef\xbb\xbf", 3))
@@ -216,9 +154,10 @@ rmm_next(msim_trace_t *t, msim_entry_t *e)
 {
 	rmm_t *r = t->fmt;
 	for (;;) {
-		char *line = rmm_line(t, r);
+		size_t len;
+		char *line = msim_trace_line(t, &r->lines, &len);
 		if (!line) {
-			if (!r->eof || r->pos != r->end)
+			if (msim_lines_overlong(&r->lines))
 				return msim_trace_fail(t, MSIM_EFORMAT,
 						       "line too long");
 			return 0;
@@ -291,7 +230,7 @@ static void
 rmm_close(msim_trace_t *t)
 {
 	rmm_t *r = t->fmt;
-	free(r->buf);
+	msim_lines_clear(&r->lines);
 	free(r);
 	t->fmt = NULL;
 }

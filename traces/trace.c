@@ -196,6 +196,96 @@ msim_trace_read(msim_trace_t *t, void *buf, size_t n)
 	return got;
 }
 
+int
+msim_lines_init(msim_lines_t *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->buf = malloc(MSIM_LINE_MAX + 1);
+	return l->buf ? 0 : MSIM_ENOMEM;
+}
+
+void
+msim_lines_clear(msim_lines_t *l)
+{
+	free(l->buf);
+	memset(l, 0, sizeof(*l));
+}
+
+char *
+msim_trace_line(msim_trace_t *t, msim_lines_t *l, size_t *len_out)
+{
+	for (;;) {
+		char *start = l->buf + l->pos;
+		char *nl = memchr(start, '\n', l->end - l->pos);
+		if (nl || (l->eof && l->pos < l->end)) {
+			/* A line, or the last one without a newline. */
+			size_t len = nl ? (size_t)(nl - start) : l->end - l->pos;
+			start[len] = '\0';
+			l->pos += nl ? len + 1 : len;
+			if (len && start[len - 1] == '\r')
+				start[--len] = '\0';
+			t->line++;
+			*len_out = len;
+			return start;
+		}
+		if (l->eof)
+			return NULL;
+		size_t rest = l->end - l->pos;
+		if (rest == MSIM_LINE_MAX) {
+			t->line++; /* the error names the overlong line */
+			return NULL;
+		}
+		memmove(l->buf, start, rest);
+		l->pos = 0;
+		l->end = rest;
+		size_t got = msim_trace_read(t, l->buf + l->end,
+					     MSIM_LINE_MAX - l->end);
+		l->end += got;
+		if (got == 0)
+			l->eof = true;
+	}
+}
+
+bool
+msim_lines_overlong(const msim_lines_t *l)
+{
+	return !l->eof || l->pos != l->end;
+}
+
+bool
+msim_parse_u64(const char *s, uint64_t *out)
+{
+	uint64_t v = 0;
+	if (!*s)
+		return false;
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		s += 2;
+		if (!*s)
+			return false;
+		for (; *s; s++) {
+			unsigned d;
+			if (*s >= '0' && *s <= '9')
+				d = (unsigned)(*s - '0');
+			else if ((*s | 0x20) >= 'a' && (*s | 0x20) <= 'f')
+				d = (unsigned)((*s | 0x20) - 'a' + 10);
+			else
+				return false;
+			if (v >> 60)
+				return false;
+			v = v << 4 | d;
+		}
+	} else {
+		for (; *s; s++) {
+			unsigned d = (unsigned)(*s - '0');
+			if (d > 9 || v > (UINT64_MAX - d) / 10)
+				return false;
+			v = v * 10 + d;
+		}
+	}
+	*out = v;
+	return true;
+}
+
 msim_time_t
 msim_trace_time(msim_trace_t *t, uint64_t time_us)
 {

@@ -267,6 +267,31 @@ int msim_trace_fail(msim_trace_t *t, int code, const char *fmt, ...)
 /* For readers: reads up to n bytes, hashing them.  Returns bytes read. */
 size_t msim_trace_read(msim_trace_t *t, void *buf, size_t n);
 
+/* For text readers: the lines of the trace, through a buffer of
+ * MSIM_LINE_MAX bytes (a longer line is an error). */
+#define MSIM_LINE_MAX (1u << 20)
+typedef struct msim_lines_s {
+	char *buf;
+	size_t pos, end;
+	bool eof;
+} msim_lines_t;
+
+/* Returns 0 or MSIM_ENOMEM. */
+int msim_lines_init(msim_lines_t *l);
+void msim_lines_clear(msim_lines_t *l);
+
+/*
+ * The next line, NUL-terminated, without its "\n" or "\r\n", and its
+ * length; t->line counts it.  NULL at the end of the file, or when a line
+ * is longer than the buffer: msim_lines_overlong() tells which.
+ */
+char *msim_trace_line(msim_trace_t *t, msim_lines_t *l, size_t *len_out);
+bool msim_lines_overlong(const msim_lines_t *l);
+
+/* A decimal or 0x-hex unsigned number, all of s (no sign, no blanks).
+ * Returns false if s is not one or it overflows 64 bits. */
+bool msim_parse_u64(const char *s, uint64_t *out);
+
 /* For readers: turns a recorded microsecond timestamp into simulated ns. */
 msim_time_t msim_trace_time(msim_trace_t *t, uint64_t time_us);
 
