@@ -38,6 +38,20 @@ loop_next(void *ctx, msim_req_t *req_out)
 	return 1;
 }
 
+/* The passes in bulk: the array itself, once per pass (times restart at
+ * each pass; the engine's clock does not go back). */
+static int
+loop_batch(void *ctx, const msim_req_t **reqs_out, size_t *n_out)
+{
+	loop_t *l = ctx;
+	if (l->left == 0)
+		return 0;
+	*reqs_out = l->v;
+	*n_out = l->n;
+	l->left -= l->n;
+	return 1;
+}
+
 static const char *
 loop_errmsg(void *ctx)
 {
@@ -130,7 +144,7 @@ msim_bench_run(const char *trace_path, uint64_t target_requests,
 	l.left = (passes ? passes : 1) * l.n;
 
 	msim_sim_config_t cfg = {
-		.source = {loop_next, loop_errmsg, &l},
+		.source = {loop_next, loop_errmsg, &l, loop_batch},
 		.policy = ops,
 		.params = pv,
 	};

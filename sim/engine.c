@@ -345,10 +345,59 @@ msim_sim_step(msim_sim_t *sim)
 	return sim->done ? 0 : 1;
 }
 
+/* msim_sim_run() over a source that hands out batches: requests are
+ * served from the batch while no policy event is due before them. */
+static int
+sim_run_batches(msim_sim_t *sim)
+{
+	for (;;) {
+		const msim_req_t *v;
+		size_t n;
+		int rc = sim->done ? 0 : sim->src.batch(sim->src.ctx, &v, &n);
+		if (rc < 0) {
+			snprintf(sim->errmsg, sizeof(sim->errmsg), "%s",
+				 sim->src.errmsg(sim->src.ctx));
+			return rc;
+		}
+		if (rc == 0)
+			break;
+		for (size_t i = 0; i < n && !sim->done; i++) {
+			const msim_req_t *req = &v[i];
+			msim_time_t t = req->time > sim->clock ? req->time
+								: sim->clock;
+			/* Policy events due first (queued before this request
+			 * was read: they win ties). */
+			while (sim->nheap && sim->heap[0].time <= t) {
+				ev_t ev = ev_pop(sim);
+				sim->clock = ev.time;
+				if ((rc = msim_policy_on_event(sim->pol, ev.cookie)))
+					return sim_fail(sim, rc, "policy event");
+			}
+			sim->seq++;
+			sim->clock = t;
+			if ((rc = sim_request(sim, req)))
+				return rc;
+		}
+	}
+	sim->src_done = true;
+	/* Events left after the last request. */
+	while (sim->nheap && !sim->done) {
+		ev_t ev = ev_pop(sim);
+		sim->clock = ev.time;
+		int rc = msim_policy_on_event(sim->pol, ev.cookie);
+		if (rc)
+			return sim_fail(sim, rc, "policy event");
+	}
+	sim->done = true;
+	return 0;
+}
+
 int
 msim_sim_run(msim_sim_t *sim)
 {
 	int rc;
+	if (sim->src.batch)
+		return sim_run_batches(sim);
 	for (;;) {
 		/* The hot path: no policy events pending, serve the source
 		 * directly. */

@@ -70,6 +70,11 @@ typedef struct msim_source_s {
 	int (*next)(void *ctx, msim_req_t *req_out);
 	const char *(*errmsg)(void *ctx);
 	void *ctx;
+	/* May be NULL.  Else the next requests in bulk: 1 with *reqs_out
+	 * pointing at n_out of them (valid until the next call), 0 at the
+	 * end, or an error.  A source is read through one of next and batch,
+	 * not both. */
+	int (*batch)(void *ctx, const msim_req_t **reqs_out, size_t *n_out);
 } msim_source_t;
 
 /*

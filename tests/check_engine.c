@@ -32,6 +32,19 @@ arr_next(void *ctx, msim_req_t *req)
 	return 1;
 }
 
+/* The same array handed out in batches of two. */
+static int
+arr_batch(void *ctx, const msim_req_t **reqs_out, size_t *n_out)
+{
+	arr_t *a = ctx;
+	if (a->i == a->n)
+		return 0;
+	*reqs_out = a->v + a->i;
+	*n_out = a->n - a->i < 2 ? a->n - a->i : 2;
+	a->i += *n_out;
+	return 1;
+}
+
 static const char *
 arr_err(void *ctx)
 {
@@ -122,7 +135,9 @@ START_TEST(test_events_ordered_by_time_then_queue)
 		{.time = 20, .kind = MSIM_REQ_FREE, .id = 1},
 	};
 	arr_t a = {reqs, 4, 0};
-	msim_sim_config_t cfg = {.source = {arr_next, arr_err, &a},
+	/* _i 1: the same requests in batches, the same order of events. */
+	msim_sim_config_t cfg = {.source = {arr_next, arr_err, &a,
+					    _i ? arr_batch : NULL},
 				 .policy = &fake_ops};
 	msim_sim_t *sim;
 	char why[128];
@@ -299,7 +314,7 @@ main(void)
 {
 	Suite *s = suite_create("engine");
 	TCase *tc = tcase_create("engine");
-	tcase_add_test(tc, test_events_ordered_by_time_then_queue);
+	tcase_add_loop_test(tc, test_events_ordered_by_time_then_queue, 0, 2);
 	tcase_add_test(tc, test_oom_stops_and_keep_going);
 	tcase_add_test(tc, test_expected_oom);
 	tcase_add_test(tc, test_maybe_empty_cache);

@@ -40,7 +40,7 @@ START_TEST(test_order_and_end)
 	counter_t c = {0, 100000, -1};
 	msim_prefetch_t *p;
 	ck_assert_int_eq(msim_prefetch_new((msim_source_t){counter_next,
-							   counter_err, &c},
+							   counter_err, &c, NULL},
 					   &p), 0);
 	msim_source_t s = msim_prefetch_source(p);
 	msim_req_t r;
@@ -55,12 +55,35 @@ START_TEST(test_order_and_end)
 }
 END_TEST
 
+/* The same requests through the batch interface. */
+START_TEST(test_batches)
+{
+	counter_t c = {0, 100000, 70000};
+	msim_prefetch_t *p;
+	ck_assert_int_eq(msim_prefetch_new((msim_source_t){counter_next,
+			 counter_err, &c, NULL}, &p), 0);
+	msim_source_t s = msim_prefetch_source(p);
+	ck_assert_ptr_nonnull(s.batch);
+	const msim_req_t *v;
+	size_t n;
+	uint32_t next = 0;
+	int rc;
+	while ((rc = s.batch(s.ctx, &v, &n)) == 1)
+		for (size_t i = 0; i < n; i++)
+			ck_assert_uint_eq(v[i].id, next++);
+	ck_assert_int_eq(rc, MSIM_EFORMAT);
+	ck_assert_uint_eq(next, 70000);
+	ck_assert_str_eq(s.errmsg(s.ctx), "trace.csv:7: boom");
+	msim_prefetch_destroy(p);
+}
+END_TEST
+
 START_TEST(test_error_after_requests)
 {
 	counter_t c = {0, 100000, 70000};
 	msim_prefetch_t *p;
 	ck_assert_int_eq(msim_prefetch_new((msim_source_t){counter_next,
-							   counter_err, &c},
+							   counter_err, &c, NULL},
 					   &p), 0);
 	msim_source_t s = msim_prefetch_source(p);
 	msim_req_t r;
@@ -81,7 +104,7 @@ START_TEST(test_early_stop)
 		counter_t c = {0, 10000000, -1};
 		msim_prefetch_t *p;
 		ck_assert_int_eq(msim_prefetch_new(
-			(msim_source_t){counter_next, counter_err, &c}, &p), 0);
+			(msim_source_t){counter_next, counter_err, &c, NULL}, &p), 0);
 		msim_source_t s = msim_prefetch_source(p);
 		msim_req_t r;
 		for (int i = 0; i < k * 1000; i++)
@@ -100,6 +123,7 @@ main(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_order_and_end);
 	tcase_add_test(tc, test_error_after_requests);
+	tcase_add_test(tc, test_batches);
 	tcase_add_test(tc, test_early_stop);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);

@@ -112,6 +112,41 @@ pf_next(void *ctx, msim_req_t *req_out)
 	return 1;
 }
 
+/* The same, a batch at a time: the slot's own array, no copy. */
+static int
+pf_batch(void *ctx, const msim_req_t **reqs_out, size_t *n_out)
+{
+	msim_prefetch_t *p = ctx;
+	for (;;) {
+		if (p->cur) { /* the last batch is served: hand it back */
+			int status = p->cur->status;
+			pthread_mutex_lock(&p->lock);
+			p->head = (p->head + 1) % PF_SLOTS;
+			p->nfull--;
+			pthread_cond_signal(&p->emptied);
+			pthread_mutex_unlock(&p->lock);
+			p->cur = NULL;
+			if (status != 1) {
+				p->final = status;
+				return status;
+			}
+		}
+		if (p->final != 1)
+			return p->final;
+		pthread_mutex_lock(&p->lock);
+		while (p->nfull == 0)
+			pthread_cond_wait(&p->filled, &p->lock);
+		p->cur = &p->slot[p->head];
+		pthread_mutex_unlock(&p->lock);
+		if (p->cur->n) {
+			*reqs_out = p->cur->req;
+			*n_out = p->cur->n;
+			p->pos = p->cur->n;
+			return 1;
+		}
+	}
+}
+
 static const char *
 pf_errmsg(void *ctx)
 {
@@ -142,7 +177,7 @@ msim_prefetch_new(msim_source_t inner, msim_prefetch_t **out)
 msim_source_t
 msim_prefetch_source(msim_prefetch_t *p)
 {
-	return (msim_source_t){pf_next, pf_errmsg, p};
+	return (msim_source_t){pf_next, pf_errmsg, p, pf_batch};
 }
 
 void

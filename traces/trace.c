@@ -589,7 +589,8 @@ trace_src_errmsg(void *ctx)
 msim_source_t
 msim_trace_source(msim_trace_t *t)
 {
-	return (msim_source_t){trace_src_next, trace_src_errmsg, t};
+	return (msim_source_t){.next = trace_src_next,
+			       .errmsg = trace_src_errmsg, .ctx = t};
 }
 
 void
