@@ -952,10 +952,18 @@ alloc_found(pt_state_t *s, pt_block_t *b, uint64_t size, uint64_t req)
 		/* The remainder keeps b's struct; a new one takes the front. */
 		pt_block_t *rest = b;
 		b = blk_new(s);
-		*b = (pt_block_t){.ptr = rest->ptr, .size = size,
-				  .prev = rest->prev, .next = rest,
-				  .st = rest->st, .xseg = rest->xseg,
-				  .pool = rest->pool, .mapped = 1};
+		/* Field by field: a compound literal zeroes the struct
+		 * first, which costs more than the rest of the split. The
+		 * free-list links, bin and GC age are set when a block
+		 * enters a free set; requested and state just below. */
+		b->ptr = rest->ptr;
+		b->size = size;
+		b->prev = rest->prev;
+		b->next = rest;
+		b->st = rest->st;
+		b->xseg = rest->xseg;
+		b->pool = rest->pool;
+		b->mapped = 1;
 		if (b->prev)
 			b->prev->next = b;
 		rest->prev = b;
