@@ -81,32 +81,42 @@ pf_produce(void *arg)
 	return NULL;
 }
 
+/* Hands the slot being served back (if any) and takes the next filled
+ * one, waiting for it.  Returns 1 with p->cur set, or the source's end
+ * (0) or error once its last batch has been served. */
+static int
+pf_advance(msim_prefetch_t *p)
+{
+	if (p->cur) {
+		int status = p->cur->status;
+		pthread_mutex_lock(&p->lock);
+		p->head = (p->head + 1) % PF_SLOTS;
+		p->nfull--;
+		pthread_cond_signal(&p->emptied);
+		pthread_mutex_unlock(&p->lock);
+		p->cur = NULL;
+		if (status != 1)
+			p->final = status;
+	}
+	if (p->final != 1)
+		return p->final;
+	pthread_mutex_lock(&p->lock);
+	while (p->nfull == 0)
+		pthread_cond_wait(&p->filled, &p->lock);
+	p->cur = &p->slot[p->head];
+	pthread_mutex_unlock(&p->lock);
+	p->pos = 0;
+	return 1;
+}
+
 static int
 pf_next(void *ctx, msim_req_t *req_out)
 {
 	msim_prefetch_t *p = ctx;
 	while (!p->cur || p->pos == p->cur->n) {
-		if (p->cur) { /* used up: hand the slot back */
-			int status = p->cur->status;
-			pthread_mutex_lock(&p->lock);
-			p->head = (p->head + 1) % PF_SLOTS;
-			p->nfull--;
-			pthread_cond_signal(&p->emptied);
-			pthread_mutex_unlock(&p->lock);
-			p->cur = NULL;
-			if (status != 1) {
-				p->final = status;
-				return status;
-			}
-		}
-		if (p->final != 1)
-			return p->final;
-		pthread_mutex_lock(&p->lock);
-		while (p->nfull == 0)
-			pthread_cond_wait(&p->filled, &p->lock);
-		p->cur = &p->slot[p->head];
-		pthread_mutex_unlock(&p->lock);
-		p->pos = 0;
+		int rc = pf_advance(p);
+		if (rc != 1)
+			return rc;
 	}
 	*req_out = p->cur->req[p->pos++];
 	return 1;
@@ -117,27 +127,8 @@ static int
 pf_batch(void *ctx, const msim_req_t **reqs_out, size_t *n_out)
 {
 	msim_prefetch_t *p = ctx;
-	for (;;) {
-		if (p->cur) { /* the last batch is served: hand it back */
-			int status = p->cur->status;
-			pthread_mutex_lock(&p->lock);
-			p->head = (p->head + 1) % PF_SLOTS;
-			p->nfull--;
-			pthread_cond_signal(&p->emptied);
-			pthread_mutex_unlock(&p->lock);
-			p->cur = NULL;
-			if (status != 1) {
-				p->final = status;
-				return status;
-			}
-		}
-		if (p->final != 1)
-			return p->final;
-		pthread_mutex_lock(&p->lock);
-		while (p->nfull == 0)
-			pthread_cond_wait(&p->filled, &p->lock);
-		p->cur = &p->slot[p->head];
-		pthread_mutex_unlock(&p->lock);
+	int rc;
+	while ((rc = pf_advance(p)) == 1) {
 		if (p->cur->n) {
 			*reqs_out = p->cur->req;
 			*n_out = p->cur->n;
@@ -145,6 +136,7 @@ pf_batch(void *ctx, const msim_req_t **reqs_out, size_t *n_out)
 			return 1;
 		}
 	}
+	return rc;
 }
 
 static const char *
