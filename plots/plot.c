@@ -15,7 +15,7 @@
 #include <sqlite3.h>
 
 #include "plots/plot.h"
-#include "policies/policy.h"
+#include "policies/registry.h"
 #include "sim/error.h"
 #include "sim/units.h"
 

@@ -25,7 +25,7 @@
 #include <stdlib.h>
 
 #include "policies/kit.h"
-#include "policies/policy.h"
+#include "sim/policy.h"
 #include "sim/error.h"
 
 #define AR_ALIGN 256

@@ -36,7 +36,7 @@
 #include <stdlib.h>
 
 #include "policies/kit.h"
-#include "policies/policy.h"
+#include "sim/policy.h"
 #include "sim/error.h"
 
 #define BFC_MIN 256

@@ -27,7 +27,7 @@
 #include <stdlib.h>
 
 #include "policies/kit.h"
-#include "policies/policy.h"
+#include "sim/policy.h"
 #include "sim/error.h"
 
 #define BN_PAGE (2 * MSIM_MiB)

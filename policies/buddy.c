@@ -28,7 +28,7 @@
 #include <string.h>
 
 #include "policies/kit.h"
-#include "policies/policy.h"
+#include "sim/policy.h"
 #include "sim/error.h"
 
 typedef struct bd_arena_s {

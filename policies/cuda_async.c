@@ -38,7 +38,7 @@
 #include <string.h>
 
 #include "policies/kit.h"
-#include "policies/policy.h"
+#include "sim/policy.h"
 #include "sim/error.h"
 
 #define CA_VA_BASE UINT64_C(0x700000000000) /* the pool's virtual range */

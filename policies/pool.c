@@ -31,7 +31,7 @@
 #include <stdlib.h>
 
 #include "policies/kit.h"
-#include "policies/policy.h"
+#include "sim/policy.h"
 #include "sim/error.h"
 
 #define PL_ALIGN 256

@@ -32,7 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policies/policy.h"
+#include "sim/policy.h"
 #include "sim/error.h"
 
 #define PT_MIN_BLOCK 512

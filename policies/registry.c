@@ -2,8 +2,9 @@
 #include <config.h>
 
 #include <stddef.h>
+#include <string.h>
 
-#include "policies/policy.h"
+#include "policies/registry.h"
 
 extern const msim_policy_ops_t msim_policy_pytorch;
 extern const msim_policy_ops_t msim_policy_naive;
@@ -30,4 +31,13 @@ const msim_policy_ops_t *const *
 msim_policy_list(void)
 {
 	return registry;
+}
+
+const msim_policy_ops_t *
+msim_policy_find(const char *name)
+{
+	for (const msim_policy_ops_t *const *p = registry; *p; p++)
+		if (!strcmp((*p)->name, name))
+			return *p;
+	return NULL;
 }

@@ -122,10 +122,13 @@ msim_sim_new(const msim_sim_config_t *cfg, msim_sim_t **out, char *why,
 	}
 	msim_device_set_scheduler(sim->dev, sim_schedule, sim);
 	msim_device_bind(sim->dev, &sim->clock, &sim->sum.requests);
-	const msim_policy_ops_t *ops =
-		cfg->policy ? cfg->policy : msim_policy_find("pytorch");
-	if ((rc = msim_policy_new(ops, sim->dev, cfg->params, &sim->pol, why,
-				  whylen)))
+	if (!cfg->policy) {
+		rc = MSIM_EINVAL;
+		snprintf(why, whylen, "no policy given");
+		goto fail;
+	}
+	if ((rc = msim_policy_new(cfg->policy, sim->dev, cfg->params,
+				  &sim->pol, why, whylen)))
 		goto fail;
 	*out = sim;
 	return 0;

@@ -17,14 +17,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "policies/policy.h"
+#include "sim/policy.h"
 #include "sim/device.h"
 #include "sim/metrics.h"
 #include "sim/types.h"
 
 typedef struct msim_sim_config_s {
 	msim_source_t source;
-	const msim_policy_ops_t *policy; /* NULL: pytorch */
+	const msim_policy_ops_t *policy; /* required */
 	const msim_params_t *params;     /* NULL: the policy's defaults */
 	msim_device_config_t device;
 	double fraction;        /* > 0: set_per_process_memory_fraction */

@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policies/policy.h"
+#include "policies/registry.h"
+#include "sim/policy.h"
 #include "sim/engine.h"
 #include "sim/error.h"
 #include "sim/metrics.h"
@@ -169,6 +170,7 @@ START_TEST(test_oom_stops_and_keep_going)
 	for (int keep = 0; keep < 2; keep++) {
 		arr_t a = {reqs, 5, 0};
 		msim_sim_config_t cfg = {
+			.policy = msim_policy_find("pytorch"),
 			.source = {arr_next, arr_err, &a},
 			.fraction = (double)(50 * MB) / (double)MSIM_H200_BYTES,
 			.keep_going = keep,
@@ -206,6 +208,7 @@ START_TEST(test_expected_oom)
 	};
 	arr_t a = {reqs, 4, 0};
 	msim_sim_config_t cfg = {
+		.policy = msim_policy_find("pytorch"),
 		.source = {arr_next, arr_err, &a},
 		.fraction = (double)(70 * MB) / (double)MSIM_H200_BYTES,
 	};
@@ -238,6 +241,7 @@ START_TEST(test_maybe_empty_cache)
 		};
 		arr_t a = {reqs, 4, 0};
 		msim_sim_config_t cfg = {
+			.policy = msim_policy_find("pytorch"),
 			.source = {arr_next, arr_err, &a},
 			.fraction = (double)(100 * MB) / (double)MSIM_H200_BYTES,
 		};

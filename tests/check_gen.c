@@ -14,6 +14,7 @@
 
 #include <gsl/gsl_errno.h>
 
+#include "policies/registry.h"
 #include "sim/engine.h"
 #include "sim/error.h"
 #include "tests/testutil.h"
@@ -106,7 +107,8 @@ START_TEST(test_gen_groundtruth_peaks)
 	char why[256] = "";
 	ck_assert_msg(msim_model_generate(&c, &g, why, sizeof(why)) == 0,
 		      "%s", why);
-	msim_sim_config_t sc = {.source = msim_gen_source(&g)};
+	msim_sim_config_t sc = {.source = msim_gen_source(&g),
+				.policy = msim_policy_find("pytorch")};
 	msim_sim_t *sim;
 	ck_assert_int_eq(msim_sim_new(&sc, &sim, why, sizeof(why)), 0);
 	ck_assert_int_eq(msim_sim_run(sim), 0);

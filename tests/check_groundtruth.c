@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policies/policy.h"
+#include "policies/registry.h"
 #include "sim/engine.h"
 #include "sim/error.h"
 #include "sim/metrics.h"
@@ -252,6 +252,7 @@ START_TEST(test_prefetch_2stream_recording)
 	char why[512];
 	ck_assert_int_eq(msim_trace_open(path, &opt, &t, why, sizeof(why)), 0);
 	msim_sim_config_t cfg = {
+		.policy = msim_policy_find("pytorch"),
 		.source = msim_trace_source(t),
 		.device = {.log_events = 1, .use_hints = 1},
 	};

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policies/params.h"
-#include "policies/policy.h"
+#include "sim/params.h"
+#include "policies/registry.h"
 #include "sim/error.h"
 #include "sim/units.h"
 

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policies/policy.h"
+#include "policies/registry.h"
 #include "sim/engine.h"
 #include "sim/error.h"
 #include "tests/testutil.h"

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policies/policy.h"
+#include "policies/registry.h"
 #include "sim/device.h"
 #include "sim/error.h"
 

@@ -14,9 +14,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "policies/registry.h"
 #include "sim/error.h"
 #include "sim/results.h"
-#include "sim/sweep.h"
+#include "lab/sweep.h"
 #include "traces/gen_model.h"
 #include "traces/model_spec.h"
 #include "testutil.h"
@@ -359,6 +360,7 @@ run_alone(const msim_model_cfg_t *cfg, int64_t *reserved, int64_t *alloc,
 	msim_gen_init(&g, false);
 	ck_assert_int_eq(msim_model_generate(cfg, &g, why, sizeof(why)), 0);
 	msim_sim_config_t c = {
+		.policy = msim_policy_find("pytorch"),
 		.source = msim_gen_source(&g),
 		.device = {.capacity = MSIM_H200_BYTES},
 	};

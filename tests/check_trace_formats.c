@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "policies/policy.h"
+#include "policies/registry.h"
 #include "sim/engine.h"
 #include "sim/error.h"
 #include "sim/metrics.h"

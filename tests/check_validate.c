@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "policies/policy.h"
+#include "policies/registry.h"
 #include "sim/engine.h"
 #include "sim/error.h"
 #include "sim/metrics.h"
@@ -153,6 +153,7 @@ START_TEST(test_simulation_equals_torch_mode)
 	ck_assert_int_eq(msim_params_init(&pv, ops->params), 0);
 	ck_assert_int_eq(msim_params_parse(&pv, r->params), 0);
 	msim_sim_config_t cfg = {
+		.policy = msim_policy_find("pytorch"),
 		.source = msim_trace_source(t),
 		.params = &pv,
 		.device = {.log_events = 1},

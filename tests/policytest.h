@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "policies/policy.h"
+#include "policies/registry.h"
 #include "sim/device.h"
 #include "sim/error.h"
 

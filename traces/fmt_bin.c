@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "sim/error.h"
-#include "traces/trace.h"
+#include "traces/trace_int.h"
 
 #define BIN_MAGIC "\x89MSIMTR\n"
 #define BIN_VERSION 1

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "sim/error.h"
-#include "traces/trace.h"
+#include "traces/trace_int.h"
 
 #define CSV_MAXCOLS 16
 

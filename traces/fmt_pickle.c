@@ -49,7 +49,7 @@
 #include <string.h>
 
 #include "sim/error.h"
-#include "traces/trace.h"
+#include "traces/trace_int.h"
 
 #define PK_BUF (1u << 20)
 #define PK_MAX_STACK (1u << 17) /* stack slots: nesting and batches */

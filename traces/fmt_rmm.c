@@ -23,7 +23,7 @@
 #include <strings.h>
 
 #include "sim/error.h"
-#include "traces/trace.h"
+#include "traces/trace_int.h"
 
 
 enum { R_THREAD, R_TIME, R_ACTION, R_POINTER, R_SIZE, R_STREAM, R_N };

@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-#include "policies/params.h"
+#include "sim/params.h"
 #include "traces/gen_model.h"
 
 typedef struct msim_strategy_s {

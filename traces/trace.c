@@ -23,7 +23,7 @@
 #include <sys/stat.h>
 
 #include "sim/error.h"
-#include "traces/trace.h"
+#include "traces/trace_int.h"
 
 /* Detection order: the binary formats have magic numbers, so they go
  * first; the RMM header is more specific than the device-trace CSV's. */
@@ -691,4 +691,20 @@ msim_trace_writer_close(msim_trace_writer_t *w, char *why, size_t whylen)
 	free(w->path);
 	free(w);
 	return rc;
+}
+
+void
+msim_trace_tally(const msim_trace_t *t, msim_trace_tally_t *out)
+{
+	out->entries = t->entries;
+	memcpy(out->actions, t->actions, sizeof(out->actions));
+	out->first_us = t->first_us;
+	out->last_us = t->last_us;
+	out->seg_bytes = t->seg_bytes;
+}
+
+const msim_trace_format_t *
+msim_trace_writer_format(const msim_trace_writer_t *w)
+{
+	return w->format;
 }

@@ -18,7 +18,6 @@
 #include <stdio.h>
 
 #include "sim/types.h"
-#include "traces/idmap.h"
 
 typedef struct msim_trace_s msim_trace_t;
 typedef struct msim_trace_writer_s msim_trace_writer_t;
@@ -140,11 +139,6 @@ typedef struct msim_trace_format_s {
 			size_t *n_out);
 } msim_trace_format_t;
 
-extern const msim_trace_format_t msim_trace_csv;
-extern const msim_trace_format_t msim_trace_pickle;
-extern const msim_trace_format_t msim_trace_rmm;
-extern const msim_trace_format_t msim_trace_bin;
-
 /* The formats, NULL-terminated, in the order detection tries them. */
 const msim_trace_format_t *const *msim_trace_formats(void);
 
@@ -163,51 +157,6 @@ void msim_hash_init(msim_hash_t *h);
 void msim_hash_update(msim_hash_t *h, const void *data, size_t n);
 uint64_t msim_hash_final(const msim_hash_t *h);
 
-/* What readers share; formats keep their own state in fmt. */
-struct msim_trace_s {
-	const msim_trace_format_t *format;
-	char *path;
-	FILE *fp;
-	bool ended;         /* the format reached its end (all bytes hashed) */
-	msim_trace_options_t opt;
-	msim_idmap_t ids;
-	msim_hash_t hash;
-	uint64_t line;      /* text formats: line being read, 1-based */
-	uint64_t offset;    /* binary formats: 1 + byte offset of the entry */
-	uint64_t size;      /* bytes in the file, 0 if unknown (a pipe) */
-	uint64_t entries;   /* entries read so far */
-	uint64_t actions[MSIM_NACT]; /* entries read so far, by action */
-	uint64_t first_us, last_us;  /* times of the first and last entry */
-	/* Bytes the segment rows read so far leave reserved (segment_alloc
-	 * and _map less segment_free and _unmap); below 0 if the recording
-	 * lost its oldest rows. */
-	int64_t seg_bytes;
-	uint64_t requests;  /* requests returned so far */
-	msim_time_t t0;     /* first timestamp, microseconds */
-	bool have_t0;
-	void *fmt;
-	char errmsg[512];
-	/* The request stage between entries and msim_trace_next(). */
-	msim_entry_t la;     /* an entry read ahead, to serve next */
-	bool have_la;
-	bool in_run;         /* inside a run of segment_free rows */
-	bool pending_id;     /* an expected-OOM id to give back */
-	uint32_t oom_id;
-	uint8_t next_flags;  /* MSIM_REQF_* for the next ALLOC */
-	uint64_t run_time_us; /* time of the run's last row */
-	uint64_t empty_caches; /* hidden empty_cache calls found (rule a) */
-	uint64_t maybe_empty_caches; /* runs left to the policy (rule b) */
-};
-
-/* A trace being written. */
-struct msim_trace_writer_s {
-	const msim_trace_format_t *format;
-	char *path;
-	FILE *fp;
-	uint64_t entries; /* entries written so far */
-	void *fmt;
-	char errmsg[512];
-};
 
 /*
  * Opens path, detecting the format by content.  opt may be NULL.
@@ -257,43 +206,25 @@ const char *msim_trace_format_name(const msim_trace_t *t);
 /* t as a request source for the engine (t stays the caller's). */
 msim_source_t msim_trace_source(msim_trace_t *t);
 
+/* What has been read so far: entries by action, their time span, and
+ * what the segment rows leave reserved. */
+typedef struct msim_trace_tally_s {
+	uint64_t entries;            /* entries read */
+	uint64_t actions[MSIM_NACT]; /* entries read, by action */
+	uint64_t first_us, last_us;  /* times of the first and last entry */
+	/* Bytes the segment rows leave reserved (segment_alloc and _map less
+	 * segment_free and _unmap); below 0 if the recording lost its oldest
+	 * rows. */
+	int64_t seg_bytes;
+} msim_trace_tally_t;
+
+void msim_trace_tally(const msim_trace_t *t, msim_trace_tally_t *out);
+
+/* The format w writes. */
+const msim_trace_format_t *msim_trace_writer_format(const msim_trace_writer_t *w);
+
 /* Closes t; NULL is a no-op. */
 void msim_trace_close(msim_trace_t *t);
-
-/* For readers: records "path:line: <fmt>" and returns code. */
-int msim_trace_fail(msim_trace_t *t, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-/* For readers: reads up to n bytes, hashing them.  Returns bytes read. */
-size_t msim_trace_read(msim_trace_t *t, void *buf, size_t n);
-
-/* For text readers: the lines of the trace, through a buffer of
- * MSIM_LINE_MAX bytes (a longer line is an error). */
-#define MSIM_LINE_MAX (1u << 20)
-typedef struct msim_lines_s {
-	char *buf;
-	size_t pos, end;
-	bool eof;
-} msim_lines_t;
-
-/* Returns 0 or MSIM_ENOMEM. */
-int msim_lines_init(msim_lines_t *l);
-void msim_lines_clear(msim_lines_t *l);
-
-/*
- * The next line, NUL-terminated, without its "\n" or "\r\n", and its
- * length; t->line counts it.  NULL at the end of the file, or when a line
- * is longer than the buffer: msim_lines_overlong() tells which.
- */
-char *msim_trace_line(msim_trace_t *t, msim_lines_t *l, size_t *len_out);
-bool msim_lines_overlong(const msim_lines_t *l);
-
-/* A decimal or 0x-hex unsigned number, all of s (no sign, no blanks).
- * Returns false if s is not one or it overflows 64 bits. */
-bool msim_parse_u64(const char *s, uint64_t *out);
-
-/* For readers: turns a recorded microsecond timestamp into simulated ns. */
-msim_time_t msim_trace_time(msim_trace_t *t, uint64_t time_us);
 
 /*
  * Creates path and writes entries to it in format (NULL: by the path's
@@ -310,9 +241,5 @@ int msim_trace_writer_put(msim_trace_writer_t *w, const msim_entry_t *e);
 int msim_trace_writer_close(msim_trace_writer_t *w, char *why, size_t whylen);
 
 const char *msim_trace_writer_errmsg(const msim_trace_writer_t *w);
-
-/* For writers: records "path: <fmt>" and returns code. */
-int msim_trace_writer_fail(msim_trace_writer_t *w, int code, const char *fmt,
-			   ...) __attribute__((format(printf, 3, 4)));
 
 #endif

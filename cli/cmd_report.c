@@ -13,7 +13,7 @@
 
 #include <sqlite3.h>
 
-#include "sim/cli.h"
+#include "cli/cli.h"
 #include "sim/metrics.h"
 #include "sim/results.h"
 #include "sim/units.h"

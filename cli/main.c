@@ -1,6 +1,6 @@
 /*
  * memsim: the command line's dispatcher.  One binary, subcommands parsed
- * with getopt_long, each in its own sim/cmd_<name>.c.  Errors are one line
+ * with getopt_long, each in its own cli/cmd_<name>.c.  Errors are one line
  * on stderr, "memsim: <what>: <why>", and a non-zero status; an OOM of the
  * simulated device is a result, not an error.
  */
@@ -12,8 +12,8 @@
 
 #include <gsl/gsl_errno.h>
 
-#include "policies/policy.h"
-#include "sim/cli.h"
+#include "policies/registry.h"
+#include "cli/cli.h"
 #include "traces/strategy.h"
 
 static void
@@ -46,7 +46,7 @@ cmd_policies(int argc, char **argv)
 }
 
 /* Every subcommand, in the order `memsim --help` lists them.  To add one:
- * write sim/cmd_<name>.c, declare it in sim/cli.h, add a line here. */
+ * write cli/cmd_<name>.c, declare it in cli/cli.h, add a line here. */
 static const struct {
 	const char *name;
 	int (*fn)(int argc, char **argv);

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "plots/plot.h"
-#include "sim/cli.h"
+#include "cli/cli.h"
 #include "sim/error.h"
 #include "sim/results.h"
 

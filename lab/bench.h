@@ -4,13 +4,13 @@
  * engine repeatedly until about a target number of requests (timing the
  * replay alone).  What users run as `memsim bench` and `make bench`.
  */
-#ifndef MSIM_SIM_BENCH_H
-#define MSIM_SIM_BENCH_H
+#ifndef MSIM_LAB_BENCH_H
+#define MSIM_LAB_BENCH_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "policies/policy.h"
+#include "sim/policy.h"
 
 typedef struct msim_bench_result_s {
 	uint64_t trace_requests; /* requests in one pass of the trace */

@@ -8,13 +8,13 @@
  * line to registry.c and one to policies/Makemodule.am.  The contract test
  * (tests/check_policy_contract.c) then covers it.
  */
-#ifndef MSIM_POLICIES_POLICY_H
-#define MSIM_POLICIES_POLICY_H
+#ifndef MSIM_SIM_POLICY_H
+#define MSIM_SIM_POLICY_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "policies/params.h"
+#include "sim/params.h"
 #include "sim/device.h"
 #include "sim/types.h"
 
@@ -58,12 +58,6 @@ typedef struct msim_policy_ops_s {
 } msim_policy_ops_t;
 
 typedef struct msim_policy_s msim_policy_t;
-
-/* NULL-terminated list of every registered policy. */
-const msim_policy_ops_t *const *msim_policy_list(void);
-
-/* The policy called name, or NULL. */
-const msim_policy_ops_t *msim_policy_find(const char *name);
 
 /*
  * Creates an instance of ops over dev with parameters pv (NULL: defaults).

@@ -15,7 +15,7 @@
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_histogram.h>
 
-#include "sim/cli.h"
+#include "cli/cli.h"
 #include "sim/units.h"
 #include "traces/trace.h"
 
@@ -141,12 +141,13 @@ info_snap_sum(const msim_snap_segment_t *g, size_t n, info_snap_t *s)
 
 /* Prints the snapshot state and how it compares with the trace's end. */
 static void
-info_snap_print(const msim_trace_t *t, const info_t *in, const info_snap_t *s,
+info_snap_print(const msim_trace_tally_t *tl, const info_t *in,
+		const info_snap_t *s,
 		int json)
 {
 	uint64_t nactive = s->nstate[MSIM_SNAP_ALLOCATED] +
 			   s->nstate[MSIM_SNAP_PENDING_FREE];
-	bool res_same = t->seg_bytes == (int64_t)s->reserved;
+	bool res_same = tl->seg_bytes == (int64_t)s->reserved;
 	bool live_same = in->nlive == nactive &&
 			 in->live == s->active_requested;
 	if (json) {
@@ -165,7 +166,7 @@ info_snap_print(const msim_trace_t *t, const info_t *in, const info_snap_t *s,
 		printf(",\n  \"trace_reserved_bytes\": %" PRId64
 		       ",\n  \"trace_live_allocations\": %" PRIu64
 		       ",\n  \"snapshot_matches_trace\": %s",
-		       t->seg_bytes, in->nlive,
+		       tl->seg_bytes, in->nlive,
 		       res_same && live_same ? "true" : "false");
 		return;
 	}
@@ -199,7 +200,7 @@ info_snap_print(const msim_trace_t *t, const info_t *in, const info_snap_t *s,
 	else
 		printf("check      reserved: the trace's segment rows leave "
 		       "%" PRId64 " bytes, the snapshot %" PRIu64 " (rows "
-		       "lost from a full history?)\n", t->seg_bytes,
+		       "lost from a full history?)\n", tl->seg_bytes,
 		       s->reserved);
 	if (live_same)
 		printf("check      live: %" PRIu64 " allocations of %" PRIu64
@@ -280,16 +281,18 @@ msim_cmd_info(int argc, char **argv)
 	info_snap_sum(segs, nsegs, &snap);
 	/* A snapshot memsim wrote (convert) has an empty state: not shown. */
 	bool has_state = nsegs > 0;
-	double dur_s = t->entries ? (t->last_us - t->first_us) / 1e6 : 0.0;
+	msim_trace_tally_t tl;
+	msim_trace_tally(t, &tl);
+	double dur_s = tl.entries ? (tl.last_us - tl.first_us) / 1e6 : 0.0;
 	char a[32], b[32];
 	if (json) {
 		printf("{\n  \"trace\": ");
 		msim_cli_json_str(stdout, path);
 		printf(",\n  \"format\": \"%s\",\n  \"entries\": %" PRIu64,
-		       msim_trace_format_name(t), t->entries);
+		       msim_trace_format_name(t), tl.entries);
 		for (int k = 0; k < MSIM_NACT; k++)
 			printf(",\n  \"%s\": %" PRIu64, msim_action_name(k),
-			       t->actions[k]);
+			       tl.actions[k]);
 		printf(",\n  \"requests\": %" PRIu64 ",\n  \"allocs\": %"
 		       PRIu64 ",\n  \"frees\": %" PRIu64 ",\n  \"streams\": %d"
 		       ",\n  \"duration_s\": %.6f,\n  \"alloc_bytes\": %" PRIu64
@@ -304,17 +307,17 @@ msim_cmd_info(int argc, char **argv)
 			       gsl_histogram_get(in.h, k));
 		printf("]");
 		if (has_state)
-			info_snap_print(t, &in, &snap, 1);
+			info_snap_print(&tl, &in, &snap, 1);
 		printf(",\n  \"trace_hash\": \"%016" PRIx64 "\"\n}\n",
 		       msim_trace_hash(t));
 	} else {
 		printf("trace      %s (%s, hash %016" PRIx64 ")\n", path,
 		       msim_trace_format_name(t), msim_trace_hash(t));
-		printf("entries    %" PRIu64 ":", t->entries);
+		printf("entries    %" PRIu64 ":", tl.entries);
 		for (int k = 0; k < MSIM_NACT; k++)
-			if (t->actions[k])
+			if (tl.actions[k])
 				printf(" %s %" PRIu64, msim_action_name(k),
-				       t->actions[k]);
+				       tl.actions[k]);
 		printf("\nrequests   %" PRIu64 " (%" PRIu64 " allocs, %" PRIu64
 		       " frees)\n", requests, in.allocs, in.frees);
 		printf("streams    %d%s\n", in.nstreams,
@@ -331,7 +334,7 @@ msim_cmd_info(int argc, char **argv)
 			       maybe, maybe == 1 ? "" : "s");
 		printf("\n");
 		if (has_state)
-			info_snap_print(t, &in, &snap, 0);
+			info_snap_print(&tl, &in, &snap, 0);
 		printf("sizes      (allocs by size, powers of two)\n");
 		double max = gsl_histogram_max_val(in.h);
 		for (size_t k = 0; k < INFO_BINS; k++) {

@@ -21,8 +21,8 @@
 #include <unistd.h>
 
 #include "plots/plot.h"
-#include "policies/policy.h"
-#include "sim/cli.h"
+#include "policies/registry.h"
+#include "cli/cli.h"
 #include "sim/engine.h"
 #include "sim/error.h"
 #include "sim/timemodel.h"

@@ -5,8 +5,8 @@
  * in brackets), `memsim policies`, `--help`, sweeps, and the canonical
  * string stored with each run.
  */
-#ifndef MSIM_POLICIES_PARAMS_H
-#define MSIM_POLICIES_PARAMS_H
+#ifndef MSIM_SIM_PARAMS_H
+#define MSIM_SIM_PARAMS_H
 
 #include <stdbool.h>
 #include <stddef.h>

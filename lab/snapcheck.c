@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "sim/error.h"
-#include "sim/snapcheck.h"
+#include "lab/snapcheck.h"
 
 typedef struct sc_ev_s {
 	uint64_t addr, size;

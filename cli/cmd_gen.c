@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/cli.h"
+#include "cli/cli.h"
 #include "sim/error.h"
 #include "traces/gen.h"
 #include "traces/gen_model.h"

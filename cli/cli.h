@@ -1,11 +1,11 @@
 /*
- * The command line's shared helpers.  The memsim binary is sim/main.c (the
- * dispatcher) and one sim/cmd_<name>.c per subcommand; these are the only
+ * The command line's shared helpers.  The memsim binary is cli/main.c (the
+ * dispatcher) and one cli/cmd_<name>.c per subcommand; these are the only
  * files that read argv, print to stdout or call exit().  None of them goes
  * into libmemsim.a.
  */
-#ifndef MSIM_SIM_CLI_H
-#define MSIM_SIM_CLI_H
+#ifndef MSIM_CLI_CLI_H
+#define MSIM_CLI_CLI_H
 
 #include <stdint.h>
 #include <stdio.h>
@@ -37,7 +37,7 @@ int msim_cmd_compare(int argc, char **argv);
 int msim_cmd_sweep(int argc, char **argv);
 int msim_cmd_merge(int argc, char **argv);
 int msim_cmd_report(int argc, char **argv);
-/* memsim report --compare (sim/cmd_report_compare.c). */
+/* memsim report --compare (cli/cmd_report_compare.c). */
 struct msim_db_s;
 int msim_report_compare(struct msim_db_s *db, int json, int csv,
 			const char *plot);

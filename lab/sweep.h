@@ -23,8 +23,8 @@
  *
  *	msim_sweep_plan() -> msim_sweep_exec() -> msim_sweep_destroy()
  */
-#ifndef MSIM_SIM_SWEEP_H
-#define MSIM_SIM_SWEEP_H
+#ifndef MSIM_LAB_SWEEP_H
+#define MSIM_LAB_SWEEP_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -21,8 +21,8 @@
 #include <sqlite3.h>
 
 #include "plots/plot.h"
-#include "policies/policy.h"
-#include "sim/cli.h"
+#include "policies/registry.h"
+#include "cli/cli.h"
 #include "sim/engine.h"
 #include "sim/error.h"
 #include "sim/metrics.h"

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policies/policy.h"
+#include "sim/policy.h"
 #include "sim/error.h"
 
 struct msim_policy_s {
@@ -18,15 +18,6 @@ struct msim_policy_s {
 	void *state;
 	msim_device_t *dev;
 };
-
-const msim_policy_ops_t *
-msim_policy_find(const char *name)
-{
-	for (const msim_policy_ops_t *const *p = msim_policy_list(); *p; p++)
-		if (!strcmp((*p)->name, name))
-			return *p;
-	return NULL;
-}
 
 int
 msim_policy_new(const msim_policy_ops_t *ops, msim_device_t *dev,

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/cli.h"
+#include "cli/cli.h"
 #include "sim/error.h"
 #include "traces/gen_random.h"
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policies/params.h"
+#include "sim/params.h"
 #include "sim/error.h"
 
 static int

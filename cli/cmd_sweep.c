@@ -8,9 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sim/cli.h"
+#include "cli/cli.h"
 #include "sim/error.h"
-#include "sim/sweep.h"
+#include "lab/sweep.h"
 
 static void
 usage_sweep(FILE *fp)

@@ -6,8 +6,8 @@
  * ends, so `memsim run --recording` of a faithful replay ends in the same
  * state.
  */
-#ifndef MSIM_SIM_SNAPCHECK_H
-#define MSIM_SIM_SNAPCHECK_H
+#ifndef MSIM_LAB_SNAPCHECK_H
+#define MSIM_LAB_SNAPCHECK_H
 
 #include <stdbool.h>
 #include <stddef.h>

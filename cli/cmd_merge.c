@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sim/cli.h"
+#include "cli/cli.h"
 #include "sim/results.h"
 
 static void

@@ -32,9 +32,9 @@
 
 #include <gsl/gsl_rng.h>
 
-#include "policies/policy.h"
+#include "policies/registry.h"
 #include "sim/error.h"
-#include "sim/sweep.h"
+#include "lab/sweep.h"
 #include "sim/timemodel.h"
 #include "sim/units.h"
 #include "traces/gen_model.h"

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policies/policy.h"
-#include "sim/cli.h"
+#include "policies/registry.h"
+#include "cli/cli.h"
 #include "sim/error.h"
 #include "sim/metrics.h"
 #include "sim/results.h"

@@ -6,7 +6,7 @@
 #include <time.h>
 
 #include "plots/plot.h"
-#include "sim/cli.h"
+#include "cli/cli.h"
 #include "sim/units.h"
 
 void

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/cli.h"
+#include "cli/cli.h"
 #include "traces/trace.h"
 
 static void
@@ -131,7 +131,7 @@ msim_cmd_convert(int argc, char **argv)
 				    "of addresses", repeat);
 		}
 	}
-	const char *fmt = w->format->name;
+	const char *fmt = msim_trace_writer_format(w)->name;
 	if (msim_trace_writer_close(w, why, sizeof(why)))
 		msim_cli_die("%s", why);
 	printf("%s -> %s: %" PRIu64 " entries (%s -> %s)\n", in, out, entries,

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policies/policy.h"
-#include "sim/bench.h"
-#include "sim/cli.h"
+#include "policies/registry.h"
+#include "lab/bench.h"
+#include "cli/cli.h"
 
 static void
 usage_bench(FILE *fp)

@@ -7,7 +7,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "sim/bench.h"
+#include "lab/bench.h"
 #include "sim/engine.h"
 #include "sim/error.h"
 #include "traces/trace.h"

@@ -1,7 +1,7 @@
 /*
  * memsim tune: searches the pytorch policy's settings for the
  * PYTORCH_CUDA_ALLOC_CONF with the lowest peak reserved that does not run
- * out of memory under a cap.  The search is a sweep (sim/sweep.h) into a
+ * out of memory under a cap.  The search is a sweep (lab/sweep.h) into a
  * scratch database; the default and the recommendation are then stored in
  * the user's database as the runs of one "tune" sweep.
  */
@@ -17,10 +17,10 @@
 
 #include <sqlite3.h>
 
-#include "sim/cli.h"
+#include "cli/cli.h"
 #include "sim/error.h"
 #include "sim/results.h"
-#include "sim/sweep.h"
+#include "lab/sweep.h"
 #include "sim/units.h"
 
 /* The search space: what PyTorch users tune.  "0" is the default (off). */

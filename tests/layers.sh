@@ -1,0 +1,39 @@
+#!/bin/sh
+# The floors of the tree (README, "Code map"): a folder may include its own
+# headers and those of the floors below it, never one above.
+#   cli -> lab -> {plots, validate} -> {policies, traces} -> sim
+# Fails naming every include that runs up a floor or sideways.
+set -u
+top=${srcdir:-$(dirname "$0")/..}
+cd "$top" || exit 99
+
+# allowed FOLDER: the folders FOLDER may include (itself included).
+allowed() {
+	case $1 in
+	sim)      echo "sim" ;;
+	policies) echo "policies sim" ;;
+	traces)   echo "traces sim" ;;
+	plots)    echo "plots policies traces sim" ;;
+	validate) echo "validate policies traces sim" ;;
+	lab)      echo "lab plots validate policies traces sim" ;;
+	cli)      echo "cli lab plots validate policies traces sim" ;;
+	esac
+}
+
+bad=0
+for dir in sim policies traces plots validate lab cli; do
+	[ -d "$dir" ] || { echo "layers: folder $dir is missing"; bad=1; continue; }
+	ok=$(allowed "$dir")
+	for f in "$dir"/*.c "$dir"/*.h; do
+		[ -f "$f" ] || continue
+		for inc in $(sed -n 's|^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([a-z_]*\)/.*".*|\1|p' "$f"); do
+			case " $ok " in
+			*" $inc "*) ;;
+			*) echo "layers: $f includes $inc/, above or beside $dir/"
+			   bad=1 ;;
+			esac
+		done
+	done
+done
+[ $bad -eq 0 ] && echo "layers: every include points down"
+exit $bad

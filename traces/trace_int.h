@@ -1,0 +1,101 @@
+/*
+ * For format authors (libuv's uv-common.h beside uv.h): what a reader or
+ * writer of one format shares with traces/trace.c.  Users of traces
+ * include traces/trace.h only.
+ */
+#ifndef MSIM_TRACES_TRACE_INT_H
+#define MSIM_TRACES_TRACE_INT_H
+
+#include "traces/idmap.h"
+#include "traces/trace.h"
+
+extern const msim_trace_format_t msim_trace_csv;
+extern const msim_trace_format_t msim_trace_pickle;
+extern const msim_trace_format_t msim_trace_rmm;
+extern const msim_trace_format_t msim_trace_bin;
+
+/* What readers share; formats keep their own state in fmt. */
+struct msim_trace_s {
+	const msim_trace_format_t *format;
+	char *path;
+	FILE *fp;
+	bool ended;         /* the format reached its end (all bytes hashed) */
+	msim_trace_options_t opt;
+	msim_idmap_t ids;
+	msim_hash_t hash;
+	uint64_t line;      /* text formats: line being read, 1-based */
+	uint64_t offset;    /* binary formats: 1 + byte offset of the entry */
+	uint64_t size;      /* bytes in the file, 0 if unknown (a pipe) */
+	uint64_t entries;   /* entries read so far */
+	uint64_t actions[MSIM_NACT]; /* entries read so far, by action */
+	uint64_t first_us, last_us;  /* times of the first and last entry */
+	/* Bytes the segment rows read so far leave reserved (segment_alloc
+	 * and _map less segment_free and _unmap); below 0 if the recording
+	 * lost its oldest rows. */
+	int64_t seg_bytes;
+	uint64_t requests;  /* requests returned so far */
+	msim_time_t t0;     /* first timestamp, microseconds */
+	bool have_t0;
+	void *fmt;
+	char errmsg[512];
+	/* The request stage between entries and msim_trace_next(). */
+	msim_entry_t la;     /* an entry read ahead, to serve next */
+	bool have_la;
+	bool in_run;         /* inside a run of segment_free rows */
+	bool pending_id;     /* an expected-OOM id to give back */
+	uint32_t oom_id;
+	uint8_t next_flags;  /* MSIM_REQF_* for the next ALLOC */
+	uint64_t run_time_us; /* time of the run's last row */
+	uint64_t empty_caches; /* hidden empty_cache calls found (rule a) */
+	uint64_t maybe_empty_caches; /* runs left to the policy (rule b) */
+};
+
+/* A trace being written. */struct msim_trace_writer_s {
+	const msim_trace_format_t *format;
+	char *path;
+	FILE *fp;
+	uint64_t entries; /* entries written so far */
+	void *fmt;
+	char errmsg[512];
+};
+
+/* For readers: records "path:line: <fmt>" and returns code. */
+int msim_trace_fail(msim_trace_t *t, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* For readers: reads up to n bytes, hashing them.  Returns bytes read. */
+size_t msim_trace_read(msim_trace_t *t, void *buf, size_t n);
+
+/* For text readers: the lines of the trace, through a buffer of
+ * MSIM_LINE_MAX bytes (a longer line is an error). */
+#define MSIM_LINE_MAX (1u << 20)
+typedef struct msim_lines_s {
+	char *buf;
+	size_t pos, end;
+	bool eof;
+} msim_lines_t;
+
+/* Returns 0 or MSIM_ENOMEM. */
+int msim_lines_init(msim_lines_t *l);
+void msim_lines_clear(msim_lines_t *l);
+
+/*
+ * The next line, NUL-terminated, without its "\n" or "\r\n", and its
+ * length; t->line counts it.  NULL at the end of the file, or when a line
+ * is longer than the buffer: msim_lines_overlong() tells which.
+ */
+char *msim_trace_line(msim_trace_t *t, msim_lines_t *l, size_t *len_out);
+bool msim_lines_overlong(const msim_lines_t *l);
+
+/* A decimal or 0x-hex unsigned number, all of s (no sign, no blanks).
+ * Returns false if s is not one or it overflows 64 bits. */
+bool msim_parse_u64(const char *s, uint64_t *out);
+
+/* For readers: turns a recorded microsecond timestamp into simulated ns. */
+msim_time_t msim_trace_time(msim_trace_t *t, uint64_t time_us);
+
+/* For writers: records "path: <fmt>" and returns code. */
+int msim_trace_writer_fail(msim_trace_writer_t *w, int code, const char *fmt,
+			   ...) __attribute__((format(printf, 3, 4)));
+
+#endif
