@@ -30,7 +30,9 @@ usage_gen(FILE *fp)
 		"fp32|bf16-amp|fp16-amp|bf16\n"
 		"         [--optimizer adamw|sgd] --steps N [--checkpoint "
 		"none|every:K|sqrt|budget:BYTES]\n"
-		"         [--inference] [--scaler-skips N] -o FILE\n"
+		"         [--inference [--generate N] [--no-cache] [--weights "
+		"native|int8|fp8]]\n"
+		"         [--accum K] [--scaler-skips N] -o FILE\n"
 		"       memsim gen random [--seed N] [--requests N] [--streams "
 		"N] [--sizes SPEC]\n"
 		"         [--lifetime MEAN] [--arrival MEAN] -o FILE\n"
@@ -76,7 +78,8 @@ static int
 gen_model_cmd(int argc, char **argv)
 {
 	enum { O_LAYERS = 256, O_HIDDEN, O_HEADS, O_KV, O_FFN, O_VOCAB, O_POS,
-	       O_IMAGE, O_OPT, O_CKPT, O_INF, O_SKIPS };
+	       O_IMAGE, O_OPT, O_CKPT, O_INF, O_SKIPS, O_GENERATE, O_NOCACHE,
+	       O_ACCUM, O_WEIGHTS };
 	static const struct option lo[] = {
 		{"arch", required_argument, NULL, 'a'},
 		{"layers", required_argument, NULL, O_LAYERS},
@@ -95,6 +98,10 @@ gen_model_cmd(int argc, char **argv)
 		{"checkpoint", required_argument, NULL, O_CKPT},
 		{"inference", no_argument, NULL, O_INF},
 		{"scaler-skips", required_argument, NULL, O_SKIPS},
+		{"generate", required_argument, NULL, O_GENERATE},
+		{"no-cache", no_argument, NULL, O_NOCACHE},
+		{"accum", required_argument, NULL, O_ACCUM},
+		{"weights", required_argument, NULL, O_WEIGHTS},
 		{"output", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -199,6 +206,22 @@ gen_model_cmd(int argc, char **argv)
 		case O_SKIPS:
 			cfg.scaler_skips = gen_uint("--scaler-skips", optarg,
 						    0, 1000000);
+			break;
+		case O_GENERATE:
+			cfg.generate = gen_uint("--generate", optarg, 1,
+						1 << 24);
+			break;
+		case O_NOCACHE:
+			cfg.no_cache = true;
+			break;
+		case O_ACCUM:
+			cfg.accum = gen_uint("--accum", optarg, 1, 1000000);
+			break;
+		case O_WEIGHTS:
+			cfg.weights = msim_weights_parse(optarg);
+			if (cfg.weights < 0)
+				msim_cli_die("--weights: unknown weights '%s' "
+					     "(native, int8, fp8)", optarg);
 			break;
 		case 'o':
 			out = optarg;

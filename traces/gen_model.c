@@ -39,6 +39,7 @@ typedef struct mg_scope_s {
 
 typedef struct mg_ctx_s {
 	mg_scope_t *cur, *prev, *prev2, *own, *next, *prevf, *pre, *tail;
+	mg_scope_t *kv;   /* the layer's KV cache (kept across forwards) */
 	unsigned gbase;   /* absolute index of the scope's parameter 0 */
 	bool local_frees; /* recomputation: free only inside cur/prev */
 } mg_ctx_t;
@@ -48,6 +49,11 @@ typedef struct mg_s {
 	const msim_model_cfg_t *cfg;
 	const msim_tscripts_t *ts;
 	uint64_t B, T, H, N, F, V, P, Q, a, p;
+	uint64_t D, KV, S, TL; /* head dim, kv heads, cached length, logit rows */
+	bool kv_on;        /* this forward updates a KV cache */
+	bool decode;       /* a decode step (one token against the cache) */
+	bool quant;        /* weight-only int8/fp8 linear layers */
+	uint64_t micro;    /* micro-batch of the step (gradient accumulation) */
 	uint64_t *psize;  /* bytes of each parameter */
 	int64_t *grad;    /* id of each parameter's gradient, -1 if none */
 	unsigned np;
@@ -58,6 +64,7 @@ typedef struct mg_s {
 	int64_t scaler[2]; /* GradScaler's scale and growth tracker */
 	int64_t found_inf, inv_scale; /* GradScaler's, during a step */
 	struct mg_tf_s *tf; /* the transformer being generated */
+	bool params_only;  /* lay out the parameters, allocate nothing */
 	const uint32_t *seg;
 	int err;
 	char *why;
@@ -130,6 +137,12 @@ mg_sym(mg_t *m, const char *s, size_t len)
 	if (IS("EM1")) return m->B * m->T * 17 + 10000;
 	if (IS("EM2")) return m->B * m->T * 9;
 	if (IS("EM3")) return m->B * m->T * 3379;
+	if (IS("S")) return m->S;
+	if (IS("D")) return m->D;
+	if (IS("D2")) return m->D / 2;
+	if (IS("KV")) return m->KV;
+	if (IS("KD")) return m->KV * m->D;
+	if (IS("TL")) return m->TL;
 #undef IS
 	mg_fail(m, MSIM_EINVAL, "script: unknown symbol '%.*s'", (int)len, s);
 	return 0;
@@ -239,6 +252,74 @@ mg_cast_exit(mg_t *m, mg_scope_t *sc)
 
 static void mg_exit_all(mg_t *m);
 
+/* Whether every flag of a "?flags:" prefix holds (gen_model_scripts.h). */
+static bool
+mg_flags(mg_t *m, const char *f, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		bool ok;
+		switch (f[i]) {
+		case 'c': ok = m->kv_on; break;
+		case 'u': ok = !m->kv_on; break;
+		case 'd': ok = m->decode; break;
+		case 'f': ok = !m->decode; break;
+		case 'w': ok = m->quant; break;
+		case 'n': ok = !m->quant; break;
+		case 'h': ok = m->a == 2; break;
+		case 's': ok = m->a == 4; break;
+		case 'r': ok = m->KV < m->N; break;
+		default:
+			mg_fail(m, MSIM_EINVAL, "script: unknown flag '%c'",
+				f[i]);
+			return false;
+		}
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+/* The scope a reference's prefix names (gen_model_scripts.h); advances
+ * *n past the prefix. */
+static mg_scope_t *
+mg_ref_scope(const mg_ctx_t *x, const char **n, size_t *nl)
+{
+	const char *s = *n;
+	size_t l = *nl, skip = 0;
+	mg_scope_t *sc = x->cur;
+	if (l >= 2 && s[0] == '^' && s[1] == '^')
+		sc = x->prev2, skip = 2;
+	else if (l && s[0] == '^')
+		sc = x->prev, skip = 1;
+	else if (l >= 2 && s[0] == '@' && s[1] == '>')
+		sc = x->next, skip = 2;
+	else if (l >= 2 && s[0] == '@' && s[1] == '<')
+		sc = x->prevf, skip = 2;
+	else if (l && s[0] == '@')
+		sc = x->own, skip = 1;
+	else if (l && s[0] == '&')
+		sc = x->pre, skip = 1;
+	else if (l && s[0] == '%')
+		sc = x->tail, skip = 1;
+	else if (l && s[0] == '$')
+		sc = x->kv, skip = 1;
+	*n = s + skip;
+	*nl = l - skip;
+	return sc;
+}
+
+/* Frees the tensor named name in sc (if it is live). */
+static void
+mg_free_name(mg_t *m, mg_scope_t *sc, const char *name, size_t len)
+{
+	int32_t *slot = mg_lookup(sc, name, len);
+	if (slot && *slot >= 0) {
+		int64_t id = *slot;
+		mg_free(m, &id);
+		*slot = -1;
+	}
+}
+
 static void
 mg_run(mg_t *m, const char *script, const mg_ctx_t *x)
 {
@@ -251,6 +332,34 @@ mg_run(mg_t *m, const char *script, const mg_ctx_t *x)
 			break;
 		const char *tok = s;
 		s += len;
+		if (tok[0] == '?') {
+			const char *colon = memchr(tok, ':', len);
+			if (!colon) {
+				mg_fail(m, MSIM_EINVAL, "script: bad token "
+					"'%.*s'", (int)len, tok);
+				return;
+			}
+			if (!mg_flags(m, tok + 1, (size_t)(colon - tok - 1)))
+				continue;
+			len -= (size_t)(colon + 1 - tok);
+			tok = colon + 1;
+		}
+		if (tok[0] == '$') {
+			/* torch.cat([cache, new]) into the layer's cache: the
+			 * new tensor, then the old one let go */
+			const char *eq = memchr(tok, '=', len);
+			if (!eq || !x->kv) {
+				mg_fail(m, MSIM_EINVAL, "script: bad token "
+					"'%.*s'", (int)len, tok);
+				return;
+			}
+			size_t nl = (size_t)(eq - tok - 1);
+			uint64_t bytes = mg_eval(m, eq + 1, len - nl - 2);
+			int64_t id = bytes ? mg_alloc(m, bytes) : -1;
+			mg_free_name(m, x->kv, tok + 1, nl);
+			mg_bind(m, x->kv, tok + 1, nl, id);
+			continue;
+		}
 		if (tok[0] == '!') {
 			if (len == 3 && !memcmp(tok, "!ws", 3))
 				mg_workspace(m, false);
@@ -262,24 +371,32 @@ mg_run(mg_t *m, const char *script, const mg_ctx_t *x)
 				mg_free(m, &m->batch_id);
 			continue;
 		}
+		if (tok[0] == '>') {
+			/* >REF:name: the tensor REF becomes this scope's name
+			 * (an in-place accumulation handed on) */
+			const char *colon = memchr(tok, ':', len);
+			if (!colon) {
+				mg_fail(m, MSIM_EINVAL, "script: bad token "
+					"'%.*s'", (int)len, tok);
+				return;
+			}
+			mg_scope_t *sc;
+			const char *n = tok + 1;
+			size_t nl = (size_t)(colon - n);
+			sc = mg_ref_scope(x, &n, &nl);
+			int32_t *slot = mg_lookup(sc, n, nl);
+			int64_t id = slot ? *slot : -1;
+			if (slot)
+				*slot = -1;
+			mg_bind(m, x->cur, colon + 1,
+				len - (size_t)(colon + 1 - tok), id);
+			continue;
+		}
 		if (tok[0] == '-') {
-			mg_scope_t *sc = x->cur;
+			mg_scope_t *sc;
 			const char *n = tok + 1;
 			size_t nl = len - 1;
-			if (nl >= 2 && n[0] == '^' && n[1] == '^')
-				sc = x->prev2, n += 2, nl -= 2;
-			else if (n[0] == '^')
-				sc = x->prev, n++, nl--;
-			else if (nl >= 2 && n[0] == '@' && n[1] == '>')
-				sc = x->next, n += 2, nl -= 2;
-			else if (nl >= 2 && n[0] == '@' && n[1] == '<')
-				sc = x->prevf, n += 2, nl -= 2;
-			else if (n[0] == '@')
-				sc = x->own, n++, nl--;
-			else if (n[0] == '&')
-				sc = x->pre, n++, nl--;
-			else if (n[0] == '%')
-				sc = x->tail, n++, nl--;
+			sc = mg_ref_scope(x, &n, &nl);
 			if (x->local_frees && sc != x->cur &&
 			    !(sc == x->prev && sc && sc->recompute))
 				continue;
@@ -298,22 +415,57 @@ mg_run(mg_t *m, const char *script, const mg_ctx_t *x)
 			return;
 		}
 		size_t nl = (size_t)(eq - tok);
-		uint64_t bytes = mg_eval(m, eq + 1, len - nl - 1);
+		const char *ex = eq + 1;
+		size_t exl = len - nl - 1;
+		const char *tilde = memchr(ex, '~', exl);
+		if (tilde) {
+			/* a linear layer; with weight-only quantization its
+			 * weight is dequantized to the activations' dtype for
+			 * the matmul, whose output is then scaled:
+			 * torch.mm(x, w.to(x.dtype)) * scale */
+			size_t wl = exl - (size_t)(tilde + 1 - ex);
+			exl = (size_t)(tilde - ex);
+			if (m->quant) {
+				int64_t dq = mg_alloc(m, mg_eval(m, tilde + 1,
+								 wl) * m->a);
+				int64_t u = mg_alloc(m, mg_eval(m, ex, exl));
+				mg_free(m, &dq);
+				int64_t id = mg_alloc(m, mg_eval(m, ex, exl));
+				mg_free(m, &u);
+				mg_bind(m, x->cur, tok, nl, id);
+				continue;
+			}
+		}
+		uint64_t bytes = mg_eval(m, ex, exl);
+		if (!bytes) { /* an empty tensor: no block */
+			mg_bind(m, x->cur, tok, nl, -1);
+			continue;
+		}
 		int64_t id = mg_alloc(m, bytes);
 		if (id < 0)
 			return;
-		mg_bind(m, x->cur, tok, nl, id);
-		if (tok[0] == 'G') {
+		if (tok[0] != 'G') /* gradients belong to grad[], not scopes */
+			mg_bind(m, x->cur, tok, nl, id);
+		else {
 			unsigned k;
 			if (tok[1] == 'A')
 				k = (unsigned)strtoul(tok + 2, NULL, 10);
 			else
 				k = x->gbase + (unsigned)strtoul(tok + 1, NULL, 10);
 			if (k < m->np) {
-				mg_free(m, &m->grad[k]); /* stale: replace */
-				m->grad[k] = id;
-				/* the scope must not free it: hide the name */
-				x->cur->names[x->cur->n - 1][0] = 'G';
+				if (m->micro && m->grad[k] >= 0) {
+					/* AccumulateGrad: variable.grad +=
+					 * new_grad, in place; the new one
+					 * is let go */
+					int64_t nid = id;
+					mg_free(m, &nid);
+				} else {
+					mg_free(m, &m->grad[k]); /* stale */
+					m->grad[k] = id;
+				}
+			} else {
+				mg_fail(m, MSIM_EINVAL, "script: no parameter "
+					"%u for '%.*s'", k, (int)len, tok);
 			}
 		}
 	}
@@ -326,13 +478,6 @@ mg_param(mg_t *m, uint64_t elems)
 {
 	if (m->np < MG_MAXPARAM)
 		m->psize[m->np++] = elems * m->p;
-}
-
-static void
-mg_params_alloc(mg_t *m)
-{
-	for (unsigned i = 0; i < m->np; i++)
-		mg_alloc(m, m->psize[i]);
 }
 
 static void
@@ -412,6 +557,7 @@ mg_scaler_step(mg_t *m, bool before)
 
 typedef struct mg_tf_s {
 	mg_scope_t *fwd, *bwd, pre, tail, prebwd;
+	mg_scope_t *kv; /* each layer's KV cache, kept across forwards */
 	uint64_t L;
 } mg_tf_t;
 
@@ -432,7 +578,8 @@ mg_fwd_ctx(mg_t *m, mg_tf_t *t, uint64_t i)
 	x.prev2 = i >= 2 ? &t->fwd[i - 2] : (i == 1 ? &t->pre : NULL);
 	x.pre = &t->pre;
 	x.tail = &t->tail;
-	x.gbase = 2 + (unsigned)i * m->ts->layer_params;
+	x.kv = &t->kv[i];
+	x.gbase = m->ts->pre_params + (unsigned)i * m->ts->layer_params;
 	return x;
 }
 
@@ -458,7 +605,7 @@ mg_layer_bwd(mg_t *m, mg_tf_t *t, uint64_t i)
 	x.prevf = i ? &t->fwd[i - 1] : &t->pre;
 	x.pre = &t->pre;
 	x.tail = &t->tail;
-	x.gbase = 2 + (unsigned)i * m->ts->layer_params;
+	x.gbase = m->ts->pre_params + (unsigned)i * m->ts->layer_params;
 	mg_run(m, m->ts->layer_bwd, &x);
 }
 
@@ -535,7 +682,7 @@ mg_tf_tail(mg_t *m, mg_tf_t *t)
 	x.prev = &t->fwd[t->L - 1];
 	x.prev2 = t->L >= 2 ? &t->fwd[t->L - 2] : &t->pre;
 	x.prevf = x.prev;
-	x.gbase = 2 + (unsigned)t->L * m->ts->layer_params;
+	x.gbase = m->ts->pre_params + (unsigned)t->L * m->ts->layer_params;
 	mg_scope_reset(&t->tail);
 	mg_run(m, m->ts->tail, &x);
 }
@@ -552,6 +699,171 @@ mg_tf_free_all(mg_t *m, mg_tf_t *t)
 	mg_scope_drop(m, &t->prebwd, NULL);
 }
 
+/* A linear layer's weight (in x out elements), and its per-channel scales
+ * when quantized. */
+static void
+mg_linear(mg_t *m, uint64_t in, uint64_t out)
+{
+	if (!m->quant) {
+		mg_param(m, in * out);
+		return;
+	}
+	if (m->np + 1 < MG_MAXPARAM) {
+		m->psize[m->np++] = in * out; /* 1 byte an element */
+		m->psize[m->np++] = out * m->a;
+	}
+}
+
+/* The parameters of a transformer, in module order (the order
+ * model.to(device) allocates them).  Returns the index of the first
+ * parameter after which the buffers come (Llama's rotary inv_freq sits
+ * between the final norm and lm_head), or np. */
+static unsigned
+mg_tf_params(mg_t *m, uint64_t L)
+{
+	const msim_model_cfg_t *c = m->cfg;
+	uint64_t H = m->H, F = m->F, Q = m->Q, KD = m->KV * m->D;
+	if (c->arch == MSIM_ARCH_LLAMA) {
+		/* embed_tokens; a LlamaDecoderLayer: q, k, v, o projections
+		 * (no biases), gate, up, down (SwiGLU), two RMSNorm weights;
+		 * the final norm, then an untied lm_head */
+		mg_param(m, m->V * H);
+		for (uint64_t i = 0; i < L; i++) {
+			mg_linear(m, H, H);
+			mg_linear(m, H, KD);
+			mg_linear(m, H, KD);
+			mg_linear(m, H, H);
+			mg_linear(m, H, F);
+			mg_linear(m, H, F);
+			mg_linear(m, F, H);
+			mg_param(m, H);
+			mg_param(m, H);
+		}
+		mg_param(m, H);
+		unsigned bufs = m->np;
+		mg_linear(m, H, m->V);
+		return bufs;
+	}
+	bool bert = c->arch == MSIM_ARCH_BERT;
+	mg_param(m, m->V * H);
+	mg_param(m, m->P * H);
+	if (bert) {
+		mg_param(m, 2 * H);
+		mg_param(m, H);
+		mg_param(m, H);
+	}
+	for (uint64_t i = 0; i < L; i++) {
+		if (bert) {
+			uint64_t e[16] = {H * H, H, H * H, H, H * H, H, H * H,
+					  H, H, H, H * F, F, F * H, H, H, H};
+			for (int k = 0; k < 16; k++)
+				mg_param(m, e[k]);
+			continue;
+		}
+		/* ln_1, c_attn, c_proj, ln_2, c_fc, c_proj (Conv1D: weight
+		 * and bias) */
+		mg_param(m, H);
+		mg_param(m, H);
+		mg_linear(m, H, Q);
+		mg_param(m, Q);
+		mg_linear(m, H, H);
+		mg_param(m, H);
+		mg_param(m, H);
+		mg_param(m, H);
+		mg_linear(m, H, F);
+		mg_param(m, F);
+		mg_linear(m, F, H);
+		mg_param(m, H);
+	}
+	if (bert) {
+		mg_param(m, H * H);
+		mg_param(m, H);
+	} else {
+		mg_param(m, H); /* ln_f; lm_head is tied to wte */
+		mg_param(m, H);
+	}
+	return m->np;
+}
+
+/* The KV cache goes (del cache, or the model's output object dies). */
+static void
+mg_tf_kv_free(mg_t *m, mg_tf_t *t)
+{
+	for (uint64_t i = 0; i < t->L; i++) {
+		for (int k = 0; k < t->kv[i].n; k++) {
+			int64_t id = t->kv[i].ids[k];
+			mg_free(m, &id);
+			t->kv[i].ids[k] = -1;
+		}
+		mg_scope_reset(&t->kv[i]);
+	}
+}
+
+/* Frees the tail's tensor called name (the logits, the loss). */
+static void
+mg_tf_free_tail(mg_t *m, mg_tf_t *t, const char *name)
+{
+	mg_free_name(m, &t->tail, name, strlen(name));
+}
+
+/* One forward of the decoder under no_grad (embeddings, layers, head). */
+static void
+mg_tf_infer_forward(mg_t *m, mg_tf_t *t)
+{
+	mg_tf_forward(m, t, NULL);
+	mg_tf_tail(m, t);
+}
+
+/*
+ * Decoder inference on one batch.  Without generate: y =
+ * model(input_ids=x).logits (the cache of use_cache=True dies with the
+ * output object), then del x, y.  With generate=N, the loop of
+ * generate() with greedy decoding, written out:
+ *   logits = model(ids, past_key_values=cache, logits_to_keep=1)
+ *   tok = logits[:, -1].argmax(-1, keepdim=True); del logits
+ *   N times: logits = model(tok, cache, ...); tok = ...argmax...; del logits
+ *   del cache, tok, ids
+ */
+static void
+mg_tf_infer(mg_t *m, mg_tf_t *t)
+{
+	const msim_model_cfg_t *c = m->cfg;
+	uint64_t T0 = m->T;
+	m->batch_id = mg_alloc(m, m->B * T0 * 8);
+	m->kv_on = c->generate || !c->no_cache;
+	m->decode = false;
+	m->S = T0;
+	m->TL = c->generate ? 1 : T0;
+	mg_tf_infer_forward(m, t);
+	if (!c->generate) {
+		mg_tf_kv_free(m, t);
+		mg_free(m, &m->batch_id);
+		mg_tf_free_tail(m, t, m->ts->loss);
+		mg_tf_free_all(m, t);
+		return;
+	}
+	int64_t tok = mg_alloc(m, m->B * 8);
+	mg_tf_free_tail(m, t, m->ts->loss);
+	mg_tf_free_all(m, t);
+	m->decode = true;
+	m->T = 1;
+	m->TL = 1;
+	for (uint64_t i = 0; i < c->generate && !m->err; i++) {
+		m->S = T0 + i + 1;
+		mg_tf_infer_forward(m, t);
+		int64_t nt = mg_alloc(m, m->B * 8);
+		mg_free(m, &tok);
+		tok = nt;
+		mg_tf_free_tail(m, t, m->ts->loss);
+		mg_tf_free_all(m, t);
+	}
+	mg_tf_kv_free(m, t);
+	mg_free(m, &tok);
+	mg_free(m, &m->batch_id);
+	m->decode = false;
+	m->T = T0;
+}
+
 static void
 mg_transformer(mg_t *m)
 {
@@ -560,78 +872,63 @@ mg_transformer(mg_t *m)
 	t.L = c->layers;
 	t.fwd = calloc(t.L, sizeof(*t.fwd));
 	t.bwd = calloc(t.L, sizeof(*t.bwd));
-	if (!t.fwd || !t.bwd) {
+	t.kv = calloc(t.L, sizeof(*t.kv));
+	if (!t.fwd || !t.bwd || !t.kv) {
 		mg_fail(m, MSIM_ENOMEM, "out of host memory");
 		goto out;
 	}
 	m->tf = &t;
-	uint64_t H = m->H, F = m->F, Q = m->Q;
 	bool bert = c->arch == MSIM_ARCH_BERT;
-	/* parameters, in module order */
-	mg_param(m, m->V * H);
-	mg_param(m, m->P * H);
-	if (bert) {
-		mg_param(m, 2 * H);
-		mg_param(m, H);
-		mg_param(m, H);
+	unsigned bufs = mg_tf_params(m, t.L);
+	if (m->params_only)
+		goto out;
+	/* parameters, then buffers, in module order */
+	for (unsigned i = 0; i < m->np; i++) {
+		if (i == bufs && c->arch == MSIM_ARCH_LLAMA)
+			mg_alloc(m, m->D / 2 * m->p); /* rotary inv_freq */
+		mg_alloc(m, m->psize[i]);
 	}
-	for (uint64_t i = 0; i < t.L; i++) {
-		if (bert) {
-			uint64_t e[16] = {H * H, H, H * H, H, H * H, H, H * H,
-					  H, H, H, H * F, F, F * H, H, H, H};
-			for (int k = 0; k < 16; k++)
-				mg_param(m, e[k]);
-		} else {
-			uint64_t e[12] = {H, H, H * Q, Q, H * H, H, H, H,
-					  H * F, F, F * H, H};
-			for (int k = 0; k < 12; k++)
-				mg_param(m, e[k]);
-		}
-	}
-	if (bert) {
-		mg_param(m, H * H);
-		mg_param(m, H);
-	} else {
-		mg_param(m, H);
-		mg_param(m, H);
-	}
-	mg_params_alloc(m);
+	uint64_t K = c->accum ? c->accum : 1, fwd = 0;
 	for (uint64_t s = 0; s < c->steps && !m->err; s++) {
-		m->T = c->seq[s % c->nseq];
-		m->batch_id = mg_alloc(m, m->B * m->T * 8);
-		if (bert || c->inference) {
+		if (c->inference && !bert) {
+			m->T = c->seq[s % c->nseq];
+			mg_tf_infer(m, &t);
+			continue;
+		}
+		if (bert) {
+			m->T = c->seq[s % c->nseq];
+			m->batch_id = mg_alloc(m, m->B * m->T * 8);
 			mg_tf_forward(m, &t, NULL);
-			if (bert) {
-				mg_tf_tail(m, &t);
-			} else {
-				/* no_grad decoder: layers kept nothing */
-				mg_tf_free_all(m, &t);
-				mg_free(m, &m->batch_id);
-			}
+			mg_tf_tail(m, &t);
 			mg_tf_free_all(m, &t);
 			continue;
 		}
-		mg_zero_grad(m);
-		mg_tf_forward(m, &t, m->seg);
-		/* a checkpointed model drops every layer's tensors but the
-		 * segment outputs before the head */
-		mg_tf_tail(m, &t);
-		mg_tf_backward(m, &t, m->seg);
-		mg_optimizer(m, s);
-		int32_t *loss = mg_lookup(&t.tail, m->ts->loss,
-					  strlen(m->ts->loss));
-		mg_free(m, &m->batch_id);
-		if (loss && *loss >= 0) {
-			int64_t id = *loss;
-			mg_free(m, &id);
-			*loss = -1;
+		/* K micro-batches (gradient accumulation), one optimizer
+		 * step: for j in range(K): loss = model(x_j); loss.backward() */
+		for (uint64_t j = 0; j < K && !m->err; j++, fwd++) {
+			m->micro = j;
+			m->T = c->seq[fwd % c->nseq];
+			m->batch_id = mg_alloc(m, m->B * m->T * 8);
+			if (!j)
+				mg_zero_grad(m);
+			mg_tf_forward(m, &t, m->seg);
+			/* a checkpointed model drops every layer's tensors but
+			 * the segment outputs before the head */
+			mg_tf_tail(m, &t);
+			mg_tf_backward(m, &t, m->seg);
+			if (j + 1 == K)
+				mg_optimizer(m, s);
+			mg_free(m, &m->batch_id);
+			mg_tf_free_tail(m, &t, m->ts->loss);
+			mg_tf_free_all(m, &t); /* nothing should be left */
 		}
-		mg_tf_free_all(m, &t); /* nothing should be left; be safe */
+		m->micro = 0;
 	}
 out:
 	m->tf = NULL;
 	free(t.fwd);
 	free(t.bwd);
+	free(t.kv);
 }
 
 /* ---- ResNet-50 ----------------------------------------------------------- */
@@ -682,6 +979,19 @@ rn_conv_fwd(mg_t *m, rn_conv_t *c, int64_t in)
 	c->invstd = mg_alloc(m, c->cout * 4);
 }
 
+/* AccumulateGrad: the first gradient of a step becomes .grad; later
+ * micro-batches add theirs in place and let it go. */
+static void
+rn_accumulate(mg_t *m, unsigned idx, int64_t g)
+{
+	if (m->micro && m->grad[idx] >= 0) {
+		mg_free(m, &g);
+		return;
+	}
+	mg_free(m, &m->grad[idx]);
+	m->grad[idx] = g;
+}
+
 static void
 rn_grad(mg_t *m, unsigned idx, uint64_t bytes_lowp)
 {
@@ -690,8 +1000,7 @@ rn_grad(mg_t *m, unsigned idx, uint64_t bytes_lowp)
 	int64_t lp = amp ? mg_alloc(m, bytes_lowp) : -1;
 	int64_t g = mg_alloc(m, m->psize[idx]);
 	mg_free(m, &lp);
-	mg_free(m, &m->grad[idx]);
-	m->grad[idx] = g;
+	rn_accumulate(m, idx, g);
 }
 
 /* bn + conv backward of c; dy is the gradient at the bn output (freed).
@@ -702,10 +1011,8 @@ rn_conv_bwd(mg_t *m, rn_conv_t *c, int64_t dy, unsigned pidx, bool stem)
 	uint64_t a = m->a, B = m->B;
 	uint64_t ob = B * c->cout * c->hout * c->hout * a;
 	int64_t dbn = mg_alloc(m, ob);
-	mg_free(m, &m->grad[pidx + 1]);
-	m->grad[pidx + 1] = mg_alloc(m, m->psize[pidx + 1]);
-	mg_free(m, &m->grad[pidx + 2]);
-	m->grad[pidx + 2] = mg_alloc(m, m->psize[pidx + 2]);
+	rn_accumulate(m, pidx + 1, mg_alloc(m, m->psize[pidx + 1]));
+	rn_accumulate(m, pidx + 2, mg_alloc(m, m->psize[pidx + 2]));
 	mg_free(m, &dy);
 	mg_free(m, &c->out);
 	mg_free(m, &c->mean);
@@ -777,6 +1084,8 @@ mg_resnet50(mg_t *m)
 	}
 	mg_param(m, 1000 * 2048);
 	mg_param(m, 1000);
+	if (m->params_only)
+		return;
 	for (unsigned i = 0; i < m->np; i++) {
 		mg_alloc(m, m->psize[i]);
 		if (i + 2 < m->np && i % 3 == 2) {
@@ -787,10 +1096,14 @@ mg_resnet50(mg_t *m)
 			mg_alloc(m, 8);
 		}
 	}
-	for (uint64_t step = 0; step < c->steps && !m->err; step++) {
+	uint64_t K = c->accum ? c->accum : 1;
+	for (uint64_t it = 0; it < c->steps * K && !m->err; it++) {
+		uint64_t step = it / K;
+		m->micro = it % K; /* gradient accumulation's micro-batch */
 		int64_t x = mg_alloc(m, B * 3 * S * S * 4);
 		int64_t y = mg_alloc(m, B * 8);
-		mg_zero_grad(m);
+		if (!m->micro)
+			mg_zero_grad(m);
 		/* forward */
 		int64_t xin = amp ? mg_alloc(m, B * 3 * S * S * 2) : x;
 		rn_conv_fwd(m, &stem, xin);
@@ -892,9 +1205,11 @@ mg_resnet50(mg_t *m)
 		rn_conv_bwd(m, &stem, dr0, 0, true);
 		mg_free(m, &seed);
 		mg_free(m, &scaled);
-		mg_scaler_step(m, true);
-		mg_optimizer(m, step);
-		mg_scaler_step(m, false);
+		if (m->micro + 1 == K) {
+			mg_scaler_step(m, true);
+			mg_optimizer(m, step);
+			mg_scaler_step(m, false);
+		}
 		mg_free(m, &x);
 		mg_free(m, &y);
 		mg_free(m, &loss);
@@ -927,7 +1242,7 @@ msim_model_defaults(msim_model_cfg_t *cfg, int arch)
 	switch (arch) {
 	case MSIM_ARCH_LLAMA:
 		cfg->layers = 32, cfg->hidden = 4096, cfg->heads = 32;
-		cfg->kv_heads = 32, cfg->vocab = 32000;
+		cfg->vocab = 32000;
 		cfg->positions = 4096;
 		break;
 	case MSIM_ARCH_BERT:
@@ -959,6 +1274,9 @@ msim_model_check(const msim_model_cfg_t *c, char *why, size_t whylen)
 			BAD("--image: must be in [32, 4096]");
 		if (c->inference)
 			BAD("--inference: not modelled for resnet50");
+		if (c->weights != MSIM_W_NATIVE || c->generate)
+			BAD("--weights, --generate: not modelled for "
+			    "resnet50");
 		return 0;
 	}
 	if (!c->layers || c->layers > 1000)
@@ -978,6 +1296,35 @@ msim_model_check(const msim_model_cfg_t *c, char *why, size_t whylen)
 			    (unsigned long long)c->positions);
 	if (c->arch == MSIM_ARCH_BERT && !c->inference)
 		BAD("--arch bert: only --inference is modelled");
+	if (c->inference && c->dtype != MSIM_DT_FP32 &&
+	    c->dtype != MSIM_DT_BF16)
+		BAD("--dtype: inference is modelled in fp32 and bf16 (the "
+		    "model's own dtype)");
+	if (c->arch == MSIM_ARCH_LLAMA && !c->inference &&
+	    c->dtype != MSIM_DT_FP32 && c->dtype != MSIM_DT_BF16)
+		BAD("--dtype: llama training is modelled in fp32 and bf16");
+	if (c->generate && (!c->inference || c->arch == MSIM_ARCH_BERT))
+		BAD("--generate: needs --inference and a decoder (gpt2, "
+		    "llama)");
+	if (c->generate && c->no_cache)
+		BAD("--generate: decoding without a KV cache is not "
+		    "modelled");
+	for (size_t i = 0; c->generate && i < c->nseq; i++)
+		if (c->seq[i] + c->generate > c->positions)
+			BAD("--generate: %llu tokens after a prompt of %llu "
+			    "pass --positions=%llu",
+			    (unsigned long long)c->generate,
+			    (unsigned long long)c->seq[i],
+			    (unsigned long long)c->positions);
+	if (c->weights != MSIM_W_NATIVE &&
+	    (!c->inference || c->arch == MSIM_ARCH_BERT))
+		BAD("--weights: weight-only quantization is modelled for "
+		    "decoder inference (--inference)");
+	if (c->accum && c->inference)
+		BAD("--accum: gradient accumulation needs training");
+	if (c->arch == MSIM_ARCH_LLAMA && c->heads && (c->hidden / c->heads) % 2)
+		BAD("--heads: llama's head dim (hidden/heads) must be even "
+		    "(rotary embeddings)");
 	if (c->arch == MSIM_ARCH_BERT && c->dtype != MSIM_DT_FP32 &&
 	    c->dtype != MSIM_DT_BF16)
 		BAD("--dtype: bert inference is modelled in fp32 and bf16");
@@ -987,9 +1334,11 @@ msim_model_check(const msim_model_cfg_t *c, char *why, size_t whylen)
 #undef BAD
 }
 
+/* Generates c into g; params_only: lays the parameters out and counts
+ * their elements into *count, allocating nothing. */
 static int
-mg_generate(const msim_model_cfg_t *c, msim_gen_t *g, const uint32_t *seg,
-	    char *why, size_t whylen)
+mg_generate_x(const msim_model_cfg_t *c, msim_gen_t *g, const uint32_t *seg,
+	      bool params_only, uint64_t *count, char *why, size_t whylen)
 {
 	mg_t m = {0};
 	m.g = g;
@@ -1005,9 +1354,15 @@ mg_generate(const msim_model_cfg_t *c, msim_gen_t *g, const uint32_t *seg,
 	m.P = c->positions;
 	uint64_t kv = c->kv_heads ? c->kv_heads : c->heads;
 	m.Q = c->heads ? m.H + 2 * kv * (m.H / c->heads) : 0;
+	m.KV = kv;
+	m.D = c->heads ? m.H / c->heads : 0;
 	bool amp = c->dtype == MSIM_DT_BF16_AMP || c->dtype == MSIM_DT_FP16_AMP;
 	m.p = c->dtype == MSIM_DT_BF16 ? 2 : 4;
 	m.a = (amp || c->dtype == MSIM_DT_BF16) ? 2 : 4;
+	m.quant = c->weights != MSIM_W_NATIVE;
+	m.params_only = params_only;
+	if (params_only) /* elements, not bytes */
+		m.p = 1, m.quant = false;
 	m.batch_id = -1;
 	m.scaler[0] = m.scaler[1] = -1;
 	m.found_inf = m.inv_scale = -1;
@@ -1023,9 +1378,18 @@ mg_generate(const msim_model_cfg_t *c, msim_gen_t *g, const uint32_t *seg,
 	if (c->arch == MSIM_ARCH_RESNET50) {
 		mg_resnet50(&m);
 	} else {
+		bool llama = c->arch == MSIM_ARCH_LLAMA;
 		m.ts = c->arch == MSIM_ARCH_BERT ? &msim_bert_infer
+		       : c->inference ? (llama ? &msim_llama_infer
+					       : &msim_gpt2_infer)
+		       : llama ? &msim_llama_train
 		       : amp ? &msim_gpt2_amp : &msim_gpt2_fp32;
 		mg_transformer(&m);
+	}
+	if (count) {
+		*count = 0;
+		for (unsigned i = 0; i < m.np; i++)
+			*count += m.psize[i];
 	}
 	if (!m.err && g->failed)
 		mg_fail(&m, MSIM_ENOMEM, "out of host memory (or a tensor "
@@ -1035,6 +1399,26 @@ out:
 	free(m.grad);
 	free(m.state);
 	return m.err;
+}
+
+static int
+mg_generate(const msim_model_cfg_t *c, msim_gen_t *g, const uint32_t *seg,
+	    char *why, size_t whylen)
+{
+	return mg_generate_x(c, g, seg, false, NULL, why, whylen);
+}
+
+uint64_t
+msim_model_params(const msim_model_cfg_t *c)
+{
+	msim_gen_t g;
+	uint64_t n = 0;
+	char why[64];
+	msim_gen_init(&g, true);
+	if (mg_generate_x(c, &g, NULL, true, &n, why, sizeof(why)))
+		n = 0;
+	msim_gen_clear(&g);
+	return n;
 }
 
 static void
@@ -1143,6 +1527,22 @@ msim_arch_name(int arch)
 
 static const char *const dtype_names[] = {"fp32", "bf16-amp", "fp16-amp",
 					  "bf16"};
+static const char *const weights_names[] = {"native", "int8", "fp8"};
+
+const char *
+msim_weights_name(int w)
+{
+	return w >= 0 && w <= MSIM_W_FP8 ? weights_names[w] : "?";
+}
+
+int
+msim_weights_parse(const char *s)
+{
+	for (int i = 0; i <= MSIM_W_FP8; i++)
+		if (!strcmp(s, weights_names[i]))
+			return i;
+	return -1;
+}
 
 const char *
 msim_dtype_name(int dtype)

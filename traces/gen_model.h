@@ -6,7 +6,10 @@
  * optimizer step with its state created at the first step, the cuBLAS
  * workspaces), for GPT-2 and Llama-style decoders, BERT-style encoders
  * (inference) and ResNet-50, under the dtype strategies (fp32, bf16/fp16
- * autocast, pure bf16) and checkpoint schedules of strategy.h.
+ * autocast, pure bf16) and checkpoint schedules of strategy.h, with
+ * gradient accumulation over micro-batches; and decoder inference under
+ * no_grad (Hugging Face's forward with its DynamicCache), generation with
+ * a KV cache (prefill and decode steps) and weight-only int8/fp8 sizing.
  */
 #ifndef MSIM_TRACES_GEN_MODEL_H
 #define MSIM_TRACES_GEN_MODEL_H
@@ -44,6 +47,13 @@ typedef struct msim_ckpt_s {
 	uint64_t budget; /* BUDGET: bytes of peak allocated */
 } msim_ckpt_t;
 
+/* Weight-only quantization of the linear layers (inference). */
+typedef enum msim_weights_e {
+	MSIM_W_NATIVE = 0, /* the model's dtype */
+	MSIM_W_INT8,       /* int8 weights, one scale per output channel */
+	MSIM_W_FP8,        /* float8_e4m3fn weights, likewise */
+} msim_weights_t;
+
 #define MSIM_MODEL_MAXSEQ 64
 
 typedef struct msim_model_cfg_s {
@@ -64,6 +74,11 @@ typedef struct msim_model_cfg_s {
 	uint64_t steps;     /* training steps or inference batches */
 	msim_ckpt_t ckpt;   /* activation checkpointing */
 	bool inference;     /* no_grad forward only */
+	uint64_t generate;  /* decoders: decode steps after the prefill (0:
+			     * one forward of the whole batch) */
+	bool no_cache;      /* decoder inference with use_cache=False */
+	uint64_t accum;     /* micro-batches an optimizer step (0 = 1) */
+	int weights;        /* msim_weights_t (inference only) */
 	/* fp16-amp: the first optimizer steps GradScaler skips because the
 	 * gradients overflow at its initial scale of 2^16 (the scale halves
 	 * each time; no optimizer state is created until a step runs).  A
@@ -80,6 +95,11 @@ void msim_model_defaults(msim_model_cfg_t *cfg, int arch);
 /* The MLP width: ffn, or by default 4 x hidden (GPT-2, BERT) and
  * 8/3 x hidden rounded up to 256 (Llama: 11008 for 4096). */
 uint64_t msim_model_ffn(const msim_model_cfg_t *cfg);
+
+/* The model's parameters (elements; buffers such as BatchNorm's running
+ * statistics and rotary tables left out), as the generator lays them out:
+ * GPT-2 small 124439808, Llama-2-7B 6738415616. */
+uint64_t msim_model_params(const msim_model_cfg_t *cfg);
 
 /* Checks cfg.  Returns 0, or MSIM_EINVAL with why naming the option. */
 int msim_model_check(const msim_model_cfg_t *cfg, char *why, size_t whylen);
@@ -110,5 +130,7 @@ const char *msim_arch_name(int arch);
 const char *msim_dtype_name(int dtype);
 int msim_dtype_parse(const char *s);          /* -1 if unknown */
 int msim_ckpt_parse(const char *s, msim_ckpt_t *out); /* 0 or MSIM_EINVAL */
+const char *msim_weights_name(int weights);
+int msim_weights_parse(const char *s);        /* -1 if unknown */
 
 #endif

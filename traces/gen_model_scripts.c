@@ -51,6 +51,7 @@ const msim_tscripts_t msim_gpt2_fp32 = {
 	.loss = "t7",
 	.casts = "",
 	.layer_params = 12,
+	.pre_params = 2,
 };
 
 const msim_tscripts_t msim_gpt2_amp = {
@@ -100,6 +101,7 @@ const msim_tscripts_t msim_gpt2_amp = {
 	.loss = "t10",
 	.casts = "t5 t15 t25 t38",
 	.layer_params = 12,
+	.pre_params = 2,
 };
 
 const msim_tscripts_t msim_bert_infer = {
@@ -116,4 +118,147 @@ const msim_tscripts_t msim_bert_infer = {
 	.out = "t13",
 	.casts = "",
 	.layer_params = 16,
+	.pre_params = 5,
+};
+
+/*
+ * Decoder inference under no_grad, as Hugging Face transformers 5 runs
+ * `model(input_ids)` and generate(): each layer's temporaries freed as the
+ * layer runs, its input let go when the next layer starts (the caller
+ * rebinds hidden_states), the embeddings kept until the model's forward
+ * returns, the logits allocated by the head (only the last position's in
+ * generate(): logits_to_keep=1).  With use_cache, DynamicLayer.update
+ * stores torch.cat([keys, new]) (a copy, also at the first step) and lets
+ * the old tensor go.  SDPA runs the fused kernels (output already in
+ * (B, T, heads, head_dim) order, so no copy before the output projection;
+ * flash attention's logsumexp for 2-byte activations, none from the
+ * memory-efficient kernel that fp32 takes under no_grad).  GPT-2's layer
+ * is the one read off tests/data/traces/train_eval_emptycache.csv's
+ * evaluation (fp32, use_cache=True); Llama's follows LlamaDecoderLayer,
+ * LlamaRMSNorm (upcast to fp32), apply_rotary_pos_emb and LlamaMLP op by
+ * op; grouped-query attention is modelled with repeat_kv's copies.
+ */
+#define GPT2_LN(o) o "=B*T*H*a m1=B*T*4 m2=B*T*4 -m1 -m2 "
+#define GELU_NEW "g1=B*T*F*a g2=B*T*F*a g3=B*T*F*a -g2 g4=B*T*F*a -g3 " \
+	"g5=B*T*F*a -g4 g6=B*T*F*a -g5 g7=B*T*F*a -g6 g8=B*T*F*a -g1 -g7 "
+
+const msim_tscripts_t msim_gpt2_infer = {
+	.pre = "e=B*T*H*a c1=T*8 w=T*H*a o=B*T*H*a",
+	.layer = "-^^o " GPT2_LN("h") "q=B*T*Q*a~H*Q !ws ?c:$k=B*S*H*a "
+		 "?c:$v=B*S*H*a y=B*T*H*a ?h:l=B*N*T*4 ?h:-l at=B*T*H*a~H*H "
+		 "-y -q x1=B*T*H*a -h " GPT2_LN("h2") "f=B*T*F*a~H*F "
+		 GELU_NEW "-f mo=B*T*H*a~F*H -g8 o=B*T*H*a -h2 -x1 -at -mo",
+	.tail = "-^^o " GPT2_LN("f") "-^o -&c1 -&e -&w lg=B*TL*V*a -f",
+	.out = "o",
+	.loss = "lg",
+	.casts = "",
+	.layer_params = 12,
+	.pre_params = 2,
+};
+
+/* LlamaRMSNorm: to(float32), pow(2).mean(-1), rsqrt(var + eps), the
+ * product, to(input dtype), times the weight. */
+#define RMS(o) "?h:x32=B*T*H*4 pw=B*T*H*4 vr=B*T*4 -pw ep=B*T*4 rs=B*T*4 " \
+	"-ep xn=B*T*H*4 -rs ?h:-x32 ?h:xc=B*T*H*2 " o "=B*T*H*a ?h:-xc " \
+	"-vr -xn "
+
+const msim_tscripts_t msim_llama_infer = {
+	/* embed_tokens, cache_position, LlamaRotaryEmbedding (fp32 inside,
+	 * cos and sin cast to the activations' dtype) */
+	.pre = "e=B*T*H*a c1=T*8 ?h:if=D*2 pe=T*4 fr=T*D*2 em=T*D*4 "
+	       "k1=T*D*4 cs=T*D*4 -k1 k2=T*D*4 sn=T*D*4 -k2 ?h:cb=T*D*2 "
+	       "?h:sb=T*D*2 -if -pe -fr -em ?h:-cs ?h:-sn",
+	.layer = "-^^o " RMS("h") "qp=B*T*H*a~H*H !ws kp=B*T*KD*a~H*KD "
+		 "vp=B*T*KD*a~H*KD q1=B*T*H*a nq=B*T*N*D2*a rq=B*T*H*a -nq "
+		 "q2=B*T*H*a -rq qe=B*T*H*a -q1 -q2 k1=B*T*KD*a "
+		 "nk=B*T*KV*D2*a rk=B*T*KD*a -nk k2=B*T*KD*a -rk ke=B*T*KD*a "
+		 "-k1 -k2 -qp -kp ?c:$k=B*S*KD*a ?c:$v=B*S*KD*a ?c:-ke ?c:-vp "
+		 "?r:xk=B*S*H*a ?r:xv=B*S*H*a y=B*T*H*a ?h:l=B*N*T*4 ?h:-l "
+		 "?r:-xk ?r:-xv at=B*T*H*a~H*H -y -qe ?u:-ke ?u:-vp -h "
+		 "x1=B*T*H*a -at " RMS("h2") "gt=B*T*F*a~H*F sl=B*T*F*a -gt "
+		 "up=B*T*F*a~H*F pr=B*T*F*a -sl -up dn=B*T*H*a~F*H -pr -h2 "
+		 "o=B*T*H*a -dn -x1",
+	.tail = "-^^o " RMS("f") "-^o -&e -&c1 -&cs -&sn -&cb -&sb "
+		"lg=B*TL*V*a~H*V -f",
+	.out = "o",
+	.loss = "lg",
+	.casts = "",
+	.layer_params = 9,
+	.pre_params = 1,
+};
+
+/*
+ * Llama training (fp32, or the model in bf16), from the autograd graph of
+ * transformers 5's LlamaForCausalLM with use_cache=True (the default, as
+ * in the GPT-2 recordings: SDPA saves the cache's copies of k and v):
+ * what each op saves for backward is kept until its node runs (RMSNorm:
+ * the fp32 input, rsqrt and the normalised product; the projections their
+ * inputs; SiLU its input and the gate product both factors; rotary only
+ * cos and sin; SDPA q, k, v, its output and logsumexp), the rest freed as
+ * Python lets go of it.  Backward follows the engine's order (the later
+ * node first), accumulating a tensor's gradients in place.  Not recorded:
+ * the temporaries of RMSNorm's and the rotary embedding's backward are
+ * the ops' own outputs, the SDPA backward buffers and the embedding
+ * backward's sort buffers are GPT-2's (msim_gpt2_fp32); grouped-query
+ * attention keeps the cache's copies and repeat_kv's.
+ */
+#define RMS_T(o, s) "?h:x3" s "=B*T*H*4 pw=B*T*H*4 vr=B*T*4 -pw ep=B*T*4 " \
+	"rs" s "=B*T*4 -ep xn" s "=B*T*H*4 ?h:xc" s "=B*T*H*2 " o \
+	"=B*T*H*a -vr ?h:-xn" s " "
+/* RMSNorm's backward: gradient gin in, weight gradient G, saved input x
+ * (in fp32; the fp32 copy in bf16), result out. */
+#define RMS_B(gin, G, x, s, out, P) "wg=B*T*H*a " G "=H*p -wg " \
+	"gn=B*T*H*a -" gin " ?h:-" P "xc" s " ?s:-" P "xn" s " " \
+	"?h:gn4=B*T*H*4 ?h:-gn ?s:" out "=B*T*H*4 ?h:g32=B*T*H*4 " \
+	"gr1=B*T*H*4 gr=B*T*4 -gr1 ?h:-gn4 ?s:-gn r1=B*T*4 r2=B*T*4 -r1 " \
+	"gq=B*T*4 -r2 -gr -" P "rs" s " gm=B*T*H*4 -gq p1=B*T*H*4 " \
+	"p2=B*T*H*4 -p1 gp=B*T*H*4 -p2 -gm ?h:-" P "x3" s " " x " -gp " \
+	"?h:" out "=B*T*H*2 ?h:-g32 "
+/* The rotary embedding's backward for a gradient g of width W (heads
+ * Nh): the sin product, neg, the two slices, the cos product; summed in
+ * place into the result r3. */
+#define ROPE_B(g, W, Nh) "r1=B*T*" W "*a r2=B*T*" Nh "*D2*a r3=B*T*" W \
+	"*a -r2 r4=B*T*" W "*a -r1 -r4 r5=B*T*" W "*a -r5 -" g " "
+#define ROPE_F "q1=B*T*H*a nq=B*T*N*D2*a rq=B*T*H*a -nq q2=B*T*H*a -rq " \
+	"qe=B*T*H*a -q1 -q2 k1=B*T*KD*a nk=B*T*KV*D2*a rk=B*T*KD*a -nk " \
+	"k2=B*T*KD*a -rk ke=B*T*KD*a -k1 -k2 "
+
+const msim_tscripts_t msim_llama_train = {
+	.pre = "e=B*T*H*a c1=T*8 ?h:if=D*2 pe=T*4 fr=T*D*2 em=T*D*4 "
+	       "k1=T*D*4 cs=T*D*4 -k1 k2=T*D*4 sn=T*D*4 -k2 ?h:cb=T*D*2 "
+	       "?h:sb=T*D*2 -if -pe -fr -em ?h:-cs ?h:-sn",
+	.layer = "?h:-^^o " RMS_T("h", "a") "qp=B*T*H*a !ws kp=B*T*KD*a "
+		 "vp=B*T*KD*a " ROPE_F "-qp -kp kc=B*T*KD*a vc=B*T*KD*a "
+		 "-ke -vp ?r:xk=B*T*H*a ?r:xv=B*T*H*a y=B*T*H*a l=B*N*T*4 "
+		 "at=B*T*H*a x1=B*T*H*a -at " RMS_T("h2", "b") "gt=B*T*F*a "
+		 "sl=B*T*F*a up=B*T*F*a pr=B*T*F*a dn=B*T*H*a o=B*T*H*a -dn "
+		 "?h:-x1",
+	/* final norm, lm_head, ForCausalLMLoss (logits.float(), labels
+	 * padded and shifted, cross_entropy), the loss's backward, the
+	 * head's and the norm's */
+	.tail = "?h:-^^o " RMS_T("f", "a") "?h:-^o -&c1 ?h:-&e lg=B*T*V*a "
+		"?h:lf=B*T*V*4 pd=B*T1*8 sh=B*T*8 ls=B*T*V*4 t7=4 t8=4 -pd "
+		"?h:-lf -lg t9=4 t10=B*T*V*4 -sh -t8 t11=B*T*V*4 -t10 -ls "
+		"?h:gh=B*T*V*2 ?h:-t11 G1=V*H*p !wsb gx=B*T*H*a -t11 -gh -f "
+		RMS_B("gx", "G0", "-^o", "a", "gi", ""),
+	.layer_bwd =
+		"G6=F*H*p gp=B*T*F*a -@pr gs=B*T*F*a gu=B*T*F*a -gp -@sl "
+		"-@up G5=H*F*p ga=B*T*H*a -gu gg=B*T*F*a -gs -@gt G4=H*F*p "
+		"gb=B*T*H*a -gg -gb -@h2 " RMS_B("ga", "G8", "-@x1", "b", "g2", "@")
+		"-g2 G3=H*H*p gy=B*T*H*a dq=B*T*H*a dk=B*T*KD*a dv=B*T*KD*a "
+		"go=B*T*H*a d1=B*N*T*4 d2=B*N*T*4 -d1 -go da=B*T1*H*4 -d2 -da "
+		"-gy -@qe -@kc -@vc -@xk -@xv -@l -@y G2=H*KD*p hv=B*T*H*a -dv "
+		ROPE_B("dk", "KD", "KV") "G1=H*KD*p hk=B*T*H*a -r3 -hk "
+		ROPE_B("dq", "H", "N") "G0=H*H*p hq=B*T*H*a -r3 -hq -@h "
+		RMS_B("hv", "G7", "-@<o -@<e", "a", "g1", "@") "-g1 >^gi:gi",
+	.pre_bwd = "t3=B*T*8 t4=B*T*8 t5=B*T*8 t6=EM1 -t6 -t5 G0=V*H*p "
+		   "t8=B*T*8 t9=8 t10=B*T*8 t11=1279 -t11 -t10 t12=B*T*8 "
+		   "t13=B*T*8 t14=1279 -t14 t15=8 t16=EM2 t17=EM3 -t17 -t16 "
+		   "-t15 -t13 -t12 -t9 -t8 -t4 -t3 -^gi -&e -&cs -&sn -&cb "
+		   "-&sb -%t9",
+	.out = "o",
+	.loss = "t7",
+	.casts = "",
+	.layer_params = 9,
+	.pre_params = 1,
 };

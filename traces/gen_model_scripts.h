@@ -15,6 +15,16 @@
  *               cuBLASLt one) or backward thread (32 MiB), the first time
  *   !exit       autocast exits: its cache frees the casts nobody saved
  *   !batch      the input batch is freed (inference loop's `del x`)
+ *   $k=EXPR     torch.cat into the layer's KV cache slot k: the new
+ *               tensor, then the old one freed (-$k frees it)
+ *   name=EXPR~W a linear layer's output; under weight-only quantization
+ *               the W-element weight is first dequantized to the
+ *               activations' dtype (a temporary), the matmul output then
+ *               scaled into name: torch.mm(x, w.to(x.dtype)) * scale
+ *   ?FLAGS:TOK  TOK only if every flag holds: c/u KV cache on/off, d/f
+ *               decode step or not, w/n weights quantized or not, h/s
+ *               2- or 4-byte activations, r grouped-query attention
+ *   A tensor of 0 bytes (EXPR = 0) is not allocated.
  * REF prefixes: none = this scope; ^ the previous scope of the same kind
  * (layer i-1 in forward, i+1 in backward); ^^ two back; @ this layer's
  * forward; @> the next layer's forward (or the head); @< the previous
@@ -22,7 +32,9 @@
  * EXPR: factors joined by '*': integers or B T T1(T+1) H N F V P Q (qkv
  * width) HN (H+N) a (activation bytes) p (parameter bytes) WH WF WQ
  * (cuBLASLt bias-gradient workspaces) SH SF SQ (their 1/32 companions)
- * EM1 EM2 EM3 (embedding-backward sort buffers).
+ * EM1 EM2 EM3 (embedding-backward sort buffers), D (head dim), D2 (half),
+ * KV (key/value heads), KD (KV x D), S (the cache's length after this
+ * forward), TL (rows of logits: 1 in generate(), else T).
  */
 #ifndef MSIM_TRACES_GEN_MODEL_SCRIPTS_H
 #define MSIM_TRACES_GEN_MODEL_SCRIPTS_H
@@ -37,10 +49,14 @@ typedef struct msim_tscripts_s {
 	const char *loss;    /* name of the loss in the head scope */
 	const char *casts;   /* names autocast frees at exit (space sep) */
 	unsigned layer_params; /* parameters a block */
+	unsigned pre_params;   /* parameters before the first block */
 } msim_tscripts_t;
 
 extern const msim_tscripts_t msim_gpt2_fp32;  /* also pure bf16 (a = 2) */
 extern const msim_tscripts_t msim_gpt2_amp;   /* autocast, a = 2 */
 extern const msim_tscripts_t msim_bert_infer; /* no_grad encoder */
+extern const msim_tscripts_t msim_gpt2_infer;  /* no_grad decoder, cache */
+extern const msim_tscripts_t msim_llama_infer; /* likewise */
+extern const msim_tscripts_t msim_llama_train; /* fp32 or pure bf16 */
 
 #endif

@@ -42,6 +42,10 @@ static const spec_key_t spec_keys[] = {
 	{"scaler_skips", 0, 1000000},
 	{"optimizer", 0, 0},
 	{"inference", 0, 0},
+	{"generate", 0, 1 << 24},
+	{"use_cache", 0, 0},
+	{"accum", 1, 1000000},
+	{"weights", 0, 0},
 	{NULL, 0, 0},
 };
 
@@ -137,7 +141,8 @@ msim_model_set(msim_model_cfg_t *cfg, const char *key, const char *value,
 		snprintf(why, whylen, "%s: not a key of a model spec (arch, "
 			 "layers, hidden, heads, kv_heads, ffn, vocab, "
 			 "positions, batch, seq, image, steps, optimizer, "
-			 "inference, scaler_skips, dtype, checkpoint)", key);
+			 "inference, generate, use_cache, accum, weights, "
+			 "scaler_skips, dtype, checkpoint)", key);
 		return MSIM_EINVAL;
 	}
 	if (!strcmp(k->name, "seq"))
@@ -154,18 +159,33 @@ msim_model_set(msim_model_cfg_t *cfg, const char *key, const char *value,
 		}
 		return 0;
 	}
-	if (!strcmp(k->name, "inference")) {
+	if (!strcmp(k->name, "inference") || !strcmp(k->name, "use_cache")) {
+		bool v;
 		if (!strcmp(value, "1") || !strcmp(value, "yes") ||
 		    !strcmp(value, "true"))
-			cfg->inference = true;
+			v = true;
 		else if (!strcmp(value, "0") || !strcmp(value, "no") ||
 			 !strcmp(value, "false"))
-			cfg->inference = false;
+			v = false;
 		else {
-			snprintf(why, whylen, "inference: '%s' is not 0 or 1",
-				 value);
+			snprintf(why, whylen, "%s: '%s' is not 0 or 1",
+				 k->name, value);
 			return MSIM_EINVAL;
 		}
+		if (k->name[0] == 'i')
+			cfg->inference = v;
+		else
+			cfg->no_cache = !v;
+		return 0;
+	}
+	if (!strcmp(k->name, "weights")) {
+		int w = msim_weights_parse(value);
+		if (w < 0) {
+			snprintf(why, whylen, "weights: unknown weights '%s' "
+				 "(native, int8, fp8)", value);
+			return MSIM_EINVAL;
+		}
+		cfg->weights = w;
 		return 0;
 	}
 	uint64_t v;
@@ -181,6 +201,8 @@ msim_model_set(msim_model_cfg_t *cfg, const char *key, const char *value,
 			: !strcmp(k->name, "batch") ? &cfg->batch
 			: !strcmp(k->name, "image") ? &cfg->image
 			: !strcmp(k->name, "steps") ? &cfg->steps
+			: !strcmp(k->name, "generate") ? &cfg->generate
+			: !strcmp(k->name, "accum") ? &cfg->accum
 			: &cfg->scaler_skips;
 	*field = v;
 	return 0;
@@ -309,5 +331,26 @@ msim_model_spec_canonical(const msim_model_cfg_t *c, char *buf, size_t n)
 			       c->positions, c->batch, seq, c->steps,
 			       c->optimizer == MSIM_OPT_SGD ? "sgd" : "adamw",
 			       c->inference ? 1 : 0, c->scaler_skips);
+	/* the keys added later, only where they are not the default, so
+	 * that the specs stored before them keep their text */
+	char extra[160] = "";
+	size_t e = 0;
+	if (c->generate)
+		e += snprintf(extra + e, sizeof(extra) - e, ",generate=%"
+			      PRIu64, c->generate);
+	if (c->no_cache && e < sizeof(extra))
+		e += snprintf(extra + e, sizeof(extra) - e, ",use_cache=0");
+	if (c->accum > 1 && e < sizeof(extra))
+		e += snprintf(extra + e, sizeof(extra) - e, ",accum=%" PRIu64,
+			      c->accum);
+	if (c->weights && e < sizeof(extra))
+		snprintf(extra + e, sizeof(extra) - e, ",weights=%s",
+			 msim_weights_name(c->weights));
+	if (len >= 0 && extra[0]) {
+		size_t at = (size_t)len < n ? (size_t)len : (n ? n - 1 : 0);
+		int l2 = snprintf(n ? buf + at : NULL, n ? n - at : 0, "%s",
+				  extra);
+		len += l2 < 0 ? 0 : l2;
+	}
 	return len < 0 ? 0 : (size_t)len;
 }
