@@ -251,6 +251,8 @@ mg_cast_exit(mg_t *m, mg_scope_t *sc)
 }
 
 static void mg_exit_all(mg_t *m);
+struct mg_tf_s;
+static void mg_tf_kv_free(mg_t *m, struct mg_tf_s *t);
 
 /* Whether every flag of a "?flags:" prefix holds (gen_model_scripts.h). */
 static bool
@@ -306,6 +308,22 @@ mg_ref_scope(const mg_ctx_t *x, const char **n, size_t *nl)
 	*n = s + skip;
 	*nl = l - skip;
 	return sc;
+}
+
+/* Whether the names list (space-separated) holds name. */
+static bool
+mg_listed(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *c = list; c && *c;) {
+		while (*c == ' ')
+			c++;
+		size_t len = strcspn(c, " ");
+		if (len == n && !memcmp(c, name, n))
+			return true;
+		c += len;
+	}
+	return false;
 }
 
 /* Frees the tensor named name in sc (if it is live). */
@@ -565,8 +583,21 @@ static void
 mg_exit_all(mg_t *m)
 {
 	mg_tf_t *t = m->tf;
-	for (uint64_t i = 0; t && i < t->L; i++)
+	for (uint64_t i = 0; t && i < t->L; i++) {
 		mg_cast_exit(m, &t->fwd[i]);
+		/* a checkpointed layer's weight casts: nobody saved them */
+		bool ck = false;
+		for (uint64_t s = 0; m->seg && s <= i; s++)
+			if (m->seg[s] && s + m->seg[s] > i)
+				ck = true;
+		mg_scope_t *sc = &t->fwd[i];
+		for (int q = 0; ck && q < sc->n; q++)
+			if (mg_listed(m->ts->wcasts, sc->names[q])) {
+				int64_t id = sc->ids[q];
+				mg_free(m, &id);
+				sc->ids[q] = -1;
+			}
+	}
 }
 
 static mg_ctx_t
@@ -609,47 +640,124 @@ mg_layer_bwd(mg_t *m, mg_tf_t *t, uint64_t i)
 	mg_run(m, m->ts->layer_bwd, &x);
 }
 
+/* Hands the cache copies of k and v of layer i (the names kvcopies) over
+ * to the layer's cache: the DynamicCache outlives the layer's saved
+ * tensors when a checkpoint's context holds it. */
+static void
+mg_kv_keep(mg_t *m, mg_tf_t *t, uint64_t i)
+{
+	mg_scope_t *sc = &t->fwd[i];
+	for (int k = 0; k < sc->n; k++)
+		if (sc->ids[k] >= 0 && mg_listed(m->ts->kvcopies,
+						 sc->names[k])) {
+			mg_bind(m, &t->kv[i], sc->names[k],
+				strlen(sc->names[k]), sc->ids[k]);
+			sc->ids[k] = -1;
+		}
+}
+
+/* Whether the cache outlives the forward: GPT-2's, once a layer is
+ * checkpointed (every checkpoint's context holds it to its backward). */
+static bool
+mg_cache_held(mg_t *m, const uint32_t *seg)
+{
+	if (!seg || !m->ts->ckpt_cache || !m->kv_on)
+		return false;
+	for (uint64_t i = 0; i < m->cfg->layers; i++)
+		if (seg[i])
+			return true;
+	return false;
+}
+
 static void
 mg_tf_forward(mg_t *m, mg_tf_t *t, const uint32_t *seg)
 {
 	mg_ctx_t x = {.cur = &t->pre, .pre = &t->pre, .tail = &t->tail};
+	bool kv = m->kv_on, held = mg_cache_held(m, seg);
 	mg_scope_reset(&t->pre);
 	mg_run(m, m->ts->pre, &x);
 	for (uint64_t i = 0; i < t->L && !m->err;) {
 		uint64_t k = seg ? seg[i] : 0;
 		if (!k) {
 			mg_layer_fwd(m, t, i, false);
+			if (held)
+				mg_kv_keep(m, t, i);
 			i++;
 			continue;
 		}
-		/* A checkpointed segment: run it, then keep only its output
-		 * (torch.utils.checkpoint runs the forward without saving). */
-		for (uint64_t j = i; j < i + k; j++)
+		/* A checkpointed segment (torch.utils.checkpoint, reentrant
+		 * as Hugging Face asks for it): run under no_grad, so only its
+		 * output is left, and the input its context saves.  Also left:
+		 * autocast's cached weight casts (cached_cast caches the casts
+		 * of leaf parameters under no_grad too; freed when autocast
+		 * exits) and, for GPT-2, the copies of k and v its
+		 * DynamicCache keeps.  Llama's layers get no cache
+		 * (GradientCheckpointingLayer drops past_key_values). */
+		if (!m->ts->ckpt_cache)
+			m->kv_on = false;
+		for (uint64_t j = i; j < i + k; j++) {
 			mg_layer_fwd(m, t, j, false);
-		for (uint64_t j = i; j < i + k; j++)
-			mg_scope_drop(m, &t->fwd[j],
-				      j + 1 == i + k ? m->ts->out : NULL);
+			if (held)
+				mg_kv_keep(m, t, j);
+		}
+		m->kv_on = kv;
+		for (uint64_t j = i; j < i + k; j++) {
+			mg_scope_t *sc = &t->fwd[j];
+			for (int q = 0; q < sc->n; q++) {
+				if ((j + 1 == i + k &&
+				     !strcmp(sc->names[q], m->ts->out)) ||
+				    mg_listed(m->ts->wcasts, sc->names[q]))
+					continue;
+				int64_t id = sc->ids[q];
+				mg_free(m, &id);
+				sc->ids[q] = -1;
+			}
+		}
 		i += k;
 	}
 }
 
-/* Recomputes the segment ending at layer last (backward of checkpoint). */
+/* Recomputes the segment first..last (the backward of its checkpoint):
+ * the forward again with grad, its activations freed by the segment's
+ * backward as usual.  The segment's original output went when the next
+ * segment's backward released its context; the recomputed one is held by
+ * the checkpoint's backward until it returns (*out_held).  A GPT-2 cache
+ * still held gets each layer's k and v concatenated again (twice the
+ * length, kept by the cache). */
 static void
-mg_recompute(mg_t *m, mg_tf_t *t, uint64_t first, uint64_t last)
+mg_recompute(mg_t *m, mg_tf_t *t, uint64_t first, uint64_t last,
+	     bool held, int64_t *out_held)
 {
 	mg_scope_t *lastsc = &t->fwd[last];
-	int32_t *o = mg_lookup(lastsc, m->ts->out, strlen(m->ts->out));
-	int64_t kept = o ? *o : -1;
+	mg_free_name(m, lastsc, m->ts->out, strlen(m->ts->out));
+	bool kv = m->kv_on;
+	if (!m->ts->ckpt_cache)
+		m->kv_on = false;
 	for (uint64_t j = first; j <= last; j++) {
 		mg_layer_fwd(m, t, j, true);
 		m->g->recompute++;
+		mg_scope_t *sc = &t->fwd[j];
+		for (int q = 0; held && q < sc->n; q++) {
+			if (sc->ids[q] < 0 ||
+			    !mg_listed(m->ts->kvcopies, sc->names[q]))
+				continue;
+			/* torch.cat([cache, k]): 2x the length */
+			uint64_t sz = m->g->sizes[sc->ids[q]];
+			int64_t cat = mg_alloc(m, 2 * sz);
+			int64_t id = sc->ids[q];
+			mg_free(m, &id);
+			sc->ids[q] = -1;
+			mg_free_name(m, &t->kv[j], sc->names[q],
+				     strlen(sc->names[q]));
+			mg_bind(m, &t->kv[j], sc->names[q],
+				strlen(sc->names[q]), cat);
+		}
 	}
-	/* the original output stays the one the next layer saved */
-	o = mg_lookup(lastsc, m->ts->out, strlen(m->ts->out));
-	if (o && kept >= 0) {
-		int64_t id = *o;
-		mg_free(m, &id);
-		*o = (int32_t)kept;
+	m->kv_on = kv;
+	int32_t *o = mg_lookup(lastsc, m->ts->out, strlen(m->ts->out));
+	if (o) {
+		*out_held = *o;
+		*o = -1;
 	}
 	for (uint64_t j = first; j <= last; j++)
 		mg_cast_exit(m, &t->fwd[j]);
@@ -658,17 +766,28 @@ mg_recompute(mg_t *m, mg_tf_t *t, uint64_t first, uint64_t last)
 static void
 mg_tf_backward(mg_t *m, mg_tf_t *t, const uint32_t *seg)
 {
-	/* segment start of each layer, if checkpointed */
+	bool held = mg_cache_held(m, seg);
+	int64_t out_held = -1;
 	for (uint64_t i = t->L; i-- > 0 && !m->err;) {
-		if (seg) {
+		uint64_t first = i;
+		if (seg) { /* the segment ending at layer i, if any */
 			for (uint64_t s = 0; s <= i; s++)
 				if (seg[s] && s + seg[s] - 1 == i) {
-					mg_recompute(m, t, s, i);
+					mg_recompute(m, t, s, i, held,
+						     &out_held);
 					break;
 				}
+			for (uint64_t s = 0; s <= i; s++)
+				if (seg[s] && s + seg[s] > i)
+					first = s;
 		}
 		mg_layer_bwd(m, t, i);
+		if (seg && i == first)
+			mg_free(m, &out_held); /* the checkpoint returns */
 	}
+	/* the last checkpoint's node goes, and the cache with it */
+	if (held)
+		mg_tf_kv_free(m, t);
 	mg_ctx_t x = {.cur = &t->prebwd, .prev = &t->bwd[0], .own = &t->pre,
 		      .next = &t->fwd[0], .pre = &t->pre, .tail = &t->tail};
 	mg_scope_reset(&t->prebwd);
@@ -907,6 +1026,7 @@ mg_transformer(mg_t *m)
 		 * step: for j in range(K): loss = model(x_j); loss.backward() */
 		for (uint64_t j = 0; j < K && !m->err; j++, fwd++) {
 			m->micro = j;
+			m->kv_on = !c->no_cache; /* HF's use_cache default */
 			m->T = c->seq[fwd % c->nseq];
 			m->batch_id = mg_alloc(m, m->B * m->T * 8);
 			if (!j)

@@ -17,7 +17,7 @@ const msim_tscripts_t msim_gpt2_fp32 = {
 	.pre = "t0=B*T*H*p t1=T*8 t2=T*8 -t1 t3=T*H*p t4=B*T*H*p t5=B*T*H "
 	       "t6=B*T*H*p -t4",
 	.layer = "-^t10 -^t26 t0=B*T*H*a t1=B*T*4 t2=B*T*4 t3=B*T*Q*a !ws "
-		 "t4=B*T*H*a t5=B*T*H*a t6=B*T*H*a t7=B*N*T*4 t8=B*T*H*a "
+		 "?c:t4=B*T*H*a ?c:t5=B*T*H*a t6=B*T*H*a t7=B*N*T*4 t8=B*T*H*a "
 		 "t9=B*T*H t10=B*T*H*a -t8 t11=B*T*H*a t12=B*T*H*a t13=B*T*4 "
 		 "t14=B*T*4 t15=B*T*F*a t16=B*T*F*a t17=B*T*F*a t18=B*T*F*a "
 		 "-t17 t19=B*T*F*a -t18 t20=B*T*F*a -t19 t21=B*T*F*a -t20 "
@@ -50,6 +50,9 @@ const msim_tscripts_t msim_gpt2_fp32 = {
 	.out = "t27",
 	.loss = "t7",
 	.casts = "",
+	.kvcopies = "t4 t5",
+	.wcasts = "",
+	.ckpt_cache = true,
 	.layer_params = 12,
 	.pre_params = 2,
 };
@@ -58,7 +61,7 @@ const msim_tscripts_t msim_gpt2_amp = {
 	.pre = "t0=B*T*H*p t1=T*8 t2=T*8 -t1 t3=T*H*p t4=B*T*H*p t5=B*T*H "
 	       "t6=B*T*H*p -t4",
 	.layer = "-^t20 -^t18 -^t41 t0=B*T*H*4 t1=B*T*4 t2=B*T*4 t3=H*Q*a "
-		 "t4=B*T*H*a t5=Q*a t6=B*T*Q*a !ws t7=B*T*H*a t8=B*T*H*a t9=8 "
+		 "t4=B*T*H*a t5=Q*a t6=B*T*Q*a !ws ?c:t7=B*T*H*a ?c:t8=B*T*H*a t9=8 "
 		 "t10=8 t11=B*T*H*a t12=B*N*T*4 t13=256 -t13 t14=H*H*a t15=H*a "
 		 "t16=B*T*H*a t17=B*T*H t18=B*T*H*a -t16 t19=B*T*H*4 -t0 "
 		 "t20=B*T*H*4 t21=B*T*4 t22=B*T*4 t23=H*F*a t24=B*T*H*a t25=F*a "
@@ -100,6 +103,9 @@ const msim_tscripts_t msim_gpt2_amp = {
 	.out = "t42",
 	.loss = "t10",
 	.casts = "t5 t15 t25 t38",
+	.kvcopies = "t7 t8",
+	.wcasts = "t3 t14 t23 t36",
+	.ckpt_cache = true,
 	.layer_params = 12,
 	.pre_params = 2,
 };
@@ -228,8 +234,8 @@ const msim_tscripts_t msim_llama_train = {
 	       "k1=T*D*4 cs=T*D*4 -k1 k2=T*D*4 sn=T*D*4 -k2 ?h:cb=T*D*2 "
 	       "?h:sb=T*D*2 -if -pe -fr -em ?h:-cs ?h:-sn",
 	.layer = "?h:-^^o " RMS_T("h", "a") "qp=B*T*H*a !ws kp=B*T*KD*a "
-		 "vp=B*T*KD*a " ROPE_F "-qp -kp kc=B*T*KD*a vc=B*T*KD*a "
-		 "-ke -vp ?r:xk=B*T*H*a ?r:xv=B*T*H*a y=B*T*H*a l=B*N*T*4 "
+		 "vp=B*T*KD*a " ROPE_F "-qp -kp ?c:kc=B*T*KD*a ?c:vc=B*T*KD*a "
+		 "?c:-ke ?c:-vp ?r:xk=B*T*H*a ?r:xv=B*T*H*a y=B*T*H*a l=B*N*T*4 "
 		 "at=B*T*H*a x1=B*T*H*a -at " RMS_T("h2", "b") "gt=B*T*F*a "
 		 "sl=B*T*F*a up=B*T*F*a pr=B*T*F*a dn=B*T*H*a o=B*T*H*a -dn "
 		 "?h:-x1",
@@ -247,7 +253,7 @@ const msim_tscripts_t msim_llama_train = {
 		"gb=B*T*H*a -gg -gb -@h2 " RMS_B("ga", "G8", "-@x1", "b", "g2", "@")
 		"-g2 G3=H*H*p gy=B*T*H*a dq=B*T*H*a dk=B*T*KD*a dv=B*T*KD*a "
 		"go=B*T*H*a d1=B*N*T*4 d2=B*N*T*4 -d1 -go da=B*T1*H*4 -d2 -da "
-		"-gy -@qe -@kc -@vc -@xk -@xv -@l -@y G2=H*KD*p hv=B*T*H*a -dv "
+		"-gy -@qe -@kc -@vc -@ke -@vp -@xk -@xv -@l -@y G2=H*KD*p hv=B*T*H*a -dv "
 		ROPE_B("dk", "KD", "KV") "G1=H*KD*p hk=B*T*H*a -r3 -hk "
 		ROPE_B("dq", "H", "N") "G0=H*H*p hq=B*T*H*a -r3 -hq -@h "
 		RMS_B("hv", "G7", "-@<o -@<e", "a", "g1", "@") "-g1 >^gi:gi",
@@ -259,6 +265,8 @@ const msim_tscripts_t msim_llama_train = {
 	.out = "o",
 	.loss = "t7",
 	.casts = "",
+	.kvcopies = "kc vc",
+	.wcasts = "",
 	.layer_params = 9,
 	.pre_params = 1,
 };

@@ -39,6 +39,8 @@
 #ifndef MSIM_TRACES_GEN_MODEL_SCRIPTS_H
 #define MSIM_TRACES_GEN_MODEL_SCRIPTS_H
 
+#include <stdbool.h>
+
 typedef struct msim_tscripts_s {
 	const char *pre;     /* embeddings */
 	const char *layer;   /* one block, forward */
@@ -48,6 +50,14 @@ typedef struct msim_tscripts_s {
 	const char *out;     /* name of a block's output */
 	const char *loss;    /* name of the loss in the head scope */
 	const char *casts;   /* names autocast frees at exit (space sep) */
+	const char *kvcopies; /* names of the copies of k and v that
+			       * use_cache=True's DynamicCache makes (and
+			       * SDPA saves) in a training forward */
+	const char *wcasts;   /* names of autocast's cached weight casts */
+	bool ckpt_cache;      /* the cache reaches checkpointed layers (HF
+			       * GPT2Model passes it positionally, so
+			       * GradientCheckpointingLayer does not drop
+			       * it); else use_cache is off in them */
 	unsigned layer_params; /* parameters a block */
 	unsigned pre_params;   /* parameters before the first block */
 } msim_tscripts_t;
