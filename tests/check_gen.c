@@ -301,6 +301,313 @@ START_TEST(test_gen_balanced)
 }
 END_TEST
 
+/* ---- decoders: Llama's layout, inference, generation, accumulation ---- */
+
+/* Live bytes just before the n-th allocation (0-based) of size bytes,
+ * or UINT64_MAX if there are fewer. */
+static uint64_t
+live_before(const msim_gen_t *g, uint64_t size, int n)
+{
+	uint64_t *sz = calloc(g->n + 1, sizeof(*sz)); /* ids are < n */
+	uint64_t live = 0, out = UINT64_MAX;
+	ck_assert_ptr_nonnull(sz);
+	for (size_t i = 0; i < g->n; i++) {
+		const msim_req_t *r = &g->reqs[i];
+		if (r->kind == MSIM_REQ_ALLOC) {
+			if (r->size == size && n-- == 0) {
+				out = live;
+				break;
+			}
+			sz[r->id] = r->size;
+			live += r->size;
+		} else {
+			live -= sz[r->id];
+		}
+	}
+	free(sz);
+	return out;
+}
+
+/* Allocations of exactly size bytes. */
+static int
+count_allocs(const msim_gen_t *g, uint64_t size)
+{
+	int n = 0;
+	for (size_t i = 0; i < g->n; i++)
+		n += g->reqs[i].kind == MSIM_REQ_ALLOC &&
+		     g->reqs[i].size == size;
+	return n;
+}
+
+/* L=2, H=64, heads 4 (head dim 16), 2 key/value heads (KD = 32), F=128,
+ * V=100.  Parameters: embed 6400; a layer: q 64x64 4096, k and v 64x32
+ * 2048 each, o 4096, gate, up, down 64x128 8192 each, two norms 64 =
+ * 36992; two layers 73984; norm 64; lm_head (untied) 6400: 86848. */
+#define LLAMA_TINY 86848u
+
+static void
+llama_tiny(msim_model_cfg_t *c)
+{
+	msim_model_defaults(c, MSIM_ARCH_LLAMA);
+	c->layers = 2, c->hidden = 64, c->heads = 4, c->kv_heads = 2;
+	c->ffn = 128, c->vocab = 100, c->positions = 64;
+	c->batch = 2, c->seq[0] = 16;
+}
+
+START_TEST(test_gen_llama_params)
+{
+	msim_model_cfg_t c;
+	/* Llama-2-7B: 32 x (4 x 4096^2 + 3 x 4096 x 11008 + 2 x 4096)
+	 * + 2 x 32000 x 4096 (embeddings, lm_head) + 4096 */
+	msim_model_defaults(&c, MSIM_ARCH_LLAMA);
+	ck_assert_uint_eq(msim_model_ffn(&c), 11008);
+	ck_assert_uint_eq(msim_model_params(&c), 6738415616ull);
+	/* GPT-2 small, lm_head tied to wte */
+	msim_model_defaults(&c, MSIM_ARCH_GPT2);
+	ck_assert_uint_eq(msim_model_params(&c), 124439808ull);
+	llama_tiny(&c);
+	ck_assert_uint_eq(msim_model_params(&c), LLAMA_TINY);
+	/* the parameters come first, fp32, with the rotary inv_freq buffer
+	 * (head dim / 2 = 8 floats) before lm_head: 22 allocations */
+	msim_gen_t g;
+	tiny_gen(&c, &g);
+	ck_assert_uint_eq(first_allocs(&g, 0, 22), 4 * LLAMA_TINY + 32);
+	ck_assert_uint_eq(first_allocs(&g, 20, 1), 32);
+	ck_assert_uint_eq(first_allocs(&g, 21, 1), 4 * 6400);
+	/* training leaves parameters, gradients, two AdamW states, the
+	 * buffer and the cuBLAS workspaces */
+	ck_assert_uint_eq(g.allocated, 16 * LLAMA_TINY + 32 + 65 * MSIM_MiB);
+	ck_assert(!g.failed);
+	msim_gen_clear(&g);
+}
+END_TEST
+
+START_TEST(test_gen_weights_quantized)
+{
+	/* weights=int8 (and fp8) on the bf16 tiny Llama: the linear weights
+	 * at 1 byte (2 layers x 36864 + lm_head 6400 = 80128 bytes), a bf16
+	 * scale per output channel (a layer:
+	 * 64 + 32 + 32 + 64 + 128 + 128 + 64 = 512; lm_head 100; 2 x 1124
+	 * bytes), the rest bf16 (embed 6400, 4 layer norms and the final
+	 * one, 320 elements: 13440 bytes), inv_freq 16 bytes. */
+	msim_model_cfg_t c;
+	llama_tiny(&c);
+	c.inference = true;
+	c.dtype = MSIM_DT_BF16;
+	c.weights = _i ? MSIM_W_FP8 : MSIM_W_INT8;
+	msim_gen_t g;
+	tiny_gen(&c, &g);
+	/* embed; a layer: 7 weights + 7 scales + 2 norms; norm; buffer;
+	 * lm_head and its scale: 1 + 2 x 16 + 1 + 1 + 2 = 37 */
+	ck_assert_uint_eq(first_allocs(&g, 0, 37), 80128 + 2248 + 13440 + 16);
+	/* the first projection dequantizes q_proj's weight to bf16
+	 * (64 x 64 x 2), multiplies (B x T x 64 x 2), scales into q */
+	uint64_t q = 2 * 16 * 64 * 2;
+	int found = 0; /* q_proj and o_proj, two layers */
+	for (size_t i = 0; i + 3 < g.n; i++)
+		found += g.reqs[i].kind == MSIM_REQ_ALLOC &&
+			 g.reqs[i].size == 8192 &&
+			 g.reqs[i + 1].kind == MSIM_REQ_ALLOC &&
+			 g.reqs[i + 1].size == q &&
+			 g.reqs[i + 2].kind == MSIM_REQ_FREE &&
+			 g.reqs[i + 2].id == g.reqs[i].id &&
+			 g.reqs[i + 3].kind == MSIM_REQ_ALLOC &&
+			 g.reqs[i + 3].size == q;
+	ck_assert_int_eq(found, 4);
+	ck_assert(!g.failed);
+	msim_gen_clear(&g);
+	/* training a quantized model is not modelled */
+	c.inference = false;
+	char why[256];
+	msim_gen_init(&g, false);
+	ck_assert_int_eq(msim_model_generate(&c, &g, why, sizeof(why)),
+			 MSIM_EINVAL);
+	ck_assert_ptr_nonnull(strstr(why, "--weights"));
+	msim_gen_clear(&g);
+}
+END_TEST
+
+START_TEST(test_gen_generate_cache)
+{
+	/* generate=3 on the fp32 tiny Llama, prompt 16: DynamicCache's
+	 * torch.cat copies k and v at each forward, B x S x KD x 4 bytes
+	 * (2 x S x 32 x 4): 2 layers x 2 a decode step, S = 17, 18, 19;
+	 * the prefill's logits are the last position's (B x V x 4 = 800),
+	 * never B x T x V; everything but the model is freed at the end. */
+	msim_model_cfg_t c;
+	llama_tiny(&c);
+	c.inference = true;
+	c.generate = 3;
+	msim_gen_t g;
+	tiny_gen(&c, &g);
+	for (uint64_t S = 17; S <= 19; S++)
+		ck_assert_int_eq(count_allocs(&g, 2 * S * 32 * 4), 4);
+	ck_assert_int_eq(count_allocs(&g, 2 * 100 * 4), 4);
+	ck_assert_int_eq(count_allocs(&g, 2 * 16 * 100 * 4), 0);
+	/* before the last step's first cat, the cache holds 2 layers x
+	 * (k, v) of S = 18 */
+	uint64_t before = live_before(&g, 2 * 19 * 32 * 4, 0);
+	ck_assert_uint_ge(before, 4 * 2 * 18 * 32 * 4);
+	ck_assert_uint_eq(g.allocated, 4 * LLAMA_TINY + 32 + 33 * MSIM_MiB);
+	ck_assert(!g.failed);
+	msim_gen_clear(&g);
+	/* a plain forward (no generate) keeps the whole logits; with
+	 * use_cache=False there are no copies of k and v: per layer 4
+	 * fewer tensors of B x T x KD x 4 bytes */
+	c.generate = 0;
+	tiny_gen(&c, &g);
+	ck_assert_int_eq(count_allocs(&g, 2 * 16 * 100 * 4), 1);
+	int with_cache = count_allocs(&g, 2 * 16 * 32 * 4);
+	msim_gen_clear(&g);
+	c.no_cache = true;
+	tiny_gen(&c, &g);
+	ck_assert_int_eq(with_cache - count_allocs(&g, 2 * 16 * 32 * 4),
+			 2 * 2);
+	msim_gen_clear(&g);
+}
+END_TEST
+
+START_TEST(test_gen_infer_tiny_peak)
+{
+	/* The tiny GPT-2 (one layer) under no_grad, fp32, by hand.  Its
+	 * peak is in gelu_new: the parameters (58560 x 4), the cuBLAS
+	 * workspaces (33 MiB), the batch 256, the embeddings (wte out 8192,
+	 * cache_position 128, wpe out 4096, their sum 8192), the cache's k
+	 * and v (8192 each), attn_output 8192, the residual 8192, ln_2's
+	 * output 8192, and four B x T x F x 4 = 32768 (c_fc's output,
+	 * 0.5 * x, x^3, 0.044715 * x^3). */
+	msim_model_cfg_t c;
+	tiny(&c, MSIM_DT_FP32);
+	c.layers = 1;
+	c.inference = true;
+	msim_gen_t g;
+	tiny_gen(&c, &g);
+	ck_assert_uint_eq(g.peak, 58560 * 4 + 33 * MSIM_MiB + 256 + 8192 +
+			  128 + 4096 + 8192 + 2 * 8192 + 3 * 8192 + 4 * 32768);
+	ck_assert_uint_eq(g.allocated, 58560 * 4 + 33 * MSIM_MiB);
+	msim_gen_clear(&g);
+}
+END_TEST
+
+/* The evaluation part of train_eval_emptycache.csv: Hugging Face GPT-2
+ * (6 layers, 512 wide, 8 heads) in fp32 under no_grad, batch 16 at 1024,
+ * 256 and 768 tokens, between the first and the second empty_cache().
+ * Returns its peak of live bytes. */
+static uint64_t
+eval_window_peak(void)
+{
+	FILE *fp = fopen(test_data("traces/train_eval_emptycache.csv"), "r");
+	ck_assert_ptr_nonnull(fp);
+	char line[512];
+	size_t cap = 1 << 14, n = 0;
+	struct { unsigned long long addr, size; } *live = calloc(cap,
+							      sizeof(*live));
+	ck_assert_ptr_nonnull(live);
+	uint64_t cur = 0, peak = 0;
+	int group = 0; /* empty_cache() calls seen (runs of segment_free) */
+	bool in_free = false;
+	while (fgets(line, sizeof(line), fp)) {
+		char action[32];
+		unsigned long long seq, t, addr, size, stream;
+		if (sscanf(line, "%llu,%llu,%31[a-z_],%llu,%llu,%llu", &seq,
+			   &t, action, &addr, &size, &stream) != 6)
+			continue;
+		bool sf = !strcmp(action, "segment_free");
+		if (sf && !in_free)
+			group++;
+		in_free = sf;
+		if (group >= 2 && sf && peak)
+			break;
+		if (!strcmp(action, "alloc")) {
+			ck_assert_uint_lt(n, cap);
+			live[n].addr = addr, live[n].size = size, n++;
+			cur += size;
+		} else if (!strcmp(action, "free_completed")) {
+			for (size_t i = 0; i < n; i++)
+				if (live[i].addr == addr) {
+					cur -= live[i].size;
+					live[i] = live[--n];
+					break;
+				}
+		}
+		if (group == 1 && cur > peak)
+			peak = cur;
+	}
+	fclose(fp);
+	free(live);
+	return peak;
+}
+
+START_TEST(test_gen_infer_vs_recording)
+{
+	/* The generated inference of the same model and batches has the
+	 * recorded peak exactly, but for the 32 MiB cuBLAS workspace of
+	 * autograd's thread that the recording kept from its training. */
+	msim_model_cfg_t c;
+	msim_model_defaults(&c, MSIM_ARCH_GPT2);
+	c.layers = 6, c.hidden = 512, c.heads = 8, c.batch = 16;
+	c.seq[0] = 1024, c.seq[1] = 256, c.seq[2] = 768, c.nseq = 3;
+	c.steps = 3, c.inference = true;
+	msim_gen_t g;
+	tiny_gen(&c, &g);
+	ck_assert_uint_eq(g.peak + 32 * MSIM_MiB, eval_window_peak());
+	ck_assert_uint_eq(eval_window_peak(), 3978823680ull);
+	msim_gen_clear(&g);
+}
+END_TEST
+
+START_TEST(test_gen_accum)
+{
+	/* accum=K on the tiny GPT-2 (fp32), micro-batches of 16, 15 (and
+	 * 14) tokens, so that each batch (B x T x 8 bytes: 240, 224) is the
+	 * first allocation of its size: after the first micro-batch the
+	 * gradients stay (no zero_grad, no step), so the next batches are
+	 * allocated over parameters, one set of gradients (added in place)
+	 * and the workspaces, and no AdamW state yet (one step, after the
+	 * last); a step ends with one set of gradients and two states. */
+	msim_model_cfg_t c;
+	tiny(&c, MSIM_DT_FP32);
+	c.accum = 2 + (uint64_t)_i;
+	c.seq[0] = 16, c.seq[1] = 15, c.seq[2] = 14, c.nseq = 3;
+	msim_gen_t g;
+	tiny_gen(&c, &g);
+	uint64_t p = 4 * (uint64_t)TINY_PARAMS;
+	ck_assert_uint_eq(live_before(&g, 2 * 15 * 8, 0),
+			  2 * p + 65 * MSIM_MiB);
+	if (c.accum == 3)
+		ck_assert_uint_eq(live_before(&g, 2 * 14 * 8, 0),
+				  2 * p + 65 * MSIM_MiB);
+	ck_assert_uint_eq(g.allocated, 4 * p + 65 * MSIM_MiB);
+	ck_assert(!g.failed);
+	msim_gen_clear(&g);
+}
+END_TEST
+
+START_TEST(test_gen_checkpoint_cache)
+{
+	/* HF GPT-2 checkpointed: the cache's k and v copies of every layer
+	 * (2 x B x T x H x 4 = 131072 a layer at batch 8 x 32) are alive at
+	 * the head's peak (a vocabulary of 8000 makes the logits, 8 x 32 x
+	 * 8000 x 4, the largest tensors; SGD keeps the step below it), so
+	 * use_cache=True costs exactly 2 layers x 131072 there. */
+	msim_model_cfg_t c;
+	tiny(&c, MSIM_DT_FP32);
+	c.vocab = 8000, c.batch = 8, c.seq[0] = 32;
+	c.optimizer = MSIM_OPT_SGD;
+	c.ckpt.kind = MSIM_CKPT_EVERY;
+	c.ckpt.k = 1;
+	msim_gen_t g;
+	tiny_gen(&c, &g);
+	uint64_t with = g.peak;
+	msim_gen_clear(&g);
+	c.no_cache = true;
+	tiny_gen(&c, &g);
+	ck_assert_uint_eq(with - g.peak, 2 * 131072);
+	ck_assert(!g.failed);
+	msim_gen_clear(&g);
+}
+END_TEST
+
 /* ---- strategies and random ------------------------------------------- */
 
 START_TEST(test_strategy_registry)
@@ -392,6 +699,13 @@ gen_suite(void)
 	tcase_add_loop_test(tc, test_gen_adamw_state_bytes, 0, 2);
 	tcase_add_test(tc, test_gen_checkpoint_recompute);
 	tcase_add_test(tc, test_gen_balanced);
+	tcase_add_test(tc, test_gen_llama_params);
+	tcase_add_loop_test(tc, test_gen_weights_quantized, 0, 2);
+	tcase_add_test(tc, test_gen_generate_cache);
+	tcase_add_test(tc, test_gen_infer_tiny_peak);
+	tcase_add_test(tc, test_gen_infer_vs_recording);
+	tcase_add_loop_test(tc, test_gen_accum, 0, 2);
+	tcase_add_test(tc, test_gen_checkpoint_cache);
 	tcase_add_test(tc, test_strategy_registry);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("random");

@@ -118,6 +118,21 @@ $MEMSIM gen model --arch gpt2 --layers 2 --hidden 64 --heads 4 --vocab 100 \
 	--positions 32 --batch 2 --seq 16,8 --dtype bf16-amp --steps 2 \
 	--checkpoint every:1 -o "$tmp/gen.csv" 2>/dev/null || fail "gen model"
 $MEMSIM run "$tmp/gen.csv" | grep -q "allocated" || fail "run of gen model"
+$MEMSIM gen model --arch llama --layers 2 --hidden 64 --heads 4 --kv-heads 2 \
+	--vocab 100 --positions 64 --batch 2 --seq 16 --dtype bf16 --inference \
+	--generate 4 --weights int8 -o "$tmp/gen.csv" 2>/dev/null || fail "gen llama"
+$MEMSIM run "$tmp/gen.csv" | grep -q "allocated" || fail "run of gen llama"
+$MEMSIM run model:arch=gpt2,layers=2,hidden=64,heads=4,vocab=100,positions=32,batch=2,seq=16,accum=2 |
+	grep -q "allocated" || fail "run of model spec with accum"
+expect_error "generate: needs --inference" $MEMSIM run \
+	model:arch=gpt2,layers=2,hidden=64,heads=4,vocab=100,generate=2
+expect_error "--weights: unknown weights 'int4'" $MEMSIM gen model \
+	--arch llama --inference --weights int4 -o "$tmp/x.csv"
+expect_error "weight-only quantization is modelled for decoder inference" \
+	$MEMSIM gen model --arch llama --weights int8 -o "$tmp/x.csv"
+expect_error "pass --positions=32" $MEMSIM gen model --arch gpt2 --layers 2 \
+	--hidden 64 --heads 4 --vocab 100 --positions 32 --seq 30 --inference \
+	--generate 3 -o "$tmp/x.csv"
 $MEMSIM gen random --seed 7 --requests 500 --streams 2 -o "$tmp/rnd.csv" \
 	2>/dev/null || fail "gen random"
 $MEMSIM run "$tmp/rnd.csv" | grep -q "allocated" || fail "run of gen random"
