@@ -57,7 +57,7 @@ typedef struct mg_s {
 	uint64_t *psize;  /* bytes of each parameter */
 	int64_t *grad;    /* id of each parameter's gradient, -1 if none */
 	unsigned np;
-	bool ws_fwd, ws_bwd;
+	bool ws_fwd, ws_bwd, ws_bwd_lt;
 	int64_t batch_id, loss_id;
 	bool opt_state;    /* optimizer state exists */
 	int64_t *state;    /* ids of the optimizer state, 2 a parameter */
@@ -216,13 +216,30 @@ mg_scope_drop(mg_t *m, mg_scope_t *sc, const char *keep)
 	}
 }
 
+/*
+ * The cuBLAS workspaces, allocated through the caching allocator at a
+ * handle's first use: 32 MiB for cuBLAS (the Hopper default) and 1 MiB
+ * for cuBLASLt, which only the linear layers with a bias use (addmm's
+ * gemm_and_bias epilogue; Llama's bias-free projections and a
+ * weight-only layer's torch.mm do not).  Autograd's device thread has
+ * its own handle, so its own workspaces: cuBLAS's at the first backward
+ * matmul, cuBLASLt's when a checkpoint's recompute runs a biased layer
+ * there (rec: the "!ws" of a recomputed forward).
+ */
 static void
-mg_workspace(mg_t *m, bool bwd)
+mg_workspace(mg_t *m, bool bwd, bool rec)
 {
-	if (!bwd && !m->ws_fwd) {
+	bool lt = m->cfg->arch != MSIM_ARCH_LLAMA && !m->quant;
+	if (rec) {
+		if (lt && !m->ws_bwd_lt) {
+			m->ws_bwd_lt = true;
+			mg_alloc(m, 1 * MSIM_MiB);
+		}
+	} else if (!bwd && !m->ws_fwd) {
 		m->ws_fwd = true;
 		mg_alloc(m, 32 * MSIM_MiB); /* cuBLAS, Hopper default */
-		mg_alloc(m, 1 * MSIM_MiB);  /* cuBLASLt */
+		if (lt)
+			mg_alloc(m, 1 * MSIM_MiB);  /* cuBLASLt */
 	} else if (bwd && !m->ws_bwd) {
 		m->ws_bwd = true; /* autograd's device thread: its own handle */
 		mg_alloc(m, 32 * MSIM_MiB);
@@ -380,9 +397,9 @@ mg_run(mg_t *m, const char *script, const mg_ctx_t *x)
 		}
 		if (tok[0] == '!') {
 			if (len == 3 && !memcmp(tok, "!ws", 3))
-				mg_workspace(m, false);
+				mg_workspace(m, false, x->local_frees);
 			else if (len == 4 && !memcmp(tok, "!wsb", 4))
-				mg_workspace(m, true);
+				mg_workspace(m, true, false);
 			else if (len == 5 && !memcmp(tok, "!exit", 5))
 				mg_exit_all(m);
 			else if (len == 6 && !memcmp(tok, "!batch", 6))
@@ -1250,7 +1267,7 @@ mg_resnet50(mg_t *m)
 		int64_t fcw = amp ? mg_alloc(m, 1000 * 2048 * 2) : -1;
 		int64_t fcb = amp ? mg_alloc(m, 1000 * 2) : -1;
 		int64_t logits = mg_alloc(m, B * 1000 * a);
-		mg_workspace(m, false);
+		mg_workspace(m, false, false);
 		int64_t lf = amp ? mg_alloc(m, B * 1000 * 4) : -1;
 		int64_t lsm = mg_alloc(m, B * 1000 * 4);
 		int64_t loss = mg_alloc(m, 4);
@@ -1272,7 +1289,7 @@ mg_resnet50(mg_t *m)
 		else
 			g3 = g2;
 		unsigned pi = m->np - 2;
-		mg_workspace(m, true);
+		mg_workspace(m, true, false);
 		int64_t dav = mg_alloc(m, B * 2048 * a);
 		rn_grad(m, pi, 1000 * 2048 * 2);
 		rn_grad(m, pi + 1, 1000 * 2);
