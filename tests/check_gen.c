@@ -369,6 +369,11 @@ START_TEST(test_gen_llama_params)
 	/* GPT-2 small, lm_head tied to wte */
 	msim_model_defaults(&c, MSIM_ARCH_GPT2);
 	ck_assert_uint_eq(msim_model_params(&c), 124439808ull);
+	/* 400 tiny GPT-2 blocks (4804 parameter tensors: more than the
+	 * generator's old fixed table of 4096 held) */
+	tiny(&c, MSIM_DT_FP32);
+	c.layers = 400;
+	ck_assert_uint_eq(msim_model_params(&c), 400 * 49984 + 6400 + 2048 + 128);
 	llama_tiny(&c);
 	ck_assert_uint_eq(msim_model_params(&c), LLAMA_TINY);
 	/* the parameters come first, fp32, with the rotary inv_freq buffer

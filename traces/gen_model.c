@@ -28,7 +28,6 @@
 #include "traces/gen_model_scripts.h"
 
 #define MG_NAMES 96
-#define MG_MAXPARAM 4096
 
 typedef struct mg_scope_s {
 	char names[MG_NAMES][8];
@@ -56,7 +55,7 @@ typedef struct mg_s {
 	uint64_t micro;    /* micro-batch of the step (gradient accumulation) */
 	uint64_t *psize;  /* bytes of each parameter */
 	int64_t *grad;    /* id of each parameter's gradient, -1 if none */
-	unsigned np;
+	unsigned np, maxparam;
 	bool ws_fwd, ws_bwd, ws_bwd_lt;
 	int64_t batch_id, loss_id;
 	bool opt_state;    /* optimizer state exists */
@@ -511,7 +510,7 @@ mg_run(mg_t *m, const char *script, const mg_ctx_t *x)
 static void
 mg_param(mg_t *m, uint64_t elems)
 {
-	if (m->np < MG_MAXPARAM)
+	if (m->np < m->maxparam)
 		m->psize[m->np++] = elems * m->p;
 }
 
@@ -844,7 +843,7 @@ mg_linear(mg_t *m, uint64_t in, uint64_t out)
 		mg_param(m, in * out);
 		return;
 	}
-	if (m->np + 1 < MG_MAXPARAM) {
+	if (m->np + 1 < m->maxparam) {
 		m->psize[m->np++] = in * out; /* 1 byte an element */
 		m->psize[m->np++] = out * m->a;
 	}
@@ -1503,14 +1502,17 @@ mg_generate_x(const msim_model_cfg_t *c, msim_gen_t *g, const uint32_t *seg,
 	m.batch_id = -1;
 	m.scaler[0] = m.scaler[1] = -1;
 	m.found_inf = m.inv_scale = -1;
-	m.psize = calloc(MG_MAXPARAM, sizeof(*m.psize));
-	m.grad = malloc(MG_MAXPARAM * sizeof(*m.grad));
-	m.state = malloc(2 * MG_MAXPARAM * sizeof(*m.state));
+	/* a block has at most 16 parameters (32 entries with quantized
+	 * weights' scales); ResNet-50 161 */
+	m.maxparam = 256 + 32 * (unsigned)(c->layers < 1000 ? c->layers : 1000);
+	m.psize = calloc(m.maxparam, sizeof(*m.psize));
+	m.grad = malloc(m.maxparam * sizeof(*m.grad));
+	m.state = malloc(2 * (size_t)m.maxparam * sizeof(*m.state));
 	if (!m.psize || !m.grad || !m.state) {
 		mg_fail(&m, MSIM_ENOMEM, "out of host memory");
 		goto out;
 	}
-	for (unsigned i = 0; i < MG_MAXPARAM; i++)
+	for (unsigned i = 0; i < m.maxparam; i++)
 		m.grad[i] = m.state[2 * i] = m.state[2 * i + 1] = -1;
 	if (c->arch == MSIM_ARCH_RESNET50) {
 		mg_resnet50(&m);
