@@ -47,5 +47,7 @@ int msim_cmd_gen(int argc, char **argv);
 int msim_cmd_gen_random(int argc, char **argv);
 int msim_cmd_convert(int argc, char **argv);
 int msim_cmd_info(int argc, char **argv);
+int msim_cmd_explain(int argc, char **argv);
+int msim_cmd_summary(int argc, char **argv);
 
 #endif
