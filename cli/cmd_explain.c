@@ -288,6 +288,28 @@ print_json(const msim_explain_t *ex, const char *trace)
 	printf("\n}\n");
 }
 
+void
+msim_cli_warn_settings(const msim_policy_ops_t *ops, const msim_params_t *pv,
+		       bool has_cap)
+{
+	char warn[4][256];
+	size_t n = msim_explain_warnings(ops, pv, has_cap, warn, 4);
+	for (size_t i = 0; i < n; i++)
+		fprintf(stderr, "memsim: warning: %s\n", warn[i]);
+}
+
+void
+msim_cli_explain(const msim_explain_config_t *cfg)
+{
+	msim_explain_t *ex;
+	char why[1024];
+	if (msim_explain_run(cfg, &ex, why, sizeof(why)))
+		msim_cli_die("%s", why);
+	printf("\n");
+	print_text(ex, cfg->trace, false);
+	msim_explain_destroy(ex);
+}
+
 static int
 cmd_explain_common(int argc, char **argv, bool summary)
 {
@@ -390,13 +412,10 @@ cmd_explain_common(int argc, char **argv, bool summary)
 		msim_cli_die("out of memory");
 	if (msim_params_parse(&pv, conf))
 		msim_cli_die("--alloc-conf: %s", pv.errmsg);
-	char warn[4][256];
-	size_t nwarn = msim_explain_warnings(cfg.policy, &pv,
-					     cfg.cap || cfg.fraction > 0,
-					     warn, 4);
+	if (!quiet)
+		msim_cli_warn_settings(cfg.policy, &pv,
+				       cfg.cap || cfg.fraction > 0);
 	msim_params_clear(&pv);
-	for (size_t i = 0; i < nwarn && !quiet; i++)
-		fprintf(stderr, "memsim: warning: %s\n", warn[i]);
 	msim_explain_t *ex;
 	char why[1024];
 	if (msim_explain_run(&cfg, &ex, why, sizeof(why)))

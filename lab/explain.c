@@ -427,8 +427,9 @@ ex_alternatives(const msim_explain_config_t *cfg,
 			return rc;
 	}
 	/* The smallest cap it fits under, by bisection in 2 MiB steps
-	 * between the uncapped run's peak allocated (cannot fit below) and
-	 * its peak reserved (fits: the run never reaches the cap). */
+	 * between just under the uncapped run's peak allocated (nothing
+	 * below it fits) and its peak reserved (fits: the run never reaches
+	 * the cap).  Fitting is taken to be monotone in the cap. */
 	msim_summary_t sum;
 	msim_stats_t st;
 	if ((rc = ex_replay(cfg, ops, conf, 0, NULL, &sum, &st, NULL, NULL,
@@ -440,7 +441,7 @@ ex_alternatives(const msim_explain_config_t *cfg,
 	uint64_t step = 2 * MSIM_MiB;
 	uint64_t lo = (uint64_t)st.allocated_bytes[MSIM_POOL_ALL].peak;
 	uint64_t hi = (uint64_t)st.reserved_bytes[MSIM_POOL_ALL].peak;
-	lo = lo / step * step;
+	lo = lo ? (lo - 1) / step * step : 0; /* a cap of lo may fit */
 	hi = (hi + step - 1) / step * step;
 	while (hi - lo > step) {
 		uint64_t mid = (lo + (hi - lo) / 2) / step * step;
