@@ -58,5 +58,7 @@ void msim_cli_warn_settings(const struct msim_policy_ops_s *ops,
 struct msim_explain_config_s;
 void msim_cli_explain(const struct msim_explain_config_s *cfg);
 int msim_cmd_summary(int argc, char **argv);
+/* memsim plot --kind breakdown TRACE (cli/cmd_explain.c). */
+int msim_cli_plot_breakdown(int argc, char **argv);
 
 #endif

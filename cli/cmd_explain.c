@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "lab/explain.h"
@@ -83,6 +84,11 @@ usage_explain(FILE *fp, const char *name)
 			"other settings\n"
 			"      --summary           also print memory_summary() "
 			"at the peak\n"
+			"      --plot OUT          draw the breakdown as stacked "
+			"bars (.png, .svg, .pdf)\n"
+			"      --export CSV        write the breakdown's data "
+			"(MiB) as CSV\n"
+			"      --title TEXT        the plot's title\n"
 			"      --json              one JSON object\n");
 	fprintf(fp,
 		"  -q, --quiet             no warnings about settings that "
@@ -311,7 +317,7 @@ msim_cli_explain(const msim_explain_config_t *cfg)
 }
 
 static int
-cmd_explain_common(int argc, char **argv, bool summary)
+cmd_explain_common(int argc, char **argv, bool summary, bool plot_only)
 {
 	static const struct option longopts[] = {
 		{"policy", required_argument, NULL, 'p'},
@@ -329,6 +335,11 @@ cmd_explain_common(int argc, char **argv, bool summary)
 		{"at", required_argument, NULL, 'a'},
 		{"abbreviated", no_argument, NULL, 'b'},
 		{"json", no_argument, NULL, 'j'},
+		{"plot", required_argument, NULL, 'P'},
+		{"output", required_argument, NULL, 'o'},
+		{"export", required_argument, NULL, 'E'},
+		{"title", required_argument, NULL, 'T'},
+		{"kind", required_argument, NULL, 'k'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -339,9 +350,11 @@ cmd_explain_common(int argc, char **argv, bool summary)
 				     .topt = {.deferred_frees = true}};
 	bool json = false, quiet = false, with_summary = false;
 	bool at_peak = false, abbreviated = false, requests_only = false;
+	const char *plot = NULL, *export = NULL, *title = NULL;
 	int c;
 	char *end;
-	while ((c = getopt_long(argc, argv, "p:c:qh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:c:o:k:qh", longopts, NULL)) !=
+	       -1) {
 		switch (c) {
 		case 'p': policy = optarg; break;
 		case 'c': conf = optarg; break;
@@ -390,6 +403,14 @@ cmd_explain_common(int argc, char **argv, bool summary)
 			break;
 		case 'b': abbreviated = true; break;
 		case 'j': json = true; break;
+		case 'P': case 'o': plot = optarg; break;
+		case 'E': export = optarg; break;
+		case 'T': title = optarg; break;
+		case 'k':
+			if (strcmp(optarg, "breakdown"))
+				msim_cli_die("--kind: '%s': memsim plot --kind "
+					     "breakdown takes a trace", optarg);
+			break;
 		case 'q': quiet = true; break;
 		case 'h': usage_explain(stdout, name); return 0;
 		default: usage_explain(stderr, name); return 2;
@@ -399,6 +420,10 @@ cmd_explain_common(int argc, char **argv, bool summary)
 		usage_explain(stderr, name);
 		return 2;
 	}
+	if (plot_only && !plot)
+		msim_cli_die("--kind breakdown needs -o OUT (.png, .svg, .pdf)");
+	if (plot_only)
+		cfg.alternatives = false;
 	if (cfg.cap && cfg.fraction)
 		msim_cli_die("give --cap or --fraction, not both");
 	cfg.topt.deferred_frees = !requests_only;
@@ -420,6 +445,32 @@ cmd_explain_common(int argc, char **argv, bool summary)
 	char why[1024];
 	if (msim_explain_run(&cfg, &ex, why, sizeof(why)))
 		msim_cli_die("%s", why);
+	if (plot || export) {
+		char tmpl[] = "/tmp/memsim-breakdown-XXXXXX";
+		const char *csv = export;
+		if (!csv) {
+			int fd = mkstemp(tmpl);
+			if (fd < 0)
+				msim_cli_die("cannot create a temporary file");
+			close(fd);
+			csv = tmpl;
+		}
+		char t[3072];
+		snprintf(t, sizeof(t), "%s: %s %s", cfg.trace, ex->policy,
+			 ex->params);
+		int rc = msim_explain_plot(ex, csv, plot, title ? title : t,
+					   msim_cli_plots_dir(), GNUPLOT_PATH,
+					   why, sizeof(why));
+		if (!export)
+			unlink(tmpl);
+		if (rc)
+			msim_cli_die("--plot: %s", why);
+		if (plot_only) {
+			printf("plotted    %s\n", plot);
+			msim_explain_destroy(ex);
+			return 0;
+		}
+	}
 	if (summary) {
 		char buf[8192];
 		msim_memory_summary(at_peak ? &ex->peak.st : &ex->end, 0,
@@ -437,11 +488,17 @@ cmd_explain_common(int argc, char **argv, bool summary)
 int
 msim_cmd_explain(int argc, char **argv)
 {
-	return cmd_explain_common(argc, argv, false);
+	return cmd_explain_common(argc, argv, false, false);
+}
+
+int
+msim_cli_plot_breakdown(int argc, char **argv)
+{
+	return cmd_explain_common(argc, argv, false, true);
 }
 
 int
 msim_cmd_summary(int argc, char **argv)
 {
-	return cmd_explain_common(argc, argv, true);
+	return cmd_explain_common(argc, argv, true, false);
 }

@@ -16,6 +16,7 @@
 
 #include "lab/explain.h"
 #include "lab/sweep.h"
+#include "plots/plot.h"
 #include "policies/pytorch.h"
 #include "policies/registry.h"
 #include "sim/device.h"
@@ -768,4 +769,44 @@ msim_explain_warnings(const msim_policy_ops_t *ops, const msim_params_t *pv,
 			 "set_per_process_memory_fraction: give --cap)",
 			 ops->name, pv->v[gc].text);
 	return k;
+}
+
+int
+msim_explain_plot(const msim_explain_t *ex, const char *csv_path,
+		  const char *out, const char *title, const char *plots_dir,
+		  const char *gnuplot, char *why, size_t whylen)
+{
+	FILE *fp = fopen(csv_path, "w");
+	if (!fp) {
+		snprintf(why, whylen, "%s: cannot write", csv_path);
+		return MSIM_EIO;
+	}
+	/* The parts, bottom to top: categories (untagged last), then the
+	 * cache. */
+	fprintf(fp, "moment");
+	for (int k = 1; k <= MSIM_NCAT; k++)
+		fprintf(fp, ",%s", msim_category_name(k % MSIM_NCAT));
+	fprintf(fp, ",pending free,inactive split,whole free segments\n");
+	const msim_explain_moment_t *m[2] = {&ex->peak, &ex->at_oom};
+	const char *name[2] = {"peak reserved", "out of memory"};
+	for (int i = 0; i < (ex->oom ? 2 : 1); i++) {
+		fprintf(fp, "%s", name[i]);
+		for (int k = 1; k <= MSIM_NCAT; k++)
+			fprintf(fp, ",%.3f", (double)m[i]->cat_bytes[k %
+				MSIM_NCAT] / (double)MSIM_MiB);
+		fprintf(fp, ",%.3f,%.3f,%.3f\n",
+			(double)m[i]->pending[MSIM_POOL_ALL] / (double)MSIM_MiB,
+			(double)m[i]->split_free[MSIM_POOL_ALL] /
+				(double)MSIM_MiB,
+			(double)m[i]->whole_free[MSIM_POOL_ALL] /
+				(double)MSIM_MiB);
+	}
+	if (fclose(fp)) {
+		snprintf(why, whylen, "%s: cannot write", csv_path);
+		return MSIM_EIO;
+	}
+	if (!out)
+		return 0;
+	return msim_plot_run(plots_dir, gnuplot, "breakdown", csv_path, out,
+			     title, why, whylen);
 }

@@ -124,6 +124,17 @@ void msim_explain_destroy(msim_explain_t *ex);
 size_t msim_explain_oom_message(const msim_explain_t *ex, char *buf,
 				size_t n);
 
+/*
+ * Writes ex's breakdown as CSV to csv_path (header "moment,<part>,...",
+ * a row per moment: peak, and oom if any; MiB) and, with out, draws it
+ * with plots/breakdown.gp (plots_dir, gnuplot as for msim_plot_run()).
+ * Returns 0, or an error with why.
+ */
+int msim_explain_plot(const msim_explain_t *ex, const char *csv_path,
+		      const char *out, const char *title,
+		      const char *plots_dir, const char *gnuplot, char *why,
+		      size_t whylen);
+
 /* PyTorch's format_size(): "512 bytes", "1.50 KiB", "20.00 MiB", ... */
 char *msim_torch_format_size(uint64_t size, char *buf, size_t n);
 

@@ -431,7 +431,11 @@ pk_frame(pk_t *p, pk_fr_t *l, const pk_fr_t *fr)
 {
 	const char *file = pk_str(p, fr->file);
 	const char *name = pk_str(p, fr->name);
-	bool torch = strstr(file, "/torch/") != NULL;
+	/* PyTorch's own files: an installed torch package, or a source
+	 * tree's torch/ (a virtualenv under /opt/torch is not one). */
+	const char *pk = strstr(file, "-packages/");
+	bool torch = pk ? !strncmp(pk + 10, "torch/", 6)
+			: strstr(file, "/torch/") != NULL;
 	if (strstr(file, "/torch/optim/") ||
 	    (pk_ends(file, "/torch/amp/grad_scaler.py") &&
 	     (!strcmp(name, "step") || !strcmp(name, "unscale_"))))
