@@ -160,8 +160,8 @@ print_text(const msim_explain_t *ex, const char *trace, bool summary)
 		printf("cap        %s (%" PRIu64 " bytes)\n",
 		       fb(ex->cap, a, sizeof(a)), ex->cap);
 	const msim_explain_moment_t *m = &ex->peak;
-	printf("\nAt peak reserved, %s (%" PRIu64 " bytes), after request %"
-	       PRIu64 ":\n", fb(m->reserved[MSIM_POOL_ALL], a, sizeof(a)),
+	printf("\nAt peak reserved, %s (%" PRIu64 " bytes), after %"
+	       PRIu64 " requests:\n", fb(m->reserved[MSIM_POOL_ALL], a, sizeof(a)),
 	       m->reserved[MSIM_POOL_ALL], m->request);
 	print_moment(ex, m);
 	uint64_t smi = m->reserved[MSIM_POOL_ALL] + ex->context_bytes;
