@@ -32,7 +32,7 @@ typedef struct gt_case_s {
 	const char *seq;
 } gt_case_t;
 
-/* The runs of ../shared/groundtruth/recipe.py. */
+/* The recorded runs of tests/data/traces (H200, torch 2.11). */
 static const gt_case_t gt_cases[] = {
 	{"gpt2_fp32", MSIM_ARCH_GPT2, MSIM_DT_FP32, MSIM_OPT_ADAMW, 8, 3, 0,
 	 "1024"},
