@@ -67,5 +67,9 @@ grep -q "^| \`meta\` | .*\`schema_version\` (\`$v\`)" "$readme" ||
 grep -q "^One SQLite file, schema version $v " "$readme" ||
 	fail "README does not say schema version $v"
 
+# The quick start's first step is in every tree, the tarball's included
+# (make distcheck runs this from the unpacked tarball).
+[ -x "$top/build-aux/setup-debian" ] || fail "build-aux/setup-debian is missing"
+
 [ "$fails" -eq 0 ] && echo "docs: all passed"
 exit "$fails"
