@@ -36,7 +36,7 @@ typedef struct ex_obs_s {
 	uint64_t seq;        /* observed requests */
 	uint64_t nreq;       /* allocs and frees (the engine's count) */
 	uint64_t best;       /* peak reserved bytes so far */
-	uint64_t best_seq, best_req; /* where it was first reached */
+	uint64_t best_seq;   /* where it was first reached */
 	uint64_t stop_seq;   /* 0: never */
 	bool stop;
 	bool oom;
@@ -159,7 +159,6 @@ ex_observe(void *ctx, const msim_req_t *req, int rc)
 		if (reserved > o->best) {
 			o->best = reserved;
 			o->best_seq = o->seq;
-			o->best_req = o->nreq;
 		}
 		break;
 	case MSIM_REQ_FREE_REQUESTED:
