@@ -534,7 +534,10 @@ msim_explain_run(const msim_explain_config_t *cfg, msim_explain_t **out,
 		int64_t res = ex->at_oom.st.reserved_bytes[MSIM_POOL_ALL].current;
 		/* round_size() of the request, as the policy logged it */
 		uint64_t rounded = oom_rounded ? oom_rounded : ex->oom_size;
-		ex->oom_alloc_size = msim_pytorch_segment_size(rounded, large);
+		/* PyTorch names the segment it tried; other policies the
+		 * block */
+		ex->oom_alloc_size = strcmp(ops->name, "pytorch") ? rounded
+			: msim_pytorch_segment_size(rounded, large);
 		uint64_t used = (uint64_t)res + ex->context_bytes;
 		ex->oom_device_free = used < ex->capacity ? ex->capacity - used
 							  : 0;
