@@ -66,7 +66,7 @@ enum {
 
 /* Roles of containers. */
 enum { R_NONE, R_ROOT, R_TRACES, R_DEVLIST, R_ENTRY, R_SEGLIST, R_SEG,
-       R_BLOCKLIST, R_BLOCK };
+       R_BLOCKLIST, R_BLOCK, R_SETTINGS };
 
 /* Names the reader looks for: codes of V_STR values. */
 enum {
@@ -76,6 +76,9 @@ enum {
 	S_SEGMENTS, S_DEVICE, S_ADDRESS, S_TOTAL_SIZE, S_ALLOCATED_SIZE,
 	S_ACTIVE_SIZE, S_REQUESTED_SIZE, S_SEGMENT_TYPE, S_IS_EXPANDABLE,
 	S_BLOCKS, S_STATE, S_SMALL, S_LARGE,
+	/* allocator_settings (PyTorch 2.4 and later) */
+	S_ALLOC_SETTINGS, S_PTCONF, S_EXPANDABLE, S_MAXSPLIT, S_GCTHRESH,
+	S_AWAITING, /* "active_awaiting_free": a pending free's other name */
 	S_STATE0, /* S_STATE0 + MSIM_SNAP_*: a block state */
 	S_NKEYS = S_STATE0 + MSIM_SNAP_NSTATES,
 	S_ACT0 = 32, /* S_ACT0 + msim_action_t: an action name */
@@ -93,6 +96,12 @@ static const char *const pk_keys[S_NKEYS] = {
 	[S_SEGMENT_TYPE] = "segment_type", [S_IS_EXPANDABLE] = "is_expandable",
 	[S_BLOCKS] = "blocks", [S_STATE] = "state", [S_SMALL] = "small",
 	[S_LARGE] = "large",
+	[S_ALLOC_SETTINGS] = "allocator_settings",
+	[S_PTCONF] = "PYTORCH_CUDA_ALLOC_CONF",
+	[S_EXPANDABLE] = "expandable_segments",
+	[S_MAXSPLIT] = "max_split_size",
+	[S_GCTHRESH] = "garbage_collection_threshold",
+	[S_AWAITING] = "active_awaiting_free",
 	[S_STATE0 + MSIM_SNAP_INACTIVE] = "inactive",
 	[S_STATE0 + MSIM_SNAP_ALLOCATED] = "active_allocated",
 	[S_STATE0 + MSIM_SNAP_PENDING_FREE] = "active_pending_free",
@@ -113,7 +122,10 @@ typedef struct pk_val_s {
 			 * or block: HAVE_ADDRESS, _SIZE, _STATE, EMITTED
 			 * (complete) */
 	uint8_t str;    /* V_STR: S_*; dict: the action's code */
-	uint8_t neg;    /* V_INT: negative or over 64 bits: not a field */
+	uint8_t neg;    /* V_INT: negative or over 64 bits: not a field;
+			 * V_OPAQUE: 2 for a float, its bits in i */
+	uint8_t oth;    /* V_STR S_OTHER: 1 + index in pk_t.others, 0 if
+			 * not kept */
 	uint32_t dev;   /* R_DEVLIST / R_ENTRY: the device index; R_SEG /
 			 * R_BLOCKLIST: the segment's record; R_BLOCK: the
 			 * block's */
@@ -152,6 +164,16 @@ typedef struct pk_s {
 	msim_snap_block_t *blocks; /* their blocks, grouped by segment */
 	size_t nblocks, capblocks;
 	msim_snap_segment_t *out;  /* msim_trace_segments(): one device's */
+	/* Short strings the reader does not know, kept to name an unknown
+	 * action in an error. */
+	char others[64][PK_SHORT + 1];
+	unsigned nothers;
+	/* allocator_settings */
+	bool saw_settings;
+	char conf[512];      /* PYTORCH_CUDA_ALLOC_CONF, as set */
+	int expandable;      /* expandable_segments: -1 unknown */
+	uint64_t max_split;  /* max_split_size: 0 unknown or unlimited */
+	double gc_threshold; /* garbage_collection_threshold */
 } pk_t;
 
 /* ---- input ---- */
@@ -357,7 +379,7 @@ pk_emit(msim_trace_t *t, pk_t *p, pk_val_t *d, uint32_t dev)
 	d->have |= EMITTED;
 	if (t->opt.device1 && dev != t->opt.device1 - 1)
 		return 0;
-	if (!t->opt.device1) {
+	if (!t->opt.device1 && !t->opt.all_devices) {
 		if (p->chosen < 0) {
 			p->chosen = (int)dev;
 		} else if ((uint32_t)p->chosen != dev) {
@@ -387,6 +409,9 @@ pk_emit(msim_trace_t *t, pk_t *p, pk_val_t *d, uint32_t dev)
 	e.size = d->f[F_SIZE];
 	e.stream = d->f[F_STREAM];
 	e.time_us = d->f[F_TIME];
+	e.device = dev;
+	if (!(d->have & (1u << F_TIME)))
+		t->untimed++; /* PyTorch 2.0 wrote no time_us */
 	return pk_queue(p, &e);
 }
 
@@ -453,6 +478,11 @@ pk_state_set(msim_trace_t *t, pk_t *p, pk_val_t *d, const pk_val_t *k,
 		return 0;
 	}
 	if (k->str == S_STATE && !seg) {
+		if (v->type == V_STR && v->str == S_AWAITING) {
+			p->blocks[d->dev].state = MSIM_SNAP_PENDING_FREE;
+			d->have |= HAVE_STATE;
+			return 0;
+		}
 		if (v->type != V_STR || v->str < S_STATE0 ||
 		    v->str >= S_STATE0 + MSIM_SNAP_NSTATES)
 			return pk_fail(t, p, MSIM_EFORMAT,
@@ -514,10 +544,24 @@ pk_state_done(msim_trace_t *t, pk_t *p, pk_val_t *d)
 		return pk_fail(t, p, MSIM_EFORMAT, "segment without 'address' "
 			       "or 'total_size'");
 	if (d->role == R_BLOCK &&
-	    (d->have & (HAVE_ADDRESS | HAVE_SIZE | HAVE_STATE)) !=
-		    (HAVE_ADDRESS | HAVE_SIZE | HAVE_STATE))
-		return pk_fail(t, p, MSIM_EFORMAT, "block without 'address', "
-			       "'size' or 'state'");
+	    (d->have & (HAVE_SIZE | HAVE_STATE)) != (HAVE_SIZE | HAVE_STATE))
+		return pk_fail(t, p, MSIM_EFORMAT, "block without 'size' or "
+			       "'state'");
+	if (d->role == R_SEG) {
+		/* PyTorch 2.0 writes blocks without 'address': they tile
+		 * their segment in address order (segmentInfo() walks
+		 * block->next from the segment's head), so each starts
+		 * where the one before ends. */
+		size_t j = p->nblocks;
+		while (j && p->blocks[j - 1].seg == d->dev)
+			j--;
+		uint64_t at = p->segs[d->dev].addr;
+		for (; j < p->nblocks; j++) {
+			if (!p->blocks[j].addr)
+				p->blocks[j].addr = at;
+			at = p->blocks[j].addr + p->blocks[j].size;
+		}
+	}
 	return 0;
 }
 
@@ -530,14 +574,41 @@ pk_setitem(msim_trace_t *t, pk_t *p, pk_val_t *d, const pk_val_t *k,
 		return 0;
 	if (d->role == R_SEG || d->role == R_BLOCK)
 		return d->have & EMITTED ? 0 : pk_state_set(t, p, d, k, v);
+	if (d->role == R_SETTINGS) {
+		p->saw_settings = true;
+		if (k->str == S_EXPANDABLE && v->type == V_BOOL)
+			p->expandable = v->i != 0;
+		else if (k->str == S_MAXSPLIT && v->type == V_INT && !v->neg &&
+			 v->i < (UINT64_C(1) << 62))
+			p->max_split = v->i; /* -1 or SIZE_MAX: unlimited */
+		else if (k->str == S_GCTHRESH && v->type == V_OPAQUE &&
+			 v->neg == 2)
+			memcpy(&p->gc_threshold, &v->i, sizeof(double));
+		return 0;
+	}
 	if (k->str == S_ACTION) {
 		if (v->type != V_STR)
 			return 0;
 		if (v->str < S_ACT0 && d->role != R_ENTRY)
 			return 0;
-		if (v->str < S_ACT0)
-			return pk_fail(t, p, MSIM_EFORMAT,
-				       "trace entry with an unknown action");
+		if (v->str < S_ACT0) {
+			const char *name = v->oth ? p->others[v->oth - 1]
+						  : "?";
+			if (t->opt.lenient) {
+				/* Skipped: never handed out. */
+				d->have |= EMITTED;
+				if (!t->skipped++)
+					snprintf(t->skipped_first,
+						 sizeof(t->skipped_first),
+						 "%s", name);
+				return 0;
+			}
+			t->offset = p->op_off + 1;
+			return msim_trace_fail(t, MSIM_EFORMAT,
+					       "trace entry with an unknown "
+					       "action '%s' (--lenient skips "
+					       "such entries)", name);
+		}
 		d->str = v->str;
 		d->have |= HAVE_ACTION;
 	} else if (k->str >= S_ADDR && k->str <= S_DEVICE_FREE) {
@@ -615,6 +686,9 @@ pk_role(pk_t *p, pk_val_t *v)
 		if (key && key->type == V_STR && key->str == S_SEGMENTS &&
 		    v->type == V_LIST)
 			v->role = R_SEGLIST;
+		if (key && key->type == V_STR &&
+		    key->str == S_ALLOC_SETTINGS && v->type == V_DICT)
+			v->role = R_SETTINGS;
 		break;
 	case R_SEGLIST:
 		if (v->type == V_DICT && parent->type == V_LIST)
@@ -678,7 +752,7 @@ pk_memo_put(msim_trace_t *t, pk_t *p, uint64_t idx)
 	switch (v->type) {
 	case V_NONE: slot = M_NONE << 28; break;
 	case V_BOOL: slot = M_BOOL << 28 | (uint32_t)v->i; break;
-	case V_STR: slot = M_STR << 28 | v->str; break;
+	case V_STR: slot = M_STR << 28 | (uint32_t)v->oth << 8 | v->str; break;
 	case V_INT:
 		if (v->neg) {
 			slot = M_BIGINT << 28;
@@ -720,7 +794,11 @@ pk_memo_get(msim_trace_t *t, pk_t *p, uint64_t idx)
 	switch (slot >> 28) {
 	case M_NONE: v.type = V_NONE; break;
 	case M_BOOL: v.type = V_BOOL; v.i = pay; break;
-	case M_STR: v.type = V_STR; v.str = (uint8_t)pay; break;
+	case M_STR:
+		v.type = V_STR;
+		v.str = (uint8_t)pay;
+		v.oth = (uint8_t)(pay >> 8);
+		break;
 	case M_INT: v.type = V_INT; v.i = pay; break;
 	case M_BIGINT: v.type = V_INT; v.neg = 1; break;
 	case M_LARGEINT: v.type = V_INT; v.i = p->ints[pay]; break;
@@ -738,6 +816,17 @@ pk_string(msim_trace_t *t, pk_t *p, uint64_t n)
 	int rc;
 	if ((rc = pk_check_len(t, p, n)))
 		return rc;
+	const pk_val_t *top = p->sp ? &p->stack[p->sp - 1] : NULL;
+	if (top && top->type == V_STR && top->str == S_PTCONF &&
+	    n < sizeof(p->conf)) {
+		/* allocator_settings' PYTORCH_CUDA_ALLOC_CONF string */
+		if ((rc = pk_need(t, p, (size_t)n)))
+			return rc;
+		memcpy(p->conf, p->buf + p->pos, (size_t)n);
+		p->conf[n] = '\0';
+		p->pos += (size_t)n;
+		return pk_push_type(t, p, V_STR, 0);
+	}
 	if (n > PK_SHORT) {
 		if ((rc = pk_skip(t, p, n)))
 			return rc;
@@ -757,6 +846,19 @@ pk_string(msim_trace_t *t, pk_t *p, uint64_t n)
 		int a = msim_action_parse(s, (size_t)n);
 		if (a >= 0)
 			v.str = (uint8_t)(S_ACT0 + a);
+	}
+	if (v.str == S_OTHER) {
+		unsigned k = 0;
+		while (k < p->nothers && (strlen(p->others[k]) != n ||
+					  memcmp(p->others[k], s, n)))
+			k++;
+		if (k == p->nothers && k < 64) {
+			memcpy(p->others[k], s, n);
+			p->others[k][n] = '\0';
+			p->nothers++;
+		}
+		if (k < p->nothers)
+			v.oth = (uint8_t)(k + 1);
 	}
 	return pk_push(t, p, &v);
 }
@@ -941,11 +1043,15 @@ pk_op(msim_trace_t *t, pk_t *p)
 			return pk_fail(t, p, MSIM_EFORMAT,
 				       "LONG4 of negative length");
 		return pk_long(t, p, a.i);
-	case 'G': /* BINFLOAT */
+	case 'G': { /* BINFLOAT: big-endian IEEE 754 */
 		if ((rc = pk_need(t, p, 8)))
 			return rc;
+		pk_val_t v = {.type = V_OPAQUE, .neg = 2};
+		for (int k = 0; k < 8; k++)
+			v.i = v.i << 8 | p->buf[p->pos + k];
 		p->pos += 8;
-		return pk_push_type(t, p, V_OPAQUE, 0);
+		return pk_push(t, p, &v);
+	}
 	case 0x8c: /* SHORT_BINUNICODE */
 	case 'U':  /* SHORT_BINSTRING */
 		if ((rc = pk_need(t, p, 1)))
@@ -1120,11 +1226,43 @@ pk_open(msim_trace_t *t)
 		return MSIM_ENOMEM;
 	t->fmt = p;
 	p->chosen = -1;
+	p->expandable = -1;
 	p->buf = malloc(PK_BUF);
 	p->marks = malloc(PK_MAX_MARKS * sizeof(*p->marks));
 	if (!p->buf || !p->marks)
 		return MSIM_ENOMEM;
 	return 0;
+}
+
+/* The allocator settings as a PYTORCH_CUDA_ALLOC_CONF string: the one the
+ * process was given, else what _set_allocator_settings() left. */
+static void
+pk_settings(msim_trace_t *t, pk_t *p)
+{
+	if (!p->saw_settings)
+		return;
+	t->have_conf = true;
+	if (p->conf[0]) {
+		snprintf(t->alloc_conf, sizeof(t->alloc_conf), "%s", p->conf);
+		return;
+	}
+	size_t k = 0;
+	t->alloc_conf[0] = '\0';
+	if (p->expandable == 1)
+		k += (size_t)snprintf(t->alloc_conf + k,
+				      sizeof(t->alloc_conf) - k,
+				      "expandable_segments:True");
+	if (p->max_split)
+		k += (size_t)snprintf(t->alloc_conf + k,
+				      sizeof(t->alloc_conf) - k,
+				      "%smax_split_size_mb:%llu", k ? "," : "",
+				      (unsigned long long)(p->max_split >>
+							   20));
+	if (p->gc_threshold > 0 && p->gc_threshold < 1 &&
+	    k < sizeof(t->alloc_conf))
+		snprintf(t->alloc_conf + k, sizeof(t->alloc_conf) - k,
+			 "%sgarbage_collection_threshold:%g", k ? "," : "",
+			 p->gc_threshold);
 }
 
 static int
@@ -1146,6 +1284,7 @@ pk_next(msim_trace_t *t, msim_entry_t *e)
 					t, MSIM_EINVAL,
 					"no device %u: device_traces has %u",
 					t->opt.device1 - 1, p->ndev);
+			pk_settings(t, p);
 			return 0;
 		}
 		int rc = pk_op(t, p);
