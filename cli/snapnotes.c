@@ -66,6 +66,11 @@ msim_cli_seed_print(msim_trace_t *t)
 		printf("skipped    %" PRIu64 " entr%s of unknown actions "
 		       "(first '%s')\n", skipped, skipped == 1 ? "y" : "ies",
 		       first);
+	msim_trace_tally_t tl;
+	msim_trace_tally(t, &tl);
+	if (tl.zero_skipped)
+		printf("skipped    %" PRIu64 " zero-byte request%s\n",
+		       tl.zero_skipped, tl.zero_skipped == 1 ? "" : "s");
 	if (no_events(t))
 		printf("hint       the snapshot has no trace events: was "
 		       "torch.cuda.memory._record_memory_history() enabled?\n");
@@ -78,6 +83,8 @@ msim_cli_seed_json(msim_trace_t *t)
 	msim_trace_seeding(t, &s);
 	const char *first;
 	uint64_t skipped = msim_trace_skipped(t, &first);
+	msim_trace_tally_t tl;
+	msim_trace_tally(t, &tl);
 	printf(",\n  \"seeded_from_frees\": %" PRIu64
 	       ",\n  \"seeded_from_snapshot\": %" PRIu64
 	       ",\n  \"seeded_late\": %" PRIu64
@@ -99,7 +106,9 @@ msim_cli_seed_json(msim_trace_t *t)
 	       ",\n  \"explained_live_blocks\": %" PRIu64
 	       ",\n  \"explained_live_bytes\": %" PRIu64
 	       ",\n  \"skipped_entries\": %" PRIu64
+	       ",\n  \"zero_byte_skipped\": %" PRIu64
 	       ",\n  \"no_trace_events\": %s",
 	       s.snap_live, s.snap_live_bytes, s.explained,
-	       s.explained_bytes, skipped, no_events(t) ? "true" : "false");
+	       s.explained_bytes, skipped, tl.zero_skipped,
+	       no_events(t) ? "true" : "false");
 }

@@ -1217,6 +1217,7 @@ msim_trace_tally(const msim_trace_t *t, msim_trace_tally_t *out)
 	out->last_us = t->last_us;
 	out->seg_bytes = t->seg_bytes;
 	out->untimed = t->untimed;
+	out->zero_skipped = t->zero_skipped;
 }
 
 const msim_trace_format_t *

@@ -300,6 +300,7 @@ typedef struct msim_trace_tally_s {
 	 * rows. */
 	int64_t seg_bytes;
 	uint64_t untimed; /* entries without a time (PyTorch 2.0 snapshots) */
+	uint64_t zero_skipped; /* zero-byte requests skipped (RMM logs) */
 } msim_trace_tally_t;
 
 void msim_trace_tally(const msim_trace_t *t, msim_trace_tally_t *out);

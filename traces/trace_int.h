@@ -56,6 +56,7 @@ struct msim_trace_s {
 	msim_trace_seed_t seed;
 	/* Set by formats. */
 	uint64_t untimed;     /* entries without a time */
+	uint64_t zero_skipped; /* zero-byte requests skipped (RMM logs) */
 	uint64_t skipped;     /* entries of unknown actions (lenient) */
 	char skipped_first[48]; /* the first such action */
 	char alloc_conf[512]; /* the snapshot's allocator settings */

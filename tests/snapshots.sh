@@ -1,0 +1,65 @@
+#!/bin/sh
+# The snapshot and RMM log corpus (tests/data/snapshots): each file's
+# expected figures (expected.tsv, from make_corpus.py's histories; h200.tsv,
+# from the device) against `memsim info|run --json`.
+set -u
+MEMSIM=${MEMSIM:-./memsim}
+DATA=${MSIM_TESTDATA:-tests/data}/snapshots
+tmp=$(mktemp -d /tmp/memsim-snap-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+n=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+for tsv in "$DATA/expected.tsv" "$DATA/h200.tsv"; do
+	while IFS='	' read -r file cmd key value; do
+		case $file in '#'*|'') continue ;; esac
+		n=$((n + 1))
+		out=$tmp/$(printf '%s %s' "$file" "$cmd" | tr ' /-' '___').out
+		if [ ! -e "$out" ]; then
+			# shellcheck disable=SC2086
+			$MEMSIM $cmd --json "$DATA/$file" >"$out" 2>"$out.err"
+			echo $? >"$out.rc"
+		fi
+		if [ "$key" = error ]; then
+			[ "$(cat "$out.rc")" != 0 ] ||
+				fail "$file: memsim $cmd should fail"
+			grep -qF -- "$value" "$out.err" ||
+				fail "$file: memsim $cmd: no '$value' in: $(cat "$out.err")"
+			continue
+		fi
+		[ "$(cat "$out.rc")" = 0 ] ||
+			{ fail "$file: memsim $cmd: $(cat "$out.err")"; continue; }
+		grep -qF -- "\"$key\": $value" "$out" ||
+			fail "$file: memsim $cmd: $key is $(grep -F "\"$key\":" "$out" || echo absent), expected $value"
+	done <"$tsv"
+done
+
+# --device all replays each device with trace events.
+$MEMSIM run --recording --device all "$DATA/r2_3_twodev.pickle" >"$tmp/all" ||
+	fail "--device all"
+[ "$(grep -c '^snapshot state: matches' "$tmp/all")" = 2 ] ||
+	fail "--device all: $(cat "$tmp/all")"
+grep -q '^device     1$' "$tmp/all" || fail "--device all names device 1"
+# An explicit --alloc-conf wins over the snapshot's settings, with a note.
+$MEMSIM run --recording -c max_split_size_mb:32 "$DATA/r2_8_conf.pickle" |
+	grep -q '^settings   --alloc-conf given: the snapshot.s settings "max_split_size_mb:64" are not applied' ||
+	fail "--alloc-conf over allocator_settings"
+# info says when a snapshot has no trace events, and what is not known.
+$MEMSIM info "$DATA/r2_3_nohistory.pickle" |
+	grep -q 'was torch.cuda.memory._record_memory_history() enabled' ||
+	fail "no-history hint"
+$MEMSIM info "$DATA/r2_0_full.pickle" | grep -q '^duration   unknown' ||
+	fail "2.0 duration unknown"
+# A format without a snapshot state has no first pass: blocks are seeded
+# where their free is met, and it says so.
+$MEMSIM convert "$DATA/r2_3_late.pickle" "$tmp/late.csv" >/dev/null ||
+	fail "convert"
+$MEMSIM info "$tmp/late.csv" >"$tmp/late.info" || fail "info of late.csv"
+grep -q '^start      not exact: without a first pass' "$tmp/late.info" ||
+	fail "late seeding of a csv: $(cat "$tmp/late.info")"
+grep -q '^seeded     2 blocks' "$tmp/late.info" ||
+	fail "late seeding of a csv: $(cat "$tmp/late.info")"
+
+echo "snapshots: $n figures checked, $fails failed"
+[ "$fails" = 0 ]
