@@ -512,9 +512,12 @@ seed_push(msim_trace_t *t, int kind, uint32_t id, uint64_t addr,
 static int
 seed_fill(msim_trace_t *t, seed_build_t *s, const seed_seg_t *g, uint64_t n)
 {
+	bool chunks = !g->large && n <= 64 * SEED_SMALL_BUFFER;
+	if (!g->large && !chunks)
+		seed_inexact(t, "a small segment larger than 2 MiB");
 	while (n) {
 		uint64_t k = n;
-		if (!g->large && k > SEED_SMALL_SIZE)
+		if (chunks && k > SEED_SMALL_SIZE)
 			k = SEED_SMALL_SIZE;
 		uint32_t id;
 		int rc;
