@@ -214,7 +214,11 @@ run_each_device(int argc, char **argv)
 				av[k++] = argv[i];
 		}
 		av[k] = NULL;
-		printf("%sdevice     %u\n", d ? "\n" : "", devs[d]);
+		bool json = false;
+		for (int i = 0; i < argc; i++)
+			json = json || !strcmp(argv[i], "--json");
+		if (!json) /* JSON: one object per device */
+			printf("%sdevice     %u\n", d ? "\n" : "", devs[d]);
 		fflush(stdout);
 		optind = 0; /* getopt starts over */
 		int rc = msim_cmd_run(k, av);

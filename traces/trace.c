@@ -512,7 +512,7 @@ seed_push(msim_trace_t *t, int kind, uint32_t id, uint64_t addr,
 static int
 seed_fill(msim_trace_t *t, seed_build_t *s, const seed_seg_t *g, uint64_t n)
 {
-	bool chunks = !g->large && n <= 64 * SEED_SMALL_BUFFER;
+	bool chunks = !g->large && n <= SEED_SMALL_BUFFER;
 	if (!g->large && !chunks)
 		seed_inexact(t, "a small segment larger than 2 MiB");
 	while (n) {
@@ -705,6 +705,12 @@ seed_scan(msim_trace_t *t, msim_trace_t *t2)
 		memcpy(t->alloc_conf, t2->alloc_conf, sizeof(t->alloc_conf));
 		t->have_conf = true;
 	}
+	if (t->opt.strict) {
+		/* The settings only: a partial history stays an error. */
+		t->seed.from_frees = t->seed.from_snapshot = 0;
+		rc = 0;
+		goto out;
+	}
 	if (!s.nb && !s.ng) {
 		rc = 0;
 		goto out;
@@ -778,10 +784,10 @@ msim_trace_prescan(msim_trace_t *t)
 		return 0;
 	t->prescanned = true;
 	t->seed.exact = true;
-	if (t->opt.strict || t->opt.all_devices)
+	if (t->opt.all_devices)
 		return 0;
 	if (!t->format->segments || !t->size) {
-		t->lazy_seed = true;
+		t->lazy_seed = !t->opt.strict;
 		return 0;
 	}
 	msim_trace_options_t o = t->opt;
