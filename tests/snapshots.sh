@@ -61,5 +61,16 @@ grep -q '^start      not exact: without a first pass' "$tmp/late.info" ||
 grep -q '^seeded     2 blocks' "$tmp/late.info" ||
 	fail "late seeding of a csv: $(cat "$tmp/late.info")"
 
+# Unknown actions in the text formats: named, or skipped with --lenient.
+printf 'action,addr,size\nalloc,4096,100\nworkspace_snapshot,8192,4\nfree_completed,4096,100\n' >"$tmp/ws.csv"
+$MEMSIM info "$tmp/ws.csv" 2>"$tmp/ws.err" && fail "unknown csv action accepted"
+grep -q "ws.csv:3: unknown action 'workspace_snapshot'" "$tmp/ws.err" ||
+	fail "csv unknown action: $(cat "$tmp/ws.err")"
+$MEMSIM info --lenient "$tmp/ws.csv" | grep -q "^skipped    1 entry of unknown actions (first 'workspace_snapshot')" ||
+	fail "csv --lenient"
+printf 'Thread,Time,Action,Pointer,Size,Stream\n1,1.0,reallocate,0x10,4,0\n' >"$tmp/r.rmm"
+$MEMSIM info --json --lenient "$tmp/r.rmm" | grep -q '"skipped_entries": 1' ||
+	fail "rmm --lenient"
+
 echo "snapshots: $n figures checked, $fails failed"
 [ "$fails" = 0 ]

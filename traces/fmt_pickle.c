@@ -594,13 +594,8 @@ pk_setitem(msim_trace_t *t, pk_t *p, pk_val_t *d, const pk_val_t *k,
 		if (v->str < S_ACT0) {
 			const char *name = v->oth ? p->others[v->oth - 1]
 						  : "?";
-			if (t->opt.lenient) {
-				/* Skipped: never handed out. */
-				d->have |= EMITTED;
-				if (!t->skipped++)
-					snprintf(t->skipped_first,
-						 sizeof(t->skipped_first),
-						 "%s", name);
+			if (msim_trace_skip_unknown(t, name)) {
+				d->have |= EMITTED; /* never handed out */
 				return 0;
 			}
 			t->offset = p->op_off + 1;

@@ -201,9 +201,12 @@ rmm_next(msim_trace_t *t, msim_entry_t *e)
 			e->action = MSIM_ACT_FREE_COMPLETED;
 		else if (!strcmp(action, "allocate failure"))
 			e->action = MSIM_ACT_OOM;
+		else if (msim_trace_skip_unknown(t, action))
+			continue;
 		else
 			return msim_trace_fail(t, MSIM_EFORMAT,
-					       "unknown action '%s'", action);
+					       "unknown action '%s' (--lenient "
+					       "skips such rows)", action);
 		if (!rmm_u64(field[r->col[R_POINTER]], &e->addr))
 			return msim_trace_fail(t, MSIM_EFORMAT,
 					       "pointer '%s' is not a number",

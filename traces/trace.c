@@ -286,6 +286,17 @@ msim_parse_u64(const char *s, uint64_t *out)
 	return true;
 }
 
+bool
+msim_trace_skip_unknown(msim_trace_t *t, const char *name)
+{
+	if (!t->opt.lenient)
+		return false;
+	if (!t->skipped++)
+		snprintf(t->skipped_first, sizeof(t->skipped_first), "%s",
+			 name);
+	return true;
+}
+
 msim_time_t
 msim_trace_time(msim_trace_t *t, uint64_t time_us)
 {

@@ -108,6 +108,10 @@ bool msim_lines_overlong(const msim_lines_t *l);
  * Returns false if s is not one or it overflows 64 bits. */
 bool msim_parse_u64(const char *s, uint64_t *out);
 
+/* For readers: an entry of the unknown action name.  With lenient on,
+ * counts it and returns true (skip it); else false (fail, naming it). */
+bool msim_trace_skip_unknown(msim_trace_t *t, const char *name);
+
 /* For readers: turns a recorded microsecond timestamp into simulated ns. */
 msim_time_t msim_trace_time(msim_trace_t *t, uint64_t time_us);
 
