@@ -7,6 +7,7 @@
 #ifndef MSIM_CLI_CLI_H
 #define MSIM_CLI_CLI_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -35,7 +36,9 @@ double msim_cli_now_ms(void);
  * when a snapshot has no trace events.  t is a msim_trace_t. */
 struct msim_trace_s;
 void msim_cli_seed_print(struct msim_trace_s *t);
-void msim_cli_seed_json(struct msim_trace_s *t);
+/* JSON keys; with always false, only for a snapshot or a trace that
+ * needed them. */
+void msim_cli_seed_json(struct msim_trace_s *t, bool always);
 
 /* Subcommands: each takes argv with argv[0] = "memsim <name>". */
 int msim_cmd_run(int argc, char **argv);

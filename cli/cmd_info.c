@@ -343,7 +343,7 @@ msim_cmd_info(int argc, char **argv)
 			printf(",\n  \"allocator_settings\": ");
 			msim_cli_json_str(stdout, conf);
 		}
-		msim_cli_seed_json(t);
+		msim_cli_seed_json(t, true);
 		if (has_state)
 			info_snap_print(&tl, &in, &snap, seed.segment_bytes, 1);
 		printf(",\n  \"trace_hash\": \"%016" PRIx64 "\"\n}\n",

@@ -520,7 +520,7 @@ msim_cmd_run(int argc, char **argv)
 			msim_cli_json_str(stdout, confnote);
 		}
 		if (in.trace)
-			msim_cli_seed_json(in.trace);
+			msim_cli_seed_json(in.trace, false);
 		if (run_id >= 0)
 			printf(",\n  \"run_id\": %" PRId64, run_id);
 		printf("\n}\n");

@@ -77,7 +77,7 @@ msim_cli_seed_print(msim_trace_t *t)
 }
 
 void
-msim_cli_seed_json(msim_trace_t *t)
+msim_cli_seed_json(msim_trace_t *t, bool always)
 {
 	msim_trace_seed_t s;
 	msim_trace_seeding(t, &s);
@@ -85,6 +85,9 @@ msim_cli_seed_json(msim_trace_t *t)
 	uint64_t skipped = msim_trace_skipped(t, &first);
 	msim_trace_tally_t tl;
 	msim_trace_tally(t, &tl);
+	if (!always && !s.requests && !s.snap_live && !skipped &&
+	    !tl.zero_skipped && !no_events(t))
+		return;
 	printf(",\n  \"seeded_from_frees\": %" PRIu64
 	       ",\n  \"seeded_from_snapshot\": %" PRIu64
 	       ",\n  \"seeded_late\": %" PRIu64
