@@ -464,6 +464,26 @@ msim_cmd_run(int argc, char **argv)
 			kv[k + 2] = NULL;
 		}
 	}
+	/* A partial history: what was seeded, kept with the run. */
+	char seeding[320] = "";
+	msim_trace_seed_t sd = {0};
+	if (in.trace)
+		msim_trace_seeding(in.trace, &sd);
+	if (sd.requests) {
+		snprintf(seeding, sizeof(seeding), "%" PRIu64 " blocks, %"
+			 PRIu64 " segments of %" PRIu64 " bytes; %s%s",
+			 sd.from_frees + sd.from_snapshot, sd.segments,
+			 sd.segment_bytes, sd.exact ? "exact" : "not exact: ",
+			 sd.exact ? "" : sd.inexact);
+		size_t k = 0;
+		while (kv[k])
+			k += 2;
+		if (k + 2 < 32) {
+			kv[k] = "seeded";
+			kv[k + 1] = seeding;
+			kv[k + 2] = NULL;
+		}
+	}
 	int64_t run_id = -1;
 	if (db) {
 		msim_run_info_t info = {

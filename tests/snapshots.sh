@@ -61,6 +61,13 @@ grep -q '^start      not exact: without a first pass' "$tmp/late.info" ||
 grep -q '^seeded     2 blocks' "$tmp/late.info" ||
 	fail "late seeding of a csv: $(cat "$tmp/late.info")"
 
+# The seeding is stored with the run.
+$MEMSIM run --recording --db "$tmp/s.db" "$DATA/r2_3_late.pickle" >/dev/null ||
+	fail "run --db of a partial history"
+$MEMSIM report --json --db "$tmp/s.db" >"$tmp/s.json" 2>&1
+grep -q '3 blocks, 2 segments of 23068672 bytes; exact' "$tmp/s.json" ||
+	fail "seeded not stored: $(cat "$tmp/s.json")"
+
 # Unknown actions in the text formats: named, or skipped with --lenient.
 printf 'action,addr,size\nalloc,4096,100\nworkspace_snapshot,8192,4\nfree_completed,4096,100\n' >"$tmp/ws.csv"
 $MEMSIM info "$tmp/ws.csv" 2>"$tmp/ws.err" && fail "unknown csv action accepted"
