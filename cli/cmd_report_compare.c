@@ -194,6 +194,30 @@ basename_of(const char *path)
 	return slash ? slash + 1 : path;
 }
 
+/* What a measured run is: its setting and the mode it was measured in
+ * (run_meta "mode"; older databases name it as the policy). */
+static void
+measured_of(msim_db_t *db, const msim_db_run_t *run, measured_t *m)
+{
+	*m = (measured_t){
+		.id = run->id,
+		.trace = run->trace_path,
+		.policy = run->policy,
+		.params = run->params,
+		.cap = run->cap_bytes,
+		.capacity = run->capacity_bytes,
+		.oom_request = run->oom_request,
+	};
+	int rc = msim_db_run_meta_get(db, m->id, "mode", m->mode,
+				      sizeof(m->mode));
+	if (rc == MSIM_ENOTFOUND)
+		snprintf(m->mode, sizeof(m->mode), "torch");
+	else if (rc)
+		msim_cli_die("%s", msim_db_errmsg(db));
+	if (!strcmp(m->policy, "raw") || !strcmp(m->policy, "async"))
+		snprintf(m->mode, sizeof(m->mode), "%s", m->policy);
+}
+
 int
 msim_report_compare(msim_db_t *mdb, int json, int csv, const char *plot)
 {
@@ -230,23 +254,8 @@ msim_report_compare(msim_db_t *mdb, int json, int csv, const char *plot)
 		msim_db_run_t run;
 		if (msim_db_run_get(db, ids[i], &run))
 			msim_cli_die("%s", msim_db_errmsg(db));
-		measured_t m = {
-			.id = run.id,
-			.trace = run.trace_path,
-			.policy = run.policy,
-			.params = run.params,
-			.cap = run.cap_bytes,
-			.capacity = run.capacity_bytes,
-			.oom_request = run.oom_request,
-		};
-		int mrc = msim_db_run_meta_get(db, m.id, "mode", m.mode,
-					       sizeof(m.mode));
-		if (mrc == MSIM_ENOTFOUND)
-			snprintf(m.mode, sizeof(m.mode), "torch");
-		else if (mrc)
-			msim_cli_die("%s", msim_db_errmsg(db));
-		if (!strcmp(m.policy, "raw") || !strcmp(m.policy, "async"))
-			snprintf(m.mode, sizeof(m.mode), "%s", m.policy);
+		measured_t m;
+		measured_of(db, &run, &m);
 		cmp_result_t r;
 		char why[1024];
 		if (compare_one(db, &m, &r, why, sizeof(why)))

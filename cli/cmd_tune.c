@@ -350,6 +350,7 @@ msim_cmd_tune(int argc, char **argv)
 	if (*serr) {
 		tune_print(trace, cap, &res, n_oom, &sd, rec ? &best : NULL, -1,
 			   -1);
+		fflush(stdout);
 		msim_cli_die("%s", serr);
 	}
 	tune_print(trace, cap, &res, n_oom, &d, rec ? &best : NULL, def_id,

@@ -238,12 +238,12 @@ db_check_folder(msim_db_t *db, const char *path)
 		snprintf(db->errmsg, sizeof(db->errmsg), "%.1000s: cannot create "
 			 "the database: folder %.1000s: %s", path, dir,
 			 strerror(errno));
-		return MSIM_ENOTFOUND;
+		return MSIM_EDB;
 	}
 	if (!S_ISDIR(sb.st_mode)) {
 		snprintf(db->errmsg, sizeof(db->errmsg), "%.1000s: cannot create "
 			 "the database: %.1000s is not a folder", path, dir);
-		return MSIM_ENOTFOUND;
+		return MSIM_EDB;
 	}
 	return 0;
 }
