@@ -292,9 +292,9 @@ db_note_tables(msim_db_t *db, int version)
 	db->has_sweeps = db_has_table(db, "sweeps");
 }
 
-/* "file:PATH?immutable=1" with the URI's special characters escaped. */
+/* "file:PATH?QUERY" with the URI's special characters escaped. */
 static void
-db_immutable_uri(const char *path, char *buf, size_t n)
+db_uri(const char *path, const char *query, char *buf, size_t n)
 {
 	size_t k = (size_t)snprintf(buf, n, "file:");
 	for (const char *p = path; *p && k + 4 < n; p++) {
@@ -304,7 +304,7 @@ db_immutable_uri(const char *path, char *buf, size_t n)
 		else
 			buf[k++] = *p;
 	}
-	snprintf(buf + k, n - k, "?immutable=1");
+	snprintf(buf + k, n - k, "?%s", query);
 }
 
 /*
@@ -324,7 +324,7 @@ db_open_ro(msim_db_t *db, const char *path)
 	if (v < 0 && ((-v & 0xff) == SQLITE_CANTOPEN ||
 		      (-v & 0xff) == SQLITE_READONLY)) {
 		char uri[8192];
-		db_immutable_uri(path, uri, sizeof(uri));
+		db_uri(path, "immutable=1", uri, sizeof(uri));
 		sqlite3_close(db->db);
 		db->db = NULL;
 		if (sqlite3_open_v2(uri, &db->db, SQLITE_OPEN_READONLY |
@@ -373,8 +373,10 @@ db_open(const char *path, int how, msim_db_t **out, char *why,
 	if (create && (rc = db_check_folder(db, path)))
 		goto fail;
 	rc = MSIM_EDB;
+	/* URIs: merge attaches its sources read-only ("file:...?mode=ro");
+	 * a path without "file:" is a plain path still. */
 	if (sqlite3_open_v2(path, &db->db,
-			    SQLITE_OPEN_READWRITE |
+			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI |
 				    (create ? SQLITE_OPEN_CREATE : 0),
 			    NULL) != SQLITE_OK) {
 		db_fail(db, "cannot open");
@@ -978,8 +980,9 @@ static int
 db_step2(msim_db_t *db, const char *sql, int64_t a, int64_t b, int64_t *v_out)
 {
 	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(db->db, sql, -1, &q, NULL) != SQLITE_OK)
-		return SQLITE_ERROR;
+	int prc = sqlite3_prepare_v2(db->db, sql, -1, &q, NULL);
+	if (prc != SQLITE_OK)
+		return prc;
 	int np = sqlite3_bind_parameter_count(q);
 	if (np >= 1)
 		sqlite3_bind_int64(q, 1, a);
@@ -1013,31 +1016,55 @@ merge_src_has(msim_db_t *db, const char *name)
 	return has;
 }
 
-/* Attaches src_path as src and reads its schema version.  Returns 0, or
- * an error with db->errmsg naming src_path (detached again then). */
+/* Attaches uri as src: SQLITE_DONE or SQLite's error. */
+static int
+merge_attach_uri(msim_db_t *db, const char *uri)
+{
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(db->db, "ATTACH DATABASE ? AS src", -1, &q,
+			       NULL) != SQLITE_OK)
+		return SQLITE_ERROR;
+	sqlite3_bind_text(q, 1, uri, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(q);
+	sqlite3_finalize(q);
+	return rc;
+}
+
+/* Attaches src_path as src, read-only, and reads its schema version.
+ * Returns 0, or an error with db->errmsg naming src_path (detached again
+ * then).  As for msim_db_open_readonly(), a WAL file in a read-only folder
+ * is read as immutable. */
 static int
 merge_attach(msim_db_t *db, const char *src_path, int64_t *version_out)
 {
-	sqlite3_stmt *q;
 	if (access(src_path, R_OK)) {
 		snprintf(db->errmsg, sizeof(db->errmsg), "%s: %s", src_path,
 			 strerror(errno));
 		return MSIM_ENOTFOUND;
 	}
-	if (sqlite3_prepare_v2(db->db, "ATTACH DATABASE ? AS src", -1, &q,
-			       NULL) != SQLITE_OK)
-		return db_fail(db, "cannot attach");
-	sqlite3_bind_text(q, 1, src_path, -1, SQLITE_STATIC);
-	int rc = sqlite3_step(q);
-	sqlite3_finalize(q);
-	if (rc != SQLITE_DONE) {
-		snprintf(db->errmsg, sizeof(db->errmsg), "%s: %s", src_path,
-			 sqlite3_errmsg(db->db));
-		return MSIM_EDB;
-	}
+	static const char *const modes[] = {"mode=ro", "immutable=1"};
 	int64_t version = 0;
-	rc = db_step2(db, "SELECT CAST(value AS INTEGER) FROM src.meta"
-		      " WHERE key='schema_version'", 0, 0, &version);
+	int rc = SQLITE_ERROR;
+	for (int k = 0; k < 2; k++) {
+		char uri[8192];
+		db_uri(src_path, modes[k], uri, sizeof(uri));
+		rc = merge_attach_uri(db, uri);
+		bool ro = (rc & 0xff) == SQLITE_CANTOPEN ||
+			  (rc & 0xff) == SQLITE_READONLY;
+		if (rc != SQLITE_DONE && !k && ro)
+			continue; /* no -shm beside it: immutable */
+		if (rc != SQLITE_DONE) {
+			snprintf(db->errmsg, sizeof(db->errmsg), "%s: %s",
+				 src_path, sqlite3_errmsg(db->db));
+			return MSIM_EDB;
+		}
+		rc = db_step2(db, "SELECT CAST(value AS INTEGER) FROM src.meta"
+			      " WHERE key='schema_version'", 0, 0, &version);
+		if (k || ((rc & 0xff) != SQLITE_CANTOPEN &&
+			  (rc & 0xff) != SQLITE_READONLY))
+			break;
+		sqlite3_exec(db->db, "DETACH DATABASE src", NULL, NULL, NULL);
+	}
 	if (rc != SQLITE_ROW || version < 1 ||
 	    version > MSIM_DB_SCHEMA_VERSION) {
 		snprintf(db->errmsg, sizeof(db->errmsg), "%s: %s", src_path,

@@ -58,6 +58,35 @@ $MEMSIM report --db "$tmp/ro/m.db" --run 99 >/dev/null 2>"$tmp/err" &&
 	fail "report --run 99 succeeded"
 grep -q "m.db: no run 99" "$tmp/err" || fail "no run 99: $(cat "$tmp/err")"
 chmod 755 "$tmp/ro"
+# merge reads its sources read-only too.
+$MEMSIM merge -q "$tmp/merged.db" "$tmp/ro/m.db" "$tmp/ro/s.db" ||
+	fail "merge of read-only files"
+n=$(sqlite3 "$tmp/ro/s.db" "SELECT 46 + count(*) FROM runs")
+[ "$(sqlite3 "$tmp/merged.db" "SELECT count(*) FROM runs")" = "$n" ] ||
+	fail "merge of read-only files: not $n runs"
+cmp -s "$tmp/ro/m.db" "$tmp/pristine.db" || fail "merge changed a source"
+# Without root's rights (as nobody, where root can switch), a read-only
+# folder holds no -shm file and SQLite cannot make one.
+as=
+if [ "$(id -u)" = 0 ]; then
+	as="setpriv --reuid=65534 --regid=65534 --clear-groups"
+	command -v setpriv >/dev/null && chmod 755 "$tmp" || as=skip
+fi
+if [ "$as" != skip ] && $as $MEMSIM --help >/dev/null 2>&1; then
+	mkdir "$tmp/w"
+	chmod 777 "$tmp/w"
+	rm -f "$tmp/ro/"*-shm "$tmp/ro/"*-wal
+	chmod 555 "$tmp/ro"
+	$as $MEMSIM report --db "$tmp/ro/m.db" >/dev/null 2>"$tmp/err" ||
+		fail "report, read-only folder: $(cat "$tmp/err")"
+	$as $MEMSIM plot --db "$tmp/ro/s.db" --kind overlay \
+		--export "$tmp/w/o.csv" >/dev/null 2>"$tmp/err" ||
+		fail "plot, read-only folder: $(cat "$tmp/err")"
+	$as $MEMSIM merge -q "$tmp/w/m.db" "$tmp/ro/s.db" 2>"$tmp/err" ||
+		fail "merge, read-only folder: $(cat "$tmp/err")"
+	cmp -s "$tmp/ro/m.db" "$tmp/pristine.db" || fail "nobody changed m.db"
+	chmod 755 "$tmp/ro"
+fi
 # A file that is not a memsim database, and one that is not there.
 echo "trace,policy" >"$tmp/not.db"
 $MEMSIM report --db "$tmp/not.db" >/dev/null 2>"$tmp/err" &&
