@@ -158,57 +158,6 @@ fmt_bytes(int64_t v, char *buf, size_t n)
 	return msim_format_bytes((uint64_t)(v < 0 ? 0 : v), buf, n);
 }
 
-/* The default beside the recommendation (best NULL: none fits); run ids
- * -1 when they could not be stored. */
-static void
-tune_print(const char *trace, uint64_t cap, const msim_sweep_result_t *res,
-	   int64_t n_oom, const tune_row_t *d, const tune_row_t *best,
-	   int64_t def_id, int64_t best_id)
-{
-	int rec = best != NULL;
-	const char *conf = rec ? (*best->params ? best->params : "(defaults)")
-			       : "(none fits)";
-	char a[64], b[64];
-	printf("trace      %s\n", trace);
-	printf("cap        %s (%" PRIu64 " bytes)\n",
-	       msim_format_bytes(cap, a, sizeof(a)), cap);
-	printf("searched   %zu settings of pytorch in %.2f s; %" PRId64
-	       " ran out of memory\n\n", res->total, res->wall_ms / 1e3, n_oom);
-	print_side("", "default", "recommended");
-	print_side("PYTORCH_CUDA_ALLOC_CONF", "(unset)", conf);
-	if (rec) {
-		print_side("peak reserved", fmt_bytes(d->peak_reserved, a, 64),
-			   fmt_bytes(best->peak_reserved, b, 64));
-		print_side("peak allocated", fmt_bytes(d->peak_allocated, a, 64),
-			   fmt_bytes(best->peak_allocated, b, 64));
-		snprintf(a, sizeof(a), "%.4f", d->frag);
-		snprintf(b, sizeof(b), "%.4f", best->frag);
-		print_side("fragmentation at peak", a, b);
-		snprintf(a, sizeof(a), "%" PRId64, d->segments);
-		snprintf(b, sizeof(b), "%" PRId64, best->segments);
-		print_side("segments at peak", a, b);
-		snprintf(a, sizeof(a), "%" PRId64, d->retries);
-		snprintf(b, sizeof(b), "%" PRId64, best->retries);
-		print_side("alloc retries", a, b);
-		snprintf(a, sizeof(a), "%s", d->oom_request >= 0 ? "at request"
-			 : "none");
-		if (d->oom_request >= 0)
-			snprintf(a, sizeof(a), "at request %" PRId64,
-				 d->oom_request);
-		print_side("OOM", a, "none");
-		if (def_id >= 0) {
-			snprintf(a, sizeof(a), "%" PRId64, def_id);
-			snprintf(b, sizeof(b), "%" PRId64, best_id);
-			print_side("run (in the database)", a, b);
-		}
-		printf("\nexport PYTORCH_CUDA_ALLOC_CONF=\"%s\"\n", best->params);
-	} else {
-		snprintf(a, sizeof(a), "%" PRId64, d->oom_request);
-		print_side("OOM at request", a, "-");
-		printf("\nno setting of the search fits under the cap\n");
-	}
-}
-
 int
 msim_cmd_tune(int argc, char **argv)
 {
@@ -315,8 +264,7 @@ msim_cmd_tune(int argc, char **argv)
 		.shard_index = 1, .shard_count = 1,
 		.settings = (int64_t)msim_sweep_total(sw),
 	};
-	/* A storage error (a full disk) still prints the search's figures
-	 * before the error. */
+	/* A storage error (a full disk) is told after the search's figures. */
 	int64_t tune_id, def_id = -1, best_id = -1;
 	char serr[2048] = "";
 	if (msim_db_sweep_open(db, &row, &tune_id))
@@ -329,9 +277,9 @@ msim_cmd_tune(int argc, char **argv)
 		if (best.found && !strcmp(st->params, best.params))
 			rec = st;
 	}
+	int existed;
 	if (!def)
 		msim_cli_die("the search has no default");
-	int existed;
 	if (!*serr && (msim_setting_run(def, 0, db, MSIM_DB_SKIP, tune_id,
 					&def_id, &existed, NULL, NULL, why,
 					sizeof(why)) ||
@@ -339,22 +287,63 @@ msim_cmd_tune(int argc, char **argv)
 						tune_id, &best_id, &existed,
 						NULL, NULL, why, sizeof(why)))))
 		snprintf(serr, sizeof(serr), "%s", why);
-	tune_row_t d = sd;
+	tune_row_t d = sd, sb = best;
 	if (!*serr && (tune_read(db, def_id, &d) ||
 		       (rec && tune_read(db, best_id, &best))))
 		snprintf(serr, sizeof(serr), "%s: cannot read the runs back",
 			 dbpath);
+	const char *conf = rec ? (*best.params ? best.params : "(defaults)")
+			       : "(none fits)";
 	if (!*serr && msim_db_sweep_set_result(db, tune_id, def_id, best_id,
 					       rec ? best.params : NULL))
 		snprintf(serr, sizeof(serr), "%s", msim_db_errmsg(db));
+	if (*serr) { /* the search's own figures, no run ids */
+		d = sd;
+		best = sb;
+	}
+
+	char a[64], b[64];
+	printf("trace      %s\n", trace);
+	printf("cap        %s (%" PRIu64 " bytes)\n",
+	       msim_format_bytes(cap, a, sizeof(a)), cap);
+	printf("searched   %zu settings of pytorch in %.2f s; %" PRId64
+	       " ran out of memory\n\n", res.total, res.wall_ms / 1e3, n_oom);
+	print_side("", "default", "recommended");
+	print_side("PYTORCH_CUDA_ALLOC_CONF", "(unset)", conf);
+	if (rec) {
+		print_side("peak reserved", fmt_bytes(d.peak_reserved, a, 64),
+			   fmt_bytes(best.peak_reserved, b, 64));
+		print_side("peak allocated", fmt_bytes(d.peak_allocated, a, 64),
+			   fmt_bytes(best.peak_allocated, b, 64));
+		snprintf(a, sizeof(a), "%.4f", d.frag);
+		snprintf(b, sizeof(b), "%.4f", best.frag);
+		print_side("fragmentation at peak", a, b);
+		snprintf(a, sizeof(a), "%" PRId64, d.segments);
+		snprintf(b, sizeof(b), "%" PRId64, best.segments);
+		print_side("segments at peak", a, b);
+		snprintf(a, sizeof(a), "%" PRId64, d.retries);
+		snprintf(b, sizeof(b), "%" PRId64, best.retries);
+		print_side("alloc retries", a, b);
+		snprintf(a, sizeof(a), "%s", d.oom_request >= 0 ? "at request"
+			 : "none");
+		if (d.oom_request >= 0)
+			snprintf(a, sizeof(a), "at request %" PRId64,
+				 d.oom_request);
+		print_side("OOM", a, "none");
+		snprintf(a, sizeof(a), "%" PRId64, def_id);
+		snprintf(b, sizeof(b), "%" PRId64, best_id);
+		if (!*serr)
+			print_side("run (in the database)", a, b);
+		printf("\nexport PYTORCH_CUDA_ALLOC_CONF=\"%s\"\n", best.params);
+	} else {
+		snprintf(a, sizeof(a), "%" PRId64, d.oom_request);
+		print_side("OOM at request", a, "-");
+		printf("\nno setting of the search fits under the cap\n");
+	}
 	if (*serr) {
-		tune_print(trace, cap, &res, n_oom, &sd, rec ? &best : NULL, -1,
-			   -1);
 		fflush(stdout);
 		msim_cli_die("%s", serr);
 	}
-	tune_print(trace, cap, &res, n_oom, &d, rec ? &best : NULL, def_id,
-		   best_id);
 	printf("stored     tune %" PRId64 " in %s\n", tune_id, dbpath);
 	msim_db_close(db);
 	msim_sweep_destroy(sw);
