@@ -7,6 +7,7 @@
 #ifndef MSIM_CLI_CLI_H
 #define MSIM_CLI_CLI_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -47,5 +48,17 @@ int msim_cmd_gen(int argc, char **argv);
 int msim_cmd_gen_random(int argc, char **argv);
 int msim_cmd_convert(int argc, char **argv);
 int msim_cmd_info(int argc, char **argv);
+int msim_cmd_explain(int argc, char **argv);
+/* Warns on stderr of settings in pv that cannot act (cli/cmd_explain.c). */
+struct msim_policy_ops_s;
+struct msim_params_s;
+void msim_cli_warn_settings(const struct msim_policy_ops_s *ops,
+			    const struct msim_params_s *pv, bool has_cap);
+/* Prints memsim explain's text for cfg (run --explain). */
+struct msim_explain_config_s;
+void msim_cli_explain(const struct msim_explain_config_s *cfg);
+int msim_cmd_summary(int argc, char **argv);
+/* memsim plot --kind breakdown TRACE (cli/cmd_explain.c). */
+int msim_cli_plot_breakdown(int argc, char **argv);
 
 #endif

@@ -16,6 +16,7 @@
 #include "sim/error.h"
 #include "sim/metrics.h"
 #include "sim/results.h"
+#include "lab/explain.h"
 #include "lab/snapcheck.h"
 #include "sim/timemodel.h"
 #include "lab/sweep.h"
@@ -92,6 +93,10 @@ usage_run(FILE *fp)
 		"                          (default: the H200's, built in)\n"
 		"      --json              print one JSON object instead of a "
 		"table\n"
+		"      --explain           then where the memory goes (memsim "
+		"explain)\n"
+		"  -q, --quiet             no warnings about settings that "
+		"cannot act\n"
 		"  -h, --help              this help\n",
 		MSIM_H200_BYTES);
 }
@@ -108,7 +113,7 @@ typedef struct run_opts_s {
 	const char *calibration, *transform;
 	uint64_t cap, capacity;
 	double fraction;
-	int json, keep_going, requests_only;
+	int json, keep_going, requests_only, explain, quiet;
 	int recording;     /* --recording */
 	unsigned device1;  /* --device N: N + 1 */
 } run_opts_t;
@@ -194,13 +199,15 @@ msim_cmd_run(int argc, char **argv)
 		{"plot", required_argument, NULL, 'P'},
 		{"segments", required_argument, NULL, 'S'},
 		{"json", no_argument, NULL, 'j'},
+		{"explain", no_argument, NULL, 'X'},
+		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	run_opts_t o = {.policy = "pytorch", .conf = "", .addresses = "model"};
 	int c;
 	char *end;
-	while ((c = getopt_long(argc, argv, "p:c:d:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:c:d:qh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p': o.policy = optarg; break;
 		case 'c': o.conf = optarg; break;
@@ -234,6 +241,8 @@ msim_cmd_run(int argc, char **argv)
 		case 'P': o.plot = optarg; break;
 		case 'S': o.segments = optarg; break;
 		case 'j': o.json = 1; break;
+		case 'X': o.explain = 1; break;
+		case 'q': o.quiet = 1; break;
 		case 'h': usage_run(stdout); return 0;
 		default: usage_run(stderr); return 2;
 		}
@@ -263,6 +272,11 @@ msim_cmd_run(int argc, char **argv)
 		msim_cli_die("out of memory");
 	if (msim_params_parse(&pv, o.conf))
 		msim_cli_die("--alloc-conf: %s", pv.errmsg);
+	if (o.explain && (o.json || o.transform))
+		msim_cli_die("--explain: not with --json or --transform (see "
+			     "memsim explain --json)");
+	if (!o.quiet)
+		msim_cli_warn_settings(ops, &pv, o.cap || o.fraction > 0);
 	char canon[1024];
 	msim_params_canonical(&pv, canon, sizeof(canon));
 
@@ -465,6 +479,15 @@ msim_cmd_run(int argc, char **argv)
 			msim_cli_die("--plot: %s", why);
 		if (!o.json)
 			printf("plotted    %s\n", o.plot);
+	}
+	if (o.explain) {
+		msim_explain_config_t ecfg = {
+			.trace = path, .topt = topt, .policy = ops,
+			.conf = o.conf, .capacity = capacity, .cap = o.cap,
+			.fraction = o.fraction, .alternatives = true,
+			.use_hints = !strcmp(o.addresses, "trace"),
+		};
+		msim_cli_explain(&ecfg);
 	}
 	msim_sim_destroy(sim);
 	msim_input_close(&in);

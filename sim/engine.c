@@ -35,6 +35,8 @@ struct msim_sim_s {
 	msim_summary_t sum;
 	uint64_t next_sample; /* request count of the next timeline sample */
 	bool peak_blocks;       /* snapshot the blocks at each new peak */
+	void (*observe)(void *ctx, const msim_req_t *req, int rc);
+	void *observe_ctx;
 	uint64_t snap_reserved; /* reserved bytes of the last snapshot */
 	msim_block_t *snap;
 	size_t nsnap, capsnap;
@@ -106,6 +108,8 @@ msim_sim_new(const msim_sim_config_t *cfg, msim_sim_t **out, char *why,
 	sim->src = cfg->source;
 	sim->keep_going = cfg->keep_going;
 	sim->peak_blocks = cfg->peak_blocks;
+	sim->observe = cfg->observe;
+	sim->observe_ctx = cfg->observe_ctx;
 	sim->sum.oom_request = -1;
 	sim->next_sample = 1;
 	if ((rc = msim_timeline_init(&sim->tl, cfg->timeline_points
@@ -251,6 +255,8 @@ sim_request(msim_sim_t *sim, const msim_req_t *req)
 			return 0;
 		if ((rc = msim_policy_free_requested(sim->pol, req)))
 			return sim_fail(sim, rc, "free_requested");
+		if (sim->observe)
+			sim->observe(sim->observe_ctx, req, 0);
 		return 0;
 	case MSIM_REQ_ALLOC:
 		if ((req->flags & MSIM_REQF_MAYBE_EMPTY_CACHE) &&
@@ -289,6 +295,8 @@ sim_request(msim_sim_t *sim, const msim_req_t *req)
 		}
 		if (sim->peak_blocks)
 			sim_snapshot(sim);
+		if (sim->observe)
+			sim->observe(sim->observe_ctx, req, rc);
 		break;
 	case MSIM_REQ_FREE:
 		if (req->id < sim->ndead && sim->dead[req->id]) {
@@ -297,6 +305,8 @@ sim_request(msim_sim_t *sim, const msim_req_t *req)
 		}
 		if ((rc = msim_policy_free(sim->pol, req)))
 			return sim_fail(sim, rc, "free of a block not live");
+		if (sim->observe)
+			sim->observe(sim->observe_ctx, req, 0);
 		break;
 	default:
 		return sim_fail(sim, MSIM_EINVAL, "unknown request kind");

@@ -51,6 +51,9 @@ typedef struct msim_req_s {
 	uint32_t id;          /* slot of the block (ALLOC, FREE*) */
 	uint8_t kind;         /* msim_req_kind_t */
 	uint8_t flags;        /* MSIM_REQF_* */
+	uint16_t tag;         /* ALLOC: what the block holds and where it was
+			       * allocated, a tag of the source's table
+			       * (msim_trace_tag()); 0 = untagged */
 } msim_req_t;
 
 /* One block of device memory as a policy holds it (a snapshot entry). */

@@ -36,7 +36,14 @@
  * write before the segment's own SETITEMS) need no stack space.  A
  * record is checked when its dict is complete.
  *
- * Not kept: stack frames, pool ids, allocator settings.
+ * Stack frames (context="all", stacks="python"): of each trace entry's
+ * "frames" list (innermost first) the reader keeps one frame, the first
+ * outside PyTorch's own files, as the alloc's site ("file:line
+ * function"), and a category inferred from the whole stack (pk_frame()).
+ * Strings up to PK_STR_MAX bytes are kept in a pool so that memoized
+ * filenames and function names can be read back; the memo slot of a
+ * string holds its pool index.  Not kept: pool ids, allocator settings,
+ * the frames of segments and blocks.
  *
  * The writer writes a snapshot that torch.cuda.memory's tools and this
  * reader load: {"segments": [], "device_traces": [[entry, ...]]}, entries
@@ -55,7 +62,9 @@
 #define PK_BUF (1u << 20)
 #define PK_MAX_STACK (1u << 17) /* stack slots: nesting and batches */
 #define PK_MAX_MARKS 4096u      /* nested MARKs */
-#define PK_SHORT 32             /* strings longer than this are opaque */
+#define PK_SHORT 32             /* longer strings are never key names */
+#define PK_STR_MAX 1024         /* longer strings are not pooled */
+#define PK_POOL_MAX (64u << 20) /* bytes of pooled strings */
 #define PK_MAX_MEMO_NOSIZE (1u << 24)
 #define PK_MAX_SEGS (1u << 20)   /* segments in the snapshot state */
 #define PK_MAX_BLOCKS (1u << 22) /* their blocks: 128 MiB of records */
@@ -67,7 +76,7 @@ enum {
 
 /* Roles of containers. */
 enum { R_NONE, R_ROOT, R_TRACES, R_DEVLIST, R_ENTRY, R_SEGLIST, R_SEG,
-       R_BLOCKLIST, R_BLOCK };
+       R_BLOCKLIST, R_BLOCK, R_FRAMES, R_FRAME };
 
 /* Names the reader looks for: codes of V_STR values. */
 enum {
@@ -77,6 +86,8 @@ enum {
 	S_SEGMENTS, S_DEVICE, S_ADDRESS, S_TOTAL_SIZE, S_ALLOCATED_SIZE,
 	S_ACTIVE_SIZE, S_REQUESTED_SIZE, S_SEGMENT_TYPE, S_IS_EXPANDABLE,
 	S_BLOCKS, S_STATE, S_SMALL, S_LARGE,
+	/* stack frames */
+	S_FRAMES, S_FILENAME, S_LINE, S_NAME,
 	S_STATE0, /* S_STATE0 + MSIM_SNAP_*: a block state */
 	S_NKEYS = S_STATE0 + MSIM_SNAP_NSTATES,
 	S_ACT0 = 32, /* S_ACT0 + msim_action_t: an action name */
@@ -93,7 +104,8 @@ static const char *const pk_keys[S_NKEYS] = {
 	[S_REQUESTED_SIZE] = "requested_size",
 	[S_SEGMENT_TYPE] = "segment_type", [S_IS_EXPANDABLE] = "is_expandable",
 	[S_BLOCKS] = "blocks", [S_STATE] = "state", [S_SMALL] = "small",
-	[S_LARGE] = "large",
+	[S_LARGE] = "large", [S_FRAMES] = "frames", [S_FILENAME] = "filename",
+	[S_LINE] = "line", [S_NAME] = "name",
 	[S_STATE0 + MSIM_SNAP_INACTIVE] = "inactive",
 	[S_STATE0 + MSIM_SNAP_ALLOCATED] = "active_allocated",
 	[S_STATE0 + MSIM_SNAP_PENDING_FREE] = "active_pending_free",
@@ -115,6 +127,7 @@ typedef struct pk_val_s {
 			 * (complete) */
 	uint8_t str;    /* V_STR: S_*; dict: the action's code */
 	uint8_t neg;    /* V_INT: negative or over 64 bits: not a field */
+	uint32_t sid;   /* V_STR: 1 + index in the string pool, 0: none */
 	uint32_t dev;   /* R_DEVLIST / R_ENTRY: the device index; R_SEG /
 			 * R_BLOCKLIST: the segment's record; R_BLOCK: the
 			 * block's */
@@ -125,7 +138,7 @@ typedef struct pk_val_s {
 
 /* Memo slot tags (4 bits) above a 28-bit payload. */
 enum { M_UNSET, M_OPAQUE, M_NONE, M_BOOL, M_STR, M_INT, M_BIGINT,
-       M_LARGEINT };
+       M_LARGEINT, M_FRAME, M_FRAMES };
 #define M_PAYLOAD 0x0fffffffu
 
 typedef struct pk_s {
@@ -153,7 +166,34 @@ typedef struct pk_s {
 	msim_snap_block_t *blocks; /* their blocks, grouped by segment */
 	size_t nblocks, capblocks;
 	msim_snap_segment_t *out;  /* msim_trace_segments(): one device's */
+	char *pool;        /* strings, NUL-terminated (pk_string()) */
+	size_t npool, cappool;
+	uint32_t *stroff;  /* by sid - 1: offset of the string in pool */
+	size_t nstr, capstr;
+	/* Frame dicts and frames lists, by record (a dict's or list's dev):
+	 * snapshots share them between entries through the memo. */
+	struct pk_fr_s *fr;
+	size_t nfr, capfr;
+	bool fr_seen;      /* the entry being read has a "frames" list */
+	uint32_t fr_cur;   /* its record */
 } pk_t;
+
+/* A frame (file, line, name) or a frames list (its site frame, FR_* and
+ * whether it has a frame). */
+typedef struct pk_fr_s {
+	uint32_t file, name; /* sids; 0: none */
+	uint64_t line;
+	uint8_t flags;       /* FR_* */
+	bool any;
+} pk_fr_t;
+#define PK_MAX_FR (1u << 24)
+
+/* What a stack shows, most telling first (pk_frame()). */
+#define FR_OPTIMIZER 0x01
+#define FR_BACKWARD 0x02
+#define FR_PARAMETER 0x04
+#define FR_FORWARD 0x08
+#define FR_TORCH 0x10 /* a frame in PyTorch's own files */
 
 /* ---- input ---- */
 
@@ -329,6 +369,158 @@ pk_popmark(pk_t *p, size_t m)
 	p->nmarks--;
 }
 
+/* ---- stack frames ---- */
+
+/* Keeps the n bytes at s in the pool: v->sid.  Returns 0 or MSIM_ENOMEM
+ * (a full pool leaves the string without a sid). */
+static int
+pk_pool(pk_t *p, const char *s, size_t n, pk_val_t *v)
+{
+	if (p->npool + n + 1 > PK_POOL_MAX || p->nstr >= (1u << 20) - 1)
+		return 0;
+	if (p->nstr == p->capstr) {
+		size_t c = p->capstr ? 2 * p->capstr : 1024;
+		uint32_t *a = realloc(p->stroff, c * sizeof(*a));
+		if (!a)
+			return MSIM_ENOMEM;
+		p->stroff = a;
+		p->capstr = c;
+	}
+	if (p->npool + n + 1 > p->cappool) {
+		size_t c = p->cappool ? 2 * p->cappool : 4096;
+		while (c < p->npool + n + 1)
+			c *= 2;
+		char *a = realloc(p->pool, c);
+		if (!a)
+			return MSIM_ENOMEM;
+		p->pool = a;
+		p->cappool = c;
+	}
+	memcpy(p->pool + p->npool, s, n);
+	p->pool[p->npool + n] = '\0';
+	p->stroff[p->nstr++] = (uint32_t)p->npool;
+	v->sid = (uint32_t)p->nstr;
+	p->npool += n + 1;
+	return 0;
+}
+
+static const char *
+pk_str(const pk_t *p, uint32_t sid)
+{
+	return sid && sid <= p->nstr ? p->pool + p->stroff[sid - 1] : "";
+}
+
+static bool
+pk_ends(const char *s, const char *tail)
+{
+	size_t n = strlen(s), k = strlen(tail);
+	return n >= k && !strcmp(s + n - k, tail);
+}
+
+/*
+ * One frame of the entry being read, frames coming innermost first.  The
+ * first frame outside PyTorch's own files becomes the site; the stack
+ * tells the category: inside an optimizer's step (torch/optim, or
+ * GradScaler.step/unscale_), in backward(), in Module._apply (.to(),
+ * .cuda() of parameters and buffers), in a module's forward
+ * (Module._call_impl); a stack with no PyTorch frame at all is the
+ * program making a tensor itself (torch.randn(..., device="cuda"),
+ * x.cuda()): an input.  Anything else is "other".
+ */
+static void
+pk_frame(pk_t *p, pk_fr_t *l, const pk_fr_t *fr)
+{
+	const char *file = pk_str(p, fr->file);
+	const char *name = pk_str(p, fr->name);
+	/* PyTorch's own files: an installed torch package, or a source
+	 * tree's torch/ (a virtualenv under /opt/torch is not one). */
+	const char *pk = strstr(file, "-packages/");
+	bool torch = pk ? !strncmp(pk + 10, "torch/", 6)
+			: strstr(file, "/torch/") != NULL;
+	if (strstr(file, "/torch/optim/") ||
+	    (pk_ends(file, "/torch/amp/grad_scaler.py") &&
+	     (!strcmp(name, "step") || !strcmp(name, "unscale_"))))
+		l->flags |= FR_OPTIMIZER;
+	else if (!strcmp(name, "backward") || !strcmp(name, "_make_grads"))
+		l->flags |= FR_BACKWARD;
+	else if (pk_ends(file, "/torch/nn/modules/module.py") &&
+		 (!strcmp(name, "_apply") || !strcmp(name, "to") ||
+		  !strcmp(name, "cuda")))
+		l->flags |= FR_PARAMETER;
+	else if (pk_ends(file, "/torch/nn/modules/module.py") &&
+		 !strcmp(name, "_call_impl"))
+		l->flags |= FR_FORWARD;
+	l->any = true;
+	if (torch)
+		l->flags |= FR_TORCH;
+	if (!torch && !l->file && fr->file) {
+		l->file = fr->file;
+		l->name = fr->name;
+		l->line = fr->line;
+	}
+}
+
+/* A record for the frame dict or frames list v about to be pushed. */
+static int
+pk_fr_new(msim_trace_t *t, pk_t *p, pk_val_t *v)
+{
+	if (p->nfr == PK_MAX_FR)
+		return pk_fail(t, p, MSIM_EFORMAT, "over 16777216 stack "
+			       "frames");
+	if (p->nfr == p->capfr) {
+		size_t n = p->capfr ? 2 * p->capfr : 256;
+		pk_fr_t *a = realloc(p->fr, n * sizeof(*a));
+		if (!a)
+			return MSIM_ENOMEM;
+		p->fr = a;
+		p->capfr = n;
+	}
+	p->fr[p->nfr] = (pk_fr_t){0};
+	v->dev = (uint32_t)p->nfr++;
+	return 0;
+}
+
+/* The tag of the entry's frames (see pk_frame()).  Returns 0 or an
+ * error. */
+static int
+pk_frames_tag(msim_trace_t *t, pk_t *p, uint16_t *tag_out)
+{
+	const pk_fr_t *l = &p->fr[p->fr_cur];
+	int cat = l->flags & FR_OPTIMIZER ? MSIM_CAT_OPTIMIZER
+		: l->flags & FR_BACKWARD ? MSIM_CAT_GRADIENT
+		: l->flags & FR_PARAMETER ? MSIM_CAT_PARAMETER
+		: l->flags & FR_FORWARD ? MSIM_CAT_ACTIVATION
+		: l->flags & FR_TORCH ? MSIM_CAT_OTHER
+		: MSIM_CAT_INPUT;
+	char site[600];
+	int n;
+	if (!l->any) {
+		/* No Python frame: the autograd engine's own thread, which
+		 * runs backward. */
+		cat = MSIM_CAT_GRADIENT;
+		n = snprintf(site, sizeof(site), "(autograd engine: no "
+			     "Python frames)");
+	} else if (l->file) {
+		const char *file = pk_str(p, l->file);
+		const char *sp = strstr(file, "-packages/");
+		n = snprintf(site, sizeof(site), "%s:%llu %s",
+			     sp ? sp + 10 : file,
+			     (unsigned long long)l->line,
+			     pk_str(p, l->name));
+	} else {
+		n = 0;
+	}
+	if (n < 0)
+		n = 0;
+	if ((size_t)n >= sizeof(site))
+		n = sizeof(site) - 1;
+	for (int i = 0; i < n; i++)
+		if (site[i] == ',' || site[i] == '\n' || site[i] == '\r')
+			site[i] = ';';
+	int rc = msim_trace_tag_intern(t, cat, site, (size_t)n, tag_out);
+	return rc ? pk_fail(t, p, rc, "out of memory") : 0;
+}
+
 /* ---- entries ---- */
 
 static int
@@ -388,6 +580,10 @@ pk_emit(msim_trace_t *t, pk_t *p, pk_val_t *d, uint32_t dev)
 	e.size = d->f[F_SIZE];
 	e.stream = d->f[F_STREAM];
 	e.time_us = d->f[F_TIME];
+	int rc;
+	if (p->fr_seen && (e.action == MSIM_ACT_ALLOC || oom) &&
+	    (rc = pk_frames_tag(t, p, &e.tag)))
+		return rc;
 	return pk_queue(p, &e);
 }
 
@@ -531,6 +727,23 @@ pk_setitem(msim_trace_t *t, pk_t *p, pk_val_t *d, const pk_val_t *k,
 		return 0;
 	if (d->role == R_SEG || d->role == R_BLOCK)
 		return d->have & EMITTED ? 0 : pk_state_set(t, p, d, k, v);
+	if (d->role == R_FRAME) {
+		pk_fr_t *f = &p->fr[d->dev];
+		if (k->str == S_FILENAME && v->type == V_STR)
+			f->file = v->sid;
+		else if (k->str == S_NAME && v->type == V_STR)
+			f->name = v->sid;
+		else if (k->str == S_LINE && v->type == V_INT && !v->neg)
+			f->line = v->i;
+		return 0;
+	}
+	if (d->role == R_ENTRY && k->str == S_FRAMES && v->type == V_LIST &&
+	    v->role == R_FRAMES) {
+		p->fr_seen = true;
+		p->fr_cur = v->dev;
+		t->tagged = true;
+		return 0;
+	}
 	if (k->str == S_ACTION) {
 		if (v->type != V_STR)
 			return 0;
@@ -564,6 +777,10 @@ pk_attach(msim_trace_t *t, pk_t *p, pk_val_t *l, pk_val_t *v)
 	     (l->role == R_BLOCKLIST && v->role == R_BLOCK)) &&
 	    v->type == V_DICT && !(v->have & EMITTED))
 		return pk_state_done(t, p, v);
+	if (l->role == R_FRAMES && v->role == R_FRAME && v->type == V_DICT) {
+		pk_frame(p, &p->fr[l->dev], &p->fr[v->dev]);
+		return 0;
+	}
 	if (l->role == R_DEVLIST && v->type == V_DICT &&
 	    !(v->have & EMITTED) && (v->have & HAVE_ACTION))
 		return pk_emit(t, p, v, l->dev);
@@ -622,11 +839,19 @@ pk_role(pk_t *p, pk_val_t *v)
 			v->role = R_SEG;
 		break;
 	case R_SEG:
+		if (key && key->type == V_STR && key->str == S_FRAMES &&
+		    v->type == V_LIST)
+			v->role = R_FRAMES; /* entries may share its frames */
 		if (key && key->type == V_STR && key->str == S_BLOCKS &&
 		    v->type == V_LIST && !(parent->have & EMITTED)) {
 			v->role = R_BLOCKLIST;
 			v->dev = parent->dev;
 		}
+		break;
+	case R_BLOCK:
+		if (key && key->type == V_STR && key->str == S_FRAMES &&
+		    v->type == V_LIST)
+			v->role = R_FRAMES;
 		break;
 	case R_BLOCKLIST:
 		if (v->type == V_DICT && parent->type == V_LIST) {
@@ -645,7 +870,17 @@ pk_role(pk_t *p, pk_val_t *v)
 		if (v->type == V_DICT && parent->type == V_LIST) {
 			v->role = R_ENTRY;
 			v->dev = parent->dev;
+			p->fr_seen = false;
 		}
+		break;
+	case R_ENTRY:
+		if (key && key->type == V_STR && key->str == S_FRAMES &&
+		    v->type == V_LIST)
+			v->role = R_FRAMES;
+		break;
+	case R_FRAMES:
+		if (v->type == V_DICT && parent->type == V_LIST)
+			v->role = R_FRAME;
 		break;
 	default:
 		break;
@@ -679,7 +914,17 @@ pk_memo_put(msim_trace_t *t, pk_t *p, uint64_t idx)
 	switch (v->type) {
 	case V_NONE: slot = M_NONE << 28; break;
 	case V_BOOL: slot = M_BOOL << 28 | (uint32_t)v->i; break;
-	case V_STR: slot = M_STR << 28 | v->str; break;
+	case V_DICT:
+	case V_LIST:
+		if (v->role == R_FRAME || v->role == R_FRAMES)
+			slot = (uint32_t)(v->role == R_FRAME ? M_FRAME
+							     : M_FRAMES) << 28 |
+			       v->dev;
+		break;
+	case V_STR:
+		slot = M_STR << 28 | v->str |
+		       (v->sid < (1u << 20) ? v->sid << 8 : 0);
+		break;
 	case V_INT:
 		if (v->neg) {
 			slot = M_BIGINT << 28;
@@ -721,10 +966,20 @@ pk_memo_get(msim_trace_t *t, pk_t *p, uint64_t idx)
 	switch (slot >> 28) {
 	case M_NONE: v.type = V_NONE; break;
 	case M_BOOL: v.type = V_BOOL; v.i = pay; break;
-	case M_STR: v.type = V_STR; v.str = (uint8_t)pay; break;
+	case M_STR:
+		v.type = V_STR;
+		v.str = (uint8_t)pay;
+		v.sid = pay >> 8;
+		break;
 	case M_INT: v.type = V_INT; v.i = pay; break;
 	case M_BIGINT: v.type = V_INT; v.neg = 1; break;
 	case M_LARGEINT: v.type = V_INT; v.i = p->ints[pay]; break;
+	case M_FRAME:
+	case M_FRAMES: /* shared by several entries */
+		v.type = (slot >> 28) == M_FRAME ? V_DICT : V_LIST;
+		v.role = (slot >> 28) == M_FRAME ? R_FRAME : R_FRAMES;
+		v.dev = pay;
+		break;
 	default: break;
 	}
 	return pk_push(t, p, &v);
@@ -739,7 +994,7 @@ pk_string(msim_trace_t *t, pk_t *p, uint64_t n)
 	int rc;
 	if ((rc = pk_check_len(t, p, n)))
 		return rc;
-	if (n > PK_SHORT) {
+	if (n > PK_STR_MAX) {
 		if ((rc = pk_skip(t, p, n)))
 			return rc;
 		return pk_push_type(t, p, V_STR, 0);
@@ -749,6 +1004,9 @@ pk_string(msim_trace_t *t, pk_t *p, uint64_t n)
 	const char *s = (const char *)p->buf + p->pos;
 	p->pos += (size_t)n;
 	pk_val_t v = {.type = V_STR, .str = S_OTHER};
+	if (n > PK_SHORT)
+		return pk_pool(p, s, (size_t)n, &v) ? MSIM_ENOMEM
+						    : pk_push(t, p, &v);
 	for (int k = 1; k < S_NKEYS; k++)
 		if (strlen(pk_keys[k]) == n && !memcmp(pk_keys[k], s, n)) {
 			v.str = (uint8_t)k;
@@ -759,6 +1017,8 @@ pk_string(msim_trace_t *t, pk_t *p, uint64_t n)
 		if (a >= 0)
 			v.str = (uint8_t)(S_ACT0 + a);
 	}
+	if (v.str == S_OTHER && pk_pool(p, s, (size_t)n, &v))
+		return MSIM_ENOMEM;
 	return pk_push(t, p, &v);
 }
 
@@ -990,7 +1250,9 @@ pk_op(msim_trace_t *t, pk_t *p)
 		if (v.role == R_DEVLIST && v.dev >= p->ndev)
 			p->ndev = v.dev + 1;
 		if ((v.role == R_SEG && (rc = pk_seg_new(t, p, &v))) ||
-		    (v.role == R_BLOCK && (rc = pk_block_new(t, p, &v))))
+		    (v.role == R_BLOCK && (rc = pk_block_new(t, p, &v))) ||
+		    ((v.role == R_FRAME || v.role == R_FRAMES) &&
+		     (rc = pk_fr_new(t, p, &v))))
 			return rc;
 		return pk_push(t, p, &v);
 	}
@@ -1202,6 +1464,9 @@ pk_close(msim_trace_t *t)
 	free(p->memo);
 	free(p->ints);
 	free(p->q);
+	free(p->pool);
+	free(p->stroff);
+	free(p->fr);
 	free(p);
 	t->fmt = NULL;
 }

@@ -360,6 +360,7 @@ fail:
 int
 msim_trace_next_entry(msim_trace_t *t, msim_entry_t *e_out)
 {
+	e_out->tag = 0; /* formats without tags leave it */
 	int rc = t->format->next(t, e_out);
 	if (rc == 1) {
 		if (!t->entries++)
@@ -422,6 +423,7 @@ trace_request(msim_trace_t *t, const msim_entry_t *e, msim_req_t *req)
 			return msim_trace_fail(t, rc, "%s", msim_strerror(rc));
 		req->kind = MSIM_REQ_ALLOC;
 		req->size = e->size;
+		req->tag = e->tag;
 		return 1;
 	case MSIM_ACT_FREE_COMPLETED:
 	case MSIM_ACT_FREE_REQUESTED: {
@@ -454,6 +456,7 @@ trace_request(msim_trace_t *t, const msim_entry_t *e, msim_req_t *req)
 		req->kind = MSIM_REQ_ALLOC;
 		req->flags = MSIM_REQF_EXPECT_OOM;
 		req->size = e->size;
+		req->tag = e->tag;
 		req->addr = 0;
 		return 1;
 	default: /* what the allocator did, or annotations */
@@ -603,6 +606,7 @@ msim_trace_close(msim_trace_t *t)
 	if (t->fp)
 		fclose(t->fp);
 	msim_idmap_clear(&t->ids);
+	msim_tags_clear(&t->tags);
 	free(t->path);
 	free(t);
 }

@@ -49,7 +49,45 @@ typedef struct msim_entry_s {
 	uint64_t size;        /* bytes, docs/pytorch-allocator.md §10.2 */
 	msim_stream_t stream; /* CUDA stream handle */
 	uint8_t action;       /* msim_action_t */
+	uint16_t tag;         /* alloc: a (category, site) pair of the
+			       * trace's table (msim_trace_tag()), 0 = none */
 } msim_entry_t;
+
+/*
+ * What an allocation holds: `memsim record` writes it in a CSV column, and
+ * the snapshot reader infers it from the Python frames of each alloc.
+ */
+typedef enum msim_category_e {
+	MSIM_CAT_UNTAGGED = 0,
+	MSIM_CAT_PARAMETER,
+	MSIM_CAT_GRADIENT,
+	MSIM_CAT_OPTIMIZER,  /* optimizer state and the step's temporaries */
+	MSIM_CAT_ACTIVATION,
+	MSIM_CAT_TEMPORARY,
+	MSIM_CAT_INPUT,
+	MSIM_CAT_OTHER,
+	MSIM_NCAT
+} msim_category_t;
+
+/* "parameter", ..., "untagged" for MSIM_CAT_UNTAGGED. */
+const char *msim_category_name(int category);
+/* The category named by the len bytes at s ("optimizer_state" too), or
+ * -1. */
+int msim_category_parse(const char *s, size_t len);
+
+/*
+ * Tags: the (category, site) pairs of a trace, numbered from 1 in the
+ * order first seen; tags 1 .. MSIM_NCAT - 1 are the categories with no
+ * site.  A site is a module path or "file:line function".  Tags 0 (none)
+ * to msim_trace_ntags() - 1 are valid; the strings belong to t.
+ */
+#define MSIM_TAGS_MAX 65535u
+size_t msim_trace_ntags(const msim_trace_t *t);
+/* Whether t's entries carry tags: a CSV with a category or site column,
+ * a snapshot whose entries have frames (known once one has been read). */
+bool msim_trace_tagged(const msim_trace_t *t);
+void msim_trace_tag(const msim_trace_t *t, uint16_t tag, int *category_out,
+		    const char **site_out);
 
 /* "alloc", "free_completed", ... as PyTorch names them. */
 const char *msim_action_name(int action);
@@ -221,6 +259,11 @@ typedef struct msim_trace_tally_s {
 } msim_trace_tally_t;
 
 void msim_trace_tally(const msim_trace_t *t, msim_trace_tally_t *out);
+
+/* Tags of w's entries are those of src's table (convert): formats that
+ * hold them write them.  Call before the first msim_trace_writer_put(). */
+void msim_trace_writer_set_tags(msim_trace_writer_t *w,
+				const msim_trace_t *src);
 
 /* The format w writes. */
 const msim_trace_format_t *msim_trace_writer_format(const msim_trace_writer_t *w);
