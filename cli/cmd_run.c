@@ -499,6 +499,7 @@ msim_cmd_run(int argc, char **argv)
 		}
 	}
 	int64_t run_id = -1;
+	char dberr[2600] = ""; /* a storage error, told after the figures */
 	if (db) {
 		msim_run_info_t info = {
 			.kind = "simulated", .trace_path = tpath,
@@ -516,7 +517,7 @@ msim_cmd_run(int argc, char **argv)
 		if (msim_db_store_run_mode(db, &info, &sum, &st,
 					   msim_sim_timeline(sim), ev, nev,
 					   MSIM_DB_REPLACE, &run_id, &existed))
-			msim_cli_die("%s", msim_db_errmsg(db));
+			snprintf(dberr, sizeof(dberr), "%s", msim_db_errmsg(db));
 	}
 	if (o.segments)
 		write_segments(o.segments, msim_sim_device(sim));
@@ -578,6 +579,11 @@ msim_cmd_run(int argc, char **argv)
 		if (run_id >= 0)
 			printf("stored     run %" PRId64 " in %s\n", run_id,
 			       o.db);
+	}
+	/* The figures are out: a full disk loses the row, not the results. */
+	if (*dberr) {
+		fflush(stdout);
+		msim_cli_die("%s", dberr);
 	}
 	if (o.plot) {
 		char title[2048];
