@@ -133,12 +133,17 @@ _memsim()
 		COMPREPLY=($(compgen -W 'none every: sqrt budget:' -- "$cur"))
 		return 0
 		;;
+	--weights)
+		COMPREPLY=($(compgen -W 'native int8 fp8' -- "$cur"))
+		return 0
+		;;
 	--cap | --fraction | --capacity | --device | --repeat | --requests | \
 	-n | --seed | --streams | --random | -j | --jobs | -r | --run | \
 	-s | --sweep | --title | --size | --x | --series | --y | --grid | -g | \
 	--shard | --sizes | --lifetime | --arrival | --layers | --hidden | \
 	--heads | --kv-heads | --ffn | --vocab | --positions | --batch | \
-	--seq | --image | --steps | --scaler-skips | --release-threshold)
+	--seq | --image | --steps | --scaler-skips | --generate | --accum | \
+	--release-threshold)
 		return 0 # a value to type
 		;;
 	esac
