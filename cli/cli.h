@@ -47,5 +47,12 @@ int msim_cmd_gen(int argc, char **argv);
 int msim_cmd_gen_random(int argc, char **argv);
 int msim_cmd_convert(int argc, char **argv);
 int msim_cmd_info(int argc, char **argv);
+int msim_cmd_record(int argc, char **argv);
+int msim_cmd_fit(int argc, char **argv);
+/* Runs the Python recorder: OUT, its options, the command (python3
+ * SCRIPT ARGS); the script's stdout goes to stderr, or nowhere if quiet.
+ * Returns the recorder's exit status (cli/cmd_record.c). */
+int msim_cli_record(const char *out, char *const *ropt, int nropt,
+		    char *const *cmd, int ncmd, int quiet);
 
 #endif

@@ -74,6 +74,10 @@ static const struct {
 	 "measured figures beside simulated"},
 	{"convert", msim_cmd_convert, "convert a trace between formats"},
 	{"info", msim_cmd_info, "summarize a trace (requests, sizes, peak)"},
+	{"record", msim_cmd_record, "record a PyTorch script's allocations "
+	 "(fake tensors, no GPU; or a real run)"},
+	{"fit", msim_cmd_fit, "the largest batch (or any setting) of a "
+	 "script that fits under a cap"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -337,6 +337,9 @@ def _patch_cuda(torch, rec, dev):
 
     c.stream = _StreamCtx
     c.set_stream = lambda s: None
+    c.is_current_stream_capturing = lambda: False
+    import torch.cuda.graphs as cg
+    cg.is_current_stream_capturing = lambda: False
     c.empty_cache = lambda: None
     c.set_per_process_memory_fraction = lambda f, d=None: None
     # FakeTensor.__new__ would make a real CUDA tensor once "so that
@@ -378,12 +381,15 @@ def _patch_cuda(torch, rec, dev):
                 *args, **kwargs)
         except Exception:
             return orig_to(self, *args, **kwargs)
-        if device is not None and device.type == "cuda" and \
-                self.device.type != "cuda":
-            out = torch.ops.aten._to_copy.default(
-                self, dtype=dtype or self.dtype,
-                device=torch.device("cuda", 0))
-            return out
+        if device is not None and device.type == "cuda":
+            # Every CUDA device is device 0: one rank sees one GPU.
+            if self.device.type != "cuda":
+                return torch.ops.aten._to_copy.default(
+                    self, dtype=dtype or self.dtype,
+                    device=torch.device("cuda", 0))
+            if dtype is None or dtype == self.dtype:
+                return self
+            return orig_to(self, dtype)
         return orig_to(self, *args, **kwargs)
 
     def cuda(self, device=None, non_blocking=False, **kw):
