@@ -114,6 +114,13 @@ class Recorder:
             return clean(name)
         if self.phase_backward or threading.current_thread() is not \
                 threading.main_thread():
+            try:
+                import torch
+                node = torch._C._current_autograd_node()
+                if node is not None:
+                    return clean("backward " + node.name())
+            except Exception:
+                pass
             return "backward"
         f = sys._getframe(2)
         while f is not None:
@@ -346,6 +353,54 @@ def _patch_cuda(torch, rec, dev):
     # backward works" (init_gpu_context): no GPU is touched here.
     import torch._subclasses.fake_tensor as ftm
     ftm.init_gpu_context = lambda device: None
+    # The fake convolution asks which kernel would run to pick the output's
+    # memory format (torch._C._select_conv_backend), which queries cuDNN
+    # and the GPU.  On CUDA that is cuDNN, and its memory format is
+    # cudnn_conv_suggest_memory_format()'s: channels_last when the input
+    # or the weight is, else contiguous.
+    orig_select = torch._C._select_conv_backend
+    orig_fmt = torch._C._conv_determine_backend_memory_format
+
+    def select(inp, weight, *a, **k):
+        if inp.device.type == "cuda":
+            return torch._C._ConvBackend.Cudnn
+        return orig_select(inp, weight, *a, **k)
+
+    def fmt(inp, weight, backend):
+        if inp.device.type == "cuda":
+            cl = torch.channels_last if inp.dim() == 4 else \
+                torch.channels_last_3d
+            if inp.dim() in (4, 5) and (
+                    (inp.is_contiguous(memory_format=cl) and
+                     not inp.is_contiguous()) or
+                    (weight.is_contiguous(memory_format=cl) and
+                     not weight.is_contiguous())):
+                return cl
+            return torch.contiguous_format
+        return orig_fmt(inp, weight, backend)
+
+    # Ops with a CUDA kernel and a CompositeImplicitAutograd one
+    # (silu_backward, mish_backward): a PyTorch without CUDA kernels takes
+    # the decomposition (six tensors for silu_backward instead of one).  A
+    # CUDA kernel registered here makes the dispatcher keep the op whole;
+    # the fake mode answers it before any kernel runs.
+    if not torch._C._dispatch_has_kernel_for_dispatch_key(
+            "aten::silu_backward", "CUDA"):
+        lib = torch.library.Library("aten", "IMPL")
+        rec._cuda_lib = lib
+
+        def never(*a, **k):
+            raise RuntimeError("memsim record: a CUDA kernel was run")
+
+        for op in torch._C._dispatch_get_all_op_names():
+            if not op.startswith("aten::"):
+                continue
+            has = torch._C._dispatch_has_kernel_for_dispatch_key
+            if has(op, "CompositeImplicitAutograd") and \
+                    (has(op, "CPU") or has(op, "Meta")):
+                lib.impl(op[6:], never, "CUDA")
+    torch._C._select_conv_backend = select
+    torch._C._conv_determine_backend_memory_format = fmt
     c.mem_get_info = lambda d=None: (total - rec.allocated, total)
     c.memory_allocated = lambda d=None: rec.allocated
     c.max_memory_allocated = lambda d=None: rec.peak
@@ -705,6 +760,42 @@ def run(opt, script, argv):
                          scale=scale)
 
     F.scaled_dot_product_attention = sdpa
+
+    # rms_norm: CUDA builds run one fused kernel (_fused_rms_norm: the
+    # output and a float32 rstd per row, saved for _fused_rms_norm_backward,
+    # which returns grad_input and grad_weight); without CUDA kernels it
+    # decomposes into several temporaries.  The fused kernel's tensors are
+    # made here for CUDA inputs.
+    orig_rms = F.rms_norm
+
+    class _FusedRMSNorm(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, weight, shape, eps):
+            n = len(shape)
+            dt = x.dtype if weight is None else \
+                torch.result_type(x, weight)
+            out = torch.empty(x.shape, dtype=dt, device=x.device)
+            rstd = torch.empty(tuple(x.shape[:-n]) + (1,) * n,
+                               dtype=torch.float32, device=x.device)
+            ctx.save_for_backward(x, weight, rstd)
+            return out
+
+        @staticmethod
+        def backward(ctx, grad):
+            x, weight, rstd = ctx.saved_tensors
+            gx = torch.empty_like(x)
+            gw = torch.empty_like(weight) if weight is not None and \
+                ctx.needs_input_grad[1] else None
+            return gx, gw, None, None
+
+    def rms_norm(input, normalized_shape, weight=None, eps=None):
+        if input.device.type != "cuda":
+            return orig_rms(input, normalized_shape, weight, eps)
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) \
+            else tuple(normalized_shape)
+        return _FusedRMSNorm.apply(input, weight, shape, eps)
+
+    F.rms_norm = rms_norm
     from . import strategy
     strategy.apply(torch, opt)
     if opt.world_size > 1:
@@ -718,6 +809,16 @@ def run(opt, script, argv):
     # runs (a property in some versions of PyTorch, an attribute in others).
     class _Mode(FakeTensorMode):
         avoid_device_init = True
+
+        def cpp_meta_supports_symint(self, func):
+            # An op with a C++ meta kernel runs it, as a CUDA build runs
+            # the op's one CUDA kernel, rather than a Python decomposition
+            # into several ops (silu_backward would allocate six tensors
+            # instead of one).  Shapes here are never symbolic.
+            if torch._C._dispatch_has_kernel_for_dispatch_key(
+                    func.name(), "Meta"):
+                return True
+            return super().cpp_meta_supports_symint(func)
 
     fm = _Mode(allow_non_fake_inputs=True)
     try:
