@@ -361,12 +361,15 @@ def _patch_cuda(torch, rec, dev):
     orig_select = torch._C._select_conv_backend
     orig_fmt = torch._C._conv_determine_backend_memory_format
 
-    def select(inp, weight, *a, **k):
+    def select(*a, **k):
+        inp = a[0] if a else k.get("input")
         if inp.device.type == "cuda":
             return torch._C._ConvBackend.Cudnn
-        return orig_select(inp, weight, *a, **k)
+        return orig_select(*a, **k)
 
-    def fmt(inp, weight, backend):
+    def fmt(*a, **k):
+        inp = a[0] if a else k.get("input")
+        weight = a[1] if len(a) > 1 else k.get("weight")
         if inp.device.type == "cuda":
             cl = torch.channels_last if inp.dim() == 4 else \
                 torch.channels_last_3d
@@ -377,7 +380,7 @@ def _patch_cuda(torch, rec, dev):
                      not weight.is_contiguous())):
                 return cl
             return torch.contiguous_format
-        return orig_fmt(inp, weight, backend)
+        return orig_fmt(*a, **k)
 
     # Ops with a CUDA kernel and a CompositeImplicitAutograd one
     # (silu_backward, mish_backward): a PyTorch without CUDA kernels takes
