@@ -53,7 +53,7 @@ msim_cmd_bench(int argc, char **argv)
 	const char *policy = "pytorch", *conf = "";
 	int json = 0, formats = 0, c;
 	char *end;
-	while ((c = getopt_long(argc, argv, "n:p:c:h", longopts, NULL)) != -1) {
+	while ((c = msim_cli_getopt(argc, argv, "n:p:c:h", longopts)) != -1) {
 		switch (c) {
 		case 'n':
 			n = strtoull(optarg, &end, 10);

@@ -170,7 +170,7 @@ msim_cmd_compare(int argc, char **argv)
 	size_t nconfs = 0;
 	uint64_t capacity = MSIM_H200_BYTES;
 	int c;
-	while ((c = getopt_long(argc, argv, "p:c:d:h", longopts, NULL)) != -1) {
+	while ((c = msim_cli_getopt(argc, argv, "p:c:d:h", longopts)) != -1) {
 		switch (c) {
 		case 'p': list = optarg; break;
 		case 'c': {

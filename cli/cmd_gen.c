@@ -119,7 +119,7 @@ gen_model_cmd(int argc, char **argv)
 	const char *out = NULL;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "a:b:s:d:n:o:h", lo, NULL)) != -1) {
+	while ((c = msim_cli_getopt(argc, argv, "a:b:s:d:n:o:h", lo)) != -1) {
 		switch (c) {
 		case 'a':
 			break;

@@ -225,7 +225,7 @@ msim_cmd_info(int argc, char **argv)
 	msim_trace_options_t opt = {.hidden_empty_cache = true};
 	int json = 0, c;
 	char *end;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((c = msim_cli_getopt(argc, argv, "h", longopts)) != -1) {
 		switch (c) {
 		case 'D':
 			opt.device1 = (unsigned)strtoul(optarg, &end, 10) + 1;

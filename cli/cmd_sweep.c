@@ -160,8 +160,8 @@ msim_cmd_sweep(int argc, char **argv)
 	long jobs = sysconf(_SC_NPROCESSORS_ONLN);
 	int force = 0, list = 0, quiet = 0, c;
 	char *end;
-	while ((c = getopt_long(argc, argv, "g:s:p:d:j:qh", longopts,
-				NULL)) != -1) {
+	while ((c = msim_cli_getopt(argc, argv, "g:s:p:d:j:qh",
+				    longopts)) != -1) {
 		switch (c) {
 		case 'g': push(&grid, &ngrid, optarg); break;
 		case 's': spec.settings_file = optarg; break;

@@ -146,7 +146,7 @@ msim_cmd_tune(int argc, char **argv)
 	char *end;
 	for (size_t k = 0; k < 3; k++)
 		grid[ngrid++] = tune_grid[k];
-	while ((c = getopt_long(argc, argv, "d:g:j:h", longopts, NULL)) != -1) {
+	while ((c = msim_cli_getopt(argc, argv, "d:g:j:h", longopts)) != -1) {
 		switch (c) {
 		case 'C': cap = msim_cli_bytes("--cap", optarg); break;
 		case 'd': dbpath = optarg; break;

@@ -34,6 +34,7 @@
 
 #include "policies/registry.h"
 #include "sim/error.h"
+#include "lab/job.h"
 #include "lab/sweep.h"
 #include "sim/timemodel.h"
 #include "sim/units.h"
@@ -118,30 +119,6 @@ trim(char *s)
 		     s[n - 1] == '\r'))
 		s[--n] = 0;
 	return s;
-}
-
-int
-msim_file_hash(const char *path, char hex[17], char *why, size_t whylen)
-{
-	FILE *fp = fopen(path, "rb");
-	if (!fp) {
-		snprintf(why, whylen, "%s: %s", path, strerror(errno));
-		return MSIM_EIO;
-	}
-	msim_hash_t h;
-	msim_hash_init(&h);
-	char buf[1 << 16];
-	size_t got;
-	while ((got = fread(buf, 1, sizeof(buf), fp)) > 0)
-		msim_hash_update(&h, buf, got);
-	int bad = ferror(fp);
-	fclose(fp);
-	if (bad) {
-		snprintf(why, whylen, "%s: cannot read", path);
-		return MSIM_EIO;
-	}
-	snprintf(hex, 17, "%016" PRIx64, msim_hash_final(&h));
-	return 0;
 }
 
 /* ---------------------------------------------------------------- */
@@ -1016,152 +993,6 @@ msim_sweep_spec_hash(const msim_sweep_t *sw)
 /* ---------------------------------------------------------------- */
 /* One setting                                                       */
 
-static void
-input_meta(msim_input_t *in, const char *key, uint64_t value)
-{
-	if (in->nmeta == sizeof(in->meta) / sizeof(in->meta[0]))
-		return;
-	snprintf(in->meta[in->nmeta][0], sizeof(in->meta[0][0]), "%s", key);
-	snprintf(in->meta[in->nmeta][1], sizeof(in->meta[0][1]), "%" PRIu64,
-		 value);
-	in->nmeta++;
-}
-
-int
-msim_input_open(msim_input_t *in, const char *trace, const char *model_spec,
-		const char *strategy, const msim_trace_options_t *topt,
-		char *why, size_t whylen)
-{
-	memset(in, 0, sizeof(*in));
-	int rc;
-	if (model_spec) {
-		/* The canonical shape with the strategies appended. */
-		size_t need = strlen(model_spec) + 2 +
-			      (strategy ? strlen(strategy) : 0);
-		char *text = malloc(need);
-		msim_model_cfg_t cfg;
-		if (!text || !(in->gen = malloc(sizeof(*in->gen)))) {
-			free(text);
-			return MSIM_ENOMEM;
-		}
-		snprintf(text, need, "%s%s%s", model_spec,
-			 strategy && *strategy ? "," : "",
-			 strategy ? strategy : "");
-		rc = msim_model_spec_parse(text, &cfg, why, whylen);
-		free(text);
-		msim_gen_init(in->gen, false);
-		if (!rc)
-			rc = msim_model_generate(&cfg, in->gen, why, whylen);
-		if (rc) {
-			msim_input_close(in);
-			return rc;
-		}
-		in->src = msim_gen_source(in->gen);
-		in->format = "model";
-		input_meta(in, "recompute_layer_forwards", in->gen->recompute);
-		input_meta(in, "generated_peak_allocated_bytes",
-			   in->gen->peak);
-		return 0;
-	}
-	if ((rc = msim_trace_open(trace, topt, &in->trace, why, whylen)))
-		return rc;
-	in->src = msim_trace_source(in->trace);
-	in->format = msim_trace_format_name(in->trace);
-	const char *pfx = "transform:";
-	if (strategy && !strncmp(strategy, pfx, strlen(pfx))) {
-		int dtype;
-		if ((rc = msim_xform_parse(strategy + strlen(pfx), &dtype,
-					   why, whylen)) ||
-		    (rc = msim_xform_dtype_new(in->src, dtype, &in->xform, why,
-					       whylen))) {
-			msim_input_close(in);
-			return rc;
-		}
-		in->src = msim_xform_source(in->xform);
-		msim_xform_stats_t xs;
-		msim_xform_stats(in->xform, &xs);
-		input_meta(in, "transform_params", xs.params);
-		input_meta(in, "transform_pshape_allocs", xs.pshape);
-		input_meta(in, "transform_act_allocs", xs.act);
-		input_meta(in, "transform_cached_forwards", xs.forwards);
-	}
-	return 0;
-}
-
-void
-msim_input_close(msim_input_t *in)
-{
-	msim_xform_destroy(in->xform);
-	msim_trace_close(in->trace);
-	if (in->gen) {
-		msim_gen_clear(in->gen);
-		free(in->gen);
-	}
-	memset(in, 0, sizeof(*in));
-}
-
-void
-msim_input_meta(const msim_input_t *in, const char *const *base,
-		const char **kv_out, size_t n)
-{
-	size_t k = 0;
-	for (; base && base[k] && k + 3 < n; k += 2) {
-		kv_out[k] = base[k];
-		kv_out[k + 1] = base[k + 1];
-	}
-	for (size_t i = 0; i < in->nmeta && k + 3 < n; i++, k += 2) {
-		kv_out[k] = in->meta[i][0];
-		kv_out[k + 1] = in->meta[i][1];
-	}
-	kv_out[k] = NULL;
-}
-
-int
-msim_input_describe(const char *trace, const char *transform,
-		    char **spec_out, char **strategy_out, char *why,
-		    size_t whylen)
-{
-	*spec_out = *strategy_out = NULL;
-	char buf[2048];
-	if (msim_model_spec_is(trace)) {
-		msim_model_cfg_t cfg;
-		int rc;
-		if (transform) {
-			snprintf(why, whylen, "--transform: applies to a "
-				 "recorded trace; give dtype= in the model "
-				 "spec");
-			return MSIM_EINVAL;
-		}
-		if ((rc = msim_model_spec_parse(trace, &cfg, why, whylen)))
-			return rc;
-		msim_model_spec_canonical(&cfg, buf, sizeof(buf));
-		*spec_out = strdup(buf);
-		msim_strategy_canonical(&cfg, buf, sizeof(buf));
-		*strategy_out = strdup(buf);
-	} else if (transform) {
-		int dtype, rc;
-		char w[256];
-		if ((rc = msim_xform_parse(transform, &dtype, w, sizeof(w)))) {
-			snprintf(why, whylen, "--transform: %s", w);
-			return rc;
-		}
-		if (dtype == MSIM_DT_FP32)
-			return 0;
-		snprintf(buf, sizeof(buf), "transform:dtype=%s",
-			 msim_dtype_name(dtype));
-		*strategy_out = strdup(buf);
-	} else {
-		return 0;
-	}
-	if ((msim_model_spec_is(trace) && !*spec_out) || !*strategy_out) {
-		free(*spec_out);
-		free(*strategy_out);
-		*spec_out = *strategy_out = NULL;
-		return MSIM_ENOMEM;
-	}
-	return 0;
-}
-
 int
 msim_setting_run(const msim_setting_t *s, uint64_t capacity,
 		 msim_db_t *db, int mode, int64_t sweep_id,
@@ -1170,89 +1001,27 @@ msim_setting_run(const msim_setting_t *s, uint64_t capacity,
 {
 	*run_id_out = -1;
 	*existed_out = 0;
-	if (!capacity)
-		capacity = MSIM_H200_BYTES;
-	const msim_policy_ops_t *ops = msim_policy_find(s->policy);
-	if (!ops) {
-		snprintf(why, whylen, "unknown policy '%s'", s->policy);
-		return MSIM_EINVAL;
-	}
-	msim_params_t pv;
-	if (msim_params_init(&pv, ops->params))
-		return MSIM_ENOMEM;
-	int rc = 0;
-	msim_input_t in = {0};
-	msim_sim_t *sim = NULL;
-	for (size_t i = 0; i < s->nkv; i++)
-		if (!param_is_default(&pv, s->kv[i].key, s->kv[i].value) &&
-		    (rc = msim_params_set(&pv, s->kv[i].key, s->kv[i].value))) {
-			snprintf(why, whylen, "%s", pv.errmsg);
-			goto out;
-		}
-	/* As memsim run does: free_requested rows applied separately. */
-	msim_trace_options_t topt = {.deferred_frees = true};
-	if ((rc = msim_input_open(&in, s->trace, s->model_spec, s->strategy,
-				  &topt, why, whylen)))
-		goto out;
-	msim_sim_config_t cfg = {
-		.source = in.src,
-		.policy = ops,
-		.params = &pv,
-		.device = {.capacity = capacity, .log_events = db != NULL,
-			   .use_hints = !strcmp(s->addresses, "trace")},
-		.fraction = s->cap ? (double)s->cap / (double)capacity : 0,
+	msim_job_spec_t spec = {
+		.trace = s->trace, .model_spec = s->model_spec,
+		.strategy = s->strategy, .trace_hash = s->trace_hash,
+		.policy = s->policy, .conf = s->params, .cap = s->cap,
+		.capacity = capacity, .addresses = s->addresses,
 	};
-	if ((rc = msim_sim_new(&cfg, &sim, why, whylen)))
-		goto out;
-	double t0 = sweep_now_ms();
-	if ((rc = msim_sim_run(sim))) {
-		snprintf(why, whylen, "%s", msim_sim_errmsg(sim));
-		goto out;
-	}
-	double wall_ms = sweep_now_ms() - t0;
-	msim_summary_t sm;
-	msim_stats_t ss;
-	msim_sim_summary(sim, &sm);
-	msim_sim_stats(sim, &ss);
-	if (sum)
-		*sum = sm;
-	if (st)
-		*st = ss;
-	if (db) {
-		size_t nev;
-		const msim_seg_event_t *ev =
-			msim_device_events(msim_sim_device(sim), &nev);
-		msim_timemodel_t *tm;
-		msim_devtime_t dt = {0};
-		if (msim_timemodel_h200(&tm) == 0) {
-			msim_timemodel_events(tm, ev, nev, &dt);
-			msim_timemodel_destroy(tm);
-		}
-		msim_sim_meta_t meta;
-		msim_sim_meta_fill(&meta, dt.us, "H200 (built in)", &sm);
-		const char *kv[32];
-		msim_input_meta(&in, meta.kv, kv, 32);
-		msim_run_info_t info = {
-			.meta = kv, .strategy = s->strategy,
-			.kind = "simulated",
-			.trace_path = s->model_spec ? s->model_spec : s->trace,
-			.trace_hash = s->trace_hash,
-			.trace_format = in.format,
-			.policy = ops->name, .params = s->params,
-			.cap_bytes = msim_device_cap(msim_sim_device(sim)),
-			.addresses = s->addresses, .wall_ms = wall_ms,
-			.capacity_bytes = capacity, .sweep_id = sweep_id,
-		};
-		if ((rc = msim_db_store_run_mode(db, &info, &sm, &ss,
-						 msim_sim_timeline(sim), ev,
-						 nev, mode, run_id_out,
-						 existed_out)))
-			snprintf(why, whylen, "%s", msim_db_errmsg(db));
-	}
-out:
-	msim_sim_destroy(sim);
-	msim_input_close(&in);
-	msim_params_clear(&pv);
+	msim_job_t *job;
+	msim_job_err_t err;
+	int rc = msim_job_open(&spec, db != NULL, &job, &err);
+	if (!rc)
+		rc = msim_job_run(job, &err);
+	if (!rc && db)
+		rc = msim_job_store(job, db, mode, sweep_id, run_id_out,
+				    existed_out, &err);
+	if (rc)
+		snprintf(why, whylen, "%s", err.msg);
+	else if (sum)
+		*sum = msim_job_result(job)->sum;
+	if (!rc && st)
+		*st = msim_job_result(job)->st;
+	msim_job_destroy(job);
 	return rc;
 }
 
