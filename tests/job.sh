@@ -1,0 +1,99 @@
+#!/bin/sh
+# One experiment, one row (lab/job.h): run --db, compare --db and sweep of
+# one setting store identical rows, the second recognised as the same
+# setting; the options every command parses the same way; the drifts of
+# issue 12 each pinned.  Run by `make check` with MEMSIM and MSIM_TESTDATA.
+set -u
+MEMSIM=${MEMSIM:-./memsim}
+DATA=${MSIM_TESTDATA:-tests/data}
+tmp=$(mktemp -d /tmp/memsim-job-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+expect_error() {
+	pattern=$1; shift
+	if "$@" >"$tmp/out" 2>"$tmp/err"; then
+		fail "$* succeeded"; return
+	fi
+	lines=$(wc -l <"$tmp/err")
+	grep -q -- "$pattern" "$tmp/err" || fail "$*: '$(cat "$tmp/err")' lacks '$pattern'"
+	[ "$lines" -eq 1 ] || fail "$*: $lines lines on stderr"
+}
+
+# Everything a database holds of its runs but ids, dates and wall times.
+dump() {
+	sqlite3 "$1" "SELECT kind, trace_path, trace_hash, trace_format, policy,
+	    params, cap_bytes, addresses, requests, oom_request,
+	    peak_reserved_bytes, peak_allocated_bytes, peak_requested_bytes,
+	    frag_at_peak, frag_mean, ext_frag_max, num_device_alloc,
+	    num_device_free, num_alloc_retries, num_ooms, sim_time_ns,
+	    capacity_bytes, setting_key, strategy FROM runs ORDER BY id;
+	  SELECT key, value FROM run_meta ORDER BY run_id, key;
+	  SELECT name, value FROM stats ORDER BY run_id, name;
+	  SELECT count(*), sum(size) FROM peak_blocks;
+	  SELECT count(*), sum(size), sum(request) FROM segment_events;
+	  SELECT count(*), sum(reserved_bytes), sum(time_ns) FROM timeline;"
+}
+runs() { sqlite3 "$1" "SELECT count(*) FROM runs"; }
+
+# 1. The same setting by run, compare and sweep: identical rows.  Two
+# streams, so free_requested rows matter (deferred frees), and a cap with
+# the garbage collector, so the cap must reach the run.
+p2=$DATA/traces/prefetch_2stream.csv
+$MEMSIM run --db "$tmp/run.db" --cap 700MiB -c garbage_collection_threshold:0.6 \
+	"$p2" >/dev/null || fail "run --db"
+$MEMSIM compare --db "$tmp/cmp.db" -p pytorch --cap 700MiB \
+	-c pytorch=garbage_collection_threshold:0.6 "$p2" >/dev/null || fail "compare --db"
+$MEMSIM sweep -q -j1 --db "$tmp/sweep.db" --cap 700MiB \
+	--grid garbage_collection_threshold=0.6 "$p2" >/dev/null || fail "sweep"
+dump "$tmp/run.db" >"$tmp/run.rows"
+dump "$tmp/cmp.db" >"$tmp/cmp.rows"
+dump "$tmp/sweep.db" >"$tmp/sweep.rows"
+grep -q "garbage_collection_threshold:0.6|734003200|model" "$tmp/run.rows" ||
+	fail "run row: $(head -1 "$tmp/run.rows")"
+cmp -s "$tmp/run.rows" "$tmp/cmp.rows" || fail "compare --db stores another row than run --db: $(diff "$tmp/run.rows" "$tmp/cmp.rows" | head -4)"
+cmp -s "$tmp/run.rows" "$tmp/sweep.rows" || fail "sweep stores another row than run --db: $(diff "$tmp/run.rows" "$tmp/sweep.rows" | head -4)"
+
+# ... and the second is recognised as the same experiment.
+$MEMSIM compare --db "$tmp/run.db" -p pytorch --cap 700MiB \
+	-c pytorch=garbage_collection_threshold:0.6 "$p2" >"$tmp/out" || fail "compare again"
+grep -q "^stored runs 1 in " "$tmp/out" || fail "compare again: $(tail -1 "$tmp/out")"
+[ "$(runs "$tmp/run.db")" = 1 ] || fail "compare then run: $(runs "$tmp/run.db") runs"
+out=$($MEMSIM sweep -j1 --db "$tmp/run.db" --cap 700MiB \
+	--grid garbage_collection_threshold=0.6 "$p2") || fail "sweep again"
+echo "$out" | grep -q ": 0 run, 1 already stored, 0 failed" || fail "sweep after run: $out"
+$MEMSIM run --db "$tmp/cmp.db" --cap 700MiB -c garbage_collection_threshold:0.6 \
+	"$p2" | grep -q "^stored     run 1 in" || fail "run after compare: not run 1"
+[ "$(runs "$tmp/cmp.db")" = 1 ] || fail "run after compare: $(runs "$tmp/cmp.db") runs"
+
+# 2. compare models time as run does (msim_timemodel_events), for
+# cuda-async too.
+bert=$DATA/traces/bert_infer_varlen.csv
+ms=$($MEMSIM run --json -p cuda-async "$bert" | sed -n 's/.*"modelled_device_ms": \([0-9.]*\).*/\1/p')
+cms=$($MEMSIM compare -p cuda-async "$bert" | awk '$1 == "cuda-async" {print $NF}')
+[ -n "$ms" ] && awk -v a="$ms" -v b="$cms" 'BEGIN {d = a - b; exit !(d < 0.006 && d > -0.006)}' ||
+	fail "compare's cuda-async time $cms ms, run's $ms ms"
+
+# 3. compare takes --cap, --fraction and model specs as run does.
+$MEMSIM compare -p pytorch --cap 16GiB "$bert" | grep -q "^cap   16.00 GiB" ||
+	fail "compare --cap"
+$MEMSIM compare -p pytorch --fraction 0.5 "$bert" | grep -q "^cap   " ||
+	fail "compare --fraction"
+spec="model:arch=gpt2,layers=2,hidden=64,heads=4,vocab=100,positions=32,batch=2,seq=16,steps=2"
+r=$($MEMSIM run --json "$spec" | sed -n 's/.*"reserved_bytes.all.peak": \([0-9]*\),.*/\1/p')
+$MEMSIM compare -p pytorch "$spec" >"$tmp/out" || fail "compare of a model spec"
+[ -n "$r" ] && grep -q "^trace $spec" "$tmp/out" || fail "compare of a model spec: $(head -1 "$tmp/out")"
+
+# 4. Long options are written in full, in every command.
+expect_error "--capac: not an option; options are written in full (did you mean --capacity?)" \
+	$MEMSIM compare --capac=1TB --policies pytorch "$bert"
+expect_error "--poli: not an option; options are written in full (did you mean --policy?)" \
+	$MEMSIM run --poli naive "$bert"
+for cmd in "sweep --li" "tune --ca 1GiB" "report --js" "info --dev 0" "bench --req 1"; do
+	# shellcheck disable=SC2086
+	expect_error "not an option; options are written in full" $MEMSIM $cmd "$bert"
+done
+
+[ "$fails" -eq 0 ] && echo "job: all passed"
+exit "$fails"
