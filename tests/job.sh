@@ -85,7 +85,15 @@ r=$($MEMSIM run --json "$spec" | sed -n 's/.*"reserved_bytes.all.peak": \([0-9]*
 $MEMSIM compare -p pytorch "$spec" >"$tmp/out" || fail "compare of a model spec"
 [ -n "$r" ] && grep -q "^trace $spec" "$tmp/out" || fail "compare of a model spec: $(head -1 "$tmp/out")"
 
-# 4. Long options are written in full, in every command.
+# 4. bench replays what run replays: a free_requested row gives the bytes
+# back at once (allocated peak 2 MiB, not 3), the block at free_completed.
+printf 'action,addr,size\nalloc,4096,1048576\nalloc,8392704,1048576\nfree_requested,4096,1048576\nalloc,16781312,1048576\nfree_completed,4096,1048576\n' >"$tmp/deferred.csv"
+$MEMSIM run --json "$tmp/deferred.csv" | grep -q '"allocated_bytes.all.peak": 2097152,' ||
+	fail "run: free_requested not applied"
+$MEMSIM bench --json --requests 10 "$tmp/deferred.csv" |
+	grep -q '"allocated_bytes.all.peak": 2097152}' || fail "bench: free_requested not applied"
+
+# 5. Long options are written in full, in every command.
 expect_error "--capac: not an option; options are written in full (did you mean --capacity?)" \
 	$MEMSIM compare --capac=1TB --policies pytorch "$bert"
 expect_error "--poli: not an option; options are written in full (did you mean --policy?)" \
