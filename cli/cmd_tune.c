@@ -61,6 +61,7 @@ usage_tune(FILE *fp)
 
 typedef struct tune_row_s {
 	char params[1024];
+	char key[2048];   /* the setting key */
 	int64_t peak_reserved, peak_allocated, retries, oom_request, ooms;
 	int64_t device_allocs, segments;
 	double frag;
@@ -76,7 +77,7 @@ tune_read(sqlite3 *db, const char *where, int64_t arg, tune_row_t *out)
 		 "SELECT params, peak_reserved_bytes, peak_allocated_bytes,"
 		 " num_alloc_retries, oom_request, num_ooms, frag_at_peak,"
 		 " num_device_alloc, (SELECT value FROM stats s WHERE"
-		 " s.run_id=r.id AND s.name='segment.all.peak')"
+		 " s.run_id=r.id AND s.name='segment.all.peak'), setting_key"
 		 " FROM runs r %s", where);
 	sqlite3_stmt *q;
 	memset(out, 0, sizeof(*out));
@@ -96,6 +97,8 @@ tune_read(sqlite3 *db, const char *where, int64_t arg, tune_row_t *out)
 		out->frag = sqlite3_column_double(q, 6);
 		out->device_allocs = sqlite3_column_int64(q, 7);
 		out->segments = sqlite3_column_int64(q, 8);
+		p = (const char *)sqlite3_column_text(q, 9);
+		snprintf(out->key, sizeof(out->key), "%s", p ? p : "");
 		out->found = 1;
 	}
 	sqlite3_finalize(q);
@@ -112,6 +115,63 @@ remove_scratch(const char *dir, const char *db)
 	snprintf(p, sizeof(p), "%s-shm", db);
 	unlink(p);
 	rmdir(dir);
+}
+
+static int
+same_str(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+/* The recommended setting (the best run's key) and the default beside
+ * it: the same trace, model and strategies, the allocator's defaults. */
+static void
+tune_pick(const msim_sweep_t *sw, const tune_row_t *best,
+	  const msim_setting_t **def_out, const msim_setting_t **rec_out)
+{
+	const msim_setting_t *def = NULL, *rec = NULL;
+	for (size_t i = 0; best->found && i < msim_sweep_count(sw); i++) {
+		const msim_setting_t *st = msim_sweep_setting(sw, i);
+		if (!strcmp(st->key, best->key))
+			rec = st;
+	}
+	for (size_t i = 0; i < msim_sweep_count(sw); i++) {
+		const msim_setting_t *st = msim_sweep_setting(sw, i);
+		if (*st->params)
+			continue;
+		if (!rec) {
+			def = st;
+			break;
+		}
+		if (same_str(st->model_spec, rec->model_spec) &&
+		    same_str(st->strategy, rec->strategy) &&
+		    st->cap == rec->cap &&
+		    !strcmp(st->addresses, rec->addresses)) {
+			def = st;
+			break;
+		}
+	}
+	*def_out = def;
+	*rec_out = rec;
+}
+
+/* The keys of s that are not the allocator's (batch=8,checkpoint=...),
+ * in the order given; "" when none. */
+static void
+tune_keys(const msim_setting_t *s, char *buf, size_t n)
+{
+	size_t k = 0;
+	const char *p = s->conf;
+	buf[0] = '\0';
+	while (p && *p) {
+		size_t len = strcspn(p, ",");
+		size_t eq = strcspn(p, "=:");
+		if (eq < len && p[eq] == '=' && k + len + 2 < n) {
+			k += (size_t)snprintf(buf + k, n - k, "%s%.*s",
+					      k ? "," : "", (int)len, p);
+		}
+		p += len + (p[len] == ',');
+	}
 }
 
 static void
@@ -251,14 +311,13 @@ msim_cmd_tune(int argc, char **argv)
 	int64_t tune_id, def_id = -1, best_id = -1;
 	if (msim_db_sweep_open(db, &row, &tune_id))
 		msim_cli_die("%s", msim_db_errmsg(db));
-	const msim_setting_t *def = NULL, *rec = NULL;
-	for (size_t i = 0; i < msim_sweep_count(sw); i++) {
-		const msim_setting_t *st = msim_sweep_setting(sw, i);
-		if (!*st->params)
-			def = st;
-		if (best.found && !strcmp(st->params, best.params))
-			rec = st;
-	}
+	const msim_setting_t *def, *rec;
+	tune_pick(sw, &best, &def, &rec);
+	char keys[1024] = "", result[2200];
+	if (rec)
+		tune_keys(rec, keys, sizeof(keys));
+	snprintf(result, sizeof(result), "%s%s%s", keys,
+		 *keys && *best.params ? "," : "", best.params);
 	int existed;
 	if (!def || msim_setting_run(def, 0, db, MSIM_DB_SKIP, tune_id,
 				     &def_id, &existed, NULL, NULL, why,
@@ -275,8 +334,9 @@ msim_cmd_tune(int argc, char **argv)
 		msim_cli_die("%s: cannot read the runs back", dbpath);
 	const char *conf = rec ? (*best.params ? best.params : "(defaults)")
 			       : "(none fits)";
+	/* Every key of the winning setting, the allocator's last. */
 	if (msim_db_sweep_set_result(db, tune_id, def_id, best_id,
-				     rec ? best.params : NULL))
+				     rec ? result : NULL))
 		msim_cli_die("%s", msim_db_errmsg(db));
 
 	char a[64], b[64];
@@ -286,6 +346,8 @@ msim_cmd_tune(int argc, char **argv)
 	printf("searched   %zu settings of pytorch in %.2f s; %" PRId64
 	       " ran out of memory\n\n", res.total, res.wall_ms / 1e3, n_oom);
 	print_side("", "default", "recommended");
+	if (*keys)
+		print_side("setting", keys, keys);
 	print_side("PYTORCH_CUDA_ALLOC_CONF", "(unset)", conf);
 	if (rec) {
 		print_side("peak reserved", fmt_bytes(d.peak_reserved, a, 64),
@@ -306,7 +368,12 @@ msim_cmd_tune(int argc, char **argv)
 		if (d.oom_request >= 0)
 			snprintf(a, sizeof(a), "at request %" PRId64,
 				 d.oom_request);
-		print_side("OOM", a, "none");
+		snprintf(b, sizeof(b), "%s", best.oom_request >= 0
+			 ? "at request" : "none");
+		if (best.oom_request >= 0)
+			snprintf(b, sizeof(b), "at request %" PRId64,
+				 best.oom_request);
+		print_side("OOM", a, b);
 		snprintf(a, sizeof(a), "%" PRId64, def_id);
 		snprintf(b, sizeof(b), "%" PRId64, best_id);
 		print_side("run (in the database)", a, b);

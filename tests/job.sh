@@ -93,7 +93,20 @@ $MEMSIM run --json "$tmp/deferred.csv" | grep -q '"allocated_bytes.all.peak": 20
 $MEMSIM bench --json --requests 10 "$tmp/deferred.csv" |
 	grep -q '"allocated_bytes.all.peak": 2097152}' || fail "bench: free_requested not applied"
 
-# 5. Long options are written in full, in every command.
+# 5. tune prints and stores the setting it ran: with a batch axis, the
+# winner's batch, and the default beside it is the same model.
+small="model:arch=gpt2,layers=2,hidden=256,heads=4,vocab=1000,positions=128,seq=128,steps=2"
+$MEMSIM tune --cap 200MiB -j1 -g batch=8,64 -g max_split_size_mb=none,64 \
+	-g garbage_collection_threshold=0 -g roundup_power2_divisions=0 \
+	--db "$tmp/tune.db" "$small" >"$tmp/tune.txt" || fail "tune with a batch axis"
+grep -q "^setting  *batch=8  *batch=8$" "$tmp/tune.txt" || fail "tune: the setting not printed"
+grep -q "^OOM  *none  *none$" "$tmp/tune.txt" || fail "tune: $(grep ^OOM "$tmp/tune.txt")"
+[ "$(sqlite3 "$tmp/tune.db" "SELECT result FROM sweeps")" = "batch=8" ] ||
+	fail "tune: stored result $(sqlite3 "$tmp/tune.db" "SELECT result FROM sweeps")"
+[ "$(sqlite3 "$tmp/tune.db" "SELECT count(*) FROM runs WHERE trace_path LIKE '%,batch=8,%' AND oom_request < 0")" = 1 ] ||
+	fail "tune: the stored run is not the batch=8 one"
+
+# 6. Long options are written in full, in every command.
 expect_error "--capac: not an option; options are written in full (did you mean --capacity?)" \
 	$MEMSIM compare --capac=1TB --policies pytorch "$bert"
 expect_error "--poli: not an option; options are written in full (did you mean --policy?)" \
