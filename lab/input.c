@@ -49,10 +49,39 @@ input_meta(msim_input_t *in, const char *key, uint64_t value)
 	in->nmeta++;
 }
 
+/* A checkpoint budget's measure under a cap: the schedule replayed
+ * through the run's policy; what it reserves at its peak, UINT64_MAX when
+ * it runs out of memory. */
+static int
+input_measure(void *ctx, msim_gen_t *g, uint64_t *peak_out)
+{
+	msim_sim_config_t cfg = *(const msim_sim_config_t *)ctx;
+	cfg.source = msim_gen_source(g);
+	cfg.device.log_events = 0;
+	cfg.keep_going = false;
+	cfg.peak_blocks = false;
+	msim_sim_t *sim = NULL;
+	char why[256];
+	int rc = msim_sim_new(&cfg, &sim, why, sizeof(why));
+	if (!rc)
+		rc = msim_sim_run(sim);
+	if (!rc) {
+		msim_summary_t sum;
+		msim_stats_t st;
+		msim_sim_summary(sim, &sum);
+		msim_sim_stats(sim, &st);
+		*peak_out = sum.oom_request >= 0 || st.num_ooms
+			? UINT64_MAX
+			: (uint64_t)st.reserved_bytes[0].peak;
+	}
+	msim_sim_destroy(sim);
+	return rc;
+}
+
 int
 msim_input_open(msim_input_t *in, const char *trace, const char *model_spec,
 		const char *strategy, const msim_trace_options_t *topt,
-		char *why, size_t whylen)
+		const msim_sim_config_t *run, char *why, size_t whylen)
 {
 	memset(in, 0, sizeof(*in));
 	int rc;
@@ -71,6 +100,11 @@ msim_input_open(msim_input_t *in, const char *trace, const char *model_spec,
 			 strategy ? strategy : "");
 		rc = msim_model_spec_parse(text, &cfg, why, whylen);
 		free(text);
+		if (!rc && run && run->fraction > 0 &&
+		    cfg.ckpt.kind == MSIM_CKPT_BUDGET) {
+			cfg.ckpt.measure = input_measure;
+			cfg.ckpt.measure_ctx = (void *)run;
+		}
 		msim_gen_init(in->gen, false);
 		if (!rc)
 			rc = msim_model_generate(&cfg, in->gen, why, whylen);

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sim/engine.h"
 #include "sim/types.h"
 #include "traces/gen.h"
 #include "traces/trace.h"
@@ -31,12 +32,16 @@ typedef struct msim_input_s {
 	size_t nmeta;
 } msim_input_t;
 
-/* Opens in (topt applies to trace files).  Returns 0, or an error with
- * why. */
+/*
+ * Opens in (topt applies to trace files).  run (may be NULL) is the
+ * simulation the input is for: under a cap, a checkpoint=budget:B of a
+ * model spec then counts the bytes that allocator reserves under that
+ * cap, not the bytes allocated.  Returns 0, or an error with why.
+ */
 int msim_input_open(msim_input_t *in, const char *trace,
 		    const char *model_spec, const char *strategy,
-		    const msim_trace_options_t *topt, char *why,
-		    size_t whylen);
+		    const msim_trace_options_t *topt,
+		    const msim_sim_config_t *run, char *why, size_t whylen);
 void msim_input_close(msim_input_t *in);
 
 /* base (key, value, ..., NULL; may be NULL) followed by in's run_meta,

@@ -99,7 +99,7 @@ job_policy(msim_job_t *j, msim_job_err_t *err)
 
 /* The input: a model spec or a transform resolved, then opened. */
 static int
-job_input(msim_job_t *j, msim_job_err_t *err)
+job_input(msim_job_t *j, const msim_sim_config_t *cfg, msim_job_err_t *err)
 {
 	const msim_job_spec_t *s = &j->spec;
 	const char *mspec = s->model_spec, *strategy = s->strategy;
@@ -119,7 +119,7 @@ job_input(msim_job_t *j, msim_job_err_t *err)
 	}
 	msim_trace_options_t topt = msim_job_trace_options(s);
 	if ((rc = msim_input_open(&j->in, s->trace, mspec, strategy, &topt,
-				  err->msg, sizeof(err->msg)))) {
+				  cfg, err->msg, sizeof(err->msg)))) {
 		err->part = MSIM_JOB_EINPUT;
 		return rc;
 	}
@@ -170,10 +170,7 @@ msim_job_open(const msim_job_spec_t *spec, bool store, msim_job_t **out,
 		}
 		j->tm = j->tm_own;
 	}
-	if ((rc = job_input(j, err)))
-		goto fail;
 	msim_sim_config_t cfg = {
-		.source = j->pf ? msim_prefetch_source(j->pf) : j->in.src,
 		.policy = j->ops,
 		.params = &j->pv,
 		.device = {.capacity = s->capacity, .log_events = 1,
@@ -183,6 +180,9 @@ msim_job_open(const msim_job_spec_t *spec, bool store, msim_job_t **out,
 		.keep_going = s->keep_going,
 		.peak_blocks = store, /* for memsim plot --kind segments */
 	};
+	if ((rc = job_input(j, &cfg, err)))
+		goto fail;
+	cfg.source = j->pf ? msim_prefetch_source(j->pf) : j->in.src;
 	if ((rc = msim_sim_new(&cfg, &j->sim, err->msg, sizeof(err->msg)))) {
 		err->part = MSIM_JOB_EPARAMS;
 		goto fail;
