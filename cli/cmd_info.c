@@ -255,7 +255,10 @@ msim_cmd_info(int argc, char **argv)
 	int rc;
 	uint64_t requests = 0;
 	while ((rc = msim_trace_next(t, &r)) == 1) {
-		if (r.kind == MSIM_REQ_SEGMENT_HINT)
+		/* Requests as a run counts them: allocs and frees (not
+		 * segment hints, hidden empty_cache() calls or
+		 * free_requested rows). */
+		if (r.kind != MSIM_REQ_ALLOC && r.kind != MSIM_REQ_FREE)
 			continue;
 		requests++;
 		if (r.kind == MSIM_REQ_ALLOC) {

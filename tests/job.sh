@@ -116,7 +116,17 @@ r=$(sed -n 's/.*"reserved_bytes.all.peak": \([0-9]*\),.*/\1/p' "$tmp/budget.json
 # Without a cap it is the generated peak allocated, as before.
 $MEMSIM run --json "$s" | grep -q '"allocated_bytes.all.peak": [0-9]*,' || fail "budget without a cap"
 
-# 7. Long options are written in full, in every command.
+# 7. info counts requests as run does: allocs and frees, not the hidden
+# empty_cache() calls it finds.
+te=$DATA/traces/train_eval_emptycache.csv
+line=$($MEMSIM info "$te" | grep "^requests ")
+n=$(echo "$line" | sed -n 's/^requests *\([0-9]*\) (\([0-9]*\) allocs, \([0-9]*\) frees)$/\1 \2 \3/p')
+set -- $n
+[ $# -eq 3 ] && [ "$1" -eq $(($2 + $3)) ] || fail "info: $line"
+rq=$($MEMSIM run --json "$te" | sed -n 's/.*"requests": \([0-9]*\),.*/\1/p')
+[ "$1" = "$rq" ] || fail "info says $1 requests, run replays $rq"
+
+# 8. Long options are written in full, in every command.
 expect_error "--capac: not an option; options are written in full (did you mean --capacity?)" \
 	$MEMSIM compare --capac=1TB --policies pytorch "$bert"
 expect_error "--poli: not an option; options are written in full (did you mean --policy?)" \
