@@ -116,6 +116,10 @@ gen_model_cmd(int argc, char **argv)
 		}
 	msim_model_cfg_t cfg;
 	msim_model_defaults(&cfg, arch < 0 ? MSIM_ARCH_GPT2 : arch);
+	/* Training unless --inference, for every arch: an arch without a
+	 * training generator (bert) is refused by msim_model_check(), never
+	 * turned into inference silently. */
+	cfg.inference = false;
 	const char *out = NULL;
 	int c;
 	optind = 1;

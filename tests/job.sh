@@ -126,7 +126,16 @@ set -- $n
 rq=$($MEMSIM run --json "$te" | sed -n 's/.*"requests": \([0-9]*\),.*/\1/p')
 [ "$1" = "$rq" ] || fail "info says $1 requests, run replays $rq"
 
-# 8. Long options are written in full, in every command.
+# 8. gen model --arch bert without --inference: no training generator, so
+# a clear refusal, not inference in silence; with --inference it generates.
+expect_error "--arch bert: only --inference is modelled" \
+	$MEMSIM gen model --arch bert --layers 2 --batch 2 --seq 16 -o "$tmp/bert.csv"
+[ -e "$tmp/bert.csv" ] && fail "gen model --arch bert wrote a trace"
+$MEMSIM gen model --arch bert --inference --layers 2 --batch 2 --seq 16 \
+	-o "$tmp/bert.csv" 2>/dev/null || fail "gen model --arch bert --inference"
+expect_error "only --inference is modelled" $MEMSIM run "model:arch=bert,layers=2,batch=2,seq=16"
+
+# 9. Long options are written in full, in every command.
 expect_error "--capac: not an option; options are written in full (did you mean --capacity?)" \
 	$MEMSIM compare --capac=1TB --policies pytorch "$bert"
 expect_error "--poli: not an option; options are written in full (did you mean --policy?)" \
