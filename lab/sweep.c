@@ -330,226 +330,327 @@ setting_name(const char *trace, const char *policy, const kvlist_t *kv,
 			      kv->v[i].key, kv->v[i].value);
 }
 
+/* ---------------------------------------------------------------- */
+/* Key routing: where each key of a setting goes                     */
+
+/* A setting's keys, routed in one walk over them. */
+typedef struct route_ctx_s {
+	plan_ctx_t *pc;
+	const char *name;           /* the setting, for messages */
+	const char *policy, *addresses;
+	uint64_t cap;
+	const msim_model_cfg_t *model; /* the trace's model spec; NULL: a
+					* file */
+	msim_model_cfg_t mc;        /* model with the setting's keys */
+	int xdtype;                 /* a file's dtype transform */
+	sbuf_t conf;                /* "k=v,..." of the input's keys */
+	const msim_kv_t **params;   /* the policy's keys, checked once the
+				     * policy is known */
+	size_t nparams;
+} route_ctx_t;
+
+/* One route: the keys it takes and what it does with one. */
+typedef struct route_s {
+	int (*takes)(const char *key);
+	int (*apply)(route_ctx_t *r, const msim_kv_t *kv);
+} route_t;
+
+/* The run's own keys: policy, addresses, cap. */
+static int
+route_takes_run(const char *k)
+{
+	return !strcmp(k, "policy") || !strcmp(k, "addresses") ||
+	       !strcmp(k, "cap");
+}
+
+static int
+route_run(route_ctx_t *r, const msim_kv_t *kv)
+{
+	const char *k = kv->key, *v = kv->value;
+	plan_ctx_t *pc = r->pc;
+	if (!strcmp(k, "policy")) {
+		r->policy = v;
+	} else if (!strcmp(k, "addresses")) {
+		if (strcmp(v, "model") && strcmp(v, "trace")) {
+			snprintf(pc->why, pc->whylen, "%s: addresses: '%s' is "
+				 "not model or trace", r->name, v);
+			return MSIM_EINVAL;
+		}
+		r->addresses = v;
+	} else if (msim_parse_bytes(v, &r->cap)) {
+		snprintf(pc->why, pc->whylen, "%s: cap: '%s' is not a byte "
+			 "size", r->name, v);
+		return MSIM_EINVAL;
+	}
+	return 0;
+}
+
+/* Strategies and model keys: to the generator of a model spec, or to the
+ * dtype transform of a recording. */
+static int
+route_takes_input(const char *k)
+{
+	return msim_strategy_find(k) || msim_model_key_is(k);
+}
+
+static int
+route_input(route_ctx_t *r, const msim_kv_t *kv)
+{
+	const char *k = kv->key, *v = kv->value;
+	char w[320];
+	int rc;
+	if (r->model) {
+		rc = msim_model_set(&r->mc, k, v, w, sizeof(w));
+	} else if (!strcmp(k, "dtype")) {
+		char spec[128];
+		snprintf(spec, sizeof(spec), "dtype=%s", v);
+		rc = msim_xform_parse(spec, &r->xdtype, w, sizeof(w));
+	} else {
+		snprintf(w, sizeof(w), "%s: needs a model spec as the input (a "
+			 "recording takes only dtype, as a transform)", k);
+		rc = MSIM_EINVAL;
+	}
+	if (rc) {
+		snprintf(r->pc->why, r->pc->whylen, "%s: %s", r->name, w);
+		return rc;
+	}
+	if (r->conf.n)
+		sb_add(&r->conf, ",");
+	sb_add(&r->conf, k);
+	sb_add(&r->conf, "=");
+	sb_add(&r->conf, v);
+	return 0;
+}
+
+/* Anything else: a parameter of the policy. */
+static int
+route_takes_param(const char *k)
+{
+	(void)k;
+	return 1;
+}
+
+static int
+route_param(route_ctx_t *r, const msim_kv_t *kv)
+{
+	r->params[r->nparams++] = kv;
+	return 0;
+}
+
+/* Walked in order; the first route that takes a key gets it. */
+static const route_t routes[] = {
+	{route_takes_run, route_run},
+	{route_takes_input, route_input},
+	{route_takes_param, route_param},
+};
+
+/* The input of s: a model spec's canonical shape, strategies and hash,
+ * or a recording's transform. */
+static int
+setting_input(route_ctx_t *r, msim_setting_t *s)
+{
+	char buf[2048];
+	if (!r->model) {
+		if (r->xdtype == MSIM_DT_FP32)
+			return 0;
+		snprintf(buf, sizeof(buf), "transform:dtype=%s",
+			 msim_dtype_name(r->xdtype));
+		return (s->strategy = strdup(buf)) ? 0 : MSIM_ENOMEM;
+	}
+	char w[320];
+	int rc = msim_model_check(&r->mc, w, sizeof(w));
+	if (rc) {
+		snprintf(r->pc->why, r->pc->whylen, "%s: %s", r->name, w);
+		return rc;
+	}
+	msim_model_spec_canonical(&r->mc, buf, sizeof(buf));
+	s->model_spec = strdup(buf);
+	msim_strategy_canonical(&r->mc, buf, sizeof(buf));
+	s->strategy = strdup(buf);
+	msim_hash_t h;
+	msim_hash_init(&h);
+	msim_hash_update(&h, s->model_spec ? s->model_spec : "",
+			 s->model_spec ? strlen(s->model_spec) : 0);
+	snprintf(buf, sizeof(buf), "%016" PRIx64, msim_hash_final(&h));
+	if (!s->model_spec || !s->strategy || !(s->hash_own = strdup(buf)))
+		return MSIM_ENOMEM;
+	return 0;
+}
+
+/* The policy's keys: checked against its table, the defaults dropped,
+ * the others set in pv, kept in s and appended to conf. */
+static int
+setting_params(route_ctx_t *r, const msim_policy_ops_t *ops,
+	       msim_params_t *pv, msim_setting_t *s)
+{
+	plan_ctx_t *pc = r->pc;
+	for (size_t i = 0; i < r->nparams; i++) {
+		const char *k = r->params[i]->key, *v = r->params[i]->value;
+		if (msim_params_index(pv, k) < 0) {
+			snprintf(pc->why, pc->whylen, "%s: %s: not a parameter "
+				 "of policy %s (see `memsim policies`)",
+				 r->name, k, ops->name);
+			return MSIM_EINVAL;
+		}
+		if (param_is_default(pv, k, v))
+			continue;
+		if (msim_params_set(pv, k, v)) {
+			snprintf(pc->why, pc->whylen, "%s: %s", r->name,
+				 pv->errmsg);
+			return MSIM_EINVAL;
+		}
+		if (r->conf.n)
+			sb_add(&r->conf, ",");
+		sb_add(&r->conf, k);
+		sb_add(&r->conf, ":");
+		sb_add(&r->conf, v);
+		msim_kv_t *nv = realloc(s->kv, (s->nkv + 1) * sizeof(*nv));
+		if (!nv)
+			return MSIM_ENOMEM;
+		s->kv = nv;
+		nv[s->nkv].key = strdup(k);
+		nv[s->nkv].value = strdup(v);
+		s->nkv++;
+		if (!nv[s->nkv - 1].key || !nv[s->nkv - 1].value)
+			return MSIM_ENOMEM;
+	}
+	return 0;
+}
+
+/* The policy checks what relates parameters; the device tells the cap the
+ * run will have (a parameter may set it). */
+static int
+setting_cap(route_ctx_t *r, const msim_policy_ops_t *ops,
+	    const msim_params_t *pv, msim_setting_t *s)
+{
+	plan_ctx_t *pc = r->pc;
+	uint64_t capacity = pc->sw->capacity;
+	if (r->cap > capacity) {
+		snprintf(pc->why, pc->whylen, "%s: cap %" PRIu64 " is more "
+			 "than the device's %" PRIu64 " bytes", r->name, r->cap,
+			 capacity);
+		return MSIM_EINVAL;
+	}
+	msim_device_config_t dc = {.capacity = capacity};
+	msim_device_t *dev = msim_device_new(&dc);
+	if (!dev)
+		return MSIM_ENOMEM;
+	if (r->cap)
+		msim_device_set_fraction(dev, (double)r->cap /
+					 (double)capacity);
+	msim_policy_t *pol;
+	char why[256];
+	int rc = msim_policy_new(ops, dev, pv, &pol, why, sizeof(why));
+	if (rc) {
+		snprintf(pc->why, pc->whylen, "%s: %s", r->name, why);
+	} else {
+		s->cap_bytes = msim_device_cap(dev);
+		msim_policy_destroy(pol);
+	}
+	msim_device_destroy(dev);
+	return rc;
+}
+
+/* The canonical parameters and the setting key of s. */
+static int
+setting_key(route_ctx_t *r, const msim_params_t *pv, msim_setting_t *s)
+{
+	size_t need = msim_params_canonical(pv, NULL, 0) + 1;
+	if (!(s->params = malloc(need)))
+		return MSIM_ENOMEM;
+	msim_params_canonical(pv, s->params, need);
+	msim_run_info_t info = {
+		.kind = "simulated", .trace_hash = s->trace_hash,
+		.policy = s->policy, .params = s->params,
+		.cap_bytes = s->cap_bytes, .addresses = s->addresses,
+		.capacity_bytes = r->pc->sw->capacity, .strategy = s->strategy,
+	};
+	need = msim_db_setting_key(&info, NULL, 0) + 1;
+	if (!(s->key = malloc(need)))
+		return MSIM_ENOMEM;
+	msim_db_setting_key(&info, s->key, need);
+	return 0;
+}
+
+static int
+sweep_push(msim_sweep_t *sw, msim_setting_t *s)
+{
+	if (sw->n == sw->cap) {
+		size_t ncap = sw->cap ? 2 * sw->cap : 64;
+		msim_setting_t *v = realloc(sw->v, ncap * sizeof(*v));
+		if (!v)
+			return MSIM_ENOMEM;
+		sw->v = v;
+		sw->cap = ncap;
+	}
+	sw->v[sw->n++] = *s;
+	memset(s, 0, sizeof(*s));
+	return 0;
+}
+
 /*
- * Resolves one combination into a setting of the sweep: routes its keys,
- * checks the parameters against the policy (by creating it), computes the
- * cap and the setting key.
+ * Resolves one combination into a setting of the sweep: routes its keys
+ * (one walk over routes[]), resolves the input, checks the parameters
+ * against the policy (by creating it), computes the cap and the setting
+ * key.
  */
 static int
 plan_add(plan_ctx_t *pc, size_t trace, const char *policy, uint64_t cap,
 	 const kvlist_t *kv)
 {
 	msim_sweep_t *sw = pc->sw;
-	const char *addresses = pc->spec->addresses ? pc->spec->addresses
-						    : "model";
 	char name[512];
 	setting_name(sw->traces[trace], policy, kv, name, sizeof(name));
-	/* Route the keys of the run itself first: they may name the policy. */
-	for (size_t i = 0; i < kv->n; i++) {
-		const char *k = kv->v[i].key, *v = kv->v[i].value;
-		if (!strcmp(k, "policy")) {
-			policy = v;
-		} else if (!strcmp(k, "addresses")) {
-			if (strcmp(v, "model") && strcmp(v, "trace")) {
-				snprintf(pc->why, pc->whylen, "%s: addresses: "
-					 "'%s' is not model or trace", name, v);
-				return MSIM_EINVAL;
-			}
-			addresses = v;
-		} else if (!strcmp(k, "cap")) {
-			if (msim_parse_bytes(v, &cap)) {
-				snprintf(pc->why, pc->whylen, "%s: cap: '%s' is "
-					 "not a byte size", name, v);
-				return MSIM_EINVAL;
-			}
-		}
-	}
-	const msim_policy_ops_t *ops = msim_policy_find(policy);
-	if (!ops) {
-		snprintf(pc->why, pc->whylen, "%s: unknown policy '%s' (see "
-			 "`memsim policies`)", name, policy);
-		return MSIM_EINVAL;
-	}
-	msim_params_t pv;
-	if (msim_params_init(&pv, ops->params))
-		return MSIM_ENOMEM;
-	int rc = 0;
-	msim_setting_t s = {0};
-	sbuf_t conf = {0};
-	/* Strategies and model keys go to the generator (a model spec) or
-	 * to the dtype transform (a recording). */
-	const msim_model_cfg_t *model = sw->models[trace];
-	msim_model_cfg_t mc;
-	if (model)
-		mc = *model;
-	int xdtype = MSIM_DT_FP32;
-	for (size_t i = 0; i < kv->n; i++) {
-		const char *k = kv->v[i].key, *v = kv->v[i].value;
-		char w[320];
-		if (!msim_strategy_find(k) && !msim_model_key_is(k))
-			continue;
-		if (model) {
-			rc = msim_model_set(&mc, k, v, w, sizeof(w));
-		} else if (!strcmp(k, "dtype")) {
-			char spec[128];
-			snprintf(spec, sizeof(spec), "dtype=%s", v);
-			rc = msim_xform_parse(spec, &xdtype, w, sizeof(w));
-		} else {
-			snprintf(w, sizeof(w), "%s: needs a model spec as the "
-				 "input (a recording takes only dtype, as a "
-				 "transform)", k);
-			rc = MSIM_EINVAL;
-		}
-		if (rc) {
-			snprintf(pc->why, pc->whylen, "%s: %s", name, w);
-			goto out;
-		}
-		if (conf.n)
-			sb_add(&conf, ",");
-		sb_add(&conf, k);
-		sb_add(&conf, "=");
-		sb_add(&conf, v);
-	}
-	if (model) {
-		char w[320], buf[2048];
-		if ((rc = msim_model_check(&mc, w, sizeof(w)))) {
-			snprintf(pc->why, pc->whylen, "%s: %s", name, w);
-			goto out;
-		}
-		msim_model_spec_canonical(&mc, buf, sizeof(buf));
-		s.model_spec = strdup(buf);
-		msim_strategy_canonical(&mc, buf, sizeof(buf));
-		s.strategy = strdup(buf);
-		msim_hash_t h;
-		msim_hash_init(&h);
-		msim_hash_update(&h, s.model_spec ? s.model_spec : "",
-				 s.model_spec ? strlen(s.model_spec) : 0);
-		snprintf(buf, sizeof(buf), "%016" PRIx64, msim_hash_final(&h));
-		if (!s.model_spec || !s.strategy ||
-		    !(s.hash_own = strdup(buf))) {
-			rc = MSIM_ENOMEM;
-			goto out;
-		}
-	} else if (xdtype != MSIM_DT_FP32) {
-		char buf[64];
-		snprintf(buf, sizeof(buf), "transform:dtype=%s",
-			 msim_dtype_name(xdtype));
-		if (!(s.strategy = strdup(buf))) {
-			rc = MSIM_ENOMEM;
-			goto out;
-		}
-	}
-	for (size_t i = 0; i < kv->n; i++) {
-		const char *k = kv->v[i].key, *v = kv->v[i].value;
-		if (!strcmp(k, "policy") || !strcmp(k, "addresses") ||
-		    !strcmp(k, "cap") || msim_strategy_find(k) ||
-		    msim_model_key_is(k))
-			continue;
-		if (msim_params_index(&pv, k) < 0) {
-			snprintf(pc->why, pc->whylen, "%s: %s: not a parameter "
-				 "of policy %s (see `memsim policies`)", name,
-				 k, ops->name);
-			rc = MSIM_EINVAL;
-			goto out;
-		}
-		if (param_is_default(&pv, k, v))
-			continue;
-		if (msim_params_set(&pv, k, v)) {
-			snprintf(pc->why, pc->whylen, "%s: %s", name,
-				 pv.errmsg);
-			rc = MSIM_EINVAL;
-			goto out;
-		}
-		if (conf.n)
-			sb_add(&conf, ",");
-		sb_add(&conf, k);
-		sb_add(&conf, ":");
-		sb_add(&conf, v);
-		msim_kv_t *nv = realloc(s.kv, (s.nkv + 1) * sizeof(*nv));
-		if (!nv) {
-			rc = MSIM_ENOMEM;
-			goto out;
-		}
-		s.kv = nv;
-		nv[s.nkv].key = strdup(k);
-		nv[s.nkv].value = strdup(v);
-		s.nkv++;
-		if (!nv[s.nkv - 1].key || !nv[s.nkv - 1].value) {
-			rc = MSIM_ENOMEM;
-			goto out;
-		}
-	}
-	/* The policy checks what relates parameters; the device tells the
-	 * cap the run will have (a parameter may set it). */
-	uint64_t capacity = sw->capacity;
-	if (cap > capacity) {
-		snprintf(pc->why, pc->whylen, "%s: cap %" PRIu64 " is more "
-			 "than the device's %" PRIu64 " bytes", name, cap,
-			 capacity);
-		rc = MSIM_EINVAL;
-		goto out;
-	}
-	msim_device_config_t dc = {.capacity = capacity};
-	msim_device_t *dev = msim_device_new(&dc);
-	if (!dev) {
-		rc = MSIM_ENOMEM;
-		goto out;
-	}
-	if (cap)
-		msim_device_set_fraction(dev, (double)cap / (double)capacity);
-	msim_policy_t *pol;
-	char why[256];
-	if ((rc = msim_policy_new(ops, dev, &pv, &pol, why, sizeof(why)))) {
-		snprintf(pc->why, pc->whylen, "%s: %s", name, why);
-		msim_device_destroy(dev);
-		goto out;
-	}
-	s.cap_bytes = msim_device_cap(dev);
-	msim_policy_destroy(pol);
-	msim_device_destroy(dev);
-
-	size_t need = msim_params_canonical(&pv, NULL, 0) + 1;
-	s.params = malloc(need);
-	s.conf = sb_take(&conf);
-	conf.s = NULL;
-	if (!s.params || !s.conf) {
-		rc = MSIM_ENOMEM;
-		goto out;
-	}
-	msim_params_canonical(&pv, s.params, need);
-	s.trace = sw->traces[trace];
-	s.trace_hash = s.hash_own ? s.hash_own : sw->hashes[trace];
-	s.policy = ops->name;
-	s.cap = cap;
-	s.addresses = addresses;
-	msim_run_info_t info = {
-		.kind = "simulated", .trace_hash = s.trace_hash,
-		.policy = s.policy, .params = s.params,
-		.cap_bytes = s.cap_bytes, .addresses = addresses,
-		.capacity_bytes = capacity, .strategy = s.strategy,
+	route_ctx_t r = {
+		.pc = pc, .name = name, .policy = policy, .cap = cap,
+		.addresses = pc->spec->addresses ? pc->spec->addresses
+						 : "model",
+		.model = sw->models[trace], .xdtype = MSIM_DT_FP32,
 	};
-	need = msim_db_setting_key(&info, NULL, 0) + 1;
-	if (!(s.key = malloc(need))) {
-		rc = MSIM_ENOMEM;
-		goto out;
+	if (r.model)
+		r.mc = *r.model;
+	msim_setting_t s = {0};
+	msim_params_t pv;
+	int pv_init = 0, rc = 0;
+	if (kv->n && !(r.params = malloc(kv->n * sizeof(*r.params))))
+		return MSIM_ENOMEM;
+	for (size_t i = 0; !rc && i < kv->n; i++) {
+		const route_t *ro = routes;
+		while (!ro->takes(kv->v[i].key))
+			ro++;
+		rc = ro->apply(&r, &kv->v[i]);
 	}
-	msim_db_setting_key(&info, s.key, need);
-	if (sw->n == sw->cap) {
-		size_t ncap = sw->cap ? 2 * sw->cap : 64;
-		msim_setting_t *v = realloc(sw->v, ncap * sizeof(*v));
-		if (!v) {
-			rc = MSIM_ENOMEM;
-			goto out;
-		}
-		sw->v = v;
-		sw->cap = ncap;
+	const msim_policy_ops_t *ops = rc ? NULL : msim_policy_find(r.policy);
+	if (!rc && !ops) {
+		snprintf(pc->why, pc->whylen, "%s: unknown policy '%s' (see "
+			 "`memsim policies`)", name, r.policy);
+		rc = MSIM_EINVAL;
 	}
-	sw->v[sw->n++] = s;
-	memset(&s, 0, sizeof(s));
-out:
-	free(conf.s);
+	if (!rc && !(rc = msim_params_init(&pv, ops->params)))
+		pv_init = 1;
+	if (!rc)
+		rc = setting_input(&r, &s);
+	if (!rc)
+		rc = setting_params(&r, ops, &pv, &s);
+	if (!rc)
+		rc = setting_cap(&r, ops, &pv, &s);
+	if (!rc) {
+		s.trace = sw->traces[trace];
+		s.trace_hash = s.hash_own ? s.hash_own : sw->hashes[trace];
+		s.policy = ops->name;
+		s.cap = r.cap;
+		s.addresses = r.addresses;
+		s.conf = sb_take(&r.conf);
+		r.conf.s = NULL;
+		rc = s.conf ? setting_key(&r, &pv, &s) : MSIM_ENOMEM;
+	}
+	if (!rc)
+		rc = sweep_push(sw, &s);
+	free(r.conf.s);
+	free(r.params);
 	setting_clear(&s);
-	msim_params_clear(&pv);
+	if (pv_init)
+		msim_params_clear(&pv);
 	return rc;
 }
 
