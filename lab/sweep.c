@@ -772,6 +772,278 @@ dedup(msim_sweep_t *sw)
 	return 0;
 }
 
+/* The traces of spec: each file's format checked and its hash taken,
+ * each model spec parsed. */
+static int
+plan_traces(msim_sweep_t *sw, const msim_sweep_spec_t *spec, char *why,
+	    size_t whylen)
+{
+	sw->traces = calloc(spec->ntraces, sizeof(char *));
+	sw->hashes = calloc(spec->ntraces, sizeof(char *));
+	sw->models = calloc(spec->ntraces, sizeof(*sw->models));
+	if (!sw->traces || !sw->hashes || !sw->models)
+		return MSIM_ENOMEM;
+	sw->ntraces = spec->ntraces;
+	for (size_t t = 0; t < spec->ntraces; t++) {
+		char hex[17] = "";
+		msim_trace_t *tr;
+		int rc;
+		if (msim_model_spec_is(spec->traces[t])) {
+			if (!(sw->models[t] = malloc(sizeof(msim_model_cfg_t))))
+				return MSIM_ENOMEM;
+			char w[512];
+			if ((rc = msim_model_spec_parse(spec->traces[t],
+							sw->models[t], w,
+							sizeof(w)))) {
+				snprintf(why, whylen, "%s: %s",
+					 spec->traces[t], w);
+				return rc;
+			}
+		} else {
+			/* The format is checked now; errors inside the trace
+			 * show when it runs. */
+			if ((rc = msim_trace_open(spec->traces[t], NULL, &tr,
+						  why, whylen)))
+				return rc;
+			msim_trace_close(tr);
+			if ((rc = msim_file_hash(spec->traces[t], hex, why,
+						 whylen)))
+				return rc;
+		}
+		if (!(sw->traces[t] = strdup(spec->traces[t])) ||
+		    !(sw->hashes[t] = strdup(hex)))
+			return MSIM_ENOMEM;
+	}
+	return 0;
+}
+
+/* What the settings combine: the grid's axes and the base settings (the
+ * settings file's lines, or one empty setting). */
+typedef struct plan_src_s {
+	axis_t *axes;
+	kvlist_t *base;
+	size_t nbase;
+	const char *const *policies;
+	size_t npolicies;
+	const uint64_t *caps;
+	size_t ncaps;
+} plan_src_t;
+
+static int
+plan_sources(const msim_sweep_spec_t *spec, plan_src_t *src, char *why,
+	     size_t whylen)
+{
+	static const char *const def_policy[] = {"pytorch"};
+	static const uint64_t def_cap[] = {0};
+	int rc;
+	src->policies = spec->npolicies ? spec->policies : def_policy;
+	src->npolicies = spec->npolicies ? spec->npolicies : 1;
+	src->caps = spec->ncaps ? spec->caps : def_cap;
+	src->ncaps = spec->ncaps ? spec->ncaps : 1;
+	if (!(src->axes = calloc(spec->ngrid + 1, sizeof(*src->axes))))
+		return MSIM_ENOMEM;
+	for (size_t g = 0; g < spec->ngrid; g++)
+		if ((rc = axis_parse(&src->axes[g], spec->grid[g], why,
+				     whylen)))
+			return rc;
+	if (spec->settings_file) {
+		if ((rc = read_settings_file(spec->settings_file, &src->base,
+					     &src->nbase, why, whylen)))
+			return rc;
+	} else {
+		if (!(src->base = calloc(1, sizeof(*src->base))))
+			return MSIM_ENOMEM;
+		src->nbase = 1;
+	}
+	for (size_t g = 0; !spec->random && g < spec->ngrid; g++)
+		for (size_t k = 0; k < src->axes[g].n; k++) {
+			double lo, hi;
+			if (is_range(src->axes[g].values[k], &lo, &hi)) {
+				snprintf(why, whylen, "--grid %s=%s: a range "
+					 "needs --random N", src->axes[g].key,
+					 src->axes[g].values[k]);
+				return MSIM_EINVAL;
+			}
+		}
+	return 0;
+}
+
+static void
+plan_sources_clear(const msim_sweep_spec_t *spec, plan_src_t *src)
+{
+	for (size_t g = 0; src->axes && g < spec->ngrid; g++)
+		axis_clear(&src->axes[g]);
+	free(src->axes);
+	for (size_t b = 0; b < src->nbase; b++)
+		kv_clear(&src->base[b]);
+	free(src->base);
+}
+
+/* One random draw: a base setting and a value (or a point of a range)
+ * of every axis. */
+static int
+plan_draw(plan_ctx_t *pc, const plan_src_t *src, gsl_rng *rng,
+	  size_t t, const char *policy, uint64_t cap)
+{
+	const msim_sweep_spec_t *spec = pc->spec;
+	kvlist_t kv = {0};
+	int rc = 0;
+	const kvlist_t *b = &src->base[src->nbase > 1
+		? gsl_rng_uniform_int(rng, src->nbase) : 0];
+	for (size_t i = 0; !rc && i < b->n; i++)
+		rc = kv_set(&kv, b->v[i].key, b->v[i].value);
+	for (size_t g = 0; !rc && g < spec->ngrid; g++) {
+		const axis_t *a = &src->axes[g];
+		const char *v = a->values[gsl_rng_uniform_int(rng, a->n)];
+		double lo, hi;
+		char num[64];
+		if (is_range(v, &lo, &hi)) {
+			double u = gsl_rng_uniform(rng);
+			if (key_is_uint(spec, a->key))
+				snprintf(num, sizeof(num), "%.0f",
+					 lo + floor(u * (hi - lo + 1)));
+			else
+				snprintf(num, sizeof(num), "%.4g",
+					 lo + u * (hi - lo));
+			v = num;
+		}
+		rc = kv_set(&kv, a->key, v);
+	}
+	if (!rc)
+		rc = plan_add(pc, t, policy, cap, &kv);
+	kv_clear(&kv);
+	return rc;
+}
+
+/* The cartesian product of the axes over one base setting; the last axis
+ * turns fastest. */
+static int
+plan_grid(plan_ctx_t *pc, const plan_src_t *src, const kvlist_t *base,
+	  size_t *odo, size_t t, const char *policy, uint64_t cap)
+{
+	size_t ngrid = pc->spec->ngrid;
+	memset(odo, 0, (ngrid + 1) * sizeof(*odo));
+	for (;;) {
+		kvlist_t kv = {0};
+		int rc = 0;
+		for (size_t i = 0; !rc && i < base->n; i++)
+			rc = kv_set(&kv, base->v[i].key, base->v[i].value);
+		for (size_t g = 0; !rc && g < ngrid; g++)
+			rc = kv_set(&kv, src->axes[g].key,
+				    src->axes[g].values[odo[g]]);
+		if (!rc)
+			rc = plan_add(pc, t, policy, cap, &kv);
+		kv_clear(&kv);
+		if (rc)
+			return rc;
+		size_t g = ngrid;
+		while (g > 0 && ++odo[g - 1] == src->axes[g - 1].n)
+			odo[--g] = 0;
+		if (g == 0)
+			return 0;
+	}
+}
+
+/* Every setting of the sweep, in a fixed order: trace, policy, cap, then
+ * the draws or the grid over each base setting. */
+static int
+plan_expand(plan_ctx_t *pc, const plan_src_t *src)
+{
+	const msim_sweep_spec_t *spec = pc->spec;
+	size_t *odo = calloc(spec->ngrid + 1, sizeof(*odo));
+	gsl_rng *rng = NULL;
+	int rc = 0;
+	if (!odo || (spec->random && !(rng = gsl_rng_alloc(gsl_rng_mt19937))))
+		rc = MSIM_ENOMEM;
+	for (size_t t = 0; !rc && t < spec->ntraces; t++)
+	for (size_t p = 0; !rc && p < src->npolicies; p++)
+	for (size_t c = 0; !rc && c < src->ncaps; c++) {
+		const char *policy = src->policies[p];
+		uint64_t cap = src->caps[c];
+		if (spec->random) {
+			/* The draws repeat for each trace, policy and cap, so
+			 * every trace sees the same settings. */
+			gsl_rng_set(rng, (unsigned long)spec->seed);
+			for (size_t r = 0; !rc && r < spec->random; r++)
+				rc = plan_draw(pc, src, rng, t, policy, cap);
+			continue;
+		}
+		for (size_t b = 0; !rc && b < src->nbase; b++)
+			rc = plan_grid(pc, src, &src->base[b], odo, t, policy,
+				       cap);
+	}
+	free(odo);
+	gsl_rng_free(rng);
+	return rc;
+}
+
+/* This shard's settings (every shard_count-th) and what the sweeps table
+ * keeps: every setting key in order (equal for all shards of one sweep)
+ * and a readable summary. */
+static int
+plan_finish(msim_sweep_t *sw, const msim_sweep_spec_t *spec,
+	    const plan_src_t *src)
+{
+	if (!(sw->shard = malloc((sw->n + 1) * sizeof(size_t))))
+		return MSIM_ENOMEM;
+	for (size_t i = 0; i < sw->n; i++)
+		if (!spec->shard_count ||
+		    i % (size_t)spec->shard_count ==
+			    (size_t)(spec->shard_index - 1))
+			sw->shard[sw->nshard++] = i;
+	msim_hash_t h;
+	msim_hash_init(&h);
+	for (size_t i = 0; i < sw->n; i++)
+		msim_hash_update(&h, sw->v[i].key, strlen(sw->v[i].key) + 1);
+	snprintf(sw->spec_hash, sizeof(sw->spec_hash), "%016" PRIx64,
+		 msim_hash_final(&h));
+	sbuf_t st = {0};
+	sb_add(&st, "traces=");
+	for (size_t t = 0; t < spec->ntraces; t++) {
+		sb_add(&st, t ? "," : "");
+		sb_add(&st, spec->traces[t]);
+	}
+	sb_add(&st, " policies=");
+	for (size_t p = 0; p < src->npolicies; p++) {
+		sb_add(&st, p ? "," : "");
+		sb_add(&st, src->policies[p]);
+	}
+	for (size_t g = 0; g < spec->ngrid; g++) {
+		sb_add(&st, " grid ");
+		sb_add(&st, spec->grid[g]);
+	}
+	if (spec->settings_file) {
+		sb_add(&st, " settings ");
+		sb_add(&st, spec->settings_file);
+	}
+	if (src->ncaps > 1 || src->caps[0]) {
+		sb_add(&st, " caps=");
+		for (size_t c = 0; c < src->ncaps; c++) {
+			char num[32];
+			snprintf(num, sizeof(num), "%s%" PRIu64, c ? "," : "",
+				 src->caps[c]);
+			sb_add(&st, num);
+		}
+	}
+	if (spec->random) {
+		char num[96];
+		snprintf(num, sizeof(num), " random=%zu seed=%" PRIu64,
+			 spec->random, spec->seed);
+		sb_add(&st, num);
+	}
+	if (!(sw->spec_text = sb_take(&st)))
+		return MSIM_ENOMEM;
+	sw->row = (msim_sweep_row_t){
+		.kind = "sweep", .spec = sw->spec_text,
+		.spec_hash = sw->spec_hash,
+		.seed = spec->random ? (int64_t)spec->seed : -1,
+		.shard_index = spec->shard_count ? spec->shard_index : 1,
+		.shard_count = spec->shard_count ? spec->shard_count : 1,
+		.settings = (int64_t)sw->n,
+	};
+	return 0;
+}
+
 int
 msim_sweep_plan(const msim_sweep_spec_t *spec, msim_sweep_t **out,
 		char *why, size_t whylen)
@@ -787,257 +1059,33 @@ msim_sweep_plan(const msim_sweep_spec_t *spec, msim_sweep_t **out,
 			 spec->shard_index, spec->shard_count);
 		return MSIM_EINVAL;
 	}
-	msim_sweep_t *sw = calloc(1, sizeof(*sw));
-	axis_t *axes = calloc(spec->ngrid + 1, sizeof(*axes));
-	kvlist_t *base = NULL;
-	size_t nbase = 0;
-	gsl_rng *rng = NULL;
-	int rc = MSIM_ENOMEM;
 	why[0] = 0;
-	if (!sw || !axes)
-		goto fail;
+	plan_src_t src = {0};
+	msim_sweep_t *sw = calloc(1, sizeof(*sw));
+	if (!sw) {
+		snprintf(why, whylen, "%s", msim_strerror(MSIM_ENOMEM));
+		return MSIM_ENOMEM;
+	}
 	sw->capacity = spec->capacity ? spec->capacity : MSIM_H200_BYTES;
-	sw->traces = calloc(spec->ntraces, sizeof(char *));
-	sw->hashes = calloc(spec->ntraces, sizeof(char *));
-	sw->models = calloc(spec->ntraces, sizeof(*sw->models));
-	if (!sw->traces || !sw->hashes || !sw->models)
-		goto fail;
-	sw->ntraces = spec->ntraces;
-	for (size_t t = 0; t < spec->ntraces; t++) {
-		char hex[17];
-		msim_trace_t *tr;
-		if (msim_model_spec_is(spec->traces[t])) {
-			rc = MSIM_ENOMEM;
-			if (!(sw->models[t] = malloc(sizeof(msim_model_cfg_t))))
-				goto fail;
-			char w[512];
-			if ((rc = msim_model_spec_parse(spec->traces[t],
-							sw->models[t], w,
-							sizeof(w)))) {
-				snprintf(why, whylen, "%s: %s",
-					 spec->traces[t], w);
-				goto fail;
-			}
-			rc = MSIM_ENOMEM;
-			if (!(sw->traces[t] = strdup(spec->traces[t])) ||
-			    !(sw->hashes[t] = strdup("")))
-				goto fail;
-			continue;
-		}
-		/* The format is checked now; errors inside the trace show
-		 * when it runs. */
-		if ((rc = msim_trace_open(spec->traces[t], NULL, &tr, why,
-					  whylen)))
-			goto fail;
-		msim_trace_close(tr);
-		if ((rc = msim_file_hash(spec->traces[t], hex, why, whylen)))
-			goto fail;
-		rc = MSIM_ENOMEM;
-		if (!(sw->traces[t] = strdup(spec->traces[t])) ||
-		    !(sw->hashes[t] = strdup(hex)))
-			goto fail;
-	}
-	for (size_t g = 0; g < spec->ngrid; g++)
-		if ((rc = axis_parse(&axes[g], spec->grid[g], why, whylen)))
-			goto fail;
-	if (spec->settings_file) {
-		if ((rc = read_settings_file(spec->settings_file, &base, &nbase,
-					     why, whylen)))
-			goto fail;
-	} else {
-		rc = MSIM_ENOMEM;
-		if (!(base = calloc(1, sizeof(*base))))
-			goto fail;
-		nbase = 1;
-	}
-	if (!spec->random)
-		for (size_t g = 0; g < spec->ngrid; g++)
-			for (size_t k = 0; k < axes[g].n; k++) {
-				double lo, hi;
-				if (is_range(axes[g].values[k], &lo, &hi)) {
-					snprintf(why, whylen, "--grid %s=%s: a "
-						 "range needs --random N",
-						 axes[g].key, axes[g].values[k]);
-					rc = MSIM_EINVAL;
-					goto fail;
-				}
-			}
-
-	static const char *const def_policy[] = {"pytorch"};
-	static const uint64_t def_cap[] = {0};
-	const char *const *policies = spec->npolicies ? spec->policies
-						      : def_policy;
-	size_t npolicies = spec->npolicies ? spec->npolicies : 1;
-	const uint64_t *caps = spec->ncaps ? spec->caps : def_cap;
-	size_t ncaps = spec->ncaps ? spec->ncaps : 1;
 	plan_ctx_t pc = {sw, spec, why, whylen};
-	size_t *odo = calloc(spec->ngrid + 1, sizeof(*odo));
-	if (!odo) {
-		rc = MSIM_ENOMEM;
-		goto fail;
-	}
-	if (spec->random) {
-		rng = gsl_rng_alloc(gsl_rng_mt19937);
-		if (!rng) {
-			free(odo);
-			rc = MSIM_ENOMEM;
-			goto fail;
-		}
-		gsl_rng_set(rng, (unsigned long)spec->seed);
-	}
-	rc = 0;
-	for (size_t t = 0; !rc && t < spec->ntraces; t++)
-	for (size_t p = 0; !rc && p < npolicies; p++)
-	for (size_t c = 0; !rc && c < ncaps; c++) {
-		if (spec->random) {
-			/* The draws repeat for each trace, policy and cap, so
-			 * every trace sees the same settings. */
-			gsl_rng_set(rng, (unsigned long)spec->seed);
-			for (size_t r = 0; !rc && r < spec->random; r++) {
-				kvlist_t kv = {0};
-				const kvlist_t *b = &base[nbase > 1
-					? gsl_rng_uniform_int(rng, nbase) : 0];
-				for (size_t i = 0; !rc && i < b->n; i++)
-					rc = kv_set(&kv, b->v[i].key,
-						    b->v[i].value);
-				for (size_t g = 0; !rc && g < spec->ngrid; g++) {
-					const axis_t *a = &axes[g];
-					const char *v = a->values[
-						gsl_rng_uniform_int(rng, a->n)];
-					double lo, hi;
-					char num[64];
-					if (is_range(v, &lo, &hi)) {
-						double u = gsl_rng_uniform(rng);
-						if (key_is_uint(spec, a->key))
-							snprintf(num, sizeof(num),
-								 "%.0f", lo + floor(
-								 u * (hi - lo + 1)));
-						else
-							snprintf(num, sizeof(num),
-								 "%.4g", lo + u *
-								 (hi - lo));
-						v = num;
-					}
-					rc = kv_set(&kv, a->key, v);
-				}
-				if (!rc)
-					rc = plan_add(&pc, t, policies[p],
-						      caps[c], &kv);
-				kv_clear(&kv);
-			}
-			continue;
-		}
-		for (size_t b = 0; !rc && b < nbase; b++) {
-			memset(odo, 0, (spec->ngrid + 1) * sizeof(*odo));
-			for (;;) {
-				kvlist_t kv = {0};
-				for (size_t i = 0; !rc && i < base[b].n; i++)
-					rc = kv_set(&kv, base[b].v[i].key,
-						    base[b].v[i].value);
-				for (size_t g = 0; !rc && g < spec->ngrid; g++)
-					rc = kv_set(&kv, axes[g].key,
-						    axes[g].values[odo[g]]);
-				if (!rc)
-					rc = plan_add(&pc, t, policies[p],
-						      caps[c], &kv);
-				kv_clear(&kv);
-				if (rc)
-					break;
-				/* The last axis turns fastest. */
-				size_t g = spec->ngrid;
-				while (g > 0 && ++odo[g - 1] == axes[g - 1].n)
-					odo[--g] = 0;
-				if (g == 0)
-					break;
-			}
-		}
-	}
-	free(odo);
-	if (rc) {
-		if (!why[0])
-			snprintf(why, whylen, "%s", msim_strerror(rc));
-		goto fail;
-	}
-	if ((rc = dedup(sw)))
-		goto fail;
-
-	/* This shard: every shard_count-th setting. */
-	rc = MSIM_ENOMEM;
-	if (!(sw->shard = malloc((sw->n + 1) * sizeof(size_t))))
-		goto fail;
-	for (size_t i = 0; i < sw->n; i++)
-		if (!spec->shard_count ||
-		    i % (size_t)spec->shard_count ==
-			    (size_t)(spec->shard_index - 1))
-			sw->shard[sw->nshard++] = i;
-
-	/* What the sweeps table keeps: every setting key in order (equal
-	 * for all shards of one sweep) and a readable summary. */
-	msim_hash_t h;
-	msim_hash_init(&h);
-	for (size_t i = 0; i < sw->n; i++)
-		msim_hash_update(&h, sw->v[i].key, strlen(sw->v[i].key) + 1);
-	snprintf(sw->spec_hash, sizeof(sw->spec_hash), "%016" PRIx64,
-		 msim_hash_final(&h));
-	sbuf_t st = {0};
-	sb_add(&st, "traces=");
-	for (size_t t = 0; t < spec->ntraces; t++) {
-		sb_add(&st, t ? "," : "");
-		sb_add(&st, spec->traces[t]);
-	}
-	sb_add(&st, " policies=");
-	for (size_t p = 0; p < npolicies; p++) {
-		sb_add(&st, p ? "," : "");
-		sb_add(&st, policies[p]);
-	}
-	for (size_t g = 0; g < spec->ngrid; g++) {
-		sb_add(&st, " grid ");
-		sb_add(&st, spec->grid[g]);
-	}
-	if (spec->settings_file) {
-		sb_add(&st, " settings ");
-		sb_add(&st, spec->settings_file);
-	}
-	if (ncaps > 1 || caps[0]) {
-		sb_add(&st, " caps=");
-		for (size_t c = 0; c < ncaps; c++) {
-			char num[32];
-			snprintf(num, sizeof(num), "%s%" PRIu64, c ? "," : "",
-				 caps[c]);
-			sb_add(&st, num);
-		}
-	}
-	if (spec->random) {
-		char num[96];
-		snprintf(num, sizeof(num), " random=%zu seed=%" PRIu64,
-			 spec->random, spec->seed);
-		sb_add(&st, num);
-	}
-	if (!(sw->spec_text = sb_take(&st)))
-		goto fail;
-	sw->row = (msim_sweep_row_t){
-		.kind = "sweep", .spec = sw->spec_text,
-		.spec_hash = sw->spec_hash,
-		.seed = spec->random ? (int64_t)spec->seed : -1,
-		.shard_index = spec->shard_count ? spec->shard_index : 1,
-		.shard_count = spec->shard_count ? spec->shard_count : 1,
-		.settings = (int64_t)sw->n,
-	};
-	rc = 0;
-	*out = sw;
-	sw = NULL;
-fail:
+	int rc = plan_traces(sw, spec, why, whylen);
+	if (!rc)
+		rc = plan_sources(spec, &src, why, whylen);
+	if (!rc)
+		rc = plan_expand(&pc, &src);
+	if (!rc)
+		rc = dedup(sw);
+	if (!rc)
+		rc = plan_finish(sw, spec, &src);
 	if (rc && why[0] == 0)
 		snprintf(why, whylen, "%s", msim_strerror(rc));
-	for (size_t g = 0; axes && g < spec->ngrid; g++)
-		axis_clear(&axes[g]);
-	free(axes);
-	for (size_t b = 0; b < nbase; b++)
-		kv_clear(&base[b]);
-	free(base);
-	gsl_rng_free(rng);
-	msim_sweep_destroy(sw);
-	return rc;
+	plan_sources_clear(spec, &src);
+	if (rc) {
+		msim_sweep_destroy(sw);
+		return rc;
+	}
+	*out = sw;
+	return 0;
 }
 
 void
