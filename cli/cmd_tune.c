@@ -186,48 +186,58 @@ fmt_bytes(int64_t v, char *buf, size_t n)
 	return msim_format_bytes((uint64_t)(v < 0 ? 0 : v), buf, n);
 }
 
-int
-msim_cmd_tune(int argc, char **argv)
-{
-	static const struct option longopts[] = {
-		{"cap", required_argument, NULL, 'C'},
-		{"db", required_argument, NULL, 'd'},
-		{"grid", required_argument, NULL, 'g'},
-		{"jobs", required_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	uint64_t cap = 0;
-	const char *dbpath = "memsim.db";
+/* What the options ask for. */
+typedef struct tune_opts_s {
+	uint64_t cap;
+	const char *db;
 	const char *grid[16];
-	size_t ngrid = 0;
-	long jobs = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t ngrid;
+	long jobs;
+} tune_opts_t;
+
+static const struct option tune_longopts[] = {
+	{"cap", required_argument, NULL, 'C'},
+	{"db", required_argument, NULL, 'd'},
+	{"grid", required_argument, NULL, 'g'},
+	{"jobs", required_argument, NULL, 'j'},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
+/* A --grid replaces the axis of its key, or adds one. */
+static void
+tune_grid_set(tune_opts_t *o, const char *axis)
+{
+	size_t klen = strcspn(axis, "=:");
+	size_t k = 0;
+	for (; k < o->ngrid; k++)
+		if (!strncmp(o->grid[k], axis, klen) &&
+		    o->grid[k][klen] == '=')
+			break;
+	if (k == o->ngrid && o->ngrid == 16)
+		msim_cli_die("--grid: too many axes");
+	o->grid[k] = axis;
+	if (k == o->ngrid)
+		o->ngrid++;
+}
+
+/* Reads the options into o.  Returns -1 to go on, else the exit status. */
+static int
+tune_parse(int argc, char **argv, tune_opts_t *o)
+{
 	int c;
 	char *end;
 	for (size_t k = 0; k < 3; k++)
-		grid[ngrid++] = tune_grid[k];
-	while ((c = msim_cli_getopt(argc, argv, "d:g:j:h", longopts)) != -1) {
+		o->grid[o->ngrid++] = tune_grid[k];
+	while ((c = msim_cli_getopt(argc, argv, "d:g:j:h", tune_longopts)) !=
+	       -1) {
 		switch (c) {
-		case 'C': cap = msim_cli_bytes("--cap", optarg); break;
-		case 'd': dbpath = optarg; break;
-		case 'g': {
-			size_t klen = strcspn(optarg, "=:");
-			size_t k = 0;
-			/* A --grid replaces the axis of its key, or adds one. */
-			for (; k < ngrid; k++)
-				if (!strncmp(grid[k], optarg, klen) &&
-				    grid[k][klen] == '=')
-					break;
-			if (k == ngrid && ngrid == 16)
-				msim_cli_die("--grid: too many axes");
-			grid[k] = optarg;
-			if (k == ngrid)
-				ngrid++;
-			break;
-		}
+		case 'C': o->cap = msim_cli_bytes("--cap", optarg); break;
+		case 'd': o->db = optarg; break;
+		case 'g': tune_grid_set(o, optarg); break;
 		case 'j':
-			jobs = strtol(optarg, &end, 10);
-			if (*end || jobs < 1 || jobs > 4096)
+			o->jobs = strtol(optarg, &end, 10);
+			if (*end || o->jobs < 1 || o->jobs > 4096)
 				msim_cli_die("--jobs: '%s' is not a number of "
 					     "processes", optarg);
 			break;
@@ -239,15 +249,112 @@ msim_cmd_tune(int argc, char **argv)
 		usage_tune(stderr);
 		return 2;
 	}
-	if (!cap)
+	if (!o->cap)
 		msim_cli_die("--cap BYTES is required (the memory the job may "
 			     "use)");
-	const char *trace = argv[optind];
+	return -1;
+}
+
+/* Runs the search into a scratch database and reads its best run (no
+ * OOM; the lowest peak reserved, then fewer retries, then fewer keys) and
+ * how many ran out of memory. */
+static void
+tune_search(msim_sweep_t *sw, const tune_opts_t *o, const char *trace,
+	    msim_sweep_result_t *res, tune_row_t *best, int64_t *n_oom)
+{
+	char why[2048];
+	const char *tmp = getenv("TMPDIR");
+	char dir[4096], scratch[4200];
+	snprintf(dir, sizeof(dir), "%s/memsim-tune-XXXXXX",
+		 tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(dir))
+		msim_cli_die("%s: %s", dir, strerror(errno));
+	snprintf(scratch, sizeof(scratch), "%s/search.db", dir);
+	msim_sweep_opts_t opts = {.db_path = scratch, .jobs = (int)o->jobs,
+				  .kind = "tune"};
+	if (msim_sweep_exec(sw, &opts, res, why, sizeof(why))) {
+		remove_scratch(dir, scratch);
+		msim_cli_die("%s", why);
+	}
+	if (res->failed) {
+		remove_scratch(dir, scratch);
+		msim_cli_die("%s: %zu of %zu settings failed to run", trace,
+			     res->failed, res->total);
+	}
+	sqlite3 *s;
+	*n_oom = 0;
+	int rc = sqlite3_open_v2(scratch, &s, SQLITE_OPEN_READONLY, NULL);
+	if (rc == SQLITE_OK)
+		rc = tune_read(s, "WHERE oom_request < 0 AND num_ooms = 0"
+			       " ORDER BY peak_reserved_bytes,"
+			       " num_alloc_retries, length(params), id LIMIT 1",
+			       0, best);
+	if (rc == SQLITE_OK) {
+		sqlite3_stmt *q;
+		if (sqlite3_prepare_v2(s, "SELECT count(*) FROM runs WHERE"
+				       " oom_request >= 0 OR num_ooms > 0", -1,
+				       &q, NULL) == SQLITE_OK &&
+		    sqlite3_step(q) == SQLITE_ROW)
+			*n_oom = sqlite3_column_int64(q, 0);
+		sqlite3_finalize(q);
+	}
+	sqlite3_close(s);
+	remove_scratch(dir, scratch);
+	if (rc)
+		msim_cli_die("%s: cannot read the search's results", scratch);
+}
+
+static const char *
+tune_oom(int64_t oom_request, char *buf, size_t n)
+{
+	if (oom_request >= 0)
+		snprintf(buf, n, "at request %" PRId64, oom_request);
+	else
+		snprintf(buf, n, "none");
+	return buf;
+}
+
+/* The default and the recommendation side by side. */
+static void
+tune_print(const tune_row_t *d, const tune_row_t *best, int64_t def_id,
+	   int64_t best_id)
+{
+	char a[64], b[64];
+	print_side("peak reserved", fmt_bytes(d->peak_reserved, a, 64),
+		   fmt_bytes(best->peak_reserved, b, 64));
+	print_side("peak allocated", fmt_bytes(d->peak_allocated, a, 64),
+		   fmt_bytes(best->peak_allocated, b, 64));
+	snprintf(a, sizeof(a), "%.4f", d->frag);
+	snprintf(b, sizeof(b), "%.4f", best->frag);
+	print_side("fragmentation at peak", a, b);
+	snprintf(a, sizeof(a), "%" PRId64, d->segments);
+	snprintf(b, sizeof(b), "%" PRId64, best->segments);
+	print_side("segments at peak", a, b);
+	snprintf(a, sizeof(a), "%" PRId64, d->retries);
+	snprintf(b, sizeof(b), "%" PRId64, best->retries);
+	print_side("alloc retries", a, b);
+	print_side("OOM", tune_oom(d->oom_request, a, sizeof(a)),
+		   tune_oom(best->oom_request, b, sizeof(b)));
+	snprintf(a, sizeof(a), "%" PRId64, def_id);
+	snprintf(b, sizeof(b), "%" PRId64, best_id);
+	print_side("run (in the database)", a, b);
+	printf("\nexport PYTORCH_CUDA_ALLOC_CONF=\"%s\"\n", best->params);
+}
+
+int
+msim_cmd_tune(int argc, char **argv)
+{
+	tune_opts_t o = {.db = "memsim.db",
+			 .jobs = sysconf(_SC_NPROCESSORS_ONLN)};
+	int rc = tune_parse(argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	const char *trace = argv[optind], *dbpath = o.db;
 	const char *traces[] = {trace};
-	uint64_t caps[] = {cap};
+	uint64_t caps[] = {o.cap};
 	msim_sweep_spec_t spec = {
 		.traces = traces, .ntraces = 1, .caps = caps, .ncaps = 1,
-		.grid = grid, .ngrid = ngrid,
+		.grid = o.grid, .ngrid = o.ngrid,
 	};
 	char why[2048];
 	msim_sweep_t *sw;
@@ -258,48 +365,10 @@ msim_cmd_tune(int argc, char **argv)
 	msim_db_t *db;
 	if (msim_db_open(dbpath, &db, why, sizeof(why)))
 		msim_cli_die("%s", why);
-
-	const char *tmp = getenv("TMPDIR");
-	char dir[4096], scratch[4200];
-	snprintf(dir, sizeof(dir), "%s/memsim-tune-XXXXXX",
-		 tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(dir))
-		msim_cli_die("%s: %s", dir, strerror(errno));
-	snprintf(scratch, sizeof(scratch), "%s/search.db", dir);
-	msim_sweep_opts_t opts = {.db_path = scratch, .jobs = (int)jobs,
-				  .kind = "tune"};
 	msim_sweep_result_t res;
-	if (msim_sweep_exec(sw, &opts, &res, why, sizeof(why))) {
-		remove_scratch(dir, scratch);
-		msim_cli_die("%s", why);
-	}
-	if (res.failed) {
-		remove_scratch(dir, scratch);
-		msim_cli_die("%s: %zu of %zu settings failed to run", trace,
-			     res.failed, res.total);
-	}
-	sqlite3 *s;
 	tune_row_t best;
-	int64_t n_oom = 0;
-	int rc = sqlite3_open_v2(scratch, &s, SQLITE_OPEN_READONLY, NULL);
-	if (rc == SQLITE_OK)
-		rc = tune_read(s, "WHERE oom_request < 0 AND num_ooms = 0"
-			       " ORDER BY peak_reserved_bytes,"
-			       " num_alloc_retries, length(params), id LIMIT 1",
-			       0, &best);
-	if (rc == SQLITE_OK) {
-		sqlite3_stmt *q;
-		if (sqlite3_prepare_v2(s, "SELECT count(*) FROM runs WHERE"
-				       " oom_request >= 0 OR num_ooms > 0", -1,
-				       &q, NULL) == SQLITE_OK &&
-		    sqlite3_step(q) == SQLITE_ROW)
-			n_oom = sqlite3_column_int64(q, 0);
-		sqlite3_finalize(q);
-	}
-	sqlite3_close(s);
-	remove_scratch(dir, scratch);
-	if (rc)
-		msim_cli_die("%s: cannot read the search's results", scratch);
+	int64_t n_oom;
+	tune_search(sw, &o, trace, &res, &best, &n_oom);
 
 	/* Store the default and the recommendation as one tune sweep. */
 	msim_sweep_row_t row = {
@@ -339,10 +408,10 @@ msim_cmd_tune(int argc, char **argv)
 				     rec ? result : NULL))
 		msim_cli_die("%s", msim_db_errmsg(db));
 
-	char a[64], b[64];
+	char a[64];
 	printf("trace      %s\n", trace);
 	printf("cap        %s (%" PRIu64 " bytes)\n",
-	       msim_format_bytes(cap, a, sizeof(a)), cap);
+	       msim_format_bytes(o.cap, a, sizeof(a)), o.cap);
 	printf("searched   %zu settings of pytorch in %.2f s; %" PRId64
 	       " ran out of memory\n\n", res.total, res.wall_ms / 1e3, n_oom);
 	print_side("", "default", "recommended");
@@ -350,34 +419,7 @@ msim_cmd_tune(int argc, char **argv)
 		print_side("setting", keys, keys);
 	print_side("PYTORCH_CUDA_ALLOC_CONF", "(unset)", conf);
 	if (rec) {
-		print_side("peak reserved", fmt_bytes(d.peak_reserved, a, 64),
-			   fmt_bytes(best.peak_reserved, b, 64));
-		print_side("peak allocated", fmt_bytes(d.peak_allocated, a, 64),
-			   fmt_bytes(best.peak_allocated, b, 64));
-		snprintf(a, sizeof(a), "%.4f", d.frag);
-		snprintf(b, sizeof(b), "%.4f", best.frag);
-		print_side("fragmentation at peak", a, b);
-		snprintf(a, sizeof(a), "%" PRId64, d.segments);
-		snprintf(b, sizeof(b), "%" PRId64, best.segments);
-		print_side("segments at peak", a, b);
-		snprintf(a, sizeof(a), "%" PRId64, d.retries);
-		snprintf(b, sizeof(b), "%" PRId64, best.retries);
-		print_side("alloc retries", a, b);
-		snprintf(a, sizeof(a), "%s", d.oom_request >= 0 ? "at request"
-			 : "none");
-		if (d.oom_request >= 0)
-			snprintf(a, sizeof(a), "at request %" PRId64,
-				 d.oom_request);
-		snprintf(b, sizeof(b), "%s", best.oom_request >= 0
-			 ? "at request" : "none");
-		if (best.oom_request >= 0)
-			snprintf(b, sizeof(b), "at request %" PRId64,
-				 best.oom_request);
-		print_side("OOM", a, b);
-		snprintf(a, sizeof(a), "%" PRId64, def_id);
-		snprintf(b, sizeof(b), "%" PRId64, best_id);
-		print_side("run (in the database)", a, b);
-		printf("\nexport PYTORCH_CUDA_ALLOC_CONF=\"%s\"\n", best.params);
+		tune_print(&d, &best, def_id, best_id);
 	} else {
 		snprintf(a, sizeof(a), "%" PRId64, d.oom_request);
 		print_side("OOM at request", a, "-");
