@@ -145,5 +145,16 @@ for cmd in "sweep --li" "tune --ca 1GiB" "report --js" "info --dev 0" "bench --r
 	expect_error "not an option; options are written in full" $MEMSIM $cmd "$bert"
 done
 
+# 10. The README's compare example prints what the README shows (the
+# plot aside).
+top=$DATA/../..
+sed -n '/^    \$ memsim compare tests\/data\/traces\/gpt2_varlen.csv --plot/,/^    plotted /p' \
+	"$top/README.md" | sed -e '1d' -e '$d' -e 's/^    //' >"$tmp/readme.cmp"
+[ -s "$tmp/readme.cmp" ] || fail "README: no compare example"
+(cd "$top" && $MEMSIM compare tests/data/traces/gpt2_varlen.csv) >"$tmp/now.cmp" ||
+	fail "README compare example"
+cmp -s "$tmp/readme.cmp" "$tmp/now.cmp" ||
+	fail "README compare example differs: $(diff "$tmp/readme.cmp" "$tmp/now.cmp" | head -5)"
+
 [ "$fails" -eq 0 ] && echo "job: all passed"
 exit "$fails"
