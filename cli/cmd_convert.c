@@ -23,8 +23,15 @@ usage_convert(FILE *fp)
 		"OOMs).\n"
 		"\n"
 		"options:\n"
-		"  -t, --to FORMAT         csv, rmm or bin (default: by OUT's "
-		"extension, else csv)\n"
+		"  -t, --to FORMAT         one of");
+	/* The formats memsim can write, from the table: they cannot drift. */
+	for (const msim_trace_format_t *const *f = msim_trace_formats(); *f;
+	     f++)
+		if ((*f)->write)
+			fprintf(fp, " %s", (*f)->name);
+	fprintf(fp, "\n"
+		"                          (default: by OUT's extension, else "
+		"csv)\n"
 		"      --device N          snapshots: the device_traces index to "
 		"read\n"
 		"      --repeat K          write IN K times; each pass moves the "

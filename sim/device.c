@@ -2,7 +2,7 @@
  * The device model: counting, capacity and cap, the event log, and the
  * default placement backend.
  *
- * Placement (spec section 16.2, measured with CUDA 13.0 / driver 580 on the
+ * Placement (docs/pytorch-allocator.md §13; CUDA 13.0 / driver 580 on the
  * H200): virtual address space is carved in chunks of ceil_to(size, 32 MiB),
  * 32 MiB aligned.  A segment that opens a chunk sits at its start and leaves
  * the rest as a hole.  A cudaMalloc first tries holes, newest chunk first and

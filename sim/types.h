@@ -34,7 +34,7 @@ typedef enum msim_req_kind_e {
  * They were the malloc's own doing if the policy, in its current state,
  * would have to free memory to serve it (msim_policy_would_release());
  * otherwise the program called empty_cache() first, and the engine replays
- * that call before the malloc (spec section 16, note 6 b).
+ * that call before the malloc (docs/pytorch-allocator.md §11.2 b).
  */
 #define MSIM_REQF_MAYBE_EMPTY_CACHE 0x2
 

@@ -1,5 +1,6 @@
 /*
- * The segments state of snapshot pickles (spec section 12.2): each real
+ * The segments state of snapshot pickles (docs/pytorch-allocator.md
+ * §10.1): each real
  * snapshot's segments sum to the reserved bytes captures.tsv recorded at
  * the end of its run, agree with the end of its own trace, and are what a
  * replay of the recording ends with; hostile segment lists fail cleanly,

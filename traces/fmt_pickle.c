@@ -1,6 +1,7 @@
 /*
  * PyTorch memory snapshots, read in C: the pickle that
- * torch.cuda.memory._dump_snapshot() writes (spec section 12.2), so that
+ * torch.cuda.memory._dump_snapshot() writes
+ * (docs/pytorch-allocator.md §10), so that
  * `memsim run x.pickle` needs nothing but memsim.
  *
  * The reader is a pickle virtual machine that does not build the object

@@ -4,7 +4,7 @@
  * request stage that turns recorded entries into requests, and writers.
  *
  * The request stage is where replay semantics live, once for every format
- * (spec section 16, notes 4 and 6): `alloc` rows are requests of `size`
+ * (docs/pytorch-allocator.md §11): `alloc` rows are requests of `size`
  * bytes, `free_completed` rows return the block; `free_requested` rows are
  * checked and, with deferred frees on, passed on; `segment_alloc` rows are
  * passed on as address hints; an `oom` row is a malloc that raised

@@ -46,7 +46,7 @@ typedef enum msim_action_e {
 typedef struct msim_entry_s {
 	uint64_t time_us;     /* recorded time, microseconds (epoch) */
 	uint64_t addr;        /* address (device_free for MSIM_ACT_OOM) */
-	uint64_t size;        /* bytes, see the spec's section 12.2 */
+	uint64_t size;        /* bytes, docs/pytorch-allocator.md §10.2 */
 	msim_stream_t stream; /* CUDA stream handle */
 	uint8_t action;       /* msim_action_t */
 } msim_entry_t;
@@ -61,11 +61,12 @@ int msim_action_parse(const char *s, size_t len);
 typedef struct msim_trace_options_s {
 	bool deferred_frees; /* emit free_requested as FREE_REQUESTED too */
 	/*
-	 * Find the empty_cache() calls a recording does not show (spec section
-	 * 16, note 6): a run of segment_free / segment_unmap rows followed by a
-	 * free or an alloc becomes an EMPTY_CACHE request (rule a); one
-	 * followed by a new segment or an oom flags the next malloc with
-	 * MSIM_REQF_MAYBE_EMPTY_CACHE (rule b).  On when replaying a recording.
+	 * Find the empty_cache() calls a recording does not show
+	 * (docs/pytorch-allocator.md §11.2): a run of segment_free /
+	 * segment_unmap rows followed by a free or an alloc becomes an
+	 * EMPTY_CACHE request (rule a); one followed by a new segment or an oom
+	 * flags the next malloc with MSIM_REQF_MAYBE_EMPTY_CACHE (rule b).  On
+	 * when replaying a recording.
 	 */
 	bool hidden_empty_cache;
 	/* Snapshots: 1 + the index in device_traces to read; 0 = the device
@@ -77,9 +78,9 @@ typedef struct msim_trace_options_s {
 
 /*
  * The allocator state a snapshot holds next to its trace
- * (torch.cuda.memory._snapshot()["segments"], spec section 12.2): what
- * was reserved when the snapshot was taken.  Stack frames and pool ids
- * are not kept.
+ * (torch.cuda.memory._snapshot()["segments"], docs/pytorch-allocator.md
+ * §10.1): what was reserved when the snapshot was taken.  Stack frames
+ * and pool ids are not kept.
  */
 enum {
 	MSIM_SNAP_INACTIVE = 0,   /* "inactive": free in the pool */
@@ -179,7 +180,8 @@ void msim_trace_empty_caches(const msim_trace_t *t, uint64_t *found_out,
 			     uint64_t *maybe_out);
 
 /*
- * The segments of the snapshot state (spec section 12.2) of the device
+ * The segments of the snapshot state (docs/pytorch-allocator.md §10.1) of
+ * the device
  * being read (--device N, else the one with trace events; with no events
  * at all, every segment), in file order (PyTorch sorts them by address).
  * Snapshots write the state before the trace, so it is complete once the
