@@ -321,6 +321,9 @@ msim_job_store(msim_job_t *j, msim_db_t *db, int mode, int64_t sweep_id,
 		.params = r->params, .cap_bytes = r->cap_bytes,
 		.addresses = r->addresses, .wall_ms = r->wall_ms, .meta = kv,
 		.capacity_bytes = r->capacity, .sweep_id = sweep_id,
+		/* Other rows replayed, another experiment. */
+		.replay = j->spec.recording ? "recording"
+			  : j->spec.requests_only ? "requests" : NULL,
 	};
 	if (j->store)
 		info.peak_blocks = msim_sim_peak_blocks(j->sim,

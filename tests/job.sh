@@ -67,6 +67,15 @@ $MEMSIM run --db "$tmp/cmp.db" --cap 700MiB -c garbage_collection_threshold:0.6 
 	"$p2" | grep -q "^stored     run 1 in" || fail "run after compare: not run 1"
 [ "$(runs "$tmp/cmp.db")" = 1 ] || fail "run after compare: $(runs "$tmp/cmp.db") runs"
 
+# ... while other rows of the same trace are another experiment.
+$MEMSIM run --db "$tmp/run.db" --requests-only --cap 700MiB \
+	-c garbage_collection_threshold:0.6 "$p2" >/dev/null || fail "run --requests-only"
+$MEMSIM run --db "$tmp/run.db" --recording "$DATA/pickles/prefetch_2stream.pickle" >/dev/null ||
+	fail "run --recording"
+$MEMSIM run --db "$tmp/run.db" --addresses trace "$DATA/pickles/prefetch_2stream.pickle" >/dev/null ||
+	fail "run --addresses trace"
+[ "$(runs "$tmp/run.db")" = 4 ] || fail "requests only, recording: $(runs "$tmp/run.db") runs, not 4"
+
 # 2. compare models time as run does (msim_timemodel_events), for
 # cuda-async too.
 bert=$DATA/traces/bert_infer_varlen.csv
