@@ -105,6 +105,7 @@ msim_cmd_convert(int argc, char **argv)
 		if (msim_trace_open(in, &opt, &t, why, sizeof(why)))
 			msim_cli_die("%s", why);
 		from = msim_trace_format_name(t);
+		msim_trace_writer_set_tags(w, t); /* categories and sites */
 		msim_entry_t e;
 		int rc;
 		while ((rc = msim_trace_next_entry(t, &e)) == 1) {
@@ -126,6 +127,7 @@ msim_cmd_convert(int argc, char **argv)
 		}
 		if (rc < 0)
 			msim_cli_die("%s", msim_trace_errmsg(t));
+		msim_trace_writer_set_tags(w, NULL);
 		msim_trace_close(t);
 		if (pass == 0 && hi > lo) {
 			/* Each pass: fresh addresses above the previous

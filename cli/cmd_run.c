@@ -16,7 +16,9 @@
 #include "sim/metrics.h"
 #include "sim/results.h"
 #include "sim/timemodel.h"
+#include "lab/explain.h"
 #include "lab/job.h"
+#include "policies/registry.h"
 #include "sim/units.h"
 
 static void
@@ -74,8 +76,15 @@ usage_run(FILE *fp)
 		"replayed, --addresses trace;\n"
 		"                          a snapshot's end state is checked "
 		"against its segments\n"
-		"      --device N          snapshots: the device_traces index "
-		"to replay\n"
+		"      --device N|all      snapshots: the device_traces index "
+		"to replay, or each\n"
+		"                          device with trace events in turn\n"
+		"      --strict            refuse a partial history (frees of "
+		"blocks the trace\n"
+		"                          never allocated) instead of seeding "
+		"its start\n"
+		"      --lenient           skip entries of unknown actions (and "
+		"count them)\n"
 		"  -d, --db FILE           store the run in this SQLite "
 		"database\n"
 		"      --plot OUT          plot the fragmentation curve "
@@ -87,6 +96,10 @@ usage_run(FILE *fp)
 		"                          (default: the H200's, built in)\n"
 		"      --json              print one JSON object instead of a "
 		"table\n"
+		"      --explain           then where the memory goes (memsim "
+		"explain)\n"
+		"  -q, --quiet             no warnings about settings that "
+		"cannot act\n"
 		"  -h, --help              this help\n",
 		MSIM_H200_BYTES);
 }
@@ -103,9 +116,10 @@ typedef struct run_opts_s {
 	const char *calibration, *transform;
 	uint64_t cap, capacity;
 	double fraction;
-	int json, keep_going, requests_only;
+	int json, keep_going, requests_only, explain, quiet;
 	int recording;     /* --recording */
 	unsigned device1;  /* --device N: N + 1 */
+	int strict, lenient;
 } run_opts_t;
 
 static void
@@ -182,13 +196,64 @@ static const struct option run_longopts[] = {
 	{"calibration", required_argument, NULL, 'L'},
 	{"recording", no_argument, NULL, 'E'},
 	{"device", required_argument, NULL, 'D'},
+	{"strict", no_argument, NULL, 'Z'},
+	{"lenient", no_argument, NULL, 'N'},
 	{"db", required_argument, NULL, 'd'},
 	{"plot", required_argument, NULL, 'P'},
 	{"segments", required_argument, NULL, 'S'},
 	{"json", no_argument, NULL, 'j'},
+	{"explain", no_argument, NULL, 'X'},
+	{"quiet", no_argument, NULL, 'q'},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
+
+/* --device all: the run once per device with trace events, as
+ * --device N. */
+static int
+run_each_device(int argc, char **argv)
+{
+	const char *path = argv[argc - 1];
+	uint32_t devs[256];
+	size_t n;
+	char why[1024];
+	if (msim_trace_devices(path, devs, 256, &n, why, sizeof(why)))
+		msim_cli_die("%s", why);
+	if (n == 0)
+		msim_cli_die("%s: no device has trace events (was "
+			     "torch.cuda.memory._record_memory_history() "
+			     "enabled?)", path);
+	char **av = malloc(((size_t)argc + 1) * sizeof(*av));
+	char num[16];
+	if (!av)
+		msim_cli_die("out of memory");
+	for (size_t d = 0; d < n && d < 256; d++) {
+		snprintf(num, sizeof(num), "%u", devs[d]);
+		int k = 0;
+		for (int i = 0; i < argc; i++) {
+			if (!strcmp(argv[i], "all") && i &&
+			    !strcmp(argv[i - 1], "--device"))
+				av[k++] = num;
+			else if (!strcmp(argv[i], "--device=all"))
+				av[k++] = "--device", av[k++] = num;
+			else
+				av[k++] = argv[i];
+		}
+		av[k] = NULL;
+		bool json = false;
+		for (int i = 0; i < argc; i++)
+			json = json || !strcmp(argv[i], "--json");
+		if (!json) /* JSON: one object per device */
+			printf("%sdevice     %u\n", d ? "\n" : "", devs[d]);
+		fflush(stdout);
+		optind = 0; /* getopt starts over */
+		int rc = msim_cmd_run(k, av);
+		if (rc)
+			return rc;
+	}
+	free(av);
+	return 0;
+}
 
 /* Reads the options into o.  Returns -1 to go on, else the exit status
  * (--help, a usage error). */
@@ -197,7 +262,7 @@ run_parse(int argc, char **argv, run_opts_t *o)
 {
 	int c;
 	char *end;
-	while ((c = msim_cli_getopt(argc, argv, "p:c:d:h", run_longopts)) !=
+	while ((c = msim_cli_getopt(argc, argv, "p:c:d:qh", run_longopts)) !=
 	       -1) {
 		switch (c) {
 		case 'p': o->policy = optarg; break;
@@ -218,7 +283,11 @@ run_parse(int argc, char **argv, run_opts_t *o)
 		case 'R': o->requests_only = 1; break;
 		case 'L': o->calibration = optarg; break;
 		case 'E': o->recording = 1; o->addresses = "trace"; break;
+		case 'Z': o->strict = 1; break;
+		case 'N': o->lenient = 1; break;
 		case 'D':
+			if (!strcmp(optarg, "all"))
+				return run_each_device(argc, argv);
 			o->device1 = (unsigned)strtoul(optarg, &end, 10) + 1;
 			if (*end || !*optarg || o->device1 == 0)
 				msim_cli_die("--device: '%s' is not a device "
@@ -228,6 +297,8 @@ run_parse(int argc, char **argv, run_opts_t *o)
 		case 'P': o->plot = optarg; break;
 		case 'S': o->segments = optarg; break;
 		case 'j': o->json = 1; break;
+		case 'X': o->explain = 1; break;
+		case 'q': o->quiet = 1; break;
 		case 'h': usage_run(stdout); return 0;
 		default: usage_run(stderr); return 2;
 		}
@@ -241,11 +312,29 @@ run_parse(int argc, char **argv, run_opts_t *o)
 			     "database)");
 	if (o->cap && o->fraction)
 		msim_cli_die("give --cap or --fraction, not both");
+	if (o->explain && (o->json || o->transform))
+		msim_cli_die("--explain: not with --json or --transform (see "
+			     "memsim explain --json)");
 	return -1;
 }
 
+/* Settings given that cannot act, on stderr (the job reports a bad
+ * policy or parameter itself). */
 static void
-print_json(const msim_job_result_t *r, double wall_ms, int64_t run_id)
+run_warn(const run_opts_t *o)
+{
+	const msim_policy_ops_t *ops = msim_policy_find(o->policy);
+	msim_params_t pv;
+	if (o->quiet || !ops || msim_params_init(&pv, ops->params))
+		return;
+	if (!msim_params_parse(&pv, o->conf))
+		msim_cli_warn_settings(ops, &pv, o->cap || o->fraction > 0);
+	msim_params_clear(&pv);
+}
+
+static void
+print_json(const msim_job_result_t *r, msim_trace_t *trace, double wall_ms,
+	   int64_t run_id)
 {
 	printf("{\n  \"trace\": ");
 	msim_cli_json_str(stdout, r->trace_path);
@@ -274,13 +363,20 @@ print_json(const msim_job_result_t *r, double wall_ms, int64_t run_id)
 		printf(",\n  \"snapshot_state\": ");
 		msim_cli_json_str(stdout, r->snapshot_state);
 	}
+	if (*r->settings_note) {
+		printf(",\n  \"settings_note\": ");
+		msim_cli_json_str(stdout, r->settings_note);
+	}
+	if (trace)
+		msim_cli_seed_json(trace, false);
 	if (run_id >= 0)
 		printf(",\n  \"run_id\": %" PRId64, run_id);
 	printf("\n}\n");
 }
 
 static void
-print_text(const msim_job_result_t *r, int64_t run_id, const char *db)
+print_text(const msim_job_result_t *r, msim_trace_t *trace, int64_t run_id,
+	   const char *db)
 {
 	print_table(r->trace_path, r->policy, r->params, r->cap_bytes,
 		    &r->sum, &r->st, !strcmp(r->addresses, "trace"));
@@ -291,6 +387,10 @@ print_text(const msim_job_result_t *r, int64_t run_id, const char *db)
 	printf("time       %" PRIu64 " device allocs, %" PRIu64
 	       " frees: %s ms modelled\n", r->devtime.mallocs,
 	       r->devtime.frees, r->devtime_ms);
+	if (*r->settings_note)
+		printf("settings   %s\n", r->settings_note);
+	if (trace)
+		msim_cli_seed_print(trace);
 	if (*r->snapshot_state)
 		printf("snapshot state: %s\n", r->snapshot_state);
 	if (run_id >= 0)
@@ -324,6 +424,7 @@ msim_cmd_run(int argc, char **argv)
 	int rc = run_parse(argc, argv, &o);
 	if (rc >= 0)
 		return rc;
+	run_warn(&o);
 	char why[1024];
 	/* Open the calibration and the database first: a bad one fails
 	 * before the work. */
@@ -340,6 +441,7 @@ msim_cmd_run(int argc, char **argv)
 		.fraction = o.fraction, .capacity = o.capacity,
 		.addresses = o.addresses, .requests_only = o.requests_only,
 		.recording = o.recording, .device1 = o.device1,
+		.strict = o.strict, .lenient = o.lenient,
 		.keep_going = o.keep_going, .prefetch = true,
 		.timemodel = tm, .calibration = o.calibration,
 	};
@@ -353,17 +455,34 @@ msim_cmd_run(int argc, char **argv)
 	 * under the same run id. */
 	int64_t run_id = -1;
 	int existed;
-	if (db && msim_job_store(job, db, MSIM_DB_REPLACE, 0, &run_id,
-				 &existed, &err))
-		msim_cli_job_die(&err, NULL);
+	msim_job_err_t dberr = {0}; /* a storage error, told after the figures */
+	if (db)
+		msim_job_store(job, db, MSIM_DB_REPLACE, 0, &run_id, &existed,
+			       &dberr);
 	if (o.segments)
 		write_segments(o.segments, msim_sim_device(msim_job_sim(job)));
 	if (o.json)
-		print_json(r, r->wall_ms, run_id);
+		print_json(r, msim_job_trace(job), r->wall_ms, run_id);
 	else
-		print_text(r, run_id, o.db);
+		print_text(r, msim_job_trace(job), run_id, o.db);
+	/* The figures are out: a full disk loses the row, not the results. */
+	if (dberr.part) {
+		fflush(stdout);
+		msim_cli_job_die(&dberr, NULL);
+	}
 	if (o.plot)
 		run_plot(db, &o, r, run_id);
+	if (o.explain) {
+		msim_explain_config_t ecfg = {
+			.trace = spec.trace, .topt = msim_job_trace_options(&spec),
+			.policy = msim_job_policy(job), .conf = o.conf,
+			.capacity = o.capacity ? o.capacity : MSIM_H200_BYTES,
+			.cap = o.cap, .fraction = o.fraction,
+			.alternatives = true,
+			.use_hints = !strcmp(o.addresses, "trace"),
+		};
+		msim_cli_explain(&ecfg);
+	}
 	msim_job_destroy(job);
 	msim_db_close(db);
 	msim_timemodel_destroy(tm);

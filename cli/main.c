@@ -94,6 +94,10 @@ static const struct {
 	{"validate", msim_cmd_validate, "replay a trace on a real GPU; "
 	 "measured figures beside simulated"},
 	{"convert", msim_cmd_convert, "convert a trace between formats"},
+	{"explain", msim_cmd_explain, "where the memory goes at peak reserved "
+	 "and at an OOM, with what would avoid it"},
+	{"summary", msim_cmd_summary, "torch.cuda.memory_summary() of a "
+	 "replay"},
 	{"info", msim_cmd_info, "summarize a trace (requests, sizes, peak)"},
 };
 

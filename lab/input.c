@@ -58,6 +58,8 @@ input_measure(void *ctx, msim_gen_t *g, uint64_t *peak_out)
 	msim_sim_config_t cfg = *(const msim_sim_config_t *)ctx;
 	cfg.source = msim_gen_source(g);
 	cfg.device.log_events = 0;
+	cfg.observe = NULL; /* the run's own observer is not this one's */
+	cfg.observe_ctx = NULL;
 	cfg.keep_going = false;
 	cfg.peak_blocks = false;
 	msim_sim_t *sim = NULL;

@@ -33,6 +33,8 @@ struct msim_job_s {
 	msim_sim_t *sim;
 	char hash[32];
 	char snapstate[256];
+	char confnote[768];
+	char seeding[320];
 	msim_sim_meta_t meta;
 	msim_job_result_t res;
 };
@@ -69,6 +71,8 @@ msim_job_trace_options(const msim_job_spec_t *spec)
 		.deferred_frees = !spec->requests_only || spec->recording,
 		.hidden_empty_cache = spec->recording,
 		.device1 = spec->device1,
+		.strict = spec->strict,
+		.lenient = spec->lenient,
 	};
 	return topt;
 }
@@ -94,6 +98,54 @@ job_policy(msim_job_t *j, msim_job_err_t *err)
 		return job_fail(err, MSIM_JOB_EPARAMS, MSIM_ENOMEM,
 				"out of memory");
 	msim_params_canonical(&j->pv, j->params, need);
+	return 0;
+}
+
+/* A first pass over a trace file completes a partial history and reads a
+ * snapshot's allocator settings, which --recording applies unless
+ * parameters were given. */
+static int
+job_snapconf(msim_job_t *j, msim_job_err_t *err)
+{
+	if (!j->in.trace)
+		return 0;
+	if (msim_trace_prescan(j->in.trace))
+		return job_fail(err, MSIM_JOB_EINPUT, MSIM_EINVAL, "%s",
+				msim_trace_errmsg(j->in.trace));
+	const char *snapconf = msim_trace_alloc_conf(j->in.trace);
+	if (!j->spec.recording || !snapconf || !*snapconf)
+		return 0;
+	if (j->spec.conf && *j->spec.conf) {
+		snprintf(j->confnote, sizeof(j->confnote), "--alloc-conf "
+			 "given: the snapshot's settings \"%s\" are not "
+			 "applied", snapconf);
+		return 0;
+	}
+	msim_params_t sp;
+	if (msim_params_init(&sp, j->ops->params))
+		return job_fail(err, MSIM_JOB_EPARAMS, MSIM_ENOMEM,
+				"out of memory");
+	if (msim_params_parse(&sp, snapconf)) {
+		snprintf(j->confnote, sizeof(j->confnote), "the snapshot's "
+			 "settings \"%s\" are not applied: %s", snapconf,
+			 sp.errmsg);
+		msim_params_clear(&sp);
+		return 0;
+	}
+	size_t need = msim_params_canonical(&sp, NULL, 0) + 1;
+	char *canon = malloc(need);
+	if (!canon) {
+		msim_params_clear(&sp);
+		return job_fail(err, MSIM_JOB_EPARAMS, MSIM_ENOMEM,
+				"out of memory");
+	}
+	msim_params_canonical(&sp, canon, need);
+	msim_params_clear(&j->pv);
+	j->pv = sp;
+	free(j->params);
+	j->params = canon;
+	snprintf(j->confnote, sizeof(j->confnote), "the snapshot's allocator "
+		 "settings \"%s\"", snapconf);
 	return 0;
 }
 
@@ -123,6 +175,8 @@ job_input(msim_job_t *j, const msim_sim_config_t *cfg, msim_job_err_t *err)
 		err->part = MSIM_JOB_EINPUT;
 		return rc;
 	}
+	if ((rc = job_snapconf(j, err)))
+		return rc;
 	j->res.trace_path = mspec ? mspec : s->trace;
 	j->res.strategy = strategy;
 	j->res.trace_format = j->in.format;
@@ -277,6 +331,7 @@ msim_job_run(msim_job_t *j, msim_job_err_t *err)
 	r->cap_bytes = msim_device_cap(msim_sim_device(j->sim));
 	r->capacity = j->spec.capacity;
 	r->snapshot_state = j->snapstate;
+	r->settings_note = j->confnote;
 	r->meta = (const char (*)[2][40])j->in.meta;
 	r->nmeta = j->in.nmeta;
 	return 0;
@@ -294,6 +349,40 @@ msim_job_sim(msim_job_t *job)
 	return job->sim;
 }
 
+msim_trace_t *
+msim_job_trace(msim_job_t *job)
+{
+	return job->in.trace;
+}
+
+const msim_policy_ops_t *
+msim_job_policy(const msim_job_t *job)
+{
+	return job->ops;
+}
+
+const msim_params_t *
+msim_job_params(const msim_job_t *job)
+{
+	return &job->pv;
+}
+
+/* Appends key, value to the NULL-terminated kv (value "" adds nothing). */
+static void
+job_meta_add(const char **kv, const char *key, const char *value)
+{
+	size_t k = 0;
+	if (!*value)
+		return;
+	while (kv[k])
+		k += 2;
+	if (k + 2 < JOB_NKV) {
+		kv[k] = key;
+		kv[k + 1] = value;
+		kv[k + 2] = NULL;
+	}
+}
+
 int
 msim_job_store(msim_job_t *j, msim_db_t *db, int mode, int64_t sweep_id,
 	       int64_t *run_id_out, int *existed_out, msim_job_err_t *err)
@@ -304,15 +393,18 @@ msim_job_store(msim_job_t *j, msim_db_t *db, int mode, int64_t sweep_id,
 	const msim_job_result_t *r = &j->res;
 	const char *kv[JOB_NKV];
 	msim_input_meta(&j->in, j->meta.kv, kv, JOB_NKV);
-	if (*j->snapstate) {
-		size_t k = 0;
-		while (kv[k])
-			k += 2;
-		if (k + 2 < JOB_NKV) {
-			kv[k] = "snapshot_state";
-			kv[k + 1] = j->snapstate;
-			kv[k + 2] = NULL;
-		}
+	job_meta_add(kv, "snapshot_state", j->snapstate);
+	/* A partial history: what was seeded, kept with the run. */
+	msim_trace_seed_t sd = {0};
+	if (j->in.trace)
+		msim_trace_seeding(j->in.trace, &sd);
+	if (sd.requests) {
+		snprintf(j->seeding, sizeof(j->seeding), "%" PRIu64 " blocks, %"
+			 PRIu64 " segments of %" PRIu64 " bytes; %s%s",
+			 sd.from_frees + sd.from_snapshot, sd.segments,
+			 sd.segment_bytes, sd.exact ? "exact" : "not exact: ",
+			 sd.exact ? "" : sd.inexact);
+		job_meta_add(kv, "seeded", j->seeding);
 	}
 	msim_run_info_t info = {
 		.kind = "simulated", .trace_path = r->trace_path,

@@ -50,6 +50,9 @@ typedef struct msim_job_spec_s {
 	 * snapshot's end state. */
 	bool requests_only, recording;
 	unsigned device1;       /* snapshots: 1 + device index; 0: auto */
+	/* A partial history: refuse it (strict) instead of seeding its
+	 * start; skip entries of unknown actions (lenient). */
+	bool strict, lenient;
 	bool keep_going;        /* do not stop at the first OOM */
 	bool prefetch;          /* read the input on a second thread */
 	/* The calibration of the modelled device time (NULL: the H200's,
@@ -91,6 +94,9 @@ typedef struct msim_job_result_s {
 	const char *devtime_ms;   /* devtime.us / 1000 as stored */
 	double wall_ms;
 	const char *snapshot_state; /* --recording of a snapshot; "" else */
+	/* --recording of a snapshot with allocator settings: applied, or why
+	 * not (spec.conf given, or they do not parse); "" else. */
+	const char *settings_note;
 	/* The input's run_meta (generator, transform), as printed. */
 	const char (*meta)[2][40];
 	size_t nmeta;
@@ -114,6 +120,13 @@ const msim_job_result_t *msim_job_result(const msim_job_t *job);
 
 /* The simulation itself (device events, timeline) until destroyed. */
 msim_sim_t *msim_job_sim(msim_job_t *job);
+
+/* After msim_job_open(): the trace file (its seeding, its notes; NULL for
+ * a model spec), the policy and the parameters the job runs with (a
+ * snapshot's own under --recording). */
+msim_trace_t *msim_job_trace(msim_job_t *job);
+const msim_policy_ops_t *msim_job_policy(const msim_job_t *job);
+const msim_params_t *msim_job_params(const msim_job_t *job);
 
 /*
  * Stores the finished job in db under its setting key; mode is

@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "sim/policy.h"
+#include "policies/pytorch.h"
 #include "sim/error.h"
 
 #define PT_MIN_BLOCK 512
@@ -304,14 +305,20 @@ pt_round(const pt_state_t *s, uint64_t req)
 }
 
 /* get_allocation_size(): bytes of a new segment for a block of size. */
-static uint64_t
-pt_segment_size(const pt_state_t *s, uint64_t size)
+uint64_t
+msim_pytorch_segment_size(uint64_t size, uint64_t large_segment)
 {
 	if (size <= PT_SMALL_SIZE)
 		return PT_SMALL_BUFFER;
 	if (size < PT_MIN_LARGE_ALLOC)
-		return s->large_segment;
+		return large_segment;
 	return ceil_to(size, PT_ROUND_LARGE);
+}
+
+static uint64_t
+pt_segment_size(const pt_state_t *s, uint64_t size)
+{
+	return msim_pytorch_segment_size(size, s->large_segment);
 }
 
 /* ---------------------------------------------------------------- */

@@ -3,7 +3,8 @@
 # headers and those of the floors below it, never one above.
 #   cli -> lib -> lab -> {plots, validate} -> {policies, traces} -> sim
 # lib/ is the public API (memsim.h); memsim.h itself includes no folder.
-# Fails naming every include that runs up a floor or sideways.
+# Fails naming every include that runs up a floor or sideways, and every
+# use of SQLite outside sim/results.c.
 set -u
 top=${srcdir:-$(dirname "$0")/..}
 cd "$top" || exit 99
@@ -42,4 +43,21 @@ if grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' lib/memsim.h; then
 	echo "layers: lib/memsim.h includes a header of the tree"; bad=1
 fi
 [ $bad -eq 0 ] && echo "layers: every include points down"
+
+# The results store hides its schema: sim/results.c is the only code that
+# speaks SQL (includes sqlite3.h, calls sqlite3_*(), holds a connection or
+# a statement); everything else reads and writes through sim/results.h.
+sql=0
+for dir in sim policies traces plots validate lab lib cli; do
+	for f in "$dir"/*.c "$dir"/*.h; do
+		[ -f "$f" ] && [ "$f" != sim/results.c ] || continue
+		if grep -nE 'sqlite3\.h|sqlite3_[a-z0-9_]+[[:space:]]*\(|sqlite3(_stmt)?[[:space:]]*\*' \
+			"$f" | sed "s|^|layers: $f:|; s|\$| (SQL outside sim/results.c)|" |
+			grep .; then
+			sql=1
+		fi
+	done
+done
+[ $sql -eq 0 ] && echo "layers: only sim/results.c speaks SQL"
+[ $sql -eq 0 ] || bad=1
 exit $bad
