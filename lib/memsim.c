@@ -25,6 +25,7 @@
 #include "sim/results.h"
 #include "sim/timemodel.h"
 #include "sim/units.h"
+#include "traces/trace.h"
 
 /* The codes shared with sim/error.h keep their values. */
 static_assert((int)MEMSIM_EINVAL == (int)MSIM_EINVAL, "EINVAL");
@@ -269,6 +270,10 @@ memsim_set_option(memsim_run_t *r, const char *name, const char *value)
 		s->transform = r->s[S_TRANSFORM];
 		return rc;
 	}
+	if (!strcmp(name, "strict"))
+		return opt_bool(r, name, value, &s->strict);
+	if (!strcmp(name, "lenient"))
+		return opt_bool(r, name, value, &s->lenient);
 	if (!strcmp(name, "keep_going"))
 		return opt_bool(r, name, value, &s->keep_going);
 	if (!strcmp(name, "requests_only"))
@@ -348,6 +353,15 @@ fig_real(memsim_run_t *r, const char *name, double v)
 }
 
 static bool
+fig_bool(memsim_run_t *r, const char *name, bool v)
+{
+	fig_t *f = fig_add(r, name, MEMSIM_BOOL);
+	if (f)
+		f->i = v;
+	return f != NULL;
+}
+
+static bool
 fig_text(memsim_run_t *r, const char *name, const char *v)
 {
 	fig_t *f = fig_add(r, name, MEMSIM_TEXT);
@@ -367,6 +381,54 @@ fig_stat(const char *name, int64_t value, void *ctx)
 	stat_ctx_t *c = ctx;
 	if (c->ok)
 		c->ok = fig_int(c->r, name, value);
+}
+
+/* Whether t is a snapshot without any trace event. */
+static bool
+seed_no_events(msim_trace_t *t)
+{
+	msim_trace_tally_t tl;
+	msim_trace_tally(t, &tl);
+	return tl.entries == 0 && msim_trace_ended(t) &&
+	       !strcmp(msim_trace_format_name(t), "pickle");
+}
+
+/* What the start of a partial history was seeded with: the keys `memsim
+ * run --json` adds for it (msim_cli_seed_json() of cli/snapnotes.c, under
+ * the same condition; tests/test_memsim.py holds the two together). */
+static bool
+figs_seed(memsim_run_t *r, msim_trace_t *t)
+{
+	msim_trace_seed_t s;
+	msim_trace_seeding(t, &s);
+	const char *first;
+	uint64_t skipped = msim_trace_skipped(t, &first);
+	msim_trace_tally_t tl;
+	msim_trace_tally(t, &tl);
+	bool none = seed_no_events(t);
+	if (!s.requests && !s.snap_live && !skipped && !tl.zero_skipped &&
+	    !none)
+		return true;
+	bool ok = fig_int(r, "seeded_from_frees", (int64_t)s.from_frees) &&
+	     fig_int(r, "seeded_from_snapshot", (int64_t)s.from_snapshot) &&
+	     fig_int(r, "seeded_late", (int64_t)s.late) &&
+	     fig_int(r, "seeded_bytes", (int64_t)s.bytes) &&
+	     fig_int(r, "seeded_segments", (int64_t)s.segments) &&
+	     fig_int(r, "seeded_segment_bytes", (int64_t)s.segment_bytes) &&
+	     fig_int(r, "seed_fillers", (int64_t)s.fillers) &&
+	     fig_int(r, "seed_requests", (int64_t)s.requests) &&
+	     fig_bool(r, "seed_exact", s.exact);
+	if (ok && !s.exact)
+		ok = fig_text(r, "seed_inexact", s.inexact);
+	return ok &&
+	       fig_int(r, "snapshot_live_blocks", (int64_t)s.snap_live) &&
+	       fig_int(r, "snapshot_live_bytes", (int64_t)s.snap_live_bytes) &&
+	       fig_int(r, "explained_live_blocks", (int64_t)s.explained) &&
+	       fig_int(r, "explained_live_bytes",
+		       (int64_t)s.explained_bytes) &&
+	       fig_int(r, "skipped_entries", (int64_t)skipped) &&
+	       fig_int(r, "zero_byte_skipped", (int64_t)tl.zero_skipped) &&
+	       fig_bool(r, "no_trace_events", none);
 }
 
 /* The figures of a finished job, in the order of `memsim run --json`
@@ -398,6 +460,11 @@ figs_fill(memsim_run_t *r, const msim_job_result_t *res)
 	     fig_real(r, "wall_ms", res->wall_ms);
 	if (ok && *res->snapshot_state)
 		ok = fig_text(r, "snapshot_state", res->snapshot_state);
+	if (ok && res->settings_note && *res->settings_note)
+		ok = fig_text(r, "settings_note", res->settings_note);
+	msim_trace_t *t = msim_job_trace(r->job);
+	if (ok && t)
+		ok = figs_seed(r, t);
 	return ok;
 }
 
@@ -492,7 +559,7 @@ memsim_get_int(const memsim_run_t *r, const char *name, int64_t *value_out)
 	int rc = fig_get(r, name, &f);
 	if (rc)
 		return rc;
-	if (f->kind != MEMSIM_INT)
+	if (f->kind != MEMSIM_INT && f->kind != MEMSIM_BOOL)
 		return run_fail((memsim_run_t *)r, MEMSIM_EINVAL, "'%s' is not "
 				"an integer", name);
 	*value_out = f->i;
@@ -509,7 +576,7 @@ memsim_get_real(const memsim_run_t *r, const char *name, double *value_out)
 	if (f->kind == MEMSIM_TEXT)
 		return run_fail((memsim_run_t *)r, MEMSIM_EINVAL, "'%s' is not "
 				"a number", name);
-	*value_out = f->kind == MEMSIM_INT ? (double)f->i : f->d;
+	*value_out = f->kind == MEMSIM_REAL ? f->d : (double)f->i;
 	return 0;
 }
 

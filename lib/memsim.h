@@ -58,6 +58,7 @@ enum memsim_kind {
 	MEMSIM_INT = 1,  /* memsim_get_int() */
 	MEMSIM_REAL = 2, /* memsim_get_real() */
 	MEMSIM_TEXT = 3, /* memsim_get_text() */
+	MEMSIM_BOOL = 4, /* memsim_get_int(): 0 or 1 */
 };
 
 typedef struct memsim_run_s memsim_run_t;
@@ -122,6 +123,8 @@ MEMSIM_EXPORT int memsim_set_policy(memsim_run_t *run, const char *policy,
  *	requests_only  "1": replay alloc and free_completed rows only
  *	recording      "1": reproduce the recording (and addresses=trace)
  *	device         snapshots: the device_traces index
+ *	strict         "1": refuse a partial history instead of seeding it
+ *	lenient        "1": skip entries of unknown actions
  *	calibration    a file of device latencies for the modelled time
  * Returns 0, MEMSIM_EINVAL (bad value), MEMSIM_ENOTFOUND (no such
  * option) or MEMSIM_ESTATE (after memsim_replay()).
@@ -143,15 +146,19 @@ MEMSIM_EXPORT int memsim_replay(memsim_run_t *run);
  * cap_bytes, requests, the 122 keys of torch.cuda.memory_stats()
  * ("reserved_bytes.all.peak", ...), oom_request (-1: none),
  * frag_at_peak, frag_mean, ext_frag_max, addr_same, addr_other,
- * modelled_device_ms, wall_ms, [snapshot_state], and run_id once
- * stored.  Before memsim_replay() there are none.
+ * modelled_device_ms, wall_ms, [snapshot_state], [settings_note], [what
+ * a partial history was seeded with: seeded_from_frees ...
+ * no_trace_events], and run_id once stored.  Before memsim_replay()
+ * there are none.
  */
 MEMSIM_EXPORT size_t memsim_count(const memsim_run_t *run);
 /* The i-th figure's name, or NULL past the last. */
 MEMSIM_EXPORT const char *memsim_name(const memsim_run_t *run, size_t i);
-/* A figure's kind (MEMSIM_INT, _REAL, _TEXT) or MEMSIM_ENOTFOUND. */
+/* A figure's kind (MEMSIM_INT, _REAL, _TEXT, _BOOL) or
+ * MEMSIM_ENOTFOUND. */
 MEMSIM_EXPORT int memsim_get_kind(const memsim_run_t *run, const char *name);
-/* A figure's value.  An INT reads as a REAL too.  Returns 0,
+/* A figure's value.  An INT or BOOL reads as a REAL too, a BOOL as an
+ * INT.  Returns 0,
  * MEMSIM_ENOTFOUND, MEMSIM_EINVAL (another kind) or MEMSIM_ESTATE. */
 MEMSIM_EXPORT int memsim_get_int(const memsim_run_t *run, const char *name,
 				 int64_t *value_out);

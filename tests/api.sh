@@ -84,6 +84,9 @@ same "bfc, a fraction" "$DATA/traces/resnet50_amp.csv" bfc "" \
 	--fraction 0.05 -- fraction=0.05
 same "a model spec" "model:arch=gpt2,batch=2,seq=128,steps=1" pytorch \
 	"expandable_segments:True"
+same "a snapshot, seeded" "$DATA/pickles/resnet50_amp.pickle" pytorch ""
+same "a snapshot's recording" "$DATA/pickles/train_eval_emptycache.pickle" \
+	pytorch "" --recording -- recording=1
 same "requests only" "$DATA/traces/prefetch_2stream.csv" pytorch "" \
 	--requests-only -- requests_only=1
 

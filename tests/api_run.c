@@ -116,6 +116,10 @@ print_figures(const memsim_run_t *r)
 			memsim_get_int(r, name, &v);
 			printf("%s %" PRId64 "\n", name, v);
 			break;
+		case MEMSIM_BOOL:
+			memsim_get_int(r, name, &v);
+			printf("%s %s\n", name, v ? "true" : "false");
+			break;
 		case MEMSIM_REAL:
 			memsim_get_real(r, name, &d);
 			printf("%s %.6f\n", name, d);

@@ -57,6 +57,14 @@ class SameAsRunJson(unittest.TestCase):
         self.same(trace, ["-p", "bfc", "--fraction", "0.05"], policy="bfc",
                   fraction=0.05)
 
+    def test_snapshot_seeded(self):
+        self.same(os.path.join(DATA, "pickles", "resnet50_amp.pickle"), [])
+
+    def test_snapshot_recording(self):
+        self.same(os.path.join(DATA, "pickles",
+                               "train_eval_emptycache.pickle"),
+                  ["--recording"], recording=True)
+
     def test_model_spec(self):
         self.same("model:arch=gpt2,batch=2,seq=128,steps=1", [])
 

@@ -40,7 +40,7 @@ _CODES = {
     -7: "ENOTFOUND", -8: "ENOTSUP", -20: "EPOLICY", -21: "EPARAMS",
     -22: "EINPUT", -23: "ECAP", -24: "ESTATE",
 }
-_INT, _REAL, _TEXT = 1, 2, 3
+_INT, _REAL, _TEXT, _BOOL = 1, 2, 3, 4
 
 
 class Error(Exception):
@@ -229,7 +229,7 @@ def _option_text(name, value):
 
 _OPTIONS = ("cap", "fraction", "capacity", "addresses", "transform",
             "keep_going", "requests_only", "recording", "device",
-            "calibration")
+            "strict", "lenient", "calibration")
 
 
 def run(trace, policy="pytorch", alloc_conf=None, cap=None, db=None,
@@ -247,7 +247,8 @@ def run(trace, policy="pytorch", alloc_conf=None, cap=None, db=None,
     options     as `memsim run` takes them: fraction=0.5,
                 capacity="80GiB", addresses="trace", transform=
                 "dtype=bf16-amp", keep_going=True, requests_only=True,
-                recording=True, device=0, calibration="latency.csv"
+                recording=True, device=0, strict=True, lenient=True,
+                calibration="latency.csv"
 
     An out-of-memory of the simulated device is a result (r.oom,
     r["oom_request"]), not an error.  Raises memsim.Error with the
@@ -283,9 +284,9 @@ def run(trace, policy="pytorch", alloc_conf=None, cap=None, db=None,
         for i in range(lib.memsim_count(handle)):
             name = lib.memsim_name(handle, i)
             kind = lib.memsim_get_kind(handle, name)
-            if kind == _INT:
+            if kind in (_INT, _BOOL):
                 check(lib.memsim_get_int(handle, name, ctypes.byref(i64)))
-                value = i64.value
+                value = bool(i64.value) if kind == _BOOL else i64.value
             elif kind == _REAL:
                 check(lib.memsim_get_real(handle, name, ctypes.byref(dbl)))
                 value = dbl.value
