@@ -41,8 +41,7 @@ typedef struct fig_s {
 	int kind;       /* MEMSIM_INT, _REAL, _TEXT */
 	int64_t i;
 	double d;
-	const char *t;  /* owned by the job, or by the run (own) */
-	char *own;
+	const char *t;  /* owned by the job */
 } fig_t;
 
 /* Strings of the setting the run owns (the job borrows them). */
@@ -151,10 +150,8 @@ memsim_open(memsim_run_t **out, const char *trace)
 static void
 figs_clear(memsim_run_t *r)
 {
-	for (size_t i = 0; i < r->nfigs; i++) {
+	for (size_t i = 0; i < r->nfigs; i++)
 		free(r->figs[i].name);
-		free(r->figs[i].own);
-	}
 	free(r->figs);
 	r->figs = NULL;
 	r->nfigs = r->capfigs = 0;
@@ -539,7 +536,7 @@ memsim_get_kind(const memsim_run_t *r, const char *name)
 	return f ? f->kind : MEMSIM_ENOTFOUND;
 }
 
-/* The figure name of kind (0: any), or an error. */
+/* The figure called name, or an error. */
 static int
 fig_get(const memsim_run_t *r, const char *name, const fig_t **out)
 {

@@ -100,7 +100,8 @@ MEMSIM_EXPORT int memsim_open(memsim_run_t **out, const char *trace);
 /* Frees the run; NULL is a no-op. */
 MEMSIM_EXPORT void memsim_close(memsim_run_t *run);
 
-/* The last error's message, one line ("" if none). */
+/* The last error's message, one line ("" if none); for NULL (memsim_open()
+ * out of memory), "out of memory". */
 MEMSIM_EXPORT const char *memsim_errmsg(const memsim_run_t *run);
 
 /*
