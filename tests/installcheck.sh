@@ -2,7 +2,8 @@
 # make installcheck (and so make distcheck): the installed library as a
 # user meets it.  tests/api_run.c is compiled against the installed
 # memsim.h and libmemsim through pkg-config and must print the figures the
-# installed `memsim run --json` prints; the installed Python package must
+# installed `memsim run --json` prints, linked to the shared library and
+# to the static one; the installed Python package must
 # load the installed library by itself (no MEMSIM_LIBRARY) and agree.
 # Environment: CC, PKG_CONFIG, BINDIR, LIBDIR, PKGCONFIGDIR, PYTHON,
 # PYTHONDIR (PYTHON=: skips the Python part), srcdir.
@@ -31,6 +32,23 @@ $CC -o "$tmp/api_run" "$srcdir/tests/api_run.c" $flags -Wl,-rpath,"$LIBDIR" ||
 grep -v '^wall_ms \|^timeline ' "$tmp/api.out" | num6 >"$tmp/api.txt"
 [ "$(wc -l <"$tmp/run.txt")" -gt 120 ] || fail "run --json: too few keys"
 diff "$tmp/run.txt" "$tmp/api.txt" || fail "api_run and memsim run differ"
+
+# The static library: the same program, libmemsim.a and its private libs.
+if [ -f "$LIBDIR/libmemsim.a" ]; then
+	sflags=$(PKG_CONFIG_PATH=$PKGCONFIGDIR $PKG_CONFIG --static --libs memsim |
+		sed 's/-lmemsim//') || fail "pkg-config --static memsim"
+	cflags=$(PKG_CONFIG_PATH=$PKGCONFIGDIR $PKG_CONFIG --cflags memsim)
+	# shellcheck disable=SC2086
+	$CC -o "$tmp/api_static" "$srcdir/tests/api_run.c" $cflags \
+		"$LIBDIR/libmemsim.a" $sflags || fail "api_run.c against libmemsim.a"
+	"$tmp/api_static" "$trace" pytorch "$conf" cap=3GiB keep_going=1 |
+		grep -v '^wall_ms \|^timeline ' | num6 >"$tmp/static.txt" ||
+		fail "api_run (static)"
+	diff "$tmp/run.txt" "$tmp/static.txt" >/dev/null ||
+		fail "api_run (static) and memsim run differ"
+	objdump -p "$tmp/api_static" 2>/dev/null | grep -q 'NEEDED *libmemsim' &&
+		fail "api_run (static) needs libmemsim.so"
+fi
 
 if [ "$PYTHON" != : ]; then
 	env -u MEMSIM_LIBRARY PYTHONPATH="$PYTHONDIR" PYTHONDONTWRITEBYTECODE=1 \
