@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gsl/gsl_errno.h>
+
 #include "lib/memsim.h"
 #include "lab/job.h"
 #include "policies/registry.h"
@@ -294,7 +296,9 @@ memsim_set_option(memsim_run_t *r, const char *name, const char *value)
 	if (!strcmp(name, "calibration")) {
 		msim_timemodel_t *tm = NULL;
 		char why[1024];
+		gsl_error_handler_t *h = gsl_set_error_handler_off();
 		int rc = msim_timemodel_load(value, &tm, why, sizeof(why));
+		gsl_set_error_handler(h);
 		if (rc)
 			return run_fail(r, rc, "calibration: %s", why);
 		if ((rc = run_str(r, S_CALIBRATION, value))) {
@@ -491,11 +495,16 @@ memsim_replay(memsim_run_t *r)
 				"already");
 	r->replayed = true;
 	msim_job_err_t err;
+	/* GSL's default handler aborts: the code below checks GSL's status
+	 * codes instead (as memsim's main() does), so it is off during the
+	 * replay and the caller's handler is back after it. */
+	gsl_error_handler_t *gsl_handler = gsl_set_error_handler_off();
 	/* Opened as a stored job, so memsim_store() keeps the blocks at
 	 * peak as `memsim run --db` does. */
 	int rc = msim_job_open(&r->spec, true, &r->job, &err);
 	if (!rc)
 		rc = msim_job_run(r->job, &err);
+	gsl_set_error_handler(gsl_handler);
 	if (rc) {
 		msim_job_destroy(r->job);
 		r->job = NULL;

@@ -14,8 +14,11 @@
  * library never prints and never exits.  A simulated out-of-memory is a
  * result, not an error: see the figure "oom_request".
  *
- * Handles are opaque; one run must not be used by two threads at once,
- * two runs may.  Strings returned by the library belong to it and live
+ * Handles are opaque.  One run must not be used by two threads at once;
+ * runs in parallel threads are not tested (memsim sweep -j replays in
+ * processes), so replay in processes to be safe.  memsim_replay() turns
+ * GSL's aborting error handler off while it runs and restores the
+ * caller's after.  Strings returned by the library belong to it and live
  * until the run is closed (or, for memsim_errmsg(), its next call).
  *
  * Build against it with `pkg-config --cflags --libs memsim`.

@@ -65,6 +65,15 @@ class SameAsRunJson(unittest.TestCase):
                                "train_eval_emptycache.pickle"),
                   ["--recording"], recording=True)
 
+    def test_calibration(self):
+        cal = os.path.join(DATA, "cuda_latency_h200.csv")
+        self.same(GPT2, ["--calibration", cal], calibration=cal)
+
+    def test_bad_calibration(self):
+        with self.assertRaises(memsim.Error) as cm:
+            memsim.run(GPT2, calibration=GPT2)
+        self.assertIn("calibration: ", str(cm.exception))
+
     def test_model_spec(self):
         self.same("model:arch=gpt2,batch=2,seq=128,steps=1", [])
 
