@@ -7,6 +7,7 @@
 #ifndef MSIM_CLI_CLI_H
 #define MSIM_CLI_CLI_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -19,6 +20,25 @@ void msim_cli_die(const char *fmt, ...)
 /* A byte size option ("16GiB"); dies naming opt if text is not one. */
 uint64_t msim_cli_bytes(const char *opt, const char *text);
 
+/*
+ * getopt_long() with one rule for every command: long options are
+ * written in full.  getopt_long() takes an unambiguous prefix ("--cap"
+ * for "--capacity"); here a prefix dies naming what was written and the
+ * option it would have matched.
+ */
+struct option;
+int msim_cli_getopt(int argc, char **argv, const char *shortopts,
+		    const struct option *longopts);
+
+/* A --fraction option: a number in (0, 1]; dies otherwise. */
+double msim_cli_fraction(const char *text);
+
+/* Dies with a job's error (lab/job.h), naming the option at fault:
+ * --policy, --alloc-conf (followed by who when given), --cap. */
+struct msim_job_err_s;
+void msim_cli_job_die(const struct msim_job_err_s *err, const char *who)
+	__attribute__((noreturn));
+
 /* Writes s as a JSON string. */
 void msim_cli_json_str(FILE *fp, const char *s);
 
@@ -28,6 +48,16 @@ const char *msim_cli_plots_dir(void);
 
 /* Milliseconds on the monotonic clock. */
 double msim_cli_now_ms(void);
+
+/* What info and run say about a trace read to its end
+ * (cli/snapnotes.c): the seeding of a partial history, how much of the
+ * snapshot's end state the trace explains, skipped entries, and a hint
+ * when a snapshot has no trace events.  t is a msim_trace_t. */
+struct msim_trace_s;
+void msim_cli_seed_print(struct msim_trace_s *t);
+/* JSON keys; with always false, only for a snapshot or a trace that
+ * needed them. */
+void msim_cli_seed_json(struct msim_trace_s *t, bool always);
 
 /* Subcommands: each takes argv with argv[0] = "memsim <name>". */
 int msim_cmd_run(int argc, char **argv);
@@ -47,6 +77,18 @@ int msim_cmd_gen(int argc, char **argv);
 int msim_cmd_gen_random(int argc, char **argv);
 int msim_cmd_convert(int argc, char **argv);
 int msim_cmd_info(int argc, char **argv);
+int msim_cmd_explain(int argc, char **argv);
+/* Warns on stderr of settings in pv that cannot act (cli/cmd_explain.c). */
+struct msim_policy_ops_s;
+struct msim_params_s;
+void msim_cli_warn_settings(const struct msim_policy_ops_s *ops,
+			    const struct msim_params_s *pv, bool has_cap);
+/* Prints memsim explain's text for cfg (run --explain). */
+struct msim_explain_config_s;
+void msim_cli_explain(const struct msim_explain_config_s *cfg);
+int msim_cmd_summary(int argc, char **argv);
+/* memsim plot --kind breakdown TRACE (cli/cmd_explain.c). */
+int msim_cli_plot_breakdown(int argc, char **argv);
 int msim_cmd_record(int argc, char **argv);
 int msim_cmd_fit(int argc, char **argv);
 /* Runs the Python recorder: OUT, its options, the command (python3

@@ -23,8 +23,15 @@ usage_convert(FILE *fp)
 		"OOMs).\n"
 		"\n"
 		"options:\n"
-		"  -t, --to FORMAT         csv, rmm or bin (default: by OUT's "
-		"extension, else csv)\n"
+		"  -t, --to FORMAT         one of");
+	/* The formats memsim can write, from the table: they cannot drift. */
+	for (const msim_trace_format_t *const *f = msim_trace_formats(); *f;
+	     f++)
+		if ((*f)->write)
+			fprintf(fp, " %s", (*f)->name);
+	fprintf(fp, "\n"
+		"                          (default: by OUT's extension, else "
+		"csv)\n"
 		"      --device N          snapshots: the device_traces index to "
 		"read\n"
 		"      --repeat K          write IN K times; each pass moves the "
@@ -56,7 +63,7 @@ msim_cmd_convert(int argc, char **argv)
 	uint64_t repeat = 1;
 	int c;
 	char *end;
-	while ((c = getopt_long(argc, argv, "t:h", longopts, NULL)) != -1) {
+	while ((c = msim_cli_getopt(argc, argv, "t:h", longopts)) != -1) {
 		switch (c) {
 		case 't':
 			if (!(to = msim_trace_format_find(optarg)))
@@ -98,6 +105,7 @@ msim_cmd_convert(int argc, char **argv)
 		if (msim_trace_open(in, &opt, &t, why, sizeof(why)))
 			msim_cli_die("%s", why);
 		from = msim_trace_format_name(t);
+		msim_trace_writer_set_tags(w, t); /* categories and sites */
 		msim_entry_t e;
 		int rc;
 		while ((rc = msim_trace_next_entry(t, &e)) == 1) {
@@ -119,6 +127,7 @@ msim_cmd_convert(int argc, char **argv)
 		}
 		if (rc < 0)
 			msim_cli_die("%s", msim_trace_errmsg(t));
+		msim_trace_writer_set_tags(w, NULL);
 		msim_trace_close(t);
 		if (pass == 0 && hi > lo) {
 			/* Each pass: fresh addresses above the previous

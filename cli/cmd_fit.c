@@ -284,7 +284,7 @@ msim_cmd_fit(int argc, char **argv)
 	char *ropt[32];
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+c:p:k:t:h", longopts, NULL)) !=
+	while ((c = msim_cli_getopt(argc, argv, "+c:p:k:t:h", longopts)) !=
 	       -1) {
 		switch (c) {
 		case O_CAP:

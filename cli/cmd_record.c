@@ -70,7 +70,7 @@ usage_record(FILE *fp)
 static const char *
 record_module_dir(void)
 {
-	static const char *const dirs[] = {PKGPYTHON_DIR, SRC_TRACES_DIR};
+	static const char *const dirs[] = {PYTHON_DIR, SRC_TRACES_DIR};
 	const char *env = getenv("MEMSIM_PYTHONPATH");
 	if (env && *env)
 		return env;
@@ -203,7 +203,7 @@ msim_cmd_record(int argc, char **argv)
 	int nropt = 0;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+o:h", longopts, NULL)) != -1) {
+	while ((c = msim_cli_getopt(argc, argv, "+o:h", longopts)) != -1) {
 		switch (c) {
 		case 'o':
 			out = optarg;
