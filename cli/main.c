@@ -12,6 +12,7 @@
 
 #include <gsl/gsl_errno.h>
 
+#include "lib/memsim.h"
 #include "policies/registry.h"
 #include "cli/cli.h"
 #include "traces/strategy.h"
@@ -98,6 +99,10 @@ static const struct {
 	{"summary", msim_cmd_summary, "torch.cuda.memory_summary() of a "
 	 "replay"},
 	{"info", msim_cmd_info, "summarize a trace (requests, sizes, peak)"},
+	{"record", msim_cmd_record, "record a PyTorch script's allocations "
+	 "(fake tensors, no GPU; or a real run)"},
+	{"fit", msim_cmd_fit, "the largest batch (or any setting) of a "
+	 "script that fits under a cap"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -125,7 +130,8 @@ main(int argc, char **argv)
 	}
 	const char *cmd = argv[1];
 	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
-		printf("memsim %s\n", PACKAGE_VERSION);
+		/* The shared library's, as a user of memsim.h sees it. */
+		printf("memsim %s\n", memsim_version());
 		return 0;
 	}
 	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") ||
