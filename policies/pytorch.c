@@ -1187,8 +1187,7 @@ pt_would_release(const void *state, const msim_req_t *req)
 	}
 	if (s->cap && s->total_allocated + seg_size > s->cap)
 		return true;
-	uint64_t capacity = msim_device_capacity(s->dev);
-	return seg_size > capacity - msim_device_reserved(s->dev);
+	return seg_size > msim_device_avail(s->dev);
 }
 
 static void

@@ -356,27 +356,55 @@ sim_request(msim_sim_t *sim, const msim_req_t *req)
 	return 0;
 }
 
+/* Reads the next request of the source ahead, unless read already.
+ * Returns 0 or an error. */
+static int
+sim_look_ahead(msim_sim_t *sim)
+{
+	if (sim->have_next || sim->src_done)
+		return 0;
+	int rc = sim->src.next(sim->src.ctx, &sim->next);
+	if (rc < 0) {
+		snprintf(sim->errmsg, sizeof(sim->errmsg), "%s",
+			 sim->src.errmsg(sim->src.ctx));
+		return rc;
+	}
+	if (rc == 0) {
+		sim->src_done = true;
+	} else {
+		sim->have_next = true;
+		sim->next_seq = sim->seq++;
+		if (sim->next.time < sim->clock)
+			sim->next.time = sim->clock;
+	}
+	return 0;
+}
+
+int
+msim_sim_peek(msim_sim_t *sim, msim_time_t *when_out)
+{
+	if (sim->done)
+		return 0;
+	int rc = sim_look_ahead(sim);
+	if (rc)
+		return rc;
+	if (!sim->have_next && !sim->nheap)
+		return 0;
+	msim_time_t t = sim->have_next ? sim->next.time : UINT64_MAX;
+	if (sim->nheap && sim->heap[0].time < t)
+		t = sim->heap[0].time;
+	*when_out = t;
+	return 1;
+}
+
 int
 msim_sim_step(msim_sim_t *sim)
 {
 	if (sim->done)
 		return 0;
-	if (!sim->have_next && !sim->src_done) {
-		int rc = sim->src.next(sim->src.ctx, &sim->next);
-		if (rc < 0) {
-			snprintf(sim->errmsg, sizeof(sim->errmsg), "%s",
-				 sim->src.errmsg(sim->src.ctx));
-			return rc;
-		}
-		if (rc == 0) {
-			sim->src_done = true;
-		} else {
-			sim->have_next = true;
-			sim->next_seq = sim->seq++;
-			if (sim->next.time < sim->clock)
-				sim->next.time = sim->clock;
-		}
-	}
+	int rc0 = sim_look_ahead(sim);
+	if (rc0)
+		return rc0;
 	if (sim->nheap &&
 	    (!sim->have_next ||
 	     ev_less(&sim->heap[0],

@@ -297,6 +297,14 @@ msim_trace_skip_unknown(msim_trace_t *t, const char *name)
 	return true;
 }
 
+bool
+msim_trace_time_origin(const msim_trace_t *t, uint64_t *us_out)
+{
+	if (t->have_t0)
+		*us_out = t->t0;
+	return t->have_t0;
+}
+
 msim_time_t
 msim_trace_time(msim_trace_t *t, uint64_t time_us)
 {

@@ -329,6 +329,11 @@ const char *msim_trace_format_name(const msim_trace_t *t);
 /* t as a request source for the engine (t stays the caller's). */
 msim_source_t msim_trace_source(msim_trace_t *t);
 
+/* The recorded time the replay's simulated time counts from (the first
+ * timed entry served), microseconds as recorded.  Returns false until a
+ * request has been read. */
+bool msim_trace_time_origin(const msim_trace_t *t, uint64_t *us_out);
+
 /* What has been read so far: entries by action, their time span, and
  * what the segment rows leave reserved. */
 typedef struct msim_trace_tally_s {
