@@ -416,15 +416,22 @@ run_parse(int argc, char **argv, run_opts_t *o)
 /* Settings given that cannot act, on stderr (the job reports a bad
  * policy or parameter itself). */
 static void
-run_warn(const run_opts_t *o)
+run_warn_one(const run_opts_t *o, const char *policy, const char *conf,
+	     bool capped)
 {
-	const msim_policy_ops_t *ops = msim_policy_find(o->policy);
+	const msim_policy_ops_t *ops = msim_policy_find(policy);
 	msim_params_t pv;
 	if (o->quiet || !ops || msim_params_init(&pv, ops->params))
 		return;
-	if (!msim_params_parse(&pv, o->conf))
-		msim_cli_warn_settings(ops, &pv, o->cap || o->fraction > 0);
+	if (!msim_params_parse(&pv, conf))
+		msim_cli_warn_settings(ops, &pv, capped);
 	msim_params_clear(&pv);
+}
+
+static void
+run_warn(const run_opts_t *o)
+{
+	run_warn_one(o, o->policy, o->conf, o->cap || o->fraction > 0);
 }
 
 /* The fields of run --json after "{", without the closing brace. */
@@ -625,6 +632,12 @@ run_together(const run_opts_t *o, char **inputs, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		const char *cap = run_pick(&o->caps, i, NULL);
 		const char *frac = run_pick(&o->fractions, i, NULL);
+		/* Settings that cannot act, once per distinct setting. */
+		if (i == 0 || o->policies.n > 1 || o->confs.n > 1 ||
+		    o->caps.n > 1 || o->fractions.n > 1)
+			run_warn_one(o, run_pick(&o->policies, i, "pytorch"),
+				     run_pick(&o->confs, i, ""),
+				     cap || frac);
 		specs[i] = (msim_job_spec_t){
 			.trace = inputs[i], .transform = o->transform,
 			.policy = run_pick(&o->policies, i, "pytorch"),
@@ -669,7 +682,8 @@ msim_cmd_run(int argc, char **argv)
 	int rc = run_parse(argc, argv, &o);
 	if (rc >= 0)
 		return rc;
-	run_warn(&o);
+	if (optind == argc - 1)
+		run_warn(&o);
 	char why[1024];
 	/* Open the calibration and the database first: a bad one fails
 	 * before the work. */
