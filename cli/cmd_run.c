@@ -568,7 +568,7 @@ print_together_text(msim_together_t *t, const run_opts_t *o)
 			printf("OOM        process %zu at its request %" PRId64
 			       ": %s\n", i + 1, r->sum.oom_request,
 			       !strcmp(cause, "gpu") ? "the GPU was full"
-						     : "its own cap");
+						     : "its own cap or limit");
 	}
 	for (size_t i = 0; i < n; i++) {
 		msim_job_t *job = msim_together_job(t, i);

@@ -289,6 +289,23 @@ sim_request(msim_sim_t *sim, const msim_req_t *req)
 	}
 	case MSIM_REQ_EMPTY_CACHE:
 		return msim_policy_empty_cache(sim->pol);
+	case MSIM_REQ_POOL_CREATE:
+	case MSIM_REQ_POOL_BEGIN:
+	case MSIM_REQ_POOL_END:
+	case MSIM_REQ_POOL_RELEASE:
+		if ((rc = msim_policy_private_pool(sim->pol, req))) {
+			static const char *const names[] = {
+				"pool_create", "pool_begin", "pool_end",
+				"pool_release"};
+			char what[160];
+			snprintf(what, sizeof(what), "%s of pool %llu (a "
+				 "begin while one is underway, an end without "
+				 "a begin, or a release without a create?)",
+				 names[req->kind - MSIM_REQ_POOL_CREATE],
+				 (unsigned long long)req->addr);
+			return sim_fail(sim, rc, what);
+		}
+		return 0;
 	case MSIM_REQ_FREE_REQUESTED:
 		if (req->id < sim->ndead && sim->dead[req->id])
 			return 0;

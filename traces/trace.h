@@ -40,6 +40,13 @@ typedef enum msim_action_e {
 	MSIM_ACT_SNAPSHOT,      /* a _snapshot() call; size = active bytes */
 	MSIM_ACT_ANNOTATE,      /* user annotations: not allocator events */
 	MSIM_ACT_USER_DEFINED,
+	/* Private pools: addr = the pool's id (a CSV's `pool` column);
+	 * createOrIncrefPool, beginAllocateToPool (allocations on stream go
+	 * to the pool), endAllocateToPool, releasePool. */
+	MSIM_ACT_POOL_CREATE,
+	MSIM_ACT_POOL_BEGIN,
+	MSIM_ACT_POOL_END,
+	MSIM_ACT_POOL_RELEASE,
 	MSIM_NACT
 } msim_action_t;
 
