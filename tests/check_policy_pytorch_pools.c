@@ -137,6 +137,33 @@ START_TEST(test_capture_skips_full_release)
 }
 END_TEST
 
+/* Expandable segments: a private pool has reservations of its own; its
+ * pages are unmapped and the reservation released once it is freeable. */
+START_TEST(test_expandable_private_pool)
+{
+	setup("pytorch", "expandable_segments:True");
+	A(0, 4 * MB); /* default: one 20 MiB page */
+	ck_assert_int_eq(P(MSIM_REQ_POOL_BEGIN, 4), 0);
+	A(1, 4 * MB); /* the pool's own reservation and page */
+	ck_assert_uint_lt(addr[0] + 20 * MB, addr[1] + 1);
+	ck_assert_int_eq(P(MSIM_REQ_POOL_END, 4), 0);
+	ck_assert_int_eq(CUR(S(), reserved_bytes), (int64_t)(40 * MB));
+	F(1);
+	EC();
+	ck_assert_int_eq(CUR(S(), reserved_bytes), (int64_t)(40 * MB));
+	ck_assert_int_eq(P(MSIM_REQ_POOL_RELEASE, 4), 0);
+	EC();
+	msim_stats_t st = S();
+	ck_assert_int_eq(CUR(st, reserved_bytes), (int64_t)(20 * MB));
+	ck_assert_int_eq(st.num_device_alloc, 2);
+	ck_assert_int_eq(st.num_device_free, 1);
+	/* The pool is gone; its id starts a new one. */
+	ck_assert_int_eq(P(MSIM_REQ_POOL_CREATE, 4), 0);
+	F(0);
+	teardown();
+}
+END_TEST
+
 START_TEST(test_pool_requests_refused)
 {
 	setup_pt(0);
@@ -192,6 +219,7 @@ main(void)
 	tcase_add_test(tc, test_graph_pool_lifetime);
 	tcase_add_test(tc, test_mempool_use_count);
 	tcase_add_test(tc, test_capture_skips_full_release);
+	tcase_add_test(tc, test_expandable_private_pool);
 	tcase_add_test(tc, test_pool_requests_refused);
 	tcase_add_test(tc, test_other_policies_ignore_pools);
 	tcase_add_test(tc, test_trace_pool_rows);
