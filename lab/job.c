@@ -416,6 +416,8 @@ msim_job_store(msim_job_t *j, msim_db_t *db, int mode, int64_t sweep_id,
 		/* Other rows replayed, another experiment. */
 		.replay = j->spec.recording ? "recording"
 			  : j->spec.requests_only ? "requests" : NULL,
+		/* One device of a snapshot, another experiment. */
+		.device = j->spec.device1 > 1 ? j->spec.device1 - 1 : 0,
 	};
 	if (j->store)
 		info.peak_blocks = msim_sim_peak_blocks(j->sim,
