@@ -2,6 +2,7 @@
 #include <config.h>
 
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 
 #include "plots/plot.h"
 #include "cli/cli.h"
+#include "lab/figures.h"
 #include "lab/job.h"
 #include "sim/units.h"
 
@@ -107,6 +109,21 @@ msim_cli_json_str(FILE *fp, const char *s)
 			fputc(c, fp);
 	}
 	fputc('"', fp);
+}
+
+void
+msim_cli_json_figs(const msim_figs_t *f, bool first)
+{
+	for (size_t i = 0; i < f->n; i++) {
+		const msim_fig_t *g = &f->v[i];
+		printf("%s\n  \"%s\": ", i || !first ? "," : "", g->name);
+		switch (g->kind) {
+		case MSIM_FIG_INT: printf("%" PRId64, g->i); break;
+		case MSIM_FIG_BOOL: printf(g->i ? "true" : "false"); break;
+		case MSIM_FIG_REAL: printf("%s", g->t); break;
+		default: msim_cli_json_str(stdout, g->t); break;
+		}
+	}
 }
 
 #ifndef PLOTS_DIR

@@ -42,6 +42,12 @@ void msim_cli_job_die(const struct msim_job_err_s *err, const char *who)
 /* Writes s as a JSON string. */
 void msim_cli_json_str(FILE *fp, const char *s);
 
+/* Writes the figures of f (lab/figures.h) to stdout as the members of a
+ * JSON object, one a line, each after ",\n" (the first after "\n"
+ * when first). */
+struct msim_figs_s;
+void msim_cli_json_figs(const struct msim_figs_s *f, bool first);
+
 /* The folder of the gnuplot scripts: $MEMSIM_PLOTS_DIR, the installed
  * one, else the source tree's; NULL if none has them. */
 const char *msim_cli_plots_dir(void);

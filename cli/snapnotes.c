@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "lab/figures.h"
 #include "sim/units.h"
 #include "traces/trace.h"
 
@@ -79,39 +80,9 @@ msim_cli_seed_print(msim_trace_t *t)
 void
 msim_cli_seed_json(msim_trace_t *t, bool always)
 {
-	msim_trace_seed_t s;
-	msim_trace_seeding(t, &s);
-	const char *first;
-	uint64_t skipped = msim_trace_skipped(t, &first);
-	msim_trace_tally_t tl;
-	msim_trace_tally(t, &tl);
-	if (!always && !s.requests && !s.snap_live && !skipped &&
-	    !tl.zero_skipped && !no_events(t))
-		return;
-	printf(",\n  \"seeded_from_frees\": %" PRIu64
-	       ",\n  \"seeded_from_snapshot\": %" PRIu64
-	       ",\n  \"seeded_late\": %" PRIu64
-	       ",\n  \"seeded_bytes\": %" PRIu64
-	       ",\n  \"seeded_segments\": %" PRIu64
-	       ",\n  \"seeded_segment_bytes\": %" PRIu64
-	       ",\n  \"seed_fillers\": %" PRIu64
-	       ",\n  \"seed_requests\": %" PRIu64
-	       ",\n  \"seed_exact\": %s",
-	       s.from_frees, s.from_snapshot, s.late, s.bytes, s.segments,
-	       s.segment_bytes, s.fillers, s.requests,
-	       s.exact ? "true" : "false");
-	if (!s.exact) {
-		printf(",\n  \"seed_inexact\": ");
-		msim_cli_json_str(stdout, s.inexact);
-	}
-	printf(",\n  \"snapshot_live_blocks\": %" PRIu64
-	       ",\n  \"snapshot_live_bytes\": %" PRIu64
-	       ",\n  \"explained_live_blocks\": %" PRIu64
-	       ",\n  \"explained_live_bytes\": %" PRIu64
-	       ",\n  \"skipped_entries\": %" PRIu64
-	       ",\n  \"zero_byte_skipped\": %" PRIu64
-	       ",\n  \"no_trace_events\": %s",
-	       s.snap_live, s.snap_live_bytes, s.explained,
-	       s.explained_bytes, skipped, tl.zero_skipped,
-	       no_events(t) ? "true" : "false");
+	msim_figs_t f = {0};
+	if (msim_figs_seed(&f, t, always))
+		msim_cli_die("out of memory");
+	msim_cli_json_figs(&f, false);
+	msim_figs_clear(&f);
 }
