@@ -439,14 +439,10 @@ msim_cmd_run(int argc, char **argv)
 	if (o.plot)
 		run_plot(db, &o, r, run_id);
 	if (o.explain) {
-		msim_explain_config_t ecfg = {
-			.trace = spec.trace, .topt = msim_job_trace_options(&spec),
-			.policy = msim_job_policy(job), .conf = o.conf,
-			.capacity = o.capacity ? o.capacity : MSIM_H200_BYTES,
-			.cap = o.cap, .fraction = o.fraction,
-			.alternatives = true,
-			.use_hints = !strcmp(o.addresses, "trace"),
-		};
+		/* The same setting, replayed as this run was. */
+		msim_explain_config_t ecfg = {.spec = spec,
+					      .alternatives = true};
+		ecfg.spec.prefetch = false;
 		msim_cli_explain(&ecfg);
 	}
 	msim_job_destroy(job);

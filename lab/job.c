@@ -233,6 +233,8 @@ msim_job_open(const msim_job_spec_t *spec, bool store, msim_job_t **out,
 				   : s->fraction,
 		.keep_going = s->keep_going,
 		.peak_blocks = store, /* for memsim plot --kind segments */
+		.observe = s->observe,
+		.observe_ctx = s->observe_ctx,
 	};
 	if ((rc = job_input(j, &cfg, err)))
 		goto fail;

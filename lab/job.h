@@ -59,6 +59,10 @@ typedef struct msim_job_spec_s {
 	 * built in) and the name stored with it. */
 	const msim_timemodel_t *timemodel;
 	const char *calibration;
+	/* May be NULL: called after each request the engine serves
+	 * (msim_sim_config_t.observe), as lab/explain.c follows blocks. */
+	void (*observe)(void *ctx, const msim_req_t *req, int rc);
+	void *observe_ctx;
 } msim_job_spec_t;
 
 /* The part of a setting an error is about. */
