@@ -9,6 +9,7 @@
 #include "lab/figures.h"
 #include "sim/error.h"
 #include "sim/metrics.h"
+#include "sim/results.h"
 
 /* Appends a figure named name (copied); NULL out of memory. */
 static msim_fig_t *
@@ -167,6 +168,75 @@ msim_figs_job(msim_figs_t *f, msim_job_t *job)
 		return MSIM_ENOMEM;
 	msim_trace_t *t = msim_job_trace(job);
 	return t ? msim_figs_seed(f, t, false) : 0;
+}
+
+/* A run_meta entry: a number when its text is one. */
+static bool
+fig_meta(msim_figs_t *f, const char *key, const char *value)
+{
+	char *end;
+	if (msim_figs_find(f, key))
+		return true; /* a column says it already */
+	long long i = strtoll(value, &end, 10);
+	if (*value && *value != ' ' && !*end)
+		return fig_int(f, key, i);
+	double d = strtod(value, &end);
+	if (*value && *value != ' ' && !*end)
+		return fig_real(f, key, d, 0, value);
+	return fig_text(f, key, value);
+}
+
+typedef struct meta_ctx_s {
+	msim_figs_t *f;
+	bool ok;
+} meta_ctx_t;
+
+static void
+fig_meta_cb(const char *key, const char *value, void *ctx)
+{
+	meta_ctx_t *c = ctx;
+	if (c->ok)
+		c->ok = fig_meta(c->f, key, value);
+}
+
+int
+msim_figs_stored(msim_figs_t *f, msim_db_t *db, int64_t id)
+{
+	msim_db_run_t r;
+	int rc = msim_db_run_get(db, id, &r);
+	if (rc)
+		return rc;
+	bool ok = fig_text(f, "trace", r.trace_path);
+	if (ok && *r.strategy)
+		ok = fig_text(f, "strategy", r.strategy);
+	ok = ok && fig_text(f, "trace_hash", r.trace_hash) &&
+	     fig_text(f, "policy", r.policy) &&
+	     fig_text(f, "params", r.params) &&
+	     fig_int(f, "cap_bytes", (int64_t)r.cap_bytes) &&
+	     fig_int(f, "requests", r.requests);
+	stat_ctx_t c = {f, ok};
+	if (ok && (rc = msim_db_run_stats(db, id, fig_stat, &c)))
+		goto out;
+	ok = c.ok && fig_int(f, "oom_request", r.oom_request) &&
+	     fig_real(f, "frag_at_peak", r.frag_at_peak, 6, NULL) &&
+	     fig_real(f, "frag_mean", r.frag_mean, 6, NULL) &&
+	     fig_real(f, "ext_frag_max", r.ext_frag_max, 6, NULL) &&
+	     fig_real(f, "wall_ms", r.wall_ms, 3, NULL) &&
+	     fig_text(f, "kind", r.kind) &&
+	     fig_text(f, "created", r.created) &&
+	     fig_text(f, "memsim_version", r.memsim_version) &&
+	     fig_text(f, "trace_format", r.trace_format) &&
+	     fig_text(f, "addresses", r.addresses) &&
+	     fig_int(f, "capacity_bytes", (int64_t)r.capacity_bytes) &&
+	     fig_text(f, "setting_key", r.setting_key);
+	meta_ctx_t m = {f, ok};
+	if (ok && (rc = msim_db_run_meta(db, id, fig_meta_cb, &m)))
+		goto out;
+	if (!m.ok || !fig_int(f, "run_id", r.id))
+		rc = MSIM_ENOMEM;
+out:
+	msim_db_run_clear(&r);
+	return rc;
 }
 
 const msim_fig_t *

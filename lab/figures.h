@@ -57,6 +57,19 @@ int msim_figs_job(msim_figs_t *f, msim_job_t *job);
  */
 int msim_figs_seed(msim_figs_t *f, msim_trace_t *t, bool always);
 
+/*
+ * Appends the figures of run id as stored in db (sim/results.h's read
+ * calls): those of msim_figs_job() the store keeps (trace, [strategy],
+ * trace_hash, policy, params, cap_bytes, requests, the statistics stored,
+ * oom_request, frag_at_peak, frag_mean, ext_frag_max, wall_ms), then
+ * kind, created, memsim_version, trace_format, addresses,
+ * capacity_bytes, setting_key, each run_meta entry (an INT or REAL when
+ * its text is a number: modelled_device_ms, a generator's counts; else
+ * TEXT) and run_id.  Returns 0, MSIM_ENOTFOUND, MSIM_ENOMEM or MSIM_EDB.
+ */
+struct msim_db_s;
+int msim_figs_stored(msim_figs_t *f, struct msim_db_s *db, int64_t id);
+
 /* Appends one figure (text copied), or sets it if there already.
  * Returns 0 or MSIM_ENOMEM. */
 int msim_figs_int(msim_figs_t *f, const char *name, int64_t v);

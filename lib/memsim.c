@@ -58,6 +58,10 @@ struct memsim_run_s {
 	msim_job_t *job;      /* after memsim_replay() */
 	bool replayed;
 	msim_figs_t figs;     /* lab/figures.h: those of memsim run --json */
+	/* memsim_load(): the stored run's timeline (no job). */
+	msim_sample_t *stored_tl;
+	size_t nstored_tl;
+	bool loaded;
 	char errmsg[1200];
 };
 
@@ -157,6 +161,7 @@ memsim_close(memsim_run_t *r)
 	msim_job_destroy(r->job);
 	msim_timemodel_destroy(r->tm);
 	msim_figs_clear(&r->figs);
+	free(r->stored_tl);
 	for (int k = 0; k < S_N; k++)
 		free(r->s[k]);
 	free(r);
@@ -376,7 +381,7 @@ static int
 fig_get(const memsim_run_t *r, const char *name, const fig_t **out)
 {
 	memsim_run_t *w = (memsim_run_t *)r; /* the message is mutable */
-	if (!r->job)
+	if (!r->job && !r->loaded)
 		return run_fail(w, MEMSIM_ESTATE, "the run is not replayed");
 	if (!(*out = msim_figs_find(&r->figs, name)))
 		return run_fail(w, MEMSIM_ENOTFOUND, "no figure '%s'",
@@ -430,20 +435,23 @@ memsim_get_text(const memsim_run_t *r, const char *name,
 size_t
 memsim_timeline_len(const memsim_run_t *r)
 {
-	return r->job ? msim_sim_timeline(msim_job_sim(r->job))->n : 0;
+	return r->job ? msim_sim_timeline(msim_job_sim(r->job))->n
+		      : r->nstored_tl;
 }
 
 int
 memsim_timeline_get(const memsim_run_t *r, size_t i, memsim_point_t *out)
 {
-	if (!r->job)
+	if (!r->job && !r->loaded)
 		return run_fail((memsim_run_t *)r, MEMSIM_ESTATE, "the run is "
 				"not replayed");
-	const msim_timeline_t *tl = msim_sim_timeline(msim_job_sim(r->job));
-	if (i >= tl->n)
+	size_t n = memsim_timeline_len(r);
+	if (i >= n)
 		return run_fail((memsim_run_t *)r, MEMSIM_EINVAL, "point %zu "
-				"of %zu", i, tl->n);
-	const msim_sample_t *s = &tl->v[i];
+				"of %zu", i, n);
+	const msim_sample_t *s = r->job
+		? &msim_sim_timeline(msim_job_sim(r->job))->v[i]
+		: &r->stored_tl[i];
 	*out = (memsim_point_t){
 		.request = s->request, .time_ns = s->time,
 		.allocated = s->allocated, .reserved = s->reserved,
@@ -480,5 +488,111 @@ memsim_store(memsim_run_t *r, const char *db_path, int64_t *run_id_out)
 		return run_fail(r, MEMSIM_ENOMEM, "out of memory");
 	if (run_id_out)
 		*run_id_out = id;
+	return 0;
+}
+
+/* The message of the last memsim_list_runs() failure. */
+static _Thread_local char list_errmsg[1200];
+
+/* A read-only database at path; a missing file is MEMSIM_ENOTFOUND. */
+static int
+db_open_read(const char *path, msim_db_t **db, char *why, size_t whylen)
+{
+	if (!path || !*path) {
+		snprintf(why, whylen, "no database given");
+		return MEMSIM_EINVAL;
+	}
+	int rc = msim_db_open_readonly(path, db, why, whylen);
+	return !rc ? 0 : rc == MSIM_ENOTFOUND ? MEMSIM_ENOTFOUND : MEMSIM_EDB;
+}
+
+int
+memsim_list_runs(const char *db_path, int64_t *ids, size_t max,
+		 size_t *n_out, const char **errmsg_out)
+{
+	msim_db_t *db;
+	int64_t *all = NULL;
+	size_t n = 0;
+	*list_errmsg = '\0';
+	if (errmsg_out)
+		*errmsg_out = list_errmsg;
+	*n_out = 0;
+	int rc = db_open_read(db_path, &db, list_errmsg,
+			      sizeof(list_errmsg));
+	if (rc)
+		return rc;
+	msim_db_select_t sel = {0};
+	if (msim_db_list_runs(db, &sel, &all, &n)) {
+		snprintf(list_errmsg, sizeof(list_errmsg), "%s",
+			 msim_db_errmsg(db));
+		msim_db_close(db);
+		return MEMSIM_EDB;
+	}
+	for (size_t i = 0; i < n && i < max; i++)
+		ids[i] = all[i];
+	*n_out = n;
+	free(all);
+	msim_db_close(db);
+	return 0;
+}
+
+typedef struct tl_ctx_s {
+	memsim_run_t *r;
+	size_t cap;
+} tl_ctx_t;
+
+static int
+tl_add(const msim_sample_t *s, void *ctx)
+{
+	tl_ctx_t *c = ctx;
+	memsim_run_t *r = c->r;
+	if (r->nstored_tl == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 1024;
+		msim_sample_t *v = realloc(r->stored_tl, cap * sizeof(*v));
+		if (!v)
+			return MEMSIM_ENOMEM;
+		r->stored_tl = v;
+		c->cap = cap;
+	}
+	r->stored_tl[r->nstored_tl++] = *s;
+	return 0;
+}
+
+int
+memsim_load(memsim_run_t **out, const char *db_path, int64_t run_id)
+{
+	memsim_run_t *r = calloc(1, sizeof(*r));
+	*out = r;
+	if (!r)
+		return MEMSIM_ENOMEM;
+	r->replayed = true; /* nothing to replay */
+	msim_db_t *db;
+	int rc = db_open_read(db_path, &db, r->errmsg, sizeof(r->errmsg));
+	if (rc)
+		return rc;
+	rc = msim_figs_stored(&r->figs, db, run_id);
+	if (rc == MSIM_ENOTFOUND) {
+		rc = run_fail(r, MEMSIM_ENOTFOUND, "%s: no run %" PRId64,
+			      db_path, run_id);
+	} else if (rc) {
+		rc = run_fail(r, rc == MSIM_ENOMEM ? MEMSIM_ENOMEM : MEMSIM_EDB,
+			      "%s", rc == MSIM_ENOMEM ? "out of memory"
+						      : msim_db_errmsg(db));
+	} else {
+		tl_ctx_t c = {r, 0};
+		rc = msim_db_run_timeline(db, run_id, tl_add, &c);
+		if (rc == MSIM_ENOTFOUND)
+			rc = 0; /* a run without samples */
+		else if (rc)
+			rc = run_fail(r, rc == MEMSIM_ENOMEM ? MEMSIM_ENOMEM
+					 : MEMSIM_EDB, "%s", rc == MEMSIM_ENOMEM
+					 ? "out of memory" : msim_db_errmsg(db));
+	}
+	msim_db_close(db);
+	if (rc) {
+		msim_figs_clear(&r->figs);
+		return rc;
+	}
+	r->loaded = true;
 	return 0;
 }
