@@ -75,6 +75,14 @@ msim_cli_fraction(const char *text)
 	return f;
 }
 
+const char *
+msim_cli_addresses(const char *text)
+{
+	if (strcmp(text, "model") && strcmp(text, "trace"))
+		msim_cli_die("--addresses: '%s' is not model or trace", text);
+	return text;
+}
+
 void
 msim_cli_job_die(const msim_job_err_t *err, const char *who)
 {

@@ -33,6 +33,10 @@ int msim_cli_getopt(int argc, char **argv, const char *shortopts,
 /* A --fraction option: a number in (0, 1]; dies otherwise. */
 double msim_cli_fraction(const char *text);
 
+/* An --addresses option: "model" or "trace" (text itself); dies
+ * otherwise. */
+const char *msim_cli_addresses(const char *text);
+
 /* Dies with a job's error (lab/job.h), naming the option at fault:
  * --policy, --alloc-conf (followed by who when given), --cap. */
 struct msim_job_err_s;

@@ -363,12 +363,7 @@ cmd_explain_common(int argc, char **argv, bool summary, bool plot_only)
 			spec->capacity = msim_cli_bytes("--capacity", optarg);
 			break;
 		case 'F': spec->fraction = msim_cli_fraction(optarg); break;
-		case 'A':
-			if (strcmp(optarg, "model") && strcmp(optarg, "trace"))
-				msim_cli_die("--addresses: '%s' is not model or "
-					     "trace", optarg);
-			spec->addresses = optarg;
-			break;
+		case 'A': spec->addresses = msim_cli_addresses(optarg); break;
 		case 'R': requests_only = true; break;
 		case 'D':
 			spec->device1 = (unsigned)strtoul(optarg, &end, 10) + 1;

@@ -266,12 +266,7 @@ run_parse(int argc, char **argv, run_opts_t *o)
 			o->capacity = msim_cli_bytes("--capacity", optarg);
 			break;
 		case 'F': o->fraction = msim_cli_fraction(optarg); break;
-		case 'A':
-			if (strcmp(optarg, "model") && strcmp(optarg, "trace"))
-				msim_cli_die("--addresses: '%s' is not model "
-					     "or trace", optarg);
-			o->addresses = optarg;
-			break;
+		case 'A': o->addresses = msim_cli_addresses(optarg); break;
 		case 'k': o->keep_going = 1; break;
 		case 'T': o->transform = optarg; break;
 		case 'R': o->requests_only = 1; break;
