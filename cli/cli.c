@@ -83,6 +83,16 @@ msim_cli_addresses(const char *text)
 	return text;
 }
 
+unsigned
+msim_cli_device1(const char *text)
+{
+	char *end;
+	unsigned d1 = (unsigned)strtoul(text, &end, 10) + 1;
+	if (*end || !*text || *text == '-' || d1 == 0)
+		msim_cli_die("--device: '%s' is not a device index", text);
+	return d1;
+}
+
 void
 msim_cli_job_die(const msim_job_err_t *err, const char *who)
 {

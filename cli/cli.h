@@ -37,6 +37,10 @@ double msim_cli_fraction(const char *text);
  * otherwise. */
 const char *msim_cli_addresses(const char *text);
 
+/* A --device option: a device_traces index N, as N + 1 (the device1 of
+ * traces/trace.h); dies otherwise. */
+unsigned msim_cli_device1(const char *text);
+
 /* Dies with a job's error (lab/job.h), naming the option at fault:
  * --policy, --alloc-conf (followed by who when given), --cap. */
 struct msim_job_err_s;

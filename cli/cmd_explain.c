@@ -365,13 +365,7 @@ cmd_explain_common(int argc, char **argv, bool summary, bool plot_only)
 		case 'F': spec->fraction = msim_cli_fraction(optarg); break;
 		case 'A': spec->addresses = msim_cli_addresses(optarg); break;
 		case 'R': requests_only = true; break;
-		case 'D':
-			spec->device1 = (unsigned)strtoul(optarg, &end, 10) + 1;
-			if (*end || !*optarg || *optarg == '-' ||
-			    spec->device1 == 0)
-				msim_cli_die("--device: '%s' is not a device "
-					     "index", optarg);
-			break;
+		case 'D': spec->device1 = msim_cli_device1(optarg); break;
 		case 't':
 			cfg.top = (size_t)strtoul(optarg, &end, 10);
 			if (*end || !*optarg || *optarg == '-' || !cfg.top)

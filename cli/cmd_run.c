@@ -255,7 +255,6 @@ static int
 run_parse(int argc, char **argv, run_opts_t *o)
 {
 	int c;
-	char *end;
 	while ((c = msim_cli_getopt(argc, argv, "p:c:d:qh", run_longopts)) !=
 	       -1) {
 		switch (c) {
@@ -277,10 +276,7 @@ run_parse(int argc, char **argv, run_opts_t *o)
 		case 'D':
 			if (!strcmp(optarg, "all"))
 				return run_each_device(argc, argv);
-			o->device1 = (unsigned)strtoul(optarg, &end, 10) + 1;
-			if (*end || !*optarg || o->device1 == 0)
-				msim_cli_die("--device: '%s' is not a device "
-					     "index", optarg);
+			o->device1 = msim_cli_device1(optarg);
 			break;
 		case 'd': o->db = optarg; break;
 		case 'P': o->plot = optarg; break;
