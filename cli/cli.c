@@ -93,6 +93,16 @@ msim_cli_device1(const char *text)
 	return d1;
 }
 
+long
+msim_cli_jobs(const char *text)
+{
+	char *end;
+	long jobs = strtol(text, &end, 10);
+	if (*end || jobs < 1 || jobs > 4096)
+		msim_cli_die("--jobs: '%s' is not a number of processes", text);
+	return jobs;
+}
+
 void
 msim_cli_job_die(const msim_job_err_t *err, const char *who)
 {

@@ -41,6 +41,10 @@ const char *msim_cli_addresses(const char *text);
  * traces/trace.h); dies otherwise. */
 unsigned msim_cli_device1(const char *text);
 
+/* A --jobs option: a number of worker processes, 1 to 4096; dies
+ * otherwise. */
+long msim_cli_jobs(const char *text);
+
 /* Dies with a job's error (lab/job.h), naming the option at fault:
  * --policy, --alloc-conf (followed by who when given), --cap. */
 struct msim_job_err_s;
