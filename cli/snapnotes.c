@@ -14,16 +14,6 @@
 #include "sim/units.h"
 #include "traces/trace.h"
 
-/* Whether t is a snapshot without any trace event. */
-static bool
-no_events(msim_trace_t *t)
-{
-	msim_trace_tally_t tl;
-	msim_trace_tally(t, &tl);
-	return tl.entries == 0 && msim_trace_ended(t) &&
-	       !strcmp(msim_trace_format_name(t), "pickle");
-}
-
 void
 msim_cli_seed_print(msim_trace_t *t)
 {
@@ -72,7 +62,7 @@ msim_cli_seed_print(msim_trace_t *t)
 	if (tl.zero_skipped)
 		printf("skipped    %" PRIu64 " zero-byte request%s\n",
 		       tl.zero_skipped, tl.zero_skipped == 1 ? "" : "s");
-	if (no_events(t))
+	if (msim_figs_no_events(t))
 		printf("hint       the snapshot has no trace events: was "
 		       "torch.cuda.memory._record_memory_history() enabled?\n");
 }

@@ -44,10 +44,10 @@ fig_int(msim_figs_t *f, const char *name, int64_t v)
 static bool
 fig_bool(msim_figs_t *f, const char *name, bool v)
 {
-	msim_fig_t *g = fig_add(f, name, MSIM_FIG_BOOL);
-	if (g)
-		g->i = v;
-	return g != NULL;
+	if (!fig_int(f, name, v))
+		return false;
+	f->v[f->n - 1].kind = MSIM_FIG_BOOL;
+	return true;
 }
 
 /* A number and how it is written (printf's "%.*f", or as text). */
@@ -87,9 +87,8 @@ fig_stat(const char *name, int64_t value, void *ctx)
 		c->ok = fig_int(c->f, name, value);
 }
 
-/* Whether t is a snapshot without any trace event. */
-static bool
-seed_no_events(msim_trace_t *t)
+bool
+msim_figs_no_events(msim_trace_t *t)
 {
 	msim_trace_tally_t tl;
 	msim_trace_tally(t, &tl);
@@ -106,7 +105,7 @@ msim_figs_seed(msim_figs_t *f, msim_trace_t *t, bool always)
 	uint64_t skipped = msim_trace_skipped(t, &first);
 	msim_trace_tally_t tl;
 	msim_trace_tally(t, &tl);
-	bool none = seed_no_events(t);
+	bool none = msim_figs_no_events(t);
 	if (!always && !s.requests && !s.snap_live && !skipped &&
 	    !tl.zero_skipped && !none)
 		return 0;
@@ -132,6 +131,19 @@ msim_figs_seed(msim_figs_t *f, msim_trace_t *t, bool always)
 	return ok ? 0 : MSIM_ENOMEM;
 }
 
+/* The setting's figures after trace (and strategy, meta): trace_hash,
+ * policy, params, cap_bytes, requests. */
+static bool
+fig_setting(msim_figs_t *f, const char *hash, const char *policy,
+	    const char *params, uint64_t cap, uint64_t requests)
+{
+	return fig_text(f, "trace_hash", hash) &&
+	       fig_text(f, "policy", policy) &&
+	       fig_text(f, "params", params) &&
+	       fig_int(f, "cap_bytes", (int64_t)cap) &&
+	       fig_int(f, "requests", (int64_t)requests);
+}
+
 int
 msim_figs_job(msim_figs_t *f, msim_job_t *job)
 {
@@ -143,11 +155,8 @@ msim_figs_job(msim_figs_t *f, msim_job_t *job)
 	for (size_t i = 0; ok && i < r->nmeta; i++)
 		ok = fig_int(f, r->meta[i][0],
 			     (int64_t)strtoull(r->meta[i][1], NULL, 10));
-	ok = ok && fig_text(f, "trace_hash", r->trace_hash) &&
-	     fig_text(f, "policy", r->policy) &&
-	     fig_text(f, "params", r->params) &&
-	     fig_int(f, "cap_bytes", (int64_t)r->cap_bytes) &&
-	     fig_int(f, "requests", (int64_t)r->sum.requests);
+	ok = ok && fig_setting(f, r->trace_hash, r->policy, r->params,
+			       r->cap_bytes, r->sum.requests);
 	stat_ctx_t c = {f, ok};
 	if (ok)
 		msim_stats_foreach(&r->st, fig_stat, &c);
@@ -209,11 +218,8 @@ msim_figs_stored(msim_figs_t *f, msim_db_t *db, int64_t id)
 	bool ok = fig_text(f, "trace", r.trace_path);
 	if (ok && *r.strategy)
 		ok = fig_text(f, "strategy", r.strategy);
-	ok = ok && fig_text(f, "trace_hash", r.trace_hash) &&
-	     fig_text(f, "policy", r.policy) &&
-	     fig_text(f, "params", r.params) &&
-	     fig_int(f, "cap_bytes", (int64_t)r.cap_bytes) &&
-	     fig_int(f, "requests", r.requests);
+	ok = ok && fig_setting(f, r.trace_hash, r.policy, r.params,
+			       r.cap_bytes, (uint64_t)r.requests);
 	stat_ctx_t c = {f, ok};
 	if (ok && (rc = msim_db_run_stats(db, id, fig_stat, &c)))
 		goto out;

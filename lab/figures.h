@@ -70,6 +70,9 @@ int msim_figs_seed(msim_figs_t *f, msim_trace_t *t, bool always);
 struct msim_db_s;
 int msim_figs_stored(msim_figs_t *f, struct msim_db_s *db, int64_t id);
 
+/* Whether t is a snapshot without any trace event (read to its end). */
+bool msim_figs_no_events(msim_trace_t *t);
+
 /* Appends one figure (text copied), or sets it if there already.
  * Returns 0 or MSIM_ENOMEM. */
 int msim_figs_int(msim_figs_t *f, const char *name, int64_t v);
