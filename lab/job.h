@@ -1,8 +1,8 @@
 /*
  * The job: one setting -> one replay -> one stored row.  Every command that
  * simulates a setting (run, compare, sweep, tune, report --compare,
- * explain) goes
- * through here, so one experiment is opened the same way (the input of
+ * explain) goes through here, so one experiment is opened the same way (the
+ * input of
  * lab/input.h with the same trace options), costed by the same time model
  * (msim_timemodel_events) and stored as one identical row (setting key,
  * trace hash, capacity, run_meta, peak blocks) whichever command ran it.
