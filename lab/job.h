@@ -2,10 +2,10 @@
  * The job: one setting -> one replay -> one stored row.  Every command that
  * simulates a setting (run, compare, sweep, tune, report --compare,
  * explain) goes through here, so one experiment is opened the same way (the
- * input of
- * lab/input.h with the same trace options), costed by the same time model
- * (msim_timemodel_events) and stored as one identical row (setting key,
- * trace hash, capacity, run_meta, peak blocks) whichever command ran it.
+ * input of lab/input.h with the same trace options), costed by the same
+ * time model (msim_timemodel_events) and stored as one identical row
+ * (setting key, trace hash, capacity, run_meta, peak blocks) whichever
+ * command ran it.
  *
  *	msim_job_open() -> msim_job_run() -> [msim_job_store()] ->
  *	msim_job_destroy()
