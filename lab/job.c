@@ -233,6 +233,8 @@ msim_job_open(const msim_job_spec_t *spec, bool store, msim_job_t **out,
 				   : s->fraction,
 		.keep_going = s->keep_going,
 		.peak_blocks = store, /* for memsim plot --kind segments */
+		.observe = s->observe,
+		.observe_ctx = s->observe_ctx,
 	};
 	if ((rc = job_input(j, &cfg, err)))
 		goto fail;
@@ -416,6 +418,8 @@ msim_job_store(msim_job_t *j, msim_db_t *db, int mode, int64_t sweep_id,
 		/* Other rows replayed, another experiment. */
 		.replay = j->spec.recording ? "recording"
 			  : j->spec.requests_only ? "requests" : NULL,
+		/* One device of a snapshot, another experiment. */
+		.device = j->spec.device1 > 1 ? j->spec.device1 - 1 : 0,
 	};
 	if (j->store)
 		info.peak_blocks = msim_sim_peak_blocks(j->sim,
