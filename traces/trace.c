@@ -357,6 +357,19 @@ fail:
 	return rc;
 }
 
+/* What msim_trace_next_entry() does at the end: hash what a format leaves
+ * unread, so that the content hash is the whole file's. */
+static void
+trace_end(msim_trace_t *t)
+{
+	if (t->ended)
+		return;
+	char buf[4096];
+	while (msim_trace_read(t, buf, sizeof(buf)) > 0)
+		;
+	t->ended = true;
+}
+
 int
 msim_trace_next_entry(msim_trace_t *t, msim_entry_t *e_out)
 {
@@ -379,13 +392,8 @@ msim_trace_next_entry(msim_trace_t *t, msim_entry_t *e_out)
 		default:
 			break;
 		}
-	} else if (rc == 0 && !t->ended) {
-		/* Hash what a format leaves unread after its end, so that the
-		 * content hash is the whole file's. */
-		char buf[4096];
-		while (msim_trace_read(t, buf, sizeof(buf)) > 0)
-			;
-		t->ended = true;
+	} else if (rc == 0) {
+		trace_end(t);
 	}
 	return rc;
 }
@@ -577,6 +585,35 @@ msim_trace_format_name(const msim_trace_t *t)
 	return t->format->name;
 }
 
+int
+msim_trace_fill(msim_trace_t *t, msim_req_t *v, size_t cap, size_t *n_out)
+{
+	int rc = 1;
+	*n_out = 0;
+	if (t->fast == 0)
+		t->fast = t->format->requests && !t->opt.hidden_empty_cache &&
+			  !t->entries && !t->have_la ? 1 : -1;
+	if (t->fast == 1) {
+		rc = t->format->requests(t, v, cap, n_out);
+		if (rc == 0)
+			trace_end(t);
+		if (rc != MSIM_ENOTSUP)
+			return rc;
+		t->fast = -1; /* nothing read: entry by entry */
+	}
+	size_t n = 0;
+	while (n < cap && (rc = msim_trace_next(t, &v[n])) == 1)
+		n++;
+	*n_out = n;
+	return n == cap ? 1 : rc;
+}
+
+static int
+trace_src_fill(void *ctx, msim_req_t *v, size_t cap, size_t *n_out)
+{
+	return msim_trace_fill(ctx, v, cap, n_out);
+}
+
 static int
 trace_src_next(void *ctx, msim_req_t *req_out)
 {
@@ -593,7 +630,8 @@ msim_source_t
 msim_trace_source(msim_trace_t *t)
 {
 	return (msim_source_t){.next = trace_src_next,
-			       .errmsg = trace_src_errmsg, .ctx = t};
+			       .errmsg = trace_src_errmsg, .ctx = t,
+			       .fill = trace_src_fill};
 }
 
 void

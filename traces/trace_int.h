@@ -61,6 +61,8 @@ struct msim_trace_s {
 	uint64_t run_time_us; /* time of the run's last row */
 	uint64_t empty_caches; /* hidden empty_cache calls found (rule a) */
 	uint64_t maybe_empty_caches; /* runs left to the policy (rule b) */
+	int8_t fast;         /* msim_trace_fill(): 1 through the format's
+			      * requests(), -1 entry by entry, 0 not chosen */
 };
 
 /* A trace being written. */struct msim_trace_writer_s {
