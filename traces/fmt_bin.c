@@ -309,7 +309,7 @@ bin_block(msim_trace_t *t, bin_t *b)
  * groups packed with three shift-and-masks), longer ones byte by byte.
  * Returns the byte after it, or NULL past 64 bits.
  */
-static inline const uint8_t *
+static inline __attribute__((always_inline)) const uint8_t *
 bin_varint(const uint8_t *p, uint64_t *out)
 {
 	if (p[0] < 0x80) {
@@ -398,7 +398,7 @@ bin_bad(msim_trace_t *t, bin_t *b, const uint8_t *at, const char *why,
  * second's time) and keeps the tables of live blocks.  b->left > 0.
  * Returns the entries it holds (1 or 2), or an error.
  */
-static inline int
+static inline __attribute__((always_inline)) int
 bin_record(msim_trace_t *t, bin_t *b, bin_rec_t *r)
 {
 	const uint8_t *p = b->p;
@@ -425,6 +425,7 @@ bin_record(msim_trace_t *t, bin_t *b, bin_rec_t *r)
 		if ((tag & BIN_STREAM) && !(p = bin_varint(p, &b->stream)))
 			goto bad_varint;
 		r->addr = b->addr;
+		r->id = 0;
 		b->p = p;
 		if (p > b->end)
 			return bin_bad(t, b, r->start, "block ends early%.0llu", 0);
@@ -533,7 +534,7 @@ bin_next(msim_trace_t *t, msim_entry_t *e)
 			return rc;
 		}
 	}
-	bin_rec_t r;
+	bin_rec_t r = {0};
 	int n = bin_record(t, b, &r);
 	if (n < 0)
 		return n;
