@@ -200,7 +200,9 @@ int
 msim_lines_init(msim_lines_t *l)
 {
 	memset(l, 0, sizeof(*l));
-	l->buf = malloc(MSIM_LINE_MAX + 1);
+	/* MSIM_LINE_SLACK bytes more, zeroed: word-at-a-time parsers may
+	 * load up to 8 bytes from any byte of a line, its NUL included. */
+	l->buf = calloc(1, MSIM_LINE_MAX + 1 + MSIM_LINE_SLACK);
 	return l->buf ? 0 : MSIM_ENOMEM;
 }
 

@@ -94,6 +94,7 @@ size_t msim_trace_read(msim_trace_t *t, void *buf, size_t n);
 /* For text readers: the lines of the trace, through a buffer of
  * MSIM_LINE_MAX bytes (a longer line is an error). */
 #define MSIM_LINE_MAX (1u << 20)
+#define MSIM_LINE_SLACK 16 /* readable bytes after a line's NUL, at least */
 typedef struct msim_lines_s {
 	char *buf;
 	size_t pos, end;
