@@ -30,6 +30,16 @@ const char *msim_cli_plots_dir(void);
 /* Milliseconds on the monotonic clock. */
 double msim_cli_now_ms(void);
 
+/* What info and run say about a trace read to its end
+ * (cli/snapnotes.c): the seeding of a partial history, how much of the
+ * snapshot's end state the trace explains, skipped entries, and a hint
+ * when a snapshot has no trace events.  t is a msim_trace_t. */
+struct msim_trace_s;
+void msim_cli_seed_print(struct msim_trace_s *t);
+/* JSON keys; with always false, only for a snapshot or a trace that
+ * needed them. */
+void msim_cli_seed_json(struct msim_trace_s *t, bool always);
+
 /* Subcommands: each takes argv with argv[0] = "memsim <name>". */
 int msim_cmd_run(int argc, char **argv);
 int msim_cmd_bench(int argc, char **argv);

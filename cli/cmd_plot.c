@@ -148,7 +148,7 @@ msim_cmd_plot(int argc, char **argv)
 			     "without plotting");
 	char why[2048];
 	msim_db_t *db;
-	if (msim_db_open_existing(path, &db, why, sizeof(why)))
+	if (msim_db_open_readonly(path, &db, why, sizeof(why)))
 		msim_cli_die("%s", why);
 	int rc = 0;
 	if (sweep > 0)

@@ -410,12 +410,21 @@ msim_device_reserve(msim_device_t *dev, uint64_t size, msim_addr_t *addr_out)
 	uint64_t len = (size + VA_CHUNK - 1) / VA_CHUNK * VA_CHUNK;
 	msim_addr_t at = VA_RESERVE_BASE;
 	size_t i = 0;
-	for (; i < dev->nresv; i++) { /* first gap that fits, lowest first */
-		if (dev->resv[i].base >= at + len)
-			break;
-		msim_addr_t end = dev->resv[i].base + dev->resv[i].size;
-		if (end > at)
-			at = end;
+	if (dev->use_hints && dev->nhints > 0) {
+		/* A recorded reservation (its first segment_map row). */
+		at = dev->hints[dev->hint_head++];
+		dev->nhints--;
+		while (i < dev->nresv && dev->resv[i].base < at)
+			i++;
+	} else {
+		for (; i < dev->nresv; i++) { /* first gap that fits */
+			if (dev->resv[i].base >= at + len)
+				break;
+			msim_addr_t end = dev->resv[i].base +
+					  dev->resv[i].size;
+			if (end > at)
+				at = end;
+		}
 	}
 	if (dev->nresv == dev->capresv) {
 		size_t ncap = dev->capresv ? 2 * dev->capresv : 8;

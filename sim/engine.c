@@ -43,8 +43,37 @@ struct msim_sim_s {
 	double frag_sum;
 	uint64_t frag_n;
 	msim_timeline_t tl;
+	/* After a reset_peak_memory_stats() request: the peaks since. */
+	bool peaks_reset;
+	msim_stats_t peaks;
 	char errmsg[512];
 };
+
+/* The msim_stat_t fields of st, as an array (see msim_stats_finish()). */
+static msim_stat_t *
+sim_stat_array(msim_stats_t *st, size_t *n_out)
+{
+	*n_out = offsetof(msim_stats_t, num_alloc_retries) /
+		 sizeof(msim_stat_t);
+	return (msim_stat_t *)st;
+}
+
+/* Follows the peaks since reset_peak_memory_stats(): policies keep their
+ * peaks since the start, so the engine keeps its own after a reset. */
+static void
+sim_track_peaks(msim_sim_t *sim)
+{
+	if (!sim->peaks_reset)
+		return;
+	msim_stats_t st;
+	size_t n;
+	msim_policy_stats(sim->pol, &st);
+	msim_stat_t *cur = sim_stat_array(&st, &n);
+	msim_stat_t *pk = sim_stat_array(&sim->peaks, &n);
+	for (size_t i = 0; i < n; i++)
+		if (cur[i].current > pk[i].peak)
+			pk[i].peak = cur[i].current;
+}
 
 static bool
 ev_less(const ev_t *a, const ev_t *b)
@@ -290,6 +319,16 @@ sim_request(msim_sim_t *sim, const msim_req_t *req)
 	switch (req->kind) {
 	case MSIM_REQ_SEGMENT_HINT:
 		return msim_device_hint(sim->dev, req->addr);
+	case MSIM_REQ_RESET_PEAKS: {
+		/* torch.cuda.reset_peak_memory_stats(): peak = current. */
+		size_t n;
+		msim_policy_stats(sim->pol, &sim->peaks);
+		msim_stat_t *pk = sim_stat_array(&sim->peaks, &n);
+		for (size_t i = 0; i < n; i++)
+			pk[i].peak = pk[i].current;
+		sim->peaks_reset = true;
+		return 0;
+	}
 	case MSIM_REQ_EMPTY_CACHE:
 		return msim_policy_empty_cache(sim->pol);
 	case MSIM_REQ_FREE_REQUESTED:
@@ -324,6 +363,7 @@ sim_request(msim_sim_t *sim, const msim_req_t *req)
 	}
 	if (++sim->sum.requests == sim->next_sample)
 		sim_sample(sim);
+	sim_track_peaks(sim);
 	return 0;
 }
 
@@ -355,6 +395,7 @@ msim_sim_step(msim_sim_t *sim)
 		ev_t ev = ev_pop(sim);
 		sim->clock = ev.time;
 		int rc = msim_policy_on_event(sim->pol, ev.cookie);
+		sim_track_peaks(sim);
 		return rc ? sim_fail(sim, rc, "policy event") : 1;
 	}
 	if (!sim->have_next) {
@@ -403,7 +444,8 @@ sim_run_batches(msim_sim_t *sim)
 			}
 			sim->seq++;
 			sim->clock = t;
-			if (lean && !req->flags && !sim->ndead) {
+			if (lean && !req->flags && !sim->ndead &&
+			    !sim->peaks_reset) {
 				msim_addr_t addr;
 				switch (req->kind) {
 				case MSIM_REQ_ALLOC:
@@ -502,6 +544,15 @@ void
 msim_sim_stats(const msim_sim_t *sim, msim_stats_t *out)
 {
 	msim_policy_stats(sim->pol, out);
+	if (sim->peaks_reset) {
+		size_t n;
+		msim_stat_t *o = sim_stat_array(out, &n);
+		const msim_stat_t *pk =
+			sim_stat_array((msim_stats_t *)&sim->peaks, &n);
+		for (size_t i = 0; i < n; i++)
+			o[i].peak = pk[i].peak > o[i].current ? pk[i].peak
+							      : o[i].current;
+	}
 }
 
 void
@@ -511,7 +562,7 @@ msim_sim_summary(msim_sim_t *sim, msim_summary_t *out)
 	if (!sim->summarized) /* the final state is always on the curve */
 		sim_sample(sim);
 	sim->summarized = true;
-	msim_policy_stats(sim->pol, &st);
+	msim_sim_stats(sim, &st);
 	sim->sum.frag_at_peak =
 		msim_frag(st.allocated_bytes[MSIM_POOL_ALL].peak,
 			  st.reserved_bytes[MSIM_POOL_ALL].peak);

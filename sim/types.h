@@ -25,6 +25,7 @@ typedef enum msim_req_kind_e {
 	MSIM_REQ_FREE_REQUESTED, /* the program freed id; completes later */
 	MSIM_REQ_EMPTY_CACHE,   /* torch.cuda.empty_cache() */
 	MSIM_REQ_SEGMENT_HINT,  /* a recorded segment address (not a request) */
+	MSIM_REQ_RESET_PEAKS,   /* torch.cuda.reset_peak_memory_stats() */
 } msim_req_kind_t;
 
 /* Flags of a request. */
@@ -37,6 +38,11 @@ typedef enum msim_req_kind_e {
  * that call before the malloc (docs/pytorch-allocator.md §11.2 b).
  */
 #define MSIM_REQF_MAYBE_EMPTY_CACHE 0x2
+/* Requests that rebuild the allocator state a partial history began in
+ * (traces/trace.h, msim_trace_seeding()): a block allocated before the
+ * history began, and a stand-in for a block that was free then. */
+#define MSIM_REQF_SEED 0x4
+#define MSIM_REQF_FILLER 0x8
 
 /*
  * One request.  Ids are dense slot numbers chosen by the source: an id is

@@ -605,9 +605,11 @@ START_TEST(test_bad_binary_and_rmm_inputs)
 		{"Thread,Time,Action,Pointer,Size,Stream\n"
 		 "1,1.5,free,0x10,8,0x0\n", ":2: free_completed of unknown"},
 	};
+	static const msim_trace_options_t strict = {.strict = true};
 	for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++) {
 		p = write_bytes("r.csv", r[i].text, strlen(r[i].text));
-		ck_assert_int_lt(read_all(p, NULL, err, sizeof(err), NULL), 0);
+		ck_assert_int_lt(read_all(p, &strict, err, sizeof(err), NULL),
+				 0);
 		ck_assert_msg(strstr(err, r[i].why), "%s", err);
 	}
 	/* RMM's time of day and pointers read right. */
@@ -815,14 +817,17 @@ START_TEST(test_bin_version1_still_read)
 		ck_assert_uint_eq(v[2].id, v[0].id);
 		free(v);
 	}
-	/* In version 2 an alloc the request stage takes has an id: raw, it
-	 * is an error (entries still read as they are). */
+	/* The same raw records in version 2 read the same, a block at a
+	 * time too (the request stage takes them over). */
 	p = bin_file("v2.msimtr", 2, pl, sizeof(pl), 3);
-	char err[512];
-	read_by_fill = true;
-	ck_assert_int_lt(read_all(p, NULL, err, sizeof(err), NULL), 0);
-	read_by_fill = false;
-	ck_assert_msg(strstr(err, "alloc record without an id"), "%s", err);
+	size_t n;
+	msim_trace_tally_t ta;
+	uint64_t h;
+	msim_req_t *v = all_requests(p, true, 2, &n, &ta, &h);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_uint_eq(v[2].addr, 0x1000);
+	ck_assert_int_eq(v[2].kind, MSIM_REQ_FREE);
+	free(v);
 }
 END_TEST
 
@@ -839,9 +844,9 @@ START_TEST(test_bin_bad_ids)
 		{2, {0x32, 0x00, 0x00, 0x08, 0x00}, 5, 1, "free of id 0, not live"},
 		{2, {0x30, 0x00, 0x00, 0x80, 0x40, 0x08, 0x00,
 		     0x20, 0x00, 0x00, 0x80, 0x40, 0x08}, 13, 2,
-		 "id 0 is not free"},
+		 "id 0 is not the one"},
 		{2, {0x30, 0x00, 0x05, 0x80, 0x40, 0x08, 0x00}, 7, 1,
-		 "id 5 is not free"},
+		 "id 5 is not the one"},
 		{2, {0x30, 0x00, 0x00, 0x80, 0x40, 0x08, 0x00,
 		     0xe1, 0x00, 0x00, 0x02}, 11, 2, "pair past the block"},
 		{1, {0x30, 0x00, 0x00, 0x80, 0x40, 0x08, 0x00}, 7, 1,
@@ -865,8 +870,8 @@ START_TEST(test_bin_bad_ids)
 	 * the same error as from the CSV. */
 	static const char *const rows[] = {
 		"alloc,4096,512,0\nalloc,4096,256,0\n", "still live",
-		"free_completed,4096,512,0\n", "free_completed of unknown",
 		"alloc,4096,0,0\n", "alloc of 0 bytes",
+		"free_completed,4096,512,0\n", "free_completed of unknown",
 		"oom,0,0,0\n", "oom of 0 bytes",
 	};
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i += 2) {
@@ -878,14 +883,49 @@ START_TEST(test_bin_bad_ids)
 		snprintf(csvcopy, sizeof(csvcopy), "%s", csv);
 		const char *bin = tmp_path("raw.msimtr");
 		convert(csvcopy, bin, "bin");
+		msim_trace_options_t strict = {.strict = true};
 		for (int f = 0; f < 2; f++) {
 			read_by_fill = f;
-			ck_assert_int_lt(read_all(bin, NULL, err, sizeof(err),
-						  NULL), 0);
+			ck_assert_int_lt(read_all(bin, &strict, err,
+						  sizeof(err), NULL), 0);
 			ck_assert_msg(strstr(err, rows[i + 1]), "%s", err);
 		}
 		read_by_fill = false;
 	}
+	/* A partial history (a free of a block allocated before it began:
+	 * seeded where met), an oom, expandable segments' maps: the request
+	 * stage takes over from the binary format's, with its ids. */
+	const char *text =
+		"seq,time_us,action,addr,size,stream\n"
+		"0,10,alloc,4096,512,0\n"
+		"1,11,alloc,8192,512,0\n"
+		"2,12,free_requested,4096,512,0\n"
+		"3,13,free_completed,4096,512,0\n"
+		"4,14,oom,1000,1024,0\n"
+		"5,15,free_completed,65536,256,0\n"
+		"6,16,alloc,4096,128,0\n"
+		"7,17,segment_map,1048576,2097152,0\n"
+		"8,18,alloc,12288,512,0\n"
+		"9,19,free_requested,8192,512,0\n"
+		"10,20,free_completed,8192,512,0\n"
+		"11,21,free_completed,4096,128,0\n";
+	const char *csv = write_bytes("seed.csv", text, strlen(text));
+	char csvcopy[256];
+	snprintf(csvcopy, sizeof(csvcopy), "%s", csv);
+	const char *bin = tmp_path("seed.msimtr");
+	convert(csvcopy, bin, "bin");
+	size_t na, nb;
+	msim_trace_tally_t ta, tb;
+	uint64_t ha, hb;
+	msim_req_t *a = all_requests(csvcopy, true, 0, &na, &ta, &ha);
+	msim_req_t *b = all_requests(bin, true, 2, &nb, &tb, &hb);
+	ck_assert_uint_eq(na, nb);
+	ck_assert_uint_eq(na, 13);
+	ck_assert(!memcmp(a, b, na * sizeof(*a)));
+	ck_assert_uint_eq(ta.entries, tb.entries);
+	ck_assert_int_eq(ta.seg_bytes, tb.seg_bytes);
+	free(a);
+	free(b);
 }
 END_TEST
 

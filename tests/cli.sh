@@ -65,7 +65,7 @@ expect_error "live.csv:3: alloc at address 0x1000, which is still live" \
 	$MEMSIM run --db "$tmp/runs.db" "$tmp/live.csv"
 printf 'action,addr,size\nfree_completed,64,1\n' >"$tmp/unknown.csv"
 expect_error "unknown.csv:2: free_completed of unknown address" \
-	$MEMSIM run --db "$tmp/runs.db" "$tmp/unknown.csv"
+	$MEMSIM run --strict --db "$tmp/runs.db" "$tmp/unknown.csv"
 printf 'action,addr,size\nalloc,64,12x\n' >"$tmp/bad.csv"
 expect_error "bad.csv:2: size '12x' is not a number" $MEMSIM run "$tmp/bad.csv"
 expect_error "max_split_size_mb: 2 is below" $MEMSIM run -c max_split_size_mb:2 "$trace"

@@ -78,7 +78,13 @@ typedef struct bin_s {
 	 * size of the alloc. */
 	uint64_t *saddr, *ssize;
 	uint32_t nslot;
-	uint64_t takes;      /* ids taken by id records so far */
+	/* The request stage's free ids (msim_idmap_t's stack), followed:
+	 * an id record's id must be the one it would give. */
+	uint32_t *fstack;
+	size_t nfree, capfree;
+	uint32_t next_id;
+	bool oom_out;        /* an oom's id (oom_id), to give back at the
+			      * next record */
 	msim_entry_t pend;   /* the second entry of a pair, to serve next */
 	bool have_pend;
 	/* writer */
@@ -385,6 +391,22 @@ bin_slots(bin_t *b, uint32_t id)
 	return 0;
 }
 
+/* Gives id back (msim_idmap_put_id()). */
+static int
+bin_put_id(bin_t *b, uint32_t id)
+{
+	if (b->nfree == b->capfree) {
+		size_t n = b->capfree ? 2 * b->capfree : 256;
+		uint32_t *v = realloc(b->fstack, n * sizeof(*v));
+		if (!v)
+			return MSIM_ENOMEM;
+		b->fstack = v;
+		b->capfree = n;
+	}
+	b->fstack[b->nfree++] = id;
+	return 0;
+}
+
 static int
 bin_bad(msim_trace_t *t, bin_t *b, const uint8_t *at, const char *why,
 	uint64_t v)
@@ -404,6 +426,11 @@ bin_record(msim_trace_t *t, bin_t *b, bin_rec_t *r)
 	const uint8_t *p = b->p;
 	uint64_t v;
 	r->start = p;
+	if (b->oom_out) {
+		b->oom_out = false;
+		if (bin_put_id(b, b->oom_id))
+			return msim_trace_fail(t, MSIM_ENOMEM, "out of memory");
+	}
 	uint8_t tag = *p++;
 	unsigned act = tag & 0x0f;
 	if (act >= MSIM_NACT)
@@ -457,17 +484,24 @@ bin_record(msim_trace_t *t, bin_t *b, bin_rec_t *r)
 		b->p = p;
 		if (p > b->end)
 			return bin_bad(t, b, r->start, "block ends early%.0llu", 0);
-		/* The request stage's ids: a fresh one is below the number
-		 * taken so far, and not live. */
-		if (id > b->takes ||
-		    (id < b->nslot && b->saddr[id]))
-			return bin_bad(t, b, r->start, "id %llu is not free", id);
+		/* The id the request stage gives: the last one given back,
+		 * else a new one. */
+		uint32_t want = b->nfree ? b->fstack[b->nfree - 1] : b->next_id;
+		if (id != want)
+			return bin_bad(t, b, r->start, "id %llu is not the one "
+				       "the request stage gives", id);
 		if (!r->size || (act == MSIM_ACT_ALLOC && !r->addr))
 			return bin_bad(t, b, r->start,
 				       "id record of 0 bytes or at address 0"
 				       "%.0llu", 0);
-		b->takes++;
-		if (act == MSIM_ACT_ALLOC) {
+		if (b->nfree)
+			b->nfree--;
+		else
+			b->next_id++;
+		if (act == MSIM_ACT_OOM) {
+			b->oom_out = true;
+			b->oom_id = id;
+		} else {
 			if (id >= b->nslot && bin_slots(b, id))
 				return msim_trace_fail(t, MSIM_ENOMEM,
 						       "out of memory");
@@ -499,8 +533,11 @@ bin_record(msim_trace_t *t, bin_t *b, bin_rec_t *r)
 	if (n > (int)b->left)
 		return bin_bad(t, b, r->start, "pair past the block's %llu "
 			       "entries", b->left);
-	if (act == MSIM_ACT_FREE_COMPLETED || n == 2)
+	if (act == MSIM_ACT_FREE_COMPLETED || n == 2) {
 		b->saddr[id] = 0;
+		if (bin_put_id(b, id))
+			return msim_trace_fail(t, MSIM_ENOMEM, "out of memory");
+	}
 	return n;
 bad_varint:
 	return bin_bad(t, b, r->start, "bad varint%.0llu", 0);
@@ -513,6 +550,7 @@ bin_entry(const bin_t *b, const bin_rec_t *r, msim_entry_t *e)
 	e->addr = r->addr;
 	e->size = r->size;
 	e->stream = b->stream;
+	e->device = 0;
 	e->action = r->tag & 0x0f;
 }
 
@@ -550,41 +588,26 @@ bin_next(msim_trace_t *t, msim_entry_t *e)
 	return 1;
 }
 
-/* Why a raw alloc, free or oom record cannot be a request: the request
- * stage's own messages (traces/trace.c). */
+/*
+ * Hands the request stage of traces/trace.c what bin_requests() kept (the
+ * live ids and the free ones) and the record r as its look-ahead entry,
+ * for it to read the rest of the file entry by entry.
+ */
 static int
-bin_raw_fail(msim_trace_t *t, bin_t *b, const bin_rec_t *r)
+bin_hand_over(msim_trace_t *t, bin_t *b, const bin_rec_t *r)
 {
-	unsigned act = r->tag & 0x0f;
-	bool live = false;
-	for (uint32_t i = 0; i < b->nslot && !live; i++)
-		live = b->saddr[i] == r->addr;
-	t->offset = b->block_off + (uint64_t)(r->start - b->buf) + 1;
-	if (act == MSIM_ACT_OOM)
-		return msim_trace_fail(t, MSIM_EFORMAT, r->size
-				       ? "oom record without an id"
-				       : "oom of 0 bytes");
-	if (act == MSIM_ACT_ALLOC) {
-		if (r->size == 0)
-			return msim_trace_fail(t, MSIM_EFORMAT,
-					       "alloc of 0 bytes");
-		if (r->addr == 0)
-			return msim_trace_fail(t, MSIM_EFORMAT,
-					       "alloc at address 0");
-		if (live)
-			return msim_trace_fail(t, MSIM_EFORMAT,
-					       "alloc at address 0x%llx, which "
-					       "is still live",
-					       (unsigned long long)r->addr);
-		return msim_trace_fail(t, MSIM_EFORMAT,
-				       "alloc record without an id");
-	}
-	return msim_trace_fail(t, MSIM_EFORMAT, live
-			       ? "%s record of live address 0x%llx without "
-				 "an id"
-			       : "%s of unknown address 0x%llx",
-			       msim_action_name((int)act),
-			       (unsigned long long)r->addr);
+	msim_idmap_t *m = &t->ids;
+	for (uint32_t id = 0; id < b->nslot; id++)
+		if (b->saddr[id] && msim_idmap_bind(m, b->saddr[id], id))
+			return msim_trace_fail(t, MSIM_ENOMEM, "out of memory");
+	for (size_t i = 0; i < b->nfree; i++)
+		if (msim_idmap_put_id(m, b->fstack[i]))
+			return msim_trace_fail(t, MSIM_ENOMEM, "out of memory");
+	m->next_id = b->next_id;
+	bin_entry(b, r, &t->la);
+	t->have_la = true;
+	t->fast = -1;
+	return 0;
 }
 
 /*
@@ -592,7 +615,9 @@ bin_raw_fail(msim_trace_t *t, bin_t *b, const bin_rec_t *r)
  * into an array: up to cap (>= 2) requests in v.  Returns 1 (more to
  * come), 0 (the end) or an error, with *n_out requests in v in every
  * case; MSIM_ENOTSUP for a version 1 file (no ids: read it entry by
- * entry).
+ * entry).  A record that needs more of the request stage (a raw alloc or
+ * free: an error, or a block seeded for a partial history; a
+ * segment_map) hands it the rest of the file (bin_hand_over()).
  */
 static int
 bin_requests(msim_trace_t *t, msim_req_t *v, size_t cap, size_t *n_out)
@@ -601,6 +626,7 @@ bin_requests(msim_trace_t *t, msim_req_t *v, size_t cap, size_t *n_out)
 	size_t n = 0;
 	uint64_t requests = 0;
 	int rc = 1;
+	bin_rec_t r = {0};
 	*n_out = 0;
 	if (b->version < 2)
 		return MSIM_ENOTSUP;
@@ -627,7 +653,6 @@ bin_requests(msim_trace_t *t, msim_req_t *v, size_t cap, size_t *n_out)
 				goto out;
 			}
 		}
-		bin_rec_t r;
 		int k = bin_record(t, b, &r);
 		if (k < 0) {
 			rc = k;
@@ -652,20 +677,16 @@ bin_requests(msim_trace_t *t, msim_req_t *v, size_t cap, size_t *n_out)
 		q->size = 0;
 		switch (act) {
 		case MSIM_ACT_ALLOC:
-			if (!(r.tag & BIN_ID)) {
-				rc = bin_raw_fail(t, b, &r);
-				goto out;
-			}
+			if (!(r.tag & BIN_ID))
+				goto hand_over;
 			q->kind = MSIM_REQ_ALLOC;
 			q->size = r.size;
 			n++;
 			requests++;
 			break;
 		case MSIM_ACT_FREE_REQUESTED:
-			if (!(r.tag & BIN_ID)) {
-				rc = bin_raw_fail(t, b, &r);
-				goto out;
-			}
+			if (!(r.tag & BIN_ID))
+				goto hand_over;
 			if (deferred) {
 				q->kind = MSIM_REQ_FREE_REQUESTED;
 				n++;
@@ -688,10 +709,8 @@ bin_requests(msim_trace_t *t, msim_req_t *v, size_t cap, size_t *n_out)
 			}
 			break;
 		case MSIM_ACT_FREE_COMPLETED:
-			if (!(r.tag & BIN_ID)) {
-				rc = bin_raw_fail(t, b, &r);
-				goto out;
-			}
+			if (!(r.tag & BIN_ID))
+				goto hand_over;
 			q->kind = MSIM_REQ_FREE;
 			n++;
 			requests++;
@@ -704,16 +723,14 @@ bin_requests(msim_trace_t *t, msim_req_t *v, size_t cap, size_t *n_out)
 			break;
 		case MSIM_ACT_SEGMENT_MAP:
 			t->seg_bytes += (int64_t)r.size;
-			break;
+			goto hand_over;
 		case MSIM_ACT_SEGMENT_FREE:
 		case MSIM_ACT_SEGMENT_UNMAP:
 			t->seg_bytes -= (int64_t)r.size;
 			break;
 		case MSIM_ACT_OOM:
-			if (!(r.tag & BIN_ID)) {
-				rc = bin_raw_fail(t, b, &r);
-				goto out;
-			}
+			if (!(r.tag & BIN_ID))
+				goto hand_over;
 			q->kind = MSIM_REQ_ALLOC;
 			q->flags = MSIM_REQF_EXPECT_OOM;
 			q->size = r.size;
@@ -725,6 +742,11 @@ bin_requests(msim_trace_t *t, msim_req_t *v, size_t cap, size_t *n_out)
 			break;
 		}
 	}
+	goto out;
+hand_over:
+	rc = bin_hand_over(t, b, &r);
+	if (rc == 0)
+		rc = 1;
 out:
 	t->requests += requests;
 	*n_out = n;
@@ -738,6 +760,7 @@ bin_close(msim_trace_t *t)
 	free(b->buf);
 	free(b->saddr);
 	free(b->ssize);
+	free(b->fstack);
 	free(b);
 	t->fmt = NULL;
 }

@@ -347,9 +347,12 @@ csv_next(msim_trace_t *t, msim_entry_t *e)
 					       "time_us '%s' is not a number",
 					       field[c->col[C_TIME]]);
 		int a = msim_action_parse(action, strlen(action));
+		if (a < 0 && msim_trace_skip_unknown(t, action))
+			continue;
 		if (a < 0)
 			return msim_trace_fail(t, MSIM_EFORMAT,
-					       "unknown action '%s'", action);
+					       "unknown action '%s' (--lenient "
+					       "skips such rows)", action);
 		e->time_us = time_us;
 		e->addr = addr;
 		e->size = size;

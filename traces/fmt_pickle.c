@@ -76,7 +76,7 @@ enum {
 
 /* Roles of containers. */
 enum { R_NONE, R_ROOT, R_TRACES, R_DEVLIST, R_ENTRY, R_SEGLIST, R_SEG,
-       R_BLOCKLIST, R_BLOCK, R_FRAMES, R_FRAME };
+       R_BLOCKLIST, R_BLOCK, R_FRAMES, R_FRAME, R_SETTINGS };
 
 /* Names the reader looks for: codes of V_STR values. */
 enum {
@@ -88,9 +88,12 @@ enum {
 	S_BLOCKS, S_STATE, S_SMALL, S_LARGE,
 	/* stack frames */
 	S_FRAMES, S_FILENAME, S_LINE, S_NAME,
+	/* allocator_settings (PyTorch 2.4 and later) */
+	S_ALLOC_SETTINGS, S_PTCONF, S_EXPANDABLE, S_MAXSPLIT, S_GCTHRESH,
+	S_AWAITING, /* "active_awaiting_free": a pending free's other name */
 	S_STATE0, /* S_STATE0 + MSIM_SNAP_*: a block state */
 	S_NKEYS = S_STATE0 + MSIM_SNAP_NSTATES,
-	S_ACT0 = 32, /* S_ACT0 + msim_action_t: an action name */
+	S_ACT0 = 48, /* S_ACT0 + msim_action_t: an action name */
 };
 static_assert(S_NKEYS <= S_ACT0 && S_ACT0 + MSIM_NACT < 256,
 	      "string codes fit pk_val_t.str");
@@ -106,6 +109,12 @@ static const char *const pk_keys[S_NKEYS] = {
 	[S_BLOCKS] = "blocks", [S_STATE] = "state", [S_SMALL] = "small",
 	[S_LARGE] = "large", [S_FRAMES] = "frames", [S_FILENAME] = "filename",
 	[S_LINE] = "line", [S_NAME] = "name",
+	[S_ALLOC_SETTINGS] = "allocator_settings",
+	[S_PTCONF] = "PYTORCH_CUDA_ALLOC_CONF",
+	[S_EXPANDABLE] = "expandable_segments",
+	[S_MAXSPLIT] = "max_split_size",
+	[S_GCTHRESH] = "garbage_collection_threshold",
+	[S_AWAITING] = "active_awaiting_free",
 	[S_STATE0 + MSIM_SNAP_INACTIVE] = "inactive",
 	[S_STATE0 + MSIM_SNAP_ALLOCATED] = "active_allocated",
 	[S_STATE0 + MSIM_SNAP_PENDING_FREE] = "active_pending_free",
@@ -126,7 +135,8 @@ typedef struct pk_val_s {
 			 * or block: HAVE_ADDRESS, _SIZE, _STATE, EMITTED
 			 * (complete) */
 	uint8_t str;    /* V_STR: S_*; dict: the action's code */
-	uint8_t neg;    /* V_INT: negative or over 64 bits: not a field */
+	uint8_t neg;    /* V_INT: negative or over 64 bits: not a field;
+			 * V_OPAQUE: 2 for a float, its bits in i */
 	uint32_t sid;   /* V_STR: 1 + index in the string pool, 0: none */
 	uint32_t dev;   /* R_DEVLIST / R_ENTRY: the device index; R_SEG /
 			 * R_BLOCKLIST: the segment's record; R_BLOCK: the
@@ -176,6 +186,12 @@ typedef struct pk_s {
 	size_t nfr, capfr;
 	bool fr_seen;      /* the entry being read has a "frames" list */
 	uint32_t fr_cur;   /* its record */
+	/* allocator_settings */
+	bool saw_settings;
+	char conf[512];      /* PYTORCH_CUDA_ALLOC_CONF, as set */
+	int expandable;      /* expandable_segments: -1 unknown */
+	uint64_t max_split;  /* max_split_size: 0 unknown or unlimited */
+	double gc_threshold; /* garbage_collection_threshold */
 } pk_t;
 
 /* A frame (file, line, name) or a frames list (its site frame, FR_* and
@@ -550,7 +566,7 @@ pk_emit(msim_trace_t *t, pk_t *p, pk_val_t *d, uint32_t dev)
 	d->have |= EMITTED;
 	if (t->opt.device1 && dev != t->opt.device1 - 1)
 		return 0;
-	if (!t->opt.device1) {
+	if (!t->opt.device1 && !t->opt.all_devices) {
 		if (p->chosen < 0) {
 			p->chosen = (int)dev;
 		} else if ((uint32_t)p->chosen != dev) {
@@ -580,6 +596,9 @@ pk_emit(msim_trace_t *t, pk_t *p, pk_val_t *d, uint32_t dev)
 	e.size = d->f[F_SIZE];
 	e.stream = d->f[F_STREAM];
 	e.time_us = d->f[F_TIME];
+	e.device = dev;
+	if (!(d->have & (1u << F_TIME)))
+		t->untimed++; /* PyTorch 2.0 wrote no time_us */
 	int rc;
 	if (p->fr_seen && (e.action == MSIM_ACT_ALLOC || oom) &&
 	    (rc = pk_frames_tag(t, p, &e.tag)))
@@ -650,6 +669,11 @@ pk_state_set(msim_trace_t *t, pk_t *p, pk_val_t *d, const pk_val_t *k,
 		return 0;
 	}
 	if (k->str == S_STATE && !seg) {
+		if (v->type == V_STR && v->str == S_AWAITING) {
+			p->blocks[d->dev].state = MSIM_SNAP_PENDING_FREE;
+			d->have |= HAVE_STATE;
+			return 0;
+		}
 		if (v->type != V_STR || v->str < S_STATE0 ||
 		    v->str >= S_STATE0 + MSIM_SNAP_NSTATES)
 			return pk_fail(t, p, MSIM_EFORMAT,
@@ -711,10 +735,24 @@ pk_state_done(msim_trace_t *t, pk_t *p, pk_val_t *d)
 		return pk_fail(t, p, MSIM_EFORMAT, "segment without 'address' "
 			       "or 'total_size'");
 	if (d->role == R_BLOCK &&
-	    (d->have & (HAVE_ADDRESS | HAVE_SIZE | HAVE_STATE)) !=
-		    (HAVE_ADDRESS | HAVE_SIZE | HAVE_STATE))
-		return pk_fail(t, p, MSIM_EFORMAT, "block without 'address', "
-			       "'size' or 'state'");
+	    (d->have & (HAVE_SIZE | HAVE_STATE)) != (HAVE_SIZE | HAVE_STATE))
+		return pk_fail(t, p, MSIM_EFORMAT, "block without 'size' or "
+			       "'state'");
+	if (d->role == R_SEG) {
+		/* PyTorch 2.0 writes blocks without 'address': they tile
+		 * their segment in address order (segmentInfo() walks
+		 * block->next from the segment's head), so each starts
+		 * where the one before ends. */
+		size_t j = p->nblocks;
+		while (j && p->blocks[j - 1].seg == d->dev)
+			j--;
+		uint64_t at = p->segs[d->dev].addr;
+		for (; j < p->nblocks; j++) {
+			if (!p->blocks[j].addr)
+				p->blocks[j].addr = at;
+			at = p->blocks[j].addr + p->blocks[j].size;
+		}
+	}
 	return 0;
 }
 
@@ -744,14 +782,35 @@ pk_setitem(msim_trace_t *t, pk_t *p, pk_val_t *d, const pk_val_t *k,
 		t->tagged = true;
 		return 0;
 	}
+	if (d->role == R_SETTINGS) {
+		p->saw_settings = true;
+		if (k->str == S_EXPANDABLE && v->type == V_BOOL)
+			p->expandable = v->i != 0;
+		else if (k->str == S_MAXSPLIT && v->type == V_INT && !v->neg &&
+			 v->i < (UINT64_C(1) << 62))
+			p->max_split = v->i; /* -1 or SIZE_MAX: unlimited */
+		else if (k->str == S_GCTHRESH && v->type == V_OPAQUE &&
+			 v->neg == 2)
+			memcpy(&p->gc_threshold, &v->i, sizeof(double));
+		return 0;
+	}
 	if (k->str == S_ACTION) {
 		if (v->type != V_STR)
 			return 0;
 		if (v->str < S_ACT0 && d->role != R_ENTRY)
 			return 0;
-		if (v->str < S_ACT0)
-			return pk_fail(t, p, MSIM_EFORMAT,
-				       "trace entry with an unknown action");
+		if (v->str < S_ACT0) {
+			const char *name = v->sid ? pk_str(p, v->sid) : "?";
+			if (msim_trace_skip_unknown(t, name)) {
+				d->have |= EMITTED; /* never handed out */
+				return 0;
+			}
+			t->offset = p->op_off + 1;
+			return msim_trace_fail(t, MSIM_EFORMAT,
+					       "trace entry with an unknown "
+					       "action '%s' (--lenient skips "
+					       "such entries)", name);
+		}
 		d->str = v->str;
 		d->have |= HAVE_ACTION;
 	} else if (k->str >= S_ADDR && k->str <= S_DEVICE_FREE) {
@@ -833,6 +892,9 @@ pk_role(pk_t *p, pk_val_t *v)
 		if (key && key->type == V_STR && key->str == S_SEGMENTS &&
 		    v->type == V_LIST)
 			v->role = R_SEGLIST;
+		if (key && key->type == V_STR &&
+		    key->str == S_ALLOC_SETTINGS && v->type == V_DICT)
+			v->role = R_SETTINGS;
 		break;
 	case R_SEGLIST:
 		if (v->type == V_DICT && parent->type == V_LIST)
@@ -994,6 +1056,17 @@ pk_string(msim_trace_t *t, pk_t *p, uint64_t n)
 	int rc;
 	if ((rc = pk_check_len(t, p, n)))
 		return rc;
+	const pk_val_t *top = p->sp ? &p->stack[p->sp - 1] : NULL;
+	if (top && top->type == V_STR && top->str == S_PTCONF &&
+	    n < sizeof(p->conf)) {
+		/* allocator_settings' PYTORCH_CUDA_ALLOC_CONF string */
+		if ((rc = pk_need(t, p, (size_t)n)))
+			return rc;
+		memcpy(p->conf, p->buf + p->pos, (size_t)n);
+		p->conf[n] = '\0';
+		p->pos += (size_t)n;
+		return pk_push_type(t, p, V_STR, 0);
+	}
 	if (n > PK_STR_MAX) {
 		if ((rc = pk_skip(t, p, n)))
 			return rc;
@@ -1202,11 +1275,15 @@ pk_op(msim_trace_t *t, pk_t *p)
 			return pk_fail(t, p, MSIM_EFORMAT,
 				       "LONG4 of negative length");
 		return pk_long(t, p, a.i);
-	case 'G': /* BINFLOAT */
+	case 'G': { /* BINFLOAT: big-endian IEEE 754 */
 		if ((rc = pk_need(t, p, 8)))
 			return rc;
+		pk_val_t v = {.type = V_OPAQUE, .neg = 2};
+		for (int k = 0; k < 8; k++)
+			v.i = v.i << 8 | p->buf[p->pos + k];
 		p->pos += 8;
-		return pk_push_type(t, p, V_OPAQUE, 0);
+		return pk_push(t, p, &v);
+	}
 	case 0x8c: /* SHORT_BINUNICODE */
 	case 'U':  /* SHORT_BINSTRING */
 		if ((rc = pk_need(t, p, 1)))
@@ -1383,11 +1460,43 @@ pk_open(msim_trace_t *t)
 		return MSIM_ENOMEM;
 	t->fmt = p;
 	p->chosen = -1;
+	p->expandable = -1;
 	p->buf = malloc(PK_BUF);
 	p->marks = malloc(PK_MAX_MARKS * sizeof(*p->marks));
 	if (!p->buf || !p->marks)
 		return MSIM_ENOMEM;
 	return 0;
+}
+
+/* The allocator settings as a PYTORCH_CUDA_ALLOC_CONF string: the one the
+ * process was given, else what _set_allocator_settings() left. */
+static void
+pk_settings(msim_trace_t *t, pk_t *p)
+{
+	if (!p->saw_settings)
+		return;
+	t->have_conf = true;
+	if (p->conf[0]) {
+		snprintf(t->alloc_conf, sizeof(t->alloc_conf), "%s", p->conf);
+		return;
+	}
+	size_t k = 0;
+	t->alloc_conf[0] = '\0';
+	if (p->expandable == 1)
+		k += (size_t)snprintf(t->alloc_conf + k,
+				      sizeof(t->alloc_conf) - k,
+				      "expandable_segments:True");
+	if (p->max_split)
+		k += (size_t)snprintf(t->alloc_conf + k,
+				      sizeof(t->alloc_conf) - k,
+				      "%smax_split_size_mb:%llu", k ? "," : "",
+				      (unsigned long long)(p->max_split >>
+							   20));
+	if (p->gc_threshold > 0 && p->gc_threshold < 1 &&
+	    k < sizeof(t->alloc_conf))
+		snprintf(t->alloc_conf + k, sizeof(t->alloc_conf) - k,
+			 "%sgarbage_collection_threshold:%g", k ? "," : "",
+			 p->gc_threshold);
 }
 
 static int
@@ -1409,6 +1518,7 @@ pk_next(msim_trace_t *t, msim_entry_t *e)
 					t, MSIM_EINVAL,
 					"no device %u: device_traces has %u",
 					t->opt.device1 - 1, p->ndev);
+			pk_settings(t, p);
 			return 0;
 		}
 		int rc = pk_op(t, p);

@@ -62,7 +62,26 @@ struct msim_trace_s {
 	uint64_t empty_caches; /* hidden empty_cache calls found (rule a) */
 	uint64_t maybe_empty_caches; /* runs left to the policy (rule b) */
 	int8_t fast;         /* msim_trace_fill(): 1 through the format's
-			      * requests(), -1 entry by entry, 0 not chosen */
+			      * requests(), -1 entry by entry (a format may
+			      * switch to it, with the ids, t->la set), 0 not
+			      * chosen */
+	/* Partial histories (msim_trace_seeding()). */
+	bool prescanned;      /* msim_trace_prescan() ran */
+	bool lazy_seed;       /* no first pass: seed frees where met */
+	msim_req_t *seedq;    /* the requests that rebuild the start */
+	size_t nseedq, capseedq, seedpos;
+	msim_trace_seed_t seed;
+	/* Set by formats. */
+	uint64_t untimed;     /* entries without a time */
+	uint64_t zero_skipped; /* zero-byte requests skipped (RMM logs) */
+	uint64_t skipped;     /* entries of unknown actions (lenient) */
+	char skipped_first[48]; /* the first such action */
+	char alloc_conf[512]; /* the snapshot's allocator settings */
+	bool have_conf;
+	/* Expandable segments: reservations seen (base, mapped end), so that
+	 * the first segment_map of a new one becomes an address hint. */
+	uint64_t (*resv)[2];
+	size_t nresv, capresv;
 };
 
 /* A trace being written. */struct msim_trace_writer_s {
@@ -116,6 +135,10 @@ bool msim_lines_overlong(const msim_lines_t *l);
 /* A decimal or 0x-hex unsigned number, all of s (no sign, no blanks).
  * Returns false if s is not one or it overflows 64 bits. */
 bool msim_parse_u64(const char *s, uint64_t *out);
+
+/* For readers: an entry of the unknown action name.  With lenient on,
+ * counts it and returns true (skip it); else false (fail, naming it). */
+bool msim_trace_skip_unknown(msim_trace_t *t, const char *name);
 
 /* For readers: turns a recorded microsecond timestamp into simulated ns. */
 msim_time_t msim_trace_time(msim_trace_t *t, uint64_t time_us);
