@@ -1,6 +1,7 @@
 /* The command line's shared helpers of cli.h. */
 #include <config.h>
 
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 
 #include "plots/plot.h"
 #include "cli/cli.h"
+#include "lab/job.h"
 #include "sim/units.h"
 
 void
@@ -33,6 +35,62 @@ msim_cli_bytes(const char *opt, const char *text)
 		msim_cli_die("%s: '%s' is not a byte size (examples: 16GiB, "
 			     "512MiB, 1000000)", opt, text);
 	return v;
+}
+
+int
+msim_cli_getopt(int argc, char **argv, const char *shortopts,
+		const struct option *longopts)
+{
+	int li = -1;
+	int c = getopt_long(argc, argv, shortopts, longopts, &li);
+	if (c == -1 || li < 0)
+		return c;
+	/* The element just read: the option, or the one before its
+	 * argument when that came separately. */
+	const struct option *lo = &longopts[li];
+	int at = optind - 1;
+	if (lo->has_arg != no_argument && optarg && at > 0 &&
+	    optarg == argv[at])
+		at--;
+	const char *el = argv[at];
+	if (strncmp(el, "--", 2))
+		return c;
+	size_t n = strcspn(el + 2, "=");
+	if (n != strlen(lo->name) || strncmp(el + 2, lo->name, n))
+		msim_cli_die("--%.*s: not an option; options are written in "
+			     "full (did you mean --%s?)", (int)n, el + 2,
+			     lo->name);
+	return c;
+}
+
+double
+msim_cli_fraction(const char *text)
+{
+	char *end;
+	double f = strtod(text, &end);
+	if (end == text || *end || !(f > 0 && f <= 1))
+		msim_cli_die("--fraction: '%s' is not in (0, 1]", text);
+	return f;
+}
+
+void
+msim_cli_job_die(const msim_job_err_t *err, const char *who)
+{
+	switch (err->part) {
+	case MSIM_JOB_EPOLICY:
+		msim_cli_die("--policy: %s", err->msg);
+	case MSIM_JOB_EPARAMS:
+		msim_cli_die("--alloc-conf%s%s: %s", who ? " " : "",
+			     who ? who : "", err->msg);
+	case MSIM_JOB_ECAP:
+		msim_cli_die("--cap: %s", err->msg);
+	case MSIM_JOB_ERUN:
+		if (who)
+			msim_cli_die("%s: %s", who, err->msg);
+		/* fall through */
+	default:
+		msim_cli_die("%s", err->msg);
+	}
 }
 
 void

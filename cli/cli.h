@@ -20,6 +20,25 @@ void msim_cli_die(const char *fmt, ...)
 /* A byte size option ("16GiB"); dies naming opt if text is not one. */
 uint64_t msim_cli_bytes(const char *opt, const char *text);
 
+/*
+ * getopt_long() with one rule for every command: long options are
+ * written in full.  getopt_long() takes an unambiguous prefix ("--cap"
+ * for "--capacity"); here a prefix dies naming what was written and the
+ * option it would have matched.
+ */
+struct option;
+int msim_cli_getopt(int argc, char **argv, const char *shortopts,
+		    const struct option *longopts);
+
+/* A --fraction option: a number in (0, 1]; dies otherwise. */
+double msim_cli_fraction(const char *text);
+
+/* Dies with a job's error (lab/job.h), naming the option at fault:
+ * --policy, --alloc-conf (followed by who when given), --cap. */
+struct msim_job_err_s;
+void msim_cli_job_die(const struct msim_job_err_s *err, const char *who)
+	__attribute__((noreturn));
+
 /* Writes s as a JSON string. */
 void msim_cli_json_str(FILE *fp, const char *s);
 

@@ -63,7 +63,7 @@ msim_cmd_convert(int argc, char **argv)
 	uint64_t repeat = 1;
 	int c;
 	char *end;
-	while ((c = getopt_long(argc, argv, "t:h", longopts, NULL)) != -1) {
+	while ((c = msim_cli_getopt(argc, argv, "t:h", longopts)) != -1) {
 		switch (c) {
 		case 't':
 			if (!(to = msim_trace_format_find(optarg)))

@@ -353,7 +353,7 @@ cmd_explain_common(int argc, char **argv, bool summary, bool plot_only)
 	const char *plot = NULL, *export = NULL, *title = NULL;
 	int c;
 	char *end;
-	while ((c = getopt_long(argc, argv, "p:c:o:k:qh", longopts, NULL)) !=
+	while ((c = msim_cli_getopt(argc, argv, "p:c:o:k:qh", longopts)) !=
 	       -1) {
 		switch (c) {
 		case 'p': policy = optarg; break;

@@ -41,7 +41,7 @@ msim_cmd_gen_random(int argc, char **argv)
 	char why[256] = "";
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
+	while ((c = msim_cli_getopt(argc, argv, "o:h", lo)) != -1) {
 		char *end;
 		switch (c) {
 		case 'S':

@@ -12,6 +12,7 @@
 
 #include <gsl/gsl_errno.h>
 
+#include "lib/memsim.h"
 #include "policies/registry.h"
 #include "cli/cli.h"
 #include "traces/strategy.h"
@@ -125,7 +126,8 @@ main(int argc, char **argv)
 	}
 	const char *cmd = argv[1];
 	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
-		printf("memsim %s\n", PACKAGE_VERSION);
+		/* The shared library's, as a user of memsim.h sees it. */
+		printf("memsim %s\n", memsim_version());
 		return 0;
 	}
 	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") ||

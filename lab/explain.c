@@ -293,13 +293,8 @@ ex_replay(const msim_explain_config_t *cfg, const msim_policy_ops_t *ops,
 		snprintf(why, whylen, "--alloc-conf: %s", pv.errmsg);
 		goto out;
 	}
-	if ((rc = msim_input_open(&in, cfg->trace, mspec, strategy,
-				  &cfg->topt, why, whylen)))
-		goto out;
-	in_open = true;
 	uint64_t capacity = cfg->capacity ? cfg->capacity : MSIM_H200_BYTES;
 	msim_sim_config_t sc = {
-		.source = in.src,
 		.policy = ops,
 		.params = &pv,
 		.device = {.capacity = capacity, .use_hints = cfg->use_hints,
@@ -308,6 +303,13 @@ ex_replay(const msim_explain_config_t *cfg, const msim_policy_ops_t *ops,
 		.observe = x ? ex_observe : NULL,
 		.observe_ctx = x,
 	};
+	/* As a job opens it (lab/job.h): a checkpoint budget under a cap
+	 * counts the bytes this policy reserves. */
+	if ((rc = msim_input_open(&in, cfg->trace, mspec, strategy,
+				  &cfg->topt, &sc, why, whylen)))
+		goto out;
+	in_open = true;
+	sc.source = in.src;
 	if ((rc = msim_sim_new(&sc, &sim, why, whylen))) {
 		char w[512];
 		snprintf(w, sizeof(w), "%s", why);
