@@ -59,6 +59,10 @@ typedef struct msim_job_spec_s {
 	 * built in) and the name stored with it. */
 	const msim_timemodel_t *timemodel;
 	const char *calibration;
+	/* A trace file read once already (a sweep's, lab/input.h): replayed
+	 * from it when it holds trace read with this spec's options (no
+	 * transform); NULL: read the file. */
+	const msim_trace_cache_t *cache;
 } msim_job_spec_t;
 
 /* The part of a setting an error is about. */
