@@ -89,5 +89,12 @@ void msim_cli_explain(const struct msim_explain_config_s *cfg);
 int msim_cmd_summary(int argc, char **argv);
 /* memsim plot --kind breakdown TRACE (cli/cmd_explain.c). */
 int msim_cli_plot_breakdown(int argc, char **argv);
+int msim_cmd_record(int argc, char **argv);
+int msim_cmd_fit(int argc, char **argv);
+/* Runs the Python recorder: OUT, its options, the command (python3
+ * SCRIPT ARGS); the script's stdout goes to stderr, or nowhere if quiet.
+ * Returns the recorder's exit status (cli/cmd_record.c). */
+int msim_cli_record(const char *out, char *const *ropt, int nropt,
+		    char *const *cmd, int ncmd, int quiet);
 
 #endif

@@ -99,6 +99,10 @@ static const struct {
 	{"summary", msim_cmd_summary, "torch.cuda.memory_summary() of a "
 	 "replay"},
 	{"info", msim_cmd_info, "summarize a trace (requests, sizes, peak)"},
+	{"record", msim_cmd_record, "record a PyTorch script's allocations "
+	 "(fake tensors, no GPU; or a real run)"},
+	{"fit", msim_cmd_fit, "the largest batch (or any setting) of a "
+	 "script that fits under a cap"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
