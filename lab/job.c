@@ -170,8 +170,12 @@ job_input(msim_job_t *j, const msim_sim_config_t *cfg, msim_job_err_t *err)
 		strategy = j->strategy;
 	}
 	msim_trace_options_t topt = msim_job_trace_options(s);
-	if ((rc = msim_input_open(&j->in, s->trace, mspec, strategy, &topt,
-				  cfg, err->msg, sizeof(err->msg)))) {
+	if (s->cache && !mspec && !strategy &&
+	    msim_trace_cache_fits(s->cache, &topt))
+		msim_input_open_cache(&j->in, s->cache);
+	else if ((rc = msim_input_open(&j->in, s->trace, mspec, strategy,
+				       &topt, cfg, err->msg,
+				       sizeof(err->msg)))) {
 		err->part = MSIM_JOB_EINPUT;
 		return rc;
 	}

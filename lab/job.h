@@ -64,6 +64,10 @@ typedef struct msim_job_spec_s {
 	 * (msim_sim_config_t.observe), as lab/explain.c follows blocks. */
 	void (*observe)(void *ctx, const msim_req_t *req, int rc);
 	void *observe_ctx;
+	/* A trace file read once already (a sweep's, lab/input.h): replayed
+	 * from it when it holds trace read with this spec's options (no
+	 * transform); NULL: read the file. */
+	const msim_trace_cache_t *cache;
 } msim_job_spec_t;
 
 /* The part of a setting an error is about. */
