@@ -186,9 +186,13 @@ print_text(const msim_explain_t *ex, const char *trace, bool summary)
 	}
 	char msg[2048];
 	msim_explain_oom_message(ex, msg, sizeof(msg));
-	printf("\nOut of memory at request %" PRId64 " (%" PRIu64
-	       " bytes asked):\n  %s\n", ex->sum.oom_request, ex->oom_size,
-	       msg);
+	/* A recorded OOM (the program went on) leaves sum.oom_request at
+	 * -1; the moment knows its place. */
+	bool recorded = ex->sum.oom_request < 0;
+	printf("\nOut of memory at request %" PRId64 "%s (%" PRIu64
+	       " bytes asked):\n  %s\n", recorded
+	       ? (int64_t)ex->at_oom.request - 1 : ex->sum.oom_request,
+	       recorded ? ", as recorded" : "", ex->oom_size, msg);
 	printf("\nAt the out-of-memory, after PyTorch freed what it could:\n");
 	print_moment(ex, &ex->at_oom);
 	if (!ex->nalts && !ex->min_cap_runs)
@@ -199,9 +203,12 @@ print_text(const msim_explain_t *ex, const char *trace, bool summary)
 		if (al->fits)
 			printf("  %-36s fits: peak reserved %s\n", al->what,
 			       fb(al->peak_reserved, a, sizeof(a)));
-		else
+		else if (al->oom_request >= 0)
 			printf("  %-36s out of memory at request %" PRId64
 			       "\n", al->what, al->oom_request);
+		else
+			printf("  %-36s out of memory where the recording "
+			       "did\n", al->what);
 	}
 	if (ex->min_cap)
 		printf("  %-36s %s (%" PRIu64 " bytes; %d replays)\n",
