@@ -17,6 +17,7 @@
 #include "sim/results.h"
 #include "sim/timemodel.h"
 #include "lab/explain.h"
+#include "lab/figures.h"
 #include "lab/job.h"
 #include "lab/together.h"
 #include "policies/registry.h"
@@ -122,13 +123,6 @@ usage_run(FILE *fp)
 		"cannot act\n"
 		"  -h, --help              this help\n",
 		MSIM_H200_BYTES);
-}
-
-static void
-json_stat(const char *name, int64_t value, void *ctx)
-{
-	FILE *fp = ctx;
-	fprintf(fp, ",\n  \"%s\": %" PRId64, name, value);
 }
 
 /* Options given per process (several inputs): at most this many. */
@@ -349,7 +343,6 @@ static int
 run_parse(int argc, char **argv, run_opts_t *o)
 {
 	int c;
-	char *end;
 	while ((c = msim_cli_getopt(argc, argv, "p:c:d:qh", run_longopts)) !=
 	       -1) {
 		switch (c) {
@@ -365,12 +358,7 @@ run_parse(int argc, char **argv, run_opts_t *o)
 			o->fraction = msim_cli_fraction(optarg);
 			run_per(&o->fractions, optarg);
 			break;
-		case 'A':
-			if (strcmp(optarg, "model") && strcmp(optarg, "trace"))
-				msim_cli_die("--addresses: '%s' is not model "
-					     "or trace", optarg);
-			o->addresses = optarg;
-			break;
+		case 'A': o->addresses = msim_cli_addresses(optarg); break;
 		case 'k': o->keep_going = 1; break;
 		case 'T': o->transform = optarg; break;
 		case 'R': o->requests_only = 1; break;
@@ -381,10 +369,7 @@ run_parse(int argc, char **argv, run_opts_t *o)
 		case 'D':
 			if (!strcmp(optarg, "all"))
 				return run_each_device(argc, argv);
-			o->device1 = (unsigned)strtoul(optarg, &end, 10) + 1;
-			if (*end || !*optarg || o->device1 == 0)
-				msim_cli_die("--device: '%s' is not a device "
-					     "index", optarg);
+			o->device1 = msim_cli_device1(optarg);
 			break;
 		case 'd': o->db = optarg; break;
 		case 'P': o->plot = optarg; break;
@@ -428,61 +413,25 @@ run_warn_one(const run_opts_t *o, const char *policy, const char *conf,
 	msim_params_clear(&pv);
 }
 
+/* The figures of lab/figures.h, as the public API hands them out. */
 static void
 run_warn(const run_opts_t *o)
 {
 	run_warn_one(o, o->policy, o->conf, o->cap || o->fraction > 0);
 }
 
-/* The fields of run --json after "{", without the closing brace. */
+/* The figures of lab/figures.h, as the public API hands them out. */
 static void
-print_json_fields(const msim_job_result_t *r, msim_trace_t *trace,
-		  double wall_ms, int64_t run_id)
+print_json(msim_job_t *job, int64_t run_id)
 {
-	printf("\n  \"trace\": ");
-	msim_cli_json_str(stdout, r->trace_path);
-	if (r->strategy) {
-		printf(",\n  \"strategy\": ");
-		msim_cli_json_str(stdout, r->strategy);
-	}
-	for (size_t i = 0; i < r->nmeta; i++)
-		printf(",\n  \"%s\": %s", r->meta[i][0], r->meta[i][1]);
-	printf(",\n  \"trace_hash\": \"%s\",\n  \"policy\": ", r->trace_hash);
-	msim_cli_json_str(stdout, r->policy);
-	printf(",\n  \"params\": ");
-	msim_cli_json_str(stdout, r->params);
-	printf(",\n  \"cap_bytes\": %" PRIu64, r->cap_bytes);
-	printf(",\n  \"requests\": %" PRIu64, r->sum.requests);
-	msim_stats_foreach(&r->st, json_stat, stdout);
-	printf(",\n  \"oom_request\": %" PRId64, r->sum.oom_request);
-	printf(",\n  \"frag_at_peak\": %.6f", r->sum.frag_at_peak);
-	printf(",\n  \"frag_mean\": %.6f", r->sum.frag_mean);
-	printf(",\n  \"ext_frag_max\": %.6f", r->sum.ext_frag_max);
-	printf(",\n  \"addr_same\": %" PRIu64 ",\n  \"addr_other\": %"
-	       PRIu64, r->sum.addr_same, r->sum.addr_other);
-	printf(",\n  \"modelled_device_ms\": %s", r->devtime_ms);
-	printf(",\n  \"wall_ms\": %.3f", wall_ms);
-	if (*r->snapshot_state) {
-		printf(",\n  \"snapshot_state\": ");
-		msim_cli_json_str(stdout, r->snapshot_state);
-	}
-	if (*r->settings_note) {
-		printf(",\n  \"settings_note\": ");
-		msim_cli_json_str(stdout, r->settings_note);
-	}
-	if (trace)
-		msim_cli_seed_json(trace, false);
-	if (run_id >= 0)
-		printf(",\n  \"run_id\": %" PRId64, run_id);
-}
-
-static void
-print_json(const msim_job_result_t *r, msim_trace_t *trace, double wall_ms,
-	   int64_t run_id)
-{
+	msim_figs_t f = {0};
+	if (msim_figs_job(&f, job) ||
+	    (run_id >= 0 && msim_figs_int(&f, "run_id", run_id)))
+		msim_cli_die("out of memory");
 	printf("{");
-	print_json_fields(r, trace, wall_ms, run_id);
+	msim_cli_json_figs(&f, true);
 	printf("\n}\n");
+	msim_figs_clear(&f);
 }
 
 static void
@@ -604,7 +553,6 @@ print_together_json(msim_together_t *t, const run_opts_t *o)
 	printf(",\n  \"processes\": [");
 	for (size_t i = 0; i < n; i++) {
 		msim_job_t *job = msim_together_job(t, i);
-		const msim_job_result_t *r = msim_job_result(job);
 		const char *cause = msim_together_oom_cause(t, i);
 		printf("%s{\n  \"process\": %zu", i ? ", " : "", i + 1);
 		printf(",\n  \"oom_cause\": %s%s%s", cause ? "\"" : "",
@@ -613,9 +561,13 @@ print_together_json(msim_together_t *t, const run_opts_t *o)
 		       msim_gpu_full_failures(gpu, i));
 		printf(",\n  \"held_at_gpu_peak\": %" PRIu64,
 		       msim_gpu_held_at_peak(gpu, i));
-		printf(",\n  \"start_ns\": %" PRIu64 ",",
+		printf(",\n  \"start_ns\": %" PRIu64,
 		       msim_together_start(t, i));
-		print_json_fields(r, msim_job_trace(job), r->wall_ms, -1);
+		msim_figs_t f = {0};
+		if (msim_figs_job(&f, job))
+			msim_cli_die("out of memory");
+		msim_cli_json_figs(&f, false);
+		msim_figs_clear(&f);
 		printf("\n}");
 	}
 	printf("]\n}\n");
@@ -727,7 +679,7 @@ msim_cmd_run(int argc, char **argv)
 	if (o.segments)
 		write_segments(o.segments, msim_sim_device(msim_job_sim(job)));
 	if (o.json)
-		print_json(r, msim_job_trace(job), r->wall_ms, run_id);
+		print_json(job, run_id);
 	else
 		print_text(r, msim_job_trace(job), run_id, o.db);
 	/* The figures are out: a full disk loses the row, not the results. */
@@ -738,14 +690,10 @@ msim_cmd_run(int argc, char **argv)
 	if (o.plot)
 		run_plot(db, &o, r, run_id);
 	if (o.explain) {
-		msim_explain_config_t ecfg = {
-			.trace = spec.trace, .topt = msim_job_trace_options(&spec),
-			.policy = msim_job_policy(job), .conf = o.conf,
-			.capacity = o.capacity ? o.capacity : MSIM_H200_BYTES,
-			.cap = o.cap, .fraction = o.fraction,
-			.alternatives = true,
-			.use_hints = !strcmp(o.addresses, "trace"),
-		};
+		/* The same setting, replayed as this run was. */
+		msim_explain_config_t ecfg = {.spec = spec,
+					      .alternatives = true};
+		ecfg.spec.prefetch = false;
 		msim_cli_explain(&ecfg);
 	}
 	msim_job_destroy(job);

@@ -92,6 +92,10 @@ typedef struct msim_source_s {
 	 * end, or an error.  A source is read through one of next and batch,
 	 * not both. */
 	int (*batch)(void *ctx, const msim_req_t **reqs_out, size_t *n_out);
+	/* May be NULL.  Else up to cap (>= 2) requests copied into v, *n_out
+	 * of them in every case; returns 1 (more to come), 0 at the end, or
+	 * an error.  Read-ahead fills its batches with it. */
+	int (*fill)(void *ctx, msim_req_t *v, size_t cap, size_t *n_out);
 } msim_source_t;
 
 /*

@@ -242,5 +242,28 @@ expect_error "--policy (process 2): unknown policy 'nope'" \
 expect_error "nonexistent.csv: No such file" \
 	$MEMSIM run "$tg/cached.csv" "$tmp/nonexistent.csv"
 
+# memsim bench with no TRACE finds its example in a build tree (it is
+# installed only by make install).
+(cd "$tmp" && $MEMSIM bench --requests 1000 --json) >"$tmp/bench.json" ||
+	fail "bench with no TRACE"
+grep -q '"trace": ".*gpt2_varlen.csv"' "$tmp/bench.json" ||
+	fail "bench with no TRACE: $(cat "$tmp/bench.json")"
+
+# A binary trace holds the request stage's ids and pairs its frees: it
+# reads back to the same entries, and runs as its CSV does.
+$MEMSIM convert "$trace" "$tmp/b.msimtr" >/dev/null || fail "convert to bin"
+$MEMSIM convert "$tmp/b.msimtr" "$tmp/b.csv" >/dev/null || fail "convert bin back"
+cmp -s "$trace" "$tmp/b.csv" || fail "csv -> bin -> csv differs"
+$MEMSIM run --json "$trace" | grep -v '"trace\|wall' >"$tmp/a.json"
+$MEMSIM run --json "$tmp/b.msimtr" | grep -v '"trace\|wall' >"$tmp/b.json"
+cmp -s "$tmp/a.json" "$tmp/b.json" || fail "bin run differs from csv run"
+# The portable CRC32C (CPUs without SSE4.2) writes and checks the same sums.
+MEMSIM_PORTABLE_CRC32C=1 $MEMSIM convert "$trace" "$tmp/p.msimtr" >/dev/null ||
+	fail "convert with the portable CRC32C"
+cmp -s "$tmp/b.msimtr" "$tmp/p.msimtr" || fail "portable CRC32C differs"
+MEMSIM_PORTABLE_CRC32C=1 $MEMSIM run --json "$tmp/b.msimtr" |
+	grep -v '"trace\|wall' >"$tmp/p.json"
+cmp -s "$tmp/a.json" "$tmp/p.json" || fail "bin run with portable CRC32C differs"
+
 [ "$fails" -eq 0 ] && echo "cli: all passed"
 exit "$fails"

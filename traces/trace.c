@@ -204,7 +204,9 @@ int
 msim_lines_init(msim_lines_t *l)
 {
 	memset(l, 0, sizeof(*l));
-	l->buf = malloc(MSIM_LINE_MAX + 1);
+	/* MSIM_LINE_SLACK bytes more, zeroed: word-at-a-time parsers may
+	 * load up to 8 bytes from any byte of a line, its NUL included. */
+	l->buf = calloc(1, MSIM_LINE_MAX + 1 + MSIM_LINE_SLACK);
 	return l->buf ? 0 : MSIM_ENOMEM;
 }
 
@@ -380,6 +382,19 @@ fail:
 	return rc;
 }
 
+/* What msim_trace_next_entry() does at the end: hash what a format leaves
+ * unread, so that the content hash is the whole file's. */
+static void
+trace_end(msim_trace_t *t)
+{
+	if (t->ended)
+		return;
+	char buf[4096];
+	while (msim_trace_read(t, buf, sizeof(buf)) > 0)
+		;
+	t->ended = true;
+}
+
 int
 msim_trace_next_entry(msim_trace_t *t, msim_entry_t *e_out)
 {
@@ -402,13 +417,8 @@ msim_trace_next_entry(msim_trace_t *t, msim_entry_t *e_out)
 		default:
 			break;
 		}
-	} else if (rc == 0 && !t->ended) {
-		/* Hash what a format leaves unread after its end, so that the
-		 * content hash is the whole file's. */
-		char buf[4096];
-		while (msim_trace_read(t, buf, sizeof(buf)) > 0)
-			;
-		t->ended = true;
+	} else if (rc == 0) {
+		trace_end(t);
 	}
 	return rc;
 }
@@ -1133,6 +1143,41 @@ msim_trace_format_name(const msim_trace_t *t)
 	return t->format->name;
 }
 
+int
+msim_trace_fill(msim_trace_t *t, msim_req_t *v, size_t cap, size_t *n_out)
+{
+	int rc = 1;
+	*n_out = 0;
+	if (t->fast == 0) {
+		/* The format's own stage: for a plain replay of a file read
+		 * from its start, with no blocks seeded before it. */
+		if ((rc = msim_trace_prescan(t)))
+			return rc;
+		t->fast = t->format->requests && !t->opt.hidden_empty_cache &&
+			  !t->opt.all_devices && !t->entries && !t->have_la &&
+			  !t->nseedq ? 1 : -1;
+	}
+	if (t->fast == 1) {
+		rc = t->format->requests(t, v, cap, n_out);
+		if (rc == 0)
+			trace_end(t);
+		if (rc != MSIM_ENOTSUP)
+			return rc;
+		t->fast = -1; /* nothing read: entry by entry */
+	}
+	size_t n = 0;
+	while (n < cap && (rc = msim_trace_next(t, &v[n])) == 1)
+		n++;
+	*n_out = n;
+	return n == cap ? 1 : rc;
+}
+
+static int
+trace_src_fill(void *ctx, msim_req_t *v, size_t cap, size_t *n_out)
+{
+	return msim_trace_fill(ctx, v, cap, n_out);
+}
+
 static int
 trace_src_next(void *ctx, msim_req_t *req_out)
 {
@@ -1149,7 +1194,8 @@ msim_source_t
 msim_trace_source(msim_trace_t *t)
 {
 	return (msim_source_t){.next = trace_src_next,
-			       .errmsg = trace_src_errmsg, .ctx = t};
+			       .errmsg = trace_src_errmsg, .ctx = t,
+			       .fill = trace_src_fill};
 }
 
 void
