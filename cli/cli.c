@@ -2,6 +2,7 @@
 #include <config.h>
 
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 
 #include "plots/plot.h"
 #include "cli/cli.h"
+#include "lab/figures.h"
 #include "lab/job.h"
 #include "sim/units.h"
 
@@ -73,6 +75,34 @@ msim_cli_fraction(const char *text)
 	return f;
 }
 
+const char *
+msim_cli_addresses(const char *text)
+{
+	if (strcmp(text, "model") && strcmp(text, "trace"))
+		msim_cli_die("--addresses: '%s' is not model or trace", text);
+	return text;
+}
+
+unsigned
+msim_cli_device1(const char *text)
+{
+	char *end;
+	unsigned d1 = (unsigned)strtoul(text, &end, 10) + 1;
+	if (*end || !*text || *text == '-' || d1 == 0)
+		msim_cli_die("--device: '%s' is not a device index", text);
+	return d1;
+}
+
+long
+msim_cli_jobs(const char *text)
+{
+	char *end;
+	long jobs = strtol(text, &end, 10);
+	if (*end || jobs < 1 || jobs > 4096)
+		msim_cli_die("--jobs: '%s' is not a number of processes", text);
+	return jobs;
+}
+
 void
 msim_cli_job_die(const msim_job_err_t *err, const char *who)
 {
@@ -107,6 +137,21 @@ msim_cli_json_str(FILE *fp, const char *s)
 			fputc(c, fp);
 	}
 	fputc('"', fp);
+}
+
+void
+msim_cli_json_figs(const msim_figs_t *f, bool first)
+{
+	for (size_t i = 0; i < f->n; i++) {
+		const msim_fig_t *g = &f->v[i];
+		printf("%s\n  \"%s\": ", i || !first ? "," : "", g->name);
+		switch (g->kind) {
+		case MSIM_FIG_INT: printf("%" PRId64, g->i); break;
+		case MSIM_FIG_BOOL: printf(g->i ? "true" : "false"); break;
+		case MSIM_FIG_REAL: printf("%s", g->t); break;
+		default: msim_cli_json_str(stdout, g->t); break;
+		}
+	}
 }
 
 #ifndef PLOTS_DIR

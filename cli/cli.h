@@ -33,6 +33,18 @@ int msim_cli_getopt(int argc, char **argv, const char *shortopts,
 /* A --fraction option: a number in (0, 1]; dies otherwise. */
 double msim_cli_fraction(const char *text);
 
+/* An --addresses option: "model" or "trace" (text itself); dies
+ * otherwise. */
+const char *msim_cli_addresses(const char *text);
+
+/* A --device option: a device_traces index N, as N + 1 (the device1 of
+ * traces/trace.h); dies otherwise. */
+unsigned msim_cli_device1(const char *text);
+
+/* A --jobs option: a number of worker processes, 1 to 4096; dies
+ * otherwise. */
+long msim_cli_jobs(const char *text);
+
 /* Dies with a job's error (lab/job.h), naming the option at fault:
  * --policy, --alloc-conf (followed by who when given), --cap. */
 struct msim_job_err_s;
@@ -41,6 +53,12 @@ void msim_cli_job_die(const struct msim_job_err_s *err, const char *who)
 
 /* Writes s as a JSON string. */
 void msim_cli_json_str(FILE *fp, const char *s);
+
+/* Writes the figures of f (lab/figures.h) to stdout as the members of a
+ * JSON object, one a line, each after ",\n" (the first after "\n"
+ * when first). */
+struct msim_figs_s;
+void msim_cli_json_figs(const struct msim_figs_s *f, bool first);
 
 /* The folder of the gnuplot scripts: $MEMSIM_PLOTS_DIR, the installed
  * one, else the source tree's; NULL if none has them. */

@@ -72,12 +72,7 @@ msim_cmd_convert(int argc, char **argv)
 				msim_cli_die("--to: memsim cannot write %s traces",
 				    optarg);
 			break;
-		case 'D':
-			opt.device1 = (unsigned)strtoul(optarg, &end, 10) + 1;
-			if (*end || !*optarg || opt.device1 == 0)
-				msim_cli_die("--device: '%s' is not a device index",
-				    optarg);
-			break;
+		case 'D': opt.device1 = msim_cli_device1(optarg); break;
 		case 'r':
 			repeat = strtoull(optarg, &end, 10);
 			if (*end || repeat == 0)

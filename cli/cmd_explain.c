@@ -65,6 +65,10 @@ usage_explain(FILE *fp, const char *name)
 		"      --addresses MODE    model (default) or trace\n"
 		"      --requests-only     replay only alloc and free_completed "
 		"rows\n"
+		"      --recording         reproduce the recording itself, as "
+		"run --recording:\n"
+		"                          hidden empty_cache() calls replayed, "
+		"--addresses trace\n"
 		"      --device N          snapshots: the device_traces index\n",
 		MSIM_H200_BYTES);
 	if (summary)
@@ -186,9 +190,13 @@ print_text(const msim_explain_t *ex, const char *trace, bool summary)
 	}
 	char msg[2048];
 	msim_explain_oom_message(ex, msg, sizeof(msg));
-	printf("\nOut of memory at request %" PRId64 " (%" PRIu64
-	       " bytes asked):\n  %s\n", ex->sum.oom_request, ex->oom_size,
-	       msg);
+	/* A recorded OOM (the program went on) leaves sum.oom_request at
+	 * -1; the moment knows its place. */
+	bool recorded = ex->sum.oom_request < 0;
+	printf("\nOut of memory at request %" PRId64 "%s (%" PRIu64
+	       " bytes asked):\n  %s\n", recorded
+	       ? (int64_t)ex->at_oom.request - 1 : ex->sum.oom_request,
+	       recorded ? ", as recorded" : "", ex->oom_size, msg);
 	printf("\nAt the out-of-memory, after PyTorch freed what it could:\n");
 	print_moment(ex, &ex->at_oom);
 	if (!ex->nalts && !ex->min_cap_runs)
@@ -199,9 +207,12 @@ print_text(const msim_explain_t *ex, const char *trace, bool summary)
 		if (al->fits)
 			printf("  %-36s fits: peak reserved %s\n", al->what,
 			       fb(al->peak_reserved, a, sizeof(a)));
-		else
+		else if (al->oom_request >= 0)
 			printf("  %-36s out of memory at request %" PRId64
 			       "\n", al->what, al->oom_request);
+		else
+			printf("  %-36s out of memory where the recording "
+			       "did\n", al->what);
 	}
 	if (ex->min_cap)
 		printf("  %-36s %s (%" PRIu64 " bytes; %d replays)\n",
@@ -312,7 +323,7 @@ msim_cli_explain(const msim_explain_config_t *cfg)
 	if (msim_explain_run(cfg, &ex, why, sizeof(why)))
 		msim_cli_die("%s", why);
 	printf("\n");
-	print_text(ex, cfg->trace, false);
+	print_text(ex, cfg->spec.trace, false);
 	msim_explain_destroy(ex);
 }
 
@@ -327,6 +338,7 @@ cmd_explain_common(int argc, char **argv, bool summary, bool plot_only)
 		{"capacity", required_argument, NULL, 'K'},
 		{"addresses", required_argument, NULL, 'A'},
 		{"requests-only", no_argument, NULL, 'R'},
+		{"recording", no_argument, NULL, 'r'},
 		{"device", required_argument, NULL, 'D'},
 		{"top", required_argument, NULL, 't'},
 		{"context-bytes", required_argument, NULL, 'X'},
@@ -346,8 +358,8 @@ cmd_explain_common(int argc, char **argv, bool summary, bool plot_only)
 	};
 	const char *name = summary ? "summary" : "explain";
 	const char *policy = "pytorch", *conf = "";
-	msim_explain_config_t cfg = {.alternatives = !summary,
-				     .topt = {.deferred_frees = true}};
+	msim_explain_config_t cfg = {.alternatives = !summary};
+	msim_job_spec_t *spec = &cfg.spec;
 	bool json = false, quiet = false, with_summary = false;
 	bool at_peak = false, abbreviated = false, requests_only = false;
 	const char *plot = NULL, *export = NULL, *title = NULL;
@@ -358,30 +370,18 @@ cmd_explain_common(int argc, char **argv, bool summary, bool plot_only)
 		switch (c) {
 		case 'p': policy = optarg; break;
 		case 'c': conf = optarg; break;
-		case 'C': cfg.cap = msim_cli_bytes("--cap", optarg); break;
+		case 'C': spec->cap = msim_cli_bytes("--cap", optarg); break;
 		case 'K':
-			cfg.capacity = msim_cli_bytes("--capacity", optarg);
+			spec->capacity = msim_cli_bytes("--capacity", optarg);
 			break;
-		case 'F':
-			cfg.fraction = strtod(optarg, &end);
-			if (*end || !(cfg.fraction > 0 && cfg.fraction <= 1))
-				msim_cli_die("--fraction: '%s' is not in (0, 1]",
-					     optarg);
-			break;
-		case 'A':
-			if (strcmp(optarg, "model") && strcmp(optarg, "trace"))
-				msim_cli_die("--addresses: '%s' is not model or "
-					     "trace", optarg);
-			cfg.use_hints = !strcmp(optarg, "trace");
-			break;
+		case 'F': spec->fraction = msim_cli_fraction(optarg); break;
+		case 'A': spec->addresses = msim_cli_addresses(optarg); break;
 		case 'R': requests_only = true; break;
-		case 'D':
-			cfg.topt.device1 = (unsigned)strtoul(optarg, &end, 10) + 1;
-			if (*end || !*optarg || *optarg == '-' ||
-			    cfg.topt.device1 == 0)
-				msim_cli_die("--device: '%s' is not a device "
-					     "index", optarg);
+		case 'r':
+			spec->recording = true;
+			spec->addresses = "trace";
 			break;
+		case 'D': spec->device1 = msim_cli_device1(optarg); break;
 		case 't':
 			cfg.top = (size_t)strtoul(optarg, &end, 10);
 			if (*end || !*optarg || *optarg == '-' || !cfg.top)
@@ -424,22 +424,24 @@ cmd_explain_common(int argc, char **argv, bool summary, bool plot_only)
 		msim_cli_die("--kind breakdown needs -o OUT (.png, .svg, .pdf)");
 	if (plot_only)
 		cfg.alternatives = false;
-	if (cfg.cap && cfg.fraction)
+	if (spec->cap && spec->fraction)
 		msim_cli_die("give --cap or --fraction, not both");
-	cfg.topt.deferred_frees = !requests_only;
-	cfg.trace = argv[optind];
-	cfg.conf = conf;
-	if (!(cfg.policy = msim_policy_find(policy)))
+	spec->requests_only = requests_only;
+	spec->trace = argv[optind];
+	spec->policy = policy;
+	spec->conf = conf;
+	const msim_policy_ops_t *ops = msim_policy_find(policy);
+	if (!ops)
 		msim_cli_die("--policy: unknown policy '%s' (see `memsim "
 			     "policies`)", policy);
 	msim_params_t pv;
-	if (msim_params_init(&pv, cfg.policy->params))
+	if (msim_params_init(&pv, ops->params))
 		msim_cli_die("out of memory");
 	if (msim_params_parse(&pv, conf))
 		msim_cli_die("--alloc-conf: %s", pv.errmsg);
 	if (!quiet)
-		msim_cli_warn_settings(cfg.policy, &pv,
-				       cfg.cap || cfg.fraction > 0);
+		msim_cli_warn_settings(ops, &pv,
+				       spec->cap || spec->fraction > 0);
 	msim_params_clear(&pv);
 	msim_explain_t *ex;
 	char why[1024];
@@ -456,7 +458,7 @@ cmd_explain_common(int argc, char **argv, bool summary, bool plot_only)
 			csv = tmpl;
 		}
 		char t[3072];
-		snprintf(t, sizeof(t), "%s: %s %s", cfg.trace, ex->policy,
+		snprintf(t, sizeof(t), "%s: %s %s", spec->trace, ex->policy,
 			 ex->params);
 		int rc = msim_explain_plot(ex, csv, plot, title ? title : t,
 					   msim_cli_plots_dir(), GNUPLOT_PATH,
@@ -477,9 +479,9 @@ cmd_explain_common(int argc, char **argv, bool summary, bool plot_only)
 				    abbreviated, buf, sizeof(buf));
 		fputs(buf, stdout);
 	} else if (json) {
-		print_json(ex, cfg.trace);
+		print_json(ex, spec->trace);
 	} else {
-		print_text(ex, cfg.trace, with_summary);
+		print_text(ex, spec->trace, with_summary);
 	}
 	msim_explain_destroy(ex);
 	return 0;

@@ -244,15 +244,9 @@ msim_cmd_info(int argc, char **argv)
 	};
 	msim_trace_options_t opt = {.hidden_empty_cache = true};
 	int json = 0, c;
-	char *end;
 	while ((c = msim_cli_getopt(argc, argv, "h", longopts)) != -1) {
 		switch (c) {
-		case 'D':
-			opt.device1 = (unsigned)strtoul(optarg, &end, 10) + 1;
-			if (*end || !*optarg || opt.device1 == 0)
-				msim_cli_die("--device: '%s' is not a device index",
-				    optarg);
-			break;
+		case 'D': opt.device1 = msim_cli_device1(optarg); break;
 		case 'j': json = 1; break;
 		case 'X': opt.strict = true; break;
 		case 'N': opt.lenient = true; break;

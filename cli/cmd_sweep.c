@@ -204,19 +204,9 @@ sweep_opt(int c, msim_sweep_spec_t *spec, sweep_opts_t *o)
 	case 'K':
 		spec->capacity = msim_cli_bytes("--capacity", optarg);
 		break;
-	case 'A':
-		if (strcmp(optarg, "model") && strcmp(optarg, "trace"))
-			msim_cli_die("--addresses: '%s' is not model or trace",
-				     optarg);
-		spec->addresses = optarg;
-		break;
+	case 'A': spec->addresses = msim_cli_addresses(optarg); break;
 	case 'd': o->db = optarg; break;
-	case 'j':
-		o->jobs = strtol(optarg, &end, 10);
-		if (*end || o->jobs < 1 || o->jobs > 4096)
-			msim_cli_die("--jobs: '%s' is not a number of "
-				     "processes", optarg);
-		break;
+	case 'j': o->jobs = msim_cli_jobs(optarg); break;
 	case 'f': o->force = 1; break;
 	case 'H':
 		if (sscanf(optarg, "%d/%d%n", &i, &n, &len) != 2 ||

@@ -258,7 +258,6 @@ static int
 tune_parse(int argc, char **argv, tune_opts_t *o)
 {
 	int c;
-	char *end;
 	for (size_t k = 0; k < 3; k++)
 		o->grid[o->ngrid++] = tune_grid[k];
 	while ((c = msim_cli_getopt(argc, argv, "d:g:j:h", tune_longopts)) !=
@@ -267,12 +266,7 @@ tune_parse(int argc, char **argv, tune_opts_t *o)
 		case 'C': o->cap = msim_cli_bytes("--cap", optarg); break;
 		case 'd': o->db = optarg; break;
 		case 'g': tune_grid_set(o, optarg); break;
-		case 'j':
-			o->jobs = strtol(optarg, &end, 10);
-			if (*end || o->jobs < 1 || o->jobs > 4096)
-				msim_cli_die("--jobs: '%s' is not a number of "
-					     "processes", optarg);
-			break;
+		case 'j': o->jobs = msim_cli_jobs(optarg); break;
 		case 'h': usage_tune(stdout); return 0;
 		default: usage_tune(stderr); return 2;
 		}

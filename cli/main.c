@@ -17,24 +17,24 @@
 #include "cli/cli.h"
 #include "traces/strategy.h"
 
+/* A policy's or strategy's name, summary and parameters. */
+static void
+print_params(const char *name, const char *summary,
+	     const msim_param_spec_t *params)
+{
+	printf("%s: %s\n", name, summary);
+	for (const msim_param_spec_t *s = params; s && s->name; s++)
+		printf("  %-36s default %-8s %s\n", s->name, s->def, s->help);
+}
+
 static void
 print_policies(void)
 {
-	for (const msim_policy_ops_t *const *p = msim_policy_list(); *p; p++) {
-		printf("%s: %s\n", (*p)->name, (*p)->summary);
-		for (const msim_param_spec_t *s = (*p)->params; s && s->name;
-		     s++)
-			printf("  %-36s default %-8s %s\n", s->name, s->def,
-			       s->help);
-	}
+	for (const msim_policy_ops_t *const *p = msim_policy_list(); *p; p++)
+		print_params((*p)->name, (*p)->summary, (*p)->params);
 	printf("\nstrategies (memsim gen model; sweep keys):\n");
-	for (const msim_strategy_t *const *p = msim_strategy_list(); *p; p++) {
-		printf("%s: %s\n", (*p)->name, (*p)->summary);
-		for (const msim_param_spec_t *s = (*p)->params; s && s->name;
-		     s++)
-			printf("  %-36s default %-8s %s\n", s->name, s->def,
-			       s->help);
-	}
+	for (const msim_strategy_t *const *p = msim_strategy_list(); *p; p++)
+		print_params((*p)->name, (*p)->summary, (*p)->params);
 }
 
 static void

@@ -1,7 +1,8 @@
 /*
  * The public API of memsim.h over the job of lab/job.h: a run collects a
  * setting (trace, policy, options), opens and replays it as one job, and
- * keeps its figures as a flat list of named values in the order of
+ * keeps its figures as a flat list of named values (lab/figures.h, the list
+ * `memsim run --json` prints) in the order of
  * `memsim run --json`, so C and Python users read the same keys.  Only
  * the memsim_* functions are exported from the shared library
  * (Makefile.am: -export-symbols-regex); everything else stays inside.
@@ -20,6 +21,7 @@
 #include <gsl/gsl_errno.h>
 
 #include "lib/memsim.h"
+#include "lab/figures.h"
 #include "lab/job.h"
 #include "policies/registry.h"
 #include "sim/error.h"
@@ -37,14 +39,13 @@ static_assert((int)MEMSIM_EIO == (int)MSIM_EIO, "EIO");
 static_assert((int)MEMSIM_EFORMAT == (int)MSIM_EFORMAT, "EFORMAT");
 static_assert((int)MEMSIM_ENOTFOUND == (int)MSIM_ENOTFOUND, "ENOTFOUND");
 static_assert((int)MEMSIM_ENOTSUP == (int)MSIM_ENOTSUP, "ENOTSUP");
+/* So are the kinds of figure (lab/figures.h). */
+static_assert((int)MEMSIM_INT == (int)MSIM_FIG_INT, "INT");
+static_assert((int)MEMSIM_REAL == (int)MSIM_FIG_REAL, "REAL");
+static_assert((int)MEMSIM_TEXT == (int)MSIM_FIG_TEXT, "TEXT");
+static_assert((int)MEMSIM_BOOL == (int)MSIM_FIG_BOOL, "BOOL");
 
-typedef struct fig_s {
-	char *name;     /* owned */
-	int kind;       /* MEMSIM_INT, _REAL, _TEXT */
-	int64_t i;
-	double d;
-	const char *t;  /* owned by the job */
-} fig_t;
+typedef msim_fig_t fig_t;
 
 /* Strings of the setting the run owns (the job borrows them). */
 enum { S_TRACE, S_POLICY, S_CONF, S_ADDRESSES, S_TRANSFORM, S_CALIBRATION,
@@ -56,8 +57,11 @@ struct memsim_run_s {
 	msim_timemodel_t *tm;
 	msim_job_t *job;      /* after memsim_replay() */
 	bool replayed;
-	fig_t *figs;
-	size_t nfigs, capfigs;
+	msim_figs_t figs;     /* lab/figures.h: those of memsim run --json */
+	/* memsim_load(): the stored run's timeline (no job). */
+	msim_sample_t *stored_tl;
+	size_t nstored_tl;
+	bool loaded;
 	char errmsg[1200];
 };
 
@@ -149,16 +153,6 @@ memsim_open(memsim_run_t **out, const char *trace)
 	return 0;
 }
 
-static void
-figs_clear(memsim_run_t *r)
-{
-	for (size_t i = 0; i < r->nfigs; i++)
-		free(r->figs[i].name);
-	free(r->figs);
-	r->figs = NULL;
-	r->nfigs = r->capfigs = 0;
-}
-
 void
 memsim_close(memsim_run_t *r)
 {
@@ -166,7 +160,8 @@ memsim_close(memsim_run_t *r)
 		return;
 	msim_job_destroy(r->job);
 	msim_timemodel_destroy(r->tm);
-	figs_clear(r);
+	msim_figs_clear(&r->figs);
+	free(r->stored_tl);
 	for (int k = 0; k < S_N; k++)
 		free(r->s[k]);
 	free(r);
@@ -314,161 +309,6 @@ memsim_set_option(memsim_run_t *r, const char *name, const char *value)
 	return run_fail(r, MEMSIM_ENOTFOUND, "no option '%s'", name);
 }
 
-/* Appends a figure; its name is copied. */
-static fig_t *
-fig_add(memsim_run_t *r, const char *name, int kind)
-{
-	if (r->nfigs == r->capfigs) {
-		size_t cap = r->capfigs ? 2 * r->capfigs : 192;
-		fig_t *v = realloc(r->figs, cap * sizeof(*v));
-		if (!v)
-			return NULL;
-		r->figs = v;
-		r->capfigs = cap;
-	}
-	fig_t *f = &r->figs[r->nfigs];
-	memset(f, 0, sizeof(*f));
-	if (!(f->name = strdup(name)))
-		return NULL;
-	f->kind = kind;
-	r->nfigs++;
-	return f;
-}
-
-static bool
-fig_int(memsim_run_t *r, const char *name, int64_t v)
-{
-	fig_t *f = fig_add(r, name, MEMSIM_INT);
-	if (f)
-		f->i = v;
-	return f != NULL;
-}
-
-static bool
-fig_real(memsim_run_t *r, const char *name, double v)
-{
-	fig_t *f = fig_add(r, name, MEMSIM_REAL);
-	if (f)
-		f->d = v;
-	return f != NULL;
-}
-
-static bool
-fig_bool(memsim_run_t *r, const char *name, bool v)
-{
-	fig_t *f = fig_add(r, name, MEMSIM_BOOL);
-	if (f)
-		f->i = v;
-	return f != NULL;
-}
-
-static bool
-fig_text(memsim_run_t *r, const char *name, const char *v)
-{
-	fig_t *f = fig_add(r, name, MEMSIM_TEXT);
-	if (f)
-		f->t = v ? v : "";
-	return f != NULL;
-}
-
-typedef struct stat_ctx_s {
-	memsim_run_t *r;
-	bool ok;
-} stat_ctx_t;
-
-static void
-fig_stat(const char *name, int64_t value, void *ctx)
-{
-	stat_ctx_t *c = ctx;
-	if (c->ok)
-		c->ok = fig_int(c->r, name, value);
-}
-
-/* Whether t is a snapshot without any trace event. */
-static bool
-seed_no_events(msim_trace_t *t)
-{
-	msim_trace_tally_t tl;
-	msim_trace_tally(t, &tl);
-	return tl.entries == 0 && msim_trace_ended(t) &&
-	       !strcmp(msim_trace_format_name(t), "pickle");
-}
-
-/* What the start of a partial history was seeded with: the keys `memsim
- * run --json` adds for it (msim_cli_seed_json() of cli/snapnotes.c, under
- * the same condition; tests/test_memsim.py holds the two together). */
-static bool
-figs_seed(memsim_run_t *r, msim_trace_t *t)
-{
-	msim_trace_seed_t s;
-	msim_trace_seeding(t, &s);
-	const char *first;
-	uint64_t skipped = msim_trace_skipped(t, &first);
-	msim_trace_tally_t tl;
-	msim_trace_tally(t, &tl);
-	bool none = seed_no_events(t);
-	if (!s.requests && !s.snap_live && !skipped && !tl.zero_skipped &&
-	    !none)
-		return true;
-	bool ok = fig_int(r, "seeded_from_frees", (int64_t)s.from_frees) &&
-	     fig_int(r, "seeded_from_snapshot", (int64_t)s.from_snapshot) &&
-	     fig_int(r, "seeded_late", (int64_t)s.late) &&
-	     fig_int(r, "seeded_bytes", (int64_t)s.bytes) &&
-	     fig_int(r, "seeded_segments", (int64_t)s.segments) &&
-	     fig_int(r, "seeded_segment_bytes", (int64_t)s.segment_bytes) &&
-	     fig_int(r, "seed_fillers", (int64_t)s.fillers) &&
-	     fig_int(r, "seed_requests", (int64_t)s.requests) &&
-	     fig_bool(r, "seed_exact", s.exact);
-	if (ok && !s.exact)
-		ok = fig_text(r, "seed_inexact", s.inexact);
-	return ok &&
-	       fig_int(r, "snapshot_live_blocks", (int64_t)s.snap_live) &&
-	       fig_int(r, "snapshot_live_bytes", (int64_t)s.snap_live_bytes) &&
-	       fig_int(r, "explained_live_blocks", (int64_t)s.explained) &&
-	       fig_int(r, "explained_live_bytes",
-		       (int64_t)s.explained_bytes) &&
-	       fig_int(r, "skipped_entries", (int64_t)skipped) &&
-	       fig_int(r, "zero_byte_skipped", (int64_t)tl.zero_skipped) &&
-	       fig_bool(r, "no_trace_events", none);
-}
-
-/* The figures of a finished job, in the order of `memsim run --json`
- * (cli/cmd_run.c print_json). */
-static bool
-figs_fill(memsim_run_t *r, const msim_job_result_t *res)
-{
-	bool ok = fig_text(r, "trace", res->trace_path);
-	if (ok && res->strategy)
-		ok = fig_text(r, "strategy", res->strategy);
-	for (size_t i = 0; ok && i < res->nmeta; i++)
-		ok = fig_int(r, res->meta[i][0],
-			     (int64_t)strtoull(res->meta[i][1], NULL, 10));
-	ok = ok && fig_text(r, "trace_hash", res->trace_hash) &&
-	     fig_text(r, "policy", res->policy) &&
-	     fig_text(r, "params", res->params) &&
-	     fig_int(r, "cap_bytes", (int64_t)res->cap_bytes) &&
-	     fig_int(r, "requests", (int64_t)res->sum.requests);
-	stat_ctx_t c = {r, ok};
-	if (ok)
-		msim_stats_foreach(&res->st, fig_stat, &c);
-	ok = c.ok && fig_int(r, "oom_request", res->sum.oom_request) &&
-	     fig_real(r, "frag_at_peak", res->sum.frag_at_peak) &&
-	     fig_real(r, "frag_mean", res->sum.frag_mean) &&
-	     fig_real(r, "ext_frag_max", res->sum.ext_frag_max) &&
-	     fig_int(r, "addr_same", (int64_t)res->sum.addr_same) &&
-	     fig_int(r, "addr_other", (int64_t)res->sum.addr_other) &&
-	     fig_real(r, "modelled_device_ms", strtod(res->devtime_ms, NULL)) &&
-	     fig_real(r, "wall_ms", res->wall_ms);
-	if (ok && *res->snapshot_state)
-		ok = fig_text(r, "snapshot_state", res->snapshot_state);
-	if (ok && res->settings_note && *res->settings_note)
-		ok = fig_text(r, "settings_note", res->settings_note);
-	msim_trace_t *t = msim_job_trace(r->job);
-	if (ok && t)
-		ok = figs_seed(r, t);
-	return ok;
-}
-
 static int
 job_code(const msim_job_err_t *err, int rc)
 {
@@ -510,8 +350,8 @@ memsim_replay(memsim_run_t *r)
 		r->job = NULL;
 		return run_fail(r, job_code(&err, rc), "%s", err.msg);
 	}
-	if (!figs_fill(r, msim_job_result(r->job))) {
-		figs_clear(r);
+	if (msim_figs_job(&r->figs, r->job)) {
+		msim_figs_clear(&r->figs);
 		return run_fail(r, MEMSIM_ENOMEM, "out of memory");
 	}
 	return 0;
@@ -520,28 +360,19 @@ memsim_replay(memsim_run_t *r)
 size_t
 memsim_count(const memsim_run_t *r)
 {
-	return r->nfigs;
+	return r->figs.n;
 }
 
 const char *
 memsim_name(const memsim_run_t *r, size_t i)
 {
-	return i < r->nfigs ? r->figs[i].name : NULL;
-}
-
-static const fig_t *
-fig_find(const memsim_run_t *r, const char *name)
-{
-	for (size_t i = 0; name && i < r->nfigs; i++)
-		if (!strcmp(r->figs[i].name, name))
-			return &r->figs[i];
-	return NULL;
+	return i < r->figs.n ? r->figs.v[i].name : NULL;
 }
 
 int
 memsim_get_kind(const memsim_run_t *r, const char *name)
 {
-	const fig_t *f = fig_find(r, name);
+	const fig_t *f = msim_figs_find(&r->figs, name);
 	return f ? f->kind : MEMSIM_ENOTFOUND;
 }
 
@@ -550,9 +381,9 @@ static int
 fig_get(const memsim_run_t *r, const char *name, const fig_t **out)
 {
 	memsim_run_t *w = (memsim_run_t *)r; /* the message is mutable */
-	if (!r->job)
+	if (!r->job && !r->loaded)
 		return run_fail(w, MEMSIM_ESTATE, "the run is not replayed");
-	if (!(*out = fig_find(r, name)))
+	if (!(*out = msim_figs_find(&r->figs, name)))
 		return run_fail(w, MEMSIM_ENOTFOUND, "no figure '%s'",
 				name ? name : "");
 	return 0;
@@ -604,20 +435,23 @@ memsim_get_text(const memsim_run_t *r, const char *name,
 size_t
 memsim_timeline_len(const memsim_run_t *r)
 {
-	return r->job ? msim_sim_timeline(msim_job_sim(r->job))->n : 0;
+	return r->job ? msim_sim_timeline(msim_job_sim(r->job))->n
+		      : r->nstored_tl;
 }
 
 int
 memsim_timeline_get(const memsim_run_t *r, size_t i, memsim_point_t *out)
 {
-	if (!r->job)
+	if (!r->job && !r->loaded)
 		return run_fail((memsim_run_t *)r, MEMSIM_ESTATE, "the run is "
 				"not replayed");
-	const msim_timeline_t *tl = msim_sim_timeline(msim_job_sim(r->job));
-	if (i >= tl->n)
+	size_t n = memsim_timeline_len(r);
+	if (i >= n)
 		return run_fail((memsim_run_t *)r, MEMSIM_EINVAL, "point %zu "
-				"of %zu", i, tl->n);
-	const msim_sample_t *s = &tl->v[i];
+				"of %zu", i, n);
+	const msim_sample_t *s = r->job
+		? &msim_sim_timeline(msim_job_sim(r->job))->v[i]
+		: &r->stored_tl[i];
 	*out = (memsim_point_t){
 		.request = s->request, .time_ns = s->time,
 		.allocated = s->allocated, .reserved = s->reserved,
@@ -650,11 +484,115 @@ memsim_store(memsim_run_t *r, const char *db_path, int64_t *run_id_out)
 	msim_db_close(db);
 	if (rc)
 		return run_fail(r, MEMSIM_EDB, "%s: %s", db_path, err.msg);
-	fig_t *f = (fig_t *)fig_find(r, "run_id");
-	if (!f && !(f = fig_add(r, "run_id", MEMSIM_INT)))
+	if (msim_figs_int(&r->figs, "run_id", id))
 		return run_fail(r, MEMSIM_ENOMEM, "out of memory");
-	f->i = id;
 	if (run_id_out)
 		*run_id_out = id;
+	return 0;
+}
+
+/* The message of the last memsim_list_runs() failure. */
+static _Thread_local char list_errmsg[1200];
+
+/* A read-only database at path; a missing file is MEMSIM_ENOTFOUND. */
+static int
+db_open_read(const char *path, msim_db_t **db, char *why, size_t whylen)
+{
+	if (!path || !*path) {
+		snprintf(why, whylen, "no database given");
+		return MEMSIM_EINVAL;
+	}
+	int rc = msim_db_open_readonly(path, db, why, whylen);
+	return !rc ? 0 : rc == MSIM_ENOTFOUND ? MEMSIM_ENOTFOUND : MEMSIM_EDB;
+}
+
+int
+memsim_list_runs(const char *db_path, int64_t *ids, size_t max,
+		 size_t *n_out, const char **errmsg_out)
+{
+	msim_db_t *db;
+	int64_t *all = NULL;
+	size_t n = 0;
+	*list_errmsg = '\0';
+	if (errmsg_out)
+		*errmsg_out = list_errmsg;
+	*n_out = 0;
+	int rc = db_open_read(db_path, &db, list_errmsg,
+			      sizeof(list_errmsg));
+	if (rc)
+		return rc;
+	msim_db_select_t sel = {0};
+	if (msim_db_list_runs(db, &sel, &all, &n)) {
+		snprintf(list_errmsg, sizeof(list_errmsg), "%s",
+			 msim_db_errmsg(db));
+		msim_db_close(db);
+		return MEMSIM_EDB;
+	}
+	for (size_t i = 0; i < n && i < max; i++)
+		ids[i] = all[i];
+	*n_out = n;
+	free(all);
+	msim_db_close(db);
+	return 0;
+}
+
+typedef struct tl_ctx_s {
+	memsim_run_t *r;
+	size_t cap;
+} tl_ctx_t;
+
+static int
+tl_add(const msim_sample_t *s, void *ctx)
+{
+	tl_ctx_t *c = ctx;
+	memsim_run_t *r = c->r;
+	if (r->nstored_tl == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 1024;
+		msim_sample_t *v = realloc(r->stored_tl, cap * sizeof(*v));
+		if (!v)
+			return MEMSIM_ENOMEM;
+		r->stored_tl = v;
+		c->cap = cap;
+	}
+	r->stored_tl[r->nstored_tl++] = *s;
+	return 0;
+}
+
+int
+memsim_load(memsim_run_t **out, const char *db_path, int64_t run_id)
+{
+	memsim_run_t *r = calloc(1, sizeof(*r));
+	*out = r;
+	if (!r)
+		return MEMSIM_ENOMEM;
+	r->replayed = true; /* nothing to replay */
+	msim_db_t *db;
+	int rc = db_open_read(db_path, &db, r->errmsg, sizeof(r->errmsg));
+	if (rc)
+		return rc;
+	rc = msim_figs_stored(&r->figs, db, run_id);
+	if (rc == MSIM_ENOTFOUND) {
+		rc = run_fail(r, MEMSIM_ENOTFOUND, "%s: no run %" PRId64,
+			      db_path, run_id);
+	} else if (rc) {
+		rc = run_fail(r, rc == MSIM_ENOMEM ? MEMSIM_ENOMEM : MEMSIM_EDB,
+			      "%s", rc == MSIM_ENOMEM ? "out of memory"
+						      : msim_db_errmsg(db));
+	} else {
+		tl_ctx_t c = {r, 0};
+		rc = msim_db_run_timeline(db, run_id, tl_add, &c);
+		if (rc == MSIM_ENOTFOUND)
+			rc = 0; /* a run without samples */
+		else if (rc)
+			rc = run_fail(r, rc == MEMSIM_ENOMEM ? MEMSIM_ENOMEM
+					 : MEMSIM_EDB, "%s", rc == MEMSIM_ENOMEM
+					 ? "out of memory" : msim_db_errmsg(db));
+	}
+	msim_db_close(db);
+	if (rc) {
+		msim_figs_clear(&r->figs);
+		return rc;
+	}
+	r->loaded = true;
 	return 0;
 }

@@ -187,6 +187,36 @@ MEMSIM_EXPORT int memsim_timeline_get(const memsim_run_t *run, size_t i,
 MEMSIM_EXPORT int memsim_store(memsim_run_t *run, const char *db_path,
 			       int64_t *run_id_out);
 
+/*
+ * Reading a database that memsim_store() or `memsim run|sweep|tune --db`
+ * wrote (opened read-only).  memsim_list_runs() puts the ids of its runs,
+ * in order of id, into ids (up to max of them; ids may be NULL with max
+ * 0) and their number into *n_out, so a second call with a buffer of
+ * that size reads them all.  Returns 0, MEMSIM_ENOTFOUND (no such file)
+ * or MEMSIM_EDB; *errmsg_out (may be NULL) gets a static "" or the
+ * message of a failure, valid until the next call of this function from
+ * any thread.
+ */
+MEMSIM_EXPORT int memsim_list_runs(const char *db_path, int64_t *ids,
+				   size_t max, size_t *n_out,
+				   const char **errmsg_out);
+
+/*
+ * A run as stored in db_path under run_id, as a run handle whose figures
+ * and timeline read as those of a replayed run (memsim_count() ...
+ * memsim_timeline_get()): the figures of `memsim run --json` the store
+ * keeps (trace, trace_hash, policy, params, cap_bytes, requests, the
+ * statistics, oom_request, frag_at_peak, frag_mean, ext_frag_max,
+ * wall_ms), then kind, created, memsim_version, trace_format, addresses,
+ * capacity_bytes, setting_key, the run's meta (modelled_device_ms,
+ * calibration, ...: numbers as MEMSIM_INT or MEMSIM_REAL) and run_id.  It
+ * cannot be replayed or stored.  *out is set as by memsim_open().
+ * Returns 0, MEMSIM_EINVAL, MEMSIM_ENOTFOUND (no such file or run),
+ * MEMSIM_EDB or MEMSIM_ENOMEM.
+ */
+MEMSIM_EXPORT int memsim_load(memsim_run_t **out, const char *db_path,
+			      int64_t run_id);
+
 #ifdef __cplusplus
 }
 #endif

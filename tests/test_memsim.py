@@ -134,6 +134,92 @@ class HandMade(unittest.TestCase):
         self.assertEqual(r["run_id"], 2)
 
 
+class Stored(unittest.TestCase):
+    """memsim.runs() reads what `memsim run --db` stored; memsim.sweep()
+    stores each setting as run(db=...) does."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.db = os.path.join(self.tmp.name, "runs.db")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_runs_are_run_db(self):
+        want = [run_json("--db", self.db, GPT2),
+                run_json("--db", self.db, "-c", "max_split_size_mb:128",
+                         "--cap", "3GiB", "--keep-going", GPT2)]
+        got = memsim.runs(self.db, as_frame=False)
+        self.assertEqual([r["run_id"] for r in got], [1, 2])
+        for w, g in zip(want, got):
+            for key, value in w.items():
+                if key == "wall_ms":
+                    continue
+                if isinstance(value, float):
+                    self.assertAlmostEqual(g[key], value, places=6,
+                                           msg=key)
+                else:
+                    self.assertEqual(g[key], value, msg=key)
+            self.assertEqual(g["kind"], "simulated")
+            self.assertEqual(g["trace_format"], "csv")
+            self.assertTrue(g["setting_key"].startswith(
+                "simulated|%s|pytorch|%s|%d|model|" % (
+                    w["trace_hash"], w["params"], w["cap_bytes"])),
+                g["setting_key"])
+        # The stored curve is the replay's.
+        r = memsim.run(GPT2)
+        self.assertEqual(got[0].timeline, r.timeline)
+        self.assertGreater(len(r.timeline), 10)
+
+    def test_runs_errors(self):
+        with self.assertRaises(memsim.Error) as cm:
+            memsim.runs(os.path.join(self.tmp.name, "none.db"))
+        self.assertEqual(cm.exception.name, "ENOTFOUND")
+        self.assertIn("none.db", str(cm.exception))
+        with open(self.db, "w") as f:
+            f.write("not a database\n")
+        with self.assertRaises(memsim.Error) as cm:
+            memsim.runs(self.db)
+        self.assertEqual(cm.exception.name, "EDB")
+
+    def test_run_db_then_runs(self):
+        memsim.run(GPT2, db=self.db)
+        self.assertEqual(len(memsim.runs(self.db, as_frame=False)), 1)
+
+    def test_sweep(self):
+        confs = ["", "max_split_size_mb:128"]
+        caps = ["3GiB", "4GiB"]
+        got = memsim.sweep(GPT2, alloc_conf=confs, cap=caps,
+                           keep_going=True, db=self.db, as_frame=False)
+        self.assertEqual(len(got), 4)
+        k = 0
+        for conf in confs:
+            for cap in caps:
+                want = run_json("--keep-going", "--cap", cap,
+                                *(["-c", conf] if conf else []), GPT2)
+                self.assertEqual(got[k]["params"], want["params"])
+                self.assertEqual(got[k]["cap_bytes"], want["cap_bytes"])
+                self.assertEqual(got[k]["reserved_bytes.all.peak"],
+                                 want["reserved_bytes.all.peak"])
+                self.assertEqual(got[k]["run_id"], k + 1)
+                k += 1
+        # Stored under the setting key: `memsim run --db` of the third
+        # setting replaces its row.
+        again = run_json("--db", self.db, "--keep-going", "--cap", "3GiB",
+                         "-c", "max_split_size_mb:128", GPT2)
+        self.assertEqual(again["run_id"], 3)
+        self.assertEqual(len(memsim.runs(self.db, as_frame=False)), 4)
+        with self.assertRaises(memsim.Error):
+            memsim.sweep(GPT2, cap=[])
+
+    @unittest.skipUnless(
+        __import__("importlib").util.find_spec("pandas"), "no pandas")
+    def test_frame(self):
+        memsim.run(GPT2, db=self.db)
+        frame = memsim.runs(self.db)
+        self.assertEqual(list(frame["run_id"]), [1])
+
+
 class Errors(unittest.TestCase):
     def error(self, name, pattern, *args, **kw):
         with self.assertRaises(memsim.Error) as cm:
@@ -190,7 +276,8 @@ class Module(unittest.TestCase):
         self.assertEqual(out.split()[-1], memsim.__version__)
 
     def test_docstrings(self):
-        for obj in (memsim, memsim.run, memsim.Result, memsim.Error):
+        for obj in (memsim, memsim.run, memsim.runs, memsim.sweep,
+                    memsim.Result, memsim.Error):
             self.assertTrue(obj.__doc__ and len(obj.__doc__) > 40)
 
 

@@ -15,6 +15,10 @@ an allocator policy and returns the figures `memsim run --json` prints:
     False
     >>> r.timeline[-1].reserved    # the down-sampled memory curve
 
+memsim.runs("runs.db") reads back the runs a database holds (as `memsim
+run --db`, run(db=...) or sweep(db=...) stored them), and memsim.sweep()
+runs every combination of the arguments given as lists.
+
 Errors are raised as memsim.Error with the library's message (naming the
 file, line or option at fault) and its code.
 
@@ -26,6 +30,7 @@ the system's search (ctypes.util.find_library).
 import collections
 import ctypes
 import ctypes.util
+import itertools
 import os
 import sys
 
@@ -141,6 +146,12 @@ def _load():
                                                ctypes.POINTER(_CPoint)]),
         "memsim_store": (ctypes.c_int, [c_run, ctypes.c_char_p,
                                         ctypes.POINTER(ctypes.c_int64)]),
+        "memsim_list_runs": (ctypes.c_int, [
+            ctypes.c_char_p, ctypes.POINTER(ctypes.c_int64),
+            ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t),
+            ctypes.POINTER(ctypes.c_char_p)]),
+        "memsim_load": (ctypes.c_int, [ctypes.POINTER(c_run),
+                                       ctypes.c_char_p, ctypes.c_int64]),
     }
     for name, (restype, argtypes) in sigs.items():
         fn = getattr(lib, name)
@@ -278,31 +289,115 @@ def run(trace, policy="pytorch", alloc_conf=None, cap=None, db=None,
         check(lib.memsim_replay(handle))
         if db is not None:
             check(lib.memsim_store(handle, _b(os.fspath(db)), None))
-        figures = {}
-        i64, dbl, txt = ctypes.c_int64(), ctypes.c_double(), \
-            ctypes.c_char_p()
-        for i in range(lib.memsim_count(handle)):
-            name = lib.memsim_name(handle, i)
-            kind = lib.memsim_get_kind(handle, name)
-            if kind in (_INT, _BOOL):
-                check(lib.memsim_get_int(handle, name, ctypes.byref(i64)))
-                value = bool(i64.value) if kind == _BOOL else i64.value
-            elif kind == _REAL:
-                check(lib.memsim_get_real(handle, name, ctypes.byref(dbl)))
-                value = dbl.value
-            else:
-                check(lib.memsim_get_text(handle, name, ctypes.byref(txt)))
-                value = _s(txt.value)
-            figures[_s(name)] = value
-        point = _CPoint()
-        timeline = []
-        for i in range(lib.memsim_timeline_len(handle)):
-            check(lib.memsim_timeline_get(handle, i, ctypes.byref(point)))
-            timeline.append(Point(*(getattr(point, f)
-                                    for f in Point._fields)))
-        return Result(figures, timeline)
+        return _result(lib, handle, check)
     finally:
         lib.memsim_close(handle)
+
+
+def _result(lib, handle, check):
+    """The figures and timeline of a replayed or loaded run handle."""
+    figures = {}
+    i64, dbl, txt = ctypes.c_int64(), ctypes.c_double(), ctypes.c_char_p()
+    for i in range(lib.memsim_count(handle)):
+        name = lib.memsim_name(handle, i)
+        kind = lib.memsim_get_kind(handle, name)
+        if kind in (_INT, _BOOL):
+            check(lib.memsim_get_int(handle, name, ctypes.byref(i64)))
+            value = bool(i64.value) if kind == _BOOL else i64.value
+        elif kind == _REAL:
+            check(lib.memsim_get_real(handle, name, ctypes.byref(dbl)))
+            value = dbl.value
+        else:
+            check(lib.memsim_get_text(handle, name, ctypes.byref(txt)))
+            value = _s(txt.value)
+        figures[_s(name)] = value
+    point = _CPoint()
+    timeline = []
+    for i in range(lib.memsim_timeline_len(handle)):
+        check(lib.memsim_timeline_get(handle, i, ctypes.byref(point)))
+        timeline.append(Point(*(getattr(point, f) for f in Point._fields)))
+    return Result(figures, timeline)
+
+
+def _frame(rows, as_frame):
+    """rows as a pandas DataFrame when asked (None: when pandas is
+    importable), else the list itself."""
+    if as_frame is False:
+        return rows
+    try:
+        import pandas
+    except ImportError:
+        if as_frame:
+            raise
+        return rows
+    return pandas.DataFrame([dict(r) for r in rows])
+
+
+def runs(db, as_frame=None):
+    """The runs stored in the database db (a path), in order of id, as
+    a list of Result: the figures of `memsim run --json` the store keeps
+    (trace, policy, params, cap_bytes, requests, the memory_stats keys,
+    oom_request, frag_at_peak, ...), then kind, created, memsim_version,
+    trace_format, addresses, capacity_bytes, setting_key, the run's meta
+    (modelled_device_ms, calibration, ...) and run_id; r.timeline is its
+    stored memory curve.  With pandas importable (or as_frame=True), a
+    DataFrame of the figures instead, a row per run; as_frame=False
+    always gives the list.  Raises memsim.Error (a missing file, not a
+    database)."""
+    lib = _load()
+    path = _b(os.fspath(db))
+    n, msg = ctypes.c_size_t(), ctypes.c_char_p()
+    rc = lib.memsim_list_runs(path, None, 0, ctypes.byref(n),
+                              ctypes.byref(msg))
+    ids = (ctypes.c_int64 * max(n.value, 1))()
+    if not rc:
+        rc = lib.memsim_list_runs(path, ids, n.value, ctypes.byref(n),
+                                  ctypes.byref(msg))
+    if rc:
+        raise Error(_s(msg.value) or _s(lib.memsim_strerror(rc)), rc)
+    rows = []
+    for run_id in ids[:n.value]:
+        handle = ctypes.c_void_p()
+        rc = lib.memsim_load(ctypes.byref(handle), path, run_id)
+        try:
+            def check(rc):
+                if rc:
+                    text = _s(lib.memsim_errmsg(handle)) if handle \
+                        else None
+                    raise Error(text or _s(lib.memsim_strerror(rc)), rc)
+            check(rc)
+            rows.append(_result(lib, handle, check))
+        finally:
+            lib.memsim_close(handle)
+    return _frame(rows, as_frame)
+
+
+def sweep(trace, policy="pytorch", alloc_conf=None, cap=None, db=None,
+          as_frame=None, **options):
+    """Runs every combination of the arguments of run() given as lists
+    (or tuples), one after the other in this process, and returns their
+    Results in order (the last argument varies fastest), or a pandas
+    DataFrame as runs() does.  trace, policy, alloc_conf, cap and each
+    option may be a list: sweep(trace, alloc_conf=["",
+    "max_split_size_mb:128"], cap=["8GiB", "16GiB"]) replays four
+    settings.  With db each is stored as run(db=...) stores it, under its
+    setting key, so `memsim sweep` finds it stored (no sweep record is
+    written, and nothing runs in parallel: use `memsim sweep -j` for
+    that)."""
+    axes = [("trace", trace), ("policy", policy),
+            ("alloc_conf", alloc_conf), ("cap", cap)]
+    axes += sorted(options.items())
+    names = [name for name, _ in axes]
+    values = [list(v) if isinstance(v, (list, tuple)) else [v]
+              for _, v in axes]
+    for name, v in zip(names, values):
+        if not v:
+            raise Error("sweep: %s is an empty list" % name, -1)
+    rows = []
+    for combo in itertools.product(*values):
+        kw = dict(zip(names, combo))
+        rows.append(run(kw.pop("trace"), db=db, **kw))
+    return _frame(rows, as_frame)
 
 
 def __getattr__(name):
