@@ -12,9 +12,9 @@ import os
 
 
 def install(torch, opt, rec):
-    os.environ.update({"RANK": str(opt.rank), "LOCAL_RANK": str(opt.rank),
+    os.environ.update({"RANK": str(opt.rank), "LOCAL_RANK": "0",
                        "WORLD_SIZE": str(opt.world_size),
-                       "LOCAL_WORLD_SIZE": str(opt.world_size),
+                       "LOCAL_WORLD_SIZE": "1",
                        "MASTER_ADDR": "127.0.0.1",
                        "MASTER_PORT": "29500"})
     import torch.distributed as dist
@@ -29,6 +29,29 @@ def install(torch, opt, rec):
         return orig("fake", store=FakeStore(), **k)
 
     dist.init_process_group = init_process_group
+    # A DeviceMesh computes this rank's coordinates from its mesh tensor
+    # (torch.arange over the ranks, made on the CPU), whose values fake
+    # tensors do not have: the mesh is built from real CPU tensors, with
+    # the fake mode set aside.  A fake mesh tensor is taken to be the
+    # ranks in order (init_device_mesh's torch.arange).
+    from torch.distributed import device_mesh as dm
+    from torch._subclasses.fake_tensor import FakeTensor, \
+        unset_fake_temporarily
+    orig_mesh_init = dm.DeviceMesh.__init__
+
+    def real(t):
+        if isinstance(t, FakeTensor):
+            with unset_fake_temporarily():
+                return torch.arange(t.numel(), dtype=t.dtype).view(t.shape)
+        return t
+
+    def mesh_init(self, *a, **k):
+        a = tuple(real(x) for x in a)
+        k = {n: real(x) for n, x in k.items()}
+        with unset_fake_temporarily():
+            orig_mesh_init(self, *a, **k)
+
+    dm.DeviceMesh.__init__ = mesh_init
     # DDP compares parameter shapes across ranks by reading their data
     # (dist._verify_params_across_processes); fake tensors have none, and
     # every rank runs the same script.
