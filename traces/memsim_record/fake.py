@@ -52,6 +52,7 @@ class Recorder:
         self.module_names = {}
         self.seen_modules = set()
         self.workspaces = set()
+        self.retired = set()  # storages freed in the trace, still in use
         self.script = None
 
     # -- rows ---------------------------------------------------------------
@@ -618,6 +619,7 @@ def run(opt, script, argv):
 
     def on_storage_death(key):
         def cb(_ref):
+            rec.retired.discard(key)
             rec.free(key)
         return cb
 
@@ -672,21 +674,31 @@ def run(opt, script, argv):
                     rec.alloc(ws_bytes, "other", "cuBLAS workspace")
             flat, _ = tree_flatten(out)
             for t in flat:
-                if not isinstance(t, torch.Tensor) or \
-                        t.device.type != "cuda" or \
-                        is_traceable_wrapper_subclass(t):
-                    # A wrapper subclass (DTensor) owns no memory: its
-                    # inner tensors are allocated by their own ops.
-                    continue
-                try:
-                    s = t.untyped_storage()
-                except Exception:
-                    continue
-                note(s, name)
+                for u in inner(t):
+                    try:
+                        s = u.untyped_storage()
+                    except Exception:
+                        continue
+                    note(s, name)
             return out
+
+    def inner(t):
+        """The CUDA tensors that hold T's memory.  A wrapper subclass
+        (DTensor: a sharded parameter, its gradient and optimizer state)
+        owns none: its inner tensors do, made by ops that run inside the
+        subclass's dispatch, under the fake mode but not above it."""
+        if not isinstance(t, torch.Tensor) or t.device.type != "cuda":
+            return
+        if is_traceable_wrapper_subclass(t):
+            for a in t.__tensor_flatten__()[0]:
+                yield from inner(getattr(t, a))
+        else:
+            yield t
 
     def note(s, name):
         key = id(s)
+        if key in rec.retired:
+            return
         nb = s.nbytes()
         ent = rec.live.get(key)
         if ent is not None:
