@@ -5,8 +5,12 @@ process group (torch.testing._internal.distributed.fake_pg: every
 collective completes at once and moves no data), so DDP,
 ZeroRedundancyOptimizer and FSDP allocate what they allocate on one rank:
 their buckets, flat parameters and gather buffers go through the caching
-allocator as the real ones do.  RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR
-and MASTER_PORT are set for scripts that read them.
+allocator as the real ones do.  RANK, WORLD_SIZE, MASTER_ADDR and
+MASTER_PORT are set for scripts that read them; the rank sees one GPU,
+so LOCAL_RANK is 0 and LOCAL_WORLD_SIZE 1 (as with CUDA_VISIBLE_DEVICES
+set per rank), and fake.py makes any cuda:N that GPU.  What is done here
+beyond the fake process group: DDP's reducer (_Reducer below), and a
+DeviceMesh built from real CPU tensors (FSDP2, DTensor).
 """
 import os
 
