@@ -65,6 +65,10 @@ usage_explain(FILE *fp, const char *name)
 		"      --addresses MODE    model (default) or trace\n"
 		"      --requests-only     replay only alloc and free_completed "
 		"rows\n"
+		"      --recording         reproduce the recording itself, as "
+		"run --recording:\n"
+		"                          hidden empty_cache() calls replayed, "
+		"--addresses trace\n"
 		"      --device N          snapshots: the device_traces index\n",
 		MSIM_H200_BYTES);
 	if (summary)
@@ -334,6 +338,7 @@ cmd_explain_common(int argc, char **argv, bool summary, bool plot_only)
 		{"capacity", required_argument, NULL, 'K'},
 		{"addresses", required_argument, NULL, 'A'},
 		{"requests-only", no_argument, NULL, 'R'},
+		{"recording", no_argument, NULL, 'r'},
 		{"device", required_argument, NULL, 'D'},
 		{"top", required_argument, NULL, 't'},
 		{"context-bytes", required_argument, NULL, 'X'},
@@ -372,6 +377,10 @@ cmd_explain_common(int argc, char **argv, bool summary, bool plot_only)
 		case 'F': spec->fraction = msim_cli_fraction(optarg); break;
 		case 'A': spec->addresses = msim_cli_addresses(optarg); break;
 		case 'R': requests_only = true; break;
+		case 'r':
+			spec->recording = true;
+			spec->addresses = "trace";
+			break;
 		case 'D': spec->device1 = msim_cli_device1(optarg); break;
 		case 't':
 			cfg.top = (size_t)strtoul(optarg, &end, 10);

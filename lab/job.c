@@ -232,7 +232,8 @@ msim_job_open(const msim_job_spec_t *spec, bool store, msim_job_t **out,
 		.policy = j->ops,
 		.params = &j->pv,
 		.device = {.capacity = s->capacity, .log_events = 1,
-			   .use_hints = !strcmp(s->addresses, "trace")},
+			   .use_hints = !strcmp(s->addresses, "trace"),
+			   .gpu = s->gpu, .process = s->process},
 		.fraction = s->cap ? (double)s->cap / (double)s->capacity
 				   : s->fraction,
 		.keep_going = s->keep_going,
@@ -316,8 +317,18 @@ msim_job_run(msim_job_t *j, msim_job_err_t *err)
 	if (rc)
 		return job_fail(err, MSIM_JOB_ERUN, rc, "%s",
 				msim_sim_errmsg(j->sim));
+	return msim_job_finish(j, job_now_ms() - t0, err);
+}
+
+int
+msim_job_finish(msim_job_t *j, double wall_ms, msim_job_err_t *err)
+{
+	int rc;
+	memset(err, 0, sizeof(*err));
+	msim_prefetch_destroy(j->pf);
+	j->pf = NULL;
 	msim_job_result_t *r = &j->res;
-	r->wall_ms = job_now_ms() - t0;
+	r->wall_ms = wall_ms;
 	msim_sim_summary(j->sim, &r->sum);
 	msim_sim_stats(j->sim, &r->st);
 	if ((rc = job_hash(j, err)) || (rc = job_snapcheck(j, err)))

@@ -331,6 +331,23 @@ sim_request(msim_sim_t *sim, const msim_req_t *req)
 	}
 	case MSIM_REQ_EMPTY_CACHE:
 		return msim_policy_empty_cache(sim->pol);
+	case MSIM_REQ_POOL_CREATE:
+	case MSIM_REQ_POOL_BEGIN:
+	case MSIM_REQ_POOL_END:
+	case MSIM_REQ_POOL_RELEASE:
+		if ((rc = msim_policy_private_pool(sim->pol, req))) {
+			static const char *const names[] = {
+				"pool_create", "pool_begin", "pool_end",
+				"pool_release"};
+			char what[160];
+			snprintf(what, sizeof(what), "%s of pool %llu (a "
+				 "begin while one is underway, an end without "
+				 "a begin, or a release without a create?)",
+				 names[req->kind - MSIM_REQ_POOL_CREATE],
+				 (unsigned long long)req->addr);
+			return sim_fail(sim, rc, what);
+		}
+		return 0;
 	case MSIM_REQ_FREE_REQUESTED:
 		if (req->id < sim->ndead && sim->dead[req->id])
 			return 0;
@@ -367,27 +384,55 @@ sim_request(msim_sim_t *sim, const msim_req_t *req)
 	return 0;
 }
 
+/* Reads the next request of the source ahead, unless read already.
+ * Returns 0 or an error. */
+static int
+sim_look_ahead(msim_sim_t *sim)
+{
+	if (sim->have_next || sim->src_done)
+		return 0;
+	int rc = sim->src.next(sim->src.ctx, &sim->next);
+	if (rc < 0) {
+		snprintf(sim->errmsg, sizeof(sim->errmsg), "%s",
+			 sim->src.errmsg(sim->src.ctx));
+		return rc;
+	}
+	if (rc == 0) {
+		sim->src_done = true;
+	} else {
+		sim->have_next = true;
+		sim->next_seq = sim->seq++;
+		if (sim->next.time < sim->clock)
+			sim->next.time = sim->clock;
+	}
+	return 0;
+}
+
+int
+msim_sim_peek(msim_sim_t *sim, msim_time_t *when_out)
+{
+	if (sim->done)
+		return 0;
+	int rc = sim_look_ahead(sim);
+	if (rc)
+		return rc;
+	if (!sim->have_next && !sim->nheap)
+		return 0;
+	msim_time_t t = sim->have_next ? sim->next.time : UINT64_MAX;
+	if (sim->nheap && sim->heap[0].time < t)
+		t = sim->heap[0].time;
+	*when_out = t;
+	return 1;
+}
+
 int
 msim_sim_step(msim_sim_t *sim)
 {
 	if (sim->done)
 		return 0;
-	if (!sim->have_next && !sim->src_done) {
-		int rc = sim->src.next(sim->src.ctx, &sim->next);
-		if (rc < 0) {
-			snprintf(sim->errmsg, sizeof(sim->errmsg), "%s",
-				 sim->src.errmsg(sim->src.ctx));
-			return rc;
-		}
-		if (rc == 0) {
-			sim->src_done = true;
-		} else {
-			sim->have_next = true;
-			sim->next_seq = sim->seq++;
-			if (sim->next.time < sim->clock)
-				sim->next.time = sim->clock;
-		}
-	}
+	int rc0 = sim_look_ahead(sim);
+	if (rc0)
+		return rc0;
 	if (sim->nheap &&
 	    (!sim->have_next ||
 	     ev_less(&sim->heap[0],

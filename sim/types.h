@@ -26,6 +26,14 @@ typedef enum msim_req_kind_e {
 	MSIM_REQ_EMPTY_CACHE,   /* torch.cuda.empty_cache() */
 	MSIM_REQ_SEGMENT_HINT,  /* a recorded segment address (not a request) */
 	MSIM_REQ_RESET_PEAKS,   /* torch.cuda.reset_peak_memory_stats() */
+	/* Private pools (CUDA graphs, torch.cuda.MemPool); addr = the
+	 * pool's id (non-zero), as PyTorch's createOrIncrefPool,
+	 * beginAllocateToPool (allocations on stream go to the pool),
+	 * endAllocateToPool and releasePool. */
+	MSIM_REQ_POOL_CREATE,
+	MSIM_REQ_POOL_BEGIN,
+	MSIM_REQ_POOL_END,
+	MSIM_REQ_POOL_RELEASE,
 } msim_req_kind_t;
 
 /* Flags of a request. */

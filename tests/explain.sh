@@ -67,6 +67,16 @@ $MEMSIM run -c garbage_collection_threshold:0.6 "$DATA/explain/tagged.csv" \
 	2>"$tmp/err" >/dev/null
 grep -q "does nothing without a cap" "$tmp/err" || fail "run: gc warning"
 
+# The shared workloads recorded again on the H200 with the real
+# memory_summary() at the snapshot (tests/data/explain/shared/README).
+for w in bert_infer_varlen resnet50_amp gpt2_fp32 train_eval_emptycache \
+	prefetch_2stream gpt2_varlen; do
+	$MEMSIM summary --recording "$DATA/explain/shared/$w.msimtr" \
+		>"$tmp/$w.txt" || fail "summary --recording $w"
+	cmp -s "$tmp/$w.txt" "$DATA/explain/shared/$w.summary.txt" ||
+		fail "summary of $w differs from the real memory_summary()"
+done
+
 # A real H200 run (tests/data/explain/h200/, validate/summary_probe.py,
 # torch 2.11): memory_summary() at the end, byte for byte, from the
 # snapshot replayed at its recorded addresses; and PyTorch's own

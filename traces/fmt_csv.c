@@ -6,7 +6,10 @@
  * rows, as `memsim record` writes them: category (parameter, gradient,
  * optimizer, activation, temporary, input, other; empty = untagged) and
  * site (a module path or "file:line function", no commas); a trace
- * without them costs nothing more to read.
+ * without them costs nothing more to read.  An optional `pool` column gives
+ * the pool id of the private-pool rows (pool_create, pool_begin, pool_end,
+ * pool_release); without it, or where it is empty, their addr holds it (as
+ * the writer writes them).
  * Each line is one entry; the request stage of trace.c gives them their
  * replay meaning.  The writer writes the same columns (seq counts from 0).
  *
@@ -32,10 +35,10 @@
 #define CSV_MAXCOLS 16
 
 enum { C_SEQ, C_TIME, C_ACTION, C_ADDR, C_SIZE, C_STREAM, C_CAT, C_SITE,
-       C_N };
+       C_POOL, C_N };
 static const char *const csv_colnames[C_N] = {
 	"seq", "time_us", "action", "addr", "size", "stream", "category",
-	"site",
+	"site", "pool",
 };
 
 /* An action as words: the name's first 8 bytes and the next 8, zero past
@@ -358,6 +361,12 @@ csv_next(msim_trace_t *t, msim_entry_t *e)
 		e->size = size;
 		e->stream = stream;
 		e->action = (uint8_t)a;
+		if (a >= MSIM_ACT_POOL_CREATE && a <= MSIM_ACT_POOL_RELEASE &&
+		    c->col[C_POOL] >= 0 && *field[c->col[C_POOL]] &&
+		    !msim_parse_u64(field[c->col[C_POOL]], &e->addr))
+			return msim_trace_fail(t, MSIM_EFORMAT,
+					       "pool '%s' is not a number",
+					       field[c->col[C_POOL]]);
 		if (t->tagged && a == MSIM_ACT_ALLOC) {
 			int rc = csv_tag(t, c, field, &e->tag);
 			if (rc)

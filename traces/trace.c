@@ -47,6 +47,10 @@ static const char *const action_names[MSIM_NACT] = {
 	[MSIM_ACT_SNAPSHOT] = "snapshot",
 	[MSIM_ACT_ANNOTATE] = "annotate",
 	[MSIM_ACT_USER_DEFINED] = "user_defined",
+	[MSIM_ACT_POOL_CREATE] = "pool_create",
+	[MSIM_ACT_POOL_BEGIN] = "pool_begin",
+	[MSIM_ACT_POOL_END] = "pool_end",
+	[MSIM_ACT_POOL_RELEASE] = "pool_release",
 };
 
 const char *
@@ -297,6 +301,14 @@ msim_trace_skip_unknown(msim_trace_t *t, const char *name)
 		snprintf(t->skipped_first, sizeof(t->skipped_first), "%s",
 			 name);
 	return true;
+}
+
+bool
+msim_trace_time_origin(const msim_trace_t *t, uint64_t *us_out)
+{
+	if (t->have_t0)
+		*us_out = t->t0;
+	return t->have_t0;
 }
 
 msim_time_t
@@ -989,6 +1001,17 @@ trace_request(msim_trace_t *t, const msim_entry_t *e, msim_req_t *req)
 		req->size = e->size;
 		req->tag = e->tag;
 		req->addr = 0;
+		return 1;
+	case MSIM_ACT_POOL_CREATE:
+	case MSIM_ACT_POOL_BEGIN:
+	case MSIM_ACT_POOL_END:
+	case MSIM_ACT_POOL_RELEASE:
+		if (e->addr == 0)
+			return msim_trace_fail(t, MSIM_EFORMAT, "%s of pool 0 "
+					       "(the default pool has no id)",
+					       msim_action_name(e->action));
+		req->kind = MSIM_REQ_POOL_CREATE +
+			    (e->action - MSIM_ACT_POOL_CREATE);
 		return 1;
 	default: /* what the allocator did, or annotations */
 		return 0;

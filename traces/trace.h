@@ -40,6 +40,13 @@ typedef enum msim_action_e {
 	MSIM_ACT_SNAPSHOT,      /* a _snapshot() call; size = active bytes */
 	MSIM_ACT_ANNOTATE,      /* user annotations: not allocator events */
 	MSIM_ACT_USER_DEFINED,
+	/* Private pools: addr = the pool's id (a CSV's `pool` column);
+	 * createOrIncrefPool, beginAllocateToPool (allocations on stream go
+	 * to the pool), endAllocateToPool, releasePool. */
+	MSIM_ACT_POOL_CREATE,
+	MSIM_ACT_POOL_BEGIN,
+	MSIM_ACT_POOL_END,
+	MSIM_ACT_POOL_RELEASE,
 	MSIM_NACT
 } msim_action_t;
 
@@ -344,6 +351,11 @@ int msim_trace_fill(msim_trace_t *t, msim_req_t *v, size_t cap,
 
 /* t as a request source for the engine (t stays the caller's). */
 msim_source_t msim_trace_source(msim_trace_t *t);
+
+/* The recorded time the replay's simulated time counts from (the first
+ * timed entry served), microseconds as recorded.  Returns false until a
+ * request has been read. */
+bool msim_trace_time_origin(const msim_trace_t *t, uint64_t *us_out);
 
 /* What has been read so far: entries by action, their time span, and
  * what the segment rows leave reserved. */
