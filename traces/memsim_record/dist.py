@@ -5,16 +5,20 @@ process group (torch.testing._internal.distributed.fake_pg: every
 collective completes at once and moves no data), so DDP,
 ZeroRedundancyOptimizer and FSDP allocate what they allocate on one rank:
 their buckets, flat parameters and gather buffers go through the caching
-allocator as the real ones do.  RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR
-and MASTER_PORT are set for scripts that read them.
+allocator as the real ones do.  RANK, WORLD_SIZE, MASTER_ADDR and
+MASTER_PORT are set for scripts that read them; the rank sees one GPU,
+so LOCAL_RANK is 0 and LOCAL_WORLD_SIZE 1 (as with CUDA_VISIBLE_DEVICES
+set per rank), and fake.py makes any cuda:N that GPU.  What is done here
+beyond the fake process group: DDP's reducer (_Reducer below), and a
+DeviceMesh built from real CPU tensors (FSDP2, DTensor).
 """
 import os
 
 
 def install(torch, opt, rec):
-    os.environ.update({"RANK": str(opt.rank), "LOCAL_RANK": str(opt.rank),
+    os.environ.update({"RANK": str(opt.rank), "LOCAL_RANK": "0",
                        "WORLD_SIZE": str(opt.world_size),
-                       "LOCAL_WORLD_SIZE": str(opt.world_size),
+                       "LOCAL_WORLD_SIZE": "1",
                        "MASTER_ADDR": "127.0.0.1",
                        "MASTER_PORT": "29500"})
     import torch.distributed as dist
@@ -29,6 +33,29 @@ def install(torch, opt, rec):
         return orig("fake", store=FakeStore(), **k)
 
     dist.init_process_group = init_process_group
+    # A DeviceMesh computes this rank's coordinates from its mesh tensor
+    # (torch.arange over the ranks, made on the CPU), whose values fake
+    # tensors do not have: the mesh is built from real CPU tensors, with
+    # the fake mode set aside.  A fake mesh tensor is taken to be the
+    # ranks in order (init_device_mesh's torch.arange).
+    from torch.distributed import device_mesh as dm
+    from torch._subclasses.fake_tensor import FakeTensor, \
+        unset_fake_temporarily
+    orig_mesh_init = dm.DeviceMesh.__init__
+
+    def real(t):
+        if isinstance(t, FakeTensor):
+            with unset_fake_temporarily():
+                return torch.arange(t.numel(), dtype=t.dtype).view(t.shape)
+        return t
+
+    def mesh_init(self, *a, **k):
+        a = tuple(real(x) for x in a)
+        k = {n: real(x) for n, x in k.items()}
+        with unset_fake_temporarily():
+            orig_mesh_init(self, *a, **k)
+
+    dm.DeviceMesh.__init__ = mesh_init
     # DDP compares parameter shapes across ranks by reading their data
     # (dist._verify_params_across_processes); fake tensors have none, and
     # every rank runs the same script.
@@ -42,9 +69,14 @@ def install(torch, opt, rec):
     # (no new allocation), so a hook hands the bucket back at once.
     orig_init = ddp.DistributedDataParallel.__init__
 
-    def hook(state, bucket):
+    def hook(ddp_self, bucket):
+        buf = bucket.buffer()
+        try:
+            ddp_self._memsim_buckets.add(id(buf.untyped_storage()))
+        except Exception:
+            pass
         fut = torch.futures.Future()
-        fut.set_result(bucket.buffer())
+        fut.set_result(buf)
         return fut
 
     class _NoLog:
@@ -54,16 +86,56 @@ def install(torch, opt, rec):
             return lambda *a, **k: None
 
     class _Reducer:
-        """The reducer, but buckets are not rebuilt after the first
-        iteration: the rebuild agrees on bucket order across ranks by
-        reading tensors (sync_bucket_indices).  The buckets keep their
-        construction order and the same total size."""
+        """The reducer, with two of its steps done here.
 
-        def __init__(self, r):
+        prepare_for_forward() only counts iterations, and the count turns
+        on the runtime statistics, whose timer on a CUDA build records CUDA
+        events (c10d's CudaTimer): with no GPU, that is "no CUDA-capable
+        device".  It is not called, so no statistics are taken; nothing
+        is allocated either way.
+
+        Reducer::rebuild_buckets() runs before the second forward: the
+        first backward's order of ready gradients, cut by
+        compute_bucket_assignment_by_size into a first bucket of
+        first_bucket_bytes_cap (1 MiB) and then bucket_cap_mb (25 MiB)
+        ones; the old bucket buffers are freed and the new ones allocated
+        (initialize_buckets).  The real one agrees on the order across
+        ranks by reading a tensor (sync_bucket_indices), which fake
+        tensors cannot: here the trace gets the same frees and
+        allocations, and the reducer goes on with its old buffers, of the
+        same total size."""
+
+        def __init__(self, r, ddp_self):
             object.__setattr__(self, "_r", r)
+            object.__setattr__(self, "_ddp", ddp_self)
+            object.__setattr__(self, "_rebuilt", False)
+            object.__setattr__(self, "_new", [])
+
+        def prepare_for_forward(self):
+            return None
 
         def _rebuild_buckets(self):
-            return False
+            d = self._ddp
+            order = d._memsim_ready
+            if self._rebuilt or not order or \
+                    (d.find_unused_parameters and not d.static_graph):
+                return False
+            object.__setattr__(self, "_rebuilt", True)
+            cfg = getattr(d, "_bucket_config", None)
+            first = getattr(cfg, "first_bucket_bytes_cap",
+                            dist._DEFAULT_FIRST_BUCKET_BYTES)
+            limits = [first, d.bucket_bytes_cap]
+            indices, _ = dist._compute_bucket_assignment_by_size(
+                order, limits, [False] * len(order))
+            for key in sorted(d._memsim_buckets):
+                rec.free(key)
+                rec.retired.add(key)
+            for idx in indices:
+                n = sum(order[i].numel() for i in idx)
+                self._new.append(torch.empty(
+                    n, dtype=order[idx[0]].dtype,
+                    device=order[idx[0]].device))
+            return True
 
         def __getattr__(self, name):
             return getattr(self._r, name)
@@ -73,8 +145,21 @@ def install(torch, opt, rec):
 
     def init(self, *a, **k):
         orig_init(self, *a, **k)
-        self.register_comm_hook(None, hook)
+        self._memsim_buckets = set()
+        self._memsim_ready = []
+        self.register_comm_hook(self, hook)
         self.logger = _NoLog()
-        self.reducer = _Reducer(self.reducer)
+        self.reducer = _Reducer(self.reducer, self)
+
+        def ready(p):
+            # the first backward's order of ready gradients
+            if not self.reducer._rebuilt and \
+                    all(q is not p for q in self._memsim_ready):
+                self._memsim_ready.append(p)
+
+        for p in self.module.parameters():
+            if p.requires_grad and \
+                    p not in getattr(self, "parameters_to_ignore", ()):
+                p.register_post_accumulate_grad_hook(ready)
 
     ddp.DistributedDataParallel.__init__ = init

@@ -52,26 +52,30 @@ class Recorder:
         self.module_names = {}
         self.seen_modules = set()
         self.workspaces = set()
+        self.retired = set()  # storages freed in the trace, still in use
         self.script = None
 
     # -- rows ---------------------------------------------------------------
     def alloc(self, nbytes, category, site, key=None):
+        """A block of NBYTES on the current stream (the caching allocator
+        keeps one pool per stream: get_free_block matches the stream)."""
         addr = self.next_addr
         self.next_addr += ((nbytes + 511) // 512 + 1) * 512
-        self.rows.append(["alloc", addr, nbytes, category, site])
+        stream = _CURRENT_STREAM[0]
+        self.rows.append(["alloc", addr, nbytes, category, site, stream])
         self.allocated += nbytes
         self.peak = max(self.peak, self.allocated)
         if key is not None:
-            self.live[key] = (len(self.rows) - 1, addr, nbytes)
+            self.live[key] = (len(self.rows) - 1, addr, nbytes, stream)
         return addr
 
     def free(self, key):
         ent = self.live.pop(key, None)
         if ent is None:
             return
-        _, addr, nbytes = ent
+        _, addr, nbytes, stream = ent
         self.allocated -= nbytes
-        self.rows.append(["free_completed", addr, nbytes, "", ""])
+        self.rows.append(["free_completed", addr, nbytes, "", "", stream])
 
     def assume(self, kind):
         self.assumptions[kind] = self.assumptions.get(kind, 0) + 1
@@ -135,9 +139,11 @@ class Recorder:
     def write(self, path):
         with open(path, "w") as fp:
             fp.write("seq,time_us,action,addr,size,stream,category,site\n")
-            for i, (a, addr, size, cat, site) in enumerate(self.rows):
-                fp.write("%d,%d,%s,%d,%d,0,%s,%s\n" % (i, i, a, addr, size,
-                                                       cat, site))
+            for i, r in enumerate(self.rows):
+                a, addr, size, cat, site = r[:5]
+                fp.write("%d,%d,%s,%d,%d,%d,%s,%s\n" % (
+                    i, i, a, addr, size, r[5] if len(r) > 5 else 0, cat,
+                    site))
 
 
 def clean(s):
@@ -171,12 +177,25 @@ class _Props:
                 self.total_memory >> 20, self.multi_processor_count)
 
 
+# Streams: the default stream is 0, each torch.cuda.Stream() a new number
+# (the trace's stream column); `with torch.cuda.stream(s)` and
+# torch.cuda.set_stream() make S current, and blocks are allocated on the
+# current stream, as CUDACachingAllocator::malloc does.  FSDP's all-gather
+# and reduce-scatter streams and the process group's streams are told
+# apart this way.
+_CURRENT_STREAM = [0]
+_NEXT_STREAM = [1]
+
+
 class _Stream:
-    def __init__(self, device=None, priority=0, **kw):
+    def __init__(self, device=None, priority=0, _id=None, **kw):
         self.device = device
         self.priority = priority
-        self.cuda_stream = 0
-        self.stream_id = 0
+        if _id is None:
+            _id = _NEXT_STREAM[0]
+            _NEXT_STREAM[0] += 1
+        self.cuda_stream = _id
+        self.stream_id = _id
         self.device_index = 0
         self.device_type = 1
 
@@ -196,16 +215,20 @@ class _Stream:
         return True
 
     def __enter__(self):
+        self._prev = _CURRENT_STREAM[0]
+        _CURRENT_STREAM[0] = self.stream_id
         return self
 
     def __exit__(self, *a):
+        _CURRENT_STREAM[0] = self._prev
         return False
 
     def __eq__(self, other):
-        return isinstance(other, _Stream)
+        return isinstance(other, _Stream) and \
+            other.stream_id == self.stream_id
 
     def __hash__(self):
-        return 0
+        return self.stream_id
 
 
 class _Event:
@@ -329,21 +352,30 @@ def _patch_cuda(torch, rec, dev):
     c.synchronize = lambda d=None: None
     c.Stream = _Stream
     c.Event = _Event
-    c.current_stream = lambda d=None: _Stream()
-    c.default_stream = lambda d=None: _Stream()
+    c.current_stream = lambda d=None: _Stream(_id=_CURRENT_STREAM[0])
+    c.default_stream = lambda d=None: _Stream(_id=0)
 
     class _StreamCtx:
         def __init__(self, s):
-            pass
+            self.s = s
 
         def __enter__(self):
+            self.prev = _CURRENT_STREAM[0]
+            if self.s is not None:
+                _CURRENT_STREAM[0] = self.s.stream_id
             return self
 
         def __exit__(self, *a):
+            _CURRENT_STREAM[0] = self.prev
             return False
 
+    def set_stream(st):
+        if st is not None:
+            _CURRENT_STREAM[0] = st.stream_id
+
     c.stream = _StreamCtx
-    c.set_stream = lambda s: None
+    c.StreamContext = _StreamCtx
+    c.set_stream = set_stream
     c.is_current_stream_capturing = lambda: False
     import torch.cuda.graphs as cg
     cg.is_current_stream_capturing = lambda: False
@@ -458,6 +490,19 @@ def _patch_cuda(torch, rec, dev):
 
     torch.Tensor.to = to
     torch.Tensor.cuda = cuda
+    # `param.data = param.to(device)` (FSDP's _move_states_to_device, and
+    # older code moving modules by hand) swaps a fake tensor's data; a fake
+    # tensor's device is an attribute of its own (fake_device), which
+    # set_data leaves as it was: it follows the new data here.
+    from torch._subclasses.fake_tensor import FakeTensor as _FT
+    data = torch._C.TensorBase.data
+
+    def _set_data(self, value):
+        data.__set__(self, value)
+        if isinstance(value, _FT):
+            self.fake_device = value.fake_device
+
+    _FT.data = property(data.__get__, _set_data)
     torch.__future__.set_overwrite_module_params_on_conversion(True)
     # Optimizers pick foreach (or fused) kernels for CUDA tensors of the
     # plain types (_default_to_fused_or_foreach); fake ones are CUDA too.
@@ -548,7 +593,8 @@ def run(opt, script, argv):
     """Records SCRIPT; returns (recorder, exit status, message)."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._python_dispatch import TorchDispatchMode, \
+        is_traceable_wrapper_subclass
     from torch.utils._pytree import tree_flatten
 
     rec = Recorder(opt)
@@ -573,14 +619,20 @@ def run(opt, script, argv):
 
     def on_storage_death(key):
         def cb(_ref):
+            rec.retired.discard(key)
             rec.free(key)
         return cb
 
     refs = {}
+    FAKE_KEY = torch._C._TorchDispatchModeKey.FAKE
 
     class Track(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
+            if torch._C._get_dispatch_mode(FAKE_KEY) is None:
+                # The fake mode set aside (unset_fake_temporarily: a
+                # DeviceMesh's CPU tensors): real values, nothing to note.
+                return func(*args, **kwargs)
             name = func.overloadpacket.__name__
             if func is aten._local_scalar_dense.default:
                 return _item_value(rec, args[0].dtype, torch)
@@ -591,6 +643,12 @@ def run(opt, script, argv):
                 # No meta kernel: the fake mode would run the CUDA one.
                 # In place, on tensors that exist: nothing is allocated.
                 return args[0] if name == "_amp_update_scale_" else None
+            dv = kwargs.get("device")
+            if isinstance(dv, torch.device) and dv.type == "cuda" and \
+                    dv.index:
+                # One rank sees one GPU, cuda:0 (the autograd engine's
+                # device guard counts one device): cuda:N is cuda:0.
+                kwargs = dict(kwargs, device=torch.device("cuda", 0))
             out = _dynamic(torch, rec, func, args, kwargs)
             if out is None:
                 out = func(*args, **kwargs)
@@ -616,25 +674,59 @@ def run(opt, script, argv):
                     rec.alloc(ws_bytes, "other", "cuBLAS workspace")
             flat, _ = tree_flatten(out)
             for t in flat:
-                if not isinstance(t, torch.Tensor) or \
-                        t.device.type != "cuda":
-                    continue
-                try:
-                    s = t.untyped_storage()
-                except Exception:
-                    continue
-                key = id(s)
-                nb = s.nbytes()
-                ent = rec.live.get(key)
-                if ent is not None:
-                    if ent[2] == nb:
+                for u in inner(t):
+                    try:
+                        s = u.untyped_storage()
+                    except Exception:
                         continue
-                    rec.free(key)   # resized: the old block goes
-                if nb == 0:
-                    continue
-                rec.alloc(nb, rec.category(name), rec.site(), key)
-                refs[key] = weakref.ref(s, on_storage_death(key))
+                    note(s, name)
             return out
+
+    def inner(t):
+        """The CUDA tensors that hold T's memory.  A wrapper subclass
+        (DTensor: a sharded parameter, its gradient and optimizer state)
+        owns none: its inner tensors do, made by ops that run inside the
+        subclass's dispatch, under the fake mode but not above it."""
+        if not isinstance(t, torch.Tensor) or t.device.type != "cuda":
+            return
+        if is_traceable_wrapper_subclass(t):
+            for a in t.__tensor_flatten__()[0]:
+                yield from inner(getattr(t, a))
+        else:
+            yield t
+
+    def note(s, name):
+        key = id(s)
+        if key in rec.retired:
+            return
+        nb = s.nbytes()
+        ent = rec.live.get(key)
+        if ent is not None:
+            if ent[2] == nb:
+                return
+            rec.free(key)   # resized: the old block goes
+        if nb == 0:
+            return
+        rec.alloc(nb, rec.category(name), rec.site(), key)
+        refs[key] = weakref.ref(s, on_storage_death(key))
+
+    # FSDP frees and reallocates its unsharded parameters by resizing
+    # their storage (_free_storage / _alloc_storage in FSDP1, free_storage
+    # / alloc_storage in FSDP2: untyped_storage().resize_(0) and back to
+    # the full size), which no op's output shows: resize_(0) of a CUDA
+    # storage frees its block, resize_(n) allocates a new one.
+    orig_resize = torch.UntypedStorage.resize_
+
+    def storage_resize_(self, size):
+        out = orig_resize(self, size)
+        # A fake tensor's storage is a meta storage: it is a CUDA one when
+        # it was seen as a CUDA tensor's.
+        r = refs.get(id(self))
+        if r is not None and r() is self:
+            note(self, "resize_")
+        return out
+
+    torch.UntypedStorage.resize_ = storage_resize_
 
     # Modules: names, the stack for sites, parameters relabelled.
     from torch.nn.modules import module as nnm
@@ -850,4 +942,5 @@ def run(opt, script, argv):
         hq.remove()
         torch.autograd.backward = orig_backward
         torch.nn.Module._apply = orig_apply
+        torch.UntypedStorage.resize_ = orig_resize
     return rec, status, msg

@@ -1,0 +1,99 @@
+#!/bin/sh
+# memsim record --world-size N --rank R: one rank of a data-parallel job
+# recorded with no GPU and no peers (needs PyTorch; skips, 77, without).
+# tests/recorder/dist_train.py: 8 blocks of Linear(1024, 1024) and a
+# Linear(1024, 10) head, AdamW, 3 steps.  The figures are PyTorch's rules
+# (FSDP's padding, DDP's buckets), computed here from the model's shapes.
+set -u
+MEMSIM=${MEMSIM:-./memsim}
+PY=${MEMSIM_PYTHON:-python3}
+
+"$PY" -c 'import torch' 2>/dev/null || { echo "no PyTorch: skipped"; exit 77; }
+tmp=$(mktemp -d /tmp/memsim-recdist-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+script=${MSIM_TESTDATA:-tests/data}/../recorder/dist_train.py
+# allocs SIZE FILE [SITE]: how many alloc rows of SIZE bytes (at SITE)
+allocs() { awk -F, -v s="$1" -v site="${3:-}" \
+	'$3 == "alloc" && $5 == s && (site == "" || index($8, site)) { n++ } END { print n + 0 }' "$2"; }
+N=3 R=2
+for m in ddp zero fsdp fsdp2; do
+	$MEMSIM record -o "$tmp/$m.csv" --world-size $N --rank $R -- "$PY" "$script" $m \
+		2>"$tmp/$m.err" || fail "record $m: $(tail -3 "$tmp/$m.err")"
+	$MEMSIM run "$tmp/$m.csv" >/dev/null || fail "memsim run $m"
+done
+D=1024 L=8 C=10
+wnum=$((D * D)) bnum=$D hw=$((C * D)) hb=$C
+# FSDP (FullyShardedDataParallel, one unit per block): each unit's flat
+# parameter is padded to a multiple of N and this rank keeps 1/N of it
+# (FlatParamHandle._get_shard: ceil(numel / N) elements), fp32.
+unit=$((wnum + bnum)) root=$((hw + hb))
+sh_unit=$(( (unit + N - 1) / N * 4 )) sh_root=$(( (root + N - 1) / N * 4 ))
+[ "$(allocs $sh_unit "$tmp/fsdp.csv" dist_train.py)" -eq $L ] ||
+	fail "fsdp: $L sharded flat parameters of $sh_unit bytes"
+[ "$(allocs $sh_root "$tmp/fsdp.csv" dist_train.py)" -eq 1 ] ||
+	fail "fsdp: the root's sharded flat parameter of $sh_root bytes"
+# Its unsharded flat parameters (N shards, padded) are all-gathered on a
+# stream of their own (in forward; _init_flat_param_attributes makes and
+# frees each once on the default stream), the reduce-scatter's
+# output shards allocated on another one (in backward: gradient).
+ag=$(awk -F, -v s=$((sh_unit * N)) '$3 == "alloc" && $5 == s && $7 == "activation" && $6 != 0 { print $6 }' "$tmp/fsdp.csv" | sort -u)
+[ "$(echo "$ag" | grep -c .)" -eq 1 ] && [ "$ag" != 0 ] || fail "fsdp: all-gather stream(s): '$ag'"
+rs=$(awk -F, -v s=$sh_unit '$3 == "alloc" && $5 == s && $7 == "gradient" { print $6 }' "$tmp/fsdp.csv" | sort -u)
+[ "$(echo "$rs" | grep -c .)" -eq 1 ] && [ "$rs" != "$ag" ] && [ "$rs" != 0 ] ||
+	fail "fsdp: reduce-scatter stream '$rs' (all-gather '$ag')"
+# FSDP2 (fully_shard): each parameter is chunked on dim 0 and every shard
+# padded to the first chunk's size (FSDPParam._init_sharded_param):
+# ceil(rows / N) rows.
+rows() { echo $(( ($1 + N - 1) / N )); }
+w2=$(( $(rows $D) * D * 4 )) b2=$(( $(rows $D) * 4 ))
+hw2=$(( $(rows $C) * D * 4 )) hb2=$(( $(rows $C) * 4 ))
+[ "$(allocs $w2 "$tmp/fsdp2.csv" dist_train.py)" -eq $L ] ||
+	fail "fsdp2: $L padded weight shards of $w2 bytes"
+[ "$(allocs $b2 "$tmp/fsdp2.csv" dist_train.py)" -eq $L ] ||
+	fail "fsdp2: $L padded bias shards of $b2 bytes"
+[ "$(allocs $hw2 "$tmp/fsdp2.csv" dist_train.py)" -eq 1 ] &&
+	[ "$(allocs $hb2 "$tmp/fsdp2.csv" dist_train.py)" -eq 1 ] ||
+	fail "fsdp2: head shards of $hw2 and $hb2 bytes"
+# AdamW's state is the shards' (the unpadded part of rank R's chunk:
+# 1024 - 2 x 342 = 340 rows for rank 2 of 3): exp_avg and exp_avg_sq of
+# each, in optimizer.step, and no state of a whole weight.
+own=$(( D - R * $(rows $D) )); [ $own -gt $(rows $D) ] && own=$(rows $D)
+[ "$(awk -F, -v s=$((own * D * 4)) '$3 == "alloc" && $5 == s && $7 == "optimizer"' "$tmp/fsdp2.csv" | wc -l)" -ge $((2 * L)) ] ||
+	fail "fsdp2: optimizer state of the shards"
+[ "$(awk -F, -v s=$((wnum * 4)) '$3 == "alloc" && $5 == s && $7 == "optimizer"' "$tmp/fsdp2.csv" | wc -l)" -eq 0 ] ||
+	fail "fsdp2: optimizer state of whole weights"
+# Streams: FSDP2 all-gathers and reduce-scatters on streams of its own.
+[ "$(awk -F, 'NR > 1 && $3 == "alloc" { print $6 }' "$tmp/fsdp2.csv" | sort -u | wc -l)" -ge 3 ] ||
+	fail "fsdp2: fewer than 3 streams"
+# DDP: one bucket of every gradient at construction (bucket size limit
+# sys.maxsize when find_unused_parameters is off), rebuilt before the
+# second forward in the order gradients were ready: the head first, a
+# first bucket closed at 1 MiB (head + last block), then buckets closed at
+# bucket_cap_mb 25: the 7 other blocks.
+total=$(( (L * (wnum + bnum) + hw + hb) * 4 ))
+first=$(( (hw + hb + wnum + bnum) * 4 )) rest=$(( 7 * (wnum + bnum) * 4 ))
+[ "$(allocs $total "$tmp/ddp.csv" dist_train.py:49)" -ge 1 ] || fail "ddp: bucket of $total bytes"
+[ "$(allocs $first "$tmp/ddp.csv")" -eq 1 ] && [ "$(allocs $rest "$tmp/ddp.csv")" -eq 1 ] ||
+	fail "ddp: rebuilt buckets of $first and $rest bytes"
+# ... and the first bucket is freed in the trace.
+a=$(awk -F, -v s=$total '$3 == "alloc" && $5 == s && $8 ~ /dist_train.py:49/ { a = $4 } END { print a }' "$tmp/ddp.csv")
+grep -q ",free_completed,$a,$total," "$tmp/ddp.csv" || fail "ddp: first bucket not freed"
+# ZeRO-1 (ZeroRedundancyOptimizer over DDP) keeps AdamW's state for its
+# own partition of the parameters only: at most ceil(L / N) of the L
+# weights, so its peak is below DDP's by at least two states (exp_avg,
+# exp_avg_sq) of each of the other L - ceil(L / N) weights.
+pk() { sed -n 's/.*peak live \([0-9]*\) bytes.*/\1/p' "$1"; }
+d=$(pk "$tmp/ddp.err") z=$(pk "$tmp/zero.err")
+[ -n "$d" ] && [ -n "$z" ] && [ $((d - z)) -ge $(( (L - (L + N - 1) / N) * 2 * wnum * 4 )) ] ||
+	fail "zero peak $z vs ddp $d"
+# Every rank records: rank 0 of the same job.
+$MEMSIM record -o "$tmp/r0.csv" --world-size $N --rank 0 -- "$PY" "$script" fsdp2 2>"$tmp/err" ||
+	fail "record fsdp2 rank 0: $(tail -3 "$tmp/err")"
+# A rank outside the job is an error naming the option.
+$MEMSIM record -o "$tmp/bad.csv" --world-size 2 --rank 2 -- "$PY" "$script" ddp 2>"$tmp/err" &&
+	fail "--rank 2 of 2 accepted"
+grep -q -- "--rank" "$tmp/err" || fail "--rank error: $(cat "$tmp/err")"
+[ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
+echo "recorder_dist.sh: all passed"
