@@ -19,14 +19,17 @@
 
 #include "sim/types.h"
 
-/* x rounded up to a multiple of m (m > 0). */
+/* x rounded up to a multiple of m (m > 0).  Sizes reach policies only up
+ * to MSIM_SIZE_MAX (msim_policy_alloc() refuses larger ones), and m is at
+ * most 2^62 (a parameter's range), so the sum never wraps. */
 static inline uint64_t
 msim_ceil_to(uint64_t x, uint64_t m)
 {
 	return (x + m - 1) / m * m;
 }
 
-/* The smallest power of two >= x (x > 0). */
+/* The smallest power of two >= x (0 < x <= 2^63; sizes are at most
+ * MSIM_SIZE_MAX = 2^62, so it never shifts by 64). */
 static inline uint64_t
 msim_pow2_ceil(uint64_t x)
 {

@@ -378,7 +378,13 @@ msim_device_malloc(msim_device_t *dev, uint64_t size, int pool,
 	if (!dev_fits(dev, size))
 		return MSIM_EDEVOOM;
 	if (dev->use_hints && dev->nhints > 0) {
-		*addr_out = dev->hints[dev->hint_head++];
+		msim_addr_t at = dev->hints[dev->hint_head];
+		/* A recorded address is input: one whose segment would wrap
+		 * around the address space is a broken trace. */
+		if (at > UINT64_MAX - size)
+			return MSIM_EFORMAT;
+		*addr_out = at;
+		dev->hint_head++;
 		dev->nhints--;
 	} else {
 		int rc = dev->ops->malloc(dev->ctx, size, addr_out);
@@ -477,6 +483,8 @@ msim_device_hint(msim_device_t *dev, msim_addr_t addr)
 {
 	if (!dev->use_hints)
 		return 0;
+	if (addr % MSIM_DEVICE_ALIGN)
+		return MSIM_EFORMAT; /* cudaMalloc never returns one */
 	if (dev->hint_head + dev->nhints == dev->caphints && dev->hint_head) {
 		memmove(dev->hints, dev->hints + dev->hint_head,
 			dev->nhints * sizeof(*dev->hints));

@@ -131,7 +131,13 @@ void msim_device_unreserve(msim_device_t *dev, msim_addr_t addr);
 /* Logs an OOM of a request rounded to size bytes (the trace's `oom`). */
 void msim_device_log_oom(msim_device_t *dev, uint64_t size);
 
-/* A recorded segment address, used by the next malloc when hints are on. */
+/* cudaMalloc's alignment: every segment and block address is a multiple. */
+#define MSIM_DEVICE_ALIGN 256
+
+/* A recorded segment address, used by the next malloc when hints are on.
+ * Returns 0, MSIM_ENOMEM, or MSIM_EFORMAT if addr is not a multiple of
+ * MSIM_DEVICE_ALIGN.  msim_device_malloc() returns MSIM_EFORMAT when the
+ * hinted segment would wrap around the address space. */
 int msim_device_hint(msim_device_t *dev, msim_addr_t addr);
 
 /* Sets the index of the request being served, for the event log. */

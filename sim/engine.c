@@ -243,7 +243,11 @@ sim_request(msim_sim_t *sim, const msim_req_t *req)
 	int rc;
 	switch (req->kind) {
 	case MSIM_REQ_SEGMENT_HINT:
-		return msim_device_hint(sim->dev, req->addr);
+		if ((rc = msim_device_hint(sim->dev, req->addr)))
+			return sim_fail(sim, rc, rc == MSIM_EFORMAT
+				? "segment address is not a multiple of 256"
+				: "segment address");
+		return 0;
 	case MSIM_REQ_EMPTY_CACHE:
 		return msim_policy_empty_cache(sim->pol);
 	case MSIM_REQ_FREE_REQUESTED:
@@ -270,6 +274,9 @@ sim_request(msim_sim_t *sim, const msim_req_t *req)
 				else if ((rc = sim_mark_dead(sim, req->id, 1)))
 					return rc;
 			}
+		} else if (rc == MSIM_EFORMAT) {
+			return sim_fail(sim, rc, "alloc: a segment at the "
+				"trace's address is unaligned or wraps around");
 		} else if (rc) {
 			return sim_fail(sim, rc, "alloc");
 		} else if (req->flags & MSIM_REQF_EXPECT_OOM) {

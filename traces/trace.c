@@ -362,6 +362,11 @@ msim_trace_next_entry(msim_trace_t *t, msim_entry_t *e_out)
 {
 	int rc = t->format->next(t, e_out);
 	if (rc == 1) {
+		if (e_out->size > MSIM_SIZE_MAX)
+			return msim_trace_fail(t, MSIM_EFORMAT,
+					       "%s of %llu bytes: above 2^62",
+					       msim_action_name(e_out->action),
+					       (unsigned long long)e_out->size);
 		if (!t->entries++)
 			t->first_us = e_out->time_us;
 		t->last_us = e_out->time_us;
@@ -369,11 +374,17 @@ msim_trace_next_entry(msim_trace_t *t, msim_entry_t *e_out)
 		switch (e_out->action) {
 		case MSIM_ACT_SEGMENT_ALLOC:
 		case MSIM_ACT_SEGMENT_MAP:
-			t->seg_bytes += (int64_t)e_out->size;
+			if (__builtin_add_overflow(t->seg_bytes,
+						   (int64_t)e_out->size,
+						   &t->seg_bytes))
+				goto too_many;
 			break;
 		case MSIM_ACT_SEGMENT_FREE:
 		case MSIM_ACT_SEGMENT_UNMAP:
-			t->seg_bytes -= (int64_t)e_out->size;
+			if (__builtin_sub_overflow(t->seg_bytes,
+						   (int64_t)e_out->size,
+						   &t->seg_bytes))
+				goto too_many;
 			break;
 		default:
 			break;
@@ -387,6 +398,9 @@ msim_trace_next_entry(msim_trace_t *t, msim_entry_t *e_out)
 		t->ended = true;
 	}
 	return rc;
+too_many:
+	return msim_trace_fail(t, MSIM_EFORMAT, "segments add up to more "
+			       "than 2^63 bytes");
 }
 
 bool
