@@ -1,12 +1,14 @@
 /* The command line's shared helpers of cli.h. */
 #include <config.h>
 
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "plots/plot.h"
 #include "cli/cli.h"
+#include "sim/file.h"
 #include "sim/units.h"
 
 void
@@ -28,7 +30,42 @@ msim_cli_bytes(const char *opt, const char *text)
 	if (msim_parse_bytes(text, &v))
 		msim_cli_die("%s: '%s' is not a byte size (examples: 16GiB, "
 			     "512MiB, 1000000)", opt, text);
+	if (v > MSIM_SIZE_MAX)
+		msim_cli_die("%s: '%s' is above 2^62 bytes", opt, text);
 	return v;
+}
+
+uint64_t
+msim_cli_uint(const char *opt, const char *text, uint64_t min, uint64_t max)
+{
+	const char *p = text;
+	uint64_t v = 0;
+	if (!*p)
+		msim_cli_die("%s: empty, expected a whole number", opt);
+	if (*p == '-')
+		msim_cli_die("%s: '%s' is negative", opt, text);
+	for (; *p; p++) {
+		if (*p < '0' || *p > '9')
+			msim_cli_die("%s: '%s' is not a whole number", opt,
+				     text);
+		if (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
+			msim_cli_die("%s: '%s' is too large (at most %" PRIu64
+				     ")", opt, text, max);
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	if (v < min || v > max)
+		msim_cli_die("%s: %" PRIu64 " is outside [%" PRIu64 ", %" PRIu64
+			     "]", opt, v, min, max);
+	return v;
+}
+
+void
+msim_cli_not_input(const char *opt, const char *out, const char *in,
+		   const char *what)
+{
+	if (out && in && msim_same_file(out, in))
+		msim_cli_die("%s: '%s' is %s; choose another file", opt, out,
+			     what);
 }
 
 void

@@ -23,6 +23,7 @@
 #include "plots/plot.h"
 #include "policies/registry.h"
 #include "cli/cli.h"
+#include "sim/file.h"
 #include "sim/engine.h"
 #include "sim/error.h"
 #include "sim/timemodel.h"
@@ -206,6 +207,10 @@ msim_cmd_compare(int argc, char **argv)
 		return 2;
 	}
 	const char *path = argv[optind];
+	msim_cli_not_input("--plot", plot, path, "the input trace");
+	msim_cli_not_input("--plot", plot, db_path, "the database");
+	msim_cli_not_input("--plot", plot, lat_path, "the calibration file");
+	msim_cli_not_input("--db", db_path, path, "the input trace");
 
 	/* The policies, in order. */
 	if (list) {

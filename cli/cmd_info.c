@@ -224,14 +224,11 @@ msim_cmd_info(int argc, char **argv)
 	};
 	msim_trace_options_t opt = {.hidden_empty_cache = true};
 	int json = 0, c;
-	char *end;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'D':
-			opt.device1 = (unsigned)strtoul(optarg, &end, 10) + 1;
-			if (*end || !*optarg || opt.device1 == 0)
-				msim_cli_die("--device: '%s' is not a device index",
-				    optarg);
+			opt.device1 = (unsigned)msim_cli_uint("--device",
+					optarg, 0, 1023) + 1;
 			break;
 		case 'j': json = 1; break;
 		case 'h': usage_info(stdout); return 0;

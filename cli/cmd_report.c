@@ -14,6 +14,7 @@
 #include <sqlite3.h>
 
 #include "cli/cli.h"
+#include "sim/file.h"
 #include "sim/metrics.h"
 #include "sim/results.h"
 #include "sim/units.h"
@@ -309,6 +310,7 @@ msim_cmd_report(int argc, char **argv)
 	}
 	if (json && csv)
 		msim_cli_die("give --json or --csv, not both");
+	msim_cli_not_input("--plot", plot, path, "the database");
 	char why[1024];
 	msim_db_t *mdb;
 	if (msim_db_open_existing(path, &mdb, why, sizeof(why)))

@@ -12,6 +12,7 @@
 #include "plots/plot.h"
 #include "policies/registry.h"
 #include "cli/cli.h"
+#include "sim/file.h"
 #include "sim/engine.h"
 #include "sim/error.h"
 #include "sim/metrics.h"
@@ -116,9 +117,11 @@ typedef struct run_opts_s {
 static void
 write_segments(const char *path, msim_device_t *dev)
 {
-	FILE *fp = fopen(path, "w");
-	if (!fp)
-		msim_cli_die("%s: %s", path, strerror(errno));
+	msim_outfile_t out;
+	char why[512];
+	if (msim_outfile_open(&out, path, why, sizeof(why)))
+		msim_cli_die("%s", why);
+	FILE *fp = out.fp;
 	size_t n;
 	const msim_seg_event_t *ev = msim_device_events(dev, &n);
 	fprintf(fp, "request,action,addr,size\n");
@@ -126,8 +129,8 @@ write_segments(const char *path, msim_device_t *dev)
 		fprintf(fp, "%" PRIu64 ",%s,%" PRIu64 ",%" PRIu64 "\n",
 			ev[i].request, msim_seg_action_name(ev[i].action),
 			ev[i].addr, ev[i].size);
-	if (fclose(fp))
-		msim_cli_die("%s: %s", path, strerror(errno));
+	if (msim_outfile_commit(&out, why, sizeof(why)))
+		msim_cli_die("%s", why);
 }
 
 static void
@@ -225,10 +228,8 @@ msim_cmd_run(int argc, char **argv)
 		case 'L': o.calibration = optarg; break;
 		case 'E': o.recording = 1; o.addresses = "trace"; break;
 		case 'D':
-			o.device1 = (unsigned)strtoul(optarg, &end, 10) + 1;
-			if (*end || !*optarg || o.device1 == 0)
-				msim_cli_die("--device: '%s' is not a device index",
-				    optarg);
+			o.device1 = (unsigned)msim_cli_uint("--device",
+					optarg, 0, 1023) + 1;
 			break;
 		case 'd': o.db = optarg; break;
 		case 'P': o.plot = optarg; break;
@@ -247,6 +248,16 @@ msim_cmd_run(int argc, char **argv)
 	if (o.cap && o.fraction)
 		msim_cli_die("give --cap or --fraction, not both");
 	const char *path = argv[optind];
+	/* Outputs never overwrite an input. */
+	msim_cli_not_input("--segments", o.segments, path, "the input trace");
+	msim_cli_not_input("--segments", o.segments, o.db, "the database");
+	msim_cli_not_input("--segments", o.segments, o.calibration,
+			   "the calibration file");
+	msim_cli_not_input("--plot", o.plot, path, "the input trace");
+	msim_cli_not_input("--plot", o.plot, o.db, "the database");
+	msim_cli_not_input("--plot", o.plot, o.calibration,
+			   "the calibration file");
+	msim_cli_not_input("--db", o.db, path, "the input trace");
 	char *mspec, *strategy;
 	char why[1024];
 	if (msim_input_describe(path, o.transform, &mspec, &strategy, why,

@@ -159,23 +159,18 @@ msim_cmd_sweep(int argc, char **argv)
 	const char *db = NULL;
 	long jobs = sysconf(_SC_NPROCESSORS_ONLN);
 	int force = 0, list = 0, quiet = 0, c;
-	char *end;
 	while ((c = getopt_long(argc, argv, "g:s:p:d:j:qh", longopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'g': push(&grid, &ngrid, optarg); break;
 		case 's': spec.settings_file = optarg; break;
 		case 'R':
-			spec.random = strtoul(optarg, &end, 10);
-			if (*end || !spec.random || *optarg == '-')
-				msim_cli_die("--random: '%s' is not a positive "
-					     "number", optarg);
+			spec.random = msim_cli_uint("--random", optarg, 1,
+						    UINT32_MAX);
 			break;
 		case 'S':
-			spec.seed = strtoull(optarg, &end, 10);
-			if (*end || !*optarg || *optarg == '-')
-				msim_cli_die("--seed: '%s' is not a whole "
-					     "number", optarg);
+			spec.seed = msim_cli_uint("--seed", optarg, 0,
+						  UINT64_MAX);
 			break;
 		case 'p': push(&policies, &npolicies, optarg); break;
 		case 'C': {
@@ -205,10 +200,7 @@ msim_cmd_sweep(int argc, char **argv)
 			break;
 		case 'd': db = optarg; break;
 		case 'j':
-			jobs = strtol(optarg, &end, 10);
-			if (*end || jobs < 1 || jobs > 4096)
-				msim_cli_die("--jobs: '%s' is not a number of "
-					     "processes", optarg);
+			jobs = (long)msim_cli_uint("--jobs", optarg, 1, 4096);
 			break;
 		case 'f': force = 1; break;
 		case 'H': {

@@ -143,7 +143,6 @@ msim_cmd_tune(int argc, char **argv)
 	size_t ngrid = 0;
 	long jobs = sysconf(_SC_NPROCESSORS_ONLN);
 	int c;
-	char *end;
 	for (size_t k = 0; k < 3; k++)
 		grid[ngrid++] = tune_grid[k];
 	while ((c = getopt_long(argc, argv, "d:g:j:h", longopts, NULL)) != -1) {
@@ -166,10 +165,7 @@ msim_cmd_tune(int argc, char **argv)
 			break;
 		}
 		case 'j':
-			jobs = strtol(optarg, &end, 10);
-			if (*end || jobs < 1 || jobs > 4096)
-				msim_cli_die("--jobs: '%s' is not a number of "
-					     "processes", optarg);
+			jobs = (long)msim_cli_uint("--jobs", optarg, 1, 4096);
 			break;
 		case 'h': usage_tune(stdout); return 0;
 		default: usage_tune(stderr); return 2;

@@ -653,18 +653,17 @@ msim_trace_writer_open(const char *path, const msim_trace_format_t *format,
 		return MSIM_ENOMEM;
 	}
 	w->format = format;
-	w->fp = fopen(path, "wb");
-	if (!w->fp) {
-		snprintf(why, whylen, "%s: %s", path, strerror(errno));
+	int rc = msim_outfile_open(&w->out, path, why, whylen);
+	if (rc) {
 		free(w->path);
 		free(w);
-		return MSIM_EIO;
+		return rc;
 	}
-	int rc = format->write_open(w);
+	w->fp = w->out.fp;
+	rc = format->write_open(w);
 	if (rc) {
 		snprintf(why, whylen, "%s", w->errmsg);
-		char ignore[8];
-		msim_trace_writer_close(w, ignore, sizeof(ignore));
+		msim_trace_writer_abort(w);
 		return rc;
 	}
 	*out = w;
@@ -692,19 +691,28 @@ msim_trace_writer_close(msim_trace_writer_t *w, char *why, size_t whylen)
 	if (!w)
 		return 0;
 	int rc = w->format->write_close(w);
-	if (rc)
+	if (rc) {
 		snprintf(why, whylen, "%s", w->errmsg);
-	int bad = ferror(w->fp);
-	if (fclose(w->fp))
-		bad = 1;
-	if (bad) {
-		if (!rc)
-			snprintf(why, whylen, "%s: %s", w->path, strerror(errno));
-		rc = rc ? rc : MSIM_EIO;
+		msim_outfile_abort(&w->out);
+	} else {
+		rc = msim_outfile_commit(&w->out, why, whylen);
 	}
 	free(w->path);
 	free(w);
 	return rc;
+}
+
+void
+msim_trace_writer_abort(msim_trace_writer_t *w)
+{
+	if (!w)
+		return;
+	if (w->format->write_close) {
+		w->format->write_close(w); /* frees the format's state */
+	}
+	msim_outfile_abort(&w->out);
+	free(w->path);
+	free(w);
 }
 
 void

@@ -7,6 +7,7 @@
 #define MSIM_TRACES_TRACE_INT_H
 
 #include "traces/idmap.h"
+#include "sim/file.h"
 #include "traces/trace.h"
 
 extern const msim_trace_format_t msim_trace_csv;
@@ -53,7 +54,8 @@ struct msim_trace_s {
 /* A trace being written. */struct msim_trace_writer_s {
 	const msim_trace_format_t *format;
 	char *path;
-	FILE *fp;
+	FILE *fp;           /* out.fp */
+	msim_outfile_t out; /* renamed into place on a clean close */
 	uint64_t entries; /* entries written so far */
 	void *fmt;
 	char errmsg[512];
