@@ -326,8 +326,12 @@ msim_cmd_run(int argc, char **argv)
 	double t0 = msim_cli_now_ms();
 	int rc = msim_sim_run(sim);
 	msim_prefetch_destroy(pf); /* the reader is done with the input */
-	if (rc)
-		msim_cli_die("%s", msim_sim_errmsg(sim));
+	if (rc) {
+		const char *e = msim_sim_errmsg(sim);
+		/* The engine names the request, the reader the file. */
+		msim_cli_die("%s%s%s", strncmp(e, "request ", 8) ? "" : path,
+			     strncmp(e, "request ", 8) ? "" : ": ", e);
+	}
 	double wall_ms = msim_cli_now_ms() - t0;
 
 	msim_summary_t sum;

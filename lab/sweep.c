@@ -297,12 +297,18 @@ is_range(const char *v, double *lo, double *hi)
 	const char *dots = strstr(v, "..");
 	if (!dots)
 		return 0;
-	char *end;
-	*lo = strtod(v, &end);
-	if (end != dots)
+	/* Parse LO on its own: strtod() would read "64." of "64..512". */
+	char lo_text[64], *end;
+	size_t n = (size_t)(dots - v);
+	if (n == 0 || n >= sizeof(lo_text))
+		return 0;
+	memcpy(lo_text, v, n);
+	lo_text[n] = '\0';
+	*lo = strtod(lo_text, &end);
+	if (*end)
 		return 0;
 	*hi = strtod(dots + 2, &end);
-	return !*end && *hi >= *lo;
+	return dots[2] && !*end && *hi >= *lo;
 }
 
 /* ---------------------------------------------------------------- */

@@ -286,6 +286,24 @@ msim_parse_u64(const char *s, uint64_t *out)
 	return true;
 }
 
+const char *
+msim_u64_why(const char *s)
+{
+	if (!*s)
+		return "is empty";
+	if (*s == '-')
+		return "is negative";
+	const char *p = s[0] == '0' && (s[1] | 0x20) == 'x' ? s + 2 : s;
+	bool hex = p != s;
+	if (!*p)
+		return "is not a whole number";
+	for (; *p; p++)
+		if (!(*p >= '0' && *p <= '9') &&
+		    !(hex && (*p | 0x20) >= 'a' && (*p | 0x20) <= 'f'))
+			return "is not a whole number";
+	return "is too large (above 2^64)";
+}
+
 msim_time_t
 msim_trace_time(msim_trace_t *t, uint64_t time_us)
 {

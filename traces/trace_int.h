@@ -92,6 +92,9 @@ bool msim_lines_overlong(const msim_lines_t *l);
 /* A decimal or 0x-hex unsigned number, all of s (no sign, no blanks).
  * Returns false if s is not one or it overflows 64 bits. */
 bool msim_parse_u64(const char *s, uint64_t *out);
+/* Why msim_parse_u64() refused s: "is empty", "is negative", "is too
+ * large", or "is not a whole number". */
+const char *msim_u64_why(const char *s);
 
 /* For readers: turns a recorded microsecond timestamp into simulated ns. */
 msim_time_t msim_trace_time(msim_trace_t *t, uint64_t time_us);
