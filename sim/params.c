@@ -250,7 +250,8 @@ msim_params_canonical(const msim_params_t *p, char *buf, size_t n)
 			continue;
 		if (!strcmp(def.text, p->v[i].text))
 			continue;
-		int w = snprintf(buf + (len < n ? len : n),
+		/* buf may be NULL when n is 0 (measuring). */
+		int w = snprintf(len < n ? buf + len : NULL,
 				 len < n ? n - len : 0, "%s%s:%s",
 				 len ? "," : "", p->spec[i].name, p->v[i].text);
 		len += (size_t)w;
