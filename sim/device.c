@@ -483,8 +483,10 @@ msim_device_hint(msim_device_t *dev, msim_addr_t addr)
 {
 	if (!dev->use_hints)
 		return 0;
-	if (addr % MSIM_DEVICE_ALIGN)
-		return MSIM_EFORMAT; /* cudaMalloc never returns one */
+	/* cudaMalloc never returns either; and below 2^63, a segment of at
+	 * most MSIM_SIZE_MAX bytes cannot wrap around. */
+	if (addr % MSIM_DEVICE_ALIGN || addr > (UINT64_C(1) << 63))
+		return MSIM_EFORMAT;
 	if (dev->hint_head + dev->nhints == dev->caphints && dev->hint_head) {
 		memmove(dev->hints, dev->hints + dev->hint_head,
 			dev->nhints * sizeof(*dev->hints));

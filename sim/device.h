@@ -136,8 +136,7 @@ void msim_device_log_oom(msim_device_t *dev, uint64_t size);
 
 /* A recorded segment address, used by the next malloc when hints are on.
  * Returns 0, MSIM_ENOMEM, or MSIM_EFORMAT if addr is not a multiple of
- * MSIM_DEVICE_ALIGN.  msim_device_malloc() returns MSIM_EFORMAT when the
- * hinted segment would wrap around the address space. */
+ * MSIM_DEVICE_ALIGN or is above 2^63 (so no segment can wrap around). */
 int msim_device_hint(msim_device_t *dev, msim_addr_t addr);
 
 /* Sets the index of the request being served, for the event log. */

@@ -245,7 +245,8 @@ sim_request(msim_sim_t *sim, const msim_req_t *req)
 	case MSIM_REQ_SEGMENT_HINT:
 		if ((rc = msim_device_hint(sim->dev, req->addr)))
 			return sim_fail(sim, rc, rc == MSIM_EFORMAT
-				? "segment address is not a multiple of 256"
+				? "segment address is not a multiple of 256 "
+				  "or is above 2^63"
 				: "segment address");
 		return 0;
 	case MSIM_REQ_EMPTY_CACHE:
