@@ -254,6 +254,23 @@ printf '# only a comment\n\n' >"$in/s4.txt"
 hcase any '' -- "$MEMSIM" sweep --db "$tmp/s.db" --list --settings "$in/s4.txt" "$in/x.csv"
 hcase err 'No such file' -- "$MEMSIM" sweep --db "$tmp/s.db" --list --settings "$in/nope.txt" "$in/x.csv"
 
+# --- A sweep isolates settings: the broken trace's settings fail with their
+# reason, the good trace's are stored (with -j1 as with -j2).
+for j in 1 2; do
+	ncases=$((ncases + 1))
+	timeout "$LIMIT" "$MEMSIM" sweep --db "$tmp/iso$j.db" -j $j --addresses trace \
+		--grid max_split_size_mb=none,128 "$in/unaligned.csv" "$in/x.csv" \
+		>"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	[ "$rc" -eq 1 ] || fail "sweep -j$j over a broken trace: exit $rc"
+	[ "$(grep -c 'unaligned.csv, pytorch.*not a multiple of 256' "$tmp/err")" -eq 2 ] ||
+		fail "sweep -j$j: $(cat "$tmp/err")"
+	grep -q '2 run, 0 already stored, 2 failed' "$tmp/out" ||
+		fail "sweep -j$j: $(cat "$tmp/out")"
+	[ "$("$MEMSIM" report --db "$tmp/iso$j.db" --csv | grep -c x.csv)" -eq 2 ] ||
+		fail "sweep -j$j: the good trace's settings were not stored"
+done
+
 # --- Model specs and --alloc-conf text.
 hcase err '' -- "$MEMSIM" run 'model:arch=gpt2,layers=-1'
 hcase err '' -- "$MEMSIM" run 'model:arch=nosuch'
