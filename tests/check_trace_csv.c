@@ -166,7 +166,7 @@ START_TEST(test_bad_input_names_file_line_reason)
 	} c[] = {
 		{"", "", "empty file"},
 		{"seq,action,size\n", "", "no 'addr' column"},
-		{"action,addr,size\nalloc,10,x\n", ":2:", "not a number"},
+		{"action,addr,size\nalloc,10,x\n", ":2:", "not a whole number"},
 		{"action,addr,size\nalloc,10,5,3\n", ":2:", "more than 3"},
 		{"action,addr,size\nalloc,10\n", ":2:", "2 fields"},
 		{"action,addr,size\nfree_completed,10,5\n", ":2:",
@@ -175,9 +175,10 @@ START_TEST(test_bad_input_names_file_line_reason)
 		 "still live"},
 		{"action,addr,size\nalloc,10,0\n", ":2:", "0 bytes"},
 		{"action,addr,size\nmalloc,10,5\n", ":2:", "unknown action"},
-		{"action,addr,size\nalloc,-3,5\n", ":2:", "not a number"},
+		{"action,addr,size\nalloc,-3,5\n", ":2:", "'-3' is negative"},
 		{"action,addr,size\nalloc,99999999999999999999999,5\n", ":2:",
-		 "not a number"},
+		 "is too large"},
+		{"action,addr,size\nalloc,1x0,5\n", ":2:", "not a whole number"},
 		{"\x80\x02}q\x00", "byte ", "truncated pickle"},
 		{"\x01\x02", "", "unknown trace format"},
 	};
