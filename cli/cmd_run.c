@@ -310,7 +310,11 @@ msim_cmd_run(int argc, char **argv)
 		.source = msim_prefetch_source(pf),
 		.policy = ops,
 		.params = &pv,
-		.device = {.capacity = capacity, .log_events = 1,
+		/* The log only where it is read: memory stays with the
+		 * live blocks however many device calls a run makes. */
+		.device = {.capacity = capacity,
+			   .log_events = o.db || o.segments || o.recording,
+			   .timemodel = tm,
 			   .use_hints = !strcmp(o.addresses, "trace")},
 		.fraction = o.cap ? (double)o.cap / (double)capacity
 				  : o.fraction,
@@ -361,7 +365,7 @@ msim_cmd_run(int argc, char **argv)
 	const msim_seg_event_t *ev = msim_device_events(msim_sim_device(sim),
 							&nev);
 	msim_devtime_t dt;
-	msim_timemodel_events(tm, ev, nev, &dt);
+	msim_device_devtime(msim_sim_device(sim), &dt);
 	msim_sim_meta_t meta;
 	msim_sim_meta_fill(&meta, dt.us, calib, &sum);
 	const char *dt_ms = meta.ms;

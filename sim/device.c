@@ -25,6 +25,7 @@
 
 #include "sim/device.h"
 #include "sim/error.h"
+#include "sim/timemodel.h"
 
 #define VA_CHUNK (32 * MSIM_MiB)
 #define VA_BASE UINT64_C(0x600000000000) /* top of the first chunk */
@@ -251,6 +252,8 @@ struct msim_device_s {
 	msim_schedule_fn schedule;
 	void *schedule_ctx;
 	int log_events, use_hints;
+	const msim_timemodel_t *tm; /* NULL: no running cost */
+	msim_devtime_t dt;          /* the running cost of the events */
 	msim_seg_event_t *events;
 	size_t nevents, capevents;
 	va_range_t *resv; /* expandable reservations, sorted by address */
@@ -291,6 +294,7 @@ msim_device_new(const msim_device_config_t *cfg)
 	dev->cap = cfg ? cfg->cap : 0;
 	dev->log_events = cfg ? cfg->log_events : 0;
 	dev->use_hints = cfg ? cfg->use_hints : 0;
+	dev->tm = cfg ? cfg->timemodel : NULL;
 	dev->request_p = &dev->request;
 	dev->now_p = &dev->now;
 	if (dev->ops->create(&dev->ctx)) {
@@ -337,6 +341,8 @@ msim_device_capacity(const msim_device_t *dev)
 static void
 dev_log(msim_device_t *dev, int action, msim_addr_t addr, uint64_t size)
 {
+	if (dev->tm)
+		msim_timemodel_add(dev->tm, action, size, &dev->dt);
 	if (!dev->log_events)
 		return;
 	if (dev->nevents == dev->capevents) {
@@ -563,6 +569,12 @@ msim_device_stats(const msim_device_t *dev, msim_stats_t *out)
 	       sizeof(out->reserved_bytes));
 	out->num_device_alloc = dev->num_device_alloc;
 	out->num_device_free = dev->num_device_free;
+}
+
+void
+msim_device_devtime(const msim_device_t *dev, msim_devtime_t *out)
+{
+	*out = dev->dt;
 }
 
 const msim_seg_event_t *

@@ -65,12 +65,24 @@ typedef struct msim_seg_event_s {
 	int action;       /* msim_seg_action_t */
 } msim_seg_event_t;
 
+/* What the device events of a run cost (sim/timemodel.h models them). */
+typedef struct msim_devtime_s {
+	uint64_t mallocs, frees; /* cudaMalloc + cuMemMap, cudaFree + unmap */
+	double us;               /* their modelled total */
+} msim_devtime_t;
+
+struct msim_timemodel_s;
+
 /* How a device is set up.  Zeroes mean the defaults. */
 typedef struct msim_device_config_s {
 	const msim_device_ops_t *ops; /* NULL: msim_device_h200 */
 	uint64_t capacity;            /* bytes; 0: MSIM_H200_BYTES */
 	uint64_t cap;                 /* allowed bytes; 0: no cap */
-	int log_events;               /* keep the segment event log */
+	int log_events;               /* keep the segment event log (memory
+				       * grows with device calls) */
+	/* NULL, or the latencies each event's modelled cost is added up
+	 * with as it happens (msim_device_devtime()), with no log kept. */
+	const struct msim_timemodel_s *timemodel;
 	int use_hints;                /* place segments at recorded addresses */
 } msim_device_config_t;
 
@@ -165,6 +177,10 @@ uint64_t msim_device_reserved(const msim_device_t *dev);
 
 /* Adds the device's counters (segment, reserved_bytes, num_device_*) to out. */
 void msim_device_stats(const msim_device_t *dev, msim_stats_t *out);
+
+/* The modelled cost of the device calls so far (zero unless the config
+ * named a timemodel); the same sum as msim_timemodel_events() of the log. */
+void msim_device_devtime(const msim_device_t *dev, msim_devtime_t *out);
 
 /* The event log (empty unless log_events); valid until the next call. */
 const msim_seg_event_t *msim_device_events(const msim_device_t *dev,
