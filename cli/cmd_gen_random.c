@@ -83,23 +83,23 @@ msim_cmd_gen_random(int argc, char **argv)
 		msim_cli_die("-o: an output file is required");
 	msim_gen_t g;
 	msim_gen_init(&g, false);
-	int rc = msim_random_generate(&cfg, &g, why, sizeof(why));
-	if (rc)
-		msim_cli_die("%s", why);
+	/* Rows are written as they are drawn: memory follows the live
+	 * allocations, not the requests. */
 	msim_outfile_t of = {0};
 	char owhy[512];
 	if (strcmp(out, "-") && msim_outfile_open(&of, out, owhy, sizeof(owhy)))
 		msim_cli_die("-o: %s", owhy);
 	FILE *fp = of.fp ? of.fp : stdout;
-	rc = msim_gen_write_csv(&g, fp);
-	if (rc) {
+	int rc = msim_gen_stream_csv(&g, fp);
+	if (!rc)
+		rc = msim_random_generate(&cfg, &g, why, sizeof(why));
+	if (rc || ferror(fp)) {
 		if (of.fp)
 			msim_outfile_abort(&of);
-		msim_cli_die("-o: writing '%s' failed", out);
+		msim_cli_die("%s", rc && why[0] ? why : "-o: writing failed");
 	}
 	if (of.fp && msim_outfile_commit(&of, owhy, sizeof(owhy)))
 		msim_cli_die("-o: %s", owhy);
-
 	fprintf(stderr, "memsim gen: %zu requests, peak allocated %" PRIu64
 		" bytes, seed %" PRIu64 "\n", g.n, g.peak, cfg.seed);
 	msim_gen_clear(&g);
