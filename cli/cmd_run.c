@@ -210,6 +210,9 @@ msim_cmd_run(int argc, char **argv)
 		case 'C': o.cap = msim_cli_bytes("--cap", optarg); break;
 		case 'K':
 			o.capacity = msim_cli_bytes("--capacity", optarg);
+			if (!o.capacity)
+				msim_cli_die("--capacity: 0 bytes; give the "
+					     "device's memory (e.g. 80GiB)");
 			break;
 		case 'F':
 			o.fraction = strtod(optarg, &end);

@@ -194,9 +194,15 @@ msim_params_parse(msim_params_t *p, const char *conf)
 	char *s = buf;
 	while (*s && !rc) {
 		char *sep = s + strcspn(s, ":=,");
+		if (sep == s && *sep == ',') {
+			snprintf(p->errmsg, sizeof(p->errmsg),
+				 "an empty item between commas");
+			rc = MSIM_EINVAL;
+			break;
+		}
 		if (*sep != ':' && *sep != '=') {
 			snprintf(p->errmsg, sizeof(p->errmsg),
-				 "%.*s: expected key:value", (int)(sep - s), s);
+				 "'%.*s': expected key:value", (int)(sep - s), s);
 			rc = MSIM_EINVAL;
 			break;
 		}
@@ -217,8 +223,9 @@ msim_params_parse(msim_params_t *p, const char *conf)
 		char next = *end;
 		*end = '\0';
 		if (!*s || !*val) {
-			snprintf(p->errmsg, sizeof(p->errmsg),
-				 "%s: expected key:value", *s ? s : "(empty)");
+			snprintf(p->errmsg, sizeof(p->errmsg), !*s
+				 ? "'%s': a value with no key" : "%s: no value",
+				 !*s ? val : s);
 			rc = MSIM_EINVAL;
 			break;
 		}

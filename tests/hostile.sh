@@ -279,6 +279,13 @@ hcase err '' -- "$MEMSIM" run 'model:arch=gpt2,batch=99999999999999999999999'
 hcase err '--alloc-conf' -- "$MEMSIM" run --alloc-conf ':' "$in/x.csv"
 hcase err '--alloc-conf' -- "$MEMSIM" run --alloc-conf 'max_split_size_mb' "$in/x.csv"
 hcase err '--policy' -- "$MEMSIM" run -p '../../etc/passwd' "$in/x.csv"
+hcase err 'an empty item between commas' -- "$MEMSIM" run --alloc-conf ',,' "$in/x.csv"
+hcase err 'max_split_size_mb: no value' -- "$MEMSIM" run --alloc-conf 'max_split_size_mb:' "$in/x.csv"
+hcase err "'5': a value with no key" -- "$MEMSIM" run --alloc-conf ':5' "$in/x.csv"
+hcase err "batch: '99999999999999999999999' is too large" -- \
+	"$MEMSIM" run 'model:arch=gpt2,batch=99999999999999999999999'
+hcase err "batch: '-4' is negative" -- "$MEMSIM" run 'model:arch=gpt2,batch=-4'
+hcase err '--capacity: 0 bytes' -- "$MEMSIM" run --capacity 0 "$in/x.csv"
 
 echo "$ncases hostile cases, $fails failed"
 [ "$ncases" -ge 100 ] || fail "only $ncases cases"
