@@ -3,8 +3,12 @@
 
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "plots/plot.h"
 #include "cli/cli.h"
@@ -91,10 +95,43 @@ msim_cli_json_str(FILE *fp, const char *s)
 #define SRC_PLOTS_DIR "plots"
 #endif
 
+/*
+ * Where the gnuplot scripts are, in this order (MEMSIM_PLOTS_DIR, read by
+ * msim_plot_dir(), overrides them all):
+ * - a binary run from its build tree (config.status beside it) takes the
+ *   scripts of its own source tree, not those of an older installation;
+ * - else BIN/../share/memsim/plots next to the running binary, so a tree
+ *   installed with DESTDIR, or a prefix moved elsewhere, finds its own;
+ * - else the configured $(pkgdatadir)/plots, and last the source tree.
+ */
 const char *
 msim_cli_plots_dir(void)
 {
-	static const char *const dirs[] = {PLOTS_DIR, SRC_PLOTS_DIR, NULL};
+	static char rel[8192];
+	const char *dirs[5] = {NULL};
+	size_t n = 0;
+	bool build_tree = false;
+	char exe[4096];
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (len > 0) {
+		exe[len] = '\0';
+		char *slash = strrchr(exe, '/');
+		if (slash) {
+			*slash = '\0';
+			char cs[4200];
+			struct stat sb;
+			snprintf(cs, sizeof(cs), "%s/config.status", exe);
+			build_tree = stat(cs, &sb) == 0;
+			snprintf(rel, sizeof(rel), "%s/../share/%s/plots", exe,
+				 PACKAGE);
+		}
+	}
+	if (build_tree)
+		dirs[n++] = SRC_PLOTS_DIR;
+	if (rel[0])
+		dirs[n++] = rel;
+	dirs[n++] = PLOTS_DIR;
+	dirs[n++] = SRC_PLOTS_DIR;
 	return msim_plot_dir(dirs);
 }
 

@@ -7,6 +7,7 @@
 #ifndef MSIM_CLI_CLI_H
 #define MSIM_CLI_CLI_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -39,6 +40,16 @@ const char *msim_cli_plots_dir(void);
 /* Milliseconds on the monotonic clock. */
 double msim_cli_now_ms(void);
 
+/* What info and run say about a trace read to its end
+ * (cli/snapnotes.c): the seeding of a partial history, how much of the
+ * snapshot's end state the trace explains, skipped entries, and a hint
+ * when a snapshot has no trace events.  t is a msim_trace_t. */
+struct msim_trace_s;
+void msim_cli_seed_print(struct msim_trace_s *t);
+/* JSON keys; with always false, only for a snapshot or a trace that
+ * needed them. */
+void msim_cli_seed_json(struct msim_trace_s *t, bool always);
+
 /* Subcommands: each takes argv with argv[0] = "memsim <name>". */
 int msim_cmd_run(int argc, char **argv);
 int msim_cmd_bench(int argc, char **argv);
@@ -57,5 +68,17 @@ int msim_cmd_gen(int argc, char **argv);
 int msim_cmd_gen_random(int argc, char **argv);
 int msim_cmd_convert(int argc, char **argv);
 int msim_cmd_info(int argc, char **argv);
+int msim_cmd_explain(int argc, char **argv);
+/* Warns on stderr of settings in pv that cannot act (cli/cmd_explain.c). */
+struct msim_policy_ops_s;
+struct msim_params_s;
+void msim_cli_warn_settings(const struct msim_policy_ops_s *ops,
+			    const struct msim_params_s *pv, bool has_cap);
+/* Prints memsim explain's text for cfg (run --explain). */
+struct msim_explain_config_s;
+void msim_cli_explain(const struct msim_explain_config_s *cfg);
+int msim_cmd_summary(int argc, char **argv);
+/* memsim plot --kind breakdown TRACE (cli/cmd_explain.c). */
+int msim_cli_plot_breakdown(int argc, char **argv);
 
 #endif

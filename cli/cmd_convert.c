@@ -24,8 +24,15 @@ usage_convert(FILE *fp)
 		"OOMs).\n"
 		"\n"
 		"options:\n"
-		"  -t, --to FORMAT         csv, rmm or bin (default: by OUT's "
-		"extension, else csv)\n"
+		"  -t, --to FORMAT         one of");
+	/* The formats memsim can write, from the table: they cannot drift. */
+	for (const msim_trace_format_t *const *f = msim_trace_formats(); *f;
+	     f++)
+		if ((*f)->write)
+			fprintf(fp, " %s", (*f)->name);
+	fprintf(fp, "\n"
+		"                          (default: by OUT's extension, else "
+		"csv)\n"
 		"      --device N          snapshots: the device_traces index to "
 		"read\n"
 		"      --repeat K          write IN K times; each pass moves the "
@@ -103,6 +110,7 @@ msim_cmd_convert(int argc, char **argv)
 		if (msim_trace_open(in, &opt, &t, why, sizeof(why)))
 			CONVERT_DIE("%s", why);
 		from = msim_trace_format_name(t);
+		msim_trace_writer_set_tags(w, t); /* categories and sites */
 		msim_entry_t e;
 		int rc;
 		while ((rc = msim_trace_next_entry(t, &e)) == 1) {
@@ -124,6 +132,7 @@ msim_cmd_convert(int argc, char **argv)
 		}
 		if (rc < 0)
 			CONVERT_DIE("%s", msim_trace_errmsg(t));
+		msim_trace_writer_set_tags(w, NULL);
 		msim_trace_close(t);
 		if (pass == 0 && hi > lo) {
 			/* Each pass: fresh addresses above the previous

@@ -73,7 +73,23 @@ msim_cmd_gen_random(int argc, char **argv)
 		case 'h':
 			printf("usage: memsim gen random [--seed N] "
 			       "[--requests N] [--streams N] [--sizes SPEC] "
-			       "[--lifetime US] [--arrival US] -o FILE\n");
+			       "[--lifetime US] [--arrival US] -o FILE\n\n"
+			       "  --seed N       GSL mt19937 seed (default 1)\n"
+			       "  --requests N   requests to write, allocations "
+			       "and frees (default 10000;\n"
+			       "                 an odd N leaves the last "
+			       "allocation live)\n"
+			       "  --streams N    streams, chosen uniformly "
+			       "(default 1)\n"
+			       "  --sizes SPEC   lognormal:MU:SIGMA (default "
+			       "lognormal:14:2.5) or\n"
+			       "                 classes:SIZE@W/SIZE@W...\n"
+			       "  --lifetime US  mean lifetime, exponential "
+			       "(default 200)\n"
+			       "  --arrival US   mean gap between allocations, "
+			       "Poisson (default 10)\n"
+			       "  -o FILE        the CSV trace to write (- for "
+			       "stdout)\n");
 			return 0;
 		default:
 			return 2;

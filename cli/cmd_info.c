@@ -34,9 +34,9 @@ usage_info(FILE *fp)
 		"allocations), a\n"
 		"histogram of allocation sizes (powers of two) and the hidden "
 		"empty_cache()\n"
-		"calls found (spec section 16, note 6).  For a snapshot, also "
-		"its segments\n"
-		"state (spec section 12.2): segments by pool, reserved, "
+		"calls found (pytorch-allocator.md §11.2).  For a snapshot, "
+		"also its\n"
+		"segments state (§10.1): segments by pool, reserved, "
 		"allocated, active and\n"
 		"requested bytes, blocks by state, and whether the trace's end "
 		"state agrees.\n"
@@ -44,6 +44,10 @@ usage_info(FILE *fp)
 		"options:\n"
 		"      --device N          snapshots: the device_traces index to "
 		"read\n"
+		"      --strict            refuse a partial history instead of "
+		"seeding its start\n"
+		"      --lenient           skip entries of unknown actions (and "
+		"count them)\n"
 		"      --json              print one JSON object\n"
 		"  -h, --help              this help\n");
 }
@@ -62,6 +66,8 @@ typedef struct info_s {
 static void
 info_alloc(info_t *in, const msim_req_t *r)
 {
+	if (r->flags & MSIM_REQF_FILLER)
+		return; /* stands for a block that was free */
 	if (r->id >= in->nsizes) {
 		size_t n = in->nsizes ? in->nsizes : 1024;
 		while (n <= r->id)
@@ -72,6 +78,15 @@ info_alloc(info_t *in, const msim_req_t *r)
 		memset(s + in->nsizes, 0, (n - in->nsizes) * sizeof(*s));
 		in->sizes = s;
 		in->nsizes = n;
+	}
+	if (r->flags & MSIM_REQF_SEED) {
+		/* Allocated before the history began: live, not counted. */
+		in->sizes[r->id] = r->size;
+		in->live += r->size;
+		in->nlive++;
+		if (in->live > in->peak)
+			in->peak = in->live;
+		return;
 	}
 	in->allocs++;
 	in->bytes += r->size;
@@ -142,12 +157,12 @@ info_snap_sum(const msim_snap_segment_t *g, size_t n, info_snap_t *s)
 /* Prints the snapshot state and how it compares with the trace's end. */
 static void
 info_snap_print(const msim_trace_tally_t *tl, const info_t *in,
-		const info_snap_t *s,
-		int json)
+		const info_snap_t *s, uint64_t start_reserved, int json)
 {
 	uint64_t nactive = s->nstate[MSIM_SNAP_ALLOCATED] +
 			   s->nstate[MSIM_SNAP_PENDING_FREE];
-	bool res_same = tl->seg_bytes == (int64_t)s->reserved;
+	bool res_same = tl->seg_bytes + (int64_t)start_reserved ==
+			(int64_t)s->reserved;
 	bool live_same = in->nlive == nactive &&
 			 in->live == s->active_requested;
 	if (json) {
@@ -194,7 +209,10 @@ info_snap_print(const msim_trace_tally_t *tl, const info_t *in,
 		printf("           %zu segment%s not tiled by their blocks\n",
 		       s->untiled, s->untiled == 1 ? "" : "s");
 	/* The trace ends where the snapshot was taken. */
-	if (res_same)
+	if (res_same && start_reserved)
+		printf("check      reserved: the seeded segments and the "
+		       "trace's segment rows leave the same\n");
+	else if (res_same)
 		printf("check      reserved: the trace's segment rows leave "
 		       "the same\n");
 	else
@@ -218,6 +236,8 @@ msim_cmd_info(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"device", required_argument, NULL, 'D'},
+		{"strict", no_argument, NULL, 'X'},
+		{"lenient", no_argument, NULL, 'N'},
 		{"json", no_argument, NULL, 'j'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -231,6 +251,8 @@ msim_cmd_info(int argc, char **argv)
 					optarg, 0, 1023) + 1;
 			break;
 		case 'j': json = 1; break;
+		case 'X': opt.strict = true; break;
+		case 'N': opt.lenient = true; break;
 		case 'h': usage_info(stdout); return 0;
 		default: usage_info(stderr); return 2;
 		}
@@ -252,8 +274,13 @@ msim_cmd_info(int argc, char **argv)
 	int rc;
 	uint64_t requests = 0;
 	while ((rc = msim_trace_next(t, &r)) == 1) {
-		if (r.kind == MSIM_REQ_SEGMENT_HINT)
+		if (r.kind == MSIM_REQ_SEGMENT_HINT ||
+		    r.kind == MSIM_REQ_RESET_PEAKS ||
+		    (r.flags & (MSIM_REQF_SEED | MSIM_REQF_FILLER))) {
+			if (r.kind == MSIM_REQ_ALLOC)
+				info_alloc(&in, &r);
 			continue;
+		}
 		requests++;
 		if (r.kind == MSIM_REQ_ALLOC) {
 			info_alloc(&in, &r);
@@ -281,6 +308,10 @@ msim_cmd_info(int argc, char **argv)
 	msim_trace_tally_t tl;
 	msim_trace_tally(t, &tl);
 	double dur_s = tl.entries ? (tl.last_us - tl.first_us) / 1e6 : 0.0;
+	bool timed = tl.untimed == 0; /* PyTorch 2.0 wrote no time_us */
+	msim_trace_seed_t seed;
+	msim_trace_seeding(t, &seed);
+	const char *conf = msim_trace_alloc_conf(t);
 	char a[32], b[32];
 	if (json) {
 		printf("{\n  \"trace\": ");
@@ -303,8 +334,15 @@ msim_cmd_info(int argc, char **argv)
 			printf("%s%.0f", k ? ", " : "",
 			       gsl_histogram_get(in.h, k));
 		printf("]");
+		if (!timed)
+			printf(",\n  \"duration_known\": false");
+		if (conf) {
+			printf(",\n  \"allocator_settings\": ");
+			msim_cli_json_str(stdout, conf);
+		}
+		msim_cli_seed_json(t, true);
 		if (has_state)
-			info_snap_print(&tl, &in, &snap, 1);
+			info_snap_print(&tl, &in, &snap, seed.segment_bytes, 1);
 		printf(",\n  \"trace_hash\": \"%016" PRIx64 "\"\n}\n",
 		       msim_trace_hash(t));
 	} else {
@@ -319,7 +357,13 @@ msim_cmd_info(int argc, char **argv)
 		       " frees)\n", requests, in.allocs, in.frees);
 		printf("streams    %d%s\n", in.nstreams,
 		       in.more_streams ? " or more" : "");
-		printf("duration   %.3f s\n", dur_s);
+		if (timed)
+			printf("duration   %.3f s\n", dur_s);
+		else
+			printf("duration   unknown (entries without time_us)\n");
+		if (conf)
+			printf("settings   %s\n", *conf ? conf
+			       : "(the defaults)");
 		printf("allocated  %s in all, peak live %s (%" PRIu64
 		       " bytes)\n", msim_format_bytes(in.bytes, a, sizeof(a)),
 		       msim_format_bytes(in.peak, b, sizeof(b)), in.peak);
@@ -330,8 +374,9 @@ msim_cmd_info(int argc, char **argv)
 			       "policy (empty_cache or the malloc's own)",
 			       maybe, maybe == 1 ? "" : "s");
 		printf("\n");
+		msim_cli_seed_print(t);
 		if (has_state)
-			info_snap_print(&tl, &in, &snap, 0);
+			info_snap_print(&tl, &in, &snap, seed.segment_bytes, 0);
 		printf("sizes      (allocs by size, powers of two)\n");
 		double max = gsl_histogram_max_val(in.h);
 		for (size_t k = 0; k < INFO_BINS; k++) {

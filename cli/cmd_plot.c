@@ -22,6 +22,8 @@ usage_plot(FILE *fp)
 		"Draws a figure from the database with the gnuplot scripts of "
 		"plots/.\n"
 		"\n"
+		"       memsim plot --kind breakdown -o OUT [memsim explain "
+		"options] TRACE\n"
 		"kinds:\n"
 		"  curve      a run's allocated and reserved bytes and "
 		"fragmentation over requests\n"
@@ -78,6 +80,13 @@ msim_cmd_plot(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
+	/* --kind breakdown replays a trace (memsim explain), no database. */
+	for (int i = 1; i < argc; i++)
+		if ((!strcmp(argv[i], "breakdown") && i > 1 &&
+		     (!strcmp(argv[i - 1], "--kind") ||
+		      !strcmp(argv[i - 1], "-k"))) ||
+		    !strcmp(argv[i], "--kind=breakdown"))
+			return msim_cli_plot_breakdown(argc, argv);
 	msim_plot_req_t r = {.kind = MSIM_PLOT_CURVE, .gnuplot = GNUPLOT_PATH};
 	const char *path = NULL, *export = NULL;
 	int64_t *runs = NULL, sweep = -1;
@@ -140,7 +149,7 @@ msim_cmd_plot(int argc, char **argv)
 			     "without plotting");
 	char why[2048];
 	msim_db_t *db;
-	if (msim_db_open_existing(path, &db, why, sizeof(why)))
+	if (msim_db_open_readonly(path, &db, why, sizeof(why)))
 		msim_cli_die("%s", why);
 	int rc = 0;
 	if (sweep > 0)

@@ -11,10 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sqlite3.h>
-
 #include "cli/cli.h"
 #include "sim/file.h"
+#include "sim/error.h"
 #include "sim/metrics.h"
 #include "sim/results.h"
 #include "sim/units.h"
@@ -49,29 +48,6 @@ usage_report(FILE *fp)
 		"  -h, --help        this help\n");
 }
 
-/* The columns read from runs, in this order. */
-#define REPORT_COLS							\
-	"r.id, r.trace_path, r.trace_hash, r.policy, r.params,"		\
-	" r.cap_bytes, r.addresses, r.requests, r.peak_reserved_bytes,"	\
-	" r.peak_allocated_bytes, r.peak_requested_bytes, r.frag_at_peak,"	\
-	" r.frag_mean, r.ext_frag_max, r.num_device_alloc,"		\
-	" r.num_device_free, r.num_alloc_retries, r.num_ooms,"		\
-	" r.oom_request, r.wall_ms, r.kind, r.created, r.memsim_version,"	\
-	" r.capacity_bytes, r.setting_key, r.trace_format,"		\
-	" (SELECT value FROM stats s WHERE s.run_id=r.id AND"		\
-	"  s.name='segment.all.peak'), r.strategy"
-enum { C_ID, C_TRACE, C_HASH, C_POLICY, C_PARAMS, C_CAP, C_ADDR, C_REQS,
-       C_PRES, C_PALLOC, C_PREQ, C_FRAG, C_FRAGM, C_EXT, C_DALLOC, C_DFREE,
-       C_RETRY, C_OOMS, C_OOMREQ, C_WALL, C_KIND, C_CREATED, C_VERSION,
-       C_CAPACITY, C_KEY, C_FORMAT, C_SEGS, C_STRAT };
-
-static const char *
-col_text(sqlite3_stmt *q, int c)
-{
-	const char *s = (const char *)sqlite3_column_text(q, c);
-	return s ? s : "";
-}
-
 typedef struct stat_name_s {
 	const char **names;
 	size_t n;
@@ -87,93 +63,95 @@ collect_name(const char *name, int64_t value, void *ctx)
 		msim_cli_die("out of memory");
 }
 
+/* The stored statistics of a run, in the order of stat_names_t. */
+typedef struct stat_vals_s {
+	const stat_names_t *sn;
+	int64_t *vals;
+	unsigned char *have;
+} stat_vals_t;
+
 static void
-print_json(sqlite3 *db, sqlite3_stmt *q, const stat_names_t *sn, int first)
+collect_value(const char *name, int64_t value, void *ctx)
 {
-	int64_t id = sqlite3_column_int64(q, C_ID);
+	stat_vals_t *sv = ctx;
+	for (size_t k = 0; k < sv->sn->n; k++)
+		if (!strcmp(sv->sn->names[k], name)) {
+			sv->vals[k] = value;
+			sv->have[k] = 1;
+			return;
+		}
+}
+
+/* What run_meta holds (modelled time, measured device...): numbers as
+ * numbers, the rest as strings. */
+static void
+print_meta(const char *k, const char *v, void *ctx)
+{
+	(void)ctx;
+	char *end;
+	printf(",\n  ");
+	msim_cli_json_str(stdout, k);
+	printf(": ");
+	if (*v && (strtod(v, &end), !*end))
+		printf("%s", v);
+	else
+		msim_cli_json_str(stdout, v);
+}
+
+static void
+print_json(msim_db_t *db, const char *path, const msim_db_run_t *r,
+	   const stat_names_t *sn, int first)
+{
 	printf("%s{\n  \"trace\": ", first ? "" : ",\n");
-	msim_cli_json_str(stdout, col_text(q, C_TRACE));
+	msim_cli_json_str(stdout, r->trace_path);
 	printf(",\n  \"trace_hash\": ");
-	msim_cli_json_str(stdout, col_text(q, C_HASH));
+	msim_cli_json_str(stdout, r->trace_hash);
 	printf(",\n  \"policy\": ");
-	msim_cli_json_str(stdout, col_text(q, C_POLICY));
+	msim_cli_json_str(stdout, r->policy);
 	printf(",\n  \"params\": ");
-	msim_cli_json_str(stdout, col_text(q, C_PARAMS));
-	if (*col_text(q, C_STRAT)) {
+	msim_cli_json_str(stdout, r->params);
+	if (*r->strategy) {
 		printf(",\n  \"strategy\": ");
-		msim_cli_json_str(stdout, col_text(q, C_STRAT));
+		msim_cli_json_str(stdout, r->strategy);
 	}
-	printf(",\n  \"cap_bytes\": %lld",
-	       (long long)sqlite3_column_int64(q, C_CAP));
-	printf(",\n  \"requests\": %lld",
-	       (long long)sqlite3_column_int64(q, C_REQS));
+	printf(",\n  \"cap_bytes\": %llu", (unsigned long long)r->cap_bytes);
+	printf(",\n  \"requests\": %" PRId64, r->requests);
 	/* The statistics, in the order of memory_stats(). */
-	int64_t *vals = calloc(sn->n, sizeof(*vals));
-	unsigned char *have = calloc(sn->n, 1);
-	sqlite3_stmt *s;
-	if (!vals || !have)
+	stat_vals_t sv = {sn, calloc(sn->n, sizeof(int64_t)),
+			  calloc(sn->n, 1)};
+	if (!sv.vals || !sv.have)
 		msim_cli_die("out of memory");
-	if (sqlite3_prepare_v2(db, "SELECT name, value FROM stats WHERE "
-			       "run_id=?", -1, &s, NULL) != SQLITE_OK)
-		msim_cli_die("%s", sqlite3_errmsg(db));
-	sqlite3_bind_int64(s, 1, id);
-	while (sqlite3_step(s) == SQLITE_ROW) {
-		const char *name = (const char *)sqlite3_column_text(s, 0);
-		for (size_t k = 0; name && k < sn->n; k++)
-			if (!strcmp(sn->names[k], name)) {
-				vals[k] = sqlite3_column_int64(s, 1);
-				have[k] = 1;
-				break;
-			}
-	}
-	sqlite3_finalize(s);
+	if (msim_db_run_stats(db, r->id, collect_value, &sv))
+		msim_cli_die("%s", msim_db_errmsg(db));
 	for (size_t k = 0; k < sn->n; k++)
-		if (have[k])
-			printf(",\n  \"%s\": %" PRId64, sn->names[k], vals[k]);
-	free(vals);
-	free(have);
-	printf(",\n  \"oom_request\": %lld",
-	       (long long)sqlite3_column_int64(q, C_OOMREQ));
-	printf(",\n  \"frag_at_peak\": %.6f", sqlite3_column_double(q, C_FRAG));
-	printf(",\n  \"frag_mean\": %.6f", sqlite3_column_double(q, C_FRAGM));
-	printf(",\n  \"ext_frag_max\": %.6f", sqlite3_column_double(q, C_EXT));
-	printf(",\n  \"wall_ms\": %.3f", sqlite3_column_double(q, C_WALL));
-	printf(",\n  \"run_id\": %lld", (long long)id);
+		if (sv.have[k])
+			printf(",\n  \"%s\": %" PRId64, sn->names[k], sv.vals[k]);
+	free(sv.vals);
+	free(sv.have);
+	printf(",\n  \"oom_request\": %" PRId64, r->oom_request);
+	printf(",\n  \"frag_at_peak\": %.6f", r->frag_at_peak);
+	printf(",\n  \"frag_mean\": %.6f", r->frag_mean);
+	printf(",\n  \"ext_frag_max\": %.6f", r->ext_frag_max);
+	printf(",\n  \"wall_ms\": %.3f", r->wall_ms);
+	printf(",\n  \"run_id\": %" PRId64, r->id);
 	printf(",\n  \"addresses\": ");
-	msim_cli_json_str(stdout, col_text(q, C_ADDR));
-	if (sqlite3_column_type(q, C_CAPACITY) != SQLITE_NULL)
-		printf(",\n  \"capacity_bytes\": %lld",
-		       (long long)sqlite3_column_int64(q, C_CAPACITY));
+	msim_cli_json_str(stdout, r->addresses);
+	if (r->capacity_bytes)
+		printf(",\n  \"capacity_bytes\": %llu",
+		       (unsigned long long)r->capacity_bytes);
 	printf(",\n  \"kind\": ");
-	msim_cli_json_str(stdout, col_text(q, C_KIND));
+	msim_cli_json_str(stdout, r->kind);
 	printf(",\n  \"created\": ");
-	msim_cli_json_str(stdout, col_text(q, C_CREATED));
+	msim_cli_json_str(stdout, r->created);
 	printf(",\n  \"memsim_version\": ");
-	msim_cli_json_str(stdout, col_text(q, C_VERSION));
+	msim_cli_json_str(stdout, r->memsim_version);
 	printf(",\n  \"setting_key\": ");
-	if (sqlite3_column_type(q, C_KEY) == SQLITE_NULL)
+	if (!r->setting_key)
 		printf("null");
 	else
-		msim_cli_json_str(stdout, col_text(q, C_KEY));
-	/* What run_meta holds (modelled time, measured device...): numbers
-	 * as numbers, the rest as strings. */
-	if (sqlite3_prepare_v2(db, "SELECT key, value FROM run_meta WHERE "
-			       "run_id=? ORDER BY key", -1, &s, NULL) == SQLITE_OK) {
-		sqlite3_bind_int64(s, 1, id);
-		while (sqlite3_step(s) == SQLITE_ROW) {
-			const char *k = (const char *)sqlite3_column_text(s, 0);
-			const char *v = (const char *)sqlite3_column_text(s, 1);
-			char *end;
-			printf(",\n  ");
-			msim_cli_json_str(stdout, k);
-			printf(": ");
-			if (v && *v && (strtod(v, &end), !*end))
-				printf("%s", v);
-			else
-				msim_cli_json_str(stdout, v);
-		}
-		sqlite3_finalize(s);
-	}
+		msim_cli_json_str(stdout, r->setting_key);
+	if (msim_db_run_meta(db, r->id, print_meta, NULL))
+		msim_cli_die("%s: %s", path, msim_db_errmsg(db));
 	printf("\n}");
 }
 
@@ -195,64 +173,47 @@ csv_field(const char *s)
 }
 
 static void
-print_csv(sqlite3_stmt *q)
+print_csv(const msim_db_run_t *r)
 {
-	printf("%lld,", (long long)sqlite3_column_int64(q, C_ID));
-	csv_field(col_text(q, C_TRACE));
-	printf(",%s,%s,", col_text(q, C_HASH), col_text(q, C_POLICY));
-	csv_field(col_text(q, C_PARAMS));
-	printf(",%lld,%s,%lld,%lld,%lld,%lld,%.6f,%.6f,%.6f,%lld,%lld,%lld,"
-	       "%lld,%lld,%lld,%.3f,",
-	       (long long)sqlite3_column_int64(q, C_CAP), col_text(q, C_ADDR),
-	       (long long)sqlite3_column_int64(q, C_REQS),
-	       (long long)sqlite3_column_int64(q, C_PRES),
-	       (long long)sqlite3_column_int64(q, C_PALLOC),
-	       (long long)sqlite3_column_int64(q, C_PREQ),
-	       sqlite3_column_double(q, C_FRAG),
-	       sqlite3_column_double(q, C_FRAGM),
-	       sqlite3_column_double(q, C_EXT),
-	       (long long)sqlite3_column_int64(q, C_SEGS),
-	       (long long)sqlite3_column_int64(q, C_DALLOC),
-	       (long long)sqlite3_column_int64(q, C_DFREE),
-	       (long long)sqlite3_column_int64(q, C_RETRY),
-	       (long long)sqlite3_column_int64(q, C_OOMS),
-	       (long long)sqlite3_column_int64(q, C_OOMREQ),
-	       sqlite3_column_double(q, C_WALL));
-	csv_field(col_text(q, C_STRAT));
+	printf("%" PRId64 ",", r->id);
+	csv_field(r->trace_path);
+	printf(",%s,%s,", r->trace_hash, r->policy);
+	csv_field(r->params);
+	printf(",%llu,%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
+	       ",%.6f,%.6f,%.6f,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
+	       ",%" PRId64 ",%" PRId64 ",%.3f,",
+	       (unsigned long long)r->cap_bytes, r->addresses, r->requests,
+	       r->peak_reserved_bytes, r->peak_allocated_bytes,
+	       r->peak_requested_bytes, r->frag_at_peak, r->frag_mean,
+	       r->ext_frag_max, r->segments_peak, r->num_device_alloc,
+	       r->num_device_free, r->num_alloc_retries, r->num_ooms,
+	       r->oom_request, r->wall_ms);
+	csv_field(r->strategy);
 	putchar('\n');
 }
 
 static void
-print_row(sqlite3_stmt *q)
+print_row(const msim_db_run_t *r)
 {
 	char a[32], b[32], cap[32] = "-", oom[32] = "-";
-	const char *trace = col_text(q, C_TRACE);
+	const char *trace = r->trace_path;
 	/* A model spec's seq list has slashes too. */
 	const char *slash = strncmp(trace, "model:", 6) ? strrchr(trace, '/')
 							: NULL;
-	const char *params = col_text(q, C_PARAMS);
-	const char *strategy = col_text(q, C_STRAT);
-	int64_t c = sqlite3_column_int64(q, C_CAP);
-	if (c)
-		msim_format_bytes((uint64_t)c, cap, sizeof(cap));
-	if (sqlite3_column_int64(q, C_OOMREQ) >= 0)
-		snprintf(oom, sizeof(oom), "%lld",
-			 (long long)sqlite3_column_int64(q, C_OOMREQ));
-	printf("%5lld  %-22.22s %-8.8s %-12s %-12s %-12s %6.4f %5lld %7lld "
-	       "%-7s %8.1f  %s%s%s\n",
-	       (long long)sqlite3_column_int64(q, C_ID), slash ? slash + 1
-							       : trace,
-	       col_text(q, C_POLICY), cap,
-	       msim_format_bytes((uint64_t)sqlite3_column_int64(q, C_PRES), a,
+	if (r->cap_bytes)
+		msim_format_bytes(r->cap_bytes, cap, sizeof(cap));
+	if (r->oom_request >= 0)
+		snprintf(oom, sizeof(oom), "%" PRId64, r->oom_request);
+	printf("%5" PRId64 "  %-22.22s %-8.8s %-12s %-12s %-12s %6.4f %5" PRId64
+	       " %7" PRId64 " %-7s %8.1f  %s%s%s\n",
+	       r->id, slash ? slash + 1 : trace, r->policy, cap,
+	       msim_format_bytes((uint64_t)r->peak_reserved_bytes, a,
 				 sizeof(a)),
-	       msim_format_bytes((uint64_t)sqlite3_column_int64(q, C_PALLOC),
-				 b, sizeof(b)),
-	       sqlite3_column_double(q, C_FRAG),
-	       (long long)sqlite3_column_int64(q, C_SEGS),
-	       (long long)sqlite3_column_int64(q, C_RETRY), oom,
-	       sqlite3_column_double(q, C_WALL), *params ? params
-							 : "(defaults)",
-	       *strategy ? " " : "", strategy);
+	       msim_format_bytes((uint64_t)r->peak_allocated_bytes, b,
+				 sizeof(b)),
+	       r->frag_at_peak, r->segments_peak, r->num_alloc_retries, oom,
+	       r->wall_ms, *r->params ? r->params : "(defaults)",
+	       *r->strategy ? " " : "", r->strategy);
 }
 
 int
@@ -312,27 +273,26 @@ msim_cmd_report(int argc, char **argv)
 		msim_cli_die("give --json or --csv, not both");
 	msim_cli_not_input("--plot", plot, path, "the database");
 	char why[1024];
-	msim_db_t *mdb;
-	if (msim_db_open_existing(path, &mdb, why, sizeof(why)))
+	msim_db_t *db;
+	if (msim_db_open_readonly(path, &db, why, sizeof(why)))
 		msim_cli_die("%s", why);
 	if (plot && !compare)
 		msim_cli_die("--plot goes with --compare (memsim plot draws the "
 			     "other figures)");
 	if (compare) {
-		int rc = msim_report_compare(mdb, json, csv, plot);
-		msim_db_close(mdb);
+		int rc = msim_report_compare(db, json, csv, plot);
+		msim_db_close(db);
 		free(runs);
 		return rc;
 	}
-	sqlite3 *db = msim_db_handle(mdb);
-	sqlite3_stmt *q;
-	const char *sql = sweep > 0
-		? "SELECT " REPORT_COLS " FROM runs r JOIN sweep_runs w ON"
-		  " w.run_id=r.id WHERE w.sweep_id=?1 ORDER BY r.id"
-		: "SELECT " REPORT_COLS " FROM runs r WHERE ?1 < 0 OR r.id=?2"
-		  " ORDER BY r.id";
-	if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
-		msim_cli_die("%s: %s", path, sqlite3_errmsg(db));
+	/* The runs shown: those named, a sweep's, or all. */
+	int64_t *ids = runs;
+	size_t nids = nruns;
+	if (!nruns) {
+		msim_db_select_t sel = {.sweep_id = sweep > 0 ? sweep : 0};
+		if (msim_db_list_runs(db, &sel, &ids, &nids))
+			msim_cli_die("%s", msim_db_errmsg(db));
+	}
 
 	const char *names[512];
 	stat_names_t sn = {names, 0};
@@ -353,38 +313,28 @@ msim_cmd_report(int argc, char **argv)
 		       "%8s  %s\n", "run", "trace", "policy", "cap",
 		       "peak resv", "peak alloc", "frag", "segs", "retries",
 		       "OOM at", "wall ms", "settings");
-	int first = 1, rc;
-	size_t pass = nruns ? nruns : 1;
-	for (size_t k = 0; k < pass; k++) {
-		sqlite3_reset(q);
-		if (sweep > 0) {
-			sqlite3_bind_int64(q, 1, sweep);
-		} else {
-			sqlite3_bind_int64(q, 1, nruns ? 1 : -1);
-			sqlite3_bind_int64(q, 2, nruns ? runs[k] : 0);
-		}
-		int found = 0;
-		while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-			found = 1;
-			if (json)
-				print_json(db, q, &sn, first);
-			else if (csv)
-				print_csv(q);
-			else
-				print_row(q);
-			first = 0;
-		}
-		if (rc != SQLITE_DONE)
-			msim_cli_die("%s: %s", path, sqlite3_errmsg(db));
-		if (nruns && !found)
-			msim_cli_die("%s: no run %" PRId64, path, runs[k]);
+	for (size_t k = 0; k < nids; k++) {
+		msim_db_run_t r;
+		int rc = msim_db_run_get(db, ids[k], &r);
+		if (rc == MSIM_ENOTFOUND)
+			msim_cli_die("%s: no run %" PRId64, path, ids[k]);
+		if (rc)
+			msim_cli_die("%s", msim_db_errmsg(db));
+		if (json)
+			print_json(db, path, &r, &sn, !k);
+		else if (csv)
+			print_csv(&r);
+		else
+			print_row(&r);
+		msim_db_run_clear(&r);
 	}
 	if (json)
-		printf("%s]\n", first ? "" : "\n");
-	sqlite3_finalize(q);
-	msim_db_close(mdb);
+		printf("%s]\n", nids ? "\n" : "");
+	msim_db_close(db);
 	for (size_t k = 0; k < sn.n; k++)
 		free((char *)names[k]);
+	if (ids != runs)
+		free(ids);
 	free(runs);
 	return 0;
 }

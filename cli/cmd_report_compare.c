@@ -18,8 +18,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <sqlite3.h>
-
 #include "plots/plot.h"
 #include "policies/registry.h"
 #include "cli/cli.h"
@@ -64,7 +62,7 @@ sim_policy(const char *policy)
 }
 
 typedef struct stat_cmp_s {
-	sqlite3_stmt *q;
+	msim_db_t *db;
 	int64_t run_id;
 	int total, equal;
 } stat_cmp_t;
@@ -73,18 +71,34 @@ static void
 stat_cmp(const char *name, int64_t value, void *ctx)
 {
 	stat_cmp_t *c = ctx;
-	sqlite3_reset(c->q);
-	sqlite3_bind_int64(c->q, 1, c->run_id);
-	sqlite3_bind_text(c->q, 2, name, -1, SQLITE_TRANSIENT);
-	if (sqlite3_step(c->q) != SQLITE_ROW)
+	int64_t stored;
+	if (msim_db_run_stat(c->db, c->run_id, name, &stored))
 		return;
 	c->total++;
-	c->equal += sqlite3_column_int64(c->q, 0) == value;
+	c->equal += stored == value;
+}
+
+/* Comparing the device events of a simulation with a run's stored ones. */
+typedef struct ev_cmp_s {
+	const msim_seg_event_t *ev;
+	size_t n, k;
+	int equal;
+} ev_cmp_t;
+
+static int
+event_cmp(const msim_seg_event_t *e, void *ctx)
+{
+	ev_cmp_t *c = ctx;
+	if (c->k >= c->n || c->ev[c->k].request != e->request ||
+	    c->ev[c->k].action != e->action || c->ev[c->k].size != e->size)
+		c->equal = 0;
+	c->k++;
+	return 0;
 }
 
 /* Simulates m and compares.  Returns 0, or an error with why filled. */
 static int
-compare_one(sqlite3 *db, const measured_t *m, cmp_result_t *r, char *why,
+compare_one(msim_db_t *db, const measured_t *m, cmp_result_t *r, char *why,
 	    size_t whylen)
 {
 	memset(r, 0, sizeof(*r));
@@ -127,57 +141,31 @@ compare_one(sqlite3 *db, const measured_t *m, cmp_result_t *r, char *why,
 	msim_sim_summary(sim, &sum);
 	r->sim_oom = sum.oom_request;
 
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(db, "SELECT value FROM stats WHERE run_id=? AND "
-			       "name=?", -1, &q, NULL) != SQLITE_OK) {
-		snprintf(why, whylen, "%s", sqlite3_errmsg(db));
-		rc = MSIM_EDB;
-		goto out;
-	}
 	for (size_t k = 0; k < NFIG; k++) {
-		sqlite3_reset(q);
-		sqlite3_bind_int64(q, 1, m->id);
-		sqlite3_bind_text(q, 2, figures[k], -1, SQLITE_STATIC);
 		msim_stats_get(&st, figures[k], &r->sim[k]);
-		if (sqlite3_step(q) == SQLITE_ROW) {
-			r->meas[k] = sqlite3_column_int64(q, 0);
-			/* raw and async measure bytes only: a zero count
-			 * there means "not measured". */
-			r->have[k] = !strcmp(m->mode, "torch") || k < 2;
+		int src = msim_db_run_stat(db, m->id, figures[k], &r->meas[k]);
+		if (src == MSIM_EDB) {
+			snprintf(why, whylen, "%s", msim_db_errmsg(db));
+			rc = src;
+			goto out;
 		}
+		/* raw and async measure bytes only: a zero count there means
+		 * "not measured". */
+		if (!src)
+			r->have[k] = !strcmp(m->mode, "torch") || k < 2;
 	}
 	if (!strcmp(m->mode, "torch")) {
-		stat_cmp_t sc = {q, m->id, 0, 0};
+		stat_cmp_t sc = {db, m->id, 0, 0};
 		msim_stats_foreach(&st, stat_cmp, &sc);
 		r->stats_total = sc.total;
 		r->stats_equal = sc.equal;
-	}
-	sqlite3_finalize(q);
-	if (!strcmp(m->mode, "torch")) {
-		size_t n, k = 0;
-		const msim_seg_event_t *ev =
-			msim_device_events(msim_sim_device(sim), &n);
-		if (sqlite3_prepare_v2(db, "SELECT request, action, size FROM "
-				       "segment_events WHERE run_id=? ORDER BY "
-				       "seq", -1, &q, NULL) != SQLITE_OK) {
-			snprintf(why, whylen, "%s", sqlite3_errmsg(db));
-			rc = MSIM_EDB;
+		ev_cmp_t ec = {.equal = 1};
+		ec.ev = msim_device_events(msim_sim_device(sim), &ec.n);
+		if ((rc = msim_db_run_events(db, m->id, event_cmp, &ec))) {
+			snprintf(why, whylen, "%s", msim_db_errmsg(db));
 			goto out;
 		}
-		sqlite3_bind_int64(q, 1, m->id);
-		r->events = 1;
-		while (sqlite3_step(q) == SQLITE_ROW) {
-			const char *a = (const char *)sqlite3_column_text(q, 1);
-			if (k >= n ||
-			    ev[k].request != (uint64_t)sqlite3_column_int64(q, 0) ||
-			    strcmp(msim_seg_action_name(ev[k].action), a) ||
-			    ev[k].size != (uint64_t)sqlite3_column_int64(q, 2))
-				r->events = 0;
-			k++;
-		}
-		if (k != n)
-			r->events = 0;
-		sqlite3_finalize(q);
+		r->events = ec.equal && ec.k == ec.n;
 	}
 out:
 	msim_sim_destroy(sim);
@@ -206,19 +194,39 @@ basename_of(const char *path)
 	return slash ? slash + 1 : path;
 }
 
+/* What a measured run is: its setting and the mode it was measured in
+ * (run_meta "mode"; older databases name it as the policy). */
+static void
+measured_of(msim_db_t *db, const msim_db_run_t *run, measured_t *m)
+{
+	*m = (measured_t){
+		.id = run->id,
+		.trace = run->trace_path,
+		.policy = run->policy,
+		.params = run->params,
+		.cap = run->cap_bytes,
+		.capacity = run->capacity_bytes,
+		.oom_request = run->oom_request,
+	};
+	int rc = msim_db_run_meta_get(db, m->id, "mode", m->mode,
+				      sizeof(m->mode));
+	if (rc == MSIM_ENOTFOUND)
+		snprintf(m->mode, sizeof(m->mode), "torch");
+	else if (rc)
+		msim_cli_die("%s", msim_db_errmsg(db));
+	if (!strcmp(m->policy, "raw") || !strcmp(m->policy, "async"))
+		snprintf(m->mode, sizeof(m->mode), "%s", m->policy);
+}
+
 int
 msim_report_compare(msim_db_t *mdb, int json, int csv, const char *plot)
 {
-	sqlite3 *db = msim_db_handle(mdb);
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(db, "SELECT r.id, r.trace_path, r.policy,"
-			       " r.params, r.cap_bytes, r.capacity_bytes,"
-			       " r.oom_request, coalesce((SELECT value FROM"
-			       " run_meta m WHERE m.run_id=r.id AND"
-			       " m.key='mode'), 'torch') FROM runs r WHERE"
-			       " r.kind='measured' ORDER BY r.id", -1, &q,
-			       NULL) != SQLITE_OK)
-		msim_cli_die("%s", sqlite3_errmsg(db));
+	msim_db_t *db = mdb;
+	int64_t *ids;
+	size_t nids;
+	msim_db_select_t sel = {.kind = "measured"};
+	if (msim_db_list_runs(db, &sel, &ids, &nids))
+		msim_cli_die("%s", msim_db_errmsg(db));
 	FILE *pf = NULL;
 	char pairs[] = "/tmp/memsim-pairs-XXXXXX";
 	if (plot) {
@@ -242,20 +250,12 @@ msim_report_compare(msim_db_t *mdb, int json, int csv, const char *plot)
 		       "reserved", "stats", "events");
 	}
 	int n = 0, exact = 0;
-	while (sqlite3_step(q) == SQLITE_ROW) {
-		measured_t m = {
-			.id = sqlite3_column_int64(q, 0),
-			.trace = (const char *)sqlite3_column_text(q, 1),
-			.policy = (const char *)sqlite3_column_text(q, 2),
-			.params = (const char *)sqlite3_column_text(q, 3),
-			.cap = (uint64_t)sqlite3_column_int64(q, 4),
-			.capacity = (uint64_t)sqlite3_column_int64(q, 5),
-			.oom_request = sqlite3_column_int64(q, 6),
-		};
-		snprintf(m.mode, sizeof(m.mode), "%s",
-			 (const char *)sqlite3_column_text(q, 7));
-		if (!strcmp(m.policy, "raw") || !strcmp(m.policy, "async"))
-			snprintf(m.mode, sizeof(m.mode), "%s", m.policy);
+	for (size_t i = 0; i < nids; i++) {
+		msim_db_run_t run;
+		if (msim_db_run_get(db, ids[i], &run))
+			msim_cli_die("%s", msim_db_errmsg(db));
+		measured_t m;
+		measured_of(db, &run, &m);
 		cmp_result_t r;
 		char why[1024];
 		if (compare_one(db, &m, &r, why, sizeof(why)))
@@ -329,8 +329,9 @@ msim_report_compare(msim_db_t *mdb, int json, int csv, const char *plot)
 			       r.sim[0], pct(r.meas[0], r.sim[0], d, sizeof(d)),
 			       stats, events);
 		}
+		msim_db_run_clear(&run);
 	}
-	sqlite3_finalize(q);
+	free(ids);
 	if (json)
 		printf("\n]\n");
 	else if (!csv)

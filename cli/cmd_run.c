@@ -17,6 +17,7 @@
 #include "sim/error.h"
 #include "sim/metrics.h"
 #include "sim/results.h"
+#include "lab/explain.h"
 #include "lab/snapcheck.h"
 #include "sim/timemodel.h"
 #include "lab/sweep.h"
@@ -80,8 +81,15 @@ usage_run(FILE *fp)
 		"replayed, --addresses trace;\n"
 		"                          a snapshot's end state is checked "
 		"against its segments\n"
-		"      --device N          snapshots: the device_traces index "
-		"to replay\n"
+		"      --device N|all      snapshots: the device_traces index "
+		"to replay, or each\n"
+		"                          device with trace events in turn\n"
+		"      --strict            refuse a partial history (frees of "
+		"blocks the trace\n"
+		"                          never allocated) instead of seeding "
+		"its start\n"
+		"      --lenient           skip entries of unknown actions (and "
+		"count them)\n"
 		"  -d, --db FILE           store the run in this SQLite "
 		"database\n"
 		"      --plot OUT          plot the fragmentation curve "
@@ -93,6 +101,10 @@ usage_run(FILE *fp)
 		"                          (default: the H200's, built in)\n"
 		"      --json              print one JSON object instead of a "
 		"table\n"
+		"      --explain           then where the memory goes (memsim "
+		"explain)\n"
+		"  -q, --quiet             no warnings about settings that "
+		"cannot act\n"
 		"  -h, --help              this help\n",
 		MSIM_H200_BYTES);
 }
@@ -109,9 +121,10 @@ typedef struct run_opts_s {
 	const char *calibration, *transform;
 	uint64_t cap, capacity;
 	double fraction;
-	int json, keep_going, requests_only;
+	int json, keep_going, requests_only, explain, quiet;
 	int recording;     /* --recording */
 	unsigned device1;  /* --device N: N + 1 */
+	int strict, lenient;
 } run_opts_t;
 
 static void
@@ -177,6 +190,53 @@ print_table(const char *trace, const char *policy, const char *params,
 		       " not\n", sum->ooms_expected, sum->ooms_unmatched);
 }
 
+/* --device all: the run once per device with trace events, as
+ * --device N. */
+static int
+run_each_device(int argc, char **argv)
+{
+	const char *path = argv[argc - 1];
+	uint32_t devs[256];
+	size_t n;
+	char why[1024];
+	if (msim_trace_devices(path, devs, 256, &n, why, sizeof(why)))
+		msim_cli_die("%s", why);
+	if (n == 0)
+		msim_cli_die("%s: no device has trace events (was "
+			     "torch.cuda.memory._record_memory_history() "
+			     "enabled?)", path);
+	char **av = malloc(((size_t)argc + 1) * sizeof(*av));
+	char num[16];
+	if (!av)
+		msim_cli_die("out of memory");
+	for (size_t d = 0; d < n && d < 256; d++) {
+		snprintf(num, sizeof(num), "%u", devs[d]);
+		int k = 0;
+		for (int i = 0; i < argc; i++) {
+			if (!strcmp(argv[i], "all") && i &&
+			    !strcmp(argv[i - 1], "--device"))
+				av[k++] = num;
+			else if (!strcmp(argv[i], "--device=all"))
+				av[k++] = "--device", av[k++] = num;
+			else
+				av[k++] = argv[i];
+		}
+		av[k] = NULL;
+		bool json = false;
+		for (int i = 0; i < argc; i++)
+			json = json || !strcmp(argv[i], "--json");
+		if (!json) /* JSON: one object per device */
+			printf("%sdevice     %u\n", d ? "\n" : "", devs[d]);
+		fflush(stdout);
+		optind = 0; /* getopt starts over */
+		int rc = msim_cmd_run(k, av);
+		if (rc)
+			return rc;
+	}
+	free(av);
+	return 0;
+}
+
 int
 msim_cmd_run(int argc, char **argv)
 {
@@ -193,17 +253,21 @@ msim_cmd_run(int argc, char **argv)
 		{"calibration", required_argument, NULL, 'L'},
 		{"recording", no_argument, NULL, 'E'},
 		{"device", required_argument, NULL, 'D'},
+		{"strict", no_argument, NULL, 'Z'},
+		{"lenient", no_argument, NULL, 'N'},
 		{"db", required_argument, NULL, 'd'},
 		{"plot", required_argument, NULL, 'P'},
 		{"segments", required_argument, NULL, 'S'},
 		{"json", no_argument, NULL, 'j'},
+		{"explain", no_argument, NULL, 'X'},
+		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	run_opts_t o = {.policy = "pytorch", .conf = "", .addresses = "model"};
 	int c;
 	char *end;
-	while ((c = getopt_long(argc, argv, "p:c:d:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:c:d:qh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p': o.policy = optarg; break;
 		case 'c': o.conf = optarg; break;
@@ -230,7 +294,11 @@ msim_cmd_run(int argc, char **argv)
 		case 'R': o.requests_only = 1; break;
 		case 'L': o.calibration = optarg; break;
 		case 'E': o.recording = 1; o.addresses = "trace"; break;
+		case 'Z': o.strict = 1; break;
+		case 'N': o.lenient = 1; break;
 		case 'D':
+			if (!strcmp(optarg, "all"))
+				return run_each_device(argc, argv);
 			o.device1 = (unsigned)msim_cli_uint("--device",
 					optarg, 0, 1023) + 1;
 			break;
@@ -238,6 +306,8 @@ msim_cmd_run(int argc, char **argv)
 		case 'P': o.plot = optarg; break;
 		case 'S': o.segments = optarg; break;
 		case 'j': o.json = 1; break;
+		case 'X': o.explain = 1; break;
+		case 'q': o.quiet = 1; break;
 		case 'h': usage_run(stdout); return 0;
 		default: usage_run(stderr); return 2;
 		}
@@ -277,6 +347,11 @@ msim_cmd_run(int argc, char **argv)
 		msim_cli_die("out of memory");
 	if (msim_params_parse(&pv, o.conf))
 		msim_cli_die("--alloc-conf: %s", pv.errmsg);
+	if (o.explain && (o.json || o.transform))
+		msim_cli_die("--explain: not with --json or --transform (see "
+			     "memsim explain --json)");
+	if (!o.quiet)
+		msim_cli_warn_settings(ops, &pv, o.cap || o.fraction > 0);
 	char canon[1024];
 	msim_params_canonical(&pv, canon, sizeof(canon));
 
@@ -300,10 +375,40 @@ msim_cmd_run(int argc, char **argv)
 		.deferred_frees = !o.requests_only || o.recording,
 		.hidden_empty_cache = o.recording,
 		.device1 = o.device1,
+		.strict = o.strict,
+		.lenient = o.lenient,
 	};
 	if (msim_input_open(&in, path, mspec, strategy, &topt, why,
 			    sizeof(why)))
 		msim_cli_die("%s", why);
+	/* A first pass completes a partial history and reads the
+	 * snapshot's allocator settings, which --recording applies. */
+	if (in.trace && msim_trace_prescan(in.trace))
+		msim_cli_die("%s", msim_trace_errmsg(in.trace));
+	const char *snapconf = in.trace ? msim_trace_alloc_conf(in.trace)
+					: NULL;
+	char confnote[768] = "";
+	if (o.recording && snapconf && *snapconf && *o.conf) {
+		snprintf(confnote, sizeof(confnote), "--alloc-conf given: the "
+			 "snapshot's settings \"%s\" are not applied",
+			 snapconf);
+	} else if (o.recording && snapconf && *snapconf) {
+		msim_params_t sp;
+		if (msim_params_init(&sp, ops->params))
+			msim_cli_die("out of memory");
+		if (msim_params_parse(&sp, snapconf)) {
+			snprintf(confnote, sizeof(confnote), "the snapshot's "
+				 "settings \"%s\" are not applied: %s",
+				 snapconf, sp.errmsg);
+			msim_params_clear(&sp);
+		} else {
+			msim_params_clear(&pv);
+			pv = sp;
+			msim_params_canonical(&pv, canon, sizeof(canon));
+			snprintf(confnote, sizeof(confnote), "the snapshot's "
+				 "allocator settings \"%s\"", snapconf);
+		}
+	}
 	uint64_t capacity = o.capacity ? o.capacity : MSIM_H200_BYTES;
 	/* The trace is read on a second thread while the engine replays. */
 	msim_prefetch_t *pf;
@@ -395,7 +500,28 @@ msim_cmd_run(int argc, char **argv)
 			kv[k + 2] = NULL;
 		}
 	}
+	/* A partial history: what was seeded, kept with the run. */
+	char seeding[320] = "";
+	msim_trace_seed_t sd = {0};
+	if (in.trace)
+		msim_trace_seeding(in.trace, &sd);
+	if (sd.requests) {
+		snprintf(seeding, sizeof(seeding), "%" PRIu64 " blocks, %"
+			 PRIu64 " segments of %" PRIu64 " bytes; %s%s",
+			 sd.from_frees + sd.from_snapshot, sd.segments,
+			 sd.segment_bytes, sd.exact ? "exact" : "not exact: ",
+			 sd.exact ? "" : sd.inexact);
+		size_t k = 0;
+		while (kv[k])
+			k += 2;
+		if (k + 2 < 32) {
+			kv[k] = "seeded";
+			kv[k + 1] = seeding;
+			kv[k + 2] = NULL;
+		}
+	}
 	int64_t run_id = -1;
+	char dberr[2600] = ""; /* a storage error, told after the figures */
 	if (db) {
 		msim_run_info_t info = {
 			.kind = "simulated", .trace_path = tpath,
@@ -413,7 +539,7 @@ msim_cmd_run(int argc, char **argv)
 		if (msim_db_store_run_mode(db, &info, &sum, &st,
 					   msim_sim_timeline(sim), ev, nev,
 					   MSIM_DB_REPLACE, &run_id, &existed))
-			msim_cli_die("%s", msim_db_errmsg(db));
+			snprintf(dberr, sizeof(dberr), "%s", msim_db_errmsg(db));
 	}
 	if (o.segments)
 		write_segments(o.segments, msim_sim_device(sim));
@@ -446,6 +572,12 @@ msim_cmd_run(int argc, char **argv)
 			printf(",\n  \"snapshot_state\": ");
 			msim_cli_json_str(stdout, snapstate);
 		}
+		if (*confnote) {
+			printf(",\n  \"settings_note\": ");
+			msim_cli_json_str(stdout, confnote);
+		}
+		if (in.trace)
+			msim_cli_seed_json(in.trace, false);
 		if (run_id >= 0)
 			printf(",\n  \"run_id\": %" PRId64, run_id);
 		printf("\n}\n");
@@ -460,11 +592,20 @@ msim_cmd_run(int argc, char **argv)
 		printf("time       %" PRIu64 " device allocs, %" PRIu64
 			       " frees: %s ms modelled\n", dt.mallocs,
 			       dt.frees, dt_ms);
+		if (*confnote)
+			printf("settings   %s\n", confnote);
+		if (in.trace)
+			msim_cli_seed_print(in.trace);
 		if (*snapstate)
 			printf("snapshot state: %s\n", snapstate);
 		if (run_id >= 0)
 			printf("stored     run %" PRId64 " in %s\n", run_id,
 			       o.db);
+	}
+	/* The figures are out: a full disk loses the row, not the results. */
+	if (*dberr) {
+		fflush(stdout);
+		msim_cli_die("%s", dberr);
 	}
 	if (o.plot) {
 		char title[2048];
@@ -481,6 +622,15 @@ msim_cmd_run(int argc, char **argv)
 			msim_cli_die("--plot: %s", why);
 		if (!o.json)
 			printf("plotted    %s\n", o.plot);
+	}
+	if (o.explain) {
+		msim_explain_config_t ecfg = {
+			.trace = path, .topt = topt, .policy = ops,
+			.conf = o.conf, .capacity = capacity, .cap = o.cap,
+			.fraction = o.fraction, .alternatives = true,
+			.use_hints = !strcmp(o.addresses, "trace"),
+		};
+		msim_cli_explain(&ecfg);
 	}
 	msim_sim_destroy(sim);
 	msim_input_close(&in);

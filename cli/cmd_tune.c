@@ -15,8 +15,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <sqlite3.h>
-
 #include "cli/cli.h"
 #include "sim/error.h"
 #include "sim/results.h"
@@ -67,39 +65,73 @@ typedef struct tune_row_s {
 	int found;
 } tune_row_t;
 
-/* Reads run_id (or the best run of the scratch database when best). */
+/* Reads run id of db. */
 static int
-tune_read(sqlite3 *db, const char *where, int64_t arg, tune_row_t *out)
+tune_read(msim_db_t *db, int64_t id, tune_row_t *out)
 {
-	char sql[1024];
-	snprintf(sql, sizeof(sql),
-		 "SELECT params, peak_reserved_bytes, peak_allocated_bytes,"
-		 " num_alloc_retries, oom_request, num_ooms, frag_at_peak,"
-		 " num_device_alloc, (SELECT value FROM stats s WHERE"
-		 " s.run_id=r.id AND s.name='segment.all.peak')"
-		 " FROM runs r %s", where);
-	sqlite3_stmt *q;
+	msim_db_run_t r;
 	memset(out, 0, sizeof(*out));
-	if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
-		return MSIM_EDB;
-	if (sqlite3_bind_parameter_count(q))
-		sqlite3_bind_int64(q, 1, arg);
-	int rc = sqlite3_step(q);
-	if (rc == SQLITE_ROW) {
-		const char *p = (const char *)sqlite3_column_text(q, 0);
-		snprintf(out->params, sizeof(out->params), "%s", p ? p : "");
-		out->peak_reserved = sqlite3_column_int64(q, 1);
-		out->peak_allocated = sqlite3_column_int64(q, 2);
-		out->retries = sqlite3_column_int64(q, 3);
-		out->oom_request = sqlite3_column_int64(q, 4);
-		out->ooms = sqlite3_column_int64(q, 5);
-		out->frag = sqlite3_column_double(q, 6);
-		out->device_allocs = sqlite3_column_int64(q, 7);
-		out->segments = sqlite3_column_int64(q, 8);
-		out->found = 1;
+	int rc = msim_db_run_get(db, id, &r);
+	if (rc)
+		return rc;
+	snprintf(out->params, sizeof(out->params), "%s", r.params);
+	out->peak_reserved = r.peak_reserved_bytes;
+	out->peak_allocated = r.peak_allocated_bytes;
+	out->retries = r.num_alloc_retries;
+	out->oom_request = r.oom_request;
+	out->ooms = r.num_ooms;
+	out->frag = r.frag_at_peak;
+	out->device_allocs = r.num_device_alloc;
+	out->segments = r.segments_peak;
+	out->found = 1;
+	msim_db_run_clear(&r);
+	return 0;
+}
+
+/* Whether a is a better recommendation than b: a lower peak reserved,
+ * then fewer retries, then fewer keys (a shorter setting). */
+static int
+tune_better(const tune_row_t *a, const tune_row_t *b)
+{
+	if (!b->found)
+		return 1;
+	if (a->peak_reserved != b->peak_reserved)
+		return a->peak_reserved < b->peak_reserved;
+	if (a->retries != b->retries)
+		return a->retries < b->retries;
+	return strlen(a->params) < strlen(b->params);
+}
+
+/* Reads the search's results: the best run that does not run out of
+ * memory, the default's run and how many ran out. */
+static int
+tune_search(const char *scratch, tune_row_t *best, tune_row_t *def,
+	    int64_t *n_oom)
+{
+	msim_db_t *s = NULL;
+	char why[1024];
+	int64_t *ids = NULL;
+	size_t n = 0;
+	memset(best, 0, sizeof(*best));
+	memset(def, 0, sizeof(*def));
+	*n_oom = 0;
+	int rc = msim_db_open_readonly(scratch, &s, why, sizeof(why));
+	if (!rc)
+		rc = msim_db_list_runs(s, NULL, &ids, &n);
+	for (size_t k = 0; !rc && k < n; k++) {
+		tune_row_t t;
+		if ((rc = tune_read(s, ids[k], &t)))
+			break;
+		if (!*t.params)
+			*def = t;
+		if (t.oom_request >= 0 || t.ooms > 0)
+			++*n_oom;
+		else if (tune_better(&t, best))
+			*best = t;
 	}
-	sqlite3_finalize(q);
-	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : MSIM_EDB;
+	free(ids);
+	msim_db_close(s);
+	return rc;
 }
 
 static void
@@ -214,25 +246,9 @@ msim_cmd_tune(int argc, char **argv)
 		msim_cli_die("%s: %zu of %zu settings failed to run", trace,
 			     res.failed, res.total);
 	}
-	sqlite3 *s;
-	tune_row_t best;
+	tune_row_t best, sd;
 	int64_t n_oom = 0;
-	int rc = sqlite3_open_v2(scratch, &s, SQLITE_OPEN_READONLY, NULL);
-	if (rc == SQLITE_OK)
-		rc = tune_read(s, "WHERE oom_request < 0 AND num_ooms = 0"
-			       " ORDER BY peak_reserved_bytes,"
-			       " num_alloc_retries, length(params), id LIMIT 1",
-			       0, &best);
-	if (rc == SQLITE_OK) {
-		sqlite3_stmt *q;
-		if (sqlite3_prepare_v2(s, "SELECT count(*) FROM runs WHERE"
-				       " oom_request >= 0 OR num_ooms > 0", -1,
-				       &q, NULL) == SQLITE_OK &&
-		    sqlite3_step(q) == SQLITE_ROW)
-			n_oom = sqlite3_column_int64(q, 0);
-		sqlite3_finalize(q);
-	}
-	sqlite3_close(s);
+	int rc = tune_search(scratch, &best, &sd, &n_oom);
 	remove_scratch(dir, scratch);
 	if (rc)
 		msim_cli_die("%s: cannot read the search's results", scratch);
@@ -244,9 +260,11 @@ msim_cmd_tune(int argc, char **argv)
 		.shard_index = 1, .shard_count = 1,
 		.settings = (int64_t)msim_sweep_total(sw),
 	};
+	/* A storage error (a full disk) is told after the search's figures. */
 	int64_t tune_id, def_id = -1, best_id = -1;
+	char serr[2048] = "";
 	if (msim_db_sweep_open(db, &row, &tune_id))
-		msim_cli_die("%s", msim_db_errmsg(db));
+		snprintf(serr, sizeof(serr), "%s", msim_db_errmsg(db));
 	const msim_setting_t *def = NULL, *rec = NULL;
 	for (size_t i = 0; i < msim_sweep_count(sw); i++) {
 		const msim_setting_t *st = msim_sweep_setting(sw, i);
@@ -256,24 +274,29 @@ msim_cmd_tune(int argc, char **argv)
 			rec = st;
 	}
 	int existed;
-	if (!def || msim_setting_run(def, 0, db, MSIM_DB_SKIP, tune_id,
-				     &def_id, &existed, NULL, NULL, why,
-				     sizeof(why)))
-		msim_cli_die("%s", def ? why : "the search has no default");
-	if (rec && msim_setting_run(rec, 0, db, MSIM_DB_SKIP, tune_id,
-				    &best_id, &existed, NULL, NULL, why,
-				    sizeof(why)))
-		msim_cli_die("%s", why);
-	tune_row_t d;
-	if (tune_read(msim_db_handle(db), "WHERE id=?", def_id, &d) ||
-	    (rec && tune_read(msim_db_handle(db), "WHERE id=?", best_id,
-			      &best)))
-		msim_cli_die("%s: cannot read the runs back", dbpath);
+	if (!def)
+		msim_cli_die("the search has no default");
+	if (!*serr && (msim_setting_run(def, 0, db, MSIM_DB_SKIP, tune_id,
+					&def_id, &existed, NULL, NULL, why,
+					sizeof(why)) ||
+		       (rec && msim_setting_run(rec, 0, db, MSIM_DB_SKIP,
+						tune_id, &best_id, &existed,
+						NULL, NULL, why, sizeof(why)))))
+		snprintf(serr, sizeof(serr), "%s", why);
+	tune_row_t d = sd, sb = best;
+	if (!*serr && (tune_read(db, def_id, &d) ||
+		       (rec && tune_read(db, best_id, &best))))
+		snprintf(serr, sizeof(serr), "%s: cannot read the runs back",
+			 dbpath);
 	const char *conf = rec ? (*best.params ? best.params : "(defaults)")
 			       : "(none fits)";
-	if (msim_db_sweep_set_result(db, tune_id, def_id, best_id,
-				     rec ? best.params : NULL))
-		msim_cli_die("%s", msim_db_errmsg(db));
+	if (!*serr && msim_db_sweep_set_result(db, tune_id, def_id, best_id,
+					       rec ? best.params : NULL))
+		snprintf(serr, sizeof(serr), "%s", msim_db_errmsg(db));
+	if (*serr) { /* the search's own figures, no run ids */
+		d = sd;
+		best = sb;
+	}
 
 	char a[64], b[64];
 	printf("trace      %s\n", trace);
@@ -305,12 +328,17 @@ msim_cmd_tune(int argc, char **argv)
 		print_side("OOM", a, "none");
 		snprintf(a, sizeof(a), "%" PRId64, def_id);
 		snprintf(b, sizeof(b), "%" PRId64, best_id);
-		print_side("run (in the database)", a, b);
+		if (!*serr)
+			print_side("run (in the database)", a, b);
 		printf("\nexport PYTORCH_CUDA_ALLOC_CONF=\"%s\"\n", best.params);
 	} else {
 		snprintf(a, sizeof(a), "%" PRId64, d.oom_request);
 		print_side("OOM at request", a, "-");
 		printf("\nno setting of the search fits under the cap\n");
+	}
+	if (*serr) {
+		fflush(stdout);
+		msim_cli_die("%s", serr);
 	}
 	printf("stored     tune %" PRId64 " in %s\n", tune_id, dbpath);
 	msim_db_close(db);

@@ -36,11 +36,31 @@ print_policies(void)
 	}
 }
 
+static void
+usage_policies(FILE *fp)
+{
+	fprintf(fp, "usage: memsim policies [-h|--help]\n\n"
+		"Lists every policy with a one-line summary and its parameters "
+		"(name, default,\nmeaning): the keys --alloc-conf and sweep "
+		"grids take.  Then the strategies of\nmemsim gen model (dtype, "
+		"checkpoint), which sweeps take as keys too.\n\n"
+		"options:\n"
+		"  -h, --help              this help\n");
+}
+
 static int
 cmd_policies(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
+	if (argc > 1 && (!strcmp(argv[1], "--help") ||
+			 !strcmp(argv[1], "-h"))) {
+		usage_policies(stdout);
+		return 0;
+	}
+	if (argc > 1) {
+		fprintf(stderr, "memsim policies: unexpected argument '%s' "
+			"(it takes none; see --help)\n", argv[1]);
+		return 2;
+	}
 	print_policies();
 	return 0;
 }
@@ -73,6 +93,10 @@ static const struct {
 	{"validate", msim_cmd_validate, "replay a trace on a real GPU; "
 	 "measured figures beside simulated"},
 	{"convert", msim_cmd_convert, "convert a trace between formats"},
+	{"explain", msim_cmd_explain, "where the memory goes at peak reserved "
+	 "and at an OOM, with what would avoid it"},
+	{"summary", msim_cmd_summary, "torch.cuda.memory_summary() of a "
+	 "replay"},
 	{"info", msim_cmd_info, "summarize a trace (requests, sizes, peak)"},
 };
 

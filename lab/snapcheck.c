@@ -51,6 +51,24 @@ typedef struct sc_list_s {
 } sc_list_t;
 
 static void
+sc_collect_raw(sc_list_t *l, sc_blk_t b)
+{
+	if (l->nomem)
+		return;
+	if (l->n == l->cap) {
+		size_t n = l->cap ? 2 * l->cap : 256;
+		sc_blk_t *a = realloc(l->b, n * sizeof(*a));
+		if (!a) {
+			l->nomem = true;
+			return;
+		}
+		l->b = a;
+		l->cap = n;
+	}
+	l->b[l->n++] = b;
+}
+
+static void
 sc_collect(void *ctx, const msim_block_t *b)
 {
 	sc_list_t *l = ctx;
@@ -71,6 +89,66 @@ sc_collect(void *ctx, const msim_block_t *b)
 						  : MSIM_SNAP_INACTIVE;
 	l->b[l->n++] = (sc_blk_t){.addr = b->addr, .size = b->size,
 				  .state = st};
+}
+
+/*
+ * Expandable segments: the ranges mapped at the end, from the log's
+ * segment_map / segment_unmap events in order, as maximal runs of
+ * contiguous mapped bytes (PyTorch's snapshot lists a segment per run of
+ * mapped blocks: segmentInfo() of each head whose previous block is not
+ * mapped).  Appended to l; map is a scratch list.
+ */
+static int
+sc_mapped(const msim_seg_event_t *log, size_t nev, sc_list_t *map)
+{
+	for (size_t i = 0; i < nev; i++) {
+		if (log[i].action != MSIM_SEG_MAP &&
+		    log[i].action != MSIM_SEG_UNMAP)
+			continue;
+		uint64_t a = log[i].addr, e = a + log[i].size;
+		/* Cut [a, e) out of every range, then add it if mapped. */
+		size_t k = 0;
+		sc_blk_t extra = {0};
+		bool have_extra = false;
+		for (size_t j = 0; j < map->n; j++) {
+			sc_blk_t r = map->b[j];
+			uint64_t re = r.addr + r.size;
+			if (re <= a || r.addr >= e) {
+				map->b[k++] = r;
+				continue;
+			}
+			if (r.addr < a)
+				map->b[k++] = (sc_blk_t){r.addr, a - r.addr, 0};
+			if (re > e) {
+				extra = (sc_blk_t){e, re - e, 0};
+				have_extra = true;
+			}
+		}
+		map->n = k;
+		for (int add = 0; add < 2; add++) {
+			if (add == 0 && !have_extra)
+				continue;
+			if (add == 1 && log[i].action != MSIM_SEG_MAP)
+				continue;
+			sc_collect_raw(map, add ? (sc_blk_t){a, e - a, 0}
+						: extra);
+			if (map->nomem)
+				return MSIM_ENOMEM;
+		}
+		if (map->n)
+			qsort(map->b, map->n, sizeof(*map->b), sc_blk_cmp);
+	}
+	/* Merge touching ranges. */
+	size_t k = 0;
+	for (size_t j = 0; j < map->n; j++) {
+		if (k && map->b[k - 1].addr + map->b[k - 1].size ==
+				 map->b[j].addr)
+			map->b[k - 1].size += map->b[j].size;
+		else
+			map->b[k++] = map->b[j];
+	}
+	map->n = k;
+	return 0;
 }
 
 /* Counts the segments (addr, size) of a and b (both sorted by address)
@@ -108,7 +186,8 @@ msim_snapcheck(msim_sim_t *sim, const msim_snap_segment_t *segs, size_t n,
 	int rc = MSIM_ENOMEM;
 	sc_ev_t *ev = NULL;
 	sc_blk_t *live = NULL, *snap = NULL;
-	sc_list_t pol = {0};
+	sc_list_t pol = {0}, map = {0};
+	bool expandable = false;
 	size_t nev, nseg = 0, nlive = 0, nsnapb = 0;
 	const msim_seg_event_t *log = msim_device_events(msim_sim_device(sim),
 							 &nev);
@@ -117,8 +196,6 @@ msim_snapcheck(msim_sim_t *sim, const msim_snap_segment_t *segs, size_t n,
 		out->snap_reserved += segs[i].total_size;
 		out->snap_allocated += segs[i].allocated_size;
 		out->snap_blocks += segs[i].nblocks;
-		if (segs[i].expandable)
-			out->by_address = false;
 	}
 	out->snap_segs = n;
 	msim_stats_t st;
@@ -133,7 +210,7 @@ msim_snapcheck(msim_sim_t *sim, const msim_snap_segment_t *segs, size_t n,
 	for (size_t i = 0; i < nev; i++) {
 		if (log[i].action == MSIM_SEG_MAP ||
 		    log[i].action == MSIM_SEG_UNMAP)
-			out->by_address = false;
+			expandable = true;
 		if (log[i].action != MSIM_SEG_ALLOC &&
 		    log[i].action != MSIM_SEG_FREE)
 			continue;
@@ -143,15 +220,22 @@ msim_snapcheck(msim_sim_t *sim, const msim_snap_segment_t *segs, size_t n,
 	}
 	if (nseg)
 		qsort(ev, nseg, sizeof(*ev), sc_ev_cmp);
-	if ((nseg && !(live = malloc(nseg * sizeof(*live)))) ||
+	if (expandable && sc_mapped(log, nev, &map))
+		goto fail;
+	if ((nseg + map.n && !(live = malloc((nseg + map.n) *
+					      sizeof(*live)))) ||
 	    (n && !(snap = malloc(n * sizeof(*snap)))))
 		goto fail;
+	for (size_t i = 0; i < map.n; i++)
+		live[nlive++] = map.b[i];
 	for (size_t i = 0; i < nseg; i++)
 		if ((i + 1 == nseg || ev[i + 1].addr != ev[i].addr) &&
 		    ev[i].alloc)
 			live[nlive++] = (sc_blk_t){.addr = ev[i].addr,
 						   .size = ev[i].size};
 	out->sim_segs = nlive;
+	if (nlive)
+		qsort(live, nlive, sizeof(*live), sc_blk_cmp);
 	for (size_t i = 0; i < n; i++)
 		snap[i] = (sc_blk_t){.addr = segs[i].addr,
 				     .size = segs[i].total_size};
@@ -200,6 +284,7 @@ fail:
 	free(live);
 	free(snap);
 	free(pol.b);
+	free(map.b);
 	return rc;
 }
 

@@ -2,8 +2,9 @@
  * Whether a replay ends where its recording did: the end state of a
  * finished run (the live segments of its device log, its statistics and
  * the policy's blocks) against the segments state of the snapshot it
- * replayed (spec section 12.2).  A snapshot is taken where its trace
- * ends, so `memsim run --recording` of a faithful replay ends in the same
+ * replayed (docs/pytorch-allocator.md §10.1).  A snapshot is taken where
+ * its trace ends, so `memsim run --recording` of a faithful replay ends in
+ * the same
  * state.
  */
 #ifndef MSIM_LAB_SNAPCHECK_H

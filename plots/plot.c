@@ -1,4 +1,4 @@
-/* Running the gnuplot scripts of plots/ on data exported from SQLite. */
+/* Running the gnuplot scripts of plots/ on data read from the results store. */
 #include <config.h>
 
 #include <errno.h>
@@ -11,8 +11,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <sqlite3.h>
 
 #include "plots/plot.h"
 #include "policies/registry.h"
@@ -148,79 +146,44 @@ msim_plot_kind(const char *name)
 	return -1;
 }
 
-/* Appends id to a growing array. */
-static int
-push_id(int64_t **v, size_t *n, int64_t id)
-{
-	int64_t *nv = realloc(*v, (*n + 1) * sizeof(*nv));
-	if (!nv)
-		return MSIM_ENOMEM;
-	nv[(*n)++] = id;
-	*v = nv;
-	return 0;
-}
-
-/* Collects the first column of sql (one optional integer parameter). */
-static int
-query_ids(sqlite3 *db, const char *sql, int64_t arg, int64_t **runs_out,
-	  size_t *n_out)
-{
-	sqlite3_stmt *q;
-	*runs_out = NULL;
-	*n_out = 0;
-	if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
-		return MSIM_EDB;
-	if (sqlite3_bind_parameter_count(q))
-		sqlite3_bind_int64(q, 1, arg);
-	int rc;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW)
-		if (push_id(runs_out, n_out, sqlite3_column_int64(q, 0))) {
-			sqlite3_finalize(q);
-			return MSIM_ENOMEM;
-		}
-	sqlite3_finalize(q);
-	if (rc != SQLITE_DONE)
-		return MSIM_EDB;
-	return *n_out ? 0 : MSIM_ENOTFOUND;
-}
-
 int
-msim_plot_sweep_runs(msim_db_t *mdb, int64_t sweep_id, int64_t **runs_out,
+msim_plot_sweep_runs(msim_db_t *db, int64_t sweep_id, int64_t **runs_out,
 		     size_t *n_out)
 {
-	return query_ids(msim_db_handle(mdb),
-			 "SELECT DISTINCT w.run_id FROM sweep_runs w JOIN sweeps"
-			 " s ON s.id=w.sweep_id WHERE s.spec_hash=(SELECT"
-			 " spec_hash FROM sweeps WHERE id=?1) AND s.kind=(SELECT"
-			 " kind FROM sweeps WHERE id=?1) ORDER BY w.run_id",
-			 sweep_id, runs_out, n_out);
+	msim_db_select_t sel = {.sweep_id = sweep_id, .all_shards = 1};
+	int rc = msim_db_list_runs(db, &sel, runs_out, n_out);
+	return rc ? rc : *n_out ? 0 : MSIM_ENOTFOUND;
 }
 
 int
-msim_plot_default_runs(msim_db_t *mdb, int kind, int64_t **runs_out,
+msim_plot_default_runs(msim_db_t *db, int kind, int64_t **runs_out,
 		       size_t *n_out)
 {
-	sqlite3 *db = msim_db_handle(mdb);
-	switch (kind) {
-	case MSIM_PLOT_OVERLAY:
-		return query_ids(db, "SELECT id FROM runs WHERE trace_hash="
-				 "(SELECT trace_hash FROM runs ORDER BY id DESC"
-				 " LIMIT 1) ORDER BY id", 0, runs_out, n_out);
-	case MSIM_PLOT_SWEEP: {
-		int64_t *s;
-		size_t n;
-		int rc = query_ids(db, "SELECT id FROM sweeps ORDER BY id DESC"
-				   " LIMIT 1", 0, &s, &n);
-		if (rc)
+	int64_t id;
+	int rc;
+	*runs_out = NULL;
+	*n_out = 0;
+	if (kind == MSIM_PLOT_SWEEP) {
+		if ((rc = msim_db_newest_sweep(db, &id)))
 			return rc;
-		rc = msim_plot_sweep_runs(mdb, s[0], runs_out, n_out);
-		free(s);
+		return msim_plot_sweep_runs(db, id, runs_out, n_out);
+	}
+	if ((rc = msim_db_newest_run(db, &id)))
 		return rc;
+	if (kind == MSIM_PLOT_OVERLAY) {
+		msim_db_run_t run;
+		if ((rc = msim_db_run_get(db, id, &run)))
+			return rc;
+		msim_db_select_t sel = {.trace_hash = run.trace_hash};
+		rc = msim_db_list_runs(db, &sel, runs_out, n_out);
+		msim_db_run_clear(&run);
+		return rc ? rc : *n_out ? 0 : MSIM_ENOTFOUND;
 	}
-	default:
-		return query_ids(db, "SELECT id FROM runs ORDER BY id DESC"
-				 " LIMIT 1", 0, runs_out, n_out);
-	}
+	if (!(*runs_out = malloc(sizeof(**runs_out))))
+		return MSIM_ENOMEM;
+	(*runs_out)[0] = id;
+	*n_out = 1;
+	return 0;
 }
 
 /* What a run is, for titles and labels. */
@@ -230,39 +193,35 @@ typedef struct run_desc_s {
 	char params[1024];
 	char hash[32];
 	uint64_t cap;
+	double y; /* the figure a sweep plot shows */
 } run_desc_t;
 
+/* Describes run id; y_col (may be NULL) names the figure to read. */
 static int
-run_describe(sqlite3 *db, int64_t id, run_desc_t *d, char *why, size_t whylen)
+run_describe(msim_db_t *db, int64_t id, const char *y_col, run_desc_t *d,
+	     char *why, size_t whylen)
 {
-	sqlite3_stmt *q;
+	msim_db_run_t r;
 	memset(d, 0, sizeof(*d));
-	if (sqlite3_prepare_v2(db, "SELECT trace_path, policy, params,"
-			       " trace_hash, cap_bytes FROM runs WHERE id=?",
-			       -1, &q, NULL) != SQLITE_OK) {
-		snprintf(why, whylen, "%s", sqlite3_errmsg(db));
-		return MSIM_EDB;
+	int rc = msim_db_run_get(db, id, &r);
+	if (rc) {
+		if (rc == MSIM_ENOTFOUND)
+			snprintf(why, whylen, "no run %" PRId64 " in the "
+				 "database", id);
+		else
+			snprintf(why, whylen, "%s", msim_db_errmsg(db));
+		return rc;
 	}
-	sqlite3_bind_int64(q, 1, id);
-	int rc = sqlite3_step(q);
-	if (rc == SQLITE_ROW) {
-		const char *t = (const char *)sqlite3_column_text(q, 0);
-		const char *slash = t ? strrchr(t, '/') : NULL;
-		snprintf(d->trace, sizeof(d->trace), "%s",
-			 slash ? slash + 1 : t ? t : "");
-		snprintf(d->policy, sizeof(d->policy), "%s",
-			 (const char *)sqlite3_column_text(q, 1));
-		const char *pp = (const char *)sqlite3_column_text(q, 2);
-		snprintf(d->params, sizeof(d->params), "%s", pp ? pp : "");
-		snprintf(d->hash, sizeof(d->hash), "%s",
-			 (const char *)sqlite3_column_text(q, 3));
-		d->cap = (uint64_t)sqlite3_column_int64(q, 4);
-	}
-	sqlite3_finalize(q);
-	if (rc != SQLITE_ROW) {
-		snprintf(why, whylen, "no run %" PRId64 " in the database", id);
-		return MSIM_ENOTFOUND;
-	}
+	const char *slash = strrchr(r.trace_path, '/');
+	snprintf(d->trace, sizeof(d->trace), "%s",
+		 slash ? slash + 1 : r.trace_path);
+	snprintf(d->policy, sizeof(d->policy), "%s", r.policy);
+	snprintf(d->params, sizeof(d->params), "%s", r.params);
+	snprintf(d->hash, sizeof(d->hash), "%s", r.trace_hash);
+	d->cap = r.cap_bytes;
+	if (y_col)
+		msim_db_run_figure(&r, y_col, &d->y);
+	msim_db_run_clear(&r);
 	return 0;
 }
 
@@ -344,52 +303,44 @@ close_csv(FILE *fp, const char *path, char *why, size_t whylen)
 	return 0;
 }
 
+/* One line of an overlay's block: request,reserved,allocated. */
 static int
-export_overlay(sqlite3 *db, const msim_plot_req_t *r, FILE *fp,
+overlay_row(const msim_sample_t *s, void *ctx)
+{
+	fprintf(ctx, "%" PRIu64 ",%" PRId64 ",%" PRId64 "\n", s->request,
+		s->reserved, s->allocated);
+	return 0;
+}
+
+static int
+export_overlay(msim_db_t *db, const msim_plot_req_t *r, FILE *fp,
 	       char *title, size_t titlelen, char *why, size_t whylen)
 {
 	run_desc_t d0, d;
 	int rc;
-	if ((rc = run_describe(db, r->runs[0], &d0, why, whylen)))
+	if ((rc = run_describe(db, r->runs[0], NULL, &d0, why, whylen)))
 		return rc;
 	int many_traces = 0;
 	for (size_t i = 1; i < r->nruns; i++) {
-		if ((rc = run_describe(db, r->runs[i], &d, why, whylen)))
+		if ((rc = run_describe(db, r->runs[i], NULL, &d, why, whylen)))
 			return rc;
 		many_traces |= strcmp(d.hash, d0.hash) != 0;
 	}
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(db, "SELECT request, reserved_bytes,"
-			       " allocated_bytes FROM timeline WHERE run_id=?"
-			       " ORDER BY request", -1, &q, NULL) != SQLITE_OK) {
-		snprintf(why, whylen, "%s", sqlite3_errmsg(db));
-		return MSIM_EDB;
-	}
 	for (size_t i = 0; i < r->nruns; i++) {
 		char label[2048];
-		run_describe(db, r->runs[i], &d, why, whylen);
+		run_describe(db, r->runs[i], NULL, &d, why, whylen);
 		run_label(&d, many_traces, label, sizeof(label));
 		label_clean(label);
 		fprintf(fp, "%srequest,run %" PRId64 " %s,allocated\n",
 			i ? "\n\n" : "", r->runs[i], label);
-		sqlite3_reset(q);
-		sqlite3_bind_int64(q, 1, r->runs[i]);
-		int rows = 0;
-		while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-			fprintf(fp, "%lld,%lld,%lld\n",
-				(long long)sqlite3_column_int64(q, 0),
-				(long long)sqlite3_column_int64(q, 1),
-				(long long)sqlite3_column_int64(q, 2));
-			rows++;
-		}
-		if (rc != SQLITE_DONE || !rows) {
+		rc = msim_db_run_timeline(db, r->runs[i], overlay_row, fp);
+		if (rc) {
 			snprintf(why, whylen, "run %" PRId64 ": %s", r->runs[i],
-				 rows ? sqlite3_errmsg(db) : "no timeline");
-			sqlite3_finalize(q);
-			return rows ? MSIM_EDB : MSIM_ENOTFOUND;
+				 rc == MSIM_ENOTFOUND ? "no timeline"
+						      : msim_db_errmsg(db));
+			return rc;
 		}
 	}
-	sqlite3_finalize(q);
 	if (many_traces)
 		snprintf(title, titlelen, "reserved bytes of %zu runs",
 			 r->nruns);
@@ -405,13 +356,6 @@ typedef struct spoint_s {
 	double y;
 	int xi, si;
 } spoint_t;
-
-static const char *const y_cols[] = {
-	"peak_reserved_bytes", "peak_allocated_bytes", "peak_requested_bytes",
-	"frag_at_peak", "frag_mean", "ext_frag_max", "num_device_alloc",
-	"num_device_free", "num_alloc_retries", "num_ooms", "requests",
-	"wall_ms", NULL,
-};
 
 static int
 cmp_xval(const char *a, const char *b)
@@ -435,7 +379,7 @@ cmp_pt_x(const void *a, const void *b)
 }
 
 static int
-export_sweep(sqlite3 *db, const msim_plot_req_t *r, FILE *fp, char *title,
+export_sweep(msim_db_t *db, const msim_plot_req_t *r, FILE *fp, char *title,
 	     size_t titlelen, char *why, size_t whylen)
 {
 	const char *xk = r->x_key ? r->x_key : "max_split_size_mb";
@@ -443,8 +387,8 @@ export_sweep(sqlite3 *db, const msim_plot_req_t *r, FILE *fp, char *title,
 				       : "garbage_collection_threshold";
 	const char *yc = r->y_col ? r->y_col : "peak_reserved_bytes";
 	int ok = 0;
-	for (int k = 0; y_cols[k]; k++)
-		ok |= !strcmp(y_cols[k], yc);
+	for (int k = 0; msim_db_run_figures[k]; k++)
+		ok |= !strcmp(msim_db_run_figures[k], yc);
 	if (!ok) {
 		snprintf(why, whylen, "--y %s: not one of peak_reserved_bytes, "
 			 "peak_allocated_bytes, frag_at_peak, frag_mean, "
@@ -459,20 +403,12 @@ export_sweep(sqlite3 *db, const msim_plot_req_t *r, FILE *fp, char *title,
 		free(ord);
 		return MSIM_ENOMEM;
 	}
-	char sql[256];
-	snprintf(sql, sizeof(sql), "SELECT %s FROM runs WHERE id=?", yc);
-	sqlite3_stmt *q;
 	int rc = 0;
-	if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK) {
-		snprintf(why, whylen, "%s", sqlite3_errmsg(db));
-		rc = MSIM_EDB;
-		goto out;
-	}
 	run_desc_t d0;
 	int many_traces = 0;
 	for (size_t i = 0; i < r->nruns; i++) {
 		run_desc_t d;
-		if ((rc = run_describe(db, r->runs[i], &d, why, whylen)))
+		if ((rc = run_describe(db, r->runs[i], yc, &d, why, whylen)))
 			break;
 		if (!i)
 			d0 = d;
@@ -482,16 +418,12 @@ export_sweep(sqlite3 *db, const msim_plot_req_t *r, FILE *fp, char *title,
 		param_value(d.params, d.policy, sk, sv, sizeof(sv));
 		snprintf(pt[i].series, sizeof(pt[i].series), "%s%s%s=%s",
 			 d.trace, " ", sk, sv);
-		sqlite3_reset(q);
-		sqlite3_bind_int64(q, 1, r->runs[i]);
-		if (sqlite3_step(q) == SQLITE_ROW)
-			pt[i].y = sqlite3_column_double(q, 0);
+		pt[i].y = d.y;
 		if (bytes)
 			pt[i].y /= 1024.0 * 1024.0 * 1024.0;
 		label_clean(pt[i].x);
 		label_clean(pt[i].series);
 	}
-	sqlite3_finalize(q);
 	if (rc)
 		goto out;
 	if (!many_traces) /* the trace goes into the title instead */
@@ -556,127 +488,119 @@ cmp_seg(const void *a, const void *b)
 	return (x->addr > y->addr) - (x->addr < y->addr);
 }
 
-/* Replays events [0, upto) into the live set; returns its size. */
-static size_t
-segs_replay(sqlite3_stmt *q, int64_t run_id, int64_t upto, seg_t *live,
-	    uint64_t *reserved_max, int64_t *at_out, int64_t *request_out)
+/* Replaying the segment events up to a point: the live segments (when
+ * live is given), the reserved bytes and when they peaked. */
+typedef struct segs_replay_s {
+	int64_t upto;          /* events to replay; -1 all */
+	seg_t *live;           /* NULL: count only */
+	size_t n;              /* live segments */
+	uint64_t reserved, peak;
+	int64_t seq, at, request; /* events seen; the peak's event, request */
+} segs_replay_t;
+
+static int
+segs_event(const msim_seg_event_t *ev, void *ctx)
 {
-	size_t n = 0;
-	uint64_t reserved = 0;
-	int64_t seq = 0;
-	sqlite3_reset(q);
-	sqlite3_bind_int64(q, 1, run_id);
-	while (sqlite3_step(q) == SQLITE_ROW && (upto < 0 || seq < upto)) {
-		const char *act = (const char *)sqlite3_column_text(q, 0);
-		uint64_t addr = (uint64_t)sqlite3_column_int64(q, 1);
-		uint64_t size = (uint64_t)sqlite3_column_int64(q, 2);
-		seq++;
-		if (!act)
-			continue;
-		if (!strcmp(act, "segment_alloc") || !strcmp(act, "segment_map")) {
-			if (live)
-				live[n] = (seg_t){addr, size};
-			n++;
-			reserved += size;
-		} else if (!strcmp(act, "segment_free") ||
-			   !strcmp(act, "segment_unmap")) {
-			reserved -= size <= reserved ? size : reserved;
-			if (live) {
-				for (size_t k = 0; k < n; k++)
-					if (live[k].addr == addr) {
-						live[k] = live[--n];
-						break;
-					}
-			} else if (n) {
-				n--;
-			}
-		}
-		if (reserved_max && reserved > *reserved_max) {
-			*reserved_max = reserved;
-			*at_out = seq;
-			*request_out = sqlite3_column_int64(q, 3);
+	segs_replay_t *x = ctx;
+	if (x->upto >= 0 && x->seq >= x->upto)
+		return 1; /* far enough */
+	x->seq++;
+	if (ev->action == MSIM_SEG_ALLOC || ev->action == MSIM_SEG_MAP) {
+		if (x->live)
+			x->live[x->n] = (seg_t){ev->addr, ev->size};
+		x->n++;
+		x->reserved += ev->size;
+	} else if (ev->action == MSIM_SEG_FREE ||
+		   ev->action == MSIM_SEG_UNMAP) {
+		x->reserved -= ev->size <= x->reserved ? ev->size : x->reserved;
+		if (x->live) {
+			for (size_t k = 0; k < x->n; k++)
+				if (x->live[k].addr == ev->addr) {
+					x->live[k] = x->live[--x->n];
+					break;
+				}
+		} else if (x->n) {
+			x->n--;
 		}
 	}
-	return n;
+	if (x->reserved > x->peak) {
+		x->peak = x->reserved;
+		x->at = x->seq;
+		x->request = (int64_t)ev->request;
+	}
+	return 0;
+}
+
+/* Writes the rows of the segments of live (sorted by address) with the
+ * blocks inside each, where the run stored them (peak_blocks): one row per
+ * block, else one row per segment with the block columns empty. */
+static void
+segs_write(FILE *fp, const seg_t *live, size_t n, const msim_block_t *b,
+	   size_t nb)
+{
+	static const char *const states[] = {"allocated", "free", "pending"};
+	const double mib = 1024.0 * 1024.0;
+	fprintf(fp, "rank,addr,size_mib,pool,offset_mib,block_mib,state\n");
+	size_t j = 0;
+	for (size_t k = 0; k < n; k++) {
+		const char *pool = live[k].size == 2 * 1024 * 1024 ? "small"
+								   : "large";
+		uint64_t end = live[k].addr + live[k].size;
+		int rows = 0;
+		while (j < nb && b[j].addr < live[k].addr)
+			j++;
+		for (size_t i = j; i < nb && b[i].addr < end; i++, rows++)
+			fprintf(fp, "%zu,%" PRIu64 ",%.6f,%s,%.6f,%.6f,%s\n", k,
+				live[k].addr, (double)live[k].size / mib, pool,
+				(double)(b[i].addr - live[k].addr) / mib,
+				(double)b[i].size / mib, states[b[i].state % 3]);
+		if (!rows)
+			fprintf(fp, "%zu,%" PRIu64 ",%.6f,%s,,,\n", k,
+				live[k].addr, (double)live[k].size / mib, pool);
+	}
 }
 
 static int
-export_segments(sqlite3 *db, const msim_plot_req_t *r, FILE *fp,
+export_segments(msim_db_t *db, const msim_plot_req_t *r, FILE *fp,
 		char *title, size_t titlelen, char *why, size_t whylen)
 {
 	run_desc_t d;
 	int rc;
-	if ((rc = run_describe(db, r->runs[0], &d, why, whylen)))
+	if ((rc = run_describe(db, r->runs[0], NULL, &d, why, whylen)))
 		return rc;
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(db, "SELECT action, addr, size, request FROM"
-			       " segment_events WHERE run_id=? ORDER BY seq",
-			       -1, &q, NULL) != SQLITE_OK) {
-		snprintf(why, whylen, "%s", sqlite3_errmsg(db));
-		return MSIM_EDB;
-	}
 	/* First pass: the moment of the peak and how many segments at most. */
-	uint64_t peak = 0;
-	int64_t at = 0, request = 0;
-	size_t most = segs_replay(q, r->runs[0], -1, NULL, &peak, &at,
-				  &request);
-	if (!peak) {
-		sqlite3_finalize(q);
+	segs_replay_t x = {.upto = -1};
+	if ((rc = msim_db_run_events(db, r->runs[0], segs_event, &x))) {
+		snprintf(why, whylen, "%s", msim_db_errmsg(db));
+		return rc;
+	}
+	if (!x.peak) {
 		snprintf(why, whylen, "run %" PRId64 " has no segment events "
 			 "(was it stored by `memsim run --db`?)", r->runs[0]);
 		return MSIM_ENOTFOUND;
 	}
 	/* Counting allocations bounds the live set at any moment. */
-	seg_t *live = calloc(most + at + 1, sizeof(*live));
-	if (!live) {
-		sqlite3_finalize(q);
+	segs_replay_t y = {.upto = x.at};
+	if (!(y.live = calloc(x.n + (size_t)x.at + 1, sizeof(*y.live))))
 		return MSIM_ENOMEM;
+	rc = msim_db_run_events(db, r->runs[0], segs_event, &y);
+	msim_block_t *blocks = NULL;
+	size_t nb = 0;
+	if (rc < 0 || (rc = msim_db_run_peak_blocks(db, r->runs[0], &blocks,
+						      &nb))) {
+		snprintf(why, whylen, "%s", msim_db_errmsg(db));
+		free(y.live);
+		return rc;
 	}
-	size_t n = segs_replay(q, r->runs[0], at, live, NULL, NULL, NULL);
-	sqlite3_finalize(q);
-	qsort(live, n, sizeof(*live), cmp_seg);
-	/* The blocks inside, where the run stored them (peak_blocks): one
-	 * row per block, else one row per segment with the block columns
-	 * empty. */
-	sqlite3_stmt *bq = NULL;
-	if (sqlite3_prepare_v2(db, "SELECT addr, size, state FROM peak_blocks"
-			       " WHERE run_id=?1 AND addr>=?2 AND addr<?3"
-			       " ORDER BY addr", -1, &bq, NULL) != SQLITE_OK)
-		bq = NULL; /* a schema without peak_blocks: segments only */
-	fprintf(fp, "rank,addr,size_mib,pool,offset_mib,block_mib,state\n");
-	const double mib = 1024.0 * 1024.0;
-	for (size_t k = 0; k < n; k++) {
-		const char *pool = live[k].size == 2 * 1024 * 1024 ? "small"
-								   : "large";
-		int rows = 0;
-		if (bq) {
-			sqlite3_reset(bq);
-			sqlite3_bind_int64(bq, 1, r->runs[0]);
-			sqlite3_bind_int64(bq, 2, (sqlite3_int64)live[k].addr);
-			sqlite3_bind_int64(bq, 3, (sqlite3_int64)(live[k].addr +
-								  live[k].size));
-			while (sqlite3_step(bq) == SQLITE_ROW) {
-				uint64_t a = (uint64_t)sqlite3_column_int64(bq, 0);
-				fprintf(fp, "%zu,%" PRIu64 ",%.6f,%s,%.6f,%.6f,%s\n",
-					k, live[k].addr,
-					(double)live[k].size / mib, pool,
-					(double)(a - live[k].addr) / mib,
-					(double)sqlite3_column_int64(bq, 1) / mib,
-					(const char *)sqlite3_column_text(bq, 2));
-				rows++;
-			}
-		}
-		if (!rows)
-			fprintf(fp, "%zu,%" PRIu64 ",%.6f,%s,,,\n", k,
-				live[k].addr, (double)live[k].size / mib, pool);
-	}
-	sqlite3_finalize(bq);
-	free(live);
+	qsort(y.live, y.n, sizeof(*y.live), cmp_seg);
+	segs_write(fp, y.live, y.n, blocks, nb);
+	free(blocks);
+	free(y.live);
 	char b[32], label[2048];
 	run_label(&d, 0, label, sizeof(label));
 	snprintf(title, titlelen, "%.400s: %s %.1000s: %zu segments, %s reserved at the "
-		 "peak (request %" PRId64 ")", d.trace, d.policy, label, n,
-		 msim_format_bytes(peak, b, sizeof(b)), request);
+		 "peak (request %" PRId64 ")", d.trace, d.policy, label, y.n,
+		 msim_format_bytes(x.peak, b, sizeof(b)), x.request);
 	return 0;
 }
 
@@ -685,7 +609,7 @@ msim_plot_export(msim_db_t *mdb, const msim_plot_req_t *r,
 		 const char *csv_path, char *title_out, size_t titlelen,
 		 char *why, size_t whylen)
 {
-	sqlite3 *db = msim_db_handle(mdb);
+	msim_db_t *db = mdb;
 	char title[2048] = "";
 	if (!r->nruns) {
 		snprintf(why, whylen, "no run to plot");
@@ -694,7 +618,7 @@ msim_plot_export(msim_db_t *mdb, const msim_plot_req_t *r,
 	int rc;
 	if (r->kind == MSIM_PLOT_CURVE) {
 		run_desc_t d;
-		if ((rc = run_describe(db, r->runs[0], &d, why, whylen)))
+		if ((rc = run_describe(db, r->runs[0], NULL, &d, why, whylen)))
 			return rc;
 		if ((rc = msim_db_export_timeline(mdb, r->runs[0], csv_path))) {
 			snprintf(why, whylen, "%s", rc == MSIM_ENOTFOUND

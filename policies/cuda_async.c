@@ -3,7 +3,8 @@
  * cudaFreeAsync from the device's default cudaMemPool_t), as PyTorch's
  * backend:cudaMallocAsync uses it: every request is a cudaMallocAsync of
  * its exact size, every free a cudaFreeAsync, and the pool's release
- * threshold is UINT64_MAX, so it keeps what it reserved (spec section 13).
+ * threshold is UINT64_MAX, so it keeps what it reserved
+ * (docs/pytorch-allocator.md §12).
  *
  * The driver's pool is closed source; this is a model fitted to what it
  * did on an H200 (groundtruth async.tsv: reserved peaks, all multiples of

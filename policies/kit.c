@@ -176,6 +176,36 @@ msim_extidx_best(const msim_extidx_t *x, uint64_t size)
 }
 
 msim_ext_t *
+msim_extidx_first(const msim_extidx_t *x)
+{
+	msim_ext_t *t = x->root;
+	while (t && t->tl)
+		t = t->tl;
+	return t;
+}
+
+msim_ext_t *
+msim_extidx_next(const msim_extidx_t *x, const msim_ext_t *e)
+{
+	if (e->tr) {
+		msim_ext_t *t = e->tr;
+		while (t->tl)
+			t = t->tl;
+		return t;
+	}
+	msim_ext_t *next = NULL;
+	for (msim_ext_t *t = x->root; t && t != e;) {
+		if (ext_before(e, t)) {
+			next = t;
+			t = t->tl;
+		} else {
+			t = t->tr;
+		}
+	}
+	return next;
+}
+
+msim_ext_t *
 msim_extidx_largest(const msim_extidx_t *x)
 {
 	msim_ext_t *t = x->root;

@@ -107,6 +107,11 @@ void msim_extidx_remove(msim_extidx_t *x, msim_ext_t *e);
  * among equals; NULL if none. */
 msim_ext_t *msim_extidx_best(const msim_extidx_t *x, uint64_t size);
 
+/* The smallest extent in (size, address) order, or NULL; then the one
+ * after e (which is in x), or NULL.  O(log n) each. */
+msim_ext_t *msim_extidx_first(const msim_extidx_t *x);
+msim_ext_t *msim_extidx_next(const msim_extidx_t *x, const msim_ext_t *e);
+
 /* The largest free extent, or NULL. */
 msim_ext_t *msim_extidx_largest(const msim_extidx_t *x);
 

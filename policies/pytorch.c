@@ -1,6 +1,7 @@
 /*
  * pytorch: PyTorch 2.11's native CUDA caching allocator
- * (c10/cuda/CUDACachingAllocator.cpp), rule by rule as the project's spec
+ * (c10/cuda/CUDACachingAllocator.cpp), rule by rule as
+ * docs/pytorch-allocator.md
  * describes it: rounding (512 B, or power-of-two divisions), a small pool
  * (<= 1 MiB, 2 MiB segments) and a large pool, free sets per stream ordered
  * by (size, address), best fit, splitting (small: remainder >= 512 B; large:
@@ -33,6 +34,7 @@
 #include <string.h>
 
 #include "sim/policy.h"
+#include "policies/pytorch.h"
 #include "sim/error.h"
 
 #define PT_MIN_BLOCK 512
@@ -303,14 +305,20 @@ pt_round(const pt_state_t *s, uint64_t req)
 }
 
 /* get_allocation_size(): bytes of a new segment for a block of size. */
-static uint64_t
-pt_segment_size(const pt_state_t *s, uint64_t size)
+uint64_t
+msim_pytorch_segment_size(uint64_t size, uint64_t large_segment)
 {
 	if (size <= PT_SMALL_SIZE)
 		return PT_SMALL_BUFFER;
 	if (size < PT_MIN_LARGE_ALLOC)
-		return s->large_segment;
+		return large_segment;
 	return ceil_to(size, PT_ROUND_LARGE);
+}
+
+static uint64_t
+pt_segment_size(const pt_state_t *s, uint64_t size)
+{
+	return msim_pytorch_segment_size(size, s->large_segment);
 }
 
 /* ---------------------------------------------------------------- */
@@ -566,7 +574,7 @@ live_put(pt_state_t *s, uint32_t id, pt_block_t *b)
 }
 
 /* ---------------------------------------------------------------- */
-/* Expandable segments (spec section 8)                              */
+/* Expandable segments (docs/pytorch-allocator.md §7)                */
 
 /* The size an expandable block can grow to: itself and the unmapped
  * range after it. */
@@ -1148,8 +1156,8 @@ pt_stream_find(const pt_state_t *s, msim_stream_t handle)
 }
 
 /* Whether a malloc of req now would free cached segments itself: the
- * lookup misses and GC, the cap or the device forces a release (spec
- * section 16, note 6 b).  Evaluated without side effects. */
+ * lookup misses and GC, the cap or the device forces a release
+ * (docs/pytorch-allocator.md §11.2 b).  Evaluated without side effects. */
 static bool
 pt_would_release(const void *state, const msim_req_t *req)
 {

@@ -14,6 +14,7 @@ extern const msim_policy_ops_t msim_policy_pool;
 extern const msim_policy_ops_t msim_policy_arena;
 extern const msim_policy_ops_t msim_policy_binning;
 extern const msim_policy_ops_t msim_policy_buddy;
+extern const msim_policy_ops_t msim_policy_cupy;
 
 static const msim_policy_ops_t *const registry[] = {
 	&msim_policy_pytorch,
@@ -24,6 +25,7 @@ static const msim_policy_ops_t *const registry[] = {
 	&msim_policy_arena,
 	&msim_policy_binning,
 	&msim_policy_buddy,
+	&msim_policy_cupy,
 	NULL,
 };
 

@@ -2,7 +2,7 @@
  * The device model: counting, capacity and cap, the event log, and the
  * default placement backend.
  *
- * Placement (spec section 16.2, measured with CUDA 13.0 / driver 580 on the
+ * Placement (docs/pytorch-allocator.md §13; CUDA 13.0 / driver 580 on the
  * H200): virtual address space is carved in chunks of ceil_to(size, 32 MiB),
  * 32 MiB aligned.  A segment that opens a chunk sits at its start and leaves
  * the rest as a hole.  A cudaMalloc first tries holes, newest chunk first and
@@ -422,12 +422,21 @@ msim_device_reserve(msim_device_t *dev, uint64_t size, msim_addr_t *addr_out)
 	uint64_t len = (size + VA_CHUNK - 1) / VA_CHUNK * VA_CHUNK;
 	msim_addr_t at = VA_RESERVE_BASE;
 	size_t i = 0;
-	for (; i < dev->nresv; i++) { /* first gap that fits, lowest first */
-		if (dev->resv[i].base >= at + len)
-			break;
-		msim_addr_t end = dev->resv[i].base + dev->resv[i].size;
-		if (end > at)
-			at = end;
+	if (dev->use_hints && dev->nhints > 0) {
+		/* A recorded reservation (its first segment_map row). */
+		at = dev->hints[dev->hint_head++];
+		dev->nhints--;
+		while (i < dev->nresv && dev->resv[i].base < at)
+			i++;
+	} else {
+		for (; i < dev->nresv; i++) { /* first gap that fits */
+			if (dev->resv[i].base >= at + len)
+				break;
+			msim_addr_t end = dev->resv[i].base +
+					  dev->resv[i].size;
+			if (end > at)
+				at = end;
+		}
 	}
 	if (dev->nresv == dev->capresv) {
 		size_t ncap = dev->capresv ? 2 * dev->capresv : 8;

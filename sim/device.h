@@ -10,7 +10,8 @@
  *
  * Where a new segment lands is decided by a backend, a small const ops
  * table: the default models the CUDA 13 driver's placement on the H200
- * (spec section 16.2), tests pass fakes, validation mode passes cudaMalloc.
+ * (docs/pytorch-allocator.md §13), tests pass fakes, validation mode
+ * passes cudaMalloc.
  * Addresses matter because PyTorch breaks ties between equal-size free
  * blocks by address.
  */
@@ -40,7 +41,8 @@ typedef struct msim_device_ops_s {
 	void (*destroy)(void *ctx);
 } msim_device_ops_t;
 
-/* The driver placement model of spec section 16.2 (the default). */
+/* The driver placement model of docs/pytorch-allocator.md §13 (the
+ * default). */
 extern const msim_device_ops_t msim_device_h200;
 
 /* Segment events, as PyTorch's trace names them. */
@@ -133,7 +135,8 @@ void msim_device_unmap(msim_device_t *dev, msim_addr_t addr, uint64_t size,
  * Expandable segments: a virtual address reservation of size bytes
  * (cuMemAddressReserve; no physical memory, nothing counted).  The driver
  * puts them at the lowest free address at or above 0x302000000, sizes
- * rounded up to 32 MiB, and reuses released ranges (spec 16.2 f).
+ * rounded up to 32 MiB, and reuses released ranges
+ * (docs/pytorch-allocator.md §13 f).
  * Returns 0 or MSIM_ENOMEM.
  */
 int msim_device_reserve(msim_device_t *dev, uint64_t size,

@@ -35,14 +35,45 @@ struct msim_sim_s {
 	msim_summary_t sum;
 	uint64_t next_sample; /* request count of the next timeline sample */
 	bool peak_blocks;       /* snapshot the blocks at each new peak */
+	void (*observe)(void *ctx, const msim_req_t *req, int rc);
+	void *observe_ctx;
 	uint64_t snap_reserved; /* reserved bytes of the last snapshot */
 	msim_block_t *snap;
 	size_t nsnap, capsnap;
 	double frag_sum;
 	uint64_t frag_n;
 	msim_timeline_t tl;
+	/* After a reset_peak_memory_stats() request: the peaks since. */
+	bool peaks_reset;
+	msim_stats_t peaks;
 	char errmsg[512];
 };
+
+/* The msim_stat_t fields of st, as an array (see msim_stats_finish()). */
+static msim_stat_t *
+sim_stat_array(msim_stats_t *st, size_t *n_out)
+{
+	*n_out = offsetof(msim_stats_t, num_alloc_retries) /
+		 sizeof(msim_stat_t);
+	return (msim_stat_t *)st;
+}
+
+/* Follows the peaks since reset_peak_memory_stats(): policies keep their
+ * peaks since the start, so the engine keeps its own after a reset. */
+static void
+sim_track_peaks(msim_sim_t *sim)
+{
+	if (!sim->peaks_reset)
+		return;
+	msim_stats_t st;
+	size_t n;
+	msim_policy_stats(sim->pol, &st);
+	msim_stat_t *cur = sim_stat_array(&st, &n);
+	msim_stat_t *pk = sim_stat_array(&sim->peaks, &n);
+	for (size_t i = 0; i < n; i++)
+		if (cur[i].current > pk[i].peak)
+			pk[i].peak = cur[i].current;
+}
 
 static bool
 ev_less(const ev_t *a, const ev_t *b)
@@ -106,6 +137,8 @@ msim_sim_new(const msim_sim_config_t *cfg, msim_sim_t **out, char *why,
 	sim->src = cfg->source;
 	sim->keep_going = cfg->keep_going;
 	sim->peak_blocks = cfg->peak_blocks;
+	sim->observe = cfg->observe;
+	sim->observe_ctx = cfg->observe_ctx;
 	sim->sum.oom_request = -1;
 	sim->next_sample = 1;
 	if ((rc = msim_timeline_init(&sim->tl, cfg->timeline_points
@@ -249,6 +282,16 @@ sim_request(msim_sim_t *sim, const msim_req_t *req)
 				  "or is above 2^63"
 				: "segment address");
 		return 0;
+	case MSIM_REQ_RESET_PEAKS: {
+		/* torch.cuda.reset_peak_memory_stats(): peak = current. */
+		size_t n;
+		msim_policy_stats(sim->pol, &sim->peaks);
+		msim_stat_t *pk = sim_stat_array(&sim->peaks, &n);
+		for (size_t i = 0; i < n; i++)
+			pk[i].peak = pk[i].current;
+		sim->peaks_reset = true;
+		return 0;
+	}
 	case MSIM_REQ_EMPTY_CACHE:
 		return msim_policy_empty_cache(sim->pol);
 	case MSIM_REQ_FREE_REQUESTED:
@@ -256,6 +299,8 @@ sim_request(msim_sim_t *sim, const msim_req_t *req)
 			return 0;
 		if ((rc = msim_policy_free_requested(sim->pol, req)))
 			return sim_fail(sim, rc, "free_requested");
+		if (sim->observe)
+			sim->observe(sim->observe_ctx, req, 0);
 		return 0;
 	case MSIM_REQ_ALLOC:
 		if ((req->flags & MSIM_REQF_MAYBE_EMPTY_CACHE) &&
@@ -297,6 +342,8 @@ sim_request(msim_sim_t *sim, const msim_req_t *req)
 		}
 		if (sim->peak_blocks)
 			sim_snapshot(sim);
+		if (sim->observe)
+			sim->observe(sim->observe_ctx, req, rc);
 		break;
 	case MSIM_REQ_FREE:
 		if (req->id < sim->ndead && sim->dead[req->id]) {
@@ -305,12 +352,15 @@ sim_request(msim_sim_t *sim, const msim_req_t *req)
 		}
 		if ((rc = msim_policy_free(sim->pol, req)))
 			return sim_fail(sim, rc, "free of a block not live");
+		if (sim->observe)
+			sim->observe(sim->observe_ctx, req, 0);
 		break;
 	default:
 		return sim_fail(sim, MSIM_EINVAL, "unknown request kind");
 	}
 	if (++sim->sum.requests == sim->next_sample)
 		sim_sample(sim);
+	sim_track_peaks(sim);
 	return 0;
 }
 
@@ -342,6 +392,7 @@ msim_sim_step(msim_sim_t *sim)
 		ev_t ev = ev_pop(sim);
 		sim->clock = ev.time;
 		int rc = msim_policy_on_event(sim->pol, ev.cookie);
+		sim_track_peaks(sim);
 		return rc ? sim_fail(sim, rc, "policy event") : 1;
 	}
 	if (!sim->have_next) {
@@ -446,6 +497,15 @@ void
 msim_sim_stats(const msim_sim_t *sim, msim_stats_t *out)
 {
 	msim_policy_stats(sim->pol, out);
+	if (sim->peaks_reset) {
+		size_t n;
+		msim_stat_t *o = sim_stat_array(out, &n);
+		const msim_stat_t *pk =
+			sim_stat_array((msim_stats_t *)&sim->peaks, &n);
+		for (size_t i = 0; i < n; i++)
+			o[i].peak = pk[i].peak > o[i].current ? pk[i].peak
+							      : o[i].current;
+	}
 }
 
 void
@@ -455,7 +515,7 @@ msim_sim_summary(msim_sim_t *sim, msim_summary_t *out)
 	if (!sim->summarized) /* the final state is always on the curve */
 		sim_sample(sim);
 	sim->summarized = true;
-	msim_policy_stats(sim->pol, &st);
+	msim_sim_stats(sim, &st);
 	sim->sum.frag_at_peak =
 		msim_frag(st.allocated_bytes[MSIM_POOL_ALL].peak,
 			  st.reserved_bytes[MSIM_POOL_ALL].peak);

@@ -31,6 +31,12 @@ typedef struct msim_sim_config_s {
 	bool keep_going;        /* do not stop at the first OOM */
 	size_t timeline_points; /* 0: 1024 */
 	bool peak_blocks;       /* keep the policy's blocks at peak reserved */
+	/* May be NULL.  Called after each ALLOC, FREE_REQUESTED and FREE
+	 * the engine serves, with the policy's answer to an ALLOC (0 or
+	 * MSIM_EDEVOOM; 0 for frees): what explain needs to follow each
+	 * block's owner.  One test of a NULL pointer a request otherwise. */
+	void (*observe)(void *ctx, const msim_req_t *req, int rc);
+	void *observe_ctx;
 } msim_sim_config_t;
 
 typedef struct msim_sim_s msim_sim_t;

@@ -2,10 +2,12 @@
 #include <config.h>
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,8 +24,14 @@ struct msim_db_s {
 	char *path;
 	int busy_ms;     /* how long to wait for another writer's lock */
 	double busy_t0;  /* when the current wait began */
-	char errmsg[512];
+	int version;     /* the file's schema (read-only: as found) */
+	bool readonly;
+	bool has_meta, has_blocks, has_sweeps; /* tables older files lack */
+	char errmsg[2560];
 };
+
+/* How db_open() opens a file. */
+enum { DB_CREATE, DB_EXISTING, DB_READONLY };
 
 static const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS meta("
@@ -166,7 +174,7 @@ db_exec(msim_db_t *db, const char *sql, const char *what)
 	return 0;
 }
 
-static int db_open(const char *path, int create, msim_db_t **out, char *why,
+static int db_open(const char *path, int how, msim_db_t **out, char *why,
 		   size_t whylen);
 
 void
@@ -187,7 +195,7 @@ msim_sim_meta_fill(msim_sim_meta_t *m, double device_us,
 int
 msim_db_open(const char *path, msim_db_t **out, char *why, size_t whylen)
 {
-	return db_open(path, 1, out, why, whylen);
+	return db_open(path, DB_CREATE, out, why, whylen);
 }
 
 int
@@ -198,17 +206,152 @@ msim_db_open_existing(const char *path, msim_db_t **out, char *why,
 		snprintf(why, whylen, "%s: %s", path, strerror(errno));
 		return MSIM_ENOTFOUND;
 	}
-	return db_open(path, 0, out, why, whylen);
+	return db_open(path, DB_EXISTING, out, why, whylen);
 }
 
-struct sqlite3 *
-msim_db_handle(msim_db_t *db)
+int
+msim_db_open_readonly(const char *path, msim_db_t **out, char *why,
+		      size_t whylen)
 {
-	return db->db;
+	if (access(path, F_OK)) {
+		snprintf(why, whylen, "%s: %s", path, strerror(errno));
+		return MSIM_ENOTFOUND;
+	}
+	return db_open(path, DB_READONLY, out, why, whylen);
+}
+
+/* Whether the folder a new database file goes into is there: SQLite's own
+ * word for a missing one is "unable to open database file". */
+static int
+db_check_folder(msim_db_t *db, const char *path)
+{
+	if (!access(path, F_OK))
+		return 0;
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		return 0;
+	char dir[4096];
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path + (slash == path)),
+		 path);
+	struct stat sb;
+	if (stat(dir, &sb)) {
+		snprintf(db->errmsg, sizeof(db->errmsg), "%.1000s: cannot create "
+			 "the database: folder %.1000s: %s", path, dir,
+			 strerror(errno));
+		return MSIM_EDB;
+	}
+	if (!S_ISDIR(sb.st_mode)) {
+		snprintf(db->errmsg, sizeof(db->errmsg), "%.1000s: cannot create "
+			 "the database: %.1000s is not a folder", path, dir);
+		return MSIM_EDB;
+	}
+	return 0;
+}
+
+/* Whether the file holds table name. */
+static bool
+db_has_table(msim_db_t *db, const char *name)
+{
+	sqlite3_stmt *q;
+	bool has = false;
+	if (sqlite3_prepare_v2(db->db, "SELECT 1 FROM sqlite_master WHERE "
+			       "type='table' AND name=?", -1, &q, NULL) ==
+	    SQLITE_OK) {
+		sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
+		has = sqlite3_step(q) == SQLITE_ROW;
+	}
+	sqlite3_finalize(q);
+	return has;
+}
+
+/* The schema version in meta: > 0, 0 when meta has none, or an SQLite
+ * error code negated (no meta table: not a memsim file). */
+static int
+db_read_version(msim_db_t *db)
+{
+	sqlite3_stmt *q;
+	int rc = sqlite3_prepare_v2(db->db, "SELECT value FROM meta WHERE "
+				    "key='schema_version'", -1, &q, NULL);
+	if (rc != SQLITE_OK)
+		return -(rc ? rc : SQLITE_ERROR);
+	rc = sqlite3_step(q);
+	int have = rc == SQLITE_ROW ? sqlite3_column_int(q, 0) : 0;
+	sqlite3_finalize(q);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return -rc;
+	return have;
+}
+
+/* The tables of an older file, and the version a reader sees. */
+static void
+db_note_tables(msim_db_t *db, int version)
+{
+	db->version = version;
+	db->has_meta = db_has_table(db, "run_meta");
+	db->has_blocks = db_has_table(db, "peak_blocks");
+	db->has_sweeps = db_has_table(db, "sweeps");
+}
+
+/* "file:PATH?QUERY" with the URI's special characters escaped. */
+static void
+db_uri(const char *path, const char *query, char *buf, size_t n)
+{
+	size_t k = (size_t)snprintf(buf, n, "file:");
+	for (const char *p = path; *p && k + 4 < n; p++) {
+		if (*p == '%' || *p == '?' || *p == '#')
+			k += (size_t)snprintf(buf + k, n - k, "%%%02X",
+					      (unsigned char)*p);
+		else
+			buf[k++] = *p;
+	}
+	snprintf(buf + k, n - k, "?%s", query);
+}
+
+/*
+ * The read-only connection.  SQLite reads a WAL file through its -shm
+ * index, which it creates beside the file; where the folder is read-only
+ * too and none is there, the file is read as immutable (nobody can be
+ * writing it then: nobody can make the -wal either).
+ */
+static int
+db_open_ro(msim_db_t *db, const char *path)
+{
+	if (sqlite3_open_v2(path, &db->db, SQLITE_OPEN_READONLY, NULL) !=
+	    SQLITE_OK)
+		return db_fail(db, "cannot open");
+	sqlite3_busy_handler(db->db, db_busy, db);
+	int v = db_read_version(db);
+	if (v < 0 && ((-v & 0xff) == SQLITE_CANTOPEN ||
+		      (-v & 0xff) == SQLITE_READONLY)) {
+		char uri[8192];
+		db_uri(path, "immutable=1", uri, sizeof(uri));
+		sqlite3_close(db->db);
+		db->db = NULL;
+		if (sqlite3_open_v2(uri, &db->db, SQLITE_OPEN_READONLY |
+				    SQLITE_OPEN_URI, NULL) != SQLITE_OK)
+			return db_fail(db, "cannot open");
+		v = db_read_version(db);
+	}
+	if (v <= 0) {
+		snprintf(db->errmsg, sizeof(db->errmsg), "%s: %s", path,
+			 v < 0 && (-v & 0xff) != SQLITE_ERROR
+				 ? sqlite3_errmsg(db->db)
+				 : "not a memsim database");
+		return MSIM_EDB;
+	}
+	if (v > MSIM_DB_SCHEMA_VERSION) {
+		snprintf(db->errmsg, sizeof(db->errmsg),
+			 "%s: schema version %d is newer than this memsim "
+			 "understands (%d)", path, v, MSIM_DB_SCHEMA_VERSION);
+		return MSIM_EDB;
+	}
+	db->readonly = true;
+	db_note_tables(db, v);
+	return 0;
 }
 
 static int
-db_open(const char *path, int create, msim_db_t **out, char *why,
+db_open(const char *path, int how, msim_db_t **out, char *why,
 	size_t whylen)
 {
 	msim_db_t *db = calloc(1, sizeof(*db));
@@ -217,16 +360,28 @@ db_open(const char *path, int create, msim_db_t **out, char *why,
 		snprintf(why, whylen, "%s: %s", path, msim_strerror(MSIM_ENOMEM));
 		return MSIM_ENOMEM;
 	}
+	const char *busy = getenv("MEMSIM_DB_BUSY_MS");
+	db->busy_ms = busy && *busy ? atoi(busy) : 10000;
 	int rc = MSIM_EDB;
+	if (how == DB_READONLY) {
+		if ((rc = db_open_ro(db, path)))
+			goto fail;
+		*out = db;
+		return 0;
+	}
+	int create = how == DB_CREATE;
+	if (create && (rc = db_check_folder(db, path)))
+		goto fail;
+	rc = MSIM_EDB;
+	/* URIs: merge attaches its sources read-only ("file:...?mode=ro");
+	 * a path without "file:" is a plain path still. */
 	if (sqlite3_open_v2(path, &db->db,
-			    SQLITE_OPEN_READWRITE |
+			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI |
 				    (create ? SQLITE_OPEN_CREATE : 0),
 			    NULL) != SQLITE_OK) {
 		db_fail(db, "cannot open");
 		goto fail;
 	}
-	const char *busy = getenv("MEMSIM_DB_BUSY_MS");
-	db->busy_ms = busy && *busy ? atoi(busy) : 10000;
 	sqlite3_busy_handler(db->db, db_busy, db);
 	sqlite3_extended_result_codes(db->db, 1);
 	/* WAL lets readers and several writers share the file; where the file
@@ -292,6 +447,7 @@ db_open(const char *path, int create, msim_db_t **out, char *why,
 		goto rollback;
 	if ((rc = db_exec(db, "COMMIT", "cannot commit")))
 		goto rollback;
+	db_note_tables(db, MSIM_DB_SCHEMA_VERSION);
 	*out = db;
 	return 0;
 rollback:
@@ -417,60 +573,31 @@ msim_db_store_run(msim_db_t *db, const msim_run_info_t *info,
 				      MSIM_DB_INSERT, run_id_out, &existed);
 }
 
-int
-msim_db_store_run_mode(msim_db_t *db, const msim_run_info_t *info,
-		       const msim_summary_t *sum, const msim_stats_t *st,
-		       const msim_timeline_t *tl,
-		       const msim_seg_event_t *events, size_t nevents, int mode,
-		       int64_t *run_id_out, int *existed_out)
+/* Deletes the rows of results of a run that keeps its id (replaced). */
+static int
+db_clear_run(msim_db_t *db, int64_t run_id)
 {
-	sqlite3_stmt *q = NULL;
-	int rc;
-	char key[2048];
-	*existed_out = 0;
-	if (mode != MSIM_DB_INSERT &&
-	    msim_db_setting_key(info, key, sizeof(key)) >= sizeof(key)) {
-		snprintf(db->errmsg, sizeof(db->errmsg), "%s: the setting is "
-			 "too long to store", db->path);
-		return MSIM_EINVAL;
+	static const char *const del[] = {
+		"DELETE FROM stats WHERE run_id=?",
+		"DELETE FROM timeline WHERE run_id=?",
+		"DELETE FROM segment_events WHERE run_id=?",
+		"DELETE FROM run_meta WHERE run_id=?",
+		"DELETE FROM peak_blocks WHERE run_id=?",
+	};
+	for (size_t k = 0; k < sizeof(del) / sizeof(del[0]); k++) {
+		sqlite3_stmt *q;
+		if (sqlite3_prepare_v2(db->db, del[k], -1, &q, NULL) !=
+		    SQLITE_OK)
+			return MSIM_EDB;
+		sqlite3_bind_int64(q, 1, run_id);
+		int rc = sqlite3_step(q);
+		sqlite3_finalize(q);
+		if (rc != SQLITE_DONE)
+			return MSIM_EDB;
 	}
-	if ((rc = db_exec(db, "BEGIN IMMEDIATE", "cannot lock")))
-		return rc;
-	int64_t old_id = -1;
-	if (mode != MSIM_DB_INSERT) {
-		if ((rc = db_find_key(db, key, &old_id)) < 0)
-			goto rollback;
-		*existed_out = rc;
-		if (rc && mode == MSIM_DB_SKIP) {
-			if ((rc = db_sweep_member(db, info->sweep_id, old_id)) ||
-			    (rc = db_exec(db, "COMMIT", "cannot commit")))
-				goto rollback;
-			*run_id_out = old_id;
-			return 0;
-		}
-		/* A replaced run keeps its id (and its sweeps); its rows of
-		 * results are written anew. */
-		if (rc) {
-			static const char *const del[] = {
-				"DELETE FROM stats WHERE run_id=?",
-				"DELETE FROM timeline WHERE run_id=?",
-				"DELETE FROM segment_events WHERE run_id=?",
-				"DELETE FROM run_meta WHERE run_id=?",
-				"DELETE FROM peak_blocks WHERE run_id=?",
-			};
-			for (size_t k = 0; k < sizeof(del) / sizeof(del[0]);
-			     k++) {
-				if (sqlite3_prepare_v2(db->db, del[k], -1, &q,
-						       NULL) != SQLITE_OK)
-					goto fail;
-				sqlite3_bind_int64(q, 1, old_id);
-				if (sqlite3_step(q) != SQLITE_DONE)
-					goto fail;
-				sqlite3_finalize(q);
-				q = NULL;
-			}
-		}
-	}
+	return 0;
+}
+
 #define RUN_COLS								\
 	"memsim_version, kind, trace_path, trace_hash, trace_format,"	\
 	" policy, params, cap_bytes, addresses, requests, oom_request,"	\
@@ -480,14 +607,25 @@ msim_db_store_run_mode(msim_db_t *db, const msim_run_info_t *info,
 	" num_ooms, sim_time_ns, wall_ms, capacity_bytes, setting_key,"	\
 	" strategy"
 #define RUN_VALS "?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?"
+
+/*
+ * The row of runs: a new one (old_id < 0), or old_id's updated.  key NULL:
+ * stored without a setting key.  Returns 0 with the run's id or MSIM_EDB.
+ */
+static int
+db_put_run(msim_db_t *db, const msim_run_info_t *info,
+	   const msim_summary_t *sum, const msim_stats_t *st,
+	   const char *key, int64_t old_id, int64_t *run_id_out)
+{
 	/* A replaced run keeps its id, so sweeps and users' notes that
 	 * name it stay true. */
 	const char *run_sql = old_id >= 0
 		? "UPDATE runs SET (" RUN_COLS ") = (" RUN_VALS "), created ="
 		  " strftime('%Y-%m-%dT%H:%M:%SZ','now') WHERE id=?"
 		: "INSERT INTO runs(" RUN_COLS ", id) VALUES(" RUN_VALS ",?)";
+	sqlite3_stmt *q;
 	if (sqlite3_prepare_v2(db->db, run_sql, -1, &q, NULL) != SQLITE_OK)
-		goto fail;
+		return MSIM_EDB;
 	int i = 1;
 	sqlite3_bind_text(q, i++, PACKAGE_VERSION, -1, SQLITE_STATIC);
 	sqlite3_bind_text(q, i++, info->kind ? info->kind : "simulated", -1,
@@ -519,7 +657,7 @@ msim_db_store_run_mode(msim_db_t *db, const msim_run_info_t *info,
 				   (sqlite3_int64)info->capacity_bytes);
 	else
 		sqlite3_bind_null(q, i++);
-	if (mode != MSIM_DB_INSERT)
+	if (key)
 		sqlite3_bind_text(q, i++, key, -1, SQLITE_STATIC);
 	else
 		sqlite3_bind_null(q, i++);
@@ -531,107 +669,185 @@ msim_db_store_run_mode(msim_db_t *db, const msim_run_info_t *info,
 		sqlite3_bind_int64(q, i++, old_id);
 	else
 		sqlite3_bind_null(q, i++);
-	if (sqlite3_step(q) != SQLITE_DONE)
-		goto fail;
+	int rc = sqlite3_step(q);
 	sqlite3_finalize(q);
-	q = NULL;
-	int64_t run_id = old_id >= 0 ? old_id
-				     : sqlite3_last_insert_rowid(db->db);
+	if (rc != SQLITE_DONE)
+		return MSIM_EDB;
+	*run_id_out = old_id >= 0 ? old_id : sqlite3_last_insert_rowid(db->db);
+	return 0;
+}
 
+/* The statistics of a run: one row of stats per memory_stats key. */
+static int
+db_put_stats(msim_db_t *db, int64_t run_id, const msim_stats_t *st)
+{
+	sqlite3_stmt *q;
 	if (sqlite3_prepare_v2(db->db, "INSERT INTO stats VALUES(?,?,?)", -1,
 			       &q, NULL) != SQLITE_OK)
-		goto fail;
+		return MSIM_EDB;
 	stat_ins_t si = {q, run_id, SQLITE_DONE};
 	msim_stats_foreach(st, stat_insert, &si);
-	if (si.rc != SQLITE_DONE)
-		goto fail;
 	sqlite3_finalize(q);
-	q = NULL;
+	return si.rc == SQLITE_DONE ? 0 : MSIM_EDB;
+}
 
-	if (tl && tl->n) {
-		if (sqlite3_prepare_v2(db->db,
-				       "INSERT INTO timeline VALUES"
-				       "(?,?,?,?,?,?,?,?,?)", -1, &q,
-				       NULL) != SQLITE_OK)
-			goto fail;
-		for (size_t k = 0; k < tl->n; k++) {
-			const msim_sample_t *s = &tl->v[k];
-			sqlite3_reset(q);
-			sqlite3_bind_int64(q, 1, run_id);
-			sqlite3_bind_int64(q, 2, (sqlite3_int64)s->request);
-			sqlite3_bind_int64(q, 3, (sqlite3_int64)s->time);
-			sqlite3_bind_int64(q, 4, s->allocated);
-			sqlite3_bind_int64(q, 5, s->reserved);
-			sqlite3_bind_int64(q, 6, s->active);
-			sqlite3_bind_int64(q, 7, s->requested);
-			sqlite3_bind_int64(q, 8, (sqlite3_int64)s->largest_free);
-			sqlite3_bind_int64(q, 9, (sqlite3_int64)s->free);
-			if (sqlite3_step(q) != SQLITE_DONE)
-				goto fail;
-		}
-		sqlite3_finalize(q);
-		q = NULL;
+/* The timeline of a run (tl may be NULL). */
+static int
+db_put_timeline(msim_db_t *db, int64_t run_id, const msim_timeline_t *tl)
+{
+	if (!tl || !tl->n)
+		return 0;
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(db->db, "INSERT INTO timeline VALUES"
+			       "(?,?,?,?,?,?,?,?,?)", -1, &q, NULL) != SQLITE_OK)
+		return MSIM_EDB;
+	int rc = SQLITE_DONE;
+	for (size_t k = 0; k < tl->n && rc == SQLITE_DONE; k++) {
+		const msim_sample_t *s = &tl->v[k];
+		sqlite3_reset(q);
+		sqlite3_bind_int64(q, 1, run_id);
+		sqlite3_bind_int64(q, 2, (sqlite3_int64)s->request);
+		sqlite3_bind_int64(q, 3, (sqlite3_int64)s->time);
+		sqlite3_bind_int64(q, 4, s->allocated);
+		sqlite3_bind_int64(q, 5, s->reserved);
+		sqlite3_bind_int64(q, 6, s->active);
+		sqlite3_bind_int64(q, 7, s->requested);
+		sqlite3_bind_int64(q, 8, (sqlite3_int64)s->largest_free);
+		sqlite3_bind_int64(q, 9, (sqlite3_int64)s->free);
+		rc = sqlite3_step(q);
 	}
-	if (events && nevents) {
-		if (sqlite3_prepare_v2(db->db,
-				       "INSERT INTO segment_events VALUES"
-				       "(?,?,?,?,?,?)", -1, &q,
-				       NULL) != SQLITE_OK)
-			goto fail;
-		for (size_t k = 0; k < nevents; k++) {
-			sqlite3_reset(q);
-			sqlite3_bind_int64(q, 1, run_id);
-			sqlite3_bind_int64(q, 2, (sqlite3_int64)k);
-			sqlite3_bind_int64(q, 3,
-					   (sqlite3_int64)events[k].request);
-			sqlite3_bind_text(q, 4,
-					  msim_seg_action_name(events[k].action),
-					  -1, SQLITE_STATIC);
-			sqlite3_bind_int64(q, 5, (sqlite3_int64)events[k].addr);
-			sqlite3_bind_int64(q, 6, (sqlite3_int64)events[k].size);
-			if (sqlite3_step(q) != SQLITE_DONE)
-				goto fail;
-		}
-		sqlite3_finalize(q);
-		q = NULL;
+	sqlite3_finalize(q);
+	return rc == SQLITE_DONE ? 0 : MSIM_EDB;
+}
+
+/* The segment events of a run, numbered from 0 in their order. */
+static int
+db_put_events(msim_db_t *db, int64_t run_id, const msim_seg_event_t *events,
+	      size_t nevents)
+{
+	if (!events || !nevents)
+		return 0;
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(db->db, "INSERT INTO segment_events VALUES"
+			       "(?,?,?,?,?,?)", -1, &q, NULL) != SQLITE_OK)
+		return MSIM_EDB;
+	int rc = SQLITE_DONE;
+	for (size_t k = 0; k < nevents && rc == SQLITE_DONE; k++) {
+		sqlite3_reset(q);
+		sqlite3_bind_int64(q, 1, run_id);
+		sqlite3_bind_int64(q, 2, (sqlite3_int64)k);
+		sqlite3_bind_int64(q, 3, (sqlite3_int64)events[k].request);
+		sqlite3_bind_text(q, 4, msim_seg_action_name(events[k].action),
+				  -1, SQLITE_STATIC);
+		sqlite3_bind_int64(q, 5, (sqlite3_int64)events[k].addr);
+		sqlite3_bind_int64(q, 6, (sqlite3_int64)events[k].size);
+		rc = sqlite3_step(q);
 	}
-	if (info->meta) {
-		if (sqlite3_prepare_v2(db->db,
-				       "INSERT INTO run_meta VALUES(?,?,?)", -1,
-				       &q, NULL) != SQLITE_OK)
-			goto fail;
-		for (const char *const *m = info->meta; m[0] && m[1]; m += 2) {
-			sqlite3_reset(q);
-			sqlite3_bind_int64(q, 1, run_id);
-			sqlite3_bind_text(q, 2, m[0], -1, SQLITE_STATIC);
-			sqlite3_bind_text(q, 3, m[1], -1, SQLITE_STATIC);
-			if (sqlite3_step(q) != SQLITE_DONE)
-				goto fail;
-		}
-		sqlite3_finalize(q);
-		q = NULL;
+	sqlite3_finalize(q);
+	return rc == SQLITE_DONE ? 0 : MSIM_EDB;
+}
+
+/* The run_meta of a run: key, value, ..., NULL (meta may be NULL). */
+static int
+db_put_meta(msim_db_t *db, int64_t run_id, const char *const *meta)
+{
+	if (!meta)
+		return 0;
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(db->db, "INSERT INTO run_meta VALUES(?,?,?)", -1,
+			       &q, NULL) != SQLITE_OK)
+		return MSIM_EDB;
+	int rc = SQLITE_DONE;
+	for (const char *const *m = meta; m[0] && m[1] && rc == SQLITE_DONE;
+	     m += 2) {
+		sqlite3_reset(q);
+		sqlite3_bind_int64(q, 1, run_id);
+		sqlite3_bind_text(q, 2, m[0], -1, SQLITE_STATIC);
+		sqlite3_bind_text(q, 3, m[1], -1, SQLITE_STATIC);
+		rc = sqlite3_step(q);
 	}
-	if (info->npeak_blocks) {
-		static const char *const state_names[] = {"allocated", "free",
-							  "pending"};
-		if (sqlite3_prepare_v2(db->db, "INSERT OR REPLACE INTO "
-				       "peak_blocks VALUES(?,?,?,?)", -1, &q,
-				       NULL) != SQLITE_OK)
-			goto fail;
-		for (size_t k = 0; k < info->npeak_blocks; k++) {
-			const msim_block_t *b = &info->peak_blocks[k];
-			sqlite3_reset(q);
-			sqlite3_bind_int64(q, 1, run_id);
-			sqlite3_bind_int64(q, 2, (sqlite3_int64)b->addr);
-			sqlite3_bind_int64(q, 3, (sqlite3_int64)b->size);
-			sqlite3_bind_text(q, 4, state_names[b->state % 3], -1,
-					  SQLITE_STATIC);
-			if (sqlite3_step(q) != SQLITE_DONE)
-				goto fail;
-		}
-		sqlite3_finalize(q);
-		q = NULL;
+	sqlite3_finalize(q);
+	return rc == SQLITE_DONE ? 0 : MSIM_EDB;
+}
+
+static const char *const block_states[] = {"allocated", "free", "pending"};
+
+/* The blocks at peak reserved of a run. */
+static int
+db_put_peak_blocks(msim_db_t *db, int64_t run_id, const msim_block_t *blocks,
+		   size_t n)
+{
+	if (!blocks || !n)
+		return 0;
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(db->db, "INSERT OR REPLACE INTO peak_blocks "
+			       "VALUES(?,?,?,?)", -1, &q, NULL) != SQLITE_OK)
+		return MSIM_EDB;
+	int rc = SQLITE_DONE;
+	for (size_t k = 0; k < n && rc == SQLITE_DONE; k++) {
+		const msim_block_t *b = &blocks[k];
+		sqlite3_reset(q);
+		sqlite3_bind_int64(q, 1, run_id);
+		sqlite3_bind_int64(q, 2, (sqlite3_int64)b->addr);
+		sqlite3_bind_int64(q, 3, (sqlite3_int64)b->size);
+		sqlite3_bind_text(q, 4, block_states[b->state % 3], -1,
+				  SQLITE_STATIC);
+		rc = sqlite3_step(q);
 	}
+	sqlite3_finalize(q);
+	return rc == SQLITE_DONE ? 0 : MSIM_EDB;
+}
+
+int
+msim_db_store_run_mode(msim_db_t *db, const msim_run_info_t *info,
+		       const msim_summary_t *sum, const msim_stats_t *st,
+		       const msim_timeline_t *tl,
+		       const msim_seg_event_t *events, size_t nevents, int mode,
+		       int64_t *run_id_out, int *existed_out)
+{
+	int rc;
+	char key[2048];
+	*existed_out = 0;
+	if (db->readonly) {
+		snprintf(db->errmsg, sizeof(db->errmsg), "%s: opened for "
+			 "reading only", db->path);
+		return MSIM_EDB;
+	}
+	if (mode != MSIM_DB_INSERT &&
+	    msim_db_setting_key(info, key, sizeof(key)) >= sizeof(key)) {
+		snprintf(db->errmsg, sizeof(db->errmsg), "%s: the setting is "
+			 "too long to store", db->path);
+		return MSIM_EINVAL;
+	}
+	if ((rc = db_exec(db, "BEGIN IMMEDIATE", "cannot lock")))
+		return rc;
+	int64_t old_id = -1, run_id;
+	if (mode != MSIM_DB_INSERT) {
+		if ((rc = db_find_key(db, key, &old_id)) < 0)
+			goto rollback;
+		*existed_out = rc;
+		if (rc && mode == MSIM_DB_SKIP) {
+			if ((rc = db_sweep_member(db, info->sweep_id, old_id)) ||
+			    (rc = db_exec(db, "COMMIT", "cannot commit")))
+				goto rollback;
+			*run_id_out = old_id;
+			return 0;
+		}
+		/* A replaced run keeps its id (and its sweeps); its rows of
+		 * results are written anew. */
+		if (rc && db_clear_run(db, old_id))
+			goto fail;
+		if (!rc)
+			old_id = -1;
+	}
+	if (db_put_run(db, info, sum, st, mode != MSIM_DB_INSERT ? key : NULL,
+		       old_id, &run_id) ||
+	    db_put_stats(db, run_id, st) || db_put_timeline(db, run_id, tl) ||
+	    db_put_events(db, run_id, events, nevents) ||
+	    db_put_meta(db, run_id, info->meta) ||
+	    db_put_peak_blocks(db, run_id, info->peak_blocks,
+			       info->npeak_blocks))
+		goto fail;
 	if ((rc = db_sweep_member(db, info->sweep_id, run_id)))
 		goto rollback;
 	if ((rc = db_exec(db, "COMMIT", "cannot commit")))
@@ -640,7 +856,6 @@ msim_db_store_run_mode(msim_db_t *db, const msim_run_info_t *info,
 	return 0;
 fail:
 	rc = db_fail(db, "cannot store the run");
-	sqlite3_finalize(q);
 rollback:
 	sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
 	return rc;
@@ -765,8 +980,9 @@ static int
 db_step2(msim_db_t *db, const char *sql, int64_t a, int64_t b, int64_t *v_out)
 {
 	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(db->db, sql, -1, &q, NULL) != SQLITE_OK)
-		return SQLITE_ERROR;
+	int prc = sqlite3_prepare_v2(db->db, sql, -1, &q, NULL);
+	if (prc != SQLITE_OK)
+		return prc;
 	int np = sqlite3_bind_parameter_count(q);
 	if (np >= 1)
 		sqlite3_bind_int64(q, 1, a);
@@ -784,56 +1000,91 @@ db_step2(msim_db_t *db, const char *sql, int64_t a, int64_t b, int64_t *v_out)
 	"kind || '|' || trace_hash || '|' || policy || '|' || params ||"	\
 	" '|' || cap_bytes || '|' || coalesce(addresses, 'model') || '|'"
 
-int
-msim_db_merge(msim_db_t *db, const char *src_path, int64_t *added_out,
-	      int64_t *skipped_out)
+/* Whether the attached file src holds table name. */
+static bool
+merge_src_has(msim_db_t *db, const char *name)
 {
-	sqlite3_stmt *q = NULL, *runs = NULL;
-	int rc;
-	int64_t added = 0, skipped = 0;
+	sqlite3_stmt *q;
+	bool has = false;
+	if (sqlite3_prepare_v2(db->db, "SELECT 1 FROM src.sqlite_master WHERE"
+			       " type='table' AND name=?", -1, &q, NULL) ==
+	    SQLITE_OK) {
+		sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
+		has = sqlite3_step(q) == SQLITE_ROW;
+	}
+	sqlite3_finalize(q);
+	return has;
+}
+
+/* Attaches uri as src: SQLITE_DONE or SQLite's error. */
+static int
+merge_attach_uri(msim_db_t *db, const char *uri)
+{
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(db->db, "ATTACH DATABASE ? AS src", -1, &q,
+			       NULL) != SQLITE_OK)
+		return SQLITE_ERROR;
+	sqlite3_bind_text(q, 1, uri, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(q);
+	sqlite3_finalize(q);
+	return rc;
+}
+
+/* Attaches src_path as src, read-only, and reads its schema version.
+ * Returns 0, or an error with db->errmsg naming src_path (detached again
+ * then).  As for msim_db_open_readonly(), a WAL file in a read-only folder
+ * is read as immutable. */
+static int
+merge_attach(msim_db_t *db, const char *src_path, int64_t *version_out)
+{
 	if (access(src_path, R_OK)) {
 		snprintf(db->errmsg, sizeof(db->errmsg), "%s: %s", src_path,
 			 strerror(errno));
 		return MSIM_ENOTFOUND;
 	}
-	if (sqlite3_prepare_v2(db->db, "ATTACH DATABASE ? AS src", -1, &q,
-			       NULL) != SQLITE_OK)
-		return db_fail(db, "cannot attach");
-	sqlite3_bind_text(q, 1, src_path, -1, SQLITE_STATIC);
-	rc = sqlite3_step(q);
-	sqlite3_finalize(q);
-	q = NULL;
-	if (rc != SQLITE_DONE) {
-		snprintf(db->errmsg, sizeof(db->errmsg), "%s: %s", src_path,
-			 sqlite3_errmsg(db->db));
-		return MSIM_EDB;
-	}
+	static const char *const modes[] = {"mode=ro", "immutable=1"};
 	int64_t version = 0;
-	rc = db_step2(db, "SELECT CAST(value AS INTEGER) FROM src.meta"
-		      " WHERE key='schema_version'", 0, 0, &version);
+	int rc = SQLITE_ERROR;
+	for (int k = 0; k < 2; k++) {
+		char uri[8192];
+		db_uri(src_path, modes[k], uri, sizeof(uri));
+		rc = merge_attach_uri(db, uri);
+		bool ro = (rc & 0xff) == SQLITE_CANTOPEN ||
+			  (rc & 0xff) == SQLITE_READONLY;
+		if (rc != SQLITE_DONE && !k && ro)
+			continue; /* no -shm beside it: immutable */
+		if (rc != SQLITE_DONE) {
+			snprintf(db->errmsg, sizeof(db->errmsg), "%s: %s",
+				 src_path, sqlite3_errmsg(db->db));
+			return MSIM_EDB;
+		}
+		rc = db_step2(db, "SELECT CAST(value AS INTEGER) FROM src.meta"
+			      " WHERE key='schema_version'", 0, 0, &version);
+		if (k || ((rc & 0xff) != SQLITE_CANTOPEN &&
+			  (rc & 0xff) != SQLITE_READONLY))
+			break;
+		sqlite3_exec(db->db, "DETACH DATABASE src", NULL, NULL, NULL);
+	}
 	if (rc != SQLITE_ROW || version < 1 ||
 	    version > MSIM_DB_SCHEMA_VERSION) {
 		snprintf(db->errmsg, sizeof(db->errmsg), "%s: %s", src_path,
 			 rc == SQLITE_ROW ? "a schema version this memsim "
 			 "does not know" : "not a memsim database");
-		rc = MSIM_EDB;
-		goto detach;
+		sqlite3_exec(db->db, "DETACH DATABASE src", NULL, NULL, NULL);
+		return MSIM_EDB;
 	}
-	if ((rc = db_exec(db, "BEGIN IMMEDIATE", "cannot lock")))
-		goto detach;
-	rc = MSIM_EDB;
-	if (db_exec(db, "CREATE TEMP TABLE IF NOT EXISTS merge_ids("
-		    "src INTEGER PRIMARY KEY, dst INTEGER NOT NULL);"
-		    "DELETE FROM merge_ids;", "cannot merge"))
-		goto rollback;
+	*version_out = version;
+	return 0;
+}
+
+/* Copies the runs row src_id of src into main: 0 with its new id. */
+static int
+merge_run_row(msim_db_t *db, int64_t version, int64_t src_id,
+	      int64_t *dst_id_out)
+{
 	const char *keycol = version >= 2 ? "setting_key" : V1_KEY_SQL;
 	const char *capcol = version >= 2 ? "capacity_bytes" : "NULL";
 	const char *stratcol = version >= 3 ? "strategy" : "NULL";
-	char sql[2048];
-	snprintf(sql, sizeof(sql), "SELECT id, %s FROM src.runs ORDER BY id",
-		 keycol);
-	if (sqlite3_prepare_v2(db->db, sql, -1, &runs, NULL) != SQLITE_OK)
-		goto fail;
 	char ins[2048];
 	snprintf(ins, sizeof(ins), "INSERT INTO main.runs(created, %s)"
 		 " SELECT created, memsim_version, kind, trace_path,"
@@ -844,197 +1095,648 @@ msim_db_merge(msim_db_t *db, const char *src_path, int64_t *added_out,
 		 " num_alloc_retries, num_ooms, sim_time_ns, wall_ms, %s, %s,"
 		 " %s FROM src.runs WHERE id=?", RUN_COLS, capcol, keycol,
 		 stratcol);
-	/* run_meta came with validation mode: older files lack it. */
-	bool has_meta = false;
-	sqlite3_stmt *mq;
-	if (sqlite3_prepare_v2(db->db, "SELECT 1 FROM src.sqlite_master WHERE"
-			       " name='run_meta'", -1, &mq, NULL) == SQLITE_OK) {
-		has_meta = sqlite3_step(mq) == SQLITE_ROW;
-		sqlite3_finalize(mq);
-	}
-	bool has_blocks = false; /* schema 4 */
-	if (sqlite3_prepare_v2(db->db, "SELECT 1 FROM src.sqlite_master WHERE"
-			       " name='peak_blocks'", -1, &mq, NULL) == SQLITE_OK) {
-		has_blocks = sqlite3_step(mq) == SQLITE_ROW;
-		sqlite3_finalize(mq);
-	}
+	if (db_step2(db, ins, src_id, 0, NULL) != SQLITE_DONE)
+		return MSIM_EDB;
+	*dst_id_out = sqlite3_last_insert_rowid(db->db);
+	return 0;
+}
+
+/* The tables of a run's results, as merge copies them (?1 the new run id,
+ * ?2 the source's); a table an older file lacks is skipped. */
+static const struct merge_table_s {
+	const char *table;
+	const char *sql;
+} merge_tables[] = {
+	{"stats", "INSERT INTO main.stats SELECT ?, name, value"
+		  " FROM src.stats WHERE run_id=?2"},
+	{"timeline", "INSERT INTO main.timeline SELECT ?, request, time_ns,"
+		     " allocated_bytes, reserved_bytes, active_bytes,"
+		     " requested_bytes, largest_free_bytes, free_bytes"
+		     " FROM src.timeline WHERE run_id=?2"},
+	{"segment_events", "INSERT INTO main.segment_events SELECT ?, seq,"
+			   " request, action, addr, size FROM"
+			   " src.segment_events WHERE run_id=?2"},
+	/* run_meta came with validation mode, peak_blocks with schema 4. */
+	{"run_meta", "INSERT INTO main.run_meta SELECT ?, key, value"
+		     " FROM src.run_meta WHERE run_id=?2"},
+	{"peak_blocks", "INSERT INTO main.peak_blocks SELECT ?, addr, size,"
+			" state FROM src.peak_blocks WHERE run_id=?2"},
+};
+#define NMERGE_TABLES (sizeof(merge_tables) / sizeof(merge_tables[0]))
+
+/* Copies every run of src whose setting main lacks, with its results;
+ * merge_ids maps each source run to its run in main. */
+static int
+merge_runs(msim_db_t *db, int64_t version, int64_t *added, int64_t *skipped)
+{
+	bool has[NMERGE_TABLES];
+	for (size_t k = 0; k < NMERGE_TABLES; k++)
+		has[k] = merge_src_has(db, merge_tables[k].table);
+	char sql[512];
+	snprintf(sql, sizeof(sql), "SELECT id, %s FROM src.runs ORDER BY id",
+		 version >= 2 ? "setting_key" : V1_KEY_SQL);
+	sqlite3_stmt *runs;
+	if (sqlite3_prepare_v2(db->db, sql, -1, &runs, NULL) != SQLITE_OK)
+		return db_fail(db, "cannot merge");
+	int rc;
 	while ((rc = sqlite3_step(runs)) == SQLITE_ROW) {
 		int64_t src_id = sqlite3_column_int64(runs, 0);
 		const char *key = (const char *)sqlite3_column_text(runs, 1);
 		if (!key) { /* an older duplicate of a schema 1 file */
-			skipped++;
+			(*skipped)++;
 			continue;
 		}
 		int64_t dst_id;
 		if ((rc = db_find_key(db, key, &dst_id)) < 0)
-			goto rollback_rc;
+			break;
 		if (rc) {
-			skipped++;
+			(*skipped)++;
 		} else {
-			if (db_step2(db, ins, src_id, 0, NULL) != SQLITE_DONE)
-				goto fail;
-			dst_id = sqlite3_last_insert_rowid(db->db);
-			static const char *const copy[] = {
-				"INSERT INTO main.stats SELECT ?, name, value"
-				" FROM src.stats WHERE run_id=?2",
-				"INSERT INTO main.timeline SELECT ?,"
-				" request, time_ns, allocated_bytes,"
-				" reserved_bytes, active_bytes,"
-				" requested_bytes, largest_free_bytes,"
-				" free_bytes FROM src.timeline WHERE run_id=?2",
-				"INSERT INTO main.segment_events SELECT ?,"
-				" seq, request, action, addr, size FROM"
-				" src.segment_events WHERE run_id=?2",
-			};
-			for (size_t k = 0; k < 3; k++)
-				if (db_step2(db, copy[k], dst_id, src_id,
-					     NULL) != SQLITE_DONE)
-					goto fail;
-			if (has_meta &&
-			    db_step2(db, "INSERT INTO main.run_meta SELECT ?,"
-				     " key, value FROM src.run_meta WHERE"
-				     " run_id=?2", dst_id, src_id,
-				     NULL) != SQLITE_DONE)
-				goto fail;
-			if (has_blocks &&
-			    db_step2(db, "INSERT INTO main.peak_blocks SELECT"
-				     " ?, addr, size, state FROM"
-				     " src.peak_blocks WHERE run_id=?2", dst_id,
-				     src_id, NULL) != SQLITE_DONE)
-				goto fail;
-			added++;
+			if (merge_run_row(db, version, src_id, &dst_id))
+				break;
+			size_t k = 0;
+			while (k < NMERGE_TABLES &&
+			       (!has[k] || db_step2(db, merge_tables[k].sql,
+						    dst_id, src_id, NULL) ==
+						   SQLITE_DONE))
+				k++;
+			if (k < NMERGE_TABLES)
+				break;
+			(*added)++;
 		}
 		if (db_step2(db, "INSERT INTO merge_ids VALUES(?,?)", src_id,
 			     dst_id, NULL) != SQLITE_DONE)
-			goto fail;
+			break;
+		rc = SQLITE_ROW;
+	}
+	if (rc != SQLITE_DONE && rc != MSIM_EDB)
+		db_fail(db, "cannot merge");
+	sqlite3_finalize(runs);
+	return rc == SQLITE_DONE ? 0 : MSIM_EDB;
+}
+
+/* The sweep of main that is src's sweep src_sweep (same kind, spec_hash
+ * and shard), made if main lacks it. */
+static int
+merge_sweep_row(msim_db_t *db, int64_t src_sweep, int64_t *dst_out)
+{
+	int64_t dst = -1;
+	int rc = db_step2(db, "SELECT m.id FROM main.sweeps m JOIN src.sweeps s"
+			  " ON m.kind=s.kind AND m.spec_hash=s.spec_hash AND"
+			  " m.shard_index=s.shard_index AND"
+			  " m.shard_count=s.shard_count WHERE s.id=?",
+			  src_sweep, 0, &dst);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return MSIM_EDB;
+	if (rc == SQLITE_DONE) {
+		if (db_step2(db, "INSERT INTO main.sweeps(created,"
+			     " kind, spec, spec_hash, seed,"
+			     " shard_index, shard_count, settings,"
+			     " baseline_run_id, best_run_id, result)"
+			     " SELECT created, kind, spec, spec_hash,"
+			     " seed, shard_index, shard_count,"
+			     " settings, (SELECT dst FROM merge_ids"
+			     " WHERE src=baseline_run_id), (SELECT"
+			     " dst FROM merge_ids WHERE"
+			     " src=best_run_id), result FROM"
+			     " src.sweeps WHERE id=?", src_sweep, 0,
+			     NULL) != SQLITE_DONE)
+			return MSIM_EDB;
+		dst = sqlite3_last_insert_rowid(db->db);
+	}
+	*dst_out = dst;
+	return 0;
+}
+
+/* Sweeps: the same sweep shard is one row; its runs are the union of what
+ * each file holds. */
+static int
+merge_sweeps(msim_db_t *db)
+{
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(db->db, "SELECT id FROM src.sweeps ORDER BY id",
+			       -1, &q, NULL) != SQLITE_OK)
+		return db_fail(db, "cannot merge");
+	int rc;
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		int64_t src_sweep = sqlite3_column_int64(q, 0), dst_sweep;
+		if (merge_sweep_row(db, src_sweep, &dst_sweep) ||
+		    db_step2(db, "INSERT OR IGNORE INTO main.sweep_runs"
+			     " SELECT ?, m.dst FROM src.sweep_runs s"
+			     " JOIN merge_ids m ON m.src=s.run_id"
+			     " WHERE s.sweep_id=?2", dst_sweep, src_sweep,
+			     NULL) != SQLITE_DONE) {
+			rc = SQLITE_ERROR;
+			break;
+		}
 	}
 	if (rc != SQLITE_DONE)
-		goto fail;
-	sqlite3_finalize(runs);
-	runs = NULL;
-	if (version >= 2) {
-		/* Sweeps: the same sweep shard is one row; its runs are the
-		 * union of what each file holds. */
-		if (sqlite3_prepare_v2(db->db, "SELECT id, kind, spec, spec_hash,"
-				       " seed, shard_index, shard_count,"
-				       " settings, baseline_run_id, best_run_id,"
-				       " result FROM src.sweeps ORDER BY id",
-				       -1, &runs, NULL) != SQLITE_OK)
-			goto fail;
-		while ((rc = sqlite3_step(runs)) == SQLITE_ROW) {
-			msim_sweep_row_t row = {
-				.kind = (const char *)sqlite3_column_text(runs, 1),
-				.spec = (const char *)sqlite3_column_text(runs, 2),
-				.spec_hash = (const char *)sqlite3_column_text(runs, 3),
-				.seed = sqlite3_column_type(runs, 4) == SQLITE_NULL
-					? -1 : sqlite3_column_int64(runs, 4),
-				.shard_index = sqlite3_column_int(runs, 5),
-				.shard_count = sqlite3_column_int(runs, 6),
-				.settings = sqlite3_column_int64(runs, 7),
-			};
-			int64_t src_sweep = sqlite3_column_int64(runs, 0);
-			int64_t dst_sweep = -1;
-			if (sqlite3_prepare_v2(db->db, "SELECT id FROM main.sweeps"
-					       " WHERE kind=? AND spec_hash=? AND"
-					       " shard_index=? AND shard_count=?",
-					       -1, &q, NULL) != SQLITE_OK)
-				goto fail;
-			sqlite3_bind_text(q, 1, row.kind, -1, SQLITE_STATIC);
-			sqlite3_bind_text(q, 2, row.spec_hash, -1,
-					  SQLITE_STATIC);
-			sqlite3_bind_int(q, 3, row.shard_index);
-			sqlite3_bind_int(q, 4, row.shard_count);
-			if ((rc = sqlite3_step(q)) == SQLITE_ROW)
-				dst_sweep = sqlite3_column_int64(q, 0);
-			sqlite3_finalize(q);
-			q = NULL;
-			if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-				goto fail;
-			if (dst_sweep < 0) {
-				if (db_step2(db, "INSERT INTO main.sweeps(created,"
-					     " kind, spec, spec_hash, seed,"
-					     " shard_index, shard_count, settings,"
-					     " baseline_run_id, best_run_id, result)"
-					     " SELECT created, kind, spec, spec_hash,"
-					     " seed, shard_index, shard_count,"
-					     " settings, (SELECT dst FROM merge_ids"
-					     " WHERE src=baseline_run_id), (SELECT"
-					     " dst FROM merge_ids WHERE"
-					     " src=best_run_id), result FROM"
-					     " src.sweeps WHERE id=?", src_sweep, 0,
-					     NULL) != SQLITE_DONE)
-					goto fail;
-				dst_sweep = sqlite3_last_insert_rowid(db->db);
-			}
-			if (db_step2(db, "INSERT OR IGNORE INTO main.sweep_runs"
-				     " SELECT ?, m.dst FROM src.sweep_runs s"
-				     " JOIN merge_ids m ON m.src=s.run_id"
-				     " WHERE s.sweep_id=?2", dst_sweep, src_sweep,
-				     NULL) != SQLITE_DONE)
-				goto fail;
-		}
-		if (rc != SQLITE_DONE)
-			goto fail;
-		sqlite3_finalize(runs);
-		runs = NULL;
+		db_fail(db, "cannot merge");
+	sqlite3_finalize(q);
+	return rc == SQLITE_DONE ? 0 : MSIM_EDB;
+}
+
+int
+msim_db_merge(msim_db_t *db, const char *src_path, int64_t *added_out,
+	      int64_t *skipped_out)
+{
+	int64_t added = 0, skipped = 0, version;
+	int rc;
+	if (db->readonly) {
+		snprintf(db->errmsg, sizeof(db->errmsg), "%s: opened for "
+			 "reading only", db->path);
+		return MSIM_EDB;
 	}
-	if ((rc = db_exec(db, "COMMIT", "cannot commit")))
-		goto rollback_rc;
-	sqlite3_exec(db->db, "DETACH DATABASE src", NULL, NULL, NULL);
+	if ((rc = merge_attach(db, src_path, &version)))
+		return rc;
+	if ((rc = db_exec(db, "BEGIN IMMEDIATE", "cannot lock")))
+		goto detach;
+	if ((rc = db_exec(db, "CREATE TEMP TABLE IF NOT EXISTS merge_ids("
+			  "src INTEGER PRIMARY KEY, dst INTEGER NOT NULL);"
+			  "DELETE FROM merge_ids;", "cannot merge")) ||
+	    (rc = merge_runs(db, version, &added, &skipped)) ||
+	    (version >= 2 && (rc = merge_sweeps(db))) ||
+	    (rc = db_exec(db, "COMMIT", "cannot commit"))) {
+		sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+		goto detach;
+	}
 	*added_out = added;
 	*skipped_out = skipped;
-	return 0;
-fail:
-	db_fail(db, "cannot merge");
-rollback:
-	rc = MSIM_EDB;
-rollback_rc:
-	sqlite3_finalize(q);
-	sqlite3_finalize(runs);
-	sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
 detach:
 	sqlite3_exec(db->db, "DETACH DATABASE src", NULL, NULL, NULL);
 	return rc;
 }
 
+/* ------------------------------------------------------------------ */
+/* Reading                                                            */
+
+/* Prepares sql, or fills db->errmsg: 0 or MSIM_EDB. */
+static int
+db_prepare(msim_db_t *db, const char *sql, sqlite3_stmt **q, const char *what)
+{
+	if (sqlite3_prepare_v2(db->db, sql, -1, q, NULL) != SQLITE_OK) {
+		*q = NULL;
+		return db_fail(db, what);
+	}
+	return 0;
+}
+
+static char *
+col_dup(sqlite3_stmt *q, int c, bool *oom)
+{
+	const char *s = (const char *)sqlite3_column_text(q, c);
+	char *d = strdup(s ? s : "");
+	if (!d)
+		*oom = true;
+	return d;
+}
+
+void
+msim_db_run_clear(msim_db_run_t *r)
+{
+	if (!r)
+		return;
+	free(r->kind);
+	free(r->created);
+	free(r->memsim_version);
+	free(r->trace_path);
+	free(r->trace_hash);
+	free(r->trace_format);
+	free(r->policy);
+	free(r->params);
+	free(r->addresses);
+	free(r->strategy);
+	free(r->setting_key);
+	memset(r, 0, sizeof(*r));
+}
+
+int
+msim_db_run_get(msim_db_t *db, int64_t id, msim_db_run_t *r)
+{
+	/* Columns a file of an older schema lacks read as NULL. */
+	char sql[2048];
+	snprintf(sql, sizeof(sql),
+		 "SELECT id, kind, created, memsim_version, trace_path,"
+		 " trace_hash, trace_format, policy, params, addresses, %s, %s,"
+		 " cap_bytes, %s, requests, oom_request, peak_reserved_bytes,"
+		 " peak_allocated_bytes, peak_requested_bytes,"
+		 " num_device_alloc, num_device_free, num_alloc_retries,"
+		 " num_ooms, sim_time_ns, (SELECT value FROM stats s WHERE"
+		 " s.run_id=r.id AND s.name='segment.all.peak'),"
+		 " frag_at_peak, frag_mean, ext_frag_max, wall_ms"
+		 " FROM runs r WHERE id=?",
+		 db->version >= 3 ? "strategy" : "NULL",
+		 db->version >= 2 ? "setting_key" : "NULL",
+		 db->version >= 2 ? "capacity_bytes" : "NULL");
+	sqlite3_stmt *q;
+	memset(r, 0, sizeof(*r));
+	if (db_prepare(db, sql, &q, "cannot read the run"))
+		return MSIM_EDB;
+	sqlite3_bind_int64(q, 1, id);
+	int rc = sqlite3_step(q);
+	if (rc != SQLITE_ROW) {
+		if (rc == SQLITE_DONE)
+			snprintf(db->errmsg, sizeof(db->errmsg), "%s: no run %"
+				 PRId64, db->path, id);
+		else
+			db_fail(db, "cannot read the run");
+		sqlite3_finalize(q);
+		return rc == SQLITE_DONE ? MSIM_ENOTFOUND : MSIM_EDB;
+	}
+	bool oom = false;
+	int c = 0;
+	r->id = sqlite3_column_int64(q, c++);
+	r->kind = col_dup(q, c++, &oom);
+	r->created = col_dup(q, c++, &oom);
+	r->memsim_version = col_dup(q, c++, &oom);
+	r->trace_path = col_dup(q, c++, &oom);
+	r->trace_hash = col_dup(q, c++, &oom);
+	r->trace_format = col_dup(q, c++, &oom);
+	r->policy = col_dup(q, c++, &oom);
+	r->params = col_dup(q, c++, &oom);
+	r->addresses = col_dup(q, c++, &oom);
+	r->strategy = col_dup(q, c++, &oom);
+	if (sqlite3_column_type(q, c) != SQLITE_NULL)
+		r->setting_key = col_dup(q, c, &oom);
+	c++;
+	r->cap_bytes = (uint64_t)sqlite3_column_int64(q, c++);
+	r->capacity_bytes = (uint64_t)sqlite3_column_int64(q, c++);
+	int64_t *ints[] = {
+		&r->requests, &r->oom_request, &r->peak_reserved_bytes,
+		&r->peak_allocated_bytes, &r->peak_requested_bytes,
+		&r->num_device_alloc, &r->num_device_free,
+		&r->num_alloc_retries, &r->num_ooms, &r->sim_time_ns,
+		&r->segments_peak,
+	};
+	for (size_t k = 0; k < sizeof(ints) / sizeof(ints[0]); k++)
+		*ints[k] = sqlite3_column_int64(q, c++);
+	r->frag_at_peak = sqlite3_column_double(q, c++);
+	r->frag_mean = sqlite3_column_double(q, c++);
+	r->ext_frag_max = sqlite3_column_double(q, c++);
+	r->wall_ms = sqlite3_column_double(q, c++);
+	sqlite3_finalize(q);
+	if (oom) {
+		msim_db_run_clear(r);
+		snprintf(db->errmsg, sizeof(db->errmsg), "%s: %s", db->path,
+			 msim_strerror(MSIM_ENOMEM));
+		return MSIM_ENOMEM;
+	}
+	return 0;
+}
+
+/* Collects the first column of q's rows into *ids_out. */
+static int
+db_collect_ids(msim_db_t *db, sqlite3_stmt *q, int64_t **ids_out,
+	       size_t *n_out)
+{
+	int64_t *v = NULL;
+	size_t n = 0, cap = 0;
+	int rc;
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		if (n == cap) {
+			size_t nc = cap ? 2 * cap : 16;
+			int64_t *nv = realloc(v, nc * sizeof(*nv));
+			if (!nv) {
+				free(v);
+				snprintf(db->errmsg, sizeof(db->errmsg), "%s: %s",
+					 db->path, msim_strerror(MSIM_ENOMEM));
+				return MSIM_ENOMEM;
+			}
+			v = nv;
+			cap = nc;
+		}
+		v[n++] = sqlite3_column_int64(q, 0);
+	}
+	if (rc != SQLITE_DONE) {
+		free(v);
+		return db_fail(db, "cannot list the runs");
+	}
+	*ids_out = v;
+	*n_out = n;
+	return 0;
+}
+
+int
+msim_db_list_runs(msim_db_t *db, const msim_db_select_t *sel,
+		  int64_t **ids_out, size_t *n_out)
+{
+	static const msim_db_select_t all = {0};
+	if (!sel)
+		sel = &all;
+	*ids_out = NULL;
+	*n_out = 0;
+	if (sel->sweep_id > 0 && !db->has_sweeps)
+		return 0; /* a file from before sweeps */
+	const char *from = sel->sweep_id <= 0 ? "runs r WHERE ?1 IS NULL"
+		: sel->all_shards
+		? "runs r WHERE r.id IN (SELECT w.run_id FROM sweep_runs w"
+		  " JOIN sweeps s ON s.id=w.sweep_id JOIN sweeps o ON"
+		  " o.spec_hash=s.spec_hash AND o.kind=s.kind WHERE o.id=?1)"
+		: "runs r WHERE r.id IN (SELECT run_id FROM sweep_runs"
+		  " WHERE sweep_id=?1)";
+	char sql[1024];
+	snprintf(sql, sizeof(sql), "SELECT r.id FROM %s AND (?2 IS NULL OR"
+		 " r.kind=?2) AND (?3 IS NULL OR r.trace_hash=?3) ORDER BY"
+		 " r.id", from);
+	sqlite3_stmt *q;
+	if (db_prepare(db, sql, &q, "cannot list the runs"))
+		return MSIM_EDB;
+	if (sel->sweep_id > 0)
+		sqlite3_bind_int64(q, 1, sel->sweep_id);
+	if (sel->kind)
+		sqlite3_bind_text(q, 2, sel->kind, -1, SQLITE_STATIC);
+	if (sel->trace_hash)
+		sqlite3_bind_text(q, 3, sel->trace_hash, -1, SQLITE_STATIC);
+	int rc = db_collect_ids(db, q, ids_out, n_out);
+	sqlite3_finalize(q);
+	return rc;
+}
+
+/* The single integer of sql: 0, MSIM_ENOTFOUND or MSIM_EDB. */
+static int
+db_one_id(msim_db_t *db, const char *sql, int64_t *id_out)
+{
+	int64_t v = 0;
+	int rc = db_step2(db, sql, 0, 0, &v);
+	if (rc == SQLITE_ROW) {
+		*id_out = v;
+		return 0;
+	}
+	if (rc == SQLITE_DONE)
+		return MSIM_ENOTFOUND;
+	return db_fail(db, "cannot read");
+}
+
+int
+msim_db_newest_run(msim_db_t *db, int64_t *id_out)
+{
+	return db_one_id(db, "SELECT max(id) FROM runs HAVING count(*) > 0",
+			 id_out);
+}
+
+int
+msim_db_newest_sweep(msim_db_t *db, int64_t *id_out)
+{
+	if (!db->has_sweeps)
+		return MSIM_ENOTFOUND;
+	return db_one_id(db, "SELECT max(id) FROM sweeps HAVING count(*) > 0",
+			 id_out);
+}
+
+int
+msim_db_run_stats(msim_db_t *db, int64_t id,
+		  void (*fn)(const char *name, int64_t value, void *ctx),
+		  void *ctx)
+{
+	sqlite3_stmt *q;
+	if (db_prepare(db, "SELECT name, value FROM stats WHERE run_id=?", &q,
+		       "cannot read the statistics"))
+		return MSIM_EDB;
+	sqlite3_bind_int64(q, 1, id);
+	int rc;
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(q, 0);
+		if (name)
+			fn(name, sqlite3_column_int64(q, 1), ctx);
+	}
+	sqlite3_finalize(q);
+	return rc == SQLITE_DONE ? 0 : db_fail(db, "cannot read the statistics");
+}
+
+int
+msim_db_run_stat(msim_db_t *db, int64_t id, const char *name,
+		 int64_t *value_out)
+{
+	sqlite3_stmt *q;
+	if (db_prepare(db, "SELECT value FROM stats WHERE run_id=? AND name=?",
+		       &q, "cannot read the statistics"))
+		return MSIM_EDB;
+	sqlite3_bind_int64(q, 1, id);
+	sqlite3_bind_text(q, 2, name, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW)
+		*value_out = sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	if (rc == SQLITE_ROW)
+		return 0;
+	return rc == SQLITE_DONE ? MSIM_ENOTFOUND
+				 : db_fail(db, "cannot read the statistics");
+}
+
+int
+msim_db_run_meta(msim_db_t *db, int64_t id,
+		 void (*fn)(const char *key, const char *value, void *ctx),
+		 void *ctx)
+{
+	if (!db->has_meta)
+		return 0;
+	sqlite3_stmt *q;
+	if (db_prepare(db, "SELECT key, value FROM run_meta WHERE run_id=?"
+		       " ORDER BY key", &q, "cannot read run_meta"))
+		return MSIM_EDB;
+	sqlite3_bind_int64(q, 1, id);
+	int rc;
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		const char *k = (const char *)sqlite3_column_text(q, 0);
+		const char *v = (const char *)sqlite3_column_text(q, 1);
+		fn(k ? k : "", v ? v : "", ctx);
+	}
+	sqlite3_finalize(q);
+	return rc == SQLITE_DONE ? 0 : db_fail(db, "cannot read run_meta");
+}
+
+int
+msim_db_run_meta_get(msim_db_t *db, int64_t id, const char *key, char *buf,
+		     size_t n)
+{
+	if (!db->has_meta)
+		return MSIM_ENOTFOUND;
+	sqlite3_stmt *q;
+	if (db_prepare(db, "SELECT value FROM run_meta WHERE run_id=? AND"
+		       " key=?", &q, "cannot read run_meta"))
+		return MSIM_EDB;
+	sqlite3_bind_int64(q, 1, id);
+	sqlite3_bind_text(q, 2, key, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW) {
+		const char *v = (const char *)sqlite3_column_text(q, 0);
+		snprintf(buf, n, "%s", v ? v : "");
+	}
+	sqlite3_finalize(q);
+	if (rc == SQLITE_ROW)
+		return 0;
+	return rc == SQLITE_DONE ? MSIM_ENOTFOUND
+				 : db_fail(db, "cannot read run_meta");
+}
+
+int
+msim_db_run_timeline(msim_db_t *db, int64_t id,
+		     int (*fn)(const msim_sample_t *s, void *ctx), void *ctx)
+{
+	sqlite3_stmt *q;
+	if (db_prepare(db, "SELECT request, time_ns, allocated_bytes,"
+		       " reserved_bytes, active_bytes, requested_bytes,"
+		       " largest_free_bytes, free_bytes FROM timeline"
+		       " WHERE run_id=? ORDER BY request", &q,
+		       "cannot read the timeline"))
+		return MSIM_EDB;
+	sqlite3_bind_int64(q, 1, id);
+	int rc, frc = 0;
+	size_t rows = 0;
+	while (!frc && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+		msim_sample_t s = {
+			.request = (uint64_t)sqlite3_column_int64(q, 0),
+			.time = (msim_time_t)sqlite3_column_int64(q, 1),
+			.allocated = sqlite3_column_int64(q, 2),
+			.reserved = sqlite3_column_int64(q, 3),
+			.active = sqlite3_column_int64(q, 4),
+			.requested = sqlite3_column_int64(q, 5),
+			.largest_free = (uint64_t)sqlite3_column_int64(q, 6),
+			.free = (uint64_t)sqlite3_column_int64(q, 7),
+		};
+		rows++;
+		frc = fn(&s, ctx);
+	}
+	sqlite3_finalize(q);
+	if (frc)
+		return frc;
+	if (rc != SQLITE_DONE)
+		return db_fail(db, "cannot read the timeline");
+	return rows ? 0 : MSIM_ENOTFOUND;
+}
+
+int
+msim_db_run_events(msim_db_t *db, int64_t id,
+		   int (*fn)(const msim_seg_event_t *ev, void *ctx), void *ctx)
+{
+	sqlite3_stmt *q;
+	if (db_prepare(db, "SELECT request, action, addr, size FROM"
+		       " segment_events WHERE run_id=? ORDER BY seq", &q,
+		       "cannot read the segment events"))
+		return MSIM_EDB;
+	sqlite3_bind_int64(q, 1, id);
+	int rc, frc = 0;
+	while (!frc && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+		const char *a = (const char *)sqlite3_column_text(q, 1);
+		msim_seg_event_t ev = {
+			.request = (uint64_t)sqlite3_column_int64(q, 0),
+			.action = a ? msim_seg_action_parse(a) : -1,
+			.addr = (msim_addr_t)sqlite3_column_int64(q, 2),
+			.size = (uint64_t)sqlite3_column_int64(q, 3),
+		};
+		frc = fn(&ev, ctx);
+	}
+	sqlite3_finalize(q);
+	if (frc)
+		return frc;
+	return rc == SQLITE_DONE ? 0
+				 : db_fail(db, "cannot read the segment events");
+}
+
+int
+msim_db_run_peak_blocks(msim_db_t *db, int64_t id, msim_block_t **blocks_out,
+			size_t *n_out)
+{
+	*blocks_out = NULL;
+	*n_out = 0;
+	if (!db->has_blocks)
+		return 0;
+	sqlite3_stmt *q;
+	if (db_prepare(db, "SELECT addr, size, state FROM peak_blocks WHERE"
+		       " run_id=? ORDER BY addr", &q,
+		       "cannot read the blocks at peak"))
+		return MSIM_EDB;
+	sqlite3_bind_int64(q, 1, id);
+	msim_block_t *v = NULL;
+	size_t n = 0, cap = 0;
+	int rc;
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		if (n == cap) {
+			size_t nc = cap ? 2 * cap : 64;
+			msim_block_t *nv = realloc(v, nc * sizeof(*nv));
+			if (!nv) {
+				free(v);
+				sqlite3_finalize(q);
+				return MSIM_ENOMEM;
+			}
+			v = nv;
+			cap = nc;
+		}
+		const char *st = (const char *)sqlite3_column_text(q, 2);
+		int state = MSIM_BLOCK_ALLOCATED;
+		for (int k = 0; k < 3; k++)
+			if (st && !strcmp(st, block_states[k]))
+				state = k;
+		v[n++] = (msim_block_t){
+			.addr = (msim_addr_t)sqlite3_column_int64(q, 0),
+			.size = (uint64_t)sqlite3_column_int64(q, 1),
+			.state = state,
+		};
+	}
+	sqlite3_finalize(q);
+	if (rc != SQLITE_DONE) {
+		free(v);
+		return db_fail(db, "cannot read the blocks at peak");
+	}
+	*blocks_out = v;
+	*n_out = n;
+	return 0;
+}
+
+const char *const msim_db_run_figures[] = {
+	"peak_reserved_bytes", "peak_allocated_bytes", "peak_requested_bytes",
+	"frag_at_peak", "frag_mean", "ext_frag_max", "num_device_alloc",
+	"num_device_free", "num_alloc_retries", "num_ooms", "requests",
+	"wall_ms", NULL,
+};
+
+int
+msim_db_run_figure(const msim_db_run_t *r, const char *name, double *out)
+{
+	const double v[] = {
+		(double)r->peak_reserved_bytes, (double)r->peak_allocated_bytes,
+		(double)r->peak_requested_bytes, r->frag_at_peak, r->frag_mean,
+		r->ext_frag_max, (double)r->num_device_alloc,
+		(double)r->num_device_free, (double)r->num_alloc_retries,
+		(double)r->num_ooms, (double)r->requests, r->wall_ms,
+	};
+	for (size_t k = 0; msim_db_run_figures[k]; k++)
+		if (!strcmp(msim_db_run_figures[k], name)) {
+			*out = v[k];
+			return 0;
+		}
+	return MSIM_ENOTFOUND;
+}
+
+/* Writes one timeline sample as a CSV line (ctx: the FILE). */
+static int
+timeline_csv_row(const msim_sample_t *s, void *ctx)
+{
+	fprintf(ctx, "%" PRIu64 ",%" PRIu64 ",%" PRId64 ",%" PRId64 ",%" PRId64
+		",%" PRId64 ",%" PRIu64 ",%" PRIu64 ",%.6f,%.6f\n", s->request,
+		(uint64_t)s->time, s->allocated, s->reserved, s->active,
+		s->requested, s->largest_free, s->free,
+		msim_frag(s->allocated, s->reserved),
+		msim_ext_frag(s->largest_free, s->free));
+	return 0;
+}
+
 int
 msim_db_export_timeline(msim_db_t *db, int64_t run_id, const char *path)
 {
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(db->db,
-			       "SELECT request, time_ns, allocated_bytes,"
-			       " reserved_bytes, active_bytes, requested_bytes,"
-			       " largest_free_bytes, free_bytes FROM timeline"
-			       " WHERE run_id=? ORDER BY request", -1, &q,
-			       NULL) != SQLITE_OK)
-		return db_fail(db, "cannot read the timeline");
-	sqlite3_bind_int64(q, 1, run_id);
 	FILE *fp = fopen(path, "w");
 	if (!fp) {
 		snprintf(db->errmsg, sizeof(db->errmsg), "%s: %s", path,
 			 strerror(errno));
-		sqlite3_finalize(q);
 		return MSIM_EIO;
 	}
 	fprintf(fp, "request,time_ns,allocated,reserved,active,requested,"
 		"largest_free,free,frag,ext_frag\n");
-	int rc, rows = 0;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		int64_t v[8];
-		for (int k = 0; k < 8; k++)
-			v[k] = sqlite3_column_int64(q, k);
-		fprintf(fp, "%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%.6f,%.6f\n",
-			(long long)v[0], (long long)v[1], (long long)v[2],
-			(long long)v[3], (long long)v[4], (long long)v[5],
-			(long long)v[6], (long long)v[7], msim_frag(v[2], v[3]),
-			msim_ext_frag((uint64_t)v[6], (uint64_t)v[7]));
-		rows++;
-	}
-	sqlite3_finalize(q);
-	if (fclose(fp) != 0 || rc != SQLITE_DONE) {
+	int rc = msim_db_run_timeline(db, run_id, timeline_csv_row, fp);
+	if (fclose(fp) != 0 && !rc) {
 		snprintf(db->errmsg, sizeof(db->errmsg), "%s: cannot write the "
 			 "timeline", path);
-		return rc != SQLITE_DONE ? MSIM_EDB : MSIM_EIO;
+		return MSIM_EIO;
 	}
-	return rows ? 0 : MSIM_ENOTFOUND;
+	return rc;
 }

@@ -19,8 +19,6 @@
 
 #define MSIM_DB_SCHEMA_VERSION 4
 
-struct sqlite3;
-
 typedef struct msim_db_s msim_db_t;
 
 /* What identifies a run and what it measured besides the statistics. */
@@ -87,8 +85,14 @@ void msim_db_close(msim_db_t *db);
 int msim_db_open_existing(const char *path, msim_db_t **out, char *why,
 			  size_t whylen);
 
-/* The SQLite connection, for queries of the reporting commands. */
-struct sqlite3 *msim_db_handle(msim_db_t *db);
+/*
+ * Opens the existing database at path for reading only: nothing in the file
+ * changes (an older schema is read as it is, not migrated), so a read-only
+ * file or folder works.  A missing file is MSIM_ENOTFOUND.  For commands
+ * that only read (report, plot).  Writing through it fails with MSIM_EDB.
+ */
+int msim_db_open_readonly(const char *path, msim_db_t **out, char *why,
+			  size_t whylen);
 
 /*
  * The setting key of a run: what makes two runs the same experiment
@@ -158,6 +162,104 @@ int msim_db_sweep_set_result(msim_db_t *db, int64_t sweep_id,
  */
 int msim_db_merge(msim_db_t *db, const char *src_path, int64_t *added_out,
 		  int64_t *skipped_out);
+
+/* ------------------------------------------------------------------ */
+/* Reading: what report, plot, report --compare, tune and merge see.   */
+
+/* One run as stored (a run of `memsim run`, a sweep, or a measured run of
+ * `memsim validate`).  The strings belong to the struct: msim_db_run_clear()
+ * frees them.  Figures the file's schema lacks read as 0 or "". */
+typedef struct msim_db_run_s {
+	int64_t id;
+	char *kind;            /* "simulated" or "measured" */
+	char *created;         /* UTC, 2026-01-31T12:00:00Z */
+	char *memsim_version;
+	char *trace_path, *trace_hash, *trace_format;
+	char *policy, *params; /* params canonical; "" = the defaults */
+	char *addresses;       /* "model" or "trace" ("" in old files) */
+	char *strategy;        /* "" when none */
+	char *setting_key;     /* NULL: stored without one */
+	uint64_t cap_bytes;    /* 0 = none */
+	uint64_t capacity_bytes; /* 0 = not recorded */
+	int64_t requests, oom_request; /* oom_request -1: none */
+	int64_t peak_reserved_bytes, peak_allocated_bytes,
+		peak_requested_bytes;
+	int64_t num_device_alloc, num_device_free, num_alloc_retries,
+		num_ooms, sim_time_ns;
+	int64_t segments_peak; /* the statistic segment.all.peak */
+	double frag_at_peak, frag_mean, ext_frag_max, wall_ms;
+} msim_db_run_t;
+
+void msim_db_run_clear(msim_db_run_t *run);
+
+/* Reads run id.  Returns 0, MSIM_ENOTFOUND, MSIM_ENOMEM or MSIM_EDB. */
+int msim_db_run_get(msim_db_t *db, int64_t id, msim_db_run_t *run_out);
+
+/* Which runs msim_db_list_runs() returns, all matching (zero fields match
+ * everything), in order of id. */
+typedef struct msim_db_select_s {
+	int64_t sweep_id;        /* > 0: the runs of this sweep */
+	int all_shards;          /* with sweep_id: of every shard of it */
+	const char *kind;        /* "measured", "simulated" */
+	const char *trace_hash;
+} msim_db_select_t;
+
+/* The ids of the runs sel picks (*ids_out malloc'ed, NULL when none).
+ * Returns 0 (also for none), MSIM_ENOMEM or MSIM_EDB. */
+int msim_db_list_runs(msim_db_t *db, const msim_db_select_t *sel,
+		      int64_t **ids_out, size_t *n_out);
+
+/* The newest run and the newest sweep: 0, MSIM_ENOTFOUND or MSIM_EDB. */
+int msim_db_newest_run(msim_db_t *db, int64_t *id_out);
+int msim_db_newest_sweep(msim_db_t *db, int64_t *id_out);
+
+/* Calls fn for each statistic stored for the run (memory_stats keys).
+ * Returns 0 or MSIM_EDB. */
+int msim_db_run_stats(msim_db_t *db, int64_t id,
+		      void (*fn)(const char *name, int64_t value, void *ctx),
+		      void *ctx);
+
+/* One statistic of the run: 0, MSIM_ENOTFOUND or MSIM_EDB. */
+int msim_db_run_stat(msim_db_t *db, int64_t id, const char *name,
+		     int64_t *value_out);
+
+/* Calls fn for each run_meta entry of the run, in order of key.
+ * Returns 0 or MSIM_EDB. */
+int msim_db_run_meta(msim_db_t *db, int64_t id,
+		     void (*fn)(const char *key, const char *value, void *ctx),
+		     void *ctx);
+
+/* One run_meta value into buf: 0, MSIM_ENOTFOUND or MSIM_EDB. */
+int msim_db_run_meta_get(msim_db_t *db, int64_t id, const char *key,
+			 char *buf, size_t n);
+
+/* Calls fn for each timeline sample of the run, in order of request; fn
+ * returns 0 to go on.  Returns 0, MSIM_ENOTFOUND (no sample), MSIM_EDB or
+ * what fn returned. */
+int msim_db_run_timeline(msim_db_t *db, int64_t id,
+			 int (*fn)(const msim_sample_t *s, void *ctx),
+			 void *ctx);
+
+/* Calls fn for each segment event of the run, in order; fn returns 0 to go
+ * on.  Returns 0, MSIM_EDB or what fn returned. */
+int msim_db_run_events(msim_db_t *db, int64_t id,
+		       int (*fn)(const msim_seg_event_t *ev, void *ctx),
+		       void *ctx);
+
+/* The blocks the run's policy held at peak reserved, in order of address
+ * (*blocks_out malloc'ed; none in files before schema 4).  Returns 0,
+ * MSIM_ENOMEM or MSIM_EDB. */
+int msim_db_run_peak_blocks(msim_db_t *db, int64_t id,
+			    msim_block_t **blocks_out, size_t *n_out);
+
+/* The figure of run named as its column of the runs table (the names of
+ * `memsim plot --y`: peak_reserved_bytes, frag_at_peak, num_ooms, ...).
+ * Returns 0, or MSIM_ENOTFOUND for a name that is not one. */
+int msim_db_run_figure(const msim_db_run_t *run, const char *name,
+		       double *value_out);
+
+/* The names msim_db_run_figure() knows, NULL-terminated. */
+extern const char *const msim_db_run_figures[];
 
 /* Writes a run's timeline as CSV (request,time_ns,allocated,reserved,
  * active,requested,largest_free,free,frag,ext_frag) to path, for gnuplot.

@@ -33,6 +33,7 @@ typedef enum msim_req_kind_e {
 	MSIM_REQ_FREE_REQUESTED, /* the program freed id; completes later */
 	MSIM_REQ_EMPTY_CACHE,   /* torch.cuda.empty_cache() */
 	MSIM_REQ_SEGMENT_HINT,  /* a recorded segment address (not a request) */
+	MSIM_REQ_RESET_PEAKS,   /* torch.cuda.reset_peak_memory_stats() */
 } msim_req_kind_t;
 
 /* Flags of a request. */
@@ -42,9 +43,14 @@ typedef enum msim_req_kind_e {
  * They were the malloc's own doing if the policy, in its current state,
  * would have to free memory to serve it (msim_policy_would_release());
  * otherwise the program called empty_cache() first, and the engine replays
- * that call before the malloc (spec section 16, note 6 b).
+ * that call before the malloc (docs/pytorch-allocator.md §11.2 b).
  */
 #define MSIM_REQF_MAYBE_EMPTY_CACHE 0x2
+/* Requests that rebuild the allocator state a partial history began in
+ * (traces/trace.h, msim_trace_seeding()): a block allocated before the
+ * history began, and a stand-in for a block that was free then. */
+#define MSIM_REQF_SEED 0x4
+#define MSIM_REQF_FILLER 0x8
 
 /*
  * One request.  Ids are dense slot numbers chosen by the source: an id is
@@ -59,6 +65,9 @@ typedef struct msim_req_s {
 	uint32_t id;          /* slot of the block (ALLOC, FREE*) */
 	uint8_t kind;         /* msim_req_kind_t */
 	uint8_t flags;        /* MSIM_REQF_* */
+	uint16_t tag;         /* ALLOC: what the block holds and where it was
+			       * allocated, a tag of the source's table
+			       * (msim_trace_tag()); 0 = untagged */
 } msim_req_t;
 
 /* One block of device memory as a policy holds it (a snapshot entry). */

@@ -1,7 +1,8 @@
 /*
  * The device model: counting, capacity and cap, hints, and the driver
  * placement model against addresses the CUDA 13 driver returned on an H200
- * (spec 16.2; groundtruth cuda_latency_h200.csv and the probe runs).
+ * (docs/pytorch-allocator.md §13; tests/data/cuda_latency_h200.csv and
+ * the probe runs).
  */
 #include <config.h>
 

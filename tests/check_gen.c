@@ -32,7 +32,7 @@ typedef struct gt_case_s {
 	const char *seq;
 } gt_case_t;
 
-/* The runs of ../shared/groundtruth/recipe.py. */
+/* The recorded runs of tests/data/traces (H200, torch 2.11). */
 static const gt_case_t gt_cases[] = {
 	{"gpt2_fp32", MSIM_ARCH_GPT2, MSIM_DT_FP32, MSIM_OPT_ADAMW, 8, 3, 0,
 	 "1024"},
@@ -327,7 +327,7 @@ START_TEST(test_random_deterministic)
 {
 	msim_random_cfg_t c;
 	msim_random_defaults(&c);
-	c.requests = 5000;
+	c.requests = 10000; /* 5000 allocations and their frees */
 	char why[256];
 	msim_gen_t a, b;
 	msim_gen_init(&a, false);
@@ -345,6 +345,29 @@ START_TEST(test_random_deterministic)
 	ck_assert_uint_ne(a.peak, b.peak);
 	msim_gen_clear(&a);
 	msim_gen_clear(&b);
+}
+END_TEST
+
+/* --requests N writes N requests: an odd N leaves the last allocation live. */
+START_TEST(test_random_requests_counted)
+{
+	msim_random_cfg_t c;
+	msim_random_defaults(&c);
+	char why[256];
+	for (uint64_t n = 1; n <= 9; n++) {
+		c.requests = n;
+		msim_gen_t g;
+		msim_gen_init(&g, false);
+		ck_assert_int_eq(msim_random_generate(&c, &g, why,
+						      sizeof(why)), 0);
+		ck_assert_uint_eq(g.n, n);
+		size_t allocs = 0;
+		for (size_t i = 0; i < g.n; i++)
+			allocs += g.reqs[i].kind == MSIM_REQ_ALLOC;
+		ck_assert_uint_eq(allocs, (n + 1) / 2);
+		ck_assert(n % 2 ? g.allocated > 0 : g.allocated == 0);
+		msim_gen_clear(&g);
+	}
 }
 END_TEST
 
@@ -396,6 +419,7 @@ gen_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("random");
 	tcase_add_test(tc, test_random_deterministic);
+	tcase_add_test(tc, test_random_requests_counted);
 	tcase_add_test(tc, test_random_classes);
 	suite_add_tcase(s, tc);
 	return s;

@@ -158,7 +158,8 @@ START_TEST(test_segment_sequence_matches)
 	size_t k = 0;
 	/* Addresses: cudaMalloc ones up to one constant base (the driver's),
 	 * expandable ones exactly.  Two replays carry a one-off driver-side
-	 * perturbation (spec 16.2 g) that shifts addresses but not order. */
+	 * perturbation (docs/pytorch-allocator.md §13 g) that shifts
+	 * addresses but not order. */
 	bool check_addr = strcmp(path, "segments/gpt2_varlen.msplit128.csv") &&
 			  strcmp(path, "segments/bert_infer_varlen.default.csv");
 	int64_t base = 0;

@@ -1,4 +1,5 @@
-/* Parameters: PyTorch's syntax, checks against the spec, canonical form. */
+/* Parameters: PyTorch's syntax, PyTorch's checks
+ * (docs/pytorch-allocator.md §8.1), canonical form. */
 #include <config.h>
 
 #include <check.h>

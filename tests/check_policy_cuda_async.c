@@ -1,9 +1,10 @@
 /*
- * cuda-async: the model's rules by hand (first fit, 2 MiB rounding of
- * large blocks, 32 MiB granules mapped once and kept, the release
- * threshold, empty_cache), the spec's verified case (section 13: 1000 B +
- * 30 MB live reserve 32 MiB), and the fit to tests/data/async.tsv: the
- * reserved peaks of the real pool on an H200, with the error per workload.
+ * cuda-async: the model's rules by hand (first fit, 2 MiB rounding of large
+ * blocks, 32 MiB granules mapped once and kept, the release threshold,
+ * empty_cache), the measured case of docs/pytorch-allocator.md §12
+ * (1000 B + 30 MiB live reserve 32 MiB), and the fit to tests/data/async.tsv:
+ * the reserved peaks of the real pool on an H200, with the error per
+ * workload.
  */
 #include <config.h>
 

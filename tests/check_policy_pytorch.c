@@ -1,7 +1,7 @@
 /*
- * The pytorch policy rule by rule: the spec's conformance cases (section
- * 14), with the exact figures the real allocator showed on an H200
- * (torch 2.11.0+cu130, spec/experiments/alloc_probe.py), step by step.
+ * The pytorch policy rule by rule: the cases of docs/pytorch-allocator.md
+ * §14, with the exact figures the real allocator showed on an H200
+ * (torch 2.11.0+cu130, the probe programs of §14.2), step by step.
  */
 #include <config.h>
 
@@ -132,7 +132,7 @@ nevents(void)
 	return n;
 }
 
-/* Spec 1.3: request -> block size / segment size, default config. */
+/* §1.3: request -> block size / segment size, default config. */
 START_TEST(test_sizes_round_and_segment)
 {
 	static const uint64_t c[][3] = {
@@ -162,7 +162,7 @@ START_TEST(test_sizes_round_and_segment)
 }
 END_TEST
 
-/* Spec 14.2 large_split. */
+/* §14.2 large_split. */
 START_TEST(test_large_split)
 {
 	setup("", 0);
@@ -200,7 +200,7 @@ START_TEST(test_large_split)
 }
 END_TEST
 
-/* Spec 14.2 small_pack. */
+/* §14.2 small_pack. */
 START_TEST(test_small_pack)
 {
 	setup("", 0);
@@ -221,7 +221,7 @@ START_TEST(test_small_pack)
 }
 END_TEST
 
-/* Spec 14.2 max_split, with and without max_non_split_rounding_mb. */
+/* §14.2 max_split, with and without max_non_split_rounding_mb. */
 static void
 max_split_case(const char *conf, int g_reuses)
 {
@@ -275,7 +275,7 @@ START_TEST(test_max_split)
 }
 END_TEST
 
-/* Spec 14.2 release_avail: cap +100 MB, max_split_size_mb:40. */
+/* §14.2 release_avail: cap +100 MB, max_split_size_mb:40. */
 START_TEST(test_release_available)
 {
 	setup("max_split_size_mb:40", 100 * MB);
@@ -303,7 +303,7 @@ START_TEST(test_release_available)
 }
 END_TEST
 
-/* Spec 3.5 oom_simple: cap +50 MB; the split 30 MB segment stays. */
+/* §3.5, §14.2 oom_simple: cap +50 MB; the split 30 MB segment stays. */
 START_TEST(test_oom_keeps_split_segment)
 {
 	setup("", 50 * MB);
@@ -325,7 +325,7 @@ START_TEST(test_oom_keeps_split_segment)
 }
 END_TEST
 
-/* Spec 6 gc: threshold 0.5 under a cap of 120 MB frees exactly the 40 MB
+/* §5 gc: threshold 0.5 under a cap of 120 MB frees exactly the 40 MB
  * segment (age 6 >= average 3.5), not the 30 MB one (age 1). */
 START_TEST(test_garbage_collection)
 {
@@ -352,7 +352,7 @@ START_TEST(test_garbage_collection)
 }
 END_TEST
 
-/* Spec 14.2 gc_frac1 / gc_nofrac / gc_frac999: GC needs a cap below 1. */
+/* §14.2 gc_frac1 / gc_nofrac / gc_frac999: GC needs a cap below 1. */
 START_TEST(test_gc_needs_cap)
 {
 	static const double fraction[] = {0.0, 1.0, 0.999};
@@ -381,7 +381,7 @@ START_TEST(test_gc_needs_cap)
 }
 END_TEST
 
-/* Spec 9.3: roundup_power2_divisions, single value and list forms. */
+/* §1.2: roundup_power2_divisions, single value and list forms. */
 START_TEST(test_roundup_power2_divisions)
 {
 	static const struct {
@@ -411,7 +411,7 @@ START_TEST(test_roundup_power2_divisions)
 		 1280 * MB},
 		{"roundup_power2_divisions:[256:1,512:2,>:4]", 200 * MB + 1,
 		 200 * MB + 512},
-		/* test_allocator_settings (spec 14.1 case 13) */
+		/* test_allocator_settings (§14.1) */
 		{"roundup_power2_divisions:[64:8,128:2,256:2,512:2,1024:1,>:1]",
 		 84 * MB, 88 * MB},
 		{"roundup_power2_divisions:[64:8,128:2,256:2,512:2,1024:1,>:1]",
@@ -433,7 +433,7 @@ START_TEST(test_roundup_power2_divisions)
 }
 END_TEST
 
-/* Spec 14.2 empty_split: a live block keeps its segment through
+/* §14.2 empty_split: a live block keeps its segment through
  * empty_cache. */
 START_TEST(test_empty_cache_keeps_split_segment)
 {
@@ -456,7 +456,7 @@ START_TEST(test_empty_cache_keeps_split_segment)
 }
 END_TEST
 
-/* Spec 14.2 tie: equal-size free blocks go to the lowest address. */
+/* §14.2 tie: equal-size free blocks go to the lowest address. */
 START_TEST(test_tie_lowest_address)
 {
 	setup("", 0);
@@ -473,7 +473,8 @@ START_TEST(test_tie_lowest_address)
 }
 END_TEST
 
-/* Spec 14.1 cases 1, 2, 7: memory_allocated, freed counters, OOM retry. */
+/* §14.1 test_memory_allocation, test_memory_stats,
+ * test_out_of_memory_retry: memory_allocated, freed counters, OOM retry. */
 START_TEST(test_torch_memory_stats_cases)
 {
 	setup("", 0);
@@ -499,7 +500,7 @@ START_TEST(test_torch_memory_stats_cases)
 }
 END_TEST
 
-/* Spec 14.1 case 13: bad settings are refused with a reason. */
+/* §14.1 test_allocator_settings: bad settings are refused with a reason. */
 START_TEST(test_bad_settings_refused)
 {
 	static const char *const bad[] = {
@@ -564,7 +565,7 @@ free_requested(uint32_t id)
 	ck_assert_int_eq(msim_policy_free_requested(pol, &r), 0);
 }
 
-/* Spec 8.3, probe `expandable`: maps, unmaps and addresses. */
+/* §7.2, probe `expandable` (§14.2): maps, unmaps and addresses. */
 START_TEST(test_expandable_sequence)
 {
 	setup("expandable_segments:True", 0);
@@ -606,7 +607,7 @@ START_TEST(test_expandable_sequence)
 }
 END_TEST
 
-/* Spec 5.3 record_stream: allocated bytes drop at free_requested, active
+/* §4.3 record_stream: allocated bytes drop at free_requested, active
  * and requested bytes at free_completed; a pending block is not merged. */
 START_TEST(test_deferred_free)
 {
@@ -672,7 +673,7 @@ START_TEST(test_streams)
 }
 END_TEST
 
-/* Expandable with max_split_size and GC under a cap (spec 8.4, 16.6):
+/* Expandable with max_split_size and GC under a cap (§7.4, §11.2):
  * an already mapped block the lookup refused as oversize serves the
  * malloc without a map; release_available and GC skip expandable blocks;
  * the OOM retry unmaps whole free pages. */

@@ -122,7 +122,187 @@ START_TEST(test_bad_database_files)
 	ck_assert_str_eq(buf, "precious notes, not a database\n");
 	ck_assert_int_eq(msim_db_open("/nonexistent/dir/x.db", &db, why,
 				      sizeof(why)), MSIM_EDB);
-	ck_assert_ptr_nonnull(strstr(why, "/nonexistent/dir/x.db"));
+	ck_assert_msg(strstr(why, "/nonexistent/dir/x.db: cannot create the "
+			     "database: folder /nonexistent/dir: No such file"),
+		      "%s", why);
+	/* Reading: the file as it was, no new file for a missing one. */
+	ck_assert_int_eq(msim_db_open_readonly(path, &db, why, sizeof(why)),
+			 MSIM_EDB);
+	ck_assert_msg(strstr(why, path) && strstr(why, "not a database"), "%s",
+		      why);
+	ck_assert_int_eq(msim_db_open_readonly("/nonexistent/x.db", &db, why,
+					       sizeof(why)), MSIM_ENOTFOUND);
+	ck_assert_ptr_nonnull(strstr(why, "/nonexistent/x.db"));
+}
+END_TEST
+
+static int
+count_sample(const msim_sample_t *s, void *ctx)
+{
+	int64_t *sum = ctx;
+	*sum += s->reserved * 100 + s->allocated * 10 + (int64_t)s->request;
+	return 0;
+}
+
+static int
+stop_at_first(const msim_seg_event_t *ev, void *ctx)
+{
+	*(msim_seg_event_t *)ctx = *ev;
+	return 1;
+}
+
+static void
+count_stat(const char *name, int64_t value, void *ctx)
+{
+	int64_t *n = ctx;
+	(*n)++;
+	if (!strcmp(name, "reserved_bytes.all.peak"))
+		n[1] = value;
+}
+
+static void
+join_meta(const char *k, const char *v, void *ctx)
+{
+	strcat(ctx, k);
+	strcat(ctx, "=");
+	strcat(ctx, v);
+	strcat(ctx, ";");
+}
+
+/* The read calls give back what was stored, through a read-only
+ * connection that changes nothing in the file. */
+START_TEST(test_read_calls)
+{
+	msim_db_t *db;
+	char why[256];
+	ck_assert_int_eq(msim_db_open(path, &db, why, sizeof(why)), 0);
+	int64_t a = store_one(db, 123);
+	msim_stats_t st = {0};
+	st.reserved_bytes[0].peak = 4 << 20;
+	st.segment[0].peak = 3;
+	msim_summary_t sum = {.requests = 4, .oom_request = -1,
+			      .frag_at_peak = 0.25};
+	const char *meta[] = {"mode", "raw", "device", "H200", NULL};
+	msim_block_t blocks[2] = {{8192, 512, MSIM_BLOCK_FREE},
+				  {4096, 1024, MSIM_BLOCK_ALLOCATED}};
+	msim_run_info_t info = {.kind = "measured", .trace_path = "m.csv",
+				.trace_hash = "def", .policy = "raw",
+				.cap_bytes = 1 << 30, .addresses = "model",
+				.strategy = "dtype=fp16", .meta = meta,
+				.capacity_bytes = 80ULL << 30,
+				.peak_blocks = blocks, .npeak_blocks = 2};
+	int64_t b;
+	int ex;
+	ck_assert_int_eq(msim_db_store_run_mode(db, &info, &sum, &st, NULL,
+						NULL, 0, MSIM_DB_REPLACE, &b,
+						&ex), 0);
+	msim_db_close(db);
+	FILE *fp = fopen(path, "rb");
+	ck_assert_ptr_nonnull(fp);
+	static char before[1 << 20], after[1 << 20];
+	size_t nbefore = fread(before, 1, sizeof(before), fp);
+	fclose(fp);
+
+	ck_assert_int_eq(msim_db_open_readonly(path, &db, why, sizeof(why)), 0);
+	msim_db_run_t r;
+	ck_assert_int_eq(msim_db_run_get(db, b, &r), 0);
+	ck_assert_int_eq(r.id, b);
+	ck_assert_str_eq(r.kind, "measured");
+	ck_assert_str_eq(r.trace_path, "m.csv");
+	ck_assert_str_eq(r.policy, "raw");
+	ck_assert_str_eq(r.params, "");
+	ck_assert_str_eq(r.strategy, "dtype=fp16");
+	ck_assert_str_eq(r.setting_key, "measured|def|raw||1073741824|model|"
+			 "capacity=85899345920;strategy=dtype=fp16");
+	ck_assert_uint_eq(r.cap_bytes, 1 << 30);
+	ck_assert_uint_eq(r.capacity_bytes, 80ULL << 30);
+	ck_assert_int_eq(r.peak_reserved_bytes, 4 << 20);
+	ck_assert_int_eq(r.segments_peak, 3);
+	ck_assert_int_eq(r.oom_request, -1);
+	ck_assert_int_eq(r.requests, 4);
+	double f;
+	ck_assert_int_eq(msim_db_run_figure(&r, "frag_at_peak", &f), 0);
+	ck_assert_double_eq(f, 0.25);
+	ck_assert_int_eq(msim_db_run_figure(&r, "peak", &f), MSIM_ENOTFOUND);
+	msim_db_run_clear(&r);
+	ck_assert_int_eq(msim_db_run_get(db, a, &r), 0);
+	ck_assert_ptr_null(r.setting_key);
+	ck_assert_str_eq(r.strategy, "");
+	ck_assert_uint_eq(r.capacity_bytes, 0);
+	msim_db_run_clear(&r);
+	ck_assert_int_eq(msim_db_run_get(db, 99, &r), MSIM_ENOTFOUND);
+
+	int64_t *ids;
+	size_t n;
+	ck_assert_int_eq(msim_db_list_runs(db, NULL, &ids, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_int_eq(ids[0], a);
+	ck_assert_int_eq(ids[1], b);
+	free(ids);
+	msim_db_select_t sel = {.kind = "measured"};
+	ck_assert_int_eq(msim_db_list_runs(db, &sel, &ids, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_int_eq(ids[0], b);
+	free(ids);
+	sel = (msim_db_select_t){.trace_hash = "abc"};
+	ck_assert_int_eq(msim_db_list_runs(db, &sel, &ids, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_int_eq(ids[0], a);
+	free(ids);
+	sel = (msim_db_select_t){.sweep_id = 1};
+	ck_assert_int_eq(msim_db_list_runs(db, &sel, &ids, &n), 0);
+	ck_assert_uint_eq(n, 0);
+	int64_t id;
+	ck_assert_int_eq(msim_db_newest_run(db, &id), 0);
+	ck_assert_int_eq(id, b);
+	ck_assert_int_eq(msim_db_newest_sweep(db, &id), MSIM_ENOTFOUND);
+
+	int64_t cnt[2] = {0, 0}, v;
+	ck_assert_int_eq(msim_db_run_stats(db, a, count_stat, cnt), 0);
+	ck_assert_int_eq(cnt[0], 122);
+	ck_assert_int_eq(cnt[1], 123);
+	ck_assert_int_eq(msim_db_run_stat(db, a, "num_ooms", &v), 0);
+	ck_assert_int_eq(v, 1);
+	ck_assert_int_eq(msim_db_run_stat(db, a, "no.such", &v),
+			 MSIM_ENOTFOUND);
+	char kv[256] = "", mode[16];
+	ck_assert_int_eq(msim_db_run_meta(db, b, join_meta, kv), 0);
+	ck_assert_str_eq(kv, "device=H200;mode=raw;");
+	ck_assert_int_eq(msim_db_run_meta_get(db, b, "mode", mode,
+					      sizeof(mode)), 0);
+	ck_assert_str_eq(mode, "raw");
+	ck_assert_int_eq(msim_db_run_meta_get(db, a, "mode", mode,
+					      sizeof(mode)), MSIM_ENOTFOUND);
+	/* store_one's timeline: (0: 0, 0), (5: reserved 4, allocated 3). */
+	int64_t tsum = 0;
+	ck_assert_int_eq(msim_db_run_timeline(db, a, count_sample, &tsum), 0);
+	ck_assert_int_eq(tsum, 400 + 30 + 5);
+	ck_assert_int_eq(msim_db_run_timeline(db, b, count_sample, &tsum),
+			 MSIM_ENOTFOUND);
+	msim_seg_event_t ev = {0};
+	ck_assert_int_eq(msim_db_run_events(db, a, stop_at_first, &ev), 1);
+	ck_assert_int_eq(ev.action, MSIM_SEG_ALLOC);
+	ck_assert_uint_eq(ev.addr, 4096);
+	ck_assert_uint_eq(ev.size, 2097152);
+	msim_block_t *pb;
+	ck_assert_int_eq(msim_db_run_peak_blocks(db, b, &pb, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(pb[0].addr, 4096);
+	ck_assert_int_eq(pb[0].state, MSIM_BLOCK_ALLOCATED);
+	ck_assert_uint_eq(pb[1].size, 512);
+	ck_assert_int_eq(pb[1].state, MSIM_BLOCK_FREE);
+	free(pb);
+	/* A read-only connection stores nothing. */
+	ck_assert_int_eq(msim_db_store_run_mode(db, &info, &sum, &st, NULL,
+						NULL, 0, MSIM_DB_INSERT, &id,
+						&ex), MSIM_EDB);
+	ck_assert_ptr_nonnull(strstr(msim_db_errmsg(db), "reading only"));
+	msim_db_close(db);
+	fp = fopen(path, "rb");
+	size_t nafter = fread(after, 1, sizeof(after), fp);
+	fclose(fp);
+	ck_assert_uint_eq(nbefore, nafter);
+	ck_assert(!memcmp(before, after, nafter));
 }
 END_TEST
 
@@ -164,6 +344,7 @@ main(void)
 	tcase_add_test(tc, test_store_and_read_back);
 	tcase_add_test(tc, test_bad_database_files);
 	tcase_add_test(tc, test_locked_database);
+	tcase_add_test(tc, test_read_calls);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -590,9 +590,11 @@ START_TEST(test_bad_binary_and_rmm_inputs)
 		{"Thread,Time,Action,Pointer,Size,Stream\n"
 		 "1,1.5,free,0x10,8,0x0\n", ":2: free_completed of unknown"},
 	};
+	static const msim_trace_options_t strict = {.strict = true};
 	for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++) {
 		p = write_bytes("r.csv", r[i].text, strlen(r[i].text));
-		ck_assert_int_lt(read_all(p, NULL, err, sizeof(err), NULL), 0);
+		ck_assert_int_lt(read_all(p, &strict, err, sizeof(err), NULL),
+				 0);
 		ck_assert_msg(strstr(err, r[i].why), "%s", err);
 	}
 	/* RMM's time of day and pointers read right. */

@@ -1,5 +1,6 @@
 /*
- * The segments state of snapshot pickles (spec section 12.2): each real
+ * The segments state of snapshot pickles (docs/pytorch-allocator.md
+ * §10.1): each real
  * snapshot's segments sum to the reserved bytes captures.tsv recorded at
  * the end of its run, agree with the end of its own trace, and are what a
  * replay of the recording ends with; hostile segment lists fail cleanly,
@@ -211,6 +212,85 @@ START_TEST(test_recording_ends_in_snapshot_state)
 }
 END_TEST
 
+/* A history started late (tests/data/snapshots/r2_3_late.pickle, made by
+ * make_corpus.py): A (4 MiB) and B (2 MiB) in a 20 MiB segment and C
+ * (400 B) in a 2 MiB one were allocated before it; it frees A and C,
+ * and the snapshot holds B.  The start is rebuilt segment by segment
+ * before the first recorded request, then the peaks are reset. */
+START_TEST(test_partial_history_seeds_the_start)
+{
+	const uint64_t MiB = UINT64_C(1) << 20, L = UINT64_C(0x7F0000000000),
+		       S = UINT64_C(0x7F0002000000);
+	enum { F = MSIM_REQF_FILLER, SD = MSIM_REQF_SEED };
+	static const struct {
+		int kind;
+		uint64_t addr, size;
+		int flags;
+	} want[] = {
+		{MSIM_REQ_SEGMENT_HINT, 0x7F0000000000, 20 << 20, 0},
+		{MSIM_REQ_ALLOC, 0, 20 << 20, F}, /* the whole segment */
+		{MSIM_REQ_FREE, 0, 0, F},
+		{MSIM_REQ_ALLOC, 0x7F0000000000, 4 << 20, SD},        /* A */
+		{MSIM_REQ_ALLOC, 0x7F0000400000, 2 << 20, SD},        /* B */
+		{MSIM_REQ_ALLOC, 0, 14 << 20, F},              /* its tail */
+		{MSIM_REQ_SEGMENT_HINT, 0x7F0002000000, 2 << 20, 0},
+		{MSIM_REQ_ALLOC, 0x7F0002000000, 400, SD},            /* C */
+		{MSIM_REQ_ALLOC, 0, 1 << 20, F},   /* the rest, in blocks of */
+		{MSIM_REQ_ALLOC, 0, (1 << 20) - 512, F}, /* kSmallSize */
+		{MSIM_REQ_FREE, 0, 0, F},
+		{MSIM_REQ_FREE, 0, 0, F},
+		{MSIM_REQ_FREE, 0, 0, F},
+		{MSIM_REQ_RESET_PEAKS, 0, 0, 0},
+		{MSIM_REQ_ALLOC, 0x7F0002000200, 1024, 0}, /* the trace: D */
+		{MSIM_REQ_FREE, 0x7F0000000000, 0, 0},                /* A */
+		{MSIM_REQ_FREE, 0x7F0002000000, 0, 0},                /* C */
+	};
+	char why[512];
+	msim_trace_t *t;
+	ck_assert_int_eq(msim_trace_open(test_data("snapshots/r2_3_late.pickle"),
+					 NULL, &t, why, sizeof(why)), 0);
+	msim_req_t r;
+	size_t i = 0;
+	int rc;
+	while ((rc = msim_trace_next(t, &r)) == 1) {
+		ck_assert_uint_lt(i, sizeof(want) / sizeof(want[0]));
+		ck_assert_msg(r.kind == want[i].kind && r.flags == want[i].flags,
+			      "request %zu: kind %d flags %d", i, r.kind,
+			      r.flags);
+		ck_assert_uint_eq(r.addr, want[i].addr);
+		if (r.kind != MSIM_REQ_FREE)
+			ck_assert_uint_eq(r.size, want[i].size);
+		i++;
+	}
+	ck_assert_msg(rc == 0, "%s", msim_trace_errmsg(t));
+	ck_assert_uint_eq(i, sizeof(want) / sizeof(want[0]));
+	msim_trace_seed_t sd;
+	msim_trace_seeding(t, &sd);
+	ck_assert(sd.first_pass && sd.exact);
+	ck_assert_uint_eq(sd.from_frees, 2);
+	ck_assert_uint_eq(sd.from_snapshot, 1);
+	ck_assert_uint_eq(sd.segments, 2);
+	ck_assert_uint_eq(sd.segment_bytes, 22 * MiB);
+	ck_assert_uint_eq(sd.bytes, 6 * MiB + 400);
+	ck_assert_uint_eq(sd.explained, 1);
+	(void)L;
+	(void)S;
+	msim_trace_close(t);
+
+	/* --strict: today's refusal, naming the address. */
+	msim_trace_options_t strict = {.strict = true};
+	ck_assert_int_eq(msim_trace_open(test_data("snapshots/r2_3_late.pickle"),
+					 &strict, &t, why, sizeof(why)), 0);
+	while ((rc = msim_trace_next(t, &r)) == 1)
+		;
+	ck_assert_int_lt(rc, 0);
+	ck_assert_ptr_nonnull(strstr(msim_trace_errmsg(t),
+				     "free_requested of unknown address "
+				     "0x7f0000000000"));
+	msim_trace_close(t);
+}
+END_TEST
+
 /* A CSV has no segments state; a replay that differs says how. */
 START_TEST(test_no_state_and_differences)
 {
@@ -257,7 +337,15 @@ START_TEST(test_small_snapshot_reads)
 	msim_trace_t *t;
 	ck_assert_int_eq(msim_trace_open(p, NULL, &t, why, sizeof(why)), 0);
 	msim_req_t r;
-	ck_assert_msg(msim_trace_next(t, &r) == 0, "%s", msim_trace_errmsg(t));
+	int rc;
+	/* No trace: the live block is seeded, in its segment. */
+	while ((rc = msim_trace_next(t, &r)) == 1)
+		;
+	ck_assert_msg(rc == 0, "%s", msim_trace_errmsg(t));
+	msim_trace_seed_t sd;
+	msim_trace_seeding(t, &sd);
+	ck_assert_uint_eq(sd.from_snapshot, 1);
+	ck_assert_uint_eq(sd.segments, 1);
 	const msim_snap_segment_t *g;
 	size_t n;
 	ck_assert_int_eq(msim_trace_segments(t, &g, &n), 0);
@@ -381,6 +469,7 @@ main(void)
 			    NWORKLOADS);
 	tcase_add_test(tc, test_no_state_and_differences);
 	tcase_add_test(tc, test_small_snapshot_reads);
+	tcase_add_test(tc, test_partial_history_seeds_the_start);
 	tcase_add_test(tc, test_hostile_segments_fail_cleanly);
 	tcase_add_test(tc, test_deep_segments_are_bounded);
 	suite_add_tcase(s, tc);

@@ -65,7 +65,7 @@ expect_error "live.csv:3: alloc at address 0x1000, which is still live" \
 	$MEMSIM run --db "$tmp/runs.db" "$tmp/live.csv"
 printf 'action,addr,size\nfree_completed,64,1\n' >"$tmp/unknown.csv"
 expect_error "unknown.csv:2: free_completed of unknown address" \
-	$MEMSIM run --db "$tmp/runs.db" "$tmp/unknown.csv"
+	$MEMSIM run --strict --db "$tmp/runs.db" "$tmp/unknown.csv"
 printf 'action,addr,size\nalloc,64,12x\n' >"$tmp/bad.csv"
 expect_error "bad.csv:2: size '12x' is not a whole number" $MEMSIM run "$tmp/bad.csv"
 expect_error "max_split_size_mb: 2 is below" $MEMSIM run -c max_split_size_mb:2 "$trace"
@@ -163,6 +163,38 @@ for f in "$trace" "$DATA/pickles/bert_infer_varlen.pickle" "$tmp/t.msimtr" "$tmp
 	[ -n "$h1" ] && [ "$h1" = "$h2" ] || fail "trace hash of $f: '$h1' vs '$h2'"
 done
 
+# The help agrees with the program: policies --help is help, and every
+# format convert --to accepts is in convert --help.
+$MEMSIM policies --help | grep -q "^usage: memsim policies" || fail "policies --help"
+$MEMSIM policies --help | grep -q "^pytorch:" && fail "policies --help lists policies"
+expect_error "policies: unexpected argument 'x'" $MEMSIM policies x
+for to in csv pickle rmm bin; do
+	$MEMSIM convert --help | grep -q -- "--to FORMAT .* $to\b" ||
+		fail "convert --help lacks --to $to"
+	$MEMSIM convert --to "$to" "$trace" "$tmp/conv.$to" >/dev/null ||
+		fail "convert --to $to"
+done
+
+# gen random --requests N writes N requests (allocations and frees).
+for n in 500 7; do
+	$MEMSIM gen random --seed 3 --requests $n -o "$tmp/rnd$n.csv" 2>/dev/null ||
+		fail "gen random --requests $n"
+	$MEMSIM info "$tmp/rnd$n.csv" | grep -q "^requests   $n (" ||
+		fail "gen random --requests $n: $($MEMSIM info "$tmp/rnd$n.csv" | grep ^requests)"
+done
+
+# An installed tree plots with its own scripts, wherever it was installed
+# (DESTDIR staging, a moved prefix): stage one by hand, with a curve.gp that
+# leaves a mark, and plot with it.
+stage=$tmp/stage/usr
+mkdir -p "$stage/bin" "$stage/share/memsim/plots"
+cp "$MEMSIM" "$stage/bin/memsim"
+cp "$DATA"/../../plots/*.gp "$stage/share/memsim/plots/"
+{ printf 'system("touch %s/staged-script-ran")\n' "$tmp"
+  cat "$DATA/../../plots/curve.gp"; } >"$stage/share/memsim/plots/curve.gp"
+env -u MEMSIM_PLOTS_DIR "$stage/bin/memsim" run --db "$tmp/staged.db" --plot "$tmp/staged.png" "$trace" \
+	>/dev/null || fail "staged run --plot"
+[ -f "$tmp/staged-script-ran" ] || fail "staged memsim did not use its own plots"
 
 [ "$fails" -eq 0 ] && echo "cli: all passed"
 exit "$fails"

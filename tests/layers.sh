@@ -2,7 +2,8 @@
 # The floors of the tree (README, "Code map"): a folder may include its own
 # headers and those of the floors below it, never one above.
 #   cli -> lab -> {plots, validate} -> {policies, traces} -> sim
-# Fails naming every include that runs up a floor or sideways.
+# Fails naming every include that runs up a floor or sideways, and every
+# use of SQLite outside sim/results.c.
 set -u
 top=${srcdir:-$(dirname "$0")/..}
 cd "$top" || exit 99
@@ -36,4 +37,21 @@ for dir in sim policies traces plots validate lab cli; do
 	done
 done
 [ $bad -eq 0 ] && echo "layers: every include points down"
+
+# The results store hides its schema: sim/results.c is the only code that
+# speaks SQL (includes sqlite3.h, calls sqlite3_*(), holds a connection or
+# a statement); everything else reads and writes through sim/results.h.
+sql=0
+for dir in sim policies traces plots validate lab cli; do
+	for f in "$dir"/*.c "$dir"/*.h; do
+		[ -f "$f" ] && [ "$f" != sim/results.c ] || continue
+		if grep -nE 'sqlite3\.h|sqlite3_[a-z0-9_]+[[:space:]]*\(|sqlite3(_stmt)?[[:space:]]*\*' \
+			"$f" | sed "s|^|layers: $f:|; s|\$| (SQL outside sim/results.c)|" |
+			grep .; then
+			sql=1
+		fi
+	done
+done
+[ $sql -eq 0 ] && echo "layers: only sim/results.c speaks SQL"
+[ $sql -eq 0 ] || bad=1
 exit $bad

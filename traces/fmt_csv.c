@@ -2,7 +2,11 @@
  * The flattened PyTorch device-trace CSV: one trace entry of
  * torch.cuda.memory._snapshot()["device_traces"][d] a line, under the
  * header "seq,time_us,action,addr,size,stream" (columns in any order;
- * action, addr and size are required).
+ * action, addr and size are required).  Two optional columns tag alloc
+ * rows, as `memsim record` writes them: category (parameter, gradient,
+ * optimizer, activation, temporary, input, other; empty = untagged) and
+ * site (a module path or "file:line function", no commas); a trace
+ * without them costs nothing more to read.
  * Each line is one entry; the request stage of trace.c gives them their
  * replay meaning.  The writer writes the same columns (seq counts from 0).
  *
@@ -21,9 +25,11 @@
 
 #define CSV_MAXCOLS 16
 
-enum { C_SEQ, C_TIME, C_ACTION, C_ADDR, C_SIZE, C_STREAM, C_N };
+enum { C_SEQ, C_TIME, C_ACTION, C_ADDR, C_SIZE, C_STREAM, C_CAT, C_SITE,
+       C_N };
 static const char *const csv_colnames[C_N] = {
-	"seq", "time_us", "action", "addr", "size", "stream",
+	"seq", "time_us", "action", "addr", "size", "stream", "category",
+	"site",
 };
 
 typedef struct csv_s {
@@ -82,7 +88,31 @@ csv_open(msim_trace_t *t)
 			return msim_trace_fail(t, MSIM_EFORMAT,
 					       "header has no '%s' column",
 					       csv_colnames[i]);
+	t->tagged = c->col[C_CAT] >= 0 || c->col[C_SITE] >= 0;
 	return 0;
+}
+
+/* The tag of an alloc row's category and site fields. */
+static int
+csv_tag(msim_trace_t *t, csv_t *c, char **field, uint16_t *tag_out)
+{
+	const char *cat = c->col[C_CAT] >= 0 ? field[c->col[C_CAT]] : "";
+	const char *site = c->col[C_SITE] >= 0 ? field[c->col[C_SITE]] : "";
+	int k = MSIM_CAT_OTHER;
+	if (*cat && (k = msim_category_parse(cat, strlen(cat))) < 0)
+		return msim_trace_fail(t, MSIM_EFORMAT,
+				       "unknown category '%s' (expected "
+				       "parameter, gradient, optimizer, "
+				       "activation, temporary, input or "
+				       "other)", cat);
+	if (!*cat && !*site) {
+		*tag_out = 0;
+		return 0;
+	}
+	if (!*cat)
+		k = MSIM_CAT_UNTAGGED;
+	int rc = msim_trace_tag_intern(t, k, site, strlen(site), tag_out);
+	return rc ? msim_trace_fail(t, rc, "%s", msim_strerror(rc)) : 0;
 }
 
 static int
@@ -146,14 +176,22 @@ csv_next(msim_trace_t *t, msim_entry_t *e)
 					       field[c->col[C_TIME]],
 					       msim_u64_why(field[c->col[C_TIME]]));
 		int a = msim_action_parse(action, strlen(action));
+		if (a < 0 && msim_trace_skip_unknown(t, action))
+			continue;
 		if (a < 0)
 			return msim_trace_fail(t, MSIM_EFORMAT,
-					       "unknown action '%s'", action);
+					       "unknown action '%s' (--lenient "
+					       "skips such rows)", action);
 		e->time_us = time_us;
 		e->addr = addr;
 		e->size = size;
 		e->stream = stream;
 		e->action = (uint8_t)a;
+		if (t->tagged && a == MSIM_ACT_ALLOC) {
+			int rc = csv_tag(t, c, field, &e->tag);
+			if (rc)
+				return rc;
+		}
 		return 1;
 	}
 }
@@ -167,21 +205,55 @@ csv_close(msim_trace_t *t)
 	t->fmt = NULL;
 }
 
+/* The writer's state: w->fmt points at one of these once the header is
+ * written.  The header waits for the first entry, by which time the
+ * source (msim_trace_writer_set_tags()) knows whether it has tags. */
+static const char csv_plain = 0, csv_tagged = 1;
+
 static int
 csv_write_open(msim_trace_writer_t *w)
 {
-	if (fputs("seq,time_us,action,addr,size,stream\n", w->fp) < 0)
+	w->fmt = NULL;
+	return 0;
+}
+
+static int
+csv_header(msim_trace_writer_t *w)
+{
+	bool tags = w->tags_src && msim_trace_tagged(w->tags_src);
+	if (fputs(tags ? "seq,time_us,action,addr,size,stream,category,site\n"
+		       : "seq,time_us,action,addr,size,stream\n", w->fp) < 0)
 		return msim_trace_writer_fail(w, MSIM_EIO, "cannot write");
+	w->fmt = (void *)(tags ? &csv_tagged : &csv_plain);
 	return 0;
 }
 
 static int
 csv_write(msim_trace_writer_t *w, const msim_entry_t *e)
 {
+	int rc;
+	if (!w->fmt && (rc = csv_header(w)))
+		return rc;
 	if (fprintf(w->fp, "%" PRIu64 ",%" PRIu64 ",%s,%" PRIu64 ",%" PRIu64
-		    ",%" PRIu64 "\n", w->entries, e->time_us,
+		    ",%" PRIu64, w->entries, e->time_us,
 		    msim_action_name(e->action), e->addr, e->size,
 		    e->stream) < 0)
+		return msim_trace_writer_fail(w, MSIM_EIO, "cannot write");
+	if (w->fmt == &csv_tagged) {
+		int cat = MSIM_CAT_UNTAGGED;
+		const char *site = "";
+		if (e->tag)
+			msim_trace_tag(w->tags_src, e->tag, &cat, &site);
+		if (fprintf(w->fp, ",%s,", cat ? msim_category_name(cat)
+					       : "") < 0)
+			return msim_trace_writer_fail(w, MSIM_EIO,
+						      "cannot write");
+		for (const char *p = site; *p; p++) /* sites hold no commas */
+			if (putc(*p == ',' ? ';' : *p, w->fp) == EOF)
+				return msim_trace_writer_fail(w, MSIM_EIO,
+							      "cannot write");
+	}
+	if (putc('\n', w->fp) == EOF)
 		return msim_trace_writer_fail(w, MSIM_EIO, "cannot write");
 	return 0;
 }
@@ -189,8 +261,9 @@ csv_write(msim_trace_writer_t *w, const msim_entry_t *e)
 static int
 csv_write_close(msim_trace_writer_t *w)
 {
-	(void)w;
-	return 0;
+	int rc = w->fmt ? 0 : csv_header(w);
+	w->fmt = NULL;
+	return rc;
 }
 
 const msim_trace_format_t msim_trace_csv = {

@@ -1,6 +1,7 @@
 /*
  * PyTorch memory snapshots, read in C: the pickle that
- * torch.cuda.memory._dump_snapshot() writes (spec section 12.2), so that
+ * torch.cuda.memory._dump_snapshot() writes
+ * (docs/pytorch-allocator.md §10), so that
  * `memsim run x.pickle` needs nothing but memsim.
  *
  * The reader is a pickle virtual machine that does not build the object
@@ -35,7 +36,14 @@
  * write before the segment's own SETITEMS) need no stack space.  A
  * record is checked when its dict is complete.
  *
- * Not kept: stack frames, pool ids, allocator settings.
+ * Stack frames (context="all", stacks="python"): of each trace entry's
+ * "frames" list (innermost first) the reader keeps one frame, the first
+ * outside PyTorch's own files, as the alloc's site ("file:line
+ * function"), and a category inferred from the whole stack (pk_frame()).
+ * Strings up to PK_STR_MAX bytes are kept in a pool so that memoized
+ * filenames and function names can be read back; the memo slot of a
+ * string holds its pool index.  Not kept: pool ids, allocator settings,
+ * the frames of segments and blocks.
  *
  * The writer writes a snapshot that torch.cuda.memory's tools and this
  * reader load: {"segments": [], "device_traces": [[entry, ...]]}, entries
@@ -54,7 +62,9 @@
 #define PK_BUF (1u << 20)
 #define PK_MAX_STACK (1u << 17) /* stack slots: nesting and batches */
 #define PK_MAX_MARKS 4096u      /* nested MARKs */
-#define PK_SHORT 32             /* strings longer than this are opaque */
+#define PK_SHORT 32             /* longer strings are never key names */
+#define PK_STR_MAX 1024         /* longer strings are not pooled */
+#define PK_POOL_MAX (64u << 20) /* bytes of pooled strings */
 #define PK_MAX_MEMO_NOSIZE (1u << 24)
 #define PK_MAX_SEGS (1u << 20)   /* segments in the snapshot state */
 #define PK_MAX_BLOCKS (1u << 22) /* their blocks: 128 MiB of records */
@@ -66,7 +76,7 @@ enum {
 
 /* Roles of containers. */
 enum { R_NONE, R_ROOT, R_TRACES, R_DEVLIST, R_ENTRY, R_SEGLIST, R_SEG,
-       R_BLOCKLIST, R_BLOCK };
+       R_BLOCKLIST, R_BLOCK, R_FRAMES, R_FRAME, R_SETTINGS };
 
 /* Names the reader looks for: codes of V_STR values. */
 enum {
@@ -76,9 +86,14 @@ enum {
 	S_SEGMENTS, S_DEVICE, S_ADDRESS, S_TOTAL_SIZE, S_ALLOCATED_SIZE,
 	S_ACTIVE_SIZE, S_REQUESTED_SIZE, S_SEGMENT_TYPE, S_IS_EXPANDABLE,
 	S_BLOCKS, S_STATE, S_SMALL, S_LARGE,
+	/* stack frames */
+	S_FRAMES, S_FILENAME, S_LINE, S_NAME,
+	/* allocator_settings (PyTorch 2.4 and later) */
+	S_ALLOC_SETTINGS, S_PTCONF, S_EXPANDABLE, S_MAXSPLIT, S_GCTHRESH,
+	S_AWAITING, /* "active_awaiting_free": a pending free's other name */
 	S_STATE0, /* S_STATE0 + MSIM_SNAP_*: a block state */
 	S_NKEYS = S_STATE0 + MSIM_SNAP_NSTATES,
-	S_ACT0 = 32, /* S_ACT0 + msim_action_t: an action name */
+	S_ACT0 = 48, /* S_ACT0 + msim_action_t: an action name */
 };
 static_assert(S_NKEYS <= S_ACT0 && S_ACT0 + MSIM_NACT < 256,
 	      "string codes fit pk_val_t.str");
@@ -92,7 +107,14 @@ static const char *const pk_keys[S_NKEYS] = {
 	[S_REQUESTED_SIZE] = "requested_size",
 	[S_SEGMENT_TYPE] = "segment_type", [S_IS_EXPANDABLE] = "is_expandable",
 	[S_BLOCKS] = "blocks", [S_STATE] = "state", [S_SMALL] = "small",
-	[S_LARGE] = "large",
+	[S_LARGE] = "large", [S_FRAMES] = "frames", [S_FILENAME] = "filename",
+	[S_LINE] = "line", [S_NAME] = "name",
+	[S_ALLOC_SETTINGS] = "allocator_settings",
+	[S_PTCONF] = "PYTORCH_CUDA_ALLOC_CONF",
+	[S_EXPANDABLE] = "expandable_segments",
+	[S_MAXSPLIT] = "max_split_size",
+	[S_GCTHRESH] = "garbage_collection_threshold",
+	[S_AWAITING] = "active_awaiting_free",
 	[S_STATE0 + MSIM_SNAP_INACTIVE] = "inactive",
 	[S_STATE0 + MSIM_SNAP_ALLOCATED] = "active_allocated",
 	[S_STATE0 + MSIM_SNAP_PENDING_FREE] = "active_pending_free",
@@ -113,7 +135,9 @@ typedef struct pk_val_s {
 			 * or block: HAVE_ADDRESS, _SIZE, _STATE, EMITTED
 			 * (complete) */
 	uint8_t str;    /* V_STR: S_*; dict: the action's code */
-	uint8_t neg;    /* V_INT: negative or over 64 bits: not a field */
+	uint8_t neg;    /* V_INT: negative or over 64 bits: not a field;
+			 * V_OPAQUE: 2 for a float, its bits in i */
+	uint32_t sid;   /* V_STR: 1 + index in the string pool, 0: none */
 	uint32_t dev;   /* R_DEVLIST / R_ENTRY: the device index; R_SEG /
 			 * R_BLOCKLIST: the segment's record; R_BLOCK: the
 			 * block's */
@@ -124,7 +148,7 @@ typedef struct pk_val_s {
 
 /* Memo slot tags (4 bits) above a 28-bit payload. */
 enum { M_UNSET, M_OPAQUE, M_NONE, M_BOOL, M_STR, M_INT, M_BIGINT,
-       M_LARGEINT };
+       M_LARGEINT, M_FRAME, M_FRAMES };
 #define M_PAYLOAD 0x0fffffffu
 
 typedef struct pk_s {
@@ -152,7 +176,40 @@ typedef struct pk_s {
 	msim_snap_block_t *blocks; /* their blocks, grouped by segment */
 	size_t nblocks, capblocks;
 	msim_snap_segment_t *out;  /* msim_trace_segments(): one device's */
+	char *pool;        /* strings, NUL-terminated (pk_string()) */
+	size_t npool, cappool;
+	uint32_t *stroff;  /* by sid - 1: offset of the string in pool */
+	size_t nstr, capstr;
+	/* Frame dicts and frames lists, by record (a dict's or list's dev):
+	 * snapshots share them between entries through the memo. */
+	struct pk_fr_s *fr;
+	size_t nfr, capfr;
+	bool fr_seen;      /* the entry being read has a "frames" list */
+	uint32_t fr_cur;   /* its record */
+	/* allocator_settings */
+	bool saw_settings;
+	char conf[512];      /* PYTORCH_CUDA_ALLOC_CONF, as set */
+	int expandable;      /* expandable_segments: -1 unknown */
+	uint64_t max_split;  /* max_split_size: 0 unknown or unlimited */
+	double gc_threshold; /* garbage_collection_threshold */
 } pk_t;
+
+/* A frame (file, line, name) or a frames list (its site frame, FR_* and
+ * whether it has a frame). */
+typedef struct pk_fr_s {
+	uint32_t file, name; /* sids; 0: none */
+	uint64_t line;
+	uint8_t flags;       /* FR_* */
+	bool any;
+} pk_fr_t;
+#define PK_MAX_FR (1u << 24)
+
+/* What a stack shows, most telling first (pk_frame()). */
+#define FR_OPTIMIZER 0x01
+#define FR_BACKWARD 0x02
+#define FR_PARAMETER 0x04
+#define FR_FORWARD 0x08
+#define FR_TORCH 0x10 /* a frame in PyTorch's own files */
 
 /* ---- input ---- */
 
@@ -328,6 +385,158 @@ pk_popmark(pk_t *p, size_t m)
 	p->nmarks--;
 }
 
+/* ---- stack frames ---- */
+
+/* Keeps the n bytes at s in the pool: v->sid.  Returns 0 or MSIM_ENOMEM
+ * (a full pool leaves the string without a sid). */
+static int
+pk_pool(pk_t *p, const char *s, size_t n, pk_val_t *v)
+{
+	if (p->npool + n + 1 > PK_POOL_MAX || p->nstr >= (1u << 20) - 1)
+		return 0;
+	if (p->nstr == p->capstr) {
+		size_t c = p->capstr ? 2 * p->capstr : 1024;
+		uint32_t *a = realloc(p->stroff, c * sizeof(*a));
+		if (!a)
+			return MSIM_ENOMEM;
+		p->stroff = a;
+		p->capstr = c;
+	}
+	if (p->npool + n + 1 > p->cappool) {
+		size_t c = p->cappool ? 2 * p->cappool : 4096;
+		while (c < p->npool + n + 1)
+			c *= 2;
+		char *a = realloc(p->pool, c);
+		if (!a)
+			return MSIM_ENOMEM;
+		p->pool = a;
+		p->cappool = c;
+	}
+	memcpy(p->pool + p->npool, s, n);
+	p->pool[p->npool + n] = '\0';
+	p->stroff[p->nstr++] = (uint32_t)p->npool;
+	v->sid = (uint32_t)p->nstr;
+	p->npool += n + 1;
+	return 0;
+}
+
+static const char *
+pk_str(const pk_t *p, uint32_t sid)
+{
+	return sid && sid <= p->nstr ? p->pool + p->stroff[sid - 1] : "";
+}
+
+static bool
+pk_ends(const char *s, const char *tail)
+{
+	size_t n = strlen(s), k = strlen(tail);
+	return n >= k && !strcmp(s + n - k, tail);
+}
+
+/*
+ * One frame of the entry being read, frames coming innermost first.  The
+ * first frame outside PyTorch's own files becomes the site; the stack
+ * tells the category: inside an optimizer's step (torch/optim, or
+ * GradScaler.step/unscale_), in backward(), in Module._apply (.to(),
+ * .cuda() of parameters and buffers), in a module's forward
+ * (Module._call_impl); a stack with no PyTorch frame at all is the
+ * program making a tensor itself (torch.randn(..., device="cuda"),
+ * x.cuda()): an input.  Anything else is "other".
+ */
+static void
+pk_frame(pk_t *p, pk_fr_t *l, const pk_fr_t *fr)
+{
+	const char *file = pk_str(p, fr->file);
+	const char *name = pk_str(p, fr->name);
+	/* PyTorch's own files: an installed torch package, or a source
+	 * tree's torch/ (a virtualenv under /opt/torch is not one). */
+	const char *pk = strstr(file, "-packages/");
+	bool torch = pk ? !strncmp(pk + 10, "torch/", 6)
+			: strstr(file, "/torch/") != NULL;
+	if (strstr(file, "/torch/optim/") ||
+	    (pk_ends(file, "/torch/amp/grad_scaler.py") &&
+	     (!strcmp(name, "step") || !strcmp(name, "unscale_"))))
+		l->flags |= FR_OPTIMIZER;
+	else if (!strcmp(name, "backward") || !strcmp(name, "_make_grads"))
+		l->flags |= FR_BACKWARD;
+	else if (pk_ends(file, "/torch/nn/modules/module.py") &&
+		 (!strcmp(name, "_apply") || !strcmp(name, "to") ||
+		  !strcmp(name, "cuda")))
+		l->flags |= FR_PARAMETER;
+	else if (pk_ends(file, "/torch/nn/modules/module.py") &&
+		 !strcmp(name, "_call_impl"))
+		l->flags |= FR_FORWARD;
+	l->any = true;
+	if (torch)
+		l->flags |= FR_TORCH;
+	if (!torch && !l->file && fr->file) {
+		l->file = fr->file;
+		l->name = fr->name;
+		l->line = fr->line;
+	}
+}
+
+/* A record for the frame dict or frames list v about to be pushed. */
+static int
+pk_fr_new(msim_trace_t *t, pk_t *p, pk_val_t *v)
+{
+	if (p->nfr == PK_MAX_FR)
+		return pk_fail(t, p, MSIM_EFORMAT, "over 16777216 stack "
+			       "frames");
+	if (p->nfr == p->capfr) {
+		size_t n = p->capfr ? 2 * p->capfr : 256;
+		pk_fr_t *a = realloc(p->fr, n * sizeof(*a));
+		if (!a)
+			return MSIM_ENOMEM;
+		p->fr = a;
+		p->capfr = n;
+	}
+	p->fr[p->nfr] = (pk_fr_t){0};
+	v->dev = (uint32_t)p->nfr++;
+	return 0;
+}
+
+/* The tag of the entry's frames (see pk_frame()).  Returns 0 or an
+ * error. */
+static int
+pk_frames_tag(msim_trace_t *t, pk_t *p, uint16_t *tag_out)
+{
+	const pk_fr_t *l = &p->fr[p->fr_cur];
+	int cat = l->flags & FR_OPTIMIZER ? MSIM_CAT_OPTIMIZER
+		: l->flags & FR_BACKWARD ? MSIM_CAT_GRADIENT
+		: l->flags & FR_PARAMETER ? MSIM_CAT_PARAMETER
+		: l->flags & FR_FORWARD ? MSIM_CAT_ACTIVATION
+		: l->flags & FR_TORCH ? MSIM_CAT_OTHER
+		: MSIM_CAT_INPUT;
+	char site[600];
+	int n;
+	if (!l->any) {
+		/* No Python frame: the autograd engine's own thread, which
+		 * runs backward. */
+		cat = MSIM_CAT_GRADIENT;
+		n = snprintf(site, sizeof(site), "(autograd engine: no "
+			     "Python frames)");
+	} else if (l->file) {
+		const char *file = pk_str(p, l->file);
+		const char *sp = strstr(file, "-packages/");
+		n = snprintf(site, sizeof(site), "%s:%llu %s",
+			     sp ? sp + 10 : file,
+			     (unsigned long long)l->line,
+			     pk_str(p, l->name));
+	} else {
+		n = 0;
+	}
+	if (n < 0)
+		n = 0;
+	if ((size_t)n >= sizeof(site))
+		n = sizeof(site) - 1;
+	for (int i = 0; i < n; i++)
+		if (site[i] == ',' || site[i] == '\n' || site[i] == '\r')
+			site[i] = ';';
+	int rc = msim_trace_tag_intern(t, cat, site, (size_t)n, tag_out);
+	return rc ? pk_fail(t, p, rc, "out of memory") : 0;
+}
+
 /* ---- entries ---- */
 
 static int
@@ -357,7 +566,7 @@ pk_emit(msim_trace_t *t, pk_t *p, pk_val_t *d, uint32_t dev)
 	d->have |= EMITTED;
 	if (t->opt.device1 && dev != t->opt.device1 - 1)
 		return 0;
-	if (!t->opt.device1) {
+	if (!t->opt.device1 && !t->opt.all_devices) {
 		if (p->chosen < 0) {
 			p->chosen = (int)dev;
 		} else if ((uint32_t)p->chosen != dev) {
@@ -387,6 +596,13 @@ pk_emit(msim_trace_t *t, pk_t *p, pk_val_t *d, uint32_t dev)
 	e.size = d->f[F_SIZE];
 	e.stream = d->f[F_STREAM];
 	e.time_us = d->f[F_TIME];
+	e.device = dev;
+	if (!(d->have & (1u << F_TIME)))
+		t->untimed++; /* PyTorch 2.0 wrote no time_us */
+	int rc;
+	if (p->fr_seen && (e.action == MSIM_ACT_ALLOC || oom) &&
+	    (rc = pk_frames_tag(t, p, &e.tag)))
+		return rc;
 	return pk_queue(p, &e);
 }
 
@@ -453,6 +669,11 @@ pk_state_set(msim_trace_t *t, pk_t *p, pk_val_t *d, const pk_val_t *k,
 		return 0;
 	}
 	if (k->str == S_STATE && !seg) {
+		if (v->type == V_STR && v->str == S_AWAITING) {
+			p->blocks[d->dev].state = MSIM_SNAP_PENDING_FREE;
+			d->have |= HAVE_STATE;
+			return 0;
+		}
 		if (v->type != V_STR || v->str < S_STATE0 ||
 		    v->str >= S_STATE0 + MSIM_SNAP_NSTATES)
 			return pk_fail(t, p, MSIM_EFORMAT,
@@ -514,10 +735,24 @@ pk_state_done(msim_trace_t *t, pk_t *p, pk_val_t *d)
 		return pk_fail(t, p, MSIM_EFORMAT, "segment without 'address' "
 			       "or 'total_size'");
 	if (d->role == R_BLOCK &&
-	    (d->have & (HAVE_ADDRESS | HAVE_SIZE | HAVE_STATE)) !=
-		    (HAVE_ADDRESS | HAVE_SIZE | HAVE_STATE))
-		return pk_fail(t, p, MSIM_EFORMAT, "block without 'address', "
-			       "'size' or 'state'");
+	    (d->have & (HAVE_SIZE | HAVE_STATE)) != (HAVE_SIZE | HAVE_STATE))
+		return pk_fail(t, p, MSIM_EFORMAT, "block without 'size' or "
+			       "'state'");
+	if (d->role == R_SEG) {
+		/* PyTorch 2.0 writes blocks without 'address': they tile
+		 * their segment in address order (segmentInfo() walks
+		 * block->next from the segment's head), so each starts
+		 * where the one before ends. */
+		size_t j = p->nblocks;
+		while (j && p->blocks[j - 1].seg == d->dev)
+			j--;
+		uint64_t at = p->segs[d->dev].addr;
+		for (; j < p->nblocks; j++) {
+			if (!p->blocks[j].addr)
+				p->blocks[j].addr = at;
+			at = p->blocks[j].addr + p->blocks[j].size;
+		}
+	}
 	return 0;
 }
 
@@ -530,14 +765,52 @@ pk_setitem(msim_trace_t *t, pk_t *p, pk_val_t *d, const pk_val_t *k,
 		return 0;
 	if (d->role == R_SEG || d->role == R_BLOCK)
 		return d->have & EMITTED ? 0 : pk_state_set(t, p, d, k, v);
+	if (d->role == R_FRAME) {
+		pk_fr_t *f = &p->fr[d->dev];
+		if (k->str == S_FILENAME && v->type == V_STR)
+			f->file = v->sid;
+		else if (k->str == S_NAME && v->type == V_STR)
+			f->name = v->sid;
+		else if (k->str == S_LINE && v->type == V_INT && !v->neg)
+			f->line = v->i;
+		return 0;
+	}
+	if (d->role == R_ENTRY && k->str == S_FRAMES && v->type == V_LIST &&
+	    v->role == R_FRAMES) {
+		p->fr_seen = true;
+		p->fr_cur = v->dev;
+		t->tagged = true;
+		return 0;
+	}
+	if (d->role == R_SETTINGS) {
+		p->saw_settings = true;
+		if (k->str == S_EXPANDABLE && v->type == V_BOOL)
+			p->expandable = v->i != 0;
+		else if (k->str == S_MAXSPLIT && v->type == V_INT && !v->neg &&
+			 v->i < (UINT64_C(1) << 62))
+			p->max_split = v->i; /* -1 or SIZE_MAX: unlimited */
+		else if (k->str == S_GCTHRESH && v->type == V_OPAQUE &&
+			 v->neg == 2)
+			memcpy(&p->gc_threshold, &v->i, sizeof(double));
+		return 0;
+	}
 	if (k->str == S_ACTION) {
 		if (v->type != V_STR)
 			return 0;
 		if (v->str < S_ACT0 && d->role != R_ENTRY)
 			return 0;
-		if (v->str < S_ACT0)
-			return pk_fail(t, p, MSIM_EFORMAT,
-				       "trace entry with an unknown action");
+		if (v->str < S_ACT0) {
+			const char *name = v->sid ? pk_str(p, v->sid) : "?";
+			if (msim_trace_skip_unknown(t, name)) {
+				d->have |= EMITTED; /* never handed out */
+				return 0;
+			}
+			t->offset = p->op_off + 1;
+			return msim_trace_fail(t, MSIM_EFORMAT,
+					       "trace entry with an unknown "
+					       "action '%s' (--lenient skips "
+					       "such entries)", name);
+		}
 		d->str = v->str;
 		d->have |= HAVE_ACTION;
 	} else if (k->str >= S_ADDR && k->str <= S_DEVICE_FREE) {
@@ -563,6 +836,10 @@ pk_attach(msim_trace_t *t, pk_t *p, pk_val_t *l, pk_val_t *v)
 	     (l->role == R_BLOCKLIST && v->role == R_BLOCK)) &&
 	    v->type == V_DICT && !(v->have & EMITTED))
 		return pk_state_done(t, p, v);
+	if (l->role == R_FRAMES && v->role == R_FRAME && v->type == V_DICT) {
+		pk_frame(p, &p->fr[l->dev], &p->fr[v->dev]);
+		return 0;
+	}
 	if (l->role == R_DEVLIST && v->type == V_DICT &&
 	    !(v->have & EMITTED) && (v->have & HAVE_ACTION))
 		return pk_emit(t, p, v, l->dev);
@@ -615,17 +892,28 @@ pk_role(pk_t *p, pk_val_t *v)
 		if (key && key->type == V_STR && key->str == S_SEGMENTS &&
 		    v->type == V_LIST)
 			v->role = R_SEGLIST;
+		if (key && key->type == V_STR &&
+		    key->str == S_ALLOC_SETTINGS && v->type == V_DICT)
+			v->role = R_SETTINGS;
 		break;
 	case R_SEGLIST:
 		if (v->type == V_DICT && parent->type == V_LIST)
 			v->role = R_SEG;
 		break;
 	case R_SEG:
+		if (key && key->type == V_STR && key->str == S_FRAMES &&
+		    v->type == V_LIST)
+			v->role = R_FRAMES; /* entries may share its frames */
 		if (key && key->type == V_STR && key->str == S_BLOCKS &&
 		    v->type == V_LIST && !(parent->have & EMITTED)) {
 			v->role = R_BLOCKLIST;
 			v->dev = parent->dev;
 		}
+		break;
+	case R_BLOCK:
+		if (key && key->type == V_STR && key->str == S_FRAMES &&
+		    v->type == V_LIST)
+			v->role = R_FRAMES;
 		break;
 	case R_BLOCKLIST:
 		if (v->type == V_DICT && parent->type == V_LIST) {
@@ -644,7 +932,17 @@ pk_role(pk_t *p, pk_val_t *v)
 		if (v->type == V_DICT && parent->type == V_LIST) {
 			v->role = R_ENTRY;
 			v->dev = parent->dev;
+			p->fr_seen = false;
 		}
+		break;
+	case R_ENTRY:
+		if (key && key->type == V_STR && key->str == S_FRAMES &&
+		    v->type == V_LIST)
+			v->role = R_FRAMES;
+		break;
+	case R_FRAMES:
+		if (v->type == V_DICT && parent->type == V_LIST)
+			v->role = R_FRAME;
 		break;
 	default:
 		break;
@@ -678,7 +976,17 @@ pk_memo_put(msim_trace_t *t, pk_t *p, uint64_t idx)
 	switch (v->type) {
 	case V_NONE: slot = M_NONE << 28; break;
 	case V_BOOL: slot = M_BOOL << 28 | (uint32_t)v->i; break;
-	case V_STR: slot = M_STR << 28 | v->str; break;
+	case V_DICT:
+	case V_LIST:
+		if (v->role == R_FRAME || v->role == R_FRAMES)
+			slot = (uint32_t)(v->role == R_FRAME ? M_FRAME
+							     : M_FRAMES) << 28 |
+			       v->dev;
+		break;
+	case V_STR:
+		slot = M_STR << 28 | v->str |
+		       (v->sid < (1u << 20) ? v->sid << 8 : 0);
+		break;
 	case V_INT:
 		if (v->neg) {
 			slot = M_BIGINT << 28;
@@ -720,10 +1028,20 @@ pk_memo_get(msim_trace_t *t, pk_t *p, uint64_t idx)
 	switch (slot >> 28) {
 	case M_NONE: v.type = V_NONE; break;
 	case M_BOOL: v.type = V_BOOL; v.i = pay; break;
-	case M_STR: v.type = V_STR; v.str = (uint8_t)pay; break;
+	case M_STR:
+		v.type = V_STR;
+		v.str = (uint8_t)pay;
+		v.sid = pay >> 8;
+		break;
 	case M_INT: v.type = V_INT; v.i = pay; break;
 	case M_BIGINT: v.type = V_INT; v.neg = 1; break;
 	case M_LARGEINT: v.type = V_INT; v.i = p->ints[pay]; break;
+	case M_FRAME:
+	case M_FRAMES: /* shared by several entries */
+		v.type = (slot >> 28) == M_FRAME ? V_DICT : V_LIST;
+		v.role = (slot >> 28) == M_FRAME ? R_FRAME : R_FRAMES;
+		v.dev = pay;
+		break;
 	default: break;
 	}
 	return pk_push(t, p, &v);
@@ -738,7 +1056,18 @@ pk_string(msim_trace_t *t, pk_t *p, uint64_t n)
 	int rc;
 	if ((rc = pk_check_len(t, p, n)))
 		return rc;
-	if (n > PK_SHORT) {
+	const pk_val_t *top = p->sp ? &p->stack[p->sp - 1] : NULL;
+	if (top && top->type == V_STR && top->str == S_PTCONF &&
+	    n < sizeof(p->conf)) {
+		/* allocator_settings' PYTORCH_CUDA_ALLOC_CONF string */
+		if ((rc = pk_need(t, p, (size_t)n)))
+			return rc;
+		memcpy(p->conf, p->buf + p->pos, (size_t)n);
+		p->conf[n] = '\0';
+		p->pos += (size_t)n;
+		return pk_push_type(t, p, V_STR, 0);
+	}
+	if (n > PK_STR_MAX) {
 		if ((rc = pk_skip(t, p, n)))
 			return rc;
 		return pk_push_type(t, p, V_STR, 0);
@@ -748,6 +1077,9 @@ pk_string(msim_trace_t *t, pk_t *p, uint64_t n)
 	const char *s = (const char *)p->buf + p->pos;
 	p->pos += (size_t)n;
 	pk_val_t v = {.type = V_STR, .str = S_OTHER};
+	if (n > PK_SHORT)
+		return pk_pool(p, s, (size_t)n, &v) ? MSIM_ENOMEM
+						    : pk_push(t, p, &v);
 	for (int k = 1; k < S_NKEYS; k++)
 		if (strlen(pk_keys[k]) == n && !memcmp(pk_keys[k], s, n)) {
 			v.str = (uint8_t)k;
@@ -758,6 +1090,8 @@ pk_string(msim_trace_t *t, pk_t *p, uint64_t n)
 		if (a >= 0)
 			v.str = (uint8_t)(S_ACT0 + a);
 	}
+	if (v.str == S_OTHER && pk_pool(p, s, (size_t)n, &v))
+		return MSIM_ENOMEM;
 	return pk_push(t, p, &v);
 }
 
@@ -941,11 +1275,15 @@ pk_op(msim_trace_t *t, pk_t *p)
 			return pk_fail(t, p, MSIM_EFORMAT,
 				       "LONG4 of negative length");
 		return pk_long(t, p, a.i);
-	case 'G': /* BINFLOAT */
+	case 'G': { /* BINFLOAT: big-endian IEEE 754 */
 		if ((rc = pk_need(t, p, 8)))
 			return rc;
+		pk_val_t v = {.type = V_OPAQUE, .neg = 2};
+		for (int k = 0; k < 8; k++)
+			v.i = v.i << 8 | p->buf[p->pos + k];
 		p->pos += 8;
-		return pk_push_type(t, p, V_OPAQUE, 0);
+		return pk_push(t, p, &v);
+	}
 	case 0x8c: /* SHORT_BINUNICODE */
 	case 'U':  /* SHORT_BINSTRING */
 		if ((rc = pk_need(t, p, 1)))
@@ -989,7 +1327,9 @@ pk_op(msim_trace_t *t, pk_t *p)
 		if (v.role == R_DEVLIST && v.dev >= p->ndev)
 			p->ndev = v.dev + 1;
 		if ((v.role == R_SEG && (rc = pk_seg_new(t, p, &v))) ||
-		    (v.role == R_BLOCK && (rc = pk_block_new(t, p, &v))))
+		    (v.role == R_BLOCK && (rc = pk_block_new(t, p, &v))) ||
+		    ((v.role == R_FRAME || v.role == R_FRAMES) &&
+		     (rc = pk_fr_new(t, p, &v))))
 			return rc;
 		return pk_push(t, p, &v);
 	}
@@ -1120,11 +1460,43 @@ pk_open(msim_trace_t *t)
 		return MSIM_ENOMEM;
 	t->fmt = p;
 	p->chosen = -1;
+	p->expandable = -1;
 	p->buf = malloc(PK_BUF);
 	p->marks = malloc(PK_MAX_MARKS * sizeof(*p->marks));
 	if (!p->buf || !p->marks)
 		return MSIM_ENOMEM;
 	return 0;
+}
+
+/* The allocator settings as a PYTORCH_CUDA_ALLOC_CONF string: the one the
+ * process was given, else what _set_allocator_settings() left. */
+static void
+pk_settings(msim_trace_t *t, pk_t *p)
+{
+	if (!p->saw_settings)
+		return;
+	t->have_conf = true;
+	if (p->conf[0]) {
+		snprintf(t->alloc_conf, sizeof(t->alloc_conf), "%s", p->conf);
+		return;
+	}
+	size_t k = 0;
+	t->alloc_conf[0] = '\0';
+	if (p->expandable == 1)
+		k += (size_t)snprintf(t->alloc_conf + k,
+				      sizeof(t->alloc_conf) - k,
+				      "expandable_segments:True");
+	if (p->max_split)
+		k += (size_t)snprintf(t->alloc_conf + k,
+				      sizeof(t->alloc_conf) - k,
+				      "%smax_split_size_mb:%llu", k ? "," : "",
+				      (unsigned long long)(p->max_split >>
+							   20));
+	if (p->gc_threshold > 0 && p->gc_threshold < 1 &&
+	    k < sizeof(t->alloc_conf))
+		snprintf(t->alloc_conf + k, sizeof(t->alloc_conf) - k,
+			 "%sgarbage_collection_threshold:%g", k ? "," : "",
+			 p->gc_threshold);
 }
 
 static int
@@ -1146,6 +1518,7 @@ pk_next(msim_trace_t *t, msim_entry_t *e)
 					t, MSIM_EINVAL,
 					"no device %u: device_traces has %u",
 					t->opt.device1 - 1, p->ndev);
+			pk_settings(t, p);
 			return 0;
 		}
 		int rc = pk_op(t, p);
@@ -1201,6 +1574,9 @@ pk_close(msim_trace_t *t)
 	free(p->memo);
 	free(p->ints);
 	free(p->q);
+	free(p->pool);
+	free(p->stroff);
+	free(p->fr);
 	free(p);
 	t->fmt = NULL;
 }

@@ -12,6 +12,13 @@
  * epoch ("1634567890.123456"); both become microseconds.  Thread is read
  * and ignored.
  *
+ * Releases differ in what they print for a null pointer: "0x0" before
+ * 24.12, "(nil)" after (RMM formats the pointer with printf's %p); both
+ * read as 0.  A failed allocation ("allocate failure", with a null
+ * pointer) is an oom row of its size.  Zero-byte requests (an "allocate"
+ * of 0 bytes, which returns a null pointer, and the "free" of it) are
+ * skipped and counted (msim_trace_tally()).
+ *
  * The writer writes allocs, free_completed and ooms (an RMM log has no
  * other rows), with Time in seconds since the epoch and Thread 0.
  */
@@ -45,6 +52,10 @@ rmm_u64(const char *s, uint64_t *out)
 {
 	while (*s == ' ')
 		s++;
+	if (!strcmp(s, "(nil)")) { /* glibc's %p of a null pointer */
+		*out = 0;
+		return true;
+	}
 	return msim_parse_u64(s, out);
 }
 
@@ -194,9 +205,12 @@ rmm_next(msim_trace_t *t, msim_entry_t *e)
 			e->action = MSIM_ACT_FREE_COMPLETED;
 		else if (!strcmp(action, "allocate failure"))
 			e->action = MSIM_ACT_OOM;
+		else if (msim_trace_skip_unknown(t, action))
+			continue;
 		else
 			return msim_trace_fail(t, MSIM_EFORMAT,
-					       "unknown action '%s'", action);
+					       "unknown action '%s' (--lenient "
+					       "skips such rows)", action);
 		if (!rmm_u64(field[r->col[R_POINTER]], &e->addr))
 			return msim_trace_fail(t, MSIM_EFORMAT,
 					       "pointer \'%s\' %s",
@@ -228,6 +242,11 @@ rmm_next(msim_trace_t *t, msim_entry_t *e)
 				r->day_us += UINT64_C(86400000000);
 			r->last_us = us;
 			e->time_us = us + r->day_us;
+		}
+		if (e->size == 0 && (e->action != MSIM_ACT_FREE_COMPLETED ||
+				     e->addr == 0)) {
+			t->zero_skipped++;
+			continue;
 		}
 		return 1;
 	}

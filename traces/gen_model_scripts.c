@@ -1,7 +1,7 @@
 /*
  * Tensor scripts of the transformer models; the syntax is in
  * gen_model_scripts.h.  Each was transcribed from a real recording (see
- * tests/data/traces and ../shared/groundtruth/recipe.py): GPT-2 small in
+ * tests/data/traces, recorded on an H200 with torch 2.11): GPT-2 small in
  * fp32 and under bf16 autocast (HF transformers 5, SDPA attention with
  * dropout, gelu_new written out as its pointwise ops), BERT-base under
  * no_grad.  The workspaces of cuBLASLt's bias-gradient epilogue

@@ -152,14 +152,19 @@ msim_random_generate(const msim_random_cfg_t *c, msim_gen_t *g, char *why,
 			goto out;
 		}
 	}
+	/* requests counts allocations and frees: half of each, and an odd
+	 * count leaves the last allocation to die live. */
+	uint64_t nalloc = (c->requests + 1) / 2, nfree = c->requests / 2;
+	uint64_t freed = 0;
 	size_t n = 0;
 	double now = 0;
-	for (uint64_t i = 0; i < c->requests; i++) {
+	for (uint64_t i = 0; i < nalloc; i++) {
 		now += gsl_ran_exponential(r, c->arrival_us);
 		while (n && heap[0].t <= now) {
 			rnd_death_t d = rnd_pop(heap, &n);
 			g->clock = (msim_time_t)(d.t * 1000);
 			msim_gen_free(g, d.id);
+			freed++;
 		}
 		uint64_t size;
 		if (disc) {
@@ -189,7 +194,8 @@ msim_random_generate(const msim_random_cfg_t *c, msim_gen_t *g, char *why,
 		}
 		rnd_push(heap, &n, (rnd_death_t){now + life, i, (uint32_t)id});
 	}
-	while (n) {
+	while (n && freed < nfree) {
+		freed++;
 		rnd_death_t d = rnd_pop(heap, &n);
 		g->clock = (msim_time_t)(d.t * 1000);
 		msim_gen_free(g, d.id);

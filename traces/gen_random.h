@@ -17,7 +17,7 @@
 
 typedef struct msim_random_cfg_s {
 	uint64_t seed;       /* gsl_rng_mt19937 seed */
-	uint64_t requests;   /* allocations to draw */
+	uint64_t requests;   /* allocations + frees to write; odd: one live */
 	uint64_t streams;    /* streams, uniformly chosen (1 = default) */
 	int sizes;           /* 0 log-normal, 1 size classes */
 	double mu, sigma;    /* log-normal: bytes = exp(N(mu, sigma)) */
@@ -29,7 +29,7 @@ typedef struct msim_random_cfg_s {
 	uint64_t max_bytes;  /* cap on one size (0: 64 GiB) */
 } msim_random_cfg_t;
 
-/* Defaults: seed 1, 10000 requests, 1 stream, log-normal(14, 2.5),
+/* Defaults: seed 1, 10000 requests (5000 allocations), 1 stream, log-normal(14, 2.5),
  * lifetime 200 us, arrivals every 10 us. */
 void msim_random_defaults(msim_random_cfg_t *cfg);
 

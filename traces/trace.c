@@ -4,7 +4,7 @@
  * request stage that turns recorded entries into requests, and writers.
  *
  * The request stage is where replay semantics live, once for every format
- * (spec section 16, notes 4 and 6): `alloc` rows are requests of `size`
+ * (docs/pytorch-allocator.md §11): `alloc` rows are requests of `size`
  * bytes, `free_completed` rows return the block; `free_requested` rows are
  * checked and, with deferred frees on, passed on; `segment_alloc` rows are
  * passed on as address hints; an `oom` row is a malloc that raised
@@ -304,6 +304,17 @@ msim_u64_why(const char *s)
 	return "is too large (above 2^64)";
 }
 
+bool
+msim_trace_skip_unknown(msim_trace_t *t, const char *name)
+{
+	if (!t->opt.lenient)
+		return false;
+	if (!t->skipped++)
+		snprintf(t->skipped_first, sizeof(t->skipped_first), "%s",
+			 name);
+	return true;
+}
+
 msim_time_t
 msim_trace_time(msim_trace_t *t, uint64_t time_us)
 {
@@ -378,6 +389,7 @@ fail:
 int
 msim_trace_next_entry(msim_trace_t *t, msim_entry_t *e_out)
 {
+	e_out->tag = 0; /* formats without tags leave it */
 	int rc = t->format->next(t, e_out);
 	if (rc == 1) {
 		if (e_out->size > MSIM_SIZE_MAX)
@@ -427,6 +439,469 @@ msim_trace_ended(const msim_trace_t *t)
 	return t->ended;
 }
 
+/* ---- partial histories: seeding the start (see msim_trace_seeding()) ---- */
+
+/* PyTorch's CUDACachingAllocator constants: kMinBlockSize (round_size
+ * rounds up to it), kSmallSize (the largest small-pool request; a large
+ * free block is split only if more than this remains) and kSmallBuffer
+ * (the size of a small segment). */
+#define SEED_MIN_BLOCK UINT64_C(512)
+#define SEED_SMALL_SIZE (UINT64_C(1) << 20)
+#define SEED_SMALL_BUFFER (UINT64_C(2) << 20)
+
+typedef struct seed_blk_s {
+	uint64_t addr, size, block; /* block: its size in the snapshot, 0 if
+				     * unknown */
+	msim_stream_t stream;
+} seed_blk_t;
+
+typedef struct seed_seg_s {
+	uint64_t addr, size;
+	msim_stream_t stream;
+	bool large;
+} seed_seg_t;
+
+typedef struct seed_build_s {
+	seed_blk_t *b;
+	size_t nb, capb;
+	seed_seg_t *g;
+	size_t ng, capg;
+	uint32_t *fill; /* filler ids to free once all is built */
+	size_t nfill, capfill;
+} seed_build_t;
+
+static int
+seed_grow(void **a, size_t *cap, size_t n, size_t each)
+{
+	if (n < *cap)
+		return 0;
+	size_t c = *cap ? 2 * *cap : 64;
+	void *p = realloc(*a, c * each);
+	if (!p)
+		return MSIM_ENOMEM;
+	*a = p;
+	*cap = c;
+	return 0;
+}
+
+static int
+seed_add_blk(seed_build_t *s, uint64_t addr, uint64_t size, uint64_t block,
+	     msim_stream_t stream)
+{
+	if (seed_grow((void **)&s->b, &s->capb, s->nb, sizeof(*s->b)))
+		return MSIM_ENOMEM;
+	s->b[s->nb++] = (seed_blk_t){addr, size, block, stream};
+	return 0;
+}
+
+static int
+seed_add_seg(seed_build_t *s, uint64_t addr, uint64_t size,
+	     msim_stream_t stream, bool large)
+{
+	if (seed_grow((void **)&s->g, &s->capg, s->ng, sizeof(*s->g)))
+		return MSIM_ENOMEM;
+	s->g[s->ng++] = (seed_seg_t){addr, size, stream, large};
+	return 0;
+}
+
+static int
+seed_blk_cmp(const void *a, const void *b)
+{
+	const seed_blk_t *x = a, *y = b;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static int
+seed_seg_cmp(const void *a, const void *b)
+{
+	const seed_seg_t *x = a, *y = b;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static uint64_t
+seed_round(uint64_t size)
+{
+	/* round_size(): at least kMinBlockSize, else a multiple of it. */
+	return size < SEED_MIN_BLOCK ? SEED_MIN_BLOCK
+	       : (size + SEED_MIN_BLOCK - 1) / SEED_MIN_BLOCK * SEED_MIN_BLOCK;
+}
+
+static void
+seed_inexact(msim_trace_t *t, const char *why)
+{
+	if (t->seed.exact) {
+		t->seed.exact = false;
+		t->seed.inexact = why;
+	}
+}
+
+static int
+seed_push(msim_trace_t *t, int kind, uint32_t id, uint64_t addr,
+	  uint64_t size, msim_stream_t stream, uint8_t flags)
+{
+	if (seed_grow((void **)&t->seedq, &t->capseedq, t->nseedq,
+		      sizeof(*t->seedq)))
+		return MSIM_ENOMEM;
+	t->seedq[t->nseedq++] = (msim_req_t){
+		.kind = (uint8_t)kind, .id = id, .addr = addr, .size = size,
+		.stream = stream, .flags = flags};
+	if (kind != MSIM_REQ_SEGMENT_HINT && kind != MSIM_REQ_RESET_PEAKS)
+		t->seed.requests++;
+	return 0;
+}
+
+/* Fillers for the free bytes [at, at + n) of a segment being rebuilt:
+ * blocks of the pool the segment belongs to (small: at most kSmallSize
+ * each). */
+static int
+seed_fill(msim_trace_t *t, seed_build_t *s, const seed_seg_t *g, uint64_t n)
+{
+	bool chunks = !g->large && n <= SEED_SMALL_BUFFER;
+	if (!g->large && !chunks)
+		seed_inexact(t, "a small segment larger than 2 MiB");
+	while (n) {
+		uint64_t k = n;
+		if (chunks && k > SEED_SMALL_SIZE)
+			k = SEED_SMALL_SIZE;
+		uint32_t id;
+		int rc;
+		if ((rc = msim_idmap_take_id(&t->ids, &id)) ||
+		    (rc = seed_grow((void **)&s->fill, &s->capfill, s->nfill,
+				    sizeof(*s->fill))) ||
+		    (rc = seed_push(t, MSIM_REQ_ALLOC, id, 0, k, g->stream,
+				    MSIM_REQF_FILLER)))
+			return rc;
+		s->fill[s->nfill++] = id;
+		t->seed.fillers++;
+		n -= k;
+	}
+	return 0;
+}
+
+/* The allocation of seeded block b. */
+static int
+seed_alloc(msim_trace_t *t, const seed_blk_t *b, uint64_t size)
+{
+	uint32_t id;
+	int rc = msim_idmap_add(&t->ids, b->addr, &id);
+	if (rc == MSIM_EINVAL)
+		return 0; /* seeded twice: once is enough */
+	if (rc)
+		return rc;
+	t->seed.bytes += b->size;
+	return seed_push(t, MSIM_REQ_ALLOC, id, b->addr, size, b->stream,
+			 MSIM_REQF_SEED);
+}
+
+/* Rebuilds segment g with the seeded blocks b[0..n) inside it. */
+static int
+seed_segment(msim_trace_t *t, seed_build_t *s, const seed_seg_t *g,
+	     const seed_blk_t *b, size_t n)
+{
+	int rc;
+	uint64_t end = g->addr + g->size, at = g->addr;
+	t->seed.segments++;
+	t->seed.segment_bytes += g->size;
+	if ((rc = seed_push(t, MSIM_REQ_SEGMENT_HINT, 0, g->addr, g->size,
+			    g->stream, 0)))
+		return rc;
+	if (g->large) {
+		/* One malloc of the whole segment, given back: the segment
+		 * is then one free block of its recorded size. */
+		uint32_t id;
+		if ((rc = msim_idmap_take_id(&t->ids, &id)) ||
+		    (rc = seed_push(t, MSIM_REQ_ALLOC, id, 0, g->size,
+				    g->stream, MSIM_REQF_FILLER)) ||
+		    (rc = seed_push(t, MSIM_REQ_FREE, id, 0, 0, g->stream,
+				    MSIM_REQF_FILLER)) ||
+		    (rc = msim_idmap_put_id(&t->ids, id)))
+			return rc;
+		if (g->size <= 10 * SEED_SMALL_SIZE)
+			seed_inexact(t, "a large segment of 10 MiB or less "
+				     "cannot be rebuilt by one malloc");
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint64_t used = b[i].block ? b[i].block : seed_round(b[i].size);
+		uint64_t size = b[i].size;
+		if (b[i].block && seed_round(size) != b[i].block)
+			size = b[i].block; /* it kept a remainder too small
+					    * to split */
+		if (b[i].addr < at) {
+			seed_inexact(t, "seeded blocks overlap");
+			continue;
+		}
+		uint64_t gap = b[i].addr - at;
+		if (g->large && gap && gap <= SEED_SMALL_SIZE) {
+			/* Too small for a large-pool filler: the block
+			 * before (or this one) takes it. */
+			seed_inexact(t, "a free gap of 1 MiB or less in a "
+				     "large segment was given to a block");
+			size += gap;
+			gap = 0;
+		} else if ((rc = seed_fill(t, s, g, gap))) {
+			return rc;
+		}
+		if ((rc = seed_alloc(t, &b[i], size)))
+			return rc;
+		at = b[i].addr + used;
+	}
+	if (at < end && (!g->large || end - at > SEED_SMALL_SIZE ||
+			 n == 0))
+		return seed_fill(t, s, g, end - at);
+	return 0;
+}
+
+/* The state of the segments a partial history began with, from a first
+ * pass over the trace (t2, at its start), into t->seedq. */
+static int
+seed_scan(msim_trace_t *t, msim_trace_t *t2)
+{
+	msim_idmap_t known, pend, segs;
+	seed_build_t s = {0};
+	int rc = MSIM_ENOMEM;
+	bool expandable = false;
+	memset(&known, 0, sizeof(known));
+	memset(&pend, 0, sizeof(pend));
+	memset(&segs, 0, sizeof(segs));
+	if (msim_idmap_init(&known) || msim_idmap_init(&pend) ||
+	    msim_idmap_init(&segs))
+		goto out;
+	msim_entry_t e;
+	uint32_t id;
+	while ((rc = msim_trace_next_entry(t2, &e)) == 1) {
+		rc = 0;
+		switch (e.action) {
+		case MSIM_ACT_ALLOC:
+			if (e.addr)
+				rc = msim_idmap_add(&known, e.addr, &id);
+			break;
+		case MSIM_ACT_FREE_REQUESTED:
+			if (!msim_idmap_find(&known, e.addr, &id) ||
+			    !msim_idmap_find(&pend, e.addr, &id) || !e.addr)
+				break;
+			t->seed.from_frees++;
+			if (!(rc = msim_idmap_add(&pend, e.addr, &id)))
+				rc = seed_add_blk(&s, e.addr, e.size, 0,
+						  e.stream);
+			break;
+		case MSIM_ACT_FREE_COMPLETED:
+			if (!msim_idmap_remove(&known, e.addr, &id) ||
+			    !msim_idmap_remove(&pend, e.addr, &id) || !e.addr)
+				break;
+			t->seed.from_frees++;
+			rc = seed_add_blk(&s, e.addr, e.size, 0, e.stream);
+			break;
+		case MSIM_ACT_SEGMENT_ALLOC:
+			rc = msim_idmap_add(&segs, e.addr, &id);
+			break;
+		case MSIM_ACT_SEGMENT_FREE:
+			if (msim_idmap_remove(&segs, e.addr, &id) &&
+			    e.size)
+				rc = seed_add_seg(&s, e.addr, e.size, e.stream,
+						  e.size > SEED_SMALL_BUFFER);
+			break;
+		case MSIM_ACT_SEGMENT_MAP:
+		case MSIM_ACT_SEGMENT_UNMAP:
+			expandable = true;
+			break;
+		default:
+			break;
+		}
+		if (rc == MSIM_ENOMEM)
+			goto out;
+	}
+	if (rc < 0) {
+		snprintf(t->errmsg, sizeof(t->errmsg), "%s", t2->errmsg);
+		goto out;
+	}
+	/* The snapshot's state: its live blocks, and the segments no row
+	 * created. */
+	const msim_snap_segment_t *g;
+	size_t ng;
+	rc = MSIM_ENOMEM;
+	if (msim_trace_segments(t2, &g, &ng))
+		goto out;
+	for (size_t i = 0; i < ng; i++) {
+		if (g[i].expandable)
+			expandable = true;
+		else if (msim_idmap_find(&segs, g[i].addr, &id) &&
+			 seed_add_seg(&s, g[i].addr, g[i].total_size,
+				      g[i].stream, g[i].large))
+			goto out;
+		for (size_t k = 0; k < g[i].nblocks; k++) {
+			const msim_snap_block_t *b = &g[i].blocks[k];
+			if (b->state == MSIM_SNAP_INACTIVE)
+				continue;
+			t->seed.snap_live++;
+			t->seed.snap_live_bytes += b->requested;
+			if (!msim_idmap_find(&known, b->addr, &id)) {
+				t->seed.explained++;
+				t->seed.explained_bytes += b->requested;
+			} else if (msim_idmap_find(&pend, b->addr, &id)) {
+				t->seed.from_snapshot++;
+				if (seed_add_blk(&s, b->addr, b->requested,
+						 b->size, g[i].stream))
+					goto out;
+			}
+		}
+	}
+	if (t2->have_conf) {
+		memcpy(t->alloc_conf, t2->alloc_conf, sizeof(t->alloc_conf));
+		t->have_conf = true;
+	}
+	if (t->opt.strict) {
+		/* The settings only: a partial history stays an error. */
+		t->seed.from_frees = t->seed.from_snapshot = 0;
+		rc = 0;
+		goto out;
+	}
+	if (!s.nb && !s.ng) {
+		rc = 0;
+		goto out;
+	}
+	if (expandable)
+		seed_inexact(t, "expandable segments are seeded without "
+			     "their layout");
+	if (!ng)
+		seed_inexact(t, "the snapshot has no segments state");
+	if (s.nb)
+		qsort(s.b, s.nb, sizeof(*s.b), seed_blk_cmp);
+	if (s.ng)
+		qsort(s.g, s.ng, sizeof(*s.g), seed_seg_cmp);
+	/* Each segment with its blocks, then the blocks outside them. */
+	size_t j = 0;
+	unsigned char *placed = s.nb ? calloc(s.nb, 1) : NULL;
+	if (s.nb && !placed)
+		goto out;
+	for (size_t i = 0; i < s.ng; i++) {
+		if (i && s.g[i].addr < s.g[i - 1].addr + s.g[i - 1].size)
+			continue; /* the same segment twice */
+		while (j < s.nb && s.b[j].addr < s.g[i].addr)
+			j++;
+		size_t k = j;
+		while (k < s.nb && s.b[k].addr < s.g[i].addr + s.g[i].size)
+			placed[k++] = 1;
+		if ((rc = seed_segment(t, &s, &s.g[i], s.b + j, k - j))) {
+			free(placed);
+			goto out;
+		}
+		j = k;
+	}
+	for (size_t i = 0; i < s.nb; i++) {
+		if (placed[i])
+			continue;
+		t->seed.unplaced++;
+		if ((rc = seed_alloc(t, &s.b[i], s.b[i].size))) {
+			free(placed);
+			goto out;
+		}
+	}
+	free(placed);
+	if (t->seed.unplaced && ng)
+		seed_inexact(t, "some seeded blocks lie in no segment the "
+			     "snapshot knows");
+	for (size_t i = 0; i < s.nfill; i++)
+		if ((rc = seed_push(t, MSIM_REQ_FREE, s.fill[i], 0, 0, 0,
+				    MSIM_REQF_FILLER)))
+			goto out;
+	for (size_t i = 0; i < s.nfill; i++)
+		if ((rc = msim_idmap_put_id(&t->ids, s.fill[i])))
+			goto out;
+	/* The history begins here: peaks from now on. */
+	rc = seed_push(t, MSIM_REQ_RESET_PEAKS, 0, 0, 0, 0, 0);
+out:
+	if (rc == MSIM_ENOMEM)
+		msim_trace_fail(t, rc, "%s", msim_strerror(rc));
+	msim_idmap_clear(&known);
+	msim_idmap_clear(&pend);
+	msim_idmap_clear(&segs);
+	free(s.b);
+	free(s.g);
+	free(s.fill);
+	return rc;
+}
+
+int
+msim_trace_prescan(msim_trace_t *t)
+{
+	if (t->prescanned)
+		return 0;
+	t->prescanned = true;
+	t->seed.exact = true;
+	if (t->opt.all_devices)
+		return 0;
+	if (!t->format->segments || !t->size) {
+		t->lazy_seed = !t->opt.strict;
+		return 0;
+	}
+	msim_trace_options_t o = t->opt;
+	o.format = t->format;
+	o.hidden_empty_cache = false;
+	msim_trace_t *t2;
+	char why[512];
+	int rc = msim_trace_open(t->path, &o, &t2, why, sizeof(why));
+	if (rc) {
+		snprintf(t->errmsg, sizeof(t->errmsg), "%s", why);
+		return rc;
+	}
+	t->seed.first_pass = true;
+	rc = seed_scan(t, t2);
+	msim_trace_close(t2);
+	return rc;
+}
+
+void
+msim_trace_seeding(const msim_trace_t *t, msim_trace_seed_t *out)
+{
+	*out = t->seed;
+	if (!t->prescanned)
+		out->exact = true;
+}
+
+const char *
+msim_trace_alloc_conf(const msim_trace_t *t)
+{
+	return t->have_conf ? t->alloc_conf : NULL;
+}
+
+uint64_t
+msim_trace_skipped(const msim_trace_t *t, const char **first_out)
+{
+	*first_out = t->skipped_first;
+	return t->skipped;
+}
+
+int
+msim_trace_devices(const char *path, uint32_t *devs, size_t max,
+		   size_t *n_out, char *why, size_t whylen)
+{
+	msim_trace_options_t o = {.all_devices = true, .lenient = true};
+	msim_trace_t *t;
+	int rc = msim_trace_open(path, &o, &t, why, whylen);
+	if (rc)
+		return rc;
+	msim_entry_t e;
+	size_t n = 0;
+	uint64_t seen[4] = {0}; /* devices below 256, as a bitmap */
+	while ((rc = msim_trace_next_entry(t, &e)) == 1)
+		if (e.device < 256)
+			seen[e.device / 64] |= UINT64_C(1) << (e.device % 64);
+	if (rc < 0) {
+		snprintf(why, whylen, "%s", t->errmsg);
+		msim_trace_close(t);
+		return rc;
+	}
+	for (uint32_t d = 0; d < 256; d++)
+		if (seen[d / 64] >> (d % 64) & 1) {
+			if (n < max)
+				devs[n] = d;
+			n++;
+		}
+	*n_out = n;
+	msim_trace_close(t);
+	return 0;
+}
+
 /* Turns entry e into a request: 1, 0 if e is not one, or an error. */
 static int
 trace_request(msim_trace_t *t, const msim_entry_t *e, msim_req_t *req)
@@ -454,17 +929,44 @@ trace_request(msim_trace_t *t, const msim_entry_t *e, msim_req_t *req)
 			return msim_trace_fail(t, rc, "%s", msim_strerror(rc));
 		req->kind = MSIM_REQ_ALLOC;
 		req->size = e->size;
+		req->tag = e->tag;
 		return 1;
 	case MSIM_ACT_FREE_COMPLETED:
 	case MSIM_ACT_FREE_REQUESTED: {
 		bool completed = e->action == MSIM_ACT_FREE_COMPLETED;
 		rc = completed ? msim_idmap_remove(&t->ids, e->addr, &req->id)
 			       : msim_idmap_find(&t->ids, e->addr, &req->id);
+		if (rc == MSIM_ENOTFOUND && t->lazy_seed && e->addr) {
+			/* No first pass: the block was allocated before the
+			 * history began; allocate it now, then free it. */
+			if ((rc = msim_idmap_add(&t->ids, e->addr, &req->id)))
+				return msim_trace_fail(t, rc, "%s",
+						       msim_strerror(rc));
+			seed_inexact(t, "without a first pass over the file, "
+				     "blocks are seeded where their free is "
+				     "met");
+			t->seed.from_frees++;
+			t->seed.late++;
+			t->seed.requests++;
+			t->seed.bytes += e->size;
+			req->kind = MSIM_REQ_ALLOC;
+			req->size = e->size ? e->size : SEED_MIN_BLOCK;
+			req->flags = MSIM_REQF_SEED;
+			t->la = *e;
+			t->have_la = true;
+			return 1;
+		}
 		if (rc == MSIM_ENOTFOUND)
 			return msim_trace_fail(t, MSIM_EFORMAT,
-					       "%s of unknown address 0x%llx",
+					       "%s of unknown address 0x%llx "
+					       "(the history began after it "
+					       "was allocated%s)",
 					       msim_action_name(e->action),
-					       (unsigned long long)e->addr);
+					       (unsigned long long)e->addr,
+					       t->opt.strict
+					       ? "; without --strict it is "
+						 "seeded at the start"
+					       : "");
 		if (rc)
 			return msim_trace_fail(t, rc, "%s", msim_strerror(rc));
 		if (!completed && !t->opt.deferred_frees)
@@ -473,6 +975,27 @@ trace_request(msim_trace_t *t, const msim_entry_t *e, msim_req_t *req)
 		return 1;
 	}
 	case MSIM_ACT_SEGMENT_ALLOC:
+		req->kind = MSIM_REQ_SEGMENT_HINT;
+		req->size = e->size;
+		return 1;
+	case MSIM_ACT_SEGMENT_MAP:
+		/* Expandable segments: the first map of a reservation is at
+		 * its base, the address of the VA range reserved; later maps
+		 * of it lie between its base and its mapped end. */
+		for (size_t i = 0; i < t->nresv; i++) {
+			uint64_t *r = t->resv[i];
+			if (e->addr >= r[0] && e->addr <= r[1]) {
+				if (e->addr + e->size > r[1])
+					r[1] = e->addr + e->size;
+				return 0;
+			}
+		}
+		if (seed_grow((void **)&t->resv, &t->capresv, t->nresv,
+			      sizeof(*t->resv)))
+			return msim_trace_fail(t, MSIM_ENOMEM, "%s",
+					       msim_strerror(MSIM_ENOMEM));
+		t->resv[t->nresv][0] = e->addr;
+		t->resv[t->nresv++][1] = e->addr + e->size;
 		req->kind = MSIM_REQ_SEGMENT_HINT;
 		req->size = e->size;
 		return 1;
@@ -486,6 +1009,7 @@ trace_request(msim_trace_t *t, const msim_entry_t *e, msim_req_t *req)
 		req->kind = MSIM_REQ_ALLOC;
 		req->flags = MSIM_REQF_EXPECT_OOM;
 		req->size = e->size;
+		req->tag = e->tag;
 		req->addr = 0;
 		return 1;
 	default: /* what the allocator did, or annotations */
@@ -500,6 +1024,18 @@ msim_trace_next(msim_trace_t *t, msim_req_t *req_out)
 		t->pending_id = false;
 		if (msim_idmap_put_id(&t->ids, t->oom_id))
 			return MSIM_ENOMEM;
+	}
+	if (!t->prescanned) {
+		int rc = msim_trace_prescan(t);
+		if (rc)
+			return rc;
+	}
+	if (t->seedpos < t->nseedq) {
+		*req_out = t->seedq[t->seedpos++];
+		if (req_out->kind != MSIM_REQ_SEGMENT_HINT &&
+		    req_out->kind != MSIM_REQ_RESET_PEAKS)
+			t->requests++;
+		return 1;
 	}
 	for (;;) {
 		msim_entry_t e;
@@ -635,6 +1171,9 @@ msim_trace_close(msim_trace_t *t)
 	if (t->fp)
 		fclose(t->fp);
 	msim_idmap_clear(&t->ids);
+	msim_tags_clear(&t->tags);
+	free(t->seedq);
+	free(t->resv);
 	free(t->path);
 	free(t);
 }
@@ -741,6 +1280,8 @@ msim_trace_tally(const msim_trace_t *t, msim_trace_tally_t *out)
 	out->first_us = t->first_us;
 	out->last_us = t->last_us;
 	out->seg_bytes = t->seg_bytes;
+	out->untimed = t->untimed;
+	out->zero_skipped = t->zero_skipped;
 }
 
 const msim_trace_format_t *

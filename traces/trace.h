@@ -46,10 +46,49 @@ typedef enum msim_action_e {
 typedef struct msim_entry_s {
 	uint64_t time_us;     /* recorded time, microseconds (epoch) */
 	uint64_t addr;        /* address (device_free for MSIM_ACT_OOM) */
-	uint64_t size;        /* bytes, see the spec's section 12.2 */
+	uint64_t size;        /* bytes, docs/pytorch-allocator.md §10.2 */
 	msim_stream_t stream; /* CUDA stream handle */
+	uint32_t device;      /* snapshots: index in device_traces */
 	uint8_t action;       /* msim_action_t */
+	uint16_t tag;         /* alloc: a (category, site) pair of the
+			       * trace's table (msim_trace_tag()), 0 = none */
 } msim_entry_t;
+
+/*
+ * What an allocation holds: `memsim record` writes it in a CSV column, and
+ * the snapshot reader infers it from the Python frames of each alloc.
+ */
+typedef enum msim_category_e {
+	MSIM_CAT_UNTAGGED = 0,
+	MSIM_CAT_PARAMETER,
+	MSIM_CAT_GRADIENT,
+	MSIM_CAT_OPTIMIZER,  /* optimizer state and the step's temporaries */
+	MSIM_CAT_ACTIVATION,
+	MSIM_CAT_TEMPORARY,
+	MSIM_CAT_INPUT,
+	MSIM_CAT_OTHER,
+	MSIM_NCAT
+} msim_category_t;
+
+/* "parameter", ..., "untagged" for MSIM_CAT_UNTAGGED. */
+const char *msim_category_name(int category);
+/* The category named by the len bytes at s ("optimizer_state" too), or
+ * -1. */
+int msim_category_parse(const char *s, size_t len);
+
+/*
+ * Tags: the (category, site) pairs of a trace, numbered from 1 in the
+ * order first seen; tags 1 .. MSIM_NCAT - 1 are the categories with no
+ * site.  A site is a module path or "file:line function".  Tags 0 (none)
+ * to msim_trace_ntags() - 1 are valid; the strings belong to t.
+ */
+#define MSIM_TAGS_MAX 65535u
+size_t msim_trace_ntags(const msim_trace_t *t);
+/* Whether t's entries carry tags: a CSV with a category or site column,
+ * a snapshot whose entries have frames (known once one has been read). */
+bool msim_trace_tagged(const msim_trace_t *t);
+void msim_trace_tag(const msim_trace_t *t, uint16_t tag, int *category_out,
+		    const char **site_out);
 
 /* "alloc", "free_completed", ... as PyTorch names them. */
 const char *msim_action_name(int action);
@@ -61,11 +100,12 @@ int msim_action_parse(const char *s, size_t len);
 typedef struct msim_trace_options_s {
 	bool deferred_frees; /* emit free_requested as FREE_REQUESTED too */
 	/*
-	 * Find the empty_cache() calls a recording does not show (spec section
-	 * 16, note 6): a run of segment_free / segment_unmap rows followed by a
-	 * free or an alloc becomes an EMPTY_CACHE request (rule a); one
-	 * followed by a new segment or an oom flags the next malloc with
-	 * MSIM_REQF_MAYBE_EMPTY_CACHE (rule b).  On when replaying a recording.
+	 * Find the empty_cache() calls a recording does not show
+	 * (docs/pytorch-allocator.md §11.2): a run of segment_free /
+	 * segment_unmap rows followed by a free or an alloc becomes an
+	 * EMPTY_CACHE request (rule a); one followed by a new segment or an oom
+	 * flags the next malloc with MSIM_REQF_MAYBE_EMPTY_CACHE (rule b).  On
+	 * when replaying a recording.
 	 */
 	bool hidden_empty_cache;
 	/* Snapshots: 1 + the index in device_traces to read; 0 = the device
@@ -73,13 +113,27 @@ typedef struct msim_trace_options_s {
 	unsigned device1;
 	/* Read as this format; NULL = detect by content. */
 	const struct msim_trace_format_s *format;
+	/*
+	 * Partial histories (the history was started late, or its ring
+	 * buffer wrapped): by default a free of an address the trace never
+	 * allocated, and a block live in the snapshot that the trace never
+	 * allocated, become allocations at the start (see
+	 * msim_trace_seeding()).  strict refuses such a trace instead.
+	 */
+	bool strict;
+	/* Skip (and count) entries whose action memsim does not know,
+	 * instead of failing on the first. */
+	bool lenient;
+	/* Snapshots: hand out the entries of every device (for
+	 * msim_trace_devices()); the request stage is not for this. */
+	bool all_devices;
 } msim_trace_options_t;
 
 /*
  * The allocator state a snapshot holds next to its trace
- * (torch.cuda.memory._snapshot()["segments"], spec section 12.2): what
- * was reserved when the snapshot was taken.  Stack frames and pool ids
- * are not kept.
+ * (torch.cuda.memory._snapshot()["segments"], docs/pytorch-allocator.md
+ * §10.1): what was reserved when the snapshot was taken.  Stack frames
+ * and pool ids are not kept.
  */
 enum {
 	MSIM_SNAP_INACTIVE = 0,   /* "inactive": free in the pool */
@@ -179,7 +233,8 @@ void msim_trace_empty_caches(const msim_trace_t *t, uint64_t *found_out,
 			     uint64_t *maybe_out);
 
 /*
- * The segments of the snapshot state (spec section 12.2) of the device
+ * The segments of the snapshot state (docs/pytorch-allocator.md §10.1) of
+ * the device
  * being read (--device N, else the one with trace events; with no events
  * at all, every segment), in file order (PyTorch sorts them by address).
  * Snapshots write the state before the trace, so it is complete once the
@@ -190,6 +245,74 @@ void msim_trace_empty_caches(const msim_trace_t *t, uint64_t *found_out,
  */
 int msim_trace_segments(msim_trace_t *t, const msim_snap_segment_t **segs_out,
 			size_t *n_out);
+
+/*
+ * How a partial history was completed.  PyTorch's memory_viz
+ * (torch/cuda/_memory_viz.py, trace_plot) treats frees of unknown blocks as allocated before the trace began, and adds
+ * the snapshot's blocks the trace never allocated).  With a first pass
+ * (a snapshot read from a regular file), the blocks are allocated before
+ * the first recorded entry, placed in the segments the snapshot says
+ * existed when the history began: the segments of its state that no
+ * segment_alloc / segment_map row created, and those a segment_free row
+ * frees before any row allocated them.  Each such segment is rebuilt as
+ * PyTorch's allocator would hold it, so that a replay starts with its
+ * reserved bytes: a large segment by one malloc of its whole size given
+ * back at once, then its blocks in address order, the gaps between them
+ * taken by fillers that are freed when every segment is built (they are
+ * the inactive blocks), then reset_peak_memory_stats().  Without a first
+ * pass (a pipe, or a format without a snapshot state), a free of an
+ * unknown address is preceded by an allocation of its size where it is
+ * met, and blocks only the snapshot knows are not seeded.
+ */
+typedef struct msim_trace_seed_s {
+	bool first_pass;        /* the trace was read once before */
+	uint64_t from_frees;    /* blocks seeded for frees of unknown blocks */
+	uint64_t from_snapshot; /* live blocks of the snapshot never allocated */
+	uint64_t late;          /* seeded where met, not at the start */
+	uint64_t bytes;         /* bytes requested by the seeded blocks */
+	uint64_t segments;      /* segments rebuilt at the start */
+	uint64_t segment_bytes; /* their bytes: reserved at the start */
+	uint64_t fillers;       /* filler allocations (inactive blocks) */
+	uint64_t unplaced;      /* seeded blocks outside a known segment */
+	uint64_t requests;      /* requests the seeding added */
+	/* The snapshot's live blocks, and those the trace allocated. */
+	uint64_t snap_live, snap_live_bytes;
+	uint64_t explained, explained_bytes;
+	bool exact;             /* the start is the recorded one (as far as
+				 * the snapshot tells) */
+	const char *inexact;    /* why not, when !exact */
+} msim_trace_seed_t;
+
+/* What the seeding did so far (complete after the first request, with a
+ * first pass; else at the end). */
+void msim_trace_seeding(const msim_trace_t *t, msim_trace_seed_t *out);
+
+/*
+ * Reads the trace once to the end before it is replayed (a snapshot in a
+ * regular file; a no-op otherwise), so that the seeding is complete and
+ * the allocator settings are known before the first request.  Called by
+ * msim_trace_next() at the first request if not called before.  Returns 0
+ * or an error (msim_trace_errmsg()).
+ */
+int msim_trace_prescan(msim_trace_t *t);
+
+/* The allocator settings a snapshot was recorded with, as a
+ * PYTORCH_CUDA_ALLOC_CONF string ("expandable_segments:True"), or NULL
+ * when unknown (not a snapshot, or not read that far: the settings come
+ * after the trace, so only after msim_trace_prescan() or the end). */
+const char *msim_trace_alloc_conf(const msim_trace_t *t);
+
+/* Entries skipped for an unknown action (with lenient), and the first
+ * such action's name ("" if none). */
+uint64_t msim_trace_skipped(const msim_trace_t *t, const char **first_out);
+
+/*
+ * The devices of the snapshot at path that have trace events, in
+ * increasing order, into devs (at most max; *n_out counts them all).
+ * Returns 0, or an error with why filled.
+ */
+int msim_trace_devices(const char *path, uint32_t *devs, size_t max,
+		       size_t *n_out, char *why, size_t whylen);
 
 /* "file:line: reason" of the last error. */
 const char *msim_trace_errmsg(const msim_trace_t *t);
@@ -216,9 +339,16 @@ typedef struct msim_trace_tally_s {
 	 * segment_free and _unmap); below 0 if the recording lost its oldest
 	 * rows. */
 	int64_t seg_bytes;
+	uint64_t untimed; /* entries without a time (PyTorch 2.0 snapshots) */
+	uint64_t zero_skipped; /* zero-byte requests skipped (RMM logs) */
 } msim_trace_tally_t;
 
 void msim_trace_tally(const msim_trace_t *t, msim_trace_tally_t *out);
+
+/* Tags of w's entries are those of src's table (convert): formats that
+ * hold them write them.  Call before the first msim_trace_writer_put(). */
+void msim_trace_writer_set_tags(msim_trace_writer_t *w,
+				const msim_trace_t *src);
 
 /* The format w writes. */
 const msim_trace_format_t *msim_trace_writer_format(const msim_trace_writer_t *w);

@@ -15,6 +15,17 @@ extern const msim_trace_format_t msim_trace_pickle;
 extern const msim_trace_format_t msim_trace_rmm;
 extern const msim_trace_format_t msim_trace_bin;
 
+/* The tag table of a trace (see msim_trace_tag()). */
+typedef struct msim_tags_s {
+	uint8_t *cat;      /* by tag: msim_category_t */
+	uint32_t *site;    /* by tag: offset of the site in text */
+	uint32_t n, cap;   /* tags in use (0 .. n - 1), allocated */
+	char *text;        /* the sites, NUL-terminated */
+	size_t ntext, captext;
+	uint16_t *slot;    /* open addressing by (category, site): tag */
+	uint32_t nslot;    /* a power of two, or 0 */
+} msim_tags_t;
+
 /* What readers share; formats keep their own state in fmt. */
 struct msim_trace_s {
 	const msim_trace_format_t *format;
@@ -38,6 +49,8 @@ struct msim_trace_s {
 	msim_time_t t0;     /* first timestamp, microseconds */
 	bool have_t0;
 	void *fmt;
+	msim_tags_t tags;   /* (category, site) pairs of alloc entries */
+	bool tagged;        /* the format found tags (msim_trace_tagged()) */
 	char errmsg[512];
 	/* The request stage between entries and msim_trace_next(). */
 	msim_entry_t la;     /* an entry read ahead, to serve next */
@@ -49,6 +62,23 @@ struct msim_trace_s {
 	uint64_t run_time_us; /* time of the run's last row */
 	uint64_t empty_caches; /* hidden empty_cache calls found (rule a) */
 	uint64_t maybe_empty_caches; /* runs left to the policy (rule b) */
+	/* Partial histories (msim_trace_seeding()). */
+	bool prescanned;      /* msim_trace_prescan() ran */
+	bool lazy_seed;       /* no first pass: seed frees where met */
+	msim_req_t *seedq;    /* the requests that rebuild the start */
+	size_t nseedq, capseedq, seedpos;
+	msim_trace_seed_t seed;
+	/* Set by formats. */
+	uint64_t untimed;     /* entries without a time */
+	uint64_t zero_skipped; /* zero-byte requests skipped (RMM logs) */
+	uint64_t skipped;     /* entries of unknown actions (lenient) */
+	char skipped_first[48]; /* the first such action */
+	char alloc_conf[512]; /* the snapshot's allocator settings */
+	bool have_conf;
+	/* Expandable segments: reservations seen (base, mapped end), so that
+	 * the first segment_map of a new one becomes an address hint. */
+	uint64_t (*resv)[2];
+	size_t nresv, capresv;
 };
 
 /* A trace being written. */struct msim_trace_writer_s {
@@ -57,6 +87,7 @@ struct msim_trace_s {
 	FILE *fp;           /* out.fp */
 	msim_outfile_t out; /* renamed into place on a clean close */
 	uint64_t entries; /* entries written so far */
+	const msim_trace_t *tags_src; /* whose tags the entries carry */
 	void *fmt;
 	char errmsg[512];
 };
@@ -64,6 +95,15 @@ struct msim_trace_s {
 /* For readers: records "path:line: <fmt>" and returns code. */
 int msim_trace_fail(msim_trace_t *t, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/*
+ * For readers: the tag of (category, site), site being len bytes (len 0:
+ * none), added to t's table if new.  When the table is full, the tag of
+ * the category alone.  Returns 0 or MSIM_ENOMEM.
+ */
+int msim_trace_tag_intern(msim_trace_t *t, int category, const char *site,
+			  size_t len, uint16_t *tag_out);
+void msim_tags_clear(msim_tags_t *tg);
 
 /* For readers: reads up to n bytes, hashing them.  Returns bytes read. */
 size_t msim_trace_read(msim_trace_t *t, void *buf, size_t n);
@@ -95,6 +135,10 @@ bool msim_parse_u64(const char *s, uint64_t *out);
 /* Why msim_parse_u64() refused s: "is empty", "is negative", "is too
  * large", or "is not a whole number". */
 const char *msim_u64_why(const char *s);
+
+/* For readers: an entry of the unknown action name.  With lenient on,
+ * counts it and returns true (skip it); else false (fail, naming it). */
+bool msim_trace_skip_unknown(msim_trace_t *t, const char *name);
 
 /* For readers: turns a recorded microsecond timestamp into simulated ns. */
 msim_time_t msim_trace_time(msim_trace_t *t, uint64_t time_us);

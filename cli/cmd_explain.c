@@ -1,0 +1,504 @@
+/*
+ * memsim explain: where the memory goes at peak reserved and at an
+ * out-of-memory (lab/explain.h does the work; this file prints it), and
+ * memsim summary: torch.cuda.memory_summary()'s table of a replay.
+ */
+#include <config.h>
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "lab/explain.h"
+#include "policies/registry.h"
+#include "sim/device.h"
+#include "sim/units.h"
+
+static void
+usage_explain(FILE *fp, const char *name)
+{
+	bool summary = !strcmp(name, "summary");
+	if (summary)
+		fprintf(fp,
+			"usage: memsim summary [OPTIONS] TRACE|MODEL\n"
+			"\n"
+			"Replays TRACE and prints torch.cuda.memory_summary()'s "
+			"table (PyTorch 2.11's\n"
+			"layout) of the statistics at the end of the replay "
+			"(at the OOM if one),\n"
+			"or with --at peak where reserved bytes first reached "
+			"their peak.\n");
+	else
+		fprintf(fp,
+			"usage: memsim explain [OPTIONS] TRACE|MODEL\n"
+			"\n"
+			"Replays TRACE and says where the memory goes when "
+			"reserved bytes reach their\n"
+			"peak, and at an out-of-memory: reserved = allocated + "
+			"pending + free pieces of\n"
+			"split segments (fragmentation) + whole free segments, "
+			"per pool; allocated\n"
+			"bytes by category and by call site (from the trace's "
+			"category/site columns\n"
+			"or a snapshot's stack frames); at an OOM, PyTorch's "
+			"message for it, then\n"
+			"replays under expandable_segments, max_split_size_mb, "
+			"garbage_collection_threshold\n"
+			"and the smallest cap that fits.\n");
+	fprintf(fp,
+		"\n"
+		"options:\n"
+		"  -p, --policy NAME       policy (default pytorch)\n"
+		"  -c, --alloc-conf STR    parameters in PYTORCH_CUDA_ALLOC_CONF "
+		"syntax\n"
+		"      --cap BYTES         per-process cap (suffixes: 16GiB, "
+		"512MiB)\n"
+		"      --fraction F        the same cap as a fraction of the "
+		"capacity\n"
+		"      --capacity BYTES    device memory (default the H200's, "
+		"%" PRIu64 ")\n"
+		"      --addresses MODE    model (default) or trace\n"
+		"      --requests-only     replay only alloc and free_completed "
+		"rows\n"
+		"      --device N          snapshots: the device_traces index\n",
+		MSIM_H200_BYTES);
+	if (summary)
+		fprintf(fp,
+			"      --at WHEN           end (default) or peak\n"
+			"      --abbreviated       memory_summary(abbreviated="
+			"True): no pool rows\n");
+	else
+		fprintf(fp,
+			"      --top N             call sites to list "
+			"(default 10)\n"
+			"      --context-bytes B   CUDA context and libraries' "
+			"memory, for the\n"
+			"                          nvidia-smi view (default 0: "
+			"not measured)\n"
+			"      --no-alternatives   at an OOM, do not replay "
+			"other settings\n"
+			"      --summary           also print memory_summary() "
+			"at the peak\n"
+			"      --plot OUT          draw the breakdown as stacked "
+			"bars (.png, .svg, .pdf)\n"
+			"      --export CSV        write the breakdown's data "
+			"(MiB) as CSV\n"
+			"      --title TEXT        the plot's title\n"
+			"      --json              one JSON object\n");
+	fprintf(fp,
+		"  -q, --quiet             no warnings about settings that "
+		"cannot act\n"
+		"  -h, --help              this help\n");
+}
+
+static const char *
+fb(uint64_t v, char *buf, size_t n)
+{
+	return msim_format_bytes(v, buf, n);
+}
+
+static void
+print_moment(const msim_explain_t *ex, const msim_explain_moment_t *m)
+{
+	char a[32], b[32], c[32];
+	static const char *const rows[] = {
+		"reserved", "allocated", "pending free",
+		"inactive split (fragmentation)", "whole free segments",
+	};
+	const uint64_t *v[] = {m->reserved, m->allocated, m->pending,
+			       m->split_free, m->whole_free};
+	printf("  %-32s %12s %12s %12s\n", "", "all", "large pool",
+	       "small pool");
+	for (int r = 0; r < 5; r++) {
+		if (r == 2 && !m->pending[MSIM_POOL_ALL])
+			continue;
+		printf("  %-32s %12s %12s %12s\n", rows[r],
+		       fb(v[r][MSIM_POOL_ALL], a, sizeof(a)),
+		       fb(v[r][MSIM_POOL_LARGE], b, sizeof(b)),
+		       fb(v[r][MSIM_POOL_SMALL], c, sizeof(c)));
+	}
+	uint64_t alloc = m->allocated[MSIM_POOL_ALL];
+	printf("  allocated by category%s:\n",
+	       ex->tagged ? "" : " (the trace carries no tags)");
+	for (int k = 1; k <= MSIM_NCAT; k++) {
+		int cat = k % MSIM_NCAT; /* untagged last */
+		if (!m->cat_count[cat])
+			continue;
+		printf("    %-12s %12s %6.2f%% %8" PRIu64 " blocks\n",
+		       msim_category_name(cat),
+		       fb(m->cat_bytes[cat], a, sizeof(a)),
+		       alloc ? 100.0 * (double)m->cat_bytes[cat] /
+				       (double)alloc : 0.0,
+		       m->cat_count[cat]);
+	}
+	if (!ex->tagged || !m->nsites)
+		return;
+	printf("  top call sites (%zu of %zu live):\n", m->nsites,
+	       m->nsites_live);
+	for (size_t i = 0; i < m->nsites; i++) {
+		const msim_explain_site_t *s = &m->sites[i];
+		printf("    %12s %6" PRIu64 " x  %-10s %s\n",
+		       fb(s->bytes, a, sizeof(a)), s->count,
+		       msim_category_name(s->category),
+		       *s->site ? s->site : "(no site)");
+	}
+}
+
+static void
+print_text(const msim_explain_t *ex, const char *trace, bool summary)
+{
+	char a[32], b[32], c[32];
+	printf("trace      %s\n", trace);
+	printf("policy     %s%s%s\n", ex->policy, *ex->params ? " " : "",
+	       ex->params);
+	if (ex->cap)
+		printf("cap        %s (%" PRIu64 " bytes)\n",
+		       fb(ex->cap, a, sizeof(a)), ex->cap);
+	const msim_explain_moment_t *m = &ex->peak;
+	printf("\nAt peak reserved, %s (%" PRIu64 " bytes), after %"
+	       PRIu64 " requests:\n", fb(m->reserved[MSIM_POOL_ALL], a, sizeof(a)),
+	       m->reserved[MSIM_POOL_ALL], m->request);
+	print_moment(ex, m);
+	uint64_t smi = m->reserved[MSIM_POOL_ALL] + ex->context_bytes;
+	if (ex->context_bytes)
+		printf("  nvidia-smi would show %s: reserved %s + CUDA context "
+		       "and libraries %s\n", fb(smi, a, sizeof(a)),
+		       fb(m->reserved[MSIM_POOL_ALL], b, sizeof(b)),
+		       fb(ex->context_bytes, c, sizeof(c)));
+	else
+		printf("  nvidia-smi would show %s plus the CUDA context and "
+		       "libraries (give --context-bytes)\n",
+		       fb(smi, a, sizeof(a)));
+	if (summary) {
+		char buf[8192];
+		msim_memory_summary(&m->st, 0, false, buf, sizeof(buf));
+		printf("\n%s", buf);
+	}
+	if (!ex->oom) {
+		printf("\nNo out-of-memory: %" PRIu64 " requests served.\n",
+		       ex->sum.requests);
+		return;
+	}
+	char msg[2048];
+	msim_explain_oom_message(ex, msg, sizeof(msg));
+	printf("\nOut of memory at request %" PRId64 " (%" PRIu64
+	       " bytes asked):\n  %s\n", ex->sum.oom_request, ex->oom_size,
+	       msg);
+	printf("\nAt the out-of-memory, after PyTorch freed what it could:\n");
+	print_moment(ex, &ex->at_oom);
+	if (!ex->nalts && !ex->min_cap_runs)
+		return;
+	printf("\nmemsim replayed the trace under other settings:\n");
+	for (size_t i = 0; i < ex->nalts; i++) {
+		const msim_explain_alt_t *al = &ex->alts[i];
+		if (al->fits)
+			printf("  %-36s fits: peak reserved %s\n", al->what,
+			       fb(al->peak_reserved, a, sizeof(a)));
+		else
+			printf("  %-36s out of memory at request %" PRId64
+			       "\n", al->what, al->oom_request);
+	}
+	if (ex->min_cap)
+		printf("  %-36s %s (%" PRIu64 " bytes; %d replays)\n",
+		       "smallest cap it fits under", fb(ex->min_cap, a,
+							sizeof(a)),
+		       ex->min_cap, ex->min_cap_runs);
+	else if (ex->min_cap_runs)
+		printf("  %-36s none: it does not fit on the device\n",
+		       "smallest cap it fits under");
+	printf("  (a smaller batch is a different trace: record it, or "
+	       "generate it with memsim gen model)\n");
+}
+
+static void
+json_moment(const msim_explain_t *ex, const msim_explain_moment_t *m)
+{
+	static const char *const pools[] = {"all", "small_pool",
+					    "large_pool"};
+	printf("{\"request\": %" PRIu64, m->request);
+	for (int p = 0; p < MSIM_NPOOL; p++)
+		printf(", \"%s\": {\"reserved\": %" PRIu64
+		       ", \"allocated\": %" PRIu64 ", \"pending\": %" PRIu64
+		       ", \"inactive_split\": %" PRIu64
+		       ", \"whole_free_segments\": %" PRIu64 "}", pools[p],
+		       m->reserved[p], m->allocated[p], m->pending[p],
+		       m->split_free[p], m->whole_free[p]);
+	printf(", \"nvidia_smi_bytes\": %" PRIu64,
+	       m->reserved[MSIM_POOL_ALL] + ex->context_bytes);
+	printf(", \"categories\": {");
+	for (int k = 0, first = 1; k < MSIM_NCAT; k++) {
+		if (!m->cat_count[k])
+			continue;
+		printf("%s\"%s\": {\"bytes\": %" PRIu64 ", \"blocks\": %"
+		       PRIu64 "}", first ? "" : ", ", msim_category_name(k),
+		       m->cat_bytes[k], m->cat_count[k]);
+		first = 0;
+	}
+	printf("}, \"sites_live\": %zu, \"sites\": [", m->nsites_live);
+	for (size_t i = 0; i < m->nsites; i++) {
+		printf("%s{\"site\": ", i ? ", " : "");
+		msim_cli_json_str(stdout, m->sites[i].site);
+		printf(", \"category\": \"%s\", \"bytes\": %" PRIu64
+		       ", \"blocks\": %" PRIu64 "}",
+		       msim_category_name(m->sites[i].category),
+		       m->sites[i].bytes, m->sites[i].count);
+	}
+	printf("]}");
+}
+
+static void
+print_json(const msim_explain_t *ex, const char *trace)
+{
+	printf("{\n  \"trace\": ");
+	msim_cli_json_str(stdout, trace);
+	printf(",\n  \"policy\": ");
+	msim_cli_json_str(stdout, ex->policy);
+	printf(",\n  \"params\": ");
+	msim_cli_json_str(stdout, ex->params);
+	printf(",\n  \"capacity_bytes\": %" PRIu64 ",\n  \"cap_bytes\": %"
+	       PRIu64 ",\n  \"context_bytes\": %" PRIu64
+	       ",\n  \"tagged\": %s,\n  \"requests\": %" PRIu64,
+	       ex->capacity, ex->cap, ex->context_bytes,
+	       ex->tagged ? "true" : "false", ex->sum.requests);
+	printf(",\n  \"peak\": ");
+	json_moment(ex, &ex->peak);
+	printf(",\n  \"oom_request\": %" PRId64, ex->sum.oom_request);
+	if (ex->oom) {
+		char msg[2048];
+		msim_explain_oom_message(ex, msg, sizeof(msg));
+		printf(",\n  \"oom\": {\"size\": %" PRIu64
+		       ", \"alloc_size\": %" PRIu64 ", \"device_free\": %"
+		       PRIu64 ", \"message\": ", ex->oom_size,
+		       ex->oom_alloc_size, ex->oom_device_free);
+		msim_cli_json_str(stdout, msg);
+		printf(", \"state\": ");
+		json_moment(ex, &ex->at_oom);
+		printf(", \"alternatives\": [");
+		for (size_t i = 0; i < ex->nalts; i++) {
+			const msim_explain_alt_t *al = &ex->alts[i];
+			printf("%s{\"setting\": ", i ? ", " : "");
+			msim_cli_json_str(stdout, al->what);
+			printf(", \"fits\": %s, \"oom_request\": %" PRId64
+			       ", \"peak_reserved\": %" PRIu64 "}",
+			       al->fits ? "true" : "false", al->oom_request,
+			       al->peak_reserved);
+		}
+		printf("], \"min_cap\": %" PRIu64 ", \"min_cap_replays\": %d}",
+		       ex->min_cap, ex->min_cap_runs);
+	}
+	printf("\n}\n");
+}
+
+void
+msim_cli_warn_settings(const msim_policy_ops_t *ops, const msim_params_t *pv,
+		       bool has_cap)
+{
+	char warn[4][256];
+	size_t n = msim_explain_warnings(ops, pv, has_cap, warn, 4);
+	for (size_t i = 0; i < n; i++)
+		fprintf(stderr, "memsim: warning: %s\n", warn[i]);
+}
+
+void
+msim_cli_explain(const msim_explain_config_t *cfg)
+{
+	msim_explain_t *ex;
+	char why[1024];
+	if (msim_explain_run(cfg, &ex, why, sizeof(why)))
+		msim_cli_die("%s", why);
+	printf("\n");
+	print_text(ex, cfg->trace, false);
+	msim_explain_destroy(ex);
+}
+
+static int
+cmd_explain_common(int argc, char **argv, bool summary, bool plot_only)
+{
+	static const struct option longopts[] = {
+		{"policy", required_argument, NULL, 'p'},
+		{"alloc-conf", required_argument, NULL, 'c'},
+		{"cap", required_argument, NULL, 'C'},
+		{"fraction", required_argument, NULL, 'F'},
+		{"capacity", required_argument, NULL, 'K'},
+		{"addresses", required_argument, NULL, 'A'},
+		{"requests-only", no_argument, NULL, 'R'},
+		{"device", required_argument, NULL, 'D'},
+		{"top", required_argument, NULL, 't'},
+		{"context-bytes", required_argument, NULL, 'X'},
+		{"no-alternatives", no_argument, NULL, 'N'},
+		{"summary", no_argument, NULL, 'S'},
+		{"at", required_argument, NULL, 'a'},
+		{"abbreviated", no_argument, NULL, 'b'},
+		{"json", no_argument, NULL, 'j'},
+		{"plot", required_argument, NULL, 'P'},
+		{"output", required_argument, NULL, 'o'},
+		{"export", required_argument, NULL, 'E'},
+		{"title", required_argument, NULL, 'T'},
+		{"kind", required_argument, NULL, 'k'},
+		{"quiet", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *name = summary ? "summary" : "explain";
+	const char *policy = "pytorch", *conf = "";
+	msim_explain_config_t cfg = {.alternatives = !summary,
+				     .topt = {.deferred_frees = true}};
+	bool json = false, quiet = false, with_summary = false;
+	bool at_peak = false, abbreviated = false, requests_only = false;
+	const char *plot = NULL, *export = NULL, *title = NULL;
+	int c;
+	char *end;
+	while ((c = getopt_long(argc, argv, "p:c:o:k:qh", longopts, NULL)) !=
+	       -1) {
+		switch (c) {
+		case 'p': policy = optarg; break;
+		case 'c': conf = optarg; break;
+		case 'C': cfg.cap = msim_cli_bytes("--cap", optarg); break;
+		case 'K':
+			cfg.capacity = msim_cli_bytes("--capacity", optarg);
+			break;
+		case 'F':
+			cfg.fraction = strtod(optarg, &end);
+			if (*end || !(cfg.fraction > 0 && cfg.fraction <= 1))
+				msim_cli_die("--fraction: '%s' is not in (0, 1]",
+					     optarg);
+			break;
+		case 'A':
+			if (strcmp(optarg, "model") && strcmp(optarg, "trace"))
+				msim_cli_die("--addresses: '%s' is not model or "
+					     "trace", optarg);
+			cfg.use_hints = !strcmp(optarg, "trace");
+			break;
+		case 'R': requests_only = true; break;
+		case 'D':
+			cfg.topt.device1 = (unsigned)strtoul(optarg, &end, 10) + 1;
+			if (*end || !*optarg || *optarg == '-' ||
+			    cfg.topt.device1 == 0)
+				msim_cli_die("--device: '%s' is not a device "
+					     "index", optarg);
+			break;
+		case 't':
+			cfg.top = (size_t)strtoul(optarg, &end, 10);
+			if (*end || !*optarg || *optarg == '-' || !cfg.top)
+				msim_cli_die("--top: '%s' is not a positive "
+					     "number", optarg);
+			break;
+		case 'X':
+			cfg.context_bytes = msim_cli_bytes("--context-bytes",
+							   optarg);
+			break;
+		case 'N': cfg.alternatives = false; break;
+		case 'S': with_summary = true; break;
+		case 'a':
+			if (!strcmp(optarg, "peak"))
+				at_peak = true;
+			else if (strcmp(optarg, "end"))
+				msim_cli_die("--at: '%s' is not end or peak",
+					     optarg);
+			break;
+		case 'b': abbreviated = true; break;
+		case 'j': json = true; break;
+		case 'P': case 'o': plot = optarg; break;
+		case 'E': export = optarg; break;
+		case 'T': title = optarg; break;
+		case 'k':
+			if (strcmp(optarg, "breakdown"))
+				msim_cli_die("--kind: '%s': memsim plot --kind "
+					     "breakdown takes a trace", optarg);
+			break;
+		case 'q': quiet = true; break;
+		case 'h': usage_explain(stdout, name); return 0;
+		default: usage_explain(stderr, name); return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		usage_explain(stderr, name);
+		return 2;
+	}
+	if (plot_only && !plot)
+		msim_cli_die("--kind breakdown needs -o OUT (.png, .svg, .pdf)");
+	if (plot_only)
+		cfg.alternatives = false;
+	if (cfg.cap && cfg.fraction)
+		msim_cli_die("give --cap or --fraction, not both");
+	cfg.topt.deferred_frees = !requests_only;
+	cfg.trace = argv[optind];
+	cfg.conf = conf;
+	if (!(cfg.policy = msim_policy_find(policy)))
+		msim_cli_die("--policy: unknown policy '%s' (see `memsim "
+			     "policies`)", policy);
+	msim_params_t pv;
+	if (msim_params_init(&pv, cfg.policy->params))
+		msim_cli_die("out of memory");
+	if (msim_params_parse(&pv, conf))
+		msim_cli_die("--alloc-conf: %s", pv.errmsg);
+	if (!quiet)
+		msim_cli_warn_settings(cfg.policy, &pv,
+				       cfg.cap || cfg.fraction > 0);
+	msim_params_clear(&pv);
+	msim_explain_t *ex;
+	char why[1024];
+	if (msim_explain_run(&cfg, &ex, why, sizeof(why)))
+		msim_cli_die("%s", why);
+	if (plot || export) {
+		char tmpl[] = "/tmp/memsim-breakdown-XXXXXX";
+		const char *csv = export;
+		if (!csv) {
+			int fd = mkstemp(tmpl);
+			if (fd < 0)
+				msim_cli_die("cannot create a temporary file");
+			close(fd);
+			csv = tmpl;
+		}
+		char t[3072];
+		snprintf(t, sizeof(t), "%s: %s %s", cfg.trace, ex->policy,
+			 ex->params);
+		int rc = msim_explain_plot(ex, csv, plot, title ? title : t,
+					   msim_cli_plots_dir(), GNUPLOT_PATH,
+					   why, sizeof(why));
+		if (!export)
+			unlink(tmpl);
+		if (rc)
+			msim_cli_die("--plot: %s", why);
+		if (plot_only) {
+			printf("plotted    %s\n", plot);
+			msim_explain_destroy(ex);
+			return 0;
+		}
+	}
+	if (summary) {
+		char buf[8192];
+		msim_memory_summary(at_peak ? &ex->peak.st : &ex->end, 0,
+				    abbreviated, buf, sizeof(buf));
+		fputs(buf, stdout);
+	} else if (json) {
+		print_json(ex, cfg.trace);
+	} else {
+		print_text(ex, cfg.trace, with_summary);
+	}
+	msim_explain_destroy(ex);
+	return 0;
+}
+
+int
+msim_cmd_explain(int argc, char **argv)
+{
+	return cmd_explain_common(argc, argv, false, false);
+}
+
+int
+msim_cli_plot_breakdown(int argc, char **argv)
+{
+	return cmd_explain_common(argc, argv, false, true);
+}
+
+int
+msim_cmd_summary(int argc, char **argv)
+{
+	return cmd_explain_common(argc, argv, true, false);
+}

@@ -1,0 +1,814 @@
+/*
+ * Explain (lab/explain.h): replays through the engine's observer, which
+ * keeps per request id the bytes and tag of each live block, and sums by
+ * category and by tag as blocks come and go (O(1) a request; the sums
+ * are copied only at the moments explained).  A block's bytes are the
+ * change of allocated_bytes its alloc made, and leave at the free that
+ * brings allocated_bytes down (free() in PyTorch, even while the block's
+ * stream events are pending), so the categories always sum to allocated.
+ */
+#include <config.h>
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lab/explain.h"
+#include "lab/sweep.h"
+#include "plots/plot.h"
+#include "policies/pytorch.h"
+#include "policies/registry.h"
+#include "sim/device.h"
+#include "sim/error.h"
+
+/* The observer's bookkeeping during one replay. */
+typedef struct ex_obs_s {
+	msim_sim_t *sim;
+	int64_t prev_alloc;  /* allocated_bytes.all.current so far */
+	uint64_t *bytes;     /* by id: the live block's bytes */
+	uint16_t *tag;       /* by id: its tag */
+	uint8_t *live;       /* by id */
+	size_t nid;
+	uint64_t cat_bytes[MSIM_NCAT], cat_count[MSIM_NCAT];
+	uint64_t *tag_bytes, *tag_count; /* by tag */
+	size_t ntag;
+	uint64_t seq;        /* observed requests */
+	uint64_t nreq;       /* allocs and frees (the engine's count) */
+	uint64_t best;       /* peak reserved bytes so far */
+	uint64_t best_seq;   /* where it was first reached */
+	uint64_t stop_seq;   /* 0: never */
+	bool stop;
+	bool oom;
+	uint64_t oom_size;
+	uint64_t oom_rounded; /* its size as the policy logged the OOM */
+	int err;             /* MSIM_ENOMEM on the way */
+} ex_obs_t;
+
+static int
+ex_grow_ids(ex_obs_t *o, uint32_t id)
+{
+	if (id < o->nid)
+		return 0;
+	size_t n = o->nid ? o->nid : 1024;
+	while (n <= id)
+		n *= 2;
+	uint64_t *b = realloc(o->bytes, n * sizeof(*b));
+	if (!b)
+		return MSIM_ENOMEM;
+	o->bytes = b;
+	uint16_t *t = realloc(o->tag, n * sizeof(*t));
+	if (!t)
+		return MSIM_ENOMEM;
+	o->tag = t;
+	uint8_t *l = realloc(o->live, n);
+	if (!l)
+		return MSIM_ENOMEM;
+	o->live = l;
+	memset(o->live + o->nid, 0, n - o->nid);
+	o->nid = n;
+	return 0;
+}
+
+static int
+ex_grow_tags(ex_obs_t *o, uint16_t tag)
+{
+	if (tag < o->ntag)
+		return 0;
+	size_t n = o->ntag ? o->ntag : 64;
+	while (n <= tag)
+		n *= 2;
+	uint64_t *b = realloc(o->tag_bytes, n * sizeof(*b));
+	if (!b)
+		return MSIM_ENOMEM;
+	o->tag_bytes = b;
+	uint64_t *c = realloc(o->tag_count, n * sizeof(*c));
+	if (!c)
+		return MSIM_ENOMEM;
+	o->tag_count = c;
+	memset(o->tag_bytes + o->ntag, 0, (n - o->ntag) * sizeof(*b));
+	memset(o->tag_count + o->ntag, 0, (n - o->ntag) * sizeof(*c));
+	o->ntag = n;
+	return 0;
+}
+
+/* The category of tag, from the trace's table. */
+static int
+ex_cat(const msim_trace_t *t, uint16_t tag)
+{
+	int cat = MSIM_CAT_UNTAGGED;
+	const char *site;
+	if (t && tag)
+		msim_trace_tag(t, tag, &cat, &site);
+	return cat;
+}
+
+typedef struct ex_ctx_s {
+	ex_obs_t o;
+	const msim_trace_t *trace; /* NULL: a generator, untagged */
+} ex_ctx_t;
+
+static void
+ex_unlive(ex_ctx_t *x, uint32_t id)
+{
+	ex_obs_t *o = &x->o;
+	o->live[id] = 0;
+	uint16_t tag = o->tag[id];
+	int cat = ex_cat(x->trace, tag);
+	o->cat_bytes[cat] -= o->bytes[id];
+	o->cat_count[cat]--;
+	o->tag_bytes[tag] -= o->bytes[id];
+	o->tag_count[tag]--;
+}
+
+static void
+ex_observe(void *ctx, const msim_req_t *req, int rc)
+{
+	ex_ctx_t *x = ctx;
+	ex_obs_t *o = &x->o;
+	if (o->err)
+		return;
+	msim_stats_t st;
+	msim_sim_stats(o->sim, &st);
+	int64_t now = st.allocated_bytes[MSIM_POOL_ALL].current;
+	int64_t delta = now - o->prev_alloc;
+	o->prev_alloc = now;
+	o->seq++;
+	switch (req->kind) {
+	case MSIM_REQ_ALLOC:
+		o->nreq++;
+		if (rc == MSIM_EDEVOOM && !(req->flags & MSIM_REQF_EXPECT_OOM)) {
+			o->oom = true;
+			o->oom_size = req->size;
+		}
+		if (rc || delta <= 0)
+			break;
+		if ((o->err = ex_grow_ids(o, req->id)) ||
+		    (o->err = ex_grow_tags(o, req->tag)))
+			return;
+		o->live[req->id] = 1;
+		o->bytes[req->id] = (uint64_t)delta;
+		o->tag[req->id] = req->tag;
+		int cat = ex_cat(x->trace, req->tag);
+		o->cat_bytes[cat] += (uint64_t)delta;
+		o->cat_count[cat]++;
+		o->tag_bytes[req->tag] += (uint64_t)delta;
+		o->tag_count[req->tag]++;
+		uint64_t reserved =
+			(uint64_t)st.reserved_bytes[MSIM_POOL_ALL].current;
+		if (reserved > o->best) {
+			o->best = reserved;
+			o->best_seq = o->seq;
+		}
+		break;
+	case MSIM_REQ_FREE_REQUESTED:
+		if (req->id < o->nid && o->live[req->id] && delta < 0)
+			ex_unlive(x, req->id);
+		break;
+	case MSIM_REQ_FREE:
+		o->nreq++;
+		if (req->id < o->nid && o->live[req->id])
+			ex_unlive(x, req->id);
+		break;
+	default:
+		break;
+	}
+	if (o->seq == o->stop_seq)
+		o->stop = true;
+}
+
+static int
+site_cmp(const void *a, const void *b)
+{
+	const msim_explain_site_t *x = a, *y = b;
+	if (x->bytes != y->bytes)
+		return x->bytes < y->bytes ? 1 : -1;
+	if (x->count != y->count)
+		return x->count < y->count ? 1 : -1;
+	int c = strcmp(x->site, y->site);
+	return c ? c : x->category - y->category;
+}
+
+/* Fills m from the replay's state now.  Returns 0 or MSIM_ENOMEM. */
+static int
+ex_moment(ex_ctx_t *x, size_t top, msim_explain_moment_t *m)
+{
+	ex_obs_t *o = &x->o;
+	msim_sim_stats(o->sim, &m->st);
+	msim_stats_finish(&m->st);
+	m->request = o->nreq;
+	for (int p = 0; p < MSIM_NPOOL; p++) {
+		int64_t res = m->st.reserved_bytes[p].current;
+		int64_t alc = m->st.allocated_bytes[p].current;
+		int64_t act = m->st.active_bytes[p].current;
+		int64_t spl = m->st.inactive_split_bytes[p].current;
+		m->reserved[p] = (uint64_t)res;
+		m->allocated[p] = (uint64_t)alc;
+		m->pending[p] = act > alc ? (uint64_t)(act - alc) : 0;
+		m->split_free[p] = (uint64_t)spl;
+		int64_t whole = res - (act > alc ? act : alc) - spl;
+		m->whole_free[p] = whole > 0 ? (uint64_t)whole : 0;
+	}
+	memcpy(m->cat_bytes, o->cat_bytes, sizeof(m->cat_bytes));
+	memcpy(m->cat_count, o->cat_count, sizeof(m->cat_count));
+	size_t live = 0;
+	for (size_t i = 0; i < o->ntag; i++)
+		live += o->tag_count[i] != 0;
+	m->nsites_live = live;
+	msim_explain_site_t *v = calloc(live ? live : 1, sizeof(*v));
+	if (!v)
+		return MSIM_ENOMEM;
+	size_t k = 0;
+	for (size_t i = 0; i < o->ntag; i++) {
+		if (!o->tag_count[i])
+			continue;
+		const char *site = "";
+		int cat = MSIM_CAT_UNTAGGED;
+		if (x->trace && i)
+			msim_trace_tag(x->trace, (uint16_t)i, &cat, &site);
+		v[k++] = (msim_explain_site_t){
+			.site = (char *)site, .category = cat,
+			.bytes = o->tag_bytes[i], .count = o->tag_count[i],
+		};
+	}
+	qsort(v, k, sizeof(*v), site_cmp);
+	if (k > top)
+		k = top;
+	for (size_t i = 0; i < k; i++)
+		if (!(v[i].site = strdup(v[i].site))) {
+			for (size_t j = 0; j < i; j++)
+				free(v[j].site);
+			free(v);
+			return MSIM_ENOMEM;
+		}
+	m->sites = v;
+	m->nsites = k;
+	return 0;
+}
+
+static void
+ex_moment_clear(msim_explain_moment_t *m)
+{
+	for (size_t i = 0; i < m->nsites; i++)
+		free(m->sites[i].site);
+	free(m->sites);
+	m->sites = NULL;
+	m->nsites = 0;
+}
+
+static void
+ex_obs_clear(ex_obs_t *o)
+{
+	free(o->bytes);
+	free(o->tag);
+	free(o->live);
+	free(o->tag_bytes);
+	free(o->tag_count);
+}
+
+/* One replay of cfg's trace with parameters conf and allowed bytes cap (0:
+ * none).  With x, the observer follows it: it stops at x->o.stop_seq
+ * when set, and moment (if not NULL) is filled where it stopped.  Returns
+ * 0, or an error with why. */
+static int
+ex_replay(const msim_explain_config_t *cfg, const msim_policy_ops_t *ops,
+	  const char *conf, uint64_t cap, ex_ctx_t *x, msim_summary_t *sum,
+	  msim_stats_t *end, bool *tagged, msim_explain_moment_t *moment,
+	  size_t top, char *why, size_t whylen)
+{
+	char *mspec = NULL, *strategy = NULL;
+	msim_params_t pv = {0};
+	msim_input_t in;
+	bool in_open = false;
+	msim_sim_t *sim = NULL;
+	int rc;
+	if ((rc = msim_input_describe(cfg->trace, NULL, &mspec, &strategy,
+				      why, whylen)))
+		goto out;
+	if ((rc = msim_params_init(&pv, ops->params))) {
+		snprintf(why, whylen, "%s", msim_strerror(rc));
+		goto out;
+	}
+	if ((rc = msim_params_parse(&pv, conf))) {
+		snprintf(why, whylen, "--alloc-conf: %s", pv.errmsg);
+		goto out;
+	}
+	if ((rc = msim_input_open(&in, cfg->trace, mspec, strategy,
+				  &cfg->topt, why, whylen)))
+		goto out;
+	in_open = true;
+	uint64_t capacity = cfg->capacity ? cfg->capacity : MSIM_H200_BYTES;
+	msim_sim_config_t sc = {
+		.source = in.src,
+		.policy = ops,
+		.params = &pv,
+		.device = {.capacity = capacity, .use_hints = cfg->use_hints,
+			   .log_events = x != NULL},
+		.fraction = cap ? (double)cap / (double)capacity : 0.0,
+		.observe = x ? ex_observe : NULL,
+		.observe_ctx = x,
+	};
+	if ((rc = msim_sim_new(&sc, &sim, why, whylen))) {
+		char w[512];
+		snprintf(w, sizeof(w), "%s", why);
+		snprintf(why, whylen, "--alloc-conf: %s", w);
+		goto out;
+	}
+	if (x) {
+		x->o.sim = sim;
+		x->trace = in.trace;
+		while (!x->o.stop && (rc = msim_sim_step(sim)) == 1)
+			;
+		if (rc < 0)
+			snprintf(why, whylen, "%s", msim_sim_errmsg(sim));
+		else if (x->o.err)
+			snprintf(why, whylen, "%s", msim_strerror(rc = x->o.err));
+		else if (moment)
+			rc = ex_moment(x, top, moment);
+		else
+			rc = 0;
+		x->trace = NULL;
+		size_t nev;
+		const msim_seg_event_t *ev =
+			msim_device_events(msim_sim_device(sim), &nev);
+		for (size_t i = nev; i-- > 0;)
+			if (ev[i].action == MSIM_SEG_OOM) {
+				x->o.oom_rounded = ev[i].size;
+				break;
+			}
+	} else if ((rc = msim_sim_run(sim))) {
+		snprintf(why, whylen, "%s", msim_sim_errmsg(sim));
+	}
+	if (!rc) {
+		if (sum)
+			msim_sim_summary(sim, sum);
+		if (end) {
+			msim_sim_stats(sim, end);
+			msim_stats_finish(end);
+		}
+		if (tagged)
+			*tagged = in.trace && msim_trace_tagged(in.trace);
+	}
+out:
+	msim_sim_destroy(sim);
+	if (in_open)
+		msim_input_close(&in);
+	msim_params_clear(&pv);
+	free(mspec);
+	free(strategy);
+	return rc;
+}
+
+/* Replays under conf and cap, recording the outcome as an alternative. */
+static int
+ex_alt(const msim_explain_config_t *cfg, const msim_policy_ops_t *ops,
+       msim_explain_t *ex, const char *what, const char *conf, uint64_t cap,
+       char *why, size_t whylen)
+{
+	msim_summary_t sum;
+	msim_stats_t st;
+	int rc = ex_replay(cfg, ops, conf, cap, NULL, &sum, &st, NULL, NULL,
+			   0, why, whylen);
+	if (rc)
+		return rc;
+	msim_explain_alt_t *a = realloc(ex->alts, (ex->nalts + 1) *
+					sizeof(*a));
+	if (!a)
+		return MSIM_ENOMEM;
+	ex->alts = a;
+	a = &a[ex->nalts++];
+	memset(a, 0, sizeof(*a));
+	snprintf(a->what, sizeof(a->what), "%s", what);
+	snprintf(a->conf, sizeof(a->conf), "%s", conf);
+	a->cap = cap;
+	a->fits = sum.oom_request < 0;
+	a->oom_request = sum.oom_request;
+	a->peak_reserved = (uint64_t)st.reserved_bytes[MSIM_POOL_ALL].peak;
+	return 0;
+}
+
+/* conf with one more key (PyTorch takes the last of a repeated key). */
+static void
+ex_conf_with(char *buf, size_t n, const char *conf, const char *more)
+{
+	snprintf(buf, n, "%s%s%s", conf, *conf ? "," : "", more);
+}
+
+/* What memsim adds at an OOM: the alternatives, each replayed. */
+static int
+ex_alternatives(const msim_explain_config_t *cfg,
+		const msim_policy_ops_t *ops, msim_explain_t *ex,
+		const char *conf, char *why, size_t whylen)
+{
+	char c[1024];
+	int rc;
+	if (strcmp(ops->name, "pytorch"))
+		return 0; /* the settings below are PyTorch's */
+	ex_conf_with(c, sizeof(c), conf, "expandable_segments:True");
+	if ((rc = ex_alt(cfg, ops, ex, "expandable_segments:True", c,
+			 ex->cap, why, whylen)))
+		return rc;
+	static const char *const splits[] = {"512", "256", "128", "64", "32"};
+	for (size_t i = 0; i < sizeof(splits) / sizeof(*splits); i++) {
+		char kv[64], what[64];
+		snprintf(kv, sizeof(kv), "max_split_size_mb:%s", splits[i]);
+		snprintf(what, sizeof(what), "%s", kv);
+		ex_conf_with(c, sizeof(c), conf, kv);
+		if ((rc = ex_alt(cfg, ops, ex, what, c, ex->cap, why,
+				 whylen)))
+			return rc;
+	}
+	if (ex->cap) { /* the collector acts only under a cap */
+		ex_conf_with(c, sizeof(c), conf,
+			     "garbage_collection_threshold:0.6");
+		if ((rc = ex_alt(cfg, ops, ex,
+				 "garbage_collection_threshold:0.6", c,
+				 ex->cap, why, whylen)))
+			return rc;
+	}
+	/* The smallest cap it fits under, by bisection in 2 MiB steps
+	 * between just under the uncapped run's peak allocated (nothing
+	 * below it fits) and its peak reserved (fits: the run never reaches
+	 * the cap).  Fitting is taken to be monotone in the cap. */
+	msim_summary_t sum;
+	msim_stats_t st;
+	if ((rc = ex_replay(cfg, ops, conf, 0, NULL, &sum, &st, NULL, NULL,
+			    0, why, whylen)))
+		return rc;
+	ex->min_cap_runs = 1;
+	if (sum.oom_request >= 0)
+		return 0; /* it does not fit on the device at all */
+	uint64_t step = 2 * MSIM_MiB;
+	uint64_t lo = (uint64_t)st.allocated_bytes[MSIM_POOL_ALL].peak;
+	uint64_t hi = (uint64_t)st.reserved_bytes[MSIM_POOL_ALL].peak;
+	lo = lo ? (lo - 1) / step * step : 0; /* a cap of lo may fit */
+	hi = (hi + step - 1) / step * step;
+	while (hi - lo > step) {
+		uint64_t mid = (lo + (hi - lo) / 2) / step * step;
+		if (mid <= lo)
+			mid = lo + step;
+		if ((rc = ex_replay(cfg, ops, conf, mid, NULL, &sum, NULL,
+				    NULL, NULL, 0, why, whylen)))
+			return rc;
+		ex->min_cap_runs++;
+		if (sum.oom_request < 0)
+			hi = mid;
+		else
+			lo = mid;
+	}
+	ex->min_cap = hi;
+	return 0;
+}
+
+int
+msim_explain_run(const msim_explain_config_t *cfg, msim_explain_t **out,
+		 char *why, size_t whylen)
+{
+	const msim_policy_ops_t *ops = cfg->policy ? cfg->policy
+						   : msim_policy_find("pytorch");
+	const char *conf = cfg->conf ? cfg->conf : "";
+	size_t top = cfg->top ? cfg->top : 10;
+	int rc = MSIM_ENOMEM;
+	ex_ctx_t x = {0};
+	msim_explain_t *ex = calloc(1, sizeof(*ex));
+	if (!ex) {
+		snprintf(why, whylen, "%s", msim_strerror(rc));
+		return rc;
+	}
+	ex->policy = ops->name;
+	ex->capacity = cfg->capacity ? cfg->capacity : MSIM_H200_BYTES;
+	ex->context_bytes = cfg->context_bytes;
+	ex->cap = cfg->cap ? cfg->cap
+		: cfg->fraction > 0
+		? (uint64_t)(cfg->fraction * (double)ex->capacity) : 0;
+	if (ex->cap > ex->capacity) {
+		snprintf(why, whylen, "--cap: %" PRIu64 " bytes is more than "
+			 "the device's %" PRIu64, ex->cap, ex->capacity);
+		rc = MSIM_EINVAL;
+		goto fail;
+	}
+	{
+		msim_params_t pv;
+		if ((rc = msim_params_init(&pv, ops->params)))
+			goto fail;
+		if ((rc = msim_params_parse(&pv, conf))) {
+			snprintf(why, whylen, "--alloc-conf: %s", pv.errmsg);
+			msim_params_clear(&pv);
+			goto fail;
+		}
+		msim_params_canonical(&pv, ex->params, sizeof(ex->params));
+		msim_params_clear(&pv);
+	}
+	/* First replay: to the end or the OOM, finding the peak. */
+	if ((rc = ex_replay(cfg, ops, conf, ex->cap, &x, &ex->sum, &ex->end,
+			    &ex->tagged, &ex->at_oom, top, why, whylen)))
+		goto fail;
+	ex->oom = x.o.oom;
+	ex->oom_size = x.o.oom_size;
+	uint64_t oom_rounded = x.o.oom_rounded;
+	uint64_t stop = x.o.best_seq;
+	if (!ex->oom)
+		ex_moment_clear(&ex->at_oom);
+	ex_obs_clear(&x.o);
+	memset(&x, 0, sizeof(x));
+	/* Second replay: stop where reserved bytes first reached the peak. */
+	if (stop) {
+		x.o.stop_seq = stop;
+		if ((rc = ex_replay(cfg, ops, conf, ex->cap, &x, NULL, NULL,
+				    NULL, &ex->peak, top, why, whylen)))
+			goto fail;
+		ex_obs_clear(&x.o);
+		memset(&x, 0, sizeof(x));
+	}
+	if (ex->oom) {
+		uint64_t large = 20 * MSIM_MiB;
+		msim_params_t pv;
+		if (!msim_params_init(&pv, ops->params)) {
+			int i;
+			if (!msim_params_parse(&pv, conf) &&
+			    (i = msim_params_index(&pv,
+						   "large_segment_size_mb")) >= 0)
+				large = pv.v[i].u * MSIM_MiB;
+			msim_params_clear(&pv);
+		}
+		int64_t res = ex->at_oom.st.reserved_bytes[MSIM_POOL_ALL].current;
+		/* round_size() of the request, as the policy logged it */
+		uint64_t rounded = oom_rounded ? oom_rounded : ex->oom_size;
+		/* PyTorch names the segment it tried; other policies the
+		 * block */
+		ex->oom_alloc_size = strcmp(ops->name, "pytorch") ? rounded
+			: msim_pytorch_segment_size(rounded, large);
+		uint64_t used = (uint64_t)res + ex->context_bytes;
+		ex->oom_device_free = used < ex->capacity ? ex->capacity - used
+							  : 0;
+		if (cfg->alternatives &&
+		    (rc = ex_alternatives(cfg, ops, ex, conf, why, whylen)))
+			goto fail;
+	}
+	*out = ex;
+	return 0;
+fail:
+	ex_obs_clear(&x.o);
+	msim_explain_destroy(ex);
+	return rc;
+}
+
+void
+msim_explain_destroy(msim_explain_t *ex)
+{
+	if (!ex)
+		return;
+	ex_moment_clear(&ex->peak);
+	ex_moment_clear(&ex->at_oom);
+	free(ex->alts);
+	free(ex);
+}
+
+char *
+msim_torch_format_size(uint64_t size, char *buf, size_t n)
+{
+	/* c10::CachingAllocator::format_size() */
+	if (size <= 1024)
+		snprintf(buf, n, "%" PRIu64 " bytes", size);
+	else if (size <= 1048576)
+		snprintf(buf, n, "%.2f KiB", (double)size / 1024.0);
+	else if (size <= UINT64_C(1073741824))
+		snprintf(buf, n, "%.2f MiB", (double)size / 1048576.0);
+	else
+		snprintf(buf, n, "%.2f GiB", (double)size / 1073741824.0);
+	return buf;
+}
+
+size_t
+msim_explain_oom_message(const msim_explain_t *ex, char *buf, size_t n)
+{
+	char a[32], c[32], f[32], u[32], al[32], r[32], cap[48] = "";
+	const msim_stats_t *st = &ex->at_oom.st;
+	int64_t res = st->reserved_bytes[MSIM_POOL_ALL].current;
+	int64_t alc = st->allocated_bytes[MSIM_POOL_ALL].current;
+	if (ex->cap) {
+		msim_torch_format_size(ex->cap, cap, sizeof(cap) - 10);
+		strcat(cap, " allowed; ");
+	}
+	/* DeviceCachingAllocator::malloc(), the OutOfMemoryError text */
+	int k = snprintf(buf, n,
+		"CUDA out of memory. Tried to allocate %s. GPU 0 has a total "
+		"capacity of %s of which %s is free. Including non-PyTorch "
+		"memory, this process has %s memory in use. %sOf the "
+		"allocated memory %s is allocated by PyTorch, and %s is "
+		"reserved by PyTorch but unallocated. If reserved but "
+		"unallocated memory is large try setting "
+		"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid "
+		"fragmentation.  See documentation for Memory Management  "
+		"(https://pytorch.org/docs/stable/notes/cuda.html"
+		"#environment-variables)",
+		msim_torch_format_size(ex->oom_alloc_size, a, sizeof(a)),
+		msim_torch_format_size(ex->capacity, c, sizeof(c)),
+		msim_torch_format_size(ex->oom_device_free, f, sizeof(f)),
+		msim_torch_format_size((uint64_t)res + ex->context_bytes, u,
+				       sizeof(u)),
+		cap, msim_torch_format_size((uint64_t)alc, al, sizeof(al)),
+		msim_torch_format_size((uint64_t)(res - alc), r, sizeof(r)));
+	return k < 0 ? 0 : (size_t)k;
+}
+
+/* torch/cuda/memory.py, memory_summary(): _format_size */
+static void
+sum_size(char *out, int64_t sz, double pref)
+{
+	static const char *const prefixes[] = {"B  ", "KiB", "MiB", "GiB",
+					       "TiB", "PiB"};
+	const char *prefix = prefixes[0];
+	for (int i = 1; i < 6; i++) {
+		if (pref < 768 * 1024)
+			break;
+		prefix = prefixes[i];
+		/* Python's // floors */
+		sz = sz >= 0 ? sz / 1024 : -((-sz + 1023) / 1024);
+		pref /= 1024;
+	}
+	sprintf(out, "%6" PRId64 " %s", sz, prefix);
+}
+
+/* _format_count */
+static void
+sum_count(char *out, int64_t cnt, double pref)
+{
+	static const char *const prefixes[] = {" ", "K", "M"};
+	const char *prefix = prefixes[0];
+	for (int i = 1; i < 3; i++) {
+		if (pref < 750 * 1000)
+			break;
+		prefix = prefixes[i];
+		cnt = cnt >= 0 ? cnt / 1000 : -((-cnt + 999) / 1000);
+		pref /= 1000;
+	}
+	sprintf(out, "%7" PRId64 " %s ", cnt, prefix);
+}
+
+typedef struct sum_buf_s {
+	char *buf;
+	size_t n, len;
+} sum_buf_t;
+
+static void
+sum_put(sum_buf_t *b, const char *s)
+{
+	size_t k = strlen(s);
+	if (b->len < b->n) {
+		size_t room = b->n - b->len - 1;
+		memcpy(b->buf + b->len, s, k < room ? k : room);
+		b->buf[b->len + (k < room ? k : room)] = '\0';
+	}
+	b->len += k;
+}
+
+static void
+sum_rule(sum_buf_t *b, char c)
+{
+	char line[80];
+	memset(line, c, 75);
+	line[75] = '\0';
+	sum_put(b, "|");
+	sum_put(b, line);
+	sum_put(b, "|\n");
+}
+
+static void
+sum_row(sum_buf_t *b, const char *name, const msim_stat_t *s,
+	const msim_stat_t *pref, bool bytes)
+{
+	char v[4][32], line[256];
+	int64_t val[4] = {s->current, s->peak, s->allocated, s->freed};
+	int64_t pv[4] = {pref->current, pref->peak, pref->allocated,
+			 pref->freed};
+	for (int i = 0; i < 4; i++) {
+		if (bytes)
+			sum_size(v[i], val[i], (double)pv[i]);
+		else
+			sum_count(v[i], val[i], (double)pv[i]);
+	}
+	snprintf(line, sizeof(line), "| %-21s | %s | %s | %s | %s |\n", name,
+		 v[0], v[1], v[2], v[3]);
+	sum_put(b, line);
+}
+
+size_t
+msim_memory_summary(const msim_stats_t *st, int device, bool abbreviated,
+		    char *buf, size_t n)
+{
+	sum_buf_t b = {buf, n, 0};
+	char line[160];
+	if (n)
+		buf[0] = '\0';
+	sum_rule(&b, '=');
+	snprintf(line, sizeof(line), "| %16s PyTorch CUDA memory summary, "
+		 "device ID %-17d |\n", "", device);
+	sum_put(&b, line);
+	sum_rule(&b, '-');
+	snprintf(line, sizeof(line), "|  %9s CUDA OOMs: %-12" PRId64 " | %6s "
+		 "cudaMalloc retries: %-8" PRId64 "  |\n", "", st->num_ooms,
+		 "", st->num_alloc_retries);
+	sum_put(&b, line);
+	sum_rule(&b, '=');
+	sum_put(&b, "|        Metric         | Cur Usage  | Peak Usage | "
+		    "Tot Alloc  | Tot Freed  |\n");
+	static const struct {
+		size_t off;
+		const char *name;
+		bool bytes;
+	} metrics[] = {
+		{offsetof(msim_stats_t, allocated_bytes), "Allocated memory",
+		 true},
+		{offsetof(msim_stats_t, active_bytes), "Active memory", true},
+		{offsetof(msim_stats_t, requested_bytes), "Requested memory",
+		 true},
+		{offsetof(msim_stats_t, reserved_bytes), "GPU reserved memory",
+		 true},
+		{offsetof(msim_stats_t, inactive_split_bytes),
+		 "Non-releasable memory", true},
+		{offsetof(msim_stats_t, allocation), "Allocations", false},
+		{offsetof(msim_stats_t, active), "Active allocs", false},
+		{offsetof(msim_stats_t, segment), "GPU reserved segments",
+		 false},
+		{offsetof(msim_stats_t, inactive_split),
+		 "Non-releasable allocs", false},
+	};
+	for (size_t i = 0; i < sizeof(metrics) / sizeof(*metrics); i++) {
+		const msim_stat_t *s = (const msim_stat_t *)
+			((const char *)st + metrics[i].off);
+		sum_rule(&b, '-');
+		sum_row(&b, metrics[i].name, &s[MSIM_POOL_ALL],
+			&s[MSIM_POOL_ALL], metrics[i].bytes);
+		if (!abbreviated) {
+			sum_row(&b, "      from large pool", &s[MSIM_POOL_LARGE],
+				&s[MSIM_POOL_ALL], metrics[i].bytes);
+			sum_row(&b, "      from small pool", &s[MSIM_POOL_SMALL],
+				&s[MSIM_POOL_ALL], metrics[i].bytes);
+		}
+	}
+	sum_rule(&b, '-');
+	sum_row(&b, "Oversize allocations", &st->oversize_allocations,
+		&st->oversize_allocations, false);
+	sum_rule(&b, '-');
+	sum_row(&b, "Oversize GPU segments", &st->oversize_segments,
+		&st->oversize_segments, false);
+	sum_rule(&b, '=');
+	return b.len;
+}
+
+size_t
+msim_explain_warnings(const msim_policy_ops_t *ops, const msim_params_t *pv,
+		      bool has_cap, char (*lines)[256], size_t max)
+{
+	size_t k = 0;
+	int gc = msim_params_index(pv, "garbage_collection_threshold");
+	int fr = msim_params_index(pv, "per_process_memory_fraction");
+	bool cap = has_cap || (fr >= 0 && pv->v[fr].set);
+	if (gc >= 0 && pv->v[gc].d > 0 && !cap && k < max)
+		snprintf(lines[k++], 256, "%.16s: garbage_collection_threshold:"
+			 "%.16s does nothing without a cap (it acts only under "
+			 "set_per_process_memory_fraction: give --cap)",
+			 ops->name, pv->v[gc].text);
+	return k;
+}
+
+int
+msim_explain_plot(const msim_explain_t *ex, const char *csv_path,
+		  const char *out, const char *title, const char *plots_dir,
+		  const char *gnuplot, char *why, size_t whylen)
+{
+	FILE *fp = fopen(csv_path, "w");
+	if (!fp) {
+		snprintf(why, whylen, "%s: cannot write", csv_path);
+		return MSIM_EIO;
+	}
+	/* The parts, bottom to top: categories (untagged last), then the
+	 * cache. */
+	fprintf(fp, "moment");
+	for (int k = 1; k <= MSIM_NCAT; k++)
+		fprintf(fp, ",%s", msim_category_name(k % MSIM_NCAT));
+	fprintf(fp, ",pending free,inactive split,whole free segments\n");
+	const msim_explain_moment_t *m[2] = {&ex->peak, &ex->at_oom};
+	const char *name[2] = {"peak reserved", "out of memory"};
+	for (int i = 0; i < (ex->oom ? 2 : 1); i++) {
+		fprintf(fp, "%s", name[i]);
+		for (int k = 1; k <= MSIM_NCAT; k++)
+			fprintf(fp, ",%.3f", (double)m[i]->cat_bytes[k %
+				MSIM_NCAT] / (double)MSIM_MiB);
+		fprintf(fp, ",%.3f,%.3f,%.3f\n",
+			(double)m[i]->pending[MSIM_POOL_ALL] / (double)MSIM_MiB,
+			(double)m[i]->split_free[MSIM_POOL_ALL] /
+				(double)MSIM_MiB,
+			(double)m[i]->whole_free[MSIM_POOL_ALL] /
+				(double)MSIM_MiB);
+	}
+	if (fclose(fp)) {
+		snprintf(why, whylen, "%s: cannot write", csv_path);
+		return MSIM_EIO;
+	}
+	if (!out)
+		return 0;
+	return msim_plot_run(plots_dir, gnuplot, "breakdown", csv_path, out,
+			     title, why, whylen);
+}

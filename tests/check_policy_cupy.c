@@ -1,0 +1,170 @@
+/* cupy: CuPy's MemoryPool: 512 B units, exact cudaMallocs, best fit per
+ * stream arena, split and merge, free_all_blocks on a limit. */
+#include <config.h>
+
+#include "tests/policytest.h"
+
+#define KB (UINT64_C(1) << 10)
+
+/* The action of the i-th device event. */
+static int
+event_action(size_t i)
+{
+	size_t n;
+	const msim_seg_event_t *ev = msim_device_events(dev, &n);
+	ck_assert_uint_lt(i, n);
+	return ev[i].action;
+}
+
+static msim_addr_t
+A_on(uint32_t id, uint64_t size, msim_stream_t stream)
+{
+	msim_req_t r = {.kind = MSIM_REQ_ALLOC, .id = id, .size = size,
+			.stream = stream};
+	ck_assert_int_eq(msim_policy_alloc(pol, &r, &addr[id]), 0);
+	return addr[id];
+}
+
+START_TEST(test_cupy_mallocs_the_rounded_size)
+{
+	setup("cupy", "");
+	A(0, 1000);
+	A(1, 1);
+	A(2, 5000);
+	A(3, 512);
+	ck_assert_uint_eq(nevents(), 4);
+	ck_assert_uint_eq(event_size(0), 1024);
+	ck_assert_uint_eq(event_size(1), 512);
+	ck_assert_uint_eq(event_size(2), 5120);
+	ck_assert_uint_eq(event_size(3), 512);
+	msim_stats_t st = S();
+	ck_assert_int_eq(CUR(st, reserved_bytes), 1024 + 512 + 5120 + 512);
+	ck_assert_int_eq(CUR(st, allocated_bytes), 1024 + 512 + 5120 + 512);
+	ck_assert_int_eq(CUR(st, requested_bytes), 1000 + 1 + 5000 + 512);
+	teardown();
+}
+END_TEST
+
+START_TEST(test_cupy_split_best_fit_merge)
+{
+	setup("cupy", "");
+	A(0, MB);
+	A(1, 2 * MB);
+	A(2, 768 * KB);
+	F(0);
+	F(2);
+	/* best fit: the 768 KiB chunk, split; the front is handed out */
+	ck_assert_uint_eq(A(3, 256 * KB), addr[2]);
+	ck_assert_uint_eq(A(4, 512 * KB), addr[2] + 256 * KB);
+	ck_assert_uint_eq(nevents(), 3);
+	/* 1 MiB fits only the first chunk */
+	ck_assert_uint_eq(A(5, 600 * KB), addr[0]);
+	F(3);
+	F(4);
+	/* merged back whole: a 768 KiB request takes it unsplit */
+	ck_assert_uint_eq(A(6, 768 * KB), addr[2]);
+	ck_assert_uint_eq(nevents(), 3);
+	uint64_t largest, total;
+	F(6);
+	msim_policy_free_info(pol, &largest, &total);
+	ck_assert_uint_eq(largest, 768 * KB);
+	ck_assert_uint_eq(total, 768 * KB + (MB - 600 * KB));
+	teardown();
+}
+END_TEST
+
+START_TEST(test_cupy_free_all_blocks_keeps_split_chunks)
+{
+	setup("cupy", "");
+	A(0, MB);
+	A(1, MB);
+	F(1);
+	A(2, 256 * KB); /* splits the second cudaMalloc */
+	F(0);
+	ck_assert_int_eq(msim_policy_empty_cache(pol), 0);
+	/* the whole first chunk went back; the split one stays */
+	ck_assert_uint_eq(nevents(), 3);
+	ck_assert_int_eq(event_action(2), MSIM_SEG_FREE);
+	ck_assert_uint_eq(event_size(2), MB);
+	ck_assert_int_eq(CUR(S(), reserved_bytes), MB);
+	F(2);
+	ck_assert_int_eq(msim_policy_empty_cache(pol), 0);
+	ck_assert_uint_eq(nevents(), 4);
+	ck_assert_int_eq(CUR(S(), reserved_bytes), 0);
+	teardown();
+}
+END_TEST
+
+START_TEST(test_cupy_arena_per_stream)
+{
+	setup("cupy", "");
+	A_on(0, MB, 7);
+	F(0);
+	/* stream 0's arena is empty: a new cudaMalloc */
+	msim_addr_t a = A_on(1, MB, 0);
+	ck_assert_uint_ne(a, addr[0]);
+	ck_assert_uint_eq(nevents(), 2);
+	/* stream 7 gets its chunk back */
+	ck_assert_uint_eq(A_on(2, MB, 7), addr[0]);
+	teardown();
+}
+END_TEST
+
+START_TEST(test_cupy_limit_frees_cached_then_mallocs)
+{
+	setup("cupy", "limit:2097152");
+	A(0, MB);
+	F(0);
+	A(1, 1536 * KB); /* 1 + 1.5 MiB > 2 MiB: free_all_blocks first */
+	ck_assert_uint_eq(nevents(), 3);
+	ck_assert_int_eq(event_action(1), MSIM_SEG_FREE);
+	ck_assert_uint_eq(event_size(2), 1536 * KB);
+	ck_assert_int_eq(CUR(S(), reserved_bytes), 1536 * KB);
+	teardown();
+}
+END_TEST
+
+START_TEST(test_cupy_limit_oom_after_freeing)
+{
+	setup("cupy", "limit:1048576");
+	A(0, 512 * KB);
+	A(1, 512 * KB);
+	F(0);
+	ck_assert_int_eq(try_alloc(2, 768 * KB), MSIM_EDEVOOM);
+	/* CuPy gave the cached chunk back before it raised */
+	ck_assert_int_eq(CUR(S(), reserved_bytes), 512 * KB);
+	ck_assert_int_eq(S().num_ooms, 1);
+	A(3, 512 * KB);
+	teardown();
+}
+END_TEST
+
+START_TEST(test_cupy_device_full_frees_cached)
+{
+	setup_cap("cupy", "", 4 * MB);
+	A(0, 2 * MB);
+	F(0);
+	A(1, 3 * MB); /* cudaMalloc fails, free_all_blocks, again */
+	ck_assert_int_eq(CUR(S(), reserved_bytes), 3 * MB);
+	ck_assert_int_eq(try_alloc(2, 2 * MB), MSIM_EDEVOOM);
+	teardown();
+}
+END_TEST
+
+static void
+add(TCase *tc)
+{
+	tcase_add_test(tc, test_cupy_mallocs_the_rounded_size);
+	tcase_add_test(tc, test_cupy_split_best_fit_merge);
+	tcase_add_test(tc, test_cupy_free_all_blocks_keeps_split_chunks);
+	tcase_add_test(tc, test_cupy_arena_per_stream);
+	tcase_add_test(tc, test_cupy_limit_frees_cached_then_mallocs);
+	tcase_add_test(tc, test_cupy_limit_oom_after_freeing);
+	tcase_add_test(tc, test_cupy_device_full_frees_cached);
+}
+
+int
+main(void)
+{
+	return run_suite("policy_cupy", add);
+}

@@ -1,0 +1,64 @@
+#!/bin/sh
+# memsim explain and memsim summary from the command line: the summary
+# table byte for byte as PyTorch's memory_summary() formats the same
+# statistics (tests/data/explain/*.summary.txt, made by torch_summary.py),
+# tags through convert, the OOM diagnosis, warnings.
+MEMSIM=${MEMSIM:-./memsim}
+DATA=${MSIM_TESTDATA:-tests/data}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+gpt2="$DATA/traces/gpt2_fp32.csv"
+$MEMSIM summary "$gpt2" >"$tmp/s.txt" || fail "summary"
+cmp -s "$tmp/s.txt" "$DATA/explain/gpt2_fp32.summary.txt" ||
+	fail "summary differs from PyTorch's layout"
+$MEMSIM summary --abbreviated --cap 14000000000 "$gpt2" >"$tmp/s2.txt"
+cmp -s "$tmp/s2.txt" "$DATA/explain/gpt2_fp32.cap.summary.txt" ||
+	fail "summary --abbreviated at an OOM"
+
+# Tags survive csv -> csv; a pickle's frames become the two columns.
+$MEMSIM convert "$DATA/explain/tagged.csv" "$tmp/t.csv" >/dev/null
+cmp -s "$tmp/t.csv" "$DATA/explain/tagged.csv" || fail "convert: tags"
+$MEMSIM convert "$DATA/pickles/resnet50_amp.frames.pickle" "$tmp/r.csv" >/dev/null
+head -1 "$tmp/r.csv" | grep -q ',category,site$' || fail "convert: frames"
+grep -q ',alloc,.*,parameter,.*capture.py:122 w_resnet50_amp$' "$tmp/r.csv" ||
+	fail "convert: a parameter's site"
+$MEMSIM convert "$gpt2" "$tmp/g.csv" >/dev/null
+head -1 "$tmp/g.csv" | grep -q ',stream$' || fail "convert: untagged header"
+$MEMSIM explain "$tmp/r.csv" --no-alternatives --json >"$tmp/r.json"
+$MEMSIM explain "$DATA/pickles/resnet50_amp.frames.pickle" --json >"$tmp/p.json"
+cmp -s "$tmp/r.json" "$tmp/p.json" ||
+	[ "$(sed 1,2d "$tmp/r.json")" = "$(sed 1,2d "$tmp/p.json")" ] ||
+	fail "explain: the converted CSV and the pickle differ"
+
+# The OOM: PyTorch's words, then the replays.
+out=$($MEMSIM explain --cap 40MiB "$DATA/explain/oom.csv")
+echo "$out" | grep -q "^  CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 139.80 GiB" ||
+	fail "explain: OOM message"
+echo "$out" | grep -q "smallest cap it fits under  *44.00 MiB (46137344 bytes" ||
+	fail "explain: smallest cap"
+$MEMSIM explain --json --cap 40MiB "$DATA/explain/oom.csv" |
+	grep -q '"oom_request": 3' || fail "explain --json: oom_request"
+
+# Settings that cannot act warn on stderr; --quiet silences them.
+$MEMSIM explain -c garbage_collection_threshold:0.6 "$DATA/explain/tagged.csv" \
+	2>"$tmp/err" >/dev/null
+grep -q "warning: pytorch: garbage_collection_threshold:0.6 does nothing without a cap" \
+	"$tmp/err" || fail "warning: gc without a cap"
+$MEMSIM explain -q -c garbage_collection_threshold:0.6 "$DATA/explain/tagged.csv" \
+	2>"$tmp/err" >/dev/null
+[ -s "$tmp/err" ] && fail "--quiet"
+$MEMSIM run -c garbage_collection_threshold:0.6 "$DATA/explain/tagged.csv" \
+	2>"$tmp/err" >/dev/null
+grep -q "does nothing without a cap" "$tmp/err" || fail "run: gc warning"
+
+# Bad input: one line naming the file, line and reason.
+printf 'action,addr,size,category\nalloc,4096,10,weights\n' >"$tmp/bad.csv"
+$MEMSIM explain "$tmp/bad.csv" 2>"$tmp/err" >/dev/null && fail "bad category accepted"
+grep -q "bad.csv:2: unknown category 'weights'" "$tmp/err" || fail "bad category message"
+$MEMSIM explain --top 0 "$gpt2" 2>/dev/null && fail "--top 0 accepted"
+
+[ "$fails" -eq 0 ] && echo "explain: all passed"
+exit "$fails"

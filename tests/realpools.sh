@@ -1,0 +1,81 @@
+#!/bin/sh
+# memsim's models of other allocators against the real ones, replaying the
+# six test traces on an H200 (README, "The cupy policy" and "bfc against
+# XLA's BFC"):
+#   tests/data/validate/cupy/real.tsv: CuPy 14.2.0's MemoryPool
+#     (validate/cupy_replay.py), no limit and set_limit at 90% and 60%;
+#   tests/data/validate/jax/real.tsv: JAX 0.11.2's BFC allocator
+#     (validate/jax_replay.py), growing and preallocated.
+# Each row: trace, policy, conf (- for none), peak reserved, peak allocated, the OOM
+# request and the file of the real pool's net change of reserved bytes at
+# every request that changed it.  Every row must give the same OOM request;
+# the rows named below must also give the same figures they are named
+# with (events: every cudaMalloc and release, request by request).
+set -u
+MEMSIM=${MEMSIM:-./memsim}
+DATA=${MSIM_TESTDATA:-tests/data}
+tmp=$(mktemp -d /tmp/memsim-real-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# What must be equal, by events file.  CuPy orders free chunks of equal
+# size by the address of their Python objects, which a trace cannot show;
+# where that choice matters, only the allocated peak and the OOM are held.
+expect() {
+	case $1 in
+	cupy/bert_infer_varlen.*|cupy/gpt2_fp32.0.csv|\
+	cupy/gpt2_fp32.9868402176.csv|cupy/gpt2_varlen.8861193728.csv|\
+	cupy/train_eval_emptycache.0.csv)
+		echo "events reserved allocated" ;;
+	cupy/*) echo "allocated" ;;
+	jax/*.prealloc10.csv) echo "events reserved allocated" ;;
+	jax/bert_infer_varlen.growth.csv|jax/resnet50_amp.growth.csv)
+		echo "events reserved allocated" ;;
+	jax/gpt2_varlen.growth.csv) echo "reserved" ;;
+	jax/*.growth.csv) echo "events reserved" ;;
+	esac
+}
+
+# json KEY FILE: the number under KEY in a memsim --json object.
+json() { sed -n "s/^ *\"$1\": \\(-*[0-9]*\\),*$/\\1/p" "$2"; }
+
+n=0; same=0
+for tsv in "$DATA"/validate/cupy/real.tsv "$DATA"/validate/jax/real.tsv; do
+	grep -v '^#' "$tsv" | tail -n +2 >"$tmp/rows"
+	while IFS='	' read -r trace policy conf reserved allocated oom events; do
+		n=$((n + 1))
+		[ "$conf" = - ] && conf=""
+		what="$policy ${conf:-(defaults)} on $trace"
+		$MEMSIM run -p "$policy" -c "$conf" --json \
+			--segments "$tmp/seg.csv" "$DATA/traces/$trace" \
+			>"$tmp/run.json" || { fail "$what: run"; continue; }
+		[ "$(json oom_request "$tmp/run.json")" = "$oom" ] ||
+			fail "$what: OOM request"
+		# Net change of reserved bytes per request.
+		awk -F, 'NR > 1 {
+			d = ($2 == "segment_alloc") ? $4 : ($2 == "segment_free") ? -$4 : 0
+			if (!($1 in net)) order[k++] = $1
+			net[$1] += d
+		} END {
+			print "request,delta"
+			for (i = 0; i < k; i++)
+				if (net[order[i]]) printf "%s,%.0f\n", order[i], net[order[i]]
+		}' "$tmp/seg.csv" >"$tmp/sim.csv"
+		cmp -s "$tmp/sim.csv" "$DATA/validate/$events" && same=$((same + 1))
+		for check in $(expect "$events"); do
+			case $check in
+			events) cmp -s "$tmp/sim.csv" "$DATA/validate/$events" ||
+				fail "$what: device calls differ from the real pool's" ;;
+			reserved) [ "$(json reserved_bytes.all.peak "$tmp/run.json")" = "$reserved" ] ||
+				fail "$what: peak reserved" ;;
+			allocated) [ "$(json allocated_bytes.all.peak "$tmp/run.json")" = "$allocated" ] ||
+				fail "$what: peak allocated" ;;
+			esac
+		done
+	done <"$tmp/rows"
+done
+[ "$n" -eq 30 ] || fail "read $n rows, expected 30"
+echo "realpools: $same of $n real runs with the same device calls"
+[ $fails -eq 0 ] && echo "realpools: all checks passed"
+exit $fails
