@@ -376,17 +376,12 @@ cmd_explain_common(int argc, char **argv, bool summary, bool plot_only)
 			break;
 		case 'R': requests_only = true; break;
 		case 'D':
-			cfg.topt.device1 = (unsigned)strtoul(optarg, &end, 10) + 1;
-			if (*end || !*optarg || *optarg == '-' ||
-			    cfg.topt.device1 == 0)
-				msim_cli_die("--device: '%s' is not a device "
-					     "index", optarg);
+			cfg.topt.device1 = (unsigned)msim_cli_uint("--device",
+					optarg, 0, 1023) + 1;
 			break;
 		case 't':
-			cfg.top = (size_t)strtoul(optarg, &end, 10);
-			if (*end || !*optarg || *optarg == '-' || !cfg.top)
-				msim_cli_die("--top: '%s' is not a positive "
-					     "number", optarg);
+			cfg.top = (size_t)msim_cli_uint("--top", optarg, 1,
+							1000000);
 			break;
 		case 'X':
 			cfg.context_bytes = msim_cli_bytes("--context-bytes",
@@ -428,6 +423,8 @@ cmd_explain_common(int argc, char **argv, bool summary, bool plot_only)
 		msim_cli_die("give --cap or --fraction, not both");
 	cfg.topt.deferred_frees = !requests_only;
 	cfg.trace = argv[optind];
+	msim_cli_not_input("--plot", plot, cfg.trace, "the input trace");
+	msim_cli_not_input("--export", export, cfg.trace, "the input trace");
 	cfg.conf = conf;
 	if (!(cfg.policy = msim_policy_find(policy)))
 		msim_cli_die("--policy: unknown policy '%s' (see `memsim "
