@@ -94,6 +94,11 @@ for p in pytorch bfc naive; do
 	hcase ok '' -- "$MEMSIM" run -p "$p" --recording "$in/blocks_empty.pickle"
 done
 hcase ok '' -- "$MEMSIM" info "$in/blocks_empty.pickle"
+# Found by fuzz_replay_pickle: seeding a partial history from a snapshot
+# whose segments list no blocks (pointer arithmetic on NULL under UBSan).
+cp "$DATA/hostile/seed_no_blocks.pickle" "$in/"
+hcase any '' -- "$MEMSIM" run --recording "$in/seed_no_blocks.pickle"
+hcase any '' -- "$MEMSIM" info "$in/seed_no_blocks.pickle"
 
 # --- Sizes: nothing above 2^62 reaches rounding; sums never overflow.
 mk seg63.csv '0,1,segment_alloc,1048576,9223372036854775807,0' \

@@ -781,7 +781,9 @@ seed_scan(msim_trace_t *t, msim_trace_t *t2)
 		size_t k = j;
 		while (k < s.nb && s.b[k].addr < s.g[i].addr + s.g[i].size)
 			placed[k++] = 1;
-		if ((rc = seed_segment(t, &s, &s.g[i], s.b + j, k - j))) {
+		/* s.b is NULL when the snapshot lists no blocks. */
+		if ((rc = seed_segment(t, &s, &s.g[i], s.nb ? s.b + j : NULL,
+				       k - j))) {
 			free(placed);
 			goto out;
 		}
