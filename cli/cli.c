@@ -1,6 +1,7 @@
 /* The command line's shared helpers of cli.h. */
 #include <config.h>
 
+#include <getopt.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -13,6 +14,8 @@
 #include "plots/plot.h"
 #include "cli/cli.h"
 #include "sim/file.h"
+#include "lab/figures.h"
+#include "lab/job.h"
 #include "sim/units.h"
 
 void
@@ -72,6 +75,82 @@ msim_cli_not_input(const char *opt, const char *out, const char *in,
 			     what);
 }
 
+int
+msim_cli_getopt(int argc, char **argv, const char *shortopts,
+		const struct option *longopts)
+{
+	int li = -1;
+	int c = getopt_long(argc, argv, shortopts, longopts, &li);
+	if (c == -1 || li < 0)
+		return c;
+	/* The element just read: the option, or the one before its
+	 * argument when that came separately. */
+	const struct option *lo = &longopts[li];
+	int at = optind - 1;
+	if (lo->has_arg != no_argument && optarg && at > 0 &&
+	    optarg == argv[at])
+		at--;
+	const char *el = argv[at];
+	if (strncmp(el, "--", 2))
+		return c;
+	size_t n = strcspn(el + 2, "=");
+	if (n != strlen(lo->name) || strncmp(el + 2, lo->name, n))
+		msim_cli_die("--%.*s: not an option; options are written in "
+			     "full (did you mean --%s?)", (int)n, el + 2,
+			     lo->name);
+	return c;
+}
+
+double
+msim_cli_fraction(const char *text)
+{
+	char *end;
+	double f = strtod(text, &end);
+	if (end == text || *end || !(f > 0 && f <= 1))
+		msim_cli_die("--fraction: '%s' is not in (0, 1]", text);
+	return f;
+}
+
+const char *
+msim_cli_addresses(const char *text)
+{
+	if (strcmp(text, "model") && strcmp(text, "trace"))
+		msim_cli_die("--addresses: '%s' is not model or trace", text);
+	return text;
+}
+
+unsigned
+msim_cli_device1(const char *text)
+{
+	return (unsigned)msim_cli_uint("--device", text, 0, 1023) + 1;
+}
+
+long
+msim_cli_jobs(const char *text)
+{
+	return (long)msim_cli_uint("--jobs", text, 1, 4096);
+}
+
+void
+msim_cli_job_die(const msim_job_err_t *err, const char *who)
+{
+	switch (err->part) {
+	case MSIM_JOB_EPOLICY:
+		msim_cli_die("--policy: %s", err->msg);
+	case MSIM_JOB_EPARAMS:
+		msim_cli_die("--alloc-conf%s%s: %s", who ? " " : "",
+			     who ? who : "", err->msg);
+	case MSIM_JOB_ECAP:
+		msim_cli_die("--cap: %s", err->msg);
+	case MSIM_JOB_ERUN:
+		if (who)
+			msim_cli_die("%s: %s", who, err->msg);
+		/* fall through */
+	default:
+		msim_cli_die("%s", err->msg);
+	}
+}
+
 void
 msim_cli_json_str(FILE *fp, const char *s)
 {
@@ -86,6 +165,21 @@ msim_cli_json_str(FILE *fp, const char *s)
 			fputc(c, fp);
 	}
 	fputc('"', fp);
+}
+
+void
+msim_cli_json_figs(const msim_figs_t *f, bool first)
+{
+	for (size_t i = 0; i < f->n; i++) {
+		const msim_fig_t *g = &f->v[i];
+		printf("%s\n  \"%s\": ", i || !first ? "," : "", g->name);
+		switch (g->kind) {
+		case MSIM_FIG_INT: printf("%" PRId64, g->i); break;
+		case MSIM_FIG_BOOL: printf(g->i ? "true" : "false"); break;
+		case MSIM_FIG_REAL: printf("%s", g->t); break;
+		default: msim_cli_json_str(stdout, g->t); break;
+		}
+	}
 }
 
 #ifndef PLOTS_DIR

@@ -30,8 +30,45 @@ uint64_t msim_cli_uint(const char *opt, const char *text, uint64_t min,
 void msim_cli_not_input(const char *opt, const char *out, const char *in,
 			const char *what);
 
+/*
+ * getopt_long() with one rule for every command: long options are
+ * written in full.  getopt_long() takes an unambiguous prefix ("--cap"
+ * for "--capacity"); here a prefix dies naming what was written and the
+ * option it would have matched.
+ */
+struct option;
+int msim_cli_getopt(int argc, char **argv, const char *shortopts,
+		    const struct option *longopts);
+
+/* A --fraction option: a number in (0, 1]; dies otherwise. */
+double msim_cli_fraction(const char *text);
+
+/* An --addresses option: "model" or "trace" (text itself); dies
+ * otherwise. */
+const char *msim_cli_addresses(const char *text);
+
+/* A --device option: a device_traces index N, as N + 1 (the device1 of
+ * traces/trace.h); dies otherwise. */
+unsigned msim_cli_device1(const char *text);
+
+/* A --jobs option: a number of worker processes, 1 to 4096; dies
+ * otherwise. */
+long msim_cli_jobs(const char *text);
+
+/* Dies with a job's error (lab/job.h), naming the option at fault:
+ * --policy, --alloc-conf (followed by who when given), --cap. */
+struct msim_job_err_s;
+void msim_cli_job_die(const struct msim_job_err_s *err, const char *who)
+	__attribute__((noreturn));
+
 /* Writes s as a JSON string. */
 void msim_cli_json_str(FILE *fp, const char *s);
+
+/* Writes the figures of f (lab/figures.h) to stdout as the members of a
+ * JSON object, one a line, each after ",\n" (the first after "\n"
+ * when first). */
+struct msim_figs_s;
+void msim_cli_json_figs(const struct msim_figs_s *f, bool first);
 
 /* The folder of the gnuplot scripts: $MEMSIM_PLOTS_DIR, the installed
  * one, else the source tree's; NULL if none has them. */
@@ -80,5 +117,12 @@ void msim_cli_explain(const struct msim_explain_config_s *cfg);
 int msim_cmd_summary(int argc, char **argv);
 /* memsim plot --kind breakdown TRACE (cli/cmd_explain.c). */
 int msim_cli_plot_breakdown(int argc, char **argv);
+int msim_cmd_record(int argc, char **argv);
+int msim_cmd_fit(int argc, char **argv);
+/* Runs the Python recorder: OUT, its options, the command (python3
+ * SCRIPT ARGS); the script's stdout goes to stderr, or nowhere if quiet.
+ * Returns the recorder's exit status (cli/cmd_record.c). */
+int msim_cli_record(const char *out, char *const *ropt, int nropt,
+		    char *const *cmd, int ncmd, int quiet);
 
 #endif

@@ -52,7 +52,7 @@ msim_cmd_bench(int argc, char **argv)
 	uint64_t n = 10000000;
 	const char *policy = "pytorch", *conf = "";
 	int json = 0, formats = 0, c;
-	while ((c = getopt_long(argc, argv, "n:p:c:h", longopts, NULL)) != -1) {
+	while ((c = msim_cli_getopt(argc, argv, "n:p:c:h", longopts)) != -1) {
 		switch (c) {
 		case 'n':
 			n = msim_cli_uint("--requests", optarg, 1,
@@ -122,9 +122,11 @@ msim_cmd_bench(int argc, char **argv)
 		msim_cli_json_str(stdout, path);
 		printf(", \"policy\": \"%s\", \"requests\": %" PRIu64
 		       ", \"replay_s\": %.6f, \"requests_per_s\": %.0f"
-		       ", \"read_requests_per_s\": %.0f, \"peak_rss_kib\": %ld}\n",
+		       ", \"read_requests_per_s\": %.0f, \"peak_rss_kib\": %ld"
+		       ", \"reserved_bytes.all.peak\": %" PRId64
+		       ", \"allocated_bytes.all.peak\": %" PRId64 "}\n",
 		       ops->name, r.requests, r.replay_s, rate, read_rate,
-		       r.peak_rss_kib);
+		       r.peak_rss_kib, r.peak_reserved, r.peak_allocated);
 	} else {
 		printf("trace     %s (%" PRIu64 " requests)\n", path,
 		       r.trace_requests);

@@ -3,12 +3,11 @@
  * overlaid plot of peak reserved bytes, fragmentation, device calls and
  * modelled allocator time.
  *
- * The time is a model of the driver calls only (sim/timemodel.h): each
- * cudaMalloc / map and cudaFree / unmap a policy makes costs the H200's
- * median latency for its size.  cuda-async is the exception: every request
- * is itself a cudaMallocAsync or cudaFreeAsync, so those are counted
- * instead (the pool's own growth happens inside them).  Host-side
- * bookkeeping of the caching allocators is taken as free.
+ * Each policy's run is the job `memsim run` makes of the same setting
+ * (lab/job.h): the same input, trace options and time model
+ * (msim_timemodel_events: each cudaMalloc / map and cudaFree / unmap a
+ * policy makes costs the calibration's median latency for its size), and
+ * with --db the same stored row under the same setting key.
  */
 #include <config.h>
 
@@ -24,6 +23,7 @@
 #include "policies/registry.h"
 #include "cli/cli.h"
 #include "sim/file.h"
+#include "lab/job.h"
 #include "sim/engine.h"
 #include "sim/error.h"
 #include "sim/timemodel.h"
@@ -37,17 +37,18 @@ static void
 usage_compare(FILE *fp)
 {
 	fprintf(fp,
-		"usage: memsim compare [OPTIONS] TRACE\n"
+		"usage: memsim compare [OPTIONS] TRACE|MODEL\n"
 		"\n"
-		"Replays TRACE through several policies (default: all of "
-		"`memsim policies`)\nand prints one row per policy: peak "
-		"reserved and allocated bytes,\nfragmentation (1 - allocated/"
-		"reserved at the peaks, its mean over the\ntrace, and the "
-		"largest external 1 - largest free block / free bytes),\n"
-		"driver calls that reserve or release memory, and the "
-		"modelled time of\nthose calls (H200 latencies by size; for "
-		"cuda-async, one cudaMallocAsync or\ncudaFreeAsync per "
-		"request).\n"
+		"Replays TRACE (or the trace generated for a MODEL spec, as "
+		"`memsim run`)\nthrough several policies (default: all of "
+		"`memsim policies`) and prints one\nrow per policy: peak "
+		"reserved and allocated bytes, fragmentation\n(1 - allocated/"
+		"reserved at the peaks, its mean over the trace, and the\n"
+		"largest external 1 - largest free block / free bytes), "
+		"driver calls that\nreserve or release memory, and the "
+		"modelled time of those calls (as\n`memsim run` models it: "
+		"H200 latencies by size).  Each run is the one\n"
+		"`memsim run` makes of the same setting.\n"
 		"\n"
 		"options:\n"
 		"  -p, --policies A,B,...   policies to compare, in this "
@@ -56,6 +57,10 @@ usage_compare(FILE *fp)
 		"e.g.\n"
 		"                           pytorch=max_split_size_mb:128 "
 		"(repeatable)\n"
+		"      --cap BYTES          per-process cap (suffixes: 16GiB, "
+		"512MiB, 1.5GB)\n"
+		"      --fraction F         the same cap as a fraction of the "
+		"capacity\n"
 		"      --capacity BYTES     device memory (default the "
 		"H200's)\n"
 		"      --calibration CSV    driver latencies (`memsim validate "
@@ -77,47 +82,14 @@ typedef struct cmp_row_s {
 	int64_t run_id;
 } cmp_row_t;
 
-/* The trace seen by one run: counts cudaMallocAsync-style costs. */
-typedef struct cmp_src_s {
-	msim_trace_t *t;
-	const msim_timemodel_t *lat;
-	double async_us; /* one driver call per request */
-} cmp_src_t;
-
-static int
-cmp_next(void *ctx, msim_req_t *req_out)
-{
-	cmp_src_t *c = ctx;
-	int rc = msim_trace_next(c->t, req_out);
-	if (rc == 1 && req_out->kind == MSIM_REQ_ALLOC)
-		c->async_us += msim_timemodel_us(c->lat, MSIM_LAT_MALLOC_ASYNC,
-					       req_out->size);
-	else if (rc == 1 && req_out->kind == MSIM_REQ_FREE)
-		c->async_us += msim_timemodel_us(c->lat, MSIM_LAT_FREE_ASYNC, 0);
-	return rc;
-}
-
-static const char *
-cmp_errmsg(void *ctx)
-{
-	return msim_trace_errmsg(((cmp_src_t *)ctx)->t);
-}
-
-/* Modelled microseconds of the device calls in the event log. */
-static double
-events_us(const msim_timemodel_t *lat, const msim_seg_event_t *ev, size_t n)
-{
-	double us = 0.0;
-	for (size_t i = 0; i < n; i++) {
-		if (ev[i].action == MSIM_SEG_ALLOC ||
-		    ev[i].action == MSIM_SEG_MAP)
-			us += msim_timemodel_us(lat, MSIM_LAT_MALLOC, ev[i].size);
-		else if (ev[i].action == MSIM_SEG_FREE ||
-			 ev[i].action == MSIM_SEG_UNMAP)
-			us += msim_timemodel_us(lat, MSIM_LAT_FREE, ev[i].size);
-	}
-	return us;
-}
+/* What the options ask for. */
+typedef struct cmp_opts_s {
+	const char *list, *db, *plot, *calibration;
+	const char *confs[CMP_MAX][2];
+	size_t nconfs;
+	uint64_t cap, capacity;
+	double fraction;
+} cmp_opts_t;
 
 /* Writes one policy's block of the timelines file. */
 static void
@@ -151,53 +123,54 @@ print_row(const cmp_row_t *r)
 	printf("\n");
 }
 
-int
-msim_cmd_compare(int argc, char **argv)
+static const struct option cmp_longopts[] = {
+	{"policies", required_argument, NULL, 'p'},
+	{"alloc-conf", required_argument, NULL, 'c'},
+	{"cap", required_argument, NULL, 'C'},
+	{"fraction", required_argument, NULL, 'F'},
+	{"capacity", required_argument, NULL, 'K'},
+	{"calibration", required_argument, NULL, 'L'},
+	{"db", required_argument, NULL, 'd'},
+	{"plot", required_argument, NULL, 'P'},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
+/* Reads the options into o.  Returns -1 to go on, else the exit status. */
+static int
+cmp_parse(int argc, char **argv, cmp_opts_t *o)
 {
-	static const struct option longopts[] = {
-		{"policies", required_argument, NULL, 'p'},
-		{"alloc-conf", required_argument, NULL, 'c'},
-		{"capacity", required_argument, NULL, 'K'},
-		{"calibration", required_argument, NULL, 'L'},
-		{"db", required_argument, NULL, 'd'},
-		{"plot", required_argument, NULL, 'P'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	cmp_row_t rows[CMP_MAX];
-	size_t nrows = 0;
-	const char *list = NULL, *db_path = NULL, *plot = NULL, *lat_path = NULL;
-	const char *confs[CMP_MAX][2];
-	size_t nconfs = 0;
-	uint64_t capacity = MSIM_H200_BYTES;
 	int c;
-	while ((c = getopt_long(argc, argv, "p:c:d:h", longopts, NULL)) != -1) {
+	while ((c = msim_cli_getopt(argc, argv, "p:c:d:h", cmp_longopts)) !=
+	       -1) {
 		switch (c) {
-		case 'p': list = optarg; break;
+		case 'p': o->list = optarg; break;
 		case 'c': {
 			char *eq = strchr(optarg, '=');
 			if (!eq || eq == optarg)
-				msim_cli_die("--alloc-conf: '%s' is not NAME=CONF",
-				    optarg);
+				msim_cli_die("--alloc-conf: '%s' is not "
+					     "NAME=CONF", optarg);
 			*eq = '\0';
 			if (!msim_policy_find(optarg))
-				msim_cli_die("--alloc-conf: unknown policy '%s'",
-				    optarg);
-			if (nconfs == CMP_MAX)
+				msim_cli_die("--alloc-conf: unknown policy "
+					     "'%s'", optarg);
+			if (o->nconfs == CMP_MAX)
 				msim_cli_die("--alloc-conf: too many");
-			confs[nconfs][0] = optarg;
-			confs[nconfs][1] = eq + 1;
-			nconfs++;
+			o->confs[o->nconfs][0] = optarg;
+			o->confs[o->nconfs][1] = eq + 1;
+			o->nconfs++;
 			break;
 		}
+		case 'C': o->cap = msim_cli_bytes("--cap", optarg); break;
+		case 'F': o->fraction = msim_cli_fraction(optarg); break;
 		case 'K':
-			capacity = msim_cli_bytes("--capacity", optarg);
-			if (capacity == 0)
+			o->capacity = msim_cli_bytes("--capacity", optarg);
+			if (o->capacity == 0)
 				msim_cli_die("--capacity: must be above 0");
 			break;
-		case 'L': lat_path = optarg; break;
-		case 'd': db_path = optarg; break;
-		case 'P': plot = optarg; break;
+		case 'L': o->calibration = optarg; break;
+		case 'd': o->db = optarg; break;
+		case 'P': o->plot = optarg; break;
 		case 'h': usage_compare(stdout); return 0;
 		default: usage_compare(stderr); return 2;
 		}
@@ -206,15 +179,18 @@ msim_cmd_compare(int argc, char **argv)
 		usage_compare(stderr);
 		return 2;
 	}
-	const char *path = argv[optind];
-	msim_cli_not_input("--plot", plot, path, "the input trace");
-	msim_cli_not_input("--plot", plot, db_path, "the database");
-	msim_cli_not_input("--plot", plot, lat_path, "the calibration file");
-	msim_cli_not_input("--db", db_path, path, "the input trace");
+	if (o->cap && o->fraction)
+		msim_cli_die("give --cap or --fraction, not both");
+	return -1;
+}
 
-	/* The policies, in order. */
-	if (list) {
-		char *copy = strdup(list), *save = NULL;
+/* The policies, in order, each with its --alloc-conf. */
+static size_t
+cmp_rows(const cmp_opts_t *o, cmp_row_t *rows)
+{
+	size_t nrows = 0;
+	if (o->list) {
+		char *copy = strdup(o->list), *save = NULL;
 		if (!copy)
 			msim_cli_die("out of memory");
 		for (char *tok = strtok_r(copy, ",", &save); tok;
@@ -222,9 +198,10 @@ msim_cmd_compare(int argc, char **argv)
 			const msim_policy_ops_t *ops = msim_policy_find(tok);
 			if (!ops)
 				msim_cli_die("--policies: unknown policy '%s' "
-				    "(see `memsim policies`)", tok);
+					     "(see `memsim policies`)", tok);
 			if (nrows == CMP_MAX)
-				msim_cli_die("--policies: at most %d", CMP_MAX);
+				msim_cli_die("--policies: at most %d",
+					     CMP_MAX);
 			rows[nrows++] = (cmp_row_t){.ops = ops};
 		}
 		free(copy);
@@ -235,110 +212,32 @@ msim_cmd_compare(int argc, char **argv)
 		     *p && nrows < CMP_MAX; p++)
 			rows[nrows++] = (cmp_row_t){.ops = *p};
 	}
-	for (size_t i = 0; i < nconfs; i++) {
+	for (size_t i = 0; i < o->nconfs; i++) {
 		bool used = false;
 		for (size_t r = 0; r < nrows; r++) {
-			if (!strcmp(rows[r].ops->name, confs[i][0])) {
-				rows[r].conf = confs[i][1];
+			if (!strcmp(rows[r].ops->name, o->confs[i][0])) {
+				rows[r].conf = o->confs[i][1];
 				used = true;
 			}
 		}
 		if (!used)
-			msim_cli_die("--alloc-conf: policy '%s' is not compared",
-			    confs[i][0]);
+			msim_cli_die("--alloc-conf: policy '%s' is not "
+				     "compared", o->confs[i][0]);
 	}
+	return nrows;
+}
 
-	char why[1024];
-	msim_timemodel_t *lat;
-	if (lat_path ? msim_timemodel_load(lat_path, &lat, why, sizeof(why))
-		     : msim_timemodel_h200(&lat))
-		msim_cli_die("--calibration: %s", lat_path ? why
-							   : "out of memory");
-	msim_db_t *db = NULL;
-	if (db_path && msim_db_open(db_path, &db, why, sizeof(why)))
-		msim_cli_die("%s", why);
-
-	char sum_csv[] = "/tmp/memsim-cmp-sum-XXXXXX";
-	char tl_csv[] = "/tmp/memsim-cmp-tl-XXXXXX";
-	FILE *sum_fp = NULL, *tl_fp = NULL;
-	if (plot) {
-		int fd1 = mkstemp(sum_csv), fd2 = mkstemp(tl_csv);
-		if (fd1 < 0 || fd2 < 0 || !(sum_fp = fdopen(fd1, "w")) ||
-		    !(tl_fp = fdopen(fd2, "w")))
-			msim_cli_die("cannot create a temporary file: %s",
-			    strerror(errno));
-	}
-
-	char hash[32] = "";
-	for (size_t r = 0; r < nrows; r++) {
-		cmp_row_t *row = &rows[r];
-		msim_params_t pv;
-		if (msim_params_init(&pv, row->ops->params))
-			msim_cli_die("out of memory");
-		if (row->conf && msim_params_parse(&pv, row->conf))
-			msim_cli_die("--alloc-conf %s: %s", row->ops->name,
-			    pv.errmsg);
-		msim_params_canonical(&pv, row->canon, sizeof(row->canon));
-		msim_trace_t *t;
-		if (msim_trace_open(path, NULL, &t, why, sizeof(why)))
-			msim_cli_die("%s", why);
-		cmp_src_t src = {.t = t, .lat = lat};
-		msim_sim_config_t cfg = {
-			.source = {cmp_next, cmp_errmsg, &src},
-			.policy = row->ops,
-			.params = &pv,
-			.device = {.capacity = capacity, .log_events = 1},
-		};
-		msim_sim_t *sim;
-		if (msim_sim_new(&cfg, &sim, why, sizeof(why)))
-			msim_cli_die("%s: %s", row->ops->name, why);
-		double t0 = msim_cli_now_ms();
-		if (msim_sim_run(sim))
-			msim_cli_die("%s: %s", row->ops->name,
-			    msim_sim_errmsg(sim));
-		double wall_ms = msim_cli_now_ms() - t0;
-		msim_sim_summary(sim, &row->sum);
-		msim_sim_stats(sim, &row->st);
-		size_t nev;
-		const msim_seg_event_t *ev =
-			msim_device_events(msim_sim_device(sim), &nev);
-		row->time_ms = (!strcmp(row->ops->name, "cuda-async")
-				? src.async_us : events_us(lat, ev, nev)) /
-			       1e3;
-		snprintf(hash, sizeof(hash), "%016" PRIx64, msim_trace_hash(t));
-		row->run_id = -1;
-		if (db) {
-			msim_run_info_t info = {
-				.kind = "simulated", .trace_path = path,
-				.trace_hash = hash,
-				.trace_format = msim_trace_format_name(t),
-				.policy = row->ops->name, .params = row->canon,
-				.addresses = "model", .wall_ms = wall_ms,
-			};
-			if (msim_db_store_run(db, &info, &row->sum, &row->st,
-					      msim_sim_timeline(sim), ev, nev,
-					      &row->run_id))
-				msim_cli_die("%s", msim_db_errmsg(db));
-		}
-		if (plot) {
-			fprintf(sum_fp, "%s,%" PRId64 ",%" PRId64 ",%.6f,%"
-				PRId64 ",%.3f\n", row->ops->name,
-				row->st.reserved_bytes[0].peak,
-				row->st.allocated_bytes[0].peak,
-				row->sum.frag_at_peak,
-				row->st.num_device_alloc +
-				row->st.num_device_free, row->time_ms);
-			write_timeline(tl_fp, row->ops->name,
-				       msim_sim_timeline(sim), r == 0);
-		}
-		msim_sim_destroy(sim);
-		msim_trace_close(t);
-		msim_params_clear(&pv);
-	}
-
-	printf("trace %s (%" PRIu64 " requests)\n\n", path,
+static void
+cmp_print(const char *path, const cmp_opts_t *o, const cmp_row_t *rows,
+	  size_t nrows, uint64_t cap)
+{
+	char a[32];
+	printf("trace %s (%" PRIu64 " requests)\n", path,
 	       rows[0].sum.requests);
-	printf("%-12s %11s %11s %9s %9s %9s %9s %11s\n", "policy",
+	if (cap)
+		printf("cap   %s (%" PRIu64 " bytes)\n",
+		       msim_format_bytes(cap, a, sizeof(a)), cap);
+	printf("\n%-12s %11s %11s %9s %9s %9s %9s %11s\n", "policy",
 	       "reserved", "allocated", "frag@peak", "frag mean", "ext max",
 	       "dev calls", "model ms");
 	for (size_t r = 0; r < nrows; r++)
@@ -346,23 +245,112 @@ msim_cmd_compare(int argc, char **argv)
 	for (size_t r = 0; r < nrows; r++)
 		if (rows[r].canon[0])
 			printf("* %s: %s\n", rows[r].ops->name, rows[r].canon);
-	if (db)
-		printf("stored runs %" PRId64 "..%" PRId64 " in %s\n",
-		       rows[0].run_id, rows[nrows - 1].run_id, db_path);
-	if (plot) {
+	if (o->db) {
+		printf("stored runs");
+		for (size_t r = 0; r < nrows; r++)
+			printf("%s%" PRId64, r ? ", " : " ", rows[r].run_id);
+		printf(" in %s\n", o->db);
+	}
+}
+
+/* One policy's row: the job memsim run --policy P --alloc-conf C makes. */
+static void
+cmp_one(const char *path, const cmp_opts_t *o, const msim_timemodel_t *lat,
+	msim_db_t *db, cmp_row_t *row, uint64_t *cap_out, FILE *tl_fp,
+	bool first)
+{
+	msim_job_spec_t spec = {
+		.trace = path, .policy = row->ops->name, .conf = row->conf,
+		.cap = o->cap, .fraction = o->fraction,
+		.capacity = o->capacity, .prefetch = true, .timemodel = lat,
+		.calibration = o->calibration,
+	};
+	msim_job_t *job;
+	msim_job_err_t err;
+	if (msim_job_open(&spec, db != NULL, &job, &err) ||
+	    msim_job_run(job, &err))
+		msim_cli_job_die(&err, row->ops->name);
+	const msim_job_result_t *res = msim_job_result(job);
+	row->sum = res->sum;
+	row->st = res->st;
+	row->time_ms = res->devtime.us / 1e3;
+	snprintf(row->canon, sizeof(row->canon), "%s", res->params);
+	*cap_out = res->cap_bytes;
+	row->run_id = -1;
+	int existed;
+	if (db && msim_job_store(job, db, MSIM_DB_REPLACE, 0, &row->run_id,
+				 &existed, &err))
+		msim_cli_job_die(&err, NULL);
+	if (tl_fp)
+		write_timeline(tl_fp, row->ops->name,
+			       msim_sim_timeline(msim_job_sim(job)), first);
+	msim_job_destroy(job);
+}
+
+int
+msim_cmd_compare(int argc, char **argv)
+{
+	cmp_opts_t o = {0};
+	int rc = cmp_parse(argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	const char *path = argv[optind];
+	/* Outputs never overwrite an input. */
+	msim_cli_not_input("--plot", o.plot, path, "the input trace");
+	msim_cli_not_input("--plot", o.plot, o.db, "the database");
+	msim_cli_not_input("--plot", o.plot, o.calibration,
+			   "the calibration file");
+	msim_cli_not_input("--db", o.db, path, "the input trace");
+	cmp_row_t rows[CMP_MAX];
+	size_t nrows = cmp_rows(&o, rows);
+
+	char why[1024];
+	msim_timemodel_t *lat = NULL;
+	if (o.calibration &&
+	    msim_timemodel_load(o.calibration, &lat, why, sizeof(why)))
+		msim_cli_die("--calibration: %s", why);
+	msim_db_t *db = NULL;
+	if (o.db && msim_db_open(o.db, &db, why, sizeof(why)))
+		msim_cli_die("%s", why);
+
+	char sum_csv[] = "/tmp/memsim-cmp-sum-XXXXXX";
+	char tl_csv[] = "/tmp/memsim-cmp-tl-XXXXXX";
+	FILE *sum_fp = NULL, *tl_fp = NULL;
+	if (o.plot) {
+		int fd1 = mkstemp(sum_csv), fd2 = mkstemp(tl_csv);
+		if (fd1 < 0 || fd2 < 0 || !(sum_fp = fdopen(fd1, "w")) ||
+		    !(tl_fp = fdopen(fd2, "w")))
+			msim_cli_die("cannot create a temporary file: %s",
+			    strerror(errno));
+	}
+	uint64_t cap = 0;
+	for (size_t r = 0; r < nrows; r++) {
+		cmp_row_t *row = &rows[r];
+		cmp_one(path, &o, lat, db, row, &cap, tl_fp, r == 0);
+		if (sum_fp)
+			fprintf(sum_fp, "%s,%" PRId64 ",%" PRId64 ",%.6f,%"
+				PRId64 ",%.3f\n", row->ops->name,
+				row->st.reserved_bytes[0].peak,
+				row->st.allocated_bytes[0].peak,
+				row->sum.frag_at_peak,
+				row->st.num_device_alloc +
+				row->st.num_device_free, row->time_ms);
+	}
+	cmp_print(path, &o, rows, nrows, cap);
+	if (o.plot) {
 		if (fclose(sum_fp) || fclose(tl_fp))
 			msim_cli_die("writing the plot data: %s",
 			    strerror(errno));
 		char title[1024];
 		snprintf(title, sizeof(title), "memsim compare: %s", path);
-		int rc = msim_plot_compare(msim_cli_plots_dir(), GNUPLOT_PATH,
-					   sum_csv, tl_csv, plot, title, why,
-					   sizeof(why));
+		rc = msim_plot_compare(msim_cli_plots_dir(), GNUPLOT_PATH,
+				       sum_csv, tl_csv, o.plot, title, why,
+				       sizeof(why));
 		unlink(sum_csv);
 		unlink(tl_csv);
 		if (rc)
 			msim_cli_die("--plot: %s", why);
-		printf("plotted %s\n", plot);
+		printf("plotted %s\n", o.plot);
 	}
 	msim_db_close(db);
 	msim_timemodel_destroy(lat);

@@ -63,7 +63,7 @@ msim_cmd_convert(int argc, char **argv)
 	msim_trace_options_t opt = {0};
 	uint64_t repeat = 1;
 	int c;
-	while ((c = getopt_long(argc, argv, "t:h", longopts, NULL)) != -1) {
+	while ((c = msim_cli_getopt(argc, argv, "t:h", longopts)) != -1) {
 		switch (c) {
 		case 't':
 			if (!(to = msim_trace_format_find(optarg)))
@@ -72,10 +72,7 @@ msim_cmd_convert(int argc, char **argv)
 				msim_cli_die("--to: memsim cannot write %s traces",
 				    optarg);
 			break;
-		case 'D':
-			opt.device1 = (unsigned)msim_cli_uint("--device",
-					optarg, 0, 1023) + 1;
-			break;
+		case 'D': opt.device1 = msim_cli_device1(optarg); break;
 		case 'r':
 			repeat = msim_cli_uint("--repeat", optarg, 1,
 					       UINT32_MAX);

@@ -312,7 +312,7 @@ msim_cli_explain(const msim_explain_config_t *cfg)
 	if (msim_explain_run(cfg, &ex, why, sizeof(why)))
 		msim_cli_die("%s", why);
 	printf("\n");
-	print_text(ex, cfg->trace, false);
+	print_text(ex, cfg->spec.trace, false);
 	msim_explain_destroy(ex);
 }
 
@@ -346,39 +346,25 @@ cmd_explain_common(int argc, char **argv, bool summary, bool plot_only)
 	};
 	const char *name = summary ? "summary" : "explain";
 	const char *policy = "pytorch", *conf = "";
-	msim_explain_config_t cfg = {.alternatives = !summary,
-				     .topt = {.deferred_frees = true}};
+	msim_explain_config_t cfg = {.alternatives = !summary};
+	msim_job_spec_t *spec = &cfg.spec;
 	bool json = false, quiet = false, with_summary = false;
 	bool at_peak = false, abbreviated = false, requests_only = false;
 	const char *plot = NULL, *export = NULL, *title = NULL;
 	int c;
-	char *end;
-	while ((c = getopt_long(argc, argv, "p:c:o:k:qh", longopts, NULL)) !=
+	while ((c = msim_cli_getopt(argc, argv, "p:c:o:k:qh", longopts)) !=
 	       -1) {
 		switch (c) {
 		case 'p': policy = optarg; break;
 		case 'c': conf = optarg; break;
-		case 'C': cfg.cap = msim_cli_bytes("--cap", optarg); break;
+		case 'C': spec->cap = msim_cli_bytes("--cap", optarg); break;
 		case 'K':
-			cfg.capacity = msim_cli_bytes("--capacity", optarg);
+			spec->capacity = msim_cli_bytes("--capacity", optarg);
 			break;
-		case 'F':
-			cfg.fraction = strtod(optarg, &end);
-			if (*end || !(cfg.fraction > 0 && cfg.fraction <= 1))
-				msim_cli_die("--fraction: '%s' is not in (0, 1]",
-					     optarg);
-			break;
-		case 'A':
-			if (strcmp(optarg, "model") && strcmp(optarg, "trace"))
-				msim_cli_die("--addresses: '%s' is not model or "
-					     "trace", optarg);
-			cfg.use_hints = !strcmp(optarg, "trace");
-			break;
+		case 'F': spec->fraction = msim_cli_fraction(optarg); break;
+		case 'A': spec->addresses = msim_cli_addresses(optarg); break;
 		case 'R': requests_only = true; break;
-		case 'D':
-			cfg.topt.device1 = (unsigned)msim_cli_uint("--device",
-					optarg, 0, 1023) + 1;
-			break;
+		case 'D': spec->device1 = msim_cli_device1(optarg); break;
 		case 't':
 			cfg.top = (size_t)msim_cli_uint("--top", optarg, 1,
 							1000000);
@@ -419,24 +405,26 @@ cmd_explain_common(int argc, char **argv, bool summary, bool plot_only)
 		msim_cli_die("--kind breakdown needs -o OUT (.png, .svg, .pdf)");
 	if (plot_only)
 		cfg.alternatives = false;
-	if (cfg.cap && cfg.fraction)
+	if (spec->cap && spec->fraction)
 		msim_cli_die("give --cap or --fraction, not both");
-	cfg.topt.deferred_frees = !requests_only;
-	cfg.trace = argv[optind];
-	msim_cli_not_input("--plot", plot, cfg.trace, "the input trace");
-	msim_cli_not_input("--export", export, cfg.trace, "the input trace");
-	cfg.conf = conf;
-	if (!(cfg.policy = msim_policy_find(policy)))
+	spec->requests_only = requests_only;
+	spec->trace = argv[optind];
+	msim_cli_not_input("--plot", plot, spec->trace, "the input trace");
+	msim_cli_not_input("--export", export, spec->trace, "the input trace");
+	spec->policy = policy;
+	spec->conf = conf;
+	const msim_policy_ops_t *ops = msim_policy_find(policy);
+	if (!ops)
 		msim_cli_die("--policy: unknown policy '%s' (see `memsim "
 			     "policies`)", policy);
 	msim_params_t pv;
-	if (msim_params_init(&pv, cfg.policy->params))
+	if (msim_params_init(&pv, ops->params))
 		msim_cli_die("out of memory");
 	if (msim_params_parse(&pv, conf))
 		msim_cli_die("--alloc-conf: %s", pv.errmsg);
 	if (!quiet)
-		msim_cli_warn_settings(cfg.policy, &pv,
-				       cfg.cap || cfg.fraction > 0);
+		msim_cli_warn_settings(ops, &pv,
+				       spec->cap || spec->fraction > 0);
 	msim_params_clear(&pv);
 	msim_explain_t *ex;
 	char why[1024];
@@ -453,7 +441,7 @@ cmd_explain_common(int argc, char **argv, bool summary, bool plot_only)
 			csv = tmpl;
 		}
 		char t[3072];
-		snprintf(t, sizeof(t), "%s: %s %s", cfg.trace, ex->policy,
+		snprintf(t, sizeof(t), "%s: %s %s", spec->trace, ex->policy,
 			 ex->params);
 		int rc = msim_explain_plot(ex, csv, plot, title ? title : t,
 					   msim_cli_plots_dir(), GNUPLOT_PATH,
@@ -474,9 +462,9 @@ cmd_explain_common(int argc, char **argv, bool summary, bool plot_only)
 				    abbreviated, buf, sizeof(buf));
 		fputs(buf, stdout);
 	} else if (json) {
-		print_json(ex, cfg.trace);
+		print_json(ex, spec->trace);
 	} else {
-		print_text(ex, cfg.trace, with_summary);
+		print_text(ex, spec->trace, with_summary);
 	}
 	msim_explain_destroy(ex);
 	return 0;

@@ -115,10 +115,14 @@ gen_model_cmd(int argc, char **argv)
 		}
 	msim_model_cfg_t cfg;
 	msim_model_defaults(&cfg, arch < 0 ? MSIM_ARCH_GPT2 : arch);
+	/* Training unless --inference, for every arch: an arch without a
+	 * training generator (bert) is refused by msim_model_check(), never
+	 * turned into inference silently. */
+	cfg.inference = false;
 	const char *out = NULL;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "a:b:s:d:n:o:h", lo, NULL)) != -1) {
+	while ((c = msim_cli_getopt(argc, argv, "a:b:s:d:n:o:h", lo)) != -1) {
 		switch (c) {
 		case 'a':
 			break;

@@ -42,7 +42,7 @@ msim_cmd_gen_random(int argc, char **argv)
 	char why[256] = "";
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
+	while ((c = msim_cli_getopt(argc, argv, "o:h", lo)) != -1) {
 		switch (c) {
 		case 'S':
 			cfg.seed = msim_cli_uint("--seed", optarg, 0,

@@ -244,12 +244,9 @@ msim_cmd_info(int argc, char **argv)
 	};
 	msim_trace_options_t opt = {.hidden_empty_cache = true};
 	int json = 0, c;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((c = msim_cli_getopt(argc, argv, "h", longopts)) != -1) {
 		switch (c) {
-		case 'D':
-			opt.device1 = (unsigned)msim_cli_uint("--device",
-					optarg, 0, 1023) + 1;
-			break;
+		case 'D': opt.device1 = msim_cli_device1(optarg); break;
 		case 'j': json = 1; break;
 		case 'X': opt.strict = true; break;
 		case 'N': opt.lenient = true; break;
@@ -281,6 +278,10 @@ msim_cmd_info(int argc, char **argv)
 				info_alloc(&in, &r);
 			continue;
 		}
+		/* Requests as a run counts them: allocs and frees (not
+		 * hidden empty_cache() calls or free_requested rows). */
+		if (r.kind != MSIM_REQ_ALLOC && r.kind != MSIM_REQ_FREE)
+			continue;
 		requests++;
 		if (r.kind == MSIM_REQ_ALLOC) {
 			info_alloc(&in, &r);

@@ -38,7 +38,7 @@ msim_cmd_merge(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	int c, quiet = 0;
-	while ((c = getopt_long(argc, argv, "qh", longopts, NULL)) != -1) {
+	while ((c = msim_cli_getopt(argc, argv, "qh", longopts)) != -1) {
 		switch (c) {
 		case 'q': quiet = 1; break;
 		case 'h': usage_merge(stdout); return 0;

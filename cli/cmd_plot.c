@@ -93,7 +93,7 @@ msim_cmd_plot(int argc, char **argv)
 	size_t nruns = 0;
 	int c;
 	char *end;
-	while ((c = getopt_long(argc, argv, "d:k:r:s:o:h", longopts, NULL)) !=
+	while ((c = msim_cli_getopt(argc, argv, "d:k:r:s:o:h", longopts)) !=
 	       -1) {
 		switch (c) {
 		case 'd': path = optarg; break;

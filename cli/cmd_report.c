@@ -236,7 +236,7 @@ msim_cmd_report(int argc, char **argv)
 	int json = 0, csv = 0, compare = 0, c;
 	const char *plot = NULL;
 	char *end;
-	while ((c = getopt_long(argc, argv, "d:r:s:o:h", longopts, NULL)) != -1) {
+	while ((c = msim_cli_getopt(argc, argv, "d:r:s:o:h", longopts)) != -1) {
 		switch (c) {
 		case 'd': path = optarg; break;
 		case 'r': {

@@ -21,6 +21,7 @@
 #include "plots/plot.h"
 #include "policies/registry.h"
 #include "cli/cli.h"
+#include "lab/job.h"
 #include "sim/engine.h"
 #include "sim/error.h"
 #include "sim/metrics.h"
@@ -103,38 +104,32 @@ compare_one(msim_db_t *db, const measured_t *m, cmp_result_t *r, char *why,
 {
 	memset(r, 0, sizeof(*r));
 	r->events = -1;
-	const msim_policy_ops_t *ops = msim_policy_find(sim_policy(m->policy));
-	if (!ops) {
-		snprintf(why, whylen, "run %" PRId64 ": no policy models '%s'",
-			 m->id, m->policy);
-		return MSIM_EINVAL;
-	}
-	msim_params_t pv;
-	if (msim_params_init(&pv, ops->params))
-		return MSIM_ENOMEM;
-	int rc;
-	msim_trace_t *t = NULL;
-	msim_sim_t *sim = NULL;
-	if ((rc = msim_params_parse(&pv, m->params))) {
-		snprintf(why, whylen, "run %" PRId64 ": %s", m->id, pv.errmsg);
-		goto out;
-	}
-	if ((rc = msim_trace_open(m->trace, NULL, &t, why, whylen)))
-		goto out;
-	uint64_t capacity = m->capacity ? m->capacity : MSIM_H200_BYTES;
-	msim_sim_config_t cfg = {
-		.source = msim_trace_source(t),
-		.policy = ops,
-		.params = &pv,
-		.device = {.capacity = capacity, .log_events = 1},
-		.fraction = m->cap ? (double)m->cap / (double)capacity : 0,
+	/* The job memsim run --requests-only makes of the same setting:
+	 * validate replays alloc and free_completed rows only. */
+	msim_job_spec_t spec = {
+		.trace = m->trace, .policy = sim_policy(m->policy),
+		.conf = m->params, .cap = m->cap, .capacity = m->capacity,
+		.requests_only = true,
 	};
-	if ((rc = msim_sim_new(&cfg, &sim, why, whylen)))
-		goto out;
-	if ((rc = msim_sim_run(sim))) {
-		snprintf(why, whylen, "%s", msim_sim_errmsg(sim));
+	msim_job_t *job = NULL;
+	msim_job_err_t err;
+	msim_sim_t *sim = NULL;
+	int rc = msim_job_open(&spec, false, &job, &err);
+	if (!rc)
+		rc = msim_job_run(job, &err);
+	if (rc) {
+		if (err.part == MSIM_JOB_EPOLICY)
+			snprintf(why, whylen, "run %" PRId64 ": no policy "
+				 "models '%s'", m->id, m->policy);
+		else if (err.part == MSIM_JOB_EPARAMS ||
+			 err.part == MSIM_JOB_ECAP)
+			snprintf(why, whylen, "run %" PRId64 ": %.900s", m->id,
+				 err.msg);
+		else
+			snprintf(why, whylen, "%s", err.msg);
 		goto out;
 	}
+	sim = msim_job_sim(job);
 	msim_stats_t st;
 	msim_summary_t sum;
 	msim_sim_stats(sim, &st);
@@ -168,9 +163,7 @@ compare_one(msim_db_t *db, const measured_t *m, cmp_result_t *r, char *why,
 		r->events = ec.equal && ec.k == ec.n;
 	}
 out:
-	msim_sim_destroy(sim);
-	msim_trace_close(t);
-	msim_params_clear(&pv);
+	msim_job_destroy(job);
 	return rc;
 }
 

@@ -10,21 +10,18 @@
 #include <string.h>
 
 #include "plots/plot.h"
-#include "policies/registry.h"
 #include "cli/cli.h"
 #include "sim/file.h"
 #include "sim/engine.h"
 #include "sim/error.h"
 #include "sim/metrics.h"
 #include "sim/results.h"
-#include "lab/explain.h"
-#include "lab/snapcheck.h"
 #include "sim/timemodel.h"
-#include "lab/sweep.h"
+#include "lab/explain.h"
+#include "lab/figures.h"
+#include "lab/job.h"
+#include "policies/registry.h"
 #include "sim/units.h"
-#include "traces/model_spec.h"
-#include "traces/prefetch.h"
-#include "traces/trace.h"
 
 static void
 usage_run(FILE *fp)
@@ -109,13 +106,6 @@ usage_run(FILE *fp)
 		MSIM_H200_BYTES);
 }
 
-static void
-json_stat(const char *name, int64_t value, void *ctx)
-{
-	FILE *fp = ctx;
-	fprintf(fp, ",\n  \"%s\": %" PRId64, name, value);
-}
-
 typedef struct run_opts_s {
 	const char *policy, *conf, *db, *plot, *segments, *addresses;
 	const char *calibration, *transform;
@@ -190,6 +180,31 @@ print_table(const char *trace, const char *policy, const char *params,
 		       " not\n", sum->ooms_expected, sum->ooms_unmatched);
 }
 
+static const struct option run_longopts[] = {
+	{"policy", required_argument, NULL, 'p'},
+	{"alloc-conf", required_argument, NULL, 'c'},
+	{"cap", required_argument, NULL, 'C'},
+	{"fraction", required_argument, NULL, 'F'},
+	{"capacity", required_argument, NULL, 'K'},
+	{"addresses", required_argument, NULL, 'A'},
+	{"keep-going", no_argument, NULL, 'k'},
+	{"transform", required_argument, NULL, 'T'},
+	{"requests-only", no_argument, NULL, 'R'},
+	{"calibration", required_argument, NULL, 'L'},
+	{"recording", no_argument, NULL, 'E'},
+	{"device", required_argument, NULL, 'D'},
+	{"strict", no_argument, NULL, 'Z'},
+	{"lenient", no_argument, NULL, 'N'},
+	{"db", required_argument, NULL, 'd'},
+	{"plot", required_argument, NULL, 'P'},
+	{"segments", required_argument, NULL, 'S'},
+	{"json", no_argument, NULL, 'j'},
+	{"explain", no_argument, NULL, 'X'},
+	{"quiet", no_argument, NULL, 'q'},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
 /* --device all: the run once per device with trace events, as
  * --device N. */
 static int
@@ -237,77 +252,44 @@ run_each_device(int argc, char **argv)
 	return 0;
 }
 
-int
-msim_cmd_run(int argc, char **argv)
+/* Reads the options into o.  Returns -1 to go on, else the exit status
+ * (--help, a usage error). */
+static int
+run_parse(int argc, char **argv, run_opts_t *o)
 {
-	static const struct option longopts[] = {
-		{"policy", required_argument, NULL, 'p'},
-		{"alloc-conf", required_argument, NULL, 'c'},
-		{"cap", required_argument, NULL, 'C'},
-		{"fraction", required_argument, NULL, 'F'},
-		{"capacity", required_argument, NULL, 'K'},
-		{"addresses", required_argument, NULL, 'A'},
-		{"keep-going", no_argument, NULL, 'k'},
-		{"transform", required_argument, NULL, 'T'},
-		{"requests-only", no_argument, NULL, 'R'},
-		{"calibration", required_argument, NULL, 'L'},
-		{"recording", no_argument, NULL, 'E'},
-		{"device", required_argument, NULL, 'D'},
-		{"strict", no_argument, NULL, 'Z'},
-		{"lenient", no_argument, NULL, 'N'},
-		{"db", required_argument, NULL, 'd'},
-		{"plot", required_argument, NULL, 'P'},
-		{"segments", required_argument, NULL, 'S'},
-		{"json", no_argument, NULL, 'j'},
-		{"explain", no_argument, NULL, 'X'},
-		{"quiet", no_argument, NULL, 'q'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	run_opts_t o = {.policy = "pytorch", .conf = "", .addresses = "model"};
 	int c;
-	char *end;
-	while ((c = getopt_long(argc, argv, "p:c:d:qh", longopts, NULL)) != -1) {
+	while ((c = msim_cli_getopt(argc, argv, "p:c:d:qh", run_longopts)) !=
+	       -1) {
 		switch (c) {
-		case 'p': o.policy = optarg; break;
-		case 'c': o.conf = optarg; break;
-		case 'C': o.cap = msim_cli_bytes("--cap", optarg); break;
+		case 'p': o->policy = optarg; break;
+		case 'c': o->conf = optarg; break;
+		case 'C': o->cap = msim_cli_bytes("--cap", optarg); break;
 		case 'K':
-			o.capacity = msim_cli_bytes("--capacity", optarg);
-			if (!o.capacity)
+			o->capacity = msim_cli_bytes("--capacity", optarg);
+			if (!o->capacity)
 				msim_cli_die("--capacity: 0 bytes; give the "
 					     "device's memory (e.g. 80GiB)");
 			break;
-		case 'F':
-			o.fraction = strtod(optarg, &end);
-			if (*end || !(o.fraction > 0 && o.fraction <= 1))
-				msim_cli_die("--fraction: '%s' is not in (0, 1]", optarg);
-			break;
-		case 'A':
-			if (strcmp(optarg, "model") && strcmp(optarg, "trace"))
-				msim_cli_die("--addresses: '%s' is not model or trace",
-				    optarg);
-			o.addresses = optarg;
-			break;
-		case 'k': o.keep_going = 1; break;
-		case 'T': o.transform = optarg; break;
-		case 'R': o.requests_only = 1; break;
-		case 'L': o.calibration = optarg; break;
-		case 'E': o.recording = 1; o.addresses = "trace"; break;
-		case 'Z': o.strict = 1; break;
-		case 'N': o.lenient = 1; break;
+		case 'F': o->fraction = msim_cli_fraction(optarg); break;
+		case 'A': o->addresses = msim_cli_addresses(optarg); break;
+		case 'k': o->keep_going = 1; break;
+		case 'T': o->transform = optarg; break;
+		case 'R': o->requests_only = 1; break;
+		case 'L': o->calibration = optarg; break;
+		case 'E': o->recording = 1; o->addresses = "trace"; break;
+		case 'Z': o->strict = 1; break;
+		case 'N': o->lenient = 1; break;
 		case 'D':
 			if (!strcmp(optarg, "all"))
 				return run_each_device(argc, argv);
-			o.device1 = (unsigned)msim_cli_uint("--device",
-					optarg, 0, 1023) + 1;
+			o->device1 = msim_cli_device1(optarg);
 			break;
-		case 'd': o.db = optarg; break;
-		case 'P': o.plot = optarg; break;
-		case 'S': o.segments = optarg; break;
-		case 'j': o.json = 1; break;
-		case 'X': o.explain = 1; break;
-		case 'q': o.quiet = 1; break;
+		case 'd': o->db = optarg; break;
+		case 'P': o->plot = optarg; break;
+		case 'S': o->segments = optarg; break;
+		case 'j': o->json = 1; break;
+		case 'X': o->explain = 1; break;
+		case 'q': o->quiet = 1; break;
 		case 'h': usage_run(stdout); return 0;
 		default: usage_run(stderr); return 2;
 		}
@@ -316,329 +298,167 @@ msim_cmd_run(int argc, char **argv)
 		usage_run(stderr);
 		return 2;
 	}
-	if (o.plot && !o.db)
-		msim_cli_die("--plot needs --db (the curve is drawn from the database)");
-	if (o.cap && o.fraction)
-		msim_cli_die("give --cap or --fraction, not both");
-	const char *path = argv[optind];
 	/* Outputs never overwrite an input. */
-	msim_cli_not_input("--segments", o.segments, path, "the input trace");
-	msim_cli_not_input("--segments", o.segments, o.db, "the database");
-	msim_cli_not_input("--segments", o.segments, o.calibration,
+	const char *path = argv[optind];
+	msim_cli_not_input("--segments", o->segments, path, "the input trace");
+	msim_cli_not_input("--segments", o->segments, o->db, "the database");
+	msim_cli_not_input("--segments", o->segments, o->calibration,
 			   "the calibration file");
-	msim_cli_not_input("--plot", o.plot, path, "the input trace");
-	msim_cli_not_input("--plot", o.plot, o.db, "the database");
-	msim_cli_not_input("--plot", o.plot, o.calibration,
+	msim_cli_not_input("--plot", o->plot, path, "the input trace");
+	msim_cli_not_input("--plot", o->plot, o->db, "the database");
+	msim_cli_not_input("--plot", o->plot, o->calibration,
 			   "the calibration file");
-	msim_cli_not_input("--db", o.db, path, "the input trace");
-	char *mspec, *strategy;
-	char why[1024];
-	if (msim_input_describe(path, o.transform, &mspec, &strategy, why,
-				sizeof(why)))
-		msim_cli_die("%s%s", msim_model_spec_is(path) && !o.transform
-			     ? "model spec: " : "", why);
-
-	const msim_policy_ops_t *ops = msim_policy_find(o.policy);
-	if (!ops)
-		msim_cli_die("--policy: unknown policy '%s' (see `memsim policies`)",
-		    o.policy);
-	msim_params_t pv;
-	if (msim_params_init(&pv, ops->params))
-		msim_cli_die("out of memory");
-	if (msim_params_parse(&pv, o.conf))
-		msim_cli_die("--alloc-conf: %s", pv.errmsg);
-	if (o.explain && (o.json || o.transform))
+	msim_cli_not_input("--db", o->db, path, "the input trace");
+	if (o->plot && !o->db)
+		msim_cli_die("--plot needs --db (the curve is drawn from the "
+			     "database)");
+	if (o->cap && o->fraction)
+		msim_cli_die("give --cap or --fraction, not both");
+	if (o->explain && (o->json || o->transform))
 		msim_cli_die("--explain: not with --json or --transform (see "
 			     "memsim explain --json)");
-	if (!o.quiet)
-		msim_cli_warn_settings(ops, &pv, o.cap || o.fraction > 0);
-	char canon[1024];
-	msim_params_canonical(&pv, canon, sizeof(canon));
+	return -1;
+}
 
-	/* Open the database first: a bad database fails before the work. */
+/* Settings given that cannot act, on stderr (the job reports a bad
+ * policy or parameter itself). */
+static void
+run_warn(const run_opts_t *o)
+{
+	const msim_policy_ops_t *ops = msim_policy_find(o->policy);
+	msim_params_t pv;
+	if (o->quiet || !ops || msim_params_init(&pv, ops->params))
+		return;
+	if (!msim_params_parse(&pv, o->conf))
+		msim_cli_warn_settings(ops, &pv, o->cap || o->fraction > 0);
+	msim_params_clear(&pv);
+}
+
+/* The figures of lab/figures.h, as the public API hands them out. */
+static void
+print_json(msim_job_t *job, int64_t run_id)
+{
+	msim_figs_t f = {0};
+	if (msim_figs_job(&f, job) ||
+	    (run_id >= 0 && msim_figs_int(&f, "run_id", run_id)))
+		msim_cli_die("out of memory");
+	printf("{");
+	msim_cli_json_figs(&f, true);
+	printf("\n}\n");
+	msim_figs_clear(&f);
+}
+
+static void
+print_text(const msim_job_result_t *r, msim_trace_t *trace, int64_t run_id,
+	   const char *db)
+{
+	print_table(r->trace_path, r->policy, r->params, r->cap_bytes,
+		    &r->sum, &r->st, !strcmp(r->addresses, "trace"));
+	if (r->strategy)
+		printf("strategy   %s\n", r->strategy);
+	for (size_t i = 0; i < r->nmeta; i++)
+		printf("meta       %s %s\n", r->meta[i][0], r->meta[i][1]);
+	printf("time       %" PRIu64 " device allocs, %" PRIu64
+	       " frees: %s ms modelled\n", r->devtime.mallocs,
+	       r->devtime.frees, r->devtime_ms);
+	if (*r->settings_note)
+		printf("settings   %s\n", r->settings_note);
+	if (trace)
+		msim_cli_seed_print(trace);
+	if (*r->snapshot_state)
+		printf("snapshot state: %s\n", r->snapshot_state);
+	if (run_id >= 0)
+		printf("stored     run %" PRId64 " in %s\n", run_id, db);
+}
+
+static void
+run_plot(msim_db_t *db, const run_opts_t *o, const msim_job_result_t *r,
+	 int64_t run_id)
+{
+	char title[2048], why[1024];
+	snprintf(title, sizeof(title), "%s: %s %s%s%s", r->trace_path,
+		 r->policy, r->params, r->strategy ? " " : "",
+		 r->strategy ? r->strategy : "");
+	msim_plot_req_t pr = {
+		.kind = MSIM_PLOT_CURVE, .runs = &run_id, .nruns = 1,
+		.out = o->plot, .title = title,
+		.plots_dir = msim_cli_plots_dir(),
+		.gnuplot = GNUPLOT_PATH,
+	};
+	if (msim_plot_draw(db, &pr, why, sizeof(why)))
+		msim_cli_die("--plot: %s", why);
+	if (!o->json)
+		printf("plotted    %s\n", o->plot);
+}
+
+int
+msim_cmd_run(int argc, char **argv)
+{
+	run_opts_t o = {.policy = "pytorch", .conf = "", .addresses = "model"};
+	int rc = run_parse(argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	run_warn(&o);
+	char why[1024];
+	/* Open the calibration and the database first: a bad one fails
+	 * before the work. */
 	msim_timemodel_t *tm = NULL;
-	const char *calib = o.calibration ? o.calibration : "H200 (built in)";
-	if (o.calibration
-	    ? msim_timemodel_load(o.calibration, &tm, why, sizeof(why))
-	    : msim_timemodel_h200(&tm))
-		msim_cli_die("--calibration: %s", o.calibration ? why
-							   : "out of memory");
+	if (o.calibration &&
+	    msim_timemodel_load(o.calibration, &tm, why, sizeof(why)))
+		msim_cli_die("--calibration: %s", why);
 	msim_db_t *db = NULL;
 	if (o.db && msim_db_open(o.db, &db, why, sizeof(why)))
 		msim_cli_die("%s", why);
-
-	msim_input_t in;
-	/* By default free_requested and free_completed rows apply apart;
-	 * --recording adds the hidden empty_cache() calls and the recorded
-	 * addresses. */
-	msim_trace_options_t topt = {
-		.deferred_frees = !o.requests_only || o.recording,
-		.hidden_empty_cache = o.recording,
-		.device1 = o.device1,
-		.strict = o.strict,
-		.lenient = o.lenient,
+	msim_job_spec_t spec = {
+		.trace = argv[optind], .transform = o.transform,
+		.policy = o.policy, .conf = o.conf, .cap = o.cap,
+		.fraction = o.fraction, .capacity = o.capacity,
+		.addresses = o.addresses, .requests_only = o.requests_only,
+		.recording = o.recording, .device1 = o.device1,
+		.strict = o.strict, .lenient = o.lenient,
+		.keep_going = o.keep_going, .prefetch = true,
+		.keep_log = o.segments != NULL,
+		.timemodel = tm, .calibration = o.calibration,
 	};
-	if (msim_input_open(&in, path, mspec, strategy, &topt, why,
-			    sizeof(why)))
-		msim_cli_die("%s", why);
-	/* A first pass completes a partial history and reads the
-	 * snapshot's allocator settings, which --recording applies. */
-	if (in.trace && msim_trace_prescan(in.trace))
-		msim_cli_die("%s", msim_trace_errmsg(in.trace));
-	const char *snapconf = in.trace ? msim_trace_alloc_conf(in.trace)
-					: NULL;
-	char confnote[768] = "";
-	if (o.recording && snapconf && *snapconf && *o.conf) {
-		snprintf(confnote, sizeof(confnote), "--alloc-conf given: the "
-			 "snapshot's settings \"%s\" are not applied",
-			 snapconf);
-	} else if (o.recording && snapconf && *snapconf) {
-		msim_params_t sp;
-		if (msim_params_init(&sp, ops->params))
-			msim_cli_die("out of memory");
-		if (msim_params_parse(&sp, snapconf)) {
-			snprintf(confnote, sizeof(confnote), "the snapshot's "
-				 "settings \"%s\" are not applied: %s",
-				 snapconf, sp.errmsg);
-			msim_params_clear(&sp);
-		} else {
-			msim_params_clear(&pv);
-			pv = sp;
-			msim_params_canonical(&pv, canon, sizeof(canon));
-			snprintf(confnote, sizeof(confnote), "the snapshot's "
-				 "allocator settings \"%s\"", snapconf);
-		}
-	}
-	uint64_t capacity = o.capacity ? o.capacity : MSIM_H200_BYTES;
-	/* The trace is read on a second thread while the engine replays. */
-	msim_prefetch_t *pf;
-	if (msim_prefetch_new(in.src, &pf))
-		msim_cli_die("out of memory");
-	msim_sim_config_t cfg = {
-		.source = msim_prefetch_source(pf),
-		.policy = ops,
-		.params = &pv,
-		/* The log only where it is read: memory stays with the
-		 * live blocks however many device calls a run makes. */
-		.device = {.capacity = capacity,
-			   .log_events = o.db || o.segments || o.recording,
-			   .timemodel = tm,
-			   .use_hints = !strcmp(o.addresses, "trace")},
-		.fraction = o.cap ? (double)o.cap / (double)capacity
-				  : o.fraction,
-		.keep_going = o.keep_going,
-		.peak_blocks = o.db != NULL, /* for memsim plot --kind segments */
-	};
-	if (o.cap > capacity)
-		msim_cli_die("--cap: %" PRIu64 " bytes is more than the device's %"
-		    PRIu64, o.cap, capacity);
-	msim_sim_t *sim;
-	if (msim_sim_new(&cfg, &sim, why, sizeof(why)))
-		msim_cli_die("--alloc-conf: %s", why);
-	double t0 = msim_cli_now_ms();
-	int rc = msim_sim_run(sim);
-	msim_prefetch_destroy(pf); /* the reader is done with the input */
-	if (rc) {
-		const char *e = msim_sim_errmsg(sim);
-		/* The engine names the request, the reader the file. */
-		msim_cli_die("%s%s%s", strncmp(e, "request ", 8) ? "" : path,
-			     strncmp(e, "request ", 8) ? "" : ": ", e);
-	}
-	double wall_ms = msim_cli_now_ms() - t0;
-
-	msim_summary_t sum;
-	msim_stats_t st;
-	msim_sim_summary(sim, &sum);
-	msim_sim_stats(sim, &st);
-	uint64_t cap = msim_device_cap(msim_sim_device(sim));
-	/* The hash of the whole file, the reader's when it read it all,
-	 * else (an OOM stopped the run early) read again: the setting key of
-	 * the run depends on it. */
-	char hash[32];
-	if (mspec) {
-		msim_hash_t h;
-		msim_hash_init(&h);
-		msim_hash_update(&h, mspec, strlen(mspec));
-		snprintf(hash, sizeof(hash), "%016" PRIx64,
-			 msim_hash_final(&h));
-	} else if (in.trace && msim_trace_ended(in.trace)) {
-		snprintf(hash, sizeof(hash), "%016" PRIx64,
-			 msim_trace_hash(in.trace));
-	} else if (msim_file_hash(path, hash, why, sizeof(why))) {
-		msim_cli_die("%s", why);
-	}
-	const char *tpath = mspec ? mspec : path;
-
-	size_t nev;
-	const msim_seg_event_t *ev = msim_device_events(msim_sim_device(sim),
-							&nev);
-	msim_devtime_t dt;
-	msim_device_devtime(msim_sim_device(sim), &dt);
-	msim_sim_meta_t meta;
-	msim_sim_meta_fill(&meta, dt.us, calib, &sum);
-	const char *dt_ms = meta.ms;
-	const char *kv[32];
-	msim_input_meta(&in, meta.kv, kv, 32);
-	/* --recording of a snapshot: does the replay end in its state? */
-	char snapstate[256] = "";
-	const msim_snap_segment_t *segs;
-	size_t nsegs = 0;
-	if (o.recording && in.trace &&
-	    msim_trace_segments(in.trace, &segs, &nsegs))
-		msim_cli_die("out of memory");
-	if (nsegs) {
-		msim_snapcheck_t sc;
-		if (msim_snapcheck(sim, segs, nsegs, &sc))
-			msim_cli_die("out of memory");
-		msim_snapcheck_format(&sc, snapstate, sizeof(snapstate));
-		size_t k = 0;
-		while (kv[k])
-			k += 2;
-		if (k + 2 < 32) {
-			kv[k] = "snapshot_state";
-			kv[k + 1] = snapstate;
-			kv[k + 2] = NULL;
-		}
-	}
-	/* A partial history: what was seeded, kept with the run. */
-	char seeding[320] = "";
-	msim_trace_seed_t sd = {0};
-	if (in.trace)
-		msim_trace_seeding(in.trace, &sd);
-	if (sd.requests) {
-		snprintf(seeding, sizeof(seeding), "%" PRIu64 " blocks, %"
-			 PRIu64 " segments of %" PRIu64 " bytes; %s%s",
-			 sd.from_frees + sd.from_snapshot, sd.segments,
-			 sd.segment_bytes, sd.exact ? "exact" : "not exact: ",
-			 sd.exact ? "" : sd.inexact);
-		size_t k = 0;
-		while (kv[k])
-			k += 2;
-		if (k + 2 < 32) {
-			kv[k] = "seeded";
-			kv[k + 1] = seeding;
-			kv[k + 2] = NULL;
-		}
-	}
+	msim_job_t *job;
+	msim_job_err_t err;
+	if (msim_job_open(&spec, db != NULL, &job, &err) ||
+	    msim_job_run(job, &err))
+		/* The engine names the request, the trace is named here. */
+		msim_cli_job_die(&err, err.part == MSIM_JOB_ERUN &&
+				 !strncmp(err.msg, "request ", 8)
+				 ? spec.trace : NULL);
+	const msim_job_result_t *r = msim_job_result(job);
+	/* A setting is stored once: running it again replaces its results
+	 * under the same run id. */
 	int64_t run_id = -1;
-	char dberr[2600] = ""; /* a storage error, told after the figures */
-	if (db) {
-		msim_run_info_t info = {
-			.kind = "simulated", .trace_path = tpath,
-			.trace_hash = hash, .trace_format = in.format,
-			.strategy = strategy,
-			.policy = ops->name, .params = canon, .cap_bytes = cap,
-			.addresses = o.addresses, .wall_ms = wall_ms,
-			.meta = kv,
-			.capacity_bytes = capacity,
-		};
-		info.peak_blocks = msim_sim_peak_blocks(sim, &info.npeak_blocks);
-		/* A setting is stored once: running it again replaces its
-		 * results under the same run id. */
-		int existed;
-		if (msim_db_store_run_mode(db, &info, &sum, &st,
-					   msim_sim_timeline(sim), ev, nev,
-					   MSIM_DB_REPLACE, &run_id, &existed))
-			snprintf(dberr, sizeof(dberr), "%s", msim_db_errmsg(db));
-	}
+	int existed;
+	msim_job_err_t dberr = {0}; /* a storage error, told after the figures */
+	if (db)
+		msim_job_store(job, db, MSIM_DB_REPLACE, 0, &run_id, &existed,
+			       &dberr);
 	if (o.segments)
-		write_segments(o.segments, msim_sim_device(sim));
-	if (o.json) {
-		printf("{\n  \"trace\": ");
-		msim_cli_json_str(stdout, tpath);
-		if (strategy) {
-			printf(",\n  \"strategy\": ");
-			msim_cli_json_str(stdout, strategy);
-		}
-		for (size_t i = 0; i < in.nmeta; i++)
-			printf(",\n  \"%s\": %s", in.meta[i][0],
-			       in.meta[i][1]);
-		printf(",\n  \"trace_hash\": \"%s\",\n  \"policy\": ", hash);
-		msim_cli_json_str(stdout, ops->name);
-		printf(",\n  \"params\": ");
-		msim_cli_json_str(stdout, canon);
-		printf(",\n  \"cap_bytes\": %" PRIu64, cap);
-		printf(",\n  \"requests\": %" PRIu64, sum.requests);
-		msim_stats_foreach(&st, json_stat, stdout);
-		printf(",\n  \"oom_request\": %" PRId64, sum.oom_request);
-		printf(",\n  \"frag_at_peak\": %.6f", sum.frag_at_peak);
-		printf(",\n  \"frag_mean\": %.6f", sum.frag_mean);
-		printf(",\n  \"ext_frag_max\": %.6f", sum.ext_frag_max);
-		printf(",\n  \"addr_same\": %" PRIu64 ",\n  \"addr_other\": %"
-		       PRIu64, sum.addr_same, sum.addr_other);
-		printf(",\n  \"modelled_device_ms\": %s", dt_ms);
-		printf(",\n  \"wall_ms\": %.3f", wall_ms);
-		if (*snapstate) {
-			printf(",\n  \"snapshot_state\": ");
-			msim_cli_json_str(stdout, snapstate);
-		}
-		if (*confnote) {
-			printf(",\n  \"settings_note\": ");
-			msim_cli_json_str(stdout, confnote);
-		}
-		if (in.trace)
-			msim_cli_seed_json(in.trace, false);
-		if (run_id >= 0)
-			printf(",\n  \"run_id\": %" PRId64, run_id);
-		printf("\n}\n");
-	} else {
-		print_table(tpath, ops->name, canon, cap, &sum, &st,
-			    !strcmp(o.addresses, "trace"));
-		if (strategy)
-			printf("strategy   %s\n", strategy);
-		for (size_t i = 0; i < in.nmeta; i++)
-			printf("meta       %s %s\n", in.meta[i][0],
-			       in.meta[i][1]);
-		printf("time       %" PRIu64 " device allocs, %" PRIu64
-			       " frees: %s ms modelled\n", dt.mallocs,
-			       dt.frees, dt_ms);
-		if (*confnote)
-			printf("settings   %s\n", confnote);
-		if (in.trace)
-			msim_cli_seed_print(in.trace);
-		if (*snapstate)
-			printf("snapshot state: %s\n", snapstate);
-		if (run_id >= 0)
-			printf("stored     run %" PRId64 " in %s\n", run_id,
-			       o.db);
-	}
+		write_segments(o.segments, msim_sim_device(msim_job_sim(job)));
+	if (o.json)
+		print_json(job, run_id);
+	else
+		print_text(r, msim_job_trace(job), run_id, o.db);
 	/* The figures are out: a full disk loses the row, not the results. */
-	if (*dberr) {
+	if (dberr.part) {
 		fflush(stdout);
-		msim_cli_die("%s", dberr);
+		msim_cli_job_die(&dberr, NULL);
 	}
-	if (o.plot) {
-		char title[2048];
-		snprintf(title, sizeof(title), "%s: %s %s%s%s", tpath,
-			 ops->name, canon, strategy ? " " : "",
-			 strategy ? strategy : "");
-		msim_plot_req_t pr = {
-			.kind = MSIM_PLOT_CURVE, .runs = &run_id, .nruns = 1,
-			.out = o.plot, .title = title,
-			.plots_dir = msim_cli_plots_dir(),
-			.gnuplot = GNUPLOT_PATH,
-		};
-		if (msim_plot_draw(db, &pr, why, sizeof(why)))
-			msim_cli_die("--plot: %s", why);
-		if (!o.json)
-			printf("plotted    %s\n", o.plot);
-	}
+	if (o.plot)
+		run_plot(db, &o, r, run_id);
 	if (o.explain) {
-		msim_explain_config_t ecfg = {
-			.trace = path, .topt = topt, .policy = ops,
-			.conf = o.conf, .capacity = capacity, .cap = o.cap,
-			.fraction = o.fraction, .alternatives = true,
-			.use_hints = !strcmp(o.addresses, "trace"),
-		};
+		/* The same setting, replayed as this run was. */
+		msim_explain_config_t ecfg = {.spec = spec,
+					      .alternatives = true};
+		ecfg.spec.prefetch = false;
 		msim_cli_explain(&ecfg);
 	}
-	msim_sim_destroy(sim);
-	msim_input_close(&in);
-	free(mspec);
-	free(strategy);
+	msim_job_destroy(job);
 	msim_db_close(db);
 	msim_timemodel_destroy(tm);
-	msim_params_clear(&pv);
 	return 0;
 }
-

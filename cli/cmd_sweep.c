@@ -131,154 +131,185 @@ push(const char ***v, size_t *n, const char *s)
 	*v = nv;
 }
 
-int
-msim_cmd_sweep(int argc, char **argv)
+static const struct option sweep_longopts[] = {
+	{"grid", required_argument, NULL, 'g'},
+	{"settings", required_argument, NULL, 's'},
+	{"random", required_argument, NULL, 'R'},
+	{"seed", required_argument, NULL, 'S'},
+	{"policy", required_argument, NULL, 'p'},
+	{"cap", required_argument, NULL, 'C'},
+	{"capacity", required_argument, NULL, 'K'},
+	{"addresses", required_argument, NULL, 'A'},
+	{"db", required_argument, NULL, 'd'},
+	{"jobs", required_argument, NULL, 'j'},
+	{"force", no_argument, NULL, 'f'},
+	{"shard", required_argument, NULL, 'H'},
+	{"list", no_argument, NULL, 'l'},
+	{"quiet", no_argument, NULL, 'q'},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
+/* What the options ask for besides the sweep itself. */
+typedef struct sweep_opts_s {
+	const char **grid, **policies;
+	size_t ngrid, npolicies, ncaps;
+	uint64_t *caps;
+	const char *db;
+	long jobs;
+	int force, list, quiet;
+} sweep_opts_t;
+
+/* --cap BYTES[,BYTES...] */
+static void
+sweep_caps(sweep_opts_t *o, const char *arg)
 {
-	static const struct option longopts[] = {
-		{"grid", required_argument, NULL, 'g'},
-		{"settings", required_argument, NULL, 's'},
-		{"random", required_argument, NULL, 'R'},
-		{"seed", required_argument, NULL, 'S'},
-		{"policy", required_argument, NULL, 'p'},
-		{"cap", required_argument, NULL, 'C'},
-		{"capacity", required_argument, NULL, 'K'},
-		{"addresses", required_argument, NULL, 'A'},
-		{"db", required_argument, NULL, 'd'},
-		{"jobs", required_argument, NULL, 'j'},
-		{"force", no_argument, NULL, 'f'},
-		{"shard", required_argument, NULL, 'H'},
-		{"list", no_argument, NULL, 'l'},
-		{"quiet", no_argument, NULL, 'q'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	msim_sweep_spec_t spec = {.seed = 1};
-	const char **grid = NULL, **policies = NULL;
-	size_t ngrid = 0, npolicies = 0, ncaps = 0;
-	uint64_t *caps = NULL;
-	const char *db = NULL;
-	long jobs = sysconf(_SC_NPROCESSORS_ONLN);
-	int force = 0, list = 0, quiet = 0, c;
-	while ((c = getopt_long(argc, argv, "g:s:p:d:j:qh", longopts,
-				NULL)) != -1) {
-		switch (c) {
-		case 'g': push(&grid, &ngrid, optarg); break;
-		case 's': spec.settings_file = optarg; break;
-		case 'R':
-			spec.random = msim_cli_uint("--random", optarg, 1,
-						    UINT32_MAX);
-			break;
-		case 'S':
-			spec.seed = msim_cli_uint("--seed", optarg, 0,
-						  UINT64_MAX);
-			break;
-		case 'p': push(&policies, &npolicies, optarg); break;
-		case 'C': {
-			char *copy = strdup(optarg), *save = NULL;
-			if (!copy)
-				msim_cli_die("out of memory");
-			for (char *t = strtok_r(copy, ",", &save); t;
-			     t = strtok_r(NULL, ",", &save)) {
-				uint64_t *nc = realloc(caps, (ncaps + 1) *
-							     sizeof(*nc));
-				if (!nc)
-					msim_cli_die("out of memory");
-				caps = nc;
-				caps[ncaps++] = msim_cli_bytes("--cap", t);
-			}
-			free(copy);
-			break;
+	char *copy = strdup(arg), *save = NULL;
+	if (!copy)
+		msim_cli_die("out of memory");
+	for (char *t = strtok_r(copy, ",", &save); t;
+	     t = strtok_r(NULL, ",", &save)) {
+		uint64_t *nc = realloc(o->caps, (o->ncaps + 1) * sizeof(*nc));
+		if (!nc)
+			msim_cli_die("out of memory");
+		o->caps = nc;
+		o->caps[o->ncaps++] = msim_cli_bytes("--cap", t);
+	}
+	free(copy);
+}
+
+/* One option of the sweep into spec or o. */
+static void
+sweep_opt(int c, msim_sweep_spec_t *spec, sweep_opts_t *o)
+{
+	int i, n, len = 0;
+	switch (c) {
+	case 'g': push(&o->grid, &o->ngrid, optarg); break;
+	case 's': spec->settings_file = optarg; break;
+	case 'R':
+		spec->random = msim_cli_uint("--random", optarg, 1,
+					     UINT32_MAX);
+		break;
+	case 'S':
+		spec->seed = msim_cli_uint("--seed", optarg, 0, UINT64_MAX);
+		break;
+	case 'p': push(&o->policies, &o->npolicies, optarg); break;
+	case 'C': sweep_caps(o, optarg); break;
+	case 'K':
+		spec->capacity = msim_cli_bytes("--capacity", optarg);
+		break;
+	case 'A': spec->addresses = msim_cli_addresses(optarg); break;
+	case 'd': o->db = optarg; break;
+	case 'j': o->jobs = msim_cli_jobs(optarg); break;
+	case 'f': o->force = 1; break;
+	case 'H':
+		if (sscanf(optarg, "%d/%d%n", &i, &n, &len) != 2 ||
+		    optarg[len] || n < 1 || i < 1 || i > n)
+			msim_cli_die("--shard: '%s' is not I/N with 1 <= I <= "
+				     "N", optarg);
+		spec->shard_index = i;
+		spec->shard_count = n;
+		break;
+	case 'l': o->list = 1; break;
+	case 'q': o->quiet = 1; break;
+	}
+}
+
+/* Reads the options.  Returns -1 to go on, else the exit status. */
+static int
+sweep_parse(int argc, char **argv, msim_sweep_spec_t *spec, sweep_opts_t *o)
+{
+	int c;
+	while ((c = msim_cli_getopt(argc, argv, "g:s:p:d:j:qh",
+				    sweep_longopts)) != -1) {
+		if (c == 'h') {
+			usage_sweep(stdout);
+			return 0;
 		}
-		case 'K':
-			spec.capacity = msim_cli_bytes("--capacity", optarg);
-			break;
-		case 'A':
-			if (strcmp(optarg, "model") && strcmp(optarg, "trace"))
-				msim_cli_die("--addresses: '%s' is not model or "
-					     "trace", optarg);
-			spec.addresses = optarg;
-			break;
-		case 'd': db = optarg; break;
-		case 'j':
-			jobs = (long)msim_cli_uint("--jobs", optarg, 1, 4096);
-			break;
-		case 'f': force = 1; break;
-		case 'H': {
-			int i, n, len = 0;
-			if (sscanf(optarg, "%d/%d%n", &i, &n, &len) != 2 ||
-			    optarg[len] || n < 1 || i < 1 || i > n)
-				msim_cli_die("--shard: '%s' is not I/N with 1 <= "
-					     "I <= N", optarg);
-			spec.shard_index = i;
-			spec.shard_count = n;
-			break;
+		if (c == '?' || c == ':') {
+			usage_sweep(stderr);
+			return 2;
 		}
-		case 'l': list = 1; break;
-		case 'q': quiet = 1; break;
-		case 'h': usage_sweep(stdout); return 0;
-		default: usage_sweep(stderr); return 2;
-		}
+		sweep_opt(c, spec, o);
 	}
 	if (optind == argc) {
 		usage_sweep(stderr);
 		return 2;
 	}
-	if (!db && !list)
+	if (!o->db && !o->list)
 		msim_cli_die("--db FILE is required (the results go there)");
-	spec.traces = (const char *const *)argv + optind;
-	spec.ntraces = (size_t)(argc - optind);
-	spec.grid = grid;
-	spec.ngrid = ngrid;
-	spec.policies = policies;
-	spec.npolicies = npolicies;
-	spec.caps = caps;
-	spec.ncaps = ncaps;
+	spec->traces = (const char *const *)argv + optind;
+	spec->ntraces = (size_t)(argc - optind);
+	spec->grid = o->grid;
+	spec->ngrid = o->ngrid;
+	spec->policies = o->policies;
+	spec->npolicies = o->npolicies;
+	spec->caps = o->caps;
+	spec->ncaps = o->ncaps;
+	return -1;
+}
 
+static void
+sweep_list(const msim_sweep_t *sw)
+{
+	for (size_t i = 0; i < msim_sweep_count(sw); i++) {
+		const msim_setting_t *s = msim_sweep_setting(sw, i);
+		printf("%s\t%s\t%s\t%" PRIu64 "\t%s\t%s\n",
+		       s->model_spec ? s->model_spec : s->trace, s->policy,
+		       s->params, s->cap, s->addresses,
+		       s->strategy ? s->strategy : "");
+	}
+}
+
+static void
+sweep_summary(const msim_sweep_t *sw, const msim_sweep_spec_t *spec,
+	      const msim_sweep_result_t *res, const char *db)
+{
+	double secs = res->wall_ms / 1e3;
+	printf("sweep %" PRId64 ": %zu settings", res->sweep_id, res->total);
+	if (res->total != msim_sweep_total(sw))
+		printf(" (shard %d/%d of %zu)", spec->shard_index,
+		       spec->shard_count, msim_sweep_total(sw));
+	printf(": %zu run, %zu already stored, %zu failed in %.2f s",
+	       res->ran, res->skipped, res->failed, secs);
+	if (res->ran && secs > 0)
+		printf(" (%.1f settings/s)", (double)res->ran / secs);
+	printf("; database %s\n", db);
+}
+
+int
+msim_cmd_sweep(int argc, char **argv)
+{
+	msim_sweep_spec_t spec = {.seed = 1};
+	sweep_opts_t o = {.jobs = sysconf(_SC_NPROCESSORS_ONLN)};
+	int rc = sweep_parse(argc, argv, &spec, &o);
+	if (rc >= 0)
+		return rc;
 	char why[2048];
 	msim_sweep_t *sw;
 	if (msim_sweep_plan(&spec, &sw, why, sizeof(why)))
 		msim_cli_die("%s", why);
-	if (list) {
-		for (size_t i = 0; i < msim_sweep_count(sw); i++) {
-			const msim_setting_t *s = msim_sweep_setting(sw, i);
-			printf("%s\t%s\t%s\t%" PRIu64 "\t%s\t%s\n",
-			       s->model_spec ? s->model_spec : s->trace,
-			       s->policy, s->params, s->cap, s->addresses,
-			       s->strategy ? s->strategy : "");
-		}
-		msim_sweep_destroy(sw);
-		free(grid);
-		free(policies);
-		free(caps);
-		return 0;
-	}
-	progress_t pr = {.tty = !quiet && isatty(STDERR_FILENO)};
-	msim_sweep_opts_t opts = {
-		.db_path = db, .jobs = (int)jobs, .force = force,
-		.progress = sweep_progress, .error = sweep_error, .ctx = &pr,
-	};
-	msim_sweep_result_t res;
-	int rc = msim_sweep_exec(sw, &opts, &res, why, sizeof(why));
-	if (pr.drawn)
-		fputc('\n', stderr);
-	if (rc)
-		msim_cli_die("%s", why);
-	if (!quiet) {
-		double secs = res.wall_ms / 1e3;
-		printf("sweep %" PRId64 ": %zu settings", res.sweep_id,
-		       res.total);
-		if (res.total != msim_sweep_total(sw))
-			printf(" (shard %d/%d of %zu)", spec.shard_index,
-			       spec.shard_count, msim_sweep_total(sw));
-		printf(": %zu run, %zu already stored, %zu failed in %.2f s",
-		       res.ran, res.skipped, res.failed, secs);
-		if (res.ran && secs > 0)
-			printf(" (%.1f settings/s)", (double)res.ran / secs);
-		printf("; database %s\n", db);
+	msim_sweep_result_t res = {0};
+	if (o.list) {
+		sweep_list(sw);
+	} else {
+		progress_t pr = {.tty = !o.quiet && isatty(STDERR_FILENO)};
+		msim_sweep_opts_t opts = {
+			.db_path = o.db, .jobs = (int)o.jobs,
+			.force = o.force, .progress = sweep_progress,
+			.error = sweep_error, .ctx = &pr,
+		};
+		rc = msim_sweep_exec(sw, &opts, &res, why, sizeof(why));
+		if (pr.drawn)
+			fputc('\n', stderr);
+		if (rc)
+			msim_cli_die("%s", why);
+		if (!o.quiet)
+			sweep_summary(sw, &spec, &res, o.db);
 	}
 	msim_sweep_destroy(sw);
-	free(grid);
-	free(policies);
-	free(caps);
+	free(o.grid);
+	free(o.policies);
+	free(o.caps);
 	return res.failed ? 1 : 0;
 }

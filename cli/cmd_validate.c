@@ -135,7 +135,7 @@ msim_cmd_validate(int argc, char **argv)
 	const char *conf = "", *python = NULL, *dbpath = NULL, *calib = NULL;
 	uint64_t cap = 0, threshold = UINT64_MAX;
 	int mode = MSIM_VMODE_TORCH, json = 0, c;
-	while ((c = getopt_long(argc, argv, "m:c:d:h", longopts, NULL)) != -1) {
+	while ((c = msim_cli_getopt(argc, argv, "m:c:d:h", longopts)) != -1) {
 		switch (c) {
 		case 'm':
 			if ((mode = msim_vmode_parse(optarg)) < 0)

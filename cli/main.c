@@ -12,28 +12,29 @@
 
 #include <gsl/gsl_errno.h>
 
+#include "lib/memsim.h"
 #include "policies/registry.h"
 #include "cli/cli.h"
 #include "traces/strategy.h"
 
+/* A policy's or strategy's name, summary and parameters. */
+static void
+print_params(const char *name, const char *summary,
+	     const msim_param_spec_t *params)
+{
+	printf("%s: %s\n", name, summary);
+	for (const msim_param_spec_t *s = params; s && s->name; s++)
+		printf("  %-36s default %-8s %s\n", s->name, s->def, s->help);
+}
+
 static void
 print_policies(void)
 {
-	for (const msim_policy_ops_t *const *p = msim_policy_list(); *p; p++) {
-		printf("%s: %s\n", (*p)->name, (*p)->summary);
-		for (const msim_param_spec_t *s = (*p)->params; s && s->name;
-		     s++)
-			printf("  %-36s default %-8s %s\n", s->name, s->def,
-			       s->help);
-	}
+	for (const msim_policy_ops_t *const *p = msim_policy_list(); *p; p++)
+		print_params((*p)->name, (*p)->summary, (*p)->params);
 	printf("\nstrategies (memsim gen model; sweep keys):\n");
-	for (const msim_strategy_t *const *p = msim_strategy_list(); *p; p++) {
-		printf("%s: %s\n", (*p)->name, (*p)->summary);
-		for (const msim_param_spec_t *s = (*p)->params; s && s->name;
-		     s++)
-			printf("  %-36s default %-8s %s\n", s->name, s->def,
-			       s->help);
-	}
+	for (const msim_strategy_t *const *p = msim_strategy_list(); *p; p++)
+		print_params((*p)->name, (*p)->summary, (*p)->params);
 }
 
 static void
@@ -98,6 +99,10 @@ static const struct {
 	{"summary", msim_cmd_summary, "torch.cuda.memory_summary() of a "
 	 "replay"},
 	{"info", msim_cmd_info, "summarize a trace (requests, sizes, peak)"},
+	{"record", msim_cmd_record, "record a PyTorch script's allocations "
+	 "(fake tensors, no GPU; or a real run)"},
+	{"fit", msim_cmd_fit, "the largest batch (or any setting) of a "
+	 "script that fits under a cap"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -125,7 +130,8 @@ main(int argc, char **argv)
 	}
 	const char *cmd = argv[1];
 	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
-		printf("memsim %s\n", PACKAGE_VERSION);
+		/* The shared library's, as a user of memsim.h sees it. */
+		printf("memsim %s\n", memsim_version());
 		return 0;
 	}
 	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") ||

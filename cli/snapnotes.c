@@ -10,18 +10,9 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "lab/figures.h"
 #include "sim/units.h"
 #include "traces/trace.h"
-
-/* Whether t is a snapshot without any trace event. */
-static bool
-no_events(msim_trace_t *t)
-{
-	msim_trace_tally_t tl;
-	msim_trace_tally(t, &tl);
-	return tl.entries == 0 && msim_trace_ended(t) &&
-	       !strcmp(msim_trace_format_name(t), "pickle");
-}
 
 void
 msim_cli_seed_print(msim_trace_t *t)
@@ -71,7 +62,7 @@ msim_cli_seed_print(msim_trace_t *t)
 	if (tl.zero_skipped)
 		printf("skipped    %" PRIu64 " zero-byte request%s\n",
 		       tl.zero_skipped, tl.zero_skipped == 1 ? "" : "s");
-	if (no_events(t))
+	if (msim_figs_no_events(t))
 		printf("hint       the snapshot has no trace events: was "
 		       "torch.cuda.memory._record_memory_history() enabled?\n");
 }
@@ -79,39 +70,9 @@ msim_cli_seed_print(msim_trace_t *t)
 void
 msim_cli_seed_json(msim_trace_t *t, bool always)
 {
-	msim_trace_seed_t s;
-	msim_trace_seeding(t, &s);
-	const char *first;
-	uint64_t skipped = msim_trace_skipped(t, &first);
-	msim_trace_tally_t tl;
-	msim_trace_tally(t, &tl);
-	if (!always && !s.requests && !s.snap_live && !skipped &&
-	    !tl.zero_skipped && !no_events(t))
-		return;
-	printf(",\n  \"seeded_from_frees\": %" PRIu64
-	       ",\n  \"seeded_from_snapshot\": %" PRIu64
-	       ",\n  \"seeded_late\": %" PRIu64
-	       ",\n  \"seeded_bytes\": %" PRIu64
-	       ",\n  \"seeded_segments\": %" PRIu64
-	       ",\n  \"seeded_segment_bytes\": %" PRIu64
-	       ",\n  \"seed_fillers\": %" PRIu64
-	       ",\n  \"seed_requests\": %" PRIu64
-	       ",\n  \"seed_exact\": %s",
-	       s.from_frees, s.from_snapshot, s.late, s.bytes, s.segments,
-	       s.segment_bytes, s.fillers, s.requests,
-	       s.exact ? "true" : "false");
-	if (!s.exact) {
-		printf(",\n  \"seed_inexact\": ");
-		msim_cli_json_str(stdout, s.inexact);
-	}
-	printf(",\n  \"snapshot_live_blocks\": %" PRIu64
-	       ",\n  \"snapshot_live_bytes\": %" PRIu64
-	       ",\n  \"explained_live_blocks\": %" PRIu64
-	       ",\n  \"explained_live_bytes\": %" PRIu64
-	       ",\n  \"skipped_entries\": %" PRIu64
-	       ",\n  \"zero_byte_skipped\": %" PRIu64
-	       ",\n  \"no_trace_events\": %s",
-	       s.snap_live, s.snap_live_bytes, s.explained,
-	       s.explained_bytes, skipped, tl.zero_skipped,
-	       no_events(t) ? "true" : "false");
+	msim_figs_t f = {0};
+	if (msim_figs_seed(&f, t, always))
+		msim_cli_die("out of memory");
+	msim_cli_json_figs(&f, false);
+	msim_figs_clear(&f);
 }

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "lab/bench.h"
+#include "lab/job.h"
 #include "sim/engine.h"
 #include "sim/error.h"
 #include "traces/trace.h"
@@ -59,6 +60,15 @@ loop_errmsg(void *ctx)
 	return "";
 }
 
+/* A trace as every job opens it (lab/job.h): free_requested rows apply
+ * apart from free_completed ones. */
+static msim_trace_options_t
+bench_topt(void)
+{
+	msim_job_spec_t spec = {0};
+	return msim_job_trace_options(&spec);
+}
+
 static double
 now_s(void)
 {
@@ -81,11 +91,14 @@ msim_bench_run(const char *trace_path, uint64_t target_requests,
 	memset(out, 0, sizeof(*out));
 
 	double t0 = now_s();
-	if ((rc = msim_trace_open(trace_path, NULL, &t, why, whylen)))
+	msim_trace_options_t topt = bench_topt();
+	if ((rc = msim_trace_open(trace_path, &topt, &t, why, whylen)))
 		goto done;
 	msim_req_t req;
 	while ((rc = msim_trace_next(t, &req)) == 1) {
-		if (req.kind != MSIM_REQ_ALLOC && req.kind != MSIM_REQ_FREE)
+		/* free_requested rows as a run replays them. */
+		if (req.kind != MSIM_REQ_ALLOC && req.kind != MSIM_REQ_FREE &&
+		    req.kind != MSIM_REQ_FREE_REQUESTED)
 			continue;
 		if (l.n == cap) {
 			cap = cap ? 2 * cap : 65536;
@@ -110,15 +123,17 @@ msim_bench_run(const char *trace_path, uint64_t target_requests,
 			live = v;
 			nlive = n;
 		}
+		if (req.kind == MSIM_REQ_FREE_REQUESTED)
+			continue;
 		live[req.id] = req.kind == MSIM_REQ_ALLOC;
+		out->trace_requests++;
 	}
 	if (rc < 0) {
 		snprintf(why, whylen, "%s", msim_trace_errmsg(t));
 		goto done;
 	}
 	out->read_s = now_s() - t0;
-	out->trace_requests = l.n;
-	if (l.n == 0) {
+	if (out->trace_requests == 0) {
 		snprintf(why, whylen, "%s: no requests", trace_path);
 		rc = MSIM_EINVAL;
 		goto done;
@@ -140,7 +155,8 @@ msim_bench_run(const char *trace_path, uint64_t target_requests,
 		l.v[l.n++] = (msim_req_t){.time = l.span, .id = id,
 					  .kind = MSIM_REQ_FREE};
 	}
-	uint64_t passes = (target_requests + l.n - 1) / l.n;
+	uint64_t passes = (target_requests + out->trace_requests - 1) /
+			  (out->trace_requests ? out->trace_requests : 1);
 	l.left = (passes ? passes : 1) * l.n;
 
 	msim_sim_config_t cfg = {
@@ -163,6 +179,7 @@ msim_bench_run(const char *trace_path, uint64_t target_requests,
 	msim_sim_stats(sim, &st);
 	out->requests = sum.requests;
 	out->peak_reserved = st.reserved_bytes[MSIM_POOL_ALL].peak;
+	out->peak_allocated = st.allocated_bytes[MSIM_POOL_ALL].peak;
 	struct rusage ru;
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
 		out->peak_rss_kib = ru.ru_maxrss;
@@ -185,7 +202,8 @@ bench_read(const char *path, uint64_t *n_out, double *s_out, char *why,
 {
 	msim_trace_t *t;
 	double t0 = now_s();
-	int rc = msim_trace_open(path, NULL, &t, why, whylen);
+	msim_trace_options_t topt = bench_topt();
+	int rc = msim_trace_open(path, &topt, &t, why, whylen);
 	if (rc)
 		return rc;
 	msim_req_t req;
@@ -217,7 +235,8 @@ msim_bench_formats(const char *trace_path, const char *dir,
 			 (long)getpid(), (*f)->name);
 		msim_trace_t *t;
 		msim_trace_writer_t *w;
-		if ((rc = msim_trace_open(trace_path, NULL, &t, why, whylen)))
+		msim_trace_options_t topt = bench_topt();
+		if ((rc = msim_trace_open(trace_path, &topt, &t, why, whylen)))
 			return rc;
 		if ((rc = msim_trace_writer_open(path, *f, &w, why, whylen))) {
 			msim_trace_close(t);

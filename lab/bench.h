@@ -19,6 +19,7 @@ typedef struct msim_bench_result_s {
 	double replay_s;         /* seconds of the replay */
 	long peak_rss_kib;       /* the process's peak resident set */
 	int64_t peak_reserved;   /* of the last pass, a sanity figure */
+	int64_t peak_allocated;  /* of the last pass, as `memsim run` */
 } msim_bench_result_t;
 
 /* Runs the benchmark.  Returns 0, or an error with why filled. */

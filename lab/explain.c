@@ -15,10 +15,9 @@
 #include <string.h>
 
 #include "lab/explain.h"
-#include "lab/sweep.h"
+#include "lab/job.h"
 #include "plots/plot.h"
 #include "policies/pytorch.h"
-#include "policies/registry.h"
 #include "sim/device.h"
 #include "sim/error.h"
 
@@ -266,68 +265,88 @@ ex_obs_clear(ex_obs_t *o)
 	free(o->tag_count);
 }
 
-/* One replay of cfg's trace with parameters conf and allowed bytes cap (0:
- * none).  With x, the observer follows it: it stops at x->o.stop_seq
- * when set, and moment (if not NULL) is filled where it stopped.  Returns
- * 0, or an error with why. */
+/* The settings every replay of cfg shares, the job's (lab/job.h). */
+typedef struct ex_run_s {
+	const msim_explain_config_t *cfg;
+	msim_job_spec_t spec;       /* cfg's, with the shared time model */
+	char hash[32];              /* the trace's, once known */
+} ex_run_t;
+
+/* A job's error as explain words it (as `memsim run` does). */
 static int
-ex_replay(const msim_explain_config_t *cfg, const msim_policy_ops_t *ops,
-	  const char *conf, uint64_t cap, ex_ctx_t *x, msim_summary_t *sum,
-	  msim_stats_t *end, bool *tagged, msim_explain_moment_t *moment,
-	  size_t top, char *why, size_t whylen)
+ex_job_fail(const msim_job_err_t *err, int rc, char *why, size_t whylen)
 {
-	char *mspec = NULL, *strategy = NULL;
-	msim_params_t pv = {0};
-	msim_input_t in;
-	bool in_open = false;
-	msim_sim_t *sim = NULL;
-	int rc;
-	if ((rc = msim_input_describe(cfg->trace, NULL, &mspec, &strategy,
-				      why, whylen)))
-		goto out;
-	if ((rc = msim_params_init(&pv, ops->params))) {
-		snprintf(why, whylen, "%s", msim_strerror(rc));
-		goto out;
-	}
-	if ((rc = msim_params_parse(&pv, conf))) {
-		snprintf(why, whylen, "--alloc-conf: %s", pv.errmsg);
-		goto out;
-	}
-	if ((rc = msim_input_open(&in, cfg->trace, mspec, strategy,
-				  &cfg->topt, why, whylen)))
-		goto out;
-	in_open = true;
-	uint64_t capacity = cfg->capacity ? cfg->capacity : MSIM_H200_BYTES;
-	msim_sim_config_t sc = {
-		.source = in.src,
-		.policy = ops,
-		.params = &pv,
-		.device = {.capacity = capacity, .use_hints = cfg->use_hints,
-			   .log_events = x != NULL},
-		.fraction = cap ? (double)cap / (double)capacity : 0.0,
-		.observe = x ? ex_observe : NULL,
-		.observe_ctx = x,
+	static const char *const opt[] = {
+		[MSIM_JOB_EPOLICY] = "--policy: ",
+		[MSIM_JOB_EPARAMS] = "--alloc-conf: ",
+		[MSIM_JOB_ECAP] = "--cap: ",
 	};
-	if ((rc = msim_sim_new(&sc, &sim, why, whylen))) {
-		char w[512];
-		snprintf(w, sizeof(w), "%s", why);
-		snprintf(why, whylen, "--alloc-conf: %s", w);
-		goto out;
+	const char *p = err->part > 0 && err->part <= MSIM_JOB_ECAP &&
+			opt[err->part] ? opt[err->part] : "";
+	snprintf(why, whylen, "%s%s", p, err->msg);
+	return rc;
+}
+
+/*
+ * One replay of the setting with parameters conf (NULL: the setting's
+ * own) and allowed bytes cap (0: the setting's cap or fraction), opened
+ * and costed as a job like `memsim run` does.  With x, the observer
+ * follows it: it stops at x->o.stop_seq when set, and moment (if not
+ * NULL) is filled where it stopped.  res (if not NULL) gets the job's
+ * parameters, cap and policy.  Returns 0, or an error with why.
+ */
+static int
+ex_replay(ex_run_t *er, const char *conf, uint64_t cap, ex_ctx_t *x,
+	  msim_summary_t *sum, msim_stats_t *end, bool *tagged,
+	  msim_explain_moment_t *moment, size_t top, msim_explain_t *res,
+	  char *why, size_t whylen)
+{
+	msim_job_spec_t spec = er->spec;
+	if (conf)
+		spec.conf = conf;
+	if (cap) {
+		spec.cap = cap;
+		spec.fraction = 0;
 	}
+	if (*er->hash)
+		spec.trace_hash = er->hash; /* not read again after an OOM */
 	if (x) {
+		spec.observe = ex_observe;
+		spec.observe_ctx = x;
+	}
+	msim_job_t *job;
+	msim_job_err_t err;
+	int rc = msim_job_open(&spec, false, &job, &err);
+	if (rc)
+		return ex_job_fail(&err, rc, why, whylen);
+	msim_sim_t *sim = msim_job_sim(job);
+	if (x && x->o.stop_seq) {
+		/* Stopped at a moment: the figures there, not the run's. */
 		x->o.sim = sim;
-		x->trace = in.trace;
+		x->trace = msim_job_trace(job);
 		while (!x->o.stop && (rc = msim_sim_step(sim)) == 1)
 			;
 		if (rc < 0)
 			snprintf(why, whylen, "%s", msim_sim_errmsg(sim));
-		else if (x->o.err)
+		else
+			rc = 0;
+	} else {
+		if (x) {
+			x->o.sim = sim;
+			x->trace = msim_job_trace(job);
+		}
+		if ((rc = msim_job_run(job, &err))) {
+			ex_job_fail(&err, rc, why, whylen);
+		} else if (!*er->hash) {
+			snprintf(er->hash, sizeof(er->hash), "%s",
+				 msim_job_result(job)->trace_hash);
+		}
+	}
+	if (!rc && x) {
+		if (x->o.err)
 			snprintf(why, whylen, "%s", msim_strerror(rc = x->o.err));
 		else if (moment)
 			rc = ex_moment(x, top, moment);
-		else
-			rc = 0;
-		x->trace = NULL;
 		size_t nev;
 		const msim_seg_event_t *ev =
 			msim_device_events(msim_sim_device(sim), &nev);
@@ -336,9 +355,9 @@ ex_replay(const msim_explain_config_t *cfg, const msim_policy_ops_t *ops,
 				x->o.oom_rounded = ev[i].size;
 				break;
 			}
-	} else if ((rc = msim_sim_run(sim))) {
-		snprintf(why, whylen, "%s", msim_sim_errmsg(sim));
 	}
+	if (x)
+		x->trace = NULL;
 	if (!rc) {
 		if (sum)
 			msim_sim_summary(sim, sum);
@@ -346,29 +365,34 @@ ex_replay(const msim_explain_config_t *cfg, const msim_policy_ops_t *ops,
 			msim_sim_stats(sim, end);
 			msim_stats_finish(end);
 		}
-		if (tagged)
-			*tagged = in.trace && msim_trace_tagged(in.trace);
+		if (tagged) {
+			msim_trace_t *t = msim_job_trace(job);
+			*tagged = t && msim_trace_tagged(t);
+		}
 	}
-out:
-	msim_sim_destroy(sim);
-	if (in_open)
-		msim_input_close(&in);
-	msim_params_clear(&pv);
-	free(mspec);
-	free(strategy);
+	if (!rc && res) {
+		const msim_policy_ops_t *ops = msim_job_policy(job);
+		const msim_params_t *pv = msim_job_params(job);
+		res->policy = ops->name;
+		msim_params_canonical(pv, res->params, sizeof(res->params));
+		res->cap = msim_device_cap(msim_sim_device(sim));
+		int i = msim_params_index(pv, "large_segment_size_mb");
+		res->large_segment = i >= 0 ? pv->v[i].u * MSIM_MiB
+					    : 20 * MSIM_MiB;
+	}
+	msim_job_destroy(job);
 	return rc;
 }
 
 /* Replays under conf and cap, recording the outcome as an alternative. */
 static int
-ex_alt(const msim_explain_config_t *cfg, const msim_policy_ops_t *ops,
-       msim_explain_t *ex, const char *what, const char *conf, uint64_t cap,
-       char *why, size_t whylen)
+ex_alt(ex_run_t *er, msim_explain_t *ex, const char *what, const char *conf,
+       uint64_t cap, char *why, size_t whylen)
 {
 	msim_summary_t sum;
 	msim_stats_t st;
-	int rc = ex_replay(cfg, ops, conf, cap, NULL, &sum, &st, NULL, NULL,
-			   0, why, whylen);
+	int rc = ex_replay(er, conf, cap, NULL, &sum, &st, NULL, NULL, 0,
+			   NULL, why, whylen);
 	if (rc)
 		return rc;
 	msim_explain_alt_t *a = realloc(ex->alts, (ex->nalts + 1) *
@@ -380,7 +404,7 @@ ex_alt(const msim_explain_config_t *cfg, const msim_policy_ops_t *ops,
 	memset(a, 0, sizeof(*a));
 	snprintf(a->what, sizeof(a->what), "%s", what);
 	snprintf(a->conf, sizeof(a->conf), "%s", conf);
-	a->cap = cap;
+	a->cap = cap ? cap : ex->cap;
 	a->fits = sum.oom_request < 0;
 	a->oom_request = sum.oom_request;
 	a->peak_reserved = (uint64_t)st.reserved_bytes[MSIM_POOL_ALL].peak;
@@ -394,36 +418,34 @@ ex_conf_with(char *buf, size_t n, const char *conf, const char *more)
 	snprintf(buf, n, "%s%s%s", conf, *conf ? "," : "", more);
 }
 
-/* What memsim adds at an OOM: the alternatives, each replayed. */
+/* What memsim adds at an OOM: the alternatives, each replayed under the
+ * parameters the run had (conf: canonical, a snapshot's own included)
+ * with one key more. */
 static int
-ex_alternatives(const msim_explain_config_t *cfg,
-		const msim_policy_ops_t *ops, msim_explain_t *ex,
-		const char *conf, char *why, size_t whylen)
+ex_alternatives(ex_run_t *er, msim_explain_t *ex, const char *conf,
+		char *why, size_t whylen)
 {
-	char c[1024];
+	char c[sizeof(ex->params) + 64];
 	int rc;
-	if (strcmp(ops->name, "pytorch"))
+	if (strcmp(ex->policy, "pytorch"))
 		return 0; /* the settings below are PyTorch's */
 	ex_conf_with(c, sizeof(c), conf, "expandable_segments:True");
-	if ((rc = ex_alt(cfg, ops, ex, "expandable_segments:True", c,
-			 ex->cap, why, whylen)))
+	if ((rc = ex_alt(er, ex, "expandable_segments:True", c, 0, why,
+			 whylen)))
 		return rc;
 	static const char *const splits[] = {"512", "256", "128", "64", "32"};
 	for (size_t i = 0; i < sizeof(splits) / sizeof(*splits); i++) {
-		char kv[64], what[64];
+		char kv[64];
 		snprintf(kv, sizeof(kv), "max_split_size_mb:%s", splits[i]);
-		snprintf(what, sizeof(what), "%s", kv);
 		ex_conf_with(c, sizeof(c), conf, kv);
-		if ((rc = ex_alt(cfg, ops, ex, what, c, ex->cap, why,
-				 whylen)))
+		if ((rc = ex_alt(er, ex, kv, c, 0, why, whylen)))
 			return rc;
 	}
 	if (ex->cap) { /* the collector acts only under a cap */
 		ex_conf_with(c, sizeof(c), conf,
 			     "garbage_collection_threshold:0.6");
-		if ((rc = ex_alt(cfg, ops, ex,
-				 "garbage_collection_threshold:0.6", c,
-				 ex->cap, why, whylen)))
+		if ((rc = ex_alt(er, ex, "garbage_collection_threshold:0.6", c,
+				 0, why, whylen)))
 			return rc;
 	}
 	/* The smallest cap it fits under, by bisection in 2 MiB steps
@@ -432,8 +454,11 @@ ex_alternatives(const msim_explain_config_t *cfg,
 	 * the cap).  Fitting is taken to be monotone in the cap. */
 	msim_summary_t sum;
 	msim_stats_t st;
-	if ((rc = ex_replay(cfg, ops, conf, 0, NULL, &sum, &st, NULL, NULL,
-			    0, why, whylen)))
+	ex_run_t uncapped = *er;
+	uncapped.spec.cap = 0;
+	uncapped.spec.fraction = 0;
+	if ((rc = ex_replay(&uncapped, conf, 0, NULL, &sum, &st, NULL, NULL,
+			    0, NULL, why, whylen)))
 		return rc;
 	ex->min_cap_runs = 1;
 	if (sum.oom_request >= 0)
@@ -447,8 +472,8 @@ ex_alternatives(const msim_explain_config_t *cfg,
 		uint64_t mid = (lo + (hi - lo) / 2) / step * step;
 		if (mid <= lo)
 			mid = lo + step;
-		if ((rc = ex_replay(cfg, ops, conf, mid, NULL, &sum, NULL,
-				    NULL, NULL, 0, why, whylen)))
+		if ((rc = ex_replay(er, conf, mid, NULL, &sum, NULL, NULL,
+				    NULL, 0, NULL, why, whylen)))
 			return rc;
 		ex->min_cap_runs++;
 		if (sum.oom_request < 0)
@@ -464,44 +489,33 @@ int
 msim_explain_run(const msim_explain_config_t *cfg, msim_explain_t **out,
 		 char *why, size_t whylen)
 {
-	const msim_policy_ops_t *ops = cfg->policy ? cfg->policy
-						   : msim_policy_find("pytorch");
-	const char *conf = cfg->conf ? cfg->conf : "";
 	size_t top = cfg->top ? cfg->top : 10;
 	int rc = MSIM_ENOMEM;
 	ex_ctx_t x = {0};
+	ex_run_t er = {.cfg = cfg, .spec = cfg->spec};
+	msim_timemodel_t *tm = NULL;
 	msim_explain_t *ex = calloc(1, sizeof(*ex));
 	if (!ex) {
 		snprintf(why, whylen, "%s", msim_strerror(rc));
 		return rc;
 	}
-	ex->policy = ops->name;
-	ex->capacity = cfg->capacity ? cfg->capacity : MSIM_H200_BYTES;
-	ex->context_bytes = cfg->context_bytes;
-	ex->cap = cfg->cap ? cfg->cap
-		: cfg->fraction > 0
-		? (uint64_t)(cfg->fraction * (double)ex->capacity) : 0;
-	if (ex->cap > ex->capacity) {
-		snprintf(why, whylen, "--cap: %" PRIu64 " bytes is more than "
-			 "the device's %" PRIu64, ex->cap, ex->capacity);
-		rc = MSIM_EINVAL;
-		goto fail;
-	}
-	{
-		msim_params_t pv;
-		if ((rc = msim_params_init(&pv, ops->params)))
-			goto fail;
-		if ((rc = msim_params_parse(&pv, conf))) {
-			snprintf(why, whylen, "--alloc-conf: %s", pv.errmsg);
-			msim_params_clear(&pv);
+	if (!er.spec.policy)
+		er.spec.policy = "pytorch";
+	/* The moments are those of the first OOM. */
+	er.spec.keep_going = false;
+	/* One calibration for every replay. */
+	if (!er.spec.timemodel) {
+		if ((rc = msim_timemodel_h200(&tm))) {
+			snprintf(why, whylen, "%s", msim_strerror(rc));
 			goto fail;
 		}
-		msim_params_canonical(&pv, ex->params, sizeof(ex->params));
-		msim_params_clear(&pv);
+		er.spec.timemodel = tm;
 	}
+	ex->capacity = er.spec.capacity ? er.spec.capacity : MSIM_H200_BYTES;
+	ex->context_bytes = cfg->context_bytes;
 	/* First replay: to the end or the OOM, finding the peak. */
-	if ((rc = ex_replay(cfg, ops, conf, ex->cap, &x, &ex->sum, &ex->end,
-			    &ex->tagged, &ex->at_oom, top, why, whylen)))
+	if ((rc = ex_replay(&er, NULL, 0, &x, &ex->sum, &ex->end, &ex->tagged,
+			    &ex->at_oom, top, ex, why, whylen)))
 		goto fail;
 	ex->oom = x.o.oom;
 	ex->oom_size = x.o.oom_size;
@@ -514,41 +528,33 @@ msim_explain_run(const msim_explain_config_t *cfg, msim_explain_t **out,
 	/* Second replay: stop where reserved bytes first reached the peak. */
 	if (stop) {
 		x.o.stop_seq = stop;
-		if ((rc = ex_replay(cfg, ops, conf, ex->cap, &x, NULL, NULL,
-				    NULL, &ex->peak, top, why, whylen)))
+		if ((rc = ex_replay(&er, NULL, 0, &x, NULL, NULL, NULL,
+				    &ex->peak, top, NULL, why, whylen)))
 			goto fail;
 		ex_obs_clear(&x.o);
 		memset(&x, 0, sizeof(x));
 	}
 	if (ex->oom) {
-		uint64_t large = 20 * MSIM_MiB;
-		msim_params_t pv;
-		if (!msim_params_init(&pv, ops->params)) {
-			int i;
-			if (!msim_params_parse(&pv, conf) &&
-			    (i = msim_params_index(&pv,
-						   "large_segment_size_mb")) >= 0)
-				large = pv.v[i].u * MSIM_MiB;
-			msim_params_clear(&pv);
-		}
 		int64_t res = ex->at_oom.st.reserved_bytes[MSIM_POOL_ALL].current;
 		/* round_size() of the request, as the policy logged it */
 		uint64_t rounded = oom_rounded ? oom_rounded : ex->oom_size;
 		/* PyTorch names the segment it tried; other policies the
 		 * block */
-		ex->oom_alloc_size = strcmp(ops->name, "pytorch") ? rounded
-			: msim_pytorch_segment_size(rounded, large);
+		ex->oom_alloc_size = strcmp(ex->policy, "pytorch") ? rounded
+			: msim_pytorch_segment_size(rounded, ex->large_segment);
 		uint64_t used = (uint64_t)res + ex->context_bytes;
 		ex->oom_device_free = used < ex->capacity ? ex->capacity - used
 							  : 0;
 		if (cfg->alternatives &&
-		    (rc = ex_alternatives(cfg, ops, ex, conf, why, whylen)))
+		    (rc = ex_alternatives(&er, ex, ex->params, why, whylen)))
 			goto fail;
 	}
+	msim_timemodel_destroy(tm);
 	*out = ex;
 	return 0;
 fail:
 	ex_obs_clear(&x.o);
+	msim_timemodel_destroy(tm);
 	msim_explain_destroy(ex);
 	return rc;
 }

@@ -10,8 +10,9 @@
  * max_split_size_mb or a garbage_collection_threshold would have avoided
  * it, and the smallest cap the trace fits under, each from a replay.
  *
- * The replay follows each block's owner through the engine's observer
- * (msim_sim_config_t.observe): a block's bytes are the change of
+ * Each replay is a job (lab/job.h), opened and costed as `memsim run`
+ * opens and costs it; it follows each block's owner through the engine's
+ * observer (msim_job_spec_t.observe): a block's bytes are the change of
  * allocated_bytes its alloc made, so the categories sum exactly to
  * allocated bytes.  The peak is found in a first replay and the state
  * there read in a second that stops at it.
@@ -25,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lab/job.h"
 #include "sim/engine.h"
 #include "sim/params.h"
 #include "sim/policy.h"
@@ -33,15 +35,12 @@
 
 /* What to explain. */
 typedef struct msim_explain_config_s {
-	const char *trace;              /* trace file or model spec */
-	msim_trace_options_t topt;      /* how its rows become requests */
-	const msim_policy_ops_t *policy; /* NULL: pytorch */
-	const char *conf;               /* PYTORCH_CUDA_ALLOC_CONF syntax */
-	uint64_t capacity;              /* bytes; 0: the H200's */
-	uint64_t cap;                   /* allowed bytes; 0: none */
-	double fraction;                /* or the cap as a fraction */
-	bool use_hints;                 /* place segments at the recorded
-					 * addresses (--addresses trace) */
+	/* The setting, as `memsim run` replays it (lab/job.h): each replay
+	 * is a job opened from it (policy NULL: pytorch), so explain sees
+	 * the run's input, parameters (a snapshot's own under --recording),
+	 * cap and rows.  keep_going is not used: the moments are those of
+	 * the first OOM. */
+	msim_job_spec_t spec;
 	size_t top;                     /* call sites kept; 0: 10 */
 	bool alternatives;              /* at an OOM, replay alternatives */
 	uint64_t context_bytes;         /* CUDA context and libraries: what
@@ -89,6 +88,7 @@ typedef struct msim_explain_s {
 	char params[1024];      /* canonical parameters */
 	uint64_t capacity;      /* device bytes */
 	uint64_t cap;           /* allowed bytes; 0: none */
+	uint64_t large_segment; /* the policy's large segment size, bytes */
 	uint64_t context_bytes; /* as configured */
 	bool tagged;            /* the trace carries categories or sites */
 	msim_summary_t sum;

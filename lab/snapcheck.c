@@ -71,24 +71,11 @@ sc_collect_raw(sc_list_t *l, sc_blk_t b)
 static void
 sc_collect(void *ctx, const msim_block_t *b)
 {
-	sc_list_t *l = ctx;
-	if (l->nomem)
-		return;
-	if (l->n == l->cap) {
-		size_t n = l->cap ? 2 * l->cap : 256;
-		sc_blk_t *a = realloc(l->b, n * sizeof(*a));
-		if (!a) {
-			l->nomem = true;
-			return;
-		}
-		l->b = a;
-		l->cap = n;
-	}
 	int st = b->state == MSIM_BLOCK_ALLOCATED ? MSIM_SNAP_ALLOCATED
 		 : b->state == MSIM_BLOCK_PENDING ? MSIM_SNAP_PENDING_FREE
 						  : MSIM_SNAP_INACTIVE;
-	l->b[l->n++] = (sc_blk_t){.addr = b->addr, .size = b->size,
-				  .state = st};
+	sc_collect_raw(ctx, (sc_blk_t){.addr = b->addr, .size = b->size,
+				       .state = st});
 }
 
 /*

@@ -34,6 +34,7 @@
 
 #include "policies/registry.h"
 #include "sim/error.h"
+#include "lab/job.h"
 #include "lab/sweep.h"
 #include "sim/timemodel.h"
 #include "sim/units.h"
@@ -118,30 +119,6 @@ trim(char *s)
 		     s[n - 1] == '\r'))
 		s[--n] = 0;
 	return s;
-}
-
-int
-msim_file_hash(const char *path, char hex[17], char *why, size_t whylen)
-{
-	FILE *fp = fopen(path, "rb");
-	if (!fp) {
-		snprintf(why, whylen, "%s: %s", path, strerror(errno));
-		return MSIM_EIO;
-	}
-	msim_hash_t h;
-	msim_hash_init(&h);
-	char buf[1 << 16];
-	size_t got;
-	while ((got = fread(buf, 1, sizeof(buf), fp)) > 0)
-		msim_hash_update(&h, buf, got);
-	int bad = ferror(fp);
-	fclose(fp);
-	if (bad) {
-		snprintf(why, whylen, "%s: cannot read", path);
-		return MSIM_EIO;
-	}
-	snprintf(hex, 17, "%016" PRIx64, msim_hash_final(&h));
-	return 0;
 }
 
 /* ---------------------------------------------------------------- */
@@ -359,226 +336,327 @@ setting_name(const char *trace, const char *policy, const kvlist_t *kv,
 			      kv->v[i].key, kv->v[i].value);
 }
 
+/* ---------------------------------------------------------------- */
+/* Key routing: where each key of a setting goes                     */
+
+/* A setting's keys, routed in one walk over them. */
+typedef struct route_ctx_s {
+	plan_ctx_t *pc;
+	const char *name;           /* the setting, for messages */
+	const char *policy, *addresses;
+	uint64_t cap;
+	const msim_model_cfg_t *model; /* the trace's model spec; NULL: a
+					* file */
+	msim_model_cfg_t mc;        /* model with the setting's keys */
+	int xdtype;                 /* a file's dtype transform */
+	sbuf_t conf;                /* "k=v,..." of the input's keys */
+	const msim_kv_t **params;   /* the policy's keys, checked once the
+				     * policy is known */
+	size_t nparams;
+} route_ctx_t;
+
+/* One route: the keys it takes and what it does with one. */
+typedef struct route_s {
+	int (*takes)(const char *key);
+	int (*apply)(route_ctx_t *r, const msim_kv_t *kv);
+} route_t;
+
+/* The run's own keys: policy, addresses, cap. */
+static int
+route_takes_run(const char *k)
+{
+	return !strcmp(k, "policy") || !strcmp(k, "addresses") ||
+	       !strcmp(k, "cap");
+}
+
+static int
+route_run(route_ctx_t *r, const msim_kv_t *kv)
+{
+	const char *k = kv->key, *v = kv->value;
+	plan_ctx_t *pc = r->pc;
+	if (!strcmp(k, "policy")) {
+		r->policy = v;
+	} else if (!strcmp(k, "addresses")) {
+		if (strcmp(v, "model") && strcmp(v, "trace")) {
+			snprintf(pc->why, pc->whylen, "%s: addresses: '%s' is "
+				 "not model or trace", r->name, v);
+			return MSIM_EINVAL;
+		}
+		r->addresses = v;
+	} else if (msim_parse_bytes(v, &r->cap)) {
+		snprintf(pc->why, pc->whylen, "%s: cap: '%s' is not a byte "
+			 "size", r->name, v);
+		return MSIM_EINVAL;
+	}
+	return 0;
+}
+
+/* Strategies and model keys: to the generator of a model spec, or to the
+ * dtype transform of a recording. */
+static int
+route_takes_input(const char *k)
+{
+	return msim_strategy_find(k) || msim_model_key_is(k);
+}
+
+static int
+route_input(route_ctx_t *r, const msim_kv_t *kv)
+{
+	const char *k = kv->key, *v = kv->value;
+	char w[320];
+	int rc;
+	if (r->model) {
+		rc = msim_model_set(&r->mc, k, v, w, sizeof(w));
+	} else if (!strcmp(k, "dtype")) {
+		char spec[128];
+		snprintf(spec, sizeof(spec), "dtype=%s", v);
+		rc = msim_xform_parse(spec, &r->xdtype, w, sizeof(w));
+	} else {
+		snprintf(w, sizeof(w), "%s: needs a model spec as the input (a "
+			 "recording takes only dtype, as a transform)", k);
+		rc = MSIM_EINVAL;
+	}
+	if (rc) {
+		snprintf(r->pc->why, r->pc->whylen, "%s: %s", r->name, w);
+		return rc;
+	}
+	if (r->conf.n)
+		sb_add(&r->conf, ",");
+	sb_add(&r->conf, k);
+	sb_add(&r->conf, "=");
+	sb_add(&r->conf, v);
+	return 0;
+}
+
+/* Anything else: a parameter of the policy. */
+static int
+route_takes_param(const char *k)
+{
+	(void)k;
+	return 1;
+}
+
+static int
+route_param(route_ctx_t *r, const msim_kv_t *kv)
+{
+	r->params[r->nparams++] = kv;
+	return 0;
+}
+
+/* Walked in order; the first route that takes a key gets it. */
+static const route_t routes[] = {
+	{route_takes_run, route_run},
+	{route_takes_input, route_input},
+	{route_takes_param, route_param},
+};
+
+/* The input of s: a model spec's canonical shape, strategies and hash,
+ * or a recording's transform. */
+static int
+setting_input(route_ctx_t *r, msim_setting_t *s)
+{
+	char buf[2048];
+	if (!r->model) {
+		if (r->xdtype == MSIM_DT_FP32)
+			return 0;
+		snprintf(buf, sizeof(buf), "transform:dtype=%s",
+			 msim_dtype_name(r->xdtype));
+		return (s->strategy = strdup(buf)) ? 0 : MSIM_ENOMEM;
+	}
+	char w[320];
+	int rc = msim_model_check(&r->mc, w, sizeof(w));
+	if (rc) {
+		snprintf(r->pc->why, r->pc->whylen, "%s: %s", r->name, w);
+		return rc;
+	}
+	msim_model_spec_canonical(&r->mc, buf, sizeof(buf));
+	s->model_spec = strdup(buf);
+	msim_strategy_canonical(&r->mc, buf, sizeof(buf));
+	s->strategy = strdup(buf);
+	msim_hash_t h;
+	msim_hash_init(&h);
+	msim_hash_update(&h, s->model_spec ? s->model_spec : "",
+			 s->model_spec ? strlen(s->model_spec) : 0);
+	snprintf(buf, sizeof(buf), "%016" PRIx64, msim_hash_final(&h));
+	if (!s->model_spec || !s->strategy || !(s->hash_own = strdup(buf)))
+		return MSIM_ENOMEM;
+	return 0;
+}
+
+/* The policy's keys: checked against its table, the defaults dropped,
+ * the others set in pv, kept in s and appended to conf. */
+static int
+setting_params(route_ctx_t *r, const msim_policy_ops_t *ops,
+	       msim_params_t *pv, msim_setting_t *s)
+{
+	plan_ctx_t *pc = r->pc;
+	for (size_t i = 0; i < r->nparams; i++) {
+		const char *k = r->params[i]->key, *v = r->params[i]->value;
+		if (msim_params_index(pv, k) < 0) {
+			snprintf(pc->why, pc->whylen, "%s: %s: not a parameter "
+				 "of policy %s (see `memsim policies`)",
+				 r->name, k, ops->name);
+			return MSIM_EINVAL;
+		}
+		if (param_is_default(pv, k, v))
+			continue;
+		if (msim_params_set(pv, k, v)) {
+			snprintf(pc->why, pc->whylen, "%s: %s", r->name,
+				 pv->errmsg);
+			return MSIM_EINVAL;
+		}
+		if (r->conf.n)
+			sb_add(&r->conf, ",");
+		sb_add(&r->conf, k);
+		sb_add(&r->conf, ":");
+		sb_add(&r->conf, v);
+		msim_kv_t *nv = realloc(s->kv, (s->nkv + 1) * sizeof(*nv));
+		if (!nv)
+			return MSIM_ENOMEM;
+		s->kv = nv;
+		nv[s->nkv].key = strdup(k);
+		nv[s->nkv].value = strdup(v);
+		s->nkv++;
+		if (!nv[s->nkv - 1].key || !nv[s->nkv - 1].value)
+			return MSIM_ENOMEM;
+	}
+	return 0;
+}
+
+/* The policy checks what relates parameters; the device tells the cap the
+ * run will have (a parameter may set it). */
+static int
+setting_cap(route_ctx_t *r, const msim_policy_ops_t *ops,
+	    const msim_params_t *pv, msim_setting_t *s)
+{
+	plan_ctx_t *pc = r->pc;
+	uint64_t capacity = pc->sw->capacity;
+	if (r->cap > capacity) {
+		snprintf(pc->why, pc->whylen, "%s: cap %" PRIu64 " is more "
+			 "than the device's %" PRIu64 " bytes", r->name, r->cap,
+			 capacity);
+		return MSIM_EINVAL;
+	}
+	msim_device_config_t dc = {.capacity = capacity};
+	msim_device_t *dev = msim_device_new(&dc);
+	if (!dev)
+		return MSIM_ENOMEM;
+	if (r->cap)
+		msim_device_set_fraction(dev, (double)r->cap /
+					 (double)capacity);
+	msim_policy_t *pol;
+	char why[256];
+	int rc = msim_policy_new(ops, dev, pv, &pol, why, sizeof(why));
+	if (rc) {
+		snprintf(pc->why, pc->whylen, "%s: %s", r->name, why);
+	} else {
+		s->cap_bytes = msim_device_cap(dev);
+		msim_policy_destroy(pol);
+	}
+	msim_device_destroy(dev);
+	return rc;
+}
+
+/* The canonical parameters and the setting key of s. */
+static int
+setting_key(route_ctx_t *r, const msim_params_t *pv, msim_setting_t *s)
+{
+	size_t need = msim_params_canonical(pv, NULL, 0) + 1;
+	if (!(s->params = malloc(need)))
+		return MSIM_ENOMEM;
+	msim_params_canonical(pv, s->params, need);
+	msim_run_info_t info = {
+		.kind = "simulated", .trace_hash = s->trace_hash,
+		.policy = s->policy, .params = s->params,
+		.cap_bytes = s->cap_bytes, .addresses = s->addresses,
+		.capacity_bytes = r->pc->sw->capacity, .strategy = s->strategy,
+	};
+	need = msim_db_setting_key(&info, NULL, 0) + 1;
+	if (!(s->key = malloc(need)))
+		return MSIM_ENOMEM;
+	msim_db_setting_key(&info, s->key, need);
+	return 0;
+}
+
+static int
+sweep_push(msim_sweep_t *sw, msim_setting_t *s)
+{
+	if (sw->n == sw->cap) {
+		size_t ncap = sw->cap ? 2 * sw->cap : 64;
+		msim_setting_t *v = realloc(sw->v, ncap * sizeof(*v));
+		if (!v)
+			return MSIM_ENOMEM;
+		sw->v = v;
+		sw->cap = ncap;
+	}
+	sw->v[sw->n++] = *s;
+	memset(s, 0, sizeof(*s));
+	return 0;
+}
+
 /*
- * Resolves one combination into a setting of the sweep: routes its keys,
- * checks the parameters against the policy (by creating it), computes the
- * cap and the setting key.
+ * Resolves one combination into a setting of the sweep: routes its keys
+ * (one walk over routes[]), resolves the input, checks the parameters
+ * against the policy (by creating it), computes the cap and the setting
+ * key.
  */
 static int
 plan_add(plan_ctx_t *pc, size_t trace, const char *policy, uint64_t cap,
 	 const kvlist_t *kv)
 {
 	msim_sweep_t *sw = pc->sw;
-	const char *addresses = pc->spec->addresses ? pc->spec->addresses
-						    : "model";
 	char name[512];
 	setting_name(sw->traces[trace], policy, kv, name, sizeof(name));
-	/* Route the keys of the run itself first: they may name the policy. */
-	for (size_t i = 0; i < kv->n; i++) {
-		const char *k = kv->v[i].key, *v = kv->v[i].value;
-		if (!strcmp(k, "policy")) {
-			policy = v;
-		} else if (!strcmp(k, "addresses")) {
-			if (strcmp(v, "model") && strcmp(v, "trace")) {
-				snprintf(pc->why, pc->whylen, "%s: addresses: "
-					 "'%s' is not model or trace", name, v);
-				return MSIM_EINVAL;
-			}
-			addresses = v;
-		} else if (!strcmp(k, "cap")) {
-			if (msim_parse_bytes(v, &cap)) {
-				snprintf(pc->why, pc->whylen, "%s: cap: '%s' is "
-					 "not a byte size", name, v);
-				return MSIM_EINVAL;
-			}
-		}
-	}
-	const msim_policy_ops_t *ops = msim_policy_find(policy);
-	if (!ops) {
-		snprintf(pc->why, pc->whylen, "%s: unknown policy '%s' (see "
-			 "`memsim policies`)", name, policy);
-		return MSIM_EINVAL;
-	}
-	msim_params_t pv;
-	if (msim_params_init(&pv, ops->params))
-		return MSIM_ENOMEM;
-	int rc = 0;
-	msim_setting_t s = {0};
-	sbuf_t conf = {0};
-	/* Strategies and model keys go to the generator (a model spec) or
-	 * to the dtype transform (a recording). */
-	const msim_model_cfg_t *model = sw->models[trace];
-	msim_model_cfg_t mc;
-	if (model)
-		mc = *model;
-	int xdtype = MSIM_DT_FP32;
-	for (size_t i = 0; i < kv->n; i++) {
-		const char *k = kv->v[i].key, *v = kv->v[i].value;
-		char w[320];
-		if (!msim_strategy_find(k) && !msim_model_key_is(k))
-			continue;
-		if (model) {
-			rc = msim_model_set(&mc, k, v, w, sizeof(w));
-		} else if (!strcmp(k, "dtype")) {
-			char spec[128];
-			snprintf(spec, sizeof(spec), "dtype=%s", v);
-			rc = msim_xform_parse(spec, &xdtype, w, sizeof(w));
-		} else {
-			snprintf(w, sizeof(w), "%s: needs a model spec as the "
-				 "input (a recording takes only dtype, as a "
-				 "transform)", k);
-			rc = MSIM_EINVAL;
-		}
-		if (rc) {
-			snprintf(pc->why, pc->whylen, "%s: %s", name, w);
-			goto out;
-		}
-		if (conf.n)
-			sb_add(&conf, ",");
-		sb_add(&conf, k);
-		sb_add(&conf, "=");
-		sb_add(&conf, v);
-	}
-	if (model) {
-		char w[320], buf[2048];
-		if ((rc = msim_model_check(&mc, w, sizeof(w)))) {
-			snprintf(pc->why, pc->whylen, "%s: %s", name, w);
-			goto out;
-		}
-		msim_model_spec_canonical(&mc, buf, sizeof(buf));
-		s.model_spec = strdup(buf);
-		msim_strategy_canonical(&mc, buf, sizeof(buf));
-		s.strategy = strdup(buf);
-		msim_hash_t h;
-		msim_hash_init(&h);
-		msim_hash_update(&h, s.model_spec ? s.model_spec : "",
-				 s.model_spec ? strlen(s.model_spec) : 0);
-		snprintf(buf, sizeof(buf), "%016" PRIx64, msim_hash_final(&h));
-		if (!s.model_spec || !s.strategy ||
-		    !(s.hash_own = strdup(buf))) {
-			rc = MSIM_ENOMEM;
-			goto out;
-		}
-	} else if (xdtype != MSIM_DT_FP32) {
-		char buf[64];
-		snprintf(buf, sizeof(buf), "transform:dtype=%s",
-			 msim_dtype_name(xdtype));
-		if (!(s.strategy = strdup(buf))) {
-			rc = MSIM_ENOMEM;
-			goto out;
-		}
-	}
-	for (size_t i = 0; i < kv->n; i++) {
-		const char *k = kv->v[i].key, *v = kv->v[i].value;
-		if (!strcmp(k, "policy") || !strcmp(k, "addresses") ||
-		    !strcmp(k, "cap") || msim_strategy_find(k) ||
-		    msim_model_key_is(k))
-			continue;
-		if (msim_params_index(&pv, k) < 0) {
-			snprintf(pc->why, pc->whylen, "%s: %s: not a parameter "
-				 "of policy %s (see `memsim policies`)", name,
-				 k, ops->name);
-			rc = MSIM_EINVAL;
-			goto out;
-		}
-		if (param_is_default(&pv, k, v))
-			continue;
-		if (msim_params_set(&pv, k, v)) {
-			snprintf(pc->why, pc->whylen, "%s: %s", name,
-				 pv.errmsg);
-			rc = MSIM_EINVAL;
-			goto out;
-		}
-		if (conf.n)
-			sb_add(&conf, ",");
-		sb_add(&conf, k);
-		sb_add(&conf, ":");
-		sb_add(&conf, v);
-		msim_kv_t *nv = realloc(s.kv, (s.nkv + 1) * sizeof(*nv));
-		if (!nv) {
-			rc = MSIM_ENOMEM;
-			goto out;
-		}
-		s.kv = nv;
-		nv[s.nkv].key = strdup(k);
-		nv[s.nkv].value = strdup(v);
-		s.nkv++;
-		if (!nv[s.nkv - 1].key || !nv[s.nkv - 1].value) {
-			rc = MSIM_ENOMEM;
-			goto out;
-		}
-	}
-	/* The policy checks what relates parameters; the device tells the
-	 * cap the run will have (a parameter may set it). */
-	uint64_t capacity = sw->capacity;
-	if (cap > capacity) {
-		snprintf(pc->why, pc->whylen, "%s: cap %" PRIu64 " is more "
-			 "than the device's %" PRIu64 " bytes", name, cap,
-			 capacity);
-		rc = MSIM_EINVAL;
-		goto out;
-	}
-	msim_device_config_t dc = {.capacity = capacity};
-	msim_device_t *dev = msim_device_new(&dc);
-	if (!dev) {
-		rc = MSIM_ENOMEM;
-		goto out;
-	}
-	if (cap)
-		msim_device_set_fraction(dev, (double)cap / (double)capacity);
-	msim_policy_t *pol;
-	char why[256];
-	if ((rc = msim_policy_new(ops, dev, &pv, &pol, why, sizeof(why)))) {
-		snprintf(pc->why, pc->whylen, "%s: %s", name, why);
-		msim_device_destroy(dev);
-		goto out;
-	}
-	s.cap_bytes = msim_device_cap(dev);
-	msim_policy_destroy(pol);
-	msim_device_destroy(dev);
-
-	size_t need = msim_params_canonical(&pv, NULL, 0) + 1;
-	s.params = malloc(need);
-	s.conf = sb_take(&conf);
-	conf.s = NULL;
-	if (!s.params || !s.conf) {
-		rc = MSIM_ENOMEM;
-		goto out;
-	}
-	msim_params_canonical(&pv, s.params, need);
-	s.trace = sw->traces[trace];
-	s.trace_hash = s.hash_own ? s.hash_own : sw->hashes[trace];
-	s.policy = ops->name;
-	s.cap = cap;
-	s.addresses = addresses;
-	msim_run_info_t info = {
-		.kind = "simulated", .trace_hash = s.trace_hash,
-		.policy = s.policy, .params = s.params,
-		.cap_bytes = s.cap_bytes, .addresses = addresses,
-		.capacity_bytes = capacity, .strategy = s.strategy,
+	route_ctx_t r = {
+		.pc = pc, .name = name, .policy = policy, .cap = cap,
+		.addresses = pc->spec->addresses ? pc->spec->addresses
+						 : "model",
+		.model = sw->models[trace], .xdtype = MSIM_DT_FP32,
 	};
-	need = msim_db_setting_key(&info, NULL, 0) + 1;
-	if (!(s.key = malloc(need))) {
-		rc = MSIM_ENOMEM;
-		goto out;
+	if (r.model)
+		r.mc = *r.model;
+	msim_setting_t s = {0};
+	msim_params_t pv;
+	int pv_init = 0, rc = 0;
+	if (kv->n && !(r.params = malloc(kv->n * sizeof(*r.params))))
+		return MSIM_ENOMEM;
+	for (size_t i = 0; !rc && i < kv->n; i++) {
+		const route_t *ro = routes;
+		while (!ro->takes(kv->v[i].key))
+			ro++;
+		rc = ro->apply(&r, &kv->v[i]);
 	}
-	msim_db_setting_key(&info, s.key, need);
-	if (sw->n == sw->cap) {
-		size_t ncap = sw->cap ? 2 * sw->cap : 64;
-		msim_setting_t *v = realloc(sw->v, ncap * sizeof(*v));
-		if (!v) {
-			rc = MSIM_ENOMEM;
-			goto out;
-		}
-		sw->v = v;
-		sw->cap = ncap;
+	const msim_policy_ops_t *ops = rc ? NULL : msim_policy_find(r.policy);
+	if (!rc && !ops) {
+		snprintf(pc->why, pc->whylen, "%s: unknown policy '%s' (see "
+			 "`memsim policies`)", name, r.policy);
+		rc = MSIM_EINVAL;
 	}
-	sw->v[sw->n++] = s;
-	memset(&s, 0, sizeof(s));
-out:
-	free(conf.s);
+	if (!rc && !(rc = msim_params_init(&pv, ops->params)))
+		pv_init = 1;
+	if (!rc)
+		rc = setting_input(&r, &s);
+	if (!rc)
+		rc = setting_params(&r, ops, &pv, &s);
+	if (!rc)
+		rc = setting_cap(&r, ops, &pv, &s);
+	if (!rc) {
+		s.trace = sw->traces[trace];
+		s.trace_hash = s.hash_own ? s.hash_own : sw->hashes[trace];
+		s.policy = ops->name;
+		s.cap = r.cap;
+		s.addresses = r.addresses;
+		s.conf = sb_take(&r.conf);
+		r.conf.s = NULL;
+		rc = s.conf ? setting_key(&r, &pv, &s) : MSIM_ENOMEM;
+	}
+	if (!rc)
+		rc = sweep_push(sw, &s);
+	free(r.conf.s);
+	free(r.params);
 	setting_clear(&s);
-	msim_params_clear(&pv);
+	if (pv_init)
+		msim_params_clear(&pv);
 	return rc;
 }
 
@@ -700,6 +778,278 @@ dedup(msim_sweep_t *sw)
 	return 0;
 }
 
+/* The traces of spec: each file's format checked and its hash taken,
+ * each model spec parsed. */
+static int
+plan_traces(msim_sweep_t *sw, const msim_sweep_spec_t *spec, char *why,
+	    size_t whylen)
+{
+	sw->traces = calloc(spec->ntraces, sizeof(char *));
+	sw->hashes = calloc(spec->ntraces, sizeof(char *));
+	sw->models = calloc(spec->ntraces, sizeof(*sw->models));
+	if (!sw->traces || !sw->hashes || !sw->models)
+		return MSIM_ENOMEM;
+	sw->ntraces = spec->ntraces;
+	for (size_t t = 0; t < spec->ntraces; t++) {
+		char hex[17] = "";
+		msim_trace_t *tr;
+		int rc;
+		if (msim_model_spec_is(spec->traces[t])) {
+			if (!(sw->models[t] = malloc(sizeof(msim_model_cfg_t))))
+				return MSIM_ENOMEM;
+			char w[512];
+			if ((rc = msim_model_spec_parse(spec->traces[t],
+							sw->models[t], w,
+							sizeof(w)))) {
+				snprintf(why, whylen, "%s: %s",
+					 spec->traces[t], w);
+				return rc;
+			}
+		} else {
+			/* The format is checked now; errors inside the trace
+			 * show when it runs. */
+			if ((rc = msim_trace_open(spec->traces[t], NULL, &tr,
+						  why, whylen)))
+				return rc;
+			msim_trace_close(tr);
+			if ((rc = msim_file_hash(spec->traces[t], hex, why,
+						 whylen)))
+				return rc;
+		}
+		if (!(sw->traces[t] = strdup(spec->traces[t])) ||
+		    !(sw->hashes[t] = strdup(hex)))
+			return MSIM_ENOMEM;
+	}
+	return 0;
+}
+
+/* What the settings combine: the grid's axes and the base settings (the
+ * settings file's lines, or one empty setting). */
+typedef struct plan_src_s {
+	axis_t *axes;
+	kvlist_t *base;
+	size_t nbase;
+	const char *const *policies;
+	size_t npolicies;
+	const uint64_t *caps;
+	size_t ncaps;
+} plan_src_t;
+
+static int
+plan_sources(const msim_sweep_spec_t *spec, plan_src_t *src, char *why,
+	     size_t whylen)
+{
+	static const char *const def_policy[] = {"pytorch"};
+	static const uint64_t def_cap[] = {0};
+	int rc;
+	src->policies = spec->npolicies ? spec->policies : def_policy;
+	src->npolicies = spec->npolicies ? spec->npolicies : 1;
+	src->caps = spec->ncaps ? spec->caps : def_cap;
+	src->ncaps = spec->ncaps ? spec->ncaps : 1;
+	if (!(src->axes = calloc(spec->ngrid + 1, sizeof(*src->axes))))
+		return MSIM_ENOMEM;
+	for (size_t g = 0; g < spec->ngrid; g++)
+		if ((rc = axis_parse(&src->axes[g], spec->grid[g], why,
+				     whylen)))
+			return rc;
+	if (spec->settings_file) {
+		if ((rc = read_settings_file(spec->settings_file, &src->base,
+					     &src->nbase, why, whylen)))
+			return rc;
+	} else {
+		if (!(src->base = calloc(1, sizeof(*src->base))))
+			return MSIM_ENOMEM;
+		src->nbase = 1;
+	}
+	for (size_t g = 0; !spec->random && g < spec->ngrid; g++)
+		for (size_t k = 0; k < src->axes[g].n; k++) {
+			double lo, hi;
+			if (is_range(src->axes[g].values[k], &lo, &hi)) {
+				snprintf(why, whylen, "--grid %s=%s: a range "
+					 "needs --random N", src->axes[g].key,
+					 src->axes[g].values[k]);
+				return MSIM_EINVAL;
+			}
+		}
+	return 0;
+}
+
+static void
+plan_sources_clear(const msim_sweep_spec_t *spec, plan_src_t *src)
+{
+	for (size_t g = 0; src->axes && g < spec->ngrid; g++)
+		axis_clear(&src->axes[g]);
+	free(src->axes);
+	for (size_t b = 0; b < src->nbase; b++)
+		kv_clear(&src->base[b]);
+	free(src->base);
+}
+
+/* One random draw: a base setting and a value (or a point of a range)
+ * of every axis. */
+static int
+plan_draw(plan_ctx_t *pc, const plan_src_t *src, gsl_rng *rng,
+	  size_t t, const char *policy, uint64_t cap)
+{
+	const msim_sweep_spec_t *spec = pc->spec;
+	kvlist_t kv = {0};
+	int rc = 0;
+	const kvlist_t *b = &src->base[src->nbase > 1
+		? gsl_rng_uniform_int(rng, src->nbase) : 0];
+	for (size_t i = 0; !rc && i < b->n; i++)
+		rc = kv_set(&kv, b->v[i].key, b->v[i].value);
+	for (size_t g = 0; !rc && g < spec->ngrid; g++) {
+		const axis_t *a = &src->axes[g];
+		const char *v = a->values[gsl_rng_uniform_int(rng, a->n)];
+		double lo, hi;
+		char num[64];
+		if (is_range(v, &lo, &hi)) {
+			double u = gsl_rng_uniform(rng);
+			if (key_is_uint(spec, a->key))
+				snprintf(num, sizeof(num), "%.0f",
+					 lo + floor(u * (hi - lo + 1)));
+			else
+				snprintf(num, sizeof(num), "%.4g",
+					 lo + u * (hi - lo));
+			v = num;
+		}
+		rc = kv_set(&kv, a->key, v);
+	}
+	if (!rc)
+		rc = plan_add(pc, t, policy, cap, &kv);
+	kv_clear(&kv);
+	return rc;
+}
+
+/* The cartesian product of the axes over one base setting; the last axis
+ * turns fastest. */
+static int
+plan_grid(plan_ctx_t *pc, const plan_src_t *src, const kvlist_t *base,
+	  size_t *odo, size_t t, const char *policy, uint64_t cap)
+{
+	size_t ngrid = pc->spec->ngrid;
+	memset(odo, 0, (ngrid + 1) * sizeof(*odo));
+	for (;;) {
+		kvlist_t kv = {0};
+		int rc = 0;
+		for (size_t i = 0; !rc && i < base->n; i++)
+			rc = kv_set(&kv, base->v[i].key, base->v[i].value);
+		for (size_t g = 0; !rc && g < ngrid; g++)
+			rc = kv_set(&kv, src->axes[g].key,
+				    src->axes[g].values[odo[g]]);
+		if (!rc)
+			rc = plan_add(pc, t, policy, cap, &kv);
+		kv_clear(&kv);
+		if (rc)
+			return rc;
+		size_t g = ngrid;
+		while (g > 0 && ++odo[g - 1] == src->axes[g - 1].n)
+			odo[--g] = 0;
+		if (g == 0)
+			return 0;
+	}
+}
+
+/* Every setting of the sweep, in a fixed order: trace, policy, cap, then
+ * the draws or the grid over each base setting. */
+static int
+plan_expand(plan_ctx_t *pc, const plan_src_t *src)
+{
+	const msim_sweep_spec_t *spec = pc->spec;
+	size_t *odo = calloc(spec->ngrid + 1, sizeof(*odo));
+	gsl_rng *rng = NULL;
+	int rc = 0;
+	if (!odo || (spec->random && !(rng = gsl_rng_alloc(gsl_rng_mt19937))))
+		rc = MSIM_ENOMEM;
+	for (size_t t = 0; !rc && t < spec->ntraces; t++)
+	for (size_t p = 0; !rc && p < src->npolicies; p++)
+	for (size_t c = 0; !rc && c < src->ncaps; c++) {
+		const char *policy = src->policies[p];
+		uint64_t cap = src->caps[c];
+		if (spec->random) {
+			/* The draws repeat for each trace, policy and cap, so
+			 * every trace sees the same settings. */
+			gsl_rng_set(rng, (unsigned long)spec->seed);
+			for (size_t r = 0; !rc && r < spec->random; r++)
+				rc = plan_draw(pc, src, rng, t, policy, cap);
+			continue;
+		}
+		for (size_t b = 0; !rc && b < src->nbase; b++)
+			rc = plan_grid(pc, src, &src->base[b], odo, t, policy,
+				       cap);
+	}
+	free(odo);
+	gsl_rng_free(rng);
+	return rc;
+}
+
+/* This shard's settings (every shard_count-th) and what the sweeps table
+ * keeps: every setting key in order (equal for all shards of one sweep)
+ * and a readable summary. */
+static int
+plan_finish(msim_sweep_t *sw, const msim_sweep_spec_t *spec,
+	    const plan_src_t *src)
+{
+	if (!(sw->shard = malloc((sw->n + 1) * sizeof(size_t))))
+		return MSIM_ENOMEM;
+	for (size_t i = 0; i < sw->n; i++)
+		if (!spec->shard_count ||
+		    i % (size_t)spec->shard_count ==
+			    (size_t)(spec->shard_index - 1))
+			sw->shard[sw->nshard++] = i;
+	msim_hash_t h;
+	msim_hash_init(&h);
+	for (size_t i = 0; i < sw->n; i++)
+		msim_hash_update(&h, sw->v[i].key, strlen(sw->v[i].key) + 1);
+	snprintf(sw->spec_hash, sizeof(sw->spec_hash), "%016" PRIx64,
+		 msim_hash_final(&h));
+	sbuf_t st = {0};
+	sb_add(&st, "traces=");
+	for (size_t t = 0; t < spec->ntraces; t++) {
+		sb_add(&st, t ? "," : "");
+		sb_add(&st, spec->traces[t]);
+	}
+	sb_add(&st, " policies=");
+	for (size_t p = 0; p < src->npolicies; p++) {
+		sb_add(&st, p ? "," : "");
+		sb_add(&st, src->policies[p]);
+	}
+	for (size_t g = 0; g < spec->ngrid; g++) {
+		sb_add(&st, " grid ");
+		sb_add(&st, spec->grid[g]);
+	}
+	if (spec->settings_file) {
+		sb_add(&st, " settings ");
+		sb_add(&st, spec->settings_file);
+	}
+	if (src->ncaps > 1 || src->caps[0]) {
+		sb_add(&st, " caps=");
+		for (size_t c = 0; c < src->ncaps; c++) {
+			char num[32];
+			snprintf(num, sizeof(num), "%s%" PRIu64, c ? "," : "",
+				 src->caps[c]);
+			sb_add(&st, num);
+		}
+	}
+	if (spec->random) {
+		char num[96];
+		snprintf(num, sizeof(num), " random=%zu seed=%" PRIu64,
+			 spec->random, spec->seed);
+		sb_add(&st, num);
+	}
+	if (!(sw->spec_text = sb_take(&st)))
+		return MSIM_ENOMEM;
+	sw->row = (msim_sweep_row_t){
+		.kind = "sweep", .spec = sw->spec_text,
+		.spec_hash = sw->spec_hash,
+		.seed = spec->random ? (int64_t)spec->seed : -1,
+		.shard_index = spec->shard_count ? spec->shard_index : 1,
+		.shard_count = spec->shard_count ? spec->shard_count : 1,
+		.settings = (int64_t)sw->n,
+	};
+	return 0;
+}
+
 int
 msim_sweep_plan(const msim_sweep_spec_t *spec, msim_sweep_t **out,
 		char *why, size_t whylen)
@@ -715,257 +1065,33 @@ msim_sweep_plan(const msim_sweep_spec_t *spec, msim_sweep_t **out,
 			 spec->shard_index, spec->shard_count);
 		return MSIM_EINVAL;
 	}
-	msim_sweep_t *sw = calloc(1, sizeof(*sw));
-	axis_t *axes = calloc(spec->ngrid + 1, sizeof(*axes));
-	kvlist_t *base = NULL;
-	size_t nbase = 0;
-	gsl_rng *rng = NULL;
-	int rc = MSIM_ENOMEM;
 	why[0] = 0;
-	if (!sw || !axes)
-		goto fail;
+	plan_src_t src = {0};
+	msim_sweep_t *sw = calloc(1, sizeof(*sw));
+	if (!sw) {
+		snprintf(why, whylen, "%s", msim_strerror(MSIM_ENOMEM));
+		return MSIM_ENOMEM;
+	}
 	sw->capacity = spec->capacity ? spec->capacity : MSIM_H200_BYTES;
-	sw->traces = calloc(spec->ntraces, sizeof(char *));
-	sw->hashes = calloc(spec->ntraces, sizeof(char *));
-	sw->models = calloc(spec->ntraces, sizeof(*sw->models));
-	if (!sw->traces || !sw->hashes || !sw->models)
-		goto fail;
-	sw->ntraces = spec->ntraces;
-	for (size_t t = 0; t < spec->ntraces; t++) {
-		char hex[17];
-		msim_trace_t *tr;
-		if (msim_model_spec_is(spec->traces[t])) {
-			rc = MSIM_ENOMEM;
-			if (!(sw->models[t] = malloc(sizeof(msim_model_cfg_t))))
-				goto fail;
-			char w[512];
-			if ((rc = msim_model_spec_parse(spec->traces[t],
-							sw->models[t], w,
-							sizeof(w)))) {
-				snprintf(why, whylen, "%s: %s",
-					 spec->traces[t], w);
-				goto fail;
-			}
-			rc = MSIM_ENOMEM;
-			if (!(sw->traces[t] = strdup(spec->traces[t])) ||
-			    !(sw->hashes[t] = strdup("")))
-				goto fail;
-			continue;
-		}
-		/* The format is checked now; errors inside the trace show
-		 * when it runs. */
-		if ((rc = msim_trace_open(spec->traces[t], NULL, &tr, why,
-					  whylen)))
-			goto fail;
-		msim_trace_close(tr);
-		if ((rc = msim_file_hash(spec->traces[t], hex, why, whylen)))
-			goto fail;
-		rc = MSIM_ENOMEM;
-		if (!(sw->traces[t] = strdup(spec->traces[t])) ||
-		    !(sw->hashes[t] = strdup(hex)))
-			goto fail;
-	}
-	for (size_t g = 0; g < spec->ngrid; g++)
-		if ((rc = axis_parse(&axes[g], spec->grid[g], why, whylen)))
-			goto fail;
-	if (spec->settings_file) {
-		if ((rc = read_settings_file(spec->settings_file, &base, &nbase,
-					     why, whylen)))
-			goto fail;
-	} else {
-		rc = MSIM_ENOMEM;
-		if (!(base = calloc(1, sizeof(*base))))
-			goto fail;
-		nbase = 1;
-	}
-	if (!spec->random)
-		for (size_t g = 0; g < spec->ngrid; g++)
-			for (size_t k = 0; k < axes[g].n; k++) {
-				double lo, hi;
-				if (is_range(axes[g].values[k], &lo, &hi)) {
-					snprintf(why, whylen, "--grid %s=%s: a "
-						 "range needs --random N",
-						 axes[g].key, axes[g].values[k]);
-					rc = MSIM_EINVAL;
-					goto fail;
-				}
-			}
-
-	static const char *const def_policy[] = {"pytorch"};
-	static const uint64_t def_cap[] = {0};
-	const char *const *policies = spec->npolicies ? spec->policies
-						      : def_policy;
-	size_t npolicies = spec->npolicies ? spec->npolicies : 1;
-	const uint64_t *caps = spec->ncaps ? spec->caps : def_cap;
-	size_t ncaps = spec->ncaps ? spec->ncaps : 1;
 	plan_ctx_t pc = {sw, spec, why, whylen};
-	size_t *odo = calloc(spec->ngrid + 1, sizeof(*odo));
-	if (!odo) {
-		rc = MSIM_ENOMEM;
-		goto fail;
-	}
-	if (spec->random) {
-		rng = gsl_rng_alloc(gsl_rng_mt19937);
-		if (!rng) {
-			free(odo);
-			rc = MSIM_ENOMEM;
-			goto fail;
-		}
-		gsl_rng_set(rng, (unsigned long)spec->seed);
-	}
-	rc = 0;
-	for (size_t t = 0; !rc && t < spec->ntraces; t++)
-	for (size_t p = 0; !rc && p < npolicies; p++)
-	for (size_t c = 0; !rc && c < ncaps; c++) {
-		if (spec->random) {
-			/* The draws repeat for each trace, policy and cap, so
-			 * every trace sees the same settings. */
-			gsl_rng_set(rng, (unsigned long)spec->seed);
-			for (size_t r = 0; !rc && r < spec->random; r++) {
-				kvlist_t kv = {0};
-				const kvlist_t *b = &base[nbase > 1
-					? gsl_rng_uniform_int(rng, nbase) : 0];
-				for (size_t i = 0; !rc && i < b->n; i++)
-					rc = kv_set(&kv, b->v[i].key,
-						    b->v[i].value);
-				for (size_t g = 0; !rc && g < spec->ngrid; g++) {
-					const axis_t *a = &axes[g];
-					const char *v = a->values[
-						gsl_rng_uniform_int(rng, a->n)];
-					double lo, hi;
-					char num[64];
-					if (is_range(v, &lo, &hi)) {
-						double u = gsl_rng_uniform(rng);
-						if (key_is_uint(spec, a->key))
-							snprintf(num, sizeof(num),
-								 "%.0f", lo + floor(
-								 u * (hi - lo + 1)));
-						else
-							snprintf(num, sizeof(num),
-								 "%.4g", lo + u *
-								 (hi - lo));
-						v = num;
-					}
-					rc = kv_set(&kv, a->key, v);
-				}
-				if (!rc)
-					rc = plan_add(&pc, t, policies[p],
-						      caps[c], &kv);
-				kv_clear(&kv);
-			}
-			continue;
-		}
-		for (size_t b = 0; !rc && b < nbase; b++) {
-			memset(odo, 0, (spec->ngrid + 1) * sizeof(*odo));
-			for (;;) {
-				kvlist_t kv = {0};
-				for (size_t i = 0; !rc && i < base[b].n; i++)
-					rc = kv_set(&kv, base[b].v[i].key,
-						    base[b].v[i].value);
-				for (size_t g = 0; !rc && g < spec->ngrid; g++)
-					rc = kv_set(&kv, axes[g].key,
-						    axes[g].values[odo[g]]);
-				if (!rc)
-					rc = plan_add(&pc, t, policies[p],
-						      caps[c], &kv);
-				kv_clear(&kv);
-				if (rc)
-					break;
-				/* The last axis turns fastest. */
-				size_t g = spec->ngrid;
-				while (g > 0 && ++odo[g - 1] == axes[g - 1].n)
-					odo[--g] = 0;
-				if (g == 0)
-					break;
-			}
-		}
-	}
-	free(odo);
-	if (rc) {
-		if (!why[0])
-			snprintf(why, whylen, "%s", msim_strerror(rc));
-		goto fail;
-	}
-	if ((rc = dedup(sw)))
-		goto fail;
-
-	/* This shard: every shard_count-th setting. */
-	rc = MSIM_ENOMEM;
-	if (!(sw->shard = malloc((sw->n + 1) * sizeof(size_t))))
-		goto fail;
-	for (size_t i = 0; i < sw->n; i++)
-		if (!spec->shard_count ||
-		    i % (size_t)spec->shard_count ==
-			    (size_t)(spec->shard_index - 1))
-			sw->shard[sw->nshard++] = i;
-
-	/* What the sweeps table keeps: every setting key in order (equal
-	 * for all shards of one sweep) and a readable summary. */
-	msim_hash_t h;
-	msim_hash_init(&h);
-	for (size_t i = 0; i < sw->n; i++)
-		msim_hash_update(&h, sw->v[i].key, strlen(sw->v[i].key) + 1);
-	snprintf(sw->spec_hash, sizeof(sw->spec_hash), "%016" PRIx64,
-		 msim_hash_final(&h));
-	sbuf_t st = {0};
-	sb_add(&st, "traces=");
-	for (size_t t = 0; t < spec->ntraces; t++) {
-		sb_add(&st, t ? "," : "");
-		sb_add(&st, spec->traces[t]);
-	}
-	sb_add(&st, " policies=");
-	for (size_t p = 0; p < npolicies; p++) {
-		sb_add(&st, p ? "," : "");
-		sb_add(&st, policies[p]);
-	}
-	for (size_t g = 0; g < spec->ngrid; g++) {
-		sb_add(&st, " grid ");
-		sb_add(&st, spec->grid[g]);
-	}
-	if (spec->settings_file) {
-		sb_add(&st, " settings ");
-		sb_add(&st, spec->settings_file);
-	}
-	if (ncaps > 1 || caps[0]) {
-		sb_add(&st, " caps=");
-		for (size_t c = 0; c < ncaps; c++) {
-			char num[32];
-			snprintf(num, sizeof(num), "%s%" PRIu64, c ? "," : "",
-				 caps[c]);
-			sb_add(&st, num);
-		}
-	}
-	if (spec->random) {
-		char num[96];
-		snprintf(num, sizeof(num), " random=%zu seed=%" PRIu64,
-			 spec->random, spec->seed);
-		sb_add(&st, num);
-	}
-	if (!(sw->spec_text = sb_take(&st)))
-		goto fail;
-	sw->row = (msim_sweep_row_t){
-		.kind = "sweep", .spec = sw->spec_text,
-		.spec_hash = sw->spec_hash,
-		.seed = spec->random ? (int64_t)spec->seed : -1,
-		.shard_index = spec->shard_count ? spec->shard_index : 1,
-		.shard_count = spec->shard_count ? spec->shard_count : 1,
-		.settings = (int64_t)sw->n,
-	};
-	rc = 0;
-	*out = sw;
-	sw = NULL;
-fail:
+	int rc = plan_traces(sw, spec, why, whylen);
+	if (!rc)
+		rc = plan_sources(spec, &src, why, whylen);
+	if (!rc)
+		rc = plan_expand(&pc, &src);
+	if (!rc)
+		rc = dedup(sw);
+	if (!rc)
+		rc = plan_finish(sw, spec, &src);
 	if (rc && why[0] == 0)
 		snprintf(why, whylen, "%s", msim_strerror(rc));
-	for (size_t g = 0; axes && g < spec->ngrid; g++)
-		axis_clear(&axes[g]);
-	free(axes);
-	for (size_t b = 0; b < nbase; b++)
-		kv_clear(&base[b]);
-	free(base);
-	gsl_rng_free(rng);
-	msim_sweep_destroy(sw);
-	return rc;
+	plan_sources_clear(spec, &src);
+	if (rc) {
+		msim_sweep_destroy(sw);
+		return rc;
+	}
+	*out = sw;
+	return 0;
 }
 
 void
@@ -1022,152 +1148,6 @@ msim_sweep_spec_hash(const msim_sweep_t *sw)
 /* ---------------------------------------------------------------- */
 /* One setting                                                       */
 
-static void
-input_meta(msim_input_t *in, const char *key, uint64_t value)
-{
-	if (in->nmeta == sizeof(in->meta) / sizeof(in->meta[0]))
-		return;
-	snprintf(in->meta[in->nmeta][0], sizeof(in->meta[0][0]), "%s", key);
-	snprintf(in->meta[in->nmeta][1], sizeof(in->meta[0][1]), "%" PRIu64,
-		 value);
-	in->nmeta++;
-}
-
-int
-msim_input_open(msim_input_t *in, const char *trace, const char *model_spec,
-		const char *strategy, const msim_trace_options_t *topt,
-		char *why, size_t whylen)
-{
-	memset(in, 0, sizeof(*in));
-	int rc;
-	if (model_spec) {
-		/* The canonical shape with the strategies appended. */
-		size_t need = strlen(model_spec) + 2 +
-			      (strategy ? strlen(strategy) : 0);
-		char *text = malloc(need);
-		msim_model_cfg_t cfg;
-		if (!text || !(in->gen = malloc(sizeof(*in->gen)))) {
-			free(text);
-			return MSIM_ENOMEM;
-		}
-		snprintf(text, need, "%s%s%s", model_spec,
-			 strategy && *strategy ? "," : "",
-			 strategy ? strategy : "");
-		rc = msim_model_spec_parse(text, &cfg, why, whylen);
-		free(text);
-		msim_gen_init(in->gen, false);
-		if (!rc)
-			rc = msim_model_generate(&cfg, in->gen, why, whylen);
-		if (rc) {
-			msim_input_close(in);
-			return rc;
-		}
-		in->src = msim_gen_source(in->gen);
-		in->format = "model";
-		input_meta(in, "recompute_layer_forwards", in->gen->recompute);
-		input_meta(in, "generated_peak_allocated_bytes",
-			   in->gen->peak);
-		return 0;
-	}
-	if ((rc = msim_trace_open(trace, topt, &in->trace, why, whylen)))
-		return rc;
-	in->src = msim_trace_source(in->trace);
-	in->format = msim_trace_format_name(in->trace);
-	const char *pfx = "transform:";
-	if (strategy && !strncmp(strategy, pfx, strlen(pfx))) {
-		int dtype;
-		if ((rc = msim_xform_parse(strategy + strlen(pfx), &dtype,
-					   why, whylen)) ||
-		    (rc = msim_xform_dtype_new(in->src, dtype, &in->xform, why,
-					       whylen))) {
-			msim_input_close(in);
-			return rc;
-		}
-		in->src = msim_xform_source(in->xform);
-		msim_xform_stats_t xs;
-		msim_xform_stats(in->xform, &xs);
-		input_meta(in, "transform_params", xs.params);
-		input_meta(in, "transform_pshape_allocs", xs.pshape);
-		input_meta(in, "transform_act_allocs", xs.act);
-		input_meta(in, "transform_cached_forwards", xs.forwards);
-	}
-	return 0;
-}
-
-void
-msim_input_close(msim_input_t *in)
-{
-	msim_xform_destroy(in->xform);
-	msim_trace_close(in->trace);
-	if (in->gen) {
-		msim_gen_clear(in->gen);
-		free(in->gen);
-	}
-	memset(in, 0, sizeof(*in));
-}
-
-void
-msim_input_meta(const msim_input_t *in, const char *const *base,
-		const char **kv_out, size_t n)
-{
-	size_t k = 0;
-	for (; base && base[k] && k + 3 < n; k += 2) {
-		kv_out[k] = base[k];
-		kv_out[k + 1] = base[k + 1];
-	}
-	for (size_t i = 0; i < in->nmeta && k + 3 < n; i++, k += 2) {
-		kv_out[k] = in->meta[i][0];
-		kv_out[k + 1] = in->meta[i][1];
-	}
-	kv_out[k] = NULL;
-}
-
-int
-msim_input_describe(const char *trace, const char *transform,
-		    char **spec_out, char **strategy_out, char *why,
-		    size_t whylen)
-{
-	*spec_out = *strategy_out = NULL;
-	char buf[2048];
-	if (msim_model_spec_is(trace)) {
-		msim_model_cfg_t cfg;
-		int rc;
-		if (transform) {
-			snprintf(why, whylen, "--transform: applies to a "
-				 "recorded trace; give dtype= in the model "
-				 "spec");
-			return MSIM_EINVAL;
-		}
-		if ((rc = msim_model_spec_parse(trace, &cfg, why, whylen)))
-			return rc;
-		msim_model_spec_canonical(&cfg, buf, sizeof(buf));
-		*spec_out = strdup(buf);
-		msim_strategy_canonical(&cfg, buf, sizeof(buf));
-		*strategy_out = strdup(buf);
-	} else if (transform) {
-		int dtype, rc;
-		char w[256];
-		if ((rc = msim_xform_parse(transform, &dtype, w, sizeof(w)))) {
-			snprintf(why, whylen, "--transform: %s", w);
-			return rc;
-		}
-		if (dtype == MSIM_DT_FP32)
-			return 0;
-		snprintf(buf, sizeof(buf), "transform:dtype=%s",
-			 msim_dtype_name(dtype));
-		*strategy_out = strdup(buf);
-	} else {
-		return 0;
-	}
-	if ((msim_model_spec_is(trace) && !*spec_out) || !*strategy_out) {
-		free(*spec_out);
-		free(*strategy_out);
-		*spec_out = *strategy_out = NULL;
-		return MSIM_ENOMEM;
-	}
-	return 0;
-}
-
 int
 msim_setting_run(const msim_setting_t *s, uint64_t capacity,
 		 msim_db_t *db, int mode, int64_t sweep_id,
@@ -1176,89 +1156,27 @@ msim_setting_run(const msim_setting_t *s, uint64_t capacity,
 {
 	*run_id_out = -1;
 	*existed_out = 0;
-	if (!capacity)
-		capacity = MSIM_H200_BYTES;
-	const msim_policy_ops_t *ops = msim_policy_find(s->policy);
-	if (!ops) {
-		snprintf(why, whylen, "unknown policy '%s'", s->policy);
-		return MSIM_EINVAL;
-	}
-	msim_params_t pv;
-	if (msim_params_init(&pv, ops->params))
-		return MSIM_ENOMEM;
-	int rc = 0;
-	msim_input_t in = {0};
-	msim_sim_t *sim = NULL;
-	for (size_t i = 0; i < s->nkv; i++)
-		if (!param_is_default(&pv, s->kv[i].key, s->kv[i].value) &&
-		    (rc = msim_params_set(&pv, s->kv[i].key, s->kv[i].value))) {
-			snprintf(why, whylen, "%s", pv.errmsg);
-			goto out;
-		}
-	/* As memsim run does: free_requested rows applied separately. */
-	msim_trace_options_t topt = {.deferred_frees = true};
-	if ((rc = msim_input_open(&in, s->trace, s->model_spec, s->strategy,
-				  &topt, why, whylen)))
-		goto out;
-	msim_sim_config_t cfg = {
-		.source = in.src,
-		.policy = ops,
-		.params = &pv,
-		.device = {.capacity = capacity, .log_events = db != NULL,
-			   .use_hints = !strcmp(s->addresses, "trace")},
-		.fraction = s->cap ? (double)s->cap / (double)capacity : 0,
+	msim_job_spec_t spec = {
+		.trace = s->trace, .model_spec = s->model_spec,
+		.strategy = s->strategy, .trace_hash = s->trace_hash,
+		.policy = s->policy, .conf = s->params, .cap = s->cap,
+		.capacity = capacity, .addresses = s->addresses,
 	};
-	if ((rc = msim_sim_new(&cfg, &sim, why, whylen)))
-		goto out;
-	double t0 = sweep_now_ms();
-	if ((rc = msim_sim_run(sim))) {
-		snprintf(why, whylen, "%s", msim_sim_errmsg(sim));
-		goto out;
-	}
-	double wall_ms = sweep_now_ms() - t0;
-	msim_summary_t sm;
-	msim_stats_t ss;
-	msim_sim_summary(sim, &sm);
-	msim_sim_stats(sim, &ss);
-	if (sum)
-		*sum = sm;
-	if (st)
-		*st = ss;
-	if (db) {
-		size_t nev;
-		const msim_seg_event_t *ev =
-			msim_device_events(msim_sim_device(sim), &nev);
-		msim_timemodel_t *tm;
-		msim_devtime_t dt = {0};
-		if (msim_timemodel_h200(&tm) == 0) {
-			msim_timemodel_events(tm, ev, nev, &dt);
-			msim_timemodel_destroy(tm);
-		}
-		msim_sim_meta_t meta;
-		msim_sim_meta_fill(&meta, dt.us, "H200 (built in)", &sm);
-		const char *kv[32];
-		msim_input_meta(&in, meta.kv, kv, 32);
-		msim_run_info_t info = {
-			.meta = kv, .strategy = s->strategy,
-			.kind = "simulated",
-			.trace_path = s->model_spec ? s->model_spec : s->trace,
-			.trace_hash = s->trace_hash,
-			.trace_format = in.format,
-			.policy = ops->name, .params = s->params,
-			.cap_bytes = msim_device_cap(msim_sim_device(sim)),
-			.addresses = s->addresses, .wall_ms = wall_ms,
-			.capacity_bytes = capacity, .sweep_id = sweep_id,
-		};
-		if ((rc = msim_db_store_run_mode(db, &info, &sm, &ss,
-						 msim_sim_timeline(sim), ev,
-						 nev, mode, run_id_out,
-						 existed_out)))
-			snprintf(why, whylen, "%s", msim_db_errmsg(db));
-	}
-out:
-	msim_sim_destroy(sim);
-	msim_input_close(&in);
-	msim_params_clear(&pv);
+	msim_job_t *job;
+	msim_job_err_t err;
+	int rc = msim_job_open(&spec, db != NULL, &job, &err);
+	if (!rc)
+		rc = msim_job_run(job, &err);
+	if (!rc && db)
+		rc = msim_job_store(job, db, mode, sweep_id, run_id_out,
+				    existed_out, &err);
+	if (rc)
+		snprintf(why, whylen, "%s", err.msg);
+	else if (sum)
+		*sum = msim_job_result(job)->sum;
+	if (!rc && st)
+		*st = msim_job_result(job)->st;
+	msim_job_destroy(job);
 	return rc;
 }
 

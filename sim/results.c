@@ -550,8 +550,15 @@ msim_db_setting_key(const msim_run_info_t *info, char *buf, size_t n)
 			     (unsigned long long)info->capacity_bytes);
 	if (info->strategy && *info->strategy && k >= 0 &&
 	    (size_t)k < sizeof(extra))
-		snprintf(extra + k, sizeof(extra) - k, "%sstrategy=%s",
-			 k ? ";" : "", info->strategy);
+		k += snprintf(extra + k, sizeof(extra) - k, "%sstrategy=%s",
+			      k ? ";" : "", info->strategy);
+	if (info->replay && *info->replay && k >= 0 &&
+	    (size_t)k < sizeof(extra))
+		k += snprintf(extra + k, sizeof(extra) - k, "%sreplay=%s",
+			      k ? ";" : "", info->replay);
+	if (info->device && k >= 0 && (size_t)k < sizeof(extra))
+		snprintf(extra + k, sizeof(extra) - k, "%sdevice=%u",
+			 k ? ";" : "", (unsigned)info->device);
 	int len = snprintf(buf, n, "%s|%s|%s|%s|%llu|%s|%s",
 			   info->kind ? info->kind : "simulated",
 			   info->trace_hash ? info->trace_hash : "",

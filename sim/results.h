@@ -35,6 +35,15 @@ typedef struct msim_run_info_s {
 	 * ("dtype=bf16-amp,checkpoint=every:2", "transform:dtype=bf16-amp");
 	 * NULL or "" for a recording replayed as it is. */
 	const char *strategy;
+	/* Which rows of the trace were replayed, when not the default
+	 * (free_requested applied apart): "requests" (alloc and
+	 * free_completed only), "recording" (hidden empty_cache() calls
+	 * too); NULL or "" for the default.  Part of the setting key. */
+	const char *replay;
+	/* Snapshots: the device_traces index replayed when given and not
+	 * 0 (--device N); 0 for the default.  Part of the setting key, so
+	 * the devices of one file are stored apart. */
+	uint32_t device;
 	double wall_ms;
 	uint64_t capacity_bytes;  /* device memory; 0 = unknown */
 	int64_t sweep_id;         /* > 0: record the run as the sweep's */
@@ -97,7 +106,9 @@ int msim_db_open_readonly(const char *path, msim_db_t **out, char *why,
 /*
  * The setting key of a run: what makes two runs the same experiment
  * (kind, trace hash, policy, canonical parameters, cap, addresses, and
- * extras joined by ';': a non-default capacity, the strategy),
+ * extras joined by ';': a non-default capacity, the strategy, the rows
+ * replayed when not the default, a snapshot's device when given and not
+ * 0),
  * "simulated|36eeba65058578f9|pytorch|max_split_size_mb:128|0|model|",
  * "...|model|strategy=dtype=bf16-amp,checkpoint=none".  Returns the
  * length it needed.

@@ -26,8 +26,8 @@ explain(const char *rel, uint64_t cap, bool alternatives)
 	char path[4096], why[1024];
 	snprintf(path, sizeof(path), "%s", test_data(rel));
 	msim_explain_config_t cfg = {
-		.trace = path, .cap = cap, .alternatives = alternatives,
-		.topt = {.deferred_frees = true},
+		.spec = {.trace = path, .cap = cap},
+		.alternatives = alternatives,
 	};
 	msim_explain_t *ex = NULL;
 	int rc = msim_explain_run(&cfg, &ex, why, sizeof(why));

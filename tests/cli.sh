@@ -188,11 +188,19 @@ done
 # leaves a mark, and plot with it.
 stage=$tmp/stage/usr
 mkdir -p "$stage/bin" "$stage/share/memsim/plots"
-cp "$MEMSIM" "$stage/bin/memsim"
+# memsim links the shared libmemsim: in the build tree $MEMSIM is
+# libtool's wrapper script, so stage the program it runs, with its library.
+real=$MEMSIM
+libs=
+if [ -f "$(dirname "$MEMSIM")/.libs/memsim" ]; then
+	real=$(dirname "$MEMSIM")/.libs/memsim
+	libs=$(cd "$(dirname "$MEMSIM")/.libs" && pwd)
+fi
+cp "$real" "$stage/bin/memsim"
 cp "$DATA"/../../plots/*.gp "$stage/share/memsim/plots/"
 { printf 'system("touch %s/staged-script-ran")\n' "$tmp"
   cat "$DATA/../../plots/curve.gp"; } >"$stage/share/memsim/plots/curve.gp"
-env -u MEMSIM_PLOTS_DIR "$stage/bin/memsim" run --db "$tmp/staged.db" --plot "$tmp/staged.png" "$trace" \
+env -u MEMSIM_PLOTS_DIR LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$stage/bin/memsim" run --db "$tmp/staged.db" --plot "$tmp/staged.png" "$trace" \
 	>/dev/null || fail "staged run --plot"
 [ -f "$tmp/staged-script-ran" ] || fail "staged memsim did not use its own plots"
 

@@ -42,6 +42,19 @@ echo "$out" | grep -q "smallest cap it fits under  *44.00 MiB (46137344 bytes" |
 $MEMSIM explain --json --cap 40MiB "$DATA/explain/oom.csv" |
 	grep -q '"oom_request": 3' || fail "explain --json: oom_request"
 
+# run --explain explains the setting the run replayed: a recording's own
+# allocator settings (expandable_segments:True) and its rows, so the peak
+# it takes apart is the run's peak.
+snap="$DATA/snapshots/h200_expandable.pickle"
+$MEMSIM run --recording --explain "$snap" >"$tmp/rx.txt" 2>&1 ||
+	fail "run --recording --explain: $(cat "$tmp/rx.txt")"
+[ "$(grep -c '^policy     pytorch expandable_segments:True$' "$tmp/rx.txt")" = 2 ] ||
+	fail "run --explain: not the snapshot's settings: $(grep '^policy' "$tmp/rx.txt")"
+peak=$($MEMSIM run --recording --json "$snap" |
+	sed -n 's/^  "reserved_bytes.all.peak": \([0-9]*\),$/\1/p')
+grep -q "^At peak reserved, .* ($peak bytes)" "$tmp/rx.txt" ||
+	fail "run --explain: peak is not the run's $peak: $(grep '^At peak' "$tmp/rx.txt")"
+
 # Settings that cannot act warn on stderr; --quiet silences them.
 $MEMSIM explain -c garbage_collection_threshold:0.6 "$DATA/explain/tagged.csv" \
 	2>"$tmp/err" >/dev/null

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The floors of the tree (README, "Code map"): a folder may include its own
 # headers and those of the floors below it, never one above.
-#   cli -> lab -> {plots, validate} -> {policies, traces} -> sim
+#   cli -> lib -> lab -> {plots, validate} -> {policies, traces} -> sim
+# lib/ is the public API (memsim.h); memsim.h itself includes no folder.
 # Fails naming every include that runs up a floor or sideways, and every
 # use of SQLite outside sim/results.c.
 set -u
@@ -17,12 +18,13 @@ allowed() {
 	plots)    echo "plots policies traces sim" ;;
 	validate) echo "validate policies traces sim" ;;
 	lab)      echo "lab plots validate policies traces sim" ;;
-	cli)      echo "cli lab plots validate policies traces sim" ;;
+	lib)      echo "lib lab plots validate policies traces sim" ;;
+	cli)      echo "cli lib lab plots validate policies traces sim" ;;
 	esac
 }
 
 bad=0
-for dir in sim policies traces plots validate lab cli; do
+for dir in sim policies traces plots validate lab lib cli; do
 	[ -d "$dir" ] || { echo "layers: folder $dir is missing"; bad=1; continue; }
 	ok=$(allowed "$dir")
 	for f in "$dir"/*.c "$dir"/*.h; do
@@ -36,13 +38,17 @@ for dir in sim policies traces plots validate lab cli; do
 		done
 	done
 done
+# The installed header stands alone: system headers only.
+if grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' lib/memsim.h; then
+	echo "layers: lib/memsim.h includes a header of the tree"; bad=1
+fi
 [ $bad -eq 0 ] && echo "layers: every include points down"
 
 # The results store hides its schema: sim/results.c is the only code that
 # speaks SQL (includes sqlite3.h, calls sqlite3_*(), holds a connection or
 # a statement); everything else reads and writes through sim/results.h.
 sql=0
-for dir in sim policies traces plots validate lab cli; do
+for dir in sim policies traces plots validate lab lib cli; do
 	for f in "$dir"/*.c "$dir"/*.h; do
 		[ -f "$f" ] && [ "$f" != sim/results.c ] || continue
 		if grep -nE 'sqlite3\.h|sqlite3_[a-z0-9_]+[[:space:]]*\(|sqlite3(_stmt)?[[:space:]]*\*' \

@@ -41,6 +41,19 @@ $MEMSIM run --recording --device all "$DATA/r2_3_twodev.pickle" >"$tmp/all" ||
 [ "$(grep -c '^snapshot state: matches' "$tmp/all")" = 2 ] ||
 	fail "--device all: $(cat "$tmp/all")"
 grep -q '^device     1$' "$tmp/all" || fail "--device all names device 1"
+# Each device of one file is its own setting: stored apart, and the same
+# device again replaces its own row.
+$MEMSIM run --recording --device all --db "$tmp/dev.db" \
+	"$DATA/r2_3_twodev.pickle" >"$tmp/dev.out" || fail "--device all --db"
+[ "$(grep -c '^stored     run' "$tmp/dev.out")" = 2 ] &&
+	[ "$(grep '^stored     run' "$tmp/dev.out" | sort -u | wc -l)" = 2 ] ||
+	fail "--device all --db: one row per device: $(cat "$tmp/dev.out")"
+$MEMSIM run --recording --device 1 --db "$tmp/dev.db" \
+	"$DATA/r2_3_twodev.pickle" | grep -q '^stored     run 2 in' ||
+	fail "--device 1 again: not its own row"
+$MEMSIM run --recording --device 0 --db "$tmp/dev.db" \
+	"$DATA/r2_3_twodev.pickle" | grep -q '^stored     run 1 in' ||
+	fail "--device 0 again: not its own row"
 # An explicit --alloc-conf wins over the snapshot's settings, with a note.
 $MEMSIM run --recording -c max_split_size_mb:32 "$DATA/r2_8_conf.pickle" |
 	grep -q '^settings   --alloc-conf given: the snapshot.s settings "max_split_size_mb:64" are not applied' ||

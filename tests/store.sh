@@ -161,7 +161,7 @@ grep -v '^searched' "$tmp/out" | cmp -s - "$tmp/a" ||
 # 4. Only sim/results.c speaks SQL: tests/layers.sh fails on a tree with a
 # query anywhere else.
 top=$(cd "$(dirname "$0")/.." && pwd)
-for d in sim policies traces plots validate lab cli; do
+for d in sim policies traces plots validate lab lib cli; do
 	mkdir -p "$tmp/tree/$d"
 done
 printf '#include "sim/results.h"\nstatic int f(void) { return 0; }\n' \

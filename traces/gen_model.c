@@ -1079,10 +1079,15 @@ msim_model_schedule(const msim_model_cfg_t *c, uint32_t *seg, char *why,
 			for (uint64_t i = mm; i < L; i++)
 				cand[i] = 0;
 			msim_gen_t g;
-			msim_gen_init(&g, true);
+			msim_gen_init(&g, !c->ckpt.measure);
 			int rc = mg_generate(&one, &g, mm ? cand : NULL, why,
 					     whylen);
 			uint64_t pk = g.peak;
+			if (!rc && c->ckpt.measure &&
+			    (rc = c->ckpt.measure(c->ckpt.measure_ctx, &g,
+						  &pk)))
+				snprintf(why, whylen, "--checkpoint: budget: "
+					 "%s", msim_strerror(rc));
 			msim_gen_clear(&g);
 			if (rc) {
 				free(cand);
@@ -1103,6 +1108,12 @@ msim_model_schedule(const msim_model_cfg_t *c, uint32_t *seg, char *why,
 			break; /* recomputation only grows with mm */
 	}
 	free(cand);
+	if (best_m == UINT64_MAX && lowest == UINT64_MAX) {
+		snprintf(why, whylen, "--checkpoint: budget %llu bytes: "
+			 "every schedule runs out of memory under the cap",
+			 (unsigned long long)c->ckpt.budget);
+		return MSIM_EINVAL;
+	}
 	if (best_m == UINT64_MAX) {
 		snprintf(why, whylen, "--checkpoint: budget %llu bytes is "
 			 "below the lowest reachable peak %llu",

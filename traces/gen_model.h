@@ -41,7 +41,17 @@ typedef enum msim_ckpt_kind_e {
 typedef struct msim_ckpt_s {
 	int kind;        /* msim_ckpt_kind_t */
 	uint64_t k;      /* EVERY: layers a segment */
-	uint64_t budget; /* BUDGET: bytes of peak allocated */
+	uint64_t budget; /* BUDGET: bytes of peak allocated (or reserved,
+			  * as measure says) */
+	/*
+	 * BUDGET: how a schedule's peak is measured; NULL: the generated
+	 * peak allocated bytes.  Given (lab/input.c does under a cap), the
+	 * generated requests of the schedule (g, not dry) are handed to it
+	 * and *peak_out is what must fit the budget: the bytes the allocator
+	 * reserves under the cap, UINT64_MAX when it runs out of memory.
+	 */
+	int (*measure)(void *ctx, msim_gen_t *g, uint64_t *peak_out);
+	void *measure_ctx;
 } msim_ckpt_t;
 
 #define MSIM_MODEL_MAXSEQ 64

@@ -273,8 +273,10 @@ msim_model_spec_parse(const char *text, msim_model_cfg_t *cfg, char *why,
 			 "llama, bert, resnet50)");
 		rc = MSIM_EINVAL;
 	}
-	if (!rc)
+	if (!rc) {
 		msim_model_defaults(cfg, arch);
+		cfg->inference = false; /* training unless inference=1 */
+	}
 	for (int i = 0; !rc && i < n; i++) {
 		char *eq = strchr(parts[i], '=');
 		*eq = 0;

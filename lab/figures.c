@@ -1,0 +1,278 @@
+/* The figures of a run (lab/figures.h): one list, one order. */
+#include <config.h>
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lab/figures.h"
+#include "sim/error.h"
+#include "sim/metrics.h"
+#include "sim/results.h"
+
+/* Appends a figure named name (copied); NULL out of memory. */
+static msim_fig_t *
+fig_add(msim_figs_t *f, const char *name, int kind)
+{
+	if (f->n == f->cap) {
+		size_t cap = f->cap ? 2 * f->cap : 192;
+		msim_fig_t *v = realloc(f->v, cap * sizeof(*v));
+		if (!v)
+			return NULL;
+		f->v = v;
+		f->cap = cap;
+	}
+	msim_fig_t *g = &f->v[f->n];
+	memset(g, 0, sizeof(*g));
+	if (!(g->name = strdup(name)))
+		return NULL;
+	g->kind = kind;
+	f->n++;
+	return g;
+}
+
+static bool
+fig_int(msim_figs_t *f, const char *name, int64_t v)
+{
+	msim_fig_t *g = fig_add(f, name, MSIM_FIG_INT);
+	if (g)
+		g->i = v;
+	return g != NULL;
+}
+
+static bool
+fig_bool(msim_figs_t *f, const char *name, bool v)
+{
+	if (!fig_int(f, name, v))
+		return false;
+	f->v[f->n - 1].kind = MSIM_FIG_BOOL;
+	return true;
+}
+
+/* A number and how it is written (printf's "%.*f", or as text). */
+static bool
+fig_real(msim_figs_t *f, const char *name, double v, int prec,
+	 const char *as_written)
+{
+	char buf[64];
+	msim_fig_t *g = fig_add(f, name, MSIM_FIG_REAL);
+	if (!g)
+		return false;
+	g->d = v;
+	if (!as_written) {
+		snprintf(buf, sizeof(buf), "%.*f", prec, v);
+		as_written = buf;
+	}
+	return (g->t = strdup(as_written)) != NULL;
+}
+
+static bool
+fig_text(msim_figs_t *f, const char *name, const char *v)
+{
+	msim_fig_t *g = fig_add(f, name, MSIM_FIG_TEXT);
+	return g && (g->t = strdup(v ? v : "")) != NULL;
+}
+
+typedef struct stat_ctx_s {
+	msim_figs_t *f;
+	bool ok;
+} stat_ctx_t;
+
+static void
+fig_stat(const char *name, int64_t value, void *ctx)
+{
+	stat_ctx_t *c = ctx;
+	if (c->ok)
+		c->ok = fig_int(c->f, name, value);
+}
+
+bool
+msim_figs_no_events(msim_trace_t *t)
+{
+	msim_trace_tally_t tl;
+	msim_trace_tally(t, &tl);
+	return tl.entries == 0 && msim_trace_ended(t) &&
+	       !strcmp(msim_trace_format_name(t), "pickle");
+}
+
+int
+msim_figs_seed(msim_figs_t *f, msim_trace_t *t, bool always)
+{
+	msim_trace_seed_t s;
+	msim_trace_seeding(t, &s);
+	const char *first;
+	uint64_t skipped = msim_trace_skipped(t, &first);
+	msim_trace_tally_t tl;
+	msim_trace_tally(t, &tl);
+	bool none = msim_figs_no_events(t);
+	if (!always && !s.requests && !s.snap_live && !skipped &&
+	    !tl.zero_skipped && !none)
+		return 0;
+	bool ok = fig_int(f, "seeded_from_frees", (int64_t)s.from_frees) &&
+	     fig_int(f, "seeded_from_snapshot", (int64_t)s.from_snapshot) &&
+	     fig_int(f, "seeded_late", (int64_t)s.late) &&
+	     fig_int(f, "seeded_bytes", (int64_t)s.bytes) &&
+	     fig_int(f, "seeded_segments", (int64_t)s.segments) &&
+	     fig_int(f, "seeded_segment_bytes", (int64_t)s.segment_bytes) &&
+	     fig_int(f, "seed_fillers", (int64_t)s.fillers) &&
+	     fig_int(f, "seed_requests", (int64_t)s.requests) &&
+	     fig_bool(f, "seed_exact", s.exact);
+	if (ok && !s.exact)
+		ok = fig_text(f, "seed_inexact", s.inexact);
+	ok = ok &&
+	     fig_int(f, "snapshot_live_blocks", (int64_t)s.snap_live) &&
+	     fig_int(f, "snapshot_live_bytes", (int64_t)s.snap_live_bytes) &&
+	     fig_int(f, "explained_live_blocks", (int64_t)s.explained) &&
+	     fig_int(f, "explained_live_bytes", (int64_t)s.explained_bytes) &&
+	     fig_int(f, "skipped_entries", (int64_t)skipped) &&
+	     fig_int(f, "zero_byte_skipped", (int64_t)tl.zero_skipped) &&
+	     fig_bool(f, "no_trace_events", none);
+	return ok ? 0 : MSIM_ENOMEM;
+}
+
+/* The setting's figures after trace (and strategy, meta): trace_hash,
+ * policy, params, cap_bytes, requests. */
+static bool
+fig_setting(msim_figs_t *f, const char *hash, const char *policy,
+	    const char *params, uint64_t cap, uint64_t requests)
+{
+	return fig_text(f, "trace_hash", hash) &&
+	       fig_text(f, "policy", policy) &&
+	       fig_text(f, "params", params) &&
+	       fig_int(f, "cap_bytes", (int64_t)cap) &&
+	       fig_int(f, "requests", (int64_t)requests);
+}
+
+int
+msim_figs_job(msim_figs_t *f, msim_job_t *job)
+{
+	const msim_job_result_t *r = msim_job_result(job);
+	bool ok = fig_text(f, "trace", r->trace_path);
+	if (ok && r->strategy)
+		ok = fig_text(f, "strategy", r->strategy);
+	/* The input's meta are counts (lab/input.c). */
+	for (size_t i = 0; ok && i < r->nmeta; i++)
+		ok = fig_int(f, r->meta[i][0],
+			     (int64_t)strtoull(r->meta[i][1], NULL, 10));
+	ok = ok && fig_setting(f, r->trace_hash, r->policy, r->params,
+			       r->cap_bytes, r->sum.requests);
+	stat_ctx_t c = {f, ok};
+	if (ok)
+		msim_stats_foreach(&r->st, fig_stat, &c);
+	ok = c.ok && fig_int(f, "oom_request", r->sum.oom_request) &&
+	     fig_real(f, "frag_at_peak", r->sum.frag_at_peak, 6, NULL) &&
+	     fig_real(f, "frag_mean", r->sum.frag_mean, 6, NULL) &&
+	     fig_real(f, "ext_frag_max", r->sum.ext_frag_max, 6, NULL) &&
+	     fig_int(f, "addr_same", (int64_t)r->sum.addr_same) &&
+	     fig_int(f, "addr_other", (int64_t)r->sum.addr_other) &&
+	     fig_real(f, "modelled_device_ms", strtod(r->devtime_ms, NULL), 3,
+		      r->devtime_ms) &&
+	     fig_real(f, "wall_ms", r->wall_ms, 3, NULL);
+	if (ok && *r->snapshot_state)
+		ok = fig_text(f, "snapshot_state", r->snapshot_state);
+	if (ok && r->settings_note && *r->settings_note)
+		ok = fig_text(f, "settings_note", r->settings_note);
+	if (!ok)
+		return MSIM_ENOMEM;
+	msim_trace_t *t = msim_job_trace(job);
+	return t ? msim_figs_seed(f, t, false) : 0;
+}
+
+/* A run_meta entry: a number when its text is one. */
+static bool
+fig_meta(msim_figs_t *f, const char *key, const char *value)
+{
+	char *end;
+	if (msim_figs_find(f, key))
+		return true; /* a column says it already */
+	long long i = strtoll(value, &end, 10);
+	if (*value && *value != ' ' && !*end)
+		return fig_int(f, key, i);
+	double d = strtod(value, &end);
+	if (*value && *value != ' ' && !*end)
+		return fig_real(f, key, d, 0, value);
+	return fig_text(f, key, value);
+}
+
+typedef struct meta_ctx_s {
+	msim_figs_t *f;
+	bool ok;
+} meta_ctx_t;
+
+static void
+fig_meta_cb(const char *key, const char *value, void *ctx)
+{
+	meta_ctx_t *c = ctx;
+	if (c->ok)
+		c->ok = fig_meta(c->f, key, value);
+}
+
+int
+msim_figs_stored(msim_figs_t *f, msim_db_t *db, int64_t id)
+{
+	msim_db_run_t r;
+	int rc = msim_db_run_get(db, id, &r);
+	if (rc)
+		return rc;
+	bool ok = fig_text(f, "trace", r.trace_path);
+	if (ok && *r.strategy)
+		ok = fig_text(f, "strategy", r.strategy);
+	ok = ok && fig_setting(f, r.trace_hash, r.policy, r.params,
+			       r.cap_bytes, (uint64_t)r.requests);
+	stat_ctx_t c = {f, ok};
+	if (ok && (rc = msim_db_run_stats(db, id, fig_stat, &c)))
+		goto out;
+	ok = c.ok && fig_int(f, "oom_request", r.oom_request) &&
+	     fig_real(f, "frag_at_peak", r.frag_at_peak, 6, NULL) &&
+	     fig_real(f, "frag_mean", r.frag_mean, 6, NULL) &&
+	     fig_real(f, "ext_frag_max", r.ext_frag_max, 6, NULL) &&
+	     fig_real(f, "wall_ms", r.wall_ms, 3, NULL) &&
+	     fig_text(f, "kind", r.kind) &&
+	     fig_text(f, "created", r.created) &&
+	     fig_text(f, "memsim_version", r.memsim_version) &&
+	     fig_text(f, "trace_format", r.trace_format) &&
+	     fig_text(f, "addresses", r.addresses) &&
+	     fig_int(f, "capacity_bytes", (int64_t)r.capacity_bytes) &&
+	     fig_text(f, "setting_key", r.setting_key);
+	meta_ctx_t m = {f, ok};
+	if (ok && (rc = msim_db_run_meta(db, id, fig_meta_cb, &m)))
+		goto out;
+	if (!m.ok || !fig_int(f, "run_id", r.id))
+		rc = MSIM_ENOMEM;
+out:
+	msim_db_run_clear(&r);
+	return rc;
+}
+
+const msim_fig_t *
+msim_figs_find(const msim_figs_t *f, const char *name)
+{
+	for (size_t i = 0; name && i < f->n; i++)
+		if (!strcmp(f->v[i].name, name))
+			return &f->v[i];
+	return NULL;
+}
+
+int
+msim_figs_int(msim_figs_t *f, const char *name, int64_t v)
+{
+	msim_fig_t *g = (msim_fig_t *)msim_figs_find(f, name);
+	if (g) {
+		g->i = v;
+		return 0;
+	}
+	return fig_int(f, name, v) ? 0 : MSIM_ENOMEM;
+}
+
+void
+msim_figs_clear(msim_figs_t *f)
+{
+	for (size_t i = 0; i < f->n; i++) {
+		free(f->v[i].name);
+		free(f->v[i].t);
+	}
+	free(f->v);
+	f->v = NULL;
+	f->n = f->cap = 0;
+}

@@ -1,0 +1,85 @@
+/*
+ * The figures of a run as one list of named values, in the order of
+ * `memsim run --json`: what `memsim run --json` prints and what the
+ * public API (lib/memsim.h) hands out are built here once, so their names
+ * cannot drift.  Nothing here prints.
+ *
+ *	msim_figs_job() -> [msim_figs_int(..., "run_id", ...)] -> read
+ *	msim_figs_t.v -> msim_figs_clear()
+ */
+#ifndef MSIM_LAB_FIGURES_H
+#define MSIM_LAB_FIGURES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lab/job.h"
+#include "traces/trace.h"
+
+/* The kinds of figure (the values of memsim.h's MEMSIM_INT ...). */
+enum {
+	MSIM_FIG_INT = 1,
+	MSIM_FIG_REAL = 2,
+	MSIM_FIG_TEXT = 3,
+	MSIM_FIG_BOOL = 4, /* i: 0 or 1 */
+};
+
+typedef struct msim_fig_s {
+	char *name;         /* owned */
+	int kind;           /* MSIM_FIG_* */
+	int64_t i;          /* INT, BOOL */
+	double d;           /* REAL */
+	/* TEXT: the text; REAL: the number as written in JSON ("%.6f",
+	 * "%.3f", or as stored).  Owned by the list. */
+	char *t;
+} msim_fig_t;
+
+typedef struct msim_figs_s {
+	msim_fig_t *v;
+	size_t n, cap;
+} msim_figs_t;
+
+/*
+ * Appends the figures of a finished job (after msim_job_run()): trace,
+ * [strategy], [the input's meta], trace_hash, policy, params, cap_bytes,
+ * requests, the keys of torch.cuda.memory_stats(), oom_request, ...,
+ * wall_ms, [snapshot_state], [settings_note], [the seeding of
+ * msim_figs_seed()].  Returns 0 or MSIM_ENOMEM.
+ */
+int msim_figs_job(msim_figs_t *f, msim_job_t *job);
+
+/*
+ * Appends what the start of a partial history of t was seeded with, what
+ * was skipped and whether a snapshot had no trace events (seeded_from_frees
+ * ... no_trace_events); unless always, only when there is any of it.
+ * Returns 0 or MSIM_ENOMEM.
+ */
+int msim_figs_seed(msim_figs_t *f, msim_trace_t *t, bool always);
+
+/*
+ * Appends the figures of run id as stored in db (sim/results.h's read
+ * calls): those of msim_figs_job() the store keeps (trace, [strategy],
+ * trace_hash, policy, params, cap_bytes, requests, the statistics stored,
+ * oom_request, frag_at_peak, frag_mean, ext_frag_max, wall_ms), then
+ * kind, created, memsim_version, trace_format, addresses,
+ * capacity_bytes, setting_key, each run_meta entry (an INT or REAL when
+ * its text is a number: modelled_device_ms, a generator's counts; else
+ * TEXT) and run_id.  Returns 0, MSIM_ENOTFOUND, MSIM_ENOMEM or MSIM_EDB.
+ */
+struct msim_db_s;
+int msim_figs_stored(msim_figs_t *f, struct msim_db_s *db, int64_t id);
+
+/* Whether t is a snapshot without any trace event (read to its end). */
+bool msim_figs_no_events(msim_trace_t *t);
+
+/* Appends one figure (text copied), or sets it if there already.
+ * Returns 0 or MSIM_ENOMEM. */
+int msim_figs_int(msim_figs_t *f, const char *name, int64_t v);
+
+/* The figure called name, or NULL. */
+const msim_fig_t *msim_figs_find(const msim_figs_t *f, const char *name);
+
+void msim_figs_clear(msim_figs_t *f);
+
+#endif

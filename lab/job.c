@@ -1,0 +1,456 @@
+/* The job of job.h: open a resolved setting, replay it, store its row. */
+#include <config.h>
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "lab/job.h"
+#include "lab/snapcheck.h"
+#include "policies/registry.h"
+#include "sim/error.h"
+#include "sim/units.h"
+#include "traces/model_spec.h"
+#include "traces/prefetch.h"
+
+#define JOB_NKV 32
+
+struct msim_job_s {
+	msim_job_spec_t spec;      /* as given; strings owned by the caller */
+	bool store;
+	const msim_policy_ops_t *ops;
+	msim_params_t pv;
+	bool pv_init;
+	char *params;              /* canonical */
+	char *model_spec, *strategy; /* resolved here (owned), or NULL */
+	msim_timemodel_t *tm_own;
+	const msim_timemodel_t *tm;
+	msim_input_t in;
+	msim_prefetch_t *pf;
+	msim_sim_t *sim;
+	char hash[32];
+	char snapstate[256];
+	char confnote[768];
+	char seeding[320];
+	msim_sim_meta_t meta;
+	msim_job_result_t res;
+};
+
+static int
+job_fail(msim_job_err_t *err, int part, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int
+job_fail(msim_job_err_t *err, int part, int rc, const char *fmt, ...)
+{
+	va_list ap;
+	err->part = part;
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+static double
+job_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+msim_trace_options_t
+msim_job_trace_options(const msim_job_spec_t *spec)
+{
+	/* By default free_requested and free_completed rows apply apart;
+	 * --recording adds the hidden empty_cache() calls. */
+	msim_trace_options_t topt = {
+		.deferred_frees = !spec->requests_only || spec->recording,
+		.hidden_empty_cache = spec->recording,
+		.device1 = spec->device1,
+		.strict = spec->strict,
+		.lenient = spec->lenient,
+	};
+	return topt;
+}
+
+/* The policy and its canonical parameters. */
+static int
+job_policy(msim_job_t *j, msim_job_err_t *err)
+{
+	const msim_job_spec_t *s = &j->spec;
+	if (!s->policy || !(j->ops = msim_policy_find(s->policy)))
+		return job_fail(err, MSIM_JOB_EPOLICY, MSIM_EINVAL,
+				"unknown policy '%s' (see `memsim policies`)",
+				s->policy ? s->policy : "");
+	if (msim_params_init(&j->pv, j->ops->params))
+		return job_fail(err, MSIM_JOB_EPARAMS, MSIM_ENOMEM,
+				"out of memory");
+	j->pv_init = true;
+	if (s->conf && *s->conf && msim_params_parse(&j->pv, s->conf))
+		return job_fail(err, MSIM_JOB_EPARAMS, MSIM_EINVAL, "%s",
+				j->pv.errmsg);
+	size_t need = msim_params_canonical(&j->pv, NULL, 0) + 1;
+	if (!(j->params = malloc(need)))
+		return job_fail(err, MSIM_JOB_EPARAMS, MSIM_ENOMEM,
+				"out of memory");
+	msim_params_canonical(&j->pv, j->params, need);
+	return 0;
+}
+
+/* A first pass over a trace file completes a partial history and reads a
+ * snapshot's allocator settings, which --recording applies unless
+ * parameters were given. */
+static int
+job_snapconf(msim_job_t *j, msim_job_err_t *err)
+{
+	if (!j->in.trace)
+		return 0;
+	if (msim_trace_prescan(j->in.trace))
+		return job_fail(err, MSIM_JOB_EINPUT, MSIM_EINVAL, "%s",
+				msim_trace_errmsg(j->in.trace));
+	const char *snapconf = msim_trace_alloc_conf(j->in.trace);
+	if (!j->spec.recording || !snapconf || !*snapconf)
+		return 0;
+	if (j->spec.conf && *j->spec.conf) {
+		snprintf(j->confnote, sizeof(j->confnote), "--alloc-conf "
+			 "given: the snapshot's settings \"%s\" are not "
+			 "applied", snapconf);
+		return 0;
+	}
+	msim_params_t sp;
+	if (msim_params_init(&sp, j->ops->params))
+		return job_fail(err, MSIM_JOB_EPARAMS, MSIM_ENOMEM,
+				"out of memory");
+	if (msim_params_parse(&sp, snapconf)) {
+		snprintf(j->confnote, sizeof(j->confnote), "the snapshot's "
+			 "settings \"%s\" are not applied: %s", snapconf,
+			 sp.errmsg);
+		msim_params_clear(&sp);
+		return 0;
+	}
+	size_t need = msim_params_canonical(&sp, NULL, 0) + 1;
+	char *canon = malloc(need);
+	if (!canon) {
+		msim_params_clear(&sp);
+		return job_fail(err, MSIM_JOB_EPARAMS, MSIM_ENOMEM,
+				"out of memory");
+	}
+	msim_params_canonical(&sp, canon, need);
+	msim_params_clear(&j->pv);
+	j->pv = sp;
+	free(j->params);
+	j->params = canon;
+	snprintf(j->confnote, sizeof(j->confnote), "the snapshot's allocator "
+		 "settings \"%s\"", snapconf);
+	return 0;
+}
+
+/* The input: a model spec or a transform resolved, then opened. */
+static int
+job_input(msim_job_t *j, const msim_sim_config_t *cfg, msim_job_err_t *err)
+{
+	const msim_job_spec_t *s = &j->spec;
+	const char *mspec = s->model_spec, *strategy = s->strategy;
+	int rc;
+	if (!mspec && !strategy &&
+	    (msim_model_spec_is(s->trace) || s->transform)) {
+		char why[1024];
+		if ((rc = msim_input_describe(s->trace, s->transform,
+					      &j->model_spec, &j->strategy,
+					      why, sizeof(why))))
+			return job_fail(err, MSIM_JOB_EINPUT, rc, "%s%s",
+					msim_model_spec_is(s->trace) &&
+					!s->transform ? "model spec: " : "",
+					why);
+		mspec = j->model_spec;
+		strategy = j->strategy;
+	}
+	msim_trace_options_t topt = msim_job_trace_options(s);
+	if ((rc = msim_input_open(&j->in, s->trace, mspec, strategy, &topt,
+				  cfg, err->msg, sizeof(err->msg)))) {
+		err->part = MSIM_JOB_EINPUT;
+		return rc;
+	}
+	if ((rc = job_snapconf(j, err)))
+		return rc;
+	j->res.trace_path = mspec ? mspec : s->trace;
+	j->res.strategy = strategy;
+	j->res.trace_format = j->in.format;
+	if (s->prefetch && msim_prefetch_new(j->in.src, &j->pf))
+		return job_fail(err, MSIM_JOB_EINPUT, MSIM_ENOMEM,
+				"out of memory");
+	return 0;
+}
+
+int
+msim_job_open(const msim_job_spec_t *spec, bool store, msim_job_t **out,
+	      msim_job_err_t *err)
+{
+	*out = NULL;
+	memset(err, 0, sizeof(*err));
+	msim_job_t *j = calloc(1, sizeof(*j));
+	if (!j)
+		return job_fail(err, MSIM_JOB_EINPUT, MSIM_ENOMEM,
+				"out of memory");
+	j->spec = *spec;
+	j->store = store;
+	if (!j->spec.addresses)
+		j->spec.addresses = "model";
+	if (!j->spec.capacity)
+		j->spec.capacity = MSIM_H200_BYTES;
+	const msim_job_spec_t *s = &j->spec;
+	int rc;
+	if ((rc = job_policy(j, err)))
+		goto fail;
+	if (s->cap && s->fraction) {
+		rc = job_fail(err, MSIM_JOB_ECAP, MSIM_EINVAL,
+			      "give a cap or a fraction, not both");
+		goto fail;
+	}
+	if (s->cap > s->capacity) {
+		rc = job_fail(err, MSIM_JOB_ECAP, MSIM_EINVAL, "%" PRIu64
+			      " bytes is more than the device's %" PRIu64,
+			      s->cap, s->capacity);
+		goto fail;
+	}
+	if (!(j->tm = s->timemodel)) {
+		if ((rc = msim_timemodel_h200(&j->tm_own))) {
+			job_fail(err, MSIM_JOB_EINPUT, rc, "out of memory");
+			goto fail;
+		}
+		j->tm = j->tm_own;
+	}
+	msim_sim_config_t cfg = {
+		.policy = j->ops,
+		.params = &j->pv,
+		/* The log only where it is read; the modelled cost of the
+		 * device calls is added up as they happen. */
+		.device = {.capacity = s->capacity,
+			   .log_events = store || s->recording || s->keep_log ||
+					 s->observe,
+			   .timemodel = j->tm,
+			   .use_hints = !strcmp(s->addresses, "trace")},
+		.fraction = s->cap ? (double)s->cap / (double)s->capacity
+				   : s->fraction,
+		.keep_going = s->keep_going,
+		.peak_blocks = store, /* for memsim plot --kind segments */
+		.observe = s->observe,
+		.observe_ctx = s->observe_ctx,
+	};
+	if ((rc = job_input(j, &cfg, err)))
+		goto fail;
+	cfg.source = j->pf ? msim_prefetch_source(j->pf) : j->in.src;
+	if ((rc = msim_sim_new(&cfg, &j->sim, err->msg, sizeof(err->msg)))) {
+		err->part = MSIM_JOB_EPARAMS;
+		goto fail;
+	}
+	*out = j;
+	return 0;
+fail:
+	msim_job_destroy(j);
+	return rc;
+}
+
+/* The hash of the whole input: the model spec's, the reader's when it
+ * read the file to its end, else (an OOM stopped the run early) the
+ * file's read again. */
+static int
+job_hash(msim_job_t *j, msim_job_err_t *err)
+{
+	const char *mspec = j->spec.model_spec ? j->spec.model_spec
+					       : j->model_spec;
+	if (j->spec.trace_hash) {
+		snprintf(j->hash, sizeof(j->hash), "%s", j->spec.trace_hash);
+	} else if (mspec) {
+		msim_hash_t h;
+		msim_hash_init(&h);
+		msim_hash_update(&h, mspec, strlen(mspec));
+		snprintf(j->hash, sizeof(j->hash), "%016" PRIx64,
+			 msim_hash_final(&h));
+	} else if (j->in.trace && msim_trace_ended(j->in.trace)) {
+		snprintf(j->hash, sizeof(j->hash), "%016" PRIx64,
+			 msim_trace_hash(j->in.trace));
+	} else {
+		int rc = msim_file_hash(j->spec.trace, j->hash, err->msg,
+					sizeof(err->msg));
+		if (rc) {
+			err->part = MSIM_JOB_EINPUT;
+			return rc;
+		}
+	}
+	return 0;
+}
+
+/* --recording of a snapshot: does the replay end in its state? */
+static int
+job_snapcheck(msim_job_t *j, msim_job_err_t *err)
+{
+	const msim_snap_segment_t *segs;
+	size_t nsegs = 0;
+	if (!j->spec.recording || !j->in.trace)
+		return 0;
+	if (msim_trace_segments(j->in.trace, &segs, &nsegs))
+		return job_fail(err, MSIM_JOB_ERUN, MSIM_ENOMEM,
+				"out of memory");
+	if (!nsegs)
+		return 0;
+	msim_snapcheck_t sc;
+	if (msim_snapcheck(j->sim, segs, nsegs, &sc))
+		return job_fail(err, MSIM_JOB_ERUN, MSIM_ENOMEM,
+				"out of memory");
+	msim_snapcheck_format(&sc, j->snapstate, sizeof(j->snapstate));
+	return 0;
+}
+
+int
+msim_job_run(msim_job_t *j, msim_job_err_t *err)
+{
+	memset(err, 0, sizeof(*err));
+	double t0 = job_now_ms();
+	int rc = msim_sim_run(j->sim);
+	msim_prefetch_destroy(j->pf); /* the reader is done with the input */
+	j->pf = NULL;
+	if (rc)
+		return job_fail(err, MSIM_JOB_ERUN, rc, "%s",
+				msim_sim_errmsg(j->sim));
+	msim_job_result_t *r = &j->res;
+	r->wall_ms = job_now_ms() - t0;
+	msim_sim_summary(j->sim, &r->sum);
+	msim_sim_stats(j->sim, &r->st);
+	if ((rc = job_hash(j, err)) || (rc = job_snapcheck(j, err)))
+		return rc;
+	msim_device_devtime(msim_sim_device(j->sim), &r->devtime);
+	msim_sim_meta_fill(&j->meta, r->devtime.us,
+			   j->spec.calibration ? j->spec.calibration
+					       : "H200 (built in)", &r->sum);
+	r->devtime_ms = j->meta.ms;
+	r->trace_hash = j->hash;
+	r->policy = j->ops->name;
+	r->params = j->params;
+	r->addresses = j->spec.addresses;
+	r->cap_bytes = msim_device_cap(msim_sim_device(j->sim));
+	r->capacity = j->spec.capacity;
+	r->snapshot_state = j->snapstate;
+	r->settings_note = j->confnote;
+	r->meta = (const char (*)[2][40])j->in.meta;
+	r->nmeta = j->in.nmeta;
+	return 0;
+}
+
+const msim_job_result_t *
+msim_job_result(const msim_job_t *job)
+{
+	return &job->res;
+}
+
+msim_sim_t *
+msim_job_sim(msim_job_t *job)
+{
+	return job->sim;
+}
+
+msim_trace_t *
+msim_job_trace(msim_job_t *job)
+{
+	return job->in.trace;
+}
+
+const msim_policy_ops_t *
+msim_job_policy(const msim_job_t *job)
+{
+	return job->ops;
+}
+
+const msim_params_t *
+msim_job_params(const msim_job_t *job)
+{
+	return &job->pv;
+}
+
+/* Appends key, value to the NULL-terminated kv (value "" adds nothing). */
+static void
+job_meta_add(const char **kv, const char *key, const char *value)
+{
+	size_t k = 0;
+	if (!*value)
+		return;
+	while (kv[k])
+		k += 2;
+	if (k + 2 < JOB_NKV) {
+		kv[k] = key;
+		kv[k + 1] = value;
+		kv[k + 2] = NULL;
+	}
+}
+
+int
+msim_job_store(msim_job_t *j, msim_db_t *db, int mode, int64_t sweep_id,
+	       int64_t *run_id_out, int *existed_out, msim_job_err_t *err)
+{
+	memset(err, 0, sizeof(*err));
+	*run_id_out = -1;
+	*existed_out = 0;
+	const msim_job_result_t *r = &j->res;
+	const char *kv[JOB_NKV];
+	msim_input_meta(&j->in, j->meta.kv, kv, JOB_NKV);
+	job_meta_add(kv, "snapshot_state", j->snapstate);
+	/* A partial history: what was seeded, kept with the run. */
+	msim_trace_seed_t sd = {0};
+	if (j->in.trace)
+		msim_trace_seeding(j->in.trace, &sd);
+	if (sd.requests) {
+		snprintf(j->seeding, sizeof(j->seeding), "%" PRIu64 " blocks, %"
+			 PRIu64 " segments of %" PRIu64 " bytes; %s%s",
+			 sd.from_frees + sd.from_snapshot, sd.segments,
+			 sd.segment_bytes, sd.exact ? "exact" : "not exact: ",
+			 sd.exact ? "" : sd.inexact);
+		job_meta_add(kv, "seeded", j->seeding);
+	}
+	msim_run_info_t info = {
+		.kind = "simulated", .trace_path = r->trace_path,
+		.trace_hash = r->trace_hash, .trace_format = r->trace_format,
+		.strategy = r->strategy, .policy = r->policy,
+		.params = r->params, .cap_bytes = r->cap_bytes,
+		.addresses = r->addresses, .wall_ms = r->wall_ms, .meta = kv,
+		.capacity_bytes = r->capacity, .sweep_id = sweep_id,
+		/* Other rows replayed, another experiment. */
+		.replay = j->spec.recording ? "recording"
+			  : j->spec.requests_only ? "requests" : NULL,
+		/* One device of a snapshot, another experiment. */
+		.device = j->spec.device1 > 1 ? j->spec.device1 - 1 : 0,
+	};
+	if (j->store)
+		info.peak_blocks = msim_sim_peak_blocks(j->sim,
+							&info.npeak_blocks);
+	size_t nev;
+	const msim_seg_event_t *ev =
+		msim_device_events(msim_sim_device(j->sim), &nev);
+	int rc = msim_db_store_run_mode(db, &info, &r->sum, &r->st,
+					msim_sim_timeline(j->sim), ev, nev,
+					mode, run_id_out, existed_out);
+	if (rc)
+		return job_fail(err, MSIM_JOB_ESTORE, rc, "%s",
+				msim_db_errmsg(db));
+	return 0;
+}
+
+void
+msim_job_destroy(msim_job_t *j)
+{
+	if (!j)
+		return;
+	msim_prefetch_destroy(j->pf);
+	msim_sim_destroy(j->sim);
+	msim_input_close(&j->in);
+	free(j->model_spec);
+	free(j->strategy);
+	free(j->params);
+	if (j->pv_init)
+		msim_params_clear(&j->pv);
+	msim_timemodel_destroy(j->tm_own);
+	free(j);
+}

@@ -1,0 +1,157 @@
+/*
+ * The job: one setting -> one replay -> one stored row.  Every command that
+ * simulates a setting (run, compare, sweep, tune, report --compare,
+ * explain) goes through here, so one experiment is opened the same way (the
+ * input of lab/input.h with the same trace options), costed by the same
+ * time model (msim_timemodel_events) and stored as one identical row
+ * (setting key, trace hash, capacity, run_meta, peak blocks) whichever
+ * command ran it.
+ *
+ *	msim_job_open() -> msim_job_run() -> [msim_job_store()] ->
+ *	msim_job_destroy()
+ *
+ * Nothing here prints or exits: errors come back as a code, the part of
+ * the setting at fault and one line of text.
+ */
+#ifndef MSIM_LAB_JOB_H
+#define MSIM_LAB_JOB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lab/input.h"
+#include "sim/engine.h"
+#include "sim/results.h"
+#include "sim/timemodel.h"
+
+/* A setting as a job replays it. */
+typedef struct msim_job_spec_s {
+	const char *trace;      /* a trace file or "model:..." as given */
+	/* --transform of a recording ("dtype=bf16-amp"); NULL: none.  Only
+	 * when model_spec and strategy are NULL (they are then resolved
+	 * from trace and transform). */
+	const char *transform;
+	/* Resolved already (a sweep's setting): the canonical model shape
+	 * (NULL: trace is a file) and strategies (NULL: none). */
+	const char *model_spec;
+	const char *strategy;
+	const char *trace_hash; /* NULL: of model_spec, or of the file */
+	const char *policy;     /* required: the caller picks the default */
+	const char *conf;       /* parameters, PYTORCH_CUDA_ALLOC_CONF
+				 * syntax; NULL or "": the defaults */
+	uint64_t cap;           /* bytes; 0: none */
+	double fraction;        /* or the cap as a fraction; 0: none */
+	uint64_t capacity;      /* device memory; 0: the H200's */
+	const char *addresses;  /* "model" (NULL) or "trace" */
+	/* Which rows of a trace file are replayed (traces/trace.h):
+	 * requests_only drops free_requested (alloc and free_completed, as
+	 * caching_allocator_alloc/delete and `memsim validate` see them);
+	 * recording replays the hidden empty_cache() calls too and checks a
+	 * snapshot's end state. */
+	bool requests_only, recording;
+	unsigned device1;       /* snapshots: 1 + device index; 0: auto */
+	/* A partial history: refuse it (strict) instead of seeding its
+	 * start; skip entries of unknown actions (lenient). */
+	bool strict, lenient;
+	bool keep_going;        /* do not stop at the first OOM */
+	bool keep_log;          /* keep the device event log (--segments);
+				 * kept anyway when storing, for a recording
+				 * and with observe; else memory does not grow
+				 * with device calls */
+	bool prefetch;          /* read the input on a second thread */
+	/* The calibration of the modelled device time (NULL: the H200's,
+	 * built in) and the name stored with it. */
+	const msim_timemodel_t *timemodel;
+	const char *calibration;
+	/* May be NULL: called after each request the engine serves
+	 * (msim_sim_config_t.observe), as lab/explain.c follows blocks. */
+	void (*observe)(void *ctx, const msim_req_t *req, int rc);
+	void *observe_ctx;
+} msim_job_spec_t;
+
+/* The part of a setting an error is about. */
+enum {
+	MSIM_JOB_EPOLICY = 1, /* spec.policy */
+	MSIM_JOB_EPARAMS,     /* spec.conf, or the policy refused the
+			       * parameters */
+	MSIM_JOB_EINPUT,      /* the trace, model spec or transform */
+	MSIM_JOB_ECAP,        /* cap or fraction */
+	MSIM_JOB_ERUN,        /* the replay */
+	MSIM_JOB_ESTORE,      /* the database */
+};
+
+typedef struct msim_job_err_s {
+	int part;        /* MSIM_JOB_E* */
+	char msg[1024];  /* one line, without the part's name */
+} msim_job_err_t;
+
+/* What a finished job measured. */
+typedef struct msim_job_result_s {
+	const char *trace_path;   /* the model spec, or the file as given */
+	const char *trace_format; /* the format's name, or "model" */
+	const char *trace_hash;
+	const char *strategy;     /* NULL: none */
+	const char *policy;       /* the policy's name */
+	const char *params;       /* canonical parameters */
+	const char *addresses;
+	uint64_t cap_bytes;       /* what the device allowed */
+	uint64_t capacity;
+	msim_summary_t sum;
+	msim_stats_t st;
+	msim_devtime_t devtime;   /* msim_timemodel_events() of the run */
+	const char *devtime_ms;   /* devtime.us / 1000 as stored */
+	double wall_ms;
+	const char *snapshot_state; /* --recording of a snapshot; "" else */
+	/* --recording of a snapshot with allocator settings: applied, or why
+	 * not (spec.conf given, or they do not parse); "" else. */
+	const char *settings_note;
+	/* The input's run_meta (generator, transform), as printed. */
+	const char (*meta)[2][40];
+	size_t nmeta;
+} msim_job_result_t;
+
+typedef struct msim_job_s msim_job_t;
+
+/*
+ * Resolves spec (policy, parameters, input, cap) and opens it ready to
+ * run; store says the job will be stored (the policy's blocks at peak are
+ * kept for it).  Returns 0, or an error with err filled.
+ */
+int msim_job_open(const msim_job_spec_t *spec, bool store, msim_job_t **out,
+		  msim_job_err_t *err);
+
+/* Replays the job to its end (or its first OOM).  Returns 0 or an error. */
+int msim_job_run(msim_job_t *job, msim_job_err_t *err);
+
+/* After msim_job_run(): the figures. */
+const msim_job_result_t *msim_job_result(const msim_job_t *job);
+
+/* The simulation itself (device events, timeline) until destroyed. */
+msim_sim_t *msim_job_sim(msim_job_t *job);
+
+/* After msim_job_open(): the trace file (its seeding, its notes; NULL for
+ * a model spec), the policy and the parameters the job runs with (a
+ * snapshot's own under --recording). */
+msim_trace_t *msim_job_trace(msim_job_t *job);
+const msim_policy_ops_t *msim_job_policy(const msim_job_t *job);
+const msim_params_t *msim_job_params(const msim_job_t *job);
+
+/*
+ * Stores the finished job in db under its setting key; mode is
+ * MSIM_DB_SKIP (keep a run stored already) or MSIM_DB_REPLACE (store the
+ * new results under its id); sweep_id > 0 records it as the sweep's.
+ * Returns 0 with the run's id and whether the setting was there already,
+ * or an error.
+ */
+int msim_job_store(msim_job_t *job, msim_db_t *db, int mode,
+		   int64_t sweep_id, int64_t *run_id_out, int *existed_out,
+		   msim_job_err_t *err);
+
+void msim_job_destroy(msim_job_t *job);
+
+/* The trace options every job opens a trace file with (and bench, so its
+ * requests are the ones a run replays). */
+msim_trace_options_t msim_job_trace_options(const msim_job_spec_t *spec);
+
+#endif

@@ -1,0 +1,2 @@
+# Written by make: where libmemsim was installed.
+LIBDIR = "/tmp/msim-inst2/lib"

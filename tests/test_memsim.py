@@ -1,0 +1,308 @@
+"""The Python package memsim (python/memsim) against the build tree's
+libmemsim: the same figures as `memsim run --json`, exact figures of a
+hand-made trace under PyTorch's rules, the library's errors as
+memsim.Error, the timeline, the store, and the README's example.  Run by
+tests/python.sh with MEMSIM, MSIM_TESTDATA, MEMSIM_LIBRARY and srcdir."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import memsim
+
+MEMSIM = os.environ.get("MEMSIM", "./memsim")
+DATA = os.environ.get("MSIM_TESTDATA", "tests/data")
+SRCDIR = os.environ.get("srcdir", ".")
+GPT2 = os.path.join(DATA, "traces", "gpt2_varlen.csv")
+
+
+def run_json(*args):
+    out = subprocess.run([MEMSIM, "run", "--json"] + list(args),
+                         check=True, stdout=subprocess.PIPE).stdout
+    return json.loads(out)
+
+
+class SameAsRunJson(unittest.TestCase):
+    def same(self, trace, cli, **kw):
+        want = run_json(*cli, trace)
+        got = memsim.run(trace, **kw)
+        self.assertEqual(list(want), list(got))  # the keys, in order
+        self.assertGreater(len(got), 120)
+        for key, value in want.items():
+            if key == "wall_ms":
+                continue
+            if isinstance(value, float):
+                self.assertAlmostEqual(got[key], value, places=6, msg=key)
+            else:
+                self.assertEqual(got[key], value, msg=key)
+                self.assertIs(type(got[key]), type(value), msg=key)
+
+    def test_defaults(self):
+        self.same(GPT2, [])
+
+    def test_conf_and_cap(self):
+        self.same(GPT2, ["-c", "max_split_size_mb:128,"
+                         "garbage_collection_threshold:0.6", "--cap",
+                         "3GiB", "--keep-going"],
+                  alloc_conf="max_split_size_mb:128,"
+                  "garbage_collection_threshold:0.6", cap="3GiB",
+                  keep_going=True)
+
+    def test_other_policy_and_fraction(self):
+        trace = os.path.join(DATA, "traces", "resnet50_amp.csv")
+        self.same(trace, ["-p", "bfc", "--fraction", "0.05"], policy="bfc",
+                  fraction=0.05)
+
+    def test_snapshot_seeded(self):
+        self.same(os.path.join(DATA, "pickles", "resnet50_amp.pickle"), [])
+
+    def test_snapshot_recording(self):
+        self.same(os.path.join(DATA, "pickles",
+                               "train_eval_emptycache.pickle"),
+                  ["--recording"], recording=True)
+
+    def test_calibration(self):
+        cal = os.path.join(DATA, "cuda_latency_h200.csv")
+        self.same(GPT2, ["--calibration", cal], calibration=cal)
+
+    def test_bad_calibration(self):
+        with self.assertRaises(memsim.Error) as cm:
+            memsim.run(GPT2, calibration=GPT2)
+        self.assertIn("calibration: ", str(cm.exception))
+
+    def test_model_spec(self):
+        self.same("model:arch=gpt2,batch=2,seq=128,steps=1", [])
+
+
+class HandMade(unittest.TestCase):
+    """1000 bytes round up to 1024 (round_size) in a 2 MiB small segment
+    (kSmallBuffer); 3 MiB is a large block in a 20 MiB segment
+    (kLargeBuffer, under kMinLargeAlloc); both freed, none released."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.csv = os.path.join(self.tmp.name, "small.csv")
+        with open(self.csv, "w") as f:
+            f.write("seq,time_us,action,addr,size,stream\n"
+                    "0,1,alloc,4096,1000,0\n1,2,alloc,8192,3145728,0\n"
+                    "2,3,free_completed,4096,1000,0\n"
+                    "3,4,free_completed,8192,3145728,0\n")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_figures(self):
+        r = memsim.run(self.csv)
+        self.assertEqual(r["requests"], 4)
+        self.assertEqual(r.peak_reserved, (2 + 20) << 20)
+        self.assertEqual(r.reserved_bytes_all_current, (2 + 20) << 20)
+        self.assertEqual(r.peak_allocated, 1024 + (3 << 20))
+        self.assertEqual(r["requested_bytes.all.peak"], 1000 + (3 << 20))
+        self.assertEqual(r["allocated_bytes.all.current"], 0)
+        self.assertEqual(r["segment.all.peak"], 2)
+        self.assertFalse(r.oom)
+        self.assertEqual(r.policy, "pytorch")
+
+    def test_cap_makes_an_oom_a_result(self):
+        r = memsim.run(self.csv, cap="4MiB")
+        self.assertTrue(r.oom)
+        self.assertEqual(r["oom_request"], 1)
+        self.assertEqual(r["cap_bytes"], 4 << 20)
+        self.assertEqual(memsim.run(self.csv, cap=4 << 20)["oom_request"],
+                         1)
+
+    def test_timeline(self):
+        r = memsim.run(self.csv)
+        self.assertEqual([p.request for p in r.timeline],
+                         sorted(p.request for p in r.timeline))
+        last = r.timeline[-1]
+        self.assertEqual(last.request, 4)
+        self.assertEqual(last.reserved, (2 + 20) << 20)
+        self.assertEqual(max(p.allocated for p in r.timeline),
+                         r.peak_allocated)
+
+    def test_store_is_run_db(self):
+        db = os.path.join(self.tmp.name, "runs.db")
+        r = memsim.run(self.csv, db=db)
+        self.assertEqual(r["run_id"], 1)
+        self.assertEqual(run_json("--db", db, self.csv)["run_id"], 1)
+        r = memsim.run(self.csv, alloc_conf="max_split_size_mb:64", db=db)
+        self.assertEqual(r["run_id"], 2)
+
+
+class Stored(unittest.TestCase):
+    """memsim.runs() reads what `memsim run --db` stored; memsim.sweep()
+    stores each setting as run(db=...) does."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.db = os.path.join(self.tmp.name, "runs.db")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_runs_are_run_db(self):
+        want = [run_json("--db", self.db, GPT2),
+                run_json("--db", self.db, "-c", "max_split_size_mb:128",
+                         "--cap", "3GiB", "--keep-going", GPT2)]
+        got = memsim.runs(self.db, as_frame=False)
+        self.assertEqual([r["run_id"] for r in got], [1, 2])
+        for w, g in zip(want, got):
+            for key, value in w.items():
+                if key == "wall_ms":
+                    continue
+                if isinstance(value, float):
+                    self.assertAlmostEqual(g[key], value, places=6,
+                                           msg=key)
+                else:
+                    self.assertEqual(g[key], value, msg=key)
+            self.assertEqual(g["kind"], "simulated")
+            self.assertEqual(g["trace_format"], "csv")
+            self.assertTrue(g["setting_key"].startswith(
+                "simulated|%s|pytorch|%s|%d|model|" % (
+                    w["trace_hash"], w["params"], w["cap_bytes"])),
+                g["setting_key"])
+        # The stored curve is the replay's.
+        r = memsim.run(GPT2)
+        self.assertEqual(got[0].timeline, r.timeline)
+        self.assertGreater(len(r.timeline), 10)
+
+    def test_runs_errors(self):
+        with self.assertRaises(memsim.Error) as cm:
+            memsim.runs(os.path.join(self.tmp.name, "none.db"))
+        self.assertEqual(cm.exception.name, "ENOTFOUND")
+        self.assertIn("none.db", str(cm.exception))
+        with open(self.db, "w") as f:
+            f.write("not a database\n")
+        with self.assertRaises(memsim.Error) as cm:
+            memsim.runs(self.db)
+        self.assertEqual(cm.exception.name, "EDB")
+
+    def test_run_db_then_runs(self):
+        memsim.run(GPT2, db=self.db)
+        self.assertEqual(len(memsim.runs(self.db, as_frame=False)), 1)
+
+    def test_sweep(self):
+        confs = ["", "max_split_size_mb:128"]
+        caps = ["3GiB", "4GiB"]
+        got = memsim.sweep(GPT2, alloc_conf=confs, cap=caps,
+                           keep_going=True, db=self.db, as_frame=False)
+        self.assertEqual(len(got), 4)
+        k = 0
+        for conf in confs:
+            for cap in caps:
+                want = run_json("--keep-going", "--cap", cap,
+                                *(["-c", conf] if conf else []), GPT2)
+                self.assertEqual(got[k]["params"], want["params"])
+                self.assertEqual(got[k]["cap_bytes"], want["cap_bytes"])
+                self.assertEqual(got[k]["reserved_bytes.all.peak"],
+                                 want["reserved_bytes.all.peak"])
+                self.assertEqual(got[k]["run_id"], k + 1)
+                k += 1
+        # Stored under the setting key: `memsim run --db` of the third
+        # setting replaces its row.
+        again = run_json("--db", self.db, "--keep-going", "--cap", "3GiB",
+                         "-c", "max_split_size_mb:128", GPT2)
+        self.assertEqual(again["run_id"], 3)
+        self.assertEqual(len(memsim.runs(self.db, as_frame=False)), 4)
+        with self.assertRaises(memsim.Error):
+            memsim.sweep(GPT2, cap=[])
+
+    @unittest.skipUnless(
+        __import__("importlib").util.find_spec("pandas"), "no pandas")
+    def test_frame(self):
+        memsim.run(GPT2, db=self.db)
+        frame = memsim.runs(self.db)
+        self.assertEqual(list(frame["run_id"]), [1])
+
+
+class Errors(unittest.TestCase):
+    def error(self, name, pattern, *args, **kw):
+        with self.assertRaises(memsim.Error) as cm:
+            memsim.run(*args, **kw)
+        self.assertEqual(cm.exception.name, name, str(cm.exception))
+        self.assertLess(cm.exception.code, 0)
+        self.assertRegex(str(cm.exception), pattern)
+
+    def test_policy(self):
+        self.error("EPOLICY", "unknown policy 'nosuch'", GPT2,
+                   policy="nosuch")
+
+    def test_params(self):
+        self.error("EPARAMS", "max_split_size_mb: 'x'", GPT2,
+                   alloc_conf="max_split_size_mb:x")
+
+    def test_option_values(self):
+        self.error("EINVAL", "cap: 'lots'", GPT2, cap="lots")
+        self.error("EINVAL", r"fraction: '2' is not in \(0, 1\]", GPT2,
+                   fraction=2)
+        self.error("ECAP", "more than the device", GPT2, cap="1TiB")
+
+    def test_missing_trace(self):
+        self.error("EIO", "/nonexistent/x.csv", "/nonexistent/x.csv")
+
+    def test_malformed_trace(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".csv") as f:
+            f.write("seq,time_us,action,addr,size,stream\n"
+                    "0,1,alloc,4096,many,0\n")
+            f.flush()
+            with self.assertRaises(memsim.Error) as cm:
+                memsim.run(f.name)
+            self.assertIn(os.path.basename(f.name) + ":2", str(cm.exception))
+
+    def test_unknown_keyword(self):
+        with self.assertRaises(TypeError):
+            memsim.run(GPT2, nosuch=1)
+
+    def test_bad_store(self):
+        self.error("EDB", "/nonexistent/dir", GPT2,
+                   db="/nonexistent/dir/x.db")
+
+
+class Module(unittest.TestCase):
+    def test_policies(self):
+        names = [name for name, _ in memsim.policies()]
+        self.assertEqual(names[0], "pytorch")
+        self.assertIn("bfc", names)
+        self.assertTrue(all(summary for _, summary in memsim.policies()))
+
+    def test_version(self):
+        out = subprocess.run([MEMSIM, "--version"], check=True,
+                             stdout=subprocess.PIPE).stdout.decode()
+        self.assertEqual(out.split()[-1], memsim.__version__)
+
+    def test_docstrings(self):
+        for obj in (memsim, memsim.run, memsim.runs, memsim.sweep,
+                    memsim.Result, memsim.Error):
+            self.assertTrue(obj.__doc__ and len(obj.__doc__) > 40)
+
+
+class ReadmeExample(unittest.TestCase):
+    """The README's Python example, run as it stands from the top of the
+    source tree."""
+
+    def test_readme(self):
+        with open(os.path.join(SRCDIR, "README.md")) as f:
+            text = f.read()
+        m = re.search(r"<!-- python example -->\n```python\n(.*?)```", text,
+                      re.S)
+        self.assertIsNotNone(m, "README.md lacks the Python example")
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+        out = subprocess.run([sys.executable, "-B", "-c", m.group(1)],
+                             cwd=SRCDIR, env=env, check=True,
+                             stdout=subprocess.PIPE).stdout.decode()
+        want = run_json("-c", "max_split_size_mb:128", "--cap", "16GiB",
+                        os.path.join(DATA, "traces", "gpt2_varlen.csv"))
+        lines = out.splitlines()
+        self.assertEqual(lines[0], "peak reserved %d bytes, frag %.4f, "
+                         "OOM False" % (want["reserved_bytes.all.peak"],
+                                        want["frag_at_peak"]))
+        self.assertRegex(lines[1], r"^\d+ points, last reserved \d+$")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

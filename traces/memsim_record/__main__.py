@@ -1,0 +1,153 @@
+"""python3 -m memsim_record -o OUT [options] -- SCRIPT ARGS...: see __init__."""
+import argparse
+import os
+import sys
+
+from . import devices
+
+PROG = "memsim record"
+
+
+def parse(argv):
+    ap = argparse.ArgumentParser(
+        prog=PROG, description="Record a PyTorch script's GPU allocations "
+        "as a CSV trace for memsim.")
+    ap.add_argument("-o", "--output", required=True, help="the trace (CSV)")
+    m = ap.add_mutually_exclusive_group()
+    m.add_argument("--fake", dest="mode", action="store_const", const="fake",
+                   help="fake tensors, no GPU (default)")
+    m.add_argument("--gpu", dest="mode", action="store_const", const="gpu",
+                   help="a real run with the allocator's history on")
+    ap.set_defaults(mode="fake")
+    ap.add_argument("--device", default="h200", choices=sorted(
+        devices.DEVICES), help="what CUDA answers under --fake")
+    ap.add_argument("--world-size", type=int, default=1)
+    ap.add_argument("--rank", type=int, default=0)
+    ap.add_argument("--amp", choices=("none", "bf16", "fp16"), default="none")
+    ap.add_argument("--checkpoint", default="none",
+                    help="none, every:K or sqrt")
+    ap.add_argument("--dynamic-fraction", type=float, default=0.5,
+                    help="fraction of elements nonzero/masked_select/unique "
+                    "select (default 0.5)")
+    ap.add_argument("--item-int", type=int, default=1,
+                    help="what an integer .item() returns (default 1)")
+    ap.add_argument("--snapshot", metavar="FILE",
+                    help="--gpu: also dump the snapshot pickle, with C++ and "
+                    "Python stack frames, to FILE")
+    ap.add_argument("script")
+    ap.add_argument("args", nargs=argparse.REMAINDER)
+    opt = ap.parse_args(argv)
+    if opt.amp == "none":
+        opt.amp = None
+    if opt.world_size < 1 or not 0 <= opt.rank < opt.world_size:
+        ap.error("--rank must be in [0, --world-size)")
+    if not 0.0 <= opt.dynamic_fraction <= 1.0:
+        ap.error("--dynamic-fraction must be in [0, 1]")
+    try:
+        from .strategy import parse_checkpoint
+        parse_checkpoint(opt.checkpoint)
+    except ValueError as e:
+        ap.error("--checkpoint %s: %s" % (opt.checkpoint, e))
+    if opt.args and opt.args[0] == "--":
+        opt.args = opt.args[1:]
+    return opt
+
+
+def record_gpu(opt, tmp):
+    import runpy
+    import traceback
+    import torch
+    if not torch.cuda.is_available():
+        return 1, "CUDA is not available (use --fake)"
+    torch.cuda.memory._record_memory_history(
+        enabled="all", context="alloc" if opt.snapshot else None,
+        stacks="all" if opt.snapshot else "python", max_entries=10**8)
+    sys.argv = [opt.script] + list(opt.args)
+    status, msg = 0, None
+    try:
+        runpy.run_path(opt.script, run_name="__main__")
+    except SystemExit as e:
+        if isinstance(e.code, int) and e.code:
+            status, msg = e.code, "%s exited with status %d" % (opt.script,
+                                                                e.code)
+        elif e.code not in (None, 0):
+            status, msg = 1, "%s exited: %s" % (opt.script, e.code)
+    except BaseException as e:
+        status, msg = 1, "%s raised %s: %s\n%s" % (
+            opt.script, type(e).__name__, e, traceback.format_exc(limit=-4))
+    torch.cuda.synchronize()
+    snap = torch.cuda.memory._snapshot()
+    if opt.snapshot:
+        import pickle
+        with open(opt.snapshot, "wb") as fp:
+            pickle.dump(snap, fp)
+    torch.cuda.memory._record_memory_history(enabled=None)
+    traces = [t for t in snap["device_traces"] if t]
+    if status == 0 and not traces:
+        return 1, "%s never allocated GPU memory" % opt.script
+    with open(tmp, "w") as fp:
+        fp.write("seq,time_us,action,addr,size,stream\n")
+        for i, e in enumerate(traces[0] if traces else []):
+            addr = e.get("addr", e.get("device_free", 0))
+            fp.write("%d,%d,%s,%d,%d,%d\n" % (i, e.get("time_us", 0),
+                                              e["action"], addr, e["size"],
+                                              e.get("stream", 0)))
+    print("%s: peak allocated %d, peak reserved %d (real run)" % (
+        PROG, torch.cuda.max_memory_allocated(),
+        torch.cuda.max_memory_reserved()), file=sys.stderr)
+    return status, msg
+
+
+def main(argv=None):
+    opt = parse(sys.argv[1:] if argv is None else argv)
+    if not os.path.isfile(opt.script):
+        print("%s: %s: no such script" % (PROG, opt.script), file=sys.stderr)
+        return 2
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        print("%s: PyTorch is not installed (pip install torch)" % PROG,
+              file=sys.stderr)
+        return 2
+    out = opt.output
+    tmp = "%s.tmp%d" % (out, os.getpid())
+    sys.path.insert(0, os.path.dirname(os.path.abspath(opt.script)))
+    try:
+        if opt.mode == "gpu":
+            status, msg = record_gpu(opt, tmp)
+        else:
+            from . import fake
+            rec, status, msg = fake.run(opt, opt.script, opt.args)
+            if status == 0:
+                import gc
+                gc.collect()
+                if not any(r[0] == "alloc" for r in rec.rows):
+                    status, msg = 1, ("%s never allocated GPU memory (no "
+                                      "CUDA tensor was created)" % opt.script)
+                else:
+                    rec.write(tmp)
+                    n = sum(rec.assumptions.values())
+                    print("%s: %d allocations, peak live %d bytes; %d "
+                          "assumption%s%s" % (
+                              PROG, sum(1 for r in rec.rows
+                                        if r[0] == "alloc"),
+                              rec.peak, n, "" if n == 1 else "s",
+                              (" (" + ", ".join(
+                                  "%s %d" % kv for kv in
+                                  sorted(rec.assumptions.items())) + ")")
+                              if n else ""), file=sys.stderr)
+        if status != 0:
+            print("%s: %s; no trace written" % (PROG, msg), file=sys.stderr)
+            return status if 0 < status < 256 else 1
+        os.replace(tmp, out)
+        return 0
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -1,0 +1,853 @@
+"""--fake: record a script's CUDA allocations under FakeTensorMode.
+
+What is recorded.  Every op runs on fake tensors (shapes and dtypes only).
+A dispatch mode above the fake mode sees each op's outputs; a CUDA storage
+not seen before is an allocation of its nbytes (the size PyTorch's
+CUDACachingAllocator::malloc is asked for; memsim applies round_size), and
+a weak reference on the storage's Python object (PyTorch keeps that object
+alive as long as the StorageImpl lives) gives its death, a free_completed.
+
+What fake tensors do not show is added by rule (kernel allocations):
+- cuBLAS workspace: one per (cuBLAS handle, stream), allocated through the
+  caching allocator on the first cuBLAS call and never freed
+  (getNewWorkspace() in aten/src/ATen/cuda/CublasHandlePool.cpp); handles
+  are per thread, so the autograd engine's device thread gets its own.
+  Size: devices.cublas_workspace_bytes().
+
+Data-dependent values get stated assumptions, counted in the trace as
+`annotate` rows (category "assumption", site = the kind):
+- .item() / _local_scalar_dense: bool -> False, float -> 1.0 (an optimizer's
+  step count, a logged loss), int -> --item-int (default 1);
+- GradScaler finds no inf or NaN: the optimizer step is taken;
+- nonzero, argwhere, masked_select, unique, boolean indexing, MoE routing:
+  --dynamic-fraction of the elements (default 0.5) are selected.
+"""
+import math
+import os
+import sys
+import threading
+import traceback
+import weakref
+
+from . import devices
+
+CATEGORIES = ("parameter", "gradient", "optimizer", "activation",
+              "temporary", "input", "other")
+
+
+class Recorder:
+    """The trace being built: rows kept in memory, written at the end."""
+
+    def __init__(self, opt):
+        self.opt = opt
+        self.rows = []        # [action, addr, size, category, site]
+        self.live = {}        # id(storage) -> (row index, addr, nbytes)
+        self.next_addr = 1 << 32
+        self.allocated = 0
+        self.peak = 0
+        self.assumptions = {}
+        self.phase_backward = 0
+        self.phase_optimizer = 0
+        self.module_stack = []
+        self.module_names = {}
+        self.seen_modules = set()
+        self.workspaces = set()
+        self.script = None
+
+    # -- rows ---------------------------------------------------------------
+    def alloc(self, nbytes, category, site, key=None):
+        addr = self.next_addr
+        self.next_addr += ((nbytes + 511) // 512 + 1) * 512
+        self.rows.append(["alloc", addr, nbytes, category, site])
+        self.allocated += nbytes
+        self.peak = max(self.peak, self.allocated)
+        if key is not None:
+            self.live[key] = (len(self.rows) - 1, addr, nbytes)
+        return addr
+
+    def free(self, key):
+        ent = self.live.pop(key, None)
+        if ent is None:
+            return
+        _, addr, nbytes = ent
+        self.allocated -= nbytes
+        self.rows.append(["free_completed", addr, nbytes, "", ""])
+
+    def assume(self, kind):
+        self.assumptions[kind] = self.assumptions.get(kind, 0) + 1
+        self.rows.append(["annotate", 0, 0, "assumption", kind])
+
+    def relabel(self, tensor, category, site=None):
+        try:
+            s = tensor.untyped_storage()
+        except Exception:
+            return
+        ent = self.live.get(id(s))
+        if ent is not None:
+            row = self.rows[ent[0]]
+            row[3] = category
+            if site:
+                row[4] = site
+
+    # -- where and what -----------------------------------------------------
+    def category(self, func_name):
+        if self.phase_optimizer:
+            return "optimizer"
+        if self.phase_backward or threading.current_thread() is not \
+                threading.main_thread():
+            return "gradient"
+        if self.module_stack:
+            return "activation"
+        if func_name in ("empty", "empty_strided", "randn", "rand", "zeros",
+                         "ones", "full", "randint", "arange", "_to_copy",
+                         "copy_", "normal", "uniform", "scalar_tensor",
+                         "lift_fresh", "lift_fresh_copy"):
+            return "input"
+        return "other"
+
+    def site(self):
+        if self.phase_optimizer:
+            return "optimizer.step"
+        if self.module_stack:
+            m = self.module_stack[-1]
+            name = self.module_names.get(id(m)) or type(m).__name__
+            return clean(name)
+        if self.phase_backward or threading.current_thread() is not \
+                threading.main_thread():
+            try:
+                import torch
+                node = torch._C._current_autograd_node()
+                if node is not None:
+                    return clean("backward " + node.name())
+            except Exception:
+                pass
+            return "backward"
+        f = sys._getframe(2)
+        while f is not None:
+            fn = f.f_code.co_filename
+            if "/torch/" not in fn and "memsim_record" not in fn and \
+                    not fn.startswith("<"):
+                return clean("%s:%d %s" % (os.path.basename(fn), f.f_lineno,
+                                           f.f_code.co_name))
+            f = f.f_back
+        return "torch"
+
+    def write(self, path):
+        with open(path, "w") as fp:
+            fp.write("seq,time_us,action,addr,size,stream,category,site\n")
+            for i, (a, addr, size, cat, site) in enumerate(self.rows):
+                fp.write("%d,%d,%s,%d,%d,0,%s,%s\n" % (i, i, a, addr, size,
+                                                       cat, site))
+
+
+def clean(s):
+    return s.replace(",", ";").replace("\n", " ")
+
+
+# -- CUDA answered from the device table --------------------------------------
+class _Props:
+    def __init__(self, name, major, minor, total, sms):
+        self.name = name
+        self.major = major
+        self.minor = minor
+        self.total_memory = total
+        self.multi_processor_count = sms
+        self.is_integrated = False
+        self.is_multi_gpu_board = False
+        self.L2_cache_size = 50 * 1024 * 1024
+        self.max_threads_per_multi_processor = 2048
+        self.warp_size = 32
+        self.regs_per_multiprocessor = 65536
+        self.gcnArchName = ""
+        self.uuid = "memsim-fake"
+        self.pci_bus_id = 0
+        self.pci_device_id = 0
+        self.pci_domain_id = 0
+
+    def __repr__(self):
+        return "_CudaDeviceProperties(name='%s', major=%d, minor=%d, " \
+            "total_memory=%dMB, multi_processor_count=%d)" % (
+                self.name, self.major, self.minor,
+                self.total_memory >> 20, self.multi_processor_count)
+
+
+class _Stream:
+    def __init__(self, device=None, priority=0, **kw):
+        self.device = device
+        self.priority = priority
+        self.cuda_stream = 0
+        self.stream_id = 0
+        self.device_index = 0
+        self.device_type = 1
+
+    def wait_stream(self, other):
+        pass
+
+    def wait_event(self, ev):
+        pass
+
+    def record_event(self, ev=None):
+        return ev or _Event()
+
+    def synchronize(self):
+        pass
+
+    def query(self):
+        return True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+    def __eq__(self, other):
+        return isinstance(other, _Stream)
+
+    def __hash__(self):
+        return 0
+
+
+class _Event:
+    def __init__(self, *a, **kw):
+        pass
+
+    def record(self, stream=None):
+        pass
+
+    def wait(self, stream=None):
+        pass
+
+    def synchronize(self):
+        pass
+
+    def query(self):
+        return True
+
+    def elapsed_time(self, other):
+        return 0.0
+
+
+def _patch_native(torch):
+    """Let fake CUDA tensors through autograd where PyTorch has no CUDA or
+    no GPU.  The autograd engine asks the device guard of a tensor's device
+    for its stream (InputMetadata), starts a worker thread per device the
+    guards report (Engine::start_device_threads) and needs CUDA to be the
+    accelerator (at::getAccelerator, Node::stream).  A Python device guard
+    reporting type CUDA takes the CUDA slot of
+    c10::impl::device_guard_impl_registry, and the CUDA hooks answer
+    hasCUDA / isBuilt / isAvailable true, one device, no primary context.
+    Nothing here runs a kernel: every op stops at the fake tensor mode."""
+    import ctypes
+    libdir = os.path.join(os.path.dirname(torch.__file__), "lib")
+    c10 = ctypes.CDLL(os.path.join(libdir, "libc10.so"))
+    tcpu = ctypes.CDLL(os.path.join(libdir, "libtorch_cpu.so"))
+
+    class _Guard(torch._C._acc.DeviceGuard):
+        def type_(self):
+            return torch._C._autograd.DeviceType.CUDA
+
+    reg = ctypes.c_void_p.in_dll(c10,
+                                 "_ZN3c104impl26device_guard_impl_registryE")
+    slots = (ctypes.c_void_p * 21).from_address(ctypes.addressof(reg))
+    saved20 = slots[20]
+    torch._C._acc.register_python_privateuseone_device_guard(_Guard())
+    slots[1] = slots[20]
+    slots[20] = saved20
+    get = tcpu._ZN2at6detail12getCUDAHooksEv
+    get.restype = ctypes.c_void_p
+    obj = get()
+    vptr = ctypes.c_void_p.from_address(obj).value
+    n = 128
+    table = (ctypes.c_void_p * n)(*(ctypes.c_void_p * n).from_address(vptr))
+    keep = []
+
+    def put(slot, restype, argtypes, fn):
+        cf = ctypes.CFUNCTYPE(restype, *argtypes)(fn)
+        keep.append(cf)
+        table[slot] = ctypes.cast(cf, ctypes.c_void_p).value
+
+    # The slots of at::CUDAHooksInterface's virtual functions, in the
+    # Itanium ABI's order, read from the headers shipped with this PyTorch
+    # (ATen/detail/AcceleratorHooksInterface.h, CUDAHooksInterface.h).
+    slot = _hook_slots(torch)
+    v = ctypes.c_void_p
+    put(slot["isBuilt"], ctypes.c_bool, (v,), lambda s: True)
+    put(slot["isAvailable"], ctypes.c_bool, (v,), lambda s: True)
+    put(slot["hasPrimaryContext"], ctypes.c_bool, (v, ctypes.c_int8),
+        lambda s, d: False)
+    put(slot["deviceCount"], ctypes.c_int8, (v,), lambda s: 1)
+    put(slot["hasCUDA"], ctypes.c_bool, (v,), lambda s: True)
+    ctypes.c_void_p.from_address(obj).value = ctypes.addressof(table)
+    return (table, keep)
+
+
+def _hook_slots(torch):
+    import re
+    inc = os.path.join(os.path.dirname(torch.__file__), "include", "ATen",
+                       "detail")
+    names = []
+    for f, cls in (("AcceleratorHooksInterface.h",
+                    "struct TORCH_API AcceleratorHooksInterface"),
+                   ("CUDAHooksInterface.h",
+                    "struct TORCH_API CUDAHooksInterface")):
+        text = open(os.path.join(inc, f)).read()
+        text = text[text.index(cls):]
+        text = text[:text.index("\n};")]
+        text = re.sub(r"//[^\n]*", "", text)
+        for m in re.finditer(r"\bvirtual\b[^(;{]*?([~A-Za-z_][A-Za-z_0-9]*)"
+                             r"\s*\(", text):
+            n = m.group(1)
+            if n.startswith("~"):
+                names += [n, n]  # complete and deleting destructors
+            elif n not in names:
+                names.append(n)
+    want = ("isBuilt", "isAvailable", "hasPrimaryContext", "deviceCount",
+            "hasCUDA")
+    missing = [w for w in want if w not in names]
+    if missing:
+        raise RuntimeError("CUDA hooks without %s" % ", ".join(missing))
+    return {w: names.index(w) for w in want}
+
+
+def _patch_cuda(torch, rec, dev):
+    name, major, minor, total, sms = devices.DEVICES[dev]
+    props = _Props(name, major, minor, total, sms)
+    c = torch.cuda
+    c.is_available = lambda: True
+    c.is_initialized = lambda: True
+    c._lazy_init = lambda: None
+    c.init = lambda: None
+    c.device_count = lambda: max(1, rec.opt.world_size)
+    c.current_device = lambda: 0
+    c.set_device = lambda d: None
+    c.get_device_properties = lambda d=None: props
+    c.get_device_capability = lambda d=None: (major, minor)
+    c.get_device_name = lambda d=None: name
+    c.get_arch_list = lambda: ["sm_%d%d" % (major, minor)]
+    c.is_bf16_supported = lambda *a, **k: major >= 8
+    c.synchronize = lambda d=None: None
+    c.Stream = _Stream
+    c.Event = _Event
+    c.current_stream = lambda d=None: _Stream()
+    c.default_stream = lambda d=None: _Stream()
+
+    class _StreamCtx:
+        def __init__(self, s):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            return False
+
+    c.stream = _StreamCtx
+    c.set_stream = lambda s: None
+    c.is_current_stream_capturing = lambda: False
+    import torch.cuda.graphs as cg
+    cg.is_current_stream_capturing = lambda: False
+    c.empty_cache = lambda: None
+    c.set_per_process_memory_fraction = lambda f, d=None: None
+    # FakeTensor.__new__ would make a real CUDA tensor once "so that
+    # backward works" (init_gpu_context): no GPU is touched here.
+    import torch._subclasses.fake_tensor as ftm
+    ftm.init_gpu_context = lambda device: None
+    # The fake convolution asks which kernel would run to pick the output's
+    # memory format (torch._C._select_conv_backend), which queries cuDNN
+    # and the GPU.  On CUDA that is cuDNN, and its memory format is
+    # cudnn_conv_suggest_memory_format()'s: channels_last when the input
+    # or the weight is, else contiguous.
+    orig_select = torch._C._select_conv_backend
+    orig_fmt = torch._C._conv_determine_backend_memory_format
+
+    def select(*a, **k):
+        inp = a[0] if a else k.get("input")
+        if inp.device.type == "cuda":
+            return torch._C._ConvBackend.Cudnn
+        return orig_select(*a, **k)
+
+    def fmt(*a, **k):
+        inp = a[0] if a else k.get("input")
+        weight = a[1] if len(a) > 1 else k.get("weight")
+        if inp.device.type == "cuda":
+            cl = torch.channels_last if inp.dim() == 4 else \
+                torch.channels_last_3d
+            if inp.dim() in (4, 5) and (
+                    (inp.is_contiguous(memory_format=cl) and
+                     not inp.is_contiguous()) or
+                    (weight.is_contiguous(memory_format=cl) and
+                     not weight.is_contiguous())):
+                return cl
+            return torch.contiguous_format
+        return orig_fmt(*a, **k)
+
+    # Ops with a CUDA kernel and a CompositeImplicitAutograd one
+    # (silu_backward, mish_backward): a PyTorch without CUDA kernels takes
+    # the decomposition (six tensors for silu_backward instead of one).  A
+    # CUDA kernel registered here makes the dispatcher keep the op whole;
+    # the fake mode answers it before any kernel runs.
+    if not torch._C._dispatch_has_kernel_for_dispatch_key(
+            "aten::silu_backward", "CUDA"):
+        lib = torch.library.Library("aten", "IMPL")
+        rec._cuda_lib = lib
+
+        def never(*a, **k):
+            raise RuntimeError("memsim record: a CUDA kernel was run")
+
+        for op in torch._C._dispatch_get_all_op_names():
+            if not op.startswith("aten::"):
+                continue
+            has = torch._C._dispatch_has_kernel_for_dispatch_key
+            if has(op, "CompositeImplicitAutograd") and \
+                    (has(op, "CPU") or has(op, "Meta")):
+                lib.impl(op[6:], never, "CUDA")
+    torch._C._select_conv_backend = select
+    torch._C._conv_determine_backend_memory_format = fmt
+    c.mem_get_info = lambda d=None: (total - rec.allocated, total)
+    c.memory_allocated = lambda d=None: rec.allocated
+    c.max_memory_allocated = lambda d=None: rec.peak
+    c.memory_reserved = lambda d=None: rec.allocated
+    c.max_memory_reserved = lambda d=None: rec.peak
+    c.reset_peak_memory_stats = lambda d=None: setattr(rec, "peak",
+                                                        rec.allocated)
+    c.reset_max_memory_allocated = c.reset_peak_memory_stats
+    c.memory_stats = lambda d=None: {
+        "allocated_bytes.all.current": rec.allocated,
+        "allocated_bytes.all.peak": rec.peak}
+    c.manual_seed = lambda s: None
+    c.manual_seed_all = lambda s: None
+    c.seed = lambda: None
+    c.seed_all = lambda: None
+    c.get_rng_state = lambda d=None: torch.zeros(16, dtype=torch.uint8,
+                                                 device="cpu")
+    c.set_rng_state = lambda s, d=None: None
+    c.ipc_collect = lambda: None
+    try:
+        import torch.backends.cuda as bc
+        bc.is_built = lambda: True
+    except Exception:
+        pass
+    torch.Tensor.pin_memory = lambda self, *a, **k: self
+    torch.Tensor.is_pinned = lambda self, *a, **k: False
+    torch.Tensor.record_stream = lambda self, s: None
+    orig_to = torch.Tensor.to
+
+    def to(self, *args, **kwargs):
+        try:
+            device, dtype, non_blocking, fmt = torch._C._nn._parse_to(
+                *args, **kwargs)
+        except Exception:
+            return orig_to(self, *args, **kwargs)
+        if device is not None and device.type == "cuda":
+            # Every CUDA device is device 0: one rank sees one GPU.
+            if self.device.type != "cuda":
+                return torch.ops.aten._to_copy.default(
+                    self, dtype=dtype or self.dtype,
+                    device=torch.device("cuda", 0))
+            if dtype is None or dtype == self.dtype:
+                return self
+            return orig_to(self, dtype)
+        return orig_to(self, *args, **kwargs)
+
+    def cuda(self, device=None, non_blocking=False, **kw):
+        if self.device.type == "cuda":
+            return self
+        return torch.ops.aten._to_copy.default(
+            self, device=torch.device("cuda", 0))
+
+    torch.Tensor.to = to
+    torch.Tensor.cuda = cuda
+    torch.__future__.set_overwrite_module_params_on_conversion(True)
+    # Optimizers pick foreach (or fused) kernels for CUDA tensors of the
+    # plain types (_default_to_fused_or_foreach); fake ones are CUDA too.
+    from torch._subclasses.fake_tensor import FakeTensor
+    import torch.optim.optimizer as oo
+    if FakeTensor not in oo._foreach_supported_types:
+        oo._foreach_supported_types.append(FakeTensor)
+    # GradScaler: no inf or NaN found, the step is taken (an assumption).
+    from torch.amp import grad_scaler
+
+    def _maybe_opt_step(self, optimizer, optimizer_state, *a, **k):
+        rec.assume("gradscaler:no-overflow")
+        return optimizer.step(*a, **k)
+
+    grad_scaler.GradScaler._maybe_opt_step = _maybe_opt_step
+
+
+# -- the ops whose output size depends on data ---------------------------------
+def _dynamic(torch, rec, func, args, kwargs):
+    """An output for a data-dependent op, or None for any other op."""
+    aten = torch.ops.aten
+    frac = rec.opt.dynamic_fraction
+    name = func.overloadpacket.__name__ if hasattr(func, "overloadpacket") \
+        else str(func)
+    x = args[0] if args else None
+    if name in ("nonzero", "argwhere"):
+        n = int(math.ceil(frac * x.numel()))
+        rec.assume("nonzero")
+        return torch.empty((n, x.dim()), dtype=torch.long, device=x.device)
+    if name == "masked_select":
+        mask = args[1]
+        shape = torch.broadcast_shapes(x.shape, mask.shape)
+        n = int(math.ceil(frac * math.prod(shape)))
+        rec.assume("masked_select")
+        return torch.empty((n,), dtype=x.dtype, device=x.device)
+    if name in ("_unique2", "unique_dim", "unique_consecutive", "_unique"):
+        n = int(math.ceil(frac * x.numel()))
+        rec.assume("unique")
+        out = torch.empty((n,), dtype=x.dtype, device=x.device)
+        inv = torch.empty(x.shape, dtype=torch.long, device=x.device)
+        cnt = torch.empty((n,), dtype=torch.long, device=x.device)
+        if name == "_unique":
+            return (out, inv)
+        return (out, inv, cnt)
+    if name == "repeat_interleave" and len(args) == 1:
+        rec.assume("repeat_interleave")
+        n = int(math.ceil(frac * x.numel()))
+        return torch.empty((n,), dtype=torch.long, device=x.device)
+    return None
+
+
+def _item_value(rec, dtype, torch):
+    if dtype == torch.bool:
+        rec.assume("item:bool")
+        return False
+    if dtype.is_floating_point or dtype.is_complex:
+        rec.assume("item:optimizer" if rec.phase_optimizer else "item:float")
+        return 1.0
+    rec.assume("item:int")
+    return rec.opt.item_int
+
+
+SDP_FLASH, SDP_EFFICIENT, SDP_MATH, SDP_CUDNN = 1, 2, 0, 3
+
+
+def _sdp_choice(torch, rec, args, kwargs, major):
+    """The backend sdp_utils' select_sdp_backend() would take on the named
+    device: flash for fp16/bf16 on sm80+ with head_dim <= 256 and no
+    attn_mask; memory-efficient attention otherwise on sm50+ (fp32 and
+    masks included); math on older devices."""
+    q = args[0]
+    mask = args[3] if len(args) > 3 else kwargs.get("attn_mask")
+    d = q.shape[-1]
+    # On sm90 PyTorch 2.11 ran cuDNN attention for fp16/bf16 (the H200
+    # snapshots' frames show at::native::_cudnn_attention_forward/backward).
+    if major in (9, 10) and q.dtype in (torch.float16, torch.bfloat16) and \
+            d <= 128 and d % 8 == 0:
+        return SDP_CUDNN
+    if major >= 8 and q.dtype in (torch.float16, torch.bfloat16) and \
+            mask is None and d <= 256 and d % 8 == 0:
+        return SDP_FLASH
+    if major >= 5 and d % 8 == 0:
+        return SDP_EFFICIENT
+    return SDP_MATH
+
+
+def run(opt, script, argv):
+    """Records SCRIPT; returns (recorder, exit status, message)."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    rec = Recorder(opt)
+    rec.script = os.path.abspath(script)
+    # Patched on every machine, GPU or none, so that the trace does not
+    # depend on the recording machine.
+    try:
+        rec._native = _patch_native(torch)
+    except Exception as e:
+        if not torch.cuda.is_available():
+            raise RuntimeError("cannot record without a GPU with this "
+                               "PyTorch (%s)" % e)
+        rec._native = None
+    dev = devices.DEVICES[opt.device]
+    major, minor = dev[1], dev[2]
+    _patch_cuda(torch, rec, opt.device)
+    ws_bytes = devices.cublas_workspace_bytes(
+        major, minor, os.environ.get("CUBLAS_WORKSPACE_CONFIG"))
+    blas_ops = {"mm", "addmm", "bmm", "baddbmm", "matmul", "addmv", "mv",
+                "dot", "_scaled_mm", "linear", "addbmm", "_addmm_activation"}
+    aten = torch.ops.aten
+
+    def on_storage_death(key):
+        def cb(_ref):
+            rec.free(key)
+        return cb
+
+    refs = {}
+
+    class Track(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            name = func.overloadpacket.__name__
+            if func is aten._local_scalar_dense.default:
+                return _item_value(rec, args[0].dtype, torch)
+            if name in ("is_pinned",):
+                return False
+            if name in ("_amp_foreach_non_finite_check_and_unscale_",
+                        "_amp_update_scale_"):
+                # No meta kernel: the fake mode would run the CUDA one.
+                # In place, on tensors that exist: nothing is allocated.
+                return args[0] if name == "_amp_update_scale_" else None
+            out = _dynamic(torch, rec, func, args, kwargs)
+            if out is None:
+                out = func(*args, **kwargs)
+            if name == "addmm" and len(args) > 0 and \
+                    isinstance(args[0], torch.Tensor) and \
+                    args[0].dim() == 1 and args[0].device.type == "cuda":
+                # addmm with a 1-D bias runs cublasLt (gemm_and_bias),
+                # whose workspace, at::cuda::getCUDABlasLtWorkspace(), is
+                # allocated once: 1 MiB on the H200 with PyTorch 2.11 (the
+                # snapshot's frames), CUBLASLT_WORKSPACE_SIZE KiB if set.
+                thr = ("lt", threading.get_ident())
+                if thr not in rec.workspaces:
+                    rec.workspaces.add(thr)
+                    lt = int(os.environ.get("CUBLASLT_WORKSPACE_SIZE",
+                                            "1024")) * 1024
+                    rec.alloc(lt, "other", "cuBLASLt workspace")
+            if name in blas_ops:
+                onfake_cuda = any(isinstance(a, torch.Tensor) and
+                                  a.device.type == "cuda" for a in args)
+                thr = threading.get_ident()
+                if onfake_cuda and thr not in rec.workspaces:
+                    rec.workspaces.add(thr)
+                    rec.alloc(ws_bytes, "other", "cuBLAS workspace")
+            flat, _ = tree_flatten(out)
+            for t in flat:
+                if not isinstance(t, torch.Tensor) or \
+                        t.device.type != "cuda":
+                    continue
+                try:
+                    s = t.untyped_storage()
+                except Exception:
+                    continue
+                key = id(s)
+                nb = s.nbytes()
+                ent = rec.live.get(key)
+                if ent is not None:
+                    if ent[2] == nb:
+                        continue
+                    rec.free(key)   # resized: the old block goes
+                if nb == 0:
+                    continue
+                rec.alloc(nb, rec.category(name), rec.site(), key)
+                refs[key] = weakref.ref(s, on_storage_death(key))
+            return out
+
+    # Modules: names, the stack for sites, parameters relabelled.
+    from torch.nn.modules import module as nnm
+
+    def pre(mod, inp):
+        if not rec.module_stack and id(mod) not in rec.module_names:
+            for n, sub in mod.named_modules():
+                rec.module_names.setdefault(
+                    id(sub), (type(mod).__name__ + ("." + n if n else "")))
+        if id(mod) not in rec.seen_modules:
+            rec.seen_modules.add(id(mod))
+            site = rec.module_names.get(id(mod), type(mod).__name__)
+            for pn, p in mod.named_parameters(recurse=False):
+                rec.relabel(p, "parameter", clean(site + "." + pn))
+        rec.module_stack.append(mod)
+
+    def post(mod, inp, out):
+        if rec.module_stack and rec.module_stack[-1] is mod:
+            rec.module_stack.pop()
+
+    h1 = nnm.register_module_forward_pre_hook(pre)
+    h2 = nnm.register_module_forward_hook(post, always_call=True)
+    orig_apply = torch.nn.Module._apply
+    moved = {}
+
+    depth = [0]
+
+    def _apply(self, fn, recurse=True):
+        depth[0] += 1
+        try:
+            return _apply1(self, fn, recurse)
+        finally:
+            depth[0] -= 1
+            if depth[0] == 0:
+                moved.clear()
+
+    def _apply1(self, fn, recurse=True):
+        """Module._apply for fake parameters: nn.Module swaps a FakeTensor
+        parameter in place (torch.utils.swap_tensors), which the fake mode's
+        own weak references forbid; a new Parameter is set instead, shared
+        parameters staying shared."""
+        if recurse:
+            for m in self.children():
+                m._apply(fn)
+        for key, p in list(self._parameters.items()):
+            if p is None:
+                continue
+            if id(p) in moved:
+                self._parameters[key] = moved[id(p)]
+                continue
+            with torch.no_grad():
+                pa = fn(p)
+            if pa is p:
+                continue
+            newp = torch.nn.Parameter(pa, requires_grad=p.requires_grad)
+            if p.grad is not None:
+                with torch.no_grad():
+                    newp.grad = fn(p.grad)
+            moved[id(p)] = newp
+            self._parameters[key] = newp
+            rec.relabel(newp, "parameter",
+                        clean(type(self).__name__ + "." + key))
+        for key, b in list(self._buffers.items()):
+            if b is not None:
+                self._buffers[key] = fn(b)
+        return self
+
+    torch.nn.Module._apply = _apply
+
+    import torch.optim.optimizer as oo
+
+    def opt_pre(o, a, k):
+        rec.phase_optimizer += 1
+
+    def opt_post(o, a, k):
+        rec.phase_optimizer -= 1
+
+    hp = oo.register_optimizer_step_pre_hook(opt_pre)
+    hq = oo.register_optimizer_step_post_hook(opt_post)
+    orig_backward = torch.autograd.backward
+
+    def backward(*a, **k):
+        rec.phase_backward += 1
+        try:
+            return orig_backward(*a, **k)
+        finally:
+            rec.phase_backward -= 1
+
+    torch.autograd.backward = backward
+    # scaled_dot_product_attention picks its kernel through a DispatchStub
+    # that only a CUDA build with a GPU has (sdp_utils' select_sdp_backend
+    # reads the device's properties); without it the math path would be
+    # recorded.  The kernel the named device would run is called instead.
+    F = torch.nn.functional
+    orig_sdpa = F.scaled_dot_product_attention
+
+    def sdpa(query, key, value, attn_mask=None, dropout_p=0.0,
+             is_causal=False, scale=None, enable_gqa=False):
+        if query.device.type != "cuda" or enable_gqa or \
+                query.dim() != 4 or \
+                not (query.shape[1] == key.shape[1] == value.shape[1]):
+            return orig_sdpa(query, key, value, attn_mask=attn_mask,
+                             dropout_p=dropout_p, is_causal=is_causal,
+                             scale=scale, enable_gqa=enable_gqa)
+        if torch.is_autocast_enabled("cuda"):
+            dt = torch.get_autocast_dtype("cuda")
+            query, key, value = (t.to(dt) for t in (query, key, value))
+        choice = _sdp_choice(torch, rec, (query, key, value, attn_mask), {},
+                             major)
+        grad = torch.is_grad_enabled() and any(
+            t.requires_grad for t in (query, key, value))
+        if choice == SDP_CUDNN and attn_mask is None:
+            return aten._scaled_dot_product_cudnn_attention(
+                query, key, value, None, grad, dropout_p, is_causal, False,
+                scale=scale)[0]
+        if choice == SDP_FLASH and attn_mask is None:
+            return aten._scaled_dot_product_flash_attention(
+                query, key, value, dropout_p, is_causal, False,
+                scale=scale)[0]
+        if choice == SDP_EFFICIENT:
+            return aten._scaled_dot_product_efficient_attention(
+                query, key, value, attn_mask, grad, dropout_p, is_causal,
+                scale=scale)[0]
+        return orig_sdpa(query, key, value, attn_mask=attn_mask,
+                         dropout_p=dropout_p, is_causal=is_causal,
+                         scale=scale)
+
+    F.scaled_dot_product_attention = sdpa
+
+    # rms_norm: CUDA builds run one fused kernel (_fused_rms_norm: the
+    # output and a float32 rstd per row, saved for _fused_rms_norm_backward,
+    # which returns grad_input and grad_weight); without CUDA kernels it
+    # decomposes into several temporaries.  The fused kernel's tensors are
+    # made here for CUDA inputs.
+    orig_rms = F.rms_norm
+
+    class _FusedRMSNorm(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, weight, shape, eps):
+            n = len(shape)
+            dt = x.dtype if weight is None else \
+                torch.result_type(x, weight)
+            out = torch.empty(x.shape, dtype=dt, device=x.device)
+            rstd = torch.empty(tuple(x.shape[:-n]) + (1,) * n,
+                               dtype=torch.float32, device=x.device)
+            ctx.save_for_backward(x, weight, rstd)
+            return out
+
+        @staticmethod
+        def backward(ctx, grad):
+            x, weight, rstd = ctx.saved_tensors
+            gx = torch.empty_like(x)
+            gw = torch.empty_like(weight) if weight is not None and \
+                ctx.needs_input_grad[1] else None
+            return gx, gw, None, None
+
+    def rms_norm(input, normalized_shape, weight=None, eps=None):
+        if input.device.type != "cuda":
+            return orig_rms(input, normalized_shape, weight, eps)
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) \
+            else tuple(normalized_shape)
+        return _FusedRMSNorm.apply(input, weight, shape, eps)
+
+    F.rms_norm = rms_norm
+    from . import strategy
+    strategy.apply(torch, opt)
+    if opt.world_size > 1:
+        from . import dist
+        dist.install(torch, opt, rec)
+
+    import runpy
+    status, msg = 0, None
+    sys.argv = [script] + list(argv)
+    # Constants (torch.tensor(...) data) stay on the CPU: no CUDA kernel
+    # runs (a property in some versions of PyTorch, an attribute in others).
+    class _Mode(FakeTensorMode):
+        avoid_device_init = True
+
+        def cpp_meta_supports_symint(self, func):
+            # An op with a C++ meta kernel runs it, as a CUDA build runs
+            # the op's one CUDA kernel, rather than a Python decomposition
+            # into several ops (silu_backward would allocate six tensors
+            # instead of one).  Shapes here are never symbolic.
+            if torch._C._dispatch_has_kernel_for_dispatch_key(
+                    func.name(), "Meta"):
+                return True
+            return super().cpp_meta_supports_symint(func)
+
+    fm = _Mode(allow_non_fake_inputs=True)
+    try:
+        fm.avoid_device_init = True
+    except AttributeError:
+        pass
+    try:
+        with fm, Track():
+            runpy.run_path(script, run_name="__main__")
+    except SystemExit as e:
+        if e.code is None or e.code == 0:
+            status = 0
+        elif isinstance(e.code, int):
+            status, msg = e.code, "%s exited with status %d" % (script,
+                                                                e.code)
+        else:
+            status, msg = 1, "%s exited: %s" % (script, e.code)
+    except BaseException as e:
+        tb = traceback.format_exc(limit=-4)
+        status, msg = 1, "%s raised %s: %s\n%s" % (
+            script, type(e).__name__, e, tb)
+    finally:
+        h1.remove()
+        h2.remove()
+        hp.remove()
+        hq.remove()
+        torch.autograd.backward = orig_backward
+        torch.nn.Module._apply = orig_apply
+    return rec, status, msg
