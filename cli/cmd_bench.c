@@ -6,10 +6,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "policies/registry.h"
 #include "lab/bench.h"
 #include "cli/cli.h"
+
+#ifndef SRC_EXAMPLE
+#define SRC_EXAMPLE "tests/data/traces/gpt2_varlen.csv"
+#endif
 
 static void
 usage_bench(FILE *fp)
@@ -70,8 +75,11 @@ msim_cmd_bench(int argc, char **argv)
 		usage_bench(stderr);
 		return 2;
 	}
+	/* The example: installed, else (a build tree) the source tree's. */
 	const char *path = optind < argc ? argv[optind]
 					 : PKGDATA_DIR "/examples/gpt2_varlen.csv";
+	if (optind == argc && access(path, R_OK) != 0)
+		path = SRC_EXAMPLE;
 	char why[1024];
 	if (formats) {
 		msim_bench_format_t fr[8];

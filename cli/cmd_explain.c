@@ -65,6 +65,10 @@ usage_explain(FILE *fp, const char *name)
 		"      --addresses MODE    model (default) or trace\n"
 		"      --requests-only     replay only alloc and free_completed "
 		"rows\n"
+		"      --recording         reproduce the recording itself, as "
+		"run --recording:\n"
+		"                          hidden empty_cache() calls replayed, "
+		"--addresses trace\n"
 		"      --device N          snapshots: the device_traces index\n",
 		MSIM_H200_BYTES);
 	if (summary)
@@ -186,9 +190,13 @@ print_text(const msim_explain_t *ex, const char *trace, bool summary)
 	}
 	char msg[2048];
 	msim_explain_oom_message(ex, msg, sizeof(msg));
-	printf("\nOut of memory at request %" PRId64 " (%" PRIu64
-	       " bytes asked):\n  %s\n", ex->sum.oom_request, ex->oom_size,
-	       msg);
+	/* A recorded OOM (the program went on) leaves sum.oom_request at
+	 * -1; the moment knows its place. */
+	bool recorded = ex->sum.oom_request < 0;
+	printf("\nOut of memory at request %" PRId64 "%s (%" PRIu64
+	       " bytes asked):\n  %s\n", recorded
+	       ? (int64_t)ex->at_oom.request - 1 : ex->sum.oom_request,
+	       recorded ? ", as recorded" : "", ex->oom_size, msg);
 	printf("\nAt the out-of-memory, after PyTorch freed what it could:\n");
 	print_moment(ex, &ex->at_oom);
 	if (!ex->nalts && !ex->min_cap_runs)
@@ -199,9 +207,12 @@ print_text(const msim_explain_t *ex, const char *trace, bool summary)
 		if (al->fits)
 			printf("  %-36s fits: peak reserved %s\n", al->what,
 			       fb(al->peak_reserved, a, sizeof(a)));
-		else
+		else if (al->oom_request >= 0)
 			printf("  %-36s out of memory at request %" PRId64
 			       "\n", al->what, al->oom_request);
+		else
+			printf("  %-36s out of memory where the recording "
+			       "did\n", al->what);
 	}
 	if (ex->min_cap)
 		printf("  %-36s %s (%" PRIu64 " bytes; %d replays)\n",
@@ -327,6 +338,7 @@ cmd_explain_common(int argc, char **argv, bool summary, bool plot_only)
 		{"capacity", required_argument, NULL, 'K'},
 		{"addresses", required_argument, NULL, 'A'},
 		{"requests-only", no_argument, NULL, 'R'},
+		{"recording", no_argument, NULL, 'r'},
 		{"device", required_argument, NULL, 'D'},
 		{"top", required_argument, NULL, 't'},
 		{"context-bytes", required_argument, NULL, 'X'},
@@ -364,6 +376,10 @@ cmd_explain_common(int argc, char **argv, bool summary, bool plot_only)
 		case 'F': spec->fraction = msim_cli_fraction(optarg); break;
 		case 'A': spec->addresses = msim_cli_addresses(optarg); break;
 		case 'R': requests_only = true; break;
+		case 'r':
+			spec->recording = true;
+			spec->addresses = "trace";
+			break;
 		case 'D': spec->device1 = msim_cli_device1(optarg); break;
 		case 't':
 			cfg.top = (size_t)msim_cli_uint("--top", optarg, 1,

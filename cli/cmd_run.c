@@ -20,6 +20,7 @@
 #include "lab/explain.h"
 #include "lab/figures.h"
 #include "lab/job.h"
+#include "lab/together.h"
 #include "policies/registry.h"
 #include "sim/units.h"
 
@@ -27,7 +28,7 @@ static void
 usage_run(FILE *fp)
 {
 	fprintf(fp,
-		"usage: memsim run [OPTIONS] TRACE|MODEL\n"
+		"usage: memsim run [OPTIONS] TRACE|MODEL...\n"
 		"\n"
 		"Replays TRACE (a PyTorch snapshot pickle, device-trace CSV, "
 		"RMM log or memsim\n"
@@ -40,6 +41,17 @@ usage_run(FILE *fp)
 		"result: it is\n"
 		"reported with the index of the failing request and the exit "
 		"status stays 0.\n"
+		"\n"
+		"Several inputs are several processes on one GPU: each through "
+		"its own\n"
+		"allocator, their requests interleaved by time, all sharing "
+		"--capacity; a\n"
+		"cudaMalloc fails when the GPU is full.  --policy, --alloc-conf, "
+		"--cap and\n"
+		"--fraction given once apply to every process; given once per "
+		"input, the Nth\n"
+		"to the Nth.  The peak of the sum and each process are "
+		"reported.\n"
 		"\n"
 		"options:\n"
 		"  -p, --policy NAME       policy (default pytorch; see `memsim "
@@ -54,8 +66,16 @@ usage_run(FILE *fp)
 		"512MiB, 1.5GB)\n"
 		"      --fraction F        the same cap as a fraction of the "
 		"capacity\n"
-		"      --capacity BYTES    device memory (default the H200's, "
-		"%" PRIu64 ")\n"
+		"      --capacity BYTES|NAME  device memory (default the H200's, "
+		"%" PRIu64 "),\n"
+		"                          or a GPU or MIG profile: h200, "
+		"h200:1g.18gb, h100:3g.40gb,\n"
+		"                          a100-80gb:1g.10gb, a100-40gb:7g.40gb "
+		"...\n"
+		"      --absolute-time     several inputs: interleave by the "
+		"recorded times, not\n"
+		"                          by the time since each trace's "
+		"first request\n"
 		"      --addresses MODE    model: place segments like the CUDA "
 		"13 driver (default);\n"
 		"                          trace: at the trace's recorded "
@@ -106,11 +126,23 @@ usage_run(FILE *fp)
 		MSIM_H200_BYTES);
 }
 
+/* Options given per process (several inputs): at most this many. */
+#define RUN_MAXPROC 64
+
+typedef struct run_per_s {
+	const char *v[RUN_MAXPROC];
+	size_t n;
+} run_per_t;
+
 typedef struct run_opts_s {
 	const char *policy, *conf, *db, *plot, *segments, *addresses;
 	const char *calibration, *transform;
 	uint64_t cap, capacity;
+	const char *capacity_name; /* --capacity NAME, or NULL */
 	double fraction;
+	/* Each --policy, --alloc-conf, --cap, --fraction as given. */
+	run_per_t policies, confs, caps, fractions;
+	int absolute;
 	int json, keep_going, requests_only, explain, quiet;
 	int recording;     /* --recording */
 	unsigned device1;  /* --device N: N + 1 */
@@ -186,6 +218,7 @@ static const struct option run_longopts[] = {
 	{"cap", required_argument, NULL, 'C'},
 	{"fraction", required_argument, NULL, 'F'},
 	{"capacity", required_argument, NULL, 'K'},
+	{"absolute-time", no_argument, NULL, 'a'},
 	{"addresses", required_argument, NULL, 'A'},
 	{"keep-going", no_argument, NULL, 'k'},
 	{"transform", required_argument, NULL, 'T'},
@@ -252,6 +285,68 @@ run_each_device(int argc, char **argv)
 	return 0;
 }
 
+/* Keeps a per-process option; returns it. */
+static const char *
+run_per(run_per_t *per, const char *value)
+{
+	if (per->n == RUN_MAXPROC)
+		msim_cli_die("more than %d values of one option",
+			     RUN_MAXPROC);
+	per->v[per->n++] = value;
+	return value;
+}
+
+/* --capacity: a byte size, or a named GPU or MIG profile. */
+static void
+run_capacity(run_opts_t *o, const char *text)
+{
+	char why[512];
+	o->capacity_name = NULL;
+	if (!msim_parse_bytes(text, &o->capacity)) {
+		if (!o->capacity)
+			msim_cli_die("--capacity: 0 bytes; give the device's "
+				     "memory (e.g. 80GiB)");
+		if (o->capacity > MSIM_SIZE_MAX)
+			msim_cli_die("--capacity: '%s' is above 2^62 bytes",
+				     text);
+		return;
+	}
+	if (msim_gpu_capacity_parse(text, &o->capacity, why, sizeof(why)))
+		msim_cli_die("--capacity: %s", why);
+	o->capacity_name = text;
+}
+
+/* Several inputs: per-process options given once or once per input;
+ * what cannot apply to several processes refused. */
+static void
+run_parse_several(const run_opts_t *o, size_t n)
+{
+	if (n > RUN_MAXPROC)
+		msim_cli_die("%zu inputs: at most %d processes on one GPU", n,
+			     RUN_MAXPROC);
+	const struct { const char *name; size_t n; } per[] = {
+		{"--policy", o->policies.n}, {"--alloc-conf", o->confs.n},
+		{"--cap", o->caps.n}, {"--fraction", o->fractions.n},
+	};
+	for (size_t i = 0; i < sizeof(per) / sizeof(per[0]); i++)
+		if (per[i].n > 1 && per[i].n != n)
+			msim_cli_die("%s given %zu times for %zu inputs: give "
+				     "it once (every process) or once per "
+				     "input", per[i].name, per[i].n, n);
+	const struct { const char *name; bool on; } no[] = {
+		{"--db", o->db != NULL}, {"--plot", o->plot != NULL},
+		{"--segments", o->segments != NULL},
+		{"--explain", o->explain != 0},
+	};
+	if (o->caps.n && o->fractions.n)
+		msim_cli_die("give --cap or --fraction, not both");
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+		if (no[i].on)
+			msim_cli_die("%s: one input at a time (several "
+				     "inputs are processes on one GPU)",
+				     no[i].name);
+}
+
 /* Reads the options into o.  Returns -1 to go on, else the exit status
  * (--help, a usage error). */
 static int
@@ -261,16 +356,18 @@ run_parse(int argc, char **argv, run_opts_t *o)
 	while ((c = msim_cli_getopt(argc, argv, "p:c:d:qh", run_longopts)) !=
 	       -1) {
 		switch (c) {
-		case 'p': o->policy = optarg; break;
-		case 'c': o->conf = optarg; break;
-		case 'C': o->cap = msim_cli_bytes("--cap", optarg); break;
-		case 'K':
-			o->capacity = msim_cli_bytes("--capacity", optarg);
-			if (!o->capacity)
-				msim_cli_die("--capacity: 0 bytes; give the "
-					     "device's memory (e.g. 80GiB)");
+		case 'p': o->policy = run_per(&o->policies, optarg); break;
+		case 'c': o->conf = run_per(&o->confs, optarg); break;
+		case 'C':
+			o->cap = msim_cli_bytes("--cap", optarg);
+			run_per(&o->caps, optarg);
 			break;
-		case 'F': o->fraction = msim_cli_fraction(optarg); break;
+		case 'K': run_capacity(o, optarg); break;
+		case 'a': o->absolute = 1; break;
+		case 'F':
+			o->fraction = msim_cli_fraction(optarg);
+			run_per(&o->fractions, optarg);
+			break;
 		case 'A': o->addresses = msim_cli_addresses(optarg); break;
 		case 'k': o->keep_going = 1; break;
 		case 'T': o->transform = optarg; break;
@@ -294,7 +391,7 @@ run_parse(int argc, char **argv, run_opts_t *o)
 		default: usage_run(stderr); return 2;
 		}
 	}
-	if (optind != argc - 1) {
+	if (optind > argc - 1) {
 		usage_run(stderr);
 		return 2;
 	}
@@ -309,6 +406,8 @@ run_parse(int argc, char **argv, run_opts_t *o)
 	msim_cli_not_input("--plot", o->plot, o->calibration,
 			   "the calibration file");
 	msim_cli_not_input("--db", o->db, path, "the input trace");
+	if (optind < argc - 1)
+		run_parse_several(o, (size_t)(argc - optind));
 	if (o->plot && !o->db)
 		msim_cli_die("--plot needs --db (the curve is drawn from the "
 			     "database)");
@@ -323,15 +422,23 @@ run_parse(int argc, char **argv, run_opts_t *o)
 /* Settings given that cannot act, on stderr (the job reports a bad
  * policy or parameter itself). */
 static void
-run_warn(const run_opts_t *o)
+run_warn_one(const run_opts_t *o, const char *policy, const char *conf,
+	     bool capped)
 {
-	const msim_policy_ops_t *ops = msim_policy_find(o->policy);
+	const msim_policy_ops_t *ops = msim_policy_find(policy);
 	msim_params_t pv;
 	if (o->quiet || !ops || msim_params_init(&pv, ops->params))
 		return;
-	if (!msim_params_parse(&pv, o->conf))
-		msim_cli_warn_settings(ops, &pv, o->cap || o->fraction > 0);
+	if (!msim_params_parse(&pv, conf))
+		msim_cli_warn_settings(ops, &pv, capped);
 	msim_params_clear(&pv);
+}
+
+/* The figures of lab/figures.h, as the public API hands them out. */
+static void
+run_warn(const run_opts_t *o)
+{
+	run_warn_one(o, o->policy, o->conf, o->cap || o->fraction > 0);
 }
 
 /* The figures of lab/figures.h, as the public API hands them out. */
@@ -391,6 +498,156 @@ run_plot(msim_db_t *db, const run_opts_t *o, const msim_job_result_t *r,
 		printf("plotted    %s\n", o->plot);
 }
 
+/* The setting of process i of several: per-process options given once
+ * apply to all. */
+static const char *
+run_pick(const run_per_t *per, size_t i, const char *dflt)
+{
+	return per->n == 0 ? dflt : per->v[per->n == 1 ? 0 : i];
+}
+
+/* The GPU of several processes, as text. */
+static void
+print_together_text(msim_together_t *t, const run_opts_t *o)
+{
+	const msim_gpu_t *gpu = msim_together_gpu(t);
+	size_t n = msim_together_n(t);
+	msim_gpu_stats_t gs;
+	msim_gpu_stats(gpu, &gs);
+	char a[32], b[32];
+	uint64_t cap = msim_gpu_capacity(gpu);
+	printf("gpu        %s%s%s (%" PRIu64 " bytes), %zu processes, "
+	       "time %s\n", o->capacity_name ? o->capacity_name : "",
+	       o->capacity_name ? ", " : "",
+	       msim_format_bytes(cap, a, sizeof(a)), cap, n,
+	       o->absolute ? "as recorded"
+			   : "relative to each trace's first request");
+	printf("gpu peak   %s (%" PRIu64 " bytes) at process %zu's request %"
+	       PRIu64 ":", msim_format_bytes(gs.peak, a, sizeof(a)), gs.peak,
+	       gs.peak_proc + 1, gs.peak_request);
+	for (size_t i = 0; i < n; i++)
+		printf("%s process %zu %s", i ? "," : "", i + 1,
+		       msim_format_bytes(msim_gpu_held_at_peak(gpu, i), b,
+					 sizeof(b)));
+	printf("\n");
+	for (size_t i = 0; i < n; i++) {
+		const msim_job_result_t *r =
+			msim_job_result(msim_together_job(t, i));
+		const char *cause = msim_together_oom_cause(t, i);
+		if (cause)
+			printf("OOM        process %zu at its request %" PRId64
+			       ": %s\n", i + 1, r->sum.oom_request,
+			       !strcmp(cause, "gpu") ? "the GPU was full"
+						     : "its own cap or limit");
+	}
+	for (size_t i = 0; i < n; i++) {
+		msim_job_t *job = msim_together_job(t, i);
+		printf("\nprocess    %zu\n", i + 1);
+		print_text(msim_job_result(job), msim_job_trace(job), -1, NULL);
+		uint64_t nf = msim_gpu_full_failures(gpu, i);
+		if (nf)
+			printf("gpu full   %" PRIu64 " cudaMalloc%s failed, the "
+			       "last at request %" PRId64 "\n", nf,
+			       nf == 1 ? "" : "s",
+			       msim_gpu_last_full_request(gpu, i));
+	}
+}
+
+static void
+print_together_json(msim_together_t *t, const run_opts_t *o)
+{
+	const msim_gpu_t *gpu = msim_together_gpu(t);
+	size_t n = msim_together_n(t);
+	msim_gpu_stats_t gs;
+	msim_gpu_stats(gpu, &gs);
+	printf("{\n  \"capacity_bytes\": %" PRIu64, msim_gpu_capacity(gpu));
+	if (o->capacity_name) {
+		printf(",\n  \"capacity_name\": ");
+		msim_cli_json_str(stdout, o->capacity_name);
+	}
+	printf(",\n  \"time\": \"%s\"", o->absolute ? "absolute"
+						     : "relative");
+	printf(",\n  \"gpu_peak_bytes\": %" PRIu64 ",\n  \"gpu_peak_process\""
+	       ": %zu,\n  \"gpu_peak_request\": %" PRIu64
+	       ",\n  \"gpu_bytes_now\": %" PRIu64, gs.peak,
+	       gs.peak_proc + 1, gs.peak_request, gs.used);
+	printf(",\n  \"processes\": [");
+	for (size_t i = 0; i < n; i++) {
+		msim_job_t *job = msim_together_job(t, i);
+		const char *cause = msim_together_oom_cause(t, i);
+		printf("%s{\n  \"process\": %zu", i ? ", " : "", i + 1);
+		printf(",\n  \"oom_cause\": %s%s%s", cause ? "\"" : "",
+		       cause ? cause : "null", cause ? "\"" : "");
+		printf(",\n  \"gpu_full_failures\": %" PRIu64,
+		       msim_gpu_full_failures(gpu, i));
+		printf(",\n  \"held_at_gpu_peak\": %" PRIu64,
+		       msim_gpu_held_at_peak(gpu, i));
+		printf(",\n  \"start_ns\": %" PRIu64,
+		       msim_together_start(t, i));
+		msim_figs_t f = {0};
+		if (msim_figs_job(&f, job))
+			msim_cli_die("out of memory");
+		msim_cli_json_figs(&f, false);
+		msim_figs_clear(&f);
+		printf("\n}");
+	}
+	printf("]\n}\n");
+}
+
+/* Several inputs: processes on one GPU. */
+static int
+run_together(const run_opts_t *o, char **inputs, size_t n,
+	     const msim_timemodel_t *tm)
+{
+	msim_job_spec_t *specs = calloc(n, sizeof(*specs));
+	if (!specs)
+		msim_cli_die("out of memory");
+	for (size_t i = 0; i < n; i++) {
+		const char *cap = run_pick(&o->caps, i, NULL);
+		const char *frac = run_pick(&o->fractions, i, NULL);
+		/* Settings that cannot act, once per distinct setting. */
+		if (i == 0 || o->policies.n > 1 || o->confs.n > 1 ||
+		    o->caps.n > 1 || o->fractions.n > 1)
+			run_warn_one(o, run_pick(&o->policies, i, "pytorch"),
+				     run_pick(&o->confs, i, ""),
+				     cap || frac);
+		specs[i] = (msim_job_spec_t){
+			.trace = inputs[i], .transform = o->transform,
+			.policy = run_pick(&o->policies, i, "pytorch"),
+			.conf = run_pick(&o->confs, i, ""),
+			.cap = cap ? msim_cli_bytes("--cap", cap) : 0,
+			.fraction = frac ? msim_cli_fraction(frac) : 0,
+			.addresses = o->addresses,
+			.requests_only = o->requests_only,
+			.recording = o->recording, .device1 = o->device1,
+			.strict = o->strict, .lenient = o->lenient,
+			.timemodel = tm, .calibration = o->calibration,
+		};
+	}
+	msim_together_t *t;
+	msim_job_err_t err;
+	size_t bad;
+	char who[64];
+	if (msim_together_open(specs, n, o->capacity, o->absolute,
+			       o->keep_going, &t, &bad, &err) ||
+	    msim_together_run(t, &bad, &err)) {
+		snprintf(who, sizeof(who), "(process %zu)", bad + 1);
+		if (err.part == MSIM_JOB_EPOLICY || err.part == MSIM_JOB_ECAP)
+			msim_cli_die("%s %s: %s", err.part == MSIM_JOB_ECAP
+				     ? "--cap" : "--policy", who, err.msg);
+		if (err.part == MSIM_JOB_EPARAMS)
+			msim_cli_die("--alloc-conf %s: %s", who, err.msg);
+		msim_cli_die("%s", err.msg);
+	}
+	if (o->json)
+		print_together_json(t, o);
+	else
+		print_together_text(t, o);
+	msim_together_destroy(t);
+	free(specs);
+	return 0;
+}
+
 int
 msim_cmd_run(int argc, char **argv)
 {
@@ -398,7 +655,8 @@ msim_cmd_run(int argc, char **argv)
 	int rc = run_parse(argc, argv, &o);
 	if (rc >= 0)
 		return rc;
-	run_warn(&o);
+	if (optind == argc - 1)
+		run_warn(&o);
 	char why[1024];
 	/* Open the calibration and the database first: a bad one fails
 	 * before the work. */
@@ -406,6 +664,12 @@ msim_cmd_run(int argc, char **argv)
 	if (o.calibration &&
 	    msim_timemodel_load(o.calibration, &tm, why, sizeof(why)))
 		msim_cli_die("--calibration: %s", why);
+	if (optind < argc - 1) {
+		int rc2 = run_together(&o, argv + optind,
+				       (size_t)(argc - optind), tm);
+		msim_timemodel_destroy(tm);
+		return rc2;
+	}
 	msim_db_t *db = NULL;
 	if (o.db && msim_db_open(o.db, &db, why, sizeof(why)))
 		msim_cli_die("%s", why);

@@ -206,10 +206,20 @@ bench_read(const char *path, uint64_t *n_out, double *s_out, char *why,
 	int rc = msim_trace_open(path, &topt, &t, why, whylen);
 	if (rc)
 		return rc;
-	msim_req_t req;
+	msim_req_t *v = malloc(4096 * sizeof(*v)); /* as memsim run reads */
+	size_t k;
 	uint64_t n = 0;
-	while ((rc = msim_trace_next(t, &req)) == 1)
-		n += req.kind != MSIM_REQ_SEGMENT_HINT;
+	if (!v) {
+		msim_trace_close(t);
+		snprintf(why, whylen, "%s", msim_strerror(MSIM_ENOMEM));
+		return MSIM_ENOMEM;
+	}
+	do {
+		rc = msim_trace_fill(t, v, 4096, &k);
+		for (size_t i = 0; i < k; i++)
+			n += v[i].kind != MSIM_REQ_SEGMENT_HINT;
+	} while (rc == 1);
+	free(v);
 	if (rc < 0)
 		snprintf(why, whylen, "%s", msim_trace_errmsg(t));
 	msim_trace_close(t);

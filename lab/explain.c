@@ -38,7 +38,9 @@ typedef struct ex_obs_s {
 	uint64_t best_seq;   /* where it was first reached */
 	uint64_t stop_seq;   /* 0: never */
 	bool stop;
-	bool oom;
+	bool oom;            /* the first OOM, recorded or not */
+	bool oom_recorded;   /* it was a recorded OOM the replay repeats */
+	uint64_t oom_seq;    /* its place among the requests served */
 	uint64_t oom_size;
 	uint64_t oom_rounded; /* its size as the policy logged the OOM */
 	int err;             /* MSIM_ENOMEM on the way */
@@ -136,8 +138,13 @@ ex_observe(void *ctx, const msim_req_t *req, int rc)
 	switch (req->kind) {
 	case MSIM_REQ_ALLOC:
 		o->nreq++;
-		if (rc == MSIM_EDEVOOM && !(req->flags & MSIM_REQF_EXPECT_OOM)) {
+		if (rc == MSIM_EDEVOOM && !o->oom) {
+			/* A recorded OOM (the program caught it and went on)
+			 * is the moment a user with a snapshot of an OOM
+			 * asks about, as much as one the replay meets first. */
 			o->oom = true;
+			o->oom_recorded = req->flags & MSIM_REQF_EXPECT_OOM;
+			o->oom_seq = o->seq;
 			o->oom_size = req->size;
 		}
 		if (rc || delta <= 0)
@@ -384,6 +391,14 @@ ex_replay(ex_run_t *er, const char *conf, uint64_t cap, ex_ctx_t *x,
 	return rc;
 }
 
+/* Whether a replay served every request: no OOM, and no recorded OOM
+ * that happened again. */
+static bool
+ex_fits(const msim_summary_t *sum)
+{
+	return sum->oom_request < 0 && sum->ooms_expected == 0;
+}
+
 /* Replays under conf and cap, recording the outcome as an alternative. */
 static int
 ex_alt(ex_run_t *er, msim_explain_t *ex, const char *what, const char *conf,
@@ -405,7 +420,7 @@ ex_alt(ex_run_t *er, msim_explain_t *ex, const char *what, const char *conf,
 	snprintf(a->what, sizeof(a->what), "%s", what);
 	snprintf(a->conf, sizeof(a->conf), "%s", conf);
 	a->cap = cap ? cap : ex->cap;
-	a->fits = sum.oom_request < 0;
+	a->fits = ex_fits(&sum);
 	a->oom_request = sum.oom_request;
 	a->peak_reserved = (uint64_t)st.reserved_bytes[MSIM_POOL_ALL].peak;
 	return 0;
@@ -461,7 +476,7 @@ ex_alternatives(ex_run_t *er, msim_explain_t *ex, const char *conf,
 			    0, NULL, why, whylen)))
 		return rc;
 	ex->min_cap_runs = 1;
-	if (sum.oom_request >= 0)
+	if (!ex_fits(&sum))
 		return 0; /* it does not fit on the device at all */
 	uint64_t step = 2 * MSIM_MiB;
 	uint64_t lo = (uint64_t)st.allocated_bytes[MSIM_POOL_ALL].peak;
@@ -476,7 +491,7 @@ ex_alternatives(ex_run_t *er, msim_explain_t *ex, const char *conf,
 				    NULL, 0, NULL, why, whylen)))
 			return rc;
 		ex->min_cap_runs++;
-		if (sum.oom_request < 0)
+		if (ex_fits(&sum))
 			hi = mid;
 		else
 			lo = mid;
@@ -521,10 +536,23 @@ msim_explain_run(const msim_explain_config_t *cfg, msim_explain_t **out,
 	ex->oom_size = x.o.oom_size;
 	uint64_t oom_rounded = x.o.oom_rounded;
 	uint64_t stop = x.o.best_seq;
+	uint64_t recorded_oom = x.o.oom_recorded ? x.o.oom_seq : 0;
 	if (!ex->oom)
 		ex_moment_clear(&ex->at_oom);
 	ex_obs_clear(&x.o);
 	memset(&x, 0, sizeof(x));
+	/* A recorded OOM does not stop the replay: its moment comes from
+	 * a replay stopped there. */
+	if (recorded_oom) {
+		ex_moment_clear(&ex->at_oom);
+		x.o.stop_seq = recorded_oom;
+		if ((rc = ex_replay(&er, NULL, 0, &x, NULL, NULL, NULL,
+				    &ex->at_oom, top, NULL, why, whylen)))
+			goto fail;
+		oom_rounded = x.o.oom_rounded;
+		ex_obs_clear(&x.o);
+		memset(&x, 0, sizeof(x));
+	}
 	/* Second replay: stop where reserved bytes first reached the peak. */
 	if (stop) {
 		x.o.stop_seq = stop;
@@ -606,8 +634,8 @@ msim_explain_oom_message(const msim_explain_t *ex, char *buf, size_t n)
 		"unallocated memory is large try setting "
 		"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid "
 		"fragmentation.  See documentation for Memory Management  "
-		"(https://pytorch.org/docs/stable/notes/cuda.html"
-		"#environment-variables)",
+		"(https://docs.pytorch.org/docs/stable/notes/cuda.html"
+		"#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)",
 		msim_torch_format_size(ex->oom_alloc_size, a, sizeof(a)),
 		msim_torch_format_size(ex->capacity, c, sizeof(c)),
 		msim_torch_format_size(ex->oom_device_free, f, sizeof(f)),

@@ -150,7 +150,8 @@ void
 msim_input_close(msim_input_t *in)
 {
 	msim_xform_destroy(in->xform);
-	msim_trace_close(in->trace);
+	if (!in->cache)
+		msim_trace_close(in->trace);
 	if (in->gen) {
 		msim_gen_clear(in->gen);
 		free(in->gen);
@@ -220,3 +221,94 @@ msim_input_describe(const char *trace, const char *transform,
 	return 0;
 }
 
+
+void
+msim_trace_cache_load(msim_trace_cache_t *c, const char *path,
+		      const msim_trace_options_t *topt, size_t max)
+{
+	memset(c, 0, sizeof(*c));
+	char why[1024];
+	msim_trace_t *t;
+	if (msim_trace_open(path, topt, &t, why, sizeof(why)))
+		return; /* each setting reports it */
+	const char *f = msim_trace_format_name(t);
+	size_t cap = 0;
+	msim_req_t r;
+	int rc = -1;
+	if (strcmp(f, "csv") && strcmp(f, "rmm") && strcmp(f, "bin"))
+		goto no; /* snapshots: a state beside the requests */
+	while ((rc = msim_trace_next(t, &r)) == 1) {
+		if (c->n == cap) {
+			if (cap >= max)
+				goto no;
+			size_t n = cap ? 2 * cap : 65536;
+			if (n > max)
+				n = max;
+			msim_req_t *v = realloc(c->reqs, n * sizeof(*v));
+			if (!v)
+				goto no;
+			c->reqs = v;
+			cap = n;
+		}
+		c->reqs[c->n++] = r;
+	}
+	msim_trace_seed_t sd;
+	msim_trace_seeding(t, &sd);
+	if (rc < 0 || sd.requests)
+		goto no; /* each setting reports or records it */
+	c->trace = t;
+	c->topt = *topt;
+	return;
+no:
+	free(c->reqs);
+	msim_trace_close(t);
+	memset(c, 0, sizeof(*c));
+}
+
+void
+msim_trace_cache_clear(msim_trace_cache_t *c)
+{
+	free(c->reqs);
+	msim_trace_close(c->trace);
+	memset(c, 0, sizeof(*c));
+}
+
+bool
+msim_trace_cache_fits(const msim_trace_cache_t *c,
+		      const msim_trace_options_t *o)
+{
+	const msim_trace_options_t *k = &c->topt;
+	return c->trace && k->deferred_frees == o->deferred_frees &&
+	       k->hidden_empty_cache == o->hidden_empty_cache &&
+	       k->device1 == o->device1 && k->format == o->format &&
+	       k->strict == o->strict && k->lenient == o->lenient &&
+	       k->all_devices == o->all_devices;
+}
+
+static int
+cache_next(void *ctx, msim_req_t *req_out)
+{
+	msim_input_t *in = ctx;
+	if (in->cache_pos == in->cache->n)
+		return 0;
+	*req_out = in->cache->reqs[in->cache_pos++];
+	return 1;
+}
+
+static const char *
+cache_errmsg(void *ctx)
+{
+	(void)ctx;
+	return "";
+}
+
+void
+msim_input_open_cache(msim_input_t *in, const msim_trace_cache_t *c)
+{
+	memset(in, 0, sizeof(*in));
+	in->cache = c;
+	in->trace = c->trace;
+	in->format = msim_trace_format_name(c->trace);
+	in->src = (msim_source_t){.next = cache_next, .errmsg = cache_errmsg,
+				  .ctx = in};
+}

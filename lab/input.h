@@ -8,6 +8,7 @@
 #ifndef MSIM_LAB_INPUT_H
 #define MSIM_LAB_INPUT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,6 +17,31 @@
 #include "traces/gen.h"
 #include "traces/trace.h"
 #include "traces/xform.h"
+
+/*
+ * A trace file read once into memory, for the settings of a sweep to
+ * replay without reading it again (forked workers share its pages): the
+ * requests msim_trace_next() gave, in order, and the trace read to its end
+ * (its format, hash and tags).  Only traces whose replay needs nothing
+ * else of the reader: a CSV, RMM log or binary trace read without error
+ * and without seeding a partial history.
+ */
+typedef struct msim_trace_cache_s {
+	msim_trace_t *trace;       /* NULL: not cached */
+	msim_req_t *reqs;
+	size_t n;
+	msim_trace_options_t topt; /* what it was read with */
+} msim_trace_cache_t;
+
+/* Reads path with topt into c if it is such a trace of at most max
+ * requests; else (or out of memory) leaves c->trace NULL. */
+void msim_trace_cache_load(msim_trace_cache_t *c, const char *path,
+			   const msim_trace_options_t *topt, size_t max);
+void msim_trace_cache_clear(msim_trace_cache_t *c);
+
+/* Whether c holds path read with topt. */
+bool msim_trace_cache_fits(const msim_trace_cache_t *c,
+			   const msim_trace_options_t *topt);
 
 /*
  * What a run replays: a trace file, a model spec generated in memory
@@ -30,6 +56,9 @@ typedef struct msim_input_s {
 	msim_xform_t *xform;
 	char meta[4][2][40];    /* run_meta of the generator or transform */
 	size_t nmeta;
+	const msim_trace_cache_t *cache; /* the requests come from it; trace
+					  * is its (not closed here) */
+	size_t cache_pos;
 } msim_input_t;
 
 /*
@@ -43,6 +72,10 @@ int msim_input_open(msim_input_t *in, const char *trace,
 		    const msim_trace_options_t *topt,
 		    const msim_sim_config_t *run, char *why, size_t whylen);
 void msim_input_close(msim_input_t *in);
+
+/* Opens in as the requests of c (c->trace set), replayed from memory; in
+ * must stay where it is while it is read. */
+void msim_input_open_cache(msim_input_t *in, const msim_trace_cache_t *c);
 
 /* base (key, value, ..., NULL; may be NULL) followed by in's run_meta,
  * into kv_out (n entries, NULL-terminated); points into both. */

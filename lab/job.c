@@ -170,8 +170,12 @@ job_input(msim_job_t *j, const msim_sim_config_t *cfg, msim_job_err_t *err)
 		strategy = j->strategy;
 	}
 	msim_trace_options_t topt = msim_job_trace_options(s);
-	if ((rc = msim_input_open(&j->in, s->trace, mspec, strategy, &topt,
-				  cfg, err->msg, sizeof(err->msg)))) {
+	if (s->cache && !mspec && !strategy &&
+	    msim_trace_cache_fits(s->cache, &topt))
+		msim_input_open_cache(&j->in, s->cache);
+	else if ((rc = msim_input_open(&j->in, s->trace, mspec, strategy,
+				       &topt, cfg, err->msg,
+				       sizeof(err->msg)))) {
 		err->part = MSIM_JOB_EINPUT;
 		return rc;
 	}
@@ -233,7 +237,8 @@ msim_job_open(const msim_job_spec_t *spec, bool store, msim_job_t **out,
 			   .log_events = store || s->recording || s->keep_log ||
 					 s->observe,
 			   .timemodel = j->tm,
-			   .use_hints = !strcmp(s->addresses, "trace")},
+			   .use_hints = !strcmp(s->addresses, "trace"),
+			   .gpu = s->gpu, .process = s->process},
 		.fraction = s->cap ? (double)s->cap / (double)s->capacity
 				   : s->fraction,
 		.keep_going = s->keep_going,
@@ -317,8 +322,18 @@ msim_job_run(msim_job_t *j, msim_job_err_t *err)
 	if (rc)
 		return job_fail(err, MSIM_JOB_ERUN, rc, "%s",
 				msim_sim_errmsg(j->sim));
+	return msim_job_finish(j, job_now_ms() - t0, err);
+}
+
+int
+msim_job_finish(msim_job_t *j, double wall_ms, msim_job_err_t *err)
+{
+	int rc;
+	memset(err, 0, sizeof(*err));
+	msim_prefetch_destroy(j->pf);
+	j->pf = NULL;
 	msim_job_result_t *r = &j->res;
-	r->wall_ms = job_now_ms() - t0;
+	r->wall_ms = wall_ms;
 	msim_sim_summary(j->sim, &r->sum);
 	msim_sim_stats(j->sim, &r->st);
 	if ((rc = job_hash(j, err)) || (rc = job_snapcheck(j, err)))

@@ -64,10 +64,18 @@ typedef struct msim_job_spec_s {
 	 * built in) and the name stored with it. */
 	const msim_timemodel_t *timemodel;
 	const char *calibration;
+	/* A GPU shared with other jobs (sim/gpu.h; lab/together.h), this
+	 * job being its process number process; NULL: the job's own. */
+	msim_gpu_t *gpu;
+	size_t process;
 	/* May be NULL: called after each request the engine serves
 	 * (msim_sim_config_t.observe), as lab/explain.c follows blocks. */
 	void (*observe)(void *ctx, const msim_req_t *req, int rc);
 	void *observe_ctx;
+	/* A trace file read once already (a sweep's, lab/input.h): replayed
+	 * from it when it holds trace read with this spec's options (no
+	 * transform); NULL: read the file. */
+	const msim_trace_cache_t *cache;
 } msim_job_spec_t;
 
 /* The part of a setting an error is about. */
@@ -123,6 +131,12 @@ int msim_job_open(const msim_job_spec_t *spec, bool store, msim_job_t **out,
 
 /* Replays the job to its end (or its first OOM).  Returns 0 or an error. */
 int msim_job_run(msim_job_t *job, msim_job_err_t *err);
+
+/* msim_job_run() in two halves, for a caller that steps msim_job_sim()
+ * itself (several jobs on one GPU): after the simulation has run to its
+ * end, measures the figures.  wall_ms is the time the caller spent.
+ * Returns 0 or an error. */
+int msim_job_finish(msim_job_t *job, double wall_ms, msim_job_err_t *err);
 
 /* After msim_job_run(): the figures. */
 const msim_job_result_t *msim_job_result(const msim_job_t *job);

@@ -55,6 +55,7 @@ struct msim_sweep_s {
 	char *spec_text;
 	char spec_hash[17];
 	msim_sweep_row_t row; /* the sweeps table's row */
+	msim_trace_cache_t *caches; /* by trace, while the sweep runs */
 };
 
 /* ---------------------------------------------------------------- */
@@ -1161,6 +1162,7 @@ msim_setting_run(const msim_setting_t *s, uint64_t capacity,
 		.strategy = s->strategy, .trace_hash = s->trace_hash,
 		.policy = s->policy, .conf = s->params, .cap = s->cap,
 		.capacity = capacity, .addresses = s->addresses,
+		.cache = s->cache,
 	};
 	msim_job_t *job;
 	msim_job_err_t err;
@@ -1309,6 +1311,59 @@ sweep_reap(exec_ctx_t *x, int slot, int status)
 	return atomic_load(&x->sh->next) < x->npending;
 }
 
+/* Traces a sweep reads once and keeps in memory for its settings: at most
+ * this many bytes of requests each. */
+#define SWEEP_CACHE_BYTES ((size_t)512 << 20)
+
+/*
+ * Reads each trace file that two or more of the pending settings replay
+ * as it is (no transform) once, before the workers start: they share its
+ * requests (the pages of a fork) instead of each parsing the file again.
+ * A trace that cannot be cached (lab/input.h) is read by each setting.
+ */
+static void
+sweep_share(msim_sweep_t *sw, const size_t *pending, size_t npending)
+{
+	if (!(sw->caches = calloc(sw->ntraces, sizeof(*sw->caches))))
+		return;
+	msim_job_spec_t plain = {0};
+	msim_trace_options_t topt = msim_job_trace_options(&plain);
+	for (size_t t = 0; t < sw->ntraces; t++) {
+		size_t uses = 0;
+		for (size_t i = 0; i < npending; i++) {
+			const msim_setting_t *s = &sw->v[sw->shard[pending[i]]];
+			uses += s->trace == sw->traces[t] && !s->model_spec &&
+				!s->strategy;
+		}
+		if (sw->models[t] || uses < 2)
+			continue;
+		msim_trace_cache_load(&sw->caches[t], sw->traces[t], &topt,
+				      SWEEP_CACHE_BYTES / sizeof(msim_req_t));
+		if (!sw->caches[t].trace)
+			continue;
+		for (size_t i = 0; i < npending; i++) {
+			msim_setting_t *s = &sw->v[sw->shard[pending[i]]];
+			if (s->trace == sw->traces[t] && !s->model_spec &&
+			    !s->strategy)
+				s->cache = &sw->caches[t];
+		}
+	}
+}
+
+/* Forgets what sweep_share() read. */
+static void
+sweep_unshare(msim_sweep_t *sw)
+{
+	if (!sw->caches)
+		return;
+	for (size_t i = 0; i < sw->n; i++)
+		sw->v[i].cache = NULL;
+	for (size_t t = 0; t < sw->ntraces; t++)
+		msim_trace_cache_clear(&sw->caches[t]);
+	free(sw->caches);
+	sw->caches = NULL;
+}
+
 int
 msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 		msim_sweep_result_t *res, char *why, size_t whylen)
@@ -1350,6 +1405,7 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 	/* No SQLite connection may cross a fork. */
 	msim_db_close(db);
 	db = NULL;
+	sweep_share(sw, pending, npending);
 
 	int jobs = o->jobs < 1 ? 1 : o->jobs;
 	if ((size_t)jobs > npending)
@@ -1459,6 +1515,7 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 		o->progress(o->ctx, res->skipped + res->ran + res->failed, n);
 	rc = 0;
 out:
+	sweep_unshare(sw);
 	res->wall_ms = sweep_now_ms() - t0;
 	if (sh != MAP_FAILED)
 		munmap(sh, shsize);

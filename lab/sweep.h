@@ -61,6 +61,9 @@ typedef struct msim_setting_s {
 	char *conf;             /* kv as "key:value,...", for people */
 	char *params;           /* canonical parameters */
 	char *key;              /* msim_db_setting_key() */
+	/* The trace read once for the sweep (lab/input.h), set while it
+	 * runs; NULL: read the file. */
+	const msim_trace_cache_t *cache;
 } msim_setting_t;
 
 /* What to sweep.  Empty lists take the defaults noted. */

@@ -25,6 +25,19 @@
  * list by address.  Deferred frees (record_stream): between
  * free_requested and free_completed a block is pending, neither allocated
  * nor free, and never merged.
+ *
+ * Private pools (PrivatePool: CUDA graph captures, torch.cuda.MemPool;
+ * docs/pytorch-allocator.md §1.4):
+ * each has free sets of its own, per stream, as the default pool has.
+ * Between beginAllocateToPool and endAllocateToPool the allocations on the
+ * pool's stream go to it (get_pool()); a block returns to the pool it came
+ * from, so blocks freed during a capture stay in the private pool; its
+ * segments are cudaFreed only once releasePool has brought its use count
+ * to 0, by the next release_cached_blocks(), which the OOM retry skips
+ * while a capture is underway.  The garbage collector only ever looks at
+ * the default pool.  PyTorch's capture filter is the capturing stream (or,
+ * for use_mem_pool, the thread); here it is the one stream of the
+ * pool_begin request.
  */
 #include <config.h>
 
@@ -55,6 +68,7 @@ enum { B_FREE = 0, B_ALLOC = 1, B_PENDING = 2 }; /* block state */
 
 typedef struct pt_stream_s pt_stream_t;
 typedef struct pt_block_s pt_block_t;
+typedef struct pt_ppool_s pt_ppool_t;
 
 /* One expandable segment: a virtual reservation mapped page by page. */
 typedef struct pt_xseg_s {
@@ -91,7 +105,26 @@ struct pt_stream_s {
 	msim_stream_t handle;
 	pt_freeset_t fs[2];       /* PT_SMALL, PT_LARGE */
 	pt_block_t *unmapped[2];  /* unmapped ranges, by address (fnext) */
+	pt_ppool_t *pp;           /* its private pool; NULL: the default */
 };
+
+/* A private pool (PyTorch's PrivatePool) and its free sets. */
+struct pt_ppool_s {
+	uint64_t id;          /* MempoolId, non-zero */
+	int64_t use_count;    /* create_or_incref_pool() minus releasePool() */
+	int64_t nmalloc;      /* cudaMalloc_count: segments obtained less
+			       * released */
+	int64_t nlive;        /* blocks handed out and not yet back */
+	bool freeable;        /* in graph_pools_freeable */
+	pt_stream_t **streams; /* sorted by handle */
+	size_t nstreams;
+};
+
+/* One entry of captures_underway: allocations on stream go to pool. */
+typedef struct pt_capture_s {
+	uint64_t pool;
+	msim_stream_t stream;
+} pt_capture_t;
 
 typedef struct pt_slab_s {
 	struct pt_slab_s *next;
@@ -122,6 +155,10 @@ typedef struct pt_state_s {
 	size_t nspare;
 	pt_slab_t *slabs;
 	pt_xseg_t *xsegs;  /* expandable segments */
+	pt_ppool_t **ppools; /* graph_pools, in creation order */
+	size_t nppools;
+	pt_capture_t *captures; /* captures_underway, in order */
+	size_t ncaptures, capcaptures;
 	msim_stats_t st; /* the policy's part of the statistics */
 } pt_state_t;
 
@@ -526,33 +563,78 @@ blk_is_split(const pt_block_t *b)
 	return b->prev || b->next;
 }
 
+/* The stream handle of a table sorted by handle, added if new. */
+static pt_stream_t *
+stream_table(pt_stream_t ***vp, size_t *np, msim_stream_t handle,
+	     pt_ppool_t *pp)
+{
+	pt_stream_t **v = *vp;
+	size_t lo = 0, hi = *np;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (v[mid]->handle < handle)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < *np && v[lo]->handle == handle)
+		return v[lo];
+	v = realloc(v, (*np + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	*vp = v;
+	pt_stream_t *st = calloc(1, sizeof(*st));
+	if (!st)
+		return NULL;
+	st->handle = handle;
+	st->pp = pp;
+	memmove(&v[lo + 1], &v[lo], (*np - lo) * sizeof(*v));
+	v[lo] = st;
+	(*np)++;
+	return st;
+}
+
+/* The default pool's stream handle. */
 static pt_stream_t *
 pt_stream(pt_state_t *s, msim_stream_t handle)
 {
 	if (s->last_stream && s->last_stream->handle == handle)
 		return s->last_stream;
-	size_t lo = 0, hi = s->nstreams;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (s->streams[mid]->handle < handle)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < s->nstreams && s->streams[lo]->handle == handle)
-		return s->last_stream = s->streams[lo];
-	pt_stream_t **v = realloc(s->streams, (s->nstreams + 1) * sizeof(*v));
-	if (!v)
-		return NULL;
-	s->streams = v;
-	pt_stream_t *st = calloc(1, sizeof(*st));
-	if (!st)
-		return NULL;
-	st->handle = handle;
-	memmove(&v[lo + 1], &v[lo], (s->nstreams - lo) * sizeof(*v));
-	v[lo] = st;
-	s->nstreams++;
-	return s->last_stream = st;
+	pt_stream_t *st = stream_table(&s->streams, &s->nstreams, handle,
+				       NULL);
+	return st ? (s->last_stream = st) : NULL;
+}
+
+static pt_ppool_t *
+ppool_find(const pt_state_t *s, uint64_t id)
+{
+	for (size_t i = 0; i < s->nppools; i++)
+		if (s->ppools[i]->id == id)
+			return s->ppools[i];
+	return NULL;
+}
+
+/* The capture a request on stream handle allocates for (get_pool()), or
+ * NULL: the default pool. */
+static const pt_capture_t *
+capture_of(const pt_state_t *s, msim_stream_t handle)
+{
+	for (size_t i = 0; i < s->ncaptures; i++)
+		if (s->captures[i].stream == handle)
+			return &s->captures[i];
+	return NULL;
+}
+
+/* get_pool(): the stream state of a request, in a private pool while a
+ * capture of its stream is underway. */
+static pt_stream_t *
+pt_request_stream(pt_state_t *s, msim_stream_t handle)
+{
+	const pt_capture_t *c = s->ncaptures ? capture_of(s, handle) : NULL;
+	if (!c)
+		return pt_stream(s, handle);
+	pt_ppool_t *pp = ppool_find(s, c->pool);
+	return stream_table(&pp->streams, &pp->nstreams, handle, pp);
 }
 
 static int
@@ -745,6 +827,8 @@ unmap_block(pt_state_t *s, pt_block_t *b)
 	try_merge(s, b, b->next);
 	um_insert(b);
 	s->total_allocated -= ulen;
+	if (b->st->pp)
+		b->st->pp->nmalloc--;
 	msim_device_unmap(s->dev, uptr, ulen, PT_STATPOOL(b->pool));
 }
 
@@ -769,9 +853,12 @@ release_xseg(pt_state_t *s, pt_block_t *b)
 
 /* get_free_block(): the best cached block for size, removed from its set. */
 static pt_block_t *
-get_free_block(pt_state_t *s, pt_freeset_t *fs, int pool, uint64_t size)
+get_free_block(pt_state_t *s, pt_freeset_t *fs, int pool, uint64_t size,
+	       bool default_pool)
 {
-	if (s->gc_enabled)
+	/* Each BlockPool counts its own lookups; only the default pool's
+	 * count ages blocks for the garbage collector. */
+	if (s->gc_enabled && default_pool)
 		s->gc_calls[pool]++;
 	pt_block_t *b = fs_lower_bound(fs, size);
 	if (!b)
@@ -796,6 +883,8 @@ static void
 release_block(pt_state_t *s, pt_block_t *b)
 {
 	assert(!blk_is_split(b) && b->state == B_FREE);
+	if (b->st->pp)
+		b->st->pp->nmalloc--;
 	fs_remove(s, &b->st->fs[b->pool], b);
 	msim_device_free(s->dev, b->ptr, b->size, PT_STATPOOL(b->pool));
 	s->total_allocated -= b->size;
@@ -857,11 +946,17 @@ alloc_block(pt_state_t *s, pt_stream_t *st, int pool, uint64_t size,
 		s->st.num_alloc_retries++;
 	if (s->cap && s->total_allocated + seg_size > s->cap)
 		return NULL;
-	if (s->expandable)
-		return alloc_expandable(s, st, pool, size);
+	if (s->expandable) {
+		pt_block_t *x = alloc_expandable(s, st, pool, size);
+		if (x && st->pp)
+			st->pp->nmalloc++;
+		return x;
+	}
 	msim_addr_t addr;
 	if (msim_device_malloc(s->dev, seg_size, PT_STATPOOL(pool), &addr))
 		return NULL;
+	if (st->pp)
+		st->pp->nmalloc++;
 	pt_block_t *b = blk_new(s);
 	*b = (pt_block_t){.ptr = addr, .size = seg_size, .st = st,
 			  .pool = (uint8_t)pool, .mapped = 1};
@@ -899,27 +994,27 @@ release_available(pt_state_t *s, pt_freeset_t *fs, uint64_t size)
 	return released >= key;
 }
 
-/* release_blocks() of one pool over every stream, in set order. */
+/* release_blocks() of one pool over the streams v[0..nv), in set order. */
 static int
-release_pool(pt_state_t *s, int pool)
+release_streams(pt_state_t *s, pt_stream_t **v, size_t nv, int pool)
 {
 	pt_block_t **unmap = NULL;
 	size_t n = 0, cap = 0;
-	for (size_t i = 0; i < s->nstreams; i++) {
-		pt_freeset_t *fs = &s->streams[i]->fs[pool];
+	for (size_t i = 0; i < nv; i++) {
+		pt_freeset_t *fs = &v[i]->fs[pool];
 		pt_block_t *next;
 		for (pt_block_t *b = fs_first(fs); b; b = next) {
 			next = fs_next(fs, b);
 			if (b->xseg) { /* unmapping changes the set: later */
 				if (n == cap) {
 					cap = cap ? 2 * cap : 16;
-					pt_block_t **v =
-						realloc(unmap, cap * sizeof(*v));
-					if (!v) {
+					pt_block_t **u =
+						realloc(unmap, cap * sizeof(*u));
+					if (!u) {
 						free(unmap);
 						return MSIM_ENOMEM;
 					}
-					unmap = v;
+					unmap = u;
 				}
 				unmap[n++] = b;
 			} else if (!blk_is_split(b)) {
@@ -936,13 +1031,129 @@ release_pool(pt_state_t *s, int pool)
 	return 0;
 }
 
-/* release_cached_blocks(): empty_cache and the OOM retry. */
+/* Whether a private pool holds nothing any more. */
+static bool
+ppool_empty(const pt_ppool_t *pp)
+{
+	if (pp->nmalloc > 0 || pp->nlive > 0)
+		return false;
+	for (size_t i = 0; i < pp->nstreams; i++)
+		for (int k = 0; k < 2; k++)
+			if (fs_first(&pp->streams[i]->fs[k]) ||
+			    pp->streams[i]->unmapped[k])
+				return false;
+	return true;
+}
+
+static void
+ppool_destroy(pt_ppool_t *pp)
+{
+	for (size_t i = 0; i < pp->nstreams; i++)
+		free(pp->streams[i]);
+	free(pp->streams);
+	free(pp);
+}
+
+/* release_cached_blocks(): empty_cache and the OOM retry.  The default
+ * pool's large then small blocks, then each freeable private pool's small
+ * then large; a freeable pool with no segment left is gone. */
 static int
 release_cached(pt_state_t *s)
 {
 	s->st.num_sync_all_streams++;
-	int rc = release_pool(s, PT_LARGE);
-	return rc ? rc : release_pool(s, PT_SMALL);
+	int rc = release_streams(s, s->streams, s->nstreams, PT_LARGE);
+	if (!rc)
+		rc = release_streams(s, s->streams, s->nstreams, PT_SMALL);
+	for (size_t i = 0; !rc && i < s->nppools;) {
+		pt_ppool_t *pp = s->ppools[i];
+		if (!pp->freeable) {
+			i++;
+			continue;
+		}
+		rc = release_streams(s, pp->streams, pp->nstreams, PT_SMALL);
+		if (!rc)
+			rc = release_streams(s, pp->streams, pp->nstreams,
+					     PT_LARGE);
+		if (rc || !ppool_empty(pp)) {
+			i++;
+			continue;
+		}
+		ppool_destroy(pp);
+		memmove(&s->ppools[i], &s->ppools[i + 1],
+			(s->nppools - i - 1) * sizeof(*s->ppools));
+		s->nppools--;
+	}
+	return rc;
+}
+
+/* createOrIncrefPool, beginAllocateToPool, endAllocateToPool and
+ * releasePool: the pool id is req->addr. */
+static int
+pt_pool(void *state, const msim_req_t *req)
+{
+	pt_state_t *s = state;
+	uint64_t id = req->addr;
+	pt_ppool_t *pp = ppool_find(s, id);
+	switch (req->kind) {
+	case MSIM_REQ_POOL_CREATE:
+	case MSIM_REQ_POOL_BEGIN:
+		if (req->kind == MSIM_REQ_POOL_BEGIN) {
+			for (size_t i = 0; i < s->ncaptures; i++)
+				if (s->captures[i].pool == id)
+					return MSIM_EINVAL; /* already */
+			if (s->ncaptures == s->capcaptures) {
+				size_t n = s->capcaptures ? 2 * s->capcaptures
+							  : 4;
+				pt_capture_t *v = realloc(s->captures,
+							  n * sizeof(*v));
+				if (!v)
+					return MSIM_ENOMEM;
+				s->captures = v;
+				s->capcaptures = n;
+			}
+		}
+		/* create_or_incref_pool(): a pool freeable already cannot
+		 * be shared (its use count is 0). */
+		if (pp && pp->use_count == 0)
+			return MSIM_EINVAL;
+		if (pp) {
+			pp->use_count++;
+		} else {
+			pt_ppool_t **v = realloc(s->ppools, (s->nppools + 1) *
+							     sizeof(*v));
+			if (!v)
+				return MSIM_ENOMEM;
+			s->ppools = v;
+			if (!(pp = calloc(1, sizeof(*pp))))
+				return MSIM_ENOMEM;
+			pp->id = id;
+			pp->use_count = 1;
+			s->ppools[s->nppools++] = pp;
+		}
+		if (req->kind == MSIM_REQ_POOL_BEGIN)
+			s->captures[s->ncaptures++] =
+				(pt_capture_t){id, req->stream};
+		return 0;
+	case MSIM_REQ_POOL_END:
+		for (size_t i = 0; i < s->ncaptures; i++) {
+			if (s->captures[i].pool == id) {
+				memmove(&s->captures[i], &s->captures[i + 1],
+					(s->ncaptures - i - 1) *
+					sizeof(*s->captures));
+				s->ncaptures--;
+				return 0;
+			}
+		}
+		return MSIM_EINVAL; /* not currently recording to it */
+	case MSIM_REQ_POOL_RELEASE:
+		if (!pp || pp->use_count == 0)
+			return MSIM_EINVAL;
+		if (--pp->use_count == 0)
+			pp->freeable = true;
+		return 0;
+	default:
+		return MSIM_EINVAL;
+	}
 }
 
 /* alloc_found_block(): hands out b for a request of size (req) bytes.
@@ -1010,12 +1221,12 @@ pt_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 	pt_state_t *s = state;
 	uint64_t size = pt_round(s, req->size);
 	int pool = size <= PT_SMALL_SIZE ? PT_SMALL : PT_LARGE;
-	pt_stream_t *st = pt_stream(s, req->stream);
+	pt_stream_t *st = pt_request_stream(s, req->stream);
 	if (!st || !blk_reserve(s) || live_put(s, req->id, NULL))
 		return MSIM_ENOMEM;
 	pt_freeset_t *fs = &st->fs[pool];
 
-	pt_block_t *b = get_free_block(s, fs, pool, size);
+	pt_block_t *b = get_free_block(s, fs, pool, size, !st->pp);
 	if (!b) {
 		uint64_t seg_size = pt_segment_size(s, size);
 		if (s->gc_enabled)
@@ -1023,7 +1234,8 @@ pt_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 		b = alloc_block(s, st, pool, size, seg_size, false);
 		if (!b && release_available(s, fs, size))
 			b = alloc_block(s, st, pool, size, seg_size, false);
-		if (!b) {
+		/* Not while a capture is underway (malloc()). */
+		if (!b && !s->ncaptures) {
 			release_cached(s);
 			b = alloc_block(s, st, pool, size, seg_size, true);
 		}
@@ -1034,6 +1246,8 @@ pt_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 		}
 	}
 	b = alloc_found(s, b, size, req->size);
+	if (st->pp)
+		st->pp->nlive++;
 	s->live[req->id] = b;
 	*addr_out = b->ptr;
 	return 0;
@@ -1135,6 +1349,8 @@ pt_free(void *state, const msim_req_t *req)
 	if (b->state == B_ALLOC)
 		free_requested(s, b);
 	s->live[req->id] = NULL;
+	if (b->st->pp)
+		b->st->pp->nlive--;
 	free_block(s, b);
 	return 0;
 }
@@ -1145,13 +1361,18 @@ pt_empty_cache(void *state)
 	return release_cached(state);
 }
 
-/* The stream's state, or NULL if it never allocated (no side effects). */
+/* The stream state a request on handle would use, or NULL if it never
+ * allocated there (no side effects). */
 static pt_stream_t *
 pt_stream_find(const pt_state_t *s, msim_stream_t handle)
 {
-	for (size_t i = 0; i < s->nstreams; i++)
-		if (s->streams[i]->handle == handle)
-			return s->streams[i];
+	const pt_capture_t *c = s->ncaptures ? capture_of(s, handle) : NULL;
+	const pt_ppool_t *pp = c ? ppool_find(s, c->pool) : NULL;
+	pt_stream_t *const *v = pp ? pp->streams : s->streams;
+	size_t n = pp ? pp->nstreams : s->nstreams;
+	for (size_t i = 0; i < n; i++)
+		if (v[i]->handle == handle)
+			return v[i];
 	return NULL;
 }
 
@@ -1187,8 +1408,7 @@ pt_would_release(const void *state, const msim_req_t *req)
 	}
 	if (s->cap && s->total_allocated + seg_size > s->cap)
 		return true;
-	uint64_t capacity = msim_device_capacity(s->dev);
-	return seg_size > capacity - msim_device_reserved(s->dev);
+	return seg_size > msim_device_avail(s->dev);
 }
 
 static void
@@ -1205,12 +1425,17 @@ pt_free_info(const void *state, uint64_t *largest_out, uint64_t *total_out)
 {
 	const pt_state_t *s = state;
 	uint64_t largest = 0;
-	for (size_t i = 0; i < s->nstreams; i++) {
-		for (int pool = 0; pool < 2; pool++) {
-			const pt_block_t *b =
-				fs_prev(&s->streams[i]->fs[pool], NULL);
-			if (b && b->size > largest)
-				largest = b->size;
+	for (size_t p = 0; p <= s->nppools; p++) {
+		pt_stream_t *const *v = p ? s->ppools[p - 1]->streams
+					  : s->streams;
+		size_t n = p ? s->ppools[p - 1]->nstreams : s->nstreams;
+		for (size_t i = 0; i < n; i++) {
+			for (int pool = 0; pool < 2; pool++) {
+				const pt_block_t *b =
+					fs_prev(&v[i]->fs[pool], NULL);
+				if (b && b->size > largest)
+					largest = b->size;
+			}
 		}
 	}
 	*largest_out = largest;
@@ -1231,14 +1456,20 @@ pt_blocks(const void *state, void (*fn)(void *ctx, const msim_block_t *b),
 						? MSIM_BLOCK_ALLOCATED
 						: MSIM_BLOCK_PENDING});
 	}
-	for (size_t i = 0; i < s->nstreams; i++)
-		for (int pool = 0; pool < 2; pool++) {
-			const pt_freeset_t *fs = &s->streams[i]->fs[pool];
-			for (const pt_block_t *b = fs_first(fs); b;
-			     b = fs_next(fs, b))
-				fn(ctx, &(msim_block_t){b->ptr, b->size,
-							MSIM_BLOCK_FREE});
-		}
+	for (size_t p = 0; p <= s->nppools; p++) {
+		pt_stream_t *const *v = p ? s->ppools[p - 1]->streams
+					  : s->streams;
+		size_t n = p ? s->ppools[p - 1]->nstreams : s->nstreams;
+		for (size_t i = 0; i < n; i++)
+			for (int pool = 0; pool < 2; pool++) {
+				const pt_freeset_t *fs = &v[i]->fs[pool];
+				for (const pt_block_t *b = fs_first(fs); b;
+				     b = fs_next(fs, b))
+					fn(ctx, &(msim_block_t){
+						b->ptr, b->size,
+						MSIM_BLOCK_FREE});
+			}
+	}
 }
 
 static void
@@ -1250,6 +1481,10 @@ pt_destroy(void *state)
 	for (size_t i = 0; i < s->nstreams; i++)
 		free(s->streams[i]);
 	free(s->streams);
+	for (size_t i = 0; i < s->nppools; i++)
+		ppool_destroy(s->ppools[i]);
+	free(s->ppools);
+	free(s->captures);
 	free(s->live);
 	while (s->xsegs) {
 		pt_xseg_t *next = s->xsegs->next;
@@ -1316,6 +1551,7 @@ const msim_policy_ops_t msim_policy_pytorch = {
 	.free = pt_free,
 	.free_requested = pt_free_requested,
 	.empty_cache = pt_empty_cache,
+	.pool = pt_pool,
 	.would_release = pt_would_release,
 	.stats = pt_stats,
 	.free_info = pt_free_info,

@@ -260,6 +260,8 @@ struct msim_device_s {
 	size_t nresv, capresv;
 	msim_addr_t *hints; /* FIFO of recorded segment addresses */
 	size_t hint_head, nhints, caphints;
+	msim_gpu_t *gpu; /* shared with other processes, or NULL */
+	size_t process;  /* this device's process number on gpu */
 };
 
 static const char *const seg_action_names[] = {
@@ -295,6 +297,8 @@ msim_device_new(const msim_device_config_t *cfg)
 	dev->log_events = cfg ? cfg->log_events : 0;
 	dev->use_hints = cfg ? cfg->use_hints : 0;
 	dev->tm = cfg ? cfg->timemodel : NULL;
+	dev->gpu = cfg ? cfg->gpu : NULL;
+	dev->process = cfg ? cfg->process : 0;
 	dev->request_p = &dev->request;
 	dev->now_p = &dev->now;
 	if (dev->ops->create(&dev->ctx)) {
@@ -360,13 +364,39 @@ dev_log(msim_device_t *dev, int action, msim_addr_t addr, uint64_t size)
 		.action = action};
 }
 
-/* Whether size more bytes fit under the capacity and the cap. */
+/* Whether size more bytes fit on a shared GPU (noting when not). */
 static bool
-dev_fits(const msim_device_t *dev, uint64_t size)
+dev_gpu_fits(msim_device_t *dev, uint64_t size)
+{
+	if (!dev->gpu || msim_gpu_fits(dev->gpu, size))
+		return true;
+	msim_gpu_note_full(dev->gpu, dev->process, *dev->request_p, size);
+	return false;
+}
+
+/* Whether size more bytes fit under the capacity, the cap and what a
+ * shared GPU has left. */
+static bool
+dev_fits(msim_device_t *dev, uint64_t size)
 {
 	if (size > dev->capacity - dev->reserved)
 		return false;
-	return dev->cap == 0 || dev->reserved + size <= dev->cap;
+	if (dev->cap && dev->reserved + size > dev->cap)
+		return false;
+	return dev_gpu_fits(dev, size);
+}
+
+uint64_t
+msim_device_avail(const msim_device_t *dev)
+{
+	uint64_t a = dev->capacity - dev->reserved;
+	if (dev->gpu) {
+		msim_gpu_stats_t gs;
+		msim_gpu_stats(dev->gpu, &gs);
+		uint64_t g = msim_gpu_capacity(dev->gpu) - gs.used;
+		a = g < a ? g : a;
+	}
+	return a;
 }
 
 static void
@@ -374,6 +404,8 @@ dev_count(msim_device_t *dev, int pool, int64_t delta)
 {
 	msim_stat2_add(dev->reserved_bytes, pool, delta);
 	dev->reserved += (uint64_t)delta;
+	if (dev->gpu)
+		msim_gpu_count(dev->gpu, dev->process, *dev->request_p, delta);
 }
 
 int
@@ -470,7 +502,7 @@ msim_device_unreserve(msim_device_t *dev, msim_addr_t addr)
 int
 msim_device_map(msim_device_t *dev, msim_addr_t addr, uint64_t size, int pool)
 {
-	if (size > dev->capacity - dev->reserved)
+	if (size > dev->capacity - dev->reserved || !dev_gpu_fits(dev, size))
 		return MSIM_EDEVOOM;
 	dev_count(dev, pool, (int64_t)size);
 	dev->num_device_alloc++;

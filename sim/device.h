@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sim/gpu.h"
 #include "sim/types.h"
 
 /* The H200's totalGlobalMem, as the CUDA runtime reports it. */
@@ -86,6 +87,11 @@ typedef struct msim_device_config_s {
 	 * with as it happens (msim_device_devtime()), with no log kept. */
 	const struct msim_timemodel_s *timemodel;
 	int use_hints;                /* place segments at recorded addresses */
+	/* A GPU several processes share (sim/gpu.h), this device being
+	 * process number process there; NULL: the device is the process's
+	 * alone.  capacity should then be the gpu's. */
+	msim_gpu_t *gpu;
+	size_t process;
 } msim_device_config_t;
 
 /* Creates a device.  Returns NULL when out of host memory. */
@@ -110,7 +116,8 @@ uint64_t msim_device_capacity(const msim_device_t *dev);
 /*
  * cudaMalloc: a new segment of size bytes for pool (MSIM_POOL_SMALL or
  * _LARGE).  Returns 0, or MSIM_EDEVOOM when it does not fit under the
- * capacity or the cap (nothing is counted then).
+ * capacity, the cap, or what the shared GPU has left (nothing is counted
+ * then; a full GPU is noted there with the request).
  */
 int msim_device_malloc(msim_device_t *dev, uint64_t size, int pool,
 		       msim_addr_t *addr_out);
@@ -174,6 +181,10 @@ void msim_device_bind(msim_device_t *dev, const msim_time_t *clock,
 		      const uint64_t *request);
 void msim_device_set_scheduler(msim_device_t *dev, msim_schedule_fn fn,
 			       void *ctx);
+
+/* Bytes a cudaMalloc could get now, the cap aside: the capacity less
+ * what this process reserved, or less when a shared GPU has less left. */
+uint64_t msim_device_avail(const msim_device_t *dev);
 
 /* Bytes reserved from the device now (segments + mapped pages). */
 uint64_t msim_device_reserved(const msim_device_t *dev);

@@ -268,6 +268,51 @@ sim_fail(msim_sim_t *sim, int rc, const char *what)
 	return rc;
 }
 
+/* After the policy served (rc 0, at addr) or refused an ALLOC: OOMs
+ * expected or not, recorded addresses, the peak snapshot, the observer.
+ * Returns 0 or an error. */
+static int
+sim_allocated(msim_sim_t *sim, const msim_req_t *req, int rc,
+	      msim_addr_t addr)
+{
+	if (rc == MSIM_EDEVOOM) {
+		if (req->flags & MSIM_REQF_EXPECT_OOM) {
+			sim->sum.ooms_expected++;
+		} else {
+			if (sim->sum.oom_request < 0)
+				sim->sum.oom_request =
+					(int64_t)sim->sum.requests;
+			if (!sim->keep_going)
+				sim->done = true;
+			else if ((rc = sim_mark_dead(sim, req->id, 1)))
+				return rc;
+		}
+	} else if (rc == MSIM_EFORMAT) {
+		return sim_fail(sim, rc, "alloc: a segment at the trace's "
+				"address is unaligned or wraps around");
+	} else if (rc) {
+		return sim_fail(sim, rc, "alloc");
+	} else if (req->flags & MSIM_REQF_EXPECT_OOM) {
+		/* The recording ran out of memory here, we did not: give
+		 * the block back at once, as the program never got it. */
+		sim->sum.ooms_unmatched++;
+		msim_req_t fr = *req;
+		fr.kind = MSIM_REQ_FREE;
+		if ((rc = msim_policy_free(sim->pol, &fr)))
+			return sim_fail(sim, rc, "free");
+	} else if (req->addr) {
+		if (addr == req->addr)
+			sim->sum.addr_same++;
+		else
+			sim->sum.addr_other++;
+	}
+	if (sim->peak_blocks)
+		sim_snapshot(sim);
+	if (sim->observe)
+		sim->observe(sim->observe_ctx, req, rc);
+	return 0;
+}
+
 /* Serves one request; returns 0, or an error. */
 static int
 sim_request(msim_sim_t *sim, const msim_req_t *req)
@@ -294,6 +339,23 @@ sim_request(msim_sim_t *sim, const msim_req_t *req)
 	}
 	case MSIM_REQ_EMPTY_CACHE:
 		return msim_policy_empty_cache(sim->pol);
+	case MSIM_REQ_POOL_CREATE:
+	case MSIM_REQ_POOL_BEGIN:
+	case MSIM_REQ_POOL_END:
+	case MSIM_REQ_POOL_RELEASE:
+		if ((rc = msim_policy_private_pool(sim->pol, req))) {
+			static const char *const names[] = {
+				"pool_create", "pool_begin", "pool_end",
+				"pool_release"};
+			char what[160];
+			snprintf(what, sizeof(what), "%s of pool %llu (a "
+				 "begin while one is underway, an end without "
+				 "a begin, or a release without a create?)",
+				 names[req->kind - MSIM_REQ_POOL_CREATE],
+				 (unsigned long long)req->addr);
+			return sim_fail(sim, rc, what);
+		}
+		return 0;
 	case MSIM_REQ_FREE_REQUESTED:
 		if (req->id < sim->ndead && sim->dead[req->id])
 			return 0;
@@ -308,42 +370,8 @@ sim_request(msim_sim_t *sim, const msim_req_t *req)
 		    (rc = msim_policy_empty_cache(sim->pol)))
 			return sim_fail(sim, rc, "empty_cache");
 		rc = msim_policy_alloc(sim->pol, req, &addr);
-		if (rc == MSIM_EDEVOOM) {
-			if (req->flags & MSIM_REQF_EXPECT_OOM) {
-				sim->sum.ooms_expected++;
-			} else {
-				if (sim->sum.oom_request < 0)
-					sim->sum.oom_request =
-						(int64_t)sim->sum.requests;
-				if (!sim->keep_going)
-					sim->done = true;
-				else if ((rc = sim_mark_dead(sim, req->id, 1)))
-					return rc;
-			}
-		} else if (rc == MSIM_EFORMAT) {
-			return sim_fail(sim, rc, "alloc: a segment at the "
-				"trace's address is unaligned or wraps around");
-		} else if (rc) {
-			return sim_fail(sim, rc, "alloc");
-		} else if (req->flags & MSIM_REQF_EXPECT_OOM) {
-			/* The recording ran out of memory here, we did not:
-			 * give the block back at once, as the program never
-			 * got it. */
-			sim->sum.ooms_unmatched++;
-			msim_req_t fr = *req;
-			fr.kind = MSIM_REQ_FREE;
-			if ((rc = msim_policy_free(sim->pol, &fr)))
-				return sim_fail(sim, rc, "free");
-		} else if (req->addr) {
-			if (addr == req->addr)
-				sim->sum.addr_same++;
-			else
-				sim->sum.addr_other++;
-		}
-		if (sim->peak_blocks)
-			sim_snapshot(sim);
-		if (sim->observe)
-			sim->observe(sim->observe_ctx, req, rc);
+		if ((rc = sim_allocated(sim, req, rc, addr)))
+			return rc;
 		break;
 	case MSIM_REQ_FREE:
 		if (req->id < sim->ndead && sim->dead[req->id]) {
@@ -364,27 +392,55 @@ sim_request(msim_sim_t *sim, const msim_req_t *req)
 	return 0;
 }
 
+/* Reads the next request of the source ahead, unless read already.
+ * Returns 0 or an error. */
+static int
+sim_look_ahead(msim_sim_t *sim)
+{
+	if (sim->have_next || sim->src_done)
+		return 0;
+	int rc = sim->src.next(sim->src.ctx, &sim->next);
+	if (rc < 0) {
+		snprintf(sim->errmsg, sizeof(sim->errmsg), "%s",
+			 sim->src.errmsg(sim->src.ctx));
+		return rc;
+	}
+	if (rc == 0) {
+		sim->src_done = true;
+	} else {
+		sim->have_next = true;
+		sim->next_seq = sim->seq++;
+		if (sim->next.time < sim->clock)
+			sim->next.time = sim->clock;
+	}
+	return 0;
+}
+
+int
+msim_sim_peek(msim_sim_t *sim, msim_time_t *when_out)
+{
+	if (sim->done)
+		return 0;
+	int rc = sim_look_ahead(sim);
+	if (rc)
+		return rc;
+	if (!sim->have_next && !sim->nheap)
+		return 0;
+	msim_time_t t = sim->have_next ? sim->next.time : UINT64_MAX;
+	if (sim->nheap && sim->heap[0].time < t)
+		t = sim->heap[0].time;
+	*when_out = t;
+	return 1;
+}
+
 int
 msim_sim_step(msim_sim_t *sim)
 {
 	if (sim->done)
 		return 0;
-	if (!sim->have_next && !sim->src_done) {
-		int rc = sim->src.next(sim->src.ctx, &sim->next);
-		if (rc < 0) {
-			snprintf(sim->errmsg, sizeof(sim->errmsg), "%s",
-				 sim->src.errmsg(sim->src.ctx));
-			return rc;
-		}
-		if (rc == 0) {
-			sim->src_done = true;
-		} else {
-			sim->have_next = true;
-			sim->next_seq = sim->seq++;
-			if (sim->next.time < sim->clock)
-				sim->next.time = sim->clock;
-		}
-	}
+	int rc0 = sim_look_ahead(sim);
+	if (rc0)
+		return rc0;
 	if (sim->nheap &&
 	    (!sim->have_next ||
 	     ev_less(&sim->heap[0],
@@ -412,6 +468,10 @@ msim_sim_step(msim_sim_t *sim)
 static int
 sim_run_batches(msim_sim_t *sim)
 {
+	/* The lean path, chosen once: nothing watches each request, so
+	 * plain allocs and frees (no flags, no ids left dead by an OOM) go
+	 * straight to the policy; the rest through sim_request(). */
+	bool lean = !sim->observe && !sim->peak_blocks;
 	for (;;) {
 		const msim_req_t *v;
 		size_t n;
@@ -437,6 +497,46 @@ sim_run_batches(msim_sim_t *sim)
 			}
 			sim->seq++;
 			sim->clock = t;
+			if (lean && !req->flags && !sim->ndead &&
+			    !sim->peaks_reset) {
+				msim_addr_t addr;
+				switch (req->kind) {
+				case MSIM_REQ_ALLOC:
+					rc = msim_policy_alloc(sim->pol, req,
+							       &addr);
+					if (rc) {
+						if ((rc = sim_allocated(
+							     sim, req, rc, addr)))
+							return rc;
+					} else if (req->addr) {
+						if (addr == req->addr)
+							sim->sum.addr_same++;
+						else
+							sim->sum.addr_other++;
+					}
+					break;
+				case MSIM_REQ_FREE:
+					if ((rc = msim_policy_free(sim->pol, req)))
+						return sim_fail(sim, rc,
+								"free of a "
+								"block not "
+								"live");
+					break;
+				case MSIM_REQ_FREE_REQUESTED:
+					if ((rc = msim_policy_free_requested(
+						     sim->pol, req)))
+						return sim_fail(sim, rc,
+								"free_requested");
+					continue; /* not counted */
+				default:
+					if ((rc = sim_request(sim, req)))
+						return rc;
+					continue;
+				}
+				if (++sim->sum.requests == sim->next_sample)
+					sim_sample(sim);
+				continue;
+			}
 			if ((rc = sim_request(sim, req)))
 				return rc;
 		}

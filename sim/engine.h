@@ -64,6 +64,11 @@ void msim_sim_destroy(msim_sim_t *sim);
  * the source, or an OOM unless keep_going), or an error (msim_sim_errmsg). */
 int msim_sim_step(msim_sim_t *sim);
 
+/* When the next msim_sim_step() serves something: returns 1 with its
+ * simulated time, 0 when the run is over, or an error (msim_sim_errmsg).
+ * Reads the source one request ahead, as msim_sim_step() would. */
+int msim_sim_peek(msim_sim_t *sim, msim_time_t *when_out);
+
 /* Steps to the end.  Returns 0 or an error. */
 int msim_sim_run(msim_sim_t *sim);
 

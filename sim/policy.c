@@ -103,6 +103,14 @@ msim_policy_empty_cache(msim_policy_t *pol)
 	return pol->ops->empty_cache(pol->state);
 }
 
+int
+msim_policy_private_pool(msim_policy_t *pol, const msim_req_t *req)
+{
+	if (!pol->ops->pool)
+		return 0;
+	return pol->ops->pool(pol->state, req);
+}
+
 bool
 msim_policy_would_release(const msim_policy_t *pol, const msim_req_t *req)
 {

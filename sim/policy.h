@@ -35,6 +35,12 @@ typedef struct msim_policy_ops_s {
 	int (*free_requested)(void *state, const msim_req_t *req);
 	/* torch.cuda.empty_cache().  May be NULL. */
 	int (*empty_cache)(void *state);
+	/* A private-pool request (MSIM_REQ_POOL_*).  Returns 0, or
+	 * MSIM_EINVAL when the request contradicts the pool's state (ending
+	 * a pool not begun, releasing one never created).  May be NULL: the
+	 * policy has no private pools and serves every request from its
+	 * one pool. */
+	int (*pool)(void *state, const msim_req_t *req);
 	/* Whether serving req now would make the policy free cached memory
 	 * itself (no cached block fits and a new segment would exceed a
 	 * threshold, the cap or the device).  No side effects.  May be NULL
@@ -79,6 +85,7 @@ int msim_policy_alloc(msim_policy_t *pol, const msim_req_t *req,
 int msim_policy_free(msim_policy_t *pol, const msim_req_t *req);
 int msim_policy_free_requested(msim_policy_t *pol, const msim_req_t *req);
 int msim_policy_empty_cache(msim_policy_t *pol);
+int msim_policy_private_pool(msim_policy_t *pol, const msim_req_t *req);
 bool msim_policy_would_release(const msim_policy_t *pol,
 			       const msim_req_t *req);
 int msim_policy_on_event(msim_policy_t *pol, uint64_t cookie);

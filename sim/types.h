@@ -34,6 +34,14 @@ typedef enum msim_req_kind_e {
 	MSIM_REQ_EMPTY_CACHE,   /* torch.cuda.empty_cache() */
 	MSIM_REQ_SEGMENT_HINT,  /* a recorded segment address (not a request) */
 	MSIM_REQ_RESET_PEAKS,   /* torch.cuda.reset_peak_memory_stats() */
+	/* Private pools (CUDA graphs, torch.cuda.MemPool); addr = the
+	 * pool's id (non-zero), as PyTorch's createOrIncrefPool,
+	 * beginAllocateToPool (allocations on stream go to the pool),
+	 * endAllocateToPool and releasePool. */
+	MSIM_REQ_POOL_CREATE,
+	MSIM_REQ_POOL_BEGIN,
+	MSIM_REQ_POOL_END,
+	MSIM_REQ_POOL_RELEASE,
 } msim_req_kind_t;
 
 /* Flags of a request. */
@@ -92,6 +100,10 @@ typedef struct msim_source_s {
 	 * end, or an error.  A source is read through one of next and batch,
 	 * not both. */
 	int (*batch)(void *ctx, const msim_req_t **reqs_out, size_t *n_out);
+	/* May be NULL.  Else up to cap (>= 2) requests copied into v, *n_out
+	 * of them in every case; returns 1 (more to come), 0 at the end, or
+	 * an error.  Read-ahead fills its batches with it. */
+	int (*fill)(void *ctx, msim_req_t *v, size_t cap, size_t *n_out);
 } msim_source_t;
 
 /*

@@ -40,7 +40,7 @@ START_TEST(test_order_and_end)
 	counter_t c = {0, 100000, -1};
 	msim_prefetch_t *p;
 	ck_assert_int_eq(msim_prefetch_new((msim_source_t){counter_next,
-							   counter_err, &c, NULL},
+							   counter_err, &c, NULL, NULL},
 					   &p), 0);
 	msim_source_t s = msim_prefetch_source(p);
 	msim_req_t r;
@@ -61,7 +61,7 @@ START_TEST(test_batches)
 	counter_t c = {0, 100000, 70000};
 	msim_prefetch_t *p;
 	ck_assert_int_eq(msim_prefetch_new((msim_source_t){counter_next,
-			 counter_err, &c, NULL}, &p), 0);
+			 counter_err, &c, NULL, NULL}, &p), 0);
 	msim_source_t s = msim_prefetch_source(p);
 	ck_assert_ptr_nonnull(s.batch);
 	const msim_req_t *v;
@@ -83,7 +83,7 @@ START_TEST(test_error_after_requests)
 	counter_t c = {0, 100000, 70000};
 	msim_prefetch_t *p;
 	ck_assert_int_eq(msim_prefetch_new((msim_source_t){counter_next,
-							   counter_err, &c, NULL},
+							   counter_err, &c, NULL, NULL},
 					   &p), 0);
 	msim_source_t s = msim_prefetch_source(p);
 	msim_req_t r;
@@ -104,7 +104,7 @@ START_TEST(test_early_stop)
 		counter_t c = {0, 10000000, -1};
 		msim_prefetch_t *p;
 		ck_assert_int_eq(msim_prefetch_new(
-			(msim_source_t){counter_next, counter_err, &c, NULL}, &p), 0);
+			(msim_source_t){counter_next, counter_err, &c, NULL, NULL}, &p), 0);
 		msim_source_t s = msim_prefetch_source(p);
 		msim_req_t r;
 		for (int i = 0; i < k * 1000; i++)

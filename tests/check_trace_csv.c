@@ -201,6 +201,75 @@ START_TEST(test_bad_input_names_file_line_reason)
 }
 END_TEST
 
+
+/* Under the usual header rows are parsed a word at a time: every length
+ * of number (1 to 20 digits), hex, leading zeros, CRLF and odd seq
+ * fields read as the byte parser reads them, and bad rows give its
+ * errors. */
+START_TEST(test_usual_header_rows)
+{
+	const char *text =
+		"seq,time_us,action,addr,size,stream\n"
+		"0,1,alloc,4096,1,0\n"
+		"x,12,alloc,0x2000,12345678,7\r\n"
+		",123456789,alloc,00000000000000012288,123456789,18446744073709551615\n"
+		"3,1234567890123456789,free_completed,4096,1,0\n"
+		"4,1234567890123456790,alloc,9999999999999999999,18446744073709551615,12345678901234567\n";
+	const char *p = write_tmp(text);
+	char err[512];
+	msim_trace_t *t;
+	ck_assert_int_eq(msim_trace_open(p, NULL, &t, err, sizeof(err)), 0);
+	static const struct {
+		uint64_t time_us, addr, size, stream;
+		int action;
+	} want[] = {
+		{1, 4096, 1, 0, MSIM_ACT_ALLOC},
+		{12, 0x2000, 12345678, 7, MSIM_ACT_ALLOC},
+		{123456789, 12288, 123456789, UINT64_MAX, MSIM_ACT_ALLOC},
+		{1234567890123456789u, 4096, 1, 0, MSIM_ACT_FREE_COMPLETED},
+		{1234567890123456790u, 9999999999999999999u, UINT64_MAX,
+		 12345678901234567u, MSIM_ACT_ALLOC},
+	};
+	msim_entry_t e;
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		ck_assert_int_eq(msim_trace_next_entry(t, &e), 1);
+		ck_assert_uint_eq(e.time_us, want[i].time_us);
+		ck_assert_uint_eq(e.addr, want[i].addr);
+		ck_assert_uint_eq(e.size, want[i].size);
+		ck_assert_uint_eq(e.stream, want[i].stream);
+		ck_assert_int_eq(e.action, want[i].action);
+	}
+	ck_assert_int_eq(msim_trace_next_entry(t, &e), 0);
+	msim_trace_close(t);
+	unlink(p);
+	static const struct {
+		const char *row, *why;
+	} bad[] = {
+		{"1,2,alloc,18446744073709551616,5,0", "addr '18446744073709551616'"},
+		{"1,2,alloc,4096,5,0,", "more than 6 fields"},
+		{"1,2,alloc,4096,5", "5 fields"},
+		{"1,2,alloc,4096, 5,0", "size ' 5'"},
+		{"1,2,alloc,4096,,0", "size ''"},
+		{"1,2,allocate,4096,5,0", "unknown action 'allocate'"},
+		{"1,2,free_completed,4096,5,0", "unknown address 0x1000"},
+		{"1,2,alloc,4096,5,0x", "stream '0x'"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char buf[256];
+		snprintf(buf, sizeof(buf),
+			 "seq,time_us,action,addr,size,stream\n%s\n",
+			 bad[i].row);
+		p = write_tmp(buf);
+		msim_trace_options_t strict = {.strict = true};
+		ck_assert_int_lt(read_all(p, &strict, NULL, err, sizeof(err)),
+				 0);
+		ck_assert_msg(strstr(err, ":2:") && strstr(err, bad[i].why),
+			      "case %zu: '%s'", i, err);
+		unlink(p);
+	}
+}
+END_TEST
+
 START_TEST(test_long_line_rejected)
 {
 	size_t n = (1u << 20) + 100;
@@ -229,6 +298,7 @@ main(void)
 	tcase_add_test(tc, test_oom_row_is_an_expected_failure);
 	tcase_add_test(tc, test_bad_input_names_file_line_reason);
 	tcase_add_test(tc, test_long_line_rejected);
+	tcase_add_test(tc, test_usual_header_rows);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -392,6 +392,8 @@ START_TEST(test_hidden_empty_cache_rules)
 END_TEST
 
 /* Reads path to the end as requests; returns the status, err filled. */
+static bool read_by_fill; /* read_all() through msim_trace_fill() */
+
 static int
 read_all(const char *path, const msim_trace_options_t *opt, char *err,
 	 size_t errlen, uint64_t *n_out)
@@ -400,10 +402,17 @@ read_all(const char *path, const msim_trace_options_t *opt, char *err,
 	int rc = msim_trace_open(path, opt, &t, err, errlen);
 	if (rc)
 		return rc;
-	msim_req_t r;
+	msim_req_t r[5];
 	uint64_t n = 0;
-	while ((rc = msim_trace_next(t, &r)) == 1)
-		n++;
+	if (read_by_fill) { /* a block at a time, the format's own stage */
+		size_t k;
+		while ((rc = msim_trace_fill(t, r, 5, &k)) == 1)
+			n += k;
+		n += k;
+	} else {
+		while ((rc = msim_trace_next(t, r)) == 1)
+			n++;
+	}
 	if (rc < 0)
 		snprintf(err, errlen, "%s", msim_trace_errmsg(t));
 	if (n_out)
@@ -558,13 +567,19 @@ START_TEST(test_bad_binary_and_rmm_inputs)
 	size_t n = fread(buf, 1, sizeof(buf), fp);
 	fclose(fp);
 	char err[512];
-	/* Truncated anywhere: an error. */
+	/* Truncated anywhere: an error, entry by entry or a block at a
+	 * time. */
 	for (size_t cut = 0; cut < n; cut += 1 + cut / 3) {
 		const char *p = write_bytes("cut.msimtr", buf, cut);
 		msim_trace_options_t opt = {
 			.format = msim_trace_format_find("bin")};
-		ck_assert_msg(read_all(p, &opt, err, sizeof(err), NULL) < 0,
-			      "cut at %zu accepted", cut);
+		for (int f = 0; f < 2; f++) {
+			read_by_fill = f;
+			ck_assert_msg(read_all(p, &opt, err, sizeof(err),
+					       NULL) < 0,
+				      "cut at %zu accepted", cut);
+		}
+		read_by_fill = false;
 	}
 	/* A flipped payload byte: the checksum. */
 	buf[100] ^= 1;
@@ -617,6 +632,303 @@ START_TEST(test_bad_binary_and_rmm_inputs)
 }
 END_TEST
 
+
+/* Every request of a trace, by msim_trace_fill() (cap k) or, for k = 0,
+ * by msim_trace_next(). */
+static msim_req_t *
+all_requests(const char *path, bool deferred, size_t k, size_t *n_out,
+	     msim_trace_tally_t *tally, uint64_t *hash)
+{
+	char why[512];
+	msim_trace_t *t;
+	msim_trace_options_t opt = {.deferred_frees = deferred};
+	ck_assert_msg(msim_trace_open(path, &opt, &t, why, sizeof(why)) == 0,
+		      "%s", why);
+	size_t n = 0, cap = 1024;
+	msim_req_t *v = malloc(cap * sizeof(*v));
+	int rc;
+	for (;;) {
+		while (n + k + 16 > cap)
+			v = realloc(v, (cap *= 2) * sizeof(*v));
+		ck_assert_ptr_nonnull(v);
+		if (k == 0) {
+			if ((rc = msim_trace_next(t, &v[n])) != 1)
+				break;
+			n++;
+			continue;
+		}
+		size_t got;
+		rc = msim_trace_fill(t, &v[n], k, &got);
+		ck_assert_uint_le(got, k);
+		n += got;
+		if (rc != 1)
+			break;
+	}
+	ck_assert_msg(rc == 0, "%s", msim_trace_errmsg(t));
+	ck_assert(msim_trace_ended(t));
+	msim_trace_tally(t, tally);
+	*hash = msim_trace_hash(t);
+	msim_trace_close(t);
+	*n_out = n;
+	return v;
+}
+
+static const char *const fill_traces[] = {
+	"bert_infer_varlen", "gpt2_fp32", "gpt2_varlen", "prefetch_2stream",
+	"resnet50_amp", "train_eval_emptycache",
+};
+
+/* The binary format's own request stage (dense ids written by convert,
+ * free pairs in one record) gives every request of the CSV's, field for
+ * field, with deferred frees or without, whatever the batch size. */
+START_TEST(test_bin_fill_equals_csv_requests)
+{
+	char csv[4200], rel[128];
+	snprintf(rel, sizeof(rel), "traces/%s.csv", fill_traces[_i]);
+	snprintf(csv, sizeof(csv), "%s", test_data(rel));
+	const char *bin = tmp_path("f.msimtr");
+	convert(csv, bin, "bin");
+	for (int d = 0; d < 2; d++) {
+		size_t na, nb;
+		msim_trace_tally_t ta, tb;
+		uint64_t ha, hb;
+		msim_req_t *a = all_requests(csv, d, 0, &na, &ta, &ha);
+		static const size_t caps[] = {2, 3, 16384};
+		for (size_t c = 0; c < 3; c++) {
+			msim_req_t *b = all_requests(bin, d, caps[c], &nb, &tb,
+						     &hb);
+			ck_assert_uint_eq(na, nb);
+			for (size_t i = 0; i < na; i++)
+				ck_assert_msg(a[i].time == b[i].time &&
+					      a[i].size == b[i].size &&
+					      a[i].stream == b[i].stream &&
+					      a[i].addr == b[i].addr &&
+					      a[i].id == b[i].id &&
+					      a[i].kind == b[i].kind &&
+					      a[i].flags == b[i].flags,
+					      "%s: request %zu differs",
+					      fill_traces[_i], i);
+			ck_assert_uint_eq(ta.entries, tb.entries);
+			ck_assert(!memcmp(ta.actions, tb.actions,
+					  sizeof(ta.actions)));
+			ck_assert_uint_eq(ta.first_us, tb.first_us);
+			ck_assert_uint_eq(ta.last_us, tb.last_us);
+			ck_assert_int_eq(ta.seg_bytes, tb.seg_bytes);
+			free(b);
+		}
+		/* The CSV read a block at a time too. */
+		msim_req_t *c = all_requests(csv, d, 7, &nb, &tb, &hb);
+		ck_assert_uint_eq(na, nb);
+		ck_assert_uint_eq(ha, hb);
+		ck_assert(!memcmp(a, c, na * sizeof(*a)));
+		free(c);
+		free(a);
+	}
+}
+END_TEST
+
+static void
+put_u32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void
+put_u64(uint8_t *p, uint64_t v)
+{
+	put_u32(p, (uint32_t)v);
+	put_u32(p + 4, (uint32_t)(v >> 32));
+}
+
+/* CRC32C bit by bit (the format's block checksum since version 2). */
+static uint32_t
+crc32c_ref(const uint8_t *p, size_t n)
+{
+	uint32_t c = ~0u;
+	while (n--) {
+		c ^= *p++;
+		for (int k = 0; k < 8; k++)
+			c = c & 1 ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+	}
+	return ~c;
+}
+
+/* A binary trace of one block of n entries in the payload pl, in version
+ * v (checksums by the version's rule). */
+static const char *
+bin_file(const char *name, unsigned v, const uint8_t *pl, uint32_t len,
+	 uint32_t n)
+{
+	static uint8_t f[256];
+	size_t k = 0;
+	memcpy(f, "\x89MSIMTR\n", 8);
+	put_u32(f + 8, v);
+	put_u32(f + 12, 0);
+	k = 16;
+	uint8_t end[8];
+	put_u64(end, n);
+	const uint8_t *body[2] = {pl, end};
+	uint32_t lens[2] = {len, 8}, ns[2] = {n, 0};
+	for (int b = 0; b < 2; b++) {
+		uint64_t sum;
+		if (v >= 2) {
+			sum = crc32c_ref(body[b], lens[b]);
+		} else {
+			msim_hash_t h;
+			msim_hash_init(&h);
+			msim_hash_update(&h, body[b], lens[b]);
+			sum = msim_hash_final(&h);
+		}
+		put_u32(f + k, ns[b]);
+		put_u32(f + k + 4, lens[b]);
+		put_u64(f + k + 8, sum);
+		memcpy(f + k + 16, body[b], lens[b]);
+		k += 16 + lens[b];
+	}
+	return write_bytes(name, f, k);
+}
+
+/* Version 1 files (raw records, msim_hash checksums) still read: an alloc
+ * of 512 bytes at 0x1000 on stream 3, freed 5 us later. */
+START_TEST(test_bin_version1_still_read)
+{
+	static const uint8_t pl[] = {
+		0x10, 0x00, 0x80, 0x40, 0x80, 0x04, 0x03, /* alloc, stream */
+		0x01, 0x0a, 0x00, 0x80, 0x04,             /* free_requested */
+		0x02, 0x00, 0x00, 0x80, 0x04,             /* free_completed */
+	};
+	const char *p = bin_file("v1.msimtr", 1, pl, sizeof(pl), 3);
+	for (size_t k = 0; k < 2; k++) {
+		size_t n;
+		msim_trace_tally_t ta;
+		uint64_t h;
+		msim_req_t *v = all_requests(p, true, k ? 4 : 0, &n, &ta, &h);
+		ck_assert_uint_eq(n, 3);
+		ck_assert_int_eq(v[0].kind, MSIM_REQ_ALLOC);
+		ck_assert_uint_eq(v[0].addr, 0x1000);
+		ck_assert_uint_eq(v[0].size, 512);
+		ck_assert_uint_eq(v[0].stream, 3);
+		ck_assert_int_eq(v[1].kind, MSIM_REQ_FREE_REQUESTED);
+		ck_assert_uint_eq(v[1].time, 5000);
+		ck_assert_int_eq(v[2].kind, MSIM_REQ_FREE);
+		ck_assert_uint_eq(v[2].addr, 0x1000);
+		ck_assert_uint_eq(v[1].id, v[0].id);
+		ck_assert_uint_eq(v[2].id, v[0].id);
+		free(v);
+	}
+	/* The same raw records in version 2 read the same, a block at a
+	 * time too (the request stage takes them over). */
+	p = bin_file("v2.msimtr", 2, pl, sizeof(pl), 3);
+	size_t n;
+	msim_trace_tally_t ta;
+	uint64_t h;
+	msim_req_t *v = all_requests(p, true, 2, &n, &ta, &h);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_uint_eq(v[2].addr, 0x1000);
+	ck_assert_int_eq(v[2].kind, MSIM_REQ_FREE);
+	free(v);
+}
+END_TEST
+
+/* Version 2's ids are checked: a free of an id not live, an alloc of an
+ * id live, a pair past its block, an id record in version 1. */
+START_TEST(test_bin_bad_ids)
+{
+	static const struct {
+		unsigned v;
+		uint8_t pl[24];
+		uint32_t len, n;
+		const char *why;
+	} c[] = {
+		{2, {0x32, 0x00, 0x00, 0x08, 0x00}, 5, 1, "free of id 0, not live"},
+		{2, {0x30, 0x00, 0x00, 0x80, 0x40, 0x08, 0x00,
+		     0x20, 0x00, 0x00, 0x80, 0x40, 0x08}, 13, 2,
+		 "id 0 is not the one"},
+		{2, {0x30, 0x00, 0x05, 0x80, 0x40, 0x08, 0x00}, 7, 1,
+		 "id 5 is not the one"},
+		{2, {0x30, 0x00, 0x00, 0x80, 0x40, 0x08, 0x00,
+		     0xe1, 0x00, 0x00, 0x02}, 11, 2, "pair past the block"},
+		{1, {0x30, 0x00, 0x00, 0x80, 0x40, 0x08, 0x00}, 7, 1,
+		 "bad tag 0x30"},
+	};
+	char err[512];
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		const char *p = bin_file("id.msimtr", c[i].v, c[i].pl, c[i].len,
+					 c[i].n);
+		for (int f = 0; f < 2; f++) {
+			read_by_fill = f;
+			msim_trace_options_t opt = {.deferred_frees = true};
+			ck_assert_int_lt(read_all(p, &opt, err, sizeof(err),
+						  NULL), 0);
+			ck_assert_msg(strstr(err, c[i].why), "case %zu: %s", i,
+				      err);
+		}
+		read_by_fill = false;
+	}
+	/* What the request stage rejects stays a raw record, and reads as
+	 * the same error as from the CSV. */
+	static const char *const rows[] = {
+		"alloc,4096,512,0\nalloc,4096,256,0\n", "still live",
+		"alloc,4096,0,0\n", "alloc of 0 bytes",
+		"free_completed,4096,512,0\n", "free_completed of unknown",
+		"oom,0,0,0\n", "oom of 0 bytes",
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i += 2) {
+		char text[256];
+		snprintf(text, sizeof(text), "action,addr,size,stream\n%s",
+			 rows[i]);
+		const char *csv = write_bytes("raw.csv", text, strlen(text));
+		char csvcopy[256];
+		snprintf(csvcopy, sizeof(csvcopy), "%s", csv);
+		const char *bin = tmp_path("raw.msimtr");
+		convert(csvcopy, bin, "bin");
+		msim_trace_options_t strict = {.strict = true};
+		for (int f = 0; f < 2; f++) {
+			read_by_fill = f;
+			ck_assert_int_lt(read_all(bin, &strict, err,
+						  sizeof(err), NULL), 0);
+			ck_assert_msg(strstr(err, rows[i + 1]), "%s", err);
+		}
+		read_by_fill = false;
+	}
+	/* A partial history (a free of a block allocated before it began:
+	 * seeded where met), an oom, expandable segments' maps: the request
+	 * stage takes over from the binary format's, with its ids. */
+	const char *text =
+		"seq,time_us,action,addr,size,stream\n"
+		"0,10,alloc,4096,512,0\n"
+		"1,11,alloc,8192,512,0\n"
+		"2,12,free_requested,4096,512,0\n"
+		"3,13,free_completed,4096,512,0\n"
+		"4,14,oom,1000,1024,0\n"
+		"5,15,free_completed,65536,256,0\n"
+		"6,16,alloc,4096,128,0\n"
+		"7,17,segment_map,1048576,2097152,0\n"
+		"8,18,alloc,12288,512,0\n"
+		"9,19,free_requested,8192,512,0\n"
+		"10,20,free_completed,8192,512,0\n"
+		"11,21,free_completed,4096,128,0\n";
+	const char *csv = write_bytes("seed.csv", text, strlen(text));
+	char csvcopy[256];
+	snprintf(csvcopy, sizeof(csvcopy), "%s", csv);
+	const char *bin = tmp_path("seed.msimtr");
+	convert(csvcopy, bin, "bin");
+	size_t na, nb;
+	msim_trace_tally_t ta, tb;
+	uint64_t ha, hb;
+	msim_req_t *a = all_requests(csvcopy, true, 0, &na, &ta, &ha);
+	msim_req_t *b = all_requests(bin, true, 2, &nb, &tb, &hb);
+	ck_assert_uint_eq(na, nb);
+	ck_assert_uint_eq(na, 13);
+	ck_assert(!memcmp(a, b, na * sizeof(*a)));
+	ck_assert_uint_eq(ta.entries, tb.entries);
+	ck_assert_int_eq(ta.seg_bytes, tb.seg_bytes);
+	free(a);
+	free(b);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -634,6 +946,10 @@ main(void)
 	tcase_add_test(tc, test_pickle_device_option);
 	tcase_add_test(tc, test_truncated_and_corrupted_pickles);
 	tcase_add_test(tc, test_bad_binary_and_rmm_inputs);
+	tcase_add_loop_test(tc, test_bin_fill_equals_csv_requests, 0,
+			    sizeof(fill_traces) / sizeof(fill_traces[0]));
+	tcase_add_test(tc, test_bin_version1_still_read);
+	tcase_add_test(tc, test_bin_bad_ids);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

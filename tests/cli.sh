@@ -204,5 +204,69 @@ env -u MEMSIM_PLOTS_DIR LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PA
 	>/dev/null || fail "staged run --plot"
 [ -f "$tmp/staged-script-ran" ] || fail "staged memsim did not use its own plots"
 
+# Several inputs: processes on one 64 MiB GPU (tests/check_together.c
+# tells the story): later's request 1 finds the GPU full of cached's
+# cached segment.
+tg=$DATA/together
+$MEMSIM run --json --capacity 64MiB "$tg/cached.csv" "$tg/later.csv" \
+	>"$tmp/tg.json" || fail "run of two processes"
+for kv in '"capacity_bytes": 67108864,' '"time": "relative",' \
+	'"gpu_peak_bytes": 62914560,' '"gpu_peak_process": 2,' \
+	'"gpu_peak_request": 0,' '"gpu_bytes_now": 62914560,' \
+	'"oom_cause": "gpu",' '"oom_cause": null,' \
+	'"gpu_full_failures": 2,' '"held_at_gpu_peak": 20971520,' \
+	'"oom_request": 1,' '"oom_request": -1,' \
+	'"reserved_bytes.all.peak": 41943040,' '"processes": \[{'; do
+	grep -q "$kv" "$tmp/tg.json" || fail "two processes: no $kv"
+done
+[ "$(grep -c '"process": ' "$tmp/tg.json")" -eq 2 ] || fail "two process objects"
+$MEMSIM run --capacity 64MiB "$tg/cached.csv" "$tg/later.csv" >"$tmp/tg.txt" ||
+	fail "two processes, text"
+grep -q "^OOM        process 2 at its request 1: the GPU was full" "$tmp/tg.txt" ||
+	fail "two processes: the OOM line"
+$MEMSIM run --json --absolute-time --capacity 64MiB "$tg/grows.csv" "$tg/one.csv" \
+	>"$tmp/abs.json" || fail "--absolute-time"
+grep -q '"gpu_peak_bytes": 54525952,' "$tmp/abs.json" || fail "--absolute-time peak"
+# Per-process options: once for all, or once per input.
+$MEMSIM run --json --capacity h200:1g.18gb -p pytorch -p bfc --cap 32MiB \
+	"$tg/cached.csv" "$tg/later.csv" >"$tmp/mig.json" || fail "MIG capacity"
+grep -q '"capacity_bytes": 18000000000,' "$tmp/mig.json" || fail "h200:1g.18gb"
+grep -q '"capacity_name": "h200:1g.18gb",' "$tmp/mig.json" || fail "capacity_name"
+grep -q '"policy": "bfc",' "$tmp/mig.json" || fail "second process's policy"
+[ "$(grep -c '"cap_bytes": 33554432,' "$tmp/mig.json")" -eq 2 ] || fail "--cap for all"
+expect_error "the MIG profiles of h200 are 1g.18gb" \
+	$MEMSIM run --capacity h200:1g.5gb "$tg/cached.csv"
+expect_error "--alloc-conf given 3 times for 2 inputs" \
+	$MEMSIM run -c a:1 -c b:2 -c c:3 "$tg/cached.csv" "$tg/later.csv"
+expect_error "--db: one input at a time" \
+	$MEMSIM run --db "$tmp/x.db" "$tg/cached.csv" "$tg/later.csv"
+expect_error "--policy (process 2): unknown policy 'nope'" \
+	$MEMSIM run -p pytorch -p nope "$tg/cached.csv" "$tg/later.csv"
+expect_error "nonexistent.csv: No such file" \
+	$MEMSIM run "$tg/cached.csv" "$tmp/nonexistent.csv"
+
+# memsim bench with no TRACE finds its example in a build tree (it is
+# installed only by make install).
+(cd "$tmp" && $MEMSIM bench --requests 1000 --json) >"$tmp/bench.json" ||
+	fail "bench with no TRACE"
+grep -q '"trace": ".*gpt2_varlen.csv"' "$tmp/bench.json" ||
+	fail "bench with no TRACE: $(cat "$tmp/bench.json")"
+
+# A binary trace holds the request stage's ids and pairs its frees: it
+# reads back to the same entries, and runs as its CSV does.
+$MEMSIM convert "$trace" "$tmp/b.msimtr" >/dev/null || fail "convert to bin"
+$MEMSIM convert "$tmp/b.msimtr" "$tmp/b.csv" >/dev/null || fail "convert bin back"
+cmp -s "$trace" "$tmp/b.csv" || fail "csv -> bin -> csv differs"
+$MEMSIM run --json "$trace" | grep -v '"trace\|wall' >"$tmp/a.json"
+$MEMSIM run --json "$tmp/b.msimtr" | grep -v '"trace\|wall' >"$tmp/b.json"
+cmp -s "$tmp/a.json" "$tmp/b.json" || fail "bin run differs from csv run"
+# The portable CRC32C (CPUs without SSE4.2) writes and checks the same sums.
+MEMSIM_PORTABLE_CRC32C=1 $MEMSIM convert "$trace" "$tmp/p.msimtr" >/dev/null ||
+	fail "convert with the portable CRC32C"
+cmp -s "$tmp/b.msimtr" "$tmp/p.msimtr" || fail "portable CRC32C differs"
+MEMSIM_PORTABLE_CRC32C=1 $MEMSIM run --json "$tmp/b.msimtr" |
+	grep -v '"trace\|wall' >"$tmp/p.json"
+cmp -s "$tmp/a.json" "$tmp/p.json" || fail "bin run with portable CRC32C differs"
+
 [ "$fails" -eq 0 ] && echo "cli: all passed"
 exit "$fails"

@@ -67,6 +67,42 @@ $MEMSIM run -c garbage_collection_threshold:0.6 "$DATA/explain/tagged.csv" \
 	2>"$tmp/err" >/dev/null
 grep -q "does nothing without a cap" "$tmp/err" || fail "run: gc warning"
 
+# The shared workloads recorded again on the H200 with the real
+# memory_summary() at the snapshot (tests/data/explain/shared/README).
+for w in bert_infer_varlen resnet50_amp gpt2_fp32 train_eval_emptycache \
+	prefetch_2stream gpt2_varlen; do
+	$MEMSIM summary --recording "$DATA/explain/shared/$w.msimtr" \
+		>"$tmp/$w.txt" || fail "summary --recording $w"
+	cmp -s "$tmp/$w.txt" "$DATA/explain/shared/$w.summary.txt" ||
+		fail "summary of $w differs from the real memory_summary()"
+done
+
+# A real H200 run (tests/data/explain/h200/, validate/summary_probe.py,
+# torch 2.11): memory_summary() at the end, byte for byte, from the
+# snapshot replayed at its recorded addresses; and PyTorch's own
+# OutOfMemoryError text for the recorded OOM under the same fraction, the
+# context bytes measured in that run given: equal but for the process's
+# memory in use, which nvidia-smi's driver figures decide.
+h200="$DATA/explain/h200"
+$MEMSIM summary --addresses trace "$h200/end.pickle" >"$tmp/h.txt" ||
+	fail "summary of the H200 snapshot"
+cmp -s "$tmp/h.txt" "$h200/summary.txt" ||
+	fail "summary differs from the real memory_summary()"
+ctx=$(sed -n 's/.* context \([0-9]*\)$/\1/p' "$h200/context.txt")
+$MEMSIM explain --addresses trace --fraction 0.02 --context-bytes "$ctx" \
+	--no-alternatives "$h200/oom.pickle" >"$tmp/h.out" ||
+	fail "explain of the H200 OOM"
+grep -q '^Out of memory at request 487, as recorded' "$tmp/h.out" ||
+	fail "explain: the recorded OOM not found"
+nomem() { sed 's/this process has [0-9.]* [KMG]*i*B memory in use/this process has X memory in use/'; }
+grep '^  CUDA out of memory' "$tmp/h.out" | sed 's/^  //' | nomem >"$tmp/h.msg"
+nomem <"$h200/oom.txt" | cmp -s - "$tmp/h.msg" ||
+	fail "explain: the OOM message differs from PyTorch's"
+# stacks="all" snapshots interleave C++ frames: sites are Python lines,
+# and backward's allocations (C++ frames only) are gradients.
+grep -q '??:0' "$tmp/h.out" && fail "explain: a C++ frame as a call site"
+grep -q '^    gradient ' "$tmp/h.out" || fail "explain: no gradients found"
+
 # Bad input: one line naming the file, line and reason.
 printf 'action,addr,size,category\nalloc,4096,10,weights\n' >"$tmp/bad.csv"
 $MEMSIM explain "$tmp/bad.csv" 2>"$tmp/err" >/dev/null && fail "bad category accepted"

@@ -37,6 +37,30 @@ rows "$tmp/one.db" >"$tmp/b"
 [ "$(wc -l <"$tmp/a")" -eq 30 ] || fail "sweep stored $(wc -l <"$tmp/a") rows"
 cmp -s "$tmp/a" "$tmp/b" || { fail "sweep differs from one by one"; diff "$tmp/a" "$tmp/b" | head; }
 
+# 1b. A sweep reads each trace once and shares it with its settings: a
+# binary trace too; a partial history (seeded where met) is read by each
+# setting.  Both give the rows of their settings run one by one.
+printf '%s\n' seq,time_us,action,addr,size,stream \
+	0,1,free_completed,4096,1048576,0 1,2,alloc,8192,2097152,0 \
+	2,3,free_requested,8192,2097152,0 3,4,free_completed,8192,2097152,0 \
+	>"$tmp/partial.csv"
+$MEMSIM convert "$gpt2" "$tmp/gpt2.msimtr" >/dev/null || fail "convert"
+grid2="--grid max_split_size_mb=none,256 --cap 8GiB"
+# shellcheck disable=SC2086
+$MEMSIM sweep -q -j2 --db "$tmp/s2.db" $grid2 "$tmp/gpt2.msimtr" \
+	"$tmp/partial.csv" || fail "sweep of bin and partial"
+# shellcheck disable=SC2086
+$MEMSIM sweep --list $grid2 "$tmp/gpt2.msimtr" "$tmp/partial.csv" >"$tmp/list2"
+while read -r line; do
+	f() { printf '%s\n' "$line" | cut -f"$1"; }
+	$MEMSIM run --db "$tmp/one2.db" -p "$(f 2)" -c "$(f 3)" --cap "$(f 4)" \
+		--addresses "$(f 5)" "$(f 1)" >/dev/null || fail "run $line"
+done <"$tmp/list2"
+rows "$tmp/s2.db" >"$tmp/a2"
+rows "$tmp/one2.db" >"$tmp/b2"
+[ "$(wc -l <"$tmp/a2")" -eq 4 ] || fail "sweep 2 stored $(wc -l <"$tmp/a2") rows"
+cmp -s "$tmp/a2" "$tmp/b2" || { fail "sweep 2 differs from one by one"; diff "$tmp/a2" "$tmp/b2" | head; }
+
 # Run again: nothing runs twice; --force runs everything again in place.
 # shellcheck disable=SC2086
 out=$($MEMSIM sweep -j2 --db "$tmp/sweep.db" $grid "$bert" "$resnet")

@@ -6,13 +6,22 @@
  * rows, as `memsim record` writes them: category (parameter, gradient,
  * optimizer, activation, temporary, input, other; empty = untagged) and
  * site (a module path or "file:line function", no commas); a trace
- * without them costs nothing more to read.
+ * without them costs nothing more to read.  An optional `pool` column gives
+ * the pool id of the private-pool rows (pool_create, pool_begin, pool_end,
+ * pool_release); without it, or where it is empty, their addr holds it (as
+ * the writer writes them).
  * Each line is one entry; the request stage of trace.c gives them their
  * replay meaning.  The writer writes the same columns (seq counts from 0).
  *
  * The reader scans a 1 MiB buffer in place (msim_trace_line(), shared with
  * the RMM reader): no per-line allocation, no
  * stdio per field; a line spanning two reads is moved to the front.
+ * Under the usual header (seq,time_us,action,addr,size,stream) a row is
+ * parsed a word (8 bytes) at a time: the digits of a field are found and
+ * converted with a few shifts and multiplies (SWAR), the action compared
+ * as one or two words.  Any row it does not take as it is (hex, blanks,
+ * an unknown action, a missing field) goes through the byte-at-a-time
+ * parser below, which names what is wrong.
  */
 #include <config.h>
 
@@ -26,17 +35,186 @@
 #define CSV_MAXCOLS 16
 
 enum { C_SEQ, C_TIME, C_ACTION, C_ADDR, C_SIZE, C_STREAM, C_CAT, C_SITE,
-       C_N };
+       C_POOL, C_N };
 static const char *const csv_colnames[C_N] = {
 	"seq", "time_us", "action", "addr", "size", "stream", "category",
-	"site",
+	"site", "pool",
 };
+
+/* An action as words: the name's first 8 bytes and the next 8, zero past
+ * its end (the names are trace.c's). */
+typedef struct csv_act_s {
+	uint64_t w0, w1;
+	unsigned len;
+} csv_act_t;
 
 typedef struct csv_s {
 	msim_lines_t lines;
+	csv_act_t acts[MSIM_NACT];
 	int col[C_N];  /* column index of each field, -1 if absent */
 	int ncols;
+	bool std;      /* the usual six columns in the usual order */
 } csv_t;
+
+/* The 8 bytes at p as a little-endian word. */
+static inline uint64_t
+csv_load(const char *p)
+{
+	uint64_t w;
+	memcpy(&w, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	w = __builtin_bswap64(w);
+#endif
+	return w;
+}
+
+#define CSV_ONES UINT64_C(0x0101010101010101)
+#define CSV_HIGH UINT64_C(0x8080808080808080)
+#define CSV_LOW7 UINT64_C(0x7f7f7f7f7f7f7f7f)
+
+/* 0x80 in each byte of w that is not an ASCII digit, 0 elsewhere (exact:
+ * no carries between bytes). */
+static inline uint64_t
+csv_nondigits(uint64_t w)
+{
+	uint64_t l = w & CSV_LOW7;
+	uint64_t ge0 = l + 0x50 * CSV_ONES; /* bit 7: byte >= '0' */
+	uint64_t ge10 = l + 0x46 * CSV_ONES; /* bit 7: byte > '9' */
+	return ~(ge0 & ~ge10 & ~w) & CSV_HIGH;
+}
+
+/* 0x80 in each byte of w equal to c, 0 elsewhere (exact). */
+static inline uint64_t
+csv_bytes_eq(uint64_t w, unsigned char c)
+{
+	uint64_t x = w ^ (c * CSV_ONES);
+	return ~(((x & CSV_LOW7) + CSV_LOW7) | x | CSV_LOW7);
+}
+
+/* The number of the 8 ASCII digits of w, the first the most significant
+ * (bytes that are 0 count as leading zeros). */
+static inline uint64_t
+csv_digits8(uint64_t w)
+{
+	w = ((w & 0x0f * CSV_ONES) * (10 * 256 + 1)) >> 8;
+	w = ((w & UINT64_C(0x00ff00ff00ff00ff)) * (100 * 65536 + 1)) >> 16;
+	return ((w & UINT64_C(0x0000ffff0000ffff)) *
+		(10000 * UINT64_C(0x100000000) + 1)) >> 32;
+}
+
+static const uint64_t csv_pow10[9] = {
+	1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000,
+};
+
+/*
+ * The decimal number of 1 to 19 digits at p, followed by the byte stop:
+ * the byte after stop, or NULL (anything else: the slow parser decides).
+ */
+static inline const char *
+csv_u64(const char *p, char stop, uint64_t *out)
+{
+	uint64_t v = 0;
+	for (unsigned n = 0; n < 24; n += 8) {
+		uint64_t w = csv_load(p);
+		uint64_t nd = csv_nondigits(w);
+		if (nd) {
+			unsigned k = (unsigned)__builtin_ctzll(nd) >> 3;
+			if (k)
+				v = v * csv_pow10[k] +
+				    csv_digits8(w << (64 - 8 * k));
+			n += k;
+			if (n == 0 || n > 19 || p[k] != stop)
+				return NULL;
+			*out = v;
+			return p + k + 1;
+		}
+		v = v * 100000000 + csv_digits8(w);
+		p += 8;
+	}
+	return NULL;
+}
+
+
+static void
+csv_acts_init(csv_act_t *acts)
+{
+	for (int a = 0; a < MSIM_NACT; a++) {
+		char name[24] = {0};
+		const char *s = msim_action_name(a);
+		size_t n = strlen(s);
+		if (n > 16)
+			n = 16; /* longer names: the slow parser */
+		memcpy(name, s, n);
+		acts[a].w0 = csv_load(name);
+		acts[a].w1 = csv_load(name + 8);
+		acts[a].len = (unsigned)strlen(s);
+	}
+}
+
+/* Bytes 0 .. k - 1 of a word (k <= 8). */
+static inline uint64_t
+csv_mask(unsigned k)
+{
+	return k >= 8 ? ~UINT64_C(0) : (UINT64_C(1) << (8 * k)) - 1;
+}
+
+/*
+ * A row of the usual six columns, a word at a time.  Returns 1 with e
+ * filled, or 0 if the row is not plainly one (the slow parser then reads
+ * it and names what is wrong).  The line ends at line + len (a NUL), and
+ * MSIM_LINE_SLACK bytes after it can be read.
+ */
+static inline int
+csv_fast_row(const csv_act_t *acts, const char *line, size_t len,
+	     msim_entry_t *e)
+{
+	const char *p = line, *end = line + len;
+	/* seq: digits, unchecked by the slow parser too, but plain here. */
+	for (;;) {
+		uint64_t nd = csv_nondigits(csv_load(p));
+		if (nd) {
+			p += __builtin_ctzll(nd) >> 3;
+			break;
+		}
+		p += 8;
+		if (p >= end)
+			return 0;
+	}
+	if (*p++ != ',')
+		return 0;
+	uint64_t time_us, addr, size, stream;
+	if (!(p = csv_u64(p, ',', &time_us)))
+		return 0;
+	/* action: one comma within its 16 bytes */
+	uint64_t w0 = csv_load(p), w1 = csv_load(p + 8);
+	uint64_t c0 = csv_bytes_eq(w0, ','), c1 = csv_bytes_eq(w1, ',');
+	unsigned k = c0 ? (unsigned)__builtin_ctzll(c0) >> 3
+			: c1 ? 8 + ((unsigned)__builtin_ctzll(c1) >> 3) : 16;
+	if (k == 16)
+		return 0;
+	w0 &= csv_mask(k);
+	w1 &= k > 8 ? csv_mask(k - 8) : 0;
+	int a = -1;
+	for (int i = 0; i < MSIM_NACT; i++) {
+		if (acts[i].len == k && acts[i].w0 == w0 &&
+		    acts[i].w1 == w1) {
+			a = i;
+			break;
+		}
+	}
+	if (a < 0)
+		return 0;
+	p += k + 1;
+	if (!(p = csv_u64(p, ',', &addr)) || !(p = csv_u64(p, ',', &size)) ||
+	    !(p = csv_u64(p, '\0', &stream)) || p != end + 1)
+		return 0;
+	e->time_us = time_us;
+	e->addr = addr;
+	e->size = size;
+	e->stream = stream;
+	e->action = (uint8_t)a;
+	return 1;
+}
 
 static bool
 csv_probe(const char *head, size_t n)
@@ -89,6 +267,11 @@ csv_open(msim_trace_t *t)
 					       "header has no '%s' column",
 					       csv_colnames[i]);
 	t->tagged = c->col[C_CAT] >= 0 || c->col[C_SITE] >= 0;
+	c->std = c->ncols == 6;
+	for (int i = C_SEQ; i <= C_STREAM; i++)
+		c->std = c->std && c->col[i] == i;
+	if (c->std)
+		csv_acts_init(c->acts);
 	return 0;
 }
 
@@ -130,6 +313,8 @@ csv_next(msim_trace_t *t, msim_entry_t *e)
 		}
 		if (len == 0)
 			continue;
+		if (c->std && csv_fast_row(c->acts, line, len, e))
+			return 1;
 		if (strlen(line) != len)
 			return msim_trace_fail(t, MSIM_EFORMAT,
 					       "NUL byte at column %zu (not a "
@@ -187,6 +372,12 @@ csv_next(msim_trace_t *t, msim_entry_t *e)
 		e->size = size;
 		e->stream = stream;
 		e->action = (uint8_t)a;
+		if (a >= MSIM_ACT_POOL_CREATE && a <= MSIM_ACT_POOL_RELEASE &&
+		    c->col[C_POOL] >= 0 && *field[c->col[C_POOL]] &&
+		    !msim_parse_u64(field[c->col[C_POOL]], &e->addr))
+			return msim_trace_fail(t, MSIM_EFORMAT,
+					       "pool '%s' is not a number",
+					       field[c->col[C_POOL]]);
 		if (t->tagged && a == MSIM_ACT_ALLOC) {
 			int rc = csv_tag(t, c, field, &e->tag);
 			if (rc)

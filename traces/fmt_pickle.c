@@ -435,7 +435,7 @@ pk_ends(const char *s, const char *tail)
 
 /*
  * One frame of the entry being read, frames coming innermost first.  The
- * first frame outside PyTorch's own files becomes the site; the stack
+ * first Python frame outside PyTorch's own files becomes the site; the stack
  * tells the category: inside an optimizer's step (torch/optim, or
  * GradScaler.step/unscale_), in backward(), in Module._apply (.to(),
  * .cuda() of parameters and buffers), in a module's forward
@@ -448,6 +448,13 @@ pk_frame(pk_t *p, pk_fr_t *l, const pk_fr_t *fr)
 {
 	const char *file = pk_str(p, fr->file);
 	const char *name = pk_str(p, fr->name);
+	/* Snapshots recorded with stacks="all" (the default since PyTorch
+	 * 2.1) interleave C++ frames ("??" or a .cpp/.so file, line 0):
+	 * only Python frames (a .py file, or "<string>" and the like) say
+	 * where and why, and a stack of C++ frames alone is the autograd
+	 * engine's thread. */
+	if (!pk_ends(file, ".py") && file[0] != '<')
+		return;
 	/* PyTorch's own files: an installed torch package, or a source
 	 * tree's torch/ (a virtualenv under /opt/torch is not one). */
 	const char *pk = strstr(file, "-packages/");

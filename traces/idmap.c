@@ -114,6 +114,23 @@ msim_idmap_add(msim_idmap_t *m, uint64_t addr, uint32_t *id_out)
 }
 
 int
+msim_idmap_bind(msim_idmap_t *m, uint64_t addr, uint32_t id)
+{
+	if (2 * (m->count + 1) > m->mask + 1 && idmap_grow(m))
+		return MSIM_ENOMEM;
+	size_t i = idmap_slot(addr, m->mask);
+	while (m->keys[i]) {
+		if (m->keys[i] == addr)
+			return MSIM_EINVAL;
+		i = (i + 1) & m->mask;
+	}
+	m->keys[i] = addr;
+	m->vals[i] = id;
+	m->count++;
+	return 0;
+}
+
+int
 msim_idmap_find(const msim_idmap_t *m, uint64_t addr, uint32_t *id_out)
 {
 	size_t i = idmap_slot(addr, m->mask);

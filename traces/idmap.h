@@ -30,6 +30,11 @@ void msim_idmap_clear(msim_idmap_t *m);
  * live already, or MSIM_ENOMEM. */
 int msim_idmap_add(msim_idmap_t *m, uint64_t addr, uint32_t *id_out);
 
+/* Maps addr (non-zero) to id, chosen by the caller (a reader that kept
+ * the ids itself hands them over; it sets free_ids and next_id too).
+ * Returns 0, MSIM_EINVAL if addr is live already, or MSIM_ENOMEM. */
+int msim_idmap_bind(msim_idmap_t *m, uint64_t addr, uint32_t id);
+
 /* The id of live addr.  Returns 0 or MSIM_ENOTFOUND. */
 int msim_idmap_find(const msim_idmap_t *m, uint64_t addr, uint32_t *id_out);
 

@@ -64,10 +64,15 @@ pf_produce(void *arg)
 			break;
 		/* Fill outside the lock: the slot is ours until handed over. */
 		b->n = 0;
-		while (b->n < PF_BATCH &&
-		       (status = p->inner.next(p->inner.ctx,
-					       &b->req[b->n])) == 1)
-			b->n++;
+		if (p->inner.fill) {
+			status = p->inner.fill(p->inner.ctx, b->req, PF_BATCH,
+					       &b->n);
+		} else {
+			while (b->n < PF_BATCH &&
+			       (status = p->inner.next(p->inner.ctx,
+						       &b->req[b->n])) == 1)
+				b->n++;
+		}
 		b->status = status;
 		if (status < 0)
 			snprintf(p->errmsg, sizeof(p->errmsg), "%s",
@@ -169,7 +174,7 @@ msim_prefetch_new(msim_source_t inner, msim_prefetch_t **out)
 msim_source_t
 msim_prefetch_source(msim_prefetch_t *p)
 {
-	return (msim_source_t){pf_next, pf_errmsg, p, pf_batch};
+	return (msim_source_t){pf_next, pf_errmsg, p, pf_batch, NULL};
 }
 
 void

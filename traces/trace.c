@@ -47,6 +47,10 @@ static const char *const action_names[MSIM_NACT] = {
 	[MSIM_ACT_SNAPSHOT] = "snapshot",
 	[MSIM_ACT_ANNOTATE] = "annotate",
 	[MSIM_ACT_USER_DEFINED] = "user_defined",
+	[MSIM_ACT_POOL_CREATE] = "pool_create",
+	[MSIM_ACT_POOL_BEGIN] = "pool_begin",
+	[MSIM_ACT_POOL_END] = "pool_end",
+	[MSIM_ACT_POOL_RELEASE] = "pool_release",
 };
 
 const char *
@@ -200,7 +204,9 @@ int
 msim_lines_init(msim_lines_t *l)
 {
 	memset(l, 0, sizeof(*l));
-	l->buf = malloc(MSIM_LINE_MAX + 1);
+	/* MSIM_LINE_SLACK bytes more, zeroed: word-at-a-time parsers may
+	 * load up to 8 bytes from any byte of a line, its NUL included. */
+	l->buf = calloc(1, MSIM_LINE_MAX + 1 + MSIM_LINE_SLACK);
 	return l->buf ? 0 : MSIM_ENOMEM;
 }
 
@@ -315,6 +321,14 @@ msim_trace_skip_unknown(msim_trace_t *t, const char *name)
 	return true;
 }
 
+bool
+msim_trace_time_origin(const msim_trace_t *t, uint64_t *us_out)
+{
+	if (t->have_t0)
+		*us_out = t->t0;
+	return t->have_t0;
+}
+
 msim_time_t
 msim_trace_time(msim_trace_t *t, uint64_t time_us)
 {
@@ -386,6 +400,19 @@ fail:
 	return rc;
 }
 
+/* What msim_trace_next_entry() does at the end: hash what a format leaves
+ * unread, so that the content hash is the whole file's. */
+static void
+trace_end(msim_trace_t *t)
+{
+	if (t->ended)
+		return;
+	char buf[4096];
+	while (msim_trace_read(t, buf, sizeof(buf)) > 0)
+		;
+	t->ended = true;
+}
+
 int
 msim_trace_next_entry(msim_trace_t *t, msim_entry_t *e_out)
 {
@@ -419,13 +446,8 @@ msim_trace_next_entry(msim_trace_t *t, msim_entry_t *e_out)
 		default:
 			break;
 		}
-	} else if (rc == 0 && !t->ended) {
-		/* Hash what a format leaves unread after its end, so that the
-		 * content hash is the whole file's. */
-		char buf[4096];
-		while (msim_trace_read(t, buf, sizeof(buf)) > 0)
-			;
-		t->ended = true;
+	} else if (rc == 0) {
+		trace_end(t);
 	}
 	return rc;
 too_many:
@@ -1014,6 +1036,17 @@ trace_request(msim_trace_t *t, const msim_entry_t *e, msim_req_t *req)
 		req->tag = e->tag;
 		req->addr = 0;
 		return 1;
+	case MSIM_ACT_POOL_CREATE:
+	case MSIM_ACT_POOL_BEGIN:
+	case MSIM_ACT_POOL_END:
+	case MSIM_ACT_POOL_RELEASE:
+		if (e->addr == 0)
+			return msim_trace_fail(t, MSIM_EFORMAT, "%s of pool 0 "
+					       "(the default pool has no id)",
+					       msim_action_name(e->action));
+		req->kind = MSIM_REQ_POOL_CREATE +
+			    (e->action - MSIM_ACT_POOL_CREATE);
+		return 1;
 	default: /* what the allocator did, or annotations */
 		return 0;
 	}
@@ -1144,6 +1177,41 @@ msim_trace_format_name(const msim_trace_t *t)
 	return t->format->name;
 }
 
+int
+msim_trace_fill(msim_trace_t *t, msim_req_t *v, size_t cap, size_t *n_out)
+{
+	int rc = 1;
+	*n_out = 0;
+	if (t->fast == 0) {
+		/* The format's own stage: for a plain replay of a file read
+		 * from its start, with no blocks seeded before it. */
+		if ((rc = msim_trace_prescan(t)))
+			return rc;
+		t->fast = t->format->requests && !t->opt.hidden_empty_cache &&
+			  !t->opt.all_devices && !t->entries && !t->have_la &&
+			  !t->nseedq ? 1 : -1;
+	}
+	if (t->fast == 1) {
+		rc = t->format->requests(t, v, cap, n_out);
+		if (rc == 0)
+			trace_end(t);
+		if (rc != MSIM_ENOTSUP)
+			return rc;
+		t->fast = -1; /* nothing read: entry by entry */
+	}
+	size_t n = 0;
+	while (n < cap && (rc = msim_trace_next(t, &v[n])) == 1)
+		n++;
+	*n_out = n;
+	return n == cap ? 1 : rc;
+}
+
+static int
+trace_src_fill(void *ctx, msim_req_t *v, size_t cap, size_t *n_out)
+{
+	return msim_trace_fill(ctx, v, cap, n_out);
+}
+
 static int
 trace_src_next(void *ctx, msim_req_t *req_out)
 {
@@ -1160,7 +1228,8 @@ msim_source_t
 msim_trace_source(msim_trace_t *t)
 {
 	return (msim_source_t){.next = trace_src_next,
-			       .errmsg = trace_src_errmsg, .ctx = t};
+			       .errmsg = trace_src_errmsg, .ctx = t,
+			       .fill = trace_src_fill};
 }
 
 void

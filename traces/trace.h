@@ -40,6 +40,13 @@ typedef enum msim_action_e {
 	MSIM_ACT_SNAPSHOT,      /* a _snapshot() call; size = active bytes */
 	MSIM_ACT_ANNOTATE,      /* user annotations: not allocator events */
 	MSIM_ACT_USER_DEFINED,
+	/* Private pools: addr = the pool's id (a CSV's `pool` column);
+	 * createOrIncrefPool, beginAllocateToPool (allocations on stream go
+	 * to the pool), endAllocateToPool, releasePool. */
+	MSIM_ACT_POOL_CREATE,
+	MSIM_ACT_POOL_BEGIN,
+	MSIM_ACT_POOL_END,
+	MSIM_ACT_POOL_RELEASE,
 	MSIM_NACT
 } msim_action_t;
 
@@ -179,6 +186,13 @@ typedef struct msim_trace_format_s {
 	int (*open)(msim_trace_t *t);
 	/* The next entry: 1, 0 at the end, or an error. */
 	int (*next)(msim_trace_t *t, msim_entry_t *e_out);
+	/* May be NULL.  Else the request stage done by the format, straight
+	 * into an array, for traces read without hidden_empty_cache: up to
+	 * cap (>= 2) requests into v, *n_out of them filled in every case;
+	 * returns 1 (more to come), 0 at the end, an error, or MSIM_ENOTSUP
+	 * with none filled (then entries go through next()). */
+	int (*requests)(msim_trace_t *t, msim_req_t *v, size_t cap,
+			size_t *n_out);
 	void (*close)(msim_trace_t *t);
 	/* Writing; NULL for a read-only format.  write_open sets up w->fmt
 	 * and may write a header; write_close writes any trailer and frees
@@ -326,8 +340,22 @@ uint64_t msim_trace_hash(const msim_trace_t *t);
 
 const char *msim_trace_format_name(const msim_trace_t *t);
 
+/*
+ * Up to cap (>= 2) requests into v, as msim_trace_next() gives them, with
+ * *n_out set in every case: returns 1 (more to come), 0 at the end, or an
+ * error.  A format that can does the request stage itself, a block at a
+ * time.  Do not mix with msim_trace_next() on one trace.
+ */
+int msim_trace_fill(msim_trace_t *t, msim_req_t *v, size_t cap,
+		    size_t *n_out);
+
 /* t as a request source for the engine (t stays the caller's). */
 msim_source_t msim_trace_source(msim_trace_t *t);
+
+/* The recorded time the replay's simulated time counts from (the first
+ * timed entry served), microseconds as recorded.  Returns false until a
+ * request has been read. */
+bool msim_trace_time_origin(const msim_trace_t *t, uint64_t *us_out);
 
 /* What has been read so far: entries by action, their time span, and
  * what the segment rows leave reserved. */

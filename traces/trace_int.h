@@ -62,6 +62,10 @@ struct msim_trace_s {
 	uint64_t run_time_us; /* time of the run's last row */
 	uint64_t empty_caches; /* hidden empty_cache calls found (rule a) */
 	uint64_t maybe_empty_caches; /* runs left to the policy (rule b) */
+	int8_t fast;         /* msim_trace_fill(): 1 through the format's
+			      * requests(), -1 entry by entry (a format may
+			      * switch to it, with the ids, t->la set), 0 not
+			      * chosen */
 	/* Partial histories (msim_trace_seeding()). */
 	bool prescanned;      /* msim_trace_prescan() ran */
 	bool lazy_seed;       /* no first pass: seed frees where met */
@@ -111,6 +115,7 @@ size_t msim_trace_read(msim_trace_t *t, void *buf, size_t n);
 /* For text readers: the lines of the trace, through a buffer of
  * MSIM_LINE_MAX bytes (a longer line is an error). */
 #define MSIM_LINE_MAX (1u << 20)
+#define MSIM_LINE_SLACK 16 /* readable bytes after a line's NUL, at least */
 typedef struct msim_lines_s {
 	char *buf;
 	size_t pos, end;
