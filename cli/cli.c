@@ -13,6 +13,7 @@
 
 #include "plots/plot.h"
 #include "cli/cli.h"
+#include "sim/file.h"
 #include "lab/figures.h"
 #include "lab/job.h"
 #include "sim/units.h"
@@ -36,7 +37,42 @@ msim_cli_bytes(const char *opt, const char *text)
 	if (msim_parse_bytes(text, &v))
 		msim_cli_die("%s: '%s' is not a byte size (examples: 16GiB, "
 			     "512MiB, 1000000)", opt, text);
+	if (v > MSIM_SIZE_MAX)
+		msim_cli_die("%s: '%s' is above 2^62 bytes", opt, text);
 	return v;
+}
+
+uint64_t
+msim_cli_uint(const char *opt, const char *text, uint64_t min, uint64_t max)
+{
+	const char *p = text;
+	uint64_t v = 0;
+	if (!*p)
+		msim_cli_die("%s: empty, expected a whole number", opt);
+	if (*p == '-')
+		msim_cli_die("%s: '%s' is negative", opt, text);
+	for (; *p; p++) {
+		if (*p < '0' || *p > '9')
+			msim_cli_die("%s: '%s' is not a whole number", opt,
+				     text);
+		if (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
+			msim_cli_die("%s: '%s' is too large (at most %" PRIu64
+				     ")", opt, text, max);
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	if (v < min || v > max)
+		msim_cli_die("%s: %" PRIu64 " is outside [%" PRIu64 ", %" PRIu64
+			     "]", opt, v, min, max);
+	return v;
+}
+
+void
+msim_cli_not_input(const char *opt, const char *out, const char *in,
+		   const char *what)
+{
+	if (out && in && msim_same_file(out, in))
+		msim_cli_die("%s: '%s' is %s; choose another file", opt, out,
+			     what);
 }
 
 int
@@ -86,21 +122,13 @@ msim_cli_addresses(const char *text)
 unsigned
 msim_cli_device1(const char *text)
 {
-	char *end;
-	unsigned d1 = (unsigned)strtoul(text, &end, 10) + 1;
-	if (*end || !*text || *text == '-' || d1 == 0)
-		msim_cli_die("--device: '%s' is not a device index", text);
-	return d1;
+	return (unsigned)msim_cli_uint("--device", text, 0, 1023) + 1;
 }
 
 long
 msim_cli_jobs(const char *text)
 {
-	char *end;
-	long jobs = strtol(text, &end, 10);
-	if (*end || jobs < 1 || jobs > 4096)
-		msim_cli_die("--jobs: '%s' is not a number of processes", text);
-	return jobs;
+	return (long)msim_cli_uint("--jobs", text, 1, 4096);
 }
 
 void

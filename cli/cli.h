@@ -20,6 +20,16 @@ void msim_cli_die(const char *fmt, ...)
 /* A byte size option ("16GiB"); dies naming opt if text is not one. */
 uint64_t msim_cli_bytes(const char *opt, const char *text);
 
+/* A whole-number option in [min, max]: digits only (no sign, no space);
+ * dies naming opt on anything else, negatives and overflow included. */
+uint64_t msim_cli_uint(const char *opt, const char *text, uint64_t min,
+		       uint64_t max);
+
+/* Dies unless out is a different file from in (device and inode, so links
+ * and other spellings count); what names in ("the input trace"). */
+void msim_cli_not_input(const char *opt, const char *out, const char *in,
+			const char *what);
+
 /*
  * getopt_long() with one rule for every command: long options are
  * written in full.  getopt_long() takes an unambiguous prefix ("--cap"

@@ -57,14 +57,11 @@ msim_cmd_bench(int argc, char **argv)
 	uint64_t n = 10000000;
 	const char *policy = "pytorch", *conf = "";
 	int json = 0, formats = 0, c;
-	char *end;
 	while ((c = msim_cli_getopt(argc, argv, "n:p:c:h", longopts)) != -1) {
 		switch (c) {
 		case 'n':
-			n = strtoull(optarg, &end, 10);
-			if (*end || n == 0)
-				msim_cli_die("--requests: '%s' is not a positive number",
-				    optarg);
+			n = msim_cli_uint("--requests", optarg, 1,
+					  UINT64_C(1) << 40);
 			break;
 		case 'p': policy = optarg; break;
 		case 'c': conf = optarg; break;

@@ -22,6 +22,7 @@
 #include "plots/plot.h"
 #include "policies/registry.h"
 #include "cli/cli.h"
+#include "sim/file.h"
 #include "lab/job.h"
 #include "sim/engine.h"
 #include "sim/error.h"
@@ -294,6 +295,12 @@ msim_cmd_compare(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	const char *path = argv[optind];
+	/* Outputs never overwrite an input. */
+	msim_cli_not_input("--plot", o.plot, path, "the input trace");
+	msim_cli_not_input("--plot", o.plot, o.db, "the database");
+	msim_cli_not_input("--plot", o.plot, o.calibration,
+			   "the calibration file");
+	msim_cli_not_input("--db", o.db, path, "the input trace");
 	cmp_row_t rows[CMP_MAX];
 	size_t nrows = cmp_rows(&o, rows);
 

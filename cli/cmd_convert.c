@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "sim/file.h"
 #include "traces/trace.h"
 
 static void
@@ -62,7 +63,6 @@ msim_cmd_convert(int argc, char **argv)
 	msim_trace_options_t opt = {0};
 	uint64_t repeat = 1;
 	int c;
-	char *end;
 	while ((c = msim_cli_getopt(argc, argv, "t:h", longopts)) != -1) {
 		switch (c) {
 		case 't':
@@ -74,10 +74,8 @@ msim_cmd_convert(int argc, char **argv)
 			break;
 		case 'D': opt.device1 = msim_cli_device1(optarg); break;
 		case 'r':
-			repeat = strtoull(optarg, &end, 10);
-			if (*end || repeat == 0)
-				msim_cli_die("--repeat: '%s' is not a positive number",
-				    optarg);
+			repeat = msim_cli_uint("--repeat", optarg, 1,
+					       UINT32_MAX);
 			break;
 		case 'h': usage_convert(stdout); return 0;
 		default: usage_convert(stderr); return 2;
@@ -90,15 +88,24 @@ msim_cmd_convert(int argc, char **argv)
 	const char *in = argv[optind], *out = argv[optind + 1];
 	char why[1024];
 	msim_trace_writer_t *w;
+	if (msim_same_file(in, out))
+		msim_cli_die("%s: is the input trace; write to another file",
+			     out);
 	if (msim_trace_writer_open(out, to, &w, why, sizeof(why)))
 		msim_cli_die("%s", why);
+	/* On any error below: the output's old content stays. */
+#define CONVERT_DIE(...) \
+	do { \
+		msim_trace_writer_abort(w); \
+		msim_cli_die(__VA_ARGS__); \
+	} while (0)
 	uint64_t entries = 0, lo = UINT64_MAX, hi = 0, t_lo = UINT64_MAX;
 	uint64_t t_hi = 0, addr_step = 0, time_step = 0;
 	const char *from = "?";
 	for (uint64_t pass = 0; pass < repeat; pass++) {
 		msim_trace_t *t;
 		if (msim_trace_open(in, &opt, &t, why, sizeof(why)))
-			msim_cli_die("%s", why);
+			CONVERT_DIE("%s", why);
 		from = msim_trace_format_name(t);
 		msim_trace_writer_set_tags(w, t); /* categories and sites */
 		msim_entry_t e;
@@ -117,11 +124,11 @@ msim_cmd_convert(int argc, char **argv)
 				e.addr += pass * addr_step;
 			e.time_us += pass * time_step;
 			if (msim_trace_writer_put(w, &e))
-				msim_cli_die("%s", msim_trace_writer_errmsg(w));
+				CONVERT_DIE("%s", msim_trace_writer_errmsg(w));
 			entries++;
 		}
 		if (rc < 0)
-			msim_cli_die("%s", msim_trace_errmsg(t));
+			CONVERT_DIE("%s", msim_trace_errmsg(t));
 		msim_trace_writer_set_tags(w, NULL);
 		msim_trace_close(t);
 		if (pass == 0 && hi > lo) {
@@ -131,11 +138,12 @@ msim_cmd_convert(int argc, char **argv)
 			addr_step = (hi - lo + align + align - 1) & ~(align - 1);
 			time_step = t_hi - t_lo + 1;
 			if (repeat > 1 && (UINT64_MAX - hi) / addr_step < repeat)
-				msim_cli_die("--repeat: %" PRIu64 " passes run out "
+				CONVERT_DIE("--repeat: %" PRIu64 " passes run out "
 				    "of addresses", repeat);
 		}
 	}
 	const char *fmt = msim_trace_writer_format(w)->name;
+#undef CONVERT_DIE
 	if (msim_trace_writer_close(w, why, sizeof(why)))
 		msim_cli_die("%s", why);
 	printf("%s -> %s: %" PRIu64 " entries (%s -> %s)\n", in, out, entries,

@@ -364,7 +364,6 @@ cmd_explain_common(int argc, char **argv, bool summary, bool plot_only)
 	bool at_peak = false, abbreviated = false, requests_only = false;
 	const char *plot = NULL, *export = NULL, *title = NULL;
 	int c;
-	char *end;
 	while ((c = msim_cli_getopt(argc, argv, "p:c:o:k:qh", longopts)) !=
 	       -1) {
 		switch (c) {
@@ -383,10 +382,8 @@ cmd_explain_common(int argc, char **argv, bool summary, bool plot_only)
 			break;
 		case 'D': spec->device1 = msim_cli_device1(optarg); break;
 		case 't':
-			cfg.top = (size_t)strtoul(optarg, &end, 10);
-			if (*end || !*optarg || *optarg == '-' || !cfg.top)
-				msim_cli_die("--top: '%s' is not a positive "
-					     "number", optarg);
+			cfg.top = (size_t)msim_cli_uint("--top", optarg, 1,
+							1000000);
 			break;
 		case 'X':
 			cfg.context_bytes = msim_cli_bytes("--context-bytes",
@@ -428,6 +425,8 @@ cmd_explain_common(int argc, char **argv, bool summary, bool plot_only)
 		msim_cli_die("give --cap or --fraction, not both");
 	spec->requests_only = requests_only;
 	spec->trace = argv[optind];
+	msim_cli_not_input("--plot", plot, spec->trace, "the input trace");
+	msim_cli_not_input("--export", export, spec->trace, "the input trace");
 	spec->policy = policy;
 	spec->conf = conf;
 	const msim_policy_ops_t *ops = msim_policy_find(policy);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "sim/file.h"
 #include "sim/error.h"
 #include "traces/gen.h"
 #include "traces/gen_model.h"
@@ -50,27 +51,25 @@ usage_gen(FILE *fp)
 static uint64_t
 gen_uint(const char *opt, const char *text, uint64_t min, uint64_t max)
 {
-	char *end;
-	unsigned long long v = strtoull(text, &end, 10);
-	if (end == text || *end || text[0] == '-')
-		msim_cli_die("%s: '%s' is not a whole number", opt, text);
-	if (v < min || v > max)
-		msim_cli_die("%s: %llu is not in [%llu, %llu]", opt, v,
-			     (unsigned long long)min, (unsigned long long)max);
-	return v;
+	return msim_cli_uint(opt, text, min, max);
 }
 
 static int
 gen_write(msim_gen_t *g, const char *out)
 {
-	FILE *fp = strcmp(out, "-") ? fopen(out, "w") : stdout;
-	if (!fp)
-		msim_cli_die("-o: cannot open '%s' for writing", out);
+	msim_outfile_t of = {0};
+	char owhy[512];
+	if (strcmp(out, "-") && msim_outfile_open(&of, out, owhy, sizeof(owhy)))
+		msim_cli_die("-o: %s", owhy);
+	FILE *fp = of.fp ? of.fp : stdout;
 	int rc = msim_gen_write_csv(g, fp);
-	if (fp != stdout && fclose(fp))
-		rc = MSIM_EIO;
-	if (rc)
+	if (rc) {
+		if (of.fp)
+			msim_outfile_abort(&of);
 		msim_cli_die("-o: writing '%s' failed", out);
+	}
+	if (of.fp && msim_outfile_commit(&of, owhy, sizeof(owhy)))
+		msim_cli_die("-o: %s", owhy);
 	return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "sim/file.h"
 #include "sim/error.h"
 #include "traces/gen_random.h"
 
@@ -42,19 +43,18 @@ msim_cmd_gen_random(int argc, char **argv)
 	int c;
 	optind = 1;
 	while ((c = msim_cli_getopt(argc, argv, "o:h", lo)) != -1) {
-		char *end;
 		switch (c) {
 		case 'S':
-			cfg.seed = strtoull(optarg, &end, 10);
-			if (end == optarg || *end)
-				msim_cli_die("--seed: '%s' is not a whole "
-					     "number", optarg);
+			cfg.seed = msim_cli_uint("--seed", optarg, 0,
+						 UINT64_MAX);
 			break;
 		case 'n':
-			cfg.requests = (uint64_t)rnd_pos("--requests", optarg);
+			cfg.requests = msim_cli_uint("--requests", optarg, 1,
+						     UINT64_C(1) << 40);
 			break;
 		case 's':
-			cfg.streams = (uint64_t)rnd_pos("--streams", optarg);
+			cfg.streams = msim_cli_uint("--streams", optarg, 1,
+						    1024);
 			break;
 		case 'z':
 			if (msim_random_parse_sizes(&cfg, optarg, why,
@@ -99,17 +99,23 @@ msim_cmd_gen_random(int argc, char **argv)
 		msim_cli_die("-o: an output file is required");
 	msim_gen_t g;
 	msim_gen_init(&g, false);
-	int rc = msim_random_generate(&cfg, &g, why, sizeof(why));
-	if (rc)
-		msim_cli_die("%s", why);
-	FILE *fp = strcmp(out, "-") ? fopen(out, "w") : stdout;
-	if (!fp)
-		msim_cli_die("-o: cannot open '%s' for writing", out);
-	rc = msim_gen_write_csv(&g, fp);
-	if (fp != stdout && fclose(fp))
-		rc = MSIM_EIO;
-	if (rc)
-		msim_cli_die("-o: writing '%s' failed", out);
+	/* Rows are written as they are drawn: memory follows the live
+	 * allocations, not the requests. */
+	msim_outfile_t of = {0};
+	char owhy[512];
+	if (strcmp(out, "-") && msim_outfile_open(&of, out, owhy, sizeof(owhy)))
+		msim_cli_die("-o: %s", owhy);
+	FILE *fp = of.fp ? of.fp : stdout;
+	int rc = msim_gen_stream_csv(&g, fp);
+	if (!rc)
+		rc = msim_random_generate(&cfg, &g, why, sizeof(why));
+	if (rc || ferror(fp)) {
+		if (of.fp)
+			msim_outfile_abort(&of);
+		msim_cli_die("%s", rc && why[0] ? why : "-o: writing failed");
+	}
+	if (of.fp && msim_outfile_commit(&of, owhy, sizeof(owhy)))
+		msim_cli_die("-o: %s", owhy);
 	fprintf(stderr, "memsim gen: %zu requests, peak allocated %" PRIu64
 		" bytes, seed %" PRIu64 "\n", g.n, g.peak, cfg.seed);
 	msim_gen_clear(&g);

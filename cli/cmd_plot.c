@@ -136,6 +136,7 @@ msim_cmd_plot(int argc, char **argv)
 		default: usage_plot(stderr); return 2;
 		}
 	}
+	msim_cli_not_input("--output", r.out, path, "the database");
 	if (optind != argc || !path || (!r.out && !export)) {
 		usage_plot(stderr);
 		return 2;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "sim/file.h"
 #include "sim/error.h"
 #include "sim/metrics.h"
 #include "sim/results.h"
@@ -270,6 +271,7 @@ msim_cmd_report(int argc, char **argv)
 	}
 	if (json && csv)
 		msim_cli_die("give --json or --csv, not both");
+	msim_cli_not_input("--plot", plot, path, "the database");
 	char why[1024];
 	msim_db_t *db;
 	if (msim_db_open_readonly(path, &db, why, sizeof(why)))

@@ -110,6 +110,7 @@ compare_one(msim_db_t *db, const measured_t *m, cmp_result_t *r, char *why,
 		.trace = m->trace, .policy = sim_policy(m->policy),
 		.conf = m->params, .cap = m->cap, .capacity = m->capacity,
 		.requests_only = true,
+		.keep_log = true, /* compared with the measured events */
 	};
 	msim_job_t *job = NULL;
 	msim_job_err_t err;

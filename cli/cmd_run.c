@@ -11,6 +11,7 @@
 
 #include "plots/plot.h"
 #include "cli/cli.h"
+#include "sim/file.h"
 #include "sim/engine.h"
 #include "sim/error.h"
 #include "sim/metrics.h"
@@ -151,9 +152,11 @@ typedef struct run_opts_s {
 static void
 write_segments(const char *path, msim_device_t *dev)
 {
-	FILE *fp = fopen(path, "w");
-	if (!fp)
-		msim_cli_die("%s: %s", path, strerror(errno));
+	msim_outfile_t out;
+	char why[512];
+	if (msim_outfile_open(&out, path, why, sizeof(why)))
+		msim_cli_die("%s", why);
+	FILE *fp = out.fp;
 	size_t n;
 	const msim_seg_event_t *ev = msim_device_events(dev, &n);
 	fprintf(fp, "request,action,addr,size\n");
@@ -161,8 +164,8 @@ write_segments(const char *path, msim_device_t *dev)
 		fprintf(fp, "%" PRIu64 ",%s,%" PRIu64 ",%" PRIu64 "\n",
 			ev[i].request, msim_seg_action_name(ev[i].action),
 			ev[i].addr, ev[i].size);
-	if (fclose(fp))
-		msim_cli_die("%s: %s", path, strerror(errno));
+	if (msim_outfile_commit(&out, why, sizeof(why)))
+		msim_cli_die("%s", why);
 }
 
 static void
@@ -299,8 +302,15 @@ run_capacity(run_opts_t *o, const char *text)
 {
 	char why[512];
 	o->capacity_name = NULL;
-	if (!msim_parse_bytes(text, &o->capacity))
+	if (!msim_parse_bytes(text, &o->capacity)) {
+		if (!o->capacity)
+			msim_cli_die("--capacity: 0 bytes; give the device's "
+				     "memory (e.g. 80GiB)");
+		if (o->capacity > MSIM_SIZE_MAX)
+			msim_cli_die("--capacity: '%s' is above 2^62 bytes",
+				     text);
 		return;
+	}
 	if (msim_gpu_capacity_parse(text, &o->capacity, why, sizeof(why)))
 		msim_cli_die("--capacity: %s", why);
 	o->capacity_name = text;
@@ -385,6 +395,17 @@ run_parse(int argc, char **argv, run_opts_t *o)
 		usage_run(stderr);
 		return 2;
 	}
+	/* Outputs never overwrite an input. */
+	const char *path = argv[optind];
+	msim_cli_not_input("--segments", o->segments, path, "the input trace");
+	msim_cli_not_input("--segments", o->segments, o->db, "the database");
+	msim_cli_not_input("--segments", o->segments, o->calibration,
+			   "the calibration file");
+	msim_cli_not_input("--plot", o->plot, path, "the input trace");
+	msim_cli_not_input("--plot", o->plot, o->db, "the database");
+	msim_cli_not_input("--plot", o->plot, o->calibration,
+			   "the calibration file");
+	msim_cli_not_input("--db", o->db, path, "the input trace");
 	if (optind < argc - 1)
 		run_parse_several(o, (size_t)(argc - optind));
 	if (o->plot && !o->db)
@@ -660,13 +681,17 @@ msim_cmd_run(int argc, char **argv)
 		.recording = o.recording, .device1 = o.device1,
 		.strict = o.strict, .lenient = o.lenient,
 		.keep_going = o.keep_going, .prefetch = true,
+		.keep_log = o.segments != NULL,
 		.timemodel = tm, .calibration = o.calibration,
 	};
 	msim_job_t *job;
 	msim_job_err_t err;
 	if (msim_job_open(&spec, db != NULL, &job, &err) ||
 	    msim_job_run(job, &err))
-		msim_cli_job_die(&err, NULL);
+		/* The engine names the request, the trace is named here. */
+		msim_cli_job_die(&err, err.part == MSIM_JOB_ERUN &&
+				 !strncmp(err.msg, "request ", 8)
+				 ? spec.trace : NULL);
 	const msim_job_result_t *r = msim_job_result(job);
 	/* A setting is stored once: running it again replaces its results
 	 * under the same run id. */

@@ -182,22 +182,16 @@ sweep_caps(sweep_opts_t *o, const char *arg)
 static void
 sweep_opt(int c, msim_sweep_spec_t *spec, sweep_opts_t *o)
 {
-	char *end;
 	int i, n, len = 0;
 	switch (c) {
 	case 'g': push(&o->grid, &o->ngrid, optarg); break;
 	case 's': spec->settings_file = optarg; break;
 	case 'R':
-		spec->random = strtoul(optarg, &end, 10);
-		if (*end || !spec->random || *optarg == '-')
-			msim_cli_die("--random: '%s' is not a positive number",
-				     optarg);
+		spec->random = msim_cli_uint("--random", optarg, 1,
+					     UINT32_MAX);
 		break;
 	case 'S':
-		spec->seed = strtoull(optarg, &end, 10);
-		if (*end || !*optarg || *optarg == '-')
-			msim_cli_die("--seed: '%s' is not a whole number",
-				     optarg);
+		spec->seed = msim_cli_uint("--seed", optarg, 0, UINT64_MAX);
 		break;
 	case 'p': push(&o->policies, &o->npolicies, optarg); break;
 	case 'C': sweep_caps(o, optarg); break;

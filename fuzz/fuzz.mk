@@ -1,35 +1,66 @@
-# Fuzz targets for the trace readers (not part of the normal build).
-# Needs a configured tree (for config.h) and clang with libFuzzer:
-#   cd fuzz && make -f fuzz.mk && make -f fuzz.mk corpus
-#   nice -n 19 ./fuzz_pickle -max_total_time=600 corpus/pickle
-# FORMATS: one fuzz_<format> binary each.
+# Fuzz targets (not part of the normal build).  Needs a configured tree (for
+# config.h) and clang with libFuzzer (Debian: clang, libclang-rt-14-dev):
+#   cd fuzz && make -f fuzz.mk -j2 && make -f fuzz.mk corpus
+#   ./run.sh 600            # every target for 600 s, two at a time
+# The library is compiled once more with ASan, UBSan and coverage into obj/.
 CC = clang
-FORMATS = csv pickle rmm bin
 TOP = ..
-CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	-I$(TOP) -I$(TOP)/..
-SRCS = $(TOP)/traces/trace.c $(TOP)/traces/idmap.c $(TOP)/traces/fmt_csv.c \
-	$(TOP)/traces/fmt_pickle.c $(TOP)/traces/fmt_rmm.c $(TOP)/traces/fmt_bin.c \
-	$(TOP)/sim/error.c
+READERS = csv pickle rmm bin
+TARGETS = $(READERS:%=fuzz_%) fuzz_conf fuzz_replay_csv fuzz_replay_pickle \
+	fuzz_replay_bin fuzz_settings
+SAN = -fsanitize=address,undefined -fno-sanitize-recover=undefined
+CFLAGS = -g -O1 $(SAN) -I$(TOP) -I$(TOP)/.. $(shell pkg-config --cflags gsl sqlite3)
+LIBS = $(shell pkg-config --libs gsl sqlite3) -lm -lpthread
+LIBSRCS = $(wildcard $(TOP)/sim/*.c $(TOP)/traces/*.c $(TOP)/policies/*.c \
+	$(TOP)/lab/*.c $(TOP)/plots/*.c) $(TOP)/validate/torch.c
+LIBOBJS = $(patsubst $(TOP)/%.c,obj/%.o,$(LIBSRCS))
 
-all: $(FORMATS:%=fuzz_%)
+all: $(TARGETS)
 
-fuzz_%: trace_fuzzer.c $(SRCS)
-	$(CC) $(CFLAGS) -DFUZZ_FORMAT='"$*"' -o $@ trace_fuzzer.c $(SRCS)
+obj/%.o: $(TOP)/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
 
-# Seeds: the first rows of real traces in every format, and small
-# snapshot pickles in protocols 2 to 5 (fuzz/seeds.py, needs python3).
+obj/libfuzzmemsim.a: $(LIBOBJS)
+	rm -f $@ && ar rcs $@ $(LIBOBJS)
+
+HDRS = common.h bin_fixup.h
+
+fuzz_%: trace_fuzzer.c $(HDRS) obj/libfuzzmemsim.a
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -DFUZZ_FORMAT='"$*"' -o $@ $< obj/libfuzzmemsim.a $(LIBS)
+
+fuzz_conf: conf_fuzzer.c $(HDRS) obj/libfuzzmemsim.a
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< obj/libfuzzmemsim.a $(LIBS)
+
+fuzz_settings: settings_fuzzer.c $(HDRS) obj/libfuzzmemsim.a
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< obj/libfuzzmemsim.a $(LIBS)
+
+fuzz_replay_%: replay_fuzzer.c $(HDRS) obj/libfuzzmemsim.a
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -DFUZZ_FORMAT='"$*"' -o $@ $< obj/libfuzzmemsim.a $(LIBS)
+
+# Seeds: the kept corpora (corpus/, the inputs that reached new code in
+# earlier runs), plus the first rows of real traces in every format and
+# small snapshot pickles in protocols 2 to 5 (fuzz/seeds.py, needs python3).
 corpus: $(TOP)/memsim
-	mkdir -p corpus/csv corpus/pickle corpus/rmm corpus/bin
+	mkdir -p work
+	for t in $(TARGETS:fuzz_%=%); do mkdir -p work/$$t; \
+	  if [ -d corpus/$$t ]; then cp corpus/$$t/* work/$$t/ 2>/dev/null || :; fi; done
 	for w in bert_infer_varlen train_eval_emptycache prefetch_2stream; do \
-	  head -n 400 $(TOP)/tests/data/traces/$$w.csv > corpus/csv/$$w; \
-	  $(TOP)/memsim convert -t rmm corpus/csv/$$w corpus/rmm/$$w >/dev/null; \
-	  $(TOP)/memsim convert -t bin corpus/csv/$$w corpus/bin/$$w >/dev/null; \
+	  head -n 400 $(TOP)/tests/data/traces/$$w.csv > work/csv/$$w; \
+	  head -n 60 $(TOP)/tests/data/traces/$$w.csv > work/replay_csv/$$w; \
+	  $(TOP)/memsim convert -t rmm work/csv/$$w work/rmm/$$w >/dev/null; \
+	  $(TOP)/memsim convert -t bin work/csv/$$w work/bin/$$w >/dev/null; \
+	  $(TOP)/memsim convert -t bin work/replay_csv/$$w work/replay_bin/$$w >/dev/null; \
 	done
-	python3 seeds.py $(TOP)/tests/data/pickles/resnet50_amp.frames.pickle corpus/pickle/frames
-	python3 seeds.py $(TOP)/tests/data/pickles/train_eval_emptycache.pickle corpus/pickle/tee
+	python3 seeds.py $(TOP)/tests/data/pickles/resnet50_amp.frames.pickle work/pickle/frames
+	python3 seeds.py $(TOP)/tests/data/pickles/train_eval_emptycache.pickle work/pickle/tee
+	cp work/pickle/* work/replay_pickle/
+	printf 'max_split_size_mb:128,garbage_collection_threshold:0.6\n' > work/conf/pt
+	printf 'roundup_power2_divisions:[256:1,512:2,>:8],expandable_segments:True\n' > work/conf/rp2
+	printf 'model:arch=gpt2,layers=2,hidden=64,heads=2,batch=1,seq=8\n' > work/conf/model
+	printf 'max_split_size_mb:128\n# comment\ngarbage_collection_threshold:0.8,cap:1GiB\npolicy:bfc\n' > work/settings/s1
 
 clean:
-	rm -rf $(FORMATS:%=fuzz_%) corpus crashes
+	rm -rf $(TARGETS) obj work crashes
 
 .PHONY: all corpus clean

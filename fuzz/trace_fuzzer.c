@@ -15,26 +15,30 @@
 #include <unistd.h>
 
 #include "traces/trace.h"
+#include "fuzz/bin_fixup.h"
+#include "fuzz/common.h"
 
 #ifndef FUZZ_FORMAT
 #define FUZZ_FORMAT "pickle"
 #endif
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static char path[64];
-	if (!path[0])
-		snprintf(path, sizeof(path), "/dev/shm/msim-fuzz-%d",
-			 (int)getpid());
-	FILE *fp = fopen(path, "wb");
-	if (!fp)
-		abort();
-	if (size && fwrite(data, 1, size, fp) != size)
-		abort();
-	fclose(fp);
+	/* The binary reader checks a checksum per block before decoding:
+	 * fix them up so that mutations reach the decoder. */
+	static uint8_t *copy;
+	static size_t ncopy;
+	if (size > ncopy) {
+		free(copy);
+		if (!(copy = malloc(size)))
+			abort();
+		ncopy = size;
+	}
+	if (size)
+		memcpy(copy, data, size);
+	fuzz_bin_fixup(copy, size);
+	const char *path = fuzz_file(FUZZ_FORMAT, copy, size);
 	msim_trace_options_t opt = {
 		.deferred_frees = true,
 		.hidden_empty_cache = true,
@@ -64,20 +68,3 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	return 0;
 }
-
-#ifdef FUZZ_MAIN
-int
-main(int argc, char **argv)
-{
-	for (int i = 1; i < argc; i++) {
-		FILE *fp = fopen(argv[i], "rb");
-		if (!fp)
-			continue;
-		static uint8_t buf[1 << 24];
-		size_t n = fread(buf, 1, sizeof(buf), fp);
-		fclose(fp);
-		LLVMFuzzerTestOneInput(buf, n);
-	}
-	return 0;
-}
-#endif

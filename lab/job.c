@@ -231,7 +231,12 @@ msim_job_open(const msim_job_spec_t *spec, bool store, msim_job_t **out,
 	msim_sim_config_t cfg = {
 		.policy = j->ops,
 		.params = &j->pv,
-		.device = {.capacity = s->capacity, .log_events = 1,
+		/* The log only where it is read; the modelled cost of the
+		 * device calls is added up as they happen. */
+		.device = {.capacity = s->capacity,
+			   .log_events = store || s->recording || s->keep_log ||
+					 s->observe,
+			   .timemodel = j->tm,
 			   .use_hints = !strcmp(s->addresses, "trace"),
 			   .gpu = s->gpu, .process = s->process},
 		.fraction = s->cap ? (double)s->cap / (double)s->capacity
@@ -333,10 +338,7 @@ msim_job_finish(msim_job_t *j, double wall_ms, msim_job_err_t *err)
 	msim_sim_stats(j->sim, &r->st);
 	if ((rc = job_hash(j, err)) || (rc = job_snapcheck(j, err)))
 		return rc;
-	size_t nev;
-	const msim_seg_event_t *ev =
-		msim_device_events(msim_sim_device(j->sim), &nev);
-	msim_timemodel_events(j->tm, ev, nev, &r->devtime);
+	msim_device_devtime(msim_sim_device(j->sim), &r->devtime);
 	msim_sim_meta_fill(&j->meta, r->devtime.us,
 			   j->spec.calibration ? j->spec.calibration
 					       : "H200 (built in)", &r->sum);

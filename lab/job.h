@@ -55,6 +55,10 @@ typedef struct msim_job_spec_s {
 	 * start; skip entries of unknown actions (lenient). */
 	bool strict, lenient;
 	bool keep_going;        /* do not stop at the first OOM */
+	bool keep_log;          /* keep the device event log (--segments);
+				 * kept anyway when storing, for a recording
+				 * and with observe; else memory does not grow
+				 * with device calls */
 	bool prefetch;          /* read the input on a second thread */
 	/* The calibration of the modelled device time (NULL: the H200's,
 	 * built in) and the name stored with it. */

@@ -239,7 +239,7 @@ msim_snapcheck(msim_sim_t *sim, const msim_snap_segment_t *segs, size_t n,
 		out->blocks_listed = true;
 		out->sim_blocks = pol.n;
 		free(snap);
-		snap = NULL;
+		snap = NULL; /* a snapshot may list no blocks at all */
 		if (out->snap_blocks &&
 		    !(snap = malloc(out->snap_blocks * sizeof(*snap))))
 			goto fail;

@@ -275,12 +275,18 @@ is_range(const char *v, double *lo, double *hi)
 	const char *dots = strstr(v, "..");
 	if (!dots)
 		return 0;
-	char *end;
-	*lo = strtod(v, &end);
-	if (end != dots)
+	/* Parse LO on its own: strtod() would read "64." of "64..512". */
+	char lo_text[64], *end;
+	size_t n = (size_t)(dots - v);
+	if (n == 0 || n >= sizeof(lo_text))
+		return 0;
+	memcpy(lo_text, v, n);
+	lo_text[n] = '\0';
+	*lo = strtod(lo_text, &end);
+	if (*end)
 		return 0;
 	*hi = strtod(dots + 2, &end);
-	return !*end && *hi >= *lo;
+	return dots[2] && !*end && *hi >= *lo;
 }
 
 /* ---------------------------------------------------------------- */
@@ -1185,6 +1191,9 @@ typedef struct shared_s {
 	atomic_size_t ran;     /* settings stored */
 	atomic_size_t raced;   /* found stored by another process */
 	atomic_size_t failed;  /* settings that failed */
+	atomic_size_t cur[];   /* per worker slot: 1 + the setting in hand's
+				* index into pending, 0 none; a crashed
+				* worker's setting is failed by name */
 } shared_t;
 
 typedef struct exec_ctx_s {
@@ -1195,6 +1204,7 @@ typedef struct exec_ctx_s {
 	shared_t *sh;
 	int64_t sweep_id;
 	pid_t parent;
+	int slot; /* this worker's index into sh->cur */
 } exec_ctx_t;
 
 /* A worker's loop: takes settings until none is left.  Returns 0, or an
@@ -1219,6 +1229,7 @@ worker_loop(exec_ctx_t *x, int inline_progress, size_t skipped, size_t total)
 			break;
 		const msim_setting_t *s = msim_sweep_setting(x->sw,
 							     x->pending[k]);
+		atomic_store(&x->sh->cur[x->slot], k + 1);
 		int64_t id;
 		int existed = 0, rc;
 		/* Another process may have stored it meanwhile. */
@@ -1243,6 +1254,7 @@ worker_loop(exec_ctx_t *x, int inline_progress, size_t skipped, size_t total)
 		} else {
 			atomic_fetch_add(&x->sh->ran, 1);
 		}
+		atomic_store(&x->sh->cur[x->slot], 0);
 		if (inline_progress && x->o->progress &&
 		    sweep_now_ms() - last >= every) {
 			last = sweep_now_ms();
@@ -1255,6 +1267,48 @@ worker_loop(exec_ctx_t *x, int inline_progress, size_t skipped, size_t total)
 	}
 	msim_db_close(db);
 	return 0;
+}
+
+/* Starts a worker process on slot x->slot.  Returns its pid, or -1. */
+static pid_t
+sweep_spawn(exec_ctx_t *x)
+{
+	atomic_store(&x->sh->cur[x->slot], 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+#ifdef __linux__
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != x->parent)
+			_exit(1);
+#endif
+		_exit(worker_loop(x, 0, 0, 0) ? 1 : 0);
+	}
+	return pid;
+}
+
+/*
+ * The worker on slot died with status.  If it died holding a setting (a
+ * crash, not a clean exit), that setting is failed with the reason and
+ * true returned when settings remain for a new worker.
+ */
+static bool
+sweep_reap(exec_ctx_t *x, int slot, int status)
+{
+	size_t k = atomic_exchange(&x->sh->cur[slot], 0);
+	if (k == 0)
+		return false;
+	char why[96];
+	if (WIFSIGNALED(status))
+		snprintf(why, sizeof(why), "crashed (signal %d, %s)",
+			 WTERMSIG(status), strsignal(WTERMSIG(status)));
+	else
+		snprintf(why, sizeof(why), "its worker exited with status %d",
+			 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	atomic_fetch_add(&x->sh->failed, 1);
+	if (x->o->error)
+		x->o->error(x->o->ctx,
+			    msim_sweep_setting(x->sw, x->pending[k - 1]), why);
+	return atomic_load(&x->sh->next) < x->npending;
 }
 
 /* Traces a sweep reads once and keeps in memory for its settings: at most
@@ -1328,6 +1382,7 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 	unsigned char *present = calloc(n + 1, 1);
 	size_t *pending = malloc((n + 1) * sizeof(*pending));
 	shared_t *sh = MAP_FAILED;
+	size_t shsize = 0;
 	pid_t *pids = NULL;
 	if (!keys || !present || !pending) {
 		rc = MSIM_ENOMEM;
@@ -1352,7 +1407,11 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 	db = NULL;
 	sweep_share(sw, pending, npending);
 
-	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+	int jobs = o->jobs < 1 ? 1 : o->jobs;
+	if ((size_t)jobs > npending)
+		jobs = npending ? (int)npending : 1;
+	shsize = sizeof(*sh) + (size_t)jobs * sizeof(sh->cur[0]);
+	sh = mmap(NULL, shsize, PROT_READ | PROT_WRITE,
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED) {
 		snprintf(why, whylen, "cannot share memory with the workers: "
@@ -1364,14 +1423,16 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 	atomic_init(&sh->ran, 0);
 	atomic_init(&sh->raced, 0);
 	atomic_init(&sh->failed, 0);
+	for (int k = 0; k < jobs; k++)
+		atomic_init(&sh->cur[k], 0);
 	exec_ctx_t x = {sw, o, pending, npending, sh, res->sweep_id,
-			getpid()};
-	int jobs = o->jobs < 1 ? 1 : o->jobs;
-	if ((size_t)jobs > npending)
-		jobs = npending ? (int)npending : 1;
+			getpid(), 0};
 	if (o->progress)
 		o->progress(o->ctx, res->skipped, n);
-	if (jobs == 1) {
+	/* Workers are processes even for -j1 (o->jobs == 1), so that a
+	 * setting that crashes fails alone; o->jobs <= 0 runs in this
+	 * process. */
+	if (o->jobs <= 0 || npending == 0) {
 		if ((rc = worker_loop(&x, 1, res->skipped, n))) {
 			snprintf(why, whylen, "cannot open %s", o->db_path);
 			goto out;
@@ -1384,17 +1445,10 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 		fflush(NULL);
 		int started = 0;
 		for (; started < jobs; started++) {
-			pid_t pid = fork();
+			x.slot = started;
+			pid_t pid = sweep_spawn(&x);
 			if (pid < 0)
 				break;
-			if (pid == 0) {
-#ifdef __linux__
-				prctl(PR_SET_PDEATHSIG, SIGKILL);
-				if (getppid() != x.parent)
-					_exit(1);
-#endif
-				_exit(worker_loop(&x, 0, 0, 0) ? 1 : 0);
-			}
 			pids[started] = pid;
 		}
 		if (!started) {
@@ -1416,6 +1470,18 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 						if (!WIFEXITED(status) ||
 						    WEXITSTATUS(status))
 							died++;
+						/* A setting that crashed
+						 * its worker fails alone;
+						 * a new worker goes on. */
+						if (!sweep_reap(&x, k, status))
+							continue;
+						x.slot = k;
+						if ((pids[k] = sweep_spawn(&x)) > 0) {
+							alive++;
+							died--;
+						} else {
+							pids[k] = 0;
+						}
 					}
 				continue;
 			}
@@ -1452,7 +1518,7 @@ out:
 	sweep_unshare(sw);
 	res->wall_ms = sweep_now_ms() - t0;
 	if (sh != MAP_FAILED)
-		munmap(sh, sizeof(*sh));
+		munmap(sh, shsize);
 	free(pids);
 	free(keys);
 	free(present);

@@ -107,7 +107,8 @@ const char *msim_sweep_spec_hash(const msim_sweep_t *sw);
 typedef struct msim_sweep_opts_s {
 	const char *db_path;
 	const char *kind;  /* sweeps.kind: NULL = "sweep" */
-	int jobs;          /* worker processes; <= 1: in this process */
+	int jobs;          /* worker processes (a setting that crashes one
+			    * fails alone); <= 0: in this process */
 	int force;         /* run and replace settings already stored */
 	/* Called now and then in the calling process (may be NULL). */
 	void (*progress)(void *ctx, size_t done, size_t total);

@@ -171,6 +171,12 @@ ca_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 		free(b);
 		return MSIM_ENOMEM;
 	}
+	/* Larger than the device: no need to look (nor to grow the granule
+	 * table over it). */
+	if (n > msim_device_capacity(s->dev)) {
+		free(b);
+		goto oom;
+	}
 	/* First fit by address. */
 	size_t i;
 	msim_addr_t at = 0;

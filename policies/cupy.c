@@ -94,12 +94,10 @@ cp_free_all_blocks(cp_state_t *s)
 	bool freed = false;
 	for (size_t i = 0; i < s->narenas; i++) {
 		msim_extidx_t *x = &s->arenas[i]->free;
-		for (size_t k = 0; k < x->n;) {
-			msim_ext_t *e = x->v[k];
-			if (e->prev || e->next) {
-				k++;
+		for (msim_ext_t *e = msim_extidx_first(x), *nx; e; e = nx) {
+			nx = msim_extidx_next(x, e);
+			if (e->prev || e->next)
 				continue;
-			}
 			msim_extidx_remove(x, e);
 			msim_device_free(s->dev, e->addr, e->size,
 					 MSIM_POOL_LARGE);
@@ -234,8 +232,10 @@ cp_destroy(void *state)
 		free(s->live.v[i]);
 	for (size_t i = 0; i < s->narenas; i++) {
 		msim_extidx_t *x = &s->arenas[i]->free;
-		for (size_t k = 0; k < x->n; k++)
-			free(x->v[k]);
+		for (msim_ext_t *e; (e = msim_extidx_first(x));) {
+			msim_extidx_remove(x, e);
+			free(e);
+		}
 		msim_extidx_clear(x);
 		free(s->arenas[i]);
 	}

@@ -66,42 +66,83 @@ msim_kit_count_free(msim_stats_t *st, int pool, uint64_t size,
 	msim_stat2_dec(st->requested_bytes, pool, (int64_t)requested);
 }
 
+/* The treap's order: (size, address), then the extent's own address. */
 static inline bool
-ext_less(const msim_ext_t *a, uint64_t size, msim_addr_t addr)
+ext_before(const msim_ext_t *a, const msim_ext_t *b)
 {
-	return a->size < size || (a->size == size && a->addr < addr);
+	if (a->size != b->size)
+		return a->size < b->size;
+	if (a->addr != b->addr)
+		return a->addr < b->addr;
+	return (uintptr_t)a < (uintptr_t)b;
 }
 
-/* Index of the first extent not less than (size, addr). */
-static size_t
-extidx_lower(const msim_extidx_t *x, uint64_t size, msim_addr_t addr)
+static msim_ext_t *
+treap_insert(msim_ext_t *t, msim_ext_t *e)
 {
-	size_t lo = 0, hi = x->n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (ext_less(x->v[mid], size, addr))
-			lo = mid + 1;
-		else
-			hi = mid;
+	if (!t)
+		return e;
+	if (ext_before(e, t)) {
+		t->tl = treap_insert(t->tl, e);
+		if (t->tl->prio > t->prio) { /* rotate right */
+			msim_ext_t *l = t->tl;
+			t->tl = l->tr;
+			l->tr = t;
+			return l;
+		}
+	} else {
+		t->tr = treap_insert(t->tr, e);
+		if (t->tr->prio > t->prio) { /* rotate left */
+			msim_ext_t *r = t->tr;
+			t->tr = r->tl;
+			r->tl = t;
+			return r;
+		}
 	}
-	return lo;
+	return t;
+}
+
+/* Joins two treaps, every key of a before every key of b. */
+static msim_ext_t *
+treap_join(msim_ext_t *a, msim_ext_t *b)
+{
+	if (!a)
+		return b;
+	if (!b)
+		return a;
+	if (a->prio > b->prio) {
+		a->tr = treap_join(a->tr, b);
+		return a;
+	}
+	b->tl = treap_join(a, b->tl);
+	return b;
+}
+
+static msim_ext_t *
+treap_remove(msim_ext_t *t, msim_ext_t *e)
+{
+	assert(t); /* e is indexed, so it is in the tree */
+	if (t == e)
+		return treap_join(t->tl, t->tr);
+	if (ext_before(e, t))
+		t->tl = treap_remove(t->tl, e);
+	else
+		t->tr = treap_remove(t->tr, e);
+	return t;
 }
 
 int
 msim_extidx_insert(msim_extidx_t *x, msim_ext_t *e)
 {
 	assert(!e->indexed && !e->used);
-	if (x->n == x->cap) {
-		size_t cap = x->cap ? 2 * x->cap : 64;
-		msim_ext_t **v = realloc(x->v, cap * sizeof(*v));
-		if (!v)
-			return MSIM_ENOMEM;
-		x->v = v;
-		x->cap = cap;
-	}
-	size_t at = extidx_lower(x, e->size, e->addr);
-	memmove(&x->v[at + 1], &x->v[at], (x->n - at) * sizeof(*x->v));
-	x->v[at] = e;
+	uint32_t r = x->seed ? x->seed : 2463534242u; /* xorshift32 */
+	r ^= r << 13;
+	r ^= r >> 17;
+	r ^= r << 5;
+	x->seed = r;
+	e->prio = r;
+	e->tl = e->tr = NULL;
+	x->root = treap_insert(x->root, e);
 	x->n++;
 	x->bytes += e->size;
 	e->indexed = true;
@@ -112,9 +153,8 @@ void
 msim_extidx_remove(msim_extidx_t *x, msim_ext_t *e)
 {
 	assert(e->indexed);
-	size_t at = extidx_lower(x, e->size, e->addr);
-	assert(at < x->n && x->v[at] == e);
-	memmove(&x->v[at], &x->v[at + 1], (x->n - at - 1) * sizeof(*x->v));
+	x->root = treap_remove(x->root, e);
+	e->tl = e->tr = NULL;
 	x->n--;
 	x->bytes -= e->size;
 	e->indexed = false;
@@ -123,20 +163,60 @@ msim_extidx_remove(msim_extidx_t *x, msim_ext_t *e)
 msim_ext_t *
 msim_extidx_best(const msim_extidx_t *x, uint64_t size)
 {
-	size_t at = extidx_lower(x, size, 0);
-	return at < x->n ? x->v[at] : NULL;
+	msim_ext_t *best = NULL;
+	for (msim_ext_t *t = x->root; t;) {
+		if (t->size >= size) {
+			best = t; /* fits; something smaller may, leftwards */
+			t = t->tl;
+		} else {
+			t = t->tr;
+		}
+	}
+	return best;
+}
+
+msim_ext_t *
+msim_extidx_first(const msim_extidx_t *x)
+{
+	msim_ext_t *t = x->root;
+	while (t && t->tl)
+		t = t->tl;
+	return t;
+}
+
+msim_ext_t *
+msim_extidx_next(const msim_extidx_t *x, const msim_ext_t *e)
+{
+	if (e->tr) {
+		msim_ext_t *t = e->tr;
+		while (t->tl)
+			t = t->tl;
+		return t;
+	}
+	msim_ext_t *next = NULL;
+	for (msim_ext_t *t = x->root; t && t != e;) {
+		if (ext_before(e, t)) {
+			next = t;
+			t = t->tl;
+		} else {
+			t = t->tr;
+		}
+	}
+	return next;
 }
 
 msim_ext_t *
 msim_extidx_largest(const msim_extidx_t *x)
 {
-	return x->n ? x->v[x->n - 1] : NULL;
+	msim_ext_t *t = x->root;
+	while (t && t->tr)
+		t = t->tr;
+	return t;
 }
 
 void
 msim_extidx_clear(msim_extidx_t *x)
 {
-	free(x->v);
 	memset(x, 0, sizeof(*x));
 }
 

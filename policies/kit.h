@@ -5,10 +5,13 @@
  * linked to their address neighbours) with an index of free extents ordered
  * by (size, address) for best fit.
  *
- * The index is a sorted array: a lookup is a binary search, an insert or a
- * removal a binary search plus a memmove.  Free extents number in the
- * hundreds on real traces, where this beats a tree; a trace that leaves tens
- * of thousands of free holes makes every free O(holes).
+ * The index is a treap (a binary search tree kept balanced by random
+ * heap priorities; Seidel and Aragon 1996) threaded through the extents
+ * themselves: insert, remove and best fit are O(log holes) expected,
+ * however many free holes a trace leaves, and the index allocates
+ * nothing.  Extents of equal (size, address), which segments placed at a
+ * trace's recorded addresses can produce, are told apart by their own
+ * address in memory.
  */
 #ifndef MSIM_POLICIES_KIT_H
 #define MSIM_POLICIES_KIT_H
@@ -19,14 +22,17 @@
 
 #include "sim/types.h"
 
-/* x rounded up to a multiple of m (m > 0). */
+/* x rounded up to a multiple of m (m > 0).  Sizes reach policies only up
+ * to MSIM_SIZE_MAX (msim_policy_alloc() refuses larger ones), and m is at
+ * most 2^62 (a parameter's range), so the sum never wraps. */
 static inline uint64_t
 msim_ceil_to(uint64_t x, uint64_t m)
 {
 	return (x + m - 1) / m * m;
 }
 
-/* The smallest power of two >= x (x > 0). */
+/* The smallest power of two >= x (0 < x <= 2^63; sizes are at most
+ * MSIM_SIZE_MAX = 2^62, so it never shifts by 64). */
 static inline uint64_t
 msim_pow2_ceil(uint64_t x)
 {
@@ -78,18 +84,22 @@ struct msim_ext_s {
 	msim_ext_t *prev;     /* address neighbour in the same segment */
 	msim_ext_t *next;
 	void *owner;          /* the policy's segment (or superblock) */
+	msim_ext_t *tl, *tr;  /* children in the free index's treap */
+	uint32_t prio;        /* the treap's heap priority */
 	bool used;            /* handed out */
 	bool indexed;         /* in a free index */
 };
 
 /* Free extents ordered by (size, address). */
 typedef struct msim_extidx_s {
-	msim_ext_t **v;
-	size_t n, cap;
+	msim_ext_t *root;
+	size_t n;       /* extents */
 	uint64_t bytes; /* sum of sizes */
+	uint32_t seed;  /* of the priorities (xorshift), for determinism */
 } msim_extidx_t;
 
-/* Returns 0 or MSIM_ENOMEM. */
+/* Returns 0 (the index allocates nothing; the int is for callers that
+ * check). */
 int msim_extidx_insert(msim_extidx_t *x, msim_ext_t *e);
 void msim_extidx_remove(msim_extidx_t *x, msim_ext_t *e);
 
@@ -97,9 +107,15 @@ void msim_extidx_remove(msim_extidx_t *x, msim_ext_t *e);
  * among equals; NULL if none. */
 msim_ext_t *msim_extidx_best(const msim_extidx_t *x, uint64_t size);
 
+/* The smallest extent in (size, address) order, or NULL; then the one
+ * after e (which is in x), or NULL.  O(log n) each. */
+msim_ext_t *msim_extidx_first(const msim_extidx_t *x);
+msim_ext_t *msim_extidx_next(const msim_extidx_t *x, const msim_ext_t *e);
+
 /* The largest free extent, or NULL. */
 msim_ext_t *msim_extidx_largest(const msim_extidx_t *x);
 
+/* Forgets the extents (they belong to the caller). */
 void msim_extidx_clear(msim_extidx_t *x);
 
 /* A new extent (zeroed but for the fields given), or NULL. */

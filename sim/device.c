@@ -25,6 +25,7 @@
 
 #include "sim/device.h"
 #include "sim/error.h"
+#include "sim/timemodel.h"
 
 #define VA_CHUNK (32 * MSIM_MiB)
 #define VA_BASE UINT64_C(0x600000000000) /* top of the first chunk */
@@ -251,6 +252,8 @@ struct msim_device_s {
 	msim_schedule_fn schedule;
 	void *schedule_ctx;
 	int log_events, use_hints;
+	const msim_timemodel_t *tm; /* NULL: no running cost */
+	msim_devtime_t dt;          /* the running cost of the events */
 	msim_seg_event_t *events;
 	size_t nevents, capevents;
 	va_range_t *resv; /* expandable reservations, sorted by address */
@@ -293,6 +296,7 @@ msim_device_new(const msim_device_config_t *cfg)
 	dev->cap = cfg ? cfg->cap : 0;
 	dev->log_events = cfg ? cfg->log_events : 0;
 	dev->use_hints = cfg ? cfg->use_hints : 0;
+	dev->tm = cfg ? cfg->timemodel : NULL;
 	dev->gpu = cfg ? cfg->gpu : NULL;
 	dev->process = cfg ? cfg->process : 0;
 	dev->request_p = &dev->request;
@@ -341,6 +345,8 @@ msim_device_capacity(const msim_device_t *dev)
 static void
 dev_log(msim_device_t *dev, int action, msim_addr_t addr, uint64_t size)
 {
+	if (dev->tm)
+		msim_timemodel_add(dev->tm, action, size, &dev->dt);
 	if (!dev->log_events)
 		return;
 	if (dev->nevents == dev->capevents) {
@@ -410,7 +416,13 @@ msim_device_malloc(msim_device_t *dev, uint64_t size, int pool,
 	if (!dev_fits(dev, size))
 		return MSIM_EDEVOOM;
 	if (dev->use_hints && dev->nhints > 0) {
-		*addr_out = dev->hints[dev->hint_head++];
+		msim_addr_t at = dev->hints[dev->hint_head];
+		/* A recorded address is input: one whose segment would wrap
+		 * around the address space is a broken trace. */
+		if (at > UINT64_MAX - size)
+			return MSIM_EFORMAT;
+		*addr_out = at;
+		dev->hint_head++;
 		dev->nhints--;
 	} else {
 		int rc = dev->ops->malloc(dev->ctx, size, addr_out);
@@ -518,6 +530,10 @@ msim_device_hint(msim_device_t *dev, msim_addr_t addr)
 {
 	if (!dev->use_hints)
 		return 0;
+	/* cudaMalloc never returns either; and below 2^63, a segment of at
+	 * most MSIM_SIZE_MAX bytes cannot wrap around. */
+	if (addr % MSIM_DEVICE_ALIGN || addr > (UINT64_C(1) << 63))
+		return MSIM_EFORMAT;
 	if (dev->hint_head + dev->nhints == dev->caphints && dev->hint_head) {
 		memmove(dev->hints, dev->hints + dev->hint_head,
 			dev->nhints * sizeof(*dev->hints));
@@ -594,6 +610,12 @@ msim_device_stats(const msim_device_t *dev, msim_stats_t *out)
 	       sizeof(out->reserved_bytes));
 	out->num_device_alloc = dev->num_device_alloc;
 	out->num_device_free = dev->num_device_free;
+}
+
+void
+msim_device_devtime(const msim_device_t *dev, msim_devtime_t *out)
+{
+	*out = dev->dt;
 }
 
 const msim_seg_event_t *

@@ -68,12 +68,24 @@ typedef struct msim_seg_event_s {
 	int action;       /* msim_seg_action_t */
 } msim_seg_event_t;
 
+/* What the device events of a run cost (sim/timemodel.h models them). */
+typedef struct msim_devtime_s {
+	uint64_t mallocs, frees; /* cudaMalloc + cuMemMap, cudaFree + unmap */
+	double us;               /* their modelled total */
+} msim_devtime_t;
+
+struct msim_timemodel_s;
+
 /* How a device is set up.  Zeroes mean the defaults. */
 typedef struct msim_device_config_s {
 	const msim_device_ops_t *ops; /* NULL: msim_device_h200 */
 	uint64_t capacity;            /* bytes; 0: MSIM_H200_BYTES */
 	uint64_t cap;                 /* allowed bytes; 0: no cap */
-	int log_events;               /* keep the segment event log */
+	int log_events;               /* keep the segment event log (memory
+				       * grows with device calls) */
+	/* NULL, or the latencies each event's modelled cost is added up
+	 * with as it happens (msim_device_devtime()), with no log kept. */
+	const struct msim_timemodel_s *timemodel;
 	int use_hints;                /* place segments at recorded addresses */
 	/* A GPU several processes share (sim/gpu.h), this device being
 	 * process number process there; NULL: the device is the process's
@@ -141,7 +153,12 @@ void msim_device_unreserve(msim_device_t *dev, msim_addr_t addr);
 /* Logs an OOM of a request rounded to size bytes (the trace's `oom`). */
 void msim_device_log_oom(msim_device_t *dev, uint64_t size);
 
-/* A recorded segment address, used by the next malloc when hints are on. */
+/* cudaMalloc's alignment: every segment and block address is a multiple. */
+#define MSIM_DEVICE_ALIGN 256
+
+/* A recorded segment address, used by the next malloc when hints are on.
+ * Returns 0, MSIM_ENOMEM, or MSIM_EFORMAT if addr is not a multiple of
+ * MSIM_DEVICE_ALIGN or is above 2^63 (so no segment can wrap around). */
 int msim_device_hint(msim_device_t *dev, msim_addr_t addr);
 
 /* Sets the index of the request being served, for the event log. */
@@ -174,6 +191,10 @@ uint64_t msim_device_reserved(const msim_device_t *dev);
 
 /* Adds the device's counters (segment, reserved_bytes, num_device_*) to out. */
 void msim_device_stats(const msim_device_t *dev, msim_stats_t *out);
+
+/* The modelled cost of the device calls so far (zero unless the config
+ * named a timemodel); the same sum as msim_timemodel_events() of the log. */
+void msim_device_devtime(const msim_device_t *dev, msim_devtime_t *out);
 
 /* The event log (empty unless log_events); valid until the next call. */
 const msim_seg_event_t *msim_device_events(const msim_device_t *dev,

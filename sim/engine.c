@@ -287,6 +287,9 @@ sim_allocated(msim_sim_t *sim, const msim_req_t *req, int rc,
 			else if ((rc = sim_mark_dead(sim, req->id, 1)))
 				return rc;
 		}
+	} else if (rc == MSIM_EFORMAT) {
+		return sim_fail(sim, rc, "alloc: a segment at the trace's "
+				"address is unaligned or wraps around");
 	} else if (rc) {
 		return sim_fail(sim, rc, "alloc");
 	} else if (req->flags & MSIM_REQF_EXPECT_OOM) {
@@ -318,7 +321,12 @@ sim_request(msim_sim_t *sim, const msim_req_t *req)
 	int rc;
 	switch (req->kind) {
 	case MSIM_REQ_SEGMENT_HINT:
-		return msim_device_hint(sim->dev, req->addr);
+		if ((rc = msim_device_hint(sim->dev, req->addr)))
+			return sim_fail(sim, rc, rc == MSIM_EFORMAT
+				? "segment address is not a multiple of 256 "
+				  "or is above 2^63"
+				: "segment address");
+		return 0;
 	case MSIM_REQ_RESET_PEAKS: {
 		/* torch.cuda.reset_peak_memory_stats(): peak = current. */
 		size_t n;

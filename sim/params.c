@@ -194,9 +194,15 @@ msim_params_parse(msim_params_t *p, const char *conf)
 	char *s = buf;
 	while (*s && !rc) {
 		char *sep = s + strcspn(s, ":=,");
+		if (sep == s && *sep == ',') {
+			snprintf(p->errmsg, sizeof(p->errmsg),
+				 "an empty item between commas");
+			rc = MSIM_EINVAL;
+			break;
+		}
 		if (*sep != ':' && *sep != '=') {
 			snprintf(p->errmsg, sizeof(p->errmsg),
-				 "%.*s: expected key:value", (int)(sep - s), s);
+				 "'%.*s': expected key:value", (int)(sep - s), s);
 			rc = MSIM_EINVAL;
 			break;
 		}
@@ -217,8 +223,9 @@ msim_params_parse(msim_params_t *p, const char *conf)
 		char next = *end;
 		*end = '\0';
 		if (!*s || !*val) {
-			snprintf(p->errmsg, sizeof(p->errmsg),
-				 "%s: expected key:value", *s ? s : "(empty)");
+			snprintf(p->errmsg, sizeof(p->errmsg), !*s
+				 ? "'%s': a value with no key" : "%s: no value",
+				 !*s ? val : s);
 			rc = MSIM_EINVAL;
 			break;
 		}
@@ -250,7 +257,8 @@ msim_params_canonical(const msim_params_t *p, char *buf, size_t n)
 			continue;
 		if (!strcmp(def.text, p->v[i].text))
 			continue;
-		int w = snprintf(buf + (len < n ? len : n),
+		/* buf may be NULL when n is 0 (measuring). */
+		int w = snprintf(len < n ? buf + len : NULL,
 				 len < n ? n - len : 0, "%s%s:%s",
 				 len ? "," : "", p->spec[i].name, p->v[i].text);
 		len += (size_t)w;

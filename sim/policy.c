@@ -5,7 +5,6 @@
  */
 #include <config.h>
 
-#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,10 +70,14 @@ int
 msim_policy_alloc(msim_policy_t *pol, const msim_req_t *req,
 		  msim_addr_t *addr_out)
 {
-	if (req->size == 0)
+	if (req->size - 1 >= MSIM_SIZE_MAX) /* 0, or rounding could wrap */
 		return MSIM_EINVAL;
 	int rc = pol->ops->alloc(pol->state, req, addr_out);
-	assert(rc || *addr_out % 256 == 0); /* cudaMalloc's alignment */
+	/* cudaMalloc's alignment.  Segments placed at a trace's recorded
+	 * addresses (--addresses trace) can break it: bad input, not a
+	 * broken policy. */
+	if (rc == 0 && *addr_out % MSIM_DEVICE_ALIGN)
+		return MSIM_EFORMAT;
 	return rc;
 }
 

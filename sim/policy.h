@@ -76,7 +76,10 @@ void msim_policy_destroy(msim_policy_t *pol);
 
 const msim_policy_ops_t *msim_policy_ops(const msim_policy_t *pol);
 
-/* Serves an ALLOC; returns 0 or MSIM_EDEVOOM; MSIM_EINVAL if size is 0. */
+/* Serves an ALLOC; returns 0 or MSIM_EDEVOOM; MSIM_EINVAL if size is 0 or
+ * above MSIM_SIZE_MAX (so no policy's rounding can wrap); MSIM_EFORMAT if
+ * the block is not aligned to MSIM_DEVICE_ALIGN, which only segments placed
+ * at a trace's recorded addresses can cause. */
 int msim_policy_alloc(msim_policy_t *pol, const msim_req_t *req,
 		      msim_addr_t *addr_out);
 int msim_policy_free(msim_policy_t *pol, const msim_req_t *req);

@@ -185,20 +185,24 @@ msim_timemodel_events(const msim_timemodel_t *tm, const msim_seg_event_t *ev,
 		      size_t n, msim_devtime_t *out)
 {
 	memset(out, 0, sizeof(*out));
-	for (size_t i = 0; i < n; i++) {
-		switch (ev[i].action) {
-		case MSIM_SEG_ALLOC:
-		case MSIM_SEG_MAP:
-			out->mallocs++;
-			out->us += msim_timemodel_us(tm, MSIM_LAT_MALLOC,
-						     ev[i].size);
-			break;
-		case MSIM_SEG_FREE:
-		case MSIM_SEG_UNMAP:
-			out->frees++;
-			out->us += msim_timemodel_us(tm, MSIM_LAT_FREE,
-						     ev[i].size);
-			break;
-		}
+	for (size_t i = 0; i < n; i++)
+		msim_timemodel_add(tm, ev[i].action, ev[i].size, out);
+}
+
+void
+msim_timemodel_add(const msim_timemodel_t *tm, int action, uint64_t size,
+		   msim_devtime_t *out)
+{
+	switch (action) {
+	case MSIM_SEG_ALLOC:
+	case MSIM_SEG_MAP:
+		out->mallocs++;
+		out->us += msim_timemodel_us(tm, MSIM_LAT_MALLOC, size);
+		break;
+	case MSIM_SEG_FREE:
+	case MSIM_SEG_UNMAP:
+		out->frees++;
+		out->us += msim_timemodel_us(tm, MSIM_LAT_FREE, size);
+		break;
 	}
 }

@@ -41,12 +41,11 @@ int msim_timemodel_h200(msim_timemodel_t **out);
 /* Modelled latency in microseconds of one call of kind (MSIM_LAT_*). */
 double msim_timemodel_us(const msim_timemodel_t *tm, int kind, uint64_t size);
 
-/* What the device events of a run cost. */
-typedef struct msim_devtime_s {
-	uint64_t mallocs, frees; /* cudaMalloc + cuMemMap, cudaFree + unmap */
-	double us;               /* their modelled total */
-} msim_devtime_t;
+/* Adds one device event (MSIM_SEG_*) of size bytes to out. */
+void msim_timemodel_add(const msim_timemodel_t *tm, int action,
+			uint64_t size, msim_devtime_t *out);
 
+/* What the device events of a run cost (msim_devtime_t: sim/device.h). */
 void msim_timemodel_events(const msim_timemodel_t *tm,
 			   const msim_seg_event_t *ev, size_t n,
 			   msim_devtime_t *out);

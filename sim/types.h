@@ -18,6 +18,14 @@ typedef uint64_t msim_stream_t; /* CUDA stream handle; 0 = default stream */
 
 #define MSIM_MiB ((uint64_t)1 << 20)
 
+/*
+ * The largest size a request, a segment or a device may have: 2^62 bytes.
+ * Rounding a size up (to a power of two at most doubles it) and adding two
+ * sizes then never wrap around 2^64, and a byte count fits the int64_t
+ * figures of msim_stat_t.  Readers and options reject anything larger.
+ */
+#define MSIM_SIZE_MAX ((uint64_t)1 << 62)
+
 /* What a request asks of a policy. */
 typedef enum msim_req_kind_e {
 	MSIM_REQ_ALLOC = 0,     /* malloc(size) on stream; result named id */

@@ -12,6 +12,7 @@
 
 #include "sim/device.h"
 #include "sim/error.h"
+#include "sim/timemodel.h"
 
 #define MB (UINT64_C(1) << 20)
 
@@ -167,6 +168,61 @@ START_TEST(test_hints_and_log)
 }
 END_TEST
 
+/* Hints from a trace are input: unaligned or wrapping ones are refused. */
+START_TEST(test_hints_refused)
+{
+	msim_device_t *dev = msim_device_new(
+		&(msim_device_config_t){.use_hints = 1});
+	ck_assert_int_eq(msim_device_hint(dev, 0x1000010), MSIM_EFORMAT);
+	ck_assert_int_eq(msim_device_hint(dev, UINT64_MAX - 1023),
+			 MSIM_EFORMAT);
+	ck_assert_int_eq(msim_device_hint(dev, (UINT64_C(1) << 63) + 256),
+			 MSIM_EFORMAT);
+	ck_assert_int_eq(msim_device_hint(dev, UINT64_C(1) << 63), 0);
+	msim_device_destroy(dev);
+}
+END_TEST
+
+/* The running cost without a log equals the cost of the log. */
+START_TEST(test_devtime_without_log)
+{
+	msim_timemodel_t *tm;
+	ck_assert_int_eq(msim_timemodel_h200(&tm), 0);
+	msim_device_t *logged = msim_device_new(
+		&(msim_device_config_t){.log_events = 1});
+	msim_device_t *bare = msim_device_new(
+		&(msim_device_config_t){.timemodel = tm});
+	for (int i = 1; i <= 50; i++) {
+		msim_addr_t a, b;
+		uint64_t size = (uint64_t)i * 2 * MB;
+		ck_assert_int_eq(msim_device_malloc(logged, size,
+						    MSIM_POOL_LARGE, &a), 0);
+		ck_assert_int_eq(msim_device_malloc(bare, size,
+						    MSIM_POOL_LARGE, &b), 0);
+		if (i % 3) {
+			msim_device_free(logged, a, size, MSIM_POOL_LARGE);
+			msim_device_free(bare, b, size, MSIM_POOL_LARGE);
+		}
+	}
+	size_t n, nbare;
+	const msim_seg_event_t *ev = msim_device_events(logged, &n);
+	msim_device_events(bare, &nbare);
+	ck_assert_uint_eq(n, 50 + 34);
+	ck_assert_uint_eq(nbare, 0); /* no memory per device call */
+	msim_devtime_t want, got;
+	msim_timemodel_events(tm, ev, n, &want);
+	msim_device_devtime(bare, &got);
+	ck_assert_uint_eq(got.mallocs, 50);
+	ck_assert_uint_eq(got.frees, 34);
+	ck_assert_uint_eq(got.mallocs, want.mallocs);
+	ck_assert_uint_eq(got.frees, want.frees);
+	ck_assert_double_eq(got.us, want.us);
+	msim_device_destroy(logged);
+	msim_device_destroy(bare);
+	msim_timemodel_destroy(tm);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -179,6 +235,8 @@ main(void)
 	tcase_add_test(tc, test_placement_holes);
 	tcase_add_test(tc, test_counting_and_cap);
 	tcase_add_test(tc, test_hints_and_log);
+	tcase_add_test(tc, test_hints_refused);
+	tcase_add_test(tc, test_devtime_without_log);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -65,7 +65,9 @@ START_TEST(test_errors_name_key_and_reason)
 	} c[] = {
 		{"foo:1", "foo: unknown option"},
 		{"max_split_size_mb", "expected key:value"},
-		{"max_split_size_mb:", "expected key:value"},
+		{"max_split_size_mb:", "max_split_size_mb: no value"},
+		{",,", "an empty item between commas"},
+		{":5", "a value with no key"},
 		{"max_split_size_mb:-5", "not a whole number"},
 		{"garbage_collection_threshold:1", "outside (0, 1)"},
 		{"garbage_collection_threshold:x", "not a number"},

@@ -166,7 +166,7 @@ START_TEST(test_bad_input_names_file_line_reason)
 	} c[] = {
 		{"", "", "empty file"},
 		{"seq,action,size\n", "", "no 'addr' column"},
-		{"action,addr,size\nalloc,10,x\n", ":2:", "not a number"},
+		{"action,addr,size\nalloc,10,x\n", ":2:", "not a whole number"},
 		{"action,addr,size\nalloc,10,5,3\n", ":2:", "more than 3"},
 		{"action,addr,size\nalloc,10\n", ":2:", "2 fields"},
 		{"action,addr,size\nfree_completed,10,5\n", ":2:",
@@ -175,9 +175,10 @@ START_TEST(test_bad_input_names_file_line_reason)
 		 "still live"},
 		{"action,addr,size\nalloc,10,0\n", ":2:", "0 bytes"},
 		{"action,addr,size\nmalloc,10,5\n", ":2:", "unknown action"},
-		{"action,addr,size\nalloc,-3,5\n", ":2:", "not a number"},
+		{"action,addr,size\nalloc,-3,5\n", ":2:", "'-3' is negative"},
 		{"action,addr,size\nalloc,99999999999999999999999,5\n", ":2:",
-		 "not a number"},
+		 "is too large"},
+		{"action,addr,size\nalloc,1x0,5\n", ":2:", "not a whole number"},
 		{"\x80\x02}q\x00", "byte ", "truncated pickle"},
 		{"\x01\x02", "", "unknown trace format"},
 	};
@@ -213,7 +214,7 @@ START_TEST(test_usual_header_rows)
 		"x,12,alloc,0x2000,12345678,7\r\n"
 		",123456789,alloc,00000000000000012288,123456789,18446744073709551615\n"
 		"3,1234567890123456789,free_completed,4096,1,0\n"
-		"4,1234567890123456790,alloc,9999999999999999999,18446744073709551615,12345678901234567\n";
+		"4,1234567890123456790,alloc,9999999999999999999,4611686018427387904,12345678901234567\n";
 	const char *p = write_tmp(text);
 	char err[512];
 	msim_trace_t *t;
@@ -226,7 +227,8 @@ START_TEST(test_usual_header_rows)
 		{12, 0x2000, 12345678, 7, MSIM_ACT_ALLOC},
 		{123456789, 12288, 123456789, UINT64_MAX, MSIM_ACT_ALLOC},
 		{1234567890123456789u, 4096, 1, 0, MSIM_ACT_FREE_COMPLETED},
-		{1234567890123456790u, 9999999999999999999u, UINT64_MAX,
+		/* 2^62: the largest size a trace may hold (MSIM_SIZE_MAX). */
+		{1234567890123456790u, 9999999999999999999u, MSIM_SIZE_MAX,
 		 12345678901234567u, MSIM_ACT_ALLOC},
 	};
 	msim_entry_t e;

@@ -67,7 +67,7 @@ printf 'action,addr,size\nfree_completed,64,1\n' >"$tmp/unknown.csv"
 expect_error "unknown.csv:2: free_completed of unknown address" \
 	$MEMSIM run --strict --db "$tmp/runs.db" "$tmp/unknown.csv"
 printf 'action,addr,size\nalloc,64,12x\n' >"$tmp/bad.csv"
-expect_error "bad.csv:2: size '12x' is not a number" $MEMSIM run "$tmp/bad.csv"
+expect_error "bad.csv:2: size '12x' is not a whole number" $MEMSIM run "$tmp/bad.csv"
 expect_error "max_split_size_mb: 2 is below" $MEMSIM run -c max_split_size_mb:2 "$trace"
 expect_error "foo: unknown option" $MEMSIM run -c foo:1 "$trace"
 expect_error "garbage_collection_threshold: 1.5 is outside" \
@@ -75,7 +75,10 @@ expect_error "garbage_collection_threshold: 1.5 is outside" \
 expect_error "--cap: '12XB' is not a byte size" $MEMSIM run --cap 12XB "$trace"
 expect_error "unknown policy 'nope'" $MEMSIM run --policy nope "$trace"
 expect_error "nonexistent.csv: No such file" $MEMSIM run "$tmp/nonexistent.csv"
-expect_error "not a database" $MEMSIM run --db "$trace" "$trace"
+expect_error "is the input trace" $MEMSIM run --db "$trace" "$trace"
+cp "$trace" "$tmp/notdb.csv"
+expect_error "not a database" $MEMSIM run --db "$tmp/notdb.csv" "$trace"
+cmp -s "$tmp/notdb.csv" "$trace" || fail "run --db changed a file that is not a database"
 cmp -s "$tmp/runs.db" "$tmp/before.db" || fail "database changed by failed runs"
 runs=$(sqlite3 "$tmp/runs.db" "SELECT count(*) FROM runs" 2>/dev/null || echo 2)
 [ "$runs" = 2 ] || fail "runs: $runs"

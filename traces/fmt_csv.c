@@ -244,6 +244,9 @@ csv_open(msim_trace_t *t)
 	char *line = msim_trace_line(t, &c->lines, &len);
 	if (!line)
 		return msim_trace_fail(t, MSIM_EFORMAT, "empty file");
+	if (strlen(line) != len)
+		return msim_trace_fail(t, MSIM_EFORMAT, "NUL byte in the header "
+				       "(not a text file?)");
 	for (int i = 0; i < C_N; i++)
 		c->col[i] = -1;
 	char *save = NULL;
@@ -312,6 +315,10 @@ csv_next(msim_trace_t *t, msim_entry_t *e)
 			continue;
 		if (c->std && csv_fast_row(c->acts, line, len, e))
 			return 1;
+		if (strlen(line) != len)
+			return msim_trace_fail(t, MSIM_EFORMAT,
+					       "NUL byte at column %zu (not a "
+					       "text file?)", strlen(line) + 1);
 		char *field[CSV_MAXCOLS];
 		int n = 0;
 		field[n++] = line;
@@ -333,22 +340,26 @@ csv_next(msim_trace_t *t, msim_entry_t *e)
 		uint64_t addr, size, stream = 0, time_us = 0;
 		if (!msim_parse_u64(field[c->col[C_ADDR]], &addr))
 			return msim_trace_fail(t, MSIM_EFORMAT,
-					       "addr '%s' is not a number",
-					       field[c->col[C_ADDR]]);
+					       "addr \'%s\' %s",
+					       field[c->col[C_ADDR]],
+					       msim_u64_why(field[c->col[C_ADDR]]));
 		if (!msim_parse_u64(field[c->col[C_SIZE]], &size))
 			return msim_trace_fail(t, MSIM_EFORMAT,
-					       "size '%s' is not a number",
-					       field[c->col[C_SIZE]]);
+					       "size \'%s\' %s",
+					       field[c->col[C_SIZE]],
+					       msim_u64_why(field[c->col[C_SIZE]]));
 		if (c->col[C_STREAM] >= 0 &&
 		    !msim_parse_u64(field[c->col[C_STREAM]], &stream))
 			return msim_trace_fail(t, MSIM_EFORMAT,
-					       "stream '%s' is not a number",
-					       field[c->col[C_STREAM]]);
+					       "stream \'%s\' %s",
+					       field[c->col[C_STREAM]],
+					       msim_u64_why(field[c->col[C_STREAM]]));
 		if (c->col[C_TIME] >= 0 &&
 		    !msim_parse_u64(field[c->col[C_TIME]], &time_us))
 			return msim_trace_fail(t, MSIM_EFORMAT,
-					       "time_us '%s' is not a number",
-					       field[c->col[C_TIME]]);
+					       "time_us \'%s\' %s",
+					       field[c->col[C_TIME]],
+					       msim_u64_why(field[c->col[C_TIME]]));
 		int a = msim_action_parse(action, strlen(action));
 		if (a < 0 && msim_trace_skip_unknown(t, action))
 			continue;

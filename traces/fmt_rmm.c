@@ -173,8 +173,12 @@ rmm_next(msim_trace_t *t, msim_entry_t *e)
 						       "line too long");
 			return 0;
 		}
-		if (!*line)
+		if (!*line && len == 0)
 			continue;
+		if (strlen(line) != len)
+			return msim_trace_fail(t, MSIM_EFORMAT,
+					       "NUL byte at column %zu (not a "
+					       "text file?)", strlen(line) + 1);
 		char *field[16];
 		int n = 0;
 		field[n++] = line;
@@ -209,17 +213,20 @@ rmm_next(msim_trace_t *t, msim_entry_t *e)
 					       "skips such rows)", action);
 		if (!rmm_u64(field[r->col[R_POINTER]], &e->addr))
 			return msim_trace_fail(t, MSIM_EFORMAT,
-					       "pointer '%s' is not a number",
-					       field[r->col[R_POINTER]]);
+					       "pointer \'%s\' %s",
+					       field[r->col[R_POINTER]],
+					       msim_u64_why(field[r->col[R_POINTER]]));
 		if (!rmm_u64(field[r->col[R_SIZE]], &e->size))
 			return msim_trace_fail(t, MSIM_EFORMAT,
-					       "size '%s' is not a number",
-					       field[r->col[R_SIZE]]);
+					       "size \'%s\' %s",
+					       field[r->col[R_SIZE]],
+					       msim_u64_why(field[r->col[R_SIZE]]));
 		if (r->col[R_STREAM] >= 0 &&
 		    !rmm_u64(field[r->col[R_STREAM]], &e->stream))
 			return msim_trace_fail(t, MSIM_EFORMAT,
-					       "stream '%s' is not a number",
-					       field[r->col[R_STREAM]]);
+					       "stream \'%s\' %s",
+					       field[r->col[R_STREAM]],
+					       msim_u64_why(field[r->col[R_STREAM]]));
 		if (r->col[R_TIME] >= 0) {
 			const char *tf = field[r->col[R_TIME]];
 			uint64_t us;

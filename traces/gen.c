@@ -26,6 +26,7 @@ msim_gen_clear(msim_gen_t *g)
 	if (!g)
 		return;
 	free(g->reqs);
+	free(g->addrs);
 	free(g->sizes);
 	free(g->free_ids);
 	memset(g, 0, sizeof(*g));
@@ -35,7 +36,9 @@ static int
 gen_push(msim_gen_t *g, const msim_req_t *r)
 {
 	g->clock += 1000;
-	if (g->dry)
+	if (g->csv)
+		g->n++; /* counted, written by the caller, not kept */
+	if (g->dry || g->csv)
 		return 0;
 	if (g->n == g->cap) {
 		size_t cap = g->cap ? 2 * g->cap : 4096;
@@ -66,7 +69,10 @@ msim_gen_alloc(msim_gen_t *g, uint64_t size, msim_stream_t stream)
 			uint32_t *f = realloc(g->free_ids, cap * sizeof(*f));
 			if (f)
 				g->free_ids = f;
-			if (!s || !f) {
+			uint64_t *a = NULL;
+			if (g->csv && (a = realloc(g->addrs, cap * sizeof(*a))))
+				g->addrs = a;
+			if (!s || !f || (g->csv && !a)) {
 				g->failed = true;
 				return -1;
 			}
@@ -82,6 +88,13 @@ msim_gen_alloc(msim_gen_t *g, uint64_t size, msim_stream_t stream)
 			.id = id, .kind = MSIM_REQ_ALLOC};
 	if (gen_push(g, &r))
 		return -1;
+	if (g->csv) {
+		g->addrs[id] = g->bump;
+		g->bump += (size + 511) / 512 * 512 + 512;
+		fprintf(g->csv, "%" PRIu64 ",%" PRIu64 ",alloc,%" PRIu64
+			",%" PRIu64 ",%" PRIu64 "\n", g->seq++, r.time / 1000,
+			g->addrs[id], size, stream);
+	}
 	return id;
 }
 
@@ -93,6 +106,14 @@ msim_gen_free(msim_gen_t *g, uint32_t id)
 		return;
 	}
 	g->allocated -= g->sizes[id];
+	if (g->csv) {
+		uint64_t us = g->clock / 1000; /* the request's time */
+		for (int k = 0; k < 2; k++)
+			fprintf(g->csv, "%" PRIu64 ",%" PRIu64 ",%s,%" PRIu64
+				",%" PRIu64 ",0\n", g->seq++, us,
+				k ? "free_completed" : "free_requested",
+				g->addrs[id], g->sizes[id]);
+	}
 	g->sizes[id] = UINT64_MAX;
 	g->free_ids[g->nfree++] = id;
 	msim_req_t r = {.time = g->clock, .id = id, .kind = MSIM_REQ_FREE};
@@ -121,6 +142,20 @@ msim_gen_source(msim_gen_t *g)
 	g->pos = 0;
 	return (msim_source_t){.next = gen_next, .errmsg = gen_errmsg,
 			       .ctx = g};
+}
+
+int
+msim_gen_stream_csv(msim_gen_t *g, FILE *fp)
+{
+	g->csv = fp;
+	g->bump = UINT64_C(0x7f0000000000); /* as msim_gen_write_csv() */
+	g->seq = 0;
+	if (g->idcap && !(g->addrs = calloc(g->idcap, sizeof(*g->addrs)))) {
+		g->failed = true;
+		return MSIM_ENOMEM;
+	}
+	fprintf(fp, "seq,time_us,action,addr,size,stream\n");
+	return ferror(fp) ? MSIM_EIO : 0;
 }
 
 int

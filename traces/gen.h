@@ -19,7 +19,8 @@
 
 typedef struct msim_gen_s {
 	msim_req_t *reqs;    /* the requests, in order */
-	size_t n, cap;       /* used and allocated entries of reqs */
+	size_t n, cap;       /* used and allocated entries of reqs (with
+			      * csv: requests written; reqs stays empty) */
 	uint64_t *sizes;     /* bytes of each live id */
 	uint32_t *free_ids;  /* ids given back, reused first (LIFO) */
 	size_t nfree, idcap; /* free ids; capacity of sizes and free_ids */
@@ -31,6 +32,9 @@ typedef struct msim_gen_s {
 	bool dry;            /* count bytes only, keep no requests */
 	bool failed;         /* a host allocation failed */
 	size_t pos;          /* next request msim_gen_source() yields */
+	FILE *csv;           /* msim_gen_stream_csv(): rows go here */
+	uint64_t *addrs;     /* with csv: invented address of each id */
+	uint64_t bump, seq;  /* with csv: next address, next row */
 	char errmsg[256];
 } msim_gen_t;
 
@@ -49,6 +53,11 @@ void msim_gen_free(msim_gen_t *g, uint32_t id);
 
 /* The requests as a source for msim_sim_new(); g must outlive it. */
 msim_source_t msim_gen_source(msim_gen_t *g);
+
+/* From now on, writes each request to fp as msim_gen_write_csv() would
+ * and keeps none: memory follows the live ids, not the requests.  Writes
+ * the header now.  Returns 0 or MSIM_EIO. */
+int msim_gen_stream_csv(msim_gen_t *g, FILE *fp);
 
 /* Writes the device-trace CSV (header seq,time_us,action,addr,size,stream;
  * alloc, free_requested and free_completed rows).  Returns 0 or MSIM_EIO. */

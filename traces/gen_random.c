@@ -54,7 +54,8 @@ msim_random_parse_sizes(msim_random_cfg_t *cfg, const char *spec, char *why,
 			if (cfg->nclass == MSIM_RANDOM_MAXCLASS)
 				goto bad;
 			unsigned long long sz = strtoull(s, &end, 10);
-			if (end == s || *end != '@' || !sz)
+			if (end == s || *end != '@' || !sz || *s == '-' ||
+			    sz > MSIM_SIZE_MAX)
 				goto bad;
 			double w = strtod(end + 1, &end);
 			if (!(w > 0) || (*end && *end != '/'))
@@ -134,7 +135,9 @@ msim_random_generate(const msim_random_cfg_t *c, msim_gen_t *g, char *why,
 	}
 	uint64_t maxb = c->max_bytes ? c->max_bytes : (uint64_t)64 << 30;
 	gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
-	rnd_death_t *heap = malloc((c->requests + 1) / 2 * sizeof(*heap));
+	/* The heap holds the live allocations only: it grows with them. */
+	size_t cap = 1024;
+	rnd_death_t *heap = malloc(cap * sizeof(*heap));
 	gsl_ran_discrete_t *disc = NULL;
 	int rc = 0;
 	if (!r || !heap) {
@@ -180,6 +183,15 @@ msim_random_generate(const msim_random_cfg_t *c, msim_gen_t *g, char *why,
 			goto out;
 		}
 		double life = gsl_ran_exponential(r, c->lifetime_us);
+		if (n == cap) {
+			rnd_death_t *h = realloc(heap, 2 * cap * sizeof(*h));
+			if (!h) {
+				rc = MSIM_ENOMEM;
+				goto out;
+			}
+			heap = h;
+			cap *= 2;
+		}
 		rnd_push(heap, &n, (rnd_death_t){now + life, i, (uint32_t)id});
 	}
 	while (n && freed < nfree) {

@@ -5,6 +5,7 @@
  */
 #include <config.h>
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,10 +77,17 @@ spec_uint(const spec_key_t *k, const char *text, uint64_t *out, char *why,
 	  size_t whylen)
 {
 	char *end;
+	errno = 0;
 	unsigned long long v = strtoull(text, &end, 10);
-	if (end == text || *end || text[0] == '-') {
-		snprintf(why, whylen, "%s: '%s' is not a whole number",
-			 k->name, text);
+	if (end == text || *end || text[0] == '-' || text[0] == '+' ||
+	    text[0] == ' ') {
+		snprintf(why, whylen, "%s: '%s' is %s", k->name, text,
+			 text[0] == '-' ? "negative" : "not a whole number");
+		return MSIM_EINVAL;
+	}
+	if (errno == ERANGE) {
+		snprintf(why, whylen, "%s: '%s' is too large (at most %llu)",
+			 k->name, text, (unsigned long long)k->max);
 		return MSIM_EINVAL;
 	}
 	if (v < k->min || v > k->max) {

@@ -292,6 +292,24 @@ msim_parse_u64(const char *s, uint64_t *out)
 	return true;
 }
 
+const char *
+msim_u64_why(const char *s)
+{
+	if (!*s)
+		return "is empty";
+	if (*s == '-')
+		return "is negative";
+	const char *p = s[0] == '0' && (s[1] | 0x20) == 'x' ? s + 2 : s;
+	bool hex = p != s;
+	if (!*p)
+		return "is not a whole number";
+	for (; *p; p++)
+		if (!(*p >= '0' && *p <= '9') &&
+		    !(hex && (*p | 0x20) >= 'a' && (*p | 0x20) <= 'f'))
+			return "is not a whole number";
+	return "is too large (above 2^64)";
+}
+
 bool
 msim_trace_skip_unknown(msim_trace_t *t, const char *name)
 {
@@ -401,6 +419,11 @@ msim_trace_next_entry(msim_trace_t *t, msim_entry_t *e_out)
 	e_out->tag = 0; /* formats without tags leave it */
 	int rc = t->format->next(t, e_out);
 	if (rc == 1) {
+		if (e_out->size > MSIM_SIZE_MAX)
+			return msim_trace_fail(t, MSIM_EFORMAT,
+					       "%s of %llu bytes: above 2^62",
+					       msim_action_name(e_out->action),
+					       (unsigned long long)e_out->size);
 		if (!t->entries++)
 			t->first_us = e_out->time_us;
 		t->last_us = e_out->time_us;
@@ -408,11 +431,17 @@ msim_trace_next_entry(msim_trace_t *t, msim_entry_t *e_out)
 		switch (e_out->action) {
 		case MSIM_ACT_SEGMENT_ALLOC:
 		case MSIM_ACT_SEGMENT_MAP:
-			t->seg_bytes += (int64_t)e_out->size;
+			if (__builtin_add_overflow(t->seg_bytes,
+						   (int64_t)e_out->size,
+						   &t->seg_bytes))
+				goto too_many;
 			break;
 		case MSIM_ACT_SEGMENT_FREE:
 		case MSIM_ACT_SEGMENT_UNMAP:
-			t->seg_bytes -= (int64_t)e_out->size;
+			if (__builtin_sub_overflow(t->seg_bytes,
+						   (int64_t)e_out->size,
+						   &t->seg_bytes))
+				goto too_many;
 			break;
 		default:
 			break;
@@ -421,6 +450,9 @@ msim_trace_next_entry(msim_trace_t *t, msim_entry_t *e_out)
 		trace_end(t);
 	}
 	return rc;
+too_many:
+	return msim_trace_fail(t, MSIM_EFORMAT, "segments add up to more "
+			       "than 2^63 bytes");
 }
 
 bool
@@ -771,7 +803,9 @@ seed_scan(msim_trace_t *t, msim_trace_t *t2)
 		size_t k = j;
 		while (k < s.nb && s.b[k].addr < s.g[i].addr + s.g[i].size)
 			placed[k++] = 1;
-		if ((rc = seed_segment(t, &s, &s.g[i], s.b + j, k - j))) {
+		/* s.b is NULL when the snapshot lists no blocks. */
+		if ((rc = seed_segment(t, &s, &s.g[i], s.nb ? s.b + j : NULL,
+				       k - j))) {
 			free(placed);
 			goto out;
 		}
@@ -1247,18 +1281,17 @@ msim_trace_writer_open(const char *path, const msim_trace_format_t *format,
 		return MSIM_ENOMEM;
 	}
 	w->format = format;
-	w->fp = fopen(path, "wb");
-	if (!w->fp) {
-		snprintf(why, whylen, "%s: %s", path, strerror(errno));
+	int rc = msim_outfile_open(&w->out, path, why, whylen);
+	if (rc) {
 		free(w->path);
 		free(w);
-		return MSIM_EIO;
+		return rc;
 	}
-	int rc = format->write_open(w);
+	w->fp = w->out.fp;
+	rc = format->write_open(w);
 	if (rc) {
 		snprintf(why, whylen, "%s", w->errmsg);
-		char ignore[8];
-		msim_trace_writer_close(w, ignore, sizeof(ignore));
+		msim_trace_writer_abort(w);
 		return rc;
 	}
 	*out = w;
@@ -1286,19 +1319,28 @@ msim_trace_writer_close(msim_trace_writer_t *w, char *why, size_t whylen)
 	if (!w)
 		return 0;
 	int rc = w->format->write_close(w);
-	if (rc)
+	if (rc) {
 		snprintf(why, whylen, "%s", w->errmsg);
-	int bad = ferror(w->fp);
-	if (fclose(w->fp))
-		bad = 1;
-	if (bad) {
-		if (!rc)
-			snprintf(why, whylen, "%s: %s", w->path, strerror(errno));
-		rc = rc ? rc : MSIM_EIO;
+		msim_outfile_abort(&w->out);
+	} else {
+		rc = msim_outfile_commit(&w->out, why, whylen);
 	}
 	free(w->path);
 	free(w);
 	return rc;
+}
+
+void
+msim_trace_writer_abort(msim_trace_writer_t *w)
+{
+	if (!w)
+		return;
+	if (w->format->write_close) {
+		w->format->write_close(w); /* frees the format's state */
+	}
+	msim_outfile_abort(&w->out);
+	free(w->path);
+	free(w);
 }
 
 void

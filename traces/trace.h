@@ -386,7 +386,9 @@ void msim_trace_close(msim_trace_t *t);
 
 /*
  * Creates path and writes entries to it in format (NULL: by the path's
- * extension, else csv).  Returns 0, or an error with why filled.
+ * extension, else csv), through a temporary file that
+ * msim_trace_writer_close() renames into place (sim/file.h).  Returns 0,
+ * or an error with why filled.
  */
 int msim_trace_writer_open(const char *path, const msim_trace_format_t *format,
 			   msim_trace_writer_t **out, char *why, size_t whylen);
@@ -397,6 +399,9 @@ int msim_trace_writer_put(msim_trace_writer_t *w, const msim_entry_t *e);
 /* Finishes the file and frees w (NULL: a no-op).  Returns 0 or an error,
  * with why filled. */
 int msim_trace_writer_close(msim_trace_writer_t *w, char *why, size_t whylen);
+/* Closes w without finishing the file: a temporary file is removed and the
+ * file at the path, if any, stays as it was. */
+void msim_trace_writer_abort(msim_trace_writer_t *w);
 
 const char *msim_trace_writer_errmsg(const msim_trace_writer_t *w);
 

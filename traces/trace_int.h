@@ -7,6 +7,7 @@
 #define MSIM_TRACES_TRACE_INT_H
 
 #include "traces/idmap.h"
+#include "sim/file.h"
 #include "traces/trace.h"
 
 extern const msim_trace_format_t msim_trace_csv;
@@ -87,7 +88,8 @@ struct msim_trace_s {
 /* A trace being written. */struct msim_trace_writer_s {
 	const msim_trace_format_t *format;
 	char *path;
-	FILE *fp;
+	FILE *fp;           /* out.fp */
+	msim_outfile_t out; /* renamed into place on a clean close */
 	uint64_t entries; /* entries written so far */
 	const msim_trace_t *tags_src; /* whose tags the entries carry */
 	void *fmt;
@@ -135,6 +137,9 @@ bool msim_lines_overlong(const msim_lines_t *l);
 /* A decimal or 0x-hex unsigned number, all of s (no sign, no blanks).
  * Returns false if s is not one or it overflows 64 bits. */
 bool msim_parse_u64(const char *s, uint64_t *out);
+/* Why msim_parse_u64() refused s: "is empty", "is negative", "is too
+ * large", or "is not a whole number". */
+const char *msim_u64_why(const char *s);
 
 /* For readers: an entry of the unknown action name.  With lenient on,
  * counts it and returns true (skip it); else false (fail, naming it). */

@@ -1,0 +1,112 @@
+/*
+ * Same-file tests and outputs written through a temporary file (see
+ * file.h).  rename(2) within one folder replaces the old file atomically.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sim/error.h"
+#include "sim/file.h"
+
+bool
+msim_same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	if (!a || !b || stat(a, &sa) || stat(b, &sb))
+		return false;
+	return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+int
+msim_outfile_open(msim_outfile_t *o, const char *path, char *why,
+		  size_t whylen)
+{
+	memset(o, 0, sizeof(*o));
+	struct stat st;
+	bool direct = stat(path, &st) == 0 && !S_ISREG(st.st_mode);
+	if (!(o->path = strdup(path)))
+		goto nomem;
+	if (direct) {
+		if (!(o->fp = fopen(path, "wb")))
+			goto io;
+		return 0;
+	}
+	size_t n = strlen(path) + 16;
+	if (!(o->tmp = malloc(n)))
+		goto nomem;
+	/* Next to the file, so that rename() stays in one file system. */
+	const char *slash = strrchr(path, '/');
+	size_t dir = slash ? (size_t)(slash - path) + 1 : 0;
+	snprintf(o->tmp, n, "%.*s.%s.XXXXXX", (int)dir, path, path + dir);
+	int fd = mkstemp(o->tmp);
+	if (fd < 0) {
+		free(o->tmp);
+		o->tmp = NULL;
+		goto io;
+	}
+	mode_t mask = umask(0);
+	umask(mask);
+	if (fchmod(fd, 0666 & ~mask) || !(o->fp = fdopen(fd, "wb"))) {
+		int e = errno;
+		close(fd);
+		unlink(o->tmp);
+		errno = e;
+		goto io;
+	}
+	return 0;
+io:
+	snprintf(why, whylen, "%s: %s", path, strerror(errno));
+	free(o->tmp);
+	free(o->path);
+	memset(o, 0, sizeof(*o));
+	return MSIM_EIO;
+nomem:
+	snprintf(why, whylen, "%s: %s", path, msim_strerror(MSIM_ENOMEM));
+	free(o->path);
+	memset(o, 0, sizeof(*o));
+	return MSIM_ENOMEM;
+}
+
+int
+msim_outfile_commit(msim_outfile_t *o, char *why, size_t whylen)
+{
+	int rc = 0;
+	bool bad = ferror(o->fp) != 0;
+	int e = bad ? EIO : 0;
+	if (fclose(o->fp) && !bad) {
+		bad = true;
+		e = errno;
+	}
+	o->fp = NULL;
+	if (!bad && o->tmp && rename(o->tmp, o->path)) {
+		bad = true;
+		e = errno;
+	}
+	if (bad) {
+		snprintf(why, whylen, "%s: %s", o->path, strerror(e));
+		if (o->tmp)
+			unlink(o->tmp);
+		rc = MSIM_EIO;
+	}
+	free(o->tmp);
+	free(o->path);
+	memset(o, 0, sizeof(*o));
+	return rc;
+}
+
+void
+msim_outfile_abort(msim_outfile_t *o)
+{
+	if (o->fp)
+		fclose(o->fp);
+	if (o->tmp)
+		unlink(o->tmp);
+	free(o->tmp);
+	free(o->path);
+	memset(o, 0, sizeof(*o));
+}
