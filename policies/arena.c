@@ -105,15 +105,9 @@ ar_global_take(ar_state_t *s, uint64_t size, int *rc)
 	} else {
 		msim_extidx_remove(&s->gfree, e);
 	}
-	if (e->size > size) {
-		msim_ext_t *rest = msim_ext_split(e, size);
-		if (!rest || msim_extidx_insert(&s->gfree, rest)) {
-			if (rest)
-				msim_ext_coalesce(&s->gfree, rest);
-			msim_extidx_insert(&s->gfree, e);
-			*rc = MSIM_ENOMEM;
-			return NULL;
-		}
+	if (e->size > size && msim_extidx_split(&s->gfree, e, size)) {
+		*rc = MSIM_ENOMEM;
+		return NULL;
 	}
 	e->used = true;
 	return e;

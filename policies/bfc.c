@@ -171,15 +171,10 @@ bfc_find(bfc_state_t *s, uint64_t rounded, bool *nomem)
 	if (!c)
 		return NULL;
 	msim_extidx_remove(&s->free, c);
-	if (c->size >= 2 * rounded || c->size - rounded >= s->max_frag) {
-		msim_ext_t *rest = msim_ext_split(c, rounded);
-		if (!rest || msim_extidx_insert(&s->free, rest)) {
-			*nomem = true;
-			if (rest)
-				msim_ext_coalesce(&s->free, rest);
-			msim_extidx_insert(&s->free, c);
-			return NULL;
-		}
+	if ((c->size >= 2 * rounded || c->size - rounded >= s->max_frag) &&
+	    msim_extidx_split(&s->free, c, rounded)) {
+		*nomem = true;
+		return NULL;
 	}
 	return c;
 }

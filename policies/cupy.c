@@ -151,15 +151,8 @@ cp_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 	msim_ext_t *b = msim_extidx_best(&a->free, size);
 	if (b) {
 		msim_extidx_remove(&a->free, b);
-		if (b->size > size) {
-			msim_ext_t *rest = msim_ext_split(b, size);
-			if (!rest || msim_extidx_insert(&a->free, rest)) {
-				if (rest)
-					msim_ext_coalesce(&a->free, rest);
-				msim_extidx_insert(&a->free, b);
-				return MSIM_ENOMEM;
-			}
-		}
+		if (b->size > size && msim_extidx_split(&a->free, b, size))
+			return MSIM_ENOMEM;
 	} else {
 		msim_addr_t addr;
 		if (cp_try_malloc(s, size, &addr)) {

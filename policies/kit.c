@@ -249,6 +249,18 @@ msim_ext_split(msim_ext_t *e, uint64_t size)
 	return rest;
 }
 
+int
+msim_extidx_split(msim_extidx_t *x, msim_ext_t *e, uint64_t size)
+{
+	msim_ext_t *rest = msim_ext_split(e, size);
+	if (rest && !msim_extidx_insert(x, rest))
+		return 0;
+	if (rest)
+		msim_ext_coalesce(x, rest);
+	msim_extidx_insert(x, e);
+	return MSIM_ENOMEM;
+}
+
 msim_ext_t *
 msim_ext_coalesce(msim_extidx_t *x, msim_ext_t *e)
 {

@@ -129,6 +129,13 @@ msim_ext_t *msim_ext_new(msim_addr_t addr, uint64_t size, void *owner);
 msim_ext_t *msim_ext_split(msim_ext_t *e, uint64_t size);
 
 /*
+ * Splits the free extent e (not indexed) so that it keeps its first size
+ * bytes, and puts the rest into x (the best-fit allocators' split).
+ * Returns 0, or MSIM_ENOMEM with e back in x whole.
+ */
+int msim_extidx_split(msim_extidx_t *x, msim_ext_t *e, uint64_t size);
+
+/*
  * Merges the free extent e (not indexed) with its free neighbours, taking
  * them out of x; returns the merged extent (e or its left neighbour).
  */

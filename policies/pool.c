@@ -131,15 +131,8 @@ pl_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 		b = msim_extidx_best(&s->free, size);
 	}
 	msim_extidx_remove(&s->free, b);
-	if (b->size > size) {
-		msim_ext_t *rest = msim_ext_split(b, size);
-		if (!rest || msim_extidx_insert(&s->free, rest)) {
-			if (rest)
-				msim_ext_coalesce(&s->free, rest);
-			msim_extidx_insert(&s->free, b);
-			return MSIM_ENOMEM;
-		}
-	}
+	if (b->size > size && msim_extidx_split(&s->free, b, size))
+		return MSIM_ENOMEM;
 	b->used = true;
 	b->requested = req->size;
 	s->live.v[req->id] = b;
