@@ -248,20 +248,28 @@ db_check_folder(msim_db_t *db, const char *path)
 	return 0;
 }
 
-/* Whether the file holds table name. */
+/* Whether schema ("main", or "src" when merging) holds table name. */
 static bool
-db_has_table(msim_db_t *db, const char *name)
+db_schema_has(msim_db_t *db, const char *schema, const char *name)
 {
+	char sql[96];
 	sqlite3_stmt *q;
 	bool has = false;
-	if (sqlite3_prepare_v2(db->db, "SELECT 1 FROM sqlite_master WHERE "
-			       "type='table' AND name=?", -1, &q, NULL) ==
-	    SQLITE_OK) {
+	snprintf(sql, sizeof(sql), "SELECT 1 FROM %s.sqlite_master WHERE "
+		 "type='table' AND name=?", schema);
+	if (sqlite3_prepare_v2(db->db, sql, -1, &q, NULL) == SQLITE_OK) {
 		sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
 		has = sqlite3_step(q) == SQLITE_ROW;
 	}
 	sqlite3_finalize(q);
 	return has;
+}
+
+/* Whether the file holds table name. */
+static bool
+db_has_table(msim_db_t *db, const char *name)
+{
+	return db_schema_has(db, "main", name);
 }
 
 /* The schema version in meta: > 0, 0 when meta has none, or an SQLite
@@ -1011,16 +1019,7 @@ db_step2(msim_db_t *db, const char *sql, int64_t a, int64_t b, int64_t *v_out)
 static bool
 merge_src_has(msim_db_t *db, const char *name)
 {
-	sqlite3_stmt *q;
-	bool has = false;
-	if (sqlite3_prepare_v2(db->db, "SELECT 1 FROM src.sqlite_master WHERE"
-			       " type='table' AND name=?", -1, &q, NULL) ==
-	    SQLITE_OK) {
-		sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
-		has = sqlite3_step(q) == SQLITE_ROW;
-	}
-	sqlite3_finalize(q);
-	return has;
+	return db_schema_has(db, "src", name);
 }
 
 /* Attaches uri as src: SQLITE_DONE or SQLite's error. */
