@@ -1308,6 +1308,7 @@ static int
 merge_sweeps(msim_db_t *db)
 {
 	sqlite3_stmt *q;
+	bool failed = merge_src_has(db, "sweep_failed");
 	if (sqlite3_prepare_v2(db->db, "SELECT id FROM src.sweeps ORDER BY id",
 			       -1, &q, NULL) != SQLITE_OK)
 		return db_fail(db, "cannot merge");
@@ -1319,7 +1320,19 @@ merge_sweeps(msim_db_t *db)
 			     " SELECT ?, m.dst FROM src.sweep_runs s"
 			     " JOIN merge_ids m ON m.src=s.run_id"
 			     " WHERE s.sweep_id=?2", dst_sweep, src_sweep,
-			     NULL) != SQLITE_DONE) {
+			     NULL) != SQLITE_DONE ||
+		    /* Its failed settings, but for those run in either. */
+		    (failed &&
+		     (db_step2(db, "INSERT OR IGNORE INTO main.sweep_failed"
+			       " SELECT ?, setting_key, created, trace_path,"
+			       " policy, params, status, reason"
+			       " FROM src.sweep_failed WHERE sweep_id=?2",
+			       dst_sweep, src_sweep, NULL) != SQLITE_DONE)) ||
+		    db_step2(db, "DELETE FROM main.sweep_failed WHERE"
+			     " sweep_id=? AND setting_key IN (SELECT"
+			     " setting_key FROM main.runs WHERE setting_key"
+			     " IS NOT NULL)", dst_sweep, 0, NULL)
+		    != SQLITE_DONE) {
 			rc = SQLITE_ERROR;
 			break;
 		}

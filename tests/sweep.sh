@@ -84,6 +84,10 @@ for j in 1 2; do
 	[ "$($MEMSIM report --csv --db "$tmp/fail.db" | tail -n +2 | wc -l)" -eq 2 ] || fail "failed: csv rows"
 done
 $MEMSIM report --sweep 1 --db "$tmp/fail.db" | grep -q "^sweep 1  bad.csv" || fail "report --sweep 1"
+# merge copies them, once.
+$MEMSIM merge "$tmp/fm.db" "$tmp/fail.db" "$tmp/fail.db" >/dev/null || fail "merge of failed"
+[ "$($MEMSIM report --db "$tmp/fm.db" | grep -c "^sweep 1  bad.csv  pytorch  .*  failed: ")" -eq 2 ] ||
+	fail "merge: the failed settings"
 
 # Run again: nothing runs twice; --force runs everything again in place.
 # shellcheck disable=SC2086
