@@ -77,7 +77,13 @@ def record_gpu(opt, tmp):
     except BaseException as e:
         status, msg = 1, "%s raised %s: %s\n%s" % (
             opt.script, type(e).__name__, e, traceback.format_exc(limit=-4))
-    torch.cuda.synchronize()
+    try:
+        torch.cuda.synchronize()
+    except Exception as e:  # e.g. the script raised inside a graph capture
+        if status == 0:
+            status, msg = 1, "synchronize after %s raised %s: %s" % (
+                opt.script, type(e).__name__, e)
+        return status, msg
     snap = torch.cuda.memory._snapshot()
     if opt.snapshot:
         import pickle
@@ -89,7 +95,7 @@ def record_gpu(opt, tmp):
         return 1, "%s never allocated GPU memory" % opt.script
     with open(tmp, "w") as fp:
         pools.write_csv(fp, pools.merge(traces[0] if traces else [],
-                                        pe.events))
+                                        pe.numbered()))
     st = torch.cuda.memory_stats()
     print("%s: peak allocated %d, peak reserved %d, segments %d allocated "
           "%d freed (real run)" % (

@@ -24,19 +24,37 @@ ACTIONS = ("pool_create", "pool_begin", "pool_end", "pool_release")
 
 
 class PoolEvents:
-    """Events (position, action, pool key, stream) in call order."""
+    """Events [position, action, pool key, stream] in call order.  A CUDA
+    graph's key is known only once its capture has ended
+    (CUDAGraph::pool() checks capture_ended_), so its pool_begin is noted
+    with key None and given the key at capture_end (resolve())."""
 
     def __init__(self, position):
         self.position = position  # () -> number of device trace entries
         self.events = []
-        self.ids = {}
 
     def note(self, action, pool, stream=0, pos=None):
-        key = tuple(pool)
-        if key not in self.ids:
-            self.ids[key] = len(self.ids) + 1
-        self.events.append((self.position() if pos is None else pos,
-                            action, self.ids[key], stream))
+        ev = [self.position() if pos is None else pos, action,
+              None if pool is None else tuple(pool), stream]
+        self.events.append(ev)
+        return ev
+
+    @staticmethod
+    def resolve(ev, pool):
+        ev[2] = tuple(pool)
+
+    def numbered(self):
+        """The events with PyTorch's pool ids as 1, 2, ... in order of
+        first use; an event whose key never came (a capture that did not
+        end) is left out."""
+        ids, out = {}, []
+        for pos, action, key, stream in self.events:
+            if key is None:
+                continue
+            if key not in ids:
+                ids[key] = len(ids) + 1
+            out.append((pos, action, ids[key], stream))
+        return out
 
 
 def merge(entries, events):
@@ -101,11 +119,12 @@ def install(torch):
     def capture_begin(self, *a, **k):
         pos, s = position(), stream()  # before the capture starts
         g_begin(self, *a, **k)
-        self._msim_pool = tuple(self.pool())
-        pe.note("pool_begin", self._msim_pool, s, pos)
+        self._msim_begin = pe.note("pool_begin", None, s, pos)
 
     def capture_end(self):
         g_end(self)
+        self._msim_pool = tuple(self.pool())
+        pe.resolve(self._msim_begin, self._msim_pool)
         pe.note("pool_end", self._msim_pool)
         self._msim_ended = True
 
