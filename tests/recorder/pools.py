@@ -15,8 +15,8 @@ import torch
 
 def stats(tag):
     s = torch.cuda.memory_stats()
-    print("%s: max_allocated %d max_reserved %d segments %d allocated %d "
-          "freed %d current allocated %d reserved %d" % (
+    print("%s: max_allocated %d max_reserved %d segments allocated %d "
+          "freed %d current %d; now allocated %d reserved %d" % (
               tag, s["allocated_bytes.all.peak"],
               s["reserved_bytes.all.peak"], s["segment.all.allocated"],
               s["segment.all.freed"], s["segment.all.current"],

@@ -174,6 +174,7 @@ def install(torch):
 
             def w(device, pool, *a, _f=f, **k):
                 if before:
+                    begun.append(tuple(pool))
                     pe.note(action, pool, stream())
                 r = _f(device, pool, *a, **k)
                 if not before:
@@ -182,6 +183,25 @@ def install(torch):
             w._msim = True
             setattr(mod, name, w)
 
+    # Older releases end a stream's pool without naming it
+    # (endAllocateToPool of the pool last begun).
+    begun = []
+
+    def end_current(name):
+        for mod in (torch._C, torch.cuda.memory):
+            f = getattr(mod, name, None)
+            if f is None or getattr(f, "_msim", False):
+                continue
+
+            def w(device, *a, _f=f, **k):
+                r = _f(device, *a, **k)
+                if begun:
+                    pe.note("pool_end", begun[-1])
+                return r
+            w._msim = True
+            setattr(mod, name, w)
+
+    end_current("_cuda_endAllocateCurrentStreamToPool")
     wrap("_cuda_beginAllocateCurrentThreadToPool", "pool_begin", True)
     wrap("_cuda_beginAllocateCurrentStreamToPool", "pool_begin", True)
     wrap("_cuda_beginAllocateToPool", "pool_begin", True)
