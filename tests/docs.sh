@@ -20,6 +20,9 @@ sed -e 's/\\-/-/g' -e 's/\\f[BIRP]//g' "$man" >"$tmp/man.txt"
 commands=$($MEMSIM --help | sed -n '/^commands:/,/^$/s/^  \([a-z][a-z-]*\) .*/\1/p')
 [ -n "$commands" ] || fail "no commands in memsim --help"
 for c in $commands; do
+	# `man memsim-$c` shows memsim(1).
+	grep -qx '.so man1/memsim.1' "$top/docs/memsim-$c.1" 2>/dev/null ||
+		fail "docs/memsim-$c.1 is not the page for 'man memsim-$c'"
 	grep -q "^\.SS \"memsim $c\b" "$tmp/man.txt" || {
 		fail "memsim.1 has no section for '$c'"; continue; }
 	# The sections of c (gen has two), up to the next section.
