@@ -62,6 +62,8 @@ def record_gpu(opt, tmp):
     torch.cuda.memory._record_memory_history(
         enabled="all", context="alloc" if opt.snapshot else None,
         stacks="all" if opt.snapshot else "python", max_entries=10**8)
+    from . import pools
+    pe = pools.install(torch)
     sys.argv = [opt.script] + list(opt.args)
     status, msg = 0, None
     try:
@@ -75,7 +77,13 @@ def record_gpu(opt, tmp):
     except BaseException as e:
         status, msg = 1, "%s raised %s: %s\n%s" % (
             opt.script, type(e).__name__, e, traceback.format_exc(limit=-4))
-    torch.cuda.synchronize()
+    try:
+        torch.cuda.synchronize()
+    except Exception as e:  # e.g. the script raised inside a graph capture
+        if status == 0:
+            status, msg = 1, "synchronize after %s raised %s: %s" % (
+                opt.script, type(e).__name__, e)
+        return status, msg
     snap = torch.cuda.memory._snapshot()
     if opt.snapshot:
         import pickle
@@ -86,15 +94,15 @@ def record_gpu(opt, tmp):
     if status == 0 and not traces:
         return 1, "%s never allocated GPU memory" % opt.script
     with open(tmp, "w") as fp:
-        fp.write("seq,time_us,action,addr,size,stream\n")
-        for i, e in enumerate(traces[0] if traces else []):
-            addr = e.get("addr", e.get("device_free", 0))
-            fp.write("%d,%d,%s,%d,%d,%d\n" % (i, e.get("time_us", 0),
-                                              e["action"], addr, e["size"],
-                                              e.get("stream", 0)))
-    print("%s: peak allocated %d, peak reserved %d (real run)" % (
-        PROG, torch.cuda.max_memory_allocated(),
-        torch.cuda.max_memory_reserved()), file=sys.stderr)
+        pools.write_csv(fp, pools.merge(traces[0] if traces else [],
+                                        pe.numbered()))
+    st = torch.cuda.memory_stats()
+    print("%s: peak allocated %d, peak reserved %d, segments %d allocated "
+          "%d freed (real run)" % (
+              PROG, torch.cuda.max_memory_allocated(),
+              torch.cuda.max_memory_reserved(),
+              st.get("segment.all.allocated", 0),
+              st.get("segment.all.freed", 0)), file=sys.stderr)
     return status, msg
 
 

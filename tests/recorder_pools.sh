@@ -1,0 +1,89 @@
+#!/bin/sh
+# memsim record --gpu's pool rows without a GPU (traces/memsim_record/
+# pools.py): the hooks' events merged among the allocator's trace entries by
+# trace position, pool ids numbered by first use, a graph capture's pool_begin
+# keyed at its capture_end, and the CSV memsim reads back.  Needs Python 3
+# only (no PyTorch); skips (77) without it.  The real recordings are checked
+# by poolrec.sh.
+set -u
+MEMSIM=${MEMSIM:-./memsim}
+PY=${MEMSIM_PYTHON:-python3}
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+"$PY" -c 'import sys' 2>/dev/null || { echo "no Python: skipped"; exit 77; }
+tmp=$(mktemp -d /tmp/memsim-recpools-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+PYTHONPATH="$SRC/traces" "$PY" - "$tmp/out.csv" <<'PY' || exit 1
+import io, sys
+from memsim_record import pools
+
+def e(t, action, addr, size, stream=0):
+    return {"time_us": t, "action": action, "addr": addr, "size": size,
+            "stream": stream}
+
+# The device trace of: a 1 MiB block in the default pool, a capture on
+# stream 7 of pool (0, 5) allocating and freeing one block and keeping one,
+# then a MemPool (3, 0) created, entered, left and deleted.
+entries = [e(100, "segment_alloc", 4096, 2 << 20), e(100, "alloc", 4096, 1 << 20),
+           e(200, "segment_alloc", 1 << 24, 2 << 20, 7), e(200, "alloc", 1 << 24, 1 << 20, 7),
+           e(210, "free_requested", 1 << 24, 1 << 20, 7),
+           e(210, "free_completed", 1 << 24, 1 << 20, 7),
+           e(220, "alloc", 1 << 24, 1 << 20, 7), e(300, "alloc", 4096 + (1 << 20), 1 << 20)]
+pos = iter([2, 5, 7, 8, 8, 8])
+pe = pools.PoolEvents(lambda: next(pos))
+begin = pe.note("pool_begin", None, 7)          # capture_begin: no key yet
+pe.note("pool_begin", None, 9)                  # a capture that never ended
+pools.PoolEvents.resolve(begin, (0, 5))          # capture_end
+pe.note("pool_end", (0, 5))
+pe.note("pool_create", (3, 0))
+pe.note("pool_begin", (3, 0), 0)
+pe.note("pool_end", (3, 0))
+pe.note("pool_release", (3, 0), 0, 8)
+ev = pe.numbered()
+assert ev == [(2, "pool_begin", 1, 7), (7, "pool_end", 1, 0),
+              (8, "pool_create", 2, 0), (8, "pool_begin", 2, 0),
+              (8, "pool_end", 2, 0), (8, "pool_release", 2, 0)], ev
+fp = io.StringIO()
+pools.write_csv(fp, pools.merge(entries, ev))
+want = """seq,time_us,action,addr,size,stream,pool
+0,100,segment_alloc,4096,2097152,0,
+1,100,alloc,4096,1048576,0,
+2,100,pool_begin,0,0,7,1
+3,200,segment_alloc,16777216,2097152,7,
+4,200,alloc,16777216,1048576,7,
+5,210,free_requested,16777216,1048576,7,
+6,210,free_completed,16777216,1048576,7,
+7,220,alloc,16777216,1048576,7,
+8,220,pool_end,0,0,0,1
+9,300,alloc,1052672,1048576,0,
+10,300,pool_create,0,0,0,2
+11,300,pool_begin,0,0,0,2
+12,300,pool_end,0,0,0,2
+13,300,pool_release,0,0,0,2
+"""
+assert fp.getvalue() == want, fp.getvalue()
+open(sys.argv[1], "w").write(fp.getvalue())
+# No pool events: the usual six columns, unchanged.
+fp = io.StringIO()
+pools.write_csv(fp, pools.merge(entries[:2], []))
+assert fp.getvalue() == ("seq,time_us,action,addr,size,stream\n"
+                         "0,100,segment_alloc,4096,2097152,0\n"
+                         "1,100,alloc,4096,1048576,0\n"), fp.getvalue()
+# Events before the first entry take its time; past the end, the last's.
+rows = pools.merge(entries[:1], [(0, "pool_begin", 1, 0), (5, "pool_end", 1, 0)])
+assert [r[:2] for r in rows] == [(100, "pool_begin"), (100, "segment_alloc"),
+                                 (100, "pool_end")], rows
+try:
+    pools.merge(entries, [(0, "pool_bogus", 1, 0)])
+    raise SystemExit("an unknown action was taken")
+except ValueError:
+    pass
+PY
+# memsim reads the merged trace: the capture's blocks stay in pool 1, so the
+# last 1 MiB default-pool request takes the other half of segment 4096.
+$MEMSIM run --recording --segments "$tmp/seg.csv" "$tmp/out.csv" >"$tmp/run.txt" ||
+	{ echo "FAIL: memsim run"; exit 1; }
+[ "$(grep -c segment_alloc "$tmp/seg.csv")" = 2 ] ||
+	{ echo "FAIL: segments"; cat "$tmp/seg.csv"; exit 1; }
+grep -q '^addresses  4 of 4 ' "$tmp/run.txt" ||
+	{ echo "FAIL: addresses"; cat "$tmp/run.txt"; exit 1; }
+echo "recorder_pools: merge and CSV as expected"

@@ -1,0 +1,210 @@
+"""Private-pool rows for `memsim record --gpu`.
+
+The allocator's own trace (torch.cuda.memory._record_memory_history) has no
+entry for CUDA graph captures or MemPools, yet they decide where blocks go
+(docs/pytorch-allocator.md section 1.4).  The recorder wraps the calls that
+drive CUDACachingAllocator's private pools and notes each one with the
+length of the device trace at that moment (so it merges exactly, not by
+time):
+
+- ``torch.cuda.MemPool()``: createOrIncrefPool -> ``pool_create``;
+- ``CUDAGraph.capture_begin``, ``_cuda_beginAllocate*ToPool`` (what
+  ``use_mem_pool`` and torch.compile's CUDA graph trees call):
+  beginAllocateToPool -> ``pool_begin`` on the current stream;
+- ``CUDAGraph.capture_end``, ``_cuda_endAllocateToPool``: endAllocateToPool
+  -> ``pool_end``;
+- ``CUDAGraph.reset`` or the graph's death after a capture, ``_cuda_releasePool``
+  and the MemPool's death: releasePool -> ``pool_release``.
+
+Pool ids (PyTorch's MempoolId_t pairs) become 1, 2, ... in order of first
+use.  merge() is pure so that it can be tested without a GPU.
+"""
+
+ACTIONS = ("pool_create", "pool_begin", "pool_end", "pool_release")
+
+
+class PoolEvents:
+    """Events [position, action, pool key, stream] in call order.  A CUDA
+    graph's key is known only once its capture has ended
+    (CUDAGraph::pool() checks capture_ended_), so its pool_begin is noted
+    with key None and given the key at capture_end (resolve())."""
+
+    def __init__(self, position):
+        self.position = position  # () -> number of device trace entries
+        self.events = []
+
+    def note(self, action, pool, stream=0, pos=None):
+        ev = [self.position() if pos is None else pos, action,
+              None if pool is None else tuple(pool), stream]
+        self.events.append(ev)
+        return ev
+
+    @staticmethod
+    def resolve(ev, pool):
+        ev[2] = tuple(pool)
+
+    def numbered(self):
+        """The events with PyTorch's pool ids as 1, 2, ... in order of
+        first use; an event whose key never came (a capture that did not
+        end) is left out."""
+        ids, out = {}, []
+        for pos, action, key, stream in self.events:
+            if key is None:
+                continue
+            if key not in ids:
+                ids[key] = len(ids) + 1
+            out.append((pos, action, ids[key], stream))
+        return out
+
+
+def merge(entries, events):
+    """The device trace entries (dicts) with the pool events put in place:
+    an event at position p comes after the first p entries; events at one
+    position keep their call order.  Each pool row gets the time of the
+    entry before it (or after it, at the start).  Returns a list of rows
+    (time_us, action, addr, size, stream, pool) with pool None for the
+    allocator's own entries."""
+    rows = []
+    ev = sorted(enumerate(events), key=lambda ie: (ie[1][0], ie[0]))
+    k = 0
+    n = len(entries)
+    for i in range(n + 1):
+        while k < len(ev) and min(ev[k][1][0], n) <= i:
+            _, (pos, action, pid, stream) = ev[k]
+            if action not in ACTIONS:
+                raise ValueError("unknown pool action %r" % (action,))
+            if rows:
+                t = rows[-1][0]
+            elif n:
+                t = entries[0].get("time_us", 0)
+            else:
+                t = 0
+            rows.append((t, action, 0, 0, stream, pid))
+            k += 1
+        if i < n:
+            e = entries[i]
+            rows.append((e.get("time_us", 0), e["action"],
+                         e.get("addr", e.get("device_free", 0)), e["size"],
+                         e.get("stream", 0), None))
+    return rows
+
+
+def write_csv(fp, rows):
+    pools = any(r[5] is not None for r in rows)
+    fp.write("seq,time_us,action,addr,size,stream%s\n" %
+             (",pool" if pools else ""))
+    for i, r in enumerate(rows):
+        fp.write("%d,%d,%s,%d,%d,%d" % ((i,) + tuple(r[:5])))
+        if pools:
+            fp.write(",%s" % ("" if r[5] is None else r[5]))
+        fp.write("\n")
+
+
+def install(torch):
+    """Wrap PyTorch's private-pool calls; returns the PoolEvents."""
+    dev = torch.cuda.current_device()
+
+    def position():
+        return len(torch.cuda.memory._snapshot()["device_traces"][dev])
+
+    pe = PoolEvents(position)
+
+    def stream():
+        return torch.cuda.current_stream().cuda_stream
+
+    G = torch.cuda.graphs.CUDAGraph
+    g_begin, g_end, g_reset = G.capture_begin, G.capture_end, G.reset
+    g_del = getattr(G, "__del__", None)
+
+    def capture_begin(self, *a, **k):
+        pos, s = position(), stream()  # before the capture starts
+        g_begin(self, *a, **k)
+        self._msim_begin = pe.note("pool_begin", None, s, pos)
+
+    def capture_end(self):
+        g_end(self)
+        self._msim_pool = tuple(self.pool())
+        pe.resolve(self._msim_begin, self._msim_pool)
+        pe.note("pool_end", self._msim_pool)
+        self._msim_ended = True
+
+    def release(self):
+        if getattr(self, "_msim_ended", False):
+            self._msim_ended = False
+            pe.note("pool_release", self._msim_pool)
+
+    def reset(self):
+        release(self)
+        g_reset(self)
+
+    def gdel(self):
+        try:
+            release(self)
+        except Exception:
+            pass
+        if g_del is not None:
+            g_del(self)
+
+    G.capture_begin, G.capture_end, G.reset = capture_begin, capture_end, reset
+    G.__del__ = gdel
+
+    M = torch.cuda.memory.MemPool
+    m_init = M.__init__
+    m_del = getattr(M, "__del__", None)
+
+    def mp_init(self, *a, **k):
+        m_init(self, *a, **k)
+        pe.note("pool_create", self.id)
+
+    def mp_del(self):
+        try:
+            pe.note("pool_release", self.id)
+        except Exception:
+            pass
+        if m_del is not None:
+            m_del(self)
+
+    M.__init__, M.__del__ = mp_init, mp_del
+
+    def wrap(name, action, before):
+        for mod in (torch._C, torch.cuda.memory):
+            f = getattr(mod, name, None)
+            if f is None or getattr(f, "_msim", False):
+                continue
+
+            def w(device, pool, *a, _f=f, **k):
+                if before:
+                    begun.append(tuple(pool))
+                    pe.note(action, pool, stream())
+                r = _f(device, pool, *a, **k)
+                if not before:
+                    pe.note(action, pool)
+                return r
+            w._msim = True
+            setattr(mod, name, w)
+
+    # Older releases end a stream's pool without naming it
+    # (endAllocateToPool of the pool last begun).
+    begun = []
+
+    def end_current(name):
+        for mod in (torch._C, torch.cuda.memory):
+            f = getattr(mod, name, None)
+            if f is None or getattr(f, "_msim", False):
+                continue
+
+            def w(device, *a, _f=f, **k):
+                r = _f(device, *a, **k)
+                if begun:
+                    pe.note("pool_end", begun[-1])
+                return r
+            w._msim = True
+            setattr(mod, name, w)
+
+    end_current("_cuda_endAllocateCurrentStreamToPool")
+    wrap("_cuda_beginAllocateCurrentThreadToPool", "pool_begin", True)
+    wrap("_cuda_beginAllocateCurrentStreamToPool", "pool_begin", True)
+    wrap("_cuda_beginAllocateToPool", "pool_begin", True)
+    wrap("_cuda_endAllocateToPool", "pool_end", False)
+    wrap("_cuda_releasePool", "pool_release", False)
+    return pe
