@@ -232,7 +232,8 @@ msim_cmd_bench(int argc, char **argv)
 	/* Measurements in turns: the medians of runs. */
 	int nfiles = optind < argc ? argc - optind - 1 : 0;
 	char **files = argv + optind + 1;
-	bool minimal = !strcmp(ops->name, "pytorch") && !*conf;
+	bool defaults = !strcmp(ops->name, "pytorch") && !*conf;
+	bool minimal = defaults;
 	char minwhy[1024] = "";
 	msim_bench_same_t same;
 	if (!minimal)
@@ -261,7 +262,7 @@ msim_cmd_bench(int argc, char **argv)
 	msim_bench_result_t r;
 	uint64_t minreq = 0;
 	for (int f = 0; f < nfiles; f++)
-		filemin[f] = minimal;
+		filemin[f] = defaults; /* each FILE is judged apart */
 	for (uint64_t i = 0; i < runs; i++) {
 		if (msim_bench_run(path, n, ops, &pv, &r, why, sizeof(why)))
 			msim_cli_die("%s", why);
