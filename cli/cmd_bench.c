@@ -47,6 +47,13 @@ usage_bench(FILE *fp)
 		"  -n, --requests N        requests to replay (default "
 		"10000000)\n"
 		"  -r, --runs R            runs of each measurement (default 5)\n"
+		"      --sweep             also: a 60-setting sweep of TRACE "
+		"(max_split_size_mb x\n"
+		"                          garbage_collection_threshold x "
+		"roundup_power2_\n"
+		"                          divisions, 20 GiB cap) against one "
+		"`memsim run` of it\n"
+		"      --jobs N            the sweep's workers (default 2)\n"
 		"  -p, --policy NAME       policy (default pytorch; the minimal "
 		"path compares\n"
 		"                          with pytorch and no --alloc-conf "
@@ -103,25 +110,21 @@ same_as_run(const char *json, const msim_minreplay_stats_t *st)
 	       json_figure(json, "segment.all.peak") == st->segment.peak;
 }
 
-/* `memsim run --json FILE` end to end in a child (this very binary): its
- * CPU seconds, user and system, every thread.  What it printed goes to
- * *json_out (malloc'd). */
+/* memsim with args in a child (this very binary): its CPU seconds,
+ * user and system, every thread and every worker it waited for.  What it
+ * printed goes to *out (malloc'd) when out is not NULL. */
 static double
-bench_memsim_run(const char *file, const char *policy, const char *conf,
-		 char **json_out)
+bench_spawn(char **args, char **out)
 {
 	fflush(stdout);
-	FILE *out = tmpfile();
-	if (!out)
+	FILE *fp = tmpfile();
+	if (!fp)
 		msim_cli_die("tmpfile: %s", strerror(errno));
 	pid_t pid = fork();
 	if (pid < 0)
 		msim_cli_die("fork: %s", strerror(errno));
 	if (pid == 0) {
-		dup2(fileno(out), STDOUT_FILENO);
-		char *args[] = {"memsim", "run", "--json", "--policy",
-			(char *)policy, "--alloc-conf", (char *)conf,
-			(char *)file, NULL};
+		dup2(fileno(fp), STDOUT_FILENO);
 		execv("/proc/self/exe", args);
 		_exit(127);
 	}
@@ -130,20 +133,61 @@ bench_memsim_run(const char *file, const char *policy, const char *conf,
 	if (wait4(pid, &status, 0, &ru) < 0)
 		msim_cli_die("wait: %s", strerror(errno));
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		msim_cli_die("%s: `memsim run --json` failed (status %d)",
-			     file, status);
-	long len = ftell(out);
-	char *json = malloc(len > 0 ? (size_t)len + 1 : 1);
-	if (!json)
-		msim_cli_die("out of memory");
-	rewind(out);
-	size_t got = len > 0 ? fread(json, 1, (size_t)len, out) : 0;
-	json[got] = 0;
-	fclose(out);
-	free(*json_out);
-	*json_out = json;
+		msim_cli_die("`memsim %s` failed (status %d)", args[1],
+			     status);
+	if (out) {
+		long len = ftell(fp);
+		char *text = malloc(len > 0 ? (size_t)len + 1 : 1);
+		if (!text)
+			msim_cli_die("out of memory");
+		rewind(fp);
+		size_t got = len > 0 ? fread(text, 1, (size_t)len, fp) : 0;
+		text[got] = 0;
+		free(*out);
+		*out = text;
+	}
+	fclose(fp);
 	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
 	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+/* `memsim run --json FILE` end to end. */
+static double
+bench_memsim_run(const char *file, const char *policy, const char *conf,
+		 char **json_out)
+{
+	char *args[] = {"memsim", "run", "--json", "--policy",
+		(char *)policy, "--alloc-conf", (char *)conf, (char *)file,
+		NULL};
+	return bench_spawn(args, json_out);
+}
+
+/*
+ * The sweep of issue 16 over trace: max_split_size_mb (5) x
+ * garbage_collection_threshold (3) x roundup_power2_divisions (4) under a
+ * 20 GiB cap, 60 settings into a fresh database, with jobs workers; and
+ * one `memsim run` of the trace under that cap.  CPU seconds of each.
+ */
+static void
+bench_sweep(const char *trace, const char *jobs, double *sweep_cpu,
+	    double *run_cpu)
+{
+	const char *dir = getenv("TMPDIR");
+	char db[4096];
+	snprintf(db, sizeof(db), "%s/memsim-bench-%ld.db",
+		 dir && *dir ? dir : "/tmp", (long)getpid());
+	remove(db);
+	char *sargs[] = {"memsim", "sweep", "--quiet", "--jobs", (char *)jobs,
+		"--db", db, "--cap", "20GiB",
+		"--grid", "max_split_size_mb=64,128,256,512,1024",
+		"--grid", "garbage_collection_threshold=0.5,0.7,0.9",
+		"--grid", "roundup_power2_divisions=1,2,4,8",
+		(char *)trace, NULL};
+	*sweep_cpu = bench_spawn(sargs, NULL);
+	remove(db);
+	char *rargs[] = {"memsim", "run", "--json", "--cap", "20GiB",
+		(char *)trace, NULL};
+	*run_cpu = bench_spawn(rargs, NULL);
 }
 
 int
@@ -152,6 +196,8 @@ msim_cmd_bench(int argc, char **argv)
 	static const struct option longopts[] = {
 		{"requests", required_argument, NULL, 'n'},
 		{"runs", required_argument, NULL, 'r'},
+		{"sweep", no_argument, NULL, 's'},
+		{"jobs", required_argument, NULL, 'J'},
 		{"policy", required_argument, NULL, 'p'},
 		{"alloc-conf", required_argument, NULL, 'c'},
 		{"json", no_argument, NULL, 'j'},
@@ -162,7 +208,8 @@ msim_cmd_bench(int argc, char **argv)
 	uint64_t n = 10000000;
 	const char *policy = "pytorch", *conf = "";
 	uint64_t runs = 5;
-	int json = 0, formats = 0, c;
+	int json = 0, formats = 0, sweep = 0, c;
+	const char *jobs = "2";
 	while ((c = msim_cli_getopt(argc, argv, "n:r:p:c:h", longopts)) != -1) {
 		switch (c) {
 		case 'n':
@@ -171,6 +218,11 @@ msim_cmd_bench(int argc, char **argv)
 			break;
 		case 'r':
 			runs = msim_cli_uint("--runs", optarg, 1, 1000);
+			break;
+		case 's': sweep = 1; break;
+		case 'J':
+			msim_cli_uint("--jobs", optarg, 1, 4096);
+			jobs = optarg;
 			break;
 		case 'p': policy = optarg; break;
 		case 'c': conf = optarg; break;
@@ -248,7 +300,8 @@ msim_cmd_bench(int argc, char **argv)
 			 "figures differ from pytorch's", path);
 		minimal = false;
 	}
-	double *v = calloc(runs * (2 + 2 * (size_t)nfiles) + 1, sizeof(*v));
+	double *v = calloc(runs * (4 + 2 * (size_t)nfiles) + 1, sizeof(*v));
+	double *sw = v + runs * (2 + 2 * (size_t)nfiles); /* sweep, run */
 	bool *filemin = calloc((size_t)nfiles + 1, sizeof(*filemin));
 	char (*filewhy)[1024] = calloc((size_t)nfiles + 1, sizeof(*filewhy));
 	msim_minreplay_stats_t *filest = calloc((size_t)nfiles + 1,
@@ -293,10 +346,16 @@ msim_cmd_bench(int argc, char **argv)
 				filemin[f] = false;
 			}
 		}
+		if (sweep)
+			bench_sweep(path, jobs, &sw[i], &sw[runs + i]);
 	}
-	double med[2];
+	double med[2], swmed[2] = {0, 0};
 	for (int k = 0; k < 2; k++)
 		med[k] = median(v + (size_t)k * runs, runs);
+	if (sweep) {
+		swmed[0] = median(sw, runs);
+		swmed[1] = median(sw + runs, runs);
+	}
 	double read_rate = r.trace_requests / r.read_s;
 	double rate = r.requests / r.replay_s;
 	if (json) {
@@ -341,6 +400,11 @@ msim_cmd_bench(int argc, char **argv)
 			printf("}");
 		}
 		printf("]");
+		if (sweep)
+			printf(", \"sweep\": {\"settings\": 60, \"jobs\": %s"
+			       ", \"sweep_cpu_s\": %.6f, \"run_cpu_s\": %.6f"
+			       ", \"ratio\": %.2f}", jobs, swmed[0], swmed[1],
+			       swmed[0] / swmed[1]);
 		printf(", \"reserved_bytes.all.peak\": %" PRId64
 		       ", \"allocated_bytes.all.peak\": %" PRId64 "}\n",
 		       r.peak_reserved, r.peak_allocated);
@@ -381,6 +445,10 @@ msim_cmd_bench(int argc, char **argv)
 				       filewhy[f][0] ? filewhy[f] : minwhy);
 			}
 		}
+		if (sweep)
+			printf("\nsweep     60 settings (-j %s) %.3f CPU s, one "
+			       "`memsim run` %.3f: %.1fx\n", jobs, swmed[0],
+			       swmed[1], swmed[0] / swmed[1]);
 	}
 	free(v);
 	free(filemin);

@@ -283,6 +283,11 @@ grep -q 'bench2.msimtr", "memsim_run_cpu_s": [0-9.]*, "same": true, "requests": 
 grep -q 'prefetch_2stream.csv", "memsim_run_cpu_s": [0-9.]*, "same": false, "why": ".*does not model' \
 	"$tmp/bench.json" || fail "bench 2 streams: $(cat "$tmp/bench.json")"
 expect_error "--runs" $MEMSIM bench --runs 0
+$MEMSIM bench --requests 1000 --runs 1 --sweep --jobs 1 --json \
+	"$MSIM_TESTDATA/traces/gpt2_varlen.csv" >"$tmp/bench.json" ||
+	fail "bench --sweep"
+grep -q '"sweep": {"settings": 60, "jobs": 1, "sweep_cpu_s": [0-9.]*, "run_cpu_s": [0-9.]*, "ratio": [0-9.]*}' \
+	"$tmp/bench.json" || fail "bench --sweep: $(cat "$tmp/bench.json")"
 
 # A binary trace holds the request stage's ids and pairs its frees: it
 # reads back to the same entries, and runs as its CSV does.
