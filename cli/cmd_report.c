@@ -216,6 +216,22 @@ print_row(const msim_db_run_t *r)
 	       *r->strategy ? " " : "", r->strategy);
 }
 
+/* A setting a sweep stored as failed, after the runs of the table. */
+static void
+print_failed(void *ctx, const msim_db_failed_t *f)
+{
+	int *first = ctx;
+	if (*first)
+		printf("\nfailed settings (run again by the sweep's next "
+		       "run):\n");
+	*first = 0;
+	const char *slash = strncmp(f->trace_path, "model:", 6)
+		? strrchr(f->trace_path, '/') : NULL;
+	printf("sweep %" PRId64 "  %s  %s  %s  %s: %s\n", f->sweep_id,
+	       slash ? slash + 1 : f->trace_path, f->policy,
+	       *f->params ? f->params : "(defaults)", f->status, f->reason);
+}
+
 int
 msim_cmd_report(int argc, char **argv)
 {
@@ -330,6 +346,10 @@ msim_cmd_report(int argc, char **argv)
 	}
 	if (json)
 		printf("%s]\n", nids ? "\n" : "");
+	int first = 1;
+	if (!json && !csv && !nruns &&
+	    msim_db_sweep_failed(db, sweep, print_failed, &first))
+		msim_cli_die("%s", msim_db_errmsg(db));
 	msim_db_close(db);
 	for (size_t k = 0; k < sn.n; k++)
 		free((char *)names[k]);

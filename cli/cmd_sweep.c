@@ -272,6 +272,10 @@ sweep_summary(const msim_sweep_t *sw, const msim_sweep_spec_t *spec,
 		       spec->shard_count, msim_sweep_total(sw));
 	printf(": %zu run, %zu already stored, %zu failed in %.2f s",
 	       res->ran, res->skipped, res->failed, secs);
+	if (res->retried)
+		printf(" (%zu retried: stored as failed by an earlier run; "
+		       "`memsim report --sweep %" PRId64 "` lists them)",
+		       res->retried, res->sweep_id);
 	if (res->ran && secs > 0)
 		printf(" (%.1f settings/s)", (double)res->ran / secs);
 	printf("; database %s\n", db);

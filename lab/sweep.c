@@ -1207,6 +1207,24 @@ typedef struct exec_ctx_s {
 	int slot; /* this worker's index into sh->cur */
 } exec_ctx_t;
 
+/*
+ * Stores that s failed in the sweep, with its reason (one line), so that
+ * `memsim report` shows it and a resumed sweep says it retries it.  A
+ * storage error here loses only this record: the failure was printed.
+ */
+static void
+sweep_store_failed(msim_db_t *db, int64_t sweep_id, const msim_setting_t *s,
+		   const char *status, const char *why)
+{
+	char line[1024];
+	size_t k = 0;
+	for (const char *p = why; *p && k + 1 < sizeof(line); p++)
+		line[k++] = *p == '\n' || *p == '\r' ? ' ' : *p;
+	line[k] = '\0';
+	msim_db_sweep_fail(db, sweep_id, s->key, s->trace, s->policy,
+			   s->params ? s->params : "", status, line);
+}
+
 /* A worker's loop: takes settings until none is left.  Returns 0, or an
  * error if the database cannot be opened. */
 static int
@@ -1249,7 +1267,9 @@ worker_loop(exec_ctx_t *x, int inline_progress, size_t skipped, size_t total)
 			atomic_fetch_add(&x->sh->failed, 1);
 			if (x->o->error)
 				x->o->error(x->o->ctx, s, why);
-		} else if (existed && !x->o->force) {
+			sweep_store_failed(db, x->sweep_id, s, "failed", why);
+		} else if (msim_db_sweep_unfail(db, x->sweep_id, s->key),
+			   existed && !x->o->force) {
 			atomic_fetch_add(&x->sh->raced, 1);
 		} else {
 			atomic_fetch_add(&x->sh->ran, 1);
@@ -1305,9 +1325,17 @@ sweep_reap(exec_ctx_t *x, int slot, int status)
 		snprintf(why, sizeof(why), "its worker exited with status %d",
 			 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 	atomic_fetch_add(&x->sh->failed, 1);
+	const msim_setting_t *s = msim_sweep_setting(x->sw, x->pending[k - 1]);
 	if (x->o->error)
-		x->o->error(x->o->ctx,
-			    msim_sweep_setting(x->sw, x->pending[k - 1]), why);
+		x->o->error(x->o->ctx, s, why);
+	/* Stored from here with a connection of its own, closed before the
+	 * next worker is forked. */
+	msim_db_t *db;
+	char ignored[256];
+	if (!msim_db_open(x->o->db_path, &db, ignored, sizeof(ignored))) {
+		sweep_store_failed(db, x->sweep_id, s, "crashed", why);
+		msim_db_close(db);
+	}
 	return atomic_load(&x->sh->next) < x->npending;
 }
 
@@ -1364,6 +1392,13 @@ sweep_unshare(msim_sweep_t *sw)
 	sw->caches = NULL;
 }
 
+static void
+sweep_count_failed(void *ctx, const msim_db_failed_t *f)
+{
+	(void)f;
+	(*(size_t *)ctx)++;
+}
+
 int
 msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 		msim_sweep_result_t *res, char *why, size_t whylen)
@@ -1401,7 +1436,18 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 	for (size_t i = 0; i < n; i++)
 		if (!present[i])
 			pending[npending++] = i;
+		else
+			msim_db_sweep_unfail(db, res->sweep_id, keys[i]);
 	res->skipped = n - npending;
+	/* Settings that failed before are run again (the cause may be gone:
+	 * a full disk, a fixed trace, a newer memsim), and counted so that
+	 * the sweep says so. */
+	if (!o->force &&
+	    (rc = msim_db_sweep_failed(db, res->sweep_id, sweep_count_failed,
+				       &res->retried))) {
+		snprintf(why, whylen, "%s", msim_db_errmsg(db));
+		goto out;
+	}
 	/* No SQLite connection may cross a fork. */
 	msim_db_close(db);
 	db = NULL;

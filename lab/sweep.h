@@ -125,6 +125,8 @@ typedef struct msim_sweep_result_s {
 	size_t skipped; /* already in the database */
 	size_t ran;     /* run and stored now */
 	size_t failed;  /* a trace error or a worker that died */
+	size_t retried; /* pending settings that a run of this sweep before
+			 * stored as failed: run again */
 	double wall_ms;
 } msim_sweep_result_t;
 

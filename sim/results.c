@@ -26,7 +26,8 @@ struct msim_db_s {
 	double busy_t0;  /* when the current wait began */
 	int version;     /* the file's schema (read-only: as found) */
 	bool readonly;
-	bool has_meta, has_blocks, has_sweeps; /* tables older files lack */
+	bool has_meta, has_blocks, has_sweeps, has_failed; /* tables older
+							     * files lack */
 	char errmsg[2560];
 };
 
@@ -105,7 +106,14 @@ static const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS sweep_runs("
 	" sweep_id INTEGER NOT NULL REFERENCES sweeps(id) ON DELETE CASCADE,"
 	" run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
-	" PRIMARY KEY(sweep_id, run_id)) WITHOUT ROWID;";
+	" PRIMARY KEY(sweep_id, run_id)) WITHOUT ROWID;"
+	"CREATE TABLE IF NOT EXISTS sweep_failed("
+	" sweep_id INTEGER NOT NULL REFERENCES sweeps(id) ON DELETE CASCADE,"
+	" setting_key TEXT NOT NULL,"
+	" created TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')),"
+	" trace_path TEXT NOT NULL, policy TEXT NOT NULL, params TEXT NOT NULL,"
+	" status TEXT NOT NULL, reason TEXT NOT NULL,"
+	" PRIMARY KEY(sweep_id, setting_key)) WITHOUT ROWID;";
 
 /* What schema 2 adds to a schema 1 file.  Rows stored twice under schema 1
  * (the same setting run again) keep their data; only the newest gets the
@@ -298,6 +306,7 @@ db_note_tables(msim_db_t *db, int version)
 	db->has_meta = db_has_table(db, "run_meta");
 	db->has_blocks = db_has_table(db, "peak_blocks");
 	db->has_sweeps = db_has_table(db, "sweeps");
+	db->has_failed = db_has_table(db, "sweep_failed");
 }
 
 /* "file:PATH?QUERY" with the URI's special characters escaped. */
@@ -445,9 +454,11 @@ db_open(const char *path, int how, msim_db_t **out, char *why,
 			   "key='schema_version'",
 			   "cannot write the schema version"))))
 		goto rollback;
-	/* Schema 4 only adds the table peak_blocks, made above. */
-	if (have >= 1 && have <= 3 &&
-	    (rc = db_exec(db, "UPDATE meta SET value='4' WHERE "
+	/* Schema 4 only adds the table peak_blocks, schema 5 the table
+	 * sweep_failed, both made above. */
+	if (have >= 1 && have <= 4 &&
+	    (rc = db_exec(db, "UPDATE meta SET value='"
+			  MSIM_STR(MSIM_DB_SCHEMA_VERSION) "' WHERE "
 			  "key='schema_version'",
 			  "cannot write the schema version")))
 		goto rollback;
@@ -989,6 +1000,83 @@ fail:
 	return rc;
 }
 
+int
+msim_db_sweep_fail(msim_db_t *db, int64_t sweep_id, const char *key,
+		   const char *trace_path, const char *policy,
+		   const char *params, const char *status, const char *reason)
+{
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(db->db, "INSERT OR REPLACE INTO sweep_failed"
+			       "(sweep_id, setting_key, trace_path, policy,"
+			       " params, status, reason)"
+			       " VALUES(?,?,?,?,?,?,?)", -1, &q, NULL)
+	    != SQLITE_OK)
+		return db_fail(db, "cannot store the failed setting");
+	sqlite3_bind_int64(q, 1, sweep_id);
+	sqlite3_bind_text(q, 2, key, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 3, trace_path, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 4, policy, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 5, params, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 6, status, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 7, reason, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(q) == SQLITE_DONE ? 0
+		: db_fail(db, "cannot store the failed setting");
+	sqlite3_finalize(q);
+	return rc;
+}
+
+int
+msim_db_sweep_unfail(msim_db_t *db, int64_t sweep_id, const char *key)
+{
+	if (!db->has_failed)
+		return 0;
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(db->db, "DELETE FROM sweep_failed WHERE "
+			       "sweep_id=? AND setting_key=?", -1, &q, NULL)
+	    != SQLITE_OK)
+		return db_fail(db, "cannot forget the failed setting");
+	sqlite3_bind_int64(q, 1, sweep_id);
+	sqlite3_bind_text(q, 2, key, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(q) == SQLITE_DONE ? 0
+		: db_fail(db, "cannot forget the failed setting");
+	sqlite3_finalize(q);
+	return rc;
+}
+
+int
+msim_db_sweep_failed(msim_db_t *db, int64_t sweep_id,
+		     msim_db_failed_fn fn, void *ctx)
+{
+	if (!db->has_failed)
+		return 0; /* a file of schema 4 or older: none stored */
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(db->db, "SELECT sweep_id, setting_key,"
+			       " created, trace_path, policy, params, status,"
+			       " reason FROM sweep_failed WHERE ?1 <= 0 OR"
+			       " sweep_id=?1 ORDER BY sweep_id, created,"
+			       " setting_key", -1, &q, NULL) != SQLITE_OK)
+		return db_fail(db, "cannot read the failed settings");
+	sqlite3_bind_int64(q, 1, sweep_id);
+	int rc;
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		msim_db_failed_t f = {
+			.sweep_id = sqlite3_column_int64(q, 0),
+			.setting_key = (const char *)sqlite3_column_text(q, 1),
+			.created = (const char *)sqlite3_column_text(q, 2),
+			.trace_path = (const char *)sqlite3_column_text(q, 3),
+			.policy = (const char *)sqlite3_column_text(q, 4),
+			.params = (const char *)sqlite3_column_text(q, 5),
+			.status = (const char *)sqlite3_column_text(q, 6),
+			.reason = (const char *)sqlite3_column_text(q, 7),
+		};
+		fn(ctx, &f);
+	}
+	rc = rc == SQLITE_DONE ? 0
+		: db_fail(db, "cannot read the failed settings");
+	sqlite3_finalize(q);
+	return rc;
+}
+
 /* Runs one statement with up to two integer parameters; SQLITE_DONE or
  * SQLITE_ROW (then *v_out is the first column) or an error code. */
 static int
@@ -1220,6 +1308,7 @@ static int
 merge_sweeps(msim_db_t *db)
 {
 	sqlite3_stmt *q;
+	bool failed = merge_src_has(db, "sweep_failed");
 	if (sqlite3_prepare_v2(db->db, "SELECT id FROM src.sweeps ORDER BY id",
 			       -1, &q, NULL) != SQLITE_OK)
 		return db_fail(db, "cannot merge");
@@ -1231,7 +1320,19 @@ merge_sweeps(msim_db_t *db)
 			     " SELECT ?, m.dst FROM src.sweep_runs s"
 			     " JOIN merge_ids m ON m.src=s.run_id"
 			     " WHERE s.sweep_id=?2", dst_sweep, src_sweep,
-			     NULL) != SQLITE_DONE) {
+			     NULL) != SQLITE_DONE ||
+		    /* Its failed settings, but for those run in either. */
+		    (failed &&
+		     (db_step2(db, "INSERT OR IGNORE INTO main.sweep_failed"
+			       " SELECT ?, setting_key, created, trace_path,"
+			       " policy, params, status, reason"
+			       " FROM src.sweep_failed WHERE sweep_id=?2",
+			       dst_sweep, src_sweep, NULL) != SQLITE_DONE)) ||
+		    db_step2(db, "DELETE FROM main.sweep_failed WHERE"
+			     " sweep_id=? AND setting_key IN (SELECT"
+			     " setting_key FROM main.runs WHERE setting_key"
+			     " IS NOT NULL)", dst_sweep, 0, NULL)
+		    != SQLITE_DONE) {
 			rc = SQLITE_ERROR;
 			break;
 		}

@@ -17,7 +17,7 @@
 #include "sim/metrics.h"
 #include "sim/types.h"
 
-#define MSIM_DB_SCHEMA_VERSION 4
+#define MSIM_DB_SCHEMA_VERSION 5
 
 typedef struct msim_db_s msim_db_t;
 
@@ -158,6 +158,36 @@ int msim_db_sweep_open(msim_db_t *db, const msim_sweep_row_t *row,
 int msim_db_sweep_adopt(msim_db_t *db, int64_t sweep_id,
 			const char *const *keys, size_t n,
 			unsigned char *present_out);
+
+/*
+ * Stores that the setting under key failed in the sweep (status: "failed"
+ * for an error, "crashed" for a worker that died), with its one-line
+ * reason, replacing what an earlier attempt stored.  Returns 0 or
+ * MSIM_EDB.
+ */
+int msim_db_sweep_fail(msim_db_t *db, int64_t sweep_id, const char *key,
+		       const char *trace_path, const char *policy,
+		       const char *params, const char *status,
+		       const char *reason);
+
+/* Forgets that the setting under key failed in the sweep (it has run
+ * since).  Returns 0 or MSIM_EDB. */
+int msim_db_sweep_unfail(msim_db_t *db, int64_t sweep_id, const char *key);
+
+/* A failed setting, as msim_db_sweep_failed() hands it over (the strings
+ * live until the callback returns). */
+typedef struct msim_db_failed_s {
+	int64_t sweep_id;
+	const char *setting_key, *created, *trace_path, *policy, *params;
+	const char *status, *reason;
+} msim_db_failed_t;
+typedef void (*msim_db_failed_fn)(void *ctx, const msim_db_failed_t *f);
+
+/* Calls fn for each failed setting of the sweep (every sweep's when
+ * sweep_id <= 0), by sweep and time.  A file of schema 4 or older has
+ * none.  Returns 0 or MSIM_EDB. */
+int msim_db_sweep_failed(msim_db_t *db, int64_t sweep_id,
+			 msim_db_failed_fn fn, void *ctx);
 
 /* Records a tune's outcome: the default's run, the best run and the
  * recommended setting.  Returns 0 or MSIM_EDB. */

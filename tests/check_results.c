@@ -335,6 +335,87 @@ START_TEST(test_locked_database)
 }
 END_TEST
 
+typedef struct failed_seen_s {
+	int n;
+	char keys[4][32], reasons[4][32], status[4][16];
+} failed_seen_t;
+
+static void
+failed_collect(void *ctx, const msim_db_failed_t *f)
+{
+	failed_seen_t *fs = ctx;
+	ck_assert_int_lt(fs->n, 4);
+	snprintf(fs->keys[fs->n], sizeof(fs->keys[0]), "%s", f->setting_key);
+	snprintf(fs->reasons[fs->n], sizeof(fs->reasons[0]), "%s", f->reason);
+	snprintf(fs->status[fs->n], sizeof(fs->status[0]), "%s", f->status);
+	fs->n++;
+}
+
+static void
+exec_sql(const char *sql)
+{
+	sqlite3 *db;
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+}
+
+/* A sweep's failed settings: stored once each (the last reason), listed by
+ * sweep, forgotten when run; a file of schema 4 reads as none and is
+ * migrated with its rows kept. */
+START_TEST(test_failed_settings)
+{
+	msim_db_t *db;
+	char why[256];
+	ck_assert_int_eq(msim_db_open(path, &db, why, sizeof(why)), 0);
+	msim_sweep_row_t row = {"sweep", "grid", "abc", -1, 1, 1, 3};
+	int64_t sw;
+	ck_assert_int_eq(msim_db_sweep_open(db, &row, &sw), 0);
+	ck_assert_int_eq(msim_db_sweep_fail(db, sw, "k1", "t.csv", "pytorch",
+					    "", "failed", "first"), 0);
+	ck_assert_int_eq(msim_db_sweep_fail(db, sw, "k1", "t.csv", "pytorch",
+					    "", "failed", "second"), 0);
+	ck_assert_int_eq(msim_db_sweep_fail(db, sw, "k2", "t.csv", "buddy",
+					    "min_block:1024", "crashed",
+					    "crashed (signal 11)"), 0);
+	failed_seen_t fs = {0};
+	ck_assert_int_eq(msim_db_sweep_failed(db, sw, failed_collect, &fs), 0);
+	ck_assert_int_eq(fs.n, 2);
+	ck_assert_str_eq(fs.keys[0], "k1");
+	ck_assert_str_eq(fs.reasons[0], "second");
+	ck_assert_str_eq(fs.status[1], "crashed");
+	fs.n = 0;
+	ck_assert_int_eq(msim_db_sweep_failed(db, sw + 1, failed_collect, &fs),
+			 0);
+	ck_assert_int_eq(fs.n, 0);
+	ck_assert_int_eq(msim_db_sweep_unfail(db, sw, "k1"), 0);
+	ck_assert_int_eq(msim_db_sweep_failed(db, 0, failed_collect, &fs), 0);
+	ck_assert_int_eq(fs.n, 1);
+	ck_assert_str_eq(fs.keys[0], "k2");
+	int64_t id = store_one(db, 789);
+	msim_db_close(db);
+
+	/* The same file as schema 4 wrote it: no table sweep_failed. */
+	exec_sql("DROP TABLE sweep_failed;"
+		 "UPDATE meta SET value='4' WHERE key='schema_version'");
+	ck_assert_int_eq(msim_db_open_readonly(path, &db, why, sizeof(why)),
+			 0);
+	fs.n = 0;
+	ck_assert_int_eq(msim_db_sweep_failed(db, 0, failed_collect, &fs), 0);
+	ck_assert_int_eq(fs.n, 0);
+	ck_assert_int_eq(msim_db_sweep_unfail(db, sw, "k2"), 0);
+	msim_db_close(db);
+	ck_assert_int_eq(msim_db_open(path, &db, why, sizeof(why)), 0);
+	ck_assert_int_eq(msim_db_sweep_fail(db, sw, "k3", "t.csv", "pytorch",
+					    "", "failed", "third"), 0);
+	msim_db_close(db);
+	ck_assert_int_eq(query_int("SELECT value FROM meta WHERE "
+				   "key='schema_version'"), MSIM_DB_SCHEMA_VERSION);
+	ck_assert_int_eq(query_int("SELECT count(*) FROM sweep_failed"), 1);
+	ck_assert_int_eq(query_int("SELECT max(id) FROM runs"), id);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -345,6 +426,7 @@ main(void)
 	tcase_add_test(tc, test_bad_database_files);
 	tcase_add_test(tc, test_locked_database);
 	tcase_add_test(tc, test_read_calls);
+	tcase_add_test(tc, test_failed_settings);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

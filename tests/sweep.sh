@@ -61,6 +61,34 @@ rows "$tmp/one2.db" >"$tmp/b2"
 [ "$(wc -l <"$tmp/a2")" -eq 4 ] || fail "sweep 2 stored $(wc -l <"$tmp/a2") rows"
 cmp -s "$tmp/a2" "$tmp/b2" || { fail "sweep 2 differs from one by one"; diff "$tmp/a2" "$tmp/b2" | head; }
 
+# 1c. A setting that fails is stored as failed with its reason (one line):
+# report lists it; run again, the sweep retries it and says so, and it is
+# stored once.  The other settings run and are stored.
+printf '%s\n' seq,time_us,action,addr,size,stream 0,1,alloc,4096,1048576,0 \
+	1,2,alloc,xyz,100,0 >"$tmp/bad.csv"
+for j in 1 2; do
+	out=$($MEMSIM sweep -j$j --db "$tmp/fail.db" --grid max_split_size_mb=none,64 \
+		"$tmp/bad.csv" "$bert" 2>"$tmp/fail.err") && fail "a failed setting exited 0"
+	if [ $j = 1 ]; then
+		echo "$out" | grep -q ": 2 run, 0 already stored, 2 failed" || fail "failed sweep: $out"
+		echo "$out" | grep -q "retried" && fail "first sweep retried: $out"
+	else
+		echo "$out" | grep -q ": 0 run, 2 already stored, 2 failed .*(2 retried" ||
+			fail "resumed failed sweep: $out"
+	fi
+	[ "$(grep -c "bad.csv:3: addr 'xyz'" "$tmp/fail.err")" -eq 2 ] || fail "failed: $(cat "$tmp/fail.err")"
+	$MEMSIM report --db "$tmp/fail.db" >"$tmp/fail.rep" || fail "report of failed"
+	[ "$(grep -c "^sweep 1  bad.csv  pytorch  .*  failed: .*bad.csv:3: addr 'xyz' is not a whole number$" \
+		"$tmp/fail.rep")" -eq 2 ] || { fail "report lacks the failed settings"; cat "$tmp/fail.rep"; }
+	grep -q "^sweep 1  bad.csv  pytorch  (defaults)  failed" "$tmp/fail.rep" || fail "report: defaults"
+	[ "$($MEMSIM report --csv --db "$tmp/fail.db" | tail -n +2 | wc -l)" -eq 2 ] || fail "failed: csv rows"
+done
+$MEMSIM report --sweep 1 --db "$tmp/fail.db" | grep -q "^sweep 1  bad.csv" || fail "report --sweep 1"
+# merge copies them, once.
+$MEMSIM merge "$tmp/fm.db" "$tmp/fail.db" "$tmp/fail.db" >/dev/null || fail "merge of failed"
+[ "$($MEMSIM report --db "$tmp/fm.db" | grep -c "^sweep 1  bad.csv  pytorch  .*  failed: ")" -eq 2 ] ||
+	fail "merge: the failed settings"
+
 # Run again: nothing runs twice; --force runs everything again in place.
 # shellcheck disable=SC2086
 out=$($MEMSIM sweep -j2 --db "$tmp/sweep.db" $grid "$bert" "$resnet")

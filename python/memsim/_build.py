@@ -1,2 +1,0 @@
-# Written by make: where libmemsim was installed.
-LIBDIR = "/tmp/msim-inst2/lib"
