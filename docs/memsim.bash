@@ -137,7 +137,7 @@ _memsim()
 		COMPREPLY=($(compgen -W 'native int8 fp8' -- "$cur"))
 		return 0
 		;;
-	--cap | --fraction | --capacity | --device | --repeat | --requests | \
+	--cap | --fraction | --capacity | --device | --repeat | --requests | --runs | \
 	-n | --seed | --streams | --random | -j | --jobs | -r | --run | \
 	-s | --sweep | --title | --size | --x | --series | --y | --grid | -g | \
 	--shard | --sizes | --lifetime | --arrival | --layers | --hidden | \

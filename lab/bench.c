@@ -9,6 +9,7 @@
 
 #include "lab/bench.h"
 #include "lab/job.h"
+#include "policies/registry.h"
 #include "sim/engine.h"
 #include "sim/error.h"
 #include "traces/trace.h"
@@ -77,20 +78,25 @@ now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-int
-msim_bench_run(const char *trace_path, uint64_t target_requests,
-	       const msim_policy_ops_t *ops, const msim_params_t *pv,
-	       msim_bench_result_t *out, char *why, size_t whylen)
+static double
+cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Reads trace_path into l->v (what a run replays), then appends a free
+ * of every block still live so passes can repeat when repeat is set.
+ * Sets *nreq to the allocs and frees of one pass. */
+static int
+bench_load(const char *trace_path, bool repeat, loop_t *l, uint64_t *nreq,
+	   char *why, size_t whylen)
 {
 	msim_trace_t *t = NULL;
-	msim_sim_t *sim = NULL;
-	loop_t l = {0};
 	uint8_t *live = NULL;
 	size_t cap = 0, nlive = 0;
 	int rc;
-	memset(out, 0, sizeof(*out));
-
-	double t0 = now_s();
 	msim_trace_options_t topt = bench_topt();
 	if ((rc = msim_trace_open(trace_path, &topt, &t, why, whylen)))
 		goto done;
@@ -100,16 +106,16 @@ msim_bench_run(const char *trace_path, uint64_t target_requests,
 		if (req.kind != MSIM_REQ_ALLOC && req.kind != MSIM_REQ_FREE &&
 		    req.kind != MSIM_REQ_FREE_REQUESTED)
 			continue;
-		if (l.n == cap) {
+		if (l->n == cap) {
 			cap = cap ? 2 * cap : 65536;
-			msim_req_t *v = realloc(l.v, cap * sizeof(*v));
+			msim_req_t *v = realloc(l->v, cap * sizeof(*v));
 			if (!v) {
 				rc = MSIM_ENOMEM;
 				goto nomem;
 			}
-			l.v = v;
+			l->v = v;
 		}
-		l.v[l.n++] = req;
+		l->v[l->n++] = req;
 		if (req.id >= nlive) {
 			size_t n = nlive ? nlive : 1024;
 			while (n <= req.id)
@@ -126,37 +132,61 @@ msim_bench_run(const char *trace_path, uint64_t target_requests,
 		if (req.kind == MSIM_REQ_FREE_REQUESTED)
 			continue;
 		live[req.id] = req.kind == MSIM_REQ_ALLOC;
-		out->trace_requests++;
+		(*nreq)++;
 	}
 	if (rc < 0) {
 		snprintf(why, whylen, "%s", msim_trace_errmsg(t));
 		goto done;
 	}
-	out->read_s = now_s() - t0;
-	if (out->trace_requests == 0) {
+	if (*nreq == 0) {
 		snprintf(why, whylen, "%s: no requests", trace_path);
 		rc = MSIM_EINVAL;
 		goto done;
 	}
+	l->span = l->v[l->n - 1].time;
 	/* Free what is still live at the end, so passes can repeat. */
-	l.span = l.v[l.n - 1].time;
-	for (uint32_t id = 0; id < nlive; id++) {
+	for (uint32_t id = 0; repeat && id < nlive; id++) {
 		if (!live[id])
 			continue;
-		if (l.n == cap) {
+		if (l->n == cap) {
 			cap *= 2;
-			msim_req_t *v = realloc(l.v, cap * sizeof(*v));
+			msim_req_t *v = realloc(l->v, cap * sizeof(*v));
 			if (!v) {
 				rc = MSIM_ENOMEM;
 				goto nomem;
 			}
-			l.v = v;
+			l->v = v;
 		}
-		l.v[l.n++] = (msim_req_t){.time = l.span, .id = id,
-					  .kind = MSIM_REQ_FREE};
+		l->v[l->n++] = (msim_req_t){.time = l->span, .id = id,
+					    .kind = MSIM_REQ_FREE};
 	}
+	rc = 0;
+	goto done;
+nomem:
+	snprintf(why, whylen, "%s", msim_strerror(rc));
+done:
+	msim_trace_close(t);
+	free(live);
+	return rc;
+}
+
+int
+msim_bench_run(const char *trace_path, uint64_t target_requests,
+	       const msim_policy_ops_t *ops, const msim_params_t *pv,
+	       msim_bench_result_t *out, char *why, size_t whylen)
+{
+	msim_sim_t *sim = NULL;
+	loop_t l = {0};
+	int rc;
+	memset(out, 0, sizeof(*out));
+
+	double t0 = now_s();
+	if ((rc = bench_load(trace_path, true, &l, &out->trace_requests, why,
+			     whylen)))
+		goto done;
+	out->read_s = now_s() - t0;
 	uint64_t passes = (target_requests + out->trace_requests - 1) /
-			  (out->trace_requests ? out->trace_requests : 1);
+			  out->trace_requests;
 	l.left = (passes ? passes : 1) * l.n;
 
 	msim_sim_config_t cfg = {
@@ -166,9 +196,10 @@ msim_bench_run(const char *trace_path, uint64_t target_requests,
 	};
 	if ((rc = msim_sim_new(&cfg, &sim, why, whylen)))
 		goto done;
-	double t1 = now_s();
+	double t1 = now_s(), c1 = cpu_s();
 	rc = msim_sim_run(sim);
 	out->replay_s = now_s() - t1;
+	out->replay_cpu_s = cpu_s() - c1;
 	if (rc) {
 		snprintf(why, whylen, "%s", msim_sim_errmsg(sim));
 		goto done;
@@ -184,14 +215,171 @@ msim_bench_run(const char *trace_path, uint64_t target_requests,
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
 		out->peak_rss_kib = ru.ru_maxrss;
 	rc = 0;
-	goto done;
-nomem:
-	snprintf(why, whylen, "%s", msim_strerror(rc));
 done:
 	msim_sim_destroy(sim);
-	msim_trace_close(t);
 	free(l.v);
-	free(live);
+	return rc;
+}
+
+/* Why the minimal path stopped at request at of path. */
+static void
+minimal_why(int rc, const char *path, size_t at, char *why, size_t whylen)
+{
+	if (rc == MSIM_ENOTSUP)
+		snprintf(why, whylen, "%s: request %zu uses what the minimal "
+			 "path does not model (streams, private pools, "
+			 "flagged requests, a full device)", path, at + 1);
+	else
+		snprintf(why, whylen, "%s: request %zu: %s", path, at + 1,
+			 msim_strerror(rc));
+}
+
+int
+msim_bench_same(const char *trace_path, msim_bench_same_t *out, char *why,
+		size_t whylen)
+{
+	loop_t l = {0};
+	msim_sim_t *sim = NULL;
+	msim_minreplay_t *m = NULL;
+	uint64_t nreq = 0;
+	int rc;
+	memset(out, 0, sizeof(*out));
+	if ((rc = bench_load(trace_path, false, &l, &nreq, why, whylen)))
+		goto done;
+	const msim_policy_ops_t *ops = msim_policy_find("pytorch");
+	msim_params_t pv;
+	if (!ops || msim_params_init(&pv, ops->params)) {
+		rc = MSIM_ENOMEM;
+		snprintf(why, whylen, "%s", msim_strerror(rc));
+		goto done;
+	}
+	l.left = l.n;
+	msim_sim_config_t cfg = {
+		.source = {loop_next, loop_errmsg, &l, loop_batch},
+		.policy = ops,
+		.params = &pv,
+	};
+	if (!(rc = msim_sim_new(&cfg, &sim, why, whylen)) &&
+	    (rc = msim_sim_run(sim)))
+		snprintf(why, whylen, "%s", msim_sim_errmsg(sim));
+	msim_params_clear(&pv);
+	if (rc)
+		goto done;
+	msim_sim_stats(sim, &out->memsim);
+	if ((rc = msim_minreplay_new(&m))) {
+		snprintf(why, whylen, "%s", msim_strerror(rc));
+		goto done;
+	}
+	size_t at;
+	if ((rc = msim_minreplay_apply(m, l.v, l.n, &at))) {
+		minimal_why(rc, trace_path, at, why, whylen);
+		goto done;
+	}
+	msim_minreplay_stats(m, &out->minimal);
+	out->same = msim_bench_same_stats(&out->minimal, &out->memsim);
+done:
+	msim_minreplay_destroy(m);
+	msim_sim_destroy(sim);
+	free(l.v);
+	return rc;
+}
+
+static bool
+same_stat(const msim_minstat_t *a, const msim_stat_t *b)
+{
+	return a->cur == b->current && a->peak == b->peak;
+}
+
+bool
+msim_bench_same_stats(const msim_minreplay_stats_t *a, const msim_stats_t *b)
+{
+	return same_stat(&a->allocated, &b->allocated_bytes[MSIM_POOL_ALL]) &&
+	       same_stat(&a->reserved, &b->reserved_bytes[MSIM_POOL_ALL]) &&
+	       same_stat(&a->requested, &b->requested_bytes[MSIM_POOL_ALL]) &&
+	       same_stat(&a->active, &b->active_bytes[MSIM_POOL_ALL]) &&
+	       same_stat(&a->inactive_split,
+			 &b->inactive_split[MSIM_POOL_ALL]) &&
+	       same_stat(&a->inactive_split_bytes,
+			 &b->inactive_split_bytes[MSIM_POOL_ALL]) &&
+	       same_stat(&a->segment, &b->segment[MSIM_POOL_ALL]);
+}
+
+int
+msim_bench_minimal_mem(const char *trace_path, uint64_t target_requests,
+		       uint64_t *requests_out, double *cpu_out, char *why,
+		       size_t whylen)
+{
+	loop_t l = {0};
+	msim_minreplay_t *m = NULL;
+	uint64_t nreq = 0;
+	int rc;
+	if ((rc = bench_load(trace_path, true, &l, &nreq, why, whylen)))
+		goto done;
+	if ((rc = msim_minreplay_new(&m))) {
+		snprintf(why, whylen, "%s", msim_strerror(rc));
+		goto done;
+	}
+	uint64_t passes = (target_requests + nreq - 1) / nreq;
+	passes = passes ? passes : 1;
+	double c0 = cpu_s();
+	size_t at = 0;
+	for (uint64_t p = 0; p < passes && !rc; p++)
+		rc = msim_minreplay_apply(m, l.v, l.n, &at);
+	*cpu_out = cpu_s() - c0;
+	if (rc) {
+		minimal_why(rc, trace_path, at, why, whylen);
+		goto done;
+	}
+	msim_minreplay_stats_t st;
+	msim_minreplay_stats(m, &st);
+	*requests_out = st.requests;
+done:
+	msim_minreplay_destroy(m);
+	free(l.v);
+	return rc;
+}
+
+int
+msim_bench_minimal_stream(const char *path, uint64_t *requests_out,
+			  double *cpu_out, msim_minreplay_stats_t *st_out,
+			  char *why, size_t whylen)
+{
+	double c0 = cpu_s();
+	msim_trace_t *t = NULL;
+	msim_minreplay_t *m = NULL;
+	msim_req_t *v = malloc(4096 * sizeof(*v));
+	msim_trace_options_t topt = bench_topt();
+	uint64_t base = 0;
+	int rc;
+	if (!v || (rc = msim_minreplay_new(&m))) {
+		rc = MSIM_ENOMEM;
+		snprintf(why, whylen, "%s", msim_strerror(rc));
+		goto done;
+	}
+	if ((rc = msim_trace_open(path, &topt, &t, why, whylen)))
+		goto done;
+	size_t k, at;
+	int more;
+	do {
+		more = msim_trace_fill(t, v, 4096, &k);
+		if ((rc = msim_minreplay_apply(m, v, k, &at))) {
+			minimal_why(rc, path, base + at, why, whylen);
+			goto done;
+		}
+		base += k;
+	} while (more == 1);
+	if (more < 0) {
+		rc = more;
+		snprintf(why, whylen, "%s", msim_trace_errmsg(t));
+		goto done;
+	}
+	msim_minreplay_stats(m, st_out);
+	*requests_out = st_out->requests;
+	*cpu_out = cpu_s() - c0;
+done:
+	msim_trace_close(t);
+	msim_minreplay_destroy(m);
+	free(v);
 	return rc;
 }
 

@@ -10,6 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <stdbool.h>
+
+#include "lab/minreplay.h"
 #include "sim/policy.h"
 
 typedef struct msim_bench_result_s {
@@ -17,6 +20,7 @@ typedef struct msim_bench_result_s {
 	double read_s;           /* seconds to read the trace once */
 	uint64_t requests;       /* requests replayed */
 	double replay_s;         /* seconds of the replay */
+	double replay_cpu_s;     /* CPU seconds of the replay */
 	long peak_rss_kib;       /* the process's peak resident set */
 	int64_t peak_reserved;   /* of the last pass, a sanity figure */
 	int64_t peak_allocated;  /* of the last pass, as `memsim run` */
@@ -26,6 +30,36 @@ typedef struct msim_bench_result_s {
 int msim_bench_run(const char *trace_path, uint64_t target_requests,
 		   const msim_policy_ops_t *ops, const msim_params_t *pv,
 		   msim_bench_result_t *out, char *why, size_t whylen);
+
+/*
+ * The minimal path (lab/minreplay.h) beside memsim: trace_path replayed
+ * once through the pytorch policy (default parameters) and through the
+ * minimal path.  Returns 0 with out filled and same set when every figure
+ * (current and peak) agrees; MSIM_ENOTSUP when the trace uses what the
+ * minimal path does not model; another error; why filled on errors.
+ */
+typedef struct msim_bench_same_s {
+	msim_stats_t memsim;
+	msim_minreplay_stats_t minimal;
+	bool same;
+} msim_bench_same_t;
+int msim_bench_same(const char *trace_path, msim_bench_same_t *out,
+		    char *why, size_t whylen);
+bool msim_bench_same_stats(const msim_minreplay_stats_t *a,
+			   const msim_stats_t *b);
+
+/* The minimal path on what msim_bench_run() replays (in memory, about
+ * target_requests): the requests served and the CPU seconds. */
+int msim_bench_minimal_mem(const char *trace_path, uint64_t target_requests,
+			   uint64_t *requests_out, double *cpu_out, char *why,
+			   size_t whylen);
+
+/* The minimal path streaming path (any format, read in batches by
+ * msim_trace_fill() on one thread): requests served, CPU seconds from
+ * open to end, the figures. */
+int msim_bench_minimal_stream(const char *path, uint64_t *requests_out,
+			      double *cpu_out, msim_minreplay_stats_t *st_out,
+			      char *why, size_t whylen);
 
 /* Read speed of one trace format. */
 typedef struct msim_bench_format_s {

@@ -267,6 +267,28 @@ expect_error "nonexistent.csv: No such file" \
 grep -q '"trace": ".*gpt2_varlen.csv"' "$tmp/bench.json" ||
 	fail "bench with no TRACE: $(cat "$tmp/bench.json")"
 
+# memsim bench runs the minimal path beside memsim: the same figures on a
+# single-stream trace (in memory, and FILE end to end from its binary
+# form), ratios; a second stream is not compared.
+$MEMSIM convert --repeat 2 "$MSIM_TESTDATA/traces/gpt2_varlen.csv" \
+	"$tmp/bench2.msimtr" >/dev/null || fail "convert --repeat for bench"
+$MEMSIM bench --requests 50000 --runs 1 --json \
+	"$MSIM_TESTDATA/traces/gpt2_varlen.csv" "$tmp/bench2.msimtr" \
+	"$MSIM_TESTDATA/traces/prefetch_2stream.csv" >"$tmp/bench.json" ||
+	fail "bench with FILEs"
+grep -q '"minimal": {"same": true, "requests": [0-9]*, "replay_cpu_s": [0-9.]*, "ratio": [0-9.]*}' \
+	"$tmp/bench.json" || fail "bench minimal: $(cat "$tmp/bench.json")"
+grep -q 'bench2.msimtr", "memsim_run_cpu_s": [0-9.]*, "same": true, "requests": 47526,' \
+	"$tmp/bench.json" || fail "bench FILE: $(cat "$tmp/bench.json")"
+grep -q 'prefetch_2stream.csv", "memsim_run_cpu_s": [0-9.]*, "same": false, "why": ".*does not model' \
+	"$tmp/bench.json" || fail "bench 2 streams: $(cat "$tmp/bench.json")"
+expect_error "--runs" $MEMSIM bench --runs 0
+$MEMSIM bench --requests 1000 --runs 1 --sweep --jobs 1 --json \
+	"$MSIM_TESTDATA/traces/gpt2_varlen.csv" >"$tmp/bench.json" ||
+	fail "bench --sweep"
+grep -q '"sweep": {"settings": 60, "jobs": 1, "sweep_cpu_s": [0-9.]*, "run_cpu_s": [0-9.]*, "ratio": [0-9.]*}' \
+	"$tmp/bench.json" || fail "bench --sweep: $(cat "$tmp/bench.json")"
+
 # A binary trace holds the request stage's ids and pairs its frees: it
 # reads back to the same entries, and runs as its CSV does.
 $MEMSIM convert "$trace" "$tmp/b.msimtr" >/dev/null || fail "convert to bin"
