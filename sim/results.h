@@ -85,7 +85,8 @@ void msim_sim_meta_fill(msim_sim_meta_t *m, double device_us,
 			const char *calibration, const msim_summary_t *sum);
 
 /* Opens (creating if needed) the database at path.  Returns 0, or MSIM_EDB
- * with why naming the file and SQLite's reason. */
+ * with why naming the file and SQLite's reason.  A msim_db_t is used by one
+ * thread at a time (threads that share one must lock around its calls). */
 int msim_db_open(const char *path, msim_db_t **out, char *why, size_t whylen);
 void msim_db_close(msim_db_t *db);
 
