@@ -498,23 +498,119 @@ msim_db_errmsg(const msim_db_t *db)
 	return db->errmsg;
 }
 
-typedef struct stat_ins_s {
+/*
+ * Rows of one table inserted several to a statement ("INSERT ... VALUES
+ * (...),(...),..."): the same rows in the same order as one statement
+ * each, but SQLite's cost of a statement (its start, its halt, the
+ * foreign-key checks' bookkeeping, a reset) is paid once per DB_ROWS rows
+ * instead of once a row.  bind() binds row's ncols values from parameter
+ * param on; text it binds must stay valid until the rows are stored.
+ */
+#define DB_ROWS 64
+
+typedef void (*db_row_bind_fn)(sqlite3_stmt *q, int param, size_t row,
+			       const void *ctx);
+
+/* head's statement for rows rows of ncols values each, or NULL. */
+static sqlite3_stmt *
+db_rows_stmt(msim_db_t *db, const char *head, int ncols, size_t rows)
+{
+	size_t len = strlen(head), cap = len + 8 + rows * (2 * ncols + 2);
+	char *sql = malloc(cap);
+	if (!sql)
+		return NULL;
+	memcpy(sql, head, len);
+	memcpy(sql + len, " VALUES", 7);
+	len += 7;
+	for (size_t r = 0; r < rows; r++) {
+		if (r)
+			sql[len++] = ',';
+		sql[len++] = '(';
+		for (int c = 0; c < ncols; c++) {
+			if (c)
+				sql[len++] = ',';
+			sql[len++] = '?';
+		}
+		sql[len++] = ')';
+	}
+	sql[len] = '\0';
 	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(db->db, sql, (int)len + 1, &q, NULL) !=
+	    SQLITE_OK)
+		q = NULL;
+	free(sql);
+	return q;
+}
+
+/* Inserts n rows with head ("INSERT INTO t") and bind.  0 or MSIM_EDB. */
+static int
+db_put_rows(msim_db_t *db, const char *head, int ncols, size_t n,
+	    db_row_bind_fn bind, const void *ctx)
+{
+	int limit = sqlite3_limit(db->db, SQLITE_LIMIT_VARIABLE_NUMBER, -1);
+	size_t per = DB_ROWS;
+	if (limit / ncols < (int)per)
+		per = limit / ncols >= 1 ? (size_t)(limit / ncols) : 1;
+	sqlite3_stmt *q = NULL;
+	size_t inq = 0; /* the rows q takes */
+	int rc = SQLITE_DONE;
+	for (size_t k = 0; k < n && rc == SQLITE_DONE;) {
+		size_t take = n - k < per ? n - k : per;
+		if (take != inq) {
+			sqlite3_finalize(q);
+			if (!(q = db_rows_stmt(db, head, ncols, take)))
+				return MSIM_EDB;
+			inq = take;
+		} else {
+			sqlite3_reset(q);
+		}
+		for (size_t r = 0; r < take; r++)
+			bind(q, 1 + (int)r * ncols, k + r, ctx);
+		rc = sqlite3_step(q);
+		k += take;
+	}
+	sqlite3_finalize(q);
+	return rc == SQLITE_DONE ? 0 : MSIM_EDB;
+}
+
+/* The statistics of a run as rows, collected by msim_stats_foreach(). */
+typedef struct stat_rows_s {
 	int64_t run_id;
-	int rc;
-} stat_ins_t;
+	size_t n, cap;
+	struct stat_row_s {
+		char name[96]; /* as msim_stats_foreach() makes them */
+		int64_t value;
+	} *v;
+	bool nomem;
+} stat_rows_t;
 
 static void
-stat_insert(const char *name, int64_t value, void *ctx)
+stat_collect(const char *name, int64_t value, void *ctx)
 {
-	stat_ins_t *s = ctx;
-	if (s->rc != SQLITE_DONE)
+	stat_rows_t *s = ctx;
+	if (s->nomem)
 		return;
-	sqlite3_reset(s->q);
-	sqlite3_bind_int64(s->q, 1, s->run_id);
-	sqlite3_bind_text(s->q, 2, name, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(s->q, 3, value);
-	s->rc = sqlite3_step(s->q);
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 128;
+		void *v = realloc(s->v, cap * sizeof(*s->v));
+		if (!v) {
+			s->nomem = true;
+			return;
+		}
+		s->v = v;
+		s->cap = cap;
+	}
+	snprintf(s->v[s->n].name, sizeof(s->v[s->n].name), "%s", name);
+	s->v[s->n++].value = value;
+}
+
+static void
+stat_bind(sqlite3_stmt *q, int i, size_t row, const void *ctx)
+{
+	const stat_rows_t *s = ctx;
+	sqlite3_bind_int64(q, i, s->run_id);
+	sqlite3_bind_text(q, i + 1, s->v[row].name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(q, i + 2, s->v[row].value);
 }
 
 /* Records that run_id belongs to sweep_id (none when sweep_id is 0). */
@@ -712,14 +808,34 @@ db_put_run(msim_db_t *db, const msim_run_info_t *info,
 static int
 db_put_stats(msim_db_t *db, int64_t run_id, const msim_stats_t *st)
 {
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(db->db, "INSERT INTO stats VALUES(?,?,?)", -1,
-			       &q, NULL) != SQLITE_OK)
-		return MSIM_EDB;
-	stat_ins_t si = {q, run_id, SQLITE_DONE};
-	msim_stats_foreach(st, stat_insert, &si);
-	sqlite3_finalize(q);
-	return si.rc == SQLITE_DONE ? 0 : MSIM_EDB;
+	stat_rows_t sr = {.run_id = run_id};
+	msim_stats_foreach(st, stat_collect, &sr);
+	int rc = sr.nomem ? MSIM_EDB
+			  : db_put_rows(db, "INSERT INTO stats", 3, sr.n,
+					stat_bind, &sr);
+	free(sr.v);
+	return rc;
+}
+
+typedef struct run_rows_s {
+	int64_t run_id;
+	const void *v;
+} run_rows_t;
+
+static void
+sample_bind(sqlite3_stmt *q, int i, size_t row, const void *ctx)
+{
+	const run_rows_t *r = ctx;
+	const msim_sample_t *s = (const msim_sample_t *)r->v + row;
+	sqlite3_bind_int64(q, i, r->run_id);
+	sqlite3_bind_int64(q, i + 1, (sqlite3_int64)s->request);
+	sqlite3_bind_int64(q, i + 2, (sqlite3_int64)s->time);
+	sqlite3_bind_int64(q, i + 3, s->allocated);
+	sqlite3_bind_int64(q, i + 4, s->reserved);
+	sqlite3_bind_int64(q, i + 5, s->active);
+	sqlite3_bind_int64(q, i + 6, s->requested);
+	sqlite3_bind_int64(q, i + 7, (sqlite3_int64)s->largest_free);
+	sqlite3_bind_int64(q, i + 8, (sqlite3_int64)s->free);
 }
 
 /* The timeline of a run (tl may be NULL). */
@@ -728,27 +844,23 @@ db_put_timeline(msim_db_t *db, int64_t run_id, const msim_timeline_t *tl)
 {
 	if (!tl || !tl->n)
 		return 0;
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(db->db, "INSERT INTO timeline VALUES"
-			       "(?,?,?,?,?,?,?,?,?)", -1, &q, NULL) != SQLITE_OK)
-		return MSIM_EDB;
-	int rc = SQLITE_DONE;
-	for (size_t k = 0; k < tl->n && rc == SQLITE_DONE; k++) {
-		const msim_sample_t *s = &tl->v[k];
-		sqlite3_reset(q);
-		sqlite3_bind_int64(q, 1, run_id);
-		sqlite3_bind_int64(q, 2, (sqlite3_int64)s->request);
-		sqlite3_bind_int64(q, 3, (sqlite3_int64)s->time);
-		sqlite3_bind_int64(q, 4, s->allocated);
-		sqlite3_bind_int64(q, 5, s->reserved);
-		sqlite3_bind_int64(q, 6, s->active);
-		sqlite3_bind_int64(q, 7, s->requested);
-		sqlite3_bind_int64(q, 8, (sqlite3_int64)s->largest_free);
-		sqlite3_bind_int64(q, 9, (sqlite3_int64)s->free);
-		rc = sqlite3_step(q);
-	}
-	sqlite3_finalize(q);
-	return rc == SQLITE_DONE ? 0 : MSIM_EDB;
+	run_rows_t r = {run_id, tl->v};
+	return db_put_rows(db, "INSERT INTO timeline", 9, tl->n, sample_bind,
+			   &r);
+}
+
+static void
+event_bind(sqlite3_stmt *q, int i, size_t row, const void *ctx)
+{
+	const run_rows_t *r = ctx;
+	const msim_seg_event_t *e = (const msim_seg_event_t *)r->v + row;
+	sqlite3_bind_int64(q, i, r->run_id);
+	sqlite3_bind_int64(q, i + 1, (sqlite3_int64)row);
+	sqlite3_bind_int64(q, i + 2, (sqlite3_int64)e->request);
+	sqlite3_bind_text(q, i + 3, msim_seg_action_name(e->action), -1,
+			  SQLITE_STATIC);
+	sqlite3_bind_int64(q, i + 4, (sqlite3_int64)e->addr);
+	sqlite3_bind_int64(q, i + 5, (sqlite3_int64)e->size);
 }
 
 /* The segment events of a run, numbered from 0 in their order. */
@@ -758,24 +870,9 @@ db_put_events(msim_db_t *db, int64_t run_id, const msim_seg_event_t *events,
 {
 	if (!events || !nevents)
 		return 0;
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(db->db, "INSERT INTO segment_events VALUES"
-			       "(?,?,?,?,?,?)", -1, &q, NULL) != SQLITE_OK)
-		return MSIM_EDB;
-	int rc = SQLITE_DONE;
-	for (size_t k = 0; k < nevents && rc == SQLITE_DONE; k++) {
-		sqlite3_reset(q);
-		sqlite3_bind_int64(q, 1, run_id);
-		sqlite3_bind_int64(q, 2, (sqlite3_int64)k);
-		sqlite3_bind_int64(q, 3, (sqlite3_int64)events[k].request);
-		sqlite3_bind_text(q, 4, msim_seg_action_name(events[k].action),
-				  -1, SQLITE_STATIC);
-		sqlite3_bind_int64(q, 5, (sqlite3_int64)events[k].addr);
-		sqlite3_bind_int64(q, 6, (sqlite3_int64)events[k].size);
-		rc = sqlite3_step(q);
-	}
-	sqlite3_finalize(q);
-	return rc == SQLITE_DONE ? 0 : MSIM_EDB;
+	run_rows_t r = {run_id, events};
+	return db_put_rows(db, "INSERT INTO segment_events", 6, nevents,
+			   event_bind, &r);
 }
 
 /* The run_meta of a run: key, value, ..., NULL (meta may be NULL). */
@@ -803,30 +900,29 @@ db_put_meta(msim_db_t *db, int64_t run_id, const char *const *meta)
 
 static const char *const block_states[] = {"allocated", "free", "pending"};
 
-/* The blocks at peak reserved of a run. */
+static void
+block_bind(sqlite3_stmt *q, int i, size_t row, const void *ctx)
+{
+	const run_rows_t *r = ctx;
+	const msim_block_t *b = (const msim_block_t *)r->v + row;
+	sqlite3_bind_int64(q, i, r->run_id);
+	sqlite3_bind_int64(q, i + 1, (sqlite3_int64)b->addr);
+	sqlite3_bind_int64(q, i + 2, (sqlite3_int64)b->size);
+	sqlite3_bind_text(q, i + 3, block_states[b->state % 3], -1,
+			  SQLITE_STATIC);
+}
+
+/* The blocks at peak reserved of a run (a repeated address: the last
+ * row stays, as the rows of one statement are inserted in order). */
 static int
 db_put_peak_blocks(msim_db_t *db, int64_t run_id, const msim_block_t *blocks,
 		   size_t n)
 {
 	if (!blocks || !n)
 		return 0;
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(db->db, "INSERT OR REPLACE INTO peak_blocks "
-			       "VALUES(?,?,?,?)", -1, &q, NULL) != SQLITE_OK)
-		return MSIM_EDB;
-	int rc = SQLITE_DONE;
-	for (size_t k = 0; k < n && rc == SQLITE_DONE; k++) {
-		const msim_block_t *b = &blocks[k];
-		sqlite3_reset(q);
-		sqlite3_bind_int64(q, 1, run_id);
-		sqlite3_bind_int64(q, 2, (sqlite3_int64)b->addr);
-		sqlite3_bind_int64(q, 3, (sqlite3_int64)b->size);
-		sqlite3_bind_text(q, 4, block_states[b->state % 3], -1,
-				  SQLITE_STATIC);
-		rc = sqlite3_step(q);
-	}
-	sqlite3_finalize(q);
-	return rc == SQLITE_DONE ? 0 : MSIM_EDB;
+	run_rows_t r = {run_id, blocks};
+	return db_put_rows(db, "INSERT OR REPLACE INTO peak_blocks", 4, n,
+			   block_bind, &r);
 }
 
 int
