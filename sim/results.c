@@ -29,6 +29,9 @@ struct msim_db_s {
 	bool has_meta, has_blocks, has_sweeps, has_failed; /* tables older
 							     * files lack */
 	char errmsg[2560];
+	/* Prepared once a connection, kept for the next runs stored (a
+	 * sweep's worker stores many): db_put_rows()'s statements. */
+	sqlite3_stmt *rows[4][3];
 };
 
 /* How db_open() opens a file. */
@@ -487,6 +490,9 @@ msim_db_close(msim_db_t *db)
 {
 	if (!db)
 		return;
+	for (size_t t = 0; t < 4; t++)
+		for (size_t k = 0; k < 3; k++)
+			sqlite3_finalize(db->rows[t][k]);
 	sqlite3_close(db->db);
 	free(db->path);
 	free(db);
@@ -502,11 +508,18 @@ msim_db_errmsg(const msim_db_t *db)
  * Rows of one table inserted several to a statement ("INSERT ... VALUES
  * (...),(...),..."): the same rows in the same order as one statement
  * each, but SQLite's cost of a statement (its start, its halt, the
- * foreign-key checks' bookkeeping, a reset) is paid once per DB_ROWS rows
- * instead of once a row.  bind() binds row's ncols values from parameter
- * param on; text it binds must stay valid until the rows are stored.
+ * foreign-key checks' bookkeeping, a reset) is paid once per 64 rows
+ * instead of once a row; the rest goes 8 then 1 at a time.  The
+ * statements are prepared once a connection (db->rows).  bind() binds
+ * row's ncols values from parameter param on; text it binds must stay
+ * valid until db_put_rows() returns.
  */
-#define DB_ROWS 64
+enum { DB_ROWS_STATS, DB_ROWS_TIMELINE, DB_ROWS_EVENTS, DB_ROWS_BLOCKS };
+static const char *const db_rows_head[4] = {
+	"INSERT INTO stats", "INSERT INTO timeline",
+	"INSERT INTO segment_events", "INSERT OR REPLACE INTO peak_blocks",
+};
+static const size_t db_rows_size[3] = {64, 8, 1};
 
 typedef void (*db_row_bind_fn)(sqlite3_stmt *q, int param, size_t row,
 			       const void *ctx);
@@ -542,35 +555,32 @@ db_rows_stmt(msim_db_t *db, const char *head, int ncols, size_t rows)
 	return q;
 }
 
-/* Inserts n rows with head ("INSERT INTO t") and bind.  0 or MSIM_EDB. */
+/* Inserts n rows into table (DB_ROWS_*) with bind.  0 or MSIM_EDB. */
 static int
-db_put_rows(msim_db_t *db, const char *head, int ncols, size_t n,
+db_put_rows(msim_db_t *db, int table, int ncols, size_t n,
 	    db_row_bind_fn bind, const void *ctx)
 {
 	int limit = sqlite3_limit(db->db, SQLITE_LIMIT_VARIABLE_NUMBER, -1);
-	size_t per = DB_ROWS;
-	if (limit / ncols < (int)per)
-		per = limit / ncols >= 1 ? (size_t)(limit / ncols) : 1;
-	sqlite3_stmt *q = NULL;
-	size_t inq = 0; /* the rows q takes */
-	int rc = SQLITE_DONE;
-	for (size_t k = 0; k < n && rc == SQLITE_DONE;) {
-		size_t take = n - k < per ? n - k : per;
-		if (take != inq) {
-			sqlite3_finalize(q);
-			if (!(q = db_rows_stmt(db, head, ncols, take)))
+	size_t k = 0;
+	for (size_t z = 0; z < 3; z++) {
+		size_t take = db_rows_size[z];
+		if (n - k < take ||
+		    (take > 1 && take * (size_t)ncols > (size_t)limit))
+			continue;
+		sqlite3_stmt **q = &db->rows[table][z];
+		if (!*q && !(*q = db_rows_stmt(db, db_rows_head[table], ncols,
+					       take)))
+			return MSIM_EDB;
+		for (; n - k >= take; k += take) {
+			for (size_t r = 0; r < take; r++)
+				bind(*q, 1 + (int)r * ncols, k + r, ctx);
+			int rc = sqlite3_step(*q);
+			sqlite3_reset(*q);
+			if (rc != SQLITE_DONE)
 				return MSIM_EDB;
-			inq = take;
-		} else {
-			sqlite3_reset(q);
 		}
-		for (size_t r = 0; r < take; r++)
-			bind(q, 1 + (int)r * ncols, k + r, ctx);
-		rc = sqlite3_step(q);
-		k += take;
 	}
-	sqlite3_finalize(q);
-	return rc == SQLITE_DONE ? 0 : MSIM_EDB;
+	return 0;
 }
 
 /* The statistics of a run as rows, collected by msim_stats_foreach(). */
@@ -811,7 +821,7 @@ db_put_stats(msim_db_t *db, int64_t run_id, const msim_stats_t *st)
 	stat_rows_t sr = {.run_id = run_id};
 	msim_stats_foreach(st, stat_collect, &sr);
 	int rc = sr.nomem ? MSIM_EDB
-			  : db_put_rows(db, "INSERT INTO stats", 3, sr.n,
+			  : db_put_rows(db, DB_ROWS_STATS, 3, sr.n,
 					stat_bind, &sr);
 	free(sr.v);
 	return rc;
@@ -845,7 +855,7 @@ db_put_timeline(msim_db_t *db, int64_t run_id, const msim_timeline_t *tl)
 	if (!tl || !tl->n)
 		return 0;
 	run_rows_t r = {run_id, tl->v};
-	return db_put_rows(db, "INSERT INTO timeline", 9, tl->n, sample_bind,
+	return db_put_rows(db, DB_ROWS_TIMELINE, 9, tl->n, sample_bind,
 			   &r);
 }
 
@@ -871,7 +881,7 @@ db_put_events(msim_db_t *db, int64_t run_id, const msim_seg_event_t *events,
 	if (!events || !nevents)
 		return 0;
 	run_rows_t r = {run_id, events};
-	return db_put_rows(db, "INSERT INTO segment_events", 6, nevents,
+	return db_put_rows(db, DB_ROWS_EVENTS, 6, nevents,
 			   event_bind, &r);
 }
 
@@ -921,7 +931,7 @@ db_put_peak_blocks(msim_db_t *db, int64_t run_id, const msim_block_t *blocks,
 	if (!blocks || !n)
 		return 0;
 	run_rows_t r = {run_id, blocks};
-	return db_put_rows(db, "INSERT OR REPLACE INTO peak_blocks", 4, n,
+	return db_put_rows(db, DB_ROWS_BLOCKS, 4, n,
 			   block_bind, &r);
 }
 
