@@ -187,10 +187,8 @@ ar_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 		}
 		return rc;
 	}
-	e->requested = req->size;
-	s->live.v[req->id] = e;
-	msim_kit_count_alloc(&s->st, MSIM_POOL_LARGE, e->size, e->requested);
-	*addr_out = e->addr;
+	*addr_out = msim_kit_hand_out(&s->live, &s->st, MSIM_POOL_LARGE, e,
+				      req);
 	return 0;
 }
 

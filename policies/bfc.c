@@ -209,11 +209,8 @@ bfc_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 		msim_device_log_oom(s->dev, rounded);
 		return MSIM_EDEVOOM;
 	}
-	c->used = true;
-	c->requested = req->size;
-	s->live.v[req->id] = c;
-	msim_kit_count_alloc(&s->st, MSIM_POOL_LARGE, c->size, c->requested);
-	*addr_out = c->addr;
+	*addr_out = msim_kit_hand_out(&s->live, &s->st, MSIM_POOL_LARGE, c,
+				      req);
 	return 0;
 }
 

@@ -166,11 +166,8 @@ cp_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 			return MSIM_ENOMEM;
 		}
 	}
-	b->used = true;
-	b->requested = req->size;
-	s->live.v[req->id] = b;
-	msim_kit_count_alloc(&s->st, MSIM_POOL_LARGE, b->size, b->requested);
-	*addr_out = b->addr;
+	*addr_out = msim_kit_hand_out(&s->live, &s->st, MSIM_POOL_LARGE, b,
+				      req);
 	return 0;
 }
 

@@ -249,6 +249,17 @@ msim_ext_split(msim_ext_t *e, uint64_t size)
 	return rest;
 }
 
+msim_addr_t
+msim_kit_hand_out(msim_live_t *live, msim_stats_t *st, int pool,
+		  msim_ext_t *e, const msim_req_t *req)
+{
+	e->used = true;
+	e->requested = req->size;
+	live->v[req->id] = e;
+	msim_kit_count_alloc(st, pool, e->size, e->requested);
+	return e->addr;
+}
+
 int
 msim_extidx_split(msim_extidx_t *x, msim_ext_t *e, uint64_t size)
 {

@@ -129,6 +129,14 @@ msim_ext_t *msim_ext_new(msim_addr_t addr, uint64_t size, void *owner);
 msim_ext_t *msim_ext_split(msim_ext_t *e, uint64_t size);
 
 /*
+ * Hands the extent e out as req's block of pool: marks it used, keeps the
+ * bytes asked for, stores it under req->id in live (already grown by
+ * msim_live_put()) and counts it in st.  Returns its address.
+ */
+msim_addr_t msim_kit_hand_out(msim_live_t *live, msim_stats_t *st, int pool,
+			      msim_ext_t *e, const msim_req_t *req);
+
+/*
  * Splits the free extent e (not indexed) so that it keeps its first size
  * bytes, and puts the rest into x (the best-fit allocators' split).
  * Returns 0, or MSIM_ENOMEM with e back in x whole.

@@ -133,11 +133,8 @@ pl_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 	msim_extidx_remove(&s->free, b);
 	if (b->size > size && msim_extidx_split(&s->free, b, size))
 		return MSIM_ENOMEM;
-	b->used = true;
-	b->requested = req->size;
-	s->live.v[req->id] = b;
-	msim_kit_count_alloc(&s->st, MSIM_POOL_LARGE, b->size, b->requested);
-	*addr_out = b->addr;
+	*addr_out = msim_kit_hand_out(&s->live, &s->st, MSIM_POOL_LARGE, b,
+				      req);
 	return 0;
 }
 
