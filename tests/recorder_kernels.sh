@@ -118,6 +118,28 @@ cat >"$tmp/want" <<'EOF2'
 EOF2
 cmp -s "$tmp/want" "$tmp/hand" || fail "hand-made cases: $(diff "$tmp/want" "$tmp/hand")"
 
+# Reductions (gpu_reduce_kernel's global buffer and semaphores), against
+# the buffers of the H200 snapshots (README): vit's bias gradients (bf16
+# 6304 x 3072 and 6304 x 768), its patch convolution's bias gradient (a
+# 32 x 768 x 14 x 14 gradient with channels_last strides), moe's and the
+# encoder-decoder's output-layer bias (fp32 2048 x 8000, 1024 x 8000);
+# a small sum needs none.
+PYTHONPATH="$SRC/traces" python3 - >"$tmp/red" 2>&1 <<'PY' ||
+from memsim_record import kernels as k
+for shape, strides, dims, es in (((6304, 3072), (3072, 1), {0}, 2),
+                                 ((6304, 768), (768, 1), {0}, 2),
+                                 ((32, 768, 14, 14), (150528, 1, 10752, 768), {0, 2, 3}, 2),
+                                 ((2048, 8000), (8000, 1), {0}, 4),
+                                 ((1024, 8000), (8000, 1), {0}, 4),
+                                 ((64, 100), (100, 1), {0}, 4)):
+    ev = k.reduce(shape, strides, dims, es, 4, 0, 9, 0, 132)
+    print(" ".join(str(e[2]) for e in ev if e[0] == "alloc") or "-")
+PY
+	fail "reduce: $(cat "$tmp/red")"
+printf '%s\n' "138412032 96" "38928384 24" "38535168 24" "131072000 252" \
+	"65536000 252" "-" >"$tmp/want"
+cmp -s "$tmp/want" "$tmp/red" || fail "reduce buffers: $(diff "$tmp/want" "$tmp/red")"
+
 # A recording: each workspace is an alloc of category temporary, site the
 # kernel, freed by the next row; the sm90 rules are assumed on sm75 (t4).
 if "$PY" -c 'import torch' 2>/dev/null; then
@@ -125,19 +147,27 @@ if "$PY" -c 'import torch' 2>/dev/null; then
 import torch
 m = torch.nn.Conv2d(16, 32, 3, padding=1).cuda()
 x = torch.randn(4, 16, 32, 32, device="cuda", requires_grad=True)
-m(x).sum().backward()
+m(x).pow(2).sum().backward()
 PY
 	$MEMSIM record -o "$tmp/conv.csv" -- "$PY" "$tmp/conv.py" 2>"$tmp/err" ||
 		fail "record conv: $(tail -3 "$tmp/err")"
-	awk -F, '$7 == "temporary" { print $5 "," $8 }' "$tmp/conv.csv" >"$tmp/t"
+	awk -F, '$7 == "temporary" && $8 ~ /^cudnn/ { print $5 "," $8 }' \
+		"$tmp/conv.csv" >"$tmp/t"
 	printf '%s\n' "804864,cudnn run_conv_plan workspace" \
 		"804864,cudnn run_conv_plan workspace (backward)" \
 		"860160,cudnn run_conv_plan workspace (backward)" >"$tmp/want"
 	cmp -s "$tmp/want" "$tmp/t" || fail "conv temporaries: $(cat "$tmp/t")"
-	bad=$(awk -F, '$7 == "temporary" { a = $4; n = NR; next }
+	bad=$(awk -F, '$7 == "temporary" && $8 ~ /^cudnn/ { a = $4; n = NR; next }
 		n && NR == n + 1 { if ($3 != "free_completed" || $4 != a) print NR; n = 0 }' \
 		"$tmp/conv.csv")
 	[ -z "$bad" ] || fail "a workspace not freed by the next row: $bad"
+	# The loss, a sum of 131072 floats, splits across 16 blocks (64 bytes
+	# of partial sums and a 4-byte semaphore); the bias gradient, 4096
+	# values a channel, does not.
+	awk -F, '$8 == "gpu_reduce_kernel global buffer" { print $3 "," $5 }' \
+		"$tmp/conv.csv" | tr '\n' ' ' >"$tmp/r"
+	[ "$(cat "$tmp/r")" = "alloc,64 alloc,4 " ] ||
+		fail "reduction buffers: $(cat "$tmp/r")"
 	$MEMSIM record --device t4 -o "$tmp/t4.csv" -- "$PY" "$tmp/conv.py" \
 		2>"$tmp/err" || fail "record t4: $(tail -3 "$tmp/err")"
 	n=$(grep -c ',temporary,cudnn' "$tmp/t4.csv")

@@ -13,6 +13,10 @@ What fake tensors do not show is added by rule (kernel allocations):
   (getNewWorkspace() in aten/src/ATen/cuda/CublasHandlePool.cpp); handles
   are per thread, so the autograd engine's device thread gets its own.
   Size: devices.cublas_workspace_bytes().
+- Kernels' own temporaries, allocated after an op's outputs and freed
+  before it returns (category temporary, site the kernel): cuDNN
+  convolution and attention workspaces, the attention backward kernels'
+  buffers, the reduction kernel's global buffer; sizes in kernels.py.
 
 Data-dependent values get stated assumptions, counted in the trace as
 `annotate` rows (category "assumption", site = the kind):
@@ -577,8 +581,11 @@ SDPA_KERNELS = {
     "_scaled_dot_product_flash_attention_backward": ("flash", True),
 }
 KERNEL_SITES = {
+    "sum": "gpu_reduce_kernel global buffer",
+    "mean": "gpu_reduce_kernel global buffer",
     "convolution": "cudnn run_conv_plan workspace",
     "convolution_backward": "cudnn run_conv_plan workspace (backward)",
+    "convolution_backward bias": "gpu_reduce_kernel global buffer",
     "_scaled_dot_product_cudnn_attention": "cudnn run_cudnn_SDP_fprop workspace",
     "_scaled_dot_product_cudnn_attention_backward":
         "cudnn run_cudnn_SDP_bprop workspace",
@@ -698,10 +705,11 @@ def run(opt, script, argv):
                 # cudnn_convolution_backward: grad_input, then its
                 # workspace (backward data), grad_weight, then its
                 # workspace (backward weight), as run_conv_plan runs.
-                for i, phase in enumerate(("data", "weight", None)):
+                for i, phase in enumerate(("data", "weight", "bias")):
                     note_all(tree_flatten(out[i])[0], name)
-                    if phase and out[i] is not None:
-                        temps(name, kernel_events(name, args, phase, out))
+                    if out[i] is not None:
+                        temps(name + (" bias" if phase == "bias" else ""),
+                              kernel_events(name, args, phase, out))
             else:
                 note_all(tree_flatten(out)[0], name)
                 temps(name, kernel_events(name, args, "forward", out))
@@ -734,6 +742,15 @@ def run(opt, script, argv):
                 if not isinstance(x, torch.Tensor) or \
                         x.device.type != "cuda":
                     return []
+                if phase == "bias":
+                    # grad_bias: a sum of grad_output over all but the
+                    # channel dimension (convolution_backward).
+                    return kernels.reduce(
+                        tuple(y.shape), tuple(y.stride()),
+                        set(range(y.dim())) - {1}, y.element_size(),
+                        8 if y.element_size() == 8 else 4,
+                        int(y.storage_offset()), major, minor,
+                        devices.DEVICES[opt.device][4])
                 cl = torch.channels_last
                 fmt_cl = x.dim() == 4 and (
                     (x.is_contiguous(memory_format=cl) and
@@ -745,6 +762,21 @@ def run(opt, script, argv):
                 return kernels.conv(phase, tuple(x.shape), tuple(w.shape),
                                     tuple(y.shape), x.element_size(), st,
                                     pad, dil, tr, gr, fmt_cl, w_cl, major)
+            if name in ("sum", "mean"):
+                x = args[0] if args else None
+                if not isinstance(x, torch.Tensor) or \
+                        x.device.type != "cuda" or \
+                        not x.dtype.is_floating_point or x.dim() == 0:
+                    return []
+                dims = args[1] if len(args) > 1 and \
+                    isinstance(args[1], (list, tuple)) else []
+                red = {int(d) % x.dim() for d in dims} or \
+                    set(range(x.dim()))
+                return kernels.reduce(
+                    tuple(x.shape), tuple(x.stride()), red,
+                    x.element_size(), 8 if x.element_size() == 8 else 4,
+                    int(x.storage_offset()), major, minor,
+                    devices.DEVICES[opt.device][4])
             kind = SDPA_KERNELS.get(name)
             if kind is None:
                 return []

@@ -131,3 +131,133 @@ def attention_forward(kind):
     if kind == "cudnn":
         return [("alloc", "ws", 256), ("free", "ws")]
     return []
+
+
+# -- reductions -----------------------------------------------------------
+# gpu_reduce_kernel() (aten/src/ATen/native/cuda/Reduce.cuh) allocates,
+# through the caching allocator, ReduceConfig::global_memory_size() bytes
+# and semaphore_size() bytes when setReduceConfig() splits the reduced
+# dimension across thread blocks, and frees both when the kernel is
+# launched.  What follows is setReduceConfig() for one input and one
+# output, on the dimensions TensorIterator gives it (reduced dimensions
+# first, each group ordered by the input's strides, adjacent dimensions
+# coalesced).  Checked against the H200 snapshots' buffers: vit's bias
+# gradients (6304 x 3072 and 6304 x 768, bf16: 138412032 and 38928384
+# bytes) and its patch convolution's (a channels_last-strided 32 x 768 x
+# 14 x 14: 38535168), moe's and the encoder-decoder's output-layer bias
+# (2048 x 8000 and 1024 x 8000, fp32: 131072000 and 65536000).
+
+# cudaDeviceProp::maxThreadsPerMultiProcessor by compute capability.
+_MAX_THREADS_PER_SM = {(7, 0): 2048, (7, 5): 1024, (8, 0): 2048,
+                       (8, 6): 1536, (8, 7): 1536, (8, 9): 1536,
+                       (9, 0): 2048}
+
+
+def max_threads_per_sm(major, minor):
+    return _MAX_THREADS_PER_SM.get((major, minor),
+                                   2048 if major >= 9 else 1536)
+
+
+def _last_pow2(n):
+    n = int(n)
+    p = 1
+    while p * 2 <= n:
+        p *= 2
+    return max(1, p)
+
+
+def _div_up(a, b):
+    return (a + b - 1) // b
+
+
+def _iter_dims(shape, strides, reduce_dims):
+    """TensorIterator's view of a reduction: [(size, input stride)],
+    reduced dimensions first, each group by increasing stride,
+    coalesced; and how many reduced dimensions there are."""
+    red = sorted((strides[d], shape[d]) for d in range(len(shape))
+                 if d in reduce_dims and shape[d] != 1)
+    out = sorted((strides[d], shape[d]) for d in range(len(shape))
+                 if d not in reduce_dims and shape[d] != 1)
+
+    def coalesce(group):
+        dims = []
+        for st, sz in group:
+            if dims and dims[-1][1] * dims[-1][0] == st:
+                dims[-1] = (dims[-1][0] * sz, dims[-1][1])
+            else:
+                dims.append((sz, st))
+        return dims
+    r, o = coalesce(red), coalesce(out)
+    return r + o, len(r)
+
+
+def reduce(shape, strides, reduce_dims, itemsize, acc_size, offset, major,
+           minor, sms):
+    """Events of one gpu_reduce_kernel call on an input of SHAPE and
+    STRIDES (elements) reduced over REDUCE_DIMS; ACC_SIZE is the
+    accumulator's bytes (float for fp16, bf16 and fp32)."""
+    numel = 1
+    for s in shape:
+        numel *= int(s)
+    if numel == 0 or numel >= 2 ** 31:
+        return []
+    dims, nred = _iter_dims([int(s) for s in shape],
+                            [int(s) for s in strides], set(reduce_dims))
+    num_outputs = 1
+    for sz, _ in dims[nred:]:
+        num_outputs *= sz
+    inputs_per_output = numel // num_outputs
+    ndim = len(dims)
+    if ndim > 0:
+        on_fastest = nred == ndim or dims[0][1] < dims[nred][1]
+        if on_fastest:
+            dim0, dim1, fastest = inputs_per_output, num_outputs, dims[0][1]
+        else:
+            dim0, dim1, fastest = num_outputs, inputs_per_output, \
+                dims[nred][1]
+    else:
+        on_fastest, fastest, dim0, dim1 = True, 1, 1, 1
+    output_vec_size = 1
+    if fastest == 1:
+        if on_fastest and dim0 >= 128 and nred == 1:
+            dim0 //= 16 // itemsize          # input_vec_size
+        elif not on_fastest:
+            vec = 4                          # get_output_vec_size()
+            for n in [offset, dims[nred][0]] + \
+                    [st for i, (_, st) in enumerate(dims) if i != nred]:
+                while n % vec:
+                    vec //= 2
+            output_vec_size = vec
+            dim0 //= vec
+    max_threads = 512 // output_vec_size     # set_block_dimension()
+    d0 = _last_pow2(dim0) if dim0 < max_threads else max_threads
+    d1 = _last_pow2(dim1) if dim1 < max_threads else max_threads
+    bw = min(d0, 32)
+    bh = min(d1, max_threads // bw)
+    bw = min(d0, max_threads // bh)
+    step_in = step_out = 1
+    block_x_reduce = ndim == 0 or on_fastest
+    if block_x_reduce:
+        step_in *= bw
+    else:
+        step_out *= bw
+    vpt = _div_up(inputs_per_output, step_in)
+    split_warps = vpt >= min(bh * 16, 256)
+    if split_warps:
+        step_in *= bh
+    else:
+        step_out *= bh
+    vpt = _div_up(inputs_per_output, step_in)
+    target = sms * (max_threads_per_sm(major, minor) // (bw * bh))
+    grid = _div_up(num_outputs // output_vec_size, step_out)
+    if not (split_warps and vpt >= 256 and grid <= target):
+        return []
+    ctas = max(min(_div_up(target, grid), _div_up(vpt, 16)),
+               _div_up(vpt, 256))
+    if ctas <= 1:
+        return []
+    size = acc_size * num_outputs * ctas
+    if not block_x_reduce:
+        size *= bw * output_vec_size
+    return [("alloc", "buffer", size), ("alloc", "semaphores", 4 * grid),
+            ("free", "buffer"), ("free", "semaphores")]
