@@ -8,13 +8,7 @@
 set -u
 MEMSIM=${MEMSIM:-./memsim}
 DATA=${MSIM_TESTDATA:-tests/data}/record
-tmp=$(mktemp -d /tmp/memsim-record-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-# A private TMPDIR: a scratch folder memsim fit leaves shows up here.
-TMPDIR=$tmp/scratch; export TMPDIR
-mkdir "$TMPDIR"
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 
 key() { sed -n "s/.*\"$1\": \([0-9]*\).*/\1/p" "$2"; }
 # within A B PERCENT: |A - B| <= PERCENT% of B
@@ -88,5 +82,4 @@ left=$(ls -A "$TMPDIR")
 if $MEMSIM record 2>"$tmp/err"; then fail "record without -o succeeded"; fi
 grep -q -- "-o OUT" "$tmp/err" || fail "record without -o: $(cat "$tmp/err")"
 
-[ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
-echo "record.sh: all passed"
+finish record.sh

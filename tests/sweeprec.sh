@@ -9,13 +9,7 @@ set -u
 MEMSIM=${MEMSIM:-./memsim}
 PY=${MEMSIM_PYTHON:-python3}
 "$PY" -c 'import torch' 2>/dev/null || { echo "no PyTorch: skipped"; exit 77; }
-tmp=$(mktemp -d /tmp/memsim-sweeprec-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-# A private TMPDIR: scratch folders left behind show up here.
-TMPDIR=$tmp/scratch; export TMPDIR
-mkdir "$TMPDIR"
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 
 # 8 pre-norm residual blocks over sequences of 1024 tokens: activations grow
 # with the batch, and checkpointing the blocks (one Sequential of one
@@ -137,5 +131,4 @@ grep -q '^largest *batch=2' "$tmp/fit" || fail "fit: $(cat "$tmp/fit")"
 left=$(ls -A "$TMPDIR" | grep '^memsim-')
 [ -z "$left" ] || fail "scratch left in TMPDIR: $left"
 
-[ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
-echo "sweeprec.sh: all passed"
+finish sweeprec.sh
