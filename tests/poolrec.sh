@@ -61,6 +61,10 @@ while IFS='	' read -r pk opts pa pr sa sf; do
 		got=$(json "$1" "$tmp/run.json")
 		[ "$got" = "$2" ] || fail "$pk $opts: $1 $got, real $2"
 	done
+	# --recording checks the end state against the snapshot's segments.
+	[ "$opts" != --recording ] ||
+		grep -q '"snapshot_state": "matches' "$tmp/run.json" ||
+		fail "$pk: end state $(grep snapshot_state "$tmp/run.json")"
 done <"$tmp/snaps"
 [ "$k" -ge 1 ] || fail "no rows in snapshots.tsv"
 [ "$fails" -eq 0 ] || exit 1
