@@ -49,7 +49,7 @@ together(const char *a, const char *b, bool absolute, uint64_t cap_a,
 	msim_together_t *t;
 	msim_job_err_t err;
 	size_t bad = 99;
-	int rc = msim_together_open(specs, 2, GPU, absolute, false, &t,
+	int rc = msim_together_open(specs, 2, GPU, 0, absolute, false, &t,
 				    &bad, &err);
 	ck_assert_msg(rc == 0, "open: %s", err.msg);
 	rc = msim_together_run(t, &bad, &err);
@@ -237,7 +237,7 @@ START_TEST(test_errors_name_the_process)
 	msim_together_t *t;
 	msim_job_err_t err;
 	size_t bad = 99;
-	ck_assert_int_eq(msim_together_open(specs, 2, GPU, false, false, &t,
+	ck_assert_int_eq(msim_together_open(specs, 2, GPU, 0, false, false, &t,
 					    &bad, &err), MSIM_EINVAL);
 	ck_assert_ptr_null(t);
 	ck_assert_uint_eq(bad, 1);

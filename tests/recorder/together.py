@@ -1,4 +1,5 @@
-"""Two processes on one GPU (issue 15): python3 tests/recorder/together.py A|B DIR [alone]
+"""Two processes on one GPU (issue 15):
+    python3 tests/recorder/together.py A|B DIR [alone]
 A allocates one 80 GiB block and frees it (PyTorch keeps the segment
 cached), then signals; B then asks for 1 GiB blocks, 64 of them, keeping
 each, until one fails.  Alone, each fits.  The processes meet through files
