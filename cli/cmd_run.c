@@ -72,8 +72,8 @@ usage_run(FILE *fp)
 		"h200:1g.18gb, h100:3g.40gb,\n"
 		"                          a100-80gb:1g.10gb, a100-40gb:7g.40gb "
 		"...\n"
-		"      --context-bytes B   several inputs: each process's CUDA "
-		"context holds B\n"
+		"      --context-bytes B   each process's CUDA context holds "
+		"B\n"
 		"                          bytes of --capacity outside its "
 		"allocator\n"
 		"      --absolute-time     several inputs: interleave by the "
@@ -676,10 +676,16 @@ msim_cmd_run(int argc, char **argv)
 		return rc;
 	if (optind == argc - 1)
 		run_warn(&o);
-	if (optind == argc - 1 && o.context)
-		msim_cli_die("--context-bytes: several inputs only (they are "
-			     "processes sharing --capacity; one process's "
-			     "limit is --capacity, or --cap)");
+	if (optind == argc - 1 && o.context) {
+		/* One process: its context takes its bytes from the device
+		 * as it does for each of several. */
+		uint64_t dev = o.capacity ? o.capacity : MSIM_H200_BYTES;
+		if (o.context >= dev)
+			msim_cli_die("--context-bytes: %" PRIu64 " bytes leave "
+				     "nothing of the device's %" PRIu64,
+				     o.context, dev);
+		o.capacity = dev - o.context;
+	}
 	char why[1024];
 	/* Open the calibration and the database first: a bad one fails
 	 * before the work. */
@@ -740,7 +746,8 @@ msim_cmd_run(int argc, char **argv)
 	if (o.explain) {
 		/* The same setting, replayed as this run was. */
 		msim_explain_config_t ecfg = {.spec = spec,
-					      .alternatives = true};
+					      .alternatives = true,
+					      .context_bytes = o.context};
 		ecfg.spec.prefetch = false;
 		msim_cli_explain(&ecfg);
 	}

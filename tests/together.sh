@@ -64,5 +64,18 @@ if $MEMSIM run --capacity 1GiB --context-bytes 600MiB "$DATA/A.csv" \
 	fail "contexts larger than the GPU accepted"
 fi
 grep -q 'context' "$tmp/err" || fail "no reason given: $(cat "$tmp/err")"
+# One process: its context comes off the capacity as well.  B alone,
+# with A's context and its 80 GiB segment added to its own context, is
+# B beside A.
+big=$((2 * ctx + 85899345920))
+$MEMSIM run --capacity h200 --context-bytes "$big" "$DATA/B.alone.csv" \
+	>"$tmp/lone.txt" 2>&1
+grep -q "request $real" "$tmp/lone.txt" ||
+	fail "lone run --context-bytes $big: $(grep -i oom "$tmp/lone.txt")"
+if $MEMSIM run --capacity 1GiB --context-bytes 1GiB "$DATA/B.alone.csv" \
+	>/dev/null 2>"$tmp/err"; then
+	fail "a lone context as large as the GPU accepted"
+fi
+grep -q 'context' "$tmp/err" || fail "no reason given: $(cat "$tmp/err")"
 [ "$fails" -eq 0 ] || exit 1
 echo "together: B's OOM at its request $real predicted ($both bytes shared; h200 less 2 x $ctx)"
