@@ -17,8 +17,7 @@ tests/recorder/workloads.py (README, "Predicting from a program").  The
 size rules were chosen on half of the convolution grid and checked on
 the other half (README gives the held-out error).
 
-Convolutions.  run_conv_plan() (aten/src/ATen/native/cudnn/Conv_v8.cpp)
-allocates plan.getWorkspaceSize() bytes from the caching allocator, runs
+Convolutions.  run_conv_plan() allocates plan.getWorkspaceSize() bytes from the caching allocator, runs
 the plan and frees it: one workspace per cudnn_convolution_forward /
 _backward_input / _backward_weight call, on the current stream, freed
 before the op returns.  Without cudnn.benchmark the plan is the first of
@@ -45,11 +44,10 @@ convolutions, transposed convolutions, 1-D and 3-D convolutions.  Other
 devices: the sm90 rules are assumed for sm70 and newer (the NHWC tensor
 core engines), nothing for older devices.
 
-Attention.  _cudnn_attention_forward / run_cudnn_SDP_fprop
-(aten/src/ATen/native/cudnn/MHA.cpp): a 256-byte workspace;
+Attention.  _cudnn_attention_forward / run_cudnn_SDP_fprop: a 256-byte workspace;
 run_cudnn_SDP_bprop: a workspace of B*H*Sq*D*4 (dQ accumulated in
 fp32) + B*H*Sq*4 + 256 bytes (139 of 139 probes exact).
-_efficient_attention_backward (attention_backward.cu): delta
+_efficient_attention_backward: delta
 (B*H*Sq floats) and a workspace of B*H*pad64(Sq)*Dk*4 + B*H*pad64(Sq)/4
 bytes (Dk: head_dim rounded up to 64 or 128); fp32 adds a second B*H*Sq
 float buffer and one of the query's size, in this order (the encoder-
@@ -134,7 +132,7 @@ def attention_forward(kind):
 
 
 # -- reductions -----------------------------------------------------------
-# gpu_reduce_kernel() (aten/src/ATen/native/cuda/Reduce.cuh) allocates,
+# gpu_reduce_kernel() allocates,
 # through the caching allocator, ReduceConfig::global_memory_size() bytes
 # and semaphore_size() bytes when setReduceConfig() splits the reduced
 # dimension across thread blocks, and frees both when the kernel is
