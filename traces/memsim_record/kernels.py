@@ -18,8 +18,8 @@ size rules were chosen on half of the convolution grid and checked on
 the other half (README gives the held-out error).
 
 Convolutions.  run_conv_plan() allocates plan.getWorkspaceSize() bytes
-from the caching allocator, runs the plan and frees it: one workspace per cudnn_convolution_forward /
-_backward_input / _backward_weight call, on the current stream, freed
+from the caching allocator, runs the plan and frees it: one workspace
+per cudnn_convolution_forward / _backward_input / _backward_weight call, on the current stream, freed
 before the op returns.  Without cudnn.benchmark the plan is the first of
 cuDNN's heuristic list that runs (try_configs(): an engine whose
 workspace allocation fails is skipped), so the size is cuDNN's choice;
@@ -132,8 +132,8 @@ def attention_forward(kind):
 
 
 # -- reductions -----------------------------------------------------------
-# gpu_reduce_kernel() allocates, through the caching allocator, ReduceConfig::global_memory_size() bytes
-# and semaphore_size() bytes when setReduceConfig() splits the reduced
+# gpu_reduce_kernel() allocates, through the caching allocator,
+# ReduceConfig::global_memory_size() bytes and semaphore_size() bytes when setReduceConfig() splits the reduced
 # dimension across thread blocks, and frees both when the kernel is
 # launched.  What follows is setReduceConfig() for one input and one
 # output, on the dimensions TensorIterator gives it (reduced dimensions
