@@ -19,7 +19,8 @@ the other half (README gives the held-out error).
 
 Convolutions.  run_conv_plan() allocates plan.getWorkspaceSize() bytes
 from the caching allocator, runs the plan and frees it: one workspace
-per cudnn_convolution_forward / _backward_input / _backward_weight call, on the current stream, freed
+per cudnn_convolution_forward / _backward_input / _backward_weight call,
+on the current stream, freed
 before the op returns.  Without cudnn.benchmark the plan is the first of
 cuDNN's heuristic list that runs (try_configs(): an engine whose
 workspace allocation fails is skipped), so the size is cuDNN's choice;
@@ -44,7 +45,8 @@ convolutions, transposed convolutions, 1-D and 3-D convolutions.  Other
 devices: the sm90 rules are assumed for sm70 and newer (the NHWC tensor
 core engines), nothing for older devices.
 
-Attention.  _cudnn_attention_forward / run_cudnn_SDP_fprop: a 256-byte workspace;
+Attention.  _cudnn_attention_forward / run_cudnn_SDP_fprop: a 256-byte
+workspace;
 run_cudnn_SDP_bprop: a workspace of B*H*Sq*D*4 (dQ accumulated in
 fp32) + B*H*Sq*4 + 256 bytes (139 of 139 probes exact).
 _efficient_attention_backward: delta
@@ -133,7 +135,8 @@ def attention_forward(kind):
 
 # -- reductions -----------------------------------------------------------
 # gpu_reduce_kernel() allocates, through the caching allocator,
-# ReduceConfig::global_memory_size() bytes and semaphore_size() bytes when setReduceConfig() splits the reduced
+# ReduceConfig::global_memory_size() bytes and semaphore_size() bytes
+# when setReduceConfig() splits the reduced
 # dimension across thread blocks, and frees both when the kernel is
 # launched.  What follows is setReduceConfig() for one input and one
 # output, on the dimensions TensorIterator gives it (reduced dimensions
