@@ -8,10 +8,7 @@
 set -u
 MEMSIM=${MEMSIM:-./memsim}
 DATA=${MSIM_TESTDATA:-tests/data}/record
-tmp=$(mktemp -d /tmp/memsim-record-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 
 key() { sed -n "s/.*\"$1\": \([0-9]*\).*/\1/p" "$2"; }
 # within A B PERCENT: |A - B| <= PERCENT% of B
@@ -78,8 +75,11 @@ grep -q -- "--vary" "$tmp/err" || fail "fit bad range: $(cat "$tmp/err")"
 if $MEMSIM fit --cap 1GiB --vary B=1..4 --traces "$tmp/none-{B}.csv" \
 	2>"$tmp/err"; then fail "fit missing trace succeeded"; fi
 grep -q "none-1.csv" "$tmp/err" || fail "fit missing trace: $(cat "$tmp/err")"
+# Every way out of fit (an answer, a bad range, a missing trace) removes
+# its scratch folder.
+left=$(ls -A "$TMPDIR")
+[ -z "$left" ] || fail "fit left scratch folders: $left"
 if $MEMSIM record 2>"$tmp/err"; then fail "record without -o succeeded"; fi
 grep -q -- "-o OUT" "$tmp/err" || fail "record without -o: $(cat "$tmp/err")"
 
-[ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
-echo "record.sh: all passed"
+finish record.sh
