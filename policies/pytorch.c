@@ -146,6 +146,7 @@ typedef struct pt_state_s {
 	bool gc_enabled;
 	bool expandable;        /* expandable_segments:True */
 	uint8_t rp2[16]; /* roundup_power2_divisions per size interval */
+	bool rp2_any;    /* some interval has divisions (> 1) */
 	/* state */
 	uint64_t total_allocated; /* bytes obtained from the device */
 	uint64_t free_bytes;      /* bytes in free sets */
@@ -309,6 +310,44 @@ static const msim_param_spec_t pt_params[] = {
 };
 
 /* ---------------------------------------------------------------- */
+/* Statistics                                                        */
+
+/*
+ * pt_stat_inc() and _dec() of sim/types.h for the hot path: the "all"
+ * copy and pool sp's, except the "all" copy's freed count, which is the
+ * sum of the pools' (every change goes to both) and is summed once in
+ * pt_stats() instead of kept at every decrease.
+ */
+static inline void
+pt_stat_inc(msim_stat_t *s, int sp, int64_t n)
+{
+	int64_t all = s[MSIM_POOL_ALL].current + n, one = s[sp].current + n;
+	s[MSIM_POOL_ALL].current = all;
+	s[sp].current = one;
+	if (all > s[MSIM_POOL_ALL].peak)
+		s[MSIM_POOL_ALL].peak = all;
+	if (one > s[sp].peak)
+		s[sp].peak = one;
+}
+
+static inline void
+pt_stat_dec(msim_stat_t *s, int sp, int64_t n)
+{
+	s[MSIM_POOL_ALL].current -= n;
+	s[sp].current -= n;
+	s[sp].freed += n;
+}
+
+static inline void
+pt_stat_add(msim_stat_t *s, int sp, int64_t n)
+{
+	if (n > 0)
+		pt_stat_inc(s, sp, n);
+	else if (n < 0)
+		pt_stat_dec(s, sp, -n);
+}
+
+/* ---------------------------------------------------------------- */
 /* Sizes                                                             */
 
 static inline uint64_t
@@ -329,6 +368,8 @@ pt_round(const pt_state_t *s, uint64_t req)
 {
 	if (req < PT_MIN_BLOCK)
 		return PT_MIN_BLOCK;
+	if (!s->rp2_any)
+		return ceil_to(req, PT_MIN_BLOCK);
 	int ix = (int)log2_floor(req) - 20;
 	ix = ix < 0 ? 0 : ix > 15 ? 15 : ix;
 	uint64_t d = s->rp2[ix];
@@ -1198,24 +1239,24 @@ alloc_found(pt_state_t *s, pt_block_t *b, uint64_t size, uint64_t req)
 		if (b->xseg) {
 			/* inactive_split is not kept for expandable memory */
 		} else if (already_split) {
-			msim_stat2_dec(s->st.inactive_split_bytes, sp,
+			pt_stat_dec(s->st.inactive_split_bytes, sp,
 				       (int64_t)size);
 		} else {
-			msim_stat2_inc(s->st.inactive_split_bytes, sp,
+			pt_stat_inc(s->st.inactive_split_bytes, sp,
 				       (int64_t)rest->size);
-			msim_stat2_inc(s->st.inactive_split, sp, 1);
+			pt_stat_inc(s->st.inactive_split, sp, 1);
 		}
 	} else if (already_split && !b->xseg) {
-		msim_stat2_dec(s->st.inactive_split_bytes, sp, (int64_t)b->size);
-		msim_stat2_dec(s->st.inactive_split, sp, 1);
+		pt_stat_dec(s->st.inactive_split_bytes, sp, (int64_t)b->size);
+		pt_stat_dec(s->st.inactive_split, sp, 1);
 	}
 	b->state = B_ALLOC;
 	b->requested = req;
-	msim_stat2_inc(s->st.allocation, sp, 1);
-	msim_stat2_inc(s->st.allocated_bytes, sp, (int64_t)b->size);
-	msim_stat2_inc(s->st.active, sp, 1);
-	msim_stat2_inc(s->st.active_bytes, sp, (int64_t)b->size);
-	msim_stat2_inc(s->st.requested_bytes, sp, (int64_t)req);
+	pt_stat_inc(s->st.allocation, sp, 1);
+	pt_stat_inc(s->st.allocated_bytes, sp, (int64_t)b->size);
+	pt_stat_inc(s->st.active, sp, 1);
+	pt_stat_inc(s->st.active_bytes, sp, (int64_t)b->size);
+	pt_stat_inc(s->st.requested_bytes, sp, (int64_t)req);
 	if (b->size >= s->max_split)
 		msim_stat_inc(&s->st.oversize_allocations, 1);
 	return b;
@@ -1265,8 +1306,8 @@ free_requested(pt_state_t *s, pt_block_t *b)
 {
 	int sp = PT_STATPOOL(b->pool);
 	b->state = B_PENDING;
-	msim_stat2_dec(s->st.allocation, sp, 1);
-	msim_stat2_dec(s->st.allocated_bytes, sp, (int64_t)b->size);
+	pt_stat_dec(s->st.allocation, sp, 1);
+	pt_stat_dec(s->st.allocated_bytes, sp, (int64_t)b->size);
 	if (b->size >= s->max_split)
 		msim_stat_dec(&s->st.oversize_allocations, 1);
 }
@@ -1320,12 +1361,12 @@ free_block(pt_state_t *s, pt_block_t *b)
 		net_bytes += (int64_t)b->size;
 	}
 	if (!b->xseg) {
-		msim_stat2_add(s->st.inactive_split, sp, net_blocks);
-		msim_stat2_add(s->st.inactive_split_bytes, sp, net_bytes);
+		pt_stat_add(s->st.inactive_split, sp, net_blocks);
+		pt_stat_add(s->st.inactive_split_bytes, sp, net_bytes);
 	}
-	msim_stat2_dec(s->st.active, sp, 1);
-	msim_stat2_dec(s->st.active_bytes, sp, (int64_t)original);
-	msim_stat2_dec(s->st.requested_bytes, sp, (int64_t)b->requested);
+	pt_stat_dec(s->st.active, sp, 1);
+	pt_stat_dec(s->st.active_bytes, sp, (int64_t)original);
+	pt_stat_dec(s->st.requested_bytes, sp, (int64_t)b->requested);
 }
 
 static inline pt_block_t *
@@ -1442,6 +1483,12 @@ pt_stats(const void *state, msim_stats_t *out)
 {
 	const pt_state_t *s = state;
 	*out = s->st;
+	/* The "all" copies' freed counts (pt_stat_dec()). */
+#define XX(name)                                                      \
+	out->name[MSIM_POOL_ALL].freed = out->name[MSIM_POOL_SMALL].freed + \
+					 out->name[MSIM_POOL_LARGE].freed;
+	MSIM_STAT_ARRAYS(XX)
+#undef XX
 	out->max_split_size =
 		s->max_split == PT_UNLIMITED ? -1 : (int64_t)s->max_split;
 }
@@ -1557,6 +1604,8 @@ pt_create(void **state_out, msim_device_t *dev, const msim_params_t *pv,
 	s->gc_threshold = v[P_GC].d;
 	s->expandable = v[P_EXPANDABLE].b;
 	rp2_parse(v[P_RP2].text, s->rp2, why, whylen);
+	for (int i = 0; i < 16; i++)
+		s->rp2_any = s->rp2_any || s->rp2[i] > 1;
 	if (v[P_FRACTION].set && msim_device_set_fraction(dev, v[P_FRACTION].d)) {
 		free(s);
 		return MSIM_EINVAL;
