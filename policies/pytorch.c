@@ -1388,7 +1388,7 @@ pt_free_requested(void *state, const msim_req_t *req)
 
 /* The block of id back (b, not free): free_requested unless done, then
  * free_block. */
-static inline void
+static inline __attribute__((always_inline)) void
 pt_give_back(pt_state_t *s, uint32_t id, pt_block_t *b)
 {
 	if (b->state == B_ALLOC)

@@ -479,6 +479,7 @@ static int
 sim_lean(msim_sim_t *sim, const msim_req_t *v, size_t n, size_t *at)
 {
 	const msim_policy_hot_t hp = sim->hot;
+	const bool pairs = hp.free_now || !hp.free_requested;
 	size_t i = *at;
 	int rc;
 	for (; i < n; i++) {
@@ -490,11 +491,10 @@ sim_lean(msim_sim_t *sim, const msim_req_t *v, size_t n, size_t *at)
 			break;
 		msim_time_t t = req->time > sim->clock ? req->time : sim->clock;
 		sim->clock = t;
-		switch (req->kind) {
-		case MSIM_REQ_ALLOC: {
+		if (req->kind == MSIM_REQ_ALLOC) {
 			msim_addr_t addr;
 			if (!msim_policy_size_ok(req->size))
-				goto out; /* sim_request() says why */
+				break; /* sim_request() says why */
 			sim->seq++;
 			rc = hp.alloc(hp.state, req, &addr);
 			if (rc == 0 && addr % MSIM_DEVICE_ALIGN)
@@ -505,7 +505,7 @@ sim_lean(msim_sim_t *sim, const msim_req_t *v, size_t n, size_t *at)
 				if (++sim->sum.requests == sim->next_sample)
 					sim_sample(sim);
 				i++;
-				goto out; /* an OOM: dead ids, or the end */
+				break; /* an OOM: dead ids, or the end */
 			}
 			if (req->addr) {
 				if (addr == req->addr)
@@ -513,45 +513,42 @@ sim_lean(msim_sim_t *sim, const msim_req_t *v, size_t n, size_t *at)
 				else
 					sim->sum.addr_other++;
 			}
-			break;
-		}
-		case MSIM_REQ_FREE:
+		} else if (req->kind == MSIM_REQ_FREE_REQUESTED) {
+			const msim_req_t *fr = req + 1;
+			if (pairs && i + 1 < n && fr->kind == MSIM_REQ_FREE &&
+			    fr->id == req->id && !fr->flags) {
+				/* Freed and back at once: the FREE's time. */
+				i++;
+				sim->seq += 2;
+				if (fr->time > t)
+					sim->clock = fr->time;
+				if (hp.free_now) {
+					if ((rc = hp.free_now(hp.state, fr)))
+						return sim_fail(sim, rc,
+							"free_requested");
+				} else if ((rc = hp.free(hp.state, fr))) {
+					return sim_fail(sim, rc, "free of a "
+							"block not live");
+				}
+			} else {
+				sim->seq++;
+				if (hp.free_requested &&
+				    (rc = hp.free_requested(hp.state, req)))
+					return sim_fail(sim, rc,
+							"free_requested");
+				continue; /* not counted */
+			}
+		} else if (req->kind == MSIM_REQ_FREE) {
 			sim->seq++;
 			if ((rc = hp.free(hp.state, req)))
 				return sim_fail(sim, rc, "free of a block not "
 						"live");
+		} else {
 			break;
-		case MSIM_REQ_FREE_REQUESTED:
-			if (i + 1 < n && v[i + 1].kind == MSIM_REQ_FREE &&
-			    v[i + 1].id == req->id && !v[i + 1].flags &&
-			    (hp.free_now || !hp.free_requested)) {
-				/* Freed and back at once: the FREE's time. */
-				req = &v[++i];
-				sim->seq += 2;
-				if (req->time > t)
-					sim->clock = req->time;
-				if (hp.free_now) {
-					if ((rc = hp.free_now(hp.state, req)))
-						return sim_fail(sim, rc,
-							"free_requested");
-				} else if ((rc = hp.free(hp.state, req))) {
-					return sim_fail(sim, rc, "free of a "
-							"block not live");
-				}
-				break;
-			}
-			sim->seq++;
-			if (hp.free_requested &&
-			    (rc = hp.free_requested(hp.state, req)))
-				return sim_fail(sim, rc, "free_requested");
-			continue; /* not counted */
-		default:
-			goto out;
 		}
 		if (++sim->sum.requests == sim->next_sample)
 			sim_sample(sim);
 	}
-out:
 	*at = i;
 	return 0;
 }
