@@ -351,8 +351,10 @@ msim_bench_minimal_stream(const char *path, uint64_t *requests_out,
 	    !(len > 8 && !strcmp(path + len - 8, ".rmm.csv"))) {
 		int rc = msim_mincsv_replay(path, MSIM_MINCSV_BEST, st_out,
 					    why, whylen);
-		*requests_out = st_out->requests;
-		*cpu_out = cpu_s() - c0;
+		if (rc == 0) {
+			*requests_out = st_out->requests;
+			*cpu_out = cpu_s() - c0;
+		}
 		return rc;
 	}
 	msim_trace_t *t = NULL;

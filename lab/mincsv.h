@@ -5,12 +5,13 @@
  * with nothing of memsim's trace layer (traces/) in between.  What bench
  * compares `memsim run` on a CSV trace with.
  *
- * The parse is simdjson's two stages: the separators (',' and '\n') of
- * each 64 bytes become one word of bits, by AVX2 where the CPU has it
- * (checked at run time), SSE2 on other x86-64 and 8-byte words elsewhere
- * (SWAR); then each row's six fields are cut at those bits and their
- * digits converted 8 at a time.  The request stage is as small: an address
- * map to dense ids, alloc, free_requested and free_completed rows as
+ * The parse is in two stages, as SIMD JSON parsers do: the separators
+ * (',' and '\n') of each 64 bytes become one word of bits, by AVX2 where
+ * the CPU has it (checked at run time), SSE2 on other x86-64 and 8-byte
+ * words elsewhere (SWAR); then each row's six fields are cut at those
+ * bits and their digits converted a vector (SSE2) or 8 digits (SWAR) at a
+ * time.  The request stage is as small: an address map to dense ids,
+ * alloc, free_requested and free_completed rows as
  * requests, segment_alloc and segment_free rows skipped.
  */
 #ifndef MSIM_LAB_MINCSV_H

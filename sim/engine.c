@@ -473,7 +473,10 @@ msim_sim_step(msim_sim_t *sim)
  * pending, and a free_requested row directly followed by its FREE is one
  * call (ops->free_now).  It stops at anything else, leaving it to
  * sim_request(), and after an alloc the policy refused.  Returns 0 with
- * *at at the first request it left, or an error.
+ * *at at the first request it left, or an error.  Requests take no
+ * queueing sequence here: with batches, events due by a request's time go
+ * before it (sim_run_batches()), and events order among themselves by
+ * theirs.
  */
 static int
 sim_lean(msim_sim_t *sim, const msim_req_t *v, size_t n, size_t *at)
@@ -495,7 +498,6 @@ sim_lean(msim_sim_t *sim, const msim_req_t *v, size_t n, size_t *at)
 			msim_addr_t addr;
 			if (!msim_policy_size_ok(req->size))
 				break; /* sim_request() says why */
-			sim->seq++;
 			rc = hp.alloc(hp.state, req, &addr);
 			if (rc == 0 && addr % MSIM_DEVICE_ALIGN)
 				rc = MSIM_EFORMAT; /* as msim_policy_alloc() */
@@ -519,7 +521,6 @@ sim_lean(msim_sim_t *sim, const msim_req_t *v, size_t n, size_t *at)
 			    fr->id == req->id && !fr->flags) {
 				/* Freed and back at once: the FREE's time. */
 				i++;
-				sim->seq += 2;
 				if (fr->time > t)
 					sim->clock = fr->time;
 				if (hp.free_now) {
@@ -531,7 +532,6 @@ sim_lean(msim_sim_t *sim, const msim_req_t *v, size_t n, size_t *at)
 							"block not live");
 				}
 			} else {
-				sim->seq++;
 				if (hp.free_requested &&
 				    (rc = hp.free_requested(hp.state, req)))
 					return sim_fail(sim, rc,
@@ -539,7 +539,6 @@ sim_lean(msim_sim_t *sim, const msim_req_t *v, size_t n, size_t *at)
 				continue; /* not counted */
 			}
 		} else if (req->kind == MSIM_REQ_FREE) {
-			sim->seq++;
 			if ((rc = hp.free(hp.state, req)))
 				return sim_fail(sim, rc, "free of a block not "
 						"live");
