@@ -313,7 +313,7 @@ static const msim_param_spec_t pt_params[] = {
 /* Statistics                                                        */
 
 /*
- * pt_stat_inc() and _dec() of sim/types.h for the hot path: the "all"
+ * msim_stat2_inc() and _dec() of sim/types.h for the hot path: the "all"
  * copy and pool sp's, except the "all" copy's freed count, which is the
  * sum of the pools' (every change goes to both) and is summed once in
  * pt_stats() instead of kept at every decrease.
