@@ -39,7 +39,7 @@ struct msim_db_s {
 		char *p;
 		size_t n, cap;
 		bool nomem;
-	} jb;
+	} jb[3];
 };
 
 /* How db_open() opens a file. */
@@ -631,7 +631,8 @@ msim_db_close(msim_db_t *db)
 			sqlite3_finalize(db->rows[t][k]);
 	for (size_t k = 0; k < 3; k++)
 		sqlite3_finalize(db->packed[k]);
-	free(db->jb.p);
+	for (size_t k = 0; k < 3; k++)
+		free(db->jb[k].p);
 	sqlite3_close(db->db);
 	free(db->path);
 	free(db);
@@ -952,15 +953,12 @@ db_put_run(msim_db_t *db, const msim_run_info_t *info,
 
 /* The statistics of a run: one row of stats per memory_stats key. */
 static int
-db_put_stats(msim_db_t *db, int64_t run_id, const msim_stats_t *st)
+db_put_stats(msim_db_t *db, int64_t run_id, stat_rows_t *sr)
 {
-	stat_rows_t sr = {.run_id = run_id};
-	msim_stats_foreach(st, stat_collect, &sr);
-	int rc = sr.nomem ? MSIM_EDB
-			  : db_put_rows(db, DB_ROWS_STATS, 3, sr.n,
-					stat_bind, &sr);
-	free(sr.v);
-	return rc;
+	sr->run_id = run_id;
+	return sr->nomem ? MSIM_EDB
+			 : db_put_rows(db, DB_ROWS_STATS, 3, sr->n, stat_bind,
+				       sr);
 }
 
 typedef struct run_rows_s {
@@ -1068,15 +1066,25 @@ jb_row(jbuf_t *b, const int64_t *v, const char *const *name, int ncols)
 	b->n = n;
 }
 
-/* Stores b, "[" and rows so far, as run_id's row of db_packed[k]'s table.
- * The names a row holds are plain words (no JSON escapes).  0 or
- * MSIM_EDB. */
+/* Ends db->jb[k], "[" and rows so far: 0 or MSIM_EDB. */
 static int
-db_put_packed(msim_db_t *db, size_t k, int64_t run_id, jbuf_t *b)
+jb_end(jbuf_t *b)
 {
-	if (!jb_room(b, 2))
+	if (b->nomem || !jb_room(b, 1))
 		return MSIM_EDB;
 	b->p[b->n++] = ']';
+	return 0;
+}
+
+/* Stores db->jb[k] (if it holds rows) as run_id's row of db_packed[k]'s
+ * table.  The names a row holds are plain words (no JSON escapes).  0 or
+ * MSIM_EDB. */
+static int
+db_put_packed(msim_db_t *db, size_t k, int64_t run_id)
+{
+	const jbuf_t *b = &db->jb[k];
+	if (!b->n)
+		return 0;
 	sqlite3_stmt **q = &db->packed[k];
 	if (!*q) {
 		char sql[128];
@@ -1095,16 +1103,17 @@ db_put_packed(msim_db_t *db, size_t k, int64_t run_id, jbuf_t *b)
 	return rc == SQLITE_DONE ? 0 : MSIM_EDB;
 }
 
-/* The timeline of a run (tl may be NULL), one array of rows
- * [request, time_ns, allocated, reserved, active, requested,
+/* The timeline of a run (tl may be NULL) into db->jb[], one array of
+ * rows [request, time_ns, allocated, reserved, active, requested,
  * largest_free, free]. */
 static int
-db_put_timeline(msim_db_t *db, int64_t run_id, const msim_timeline_t *tl)
+db_pack_timeline(msim_db_t *db, const msim_timeline_t *tl)
 {
+	jbuf_t *b = &db->jb[DB_PACKED_TIMELINE];
+	b->n = 0;
+	b->nomem = false;
 	if (!tl || !tl->n)
 		return 0;
-	jbuf_t *b = &db->jb;
-	b->n = 0;
 	if (!jb_room(b, 1))
 		return MSIM_EDB;
 	b->p[b->n++] = '[';
@@ -1115,20 +1124,19 @@ db_put_timeline(msim_db_t *db, int64_t run_id, const msim_timeline_t *tl)
 			(int64_t)x->largest_free, (int64_t)x->free};
 		jb_row(b, v, NULL, 8);
 	}
-	return b->nomem ? MSIM_EDB
-			: db_put_packed(db, DB_PACKED_TIMELINE, run_id, b);
+	return jb_end(b);
 }
 
-/* The segment events of a run, numbered from 0 in their order: rows
- * [seq, request, action, addr, size]. */
+/* The segment events of a run into db->jb[], numbered from 0 in their
+ * order: rows [seq, request, action, addr, size]. */
 static int
-db_put_events(msim_db_t *db, int64_t run_id, const msim_seg_event_t *events,
-	      size_t nevents)
+db_pack_events(msim_db_t *db, const msim_seg_event_t *events, size_t nevents)
 {
+	jbuf_t *b = &db->jb[DB_PACKED_EVENTS];
+	b->n = 0;
+	b->nomem = false;
 	if (!events || !nevents)
 		return 0;
-	jbuf_t *b = &db->jb;
-	b->n = 0;
 	if (!jb_room(b, 1))
 		return MSIM_EDB;
 	b->p[b->n++] = '[';
@@ -1140,8 +1148,7 @@ db_put_events(msim_db_t *db, int64_t run_id, const msim_seg_event_t *events,
 			msim_seg_action_name(e->action), NULL, NULL};
 		jb_row(b, v, name, 5);
 	}
-	return b->nomem ? MSIM_EDB
-			: db_put_packed(db, DB_PACKED_EVENTS, run_id, b);
+	return jb_end(b);
 }
 
 /* The run_meta of a run: key, value, ..., NULL (meta may be NULL). */
@@ -1184,13 +1191,15 @@ block_cmp(const void *a, const void *b)
 	return x->i < y->i ? -1 : x->i > y->i;
 }
 
-/* The blocks at peak reserved of a run: rows [addr, size, state] by
- * address (a repeated address: the last block given stays, as when each
- * was a row of the table keyed by address). */
+/* The blocks at peak reserved of a run into db->jb[]: rows [addr, size,
+ * state] by address (a repeated address: the last block given stays, as
+ * when each was a row of the table keyed by address). */
 static int
-db_put_peak_blocks(msim_db_t *db, int64_t run_id, const msim_block_t *blocks,
-		   size_t n)
+db_pack_peak_blocks(msim_db_t *db, const msim_block_t *blocks, size_t n)
 {
+	jbuf_t *b = &db->jb[DB_PACKED_BLOCKS];
+	b->n = 0;
+	b->nomem = false;
 	if (!blocks || !n)
 		return 0;
 	msim_block_t *sorted = NULL;
@@ -1214,8 +1223,6 @@ db_put_peak_blocks(msim_db_t *db, int64_t run_id, const msim_block_t *blocks,
 		blocks = sorted;
 		n = w;
 	}
-	jbuf_t *b = &db->jb;
-	b->n = 0;
 	int rc = MSIM_EDB;
 	if (!jb_room(b, 1))
 		goto out;
@@ -1227,8 +1234,7 @@ db_put_peak_blocks(msim_db_t *db, int64_t run_id, const msim_block_t *blocks,
 			block_states[blocks[k].state % 3]};
 		jb_row(b, v, name, 3);
 	}
-	if (!b->nomem)
-		rc = db_put_packed(db, DB_PACKED_BLOCKS, run_id, b);
+	rc = jb_end(b);
 out:
 	free(sorted);
 	return rc;
@@ -1255,9 +1261,22 @@ msim_db_store_run_mode(msim_db_t *db, const msim_run_info_t *info,
 			 "too long to store", db->path);
 		return MSIM_EINVAL;
 	}
+	/* The rows made before the lock is taken, so that writers of a
+	 * sweep hold it only while SQLite stores them. */
+	stat_rows_t sr = {0};
+	msim_stats_foreach(st, stat_collect, &sr);
+	if (db_pack_timeline(db, tl) || db_pack_events(db, events, nevents) ||
+	    db_pack_peak_blocks(db, info->peak_blocks, info->npeak_blocks)) {
+		free(sr.v);
+		snprintf(db->errmsg, sizeof(db->errmsg), "%s: cannot store "
+			 "the run: %s", db->path, msim_strerror(MSIM_ENOMEM));
+		return MSIM_EDB;
+	}
 	if ((rc = db_fk(db, false)) ||
-	    (rc = db_exec(db, "BEGIN IMMEDIATE", "cannot lock")))
+	    (rc = db_exec(db, "BEGIN IMMEDIATE", "cannot lock"))) {
+		free(sr.v);
 		return rc;
+	}
 	int64_t old_id = -1, run_id;
 	if (mode != MSIM_DB_INSERT) {
 		if ((rc = db_find_key(db, key, &old_id)) < 0)
@@ -1268,6 +1287,7 @@ msim_db_store_run_mode(msim_db_t *db, const msim_run_info_t *info,
 			    (rc = db_exec(db, "COMMIT", "cannot commit")))
 				goto rollback;
 			*run_id_out = old_id;
+			free(sr.v);
 			return 0;
 		}
 		/* A replaced run keeps its id (and its sweeps); its rows of
@@ -1279,22 +1299,24 @@ msim_db_store_run_mode(msim_db_t *db, const msim_run_info_t *info,
 	}
 	if (db_put_run(db, info, sum, st, mode != MSIM_DB_INSERT ? key : NULL,
 		       old_id, &run_id) ||
-	    db_put_stats(db, run_id, st) || db_put_timeline(db, run_id, tl) ||
-	    db_put_events(db, run_id, events, nevents) ||
+	    db_put_stats(db, run_id, &sr) ||
+	    db_put_packed(db, DB_PACKED_TIMELINE, run_id) ||
+	    db_put_packed(db, DB_PACKED_EVENTS, run_id) ||
 	    db_put_meta(db, run_id, info->meta) ||
-	    db_put_peak_blocks(db, run_id, info->peak_blocks,
-			       info->npeak_blocks))
+	    db_put_packed(db, DB_PACKED_BLOCKS, run_id))
 		goto fail;
 	if ((rc = db_sweep_member(db, info->sweep_id, run_id)))
 		goto rollback;
 	if ((rc = db_exec(db, "COMMIT", "cannot commit")))
 		goto rollback;
 	*run_id_out = run_id;
+	free(sr.v);
 	return 0;
 fail:
 	rc = db_fail(db, "cannot store the run");
 rollback:
 	sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+	free(sr.v);
 	return rc;
 }
 
