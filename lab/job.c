@@ -256,7 +256,7 @@ msim_job_open(const msim_job_spec_t *spec, bool store, msim_job_t **out,
 	 * found by a second replay up to the peak, once the run is over
 	 * (job_peak_blocks()), instead of a copy of them at each new peak
 	 * (about 170 a setting of gpt2_varlen, 14% of its cost). */
-	if (store && j->in.cache && !j->pf) {
+	if (store && j->in.cache && !j->pf && !s->gpu) {
 		cfg.peak_blocks = false;
 		j->lazy_blocks = true;
 	}
