@@ -416,6 +416,20 @@ START_TEST(test_failed_settings)
 }
 END_TEST
 
+typedef struct samples_s {
+	msim_sample_t v[4];
+	size_t n;
+} samples_t;
+
+static int
+collect_sample(const msim_sample_t *x, void *ctx)
+{
+	samples_t *s = ctx;
+	if (s->n < 4)
+		s->v[s->n++] = *x;
+	return 0;
+}
+
 /* Query text of one row's columns joined by '|' (for exact rows). */
 static void
 query_text(const char *sql, char *out, size_t n)
@@ -515,10 +529,14 @@ START_TEST(test_packed_rows)
 		 "UPDATE meta SET value='5' WHERE key='schema_version'");
 	ck_assert_int_eq(msim_db_open_readonly(path, &db, why, sizeof(why)),
 			 0);
-	int64_t tsum = 0;
-	ck_assert_int_eq(msim_db_run_timeline(db, id, count_sample, &tsum), 0);
-	ck_assert_int_eq(tsum, (4611686018427387911LL * 100 - 50 + 1) +
-				       (800 + 70 + 2));
+	samples_t got = {0};
+	ck_assert_int_eq(msim_db_run_timeline(db, id, collect_sample, &got), 0);
+	ck_assert_uint_eq(got.n, 2);
+	ck_assert_uint_eq(got.v[0].request, 1);
+	ck_assert_int_eq(got.v[0].allocated, -5);
+	ck_assert_int_eq(got.v[0].reserved, 4611686018427387911LL);
+	ck_assert_uint_eq(got.v[0].free, 4611686018427387904ULL);
+	ck_assert_uint_eq(got.v[1].time, 20);
 	msim_db_close(db);
 	ck_assert_int_eq(query_int("SELECT count(*) FROM timeline_packed"), 0);
 	ck_assert_int_eq(msim_db_open(path, &db, why, sizeof(why)), 0);
