@@ -35,6 +35,8 @@ struct msim_db_s {
 	bool fk_off;     /* foreign-key checks switched off (db_fk()) */
 	/* The inserts of db_packed's tables, and the text they store. */
 	sqlite3_stmt *packed[3];
+	/* The other statements of storing a run (db_stmt()). */
+	sqlite3_stmt *q[5];
 	struct jbuf_s {
 		char *p;
 		size_t n, cap;
@@ -638,6 +640,8 @@ msim_db_close(msim_db_t *db)
 			sqlite3_finalize(db->rows[t][k]);
 	for (size_t k = 0; k < 3; k++)
 		sqlite3_finalize(db->packed[k]);
+	for (size_t k = 0; k < 5; k++)
+		sqlite3_finalize(db->q[k]);
 	for (size_t k = 0; k < 3; k++)
 		free(db->jb[k].p);
 	sqlite3_close(db->db);
@@ -767,20 +771,47 @@ stat_bind(sqlite3_stmt *q, int i, size_t row, const void *ctx)
 	sqlite3_bind_int64(q, i + 2, s->v[row].value);
 }
 
+/* The statements db_stmt() keeps prepared on a connection: a sweep's
+ * worker stores a run every few milliseconds, and preparing them anew
+ * each time was a twentieth of storing one. */
+enum { DB_Q_FIND, DB_Q_MEMBER, DB_Q_META, DB_Q_RUN_INSERT, DB_Q_RUN_UPDATE };
+
+/* db->q[slot], prepared from sql the first time; NULL if it cannot be.
+ * The caller resets it (db_unstmt()) when done. */
+static sqlite3_stmt *
+db_stmt(msim_db_t *db, int slot, const char *sql)
+{
+	if (!db->q[slot] &&
+	    sqlite3_prepare_v2(db->db, sql, -1, &db->q[slot], NULL) !=
+		    SQLITE_OK) {
+		sqlite3_finalize(db->q[slot]);
+		db->q[slot] = NULL;
+	}
+	return db->q[slot];
+}
+
+/* Ends a use of a statement of db_stmt(). */
+static void
+db_unstmt(sqlite3_stmt *q)
+{
+	sqlite3_reset(q);
+	sqlite3_clear_bindings(q);
+}
+
 /* Records that run_id belongs to sweep_id (none when sweep_id is 0). */
 static int
 db_sweep_member(msim_db_t *db, int64_t sweep_id, int64_t run_id)
 {
 	if (sweep_id <= 0)
 		return 0;
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(db->db, "INSERT OR IGNORE INTO sweep_runs "
-			       "VALUES(?,?)", -1, &q, NULL) != SQLITE_OK)
+	sqlite3_stmt *q = db_stmt(db, DB_Q_MEMBER, "INSERT OR IGNORE INTO"
+				  " sweep_runs VALUES(?,?)");
+	if (!q)
 		return db_fail(db, "cannot record the sweep's run");
 	sqlite3_bind_int64(q, 1, sweep_id);
 	sqlite3_bind_int64(q, 2, run_id);
 	int rc = sqlite3_step(q);
-	sqlite3_finalize(q);
+	db_unstmt(q);
 	return rc == SQLITE_DONE ? 0 : db_fail(db, "cannot record the "
 					       "sweep's run");
 }
@@ -789,15 +820,15 @@ db_sweep_member(msim_db_t *db, int64_t sweep_id, int64_t run_id)
 static int
 db_find_key(msim_db_t *db, const char *key, int64_t *id_out)
 {
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(db->db, "SELECT id FROM runs WHERE "
-			       "setting_key=?", -1, &q, NULL) != SQLITE_OK)
+	sqlite3_stmt *q = db_stmt(db, DB_Q_FIND, "SELECT id FROM runs WHERE"
+				  " setting_key=?");
+	if (!q)
 		return db_fail(db, "cannot look up the setting");
 	sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
 	int rc = sqlite3_step(q);
 	if (rc == SQLITE_ROW)
 		*id_out = sqlite3_column_int64(q, 0);
-	sqlite3_finalize(q);
+	db_unstmt(q);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		return db_fail(db, "cannot look up the setting");
 	return rc == SQLITE_ROW;
@@ -904,8 +935,9 @@ db_put_run(msim_db_t *db, const msim_run_info_t *info,
 		? "UPDATE runs SET (" RUN_COLS ") = (" RUN_VALS "), created ="
 		  " strftime('%Y-%m-%dT%H:%M:%SZ','now') WHERE id=?"
 		: "INSERT INTO runs(" RUN_COLS ", id) VALUES(" RUN_VALS ",?)";
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(db->db, run_sql, -1, &q, NULL) != SQLITE_OK)
+	sqlite3_stmt *q = db_stmt(db, old_id >= 0 ? DB_Q_RUN_UPDATE
+						   : DB_Q_RUN_INSERT, run_sql);
+	if (!q)
 		return MSIM_EDB;
 	int i = 1;
 	sqlite3_bind_text(q, i++, PACKAGE_VERSION, -1, SQLITE_STATIC);
@@ -951,7 +983,7 @@ db_put_run(msim_db_t *db, const msim_run_info_t *info,
 	else
 		sqlite3_bind_null(q, i++);
 	int rc = sqlite3_step(q);
-	sqlite3_finalize(q);
+	db_unstmt(q);
 	if (rc != SQLITE_DONE)
 		return MSIM_EDB;
 	*run_id_out = old_id >= 0 ? old_id : sqlite3_last_insert_rowid(db->db);
@@ -1174,9 +1206,9 @@ db_put_meta(msim_db_t *db, int64_t run_id, const char *const *meta)
 {
 	if (!meta)
 		return 0;
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(db->db, "INSERT INTO run_meta VALUES(?,?,?)", -1,
-			       &q, NULL) != SQLITE_OK)
+	sqlite3_stmt *q = db_stmt(db, DB_Q_META, "INSERT INTO run_meta"
+				  " VALUES(?,?,?)");
+	if (!q)
 		return MSIM_EDB;
 	int rc = SQLITE_DONE;
 	for (const char *const *m = meta; m[0] && m[1] && rc == SQLITE_DONE;
@@ -1187,7 +1219,7 @@ db_put_meta(msim_db_t *db, int64_t run_id, const char *const *meta)
 		sqlite3_bind_text(q, 3, m[1], -1, SQLITE_STATIC);
 		rc = sqlite3_step(q);
 	}
-	sqlite3_finalize(q);
+	db_unstmt(q);
 	return rc == SQLITE_DONE ? 0 : MSIM_EDB;
 }
 
