@@ -552,13 +552,6 @@ db_open(const char *path, int how, msim_db_t **out, char *why,
 	 * it saves an fsync per run, which is most of a sweep's time on
 	 * small traces. */
 	sqlite3_exec(db->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
-	/* Checkpoints every 8000 pages of WAL (32 MiB) rather than 1000: the
-	 * pages every commit rewrites (the runs table's and indexes' leaves,
-	 * the header) are copied into the file once per checkpoint, so a
-	 * sweep writes less (perf: 60 settings of gpt2_varlen, 4% less
-	 * CPU); the last connection to close still checkpoints it all. */
-	sqlite3_exec(db->db, "PRAGMA wal_autocheckpoint=8000", NULL, NULL,
-		     NULL);
 	if ((rc = db_exec(db, "PRAGMA foreign_keys=ON", "pragma")))
 		goto fail;
 	if ((rc = db_exec(db, "BEGIN IMMEDIATE", "cannot lock")))
