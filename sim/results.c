@@ -1723,6 +1723,16 @@ static const struct merge_table_s {
 };
 #define NMERGE_TABLES (sizeof(merge_tables) / sizeof(merge_tables[0]))
 
+/* Copies run src_id's rows of merge_tables[k] as run dst_id's. */
+static int
+merge_table(msim_db_t *db, size_t k, int64_t dst_id, int64_t src_id)
+{
+	const struct merge_table_s *t = &merge_tables[k];
+	return t->sql ? db_step2(db, t->sql, dst_id, src_id, NULL)
+		      : db_pack_rows(db, (size_t)t->packed, "src", dst_id,
+				     src_id);
+}
+
 /* Copies every run of src whose setting main lacks, with its results;
  * merge_ids maps each source run to its run in main. */
 static int
@@ -1755,13 +1765,8 @@ merge_runs(msim_db_t *db, int64_t version, int64_t *added, int64_t *skipped)
 				break;
 			size_t k = 0;
 			while (k < NMERGE_TABLES &&
-			       (!has[k] ||
-				(merge_tables[k].sql
-				 ? db_step2(db, merge_tables[k].sql, dst_id,
-					    src_id, NULL)
-				 : db_pack_rows(db, (size_t)merge_tables[k].packed,
-						"src", dst_id, src_id)) ==
-					SQLITE_DONE))
+			       (!has[k] || merge_table(db, k, dst_id, src_id) ==
+						   SQLITE_DONE))
 				k++;
 			if (k < NMERGE_TABLES)
 				break;

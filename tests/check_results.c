@@ -480,8 +480,10 @@ START_TEST(test_packed_rows)
 				.policy = "pytorch", .addresses = "model",
 				.peak_blocks = blocks, .npeak_blocks = 4};
 	int64_t id;
-	ck_assert_int_eq(msim_db_store_run(db, &info, &sum, &st, &tl, ev, 2,
-					   &id), 0);
+	int existed;
+	ck_assert_int_eq(msim_db_store_run_mode(db, &info, &sum, &st, &tl, ev,
+						2, MSIM_DB_REPLACE, &id,
+						&existed), 0);
 	msim_timeline_clear(&tl);
 	msim_db_close(db);
 	ck_assert_int_eq(query_int("SELECT count(*) FROM timeline_packed"), 1);
@@ -519,12 +521,13 @@ START_TEST(test_packed_rows)
 		 " KEY(run_id, seq)) WITHOUT ROWID;"
 		 "INSERT INTO segment_events VALUES(1,1,2,'segment_free',8192,"
 		 " 512), (1,0,0,'segment_alloc',4096,2097152);"
-		 "CREATE TABLE peak_blocks(run_id INTEGER NOT NULL, addr INTEGER"
-		 " NOT NULL, size INTEGER NOT NULL, state TEXT NOT NULL,"
+		 "CREATE TABLE peak_blocks(run_id INTEGER NOT NULL, addr"
+		 " INTEGER NOT NULL, size INTEGER NOT NULL, state TEXT NOT NULL,"
 		 " PRIMARY KEY(run_id, addr)) WITHOUT ROWID;"
 		 "INSERT INTO peak_blocks VALUES(1,8192,256,'pending'),"
 		 " (1,4096,1024,'allocated');"
-		 "DELETE FROM timeline_packed; DELETE FROM segment_events_packed;"
+		 "DELETE FROM timeline_packed;"
+		 "DELETE FROM segment_events_packed;"
 		 "DELETE FROM peak_blocks_packed;"
 		 "UPDATE meta SET value='5' WHERE key='schema_version'");
 	ck_assert_int_eq(msim_db_open_readonly(path, &db, why, sizeof(why)),
@@ -539,6 +542,33 @@ START_TEST(test_packed_rows)
 	ck_assert_uint_eq(got.v[1].time, 20);
 	msim_db_close(db);
 	ck_assert_int_eq(query_int("SELECT count(*) FROM timeline_packed"), 0);
+	/* merge packs a schema 5 file's rows into a file of schema 6. */
+	char path2[80];
+	snprintf(path2, sizeof(path2), "%s-merged", path);
+	unlink(path2);
+	int64_t added, skipped;
+	ck_assert_int_eq(msim_db_open(path2, &db, why, sizeof(why)), 0);
+	ck_assert_int_eq(msim_db_merge(db, path, &added, &skipped), 0);
+	ck_assert_int_eq(added, 1);
+	samples_t merged = {0};
+	ck_assert_int_eq(msim_db_run_timeline(db, 1, collect_sample, &merged),
+			 0);
+	ck_assert_uint_eq(merged.n, 2);
+	ck_assert_int_eq(merged.v[0].reserved, 4611686018427387911LL);
+	msim_block_t *pb;
+	size_t npb;
+	ck_assert_int_eq(msim_db_run_peak_blocks(db, 1, &pb, &npb), 0);
+	ck_assert_uint_eq(npb, 2);
+	ck_assert_uint_eq(pb[1].addr, 8192);
+	ck_assert_int_eq(pb[1].state, MSIM_BLOCK_PENDING);
+	free(pb);
+	msim_db_close(db);
+	char p2[96];
+	unlink(path2);
+	snprintf(p2, sizeof(p2), "%s-wal", path2);
+	unlink(p2);
+	snprintf(p2, sizeof(p2), "%s-shm", path2);
+	unlink(p2);
 	ck_assert_int_eq(msim_db_open(path, &db, why, sizeof(why)), 0);
 	msim_db_close(db);
 	ck_assert_int_eq(query_int("SELECT value FROM meta WHERE "
