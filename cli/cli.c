@@ -1,8 +1,11 @@
 /* The command line's shared helpers of cli.h. */
 #include <config.h>
 
+#include <dirent.h>
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -235,4 +238,75 @@ msim_cli_now_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* The scratch folder of msim_cli_scratch() and the process it is of. */
+static char scratch_path[4096];
+static pid_t scratch_owner;
+
+/* Removes the scratch folder and what is in it (files only: nothing
+ * makes folders there); only in the process that made it, not in a
+ * forked child that exits. */
+static void
+scratch_remove(void)
+{
+	if (!scratch_path[0] || getpid() != scratch_owner)
+		return;
+	DIR *d = opendir(scratch_path);
+	if (d) {
+		struct dirent *e;
+		while ((e = readdir(d))) {
+			char p[4400];
+			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+				continue;
+			snprintf(p, sizeof(p), "%s/%s", scratch_path,
+				 e->d_name);
+			unlink(p);
+		}
+		closedir(d);
+	}
+	rmdir(scratch_path);
+	scratch_path[0] = '\0';
+}
+
+static void
+scratch_signal(int sig)
+{
+	scratch_remove();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+const char *
+msim_cli_scratch(const char *prefix)
+{
+	if (scratch_path[0])
+		msim_cli_die("%s: a scratch folder exists already", prefix);
+	const char *dir = getenv("TMPDIR");
+	if (!dir || !*dir)
+		dir = "/tmp";
+	char path[sizeof(scratch_path)];
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s-XXXXXX", dir,
+			     prefix) >= sizeof(path))
+		msim_cli_die("TMPDIR: '%s' is too long", dir);
+	if (!mkdtemp(path))
+		msim_cli_die("%s: cannot make a scratch folder in %s: %s",
+			     prefix, dir, strerror(errno));
+	memcpy(scratch_path, path, sizeof(path));
+	scratch_owner = getpid();
+	static int hooked;
+	if (!hooked) {
+		hooked = 1;
+		atexit(scratch_remove);
+		static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+		for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+			struct sigaction old;
+			/* nohup's ignored SIGHUP stays ignored */
+			if (sigaction(sigs[i], NULL, &old) == 0 &&
+			    old.sa_handler == SIG_IGN)
+				continue;
+			signal(sigs[i], scratch_signal);
+		}
+	}
+	return scratch_path;
 }

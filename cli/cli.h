@@ -124,5 +124,26 @@ int msim_cmd_fit(int argc, char **argv);
  * Returns the recorder's exit status (cli/cmd_record.c). */
 int msim_cli_record(const char *out, char *const *ropt, int nropt,
 		    char *const *cmd, int ncmd, int quiet);
+/* The recorder's option for a setting name ("checkpoint" ->
+ * "--checkpoint": amp, checkpoint, device, world-size, rank,
+ * dynamic-fraction, item-int), or NULL: what fit and sweep pass to
+ * msim_cli_record(). */
+const char *msim_cli_record_flag(const char *name);
+/* The command with every {names[i]} replaced by values[i] (malloc'd,
+ * ncmd strings and a NULL; free with msim_cli_record_subst_free()). */
+char **msim_cli_record_subst(char *const *cmd, int ncmd,
+			     const char *const *names,
+			     const char *const *values, size_t n);
+void msim_cli_record_subst_free(char **cmd, int ncmd);
+/* Whether cmd has {name} in a word. */
+bool msim_cli_record_has(char *const *cmd, int ncmd, const char *name);
+
+/*
+ * A scratch folder, PREFIX-XXXXXX under $TMPDIR (default /tmp), removed
+ * with the files in it when the process that made it ends: a return from
+ * main, exit() (msim_cli_die() too), SIGINT, SIGTERM or SIGHUP.  One a
+ * process; dies if it cannot be made.  Returns its path.
+ */
+const char *msim_cli_scratch(const char *prefix);
 
 #endif

@@ -161,41 +161,21 @@ fit_replay(const char *trace, uint64_t cap, const char *policy,
 			     trace, rc);
 }
 
-/* The command with every {name} replaced by value (strings owned here). */
+/* The command (or a --traces pattern) with every {name} replaced by
+ * value. */
 static char **
 fit_subst(char **cmd, int ncmd, const char *name, long value)
 {
-	char key[128], val[32];
-	snprintf(key, sizeof(key), "{%s}", name);
+	char val[32];
 	snprintf(val, sizeof(val), "%ld", value);
-	char **out = calloc((size_t)ncmd + 1, sizeof(*out));
-	if (!out)
-		msim_cli_die("out of memory");
-	for (int i = 0; i < ncmd; i++) {
-		size_t len = strlen(cmd[i]) * (strlen(val) + 1) + 1;
-		char *s = malloc(len), *d = s;
-		if (!s)
-			msim_cli_die("out of memory");
-		for (const char *p = cmd[i]; *p;) {
-			if (!strncmp(p, key, strlen(key))) {
-				d += sprintf(d, "%s", val);
-				p += strlen(key);
-			} else {
-				*d++ = *p++;
-			}
-		}
-		*d = '\0';
-		out[i] = s;
-	}
-	return out;
+	const char *v = val;
+	return msim_cli_record_subst(cmd, ncmd, &name, &v, 1);
 }
 
 static void
 fit_free(char **v, int n)
 {
-	for (int i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
+	msim_cli_record_subst_free(v, n);
 }
 
 typedef struct fit_s {
@@ -206,7 +186,6 @@ typedef struct fit_s {
 	char **ropt;
 	int nropt;
 	int tries;
-	long tried[128];
 } fit_t;
 
 /* Records the script at value; 1 if it fits, 0 if not. */
@@ -221,8 +200,6 @@ fit_try(fit_t *f, long value, fit_result_t *r)
 		fit_free(p, 1);
 		if (access(trace, R_OK) != 0)
 			msim_cli_die("fit: %s: %s", trace, strerror(errno));
-		if (f->tries < 128)
-			f->tried[f->tries] = value;
 		f->tries++;
 		fit_replay(trace, f->cap, f->policy, NULL, r);
 		fprintf(stderr, "memsim: fit: %s=%ld: peak reserved %" PRId64
@@ -239,8 +216,6 @@ fit_try(fit_t *f, long value, fit_result_t *r)
 	if (rc != 0)
 		msim_cli_die("fit: recording %s=%ld failed (exit %d)", f->name,
 			     value, rc);
-	if (f->tries < 128)
-		f->tried[f->tries] = value;
 	f->tries++;
 	fit_replay(trace, f->cap, f->policy, NULL, r);
 	char mb[2][32];
@@ -355,22 +330,18 @@ msim_cmd_fit(int argc, char **argv)
 	f.cmd = argv + optind;
 	f.ncmd = argc - optind;
 	f.ropt = ropt;
-	char key[80];
-	snprintf(key, sizeof(key), "{%s}", name);
-	int found = 0;
+	bool found = false;
 	if (f.pattern) {
 		if (f.ncmd > 0)
 			msim_cli_die("fit: give --traces or a command, not both");
-		found = strstr(f.pattern, key) != NULL;
+		char *pat = (char *)f.pattern;
+		found = msim_cli_record_has(&pat, 1, name);
 		keep = ".";
 	} else if (f.ncmd < 1) {
 		msim_cli_die("fit: no command after '--'");
 	}
-	for (int i = 0; i < f.ncmd; i++)
-		if (strstr(f.cmd[i], key))
-			found = 1;
-	if (!found)
-		msim_cli_die("fit: the command has no %s to vary", key);
+	if (!found && !msim_cli_record_has(f.cmd, f.ncmd, name))
+		msim_cli_die("fit: the command has no {%s} to vary", name);
 	static char self[4096];
 	ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (sl > 0) {
@@ -379,9 +350,9 @@ msim_cmd_fit(int argc, char **argv)
 	} else {
 		msim_cli_die("fit: cannot find the memsim program");
 	}
-	char tmpdir[] = "/tmp/memsim-fit-XXXXXX";
-	if (!mkdtemp(tmpdir))
-		msim_cli_die("fit: mkdtemp: %s", strerror(errno));
+	/* recordings (unless kept) and tune's database; removed on every
+	 * way out, msim_cli_die() included */
+	const char *tmpdir = msim_cli_scratch("memsim-fit");
 	f.dir = keep ? keep : tmpdir;
 
 	fit_result_t r, best_r = {0};
@@ -474,26 +445,10 @@ msim_cmd_fit(int argc, char **argv)
 			printf("tune       (memsim tune --cap %s on %s=%ld)\n%s",
 			       capn, name, best, out);
 			free(out);
-			static const char *const ext[] = {"", "-wal", "-shm",
-							  "-journal"};
-			for (int i = 0; i < 4; i++) {
-				char p[4300];
-				snprintf(p, sizeof(p), "%s%s", db, ext[i]);
-				unlink(p);
-			}
 			if (trc != 0)
 				fprintf(stderr, "memsim: fit: memsim tune "
 					"exited %d\n", trc);
 		}
 	}
-	if (!keep) {
-		for (int i = 0; i < f.tries && i < 128; i++) {
-			char p[4096];
-			snprintf(p, sizeof(p), "%s/%s-%ld.csv", f.dir, name,
-				 f.tried[i]);
-			unlink(p);
-		}
-	}
-	rmdir(tmpdir);
-	return rc;
+	return rc; /* the scratch folder goes at exit */
 }

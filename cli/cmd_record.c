@@ -3,7 +3,9 @@
  * (traces/memsim_record, installed in $(pythondir)) and writes the trace.
  * The recorder writes OUT.tmp<pid> and renames it; if it dies, the
  * temporary is removed here, so no partial trace is left at OUT.
- * Also the recording step of `memsim fit` (msim_cli_record()).
+ * Also the recording step of `memsim fit` and of `memsim sweep --
+ * COMMAND` (msim_cli_record()), and what both share: the recorder options
+ * a setting name stands for, and the {NAME} substitution.
  */
 #include <config.h>
 
@@ -176,6 +178,84 @@ msim_cli_record(const char *out, char *const *ropt, int nropt,
 		fprintf(stderr, "memsim: record: %s or its memsim_record module "
 			"could not be run\n", py);
 	return rc;
+}
+
+/* The recorder's options that a setting of fit or sweep can name. */
+static const char *const record_flags[] = {
+	"--amp", "--checkpoint", "--device", "--world-size", "--rank",
+	"--dynamic-fraction", "--item-int",
+};
+
+const char *
+msim_cli_record_flag(const char *name)
+{
+	for (size_t i = 0; i < sizeof(record_flags) / sizeof(*record_flags);
+	     i++)
+		if (!strcmp(record_flags[i] + 2, name))
+			return record_flags[i];
+	return NULL;
+}
+
+/* Where "{name}" starts in word, or NULL. */
+static const char *
+record_find(const char *word, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *p = strchr(word, '{'); p; p = strchr(p + 1, '{'))
+		if (!strncmp(p + 1, name, n) && p[n + 1] == '}')
+			return p;
+	return NULL;
+}
+
+bool
+msim_cli_record_has(char *const *cmd, int ncmd, const char *name)
+{
+	for (int i = 0; i < ncmd; i++)
+		if (record_find(cmd[i], name))
+			return true;
+	return false;
+}
+
+char **
+msim_cli_record_subst(char *const *cmd, int ncmd, const char *const *names,
+		      const char *const *values, size_t n)
+{
+	char **out = calloc((size_t)ncmd + 1, sizeof(*out));
+	if (!out)
+		msim_cli_die("out of memory");
+	for (int i = 0; i < ncmd; i++) {
+		/* one pass, left to right: a value is never read again */
+		size_t len = strlen(cmd[i]) + 1;
+		for (size_t k = 0; k < n; k++)
+			for (const char *p = cmd[i];
+			     (p = record_find(p, names[k])); p++)
+				len += strlen(values[k]);
+		char *w = malloc(len), *d = w;
+		if (!w)
+			msim_cli_die("out of memory");
+		for (const char *p = cmd[i]; *p;) {
+			size_t k = 0;
+			while (k < n && record_find(p, names[k]) != p)
+				k++;
+			if (k == n) {
+				*d++ = *p++;
+				continue;
+			}
+			d += sprintf(d, "%s", values[k]);
+			p += strlen(names[k]) + 2;
+		}
+		*d = '\0';
+		out[i] = w;
+	}
+	return out;
+}
+
+void
+msim_cli_record_subst_free(char **cmd, int ncmd)
+{
+	for (int i = 0; cmd && i < ncmd; i++)
+		free(cmd[i]);
+	free(cmd);
 }
 
 int

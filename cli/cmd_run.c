@@ -72,6 +72,10 @@ usage_run(FILE *fp)
 		"h200:1g.18gb, h100:3g.40gb,\n"
 		"                          a100-80gb:1g.10gb, a100-40gb:7g.40gb "
 		"...\n"
+		"      --context-bytes B   each process's CUDA context holds "
+		"B\n"
+		"                          bytes of --capacity outside its "
+		"allocator\n"
 		"      --absolute-time     several inputs: interleave by the "
 		"recorded times, not\n"
 		"                          by the time since each trace's "
@@ -139,6 +143,7 @@ typedef struct run_opts_s {
 	const char *calibration, *transform;
 	uint64_t cap, capacity;
 	const char *capacity_name; /* --capacity NAME, or NULL */
+	uint64_t context;  /* --context-bytes */
 	double fraction;
 	/* Each --policy, --alloc-conf, --cap, --fraction as given. */
 	run_per_t policies, confs, caps, fractions;
@@ -219,6 +224,7 @@ static const struct option run_longopts[] = {
 	{"fraction", required_argument, NULL, 'F'},
 	{"capacity", required_argument, NULL, 'K'},
 	{"absolute-time", no_argument, NULL, 'a'},
+	{"context-bytes", required_argument, NULL, 'x'},
 	{"addresses", required_argument, NULL, 'A'},
 	{"keep-going", no_argument, NULL, 'k'},
 	{"transform", required_argument, NULL, 'T'},
@@ -364,6 +370,9 @@ run_parse(int argc, char **argv, run_opts_t *o)
 			break;
 		case 'K': run_capacity(o, optarg); break;
 		case 'a': o->absolute = 1; break;
+		case 'x':
+			o->context = msim_cli_bytes("--context-bytes", optarg);
+			break;
 		case 'F':
 			o->fraction = msim_cli_fraction(optarg);
 			run_per(&o->fractions, optarg);
@@ -515,13 +524,20 @@ print_together_text(msim_together_t *t, const run_opts_t *o)
 	msim_gpu_stats_t gs;
 	msim_gpu_stats(gpu, &gs);
 	char a[32], b[32];
-	uint64_t cap = msim_gpu_capacity(gpu);
+	uint64_t shared = msim_gpu_capacity(gpu);
+	uint64_t cap = shared + n * o->context;
 	printf("gpu        %s%s%s (%" PRIu64 " bytes), %zu processes, "
 	       "time %s\n", o->capacity_name ? o->capacity_name : "",
 	       o->capacity_name ? ", " : "",
 	       msim_format_bytes(cap, a, sizeof(a)), cap, n,
 	       o->absolute ? "as recorded"
 			   : "relative to each trace's first request");
+	if (o->context)
+		printf("contexts   %zu x %s (%" PRIu64 " bytes) outside the "
+		       "allocators: they share %s (%" PRIu64 " bytes)\n", n,
+		       msim_format_bytes(o->context, a, sizeof(a)),
+		       o->context, msim_format_bytes(shared, b, sizeof(b)),
+		       shared);
 	printf("gpu peak   %s (%" PRIu64 " bytes) at process %zu's request %"
 	       PRIu64 ":", msim_format_bytes(gs.peak, a, sizeof(a)), gs.peak,
 	       gs.peak_proc + 1, gs.peak_request);
@@ -560,7 +576,10 @@ print_together_json(msim_together_t *t, const run_opts_t *o)
 	size_t n = msim_together_n(t);
 	msim_gpu_stats_t gs;
 	msim_gpu_stats(gpu, &gs);
-	printf("{\n  \"capacity_bytes\": %" PRIu64, msim_gpu_capacity(gpu));
+	printf("{\n  \"capacity_bytes\": %" PRIu64 ",\n  \"context_bytes\": %"
+	       PRIu64 ",\n  \"shared_bytes\": %" PRIu64,
+	       msim_gpu_capacity(gpu) + n * o->context, o->context,
+	       msim_gpu_capacity(gpu));
 	if (o->capacity_name) {
 		printf(",\n  \"capacity_name\": ");
 		msim_cli_json_str(stdout, o->capacity_name);
@@ -628,7 +647,7 @@ run_together(const run_opts_t *o, char **inputs, size_t n,
 	msim_job_err_t err;
 	size_t bad;
 	char who[64];
-	if (msim_together_open(specs, n, o->capacity, o->absolute,
+	if (msim_together_open(specs, n, o->capacity, o->context, o->absolute,
 			       o->keep_going, &t, &bad, &err) ||
 	    msim_together_run(t, &bad, &err)) {
 		snprintf(who, sizeof(who), "(process %zu)", bad + 1);
@@ -657,6 +676,16 @@ msim_cmd_run(int argc, char **argv)
 		return rc;
 	if (optind == argc - 1)
 		run_warn(&o);
+	if (optind == argc - 1 && o.context) {
+		/* One process: its context takes its bytes from the device
+		 * as it does for each of several. */
+		uint64_t dev = o.capacity ? o.capacity : MSIM_H200_BYTES;
+		if (o.context >= dev)
+			msim_cli_die("--context-bytes: %" PRIu64 " bytes leave "
+				     "nothing of the device's %" PRIu64,
+				     o.context, dev);
+		o.capacity = dev - o.context;
+	}
 	char why[1024];
 	/* Open the calibration and the database first: a bad one fails
 	 * before the work. */
@@ -717,7 +746,8 @@ msim_cmd_run(int argc, char **argv)
 	if (o.explain) {
 		/* The same setting, replayed as this run was. */
 		msim_explain_config_t ecfg = {.spec = spec,
-					      .alternatives = true};
+					      .alternatives = true,
+					      .context_bytes = o.context};
 		ecfg.spec.prefetch = false;
 		msim_cli_explain(&ecfg);
 	}

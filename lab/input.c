@@ -125,11 +125,16 @@ msim_input_open(msim_input_t *in, const char *trace, const char *model_spec,
 		return rc;
 	in->src = msim_trace_source(in->trace);
 	in->format = msim_trace_format_name(in->trace);
+	/* "transform:dtype=X", maybe followed by ";record:..." (what made
+	 * the recording, lab/sweep.h: nothing to apply). */
 	const char *pfx = "transform:";
 	if (strategy && !strncmp(strategy, pfx, strlen(pfx))) {
 		int dtype;
-		if ((rc = msim_xform_parse(strategy + strlen(pfx), &dtype,
-					   why, whylen)) ||
+		char spec[128];
+		snprintf(spec, sizeof(spec), "%.*s",
+			 (int)strcspn(strategy + strlen(pfx), ";"),
+			 strategy + strlen(pfx));
+		if ((rc = msim_xform_parse(spec, &dtype, why, whylen)) ||
 		    (rc = msim_xform_dtype_new(in->src, dtype, &in->xform, why,
 					       whylen))) {
 			msim_input_close(in);

@@ -350,6 +350,7 @@ typedef struct route_ctx_s {
 					* file */
 	msim_model_cfg_t mc;        /* model with the setting's keys */
 	int xdtype;                 /* a file's dtype transform */
+	const char *label;          /* what made the recording; NULL: none */
 	sbuf_t conf;                /* "k=v,..." of the input's keys */
 	const msim_kv_t **params;   /* the policy's keys, checked once the
 				     * policy is known */
@@ -458,10 +459,21 @@ setting_input(route_ctx_t *r, msim_setting_t *s)
 {
 	char buf[2048];
 	if (!r->model) {
-		if (r->xdtype == MSIM_DT_FP32)
+		if (r->xdtype == MSIM_DT_FP32 && !r->label)
 			return 0;
-		snprintf(buf, sizeof(buf), "transform:dtype=%s",
-			 msim_dtype_name(r->xdtype));
+		int k = 0;
+		if (r->xdtype != MSIM_DT_FP32)
+			k = snprintf(buf, sizeof(buf), "transform:dtype=%s",
+				     msim_dtype_name(r->xdtype));
+		if (r->label &&
+		    (size_t)snprintf(buf + k, sizeof(buf) - (size_t)k,
+				     "%srecord:%s", k ? ";" : "", r->label) >=
+			    sizeof(buf) - (size_t)k) {
+			snprintf(r->pc->why, r->pc->whylen, "%s: the "
+				 "recording's parameters are too long",
+				 r->name);
+			return MSIM_EINVAL;
+		}
 		return (s->strategy = strdup(buf)) ? 0 : MSIM_ENOMEM;
 	}
 	char w[320];
@@ -613,6 +625,7 @@ plan_add(plan_ctx_t *pc, size_t trace, const char *policy, uint64_t cap,
 		.addresses = pc->spec->addresses ? pc->spec->addresses
 						 : "model",
 		.model = sw->models[trace], .xdtype = MSIM_DT_FP32,
+		.label = pc->spec->labels ? pc->spec->labels[trace] : NULL,
 	};
 	if (r.model)
 		r.mc = *r.model;

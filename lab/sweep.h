@@ -70,6 +70,11 @@ typedef struct msim_setting_s {
 typedef struct msim_sweep_spec_s {
 	const char *const *traces;   /* at least one */
 	size_t ntraces;
+	/* NULL, or one a trace (each NULL or not): what made a recording
+	 * ("batch=2,checkpoint=sqrt", memsim sweep -- COMMAND), stored as
+	 * the strategy "record:batch=2,checkpoint=sqrt" (after a transform's,
+	 * ";" between) and so part of the setting key. */
+	const char *const *labels;
 	const char *const *policies; /* default: pytorch */
 	size_t npolicies;
 	const uint64_t *caps;        /* default: no cap */

@@ -1,6 +1,7 @@
 /* Several jobs on one GPU (together.h): open, interleave by time, report. */
 #include <config.h>
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,19 +35,28 @@ tg_now_ms(void)
 
 int
 msim_together_open(const msim_job_spec_t *specs, size_t n, uint64_t capacity,
-		   bool absolute, bool keep_going, msim_together_t **out,
-		   size_t *failed_out, msim_job_err_t *err)
+		   uint64_t context, bool absolute, bool keep_going,
+		   msim_together_t **out, size_t *failed_out,
+		   msim_job_err_t *err)
 {
 	*out = NULL;
 	*failed_out = 0;
 	memset(err, 0, sizeof(*err));
 	if (!capacity)
 		capacity = MSIM_H200_BYTES;
+	if (context && (n > capacity / context ||
+			n * context >= capacity)) {
+		err->part = MSIM_JOB_EINPUT;
+		snprintf(err->msg, sizeof(err->msg), "--context-bytes: %zu "
+			 "contexts of %" PRIu64 " bytes fill the capacity (%"
+			 PRIu64 " bytes)", n, context, capacity);
+		return MSIM_EINVAL;
+	}
 	msim_together_t *t = calloc(1, sizeof(*t));
 	if (t)
 		t->p = calloc(n ? n : 1, sizeof(*t->p));
 	if (t && t->p)
-		t->gpu = msim_gpu_new(capacity, n);
+		t->gpu = msim_gpu_new(capacity - n * context, n);
 	if (!t || !t->p || !t->gpu) {
 		msim_together_destroy(t);
 		err->part = MSIM_JOB_EINPUT;

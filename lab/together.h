@@ -28,14 +28,17 @@
 typedef struct msim_together_s msim_together_t;
 
 /*
- * Opens n jobs on one GPU of capacity bytes (0: the H200's).  Each spec's
+ * Opens n jobs on one GPU of capacity bytes (0: the H200's), of which each
+ * process's CUDA context holds context bytes outside its allocator: the
+ * allocators share capacity - n * context.  Each spec's
  * capacity, gpu and process are set here; the rest is the spec's own
  * (keep_going and prefetch are ignored: keep_going applies to all).
  * Returns 0, or an error with err filled and *failed_out the index of
  * the spec at fault.
  */
 int msim_together_open(const msim_job_spec_t *specs, size_t n,
-		       uint64_t capacity, bool absolute, bool keep_going,
+		       uint64_t capacity, uint64_t context, bool absolute,
+		       bool keep_going,
 		       msim_together_t **out, size_t *failed_out,
 		       msim_job_err_t *err);
 

@@ -32,7 +32,9 @@ typedef struct msim_run_info_s {
 	uint64_t cap_bytes;       /* 0 = none */
 	const char *addresses;    /* "model" or "trace" */
 	/* The strategies of a generated or transformed trace, canonical
-	 * ("dtype=bf16-amp,checkpoint=every:2", "transform:dtype=bf16-amp");
+	 * ("dtype=bf16-amp,checkpoint=every:2", "transform:dtype=bf16-amp"),
+	 * and what made a sweep's recording ("record:batch=2,checkpoint=sqrt",
+	 * after a transform's: "transform:dtype=bf16-amp;record:batch=2");
 	 * NULL or "" for a recording replayed as it is. */
 	const char *strategy;
 	/* Which rows of the trace were replayed, when not the default

@@ -463,23 +463,38 @@ START_TEST(test_model_sweep_bad_keys)
 }
 END_TEST
 
-START_TEST(test_transform_sweep)
+/* Plans grid (one axis) over gpt2_fp32.csv, n times (labels: NULL or
+ * one each), and checks that every setting then runs into path. */
+static msim_sweep_t *
+plan_fp32(size_t n, const char *const *labels, const char *grid)
 {
 	static char trace[4096];
 	snprintf(trace, sizeof(trace), "%s",
 		 test_data("traces/gpt2_fp32.csv"));
-	const char *traces[] = {trace};
-	const char *grid[] = {"dtype=fp32,bf16-amp,bf16"};
-	msim_sweep_spec_t spec = {.traces = traces, .ntraces = 1,
-				  .grid = grid, .ngrid = 1};
+	const char *traces[] = {trace, trace};
+	ck_assert_uint_le(n, 2);
+	msim_sweep_spec_t spec = {.traces = traces, .ntraces = n,
+				  .labels = labels, .grid = &grid, .ngrid = 1};
 	msim_sweep_t *sw;
 	char why[512];
 	ck_assert_int_eq(msim_sweep_plan(&spec, &sw, why, sizeof(why)), 0);
+	return sw;
+}
+
+static void
+exec_all(msim_sweep_t *sw)
+{
+	char why[512];
 	msim_sweep_opts_t o = {.db_path = path, .jobs = 1};
 	msim_sweep_result_t r;
 	ck_assert_int_eq(msim_sweep_exec(sw, &o, &r, why, sizeof(why)), 0);
-	ck_assert_uint_eq(r.ran, 3);
+	ck_assert_uint_eq(r.ran, msim_sweep_count(sw));
 	msim_sweep_destroy(sw);
+}
+
+START_TEST(test_transform_sweep)
+{
+	exec_all(plan_fp32(1, NULL, "dtype=fp32,bf16-amp,bf16"));
 	/* fp32 is the recording itself */
 	ck_assert_int_eq(query_int(path, "SELECT peak_allocated_bytes FROM "
 				   "runs WHERE strategy IS NULL"),
@@ -501,6 +516,37 @@ START_TEST(test_transform_sweep)
 }
 END_TEST
 
+/* A sweep over recordings (memsim sweep -- COMMAND): each trace's label
+ * is stored as its strategy and keeps its rows apart, even where two
+ * recordings are the same file; a transform still applies before it. */
+START_TEST(test_labelled_recordings)
+{
+	const char *labels[] = {"batch=2", "batch=4,checkpoint=sqrt"};
+	msim_sweep_t *sw = plan_fp32(2, labels, "dtype=fp32,bf16-amp");
+	ck_assert_uint_eq(msim_sweep_count(sw), 4);
+	ck_assert_str_eq(msim_sweep_setting(sw, 0)->strategy,
+			 "record:batch=2");
+	ck_assert_str_eq(msim_sweep_setting(sw, 1)->strategy,
+			 "transform:dtype=bf16-amp;record:batch=2");
+	ck_assert_str_eq(msim_sweep_setting(sw, 2)->strategy,
+			 "record:batch=4,checkpoint=sqrt");
+	ck_assert_str_ne(msim_sweep_setting(sw, 0)->key,
+			 msim_sweep_setting(sw, 2)->key);
+	exec_all(sw);
+	/* the label changes nothing of the replay */
+	ck_assert_int_eq(query_int(path, "SELECT count(*) FROM runs WHERE "
+				   "strategy LIKE 'record:%' AND "
+				   "peak_allocated_bytes=15776445440"), 2);
+	ck_assert_int_eq(query_int(path, "SELECT value FROM run_meta m JOIN "
+				   "runs r ON r.id=m.run_id WHERE r.strategy="
+				   "'transform:dtype=bf16-amp;record:batch=2' "
+				   "AND m.key='transform_cached_forwards'"), 3);
+	ck_assert_int_lt(query_int(path, "SELECT max(peak_allocated_bytes) "
+				   "FROM runs WHERE strategy LIKE "
+				   "'transform:%'"), 15776445440LL);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -519,6 +565,7 @@ main(void)
 	tcase_add_test(tc, test_model_sweep_matches_gen);
 	tcase_add_test(tc, test_model_sweep_bad_keys);
 	tcase_add_test(tc, test_transform_sweep);
+	tcase_add_test(tc, test_labelled_recordings);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

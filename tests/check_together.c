@@ -49,7 +49,7 @@ together(const char *a, const char *b, bool absolute, uint64_t cap_a,
 	msim_together_t *t;
 	msim_job_err_t err;
 	size_t bad = 99;
-	int rc = msim_together_open(specs, 2, GPU, absolute, false, &t,
+	int rc = msim_together_open(specs, 2, GPU, 0, absolute, false, &t,
 				    &bad, &err);
 	ck_assert_msg(rc == 0, "open: %s", err.msg);
 	rc = msim_together_run(t, &bad, &err);
@@ -237,11 +237,52 @@ START_TEST(test_errors_name_the_process)
 	msim_together_t *t;
 	msim_job_err_t err;
 	size_t bad = 99;
-	ck_assert_int_eq(msim_together_open(specs, 2, GPU, false, false, &t,
+	ck_assert_int_eq(msim_together_open(specs, 2, GPU, 0, false, false, &t,
 					    &bad, &err), MSIM_EINVAL);
 	ck_assert_ptr_null(t);
 	ck_assert_uint_eq(bad, 1);
 	ck_assert_int_eq(err.part, MSIM_JOB_EPARAMS);
+}
+END_TEST
+
+/* CUDA contexts: each process's holds context bytes of the GPU outside
+ * its allocator.  On 80 MiB, cached (40 MiB) and later (20 + 12 MiB) fit
+ * together (72 MiB); with contexts of 4 MiB they share 72 MiB and still
+ * fit, with 5 MiB they share 70 MiB and later's 12 MiB finds the GPU full
+ * (its request 1); contexts of 40 MiB leave nothing and are refused. */
+START_TEST(test_contexts)
+{
+	paths("together/cached.csv", "together/later.csv");
+	msim_job_spec_t specs[2] = {
+		{.trace = path_a, .policy = "pytorch"},
+		{.trace = path_b, .policy = "pytorch"},
+	};
+	const struct { uint64_t context; int64_t oom; } cases[] = {
+		{0, -1}, {4 * MiB, -1}, {5 * MiB, 1},
+	};
+	for (size_t i = 0; i < 3; i++) {
+		msim_together_t *t;
+		msim_job_err_t err;
+		size_t bad = 99;
+		int rc = msim_together_open(specs, 2, 80 * MiB,
+					    cases[i].context, false, false,
+					    &t, &bad, &err);
+		ck_assert_msg(rc == 0, "open: %s", err.msg);
+		ck_assert_int_eq(msim_together_run(t, &bad, &err), 0);
+		ck_assert_uint_eq(msim_gpu_capacity(msim_together_gpu(t)),
+				  80 * MiB - 2 * cases[i].context);
+		ck_assert_int_eq(result(t, 0)->sum.oom_request, -1);
+		ck_assert_int_eq(result(t, 1)->sum.oom_request, cases[i].oom);
+		msim_together_destroy(t);
+	}
+	msim_together_t *t;
+	msim_job_err_t err;
+	size_t bad = 99;
+	ck_assert_int_eq(msim_together_open(specs, 2, 80 * MiB, 40 * MiB,
+					    false, false, &t, &bad, &err),
+			 MSIM_EINVAL);
+	ck_assert_ptr_null(t);
+	ck_assert_ptr_nonnull(strstr(err.msg, "--context-bytes"));
 }
 END_TEST
 
@@ -284,6 +325,7 @@ main(void)
 	tcase_add_test(tc, test_relative_or_absolute_time);
 	tcase_add_test(tc, test_own_cap);
 	tcase_add_test(tc, test_errors_name_the_process);
+	tcase_add_test(tc, test_contexts);
 	tcase_add_test(tc, test_named_capacities);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);

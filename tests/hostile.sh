@@ -94,6 +94,15 @@ for p in pytorch bfc naive; do
 	hcase ok '' -- "$MEMSIM" run -p "$p" --recording "$in/blocks_empty.pickle"
 done
 hcase ok '' -- "$MEMSIM" info "$in/blocks_empty.pickle"
+# A segment_pool_id that is not a tuple of two ints (here a list).
+cp "$DATA/hostile/pool_id_list.pickle" "$in/"
+hcase err 'segment_pool_id is not a pair of numbers' -- \
+	"$MEMSIM" run "$in/pool_id_list.pickle"
+# Private pools derived from a snapshot, through every policy.
+for p in pytorch bfc naive cuda-async cupy; do
+	hcase ok '' -- "$MEMSIM" run -p "$p" --recording \
+		"$DATA/pools/graph_late.pickle"
+done
 # Found by fuzz_replay_pickle: seeding a partial history from a snapshot
 # whose segments list no blocks (pointer arithmetic on NULL under UBSan).
 cp "$DATA/hostile/seed_no_blocks.pickle" "$in/"

@@ -44,5 +44,28 @@ while IFS='	' read -r trace pa pr sa sf ca cr segs; do
 		fail "$trace: the pool rows change nothing"
 done <"$tmp/rows"
 [ "$n" -ge 1 ] || fail "no rows in real.tsv"
+
+# Snapshot pickles: the segments' segment_pool_id puts the allocs in their
+# pools (traces/trace.c, pool_derive()).  Each row of snapshots.tsv: the
+# pickle, the run options (- for none) and the figures the run must give.
+grep -v '^#' "$DATA/snapshots.tsv" >"$tmp/snaps"
+k=0
+while IFS='	' read -r pk opts pa pr sa sf; do
+	k=$((k + 1))
+	[ "$opts" = - ] && opts=
+	$MEMSIM run $opts --json "$DATA/$pk" >"$tmp/run.json" ||
+		{ fail "$pk $opts: run"; continue; }
+	for kv in "allocated_bytes.all.peak $pa" "reserved_bytes.all.peak $pr" \
+		"segment.all.allocated $sa" "segment.all.freed $sf"; do
+		set -- $kv
+		got=$(json "$1" "$tmp/run.json")
+		[ "$got" = "$2" ] || fail "$pk $opts: $1 $got, real $2"
+	done
+	# --recording checks the end state against the snapshot's segments.
+	[ "$opts" != --recording ] ||
+		grep -q '"snapshot_state": "matches' "$tmp/run.json" ||
+		fail "$pk: end state $(grep snapshot_state "$tmp/run.json")"
+done <"$tmp/snaps"
+[ "$k" -ge 1 ] || fail "no rows in snapshots.tsv"
 [ "$fails" -eq 0 ] || exit 1
-echo "poolrec: $n recordings reproduce"
+echo "poolrec: $n recordings and $k snapshot runs reproduce"

@@ -1,17 +1,16 @@
 #!/bin/sh
 # The C side of recording, with no PyTorch: the committed --fake traces
-# (tests/data/record/*.fake.csv, recorded by memsim record on the H200 with
-# torch 2.11) against their real counterparts recorded on the same device
-# (*.real.bin, and the torch.cuda.max_memory_* figures of peaks.tsv), and
+# (tests/data/record/*.fake.csv, recorded by memsim record with torch 2.13,
+# CPU build, no GPU; the same rows as on the H200 with torch 2.11 before the
+# kernels' temporaries, traces/memsim_record/kernels.py) against their
+# real counterparts recorded on the H200 (*.real.bin, and the
+# torch.cuda.max_memory_* figures of peaks.tsv), and
 # `memsim fit` over a committed family against the real search
 # (gptfit_real.tsv).  Run by `make check` with MEMSIM and MSIM_TESTDATA.
 set -u
 MEMSIM=${MEMSIM:-./memsim}
 DATA=${MSIM_TESTDATA:-tests/data}/record
-tmp=$(mktemp -d /tmp/memsim-record-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 
 key() { sed -n "s/.*\"$1\": \([0-9]*\).*/\1/p" "$2"; }
 # within A B PERCENT: |A - B| <= PERCENT% of B
@@ -35,8 +34,9 @@ while IFS="	" read -r w alloc res; do
 	within "$fa" "$alloc" 3 || fail "$w: fake peak allocated $fa vs $alloc"
 	case $w in
 	cnn_scaler)
-		# cuDNN's convolution workspaces are not modelled (README):
-		# the fake trace reserves less, never more.
+		# cuDNN's convolution workspaces follow a measured rule
+		# (kernels.py) whose backward-weight split-K part runs low
+		# here (README): the fake trace reserves less, never more.
 		[ "$fr" -le "$res" ] || fail "$w: fake reserved $fr > $res";;
 	*)	within "$fr" "$res" 5 || fail "$w: fake peak reserved $fr vs $res";;
 	esac
@@ -78,8 +78,11 @@ grep -q -- "--vary" "$tmp/err" || fail "fit bad range: $(cat "$tmp/err")"
 if $MEMSIM fit --cap 1GiB --vary B=1..4 --traces "$tmp/none-{B}.csv" \
 	2>"$tmp/err"; then fail "fit missing trace succeeded"; fi
 grep -q "none-1.csv" "$tmp/err" || fail "fit missing trace: $(cat "$tmp/err")"
+# Every way out of fit (an answer, a bad range, a missing trace) removes
+# its scratch folder.
+left=$(ls -A "$TMPDIR")
+[ -z "$left" ] || fail "fit left scratch folders: $left"
 if $MEMSIM record 2>"$tmp/err"; then fail "record without -o succeeded"; fi
 grep -q -- "-o OUT" "$tmp/err" || fail "record without -o: $(cat "$tmp/err")"
 
-[ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
-echo "record.sh: all passed"
+finish record.sh

@@ -42,8 +42,14 @@
  * function"), and a category inferred from the whole stack (pk_frame()).
  * Strings up to PK_STR_MAX bytes are kept in a pool so that memoized
  * filenames and function names can be read back; the memo slot of a
- * string holds its pool index.  Not kept: pool ids, allocator settings,
- * the frames of segments and blocks.
+ * string holds its pool index.  Not kept: the frames of segments and
+ * blocks.
+ *
+ * A segment's segment_pool_id (a tuple; (0, 0) is the default pool, others
+ * a CUDA graph's or a MemPool's private pool) becomes its pool number
+ * (msim_snap_segment_t.pool): a tuple of two ints is kept as a value (and
+ * in the memo), other tuples are opaque.  The trace entries name no pool:
+ * traces/trace.c derives them from the segments (pool_derive()).
  *
  * The writer writes a snapshot that torch.cuda.memory's tools and this
  * reader load: {"segments": [], "device_traces": [[entry, ...]]}, entries
@@ -91,6 +97,7 @@ enum {
 	/* allocator_settings (PyTorch 2.4 and later) */
 	S_ALLOC_SETTINGS, S_PTCONF, S_EXPANDABLE, S_MAXSPLIT, S_GCTHRESH,
 	S_AWAITING, /* "active_awaiting_free": a pending free's other name */
+	S_SEGPOOL,  /* "segment_pool_id": the segment's private pool */
 	S_STATE0, /* S_STATE0 + MSIM_SNAP_*: a block state */
 	S_NKEYS = S_STATE0 + MSIM_SNAP_NSTATES,
 	S_ACT0 = 48, /* S_ACT0 + msim_action_t: an action name */
@@ -115,6 +122,7 @@ static const char *const pk_keys[S_NKEYS] = {
 	[S_MAXSPLIT] = "max_split_size",
 	[S_GCTHRESH] = "garbage_collection_threshold",
 	[S_AWAITING] = "active_awaiting_free",
+	[S_SEGPOOL] = "segment_pool_id",
 	[S_STATE0 + MSIM_SNAP_INACTIVE] = "inactive",
 	[S_STATE0 + MSIM_SNAP_ALLOCATED] = "active_allocated",
 	[S_STATE0 + MSIM_SNAP_PENDING_FREE] = "active_pending_free",
@@ -136,7 +144,8 @@ typedef struct pk_val_s {
 			 * (complete) */
 	uint8_t str;    /* V_STR: S_*; dict: the action's code */
 	uint8_t neg;    /* V_INT: negative or over 64 bits: not a field;
-			 * V_OPAQUE: 2 for a float, its bits in i */
+			 * V_OPAQUE: 2 for a float, its bits in i; PK_PAIR
+			 * for a tuple of two ints, in f[0] and f[1] */
 	uint32_t sid;   /* V_STR: 1 + index in the string pool, 0: none */
 	uint32_t dev;   /* R_DEVLIST / R_ENTRY: the device index; R_SEG /
 			 * R_BLOCKLIST: the segment's record; R_BLOCK: the
@@ -148,7 +157,7 @@ typedef struct pk_val_s {
 
 /* Memo slot tags (4 bits) above a 28-bit payload. */
 enum { M_UNSET, M_OPAQUE, M_NONE, M_BOOL, M_STR, M_INT, M_BIGINT,
-       M_LARGEINT, M_FRAME, M_FRAMES };
+       M_LARGEINT, M_FRAME, M_FRAMES, M_PAIR };
 #define M_PAYLOAD 0x0fffffffu
 
 typedef struct pk_s {
@@ -165,6 +174,11 @@ typedef struct pk_s {
 	size_t capmemo;
 	uint64_t *ints;    /* memoized ints that do not fit the payload */
 	size_t nints, capints;
+	uint64_t (*pairs)[2]; /* memoized tuples of two ints */
+	size_t npairs, cappairs;
+	uint64_t (*pools)[2]; /* the segments' private pool ids (never
+			       * (0, 0), the default pool's), by number - 1 */
+	size_t npools, cappools;
 	msim_entry_t *q;   /* entries ready to hand out */
 	size_t qhead, qlen, capq;
 	uint64_t nset;     /* memo slots set: MEMOIZE's index */
@@ -203,6 +217,8 @@ typedef struct pk_fr_s {
 	bool any;
 } pk_fr_t;
 #define PK_MAX_FR (1u << 24)
+#define PK_PAIR 3
+#define PK_MAX_POOLS 65535u /* distinct private pools of the segments */
 
 /* What a stack shows, most telling first (pk_frame()). */
 #define FR_OPTIMIZER 0x01
@@ -675,6 +691,38 @@ pk_state_set(msim_trace_t *t, pk_t *p, pk_val_t *d, const pk_val_t *k,
 		p->segs[d->dev].large = v->str == S_LARGE;
 		return 0;
 	}
+	if (k->str == S_SEGPOOL && seg) {
+		/* (0, 0) is the default pool; others are numbered 1, 2, ...
+		 * in the order the segments list them. */
+		if (v->type != V_OPAQUE || v->neg != PK_PAIR)
+			return pk_fail(t, p, MSIM_EFORMAT, "segment_pool_id "
+				       "is not a pair of numbers");
+		if (!v->f[0] && !v->f[1])
+			return 0;
+		size_t i = 0;
+		while (i < p->npools && (p->pools[i][0] != v->f[0] ||
+					 p->pools[i][1] != v->f[1]))
+			i++;
+		if (i == p->npools) {
+			if (p->npools == PK_MAX_POOLS)
+				return pk_fail(t, p, MSIM_EFORMAT, "over 65535 "
+					       "private pools");
+			if (p->npools == p->cappools) {
+				size_t n = p->cappools ? 2 * p->cappools : 8;
+				uint64_t(*a)[2] = realloc(p->pools,
+							  n * sizeof(*a));
+				if (!a)
+					return MSIM_ENOMEM;
+				p->pools = a;
+				p->cappools = n;
+			}
+			p->pools[i][0] = v->f[0];
+			p->pools[i][1] = v->f[1];
+			p->npools++;
+		}
+		p->segs[d->dev].pool = (uint32_t)(i + 1);
+		return 0;
+	}
 	if (k->str == S_STATE && !seg) {
 		if (v->type == V_STR && v->str == S_AWAITING) {
 			p->blocks[d->dev].state = MSIM_SNAP_PENDING_FREE;
@@ -983,6 +1031,24 @@ pk_memo_put(msim_trace_t *t, pk_t *p, uint64_t idx)
 	switch (v->type) {
 	case V_NONE: slot = M_NONE << 28; break;
 	case V_BOOL: slot = M_BOOL << 28 | (uint32_t)v->i; break;
+	case V_OPAQUE:
+		if (v->neg != PK_PAIR)
+			break;
+		if (p->npairs >= M_PAYLOAD)
+			return pk_fail(t, p, MSIM_EFORMAT,
+				       "too many memoized tuples");
+		if (p->npairs == p->cappairs) {
+			size_t n = p->cappairs ? 2 * p->cappairs : 16;
+			uint64_t(*a)[2] = realloc(p->pairs, n * sizeof(*a));
+			if (!a)
+				return MSIM_ENOMEM;
+			p->pairs = a;
+			p->cappairs = n;
+		}
+		p->pairs[p->npairs][0] = v->f[0];
+		p->pairs[p->npairs][1] = v->f[1];
+		slot = (uint32_t)M_PAIR << 28 | (uint32_t)p->npairs++;
+		break;
 	case V_DICT:
 	case V_LIST:
 		if (v->role == R_FRAME || v->role == R_FRAMES)
@@ -1043,6 +1109,11 @@ pk_memo_get(msim_trace_t *t, pk_t *p, uint64_t idx)
 	case M_INT: v.type = V_INT; v.i = pay; break;
 	case M_BIGINT: v.type = V_INT; v.neg = 1; break;
 	case M_LARGEINT: v.type = V_INT; v.i = p->ints[pay]; break;
+	case M_PAIR:
+		v.neg = PK_PAIR;
+		v.f[0] = p->pairs[pay][0];
+		v.f[1] = p->pairs[pay][1];
+		break;
 	case M_FRAME:
 	case M_FRAMES: /* shared by several entries */
 		v.type = (slot >> 28) == M_FRAME ? V_DICT : V_LIST;
@@ -1343,8 +1414,19 @@ pk_op(msim_trace_t *t, pk_t *p)
 	case ')':  /* EMPTY_TUPLE */
 	case 0x8f: /* EMPTY_SET */
 		return pk_push_type(t, p, V_OPAQUE, 0);
+	case 0x86: { /* TUPLE2 */
+		/* A pair of ints (a segment's segment_pool_id) is kept. */
+		if ((rc = pk_pop(t, p, &b)) || (rc = pk_pop(t, p, &a)))
+			return rc;
+		pk_val_t v = {.type = V_OPAQUE};
+		if (a.type == V_INT && !a.neg && b.type == V_INT && !b.neg) {
+			v.neg = PK_PAIR;
+			v.f[0] = a.i;
+			v.f[1] = b.i;
+		}
+		return pk_push(t, p, &v);
+	}
 	case 0x85: /* TUPLE1 */
-	case 0x86: /* TUPLE2 */
 	case 0x87: /* TUPLE3 */
 		for (int k = 0; k < op - 0x84; k++)
 			if ((rc = pk_pop(t, p, &a)))
@@ -1577,6 +1659,8 @@ pk_close(msim_trace_t *t)
 	free(p->out);
 	free(p->buf);
 	free(p->stack);
+	free(p->pairs);
+	free(p->pools);
 	free(p->marks);
 	free(p->memo);
 	free(p->ints);

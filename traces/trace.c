@@ -481,6 +481,7 @@ typedef struct seed_seg_s {
 	uint64_t addr, size;
 	msim_stream_t stream;
 	bool large;
+	uint32_t pool; /* its private pool (pool_derive()), 0: default */
 } seed_seg_t;
 
 typedef struct seed_build_s {
@@ -518,11 +519,11 @@ seed_add_blk(seed_build_t *s, uint64_t addr, uint64_t size, uint64_t block,
 
 static int
 seed_add_seg(seed_build_t *s, uint64_t addr, uint64_t size,
-	     msim_stream_t stream, bool large)
+	     msim_stream_t stream, bool large, uint32_t pool)
 {
 	if (seed_grow((void **)&s->g, &s->capg, s->ng, sizeof(*s->g)))
 		return MSIM_ENOMEM;
-	s->g[s->ng++] = (seed_seg_t){addr, size, stream, large};
+	s->g[s->ng++] = (seed_seg_t){addr, size, stream, large, pool};
 	return 0;
 }
 
@@ -567,7 +568,8 @@ seed_push(msim_trace_t *t, int kind, uint32_t id, uint64_t addr,
 	t->seedq[t->nseedq++] = (msim_req_t){
 		.kind = (uint8_t)kind, .id = id, .addr = addr, .size = size,
 		.stream = stream, .flags = flags};
-	if (kind != MSIM_REQ_SEGMENT_HINT && kind != MSIM_REQ_RESET_PEAKS)
+	if (kind != MSIM_REQ_SEGMENT_HINT && kind != MSIM_REQ_RESET_PEAKS &&
+	    (kind < MSIM_REQ_POOL_CREATE || kind > MSIM_REQ_POOL_RELEASE))
 		t->seed.requests++;
 	return 0;
 }
@@ -624,6 +626,10 @@ seed_segment(msim_trace_t *t, seed_build_t *s, const seed_seg_t *g,
 	uint64_t end = g->addr + g->size, at = g->addr;
 	t->seed.segments++;
 	t->seed.segment_bytes += g->size;
+	/* A private pool's segment is rebuilt inside that pool. */
+	if (g->pool && (rc = seed_push(t, MSIM_REQ_POOL_BEGIN, 0, g->pool, 0,
+				       g->stream, 0)))
+		return rc;
 	if ((rc = seed_push(t, MSIM_REQ_SEGMENT_HINT, 0, g->addr, g->size,
 			    g->stream, 0)))
 		return rc;
@@ -668,9 +674,180 @@ seed_segment(msim_trace_t *t, seed_build_t *s, const seed_seg_t *g,
 		at = b[i].addr + used;
 	}
 	if (at < end && (!g->large || end - at > SEED_SMALL_SIZE ||
-			 n == 0))
-		return seed_fill(t, s, g, end - at);
+			 n == 0) && (rc = seed_fill(t, s, g, end - at)))
+		return rc;
+	if (g->pool &&
+	    ((rc = seed_push(t, MSIM_REQ_POOL_END, 0, g->pool, 0, g->stream,
+			     0)) ||
+	     (rc = seed_push(t, MSIM_REQ_POOL_RELEASE, 0, g->pool, 0,
+			     g->stream, 0))))
+		return rc;
 	return 0;
+}
+
+/* ---- private pools of a snapshot ----
+ *
+ * A snapshot's segments name their pool (segment_pool_id); its trace
+ * entries name none (PyTorch 2.11).  What can be derived: a segment of the
+ * end state that is in a private pool was in it all its life (a block
+ * never changes pools, and release_cached_blocks frees a segment only when
+ * it is wholly free), so every alloc whose address lies in it once the
+ * trace made it (or from the start, for a segment older than the history)
+ * came from that pool, and so did the malloc behind its segment_alloc
+ * row.  The replay gets the rows `memsim record --gpu` would have written
+ * around them: each pool is created before anything (a reference held to
+ * the end: its segments outlive the trace), a run of such allocs on a
+ * stream is a pool_begin on that stream ... pool_end, pool_release, and
+ * the runs end before an alloc of the default pool on that stream, before
+ * a segment_free (empty_cache(), the OOM retry: release_cached_blocks is
+ * skipped while a capture is underway) and before an oom entry.
+ * What cannot be derived: the pool of a segment the trace frees (it is not
+ * in the end state: its allocs replay in the default pool); when a pool
+ * was released (its segments outlive the trace, so none of them was freed
+ * by release_cached_blocks); a pool's use by allocs that reused no
+ * segment of the end state.  Needs a first pass (a snapshot in a regular
+ * file). */
+
+static int
+pseg_cmp(const void *a, const void *b)
+{
+	const struct msim_pseg_s *x = a, *y = b;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* The private segments of the end state g[0..ng), with the entry that
+ * made each (segs: the trace's segments alive at its end, by address, and
+ * segord their segment_alloc entries by id), into t->pseg. */
+static int
+pool_scan(msim_trace_t *t, const msim_snap_segment_t *g, size_t ng,
+	  const msim_idmap_t *segs, const uint64_t *segord)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < ng; i++)
+		n += g[i].pool != 0;
+	if (!n)
+		return 0;
+	if (!(t->pseg = malloc(n * sizeof(*t->pseg))))
+		return MSIM_ENOMEM;
+	for (size_t i = 0; i < ng; i++) {
+		if (!g[i].pool)
+			continue;
+		uint32_t id;
+		struct msim_pseg_s *q = &t->pseg[t->npseg++];
+		q->addr = g[i].addr;
+		q->size = g[i].total_size;
+		q->pool = g[i].pool;
+		q->ord = msim_idmap_find(segs, g[i].addr, &id) ? 0
+							       : segord[id];
+		if (g[i].pool > t->npools)
+			t->npools = g[i].pool;
+	}
+	qsort(t->pseg, t->npseg, sizeof(*t->pseg), pseg_cmp);
+	/* Each pool is created first: a reference held to the end. */
+	for (uint32_t k = 1; k <= t->npools; k++)
+		if (seed_push(t, MSIM_REQ_POOL_CREATE, 0, k, 0, 0, 0))
+			return MSIM_ENOMEM;
+	return 0;
+}
+
+/* The private pool of the alloc at addr (entry ord), 0 if none. */
+static uint32_t
+pool_of(const msim_trace_t *t, uint64_t addr, uint64_t ord)
+{
+	size_t lo = 0, hi = t->npseg;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (t->pseg[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return 0;
+	const struct msim_pseg_s *q = &t->pseg[lo - 1];
+	return addr - q->addr < q->size && q->ord <= ord ? q->pool : 0;
+}
+
+static int
+pool_queue(msim_trace_t *t, int kind, uint32_t pool, msim_stream_t stream,
+	   const msim_entry_t *e)
+{
+	if (seed_grow((void **)&t->pq, &t->cappq, t->npq, sizeof(*t->pq)))
+		return MSIM_ENOMEM;
+	t->pq[t->npq++] = (msim_req_t){
+		.kind = (uint8_t)kind, .addr = pool, .stream = stream,
+		.time = msim_trace_time(t, e->time_us)};
+	return 0;
+}
+
+/* Ends stream i's run in its pool. */
+static int
+pool_end_run(msim_trace_t *t, size_t i, const msim_entry_t *e)
+{
+	int rc;
+	if ((rc = pool_queue(t, MSIM_REQ_POOL_END, t->pcur[i].pool,
+			     t->pcur[i].stream, e)) ||
+	    (rc = pool_queue(t, MSIM_REQ_POOL_RELEASE, t->pcur[i].pool,
+			     t->pcur[i].stream, e)))
+		return rc;
+	t->pcur[i] = t->pcur[--t->npcur];
+	return 0;
+}
+
+/* The pool requests entry e needs before it, into t->pq: 1 if any, 0 if
+ * none, or an error.  before: called before the hidden empty_cache rules
+ * (ends every run at a segment_free or an oom), else after them (an alloc
+ * or a segment_alloc enters its pool). */
+static int
+pool_derive(msim_trace_t *t, const msim_entry_t *e, bool before)
+{
+	bool ends = e->action == MSIM_ACT_SEGMENT_FREE ||
+		    e->action == MSIM_ACT_SEGMENT_UNMAP ||
+		    e->action == MSIM_ACT_OOM;
+	bool enters = e->action == MSIM_ACT_ALLOC ||
+		      e->action == MSIM_ACT_SEGMENT_ALLOC;
+	if (before ? !ends : !enters)
+		return 0;
+	if (t->pool_done) {
+		t->pool_done = false; /* its requests were served */
+		return 0;
+	}
+	int rc;
+	t->npq = t->pqpos = 0;
+	if (ends) {
+		while (t->npcur)
+			if ((rc = pool_end_run(t, t->npcur - 1, e)))
+				return rc;
+	} else {
+		uint32_t pool = pool_of(t, e->addr, t->entries);
+		size_t i = 0;
+		while (i < t->npcur && t->pcur[i].stream != e->stream)
+			i++;
+		if (i < t->npcur && t->pcur[i].pool == pool)
+			return 0;
+		if (i < t->npcur && (rc = pool_end_run(t, i, e)))
+			return rc;
+		if (pool) {
+			/* Begun on another stream: one capture a pool. */
+			for (i = 0; i < t->npcur; i++)
+				if (t->pcur[i].pool == pool &&
+				    (rc = pool_end_run(t, i, e)))
+					return rc;
+			if ((rc = seed_grow((void **)&t->pcur, &t->cappcur,
+					    t->npcur, sizeof(*t->pcur))) ||
+			    (rc = pool_queue(t, MSIM_REQ_POOL_BEGIN, pool,
+					     e->stream, e)))
+				return rc;
+			t->pcur[t->npcur++] = (struct msim_pcur_s){
+				e->stream, pool};
+		}
+	}
+	if (!t->npq)
+		return 0;
+	t->la = *e;
+	t->have_la = true;
+	t->pool_done = true;
+	return 1;
 }
 
 /* The state of the segments a partial history began with, from a first
@@ -680,6 +857,8 @@ seed_scan(msim_trace_t *t, msim_trace_t *t2)
 {
 	msim_idmap_t known, pend, segs;
 	seed_build_t s = {0};
+	uint64_t *segord = NULL; /* by id in segs: its segment_alloc entry */
+	size_t capsegord = 0;
 	int rc = MSIM_ENOMEM;
 	bool expandable = false;
 	memset(&known, 0, sizeof(known));
@@ -715,12 +894,17 @@ seed_scan(msim_trace_t *t, msim_trace_t *t2)
 			break;
 		case MSIM_ACT_SEGMENT_ALLOC:
 			rc = msim_idmap_add(&segs, e.addr, &id);
+			if (rc == 0 && !(rc = seed_grow((void **)&segord,
+							&capsegord, id,
+							sizeof(*segord))))
+				segord[id] = t2->entries;
 			break;
 		case MSIM_ACT_SEGMENT_FREE:
 			if (msim_idmap_remove(&segs, e.addr, &id) &&
 			    e.size)
 				rc = seed_add_seg(&s, e.addr, e.size, e.stream,
-						  e.size > SEED_SMALL_BUFFER);
+						  e.size > SEED_SMALL_BUFFER,
+						  0);
 			break;
 		case MSIM_ACT_SEGMENT_MAP:
 		case MSIM_ACT_SEGMENT_UNMAP:
@@ -741,14 +925,15 @@ seed_scan(msim_trace_t *t, msim_trace_t *t2)
 	const msim_snap_segment_t *g;
 	size_t ng;
 	rc = MSIM_ENOMEM;
-	if (msim_trace_segments(t2, &g, &ng))
+	if (msim_trace_segments(t2, &g, &ng) ||
+	    pool_scan(t, g, ng, &segs, segord))
 		goto out;
 	for (size_t i = 0; i < ng; i++) {
 		if (g[i].expandable)
 			expandable = true;
 		else if (msim_idmap_find(&segs, g[i].addr, &id) &&
 			 seed_add_seg(&s, g[i].addr, g[i].total_size,
-				      g[i].stream, g[i].large))
+				      g[i].stream, g[i].large, g[i].pool))
 			goto out;
 		for (size_t k = 0; k < g[i].nblocks; k++) {
 			const msim_snap_block_t *b = &g[i].blocks[k];
@@ -839,6 +1024,7 @@ out:
 	msim_idmap_clear(&known);
 	msim_idmap_clear(&pend);
 	msim_idmap_clear(&segs);
+	free(segord);
 	free(s.b);
 	free(s.g);
 	free(s.fill);
@@ -1073,6 +1259,11 @@ msim_trace_next(msim_trace_t *t, msim_req_t *req_out)
 		return 1;
 	}
 	for (;;) {
+		if (t->pqpos < t->npq) {
+			*req_out = t->pq[t->pqpos++];
+			t->requests++;
+			return 1;
+		}
 		msim_entry_t e;
 		int rc;
 		if (t->have_la) {
@@ -1087,6 +1278,12 @@ msim_trace_next(msim_trace_t *t, msim_req_t *req_out)
 				goto empty_cache;
 			}
 			return rc;
+		}
+		if (t->npools && (rc = pool_derive(t, &e, true)) != 0) {
+			if (rc < 0)
+				return msim_trace_fail(t, rc, "%s",
+						       msim_strerror(rc));
+			continue;
 		}
 		if (t->opt.hidden_empty_cache) {
 			switch (e.action) {
@@ -1119,6 +1316,12 @@ msim_trace_next(msim_trace_t *t, msim_req_t *req_out)
 			default:
 				break;
 			}
+		}
+		if (t->npools && (rc = pool_derive(t, &e, false)) != 0) {
+			if (rc < 0)
+				return msim_trace_fail(t, rc, "%s",
+						       msim_strerror(rc));
+			continue;
 		}
 		if ((rc = trace_request(t, &e, req_out)) < 0)
 			return rc;
@@ -1245,6 +1448,9 @@ msim_trace_close(msim_trace_t *t)
 	msim_tags_clear(&t->tags);
 	free(t->seedq);
 	free(t->resv);
+	free(t->pseg);
+	free(t->pcur);
+	free(t->pq);
 	free(t->path);
 	free(t);
 }

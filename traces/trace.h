@@ -171,6 +171,9 @@ typedef struct msim_snap_segment_s {
 	uint32_t device;         /* CUDA device index */
 	bool large;              /* segment_type "large" (else "small") */
 	bool expandable;         /* is_expandable */
+	uint32_t pool;           /* segment_pool_id: 0 the default pool (0, 0),
+				  * else the private pools 1, 2, ... in the
+				  * order the segments name them */
 	const msim_snap_block_t *blocks; /* in address order */
 	size_t nblocks;
 } msim_snap_segment_t;

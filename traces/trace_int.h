@@ -72,6 +72,24 @@ struct msim_trace_s {
 	msim_req_t *seedq;    /* the requests that rebuild the start */
 	size_t nseedq, capseedq, seedpos;
 	msim_trace_seed_t seed;
+	/* Private pools of a snapshot (pool_derive() in trace.c). */
+	uint32_t npools;      /* private pools its segments name; 0: off */
+	struct msim_pseg_s {  /* its private segments of the end state */
+		uint64_t addr, size;
+		uint64_t ord;  /* the entry (1-based) whose segment_alloc made
+				* it; 0: it was there when the history began */
+		uint32_t pool;
+	} *pseg;              /* by address */
+	size_t npseg;
+	struct msim_pcur_s {  /* streams allocating to a private pool now */
+		msim_stream_t stream;
+		uint32_t pool;
+	} *pcur;
+	size_t npcur, cappcur;
+	msim_req_t *pq;       /* pool requests to serve before the entry in
+			       * t->la */
+	size_t npq, cappq, pqpos;
+	bool pool_done;       /* t->la's pool requests were served */
 	/* Set by formats. */
 	uint64_t untimed;     /* entries without a time */
 	uint64_t zero_skipped; /* zero-byte requests skipped (RMM logs) */

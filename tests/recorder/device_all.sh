@@ -16,3 +16,5 @@ for w in gpt_bf16 cnn_scaler; do
   python3 -m memsim_record --gpu --snapshot "$o/$w.frames.pickle" \
     -o "$o/$w.frames.csv" -- "$here/workloads.py" $w > "$o/$w.frames.log" 2>&1
 done
+# The probe grids and snapshots behind traces/memsim_record/kernels.py.
+sh "$here/kernels_device.sh" "$o/kernels"

@@ -13,6 +13,10 @@ What fake tensors do not show is added by rule (kernel allocations):
   (getNewWorkspace() in aten/src/ATen/cuda/CublasHandlePool.cpp); handles
   are per thread, so the autograd engine's device thread gets its own.
   Size: devices.cublas_workspace_bytes().
+- Kernels' own temporaries, allocated after an op's outputs and freed
+  before it returns (category temporary, site the kernel): cuDNN
+  convolution and attention workspaces, the attention backward kernels'
+  buffers, the reduction kernel's global buffer; sizes in kernels.py.
 
 Data-dependent values get stated assumptions, counted in the trace as
 `annotate` rows (category "assumption", site = the kind):
@@ -30,6 +34,7 @@ import traceback
 import weakref
 
 from . import devices
+from . import kernels
 
 CATEGORIES = ("parameter", "gradient", "optimizer", "activation",
               "temporary", "input", "other")
@@ -567,6 +572,29 @@ def _item_value(rec, dtype, torch):
 
 SDP_FLASH, SDP_EFFICIENT, SDP_MATH, SDP_CUDNN = 1, 2, 0, 3
 
+# Attention ops whose kernels allocate temporaries (kernels.py): the
+# kernel, and whether the op is a backward (query is its second argument).
+SDPA_KERNELS = {
+    "_scaled_dot_product_cudnn_attention": ("cudnn", False),
+    "_scaled_dot_product_cudnn_attention_backward": ("cudnn", True),
+    "_scaled_dot_product_efficient_attention_backward": ("efficient", True),
+    "_scaled_dot_product_flash_attention_backward": ("flash", True),
+}
+KERNEL_SITES = {
+    "sum": "gpu_reduce_kernel global buffer",
+    "mean": "gpu_reduce_kernel global buffer",
+    "convolution": "cudnn run_conv_plan workspace",
+    "convolution_backward": "cudnn run_conv_plan workspace (backward)",
+    "convolution_backward bias": "gpu_reduce_kernel global buffer",
+    "_scaled_dot_product_cudnn_attention": "cudnn run_cudnn_SDP_fprop workspace",
+    "_scaled_dot_product_cudnn_attention_backward":
+        "cudnn run_cudnn_SDP_bprop workspace",
+    "_scaled_dot_product_efficient_attention_backward":
+        "_efficient_attention_backward temporaries",
+    "_scaled_dot_product_flash_attention_backward":
+        "_flash_attention_backward temporaries",
+}
+
 
 def _sdp_choice(torch, rec, args, kwargs, major):
     """The backend sdp_utils' select_sdp_backend() would take on the named
@@ -672,15 +700,109 @@ def run(opt, script, argv):
                 if onfake_cuda and thr not in rec.workspaces:
                     rec.workspaces.add(thr)
                     rec.alloc(ws_bytes, "other", "cuBLAS workspace")
-            flat, _ = tree_flatten(out)
-            for t in flat:
-                for u in inner(t):
-                    try:
-                        s = u.untyped_storage()
-                    except Exception:
-                        continue
-                    note(s, name)
+            if name == "convolution_backward" and \
+                    isinstance(out, (tuple, list)) and len(out) == 3:
+                # cudnn_convolution_backward: grad_input, then its
+                # workspace (backward data), grad_weight, then its
+                # workspace (backward weight), as run_conv_plan runs.
+                for i, phase in enumerate(("data", "weight", "bias")):
+                    note_all(tree_flatten(out[i])[0], name)
+                    if out[i] is not None:
+                        temps(name + (" bias" if phase == "bias" else ""),
+                              kernel_events(name, args, phase, out))
+            else:
+                note_all(tree_flatten(out)[0], name)
+                temps(name, kernel_events(name, args, "forward", out))
             return out
+
+    def note_all(flat, name):
+        for t in flat:
+            for u in inner(t):
+                try:
+                    s = u.untyped_storage()
+                except Exception:
+                    continue
+                note(s, name)
+
+    def kernel_events(name, args, phase, out):
+        """The kernel's own temporaries (kernels.py) for the device
+        named; [] for ops without any."""
+        try:
+            if name == "convolution" or name == "convolution_backward":
+                if name == "convolution":
+                    x, w = args[0], args[1]
+                    st, pad, dil, tr, gr = args[3], args[4], args[5], \
+                        args[6], args[8]
+                    y = out
+                else:
+                    go, x, w = args[0], args[1], args[2]
+                    st, pad, dil, tr, gr = args[4], args[5], args[6], \
+                        args[7], args[9]
+                    y = go
+                if not isinstance(x, torch.Tensor) or \
+                        x.device.type != "cuda":
+                    return []
+                if phase == "bias":
+                    # grad_bias: a sum of grad_output over all but the
+                    # channel dimension (convolution_backward).
+                    return kernels.reduce(
+                        tuple(y.shape), tuple(y.stride()),
+                        set(range(y.dim())) - {1}, y.element_size(),
+                        8 if y.element_size() == 8 else 4,
+                        int(y.storage_offset()), major, minor,
+                        devices.DEVICES[opt.device][4])
+                cl = torch.channels_last
+                fmt_cl = x.dim() == 4 and (
+                    (x.is_contiguous(memory_format=cl) and
+                     not x.is_contiguous()) or
+                    (w.is_contiguous(memory_format=cl) and
+                     not w.is_contiguous()))
+                w_cl = w.dim() == 4 and w.is_contiguous(memory_format=cl) \
+                    and not w.is_contiguous()
+                return kernels.conv(phase, tuple(x.shape), tuple(w.shape),
+                                    tuple(y.shape), x.element_size(), st,
+                                    pad, dil, tr, gr, fmt_cl, w_cl, major)
+            if name in ("sum", "mean"):
+                x = args[0] if args else None
+                if not isinstance(x, torch.Tensor) or \
+                        x.device.type != "cuda" or \
+                        not x.dtype.is_floating_point or x.dim() == 0:
+                    return []
+                dims = args[1] if len(args) > 1 and \
+                    isinstance(args[1], (list, tuple)) else []
+                red = {int(d) % x.dim() for d in dims} or \
+                    set(range(x.dim()))
+                return kernels.reduce(
+                    tuple(x.shape), tuple(x.stride()), red,
+                    x.element_size(), 8 if x.element_size() == 8 else 4,
+                    int(x.storage_offset()), major, minor,
+                    devices.DEVICES[opt.device][4])
+            kind = SDPA_KERNELS.get(name)
+            if kind is None:
+                return []
+            q = args[1] if kind[1] else args[0]
+            if not isinstance(q, torch.Tensor) or q.device.type != "cuda" \
+                    or q.dim() != 4:
+                return []
+            if not kind[1]:
+                return kernels.attention_forward(kind[0])
+            b, h, sq, d = (int(v) for v in q.shape)
+            return kernels.attention_backward(kind[0], b, h, sq, d,
+                                              q.element_size())
+        except Exception:
+            return []
+
+    def temps(name, events):
+        """Allocations through the fake allocator, freed in the order
+        the kernel frees them: category temporary, site the kernel."""
+        site = KERNEL_SITES.get(name, name)
+        keys = {}
+        for ev in events:
+            if ev[0] == "alloc":
+                keys[ev[1]] = object()
+                rec.alloc(ev[2], "temporary", site, key=keys[ev[1]])
+            else:
+                rec.free(keys.pop(ev[1]))
 
     def inner(t):
         """The CUDA tensors that hold T's memory.  A wrapper subclass

@@ -1,0 +1,136 @@
+"""Device probes for memsim record's kernel rules (traces/memsim_record/kernels.py):
+per-call allocator trace windows of cuDNN convolutions and SDPA backward.
+  python3 kernel_probe.py conv|sdpa OUT.json [SECONDS]"""
+import json, random, sys, time
+import torch
+import torch.nn.functional as F
+
+what, out = sys.argv[1], sys.argv[2]
+budget = float(sys.argv[3]) if len(sys.argv) > 3 else 90.0
+dev = "cuda"
+t0 = time.time()
+
+
+def start():
+    torch.cuda.synchronize()
+    torch.cuda.memory._record_memory_history(enabled=None)
+    torch.cuda.memory._record_memory_history(enabled="all", context=None,
+                                             stacks="python",
+                                             max_entries=100000,
+                                             clear_history=True)
+
+
+def window():
+    """Allocations of the window: [size, freed in window, stream, seq]."""
+    torch.cuda.synchronize()
+    tr = torch.cuda.memory._snapshot()["device_traces"][0]
+    rows, live = [], {}
+    for i, e in enumerate(tr):
+        a = e["action"]
+        if a == "alloc":
+            live[e["addr"]] = len(rows)
+            rows.append([e["size"], 0, e.get("stream", 0), i])
+        elif a in ("free_requested", "free_completed") and e["addr"] in live:
+            rows[live.pop(e["addr"])][1] = 1
+    return rows
+
+
+def ph(tag):
+    return {"tag": tag, "allocs": window()}
+
+
+res = []
+random.seed(11)
+if what == "conv":
+    dts = ["fp16", "bf16", "fp32"]
+    cfgs = []
+    # the workloads' own shapes first
+    for (n, c, k, h, r, s) in [(64, 3, 64, 128, 3, 1), (64, 64, 64, 128, 3, 1),
+                               (64, 64, 128, 64, 3, 1), (64, 128, 128, 64, 3, 1),
+                               (64, 128, 256, 32, 3, 1), (64, 256, 256, 32, 3, 1),
+                               (32, 3, 768, 224, 16, 16)]:
+        cfgs.append((n, c, k, h, r, s, "fp16", 0))
+    while len(cfgs) < 600:
+        n = random.choice([1, 2, 4, 8, 16, 32, 64])
+        c = random.choice([3, 4, 16, 32, 64, 96, 128, 192, 256, 320, 384, 512])
+        k = random.choice([4, 16, 32, 64, 128, 192, 256, 384, 512])
+        h = random.choice([8, 14, 16, 28, 32, 56, 64, 112, 128, 224, 256])
+        r = random.choice([1, 3, 3, 7])
+        s = random.choice([1, 1, 2])
+        dt = random.choice(dts)
+        cl = random.random() < 0.25
+        if n * c * h * h * 4 > 2 ** 30 or n * k * h * h * 4 > 2 ** 30:
+            continue
+        cfgs.append((n, c, k, h, r, s, dt, int(cl)))
+    for (n, c, k, h, r, s, dt, cl) in cfgs:
+        if time.time() - t0 > budget:
+            break
+        x = torch.randn(n, c, h, h, device=dev, requires_grad=True)
+        if cl:
+            x = x.detach().to(memory_format=torch.channels_last).requires_grad_()
+        conv = torch.nn.Conv2d(c, k, r, s, padding=r // 2, bias=False).to(dev)
+        ad = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(dt)
+        try:
+            start()
+            if ad:
+                with torch.autocast("cuda", dtype=ad):
+                    y = conv(x)
+            else:
+                y = conv(x)
+            fw = ph("forward")
+            g = torch.randn_like(y)
+            start()
+            y.backward(g)
+            bw = ph("backward")
+            res.append({"n": n, "c": c, "k": k, "h": h, "r": r, "s": s,
+                        "dt": dt, "cl": cl, "out": list(y.shape),
+                        "out_cl": int(y.is_contiguous(memory_format=torch.channels_last) and not y.is_contiguous()),
+                        "fw": fw["allocs"], "bw": bw["allocs"]})
+        except Exception as e:
+            res.append({"n": n, "c": c, "k": k, "h": h, "r": r, "s": s,
+                        "dt": dt, "cl": cl, "error": str(e)[:200]})
+        del x, conv
+        y = g = None
+        torch.cuda.empty_cache()
+else:
+    from torch.nn.attention import sdpa_kernel, SDPBackend
+    cfgs = [(32, 12, 197, 64, "bf16", 0, "cudnn"), (8, 8, 384, 64, "fp32", 0, "eff"),
+            (8, 8, 128, 64, "fp32", 1, "eff"), (8, 12, 512, 64, "bf16", 1, "cudnn")]
+    while len(cfgs) < 400:
+        b = random.choice([1, 2, 4, 8, 16, 32])
+        hh = random.choice([1, 4, 8, 12, 16, 32])
+        sq = random.choice([64, 128, 197, 256, 384, 512, 1000, 1024, 2048, 4096])
+        d = random.choice([32, 64, 80, 128])
+        be = random.choice(["cudnn", "eff", "eff", "cudnn", "flash"])
+        dt = random.choice(["bf16", "fp16"] if be in ("cudnn", "flash") else ["fp32", "bf16", "fp16"])
+        causal = int(random.random() < 0.5)
+        if b * hh * sq * d * 4 * 8 > 2 ** 31:
+            continue
+        cfgs.append((b, hh, sq, d, dt, causal, be))
+    for (b, hh, sq, d, dt, causal, be) in cfgs:
+        if time.time() - t0 > budget:
+            break
+        td = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[dt]
+        bk = {"cudnn": SDPBackend.CUDNN_ATTENTION, "eff": SDPBackend.EFFICIENT_ATTENTION,
+              "flash": SDPBackend.FLASH_ATTENTION}[be]
+        q, k, v = (torch.randn(b, hh, sq, d, device=dev, dtype=td, requires_grad=True) for _ in range(3))
+        try:
+            start()
+            with sdpa_kernel([bk]):
+                y = F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))
+            fw = ph("forward")
+            g = torch.randn_like(y)
+            start()
+            y.backward(g)
+            bw = ph("backward")
+            res.append({"b": b, "h": hh, "s": sq, "d": d, "dt": dt, "causal": causal,
+                        "be": be, "fw": fw["allocs"], "bw": bw["allocs"]})
+        except Exception as e:
+            res.append({"b": b, "h": hh, "s": sq, "d": d, "dt": dt, "causal": causal,
+                        "be": be, "error": str(e)[:200]})
+        q = k = v = y = g = None
+        torch.cuda.empty_cache()
+torch.cuda.memory._record_memory_history(enabled=None)
+json.dump({"torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
+           "elapsed": time.time() - t0, "probes": res}, open(out, "w"))
+print(what, len(res), "probes", time.time() - t0, "s")

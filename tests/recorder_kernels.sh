@@ -1,0 +1,177 @@
+#!/bin/sh
+# Kernels' own temporaries under memsim record --fake
+# (traces/memsim_record/kernels.py): the rules against the workspaces
+# measured on the H200 (tests/data/record/conv_ws.tsv, sdpa_ws.tsv), hand-
+# made cases with exact bytes, and, where PyTorch is installed, the rows a
+# recording writes.  Needs Python 3; skips (77) without it.
+set -u
+MEMSIM=${MEMSIM:-./memsim}
+DATA=${MSIM_TESTDATA:-tests/data}/record
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+PY=${MEMSIM_PYTHON:-python3}
+command -v python3 >/dev/null 2>&1 || { echo "no python3: skipped"; exit 77; }
+tmp=$(mktemp -d /tmp/memsim-kernels-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# The rules on the measured grids.  Convolutions: the rules were chosen on
+# the "fit" half; on the "held" half, per call kind, the sum of the
+# predicted workspaces against the measured one, the calls within 10% or
+# 1 MiB, and those of 64 MiB or more within 10% (README quotes these).
+PYTHONPATH="$SRC/traces" python3 - "$DATA" >"$tmp/grid" 2>&1 <<'PY' ||
+import sys
+from memsim_record import kernels
+data = sys.argv[1]
+def rows(name):
+    with open(data + "/" + name) as fp:
+        lines = [l.rstrip("\n").split("\t") for l in fp if not l.startswith("#")]
+    head = lines[0]
+    return [dict(zip(head, l)) for l in lines[1:]]
+def total(ev):
+    return sum(e[2] for e in ev if e[0] == "alloc")
+for half in ("fit", "held"):
+    for col, phase in (("forward", "forward"), ("data", "data"), ("weight", "weight")):
+        meas = pred = n = within = big = bigok = 0
+        for r in rows("conv_ws.tsv"):
+            if r["half"] != half:
+                continue
+            n_, c, h, k, rr, s = (int(r[x]) for x in ("n", "c", "h", "k", "r", "s"))
+            es = 4 if r["dtype"] == "fp32" else 2
+            ho = (h + 2 * (rr // 2) - rr) // s + 1
+            p = total(kernels.conv(phase, (n_, c, h, h), (k, c, rr, rr),
+                                   (n_, k, ho, ho), es, (s, s), (rr // 2,) * 2,
+                                   (1, 1), False, 1, r["cl"] == "1", False, 9))
+            m = int(r[col])
+            meas += m; pred += p; n += 1
+            within += abs(p - m) <= max(0.1 * m, 1 << 20)
+            if m >= 64 << 20:
+                big += 1; bigok += abs(p - m) <= 0.1 * m
+        print("%s %s n=%d sum %+.1f%% within %d%% big %d/%d" % (
+            half, phase, n, 100.0 * (pred - meas) / meas,
+            round(100.0 * within / n), bigok, big))
+exact = n = 0
+for r in rows("sdpa_ws.tsv"):
+    if r["backend"] != "cudnn":
+        continue
+    b, h, s, d = (int(r[x]) for x in ("b", "h", "s", "d"))
+    ev = kernels.attention_backward("cudnn", b, h, s, d, 2)
+    n += 1
+    exact += [e[2] for e in ev if e[0] == "alloc"] == [int(r["temps"])]
+print("cudnn attention backward exact %d/%d" % (exact, n))
+for kind in ("eff", "flash"):
+    ok = n = 0
+    for r in rows("sdpa_ws.tsv"):
+        if r["backend"] != kind:
+            continue
+        b, h, s, d = (int(r[x]) for x in ("b", "h", "s", "d"))
+        es = 4 if r["dtype"] == "fp32" else 2
+        ev = kernels.attention_backward(
+            "efficient" if kind == "eff" else "flash", b, h, s, d, es)
+        p = total(ev)
+        m = sum(int(x) for x in r["temps"].split(",")) if r["temps"] != "-" else 0
+        n += 1
+        ok += abs(p - m) <= 0.02 * m
+    print("%s attention backward within 2%% %d/%d" % (kind, ok, n))
+PY
+	fail "grid: $(cat "$tmp/grid")"
+cat >"$tmp/want" <<'EOF2'
+fit forward n=300 sum -6.6% within 85% big 30/37
+fit data n=300 sum +0.4% within 93% big 37/38
+fit weight n=300 sum -8.7% within 48% big 29/50
+held forward n=300 sum -0.2% within 90% big 36/40
+held data n=300 sum +3.1% within 90% big 39/41
+held weight n=300 sum -14.2% within 54% big 36/53
+cudnn attention backward exact 139/139
+EOF2
+diff "$tmp/want" "$(echo "$tmp/grid")" | grep '^<' >"$tmp/d" && fail "grid figures: $(cat "$tmp/d")"
+grep -q "^eff attention backward within 2% " "$tmp/grid" || fail "eff line"
+
+# Hand-made cases, exact bytes.  Conv2d(16, 32, 3, padding=1) on
+# (4, 16, 32, 32) fp32, NCHW: input 262144 + weight 18432 + output 524288
+# bytes forward and backward-data; backward-weight adds 3 fp32 weight
+# gradients (55296).  channels_last: the weight copy forward.  1x1 stride
+# 1: nothing forward.  cuDNN attention backward, (2, 4, 128, 64):
+# 2*4*128*64*4 + 2*4*128*4 + 256.
+PYTHONPATH="$SRC/traces" python3 - >"$tmp/hand" 2>&1 <<'PY' ||
+from memsim_record import kernels as k
+a = ((4, 16, 32, 32), (32, 16, 3, 3), (4, 32, 32, 32), 4, (1, 1), (1, 1), (1, 1), False, 1)
+print(k.conv("forward", *a, False, False, 9))
+print(k.conv("data", *a, False, False, 9))
+print(k.conv("weight", *a, False, False, 9))
+print(k.conv("forward", *a, True, False, 9))
+print(k.conv("forward", (4, 16, 32, 32), (32, 16, 1, 1), (4, 32, 32, 32), 4, (1, 1), (0, 0), (1, 1), False, 1, False, False, 9))
+print(k.conv("forward", *a[:-1], 4, False, False, 9))
+print(k.conv("forward", *a, False, False, 6))
+print(k.attention_backward("cudnn", 2, 4, 128, 64, 2))
+PY
+	fail "hand: $(cat "$tmp/hand")"
+cat >"$tmp/want" <<'EOF2'
+[('alloc', 'ws', 804864), ('free', 'ws')]
+[('alloc', 'ws', 804864), ('free', 'ws')]
+[('alloc', 'ws', 860160), ('free', 'ws')]
+[('alloc', 'ws', 18432), ('free', 'ws')]
+[]
+[]
+[]
+[('alloc', 'ws', 266496), ('free', 'ws')]
+EOF2
+cmp -s "$tmp/want" "$tmp/hand" || fail "hand-made cases: $(diff "$tmp/want" "$tmp/hand")"
+
+# Reductions (gpu_reduce_kernel's global buffer and semaphores), against
+# the buffers of the H200 snapshots (README): vit's bias gradients (bf16
+# 6304 x 3072 and 6304 x 768), its patch convolution's bias gradient (a
+# 32 x 768 x 14 x 14 gradient with channels_last strides), moe's and the
+# encoder-decoder's output-layer bias (fp32 2048 x 8000, 1024 x 8000);
+# a small sum needs none.
+PYTHONPATH="$SRC/traces" python3 - >"$tmp/red" 2>&1 <<'PY' ||
+from memsim_record import kernels as k
+for shape, strides, dims, es in (((6304, 3072), (3072, 1), {0}, 2),
+                                 ((6304, 768), (768, 1), {0}, 2),
+                                 ((32, 768, 14, 14), (150528, 1, 10752, 768), {0, 2, 3}, 2),
+                                 ((2048, 8000), (8000, 1), {0}, 4),
+                                 ((1024, 8000), (8000, 1), {0}, 4),
+                                 ((64, 100), (100, 1), {0}, 4)):
+    ev = k.reduce(shape, strides, dims, es, 4, 0, 9, 0, 132)
+    print(" ".join(str(e[2]) for e in ev if e[0] == "alloc") or "-")
+PY
+	fail "reduce: $(cat "$tmp/red")"
+printf '%s\n' "138412032 96" "38928384 24" "38535168 24" "131072000 252" \
+	"65536000 252" "-" >"$tmp/want"
+cmp -s "$tmp/want" "$tmp/red" || fail "reduce buffers: $(diff "$tmp/want" "$tmp/red")"
+
+# A recording: each workspace is an alloc of category temporary, site the
+# kernel, freed by the next row; the sm90 rules are assumed on sm75 (t4).
+if "$PY" -c 'import torch' 2>/dev/null; then
+	cat >"$tmp/conv.py" <<'PY'
+import torch
+m = torch.nn.Conv2d(16, 32, 3, padding=1).cuda()
+x = torch.randn(4, 16, 32, 32, device="cuda", requires_grad=True)
+m(x).pow(2).sum().backward()
+PY
+	$MEMSIM record -o "$tmp/conv.csv" -- "$PY" "$tmp/conv.py" 2>"$tmp/err" ||
+		fail "record conv: $(tail -3 "$tmp/err")"
+	awk -F, '$7 == "temporary" && $8 ~ /^cudnn/ { print $5 "," $8 }' \
+		"$tmp/conv.csv" >"$tmp/t"
+	printf '%s\n' "804864,cudnn run_conv_plan workspace" \
+		"804864,cudnn run_conv_plan workspace (backward)" \
+		"860160,cudnn run_conv_plan workspace (backward)" >"$tmp/want"
+	cmp -s "$tmp/want" "$tmp/t" || fail "conv temporaries: $(cat "$tmp/t")"
+	bad=$(awk -F, '$7 == "temporary" && $8 ~ /^cudnn/ { a = $4; n = NR; next }
+		n && NR == n + 1 { if ($3 != "free_completed" || $4 != a) print NR; n = 0 }' \
+		"$tmp/conv.csv")
+	[ -z "$bad" ] || fail "a workspace not freed by the next row: $bad"
+	# The loss, a sum of 131072 floats, splits across 16 blocks (64 bytes
+	# of partial sums and a 4-byte semaphore); the bias gradient, 4096
+	# values a channel, does not.
+	awk -F, '$8 == "gpu_reduce_kernel global buffer" { print $3 "," $5 }' \
+		"$tmp/conv.csv" | tr '\n' ' ' >"$tmp/r"
+	[ "$(cat "$tmp/r")" = "alloc,64 alloc,4 " ] ||
+		fail "reduction buffers: $(cat "$tmp/r")"
+	$MEMSIM record --device t4 -o "$tmp/t4.csv" -- "$PY" "$tmp/conv.py" \
+		2>"$tmp/err" || fail "record t4: $(tail -3 "$tmp/err")"
+	n=$(grep -c ',temporary,cudnn' "$tmp/t4.csv")
+	[ "$n" -eq 3 ] || fail "t4 (sm75): $n conv workspaces, expected 3"
+fi
+[ "$fails" -eq 0 ] || exit 1
+echo "recorder kernels: ok"

@@ -1,0 +1,263 @@
+"""Kernels' own temporaries under --fake: what a CUDA kernel allocates
+through the caching allocator and frees before it returns, which fake
+tensors (meta kernels) never show.  Pure functions of shapes, no torch:
+each returns the kernel's events in order, ("alloc", tag, bytes) and
+("free", tag); the recorder puts them after the op's outputs (category
+temporary, site the kernel).
+
+Where the figures come from.  Measured on the project's H200 (sm90,
+torch 2.11.0+cu130, cuDNN 9.19, 2026-12-01) from allocator traces: a
+probe grid of 600 Conv2d calls (forward and backward; fp16 and bf16
+autocast and fp32; channels 3..512, spatial 8..256, kernel 1/3/7, stride
+1/2, batch 1..64, 1 in 4 with a channels_last input) and 346
+scaled_dot_product_attention calls (cuDNN, memory-efficient and flash
+backends; batch 1..32, heads 1..32, sequence 64..4096, head_dim
+32..128), and the C++ frames of real snapshots of the workloads of
+tests/recorder/workloads.py (README, "Predicting from a program").  The
+size rules were chosen on half of the convolution grid and checked on
+the other half (README gives the held-out error).
+
+Convolutions.  run_conv_plan() allocates plan.getWorkspaceSize() bytes
+from the caching allocator, runs the plan and frees it: one workspace
+per cudnn_convolution_forward / _backward_input / _backward_weight call,
+on the current stream, freed
+before the op returns.  Without cudnn.benchmark the plan is the first of
+cuDNN's heuristic list that runs (try_configs(): an engine whose
+workspace allocation fails is skipped), so the size is cuDNN's choice;
+what the H200 showed is that it follows the layout:
+- NCHW tensors: the engines cuDNN picks on sm90 work in NHWC, and their
+  workspace holds the transposed operands: forward input + weight +
+  output bytes, backward-data the same three, backward-weight the same
+  plus split-K partial sums of the weight gradient in fp32 (3 weight
+  gradients' worth, the median of the grid; 13 for the CNN's first
+  layers, 0 for many).  A 1x1 kernel's weight needs no transpose (input
+  + output), and a 1x1 stride-1 convolution is a plain GEMM on NCHW: no
+  workspace forward or backward-data, 16 fp32 weight gradients of
+  split-K partials backward-weight.  Fewer than 8 input channels (an
+  image's 3): no forward workspace (35 of the grid's 60 such
+  convolutions had none; the others about input + weight + output).
+- channels_last input (NHWC, native): forward and backward-weight copy
+  the NCHW weight to channels_last (weight->contiguous(memory_format) in
+  cudnn_convolution_forward_out / backward_weight_out: weight bytes),
+  backward-data nothing.
+Not measured (no temporaries modelled): grouped and depthwise
+convolutions, transposed convolutions, 1-D and 3-D convolutions.  Other
+devices: the sm90 rules are assumed for sm70 and newer (the NHWC tensor
+core engines), nothing for older devices.
+
+Attention.  _cudnn_attention_forward / run_cudnn_SDP_fprop: a 256-byte
+workspace;
+run_cudnn_SDP_bprop: a workspace of B*H*Sq*D*4 (dQ accumulated in
+fp32) + B*H*Sq*4 + 256 bytes (139 of 139 probes exact).
+_efficient_attention_backward: delta
+(B*H*Sq floats) and a workspace of B*H*pad64(Sq)*Dk*4 + B*H*pad64(Sq)/4
+bytes (Dk: head_dim rounded up to 64 or 128); fp32 adds a second B*H*Sq
+float buffer and one of the query's size, in this order (the encoder-
+decoder's snapshot).  _flash_attention_backward: softmax_d, B*H*pad128(Sq)
+floats, and dq_accum, B*H*pad128(Sq)*pad32(D) floats (measured with the
+flash backend forced on sm90; what sm80 runs).
+"""
+
+
+def _prod(shape):
+    n = 1
+    for s in shape:
+        n *= int(s)
+    return n
+
+
+def _pad(x, m):
+    return (x + m - 1) // m * m
+
+
+def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
+         dilation, transposed, groups, channels_last, weight_cl, major):
+    """Events of one cuDNN convolution call; PHASE is forward, data
+    (backward input) or weight (backward weight)."""
+    if major < 7 or transposed or groups != 1 or len(x_shape) != 4:
+        return []
+    x = _prod(x_shape) * itemsize
+    y = _prod(y_shape) * itemsize
+    w = _prod(w_shape) * itemsize
+    w32 = _prod(w_shape) * 4
+    if channels_last:
+        size = w if phase in ("forward", "weight") and not weight_cl else 0
+    else:
+        one = all(int(k) == 1 for k in w_shape[2:])
+        unit = all(int(s) == 1 for s in stride) and \
+            all(int(p) == 0 for p in padding) and \
+            all(int(d) == 1 for d in dilation)
+        if one and unit:
+            size = 16 * w32 if phase == "weight" else 0
+        elif phase == "forward" and int(x_shape[1]) < 8:
+            size = 0
+        elif one:
+            size = x + y + (w32 if phase == "weight" else 0)
+        else:
+            size = x + w + y + (3 * w32 if phase == "weight" else 0)
+    if size <= 0:
+        return []
+    return [("alloc", "ws", size), ("free", "ws")]
+
+
+def attention_backward(kind, b, h, sq, d, itemsize):
+    """Events of one attention backward kernel; KIND is cudnn, efficient
+    or flash; shapes of the query (B, H, Sq, D)."""
+    if kind == "cudnn":
+        return [("alloc", "ws", b * h * sq * d * 4 + b * h * sq * 4 + 256),
+                ("free", "ws")]
+    if kind == "flash":
+        s = _pad(sq, 128)
+        return [("alloc", "softmax_d", b * h * s * 4),
+                ("alloc", "dq_accum", b * h * s * _pad(d, 32) * 4),
+                ("free", "dq_accum"), ("free", "softmax_d")]
+    if kind == "efficient":
+        s = _pad(sq, 64)
+        dk = 64 if d <= 64 else _pad(d, 128)
+        ws = b * h * s * dk * 4 + b * h * s // 4
+        delta = b * h * sq * 4
+        if itemsize == 4:
+            return [("alloc", "q", b * h * sq * d * itemsize),
+                    ("alloc", "delta", delta), ("alloc", "delta2", delta),
+                    ("free", "delta"), ("free", "q"),
+                    ("alloc", "ws", ws), ("free", "delta2"), ("free", "ws")]
+        return [("alloc", "delta", delta), ("alloc", "ws", ws),
+                ("free", "delta"), ("free", "ws")]
+    return []
+
+
+def attention_forward(kind):
+    """Events of one attention forward kernel beyond its outputs."""
+    if kind == "cudnn":
+        return [("alloc", "ws", 256), ("free", "ws")]
+    return []
+
+
+# -- reductions -----------------------------------------------------------
+# gpu_reduce_kernel() allocates, through the caching allocator,
+# ReduceConfig::global_memory_size() bytes and semaphore_size() bytes
+# when setReduceConfig() splits the reduced
+# dimension across thread blocks, and frees both when the kernel is
+# launched.  What follows is setReduceConfig() for one input and one
+# output, on the dimensions TensorIterator gives it (reduced dimensions
+# first, each group ordered by the input's strides, adjacent dimensions
+# coalesced).  Checked against the H200 snapshots' buffers: vit's bias
+# gradients (6304 x 3072 and 6304 x 768, bf16: 138412032 and 38928384
+# bytes) and its patch convolution's (a channels_last-strided 32 x 768 x
+# 14 x 14: 38535168), moe's and the encoder-decoder's output-layer bias
+# (2048 x 8000 and 1024 x 8000, fp32: 131072000 and 65536000).
+
+# cudaDeviceProp::maxThreadsPerMultiProcessor by compute capability.
+_MAX_THREADS_PER_SM = {(7, 0): 2048, (7, 5): 1024, (8, 0): 2048,
+                       (8, 6): 1536, (8, 7): 1536, (8, 9): 1536,
+                       (9, 0): 2048}
+
+
+def max_threads_per_sm(major, minor):
+    return _MAX_THREADS_PER_SM.get((major, minor),
+                                   2048 if major >= 9 else 1536)
+
+
+def _last_pow2(n):
+    n = int(n)
+    p = 1
+    while p * 2 <= n:
+        p *= 2
+    return max(1, p)
+
+
+def _div_up(a, b):
+    return (a + b - 1) // b
+
+
+def _iter_dims(shape, strides, reduce_dims):
+    """TensorIterator's view of a reduction: [(size, input stride)],
+    reduced dimensions first, each group by increasing stride,
+    coalesced; and how many reduced dimensions there are."""
+    red = sorted((strides[d], shape[d]) for d in range(len(shape))
+                 if d in reduce_dims and shape[d] != 1)
+    out = sorted((strides[d], shape[d]) for d in range(len(shape))
+                 if d not in reduce_dims and shape[d] != 1)
+
+    def coalesce(group):
+        dims = []
+        for st, sz in group:
+            if dims and dims[-1][1] * dims[-1][0] == st:
+                dims[-1] = (dims[-1][0] * sz, dims[-1][1])
+            else:
+                dims.append((sz, st))
+        return dims
+    r, o = coalesce(red), coalesce(out)
+    return r + o, len(r)
+
+
+def reduce(shape, strides, reduce_dims, itemsize, acc_size, offset, major,
+           minor, sms):
+    """Events of one gpu_reduce_kernel call on an input of SHAPE and
+    STRIDES (elements) reduced over REDUCE_DIMS; ACC_SIZE is the
+    accumulator's bytes (float for fp16, bf16 and fp32)."""
+    numel = 1
+    for s in shape:
+        numel *= int(s)
+    if numel == 0 or numel >= 2 ** 31:
+        return []
+    dims, nred = _iter_dims([int(s) for s in shape],
+                            [int(s) for s in strides], set(reduce_dims))
+    num_outputs = 1
+    for sz, _ in dims[nred:]:
+        num_outputs *= sz
+    inputs_per_output = numel // num_outputs
+    ndim = len(dims)
+    if ndim > 0:
+        on_fastest = nred == ndim or dims[0][1] < dims[nred][1]
+        if on_fastest:
+            dim0, dim1, fastest = inputs_per_output, num_outputs, dims[0][1]
+        else:
+            dim0, dim1, fastest = num_outputs, inputs_per_output, \
+                dims[nred][1]
+    else:
+        on_fastest, fastest, dim0, dim1 = True, 1, 1, 1
+    output_vec_size = 1
+    if fastest == 1:
+        if on_fastest and dim0 >= 128 and nred == 1:
+            dim0 //= 16 // itemsize          # input_vec_size
+        elif not on_fastest:
+            vec = 4                          # get_output_vec_size()
+            for n in [offset, dims[nred][0]] + \
+                    [st for i, (_, st) in enumerate(dims) if i != nred]:
+                while n % vec:
+                    vec //= 2
+            output_vec_size = vec
+            dim0 //= vec
+    max_threads = 512 // output_vec_size     # set_block_dimension()
+    d0 = _last_pow2(dim0) if dim0 < max_threads else max_threads
+    d1 = _last_pow2(dim1) if dim1 < max_threads else max_threads
+    bw = min(d0, 32)
+    bh = min(d1, max_threads // bw)
+    bw = min(d0, max_threads // bh)
+    step_in = step_out = 1
+    block_x_reduce = ndim == 0 or on_fastest
+    if block_x_reduce:
+        step_in *= bw
+    else:
+        step_out *= bw
+    vpt = _div_up(inputs_per_output, step_in)
+    split_warps = vpt >= min(bh * 16, 256)
+    if split_warps:
+        step_in *= bh
+    else:
+        step_out *= bh
+    vpt = _div_up(inputs_per_output, step_in)
+    target = sms * (max_threads_per_sm(major, minor) // (bw * bh))
+    grid = _div_up(num_outputs // output_vec_size, step_out)
+    if not (split_warps and vpt >= 256 and grid <= target):
+        return []
+    ctas = max(min(_div_up(target, grid), _div_up(vpt, 16)),
+               _div_up(vpt, 256))
+    if ctas <= 1:
+        return []
+    size = acc_size * num_outputs * ctas
+    if not block_x_reduce:
+        size *= bw * output_vec_size
+    return [("alloc", "buffer", size), ("alloc", "semaphores", 4 * grid),
+            ("free", "buffer"), ("free", "semaphores")]
