@@ -39,6 +39,7 @@ struct msim_sim_s {
 	msim_summary_t sum;
 	uint64_t next_sample; /* request count of the next timeline sample */
 	bool peak_blocks;       /* snapshot the blocks at each new peak */
+	uint64_t blocks_at;     /* msim_sim_config_t's */
 	void (*observe)(void *ctx, const msim_req_t *req, int rc);
 	void *observe_ctx;
 	uint64_t snap_reserved; /* reserved bytes of the last snapshot */
@@ -145,6 +146,9 @@ msim_sim_new(const msim_sim_config_t *cfg, msim_sim_t **out, char *why,
 	sim->observe_ctx = cfg->observe_ctx;
 	sim->sum.oom_request = -1;
 	sim->next_sample = 1;
+	/* Its one "sample": the blocks, then the end (sim_sample()). */
+	if ((sim->blocks_at = cfg->blocks_at))
+		sim->next_sample = cfg->blocks_at;
 	if ((rc = msim_timeline_init(&sim->tl, cfg->timeline_points
 					 ? cfg->timeline_points : 1024)))
 		goto fail;
@@ -190,6 +194,8 @@ msim_sim_destroy(msim_sim_t *sim)
 	free(sim);
 }
 
+static void snap_add(void *ctx, const msim_block_t *b);
+
 static void
 sim_sample(msim_sim_t *sim)
 {
@@ -209,6 +215,13 @@ sim_sample(msim_sim_t *sim)
 	double ext = msim_ext_frag(s.largest_free, s.free);
 	if (ext > sim->sum.ext_frag_max)
 		sim->sum.ext_frag_max = ext;
+	/* The one sample of a run to blocks_at: the blocks, then the end
+	 * (checked last, so that the hot loop's call stays a plain call). */
+	if (sim->blocks_at) {
+		sim->nsnap = 0;
+		msim_policy_blocks(sim->pol, snap_add, sim);
+		sim->done = true;
+	}
 }
 
 static void
