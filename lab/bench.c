@@ -9,6 +9,7 @@
 
 #include "lab/bench.h"
 #include "lab/job.h"
+#include "lab/mincsv.h"
 #include "policies/registry.h"
 #include "sim/engine.h"
 #include "sim/error.h"
@@ -345,6 +346,17 @@ msim_bench_minimal_stream(const char *path, uint64_t *requests_out,
 			  char *why, size_t whylen)
 {
 	double c0 = cpu_s();
+	size_t len = strlen(path);
+	if (len > 4 && !strcmp(path + len - 4, ".csv") &&
+	    !(len > 8 && !strcmp(path + len - 8, ".rmm.csv"))) {
+		int rc = msim_mincsv_replay(path, MSIM_MINCSV_BEST, st_out,
+					    why, whylen);
+		if (rc == 0) {
+			*requests_out = st_out->requests;
+			*cpu_out = cpu_s() - c0;
+		}
+		return rc;
+	}
 	msim_trace_t *t = NULL;
 	msim_minreplay_t *m = NULL;
 	msim_req_t *v = malloc(4096 * sizeof(*v));

@@ -54,9 +54,10 @@ int msim_bench_minimal_mem(const char *trace_path, uint64_t target_requests,
 			   uint64_t *requests_out, double *cpu_out, char *why,
 			   size_t whylen);
 
-/* The minimal path streaming path (any format, read in batches by
- * msim_trace_fill() on one thread): requests served, CPU seconds from
- * open to end, the figures. */
+/* The minimal path streaming path on one thread: a CSV trace (.csv) by
+ * its own SIMD parser (lab/mincsv.h), any other format read in batches by
+ * msim_trace_fill(); requests served, CPU seconds from open to end, the
+ * figures. */
 int msim_bench_minimal_stream(const char *path, uint64_t *requests_out,
 			      double *cpu_out, msim_minreplay_stats_t *st_out,
 			      char *why, size_t whylen);

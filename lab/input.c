@@ -300,6 +300,20 @@ cache_next(void *ctx, msim_req_t *req_out)
 	return 1;
 }
 
+/* The requests of the cache left, all in one batch (the engine's batch
+ * loop, its lean path included, instead of a call a request). */
+static int
+cache_batch(void *ctx, const msim_req_t **reqs_out, size_t *n_out)
+{
+	msim_input_t *in = ctx;
+	if (in->cache_pos == in->cache->n)
+		return 0;
+	*reqs_out = in->cache->reqs + in->cache_pos;
+	*n_out = in->cache->n - in->cache_pos;
+	in->cache_pos = in->cache->n;
+	return 1;
+}
+
 static const char *
 cache_errmsg(void *ctx)
 {
@@ -315,5 +329,5 @@ msim_input_open_cache(msim_input_t *in, const msim_trace_cache_t *c)
 	in->trace = c->trace;
 	in->format = msim_trace_format_name(c->trace);
 	in->src = (msim_source_t){.next = cache_next, .errmsg = cache_errmsg,
-				  .ctx = in};
+				  .batch = cache_batch, .ctx = in};
 }

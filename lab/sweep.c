@@ -1520,7 +1520,15 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 		double last = 0, every = o->progress_ms > 0 ? o->progress_ms : 250;
 		while (alive) {
 			int status;
-			pid_t pid = waitpid(-1, &status, WNOHANG);
+			/* Polled for the progress line, but once every setting
+			 * is counted the workers are only closing their
+			 * connections (the last one checkpoints the WAL): wait
+			 * for them, not up to a poll's 20 ms more. */
+			size_t counted = atomic_load(&sh->ran) +
+					 atomic_load(&sh->raced) +
+					 atomic_load(&sh->failed);
+			pid_t pid = waitpid(-1, &status,
+					    counted >= npending ? 0 : WNOHANG);
 			if (pid > 0) {
 				for (int k = 0; k < started; k++)
 					if (pids[k] == pid) {

@@ -26,7 +26,9 @@ set key outside right top
 set xlabel "request"
 set ylabel "reserved GiB"
 set grid
-plot for [i=0:n-1] tl index i using 1:($2/GiB) with lines lw 2 title columnheader(2)
+# gnuplot cycles 8 colours; 12 distinct ones, so every policy has its own.
+colors = "#9400d3 #009e73 #56b4e9 #e69f00 #f0e442 #0072b2 #d55e00 #000000 #cc79a7 #8c564b #7f7f7f #17becf"
+plot for [i=0:n-1] tl index i using 1:($2/GiB) with lines lw 2 lc rgb word(colors, i % 12 + 1) title columnheader(2)
 
 # Bottom: one bar chart per figure.
 unset key

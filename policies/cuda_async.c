@@ -1,36 +1,45 @@
 /*
  * cuda-async: CUDA's stream-ordered allocator (cudaMallocAsync and
  * cudaFreeAsync from the device's default cudaMemPool_t), as PyTorch's
- * backend:cudaMallocAsync uses it: every request is a cudaMallocAsync of
- * its exact size, every free a cudaFreeAsync, and the pool's release
- * threshold is UINT64_MAX, so it keeps what it reserved
- * (docs/pytorch-allocator.md §12).
+ * backend:cudaMallocAsync drives it (mallocAsync, free_impl and emptyCache
+ * in CUDAMallocAsyncAllocator.cpp): every request is a cudaMallocAsync of
+ * its exact size, every free a cudaFreeAsync, the release threshold is
+ * UINT64_MAX, and empty_cache is cudaMemPoolTrimTo(pool, 0).
  *
- * The driver's pool is closed source; this is a model fitted to what it
- * did on an H200 (groundtruth async.tsv: reserved peaks, all multiples of
- * 32 MiB), not a reading of its code:
+ * The driver's pool is closed source; these are its rules as probed on an
+ * H200 (driver 580.159.04, CUDA 13.0), one probe each, written down in
+ * docs/cuda-async.md §2:
  *
- * - Blocks live in one large virtual range, placed first fit by address
- *   with coalescing.  Requests of 8 MiB or more are aligned and rounded to
- *   2 MiB (the driver's large-page size), smaller ones to 512 B.
- * - Physical memory is mapped in 32 MiB granules.  A granule is needed
- *   while any live block touches it; the pool holds as many physical
- *   granules as were ever needed at once, remapping a free one where a new
- *   block needs it (no driver call), mapping more only when none is free.
- * - Above the release threshold, free granules are unmapped when a block
- *   is freed (the driver trims at synchronisation, which traces do not
- *   show); empty_cache trims to zero (cudaMemPoolTrimTo(0)).
+ * - Placement (§2.1): one virtual range; every block is the request
+ *   rounded up to 512 B (the same for 1 B and for 2 GiB); it goes at the
+ *   start of the smallest free region that holds it, and among free
+ *   regions of the same size the one that became free first; the free
+ *   space above the highest block is one unbounded region, so it is taken
+ *   only when no hole fits.  A freed block merges with free neighbours.
+ * - Physical memory (§2.2): 32 MiB granules, counted from the start of the
+ *   range.  A granule is needed while a live block touches it.  The pool
+ *   keeps the granules it mapped and remaps a free one wherever a block
+ *   needs one; it maps more only when none is free.  reserved_bytes is the
+ *   granules held times 32 MiB, and the driver's cudaMemGetInfo drop
+ *   agrees with it (the high-water mark counts physical memory).
+ * - Trimming (§2.3): cudaMemPoolTrimTo(keep) unmaps free granules, in the
+ *   middle of the range too, down to max(needed, ceil(keep / 32 MiB));
+ *   a granule with any live byte stays.  A release threshold below what is
+ *   held takes effect at the next synchronisation, which traces do not
+ *   show: memsim applies it at each free.
+ * - Streams (§2.4): a block freed on one stream is reused by any stream
+ *   once the freeing stream has no pending work (opportunistic reuse);
+ *   replayed traces carry no kernels, so streams are ignored.
  *
- * On the four single-stream workloads of async.tsv the peaks come out
- * within one to two granules of the real ones (tests/check_policy_
- * cuda_async.c holds the figures).  Streams are ignored: a block freed on
- * one stream is reused at once by any, as with event-dependency reuse.
+ * What the probes could not pin down (§3): in back-to-back replays the
+ * driver sometimes prefers a more recently freed region to the best fit;
+ * this model packs tighter there and comes out low (README, "cuda-async
+ * against the real pool").
  *
  * Statistics as PyTorch reports this backend: allocated and active bytes
- * are the exact bytes asked for (so is requested_bytes here); one pool,
- * MSIM_POOL_LARGE.  Cost: first fit is a scan of the free ranges in
- * address order, O(ranges) per request.  Pathology: a long-lived block
- * pins every granule it touches, and the 2 MiB rounding of large blocks.
+ * are the exact bytes asked for (cudaMemPoolAttrUsedMemCurrent counts the
+ * exact sizes; so is requested_bytes here); one pool, MSIM_POOL_LARGE.
+ * Cost: the choice scans the free regions, O(regions) per request.
  */
 #include <config.h>
 
@@ -48,6 +57,7 @@
 typedef struct ca_range_s {
 	msim_addr_t addr;
 	uint64_t size;
+	uint64_t seq; /* when it became free (or changed): the tie-break */
 } ca_range_t;
 
 typedef struct ca_block_s {
@@ -61,36 +71,31 @@ typedef struct ca_state_s {
 	/* configuration */
 	uint64_t granule;    /* bytes */
 	uint64_t threshold;  /* release threshold, bytes */
-	uint64_t align;      /* small blocks */
-	uint64_t large_align;
-	uint64_t large_min;  /* blocks this large use large_align */
+	uint64_t align;      /* rounding of every block */
 	/* state */
 	ca_range_t *free;    /* sorted by address, coalesced */
 	size_t nfree, capfree;
+	uint64_t seq;
 	uint32_t *gref;      /* live blocks touching each granule */
 	size_t ngref;
 	uint64_t touched;    /* granules with gref > 0 */
 	uint64_t phys;       /* granules mapped */
+	uint64_t used;       /* bytes of live blocks (rounded) */
 	msim_live_t live;
 	msim_stats_t st;
 } ca_state_t;
 
-enum { P_THRESHOLD, P_GRANULE, P_ALIGN, P_LARGE_ALIGN, P_LARGE_MIN };
+enum { P_THRESHOLD, P_GRANULE, P_ALIGN };
 
 static const msim_param_spec_t ca_params[] = {
 	[P_THRESHOLD] = {"release_threshold_mb", MSIM_PT_UINT, "none", 0, 1e9,
 		MSIM_PF_NONE_OK, "cudaMemPoolAttrReleaseThreshold (none: "
 		"UINT64_MAX, keep everything, as PyTorch sets it)", NULL},
 	[P_GRANULE] = {"granule_mb", MSIM_PT_UINT, "32", 1, 1024,
-		MSIM_PF_POW2, "physical mapping granularity", NULL},
+		MSIM_PF_POW2, "physical mapping granularity (H200: 32)", NULL},
 	[P_ALIGN] = {"alignment", MSIM_PT_UINT, "512", 256, 1048576,
-		MSIM_PF_POW2, "alignment and rounding of small blocks, bytes",
-		NULL},
-	[P_LARGE_ALIGN] = {"large_alignment_kb", MSIM_PT_UINT, "2048", 1,
-		1048576, MSIM_PF_POW2, "alignment and rounding of large "
-		"blocks", NULL},
-	[P_LARGE_MIN] = {"large_min_kb", MSIM_PT_UINT, "8192", 1, 1e9, 0,
-		"blocks of at least this size are large", NULL},
+		MSIM_PF_POW2, "alignment and rounding of every block, bytes "
+		"(H200: 512)", NULL},
 	{NULL, 0, NULL, 0, 0, 0, NULL, NULL},
 };
 
@@ -109,16 +114,14 @@ ca_reserve(ca_state_t *s, size_t k)
 	return 0;
 }
 
-static int
+/* Inserts a free range at index at (room reserved by the caller). */
+static void
 ca_range_insert(ca_state_t *s, size_t at, msim_addr_t addr, uint64_t size)
 {
-	if (ca_reserve(s, 1))
-		return MSIM_ENOMEM;
 	memmove(&s->free[at + 1], &s->free[at],
 		(s->nfree - at) * sizeof(*s->free));
-	s->free[at] = (ca_range_t){addr, size};
+	s->free[at] = (ca_range_t){addr, size, ++s->seq};
 	s->nfree++;
-	return 0;
 }
 
 static void
@@ -147,27 +150,48 @@ ca_gref_cover(ca_state_t *s, uint64_t g)
 	return 0;
 }
 
-/* Unmaps free physical granules down to keep granules. */
+/* cudaMemPoolTrimTo(pool, keep): unmaps free granules while more than
+ * ceil(keep / granule) are held; granules in use stay (§2.3). */
 static void
 ca_trim(ca_state_t *s, uint64_t keep)
 {
-	if (keep < s->touched)
-		keep = s->touched;
-	if (s->phys > keep) {
-		msim_device_unmap(s->dev, CA_VA_BASE, (s->phys - keep) *
+	uint64_t g = msim_ceil_to(keep, s->granule) / s->granule;
+	if (g < s->touched)
+		g = s->touched;
+	if (s->phys > g) {
+		msim_device_unmap(s->dev, CA_VA_BASE, (s->phys - g) *
 				  s->granule, MSIM_POOL_LARGE);
-		s->phys = keep;
+		s->phys = g;
 	}
+}
+
+/* The free range for n bytes: the smallest that holds them, the one that
+ * became free first among equals (§2.1).  Returns its index, or nfree. */
+static size_t
+ca_best_fit(const ca_state_t *s, uint64_t n)
+{
+	size_t best = s->nfree;
+	for (size_t i = 0; i < s->nfree; i++) {
+		const ca_range_t *r = &s->free[i];
+		if (r->size < n)
+			continue;
+		if (best == s->nfree || r->size < s->free[best].size ||
+		    (r->size == s->free[best].size &&
+		     r->seq < s->free[best].seq))
+			best = i;
+	}
+	return best;
 }
 
 static int
 ca_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 {
 	ca_state_t *s = state;
-	uint64_t a = req->size >= s->large_min ? s->large_align : s->align;
-	uint64_t n = msim_ceil_to(req->size, a);
+	/* 512 B rounding for every size; a 0-byte request (PyTorch never
+	 * makes one: it hands out nullptr) takes one unit. */
+	uint64_t n = msim_ceil_to(req->size ? req->size : 1, s->align);
 	ca_block_t *b = malloc(sizeof(*b));
-	if (!b || msim_live_put(&s->live, req->id, NULL) || ca_reserve(s, 2)) {
+	if (!b || msim_live_put(&s->live, req->id, NULL) || ca_reserve(s, 1)) {
 		free(b);
 		return MSIM_ENOMEM;
 	}
@@ -177,18 +201,12 @@ ca_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 		free(b);
 		goto oom;
 	}
-	/* First fit by address. */
-	size_t i;
-	msim_addr_t at = 0;
-	for (i = 0; i < s->nfree; i++) {
-		at = msim_ceil_to(s->free[i].addr, a);
-		if (at + n <= s->free[i].addr + s->free[i].size)
-			break;
-	}
-	if (i == s->nfree) {
+	size_t i = ca_best_fit(s, n);
+	if (i == s->nfree) { /* the virtual range is exhausted */
 		free(b);
 		goto oom;
 	}
+	msim_addr_t at = s->free[i].addr;
 	uint64_t g0 = (at - CA_VA_BASE) / s->granule;
 	uint64_t g1 = (at + n - 1 - CA_VA_BASE) / s->granule;
 	if (ca_gref_cover(s, g1)) {
@@ -198,7 +216,7 @@ ca_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 	uint64_t fresh = 0;
 	for (uint64_t g = g0; g <= g1; g++)
 		fresh += s->gref[g] == 0;
-	if (s->touched + fresh > s->phys) {
+	if (s->touched + fresh > s->phys) { /* no free granule to remap */
 		uint64_t more = s->touched + fresh - s->phys;
 		if (msim_device_map(s->dev, CA_VA_BASE + g0 * s->granule,
 				    more * s->granule, MSIM_POOL_LARGE)) {
@@ -210,15 +228,14 @@ ca_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 	for (uint64_t g = g0; g <= g1; g++)
 		s->gref[g]++;
 	s->touched += fresh;
-	/* Carve [at, at + n) out of free range i. */
+	/* The block takes the front of the range; the rest stays free. */
 	ca_range_t r = s->free[i];
 	ca_range_remove(s, i);
-	if (r.addr + r.size > at + n)
-		ca_range_insert(s, i, at + n, r.addr + r.size - at - n);
-	if (at > r.addr)
-		ca_range_insert(s, i, r.addr, at - r.addr);
+	if (r.size > n)
+		ca_range_insert(s, i, at + n, r.size - n);
 	*b = (ca_block_t){at, n, req->size};
 	s->live.v[req->id] = b;
+	s->used += n;
 	msim_kit_count_alloc(&s->st, MSIM_POOL_LARGE, req->size, req->size);
 	*addr_out = at;
 	return 0;
@@ -235,14 +252,20 @@ ca_free(void *state, const msim_req_t *req)
 	ca_block_t *b = msim_live_take(&s->live, req->id);
 	if (!b)
 		return MSIM_ENOTFOUND;
+	if (ca_reserve(s, 1)) {
+		s->live.v[req->id] = b;
+		return MSIM_ENOMEM;
+	}
 	msim_kit_count_free(&s->st, MSIM_POOL_LARGE, b->requested,
 			    b->requested);
+	s->used -= b->size;
 	uint64_t g0 = (b->addr - CA_VA_BASE) / s->granule;
 	uint64_t g1 = (b->addr + b->size - 1 - CA_VA_BASE) / s->granule;
 	for (uint64_t g = g0; g <= g1; g++)
 		if (--s->gref[g] == 0)
 			s->touched--;
-	/* Back into the free ranges, merged with its neighbours. */
+	/* Back into the free ranges, merged with its neighbours: the merged
+	 * range counts as newly free. */
 	size_t lo = 0, hi = s->nfree;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -251,25 +274,23 @@ ca_free(void *state, const msim_req_t *req)
 		else
 			hi = mid;
 	}
-	bool left = lo > 0 &&
-		s->free[lo - 1].addr + s->free[lo - 1].size == b->addr;
-	bool right = lo < s->nfree && b->addr + b->size == s->free[lo].addr;
-	int rc = 0;
-	if (left && right) {
-		s->free[lo - 1].size += b->size + s->free[lo].size;
+	msim_addr_t addr = b->addr;
+	uint64_t size = b->size;
+	if (lo > 0 && s->free[lo - 1].addr + s->free[lo - 1].size == addr) {
+		lo--;
+		addr = s->free[lo].addr;
+		size += s->free[lo].size;
 		ca_range_remove(s, lo);
-	} else if (left) {
-		s->free[lo - 1].size += b->size;
-	} else if (right) {
-		s->free[lo].addr = b->addr;
-		s->free[lo].size += b->size;
-	} else {
-		rc = ca_range_insert(s, lo, b->addr, b->size);
 	}
+	if (lo < s->nfree && addr + size == s->free[lo].addr) {
+		size += s->free[lo].size;
+		ca_range_remove(s, lo);
+	}
+	ca_range_insert(s, lo, addr, size);
 	free(b);
 	if (s->threshold != UINT64_MAX && s->phys * s->granule > s->threshold)
-		ca_trim(s, s->threshold / s->granule);
-	return rc;
+		ca_trim(s, s->threshold);
+	return 0;
 }
 
 static int
@@ -285,21 +306,16 @@ ca_stats(const void *state, msim_stats_t *out)
 	*out = ((const ca_state_t *)state)->st;
 }
 
-/* Free space inside the mapped granules: (phys - touched) whole granules
- * plus the free parts of touched ones.  The largest free block is
- * approximated by the largest free range clipped to the mapped bytes. */
+/* Free space inside the mapped granules: what they hold beyond the live
+ * blocks.  The largest free block is approximated by the largest free
+ * range below the top one, or the room mapped above the highest block,
+ * clipped to that total. */
 static void
 ca_free_info(const void *state, uint64_t *largest_out, uint64_t *total_out)
 {
 	const ca_state_t *s = state;
 	uint64_t reserved = s->phys * s->granule;
-	uint64_t used = 0;
-	for (size_t i = 0; i < s->live.n; i++) {
-		const ca_block_t *b = s->live.v[i];
-		if (b)
-			used += b->size;
-	}
-	uint64_t total = reserved > used ? reserved - used : 0;
+	uint64_t total = reserved > s->used ? reserved - s->used : 0;
 	uint64_t largest = 0;
 	for (size_t i = 0; i < s->nfree; i++)
 		if (s->free[i].size > largest)
@@ -337,20 +353,19 @@ ca_create(void **state_out, msim_device_t *dev, const msim_params_t *pv,
 	s->threshold = v[P_THRESHOLD].none ? UINT64_MAX
 					   : v[P_THRESHOLD].u * MSIM_MiB;
 	s->align = v[P_ALIGN].u;
-	s->large_align = v[P_LARGE_ALIGN].u * 1024;
-	s->large_min = v[P_LARGE_MIN].u * 1024;
-	if (ca_range_insert(s, 0, CA_VA_BASE, CA_VA_SIZE)) {
+	if (ca_reserve(s, 1)) {
 		free(s);
 		return MSIM_ENOMEM;
 	}
+	ca_range_insert(s, 0, CA_VA_BASE, CA_VA_SIZE);
 	*state_out = s;
 	return 0;
 }
 
 const msim_policy_ops_t msim_policy_cuda_async = {
 	.name = "cuda-async",
-	.summary = "CUDA's stream-ordered pool (cudaMallocAsync), fitted to "
-		   "an H200",
+	.summary = "CUDA's stream-ordered pool (cudaMallocAsync): best fit in "
+		   "one range, 32 MiB granules, as probed on an H200",
 	.params = ca_params,
 	.create = ca_create,
 	.alloc = ca_alloc,

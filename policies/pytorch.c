@@ -78,20 +78,24 @@ typedef struct pt_xseg_s {
 	struct pt_xseg_s *next; /* all live reservations */
 } pt_xseg_t;
 
+/* The fields the free-set walk (fs_insert(), fs_lower_bound()) and the
+ * merge checks read come first: with blocks 32-byte aligned they share
+ * one cache line. */
 struct pt_block_s {
-	msim_addr_t ptr;
 	uint64_t size;            /* bytes */
-	uint64_t requested;       /* bytes the caller asked for */
-	pt_block_t *prev, *next;  /* address neighbours in the segment */
-	pt_block_t *fprev, *fnext; /* free-set bin list; spare-list link */
-	pt_stream_t *st;
-	pt_xseg_t *xseg;  /* expandable segment, or NULL */
-	uint64_t gc_base; /* pool's lookup count when inserted */
+	msim_addr_t ptr;
+	pt_block_t *fnext;        /* free-set bin list; spare-list link */
 	uint16_t bin;
 	uint8_t pool;   /* PT_SMALL or PT_LARGE */
 	uint8_t state;  /* B_FREE, B_ALLOC, B_PENDING */
 	uint8_t mapped; /* 0 only for unmapped ranges of expandable segments */
-};
+	pt_block_t *fprev;
+	pt_block_t *prev, *next;  /* address neighbours in the segment */
+	pt_stream_t *st;
+	pt_xseg_t *xseg;  /* expandable segment, or NULL */
+	uint64_t gc_base; /* pool's lookup count when inserted */
+	uint64_t requested;       /* bytes the caller asked for */
+} __attribute__((aligned(32)));
 
 typedef struct pt_freeset_s {
 	pt_block_t *head[PT_NBINS];
@@ -142,6 +146,7 @@ typedef struct pt_state_s {
 	bool gc_enabled;
 	bool expandable;        /* expandable_segments:True */
 	uint8_t rp2[16]; /* roundup_power2_divisions per size interval */
+	bool rp2_any;    /* some interval has divisions (> 1) */
 	/* state */
 	uint64_t total_allocated; /* bytes obtained from the device */
 	uint64_t free_bytes;      /* bytes in free sets */
@@ -305,6 +310,44 @@ static const msim_param_spec_t pt_params[] = {
 };
 
 /* ---------------------------------------------------------------- */
+/* Statistics                                                        */
+
+/*
+ * msim_stat2_inc() and _dec() of sim/types.h for the hot path: the "all"
+ * copy and pool sp's, except the "all" copy's freed count, which is the
+ * sum of the pools' (every change goes to both) and is summed once in
+ * pt_stats() instead of kept at every decrease.
+ */
+static inline void
+pt_stat_inc(msim_stat_t *s, int sp, int64_t n)
+{
+	int64_t all = s[MSIM_POOL_ALL].current + n, one = s[sp].current + n;
+	s[MSIM_POOL_ALL].current = all;
+	s[sp].current = one;
+	if (all > s[MSIM_POOL_ALL].peak)
+		s[MSIM_POOL_ALL].peak = all;
+	if (one > s[sp].peak)
+		s[sp].peak = one;
+}
+
+static inline void
+pt_stat_dec(msim_stat_t *s, int sp, int64_t n)
+{
+	s[MSIM_POOL_ALL].current -= n;
+	s[sp].current -= n;
+	s[sp].freed += n;
+}
+
+static inline void
+pt_stat_add(msim_stat_t *s, int sp, int64_t n)
+{
+	if (n > 0)
+		pt_stat_inc(s, sp, n);
+	else if (n < 0)
+		pt_stat_dec(s, sp, -n);
+}
+
+/* ---------------------------------------------------------------- */
 /* Sizes                                                             */
 
 static inline uint64_t
@@ -320,11 +363,13 @@ log2_floor(uint64_t x)
 }
 
 /* round_size(): the block size a request of req bytes asks for. */
-static uint64_t
+static inline uint64_t
 pt_round(const pt_state_t *s, uint64_t req)
 {
 	if (req < PT_MIN_BLOCK)
 		return PT_MIN_BLOCK;
+	if (!s->rp2_any)
+		return ceil_to(req, PT_MIN_BLOCK);
 	int ix = (int)log2_floor(req) - 20;
 	ix = ix < 0 ? 0 : ix > 15 ? 15 : ix;
 	uint64_t d = s->rp2[ix];
@@ -379,7 +424,7 @@ blk_less(const pt_block_t *a, const pt_block_t *b)
 }
 
 /* First non-empty bin >= from, or PT_NBINS. */
-static unsigned
+static inline unsigned
 fs_next_bin(const pt_freeset_t *fs, unsigned from)
 {
 	unsigned w = from / 64;
@@ -440,7 +485,7 @@ list_remove(pt_block_t **head, pt_block_t *b)
 		b->fnext->fprev = b->fprev;
 }
 
-static void
+static inline void
 fs_insert(pt_state_t *s, pt_freeset_t *fs, pt_block_t *b)
 {
 	unsigned bin = pt_bin(b->size);
@@ -452,7 +497,7 @@ fs_insert(pt_state_t *s, pt_freeset_t *fs, pt_block_t *b)
 	s->free_bytes += b->size;
 }
 
-static void
+static inline void
 fs_remove(pt_state_t *s, pt_freeset_t *fs, pt_block_t *b)
 {
 	list_remove(&fs->head[b->bin], b);
@@ -466,7 +511,7 @@ fs_remove(pt_state_t *s, pt_freeset_t *fs, pt_block_t *b)
 }
 
 /* The smallest free block of size >= size, ties to the lowest address. */
-static pt_block_t *
+static inline pt_block_t *
 fs_lower_bound(const pt_freeset_t *fs, uint64_t size)
 {
 	unsigned bin = pt_bin(size);
@@ -519,12 +564,13 @@ fs_prev(const pt_freeset_t *fs, const pt_block_t *b)
 
 /* Makes sure the next few blk_new() calls (at most 4) succeed.  Returns
  * false when out of host memory. */
-static bool
+static inline bool
 blk_reserve(pt_state_t *s)
 {
 	if (s->nspare >= 4)
 		return true;
-	pt_slab_t *slab = malloc(sizeof(*slab));
+	pt_slab_t *slab = aligned_alloc(_Alignof(pt_slab_t),
+					sizeof(*slab));
 	if (!slab)
 		return false;
 	slab->next = s->slabs;
@@ -539,7 +585,7 @@ blk_reserve(pt_state_t *s)
 
 /* A block from the spare list (blk_reserve() ran before); the caller
  * sets every field. */
-static pt_block_t *
+static inline pt_block_t *
 blk_new(pt_state_t *s)
 {
 	pt_block_t *b = s->spare;
@@ -549,7 +595,7 @@ blk_new(pt_state_t *s)
 	return b;
 }
 
-static void
+static inline void
 blk_put(pt_state_t *s, pt_block_t *b)
 {
 	b->fnext = s->spare;
@@ -637,7 +683,7 @@ pt_request_stream(pt_state_t *s, msim_stream_t handle)
 	return stream_table(&pp->streams, &pp->nstreams, handle, pp);
 }
 
-static int
+static inline int
 live_put(pt_state_t *s, uint32_t id, pt_block_t *b)
 {
 	if (id >= s->nlive) {
@@ -697,7 +743,8 @@ splice(pt_block_t *nb, pt_block_t *a, pt_block_t *c)
 		c->prev = nb;
 }
 
-static uint64_t try_merge(pt_state_t *s, pt_block_t *b, pt_block_t *src);
+static inline uint64_t try_merge(pt_state_t *s, pt_block_t *b,
+				 pt_block_t *src);
 
 /* map_block(): maps the pages covering the first size bytes of the
  * unmapped block b, which becomes a free mapped block (merged with free
@@ -852,7 +899,7 @@ release_xseg(pt_state_t *s, pt_block_t *b)
 /* The allocator                                                     */
 
 /* get_free_block(): the best cached block for size, removed from its set. */
-static pt_block_t *
+static inline pt_block_t *
 get_free_block(pt_state_t *s, pt_freeset_t *fs, int pool, uint64_t size,
 	       bool default_pool)
 {
@@ -1158,7 +1205,7 @@ pt_pool(void *state, const msim_req_t *req)
 
 /* alloc_found_block(): hands out b for a request of size (req) bytes.
  * Returns the allocated block: b itself, or its front when split. */
-static pt_block_t *
+static inline pt_block_t *
 alloc_found(pt_state_t *s, pt_block_t *b, uint64_t size, uint64_t req)
 {
 	int sp = PT_STATPOOL(b->pool);
@@ -1192,24 +1239,24 @@ alloc_found(pt_state_t *s, pt_block_t *b, uint64_t size, uint64_t req)
 		if (b->xseg) {
 			/* inactive_split is not kept for expandable memory */
 		} else if (already_split) {
-			msim_stat2_dec(s->st.inactive_split_bytes, sp,
+			pt_stat_dec(s->st.inactive_split_bytes, sp,
 				       (int64_t)size);
 		} else {
-			msim_stat2_inc(s->st.inactive_split_bytes, sp,
+			pt_stat_inc(s->st.inactive_split_bytes, sp,
 				       (int64_t)rest->size);
-			msim_stat2_inc(s->st.inactive_split, sp, 1);
+			pt_stat_inc(s->st.inactive_split, sp, 1);
 		}
 	} else if (already_split && !b->xseg) {
-		msim_stat2_dec(s->st.inactive_split_bytes, sp, (int64_t)b->size);
-		msim_stat2_dec(s->st.inactive_split, sp, 1);
+		pt_stat_dec(s->st.inactive_split_bytes, sp, (int64_t)b->size);
+		pt_stat_dec(s->st.inactive_split, sp, 1);
 	}
 	b->state = B_ALLOC;
 	b->requested = req;
-	msim_stat2_inc(s->st.allocation, sp, 1);
-	msim_stat2_inc(s->st.allocated_bytes, sp, (int64_t)b->size);
-	msim_stat2_inc(s->st.active, sp, 1);
-	msim_stat2_inc(s->st.active_bytes, sp, (int64_t)b->size);
-	msim_stat2_inc(s->st.requested_bytes, sp, (int64_t)req);
+	pt_stat_inc(s->st.allocation, sp, 1);
+	pt_stat_inc(s->st.allocated_bytes, sp, (int64_t)b->size);
+	pt_stat_inc(s->st.active, sp, 1);
+	pt_stat_inc(s->st.active_bytes, sp, (int64_t)b->size);
+	pt_stat_inc(s->st.requested_bytes, sp, (int64_t)req);
 	if (b->size >= s->max_split)
 		msim_stat_inc(&s->st.oversize_allocations, 1);
 	return b;
@@ -1254,19 +1301,19 @@ pt_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 }
 
 /* The caller's free (free_requested): allocated bytes drop now. */
-static void
+static inline void
 free_requested(pt_state_t *s, pt_block_t *b)
 {
 	int sp = PT_STATPOOL(b->pool);
 	b->state = B_PENDING;
-	msim_stat2_dec(s->st.allocation, sp, 1);
-	msim_stat2_dec(s->st.allocated_bytes, sp, (int64_t)b->size);
+	pt_stat_dec(s->st.allocation, sp, 1);
+	pt_stat_dec(s->st.allocated_bytes, sp, (int64_t)b->size);
 	if (b->size >= s->max_split)
 		msim_stat_dec(&s->st.oversize_allocations, 1);
 }
 
 /* Merges the free neighbour src into b; returns the bytes absorbed. */
-static uint64_t
+static inline uint64_t
 try_merge(pt_state_t *s, pt_block_t *b, pt_block_t *src)
 {
 	if (!src || src->state != B_FREE || src->mapped != b->mapped)
@@ -1292,7 +1339,7 @@ try_merge(pt_state_t *s, pt_block_t *b, pt_block_t *src)
 }
 
 /* free_block() (free_completed): merge, back into the free set. */
-static void
+static inline void
 free_block(pt_state_t *s, pt_block_t *b)
 {
 	int sp = PT_STATPOOL(b->pool);
@@ -1314,15 +1361,15 @@ free_block(pt_state_t *s, pt_block_t *b)
 		net_bytes += (int64_t)b->size;
 	}
 	if (!b->xseg) {
-		msim_stat2_add(s->st.inactive_split, sp, net_blocks);
-		msim_stat2_add(s->st.inactive_split_bytes, sp, net_bytes);
+		pt_stat_add(s->st.inactive_split, sp, net_blocks);
+		pt_stat_add(s->st.inactive_split_bytes, sp, net_bytes);
 	}
-	msim_stat2_dec(s->st.active, sp, 1);
-	msim_stat2_dec(s->st.active_bytes, sp, (int64_t)original);
-	msim_stat2_dec(s->st.requested_bytes, sp, (int64_t)b->requested);
+	pt_stat_dec(s->st.active, sp, 1);
+	pt_stat_dec(s->st.active_bytes, sp, (int64_t)original);
+	pt_stat_dec(s->st.requested_bytes, sp, (int64_t)b->requested);
 }
 
-static pt_block_t *
+static inline pt_block_t *
 live_take(pt_state_t *s, uint32_t id)
 {
 	return id < s->nlive ? s->live[id] : NULL;
@@ -1339,6 +1386,19 @@ pt_free_requested(void *state, const msim_req_t *req)
 	return 0;
 }
 
+/* The block of id back (b, not free): free_requested unless done, then
+ * free_block. */
+static inline __attribute__((always_inline)) void
+pt_give_back(pt_state_t *s, uint32_t id, pt_block_t *b)
+{
+	if (b->state == B_ALLOC)
+		free_requested(s, b);
+	s->live[id] = NULL;
+	if (b->st->pp)
+		b->st->pp->nlive--;
+	free_block(s, b);
+}
+
 static int
 pt_free(void *state, const msim_req_t *req)
 {
@@ -1346,12 +1406,19 @@ pt_free(void *state, const msim_req_t *req)
 	pt_block_t *b = live_take(s, req->id);
 	if (!b || b->state == B_FREE)
 		return MSIM_ENOTFOUND;
-	if (b->state == B_ALLOC)
-		free_requested(s, b);
-	s->live[req->id] = NULL;
-	if (b->st->pp)
-		b->st->pp->nlive--;
-	free_block(s, b);
+	pt_give_back(s, req->id, b);
+	return 0;
+}
+
+/* A free_requested row and its free_completed at once (ops->free_now). */
+static int
+pt_free_now(void *state, const msim_req_t *req)
+{
+	pt_state_t *s = state;
+	pt_block_t *b = live_take(s, req->id);
+	if (!b || b->state != B_ALLOC)
+		return MSIM_ENOTFOUND;
+	pt_give_back(s, req->id, b);
 	return 0;
 }
 
@@ -1416,6 +1483,12 @@ pt_stats(const void *state, msim_stats_t *out)
 {
 	const pt_state_t *s = state;
 	*out = s->st;
+	/* The "all" copies' freed counts (pt_stat_dec()). */
+#define XX(name)                                                      \
+	out->name[MSIM_POOL_ALL].freed = out->name[MSIM_POOL_SMALL].freed + \
+					 out->name[MSIM_POOL_LARGE].freed;
+	MSIM_STAT_ARRAYS(XX)
+#undef XX
 	out->max_split_size =
 		s->max_split == PT_UNLIMITED ? -1 : (int64_t)s->max_split;
 }
@@ -1531,6 +1604,8 @@ pt_create(void **state_out, msim_device_t *dev, const msim_params_t *pv,
 	s->gc_threshold = v[P_GC].d;
 	s->expandable = v[P_EXPANDABLE].b;
 	rp2_parse(v[P_RP2].text, s->rp2, why, whylen);
+	for (int i = 0; i < 16; i++)
+		s->rp2_any = s->rp2_any || s->rp2[i] > 1;
 	if (v[P_FRACTION].set && msim_device_set_fraction(dev, v[P_FRACTION].d)) {
 		free(s);
 		return MSIM_EINVAL;
@@ -1550,6 +1625,7 @@ const msim_policy_ops_t msim_policy_pytorch = {
 	.alloc = pt_alloc,
 	.free = pt_free,
 	.free_requested = pt_free_requested,
+	.free_now = pt_free_now,
 	.empty_cache = pt_empty_cache,
 	.pool = pt_pool,
 	.would_release = pt_would_release,

@@ -242,6 +242,8 @@ struct msim_device_s {
 	uint64_t capacity; /* bytes */
 	uint64_t cap;      /* allowed bytes; 0 = none */
 	uint64_t reserved; /* bytes held now */
+	uint64_t peak;         /* the most bytes held yet */
+	uint64_t peak_request; /* the request they were first held in */
 	msim_stat_t segment[MSIM_NPOOL];
 	msim_stat_t reserved_bytes[MSIM_NPOOL];
 	int64_t num_device_alloc, num_device_free;
@@ -404,6 +406,10 @@ dev_count(msim_device_t *dev, int pool, int64_t delta)
 {
 	msim_stat2_add(dev->reserved_bytes, pool, delta);
 	dev->reserved += (uint64_t)delta;
+	if (dev->reserved > dev->peak) {
+		dev->peak = dev->reserved;
+		dev->peak_request = *dev->request_p;
+	}
 	if (dev->gpu)
 		msim_gpu_count(dev->gpu, dev->process, *dev->request_p, delta);
 }
@@ -600,6 +606,13 @@ uint64_t
 msim_device_reserved(const msim_device_t *dev)
 {
 	return dev->reserved;
+}
+
+uint64_t
+msim_device_peak(const msim_device_t *dev, uint64_t *request_out)
+{
+	*request_out = dev->peak_request;
+	return dev->peak;
 }
 
 void

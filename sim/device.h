@@ -189,6 +189,10 @@ uint64_t msim_device_avail(const msim_device_t *dev);
 /* Bytes reserved from the device now (segments + mapped pages). */
 uint64_t msim_device_reserved(const msim_device_t *dev);
 
+/* The most bytes reserved yet, and (request_out) the index of the request
+ * being served when they were first reserved. */
+uint64_t msim_device_peak(const msim_device_t *dev, uint64_t *request_out);
+
 /* Adds the device's counters (segment, reserved_bytes, num_device_*) to out. */
 void msim_device_stats(const msim_device_t *dev, msim_stats_t *out);
 

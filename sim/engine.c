@@ -13,6 +13,9 @@
 #include "sim/engine.h"
 #include "sim/error.h"
 
+/* How many requests ahead sim_lean() prefetches. */
+#define MSIM_SIM_AHEAD 64
+
 typedef struct ev_s {
 	msim_time_t time;
 	uint64_t seq;
@@ -23,6 +26,7 @@ struct msim_sim_s {
 	msim_source_t src;
 	msim_device_t *dev;
 	msim_policy_t *pol;
+	msim_policy_hot_t hot; /* pol's request functions (sim_lean()) */
 	bool keep_going, done, src_done, have_next, summarized;
 	msim_req_t next;
 	uint64_t next_seq; /* sequence of the looked-ahead request */
@@ -35,6 +39,7 @@ struct msim_sim_s {
 	msim_summary_t sum;
 	uint64_t next_sample; /* request count of the next timeline sample */
 	bool peak_blocks;       /* snapshot the blocks at each new peak */
+	uint64_t blocks_at;     /* msim_sim_config_t's */
 	void (*observe)(void *ctx, const msim_req_t *req, int rc);
 	void *observe_ctx;
 	uint64_t snap_reserved; /* reserved bytes of the last snapshot */
@@ -141,6 +146,9 @@ msim_sim_new(const msim_sim_config_t *cfg, msim_sim_t **out, char *why,
 	sim->observe_ctx = cfg->observe_ctx;
 	sim->sum.oom_request = -1;
 	sim->next_sample = 1;
+	/* Its one "sample": the blocks, then the end (sim_sample()). */
+	if ((sim->blocks_at = cfg->blocks_at))
+		sim->next_sample = cfg->blocks_at;
 	if ((rc = msim_timeline_init(&sim->tl, cfg->timeline_points
 					 ? cfg->timeline_points : 1024)))
 		goto fail;
@@ -186,6 +194,8 @@ msim_sim_destroy(msim_sim_t *sim)
 	free(sim);
 }
 
+static void snap_add(void *ctx, const msim_block_t *b);
+
 static void
 sim_sample(msim_sim_t *sim)
 {
@@ -205,6 +215,13 @@ sim_sample(msim_sim_t *sim)
 	double ext = msim_ext_frag(s.largest_free, s.free);
 	if (ext > sim->sum.ext_frag_max)
 		sim->sum.ext_frag_max = ext;
+	/* The one sample of a run to blocks_at: the blocks, then the end
+	 * (checked last, so that the hot loop's call stays a plain call). */
+	if (sim->blocks_at) {
+		sim->nsnap = 0;
+		msim_policy_blocks(sim->pol, snap_add, sim);
+		sim->done = true;
+	}
 }
 
 static void
@@ -463,15 +480,101 @@ msim_sim_step(msim_sim_t *sim)
 	return sim->done ? 0 : 1;
 }
 
+/*
+ * The lean path over v[*at..n): plain allocs, frees and free_requested
+ * rows go straight to the policy's functions while no policy event is
+ * pending, and a free_requested row directly followed by its FREE is one
+ * call (ops->free_now).  It stops at anything else, leaving it to
+ * sim_request(), and after an alloc the policy refused.  Returns 0 with
+ * *at at the first request it left, or an error.  Requests take no
+ * queueing sequence here: with batches, events due by a request's time go
+ * before it (sim_run_batches()), and events order among themselves by
+ * theirs.
+ */
+static int
+sim_lean(msim_sim_t *sim, const msim_req_t *v, size_t n, size_t *at)
+{
+	const msim_policy_hot_t hp = sim->hot;
+	const bool pairs = hp.free_now || !hp.free_requested;
+	size_t i = *at;
+	int rc;
+	for (; i < n; i++) {
+		const msim_req_t *req = &v[i];
+		/* The batch was written on the reader's core: ask for the
+		 * lines a few requests ahead before they are needed. */
+		__builtin_prefetch(req + MSIM_SIM_AHEAD);
+		if (req->flags || sim->nheap)
+			break;
+		msim_time_t t = req->time > sim->clock ? req->time : sim->clock;
+		sim->clock = t;
+		if (req->kind == MSIM_REQ_ALLOC) {
+			msim_addr_t addr;
+			if (!msim_policy_size_ok(req->size))
+				break; /* sim_request() says why */
+			rc = hp.alloc(hp.state, req, &addr);
+			if (rc == 0 && addr % MSIM_DEVICE_ALIGN)
+				rc = MSIM_EFORMAT; /* as msim_policy_alloc() */
+			if (rc) {
+				if ((rc = sim_allocated(sim, req, rc, addr)))
+					return rc;
+				if (++sim->sum.requests == sim->next_sample)
+					sim_sample(sim);
+				i++;
+				break; /* an OOM: dead ids, or the end */
+			}
+			if (req->addr) {
+				if (addr == req->addr)
+					sim->sum.addr_same++;
+				else
+					sim->sum.addr_other++;
+			}
+		} else if (req->kind == MSIM_REQ_FREE_REQUESTED) {
+			const msim_req_t *fr = req + 1;
+			if (pairs && i + 1 < n && fr->kind == MSIM_REQ_FREE &&
+			    fr->id == req->id && !fr->flags) {
+				/* Freed and back at once: the FREE's time. */
+				i++;
+				if (fr->time > t)
+					sim->clock = fr->time;
+				if (hp.free_now) {
+					if ((rc = hp.free_now(hp.state, fr)))
+						return sim_fail(sim, rc,
+							"free_requested");
+				} else if ((rc = hp.free(hp.state, fr))) {
+					return sim_fail(sim, rc, "free of a "
+							"block not live");
+				}
+			} else {
+				if (hp.free_requested &&
+				    (rc = hp.free_requested(hp.state, req)))
+					return sim_fail(sim, rc,
+							"free_requested");
+				continue; /* not counted */
+			}
+		} else if (req->kind == MSIM_REQ_FREE) {
+			if ((rc = hp.free(hp.state, req)))
+				return sim_fail(sim, rc, "free of a block not "
+						"live");
+		} else {
+			break;
+		}
+		if (++sim->sum.requests == sim->next_sample)
+			sim_sample(sim);
+	}
+	*at = i;
+	return 0;
+}
+
 /* msim_sim_run() over a source that hands out batches: requests are
  * served from the batch while no policy event is due before them. */
 static int
 sim_run_batches(msim_sim_t *sim)
 {
 	/* The lean path, chosen once: nothing watches each request, so
-	 * plain allocs and frees (no flags, no ids left dead by an OOM) go
-	 * straight to the policy; the rest through sim_request(). */
+	 * plain requests (no flags, no ids left dead by an OOM, no peaks
+	 * reset) go through sim_lean(); the rest through sim_request(). */
 	bool lean = !sim->observe && !sim->peak_blocks;
+	msim_policy_hot(sim->pol, &sim->hot);
 	for (;;) {
 		const msim_req_t *v;
 		size_t n;
@@ -483,8 +586,14 @@ sim_run_batches(msim_sim_t *sim)
 		}
 		if (rc == 0)
 			break;
-		for (size_t i = 0; i < n && !sim->done; i++) {
-			const msim_req_t *req = &v[i];
+		for (size_t i = 0; i < n && !sim->done;) {
+			if (lean && !sim->ndead && !sim->peaks_reset) {
+				if ((rc = sim_lean(sim, v, n, &i)))
+					return rc;
+				if (i == n || sim->done)
+					break;
+			}
+			const msim_req_t *req = &v[i++];
 			msim_time_t t = req->time > sim->clock ? req->time
 								: sim->clock;
 			/* Policy events due first (queued before this request
@@ -497,46 +606,6 @@ sim_run_batches(msim_sim_t *sim)
 			}
 			sim->seq++;
 			sim->clock = t;
-			if (lean && !req->flags && !sim->ndead &&
-			    !sim->peaks_reset) {
-				msim_addr_t addr;
-				switch (req->kind) {
-				case MSIM_REQ_ALLOC:
-					rc = msim_policy_alloc(sim->pol, req,
-							       &addr);
-					if (rc) {
-						if ((rc = sim_allocated(
-							     sim, req, rc, addr)))
-							return rc;
-					} else if (req->addr) {
-						if (addr == req->addr)
-							sim->sum.addr_same++;
-						else
-							sim->sum.addr_other++;
-					}
-					break;
-				case MSIM_REQ_FREE:
-					if ((rc = msim_policy_free(sim->pol, req)))
-						return sim_fail(sim, rc,
-								"free of a "
-								"block not "
-								"live");
-					break;
-				case MSIM_REQ_FREE_REQUESTED:
-					if ((rc = msim_policy_free_requested(
-						     sim->pol, req)))
-						return sim_fail(sim, rc,
-								"free_requested");
-					continue; /* not counted */
-				default:
-					if ((rc = sim_request(sim, req)))
-						return rc;
-					continue;
-				}
-				if (++sim->sum.requests == sim->next_sample)
-					sim_sample(sim);
-				continue;
-			}
 			if ((rc = sim_request(sim, req)))
 				return rc;
 		}

@@ -31,6 +31,11 @@ typedef struct msim_sim_config_s {
 	bool keep_going;        /* do not stop at the first OOM */
 	size_t timeline_points; /* 0: 1024 */
 	bool peak_blocks;       /* keep the policy's blocks at peak reserved */
+	/* > 0: stop once this many requests were served, keeping the
+	 * policy's blocks then (msim_sim_peak_blocks()) and taking no
+	 * timeline: the blocks at a peak found by a run before (lab/job.c:
+	 * msim_device_peak()'s request + 1), replayed to it again. */
+	uint64_t blocks_at;
 	/* May be NULL.  Called after each ALLOC, FREE_REQUESTED and FREE
 	 * the engine serves, with the policy's answer to an ALLOC (0 or
 	 * MSIM_EDEVOOM; 0 for frees): what explain needs to follow each

@@ -70,7 +70,7 @@ int
 msim_policy_alloc(msim_policy_t *pol, const msim_req_t *req,
 		  msim_addr_t *addr_out)
 {
-	if (req->size - 1 >= MSIM_SIZE_MAX) /* 0, or rounding could wrap */
+	if (!msim_policy_size_ok(req->size))
 		return MSIM_EINVAL;
 	int rc = pol->ops->alloc(pol->state, req, addr_out);
 	/* cudaMalloc's alignment.  Segments placed at a trace's recorded
@@ -93,6 +93,22 @@ msim_policy_free_requested(msim_policy_t *pol, const msim_req_t *req)
 	if (!pol->ops->free_requested)
 		return 0;
 	return pol->ops->free_requested(pol->state, req);
+}
+
+int
+msim_policy_free_now(msim_policy_t *pol, const msim_req_t *req)
+{
+	if (pol->ops->free_now)
+		return pol->ops->free_now(pol->state, req);
+	int rc = msim_policy_free_requested(pol, req);
+	return rc ? rc : pol->ops->free(pol->state, req);
+}
+
+void
+msim_policy_hot(const msim_policy_t *pol, msim_policy_hot_t *out)
+{
+	*out = (msim_policy_hot_t){pol->state, pol->ops->alloc, pol->ops->free,
+		pol->ops->free_requested, pol->ops->free_now};
 }
 
 int

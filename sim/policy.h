@@ -33,6 +33,11 @@ typedef struct msim_policy_ops_s {
 	/* The program freed req->id, the block returns at a later FREE.
 	 * May be NULL: then FREE_REQUESTED is ignored. */
 	int (*free_requested)(void *state, const msim_req_t *req);
+	/* A FREE_REQUESTED directly followed by the FREE of the same block:
+	 * what free_requested and then free do, with free_requested's
+	 * errors (the engine's lean loop calls it for such a pair).  May be
+	 * NULL: the engine then calls them in turn. */
+	int (*free_now)(void *state, const msim_req_t *req);
 	/* torch.cuda.empty_cache().  May be NULL. */
 	int (*empty_cache)(void *state);
 	/* A private-pool request (MSIM_REQ_POOL_*).  Returns 0, or
@@ -84,11 +89,37 @@ int msim_policy_alloc(msim_policy_t *pol, const msim_req_t *req,
 		      msim_addr_t *addr_out);
 int msim_policy_free(msim_policy_t *pol, const msim_req_t *req);
 int msim_policy_free_requested(msim_policy_t *pol, const msim_req_t *req);
+/* ops->free_now, or free_requested then free. */
+int msim_policy_free_now(msim_policy_t *pol, const msim_req_t *req);
 int msim_policy_empty_cache(msim_policy_t *pol);
 int msim_policy_private_pool(msim_policy_t *pol, const msim_req_t *req);
 bool msim_policy_would_release(const msim_policy_t *pol,
 			       const msim_req_t *req);
 int msim_policy_on_event(msim_policy_t *pol, uint64_t cookie);
+
+/*
+ * The request functions of a policy, for the engine's lean loop: it calls
+ * them without the wrappers above, once per request, and makes the checks
+ * of msim_policy_alloc() itself (msim_policy_size_ok(), the alignment).
+ * free_requested and free_now may be NULL, as in the ops.
+ */
+typedef struct msim_policy_hot_s {
+	void *state;
+	int (*alloc)(void *state, const msim_req_t *req, msim_addr_t *addr_out);
+	int (*free)(void *state, const msim_req_t *req);
+	int (*free_requested)(void *state, const msim_req_t *req);
+	int (*free_now)(void *state, const msim_req_t *req);
+} msim_policy_hot_t;
+
+void msim_policy_hot(const msim_policy_t *pol, msim_policy_hot_t *out);
+
+/* Whether an ALLOC of size bytes may reach a policy: not 0, not above
+ * MSIM_SIZE_MAX (so no policy's rounding can wrap). */
+static inline bool
+msim_policy_size_ok(uint64_t size)
+{
+	return size - 1 < MSIM_SIZE_MAX;
+}
 
 /* All statistics: the policy's and the device's. */
 void msim_policy_stats(const msim_policy_t *pol, msim_stats_t *out);

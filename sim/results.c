@@ -31,7 +31,17 @@ struct msim_db_s {
 	char errmsg[2560];
 	/* Prepared once a connection, kept for the next runs stored (a
 	 * sweep's worker stores many): db_put_rows()'s statements. */
-	sqlite3_stmt *rows[4][3];
+	sqlite3_stmt *rows[1][3];
+	bool fk_off;     /* foreign-key checks switched off (db_fk()) */
+	/* The inserts of db_packed's tables, and the text they store. */
+	sqlite3_stmt *packed[3];
+	/* The other statements of storing a run (db_stmt()). */
+	sqlite3_stmt *q[5];
+	struct jbuf_s {
+		char *p;
+		size_t n, cap;
+		bool nomem;
+	} jb[3];
 };
 
 /* How db_open() opens a file. */
@@ -73,26 +83,22 @@ static const char schema_sql[] =
 	" run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
 	" name TEXT NOT NULL, value INTEGER NOT NULL,"
 	" PRIMARY KEY(run_id, name)) WITHOUT ROWID;"
-	"CREATE TABLE IF NOT EXISTS timeline("
-	" run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
-	" request INTEGER NOT NULL, time_ns INTEGER NOT NULL,"
-	" allocated_bytes INTEGER NOT NULL, reserved_bytes INTEGER NOT NULL,"
-	" active_bytes INTEGER NOT NULL, requested_bytes INTEGER NOT NULL,"
-	" largest_free_bytes INTEGER NOT NULL, free_bytes INTEGER NOT NULL,"
-	" PRIMARY KEY(run_id, request)) WITHOUT ROWID;"
-	"CREATE TABLE IF NOT EXISTS peak_blocks("
-	" run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
-	" addr INTEGER NOT NULL, size INTEGER NOT NULL, state TEXT NOT NULL,"
-	" PRIMARY KEY(run_id, addr)) WITHOUT ROWID;"
+	/* Schema 6: a run's timeline, segment events and blocks at peak as
+	 * one row each (db_packed below); views of the old tables' names
+	 * and columns read them as rows (views_sql). */
+	"CREATE TABLE IF NOT EXISTS timeline_packed("
+	" run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,"
+	" data TEXT NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS segment_events_packed("
+	" run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,"
+	" data TEXT NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS peak_blocks_packed("
+	" run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,"
+	" data TEXT NOT NULL);"
 	"CREATE TABLE IF NOT EXISTS run_meta("
 	" run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
 	" key TEXT NOT NULL, value TEXT NOT NULL,"
 	" PRIMARY KEY(run_id, key)) WITHOUT ROWID;"
-	"CREATE TABLE IF NOT EXISTS segment_events("
-	" run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
-	" seq INTEGER NOT NULL, request INTEGER NOT NULL,"
-	" action TEXT NOT NULL, addr INTEGER NOT NULL, size INTEGER NOT NULL,"
-	" PRIMARY KEY(run_id, seq)) WITHOUT ROWID;"
 	"CREATE TABLE IF NOT EXISTS sweeps("
 	" id INTEGER PRIMARY KEY,"
 	" created TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')),"
@@ -117,6 +123,45 @@ static const char schema_sql[] =
 	" trace_path TEXT NOT NULL, policy TEXT NOT NULL, params TEXT NOT NULL,"
 	" status TEXT NOT NULL, reason TEXT NOT NULL,"
 	" PRIMARY KEY(sweep_id, setting_key)) WITHOUT ROWID;";
+
+/*
+ * The tables of schema 5 and before that schema 6 keeps packed: each run's
+ * rows as one JSON array of rows, [[v1,v2,...],...], in the order of
+ * `order` (a sweep setting stores about 2,600 rows: as rows, SQLite's
+ * B-tree insert, uniqueness check and record making cost ~5k instructions
+ * each, 80% of storing a setting; packed, one row of text).  The view of
+ * each name (views_sql) reads them as the rows they were, so SQL that read
+ * the tables reads the views.  Older files are packed when first opened
+ * for writing (db_pack_old()); read-only they are read as they are.
+ */
+static const struct db_packed_s {
+	const char *table; /* the view's name, the table's of schema 5 */
+	const char *cols;  /* the columns of a row, in the array's order */
+	const char *order; /* the order of a run's rows */
+} db_packed[3] = {
+	{"timeline", "request, time_ns, allocated_bytes, reserved_bytes,"
+		     " active_bytes, requested_bytes, largest_free_bytes,"
+		     " free_bytes", "request"},
+	{"segment_events", "seq, request, action, addr, size", "seq"},
+	{"peak_blocks", "addr, size, state", "addr"},
+};
+enum { DB_PACKED_TIMELINE, DB_PACKED_EVENTS, DB_PACKED_BLOCKS };
+
+#define J(k) "json_extract(j.value,'$[" #k "]')"
+static const char views_sql[] =
+	"CREATE VIEW IF NOT EXISTS timeline(run_id, request, time_ns,"
+	" allocated_bytes, reserved_bytes, active_bytes, requested_bytes,"
+	" largest_free_bytes, free_bytes) AS SELECT p.run_id, " J(0) ", "
+	J(1) ", " J(2) ", " J(3) ", " J(4) ", " J(5) ", " J(6) ", " J(7)
+	" FROM timeline_packed p, json_each(p.data) j;"
+	"CREATE VIEW IF NOT EXISTS segment_events(run_id, seq, request,"
+	" action, addr, size) AS SELECT p.run_id, " J(0) ", " J(1) ", "
+	J(2) ", " J(3) ", " J(4)
+	" FROM segment_events_packed p, json_each(p.data) j;"
+	"CREATE VIEW IF NOT EXISTS peak_blocks(run_id, addr, size, state) AS"
+	" SELECT p.run_id, " J(0) ", " J(1) ", " J(2)
+	" FROM peak_blocks_packed p, json_each(p.data) j;";
+#undef J
 
 /* What schema 2 adds to a schema 1 file.  Rows stored twice under schema 1
  * (the same setting run again) keep their data; only the newest gets the
@@ -182,6 +227,86 @@ db_exec(msim_db_t *db, const char *sql, const char *what)
 {
 	if (sqlite3_exec(db->db, sql, NULL, NULL, NULL) != SQLITE_OK)
 		return db_fail(db, what);
+	return 0;
+}
+
+/*
+ * Foreign-key checks on the connection (on: as opened) or off.  Storing a
+ * run switches them off: its rows of results reference the run written
+ * first in the same transaction, so the checks (a seek into runs and a
+ * cursor for every row, about a sixth of a row's cost) find nothing;
+ * merge switches them back on.  Switching expires the prepared
+ * statements, so it is done only when the state changes.  The schema's
+ * REFERENCES ... ON DELETE CASCADE stay for whoever deletes runs with
+ * checks on.  Outside a transaction only (SQLite ignores it inside).
+ */
+static int
+db_fk(msim_db_t *db, bool on)
+{
+	if (db->fk_off != on)
+		return 0;
+	if (sqlite3_exec(db->db, on ? "PRAGMA foreign_keys=ON"
+				    : "PRAGMA foreign_keys=OFF", NULL, NULL,
+			 NULL) != SQLITE_OK)
+		return db_fail(db, "pragma");
+	db->fk_off = !on;
+	return 0;
+}
+
+static int db_step2(msim_db_t *db, const char *sql, int64_t a, int64_t b,
+		    int64_t *v_out);
+static bool db_schema_holds(msim_db_t *db, const char *schema,
+			    const char *name, bool tables_only);
+
+/* Packs the rows of run src_id in schema's table (or view) of
+ * db_packed[k] into main's packed table as run dst_id (nothing when it
+ * has none).  SQLITE_DONE or SQLite's error. */
+static int
+db_pack_rows(msim_db_t *db, size_t k, const char *schema, int64_t dst_id,
+	     int64_t src_id)
+{
+	const struct db_packed_s *t = &db_packed[k];
+	char sql[1024];
+	/* An aggregate over an ordered subquery takes its rows in order
+	 * (SQLite does not flatten it into the aggregate). */
+	snprintf(sql, sizeof(sql), "INSERT INTO main.%s_packed SELECT r, d"
+		 " FROM (SELECT ? AS r, json_group_array(json_array(%s)) AS d,"
+		 " count(*) AS n FROM (SELECT %s FROM %s.%s WHERE run_id=?"
+		 " ORDER BY %s)) WHERE n > 0", t->table, t->cols, t->cols,
+		 schema, t->table, t->order);
+	return db_step2(db, sql, dst_id, src_id, NULL);
+}
+
+/* Schema 5 and before to 6: each table of db_packed that is still a
+ * table becomes its packed table (no row is lost: a run's rows in their
+ * order) and is dropped; views_sql then makes the views.  0 or MSIM_EDB. */
+static int
+db_pack_old(msim_db_t *db)
+{
+	for (size_t k = 0; k < 3; k++) {
+		const char *table = db_packed[k].table;
+		if (!db_schema_holds(db, "main", table, true))
+			continue;
+		char sql[256];
+		sqlite3_stmt *q;
+		snprintf(sql, sizeof(sql), "SELECT DISTINCT run_id FROM"
+			 " main.%s", table);
+		if (sqlite3_prepare_v2(db->db, sql, -1, &q, NULL) != SQLITE_OK)
+			return db_fail(db, "cannot migrate schema 5 to 6");
+		int rc;
+		while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+			int64_t id = sqlite3_column_int64(q, 0);
+			if ((rc = db_pack_rows(db, k, "main", id, id)) !=
+			    SQLITE_DONE)
+				break;
+		}
+		sqlite3_finalize(q);
+		if (rc != SQLITE_DONE)
+			return db_fail(db, "cannot migrate schema 5 to 6");
+		snprintf(sql, sizeof(sql), "DROP TABLE main.%s", table);
+		if (db_exec(db, sql, "cannot migrate schema 5 to 6"))
+			return MSIM_EDB;
+	}
 	return 0;
 }
 
@@ -259,21 +384,31 @@ db_check_folder(msim_db_t *db, const char *path)
 	return 0;
 }
 
-/* Whether schema ("main", or "src" when merging) holds table name. */
+/* Whether schema ("main", or "src" when merging) holds name: a table,
+ * or (tables_only false) a view. */
 static bool
-db_schema_has(msim_db_t *db, const char *schema, const char *name)
+db_schema_holds(msim_db_t *db, const char *schema, const char *name,
+		bool tables_only)
 {
-	char sql[96];
+	char sql[128];
 	sqlite3_stmt *q;
 	bool has = false;
 	snprintf(sql, sizeof(sql), "SELECT 1 FROM %s.sqlite_master WHERE "
-		 "type='table' AND name=?", schema);
+		 "type IN ('table'%s) AND name=?", schema,
+		 tables_only ? "" : ",'view'");
 	if (sqlite3_prepare_v2(db->db, sql, -1, &q, NULL) == SQLITE_OK) {
 		sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
 		has = sqlite3_step(q) == SQLITE_ROW;
 	}
 	sqlite3_finalize(q);
 	return has;
+}
+
+/* Whether schema holds table (or view) name. */
+static bool
+db_schema_has(msim_db_t *db, const char *schema, const char *name)
+{
+	return db_schema_holds(db, schema, name, false);
 }
 
 /* Whether the file holds table name. */
@@ -463,8 +598,11 @@ db_open(const char *path, int how, msim_db_t **out, char *why,
 			   "cannot write the schema version"))))
 		goto rollback;
 	/* Schema 4 only adds the table peak_blocks, schema 5 the table
-	 * sweep_failed, both made above. */
-	if (have >= 1 && have <= 4 &&
+	 * sweep_failed, both made above; schema 6 packs three tables. */
+	if ((rc = db_pack_old(db)) ||
+	    (rc = db_exec(db, views_sql, "cannot create the views")))
+		goto rollback;
+	if (have >= 1 && have <= 5 &&
 	    (rc = db_exec(db, "UPDATE meta SET value='"
 			  MSIM_STR(MSIM_DB_SCHEMA_VERSION) "' WHERE "
 			  "key='schema_version'",
@@ -490,9 +628,15 @@ msim_db_close(msim_db_t *db)
 {
 	if (!db)
 		return;
-	for (size_t t = 0; t < 4; t++)
+	for (size_t t = 0; t < 1; t++)
 		for (size_t k = 0; k < 3; k++)
 			sqlite3_finalize(db->rows[t][k]);
+	for (size_t k = 0; k < 3; k++)
+		sqlite3_finalize(db->packed[k]);
+	for (size_t k = 0; k < 5; k++)
+		sqlite3_finalize(db->q[k]);
+	for (size_t k = 0; k < 3; k++)
+		free(db->jb[k].p);
 	sqlite3_close(db->db);
 	free(db->path);
 	free(db);
@@ -514,11 +658,8 @@ msim_db_errmsg(const msim_db_t *db)
  * row's ncols values from parameter param on; text it binds must stay
  * valid until db_put_rows() returns.
  */
-enum { DB_ROWS_STATS, DB_ROWS_TIMELINE, DB_ROWS_EVENTS, DB_ROWS_BLOCKS };
-static const char *const db_rows_head[4] = {
-	"INSERT INTO stats", "INSERT INTO timeline",
-	"INSERT INTO segment_events", "INSERT OR REPLACE INTO peak_blocks",
-};
+enum { DB_ROWS_STATS };
+static const char *const db_rows_head[1] = {"INSERT INTO stats"};
 static const size_t db_rows_size[3] = {64, 8, 1};
 
 typedef void (*db_row_bind_fn)(sqlite3_stmt *q, int param, size_t row,
@@ -623,20 +764,47 @@ stat_bind(sqlite3_stmt *q, int i, size_t row, const void *ctx)
 	sqlite3_bind_int64(q, i + 2, s->v[row].value);
 }
 
+/* The statements db_stmt() keeps prepared on a connection: a sweep's
+ * worker stores a run every few milliseconds, and preparing them anew
+ * each time was a twentieth of storing one. */
+enum { DB_Q_FIND, DB_Q_MEMBER, DB_Q_META, DB_Q_RUN_INSERT, DB_Q_RUN_UPDATE };
+
+/* db->q[slot], prepared from sql the first time; NULL if it cannot be.
+ * The caller resets it (db_unstmt()) when done. */
+static sqlite3_stmt *
+db_stmt(msim_db_t *db, int slot, const char *sql)
+{
+	if (!db->q[slot] &&
+	    sqlite3_prepare_v2(db->db, sql, -1, &db->q[slot], NULL) !=
+		    SQLITE_OK) {
+		sqlite3_finalize(db->q[slot]);
+		db->q[slot] = NULL;
+	}
+	return db->q[slot];
+}
+
+/* Ends a use of a statement of db_stmt(). */
+static void
+db_unstmt(sqlite3_stmt *q)
+{
+	sqlite3_reset(q);
+	sqlite3_clear_bindings(q);
+}
+
 /* Records that run_id belongs to sweep_id (none when sweep_id is 0). */
 static int
 db_sweep_member(msim_db_t *db, int64_t sweep_id, int64_t run_id)
 {
 	if (sweep_id <= 0)
 		return 0;
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(db->db, "INSERT OR IGNORE INTO sweep_runs "
-			       "VALUES(?,?)", -1, &q, NULL) != SQLITE_OK)
+	sqlite3_stmt *q = db_stmt(db, DB_Q_MEMBER, "INSERT OR IGNORE INTO"
+				  " sweep_runs VALUES(?,?)");
+	if (!q)
 		return db_fail(db, "cannot record the sweep's run");
 	sqlite3_bind_int64(q, 1, sweep_id);
 	sqlite3_bind_int64(q, 2, run_id);
 	int rc = sqlite3_step(q);
-	sqlite3_finalize(q);
+	db_unstmt(q);
 	return rc == SQLITE_DONE ? 0 : db_fail(db, "cannot record the "
 					       "sweep's run");
 }
@@ -645,15 +813,15 @@ db_sweep_member(msim_db_t *db, int64_t sweep_id, int64_t run_id)
 static int
 db_find_key(msim_db_t *db, const char *key, int64_t *id_out)
 {
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(db->db, "SELECT id FROM runs WHERE "
-			       "setting_key=?", -1, &q, NULL) != SQLITE_OK)
+	sqlite3_stmt *q = db_stmt(db, DB_Q_FIND, "SELECT id FROM runs WHERE"
+				  " setting_key=?");
+	if (!q)
 		return db_fail(db, "cannot look up the setting");
 	sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
 	int rc = sqlite3_step(q);
 	if (rc == SQLITE_ROW)
 		*id_out = sqlite3_column_int64(q, 0);
-	sqlite3_finalize(q);
+	db_unstmt(q);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		return db_fail(db, "cannot look up the setting");
 	return rc == SQLITE_ROW;
@@ -716,10 +884,10 @@ db_clear_run(msim_db_t *db, int64_t run_id)
 {
 	static const char *const del[] = {
 		"DELETE FROM stats WHERE run_id=?",
-		"DELETE FROM timeline WHERE run_id=?",
-		"DELETE FROM segment_events WHERE run_id=?",
+		"DELETE FROM timeline_packed WHERE run_id=?",
+		"DELETE FROM segment_events_packed WHERE run_id=?",
 		"DELETE FROM run_meta WHERE run_id=?",
-		"DELETE FROM peak_blocks WHERE run_id=?",
+		"DELETE FROM peak_blocks_packed WHERE run_id=?",
 	};
 	for (size_t k = 0; k < sizeof(del) / sizeof(del[0]); k++) {
 		sqlite3_stmt *q;
@@ -760,8 +928,9 @@ db_put_run(msim_db_t *db, const msim_run_info_t *info,
 		? "UPDATE runs SET (" RUN_COLS ") = (" RUN_VALS "), created ="
 		  " strftime('%Y-%m-%dT%H:%M:%SZ','now') WHERE id=?"
 		: "INSERT INTO runs(" RUN_COLS ", id) VALUES(" RUN_VALS ",?)";
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(db->db, run_sql, -1, &q, NULL) != SQLITE_OK)
+	sqlite3_stmt *q = db_stmt(db, old_id >= 0 ? DB_Q_RUN_UPDATE
+						   : DB_Q_RUN_INSERT, run_sql);
+	if (!q)
 		return MSIM_EDB;
 	int i = 1;
 	sqlite3_bind_text(q, i++, PACKAGE_VERSION, -1, SQLITE_STATIC);
@@ -807,7 +976,7 @@ db_put_run(msim_db_t *db, const msim_run_info_t *info,
 	else
 		sqlite3_bind_null(q, i++);
 	int rc = sqlite3_step(q);
-	sqlite3_finalize(q);
+	db_unstmt(q);
 	if (rc != SQLITE_DONE)
 		return MSIM_EDB;
 	*run_id_out = old_id >= 0 ? old_id : sqlite3_last_insert_rowid(db->db);
@@ -816,15 +985,12 @@ db_put_run(msim_db_t *db, const msim_run_info_t *info,
 
 /* The statistics of a run: one row of stats per memory_stats key. */
 static int
-db_put_stats(msim_db_t *db, int64_t run_id, const msim_stats_t *st)
+db_put_stats(msim_db_t *db, int64_t run_id, stat_rows_t *sr)
 {
-	stat_rows_t sr = {.run_id = run_id};
-	msim_stats_foreach(st, stat_collect, &sr);
-	int rc = sr.nomem ? MSIM_EDB
-			  : db_put_rows(db, DB_ROWS_STATS, 3, sr.n,
-					stat_bind, &sr);
-	free(sr.v);
-	return rc;
+	sr->run_id = run_id;
+	return sr->nomem ? MSIM_EDB
+			 : db_put_rows(db, DB_ROWS_STATS, 3, sr->n, stat_bind,
+				       sr);
 }
 
 typedef struct run_rows_s {
@@ -832,57 +998,199 @@ typedef struct run_rows_s {
 	const void *v;
 } run_rows_t;
 
-static void
-sample_bind(sqlite3_stmt *q, int i, size_t row, const void *ctx)
+/* A growing text of db_put_packed() (msim_db_t's jb). */
+typedef struct jbuf_s jbuf_t;
+
+/* Room for need more bytes in b: false when out of memory. */
+static bool
+jb_room(jbuf_t *b, size_t need)
 {
-	const run_rows_t *r = ctx;
-	const msim_sample_t *s = (const msim_sample_t *)r->v + row;
-	sqlite3_bind_int64(q, i, r->run_id);
-	sqlite3_bind_int64(q, i + 1, (sqlite3_int64)s->request);
-	sqlite3_bind_int64(q, i + 2, (sqlite3_int64)s->time);
-	sqlite3_bind_int64(q, i + 3, s->allocated);
-	sqlite3_bind_int64(q, i + 4, s->reserved);
-	sqlite3_bind_int64(q, i + 5, s->active);
-	sqlite3_bind_int64(q, i + 6, s->requested);
-	sqlite3_bind_int64(q, i + 7, (sqlite3_int64)s->largest_free);
-	sqlite3_bind_int64(q, i + 8, (sqlite3_int64)s->free);
+	if (b->nomem)
+		return false;
+	if (b->n + need <= b->cap)
+		return true;
+	size_t cap = b->cap ? b->cap : 4096;
+	while (cap < b->n + need)
+		cap *= 2;
+	char *p = realloc(b->p, cap);
+	if (!p) {
+		b->nomem = true;
+		return false;
+	}
+	b->p = p;
+	b->cap = cap;
+	return true;
 }
 
-/* The timeline of a run (tl may be NULL). */
-static int
-db_put_timeline(msim_db_t *db, int64_t run_id, const msim_timeline_t *tl)
+/* Appends v in decimal, as SQLite's json_array() writes an integer: two
+ * digits a step (a table of the pairs), most of the cost of packing. */
+static void
+jb_int(jbuf_t *b, int64_t v)
 {
+	static const char pairs[201] =
+		"00010203040506070809101112131415161718192021222324"
+		"25262728293031323334353637383940414243444546474849"
+		"50515253545556575859606162636465666768697071727374"
+		"75767778798081828384858687888990919293949596979899";
+	char *p = b->p + b->n;
+	uint64_t u = v;
+	if (v < 0) {
+		*p++ = '-';
+		u = 0 - (uint64_t)v;
+	}
+	/* Its digits: floor(log10) from the highest bit (Bit Twiddling
+	 * Hacks' IntegerLog10), corrected by one comparison; u | 1 has
+	 * the same digits (no power of ten above 1 is odd). */
+	static const uint64_t pow10[20] = {
+		1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL,
+		10000000ULL, 100000000ULL, 1000000000ULL, 10000000000ULL,
+		100000000000ULL, 1000000000000ULL, 10000000000000ULL,
+		100000000000000ULL, 1000000000000000ULL,
+		10000000000000000ULL, 100000000000000000ULL,
+		1000000000000000000ULL, 10000000000000000000ULL};
+	unsigned t = (unsigned)(64 - __builtin_clzll(u | 1)) * 1233 >> 12;
+	size_t len = t - ((u | 1) < pow10[t]) + 1;
+	char *e = p + len;
+	b->n = (size_t)(e - b->p);
+	while (u >= 10000) { /* four digits a step */
+		uint32_t r = (uint32_t)(u % 10000);
+		u /= 10000;
+		uint32_t hi = r / 100 * 2, lo = r % 100 * 2;
+		e -= 4;
+		e[0] = pairs[hi];
+		e[1] = pairs[hi + 1];
+		e[2] = pairs[lo];
+		e[3] = pairs[lo + 1];
+	}
+	while (u >= 100) {
+		size_t d = (size_t)(u % 100) * 2;
+		u /= 100;
+		*--e = pairs[d + 1];
+		*--e = pairs[d];
+	}
+	if (u >= 10) {
+		*--e = pairs[u * 2 + 1];
+		*--e = pairs[u * 2];
+	} else {
+		*--e = (char)('0' + u);
+	}
+}
+
+/* Appends ncols values (ints; the string name[c] where name is given and
+ * name[c] not NULL: a plain word of at most 24 bytes) as one row,
+ * "[v,v,...]", a comma first unless it is the first. */
+static void
+jb_row(jbuf_t *b, const int64_t *v, const char *const *name, int ncols)
+{
+	if (!jb_room(b, 2 + (size_t)ncols * 27))
+		return;
+	char *p = b->p;
+	size_t n = b->n;
+	if (n > 1)
+		p[n++] = ',';
+	p[n++] = '[';
+	for (int c = 0; c < ncols; c++) {
+		if (c)
+			p[n++] = ',';
+		if (name && name[c]) {
+			size_t len = strnlen(name[c], 24);
+			p[n++] = '"';
+			memcpy(p + n, name[c], len);
+			n += len;
+			p[n++] = '"';
+		} else {
+			b->n = n;
+			jb_int(b, v[c]);
+			n = b->n;
+		}
+	}
+	p[n++] = ']';
+	b->n = n;
+}
+
+/* Ends db->jb[k], "[" and rows so far: 0 or MSIM_EDB. */
+static int
+jb_end(jbuf_t *b)
+{
+	if (b->nomem || !jb_room(b, 1))
+		return MSIM_EDB;
+	b->p[b->n++] = ']';
+	return 0;
+}
+
+/* Stores db->jb[k] (if it holds rows) as run_id's row of db_packed[k]'s
+ * table.  The names a row holds are plain words (no JSON escapes).  0 or
+ * MSIM_EDB. */
+static int
+db_put_packed(msim_db_t *db, size_t k, int64_t run_id)
+{
+	const jbuf_t *b = &db->jb[k];
+	if (!b->n)
+		return 0;
+	sqlite3_stmt **q = &db->packed[k];
+	if (!*q) {
+		char sql[128];
+		snprintf(sql, sizeof(sql), "INSERT INTO %s_packed VALUES(?,?)",
+			 db_packed[k].table);
+		if (sqlite3_prepare_v2(db->db, sql, -1, q, NULL) != SQLITE_OK) {
+			*q = NULL;
+			return MSIM_EDB;
+		}
+	}
+	sqlite3_bind_int64(*q, 1, run_id);
+	sqlite3_bind_text(*q, 2, b->p, (int)b->n, SQLITE_STATIC);
+	int rc = sqlite3_step(*q);
+	sqlite3_reset(*q);
+	sqlite3_clear_bindings(*q);
+	return rc == SQLITE_DONE ? 0 : MSIM_EDB;
+}
+
+/* The timeline of a run (tl may be NULL) into db->jb[], one array of
+ * rows [request, time_ns, allocated, reserved, active, requested,
+ * largest_free, free]. */
+static int
+db_pack_timeline(msim_db_t *db, const msim_timeline_t *tl)
+{
+	jbuf_t *b = &db->jb[DB_PACKED_TIMELINE];
+	b->n = 0;
+	b->nomem = false;
 	if (!tl || !tl->n)
 		return 0;
-	run_rows_t r = {run_id, tl->v};
-	return db_put_rows(db, DB_ROWS_TIMELINE, 9, tl->n, sample_bind,
-			   &r);
+	if (!jb_room(b, 1))
+		return MSIM_EDB;
+	b->p[b->n++] = '[';
+	for (size_t i = 0; i < tl->n; i++) {
+		const msim_sample_t *x = &tl->v[i];
+		int64_t v[8] = {(int64_t)x->request, (int64_t)x->time,
+			x->allocated, x->reserved, x->active, x->requested,
+			(int64_t)x->largest_free, (int64_t)x->free};
+		jb_row(b, v, NULL, 8);
+	}
+	return jb_end(b);
 }
 
-static void
-event_bind(sqlite3_stmt *q, int i, size_t row, const void *ctx)
-{
-	const run_rows_t *r = ctx;
-	const msim_seg_event_t *e = (const msim_seg_event_t *)r->v + row;
-	sqlite3_bind_int64(q, i, r->run_id);
-	sqlite3_bind_int64(q, i + 1, (sqlite3_int64)row);
-	sqlite3_bind_int64(q, i + 2, (sqlite3_int64)e->request);
-	sqlite3_bind_text(q, i + 3, msim_seg_action_name(e->action), -1,
-			  SQLITE_STATIC);
-	sqlite3_bind_int64(q, i + 4, (sqlite3_int64)e->addr);
-	sqlite3_bind_int64(q, i + 5, (sqlite3_int64)e->size);
-}
-
-/* The segment events of a run, numbered from 0 in their order. */
+/* The segment events of a run into db->jb[], numbered from 0 in their
+ * order: rows [seq, request, action, addr, size]. */
 static int
-db_put_events(msim_db_t *db, int64_t run_id, const msim_seg_event_t *events,
-	      size_t nevents)
+db_pack_events(msim_db_t *db, const msim_seg_event_t *events, size_t nevents)
 {
+	jbuf_t *b = &db->jb[DB_PACKED_EVENTS];
+	b->n = 0;
+	b->nomem = false;
 	if (!events || !nevents)
 		return 0;
-	run_rows_t r = {run_id, events};
-	return db_put_rows(db, DB_ROWS_EVENTS, 6, nevents,
-			   event_bind, &r);
+	if (!jb_room(b, 1))
+		return MSIM_EDB;
+	b->p[b->n++] = '[';
+	for (size_t i = 0; i < nevents; i++) {
+		const msim_seg_event_t *e = &events[i];
+		int64_t v[5] = {(int64_t)i, (int64_t)e->request, 0,
+			(int64_t)e->addr, (int64_t)e->size};
+		const char *name[5] = {NULL, NULL,
+			msim_seg_action_name(e->action), NULL, NULL};
+		jb_row(b, v, name, 5);
+	}
+	return jb_end(b);
 }
 
 /* The run_meta of a run: key, value, ..., NULL (meta may be NULL). */
@@ -891,9 +1199,9 @@ db_put_meta(msim_db_t *db, int64_t run_id, const char *const *meta)
 {
 	if (!meta)
 		return 0;
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(db->db, "INSERT INTO run_meta VALUES(?,?,?)", -1,
-			       &q, NULL) != SQLITE_OK)
+	sqlite3_stmt *q = db_stmt(db, DB_Q_META, "INSERT INTO run_meta"
+				  " VALUES(?,?,?)");
+	if (!q)
 		return MSIM_EDB;
 	int rc = SQLITE_DONE;
 	for (const char *const *m = meta; m[0] && m[1] && rc == SQLITE_DONE;
@@ -904,35 +1212,107 @@ db_put_meta(msim_db_t *db, int64_t run_id, const char *const *meta)
 		sqlite3_bind_text(q, 3, m[1], -1, SQLITE_STATIC);
 		rc = sqlite3_step(q);
 	}
-	sqlite3_finalize(q);
+	db_unstmt(q);
 	return rc == SQLITE_DONE ? 0 : MSIM_EDB;
 }
 
 static const char *const block_states[] = {"allocated", "free", "pending"};
 
-static void
-block_bind(sqlite3_stmt *q, int i, size_t row, const void *ctx)
+/* A block and its index in the input, ordered by address then index. */
+typedef struct block_at_s {
+	msim_block_t b;
+	size_t i;
+} block_at_t;
+
+static bool
+block_less(const block_at_t *x, const block_at_t *y)
 {
-	const run_rows_t *r = ctx;
-	const msim_block_t *b = (const msim_block_t *)r->v + row;
-	sqlite3_bind_int64(q, i, r->run_id);
-	sqlite3_bind_int64(q, i + 1, (sqlite3_int64)b->addr);
-	sqlite3_bind_int64(q, i + 2, (sqlite3_int64)b->size);
-	sqlite3_bind_text(q, i + 3, block_states[b->state % 3], -1,
-			  SQLITE_STATIC);
+	return x->b.addr < y->b.addr || (x->b.addr == y->b.addr && x->i < y->i);
 }
 
-/* The blocks at peak reserved of a run (a repeated address: the last
- * row stays, as the rows of one statement are inserted in order). */
+/* Sorts v by address then index: a bottom-up merge sort (qsort's call a
+ * comparison cost more than the rest of packing the blocks).  0, or
+ * MSIM_ENOMEM. */
 static int
-db_put_peak_blocks(msim_db_t *db, int64_t run_id, const msim_block_t *blocks,
-		   size_t n)
+block_sort(block_at_t *v, size_t n)
 {
+	block_at_t *tmp = malloc(n * sizeof(*tmp)), *src = v, *dst = tmp;
+	if (!tmp)
+		return MSIM_ENOMEM;
+	for (size_t w = 1; w < n; w *= 2) {
+		for (size_t lo = 0; lo < n; lo += 2 * w) {
+			size_t mid = lo + w < n ? lo + w : n;
+			size_t hi = lo + 2 * w < n ? lo + 2 * w : n;
+			size_t a = lo, b = mid, k = lo;
+			while (a < mid && b < hi)
+				dst[k++] = block_less(&src[b], &src[a])
+						   ? src[b++] : src[a++];
+			while (a < mid)
+				dst[k++] = src[a++];
+			while (b < hi)
+				dst[k++] = src[b++];
+		}
+		block_at_t *t = src;
+		src = dst;
+		dst = t;
+	}
+	if (src != v)
+		memcpy(v, src, n * sizeof(*v));
+	free(tmp);
+	return 0;
+}
+
+/* The blocks at peak reserved of a run into db->jb[]: rows [addr, size,
+ * state] by address (a repeated address: the last block given stays, as
+ * when each was a row of the table keyed by address). */
+static int
+db_pack_peak_blocks(msim_db_t *db, const msim_block_t *blocks, size_t n)
+{
+	jbuf_t *b = &db->jb[DB_PACKED_BLOCKS];
+	b->n = 0;
+	b->nomem = false;
 	if (!blocks || !n)
 		return 0;
-	run_rows_t r = {run_id, blocks};
-	return db_put_rows(db, DB_ROWS_BLOCKS, 4, n,
-			   block_bind, &r);
+	msim_block_t *sorted = NULL;
+	size_t i = 1;
+	while (i < n && blocks[i - 1].addr < blocks[i].addr)
+		i++;
+	if (i < n) { /* not in address order (policies' order is theirs) */
+		block_at_t *at = malloc(n * sizeof(*at));
+		if (!at || !(sorted = malloc(n * sizeof(*sorted)))) {
+			free(at);
+			return MSIM_EDB;
+		}
+		for (size_t k = 0; k < n; k++)
+			at[k] = (block_at_t){blocks[k], k};
+		if (block_sort(at, n)) {
+			free(at);
+			free(sorted);
+			return MSIM_EDB;
+		}
+		size_t w = 0;
+		for (size_t k = 0; k < n; k++)
+			if (k + 1 == n || at[k + 1].b.addr != at[k].b.addr)
+				sorted[w++] = at[k].b;
+		free(at);
+		blocks = sorted;
+		n = w;
+	}
+	int rc = MSIM_EDB;
+	if (!jb_room(b, 1))
+		goto out;
+	b->p[b->n++] = '[';
+	for (size_t k = 0; k < n; k++) {
+		int64_t v[3] = {(int64_t)blocks[k].addr,
+			(int64_t)blocks[k].size, 0};
+		const char *name[3] = {NULL, NULL,
+			block_states[blocks[k].state % 3]};
+		jb_row(b, v, name, 3);
+	}
+	rc = jb_end(b);
+out:
+	free(sorted);
+	return rc;
 }
 
 int
@@ -956,8 +1336,22 @@ msim_db_store_run_mode(msim_db_t *db, const msim_run_info_t *info,
 			 "too long to store", db->path);
 		return MSIM_EINVAL;
 	}
-	if ((rc = db_exec(db, "BEGIN IMMEDIATE", "cannot lock")))
+	/* The rows made before the lock is taken, so that writers of a
+	 * sweep hold it only while SQLite stores them. */
+	stat_rows_t sr = {0};
+	msim_stats_foreach(st, stat_collect, &sr);
+	if (db_pack_timeline(db, tl) || db_pack_events(db, events, nevents) ||
+	    db_pack_peak_blocks(db, info->peak_blocks, info->npeak_blocks)) {
+		free(sr.v);
+		snprintf(db->errmsg, sizeof(db->errmsg), "%s: cannot store "
+			 "the run: %s", db->path, msim_strerror(MSIM_ENOMEM));
+		return MSIM_EDB;
+	}
+	if ((rc = db_fk(db, false)) ||
+	    (rc = db_exec(db, "BEGIN IMMEDIATE", "cannot lock"))) {
+		free(sr.v);
 		return rc;
+	}
 	int64_t old_id = -1, run_id;
 	if (mode != MSIM_DB_INSERT) {
 		if ((rc = db_find_key(db, key, &old_id)) < 0)
@@ -968,6 +1362,7 @@ msim_db_store_run_mode(msim_db_t *db, const msim_run_info_t *info,
 			    (rc = db_exec(db, "COMMIT", "cannot commit")))
 				goto rollback;
 			*run_id_out = old_id;
+			free(sr.v);
 			return 0;
 		}
 		/* A replaced run keeps its id (and its sweeps); its rows of
@@ -979,22 +1374,24 @@ msim_db_store_run_mode(msim_db_t *db, const msim_run_info_t *info,
 	}
 	if (db_put_run(db, info, sum, st, mode != MSIM_DB_INSERT ? key : NULL,
 		       old_id, &run_id) ||
-	    db_put_stats(db, run_id, st) || db_put_timeline(db, run_id, tl) ||
-	    db_put_events(db, run_id, events, nevents) ||
+	    db_put_stats(db, run_id, &sr) ||
+	    db_put_packed(db, DB_PACKED_TIMELINE, run_id) ||
+	    db_put_packed(db, DB_PACKED_EVENTS, run_id) ||
 	    db_put_meta(db, run_id, info->meta) ||
-	    db_put_peak_blocks(db, run_id, info->peak_blocks,
-			       info->npeak_blocks))
+	    db_put_packed(db, DB_PACKED_BLOCKS, run_id))
 		goto fail;
 	if ((rc = db_sweep_member(db, info->sweep_id, run_id)))
 		goto rollback;
 	if ((rc = db_exec(db, "COMMIT", "cannot commit")))
 		goto rollback;
 	*run_id_out = run_id;
+	free(sr.v);
 	return 0;
 fail:
 	rc = db_fail(db, "cannot store the run");
 rollback:
 	sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+	free(sr.v);
 	return rc;
 }
 
@@ -1307,27 +1704,34 @@ merge_run_row(msim_db_t *db, int64_t version, int64_t src_id,
 }
 
 /* The tables of a run's results, as merge copies them (?1 the new run id,
- * ?2 the source's); a table an older file lacks is skipped. */
+ * ?2 the source's); a table an older file lacks is skipped.  packed: the
+ * index into db_packed of a table main keeps packed (sql NULL), whether
+ * src holds it as rows (schema 5 and before) or packed (a view). */
 static const struct merge_table_s {
 	const char *table;
 	const char *sql;
+	int packed;
 } merge_tables[] = {
 	{"stats", "INSERT INTO main.stats SELECT ?, name, value"
-		  " FROM src.stats WHERE run_id=?2"},
-	{"timeline", "INSERT INTO main.timeline SELECT ?, request, time_ns,"
-		     " allocated_bytes, reserved_bytes, active_bytes,"
-		     " requested_bytes, largest_free_bytes, free_bytes"
-		     " FROM src.timeline WHERE run_id=?2"},
-	{"segment_events", "INSERT INTO main.segment_events SELECT ?, seq,"
-			   " request, action, addr, size FROM"
-			   " src.segment_events WHERE run_id=?2"},
+		  " FROM src.stats WHERE run_id=?2", -1},
+	{"timeline", NULL, DB_PACKED_TIMELINE},
+	{"segment_events", NULL, DB_PACKED_EVENTS},
 	/* run_meta came with validation mode, peak_blocks with schema 4. */
 	{"run_meta", "INSERT INTO main.run_meta SELECT ?, key, value"
-		     " FROM src.run_meta WHERE run_id=?2"},
-	{"peak_blocks", "INSERT INTO main.peak_blocks SELECT ?, addr, size,"
-			" state FROM src.peak_blocks WHERE run_id=?2"},
+		     " FROM src.run_meta WHERE run_id=?2", -1},
+	{"peak_blocks", NULL, DB_PACKED_BLOCKS},
 };
 #define NMERGE_TABLES (sizeof(merge_tables) / sizeof(merge_tables[0]))
+
+/* Copies run src_id's rows of merge_tables[k] as run dst_id's. */
+static int
+merge_table(msim_db_t *db, size_t k, int64_t dst_id, int64_t src_id)
+{
+	const struct merge_table_s *t = &merge_tables[k];
+	return t->sql ? db_step2(db, t->sql, dst_id, src_id, NULL)
+		      : db_pack_rows(db, (size_t)t->packed, "src", dst_id,
+				     src_id);
+}
 
 /* Copies every run of src whose setting main lacks, with its results;
  * merge_ids maps each source run to its run in main. */
@@ -1361,8 +1765,7 @@ merge_runs(msim_db_t *db, int64_t version, int64_t *added, int64_t *skipped)
 				break;
 			size_t k = 0;
 			while (k < NMERGE_TABLES &&
-			       (!has[k] || db_step2(db, merge_tables[k].sql,
-						    dst_id, src_id, NULL) ==
+			       (!has[k] || merge_table(db, k, dst_id, src_id) ==
 						   SQLITE_DONE))
 				k++;
 			if (k < NMERGE_TABLES)
@@ -1465,7 +1868,8 @@ msim_db_merge(msim_db_t *db, const char *src_path, int64_t *added_out,
 			 "reading only", db->path);
 		return MSIM_EDB;
 	}
-	if ((rc = merge_attach(db, src_path, &version)))
+	if ((rc = db_fk(db, true)) ||
+	    (rc = merge_attach(db, src_path, &version)))
 		return rc;
 	if ((rc = db_exec(db, "BEGIN IMMEDIATE", "cannot lock")))
 		goto detach;

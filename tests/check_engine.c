@@ -1,5 +1,6 @@
 /*
- * The engine: event order (time, then queueing order), OOM handling,
+ * The engine: event order (time, then queueing order), free_requested
+ * and FREE pairs served at once, OOM handling,
  * the timeline's bounded down-sampling, and the statistic names.
  */
 #include <config.h>
@@ -43,6 +44,19 @@ arr_batch(void *ctx, const msim_req_t **reqs_out, size_t *n_out)
 	*reqs_out = a->v + a->i;
 	*n_out = a->n - a->i < 2 ? a->n - a->i : 2;
 	a->i += *n_out;
+	return 1;
+}
+
+/* The whole array as one batch. */
+static int
+arr_batch_all(void *ctx, const msim_req_t **reqs_out, size_t *n_out)
+{
+	arr_t *a = ctx;
+	if (a->i == a->n)
+		return 0;
+	*reqs_out = a->v;
+	*n_out = a->n;
+	a->i = a->n;
 	return 1;
 }
 
@@ -195,6 +209,84 @@ START_TEST(test_oom_stops_and_keep_going)
 }
 END_TEST
 
+/*
+ * free_requested rows directly followed by their FREE are served in one
+ * call on the lean path (ops->free_now): the same figures one request at
+ * a time (_i 0), in batches of two that cut some pairs apart (1) and in
+ * one batch (2).  1000 B -> 1024; at most 3 MiB and 12 MiB + 512 live
+ * together (allocated), 3 MiB + 12 MiB + 1 requested.
+ */
+START_TEST(test_free_pairs)
+{
+	static int (*const batch[])(void *, const msim_req_t **, size_t *) = {
+		NULL, arr_batch, arr_batch_all};
+	msim_req_t reqs[] = {
+		{.kind = MSIM_REQ_ALLOC, .id = 0, .size = 1000},
+		{.kind = MSIM_REQ_ALLOC, .id = 1, .size = 3 * MB},
+		{.kind = MSIM_REQ_FREE_REQUESTED, .id = 0},
+		{.kind = MSIM_REQ_FREE, .id = 0},
+		{.kind = MSIM_REQ_ALLOC, .id = 2, .size = 12 * MB + 1},
+		{.kind = MSIM_REQ_FREE_REQUESTED, .id = 1},
+		{.kind = MSIM_REQ_FREE, .id = 1},
+		{.kind = MSIM_REQ_FREE_REQUESTED, .id = 2},
+		{.kind = MSIM_REQ_ALLOC, .id = 3, .size = 512},
+		{.kind = MSIM_REQ_FREE, .id = 2},
+		{.kind = MSIM_REQ_FREE_REQUESTED, .id = 3},
+		{.kind = MSIM_REQ_FREE, .id = 3},
+	};
+	arr_t a = {reqs, sizeof(reqs) / sizeof(*reqs), 0};
+	msim_sim_config_t cfg = {
+		.policy = msim_policy_find("pytorch"),
+		.source = {arr_next, arr_err, &a, batch[_i]},
+	};
+	msim_sim_t *sim;
+	char why[128];
+	ck_assert_int_eq(msim_sim_new(&cfg, &sim, why, sizeof(why)), 0);
+	ck_assert_int_eq(msim_sim_run(sim), 0);
+	msim_summary_t sum;
+	msim_stats_t st;
+	msim_sim_summary(sim, &sum);
+	msim_sim_stats(sim, &st);
+	ck_assert_uint_eq(sum.requests, 8);
+	ck_assert_int_eq(st.allocated_bytes[0].peak, 15 * MB + 512);
+	ck_assert_int_eq(st.allocated_bytes[0].current, 0);
+	ck_assert_int_eq(st.allocated_bytes[0].allocated,
+			 1024 + 3 * MB + 12 * MB + 512 + 512);
+	ck_assert_int_eq(st.requested_bytes[0].peak, 15 * MB + 1);
+	ck_assert_int_eq(st.active[0].current, 0);
+	ck_assert_int_eq(st.allocation[0].allocated, 4);
+	msim_sim_destroy(sim);
+}
+END_TEST
+
+/* A second free_requested of a block: the same error however the rows
+ * are handed out, at the same request (a pair in one call fails as its
+ * free_requested would). */
+START_TEST(test_free_pair_errors)
+{
+	static int (*const batch[])(void *, const msim_req_t **, size_t *) = {
+		NULL, arr_batch, arr_batch_all};
+	msim_req_t reqs[] = {
+		{.kind = MSIM_REQ_ALLOC, .id = 0, .size = 1000},
+		{.kind = MSIM_REQ_FREE_REQUESTED, .id = 0},
+		{.kind = MSIM_REQ_FREE_REQUESTED, .id = 0},
+		{.kind = MSIM_REQ_FREE, .id = 0},
+	};
+	arr_t a = {reqs, 4, 0};
+	msim_sim_config_t cfg = {
+		.policy = msim_policy_find("pytorch"),
+		.source = {arr_next, arr_err, &a, batch[_i]},
+	};
+	msim_sim_t *sim;
+	char why[128];
+	ck_assert_int_eq(msim_sim_new(&cfg, &sim, why, sizeof(why)), 0);
+	ck_assert_int_eq(msim_sim_run(sim), MSIM_ENOTFOUND);
+	ck_assert_str_eq(msim_sim_errmsg(sim),
+			 "request 1: free_requested: not found");
+	msim_sim_destroy(sim);
+}
+END_TEST
+
 /* A recorded OOM is expected: it does not stop the run. */
 START_TEST(test_expected_oom)
 {
@@ -319,6 +411,8 @@ main(void)
 	Suite *s = suite_create("engine");
 	TCase *tc = tcase_create("engine");
 	tcase_add_loop_test(tc, test_events_ordered_by_time_then_queue, 0, 2);
+	tcase_add_loop_test(tc, test_free_pairs, 0, 3);
+	tcase_add_loop_test(tc, test_free_pair_errors, 0, 3);
 	tcase_add_test(tc, test_oom_stops_and_keep_going);
 	tcase_add_test(tc, test_expected_oom);
 	tcase_add_test(tc, test_maybe_empty_cache);

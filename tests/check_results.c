@@ -416,6 +416,178 @@ START_TEST(test_failed_settings)
 }
 END_TEST
 
+typedef struct samples_s {
+	msim_sample_t v[4];
+	size_t n;
+} samples_t;
+
+static int
+collect_sample(const msim_sample_t *x, void *ctx)
+{
+	samples_t *s = ctx;
+	if (s->n < 4)
+		s->v[s->n++] = *x;
+	return 0;
+}
+
+/* Query text of one row's columns joined by '|' (for exact rows). */
+static void
+query_text(const char *sql, char *out, size_t n)
+{
+	sqlite3 *db;
+	sqlite3_stmt *q;
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+	size_t k = 0;
+	out[0] = '\0';
+	for (int c = 0; c < sqlite3_column_count(q); c++)
+		k += (size_t)snprintf(out + k, n - k, "%s%s|",
+				      sqlite3_column_type(q, c) == SQLITE_TEXT
+					      ? "'" : "",
+				      (const char *)sqlite3_column_text(q, c));
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+}
+
+/* Schema 6 keeps a run's timeline, segment events and blocks at peak as
+ * one row each; the views of the old names give the rows back, values and
+ * types as stored (negative and 62-bit numbers too), blocks by address
+ * with the last of a repeated address.  A file of schema 5 (the rows as
+ * tables) reads as it is read-only and is packed when opened to write. */
+START_TEST(test_packed_rows)
+{
+	msim_db_t *db;
+	char why[256], row[512];
+	ck_assert_int_eq(msim_db_open(path, &db, why, sizeof(why)), 0);
+	msim_stats_t st = {0};
+	msim_summary_t sum = {.requests = 3, .oom_request = -1};
+	msim_timeline_t tl;
+	ck_assert_int_eq(msim_timeline_init(&tl, 8), 0);
+	msim_timeline_add(&tl, &(msim_sample_t){.request = 1, .time = 10,
+		.allocated = -5, .reserved = 4611686018427387911LL,
+		.active = 9, .requested = 0, .largest_free = 100,
+		.free = 4611686018427387904ULL});
+	msim_timeline_add(&tl, &(msim_sample_t){.request = 2, .time = 20,
+		.allocated = 7, .reserved = 8});
+	msim_seg_event_t ev[2] = {{0, 4096, 2097152, MSIM_SEG_ALLOC},
+				  {2, 8192, 512, MSIM_SEG_FREE}};
+	msim_block_t blocks[4] = {{8192, 512, MSIM_BLOCK_FREE},
+				  {4096, 1024, MSIM_BLOCK_ALLOCATED},
+				  {8192, 256, MSIM_BLOCK_PENDING},
+				  {0, 4096, MSIM_BLOCK_ALLOCATED}};
+	msim_run_info_t info = {.trace_path = "t.csv", .trace_hash = "abc",
+				.policy = "pytorch", .addresses = "model",
+				.peak_blocks = blocks, .npeak_blocks = 4};
+	int64_t id;
+	int existed;
+	ck_assert_int_eq(msim_db_store_run_mode(db, &info, &sum, &st, &tl, ev,
+						2, MSIM_DB_REPLACE, &id,
+						&existed), 0);
+	msim_timeline_clear(&tl);
+	msim_db_close(db);
+	ck_assert_int_eq(query_int("SELECT count(*) FROM timeline_packed"), 1);
+	query_text("SELECT * FROM timeline ORDER BY request", row,
+		   sizeof(row));
+	ck_assert_str_eq(row, "1|1|10|-5|4611686018427387911|9|0|100|"
+			 "4611686018427387904|");
+	query_text("SELECT typeof(request), typeof(free_bytes), count(*),"
+		   " sum(time_ns) FROM timeline", row, sizeof(row));
+	ck_assert_str_eq(row, "'integer|'integer|2|30|");
+	query_text("SELECT * FROM segment_events WHERE seq=1", row,
+		   sizeof(row));
+	ck_assert_str_eq(row, "1|1|2|'segment_free|8192|512|");
+	query_text("SELECT group_concat(addr || ':' || size || ':' || state,"
+		   " ' ') FROM peak_blocks", row, sizeof(row));
+	ck_assert_str_eq(row, "'0:4096:allocated 4096:1024:allocated "
+			 "8192:256:pending|");
+
+	/* The same run as schema 5 stored it: three tables of rows. */
+	exec_sql("DROP VIEW timeline; DROP VIEW segment_events;"
+		 " DROP VIEW peak_blocks;"
+		 "CREATE TABLE timeline(run_id INTEGER NOT NULL, request"
+		 " INTEGER NOT NULL, time_ns INTEGER NOT NULL, allocated_bytes"
+		 " INTEGER NOT NULL, reserved_bytes INTEGER NOT NULL,"
+		 " active_bytes INTEGER NOT NULL, requested_bytes INTEGER NOT"
+		 " NULL, largest_free_bytes INTEGER NOT NULL, free_bytes"
+		 " INTEGER NOT NULL, PRIMARY KEY(run_id, request)) WITHOUT"
+		 " ROWID;"
+		 "INSERT INTO timeline VALUES(1,2,20,7,8,0,0,0,0),"
+		 " (1,1,10,-5,4611686018427387911,9,0,100,"
+		 "  4611686018427387904);"
+		 "CREATE TABLE segment_events(run_id INTEGER NOT NULL, seq"
+		 " INTEGER NOT NULL, request INTEGER NOT NULL, action TEXT NOT"
+		 " NULL, addr INTEGER NOT NULL, size INTEGER NOT NULL, PRIMARY"
+		 " KEY(run_id, seq)) WITHOUT ROWID;"
+		 "INSERT INTO segment_events VALUES(1,1,2,'segment_free',8192,"
+		 " 512), (1,0,0,'segment_alloc',4096,2097152);"
+		 "CREATE TABLE peak_blocks(run_id INTEGER NOT NULL, addr"
+		 " INTEGER NOT NULL, size INTEGER NOT NULL, state TEXT NOT NULL,"
+		 " PRIMARY KEY(run_id, addr)) WITHOUT ROWID;"
+		 "INSERT INTO peak_blocks VALUES(1,8192,256,'pending'),"
+		 " (1,4096,1024,'allocated');"
+		 "DELETE FROM timeline_packed;"
+		 "DELETE FROM segment_events_packed;"
+		 "DELETE FROM peak_blocks_packed;"
+		 "UPDATE meta SET value='5' WHERE key='schema_version'");
+	ck_assert_int_eq(msim_db_open_readonly(path, &db, why, sizeof(why)),
+			 0);
+	samples_t got = {0};
+	ck_assert_int_eq(msim_db_run_timeline(db, id, collect_sample, &got), 0);
+	ck_assert_uint_eq(got.n, 2);
+	ck_assert_uint_eq(got.v[0].request, 1);
+	ck_assert_int_eq(got.v[0].allocated, -5);
+	ck_assert_int_eq(got.v[0].reserved, 4611686018427387911LL);
+	ck_assert_uint_eq(got.v[0].free, 4611686018427387904ULL);
+	ck_assert_uint_eq(got.v[1].time, 20);
+	msim_db_close(db);
+	ck_assert_int_eq(query_int("SELECT count(*) FROM timeline_packed"), 0);
+	/* merge packs a schema 5 file's rows into a file of schema 6. */
+	char path2[80];
+	snprintf(path2, sizeof(path2), "%s-merged", path);
+	unlink(path2);
+	int64_t added, skipped;
+	ck_assert_int_eq(msim_db_open(path2, &db, why, sizeof(why)), 0);
+	ck_assert_int_eq(msim_db_merge(db, path, &added, &skipped), 0);
+	ck_assert_int_eq(added, 1);
+	samples_t merged = {0};
+	ck_assert_int_eq(msim_db_run_timeline(db, 1, collect_sample, &merged),
+			 0);
+	ck_assert_uint_eq(merged.n, 2);
+	ck_assert_int_eq(merged.v[0].reserved, 4611686018427387911LL);
+	msim_block_t *pb;
+	size_t npb;
+	ck_assert_int_eq(msim_db_run_peak_blocks(db, 1, &pb, &npb), 0);
+	ck_assert_uint_eq(npb, 2);
+	ck_assert_uint_eq(pb[1].addr, 8192);
+	ck_assert_int_eq(pb[1].state, MSIM_BLOCK_PENDING);
+	free(pb);
+	msim_db_close(db);
+	char p2[96];
+	unlink(path2);
+	snprintf(p2, sizeof(p2), "%s-wal", path2);
+	unlink(p2);
+	snprintf(p2, sizeof(p2), "%s-shm", path2);
+	unlink(p2);
+	ck_assert_int_eq(msim_db_open(path, &db, why, sizeof(why)), 0);
+	msim_db_close(db);
+	ck_assert_int_eq(query_int("SELECT value FROM meta WHERE "
+				   "key='schema_version'"),
+			 MSIM_DB_SCHEMA_VERSION);
+	ck_assert_int_eq(query_int("SELECT count(*) FROM sqlite_master WHERE"
+				   " type='view'"), 3);
+	query_text("SELECT data FROM timeline_packed", row, sizeof(row));
+	ck_assert_str_eq(row, "'[[1,10,-5,4611686018427387911,9,0,100,"
+			 "4611686018427387904],[2,20,7,8,0,0,0,0]]|");
+	query_text("SELECT data FROM segment_events_packed", row, sizeof(row));
+	ck_assert_str_eq(row, "'[[0,0,\"segment_alloc\",4096,2097152],"
+			 "[1,2,\"segment_free\",8192,512]]|");
+	query_text("SELECT group_concat(addr || ':' || state, ' ') FROM"
+		   " peak_blocks", row, sizeof(row));
+	ck_assert_str_eq(row, "'4096:allocated 8192:pending|");
+}
+END_TEST
+
 int
 main(void)
 {
@@ -427,6 +599,7 @@ main(void)
 	tcase_add_test(tc, test_locked_database);
 	tcase_add_test(tc, test_read_calls);
 	tcase_add_test(tc, test_failed_settings);
+	tcase_add_test(tc, test_packed_rows);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -36,6 +36,24 @@ rows "$tmp/sweep.db" >"$tmp/a"
 rows "$tmp/one.db" >"$tmp/b"
 [ "$(wc -l <"$tmp/a")" -eq 30 ] || fail "sweep stored $(wc -l <"$tmp/a") rows"
 cmp -s "$tmp/a" "$tmp/b" || { fail "sweep differs from one by one"; diff "$tmp/a" "$tmp/b" | head; }
+# ... and the same rows of results: the blocks at peak (a sweep replays a
+# setting again up to its peak for them, run keeps them as it goes), the
+# segment events and the timeline.
+results() {
+	sqlite3 "$1" "SELECT r.setting_key, b.addr, b.size, b.state FROM
+	  peak_blocks b JOIN runs r ON r.id = b.run_id ORDER BY 1, 2;
+	  SELECT r.setting_key, e.seq, e.request, e.action, e.addr, e.size FROM
+	  segment_events e JOIN runs r ON r.id = e.run_id ORDER BY 1, 2;
+	  SELECT r.setting_key, t.request, t.time_ns, t.allocated_bytes,
+	  t.reserved_bytes, t.largest_free_bytes FROM timeline t JOIN runs r
+	  ON r.id = t.run_id ORDER BY 1, 2"
+}
+results "$tmp/sweep.db" >"$tmp/ra"
+results "$tmp/one.db" >"$tmp/rb"
+n=$(sqlite3 "$tmp/sweep.db" "SELECT count(DISTINCT run_id) FROM peak_blocks")
+[ "$n" -eq 30 ] || fail "sweep: $n runs of 30 have their blocks at peak"
+cmp -s "$tmp/ra" "$tmp/rb" ||
+	{ fail "sweep's rows of results differ"; diff "$tmp/ra" "$tmp/rb" | head; }
 
 # 1b. A sweep reads each trace once and shares it with its settings: a
 # binary trace too; a partial history (seeded where met) is read by each
