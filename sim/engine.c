@@ -558,8 +558,13 @@ sim_lean(msim_sim_t *sim, const msim_req_t *v, size_t n, size_t *at)
 		} else {
 			break;
 		}
-		if (++sim->sum.requests == sim->next_sample)
+		if (++sim->sum.requests == sim->next_sample) {
 			sim_sample(sim);
+			if (sim->done) { /* blocks_at reached: stop here */
+				i++;
+				break;
+			}
+		}
 	}
 	*at = i;
 	return 0;
