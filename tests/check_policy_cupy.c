@@ -151,6 +151,33 @@ START_TEST(test_cupy_device_full_frees_cached)
 }
 END_TEST
 
+/* Among free chunks of equal size CuPy takes the one whose _Chunk object
+ * sits lowest (_Arena.index); objects reuse the block freed last. */
+START_TEST(test_cupy_ties_follow_chunk_objects)
+{
+	setup("cupy", "");
+	/* objects: chunk 0, pmem 1; chunk 2, pmem 3 */
+	A(0, MB);
+	A(1, MB);
+	F(0);    /* frees pmem 1 */
+	ck_assert_int_eq(msim_policy_empty_cache(pol), 0); /* frees chunk 0 */
+	A(2, 4 * MB); /* a new cudaMalloc: chunk 0, pmem 1 */
+	A(3, MB);     /* the first cudaMalloc's place again: chunk 4, pmem 5 */
+	ck_assert_uint_eq(addr[3], addr[0]);
+	ck_assert_uint_lt(addr[3], addr[2]);
+	F(3);    /* chunk 4 free, frees pmem 5 */
+	F(2);    /* chunk 0 free, frees pmem 1 */
+	A(4, 3 * MB); /* splits chunk 0: the rest gets object 1, pmem 5 */
+	ck_assert_uint_eq(addr[4], addr[2]);
+	/* 1 MiB free at addr[3] (object 4) and at addr[2] + 3 MiB (object
+	 * 1): CuPy takes the higher address, the lower object */
+	ck_assert_uint_eq(A(5, MB), addr[2] + 3 * MB);
+	ck_assert_uint_eq(A(6, MB), addr[3]);
+	ck_assert_uint_eq(nevents(), 5);
+	teardown();
+}
+END_TEST
+
 static void
 add(TCase *tc)
 {
@@ -161,6 +188,7 @@ add(TCase *tc)
 	tcase_add_test(tc, test_cupy_limit_frees_cached_then_mallocs);
 	tcase_add_test(tc, test_cupy_limit_oom_after_freeing);
 	tcase_add_test(tc, test_cupy_device_full_frees_cached);
+	tcase_add_test(tc, test_cupy_ties_follow_chunk_objects);
 }
 
 int

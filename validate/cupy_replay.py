@@ -8,9 +8,20 @@ free_completed rows free, other rows are skipped; requests are numbered as
 memsim numbers them (alloc and free_completed rows).  Prints one JSON
 object a line: the trace, the limit, the net change of the pool's
 total_bytes() at every request that changed it, peak total and used
-bytes, and the request that ran out of memory (-1: none).
+bytes, and the request that ran out of memory (-1: none).  With --ptrs
+also the address CuPy handed out at every alloc and the id() of its
+PooledMemory (which shows where CPython places the pool's objects).
 
-usage: cupy_replay.py [--limit-fraction F ...] TRACE.csv ...
+Nothing but the `live` dict holds a pointer: a free_completed row frees
+at once.  (Until 2026-12-01 a local variable kept the last pointer alive
+until the next alloc had been served, so a block freed right after its
+alloc stayed in use through that next alloc.)
+
+With --limit BYTES (repeatable) only those limits run; otherwise the run
+with no limit, then one per --limit-fraction of its peak total_bytes().
+
+usage: cupy_replay.py [--limit-fraction F ...] [--limit BYTES ...] [--ptrs]
+                      TRACE.csv ...
 """
 import csv
 import json
@@ -19,13 +30,14 @@ import sys
 import cupy
 
 
-def replay(path, limit):
+def replay(path, limit, want_ptrs=False):
     pool = cupy.cuda.MemoryPool()
     if limit:
         pool.set_limit(size=limit)
     streams = {}
     live = {}
     events = []
+    ptrs = []
     peak_total = peak_used = 0
     oom = -1
     req = 0
@@ -40,19 +52,23 @@ def replay(path, limit):
                     s = int(row.get("stream") or 0)
                     if s and s not in streams:
                         streams[s] = cupy.cuda.Stream(non_blocking=True)
+                    a = int(row["addr"])
+                    # Straight into `live`: no other name may keep the
+                    # pointer alive past its free_completed row.
                     try:
                         if s:
                             with streams[s]:
-                                p = cupy.cuda.alloc(int(row["size"]))
+                                live[a] = cupy.cuda.alloc(int(row["size"]))
                         else:
-                            p = cupy.cuda.alloc(int(row["size"]))
+                            live[a] = cupy.cuda.alloc(int(row["size"]))
                     except cupy.cuda.memory.OutOfMemoryError:
                         oom = req
                         after = pool.total_bytes()
                         if after != before:
                             events.append([req, after - before])
                         break
-                    live[int(row["addr"])] = p
+                    if want_ptrs:
+                        ptrs.append([req, live[a].ptr, id(live[a].mem)])
                 else:
                     live.pop(int(row["addr"]), None)
                 after = pool.total_bytes()
@@ -63,29 +79,43 @@ def replay(path, limit):
                 req += 1
     live.clear()
     pool.free_all_blocks()
-    return {"events": events, "peak_total": peak_total,
-            "peak_used": peak_used, "oom": oom}
+    out = {"events": events, "peak_total": peak_total,
+           "peak_used": peak_used, "oom": oom}
+    if want_ptrs:
+        out["ptrs"] = ptrs
+    return out
 
 
 def main(argv):
     fractions = []
+    limits = []
     paths = []
+    want_ptrs = False
     it = iter(argv)
     for a in it:
         if a == "--limit-fraction":
             fractions.append(float(next(it)))
+        elif a == "--limit":
+            limits.append(int(next(it)))
+        elif a == "--ptrs":
+            want_ptrs = True
         else:
             paths.append(a)
-    print(json.dumps({"cupy": cupy.__version__}), flush=True)
+    print(json.dumps({"cupy": cupy.__version__,
+                      "python": sys.version.split()[0]}), flush=True)
     for path in paths:
-        free = replay(path, 0)
-        out = {"trace": path, "limit": 0}
-        out.update(free)
-        print(json.dumps(out), flush=True)
-        for fr in fractions:
-            limit = int(free["peak_total"] * fr) // 512 * 512
+        if limits:
+            runs = limits
+        else:
+            free = replay(path, 0, want_ptrs)
+            out = {"trace": path, "limit": 0}
+            out.update(free)
+            print(json.dumps(out), flush=True)
+            runs = [int(free["peak_total"] * fr) // 512 * 512
+                    for fr in fractions]
+        for limit in runs:
             out = {"trace": path, "limit": limit}
-            out.update(replay(path, limit))
+            out.update(replay(path, limit, want_ptrs))
             print(json.dumps(out), flush=True)
 
 
