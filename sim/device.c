@@ -43,6 +43,7 @@ typedef struct va_chunk_s {
 	size_t live;       /* segments inside */
 	va_range_t *holes; /* free ranges, sorted by address */
 	size_t nholes, capholes;
+	uint64_t maxhole;  /* the largest hole's size (va_maxhole()) */
 } va_chunk_t;
 
 typedef struct va_s {
@@ -50,6 +51,17 @@ typedef struct va_s {
 	size_t n, cap;
 	uint64_t seq;
 } va_t;
+
+/* c->maxhole after its holes changed. */
+static void
+va_maxhole(va_chunk_t *c)
+{
+	uint64_t m = 0;
+	for (size_t h = 0; h < c->nholes; h++)
+		if (c->holes[h].size > m)
+			m = c->holes[h].size;
+	c->maxhole = m;
+}
 
 static int
 va_hole_insert(va_chunk_t *c, size_t at, msim_addr_t base, uint64_t size)
@@ -66,6 +78,8 @@ va_hole_insert(va_chunk_t *c, size_t at, msim_addr_t base, uint64_t size)
 		(c->nholes - at) * sizeof(*c->holes));
 	c->holes[at] = (va_range_t){base, size};
 	c->nholes++;
+	if (size > c->maxhole)
+		c->maxhole = size;
 	return 0;
 }
 
@@ -140,28 +154,25 @@ static int
 va_malloc(void *ctx, uint64_t size, msim_addr_t *addr_out)
 {
 	va_t *va = ctx;
-	/* Holes first: the newest chunk with a hole that fits. */
+	/* Holes first: the newest chunk with a hole that fits (its largest
+	 * hole says which do), its first hole that fits. */
 	va_chunk_t *best = NULL;
-	size_t best_hole = 0;
 	for (size_t i = 0; i < va->n; i++) {
 		va_chunk_t *c = &va->chunks[i];
-		if (best && c->seq < best->seq)
-			continue;
-		for (size_t h = 0; h < c->nholes; h++) {
-			if (c->holes[h].size >= size) {
-				best = c;
-				best_hole = h;
-				break;
-			}
-		}
+		if (c->maxhole >= size && (!best || c->seq > best->seq))
+			best = c;
 	}
 	if (best) {
-		va_range_t *h = &best->holes[best_hole];
+		size_t at = 0;
+		while (best->holes[at].size < size)
+			at++;
+		va_range_t *h = &best->holes[at];
 		*addr_out = h->base;
 		h->base += size;
 		h->size -= size;
 		if (h->size == 0)
-			va_hole_remove(best, best_hole);
+			va_hole_remove(best, at);
+		va_maxhole(best);
 		best->live++;
 		return 0;
 	}
@@ -224,6 +235,7 @@ va_free(void *ctx, msim_addr_t addr, uint64_t size)
 	} else if (va_hole_insert(c, at, addr, size)) {
 		/* Out of host memory: the range is merely lost to reuse. */
 	}
+	va_maxhole(c);
 }
 
 const msim_device_ops_t msim_device_h200 = {
