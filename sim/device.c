@@ -50,6 +50,7 @@ typedef struct va_s {
 	va_chunk_t *chunks; /* sorted by base */
 	size_t n, cap;
 	uint64_t seq;
+	uint64_t gapmax; /* no gap between two chunks is larger (a bound) */
 } va_t;
 
 /* c->maxhole after its holes changed. */
@@ -179,12 +180,22 @@ va_malloc(void *ctx, uint64_t size, msim_addr_t *addr_out)
 	/* A new chunk at the top of the highest gap strictly larger. */
 	uint64_t csize = (size + VA_CHUNK - 1) / VA_CHUNK * VA_CHUNK;
 	msim_addr_t base = va->chunks[0].base - csize;
-	for (size_t i = va->n - 1; i > 0; i--) {
-		msim_addr_t lo = va->chunks[i - 1].base + va->chunks[i - 1].size;
-		if (va->chunks[i].base - lo > csize) {
-			base = va->chunks[i].base - csize;
-			break;
+	if (va->gapmax > csize) { /* else no gap is larger: no scan */
+		uint64_t seen = 0;
+		size_t i = va->n - 1;
+		for (; i > 0; i--) {
+			msim_addr_t lo = va->chunks[i - 1].base +
+					 va->chunks[i - 1].size;
+			uint64_t gap = va->chunks[i].base - lo;
+			if (gap > csize) {
+				base = va->chunks[i].base - csize;
+				break;
+			}
+			if (gap > seen)
+				seen = gap;
 		}
+		if (i == 0)
+			va->gapmax = seen; /* every gap seen */
 	}
 	long at = va_chunk_insert(va, base, csize);
 	if (at < 0)
@@ -216,6 +227,14 @@ va_free(void *ctx, msim_addr_t addr, uint64_t size)
 		free(c->holes);
 		memmove(c, c + 1, (va->n - lo - 1) * sizeof(*c));
 		va->n--;
+		/* The gaps each side of it are one now. */
+		if (lo > 0 && lo < va->n) {
+			uint64_t gap = va->chunks[lo].base -
+				       (va->chunks[lo - 1].base +
+					va->chunks[lo - 1].size);
+			if (gap > va->gapmax)
+				va->gapmax = gap;
+		}
 		return;
 	}
 	size_t at = 0;
