@@ -47,7 +47,9 @@ typedef struct va_chunk_s {
 } va_chunk_t;
 
 typedef struct va_s {
-	va_chunk_t *chunks; /* sorted by base */
+	/* Sorted by base, highest first: new chunks go at the bottom of the
+	 * space, the end of the array (no move of the others). */
+	va_chunk_t *chunks;
 	size_t n, cap;
 	uint64_t seq;
 	uint64_t gapmax; /* no gap between two chunks is larger (a bound) */
@@ -104,9 +106,9 @@ va_chunk_insert(va_t *va, msim_addr_t base, uint64_t size)
 		va->chunks = c;
 		va->cap = ncap;
 	}
-	size_t at = 0;
-	while (at < va->n && va->chunks[at].base < base)
-		at++;
+	size_t at = va->n;
+	while (at > 0 && va->chunks[at - 1].base < base)
+		at--;
 	memmove(&va->chunks[at + 1], &va->chunks[at],
 		(va->n - at) * sizeof(*va->chunks));
 	va->chunks[at] = (va_chunk_t){.base = base, .size = size,
@@ -179,13 +181,13 @@ va_malloc(void *ctx, uint64_t size, msim_addr_t *addr_out)
 	}
 	/* A new chunk at the top of the highest gap strictly larger. */
 	uint64_t csize = (size + VA_CHUNK - 1) / VA_CHUNK * VA_CHUNK;
-	msim_addr_t base = va->chunks[0].base - csize;
+	msim_addr_t base = va->chunks[va->n - 1].base - csize;
 	if (va->gapmax > csize) { /* else no gap is larger: no scan */
 		uint64_t seen = 0;
-		size_t i = va->n - 1;
-		for (; i > 0; i--) {
-			msim_addr_t lo = va->chunks[i - 1].base +
-					 va->chunks[i - 1].size;
+		size_t i = 0;
+		for (; i + 1 < va->n; i++) {
+			msim_addr_t lo = va->chunks[i + 1].base +
+					 va->chunks[i + 1].size;
 			uint64_t gap = va->chunks[i].base - lo;
 			if (gap > csize) {
 				base = va->chunks[i].base - csize;
@@ -194,7 +196,7 @@ va_malloc(void *ctx, uint64_t size, msim_addr_t *addr_out)
 			if (gap > seen)
 				seen = gap;
 		}
-		if (i == 0)
+		if (i + 1 >= va->n)
 			va->gapmax = seen; /* every gap seen */
 	}
 	long at = va_chunk_insert(va, base, csize);
@@ -213,25 +215,27 @@ va_free(void *ctx, msim_addr_t addr, uint64_t size)
 {
 	va_t *va = ctx;
 	size_t lo = 0, hi = va->n;
-	while (hi - lo > 1) { /* last chunk with base <= addr */
+	while (lo < hi) { /* the first (highest) chunk with base <= addr */
 		size_t mid = (lo + hi) / 2;
 		if (va->chunks[mid].base <= addr)
-			lo = mid;
-		else
 			hi = mid;
+		else
+			lo = mid + 1;
 	}
-	va_chunk_t *c = &va->chunks[lo];
-	if (va->n == 0 || addr < c->base || addr + size > c->base + c->size)
+	if (lo == va->n)
 		return; /* not ours: a segment placed at a recorded address */
+	va_chunk_t *c = &va->chunks[lo];
+	if (addr < c->base || addr + size > c->base + c->size)
+		return; /* not ours, likewise */
 	if (--c->live == 0) {
 		free(c->holes);
 		memmove(c, c + 1, (va->n - lo - 1) * sizeof(*c));
 		va->n--;
 		/* The gaps each side of it are one now. */
 		if (lo > 0 && lo < va->n) {
-			uint64_t gap = va->chunks[lo].base -
-				       (va->chunks[lo - 1].base +
-					va->chunks[lo - 1].size);
+			uint64_t gap = va->chunks[lo - 1].base -
+				       (va->chunks[lo].base +
+					va->chunks[lo].size);
 			if (gap > va->gapmax)
 				va->gapmax = gap;
 		}
