@@ -16,6 +16,7 @@
 
 #include "lab/mincsv.h"
 #include "sim/error.h"
+#include "sim/swar.h"
 
 #define MC_BUF (1u << 20)  /* bytes read at a time */
 #define MC_SLACK 128       /* readable bytes before and after the data */
@@ -24,37 +25,14 @@
 /* ---------------------------------------------------------------- */
 /* Stage 1: the separators of 64 bytes as a word of bits             */
 
-#define MC_ONES UINT64_C(0x0101010101010101)
-#define MC_HIGH UINT64_C(0x8080808080808080)
-#define MC_LOW7 UINT64_C(0x7f7f7f7f7f7f7f7f)
-
-static inline uint64_t
-mc_load(const char *p)
-{
-	uint64_t w;
-	memcpy(&w, p, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	w = __builtin_bswap64(w);
-#endif
-	return w;
-}
-
-/* 0x80 in each byte of w equal to c (exact: no carries between bytes). */
-static inline uint64_t
-mc_eq(uint64_t w, unsigned char c)
-{
-	uint64_t x = w ^ (c * MC_ONES);
-	return ~(((x & MC_LOW7) + MC_LOW7) | x | MC_LOW7);
-}
-
 static void
 mc_seps_swar(const char *p, size_t nblocks, uint64_t *masks)
 {
 	for (size_t b = 0; b < nblocks; b++, p += 64) {
 		uint64_t m = 0;
 		for (unsigned k = 0; k < 8; k++) {
-			uint64_t w = mc_load(p + 8 * k);
-			uint64_t hi = mc_eq(w, ',') | mc_eq(w, '\n');
+			uint64_t w = msim_swar_load(p + 8 * k);
+			uint64_t hi = msim_swar_eq(w, ',') | msim_swar_eq(w, '\n');
 			/* the 8 high bits into one byte */
 			m |= (((hi >> 7) * UINT64_C(0x0102040810204080)) >> 56)
 			     << (8 * k);
@@ -146,26 +124,6 @@ msim_mincsv_separators(msim_mincsv_isa_t isa, const char *p,
 /* ---------------------------------------------------------------- */
 /* Stage 2: fields                                                   */
 
-/* 0x80 in each byte of w that is not an ASCII digit (exact). */
-static inline uint64_t
-mc_nondigits(uint64_t w)
-{
-	uint64_t l = w & MC_LOW7;
-	uint64_t ge0 = l + 0x50 * MC_ONES;  /* bit 7: byte >= '0' */
-	uint64_t ge10 = l + 0x46 * MC_ONES; /* bit 7: byte > '9' */
-	return ~(ge0 & ~ge10 & ~w) & MC_HIGH;
-}
-
-/* The number of 8 digits, the first in the lowest byte. */
-static inline uint64_t
-mc_digits8(uint64_t w)
-{
-	w = ((w & 0x0f * MC_ONES) * (10 * 256 + 1)) >> 8;
-	w = ((w & UINT64_C(0x00ff00ff00ff00ff)) * (100 * 65536 + 1)) >> 16;
-	return ((w & UINT64_C(0x0000ffff0000ffff)) *
-		(10000 * UINT64_C(0x100000000) + 1)) >> 32;
-}
-
 /* The decimal number of the len (1 to 19) bytes at s, 8 digits at a
  * time; false if one is not a digit.  Reads up to 7 bytes before s. */
 static inline bool
@@ -174,17 +132,17 @@ mc_u64(const char *s, size_t len, uint64_t *out)
 	if (len - 1 >= 19)
 		return false;
 	size_t head = len - (len - 1) / 8 * 8; /* 1 to 8 */
-	uint64_t w = mc_load(s + head - 8), keep = ~UINT64_C(0) <<
+	uint64_t w = msim_swar_load(s + head - 8), keep = ~UINT64_C(0) <<
 						   (8 * (8 - head));
 	w &= keep;
-	if (mc_nondigits(w) & keep)
+	if (msim_swar_nondigits(w) & keep)
 		return false;
-	uint64_t v = mc_digits8(w);
+	uint64_t v = msim_swar_digits8(w);
 	for (s += head, len -= head; len; s += 8, len -= 8) {
-		w = mc_load(s);
-		if (mc_nondigits(w))
+		w = msim_swar_load(s);
+		if (msim_swar_nondigits(w))
 			return false;
-		v = v * 100000000 + mc_digits8(w);
+		v = v * 100000000 + msim_swar_digits8(w);
 	}
 	*out = v;
 	return true;
@@ -255,8 +213,8 @@ mc_acts_init(mc_act_t *acts)
 		char b[16] = {0};
 		acts[a].len = strlen(mc_names[a]);
 		memcpy(b, mc_names[a], acts[a].len);
-		acts[a].w0 = mc_load(b);
-		acts[a].w1 = mc_load(b + 8);
+		acts[a].w0 = msim_swar_load(b);
+		acts[a].w1 = msim_swar_load(b + 8);
 	}
 }
 
@@ -265,7 +223,7 @@ mc_action(const mc_act_t *acts, const char *s, size_t len)
 {
 	if (len - 1 >= 16)
 		return -1;
-	uint64_t w0 = mc_load(s), w1 = mc_load(s + 8);
+	uint64_t w0 = msim_swar_load(s), w1 = msim_swar_load(s + 8);
 	if (len < 8)
 		w0 &= (UINT64_C(1) << (8 * len)) - 1;
 	w1 = len <= 8 ? 0 : len < 16 ? w1 & ((UINT64_C(1) << (8 * (len - 8)))

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "sim/error.h"
+#include "sim/swar.h"
 #include "traces/trace_int.h"
 
 #define CSV_MAXCOLS 16
@@ -56,51 +57,6 @@ typedef struct csv_s {
 	bool std;      /* the usual six columns in the usual order */
 } csv_t;
 
-/* The 8 bytes at p as a little-endian word. */
-static inline uint64_t
-csv_load(const char *p)
-{
-	uint64_t w;
-	memcpy(&w, p, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	w = __builtin_bswap64(w);
-#endif
-	return w;
-}
-
-#define CSV_ONES UINT64_C(0x0101010101010101)
-#define CSV_HIGH UINT64_C(0x8080808080808080)
-#define CSV_LOW7 UINT64_C(0x7f7f7f7f7f7f7f7f)
-
-/* 0x80 in each byte of w that is not an ASCII digit, 0 elsewhere (exact:
- * no carries between bytes). */
-static inline uint64_t
-csv_nondigits(uint64_t w)
-{
-	uint64_t l = w & CSV_LOW7;
-	uint64_t ge0 = l + 0x50 * CSV_ONES; /* bit 7: byte >= '0' */
-	uint64_t ge10 = l + 0x46 * CSV_ONES; /* bit 7: byte > '9' */
-	return ~(ge0 & ~ge10 & ~w) & CSV_HIGH;
-}
-
-/* 0x80 in each byte of w equal to c, 0 elsewhere (exact). */
-static inline uint64_t
-csv_bytes_eq(uint64_t w, unsigned char c)
-{
-	uint64_t x = w ^ (c * CSV_ONES);
-	return ~(((x & CSV_LOW7) + CSV_LOW7) | x | CSV_LOW7);
-}
-
-/* The number of the 8 ASCII digits of w, the first the most significant
- * (bytes that are 0 count as leading zeros). */
-static inline uint64_t
-csv_digits8(uint64_t w)
-{
-	w = ((w & 0x0f * CSV_ONES) * (10 * 256 + 1)) >> 8;
-	w = ((w & UINT64_C(0x00ff00ff00ff00ff)) * (100 * 65536 + 1)) >> 16;
-	return ((w & UINT64_C(0x0000ffff0000ffff)) *
-		(10000 * UINT64_C(0x100000000) + 1)) >> 32;
-}
 
 static const uint64_t csv_pow10[9] = {
 	1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000,
@@ -115,20 +71,20 @@ csv_u64(const char *p, char stop, uint64_t *out)
 {
 	uint64_t v = 0;
 	for (unsigned n = 0; n < 24; n += 8) {
-		uint64_t w = csv_load(p);
-		uint64_t nd = csv_nondigits(w);
+		uint64_t w = msim_swar_load(p);
+		uint64_t nd = msim_swar_nondigits(w);
 		if (nd) {
 			unsigned k = (unsigned)__builtin_ctzll(nd) >> 3;
 			if (k)
 				v = v * csv_pow10[k] +
-				    csv_digits8(w << (64 - 8 * k));
+				    msim_swar_digits8(w << (64 - 8 * k));
 			n += k;
 			if (n == 0 || n > 19 || p[k] != stop)
 				return NULL;
 			*out = v;
 			return p + k + 1;
 		}
-		v = v * 100000000 + csv_digits8(w);
+		v = v * 100000000 + msim_swar_digits8(w);
 		p += 8;
 	}
 	return NULL;
@@ -145,8 +101,8 @@ csv_acts_init(csv_act_t *acts)
 		if (n > 16)
 			n = 16; /* longer names: the slow parser */
 		memcpy(name, s, n);
-		acts[a].w0 = csv_load(name);
-		acts[a].w1 = csv_load(name + 8);
+		acts[a].w0 = msim_swar_load(name);
+		acts[a].w1 = msim_swar_load(name + 8);
 		acts[a].len = (unsigned)strlen(s);
 	}
 }
@@ -171,7 +127,7 @@ csv_fast_row(const csv_act_t *acts, const char *line, size_t len,
 	const char *p = line, *end = line + len;
 	/* seq: digits, unchecked by the slow parser too, but plain here. */
 	for (;;) {
-		uint64_t nd = csv_nondigits(csv_load(p));
+		uint64_t nd = msim_swar_nondigits(msim_swar_load(p));
 		if (nd) {
 			p += __builtin_ctzll(nd) >> 3;
 			break;
@@ -186,8 +142,8 @@ csv_fast_row(const csv_act_t *acts, const char *line, size_t len,
 	if (!(p = csv_u64(p, ',', &time_us)))
 		return 0;
 	/* action: one comma within its 16 bytes */
-	uint64_t w0 = csv_load(p), w1 = csv_load(p + 8);
-	uint64_t c0 = csv_bytes_eq(w0, ','), c1 = csv_bytes_eq(w1, ',');
+	uint64_t w0 = msim_swar_load(p), w1 = msim_swar_load(p + 8);
+	uint64_t c0 = msim_swar_eq(w0, ','), c1 = msim_swar_eq(w1, ',');
 	unsigned k = c0 ? (unsigned)__builtin_ctzll(c0) >> 3
 			: c1 ? 8 + ((unsigned)__builtin_ctzll(c1) >> 3) : 16;
 	if (k == 16)

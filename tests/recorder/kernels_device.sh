@@ -3,8 +3,8 @@
 # the convolution and attention probe grids (kernel_probe.py) and real runs
 # of the workloads with kernel temporaries, with C++ frames (--snapshot).
 #   sh tests/recorder/kernels_device.sh OUTDIR
-# tests/data/record/conv_ws.tsv and sdpa_ws.tsv hold what conv.json and
-# sdpa.json gave on the H200 (2026-12-01).
+# tests/data/record/conv_ws.tsv, sdpa_ws.tsv and conv_wgrad.tsv hold what conv.json,
+# sdpa.json and wgrad.json gave on the H200 (2026-12-01).
 set -u
 o=$1; mkdir -p "$o"
 here=$(cd "$(dirname "$0")" && pwd)
@@ -15,3 +15,5 @@ for w in cnn_scaler vit encdec moe unet256 unet128 unet64; do
   timeout 70 python3 -m memsim_record --gpu --snapshot "$o/$w.frames.pickle" \
     -o "$o/$w.real.csv" -- "$here/workloads.py" $w > "$o/$w.real.log" 2>&1
 done
+# The denser backward-weight grid (conv_wgrad.tsv; 2026-12-01, 821 probes).
+timeout 120 python3 "$here/wgrad_probe.py" "$o/wgrad.json" 150 > "$o/wgrad.log" 2>&1

@@ -761,7 +761,8 @@ def run(opt, script, argv):
                     and not w.is_contiguous()
                 return kernels.conv(phase, tuple(x.shape), tuple(w.shape),
                                     tuple(y.shape), x.element_size(), st,
-                                    pad, dil, tr, gr, fmt_cl, w_cl, major)
+                                    pad, dil, tr, gr, fmt_cl, w_cl, major,
+                                    devices.DEVICES[opt.device][4])
             if name in ("sum", "mean"):
                 x = args[0] if args else None
                 if not isinstance(x, torch.Tensor) or \

@@ -13,8 +13,10 @@ autocast and fp32; channels 3..512, spatial 8..256, kernel 1/3/7, stride
 scaled_dot_product_attention calls (cuDNN, memory-efficient and flash
 backends; batch 1..32, heads 1..32, sequence 64..4096, head_dim
 32..128), and the C++ frames of real snapshots of the workloads of
-tests/recorder/workloads.py (README, "Predicting from a program").  The
-size rules were chosen on half of the convolution grid and checked on
+tests/recorder/workloads.py (README, "Predicting from a program"), and
+821 more backward-weight calls on NCHW inputs (C = K swept against N*P*Q,
+C != K, the three dtypes, 5x5 and 7x7, the workloads' layers).  The
+size rules were chosen on half of each convolution grid and checked on
 the other half (README gives the held-out error).
 
 Convolutions.  run_conv_plan() allocates plan.getWorkspaceSize() bytes
@@ -28,9 +30,9 @@ what the H200 showed is that it follows the layout:
 - NCHW tensors: the engines cuDNN picks on sm90 work in NHWC, and their
   workspace holds the transposed operands: forward input + weight +
   output bytes, backward-data the same three, backward-weight the same
-  plus split-K partial sums of the weight gradient in fp32 (3 weight
-  gradients' worth, the median of the grid; 13 for the CNN's first
-  layers, 0 for many).  A 1x1 kernel's weight needs no transpose (input
+  plus split-K partial sums of the weight gradient in fp32 (_split_k()
+  below: 0 to 13 slices, by the GEMM's tile grid and reduction length).
+  A 1x1 kernel's weight needs no transpose (input
   + output), and a 1x1 stride-1 convolution is a plain GEMM on NCHW: no
   workspace forward or backward-data, 16 fp32 weight gradients of
   split-K partials backward-weight.  Fewer than 8 input channels (an
@@ -39,7 +41,12 @@ what the H200 showed is that it follows the layout:
 - channels_last input (NHWC, native): forward and backward-weight copy
   the NCHW weight to channels_last (weight->contiguous(memory_format) in
   cudnn_convolution_forward_out / backward_weight_out: weight bytes),
-  backward-data nothing.
+  backward-data nothing.  fp32 backward-weight also holds input +
+  output (the engines cuDNN picks for fp32 transpose them: 38 of the
+  grid's 59 fp32 channels_last calls had 0.9 times the output or more).
+Not modelled: fp32 backward-weight engines with workspaces of hundreds of
+MB unrelated to the operands (a few 5x5 and 7x7 or short-reduction
+calls of the grids).
 Not measured (no temporaries modelled): grouped and depthwise
 convolutions, transposed convolutions, 1-D and 3-D convolutions.  Other
 devices: the sm90 rules are assumed for sm70 and newer (the NHWC tensor
@@ -58,6 +65,8 @@ floats, and dq_accum, B*H*pad128(Sq)*pad32(D) floats (measured with the
 flash backend forced on sm90; what sm80 runs).
 """
 
+import math
+
 
 def _prod(shape):
     n = 1
@@ -70,8 +79,27 @@ def _pad(x, m):
     return (x + m - 1) // m * m
 
 
+def _split_k(w_shape, y_shape, sms):
+    """Backward-weight's split-K partial sums (NCHW, a kernel larger than
+    1x1).  The weight gradient is a GEMM of K x C*R*S outputs reduced over
+    N*P*Q; the engine cuDNN ranks first splits that reduction into S
+    slices, each adding an fp32 partial sum of the K x C*R*S outputs (K
+    padded to the 64-row tile) to the workspace.  What the H200's grid
+    (tests/data/record/conv_wgrad.tsv) showed S to follow: no more slices
+    than two waves of the output's 128 x 128 tiles fill (2 * SMs / tiles),
+    sqrt(N*P*Q) / 42 (3 slices at N*P*Q = 16384, 6 at 65536, 12 at
+    262144), at most 13, and none below 2."""
+    k = int(w_shape[0])
+    crs = _prod(w_shape[1:])
+    npq = int(y_shape[0]) * _prod(y_shape[2:])
+    tiles = _pad(k, 128) // 128 * (_pad(crs, 128) // 128)
+    s = min(13, 2 * sms // tiles, int(math.sqrt(npq) / 42))
+    return s * _pad(k, 64) * crs * 4 if s >= 2 else 0
+
+
 def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
-         dilation, transposed, groups, channels_last, weight_cl, major):
+         dilation, transposed, groups, channels_last, weight_cl, major,
+         sms=132):
     """Events of one cuDNN convolution call; PHASE is forward, data
     (backward input) or weight (backward weight)."""
     if major < 7 or transposed or groups != 1 or len(x_shape) != 4:
@@ -82,6 +110,8 @@ def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
     w32 = _prod(w_shape) * 4
     if channels_last:
         size = w if phase in ("forward", "weight") and not weight_cl else 0
+        if phase == "weight" and itemsize == 4:
+            size += x + y
     else:
         one = all(int(k) == 1 for k in w_shape[2:])
         unit = all(int(s) == 1 for s in stride) and \
@@ -94,7 +124,9 @@ def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
         elif one:
             size = x + y + (w32 if phase == "weight" else 0)
         else:
-            size = x + w + y + (3 * w32 if phase == "weight" else 0)
+            size = x + w + y
+            if phase == "weight":
+                size += _split_k(w_shape, y_shape, sms)
     if size <= 0:
         return []
     return [("alloc", "ws", size), ("free", "ws")]
