@@ -1218,6 +1218,7 @@ typedef struct exec_ctx_s {
 	int64_t sweep_id;
 	pid_t parent;
 	int slot; /* this worker's index into sh->cur */
+	bool parent_checkpoints; /* workers leave the WAL to the parent */
 } exec_ctx_t;
 
 /*
@@ -1250,6 +1251,8 @@ worker_loop(exec_ctx_t *x, int inline_progress, size_t skipped, size_t total)
 			x->o->error(x->o->ctx, NULL, why);
 		return MSIM_EDB;
 	}
+	if (x->parent_checkpoints)
+		msim_db_defer_checkpoints(db);
 	double last = sweep_now_ms();
 	double every = x->o->progress_ms > 0 ? x->o->progress_ms : 250;
 	for (;;) {
@@ -1485,7 +1488,7 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 	for (int k = 0; k < jobs; k++)
 		atomic_init(&sh->cur[k], 0);
 	exec_ctx_t x = {sw, o, pending, npending, sh, res->sweep_id,
-			getpid(), 0};
+			getpid(), 0, false};
 	if (o->progress)
 		o->progress(o->ctx, res->skipped, n);
 	/* Workers are processes even for -j1 (o->jobs == 1), so that a
@@ -1502,6 +1505,12 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 			goto out;
 		}
 		fflush(NULL);
+		/* The parent copies the WAL into the database while the workers
+		 * replay (its fsyncs wait for the disk, not a core), not a
+		 * worker at a commit between two settings, and its connection,
+		 * the last closed, checkpoints what is left (the last few
+		 * settings') at the end. */
+		x.parent_checkpoints = true;
 		int started = 0;
 		for (; started < jobs; started++) {
 			x.slot = started;
@@ -1516,14 +1525,19 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 			rc = MSIM_ENOMEM;
 			goto out;
 		}
+		/* Opened after the fork (no connection may cross one); without
+		 * it the last worker's close checkpoints the whole WAL. */
+		char ignored[256];
+		if (msim_db_open(o->db_path, &db, ignored, sizeof(ignored)))
+			db = NULL;
 		int alive = started, died = 0;
 		double last = 0, every = o->progress_ms > 0 ? o->progress_ms : 250;
 		while (alive) {
 			int status;
-			/* Polled for the progress line, but once every setting
-			 * is counted the workers are only closing their
-			 * connections (the last one checkpoints the WAL): wait
-			 * for them, not up to a poll's 20 ms more. */
+			/* Polled for the progress line and the checkpoints,
+			 * but once every setting is counted the workers are
+			 * only closing their connections: wait for them, not
+			 * up to a poll's 20 ms more. */
 			size_t counted = atomic_load(&sh->ran) +
 					 atomic_load(&sh->raced) +
 					 atomic_load(&sh->failed);
@@ -1543,6 +1557,9 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 						if (!sweep_reap(&x, k, status))
 							continue;
 						x.slot = k;
+						/* Not across the fork. */
+						msim_db_close(db);
+						db = NULL;
 						if ((pids[k] = sweep_spawn(&x)) > 0) {
 							alive++;
 							died--;
@@ -1554,6 +1571,11 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 			}
 			if (pid < 0 && errno != EINTR)
 				break;
+			if (!db && msim_db_open(o->db_path, &db, ignored,
+						sizeof(ignored)))
+				db = NULL;
+			if (db)
+				msim_db_checkpoint(db);
 			struct timespec ts = {0, 20 * 1000000L};
 			nanosleep(&ts, NULL);
 			if (o->progress && sweep_now_ms() - last >= every) {

@@ -165,6 +165,11 @@ typedef struct pt_state_s {
 	pt_capture_t *captures; /* captures_underway, in order */
 	size_t ncaptures, capcaptures;
 	msim_stats_t st; /* the policy's part of the statistics */
+	/* Blocks freed by the caller whose free_block() has not come yet
+	 * (B_PENDING): count and bytes by statistics pool.  active and
+	 * active_bytes are allocation and allocated_bytes plus these, derived
+	 * in pt_stats() rather than kept at every request (pt_active_peak()). */
+	int64_t pend_n[MSIM_NPOOL], pend_bytes[MSIM_NPOOL];
 } pt_state_t;
 
 /* ---------------------------------------------------------------- */
@@ -336,6 +341,39 @@ pt_stat_dec(msim_stat_t *s, int sp, int64_t n)
 	s[MSIM_POOL_ALL].current -= n;
 	s[sp].current -= n;
 	s[sp].freed += n;
+}
+
+/*
+ * active and active_bytes are raised only by alloc_found_block(), where
+ * they are allocation and allocated_bytes plus the pending blocks (freed by
+ * the caller, their free_block() still to come).  With nothing pending they
+ * equal allocated's, whose peak covers them; so their peaks are kept here
+ * only while something is pending, and pt_stats() takes the larger.
+ */
+static inline void
+pt_active_peak(pt_state_t *s, int sp)
+{
+	const int pools[2] = {MSIM_POOL_ALL, sp};
+	for (int i = 0; i < 2; i++) {
+		int x = pools[i];
+		int64_t n = s->st.allocation[x].current + s->pend_n[x];
+		int64_t bytes = s->st.allocated_bytes[x].current +
+				s->pend_bytes[x];
+		if (n > s->st.active[x].peak)
+			s->st.active[x].peak = n;
+		if (bytes > s->st.active_bytes[x].peak)
+			s->st.active_bytes[x].peak = bytes;
+	}
+}
+
+/* A block turns pending (n = 1) or its free_block() comes (n = -1). */
+static inline void
+pt_pending(pt_state_t *s, int sp, int64_t n, uint64_t size)
+{
+	s->pend_n[MSIM_POOL_ALL] += n;
+	s->pend_n[sp] += n;
+	s->pend_bytes[MSIM_POOL_ALL] += n * (int64_t)size;
+	s->pend_bytes[sp] += n * (int64_t)size;
 }
 
 static inline void
@@ -1254,8 +1292,8 @@ alloc_found(pt_state_t *s, pt_block_t *b, uint64_t size, uint64_t req)
 	b->requested = req;
 	pt_stat_inc(s->st.allocation, sp, 1);
 	pt_stat_inc(s->st.allocated_bytes, sp, (int64_t)b->size);
-	pt_stat_inc(s->st.active, sp, 1);
-	pt_stat_inc(s->st.active_bytes, sp, (int64_t)b->size);
+	if (s->pend_n[MSIM_POOL_ALL])
+		pt_active_peak(s, sp); /* active, active_bytes: pt_stats() */
 	pt_stat_inc(s->st.requested_bytes, sp, (int64_t)req);
 	if (b->size >= s->max_split)
 		msim_stat_inc(&s->st.oversize_allocations, 1);
@@ -1343,7 +1381,6 @@ static inline void
 free_block(pt_state_t *s, pt_block_t *b)
 {
 	int sp = PT_STATPOOL(b->pool);
-	uint64_t original = b->size;
 	int64_t net_blocks = 0, net_bytes = 0;
 	uint64_t n;
 	if ((n = try_merge(s, b, b->prev))) {
@@ -1364,8 +1401,7 @@ free_block(pt_state_t *s, pt_block_t *b)
 		pt_stat_add(s->st.inactive_split, sp, net_blocks);
 		pt_stat_add(s->st.inactive_split_bytes, sp, net_bytes);
 	}
-	pt_stat_dec(s->st.active, sp, 1);
-	pt_stat_dec(s->st.active_bytes, sp, (int64_t)original);
+	/* active and active_bytes drop here: pt_stats() */
 	pt_stat_dec(s->st.requested_bytes, sp, (int64_t)b->requested);
 }
 
@@ -1383,6 +1419,7 @@ pt_free_requested(void *state, const msim_req_t *req)
 	if (!b || b->state != B_ALLOC)
 		return MSIM_ENOTFOUND;
 	free_requested(s, b);
+	pt_pending(s, PT_STATPOOL(b->pool), 1, b->size);
 	return 0;
 }
 
@@ -1393,6 +1430,8 @@ pt_give_back(pt_state_t *s, uint32_t id, pt_block_t *b)
 {
 	if (b->state == B_ALLOC)
 		free_requested(s, b);
+	else
+		pt_pending(s, PT_STATPOOL(b->pool), -1, b->size);
 	s->live[id] = NULL;
 	if (b->st->pp)
 		b->st->pp->nlive--;
@@ -1483,6 +1522,24 @@ pt_stats(const void *state, msim_stats_t *out)
 {
 	const pt_state_t *s = state;
 	*out = s->st;
+	/* active and active_bytes: allocated's plus the pending blocks
+	 * (pt_active_peak()); freed by free_block(), those of allocated's
+	 * freed that are not pending. */
+	for (int x = 0; x < MSIM_NPOOL; x++) {
+		msim_stat_t *a = &out->active[x], *ab = &out->active_bytes[x];
+		const msim_stat_t *n = &out->allocation[x];
+		const msim_stat_t *nb = &out->allocated_bytes[x];
+		a->current = n->current + s->pend_n[x];
+		ab->current = nb->current + s->pend_bytes[x];
+		if (n->peak > a->peak)
+			a->peak = n->peak;
+		if (nb->peak > ab->peak)
+			ab->peak = nb->peak;
+		if (x != MSIM_POOL_ALL) {
+			a->freed = n->freed - s->pend_n[x];
+			ab->freed = nb->freed - s->pend_bytes[x];
+		}
+	}
 	/* The "all" copies' freed counts (pt_stat_dec()). */
 #define XX(name)                                                      \
 	out->name[MSIM_POOL_ALL].freed = out->name[MSIM_POOL_SMALL].freed + \
@@ -1491,6 +1548,16 @@ pt_stats(const void *state, msim_stats_t *out)
 #undef XX
 	out->max_split_size =
 		s->max_split == PT_UNLIMITED ? -1 : (int64_t)s->max_split;
+}
+
+static void
+pt_sample(const void *state, int64_t *allocated_out, int64_t *active_out,
+	  int64_t *requested_out)
+{
+	const pt_state_t *s = state;
+	*allocated_out = s->st.allocated_bytes[MSIM_POOL_ALL].current;
+	*active_out = *allocated_out + s->pend_bytes[MSIM_POOL_ALL];
+	*requested_out = s->st.requested_bytes[MSIM_POOL_ALL].current;
 }
 
 static void
@@ -1630,6 +1697,7 @@ const msim_policy_ops_t msim_policy_pytorch = {
 	.pool = pt_pool,
 	.would_release = pt_would_release,
 	.stats = pt_stats,
+	.sample = pt_sample,
 	.free_info = pt_free_info,
 	.blocks = pt_blocks,
 	.destroy = pt_destroy,

@@ -43,13 +43,28 @@ typedef struct va_chunk_s {
 	size_t live;       /* segments inside */
 	va_range_t *holes; /* free ranges, sorted by address */
 	size_t nholes, capholes;
+	uint64_t maxhole;  /* the largest hole's size (va_maxhole()) */
 } va_chunk_t;
 
 typedef struct va_s {
-	va_chunk_t *chunks; /* sorted by base */
+	/* Sorted by base, highest first: new chunks go at the bottom of the
+	 * space, the end of the array (no move of the others). */
+	va_chunk_t *chunks;
 	size_t n, cap;
 	uint64_t seq;
+	uint64_t gapmax; /* no gap between two chunks is larger (a bound) */
 } va_t;
+
+/* c->maxhole after its holes changed. */
+static void
+va_maxhole(va_chunk_t *c)
+{
+	uint64_t m = 0;
+	for (size_t h = 0; h < c->nholes; h++)
+		if (c->holes[h].size > m)
+			m = c->holes[h].size;
+	c->maxhole = m;
+}
 
 static int
 va_hole_insert(va_chunk_t *c, size_t at, msim_addr_t base, uint64_t size)
@@ -66,6 +81,8 @@ va_hole_insert(va_chunk_t *c, size_t at, msim_addr_t base, uint64_t size)
 		(c->nholes - at) * sizeof(*c->holes));
 	c->holes[at] = (va_range_t){base, size};
 	c->nholes++;
+	if (size > c->maxhole)
+		c->maxhole = size;
 	return 0;
 }
 
@@ -89,9 +106,9 @@ va_chunk_insert(va_t *va, msim_addr_t base, uint64_t size)
 		va->chunks = c;
 		va->cap = ncap;
 	}
-	size_t at = 0;
-	while (at < va->n && va->chunks[at].base < base)
-		at++;
+	size_t at = va->n;
+	while (at > 0 && va->chunks[at - 1].base < base)
+		at--;
 	memmove(&va->chunks[at + 1], &va->chunks[at],
 		(va->n - at) * sizeof(*va->chunks));
 	va->chunks[at] = (va_chunk_t){.base = base, .size = size,
@@ -140,40 +157,47 @@ static int
 va_malloc(void *ctx, uint64_t size, msim_addr_t *addr_out)
 {
 	va_t *va = ctx;
-	/* Holes first: the newest chunk with a hole that fits. */
+	/* Holes first: the newest chunk with a hole that fits (its largest
+	 * hole says which do), its first hole that fits. */
 	va_chunk_t *best = NULL;
-	size_t best_hole = 0;
 	for (size_t i = 0; i < va->n; i++) {
 		va_chunk_t *c = &va->chunks[i];
-		if (best && c->seq < best->seq)
-			continue;
-		for (size_t h = 0; h < c->nholes; h++) {
-			if (c->holes[h].size >= size) {
-				best = c;
-				best_hole = h;
-				break;
-			}
-		}
+		if (c->maxhole >= size && (!best || c->seq > best->seq))
+			best = c;
 	}
 	if (best) {
-		va_range_t *h = &best->holes[best_hole];
+		size_t at = 0;
+		while (best->holes[at].size < size)
+			at++;
+		va_range_t *h = &best->holes[at];
 		*addr_out = h->base;
 		h->base += size;
 		h->size -= size;
 		if (h->size == 0)
-			va_hole_remove(best, best_hole);
+			va_hole_remove(best, at);
+		va_maxhole(best);
 		best->live++;
 		return 0;
 	}
 	/* A new chunk at the top of the highest gap strictly larger. */
 	uint64_t csize = (size + VA_CHUNK - 1) / VA_CHUNK * VA_CHUNK;
-	msim_addr_t base = va->chunks[0].base - csize;
-	for (size_t i = va->n - 1; i > 0; i--) {
-		msim_addr_t lo = va->chunks[i - 1].base + va->chunks[i - 1].size;
-		if (va->chunks[i].base - lo > csize) {
-			base = va->chunks[i].base - csize;
-			break;
+	msim_addr_t base = va->chunks[va->n - 1].base - csize;
+	if (va->gapmax > csize) { /* else no gap is larger: no scan */
+		uint64_t seen = 0;
+		size_t i = 0;
+		for (; i + 1 < va->n; i++) {
+			msim_addr_t lo = va->chunks[i + 1].base +
+					 va->chunks[i + 1].size;
+			uint64_t gap = va->chunks[i].base - lo;
+			if (gap > csize) {
+				base = va->chunks[i].base - csize;
+				break;
+			}
+			if (gap > seen)
+				seen = gap;
 		}
+		if (i + 1 >= va->n)
+			va->gapmax = seen; /* every gap seen */
 	}
 	long at = va_chunk_insert(va, base, csize);
 	if (at < 0)
@@ -191,20 +215,30 @@ va_free(void *ctx, msim_addr_t addr, uint64_t size)
 {
 	va_t *va = ctx;
 	size_t lo = 0, hi = va->n;
-	while (hi - lo > 1) { /* last chunk with base <= addr */
+	while (lo < hi) { /* the first (highest) chunk with base <= addr */
 		size_t mid = (lo + hi) / 2;
 		if (va->chunks[mid].base <= addr)
-			lo = mid;
-		else
 			hi = mid;
+		else
+			lo = mid + 1;
 	}
-	va_chunk_t *c = &va->chunks[lo];
-	if (va->n == 0 || addr < c->base || addr + size > c->base + c->size)
+	if (lo == va->n)
 		return; /* not ours: a segment placed at a recorded address */
+	va_chunk_t *c = &va->chunks[lo];
+	if (addr < c->base || addr + size > c->base + c->size)
+		return; /* not ours, likewise */
 	if (--c->live == 0) {
 		free(c->holes);
 		memmove(c, c + 1, (va->n - lo - 1) * sizeof(*c));
 		va->n--;
+		/* The gaps each side of it are one now. */
+		if (lo > 0 && lo < va->n) {
+			uint64_t gap = va->chunks[lo - 1].base -
+				       (va->chunks[lo].base +
+					va->chunks[lo].size);
+			if (gap > va->gapmax)
+				va->gapmax = gap;
+		}
 		return;
 	}
 	size_t at = 0;
@@ -224,6 +258,7 @@ va_free(void *ctx, msim_addr_t addr, uint64_t size)
 	} else if (va_hole_insert(c, at, addr, size)) {
 		/* Out of host memory: the range is merely lost to reuse. */
 	}
+	va_maxhole(c);
 }
 
 const msim_device_ops_t msim_device_h200 = {

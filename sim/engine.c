@@ -199,13 +199,9 @@ static void snap_add(void *ctx, const msim_block_t *b);
 static void
 sim_sample(msim_sim_t *sim)
 {
-	msim_stats_t st;
 	msim_sample_t s = {.request = sim->sum.requests, .time = sim->clock};
-	msim_policy_stats(sim->pol, &st);
-	s.allocated = st.allocated_bytes[MSIM_POOL_ALL].current;
-	s.reserved = st.reserved_bytes[MSIM_POOL_ALL].current;
-	s.active = st.active_bytes[MSIM_POOL_ALL].current;
-	s.requested = st.requested_bytes[MSIM_POOL_ALL].current;
+	msim_policy_sample(sim->pol, &s.allocated, &s.reserved, &s.active,
+			   &s.requested);
 	msim_policy_free_info(sim->pol, &s.largest_free, &s.free);
 	msim_timeline_add(&sim->tl, &s);
 	sim->next_sample = (sim->sum.requests / sim->tl.stride + 1) *

@@ -163,6 +163,25 @@ msim_policy_blocks(const msim_policy_t *pol,
 }
 
 void
+msim_policy_sample(const msim_policy_t *pol, int64_t *allocated_out,
+		   int64_t *reserved_out, int64_t *active_out,
+		   int64_t *requested_out)
+{
+	if (!pol->ops->sample) {
+		msim_stats_t st;
+		msim_policy_stats(pol, &st);
+		*allocated_out = st.allocated_bytes[MSIM_POOL_ALL].current;
+		*reserved_out = st.reserved_bytes[MSIM_POOL_ALL].current;
+		*active_out = st.active_bytes[MSIM_POOL_ALL].current;
+		*requested_out = st.requested_bytes[MSIM_POOL_ALL].current;
+		return;
+	}
+	pol->ops->sample(pol->state, allocated_out, active_out, requested_out);
+	/* The device's reserved_bytes (msim_device_stats()), kept beside. */
+	*reserved_out = (int64_t)msim_device_reserved(pol->dev);
+}
+
+void
 msim_policy_free_info(const msim_policy_t *pol, uint64_t *largest_out,
 		      uint64_t *total_out)
 {

@@ -66,6 +66,11 @@ typedef struct msim_policy_ops_s {
 	void (*blocks)(const void *state,
 		       void (*fn)(void *ctx, const msim_block_t *b), void *ctx);
 	void (*destroy)(void *state);
+	/* The current allocated, active and requested bytes of the "all"
+	 * pool: what a timeline sample keeps, without a copy of every
+	 * statistic.  May be NULL (taken from stats). */
+	void (*sample)(const void *state, int64_t *allocated_out,
+		       int64_t *active_out, int64_t *requested_out);
 } msim_policy_ops_t;
 
 typedef struct msim_policy_s msim_policy_t;
@@ -129,5 +134,10 @@ bool msim_policy_blocks(const msim_policy_t *pol,
 			void (*fn)(void *ctx, const msim_block_t *b), void *ctx);
 void msim_policy_free_info(const msim_policy_t *pol, uint64_t *largest_out,
 			   uint64_t *total_out);
+/* The figures of a timeline sample now: the "all" pool's current allocated,
+ * reserved, active and requested bytes (those of msim_policy_stats()). */
+void msim_policy_sample(const msim_policy_t *pol, int64_t *allocated_out,
+			int64_t *reserved_out, int64_t *active_out,
+			int64_t *requested_out);
 
 #endif

@@ -642,6 +642,24 @@ msim_db_close(msim_db_t *db)
 	free(db);
 }
 
+void
+msim_db_defer_checkpoints(msim_db_t *db)
+{
+	sqlite3_wal_autocheckpoint(db->db, 0);
+}
+
+int
+msim_db_checkpoint(msim_db_t *db)
+{
+	int rc = sqlite3_wal_checkpoint_v2(db->db, NULL,
+					   SQLITE_CHECKPOINT_PASSIVE, NULL,
+					   NULL);
+	/* BUSY: another checkpoint is under way; the next call goes on. */
+	if (rc != SQLITE_OK && rc != SQLITE_BUSY)
+		return db_fail(db, "cannot checkpoint");
+	return 0;
+}
+
 const char *
 msim_db_errmsg(const msim_db_t *db)
 {

@@ -92,6 +92,15 @@ void msim_sim_meta_fill(msim_sim_meta_t *m, double device_us,
 int msim_db_open(const char *path, msim_db_t **out, char *why, size_t whylen);
 void msim_db_close(msim_db_t *db);
 
+/* Leaves the WAL's checkpoints to another connection that calls
+ * msim_db_checkpoint(): db's commits no longer copy the WAL into the
+ * database (with its two fsyncs) once it passes 1000 pages. */
+void msim_db_defer_checkpoints(msim_db_t *db);
+/* Copies into the database what the WAL holds, as far as the other
+ * connections' readers allow, without waiting for any lock (a PASSIVE
+ * checkpoint).  Returns 0 or MSIM_EDB. */
+int msim_db_checkpoint(msim_db_t *db);
+
 /* As msim_db_open(), but a missing file is an error (MSIM_ENOTFOUND), not
  * a new database: for commands that only read. */
 int msim_db_open_existing(const char *path, msim_db_t **out, char *why,

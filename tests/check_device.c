@@ -85,6 +85,28 @@ START_TEST(test_placement_freed_chunk_reused)
 }
 END_TEST
 
+/* Gaps that releases open and placements narrow: a new chunk goes to the
+ * top of the highest gap strictly larger, else below the lowest chunk. */
+START_TEST(test_placement_gaps_open_and_narrow)
+{
+	msim_device_t *dev = msim_device_new(NULL);
+	M(dev, 20 * MB); /* the context's hole */
+	msim_addr_t a[5];
+	for (int i = 1; i <= 4; i++) /* 64 MiB chunks, 14 MiB holes */
+		a[i] = M(dev, 50 * MB);
+	ck_assert_uint_eq(a[1] - a[4], 3 * 64 * MB);
+	msim_device_free(dev, a[2], 50 * MB, MSIM_POOL_LARGE);
+	msim_addr_t b = M(dev, 60 * MB); /* the 64 MiB gap: not larger */
+	ck_assert_uint_eq(a[4] - b, 64 * MB);
+	msim_device_free(dev, a[3], 50 * MB, MSIM_POOL_LARGE);
+	msim_addr_t c = M(dev, 100 * MB); /* 128 MiB gap: not larger */
+	ck_assert_uint_eq(b - c, 128 * MB);
+	ck_assert_uint_eq(M(dev, 60 * MB), a[2]); /* the gap's top */
+	ck_assert_uint_eq(c - M(dev, 60 * MB), 64 * MB); /* 64 left */
+	msim_device_destroy(dev);
+}
+END_TEST
+
 /* Holes: small segments fill a chunk's remainder, newest chunk first. */
 START_TEST(test_placement_holes)
 {
@@ -233,6 +255,7 @@ main(void)
 	tcase_add_test(tc, test_placement_exact_gap_skipped);
 	tcase_add_test(tc, test_placement_freed_chunk_reused);
 	tcase_add_test(tc, test_placement_holes);
+	tcase_add_test(tc, test_placement_gaps_open_and_narrow);
 	tcase_add_test(tc, test_counting_and_cap);
 	tcase_add_test(tc, test_hints_and_log);
 	tcase_add_test(tc, test_hints_refused);

@@ -642,6 +642,34 @@ START_TEST(test_deferred_free)
 	msim_policy_empty_cache(pol);
 	ck_assert_int_eq(CUR(S(), reserved_bytes), 0);
 	teardown();
+
+	/* A pending block and a live one: active (allocated plus pending)
+	 * peaks above allocated; each is freed at its own row. */
+	setup("", 0);
+	A(0, 4 * MB);
+	free_requested(0);
+	A(1, 4 * MB);
+	st = S();
+	ck_assert_int_eq(CUR(st, active_bytes), 8 * MB);
+	ck_assert_int_eq(st.active_bytes[MSIM_POOL_LARGE].current, 8 * MB);
+	ck_assert_int_eq(st.active_bytes[0].freed, 0);
+	ck_assert_int_eq(st.allocated_bytes[0].freed, 4 * MB);
+	F(0);
+	st = S();
+	ck_assert_int_eq(CUR(st, active), 1);
+	ck_assert_int_eq(st.active_bytes[MSIM_POOL_LARGE].freed, 4 * MB);
+	F(1);
+	st = S();
+	ck_assert_int_eq(st.allocated_bytes[0].peak, 4 * MB);
+	ck_assert_int_eq(st.allocation[0].peak, 1);
+	ck_assert_int_eq(st.active_bytes[0].peak, 8 * MB);
+	ck_assert_int_eq(st.active_bytes[MSIM_POOL_LARGE].peak, 8 * MB);
+	ck_assert_int_eq(st.active_bytes[MSIM_POOL_SMALL].peak, 0);
+	ck_assert_int_eq(st.active[0].peak, 2);
+	ck_assert_int_eq(st.active[0].freed, 2);
+	ck_assert_int_eq(st.active_bytes[0].freed, 8 * MB);
+	ck_assert_int_eq(CUR(st, active_bytes), 0);
+	teardown();
 }
 END_TEST
 
