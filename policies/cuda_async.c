@@ -57,7 +57,9 @@
 typedef struct ca_range_s {
 	msim_addr_t addr;
 	uint64_t size;
-	uint64_t seq; /* when it became free (or changed): the tie-break */
+	uint64_t seq;   /* when it became free: the tie-break (§3 a) */
+	bool recent;    /* freed since the last search that missed (§3 a) */
+	bool top;       /* the never-used space above the high-water mark */
 } ca_range_t;
 
 typedef struct ca_block_s {
@@ -73,7 +75,8 @@ typedef struct ca_state_s {
 	uint64_t threshold;  /* release threshold, bytes */
 	uint64_t align;      /* rounding of every block */
 	/* state */
-	ca_range_t *free;    /* sorted by address, coalesced */
+	ca_range_t *free;    /* sorted by address; neighbours of one kind
+			      * (recent or not) merged; the top last */
 	size_t nfree, capfree;
 	uint64_t seq;
 	uint32_t *gref;      /* live blocks touching each granule */
@@ -114,13 +117,13 @@ ca_reserve(ca_state_t *s, size_t k)
 	return 0;
 }
 
-/* Inserts a free range at index at (room reserved by the caller). */
+/* Inserts free range r at index at (room reserved by the caller). */
 static void
-ca_range_insert(ca_state_t *s, size_t at, msim_addr_t addr, uint64_t size)
+ca_range_insert(ca_state_t *s, size_t at, ca_range_t r)
 {
 	memmove(&s->free[at + 1], &s->free[at],
 		(s->nfree - at) * sizeof(*s->free));
-	s->free[at] = (ca_range_t){addr, size, ++s->seq};
+	s->free[at] = r;
 	s->nfree++;
 }
 
@@ -165,15 +168,50 @@ ca_trim(ca_state_t *s, uint64_t keep)
 	}
 }
 
-/* The free range for n bytes: the smallest that holds them, the one that
- * became free first among equals (§2.1).  Returns its index, or nfree. */
+/* Whether ranges a and b (a just below b) merge: adjacent, neither the
+ * top, both recent or both not (§3 a). */
+static bool
+ca_mergeable(const ca_range_t *a, const ca_range_t *b)
+{
+	return a->addr + a->size == b->addr && !a->top && !b->top &&
+	       a->recent == b->recent;
+}
+
+/* Merges ranges i and i + 1: the merged range keeps the older seq. */
+static void
+ca_merge_next(ca_state_t *s, size_t i)
+{
+	ca_range_t *a = &s->free[i], *b = &s->free[i + 1];
+	a->size += b->size;
+	if (b->seq < a->seq)
+		a->seq = b->seq;
+	ca_range_remove(s, i + 1);
+}
+
+/* A search of the recent ranges missed: every free range becomes an old
+ * one, and old neighbours merge (§3 a). */
+static void
+ca_retire(ca_state_t *s)
+{
+	for (size_t i = 0; i < s->nfree; i++)
+		s->free[i].recent = false;
+	for (size_t i = 0; i + 1 < s->nfree;)
+		if (ca_mergeable(&s->free[i], &s->free[i + 1]))
+			ca_merge_next(s, i);
+		else
+			i++;
+}
+
+/* The free range for n bytes among the recent ones (recent true) or all
+ * but the top (false): the smallest that holds them, the one that became
+ * free first among equals (§2.1, §3 a).  Returns its index, or nfree. */
 static size_t
-ca_best_fit(const ca_state_t *s, uint64_t n)
+ca_best_fit(const ca_state_t *s, uint64_t n, bool recent)
 {
 	size_t best = s->nfree;
 	for (size_t i = 0; i < s->nfree; i++) {
 		const ca_range_t *r = &s->free[i];
-		if (r->size < n)
+		if (r->size < n || r->top || (recent && !r->recent))
 			continue;
 		if (best == s->nfree || r->size < s->free[best].size ||
 		    (r->size == s->free[best].size &&
@@ -201,10 +239,27 @@ ca_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 		free(b);
 		goto oom;
 	}
-	size_t i = ca_best_fit(s, n);
-	if (i == s->nfree) { /* the virtual range is exhausted */
-		free(b);
-		goto oom;
+	/* Recently freed ranges first; when none holds the block, all free
+	 * ranges become old and merge, and the best fit among them; then the
+	 * top, from the free range just below it if there is one (§3 a). */
+	size_t i = ca_best_fit(s, n, true);
+	if (i == s->nfree) {
+		ca_retire(s);
+		i = ca_best_fit(s, n, false);
+	}
+	if (i == s->nfree) {
+		i = s->nfree - 1; /* the top */
+		if (i > 0 && s->free[i - 1].addr + s->free[i - 1].size ==
+			     s->free[i].addr) {
+			s->free[i - 1].size += s->free[i].size;
+			s->free[i - 1].top = true;
+			ca_range_remove(s, i);
+			i--;
+		}
+		if (s->free[i].size < n) { /* the virtual range is exhausted */
+			free(b);
+			goto oom;
+		}
 	}
 	msim_addr_t at = s->free[i].addr;
 	uint64_t g0 = (at - CA_VA_BASE) / s->granule;
@@ -231,8 +286,11 @@ ca_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 	/* The block takes the front of the range; the rest stays free. */
 	ca_range_t r = s->free[i];
 	ca_range_remove(s, i);
-	if (r.size > n)
-		ca_range_insert(s, i, at + n, r.size - n);
+	if (r.size > n || r.top) { /* the rest keeps its seq and kind */
+		r.addr += n;
+		r.size -= n;
+		ca_range_insert(s, i, r);
+	}
 	*b = (ca_block_t){at, n, req->size};
 	s->live.v[req->id] = b;
 	s->used += n;
@@ -264,8 +322,8 @@ ca_free(void *state, const msim_req_t *req)
 	for (uint64_t g = g0; g <= g1; g++)
 		if (--s->gref[g] == 0)
 			s->touched--;
-	/* Back into the free ranges, merged with its neighbours: the merged
-	 * range counts as newly free. */
+	/* Back into the free ranges as a recent one, merged with recent
+	 * neighbours; the merged range keeps the older seq (§3 a). */
 	size_t lo = 0, hi = s->nfree;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -274,19 +332,12 @@ ca_free(void *state, const msim_req_t *req)
 		else
 			hi = mid;
 	}
-	msim_addr_t addr = b->addr;
-	uint64_t size = b->size;
-	if (lo > 0 && s->free[lo - 1].addr + s->free[lo - 1].size == addr) {
-		lo--;
-		addr = s->free[lo].addr;
-		size += s->free[lo].size;
-		ca_range_remove(s, lo);
-	}
-	if (lo < s->nfree && addr + size == s->free[lo].addr) {
-		size += s->free[lo].size;
-		ca_range_remove(s, lo);
-	}
-	ca_range_insert(s, lo, addr, size);
+	ca_range_insert(s, lo, (ca_range_t){b->addr, b->size, ++s->seq,
+					    true, false});
+	if (lo + 1 < s->nfree && ca_mergeable(&s->free[lo], &s->free[lo + 1]))
+		ca_merge_next(s, lo);
+	if (lo > 0 && ca_mergeable(&s->free[lo - 1], &s->free[lo]))
+		ca_merge_next(s, lo - 1);
 	free(b);
 	if (s->threshold != UINT64_MAX && s->phys * s->granule > s->threshold)
 		ca_trim(s, s->threshold);
@@ -357,7 +408,8 @@ ca_create(void **state_out, msim_device_t *dev, const msim_params_t *pv,
 		free(s);
 		return MSIM_ENOMEM;
 	}
-	ca_range_insert(s, 0, CA_VA_BASE, CA_VA_SIZE);
+	ca_range_insert(s, 0, (ca_range_t){CA_VA_BASE, CA_VA_SIZE, 0, false,
+					   true});
 	*state_out = s;
 	return 0;
 }

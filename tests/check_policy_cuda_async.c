@@ -165,6 +165,34 @@ START_TEST(test_async_merge_and_top)
 }
 END_TEST
 
+/* §3 a, from the whole-trace replays' addresses: recently freed ranges
+ * are searched first (best fit among them); when none holds the block,
+ * every free range becomes old, old neighbours merge, and the best fit
+ * among them is taken before the top. */
+START_TEST(test_async_recent_first)
+{
+	setup("cuda-async", "");
+	A(0, 8 * MB);          /* 0 .. 8 */
+	A(1, 1 * MB);          /* 8 .. 9 */
+	A(2, 12 * MB);         /* 9 .. 21 */
+	A(3, 1 * MB);          /* 21 .. 22 */
+	F(0);                  /* recent: 8 MiB at 0 */
+	A(4, 16 * MB);         /* misses: 0 .. 8 becomes old; the top */
+	ck_assert_int_eq(OFF(4), 22 * MB);
+	F(2);                  /* recent: 12 MiB at 9 */
+	A(5, 2 * MB);          /* the recent range, not the old 8 MiB */
+	ck_assert_int_eq(OFF(5), 9 * MB);
+	A(6, 11 * MB);         /* recent 10 MiB too small, no old one holds it */
+	ck_assert_int_eq(OFF(6), 38 * MB);
+	A(7, 2 * MB);          /* all old now: the best fit, 8 MiB at 0 */
+	ck_assert_int_eq(OFF(7), 0);
+	F(1);                  /* recent 8 .. 9, beside old 2 .. 8: apart */
+	A(9, 6 * MB + 512);    /* misses; then 2 .. 8 and 8 .. 9 merge */
+	ck_assert_int_eq(OFF(9), 2 * MB);
+	teardown();
+}
+END_TEST
+
 /* §2.2 probes remap and remap3: a free granule is remapped where a block
  * needs one; the pool maps more only when none is free. */
 START_TEST(test_async_remap)
@@ -364,6 +392,7 @@ add(TCase *tc)
 	tcase_add_test(tc, test_async_best_fit);
 	tcase_add_test(tc, test_async_ties_first_freed);
 	tcase_add_test(tc, test_async_merge_and_top);
+	tcase_add_test(tc, test_async_recent_first);
 	tcase_add_test(tc, test_async_remap);
 	tcase_add_test(tc, test_async_trim);
 	tcase_add_test(tc, test_async_release_threshold);
