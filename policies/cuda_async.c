@@ -10,12 +10,16 @@
  * H200 (driver 580.159.04, CUDA 13.0), one probe each, written down in
  * docs/cuda-async.md §2:
  *
- * - Placement (§2.1): one virtual range; every block is the request
- *   rounded up to 512 B (the same for 1 B and for 2 GiB); it goes at the
- *   start of the smallest free region that holds it, and among free
- *   regions of the same size the one that became free first; the free
- *   space above the highest block is one unbounded region, so it is taken
- *   only when no hole fits.  A freed block merges with free neighbours.
+ * - Placement (§2.1, §3 a): one virtual range; every block is the
+ *   request rounded up to 512 B (the same for 1 B and for 2 GiB); it goes
+ *   at the start of the smallest free range that holds it, and among free
+ *   ranges of the same size the one that became free first.  Recently
+ *   freed ranges are searched first: a freed block is recent and merges
+ *   with recent neighbours only; when no recent range holds a block, every
+ *   free range becomes old, old neighbours merge, and the best fit among
+ *   them is taken.  The space above the highest block ever used (the top)
+ *   is taken only when no range holds the block, from the start of a free
+ *   range just below it if there is one.
  * - Physical memory (§2.2): 32 MiB granules, counted from the start of the
  *   range.  A granule is needed while a live block touches it.  The pool
  *   keeps the granules it mapped and remaps a free one wherever a block
@@ -31,10 +35,9 @@
  *   once the freeing stream has no pending work (opportunistic reuse);
  *   replayed traces carry no kernels, so streams are ignored.
  *
- * What the probes could not pin down (§3): in back-to-back replays the
- * driver sometimes prefers a more recently freed region to the best fit;
- * this model packs tighter there and comes out low (README, "cuda-async
- * against the real pool").
+ * The recent-first rule comes from the block addresses of whole-trace
+ * replays, not from a probe (§3 a); the driver still parts from it
+ * sometimes (README, "cuda-async against the real pool").
  *
  * Statistics as PyTorch reports this backend: allocated and active bytes
  * are the exact bytes asked for (cudaMemPoolAttrUsedMemCurrent counts the
@@ -417,7 +420,8 @@ ca_create(void **state_out, msim_device_t *dev, const msim_params_t *pv,
 const msim_policy_ops_t msim_policy_cuda_async = {
 	.name = "cuda-async",
 	.summary = "CUDA's stream-ordered pool (cudaMallocAsync): best fit in "
-		   "one range, 32 MiB granules, as probed on an H200",
+		   "one range, recent frees first, 32 MiB granules, as "
+		   "measured on an H200",
 	.params = ca_params,
 	.create = ca_create,
 	.alloc = ca_alloc,
