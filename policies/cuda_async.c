@@ -15,11 +15,11 @@
  *   at the start of the smallest free range that holds it, and among free
  *   ranges of the same size the one that became free first.  Recently
  *   freed ranges are searched first: a freed block is recent and merges
- *   with recent neighbours only; when no recent range holds a block, every
- *   free range becomes old, old neighbours merge, and the best fit among
- *   them is taken.  The space above the highest block ever used (the top)
- *   is taken only when no range holds the block, from the start of a free
- *   range just below it if there is one.
+ *   with recent neighbours only; when no recent range holds a block, the
+ *   best fit among the old ones.  The space above the highest block ever
+ *   used (the top) is taken only when no range holds the block, from the
+ *   start of a free range just below it if there is one; then every free
+ *   range becomes old and old neighbours merge.
  * - Physical memory (§2.2): 32 MiB granules, counted from the start of the
  *   range.  A granule is needed while a live block touches it.  The pool
  *   keeps the granules it mapped and remaps a free one wherever a block
@@ -35,9 +35,9 @@
  *   once the freeing stream has no pending work (opportunistic reuse);
  *   replayed traces carry no kernels, so streams are ignored.
  *
- * The recent-first rule comes from the block addresses of whole-trace
- * replays, not from a probe (§3 a); the driver still parts from it
- * sometimes (README, "cuda-async against the real pool").
+ * The recent-first rule was read off the block addresses of whole-trace
+ * replays and then confirmed by probes (§3 a); the driver still parts
+ * from it sometimes (README, "cuda-async against the real pool").
  *
  * Statistics as PyTorch reports this backend: allocated and active bytes
  * are the exact bytes asked for (cudaMemPoolAttrUsedMemCurrent counts the
@@ -61,7 +61,7 @@ typedef struct ca_range_s {
 	msim_addr_t addr;
 	uint64_t size;
 	uint64_t seq;   /* when it became free: the tie-break (§3 a) */
-	bool recent;    /* freed since the last search that missed (§3 a) */
+	bool recent;    /* freed since the top last grew (§3 a) */
 	bool top;       /* the never-used space above the high-water mark */
 } ca_range_t;
 
@@ -191,8 +191,8 @@ ca_merge_next(ca_state_t *s, size_t i)
 	ca_range_remove(s, i + 1);
 }
 
-/* A search of the recent ranges missed: every free range becomes an old
- * one, and old neighbours merge (§3 a). */
+/* The top grew: every free range becomes an old one, and old neighbours
+ * merge (§3 a). */
 static void
 ca_retire(ca_state_t *s)
 {
@@ -205,16 +205,17 @@ ca_retire(ca_state_t *s)
 			i++;
 }
 
-/* The free range for n bytes among the recent ones (recent true) or all
- * but the top (false): the smallest that holds them, the one that became
- * free first among equals (§2.1, §3 a).  Returns its index, or nfree. */
+/* The free range for n bytes among the recent ones (recent true) or the
+ * old ones (false), never the top: the smallest that holds them, the one
+ * that became free first among equals (§2.1, §3 a).  Returns its index,
+ * or nfree. */
 static size_t
 ca_best_fit(const ca_state_t *s, uint64_t n, bool recent)
 {
 	size_t best = s->nfree;
 	for (size_t i = 0; i < s->nfree; i++) {
 		const ca_range_t *r = &s->free[i];
-		if (r->size < n || r->top || (recent && !r->recent))
+		if (r->size < n || r->top || r->recent != recent)
 			continue;
 		if (best == s->nfree || r->size < s->free[best].size ||
 		    (r->size == s->free[best].size &&
@@ -242,15 +243,15 @@ ca_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 		free(b);
 		goto oom;
 	}
-	/* Recently freed ranges first; when none holds the block, all free
-	 * ranges become old and merge, and the best fit among them; then the
-	 * top, from the free range just below it if there is one (§3 a). */
+	/* Recently freed ranges first, then the old ones (the two kinds
+	 * apart); then the top, from the free range just below it if there
+	 * is one, after which every free range is old (§3 a). */
 	size_t i = ca_best_fit(s, n, true);
-	if (i == s->nfree) {
-		ca_retire(s);
+	bool grow = false;
+	if (i == s->nfree)
 		i = ca_best_fit(s, n, false);
-	}
 	if (i == s->nfree) {
+		grow = true;
 		i = s->nfree - 1; /* the top */
 		if (i > 0 && s->free[i - 1].addr + s->free[i - 1].size ==
 			     s->free[i].addr) {
@@ -294,6 +295,8 @@ ca_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 		r.size -= n;
 		ca_range_insert(s, i, r);
 	}
+	if (grow)
+		ca_retire(s);
 	*b = (ca_block_t){at, n, req->size};
 	s->live.v[req->id] = b;
 	s->used += n;

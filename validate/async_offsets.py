@@ -7,9 +7,9 @@ every successful block's address minus the lowest, in request order).
 docs/cuda-async.md §3 a.
 
 usage: async_offsets.py RULE REPLAYS.jsonl[.gz] NAME REQS
-RULE: bestfit (§2.1 alone), recent (§3 a, memsim's cuda-async), or
-recent-grow (§3 a's third variant: old ranges searched without merging on
-a miss, all made old only when the top grows).
+RULE: bestfit (§2.1 alone), recent-grow (§3 a, memsim's cuda-async), or
+recent (§3 a's second variant: on a miss every range made old and merged
+before the old ones are searched).
 Prints: NAME RULE blocks, the first block placed differently (-1: none),
 the blocks placed as the driver did, the model's peak of granules touched
 (32 MiB, no trims) against the driver's reserved_high.
