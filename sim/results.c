@@ -441,6 +441,12 @@ static void
 db_note_tables(msim_db_t *db, int version)
 {
 	db->version = version;
+	if (version == MSIM_DB_SCHEMA_VERSION && !db->readonly) {
+		/* made by the schema's SQL, or seen by db_has_tables() */
+		db->has_meta = db->has_blocks = db->has_sweeps = true;
+		db->has_failed = true;
+		return;
+	}
 	db->has_meta = db_has_table(db, "run_meta");
 	db->has_blocks = db_has_table(db, "peak_blocks");
 	db->has_sweeps = db_has_table(db, "sweeps");
@@ -541,6 +547,26 @@ db_stamped(msim_db_t *db)
 	return same;
 }
 
+/* Whether the file holds every table, view and index the schema's SQL
+ * makes (one look at sqlite_master): one dropped is made again. */
+static bool
+db_has_tables(msim_db_t *db)
+{
+	static const char sql[] =
+		"SELECT count(*) FROM sqlite_master WHERE name IN ('meta',"
+		"'runs','stats','timeline_packed','segment_events_packed',"
+		"'peak_blocks_packed','run_meta','sweeps','sweep_runs',"
+		"'sweep_failed','timeline','segment_events','peak_blocks',"
+		"'runs_setting_key','runs_trace','sweep_runs_run')";
+	sqlite3_stmt *q;
+	bool all = false;
+	if (sqlite3_prepare_v2(db->db, sql, -1, &q, NULL) == SQLITE_OK &&
+	    sqlite3_step(q) == SQLITE_ROW)
+		all = sqlite3_column_int(q, 0) == 16;
+	sqlite3_finalize(q);
+	return all;
+}
+
 static int
 db_open(const char *path, int how, msim_db_t **out, char *why,
 	size_t whylen)
@@ -593,13 +619,11 @@ db_open(const char *path, int how, msim_db_t **out, char *why,
 	 * tables as it left them (tests and older memsims edit them without
 	 * knowing of the stamp): nothing to make. */
 	if (db_stamped(db) &&
-	    db_read_version(db) == MSIM_DB_SCHEMA_VERSION) {
+	    db_read_version(db) == MSIM_DB_SCHEMA_VERSION &&
+	    db_has_tables(db)) {
 		db_note_tables(db, MSIM_DB_SCHEMA_VERSION);
-		if (db->has_meta && db->has_blocks && db->has_sweeps &&
-		    db->has_failed) {
-			*out = db;
-			return 0;
-		}
+		*out = db;
+		return 0;
 	}
 	if ((rc = db_exec(db, "BEGIN IMMEDIATE", "cannot lock")))
 		goto fail;
