@@ -1115,16 +1115,30 @@ jb_room(jbuf_t *b, size_t need)
 	return true;
 }
 
-/* Appends v in decimal, as SQLite's json_array() writes an integer: two
- * digits a step (a table of the pairs), most of the cost of packing. */
+/* Two decimal digits a pair, "00" to "99". */
+static const char jb_pairs[201] =
+	"00010203040506070809101112131415161718192021222324"
+	"25262728293031323334353637383940414243444546474849"
+	"50515253545556575859606162636465666768697071727374"
+	"75767778798081828384858687888990919293949596979899";
+
+/* The 8 digits of c (< 10^8), leading zeros kept, ending at e. */
+static inline void
+jb_eight(char *e, uint32_t c)
+{
+	uint32_t hi = c / 10000, lo = c % 10000;
+	memcpy(e - 8, jb_pairs + hi / 100 * 2, 2);
+	memcpy(e - 6, jb_pairs + hi % 100 * 2, 2);
+	memcpy(e - 4, jb_pairs + lo / 100 * 2, 2);
+	memcpy(e - 2, jb_pairs + lo % 100 * 2, 2);
+}
+
+/* Appends v in decimal, as SQLite's json_array() writes an integer: eight
+ * digits a 64-bit division, then two a step in 32 bits (a table of the
+ * pairs), most of the cost of packing. */
 static void
 jb_int(jbuf_t *b, int64_t v)
 {
-	static const char pairs[201] =
-		"00010203040506070809101112131415161718192021222324"
-		"25262728293031323334353637383940414243444546474849"
-		"50515253545556575859606162636465666768697071727374"
-		"75767778798081828384858687888990919293949596979899";
 	char *p = b->p + b->n;
 	uint64_t u = v;
 	if (v < 0) {
@@ -1145,28 +1159,23 @@ jb_int(jbuf_t *b, int64_t v)
 	size_t len = t - ((u | 1) < pow10[t]) + 1;
 	char *e = p + len;
 	b->n = (size_t)(e - b->p);
-	while (u >= 10000) { /* four digits a step */
-		uint32_t r = (uint32_t)(u % 10000);
-		u /= 10000;
-		uint32_t hi = r / 100 * 2, lo = r % 100 * 2;
-		e -= 4;
-		e[0] = pairs[hi];
-		e[1] = pairs[hi + 1];
-		e[2] = pairs[lo];
-		e[3] = pairs[lo + 1];
+	while (u >= 100000000) {
+		uint64_t q = u / 100000000;
+		jb_eight(e, (uint32_t)(u - q * 100000000));
+		e -= 8;
+		u = q;
 	}
-	while (u >= 100) {
-		size_t d = (size_t)(u % 100) * 2;
-		u /= 100;
-		*--e = pairs[d + 1];
-		*--e = pairs[d];
+	uint32_t w = (uint32_t)u;
+	while (w >= 100) {
+		uint32_t d = w % 100 * 2;
+		w /= 100;
+		e -= 2;
+		memcpy(e, jb_pairs + d, 2);
 	}
-	if (u >= 10) {
-		*--e = pairs[u * 2 + 1];
-		*--e = pairs[u * 2];
-	} else {
-		*--e = (char)('0' + u);
-	}
+	if (w >= 10)
+		memcpy(e - 2, jb_pairs + w * 2, 2);
+	else
+		e[-1] = (char)('0' + w);
 }
 
 /* Appends ncols values (ints; the string name[c] where name is given and
