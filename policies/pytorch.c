@@ -1560,6 +1560,21 @@ pt_sample(const void *state, int64_t *allocated_out, int64_t *active_out,
 	*requested_out = s->st.requested_bytes[MSIM_POOL_ALL].current;
 }
 
+/* The size of fs's largest block (fs_prev(fs, NULL)'s), 0 if none: the
+ * last of the highest non-empty bin (a bin is sorted by size), found from
+ * the summary word at once; a timeline sample reads it for each set. */
+static inline uint64_t
+fs_largest(const pt_freeset_t *fs)
+{
+	if (!fs->summary)
+		return 0;
+	unsigned w = 31u - (unsigned)__builtin_clz(fs->summary);
+	const pt_block_t *b = fs->head[w * 64 + log2_floor(fs->map[w])];
+	while (b->fnext)
+		b = b->fnext;
+	return b->size;
+}
+
 static void
 pt_free_info(const void *state, uint64_t *largest_out, uint64_t *total_out)
 {
@@ -1571,10 +1586,9 @@ pt_free_info(const void *state, uint64_t *largest_out, uint64_t *total_out)
 		size_t n = p ? s->ppools[p - 1]->nstreams : s->nstreams;
 		for (size_t i = 0; i < n; i++) {
 			for (int pool = 0; pool < 2; pool++) {
-				const pt_block_t *b =
-					fs_prev(&v[i]->fs[pool], NULL);
-				if (b && b->size > largest)
-					largest = b->size;
+				uint64_t m = fs_largest(&v[i]->fs[pool]);
+				if (m > largest)
+					largest = m;
 			}
 		}
 	}
