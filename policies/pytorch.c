@@ -101,6 +101,11 @@ typedef struct pt_freeset_s {
 	pt_block_t *head[PT_NBINS];
 	uint64_t map[PT_NWORDS]; /* bit: bin non-empty */
 	uint32_t summary;        /* bit w: map[w] != 0 */
+	/* The set's last (largest) block where top_ok, NULL if empty; kept
+	 * by fs_insert(), forgotten by fs_remove() of that block, found
+	 * again by fs_largest() (a timeline sample's largest free block). */
+	const pt_block_t *top;
+	bool top_ok;
 } pt_freeset_t;
 
 static_assert(PT_NWORDS <= 32, "summary bitmap is 32 bits");
@@ -533,11 +538,15 @@ fs_insert(pt_state_t *s, pt_freeset_t *fs, pt_block_t *b)
 	fs->map[bin / 64] |= UINT64_C(1) << (bin % 64);
 	fs->summary |= UINT32_C(1) << (bin / 64);
 	s->free_bytes += b->size;
+	if (fs->top_ok && (!fs->top || blk_less(fs->top, b)))
+		fs->top = b;
 }
 
 static inline void
 fs_remove(pt_state_t *s, pt_freeset_t *fs, pt_block_t *b)
 {
+	if (b == fs->top)
+		fs->top_ok = false;
 	list_remove(&fs->head[b->bin], b);
 	if (!fs->head[b->bin]) {
 		unsigned w = b->bin / 64;
@@ -1560,19 +1569,18 @@ pt_sample(const void *state, int64_t *allocated_out, int64_t *active_out,
 	*requested_out = s->st.requested_bytes[MSIM_POOL_ALL].current;
 }
 
-/* The size of fs's largest block (fs_prev(fs, NULL)'s), 0 if none: the
- * last of the highest non-empty bin (a bin is sorted by size), found from
- * the summary word at once; a timeline sample reads it for each set. */
+/* The size of fs's largest block (fs_prev(fs, NULL)'s), 0 if none: kept
+ * in fs->top between the changes that can lower it, which is most
+ * samples (a timeline sample reads it for each set); else the last of
+ * the highest non-empty bin (a bin is sorted by size). */
 static inline uint64_t
-fs_largest(const pt_freeset_t *fs)
+fs_largest(pt_freeset_t *fs)
 {
-	if (!fs->summary)
-		return 0;
-	unsigned w = 31u - (unsigned)__builtin_clz(fs->summary);
-	const pt_block_t *b = fs->head[w * 64 + log2_floor(fs->map[w])];
-	while (b->fnext)
-		b = b->fnext;
-	return b->size;
+	if (!fs->top_ok) {
+		fs->top = fs_prev(fs, NULL);
+		fs->top_ok = true;
+	}
+	return fs->top ? fs->top->size : 0;
 }
 
 static void
