@@ -101,11 +101,6 @@ typedef struct pt_freeset_s {
 	pt_block_t *head[PT_NBINS];
 	uint64_t map[PT_NWORDS]; /* bit: bin non-empty */
 	uint32_t summary;        /* bit w: map[w] != 0 */
-	/* The set's last (largest) block where top_ok, NULL if empty; kept
-	 * by fs_insert(), forgotten by fs_remove() of that block, found
-	 * again by fs_largest() (a timeline sample's largest free block). */
-	const pt_block_t *top;
-	bool top_ok;
 } pt_freeset_t;
 
 static_assert(PT_NWORDS <= 32, "summary bitmap is 32 bits");
@@ -538,15 +533,11 @@ fs_insert(pt_state_t *s, pt_freeset_t *fs, pt_block_t *b)
 	fs->map[bin / 64] |= UINT64_C(1) << (bin % 64);
 	fs->summary |= UINT32_C(1) << (bin / 64);
 	s->free_bytes += b->size;
-	if (fs->top_ok && (!fs->top || blk_less(fs->top, b)))
-		fs->top = b;
 }
 
 static inline void
 fs_remove(pt_state_t *s, pt_freeset_t *fs, pt_block_t *b)
 {
-	if (b == fs->top)
-		fs->top_ok = false;
 	list_remove(&fs->head[b->bin], b);
 	if (!fs->head[b->bin]) {
 		unsigned w = b->bin / 64;
@@ -1569,20 +1560,6 @@ pt_sample(const void *state, int64_t *allocated_out, int64_t *active_out,
 	*requested_out = s->st.requested_bytes[MSIM_POOL_ALL].current;
 }
 
-/* The size of fs's largest block (fs_prev(fs, NULL)'s), 0 if none: kept
- * in fs->top between the changes that can lower it, which is most
- * samples (a timeline sample reads it for each set); else the last of
- * the highest non-empty bin (a bin is sorted by size). */
-static inline uint64_t
-fs_largest(pt_freeset_t *fs)
-{
-	if (!fs->top_ok) {
-		fs->top = fs_prev(fs, NULL);
-		fs->top_ok = true;
-	}
-	return fs->top ? fs->top->size : 0;
-}
-
 static void
 pt_free_info(const void *state, uint64_t *largest_out, uint64_t *total_out)
 {
@@ -1594,9 +1571,10 @@ pt_free_info(const void *state, uint64_t *largest_out, uint64_t *total_out)
 		size_t n = p ? s->ppools[p - 1]->nstreams : s->nstreams;
 		for (size_t i = 0; i < n; i++) {
 			for (int pool = 0; pool < 2; pool++) {
-				uint64_t m = fs_largest(&v[i]->fs[pool]);
-				if (m > largest)
-					largest = m;
+				const pt_block_t *b =
+					fs_prev(&v[i]->fs[pool], NULL);
+				if (b && b->size > largest)
+					largest = b->size;
 			}
 		}
 	}
