@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -1359,14 +1360,22 @@ sweep_reap(exec_ctx_t *x, int slot, int status)
  * this many bytes of requests each. */
 #define SWEEP_CACHE_BYTES ((size_t)512 << 20)
 
+/* Whether setting s replays trace t as it is (no transform). */
+static bool
+sweep_plain_use(const msim_sweep_t *sw, const msim_setting_t *s, size_t t)
+{
+	return s->trace == sw->traces[t] && !s->model_spec && !s->strategy;
+}
+
 /*
- * Reads each trace file that two or more of the pending settings replay
- * as it is (no transform) once, before the workers start: they share its
- * requests (the pages of a fork) instead of each parsing the file again.
- * A trace that cannot be cached (lab/input.h) is read by each setting.
+ * Reads each trace file that two or more of the settings listed (n of
+ * them; all of the shard's where list is NULL) replay as it is once,
+ * before the workers start: they share its requests (the pages of a
+ * fork) instead of each parsing the file again.  A trace that cannot be
+ * cached (lab/input.h) is read by each setting.
  */
 static void
-sweep_share(msim_sweep_t *sw, const size_t *pending, size_t npending)
+sweep_load(msim_sweep_t *sw, const size_t *list, size_t n)
 {
 	if (!(sw->caches = calloc(sw->ntraces, sizeof(*sw->caches))))
 		return;
@@ -1374,24 +1383,48 @@ sweep_share(msim_sweep_t *sw, const size_t *pending, size_t npending)
 	msim_trace_options_t topt = msim_job_trace_options(&plain);
 	for (size_t t = 0; t < sw->ntraces; t++) {
 		size_t uses = 0;
-		for (size_t i = 0; i < npending; i++) {
-			const msim_setting_t *s = &sw->v[sw->shard[pending[i]]];
-			uses += s->trace == sw->traces[t] && !s->model_spec &&
-				!s->strategy;
-		}
+		for (size_t i = 0; i < n; i++)
+			uses += sweep_plain_use(sw, &sw->v[sw->shard[list ?
+				list[i] : i]], t);
 		if (sw->models[t] || uses < 2)
 			continue;
 		msim_trace_cache_load(&sw->caches[t], sw->traces[t], &topt,
 				      SWEEP_CACHE_BYTES / sizeof(msim_req_t));
+	}
+}
+
+/* The pending settings that replay a trace sweep_load() read use it;
+ * a trace fewer than two of them replay is forgotten. */
+static void
+sweep_share(msim_sweep_t *sw, const size_t *pending, size_t npending)
+{
+	if (!sw->caches)
+		return;
+	for (size_t t = 0; t < sw->ntraces; t++) {
 		if (!sw->caches[t].trace)
 			continue;
+		size_t uses = 0;
+		for (size_t i = 0; i < npending; i++)
+			uses += sweep_plain_use(sw, &sw->v[sw->shard[pending[i]]],
+						t);
+		if (uses < 2) {
+			msim_trace_cache_clear(&sw->caches[t]);
+			continue;
+		}
 		for (size_t i = 0; i < npending; i++) {
 			msim_setting_t *s = &sw->v[sw->shard[pending[i]]];
-			if (s->trace == sw->traces[t] && !s->model_spec &&
-			    !s->strategy)
+			if (sweep_plain_use(sw, s, t))
 				s->cache = &sw->caches[t];
 		}
 	}
+}
+
+static void *
+sweep_load_thread(void *arg)
+{
+	msim_sweep_t *sw = arg;
+	sweep_load(sw, NULL, sw->nshard);
+	return NULL;
 }
 
 /* Forgets what sweep_share() read. */
@@ -1423,18 +1456,28 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 	double t0 = sweep_now_ms();
 	size_t n = sw->nshard;
 	res->total = n;
-	msim_db_t *db;
+	msim_db_t *db = NULL;
 	int rc;
-	if ((rc = msim_db_open(o->db_path, &db, why, whylen)))
-		return rc;
-	if (o->kind)
-		sw->row.kind = o->kind;
-	const char **keys = malloc((n + 1) * sizeof(*keys));
-	unsigned char *present = calloc(n + 1, 1);
-	size_t *pending = malloc((n + 1) * sizeof(*pending));
+	/* A new database (or --force): every setting is pending, so the
+	 * traces are read while the database is made (mostly waits for the
+	 * disk), on a thread of their own; else once the pending settings
+	 * are known (none may be, a resumed sweep of a large trace). */
+	pthread_t loader;
+	bool loading = (o->force || access(o->db_path, F_OK)) &&
+		       !pthread_create(&loader, NULL, sweep_load_thread, sw);
+	const char **keys = NULL;
+	unsigned char *present = NULL;
+	size_t *pending = NULL;
 	shared_t *sh = MAP_FAILED;
 	size_t shsize = 0;
 	pid_t *pids = NULL;
+	if ((rc = msim_db_open(o->db_path, &db, why, whylen)))
+		goto out;
+	if (o->kind)
+		sw->row.kind = o->kind;
+	keys = malloc((n + 1) * sizeof(*keys));
+	present = calloc(n + 1, 1);
+	pending = malloc((n + 1) * sizeof(*pending));
 	if (!keys || !present || !pending) {
 		rc = MSIM_ENOMEM;
 		snprintf(why, whylen, "%s", msim_strerror(rc));
@@ -1467,6 +1510,12 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 	/* No SQLite connection may cross a fork. */
 	msim_db_close(db);
 	db = NULL;
+	if (loading) {
+		pthread_join(loader, NULL);
+		loading = false;
+	} else {
+		sweep_load(sw, pending, npending);
+	}
 	sweep_share(sw, pending, npending);
 
 	int jobs = o->jobs < 1 ? 1 : o->jobs;
@@ -1604,6 +1653,8 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 		o->progress(o->ctx, res->skipped + res->ran + res->failed, n);
 	rc = 0;
 out:
+	if (loading)
+		pthread_join(loader, NULL);
 	sweep_unshare(sw);
 	res->wall_ms = sweep_now_ms() - t0;
 	if (sh != MAP_FAILED)

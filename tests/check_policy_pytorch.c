@@ -726,6 +726,59 @@ START_TEST(test_expandable_with_options)
 }
 END_TEST
 
+static void
+largest_free_block(void *ctx, const msim_block_t *b)
+{
+	uint64_t *m = ctx;
+	if (b->state == MSIM_BLOCK_FREE && b->size > *m)
+		*m = b->size;
+}
+
+/* free_info's largest free block (kept between samples, forgotten when
+ * that block leaves its free set) is the largest free block the policy
+ * lists, after each step of a mixed workload: splits, merges, blocks of
+ * both pools, max_split_size_mb's oversize blocks, a cap's garbage
+ * collection and empty_cache. */
+START_TEST(test_largest_free_block)
+{
+	const char *confs[] = {"", "max_split_size_mb:64,"
+			       "garbage_collection_threshold:0.6"};
+	for (int c = 0; c < 2; c++) {
+		setup(confs[c], c ? 3ULL << 30 : 0);
+		bool live[64] = {false};
+		uint64_t x = 0x9e3779b97f4a7c15u;
+		for (int step = 0; step < 4000; step++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			uint32_t id = (uint32_t)(x % 64);
+			if (live[id]) {
+				F(id);
+				live[id] = false;
+			} else {
+				/* 512 B to 1 MiB, or up to 256 MiB */
+				uint64_t size = x >> 40 & 1
+					? 512 + (x >> 8) % (1u << 20)
+					: (1u << 20) + (x >> 8) % (256u << 20);
+				live[id] = try_alloc(id, size) == 0;
+			}
+			if (step % 500 == 499)
+				msim_policy_empty_cache(pol);
+			uint64_t largest, total, want = 0;
+			msim_policy_free_info(pol, &largest, &total);
+			ck_assert(msim_policy_blocks(pol, largest_free_block,
+						     &want));
+			ck_assert_msg(largest == want,
+				      "conf %d step %d: largest free %llu, "
+				      "listed %llu", c, step,
+				      (unsigned long long)largest,
+				      (unsigned long long)want);
+		}
+		teardown();
+	}
+}
+END_TEST
+
 int
 main(void)
 {
@@ -750,6 +803,7 @@ main(void)
 	tcase_add_test(tc, test_deferred_free);
 	tcase_add_test(tc, test_streams);
 	tcase_add_test(tc, test_expandable_with_options);
+	tcase_add_test(tc, test_largest_free_block);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
