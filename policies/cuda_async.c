@@ -10,12 +10,16 @@
  * H200 (driver 580.159.04, CUDA 13.0), one probe each, written down in
  * docs/cuda-async.md §2:
  *
- * - Placement (§2.1): one virtual range; every block is the request
- *   rounded up to 512 B (the same for 1 B and for 2 GiB); it goes at the
- *   start of the smallest free region that holds it, and among free
- *   regions of the same size the one that became free first; the free
- *   space above the highest block is one unbounded region, so it is taken
- *   only when no hole fits.  A freed block merges with free neighbours.
+ * - Placement (§2.1, §3 a): one virtual range; every block is the
+ *   request rounded up to 512 B (the same for 1 B and for 2 GiB); it goes
+ *   at the start of the smallest free range that holds it, and among free
+ *   ranges of the same size the one that became free first.  Recently
+ *   freed ranges are searched first: a freed block is recent and merges
+ *   with recent neighbours only; when no recent range holds a block, the
+ *   best fit among the old ones.  The space above the highest block ever
+ *   used (the top) is taken only when no range holds the block, from the
+ *   start of a free range just below it if there is one; then every free
+ *   range becomes old and old neighbours merge.
  * - Physical memory (§2.2): 32 MiB granules, counted from the start of the
  *   range.  A granule is needed while a live block touches it.  The pool
  *   keeps the granules it mapped and remaps a free one wherever a block
@@ -31,10 +35,9 @@
  *   once the freeing stream has no pending work (opportunistic reuse);
  *   replayed traces carry no kernels, so streams are ignored.
  *
- * What the probes could not pin down (§3): in back-to-back replays the
- * driver sometimes prefers a more recently freed region to the best fit;
- * this model packs tighter there and comes out low (README, "cuda-async
- * against the real pool").
+ * The recent-first rule was read off the block addresses of whole-trace
+ * replays and then confirmed by probes (§3 a); the driver still parts
+ * from it sometimes (README, "cuda-async against the real pool").
  *
  * Statistics as PyTorch reports this backend: allocated and active bytes
  * are the exact bytes asked for (cudaMemPoolAttrUsedMemCurrent counts the
@@ -57,7 +60,9 @@
 typedef struct ca_range_s {
 	msim_addr_t addr;
 	uint64_t size;
-	uint64_t seq; /* when it became free (or changed): the tie-break */
+	uint64_t seq;   /* when it became free: the tie-break (§3 a) */
+	bool recent;    /* freed since the top last grew (§3 a) */
+	bool top;       /* the never-used space above the high-water mark */
 } ca_range_t;
 
 typedef struct ca_block_s {
@@ -73,7 +78,8 @@ typedef struct ca_state_s {
 	uint64_t threshold;  /* release threshold, bytes */
 	uint64_t align;      /* rounding of every block */
 	/* state */
-	ca_range_t *free;    /* sorted by address, coalesced */
+	ca_range_t *free;    /* sorted by address; neighbours of one kind
+			      * (recent or not) merged; the top last */
 	size_t nfree, capfree;
 	uint64_t seq;
 	uint32_t *gref;      /* live blocks touching each granule */
@@ -114,13 +120,13 @@ ca_reserve(ca_state_t *s, size_t k)
 	return 0;
 }
 
-/* Inserts a free range at index at (room reserved by the caller). */
+/* Inserts free range r at index at (room reserved by the caller). */
 static void
-ca_range_insert(ca_state_t *s, size_t at, msim_addr_t addr, uint64_t size)
+ca_range_insert(ca_state_t *s, size_t at, ca_range_t r)
 {
 	memmove(&s->free[at + 1], &s->free[at],
 		(s->nfree - at) * sizeof(*s->free));
-	s->free[at] = (ca_range_t){addr, size, ++s->seq};
+	s->free[at] = r;
 	s->nfree++;
 }
 
@@ -165,15 +171,51 @@ ca_trim(ca_state_t *s, uint64_t keep)
 	}
 }
 
-/* The free range for n bytes: the smallest that holds them, the one that
- * became free first among equals (§2.1).  Returns its index, or nfree. */
+/* Whether ranges a and b (a just below b) merge: adjacent, neither the
+ * top, both recent or both not (§3 a). */
+static bool
+ca_mergeable(const ca_range_t *a, const ca_range_t *b)
+{
+	return a->addr + a->size == b->addr && !a->top && !b->top &&
+	       a->recent == b->recent;
+}
+
+/* Merges ranges i and i + 1: the merged range keeps the older seq. */
+static void
+ca_merge_next(ca_state_t *s, size_t i)
+{
+	ca_range_t *a = &s->free[i], *b = &s->free[i + 1];
+	a->size += b->size;
+	if (b->seq < a->seq)
+		a->seq = b->seq;
+	ca_range_remove(s, i + 1);
+}
+
+/* The top grew: every free range becomes an old one, and old neighbours
+ * merge (§3 a). */
+static void
+ca_retire(ca_state_t *s)
+{
+	for (size_t i = 0; i < s->nfree; i++)
+		s->free[i].recent = false;
+	for (size_t i = 0; i + 1 < s->nfree;)
+		if (ca_mergeable(&s->free[i], &s->free[i + 1]))
+			ca_merge_next(s, i);
+		else
+			i++;
+}
+
+/* The free range for n bytes among the recent ones (recent true) or the
+ * old ones (false), never the top: the smallest that holds them, the one
+ * that became free first among equals (§2.1, §3 a).  Returns its index,
+ * or nfree. */
 static size_t
-ca_best_fit(const ca_state_t *s, uint64_t n)
+ca_best_fit(const ca_state_t *s, uint64_t n, bool recent)
 {
 	size_t best = s->nfree;
 	for (size_t i = 0; i < s->nfree; i++) {
 		const ca_range_t *r = &s->free[i];
-		if (r->size < n)
+		if (r->size < n || r->top || r->recent != recent)
 			continue;
 		if (best == s->nfree || r->size < s->free[best].size ||
 		    (r->size == s->free[best].size &&
@@ -201,10 +243,27 @@ ca_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 		free(b);
 		goto oom;
 	}
-	size_t i = ca_best_fit(s, n);
-	if (i == s->nfree) { /* the virtual range is exhausted */
-		free(b);
-		goto oom;
+	/* Recently freed ranges first, then the old ones (the two kinds
+	 * apart); then the top, from the free range just below it if there
+	 * is one, after which every free range is old (§3 a). */
+	size_t i = ca_best_fit(s, n, true);
+	bool grow = false;
+	if (i == s->nfree)
+		i = ca_best_fit(s, n, false);
+	if (i == s->nfree) {
+		grow = true;
+		i = s->nfree - 1; /* the top */
+		if (i > 0 && s->free[i - 1].addr + s->free[i - 1].size ==
+			     s->free[i].addr) {
+			s->free[i - 1].size += s->free[i].size;
+			s->free[i - 1].top = true;
+			ca_range_remove(s, i);
+			i--;
+		}
+		if (s->free[i].size < n) { /* the virtual range is exhausted */
+			free(b);
+			goto oom;
+		}
 	}
 	msim_addr_t at = s->free[i].addr;
 	uint64_t g0 = (at - CA_VA_BASE) / s->granule;
@@ -231,8 +290,13 @@ ca_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 	/* The block takes the front of the range; the rest stays free. */
 	ca_range_t r = s->free[i];
 	ca_range_remove(s, i);
-	if (r.size > n)
-		ca_range_insert(s, i, at + n, r.size - n);
+	if (r.size > n || r.top) { /* the rest keeps its seq and kind */
+		r.addr += n;
+		r.size -= n;
+		ca_range_insert(s, i, r);
+	}
+	if (grow)
+		ca_retire(s);
 	*b = (ca_block_t){at, n, req->size};
 	s->live.v[req->id] = b;
 	s->used += n;
@@ -264,8 +328,8 @@ ca_free(void *state, const msim_req_t *req)
 	for (uint64_t g = g0; g <= g1; g++)
 		if (--s->gref[g] == 0)
 			s->touched--;
-	/* Back into the free ranges, merged with its neighbours: the merged
-	 * range counts as newly free. */
+	/* Back into the free ranges as a recent one, merged with recent
+	 * neighbours; the merged range keeps the older seq (§3 a). */
 	size_t lo = 0, hi = s->nfree;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -274,19 +338,12 @@ ca_free(void *state, const msim_req_t *req)
 		else
 			hi = mid;
 	}
-	msim_addr_t addr = b->addr;
-	uint64_t size = b->size;
-	if (lo > 0 && s->free[lo - 1].addr + s->free[lo - 1].size == addr) {
-		lo--;
-		addr = s->free[lo].addr;
-		size += s->free[lo].size;
-		ca_range_remove(s, lo);
-	}
-	if (lo < s->nfree && addr + size == s->free[lo].addr) {
-		size += s->free[lo].size;
-		ca_range_remove(s, lo);
-	}
-	ca_range_insert(s, lo, addr, size);
+	ca_range_insert(s, lo, (ca_range_t){b->addr, b->size, ++s->seq,
+					    true, false});
+	if (lo + 1 < s->nfree && ca_mergeable(&s->free[lo], &s->free[lo + 1]))
+		ca_merge_next(s, lo);
+	if (lo > 0 && ca_mergeable(&s->free[lo - 1], &s->free[lo]))
+		ca_merge_next(s, lo - 1);
 	free(b);
 	if (s->threshold != UINT64_MAX && s->phys * s->granule > s->threshold)
 		ca_trim(s, s->threshold);
@@ -357,7 +414,8 @@ ca_create(void **state_out, msim_device_t *dev, const msim_params_t *pv,
 		free(s);
 		return MSIM_ENOMEM;
 	}
-	ca_range_insert(s, 0, CA_VA_BASE, CA_VA_SIZE);
+	ca_range_insert(s, 0, (ca_range_t){CA_VA_BASE, CA_VA_SIZE, 0, false,
+					   true});
 	*state_out = s;
 	return 0;
 }
@@ -365,7 +423,8 @@ ca_create(void **state_out, msim_device_t *dev, const msim_params_t *pv,
 const msim_policy_ops_t msim_policy_cuda_async = {
 	.name = "cuda-async",
 	.summary = "CUDA's stream-ordered pool (cudaMallocAsync): best fit in "
-		   "one range, 32 MiB granules, as probed on an H200",
+		   "one range, recent frees first, 32 MiB granules, as "
+		   "measured on an H200",
 	.params = ca_params,
 	.create = ca_create,
 	.alloc = ca_alloc,

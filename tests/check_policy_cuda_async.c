@@ -165,6 +165,60 @@ START_TEST(test_async_merge_and_top)
 }
 END_TEST
 
+/* §3 a, read off the whole-trace replays' addresses, then probe
+ * recent_first (tests/data/async_probes/recent.txt, the same offsets):
+ * recently freed ranges are searched first, then the old ones, the two
+ * kinds apart; when the top grows every free range becomes old and old
+ * neighbours merge. */
+START_TEST(test_async_recent_first)
+{
+	setup("cuda-async", "");
+	A(0, 8 * MB);          /* 0 .. 8 */
+	A(1, 1 * MB);          /* 8 .. 9 */
+	A(2, 12 * MB);         /* 9 .. 21 */
+	A(3, 1 * MB);          /* 21 .. 22 */
+	F(0);                  /* recent: 8 MiB at 0 */
+	A(4, 16 * MB);         /* nothing holds it: the top; 0 .. 8 is old */
+	ck_assert_int_eq(OFF(4), 22 * MB);
+	F(2);                  /* recent: 12 MiB at 9 */
+	A(5, 2 * MB);          /* the recent range, not the old 8 MiB */
+	ck_assert_int_eq(OFF(5), 9 * MB);
+	A(6, 11 * MB);         /* recent 10 MiB and old 8 MiB too small: top */
+	ck_assert_int_eq(OFF(6), 38 * MB);
+	A(7, 2 * MB);          /* all old now: the best fit, 8 MiB at 0 */
+	ck_assert_int_eq(OFF(7), 0);
+	F(1);                  /* recent 8 .. 9, beside old 2 .. 8: apart */
+	A(9, 6 * MB + 512);    /* so not 2 .. 9: the old 10 MiB at 11 */
+	ck_assert_int_eq(OFF(9), 11 * MB);
+	teardown();
+
+	/* Probe recent_vs_old: a recent 4 MiB range before an old 2 MiB. */
+	setup("cuda-async", "");
+	A(0, 2 * MB);
+	A(1, 1 * MB);
+	A(2, 4 * MB);
+	A(3, 1 * MB);
+	F(0);
+	A(4, 8 * MB);          /* the top; 0 .. 2 becomes old */
+	ck_assert_int_eq(OFF(4), 8 * MB);
+	F(2);
+	A(5, 2 * MB);          /* best fit alone: 0 */
+	ck_assert_int_eq(OFF(5), 3 * MB);
+	teardown();
+
+	/* Probe recent_merge: recent neighbours merge at once. */
+	setup("cuda-async", "");
+	for (uint32_t i = 0; i < 7; i++)
+		A(i, 1 * MB);  /* at 0 .. 6 */
+	F(1);
+	F(2);                  /* 1 .. 3, 2 MiB */
+	F(5);                  /* 5 .. 6, 1 MiB: the best fit */
+	A(7, 1 * MB);          /* unmerged, the first freed: 1 */
+	ck_assert_int_eq(OFF(7), 5 * MB);
+	teardown();
+}
+END_TEST
+
 /* §2.2 probes remap and remap3: a free granule is remapped where a block
  * needs one; the pool maps more only when none is free. */
 START_TEST(test_async_remap)
@@ -364,6 +418,7 @@ add(TCase *tc)
 	tcase_add_test(tc, test_async_best_fit);
 	tcase_add_test(tc, test_async_ties_first_freed);
 	tcase_add_test(tc, test_async_merge_and_top);
+	tcase_add_test(tc, test_async_recent_first);
 	tcase_add_test(tc, test_async_remap);
 	tcase_add_test(tc, test_async_trim);
 	tcase_add_test(tc, test_async_release_threshold);
