@@ -42,7 +42,11 @@
  * Statistics as PyTorch reports this backend: allocated and active bytes
  * are the exact bytes asked for (cudaMemPoolAttrUsedMemCurrent counts the
  * exact sizes; so is requested_bytes here); one pool, MSIM_POOL_LARGE.
- * Cost: the choice scans the free regions, O(regions) per request.
+ * Cost: the free ranges are kept by address (for the neighbour merges)
+ * and in two indexes by (size, seq, address), one for the recent ranges
+ * and one for the old: the best fit is a binary search, O(log regions);
+ * an insert or removal moves array entries (memmove), and the top's
+ * growth rebuilds the old index, O(regions log regions), rarely.
  */
 #include <config.h>
 
@@ -65,6 +69,20 @@ typedef struct ca_range_s {
 	bool top;       /* the never-used space above the high-water mark */
 } ca_range_t;
 
+/* An entry of a size index: ordered by size, then seq, then address,
+ * which is the order of preference of the best fit (§2.1, §3 a). */
+typedef struct ca_key_s {
+	uint64_t size;
+	uint64_t seq;
+	msim_addr_t addr;
+} ca_key_t;
+
+/* A sorted array of keys. */
+typedef struct ca_index_s {
+	ca_key_t *v;
+	size_t n;
+} ca_index_t;
+
 typedef struct ca_block_s {
 	msim_addr_t addr;
 	uint64_t size;      /* bytes occupied (rounded) */
@@ -81,6 +99,8 @@ typedef struct ca_state_s {
 	ca_range_t *free;    /* sorted by address; neighbours of one kind
 			      * (recent or not) merged; the top last */
 	size_t nfree, capfree;
+	ca_index_t recent;   /* the recent ranges by size (never the top) */
+	ca_index_t old;      /* the old ones, likewise; capfree entries */
 	uint64_t seq;
 	uint32_t *gref;      /* live blocks touching each granule */
 	size_t ngref;
@@ -105,19 +125,95 @@ static const msim_param_spec_t ca_params[] = {
 	{NULL, 0, NULL, 0, 0, 0, NULL, NULL},
 };
 
-/* Room for k more free ranges.  Returns 0 or MSIM_ENOMEM. */
+/* Room for k more free ranges (and as many index entries).  Returns 0
+ * or MSIM_ENOMEM. */
 static int
 ca_reserve(ca_state_t *s, size_t k)
 {
 	if (s->nfree + k <= s->capfree)
 		return 0;
 	size_t cap = s->capfree ? 2 * s->capfree : 64;
+	ca_key_t *kr = realloc(s->recent.v, cap * sizeof(*kr));
+	if (!kr)
+		return MSIM_ENOMEM;
+	s->recent.v = kr;
+	ca_key_t *ko = realloc(s->old.v, cap * sizeof(*ko));
+	if (!ko)
+		return MSIM_ENOMEM;
+	s->old.v = ko;
 	ca_range_t *v = realloc(s->free, cap * sizeof(*v));
 	if (!v)
 		return MSIM_ENOMEM;
 	s->free = v;
 	s->capfree = cap;
 	return 0;
+}
+
+static int
+ca_key_cmp(const ca_key_t *a, const ca_key_t *b)
+{
+	if (a->size != b->size)
+		return a->size < b->size ? -1 : 1;
+	if (a->seq != b->seq)
+		return a->seq < b->seq ? -1 : 1;
+	if (a->addr != b->addr)
+		return a->addr < b->addr ? -1 : 1;
+	return 0;
+}
+
+static int
+ca_key_qcmp(const void *a, const void *b)
+{
+	return ca_key_cmp(a, b);
+}
+
+/* The first entry of x not below k. */
+static size_t
+ca_index_lower(const ca_index_t *x, const ca_key_t *k)
+{
+	size_t lo = 0, hi = x->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (ca_key_cmp(&x->v[mid], k) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The index range r belongs in: none for the top. */
+static ca_index_t *
+ca_index_of(ca_state_t *s, const ca_range_t *r)
+{
+	return r->top ? NULL : r->recent ? &s->recent : &s->old;
+}
+
+/* Enters r into its index (room reserved by ca_reserve). */
+static void
+ca_index_add(ca_state_t *s, const ca_range_t *r)
+{
+	ca_index_t *x = ca_index_of(s, r);
+	if (!x)
+		return;
+	ca_key_t k = {r->size, r->seq, r->addr};
+	size_t at = ca_index_lower(x, &k);
+	memmove(&x->v[at + 1], &x->v[at], (x->n - at) * sizeof(*x->v));
+	x->v[at] = k;
+	x->n++;
+}
+
+/* Takes r out of its index, where it is. */
+static void
+ca_index_del(ca_state_t *s, const ca_range_t *r)
+{
+	ca_index_t *x = ca_index_of(s, r);
+	if (!x)
+		return;
+	ca_key_t k = {r->size, r->seq, r->addr};
+	size_t at = ca_index_lower(x, &k);
+	memmove(&x->v[at], &x->v[at + 1], (x->n - at - 1) * sizeof(*x->v));
+	x->n--;
 }
 
 /* Inserts free range r at index at (room reserved by the caller). */
@@ -128,14 +224,32 @@ ca_range_insert(ca_state_t *s, size_t at, ca_range_t r)
 		(s->nfree - at) * sizeof(*s->free));
 	s->free[at] = r;
 	s->nfree++;
+	ca_index_add(s, &r);
 }
 
 static void
 ca_range_remove(ca_state_t *s, size_t at)
 {
+	ca_index_del(s, &s->free[at]);
 	memmove(&s->free[at], &s->free[at + 1],
 		(s->nfree - at - 1) * sizeof(*s->free));
 	s->nfree--;
+}
+
+/* The index in the address-ordered array of the range at addr (which is
+ * there). */
+static size_t
+ca_find(const ca_state_t *s, msim_addr_t addr)
+{
+	size_t lo = 0, hi = s->nfree;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (s->free[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 /* Makes the granule table cover granule index g.  Returns 0 or ENOMEM. */
@@ -185,24 +299,41 @@ static void
 ca_merge_next(ca_state_t *s, size_t i)
 {
 	ca_range_t *a = &s->free[i], *b = &s->free[i + 1];
+	ca_index_del(s, a);
 	a->size += b->size;
 	if (b->seq < a->seq)
 		a->seq = b->seq;
+	ca_index_add(s, a);
 	ca_range_remove(s, i + 1);
 }
 
 /* The top grew: every free range becomes an old one, and old neighbours
- * merge (§3 a). */
+ * merge (§3 a).  The merges go through the array alone; then the old
+ * index is rebuilt and the recent one emptied. */
 static void
 ca_retire(ca_state_t *s)
 {
 	for (size_t i = 0; i < s->nfree; i++)
 		s->free[i].recent = false;
-	for (size_t i = 0; i + 1 < s->nfree;)
-		if (ca_mergeable(&s->free[i], &s->free[i + 1]))
-			ca_merge_next(s, i);
-		else
-			i++;
+	size_t w = 0;
+	for (size_t i = 0; i < s->nfree; i++) {
+		if (w > 0 && ca_mergeable(&s->free[w - 1], &s->free[i])) {
+			ca_range_t *a = &s->free[w - 1];
+			a->size += s->free[i].size;
+			if (s->free[i].seq < a->seq)
+				a->seq = s->free[i].seq;
+		} else {
+			s->free[w++] = s->free[i];
+		}
+	}
+	s->nfree = w;
+	s->recent.n = 0;
+	s->old.n = 0;
+	for (size_t i = 0; i < s->nfree; i++)
+		if (!s->free[i].top)
+			s->old.v[s->old.n++] = (ca_key_t){s->free[i].size,
+				s->free[i].seq, s->free[i].addr};
+	qsort(s->old.v, s->old.n, sizeof(*s->old.v), ca_key_qcmp);
 }
 
 /* The free range for n bytes among the recent ones (recent true) or the
@@ -212,17 +343,12 @@ ca_retire(ca_state_t *s)
 static size_t
 ca_best_fit(const ca_state_t *s, uint64_t n, bool recent)
 {
-	size_t best = s->nfree;
-	for (size_t i = 0; i < s->nfree; i++) {
-		const ca_range_t *r = &s->free[i];
-		if (r->size < n || r->top || r->recent != recent)
-			continue;
-		if (best == s->nfree || r->size < s->free[best].size ||
-		    (r->size == s->free[best].size &&
-		     r->seq < s->free[best].seq))
-			best = i;
-	}
-	return best;
+	const ca_index_t *x = recent ? &s->recent : &s->old;
+	ca_key_t k = {n, 0, 0};
+	size_t at = ca_index_lower(x, &k);
+	if (at == x->n)
+		return s->nfree;
+	return ca_find(s, x->v[at].addr);
 }
 
 static int
@@ -255,8 +381,9 @@ ca_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 		i = s->nfree - 1; /* the top */
 		if (i > 0 && s->free[i - 1].addr + s->free[i - 1].size ==
 			     s->free[i].addr) {
+			ca_index_del(s, &s->free[i - 1]);
 			s->free[i - 1].size += s->free[i].size;
-			s->free[i - 1].top = true;
+			s->free[i - 1].top = true; /* in no index now */
 			ca_range_remove(s, i);
 			i--;
 		}
@@ -330,14 +457,7 @@ ca_free(void *state, const msim_req_t *req)
 			s->touched--;
 	/* Back into the free ranges as a recent one, merged with recent
 	 * neighbours; the merged range keeps the older seq (§3 a). */
-	size_t lo = 0, hi = s->nfree;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (s->free[mid].addr < b->addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = ca_find(s, b->addr);
 	ca_range_insert(s, lo, (ca_range_t){b->addr, b->size, ++s->seq,
 					    true, false});
 	if (lo + 1 < s->nfree && ca_mergeable(&s->free[lo], &s->free[lo + 1]))
@@ -391,6 +511,8 @@ ca_destroy(void *state)
 		free(s->live.v[i]);
 	msim_live_clear(&s->live);
 	free(s->free);
+	free(s->recent.v);
+	free(s->old.v);
 	free(s->gref);
 	free(s);
 }
