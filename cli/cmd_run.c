@@ -685,6 +685,17 @@ msim_cmd_run(int argc, char **argv)
 				     "nothing of the device's %" PRIu64,
 				     o.context, dev);
 		o.capacity = dev - o.context;
+		/* A cap is of the whole device, as
+		 * set_per_process_memory_fraction() takes it and as each of
+		 * several processes has it (lab/together.c): in bytes against
+		 * the whole, and one at or above what the context leaves
+		 * limits nothing the device does not. */
+		if (o.fraction > 0) {
+			o.cap = (uint64_t)(o.fraction * (double)dev);
+			o.fraction = 0;
+		}
+		if (o.cap >= o.capacity)
+			o.cap = 0;
 	}
 	char why[1024];
 	/* Open the calibration and the database first: a bad one fails

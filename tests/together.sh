@@ -72,6 +72,15 @@ $MEMSIM run --capacity h200 --context-bytes "$big" "$DATA/B.alone.csv" \
 	>"$tmp/lone.txt" 2>&1
 grep -q "request $real" "$tmp/lone.txt" ||
 	fail "lone run --context-bytes $big: $(grep -i oom "$tmp/lone.txt")"
+# A fraction stays of the whole device (set_per_process_memory_fraction):
+# 0.4012 of the H200 holds B's 56th GiB block, 0.4012 of what one
+# context leaves does not.
+frac=$($MEMSIM run --capacity h200 --fraction 0.4012 --context-bytes "$ctx" \
+	"$DATA/B.alone.csv" | grep '^OOM')
+bytes=$($MEMSIM run --capacity h200 --cap "$((total * 4012 / 10000))" \
+	"$DATA/B.alone.csv" | grep '^OOM')
+[ "$frac" = "OOM        at request 56" ] && [ "$frac" = "$bytes" ] ||
+	fail "--fraction with --context-bytes: '$frac', as a cap: '$bytes'"
 if $MEMSIM run --capacity 1GiB --context-bytes 1GiB "$DATA/B.alone.csv" \
 	>/dev/null 2>"$tmp/err"; then
 	fail "a lone context as large as the GPU accepted"
