@@ -1300,6 +1300,32 @@ alloc_found(pt_state_t *s, pt_block_t *b, uint64_t size, uint64_t req)
 	return b;
 }
 
+/* malloc() when no cached block fits: a new segment, after the garbage
+ * collector and the releases that may make room, or NULL (an OOM, counted).
+ * Out of line, so that pt_alloc()'s usual path, a cached block, keeps few
+ * registers to save. */
+static __attribute__((noinline)) pt_block_t *
+alloc_segment(pt_state_t *s, pt_stream_t *st, pt_freeset_t *fs, int pool,
+	      uint64_t size)
+{
+	uint64_t seg_size = pt_segment_size(s, size);
+	if (s->gc_enabled)
+		garbage_collect(s);
+	pt_block_t *b = alloc_block(s, st, pool, size, seg_size, false);
+	if (!b && release_available(s, fs, size))
+		b = alloc_block(s, st, pool, size, seg_size, false);
+	/* Not while a capture is underway (malloc()). */
+	if (!b && !s->ncaptures) {
+		release_cached(s);
+		b = alloc_block(s, st, pool, size, seg_size, true);
+	}
+	if (!b) {
+		s->st.num_ooms++;
+		msim_device_log_oom(s->dev, size);
+	}
+	return b;
+}
+
 static int
 pt_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 {
@@ -1312,24 +1338,8 @@ pt_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 	pt_freeset_t *fs = &st->fs[pool];
 
 	pt_block_t *b = get_free_block(s, fs, pool, size, !st->pp);
-	if (!b) {
-		uint64_t seg_size = pt_segment_size(s, size);
-		if (s->gc_enabled)
-			garbage_collect(s);
-		b = alloc_block(s, st, pool, size, seg_size, false);
-		if (!b && release_available(s, fs, size))
-			b = alloc_block(s, st, pool, size, seg_size, false);
-		/* Not while a capture is underway (malloc()). */
-		if (!b && !s->ncaptures) {
-			release_cached(s);
-			b = alloc_block(s, st, pool, size, seg_size, true);
-		}
-		if (!b) {
-			s->st.num_ooms++;
-			msim_device_log_oom(s->dev, size);
-			return MSIM_EDEVOOM;
-		}
-	}
+	if (!b && !(b = alloc_segment(s, st, fs, pool, size)))
+		return MSIM_EDEVOOM;
 	b = alloc_found(s, b, size, req->size);
 	if (st->pp)
 		st->pp->nlive++;
@@ -1376,8 +1386,10 @@ try_merge(pt_state_t *s, pt_block_t *b, pt_block_t *src)
 	return absorbed;
 }
 
-/* free_block() (free_completed): merge, back into the free set. */
-static inline void
+/* free_block() (free_completed): merge, back into the free set.  Inlined
+ * into its one caller, pt_give_back(), as that is into pt_free() and
+ * pt_free_now(). */
+static inline __attribute__((always_inline)) void
 free_block(pt_state_t *s, pt_block_t *b)
 {
 	int sp = PT_STATPOOL(b->pool);
