@@ -49,6 +49,7 @@
 #include "sim/policy.h"
 #include "policies/pytorch.h"
 #include "sim/error.h"
+#include "sim/lean.h"
 
 #define PT_MIN_BLOCK 512
 #define PT_SMALL_SIZE MSIM_MiB           /* small pool: rounded <= 1 MiB */
@@ -711,14 +712,25 @@ capture_of(const pt_state_t *s, msim_stream_t handle)
 
 /* get_pool(): the stream state of a request, in a private pool while a
  * capture of its stream is underway. */
-static pt_stream_t *
-pt_request_stream(pt_state_t *s, msim_stream_t handle)
+static __attribute__((noinline)) pt_stream_t *
+request_stream(pt_state_t *s, msim_stream_t handle)
 {
 	const pt_capture_t *c = s->ncaptures ? capture_of(s, handle) : NULL;
 	if (!c)
 		return pt_stream(s, handle);
 	pt_ppool_t *pp = ppool_find(s, c->pool);
 	return stream_table(&pp->streams, &pp->nstreams, handle, pp);
+}
+
+/* request_stream(), with the usual case inline: no capture underway, the
+ * stream of the last request. */
+static inline __attribute__((always_inline)) pt_stream_t *
+pt_request_stream(pt_state_t *s, msim_stream_t handle)
+{
+	if (!s->ncaptures && s->last_stream &&
+	    s->last_stream->handle == handle)
+		return s->last_stream;
+	return request_stream(s, handle);
 }
 
 static inline int
@@ -937,7 +949,7 @@ release_xseg(pt_state_t *s, pt_block_t *b)
 /* The allocator                                                     */
 
 /* get_free_block(): the best cached block for size, removed from its set. */
-static inline pt_block_t *
+static inline __attribute__((always_inline)) pt_block_t *
 get_free_block(pt_state_t *s, pt_freeset_t *fs, int pool, uint64_t size,
 	       bool default_pool)
 {
@@ -1243,7 +1255,7 @@ pt_pool(void *state, const msim_req_t *req)
 
 /* alloc_found_block(): hands out b for a request of size (req) bytes.
  * Returns the allocated block: b itself, or its front when split. */
-static inline pt_block_t *
+static inline __attribute__((always_inline)) pt_block_t *
 alloc_found(pt_state_t *s, pt_block_t *b, uint64_t size, uint64_t req)
 {
 	int sp = PT_STATPOOL(b->pool);
@@ -1326,7 +1338,7 @@ alloc_segment(pt_state_t *s, pt_stream_t *st, pt_freeset_t *fs, int pool,
 	return b;
 }
 
-static int
+static inline __attribute__((always_inline)) int
 pt_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 {
 	pt_state_t *s = state;
@@ -1423,7 +1435,7 @@ live_take(pt_state_t *s, uint32_t id)
 	return id < s->nlive ? s->live[id] : NULL;
 }
 
-static int
+static inline __attribute__((always_inline)) int
 pt_free_requested(void *state, const msim_req_t *req)
 {
 	pt_state_t *s = state;
@@ -1450,7 +1462,7 @@ pt_give_back(pt_state_t *s, uint32_t id, pt_block_t *b)
 	free_block(s, b);
 }
 
-static int
+static inline __attribute__((always_inline)) int
 pt_free(void *state, const msim_req_t *req)
 {
 	pt_state_t *s = state;
@@ -1462,7 +1474,7 @@ pt_free(void *state, const msim_req_t *req)
 }
 
 /* A free_requested row and its free_completed at once (ops->free_now). */
-static int
+static inline __attribute__((always_inline)) int
 pt_free_now(void *state, const msim_req_t *req)
 {
 	pt_state_t *s = state;
@@ -1471,6 +1483,16 @@ pt_free_now(void *state, const msim_req_t *req)
 		return MSIM_ENOTFOUND;
 	pt_give_back(s, req->id, b);
 	return 0;
+}
+
+/* The engine's lean loop with the functions above inlined (ops->serve,
+ * sim/lean.h). */
+static int
+pt_serve(void *state, msim_lean_t *L, const msim_req_t *v, size_t n,
+	 size_t *at)
+{
+	return msim_lean_run(L, v, n, at, state, pt_alloc, pt_free,
+			     pt_free_requested, pt_free_now);
 }
 
 static int
@@ -1705,6 +1727,7 @@ const msim_policy_ops_t msim_policy_pytorch = {
 	.free = pt_free,
 	.free_requested = pt_free_requested,
 	.free_now = pt_free_now,
+	.serve = pt_serve,
 	.empty_cache = pt_empty_cache,
 	.pool = pt_pool,
 	.would_release = pt_would_release,

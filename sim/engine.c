@@ -12,9 +12,7 @@
 
 #include "sim/engine.h"
 #include "sim/error.h"
-
-/* How many requests ahead sim_lean() prefetches. */
-#define MSIM_SIM_AHEAD 64
+#include "sim/lean.h"
 
 typedef struct ev_s {
 	msim_time_t time;
@@ -476,155 +474,63 @@ msim_sim_step(msim_sim_t *sim)
 	return sim->done ? 0 : 1;
 }
 
-/*
- * A request's id, kind and flags as one word (the tag left out), so that
- * whether a free_requested row is directly followed by its own FREE is one
- * comparison: that FREE's word is lean_free_key() of the row's id.
- */
-#define LEAN_KEY_MASK UINT64_C(0x0000ffffffffffff)
-static_assert(offsetof(msim_req_t, kind) == offsetof(msim_req_t, id) + 4 &&
-	      offsetof(msim_req_t, flags) == offsetof(msim_req_t, id) + 5 &&
-	      sizeof(((msim_req_t *)0)->id) == 4,
-	      "id, kind, flags are adjacent");
-
-static inline uint64_t
-lean_key(const msim_req_t *r)
+/* The lean loop through the policy's functions (sim/lean.h), for a policy
+ * without ops->serve: one copy with ops->free_now, one without. */
+static int
+sim_serve_now(const msim_policy_hot_t *hp, msim_lean_t *L,
+	      const msim_req_t *v, size_t n, size_t *at)
 {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	uint64_t w;
-	memcpy(&w, &r->id, sizeof(w));
-	return w & LEAN_KEY_MASK;
-#else
-	return r->id | (uint64_t)r->kind << 32 | (uint64_t)r->flags << 40;
-#endif
-}
-
-static inline uint64_t
-lean_free_key(uint32_t id)
-{
-	return id | (uint64_t)MSIM_REQ_FREE << 32;
-}
-
-/*
- * The lean path over v[*at..n): plain allocs, frees and free_requested
- * rows go straight to the policy's functions while no policy event is
- * pending, and a free_requested row directly followed by its FREE is one
- * call (ops->free_now).  It stops at anything else, leaving it to
- * sim_request(), and after an alloc the policy refused.  Returns 0 with
- * *at at the first request it left, or an error.  Requests take no
- * queueing sequence here: with batches, events due by a request's time go
- * before it (sim_run_batches()), and events order among themselves by
- * theirs.  The clock and the request count are kept in registers and
- * stored before each call (the device reads both: msim_device_bind());
- * the recorded-address counts are summed here and added at the end.
- * fnow is whether the policy has ops->free_now, so that each of the two
- * loops tests it once.
- */
-static inline __attribute__((always_inline)) int
-sim_lean_loop(msim_sim_t *sim, const msim_req_t *v, size_t n, size_t *at,
-	      const bool fnow)
-{
-	const msim_policy_hot_t hp = sim->hot;
-	const bool pairs = fnow || !hp.free_requested;
-	size_t i = *at;
-	msim_time_t clock = sim->clock;
-	uint64_t reqs = sim->sum.requests, next = sim->next_sample;
-	uint64_t same = 0, other = 0;
-	int rc = 0;
-	for (; i < n; i++) {
-		const msim_req_t *req = &v[i];
-		/* The batch was written on the reader's core: ask for the
-		 * lines a few requests ahead before they are needed. */
-		__builtin_prefetch(req + MSIM_SIM_AHEAD);
-		if (req->flags || sim->nheap)
-			break;
-		if (req->time > clock)
-			clock = req->time;
-		sim->clock = clock;
-		if (req->kind == MSIM_REQ_ALLOC) {
-			msim_addr_t addr;
-			if (!msim_policy_size_ok(req->size))
-				break; /* sim_request() says why */
-			rc = hp.alloc(hp.state, req, &addr);
-			if (__builtin_expect(rc != 0 ||
-					     addr % MSIM_DEVICE_ALIGN != 0, 0)) {
-				if (rc == 0)
-					rc = MSIM_EFORMAT; /* as
-						* msim_policy_alloc() */
-				if ((rc = sim_allocated(sim, req, rc, addr)))
-					goto out;
-				if (++sim->sum.requests == sim->next_sample)
-					sim_sample(sim);
-				i++;
-				goto out; /* an OOM: dead ids, or the end */
-			}
-			if (req->addr) {
-				if (addr == req->addr)
-					same++;
-				else
-					other++;
-			}
-		} else if (req->kind == MSIM_REQ_FREE_REQUESTED) {
-			const msim_req_t *fr = req + 1;
-			if (pairs && i + 1 < n &&
-			    lean_key(fr) == lean_free_key(req->id)) {
-				/* Freed and back at once: the FREE's time. */
-				i++;
-				if (fr->time > clock) {
-					clock = fr->time;
-					sim->clock = clock;
-				}
-				if (fnow) {
-					if ((rc = hp.free_now(hp.state, fr))) {
-						rc = sim_fail(sim, rc,
-							"free_requested");
-						goto out;
-					}
-				} else if ((rc = hp.free(hp.state, fr))) {
-					rc = sim_fail(sim, rc, "free of a "
-						      "block not live");
-					goto out;
-				}
-			} else {
-				if (hp.free_requested &&
-				    (rc = hp.free_requested(hp.state, req))) {
-					rc = sim_fail(sim, rc,
-						      "free_requested");
-					goto out;
-				}
-				continue; /* not counted */
-			}
-		} else if (req->kind == MSIM_REQ_FREE) {
-			if ((rc = hp.free(hp.state, req))) {
-				rc = sim_fail(sim, rc, "free of a block not "
-					      "live");
-				goto out;
-			}
-		} else {
-			break;
-		}
-		sim->sum.requests = ++reqs;
-		if (reqs == next) {
-			sim_sample(sim);
-			next = sim->next_sample;
-			if (sim->done) { /* blocks_at reached: stop here */
-				i++;
-				break;
-			}
-		}
-	}
-out:
-	sim->sum.addr_same += same;
-	sim->sum.addr_other += other;
-	*at = i;
-	return rc;
+	return msim_lean_run(L, v, n, at, hp->state, hp->alloc, hp->free,
+			     hp->free_requested, hp->free_now);
 }
 
 static int
+sim_serve_apart(const msim_policy_hot_t *hp, msim_lean_t *L,
+		const msim_req_t *v, size_t n, size_t *at)
+{
+	return msim_lean_run(L, v, n, at, hp->state, hp->alloc, hp->free,
+			     hp->free_requested, NULL);
+}
+
+/*
+ * The lean path over v[*at..n) (sim/lean.h): plain allocs, frees and
+ * free_requested rows go straight to the policy's functions, or its own
+ * copy of the loop (ops->serve), while no policy event is pending; the
+ * timeline samples are taken here as the loop stops for them.  It stops at
+ * anything else, leaving it to sim_request(), and after an alloc the
+ * policy refused.  Returns 0 with *at at the first request it left, or an
+ * error.  Requests take no queueing sequence here: with batches, events
+ * due by a request's time go before it (sim_run_batches()), and events
+ * order among themselves by theirs.
+ */
+static int
 sim_lean(msim_sim_t *sim, const msim_req_t *v, size_t n, size_t *at)
 {
-	return sim->hot.free_now ? sim_lean_loop(sim, v, n, at, true)
-				 : sim_lean_loop(sim, v, n, at, false);
+	const msim_policy_hot_t *hp = &sim->hot;
+	msim_lean_t L = {.clock = &sim->clock, .requests = &sim->sum.requests,
+			 .nheap = &sim->nheap};
+	int st, rc = 0;
+	do {
+		L.next_sample = sim->next_sample;
+		st = hp->serve ? hp->serve(hp->state, &L, v, n, at)
+		     : hp->free_now ? sim_serve_now(hp, &L, v, n, at)
+		     : sim_serve_apart(hp, &L, v, n, at);
+		if (st == MSIM_LEAN_SAMPLE)
+			sim_sample(sim);
+	} while (st == MSIM_LEAN_SAMPLE && !sim->done && *at < n);
+	sim->sum.addr_same += L.addr_same;
+	sim->sum.addr_other += L.addr_other;
+	if (st == MSIM_LEAN_FAIL)
+		return sim_fail(sim, L.rc, L.what);
+	if (st == MSIM_LEAN_REFUSED) {
+		/* an OOM: dead ids, or the end */
+		if ((rc = sim_allocated(sim, &v[*at], L.rc, L.addr)))
+			return rc;
+		if (++sim->sum.requests == sim->next_sample)
+			sim_sample(sim);
+		++*at;
+	}
+	return 0;
 }
 
 /* msim_sim_run() over a source that hands out batches: requests are
