@@ -1486,13 +1486,13 @@ pt_free_now(void *state, const msim_req_t *req)
 }
 
 /* The engine's lean loop with the functions above inlined (ops->serve,
- * sim/lean.h). */
+ * sim/lean.h); this policy schedules no events. */
 static int
 pt_serve(void *state, msim_lean_t *L, const msim_req_t *v, size_t n,
 	 size_t *at)
 {
 	return msim_lean_run(L, v, n, at, state, pt_alloc, pt_free,
-			     pt_free_requested, pt_free_now);
+			     pt_free_requested, pt_free_now, false);
 }
 
 static int

@@ -481,7 +481,7 @@ sim_serve_now(const msim_policy_hot_t *hp, msim_lean_t *L,
 	      const msim_req_t *v, size_t n, size_t *at)
 {
 	return msim_lean_run(L, v, n, at, hp->state, hp->alloc, hp->free,
-			     hp->free_requested, hp->free_now);
+			     hp->free_requested, hp->free_now, true);
 }
 
 static int
@@ -489,7 +489,7 @@ sim_serve_apart(const msim_policy_hot_t *hp, msim_lean_t *L,
 		const msim_req_t *v, size_t n, size_t *at)
 {
 	return msim_lean_run(L, v, n, at, hp->state, hp->alloc, hp->free,
-			     hp->free_requested, NULL);
+			     hp->free_requested, NULL, true);
 }
 
 /*

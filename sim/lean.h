@@ -91,7 +91,10 @@ msim_lean_free_key(uint32_t id)
 /*
  * The loop.  Called with constant functions (a policy's ops->serve), the
  * compiler inlines them; free_requested and free_now may be NULL, as in
- * the ops.  Returns an MSIM_LEAN_* (above).
+ * the ops.  events is false for a policy that schedules no events (it has
+ * no ops->on_event): none can become pending during the loop, so pending
+ * ones are looked for once, not at every request.  Returns an MSIM_LEAN_*
+ * (above).
  */
 static inline __attribute__((always_inline)) int
 msim_lean_run(msim_lean_t *L, const msim_req_t *v, size_t n, size_t *at,
@@ -99,7 +102,7 @@ msim_lean_run(msim_lean_t *L, const msim_req_t *v, size_t n, size_t *at,
 	      int (*alloc)(void *, const msim_req_t *, msim_addr_t *),
 	      int (*free_)(void *, const msim_req_t *),
 	      int (*free_requested)(void *, const msim_req_t *),
-	      int (*free_now)(void *, const msim_req_t *))
+	      int (*free_now)(void *, const msim_req_t *), const bool events)
 {
 	const bool pairs = free_now || !free_requested;
 	/* In locals: the loop's calls may reach memory the compiler cannot
@@ -113,11 +116,13 @@ msim_lean_run(msim_lean_t *L, const msim_req_t *v, size_t n, size_t *at,
 	uint64_t reqs = *reqsp;
 	uint64_t same = 0, other = 0;
 	int st = MSIM_LEAN_LEFT, rc;
+	if (!events && *nheap)
+		goto out;
 	for (; req < end; req++) {
 		/* The batch was written on the reader's core: ask for the
 		 * lines a few requests ahead before they are needed. */
 		__builtin_prefetch(req + MSIM_LEAN_AHEAD);
-		if (req->flags || *nheap)
+		if (req->flags || (events && *nheap))
 			break;
 		if (req->time > clock)
 			clock = req->time;
