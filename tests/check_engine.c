@@ -287,13 +287,17 @@ typedef struct lean_run_s {
 } lean_run_t;
 
 static void
-lean_run(const msim_policy_ops_t *ops, const msim_req_t *v, size_t n,
-	 size_t k, double fraction, bool keep, lean_run_t *out)
+lean_run(const msim_policy_ops_t *ops, const char *conf, const msim_req_t *v,
+	 size_t n, size_t k, double fraction, bool keep, lean_run_t *out)
 {
 	arr_t a = {v, n, 0};
 	arr_k = k;
+	msim_params_t pv;
+	ck_assert_int_eq(msim_params_init(&pv, ops->params), 0);
+	ck_assert_msg(msim_params_parse(&pv, conf) == 0, "%s", pv.errmsg);
 	msim_sim_config_t cfg = {
 		.policy = ops,
+		.params = &pv,
 		.source = {arr_next, arr_err, &a, arr_batch_k},
 		.fraction = fraction,
 		.keep_going = keep,
@@ -311,19 +315,29 @@ lean_run(const msim_policy_ops_t *ops, const msim_req_t *v, size_t n,
 	out->ntl = tl->n;
 	memcpy(out->tl, tl->v, tl->n * sizeof(*tl->v));
 	msim_sim_destroy(sim);
+	msim_params_clear(&pv);
 }
 
 /*
- * pytorch's own copy of the lean loop (ops->serve, sim/lean.h) against the
- * engine's through its functions (serve NULL): the same summary, every
- * statistic and every timeline sample on a real trace (its 35k rows, half
- * of them free_requested rows followed by their FREE), in batches of 4096
- * and of 3 (which cut pairs apart and stop often for the timeline's 16
- * points), with no cap and under a 6 GiB cap where allocs fail (the run
- * stops at the first, or goes on with keep_going).
+ * pytorch's own copies of the lean loop (ops->serve, sim/lean.h: one for
+ * the defaults, with the checks of other settings left out, and one for
+ * any setting) against the engine's through its functions (serve NULL):
+ * the same summary, every statistic and every timeline sample on a real
+ * trace (its 35k rows, half of them free_requested rows followed by their
+ * FREE), in batches of 4096 and of 3 (which cut pairs apart and stop often
+ * for the timeline's 16 points), with no cap and under a 6 GiB cap where
+ * allocs fail (the run stops at the first, or goes on with keep_going);
+ * with the defaults (_i 0) and each setting the default copy leaves out.
  */
+static const char *const serve_confs[] = {
+	"", "max_split_size_mb:128", "roundup_power2_divisions:4",
+	"expandable_segments:True",
+	"garbage_collection_threshold:0.6,max_split_size_mb:256",
+};
+
 START_TEST(test_serve_same_as_engine)
 {
+	const char *conf = serve_confs[_i];
 	static const size_t ks[] = {4096, 3};
 	static const struct { double fraction; bool keep; } caps[] = {
 		{0, false},
@@ -354,9 +368,9 @@ START_TEST(test_serve_same_as_engine)
 	static lean_run_t r[2];
 	for (size_t c = 0; c < sizeof(caps) / sizeof(*caps); c++)
 		for (size_t j = 0; j < sizeof(ks) / sizeof(*ks); j++) {
-			lean_run(pt, v, n, ks[j], caps[c].fraction,
+			lean_run(pt, conf, v, n, ks[j], caps[c].fraction,
 				 caps[c].keep, &r[0]);
-			lean_run(&apart, v, n, ks[j], caps[c].fraction,
+			lean_run(&apart, conf, v, n, ks[j], caps[c].fraction,
 				 caps[c].keep, &r[1]);
 			ck_assert_int_eq(r[0].rc, 0);
 			ck_assert_int_eq(r[1].rc, 0);
@@ -374,11 +388,13 @@ START_TEST(test_serve_same_as_engine)
 						r[0].ntl * sizeof(*r[0].tl)),
 					 0);
 			if (c == 0) {
-				ck_assert_int_lt(r[0].sum.oom_request, 0);
+				ck_assert_msg(r[0].sum.oom_request < 0, "%s",
+					      conf);
 				ck_assert_uint_gt(r[0].sum.addr_same +
 						  r[0].sum.addr_other, 0);
 			} else {
-				ck_assert_int_ge(r[0].sum.oom_request, 0);
+				ck_assert_msg(r[0].sum.oom_request >= 0, "%s",
+					      conf);
 			}
 			ck_assert_uint_gt(r[0].ntl, 4);
 		}
@@ -546,7 +562,8 @@ main(void)
 	tcase_add_loop_test(tc, test_events_ordered_by_time_then_queue, 0, 2);
 	tcase_add_loop_test(tc, test_free_pairs, 0, 3);
 	tcase_add_loop_test(tc, test_free_pair_errors, 0, 3);
-	tcase_add_test(tc, test_serve_same_as_engine);
+	tcase_add_loop_test(tc, test_serve_same_as_engine, 0,
+			    sizeof(serve_confs) / sizeof(*serve_confs));
 	tcase_add_test(tc, test_oom_stops_and_keep_going);
 	tcase_add_test(tc, test_expected_oom);
 	tcase_add_test(tc, test_maybe_empty_cache);
