@@ -190,11 +190,12 @@ pt_plain(const pt_state_t *s)
 	       s->max_split == PT_UNLIMITED && !s->ncaptures && !s->nppools;
 }
 
-/* max_split_size: none when plain. */
-static inline uint64_t
-pt_max_split(const pt_state_t *s, const bool plain)
+/* Whether a block of size bytes is oversize (size >= max_split_size):
+ * never when plain (no max_split_size). */
+static inline bool
+pt_oversize(const pt_state_t *s, uint64_t size, const bool plain)
 {
-	return plain ? PT_UNLIMITED : s->max_split;
+	return !plain && size >= s->max_split;
 }
 
 /* ---------------------------------------------------------------- */
@@ -985,7 +986,6 @@ get_free_block(pt_state_t *s, pt_freeset_t *fs, int pool, uint64_t size,
 	pt_block_t *b = fs_lower_bound(fs, size);
 	if (!b)
 		return NULL;
-	const uint64_t max_split = pt_max_split(s, plain);
 	if (!plain && b->xseg) {
 		/* Best fit by the size a block can grow to: prefer a strictly
 		 * smaller growable block further on. */
@@ -993,9 +993,9 @@ get_free_block(pt_state_t *s, pt_freeset_t *fs, int pool, uint64_t size,
 		     xsize(n) < xsize(b); n = fs_next(fs, n))
 			b = n;
 	}
-	if (size < max_split && b->size >= max_split)
+	if (!pt_oversize(s, size, plain) && pt_oversize(s, b->size, plain))
 		return NULL; /* no oversize block for a small request */
-	if (size >= max_split && b->size >= size + s->nonsplit_tol)
+	if (pt_oversize(s, size, plain) && b->size >= size + s->nonsplit_tol)
 		return NULL; /* too much waste for an oversize request */
 	fs_remove(s, fs, b);
 	return b;
@@ -1286,11 +1286,10 @@ alloc_found(pt_state_t *s, pt_block_t *b, uint64_t size, uint64_t req,
 	    const bool plain)
 {
 	int sp = PT_STATPOOL(b->pool);
-	const uint64_t max_split = pt_max_split(s, plain);
 	uint64_t remaining = b->size - size;
 	bool split = b->pool == PT_SMALL || (!plain && s->expandable)
 		? remaining >= PT_MIN_BLOCK
-		: size < max_split && remaining > PT_SMALL_SIZE;
+		: !pt_oversize(s, size, plain) && remaining > PT_SMALL_SIZE;
 	bool already_split = blk_is_split(b);
 	if (split) {
 		/* The remainder keeps b's struct; a new one takes the front. */
@@ -1335,7 +1334,7 @@ alloc_found(pt_state_t *s, pt_block_t *b, uint64_t size, uint64_t req,
 	if (s->pend_n[MSIM_POOL_ALL])
 		pt_active_peak(s, sp); /* active, active_bytes: pt_stats() */
 	pt_stat_inc(s->st.requested_bytes, sp, (int64_t)req);
-	if (b->size >= max_split)
+	if (pt_oversize(s, b->size, plain))
 		msim_stat_inc(&s->st.oversize_allocations, 1);
 	return b;
 }
@@ -1396,7 +1395,7 @@ free_requested(pt_state_t *s, pt_block_t *b, const bool plain)
 	b->state = B_PENDING;
 	pt_stat_dec(s->st.allocation, sp, 1);
 	pt_stat_dec(s->st.allocated_bytes, sp, (int64_t)b->size);
-	if (b->size >= pt_max_split(s, plain))
+	if (pt_oversize(s, b->size, plain))
 		msim_stat_dec(&s->st.oversize_allocations, 1);
 }
 
