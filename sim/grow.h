@@ -16,6 +16,7 @@
 #ifndef MSIM_SIM_GROW_H
 #define MSIM_SIM_GROW_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,7 @@
  * of any object pointer. */
 static inline int
 msim_grow(void *vp, size_t *cap, size_t need, size_t elem, size_t first,
-	  int zero)
+	  bool zero)
 {
 	if (need <= *cap)
 		return 0;
@@ -55,8 +56,8 @@ msim_grow(void *vp, size_t *cap, size_t need, size_t elem, size_t first,
 /* v: an lvalue pointer to the elements; cap: an lvalue size_t.  Returns 0
  * or MSIM_ENOMEM (v and cap unchanged). */
 #define MSIM_GROW(v, cap, need, first)                                        \
-	msim_grow(&(v), &(cap), (need), sizeof(*(v)), (first), 0)
+	msim_grow(&(v), &(cap), (need), sizeof(*(v)), (first), false)
 #define MSIM_GROW_ZERO(v, cap, need, first)                                   \
-	msim_grow(&(v), &(cap), (need), sizeof(*(v)), (first), 1)
+	msim_grow(&(v), &(cap), (need), sizeof(*(v)), (first), true)
 
 #endif /* MSIM_SIM_GROW_H */
