@@ -179,6 +179,9 @@ typedef struct pt_state_s {
 	 * back to their pools once no capture is. */
 	pt_block_t **held;
 	size_t nheld, capheld;
+	/* The block of the last free_requested, while no other request has
+	 * come since: a free_completed of it now is a plain free()'s. */
+	pt_block_t *fr_last;
 	msim_stats_t st; /* the policy's part of the statistics */
 	/* Blocks freed by the caller whose free_block() has not come yet
 	 * (B_PENDING): count and bytes by statistics pool.  active and
@@ -1191,6 +1194,7 @@ ppool_destroy(pt_ppool_t *pp)
 static int
 release_cached(pt_state_t *s)
 {
+	s->fr_last = NULL;
 	if (s->nheld && !s->ncaptures)
 		release_held(s);
 	s->st.num_sync_all_streams++;
@@ -1227,6 +1231,7 @@ pt_pool(void *state, const msim_req_t *req)
 	pt_state_t *s = state;
 	uint64_t id = req->addr;
 	pt_ppool_t *pp = ppool_find(s, id);
+	s->fr_last = NULL;
 	switch (req->kind) {
 	case MSIM_REQ_POOL_CREATE:
 	case MSIM_REQ_POOL_BEGIN:
@@ -1358,6 +1363,7 @@ static int
 pt_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 {
 	pt_state_t *s = state;
+	s->fr_last = NULL;
 	if (s->nheld && !s->ncaptures)
 		release_held(s); /* process_events() */
 	uint64_t size = pt_round(s, req->size);
@@ -1502,8 +1508,10 @@ pt_free_requested(void *state, const msim_req_t *req)
 	free_requested(s, b);
 	pt_pending(s, PT_STATPOOL(b->pool), 1, b->size);
 	/* free(): with stream uses while a capture is underway, the block
-	 * goes to deferred_blocks rather than getting events. */
+	 * goes to deferred_blocks rather than getting events.  Stream uses
+	 * show only as a free_completed that does not follow at once. */
 	b->deferred = s->ncaptures != 0;
+	s->fr_last = b;
 	return 0;
 }
 
@@ -1529,7 +1537,9 @@ pt_free(void *state, const msim_req_t *req)
 	pt_block_t *b = live_take(s, req->id);
 	if (!b || b->state == B_FREE)
 		return MSIM_ENOTFOUND;
-	if (b->deferred && s->ncaptures && !s->graph_reuse &&
+	bool plain = b == s->fr_last;
+	s->fr_last = NULL;
+	if (b->deferred && !plain && s->ncaptures && !s->graph_reuse &&
 	    b->state == B_PENDING)
 		return hold(s, req->id, b);
 	pt_give_back(s, req->id, b);
@@ -1544,6 +1554,7 @@ pt_free_now(void *state, const msim_req_t *req)
 	pt_block_t *b = live_take(s, req->id);
 	if (!b || b->state != B_ALLOC)
 		return MSIM_ENOTFOUND;
+	s->fr_last = NULL;
 	pt_give_back(s, req->id, b);
 	return 0;
 }

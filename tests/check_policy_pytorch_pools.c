@@ -232,43 +232,46 @@ END_TEST
 
 
 /* graph_capture_record_stream_reuse off (the default): a 12 MiB block used
- * on another stream and freed during the capture is deferred; its
- * free_completed row changes nothing until the capture ends, so the next
- * 12 MiB takes a segment of its own, and the block goes back to the pool
- * at the first malloc after the capture (process_events()). */
+ * on another stream and freed during the capture is deferred (its
+ * free_completed does not follow its free_requested at once); when that
+ * row comes while the capture is still underway it changes nothing, so
+ * the next 12 MiB takes a segment of its own, and the block goes back to
+ * the pool at the first malloc after the capture (process_events()). */
 START_TEST(test_capture_defers_record_stream_free)
 {
 	setup_pt(0);
 	ck_assert_int_eq(P(MSIM_REQ_POOL_BEGIN, 3), 0);
 	A(0, 12 * MB);
 	FR(0);
+	A(1, 12 * MB);
 	F(0); /* deferred_blocks: still pending */
 	msim_stats_t st = S();
-	ck_assert_int_eq(CUR(st, active_bytes), (int64_t)(12 * MB));
-	ck_assert_int_eq(CUR(st, allocated_bytes), 0);
-	A(1, 12 * MB);
-	ck_assert_uint_ne(addr[1], addr[0]);
-	st = S();
-	ck_assert_int_eq(CUR(st, segment), 2);
 	ck_assert_int_eq(CUR(st, active_bytes), (int64_t)(24 * MB));
-	EC(); /* during the capture: the deferred block stays */
-	ck_assert_int_eq(CUR(S(), active_bytes), (int64_t)(24 * MB));
-	ck_assert_int_eq(P(MSIM_REQ_POOL_END, 3), 0);
-	ck_assert_int_eq(CUR(S(), active_bytes), (int64_t)(24 * MB));
-	A(2, MB); /* the default pool; first the deferred free */
+	ck_assert_int_eq(CUR(st, allocated_bytes), (int64_t)(12 * MB));
+	A(2, 12 * MB);
+	ck_assert_uint_ne(addr[2], addr[0]);
 	st = S();
-	ck_assert_int_eq(CUR(st, active_bytes), (int64_t)(13 * MB));
-	ck_assert_int_eq(CUR(st, requested_bytes), (int64_t)(13 * MB));
 	ck_assert_int_eq(CUR(st, segment), 3);
-	ck_assert_int_eq(CUR(st, reserved_bytes), (int64_t)(26 * MB));
-	/* Block 0 is free in the pool: releasing the pool frees both. */
+	ck_assert_int_eq(CUR(st, active_bytes), (int64_t)(36 * MB));
+	EC(); /* during the capture: the deferred block stays */
+	ck_assert_int_eq(CUR(S(), active_bytes), (int64_t)(36 * MB));
+	ck_assert_int_eq(P(MSIM_REQ_POOL_END, 3), 0);
+	ck_assert_int_eq(CUR(S(), active_bytes), (int64_t)(36 * MB));
+	A(3, MB); /* the default pool; first the deferred free */
+	st = S();
+	ck_assert_int_eq(CUR(st, active_bytes), (int64_t)(25 * MB));
+	ck_assert_int_eq(CUR(st, requested_bytes), (int64_t)(25 * MB));
+	ck_assert_int_eq(CUR(st, segment), 4);
+	ck_assert_int_eq(CUR(st, reserved_bytes), (int64_t)(38 * MB));
+	/* Block 0 is free in the pool: releasing the pool frees all three. */
 	F(1);
 	F(2);
+	F(3);
 	ck_assert_int_eq(P(MSIM_REQ_POOL_RELEASE, 3), 0);
 	EC();
 	st = S();
 	ck_assert_int_eq(CUR(st, segment), 0);
-	ck_assert_int_eq(st.num_device_free, 3);
+	ck_assert_int_eq(st.num_device_free, 4);
 	teardown();
 }
 END_TEST
@@ -283,14 +286,35 @@ START_TEST(test_capture_reuses_record_stream_free)
 	ck_assert_int_eq(P(MSIM_REQ_POOL_BEGIN, 3), 0);
 	A(0, 12 * MB);
 	FR(0);
+	A(1, 12 * MB);
+	ck_assert_int_eq(CUR(S(), active_bytes), (int64_t)(24 * MB));
+	F(0);
 	ck_assert_int_eq(CUR(S(), active_bytes), (int64_t)(12 * MB));
+	A(2, 12 * MB);
+	ck_assert_uint_eq(addr[2], addr[0]);
+	msim_stats_t st = S();
+	ck_assert_int_eq(CUR(st, segment), 2);
+	ck_assert_int_eq(PEAK(st, reserved_bytes), (int64_t)(24 * MB));
+	ck_assert_int_eq(P(MSIM_REQ_POOL_END, 3), 0);
+	F(1);
+	F(2);
+	teardown();
+}
+END_TEST
+
+/* A plain free during a capture (free_block() within free(): its
+ * free_completed row follows at once) is not deferred, whatever the
+ * setting: the next 12 MiB reuses the block. */
+START_TEST(test_capture_plain_free)
+{
+	setup_pt(0);
+	ck_assert_int_eq(P(MSIM_REQ_POOL_BEGIN, 3), 0);
+	A(0, 12 * MB);
+	FR(0);
 	F(0);
 	ck_assert_int_eq(CUR(S(), active_bytes), 0);
-	A(1, 12 * MB);
-	ck_assert_uint_eq(addr[1], addr[0]);
-	msim_stats_t st = S();
-	ck_assert_int_eq(CUR(st, segment), 1);
-	ck_assert_int_eq(PEAK(st, reserved_bytes), (int64_t)(12 * MB));
+	ck_assert_uint_eq(A(1, 12 * MB), addr[0]);
+	ck_assert_int_eq(CUR(S(), segment), 1);
 	ck_assert_int_eq(P(MSIM_REQ_POOL_END, 3), 0);
 	F(1);
 	teardown();
@@ -438,6 +462,7 @@ main(void)
 	tcase_add_test(tc, test_trace_pool_rows);
 	tcase_add_test(tc, test_capture_defers_record_stream_free);
 	tcase_add_test(tc, test_capture_reuses_record_stream_free);
+	tcase_add_test(tc, test_capture_plain_free);
 	tcase_add_test(tc, test_deferred_free_after_capture);
 	tcase_add_test(tc, test_own_allocator_pool);
 	tcase_add_test(tc, test_own_allocator_counts_against_cap);
