@@ -1188,6 +1188,26 @@ ppool_destroy(pt_ppool_t *pp)
 	free(pp);
 }
 
+/* release_blocks() of freeable private pool i, small then large; the pool
+ * is gone once it holds nothing.  Returns 0 or MSIM_ENOMEM; *gone_out says
+ * whether it went. */
+static int
+release_ppool(pt_state_t *s, size_t i, bool *gone_out)
+{
+	pt_ppool_t *pp = s->ppools[i];
+	int rc = release_streams(s, pp->streams, pp->nstreams, PT_SMALL);
+	if (!rc)
+		rc = release_streams(s, pp->streams, pp->nstreams, PT_LARGE);
+	*gone_out = !rc && ppool_empty(pp);
+	if (*gone_out) {
+		ppool_destroy(pp);
+		memmove(&s->ppools[i], &s->ppools[i + 1],
+			(s->nppools - i - 1) * sizeof(*s->ppools));
+		s->nppools--;
+	}
+	return rc;
+}
+
 /* release_cached_blocks(): empty_cache and the OOM retry.  The default
  * pool's large then small blocks, then each freeable private pool's small
  * then large; a freeable pool with no segment left is gone. */
@@ -1202,25 +1222,33 @@ release_cached(pt_state_t *s)
 	if (!rc)
 		rc = release_streams(s, s->streams, s->nstreams, PT_SMALL);
 	for (size_t i = 0; !rc && i < s->nppools;) {
-		pt_ppool_t *pp = s->ppools[i];
-		if (!pp->freeable) {
+		bool gone = false;
+		if (s->ppools[i]->freeable)
+			rc = release_ppool(s, i, &gone);
+		if (!gone)
 			i++;
-			continue;
-		}
-		rc = release_streams(s, pp->streams, pp->nstreams, PT_SMALL);
-		if (!rc)
-			rc = release_streams(s, pp->streams, pp->nstreams,
-					     PT_LARGE);
-		if (rc || !ppool_empty(pp)) {
-			i++;
-			continue;
-		}
-		ppool_destroy(pp);
-		memmove(&s->ppools[i], &s->ppools[i + 1],
-			(s->nppools - i - 1) * sizeof(*s->ppools));
-		s->nppools--;
 	}
 	return rc;
+}
+
+/* emptyCache(mempool_id), which ~MemPool calls after releasePool:
+ * release_cached_blocks() of that pool alone if it is freeable
+ * (synchronize_and_free_events() of its events, then its blocks; the
+ * default pool is not touched); nothing otherwise. */
+static int
+empty_pool(pt_state_t *s, const pt_ppool_t *pp)
+{
+	if (!pp->freeable)
+		return 0;
+	if (s->nheld && !s->ncaptures)
+		release_held(s);
+	s->st.num_sync_all_streams++;
+	for (size_t i = 0; i < s->nppools; i++) {
+		bool gone;
+		if (s->ppools[i] == pp)
+			return release_ppool(s, i, &gone);
+	}
+	return 0;
 }
 
 /* createOrIncrefPool, beginAllocateToPool, endAllocateToPool and
@@ -1291,6 +1319,8 @@ pt_pool(void *state, const msim_req_t *req)
 			return MSIM_EINVAL;
 		if (--pp->use_count == 0)
 			pp->freeable = true;
+		if (req->flags & MSIM_REQF_EMPTY_POOL)
+			return empty_pool(s, pp);
 		return 0;
 	default:
 		return MSIM_EINVAL;

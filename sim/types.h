@@ -63,6 +63,9 @@ typedef enum msim_req_kind_e {
  * (torch.cuda.MemPool(allocator)), which its segments come from instead of
  * cudaMalloc (docs/pytorch-allocator.md §1.4). */
 #define MSIM_REQF_OWN_ALLOC 0x10
+/* POOL_RELEASE only: ~MemPool's, which empties the pool's cache
+ * (emptyCache(pool)) once its use count is 0. */
+#define MSIM_REQF_EMPTY_POOL 0x20
 
 /*
  * One request.  Ids are dense slot numbers chosen by the source: an id is

@@ -37,6 +37,15 @@ P_OWN(uint64_t id)
 	return msim_policy_private_pool(pol, &r);
 }
 
+/* ~MemPool's pool_release, which empties the pool's cache after it. */
+static int
+P_DEL(uint64_t id)
+{
+	msim_req_t r = {.kind = MSIM_REQ_POOL_RELEASE, .addr = id,
+			.flags = MSIM_REQF_EMPTY_POOL};
+	return msim_policy_private_pool(pol, &r);
+}
+
 /* The program frees id (free_requested): record_stream uses pending. */
 static void
 FR(uint32_t id)
@@ -448,6 +457,61 @@ START_TEST(test_trace_own_allocator_rows)
 }
 END_TEST
 
+/* ~MemPool: releasePool, then emptyCache(pool), which frees that pool's
+ * cached segments once it is freeable (one num_sync_all_streams) and
+ * leaves the default pool's free 12 MiB segment alone; while another use
+ * holds the pool it does nothing at all. */
+START_TEST(test_mempool_death_empties_its_cache)
+{
+	setup_pt(0);
+	A(0, 12 * MB);
+	ck_assert_int_eq(P(MSIM_REQ_POOL_CREATE, 5), 0);
+	ck_assert_int_eq(P(MSIM_REQ_POOL_BEGIN, 5), 0);
+	A(1, 30 * MB);
+	ck_assert_int_eq(P(MSIM_REQ_POOL_END, 5), 0);
+	ck_assert_int_eq(P(MSIM_REQ_POOL_BEGIN, 5), 0); /* a second user */
+	ck_assert_int_eq(P(MSIM_REQ_POOL_END, 5), 0);
+	ck_assert_int_eq(P(MSIM_REQ_POOL_RELEASE, 5), 0);
+	F(0);
+	F(1);
+	ck_assert_int_eq(P_DEL(5), 0); /* use count 1 left: nothing */
+	msim_stats_t st = S();
+	ck_assert_int_eq(CUR(st, segment), 2);
+	ck_assert_int_eq(st.num_sync_all_streams, 0);
+	ck_assert_int_eq(P_DEL(5), 0); /* the last: its segment goes */
+	st = S();
+	ck_assert_int_eq(CUR(st, segment), 1);
+	ck_assert_int_eq(CUR(st, reserved_bytes), (int64_t)(12 * MB));
+	ck_assert_int_eq(st.num_sync_all_streams, 1);
+	ck_assert_int_eq(st.num_device_free, 1);
+	ck_assert_uint_eq(A(2, 12 * MB), addr[0]);
+	/* The pool is gone: its id starts a new one. */
+	ck_assert_int_eq(P(MSIM_REQ_POOL_CREATE, 5), 0);
+	F(2);
+	teardown();
+}
+END_TEST
+
+/* tests/data/pools/mempool_del.csv, the same as a recording: the
+ * segment_free row after ~MemPool's pool_release (size 1) is its
+ * emptyCache(pool)'s, not an empty_cache() that would free the default
+ * pool's free 12 MiB segment too; the next 12 MiB takes that one. */
+START_TEST(test_trace_mempool_death)
+{
+	msim_job_spec_t s = {.trace = test_data("pools/mempool_del.csv"),
+			     .policy = "pytorch", .recording = true};
+	msim_job_t *j;
+	msim_job_err_t err;
+	ck_assert_msg(msim_job_open(&s, false, &j, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(msim_job_run(j, &err), 0);
+	const msim_job_result_t *r = msim_job_result(j);
+	ck_assert_int_eq(r->st.segment[0].allocated, 2);
+	ck_assert_int_eq(r->st.segment[0].freed, 1);
+	ck_assert_int_eq(r->st.num_sync_all_streams, 1);
+	msim_job_destroy(j);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -467,6 +531,8 @@ main(void)
 	tcase_add_test(tc, test_own_allocator_pool);
 	tcase_add_test(tc, test_own_allocator_counts_against_cap);
 	tcase_add_test(tc, test_trace_own_allocator_rows);
+	tcase_add_test(tc, test_mempool_death_empties_its_cache);
+	tcase_add_test(tc, test_trace_mempool_death);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -44,7 +44,8 @@ typedef enum msim_action_e {
 	 * createOrIncrefPool, beginAllocateToPool (allocations on stream go
 	 * to the pool), endAllocateToPool, releasePool.  pool_create's size
 	 * is 1 for a pool with an allocator of its own (MemPool(allocator)),
-	 * else 0. */
+	 * else 0; pool_release's is 1 for ~MemPool's, which empties the
+	 * pool's cache after it (emptyCache(pool)), else 0. */
 	MSIM_ACT_POOL_CREATE,
 	MSIM_ACT_POOL_BEGIN,
 	MSIM_ACT_POOL_END,

@@ -1,7 +1,7 @@
 """Workloads for graph_capture_record_stream_reuse and MemPools with an
 allocator of their own (issue 15), recorded on the H200 with `memsim
 record --gpu` (tests/recorder/graphreuse_device.sh):
-    python3 tests/recorder/graphreuse.py reuse|ownpool|owncap
+    python3 tests/recorder/graphreuse.py reuse|ownpool|delpool|delown|owncap
 reuse: a CUDA graph capture in which 12 MiB blocks are used on a side
 stream (record_stream) and freed: x after the side stream rejoined the
 capture stream, y before it did.  Run it with PYTORCH_CUDA_ALLOC_CONF=
@@ -9,6 +9,10 @@ graph_capture_record_stream_reuse:True and :False.
 ownpool: a torch.cuda.MemPool whose allocator is a CUDAPluggableAllocator
 (MYALLOC_SO: tests/recorder/myalloc.c built as a shared library), entered
 twice, empty_cache while it lives, deleted, empty_cache.
+delpool, delown: a MemPool (plain, or with such an allocator) deleted while
+a free unsplit 12 MiB segment waits in the default pool: ~MemPool's
+emptyCache(pool) frees the pool's segments only, and the next 12 MiB
+takes the waiting one.
 owncap: under a cap of 200 MiB (set_per_process_memory_fraction), 120 MiB
 in such a pool, then 100 MiB in the default pool: out of memory if the
 pool's segments count against the cap.
@@ -127,6 +131,27 @@ def ownpool():
     torch.cuda.synchronize()
 
 
+def delpool(own=False):
+    f = empty(12 * MiB)      # default pool: a 12 MiB segment
+    f.fill_(0)
+    k = empty(4 * MiB)       # default pool: a 20 MiB segment, split
+    pool = torch.cuda.MemPool(own_allocator().allocator() if own else None)
+    with torch.cuda.use_mem_pool(pool):
+        p = empty(30 * MiB)
+        p.fill_(1)
+        q = empty(MiB // 2)  # small: a 2 MiB segment
+        q.fill_(1)
+    del f                    # free and unsplit in the default pool
+    del p, q
+    torch.cuda.synchronize()
+    del pool                 # ~MemPool: releasePool, emptyCache(pool)
+    segments("delpool deleted")
+    g = empty(12 * MiB)      # f's segment
+    g.fill_(2)
+    del g, k
+    torch.cuda.synchronize()
+
+
 def owncap():
     total = torch.cuda.get_device_properties(0).total_memory
     torch.cuda.set_per_process_memory_fraction(200 * MiB / total)
@@ -146,5 +171,6 @@ def owncap():
 
 
 if __name__ == "__main__":
-    {"reuse": reuse, "ownpool": ownpool, "owncap": owncap}[sys.argv[1]]()
+    {"reuse": reuse, "ownpool": ownpool, "owncap": owncap,
+     "delpool": delpool, "delown": lambda: delpool(True)}[sys.argv[1]]()
     stats(sys.argv[1])

@@ -17,7 +17,9 @@ time):
 - ``CUDAGraph.capture_end``, ``_cuda_endAllocateToPool``: endAllocateToPool
   -> ``pool_end``;
 - ``CUDAGraph.reset`` or the graph's death after a capture, ``_cuda_releasePool``
-  and the MemPool's death: releasePool -> ``pool_release``.
+  and the MemPool's death: releasePool -> ``pool_release``; at the
+  MemPool's death its size is 1, for the emptyCache(id) ~MemPool calls
+  after it.
 
 Pool ids (PyTorch's MempoolId_t pairs) become 1, 2, ... in order of first
 use.  merge() is pure so that it can be tested without a GPU.
@@ -175,7 +177,9 @@ def install(torch):
 
     def mp_del(self):
         try:
-            pe.note("pool_release", self.id)
+            # ~MemPool: releasePool, then emptyCache(id), which frees the
+            # pool's cached segments if that was its last use: size 1.
+            pe.note("pool_release", self.id, size=1)
         except Exception:
             pass
         if m_del is not None:
