@@ -48,8 +48,8 @@ done <"$tmp/rows"
 [ "$n" -ge 1 ] || fail "no rows in real.tsv"
 
 # graph_capture_record_stream_reuse and MemPools with an allocator of their
-# own (graphreuse.tsv): each recording under its own settings, and a
-# contrast that must change the reserved peak.
+# own, a MemPool's death (graphreuse.tsv): each recording under its own
+# settings, and a contrast that must change its figures.
 grep -v '^#' "$DATA/graphreuse.tsv" >"$tmp/rows"
 m=0
 while IFS='	' read -r trace conf contrast pa pr sa sf ca cr segs; do
@@ -81,6 +81,8 @@ while IFS='	' read -r trace conf contrast pa pr sa sf ca cr segs; do
 		>"$tmp/contrast.csv" ;;
 	noown) sed 's/,pool_create,0,1,/,pool_create,0,0,/' "$DATA/$trace" \
 		>"$tmp/contrast.csv" ;;
+	nodel) sed 's/,pool_release,0,1,/,pool_release,0,0,/' "$DATA/$trace" \
+		>"$tmp/contrast.csv" ;;
 	conf:*) set -- --alloc-conf "${contrast#conf:}" ;;
 	*) fail "$trace: unknown contrast $contrast"; continue ;;
 	esac
@@ -88,8 +90,10 @@ while IFS='	' read -r trace conf contrast pa pr sa sf ca cr segs; do
 		fail "$trace: the $contrast contrast changes no row"
 	$MEMSIM run --recording "$@" --json "$tmp/contrast.csv" >"$tmp/c.json" ||
 		{ fail "$trace: run with $contrast"; continue; }
-	[ "$(json reserved_bytes.all.peak "$tmp/c.json")" != "$pr" ] ||
-		fail "$trace: $contrast changes nothing"
+	got="$(json reserved_bytes.all.peak "$tmp/c.json") $(json \
+		segment.all.freed "$tmp/c.json") $(json \
+		reserved_bytes.all.current "$tmp/c.json")"
+	[ "$got" != "$pr $sf $cr" ] || fail "$trace: $contrast changes nothing"
 done <"$tmp/rows"
 [ "$m" -ge 1 ] || fail "no rows in graphreuse.tsv"
 
