@@ -1233,8 +1233,8 @@ trace_request(msim_trace_t *t, const msim_entry_t *e, msim_req_t *req)
 		/* pool_create's size: 1 = the pool has its own allocator. */
 		if (e->action == MSIM_ACT_POOL_CREATE && e->size > 1)
 			return msim_trace_fail(t, MSIM_EFORMAT, "pool_create "
-					       "size %llu is not 0 (cudaMalloc) "
-					       "or 1 (an allocator of its own)",
+					       "size %llu is not 0 (cudaMalloc)"
+					       " or 1 (an allocator of its own)",
 					       (unsigned long long)e->size);
 		if (e->action == MSIM_ACT_POOL_CREATE && e->size == 1)
 			req->flags = MSIM_REQF_OWN_ALLOC;
