@@ -34,6 +34,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "policies/kit.h"
 #include "sim/policy.h"
@@ -63,7 +64,16 @@ typedef struct bfc_state_s {
 	msim_stats_t st;
 } bfc_state_t;
 
-enum { P_ALLOW_GROWTH, P_LIMIT_MB, P_FRAG_FRACTION, P_GC };
+enum { P_ALLOW_GROWTH, P_LIMIT_MB, P_FRAG_FRACTION, P_GC, P_PLACEMENT };
+
+static int
+bfc_placement_check(const char *text, char *why, size_t whylen)
+{
+	if (strcmp(text, "pytorch") == 0 || strcmp(text, "jax") == 0)
+		return 0;
+	snprintf(why, whylen, "'%s' is not pytorch or jax", text);
+	return MSIM_EINVAL;
+}
 
 static const msim_param_spec_t bfc_params[] = {
 	[P_ALLOW_GROWTH] = {"allow_growth", MSIM_PT_BOOL, "True", 0, 0, 0,
@@ -77,6 +87,9 @@ static const msim_param_spec_t bfc_params[] = {
 		"fraction of memory_limit (0: 128 MiB)", NULL},
 	[P_GC] = {"garbage_collection", MSIM_PT_BOOL, "True", 0, 0, 0,
 		"free wholly free regions when an extension fails", NULL},
+	[P_PLACEMENT] = {"placement", MSIM_PT_TEXT, "pytorch", 0, 0, 0,
+		"where the driver puts regions: as in a pytorch process or a "
+		"jax one (docs/bfc.md)", bfc_placement_check},
 	{NULL, 0, NULL, 0, 0, 0, NULL, NULL},
 };
 
@@ -283,6 +296,12 @@ bfc_create(void **state_out, msim_device_t *dev, const msim_params_t *pv,
 		? (uint64_t)(v[P_FRAG_FRACTION].d * (double)s->limit)
 		: 128 * MSIM_MiB;
 	s->gc = v[P_GC].b;
+	/* Another backend (a fake, real cudaMalloc) keeps its own places. */
+	if (strcmp(v[P_PLACEMENT].text, "jax") == 0 &&
+	    msim_device_set_layout(dev, MSIM_LAYOUT_JAX) == MSIM_ENOMEM) {
+		free(s);
+		return MSIM_ENOMEM;
+	}
 	uint64_t init = s->limit < BFC_INIT_GROWTH ? s->limit : BFC_INIT_GROWTH;
 	s->curr_region = bfc_round(v[P_ALLOW_GROWTH].b ? init : s->limit);
 	*state_out = s;
