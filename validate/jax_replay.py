@@ -22,6 +22,12 @@ bytes_in_use, pool_bytes and largest_free_block_bytes after it, so the
 chunk every request got is known (its size is the change of
 bytes_in_use).
 
+A delete() can return before the allocator has the chunk back (PJRT
+frees on another thread): a few of each run's frees then landed a request
+or more late (2026-12-01: 2 to 12 a run).  So after every delete the
+replay waits (up to WAIT_S) until bytes_in_use drops, and counts the
+frees that never did ("late_frees").
+
 Regions are never given back while the process lives, so each trace
 should run in a process of its own to start from an empty pool.
 
@@ -32,6 +38,7 @@ import ctypes
 import json
 import os
 import sys
+import time
 
 import jax
 import numpy as np
@@ -67,8 +74,22 @@ class Driver:
         return [base.value, size.value] if rc == 0 else ["error", rc]
 
 
+WAIT_S = 0.5
+
+
+def wait_freed(dev, before):
+    """Waits until bytes_in_use is below before; False after WAIT_S."""
+    end = time.monotonic() + WAIT_S
+    while (dev.memory_stats() or {}).get("bytes_in_use", 0) >= before:
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.0002)
+    return True
+
+
 def replay(path, host, drv, reqlog):
     dev = jax.devices()[0]
+    late = 0
     live = {}
     events = []
     regions = []
@@ -105,7 +126,10 @@ def replay(path, host, drv, reqlog):
                 if x is not None:
                     ptr = x.unsafe_buffer_pointer()
                     n = x.nbytes
+                    before = (dev.memory_stats() or {}).get("bytes_in_use", 0)
                     x.delete()
+                    if before and not wait_freed(dev, before):
+                        late += 1
             st = dev.memory_stats() or {}
             pool = st.get("pool_bytes", 0)
             if pool != last_pool:
@@ -126,7 +150,8 @@ def replay(path, host, drv, reqlog):
     st = dev.memory_stats() or {}
     for x in live.values():
         x.delete()
-    return {"events": events, "oom": oom, "stats": st, "regions": regions}
+    return {"events": events, "oom": oom, "stats": st, "regions": regions,
+            "late_frees": late}
 
 
 def main(argv):
