@@ -125,6 +125,39 @@ START_TEST(test_bfc_placement_decides_ties)
 }
 END_TEST
 
+/* XLA's central gap (JAX's preallocated pool): a free chunk that fits is
+ * taken before the region's untouched top, even when the top fits better;
+ * a chunk freed just below the top joins it. */
+static void
+hole_or_top(const char *conf)
+{
+	setup("bfc", conf);
+	A(0, 24 * MB); /* each splits the top: it is at least twice */
+	A(1, 4 * MB);
+	A(2, 16 * MB); /* 20 MiB untouched above */
+	F(0);          /* a 24 MiB free chunk at the bottom */
+	A(3, 12 * MB);
+}
+
+START_TEST(test_bfc_spatial_partitioning)
+{
+	hole_or_top("allow_growth:False,memory_limit_mb:64,"
+		    "spatial_partitioning:True");
+	ck_assert_uint_eq(addr[3], addr[0]); /* split: 24 >= 2 x 12 */
+	ck_assert_int_eq(CUR(S(), allocated_bytes), 32 * MB);
+	F(2);
+	uint64_t largest, total;
+	msim_policy_free_info(pol, &largest, &total);
+	ck_assert_uint_eq(largest, 36 * MB); /* 16 + 20 at the top */
+	ck_assert_uint_eq(total, 48 * MB);
+	teardown();
+	hole_or_top("allow_growth:False,memory_limit_mb:64");
+	ck_assert_uint_eq(addr[3], addr[2] + 16 * MB); /* the 20 MiB, whole */
+	ck_assert_int_eq(CUR(S(), allocated_bytes), 40 * MB);
+	teardown();
+}
+END_TEST
+
 START_TEST(test_bfc_placement_refused)
 {
 	const msim_policy_ops_t *ops = msim_policy_find("bfc");
@@ -132,6 +165,15 @@ START_TEST(test_bfc_placement_refused)
 	ck_assert_int_eq(msim_params_init(&pv, ops->params), 0);
 	ck_assert_int_ne(msim_params_parse(&pv, "placement:tensorflow"), 0);
 	ck_assert_ptr_nonnull(strstr(pv.errmsg, "not pytorch or jax"));
+	ck_assert_int_eq(msim_params_parse(&pv, "spatial_partitioning:True"),
+			 0);
+	msim_device_t *d = msim_device_new(NULL);
+	msim_policy_t *p = NULL;
+	char why[256] = "";
+	ck_assert_int_eq(msim_policy_new(ops, d, &pv, &p, why, sizeof(why)),
+			 MSIM_EINVAL);
+	ck_assert_ptr_nonnull(strstr(why, "allow_growth:False"));
+	msim_device_destroy(d);
 	msim_params_clear(&pv);
 }
 END_TEST
@@ -145,6 +187,7 @@ add(TCase *tc)
 	tcase_add_test(tc, test_bfc_garbage_collection);
 	tcase_add_test(tc, test_bfc_without_growth);
 	tcase_add_test(tc, test_bfc_placement_decides_ties);
+	tcase_add_test(tc, test_bfc_spatial_partitioning);
 	tcase_add_test(tc, test_bfc_placement_refused);
 }
 
