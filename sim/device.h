@@ -10,8 +10,9 @@
  *
  * Where a new segment lands is decided by a backend, a small const ops
  * table: the default models the CUDA 13 driver's placement on the H200
- * (docs/pytorch-allocator.md §13), tests pass fakes, validation mode
- * passes cudaMalloc.
+ * (docs/pytorch-allocator.md §13; in a JAX process, docs/bfc.md §2, after
+ * msim_device_set_layout()), tests pass fakes, validation mode passes
+ * cudaMalloc.
  * Addresses matter because PyTorch breaks ties between equal-size free
  * blocks by address.
  */
