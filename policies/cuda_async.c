@@ -64,14 +64,17 @@
 typedef struct ca_range_s {
 	msim_addr_t addr;
 	uint64_t size;
-	uint64_t seq;   /* when it became free: the tie-break (§3 a) */
-	bool recent;    /* freed since the top last grew (§3 a) */
+	uint64_t seq;   /* when it entered its set: the tie-break (§3 a) */
+	msim_stream_t stream; /* a pending range's stream (0 when old) */
+	bool recent;    /* a pending free, not yet known complete (§3 a) */
 	bool top;       /* the never-used space above the high-water mark */
 } ca_range_t;
 
-/* An entry of a size index: ordered by size, then seq, then address,
- * which is the order of preference of the best fit (§2.1, §3 a). */
+/* An entry of a size index: ordered by stream, then size, then seq, then
+ * address: within one stream the order of preference of the best fit
+ * (§2.1, §3 a). */
 typedef struct ca_key_s {
+	msim_stream_t stream;
 	uint64_t size;
 	uint64_t seq;
 	msim_addr_t addr;
@@ -87,6 +90,7 @@ typedef struct ca_block_s {
 	msim_addr_t addr;
 	uint64_t size;      /* bytes occupied (rounded) */
 	uint64_t requested; /* bytes asked for */
+	msim_stream_t stream; /* freed on it (PyTorch's free_impl) */
 } ca_block_t;
 
 typedef struct ca_state_s {
@@ -97,10 +101,12 @@ typedef struct ca_state_s {
 	uint64_t align;      /* rounding of every block */
 	/* state */
 	ca_range_t *free;    /* sorted by address; neighbours of one kind
-			      * (recent or not) merged; the top last */
+			      * (pending on one stream, or old) merged; the
+			      * top last */
 	size_t nfree, capfree;
-	ca_index_t recent;   /* the recent ranges by size (never the top) */
+	ca_index_t recent;   /* the pending ranges by stream and size */
 	ca_index_t old;      /* the old ones, likewise; capfree entries */
+	ca_key_t *scratch;   /* capfree entries, for ca_retire */
 	uint64_t seq;
 	uint32_t *gref;      /* live blocks touching each granule */
 	size_t ngref;
@@ -141,6 +147,10 @@ ca_reserve(ca_state_t *s, size_t k)
 	if (!ko)
 		return MSIM_ENOMEM;
 	s->old.v = ko;
+	ca_key_t *ks = realloc(s->scratch, cap * sizeof(*ks));
+	if (!ks)
+		return MSIM_ENOMEM;
+	s->scratch = ks;
 	ca_range_t *v = realloc(s->free, cap * sizeof(*v));
 	if (!v)
 		return MSIM_ENOMEM;
@@ -152,6 +162,8 @@ ca_reserve(ca_state_t *s, size_t k)
 static int
 ca_key_cmp(const ca_key_t *a, const ca_key_t *b)
 {
+	if (a->stream != b->stream)
+		return a->stream < b->stream ? -1 : 1;
 	if (a->size != b->size)
 		return a->size < b->size ? -1 : 1;
 	if (a->seq != b->seq)
@@ -196,7 +208,7 @@ ca_index_add(ca_state_t *s, const ca_range_t *r)
 	ca_index_t *x = ca_index_of(s, r);
 	if (!x)
 		return;
-	ca_key_t k = {r->size, r->seq, r->addr};
+	ca_key_t k = {r->recent ? r->stream : 0, r->size, r->seq, r->addr};
 	size_t at = ca_index_lower(x, &k);
 	memmove(&x->v[at + 1], &x->v[at], (x->n - at) * sizeof(*x->v));
 	x->v[at] = k;
@@ -210,7 +222,7 @@ ca_index_del(ca_state_t *s, const ca_range_t *r)
 	ca_index_t *x = ca_index_of(s, r);
 	if (!x)
 		return;
-	ca_key_t k = {r->size, r->seq, r->addr};
+	ca_key_t k = {r->recent ? r->stream : 0, r->size, r->seq, r->addr};
 	size_t at = ca_index_lower(x, &k);
 	memmove(&x->v[at], &x->v[at + 1], (x->n - at - 1) * sizeof(*x->v));
 	x->n--;
@@ -286,39 +298,65 @@ ca_trim(ca_state_t *s, uint64_t keep)
 }
 
 /* Whether ranges a and b (a just below b) merge: adjacent, neither the
- * top, both recent or both not (§3 a). */
+ * top, both old or both pending on one stream (§3 a). */
 static bool
 ca_mergeable(const ca_range_t *a, const ca_range_t *b)
 {
 	return a->addr + a->size == b->addr && !a->top && !b->top &&
-	       a->recent == b->recent;
+	       a->recent == b->recent &&
+	       (!a->recent || a->stream == b->stream);
 }
 
-/* Merges ranges i and i + 1: the merged range keeps the older seq. */
+/* Merges pending ranges i and i + 1, one of them just freed: the merged
+ * range enters the pending set anew, as the newer of the two (§3 a). */
 static void
 ca_merge_next(ca_state_t *s, size_t i)
 {
 	ca_range_t *a = &s->free[i], *b = &s->free[i + 1];
 	ca_index_del(s, a);
 	a->size += b->size;
-	if (b->seq < a->seq)
+	if (b->seq > a->seq)
 		a->seq = b->seq;
 	ca_index_add(s, a);
 	ca_range_remove(s, i + 1);
 }
 
-/* The top grew: every free range becomes an old one, and old neighbours
- * merge (§3 a).  The merges go through the array alone; then the old
- * index is rebuilt and the recent one emptied. */
+static int
+ca_seq_desc(const void *a, const void *b)
+{
+	uint64_t x = ((const ca_key_t *)a)->seq;
+	uint64_t y = ((const ca_key_t *)b)->seq;
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Every pending free completes (§3 a): the pending ranges enter the old
+ * set newest first, so that among old ranges of one size the one freed
+ * last is taken first; old neighbours merge (the merged range keeps the
+ * earlier place), and an old range just below the top joins the top.
+ * The merges go through the array alone; then the old index is rebuilt
+ * and the pending one emptied.  O(ranges log ranges). */
 static void
 ca_retire(ca_state_t *s)
 {
-	for (size_t i = 0; i < s->nfree; i++)
+	/* The pending index holds every pending range: order a copy of it
+	 * newest first and hand out new seqs in that order. */
+	size_t n = s->recent.n;
+	memcpy(s->scratch, s->recent.v, n * sizeof(*s->scratch));
+	qsort(s->scratch, n, sizeof(*s->scratch), ca_seq_desc);
+	for (size_t k = 0; k < n; k++)
+		s->free[ca_find(s, s->scratch[k].addr)].seq = ++s->seq;
+	for (size_t i = 0; i < s->nfree; i++) {
 		s->free[i].recent = false;
+		s->free[i].stream = 0;
+	}
 	size_t w = 0;
 	for (size_t i = 0; i < s->nfree; i++) {
-		if (w > 0 && ca_mergeable(&s->free[w - 1], &s->free[i])) {
-			ca_range_t *a = &s->free[w - 1];
+		ca_range_t *a = w > 0 ? &s->free[w - 1] : NULL;
+		if (a && a->addr + a->size == s->free[i].addr &&
+		    s->free[i].top && !a->top) { /* joins the top */
+			a->size += s->free[i].size;
+			a->top = true;
+		} else if (a && ca_mergeable(a, &s->free[i])) {
 			a->size += s->free[i].size;
 			if (s->free[i].seq < a->seq)
 				a->seq = s->free[i].seq;
@@ -331,22 +369,23 @@ ca_retire(ca_state_t *s)
 	s->old.n = 0;
 	for (size_t i = 0; i < s->nfree; i++)
 		if (!s->free[i].top)
-			s->old.v[s->old.n++] = (ca_key_t){s->free[i].size,
+			s->old.v[s->old.n++] = (ca_key_t){0, s->free[i].size,
 				s->free[i].seq, s->free[i].addr};
 	qsort(s->old.v, s->old.n, sizeof(*s->old.v), ca_key_qcmp);
 }
 
-/* The free range for n bytes among the recent ones (recent true) or the
- * old ones (false), never the top: the smallest that holds them, the one
- * that became free first among equals (§2.1, §3 a).  Returns its index,
- * or nfree. */
+/* The free range for n bytes among the ranges pending on stream (recent
+ * true) or the old ones (false), never the top: the smallest that holds
+ * them, the one that entered its set first among equals (§2.1, §3 a).
+ * Returns its index, or nfree. */
 static size_t
-ca_best_fit(const ca_state_t *s, uint64_t n, bool recent)
+ca_best_fit(const ca_state_t *s, uint64_t n, bool recent,
+	    msim_stream_t stream)
 {
 	const ca_index_t *x = recent ? &s->recent : &s->old;
-	ca_key_t k = {n, 0, 0};
+	ca_key_t k = {recent ? stream : 0, n, 0, 0};
 	size_t at = ca_index_lower(x, &k);
-	if (at == x->n)
+	if (at == x->n || x->v[at].stream != k.stream)
 		return s->nfree;
 	return ca_find(s, x->v[at].addr);
 }
@@ -369,15 +408,18 @@ ca_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 		free(b);
 		goto oom;
 	}
-	/* Recently freed ranges first, then the old ones (the two kinds
-	 * apart); then the top, from the free range just below it if there
-	 * is one, after which every free range is old (§3 a). */
-	size_t i = ca_best_fit(s, n, true);
-	bool grow = false;
+	/* The ranges pending on the request's stream first, then the old
+	 * ones; when none holds the block, every pending free completes and
+	 * the old ones are searched again; then the top, from the free range
+	 * just below it if there is one (§3 a). */
+	size_t i = ca_best_fit(s, n, true, req->stream);
 	if (i == s->nfree)
-		i = ca_best_fit(s, n, false);
+		i = ca_best_fit(s, n, false, 0);
 	if (i == s->nfree) {
-		grow = true;
+		ca_retire(s);
+		i = ca_best_fit(s, n, false, 0);
+	}
+	if (i == s->nfree) {
 		i = s->nfree - 1; /* the top */
 		if (i > 0 && s->free[i - 1].addr + s->free[i - 1].size ==
 			     s->free[i].addr) {
@@ -402,7 +444,8 @@ ca_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 	uint64_t fresh = 0;
 	for (uint64_t g = g0; g <= g1; g++)
 		fresh += s->gref[g] == 0;
-	if (s->touched + fresh > s->phys) { /* no free granule to remap */
+	bool mapped = s->touched + fresh > s->phys;
+	if (mapped) { /* no free granule to remap */
 		uint64_t more = s->touched + fresh - s->phys;
 		if (msim_device_map(s->dev, CA_VA_BASE + g0 * s->granule,
 				    more * s->granule, MSIM_POOL_LARGE)) {
@@ -414,17 +457,21 @@ ca_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 	for (uint64_t g = g0; g <= g1; g++)
 		s->gref[g]++;
 	s->touched += fresh;
-	/* The block takes the front of the range; the rest stays free. */
+	/* The block takes the front of the range; the rest stays free, of
+	 * the same kind, and enters its set anew (§3 a). */
 	ca_range_t r = s->free[i];
 	ca_range_remove(s, i);
-	if (r.size > n || r.top) { /* the rest keeps its seq and kind */
+	if (r.size > n || r.top) {
 		r.addr += n;
 		r.size -= n;
+		if (!r.top)
+			r.seq = ++s->seq;
 		ca_range_insert(s, i, r);
 	}
-	if (grow)
+	/* Mapping memory completes every pending free (§3 a). */
+	if (mapped)
 		ca_retire(s);
-	*b = (ca_block_t){at, n, req->size};
+	*b = (ca_block_t){at, n, req->size, req->stream};
 	s->live.v[req->id] = b;
 	s->used += n;
 	msim_kit_count_alloc(&s->st, MSIM_POOL_LARGE, req->size, req->size);
@@ -455,11 +502,11 @@ ca_free(void *state, const msim_req_t *req)
 	for (uint64_t g = g0; g <= g1; g++)
 		if (--s->gref[g] == 0)
 			s->touched--;
-	/* Back into the free ranges as a recent one, merged with recent
-	 * neighbours; the merged range keeps the older seq (§3 a). */
+	/* Back into the free ranges as one pending on its stream, merged
+	 * with the stream's pending neighbours (§3 a). */
 	size_t lo = ca_find(s, b->addr);
 	ca_range_insert(s, lo, (ca_range_t){b->addr, b->size, ++s->seq,
-					    true, false});
+					    b->stream, true, false});
 	if (lo + 1 < s->nfree && ca_mergeable(&s->free[lo], &s->free[lo + 1]))
 		ca_merge_next(s, lo);
 	if (lo > 0 && ca_mergeable(&s->free[lo - 1], &s->free[lo]))
@@ -513,6 +560,7 @@ ca_destroy(void *state)
 	free(s->free);
 	free(s->recent.v);
 	free(s->old.v);
+	free(s->scratch);
 	free(s->gref);
 	free(s);
 }
@@ -536,8 +584,8 @@ ca_create(void **state_out, msim_device_t *dev, const msim_params_t *pv,
 		free(s);
 		return MSIM_ENOMEM;
 	}
-	ca_range_insert(s, 0, (ca_range_t){CA_VA_BASE, CA_VA_SIZE, 0, false,
-					   true});
+	ca_range_insert(s, 0, (ca_range_t){CA_VA_BASE, CA_VA_SIZE, 0, 0,
+					   false, true});
 	*state_out = s;
 	return 0;
 }
