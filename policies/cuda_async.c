@@ -13,13 +13,18 @@
  * - Placement (§2.1, §3 a): one virtual range; every block is the
  *   request rounded up to 512 B (the same for 1 B and for 2 GiB); it goes
  *   at the start of the smallest free range that holds it, and among free
- *   ranges of the same size the one that became free first.  Recently
- *   freed ranges are searched first: a freed block is recent and merges
- *   with recent neighbours only; when no recent range holds a block, the
- *   best fit among the old ones.  The space above the highest block ever
- *   used (the top) is taken only when no range holds the block, from the
- *   start of a free range just below it if there is one; then every free
- *   range becomes old and old neighbours merge.
+ *   ranges of the same size the one that entered its set first.  A freed
+ *   block is pending on its stream (its cudaFreeAsync not yet known
+ *   complete) and merges with the stream's pending neighbours only; a
+ *   request searches its stream's pending ranges first, then the old
+ *   (completed) ones.  When neither holds it, every pending free
+ *   completes: pending ranges turn old newest first and old neighbours
+ *   merge; then the old ones again, then the space above the highest
+ *   block ever used (the top), from the start of a free range just below
+ *   it if there is one.  An old range just below the top is part of the
+ *   top.  A block that needs a granule mapped completes every pending
+ *   free too.  A merged pending range, and the rest of a split one, enter
+ *   their set anew.
  * - Physical memory (§2.2): 32 MiB granules, counted from the start of the
  *   range.  A granule is needed while a live block touches it.  The pool
  *   keeps the granules it mapped and remaps a free one wherever a block
@@ -31,22 +36,24 @@
  *   a granule with any live byte stays.  A release threshold below what is
  *   held takes effect at the next synchronisation, which traces do not
  *   show: memsim applies it at each free.
- * - Streams (§2.4): a block freed on one stream is reused by any stream
- *   once the freeing stream has no pending work (opportunistic reuse);
- *   replayed traces carry no kernels, so streams are ignored.
+ * - Streams (§2.4, §3 a): a block freed on one stream is reused by
+ *   another once the free is known complete; a pending range is searched
+ *   only by its own stream.
  *
- * The recent-first rule was read off the block addresses of whole-trace
- * replays and then confirmed by probes (§3 a); the driver still parts
- * from it sometimes (README, "cuda-async against the real pool").
+ * The pending rules were read off the block addresses of whole-trace
+ * replays and of random small scenarios, then confirmed by probes (§3 a);
+ * the driver still parts from them sometimes, across streams most
+ * (README, "cuda-async against the real pool").
  *
  * Statistics as PyTorch reports this backend: allocated and active bytes
  * are the exact bytes asked for (cudaMemPoolAttrUsedMemCurrent counts the
  * exact sizes; so is requested_bytes here); one pool, MSIM_POOL_LARGE.
  * Cost: the free ranges are kept by address (for the neighbour merges)
- * and in two indexes by (size, seq, address), one for the recent ranges
- * and one for the old: the best fit is a binary search, O(log regions);
- * an insert or removal moves array entries (memmove), and the top's
- * growth rebuilds the old index, O(regions log regions), rarely.
+ * and in two indexes by (stream, size, seq, address), one for the pending
+ * ranges and one for the old: the best fit is a binary search,
+ * O(log regions); an insert or removal moves array entries (memmove),
+ * and completing the pending frees (on a miss or a mapping) rebuilds the
+ * old index, O(regions log regions).
  */
 #include <config.h>
 
