@@ -10,7 +10,7 @@
  * H200 (driver 580.159.04, CUDA 13.0), one probe each, written down in
  * docs/cuda-async.md §2:
  *
- * - Placement (§2.1, §3 a): one virtual range; every block is the
+ * - Placement (§2.1, §3.1): one virtual range; every block is the
  *   request rounded up to 512 B (the same for 1 B and for 2 GiB); it goes
  *   at the start of the smallest free range that holds it, and among free
  *   ranges of the same size the one that entered its set first.  A freed
@@ -36,12 +36,12 @@
  *   a granule with any live byte stays.  A release threshold below what is
  *   held takes effect at the next synchronisation, which traces do not
  *   show: memsim applies it at each free.
- * - Streams (§2.4, §3 a): a block freed on one stream is reused by
+ * - Streams (§2.4, §3.1): a block freed on one stream is reused by
  *   another once the free is known complete; a pending range is searched
  *   only by its own stream.
  *
  * The pending rules were read off the block addresses of whole-trace
- * replays and of random small scenarios, then confirmed by probes (§3 a);
+ * replays and of random small scenarios, then confirmed by probes (§3.1);
  * the driver still parts from them sometimes, across streams most
  * (README, "cuda-async against the real pool").
  *
@@ -71,15 +71,15 @@
 typedef struct ca_range_s {
 	msim_addr_t addr;
 	uint64_t size;
-	uint64_t seq;   /* when it entered its set: the tie-break (§3 a) */
+	uint64_t seq;   /* when it entered its set: the tie-break (§3.1) */
 	msim_stream_t stream; /* a pending range's stream (0 when old) */
-	bool recent;    /* a pending free, not yet known complete (§3 a) */
+	bool recent;    /* a pending free, not yet known complete (§3.1) */
 	bool top;       /* the never-used space above the high-water mark */
 } ca_range_t;
 
 /* An entry of a size index: ordered by stream, then size, then seq, then
  * address: within one stream the order of preference of the best fit
- * (§2.1, §3 a). */
+ * (§2.1, §3.1). */
 typedef struct ca_key_s {
 	msim_stream_t stream;
 	uint64_t size;
@@ -305,7 +305,7 @@ ca_trim(ca_state_t *s, uint64_t keep)
 }
 
 /* Whether ranges a and b (a just below b) merge: adjacent, neither the
- * top, both old or both pending on one stream (§3 a). */
+ * top, both old or both pending on one stream (§3.1). */
 static bool
 ca_mergeable(const ca_range_t *a, const ca_range_t *b)
 {
@@ -315,7 +315,7 @@ ca_mergeable(const ca_range_t *a, const ca_range_t *b)
 }
 
 /* Merges pending ranges i and i + 1, one of them just freed: the merged
- * range enters the pending set anew, as the newer of the two (§3 a). */
+ * range enters the pending set anew, as the newer of the two (§3.1). */
 static void
 ca_merge_next(ca_state_t *s, size_t i)
 {
@@ -336,7 +336,7 @@ ca_seq_desc(const void *a, const void *b)
 	return x < y ? 1 : x > y ? -1 : 0;
 }
 
-/* Every pending free completes (§3 a): the pending ranges enter the old
+/* Every pending free completes (§3.1): the pending ranges enter the old
  * set newest first, so that among old ranges of one size the one freed
  * last is taken first; old neighbours merge (the merged range keeps the
  * earlier place), and an old range just below the top joins the top.
@@ -383,7 +383,7 @@ ca_retire(ca_state_t *s)
 
 /* The free range for n bytes among the ranges pending on stream (recent
  * true) or the old ones (false), never the top: the smallest that holds
- * them, the one that entered its set first among equals (§2.1, §3 a).
+ * them, the one that entered its set first among equals (§2.1, §3.1).
  * Returns its index, or nfree. */
 static size_t
 ca_best_fit(const ca_state_t *s, uint64_t n, bool recent,
@@ -418,7 +418,7 @@ ca_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 	/* The ranges pending on the request's stream first, then the old
 	 * ones; when none holds the block, every pending free completes and
 	 * the old ones are searched again; then the top, from the free range
-	 * just below it if there is one (§3 a). */
+	 * just below it if there is one (§3.1). */
 	size_t i = ca_best_fit(s, n, true, req->stream);
 	if (i == s->nfree)
 		i = ca_best_fit(s, n, false, 0);
@@ -465,7 +465,7 @@ ca_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 		s->gref[g]++;
 	s->touched += fresh;
 	/* The block takes the front of the range; the rest stays free, of
-	 * the same kind, and enters its set anew (§3 a). */
+	 * the same kind, and enters its set anew (§3.1). */
 	ca_range_t r = s->free[i];
 	ca_range_remove(s, i);
 	if (r.size > n || r.top) {
@@ -475,7 +475,7 @@ ca_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 			r.seq = ++s->seq;
 		ca_range_insert(s, i, r);
 	}
-	/* Mapping memory completes every pending free (§3 a). */
+	/* Mapping memory completes every pending free (§3.1). */
 	if (mapped)
 		ca_retire(s);
 	*b = (ca_block_t){at, n, req->size, req->stream};
@@ -510,7 +510,7 @@ ca_free(void *state, const msim_req_t *req)
 		if (--s->gref[g] == 0)
 			s->touched--;
 	/* Back into the free ranges as one pending on its stream, merged
-	 * with the stream's pending neighbours (§3 a). */
+	 * with the stream's pending neighbours (§3.1). */
 	size_t lo = ca_find(s, b->addr);
 	ca_range_insert(s, lo, (ca_range_t){b->addr, b->size, ++s->seq,
 					    b->stream, true, false});

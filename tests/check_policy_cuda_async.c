@@ -165,7 +165,7 @@ START_TEST(test_async_merge_and_top)
 }
 END_TEST
 
-/* §3 a, read off the whole-trace replays' addresses, then probe
+/* §3.1, read off the whole-trace replays' addresses, then probe
  * recent_first (tests/data/async_probes/recent.txt, the same offsets):
  * pending (recently freed) ranges are searched first, then the old ones,
  * the two kinds apart; when neither holds a block every pending free
@@ -230,7 +230,7 @@ AS(uint32_t id, uint64_t size, msim_stream_t stream)
 	return addr[id];
 }
 
-/* §3 a, the rules of pending frees, one probe each
+/* §3.1, the rules of pending frees, one probe each
  * (validate/async_probe_rules.py; tests/data/async_probes/rules.txt, the
  * same offsets with and without a query after every call). */
 START_TEST(test_async_pending_rules)

@@ -4,11 +4,11 @@ a ID SIZE STREAM / x ID SIZE STREAM / f ID / e) through a placement rule
 of the cudaMallocAsync pool and compares each block's offset with the
 driver's, from a line of validate/async_replay.py's output (its "offs":
 every successful block's address minus the lowest, in request order).
-docs/cuda-async.md §3 a.
+docs/cuda-async.md §3.1.
 
 usage: async_offsets.py [--forced] RULE REPLAYS.jsonl[.gz] NAME REQS
        async_offsets.py [--forced] RULE --fuzz FUZZ.jsonl[.gz]
-RULE: pending (§3 a, memsim's cuda-async), bestfit (§2.1 alone),
+RULE: pending (§3.1, memsim's cuda-async), bestfit (§2.1 alone),
 recent-grow (the rule before it: recently freed ranges first, all made old
 when the top grows), or recent (its variant: on a miss every range made
 old and merged before the old ones are searched).
@@ -106,7 +106,7 @@ class Pool:
 
 
 class Pending:
-    """§3 a: free ranges [start, size, pending, seq, stream] below the
+    """§3.1: free ranges [start, size, pending, seq, stream] below the
     high-water mark, sorted by start; everything above hwm is the top."""
 
     def __init__(self):

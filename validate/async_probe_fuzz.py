@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Many small random scenarios through the device's default cudaMallocAsync
-pool as PyTorch sets it (CuPy; docs/cuda-async.md §3 a): a corpus of block
+pool as PyTorch sets it (CuPy; docs/cuda-async.md §3.1): a corpus of block
 offsets against which placement rules are scored offline
 (validate/async_offsets.py --fuzz).  Standard library and CuPy only.
 

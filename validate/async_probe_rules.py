@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Probes of the pending-free rules of docs/cuda-async.md §3 a, through
+"""Probes of the pending-free rules of docs/cuda-async.md §3.1, through
 the device's default cudaMallocAsync pool as PyTorch sets it (CuPy).
 Each probe twice: 'tight' (calls back to back) and 'query' (a pool
 attribute query after every call).  usage: async_probe_rules.py
@@ -7,7 +7,7 @@ Prints: probe mode op id size_MiB stream off_MiB (off: minus the probe's
 first block; -1 for frees and other ops).
 
 Each probe separates two readings; the comment above it gives the offset
-each predicts for the probe's last block (R: the rules of §3 a as now
+each predicts for the probe's last block (R: the rules of §3.1 as now
 written, P: the rule they replaced, recently freed ranges first and all
 made old only when the top grows).
 """

@@ -14,7 +14,7 @@ steps [[request index, reserved after it]] at every change of reserved,
 offs (every block's address minus the lowest, in request order).
 --torch: the same through torch.cuda.caching_allocator_alloc under
 PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync (memory_stats peaks).
---mode (CuPy only; docs/cuda-async.md §3 a): query, the default, reads
+--mode (CuPy only; docs/cuda-async.md §3.1): query, the default, reads
 the reserved bytes after every call (steps); tight issues the calls back
 to back (steps only at e); sync also runs cudaDeviceSynchronize after
 every free; onestream issues every request on the legacy default stream
