@@ -314,20 +314,6 @@ ca_mergeable(const ca_range_t *a, const ca_range_t *b)
 	       (!a->recent || a->stream == b->stream);
 }
 
-/* Merges pending ranges i and i + 1, one of them just freed: the merged
- * range enters the pending set anew, as the newer of the two (§3.1). */
-static void
-ca_merge_next(ca_state_t *s, size_t i)
-{
-	ca_range_t *a = &s->free[i], *b = &s->free[i + 1];
-	ca_index_del(s, a);
-	a->size += b->size;
-	if (b->seq > a->seq)
-		a->seq = b->seq;
-	ca_index_add(s, a);
-	ca_range_remove(s, i + 1);
-}
-
 static int
 ca_seq_desc(const void *a, const void *b)
 {
@@ -466,14 +452,16 @@ ca_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 	s->touched += fresh;
 	/* The block takes the front of the range; the rest stays free, of
 	 * the same kind, and enters its set anew (§3.1). */
-	ca_range_t r = s->free[i];
-	ca_range_remove(s, i);
-	if (r.size > n || r.top) {
-		r.addr += n;
-		r.size -= n;
-		if (!r.top)
-			r.seq = ++s->seq;
-		ca_range_insert(s, i, r);
+	ca_range_t *r = &s->free[i];
+	if (r->size > n || r->top) { /* in place: the order stays */
+		ca_index_del(s, r);
+		r->addr += n;
+		r->size -= n;
+		if (!r->top)
+			r->seq = ++s->seq;
+		ca_index_add(s, r);
+	} else {
+		ca_range_remove(s, i);
 	}
 	/* Mapping memory completes every pending free (§3.1). */
 	if (mapped)
@@ -512,12 +500,27 @@ ca_free(void *state, const msim_req_t *req)
 	/* Back into the free ranges as one pending on its stream, merged
 	 * with the stream's pending neighbours (§3.1). */
 	size_t lo = ca_find(s, b->addr);
-	ca_range_insert(s, lo, (ca_range_t){b->addr, b->size, ++s->seq,
-					    b->stream, true, false});
-	if (lo + 1 < s->nfree && ca_mergeable(&s->free[lo], &s->free[lo + 1]))
-		ca_merge_next(s, lo);
-	if (lo > 0 && ca_mergeable(&s->free[lo - 1], &s->free[lo]))
-		ca_merge_next(s, lo - 1);
+	ca_range_t r = {b->addr, b->size, ++s->seq, b->stream, true, false};
+	bool up = lo < s->nfree && ca_mergeable(&r, &s->free[lo]);
+	bool down = lo > 0 && ca_mergeable(&s->free[lo - 1], &r);
+	if (down) { /* in place, the merged range as new as the free */
+		ca_range_t *p = &s->free[lo - 1];
+		ca_index_del(s, p);
+		p->size += r.size + (up ? s->free[lo].size : 0);
+		p->seq = r.seq;
+		ca_index_add(s, p);
+		if (up)
+			ca_range_remove(s, lo);
+	} else if (up) {
+		ca_range_t *n = &s->free[lo];
+		ca_index_del(s, n);
+		n->addr = r.addr;
+		n->size += r.size;
+		n->seq = r.seq;
+		ca_index_add(s, n);
+	} else {
+		ca_range_insert(s, lo, r);
+	}
 	free(b);
 	if (s->threshold != UINT64_MAX && s->phys * s->granule > s->threshold)
 		ca_trim(s, s->threshold);
