@@ -1163,11 +1163,20 @@ msim_sweep_spec_hash(const msim_sweep_t *sw)
 /* ---------------------------------------------------------------- */
 /* One setting                                                       */
 
-int
-msim_setting_run(const msim_setting_t *s, uint64_t capacity,
-		 msim_db_t *db, int mode, int64_t sweep_id,
-		 int64_t *run_id_out, int *existed_out, msim_summary_t *sum,
-		 msim_stats_t *st, char *why, size_t whylen)
+/*
+ * msim_setting_run() with, for a setting replayed from a trace read once
+ * (s->cache), *peak: the earliest request of the peak of reserved bytes
+ * among the settings of that trace this process ran before (UINT64_MAX:
+ * none yet), updated with this one's.  The blocks at peak are copied at
+ * the new peaks from a thirty-second before it on (from a quarter of the trace
+ * with none yet): a peak before that costs a second replay up to it
+ * (lab/job.c), a copy a pass over the policy's blocks.
+ */
+static int
+setting_run(const msim_setting_t *s, uint64_t capacity, msim_db_t *db,
+	    int mode, int64_t sweep_id, uint64_t *peak, int64_t *run_id_out,
+	    int *existed_out, msim_summary_t *sum, msim_stats_t *st,
+	    char *why, size_t whylen)
 {
 	*run_id_out = -1;
 	*existed_out = 0;
@@ -1178,11 +1187,19 @@ msim_setting_run(const msim_setting_t *s, uint64_t capacity,
 		.capacity = capacity, .addresses = s->addresses,
 		.cache = s->cache,
 	};
+	if (s->cache && peak)
+		spec.blocks_from = *peak == UINT64_MAX ? s->cache->n / 4
+						       : *peak - *peak / 32;
 	msim_job_t *job;
 	msim_job_err_t err;
 	int rc = msim_job_open(&spec, db != NULL, &job, &err);
 	if (!rc)
 		rc = msim_job_run(job, &err);
+	uint64_t at;
+	if (!rc && s->cache && peak &&
+	    msim_device_peak(msim_sim_device(msim_job_sim(job)), &at) &&
+	    at < *peak)
+		*peak = at;
 	if (!rc && db)
 		rc = msim_job_store(job, db, mode, sweep_id, run_id_out,
 				    existed_out, &err);
@@ -1194,6 +1211,16 @@ msim_setting_run(const msim_setting_t *s, uint64_t capacity,
 		*st = msim_job_result(job)->st;
 	msim_job_destroy(job);
 	return rc;
+}
+
+int
+msim_setting_run(const msim_setting_t *s, uint64_t capacity,
+		 msim_db_t *db, int mode, int64_t sweep_id,
+		 int64_t *run_id_out, int *existed_out, msim_summary_t *sum,
+		 msim_stats_t *st, char *why, size_t whylen)
+{
+	return setting_run(s, capacity, db, mode, sweep_id, NULL, run_id_out,
+			   existed_out, sum, st, why, whylen);
 }
 
 /* ---------------------------------------------------------------- */
@@ -1256,6 +1283,10 @@ worker_loop(exec_ctx_t *x, int inline_progress, size_t skipped, size_t total)
 		msim_db_defer_checkpoints(db);
 	double last = sweep_now_ms();
 	double every = x->o->progress_ms > 0 ? x->o->progress_ms : 250;
+	/* By trace: the earliest peak of its settings run here so far. */
+	uint64_t *peaks = malloc(x->sw->ntraces * sizeof(*peaks));
+	for (size_t t = 0; peaks && t < x->sw->ntraces; t++)
+		peaks[t] = UINT64_MAX;
 	for (;;) {
 		if (!inline_progress && getppid() != x->parent)
 			break; /* the sweep was killed */
@@ -1275,11 +1306,13 @@ worker_loop(exec_ctx_t *x, int inline_progress, size_t skipped, size_t total)
 			atomic_fetch_add(&x->sh->raced, 1);
 			continue;
 		}
-		rc = msim_setting_run(s, x->sw->capacity, db,
-				      x->o->force ? MSIM_DB_REPLACE
-						  : MSIM_DB_SKIP,
-				      x->sweep_id, &id, &existed, NULL, NULL,
-				      why, sizeof(why));
+		uint64_t *peak = NULL;
+		if (s->cache && peaks && x->sw->caches)
+			peak = &peaks[s->cache - x->sw->caches];
+		rc = setting_run(s, x->sw->capacity, db,
+				 x->o->force ? MSIM_DB_REPLACE : MSIM_DB_SKIP,
+				 x->sweep_id, peak, &id, &existed, NULL, NULL,
+				 why, sizeof(why));
 		if (rc) {
 			atomic_fetch_add(&x->sh->failed, 1);
 			if (x->o->error)
@@ -1302,6 +1335,7 @@ worker_loop(exec_ctx_t *x, int inline_progress, size_t skipped, size_t total)
 				       total);
 		}
 	}
+	free(peaks);
 	msim_db_close(db);
 	return 0;
 }
