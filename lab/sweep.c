@@ -1168,7 +1168,7 @@ msim_sweep_spec_hash(const msim_sweep_t *sw)
  * (s->cache), *peak: the earliest request of the peak of reserved bytes
  * among the settings of that trace this process ran before (UINT64_MAX:
  * none yet), updated with this one's.  The blocks at peak are copied at
- * the new peaks from a thirty-second before it on (from a quarter of the trace
+ * the new peaks from a 128th before it on (from a quarter of the trace
  * with none yet): a peak before that costs a second replay up to it
  * (lab/job.c), a copy a pass over the policy's blocks.
  */
@@ -1189,7 +1189,7 @@ setting_run(const msim_setting_t *s, uint64_t capacity, msim_db_t *db,
 	};
 	if (s->cache && peak)
 		spec.blocks_from = *peak == UINT64_MAX ? s->cache->n / 4
-						       : *peak - *peak / 32;
+						       : *peak - *peak / 128;
 	msim_job_t *job;
 	msim_job_err_t err;
 	int rc = msim_job_open(&spec, db != NULL, &job, &err);
