@@ -17,7 +17,7 @@
 #include "sim/metrics.h"
 #include "sim/types.h"
 
-#define MSIM_DB_SCHEMA_VERSION 6
+#define MSIM_DB_SCHEMA_VERSION 7
 
 typedef struct msim_db_s msim_db_t;
 

@@ -451,16 +451,20 @@ query_text(const char *sql, char *out, size_t n)
 }
 
 /* Schema 6 keeps a run's timeline, segment events and blocks at peak as
- * one row each; the views of the old names give the rows back, values and
- * types as stored (negative and 62-bit numbers too), blocks by address
- * with the last of a repeated address.  A file of schema 5 (the rows as
- * tables) reads as it is read-only and is packed when opened to write. */
+ * one row each, schema 7 its statistics too; the views of the old names
+ * give the rows back, values and types as stored (negative and 62-bit
+ * numbers too), blocks by address with the last of a repeated address,
+ * statistics by name.  A file of schema 5 (the rows as tables) reads as
+ * it is read-only and is packed when opened to write. */
 START_TEST(test_packed_rows)
 {
 	msim_db_t *db;
 	char why[256], row[512];
 	ck_assert_int_eq(msim_db_open(path, &db, why, sizeof(why)), 0);
 	msim_stats_t st = {0};
+	st.num_alloc_retries = 7;
+	st.reserved_bytes[0].peak = 4611686018427387911LL;
+	st.max_split_size = -1;
 	msim_summary_t sum = {.requests = 3, .oom_request = -1};
 	msim_timeline_t tl;
 	ck_assert_int_eq(msim_timeline_init(&tl, 8), 0);
@@ -501,10 +505,29 @@ START_TEST(test_packed_rows)
 		   " ' ') FROM peak_blocks", row, sizeof(row));
 	ck_assert_str_eq(row, "'0:4096:allocated 4096:1024:allocated "
 			 "8192:256:pending|");
+	query_text("SELECT typeof(run_id), typeof(name), typeof(value),"
+		   " count(*), count(DISTINCT name) FROM stats", row,
+		   sizeof(row));
+	ck_assert_str_eq(row, "'integer|'text|'integer|122|122|");
+	/* By name, as the table's key (run_id, name) kept them. */
+	query_text("SELECT group_concat(value, ' ') FROM (SELECT value FROM"
+		   " stats WHERE name IN ('reserved_bytes.all.peak',"
+		   " 'num_alloc_retries', 'max_split_size'))", row,
+		   sizeof(row));
+	ck_assert_str_eq(row, "'-1 7 4611686018427387911|");
+	ck_assert_int_eq(query_int("SELECT count(*) FROM (SELECT name, lag(name)"
+				   " OVER () AS prev FROM stats) WHERE"
+				   " prev >= name"), 0);
 
-	/* The same run as schema 5 stored it: three tables of rows. */
+	/* The same run as schema 5 stored it: four tables of rows. */
 	exec_sql("DROP VIEW timeline; DROP VIEW segment_events;"
-		 " DROP VIEW peak_blocks;"
+		 " DROP VIEW peak_blocks; DROP VIEW stats;"
+		 "CREATE TABLE stats(run_id INTEGER NOT NULL, name TEXT NOT"
+		 " NULL, value INTEGER NOT NULL, PRIMARY KEY(run_id, name))"
+		 " WITHOUT ROWID;"
+		 "INSERT INTO stats VALUES(1,'num_ooms',3),"
+		 " (1,'max_split_size',-1);"
+		 "DELETE FROM stats_packed;"
 		 "CREATE TABLE timeline(run_id INTEGER NOT NULL, request"
 		 " INTEGER NOT NULL, time_ns INTEGER NOT NULL, allocated_bytes"
 		 " INTEGER NOT NULL, reserved_bytes INTEGER NOT NULL,"
@@ -540,9 +563,12 @@ START_TEST(test_packed_rows)
 	ck_assert_int_eq(got.v[0].reserved, 4611686018427387911LL);
 	ck_assert_uint_eq(got.v[0].free, 4611686018427387904ULL);
 	ck_assert_uint_eq(got.v[1].time, 20);
+	int64_t v = 0;
+	ck_assert_int_eq(msim_db_run_stat(db, id, "num_ooms", &v), 0);
+	ck_assert_int_eq(v, 3);
 	msim_db_close(db);
 	ck_assert_int_eq(query_int("SELECT count(*) FROM timeline_packed"), 0);
-	/* merge packs a schema 5 file's rows into a file of schema 6. */
+	/* merge packs a schema 5 file's rows into a file of schema 7. */
 	char path2[80];
 	snprintf(path2, sizeof(path2), "%s-merged", path);
 	unlink(path2);
@@ -562,6 +588,8 @@ START_TEST(test_packed_rows)
 	ck_assert_uint_eq(pb[1].addr, 8192);
 	ck_assert_int_eq(pb[1].state, MSIM_BLOCK_PENDING);
 	free(pb);
+	ck_assert_int_eq(msim_db_run_stat(db, 1, "max_split_size", &v), 0);
+	ck_assert_int_eq(v, -1);
 	msim_db_close(db);
 	char p2[96];
 	unlink(path2);
@@ -575,7 +603,9 @@ START_TEST(test_packed_rows)
 				   "key='schema_version'"),
 			 MSIM_DB_SCHEMA_VERSION);
 	ck_assert_int_eq(query_int("SELECT count(*) FROM sqlite_master WHERE"
-				   " type='view'"), 3);
+				   " type='view'"), 4);
+	query_text("SELECT data FROM stats_packed", row, sizeof(row));
+	ck_assert_str_eq(row, "'[[\"max_split_size\",-1],[\"num_ooms\",3]]|");
 	query_text("SELECT data FROM timeline_packed", row, sizeof(row));
 	ck_assert_str_eq(row, "'[[1,10,-5,4611686018427387911,9,0,100,"
 			 "4611686018427387904],[2,20,7,8,0,0,0,0]]|");
