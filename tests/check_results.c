@@ -618,6 +618,70 @@ START_TEST(test_packed_rows)
 }
 END_TEST
 
+/* The packed text is what SQLite's own json_array() makes of the rows
+ * (the views read it back either way): a timeline whose reserved bytes and
+ * largest free block repeat from sample to sample and whose active bytes
+ * equal allocated, or not (their text is copied when they repeat), and the
+ * statistics. */
+START_TEST(test_packed_text)
+{
+	msim_db_t *db;
+	char why[256];
+	ck_assert_int_eq(msim_db_open(path, &db, why, sizeof(why)), 0);
+	msim_stats_t st = {0};
+	st.num_ooms = 12345678901234LL;
+	st.allocated_bytes[1].current = -77;
+	msim_summary_t sum = {.requests = 9, .oom_request = -1};
+	msim_timeline_t tl;
+	ck_assert_int_eq(msim_timeline_init(&tl, 16), 0);
+	static const int64_t x[][6] = {
+		/* allocated, reserved, active, largest_free, free, time */
+		{5, 1000000000000, 5, 7, 9, 1},
+		{123456789012, 1000000000000, 123456789012, 7, 0, 22},
+		{123456789012, 99999999, -3, 7, 1, 333},
+		{0, 99999999, 0, 123456789012345678, 2, 4444},
+		{-9223372036854775807LL - 1, 99999999, 1, 123456789012345678,
+		 3, 55555},
+		{1, 100000000, 1, 8, 4, 666666},
+	};
+	for (size_t i = 0; i < sizeof(x) / sizeof(x[0]); i++)
+		msim_timeline_add(&tl, &(msim_sample_t){.request = i + 1,
+			.time = (msim_time_t)x[i][5], .allocated = x[i][0],
+			.reserved = x[i][1], .active = x[i][2],
+			.requested = (int64_t)i, .largest_free = (uint64_t)x[i][3],
+			.free = (uint64_t)x[i][4]});
+	msim_run_info_t info = {.trace_path = "t.csv", .trace_hash = "abc",
+				.policy = "pytorch", .addresses = "model"};
+	int64_t id;
+	int existed;
+	ck_assert_int_eq(msim_db_store_run_mode(db, &info, &sum, &st, &tl,
+						NULL, 0, MSIM_DB_REPLACE, &id,
+						&existed), 0);
+	msim_timeline_clear(&tl);
+	msim_db_close(db);
+	ck_assert_int_eq(query_int("SELECT count(*) FROM timeline"), 6);
+	ck_assert_int_eq(query_int("SELECT data = (SELECT json_group_array("
+				   "json_array(request, time_ns,"
+				   " allocated_bytes, reserved_bytes,"
+				   " active_bytes, requested_bytes,"
+				   " largest_free_bytes, free_bytes)) FROM"
+				   " (SELECT * FROM timeline ORDER BY request))"
+				   " FROM timeline_packed"), 1);
+	ck_assert_int_eq(query_int("SELECT sum(active_bytes = -3) + sum("
+				   "largest_free_bytes = 123456789012345678)"
+				   " FROM timeline"), 3);
+	ck_assert_int_eq(query_int("SELECT data = (SELECT json_group_array("
+				   "json_array(name, value)) FROM (SELECT *"
+				   " FROM stats ORDER BY name)) FROM"
+				   " stats_packed"), 1);
+	ck_assert_int_eq(query_int("SELECT value FROM stats WHERE name ="
+				   " 'num_ooms'"), 12345678901234LL);
+	ck_assert_int_eq(query_int("SELECT value FROM stats WHERE name ="
+				   " 'allocated_bytes.small_pool.current'"),
+			 -77);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -628,6 +692,7 @@ main(void)
 	tcase_add_test(tc, test_bad_database_files);
 	tcase_add_test(tc, test_locked_database);
 	tcase_add_test(tc, test_read_calls);
+	tcase_add_test(tc, test_packed_text);
 	tcase_add_test(tc, test_failed_settings);
 	tcase_add_test(tc, test_packed_rows);
 	suite_add_tcase(s, tc);
