@@ -1250,6 +1250,10 @@ typedef struct exec_ctx_s {
 	int slot; /* this worker's index into sh->cur */
 	bool parent_checkpoints; /* workers leave the WAL to the parent */
 	int wake; /* a worker writes a byte here when done; -1: none */
+	/* Settings may be stored as failed by an earlier run: each stored
+	 * now is forgotten there (msim_db_sweep_unfail()).  Without any,
+	 * that is a statement and a write lock a setting saved. */
+	bool unfail;
 } exec_ctx_t;
 
 /*
@@ -1321,11 +1325,13 @@ worker_loop(exec_ctx_t *x, int inline_progress, size_t skipped, size_t total)
 			if (x->o->error)
 				x->o->error(x->o->ctx, s, why);
 			sweep_store_failed(db, x->sweep_id, s, "failed", why);
-		} else if (msim_db_sweep_unfail(db, x->sweep_id, s->key),
-			   existed && !x->o->force) {
-			atomic_fetch_add(&x->sh->raced, 1);
 		} else {
-			atomic_fetch_add(&x->sh->ran, 1);
+			if (x->unfail)
+				msim_db_sweep_unfail(db, x->sweep_id, s->key);
+			if (existed && !x->o->force)
+				atomic_fetch_add(&x->sh->raced, 1);
+			else
+				atomic_fetch_add(&x->sh->ran, 1);
 		}
 		atomic_store(&x->sh->cur[x->slot], 0);
 		if (inline_progress && x->o->progress &&
@@ -1582,7 +1588,8 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 	for (int k = 0; k < jobs; k++)
 		atomic_init(&sh->cur[k], 0);
 	exec_ctx_t x = {sw, o, pending, npending, sh, res->sweep_id,
-			getpid(), 0, false, -1};
+			getpid(), 0, false, -1,
+			o->force || res->retried > 0};
 	if (o->progress)
 		o->progress(o->ctx, res->skipped, n);
 	/* Workers are processes even for -j1 (o->jobs == 1), so that a
