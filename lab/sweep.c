@@ -1522,6 +1522,7 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 	size_t shsize = 0;
 	pid_t *pids = NULL;
 	int wake[2] = {-1, -1}; /* exec_ctx_t's wake */
+	bool kept_wal = false;  /* closed by msim_db_keep_wal() */
 	if ((rc = msim_db_open(o->db_path, &db, why, whylen)))
 		goto out;
 	if (o->kind)
@@ -1558,9 +1559,14 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 		snprintf(why, whylen, "%s", msim_db_errmsg(db));
 		goto out;
 	}
-	/* No SQLite connection may cross a fork. */
+	/* No SQLite connection may cross a fork.  The WAL it wrote (a new
+	 * file's schema, the sweep's row) is left for the workers to add
+	 * to, not copied into the file and deleted (three fsyncs, then two
+	 * more for the next WAL): the parent's connection checkpoints it. */
+	msim_db_keep_wal(db);
 	msim_db_close(db);
 	db = NULL;
+	kept_wal = true;
 	if (loading) {
 		pthread_join(loader, NULL);
 		loading = false;
@@ -1736,6 +1742,12 @@ out:
 	free(keys);
 	free(present);
 	free(pending);
+	/* The WAL left before the fork is copied into the file whatever
+	 * happened since (its last connection closing does it). */
+	char ignored[256];
+	if (kept_wal && !db &&
+	    msim_db_open(o->db_path, &db, ignored, sizeof(ignored)))
+		db = NULL;
 	msim_db_close(db);
 	return rc;
 }

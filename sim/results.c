@@ -732,6 +732,12 @@ msim_db_defer_checkpoints(msim_db_t *db)
 	sqlite3_wal_autocheckpoint(db->db, 0);
 }
 
+void
+msim_db_keep_wal(msim_db_t *db)
+{
+	sqlite3_db_config(db->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+}
+
 int
 msim_db_checkpoint(msim_db_t *db)
 {
