@@ -25,6 +25,7 @@
 
 #include "sim/device.h"
 #include "sim/error.h"
+#include "sim/grow.h"
 #include "sim/timemodel.h"
 
 #define VA_CHUNK (32 * MSIM_MiB)
@@ -69,14 +70,8 @@ va_maxhole(va_chunk_t *c)
 static int
 va_hole_insert(va_chunk_t *c, size_t at, msim_addr_t base, uint64_t size)
 {
-	if (c->nholes == c->capholes) {
-		size_t ncap = c->capholes ? 2 * c->capholes : 4;
-		va_range_t *h = realloc(c->holes, ncap * sizeof(*h));
-		if (!h)
-			return MSIM_ENOMEM;
-		c->holes = h;
-		c->capholes = ncap;
-	}
+	if (MSIM_GROW(c->holes, c->capholes, c->nholes + 1, 4))
+		return MSIM_ENOMEM;
 	memmove(&c->holes[at + 1], &c->holes[at],
 		(c->nholes - at) * sizeof(*c->holes));
 	c->holes[at] = (va_range_t){base, size};
@@ -98,14 +93,8 @@ va_hole_remove(va_chunk_t *c, size_t at)
 static long
 va_chunk_insert(va_t *va, msim_addr_t base, uint64_t size)
 {
-	if (va->n == va->cap) {
-		size_t ncap = va->cap ? 2 * va->cap : 16;
-		va_chunk_t *c = realloc(va->chunks, ncap * sizeof(*c));
-		if (!c)
-			return MSIM_ENOMEM;
-		va->chunks = c;
-		va->cap = ncap;
-	}
+	if (MSIM_GROW(va->chunks, va->cap, va->n + 1, 16))
+		return MSIM_ENOMEM;
 	size_t at = va->n;
 	while (at > 0 && va->chunks[at - 1].base < base)
 		at--;
@@ -386,15 +375,9 @@ dev_log(msim_device_t *dev, int action, msim_addr_t addr, uint64_t size)
 		msim_timemodel_add(dev->tm, action, size, &dev->dt);
 	if (!dev->log_events)
 		return;
-	if (dev->nevents == dev->capevents) {
-		size_t ncap = dev->capevents ? 2 * dev->capevents : 256;
-		msim_seg_event_t *e = realloc(dev->events, ncap * sizeof(*e));
-		if (!e) {
-			dev->log_events = 0; /* the log is lost, not the run */
-			return;
-		}
-		dev->events = e;
-		dev->capevents = ncap;
+	if (MSIM_GROW(dev->events, dev->capevents, dev->nevents + 1, 256)) {
+		dev->log_events = 0; /* the log is lost, not the run */
+		return;
 	}
 	dev->events[dev->nevents++] = (msim_seg_event_t){
 		.request = *dev->request_p, .addr = addr, .size = size,
@@ -511,14 +494,8 @@ msim_device_reserve(msim_device_t *dev, uint64_t size, msim_addr_t *addr_out)
 				at = end;
 		}
 	}
-	if (dev->nresv == dev->capresv) {
-		size_t ncap = dev->capresv ? 2 * dev->capresv : 8;
-		va_range_t *r = realloc(dev->resv, ncap * sizeof(*r));
-		if (!r)
-			return MSIM_ENOMEM;
-		dev->resv = r;
-		dev->capresv = ncap;
-	}
+	if (MSIM_GROW(dev->resv, dev->capresv, dev->nresv + 1, 8))
+		return MSIM_ENOMEM;
 	memmove(&dev->resv[i + 1], &dev->resv[i],
 		(dev->nresv - i) * sizeof(*dev->resv));
 	dev->resv[i] = (va_range_t){at, len};
@@ -580,14 +557,8 @@ msim_device_hint(msim_device_t *dev, msim_addr_t addr)
 			dev->nhints * sizeof(*dev->hints));
 		dev->hint_head = 0;
 	}
-	if (dev->nhints == dev->caphints) {
-		size_t ncap = dev->caphints ? 2 * dev->caphints : 64;
-		msim_addr_t *h = realloc(dev->hints, ncap * sizeof(*h));
-		if (!h)
-			return MSIM_ENOMEM;
-		dev->hints = h;
-		dev->caphints = ncap;
-	}
+	if (MSIM_GROW(dev->hints, dev->caphints, dev->nhints + 1, 64))
+		return MSIM_ENOMEM;
 	dev->hints[dev->hint_head + dev->nhints++] = addr;
 	return 0;
 }

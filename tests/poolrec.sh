@@ -6,12 +6,8 @@
 # The same trace without its pool rows must not (the rows are what decides
 # it).  Run by `make check` with MEMSIM and MSIM_TESTDATA.
 set -u
-MEMSIM=${MEMSIM:-./memsim}
 DATA=${MSIM_TESTDATA:-tests/data}/pools
-tmp=$(mktemp -d /tmp/memsim-poolrec-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 json() { sed -n "s/^ *\"$1\": \\(-*[0-9]*\\),*$/\\1/p" "$2"; }
 # live SEGMENTS.csv: the segments alive at the end, address:size by address
 live() {
