@@ -286,6 +286,8 @@ struct msim_device_s {
 	size_t nresv, capresv;
 	msim_addr_t *hints; /* FIFO of recorded segment addresses */
 	size_t hint_head, nhints, caphints;
+	va_range_t *own; /* segments of allocators of their own, by address */
+	size_t nown, capown;
 	msim_gpu_t *gpu; /* shared with other processes, or NULL */
 	size_t process;  /* this device's process number on gpu */
 };
@@ -343,6 +345,7 @@ msim_device_destroy(msim_device_t *dev)
 	free(dev->events);
 	free(dev->hints);
 	free(dev->resv);
+	free(dev->own);
 	free(dev);
 }
 
@@ -464,6 +467,76 @@ void
 msim_device_free(msim_device_t *dev, msim_addr_t addr, uint64_t size, int pool)
 {
 	dev->ops->free(dev->ctx, addr, size);
+	dev_count(dev, pool, -(int64_t)size);
+	msim_stat2_dec(dev->segment, pool, 1);
+	dev->num_device_free++;
+	dev_log(dev, MSIM_SEG_FREE, addr, size);
+}
+
+#define OWN_BASE UINT64_C(0x700000000000)
+#define OWN_ALIGN (2 * MSIM_MiB)
+
+int
+msim_device_malloc_own(msim_device_t *dev, uint64_t size, int pool,
+		       msim_addr_t *addr_out)
+{
+	assert(pool == MSIM_POOL_SMALL || pool == MSIM_POOL_LARGE);
+	if (!dev_fits(dev, size))
+		return MSIM_EDEVOOM;
+	msim_addr_t at = OWN_BASE;
+	size_t i = 0;
+	if (dev->use_hints && dev->nhints > 0) {
+		at = dev->hints[dev->hint_head];
+		if (at > UINT64_MAX - size)
+			return MSIM_EFORMAT;
+		while (i < dev->nown && dev->own[i].base < at)
+			i++;
+	} else {
+		for (; i < dev->nown; i++) { /* the lowest gap that fits */
+			if (dev->own[i].base >= at + size)
+				break;
+			msim_addr_t end = dev->own[i].base + dev->own[i].size;
+			end = (end + OWN_ALIGN - 1) / OWN_ALIGN * OWN_ALIGN;
+			if (end > at)
+				at = end;
+		}
+	}
+	if (dev->nown == dev->capown) {
+		size_t ncap = dev->capown ? 2 * dev->capown : 8;
+		va_range_t *r = realloc(dev->own, ncap * sizeof(*r));
+		if (!r)
+			return MSIM_ENOMEM;
+		dev->own = r;
+		dev->capown = ncap;
+	}
+	if (dev->use_hints && dev->nhints > 0) {
+		dev->hint_head++;
+		dev->nhints--;
+	}
+	memmove(&dev->own[i + 1], &dev->own[i],
+		(dev->nown - i) * sizeof(*dev->own));
+	dev->own[i] = (va_range_t){at, size};
+	dev->nown++;
+	*addr_out = at;
+	dev_count(dev, pool, (int64_t)size);
+	msim_stat2_inc(dev->segment, pool, 1);
+	dev->num_device_alloc++;
+	dev_log(dev, MSIM_SEG_ALLOC, at, size);
+	return 0;
+}
+
+void
+msim_device_free_own(msim_device_t *dev, msim_addr_t addr, uint64_t size,
+		     int pool)
+{
+	for (size_t i = 0; i < dev->nown; i++) {
+		if (dev->own[i].base == addr) {
+			memmove(&dev->own[i], &dev->own[i + 1],
+				(dev->nown - i - 1) * sizeof(*dev->own));
+			dev->nown--;
+			break;
+		}
+	}
 	dev_count(dev, pool, -(int64_t)size);
 	msim_stat2_dec(dev->segment, pool, 1);
 	dev->num_device_free++;
