@@ -501,14 +501,8 @@ msim_device_malloc_own(msim_device_t *dev, uint64_t size, int pool,
 				at = end;
 		}
 	}
-	if (dev->nown == dev->capown) {
-		size_t ncap = dev->capown ? 2 * dev->capown : 8;
-		va_range_t *r = realloc(dev->own, ncap * sizeof(*r));
-		if (!r)
-			return MSIM_ENOMEM;
-		dev->own = r;
-		dev->capown = ncap;
-	}
+	if (MSIM_GROW(dev->own, dev->capown, dev->nown + 1, 8))
+		return MSIM_ENOMEM;
 	if (dev->use_hints && dev->nhints > 0) {
 		dev->hint_head++;
 		dev->nhints--;
