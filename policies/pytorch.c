@@ -1699,9 +1699,9 @@ pt_serve(void *state, msim_lean_t *L, const msim_req_t *v, size_t n,
 	if (pt_plain(state))
 		return msim_lean_run(L, v, n, at, state, pt_alloc_plain,
 				     pt_free_plain, pt_free_requested_plain,
-				     pt_free_now_plain, false);
+				     pt_free_now_plain, false, false);
 	return msim_lean_run(L, v, n, at, state, pt_alloc, pt_free,
-			     pt_free_requested, pt_free_now, false);
+			     pt_free_requested, pt_free_now, false, false);
 }
 
 static int

@@ -37,10 +37,12 @@ struct msim_sim_s {
 	msim_summary_t sum;
 	uint64_t next_sample; /* request count of the next timeline sample */
 	bool peak_blocks;       /* snapshot the blocks at each new peak */
+	uint64_t peak_from;     /* ... in requests from this one on */
 	uint64_t blocks_at;     /* msim_sim_config_t's */
 	void (*observe)(void *ctx, const msim_req_t *req, int rc);
 	void *observe_ctx;
 	uint64_t snap_reserved; /* reserved bytes of the last snapshot */
+	uint64_t snap_request;  /* the request it followed, or UINT64_MAX */
 	msim_block_t *snap;
 	size_t nsnap, capsnap;
 	double frag_sum;
@@ -140,6 +142,8 @@ msim_sim_new(const msim_sim_config_t *cfg, msim_sim_t **out, char *why,
 	sim->src = cfg->source;
 	sim->keep_going = cfg->keep_going;
 	sim->peak_blocks = cfg->peak_blocks;
+	sim->peak_from = cfg->peak_blocks_from;
+	sim->snap_request = UINT64_MAX;
 	sim->observe = cfg->observe;
 	sim->observe_ctx = cfg->observe_ctx;
 	sim->sum.oom_request = -1;
@@ -233,14 +237,18 @@ snap_add(void *ctx, const msim_block_t *b)
 	sim->snap[sim->nsnap++] = *b;
 }
 
-/* After a request: at a new peak of reserved bytes, the blocks. */
+/* After an ALLOC (the request sum.requests, not counted yet): at a new
+ * peak of reserved bytes since peak_from, the blocks. */
 static void
 sim_snapshot(msim_sim_t *sim)
 {
+	if (sim->sum.requests < sim->peak_from)
+		return;
 	uint64_t reserved = msim_device_reserved(sim->dev);
 	if (reserved <= sim->snap_reserved)
 		return;
 	sim->snap_reserved = reserved;
+	sim->snap_request = sim->sum.requests;
 	sim->nsnap = 0;
 	msim_policy_blocks(sim->pol, snap_add, sim);
 }
@@ -250,6 +258,12 @@ msim_sim_peak_blocks(const msim_sim_t *sim, size_t *n_out)
 {
 	*n_out = sim->nsnap;
 	return sim->snap;
+}
+
+uint64_t
+msim_sim_peak_blocks_request(const msim_sim_t *sim)
+{
+	return sim->snap_request;
 }
 
 static int
@@ -481,7 +495,7 @@ sim_serve_now(const msim_policy_hot_t *hp, msim_lean_t *L,
 	      const msim_req_t *v, size_t n, size_t *at)
 {
 	return msim_lean_run(L, v, n, at, hp->state, hp->alloc, hp->free,
-			     hp->free_requested, hp->free_now, true);
+			     hp->free_requested, hp->free_now, true, false);
 }
 
 static int
@@ -489,7 +503,22 @@ sim_serve_apart(const msim_policy_hot_t *hp, msim_lean_t *L,
 		const msim_req_t *v, size_t n, size_t *at)
 {
 	return msim_lean_run(L, v, n, at, hp->state, hp->alloc, hp->free,
-			     hp->free_requested, NULL, true);
+			     hp->free_requested, NULL, true, false);
+}
+
+/* With the blocks at a new peak taken after each ALLOC (peak_blocks). */
+static void
+sim_snap_cb(void *ctx)
+{
+	sim_snapshot(ctx);
+}
+
+static int
+sim_serve_snap(const msim_policy_hot_t *hp, msim_lean_t *L,
+	       const msim_req_t *v, size_t n, size_t *at)
+{
+	return msim_lean_run(L, v, n, at, hp->state, hp->alloc, hp->free,
+			     hp->free_requested, hp->free_now, true, true);
 }
 
 /*
@@ -508,11 +537,13 @@ sim_lean(msim_sim_t *sim, const msim_req_t *v, size_t n, size_t *at)
 {
 	const msim_policy_hot_t *hp = &sim->hot;
 	msim_lean_t L = {.clock = &sim->clock, .requests = &sim->sum.requests,
-			 .nheap = &sim->nheap};
+			 .nheap = &sim->nheap, .snap = sim_snap_cb,
+			 .snap_ctx = sim};
 	int st, rc = 0;
 	do {
 		L.next_sample = sim->next_sample;
-		st = hp->serve ? hp->serve(hp->state, &L, v, n, at)
+		st = sim->peak_blocks ? sim_serve_snap(hp, &L, v, n, at)
+		     : hp->serve ? hp->serve(hp->state, &L, v, n, at)
 		     : hp->free_now ? sim_serve_now(hp, &L, v, n, at)
 		     : sim_serve_apart(hp, &L, v, n, at);
 		if (st == MSIM_LEAN_SAMPLE)
@@ -540,8 +571,9 @@ sim_run_batches(msim_sim_t *sim)
 {
 	/* The lean path, chosen once: nothing watches each request, so
 	 * plain requests (no flags, no ids left dead by an OOM, no peaks
-	 * reset) go through sim_lean(); the rest through sim_request(). */
-	bool lean = !sim->observe && !sim->peak_blocks;
+	 * reset) go through sim_lean(); the rest through sim_request().
+	 * The blocks at a new peak are taken there too (after an ALLOC). */
+	bool lean = !sim->observe;
 	msim_policy_hot(sim->pol, &sim->hot);
 	for (;;) {
 		const msim_req_t *v;

@@ -49,6 +49,10 @@ struct msim_lean_s {
 	uint64_t *requests;     /* requests served (msim_summary_t's) */
 	const size_t *nheap;    /* policy events pending */
 	uint64_t next_sample;   /* the count at which to stop for a sample */
+	/* With snap (msim_lean_run()): called after each ALLOC served, before
+	 * it is counted (the engine's blocks at a new peak). */
+	void (*snap)(void *ctx);
+	void *snap_ctx;
 	/* added to */
 	uint64_t addr_same, addr_other; /* recorded addresses (summary) */
 	/* out, as the loop's result says */
@@ -93,8 +97,8 @@ msim_lean_free_key(uint32_t id)
  * compiler inlines them; free_requested and free_now may be NULL, as in
  * the ops.  events is false for a policy that schedules no events (it has
  * no ops->on_event): none can become pending during the loop, so pending
- * ones are looked for once, not at every request.  Returns an MSIM_LEAN_*
- * (above).
+ * ones are looked for once, not at every request; snap is whether to call
+ * L->snap after each ALLOC.  Returns an MSIM_LEAN_* (above).
  */
 static inline __attribute__((always_inline)) int
 msim_lean_run(msim_lean_t *L, const msim_req_t *v, size_t n, size_t *at,
@@ -102,7 +106,8 @@ msim_lean_run(msim_lean_t *L, const msim_req_t *v, size_t n, size_t *at,
 	      int (*alloc)(void *, const msim_req_t *, msim_addr_t *),
 	      int (*free_)(void *, const msim_req_t *),
 	      int (*free_requested)(void *, const msim_req_t *),
-	      int (*free_now)(void *, const msim_req_t *), const bool events)
+	      int (*free_now)(void *, const msim_req_t *), const bool events,
+	      const bool snap)
 {
 	const bool pairs = free_now || !free_requested;
 	/* In locals: the loop's calls may reach memory the compiler cannot
@@ -145,6 +150,8 @@ msim_lean_run(msim_lean_t *L, const msim_req_t *v, size_t n, size_t *at,
 				else
 					other++;
 			}
+			if (snap)
+				L->snap(L->snap_ctx);
 		} else if (req->kind == MSIM_REQ_FREE_REQUESTED) {
 			const msim_req_t *fr = req + 1;
 			if (pairs && fr < end &&
