@@ -56,6 +56,7 @@
 #include "sim/policy.h"
 #include "policies/pytorch.h"
 #include "sim/error.h"
+#include "sim/lean.h"
 
 #define PT_MIN_BLOCK 512
 #define PT_SMALL_SIZE MSIM_MiB           /* small pool: rounded <= 1 MiB */
@@ -189,6 +190,32 @@ typedef struct pt_state_s {
 	 * in pt_stats() rather than kept at every request (pt_active_peak()). */
 	int64_t pend_n[MSIM_NPOOL], pend_bytes[MSIM_NPOOL];
 } pt_state_t;
+
+/*
+ * Whether s is in the plain configuration, PyTorch's defaults: no
+ * roundup_power2_divisions, no garbage collection, no expandable segments,
+ * no max_split_size, no capture underway, no private pool (so no block in
+ * one) and no deferred block held (hold()).  The request functions take it
+ * as a constant (plain), for which the compiler drops the checks of those
+ * features: pt_serve() runs a copy of the lean loop for each case.  A batch
+ * cannot leave the configuration: captures and pools begin and end with
+ * requests the lean loop leaves to the engine.
+ */
+static inline bool
+pt_plain(const pt_state_t *s)
+{
+	return !s->rp2_any && !s->gc_enabled && !s->expandable &&
+	       s->max_split == PT_UNLIMITED && !s->ncaptures && !s->nppools &&
+	       !s->nheld;
+}
+
+/* Whether a block of size bytes is oversize (size >= max_split_size):
+ * never when plain (no max_split_size). */
+static inline bool
+pt_oversize(const pt_state_t *s, uint64_t size, const bool plain)
+{
+	return !plain && size >= s->max_split;
+}
 
 /* ---------------------------------------------------------------- */
 /* Parameters                                                        */
@@ -420,13 +447,14 @@ log2_floor(uint64_t x)
 	return 63u - (unsigned)__builtin_clzll(x);
 }
 
-/* round_size(): the block size a request of req bytes asks for. */
+/* round_size(): the block size a request of req bytes asks for (plain:
+ * see pt_plain()). */
 static inline uint64_t
-pt_round(const pt_state_t *s, uint64_t req)
+pt_round(const pt_state_t *s, uint64_t req, const bool plain)
 {
 	if (req < PT_MIN_BLOCK)
 		return PT_MIN_BLOCK;
-	if (!s->rp2_any)
+	if (plain || !s->rp2_any)
 		return ceil_to(req, PT_MIN_BLOCK);
 	int ix = (int)log2_floor(req) - 20;
 	ix = ix < 0 ? 0 : ix > 15 ? 15 : ix;
@@ -731,14 +759,25 @@ capture_of(const pt_state_t *s, msim_stream_t handle)
 
 /* get_pool(): the stream state of a request, in a private pool while a
  * capture of its stream is underway. */
-static pt_stream_t *
-pt_request_stream(pt_state_t *s, msim_stream_t handle)
+static __attribute__((noinline)) pt_stream_t *
+request_stream(pt_state_t *s, msim_stream_t handle)
 {
 	const pt_capture_t *c = s->ncaptures ? capture_of(s, handle) : NULL;
 	if (!c)
 		return pt_stream(s, handle);
 	pt_ppool_t *pp = ppool_find(s, c->pool);
 	return stream_table(&pp->streams, &pp->nstreams, handle, pp);
+}
+
+/* request_stream(), with the usual case inline: no capture underway, the
+ * stream of the last request. */
+static inline __attribute__((always_inline)) pt_stream_t *
+pt_request_stream(pt_state_t *s, msim_stream_t handle, const bool plain)
+{
+	if ((plain || !s->ncaptures) && s->last_stream &&
+	    s->last_stream->handle == handle)
+		return s->last_stream;
+	return request_stream(s, handle);
 }
 
 static inline int
@@ -957,27 +996,27 @@ release_xseg(pt_state_t *s, pt_block_t *b)
 /* The allocator                                                     */
 
 /* get_free_block(): the best cached block for size, removed from its set. */
-static inline pt_block_t *
+static inline __attribute__((always_inline)) pt_block_t *
 get_free_block(pt_state_t *s, pt_freeset_t *fs, int pool, uint64_t size,
-	       bool default_pool)
+	       bool default_pool, const bool plain)
 {
 	/* Each BlockPool counts its own lookups; only the default pool's
 	 * count ages blocks for the garbage collector. */
-	if (s->gc_enabled && default_pool)
+	if (!plain && s->gc_enabled && default_pool)
 		s->gc_calls[pool]++;
 	pt_block_t *b = fs_lower_bound(fs, size);
 	if (!b)
 		return NULL;
-	if (b->xseg) {
+	if (!plain && b->xseg) {
 		/* Best fit by the size a block can grow to: prefer a strictly
 		 * smaller growable block further on. */
 		for (pt_block_t *n = fs_next(fs, b); b->xseg && n &&
 		     xsize(n) < xsize(b); n = fs_next(fs, n))
 			b = n;
 	}
-	if (size < s->max_split && b->size >= s->max_split)
+	if (!pt_oversize(s, size, plain) && pt_oversize(s, b->size, plain))
 		return NULL; /* no oversize block for a small request */
-	if (size >= s->max_split && b->size >= size + s->nonsplit_tol)
+	if (pt_oversize(s, size, plain) && b->size >= size + s->nonsplit_tol)
 		return NULL; /* too much waste for an oversize request */
 	fs_remove(s, fs, b);
 	return b;
@@ -1146,7 +1185,7 @@ release_streams(pt_state_t *s, pt_stream_t **v, size_t nv, int pool)
 	return 0;
 }
 
-static inline void free_block(pt_state_t *s, pt_block_t *b);
+static inline void free_block(pt_state_t *s, pt_block_t *b, bool plain);
 
 /* The held deferred blocks back to their pools (hold()), in the order
  * their free_completed rows came (PyTorch's order is a hash map's; the
@@ -1160,7 +1199,7 @@ release_held(pt_state_t *s)
 		if (b->st->pp)
 			b->st->pp->nlive--;
 		b->deferred = 0;
-		free_block(s, b);
+		free_block(s, b, false);
 	}
 	s->nheld = 0;
 }
@@ -1329,16 +1368,17 @@ pt_pool(void *state, const msim_req_t *req)
 
 /* alloc_found_block(): hands out b for a request of size (req) bytes.
  * Returns the allocated block: b itself, or its front when split. */
-static inline pt_block_t *
-alloc_found(pt_state_t *s, pt_block_t *b, uint64_t size, uint64_t req)
+static inline __attribute__((always_inline)) pt_block_t *
+alloc_found(pt_state_t *s, pt_block_t *b, uint64_t size, uint64_t req,
+	    const bool plain)
 {
 	int sp = PT_STATPOOL(b->pool);
 	uint64_t remaining = b->size - size;
 	/* is_expandable_segments_active: never for an own-allocator pool,
 	 * whose blocks alone are not expandable when the setting is on. */
-	bool split = b->pool == PT_SMALL || b->xseg
+	bool split = b->pool == PT_SMALL || (!plain && b->xseg)
 		? remaining >= PT_MIN_BLOCK
-		: size < s->max_split && remaining > PT_SMALL_SIZE;
+		: !pt_oversize(s, size, plain) && remaining > PT_SMALL_SIZE;
 	bool already_split = blk_is_split(b);
 	if (split) {
 		/* The remainder keeps b's struct; a new one takes the front. */
@@ -1353,7 +1393,7 @@ alloc_found(pt_state_t *s, pt_block_t *b, uint64_t size, uint64_t req)
 		b->prev = rest->prev;
 		b->next = rest;
 		b->st = rest->st;
-		b->xseg = rest->xseg;
+		b->xseg = plain ? NULL : rest->xseg;
 		b->pool = rest->pool;
 		b->mapped = 1;
 		if (b->prev)
@@ -1362,7 +1402,7 @@ alloc_found(pt_state_t *s, pt_block_t *b, uint64_t size, uint64_t req)
 		rest->ptr += size;
 		rest->size -= size;
 		fs_insert(s, &rest->st->fs[rest->pool], rest);
-		if (b->xseg) {
+		if (!plain && b->xseg) {
 			/* inactive_split is not kept for expandable memory */
 		} else if (already_split) {
 			pt_stat_dec(s->st.inactive_split_bytes, sp,
@@ -1372,7 +1412,7 @@ alloc_found(pt_state_t *s, pt_block_t *b, uint64_t size, uint64_t req)
 				       (int64_t)rest->size);
 			pt_stat_inc(s->st.inactive_split, sp, 1);
 		}
-	} else if (already_split && !b->xseg) {
+	} else if (already_split && (plain || !b->xseg)) {
 		pt_stat_dec(s->st.inactive_split_bytes, sp, (int64_t)b->size);
 		pt_stat_dec(s->st.inactive_split, sp, 1);
 	}
@@ -1384,46 +1424,56 @@ alloc_found(pt_state_t *s, pt_block_t *b, uint64_t size, uint64_t req)
 	if (s->pend_n[MSIM_POOL_ALL])
 		pt_active_peak(s, sp); /* active, active_bytes: pt_stats() */
 	pt_stat_inc(s->st.requested_bytes, sp, (int64_t)req);
-	if (b->size >= s->max_split)
+	if (pt_oversize(s, b->size, plain))
 		msim_stat_inc(&s->st.oversize_allocations, 1);
 	return b;
 }
 
-static int
-pt_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
+/* malloc() when no cached block fits: a new segment, after the garbage
+ * collector and the releases that may make room, or NULL (an OOM, counted).
+ * Out of line, so that pt_alloc()'s usual path, a cached block, keeps few
+ * registers to save. */
+static __attribute__((noinline)) pt_block_t *
+alloc_segment(pt_state_t *s, pt_stream_t *st, pt_freeset_t *fs, int pool,
+	      uint64_t size)
 {
-	pt_state_t *s = state;
+	uint64_t seg_size = pt_segment_size(s, size);
+	if (s->gc_enabled)
+		garbage_collect(s);
+	pt_block_t *b = alloc_block(s, st, pool, size, seg_size, false);
+	if (!b && release_available(s, fs, size))
+		b = alloc_block(s, st, pool, size, seg_size, false);
+	/* Not while a capture is underway (malloc()). */
+	if (!b && !s->ncaptures) {
+		release_cached(s);
+		b = alloc_block(s, st, pool, size, seg_size, true);
+	}
+	if (!b) {
+		s->st.num_ooms++;
+		msim_device_log_oom(s->dev, size);
+	}
+	return b;
+}
+
+static inline __attribute__((always_inline)) int
+pt_alloc_as(pt_state_t *s, const msim_req_t *req, msim_addr_t *addr_out,
+	    const bool plain)
+{
 	s->fr_last = NULL;
-	if (s->nheld && !s->ncaptures)
+	if (!plain && s->nheld && !s->ncaptures)
 		release_held(s); /* process_events() */
-	uint64_t size = pt_round(s, req->size);
+	uint64_t size = pt_round(s, req->size, plain);
 	int pool = size <= PT_SMALL_SIZE ? PT_SMALL : PT_LARGE;
-	pt_stream_t *st = pt_request_stream(s, req->stream);
+	pt_stream_t *st = pt_request_stream(s, req->stream, plain);
 	if (!st || !blk_reserve(s) || live_put(s, req->id, NULL))
 		return MSIM_ENOMEM;
 	pt_freeset_t *fs = &st->fs[pool];
 
-	pt_block_t *b = get_free_block(s, fs, pool, size, !st->pp);
-	if (!b) {
-		uint64_t seg_size = pt_segment_size(s, size);
-		if (s->gc_enabled)
-			garbage_collect(s);
-		b = alloc_block(s, st, pool, size, seg_size, false);
-		if (!b && release_available(s, fs, size))
-			b = alloc_block(s, st, pool, size, seg_size, false);
-		/* Not while a capture is underway (malloc()). */
-		if (!b && !s->ncaptures) {
-			release_cached(s);
-			b = alloc_block(s, st, pool, size, seg_size, true);
-		}
-		if (!b) {
-			s->st.num_ooms++;
-			msim_device_log_oom(s->dev, size);
-			return MSIM_EDEVOOM;
-		}
-	}
-	b = alloc_found(s, b, size, req->size);
-	if (st->pp)
+	pt_block_t *b = get_free_block(s, fs, pool, size, !st->pp, plain);
+	if (!b && !(b = alloc_segment(s, st, fs, pool, size)))
+		return MSIM_EDEVOOM;
+	b = alloc_found(s, b, size, req->size, plain);
+	if (!plain && st->pp)
 		st->pp->nlive++;
 	s->live[req->id] = b;
 	*addr_out = b->ptr;
@@ -1431,14 +1481,14 @@ pt_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 }
 
 /* The caller's free (free_requested): allocated bytes drop now. */
-static inline void
-free_requested(pt_state_t *s, pt_block_t *b)
+static inline __attribute__((always_inline)) void
+free_requested(pt_state_t *s, pt_block_t *b, const bool plain)
 {
 	int sp = PT_STATPOOL(b->pool);
 	b->state = B_PENDING;
 	pt_stat_dec(s->st.allocation, sp, 1);
 	pt_stat_dec(s->st.allocated_bytes, sp, (int64_t)b->size);
-	if (b->size >= s->max_split)
+	if (pt_oversize(s, b->size, plain))
 		msim_stat_dec(&s->st.oversize_allocations, 1);
 }
 
@@ -1468,9 +1518,11 @@ try_merge(pt_state_t *s, pt_block_t *b, pt_block_t *src)
 	return absorbed;
 }
 
-/* free_block() (free_completed): merge, back into the free set. */
-static inline void
-free_block(pt_state_t *s, pt_block_t *b)
+/* free_block() (free_completed): merge, back into the free set.  Inlined
+ * into its one caller, pt_give_back(), as that is into pt_free() and
+ * pt_free_now(). */
+static inline __attribute__((always_inline)) void
+free_block(pt_state_t *s, pt_block_t *b, const bool plain)
 {
 	int sp = PT_STATPOOL(b->pool);
 	int64_t net_blocks = 0, net_bytes = 0;
@@ -1489,7 +1541,7 @@ free_block(pt_state_t *s, pt_block_t *b)
 		net_blocks++;
 		net_bytes += (int64_t)b->size;
 	}
-	if (!b->xseg) {
+	if (plain || !b->xseg) {
 		pt_stat_add(s->st.inactive_split, sp, net_blocks);
 		pt_stat_add(s->st.inactive_split_bytes, sp, net_bytes);
 	}
@@ -1528,19 +1580,18 @@ hold(pt_state_t *s, uint32_t id, pt_block_t *b)
 	return 0;
 }
 
-static int
-pt_free_requested(void *state, const msim_req_t *req)
+static inline __attribute__((always_inline)) int
+pt_free_requested_as(pt_state_t *s, const msim_req_t *req, const bool plain)
 {
-	pt_state_t *s = state;
 	pt_block_t *b = live_take(s, req->id);
 	if (!b || b->state != B_ALLOC)
 		return MSIM_ENOTFOUND;
-	free_requested(s, b);
+	free_requested(s, b, plain);
 	pt_pending(s, PT_STATPOOL(b->pool), 1, b->size);
 	/* free(): with stream uses while a capture is underway, the block
 	 * goes to deferred_blocks rather than getting events.  Stream uses
 	 * show only as a free_completed that does not follow at once. */
-	b->deferred = s->ncaptures != 0;
+	b->deferred = !plain && s->ncaptures != 0;
 	s->fr_last = b;
 	return 0;
 }
@@ -1548,45 +1599,109 @@ pt_free_requested(void *state, const msim_req_t *req)
 /* The block of id back (b, not free): free_requested unless done, then
  * free_block. */
 static inline __attribute__((always_inline)) void
-pt_give_back(pt_state_t *s, uint32_t id, pt_block_t *b)
+pt_give_back(pt_state_t *s, uint32_t id, pt_block_t *b, const bool plain)
 {
 	if (b->state == B_ALLOC)
-		free_requested(s, b);
+		free_requested(s, b, plain);
 	else
 		pt_pending(s, PT_STATPOOL(b->pool), -1, b->size);
 	s->live[id] = NULL;
-	if (b->st->pp)
+	if (!plain && b->st->pp)
 		b->st->pp->nlive--;
-	free_block(s, b);
+	free_block(s, b, plain);
 }
 
-static int
-pt_free(void *state, const msim_req_t *req)
+static inline __attribute__((always_inline)) int
+pt_free_as(pt_state_t *s, const msim_req_t *req, const bool plain)
 {
-	pt_state_t *s = state;
 	pt_block_t *b = live_take(s, req->id);
 	if (!b || b->state == B_FREE)
 		return MSIM_ENOTFOUND;
-	bool plain = b == s->fr_last;
+	bool paired = b == s->fr_last;
 	s->fr_last = NULL;
-	if (b->deferred && !plain && s->ncaptures && !s->graph_reuse &&
-	    b->state == B_PENDING)
+	if (!plain && b->deferred && !paired && s->ncaptures &&
+	    !s->graph_reuse && b->state == B_PENDING)
 		return hold(s, req->id, b);
-	pt_give_back(s, req->id, b);
+	pt_give_back(s, req->id, b, plain);
 	return 0;
 }
 
 /* A free_requested row and its free_completed at once (ops->free_now). */
-static int
-pt_free_now(void *state, const msim_req_t *req)
+static inline __attribute__((always_inline)) int
+pt_free_now_as(pt_state_t *s, const msim_req_t *req, const bool plain)
 {
-	pt_state_t *s = state;
 	pt_block_t *b = live_take(s, req->id);
 	if (!b || b->state != B_ALLOC)
 		return MSIM_ENOTFOUND;
 	s->fr_last = NULL;
-	pt_give_back(s, req->id, b);
+	pt_give_back(s, req->id, b, plain);
 	return 0;
+}
+
+/* The request functions of the ops, any configuration (inlined into
+ * pt_serve() too). */
+static inline __attribute__((always_inline)) int
+pt_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
+{
+	return pt_alloc_as(state, req, addr_out, false);
+}
+
+static inline __attribute__((always_inline)) int
+pt_free_requested(void *state, const msim_req_t *req)
+{
+	return pt_free_requested_as(state, req, false);
+}
+
+static inline __attribute__((always_inline)) int
+pt_free(void *state, const msim_req_t *req)
+{
+	return pt_free_as(state, req, false);
+}
+
+static inline __attribute__((always_inline)) int
+pt_free_now(void *state, const msim_req_t *req)
+{
+	return pt_free_now_as(state, req, false);
+}
+
+/* The same, for pt_plain() states only. */
+static inline __attribute__((always_inline)) int
+pt_alloc_plain(void *state, const msim_req_t *req, msim_addr_t *addr_out)
+{
+	return pt_alloc_as(state, req, addr_out, true);
+}
+
+static inline __attribute__((always_inline)) int
+pt_free_requested_plain(void *state, const msim_req_t *req)
+{
+	return pt_free_requested_as(state, req, true);
+}
+
+static inline __attribute__((always_inline)) int
+pt_free_plain(void *state, const msim_req_t *req)
+{
+	return pt_free_as(state, req, true);
+}
+
+static inline __attribute__((always_inline)) int
+pt_free_now_plain(void *state, const msim_req_t *req)
+{
+	return pt_free_now_as(state, req, true);
+}
+
+/* The engine's lean loop with the functions above inlined (ops->serve,
+ * sim/lean.h), a copy for the plain configuration (pt_plain()) and one for
+ * any; this policy schedules no events. */
+static int
+pt_serve(void *state, msim_lean_t *L, const msim_req_t *v, size_t n,
+	 size_t *at)
+{
+	if (pt_plain(state))
+		return msim_lean_run(L, v, n, at, state, pt_alloc_plain,
+				     pt_free_plain, pt_free_requested_plain,
+				     pt_free_now_plain, false, false);
+	return msim_lean_run(L, v, n, at, state, pt_alloc, pt_free,
+			     pt_free_requested, pt_free_now, false, false);
 }
 
 static int
@@ -1617,7 +1732,7 @@ static bool
 pt_would_release(const void *state, const msim_req_t *req)
 {
 	const pt_state_t *s = state;
-	uint64_t size = pt_round(s, req->size);
+	uint64_t size = pt_round(s, req->size, false);
 	int pool = size <= PT_SMALL_SIZE ? PT_SMALL : PT_LARGE;
 	const pt_stream_t *st = pt_stream_find(s, req->stream);
 	if (st) {
@@ -1826,6 +1941,7 @@ const msim_policy_ops_t msim_policy_pytorch = {
 	.free = pt_free,
 	.free_requested = pt_free_requested,
 	.free_now = pt_free_now,
+	.serve = pt_serve,
 	.empty_cache = pt_empty_cache,
 	.pool = pt_pool,
 	.would_release = pt_would_release,

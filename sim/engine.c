@@ -12,9 +12,7 @@
 
 #include "sim/engine.h"
 #include "sim/error.h"
-
-/* How many requests ahead sim_lean() prefetches. */
-#define MSIM_SIM_AHEAD 64
+#include "sim/lean.h"
 
 typedef struct ev_s {
 	msim_time_t time;
@@ -490,95 +488,79 @@ msim_sim_step(msim_sim_t *sim)
 	return sim->done ? 0 : 1;
 }
 
+/* The lean loop through the policy's functions (sim/lean.h), for a policy
+ * without ops->serve: one copy with ops->free_now, one without. */
+static int
+sim_serve_now(const msim_policy_hot_t *hp, msim_lean_t *L,
+	      const msim_req_t *v, size_t n, size_t *at)
+{
+	return msim_lean_run(L, v, n, at, hp->state, hp->alloc, hp->free,
+			     hp->free_requested, hp->free_now, true, false);
+}
+
+static int
+sim_serve_apart(const msim_policy_hot_t *hp, msim_lean_t *L,
+		const msim_req_t *v, size_t n, size_t *at)
+{
+	return msim_lean_run(L, v, n, at, hp->state, hp->alloc, hp->free,
+			     hp->free_requested, NULL, true, false);
+}
+
+/* With the blocks at a new peak taken after each ALLOC (peak_blocks). */
+static void
+sim_snap_cb(void *ctx)
+{
+	sim_snapshot(ctx);
+}
+
+static int
+sim_serve_snap(const msim_policy_hot_t *hp, msim_lean_t *L,
+	       const msim_req_t *v, size_t n, size_t *at)
+{
+	return msim_lean_run(L, v, n, at, hp->state, hp->alloc, hp->free,
+			     hp->free_requested, hp->free_now, true, true);
+}
+
 /*
- * The lean path over v[*at..n): plain allocs, frees and free_requested
- * rows go straight to the policy's functions while no policy event is
- * pending, and a free_requested row directly followed by its FREE is one
- * call (ops->free_now).  It stops at anything else, leaving it to
- * sim_request(), and after an alloc the policy refused.  Returns 0 with
- * *at at the first request it left, or an error.  Requests take no
- * queueing sequence here: with batches, events due by a request's time go
- * before it (sim_run_batches()), and events order among themselves by
- * theirs.
+ * The lean path over v[*at..n) (sim/lean.h): plain allocs, frees and
+ * free_requested rows go straight to the policy's functions, or its own
+ * copy of the loop (ops->serve), while no policy event is pending; the
+ * timeline samples are taken here as the loop stops for them.  It stops at
+ * anything else, leaving it to sim_request(), and after an alloc the
+ * policy refused.  Returns 0 with *at at the first request it left, or an
+ * error.  Requests take no queueing sequence here: with batches, events
+ * due by a request's time go before it (sim_run_batches()), and events
+ * order among themselves by theirs.
  */
 static int
 sim_lean(msim_sim_t *sim, const msim_req_t *v, size_t n, size_t *at)
 {
-	const msim_policy_hot_t hp = sim->hot;
-	const bool pairs = hp.free_now || !hp.free_requested;
-	size_t i = *at;
-	int rc;
-	for (; i < n; i++) {
-		const msim_req_t *req = &v[i];
-		/* The batch was written on the reader's core: ask for the
-		 * lines a few requests ahead before they are needed. */
-		__builtin_prefetch(req + MSIM_SIM_AHEAD);
-		if (req->flags || sim->nheap)
-			break;
-		msim_time_t t = req->time > sim->clock ? req->time : sim->clock;
-		sim->clock = t;
-		if (req->kind == MSIM_REQ_ALLOC) {
-			msim_addr_t addr;
-			if (!msim_policy_size_ok(req->size))
-				break; /* sim_request() says why */
-			rc = hp.alloc(hp.state, req, &addr);
-			if (rc == 0 && addr % MSIM_DEVICE_ALIGN)
-				rc = MSIM_EFORMAT; /* as msim_policy_alloc() */
-			if (rc) {
-				if ((rc = sim_allocated(sim, req, rc, addr)))
-					return rc;
-				if (++sim->sum.requests == sim->next_sample)
-					sim_sample(sim);
-				i++;
-				break; /* an OOM: dead ids, or the end */
-			}
-			if (req->addr) {
-				if (addr == req->addr)
-					sim->sum.addr_same++;
-				else
-					sim->sum.addr_other++;
-			}
-			if (sim->peak_blocks)
-				sim_snapshot(sim);
-		} else if (req->kind == MSIM_REQ_FREE_REQUESTED) {
-			const msim_req_t *fr = req + 1;
-			if (pairs && i + 1 < n && fr->kind == MSIM_REQ_FREE &&
-			    fr->id == req->id && !fr->flags) {
-				/* Freed and back at once: the FREE's time. */
-				i++;
-				if (fr->time > t)
-					sim->clock = fr->time;
-				if (hp.free_now) {
-					if ((rc = hp.free_now(hp.state, fr)))
-						return sim_fail(sim, rc,
-							"free_requested");
-				} else if ((rc = hp.free(hp.state, fr))) {
-					return sim_fail(sim, rc, "free of a "
-							"block not live");
-				}
-			} else {
-				if (hp.free_requested &&
-				    (rc = hp.free_requested(hp.state, req)))
-					return sim_fail(sim, rc,
-							"free_requested");
-				continue; /* not counted */
-			}
-		} else if (req->kind == MSIM_REQ_FREE) {
-			if ((rc = hp.free(hp.state, req)))
-				return sim_fail(sim, rc, "free of a block not "
-						"live");
-		} else {
-			break;
-		}
-		if (++sim->sum.requests == sim->next_sample) {
+	const msim_policy_hot_t *hp = &sim->hot;
+	msim_lean_t L = {.clock = &sim->clock, .requests = &sim->sum.requests,
+			 .nheap = &sim->nheap, .snap = sim_snap_cb,
+			 .snap_ctx = sim};
+	int st, rc = 0;
+	do {
+		L.next_sample = sim->next_sample;
+		st = sim->peak_blocks ? sim_serve_snap(hp, &L, v, n, at)
+		     : hp->serve ? hp->serve(hp->state, &L, v, n, at)
+		     : hp->free_now ? sim_serve_now(hp, &L, v, n, at)
+		     : sim_serve_apart(hp, &L, v, n, at);
+		if (st == MSIM_LEAN_SAMPLE)
 			sim_sample(sim);
-			if (sim->done) { /* blocks_at reached: stop here */
-				i++;
-				break;
-			}
-		}
+	} while (st == MSIM_LEAN_SAMPLE && !sim->done && *at < n);
+	sim->sum.addr_same += L.addr_same;
+	sim->sum.addr_other += L.addr_other;
+	if (st == MSIM_LEAN_FAIL)
+		return sim_fail(sim, L.rc, L.what);
+	if (st == MSIM_LEAN_REFUSED) {
+		/* an OOM: dead ids, or the end */
+		if ((rc = sim_allocated(sim, &v[*at], L.rc, L.addr)))
+			return rc;
+		if (++sim->sum.requests == sim->next_sample)
+			sim_sample(sim);
+		++*at;
 	}
-	*at = i;
 	return 0;
 }
 

@@ -108,7 +108,7 @@ void
 msim_policy_hot(const msim_policy_t *pol, msim_policy_hot_t *out)
 {
 	*out = (msim_policy_hot_t){pol->state, pol->ops->alloc, pol->ops->free,
-		pol->ops->free_requested, pol->ops->free_now};
+		pol->ops->free_requested, pol->ops->free_now, pol->ops->serve};
 }
 
 int

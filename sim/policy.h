@@ -18,6 +18,9 @@
 #include "sim/device.h"
 #include "sim/types.h"
 
+/* The lean loop's state (sim/lean.h). */
+typedef struct msim_lean_s msim_lean_t;
+
 typedef struct msim_policy_ops_s {
 	const char *name;                /* unique, [a-z0-9_-]; CLI and DB key */
 	const char *summary;             /* one line for `memsim policies` */
@@ -71,6 +74,12 @@ typedef struct msim_policy_ops_s {
 	 * statistic.  May be NULL (taken from stats). */
 	void (*sample)(const void *state, int64_t *allocated_out,
 		       int64_t *active_out, int64_t *requested_out);
+	/* The engine's lean loop over a batch with this policy's request
+	 * functions inlined: msim_lean_run() of sim/lean.h called with
+	 * them, nothing else.  May be NULL: the engine runs that loop through
+	 * the functions above. */
+	int (*serve)(void *state, msim_lean_t *L, const msim_req_t *v,
+		     size_t n, size_t *at);
 } msim_policy_ops_t;
 
 typedef struct msim_policy_s msim_policy_t;
@@ -114,6 +123,8 @@ typedef struct msim_policy_hot_s {
 	int (*free)(void *state, const msim_req_t *req);
 	int (*free_requested)(void *state, const msim_req_t *req);
 	int (*free_now)(void *state, const msim_req_t *req);
+	int (*serve)(void *state, msim_lean_t *L, const msim_req_t *v,
+		     size_t n, size_t *at);
 } msim_policy_hot_t;
 
 void msim_policy_hot(const msim_policy_t *pol, msim_policy_hot_t *out);

@@ -1,6 +1,7 @@
 /*
  * The engine: event order (time, then queueing order), free_requested
- * and FREE pairs served at once, OOM handling,
+ * and FREE pairs served at once, a policy's own lean loop (ops->serve)
+ * against the engine's, OOM handling,
  * the timeline's bounded down-sampling, and the statistic names.
  */
 #include <config.h>
@@ -15,6 +16,8 @@
 #include "sim/engine.h"
 #include "sim/error.h"
 #include "sim/metrics.h"
+#include "traces/trace.h"
+#include "testutil.h"
 
 #define MB (UINT64_C(1) << 20)
 
@@ -259,6 +262,152 @@ START_TEST(test_free_pairs)
 }
 END_TEST
 
+/* The array in batches of arr_k requests (arr_batch_k). */
+static size_t arr_k;
+
+static int
+arr_batch_k(void *ctx, const msim_req_t **reqs_out, size_t *n_out)
+{
+	arr_t *a = ctx;
+	if (a->i == a->n)
+		return 0;
+	*reqs_out = a->v + a->i;
+	*n_out = a->n - a->i < arr_k ? a->n - a->i : arr_k;
+	a->i += *n_out;
+	return 1;
+}
+
+/* One run of v[0..n) with ops in batches of k; what it gave. */
+typedef struct lean_run_s {
+	int rc;
+	msim_summary_t sum;
+	msim_stats_t st;
+	msim_sample_t tl[64];
+	size_t ntl;
+} lean_run_t;
+
+static void
+lean_run(const msim_policy_ops_t *ops, const char *conf, const msim_req_t *v,
+	 size_t n, size_t k, double fraction, bool keep, lean_run_t *out)
+{
+	arr_t a = {v, n, 0};
+	arr_k = k;
+	msim_params_t pv;
+	ck_assert_int_eq(msim_params_init(&pv, ops->params), 0);
+	ck_assert_msg(msim_params_parse(&pv, conf) == 0, "%s", pv.errmsg);
+	msim_sim_config_t cfg = {
+		.policy = ops,
+		.params = &pv,
+		.source = {arr_next, arr_err, &a, arr_batch_k},
+		.fraction = fraction,
+		.keep_going = keep,
+		.timeline_points = 16,
+	};
+	msim_sim_t *sim;
+	char why[256];
+	memset(out, 0, sizeof(*out));
+	ck_assert_int_eq(msim_sim_new(&cfg, &sim, why, sizeof(why)), 0);
+	out->rc = msim_sim_run(sim);
+	msim_sim_summary(sim, &out->sum);
+	msim_sim_stats(sim, &out->st);
+	const msim_timeline_t *tl = msim_sim_timeline(sim);
+	ck_assert_uint_le(tl->n, 64);
+	out->ntl = tl->n;
+	memcpy(out->tl, tl->v, tl->n * sizeof(*tl->v));
+	msim_sim_destroy(sim);
+	msim_params_clear(&pv);
+}
+
+/*
+ * pytorch's own copies of the lean loop (ops->serve, sim/lean.h: one for
+ * the defaults, with the checks of other settings left out, and one for
+ * any setting) against the engine's through its functions (serve NULL):
+ * the same summary, every statistic and every timeline sample on a real
+ * trace (its 35k rows, half of them free_requested rows followed by their
+ * FREE), in batches of 4096 and of 3 (which cut pairs apart and stop often
+ * for the timeline's 16 points), with no cap and under a 6 GiB cap where
+ * allocs fail (the run stops at the first, or goes on with keep_going);
+ * with the defaults (_i 0) and each setting the default copy leaves out.
+ */
+static const char *const serve_confs[] = {
+	"", "max_split_size_mb:128", "roundup_power2_divisions:4",
+	"expandable_segments:True",
+	"garbage_collection_threshold:0.6,max_split_size_mb:256",
+};
+
+START_TEST(test_serve_same_as_engine)
+{
+	const char *conf = serve_confs[_i];
+	static const size_t ks[] = {4096, 3};
+	static const struct { double fraction; bool keep; } caps[] = {
+		{0, false},
+		{(double)(6144 * MB) / (double)MSIM_H200_BYTES, false},
+		{(double)(6144 * MB) / (double)MSIM_H200_BYTES, true},
+	};
+	msim_trace_t *t;
+	char why[512];
+	msim_trace_options_t topt = {.deferred_frees = true}; /* as run's */
+	ck_assert_int_eq(msim_trace_open(test_data("traces/gpt2_varlen.csv"),
+					 &topt, &t, why, sizeof(why)), 0);
+	size_t n = 0, cap = 1024;
+	msim_req_t *v = malloc(cap * sizeof(*v));
+	ck_assert_ptr_nonnull(v);
+	int rc;
+	while ((rc = msim_trace_next(t, &v[n])) == 1)
+		if (++n == cap) {
+			cap *= 2;
+			v = realloc(v, cap * sizeof(*v));
+			ck_assert_ptr_nonnull(v);
+		}
+	ck_assert_int_eq(rc, 0);
+	msim_trace_close(t);
+	const msim_policy_ops_t *pt = msim_policy_find("pytorch");
+	ck_assert_ptr_nonnull(pt->serve);
+	msim_policy_ops_t apart = *pt;
+	apart.serve = NULL;
+	static lean_run_t r[2];
+	for (size_t c = 0; c < sizeof(caps) / sizeof(*caps); c++)
+		for (size_t j = 0; j < sizeof(ks) / sizeof(*ks); j++) {
+			lean_run(pt, conf, v, n, ks[j], caps[c].fraction,
+				 caps[c].keep, &r[0]);
+			lean_run(&apart, conf, v, n, ks[j], caps[c].fraction,
+				 caps[c].keep, &r[1]);
+			ck_assert_int_eq(r[0].rc, 0);
+			ck_assert_int_eq(r[1].rc, 0);
+			ck_assert_uint_eq(r[0].sum.requests, r[1].sum.requests);
+			ck_assert_int_eq(r[0].sum.oom_request,
+					 r[1].sum.oom_request);
+			ck_assert_uint_eq(r[0].sum.addr_same,
+					  r[1].sum.addr_same);
+			ck_assert_uint_eq(r[0].sum.addr_other,
+					  r[1].sum.addr_other);
+			ck_assert_int_eq(memcmp(&r[0].st, &r[1].st,
+						sizeof(r[0].st)), 0);
+			ck_assert_uint_eq(r[0].ntl, r[1].ntl);
+			ck_assert_int_eq(memcmp(r[0].tl, r[1].tl,
+						r[0].ntl * sizeof(*r[0].tl)),
+					 0);
+			if (c == 0) {
+				ck_assert_msg(r[0].sum.oom_request < 0, "%s",
+					      conf);
+				ck_assert_uint_gt(r[0].sum.addr_same +
+						  r[0].sum.addr_other, 0);
+			} else {
+				ck_assert_msg(r[0].sum.oom_request >= 0, "%s",
+					      conf);
+			}
+			ck_assert_uint_gt(r[0].ntl, 4);
+		}
+	size_t pairs = 0;
+	for (size_t i = 0; i + 1 < n; i++)
+		pairs += v[i].kind == MSIM_REQ_FREE_REQUESTED &&
+			 v[i + 1].kind == MSIM_REQ_FREE &&
+			 v[i + 1].id == v[i].id;
+	ck_assert_uint_gt(pairs, n / 4);
+	free(v);
+}
+END_TEST
+
 /* A second free_requested of a block: the same error however the rows
  * are handed out, at the same request (a pair in one call fails as its
  * free_requested would). */
@@ -413,6 +562,8 @@ main(void)
 	tcase_add_loop_test(tc, test_events_ordered_by_time_then_queue, 0, 2);
 	tcase_add_loop_test(tc, test_free_pairs, 0, 3);
 	tcase_add_loop_test(tc, test_free_pair_errors, 0, 3);
+	tcase_add_loop_test(tc, test_serve_same_as_engine, 0,
+			    sizeof(serve_confs) / sizeof(*serve_confs));
 	tcase_add_test(tc, test_oom_stops_and_keep_going);
 	tcase_add_test(tc, test_expected_oom);
 	tcase_add_test(tc, test_maybe_empty_cache);
