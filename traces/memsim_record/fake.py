@@ -671,7 +671,7 @@ def run(opt, script, argv):
 
     refs = {}
     FAKE_KEY = torch._C._TorchDispatchModeKey.FAKE
-    kn = rec.known = known.Known(torch)
+    kn = rec.known = known.Known(torch, rec.assume)
     watch = rec.watch = known.Watch(rec, "memsim record", getattr(
         opt, "item_repeats", 100000))
 
@@ -974,9 +974,17 @@ def run(opt, script, argv):
 
     def sdpa(query, key, value, attn_mask=None, dropout_p=0.0,
              is_causal=False, scale=None, enable_gqa=False):
-        if query.device.type != "cuda" or enable_gqa or \
-                query.dim() != 4 or \
-                not (query.shape[1] == key.shape[1] == value.shape[1]):
+        # Grouped-query attention (enable_gqa: fewer key/value heads, a
+        # divisor of the query's): cuDNN and flash attention take the
+        # grouped heads as they are (the H200 ran cuDNN attention for a
+        # Llama with 8 query and 2 key/value heads, bf16: its output and
+        # 256-byte workspace, no repeated keys); others fall back.
+        gqa = query.dim() == 4 and key.dim() == 4 and \
+            query.shape[1] != key.shape[1]
+        if query.device.type != "cuda" or query.dim() != 4 or \
+                key.shape[1] != value.shape[1] or \
+                (gqa and not (enable_gqa and
+                              query.shape[1] % key.shape[1] == 0)):
             return orig_sdpa(query, key, value, attn_mask=attn_mask,
                              dropout_p=dropout_p, is_causal=is_causal,
                              scale=scale, enable_gqa=enable_gqa)
@@ -985,6 +993,10 @@ def run(opt, script, argv):
             query, key, value = (t.to(dt) for t in (query, key, value))
         choice = _sdp_choice(torch, rec, (query, key, value, attn_mask), {},
                              major)
+        if gqa and choice not in (SDP_CUDNN, SDP_FLASH):
+            return orig_sdpa(query, key, value, attn_mask=attn_mask,
+                             dropout_p=dropout_p, is_causal=is_causal,
+                             scale=scale, enable_gqa=enable_gqa)
         grad = torch.is_grad_enabled() and any(
             t.requires_grad for t in (query, key, value))
         if choice == SDP_CUDNN and attn_mask is None:

@@ -89,9 +89,10 @@ class Endless(BaseException):
 class Known:
     """The values of uniform tensors (see the module's docstring)."""
 
-    def __init__(self, torch):
+    def __init__(self, torch, assume=None):
         from torch.utils.weak import WeakIdKeyDictionary
         self.torch = torch
+        self.assume = assume
         self.vals = WeakIdKeyDictionary()   # tensor -> (value, skey, writes)
         self.writes = {}                    # id(storage) -> write count
         self.written = {}                   # func -> written argument slots
@@ -238,6 +239,22 @@ class Known:
                     any(v != vs[0] for v in vs):
                 return UNKNOWN
             return vs[0]
+        if name == "isin" and len(args) > 1:
+            # generate()'s token checks: isin(input_ids, pad_token),
+            # EosTokenCriteria's isin(input_ids[:, -1], eos_token_id).
+            # Tokens of unknown value are assumed to match none of the
+            # test elements (no EOS is generated, no pad in the input),
+            # as the .item() assumption bool -> False had the loop run to
+            # its max length.
+            a, b = val(args[0]), val(args[1])
+            inv = bool(kwargs.get("invert", False))
+            if a is UNKNOWN:
+                if self.assume:
+                    self.assume("isin:no-match")
+                return inv
+            if b is UNKNOWN:
+                return UNKNOWN
+            return (a == b) != inv
         if name == "where" and len(args) == 3:
             c, a, b = val(args[0]), val(args[1]), val(args[2])
             if c is not UNKNOWN:
