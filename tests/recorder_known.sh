@@ -42,14 +42,15 @@ $MEMSIM run "$tmp/gen.csv" >/dev/null || fail "memsim run of the recording"
 
 # 2. Which values are known: a zero times anything, False & x, True | x,
 # arithmetic, where() on a known condition, in-place ops; a write through
-# a view, an unknown operand, a bf16 1/3 and u.max() stay unknown and take
-# the assumptions (--item-int 7, float 1.0, bool False).
+# a view, an unknown operand, a bf16 1/3, u.max(), a _foreach_ write and
+# a `.data` swap make values unknown: they take the assumptions
+# (--item-int 7, float 1.0, bool False).
 $MEMSIM record --item-int 7 -o "$tmp/v.csv" -- "$PY" "$SRC/recorder/known_values.py" \
 	2>"$tmp/err" || fail "record values: $(tail -3 "$tmp/err")"
 grep -v '^memsim' "$tmp/err" >"$tmp/out"
-printf '%s\n' 0 False True 30 2.5 True 7 3.0 1.0 3.5 1.0 4 False >"$tmp/want"
+printf '%s\n' 0 False True 30 2.5 True 7 3.0 1.0 3.5 1.0 4 False 1.0 1.0 >"$tmp/want"
 cmp -s "$tmp/out" "$tmp/want" || fail "values: $(diff "$tmp/want" "$tmp/out")"
-grep -q "4 assumptions (item:bool 1, item:float 2, item:int 1)$" "$tmp/err" ||
+grep -q "6 assumptions (item:bool 1, item:float 4, item:int 1)$" "$tmp/err" ||
 	fail "values assumptions: $(cat "$tmp/err")"
 
 # 3. A loop on unknown values never ends under --fake: past --item-repeats

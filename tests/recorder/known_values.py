@@ -24,3 +24,9 @@ print((torch.full((2,), 7, device=dev) / 2).min().item())
 print(torch.full((2,), 1 / 3, dtype=torch.bfloat16, device=dev).max().item())
 print((torch.tensor(3, device=dev) + 1).item())
 print(bool(u.max() == 0))
+steps = [torch.zeros((), device=dev)]
+torch._foreach_add_(steps, 2)  # a list written in place: unknown
+print(steps[0].item())
+t = torch.zeros(3, device=dev)
+t.data = torch.full((3,), 5.0, device=dev)   # another storage: unknown
+print(t.max().item())

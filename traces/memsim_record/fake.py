@@ -694,7 +694,9 @@ def run(opt, script, argv):
             if name in ("_amp_foreach_non_finite_check_and_unscale_",
                         "_amp_update_scale_"):
                 # No meta kernel: the fake mode would run the CUDA one.
-                # In place, on tensors that exist: nothing is allocated.
+                # In place, on tensors that exist: nothing is allocated
+                # (their values are no longer known).
+                kn.after(func, name, args, kwargs, None)
                 return args[0] if name == "_amp_update_scale_" else None
             dv = kwargs.get("device")
             if isinstance(dv, torch.device) and dv.type == "cuda" and \

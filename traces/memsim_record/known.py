@@ -105,12 +105,6 @@ class Known:
             return x
         if not isinstance(x, self.tensor):
             return UNKNOWN
-        ent = self.vals.get(x)
-        if ent is not None:
-            if self.writes.get(ent[1], 0) == ent[2]:
-                return ent[0]
-            del self.vals[x]
-            return UNKNOWN
         c = getattr(x, "constant", None)   # a fake tensor's real constant
         if c is None and type(x) is self.tensor and x.device.type == "cpu":
             c = x                           # a real CPU tensor (allowed)
@@ -119,6 +113,17 @@ class Known:
             from torch._subclasses.fake_tensor import unset_fake_temporarily
             with unset_fake_temporarily():
                 return c.reshape(()).tolist()
+        ent = self.vals.get(x)
+        if ent is not None:
+            # the same storage (`t.data = u` swaps it) not written since
+            try:
+                same = id(x.untyped_storage()) == ent[1]
+            except Exception:
+                same = False
+            if same and self.writes.get(ent[1], 0) == ent[2]:
+                return ent[0]
+            del self.vals[x]
+            return UNKNOWN
         return UNKNOWN
 
     def item(self, t):
@@ -165,7 +170,10 @@ class Known:
         targets = []
         for i, an in written:
             t = args[i] if i < len(args) else kwargs.get(an)
-            if isinstance(t, self.tensor):
+            # a list for the _foreach_ ops (optimizers' step counts)
+            for t in (t if isinstance(t, (list, tuple)) else (t,)):
+                if not isinstance(t, self.tensor):
+                    continue
                 try:
                     k = id(t.untyped_storage())
                 except Exception:
