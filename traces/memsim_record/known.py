@@ -360,7 +360,7 @@ class Watch:
 
     def tick(self):
         self.ops += 1
-        if self.ops & 8191:
+        if self.ops & 255:
             return
         now = time.monotonic()
         if now - self.last < self.PERIOD:
