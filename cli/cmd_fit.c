@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "sim/grow.h"
 #include "sim/units.h"
 
 #define FIT_MAX_CONFS 32
@@ -86,12 +87,8 @@ fit_capture(char *const *av, char **out)
 	if (!buf)
 		msim_cli_die("out of memory");
 	for (;;) {
-		if (len + 1 == cap) {
-			char *b = realloc(buf, cap *= 2);
-			if (!b)
-				msim_cli_die("out of memory");
-			buf = b;
-		}
+		if (MSIM_GROW(buf, cap, len + 2, 4096))
+			msim_cli_die("out of memory");
 		ssize_t r = read(fd[0], buf + len, cap - len - 1);
 		if (r < 0 && errno == EINTR)
 			continue;

@@ -16,6 +16,7 @@
 #include <gsl/gsl_histogram.h>
 
 #include "cli/cli.h"
+#include "sim/grow.h"
 #include "sim/units.h"
 #include "traces/trace.h"
 
@@ -68,17 +69,8 @@ info_alloc(info_t *in, const msim_req_t *r)
 {
 	if (r->flags & MSIM_REQF_FILLER)
 		return; /* stands for a block that was free */
-	if (r->id >= in->nsizes) {
-		size_t n = in->nsizes ? in->nsizes : 1024;
-		while (n <= r->id)
-			n *= 2;
-		uint64_t *s = realloc(in->sizes, n * sizeof(*s));
-		if (!s)
-			msim_cli_die("out of memory");
-		memset(s + in->nsizes, 0, (n - in->nsizes) * sizeof(*s));
-		in->sizes = s;
-		in->nsizes = n;
-	}
+	if (MSIM_GROW_ZERO(in->sizes, in->nsizes, (size_t)r->id + 1, 1024))
+		msim_cli_die("out of memory");
 	if (r->flags & MSIM_REQF_SEED) {
 		/* Allocated before the history began: live, not counted. */
 		in->sizes[r->id] = r->size;

@@ -676,27 +676,6 @@ msim_cmd_run(int argc, char **argv)
 		return rc;
 	if (optind == argc - 1)
 		run_warn(&o);
-	if (optind == argc - 1 && o.context) {
-		/* One process: its context takes its bytes from the device
-		 * as it does for each of several. */
-		uint64_t dev = o.capacity ? o.capacity : MSIM_H200_BYTES;
-		if (o.context >= dev)
-			msim_cli_die("--context-bytes: %" PRIu64 " bytes leave "
-				     "nothing of the device's %" PRIu64,
-				     o.context, dev);
-		o.capacity = dev - o.context;
-		/* A cap is of the whole device, as
-		 * set_per_process_memory_fraction() takes it and as each of
-		 * several processes has it (lab/together.c): in bytes against
-		 * the whole, and one at or above what the context leaves
-		 * limits nothing the device does not. */
-		if (o.fraction > 0) {
-			o.cap = (uint64_t)(o.fraction * (double)dev);
-			o.fraction = 0;
-		}
-		if (o.cap >= o.capacity)
-			o.cap = 0;
-	}
 	char why[1024];
 	/* Open the calibration and the database first: a bad one fails
 	 * before the work. */
@@ -717,6 +696,7 @@ msim_cmd_run(int argc, char **argv)
 		.trace = argv[optind], .transform = o.transform,
 		.policy = o.policy, .conf = o.conf, .cap = o.cap,
 		.fraction = o.fraction, .capacity = o.capacity,
+		.context = o.context, /* on a GPU of its own, as together */
 		.addresses = o.addresses, .requests_only = o.requests_only,
 		.recording = o.recording, .device1 = o.device1,
 		.strict = o.strict, .lenient = o.lenient,

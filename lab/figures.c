@@ -8,6 +8,7 @@
 
 #include "lab/figures.h"
 #include "sim/error.h"
+#include "sim/grow.h"
 #include "sim/metrics.h"
 #include "sim/results.h"
 
@@ -15,14 +16,8 @@
 static msim_fig_t *
 fig_add(msim_figs_t *f, const char *name, int kind)
 {
-	if (f->n == f->cap) {
-		size_t cap = f->cap ? 2 * f->cap : 192;
-		msim_fig_t *v = realloc(f->v, cap * sizeof(*v));
-		if (!v)
-			return NULL;
-		f->v = v;
-		f->cap = cap;
-	}
+	if (MSIM_GROW(f->v, f->cap, f->n + 1, 192))
+		return NULL;
 	msim_fig_t *g = &f->v[f->n];
 	memset(g, 0, sizeof(*g));
 	if (!(g->name = strdup(name)))

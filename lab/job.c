@@ -12,6 +12,7 @@
 #include "lab/snapcheck.h"
 #include "policies/registry.h"
 #include "sim/error.h"
+#include "sim/gpu.h"
 #include "sim/units.h"
 #include "traces/model_spec.h"
 #include "traces/prefetch.h"
@@ -32,6 +33,8 @@ struct msim_job_s {
 	msim_prefetch_t *pf;
 	msim_sim_t *sim;
 	msim_sim_config_t cfg;     /* the run's, for job_peak_blocks() */
+	msim_gpu_t *gpu_own;       /* a lone process's GPU (spec.context) */
+	char context[24];          /* spec.context as stored in run_meta */
 	bool lazy_blocks;          /* blocks at peak by job_peak_blocks() */
 	msim_block_t *blocks;      /* what it found */
 	size_t nblocks;
@@ -225,6 +228,28 @@ msim_job_open(const msim_job_spec_t *spec, bool store, msim_job_t **out,
 			      s->cap, s->capacity);
 		goto fail;
 	}
+	/* A lone process with a CUDA context: the context takes its bytes
+	 * from the device outside the allocator, on a GPU of its own as
+	 * lab/together.c makes one for several processes. */
+	msim_gpu_t *gpu = s->gpu;
+	size_t process = s->process;
+	if (s->context && !s->gpu) {
+		if (s->context >= s->capacity) {
+			rc = job_fail(err, MSIM_JOB_EINPUT, MSIM_EINVAL,
+				      "--context-bytes: %" PRIu64 " bytes "
+				      "leave nothing of the device's %" PRIu64,
+				      s->context, s->capacity);
+			goto fail;
+		}
+		if (!(j->gpu_own = msim_gpu_new(s->capacity - s->context,
+						1))) {
+			rc = job_fail(err, MSIM_JOB_EINPUT, MSIM_ENOMEM,
+				      "out of memory");
+			goto fail;
+		}
+		gpu = j->gpu_own;
+		process = 0;
+	}
 	if (!(j->tm = s->timemodel)) {
 		if ((rc = msim_timemodel_h200(&j->tm_own))) {
 			job_fail(err, MSIM_JOB_EINPUT, rc, "out of memory");
@@ -242,7 +267,7 @@ msim_job_open(const msim_job_spec_t *spec, bool store, msim_job_t **out,
 					 s->observe,
 			   .timemodel = j->tm,
 			   .use_hints = !strcmp(s->addresses, "trace"),
-			   .gpu = s->gpu, .process = s->process},
+			   .gpu = gpu, .process = process},
 		.fraction = s->cap ? (double)s->cap / (double)s->capacity
 				   : s->fraction,
 		.keep_going = s->keep_going,
@@ -256,7 +281,7 @@ msim_job_open(const msim_job_spec_t *spec, bool store, msim_job_t **out,
 	 * found by a second replay up to the peak, once the run is over
 	 * (job_peak_blocks()), instead of a copy of them at each new peak
 	 * (about 170 a setting of gpt2_varlen, 14% of its cost). */
-	if (store && j->in.cache && !j->pf && !s->gpu) {
+	if (store && j->in.cache && !j->pf && !gpu) {
 		cfg.peak_blocks = false;
 		j->lazy_blocks = true;
 	}
@@ -485,6 +510,11 @@ msim_job_store(msim_job_t *j, msim_db_t *db, int mode, int64_t sweep_id,
 			 sd.exact ? "" : sd.inexact);
 		job_meta_add(kv, "seeded", j->seeding);
 	}
+	if (j->gpu_own) {
+		snprintf(j->context, sizeof(j->context), "%" PRIu64,
+			 j->spec.context);
+		job_meta_add(kv, "context_bytes", j->context);
+	}
 	msim_run_info_t info = {
 		.kind = "simulated", .trace_path = r->trace_path,
 		.trace_hash = r->trace_hash, .trace_format = r->trace_format,
@@ -492,6 +522,7 @@ msim_job_store(msim_job_t *j, msim_db_t *db, int mode, int64_t sweep_id,
 		.params = r->params, .cap_bytes = r->cap_bytes,
 		.addresses = r->addresses, .wall_ms = r->wall_ms, .meta = kv,
 		.capacity_bytes = r->capacity, .sweep_id = sweep_id,
+		.context_bytes = j->gpu_own ? j->spec.context : 0,
 		/* Other rows replayed, another experiment. */
 		.replay = j->spec.recording ? "recording"
 			  : j->spec.requests_only ? "requests" : NULL,
@@ -527,6 +558,7 @@ msim_job_destroy(msim_job_t *j)
 		return;
 	msim_prefetch_destroy(j->pf);
 	msim_sim_destroy(j->sim);
+	msim_gpu_destroy(j->gpu_own); /* after the device drawing from it */
 	free(j->blocks);
 	msim_input_close(&j->in);
 	free(j->model_spec);

@@ -68,6 +68,14 @@ typedef struct msim_job_spec_s {
 	 * job being its process number process; NULL: the job's own. */
 	msim_gpu_t *gpu;
 	size_t process;
+	/* Bytes of the device the process's CUDA context (and libraries)
+	 * hold outside its allocator; 0: none.  With gpu NULL, the job runs
+	 * on a GPU of its own of capacity - context, as each of several
+	 * processes does (lab/together.h, which subtracts the contexts
+	 * itself: ignored with gpu).  capacity, cap and fraction stay of
+	 * the whole device, as set_per_process_memory_fraction() takes
+	 * them.  Part of the stored setting. */
+	uint64_t context;
 	/* May be NULL: called after each request the engine serves
 	 * (msim_sim_config_t.observe), as lab/explain.c follows blocks. */
 	void (*observe)(void *ctx, const msim_req_t *req, int rc);

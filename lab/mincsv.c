@@ -16,6 +16,7 @@
 
 #include "lab/mincsv.h"
 #include "sim/error.h"
+#include "sim/grow.h"
 #include "sim/swar.h"
 
 #define MC_BUF (1u << 20)  /* bytes read at a time */
@@ -316,14 +317,8 @@ mc_ids_remove(mc_ids_t *m, uint64_t key, uint32_t *id)
 	if (!m->keys[i])
 		return MSIM_ENOTFOUND;
 	*id = m->vals[i];
-	if (m->nspare == m->capspare) {
-		size_t n = m->capspare ? 2 * m->capspare : 1024;
-		uint32_t *v = realloc(m->spare, n * sizeof(*v));
-		if (!v)
-			return MSIM_ENOMEM;
-		m->spare = v;
-		m->capspare = n;
-	}
+	if (MSIM_GROW(m->spare, m->capspare, m->nspare + 1, 1024))
+		return MSIM_ENOMEM;
 	m->spare[m->nspare++] = *id;
 	m->n--;
 	for (size_t j = i;;) {

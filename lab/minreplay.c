@@ -8,6 +8,7 @@
 #include "lab/minreplay.h"
 #include "sim/device.h"
 #include "sim/error.h"
+#include "sim/grow.h"
 #include "sim/units.h"
 
 /* PyTorch's constants (docs/pytorch-allocator.md). */
@@ -233,16 +234,7 @@ msim_minreplay_stats(const msim_minreplay_t *m, msim_minreplay_stats_t *out)
 static int
 live_grow(msim_minreplay_t *m, uint32_t id)
 {
-	size_t n = m->nlive ? m->nlive : 1024;
-	while (n <= id)
-		n *= 2;
-	mr_block_t **v = realloc(m->live, n * sizeof(*v));
-	if (!v)
-		return MSIM_ENOMEM;
-	memset(v + m->nlive, 0, (n - m->nlive) * sizeof(*v));
-	m->live = v;
-	m->nlive = n;
-	return 0;
+	return MSIM_GROW_ZERO(m->live, m->nlive, (size_t)id + 1, 1024);
 }
 
 /* malloc(): get_free_block, else a new segment; then

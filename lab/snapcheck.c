@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "sim/error.h"
+#include "sim/grow.h"
 #include "lab/snapcheck.h"
 
 typedef struct sc_ev_s {
@@ -55,15 +56,9 @@ sc_collect_raw(sc_list_t *l, sc_blk_t b)
 {
 	if (l->nomem)
 		return;
-	if (l->n == l->cap) {
-		size_t n = l->cap ? 2 * l->cap : 256;
-		sc_blk_t *a = realloc(l->b, n * sizeof(*a));
-		if (!a) {
-			l->nomem = true;
-			return;
-		}
-		l->b = a;
-		l->cap = n;
+	if (MSIM_GROW(l->b, l->cap, l->n + 1, 256)) {
+		l->nomem = true;
+		return;
 	}
 	l->b[l->n++] = b;
 }

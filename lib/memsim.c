@@ -25,6 +25,7 @@
 #include "lab/job.h"
 #include "policies/registry.h"
 #include "sim/error.h"
+#include "sim/grow.h"
 #include "sim/metrics.h"
 #include "sim/results.h"
 #include "sim/timemodel.h"
@@ -546,14 +547,8 @@ tl_add(const msim_sample_t *s, void *ctx)
 {
 	tl_ctx_t *c = ctx;
 	memsim_run_t *r = c->r;
-	if (r->nstored_tl == c->cap) {
-		size_t cap = c->cap ? 2 * c->cap : 1024;
-		msim_sample_t *v = realloc(r->stored_tl, cap * sizeof(*v));
-		if (!v)
-			return MEMSIM_ENOMEM;
-		r->stored_tl = v;
-		c->cap = cap;
-	}
+	if (MSIM_GROW(r->stored_tl, c->cap, r->nstored_tl + 1, 1024))
+		return MEMSIM_ENOMEM;
 	r->stored_tl[r->nstored_tl++] = *s;
 	return 0;
 }

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 
 #include "policies/kit.h"
+#include "sim/grow.h"
 #include "sim/policy.h"
 #include "sim/error.h"
 
@@ -74,14 +75,8 @@ static const msim_param_spec_t bn_params[] = {
 static int
 bn_push(bn_bin_t *bin, msim_addr_t a)
 {
-	if (bin->n == bin->cap) {
-		size_t cap = bin->cap ? 2 * bin->cap : 128;
-		msim_addr_t *v = realloc(bin->stack, cap * sizeof(*v));
-		if (!v)
-			return MSIM_ENOMEM;
-		bin->stack = v;
-		bin->cap = cap;
-	}
+	if (MSIM_GROW(bin->stack, bin->cap, bin->n + 1, 128))
+		return MSIM_ENOMEM;
 	bin->stack[bin->n++] = a;
 	return 0;
 }

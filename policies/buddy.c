@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "policies/kit.h"
+#include "sim/grow.h"
 #include "sim/policy.h"
 #include "sim/error.h"
 
@@ -218,14 +219,8 @@ bd_take(bd_state_t *s, unsigned o, uint64_t key)
 static int
 bd_arena_new(bd_state_t *s)
 {
-	if (s->narenas == s->arenas_cap) {
-		size_t cap = s->arenas_cap ? 2 * s->arenas_cap : 8;
-		msim_addr_t *v = realloc(s->arenas, cap * sizeof(*v));
-		if (!v)
-			return MSIM_ENOMEM;
-		s->arenas = v;
-		s->arenas_cap = cap;
-	}
+	if (MSIM_GROW(s->arenas, s->arenas_cap, s->narenas + 1, 8))
+		return MSIM_ENOMEM;
 	msim_addr_t addr;
 	if (msim_device_malloc(s->dev, s->min_block << s->arena_order,
 			       MSIM_POOL_LARGE, &addr))

@@ -50,6 +50,7 @@
 
 #include "policies/kit.h"
 #include "sim/error.h"
+#include "sim/grow.h"
 #include "sim/policy.h"
 
 #define CP_UNIT 512 /* ALLOCATION_UNIT_SIZE */
@@ -114,17 +115,7 @@ static const msim_param_spec_t cp_params[] = {
 static int
 cp_obj_reserve(cp_heap_t *h, size_t k)
 {
-	if (h->top + k <= h->cap)
-		return 0;
-	size_t cap = h->cap ? h->cap * 2 : 64;
-	while (cap < h->top + k)
-		cap *= 2;
-	uint64_t *v = realloc(h->freed, cap * sizeof(*v));
-	if (!v)
-		return MSIM_ENOMEM;
-	h->freed = v;
-	h->cap = cap;
-	return 0;
+	return MSIM_GROW(h->freed, h->cap, h->top + k, 64);
 }
 
 /* A new object's place: the block freed last, else a new one above. */
@@ -160,17 +151,7 @@ cp_lower_bound(const cp_arena_t *a, uint64_t size, uint64_t obj)
 static int
 cp_index_reserve(cp_arena_t *a, size_t k)
 {
-	if (a->n + k <= a->cap)
-		return 0;
-	size_t cap = a->cap ? a->cap * 2 : 16;
-	while (cap < a->n + k)
-		cap *= 2;
-	cp_ent_t *v = realloc(a->v, cap * sizeof(*v));
-	if (!v)
-		return MSIM_ENOMEM;
-	a->v = v;
-	a->cap = cap;
-	return 0;
+	return MSIM_GROW(a->v, a->cap, a->n + k, 16);
 }
 
 /* _Arena.insert_chunk without the merge, into reserved room. */

@@ -7,21 +7,13 @@
 
 #include "policies/kit.h"
 #include "sim/error.h"
+#include "sim/grow.h"
 
 int
 msim_live_put(msim_live_t *l, uint32_t id, void *p)
 {
-	if (id >= l->n) {
-		size_t n = l->n ? l->n : 1024;
-		while (n <= id)
-			n *= 2;
-		void **v = realloc(l->v, n * sizeof(*v));
-		if (!v)
-			return MSIM_ENOMEM;
-		memset(v + l->n, 0, (n - l->n) * sizeof(*v));
-		l->v = v;
-		l->n = n;
-	}
+	if (MSIM_GROW_ZERO(l->v, l->n, (size_t)id + 1, 1024))
+		return MSIM_ENOMEM;
 	l->v[id] = p;
 	return 0;
 }

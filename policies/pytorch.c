@@ -37,7 +37,14 @@
  * while a capture is underway.  The garbage collector only ever looks at
  * the default pool.  PyTorch's capture filter is the capturing stream (or,
  * for use_mem_pool, the thread); here it is the one stream of the
- * pool_begin request.
+ * pool_begin request.  A pool with an allocator of its own
+ * (MemPool(allocator)) gets its segments from it (allocPrimitive()):
+ * counted as cudaMalloc segments, never expandable, placed apart
+ * (msim_device_malloc_own()).  A block freed with record_stream uses while
+ * a capture is underway is deferred (deferred_blocks): without
+ * graph_capture_record_stream_reuse it goes back to its pool only at the
+ * first malloc or release after the captures end, whatever the trace says;
+ * with it, where the trace's free_completed row puts it.
  */
 #include <config.h>
 
@@ -89,6 +96,7 @@ struct pt_block_s {
 	uint8_t pool;   /* PT_SMALL or PT_LARGE */
 	uint8_t state;  /* B_FREE, B_ALLOC, B_PENDING */
 	uint8_t mapped; /* 0 only for unmapped ranges of expandable segments */
+	uint8_t deferred; /* freed with record_stream uses during a capture */
 	pt_block_t *fprev;
 	pt_block_t *prev, *next;  /* address neighbours in the segment */
 	pt_stream_t *st;
@@ -120,6 +128,7 @@ struct pt_ppool_s {
 			       * released */
 	int64_t nlive;        /* blocks handed out and not yet back */
 	bool freeable;        /* in graph_pools_freeable */
+	bool own_alloc;       /* segments from the pool's own allocator */
 	pt_stream_t **streams; /* sorted by handle */
 	size_t nstreams;
 };
@@ -145,6 +154,7 @@ typedef struct pt_state_s {
 	uint64_t cap;           /* allowed_memory_maximum; 0 = none */
 	bool gc_enabled;
 	bool expandable;        /* expandable_segments:True */
+	bool graph_reuse;       /* graph_capture_record_stream_reuse:True */
 	uint8_t rp2[16]; /* roundup_power2_divisions per size interval */
 	bool rp2_any;    /* some interval has divisions (> 1) */
 	/* state */
@@ -164,6 +174,14 @@ typedef struct pt_state_s {
 	size_t nppools;
 	pt_capture_t *captures; /* captures_underway, in order */
 	size_t ncaptures, capcaptures;
+	/* Deferred blocks whose free_completed came while a capture was
+	 * underway (graph_capture_record_stream_reuse off): still pending,
+	 * back to their pools once no capture is. */
+	pt_block_t **held;
+	size_t nheld, capheld;
+	/* The block of the last free_requested, while no other request has
+	 * come since: a free_completed of it now is a plain free()'s. */
+	pt_block_t *fr_last;
 	msim_stats_t st; /* the policy's part of the statistics */
 	/* Blocks freed by the caller whose free_block() has not come yet
 	 * (B_PENDING): count and bytes by statistics pool.  active and
@@ -304,7 +322,9 @@ static const msim_param_spec_t pt_params[] = {
 		"False", 0, 0, 0, "accepted; concurrency only, no effect on "
 		"memory", NULL},
 	[P_GRAPH_REUSE] = {"graph_capture_record_stream_reuse", MSIM_PT_BOOL,
-		"False", 0, 0, 0, "accepted; CUDA graph capture only", NULL},
+		"False", 0, 0, 0, "blocks freed with record_stream uses during "
+		"a CUDA graph capture are reused inside it where the trace "
+		"frees them; False: only after the capture", NULL},
 	[P_PIN_REGISTER] = {"pinned_use_cuda_host_register", MSIM_PT_BOOL,
 		"False", 0, 0, 0, "accepted; host allocator only", NULL},
 	[P_PIN_THREADS] = {"pinned_num_register_threads", MSIM_PT_UINT, "1",
@@ -971,7 +991,11 @@ release_block(pt_state_t *s, pt_block_t *b)
 	if (b->st->pp)
 		b->st->pp->nmalloc--;
 	fs_remove(s, &b->st->fs[b->pool], b);
-	msim_device_free(s->dev, b->ptr, b->size, PT_STATPOOL(b->pool));
+	if (b->st->pp && b->st->pp->own_alloc) /* the allocator's raw_delete */
+		msim_device_free_own(s->dev, b->ptr, b->size,
+				     PT_STATPOOL(b->pool));
+	else
+		msim_device_free(s->dev, b->ptr, b->size, PT_STATPOOL(b->pool));
 	s->total_allocated -= b->size;
 	if (b->size >= s->max_split)
 		msim_stat_dec(&s->st.oversize_segments, 1);
@@ -1031,14 +1055,20 @@ alloc_block(pt_state_t *s, pt_stream_t *st, int pool, uint64_t size,
 		s->st.num_alloc_retries++;
 	if (s->cap && s->total_allocated + seg_size > s->cap)
 		return NULL;
-	if (s->expandable) {
+	bool own = st->pp && st->pp->own_alloc;
+	if (s->expandable && !own) {
 		pt_block_t *x = alloc_expandable(s, st, pool, size);
 		if (x && st->pp)
 			st->pp->nmalloc++;
 		return x;
 	}
+	/* A pool's own allocator instead of cudaMalloc (allocPrimitive()):
+	 * the same accounting, never expandable. */
 	msim_addr_t addr;
-	if (msim_device_malloc(s->dev, seg_size, PT_STATPOOL(pool), &addr))
+	if (own ? msim_device_malloc_own(s->dev, seg_size, PT_STATPOOL(pool),
+					 &addr)
+		: msim_device_malloc(s->dev, seg_size, PT_STATPOOL(pool),
+				     &addr))
 		return NULL;
 	if (st->pp)
 		st->pp->nmalloc++;
@@ -1116,6 +1146,25 @@ release_streams(pt_state_t *s, pt_stream_t **v, size_t nv, int pool)
 	return 0;
 }
 
+static inline void free_block(pt_state_t *s, pt_block_t *b);
+
+/* The held deferred blocks back to their pools (hold()), in the order
+ * their free_completed rows came (PyTorch's order is a hash map's; the
+ * resulting free sets are the same). */
+static void
+release_held(pt_state_t *s)
+{
+	for (size_t i = 0; i < s->nheld; i++) {
+		pt_block_t *b = s->held[i];
+		pt_pending(s, PT_STATPOOL(b->pool), -1, b->size);
+		if (b->st->pp)
+			b->st->pp->nlive--;
+		b->deferred = 0;
+		free_block(s, b);
+	}
+	s->nheld = 0;
+}
+
 /* Whether a private pool holds nothing any more. */
 static bool
 ppool_empty(const pt_ppool_t *pp)
@@ -1139,36 +1188,67 @@ ppool_destroy(pt_ppool_t *pp)
 	free(pp);
 }
 
-/* release_cached_blocks(): empty_cache and the OOM retry.  The default
- * pool's large then small blocks, then each freeable private pool's small
- * then large; a freeable pool with no segment left is gone. */
+/* release_blocks() of freeable private pool i, small then large; the pool
+ * is gone once it holds nothing.  Returns 0 or MSIM_ENOMEM; *gone_out says
+ * whether it went. */
 static int
-release_cached(pt_state_t *s)
+release_ppool(pt_state_t *s, size_t i, bool *gone_out)
 {
-	s->st.num_sync_all_streams++;
-	int rc = release_streams(s, s->streams, s->nstreams, PT_LARGE);
+	pt_ppool_t *pp = s->ppools[i];
+	int rc = release_streams(s, pp->streams, pp->nstreams, PT_SMALL);
 	if (!rc)
-		rc = release_streams(s, s->streams, s->nstreams, PT_SMALL);
-	for (size_t i = 0; !rc && i < s->nppools;) {
-		pt_ppool_t *pp = s->ppools[i];
-		if (!pp->freeable) {
-			i++;
-			continue;
-		}
-		rc = release_streams(s, pp->streams, pp->nstreams, PT_SMALL);
-		if (!rc)
-			rc = release_streams(s, pp->streams, pp->nstreams,
-					     PT_LARGE);
-		if (rc || !ppool_empty(pp)) {
-			i++;
-			continue;
-		}
+		rc = release_streams(s, pp->streams, pp->nstreams, PT_LARGE);
+	*gone_out = !rc && ppool_empty(pp);
+	if (*gone_out) {
 		ppool_destroy(pp);
 		memmove(&s->ppools[i], &s->ppools[i + 1],
 			(s->nppools - i - 1) * sizeof(*s->ppools));
 		s->nppools--;
 	}
 	return rc;
+}
+
+/* release_cached_blocks(): empty_cache and the OOM retry.  The default
+ * pool's large then small blocks, then each freeable private pool's small
+ * then large; a freeable pool with no segment left is gone. */
+static int
+release_cached(pt_state_t *s)
+{
+	s->fr_last = NULL;
+	if (s->nheld && !s->ncaptures)
+		release_held(s);
+	s->st.num_sync_all_streams++;
+	int rc = release_streams(s, s->streams, s->nstreams, PT_LARGE);
+	if (!rc)
+		rc = release_streams(s, s->streams, s->nstreams, PT_SMALL);
+	for (size_t i = 0; !rc && i < s->nppools;) {
+		bool gone = false;
+		if (s->ppools[i]->freeable)
+			rc = release_ppool(s, i, &gone);
+		if (!gone)
+			i++;
+	}
+	return rc;
+}
+
+/* emptyCache(mempool_id), which ~MemPool calls after releasePool:
+ * release_cached_blocks() of that pool alone if it is freeable
+ * (synchronize_and_free_events() of its events, then its blocks; the
+ * default pool is not touched); nothing otherwise. */
+static int
+empty_pool(pt_state_t *s, const pt_ppool_t *pp)
+{
+	if (!pp->freeable)
+		return 0;
+	if (s->nheld && !s->ncaptures)
+		release_held(s);
+	s->st.num_sync_all_streams++;
+	for (size_t i = 0; i < s->nppools; i++) {
+		bool gone;
+		if (s->ppools[i] == pp)
+			return release_ppool(s, i, &gone);
+	}
+	return 0;
 }
 
 /* createOrIncrefPool, beginAllocateToPool, endAllocateToPool and
@@ -1179,6 +1259,7 @@ pt_pool(void *state, const msim_req_t *req)
 	pt_state_t *s = state;
 	uint64_t id = req->addr;
 	pt_ppool_t *pp = ppool_find(s, id);
+	s->fr_last = NULL;
 	switch (req->kind) {
 	case MSIM_REQ_POOL_CREATE:
 	case MSIM_REQ_POOL_BEGIN:
@@ -1198,8 +1279,10 @@ pt_pool(void *state, const msim_req_t *req)
 			}
 		}
 		/* create_or_incref_pool(): a pool freeable already cannot
-		 * be shared (its use count is 0). */
-		if (pp && pp->use_count == 0)
+		 * be shared (its use count is 0), and only a new pool takes
+		 * an allocator. */
+		if (pp && (pp->use_count == 0 ||
+			   (req->flags & MSIM_REQF_OWN_ALLOC)))
 			return MSIM_EINVAL;
 		if (pp) {
 			pp->use_count++;
@@ -1213,6 +1296,7 @@ pt_pool(void *state, const msim_req_t *req)
 				return MSIM_ENOMEM;
 			pp->id = id;
 			pp->use_count = 1;
+			pp->own_alloc = req->flags & MSIM_REQF_OWN_ALLOC;
 			s->ppools[s->nppools++] = pp;
 		}
 		if (req->kind == MSIM_REQ_POOL_BEGIN)
@@ -1235,6 +1319,8 @@ pt_pool(void *state, const msim_req_t *req)
 			return MSIM_EINVAL;
 		if (--pp->use_count == 0)
 			pp->freeable = true;
+		if (req->flags & MSIM_REQF_EMPTY_POOL)
+			return empty_pool(s, pp);
 		return 0;
 	default:
 		return MSIM_EINVAL;
@@ -1248,7 +1334,9 @@ alloc_found(pt_state_t *s, pt_block_t *b, uint64_t size, uint64_t req)
 {
 	int sp = PT_STATPOOL(b->pool);
 	uint64_t remaining = b->size - size;
-	bool split = b->pool == PT_SMALL || s->expandable
+	/* is_expandable_segments_active: never for an own-allocator pool,
+	 * whose blocks alone are not expandable when the setting is on. */
+	bool split = b->pool == PT_SMALL || b->xseg
 		? remaining >= PT_MIN_BLOCK
 		: size < s->max_split && remaining > PT_SMALL_SIZE;
 	bool already_split = blk_is_split(b);
@@ -1289,6 +1377,7 @@ alloc_found(pt_state_t *s, pt_block_t *b, uint64_t size, uint64_t req)
 		pt_stat_dec(s->st.inactive_split, sp, 1);
 	}
 	b->state = B_ALLOC;
+	b->deferred = 0;
 	b->requested = req;
 	pt_stat_inc(s->st.allocation, sp, 1);
 	pt_stat_inc(s->st.allocated_bytes, sp, (int64_t)b->size);
@@ -1304,6 +1393,9 @@ static int
 pt_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 {
 	pt_state_t *s = state;
+	s->fr_last = NULL;
+	if (s->nheld && !s->ncaptures)
+		release_held(s); /* process_events() */
 	uint64_t size = pt_round(s, req->size);
 	int pool = size <= PT_SMALL_SIZE ? PT_SMALL : PT_LARGE;
 	pt_stream_t *st = pt_request_stream(s, req->stream);
@@ -1411,6 +1503,31 @@ live_take(pt_state_t *s, uint32_t id)
 	return id < s->nlive ? s->live[id] : NULL;
 }
 
+/*
+ * A deferred block's free_completed while a capture is underway, without
+ * graph_capture_record_stream_reuse: free() left it in deferred_blocks with
+ * no free markers, and only process_events() or
+ * synchronize_and_free_events() after the captures end give it back
+ * (insert_events_deferred_until_no_capture(); the stream uses were all
+ * recorded during the capture, so no event is left to wait for).  It
+ * stays pending until release_held().
+ */
+static int
+hold(pt_state_t *s, uint32_t id, pt_block_t *b)
+{
+	if (s->nheld == s->capheld) {
+		size_t n = s->capheld ? 2 * s->capheld : 8;
+		pt_block_t **v = realloc(s->held, n * sizeof(*v));
+		if (!v)
+			return MSIM_ENOMEM;
+		s->held = v;
+		s->capheld = n;
+	}
+	s->held[s->nheld++] = b;
+	s->live[id] = NULL;
+	return 0;
+}
+
 static int
 pt_free_requested(void *state, const msim_req_t *req)
 {
@@ -1420,6 +1537,11 @@ pt_free_requested(void *state, const msim_req_t *req)
 		return MSIM_ENOTFOUND;
 	free_requested(s, b);
 	pt_pending(s, PT_STATPOOL(b->pool), 1, b->size);
+	/* free(): with stream uses while a capture is underway, the block
+	 * goes to deferred_blocks rather than getting events.  Stream uses
+	 * show only as a free_completed that does not follow at once. */
+	b->deferred = s->ncaptures != 0;
+	s->fr_last = b;
 	return 0;
 }
 
@@ -1445,6 +1567,11 @@ pt_free(void *state, const msim_req_t *req)
 	pt_block_t *b = live_take(s, req->id);
 	if (!b || b->state == B_FREE)
 		return MSIM_ENOTFOUND;
+	bool plain = b == s->fr_last;
+	s->fr_last = NULL;
+	if (b->deferred && !plain && s->ncaptures && !s->graph_reuse &&
+	    b->state == B_PENDING)
+		return hold(s, req->id, b);
 	pt_give_back(s, req->id, b);
 	return 0;
 }
@@ -1457,6 +1584,7 @@ pt_free_now(void *state, const msim_req_t *req)
 	pt_block_t *b = live_take(s, req->id);
 	if (!b || b->state != B_ALLOC)
 		return MSIM_ENOTFOUND;
+	s->fr_last = NULL;
 	pt_give_back(s, req->id, b);
 	return 0;
 }
@@ -1596,6 +1724,9 @@ pt_blocks(const void *state, void (*fn)(void *ctx, const msim_block_t *b),
 						? MSIM_BLOCK_ALLOCATED
 						: MSIM_BLOCK_PENDING});
 	}
+	for (size_t i = 0; i < s->nheld; i++)
+		fn(ctx, &(msim_block_t){s->held[i]->ptr, s->held[i]->size,
+					MSIM_BLOCK_PENDING});
 	for (size_t p = 0; p <= s->nppools; p++) {
 		pt_stream_t *const *v = p ? s->ppools[p - 1]->streams
 					  : s->streams;
@@ -1625,6 +1756,7 @@ pt_destroy(void *state)
 		ppool_destroy(s->ppools[i]);
 	free(s->ppools);
 	free(s->captures);
+	free(s->held);
 	free(s->live);
 	while (s->xsegs) {
 		pt_xseg_t *next = s->xsegs->next;
@@ -1670,6 +1802,7 @@ pt_create(void **state_out, msim_device_t *dev, const msim_params_t *pv,
 					     : v[P_NONSPLIT].u * MSIM_MiB;
 	s->gc_threshold = v[P_GC].d;
 	s->expandable = v[P_EXPANDABLE].b;
+	s->graph_reuse = v[P_GRAPH_REUSE].b;
 	rp2_parse(v[P_RP2].text, s->rp2, why, whylen);
 	for (int i = 0; i < 16; i++)
 		s->rp2_any = s->rp2_any || s->rp2[i] > 1;

@@ -25,6 +25,7 @@
 
 #include "sim/device.h"
 #include "sim/error.h"
+#include "sim/grow.h"
 #include "sim/timemodel.h"
 
 #define VA_CHUNK (32 * MSIM_MiB)
@@ -69,14 +70,8 @@ va_maxhole(va_chunk_t *c)
 static int
 va_hole_insert(va_chunk_t *c, size_t at, msim_addr_t base, uint64_t size)
 {
-	if (c->nholes == c->capholes) {
-		size_t ncap = c->capholes ? 2 * c->capholes : 4;
-		va_range_t *h = realloc(c->holes, ncap * sizeof(*h));
-		if (!h)
-			return MSIM_ENOMEM;
-		c->holes = h;
-		c->capholes = ncap;
-	}
+	if (MSIM_GROW(c->holes, c->capholes, c->nholes + 1, 4))
+		return MSIM_ENOMEM;
 	memmove(&c->holes[at + 1], &c->holes[at],
 		(c->nholes - at) * sizeof(*c->holes));
 	c->holes[at] = (va_range_t){base, size};
@@ -98,14 +93,8 @@ va_hole_remove(va_chunk_t *c, size_t at)
 static long
 va_chunk_insert(va_t *va, msim_addr_t base, uint64_t size)
 {
-	if (va->n == va->cap) {
-		size_t ncap = va->cap ? 2 * va->cap : 16;
-		va_chunk_t *c = realloc(va->chunks, ncap * sizeof(*c));
-		if (!c)
-			return MSIM_ENOMEM;
-		va->chunks = c;
-		va->cap = ncap;
-	}
+	if (MSIM_GROW(va->chunks, va->cap, va->n + 1, 16))
+		return MSIM_ENOMEM;
 	size_t at = va->n;
 	while (at > 0 && va->chunks[at - 1].base < base)
 		at--;
@@ -297,6 +286,8 @@ struct msim_device_s {
 	size_t nresv, capresv;
 	msim_addr_t *hints; /* FIFO of recorded segment addresses */
 	size_t hint_head, nhints, caphints;
+	va_range_t *own; /* segments of allocators of their own, by address */
+	size_t nown, capown;
 	msim_gpu_t *gpu; /* shared with other processes, or NULL */
 	size_t process;  /* this device's process number on gpu */
 };
@@ -354,6 +345,7 @@ msim_device_destroy(msim_device_t *dev)
 	free(dev->events);
 	free(dev->hints);
 	free(dev->resv);
+	free(dev->own);
 	free(dev);
 }
 
@@ -386,15 +378,9 @@ dev_log(msim_device_t *dev, int action, msim_addr_t addr, uint64_t size)
 		msim_timemodel_add(dev->tm, action, size, &dev->dt);
 	if (!dev->log_events)
 		return;
-	if (dev->nevents == dev->capevents) {
-		size_t ncap = dev->capevents ? 2 * dev->capevents : 256;
-		msim_seg_event_t *e = realloc(dev->events, ncap * sizeof(*e));
-		if (!e) {
-			dev->log_events = 0; /* the log is lost, not the run */
-			return;
-		}
-		dev->events = e;
-		dev->capevents = ncap;
+	if (MSIM_GROW(dev->events, dev->capevents, dev->nevents + 1, 256)) {
+		dev->log_events = 0; /* the log is lost, not the run */
+		return;
 	}
 	dev->events[dev->nevents++] = (msim_seg_event_t){
 		.request = *dev->request_p, .addr = addr, .size = size,
@@ -487,6 +473,70 @@ msim_device_free(msim_device_t *dev, msim_addr_t addr, uint64_t size, int pool)
 	dev_log(dev, MSIM_SEG_FREE, addr, size);
 }
 
+#define OWN_BASE UINT64_C(0x700000000000)
+#define OWN_ALIGN (2 * MSIM_MiB)
+
+int
+msim_device_malloc_own(msim_device_t *dev, uint64_t size, int pool,
+		       msim_addr_t *addr_out)
+{
+	assert(pool == MSIM_POOL_SMALL || pool == MSIM_POOL_LARGE);
+	if (!dev_fits(dev, size))
+		return MSIM_EDEVOOM;
+	msim_addr_t at = OWN_BASE;
+	size_t i = 0;
+	if (dev->use_hints && dev->nhints > 0) {
+		at = dev->hints[dev->hint_head];
+		if (at > UINT64_MAX - size)
+			return MSIM_EFORMAT;
+		while (i < dev->nown && dev->own[i].base < at)
+			i++;
+	} else {
+		for (; i < dev->nown; i++) { /* the lowest gap that fits */
+			if (dev->own[i].base >= at + size)
+				break;
+			msim_addr_t end = dev->own[i].base + dev->own[i].size;
+			end = (end + OWN_ALIGN - 1) / OWN_ALIGN * OWN_ALIGN;
+			if (end > at)
+				at = end;
+		}
+	}
+	if (MSIM_GROW(dev->own, dev->capown, dev->nown + 1, 8))
+		return MSIM_ENOMEM;
+	if (dev->use_hints && dev->nhints > 0) {
+		dev->hint_head++;
+		dev->nhints--;
+	}
+	memmove(&dev->own[i + 1], &dev->own[i],
+		(dev->nown - i) * sizeof(*dev->own));
+	dev->own[i] = (va_range_t){at, size};
+	dev->nown++;
+	*addr_out = at;
+	dev_count(dev, pool, (int64_t)size);
+	msim_stat2_inc(dev->segment, pool, 1);
+	dev->num_device_alloc++;
+	dev_log(dev, MSIM_SEG_ALLOC, at, size);
+	return 0;
+}
+
+void
+msim_device_free_own(msim_device_t *dev, msim_addr_t addr, uint64_t size,
+		     int pool)
+{
+	for (size_t i = 0; i < dev->nown; i++) {
+		if (dev->own[i].base == addr) {
+			memmove(&dev->own[i], &dev->own[i + 1],
+				(dev->nown - i - 1) * sizeof(*dev->own));
+			dev->nown--;
+			break;
+		}
+	}
+	dev_count(dev, pool, -(int64_t)size);
+	msim_stat2_dec(dev->segment, pool, 1);
+	dev->num_device_free++;
+	dev_log(dev, MSIM_SEG_FREE, addr, size);
+}
+
 #define VA_RESERVE_BASE UINT64_C(0x302000000)
 
 int
@@ -511,14 +561,8 @@ msim_device_reserve(msim_device_t *dev, uint64_t size, msim_addr_t *addr_out)
 				at = end;
 		}
 	}
-	if (dev->nresv == dev->capresv) {
-		size_t ncap = dev->capresv ? 2 * dev->capresv : 8;
-		va_range_t *r = realloc(dev->resv, ncap * sizeof(*r));
-		if (!r)
-			return MSIM_ENOMEM;
-		dev->resv = r;
-		dev->capresv = ncap;
-	}
+	if (MSIM_GROW(dev->resv, dev->capresv, dev->nresv + 1, 8))
+		return MSIM_ENOMEM;
 	memmove(&dev->resv[i + 1], &dev->resv[i],
 		(dev->nresv - i) * sizeof(*dev->resv));
 	dev->resv[i] = (va_range_t){at, len};
@@ -580,14 +624,8 @@ msim_device_hint(msim_device_t *dev, msim_addr_t addr)
 			dev->nhints * sizeof(*dev->hints));
 		dev->hint_head = 0;
 	}
-	if (dev->nhints == dev->caphints) {
-		size_t ncap = dev->caphints ? 2 * dev->caphints : 64;
-		msim_addr_t *h = realloc(dev->hints, ncap * sizeof(*h));
-		if (!h)
-			return MSIM_ENOMEM;
-		dev->hints = h;
-		dev->caphints = ncap;
-	}
+	if (MSIM_GROW(dev->hints, dev->caphints, dev->nhints + 1, 64))
+		return MSIM_ENOMEM;
 	dev->hints[dev->hint_head + dev->nhints++] = addr;
 	return 0;
 }

@@ -125,6 +125,22 @@ int msim_device_malloc(msim_device_t *dev, uint64_t size, int pool,
 /* cudaFree of a segment that msim_device_malloc() returned. */
 void msim_device_free(msim_device_t *dev, msim_addr_t addr, uint64_t size,
 		      int pool);
+/*
+ * A segment from an allocator of its own rather than cudaMalloc (a
+ * torch.cuda.MemPool(allocator) pool's raw_alloc): counted as
+ * msim_device_malloc() counts one (capacity, cap, reserved bytes,
+ * segments, num_device_alloc, a segment_alloc event), but placed apart
+ * from the driver model's address space, which it leaves untouched: the
+ * lowest gap from 0x700000000000 up, segments 2 MiB aligned, or at the next
+ * recorded address when hints are on (docs/pytorch-allocator.md §1.4).
+ * Returns 0, MSIM_EDEVOOM, MSIM_ENOMEM or MSIM_EFORMAT (a hint that would
+ * wrap around).
+ */
+int msim_device_malloc_own(msim_device_t *dev, uint64_t size, int pool,
+			   msim_addr_t *addr_out);
+/* Frees a segment that msim_device_malloc_own() returned. */
+void msim_device_free_own(msim_device_t *dev, msim_addr_t addr,
+			  uint64_t size, int pool);
 
 /*
  * Expandable segments: map or unmap size bytes of physical pages at addr in

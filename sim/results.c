@@ -939,6 +939,10 @@ msim_db_setting_key(const msim_run_info_t *info, char *buf, size_t n)
 	if (info->capacity_bytes && info->capacity_bytes != MSIM_H200_BYTES)
 		k = snprintf(extra, sizeof(extra), "capacity=%llu",
 			     (unsigned long long)info->capacity_bytes);
+	if (info->context_bytes && k >= 0 && (size_t)k < sizeof(extra))
+		k += snprintf(extra + k, sizeof(extra) - k, "%scontext=%llu",
+			      k ? ";" : "",
+			      (unsigned long long)info->context_bytes);
 	if (info->strategy && *info->strategy && k >= 0 &&
 	    (size_t)k < sizeof(extra))
 		k += snprintf(extra + k, sizeof(extra) - k, "%sstrategy=%s",

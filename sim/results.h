@@ -48,6 +48,9 @@ typedef struct msim_run_info_s {
 	uint32_t device;
 	double wall_ms;
 	uint64_t capacity_bytes;  /* device memory; 0 = unknown */
+	/* Bytes of it a CUDA context held outside the allocator (run
+	 * --context-bytes); 0: none.  Part of the setting key. */
+	uint64_t context_bytes;
 	int64_t sweep_id;         /* > 0: record the run as the sweep's */
 	/* More about the run as key, value, key, value, ..., NULL (may be
 	 * NULL): the device and versions of a measured run, the modelled

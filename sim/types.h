@@ -59,6 +59,13 @@ typedef enum msim_req_kind_e {
  * history began, and a stand-in for a block that was free then. */
 #define MSIM_REQF_SEED 0x4
 #define MSIM_REQF_FILLER 0x8
+/* POOL_CREATE only: the pool has an allocator of its own
+ * (torch.cuda.MemPool(allocator)), which its segments come from instead of
+ * cudaMalloc (docs/pytorch-allocator.md §1.4). */
+#define MSIM_REQF_OWN_ALLOC 0x10
+/* POOL_RELEASE only: ~MemPool's, which empties the pool's cache
+ * (emptyCache(pool)) once its use count is 0. */
+#define MSIM_REQF_EMPTY_POOL 0x20
 
 /*
  * One request.  Ids are dense slot numbers chosen by the source: an id is

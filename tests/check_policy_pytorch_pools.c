@@ -5,7 +5,9 @@
  * freed there stays there, the pool's segments survive empty_cache() until
  * releasePool brings its use count to 0, the OOM retry skips
  * release_cached_blocks() while a capture is underway, and the default
- * pool is untouched by all this.
+ * pool is untouched by all this; graph_capture_record_stream_reuse (a block
+ * freed with record_stream uses during a capture) and pools with an
+ * allocator of their own (MemPool(allocator)).
  */
 #include <config.h>
 
@@ -24,6 +26,32 @@ P(int kind, uint64_t id)
 {
 	msim_req_t r = {.kind = (uint8_t)kind, .addr = id};
 	return msim_policy_private_pool(pol, &r);
+}
+
+/* pool_create of a pool with an allocator of its own. */
+static int
+P_OWN(uint64_t id)
+{
+	msim_req_t r = {.kind = MSIM_REQ_POOL_CREATE, .addr = id,
+			.flags = MSIM_REQF_OWN_ALLOC};
+	return msim_policy_private_pool(pol, &r);
+}
+
+/* ~MemPool's pool_release, which empties the pool's cache after it. */
+static int
+P_DEL(uint64_t id)
+{
+	msim_req_t r = {.kind = MSIM_REQ_POOL_RELEASE, .addr = id,
+			.flags = MSIM_REQF_EMPTY_POOL};
+	return msim_policy_private_pool(pol, &r);
+}
+
+/* The program frees id (free_requested): record_stream uses pending. */
+static void
+FR(uint32_t id)
+{
+	msim_req_t r = {.kind = MSIM_REQ_FREE_REQUESTED, .id = id};
+	ck_assert_int_eq(msim_policy_free_requested(pol, &r), 0);
 }
 
 static void
@@ -211,6 +239,279 @@ START_TEST(test_trace_pool_rows)
 }
 END_TEST
 
+
+/* graph_capture_record_stream_reuse off (the default): a 12 MiB block used
+ * on another stream and freed during the capture is deferred (its
+ * free_completed does not follow its free_requested at once); when that
+ * row comes while the capture is still underway it changes nothing, so
+ * the next 12 MiB takes a segment of its own, and the block goes back to
+ * the pool at the first malloc after the capture (process_events()). */
+START_TEST(test_capture_defers_record_stream_free)
+{
+	setup_pt(0);
+	ck_assert_int_eq(P(MSIM_REQ_POOL_BEGIN, 3), 0);
+	A(0, 12 * MB);
+	FR(0);
+	A(1, 12 * MB);
+	F(0); /* deferred_blocks: still pending */
+	msim_stats_t st = S();
+	ck_assert_int_eq(CUR(st, active_bytes), (int64_t)(24 * MB));
+	ck_assert_int_eq(CUR(st, allocated_bytes), (int64_t)(12 * MB));
+	A(2, 12 * MB);
+	ck_assert_uint_ne(addr[2], addr[0]);
+	st = S();
+	ck_assert_int_eq(CUR(st, segment), 3);
+	ck_assert_int_eq(CUR(st, active_bytes), (int64_t)(36 * MB));
+	EC(); /* during the capture: the deferred block stays */
+	ck_assert_int_eq(CUR(S(), active_bytes), (int64_t)(36 * MB));
+	ck_assert_int_eq(P(MSIM_REQ_POOL_END, 3), 0);
+	ck_assert_int_eq(CUR(S(), active_bytes), (int64_t)(36 * MB));
+	A(3, MB); /* the default pool; first the deferred free */
+	st = S();
+	ck_assert_int_eq(CUR(st, active_bytes), (int64_t)(25 * MB));
+	ck_assert_int_eq(CUR(st, requested_bytes), (int64_t)(25 * MB));
+	ck_assert_int_eq(CUR(st, segment), 4);
+	ck_assert_int_eq(CUR(st, reserved_bytes), (int64_t)(38 * MB));
+	/* Block 0 is free in the pool: releasing the pool frees all three. */
+	F(1);
+	F(2);
+	F(3);
+	ck_assert_int_eq(P(MSIM_REQ_POOL_RELEASE, 3), 0);
+	EC();
+	st = S();
+	ck_assert_int_eq(CUR(st, segment), 0);
+	ck_assert_int_eq(st.num_device_free, 4);
+	teardown();
+}
+END_TEST
+
+/* The same with graph_capture_record_stream_reuse:True: the trace's
+ * free_completed during the capture (free_safe_blocks_in_capture() found
+ * the block's free markers behind the stream's terminals) returns the
+ * block at once, and the next 12 MiB reuses it. */
+START_TEST(test_capture_reuses_record_stream_free)
+{
+	setup("pytorch", "graph_capture_record_stream_reuse:True");
+	ck_assert_int_eq(P(MSIM_REQ_POOL_BEGIN, 3), 0);
+	A(0, 12 * MB);
+	FR(0);
+	A(1, 12 * MB);
+	ck_assert_int_eq(CUR(S(), active_bytes), (int64_t)(24 * MB));
+	F(0);
+	ck_assert_int_eq(CUR(S(), active_bytes), (int64_t)(12 * MB));
+	A(2, 12 * MB);
+	ck_assert_uint_eq(addr[2], addr[0]);
+	msim_stats_t st = S();
+	ck_assert_int_eq(CUR(st, segment), 2);
+	ck_assert_int_eq(PEAK(st, reserved_bytes), (int64_t)(24 * MB));
+	ck_assert_int_eq(P(MSIM_REQ_POOL_END, 3), 0);
+	F(1);
+	F(2);
+	teardown();
+}
+END_TEST
+
+/* A plain free during a capture (free_block() within free(): its
+ * free_completed row follows at once) is not deferred, whatever the
+ * setting: the next 12 MiB reuses the block. */
+START_TEST(test_capture_plain_free)
+{
+	setup_pt(0);
+	ck_assert_int_eq(P(MSIM_REQ_POOL_BEGIN, 3), 0);
+	A(0, 12 * MB);
+	FR(0);
+	F(0);
+	ck_assert_int_eq(CUR(S(), active_bytes), 0);
+	ck_assert_uint_eq(A(1, 12 * MB), addr[0]);
+	ck_assert_int_eq(CUR(S(), segment), 1);
+	ck_assert_int_eq(P(MSIM_REQ_POOL_END, 3), 0);
+	F(1);
+	teardown();
+}
+END_TEST
+
+/* Off again: a deferred block freed by the program after the capture
+ * ended is not held; one held when the capture ends goes back with the
+ * next release_cached_blocks() (empty_cache), as
+ * synchronize_and_free_events() does. */
+START_TEST(test_deferred_free_after_capture)
+{
+	setup_pt(0);
+	ck_assert_int_eq(P(MSIM_REQ_POOL_BEGIN, 3), 0);
+	A(0, 12 * MB);
+	A(1, 12 * MB);
+	FR(0);
+	FR(1);
+	F(0); /* held */
+	ck_assert_int_eq(P(MSIM_REQ_POOL_END, 3), 0);
+	F(1); /* after the capture: back at once */
+	ck_assert_int_eq(CUR(S(), active_bytes), (int64_t)(12 * MB));
+	EC(); /* 0 goes back; the pool is in use, so both segments stay */
+	msim_stats_t st = S();
+	ck_assert_int_eq(CUR(st, active_bytes), 0);
+	ck_assert_int_eq(CUR(st, segment), 2);
+	ck_assert_int_eq(P(MSIM_REQ_POOL_RELEASE, 3), 0);
+	EC();
+	ck_assert_int_eq(CUR(S(), segment), 0);
+	teardown();
+}
+END_TEST
+
+/* A MemPool with its own allocator under expandable_segments:True: its
+ * segments are whole allocations from the allocator (counted in segment,
+ * reserved_bytes and num_device_alloc), placed apart from the driver's
+ * range, never expandable, so split by the large-pool rule: 15 MiB in a
+ * free 16 MiB piece takes it whole (1 MiB is not more than 1 MiB).  The
+ * default pool keeps its expandable segment. */
+START_TEST(test_own_allocator_pool)
+{
+	setup("pytorch", "expandable_segments:True");
+	ck_assert_int_eq(P_OWN(5), 0);
+	ck_assert_int_eq(P(MSIM_REQ_POOL_BEGIN, 5), 0);
+	A(0, 4 * MB);
+	ck_assert_uint_eq(addr[0], UINT64_C(0x700000000000));
+	A(1, 15 * MB); /* takes the whole 16 MiB rest */
+	ck_assert_uint_eq(addr[1], addr[0] + 4 * MB);
+	A(2, 25 * MB); /* a 26 MiB segment, whole, after the first */
+	ck_assert_uint_eq(addr[2], UINT64_C(0x700000000000) + 20 * MB);
+	msim_stats_t st = S();
+	ck_assert_int_eq(CUR(st, segment), 2);
+	ck_assert_int_eq(CUR(st, reserved_bytes), (int64_t)(46 * MB));
+	ck_assert_int_eq(CUR(st, allocated_bytes), (int64_t)(46 * MB));
+	ck_assert_int_eq(CUR(st, inactive_split), 0);
+	ck_assert_int_eq(P(MSIM_REQ_POOL_END, 5), 0); /* use_mem_pool's exit */
+	ck_assert_int_eq(P(MSIM_REQ_POOL_RELEASE, 5), 0);
+	A(3, 4 * MB); /* default pool: a 20 MiB page, no segment counted */
+	ck_assert_uint_lt(addr[3], UINT64_C(0x700000000000));
+	st = S();
+	ck_assert_int_eq(CUR(st, segment), 2);
+	ck_assert_int_eq(CUR(st, reserved_bytes), (int64_t)(66 * MB));
+	ck_assert_int_eq(st.num_device_alloc, 3);
+	F(0);
+	F(1);
+	F(2);
+	EC(); /* in use: the pool keeps its segments */
+	ck_assert_int_eq(CUR(S(), segment), 2);
+	ck_assert_int_eq(P(MSIM_REQ_POOL_RELEASE, 5), 0); /* ~MemPool */
+	EC(); /* deleted: both go back to the allocator */
+	st = S();
+	ck_assert_int_eq(CUR(st, segment), 0);
+	ck_assert_int_eq(CUR(st, reserved_bytes), (int64_t)(20 * MB));
+	ck_assert_int_eq(st.num_device_free, 2);
+	/* A new pool with an allocator starts at the range's base again. */
+	ck_assert_int_eq(P_OWN(6), 0);
+	ck_assert_int_eq(P(MSIM_REQ_POOL_BEGIN, 6), 0);
+	ck_assert_uint_eq(A(4, 30 * MB), UINT64_C(0x700000000000));
+	ck_assert_int_eq(P(MSIM_REQ_POOL_END, 6), 0);
+	F(4);
+	F(3);
+	/* An allocator is for a new pool only (create_or_incref_pool). */
+	ck_assert_int_eq(P_OWN(6), MSIM_EINVAL);
+	teardown();
+}
+END_TEST
+
+/* The allocator's segments count against the cap (alloc_block checks
+ * total_allocated_memory before allocPrimitive()): under 100 MiB, 60 MiB
+ * in such a pool leave no room for 50 MiB in the default pool. */
+START_TEST(test_own_allocator_counts_against_cap)
+{
+	setup_pt(100 * MB);
+	ck_assert_int_eq(P_OWN(2), 0);
+	ck_assert_int_eq(P(MSIM_REQ_POOL_BEGIN, 2), 0);
+	A(0, 60 * MB);
+	ck_assert_int_eq(P(MSIM_REQ_POOL_END, 2), 0);
+	ck_assert_int_eq(try_alloc(1, 50 * MB), MSIM_EDEVOOM);
+	msim_stats_t st = S();
+	ck_assert_int_eq(st.num_ooms, 1);
+	ck_assert_int_eq(st.num_alloc_retries, 1);
+	A(2, 40 * MB);
+	ck_assert_int_eq(CUR(S(), reserved_bytes), (int64_t)(100 * MB));
+	F(0);
+	F(2);
+	teardown();
+}
+END_TEST
+
+/* tests/data/pools/ownalloc.csv: pool_create's size 1 marks the pool's
+ * own allocator in a trace; 2 is refused, naming the line. */
+START_TEST(test_trace_own_allocator_rows)
+{
+	msim_job_spec_t s = {.trace = test_data("pools/ownalloc.csv"),
+			     .policy = "pytorch",
+			     .conf = "expandable_segments:True"};
+	msim_job_t *j;
+	msim_job_err_t err;
+	ck_assert_msg(msim_job_open(&s, false, &j, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(msim_job_run(j, &err), 0);
+	const msim_job_result_t *r = msim_job_result(j);
+	/* the pool's 20 MiB segment; the default pool maps pages only */
+	ck_assert_int_eq(r->st.segment[0].allocated, 1);
+	ck_assert_int_eq(r->st.reserved_bytes[0].peak, (int64_t)(40 * MB));
+	msim_job_destroy(j);
+	s.trace = test_data("pools/ownalloc_bad.csv");
+	ck_assert_int_ne(msim_job_open(&s, false, &j, &err) ||
+			 msim_job_run(j, &err), 0);
+	ck_assert_msg(strstr(err.msg, ":3:") &&
+		      strstr(err.msg, "pool_create size 2"), "%s", err.msg);
+}
+END_TEST
+
+/* ~MemPool: releasePool, then emptyCache(pool), which frees that pool's
+ * cached segments once it is freeable (one num_sync_all_streams) and
+ * leaves the default pool's free 12 MiB segment alone; while another use
+ * holds the pool it does nothing at all. */
+START_TEST(test_mempool_death_empties_its_cache)
+{
+	setup_pt(0);
+	A(0, 12 * MB);
+	ck_assert_int_eq(P(MSIM_REQ_POOL_CREATE, 5), 0);
+	ck_assert_int_eq(P(MSIM_REQ_POOL_BEGIN, 5), 0);
+	A(1, 30 * MB);
+	ck_assert_int_eq(P(MSIM_REQ_POOL_END, 5), 0);
+	ck_assert_int_eq(P(MSIM_REQ_POOL_BEGIN, 5), 0); /* a second user */
+	ck_assert_int_eq(P(MSIM_REQ_POOL_END, 5), 0);
+	ck_assert_int_eq(P(MSIM_REQ_POOL_RELEASE, 5), 0);
+	F(0);
+	F(1);
+	ck_assert_int_eq(P_DEL(5), 0); /* use count 1 left: nothing */
+	msim_stats_t st = S();
+	ck_assert_int_eq(CUR(st, segment), 2);
+	ck_assert_int_eq(st.num_sync_all_streams, 0);
+	ck_assert_int_eq(P_DEL(5), 0); /* the last: its segment goes */
+	st = S();
+	ck_assert_int_eq(CUR(st, segment), 1);
+	ck_assert_int_eq(CUR(st, reserved_bytes), (int64_t)(12 * MB));
+	ck_assert_int_eq(st.num_sync_all_streams, 1);
+	ck_assert_int_eq(st.num_device_free, 1);
+	ck_assert_uint_eq(A(2, 12 * MB), addr[0]);
+	/* The pool is gone: its id starts a new one. */
+	ck_assert_int_eq(P(MSIM_REQ_POOL_CREATE, 5), 0);
+	F(2);
+	teardown();
+}
+END_TEST
+
+/* tests/data/pools/mempool_del.csv, the same as a recording: the
+ * segment_free row after ~MemPool's pool_release (size 1) is its
+ * emptyCache(pool)'s, not an empty_cache() that would free the default
+ * pool's free 12 MiB segment too; the next 12 MiB takes that one. */
+START_TEST(test_trace_mempool_death)
+{
+	msim_job_spec_t s = {.trace = test_data("pools/mempool_del.csv"),
+			     .policy = "pytorch", .recording = true};
+	msim_job_t *j;
+	msim_job_err_t err;
+	ck_assert_msg(msim_job_open(&s, false, &j, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(msim_job_run(j, &err), 0);
+	const msim_job_result_t *r = msim_job_result(j);
+	ck_assert_int_eq(r->st.segment[0].allocated, 2);
+	ck_assert_int_eq(r->st.segment[0].freed, 1);
+	ck_assert_int_eq(r->st.num_sync_all_streams, 1);
+	msim_job_destroy(j);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -223,6 +524,15 @@ main(void)
 	tcase_add_test(tc, test_pool_requests_refused);
 	tcase_add_test(tc, test_other_policies_ignore_pools);
 	tcase_add_test(tc, test_trace_pool_rows);
+	tcase_add_test(tc, test_capture_defers_record_stream_free);
+	tcase_add_test(tc, test_capture_reuses_record_stream_free);
+	tcase_add_test(tc, test_capture_plain_free);
+	tcase_add_test(tc, test_deferred_free_after_capture);
+	tcase_add_test(tc, test_own_allocator_pool);
+	tcase_add_test(tc, test_own_allocator_counts_against_cap);
+	tcase_add_test(tc, test_trace_own_allocator_rows);
+	tcase_add_test(tc, test_mempool_death_empties_its_cache);
+	tcase_add_test(tc, test_trace_mempool_death);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -21,45 +21,6 @@
 #include "testutil.h"
 #include "traces/trace.h"
 
-static char tmpdir[64];
-
-static void
-setup(void)
-{
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/memsim-fmt-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-}
-
-static void
-teardown(void)
-{
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	ck_assert_int_eq(system(cmd), 0);
-}
-
-static const char *
-tmp_path(const char *name)
-{
-	static char buf[4][256];
-	static int k;
-	k = (k + 1) % 4;
-	snprintf(buf[k], sizeof(buf[k]), "%s/%s", tmpdir, name);
-	return buf[k];
-}
-
-/* Writes n bytes to the temporary file name; returns its path. */
-static const char *
-write_bytes(const char *name, const void *data, size_t n)
-{
-	const char *p = tmp_path(name);
-	FILE *fp = fopen(p, "wb");
-	ck_assert_ptr_nonnull(fp);
-	ck_assert_uint_eq(fwrite(data, 1, n, fp), n);
-	fclose(fp);
-	return p;
-}
-
 /* Converts in to out (entries as they are). */
 static void
 convert(const char *in, const char *out, const char *format)
@@ -935,7 +896,7 @@ main(void)
 	Suite *s = suite_create("trace_formats");
 	TCase *tc = tcase_create("formats");
 	tcase_set_timeout(tc, 60);
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, tmpdir_setup, tmpdir_teardown);
 	tcase_add_loop_test(tc, test_pickle_requests_equal_csv, 0, NWORKLOADS);
 	tcase_add_loop_test(tc, test_same_run_from_every_format, 0, 4);
 	tcase_add_test(tc, test_bin_round_trip_is_exact);

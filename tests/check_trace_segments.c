@@ -22,36 +22,6 @@
 #include "testutil.h"
 #include "traces/trace.h"
 
-static char tmpdir[64];
-
-static void
-setup(void)
-{
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/memsim-seg-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-}
-
-static void
-teardown(void)
-{
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	ck_assert_int_eq(system(cmd), 0);
-}
-
-/* Writes n bytes to a temporary file; returns its path (static). */
-static const char *
-write_bytes(const void *data, size_t n)
-{
-	static char p[256];
-	snprintf(p, sizeof(p), "%s/s.pickle", tmpdir);
-	FILE *fp = fopen(p, "wb");
-	ck_assert_ptr_nonnull(fp);
-	ck_assert_uint_eq(fwrite(data, 1, n, fp), n);
-	fclose(fp);
-	return p;
-}
-
 static const char *const workloads[] = {
 	"prefetch_2stream", "train_eval_emptycache", "gpt2_fp32",
 	"bert_infer_varlen", "resnet50_amp", "resnet50_amp.frames",
@@ -332,7 +302,7 @@ START_TEST(test_small_snapshot_reads)
 {
 	static const char ok[] = ROOT SEG_FIELDS "\x8c\x06" "blocks]("
 		BLOCK("\x10", ALLOCATED) BLOCK("\x20", INACTIVE) "e" TAIL;
-	const char *p = write_bytes(ok, sizeof(ok) - 1);
+	const char *p = write_bytes("s.pickle", ok, sizeof(ok) - 1);
 	char why[512];
 	msim_trace_t *t;
 	ck_assert_int_eq(msim_trace_open(p, NULL, &t, why, sizeof(why)), 0);
@@ -396,7 +366,7 @@ START_TEST(test_hostile_segments_fail_cleanly)
 		  "truncated pickle"),
 	};
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
-		const char *p = write_bytes(c[i].data, c[i].len);
+		const char *p = write_bytes("s.pickle", c[i].data, c[i].len);
 		char err[512] = "";
 		msim_trace_t *t;
 		int rc = msim_trace_open(p, NULL, &t, err, sizeof(err));
@@ -439,7 +409,7 @@ START_TEST(test_deep_segments_are_bounded)
 			memcpy(buf, heads[h].s, hl);
 			memset(buf + hl, fill[f], n);
 			buf[hl + n] = '.';
-			const char *p = write_bytes(buf, hl + n + 1);
+			const char *p = write_bytes("s.pickle", buf, hl + n + 1);
 			free(buf);
 			char err[512] = "";
 			msim_trace_t *t;
@@ -462,7 +432,7 @@ main(void)
 	Suite *s = suite_create("trace_segments");
 	TCase *tc = tcase_create("segments");
 	tcase_set_timeout(tc, 60);
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, tmpdir_setup, tmpdir_teardown);
 	tcase_add_loop_test(tc, test_segments_sum_to_captured_reserved, 0,
 			    NWORKLOADS);
 	tcase_add_loop_test(tc, test_recording_ends_in_snapshot_state, 0,

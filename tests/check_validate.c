@@ -101,7 +101,18 @@ load_measured(void)
 		fprintf(stderr, "cannot open measured.db\n");
 		exit(EXIT_FAILURE);
 	}
+	/* A fixture in WAL mode needs its -wal and -shm beside it, and even
+	 * a read-only reader writes the -shm: kept in rollback-journal mode,
+	 * the .db is the whole fixture and reading it writes nothing. */
 	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(mdb, "PRAGMA journal_mode", -1, &q, NULL) !=
+	    SQLITE_OK || sqlite3_step(q) != SQLITE_ROW ||
+	    !strcmp((const char *)sqlite3_column_text(q, 0), "wal")) {
+		fprintf(stderr, "measured.db is in WAL mode (or unreadable): "
+			"check it in after PRAGMA journal_mode=DELETE\n");
+		exit(EXIT_FAILURE);
+	}
+	sqlite3_finalize(q);
 	sqlite3_prepare_v2(mdb, "SELECT trace_path, params, cap_bytes, id FROM "
 			   "runs WHERE kind='measured' AND policy='pytorch' "
 			   "ORDER BY id", -1, &q, NULL);

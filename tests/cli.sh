@@ -2,23 +2,8 @@
 # The command line end to end: exit codes, one-line errors, JSON keys, the
 # database and the plot.  Run by `make check` with MEMSIM and MSIM_TESTDATA.
 set -u
-MEMSIM=${MEMSIM:-./memsim}
 DATA=${MSIM_TESTDATA:-tests/data}
-tmp=$(mktemp -d /tmp/memsim-cli-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-
-# expect_error STATUS_NONZERO PATTERN -- command...: one line naming the cause
-expect_error() {
-	pattern=$1; shift
-	if "$@" >"$tmp/out" 2>"$tmp/err"; then
-		fail "$* succeeded"; return
-	fi
-	lines=$(wc -l <"$tmp/err")
-	grep -q -- "$pattern" "$tmp/err" || fail "$*: '$(cat "$tmp/err")' lacks '$pattern'"
-	[ "$lines" -eq 1 ] || fail "$*: $lines lines on stderr"
-}
+. "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 
 trace=$DATA/traces/bert_infer_varlen.csv
 
@@ -309,5 +294,4 @@ MEMSIM_PORTABLE_CRC32C=1 $MEMSIM run --json "$tmp/b.msimtr" |
 	grep -v '"trace\|wall' >"$tmp/p.json"
 cmp -s "$tmp/a.json" "$tmp/p.json" || fail "bin run with portable CRC32C differs"
 
-[ "$fails" -eq 0 ] && echo "cli: all passed"
-exit "$fails"
+finish cli

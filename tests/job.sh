@@ -4,22 +4,8 @@
 # setting; the options every command parses the same way; the drifts of
 # issue 12 each pinned.  Run by `make check` with MEMSIM and MSIM_TESTDATA.
 set -u
-MEMSIM=${MEMSIM:-./memsim}
 DATA=${MSIM_TESTDATA:-tests/data}
-tmp=$(mktemp -d /tmp/memsim-job-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-
-expect_error() {
-	pattern=$1; shift
-	if "$@" >"$tmp/out" 2>"$tmp/err"; then
-		fail "$* succeeded"; return
-	fi
-	lines=$(wc -l <"$tmp/err")
-	grep -q -- "$pattern" "$tmp/err" || fail "$*: '$(cat "$tmp/err")' lacks '$pattern'"
-	[ "$lines" -eq 1 ] || fail "$*: $lines lines on stderr"
-}
+. "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 
 # Everything a database holds of its runs but ids, dates and wall times.
 dump() {
@@ -165,5 +151,4 @@ sed -n '/^    \$ memsim compare tests\/data\/traces\/gpt2_varlen.csv --plot/,/^ 
 cmp -s "$tmp/readme.cmp" "$tmp/now.cmp" ||
 	fail "README compare example differs: $(diff "$tmp/readme.cmp" "$tmp/now.cmp" | head -5)"
 
-[ "$fails" -eq 0 ] && echo "job: all passed"
-exit "$fails"
+finish job

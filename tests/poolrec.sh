@@ -4,14 +4,12 @@
 # cudaMalloc and cudaFree counts, the end state (allocated and reserved bytes,
 # the live segments by address and size, as the run's snapshot holds them).
 # The same trace without its pool rows must not (the rows are what decides
-# it).  Run by `make check` with MEMSIM and MSIM_TESTDATA.
+# it).  So do the recordings of graphreuse.tsv under their own settings
+# (graph_capture_record_stream_reuse, a MemPool with its own allocator).
+# Run by `make check` with MEMSIM and MSIM_TESTDATA.
 set -u
-MEMSIM=${MEMSIM:-./memsim}
 DATA=${MSIM_TESTDATA:-tests/data}/pools
-tmp=$(mktemp -d /tmp/memsim-poolrec-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 json() { sed -n "s/^ *\"$1\": \\(-*[0-9]*\\),*$/\\1/p" "$2"; }
 # live SEGMENTS.csv: the segments alive at the end, address:size by address
 live() {
@@ -45,6 +43,56 @@ while IFS='	' read -r trace pa pr sa sf ca cr segs; do
 done <"$tmp/rows"
 [ "$n" -ge 1 ] || fail "no rows in real.tsv"
 
+# graph_capture_record_stream_reuse and MemPools with an allocator of their
+# own, a MemPool's death (graphreuse.tsv): each recording under its own
+# settings, and a contrast that must change its figures.
+grep -v '^#' "$DATA/graphreuse.tsv" >"$tmp/rows"
+m=0
+while IFS='	' read -r trace conf contrast pa pr sa sf ca cr segs; do
+	m=$((m + 1))
+	set -- ; [ "$conf" = - ] || set -- --alloc-conf "$conf"
+	$MEMSIM run --recording "$@" --json --segments "$tmp/seg.csv" \
+		"$DATA/$trace" >"$tmp/run.json" || { fail "$trace: run"; continue; }
+	for kv in "allocated_bytes.all.peak $pa" "reserved_bytes.all.peak $pr" \
+		"segment.all.allocated $sa" "segment.all.freed $sf" \
+		"allocated_bytes.all.current $ca" "reserved_bytes.all.current $cr"; do
+		set -- $kv
+		got=$(json "$1" "$tmp/run.json")
+		[ "$got" = "$2" ] || fail "$trace: $1 $got, real $2"
+	done
+	got=$(live "$tmp/seg.csv")
+	[ "$segs" = - ] || [ "$got" = "$segs" ] ||
+		fail "$trace: live segments $got, real $segs"
+	# The binary format carries the pool rows and their flag.
+	set -- ; [ "$conf" = - ] || set -- --alloc-conf "$conf"
+	$MEMSIM convert --to bin "$DATA/$trace" "$tmp/t.bin" >/dev/null &&
+		$MEMSIM run --recording "$@" --json "$tmp/t.bin" >"$tmp/b.json" ||
+		{ fail "$trace: binary copy"; continue; }
+	[ "$(json reserved_bytes.all.peak "$tmp/b.json")" = "$pr" ] ||
+		fail "$trace: binary copy's reserved peak differs"
+	cp "$DATA/$trace" "$tmp/contrast.csv"
+	case $contrast in
+	-) continue ;;
+	nopool) awk -F, 'NR == 1 || $3 !~ /^pool_/' "$DATA/$trace" \
+		>"$tmp/contrast.csv" ;;
+	noown) sed 's/,pool_create,0,1,/,pool_create,0,0,/' "$DATA/$trace" \
+		>"$tmp/contrast.csv" ;;
+	nodel) sed 's/,pool_release,0,1,/,pool_release,0,0,/' "$DATA/$trace" \
+		>"$tmp/contrast.csv" ;;
+	conf:*) set -- --alloc-conf "${contrast#conf:}" ;;
+	*) fail "$trace: unknown contrast $contrast"; continue ;;
+	esac
+	cmp -s "$DATA/$trace" "$tmp/contrast.csv" && [ "${contrast%%:*}" != conf ] &&
+		fail "$trace: the $contrast contrast changes no row"
+	$MEMSIM run --recording "$@" --json "$tmp/contrast.csv" >"$tmp/c.json" ||
+		{ fail "$trace: run with $contrast"; continue; }
+	got="$(json reserved_bytes.all.peak "$tmp/c.json") $(json \
+		segment.all.freed "$tmp/c.json") $(json \
+		reserved_bytes.all.current "$tmp/c.json")"
+	[ "$got" != "$pr $sf $cr" ] || fail "$trace: $contrast changes nothing"
+done <"$tmp/rows"
+[ "$m" -ge 1 ] || fail "no rows in graphreuse.tsv"
+
 # Snapshot pickles: the segments' segment_pool_id puts the allocs in their
 # pools (traces/trace.c, pool_derive()).  Each row of snapshots.tsv: the
 # pickle, the run options (- for none) and the figures the run must give.
@@ -68,4 +116,4 @@ while IFS='	' read -r pk opts pa pr sa sf; do
 done <"$tmp/snaps"
 [ "$k" -ge 1 ] || fail "no rows in snapshots.tsv"
 [ "$fails" -eq 0 ] || exit 1
-echo "poolrec: $n recordings and $k snapshot runs reproduce"
+echo "poolrec: $n + $m recordings and $k snapshot runs reproduce"

@@ -8,29 +8,18 @@
 # `memsim fit` over a committed family against the real search
 # (gptfit_real.tsv).  Run by `make check` with MEMSIM and MSIM_TESTDATA.
 set -u
-MEMSIM=${MEMSIM:-./memsim}
 DATA=${MSIM_TESTDATA:-tests/data}/record
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 
-key() { sed -n "s/.*\"$1\": \([0-9]*\).*/\1/p" "$2"; }
 # within A B PERCENT: |A - B| <= PERCENT% of B
 within() { awk -v a="$1" -v b="$2" -v p="$3" \
 	'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d * 100 <= p * b) }'; }
 
 grep -v '^#' "$DATA/peaks.tsv" >"$tmp/peaks"
 while IFS="	" read -r w alloc res; do
-	# The real recording replays to the figures torch reported.
-	$MEMSIM run --json "$DATA/$w.real.bin" >"$tmp/real.json" ||
-		{ fail "$w: run real"; continue; }
-	[ "$(key allocated_bytes.all.peak "$tmp/real.json")" = "$alloc" ] ||
-		fail "$w: real trace peak allocated"
-	[ "$(key reserved_bytes.all.peak "$tmp/real.json")" = "$res" ] ||
-		fail "$w: real trace peak reserved"
-	# The fake recording: peak allocated within 3% of the real one's.
-	$MEMSIM run --json "$DATA/$w.fake.csv" >"$tmp/fake.json" ||
-		{ fail "$w: run fake"; continue; }
-	fa=$(key allocated_bytes.all.peak "$tmp/fake.json")
-	fr=$(key reserved_bytes.all.peak "$tmp/fake.json")
+	# The real recording replays to the figures torch reported; the
+	# fake one: peak allocated within 3% of the real one's.
+	real_and_fake "$w" "$alloc" "$res" || continue
 	within "$fa" "$alloc" 3 || fail "$w: fake peak allocated $fa vs $alloc"
 	# Peak reserved within 5% (cnn_scaler: cuDNN's workspaces, kernels.py).
 	within "$fr" "$res" 5 || fail "$w: fake peak reserved $fr vs $res"

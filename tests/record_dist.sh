@@ -6,27 +6,13 @@
 # --gpu per rank; peaks.tsv holds each rank's torch.cuda.max_memory_*).
 # No PyTorch needed.  tests/recorder/dist_device.sh made them.
 set -u
-MEMSIM=${MEMSIM:-./memsim}
 DATA=${MSIM_TESTDATA:-tests/data}/dist
-tmp=$(mktemp -d /tmp/memsim-recdist-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-key() { sed -n "s/.*\"$1\": \([0-9]*\).*/\1/p" "$2"; }
+. "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 grep -v '^#' "$DATA/peaks.tsv" >"$tmp/peaks"
 [ "$(wc -l <"$tmp/peaks")" -eq 8 ] || fail "peaks.tsv: 8 rows expected"
 while IFS="	" read -r m r alloc res; do
 	w=$m.r$r
-	$MEMSIM run --json "$DATA/$w.real.bin" >"$tmp/real.json" ||
-		{ fail "$w: run real"; continue; }
-	[ "$(key allocated_bytes.all.peak "$tmp/real.json")" = "$alloc" ] ||
-		fail "$w: real trace peak allocated"
-	[ "$(key reserved_bytes.all.peak "$tmp/real.json")" = "$res" ] ||
-		fail "$w: real trace peak reserved"
-	$MEMSIM run --json "$DATA/$w.fake.csv" >"$tmp/fake.json" ||
-		{ fail "$w: run fake"; continue; }
-	fa=$(key allocated_bytes.all.peak "$tmp/fake.json")
-	fr=$(key reserved_bytes.all.peak "$tmp/fake.json")
+	real_and_fake "$w" "$alloc" "$res" || continue
 	case $w in
 	zero.r1)
 		# The real rank 1 kept DDP's first bucket (every gradient,
@@ -50,5 +36,4 @@ for m in fsdp fsdp2; do
 	n=$(awk -F, 'NR > 1 && $3 == "alloc" { print $6 }' "$DATA/$m.r0.fake.csv" | sort -u | wc -l)
 	[ "$n" -eq 3 ] || fail "$m: $n streams in the fake trace, expected 3"
 done
-[ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
-echo "record_dist.sh: all passed"
+finish record_dist.sh

@@ -3,13 +3,8 @@
 # CPU build, which is a machine with no GPU); skips (77) without them.
 # Small models defined here; no downloaded weights.
 set -u
-MEMSIM=${MEMSIM:-./memsim}
-PY=${MEMSIM_PYTHON:-python3}
-"$PY" -c 'import torch' 2>/dev/null || { echo "no PyTorch: skipped"; exit 77; }
-tmp=$(mktemp -d /tmp/memsim-recorder-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
+need_torch
 peak() { sed -n 's/.*peak live \([0-9]*\) bytes.*/\1/p' "$1"; }
 
 cat >"$tmp/mlp.py" <<'PY'
@@ -131,5 +126,4 @@ grep -q "never allocated GPU memory" "$tmp/err" || fail "no GPU: $(cat "$tmp/err
 $MEMSIM record -o "$tmp/out.csv" -- "$PY" "$tmp/missing.py" 2>"$tmp/err" && fail "missing script succeeded"
 ls "$tmp"/out.csv* >/dev/null 2>&1 && fail "a partial trace was left: $(ls "$tmp"/out.csv*)"
 
-[ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
-echo "recorder.sh: all passed"
+finish recorder.sh

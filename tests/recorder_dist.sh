@@ -5,14 +5,8 @@
 # Linear(1024, 10) head, AdamW, 3 steps.  The figures are PyTorch's rules
 # (FSDP's padding, DDP's buckets), computed here from the model's shapes.
 set -u
-MEMSIM=${MEMSIM:-./memsim}
-PY=${MEMSIM_PYTHON:-python3}
-
-"$PY" -c 'import torch' 2>/dev/null || { echo "no PyTorch: skipped"; exit 77; }
-tmp=$(mktemp -d /tmp/memsim-recdist-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
+need_torch
 script=${MSIM_TESTDATA:-tests/data}/../recorder/dist_train.py
 # allocs SIZE FILE [SITE]: how many alloc rows of SIZE bytes (at SITE)
 allocs() { awk -F, -v s="$1" -v site="${3:-}" \
@@ -95,5 +89,4 @@ $MEMSIM record -o "$tmp/r0.csv" --world-size $N --rank 0 -- "$PY" "$script" fsdp
 $MEMSIM record -o "$tmp/bad.csv" --world-size 2 --rank 2 -- "$PY" "$script" ddp 2>"$tmp/err" &&
 	fail "--rank 2 of 2 accepted"
 grep -q -- "--rank" "$tmp/err" || fail "--rank error: $(cat "$tmp/err")"
-[ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
-echo "recorder_dist.sh: all passed"
+finish recorder_dist.sh

@@ -38,10 +38,12 @@ pe.note("pool_create", (3, 0))
 pe.note("pool_begin", (3, 0), 0)
 pe.note("pool_end", (3, 0))
 pe.note("pool_release", (3, 0), 0, 8)
+pe.note("pool_create", (4, 0), 0, 8, size=1)    # MemPool(allocator)
 ev = pe.numbered()
-assert ev == [(2, "pool_begin", 1, 7), (7, "pool_end", 1, 0),
-              (8, "pool_create", 2, 0), (8, "pool_begin", 2, 0),
-              (8, "pool_end", 2, 0), (8, "pool_release", 2, 0)], ev
+assert ev == [(2, "pool_begin", 1, 7, 0), (7, "pool_end", 1, 0, 0),
+              (8, "pool_create", 2, 0, 0), (8, "pool_begin", 2, 0, 0),
+              (8, "pool_end", 2, 0, 0), (8, "pool_release", 2, 0, 0),
+              (8, "pool_create", 3, 0, 1)], ev
 fp = io.StringIO()
 pools.write_csv(fp, pools.merge(entries, ev))
 want = """seq,time_us,action,addr,size,stream,pool
@@ -59,6 +61,7 @@ want = """seq,time_us,action,addr,size,stream,pool
 11,300,pool_begin,0,0,0,2
 12,300,pool_end,0,0,0,2
 13,300,pool_release,0,0,0,2
+14,300,pool_create,0,1,0,3
 """
 assert fp.getvalue() == want, fp.getvalue()
 open(sys.argv[1], "w").write(fp.getvalue())

@@ -6,10 +6,8 @@
 # 3 and PyTorch (CI installs the CPU build); skips (77) without them.  The
 # model is defined here; no downloaded weights.
 set -u
-MEMSIM=${MEMSIM:-./memsim}
-PY=${MEMSIM_PYTHON:-python3}
-"$PY" -c 'import torch' 2>/dev/null || { echo "no PyTorch: skipped"; exit 77; }
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
+need_torch
 
 # 8 pre-norm residual blocks over sequences of 1024 tokens: activations grow
 # with the batch, and checkpointing the blocks (one Sequential of one

@@ -1,7 +1,9 @@
 # Sourced by shell tests (. "${MSIM_TESTDATA:-tests/data}/../testlib.sh"):
-# $tmp, a folder removed at exit; a private TMPDIR inside it, so a scratch
-# folder memsim leaves behind shows up there; fail, which counts; and
-# finish NAME, the test's end.
+# $MEMSIM, ./memsim unless given; $tmp, a folder removed at exit; a private
+# TMPDIR inside it, so a scratch folder memsim leaves behind shows up
+# there; fail, which counts; expect_error and key below; and finish NAME,
+# the test's end.
+MEMSIM=${MEMSIM:-./memsim}
 tmp=$(mktemp -d /tmp/memsim-test-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 TMPDIR=$tmp/scratch
@@ -12,4 +14,44 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 finish() {
 	[ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 	echo "$1: all passed"
+}
+
+# expect_error PATTERN COMMAND...: COMMAND fails, with one line on stderr
+# (the cause) that holds PATTERN.
+expect_error() {
+	pattern=$1; shift
+	if "$@" >"$tmp/out" 2>"$tmp/err"; then
+		fail "$* succeeded"; return
+	fi
+	lines=$(wc -l <"$tmp/err")
+	grep -q -- "$pattern" "$tmp/err" || fail "$*: '$(cat "$tmp/err")' lacks '$pattern'"
+	[ "$lines" -eq 1 ] || fail "$*: $lines lines on stderr"
+}
+
+# key NAME FILE: the integer "NAME" of a JSON file (memsim run --json).
+key() { sed -n "s/.*\"$1\": \([0-9]*\).*/\1/p" "$2"; }
+
+# real_and_fake W ALLOC RES: the recordings of one workload in $DATA.
+# W.real.bin (memsim record --gpu) must replay to the peaks torch reported,
+# ALLOC and RES (torch.cuda.max_memory_allocated, _reserved); fa and fr
+# are set to the peaks W.fake.csv (memsim record --fake) replays to, for
+# the caller to hold against them.  Returns 1 when a run fails.
+real_and_fake() {
+	$MEMSIM run --json "$DATA/$1.real.bin" >"$tmp/real.json" ||
+		{ fail "$1: run real"; return 1; }
+	[ "$(key allocated_bytes.all.peak "$tmp/real.json")" = "$2" ] ||
+		fail "$1: real trace peak allocated"
+	[ "$(key reserved_bytes.all.peak "$tmp/real.json")" = "$3" ] ||
+		fail "$1: real trace peak reserved"
+	$MEMSIM run --json "$DATA/$1.fake.csv" >"$tmp/fake.json" ||
+		{ fail "$1: run fake"; return 1; }
+	fa=$(key allocated_bytes.all.peak "$tmp/fake.json")
+	fr=$(key reserved_bytes.all.peak "$tmp/fake.json")
+}
+
+# need_torch: $PY (MEMSIM_PYTHON, else python3), or skip (77) the test
+# when it cannot import torch.
+need_torch() {
+	PY=${MEMSIM_PYTHON:-python3}
+	"$PY" -c 'import torch' 2>/dev/null || { echo "no PyTorch: skipped"; exit 77; }
 }

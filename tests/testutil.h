@@ -1,7 +1,10 @@
-/* Helpers the Check programs share: where the test data lives. */
+/* Helpers the Check programs share: where the test data lives, and a
+ * scratch folder per test for the files a test writes (tests/data is
+ * only read). */
 #ifndef MSIM_TESTS_TESTUTIL_H
 #define MSIM_TESTS_TESTUTIL_H
 
+#include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -13,6 +16,58 @@ test_data(const char *rel)
 	const char *dir = getenv("MSIM_TESTDATA");
 	snprintf(buf, sizeof(buf), "%s/%s", dir ? dir : "tests/data", rel);
 	return buf;
+}
+
+/* The scratch folder's path (empty before tmpdir_setup()). */
+static inline char *
+tmpdir_path(void)
+{
+	static char dir[64];
+	return dir;
+}
+
+/* A checked fixture (tcase_add_checked_fixture(tc, tmpdir_setup,
+ * tmpdir_teardown)): a fresh folder for each test, removed with
+ * all it holds after it. */
+static inline void
+tmpdir_setup(void)
+{
+	char *dir = tmpdir_path();
+	snprintf(dir, 64, "/tmp/memsim-test-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static inline void
+tmpdir_teardown(void)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir_path());
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* The scratch folder's file name, in one of four static buffers (so a
+ * test may hold a few paths at once). */
+static inline const char *
+tmp_path(const char *name)
+{
+	static char buf[4][256];
+	static int k;
+	k = (k + 1) % 4;
+	snprintf(buf[k], sizeof(buf[k]), "%s/%s", tmpdir_path(), name);
+	return buf[k];
+}
+
+/* Writes n bytes to the scratch file name; returns its path
+ * (tmp_path()'s). */
+static inline const char *
+write_bytes(const char *name, const void *data, size_t n)
+{
+	const char *p = tmp_path(name);
+	FILE *fp = fopen(p, "wb");
+	ck_assert_ptr_nonnull(fp);
+	ck_assert_uint_eq(fwrite(data, 1, n, fp), n);
+	fclose(fp);
+	return p;
 }
 
 #endif

@@ -81,6 +81,30 @@ bytes=$($MEMSIM run --capacity h200 --cap "$((total * 4012 / 10000))" \
 	"$DATA/B.alone.csv" | grep '^OOM')
 [ "$frac" = "OOM        at request 56" ] && [ "$frac" = "$bytes" ] ||
 	fail "--fraction with --context-bytes: '$frac', as a cap: '$bytes'"
+# Its OOM message as PyTorch words it (run --explain): the total is the
+# whole device and the free bytes what B's reserved segments (its
+# segment_alloc rows before the failing request) and the context leave.
+held=$(awk -F, -v n="$real" 'NR > 1 && $3 == "segment_alloc" && k < n { s += $5 }
+	NR > 1 && $3 == "alloc" { k++ } END { printf "%.0f", s }' "$DATA/B.alone.csv")
+want=$(awk -v t="$total" -v h="$held" -v c="$big" 'BEGIN {
+	printf "total capacity of %.2f GiB of which %.2f MiB is free",
+	t / 2^30, (t - h - c) / 2^20 }')
+$MEMSIM run --explain --capacity h200 --context-bytes "$big" \
+	"$DATA/B.alone.csv" >"$tmp/lone.txt" 2>&1
+grep -q "$want" "$tmp/lone.txt" ||
+	fail "lone run --explain: '$want' not in $(grep -o 'total capacity.*free' "$tmp/lone.txt")"
+# The context is part of the setting: a row of its own, stored with the
+# whole device's capacity, replaced when run again.
+for c in 0 "$ctx" "$ctx"; do
+	$MEMSIM run --db "$tmp/ctx.db" --capacity h200 --context-bytes "$c" \
+		"$DATA/B.alone.csv" | sed -n 's/^stored *run \([0-9]*\).*/\1/p'
+done | tr '\n' ' ' >"$tmp/ids"
+[ "$(cat "$tmp/ids")" = "1 2 2 " ] || fail "run --db with contexts: runs $(cat "$tmp/ids")"
+$MEMSIM report --db "$tmp/ctx.db" --run 2 --json >"$tmp/r2.json"
+for kv in "\"setting_key\": \"[^\"]*|context=$ctx\"" "\"context_bytes\": $ctx" \
+	"\"capacity_bytes\": $total"; do
+	grep -q "$kv" "$tmp/r2.json" || fail "stored lone context: no $kv"
+done
 if $MEMSIM run --capacity 1GiB --context-bytes 1GiB "$DATA/B.alone.csv" \
 	>/dev/null 2>"$tmp/err"; then
 	fail "a lone context as large as the GPU accepted"

@@ -9,7 +9,9 @@
  * without them costs nothing more to read.  An optional `pool` column gives
  * the pool id of the private-pool rows (pool_create, pool_begin, pool_end,
  * pool_release); without it, or where it is empty, their addr holds it (as
- * the writer writes them).
+ * the writer writes them).  A pool_create row's size is 1 when the pool has
+ * an allocator of its own (torch.cuda.MemPool(allocator)), a pool_release
+ * row's 1 for the MemPool's death (then emptyCache(pool)); else 0.
  * Each line is one entry; the request stage of trace.c gives them their
  * replay meaning.  The writer writes the same columns (seq counts from 0).
  *

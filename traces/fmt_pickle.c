@@ -63,6 +63,7 @@
 #include <string.h>
 
 #include "sim/error.h"
+#include "sim/grow.h"
 #include "traces/trace_int.h"
 
 #define PK_BUF (1u << 20)
@@ -334,12 +335,8 @@ pk_push(msim_trace_t *t, pk_t *p, const pk_val_t *v)
 			return pk_fail(t, p, MSIM_EFORMAT,
 				       "pickle nests too deep (stack over "
 				       "131072 values)");
-		size_t n = p->capstack ? 2 * p->capstack : 256;
-		pk_val_t *s = realloc(p->stack, n * sizeof(*s));
-		if (!s)
+		if (MSIM_GROW(p->stack, p->capstack, p->sp + 1, 256))
 			return MSIM_ENOMEM;
-		p->stack = s;
-		p->capstack = n;
 	}
 	pk_val_t *dst = &p->stack[p->sp];
 	*dst = *v;
@@ -410,24 +407,9 @@ pk_pool(pk_t *p, const char *s, size_t n, pk_val_t *v)
 {
 	if (p->npool + n + 1 > PK_POOL_MAX || p->nstr >= (1u << 20) - 1)
 		return 0;
-	if (p->nstr == p->capstr) {
-		size_t c = p->capstr ? 2 * p->capstr : 1024;
-		uint32_t *a = realloc(p->stroff, c * sizeof(*a));
-		if (!a)
-			return MSIM_ENOMEM;
-		p->stroff = a;
-		p->capstr = c;
-	}
-	if (p->npool + n + 1 > p->cappool) {
-		size_t c = p->cappool ? 2 * p->cappool : 4096;
-		while (c < p->npool + n + 1)
-			c *= 2;
-		char *a = realloc(p->pool, c);
-		if (!a)
-			return MSIM_ENOMEM;
-		p->pool = a;
-		p->cappool = c;
-	}
+	if (MSIM_GROW(p->stroff, p->capstr, p->nstr + 1, 1024) ||
+	    MSIM_GROW(p->pool, p->cappool, p->npool + n + 1, 4096))
+		return MSIM_ENOMEM;
 	memcpy(p->pool + p->npool, s, n);
 	p->pool[p->npool + n] = '\0';
 	p->stroff[p->nstr++] = (uint32_t)p->npool;
@@ -506,14 +488,8 @@ pk_fr_new(msim_trace_t *t, pk_t *p, pk_val_t *v)
 	if (p->nfr == PK_MAX_FR)
 		return pk_fail(t, p, MSIM_EFORMAT, "over 16777216 stack "
 			       "frames");
-	if (p->nfr == p->capfr) {
-		size_t n = p->capfr ? 2 * p->capfr : 256;
-		pk_fr_t *a = realloc(p->fr, n * sizeof(*a));
-		if (!a)
-			return MSIM_ENOMEM;
-		p->fr = a;
-		p->capfr = n;
-	}
+	if (MSIM_GROW(p->fr, p->capfr, p->nfr + 1, 256))
+		return MSIM_ENOMEM;
 	p->fr[p->nfr] = (pk_fr_t){0};
 	v->dev = (uint32_t)p->nfr++;
 	return 0;
@@ -569,13 +545,8 @@ pk_queue(pk_t *p, const msim_entry_t *e)
 		if (p->qhead) {
 			memmove(p->q, p->q + p->qhead, p->qlen * sizeof(*p->q));
 			p->qhead = 0;
-		} else {
-			size_t n = p->capq ? 2 * p->capq : 64;
-			msim_entry_t *q = realloc(p->q, n * sizeof(*q));
-			if (!q)
-				return MSIM_ENOMEM;
-			p->q = q;
-			p->capq = n;
+		} else if (MSIM_GROW(p->q, p->capq, p->qlen + 1, 64)) {
+			return MSIM_ENOMEM;
 		}
 	}
 	p->q[p->qhead + p->qlen++] = *e;
@@ -638,14 +609,8 @@ pk_seg_new(msim_trace_t *t, pk_t *p, pk_val_t *v)
 	if (p->nsegs == PK_MAX_SEGS)
 		return pk_fail(t, p, MSIM_EFORMAT, "snapshot state has over "
 			       "1048576 segments");
-	if (p->nsegs == p->capsegs) {
-		size_t n = p->capsegs ? 2 * p->capsegs : 64;
-		msim_snap_segment_t *a = realloc(p->segs, n * sizeof(*a));
-		if (!a)
-			return MSIM_ENOMEM;
-		p->segs = a;
-		p->capsegs = n;
-	}
+	if (MSIM_GROW(p->segs, p->capsegs, p->nsegs + 1, 64))
+		return MSIM_ENOMEM;
 	p->segs[p->nsegs] = (msim_snap_segment_t){0};
 	v->dev = (uint32_t)p->nsegs++;
 	return 0;
@@ -662,14 +627,8 @@ pk_block_new(msim_trace_t *t, pk_t *p, pk_val_t *v)
 	if (p->nblocks && p->blocks[p->nblocks - 1].seg > v->dev)
 		return pk_fail(t, p, MSIM_EFORMAT, "a block of an earlier "
 			       "segment after a later one's");
-	if (p->nblocks == p->capblocks) {
-		size_t n = p->capblocks ? 2 * p->capblocks : 256;
-		msim_snap_block_t *a = realloc(p->blocks, n * sizeof(*a));
-		if (!a)
-			return MSIM_ENOMEM;
-		p->blocks = a;
-		p->capblocks = n;
-	}
+	if (MSIM_GROW(p->blocks, p->capblocks, p->nblocks + 1, 256))
+		return MSIM_ENOMEM;
 	p->blocks[p->nblocks] = (msim_snap_block_t){.seg = v->dev};
 	v->dev = (uint32_t)p->nblocks++;
 	return 0;
@@ -707,15 +666,8 @@ pk_state_set(msim_trace_t *t, pk_t *p, pk_val_t *d, const pk_val_t *k,
 			if (p->npools == PK_MAX_POOLS)
 				return pk_fail(t, p, MSIM_EFORMAT, "over 65535 "
 					       "private pools");
-			if (p->npools == p->cappools) {
-				size_t n = p->cappools ? 2 * p->cappools : 8;
-				uint64_t(*a)[2] = realloc(p->pools,
-							  n * sizeof(*a));
-				if (!a)
-					return MSIM_ENOMEM;
-				p->pools = a;
-				p->cappools = n;
-			}
+			if (MSIM_GROW(p->pools, p->cappools, p->npools + 1, 8))
+				return MSIM_ENOMEM;
 			p->pools[i][0] = v->f[0];
 			p->pools[i][1] = v->f[1];
 			p->npools++;
@@ -1015,17 +967,8 @@ pk_memo_put(msim_trace_t *t, pk_t *p, uint64_t idx)
 	if (idx > limit || idx >= M_PAYLOAD)
 		return pk_fail(t, p, MSIM_EFORMAT,
 			       "memo index larger than the file");
-	if (idx >= p->capmemo) {
-		size_t n = p->capmemo ? p->capmemo : 1024;
-		while (n <= idx)
-			n *= 2;
-		uint32_t *m = realloc(p->memo, n * sizeof(*m));
-		if (!m)
-			return MSIM_ENOMEM;
-		memset(m + p->capmemo, 0, (n - p->capmemo) * sizeof(*m));
-		p->memo = m;
-		p->capmemo = n;
-	}
+	if (MSIM_GROW_ZERO(p->memo, p->capmemo, (size_t)idx + 1, 1024))
+		return MSIM_ENOMEM;
 	const pk_val_t *v = &p->stack[p->sp - 1];
 	uint32_t slot = M_OPAQUE << 28;
 	switch (v->type) {
@@ -1037,14 +980,8 @@ pk_memo_put(msim_trace_t *t, pk_t *p, uint64_t idx)
 		if (p->npairs >= M_PAYLOAD)
 			return pk_fail(t, p, MSIM_EFORMAT,
 				       "too many memoized tuples");
-		if (p->npairs == p->cappairs) {
-			size_t n = p->cappairs ? 2 * p->cappairs : 16;
-			uint64_t(*a)[2] = realloc(p->pairs, n * sizeof(*a));
-			if (!a)
-				return MSIM_ENOMEM;
-			p->pairs = a;
-			p->cappairs = n;
-		}
+		if (MSIM_GROW(p->pairs, p->cappairs, p->npairs + 1, 16))
+			return MSIM_ENOMEM;
 		p->pairs[p->npairs][0] = v->f[0];
 		p->pairs[p->npairs][1] = v->f[1];
 		slot = (uint32_t)M_PAIR << 28 | (uint32_t)p->npairs++;
@@ -1070,14 +1007,8 @@ pk_memo_put(msim_trace_t *t, pk_t *p, uint64_t idx)
 			if (p->nints >= M_PAYLOAD)
 				return pk_fail(t, p, MSIM_EFORMAT,
 					       "too many memoized ints");
-			if (p->nints == p->capints) {
-				size_t n = p->capints ? 2 * p->capints : 64;
-				uint64_t *a = realloc(p->ints, n * sizeof(*a));
-				if (!a)
-					return MSIM_ENOMEM;
-				p->ints = a;
-				p->capints = n;
-			}
+			if (MSIM_GROW(p->ints, p->capints, p->nints + 1, 64))
+				return MSIM_ENOMEM;
 			p->ints[p->nints] = v->i;
 			slot = (uint32_t)M_LARGEINT << 28 | (uint32_t)p->nints++;
 		}

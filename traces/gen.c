@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "sim/error.h"
+#include "sim/grow.h"
 #include "traces/gen.h"
 
 void
@@ -40,15 +41,9 @@ gen_push(msim_gen_t *g, const msim_req_t *r)
 		g->n++; /* counted, written by the caller, not kept */
 	if (g->dry || g->csv)
 		return 0;
-	if (g->n == g->cap) {
-		size_t cap = g->cap ? 2 * g->cap : 4096;
-		msim_req_t *p = realloc(g->reqs, cap * sizeof(*p));
-		if (!p) {
-			g->failed = true;
-			return MSIM_ENOMEM;
-		}
-		g->reqs = p;
-		g->cap = cap;
+	if (MSIM_GROW(g->reqs, g->cap, g->n + 1, 4096)) {
+		g->failed = true;
+		return MSIM_ENOMEM;
 	}
 	g->reqs[g->n++] = *r;
 	return 0;

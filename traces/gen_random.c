@@ -15,6 +15,7 @@
 #include <gsl/gsl_rng.h>
 
 #include "sim/error.h"
+#include "sim/grow.h"
 #include "traces/gen_random.h"
 
 void
@@ -183,14 +184,9 @@ msim_random_generate(const msim_random_cfg_t *c, msim_gen_t *g, char *why,
 			goto out;
 		}
 		double life = gsl_ran_exponential(r, c->lifetime_us);
-		if (n == cap) {
-			rnd_death_t *h = realloc(heap, 2 * cap * sizeof(*h));
-			if (!h) {
-				rc = MSIM_ENOMEM;
-				goto out;
-			}
-			heap = h;
-			cap *= 2;
+		if (MSIM_GROW(heap, cap, n + 1, 1024)) {
+			rc = MSIM_ENOMEM;
+			goto out;
 		}
 		rnd_push(heap, &n, (rnd_death_t){now + life, i, (uint32_t)id});
 	}

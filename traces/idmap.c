@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "sim/error.h"
+#include "sim/grow.h"
 #include "traces/idmap.h"
 
 static inline size_t
@@ -81,14 +82,8 @@ msim_idmap_take_id(msim_idmap_t *m, uint32_t *id_out)
 int
 msim_idmap_put_id(msim_idmap_t *m, uint32_t id)
 {
-	if (m->nfree == m->capfree) {
-		size_t n = m->capfree ? 2 * m->capfree : 256;
-		uint32_t *v = realloc(m->free_ids, n * sizeof(*v));
-		if (!v)
-			return MSIM_ENOMEM;
-		m->free_ids = v;
-		m->capfree = n;
-	}
+	if (MSIM_GROW(m->free_ids, m->capfree, m->nfree + 1, 256))
+		return MSIM_ENOMEM;
 	m->free_ids[m->nfree++] = id;
 	return 0;
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "sim/error.h"
+#include "sim/grow.h"
 #include "traces/trace_int.h"
 
 static const char *const cat_names[MSIM_NCAT] = {
@@ -66,16 +67,8 @@ tags_add(msim_tags_t *tg, int category, const char *site, size_t len)
 		tg->site = o;
 		tg->cap = n;
 	}
-	if (tg->ntext + len + 1 > tg->captext) {
-		size_t n = tg->captext ? 2 * tg->captext : 4096;
-		while (n < tg->ntext + len + 1)
-			n *= 2;
-		char *x = realloc(tg->text, n);
-		if (!x)
-			return MSIM_ENOMEM;
-		tg->text = x;
-		tg->captext = n;
-	}
+	if (MSIM_GROW(tg->text, tg->captext, tg->ntext + len + 1, 4096))
+		return MSIM_ENOMEM;
 	memcpy(tg->text + tg->ntext, site, len);
 	tg->text[tg->ntext + len] = '\0';
 	tg->cat[tg->n] = (uint8_t)category;

@@ -1230,6 +1230,22 @@ trace_request(msim_trace_t *t, const msim_entry_t *e, msim_req_t *req)
 			return msim_trace_fail(t, MSIM_EFORMAT, "%s of pool 0 "
 					       "(the default pool has no id)",
 					       msim_action_name(e->action));
+		/* pool_create's size: 1 = the pool has its own allocator. */
+		if (e->action == MSIM_ACT_POOL_CREATE && e->size > 1)
+			return msim_trace_fail(t, MSIM_EFORMAT, "pool_create "
+					       "size %llu is not 0 (cudaMalloc)"
+					       " or 1 (an allocator of its own)",
+					       (unsigned long long)e->size);
+		if (e->action == MSIM_ACT_POOL_CREATE && e->size == 1)
+			req->flags = MSIM_REQF_OWN_ALLOC;
+		/* pool_release's: 1 = ~MemPool's, with emptyCache(pool). */
+		if (e->action == MSIM_ACT_POOL_RELEASE && e->size > 1)
+			return msim_trace_fail(t, MSIM_EFORMAT, "pool_release "
+					       "size %llu is not 0 or 1 (the "
+					       "MemPool's death)",
+					       (unsigned long long)e->size);
+		if (e->action == MSIM_ACT_POOL_RELEASE && e->size == 1)
+			req->flags = MSIM_REQF_EMPTY_POOL;
 		req->kind = MSIM_REQ_POOL_CREATE +
 			    (e->action - MSIM_ACT_POOL_CREATE);
 		return 1;
@@ -1285,7 +1301,18 @@ msim_trace_next(msim_trace_t *t, msim_req_t *req_out)
 						       msim_strerror(rc));
 			continue;
 		}
-		if (t->opt.hidden_empty_cache) {
+		/* The segment_free rows right after ~MemPool's pool_release
+		 * (snapshot rows aside) are its emptyCache(pool)'s, which the
+		 * policy does at that row: no empty_cache() of their own. */
+		bool pool_run = false;
+		if (e.action == MSIM_ACT_POOL_RELEASE)
+			t->pool_emptying = e.size == 1;
+		else if (e.action == MSIM_ACT_SEGMENT_FREE ||
+			 e.action == MSIM_ACT_SEGMENT_UNMAP)
+			pool_run = t->pool_emptying;
+		else if (e.action != MSIM_ACT_SNAPSHOT)
+			t->pool_emptying = false;
+		if (t->opt.hidden_empty_cache && !pool_run) {
 			switch (e.action) {
 			case MSIM_ACT_SEGMENT_FREE:
 			case MSIM_ACT_SEGMENT_UNMAP:

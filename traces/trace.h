@@ -42,7 +42,10 @@ typedef enum msim_action_e {
 	MSIM_ACT_USER_DEFINED,
 	/* Private pools: addr = the pool's id (a CSV's `pool` column);
 	 * createOrIncrefPool, beginAllocateToPool (allocations on stream go
-	 * to the pool), endAllocateToPool, releasePool. */
+	 * to the pool), endAllocateToPool, releasePool.  pool_create's size
+	 * is 1 for a pool with an allocator of its own (MemPool(allocator)),
+	 * else 0; pool_release's is 1 for ~MemPool's, which empties the
+	 * pool's cache after it (emptyCache(pool)), else 0. */
 	MSIM_ACT_POOL_CREATE,
 	MSIM_ACT_POOL_BEGIN,
 	MSIM_ACT_POOL_END,

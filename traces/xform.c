@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "sim/error.h"
+#include "sim/grow.h"
 #include "traces/gen_model.h"
 #include "traces/xform.h"
 
@@ -35,14 +36,8 @@ typedef struct xf_vec_s {
 static int
 xf_push(xf_vec_t *a, const msim_req_t *r)
 {
-	if (a->n == a->cap) {
-		size_t cap = a->cap ? 2 * a->cap : 4096;
-		msim_req_t *v = realloc(a->v, cap * sizeof(*v));
-		if (!v)
-			return MSIM_ENOMEM;
-		a->v = v;
-		a->cap = cap;
-	}
+	if (MSIM_GROW(a->v, a->cap, a->n + 1, 4096))
+		return MSIM_ENOMEM;
 	a->v[a->n++] = *r;
 	return 0;
 }

@@ -7,14 +7,19 @@ drive CUDACachingAllocator's private pools and notes each one with the
 length of the device trace at that moment (so it merges exactly, not by
 time):
 
-- ``torch.cuda.MemPool()``: createOrIncrefPool -> ``pool_create``;
+- ``torch.cuda.MemPool()``: createOrIncrefPool -> ``pool_create``, whose
+  size is 1 when the pool has an allocator of its own
+  (``MemPool(allocator)``, a CUDAPluggableAllocator: its segments come
+  from that allocator's malloc, not cudaMalloc), else 0;
 - ``CUDAGraph.capture_begin``, ``_cuda_beginAllocate*ToPool`` (what
   ``use_mem_pool`` and torch.compile's CUDA graph trees call):
   beginAllocateToPool -> ``pool_begin`` on the current stream;
 - ``CUDAGraph.capture_end``, ``_cuda_endAllocateToPool``: endAllocateToPool
   -> ``pool_end``;
 - ``CUDAGraph.reset`` or the graph's death after a capture, ``_cuda_releasePool``
-  and the MemPool's death: releasePool -> ``pool_release``.
+  and the MemPool's death: releasePool -> ``pool_release``; at the
+  MemPool's death its size is 1, for the emptyCache(id) ~MemPool calls
+  after it.
 
 Pool ids (PyTorch's MempoolId_t pairs) become 1, 2, ... in order of first
 use.  merge() is pure so that it can be tested without a GPU.
@@ -24,7 +29,8 @@ ACTIONS = ("pool_create", "pool_begin", "pool_end", "pool_release")
 
 
 class PoolEvents:
-    """Events [position, action, pool key, stream] in call order.  A CUDA
+    """Events [position, action, pool key, stream, size] in call order
+    (size: pool_create's flag, 1 = the pool has its own allocator).  A CUDA
     graph's key is known only once its capture has ended
     (CUDAGraph::pool() checks capture_ended_), so its pool_begin is noted
     with key None and given the key at capture_end (resolve())."""
@@ -33,9 +39,9 @@ class PoolEvents:
         self.position = position  # () -> number of device trace entries
         self.events = []
 
-    def note(self, action, pool, stream=0, pos=None):
+    def note(self, action, pool, stream=0, pos=None, size=0):
         ev = [self.position() if pos is None else pos, action,
-              None if pool is None else tuple(pool), stream]
+              None if pool is None else tuple(pool), stream, size]
         self.events.append(ev)
         return ev
 
@@ -48,12 +54,12 @@ class PoolEvents:
         first use; an event whose key never came (a capture that did not
         end) is left out."""
         ids, out = {}, []
-        for pos, action, key, stream in self.events:
+        for pos, action, key, stream, size in self.events:
             if key is None:
                 continue
             if key not in ids:
                 ids[key] = len(ids) + 1
-            out.append((pos, action, ids[key], stream))
+            out.append((pos, action, ids[key], stream, size))
         return out
 
 
@@ -63,14 +69,16 @@ def merge(entries, events):
     position keep their call order.  Each pool row gets the time of the
     entry before it (or after it, at the start).  Returns a list of rows
     (time_us, action, addr, size, stream, pool) with pool None for the
-    allocator's own entries."""
+    allocator's own entries.  An event is (position, action, pool id,
+    stream[, size]); size is pool_create's own-allocator flag."""
     rows = []
     ev = sorted(enumerate(events), key=lambda ie: (ie[1][0], ie[0]))
     k = 0
     n = len(entries)
     for i in range(n + 1):
         while k < len(ev) and min(ev[k][1][0], n) <= i:
-            _, (pos, action, pid, stream) = ev[k]
+            pos, action, pid, stream = ev[k][1][:4]
+            size = ev[k][1][4] if len(ev[k][1]) > 4 else 0
             if action not in ACTIONS:
                 raise ValueError("unknown pool action %r" % (action,))
             if rows:
@@ -79,7 +87,7 @@ def merge(entries, events):
                 t = entries[0].get("time_us", 0)
             else:
                 t = 0
-            rows.append((t, action, 0, 0, stream, pid))
+            rows.append((t, action, 0, size, stream, pid))
             k += 1
         if i < n:
             e = entries[i]
@@ -162,11 +170,16 @@ def install(torch):
 
     def mp_init(self, *a, **k):
         m_init(self, *a, **k)
-        pe.note("pool_create", self.id)
+        # MemPool(allocator=None, ...): a pool with an allocator of its
+        # own gets its segments from it (allocPrimitive), not cudaMalloc.
+        own = (a[0] if a else k.get("allocator")) is not None
+        pe.note("pool_create", self.id, size=1 if own else 0)
 
     def mp_del(self):
         try:
-            pe.note("pool_release", self.id)
+            # ~MemPool: releasePool, then emptyCache(id), which frees the
+            # pool's cached segments if that was its last use: size 1.
+            pe.note("pool_release", self.id, size=1)
         except Exception:
             pass
         if m_del is not None:
