@@ -270,7 +270,8 @@ class Known:
             if a is not UNKNOWN and a == b:
                 return a
             return UNKNOWN
-        if len(args) < 2:
+        if len(args) < 2 or (name not in BINARY and
+                             name not in ("add", "sub", "rsub")):
             return UNKNOWN
         a, b = val(args[0]), val(args[1])
         if name in ("add", "sub", "rsub"):
@@ -280,8 +281,6 @@ class Known:
             if name == "rsub":
                 a, b = b, a
             return a + alpha * b if name == "add" else a - alpha * b
-        if name not in BINARY:
-            return UNKNOWN
         if a is UNKNOWN or b is UNKNOWN:
             k = b if a is UNKNOWN else a
             if k is UNKNOWN:
