@@ -20,6 +20,14 @@
  *   on by default) frees every wholly free region and extends again.
  *   Regions are never released otherwise.  The one-time 0.9x "backpedal"
  *   retry on a failed cudaMalloc is modelled too.
+ * - spatial_partitioning (XLA's enable_spatial_partitioning, which JAX's
+ *   preallocated pool behaves as: docs/bfc.md §1 h): the region's untouched
+ *   top is the central gap, outside the best-fit index; a request takes it
+ *   (FindChunkPtrInCentralGap, split by the same rule) only when no free
+ *   chunk fits, and a chunk freed just below it joins it
+ *   (ReturnBoundaryChunkToGap).
+ * - placement:jax places regions as the driver does in a JAX process
+ *   (docs/bfc.md §2); the order of region addresses decides ties.
  *
  * memory_limit is TensorFlow's per-GPU limit: by default the device (or the
  * cap), as TensorFlow takes nearly all free memory.
@@ -34,6 +42,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "policies/kit.h"
 #include "sim/policy.h"
@@ -57,13 +66,25 @@ typedef struct bfc_state_s {
 	uint64_t curr_region;    /* curr_region_allocation_bytes_ */
 	uint64_t total_region;   /* total_region_allocated_bytes_ */
 	bool backpedalled;       /* started_backpedal_ */
+	bool spatial;            /* enable_spatial_partitioning */
+	msim_ext_t *gap;         /* central_gap_: free, not indexed, or NULL */
 	bfc_region_t *regions;
 	msim_extidx_t free;
 	msim_live_t live;
 	msim_stats_t st;
 } bfc_state_t;
 
-enum { P_ALLOW_GROWTH, P_LIMIT_MB, P_FRAG_FRACTION, P_GC };
+enum { P_ALLOW_GROWTH, P_LIMIT_MB, P_FRAG_FRACTION, P_GC, P_PLACEMENT,
+       P_SPATIAL };
+
+static int
+bfc_placement_check(const char *text, char *why, size_t whylen)
+{
+	if (strcmp(text, "pytorch") == 0 || strcmp(text, "jax") == 0)
+		return 0;
+	snprintf(why, whylen, "'%s' is not pytorch or jax", text);
+	return MSIM_EINVAL;
+}
 
 static const msim_param_spec_t bfc_params[] = {
 	[P_ALLOW_GROWTH] = {"allow_growth", MSIM_PT_BOOL, "True", 0, 0, 0,
@@ -77,6 +98,12 @@ static const msim_param_spec_t bfc_params[] = {
 		"fraction of memory_limit (0: 128 MiB)", NULL},
 	[P_GC] = {"garbage_collection", MSIM_PT_BOOL, "True", 0, 0, 0,
 		"free wholly free regions when an extension fails", NULL},
+	[P_PLACEMENT] = {"placement", MSIM_PT_TEXT, "pytorch", 0, 0, 0,
+		"where the driver puts regions: as in a pytorch process or a "
+		"jax one (docs/bfc.md)", bfc_placement_check},
+	[P_SPATIAL] = {"spatial_partitioning", MSIM_PT_BOOL, "False", 0, 0, 0,
+		"XLA's central gap (needs allow_growth False): free chunks "
+		"first, then the region's untouched top (docs/bfc.md)", NULL},
 	{NULL, 0, NULL, 0, 0, 0, NULL, NULL},
 };
 
@@ -118,7 +145,9 @@ bfc_extend(bfc_state_t *s, uint64_t rounded)
 		s->curr_region *= 2;
 	bfc_region_t *r = calloc(1, sizeof(*r));
 	msim_ext_t *c = r ? msim_ext_new(addr, bytes, r) : NULL;
-	if (!c || msim_extidx_insert(&s->free, c)) {
+	if (c && s->spatial && !s->gap) {
+		s->gap = c;
+	} else if (!c || msim_extidx_insert(&s->free, c)) {
 		free(c);
 		free(r);
 		msim_device_free(s->dev, addr, bytes, MSIM_POOL_LARGE);
@@ -152,7 +181,10 @@ bfc_free_regions(bfc_state_t *s, uint64_t rounded)
 			pp = &r->next;
 			continue;
 		}
-		msim_extidx_remove(&s->free, r->first);
+		if (r->first == s->gap)
+			s->gap = NULL;
+		else
+			msim_extidx_remove(&s->free, r->first);
 		free(r->first);
 		msim_device_free(s->dev, r->addr, r->size, MSIM_POOL_LARGE);
 		s->total_region -= r->size;
@@ -168,11 +200,30 @@ static msim_ext_t *
 bfc_find(bfc_state_t *s, uint64_t rounded, bool *nomem)
 {
 	msim_ext_t *c = msim_extidx_best(&s->free, rounded);
-	if (!c)
+	bool from_gap = false;
+	if (c) {
+		msim_extidx_remove(&s->free, c);
+	} else if (s->gap && s->gap->size >= rounded) {
+		/* FindChunkPtrInCentralGap: no free chunk fits. */
+		c = s->gap;
+		s->gap = NULL;
+		from_gap = true;
+	} else {
 		return NULL;
-	msim_extidx_remove(&s->free, c);
-	if ((c->size >= 2 * rounded || c->size - rounded >= s->max_frag) &&
-	    msim_extidx_split(&s->free, c, rounded)) {
+	}
+	if (c->size < 2 * rounded && c->size - rounded < s->max_frag)
+		return c;
+	if (from_gap) { /* the rest stays the gap */
+		msim_ext_t *rest = msim_ext_split(c, rounded);
+		if (!rest) {
+			s->gap = c;
+			*nomem = true;
+			return NULL;
+		}
+		s->gap = rest;
+		return c;
+	}
+	if (msim_extidx_split(&s->free, c, rounded)) {
 		*nomem = true;
 		return NULL;
 	}
@@ -224,9 +275,18 @@ bfc_free(void *state, const msim_req_t *req)
 	msim_kit_count_free(&s->st, MSIM_POOL_LARGE, c->size, c->requested);
 	c->used = false;
 	bfc_region_t *r = c->owner;
+	/* ReturnBoundaryChunkToGap: a chunk just below the gap (or at the
+	 * region's end) joins it, with the free chunk below it. */
+	bool to_gap = s->spatial && (c->next == NULL || c->next == s->gap);
+	if (to_gap && s->gap && c->next != s->gap)
+		to_gap = false; /* one gap only */
 	c = msim_ext_coalesce(&s->free, c);
 	if (!c->prev)
 		r->first = c;
+	if (to_gap) {
+		s->gap = c;
+		return 0;
+	}
 	return msim_extidx_insert(&s->free, c);
 }
 
@@ -243,6 +303,11 @@ bfc_free_info(const void *state, uint64_t *largest_out, uint64_t *total_out)
 	const msim_ext_t *c = msim_extidx_largest(&s->free);
 	*largest_out = c ? c->size : 0;
 	*total_out = s->free.bytes;
+	if (s->gap) { /* LargestFreeChunk() counts it */
+		if (s->gap->size > *largest_out)
+			*largest_out = s->gap->size;
+		*total_out += s->gap->size;
+	}
 }
 
 static void
@@ -269,8 +334,6 @@ static int
 bfc_create(void **state_out, msim_device_t *dev, const msim_params_t *pv,
 	   char *why, size_t whylen)
 {
-	(void)why;
-	(void)whylen;
 	const msim_param_value_t *v = pv->v;
 	bfc_state_t *s = calloc(1, sizeof(*s));
 	if (!s)
@@ -283,6 +346,19 @@ bfc_create(void **state_out, msim_device_t *dev, const msim_params_t *pv,
 		? (uint64_t)(v[P_FRAG_FRACTION].d * (double)s->limit)
 		: 128 * MSIM_MiB;
 	s->gc = v[P_GC].b;
+	/* Another backend (a fake, real cudaMalloc) keeps its own places. */
+	if (strcmp(v[P_PLACEMENT].text, "jax") == 0 &&
+	    msim_device_set_layout(dev, MSIM_LAYOUT_JAX) == MSIM_ENOMEM) {
+		free(s);
+		return MSIM_ENOMEM;
+	}
+	s->spatial = v[P_SPATIAL].b;
+	if (s->spatial && v[P_ALLOW_GROWTH].b) {
+		snprintf(why, whylen, "spatial_partitioning needs "
+			 "allow_growth:False (one fixed region)");
+		free(s);
+		return MSIM_EINVAL;
+	}
 	uint64_t init = s->limit < BFC_INIT_GROWTH ? s->limit : BFC_INIT_GROWTH;
 	s->curr_region = bfc_round(v[P_ALLOW_GROWTH].b ? init : s->limit);
 	*state_out = s;

@@ -10,16 +10,21 @@
  * H200 (driver 580.159.04, CUDA 13.0), one probe each, written down in
  * docs/cuda-async.md §2:
  *
- * - Placement (§2.1, §3 a): one virtual range; every block is the
+ * - Placement (§2.1, §3.1): one virtual range; every block is the
  *   request rounded up to 512 B (the same for 1 B and for 2 GiB); it goes
  *   at the start of the smallest free range that holds it, and among free
- *   ranges of the same size the one that became free first.  Recently
- *   freed ranges are searched first: a freed block is recent and merges
- *   with recent neighbours only; when no recent range holds a block, the
- *   best fit among the old ones.  The space above the highest block ever
- *   used (the top) is taken only when no range holds the block, from the
- *   start of a free range just below it if there is one; then every free
- *   range becomes old and old neighbours merge.
+ *   ranges of the same size the one that entered its set first.  A freed
+ *   block is pending on its stream (its cudaFreeAsync not yet known
+ *   complete) and merges with the stream's pending neighbours only; a
+ *   request searches its stream's pending ranges first, then the old
+ *   (completed) ones.  When neither holds it, every pending free
+ *   completes: pending ranges turn old newest first and old neighbours
+ *   merge; then the old ones again, then the space above the highest
+ *   block ever used (the top), from the start of a free range just below
+ *   it if there is one.  An old range just below the top is part of the
+ *   top.  A block that needs a granule mapped completes every pending
+ *   free too.  A merged pending range, and the rest of a split one, enter
+ *   their set anew.
  * - Physical memory (§2.2): 32 MiB granules, counted from the start of the
  *   range.  A granule is needed while a live block touches it.  The pool
  *   keeps the granules it mapped and remaps a free one wherever a block
@@ -31,22 +36,24 @@
  *   a granule with any live byte stays.  A release threshold below what is
  *   held takes effect at the next synchronisation, which traces do not
  *   show: memsim applies it at each free.
- * - Streams (§2.4): a block freed on one stream is reused by any stream
- *   once the freeing stream has no pending work (opportunistic reuse);
- *   replayed traces carry no kernels, so streams are ignored.
+ * - Streams (§2.4, §3.1): a block freed on one stream is reused by
+ *   another once the free is known complete; a pending range is searched
+ *   only by its own stream.
  *
- * The recent-first rule was read off the block addresses of whole-trace
- * replays and then confirmed by probes (§3 a); the driver still parts
- * from it sometimes (README, "cuda-async against the real pool").
+ * The pending rules were read off the block addresses of whole-trace
+ * replays and of random small scenarios, then confirmed by probes (§3.1);
+ * the driver still parts from them sometimes, across streams most
+ * (README, "cuda-async against the real pool").
  *
  * Statistics as PyTorch reports this backend: allocated and active bytes
  * are the exact bytes asked for (cudaMemPoolAttrUsedMemCurrent counts the
  * exact sizes; so is requested_bytes here); one pool, MSIM_POOL_LARGE.
  * Cost: the free ranges are kept by address (for the neighbour merges)
- * and in two indexes by (size, seq, address), one for the recent ranges
- * and one for the old: the best fit is a binary search, O(log regions);
- * an insert or removal moves array entries (memmove), and the top's
- * growth rebuilds the old index, O(regions log regions), rarely.
+ * and in two indexes by (stream, size, seq, address), one for the pending
+ * ranges and one for the old: the best fit is a binary search,
+ * O(log regions); an insert or removal moves array entries (memmove),
+ * and completing the pending frees (on a miss or a mapping) rebuilds the
+ * old index, O(regions log regions).
  */
 #include <config.h>
 
@@ -64,14 +71,17 @@
 typedef struct ca_range_s {
 	msim_addr_t addr;
 	uint64_t size;
-	uint64_t seq;   /* when it became free: the tie-break (§3 a) */
-	bool recent;    /* freed since the top last grew (§3 a) */
+	uint64_t seq;   /* when it entered its set: the tie-break (§3.1) */
+	msim_stream_t stream; /* a pending range's stream (0 when old) */
+	bool recent;    /* a pending free, not yet known complete (§3.1) */
 	bool top;       /* the never-used space above the high-water mark */
 } ca_range_t;
 
-/* An entry of a size index: ordered by size, then seq, then address,
- * which is the order of preference of the best fit (§2.1, §3 a). */
+/* An entry of a size index: ordered by stream, then size, then seq, then
+ * address: within one stream the order of preference of the best fit
+ * (§2.1, §3.1). */
 typedef struct ca_key_s {
+	msim_stream_t stream;
 	uint64_t size;
 	uint64_t seq;
 	msim_addr_t addr;
@@ -87,6 +97,7 @@ typedef struct ca_block_s {
 	msim_addr_t addr;
 	uint64_t size;      /* bytes occupied (rounded) */
 	uint64_t requested; /* bytes asked for */
+	msim_stream_t stream; /* freed on it (PyTorch's free_impl) */
 } ca_block_t;
 
 typedef struct ca_state_s {
@@ -97,10 +108,12 @@ typedef struct ca_state_s {
 	uint64_t align;      /* rounding of every block */
 	/* state */
 	ca_range_t *free;    /* sorted by address; neighbours of one kind
-			      * (recent or not) merged; the top last */
+			      * (pending on one stream, or old) merged; the
+			      * top last */
 	size_t nfree, capfree;
-	ca_index_t recent;   /* the recent ranges by size (never the top) */
+	ca_index_t recent;   /* the pending ranges by stream and size */
 	ca_index_t old;      /* the old ones, likewise; capfree entries */
+	ca_key_t *scratch;   /* capfree entries, for ca_retire */
 	uint64_t seq;
 	uint32_t *gref;      /* live blocks touching each granule */
 	size_t ngref;
@@ -141,6 +154,10 @@ ca_reserve(ca_state_t *s, size_t k)
 	if (!ko)
 		return MSIM_ENOMEM;
 	s->old.v = ko;
+	ca_key_t *ks = realloc(s->scratch, cap * sizeof(*ks));
+	if (!ks)
+		return MSIM_ENOMEM;
+	s->scratch = ks;
 	ca_range_t *v = realloc(s->free, cap * sizeof(*v));
 	if (!v)
 		return MSIM_ENOMEM;
@@ -152,6 +169,8 @@ ca_reserve(ca_state_t *s, size_t k)
 static int
 ca_key_cmp(const ca_key_t *a, const ca_key_t *b)
 {
+	if (a->stream != b->stream)
+		return a->stream < b->stream ? -1 : 1;
 	if (a->size != b->size)
 		return a->size < b->size ? -1 : 1;
 	if (a->seq != b->seq)
@@ -196,7 +215,7 @@ ca_index_add(ca_state_t *s, const ca_range_t *r)
 	ca_index_t *x = ca_index_of(s, r);
 	if (!x)
 		return;
-	ca_key_t k = {r->size, r->seq, r->addr};
+	ca_key_t k = {r->recent ? r->stream : 0, r->size, r->seq, r->addr};
 	size_t at = ca_index_lower(x, &k);
 	memmove(&x->v[at + 1], &x->v[at], (x->n - at) * sizeof(*x->v));
 	x->v[at] = k;
@@ -210,7 +229,7 @@ ca_index_del(ca_state_t *s, const ca_range_t *r)
 	ca_index_t *x = ca_index_of(s, r);
 	if (!x)
 		return;
-	ca_key_t k = {r->size, r->seq, r->addr};
+	ca_key_t k = {r->recent ? r->stream : 0, r->size, r->seq, r->addr};
 	size_t at = ca_index_lower(x, &k);
 	memmove(&x->v[at], &x->v[at + 1], (x->n - at - 1) * sizeof(*x->v));
 	x->n--;
@@ -286,39 +305,51 @@ ca_trim(ca_state_t *s, uint64_t keep)
 }
 
 /* Whether ranges a and b (a just below b) merge: adjacent, neither the
- * top, both recent or both not (§3 a). */
+ * top, both old or both pending on one stream (§3.1). */
 static bool
 ca_mergeable(const ca_range_t *a, const ca_range_t *b)
 {
 	return a->addr + a->size == b->addr && !a->top && !b->top &&
-	       a->recent == b->recent;
+	       a->recent == b->recent &&
+	       (!a->recent || a->stream == b->stream);
 }
 
-/* Merges ranges i and i + 1: the merged range keeps the older seq. */
-static void
-ca_merge_next(ca_state_t *s, size_t i)
+static int
+ca_seq_desc(const void *a, const void *b)
 {
-	ca_range_t *a = &s->free[i], *b = &s->free[i + 1];
-	ca_index_del(s, a);
-	a->size += b->size;
-	if (b->seq < a->seq)
-		a->seq = b->seq;
-	ca_index_add(s, a);
-	ca_range_remove(s, i + 1);
+	uint64_t x = ((const ca_key_t *)a)->seq;
+	uint64_t y = ((const ca_key_t *)b)->seq;
+	return x < y ? 1 : x > y ? -1 : 0;
 }
 
-/* The top grew: every free range becomes an old one, and old neighbours
- * merge (§3 a).  The merges go through the array alone; then the old
- * index is rebuilt and the recent one emptied. */
+/* Every pending free completes (§3.1): the pending ranges enter the old
+ * set newest first, so that among old ranges of one size the one freed
+ * last is taken first; old neighbours merge (the merged range keeps the
+ * earlier place), and an old range just below the top joins the top.
+ * The merges go through the array alone; then the old index is rebuilt
+ * and the pending one emptied.  O(ranges log ranges). */
 static void
 ca_retire(ca_state_t *s)
 {
-	for (size_t i = 0; i < s->nfree; i++)
+	/* The pending index holds every pending range: order a copy of it
+	 * newest first and hand out new seqs in that order. */
+	size_t n = s->recent.n;
+	memcpy(s->scratch, s->recent.v, n * sizeof(*s->scratch));
+	qsort(s->scratch, n, sizeof(*s->scratch), ca_seq_desc);
+	for (size_t k = 0; k < n; k++)
+		s->free[ca_find(s, s->scratch[k].addr)].seq = ++s->seq;
+	for (size_t i = 0; i < s->nfree; i++) {
 		s->free[i].recent = false;
+		s->free[i].stream = 0;
+	}
 	size_t w = 0;
 	for (size_t i = 0; i < s->nfree; i++) {
-		if (w > 0 && ca_mergeable(&s->free[w - 1], &s->free[i])) {
-			ca_range_t *a = &s->free[w - 1];
+		ca_range_t *a = w > 0 ? &s->free[w - 1] : NULL;
+		if (a && a->addr + a->size == s->free[i].addr &&
+		    s->free[i].top && !a->top) { /* joins the top */
+			a->size += s->free[i].size;
+			a->top = true;
+		} else if (a && ca_mergeable(a, &s->free[i])) {
 			a->size += s->free[i].size;
 			if (s->free[i].seq < a->seq)
 				a->seq = s->free[i].seq;
@@ -331,22 +362,23 @@ ca_retire(ca_state_t *s)
 	s->old.n = 0;
 	for (size_t i = 0; i < s->nfree; i++)
 		if (!s->free[i].top)
-			s->old.v[s->old.n++] = (ca_key_t){s->free[i].size,
+			s->old.v[s->old.n++] = (ca_key_t){0, s->free[i].size,
 				s->free[i].seq, s->free[i].addr};
 	qsort(s->old.v, s->old.n, sizeof(*s->old.v), ca_key_qcmp);
 }
 
-/* The free range for n bytes among the recent ones (recent true) or the
- * old ones (false), never the top: the smallest that holds them, the one
- * that became free first among equals (§2.1, §3 a).  Returns its index,
- * or nfree. */
+/* The free range for n bytes among the ranges pending on stream (recent
+ * true) or the old ones (false), never the top: the smallest that holds
+ * them, the one that entered its set first among equals (§2.1, §3.1).
+ * Returns its index, or nfree. */
 static size_t
-ca_best_fit(const ca_state_t *s, uint64_t n, bool recent)
+ca_best_fit(const ca_state_t *s, uint64_t n, bool recent,
+	    msim_stream_t stream)
 {
 	const ca_index_t *x = recent ? &s->recent : &s->old;
-	ca_key_t k = {n, 0, 0};
+	ca_key_t k = {recent ? stream : 0, n, 0, 0};
 	size_t at = ca_index_lower(x, &k);
-	if (at == x->n)
+	if (at == x->n || x->v[at].stream != k.stream)
 		return s->nfree;
 	return ca_find(s, x->v[at].addr);
 }
@@ -369,15 +401,18 @@ ca_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 		free(b);
 		goto oom;
 	}
-	/* Recently freed ranges first, then the old ones (the two kinds
-	 * apart); then the top, from the free range just below it if there
-	 * is one, after which every free range is old (§3 a). */
-	size_t i = ca_best_fit(s, n, true);
-	bool grow = false;
+	/* The ranges pending on the request's stream first, then the old
+	 * ones; when none holds the block, every pending free completes and
+	 * the old ones are searched again; then the top, from the free range
+	 * just below it if there is one (§3.1). */
+	size_t i = ca_best_fit(s, n, true, req->stream);
 	if (i == s->nfree)
-		i = ca_best_fit(s, n, false);
+		i = ca_best_fit(s, n, false, 0);
 	if (i == s->nfree) {
-		grow = true;
+		ca_retire(s);
+		i = ca_best_fit(s, n, false, 0);
+	}
+	if (i == s->nfree) {
 		i = s->nfree - 1; /* the top */
 		if (i > 0 && s->free[i - 1].addr + s->free[i - 1].size ==
 			     s->free[i].addr) {
@@ -402,7 +437,8 @@ ca_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 	uint64_t fresh = 0;
 	for (uint64_t g = g0; g <= g1; g++)
 		fresh += s->gref[g] == 0;
-	if (s->touched + fresh > s->phys) { /* no free granule to remap */
+	bool mapped = s->touched + fresh > s->phys;
+	if (mapped) { /* no free granule to remap */
 		uint64_t more = s->touched + fresh - s->phys;
 		if (msim_device_map(s->dev, CA_VA_BASE + g0 * s->granule,
 				    more * s->granule, MSIM_POOL_LARGE)) {
@@ -414,17 +450,23 @@ ca_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 	for (uint64_t g = g0; g <= g1; g++)
 		s->gref[g]++;
 	s->touched += fresh;
-	/* The block takes the front of the range; the rest stays free. */
-	ca_range_t r = s->free[i];
-	ca_range_remove(s, i);
-	if (r.size > n || r.top) { /* the rest keeps its seq and kind */
-		r.addr += n;
-		r.size -= n;
-		ca_range_insert(s, i, r);
+	/* The block takes the front of the range; the rest stays free, of
+	 * the same kind, and enters its set anew (§3.1). */
+	ca_range_t *r = &s->free[i];
+	if (r->size > n || r->top) { /* in place: the order stays */
+		ca_index_del(s, r);
+		r->addr += n;
+		r->size -= n;
+		if (!r->top)
+			r->seq = ++s->seq;
+		ca_index_add(s, r);
+	} else {
+		ca_range_remove(s, i);
 	}
-	if (grow)
+	/* Mapping memory completes every pending free (§3.1). */
+	if (mapped)
 		ca_retire(s);
-	*b = (ca_block_t){at, n, req->size};
+	*b = (ca_block_t){at, n, req->size, req->stream};
 	s->live.v[req->id] = b;
 	s->used += n;
 	msim_kit_count_alloc(&s->st, MSIM_POOL_LARGE, req->size, req->size);
@@ -455,15 +497,30 @@ ca_free(void *state, const msim_req_t *req)
 	for (uint64_t g = g0; g <= g1; g++)
 		if (--s->gref[g] == 0)
 			s->touched--;
-	/* Back into the free ranges as a recent one, merged with recent
-	 * neighbours; the merged range keeps the older seq (§3 a). */
+	/* Back into the free ranges as one pending on its stream, merged
+	 * with the stream's pending neighbours (§3.1). */
 	size_t lo = ca_find(s, b->addr);
-	ca_range_insert(s, lo, (ca_range_t){b->addr, b->size, ++s->seq,
-					    true, false});
-	if (lo + 1 < s->nfree && ca_mergeable(&s->free[lo], &s->free[lo + 1]))
-		ca_merge_next(s, lo);
-	if (lo > 0 && ca_mergeable(&s->free[lo - 1], &s->free[lo]))
-		ca_merge_next(s, lo - 1);
+	ca_range_t r = {b->addr, b->size, ++s->seq, b->stream, true, false};
+	bool up = lo < s->nfree && ca_mergeable(&r, &s->free[lo]);
+	bool down = lo > 0 && ca_mergeable(&s->free[lo - 1], &r);
+	if (down) { /* in place, the merged range as new as the free */
+		ca_range_t *p = &s->free[lo - 1];
+		ca_index_del(s, p);
+		p->size += r.size + (up ? s->free[lo].size : 0);
+		p->seq = r.seq;
+		ca_index_add(s, p);
+		if (up)
+			ca_range_remove(s, lo);
+	} else if (up) {
+		ca_range_t *n = &s->free[lo];
+		ca_index_del(s, n);
+		n->addr = r.addr;
+		n->size += r.size;
+		n->seq = r.seq;
+		ca_index_add(s, n);
+	} else {
+		ca_range_insert(s, lo, r);
+	}
 	free(b);
 	if (s->threshold != UINT64_MAX && s->phys * s->granule > s->threshold)
 		ca_trim(s, s->threshold);
@@ -513,6 +570,7 @@ ca_destroy(void *state)
 	free(s->free);
 	free(s->recent.v);
 	free(s->old.v);
+	free(s->scratch);
 	free(s->gref);
 	free(s);
 }
@@ -536,8 +594,8 @@ ca_create(void **state_out, msim_device_t *dev, const msim_params_t *pv,
 		free(s);
 		return MSIM_ENOMEM;
 	}
-	ca_range_insert(s, 0, (ca_range_t){CA_VA_BASE, CA_VA_SIZE, 0, false,
-					   true});
+	ca_range_insert(s, 0, (ca_range_t){CA_VA_BASE, CA_VA_SIZE, 0, 0,
+					   false, true});
 	*state_out = s;
 	return 0;
 }

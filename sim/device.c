@@ -16,6 +16,12 @@
  * 24 MiB).  Only the order of addresses matters to the policies, so the
  * base is arbitrary.  Chunks and holes are few (hundreds), so plain arrays
  * and linear scans are the right tools; cudaMalloc is rare next to malloc.
+ *
+ * In a JAX (XLA) process the same driver places differently (docs/bfc.md
+ * §2, measured with JAX 0.11.2): the runtime leaves one 16 MiB hole above
+ * everything, which the first allocations fill, and a new chunk goes at the
+ * lowest free address at or above 0x302000000 that it fits, so chunks go up
+ * in address (msim_device_set_layout()).
  */
 #include <config.h>
 
@@ -31,6 +37,10 @@
 #define VA_CHUNK (32 * MSIM_MiB)
 #define VA_BASE UINT64_C(0x600000000000) /* top of the first chunk */
 #define VA_CONTEXT_SIZE (512 * MSIM_MiB)
+/* The lowest address the driver hands out: expandable reservations
+ * (docs/pytorch-allocator.md §13 f) and new chunks in a JAX process. */
+#define VA_RESERVE_BASE UINT64_C(0x302000000)
+#define VA_JAX_HOLE (16 * MSIM_MiB)
 
 typedef struct va_range_s {
 	msim_addr_t base;
@@ -54,6 +64,9 @@ typedef struct va_s {
 	size_t n, cap;
 	uint64_t seq;
 	uint64_t gapmax; /* no gap between two chunks is larger (a bound) */
+	/* 0: new chunks at the top of the highest gap (a PyTorch process);
+	 * else at the lowest gap at or above floor (a JAX process). */
+	msim_addr_t floor;
 } va_t;
 
 /* c->maxhole after its holes changed. */
@@ -130,6 +143,48 @@ fail:
 	return MSIM_ENOMEM;
 }
 
+/* The JAX process's space (docs/bfc.md §2): the context chunk on top with
+ * one 16 MiB hole, new chunks upwards from VA_RESERVE_BASE. */
+static int
+va_create_jax(void **ctx_out)
+{
+	va_t *va = calloc(1, sizeof(*va));
+	if (!va)
+		return MSIM_ENOMEM;
+	va->floor = VA_RESERVE_BASE;
+	long at = va_chunk_insert(va, VA_BASE, VA_CONTEXT_SIZE);
+	if (at < 0)
+		goto fail;
+	va->chunks[at].live = 1; /* the context itself: never released */
+	if (va_hole_insert(&va->chunks[at], 0, VA_BASE, VA_JAX_HOLE))
+		goto fail;
+	*ctx_out = va;
+	return 0;
+fail:
+	if (va->n)
+		free(va->chunks[0].holes);
+	free(va->chunks);
+	free(va);
+	return MSIM_ENOMEM;
+}
+
+/* The lowest base at or above va->floor where csize bytes overlap no
+ * chunk. */
+static msim_addr_t
+va_lowest_gap(const va_t *va, uint64_t csize)
+{
+	msim_addr_t at = va->floor;
+	for (size_t i = va->n; i-- > 0;) { /* lowest chunk first */
+		const va_chunk_t *c = &va->chunks[i];
+		if (c->base + c->size <= at)
+			continue;
+		if (c->base >= at + csize)
+			break;
+		at = c->base + c->size;
+	}
+	return at;
+}
+
 static void
 va_destroy(void *ctx)
 {
@@ -168,10 +223,13 @@ va_malloc(void *ctx, uint64_t size, msim_addr_t *addr_out)
 		best->live++;
 		return 0;
 	}
-	/* A new chunk at the top of the highest gap strictly larger. */
+	/* A new chunk at the top of the highest gap strictly larger, or in
+	 * a JAX process at the bottom of the lowest that fits. */
 	uint64_t csize = (size + VA_CHUNK - 1) / VA_CHUNK * VA_CHUNK;
 	msim_addr_t base = va->chunks[va->n - 1].base - csize;
-	if (va->gapmax > csize) { /* else no gap is larger: no scan */
+	if (va->floor) {
+		base = va_lowest_gap(va, csize);
+	} else if (va->gapmax > csize) { /* else no gap is larger: no scan */
 		uint64_t seen = 0;
 		size_t i = 0;
 		for (; i + 1 < va->n; i++) {
@@ -258,6 +316,15 @@ const msim_device_ops_t msim_device_h200 = {
 	.destroy = va_destroy,
 };
 
+/* The same driver in a JAX process; chosen by msim_device_set_layout(). */
+static const msim_device_ops_t device_h200_jax = {
+	.name = "h200-jax",
+	.create = va_create_jax,
+	.malloc = va_malloc,
+	.free = va_free,
+	.destroy = va_destroy,
+};
+
 /* ------------------------------------------------------------------ */
 
 struct msim_device_s {
@@ -334,6 +401,25 @@ msim_device_new(const msim_device_config_t *cfg)
 		return NULL;
 	}
 	return dev;
+}
+
+int
+msim_device_set_layout(msim_device_t *dev, int layout)
+{
+	const msim_device_ops_t *ops = layout == MSIM_LAYOUT_JAX
+		? &device_h200_jax : &msim_device_h200;
+	if (dev->ops == ops)
+		return 0;
+	if ((dev->ops != &msim_device_h200 && dev->ops != &device_h200_jax) ||
+	    dev->num_device_alloc > 0)
+		return MSIM_ENOTSUP;
+	void *ctx;
+	if (ops->create(&ctx))
+		return MSIM_ENOMEM;
+	dev->ops->destroy(dev->ctx);
+	dev->ops = ops;
+	dev->ctx = ctx;
+	return 0;
 }
 
 void
@@ -536,8 +622,6 @@ msim_device_free_own(msim_device_t *dev, msim_addr_t addr, uint64_t size,
 	dev->num_device_free++;
 	dev_log(dev, MSIM_SEG_FREE, addr, size);
 }
-
-#define VA_RESERVE_BASE UINT64_C(0x302000000)
 
 int
 msim_device_reserve(msim_device_t *dev, uint64_t size, msim_addr_t *addr_out)

@@ -10,8 +10,9 @@
  *
  * Where a new segment lands is decided by a backend, a small const ops
  * table: the default models the CUDA 13 driver's placement on the H200
- * (docs/pytorch-allocator.md §13), tests pass fakes, validation mode
- * passes cudaMalloc.
+ * (docs/pytorch-allocator.md §13; in a JAX process, docs/bfc.md §2, after
+ * msim_device_set_layout()), tests pass fakes, validation mode passes
+ * cudaMalloc.
  * Addresses matter because PyTorch breaks ties between equal-size free
  * blocks by address.
  */
@@ -45,6 +46,12 @@ typedef struct msim_device_ops_s {
 /* The driver placement model of docs/pytorch-allocator.md §13 (the
  * default). */
 extern const msim_device_ops_t msim_device_h200;
+
+/* Which kind of process the default model places segments for. */
+enum {
+	MSIM_LAYOUT_PYTORCH = 0, /* docs/pytorch-allocator.md §13 (the default) */
+	MSIM_LAYOUT_JAX,         /* docs/bfc.md §2: a JAX (XLA) process */
+};
 
 /* Segment events, as PyTorch's trace names them. */
 typedef enum msim_seg_action_e {
@@ -96,6 +103,15 @@ typedef struct msim_device_config_s {
 
 /* Creates a device.  Returns NULL when out of host memory. */
 msim_device_t *msim_device_new(const msim_device_config_t *cfg);
+
+/*
+ * Places this process's segments as the driver does in a process of kind
+ * layout (MSIM_LAYOUT_*).  Only the default model knows layouts, and only
+ * before its first segment: returns 0, MSIM_ENOTSUP (another backend, or
+ * segments already placed; nothing changes) or MSIM_ENOMEM.  Recorded
+ * addresses (use_hints) still come first.
+ */
+int msim_device_set_layout(msim_device_t *dev, int layout);
 
 /* Frees the device; NULL is a no-op. */
 void msim_device_destroy(msim_device_t *dev);

@@ -122,6 +122,72 @@ START_TEST(test_placement_holes)
 }
 END_TEST
 
+/* A JAX process (docs/bfc.md §2): the regions gpt2_fp32 and gpt2_varlen
+ * got from JAX 0.11.2's growing BFC on the H200 (tests/data/validate/jax),
+ * each new chunk just above the last, from 0x302000000 up. */
+static msim_device_t *
+jax_device(void)
+{
+	msim_device_t *dev = msim_device_new(NULL);
+	ck_assert_ptr_nonnull(dev);
+	ck_assert_int_eq(msim_device_set_layout(dev, MSIM_LAYOUT_JAX), 0);
+	return dev;
+}
+
+START_TEST(test_placement_jax_regions)
+{
+	msim_device_t *dev = jax_device();
+	static const uint64_t mib[] = {256, 256, 512, 1024, 2048, 4096, 8192};
+	static const uint64_t at[] = {0x302000000, 0x312000000, 0x322000000,
+				      0x342000000, 0x382000000, 0x402000000,
+				      0x502000000};
+	for (int i = 0; i < 7; i++)
+		ck_assert_uint_eq(M(dev, mib[i] * MB), at[i]);
+	msim_device_destroy(dev);
+}
+END_TEST
+
+/* The first 16 MiB go into the hole on top; a chunk's tail is a hole that
+ * the newest chunk offers first; a freed chunk's range is the lowest gap. */
+START_TEST(test_placement_jax_holes)
+{
+	msim_device_t *dev = jax_device();
+	msim_addr_t a2 = M(dev, 2 * MB), a4 = M(dev, 4 * MB);
+	msim_addr_t a8 = M(dev, 8 * MB);
+	ck_assert_uint_eq(a4, a2 + 2 * MB);
+	ck_assert_uint_eq(a8, a2 + 6 * MB);
+	ck_assert_uint_gt(a2, UINT64_C(0x302000000));
+	ck_assert_uint_eq(M(dev, 16 * MB), 0x302000000); /* 2 MiB left */
+	ck_assert_uint_eq(M(dev, 2 * MB), 0x303000000);  /* newest hole */
+	ck_assert_uint_eq(M(dev, 2 * MB), 0x303200000);
+	ck_assert_uint_eq(M(dev, 32 * MB), 0x304000000);
+	ck_assert_uint_eq(M(dev, 64 * MB), 0x306000000);
+	msim_device_free(dev, 0x304000000, 32 * MB, MSIM_POOL_LARGE);
+	ck_assert_uint_eq(M(dev, 20 * MB), 0x304000000);
+	ck_assert_uint_eq(M(dev, 40 * MB), 0x30a000000);
+	msim_device_destroy(dev);
+}
+END_TEST
+
+/* Only the default model, and only before its first segment. */
+START_TEST(test_layout_refused)
+{
+	msim_device_t *dev = msim_device_new(NULL);
+	ck_assert_int_eq(msim_device_set_layout(dev, MSIM_LAYOUT_PYTORCH), 0);
+	M(dev, 2 * MB);
+	ck_assert_int_eq(msim_device_set_layout(dev, MSIM_LAYOUT_JAX),
+			 MSIM_ENOTSUP);
+	msim_device_destroy(dev);
+	msim_device_config_t cfg = {.use_hints = 1};
+	dev = msim_device_new(&cfg);
+	ck_assert_int_eq(msim_device_hint(dev, 0x7000000000), 0);
+	ck_assert_int_eq(msim_device_set_layout(dev, MSIM_LAYOUT_JAX), 0);
+	ck_assert_uint_eq(M(dev, 2 * MB), 0x7000000000); /* hints first */
+	ck_assert_uint_eq(M(dev, 64 * MB), 0x302000000);
+	msim_device_destroy(dev);
+}
+END_TEST
+
 START_TEST(test_counting_and_cap)
 {
 	msim_device_t *dev = msim_device_new(NULL);
@@ -256,6 +322,9 @@ main(void)
 	tcase_add_test(tc, test_placement_freed_chunk_reused);
 	tcase_add_test(tc, test_placement_holes);
 	tcase_add_test(tc, test_placement_gaps_open_and_narrow);
+	tcase_add_test(tc, test_placement_jax_regions);
+	tcase_add_test(tc, test_placement_jax_holes);
+	tcase_add_test(tc, test_layout_refused);
 	tcase_add_test(tc, test_counting_and_cap);
 	tcase_add_test(tc, test_hints_and_log);
 	tcase_add_test(tc, test_hints_refused);

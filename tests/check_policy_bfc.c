@@ -94,6 +94,90 @@ START_TEST(test_bfc_without_growth)
 }
 END_TEST
 
+/* Two free 32 MiB regions: BFC takes the lower address (its bins are
+ * ordered by size, then address).  In a JAX process the second region
+ * lies above the first (docs/bfc.md §2), in a PyTorch one below it
+ * (docs/pytorch-allocator.md §13), so the same request gets the other. */
+static void
+two_free_regions(const char *conf)
+{
+	setup("bfc", conf);
+	A(0, 32 * MB); /* region 32 MiB (2 doubled four times), whole */
+	A(1, 32 * MB); /* region 32 MiB (not doubled: it was), whole */
+	ck_assert_uint_eq(event_size(0), 32 * MB);
+	ck_assert_uint_eq(event_size(1), 32 * MB);
+	F(0);
+	F(1);
+	A(2, 32 * MB);
+}
+
+START_TEST(test_bfc_placement_decides_ties)
+{
+	two_free_regions("placement:jax");
+	ck_assert_uint_eq(addr[0], 0x302000000);
+	ck_assert_uint_eq(addr[1], 0x304000000);
+	ck_assert_uint_eq(addr[2], addr[0]);
+	teardown();
+	two_free_regions("");
+	ck_assert_uint_eq(addr[0] - addr[1], 32 * MB);
+	ck_assert_uint_eq(addr[2], addr[1]);
+	teardown();
+}
+END_TEST
+
+/* XLA's central gap (JAX's preallocated pool): a free chunk that fits is
+ * taken before the region's untouched top, even when the top fits better;
+ * a chunk freed just below the top joins it. */
+static void
+hole_or_top(const char *conf)
+{
+	setup("bfc", conf);
+	A(0, 24 * MB); /* each splits the top: it is at least twice */
+	A(1, 4 * MB);
+	A(2, 16 * MB); /* 20 MiB untouched above */
+	F(0);          /* a 24 MiB free chunk at the bottom */
+	A(3, 12 * MB);
+}
+
+START_TEST(test_bfc_spatial_partitioning)
+{
+	hole_or_top("allow_growth:False,memory_limit_mb:64,"
+		    "spatial_partitioning:True");
+	ck_assert_uint_eq(addr[3], addr[0]); /* split: 24 >= 2 x 12 */
+	ck_assert_int_eq(CUR(S(), allocated_bytes), 32 * MB);
+	F(2);
+	uint64_t largest, total;
+	msim_policy_free_info(pol, &largest, &total);
+	ck_assert_uint_eq(largest, 36 * MB); /* 16 + 20 at the top */
+	ck_assert_uint_eq(total, 48 * MB);
+	teardown();
+	hole_or_top("allow_growth:False,memory_limit_mb:64");
+	ck_assert_uint_eq(addr[3], addr[2] + 16 * MB); /* the 20 MiB, whole */
+	ck_assert_int_eq(CUR(S(), allocated_bytes), 40 * MB);
+	teardown();
+}
+END_TEST
+
+START_TEST(test_bfc_placement_refused)
+{
+	const msim_policy_ops_t *ops = msim_policy_find("bfc");
+	msim_params_t pv;
+	ck_assert_int_eq(msim_params_init(&pv, ops->params), 0);
+	ck_assert_int_ne(msim_params_parse(&pv, "placement:tensorflow"), 0);
+	ck_assert_ptr_nonnull(strstr(pv.errmsg, "not pytorch or jax"));
+	ck_assert_int_eq(msim_params_parse(&pv, "spatial_partitioning:True"),
+			 0);
+	msim_device_t *d = msim_device_new(NULL);
+	msim_policy_t *p = NULL;
+	char why[256] = "";
+	ck_assert_int_eq(msim_policy_new(ops, d, &pv, &p, why, sizeof(why)),
+			 MSIM_EINVAL);
+	ck_assert_ptr_nonnull(strstr(why, "allow_growth:False"));
+	msim_device_destroy(d);
+	msim_params_clear(&pv);
+}
+END_TEST
+
 static void
 add(TCase *tc)
 {
@@ -102,6 +186,9 @@ add(TCase *tc)
 	tcase_add_test(tc, test_bfc_split_when_rest_is_128_mib);
 	tcase_add_test(tc, test_bfc_garbage_collection);
 	tcase_add_test(tc, test_bfc_without_growth);
+	tcase_add_test(tc, test_bfc_placement_decides_ties);
+	tcase_add_test(tc, test_bfc_spatial_partitioning);
+	tcase_add_test(tc, test_bfc_placement_refused);
 }
 
 int

@@ -165,11 +165,11 @@ START_TEST(test_async_merge_and_top)
 }
 END_TEST
 
-/* §3 a, read off the whole-trace replays' addresses, then probe
+/* §3.1, read off the whole-trace replays' addresses, then probe
  * recent_first (tests/data/async_probes/recent.txt, the same offsets):
- * recently freed ranges are searched first, then the old ones, the two
- * kinds apart; when the top grows every free range becomes old and old
- * neighbours merge. */
+ * pending (recently freed) ranges are searched first, then the old ones,
+ * the two kinds apart; when neither holds a block every pending free
+ * becomes old and old neighbours merge before the top is tried. */
 START_TEST(test_async_recent_first)
 {
 	setup("cuda-async", "");
@@ -178,16 +178,17 @@ START_TEST(test_async_recent_first)
 	A(2, 12 * MB);         /* 9 .. 21 */
 	A(3, 1 * MB);          /* 21 .. 22 */
 	F(0);                  /* recent: 8 MiB at 0 */
-	A(4, 16 * MB);         /* nothing holds it: the top; 0 .. 8 is old */
+	A(4, 16 * MB);         /* nothing holds it: 0 .. 8 old, the top */
 	ck_assert_int_eq(OFF(4), 22 * MB);
 	F(2);                  /* recent: 12 MiB at 9 */
 	A(5, 2 * MB);          /* the recent range, not the old 8 MiB */
 	ck_assert_int_eq(OFF(5), 9 * MB);
-	A(6, 11 * MB);         /* recent 10 MiB and old 8 MiB too small: top */
+	A(6, 11 * MB);         /* pending 10 MiB, old 8 MiB too small; all
+				* old (not adjacent): the top */
 	ck_assert_int_eq(OFF(6), 38 * MB);
 	A(7, 2 * MB);          /* all old now: the best fit, 8 MiB at 0 */
 	ck_assert_int_eq(OFF(7), 0);
-	F(1);                  /* recent 8 .. 9, beside old 2 .. 8: apart */
+	F(1);                  /* pending 8 .. 9, beside old 2 .. 8: apart */
 	A(9, 6 * MB + 512);    /* so not 2 .. 9: the old 10 MiB at 11 */
 	ck_assert_int_eq(OFF(9), 11 * MB);
 	teardown();
@@ -216,6 +217,176 @@ START_TEST(test_async_recent_first)
 	A(7, 1 * MB);          /* unmerged, the first freed: 1 */
 	ck_assert_int_eq(OFF(7), 5 * MB);
 	teardown();
+}
+END_TEST
+
+/* alloc on a stream (A() uses stream 0). */
+static msim_addr_t
+AS(uint32_t id, uint64_t size, msim_stream_t stream)
+{
+	msim_req_t r = {.kind = MSIM_REQ_ALLOC, .id = id, .size = size,
+			.stream = stream};
+	ck_assert_int_eq(msim_policy_alloc(pol, &r, &addr[id]), 0);
+	return addr[id];
+}
+
+/* §3.1, the rules of pending frees, one probe each
+ * (validate/async_probe_rules.py; tests/data/async_probes/rules.txt, the
+ * same offsets with and without a query after every call). */
+START_TEST(test_async_pending_rules)
+{
+	/* miss_merges: a block no free range holds makes every pending
+	 * free old, merged with its old neighbours, before the top. */
+	setup("cuda-async", "");
+	A(0, 8 * MB);
+	A(1, 8 * MB);
+	A(2, 1 * MB);
+	F(0);
+	A(3, 64 * MB);         /* 0 .. 8 old; the top, at 17 */
+	ck_assert_int_eq(OFF(3), 17 * MB);
+	F(1);                  /* pending 8 .. 16 beside old 0 .. 8 */
+	A(4, 12 * MB);         /* neither holds it: merged, 0 .. 16 */
+	ck_assert_int_eq(OFF(4), 0);
+	teardown();
+
+	/* split_renews: the rest of a split range is entered anew. */
+	setup("cuda-async", "");
+	A(0, 2 * MB);          /* p */
+	A(1, 1 * MB);
+	A(2, MB / 2);          /* q, at 3 */
+	A(3, 1 * MB);
+	A(4, 40 * MB);
+	F(0);
+	F(2);
+	A(5, 3 * MB / 2);      /* the best fit, p: its rest 0.5 MiB at 1.5 */
+	ck_assert_int_eq(OFF(5), 0);
+	A(6, MB / 2);          /* q, freed before the rest was made */
+	ck_assert_int_eq(OFF(6), 3 * MB);
+	teardown();
+
+	/* merge_renews: a free merged with a pending neighbour enters the
+	 * merged range anew. */
+	setup("cuda-async", "");
+	A(0, 1 * MB);          /* v1 */
+	A(1, 1 * MB);          /* v2 */
+	A(2, 1 * MB);
+	A(3, 2 * MB);          /* u, at 3 */
+	A(4, 1 * MB);
+	A(5, 40 * MB);
+	F(0);
+	F(3);
+	F(1);                  /* v = v1 + v2, 2 MiB, after u */
+	A(6, 2 * MB);
+	ck_assert_int_eq(OFF(6), 3 * MB);
+	teardown();
+
+	/* old_newest_first: pending frees turn old newest first. */
+	setup("cuda-async", "");
+	A(0, 2 * MB);          /* x */
+	A(1, 1 * MB);
+	A(2, 2 * MB);          /* y, at 3 */
+	A(3, 1 * MB);
+	F(0);
+	F(2);
+	A(4, 64 * MB);         /* x and y old; the top */
+	ck_assert_int_eq(OFF(4), 6 * MB);
+	A(5, 2 * MB);          /* y, freed last, is first among the old */
+	ck_assert_int_eq(OFF(5), 3 * MB);
+	teardown();
+
+	/* map_retires: a block that needs a granule mapped makes every
+	 * pending free old. */
+	setup("cuda-async", "");
+	A(0, 2 * MB);
+	A(1, 2 * MB);          /* o, at 2 */
+	A(2, 2 * MB);
+	A(3, 4 * MB);          /* r, at 6 */
+	A(4, 2 * MB);
+	A(5, 84 * MB);         /* big, 12 .. 96 */
+	A(6, 1 * MB);
+	F(1);
+	A(7, 64 * MB);         /* o old; the top, at 97 */
+	ck_assert_int_eq(OFF(7), 97 * MB);
+	F(5);
+	ck_assert_int_eq(msim_policy_empty_cache(pol), 0); /* granules 1, 2 */
+	F(3);                  /* r pending */
+	A(8, 32 * MB);         /* the old big range: granule 1 mapped again */
+	ck_assert_int_eq(OFF(8), 12 * MB);
+	A(9, 2 * MB);          /* r is old now: the best fit, o */
+	ck_assert_int_eq(OFF(9), 2 * MB);
+	teardown();
+
+	/* stream_own: a range pending on one stream is not searched for
+	 * another before a miss. */
+	setup("cuda-async", "");
+	AS(0, 4 * MB, 1);      /* r, on stream 1 */
+	A(1, 1 * MB);
+	A(2, 8 * MB);          /* o, at 5 */
+	A(3, 1 * MB);
+	F(2);
+	A(4, 64 * MB);         /* o old; the top */
+	ck_assert_int_eq(OFF(4), 14 * MB);
+	F(0);                  /* pending on stream 1 */
+	AS(5, 4 * MB, 0);      /* the old 8 MiB range, not r */
+	ck_assert_int_eq(OFF(5), 5 * MB);
+	teardown();
+}
+END_TEST
+
+/* Every block of four real traces where the H200's pool put it
+ * (tests/data/async_offsets/, from validate/async_replay.py), the blocks
+ * placed one after another by the policy alone. */
+START_TEST(test_async_real_offsets)
+{
+	static const char *const traces[][2] = {
+		{"gpt2_infer", "recorded/gpt2_infer.msimtr"},
+		{"cnn_scaler", "record/cnn_scaler.real.bin"},
+		{"int8_infer", "record/int8_infer.real.bin"},
+		{"llama_int8", "recorded/llama_int8.msimtr"},
+	};
+	for (size_t k = 0; k < sizeof(traces) / sizeof(traces[0]); k++) {
+		char path[256], line[128], why[512];
+		snprintf(path, sizeof(path), "async_offsets/%s.txt",
+			 traces[k][0]);
+		FILE *fp = fopen(test_data(path), "r");
+		ck_assert_ptr_nonnull(fp);
+		msim_trace_t *t;
+		ck_assert_msg(msim_trace_open(test_data(traces[k][1]), NULL, &t,
+					      why, sizeof(why)) == 0, "%s", why);
+		setup("cuda-async", "");
+		msim_req_t r;
+		msim_addr_t a, first = 0;
+		size_t n = 0;
+		int rc;
+		while ((rc = msim_trace_next(t, &r)) == 1) {
+			if (r.kind == MSIM_REQ_FREE) {
+				ck_assert_int_eq(msim_policy_free(pol, &r), 0);
+				continue;
+			}
+			if (r.kind != MSIM_REQ_ALLOC)
+				continue;
+			ck_assert_int_eq(msim_policy_alloc(pol, &r, &a), 0);
+			if (n == 0)
+				first = a;
+			do
+				ck_assert_ptr_nonnull(fgets(line, sizeof(line),
+							    fp));
+			while (line[0] == '#');
+			long long want = atoll(line);
+			ck_assert_msg((long long)(a - first) == want,
+				      "%s block %zu: %lld, the H200 %lld",
+				      traces[k][0], n, (long long)(a - first),
+				      want);
+			n++;
+		}
+		ck_assert_int_eq(rc, 0);
+		ck_assert_ptr_null(fgets(line, sizeof(line), fp));
+		printf("cuda-async %-22s %zu blocks where the H200 put them\n",
+		       traces[k][0], n);
+		teardown();
+		msim_trace_close(t);
+		fclose(fp);
+	}
 }
 END_TEST
 
@@ -419,6 +590,8 @@ add(TCase *tc)
 	tcase_add_test(tc, test_async_ties_first_freed);
 	tcase_add_test(tc, test_async_merge_and_top);
 	tcase_add_test(tc, test_async_recent_first);
+	tcase_add_test(tc, test_async_pending_rules);
+	tcase_add_test(tc, test_async_real_offsets);
 	tcase_add_test(tc, test_async_remap);
 	tcase_add_test(tc, test_async_trim);
 	tcase_add_test(tc, test_async_release_threshold);

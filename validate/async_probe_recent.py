@@ -19,7 +19,7 @@ RC = g("cudaMemPoolAttrReservedMemCurrent", 5)
 
 # (op, id, MiB): a = malloc, f = free
 P = {
- # memsim (§3 a): 4->22 5->9 6->38 7->0 9->11; best fit alone: 5->0, 7->2
+ # memsim (§3.1): 4->22 5->9 6->38 7->0 9->11; best fit alone: 5->0, 7->2
  "recent_first": [("a",0,8),("a",1,1),("a",2,12),("a",3,1),("f",0,0),("a",4,16),
                   ("f",2,0),("a",5,2),("a",6,11),("a",7,2),("f",1,0),("a",9,6.5)],
  # merged recent x2x3 -> y at 5; unmerged -> x2 at 1

@@ -7,17 +7,24 @@ malloc a cudaMallocAsync of the exact size on its stream (0: the legacy
 default stream), each free a cudaFreeAsync on the block's stream, e a
 cudaDeviceSynchronize + cudaMemPoolTrimTo(pool, 0).
 
-usage: async_replay.py [--torch] NAME REQS
+usage: async_replay.py [--torch] [--mode tight|query|sync|onestream]
+                       NAME REQS
 Prints one JSON line: name, reserved_high, used_high, reserved_end, oom,
-steps [[request index, reserved after it]] at every change of reserved.
+steps [[request index, reserved after it]] at every change of reserved,
+offs (every block's address minus the lowest, in request order).
 --torch: the same through torch.cuda.caching_allocator_alloc under
 PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync (memory_stats peaks).
+--mode (CuPy only; docs/cuda-async.md §3.1): query, the default, reads
+the reserved bytes after every call (steps); tight issues the calls back
+to back (steps only at e); sync also runs cudaDeviceSynchronize after
+every free; onestream issues every request on the legacy default stream
+whatever its stream.
 """
 import json
 import sys
 
 
-def cupy_replay(name, path):
+def cupy_replay(name, path, mode="query"):
     import cupy
     rt = cupy.cuda.runtime
     rt.setDevice(0)
@@ -50,6 +57,8 @@ def cupy_replay(name, path):
                 continue
             if op[0] in ("a", "x"):
                 size, sh = int(op[2]), int(op[3])
+                if mode == "onestream":
+                    sh = 0
                 if sh not in streams:
                     streams[sh] = rt.streamCreateWithFlags(1)
                 try:
@@ -69,16 +78,20 @@ def cupy_replay(name, path):
             elif op[0] == "f":
                 p, s = live.pop(op[1])
                 rt.freeAsync(p, s)
+                if mode == "sync":
+                    rt.deviceSynchronize()
                 idx += 1
             elif op[0] == "e":
                 rt.deviceSynchronize()
                 rt.memPoolTrimTo(pool, 0)
+            if mode == "tight" and op[0] != "e":
+                continue
             r = int(rt.memPoolGetAttribute(pool, RC))
             if r != last:
                 steps.append([idx - 1 if op[0] != "e" else idx, r])
                 last = r
     rt.deviceSynchronize()
-    out = {"name": name, "via": "cupy",
+    out = {"name": name, "via": "cupy", "mode": mode,
            "reserved_high": int(rt.memPoolGetAttribute(pool, RH)),
            "used_high": int(rt.memPoolGetAttribute(pool, UH)),
            "reserved_end": int(rt.memPoolGetAttribute(pool, RC)),
@@ -144,7 +157,16 @@ def torch_replay(name, path):
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "--torch":
-        torch_replay(sys.argv[2], sys.argv[3])
+    args = sys.argv[1:]
+    mode = "query"
+    if len(args) > 2 and args[0] == "--mode":
+        mode = args[1]
+        args = args[2:]
+    if mode not in ("tight", "query", "sync", "onestream"):
+        sys.exit("async_replay.py: unknown mode %r" % mode)
+    if len(args) == 3 and args[0] == "--torch":
+        torch_replay(args[1], args[2])
+    elif len(args) == 2:
+        cupy_replay(args[0], args[1], mode)
     else:
-        cupy_replay(sys.argv[1], sys.argv[2])
+        sys.exit("usage: async_replay.py [--torch] [--mode MODE] NAME REQS")
