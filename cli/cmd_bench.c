@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -53,7 +54,10 @@ usage_bench(FILE *fp)
 		"roundup_power2_\n"
 		"                          divisions, 20 GiB cap) against one "
 		"`memsim run` of it\n"
-		"      --jobs N            the sweep's workers (default 2)\n"
+		"      --jobs N            the sweep's workers (default 2); it also "
+		"runs with one,\n"
+		"                          for the wall-time scaling of N "
+		"workers\n"
 		"  -p, --policy NAME       policy (default pytorch; the minimal "
 		"path compares\n"
 		"                          with pytorch and no --alloc-conf "
@@ -114,9 +118,11 @@ same_as_run(const char *json, const msim_minreplay_stats_t *st)
  * user and system, every thread and every worker it waited for.  What it
  * printed goes to *out (malloc'd) when out is not NULL. */
 static double
-bench_spawn(char **args, char **out)
+bench_spawn(char **args, char **out, double *wall)
 {
 	fflush(stdout);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	FILE *fp = tmpfile();
 	if (!fp)
 		msim_cli_die("tmpfile: %s", strerror(errno));
@@ -132,6 +138,10 @@ bench_spawn(char **args, char **out)
 	struct rusage ru;
 	if (wait4(pid, &status, 0, &ru) < 0)
 		msim_cli_die("wait: %s", strerror(errno));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (wall)
+		*wall = (double)(t1.tv_sec - t0.tv_sec) +
+			(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		msim_cli_die("`memsim %s` failed (status %d)", args[1],
 			     status);
@@ -159,18 +169,20 @@ bench_memsim_run(const char *file, const char *policy, const char *conf,
 	char *args[] = {"memsim", "run", "--json", "--policy",
 		(char *)policy, "--alloc-conf", (char *)conf, (char *)file,
 		NULL};
-	return bench_spawn(args, json_out);
+	return bench_spawn(args, json_out, NULL);
 }
 
 /*
  * The sweep of issue 16 over trace: max_split_size_mb (5) x
  * garbage_collection_threshold (3) x roundup_power2_divisions (4) under a
  * 20 GiB cap, 60 settings into a fresh database, with jobs workers; and
- * one `memsim run` of the trace under that cap.  CPU seconds of each.
+ * one `memsim run` of the trace under that cap.  CPU seconds of each,
+ * and the wall seconds of the sweep with jobs workers and with one (how
+ * the workers scale).
  */
 static void
 bench_sweep(const char *trace, const char *jobs, double *sweep_cpu,
-	    double *run_cpu)
+	    double *run_cpu, double *wall_jobs, double *wall_one)
 {
 	const char *dir = getenv("TMPDIR");
 	char db[4096];
@@ -183,11 +195,17 @@ bench_sweep(const char *trace, const char *jobs, double *sweep_cpu,
 		"--grid", "garbage_collection_threshold=0.5,0.7,0.9",
 		"--grid", "roundup_power2_divisions=1,2,4,8",
 		(char *)trace, NULL};
-	*sweep_cpu = bench_spawn(sargs, NULL);
+	*sweep_cpu = bench_spawn(sargs, NULL, wall_jobs);
+	remove(db);
+	sargs[4] = "1";
+	if (strcmp(jobs, "1"))
+		bench_spawn(sargs, NULL, wall_one);
+	else
+		*wall_one = *wall_jobs;
 	remove(db);
 	char *rargs[] = {"memsim", "run", "--json", "--cap", "20GiB",
 		(char *)trace, NULL};
-	*run_cpu = bench_spawn(rargs, NULL);
+	*run_cpu = bench_spawn(rargs, NULL, NULL);
 }
 
 int
@@ -300,8 +318,9 @@ msim_cmd_bench(int argc, char **argv)
 			 "figures differ from pytorch's", path);
 		minimal = false;
 	}
-	double *v = calloc(runs * (4 + 2 * (size_t)nfiles) + 1, sizeof(*v));
-	double *sw = v + runs * (2 + 2 * (size_t)nfiles); /* sweep, run */
+	double *v = calloc(runs * (6 + 2 * (size_t)nfiles) + 1, sizeof(*v));
+	/* sweep CPU, run CPU, sweep wall with --jobs, sweep wall with one */
+	double *sw = v + runs * (2 + 2 * (size_t)nfiles);
 	bool *filemin = calloc((size_t)nfiles + 1, sizeof(*filemin));
 	char (*filewhy)[1024] = calloc((size_t)nfiles + 1, sizeof(*filewhy));
 	msim_minreplay_stats_t *filest = calloc((size_t)nfiles + 1,
@@ -347,14 +366,15 @@ msim_cmd_bench(int argc, char **argv)
 			}
 		}
 		if (sweep)
-			bench_sweep(path, jobs, &sw[i], &sw[runs + i]);
+			bench_sweep(path, jobs, &sw[i], &sw[runs + i],
+				    &sw[2 * runs + i], &sw[3 * runs + i]);
 	}
-	double med[2], swmed[2] = {0, 0};
+	double med[2], swmed[4] = {0, 0, 0, 0};
 	for (int k = 0; k < 2; k++)
 		med[k] = median(v + (size_t)k * runs, runs);
 	if (sweep) {
-		swmed[0] = median(sw, runs);
-		swmed[1] = median(sw + runs, runs);
+		for (int k = 0; k < 4; k++)
+			swmed[k] = median(sw + (size_t)k * runs, runs);
 	}
 	double read_rate = r.trace_requests / r.read_s;
 	double rate = r.requests / r.replay_s;
@@ -403,8 +423,10 @@ msim_cmd_bench(int argc, char **argv)
 		if (sweep)
 			printf(", \"sweep\": {\"settings\": 60, \"jobs\": %s"
 			       ", \"sweep_cpu_s\": %.6f, \"run_cpu_s\": %.6f"
-			       ", \"ratio\": %.2f}", jobs, swmed[0], swmed[1],
-			       swmed[0] / swmed[1]);
+			       ", \"ratio\": %.2f, \"wall_s\": %.6f"
+			       ", \"wall_one_job_s\": %.6f, \"scaling\": %.2f}",
+			       jobs, swmed[0], swmed[1], swmed[0] / swmed[1],
+			       swmed[2], swmed[3], swmed[3] / swmed[2]);
 		printf(", \"reserved_bytes.all.peak\": %" PRId64
 		       ", \"allocated_bytes.all.peak\": %" PRId64 "}\n",
 		       r.peak_reserved, r.peak_allocated);
@@ -449,6 +471,10 @@ msim_cmd_bench(int argc, char **argv)
 			printf("\nsweep     60 settings (-j %s) %.3f CPU s, one "
 			       "`memsim run` %.3f: %.1fx\n", jobs, swmed[0],
 			       swmed[1], swmed[0] / swmed[1]);
+		if (sweep && strcmp(jobs, "1"))
+			printf("scaling   wall %.3f s with -j 1, %.3f s with "
+			       "-j %s: %.2fx\n", swmed[3], swmed[2], jobs,
+			       swmed[3] / swmed[2]);
 	}
 	free(v);
 	free(filemin);

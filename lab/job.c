@@ -278,11 +278,12 @@ msim_job_open(const msim_job_spec_t *spec, bool store, msim_job_t **out,
 	if ((rc = job_input(j, &cfg, err)))
 		goto fail;
 	/* Replayed from memory (a sweep's setting), the blocks at peak are
-	 * found by a second replay up to the peak, once the run is over
-	 * (job_peak_blocks()), instead of a copy of them at each new peak
-	 * (about 170 a setting of gpt2_varlen, 14% of its cost). */
+	 * copied only at the new peaks from spec.blocks_from on (a copy at
+	 * each of them was about 170 a setting of gpt2_varlen, 14% of its
+	 * cost); when the peak came before, a second replay up to it finds
+	 * them once the run is over (job_peak_blocks()). */
 	if (store && j->in.cache && !j->pf && !gpu) {
-		cfg.peak_blocks = false;
+		cfg.peak_blocks_from = s->blocks_from;
 		j->lazy_blocks = true;
 	}
 	cfg.source = j->pf ? msim_prefetch_source(j->pf) : j->in.src;
@@ -444,6 +445,7 @@ job_peak_blocks(msim_job_t *j, msim_job_err_t *err)
 	msim_sim_config_t cfg = j->cfg;
 	cfg.source = in.src;
 	cfg.device.log_events = false;
+	cfg.peak_blocks = false;
 	cfg.observe = NULL;
 	cfg.observe_ctx = NULL;
 	cfg.blocks_at = at + 1;
@@ -529,7 +531,16 @@ msim_job_store(msim_job_t *j, msim_db_t *db, int mode, int64_t sweep_id,
 		/* One device of a snapshot, another experiment. */
 		.device = j->spec.device1 > 1 ? j->spec.device1 - 1 : 0,
 	};
-	if (j->store && j->lazy_blocks) {
+	uint64_t at = 0;
+	if (j->store && j->lazy_blocks &&
+	    (!msim_device_peak(msim_sim_device(j->sim), &at) ||
+	     msim_sim_peak_blocks_request(j->sim) == at)) {
+		/* Copied after the peak's request itself (or nothing was
+		 * reserved, and nothing copied): what the second replay
+		 * would give. */
+		info.peak_blocks = msim_sim_peak_blocks(j->sim,
+							&info.npeak_blocks);
+	} else if (j->store && j->lazy_blocks) {
 		int brc = job_peak_blocks(j, err);
 		if (brc)
 			return brc;

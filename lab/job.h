@@ -84,6 +84,12 @@ typedef struct msim_job_spec_s {
 	 * from it when it holds trace read with this spec's options (no
 	 * transform); NULL: read the file. */
 	const msim_trace_cache_t *cache;
+	/* With cache, when stored: the blocks at peak are copied at the new
+	 * peaks of reserved bytes from this request on (0: from the start),
+	 * each copy a pass over the policy's blocks; if the peak came
+	 * before, a second replay up to it finds them.  A sweep passes a
+	 * guess from its settings before (lab/sweep.c). */
+	uint64_t blocks_from;
 } msim_job_spec_t;
 
 /* The part of a setting an error is about. */

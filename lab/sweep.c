@@ -15,8 +15,10 @@
 #include <config.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -1163,11 +1165,20 @@ msim_sweep_spec_hash(const msim_sweep_t *sw)
 /* ---------------------------------------------------------------- */
 /* One setting                                                       */
 
-int
-msim_setting_run(const msim_setting_t *s, uint64_t capacity,
-		 msim_db_t *db, int mode, int64_t sweep_id,
-		 int64_t *run_id_out, int *existed_out, msim_summary_t *sum,
-		 msim_stats_t *st, char *why, size_t whylen)
+/*
+ * msim_setting_run() with, for a setting replayed from a trace read once
+ * (s->cache), *peak: the earliest request of the peak of reserved bytes
+ * among the settings of that trace this process ran before (UINT64_MAX:
+ * none yet), updated with this one's.  The blocks at peak are copied at
+ * the new peaks from a 128th before it on (from a quarter of the trace
+ * with none yet): a peak before that costs a second replay up to it
+ * (lab/job.c), a copy a pass over the policy's blocks.
+ */
+static int
+setting_run(const msim_setting_t *s, uint64_t capacity, msim_db_t *db,
+	    int mode, int64_t sweep_id, uint64_t *peak, int64_t *run_id_out,
+	    int *existed_out, msim_summary_t *sum, msim_stats_t *st,
+	    char *why, size_t whylen)
 {
 	*run_id_out = -1;
 	*existed_out = 0;
@@ -1178,11 +1189,19 @@ msim_setting_run(const msim_setting_t *s, uint64_t capacity,
 		.capacity = capacity, .addresses = s->addresses,
 		.cache = s->cache,
 	};
+	if (s->cache && peak)
+		spec.blocks_from = *peak == UINT64_MAX ? s->cache->n / 4
+						       : *peak - *peak / 128;
 	msim_job_t *job;
 	msim_job_err_t err;
 	int rc = msim_job_open(&spec, db != NULL, &job, &err);
 	if (!rc)
 		rc = msim_job_run(job, &err);
+	uint64_t at;
+	if (!rc && s->cache && peak &&
+	    msim_device_peak(msim_sim_device(msim_job_sim(job)), &at) &&
+	    at < *peak)
+		*peak = at;
 	if (!rc && db)
 		rc = msim_job_store(job, db, mode, sweep_id, run_id_out,
 				    existed_out, &err);
@@ -1194,6 +1213,16 @@ msim_setting_run(const msim_setting_t *s, uint64_t capacity,
 		*st = msim_job_result(job)->st;
 	msim_job_destroy(job);
 	return rc;
+}
+
+int
+msim_setting_run(const msim_setting_t *s, uint64_t capacity,
+		 msim_db_t *db, int mode, int64_t sweep_id,
+		 int64_t *run_id_out, int *existed_out, msim_summary_t *sum,
+		 msim_stats_t *st, char *why, size_t whylen)
+{
+	return setting_run(s, capacity, db, mode, sweep_id, NULL, run_id_out,
+			   existed_out, sum, st, why, whylen);
 }
 
 /* ---------------------------------------------------------------- */
@@ -1220,6 +1249,11 @@ typedef struct exec_ctx_s {
 	pid_t parent;
 	int slot; /* this worker's index into sh->cur */
 	bool parent_checkpoints; /* workers leave the WAL to the parent */
+	int wake; /* a worker writes a byte here when done; -1: none */
+	/* Settings may be stored as failed by an earlier run: each stored
+	 * now is forgotten there (msim_db_sweep_unfail()).  Without any,
+	 * that is a statement and a write lock a setting saved. */
+	bool unfail;
 } exec_ctx_t;
 
 /*
@@ -1256,6 +1290,10 @@ worker_loop(exec_ctx_t *x, int inline_progress, size_t skipped, size_t total)
 		msim_db_defer_checkpoints(db);
 	double last = sweep_now_ms();
 	double every = x->o->progress_ms > 0 ? x->o->progress_ms : 250;
+	/* By trace: the earliest peak of its settings run here so far. */
+	uint64_t *peaks = malloc(x->sw->ntraces * sizeof(*peaks));
+	for (size_t t = 0; peaks && t < x->sw->ntraces; t++)
+		peaks[t] = UINT64_MAX;
 	for (;;) {
 		if (!inline_progress && getppid() != x->parent)
 			break; /* the sweep was killed */
@@ -1275,21 +1313,25 @@ worker_loop(exec_ctx_t *x, int inline_progress, size_t skipped, size_t total)
 			atomic_fetch_add(&x->sh->raced, 1);
 			continue;
 		}
-		rc = msim_setting_run(s, x->sw->capacity, db,
-				      x->o->force ? MSIM_DB_REPLACE
-						  : MSIM_DB_SKIP,
-				      x->sweep_id, &id, &existed, NULL, NULL,
-				      why, sizeof(why));
+		uint64_t *peak = NULL;
+		if (s->cache && peaks && x->sw->caches)
+			peak = &peaks[s->cache - x->sw->caches];
+		rc = setting_run(s, x->sw->capacity, db,
+				 x->o->force ? MSIM_DB_REPLACE : MSIM_DB_SKIP,
+				 x->sweep_id, peak, &id, &existed, NULL, NULL,
+				 why, sizeof(why));
 		if (rc) {
 			atomic_fetch_add(&x->sh->failed, 1);
 			if (x->o->error)
 				x->o->error(x->o->ctx, s, why);
 			sweep_store_failed(db, x->sweep_id, s, "failed", why);
-		} else if (msim_db_sweep_unfail(db, x->sweep_id, s->key),
-			   existed && !x->o->force) {
-			atomic_fetch_add(&x->sh->raced, 1);
 		} else {
-			atomic_fetch_add(&x->sh->ran, 1);
+			if (x->unfail)
+				msim_db_sweep_unfail(db, x->sweep_id, s->key);
+			if (existed && !x->o->force)
+				atomic_fetch_add(&x->sh->raced, 1);
+			else
+				atomic_fetch_add(&x->sh->ran, 1);
 		}
 		atomic_store(&x->sh->cur[x->slot], 0);
 		if (inline_progress && x->o->progress &&
@@ -1302,6 +1344,7 @@ worker_loop(exec_ctx_t *x, int inline_progress, size_t skipped, size_t total)
 				       total);
 		}
 	}
+	free(peaks);
 	msim_db_close(db);
 	return 0;
 }
@@ -1318,7 +1361,14 @@ sweep_spawn(exec_ctx_t *x)
 		if (getppid() != x->parent)
 			_exit(1);
 #endif
-		_exit(worker_loop(x, 0, 0, 0) ? 1 : 0);
+		int rc = worker_loop(x, 0, 0, 0);
+		/* Wakes the parent at once, not at its next poll (a failed
+		 * write only leaves it to the poll). */
+		if (x->wake >= 0) {
+			ssize_t w = write(x->wake, "", 1);
+			(void)w;
+		}
+		_exit(rc ? 1 : 0);
 	}
 	return pid;
 }
@@ -1471,6 +1521,8 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 	shared_t *sh = MAP_FAILED;
 	size_t shsize = 0;
 	pid_t *pids = NULL;
+	int wake[2] = {-1, -1}; /* exec_ctx_t's wake */
+	bool kept_wal = false;  /* closed by msim_db_keep_wal() */
 	if ((rc = msim_db_open(o->db_path, &db, why, whylen)))
 		goto out;
 	if (o->kind)
@@ -1507,9 +1559,14 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 		snprintf(why, whylen, "%s", msim_db_errmsg(db));
 		goto out;
 	}
-	/* No SQLite connection may cross a fork. */
+	/* No SQLite connection may cross a fork.  The WAL it wrote (a new
+	 * file's schema, the sweep's row) is left for the workers to add
+	 * to, not copied into the file and deleted (three fsyncs, then two
+	 * more for the next WAL): the parent's connection checkpoints it. */
+	msim_db_keep_wal(db);
 	msim_db_close(db);
 	db = NULL;
+	kept_wal = true;
 	if (loading) {
 		pthread_join(loader, NULL);
 		loading = false;
@@ -1537,7 +1594,8 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 	for (int k = 0; k < jobs; k++)
 		atomic_init(&sh->cur[k], 0);
 	exec_ctx_t x = {sw, o, pending, npending, sh, res->sweep_id,
-			getpid(), 0, false};
+			getpid(), 0, false, -1,
+			o->force || res->retried > 0};
 	if (o->progress)
 		o->progress(o->ctx, res->skipped, n);
 	/* Workers are processes even for -j1 (o->jobs == 1), so that a
@@ -1560,6 +1618,15 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 		 * the last closed, checkpoints what is left (the last few
 		 * settings') at the end. */
 		x.parent_checkpoints = true;
+		/* The workers' end of a pipe that the parent polls instead of
+		 * sleeping: a worker that is done wakes it (20 ms sooner, at
+		 * worst, than its next poll). */
+		if (!pipe(wake)) {
+			fcntl(wake[0], F_SETFD, FD_CLOEXEC);
+			fcntl(wake[1], F_SETFD, FD_CLOEXEC);
+			fcntl(wake[0], F_SETFL, O_NONBLOCK);
+			x.wake = wake[1];
+		}
 		int started = 0;
 		for (; started < jobs; started++) {
 			x.slot = started;
@@ -1625,8 +1692,17 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 				db = NULL;
 			if (db)
 				msim_db_checkpoint(db);
-			struct timespec ts = {0, 20 * 1000000L};
-			nanosleep(&ts, NULL);
+			if (wake[0] >= 0) {
+				struct pollfd pf = {wake[0], POLLIN, 0};
+				char drain[16];
+				if (poll(&pf, 1, 20) > 0)
+					while (read(wake[0], drain,
+						    sizeof(drain)) > 0)
+						;
+			} else {
+				struct timespec ts = {0, 20 * 1000000L};
+				nanosleep(&ts, NULL);
+			}
 			if (o->progress && sweep_now_ms() - last >= every) {
 				last = sweep_now_ms();
 				o->progress(o->ctx, res->skipped +
@@ -1655,6 +1731,9 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 out:
 	if (loading)
 		pthread_join(loader, NULL);
+	for (int k = 0; k < 2; k++)
+		if (wake[k] >= 0)
+			close(wake[k]);
 	sweep_unshare(sw);
 	res->wall_ms = sweep_now_ms() - t0;
 	if (sh != MAP_FAILED)
@@ -1663,6 +1742,12 @@ out:
 	free(keys);
 	free(present);
 	free(pending);
+	/* The WAL left before the fork is copied into the file whatever
+	 * happened since (its last connection closing does it). */
+	char ignored[256];
+	if (kept_wal && !db &&
+	    msim_db_open(o->db_path, &db, ignored, sizeof(ignored)))
+		db = NULL;
 	msim_db_close(db);
 	return rc;
 }

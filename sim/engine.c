@@ -39,10 +39,12 @@ struct msim_sim_s {
 	msim_summary_t sum;
 	uint64_t next_sample; /* request count of the next timeline sample */
 	bool peak_blocks;       /* snapshot the blocks at each new peak */
+	uint64_t peak_from;     /* ... in requests from this one on */
 	uint64_t blocks_at;     /* msim_sim_config_t's */
 	void (*observe)(void *ctx, const msim_req_t *req, int rc);
 	void *observe_ctx;
 	uint64_t snap_reserved; /* reserved bytes of the last snapshot */
+	uint64_t snap_request;  /* the request it followed, or UINT64_MAX */
 	msim_block_t *snap;
 	size_t nsnap, capsnap;
 	double frag_sum;
@@ -142,6 +144,8 @@ msim_sim_new(const msim_sim_config_t *cfg, msim_sim_t **out, char *why,
 	sim->src = cfg->source;
 	sim->keep_going = cfg->keep_going;
 	sim->peak_blocks = cfg->peak_blocks;
+	sim->peak_from = cfg->peak_blocks_from;
+	sim->snap_request = UINT64_MAX;
 	sim->observe = cfg->observe;
 	sim->observe_ctx = cfg->observe_ctx;
 	sim->sum.oom_request = -1;
@@ -235,14 +239,18 @@ snap_add(void *ctx, const msim_block_t *b)
 	sim->snap[sim->nsnap++] = *b;
 }
 
-/* After a request: at a new peak of reserved bytes, the blocks. */
+/* After an ALLOC (the request sum.requests, not counted yet): at a new
+ * peak of reserved bytes since peak_from, the blocks. */
 static void
 sim_snapshot(msim_sim_t *sim)
 {
+	if (sim->sum.requests < sim->peak_from)
+		return;
 	uint64_t reserved = msim_device_reserved(sim->dev);
 	if (reserved <= sim->snap_reserved)
 		return;
 	sim->snap_reserved = reserved;
+	sim->snap_request = sim->sum.requests;
 	sim->nsnap = 0;
 	msim_policy_blocks(sim->pol, snap_add, sim);
 }
@@ -252,6 +260,12 @@ msim_sim_peak_blocks(const msim_sim_t *sim, size_t *n_out)
 {
 	*n_out = sim->nsnap;
 	return sim->snap;
+}
+
+uint64_t
+msim_sim_peak_blocks_request(const msim_sim_t *sim)
+{
+	return sim->snap_request;
 }
 
 static int
@@ -524,6 +538,8 @@ sim_lean(msim_sim_t *sim, const msim_req_t *v, size_t n, size_t *at)
 				else
 					sim->sum.addr_other++;
 			}
+			if (sim->peak_blocks)
+				sim_snapshot(sim);
 		} else if (req->kind == MSIM_REQ_FREE_REQUESTED) {
 			const msim_req_t *fr = req + 1;
 			if (pairs && i + 1 < n && fr->kind == MSIM_REQ_FREE &&
@@ -573,8 +589,9 @@ sim_run_batches(msim_sim_t *sim)
 {
 	/* The lean path, chosen once: nothing watches each request, so
 	 * plain requests (no flags, no ids left dead by an OOM, no peaks
-	 * reset) go through sim_lean(); the rest through sim_request(). */
-	bool lean = !sim->observe && !sim->peak_blocks;
+	 * reset) go through sim_lean(); the rest through sim_request().
+	 * The blocks at a new peak are taken there too (after an ALLOC). */
+	bool lean = !sim->observe;
 	msim_policy_hot(sim->pol, &sim->hot);
 	for (;;) {
 		const msim_req_t *v;

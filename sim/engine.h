@@ -31,6 +31,11 @@ typedef struct msim_sim_config_s {
 	bool keep_going;        /* do not stop at the first OOM */
 	size_t timeline_points; /* 0: 1024 */
 	bool peak_blocks;       /* keep the policy's blocks at peak reserved */
+	/* With peak_blocks: kept only at the new peaks of the requests from
+	 * this index on (0: all); msim_sim_peak_blocks_request() says which
+	 * request they followed.  A sweep's guess of where the peak is
+	 * (lab/job.c): each copy costs a pass over the policy's blocks. */
+	uint64_t peak_blocks_from;
 	/* > 0: stop once this many requests were served, keeping the
 	 * policy's blocks then (msim_sim_peak_blocks()) and taking no
 	 * timeline: the blocks at a peak found by a run before (lab/job.c:
@@ -86,6 +91,9 @@ const msim_timeline_t *msim_sim_timeline(const msim_sim_t *sim);
  * their peak (n_out 0 if the policy cannot list its blocks). */
 const msim_block_t *msim_sim_peak_blocks(const msim_sim_t *sim,
 					 size_t *n_out);
+/* The 0-based index of the request after which msim_sim_peak_blocks()
+ * were taken, or UINT64_MAX if none were. */
+uint64_t msim_sim_peak_blocks_request(const msim_sim_t *sim);
 msim_device_t *msim_sim_device(msim_sim_t *sim);
 msim_policy_t *msim_sim_policy(msim_sim_t *sim);
 

@@ -29,19 +29,22 @@ struct msim_db_s {
 	bool has_meta, has_blocks, has_sweeps, has_failed; /* tables older
 							     * files lack */
 	char errmsg[2560];
-	/* Prepared once a connection, kept for the next runs stored (a
-	 * sweep's worker stores many): db_put_rows()'s statements. */
-	sqlite3_stmt *rows[1][3];
 	bool fk_off;     /* foreign-key checks switched off (db_fk()) */
-	/* The inserts of db_packed's tables, and the text they store. */
-	sqlite3_stmt *packed[3];
+	/* The inserts of db_packed's tables, and the text they store;
+	 * prepared once a connection, kept for the next runs stored (a
+	 * sweep's worker stores many). */
+	sqlite3_stmt *packed[4];
 	/* The other statements of storing a run (db_stmt()). */
 	sqlite3_stmt *q[5];
 	struct jbuf_s {
 		char *p;
 		size_t n, cap;
 		bool nomem;
-	} jb[3];
+	} jb[4];
+	/* The statistics' order by name, as msim_stats_foreach() gave them
+	 * to the last run stored (db_pack_stats()). */
+	uint16_t *stat_order;
+	size_t nstat_order;
 };
 
 /* How db_open() opens a file. */
@@ -79,13 +82,13 @@ static const char schema_sql[] =
 	" capacity_bytes INTEGER,"
 	" setting_key TEXT,"
 	" strategy TEXT);"
-	"CREATE TABLE IF NOT EXISTS stats("
-	" run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
-	" name TEXT NOT NULL, value INTEGER NOT NULL,"
-	" PRIMARY KEY(run_id, name)) WITHOUT ROWID;"
 	/* Schema 6: a run's timeline, segment events and blocks at peak as
-	 * one row each (db_packed below); views of the old tables' names
-	 * and columns read them as rows (views_sql). */
+	 * one row each, schema 7 its statistics too (db_packed below);
+	 * views of the old tables' names and columns read them as rows
+	 * (views_sql). */
+	"CREATE TABLE IF NOT EXISTS stats_packed("
+	" run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,"
+	" data TEXT NOT NULL);"
 	"CREATE TABLE IF NOT EXISTS timeline_packed("
 	" run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,"
 	" data TEXT NOT NULL);"
@@ -125,27 +128,30 @@ static const char schema_sql[] =
 	" PRIMARY KEY(sweep_id, setting_key)) WITHOUT ROWID;";
 
 /*
- * The tables of schema 5 and before that schema 6 keeps packed: each run's
- * rows as one JSON array of rows, [[v1,v2,...],...], in the order of
- * `order` (a sweep setting stores about 2,600 rows: as rows, SQLite's
- * B-tree insert, uniqueness check and record making cost ~5k instructions
- * each, 80% of storing a setting; packed, one row of text).  The view of
- * each name (views_sql) reads them as the rows they were, so SQL that read
- * the tables reads the views.  Older files are packed when first opened
- * for writing (db_pack_old()); read-only they are read as they are.
+ * The tables of schema 5 (stats: 6) and before that schema 7 keeps packed:
+ * each run's rows as one JSON array of rows, [[v1,v2,...],...], in the
+ * order of `order` (a sweep setting stores about 2,700 rows: as rows,
+ * SQLite's B-tree insert, uniqueness check and record making cost ~5k
+ * instructions each, 80% of storing a setting; packed, one row of text).
+ * The view of each name (views_sql) reads them as the rows they were, so
+ * SQL that read the tables reads the views.  Older files are packed when
+ * first opened for writing (db_pack_old()); read-only they are read as
+ * they are.
  */
 static const struct db_packed_s {
 	const char *table; /* the view's name, the table's of schema 5 */
 	const char *cols;  /* the columns of a row, in the array's order */
 	const char *order; /* the order of a run's rows */
-} db_packed[3] = {
+} db_packed[4] = {
 	{"timeline", "request, time_ns, allocated_bytes, reserved_bytes,"
 		     " active_bytes, requested_bytes, largest_free_bytes,"
 		     " free_bytes", "request"},
 	{"segment_events", "seq, request, action, addr, size", "seq"},
 	{"peak_blocks", "addr, size, state", "addr"},
+	{"stats", "name, value", "name"},
 };
-enum { DB_PACKED_TIMELINE, DB_PACKED_EVENTS, DB_PACKED_BLOCKS };
+enum { DB_PACKED_TIMELINE, DB_PACKED_EVENTS, DB_PACKED_BLOCKS,
+       DB_PACKED_STATS, DB_NPACKED };
 
 #define J(k) "json_extract(j.value,'$[" #k "]')"
 static const char views_sql[] =
@@ -160,7 +166,10 @@ static const char views_sql[] =
 	" FROM segment_events_packed p, json_each(p.data) j;"
 	"CREATE VIEW IF NOT EXISTS peak_blocks(run_id, addr, size, state) AS"
 	" SELECT p.run_id, " J(0) ", " J(1) ", " J(2)
-	" FROM peak_blocks_packed p, json_each(p.data) j;";
+	" FROM peak_blocks_packed p, json_each(p.data) j;"
+	"CREATE VIEW IF NOT EXISTS stats(run_id, name, value) AS"
+	" SELECT p.run_id, " J(0) ", " J(1)
+	" FROM stats_packed p, json_each(p.data) j;";
 #undef J
 
 /* What schema 2 adds to a schema 1 file.  Rows stored twice under schema 1
@@ -277,13 +286,13 @@ db_pack_rows(msim_db_t *db, size_t k, const char *schema, int64_t dst_id,
 	return db_step2(db, sql, dst_id, src_id, NULL);
 }
 
-/* Schema 5 and before to 6: each table of db_packed that is still a
+/* Schema 6 and before to 7: each table of db_packed that is still a
  * table becomes its packed table (no row is lost: a run's rows in their
  * order) and is dropped; views_sql then makes the views.  0 or MSIM_EDB. */
 static int
 db_pack_old(msim_db_t *db)
 {
-	for (size_t k = 0; k < 3; k++) {
+	for (size_t k = 0; k < DB_NPACKED; k++) {
 		const char *table = db_packed[k].table;
 		if (!db_schema_holds(db, "main", table, true))
 			continue;
@@ -292,7 +301,7 @@ db_pack_old(msim_db_t *db)
 		snprintf(sql, sizeof(sql), "SELECT DISTINCT run_id FROM"
 			 " main.%s", table);
 		if (sqlite3_prepare_v2(db->db, sql, -1, &q, NULL) != SQLITE_OK)
-			return db_fail(db, "cannot migrate schema 5 to 6");
+			return db_fail(db, "cannot migrate to schema 7");
 		int rc;
 		while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
 			int64_t id = sqlite3_column_int64(q, 0);
@@ -302,9 +311,9 @@ db_pack_old(msim_db_t *db)
 		}
 		sqlite3_finalize(q);
 		if (rc != SQLITE_DONE)
-			return db_fail(db, "cannot migrate schema 5 to 6");
+			return db_fail(db, "cannot migrate to schema 7");
 		snprintf(sql, sizeof(sql), "DROP TABLE main.%s", table);
-		if (db_exec(db, sql, "cannot migrate schema 5 to 6"))
+		if (db_exec(db, sql, "cannot migrate to schema 7"))
 			return MSIM_EDB;
 	}
 	return 0;
@@ -555,14 +564,15 @@ db_has_tables(msim_db_t *db)
 	static const char sql[] =
 		"SELECT count(*) FROM sqlite_master WHERE name IN ('meta',"
 		"'runs','stats','timeline_packed','segment_events_packed',"
-		"'peak_blocks_packed','run_meta','sweeps','sweep_runs',"
-		"'sweep_failed','timeline','segment_events','peak_blocks',"
-		"'runs_setting_key','runs_trace','sweep_runs_run')";
+		"'peak_blocks_packed','stats_packed','run_meta','sweeps',"
+		"'sweep_runs','sweep_failed','timeline','segment_events',"
+		"'peak_blocks','runs_setting_key','runs_trace',"
+		"'sweep_runs_run')";
 	sqlite3_stmt *q;
 	bool all = false;
 	if (sqlite3_prepare_v2(db->db, sql, -1, &q, NULL) == SQLITE_OK &&
 	    sqlite3_step(q) == SQLITE_ROW)
-		all = sqlite3_column_int(q, 0) == 16;
+		all = sqlite3_column_int(q, 0) == 17;
 	sqlite3_finalize(q);
 	return all;
 }
@@ -669,11 +679,12 @@ db_open(const char *path, int how, msim_db_t **out, char *why,
 			   "cannot write the schema version"))))
 		goto rollback;
 	/* Schema 4 only adds the table peak_blocks, schema 5 the table
-	 * sweep_failed, both made above; schema 6 packs three tables. */
+	 * sweep_failed, both made above; schema 6 packs three tables,
+	 * schema 7 a fourth (stats). */
 	if ((rc = db_pack_old(db)) ||
 	    (rc = db_exec(db, views_sql, "cannot create the views")))
 		goto rollback;
-	if (have >= 1 && have <= 5 &&
+	if (have >= 1 && have <= 6 &&
 	    (rc = db_exec(db, "UPDATE meta SET value='"
 			  MSIM_STR(MSIM_DB_SCHEMA_VERSION) "' WHERE "
 			  "key='schema_version'",
@@ -703,15 +714,13 @@ msim_db_close(msim_db_t *db)
 {
 	if (!db)
 		return;
-	for (size_t t = 0; t < 1; t++)
-		for (size_t k = 0; k < 3; k++)
-			sqlite3_finalize(db->rows[t][k]);
-	for (size_t k = 0; k < 3; k++)
+	for (size_t k = 0; k < DB_NPACKED; k++)
 		sqlite3_finalize(db->packed[k]);
 	for (size_t k = 0; k < 5; k++)
 		sqlite3_finalize(db->q[k]);
-	for (size_t k = 0; k < 3; k++)
+	for (size_t k = 0; k < DB_NPACKED; k++)
 		free(db->jb[k].p);
+	free(db->stat_order);
 	sqlite3_close(db->db);
 	free(db->path);
 	free(db);
@@ -721,6 +730,12 @@ void
 msim_db_defer_checkpoints(msim_db_t *db)
 {
 	sqlite3_wal_autocheckpoint(db->db, 0);
+}
+
+void
+msim_db_keep_wal(msim_db_t *db)
+{
+	sqlite3_db_config(db->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
 }
 
 int
@@ -741,85 +756,8 @@ msim_db_errmsg(const msim_db_t *db)
 	return db->errmsg;
 }
 
-/*
- * Rows of one table inserted several to a statement ("INSERT ... VALUES
- * (...),(...),..."): the same rows in the same order as one statement
- * each, but SQLite's cost of a statement (its start, its halt, the
- * foreign-key checks' bookkeeping, a reset) is paid once per 64 rows
- * instead of once a row; the rest goes 8 then 1 at a time.  The
- * statements are prepared once a connection (db->rows).  bind() binds
- * row's ncols values from parameter param on; text it binds must stay
- * valid until db_put_rows() returns.
- */
-enum { DB_ROWS_STATS };
-static const char *const db_rows_head[1] = {"INSERT INTO stats"};
-static const size_t db_rows_size[3] = {64, 8, 1};
-
-typedef void (*db_row_bind_fn)(sqlite3_stmt *q, int param, size_t row,
-			       const void *ctx);
-
-/* head's statement for rows rows of ncols values each, or NULL. */
-static sqlite3_stmt *
-db_rows_stmt(msim_db_t *db, const char *head, int ncols, size_t rows)
-{
-	size_t len = strlen(head), cap = len + 8 + rows * (2 * ncols + 2);
-	char *sql = malloc(cap);
-	if (!sql)
-		return NULL;
-	memcpy(sql, head, len);
-	memcpy(sql + len, " VALUES", 7);
-	len += 7;
-	for (size_t r = 0; r < rows; r++) {
-		if (r)
-			sql[len++] = ',';
-		sql[len++] = '(';
-		for (int c = 0; c < ncols; c++) {
-			if (c)
-				sql[len++] = ',';
-			sql[len++] = '?';
-		}
-		sql[len++] = ')';
-	}
-	sql[len] = '\0';
-	sqlite3_stmt *q;
-	if (sqlite3_prepare_v2(db->db, sql, (int)len + 1, &q, NULL) !=
-	    SQLITE_OK)
-		q = NULL;
-	free(sql);
-	return q;
-}
-
-/* Inserts n rows into table (DB_ROWS_*) with bind.  0 or MSIM_EDB. */
-static int
-db_put_rows(msim_db_t *db, int table, int ncols, size_t n,
-	    db_row_bind_fn bind, const void *ctx)
-{
-	int limit = sqlite3_limit(db->db, SQLITE_LIMIT_VARIABLE_NUMBER, -1);
-	size_t k = 0;
-	for (size_t z = 0; z < 3; z++) {
-		size_t take = db_rows_size[z];
-		if (n - k < take ||
-		    (take > 1 && take * (size_t)ncols > (size_t)limit))
-			continue;
-		sqlite3_stmt **q = &db->rows[table][z];
-		if (!*q && !(*q = db_rows_stmt(db, db_rows_head[table], ncols,
-					       take)))
-			return MSIM_EDB;
-		for (; n - k >= take; k += take) {
-			for (size_t r = 0; r < take; r++)
-				bind(*q, 1 + (int)r * ncols, k + r, ctx);
-			int rc = sqlite3_step(*q);
-			sqlite3_reset(*q);
-			if (rc != SQLITE_DONE)
-				return MSIM_EDB;
-		}
-	}
-	return 0;
-}
-
 /* The statistics of a run as rows, collected by msim_stats_foreach(). */
 typedef struct stat_rows_s {
-	int64_t run_id;
 	size_t n, cap;
 	struct stat_row_s {
 		char name[96]; /* as msim_stats_foreach() makes them */
@@ -844,17 +782,12 @@ stat_collect(const char *name, int64_t value, void *ctx)
 		s->v = v;
 		s->cap = cap;
 	}
-	snprintf(s->v[s->n].name, sizeof(s->v[s->n].name), "%s", name);
+	size_t len = strlen(name);
+	if (len >= sizeof(s->v[0].name))
+		len = sizeof(s->v[0].name) - 1;
+	memcpy(s->v[s->n].name, name, len);
+	s->v[s->n].name[len] = '\0';
 	s->v[s->n++].value = value;
-}
-
-static void
-stat_bind(sqlite3_stmt *q, int i, size_t row, const void *ctx)
-{
-	const stat_rows_t *s = ctx;
-	sqlite3_bind_int64(q, i, s->run_id);
-	sqlite3_bind_text(q, i + 1, s->v[row].name, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(q, i + 2, s->v[row].value);
 }
 
 /* The statements db_stmt() keeps prepared on a connection: a sweep's
@@ -980,7 +913,7 @@ static int
 db_clear_run(msim_db_t *db, int64_t run_id)
 {
 	static const char *const del[] = {
-		"DELETE FROM stats WHERE run_id=?",
+		"DELETE FROM stats_packed WHERE run_id=?",
 		"DELETE FROM timeline_packed WHERE run_id=?",
 		"DELETE FROM segment_events_packed WHERE run_id=?",
 		"DELETE FROM run_meta WHERE run_id=?",
@@ -1078,16 +1011,6 @@ db_put_run(msim_db_t *db, const msim_run_info_t *info,
 		return MSIM_EDB;
 	*run_id_out = old_id >= 0 ? old_id : sqlite3_last_insert_rowid(db->db);
 	return 0;
-}
-
-/* The statistics of a run: one row of stats per memory_stats key. */
-static int
-db_put_stats(msim_db_t *db, int64_t run_id, stat_rows_t *sr)
-{
-	sr->run_id = run_id;
-	return sr->nomem ? MSIM_EDB
-			 : db_put_rows(db, DB_ROWS_STATS, 3, sr->n, stat_bind,
-				       sr);
 }
 
 typedef struct run_rows_s {
@@ -1251,9 +1174,39 @@ db_put_packed(msim_db_t *db, size_t k, int64_t run_id)
 	return rc == SQLITE_DONE ? 0 : MSIM_EDB;
 }
 
+/* A value's decimal text, written already at off in a jbuf_t. */
+typedef struct jb_span_s {
+	int64_t v;
+	size_t off, len;
+} jb_span_t;
+
+/* Appends v, the value of s, copying its text (24 bytes through a copy:
+ * they may overlap; jb_row()'s room covers them). */
+static inline void
+jb_copy(jbuf_t *b, const jb_span_t *s)
+{
+	char w[24];
+	memcpy(w, b->p + s->off, sizeof(w));
+	memcpy(b->p + b->n, w, sizeof(w));
+	b->n += s->len;
+}
+
+/* Appends v as jb_int() does and keeps where it went in s. */
+static inline void
+jb_int_span(jbuf_t *b, int64_t v, jb_span_t *s)
+{
+	s->v = v;
+	s->off = b->n;
+	jb_int(b, v);
+	s->len = b->n - s->off;
+}
+
 /* The timeline of a run (tl may be NULL) into db->jb[], one array of
  * rows [request, time_ns, allocated, reserved, active, requested,
- * largest_free, free]. */
+ * largest_free, free].  Reserved and the largest free block mostly stay
+ * from one sample to the next (87% and 95% of gpt2_varlen's), and active
+ * is allocated unless blocks wait for their stream: their text is copied
+ * then, not written again (jb_int() is most of the cost of packing). */
 static int
 db_pack_timeline(msim_db_t *db, const msim_timeline_t *tl)
 {
@@ -1265,12 +1218,39 @@ db_pack_timeline(msim_db_t *db, const msim_timeline_t *tl)
 	if (!jb_room(b, 1))
 		return MSIM_EDB;
 	b->p[b->n++] = '[';
+	jb_span_t al, res = {0}, lf = {0};
 	for (size_t i = 0; i < tl->n; i++) {
 		const msim_sample_t *x = &tl->v[i];
-		int64_t v[8] = {(int64_t)x->request, (int64_t)x->time,
-			x->allocated, x->reserved, x->active, x->requested,
-			(int64_t)x->largest_free, (int64_t)x->free};
-		jb_row(b, v, NULL, 8);
+		if (!jb_room(b, 2 + 8 * 27))
+			return MSIM_EDB;
+		if (i)
+			b->p[b->n++] = ',';
+		b->p[b->n++] = '[';
+		jb_int(b, (int64_t)x->request);
+		b->p[b->n++] = ',';
+		jb_int(b, (int64_t)x->time);
+		b->p[b->n++] = ',';
+		jb_int_span(b, x->allocated, &al);
+		b->p[b->n++] = ',';
+		if (i && x->reserved == res.v)
+			jb_copy(b, &res);
+		else
+			jb_int_span(b, x->reserved, &res);
+		b->p[b->n++] = ',';
+		if (x->active == x->allocated)
+			jb_copy(b, &al);
+		else
+			jb_int(b, x->active);
+		b->p[b->n++] = ',';
+		jb_int(b, x->requested);
+		b->p[b->n++] = ',';
+		if (i && (int64_t)x->largest_free == lf.v)
+			jb_copy(b, &lf);
+		else
+			jb_int_span(b, (int64_t)x->largest_free, &lf);
+		b->p[b->n++] = ',';
+		jb_int(b, (int64_t)x->free);
+		b->p[b->n++] = ']';
 	}
 	return jb_end(b);
 }
@@ -1320,6 +1300,67 @@ db_put_meta(msim_db_t *db, int64_t run_id, const char *const *meta)
 	}
 	db_unstmt(q);
 	return rc == SQLITE_DONE ? 0 : MSIM_EDB;
+}
+
+/*
+ * The statistics of a run into db->jb[], rows ["name", value] by name, as
+ * the table stats of schema 6 kept them (its key was run_id, name).
+ * msim_stats_foreach() gives the same names in the same order each run:
+ * their order by name is found once a connection and checked after.
+ */
+static int
+db_pack_stats(msim_db_t *db, const stat_rows_t *sr)
+{
+	jbuf_t *b = &db->jb[DB_PACKED_STATS];
+	b->n = 0;
+	b->nomem = false;
+	if (sr->nomem)
+		return MSIM_EDB;
+	if (!sr->n)
+		return 0;
+	uint16_t *o = db->stat_order;
+	bool sorted = db->nstat_order == sr->n;
+	for (size_t i = 1; sorted && i < sr->n; i++)
+		sorted = strcmp(sr->v[o[i - 1]].name, sr->v[o[i]].name) < 0;
+	if (!sorted) {
+		if (sr->n > UINT16_MAX)
+			return MSIM_EDB;
+		free(db->stat_order);
+		db->nstat_order = 0;
+		if (!(o = db->stat_order = malloc(sr->n * sizeof(*o))))
+			return MSIM_EDB;
+		/* Insertion sort: once a connection, 122 names. */
+		for (size_t i = 0; i < sr->n; i++) {
+			size_t k = i;
+			for (; k && strcmp(sr->v[o[k - 1]].name,
+					   sr->v[i].name) > 0; k--)
+				o[k] = o[k - 1];
+			o[k] = (uint16_t)i;
+		}
+		db->nstat_order = sr->n;
+	}
+	if (!jb_room(b, 1))
+		return MSIM_EDB;
+	b->p[b->n++] = '[';
+	for (size_t i = 0; i < sr->n; i++) {
+		const struct stat_row_s *r = &sr->v[o[i]];
+		size_t len = strlen(r->name);
+		if (!jb_room(b, len + 32))
+			return MSIM_EDB;
+		char *p = b->p + b->n;
+		if (i)
+			*p++ = ',';
+		*p++ = '[';
+		*p++ = '"';
+		memcpy(p, r->name, len);
+		p += len;
+		*p++ = '"';
+		*p++ = ',';
+		b->n = (size_t)(p - b->p);
+		jb_int(b, r->value);
+		b->p[b->n++] = ']';
+	}
+	return jb_end(b);
 }
 
 static const char *const block_states[] = {"allocated", "free", "pending"};
@@ -1446,7 +1487,8 @@ msim_db_store_run_mode(msim_db_t *db, const msim_run_info_t *info,
 	 * sweep hold it only while SQLite stores them. */
 	stat_rows_t sr = {0};
 	msim_stats_foreach(st, stat_collect, &sr);
-	if (db_pack_timeline(db, tl) || db_pack_events(db, events, nevents) ||
+	if (db_pack_stats(db, &sr) || db_pack_timeline(db, tl) ||
+	    db_pack_events(db, events, nevents) ||
 	    db_pack_peak_blocks(db, info->peak_blocks, info->npeak_blocks)) {
 		free(sr.v);
 		snprintf(db->errmsg, sizeof(db->errmsg), "%s: cannot store "
@@ -1480,7 +1522,7 @@ msim_db_store_run_mode(msim_db_t *db, const msim_run_info_t *info,
 	}
 	if (db_put_run(db, info, sum, st, mode != MSIM_DB_INSERT ? key : NULL,
 		       old_id, &run_id) ||
-	    db_put_stats(db, run_id, &sr) ||
+	    db_put_packed(db, DB_PACKED_STATS, run_id) ||
 	    db_put_packed(db, DB_PACKED_TIMELINE, run_id) ||
 	    db_put_packed(db, DB_PACKED_EVENTS, run_id) ||
 	    db_put_meta(db, run_id, info->meta) ||
@@ -1818,8 +1860,7 @@ static const struct merge_table_s {
 	const char *sql;
 	int packed;
 } merge_tables[] = {
-	{"stats", "INSERT INTO main.stats SELECT ?, name, value"
-		  " FROM src.stats WHERE run_id=?2", -1},
+	{"stats", NULL, DB_PACKED_STATS},
 	{"timeline", NULL, DB_PACKED_TIMELINE},
 	{"segment_events", NULL, DB_PACKED_EVENTS},
 	/* run_meta came with validation mode, peak_blocks with schema 4. */

@@ -17,7 +17,7 @@
 #include "sim/metrics.h"
 #include "sim/types.h"
 
-#define MSIM_DB_SCHEMA_VERSION 6
+#define MSIM_DB_SCHEMA_VERSION 7
 
 typedef struct msim_db_s msim_db_t;
 
@@ -99,6 +99,12 @@ void msim_db_close(msim_db_t *db);
  * msim_db_checkpoint(): db's commits no longer copy the WAL into the
  * database (with its two fsyncs) once it passes 1000 pages. */
 void msim_db_defer_checkpoints(msim_db_t *db);
+
+/* Closing db, if it is the file's last connection, leaves the WAL to the
+ * next one (which checkpoints it when it closes) instead of copying it
+ * into the database and deleting it: for a connection closed just before
+ * others open the file (a sweep's parent before it forks its workers). */
+void msim_db_keep_wal(msim_db_t *db);
 /* Copies into the database what the WAL holds, as far as the other
  * connections' readers allow, without waiting for any lock (a PASSIVE
  * checkpoint).  Returns 0 or MSIM_EDB. */

@@ -177,6 +177,90 @@ START_TEST(test_store_once)
 }
 END_TEST
 
+static int64_t
+count_sql(const char *sql)
+{
+	sqlite3 *db;
+	sqlite3_stmt *q;
+	ck_assert_int_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+	int64_t n = sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+	return n;
+}
+
+/*
+ * The blocks at peak of a job replayed from a trace read once (a sweep's)
+ * whichever request the copies start from (spec.blocks_from), against a
+ * job that reads its file.  Under a 40 MiB cap three 12 MiB segments
+ * (requests 0-2) reach the peak, 36 MiB, at request 2; two are freed and
+ * cached, and a 24 MiB request (5) finds no room: release_cached_blocks()
+ * frees both cached segments and the retry brings reserved back to 36 MiB
+ * without passing the peak.  Copies from request 3 on take the blocks
+ * after request 5 (12 and 24 MiB), not at the peak: the job must replay
+ * again up to request 2, as it must when no copy was taken (from 6).
+ */
+START_TEST(test_blocks_from)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/tmp/memsim-jobpk-XXXXXX");
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	FILE *fp = fdopen(fd, "w");
+	fprintf(fp, "action,addr,size\n"
+		"alloc,4096,12582912\n"
+		"alloc,8392704,12582912\n"
+		"alloc,16781312,12582912\n"
+		"free_completed,4096,12582912\n"
+		"free_completed,8392704,12582912\n"
+		"alloc,33558528,25165824\n");
+	fclose(fp);
+	char why[512];
+	msim_db_t *db;
+	ck_assert_int_eq(msim_db_open(dbpath, &db, why, sizeof(why)), 0);
+	msim_job_spec_t spec = {.trace = path, .policy = "pytorch",
+				.cap = 40 * MiB, .capacity = 64 * MiB};
+	msim_trace_options_t topt = msim_job_trace_options(&spec);
+	msim_trace_cache_t cache = {0};
+	msim_trace_cache_load(&cache, path, &topt, 1000);
+	ck_assert_ptr_nonnull(cache.trace);
+	static const uint64_t from[] = {0, 1, 2, 3, 5, 6, 1000};
+	for (size_t k = 0; k <= sizeof(from) / sizeof(from[0]); k++) {
+		/* The last: from the file, a copy at each new peak. */
+		bool cached = k < sizeof(from) / sizeof(from[0]);
+		spec.cache = cached ? &cache : NULL;
+		spec.blocks_from = cached ? from[k] : 0;
+		msim_job_t *job = job_run(&spec, true);
+		const msim_job_result_t *r = msim_job_result(job);
+		ck_assert_int_eq(r->st.reserved_bytes[0].peak, 36 * MiB);
+		ck_assert_int_eq(r->st.num_alloc_retries, 1);
+		ck_assert_int_eq(r->st.reserved_bytes[0].current, 36 * MiB);
+		int64_t id;
+		int existed;
+		msim_job_err_t err;
+		ck_assert_int_eq(msim_job_store(job, db, MSIM_DB_INSERT, 0, &id,
+						&existed, &err), 0);
+		msim_job_destroy(job);
+	}
+	msim_db_close(db);
+	msim_trace_cache_clear(&cache);
+	unlink(path);
+	size_t runs = sizeof(from) / sizeof(from[0]) + 1;
+	ck_assert_int_eq(count_sql("SELECT count(*) FROM runs"), runs);
+	/* Each run: the three 12 MiB blocks, allocated, at the same three
+	 * addresses. */
+	ck_assert_int_eq(count_sql("SELECT count(*) FROM peak_blocks WHERE "
+				   "size = 12582912 AND state = 'allocated'"),
+			 3 * runs);
+	ck_assert_int_eq(count_sql("SELECT count(*) FROM peak_blocks"),
+			 3 * runs);
+	ck_assert_int_eq(count_sql("SELECT count(DISTINCT addr) FROM "
+				   "peak_blocks"), 3);
+}
+END_TEST
+
 /* Opens spec expecting an error about part, with text in its message. */
 static void
 expect_part(const msim_job_spec_t *spec, int part, const char *text)
@@ -223,6 +307,7 @@ main(void)
 	tcase_add_test(tc, test_cap);
 	tcase_add_test(tc, test_store_once);
 	tcase_add_test(tc, test_errors);
+	tcase_add_test(tc, test_blocks_from);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

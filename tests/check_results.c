@@ -451,16 +451,20 @@ query_text(const char *sql, char *out, size_t n)
 }
 
 /* Schema 6 keeps a run's timeline, segment events and blocks at peak as
- * one row each; the views of the old names give the rows back, values and
- * types as stored (negative and 62-bit numbers too), blocks by address
- * with the last of a repeated address.  A file of schema 5 (the rows as
- * tables) reads as it is read-only and is packed when opened to write. */
+ * one row each, schema 7 its statistics too; the views of the old names
+ * give the rows back, values and types as stored (negative and 62-bit
+ * numbers too), blocks by address with the last of a repeated address,
+ * statistics by name.  A file of schema 5 (the rows as tables) reads as
+ * it is read-only and is packed when opened to write. */
 START_TEST(test_packed_rows)
 {
 	msim_db_t *db;
 	char why[256], row[512];
 	ck_assert_int_eq(msim_db_open(path, &db, why, sizeof(why)), 0);
 	msim_stats_t st = {0};
+	st.num_alloc_retries = 7;
+	st.reserved_bytes[0].peak = 4611686018427387911LL;
+	st.max_split_size = -1;
 	msim_summary_t sum = {.requests = 3, .oom_request = -1};
 	msim_timeline_t tl;
 	ck_assert_int_eq(msim_timeline_init(&tl, 8), 0);
@@ -501,10 +505,29 @@ START_TEST(test_packed_rows)
 		   " ' ') FROM peak_blocks", row, sizeof(row));
 	ck_assert_str_eq(row, "'0:4096:allocated 4096:1024:allocated "
 			 "8192:256:pending|");
+	query_text("SELECT typeof(run_id), typeof(name), typeof(value),"
+		   " count(*), count(DISTINCT name) FROM stats", row,
+		   sizeof(row));
+	ck_assert_str_eq(row, "'integer|'text|'integer|122|122|");
+	/* By name, as the table's key (run_id, name) kept them. */
+	query_text("SELECT group_concat(value, ' ') FROM (SELECT value FROM"
+		   " stats WHERE name IN ('reserved_bytes.all.peak',"
+		   " 'num_alloc_retries', 'max_split_size'))", row,
+		   sizeof(row));
+	ck_assert_str_eq(row, "'-1 7 4611686018427387911|");
+	ck_assert_int_eq(query_int("SELECT count(*) FROM (SELECT name, lag(name)"
+				   " OVER () AS prev FROM stats) WHERE"
+				   " prev >= name"), 0);
 
-	/* The same run as schema 5 stored it: three tables of rows. */
+	/* The same run as schema 5 stored it: four tables of rows. */
 	exec_sql("DROP VIEW timeline; DROP VIEW segment_events;"
-		 " DROP VIEW peak_blocks;"
+		 " DROP VIEW peak_blocks; DROP VIEW stats;"
+		 "CREATE TABLE stats(run_id INTEGER NOT NULL, name TEXT NOT"
+		 " NULL, value INTEGER NOT NULL, PRIMARY KEY(run_id, name))"
+		 " WITHOUT ROWID;"
+		 "INSERT INTO stats VALUES(1,'num_ooms',3),"
+		 " (1,'max_split_size',-1);"
+		 "DELETE FROM stats_packed;"
 		 "CREATE TABLE timeline(run_id INTEGER NOT NULL, request"
 		 " INTEGER NOT NULL, time_ns INTEGER NOT NULL, allocated_bytes"
 		 " INTEGER NOT NULL, reserved_bytes INTEGER NOT NULL,"
@@ -540,9 +563,12 @@ START_TEST(test_packed_rows)
 	ck_assert_int_eq(got.v[0].reserved, 4611686018427387911LL);
 	ck_assert_uint_eq(got.v[0].free, 4611686018427387904ULL);
 	ck_assert_uint_eq(got.v[1].time, 20);
+	int64_t v = 0;
+	ck_assert_int_eq(msim_db_run_stat(db, id, "num_ooms", &v), 0);
+	ck_assert_int_eq(v, 3);
 	msim_db_close(db);
 	ck_assert_int_eq(query_int("SELECT count(*) FROM timeline_packed"), 0);
-	/* merge packs a schema 5 file's rows into a file of schema 6. */
+	/* merge packs a schema 5 file's rows into a file of schema 7. */
 	char path2[80];
 	snprintf(path2, sizeof(path2), "%s-merged", path);
 	unlink(path2);
@@ -562,6 +588,8 @@ START_TEST(test_packed_rows)
 	ck_assert_uint_eq(pb[1].addr, 8192);
 	ck_assert_int_eq(pb[1].state, MSIM_BLOCK_PENDING);
 	free(pb);
+	ck_assert_int_eq(msim_db_run_stat(db, 1, "max_split_size", &v), 0);
+	ck_assert_int_eq(v, -1);
 	msim_db_close(db);
 	char p2[96];
 	unlink(path2);
@@ -575,7 +603,9 @@ START_TEST(test_packed_rows)
 				   "key='schema_version'"),
 			 MSIM_DB_SCHEMA_VERSION);
 	ck_assert_int_eq(query_int("SELECT count(*) FROM sqlite_master WHERE"
-				   " type='view'"), 3);
+				   " type='view'"), 4);
+	query_text("SELECT data FROM stats_packed", row, sizeof(row));
+	ck_assert_str_eq(row, "'[[\"max_split_size\",-1],[\"num_ooms\",3]]|");
 	query_text("SELECT data FROM timeline_packed", row, sizeof(row));
 	ck_assert_str_eq(row, "'[[1,10,-5,4611686018427387911,9,0,100,"
 			 "4611686018427387904],[2,20,7,8,0,0,0,0]]|");
@@ -585,6 +615,70 @@ START_TEST(test_packed_rows)
 	query_text("SELECT group_concat(addr || ':' || state, ' ') FROM"
 		   " peak_blocks", row, sizeof(row));
 	ck_assert_str_eq(row, "'4096:allocated 8192:pending|");
+}
+END_TEST
+
+/* The packed text is what SQLite's own json_array() makes of the rows
+ * (the views read it back either way): a timeline whose reserved bytes and
+ * largest free block repeat from sample to sample and whose active bytes
+ * equal allocated, or not (their text is copied when they repeat), and the
+ * statistics. */
+START_TEST(test_packed_text)
+{
+	msim_db_t *db;
+	char why[256];
+	ck_assert_int_eq(msim_db_open(path, &db, why, sizeof(why)), 0);
+	msim_stats_t st = {0};
+	st.num_ooms = 12345678901234LL;
+	st.allocated_bytes[1].current = -77;
+	msim_summary_t sum = {.requests = 9, .oom_request = -1};
+	msim_timeline_t tl;
+	ck_assert_int_eq(msim_timeline_init(&tl, 16), 0);
+	static const int64_t x[][6] = {
+		/* allocated, reserved, active, largest_free, free, time */
+		{5, 1000000000000, 5, 7, 9, 1},
+		{123456789012, 1000000000000, 123456789012, 7, 0, 22},
+		{123456789012, 99999999, -3, 7, 1, 333},
+		{0, 99999999, 0, 123456789012345678, 2, 4444},
+		{-9223372036854775807LL - 1, 99999999, 1, 123456789012345678,
+		 3, 55555},
+		{1, 100000000, 1, 8, 4, 666666},
+	};
+	for (size_t i = 0; i < sizeof(x) / sizeof(x[0]); i++)
+		msim_timeline_add(&tl, &(msim_sample_t){.request = i + 1,
+			.time = (msim_time_t)x[i][5], .allocated = x[i][0],
+			.reserved = x[i][1], .active = x[i][2],
+			.requested = (int64_t)i, .largest_free = (uint64_t)x[i][3],
+			.free = (uint64_t)x[i][4]});
+	msim_run_info_t info = {.trace_path = "t.csv", .trace_hash = "abc",
+				.policy = "pytorch", .addresses = "model"};
+	int64_t id;
+	int existed;
+	ck_assert_int_eq(msim_db_store_run_mode(db, &info, &sum, &st, &tl,
+						NULL, 0, MSIM_DB_REPLACE, &id,
+						&existed), 0);
+	msim_timeline_clear(&tl);
+	msim_db_close(db);
+	ck_assert_int_eq(query_int("SELECT count(*) FROM timeline"), 6);
+	ck_assert_int_eq(query_int("SELECT data = (SELECT json_group_array("
+				   "json_array(request, time_ns,"
+				   " allocated_bytes, reserved_bytes,"
+				   " active_bytes, requested_bytes,"
+				   " largest_free_bytes, free_bytes)) FROM"
+				   " (SELECT * FROM timeline ORDER BY request))"
+				   " FROM timeline_packed"), 1);
+	ck_assert_int_eq(query_int("SELECT sum(active_bytes = -3) + sum("
+				   "largest_free_bytes = 123456789012345678)"
+				   " FROM timeline"), 3);
+	ck_assert_int_eq(query_int("SELECT data = (SELECT json_group_array("
+				   "json_array(name, value)) FROM (SELECT *"
+				   " FROM stats ORDER BY name)) FROM"
+				   " stats_packed"), 1);
+	ck_assert_int_eq(query_int("SELECT value FROM stats WHERE name ="
+				   " 'num_ooms'"), 12345678901234LL);
+	ck_assert_int_eq(query_int("SELECT value FROM stats WHERE name ="
+				   " 'allocated_bytes.small_pool.current'"),
+			 -77);
 }
 END_TEST
 
@@ -598,6 +692,7 @@ main(void)
 	tcase_add_test(tc, test_bad_database_files);
 	tcase_add_test(tc, test_locked_database);
 	tcase_add_test(tc, test_read_calls);
+	tcase_add_test(tc, test_packed_text);
 	tcase_add_test(tc, test_failed_settings);
 	tcase_add_test(tc, test_packed_rows);
 	suite_add_tcase(s, tc);

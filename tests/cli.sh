@@ -275,7 +275,7 @@ expect_error "--runs" $MEMSIM bench --runs 0
 $MEMSIM bench --requests 1000 --runs 1 --sweep --jobs 1 --json \
 	"$MSIM_TESTDATA/traces/gpt2_varlen.csv" >"$tmp/bench.json" ||
 	fail "bench --sweep"
-grep -q '"sweep": {"settings": 60, "jobs": 1, "sweep_cpu_s": [0-9.]*, "run_cpu_s": [0-9.]*, "ratio": [0-9.]*}' \
+grep -q '"sweep": {"settings": 60, "jobs": 1, "sweep_cpu_s": [0-9.]*, "run_cpu_s": [0-9.]*, "ratio": [0-9.]*, "wall_s": [0-9.]*, "wall_one_job_s": [0-9.]*, "scaling": 1.00}' \
 	"$tmp/bench.json" || fail "bench --sweep: $(cat "$tmp/bench.json")"
 
 # A binary trace holds the request stage's ids and pairs its frees: it
