@@ -62,6 +62,13 @@ usage_record(FILE *fp)
 		"0.5)\n"
 		"      --item-int N          what an integer .item() returns "
 		"(default 1)\n"
+		"      --item-bool true|false  what a bool .item() of unknown "
+		"value returns\n"
+		"                            (default false)\n"
+		"      --item-repeats N      stop when one line asks for an "
+		"unknown .item()\n"
+		"                            more than N times (default "
+		"100000)\n"
 		"      --python PY           the interpreter (default "
 		"$MEMSIM_PYTHON or python3)\n"
 		"  -h, --help                this help\n");
@@ -183,7 +190,7 @@ msim_cli_record(const char *out, char *const *ropt, int nropt,
 /* The recorder's options that a setting of fit or sweep can name. */
 static const char *const record_flags[] = {
 	"--amp", "--checkpoint", "--device", "--world-size", "--rank",
-	"--dynamic-fraction", "--item-int",
+	"--dynamic-fraction", "--item-int", "--item-bool",
 };
 
 const char *
@@ -262,7 +269,7 @@ int
 msim_cmd_record(int argc, char **argv)
 {
 	enum { O_FAKE = 256, O_GPU, O_DEVICE, O_WS, O_RANK, O_AMP, O_CKPT,
-	       O_FRAC, O_ITEM, O_PY };
+	       O_FRAC, O_ITEM, O_ITEMB, O_REPEATS, O_PY };
 	static const struct option longopts[] = {
 		{"output", required_argument, NULL, 'o'},
 		{"fake", no_argument, NULL, O_FAKE},
@@ -274,6 +281,8 @@ msim_cmd_record(int argc, char **argv)
 		{"checkpoint", required_argument, NULL, O_CKPT},
 		{"dynamic-fraction", required_argument, NULL, O_FRAC},
 		{"item-int", required_argument, NULL, O_ITEM},
+		{"item-bool", required_argument, NULL, O_ITEMB},
+		{"item-repeats", required_argument, NULL, O_REPEATS},
 		{"python", required_argument, NULL, O_PY},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -298,11 +307,11 @@ msim_cmd_record(int argc, char **argv)
 			setenv("MEMSIM_PYTHON", optarg, 1);
 			break;
 		case O_DEVICE: case O_WS: case O_RANK: case O_AMP: case O_CKPT:
-		case O_FRAC: case O_ITEM: {
+		case O_FRAC: case O_ITEM: case O_ITEMB: case O_REPEATS: {
 			static const char *const flag[] = {
 				"--device", "--world-size", "--rank", "--amp",
 				"--checkpoint", "--dynamic-fraction",
-				"--item-int"};
+				"--item-int", "--item-bool", "--item-repeats"};
 			if (nropt > 28)
 				msim_cli_die("record: too many options");
 			ropt[nropt++] = (char *)flag[c - O_DEVICE];

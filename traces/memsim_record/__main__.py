@@ -31,6 +31,13 @@ def parse(argv):
                     "select (default 0.5)")
     ap.add_argument("--item-int", type=int, default=1,
                     help="what an integer .item() returns (default 1)")
+    ap.add_argument("--item-bool", choices=("false", "true"),
+                    default="false",
+                    help="what a bool .item() of unknown value returns "
+                    "(default false)")
+    ap.add_argument("--item-repeats", type=int, default=100000,
+                    help="stop when one line asks for an unknown .item() "
+                    "more than this many times (default 100000)")
     ap.add_argument("--snapshot", metavar="FILE",
                     help="--gpu: also dump the snapshot pickle, with C++ and "
                     "Python stack frames, to FILE")
@@ -39,6 +46,9 @@ def parse(argv):
     opt = ap.parse_args(argv)
     if opt.amp == "none":
         opt.amp = None
+    opt.item_bool = opt.item_bool == "true"
+    if opt.item_repeats < 1:
+        ap.error("--item-repeats must be at least 1")
     if opt.world_size < 1 or not 0 <= opt.rank < opt.world_size:
         ap.error("--rank must be in [0, --world-size)")
     if not 0.0 <= opt.dynamic_fraction <= 1.0:

@@ -20,8 +20,11 @@ What fake tensors do not show is added by rule (kernel allocations):
 
 Data-dependent values get stated assumptions, counted in the trace as
 `annotate` rows (category "assumption", site = the kind):
-- .item() / _local_scalar_dense: bool -> False, float -> 1.0 (an optimizer's
-  step count, a logged loss), int -> --item-int (default 1);
+- .item() / _local_scalar_dense of a value not known (known.py tracks
+  tensors whose elements all hold one known scalar): bool -> --item-bool
+  (default False), float -> 1.0 (an optimizer's step count, a logged
+  loss), int -> --item-int (default 1); one line asking more than
+  --item-repeats times stops the recording (a loop that never ends);
 - GradScaler finds no inf or NaN: the optimizer step is taken;
 - nonzero, argwhere, masked_select, unique, boolean indexing, MoE routing:
   --dynamic-fraction of the elements (default 0.5) are selected.
@@ -35,6 +38,7 @@ import weakref
 
 from . import devices
 from . import kernels
+from . import known
 
 CATEGORIES = ("parameter", "gradient", "optimizer", "activation",
               "temporary", "input", "other")
@@ -560,13 +564,27 @@ def _dynamic(torch, rec, func, args, kwargs):
 
 
 def _item_value(rec, dtype, torch):
+    """An unknown value's assumption (known.py answers the known ones);
+    the same one asked again and again from one line stops the
+    recording (known.Watch)."""
+    watch = getattr(rec, "watch", None)
     if dtype == torch.bool:
+        v = bool(getattr(rec.opt, "item_bool", False))
         rec.assume("item:bool")
-        return False
+        if watch:
+            watch.assumed("item:bool", v, ", or give the answer with "
+                          "--item-bool %s" % ("false" if v else "true"))
+        return v
     if dtype.is_floating_point or dtype.is_complex:
-        rec.assume("item:optimizer" if rec.phase_optimizer else "item:float")
+        kind = "item:optimizer" if rec.phase_optimizer else "item:float"
+        rec.assume(kind)
+        if watch:
+            watch.assumed(kind, 1.0, "")
         return 1.0
     rec.assume("item:int")
+    if watch:
+        watch.assumed("item:int", rec.opt.item_int,
+                      ", or give the answer with --item-int N")
     return rec.opt.item_int
 
 
@@ -653,6 +671,9 @@ def run(opt, script, argv):
 
     refs = {}
     FAKE_KEY = torch._C._TorchDispatchModeKey.FAKE
+    kn = rec.known = known.Known(torch, rec.assume)
+    watch = rec.watch = known.Watch(rec, "memsim record", getattr(
+        opt, "item_repeats", 100000))
 
     class Track(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -662,14 +683,20 @@ def run(opt, script, argv):
                 # DeviceMesh's CPU tensors): real values, nothing to note.
                 return func(*args, **kwargs)
             name = func.overloadpacket.__name__
+            watch.tick()
             if func is aten._local_scalar_dense.default:
+                v = kn.item(args[0])
+                if v is not known.UNKNOWN:
+                    return v
                 return _item_value(rec, args[0].dtype, torch)
             if name in ("is_pinned",):
                 return False
             if name in ("_amp_foreach_non_finite_check_and_unscale_",
                         "_amp_update_scale_"):
                 # No meta kernel: the fake mode would run the CUDA one.
-                # In place, on tensors that exist: nothing is allocated.
+                # In place, on tensors that exist: nothing is allocated
+                # (their values are no longer known).
+                kn.after(func, name, args, kwargs, None)
                 return args[0] if name == "_amp_update_scale_" else None
             dv = kwargs.get("device")
             if isinstance(dv, torch.device) and dv.type == "cuda" and \
@@ -680,6 +707,7 @@ def run(opt, script, argv):
             out = _dynamic(torch, rec, func, args, kwargs)
             if out is None:
                 out = func(*args, **kwargs)
+            kn.after(func, name, args, kwargs, out)
             if name == "addmm" and len(args) > 0 and \
                     isinstance(args[0], torch.Tensor) and \
                     args[0].dim() == 1 and args[0].device.type == "cuda":
@@ -948,9 +976,17 @@ def run(opt, script, argv):
 
     def sdpa(query, key, value, attn_mask=None, dropout_p=0.0,
              is_causal=False, scale=None, enable_gqa=False):
-        if query.device.type != "cuda" or enable_gqa or \
-                query.dim() != 4 or \
-                not (query.shape[1] == key.shape[1] == value.shape[1]):
+        # Grouped-query attention (enable_gqa: fewer key/value heads, a
+        # divisor of the query's): cuDNN and flash attention take the
+        # grouped heads as they are (the H200 ran cuDNN attention for a
+        # Llama with 8 query and 2 key/value heads, bf16: its output and
+        # 256-byte workspace, no repeated keys); others fall back.
+        gqa = query.dim() == 4 and key.dim() == 4 and \
+            query.shape[1] != key.shape[1]
+        if query.device.type != "cuda" or query.dim() != 4 or \
+                key.shape[1] != value.shape[1] or \
+                (gqa and not (enable_gqa and
+                              query.shape[1] % key.shape[1] == 0)):
             return orig_sdpa(query, key, value, attn_mask=attn_mask,
                              dropout_p=dropout_p, is_causal=is_causal,
                              scale=scale, enable_gqa=enable_gqa)
@@ -959,6 +995,10 @@ def run(opt, script, argv):
             query, key, value = (t.to(dt) for t in (query, key, value))
         choice = _sdp_choice(torch, rec, (query, key, value, attn_mask), {},
                              major)
+        if gqa and choice not in (SDP_CUDNN, SDP_FLASH):
+            return orig_sdpa(query, key, value, attn_mask=attn_mask,
+                             dropout_p=dropout_p, is_causal=is_causal,
+                             scale=scale, enable_gqa=enable_gqa)
         grad = torch.is_grad_enabled() and any(
             t.requires_grad for t in (query, key, value))
         if choice == SDP_CUDNN and attn_mask is None:
@@ -1054,6 +1094,8 @@ def run(opt, script, argv):
                                                                 e.code)
         else:
             status, msg = 1, "%s exited: %s" % (script, e.code)
+    except known.Endless as e:
+        status, msg = 1, str(e)
     except BaseException as e:
         tb = traceback.format_exc(limit=-4)
         status, msg = 1, "%s raised %s: %s\n%s" % (

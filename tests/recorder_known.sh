@@ -1,0 +1,88 @@
+#!/bin/sh
+# memsim record --fake on loops that stop on tensor values
+# (traces/memsim_record/known.py): values known exactly, the assumptions
+# left, and a loop on unknown values stopped with one line.  Needs Python 3
+# and PyTorch; skips (77) without them.  No transformers: the generate()
+# loop is written here as transformers' _sample writes it.
+set -u
+MEMSIM=${MEMSIM:-./memsim}
+PY=${MEMSIM_PYTHON:-python3}
+SRC=$(cd "$(dirname "$0")" && pwd)
+"$PY" -c 'import torch' 2>/dev/null || { echo "no PyTorch: skipped"; exit 77; }
+tmp=$(mktemp -d /tmp/memsim-recknown-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# 1. generate(): unfinished = ones(B) & ~(full(False) | full(len >= max)
+# | isin(ids[:, -1], eos)), stop when unfinished.max() == 0.  The length
+# criterion is known exactly; isin of unknown tokens is assumed to match
+# no EOS.  So each call runs exactly max_new_tokens steps, asks no
+# .item() assumption, and notes one isin assumption a step: 5 + 3 = 8.
+$MEMSIM record --item-repeats 1000 -o "$tmp/gen.csv" -- "$PY" "$SRC/recorder/known_gen.py" \
+	2>"$tmp/err" || fail "record generate: $(tail -3 "$tmp/err")"
+# (memsim record passes the script's stdout to stderr)
+grep '^steps' "$tmp/err" >"$tmp/out"
+printf 'steps 5 shape (4, 15)\nsteps 3 shape (2, 33)\n' >"$tmp/want"
+cmp -s "$tmp/out" "$tmp/want" || fail "generate steps: $(cat "$tmp/out")"
+grep -q "; 8 assumptions (isin:no-match 8)$" "$tmp/err" ||
+	fail "generate assumptions: $(cat "$tmp/err")"
+# The token ids grow by one column a step, each a new torch.cat output of
+# B x len longs: 4 x 11..15 x 8 bytes, then 2 x 31..33 x 8.
+cats=$(awk -F, '$3 == "alloc" && $8 == "known_gen.py:28 generate" { printf "%s ", $5 }' "$tmp/gen.csv")
+[ "$cats" = "352 384 416 448 480 496 512 528 " ] || fail "cat sizes: $cats"
+# Peak live, at the fifth step's head output of the first call: the two
+# parameters (2 x 1000 x 64 x 4 = 512000), the cuBLAS workspace (33554432
+# on sm90), the prompt x (4 x 10 x 8 = 320), eos (8), the embedding output
+# (4 x 64 x 4 = 1024), the new and the previous logits (2 x 4 x 1000 x 4),
+# nxt (32), ids (4 x 14 x 8 = 448), done (4) and unfinished (32).
+want=$((512000 + 33554432 + 320 + 8 + 1024 + 32000 + 32 + 448 + 4 + 32))
+grep -q "peak live $want bytes" "$tmp/err" || fail "generate peak (want $want): $(cat "$tmp/err")"
+$MEMSIM run "$tmp/gen.csv" >/dev/null || fail "memsim run of the recording"
+
+# 2. Which values are known: a zero times anything, False & x, True | x,
+# arithmetic, where() on a known condition, in-place ops; a write through
+# a view, an unknown operand, a bf16 1/3, u.max(), a _foreach_ write and
+# a `.data` swap make values unknown: they take the assumptions
+# (--item-int 7, float 1.0, bool False).
+$MEMSIM record --item-int 7 -o "$tmp/v.csv" -- "$PY" "$SRC/recorder/known_values.py" \
+	2>"$tmp/err" || fail "record values: $(tail -3 "$tmp/err")"
+grep -v '^memsim' "$tmp/err" >"$tmp/out"
+printf '%s\n' 0 False True 30 2.5 True 7 3.0 1.0 3.5 1.0 4 False 1.0 1.0 >"$tmp/want"
+cmp -s "$tmp/out" "$tmp/want" || fail "values: $(diff "$tmp/want" "$tmp/out")"
+grep -q "6 assumptions (item:bool 1, item:float 4, item:int 1)$" "$tmp/err" ||
+	fail "values assumptions: $(cat "$tmp/err")"
+
+# 3. A loop on unknown values never ends under --fake: past --item-repeats
+# asks from one line it stops with one line naming that line, status 1,
+# no trace; --item-bool true answers it.  The script's own
+# `except Exception` does not swallow the stop.
+cat >"$tmp/endless.py" <<'PY'
+import torch
+x = torch.randn(8, device="cuda")
+while True:
+    try:
+        if (x > 5).any():
+            break
+    except Exception:
+        pass
+    x = torch.randn(8, device="cuda")
+PY
+$MEMSIM record --item-repeats 40 -o "$tmp/e.csv" -- "$PY" "$tmp/endless.py" 2>"$tmp/err"
+[ $? -eq 1 ] || fail "endless loop: status"
+[ "$(grep -c . "$tmp/err")" -eq 1 ] || fail "endless loop: not one line: $(cat "$tmp/err")"
+grep -q "^memsim record: $tmp/endless.py:5 <module> asked for a bool .item() 40 times, each answered by the assumption False: .*--item-bool true; no trace written$" "$tmp/err" ||
+	fail "endless loop message: $(cat "$tmp/err")"
+ls "$tmp"/e.csv* >/dev/null 2>&1 && fail "endless loop left a trace"
+$MEMSIM record --item-bool true --item-repeats 40 -o "$tmp/e.csv" -- "$PY" "$tmp/endless.py" 2>"$tmp/err" ||
+	fail "--item-bool true: $(cat "$tmp/err")"
+grep -q "1 assumption (item:bool 1)$" "$tmp/err" || fail "--item-bool true: $(cat "$tmp/err")"
+$MEMSIM record --item-bool yes -o "$tmp/e.csv" -- "$PY" "$tmp/endless.py" 2>"$tmp/err" &&
+	fail "--item-bool yes accepted"
+grep -q "item-bool" "$tmp/err" || fail "--item-bool yes: $(cat "$tmp/err")"
+$MEMSIM record --item-repeats 0 -o "$tmp/e.csv" -- "$PY" "$tmp/endless.py" 2>"$tmp/err" &&
+	fail "--item-repeats 0 accepted"
+grep -q "item-repeats" "$tmp/err" || fail "--item-repeats 0: $(cat "$tmp/err")"
+
+[ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
+echo "recorder_known.sh: all passed"

@@ -1,0 +1,398 @@
+"""--fake: values known exactly, and the guard against endless loops.
+
+Fake tensors carry shapes and dtypes, not values, so every `.item()`
+(aten._local_scalar_dense) is answered by an assumption (fake._item_value).
+Some tensors' values are known all the same: those whose every element is
+one Python scalar ("uniform" tensors), made by full/ones/zeros/*_like/
+scalar_tensor or a constant (torch.tensor(3): aten.lift_fresh), and what
+elementwise ops, views, copies and reductions make of them.  A
+`generate()`-style loop stops on such a value: Hugging Face's
+MaxLengthCriteria returns torch.full((B,), cur_len >= max_length), the
+StoppingCriteriaList ORs the criteria into torch.full((B,), False), and
+`unfinished = unfinished & ~is_done` starts from torch.ones(B): when the
+length is reached, `unfinished.max() == 0` is known True whatever the
+unknown EOS criterion (isin(last_tokens, eos)) says, since
+True | unknown = True.
+
+Three-valued logic: an op with an unknown operand is unknown unless the
+known one decides (False & x = False, True | x = True, 0 * x = 0 for
+integers and bools, where() with a known condition).  A tensor's value is
+kept in a weak, id-keyed map (nothing is kept alive) with its storage's
+write count: any op that writes to a storage (an in-place op, out=, copy_,
+resize_) forgets the values of every tensor on it, and an in-place op whose
+result is known sets it again.  A script that uses no such tensor pays one
+dict lookup per op.
+
+Watch: an unknown `.item()` asked again and again from the same Python line
+is a loop on data the fake run does not have; past --item-repeats times the
+recording stops with one line naming that line.  Long recordings print
+their progress to stderr every 10 s.
+"""
+import math
+import struct
+import sys
+import time
+
+UNKNOWN = object()
+
+# Ops whose output holds the value of their first argument's elements
+# (views, copies, gathers: every element comes from the input).
+SAME = frozenset((
+    "clone", "alias", "detach", "view", "_unsafe_view", "reshape",
+    "_reshape_alias", "expand", "expand_as", "select", "slice", "narrow",
+    "unsqueeze", "squeeze", "t", "transpose", "permute", "contiguous",
+    "flatten", "unflatten", "movedim", "flip", "roll", "repeat",
+    "index_select", "gather", "index", "take", "lift_fresh",
+    "lift_fresh_copy", "_to_copy", "to", "_to_dim_order_copy", "type_as",
+    "view_as", "reshape_as", "split", "split_with_sizes", "chunk",
+    "unbind", "tensor_split", "_unsafe_split", "copy", "max", "min",
+    "amax", "amin", "_conj", "positive", "float", "long", "int", "bool",
+    "half", "bfloat16", "double", "dequantize", "diagonal", "unfold",
+    "squeeze_copy", "view_copy", "expand_copy", "select_copy",
+    "slice_copy", "unsqueeze_copy", "t_copy", "transpose_copy",
+    "permute_copy", "detach_copy", "alias_copy", "_unsafe_view_copy"))
+CREATE = {"ones": 1, "ones_like": 1, "new_ones": 1, "zeros": 0,
+          "zeros_like": 0, "new_zeros": 0, "zero": 0}
+UNARY = {
+    "neg": lambda a: -a,
+    "abs": abs,
+    "logical_not": lambda a: not a,
+    "bitwise_not": lambda a: (not a) if isinstance(a, bool) else ~a,
+}
+BINARY = {
+    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
+    "lt": lambda a, b: a < b, "le": lambda a, b: a <= b,
+    "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
+    "mul": lambda a, b: a * b,
+    "bitwise_and": lambda a, b: a & b, "bitwise_or": lambda a, b: a | b,
+    "bitwise_xor": lambda a, b: a ^ b,
+    "logical_and": lambda a, b: bool(a) and bool(b),
+    "logical_or": lambda a, b: bool(a) or bool(b),
+    "logical_xor": lambda a, b: bool(a) != bool(b),
+    "maximum": lambda a, b: a if math.isnan(a) or a >= b else b,
+    "minimum": lambda a, b: a if math.isnan(a) or a <= b else b,
+    "div": lambda a, b: a / b,
+}
+ALIASES = {"__and__": "bitwise_and", "__or__": "bitwise_or",
+           "__xor__": "bitwise_xor", "true_divide": "div",
+           "multiply": "mul", "subtract": "sub", "greater": "gt",
+           "greater_equal": "ge", "less": "lt", "less_equal": "le",
+           "not_equal": "ne", "negative": "neg", "__iand__": "bitwise_and",
+           "__ior__": "bitwise_or", "__ixor__": "bitwise_xor"}
+
+
+class Endless(BaseException):
+    """Stops a recording that loops on assumed values.  A BaseException,
+    so that the script's own `except Exception` does not swallow it."""
+
+
+class Known:
+    """The values of uniform tensors (see the module's docstring)."""
+
+    def __init__(self, torch, assume=None):
+        from torch.utils.weak import WeakIdKeyDictionary
+        self.torch = torch
+        self.assume = assume
+        self.vals = WeakIdKeyDictionary()   # tensor -> (value, skey, writes)
+        self.writes = {}                    # id(storage) -> write count
+        self.written = {}                   # func -> written argument slots
+        self.tensor = torch.Tensor
+
+    # -- values ---------------------------------------------------------
+    def value(self, x):
+        """X's value (a Python scalar) or UNKNOWN."""
+        if isinstance(x, bool) or isinstance(x, (int, float)):
+            return x
+        if not isinstance(x, self.tensor):
+            return UNKNOWN
+        c = getattr(x, "constant", None)   # a fake tensor's real constant
+        if c is None and type(x) is self.tensor and x.device.type == "cpu":
+            c = x                           # a real CPU tensor (allowed)
+        if c is not None and c.numel() == 1 and \
+                not c.dtype.is_complex:
+            from torch._subclasses.fake_tensor import unset_fake_temporarily
+            with unset_fake_temporarily():
+                return c.reshape(()).tolist()
+        ent = self.vals.get(x)
+        if ent is not None:
+            # the same storage (`t.data = u` swaps it) not written since
+            try:
+                same = id(x.untyped_storage()) == ent[1]
+            except Exception:
+                same = False
+            if same and self.writes.get(ent[1], 0) == ent[2]:
+                return ent[0]
+            del self.vals[x]
+            return UNKNOWN
+        return UNKNOWN
+
+    def item(self, t):
+        """What t.item() returns, or UNKNOWN."""
+        v = self.value(t)
+        if v is UNKNOWN:
+            return v
+        return _convert(v, t.dtype, self.torch)
+
+    def _set(self, t, v):
+        if not isinstance(t, self.tensor) or v is UNKNOWN:
+            return
+        v = _convert(v, t.dtype, self.torch)
+        if v is UNKNOWN:
+            self.vals.pop(t, None)
+            return
+        try:
+            key = id(t.untyped_storage())
+        except Exception:
+            return
+        self.vals[t] = (v, key, self.writes.setdefault(key, 0))
+
+    # -- after each op ----------------------------------------------------
+    def after(self, func, name, args, kwargs, out):
+        """Notes what FUNC(*ARGS, **KWARGS) -> OUT makes known, and
+        forgets what it overwrote."""
+        if not self.vals and name not in CREATE and name not in (
+                "full", "full_like", "new_full", "scalar_tensor",
+                "lift_fresh", "lift_fresh_copy", "fill", "fill_"):
+            return
+        written = self.written.get(func)
+        if written is None:
+            written = tuple(
+                (i, a.name) for i, a in enumerate(func._schema.arguments)
+                if a.alias_info is not None and a.alias_info.is_write)
+            self.written[func] = written
+        inplace = name.endswith("_") and not name.startswith("_")
+        base = name[:-1] if inplace else name
+        base = ALIASES.get(base, base)
+        try:
+            v = self._compute(base, args, kwargs)
+        except (ArithmeticError, TypeError, ValueError):
+            v = UNKNOWN
+        targets = []
+        for i, an in written:
+            t = args[i] if i < len(args) else kwargs.get(an)
+            # a list for the _foreach_ ops (optimizers' step counts)
+            for t in (t if isinstance(t, (list, tuple)) else (t,)):
+                if not isinstance(t, self.tensor):
+                    continue
+                try:
+                    k = id(t.untyped_storage())
+                except Exception:
+                    continue
+                if k in self.writes:
+                    self.writes[k] += 1
+                self.vals.pop(t, None)   # set_ may have changed its storage
+                targets.append(t)
+        if written:
+            # in place (args[0]) or out=: the written tensor is the result
+            if v is not UNKNOWN and len(targets) == 1:
+                self._set(targets[0], v)
+            return
+        if v is UNKNOWN:
+            return
+        if isinstance(out, self.tensor):
+            self._set(out, v)
+        elif isinstance(out, (tuple, list)) and out:
+            if base in ("max", "min"):     # (values, indices)
+                self._set(out[0], v)
+            elif base in SAME:
+                for o in out:
+                    self._set(o, v)
+
+    def _compute(self, name, args, kwargs):
+        val = self.value
+        if name in CREATE:
+            return CREATE[name]
+        if name == "copy_" or name == "copy":
+            return val(args[1]) if len(args) > 1 else UNKNOWN
+        if name in ("full", "full_like", "fill"):
+            return val(args[1]) if len(args) > 1 else UNKNOWN
+        if name == "new_full":
+            return val(args[2]) if len(args) > 2 else UNKNOWN
+        if name == "scalar_tensor":
+            return val(args[0])
+        if not args:
+            return UNKNOWN
+        if name in ("max", "min") and len(args) > 1 and \
+                isinstance(args[1], self.tensor):
+            name = "maximum" if name == "max" else "minimum"
+        elif name in SAME:
+            return val(args[0])
+        if name in UNARY:
+            a = val(args[0])
+            return UNKNOWN if a is UNKNOWN else UNARY[name](a)
+        if name in ("any", "all"):
+            x = args[0]
+            if x.numel() == 0:
+                return name == "all"
+            a = val(x)
+            return UNKNOWN if a is UNKNOWN else bool(a)
+        if name == "sum" and not args[0].dtype.is_floating_point and \
+                not args[0].dtype.is_complex:
+            a = val(args[0])
+            if a is UNKNOWN:
+                return a
+            # the output's elements each add in.numel() / out.numel()
+            # equal inputs
+            dims = args[1] if len(args) > 1 else kwargs.get("dim")
+            n = args[0].numel()
+            if dims is not None and args[0].dim() > 0:
+                dims = [dims] if isinstance(dims, int) else dims
+                n = 1
+                for d in dims or range(args[0].dim()):
+                    n *= args[0].shape[d]
+            return int(a) * n
+        if name == "cat":
+            vs = [val(t) for t in args[0]]
+            if not vs or any(v is UNKNOWN for v in vs) or \
+                    any(v != vs[0] for v in vs):
+                return UNKNOWN
+            return vs[0]
+        if name == "isin" and len(args) > 1:
+            # generate()'s token checks: isin(input_ids, pad_token),
+            # EosTokenCriteria's isin(input_ids[:, -1], eos_token_id).
+            # Tokens of unknown value are assumed to match none of the
+            # test elements (no EOS is generated, no pad in the input),
+            # as the .item() assumption bool -> False had the loop run to
+            # its max length.
+            a, b = val(args[0]), val(args[1])
+            inv = bool(kwargs.get("invert", False))
+            if a is UNKNOWN:
+                if self.assume:
+                    self.assume("isin:no-match")
+                return inv
+            if b is UNKNOWN:
+                return UNKNOWN
+            return (a == b) != inv
+        if name == "where" and len(args) == 3:
+            c, a, b = val(args[0]), val(args[1]), val(args[2])
+            if c is not UNKNOWN:
+                return a if c else b
+            if a is not UNKNOWN and a == b:
+                return a
+            return UNKNOWN
+        if len(args) < 2 or (name not in BINARY and
+                             name not in ("add", "sub", "rsub")):
+            return UNKNOWN
+        a, b = val(args[0]), val(args[1])
+        if name in ("add", "sub", "rsub"):
+            if a is UNKNOWN or b is UNKNOWN:
+                return UNKNOWN
+            alpha = kwargs.get("alpha", args[2] if len(args) > 2 else 1)
+            if name == "rsub":
+                a, b = b, a
+            return a + alpha * b if name == "add" else a - alpha * b
+        if a is UNKNOWN or b is UNKNOWN:
+            k = b if a is UNKNOWN else a
+            if k is UNKNOWN:
+                return UNKNOWN
+            if name in ("bitwise_and", "logical_and") and k == 0:
+                return 0
+            if name == "logical_or" and k:
+                return True
+            if name == "bitwise_or" and k is True:
+                return True
+            if name == "mul" and k == 0 and not isinstance(k, float):
+                other = args[1] if a is UNKNOWN else args[0]
+                if not isinstance(other, self.tensor) or \
+                        not other.dtype.is_floating_point:
+                    return 0
+            return UNKNOWN
+        if name == "div":
+            if kwargs.get("rounding_mode") is not None or b == 0:
+                return UNKNOWN
+            return a / b
+        return BINARY[name](a, b)
+
+
+def _convert(v, dtype, torch):
+    """V as an element of DTYPE, or UNKNOWN where the conversion is not
+    exact (a float that DTYPE cannot hold, an integer overflow)."""
+    if dtype == torch.bool:
+        return bool(v)
+    if dtype.is_complex:
+        return UNKNOWN
+    if not dtype.is_floating_point:
+        if isinstance(v, float):
+            if not math.isfinite(v):
+                return UNKNOWN
+            v = int(v)            # casts truncate toward zero
+        info = torch.iinfo(dtype)
+        v = int(v)
+        if not info.min <= v <= info.max:
+            return UNKNOWN
+        return v
+    try:
+        f = float(v)
+    except OverflowError:
+        return UNKNOWN
+    if math.isnan(f) or math.isinf(f) or dtype == torch.float64:
+        return f
+    try:
+        if dtype == torch.float32:
+            ok = struct.unpack("f", struct.pack("f", f))[0] == f
+        elif dtype == torch.float16:
+            ok = struct.unpack("e", struct.pack("e", f))[0] == f
+        elif dtype == torch.bfloat16:
+            bits = struct.unpack("I", struct.pack("f", f))[0]
+            ok = struct.unpack("f", struct.pack("f", f))[0] == f and \
+                bits & 0xffff == 0
+        else:
+            ok = False
+    except (OverflowError, struct.error):
+        ok = False
+    return f if ok else UNKNOWN
+
+
+class Watch:
+    """Progress on stderr and the repeated-assumption guard."""
+
+    PERIOD = 10.0
+
+    def __init__(self, rec, prog, limit):
+        self.rec = rec
+        self.prog = prog
+        self.limit = limit
+        self.asked = {}
+        self.ops = 0
+        self.start = time.monotonic()
+        self.last = self.start
+
+    def tick(self):
+        self.ops += 1
+        if self.ops & 255:
+            return
+        now = time.monotonic()
+        if now - self.last < self.PERIOD:
+            return
+        self.last = now
+        rec = self.rec
+        n = sum(rec.assumptions.values())
+        print("%s: %.0f s, %d ops, %d rows, %d bytes live, %d "
+              "assumption%s" % (self.prog, now - self.start, self.ops,
+                                len(rec.rows), rec.allocated, n,
+                                "" if n == 1 else "s"),
+              file=sys.stderr, flush=True)
+
+    def assumed(self, kind, answer, hint):
+        """Counts an assumption KIND (answered ANSWER) for the Python line
+        that asked; raises Endless past the limit."""
+        f = sys._getframe(2)
+        while f is not None:
+            fn = f.f_code.co_filename
+            if "/torch/" not in fn and "memsim_record" not in fn and \
+                    not fn.startswith("<frozen"):
+                break
+            f = f.f_back
+        where = ("%s:%d %s" % (fn, f.f_lineno, f.f_code.co_name)) \
+            if f is not None else "torch"
+        key = (kind, where)
+        n = self.asked.get(key, 0) + 1
+        self.asked[key] = n
+        if n > self.limit:
+            what = {"item:bool": "bool .item()", "item:int": "integer "
+                    ".item()"}.get(kind, "float .item()")
+            raise Endless(
+                "%s asked for a %s %d times, each answered by the assumption "
+                "%r: a loop on tensor values the fake run does not have "
+                "never ends; bound the loop in the script%s" % (
+                    where, what, n - 1, answer, hint))
