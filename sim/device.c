@@ -119,6 +119,18 @@ va_chunk_insert(va_t *va, msim_addr_t base, uint64_t size)
 	return (long)at;
 }
 
+static void
+va_destroy(void *ctx)
+{
+	va_t *va = ctx;
+	if (!va)
+		return;
+	for (size_t i = 0; i < va->n; i++)
+		free(va->chunks[i].holes);
+	free(va->chunks);
+	free(va);
+}
+
 static int
 va_create(void **ctx_out)
 {
@@ -136,10 +148,7 @@ va_create(void **ctx_out)
 	*ctx_out = va;
 	return 0;
 fail:
-	if (va->n)
-		free(va->chunks[0].holes);
-	free(va->chunks);
-	free(va);
+	va_destroy(va);
 	return MSIM_ENOMEM;
 }
 
@@ -161,10 +170,7 @@ va_create_jax(void **ctx_out)
 	*ctx_out = va;
 	return 0;
 fail:
-	if (va->n)
-		free(va->chunks[0].holes);
-	free(va->chunks);
-	free(va);
+	va_destroy(va);
 	return MSIM_ENOMEM;
 }
 
@@ -183,18 +189,6 @@ va_lowest_gap(const va_t *va, uint64_t csize)
 		at = c->base + c->size;
 	}
 	return at;
-}
-
-static void
-va_destroy(void *ctx)
-{
-	va_t *va = ctx;
-	if (!va)
-		return;
-	for (size_t i = 0; i < va->n; i++)
-		free(va->chunks[i].holes);
-	free(va->chunks);
-	free(va);
 }
 
 static int
