@@ -74,5 +74,14 @@ grep -q "^One SQLite file, schema version $v " "$readme" ||
 # (make distcheck runs this from the unpacked tarball).
 [ -x "$top/build-aux/setup-debian" ] || fail "build-aux/setup-debian is missing"
 
+# Every module of the recorder is installed and distributed: a module left
+# out of memsim_record_PYTHON is missing from `make install` and the
+# tarball, and the recorder fails there, not here.
+for f in "$top"/traces/memsim_record/*.py; do
+	m=$(basename "$f")
+	grep -q "memsim_record/$m" "$top/traces/Makemodule.am" ||
+		fail "traces/Makemodule.am does not install memsim_record/$m"
+done
+
 [ "$fails" -eq 0 ] && echo "docs: all passed"
-exit "$fails"
+[ "$fails" -eq 0 ]
