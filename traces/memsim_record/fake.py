@@ -991,8 +991,12 @@ def run(opt, script, argv):
                              dropout_p=dropout_p, is_causal=is_causal,
                              scale=scale, enable_gqa=enable_gqa)
         if torch.is_autocast_enabled("cuda"):
+            # autocast's lower_precision_fp policy casts every floating
+            # argument, the additive attn_mask included.
             dt = torch.get_autocast_dtype("cuda")
             query, key, value = (t.to(dt) for t in (query, key, value))
+            if attn_mask is not None and attn_mask.is_floating_point():
+                attn_mask = attn_mask.to(dt)
         choice = _sdp_choice(torch, rec, (query, key, value, attn_mask), {},
                              major)
         if gqa and choice not in (SDP_CUDNN, SDP_FLASH):
@@ -1001,15 +1005,30 @@ def run(opt, script, argv):
                              scale=scale, enable_gqa=enable_gqa)
         grad = torch.is_grad_enabled() and any(
             t.requires_grad for t in (query, key, value))
-        if choice == SDP_CUDNN and attn_mask is None:
+        if attn_mask is not None and attn_mask.requires_grad:
+            # A mask that needs its gradient (T5's learned position bias):
+            # the H200 ran the math path (its fp32 softmax weights are in
+            # the real T5 trace wherever the mask requires grad, and only
+            # there).
+            choice = SDP_MATH
+        elif attn_mask is not None and attn_mask.dtype == torch.bool and \
+                choice != SDP_MATH:
+            # convert_boolean_attn_mask: the fused kernels add the mask,
+            # a boolean one made additive (0 / -inf) in the query's dtype.
+            attn_mask = torch.where(
+                attn_mask.logical_not(), float("-inf"),
+                torch.zeros((), dtype=query.dtype, device=attn_mask.device))
+        if choice == SDP_CUDNN:
             return aten._scaled_dot_product_cudnn_attention(
-                query, key, value, None, grad, dropout_p, is_causal, False,
-                scale=scale)[0]
+                query, key, value, attn_mask, grad, dropout_p, is_causal,
+                False, scale=scale)[0]
         if choice == SDP_FLASH and attn_mask is None:
             return aten._scaled_dot_product_flash_attention(
                 query, key, value, dropout_p, is_causal, False,
                 scale=scale)[0]
-        if choice == SDP_EFFICIENT:
+        if choice in (SDP_EFFICIENT, SDP_FLASH):
+            # flash takes no mask (check_for_attn_mask): memory-efficient
+            # attention is next in select_sdp_backend()'s order.
             return aten._scaled_dot_product_efficient_attention(
                 query, key, value, attn_mask, grad, dropout_p, is_causal,
                 scale=scale)[0]
