@@ -9,8 +9,6 @@
 set -u
 DATA=${MSIM_TESTDATA:-tests/data}/fresh
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
 grep -v '^#' "$DATA/real.tsv" | tail -n +2 | {
 	fails=0 n=0
 	while IFS="$(printf '\t')" read -r trace conf alloc res sega segf; do

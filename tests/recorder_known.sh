@@ -5,14 +5,9 @@
 # and PyTorch; skips (77) without them.  No transformers: the generate()
 # loop is written here as transformers' _sample writes it.
 set -u
-MEMSIM=${MEMSIM:-./memsim}
-PY=${MEMSIM_PYTHON:-python3}
 SRC=$(cd "$(dirname "$0")" && pwd)
-"$PY" -c 'import torch' 2>/dev/null || { echo "no PyTorch: skipped"; exit 77; }
-tmp=$(mktemp -d /tmp/memsim-recknown-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
+need_torch
 
 # 1. generate(): unfinished = ones(B) & ~(full(False) | full(len >= max)
 # | isin(ids[:, -1], eos)), stop when unfinished.max() == 0.  The length
@@ -84,5 +79,4 @@ $MEMSIM record --item-repeats 0 -o "$tmp/e.csv" -- "$PY" "$tmp/endless.py" 2>"$t
 	fail "--item-repeats 0 accepted"
 grep -q "item-repeats" "$tmp/err" || fail "--item-repeats 0: $(cat "$tmp/err")"
 
-[ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
-echo "recorder_known.sh: all passed"
+finish recorder_known.sh

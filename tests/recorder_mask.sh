@@ -6,14 +6,9 @@
 # weights 131072; cuDNN's fp32 stats 2*4*64*4 = 2048.  Needs Python 3 and
 # PyTorch; skips (77) without them.
 set -u
-MEMSIM=${MEMSIM:-./memsim}
-PY=${MEMSIM_PYTHON:-python3}
 SRC=$(cd "$(dirname "$0")" && pwd)
-"$PY" -c 'import torch' 2>/dev/null || { echo "no PyTorch: skipped"; exit 77; }
-tmp=$(mktemp -d /tmp/memsim-recmask-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
+need_torch
 # sizes CSV LINE: the sizes allocated at masked_attention.py:LINE and by
 # the cuDNN kernels, in order, on one line.
 sizes() {
@@ -46,5 +41,4 @@ esac
 grep -q SafeSoftmaxBackward0 "$tmp/biasgrad.csv" || fail "biasgrad: no math path"
 grep -q cudnn "$tmp/biasgrad.csv" && fail "biasgrad ran cuDNN"
 
-[ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
-echo "recorder_mask.sh: all passed"
+finish recorder_mask.sh
