@@ -611,6 +611,9 @@ KERNEL_SITES = {
         "_efficient_attention_backward temporaries",
     "_scaled_dot_product_flash_attention_backward":
         "_flash_attention_backward temporaries",
+    "native_group_norm": "GroupNormKernelImplInternal a and b",
+    "native_group_norm_backward":
+        "GroupNormBackwardKernelImplInternal temporaries",
 }
 
 
@@ -691,6 +694,16 @@ def run(opt, script, argv):
                 return _item_value(rec, args[0].dtype, torch)
             if name in ("is_pinned",):
                 return False
+            if name == "_nested_tensor_from_mask_left_aligned":
+                # nn.TransformerEncoder's sparsity fast path (eval, a key
+                # padding mask) asks whether the mask's padding is all at
+                # the end, which depends on its values; nested tensors
+                # have no fake kernels.  Assumed not (assumption
+                # nested:padded): the layers run on the padded batch
+                # (_transformer_encoder_layer_fwd), which allocates at
+                # least what the nested path would.
+                rec.assume("nested:padded")
+                return False
             if name in ("_amp_foreach_non_finite_check_and_unscale_",
                         "_amp_update_scale_"):
                 # No meta kernel: the fake mode would run the CUDA one.
@@ -708,26 +721,6 @@ def run(opt, script, argv):
             if out is None:
                 out = func(*args, **kwargs)
             kn.after(func, name, args, kwargs, out)
-            if name == "addmm" and len(args) > 0 and \
-                    isinstance(args[0], torch.Tensor) and \
-                    args[0].dim() == 1 and args[0].device.type == "cuda":
-                # addmm with a 1-D bias runs cublasLt (gemm_and_bias),
-                # whose workspace, at::cuda::getCUDABlasLtWorkspace(), is
-                # allocated once: 1 MiB on the H200 with PyTorch 2.11 (the
-                # snapshot's frames), CUBLASLT_WORKSPACE_SIZE KiB if set.
-                thr = ("lt", threading.get_ident())
-                if thr not in rec.workspaces:
-                    rec.workspaces.add(thr)
-                    lt = int(os.environ.get("CUBLASLT_WORKSPACE_SIZE",
-                                            "1024")) * 1024
-                    rec.alloc(lt, "other", "cuBLASLt workspace")
-            if name in blas_ops:
-                onfake_cuda = any(isinstance(a, torch.Tensor) and
-                                  a.device.type == "cuda" for a in args)
-                thr = threading.get_ident()
-                if onfake_cuda and thr not in rec.workspaces:
-                    rec.workspaces.add(thr)
-                    rec.alloc(ws_bytes, "other", "cuBLAS workspace")
             if name == "convolution_backward" and \
                     isinstance(out, (tuple, list)) and len(out) == 3:
                 # cudnn_convolution_backward: grad_input, then its
@@ -740,8 +733,35 @@ def run(opt, script, argv):
                               kernel_events(name, args, phase, out))
             else:
                 note_all(tree_flatten(out)[0], name)
+                blas_workspaces(name, args)
                 temps(name, kernel_events(name, args, "forward", out))
             return out
+
+    def blas_workspaces(name, args):
+        """The cuBLAS and cuBLASLt workspaces a GEMM's first call on a
+        thread allocates, after the op's output (its structured kernel's
+        set_output comes first; the H200 traces show output, cuBLAS
+        workspace, cuBLASLt workspace)."""
+        if name in blas_ops:
+            onfake_cuda = any(isinstance(a, torch.Tensor) and
+                              a.device.type == "cuda" for a in args)
+            thr = threading.get_ident()
+            if onfake_cuda and thr not in rec.workspaces:
+                rec.workspaces.add(thr)
+                rec.alloc(ws_bytes, "other", "cuBLAS workspace")
+        if name == "addmm" and len(args) > 0 and \
+                isinstance(args[0], torch.Tensor) and \
+                args[0].dim() == 1 and args[0].device.type == "cuda":
+            # addmm with a 1-D bias runs cublasLt (gemm_and_bias),
+            # whose workspace, at::cuda::getCUDABlasLtWorkspace(), is
+            # allocated once: 1 MiB on the H200 with PyTorch 2.11 (the
+            # snapshot's frames), CUBLASLT_WORKSPACE_SIZE KiB if set.
+            thr = ("lt", threading.get_ident())
+            if thr not in rec.workspaces:
+                rec.workspaces.add(thr)
+                lt = int(os.environ.get("CUBLASLT_WORKSPACE_SIZE",
+                                        "1024")) * 1024
+                rec.alloc(lt, "other", "cuBLASLt workspace")
 
     def note_all(flat, name):
         for t in flat:
@@ -779,13 +799,15 @@ def run(opt, script, argv):
                         8 if y.element_size() == 8 else 4,
                         int(y.storage_offset()), major, minor,
                         devices.DEVICES[opt.device][4])
-                cl = torch.channels_last
-                fmt_cl = x.dim() == 4 and (
+                cl = torch.channels_last if x.dim() == 4 else \
+                    torch.channels_last_3d
+                fmt_cl = x.dim() in (4, 5) and (
                     (x.is_contiguous(memory_format=cl) and
                      not x.is_contiguous()) or
                     (w.is_contiguous(memory_format=cl) and
                      not w.is_contiguous()))
-                w_cl = w.dim() == 4 and w.is_contiguous(memory_format=cl) \
+                w_cl = w.dim() in (4, 5) and \
+                    w.is_contiguous(memory_format=cl) \
                     and not w.is_contiguous()
                 return kernels.conv(phase, tuple(x.shape), tuple(w.shape),
                                     tuple(y.shape), x.element_size(), st,
@@ -806,6 +828,24 @@ def run(opt, script, argv):
                     x.element_size(), 8 if x.element_size() == 8 else 4,
                     int(x.storage_offset()), major, minor,
                     devices.DEVICES[opt.device][4])
+            if name in ("native_group_norm", "native_group_norm_backward"):
+                bw = name == "native_group_norm_backward"
+                x = args[1] if bw else args[0]
+                if not isinstance(x, torch.Tensor) or \
+                        x.device.type != "cuda":
+                    return []
+                n, c, hxw, g = (int(v) for v in
+                                (args[5:9] if bw else args[3:7]))
+                acc = 8 if x.dtype == torch.float64 else 4
+                if bw:
+                    mask = args[9]
+                    return kernels.group_norm(
+                        "backward", n, c, hxw, g, acc,
+                        isinstance(args[4], torch.Tensor), bool(mask[0]))
+                return kernels.group_norm(
+                    "forward", n, c, hxw, g, acc,
+                    any(isinstance(a, torch.Tensor) for a in args[1:3]),
+                    False)
             kind = SDPA_KERNELS.get(name)
             if kind is None:
                 return []
@@ -1073,6 +1113,9 @@ def run(opt, script, argv):
         return _FusedRMSNorm.apply(input, weight, shape, eps)
 
     F.rms_norm = rms_norm
+    # nn.LSTM/GRU/RNN: cuDNN's tensors (rnn.py).
+    from . import rnn
+    undo_rnn = rnn.install(torch, rec, devices.DEVICES[opt.device][4])
     from . import strategy
     strategy.apply(torch, opt)
     if opt.world_size > 1:
@@ -1127,4 +1170,5 @@ def run(opt, script, argv):
         torch.autograd.backward = orig_backward
         torch.nn.Module._apply = orig_apply
         torch.UntypedStorage.resize_ = orig_resize
+        undo_rnn()
     return rec, status, msg

@@ -101,9 +101,21 @@ def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
          dilation, transposed, groups, channels_last, weight_cl, major,
          sms=132):
     """Events of one cuDNN convolution call; PHASE is forward, data
-    (backward input) or weight (backward weight)."""
-    if major < 7 or transposed or groups != 1 or len(x_shape) != 4:
+    (backward input) or weight (backward weight).  A transposed
+    convolution is the backward-data of the convolution from its output to
+    its input (cudnn_convolution_transpose runs
+    raw_cudnn_convolution_backward_input_out), so its forward is that
+    convolution's data phase, its grad_input the forward and its
+    grad_weight the weight phase, with input and output swapped.  3-D
+    convolutions (NCDHW) follow the same rule: H200 probes of 2-D
+    transposed and 3-D convolutions (tests/recorder/convx_probe.py, fp16
+    and bf16) showed the NCHW rule's input + weight + output workspaces,
+    to the byte for most, for both."""
+    if major < 7 or groups != 1 or len(x_shape) not in (4, 5):
         return []
+    if transposed:
+        x_shape, y_shape = y_shape, x_shape
+        phase = {"forward": "data", "data": "forward"}.get(phase, phase)
     x = _prod(x_shape) * itemsize
     y = _prod(y_shape) * itemsize
     w = _prod(w_shape) * itemsize
@@ -163,6 +175,30 @@ def attention_forward(kind):
     if kind == "cudnn":
         return [("alloc", "ws", 256), ("free", "ws")]
     return []
+
+
+def group_norm(phase, n, c, hxw, groups, acc_size, affine, grad_input):
+    """Events of GroupNormKernelImplInternal (forward) and
+    GroupNormBackwardKernelImplInternal (backward) beyond their outputs,
+    in the accumulation type (fp32 for fp16/bf16 input): forward with a
+    weight or bias and HxW > 1, the fused scale and shift a and b (N x C
+    each; the 1-D path and the plain one have none); backward, ds and db
+    (N x C), then for grad_input c2 and c3 (N x G) and, with a weight, c1
+    (N x C, sized by its TensorIterator).  All freed when the kernel
+    returns, the later ones first (the H200 snapshots' frames)."""
+    nc, ng = n * c * acc_size, n * groups * acc_size
+    if phase == "forward":
+        if not affine or hxw == 1:
+            return []
+        return [("alloc", "a", nc), ("alloc", "b", nc),
+                ("free", "b"), ("free", "a")]
+    ev = [("alloc", "ds", nc), ("alloc", "db", nc)]
+    if grad_input:
+        ev += [("alloc", "c2", ng), ("alloc", "c3", ng)]
+        if affine:
+            ev += [("alloc", "c1", nc), ("free", "c1")]
+        ev += [("free", "c3"), ("free", "c2")]
+    return ev + [("free", "db"), ("free", "ds")]
 
 
 # -- reductions -----------------------------------------------------------
