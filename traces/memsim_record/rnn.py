@@ -111,16 +111,16 @@ def install(torch, rec, sms):
             T, B = x.shape[0], x.shape[1]
             H, L, D = cfg["hidden"], cfg["layers"], cfg["dirs"]
             x = x.contiguous()
-            if wbuf is None:
-                # _cudnn_rnn: weights that are not one flat buffer are
-                # copied into a new one (at::empty, zero_, _copyParams).
-                wbuf = torch.zeros(sum(w.numel() for w in weights),
-                                   dtype=x.dtype, device=x.device)
             output = torch.empty((T, B, D * H), dtype=x.dtype,
                                  device=x.device)
             hy = torch.empty(hx.shape, dtype=hx.dtype, device=hx.device)
             cy = torch.empty(cx.shape, dtype=cx.dtype, device=cx.device) \
                 if cx is not None else None
+            if wbuf is None:
+                # _cudnn_rnn: weights that are not one flat buffer are
+                # copied into a new one (at::empty, zero_, _copyParams).
+                wbuf = torch.zeros(sum(w.numel() for w in weights),
+                                   dtype=x.dtype, device=x.device)
             s = x.element_size()
             drop = cfg["train"] and cfg["dropout"] > 0 and L > 1
             ws = workspace_bytes(mode, T, B, H, L, D, s, drop)
@@ -266,7 +266,7 @@ def install(torch, rec, sms):
                 buf[off:off + n].view(w.shape).copy_(w)
                 w.set_(buf.untyped_storage(), off, w.shape, w.stride())
                 off += n
-        rec.relabel(buf, "parameter", "flatten_parameters")
+        rec.relabel(buf, "parameter", "flatten_parameters (cuDNN flat weights)")
         self._flat_weight_refs = [weakref.ref(w) for w in ws]
 
     RNNBase.flatten_parameters = flatten_parameters

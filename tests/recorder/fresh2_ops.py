@@ -1,0 +1,30 @@
+# Ops the second set of fresh workloads showed the recorder missing
+# (tests/recorder_fresh2_ops.sh), under memsim record --fake on the H200.
+# CASE: groupnorm (GroupNorm forward and backward, fp32), convt (a
+# ConvTranspose2d under fp16 autocast, forward and backward), gemm (the
+# first Linear: its output, then the cuBLAS and cuBLASLt workspaces),
+# nested (nn.TransformerEncoder in eval with a key padding mask).
+import sys
+import torch
+
+case = sys.argv[1]
+dev = "cuda"
+if case == "groupnorm":
+    gn = torch.nn.GroupNorm(4, 16).to(dev)
+    x = torch.randn(2, 16, 8, 8, device=dev, requires_grad=True)
+    gn(x).sum().backward()
+elif case == "convt":
+    ct = torch.nn.ConvTranspose2d(64, 32, 2, stride=2).to(dev)
+    x = torch.randn(2, 64, 16, 16, device=dev, requires_grad=True)
+    with torch.autocast("cuda", dtype=torch.float16):
+        y = ct(x)
+    y.float().sum().backward()
+elif case == "gemm":
+    lin = torch.nn.Linear(64, 128).to(dev)
+    lin(torch.randn(32, 64, device=dev))
+elif case == "nested":
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True)
+    enc = torch.nn.TransformerEncoder(layer, 2).to(dev).eval()
+    pad = torch.zeros(2, 10, dtype=torch.bool, device=dev)
+    with torch.inference_mode():
+        enc(torch.randn(2, 10, 32, device=dev), src_key_padding_mask=pad)

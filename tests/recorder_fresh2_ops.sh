@@ -1,0 +1,44 @@
+#!/bin/sh
+# memsim record --fake on ops the second set of fresh workloads
+# (tests/recorder/fresh2.py) showed it missing or misordering, on the H200
+# (tests/recorder/fresh2_ops.py).  Needs Python 3 and PyTorch; skips (77)
+# without them.
+set -u
+SRC=$(cd "$(dirname "$0")" && pwd)
+. "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
+need_torch
+sizes() { awk -F, '$3 == "alloc" { printf "%s%s", s, $5; s = " " } END { print "" }' "$1"; }
+for c in groupnorm convt gemm nested; do
+	$MEMSIM record -o "$tmp/$c.csv" -- "$PY" "$SRC/recorder/fresh2_ops.py" $c \
+		2>"$tmp/err" || fail "record $c: $(tail -3 "$tmp/err")"
+done
+# 1. GroupNorm(4, 16) on 2 x 16 x 8 x 8, fp32: forward's Y, mean and rstd
+# (2*4*4 = 32) and GroupNormKernelImplInternal's a and b (N x C floats:
+# 128 each); backward's dX, dgamma, dbeta, then ds and db (128 each), c2
+# and c3 (N x G: 32 each) and c1 (128).
+got=$(sizes "$tmp/groupnorm.csv")
+want="64 64 8192 8192 32 32 128 128 4 4 8192 8192 64 64 128 128 32 32 128"
+[ "$got" = "$want" ] || fail "groupnorm: $got"
+# 2. ConvTranspose2d(64, 32, 2, stride 2) on 2 x 64 x 16 x 16 under fp16
+# autocast: the casts (bias 64, weight 16384, input 65536), the output
+# (2*32*32*32*2 = 131072) and cuDNN's workspace, the NCHW rule's
+# input + weight + output (212992) of the convolution it is the
+# backward-data of; backward: grad_input and its workspace (that
+# convolution's forward), grad_weight and its workspace, the bias
+# gradient, and the casts back.
+got=$(sizes "$tmp/convt.csv")
+want="32768 128 131072 64 16384 65536 131072 212992 262144 4 4 131072 65536 212992 16384 212992 64 131072 32768 128"
+[ "$got" = "$want" ] || fail "convt: $got"
+# 3. The first Linear: its output (32*128*4), then the cuBLAS workspace of
+# the handle (32 MiB on sm90), then cuBLASLt's (1 MiB), as on the H200.
+got=$(sizes "$tmp/gemm.csv")
+[ "$got" = "32768 512 8192 16384 33554432 1048576" ] || fail "gemm: $got"
+# 4. TransformerEncoder in eval with a key padding mask: whether the
+# padding is left-aligned depends on the mask's values: one assumption
+# (nested:padded), and the layers run on the padded batch.
+grep -q ',annotate,.*,assumption,nested:padded$' "$tmp/nested.csv" ||
+	fail "nested: no assumption row"
+[ "$(awk -F, '$3 == "alloc" && $5 == 2560 && $8 ~ /^TransformerEncoder.layers/' "$tmp/nested.csv" | wc -l)" = 2 ] ||
+	fail "nested: the layers' outputs"
+
+finish recorder_fresh2_ops.sh
