@@ -8,7 +8,7 @@ SRC=$(cd "$(dirname "$0")" && pwd)
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 need_torch
 sizes() { awk -F, '$3 == "alloc" { printf "%s%s", s, $5; s = " " } END { print "" }' "$1"; }
-for c in groupnorm convt gemm nested; do
+for c in groupnorm convt gemm nested mse catconv; do
 	$MEMSIM record -o "$tmp/$c.csv" -- "$PY" "$SRC/recorder/fresh2_ops.py" $c \
 		2>"$tmp/err" || fail "record $c: $(tail -3 "$tmp/err")"
 done
@@ -40,5 +40,19 @@ grep -q ',annotate,.*,assumption,nested:padded$' "$tmp/nested.csv" ||
 	fail "nested: no assumption row"
 [ "$(awk -F, '$3 == "alloc" && $5 == 2560 && $8 ~ /^TransformerEncoder.layers/' "$tmp/nested.csv" | wc -l)" = 2 ] ||
 	fail "nested: the layers' outputs"
+# 5. mse_loss with a reduction (mse_loss_out): the elementwise loss in a
+# temporary of the input's size (8*4*128*128*4 = 2097152 bytes), then the
+# mean's gpu_reduce_kernel buffers (256 and 4), after the 4-byte output.
+got=$(sizes "$tmp/mse.csv")
+[ "$got" = "2097152 2097152 4 2097152 256 4" ] || fail "mse: $got"
+# 6. Conv2d(16, 16, 3) whose output goes into torch.cat: its gradient is a
+# channel slice, which cuDNN's backward first copies contiguous (2*16*32*32
+# *4 = 131072), before grad_input, and frees after both workspaces
+# (271360: input + weight + output).
+got=$(sizes "$tmp/catconv.csv" | cut -d' ' -f1-12)
+[ "$got" = "9216 131072 131072 271360 262144 4 4 131072 131072 271360 9216 271360" ] ||
+	fail "catconv: $got"
+grep -q ',cudnn convolution_backward contiguous copy$' "$tmp/catconv.csv" ||
+	fail "catconv: no contiguous copy"
 
 finish recorder_fresh2_ops.sh

@@ -3,7 +3,9 @@
 # CASE: groupnorm (GroupNorm forward and backward, fp32), convt (a
 # ConvTranspose2d under fp16 autocast, forward and backward), gemm (the
 # first Linear: its output, then the cuBLAS and cuBLASLt workspaces),
-# nested (nn.TransformerEncoder in eval with a key padding mask).
+# nested (nn.TransformerEncoder in eval with a key padding mask), mse
+# (F.mse_loss of 8 x 4 x 128 x 128 floats), catconv (a convolution whose
+# output is concatenated: its gradient arrives as a channel slice).
 import sys
 import torch
 
@@ -22,6 +24,13 @@ elif case == "convt":
 elif case == "gemm":
     lin = torch.nn.Linear(64, 128).to(dev)
     lin(torch.randn(32, 64, device=dev))
+elif case == "mse":
+    x = torch.randn(8, 4, 128, 128, device=dev, requires_grad=True)
+    torch.nn.functional.mse_loss(x, torch.randn(8, 4, 128, 128, device=dev))
+elif case == "catconv":
+    conv = torch.nn.Conv2d(16, 16, 3, padding=1, bias=False).to(dev)
+    x = torch.randn(2, 16, 32, 32, device=dev, requires_grad=True)
+    torch.cat([conv(x), x], 1).sum().backward()
 elif case == "nested":
     layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True)
     enc = torch.nn.TransformerEncoder(layer, 2).to(dev).eval()

@@ -612,6 +612,9 @@ KERNEL_SITES = {
     "_scaled_dot_product_flash_attention_backward":
         "_flash_attention_backward temporaries",
     "native_group_norm": "GroupNormKernelImplInternal a and b",
+    "mse_loss": "mse_loss_out elementwise loss",
+    "smooth_l1_loss": "smooth_l1_loss_out elementwise loss",
+    "huber_loss": "huber_loss_out elementwise loss",
     "native_group_norm_backward":
         "GroupNormBackwardKernelImplInternal temporaries",
 }
@@ -726,11 +729,20 @@ def run(opt, script, argv):
                 # cudnn_convolution_backward: grad_input, then its
                 # workspace (backward data), grad_weight, then its
                 # workspace (backward weight), as run_conv_plan runs.
+                # Before them, the cuDNN backend's contiguous copies of a
+                # non-contiguous input and grad_output (a slice of
+                # torch.cat's gradient), in the layout it runs in
+                # (convolution_backward, cudnn_convolution_backward),
+                # freed when the call returns.
+                copies = conv_copies(args)
                 for i, phase in enumerate(("data", "weight", "bias")):
                     note_all(tree_flatten(out[i])[0], name)
                     if out[i] is not None:
                         temps(name + (" bias" if phase == "bias" else ""),
                               kernel_events(name, args, phase, out))
+                    if i == 1:
+                        for k in copies:
+                            rec.free(k)
             else:
                 flat = tree_flatten(out)[0]
                 if name == "_scaled_dot_product_cudnn_attention" and \
@@ -743,6 +755,31 @@ def run(opt, script, argv):
                 blas_workspaces(name, args)
                 temps(name, kernel_events(name, args, "forward", out))
             return out
+
+    def conv_copies(args):
+        """The keys of the copies conv_copies made (see above)."""
+        try:
+            go, x, w = args[0], args[1], args[2]
+            if not isinstance(x, torch.Tensor) or x.device.type != "cuda" \
+                    or x.dim() not in (4, 5) or args[9] != 1 or \
+                    not isinstance(go, torch.Tensor) or major < 7:
+                return []
+            cl = torch.channels_last if x.dim() == 4 else \
+                torch.channels_last_3d
+            fmt = cl if (x.is_contiguous(memory_format=cl) and
+                         not x.is_contiguous()) or \
+                (w.is_contiguous(memory_format=cl) and
+                 not w.is_contiguous()) else torch.contiguous_format
+            keys = []
+            for t in (x, go):
+                if not t.is_contiguous(memory_format=fmt):
+                    keys.append(object())
+                    rec.alloc(t.numel() * t.element_size(), "temporary",
+                              "cudnn convolution_backward contiguous copy",
+                              key=keys[-1])
+            return keys
+        except Exception:
+            return []
 
     def blas_workspaces(name, args):
         """The cuBLAS and cuBLASLt workspaces a GEMM's first call on a
@@ -835,6 +872,31 @@ def run(opt, script, argv):
                     x.element_size(), 8 if x.element_size() == 8 else 4,
                     int(x.storage_offset()), major, minor,
                     devices.DEVICES[opt.device][4])
+            if name in ("mse_loss", "smooth_l1_loss", "huber_loss"):
+                # mse_loss_out and its kin (Loss.cpp): with a reduction,
+                # the elementwise loss goes to a TensorIterator temporary
+                # that at::mean_out / sum_out then reduces (its
+                # gpu_reduce_kernel buffers), freed on return.
+                x, t = args[0], args[1]
+                red = args[2] if len(args) > 2 else 1   # Mean
+                if not isinstance(x, torch.Tensor) or \
+                        x.device.type != "cuda" or red == 0:
+                    return []
+                shape = tuple(torch.broadcast_shapes(x.shape, t.shape))
+                dt = torch.result_type(x, t)
+                isz = torch.empty((), dtype=dt).element_size()
+                n = 1
+                strides = []
+                for d in reversed(shape):
+                    strides.insert(0, n)
+                    n *= int(d)
+                ev = [("alloc", "loss", n * isz)]
+                if shape:
+                    ev += kernels.reduce(
+                        shape, tuple(strides), set(range(len(shape))), isz,
+                        8 if isz == 8 else 4, 0, major, minor,
+                        devices.DEVICES[opt.device][4])
+                return ev + [("free", "loss")]
             if name in ("native_group_norm", "native_group_norm_backward"):
                 bw = name == "native_group_norm_backward"
                 x = args[1] if bw else args[0]
