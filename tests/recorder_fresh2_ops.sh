@@ -8,7 +8,7 @@ SRC=$(cd "$(dirname "$0")" && pwd)
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 need_torch
 sizes() { awk -F, '$3 == "alloc" { printf "%s%s", s, $5; s = " " } END { print "" }' "$1"; }
-for c in groupnorm convt gemm nested mse catconv; do
+for c in groupnorm convt gemm nested mse catconv mathmask; do
 	$MEMSIM record -o "$tmp/$c.csv" -- "$PY" "$SRC/recorder/fresh2_ops.py" $c \
 		2>"$tmp/err" || fail "record $c: $(tail -3 "$tmp/err")"
 done
@@ -54,5 +54,14 @@ got=$(sizes "$tmp/catconv.csv" | cut -d' ' -f1-12)
 	fail "catconv: $got"
 grep -q ',cudnn convolution_backward contiguous copy$' "$tmp/catconv.csv" ||
 	fail "catconv: no contiguous copy"
+# 7. Attention with a mask that requires grad takes the math path
+# (_scaled_dot_product_attention_math), which adds the mask to the
+# weights in place on the GPU (out of place only for tensor subclasses,
+# the fake ones included): q, k, v, the mask, q and k scaled (131072
+# each), the weights (2*4*128*128*4 = 524288), the cuBLAS workspace, the
+# softmax and the output; no second weights-sized tensor for the add.
+got=$(sizes "$tmp/mathmask.csv")
+[ "$got" = "131072 131072 131072 262144 131072 131072 524288 33554432 524288 131072" ] ||
+	fail "mathmask: $got"
 
 finish recorder_fresh2_ops.sh

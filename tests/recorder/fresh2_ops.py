@@ -5,7 +5,9 @@
 # first Linear: its output, then the cuBLAS and cuBLASLt workspaces),
 # nested (nn.TransformerEncoder in eval with a key padding mask), mse
 # (F.mse_loss of 8 x 4 x 128 x 128 floats), catconv (a convolution whose
-# output is concatenated: its gradient arrives as a channel slice).
+# output is concatenated: its gradient arrives as a channel slice),
+# mathmask (scaled_dot_product_attention with a mask that requires grad:
+# the math path).
 import sys
 import torch
 
@@ -31,6 +33,11 @@ elif case == "catconv":
     conv = torch.nn.Conv2d(16, 16, 3, padding=1, bias=False).to(dev)
     x = torch.randn(2, 16, 32, 32, device=dev, requires_grad=True)
     torch.cat([conv(x), x], 1).sum().backward()
+elif case == "mathmask":
+    q, k, v = (torch.randn(2, 4, 128, 32, device=dev, requires_grad=True)
+               for _ in range(3))
+    mask = torch.zeros(1, 4, 128, 128, device=dev, requires_grad=True)
+    torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 elif case == "nested":
     layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True)
     enc = torch.nn.TransformerEncoder(layer, 2).to(dev).eval()

@@ -61,6 +61,7 @@ class Recorder:
         self.module_names = {}
         self.seen_modules = set()
         self.workspaces = set()
+        self.math_add = False  # inside the math attention path (fake.py)
         self.retired = set()  # storages freed in the trace, still in use
         self.script = None
 
@@ -720,6 +721,19 @@ def run(opt, script, argv):
                 # One rank sees one GPU, cuda:0 (the autograd engine's
                 # device guard counts one device): cuda:N is cuda:0.
                 kwargs = dict(kwargs, device=torch.device("cuda", 0))
+            if rec.math_add and func is aten.add.Tensor and \
+                    len(args) == 2 and not kwargs and \
+                    all(isinstance(a, torch.Tensor) for a in args) and \
+                    args[0].dtype == torch.result_type(*args) and \
+                    tuple(args[0].shape) == tuple(torch.broadcast_shapes(
+                        args[0].shape, args[1].shape)):
+                # The math path's attn + mask (math_sdpa): in place, as
+                # attn.add_(mask); a view of it goes up to autograd.
+                rec.math_add = False
+                args[0].add_(args[1])
+                out = args[0].view(args[0].shape)
+                kn.after(func, name, args, kwargs, out)
+                return out
             out = _dynamic(torch, rec, func, args, kwargs)
             if out is None:
                 out = func(*args, **kwargs)
@@ -1083,6 +1097,24 @@ def run(opt, script, argv):
     F = torch.nn.functional
     orig_sdpa = F.scaled_dot_product_attention
 
+    def math_sdpa(query, key, value, attn_mask=None, is_causal=False,
+                  **kw):
+        """The math path (_scaled_dot_product_attention_math) adds the
+        mask to the attention weights in place, except for tensor
+        subclasses (areAnyTensorSubclassLike), the fake ones included:
+        the fake run would make one more weights-sized tensor.  The add
+        is done in place here, as on the GPU (rec.math_add)."""
+        if query.device.type != "cuda" or \
+                (attn_mask is None and not is_causal):
+            return orig_sdpa(query, key, value, attn_mask=attn_mask,
+                             is_causal=is_causal, **kw)
+        rec.math_add = True
+        try:
+            return orig_sdpa(query, key, value, attn_mask=attn_mask,
+                             is_causal=is_causal, **kw)
+        finally:
+            rec.math_add = False
+
     def sdpa(query, key, value, attn_mask=None, dropout_p=0.0,
              is_causal=False, scale=None, enable_gqa=False):
         # Grouped-query attention (enable_gqa: fewer key/value heads, a
@@ -1096,7 +1128,7 @@ def run(opt, script, argv):
                 key.shape[1] != value.shape[1] or \
                 (gqa and not (enable_gqa and
                               query.shape[1] % key.shape[1] == 0)):
-            return orig_sdpa(query, key, value, attn_mask=attn_mask,
+            return math_sdpa(query, key, value, attn_mask=attn_mask,
                              dropout_p=dropout_p, is_causal=is_causal,
                              scale=scale, enable_gqa=enable_gqa)
         if torch.is_autocast_enabled("cuda"):
@@ -1109,7 +1141,7 @@ def run(opt, script, argv):
         choice = _sdp_choice(torch, rec, (query, key, value, attn_mask), {},
                              major)
         if gqa and choice not in (SDP_CUDNN, SDP_FLASH):
-            return orig_sdpa(query, key, value, attn_mask=attn_mask,
+            return math_sdpa(query, key, value, attn_mask=attn_mask,
                              dropout_p=dropout_p, is_causal=is_causal,
                              scale=scale, enable_gqa=enable_gqa)
         grad = torch.is_grad_enabled() and any(
@@ -1141,7 +1173,7 @@ def run(opt, script, argv):
             return aten._scaled_dot_product_efficient_attention(
                 query, key, value, attn_mask, grad, dropout_p, is_causal,
                 scale=scale)[0]
-        return orig_sdpa(query, key, value, attn_mask=attn_mask,
+        return math_sdpa(query, key, value, attn_mask=attn_mask,
                          dropout_p=dropout_p, is_causal=is_causal,
                          scale=scale)
 
