@@ -8,7 +8,7 @@ SRC=$(cd "$(dirname "$0")" && pwd)
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 need_torch
 sizes() { awk -F, '$3 == "alloc" { printf "%s%s", s, $5; s = " " } END { print "" }' "$1"; }
-for c in groupnorm convt gemm nested mse catconv mathmask; do
+for c in groupnorm convt gemm nested mse catconv mathmask accum; do
 	$MEMSIM record -o "$tmp/$c.csv" -- "$PY" "$SRC/recorder/fresh2_ops.py" $c \
 		2>"$tmp/err" || fail "record $c: $(tail -3 "$tmp/err")"
 done
@@ -63,5 +63,13 @@ grep -q ',cudnn convolution_backward contiguous copy$' "$tmp/catconv.csv" ||
 got=$(sizes "$tmp/mathmask.csv")
 [ "$got" = "131072 131072 131072 262144 131072 131072 524288 33554432 524288 131072" ] ||
 	fail "mathmask: $got"
+# 8. x (64 x 128 floats) feeds two Linear layers: backward's two
+# gradients for x (32768 each, one per MmBackward0) are added in place
+# (InputBuffer::accumulate: the engine holds the last reference to the
+# first), so no third x-sized tensor, as on the GPU (the fake tensors, a
+# tensor subclass, would be added out of place).
+got=$(sizes "$tmp/accum.csv")
+[ "$got" = "65536 65536 32768 32768 33554432 32768 32768 4 4 32768 32768 65536 33554432 32768 65536 32768" ] ||
+	fail "accum: $got"
 
 finish recorder_fresh2_ops.sh

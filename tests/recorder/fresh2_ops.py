@@ -7,7 +7,8 @@
 # (F.mse_loss of 8 x 4 x 128 x 128 floats), catconv (a convolution whose
 # output is concatenated: its gradient arrives as a channel slice),
 # mathmask (scaled_dot_product_attention with a mask that requires grad:
-# the math path).
+# the math path), accum (an input used by two Linear layers: its two
+# gradients accumulate).
 import sys
 import torch
 
@@ -38,6 +39,11 @@ elif case == "mathmask":
                for _ in range(3))
     mask = torch.zeros(1, 4, 128, 128, device=dev, requires_grad=True)
     torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+elif case == "accum":
+    l1 = torch.nn.Linear(128, 128, bias=False).to(dev)
+    l2 = torch.nn.Linear(128, 128, bias=False).to(dev)
+    x = torch.randn(64, 128, device=dev, requires_grad=True)
+    (l1(x) * l2(x)).sum().backward()
 elif case == "nested":
     layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True)
     enc = torch.nn.TransformerEncoder(layer, 2).to(dev).eval()

@@ -721,6 +721,19 @@ def run(opt, script, argv):
                 # One rank sees one GPU, cuda:0 (the autograd engine's
                 # device guard counts one device): cuda:N is cuda:0.
                 kwargs = dict(kwargs, device=torch.device("cuda", 0))
+            if func is aten.add.Tensor and accumulates(args, kwargs):
+                # InputBuffer::accumulate: the engine adds a second
+                # gradient into the first in place (old_var.add_(var))
+                # when it holds the last reference to a plain dense
+                # tensor, but never for tensor subclasses
+                # (can_accumulate_inplace), the fake ones included: done
+                # in place here, as on the GPU.
+                with torch.autograd._unsafe_preserve_version_counter(
+                        args[0]):
+                    args[0].add_(args[1])
+                out = args[0].view(args[0].shape)
+                kn.after(func, name, args, kwargs, out)
+                return out
             if rec.math_add and func is aten.add.Tensor and \
                     len(args) == 2 and not kwargs and \
                     all(isinstance(a, torch.Tensor) for a in args) and \
@@ -1096,6 +1109,53 @@ def run(opt, script, argv):
     # recorded.  The kernel the named device would run is called instead.
     F = torch.nn.functional
     orig_sdpa = F.scaled_dot_product_attention
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    torch_dir = os.path.dirname(os.path.abspath(torch.__file__))
+
+    def accumulates(args, kwargs):
+        """Whether this add is the autograd engine's accumulation of two
+        gradients of one input (InputBuffer::accumulate, out of place for
+        fake tensors): in backward with grad mode off, inside a node's
+        evaluation, no Python frame of the program's own between (a
+        custom Function's backward adds as the program says), two dense
+        tensors of one shape and dtype, the first owning its storage."""
+        if kwargs or len(args) != 2 or torch.is_grad_enabled() or \
+                not (rec.phase_backward or threading.current_thread()
+                     is not threading.main_thread()):
+            return False
+        a, b = args
+        if not isinstance(a, torch.Tensor) or \
+                not isinstance(b, torch.Tensor) or \
+                a.device.type != "cuda" or a.shape != b.shape or \
+                a.dtype != b.dtype or not a.is_contiguous() or \
+                a.storage_offset() != 0 or \
+                a.untyped_storage().nbytes() != a.numel() * a.element_size():
+            return False
+        try:
+            if torch._C._current_autograd_node() is None:
+                return False
+        except Exception:
+            return False
+        try:
+            # can_accumulate_inplace: the buffer holds the last reference
+            # to the storage (a gradient that shares it, a tied weight's,
+            # is added out of place).  Seen from here, two references:
+            # the tensor and the fake mode's own.
+            if torch._C._storage_Use_Count(
+                    a.untyped_storage()._cdata) > 2:
+                return False
+        except Exception:
+            return False
+        f = sys._getframe(2)
+        while f is not None:
+            fn = os.path.abspath(f.f_code.co_filename)
+            if f.f_code.co_name == "_engine_run_backward":
+                return True
+            if not fn.startswith(torch_dir) and not fn.startswith(here):
+                return False
+            f = f.f_back
+        return True
 
     def math_sdpa(query, key, value, attn_mask=None, is_causal=False,
                   **kw):
