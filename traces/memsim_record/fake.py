@@ -29,6 +29,7 @@ Data-dependent values get stated assumptions, counted in the trace as
 - nonzero, argwhere, masked_select, unique, boolean indexing, MoE routing:
   --dynamic-fraction of the elements (default 0.5) are selected.
 """
+import contextlib
 import math
 import os
 import sys
@@ -728,8 +729,9 @@ def run(opt, script, argv):
                 # tensor, but never for tensor subclasses
                 # (can_accumulate_inplace), the fake ones included: done
                 # in place here, as on the GPU.
-                with torch.autograd._unsafe_preserve_version_counter(
-                        args[0]):
+                keep = getattr(torch.autograd,
+                               "_unsafe_preserve_version_counter", None)
+                with (keep(args[0]) if keep else contextlib.nullcontext()):
                     args[0].add_(args[1])
                 out = args[0].view(args[0].shape)
                 kn.after(func, name, args, kwargs, out)
