@@ -48,5 +48,33 @@ want="6144 12288 384 384 12288 12288 384 384 44544 2048 1024 8 6488064 22272 512
 got=$(sizes "$tmp/bf16.csv")
 want="4096 8192 256 256 1024 256 256 2048 256 256 12800 8412774 10496"
 [ "$got" = "$want" ] || fail "bf16: $got"
+# 4. The rules against the H200's grid (tests/data/record/rnn_ws.tsv, 316
+# calls): the reserve exact for every call; the workspace's median
+# error and the calls within 10% (README quotes these).
+DATA=${MSIM_TESTDATA:-tests/data}/record
+PYTHONPATH="$SRC/../traces" python3 - "$DATA/rnn_ws.tsv" >"$tmp/grid" 2>&1 <<'PY' ||
+import sys
+from memsim_record import rnn
+mode = {"LSTM": "lstm", "GRU": "gru", "RNN": "rnn_tanh"}
+bad = n = within = 0
+errs = []
+for line in open(sys.argv[1]):
+    if line.startswith("#") or line.startswith("mode"):
+        continue
+    m, i, h, l, b, t, dt, bi, bf, ws, res = line.split()
+    h, l, b, t, d = int(h), int(l), int(b), int(t), 2 if bi == "1" else 1
+    s = 4 if dt == "fp32" else 2
+    n += 1
+    bad += rnn.reserve_bytes(mode[m], t, b, h, l, d, s, False) != int(res)
+    e = rnn.workspace_bytes(mode[m], t, b, h, l, d, s, False) / int(ws) - 1
+    errs.append(abs(e))
+    within += abs(e) <= 0.1
+errs.sort()
+print("n=%d reserve-mismatch=%d median=%.3f within10=%d" % (
+    n, bad, errs[len(errs) // 2], within))
+PY
+	fail "grid: $(cat "$tmp/grid")"
+grep -q "^n=316 reserve-mismatch=0 median=0.106 within10=153$" "$tmp/grid" ||
+	fail "grid: $(cat "$tmp/grid")"
 
 finish recorder_rnn.sh
