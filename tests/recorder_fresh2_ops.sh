@@ -8,7 +8,7 @@ SRC=$(cd "$(dirname "$0")" && pwd)
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 need_torch
 sizes() { awk -F, '$3 == "alloc" { printf "%s%s", s, $5; s = " " } END { print "" }' "$1"; }
-for c in groupnorm convt gemm nested mse catconv mathmask accum; do
+for c in groupnorm convt gemm nested mse catconv mathmask accum linear3d; do
 	$MEMSIM record -o "$tmp/$c.csv" -- "$PY" "$SRC/recorder/fresh2_ops.py" $c \
 		2>"$tmp/err" || fail "record $c: $(tail -3 "$tmp/err")"
 done
@@ -71,5 +71,11 @@ got=$(sizes "$tmp/mathmask.csv")
 got=$(sizes "$tmp/accum.csv")
 [ "$got" = "65536 65536 32768 32768 33554432 32768 32768 4 4 32768 32768 65536 33554432 32768 65536 32768" ] ||
 	fail "accum: $got"
+# 9. Linear(64, 96) on a transposed 8 x 16 x 64 input: at::linear copies
+# the input contiguous for matmul (32768), makes the output (8*16*96*4 =
+# 49152), then adds the bias into it in place (out of place only for
+# tensor subclasses): no second output-sized tensor.
+got=$(sizes "$tmp/linear3d.csv")
+[ "$got" = "24576 384 32768 32768 49152 33554432" ] || fail "linear3d: $got"
 
 finish recorder_fresh2_ops.sh

@@ -8,7 +8,8 @@
 # output is concatenated: its gradient arrives as a channel slice),
 # mathmask (scaled_dot_product_attention with a mask that requires grad:
 # the math path), accum (an input used by two Linear layers: its two
-# gradients accumulate).
+# gradients accumulate), linear3d (a Linear with a bias on a transposed
+# 3-D input).
 import sys
 import torch
 
@@ -44,6 +45,10 @@ elif case == "accum":
     l2 = torch.nn.Linear(128, 128, bias=False).to(dev)
     x = torch.randn(64, 128, device=dev, requires_grad=True)
     (l1(x) * l2(x)).sum().backward()
+elif case == "linear3d":
+    lin = torch.nn.Linear(64, 96).to(dev)
+    with torch.no_grad():
+        lin(torch.randn(16, 8, 64, device=dev).transpose(0, 1))
 elif case == "nested":
     layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True)
     enc = torch.nn.TransformerEncoder(layer, 2).to(dev).eval()

@@ -62,7 +62,7 @@ class Recorder:
         self.module_names = {}
         self.seen_modules = set()
         self.workspaces = set()
-        self.math_add = False  # inside the math attention path (fake.py)
+        self.math_add = False  # the next add is in place (fake.py)
         self.retired = set()  # storages freed in the trace, still in use
         self.script = None
 
@@ -742,8 +742,9 @@ def run(opt, script, argv):
                     args[0].dtype == torch.result_type(*args) and \
                     tuple(args[0].shape) == tuple(torch.broadcast_shapes(
                         args[0].shape, args[1].shape)):
-                # The math path's attn + mask (math_sdpa): in place, as
-                # attn.add_(mask); a view of it goes up to autograd.
+                # The math path's attn + mask (math_sdpa) or at::linear's
+                # output + bias (linear): in place, as attn.add_(mask);
+                # a view of it goes up to autograd.
                 rec.math_add = False
                 args[0].add_(args[1])
                 out = args[0].view(args[0].shape)
@@ -774,6 +775,29 @@ def run(opt, script, argv):
                             rec.free(k)
             else:
                 flat = tree_flatten(out)[0]
+                copy = None
+                if name == \
+                        "_scaled_dot_product_efficient_attention_backward" \
+                        and isinstance(args[0], torch.Tensor) and \
+                        args[0].device.type == "cuda" and \
+                        not args[0].transpose(1, 2).is_contiguous():
+                    # _efficient_attention_backward: "handle potentially
+                    # non-contiguous grad_out through a copy" (in its
+                    # B, M, H, K layout), before the gradients, freed on
+                    # return.
+                    copy = object()
+                    rec.alloc(args[0].numel() * args[0].element_size(),
+                              "temporary", "_efficient_attention_backward "
+                              "grad_out copy", key=copy)
+                if name == "_scaled_dot_product_efficient_attention" and \
+                        len(flat) >= 4:
+                    # _efficient_attention_forward's philox seed and
+                    # offset are CPU tensors (outside CUDA graph capture):
+                    # the H200 trace has no 8-byte blocks there.
+                    flat = flat[:2]
+                if name == "native_dropout" and len(flat) == 2:
+                    # dropout_cuda makes the mask first, then the output.
+                    flat = flat[::-1]
                 if name == "_scaled_dot_product_cudnn_attention" and \
                         len(flat) >= 8:
                     # _cudnn_attention_forward makes the RNG seed and
@@ -783,6 +807,8 @@ def run(opt, script, argv):
                 note_all(flat, name)
                 blas_workspaces(name, args)
                 temps(name, kernel_events(name, args, "forward", out))
+                if copy is not None:
+                    rec.free(copy)
             return out
 
     def conv_copies(args):
@@ -1240,6 +1266,26 @@ def run(opt, script, argv):
                          scale=scale)
 
     F.scaled_dot_product_attention = sdpa
+
+    # at::linear on an input neither 2-D nor contiguous with a bias:
+    # matmul, then output.add_(bias), out of place only for tensor
+    # subclasses (isTensorSubclassLike), the fake ones included; in place
+    # here, as on the GPU (functional.py's own calls, nn.MultiheadAttention's
+    # in-projection, look F.linear up too).
+    orig_linear = F.linear
+
+    def linear(input, weight, bias=None):
+        if bias is None or not isinstance(input, torch.Tensor) or \
+                input.device.type != "cuda" or input.dim() == 2 or \
+                input.is_contiguous():
+            return orig_linear(input, weight, bias)
+        rec.math_add = True
+        try:
+            return orig_linear(input, weight, bias)
+        finally:
+            rec.math_add = False
+
+    F.linear = linear
 
     # rms_norm: CUDA builds run one fused kernel (_fused_rms_norm: the
     # output and a float32 rstd per row, saved for _fused_rms_norm_backward,
