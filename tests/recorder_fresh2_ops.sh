@@ -40,11 +40,13 @@ grep -q ',annotate,.*,assumption,nested:padded$' "$tmp/nested.csv" ||
 	fail "nested: no assumption row"
 [ "$(awk -F, '$3 == "alloc" && $5 == 2560 && $8 ~ /^TransformerEncoder.layers/' "$tmp/nested.csv" | wc -l)" = 2 ] ||
 	fail "nested: the layers' outputs"
-# 5. mse_loss with a reduction (mse_loss_out): the elementwise loss in a
-# temporary of the input's size (8*4*128*128*4 = 2097152 bytes), then the
-# mean's gpu_reduce_kernel buffers (256 and 4), after the 4-byte output.
+# 5. mse_loss with a reduction: the output, allocated by the structured
+# meta function's TensorIterator at the input's size (8*4*128*128*4 =
+# 2097152 bytes) and kept when the mean resizes it to a scalar; then
+# mse_loss_out's elementwise loss, a temporary of that size, and the
+# mean's gpu_reduce_kernel buffers (256 and 4).
 got=$(sizes "$tmp/mse.csv")
-[ "$got" = "2097152 2097152 4 2097152 256 4" ] || fail "mse: $got"
+[ "$got" = "2097152 2097152 2097152 2097152 256 4" ] || fail "mse: $got"
 # 6. Conv2d(16, 16, 3) whose output goes into torch.cat: its gradient is a
 # channel slice, which cuDNN's backward first copies contiguous (2*16*32*32
 # *4 = 131072), before grad_input, and frees after both workspaces

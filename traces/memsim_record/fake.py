@@ -795,6 +795,21 @@ def run(opt, script, argv):
                     # offset are CPU tensors (outside CUDA graph capture):
                     # the H200 trace has no 8-byte blocks there.
                     flat = flat[:2]
+                if name in ("mse_loss", "smooth_l1_loss") and \
+                        isinstance(out, torch.Tensor) and \
+                        out.device.type == "cuda" and out.dim() == 0 and \
+                        (len(args) < 3 or args[2] != 0):
+                    # Their structured meta functions build a binary
+                    # TensorIterator with the output, which allocates it
+                    # at the inputs' broadcast size; the reduction then
+                    # resizes it to a scalar, keeping the storage (the
+                    # H200 trace: an input-sized block that lives as long
+                    # as the loss).
+                    full = 1
+                    for d in torch.broadcast_shapes(args[0].shape,
+                                                    args[1].shape):
+                        full *= int(d)
+                    out.untyped_storage().resize_(full * out.element_size())
                 if name == "native_dropout" and len(flat) == 2:
                     # dropout_cuda makes the mask first, then the output.
                     flat = flat[::-1]
