@@ -8,7 +8,7 @@ SRC=$(cd "$(dirname "$0")" && pwd)
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 need_torch
 sizes() { awk -F, '$3 == "alloc" { printf "%s%s", s, $5; s = " " } END { print "" }' "$1"; }
-for c in groupnorm convt gemm nested mse catconv mathmask accum linear3d; do
+for c in groupnorm convt gemm nested mse catconv mathmask accum linear3d lncopy; do
 	$MEMSIM record -o "$tmp/$c.csv" -- "$PY" "$SRC/recorder/fresh2_ops.py" $c \
 		2>"$tmp/err" || fail "record $c: $(tail -3 "$tmp/err")"
 done
@@ -79,5 +79,12 @@ got=$(sizes "$tmp/accum.csv")
 # tensor subclasses): no second output-sized tensor.
 got=$(sizes "$tmp/linear3d.csv")
 [ "$got" = "24576 384 32768 32768 49152 33554432" ] || fail "linear3d: $got"
+# 10. LayerNorm(64) on a transposed 8 x 16 x 64 input: layer_norm_cuda
+# copies the input contiguous (32768) before Y, mean and rstd (512
+# each); layer_norm_backward_cuda copies it again before dX, dgamma and
+# dbeta and the (non-contiguous) grad_out after them.
+got=$(sizes "$tmp/lncopy.csv")
+[ "$got" = "256 256 32768 32768 32768 512 512 4 4 32768 32768 256 256 32768 32768" ] ||
+	fail "lncopy: $got"
 
 finish recorder_fresh2_ops.sh

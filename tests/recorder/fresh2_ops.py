@@ -9,7 +9,8 @@
 # mathmask (scaled_dot_product_attention with a mask that requires grad:
 # the math path), accum (an input used by two Linear layers: its two
 # gradients accumulate), linear3d (a Linear with a bias on a transposed
-# 3-D input).
+# 3-D input), lncopy (LayerNorm on a transposed input, forward and
+# backward).
 import sys
 import torch
 
@@ -49,6 +50,10 @@ elif case == "linear3d":
     lin = torch.nn.Linear(64, 96).to(dev)
     with torch.no_grad():
         lin(torch.randn(16, 8, 64, device=dev).transpose(0, 1))
+elif case == "lncopy":
+    ln = torch.nn.LayerNorm(64).to(dev)
+    x = torch.randn(16, 8, 64, device=dev, requires_grad=True)
+    ln(x.transpose(0, 1)).transpose(0, 1).sum().backward()
 elif case == "nested":
     layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True)
     enc = torch.nn.TransformerEncoder(layer, 2).to(dev).eval()

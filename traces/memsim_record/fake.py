@@ -776,6 +776,7 @@ def run(opt, script, argv):
             else:
                 flat = tree_flatten(out)[0]
                 copy = None
+                ln_copies = []
                 if name == \
                         "_scaled_dot_product_efficient_attention_backward" \
                         and isinstance(args[0], torch.Tensor) and \
@@ -789,6 +790,24 @@ def run(opt, script, argv):
                     rec.alloc(args[0].numel() * args[0].element_size(),
                               "temporary", "_efficient_attention_backward "
                               "grad_out copy", key=copy)
+                if name in ("native_layer_norm",
+                            "native_layer_norm_backward"):
+                    # layer_norm_cuda / layer_norm_backward_cuda:
+                    # input.expect_contiguous(), a copy of a
+                    # non-contiguous input (a residual sum after a
+                    # transposed attention output), before the outputs;
+                    # backward copies a non-contiguous grad_out after
+                    # them (the H200's frames); freed on return.
+                    src = [args[0]] if name == "native_layer_norm" else \
+                        [args[1]]
+                    for t in src:
+                        if isinstance(t, torch.Tensor) and \
+                                t.device.type == "cuda" and \
+                                not t.is_contiguous():
+                            ln_copies.append(object())
+                            rec.alloc(t.numel() * t.element_size(),
+                                      "temporary", "layer_norm contiguous "
+                                      "copy", key=ln_copies[-1])
                 if name == "_scaled_dot_product_efficient_attention" and \
                         len(flat) >= 4:
                     # _efficient_attention_forward's philox seed and
@@ -820,10 +839,20 @@ def run(opt, script, argv):
                     # (run_cudnn_SDP_fprop), as the H200's frames show.
                     flat = flat[6:8] + flat[:6] + flat[8:]
                 note_all(flat, name)
+                if name == "native_layer_norm_backward" and \
+                        isinstance(args[0], torch.Tensor) and \
+                        args[0].device.type == "cuda" and \
+                        not args[0].is_contiguous():
+                    ln_copies.append(object())
+                    rec.alloc(args[0].numel() * args[0].element_size(),
+                              "temporary", "layer_norm contiguous copy",
+                              key=ln_copies[-1])
                 blas_workspaces(name, args)
                 temps(name, kernel_events(name, args, "forward", out))
                 if copy is not None:
                     rec.free(copy)
+                for k in ln_copies:
+                    rec.free(k)
             return out
 
     def conv_copies(args):
