@@ -1023,6 +1023,15 @@ msim_db_defer_checkpoints(msim_db_t *db)
 }
 
 void
+msim_db_set_writer_lock(msim_db_t *db, void (*lock)(void *ctx),
+			void (*unlock)(void *ctx), void *ctx)
+{
+	db->wlock = lock;
+	db->wunlock = lock ? unlock : NULL;
+	db->wctx = ctx;
+}
+
+void
 msim_db_keep_wal(msim_db_t *db)
 {
 	sqlite3_db_config(db->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
@@ -1785,11 +1794,14 @@ msim_db_store_run_mode(msim_db_t *db, const msim_run_info_t *info,
 			 "the run: %s", db->path, msim_strerror(MSIM_ENOMEM));
 		return MSIM_EDB;
 	}
-	if ((rc = db_fk(db, false)) ||
-	    (rc = db_exec(db, "BEGIN IMMEDIATE", "cannot lock"))) {
+	if ((rc = db_fk(db, false))) {
 		free(sr.v);
 		return rc;
 	}
+	if (db->wlock)
+		db->wlock(db->wctx);
+	if ((rc = db_exec(db, "BEGIN IMMEDIATE", "cannot lock")))
+		goto out;
 	int64_t old_id = -1, run_id;
 	if (mode != MSIM_DB_INSERT) {
 		if ((rc = db_find_key(db, key, &old_id)) < 0)
@@ -1800,8 +1812,7 @@ msim_db_store_run_mode(msim_db_t *db, const msim_run_info_t *info,
 			    (rc = db_exec(db, "COMMIT", "cannot commit")))
 				goto rollback;
 			*run_id_out = old_id;
-			free(sr.v);
-			return 0;
+			goto out;
 		}
 		/* A replaced run keeps its id (and its sweeps); its rows of
 		 * results are written anew. */
@@ -1823,12 +1834,14 @@ msim_db_store_run_mode(msim_db_t *db, const msim_run_info_t *info,
 	if ((rc = db_exec(db, "COMMIT", "cannot commit")))
 		goto rollback;
 	*run_id_out = run_id;
-	free(sr.v);
-	return 0;
+	goto out;
 fail:
 	rc = db_fail(db, "cannot store the run");
 rollback:
 	sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+out:
+	if (db->wunlock)
+		db->wunlock(db->wctx);
 	free(sr.v);
 	return rc;
 }
