@@ -1688,6 +1688,9 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 			fcntl(wake[0], F_SETFD, FD_CLOEXEC);
 			fcntl(wake[1], F_SETFD, FD_CLOEXEC);
 			fcntl(wake[0], F_SETFL, O_NONBLOCK);
+			/* A full pipe (the parent has wake-ups to read) does
+			 * not stop a worker. */
+			fcntl(wake[1], F_SETFL, O_NONBLOCK);
 			x.wake = wake[1];
 		}
 		int started = 0;
