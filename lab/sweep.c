@@ -7,7 +7,9 @@
  * memory-bound, SQLite connections must not cross a fork, and a worker that
  * crashes on a bad trace takes no other setting with it.  They take the
  * next setting from a counter in shared memory, so a slow setting does not
- * hold up the others, and each writes its result in its own transaction.
+ * hold up the others, and each writes its result in its own transaction,
+ * taking turns at a lock in that memory (sweep_wlock()); the parent copies
+ * the WAL into the database while they run.
  * On Linux a worker dies with its parent (PR_SET_PDEATHSIG), so a killed
  * sweep leaves no orphans; elsewhere workers notice the parent is gone
  * before their next setting.
@@ -1374,8 +1376,8 @@ worker_loop(exec_ctx_t *x, int inline_progress, size_t skipped, size_t total)
 				atomic_fetch_add(&x->sh->ran, 1);
 		}
 		atomic_store(&x->sh->cur[x->slot], 0);
-		/* The parent checkpoints what this setting wrote (or not:
-		 * msim_sweep_exec()). */
+		/* Wakes the parent, which may checkpoint what this setting
+		 * wrote (msim_sweep_exec()). */
 		if (x->wake >= 0) {
 			ssize_t w = write(x->wake, "", 1);
 			(void)w;
@@ -1682,8 +1684,9 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 		 * settings') at the end. */
 		x.parent_checkpoints = true;
 		/* The workers' end of a pipe that the parent polls instead of
-		 * sleeping: a worker that is done wakes it (20 ms sooner, at
-		 * worst, than its next poll). */
+		 * sleeping: a worker wakes it after each setting (for its
+		 * checkpoints) and when done (20 ms sooner, at worst, than its
+		 * next poll). */
 		if (!pipe(wake)) {
 			fcntl(wake[0], F_SETFD, FD_CLOEXEC);
 			fcntl(wake[1], F_SETFD, FD_CLOEXEC);
