@@ -115,7 +115,9 @@ void msim_db_set_writer_lock(msim_db_t *db, void (*lock)(void *ctx),
 
 /* Copies into the database what the WAL holds, as far as the other
  * connections' readers allow, without waiting for any lock (a PASSIVE
- * checkpoint).  Returns 0 or MSIM_EDB. */
+ * checkpoint), and on Linux has the kernel start writing the copied pages
+ * to the disk (the last connection's checkpoint then waits for less).
+ * Returns 0 or MSIM_EDB. */
 int msim_db_checkpoint(msim_db_t *db);
 
 /* As msim_db_open(), but a missing file is an error (MSIM_ENOTFOUND), not
