@@ -7,6 +7,7 @@
 
 #include <check.h>
 #include <sqlite3.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -683,6 +684,82 @@ START_TEST(test_packed_text)
 }
 END_TEST
 
+/* Counts msim_db_set_writer_lock()'s calls; held says whether they pair. */
+typedef struct wl_count_s {
+	int locks, unlocks;
+	bool held;
+} wl_count_t;
+
+static void
+wl_lock(void *ctx)
+{
+	wl_count_t *c = ctx;
+	ck_assert(!c->held);
+	c->held = true;
+	c->locks++;
+}
+
+static void
+wl_unlock(void *ctx)
+{
+	wl_count_t *c = ctx;
+	ck_assert(c->held);
+	c->held = false;
+	c->unlocks++;
+}
+
+/* The writer lock is taken once around each run stored and given back
+ * whatever happens: stored, found stored already (MSIM_DB_SKIP), or
+ * failing on another writer's lock. */
+START_TEST(test_writer_lock)
+{
+	msim_db_t *db;
+	char why[256];
+	setenv("MEMSIM_DB_BUSY_MS", "50", 1);
+	ck_assert_int_eq(msim_db_open(path, &db, why, sizeof(why)), 0);
+	wl_count_t c = {0};
+	msim_db_set_writer_lock(db, wl_lock, wl_unlock, &c);
+	msim_stats_t st = {0};
+	msim_summary_t sum = {0};
+	msim_run_info_t info = {.trace_path = "t", .trace_hash = "h",
+				.policy = "pytorch", .addresses = "model"};
+	int64_t id, id2;
+	int existed;
+	ck_assert_int_eq(msim_db_store_run_mode(db, &info, &sum, &st, NULL,
+						NULL, 0, MSIM_DB_SKIP, &id,
+						&existed), 0);
+	ck_assert_int_eq(c.locks, 1);
+	ck_assert_int_eq(c.unlocks, 1);
+	ck_assert_int_eq(msim_db_store_run_mode(db, &info, &sum, &st, NULL,
+						NULL, 0, MSIM_DB_SKIP, &id2,
+						&existed), 0);
+	ck_assert_int_eq(existed, 1);
+	ck_assert_int_eq(id2, id);
+	ck_assert_int_eq(c.locks, 2);
+	ck_assert_int_eq(c.unlocks, 2);
+	sqlite3 *other;
+	ck_assert_int_eq(sqlite3_open(path, &other), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL,
+				      NULL), SQLITE_OK);
+	info.trace_hash = "h2";
+	ck_assert_int_eq(msim_db_store_run_mode(db, &info, &sum, &st, NULL,
+						NULL, 0, MSIM_DB_SKIP, &id2,
+						&existed), MSIM_EDB);
+	ck_assert_int_eq(c.locks, 3);
+	ck_assert_int_eq(c.unlocks, 3);
+	sqlite3_exec(other, "ROLLBACK", NULL, NULL, NULL);
+	sqlite3_close(other);
+	msim_db_set_writer_lock(db, NULL, NULL, NULL);
+	ck_assert_int_eq(msim_db_store_run_mode(db, &info, &sum, &st, NULL,
+						NULL, 0, MSIM_DB_SKIP, &id2,
+						&existed), 0);
+	ck_assert_int_eq(c.locks, 3);
+	msim_db_close(db);
+	ck_assert_int_eq(query_int("SELECT count(*) FROM runs"), 2);
+	unsetenv("MEMSIM_DB_BUSY_MS");
+}
+END_TEST
+
 /*
  * The connection that writes gathers a transaction's WAL frames and
  * writes them at its commit (sim/results.c, VFS memsim-wal): another
@@ -767,6 +844,7 @@ main(void)
 	tcase_add_test(tc, test_failed_settings);
 	tcase_add_test(tc, test_packed_rows);
 	tcase_add_test(tc, test_wal_frames_at_commit);
+	tcase_add_test(tc, test_writer_lock);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
