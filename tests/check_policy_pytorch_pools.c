@@ -434,7 +434,7 @@ START_TEST(test_own_allocator_counts_against_cap)
 END_TEST
 
 /* tests/data/pools/ownalloc.csv: pool_create's size 1 marks the pool's
- * own allocator in a trace; 2 is refused, naming the line. */
+ * own allocator in a trace; 8 (no such flag) is refused, naming the line. */
 START_TEST(test_trace_own_allocator_rows)
 {
 	msim_job_spec_t s = {.trace = test_data("pools/ownalloc.csv"),
@@ -457,7 +457,7 @@ START_TEST(test_trace_own_allocator_rows)
 	}
 	ck_assert_int_ne(rc, 0);
 	ck_assert_msg(strstr(err.msg, ":3:") &&
-		      strstr(err.msg, "pool_create size 2"), "%s", err.msg);
+		      strstr(err.msg, "pool_create size 8"), "%s", err.msg);
 }
 END_TEST
 
