@@ -1540,8 +1540,8 @@ alloc_segment(pt_state_t *s, pt_stream_t *st, pt_freeset_t *fs, int pool,
 }
 
 /* The free block of pool pp, out of its free set, that starts at addr, or
- * with head set the lowest-addressed whole free segment of at least size
- * bytes; NULL if none. */
+ * with head set the smallest whole free segment of at least size bytes
+ * (the lowest-addressed of equals); NULL if none. */
 static pt_block_t *
 restore_find(pt_state_t *s, pt_ppool_t *pp, msim_addr_t addr, bool head,
 	     uint64_t size)
@@ -1553,8 +1553,11 @@ restore_find(pt_state_t *s, pt_ppool_t *pp, msim_addr_t addr, bool head,
 			pt_freeset_t *fs = &pp->streams[i]->fs[k];
 			for (pt_block_t *b = fs_first(fs); b;
 			     b = fs_next(fs, b)) {
-				bool ok = head ? !b->prev && b->size >= size &&
-						 (!best || b->ptr < best->ptr)
+				bool ok = head ? !b->prev && !b->next &&
+						 b->size >= size &&
+						 (!best || b->size < best->size ||
+						  (b->size == best->size &&
+						   b->ptr < best->ptr))
 					       : b->ptr == addr;
 				if (ok) {
 					best = b;
@@ -1577,9 +1580,11 @@ restore_find(pt_state_t *s, pt_ppool_t *pp, msim_addr_t addr, bool head,
  * blocks not live in the checkpoint are freed by the rows after.  The
  * block is the one at the recorded address (--addresses trace); where the
  * segments lie elsewhere (model addresses), the block as far from the last
- * placed one as in the recording, else the lowest whole free segment that
- * holds it (a new segment of the checkpoint).  Returns 0, or MSIM_EINVAL
- * when none of these is free or large enough.
+ * placed one as in the recording, else the smallest whole free segment
+ * that holds it (a new segment of the checkpoint); when none of these
+ * fits, the pool serves it as a malloc would (an approximation: the
+ * recording's segments and the simulated ones differ).  Returns 0,
+ * MSIM_EDEVOOM or MSIM_ENOMEM.
  */
 static __attribute__((noinline)) int
 restore_alloc(pt_state_t *s, const msim_req_t *req, msim_addr_t *addr_out)
@@ -1594,18 +1599,33 @@ restore_alloc(pt_state_t *s, const msim_req_t *req, msim_addr_t *addr_out)
 	if (!b && s->restore_have_delta)
 		b = restore_find(s, pp, req->addr + s->restore_delta, false,
 				 0);
+	if (b && b->size < req->size) {
+		fs_insert(s, &b->st->fs[b->pool], b);
+		b = NULL;
+	}
 	if (!b)
 		b = restore_find(s, pp, 0, true, req->size);
-	if (!b)
-		return MSIM_EINVAL;
-	if (b->size < req->size) {
-		fs_insert(s, &b->st->fs[b->pool], b);
-		return MSIM_EINVAL;
+	if (b) {
+		s->restore_delta = b->ptr - req->addr;
+		s->restore_have_delta = true;
+		b = alloc_found(s, b, req->size, req->size,
+				b->size > req->size, false);
+	} else {
+		/* As malloc would, in the pool (get_pool()). */
+		s->restore_have_delta = false;
+		uint64_t size = pt_round(s, req->size, false);
+		int pool = size <= PT_SMALL_SIZE ? PT_SMALL : PT_LARGE;
+		pt_stream_t *st = stream_table(&pp->streams, &pp->nstreams,
+					       req->stream, pp);
+		if (!st)
+			return MSIM_ENOMEM;
+		b = get_free_block(s, &st->fs[pool], pool, size, false, false);
+		int err = 0;
+		if (!b && !(b = alloc_segment(s, st, &st->fs[pool], pool, size,
+					      &err)))
+			return err ? err : MSIM_EDEVOOM;
+		b = alloc_found(s, b, size, req->size, -1, false);
 	}
-	s->restore_delta = b->ptr - req->addr;
-	s->restore_have_delta = true;
-	b = alloc_found(s, b, req->size, req->size, b->size > req->size,
-			false);
 	pp->nlive++;
 	s->live[req->id] = b;
 	*addr_out = b->ptr;
