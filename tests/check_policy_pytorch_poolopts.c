@@ -40,22 +40,6 @@ A_AT(uint32_t id, uint64_t size, msim_addr_t at)
 	return msim_policy_alloc(pol, &r, &addr[id]);
 }
 
-/* Pytorch under a cap of cap bytes (0: none), as
- * set_per_process_memory_fraction(cap / total). */
-static void
-setup_pt(uint64_t cap)
-{
-	setup("pytorch", "");
-	if (cap)
-		ck_assert_int_eq(msim_device_set_fraction(
-			dev, (double)cap / (double)MSIM_H200_BYTES), 0);
-	msim_policy_destroy(pol);
-	const msim_policy_ops_t *ops = msim_policy_find("pytorch");
-	char why[128];
-	ck_assert_int_eq(msim_policy_new(ops, dev, NULL, &pol, why,
-					 sizeof(why)), 0);
-}
-
 /* A MemPool(use_on_oom=flag) holding a free 60 MiB block, the default
  * pool a free 30 MiB segment, then 50 MiB in the default pool under a cap
  * of 100 MiB: cudaMalloc would pass the cap. */
@@ -273,11 +257,9 @@ START_TEST(test_trace_restore_rows)
 }
 END_TEST
 
-int
-main(void)
+static void
+add(TCase *tc)
 {
-	Suite *s = suite_create("policy_pytorch_poolopts");
-	TCase *tc = tcase_create("poolopts");
 	tcase_add_test(tc, test_use_on_oom_takes_pool_block);
 	tcase_add_test(tc, test_without_use_on_oom_ooms);
 	tcase_add_test(tc, test_use_on_oom_cached_blocks_only);
@@ -285,10 +267,10 @@ main(void)
 	tcase_add_test(tc, test_restore_places_blocks);
 	tcase_add_test(tc, test_restore_refused);
 	tcase_add_test(tc, test_trace_restore_rows);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+int
+main(void)
+{
+	return run_suite("policy_pytorch_poolopts", add);
 }

@@ -21,19 +21,28 @@ live() {
 		tr '\n' ' ' | sed 's/ $//'
 }
 
+# figures TRACE RUN.json PA PR SA SF CA CR: the run's peak allocated and
+# reserved bytes, segments allocated and freed, allocated and reserved bytes
+# at the end must be the real run's.
+figures() {
+	f_trace=$1 f_json=$2
+	shift 2
+	for f_key in allocated_bytes.all.peak reserved_bytes.all.peak \
+		segment.all.allocated segment.all.freed \
+		allocated_bytes.all.current reserved_bytes.all.current; do
+		f_got=$(json "$f_key" "$f_json")
+		[ "$f_got" = "$1" ] || fail "$f_trace: $f_key $f_got, real $1"
+		shift
+	done
+}
+
 grep -v '^#' "$DATA/real.tsv" >"$tmp/rows"
 n=0
 while IFS='	' read -r trace pa pr sa sf ca cr segs; do
 	n=$((n + 1))
 	$MEMSIM run --recording --json --segments "$tmp/seg.csv" \
 		"$DATA/$trace" >"$tmp/run.json" || { fail "$trace: run"; continue; }
-	for kv in "allocated_bytes.all.peak $pa" "reserved_bytes.all.peak $pr" \
-		"segment.all.allocated $sa" "segment.all.freed $sf" \
-		"allocated_bytes.all.current $ca" "reserved_bytes.all.current $cr"; do
-		set -- $kv
-		got=$(json "$1" "$tmp/run.json")
-		[ "$got" = "$2" ] || fail "$trace: $1 $got, real $2"
-	done
+	figures "$trace" "$tmp/run.json" "$pa" "$pr" "$sa" "$sf" "$ca" "$cr"
 	got=$(live "$tmp/seg.csv")
 	[ "$got" = "$segs" ] || fail "$trace: live segments $got, real $segs"
 	# Without its pool rows the replay is wrong: reserved peak differs.
@@ -55,13 +64,7 @@ while IFS='	' read -r trace conf contrast pa pr sa sf ca cr segs; do
 	set -- ; [ "$conf" = - ] || set -- --alloc-conf "$conf"
 	$MEMSIM run --recording "$@" --json --segments "$tmp/seg.csv" \
 		"$DATA/$trace" >"$tmp/run.json" || { fail "$trace: run"; continue; }
-	for kv in "allocated_bytes.all.peak $pa" "reserved_bytes.all.peak $pr" \
-		"segment.all.allocated $sa" "segment.all.freed $sf" \
-		"allocated_bytes.all.current $ca" "reserved_bytes.all.current $cr"; do
-		set -- $kv
-		got=$(json "$1" "$tmp/run.json")
-		[ "$got" = "$2" ] || fail "$trace: $1 $got, real $2"
-	done
+	figures "$trace" "$tmp/run.json" "$pa" "$pr" "$sa" "$sf" "$ca" "$cr"
 	got=$(live "$tmp/seg.csv")
 	[ "$segs" = - ] || [ "$got" = "$segs" ] ||
 		fail "$trace: live segments $got, real $segs"
@@ -106,13 +109,7 @@ while IFS='	' read -r trace opts contrast pa pr sa sf ca cr segs; do
 	# shellcheck disable=SC2086 # opts holds options and values
 	$MEMSIM run --recording $opts --json --segments "$tmp/seg.csv" \
 		"$DATA/$trace" >"$tmp/run.json" || { fail "$trace: run"; continue; }
-	for kv in "allocated_bytes.all.peak $pa" "reserved_bytes.all.peak $pr" \
-		"segment.all.allocated $sa" "segment.all.freed $sf" \
-		"allocated_bytes.all.current $ca" "reserved_bytes.all.current $cr"; do
-		set -- $kv
-		got=$(json "$1" "$tmp/run.json")
-		[ "$got" = "$2" ] || fail "$trace: $1 $got, real $2"
-	done
+	figures "$trace" "$tmp/run.json" "$pa" "$pr" "$sa" "$sf" "$ca" "$cr"
 	got=$(live "$tmp/seg.csv")
 	[ "$got" = "${segs#-}" ] || fail "$trace: live segments $got, real $segs"
 	# shellcheck disable=SC2086
