@@ -8,6 +8,7 @@
 #include <config.h>
 
 #include <check.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,15 @@ oom_setup(uint8_t flags)
 	F(1);
 }
 
+/* Whether a 50 MiB default-pool malloc now would free cached memory
+ * (msim_policy_would_release(), which decides hidden empty_cache calls). */
+static bool
+would_release_50(void)
+{
+	msim_req_t r = {.kind = MSIM_REQ_ALLOC, .id = 2, .size = 50 * MB};
+	return msim_policy_would_release(pol, &r);
+}
+
 /* use_on_oom: the 50 MiB take the front of the pool's 60 MiB block before
  * anything is freed (the fallback comes right after the first
  * alloc_block); the default pool's segment stays and serves the next
@@ -64,6 +74,7 @@ oom_setup(uint8_t flags)
 START_TEST(test_use_on_oom_takes_pool_block)
 {
 	oom_setup(MSIM_REQF_USE_ON_OOM);
+	ck_assert(!would_release_50());
 	A(2, 50 * MB);
 	ck_assert_uint_eq(addr[2], addr[0]);
 	msim_stats_t st = S();
@@ -93,6 +104,7 @@ END_TEST
 START_TEST(test_without_use_on_oom_ooms)
 {
 	oom_setup(0);
+	ck_assert(would_release_50());
 	ck_assert_int_eq(try_alloc(2, 50 * MB), MSIM_EDEVOOM);
 	msim_stats_t st = S();
 	ck_assert_int_eq(CUR(st, segment), 1);
