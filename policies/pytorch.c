@@ -44,7 +44,13 @@
  * a capture is underway is deferred (deferred_blocks): without
  * graph_capture_record_stream_reuse it goes back to its pool only at the
  * first malloc or release after the captures end, whatever the trace says;
- * with it, where the trace's free_completed row puts it.
+ * with it, where the trace's free_completed row puts it.  A MemPool made
+ * with use_on_oom lends its cached blocks to a default-pool malloc that
+ * cudaMalloc could not serve, before anything is freed
+ * (try_mempool_fallback()); one made with no_split never splits a block
+ * (should_split()).  setCheckpointPoolState (CUDA graph trees) places the
+ * blocks of the pool's checkpointed segments at their recorded addresses
+ * (restore_alloc()).
  */
 #include <config.h>
 
