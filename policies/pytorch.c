@@ -1559,11 +1559,11 @@ restore_find(pt_state_t *s, pt_ppool_t *pp, msim_addr_t addr, bool head,
 			pt_freeset_t *fs = &pp->streams[i]->fs[k];
 			for (pt_block_t *b = fs_first(fs); b;
 			     b = fs_next(fs, b)) {
+				bool better = !best || b->size < best->size ||
+					      (b->size == best->size &&
+					       b->ptr < best->ptr);
 				bool ok = head ? !b->prev && !b->next &&
-						 b->size >= size &&
-						 (!best || b->size < best->size ||
-						  (b->size == best->size &&
-						   b->ptr < best->ptr))
+						 b->size >= size && better
 					       : b->ptr == addr;
 				if (ok) {
 					best = b;

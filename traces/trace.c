@@ -1236,9 +1236,10 @@ trace_request(msim_trace_t *t, const msim_entry_t *e, msim_req_t *req)
 		 * its own, 2 = use_on_oom, 4 = no_split. */
 		if (e->action == MSIM_ACT_POOL_CREATE && e->size > 7)
 			return msim_trace_fail(t, MSIM_EFORMAT, "pool_create "
-					       "size %llu is not a sum of flags "
-					       "1 (an allocator of its own), 2 "
-					       "(use_on_oom), 4 (no_split)",
+					       "size %llu is not a sum of "
+					       "flags 1 (an allocator of its "
+					       "own), 2 (use_on_oom), 4 "
+					       "(no_split)",
 					       (unsigned long long)e->size);
 		if (e->action == MSIM_ACT_POOL_CREATE)
 			req->flags = (uint8_t)(
