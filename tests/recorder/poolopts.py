@@ -1,7 +1,8 @@
 """Workloads for the private-pool options of issue 15, recorded on the H200
 with `memsim record --gpu` (tests/recorder/poolopts_device.sh):
     python3 tests/recorder/poolopts.py probe|oom_on|oom_off|nosplit_on|
-        nosplit_off|checkpoint|compiled_train|compiled_infer
+        nosplit_off|checkpoint|compiled_train|compiled_train_shapes|
+        compiled_infer
 probe: what this PyTorch offers (MemPool's arguments, the checkpoint calls,
 whether empty_cache takes a pool).
 oom_on, oom_off: a MemPool(use_on_oom=True/False) holding a free 60 MiB
@@ -16,8 +17,10 @@ checkpoint: torch._C._cuda_getCheckpointState of a MemPool, its blocks
 changed, then _cuda_setCheckpointPoolState (setCheckpointPoolState) and
 allocations after it.
 compiled_train: torch.compile(mode="reduce-overhead") of a small MLP,
-forward and backward, a few steps, with an eval call between steps (CUDA
-graph trees re-record after replaying: setCheckpointPoolState).
+forward and backward, a few steps, with an eval call between steps (on
+the H200 this made no setCheckpointPoolState call).
+compiled_train_shapes: the same training with two batch sizes (64 and a
+short 48), so new graphs are recorded after others were replayed.
 compiled_infer: the same model compiled for inference, two input shapes
 alternating (re-recording).
 At exit it prints the allocator's own figures (memory_stats)."""
@@ -193,6 +196,26 @@ def compiled_train():
     stats("compiled_train")
 
 
+def compiled_train_shapes():
+    """Training with two batch sizes (a short last batch, as without
+    drop_last): a new shape records new graphs after others replayed."""
+    torch.manual_seed(0)
+    m = mlp()
+    opt = torch.optim.SGD(m.parameters(), lr=0.01)
+    f = torch.compile(m, mode="reduce-overhead")
+    xs = {64: torch.randn(64, 256, device="cuda"),
+          48: torch.randn(48, 256, device="cuda")}
+    for step, b in enumerate((64, 64, 64, 48, 48, 64, 48, 64)):
+        torch.compiler.cudagraph_mark_step_begin()
+        loss = f(xs[b]).square().mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        print("step", step, b, float(loss), file=sys.stderr)
+    torch.cuda.synchronize()
+    stats("compiled_train_shapes")
+
+
 def compiled_infer():
     torch.manual_seed(0)
     m = mlp().eval()
@@ -219,6 +242,7 @@ def main():
              "nosplit_off": lambda: no_split(False),
              "checkpoint": checkpoint,
              "compiled_train": compiled_train,
+             "compiled_train_shapes": compiled_train_shapes,
              "compiled_infer": compiled_infer}
     if w not in table:
         sys.exit("usage: poolopts.py " + "|".join(table))
