@@ -115,6 +115,8 @@ typedef struct ca_state_s {
 	ca_index_t old;      /* the old ones, likewise; capfree entries */
 	ca_key_t *scratch;   /* capfree entries, for ca_retire */
 	uint64_t seq;
+	msim_stream_t *streams; /* in the order of their first malloc (§3.5) */
+	size_t nstreams, capstreams;
 	uint32_t *gref;      /* live blocks touching each granule */
 	size_t ngref;
 	uint64_t touched;    /* granules with gref > 0 */
@@ -383,6 +385,43 @@ ca_best_fit(const ca_state_t *s, uint64_t n, bool recent,
 	return ca_find(s, x->v[at].addr);
 }
 
+/* The free range for n bytes among the ranges pending on streams other
+ * than stream: stream by stream, in the order they first allocated from
+ * the pool, the best fit within the first that has one (§3.5).  Returns
+ * its index, or nfree. */
+static size_t
+ca_best_fit_other(const ca_state_t *s, uint64_t n, msim_stream_t stream)
+{
+	for (size_t k = 0; k < s->nstreams; k++) {
+		if (s->streams[k] == stream)
+			continue;
+		size_t i = ca_best_fit(s, n, true, s->streams[k]);
+		if (i < s->nfree)
+			return i;
+	}
+	return s->nfree;
+}
+
+/* Notes stream among the pool's streams, last if it is new.  Returns 0
+ * or MSIM_ENOMEM. */
+static int
+ca_note_stream(ca_state_t *s, msim_stream_t stream)
+{
+	for (size_t k = 0; k < s->nstreams; k++)
+		if (s->streams[k] == stream)
+			return 0;
+	if (s->nstreams == s->capstreams) {
+		size_t cap = s->capstreams ? 2 * s->capstreams : 8;
+		msim_stream_t *v = realloc(s->streams, cap * sizeof(*v));
+		if (!v)
+			return MSIM_ENOMEM;
+		s->streams = v;
+		s->capstreams = cap;
+	}
+	s->streams[s->nstreams++] = stream;
+	return 0;
+}
+
 static int
 ca_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 {
@@ -391,7 +430,8 @@ ca_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 	 * makes one: it hands out nullptr) takes one unit. */
 	uint64_t n = msim_ceil_to(req->size ? req->size : 1, s->align);
 	ca_block_t *b = malloc(sizeof(*b));
-	if (!b || msim_live_put(&s->live, req->id, NULL) || ca_reserve(s, 1)) {
+	if (!b || msim_live_put(&s->live, req->id, NULL) || ca_reserve(s, 1) ||
+	    ca_note_stream(s, req->stream)) {
 		free(b);
 		return MSIM_ENOMEM;
 	}
@@ -402,12 +442,15 @@ ca_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 		goto oom;
 	}
 	/* The ranges pending on the request's stream first, then the old
-	 * ones; when none holds the block, every pending free completes and
-	 * the old ones are searched again; then the top, from the free range
-	 * just below it if there is one (§3.1). */
+	 * ones, then those pending on the other streams (§3.5); when none
+	 * holds the block, every pending free completes and the old ones are
+	 * searched again; then the top, from the free range just below it if
+	 * there is one (§3.1). */
 	size_t i = ca_best_fit(s, n, true, req->stream);
 	if (i == s->nfree)
 		i = ca_best_fit(s, n, false, 0);
+	if (i == s->nfree)
+		i = ca_best_fit_other(s, n, req->stream);
 	if (i == s->nfree) {
 		ca_retire(s);
 		i = ca_best_fit(s, n, false, 0);
@@ -527,9 +570,12 @@ ca_free(void *state, const msim_req_t *req)
 	return 0;
 }
 
+/* PyTorch's emptyCache: cudaDeviceSynchronize, which completes every
+ * pending free (§3.5), then cudaMemPoolTrimTo(pool, 0). */
 static int
 ca_empty_cache(void *state)
 {
+	ca_retire(state);
 	ca_trim(state, 0);
 	return 0;
 }
@@ -571,6 +617,7 @@ ca_destroy(void *state)
 	free(s->recent.v);
 	free(s->old.v);
 	free(s->scratch);
+	free(s->streams);
 	free(s->gref);
 	free(s);
 }
