@@ -17,8 +17,10 @@
  *   block is pending on its stream (its cudaFreeAsync not yet known
  *   complete) and merges with the stream's pending neighbours only; a
  *   request searches its stream's pending ranges first, then the old
- *   (completed) ones.  When neither holds it, every pending free
- *   completes: pending ranges turn old newest first and old neighbours
+ *   (completed) ones, then those pending on other streams, stream by
+ *   stream in the order they first allocated from the pool (§3.5: what
+ *   cudaMemPoolReuseAllowInternalDependencies allows).  When none holds
+ *   it, every pending free completes: pending ranges turn old newest first and old neighbours
  *   merge; then the old ones again, then the space above the highest
  *   block ever used (the top), from the start of a free range just below
  *   it if there is one.  An old range just below the top is part of the
@@ -36,14 +38,17 @@
  *   a granule with any live byte stays.  A release threshold below what is
  *   held takes effect at the next synchronisation, which traces do not
  *   show: memsim applies it at each free.
- * - Streams (§2.4, §3.1): a block freed on one stream is reused by
- *   another once the free is known complete; a pending range is searched
- *   only by its own stream.
+ * - Streams (§2.4, §3.1, §3.5): a block freed on one stream is reused
+ *   by another once the free is known complete, or before that when
+ *   nothing else holds the request.  A synchronisation completes pending
+ *   frees (cudaDeviceSynchronize all of them); traces carry none but
+ *   empty_cache, whose cudaDeviceSynchronize precedes the trim.
  *
  * The pending rules were read off the block addresses of whole-trace
- * replays and of random small scenarios, then confirmed by probes (§3.1);
- * the driver still parts from them sometimes, across streams most
- * (README, "cuda-async against the real pool").
+ * replays and of random small scenarios, then confirmed by probes (§3.1,
+ * §3.5); the driver still parts from them sometimes, when it completes a
+ * pending range below an old one early (§3.3 b, §3.5 d; README,
+ * "cuda-async against the real pool").
  *
  * Statistics as PyTorch reports this backend: allocated and active bytes
  * are the exact bytes asked for (cudaMemPoolAttrUsedMemCurrent counts the
