@@ -20,8 +20,8 @@
  *   (completed) ones, then those pending on other streams, stream by
  *   stream in the order they first allocated from the pool (§3.5: what
  *   cudaMemPoolReuseAllowInternalDependencies allows).  When none holds
- *   it, every pending free completes: pending ranges turn old newest first and old neighbours
- *   merge; then the old ones again, then the space above the highest
+ *   it, every pending free completes: pending ranges turn old newest
+ *   first and old neighbours merge; then the old ones again, then the space above the highest
  *   block ever used (the top), from the start of a free range just below
  *   it if there is one.  An old range just below the top is part of the
  *   top.  A block that needs a granule mapped completes every pending
