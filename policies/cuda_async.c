@@ -321,28 +321,43 @@ ca_mergeable(const ca_range_t *a, const ca_range_t *b)
 	       (!a->recent || a->stream == b->stream);
 }
 
+/* Completion order: by stream (its rank, in the key's stream field),
+ * then newest first. */
 static int
-ca_seq_desc(const void *a, const void *b)
+ca_retire_cmp(const void *a, const void *b)
 {
-	uint64_t x = ((const ca_key_t *)a)->seq;
-	uint64_t y = ((const ca_key_t *)b)->seq;
-	return x < y ? 1 : x > y ? -1 : 0;
+	const ca_key_t *x = a, *y = b;
+	if (x->stream != y->stream)
+		return x->stream < y->stream ? -1 : 1;
+	return x->seq < y->seq ? 1 : x->seq > y->seq ? -1 : 0;
 }
 
 /* Every pending free completes (§3.1): the pending ranges enter the old
- * set newest first, so that among old ranges of one size the one freed
- * last is taken first; old neighbours merge (the merged range keeps the
- * earlier place), and an old range just below the top joins the top.
- * The merges go through the array alone; then the old index is rebuilt
- * and the pending one emptied.  O(ranges log ranges). */
+ * set stream by stream, in the order the streams first allocated (§3.5),
+ * each stream's newest first, so that among old ranges of one size the
+ * one freed last is taken first; old neighbours merge (the merged range
+ * keeps the earlier place), and an old range just below the top joins
+ * the top.  The merges go through the array alone; then the old index is
+ * rebuilt and the pending one emptied.  O(ranges log ranges). */
 static void
 ca_retire(ca_state_t *s)
 {
 	/* The pending index holds every pending range: order a copy of it
-	 * newest first and hand out new seqs in that order. */
+	 * (each stream replaced by its rank) and hand out new seqs in that
+	 * order. */
 	size_t n = s->recent.n;
 	memcpy(s->scratch, s->recent.v, n * sizeof(*s->scratch));
-	qsort(s->scratch, n, sizeof(*s->scratch), ca_seq_desc);
+	for (size_t k = 0, r = 0; k < n; k++) {
+		if (k > 0 && s->recent.v[k].stream == s->recent.v[k - 1].stream) {
+			s->scratch[k].stream = s->scratch[k - 1].stream;
+			continue;
+		}
+		for (r = 0; r < s->nstreams &&
+			    s->streams[r] != s->recent.v[k].stream; r++)
+			;
+		s->scratch[k].stream = r; /* nstreams: never allocated */
+	}
+	qsort(s->scratch, n, sizeof(*s->scratch), ca_retire_cmp);
 	for (size_t k = 0; k < n; k++)
 		s->free[ca_find(s, s->scratch[k].addr)].seq = ++s->seq;
 	for (size_t i = 0; i < s->nfree; i++) {

@@ -373,6 +373,42 @@ START_TEST(test_async_streams)
 	ck_assert_int_eq(OFF(2), 0);
 	teardown();
 
+	/* 1001/303: a miss completes the pending frees stream by stream, in
+	 * the order of the streams' first malloc (stream 1 here), each
+	 * stream's newest first: of two old 1536 B ranges, stream 1's 512 KiB
+	 * block's (completed first) is taken, not stream 0's 1536 B one. */
+	setup("cuda-async", "");
+	AS(0, 524288, 1);
+	AS(1, 524288, 1);
+	AS(2, 2097152, 0);
+	F(2);
+	F(0);
+	AS(3, 41943040, 1);
+	F(3);
+	F(1);
+	AS(4, 41943040, 1);
+	F(4);
+	AS(5, 524288, 0);
+	F(5);
+	AS(6, 7271754, 1);
+	AS(7, 1536, 1);
+	AS(8, 1536, 0);
+	AS(9, 9483823, 0);
+	AS(10, 1536, 1);
+	AS(11, 10913371, 1);
+	AS(12, 524288, 1);
+	AS(13, 10376949, 1);
+	F(12);
+	AS(14, 3719009, 0);
+	F(8);
+	F(14);
+	AS(15, 10390560, 0);
+	AS(16, 4355235, 0);
+	ck_assert_int_eq(OFF(16), 49489920);
+	AS(17, 1536, 0);
+	ck_assert_int_eq(OFF(17), 28197376);
+	teardown();
+
 	/* probes own_none and own_e: a 4 MiB block takes its stream's
 	 * pending 8 MiB range p before the old 4 MiB hole o; after
 	 * empty_cache (cudaDeviceSynchronize, then the trim) p is old and

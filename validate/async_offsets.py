@@ -138,10 +138,12 @@ class Pending:
 
     def retire(self, stream=None):
         """Every pending free (of stream, if given) completes: newest first
-        into the old set; old neighbours merge, keeping the earlier seq."""
+        into the old set (with others, stream by stream in rank order,
+        §3.5); old neighbours merge, keeping the earlier seq."""
+        order = ((lambda r: (self.rank.get(r[4], len(self.rank)), -r[3]))
+                 if self.others else (lambda r: -r[3]))
         for r in sorted((r for r in self.free if r[2] and
-                         (stream is None or r[4] == stream)),
-                        key=lambda r: -r[3]):
+                         (stream is None or r[4] == stream)), key=order):
             self.seq += 1
             r[2], r[3], r[4] = False, self.seq, 0
         out = []
