@@ -422,6 +422,19 @@ ca_best_fit_other(const ca_state_t *s, uint64_t n, msim_stream_t stream)
 	return s->nfree;
 }
 
+/* Whether a block of n bytes at addr needs a granule mapped: more
+ * granules touched than mapped, none free to remap (§2.2 b). */
+static bool
+ca_needs_map(const ca_state_t *s, msim_addr_t addr, uint64_t n)
+{
+	uint64_t g0 = (addr - CA_VA_BASE) / s->granule;
+	uint64_t g1 = (addr + n - 1 - CA_VA_BASE) / s->granule;
+	uint64_t fresh = 0;
+	for (uint64_t g = g0; g <= g1; g++)
+		fresh += g >= s->ngref || s->gref[g] == 0;
+	return s->touched + fresh > s->phys;
+}
+
 /* Notes stream among the pool's streams, last if it is new.  Returns 0
  * or MSIM_ENOMEM. */
 static int
@@ -471,6 +484,11 @@ ca_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 		i = ca_best_fit(s, n, false, 0);
 	if (i == s->nfree)
 		i = ca_best_fit_other(s, n, req->stream);
+	/* A range that would need a granule mapped counts as a miss: the
+	 * pending frees complete before memory is mapped (§3.5 e). */
+	if (i < s->nfree && s->recent.n > 0 &&
+	    ca_needs_map(s, s->free[i].addr, n))
+		i = s->nfree;
 	if (i == s->nfree) {
 		ca_retire(s);
 		i = ca_best_fit(s, n, false, 0);
@@ -526,9 +544,6 @@ ca_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 	} else {
 		ca_range_remove(s, i);
 	}
-	/* Mapping memory completes every pending free (§3.1). */
-	if (mapped)
-		ca_retire(s);
 	*b = (ca_block_t){at, n, req->size, req->stream};
 	s->live.v[req->id] = b;
 	s->used += n;

@@ -164,6 +164,13 @@ class Pending:
              and (not pending or r[4] == stream)]
         return min(c, key=lambda r: (r[1], r[3], r[0]))[0] if c else None
 
+    def _needs_map(self, off, size):
+        """Whether a block there needs a granule mapped: with others, such
+        a range counts as a miss (§3.5 e)."""
+        new = sum(g not in self.gran for g in
+                  range(off // GRANULE, (off + size - 1) // GRANULE + 1))
+        return len(self.gran) + new > self.mapped
+
     def _other(self, size, stream):
         c = [r for r in self.free if r[1] >= size and r[2] and r[4] != stream]
         return (min(c, key=lambda r: (self.rank.get(r[4], len(self.rank)),
@@ -174,14 +181,14 @@ class Pending:
         as the driver does."""
         if stream not in self.rank:
             self.rank[stream] = len(self.rank)
-        for pending in (True, False):
-            off = self._best(size, pending, stream)
-            if off is not None:
-                return off
-        if self.others:
+        off = self._best(size, True, stream)
+        if off is None:
+            off = self._best(size, False, stream)
+        if off is None and self.others:
             off = self._other(size, stream)
-            if off is not None:
-                return off
+        if off is not None and not (self.others and self._needs_map(off, size)
+                                    and any(r[2] for r in self.free)):
+            return off
         self.retire()
         off = self._best(size, False, stream)
         if off is not None:
