@@ -431,7 +431,7 @@ START_TEST(test_async_streams)
 }
 END_TEST
 
-/* Every block of five real traces where the H200's pool put it
+/* Every block of six real traces where the H200's pool put it
  * (tests/data/async_offsets/, from validate/async_replay.py), the blocks
  * placed one after another by the policy alone. */
 START_TEST(test_async_real_offsets)
@@ -442,6 +442,7 @@ START_TEST(test_async_real_offsets)
 		{"int8_infer", "record/int8_infer.real.bin"},
 		{"llama_int8", "recorded/llama_int8.msimtr"},
 		{"prefetch_2stream", "traces/prefetch_2stream.csv"},
+		{"llama", "record/llama.real.bin"},
 	};
 	for (size_t k = 0; k < sizeof(traces) / sizeof(traces[0]); k++) {
 		char path[256], line[128], why[512];

@@ -5,12 +5,13 @@ hand-made probes, each separating two readings of the rule, and random
 small scenarios with synchronisations, scored offline by
 validate/async_offsets.py --fuzz.  Standard library and CuPy only.
 
-usage: async_probe_sync.py probes
+usage: async_probe_sync.py probes|probes2
        async_probe_sync.py fuzz SEED COUNT STREAMS MODE
 MODE: plain (mallocs and frees), syncs (and, now and then, one of the
 synchronisations below), xfree (a quarter of the frees on another stream
 than the block's, as PyTorch's free_impl does for a block used on several
-streams), dsfree (a cudaDeviceSynchronize after every free); with a
+streams), dsfree (a cudaDeviceSynchronize after every free), big
+(blocks of 1 to 256 MiB, now and then an empty_cache); with a
 suffix -nb every stream is a created non-blocking one (otherwise stream 0
 is the legacy default stream, as in PyTorch).
 Ops: [a, id, size, stream] cudaMallocAsync; [f, id, size, stream]
@@ -18,7 +19,7 @@ cudaFreeAsync; [ss, s] cudaStreamSynchronize; [ds] cudaDeviceSynchronize;
 [es, s] cudaEventRecord on s + cudaEventSynchronize; [we, s, t]
 cudaEventRecord on s + cudaStreamWaitEvent(t); [q, s] cudaStreamQuery;
 [e] cudaDeviceSynchronize + cudaMemPoolTrimTo(pool, 0) (PyTorch's
-emptyCache).
+emptyCache); [t] cudaMemPoolTrimTo(pool, 0) alone.
 fuzz prints one JSON line per scenario (seed, k, streams, mode, ops, offs:
 each malloc's address minus the scenario's first, reserved_high); probes
 prints "probe setup mode op args off_MiB" lines.  Each scenario and probe
@@ -86,6 +87,8 @@ class Pool:
             elif k == "e":
                 rt.deviceSynchronize()
                 rt.memPoolTrimTo(self.pool, 0)
+            elif k == "t":
+                rt.memPoolTrimTo(self.pool, 0)
             else:
                 raise ValueError("unknown op %r" % (k,))
         high = int(rt.memPoolGetAttribute(self.pool, self.RH))
@@ -101,9 +104,17 @@ def scenario(rng, streams, mode):
                        1 * MiB, 1536 * KiB, 2 * MiB, 3 * MiB, 4 * MiB,
                        6 * MiB, 8 * MiB, 12 * MiB, 20 * MiB, 40 * MiB))
            for _ in range(5)]
+    top = 16 * MiB
+    if mode == "big":  # granules mapped and remapped: blocks to 256 MiB
+        pal = [rng.choice((1 * MiB, 4 * MiB, 12 * MiB, 24 * MiB, 40 * MiB,
+                           64 * MiB, 100 * MiB, 160 * MiB, 256 * MiB))
+               for _ in range(5)]
+        top = 128 * MiB
     ops, live, nid = [], [], 0
     for _ in range(rng.randint(40, 80)):
-        if mode == "syncs" and rng.random() < 0.12:
+        if mode == "big" and rng.random() < 0.04:
+            ops.append(["e"])
+        elif mode == "syncs" and rng.random() < 0.12:
             s, t = rng.randrange(streams), rng.randrange(streams)
             ops.append(rng.choice((["ss", s], ["ds"], ["es", s],
                                    ["we", s, t], ["q", s])))
@@ -120,7 +131,7 @@ def scenario(rng, streams, mode):
             if rng.random() < 0.8:
                 size = rng.choice(pal)
             else:
-                size = rng.randint(1, 16 * MiB)
+                size = rng.randint(1, top)
             s = rng.randrange(streams)
             ops.append(["a", nid, size, s])
             live.append((nid, size, s))
@@ -130,7 +141,7 @@ def scenario(rng, streams, mode):
 
 def fuzz(seed, count, nstreams, mode):
     base = mode[:-3] if mode.endswith("-nb") else mode
-    if base not in ("plain", "syncs", "xfree", "dsfree"):
+    if base not in ("plain", "syncs", "xfree", "dsfree", "big"):
         sys.exit("async_probe_sync.py: unknown mode %r" % mode)
     pool = Pool(nstreams, mode.endswith("-nb"))
     rng = random.Random(seed)
@@ -251,10 +262,44 @@ PROBES.update({
 })
 
 
-def probes():
+def map_layout(p_stream):
+    """P (8 MiB) pending on p_stream just below an old 120 MiB range O
+    whose granules 1 to 3 are unmapped (the trim), granule 4 held by k."""
+    return [["a", "p", M(8), p_stream], ["a", "o", M(120), 0],
+            ["a", "k", M(1), 0], ["f", "o", 0, 0], ["e"],
+            ["f", "p", 0, p_stream]]
+
+
+# Written before the run (docs/cuda-async.md §3.5 e): a range whose block
+# would need a granule mapped counts as a miss.  Each comment gives the
+# last block's offset predicted by §3.5 e (E) and by the rule before it,
+# the mapping completing pending frees after the block is placed (B).
+PROBES2 = {
+    # 100 MiB at O needs granules mapped: P completes first and merges
+    # with O, the block at P's start: E 0, B 8
+    "map_first_own": map_layout(0) + [["a", "r", M(100), 0]],
+    # the same with P pending on stream 1: E 0, B 8
+    "map_first_other": map_layout(1) + [["a", "r", M(100), 0]],
+    # 20 MiB at O needs only granule 0, mapped and free: no completion:
+    # E 8, B 8
+    "map_none_own": map_layout(0) + [["a", "r", M(20), 0]],
+    # then a 1 MiB block: P still pending, own stream: E 0, B 0
+    "map_none_then": map_layout(0) + [["a", "r", M(20), 0],
+                                      ["a", "u", M(1), 0]],
+    # does cudaMemPoolTrimTo alone complete pending frees? a 4 MiB block
+    # after it takes the own pending 8 MiB range p (5) if not, the old
+    # 4 MiB hole o (0) if so
+    "own_trim": layout_p_o() + [["t"], ["a", "t", M(4), 0]],
+    # and another stream's: x (0) if so, the old hole o (5) if not
+    "other_trim": layout_x_o() + [["t"], ["a", "t", M(4), 0]],
+}
+
+
+def probes(table=None):
+    table = PROBES if table is None else table
     for nb in (False, True):
         pool = Pool(3, nb)
-        for name, ops in PROBES.items():
+        for name, ops in table.items():
             ops = [o if o[0] != "a" else [o[0], o[1], int(o[2]), o[3]]
                    for o in ops]
             pool.reset()
@@ -276,6 +321,8 @@ if __name__ == "__main__":
     a = sys.argv[1:]
     if a == ["probes"]:
         probes()
+    elif a == ["probes2"]:
+        probes(PROBES2)
     elif len(a) == 5 and a[0] == "fuzz":
         fuzz(int(a[1]), int(a[2]), int(a[3]), a[4])
     else:
