@@ -57,7 +57,10 @@ usage_bench(FILE *fp)
 		"      --jobs N            the sweep's workers (default 2); it also "
 		"runs with one,\n"
 		"                          for the wall-time scaling of N "
-		"workers\n"
+		"workers (each round\n"
+		"                          both, in turns first; a sweep before "
+		"the first round\n"
+		"                          is not timed)\n"
 		"  -p, --policy NAME       policy (default pytorch; the minimal "
 		"path compares\n"
 		"                          with pytorch and no --alloc-conf "
@@ -178,11 +181,13 @@ bench_memsim_run(const char *file, const char *policy, const char *conf,
  * 20 GiB cap, 60 settings into a fresh database, with jobs workers; and
  * one `memsim run` of the trace under that cap.  CPU seconds of each,
  * and the wall seconds of the sweep with jobs workers and with one (how
- * the workers scale).
+ * the workers scale), the one and the other first in turns (round is
+ * the round's number); round 0 is a warm-up, not timed.
  */
 static void
-bench_sweep(const char *trace, const char *jobs, double *sweep_cpu,
-	    double *run_cpu, double *wall_jobs, double *wall_one)
+bench_sweep(const char *trace, const char *jobs, uint64_t round,
+	    double *sweep_cpu, double *run_cpu, double *wall_jobs,
+	    double *wall_one)
 {
 	const char *dir = getenv("TMPDIR");
 	char db[4096];
@@ -195,14 +200,27 @@ bench_sweep(const char *trace, const char *jobs, double *sweep_cpu,
 		"--grid", "garbage_collection_threshold=0.5,0.7,0.9",
 		"--grid", "roundup_power2_divisions=1,2,4,8",
 		(char *)trace, NULL};
-	*sweep_cpu = bench_spawn(sargs, NULL, wall_jobs);
-	remove(db);
-	sargs[4] = "1";
-	if (strcmp(jobs, "1"))
-		bench_spawn(sargs, NULL, wall_one);
-	else
+	double ignored;
+	if (round == 0) {
+		bench_spawn(sargs, NULL, &ignored);
+		remove(db);
+		return;
+	}
+	bool one_first = strcmp(jobs, "1") && round % 2 == 0;
+	for (int k = 0; k < 2; k++) {
+		if (k == one_first) {
+			sargs[4] = (char *)jobs;
+			*sweep_cpu = bench_spawn(sargs, NULL, wall_jobs);
+		} else if (strcmp(jobs, "1")) {
+			sargs[4] = "1";
+			bench_spawn(sargs, NULL, wall_one);
+		} else {
+			continue;
+		}
+		remove(db);
+	}
+	if (!strcmp(jobs, "1"))
 		*wall_one = *wall_jobs;
-	remove(db);
 	char *rargs[] = {"memsim", "run", "--json", "--cap", "20GiB",
 		(char *)trace, NULL};
 	*run_cpu = bench_spawn(rargs, NULL, NULL);
@@ -365,8 +383,10 @@ msim_cmd_bench(int argc, char **argv)
 				filemin[f] = false;
 			}
 		}
+		if (sweep && i == 0)
+			bench_sweep(path, jobs, 0, NULL, NULL, NULL, NULL);
 		if (sweep)
-			bench_sweep(path, jobs, &sw[i], &sw[runs + i],
+			bench_sweep(path, jobs, i + 1, &sw[i], &sw[runs + i],
 				    &sw[2 * runs + i], &sw[3 * runs + i]);
 	}
 	double med[2], swmed[4] = {0, 0, 0, 0};

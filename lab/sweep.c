@@ -7,7 +7,9 @@
  * memory-bound, SQLite connections must not cross a fork, and a worker that
  * crashes on a bad trace takes no other setting with it.  They take the
  * next setting from a counter in shared memory, so a slow setting does not
- * hold up the others, and each writes its result in its own transaction.
+ * hold up the others, and each writes its result in its own transaction,
+ * taking turns at a lock in that memory (sweep_wlock()); the parent copies
+ * the WAL into the database while they run.
  * On Linux a worker dies with its parent (PR_SET_PDEATHSIG), so a killed
  * sweep leaves no orphans; elsewhere workers notice the parent is gone
  * before their next setting.
@@ -1234,6 +1236,8 @@ typedef struct shared_s {
 	atomic_size_t ran;     /* settings stored */
 	atomic_size_t raced;   /* found stored by another process */
 	atomic_size_t failed;  /* settings that failed */
+	pthread_mutex_t wlock; /* the workers' writer lock (sweep_wlock()) */
+	bool wlock_ok;         /* whether it could be made */
 	atomic_size_t cur[];   /* per worker slot: 1 + the setting in hand's
 				* index into pending, 0 none; a crashed
 				* worker's setting is failed by name */
@@ -1249,7 +1253,8 @@ typedef struct exec_ctx_s {
 	pid_t parent;
 	int slot; /* this worker's index into sh->cur */
 	bool parent_checkpoints; /* workers leave the WAL to the parent */
-	int wake; /* a worker writes a byte here when done; -1: none */
+	int wake; /* a worker writes a byte here after each setting and when
+		   * done; -1: none */
 	/* Settings may be stored as failed by an earlier run: each stored
 	 * now is forgotten there (msim_db_sweep_unfail()).  Without any,
 	 * that is a statement and a write lock a setting saved. */
@@ -1274,6 +1279,40 @@ sweep_store_failed(msim_db_t *db, int64_t sweep_id, const msim_setting_t *s,
 			   s->params ? s->params : "", status, line);
 }
 
+/*
+ * The workers' writer lock (msim_db_set_writer_lock()): a mutex in the
+ * shared mapping, so that a worker waiting to store a run wakes as soon as
+ * the other has committed, not at the end of a sleep of SQLite's busy
+ * handler (db_busy(): 100 us and more, each wait).  Robust: a worker that
+ * dies holding it (its SQLite transaction then rolls back) leaves it to
+ * the next.  Where it cannot be taken, SQLite's own lock still serves.
+ */
+typedef struct wlock_s {
+	pthread_mutex_t *m;
+	bool held;
+} wlock_t;
+
+static void
+sweep_wlock(void *ctx)
+{
+	wlock_t *w = ctx;
+	int rc = pthread_mutex_lock(w->m);
+#ifdef __linux__
+	if (rc == EOWNERDEAD)
+		rc = pthread_mutex_consistent(w->m);
+#endif
+	w->held = rc == 0;
+}
+
+static void
+sweep_wunlock(void *ctx)
+{
+	wlock_t *w = ctx;
+	if (w->held)
+		pthread_mutex_unlock(w->m);
+	w->held = false;
+}
+
 /* A worker's loop: takes settings until none is left.  Returns 0, or an
  * error if the database cannot be opened. */
 static int
@@ -1288,6 +1327,9 @@ worker_loop(exec_ctx_t *x, int inline_progress, size_t skipped, size_t total)
 	}
 	if (x->parent_checkpoints)
 		msim_db_defer_checkpoints(db);
+	wlock_t wl = {&x->sh->wlock, false};
+	if (x->sh->wlock_ok)
+		msim_db_set_writer_lock(db, sweep_wlock, sweep_wunlock, &wl);
 	double last = sweep_now_ms();
 	double every = x->o->progress_ms > 0 ? x->o->progress_ms : 250;
 	/* By trace: the earliest peak of its settings run here so far. */
@@ -1334,6 +1376,12 @@ worker_loop(exec_ctx_t *x, int inline_progress, size_t skipped, size_t total)
 				atomic_fetch_add(&x->sh->ran, 1);
 		}
 		atomic_store(&x->sh->cur[x->slot], 0);
+		/* Wakes the parent, which may checkpoint what this setting
+		 * wrote (msim_sweep_exec()). */
+		if (x->wake >= 0) {
+			ssize_t w = write(x->wake, "", 1);
+			(void)w;
+		}
 		if (inline_progress && x->o->progress &&
 		    sweep_now_ms() - last >= every) {
 			last = sweep_now_ms();
@@ -1405,6 +1453,10 @@ sweep_reap(exec_ctx_t *x, int slot, int status)
 	}
 	return atomic_load(&x->sh->next) < x->npending;
 }
+
+/* How often at most the parent of a sweep's workers copies the WAL into
+ * the database while they run (msim_db_checkpoint()). */
+#define SWEEP_CHECKPOINT_MS 10.0
 
 /* Traces a sweep reads once and keeps in memory for its settings: at most
  * this many bytes of requests each. */
@@ -1593,6 +1645,19 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 	atomic_init(&sh->failed, 0);
 	for (int k = 0; k < jobs; k++)
 		atomic_init(&sh->cur[k], 0);
+	sh->wlock_ok = false;
+	pthread_mutexattr_t ma;
+	if (!pthread_mutexattr_init(&ma)) {
+		sh->wlock_ok =
+			!pthread_mutexattr_setpshared(&ma,
+						      PTHREAD_PROCESS_SHARED) &&
+#ifdef __linux__
+			!pthread_mutexattr_setrobust(&ma,
+						     PTHREAD_MUTEX_ROBUST) &&
+#endif
+			!pthread_mutex_init(&sh->wlock, &ma);
+		pthread_mutexattr_destroy(&ma);
+	}
 	exec_ctx_t x = {sw, o, pending, npending, sh, res->sweep_id,
 			getpid(), 0, false, -1,
 			o->force || res->retried > 0};
@@ -1619,12 +1684,16 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 		 * settings') at the end. */
 		x.parent_checkpoints = true;
 		/* The workers' end of a pipe that the parent polls instead of
-		 * sleeping: a worker that is done wakes it (20 ms sooner, at
-		 * worst, than its next poll). */
+		 * sleeping: a worker wakes it after each setting (for its
+		 * checkpoints) and when done (20 ms sooner, at worst, than its
+		 * next poll). */
 		if (!pipe(wake)) {
 			fcntl(wake[0], F_SETFD, FD_CLOEXEC);
 			fcntl(wake[1], F_SETFD, FD_CLOEXEC);
 			fcntl(wake[0], F_SETFL, O_NONBLOCK);
+			/* A full pipe (the parent has wake-ups to read) does
+			 * not stop a worker. */
+			fcntl(wake[1], F_SETFL, O_NONBLOCK);
 			x.wake = wake[1];
 		}
 		int started = 0;
@@ -1647,6 +1716,7 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 		if (msim_db_open(o->db_path, &db, ignored, sizeof(ignored)))
 			db = NULL;
 		int alive = started, died = 0;
+		double checkpointed = 0;
 		double last = 0, every = o->progress_ms > 0 ? o->progress_ms : 250;
 		while (alive) {
 			int status;
@@ -1690,8 +1760,17 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 			if (!db && msim_db_open(o->db_path, &db, ignored,
 						sizeof(ignored)))
 				db = NULL;
-			if (db)
+			/* At most every SWEEP_CHECKPOINT_MS (each checkpoint
+			 * that copies the whole WAL costs two fdatasyncs), but
+			 * after every setting once all are taken, so that the
+			 * end (the last connection's checkpoint, before the
+			 * sweep returns) finds only the last one's pages. */
+			double now = sweep_now_ms();
+			if (db && (now - checkpointed >= SWEEP_CHECKPOINT_MS ||
+				   atomic_load(&sh->next) >= npending)) {
+				checkpointed = now;
 				msim_db_checkpoint(db);
+			}
 			if (wake[0] >= 0) {
 				struct pollfd pf = {wake[0], POLLIN, 0};
 				char drain[16];
@@ -1736,8 +1815,11 @@ out:
 			close(wake[k]);
 	sweep_unshare(sw);
 	res->wall_ms = sweep_now_ms() - t0;
-	if (sh != MAP_FAILED)
+	if (sh != MAP_FAILED) {
+		if (sh->wlock_ok)
+			pthread_mutex_destroy(&sh->wlock);
 		munmap(sh, shsize);
+	}
 	free(pids);
 	free(keys);
 	free(present);

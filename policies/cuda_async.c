@@ -17,9 +17,11 @@
  *   block is pending on its stream (its cudaFreeAsync not yet known
  *   complete) and merges with the stream's pending neighbours only; a
  *   request searches its stream's pending ranges first, then the old
- *   (completed) ones.  When neither holds it, every pending free
- *   completes: pending ranges turn old newest first and old neighbours
- *   merge; then the old ones again, then the space above the highest
+ *   (completed) ones, then those pending on other streams, stream by
+ *   stream in the order they first allocated from the pool (§3.5: what
+ *   cudaMemPoolReuseAllowInternalDependencies allows).  When none holds
+ *   it, every pending free completes: pending ranges turn old newest
+ *   first and old neighbours merge; then the old ones again, then the space above the highest
  *   block ever used (the top), from the start of a free range just below
  *   it if there is one.  An old range just below the top is part of the
  *   top.  A block that needs a granule mapped completes every pending
@@ -36,14 +38,17 @@
  *   a granule with any live byte stays.  A release threshold below what is
  *   held takes effect at the next synchronisation, which traces do not
  *   show: memsim applies it at each free.
- * - Streams (§2.4, §3.1): a block freed on one stream is reused by
- *   another once the free is known complete; a pending range is searched
- *   only by its own stream.
+ * - Streams (§2.4, §3.1, §3.5): a block freed on one stream is reused
+ *   by another once the free is known complete, or before that when
+ *   nothing else holds the request.  A synchronisation completes pending
+ *   frees (cudaDeviceSynchronize all of them); traces carry none but
+ *   empty_cache, whose cudaDeviceSynchronize precedes the trim.
  *
  * The pending rules were read off the block addresses of whole-trace
- * replays and of random small scenarios, then confirmed by probes (§3.1);
- * the driver still parts from them sometimes, across streams most
- * (README, "cuda-async against the real pool").
+ * replays and of random small scenarios, then confirmed by probes (§3.1,
+ * §3.5); the driver still parts from them sometimes, when it completes a
+ * pending range below an old one early (§3.3 b, §3.5 f; README,
+ * "cuda-async against the real pool").
  *
  * Statistics as PyTorch reports this backend: allocated and active bytes
  * are the exact bytes asked for (cudaMemPoolAttrUsedMemCurrent counts the
@@ -115,6 +120,8 @@ typedef struct ca_state_s {
 	ca_index_t old;      /* the old ones, likewise; capfree entries */
 	ca_key_t *scratch;   /* capfree entries, for ca_retire */
 	uint64_t seq;
+	msim_stream_t *streams; /* in the order of their first malloc (§3.5) */
+	size_t nstreams, capstreams;
 	uint32_t *gref;      /* live blocks touching each granule */
 	size_t ngref;
 	uint64_t touched;    /* granules with gref > 0 */
@@ -314,28 +321,43 @@ ca_mergeable(const ca_range_t *a, const ca_range_t *b)
 	       (!a->recent || a->stream == b->stream);
 }
 
+/* Completion order: by stream (its rank, in the key's stream field),
+ * then newest first. */
 static int
-ca_seq_desc(const void *a, const void *b)
+ca_retire_cmp(const void *a, const void *b)
 {
-	uint64_t x = ((const ca_key_t *)a)->seq;
-	uint64_t y = ((const ca_key_t *)b)->seq;
-	return x < y ? 1 : x > y ? -1 : 0;
+	const ca_key_t *x = a, *y = b;
+	if (x->stream != y->stream)
+		return x->stream < y->stream ? -1 : 1;
+	return x->seq < y->seq ? 1 : x->seq > y->seq ? -1 : 0;
 }
 
 /* Every pending free completes (§3.1): the pending ranges enter the old
- * set newest first, so that among old ranges of one size the one freed
- * last is taken first; old neighbours merge (the merged range keeps the
- * earlier place), and an old range just below the top joins the top.
- * The merges go through the array alone; then the old index is rebuilt
- * and the pending one emptied.  O(ranges log ranges). */
+ * set stream by stream, in the order the streams first allocated (§3.5),
+ * each stream's newest first, so that among old ranges of one size the
+ * one freed last is taken first; old neighbours merge (the merged range
+ * keeps the earlier place), and an old range just below the top joins
+ * the top.  The merges go through the array alone; then the old index is
+ * rebuilt and the pending one emptied.  O(ranges log ranges). */
 static void
 ca_retire(ca_state_t *s)
 {
 	/* The pending index holds every pending range: order a copy of it
-	 * newest first and hand out new seqs in that order. */
+	 * (each stream replaced by its rank) and hand out new seqs in that
+	 * order. */
 	size_t n = s->recent.n;
 	memcpy(s->scratch, s->recent.v, n * sizeof(*s->scratch));
-	qsort(s->scratch, n, sizeof(*s->scratch), ca_seq_desc);
+	for (size_t k = 0, r = 0; k < n; k++) {
+		if (k > 0 && s->recent.v[k].stream == s->recent.v[k - 1].stream) {
+			s->scratch[k].stream = s->scratch[k - 1].stream;
+			continue;
+		}
+		for (r = 0; r < s->nstreams &&
+			    s->streams[r] != s->recent.v[k].stream; r++)
+			;
+		s->scratch[k].stream = r; /* nstreams: never allocated */
+	}
+	qsort(s->scratch, n, sizeof(*s->scratch), ca_retire_cmp);
 	for (size_t k = 0; k < n; k++)
 		s->free[ca_find(s, s->scratch[k].addr)].seq = ++s->seq;
 	for (size_t i = 0; i < s->nfree; i++) {
@@ -383,6 +405,56 @@ ca_best_fit(const ca_state_t *s, uint64_t n, bool recent,
 	return ca_find(s, x->v[at].addr);
 }
 
+/* The free range for n bytes among the ranges pending on streams other
+ * than stream: stream by stream, in the order they first allocated from
+ * the pool, the best fit within the first that has one (§3.5).  Returns
+ * its index, or nfree. */
+static size_t
+ca_best_fit_other(const ca_state_t *s, uint64_t n, msim_stream_t stream)
+{
+	for (size_t k = 0; k < s->nstreams; k++) {
+		if (s->streams[k] == stream)
+			continue;
+		size_t i = ca_best_fit(s, n, true, s->streams[k]);
+		if (i < s->nfree)
+			return i;
+	}
+	return s->nfree;
+}
+
+/* Whether a block of n bytes at addr needs a granule mapped: more
+ * granules touched than mapped, none free to remap (§2.2 b). */
+static bool
+ca_needs_map(const ca_state_t *s, msim_addr_t addr, uint64_t n)
+{
+	uint64_t g0 = (addr - CA_VA_BASE) / s->granule;
+	uint64_t g1 = (addr + n - 1 - CA_VA_BASE) / s->granule;
+	uint64_t fresh = 0;
+	for (uint64_t g = g0; g <= g1; g++)
+		fresh += g >= s->ngref || s->gref[g] == 0;
+	return s->touched + fresh > s->phys;
+}
+
+/* Notes stream among the pool's streams, last if it is new.  Returns 0
+ * or MSIM_ENOMEM. */
+static int
+ca_note_stream(ca_state_t *s, msim_stream_t stream)
+{
+	for (size_t k = 0; k < s->nstreams; k++)
+		if (s->streams[k] == stream)
+			return 0;
+	if (s->nstreams == s->capstreams) {
+		size_t cap = s->capstreams ? 2 * s->capstreams : 8;
+		msim_stream_t *v = realloc(s->streams, cap * sizeof(*v));
+		if (!v)
+			return MSIM_ENOMEM;
+		s->streams = v;
+		s->capstreams = cap;
+	}
+	s->streams[s->nstreams++] = stream;
+	return 0;
+}
+
 static int
 ca_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 {
@@ -391,7 +463,8 @@ ca_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 	 * makes one: it hands out nullptr) takes one unit. */
 	uint64_t n = msim_ceil_to(req->size ? req->size : 1, s->align);
 	ca_block_t *b = malloc(sizeof(*b));
-	if (!b || msim_live_put(&s->live, req->id, NULL) || ca_reserve(s, 1)) {
+	if (!b || msim_live_put(&s->live, req->id, NULL) || ca_reserve(s, 1) ||
+	    ca_note_stream(s, req->stream)) {
 		free(b);
 		return MSIM_ENOMEM;
 	}
@@ -402,12 +475,20 @@ ca_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 		goto oom;
 	}
 	/* The ranges pending on the request's stream first, then the old
-	 * ones; when none holds the block, every pending free completes and
-	 * the old ones are searched again; then the top, from the free range
-	 * just below it if there is one (§3.1). */
+	 * ones, then those pending on the other streams (§3.5); when none
+	 * holds the block, every pending free completes and the old ones are
+	 * searched again; then the top, from the free range just below it if
+	 * there is one (§3.1). */
 	size_t i = ca_best_fit(s, n, true, req->stream);
 	if (i == s->nfree)
 		i = ca_best_fit(s, n, false, 0);
+	if (i == s->nfree)
+		i = ca_best_fit_other(s, n, req->stream);
+	/* A range that would need a granule mapped counts as a miss: the
+	 * pending frees complete before memory is mapped (§3.5 e). */
+	if (i < s->nfree && s->recent.n > 0 &&
+	    ca_needs_map(s, s->free[i].addr, n))
+		i = s->nfree;
 	if (i == s->nfree) {
 		ca_retire(s);
 		i = ca_best_fit(s, n, false, 0);
@@ -463,9 +544,6 @@ ca_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 	} else {
 		ca_range_remove(s, i);
 	}
-	/* Mapping memory completes every pending free (§3.1). */
-	if (mapped)
-		ca_retire(s);
 	*b = (ca_block_t){at, n, req->size, req->stream};
 	s->live.v[req->id] = b;
 	s->used += n;
@@ -527,9 +605,12 @@ ca_free(void *state, const msim_req_t *req)
 	return 0;
 }
 
+/* PyTorch's emptyCache: cudaDeviceSynchronize, which completes every
+ * pending free (§3.5), then cudaMemPoolTrimTo(pool, 0). */
 static int
 ca_empty_cache(void *state)
 {
+	ca_retire(state);
 	ca_trim(state, 0);
 	return 0;
 }
@@ -571,6 +652,7 @@ ca_destroy(void *state)
 	free(s->recent.v);
 	free(s->old.v);
 	free(s->scratch);
+	free(s->streams);
 	free(s->gref);
 	free(s);
 }

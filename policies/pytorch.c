@@ -44,7 +44,13 @@
  * a capture is underway is deferred (deferred_blocks): without
  * graph_capture_record_stream_reuse it goes back to its pool only at the
  * first malloc or release after the captures end, whatever the trace says;
- * with it, where the trace's free_completed row puts it.
+ * with it, where the trace's free_completed row puts it.  A MemPool made
+ * with use_on_oom lends its cached blocks to a default-pool malloc that
+ * cudaMalloc could not serve, before anything is freed
+ * (try_mempool_fallback()); one made with no_split never splits a block
+ * (should_split()).  setCheckpointPoolState (CUDA graph trees) places the
+ * blocks of the pool's checkpointed segments at their recorded addresses
+ * (restore_alloc()).
  */
 #include <config.h>
 
@@ -130,6 +136,8 @@ struct pt_ppool_s {
 	int64_t nlive;        /* blocks handed out and not yet back */
 	bool freeable;        /* in graph_pools_freeable */
 	bool own_alloc;       /* segments from the pool's own allocator */
+	bool use_on_oom;      /* in use_on_oom_pools (setUseOnOOM) */
+	bool no_split;        /* in no_split_pools (setNoSplit) */
 	pt_stream_t **streams; /* sorted by handle */
 	size_t nstreams;
 };
@@ -183,6 +191,12 @@ typedef struct pt_state_s {
 	/* The block of the last free_requested, while no other request has
 	 * come since: a free_completed of it now is a plain free()'s. */
 	pt_block_t *fr_last;
+	/* setCheckpointPoolState underway: the next restore_left allocs are
+	 * placed in restore_pp at their recorded addresses. */
+	pt_ppool_t *restore_pp;
+	uint64_t restore_left;
+	uint64_t restore_delta; /* placed address less recorded address */
+	bool restore_have_delta;
 	msim_stats_t st; /* the policy's part of the statistics */
 	/* Blocks freed by the caller whose free_block() has not come yet
 	 * (B_PENDING): count and bytes by statistics pool.  active and
@@ -1239,6 +1253,10 @@ release_ppool(pt_state_t *s, size_t i, bool *gone_out)
 		rc = release_streams(s, pp->streams, pp->nstreams, PT_LARGE);
 	*gone_out = !rc && ppool_empty(pp);
 	if (*gone_out) {
+		if (s->restore_pp == pp) {
+			s->restore_pp = NULL;
+			s->restore_left = 0;
+		}
 		ppool_destroy(pp);
 		memmove(&s->ppools[i], &s->ppools[i + 1],
 			(s->nppools - i - 1) * sizeof(*s->ppools));
@@ -1290,8 +1308,9 @@ empty_pool(pt_state_t *s, const pt_ppool_t *pp)
 	return 0;
 }
 
-/* createOrIncrefPool, beginAllocateToPool, endAllocateToPool and
- * releasePool: the pool id is req->addr. */
+/* createOrIncrefPool (with MemPool's setUseOnOOM and setNoSplit),
+ * beginAllocateToPool, endAllocateToPool, releasePool and
+ * setCheckpointPoolState: the pool id is req->addr. */
 static int
 pt_pool(void *state, const msim_req_t *req)
 {
@@ -1319,9 +1338,11 @@ pt_pool(void *state, const msim_req_t *req)
 		}
 		/* create_or_incref_pool(): a pool freeable already cannot
 		 * be shared (its use count is 0), and only a new pool takes
-		 * an allocator. */
+		 * an allocator (or MemPool's flags: a MemPool's id is new). */
 		if (pp && (pp->use_count == 0 ||
-			   (req->flags & MSIM_REQF_OWN_ALLOC)))
+			   (req->flags & (MSIM_REQF_OWN_ALLOC |
+					  MSIM_REQF_USE_ON_OOM |
+					  MSIM_REQF_NO_SPLIT))))
 			return MSIM_EINVAL;
 		if (pp) {
 			pp->use_count++;
@@ -1336,6 +1357,8 @@ pt_pool(void *state, const msim_req_t *req)
 			pp->id = id;
 			pp->use_count = 1;
 			pp->own_alloc = req->flags & MSIM_REQF_OWN_ALLOC;
+			pp->use_on_oom = req->flags & MSIM_REQF_USE_ON_OOM;
+			pp->no_split = req->flags & MSIM_REQF_NO_SPLIT;
 			s->ppools[s->nppools++] = pp;
 		}
 		if (req->kind == MSIM_REQ_POOL_BEGIN)
@@ -1358,25 +1381,43 @@ pt_pool(void *state, const msim_req_t *req)
 			return MSIM_EINVAL;
 		if (--pp->use_count == 0)
 			pp->freeable = true;
-		if (req->flags & MSIM_REQF_EMPTY_POOL)
+		if (req->flags & MSIM_REQF_EMPTY_POOL) {
+			/* ~MemPool: setUseOnOOM(false), releasePool,
+			 * emptyCache(pool). */
+			pp->use_on_oom = false;
 			return empty_pool(s, pp);
+		}
+		return 0;
+	case MSIM_REQ_POOL_RESTORE:
+		/* setCheckpointPoolState() of a live pool: the allocs that
+		 * follow are placed (restore_alloc()). */
+		if (!pp || pp->freeable)
+			return MSIM_EINVAL;
+		s->restore_pp = req->size ? pp : NULL;
+		s->restore_left = req->size;
+		s->restore_have_delta = false;
 		return 0;
 	default:
 		return MSIM_EINVAL;
 	}
 }
 
-/* alloc_found_block(): hands out b for a request of size (req) bytes.
- * Returns the allocated block: b itself, or its front when split. */
+/* alloc_found_block(): hands out b for a request of size (req) bytes,
+ * split as should_split() says (force < 0) or as force says (0 or 1: the
+ * checkpoint restore's split, setSegmentStateToCheckpoint()).  Returns the
+ * allocated block: b itself, or its front when split. */
 static inline __attribute__((always_inline)) pt_block_t *
 alloc_found(pt_state_t *s, pt_block_t *b, uint64_t size, uint64_t req,
-	    const bool plain)
+	    int force, const bool plain)
 {
 	int sp = PT_STATPOOL(b->pool);
 	uint64_t remaining = b->size - size;
 	/* is_expandable_segments_active: never for an own-allocator pool,
-	 * whose blocks alone are not expandable when the setting is on. */
-	bool split = b->pool == PT_SMALL || (!plain && b->xseg)
+	 * whose blocks alone are not expandable when the setting is on.  A
+	 * no_split pool's blocks are never split (should_split()). */
+	bool split = force >= 0 ? force != 0
+		: !plain && b->st->pp && b->st->pp->no_split ? false
+		: b->pool == PT_SMALL || (!plain && b->xseg)
 		? remaining >= PT_MIN_BLOCK
 		: !pt_oversize(s, size, plain) && remaining > PT_SMALL_SIZE;
 	bool already_split = blk_is_split(b);
@@ -1429,18 +1470,67 @@ alloc_found(pt_state_t *s, pt_block_t *b, uint64_t size, uint64_t req,
 	return b;
 }
 
+/* Whether a pool takes part in try_mempool_fallback(): in
+ * use_on_oom_pools and still in use (create_or_incref_pool() refuses a
+ * pool whose use count is 0). */
+static bool
+fallback_pool(const pt_ppool_t *pp)
+{
+	return pp->use_on_oom && pp->use_count > 0;
+}
+
+/* try_mempool_fallback(): a default-pool malloc that cudaMalloc could not
+ * serve takes a cached block of a use_on_oom pool, the first that has one
+ * (beginAllocateToPool, get_free_block() in the pool, endAllocateToPool,
+ * releasePool: the use count is unchanged).  PyTorch walks the pools in a
+ * hash set's order; memsim in creation order.  Never a new segment.
+ * Returns the block, removed from its free set, or NULL; *err_out is
+ * MSIM_ENOMEM when host memory ran out. */
+static pt_block_t *
+mempool_fallback(pt_state_t *s, const pt_stream_t *st, int pool,
+		 uint64_t size, int *err_out)
+{
+	*err_out = 0;
+	if (st->pp)
+		return NULL; /* already a private pool's request */
+	for (size_t i = 0; i < s->nppools; i++) {
+		pt_ppool_t *pp = s->ppools[i];
+		if (!fallback_pool(pp))
+			continue;
+		pt_stream_t *pst = stream_table(&pp->streams, &pp->nstreams,
+						st->handle, pp);
+		if (!pst) {
+			*err_out = MSIM_ENOMEM;
+			return NULL;
+		}
+		pt_block_t *b = get_free_block(s, &pst->fs[pool], pool, size,
+					       false, false);
+		if (b)
+			return b;
+	}
+	return NULL;
+}
+
 /* malloc() when no cached block fits: a new segment, after the garbage
- * collector and the releases that may make room, or NULL (an OOM, counted).
- * Out of line, so that pt_alloc()'s usual path, a cached block, keeps few
- * registers to save. */
+ * collector and the releases that may make room, or a cached block of a
+ * use_on_oom pool, or NULL (an OOM, counted).  Out of line, so that
+ * pt_alloc()'s usual path, a cached block, keeps few registers to save. */
 static __attribute__((noinline)) pt_block_t *
 alloc_segment(pt_state_t *s, pt_stream_t *st, pt_freeset_t *fs, int pool,
-	      uint64_t size)
+	      uint64_t size, int *err_out)
 {
 	uint64_t seg_size = pt_segment_size(s, size);
+	*err_out = 0;
 	if (s->gc_enabled)
 		garbage_collect(s);
 	pt_block_t *b = alloc_block(s, st, pool, size, seg_size, false);
+	/* PyTorch 2.11 tries the use_on_oom pools right after the first
+	 * alloc_block, before freeing anything (try_mempool_fallback()). */
+	if (!b && s->nppools && (b = mempool_fallback(s, st, pool, size,
+						      err_out)) != NULL)
+		return b;
+	if (*err_out)
+		return NULL;
 	if (!b && release_available(s, fs, size))
 		b = alloc_block(s, st, pool, size, seg_size, false);
 	/* Not while a capture is underway (malloc()). */
@@ -1455,10 +1545,105 @@ alloc_segment(pt_state_t *s, pt_stream_t *st, pt_freeset_t *fs, int pool,
 	return b;
 }
 
+/* The free block of pool pp, out of its free set, that starts at addr, or
+ * with head set the smallest whole free segment of at least size bytes
+ * (the lowest-addressed of equals); NULL if none. */
+static pt_block_t *
+restore_find(pt_state_t *s, pt_ppool_t *pp, msim_addr_t addr, bool head,
+	     uint64_t size)
+{
+	pt_block_t *best = NULL;
+	pt_freeset_t *best_fs = NULL;
+	for (size_t i = 0; i < pp->nstreams; i++) {
+		for (int k = 0; k < 2; k++) {
+			pt_freeset_t *fs = &pp->streams[i]->fs[k];
+			for (pt_block_t *b = fs_first(fs); b;
+			     b = fs_next(fs, b)) {
+				bool better = !best || b->size < best->size ||
+					      (b->size == best->size &&
+					       b->ptr < best->ptr);
+				bool ok = head ? !b->prev && !b->next &&
+						 b->size >= size && better
+					       : b->ptr == addr;
+				if (ok) {
+					best = b;
+					best_fs = fs;
+				}
+			}
+		}
+	}
+	if (best)
+		fs_remove(s, best_fs, best);
+	return best;
+}
+
+/*
+ * One alloc of a checkpoint restore (setSegmentStateToCheckpoint()): after
+ * freeBlocksAllocatedToPool() every block of the pool is free, and each
+ * block of a checkpointed segment is allocated in address order by
+ * alloc_found_block() with the block's own size, split when the free block
+ * there is larger: no get_free_block(), no new segment, no rounding.  The
+ * blocks not live in the checkpoint are freed by the rows after.  The
+ * block is the one at the recorded address (--addresses trace); where the
+ * segments lie elsewhere (model addresses), the block as far from the last
+ * placed one as in the recording, else the smallest whole free segment
+ * that holds it (a new segment of the checkpoint); when none of these
+ * fits, the pool serves it as a malloc would (an approximation: the
+ * recording's segments and the simulated ones differ).  Returns 0,
+ * MSIM_EDEVOOM or MSIM_ENOMEM.
+ */
+static __attribute__((noinline)) int
+restore_alloc(pt_state_t *s, const msim_req_t *req, msim_addr_t *addr_out)
+{
+	pt_ppool_t *pp = s->restore_pp;
+	s->fr_last = NULL;
+	if (--s->restore_left == 0)
+		s->restore_pp = NULL;
+	if (!blk_reserve(s) || live_put(s, req->id, NULL))
+		return MSIM_ENOMEM;
+	pt_block_t *b = restore_find(s, pp, req->addr, false, 0);
+	if (!b && s->restore_have_delta)
+		b = restore_find(s, pp, req->addr + s->restore_delta, false,
+				 0);
+	if (b && b->size < req->size) {
+		fs_insert(s, &b->st->fs[b->pool], b);
+		b = NULL;
+	}
+	if (!b)
+		b = restore_find(s, pp, 0, true, req->size);
+	if (b) {
+		s->restore_delta = b->ptr - req->addr;
+		s->restore_have_delta = true;
+		b = alloc_found(s, b, req->size, req->size,
+				b->size > req->size, false);
+	} else {
+		/* As malloc would, in the pool (get_pool()). */
+		s->restore_have_delta = false;
+		uint64_t size = pt_round(s, req->size, false);
+		int pool = size <= PT_SMALL_SIZE ? PT_SMALL : PT_LARGE;
+		pt_stream_t *st = stream_table(&pp->streams, &pp->nstreams,
+					       req->stream, pp);
+		if (!st)
+			return MSIM_ENOMEM;
+		b = get_free_block(s, &st->fs[pool], pool, size, false, false);
+		int err = 0;
+		if (!b && !(b = alloc_segment(s, st, &st->fs[pool], pool, size,
+					      &err)))
+			return err ? err : MSIM_EDEVOOM;
+		b = alloc_found(s, b, size, req->size, -1, false);
+	}
+	pp->nlive++;
+	s->live[req->id] = b;
+	*addr_out = b->ptr;
+	return 0;
+}
+
 static inline __attribute__((always_inline)) int
 pt_alloc_as(pt_state_t *s, const msim_req_t *req, msim_addr_t *addr_out,
 	    const bool plain)
 {
+	if (!plain && s->restore_left)
+		return restore_alloc(s, req, addr_out);
 	s->fr_last = NULL;
 	if (!plain && s->nheld && !s->ncaptures)
 		release_held(s); /* process_events() */
@@ -1470,11 +1655,14 @@ pt_alloc_as(pt_state_t *s, const msim_req_t *req, msim_addr_t *addr_out,
 	pt_freeset_t *fs = &st->fs[pool];
 
 	pt_block_t *b = get_free_block(s, fs, pool, size, !st->pp, plain);
-	if (!b && !(b = alloc_segment(s, st, fs, pool, size)))
-		return MSIM_EDEVOOM;
-	b = alloc_found(s, b, size, req->size, plain);
-	if (!plain && st->pp)
-		st->pp->nlive++;
+	if (!b) {
+		int err;
+		if (!(b = alloc_segment(s, st, fs, pool, size, &err)))
+			return err ? err : MSIM_EDEVOOM;
+	}
+	b = alloc_found(s, b, size, req->size, -1, plain);
+	if (!plain && b->st->pp)
+		b->st->pp->nlive++;
 	s->live[req->id] = b;
 	*addr_out = b->ptr;
 	return 0;
@@ -1755,9 +1943,30 @@ pt_would_release(const void *state, const msim_req_t *req)
 					return true;
 		}
 	}
-	if (s->cap && s->total_allocated + seg_size > s->cap)
+	if (!(s->cap && s->total_allocated + seg_size > s->cap) &&
+	    seg_size <= msim_device_avail(s->dev))
+		return false;
+	/* A use_on_oom pool's cached block serves it before any release
+	 * (try_mempool_fallback()). */
+	if (s->ncaptures && capture_of(s, req->stream))
 		return true;
-	return seg_size > msim_device_avail(s->dev);
+	for (size_t i = 0; i < s->nppools; i++) {
+		const pt_ppool_t *pp = s->ppools[i];
+		if (!fallback_pool(pp))
+			continue;
+		for (size_t j = 0; j < pp->nstreams; j++) {
+			if (pp->streams[j]->handle != req->stream)
+				continue;
+			const pt_block_t *b =
+				fs_lower_bound(&pp->streams[j]->fs[pool], size);
+			if (b && !((size < s->max_split &&
+				    b->size >= s->max_split) ||
+				   (size >= s->max_split &&
+				    b->size >= size + s->nonsplit_tol)))
+				return false;
+		}
+	}
+	return true;
 }
 
 static void

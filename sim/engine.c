@@ -368,14 +368,16 @@ sim_request(msim_sim_t *sim, const msim_req_t *req)
 	case MSIM_REQ_POOL_BEGIN:
 	case MSIM_REQ_POOL_END:
 	case MSIM_REQ_POOL_RELEASE:
+	case MSIM_REQ_POOL_RESTORE:
 		if ((rc = msim_policy_private_pool(sim->pol, req))) {
 			static const char *const names[] = {
 				"pool_create", "pool_begin", "pool_end",
-				"pool_release"};
+				"pool_release", "pool_restore"};
 			char what[160];
 			snprintf(what, sizeof(what), "%s of pool %llu (a "
 				 "begin while one is underway, an end without "
-				 "a begin, or a release without a create?)",
+				 "a begin, a release without a create, a "
+				 "restore of a pool that is not live?)",
 				 names[req->kind - MSIM_REQ_POOL_CREATE],
 				 (unsigned long long)req->addr);
 			return sim_fail(sim, rc, what);

@@ -105,9 +105,19 @@ void msim_db_defer_checkpoints(msim_db_t *db);
  * into the database and deleting it: for a connection closed just before
  * others open the file (a sweep's parent before it forks its workers). */
 void msim_db_keep_wal(msim_db_t *db);
+/* Storing a run (msim_db_store_run_mode()) calls lock(ctx) before it asks
+ * SQLite for the write lock and unlock(ctx) once it committed or rolled
+ * back: writers that share such a lock (a sweep's workers) wait on it
+ * rather than in SQLite's busy handler, which polls by sleeping.  lock
+ * NULL: none. */
+void msim_db_set_writer_lock(msim_db_t *db, void (*lock)(void *ctx),
+			     void (*unlock)(void *ctx), void *ctx);
+
 /* Copies into the database what the WAL holds, as far as the other
  * connections' readers allow, without waiting for any lock (a PASSIVE
- * checkpoint).  Returns 0 or MSIM_EDB. */
+ * checkpoint), and on Linux has the kernel start writing the copied pages
+ * to the disk (the last connection's checkpoint then waits for less).
+ * Returns 0 or MSIM_EDB. */
 int msim_db_checkpoint(msim_db_t *db);
 
 /* As msim_db_open(), but a missing file is an error (MSIM_ENOTFOUND), not

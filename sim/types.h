@@ -37,11 +37,14 @@ typedef enum msim_req_kind_e {
 	/* Private pools (CUDA graphs, torch.cuda.MemPool); addr = the
 	 * pool's id (non-zero), as PyTorch's createOrIncrefPool,
 	 * beginAllocateToPool (allocations on stream go to the pool),
-	 * endAllocateToPool and releasePool. */
+	 * endAllocateToPool and releasePool; POOL_RESTORE is
+	 * setCheckpointPoolState: the next size ALLOCs are the blocks of the
+	 * pool's checkpointed segments, each placed at its addr. */
 	MSIM_REQ_POOL_CREATE,
 	MSIM_REQ_POOL_BEGIN,
 	MSIM_REQ_POOL_END,
 	MSIM_REQ_POOL_RELEASE,
+	MSIM_REQ_POOL_RESTORE,
 } msim_req_kind_t;
 
 /* Flags of a request. */
@@ -66,6 +69,11 @@ typedef enum msim_req_kind_e {
 /* POOL_RELEASE only: ~MemPool's, which empties the pool's cache
  * (emptyCache(pool)) once its use count is 0. */
 #define MSIM_REQF_EMPTY_POOL 0x20
+/* POOL_CREATE only: MemPool(use_on_oom=True) (setUseOnOOM: a default-pool
+ * malloc about to fail takes a cached block of the pool), and
+ * MemPool(no_split=True) (setNoSplit: the pool's blocks are never split). */
+#define MSIM_REQF_USE_ON_OOM 0x40
+#define MSIM_REQF_NO_SPLIT 0x80
 
 /*
  * One request.  Ids are dense slot numbers chosen by the source: an id is

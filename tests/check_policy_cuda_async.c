@@ -316,8 +316,8 @@ START_TEST(test_async_pending_rules)
 	ck_assert_int_eq(OFF(9), 2 * MB);
 	teardown();
 
-	/* stream_own: a range pending on one stream is not searched for
-	 * another before a miss. */
+	/* stream_own: a range pending on one stream is searched for another
+	 * only after the old ones (§3.5). */
 	setup("cuda-async", "");
 	AS(0, 4 * MB, 1);      /* r, on stream 1 */
 	A(1, 1 * MB);
@@ -333,7 +333,105 @@ START_TEST(test_async_pending_rules)
 }
 END_TEST
 
-/* Every block of four real traces where the H200's pool put it
+/* §3.5: several streams, from random scenarios of validate/
+ * async_probe_sync.py run on the H200 (seed/number) and its probes
+ * (tests/data/async_probes/sync.txt). */
+START_TEST(test_async_streams)
+{
+	/* 1001/418: a range pending on another stream is taken before a
+	 * miss, and the rest stays pending on that stream. */
+	setup("cuda-async", "");
+	AS(0, 41943040, 1);
+	F(0);                  /* 0 .. 40 MiB pending on stream 1 */
+	AS(1, 2097152, 0);     /* its front, not a miss */
+	ck_assert_int_eq(OFF(1), 0);
+	F(1);                  /* 0 .. 2 MiB pending on stream 0 */
+	AS(2, 7438031, 0);     /* stream 1's rest; no miss merges 0 .. 2 */
+	ck_assert_int_eq(OFF(2), 2097152);
+	teardown();
+
+	/* 1003/105: other streams are searched in the order they first
+	 * allocated, the best fit within the first that holds the block:
+	 * stream 2 (first) over the smaller range of stream 1. */
+	setup("cuda-async", "");
+	AS(0, 12582912, 2);
+	F(0);
+	AS(1, 1840044, 1);     /* the front of stream 2's range */
+	F(1);                  /* 0 .. 1840128 pending on stream 1 */
+	AS(2, 512, 0);
+	ck_assert_int_eq(OFF(2), 1840128);
+	teardown();
+
+	/* 1004/51: the order is that of the first malloc, not of the stream
+	 * numbers: stream 0 before stream 3. */
+	setup("cuda-async", "");
+	AS(0, 49152, 0);
+	AS(1, 49152, 3);
+	F(1);
+	F(0);
+	AS(2, 49152, 1);
+	ck_assert_int_eq(OFF(2), 0);
+	teardown();
+
+	/* 1001/303: a miss completes the pending frees stream by stream, in
+	 * the order of the streams' first malloc (stream 1 here), each
+	 * stream's newest first: of two old 1536 B ranges, stream 1's 512 KiB
+	 * block's (completed first) is taken, not stream 0's 1536 B one. */
+	setup("cuda-async", "");
+	AS(0, 524288, 1);
+	AS(1, 524288, 1);
+	AS(2, 2097152, 0);
+	F(2);
+	F(0);
+	AS(3, 41943040, 1);
+	F(3);
+	F(1);
+	AS(4, 41943040, 1);
+	F(4);
+	AS(5, 524288, 0);
+	F(5);
+	AS(6, 7271754, 1);
+	AS(7, 1536, 1);
+	AS(8, 1536, 0);
+	AS(9, 9483823, 0);
+	AS(10, 1536, 1);
+	AS(11, 10913371, 1);
+	AS(12, 524288, 1);
+	AS(13, 10376949, 1);
+	F(12);
+	AS(14, 3719009, 0);
+	F(8);
+	F(14);
+	AS(15, 10390560, 0);
+	AS(16, 4355235, 0);
+	ck_assert_int_eq(OFF(16), 49489920);
+	AS(17, 1536, 0);
+	ck_assert_int_eq(OFF(17), 28197376);
+	teardown();
+
+	/* probes own_none and own_e: a 4 MiB block takes its stream's
+	 * pending 8 MiB range p before the old 4 MiB hole o; after
+	 * empty_cache (cudaDeviceSynchronize, then the trim) p is old and
+	 * the block takes o. */
+	for (int ec = 0; ec < 2; ec++) {
+		setup("cuda-async", "");
+		A(0, 4 * MB);          /* o */
+		A(1, 1 * MB);
+		A(2, 8 * MB);          /* p, at 5 */
+		A(3, 1 * MB);
+		F(0);
+		A(4, 64 * MB);         /* a miss: o old */
+		F(2);                  /* p pending */
+		if (ec)
+			ck_assert_int_eq(msim_policy_empty_cache(pol), 0);
+		A(5, 4 * MB);
+		ck_assert_int_eq(OFF(5), ec ? 0 : 5 * MB);
+		teardown();
+	}
+}
+END_TEST
+
+/* Every block of six real traces where the H200's pool put it
  * (tests/data/async_offsets/, from validate/async_replay.py), the blocks
  * placed one after another by the policy alone. */
 START_TEST(test_async_real_offsets)
@@ -343,6 +441,8 @@ START_TEST(test_async_real_offsets)
 		{"cnn_scaler", "record/cnn_scaler.real.bin"},
 		{"int8_infer", "record/int8_infer.real.bin"},
 		{"llama_int8", "recorded/llama_int8.msimtr"},
+		{"prefetch_2stream", "traces/prefetch_2stream.csv"},
+		{"llama", "record/llama.real.bin"},
 	};
 	for (size_t k = 0; k < sizeof(traces) / sizeof(traces[0]); k++) {
 		char path[256], line[128], why[512];
@@ -591,6 +691,7 @@ add(TCase *tc)
 	tcase_add_test(tc, test_async_merge_and_top);
 	tcase_add_test(tc, test_async_recent_first);
 	tcase_add_test(tc, test_async_pending_rules);
+	tcase_add_test(tc, test_async_streams);
 	tcase_add_test(tc, test_async_real_offsets);
 	tcase_add_test(tc, test_async_remap);
 	tcase_add_test(tc, test_async_trim);

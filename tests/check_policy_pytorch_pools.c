@@ -60,22 +60,6 @@ EC(void)
 	ck_assert_int_eq(msim_policy_empty_cache(pol), 0);
 }
 
-/* Pytorch under a cap of cap bytes (0: none), as
- * set_per_process_memory_fraction(cap / total). */
-static void
-setup_pt(uint64_t cap)
-{
-	setup("pytorch", "");
-	if (cap)
-		ck_assert_int_eq(msim_device_set_fraction(
-			dev, (double)cap / (double)MSIM_H200_BYTES), 0);
-	msim_policy_destroy(pol);
-	const msim_policy_ops_t *ops = msim_policy_find("pytorch");
-	char why[128];
-	ck_assert_int_eq(msim_policy_new(ops, dev, NULL, &pol, why,
-					 sizeof(why)), 0);
-}
-
 START_TEST(test_graph_pool_lifetime)
 {
 	setup_pt(0);
@@ -434,7 +418,7 @@ START_TEST(test_own_allocator_counts_against_cap)
 END_TEST
 
 /* tests/data/pools/ownalloc.csv: pool_create's size 1 marks the pool's
- * own allocator in a trace; 2 is refused, naming the line. */
+ * own allocator in a trace; 8 (no such flag) is refused, naming the line. */
 START_TEST(test_trace_own_allocator_rows)
 {
 	msim_job_spec_t s = {.trace = test_data("pools/ownalloc.csv"),
@@ -457,7 +441,7 @@ START_TEST(test_trace_own_allocator_rows)
 	}
 	ck_assert_int_ne(rc, 0);
 	ck_assert_msg(strstr(err.msg, ":3:") &&
-		      strstr(err.msg, "pool_create size 2"), "%s", err.msg);
+		      strstr(err.msg, "pool_create size 8"), "%s", err.msg);
 }
 END_TEST
 

@@ -1,11 +1,13 @@
 /*
  * The results store: a run round-trips through SQLite; a read-only or
- * locked database is a clear error and what it holds stays intact.
+ * locked database is a clear error and what it holds stays intact; what a
+ * commit wrote is in the file for other connections at once.
  */
 #include <config.h>
 
 #include <check.h>
 #include <sqlite3.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -682,6 +684,152 @@ START_TEST(test_packed_text)
 }
 END_TEST
 
+/* Counts msim_db_set_writer_lock()'s calls; held says whether they pair. */
+typedef struct wl_count_s {
+	int locks, unlocks;
+	bool held;
+} wl_count_t;
+
+static void
+wl_lock(void *ctx)
+{
+	wl_count_t *c = ctx;
+	ck_assert(!c->held);
+	c->held = true;
+	c->locks++;
+}
+
+static void
+wl_unlock(void *ctx)
+{
+	wl_count_t *c = ctx;
+	ck_assert(c->held);
+	c->held = false;
+	c->unlocks++;
+}
+
+/* The writer lock is taken once around each run stored and given back
+ * whatever happens: stored, found stored already (MSIM_DB_SKIP), or
+ * failing on another writer's lock. */
+START_TEST(test_writer_lock)
+{
+	msim_db_t *db;
+	char why[256];
+	setenv("MEMSIM_DB_BUSY_MS", "50", 1);
+	ck_assert_int_eq(msim_db_open(path, &db, why, sizeof(why)), 0);
+	wl_count_t c = {0};
+	msim_db_set_writer_lock(db, wl_lock, wl_unlock, &c);
+	msim_stats_t st = {0};
+	msim_summary_t sum = {0};
+	msim_run_info_t info = {.trace_path = "t", .trace_hash = "h",
+				.policy = "pytorch", .addresses = "model"};
+	int64_t id, id2;
+	int existed;
+	ck_assert_int_eq(msim_db_store_run_mode(db, &info, &sum, &st, NULL,
+						NULL, 0, MSIM_DB_SKIP, &id,
+						&existed), 0);
+	ck_assert_int_eq(c.locks, 1);
+	ck_assert_int_eq(c.unlocks, 1);
+	ck_assert_int_eq(msim_db_store_run_mode(db, &info, &sum, &st, NULL,
+						NULL, 0, MSIM_DB_SKIP, &id2,
+						&existed), 0);
+	ck_assert_int_eq(existed, 1);
+	ck_assert_int_eq(id2, id);
+	ck_assert_int_eq(c.locks, 2);
+	ck_assert_int_eq(c.unlocks, 2);
+	sqlite3 *other;
+	ck_assert_int_eq(sqlite3_open(path, &other), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL,
+				      NULL), SQLITE_OK);
+	info.trace_hash = "h2";
+	ck_assert_int_eq(msim_db_store_run_mode(db, &info, &sum, &st, NULL,
+						NULL, 0, MSIM_DB_SKIP, &id2,
+						&existed), MSIM_EDB);
+	ck_assert_int_eq(c.locks, 3);
+	ck_assert_int_eq(c.unlocks, 3);
+	sqlite3_exec(other, "ROLLBACK", NULL, NULL, NULL);
+	sqlite3_close(other);
+	msim_db_set_writer_lock(db, NULL, NULL, NULL);
+	ck_assert_int_eq(msim_db_store_run_mode(db, &info, &sum, &st, NULL,
+						NULL, 0, MSIM_DB_SKIP, &id2,
+						&existed), 0);
+	ck_assert_int_eq(c.locks, 3);
+	msim_db_close(db);
+	ck_assert_int_eq(query_int("SELECT count(*) FROM runs"), 2);
+	unsetenv("MEMSIM_DB_BUSY_MS");
+}
+END_TEST
+
+/*
+ * The connection that writes gathers a transaction's WAL frames and
+ * writes them at its commit (sim/results.c, VFS memsim-wal): another
+ * connection, through SQLite's default VFS, reads each run as soon as it
+ * is stored.  Runs of 2, 3,000 and 150,000 samples: a transaction of two
+ * pages, one of more than the 64 KiB written a call, and one of more than
+ * the 1 MiB gathered and SQLite's 2 MiB page cache, which it spills into
+ * the WAL before the commit frame.
+ */
+START_TEST(test_wal_frames_at_commit)
+{
+	msim_db_t *db;
+	char why[256];
+	ck_assert_int_eq(msim_db_open(path, &db, why, sizeof(why)), 0);
+	sqlite3 *other;
+	ck_assert_int_eq(sqlite3_open(path, &other), SQLITE_OK);
+	static const int64_t sizes[] = {2, 3000, 150000, 5};
+	for (int64_t k = 0; k < 4; k++) {
+		int64_t n = sizes[k];
+		msim_timeline_t tl;
+		ck_assert_int_eq(msim_timeline_init(&tl, (size_t)n), 0);
+		for (int64_t i = 0; i < n; i++)
+			msim_timeline_add(&tl, &(msim_sample_t){
+				.request = (uint64_t)i, .time = 10 * i,
+				.allocated = 7 * i + k, .reserved = 13 * i,
+				.active = 7 * i + k, .largest_free = i % 1000,
+				.free = (uint64_t)i});
+		msim_stats_t st = {0};
+		msim_summary_t sum = {.requests = (uint64_t)n,
+				      .oom_request = -1};
+		char hash[16];
+		snprintf(hash, sizeof(hash), "h%d", (int)k);
+		msim_run_info_t info = {.trace_path = "t.csv",
+					.trace_hash = hash, .policy = "pytorch",
+					.addresses = "model"};
+		int64_t id;
+		int existed;
+		ck_assert_int_eq(msim_db_store_run_mode(db, &info, &sum, &st,
+							&tl, NULL, 0,
+							MSIM_DB_REPLACE, &id,
+							&existed), 0);
+		msim_timeline_clear(&tl);
+		char sql[200];
+		snprintf(sql, sizeof(sql), "SELECT count(*), sum(allocated_bytes),"
+			 " sum(reserved_bytes), max(request) FROM timeline"
+			 " WHERE run_id=%lld", (long long)id);
+		sqlite3_stmt *q;
+		ck_assert_int_eq(sqlite3_prepare_v2(other, sql, -1, &q, NULL),
+				 SQLITE_OK);
+		ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+		ck_assert_int_eq(sqlite3_column_int64(q, 0), n);
+		ck_assert_int_eq(sqlite3_column_int64(q, 1),
+				 7 * n * (n - 1) / 2 + k * n);
+		ck_assert_int_eq(sqlite3_column_int64(q, 2),
+				 13 * n * (n - 1) / 2);
+		ck_assert_int_eq(sqlite3_column_int64(q, 3), n - 1);
+		sqlite3_finalize(q);
+	}
+	sqlite3_stmt *q;
+	ck_assert_int_eq(sqlite3_prepare_v2(other, "PRAGMA integrity_check",
+					    -1, &q, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+	ck_assert_str_eq((const char *)sqlite3_column_text(q, 0), "ok");
+	sqlite3_finalize(q);
+	sqlite3_close(other);
+	msim_db_close(db);
+	ck_assert_int_eq(query_int("SELECT count(*) FROM runs"), 4);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -695,6 +843,8 @@ main(void)
 	tcase_add_test(tc, test_packed_text);
 	tcase_add_test(tc, test_failed_settings);
 	tcase_add_test(tc, test_packed_rows);
+	tcase_add_test(tc, test_wal_frames_at_commit);
+	tcase_add_test(tc, test_writer_lock);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

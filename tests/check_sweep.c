@@ -1,7 +1,8 @@
 /*
  * Sweeps and the schema-2 store: planning (grid order, de-duplication,
  * shards, seeded random draws, settings files), setting keys and the store
- * modes, the migration of schema 1 files, merging, and resuming; sweeps
+ * modes, the migration of schema 1 files, merging, and resuming; the same
+ * rows from one worker and from several; sweeps
  * over strategies of a model spec (equal to generating and running each
  * setting alone) and the dtype transform of a recording.
  */
@@ -345,6 +346,90 @@ START_TEST(test_exec_and_resume)
 }
 END_TEST
 
+/* Every row a view shows of file's runs, each run named by its setting
+ * key rather than its id (the order workers store runs in), one text. */
+static char *
+rows_by_key(const char *file, const char *view, const char *cols)
+{
+	char sql[1024];
+	snprintf(sql, sizeof(sql), "SELECT group_concat(x, ';') FROM (SELECT"
+		 " r.setting_key || '|' || %s AS x FROM %s v JOIN runs r"
+		 " ON r.id = v.run_id ORDER BY x)", cols, view);
+	sqlite3 *db;
+	sqlite3_stmt *q;
+	ck_assert_int_eq(sqlite3_open(file, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+	const char *t = (const char *)sqlite3_column_text(q, 0);
+	char *copy = strdup(t ? t : "");
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+	return copy;
+}
+
+/* One worker and three (taking turns at the writer lock, the parent
+ * checkpointing between their commits) store the same rows: every view,
+ * run by run; and the file is whole. */
+START_TEST(test_jobs_same_rows)
+{
+	const char *grid[] = {"max_split_size_mb=none,64,256",
+			      "garbage_collection_threshold=0,0.7",
+			      "roundup_power2_divisions=1,4"};
+	msim_sweep_t *sw = plan(grid, 3, 0, 0, 0, 0);
+	msim_sweep_result_t r;
+	char why[512];
+	msim_sweep_opts_t o1 = {.db_path = path, .jobs = 1};
+	ck_assert_int_eq(msim_sweep_exec(sw, &o1, &r, why, sizeof(why)), 0);
+	ck_assert_uint_eq(r.ran, 12);
+	msim_sweep_opts_t o3 = {.db_path = path2, .jobs = 3};
+	ck_assert_int_eq(msim_sweep_exec(sw, &o3, &r, why, sizeof(why)), 0);
+	ck_assert_uint_eq(r.ran, 12);
+	ck_assert_uint_eq(r.failed, 0);
+	msim_sweep_destroy(sw);
+	static const char *const views[][2] = {
+		{"runs", "v.policy || v.params || v.cap_bytes || '|' ||"
+		 " v.requests || '|' || v.oom_request || '|' ||"
+		 " v.peak_reserved_bytes || '|' || v.peak_allocated_bytes ||"
+		 " '|' || v.frag_mean || '|' || v.num_device_alloc || '|' ||"
+		 " v.sim_time_ns"},
+		{"stats", "v.name || '=' || v.value"},
+		{"timeline", "v.request || ',' || v.time_ns || ',' ||"
+		 " v.allocated_bytes || ',' || v.reserved_bytes || ',' ||"
+		 " v.active_bytes || ',' || v.requested_bytes || ',' ||"
+		 " v.largest_free_bytes || ',' || v.free_bytes"},
+		{"segment_events", "v.seq || ',' || v.request || ',' ||"
+		 " v.action || ',' || v.addr || ',' || v.size"},
+		{"peak_blocks", "v.addr || ',' || v.size || ',' || v.state"},
+		{"run_meta", "v.key || '=' || v.value"},
+	};
+	for (size_t k = 0; k < sizeof(views) / sizeof(views[0]); k++) {
+		/* runs is its own view: its rows join themselves. */
+		char view[64];
+		snprintf(view, sizeof(view), "%s", views[k][0]);
+		char *a, *b;
+		if (!strcmp(view, "runs")) {
+			a = rows_by_key(path, "(SELECT *, id AS run_id FROM"
+					" runs)", views[k][1]);
+			b = rows_by_key(path2, "(SELECT *, id AS run_id FROM"
+					" runs)", views[k][1]);
+		} else {
+			a = rows_by_key(path, view, views[k][1]);
+			b = rows_by_key(path2, view, views[k][1]);
+		}
+		ck_assert_msg(strlen(a) > 100, "%s: %zu bytes", view, strlen(a));
+		ck_assert_msg(!strcmp(a, b), "%s differs between -j 1 and -j 3",
+			      view);
+		free(a);
+		free(b);
+	}
+	ck_assert_int_eq(query_int(path2, "SELECT count(*) FROM"
+				   " pragma_integrity_check WHERE"
+				   " integrity_check <> 'ok'"), 0);
+	ck_assert_int_eq(query_int(path2, "SELECT count(*) FROM sweep_runs"),
+			 12);
+}
+END_TEST
+
 
 #define TINY "model:arch=gpt2,layers=4,hidden=64,heads=2,vocab=1000," \
 	     "positions=128,batch=2,seq=64/32,steps=2"
@@ -562,6 +647,7 @@ main(void)
 	tcase_add_test(tc, test_migrate_schema1);
 	tcase_add_test(tc, test_merge);
 	tcase_add_test(tc, test_exec_and_resume);
+	tcase_add_test(tc, test_jobs_same_rows);
 	tcase_add_test(tc, test_model_sweep_matches_gen);
 	tcase_add_test(tc, test_model_sweep_bad_keys);
 	tcase_add_test(tc, test_transform_sweep);

@@ -108,6 +108,22 @@ event_size(size_t i)
 	return ev[i].size;
 }
 
+/* The pytorch policy with its defaults under a cap of cap bytes (0: none),
+ * as set_per_process_memory_fraction(cap / total). */
+static inline void
+setup_pt(uint64_t cap)
+{
+	setup("pytorch", "");
+	if (cap)
+		ck_assert_int_eq(msim_device_set_fraction(
+			dev, (double)cap / (double)MSIM_H200_BYTES), 0);
+	msim_policy_destroy(pol);
+	const msim_policy_ops_t *ops = msim_policy_find("pytorch");
+	char why[128];
+	ck_assert_int_eq(msim_policy_new(ops, dev, NULL, &pol, why,
+					 sizeof(why)), 0);
+}
+
 /* Runs the tests of one suite; returns the exit status. */
 static inline int
 run_suite(const char *name, void (*add)(TCase *tc))

@@ -5,7 +5,9 @@
 # the live segments by address and size, as the run's snapshot holds them).
 # The same trace without its pool rows must not (the rows are what decides
 # it).  So do the recordings of graphreuse.tsv under their own settings
-# (graph_capture_record_stream_reuse, a MemPool with its own allocator).
+# (graph_capture_record_stream_reuse, a MemPool with its own allocator),
+# and those of poolopts.tsv (MemPool's use_on_oom and no_split, checkpointed
+# pool states), every alloc at its recorded address.
 # Run by `make check` with MEMSIM and MSIM_TESTDATA.
 set -u
 DATA=${MSIM_TESTDATA:-tests/data}/pools
@@ -19,19 +21,28 @@ live() {
 		tr '\n' ' ' | sed 's/ $//'
 }
 
+# figures TRACE RUN.json PA PR SA SF CA CR: the run's peak allocated and
+# reserved bytes, segments allocated and freed, allocated and reserved bytes
+# at the end must be the real run's.
+figures() {
+	f_trace=$1 f_json=$2
+	shift 2
+	for f_key in allocated_bytes.all.peak reserved_bytes.all.peak \
+		segment.all.allocated segment.all.freed \
+		allocated_bytes.all.current reserved_bytes.all.current; do
+		f_got=$(json "$f_key" "$f_json")
+		[ "$f_got" = "$1" ] || fail "$f_trace: $f_key $f_got, real $1"
+		shift
+	done
+}
+
 grep -v '^#' "$DATA/real.tsv" >"$tmp/rows"
 n=0
 while IFS='	' read -r trace pa pr sa sf ca cr segs; do
 	n=$((n + 1))
 	$MEMSIM run --recording --json --segments "$tmp/seg.csv" \
 		"$DATA/$trace" >"$tmp/run.json" || { fail "$trace: run"; continue; }
-	for kv in "allocated_bytes.all.peak $pa" "reserved_bytes.all.peak $pr" \
-		"segment.all.allocated $sa" "segment.all.freed $sf" \
-		"allocated_bytes.all.current $ca" "reserved_bytes.all.current $cr"; do
-		set -- $kv
-		got=$(json "$1" "$tmp/run.json")
-		[ "$got" = "$2" ] || fail "$trace: $1 $got, real $2"
-	done
+	figures "$trace" "$tmp/run.json" "$pa" "$pr" "$sa" "$sf" "$ca" "$cr"
 	got=$(live "$tmp/seg.csv")
 	[ "$got" = "$segs" ] || fail "$trace: live segments $got, real $segs"
 	# Without its pool rows the replay is wrong: reserved peak differs.
@@ -53,13 +64,7 @@ while IFS='	' read -r trace conf contrast pa pr sa sf ca cr segs; do
 	set -- ; [ "$conf" = - ] || set -- --alloc-conf "$conf"
 	$MEMSIM run --recording "$@" --json --segments "$tmp/seg.csv" \
 		"$DATA/$trace" >"$tmp/run.json" || { fail "$trace: run"; continue; }
-	for kv in "allocated_bytes.all.peak $pa" "reserved_bytes.all.peak $pr" \
-		"segment.all.allocated $sa" "segment.all.freed $sf" \
-		"allocated_bytes.all.current $ca" "reserved_bytes.all.current $cr"; do
-		set -- $kv
-		got=$(json "$1" "$tmp/run.json")
-		[ "$got" = "$2" ] || fail "$trace: $1 $got, real $2"
-	done
+	figures "$trace" "$tmp/run.json" "$pa" "$pr" "$sa" "$sf" "$ca" "$cr"
 	got=$(live "$tmp/seg.csv")
 	[ "$segs" = - ] || [ "$got" = "$segs" ] ||
 		fail "$trace: live segments $got, real $segs"
@@ -93,6 +98,58 @@ while IFS='	' read -r trace conf contrast pa pr sa sf ca cr segs; do
 done <"$tmp/rows"
 [ "$m" -ge 1 ] || fail "no rows in graphreuse.tsv"
 
+# MemPool(use_on_oom=, no_split=) and setCheckpointPoolState (pool_restore
+# rows; poolopts.tsv): each recording under its run options, every alloc at
+# its recorded address, and a contrast that must change its figures.
+grep -v '^#' "$DATA/poolopts.tsv" >"$tmp/rows"
+o=0
+while IFS='	' read -r trace opts contrast pa pr sa sf ca cr segs; do
+	o=$((o + 1))
+	[ "$opts" = - ] && opts=
+	# shellcheck disable=SC2086 # opts holds options and values
+	$MEMSIM run --recording $opts --json --segments "$tmp/seg.csv" \
+		"$DATA/$trace" >"$tmp/run.json" || { fail "$trace: run"; continue; }
+	figures "$trace" "$tmp/run.json" "$pa" "$pr" "$sa" "$sf" "$ca" "$cr"
+	got=$(live "$tmp/seg.csv")
+	[ "$segs" = - ] || [ "$got" = "$segs" ] ||
+		fail "$trace: live segments $got, real $segs"
+	# shellcheck disable=SC2086
+	$MEMSIM run --recording $opts "$DATA/$trace" >"$tmp/run.txt" ||
+		{ fail "$trace: run"; continue; }
+	addrs=$(sed -n 's/^addresses  \([0-9]*\) of \([0-9]*\) .*/\1 \2/p' "$tmp/run.txt")
+	set -- $addrs
+	[ $# = 2 ] && [ "$1" = "$2" ] ||
+		fail "$trace: allocations at their recorded address: $addrs"
+	# The binary format carries the new rows too.
+	# shellcheck disable=SC2086
+	$MEMSIM convert --to bin "$DATA/$trace" "$tmp/t.bin" >/dev/null &&
+		$MEMSIM run --recording $opts --json "$tmp/t.bin" >"$tmp/b.json" ||
+		{ fail "$trace: binary copy"; continue; }
+	[ "$(json reserved_bytes.all.peak "$tmp/b.json")" = "$pr" ] ||
+		fail "$trace: binary copy's reserved peak differs"
+	case $contrast in
+	flags:*) awk -F, -v f="${contrast#flags:}" 'BEGIN { OFS = "," }
+		$3 == "pool_create" { $5 = f } { print }' "$DATA/$trace" \
+		>"$tmp/contrast.csv" ;;
+	norestore) awk -F, '$3 != "pool_restore"' "$DATA/$trace" \
+		>"$tmp/contrast.csv" ;;
+	nopool) awk -F, 'NR == 1 || $3 !~ /^pool_/' "$DATA/$trace" \
+		>"$tmp/contrast.csv" ;;
+	*) fail "$trace: unknown contrast $contrast"; continue ;;
+	esac
+	cmp -s "$DATA/$trace" "$tmp/contrast.csv" &&
+		fail "$trace: the $contrast contrast changes no row"
+	# shellcheck disable=SC2086
+	$MEMSIM run --recording $opts "$tmp/contrast.csv" >"$tmp/c.txt" ||
+		{ fail "$trace: run with $contrast"; continue; }
+	# shellcheck disable=SC2086
+	$MEMSIM run --recording $opts "$DATA/$trace" >"$tmp/r.txt"
+	grep -v '^trace ' "$tmp/c.txt" >"$tmp/c2.txt"
+	grep -v '^trace ' "$tmp/r.txt" >"$tmp/r2.txt"
+	cmp -s "$tmp/c2.txt" "$tmp/r2.txt" && fail "$trace: $contrast changes nothing"
+done <"$tmp/rows"
+[ "$o" -ge 1 ] || fail "no rows in poolopts.tsv"
+
 # Snapshot pickles: the segments' segment_pool_id puts the allocs in their
 # pools (traces/trace.c, pool_derive()).  Each row of snapshots.tsv: the
 # pickle, the run options (- for none) and the figures the run must give.
@@ -116,4 +173,4 @@ while IFS='	' read -r pk opts pa pr sa sf; do
 done <"$tmp/snaps"
 [ "$k" -ge 1 ] || fail "no rows in snapshots.tsv"
 [ "$fails" -eq 0 ] || exit 1
-echo "poolrec: $n + $m recordings and $k snapshot runs reproduce"
+echo "poolrec: $n + $m + $o recordings and $k snapshot runs reproduce"

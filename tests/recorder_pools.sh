@@ -75,6 +75,13 @@ assert fp.getvalue() == ("seq,time_us,action,addr,size,stream\n"
 rows = pools.merge(entries[:1], [(0, "pool_begin", 1, 0), (5, "pool_end", 1, 0)])
 assert [r[:2] for r in rows] == [(100, "pool_begin"), (100, "segment_alloc"),
                                  (100, "pool_end")], rows
+# MemPool's flags on pool_create (6: use_on_oom and no_split) and a
+# checkpoint restore that placed 3 blocks, both after the first entry.
+rows = pools.merge(entries[:2], [(1, "pool_create", 1, 0, 6),
+                                 (1, "pool_restore", 1, 0, 3)])
+assert [(r[1], r[3], r[5]) for r in rows] == [
+    ("segment_alloc", 2 << 20, None), ("pool_create", 6, 1),
+    ("pool_restore", 3, 1), ("alloc", 1 << 20, None)], rows
 try:
     pools.merge(entries, [(0, "pool_bogus", 1, 0)])
     raise SystemExit("an unknown action was taken")

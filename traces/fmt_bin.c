@@ -55,6 +55,7 @@
 #define BIN_ID 0x20
 #define BIN_SAME_SIZE 0x40
 #define BIN_PAIR 0x80
+static_assert(MSIM_NACT <= 16, "an action is the tag's low 4 bits");
 
 /* One record, decoded. */
 typedef struct bin_rec_s {

@@ -8,10 +8,12 @@
  * site (a module path or "file:line function", no commas); a trace
  * without them costs nothing more to read.  An optional `pool` column gives
  * the pool id of the private-pool rows (pool_create, pool_begin, pool_end,
- * pool_release); without it, or where it is empty, their addr holds it (as
- * the writer writes them).  A pool_create row's size is 1 when the pool has
- * an allocator of its own (torch.cuda.MemPool(allocator)), a pool_release
- * row's 1 for the MemPool's death (then emptyCache(pool)); else 0.
+ * pool_release, pool_restore); without it, or where it is empty, their addr
+ * holds it (as the writer writes them).  A pool_create row's size holds the
+ * pool's flags (1: an allocator of its own, torch.cuda.MemPool(allocator);
+ * 2: use_on_oom; 4: no_split), a pool_release row's is 1 for the MemPool's
+ * death (then emptyCache(pool)), else 0; a pool_restore row's
+ * (setCheckpointPoolState) counts the alloc rows it places.
  * Each line is one entry; the request stage of trace.c gives them their
  * replay meaning.  The writer writes the same columns (seq counts from 0).
  *
@@ -330,7 +332,7 @@ csv_next(msim_trace_t *t, msim_entry_t *e)
 		e->size = size;
 		e->stream = stream;
 		e->action = (uint8_t)a;
-		if (a >= MSIM_ACT_POOL_CREATE && a <= MSIM_ACT_POOL_RELEASE &&
+		if (a >= MSIM_ACT_POOL_CREATE && a <= MSIM_ACT_POOL_RESTORE &&
 		    c->col[C_POOL] >= 0 && *field[c->col[C_POOL]] &&
 		    !msim_parse_u64(field[c->col[C_POOL]], &e->addr))
 			return msim_trace_fail(t, MSIM_EFORMAT,

@@ -51,6 +51,7 @@ static const char *const action_names[MSIM_NACT] = {
 	[MSIM_ACT_POOL_BEGIN] = "pool_begin",
 	[MSIM_ACT_POOL_END] = "pool_end",
 	[MSIM_ACT_POOL_RELEASE] = "pool_release",
+	[MSIM_ACT_POOL_RESTORE] = "pool_restore",
 };
 
 const char *
@@ -569,7 +570,7 @@ seed_push(msim_trace_t *t, int kind, uint32_t id, uint64_t addr,
 		.kind = (uint8_t)kind, .id = id, .addr = addr, .size = size,
 		.stream = stream, .flags = flags};
 	if (kind != MSIM_REQ_SEGMENT_HINT && kind != MSIM_REQ_RESET_PEAKS &&
-	    (kind < MSIM_REQ_POOL_CREATE || kind > MSIM_REQ_POOL_RELEASE))
+	    (kind < MSIM_REQ_POOL_CREATE || kind > MSIM_REQ_POOL_RESTORE))
 		t->seed.requests++;
 	return 0;
 }
@@ -1226,18 +1227,28 @@ trace_request(msim_trace_t *t, const msim_entry_t *e, msim_req_t *req)
 	case MSIM_ACT_POOL_BEGIN:
 	case MSIM_ACT_POOL_END:
 	case MSIM_ACT_POOL_RELEASE:
+	case MSIM_ACT_POOL_RESTORE:
 		if (e->addr == 0)
 			return msim_trace_fail(t, MSIM_EFORMAT, "%s of pool 0 "
 					       "(the default pool has no id)",
 					       msim_action_name(e->action));
-		/* pool_create's size: 1 = the pool has its own allocator. */
-		if (e->action == MSIM_ACT_POOL_CREATE && e->size > 1)
+		/* pool_create's size: the pool's flags, 1 = an allocator of
+		 * its own, 2 = use_on_oom, 4 = no_split. */
+		if (e->action == MSIM_ACT_POOL_CREATE && e->size > 7)
 			return msim_trace_fail(t, MSIM_EFORMAT, "pool_create "
-					       "size %llu is not 0 (cudaMalloc)"
-					       " or 1 (an allocator of its own)",
+					       "size %llu is not a sum of "
+					       "flags 1 (an allocator of its "
+					       "own), 2 (use_on_oom), 4 "
+					       "(no_split)",
 					       (unsigned long long)e->size);
-		if (e->action == MSIM_ACT_POOL_CREATE && e->size == 1)
-			req->flags = MSIM_REQF_OWN_ALLOC;
+		if (e->action == MSIM_ACT_POOL_CREATE)
+			req->flags = (uint8_t)(
+				(e->size & 1 ? MSIM_REQF_OWN_ALLOC : 0) |
+				(e->size & 2 ? MSIM_REQF_USE_ON_OOM : 0) |
+				(e->size & 4 ? MSIM_REQF_NO_SPLIT : 0));
+		/* pool_restore's: the number of placed allocs after it. */
+		if (e->action == MSIM_ACT_POOL_RESTORE)
+			req->size = e->size;
 		/* pool_release's: 1 = ~MemPool's, with emptyCache(pool). */
 		if (e->action == MSIM_ACT_POOL_RELEASE && e->size > 1)
 			return msim_trace_fail(t, MSIM_EFORMAT, "pool_release "

@@ -44,12 +44,17 @@ typedef enum msim_action_e {
 	 * createOrIncrefPool, beginAllocateToPool (allocations on stream go
 	 * to the pool), endAllocateToPool, releasePool.  pool_create's size
 	 * is 1 for a pool with an allocator of its own (MemPool(allocator)),
-	 * else 0; pool_release's is 1 for ~MemPool's, which empties the
-	 * pool's cache after it (emptyCache(pool)), else 0. */
+	 * else 0, plus 2 for use_on_oom and 4 for no_split; pool_release's
+	 * is 1 for ~MemPool's, which empties the pool's cache after it
+	 * (emptyCache(pool)), else 0.  pool_restore is
+	 * setCheckpointPoolState; its size is the number of alloc rows that
+	 * follow for it, the blocks of the checkpointed segments, each
+	 * placed at its address (docs/pytorch-allocator.md §1.4). */
 	MSIM_ACT_POOL_CREATE,
 	MSIM_ACT_POOL_BEGIN,
 	MSIM_ACT_POOL_END,
 	MSIM_ACT_POOL_RELEASE,
+	MSIM_ACT_POOL_RESTORE,
 	MSIM_NACT
 } msim_action_t;
 

@@ -8,7 +8,8 @@ docs/cuda-async.md §3.1.
 
 usage: async_offsets.py [--forced] RULE REPLAYS.jsonl[.gz] NAME REQS
        async_offsets.py [--forced] RULE --fuzz FUZZ.jsonl[.gz]
-RULE: pending (§3.1, memsim's cuda-async), bestfit (§2.1 alone),
+RULE: streams (§3.1 and §3.5, memsim's cuda-async), pending (§3.1
+alone: no other stream's pending frees before a miss), bestfit (§2.1 alone),
 recent-grow (the rule before it: recently freed ranges first, all made old
 when the top grows), or recent (its variant: on a miss every range made
 old and merged before the old ones are searched).
@@ -17,9 +18,14 @@ the blocks placed as the driver did, the model's peak of granules touched
 (32 MiB, no trims) against the driver's reserved_high.  --forced puts
 every block where the driver put it and asks the rule only for the next
 one (matched then counts the rule's decisions that agree).  --fuzz reads
-validate/async_probe_fuzz.py's scenarios and prints, per number of
-streams and mode, the scenarios whose every block the rule placed as the
-driver did, the blocks so placed and the peaks equal to the driver's.
+validate/async_probe_fuzz.py's or validate/async_probe_sync.py's
+scenarios (one process per seed: streams rank by their first malloc in
+the process) and prints, per number of streams and mode, the scenarios
+whose every block the rule placed as the driver did, the blocks so placed
+and the peaks equal to the driver's.  Synchronisations (§3.5):
+cudaStreamSynchronize and cudaEventSynchronize complete their stream's
+pending frees, cudaDeviceSynchronize (and e) every one; stream waits and
+queries nothing.
 Standard library only.
 """
 import bisect
@@ -107,9 +113,15 @@ class Pool:
 
 class Pending:
     """§3.1: free ranges [start, size, pending, seq, stream] below the
-    high-water mark, sorted by start; everything above hwm is the top."""
+    high-water mark, sorted by start; everything above hwm is the top.
+    With others (§3.5), a request that neither its stream's pending ranges
+    nor the old ones hold takes the best fit among another stream's
+    pending ones, stream by stream in rank order (their first malloc),
+    before a miss."""
 
-    def __init__(self):
+    def __init__(self, others=False, rank=None):
+        self.others = others
+        self.rank = rank if rank is not None else {}
         self.free = []
         self.hwm = 0
         self.gran = {}
@@ -124,10 +136,14 @@ class Pending:
         return (a[0] + a[1] == b[0] and a[2] == b[2] and
                 (not a[2] or a[4] == b[4]))
 
-    def retire(self):
-        """Every pending free completes: newest first into the old set;
-        old neighbours merge, keeping the earlier seq."""
-        for r in sorted((r for r in self.free if r[2]), key=lambda r: -r[3]):
+    def retire(self, stream=None):
+        """Every pending free (of stream, if given) completes: newest first
+        into the old set (with others, stream by stream in rank order,
+        §3.5); old neighbours merge, keeping the earlier seq."""
+        order = ((lambda r: (self.rank.get(r[4], len(self.rank)), -r[3]))
+                 if self.others else (lambda r: -r[3]))
+        for r in sorted((r for r in self.free if r[2] and
+                         (stream is None or r[4] == stream)), key=order):
             self.seq += 1
             r[2], r[3], r[4] = False, self.seq, 0
         out = []
@@ -148,13 +164,31 @@ class Pending:
              and (not pending or r[4] == stream)]
         return min(c, key=lambda r: (r[1], r[3], r[0]))[0] if c else None
 
+    def _needs_map(self, off, size):
+        """Whether a block there needs a granule mapped: with others, such
+        a range counts as a miss (§3.5 e)."""
+        new = sum(g not in self.gran for g in
+                  range(off // GRANULE, (off + size - 1) // GRANULE + 1))
+        return len(self.gran) + new > self.mapped
+
+    def _other(self, size, stream):
+        c = [r for r in self.free if r[1] >= size and r[2] and r[4] != stream]
+        return (min(c, key=lambda r: (self.rank.get(r[4], len(self.rank)),
+                                      r[1], r[3], r[0]))[0] if c else None)
+
     def choose(self, size, stream):
         """The offset for a block; completes the pending frees on a miss,
         as the driver does."""
-        for pending in (True, False):
-            off = self._best(size, pending, stream)
-            if off is not None:
-                return off
+        if stream not in self.rank:
+            self.rank[stream] = len(self.rank)
+        off = self._best(size, True, stream)
+        if off is None:
+            off = self._best(size, False, stream)
+        if off is None and self.others:
+            off = self._other(size, stream)
+        if off is not None and not (self.others and self._needs_map(off, size)
+                                    and any(r[2] for r in self.free)):
+            return off
         self.retire()
         off = self._best(size, False, stream)
         if off is not None:
@@ -229,17 +263,19 @@ class Pending:
         self.mapped = len(self.gran)
 
 
-def replay(rule, ops, offs, forced):
-    """ops: [op, id, size, stream] with op a, x, f or e.  Returns blocks,
-    first difference, matched, peak granules."""
-    pool = Pending() if rule == "pending" else Pool(rule)
+def replay(rule, ops, offs, forced, rank=None):
+    """ops: [op, id, size, stream] with op a, x, f or e, or a
+    synchronisation of async_probe_sync.py (ss, es, ds, we, q).  Returns
+    blocks, first difference, matched, peak granules."""
+    pending = rule in ("pending", "streams")
+    pool = (Pending(rule == "streams", rank) if pending else Pool(rule))
     live = {}
     k = time = matched = 0
     first = -1
     for op in ops:
         if op[0] in ("a", "x"):
             size, st = rounded(op[2]), op[3]
-            if rule == "pending":
+            if pending:
                 off = pool.choose(size, st)
             else:
                 off = pool.alloc(size)
@@ -250,10 +286,11 @@ def replay(rule, ops, offs, forced):
                 elif first < 0:
                     first = k
                 if forced:
-                    if rule != "pending":
-                        sys.exit("async_offsets.py: --forced needs pending")
+                    if not pending:
+                        sys.exit("async_offsets.py: --forced needs pending "
+                                 "or streams")
                     off = offs[k]
-            if rule == "pending":
+            if pending:
                 pool.take(off, size)
             k += 1
             if op[0] == "a":
@@ -263,24 +300,36 @@ def replay(rule, ops, offs, forced):
                 time += 1
         elif op[0] == "f":
             off, size, st = live.pop(op[1])
-            if rule == "pending":
+            if len(op) > 3 and op[3] is not None:
+                st = op[3]  # the stream it is freed on
+            if pending:
                 pool.release(off, size, time, st)
             else:
                 pool.release(off, size, time)
             time += 1
-        elif op[0] == "e" and rule == "pending":
+        elif not pending:
+            continue
+        elif op[0] == "e":
+            if rule == "streams":
+                pool.retire()  # cudaDeviceSynchronize
             pool.trim()
+        elif rule == "streams" and op[0] == "ds":
+            pool.retire()
+        elif rule == "streams" and op[0] in ("ss", "es"):
+            pool.retire(op[1])
     return k, first, matched, pool.peak
 
 
 def fuzz(rule, path, forced):
     opener = gzip.open if path.endswith(".gz") else open
     agg = {}
+    ranks = {}  # a process's streams, by their first malloc
     with opener(path, "rt") as fp:
         for line in fp:
             d = json.loads(line)
+            rank = ranks.setdefault((d["seed"], d["streams"], d["mode"]), {})
             k, first, matched, peak = replay(rule, d["ops"], d["offs"],
-                                             forced)
+                                             forced, rank)
             a = agg.setdefault((d["streams"], d["mode"]), [0, 0, 0, 0, 0])
             a[0] += 1
             a[1] += first < 0
@@ -303,7 +352,8 @@ def main():
     if len(args) != 4:
         sys.exit(__doc__)
     rule, replays, name, reqs = args
-    if rule not in ("pending", "bestfit", "recent", "recent-grow"):
+    if rule not in ("streams", "pending", "bestfit", "recent",
+                    "recent-grow"):
         sys.exit("async_offsets.py: unknown rule %r" % rule)
     opener = gzip.open if replays.endswith(".gz") else open
     real = None
@@ -325,7 +375,7 @@ def main():
             if op[0] in ("a", "x"):
                 ops.append([op[0], op[1], int(op[2]), int(op[3])])
             elif op[0] == "f":
-                ops.append(["f", op[1], 0, 0])
+                ops.append(["f", op[1], 0, None])
             elif op[0] == "e":
                 ops.append(["e", 0, 0, 0])
             else:

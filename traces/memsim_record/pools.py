@@ -8,9 +8,11 @@ length of the device trace at that moment (so it merges exactly, not by
 time):
 
 - ``torch.cuda.MemPool()``: createOrIncrefPool -> ``pool_create``, whose
-  size is 1 when the pool has an allocator of its own
+  size holds the pool's flags: 1 when the pool has an allocator of its own
   (``MemPool(allocator)``, a CUDAPluggableAllocator: its segments come
-  from that allocator's malloc, not cudaMalloc), else 0;
+  from that allocator's malloc, not cudaMalloc), 2 for ``use_on_oom``
+  (setUseOnOOM: malloc falls back on its cached blocks before an OOM), 4
+  for ``no_split`` (setNoSplit: should_split is false for its blocks);
 - ``CUDAGraph.capture_begin``, ``_cuda_beginAllocate*ToPool`` (what
   ``use_mem_pool`` and torch.compile's CUDA graph trees call):
   beginAllocateToPool -> ``pool_begin`` on the current stream;
@@ -19,18 +21,26 @@ time):
 - ``CUDAGraph.reset`` or the graph's death after a capture, ``_cuda_releasePool``
   and the MemPool's death: releasePool -> ``pool_release``; at the
   MemPool's death its size is 1, for the emptyCache(id) ~MemPool calls
-  after it.
+  after it;
+- ``_cuda_setCheckpointPoolState`` (torch.compile's CUDA graph trees):
+  setCheckpointPoolState -> ``pool_restore`` before the allocator's own
+  entries for it, its size the number of ``alloc`` entries among them:
+  those blocks are placed at their recorded addresses in the pool
+  (setSegmentStateToCheckpoint), not found by get_free_block.  The pool is
+  the one ``_cuda_getCheckpointState`` was asked for.
 
 Pool ids (PyTorch's MempoolId_t pairs) become 1, 2, ... in order of first
 use.  merge() is pure so that it can be tested without a GPU.
 """
 
-ACTIONS = ("pool_create", "pool_begin", "pool_end", "pool_release")
+ACTIONS = ("pool_create", "pool_begin", "pool_end", "pool_release",
+           "pool_restore")
 
 
 class PoolEvents:
     """Events [position, action, pool key, stream, size] in call order
-    (size: pool_create's flag, 1 = the pool has its own allocator).  A CUDA
+    (size: pool_create's flags, 1 = the pool has its own allocator, 2 =
+    use_on_oom, 4 = no_split; pool_restore's count of placed blocks).  A CUDA
     graph's key is known only once its capture has ended
     (CUDAGraph::pool() checks capture_ended_), so its pool_begin is noted
     with key None and given the key at capture_end (resolve())."""
@@ -70,7 +80,7 @@ def merge(entries, events):
     entry before it (or after it, at the start).  Returns a list of rows
     (time_us, action, addr, size, stream, pool) with pool None for the
     allocator's own entries.  An event is (position, action, pool id,
-    stream[, size]); size is pool_create's own-allocator flag."""
+    stream[, size]); size is pool_create's flags or pool_restore's count."""
     rows = []
     ev = sorted(enumerate(events), key=lambda ie: (ie[1][0], ie[0]))
     k = 0
@@ -170,10 +180,16 @@ def install(torch):
 
     def mp_init(self, *a, **k):
         m_init(self, *a, **k)
-        # MemPool(allocator=None, ...): a pool with an allocator of its
-        # own gets its segments from it (allocPrimitive), not cudaMalloc.
-        own = (a[0] if a else k.get("allocator")) is not None
-        pe.note("pool_create", self.id, size=1 if own else 0)
+        # MemPool(allocator=None, use_on_oom=False, no_split=False): a pool
+        # with an allocator of its own gets its segments from it
+        # (allocPrimitive), not cudaMalloc; use_on_oom (setUseOnOOM) and
+        # no_split (setNoSplit) are flags 2 and 4.
+        def arg(i, name):
+            return a[i] if len(a) > i else k.get(name)
+        flags = (1 if arg(0, "allocator") is not None else 0) | \
+            (2 if arg(1, "use_on_oom") else 0) | \
+            (4 if arg(2, "no_split") else 0)
+        pe.note("pool_create", self.id, size=flags)
 
     def mp_del(self):
         try:
@@ -221,6 +237,32 @@ def install(torch):
                 return r
             w._msim = True
             setattr(mod, name, w)
+
+    # Checkpointed pool states (CUDA graph trees): the pool of each state
+    # object, then the restore and how many blocks it placed.
+    state_pool = {}
+    get_state = getattr(torch._C, "_cuda_getCheckpointState", None)
+    set_state = getattr(torch._C, "_cuda_setCheckpointPoolState", None)
+    if get_state is not None and not getattr(get_state, "_msim", False):
+        def getcs(device, pool, *a, **k):
+            st = get_state(device, pool, *a, **k)
+            state_pool[id(st)] = (st, tuple(pool))
+            return st
+        getcs._msim = True
+        torch._C._cuda_getCheckpointState = getcs
+    if set_state is not None and not getattr(set_state, "_msim", False):
+        def setcs(device, state, *a, **k):
+            p0 = position()
+            r = set_state(device, state, *a, **k)
+            d = torch.cuda.current_device() if device is None else device
+            new = torch.cuda.memory._snapshot()["device_traces"][d][p0:]
+            n = sum(1 for e in new if e["action"] == "alloc")
+            pool = state_pool.get(id(state), (None, None))[1]
+            if pool is not None:
+                pe.note("pool_restore", pool, stream(), pos=p0, size=n)
+            return r
+        setcs._msim = True
+        torch._C._cuda_setCheckpointPoolState = setcs
 
     end_current("_cuda_endAllocateCurrentStreamToPool")
     wrap("_cuda_beginAllocateCurrentThreadToPool", "pool_begin", True)
