@@ -8,7 +8,7 @@ SRC=$(cd "$(dirname "$0")" && pwd)
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 need_torch
 sizes() { awk -F, '$3 == "alloc" { printf "%s%s", s, $5; s = " " } END { print "" }' "$1"; }
-for c in groupnorm convt gemm nested mse catconv mathmask accum linear3d lncopy; do
+for c in groupnorm convt gemm nested mse catconv mathmask accum linear3d lncopy embed; do
 	$MEMSIM record -o "$tmp/$c.csv" -- "$PY" "$SRC/recorder/fresh2_ops.py" $c \
 		2>"$tmp/err" || fail "record $c: $(tail -3 "$tmp/err")"
 done
@@ -86,5 +86,16 @@ got=$(sizes "$tmp/linear3d.csv")
 got=$(sizes "$tmp/lncopy.csv")
 [ "$got" = "256 256 32768 32768 32768 512 512 4 4 32768 32768 256 256 32768 32768" ] ||
 	fail "lncopy: $got"
+# 11. nn.Embedding(10000, 32) on 64 x 64 indices, backward
+# (embedding_dense_backward_cuda, more than 3072 indices: the sorting
+# path): the sum's gradient made contiguous (524288), sorted_indices,
+# orig_indices and the sort's arange (4096*8 each), grad_weight
+# (1280000), then embedding_backward_cuda_kernel's segment offsets, count,
+# unique_by_key output, two partial-count arrays (min(4096, 10000)*8),
+# the partial count, and for 4096/10 + 4096 = 4505 partial segments their
+# offsets (36040) and fp32 sums (4505*32*4 = 576640).
+got=$(sizes "$tmp/embed.csv")
+[ "$got" = "1280000 32768 524288 4 64 4 4 524288 32768 32768 32768 1280000 32768 8 32768 32768 32768 8 36040 576640" ] ||
+	fail "embed: $got"
 
 finish recorder_fresh2_ops.sh

@@ -10,7 +10,7 @@
 # the math path), accum (an input used by two Linear layers: its two
 # gradients accumulate), linear3d (a Linear with a bias on a transposed
 # 3-D input), lncopy (LayerNorm on a transposed input, forward and
-# backward).
+# backward), embed (nn.Embedding's backward on 4096 indices).
 import sys
 import torch
 
@@ -54,6 +54,10 @@ elif case == "lncopy":
     ln = torch.nn.LayerNorm(64).to(dev)
     x = torch.randn(16, 8, 64, device=dev, requires_grad=True)
     ln(x.transpose(0, 1)).transpose(0, 1).sum().backward()
+elif case == "embed":
+    emb = torch.nn.Embedding(10000, 32).to(dev)
+    idx = torch.randint(0, 10000, (64, 64), device=dev)
+    emb(idx).sum().backward()
 elif case == "nested":
     layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True)
     enc = torch.nn.TransformerEncoder(layer, 2).to(dev).eval()

@@ -777,6 +777,8 @@ def run(opt, script, argv):
                 flat = tree_flatten(out)[0]
                 copy = None
                 ln_copies = []
+                emb_keys = {}
+                emb = None
                 if name == \
                         "_scaled_dot_product_efficient_attention_backward" \
                         and isinstance(args[0], torch.Tensor) and \
@@ -790,6 +792,23 @@ def run(opt, script, argv):
                     rec.alloc(args[0].numel() * args[0].element_size(),
                               "temporary", "_efficient_attention_backward "
                               "grad_out copy", key=copy)
+                if name in ("embedding_dense_backward",
+                            "_embedding_bag_backward",
+                            "_embedding_bag_dense_backward"):
+                    emb = embedding_events(name, args)
+                    if emb:
+                        # the grad made contiguous, then the sort
+                        # (kernels.embedding_backward), before grad_weight
+                        keys = emb_keys
+                        g = args[0]
+                        if not g.is_contiguous():
+                            keys["grad"] = object()
+                            rec.alloc(g.numel() * g.element_size(),
+                                      "temporary", "embedding backward "
+                                      "grad copy", key=keys["grad"])
+                        run_events(emb[0], keys,
+                                   "embedding_backward_cuda_kernel "
+                                   "temporaries")
                 if name in ("native_layer_norm",
                             "native_layer_norm_backward"):
                     # layer_norm_cuda / layer_norm_backward_cuda:
@@ -849,11 +868,55 @@ def run(opt, script, argv):
                               key=ln_copies[-1])
                 blas_workspaces(name, args)
                 temps(name, kernel_events(name, args, "forward", out))
+                if emb:
+                    run_events(emb[1], emb_keys,
+                               "embedding_backward_cuda_kernel temporaries")
+                    if "grad" in emb_keys:
+                        rec.free(emb_keys["grad"])
                 if copy is not None:
                     rec.free(copy)
                 for k in ln_copies:
                     rec.free(k)
             return out
+
+    def embedding_events(name, args):
+        """(sort events, segment events) of an embedding backward with
+        the sorting path, or None: embedding_dense_backward_cuda takes it
+        for more than 3072 indices or scale_grad_by_freq (else one
+        kernel, no temporaries); _embedding_bag_dense_backward for sum and
+        mean bags."""
+        try:
+            g, idx = args[0], args[1]
+            if not isinstance(g, torch.Tensor) or g.device.type != "cuda" \
+                    or idx.dtype != torch.int64:
+                return None
+            if name == "embedding_dense_backward":
+                nw, scale = int(args[2]), bool(args[4])
+                if idx.numel() <= 3072 and not scale:
+                    return None
+            elif name == "_embedding_bag_backward":
+                nw, mode, sparse = int(args[6]), int(args[8]), bool(args[9])
+                if mode == 2 or sparse:  # max bags, sparse: other kernels
+                    return None
+            else:
+                nw, mode = int(args[5]), int(args[7])
+                if mode == 2:      # max bags: a different kernel
+                    return None
+            acc = 4 if g.dtype in (torch.float16, torch.bfloat16) else \
+                g.element_size()
+            n, d = idx.numel(), int(g.shape[-1])
+            return (kernels.embedding_backward("sort", n, nw, d, acc),
+                    kernels.embedding_backward("segments", n, nw, d, acc))
+        except Exception:
+            return None
+
+    def run_events(events, keys, site):
+        for ev in events:
+            if ev[0] == "alloc":
+                keys[ev[1]] = object()
+                rec.alloc(ev[2], "temporary", site, key=keys[ev[1]])
+            else:
+                rec.free(keys.pop(ev[1]))
 
     def conv_copies(args):
         """The keys of the copies conv_copies made (see above)."""

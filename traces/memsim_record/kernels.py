@@ -200,6 +200,35 @@ def group_norm(phase, n, c, hxw, groups, acc_size, affine, grad_input):
     return ev + [("free", "db"), ("free", "ds")]
 
 
+def embedding_backward(phase, numel, num_weights, dim, acc_size):
+    """Events of embedding_dense_backward_cuda and
+    _embedding_bag_dense_backward (sum/mean) beyond grad_weight, for NUMEL
+    int64 indices: PHASE "sort" before grad_weight (sorted_indices and
+    orig_indices, and the arange the radix sort pairs with them, freed
+    after it), "segments" after it (embedding_backward_cuda_kernel:
+    segment_offsets, the segment count, unique_by_key's output, two
+    arrays of min(NUMEL, NUM_WEIGHTS) partial counts, the partial count,
+    and for the max_partial_segment = NUMEL / 10 + min(NUMEL,
+    NUM_WEIGHTS) upper bound, partial_segment_offset and
+    grad_weight_per_segment, DIM values each in the accumulation type;
+    all freed on return, sorted_indices and orig_indices last).  cub's
+    own temporary storage (some 16 bytes an index) is left out."""
+    n8 = numel * 8
+    if phase == "sort":
+        return [("alloc", "sorted", n8), ("alloc", "orig", n8),
+                ("alloc", "range", n8), ("free", "range")]
+    segs = min(numel, num_weights)
+    parts = numel // 10 + segs
+    return [("alloc", "offsets", n8), ("alloc", "nseg", 8),
+            ("alloc", "dummy", n8), ("free", "dummy"),
+            ("alloc", "pps", segs * 8), ("alloc", "ppso", segs * 8),
+            ("alloc", "npart", 8), ("alloc", "pso", parts * 8),
+            ("alloc", "gwps", parts * dim * acc_size),
+            ("free", "gwps"), ("free", "pso"), ("free", "npart"),
+            ("free", "ppso"), ("free", "pps"), ("free", "nseg"),
+            ("free", "offsets"), ("free", "orig"), ("free", "sorted")]
+
+
 # -- reductions -----------------------------------------------------------
 # gpu_reduce_kernel() allocates, through the caching allocator,
 # ReduceConfig::global_memory_size() bytes and semaphore_size() bytes
