@@ -43,6 +43,7 @@
 #include "lab/sweep.h"
 #include "sim/timemodel.h"
 #include "sim/units.h"
+#include "sim/grow.h"
 #include "traces/gen_model.h"
 #include "traces/model_spec.h"
 #include "traces/strategy.h"
@@ -599,14 +600,8 @@ setting_key(route_ctx_t *r, const msim_params_t *pv, msim_setting_t *s)
 static int
 sweep_push(msim_sweep_t *sw, msim_setting_t *s)
 {
-	if (sw->n == sw->cap) {
-		size_t ncap = sw->cap ? 2 * sw->cap : 64;
-		msim_setting_t *v = realloc(sw->v, ncap * sizeof(*v));
-		if (!v)
-			return MSIM_ENOMEM;
-		sw->v = v;
-		sw->cap = ncap;
-	}
+	if (MSIM_GROW(sw->v, sw->cap, sw->n + 1, 64))
+		return MSIM_ENOMEM;
 	sw->v[sw->n++] = *s;
 	memset(s, 0, sizeof(*s));
 	return 0;

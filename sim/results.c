@@ -18,6 +18,7 @@
 
 #include "sim/error.h"
 #include "sim/results.h"
+#include "sim/grow.h"
 
 #define MSIM_STR_(x) #x
 #define MSIM_STR(x) MSIM_STR_(x)
@@ -1097,15 +1098,9 @@ stat_collect(const char *name, int64_t value, void *ctx)
 	stat_rows_t *s = ctx;
 	if (s->nomem)
 		return;
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 128;
-		void *v = realloc(s->v, cap * sizeof(*s->v));
-		if (!v) {
-			s->nomem = true;
-			return;
-		}
-		s->v = v;
-		s->cap = cap;
+	if (MSIM_GROW(s->v, s->cap, s->n + 1, 128)) {
+		s->nomem = true;
+		return;
 	}
 	size_t len = strlen(name);
 	if (len >= sizeof(s->v[0].name))
