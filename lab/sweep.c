@@ -1713,10 +1713,17 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 		/* Opened after the fork (no connection may cross one); without
 		 * it the last worker's close checkpoints the whole WAL. */
 		char ignored[256];
+		wlock_t pwl = {&sh->wlock, false};
 		if (msim_db_open(o->db_path, &db, ignored, sizeof(ignored)))
 			db = NULL;
+		else if (sh->wlock_ok)
+			msim_db_set_writer_lock(db, sweep_wlock, sweep_wunlock,
+						&pwl);
 		int alive = started, died = 0;
-		double checkpointed = 0;
+		double checkpointed = 0, restarted = sweep_now_ms();
+		bool truncated = false;
+		const char *rse = getenv("J2B_RESTART_MS");
+		double restart_ms = rse ? atof(rse) : 20;
 		double last = 0, every = o->progress_ms > 0 ? o->progress_ms : 250;
 		while (alive) {
 			int status;
@@ -1757,9 +1764,15 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 			}
 			if (pid < 0 && errno != EINTR)
 				break;
-			if (!db && msim_db_open(o->db_path, &db, ignored,
-						sizeof(ignored)))
-				db = NULL;
+			if (!db) {
+				if (msim_db_open(o->db_path, &db, ignored,
+						 sizeof(ignored)))
+					db = NULL;
+				else if (sh->wlock_ok)
+					msim_db_set_writer_lock(db, sweep_wlock,
+								sweep_wunlock,
+								&pwl);
+			}
 			/* At most every SWEEP_CHECKPOINT_MS (each checkpoint
 			 * that copies the whole WAL costs two fdatasyncs), but
 			 * after every setting once all are taken, so that the
@@ -1770,6 +1783,13 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 				   atomic_load(&sh->next) >= npending)) {
 				checkpointed = now;
 				msim_db_checkpoint(db);
+				bool all = atomic_load(&sh->next) >= npending;
+				if ((restart_ms > 0 && now - restarted >= restart_ms) ||
+				    (all && !truncated && restart_ms >= 0)) {
+					msim_db_restart_wal(db, all);
+					restarted = sweep_now_ms();
+					truncated = all;
+				}
 			}
 			if (wake[0] >= 0) {
 				struct pollfd pf = {wake[0], POLLIN, 0};
