@@ -1724,6 +1724,7 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 		bool truncated = false;
 		const char *rse = getenv("J2B_RESTART_MS");
 		double restart_ms = rse ? atof(rse) : 20;
+		bool trunc_all = getenv("J2B_TRUNC_ALL") != NULL;
 		double last = 0, every = o->progress_ms > 0 ? o->progress_ms : 250;
 		while (alive) {
 			int status;
@@ -1784,8 +1785,8 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 				checkpointed = now;
 				msim_db_checkpoint(db);
 				bool all = atomic_load(&sh->next) >= npending;
-				if ((restart_ms > 0 && now - restarted >= restart_ms) ||
-				    (all && !truncated && restart_ms >= 0)) {
+				if ((restart_ms > 0 && !all && now - restarted >= restart_ms) ||
+				    (all && !truncated && trunc_all)) {
 					msim_db_restart_wal(db, all);
 					restarted = sweep_now_ms();
 					truncated = all;
