@@ -1458,6 +1458,24 @@ sweep_reap(exec_ctx_t *x, int slot, int status)
  * the database while they run (msim_db_checkpoint()). */
 #define SWEEP_CHECKPOINT_MS 10.0
 
+/*
+ * How often the parent starts the WAL over while the workers store runs
+ * (msim_db_restart_wal(), under their writer lock).  Its PASSIVE
+ * checkpoints alone never find the WAL wholly copied while workers
+ * commit, so the WAL would grow by every run stored (14 MB for 60
+ * settings of gpt2_varlen) and the end of the sweep (the last
+ * connection's checkpoint) would sync all the pages copied and delete
+ * all of it.  Started over, it is overwritten from its start, and once
+ * every setting is taken it is emptied (SWEEP_TRUNCATE_AT_END) while the
+ * last settings replay.
+ */
+#ifndef SWEEP_RESTART_MS
+#define SWEEP_RESTART_MS 20.0
+#endif
+#ifndef SWEEP_TRUNCATE_AT_END
+#define SWEEP_TRUNCATE_AT_END true
+#endif
+
 /* Traces a sweep reads once and keeps in memory for its settings: at most
  * this many bytes of requests each. */
 #define SWEEP_CACHE_BYTES ((size_t)512 << 20)
@@ -1722,9 +1740,8 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 		int alive = started, died = 0;
 		double checkpointed = 0, restarted = sweep_now_ms();
 		bool truncated = false;
-		const char *rse = getenv("J2B_RESTART_MS");
-		double restart_ms = rse ? atof(rse) : 20;
-		bool trunc_all = getenv("J2B_TRUNC_ALL") != NULL;
+		double restart_ms = SWEEP_RESTART_MS;
+		bool trunc_all = SWEEP_TRUNCATE_AT_END;
 		double last = 0, every = o->progress_ms > 0 ? o->progress_ms : 250;
 		while (alive) {
 			int status;
@@ -1784,8 +1801,12 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 				   atomic_load(&sh->next) >= npending)) {
 				checkpointed = now;
 				msim_db_checkpoint(db);
+				/* And while settings remain, every
+				 * SWEEP_RESTART_MS it starts the WAL over;
+				 * once all are taken, it empties it. */
 				bool all = atomic_load(&sh->next) >= npending;
-				if ((restart_ms > 0 && !all && now - restarted >= restart_ms) ||
+				if ((restart_ms > 0 && !all &&
+				     now - restarted >= restart_ms) ||
 				    (all && !truncated && trunc_all)) {
 					msim_db_restart_wal(db, all);
 					restarted = sweep_now_ms();
