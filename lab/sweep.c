@@ -799,22 +799,6 @@ dedup(msim_sweep_t *sw)
 
 /* The traces of spec: each file's format checked and its hash taken,
  * each model spec parsed. */
-/* A trace file's hash (msim_file_hash()), on a thread of its own. */
-typedef struct plan_hash_s {
-	const char *path;
-	char hex[17];
-	char why[1024];
-	int rc;
-} plan_hash_t;
-
-static void *
-plan_hash_thread(void *arg)
-{
-	plan_hash_t *h = arg;
-	h->rc = msim_file_hash(h->path, h->hex, h->why, sizeof(h->why));
-	return NULL;
-}
-
 static int
 plan_traces(msim_sweep_t *sw, const msim_sweep_spec_t *spec, char *why,
 	    size_t whylen)
@@ -842,28 +826,14 @@ plan_traces(msim_sweep_t *sw, const msim_sweep_spec_t *spec, char *why,
 			}
 		} else {
 			/* The format is checked now; errors inside the trace
-			 * show when it runs.  The file is hashed meanwhile
-			 * (each reads it: about 1 ms each for 2 MB of CSV),
-			 * on a thread where one can be made. */
-			plan_hash_t h = {.path = spec->traces[t]};
-			pthread_t th;
-			bool threaded = !pthread_create(&th, NULL,
-							plan_hash_thread, &h);
-			rc = msim_trace_open(spec->traces[t], NULL, &tr, why,
-					     whylen);
-			if (!rc)
-				msim_trace_close(tr);
-			if (threaded)
-				pthread_join(th, NULL);
-			else if (!rc)
-				plan_hash_thread(&h);
-			if (rc)
+			 * show when it runs. */
+			if ((rc = msim_trace_open(spec->traces[t], NULL, &tr,
+						  why, whylen)))
 				return rc;
-			if (h.rc) {
-				snprintf(why, whylen, "%s", h.why);
-				return h.rc;
-			}
-			memcpy(hex, h.hex, sizeof(hex));
+			msim_trace_close(tr);
+			if ((rc = msim_file_hash(spec->traces[t], hex, why,
+						 whylen)))
+				return rc;
 		}
 		if (!(sw->traces[t] = strdup(spec->traces[t])) ||
 		    !(sw->hashes[t] = strdup(hex)))
