@@ -386,6 +386,11 @@ START_TEST(test_jobs_same_rows)
 	ck_assert_uint_eq(r.ran, 12);
 	ck_assert_uint_eq(r.failed, 0);
 	msim_sweep_destroy(sw);
+	/* The parent's connection, closed last, copied the WAL (started
+	 * over and emptied during the sweep) and deleted it. */
+	char wal[96];
+	snprintf(wal, sizeof(wal), "%s-wal", path2);
+	ck_assert_int_eq(access(wal, F_OK), -1);
 	static const char *const views[][2] = {
 		{"runs", "v.policy || v.params || v.cap_bytes || '|' ||"
 		 " v.requests || '|' || v.oom_request || '|' ||"
