@@ -398,7 +398,7 @@ START_TEST(test_jobs_same_rows)
 	ck_assert_uint_eq(r.failed, 0);
 	msim_sweep_destroy(sw);
 	/* The parent's connection, closed last, copied the WAL (started
-	 * over and emptied during the sweep) and deleted it. */
+	 * over during the sweep) and deleted it. */
 	char wal[96];
 	snprintf(wal, sizeof(wal), "%s-wal", path2);
 	ck_assert_int_eq(access(wal, F_OK), -1);
