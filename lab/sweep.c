@@ -1553,7 +1553,7 @@ sweep_reap(exec_ctx_t *x, int slot, int status)
  * connection's checkpoint) would sync all the pages copied and delete
  * all of it (7 ms to delete 14 MB on the device machine).  Started over,
  * it is overwritten from its start, and its last connection's close
- * copies and syncs what the last settings stored and deletes 2 to 3 MB.
+ * copies and syncs what the last settings stored and deletes a few MB.
  * Not once every setting is taken: emptying the WAL then (a TRUNCATE
  * checkpoint) held the writer lock while the last settings' runs waited
  * for it, no faster on the device machine (README, memsim bench).
