@@ -97,6 +97,7 @@ typedef struct cp_state_s {
 	size_t narenas;
 	cp_heap_t heap;
 	cp_chunk_t *spare; /* the next chunk's memory, taken ahead */
+	bool hints;        /* recorded addresses decide ties */
 	msim_live_t live;
 	msim_stats_t st;
 } cp_state_t;
@@ -273,14 +274,25 @@ cp_chunk_take(cp_state_t *s)
 
 /* _Arena.get_chunk: the first chunk of at least size bytes in index order,
  * out of the index and split (_Chunk.split: the remainder, a new _Chunk,
- * goes back unmerged); NULL when none fits.  The caller reserved room for
- * an object and an index entry, and s->spare. */
+ * goes back unmerged); NULL when none fits.  With s->hints, of the chunks
+ * of that first chunk's size, the one starting at want (the recorded
+ * address; 0: none), if any.  The caller reserved room for an object and
+ * an index entry, and s->spare. */
 static cp_chunk_t *
-cp_get_chunk(cp_state_t *s, cp_arena_t *a, uint64_t size)
+cp_get_chunk(cp_state_t *s, cp_arena_t *a, uint64_t size, msim_addr_t want)
 {
 	size_t i = cp_lower_bound(a, size, 0);
 	if (i == a->n)
 		return NULL;
+	if (s->hints && want) {
+		for (size_t j = i; j < a->n && a->v[j].size == a->v[i].size;
+		     j++) {
+			if (a->v[j].c->ext.addr == want) {
+				i = j;
+				break;
+			}
+		}
+	}
 	cp_chunk_t *c = a->v[i].c;
 	cp_index_remove_at(a, i);
 	if (c->ext.size == size)
@@ -313,7 +325,7 @@ cp_alloc(void *state, const msim_req_t *req, msim_addr_t *addr_out)
 	    cp_obj_reserve(&s->heap, 2) || cp_index_reserve(a, 1) ||
 	    (!s->spare && !(s->spare = malloc(sizeof(*s->spare)))))
 		return MSIM_ENOMEM;
-	cp_chunk_t *c = cp_get_chunk(s, a, size);
+	cp_chunk_t *c = cp_get_chunk(s, a, size, req->addr);
 	if (!c) {
 		msim_addr_t addr;
 		if (cp_try_malloc(s, size, &addr)) {
@@ -437,6 +449,7 @@ cp_create(void **state_out, msim_device_t *dev, const msim_params_t *pv,
 	if (!s)
 		return MSIM_ENOMEM;
 	s->dev = dev;
+	s->hints = msim_device_uses_hints(dev);
 	s->limit = pv->v[P_LIMIT].none ? 0 : pv->v[P_LIMIT].u;
 	*state_out = s;
 	return 0;

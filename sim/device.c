@@ -451,6 +451,12 @@ msim_device_capacity(const msim_device_t *dev)
 	return dev->capacity;
 }
 
+int
+msim_device_uses_hints(const msim_device_t *dev)
+{
+	return dev->use_hints;
+}
+
 static void
 dev_log(msim_device_t *dev, int action, msim_addr_t addr, uint64_t size)
 {

@@ -129,6 +129,11 @@ uint64_t msim_device_cap(const msim_device_t *dev);
 /* Physical capacity in bytes. */
 uint64_t msim_device_capacity(const msim_device_t *dev);
 
+/* Whether the device places segments at recorded addresses (use_hints,
+ * `--addresses trace`): a trace's addresses are then CuPy's or PyTorch's
+ * own, and a policy may use an alloc's recorded address too. */
+int msim_device_uses_hints(const msim_device_t *dev);
+
 /*
  * cudaMalloc: a new segment of size bytes for pool (MSIM_POOL_SMALL or
  * _LARGE).  Returns 0, or MSIM_EDEVOOM when it does not fit under the

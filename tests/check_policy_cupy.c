@@ -178,6 +178,110 @@ START_TEST(test_cupy_ties_follow_chunk_objects)
 }
 END_TEST
 
+/* cupy on a device that places segments at recorded addresses
+ * (--addresses trace) when hints is set, else as by default. */
+static void
+setup_hints(int hints)
+{
+	const msim_policy_ops_t *ops = msim_policy_find("cupy");
+	char why[256];
+	msim_device_config_t cfg = {.log_events = 1, .use_hints = hints};
+	dev = msim_device_new(&cfg);
+	ck_assert_ptr_nonnull(dev);
+	ck_assert_msg(msim_policy_new(ops, dev, NULL, &pol, why,
+				      sizeof(why)) == 0, "%s", why);
+	memset(addr, 0, sizeof(addr));
+}
+
+/* An alloc with its recorded address rec. */
+static msim_addr_t
+A_rec(uint32_t id, uint64_t size, msim_addr_t rec)
+{
+	msim_req_t r = {.kind = MSIM_REQ_ALLOC, .id = id, .size = size,
+			.addr = rec};
+	ck_assert_int_eq(msim_policy_alloc(pol, &r, &addr[id]), 0);
+	return addr[id];
+}
+
+/* The tie of test_cupy_ties_follow_chunk_objects: 1 MiB free at addr[3]
+ * (object 4) and at addr[2] + 3 MiB (object 1), and 2 MiB free at addr[7]
+ * (object 6), a cudaMalloc of its own. */
+static void
+tie(void)
+{
+	A(0, MB);
+	A(1, MB);
+	F(0);
+	ck_assert_int_eq(msim_policy_empty_cache(pol), 0);
+	A(2, 4 * MB);
+	A(3, MB);
+	A(7, 2 * MB);
+	F(7);
+	F(3);
+	F(2);
+	A(4, 3 * MB); /* the rest of chunk 0 gets object 1 */
+	ck_assert_uint_eq(addr[4], addr[2]);
+	ck_assert_uint_eq(nevents(), 6);
+}
+
+/* With recorded addresses the recorded one decides the tie: CuPy handed
+ * out the front of the chunk it took (_Arena.get_chunk, _Chunk.split). */
+START_TEST(test_cupy_recorded_address_decides_tie)
+{
+	setup_hints(1);
+	tie();
+	/* the objects' order would give addr[2] + 3 MiB first */
+	ck_assert_uint_eq(A_rec(5, MB, addr[3]), addr[3]);
+	ck_assert_uint_eq(A_rec(6, MB, addr[2] + 3 * MB), addr[2] + 3 * MB);
+	ck_assert_uint_eq(nevents(), 6);
+	teardown();
+}
+END_TEST
+
+/* A recorded address that starts no candidate, here the larger free
+ * chunk's, or one inside a candidate: the objects' order decides. */
+START_TEST(test_cupy_recorded_address_not_a_candidate)
+{
+	setup_hints(1);
+	tie();
+	ck_assert_uint_eq(A_rec(5, MB, addr[7]), addr[2] + 3 * MB);
+	F(5);
+	ck_assert_uint_eq(A_rec(5, 512 * KB, addr[3] + 512 * KB),
+			  addr[2] + 3 * MB);
+	ck_assert_uint_eq(A_rec(6, MB, 0), addr[3]);
+	ck_assert_uint_eq(nevents(), 6);
+	teardown();
+}
+END_TEST
+
+/* Model addresses (the default): a recorded address never decides. */
+START_TEST(test_cupy_model_addresses_ignore_recorded)
+{
+	setup_hints(0);
+	tie();
+	ck_assert_uint_eq(A_rec(5, MB, addr[3]), addr[2] + 3 * MB);
+	teardown();
+}
+END_TEST
+
+/* A new cudaMalloc goes where the recording's segment_alloc row put it. */
+START_TEST(test_cupy_segment_at_recorded_address)
+{
+	setup_hints(1);
+	msim_addr_t at = UINT64_C(0x7f3a12000000);
+	ck_assert_int_eq(msim_device_hint(dev, at), 0);
+	ck_assert_int_eq(msim_device_hint(dev, at - 4 * MB), 0);
+	ck_assert_uint_eq(A_rec(0, 3 * MB, at), at);
+	ck_assert_uint_eq(A_rec(1, 1000, at - 4 * MB), at - 4 * MB);
+	F(0);
+	/* 3 MiB free at at: a 1 MiB request splits it, the front out */
+	ck_assert_uint_eq(A_rec(2, MB, at), at);
+	ck_assert_uint_eq(nevents(), 2);
+	ck_assert_uint_eq(event_size(1), 1024);
+	teardown();
+}
+END_TEST
+
 static void
 add(TCase *tc)
 {
@@ -189,6 +293,10 @@ add(TCase *tc)
 	tcase_add_test(tc, test_cupy_limit_oom_after_freeing);
 	tcase_add_test(tc, test_cupy_device_full_frees_cached);
 	tcase_add_test(tc, test_cupy_ties_follow_chunk_objects);
+	tcase_add_test(tc, test_cupy_recorded_address_decides_tie);
+	tcase_add_test(tc, test_cupy_recorded_address_not_a_candidate);
+	tcase_add_test(tc, test_cupy_model_addresses_ignore_recorded);
+	tcase_add_test(tc, test_cupy_segment_at_recorded_address);
 }
 
 int

@@ -20,17 +20,111 @@ alloc stayed in use through that next alloc.)
 With --limit BYTES (repeatable) only those limits run; otherwise the run
 with no limit, then one per --limit-fraction of its peak total_bytes().
 
+With --record DIR each run also writes DIR/NAME.LIMIT.csv, a CuPy
+recording in memsim's CSV format (seq,time_us,action,addr,size,stream):
+the trace's alloc and free_completed rows with the address CuPy handed
+out, a segment_alloc row before each alloc that took a new cudaMalloc
+(CuPy allocates exactly the rounded size and hands out the new chunk from
+its start, so the returned address is the segment's), segment_free rows
+for the whole cudaMallocs free_all_blocks() gave back, and an oom row
+(addr: the bytes the limit still allowed; size: the rounded request) where
+CuPy raised OutOfMemoryError.  `memsim run --policy cupy --addresses
+trace` replays it at CuPy's own addresses.  While the pool runs, only
+preallocated lists record (the return value and total_bytes() change of
+each request): a tie between equal-size chunks goes by where CPython put
+their objects, and new long-lived objects would move them; the rows are
+worked out afterwards.
+
 usage: cupy_replay.py [--limit-fraction F ...] [--limit BYTES ...] [--ptrs]
-                      TRACE.csv ...
+                      [--record DIR] TRACE.csv ...
 """
 import csv
 import json
+import os
 import sys
 
 import cupy
 
+UNIT = 512  # ALLOCATION_UNIT_SIZE
 
-def replay(path, limit, want_ptrs=False):
+
+def requests(path):
+    """The trace's alloc and free_completed rows, in order."""
+    with open(path, newline="") as f:
+        return [r for r in csv.DictReader(f)
+                if r["action"] in ("alloc", "free_completed")]
+
+
+def write_recording(path, out, limit, rec_ptr, rec_delta, oom):
+    """Works out the device calls from each request's returned address and
+    total_bytes() change and writes the recording.  Returns the number of
+    requests whose change it could not explain (0)."""
+    rows = requests(path)
+    segs = {}        # base -> size, the pool's cudaMallocs
+    live = {}        # trace address -> CuPy address
+    held = {}        # CuPy address -> rounded size, handed out
+    bad = 0
+    seq = 0
+    with open(out, "w") as f:
+        f.write("seq,time_us,action,addr,size,stream\n")
+
+        def row(t, act, addr, size, s):
+            nonlocal seq
+            f.write("%d,%s,%s,%d,%d,%s\n" % (seq, t, act, addr, size, s))
+            seq += 1
+
+        def empty():
+            return sorted(b for b, n in segs.items()
+                          if not any(b <= p < b + n for p in held))
+
+        for req, r in enumerate(rows):
+            if req > oom >= 0:
+                break
+            t = r["time_us"]
+            s = int(r.get("stream") or 0)
+            if r["action"] == "free_completed":
+                p = live.pop(int(r["addr"]), None)
+                if p is not None:
+                    del held[p]
+                    row(t, "free_completed", p, int(r["size"]), s)
+                continue
+            size = -(-int(r["size"]) // UNIT) * UNIT
+            d = rec_delta[req]
+            if req == oom:
+                e = empty()
+                if d != -sum(segs[b] for b in e):
+                    bad += 1
+                for b in e:
+                    row(t, "segment_free", b, segs.pop(b), s)
+                row(t, "oom", max(limit - sum(segs.values()), 0), size, s)
+                break
+            p = rec_ptr[req]
+            if d == size:
+                segs[p] = size
+                row(t, "segment_alloc", p, size, s)
+            elif d != 0:
+                e = empty()
+                if d != size - sum(segs[b] for b in e):
+                    bad += 1
+                for b in e:
+                    row(t, "segment_free", b, segs.pop(b), s)
+                segs[p] = size
+                row(t, "segment_alloc", p, size, s)
+            live[int(r["addr"])] = p
+            held[p] = size
+            row(t, "alloc", p, int(r["size"]), s)
+    return bad
+
+
+def replay(path, limit, want_ptrs=False, record=None):
+    # The recording's slots, made before the pool: one a request (a row
+    # is longer than 16 bytes).  Plain lists: their headers take CPython's
+    # 64-byte class, their items come from malloc, the ints they get take
+    # the 32-byte class; an array.array's header would take the 80-byte
+    # class of _Chunk and PooledMemory.
+    nreq = os.path.getsize(path) // 16 + 1 if record else 0
+    rec_ptr = [0] * nreq
+    rec_delta = [0] * nreq
     pool = cupy.cuda.MemoryPool()
     if limit:
         pool.set_limit(size=limit)
@@ -64,16 +158,22 @@ def replay(path, limit, want_ptrs=False):
                     except cupy.cuda.memory.OutOfMemoryError:
                         oom = req
                         after = pool.total_bytes()
+                        if nreq:
+                            rec_delta[req] = after - before
                         if after != before:
                             events.append([req, after - before])
                         break
                     if want_ptrs:
                         ptrs.append([req, live[a].ptr, id(live[a].mem)])
+                    if nreq:
+                        rec_ptr[req] = live[a].ptr
                 else:
                     live.pop(int(row["addr"]), None)
                 after = pool.total_bytes()
                 if after != before:
                     events.append([req, after - before])
+                    if nreq:
+                        rec_delta[req] = after - before
                 peak_total = max(peak_total, after)
                 peak_used = max(peak_used, pool.used_bytes())
                 req += 1
@@ -83,6 +183,13 @@ def replay(path, limit, want_ptrs=False):
            "peak_used": peak_used, "oom": oom}
     if want_ptrs:
         out["ptrs"] = ptrs
+    if record:
+        name = os.path.basename(path)
+        name = name[:-4] if name.endswith(".csv") else name
+        rec = os.path.join(record, "%s.%d.csv" % (name, limit))
+        out["recording"] = rec
+        out["unexplained"] = write_recording(path, rec, limit, rec_ptr,
+                                             rec_delta, oom)
     return out
 
 
@@ -91,6 +198,7 @@ def main(argv):
     limits = []
     paths = []
     want_ptrs = False
+    record = None
     it = iter(argv)
     for a in it:
         if a == "--limit-fraction":
@@ -99,6 +207,8 @@ def main(argv):
             limits.append(int(next(it)))
         elif a == "--ptrs":
             want_ptrs = True
+        elif a == "--record":
+            record = next(it)
         else:
             paths.append(a)
     print(json.dumps({"cupy": cupy.__version__,
@@ -107,7 +217,7 @@ def main(argv):
         if limits:
             runs = limits
         else:
-            free = replay(path, 0, want_ptrs)
+            free = replay(path, 0, want_ptrs, record)
             out = {"trace": path, "limit": 0}
             out.update(free)
             print(json.dumps(out), flush=True)
@@ -115,7 +225,7 @@ def main(argv):
                     for fr in fractions]
         for limit in runs:
             out = {"trace": path, "limit": limit}
-            out.update(replay(path, limit, want_ptrs))
+            out.update(replay(path, limit, want_ptrs, record))
             print(json.dumps(out), flush=True)
 
 
