@@ -662,6 +662,7 @@ def run(opt, script, argv):
     blas_ops = {"mm", "addmm", "bmm", "baddbmm", "matmul", "addmv", "mv",
                 "dot", "_scaled_mm", "linear", "addbmm", "_addmm_activation"}
     aten = torch.ops.aten
+    _TO_LAYOUT = aten.to.dtype_layout
 
     def on_storage_death(key):
         def cb(_ref):
@@ -704,6 +705,17 @@ def run(opt, script, argv):
                 # One rank sees one GPU, cuda:0 (the autograd engine's
                 # device guard counts one device): cuda:N is cuda:0.
                 kwargs = dict(kwargs, device=torch.device("cuda", 0))
+            if func is _TO_LAYOUT and isinstance(dv, torch.device) and \
+                    dv.type == "cuda" and args and \
+                    getattr(args[0], "constant", None) is not None:
+                # Under inference_mode aten::to reaches the fake mode
+                # itself (no autograd kernel decomposes it), which would
+                # run it on the CPU tensor's real constant, on a real GPU
+                # (torch.tensor([], device="cuda"): transformers'
+                # DynamicLayer.lazy_initialization).  at::to makes the
+                # copy with _to_copy, as it does outside inference mode.
+                func = torch.ops.aten._to_copy.default
+                kwargs = {k: v for k, v in kwargs.items() if k != "copy"}
             out = _dynamic(torch, rec, func, args, kwargs)
             if out is None:
                 out = func(*args, **kwargs)

@@ -35,6 +35,13 @@ import time
 
 UNKNOWN = object()
 
+# Scores of unknown value are assumed finite and of magnitude below this:
+# transformers marks "no score" with -1e9 (_beam_search's initial beam
+# scores, _check_early_stop_heuristic's worst_finished_score while no beam
+# has finished, _update_finished_beams' penalties) or the dtype's finfo.min
+# (attention masks), and compares scores with it.
+SENTINEL = 1e9
+
 # Ops whose output holds the value of their first argument's elements
 # (views, copies, gathers: every element comes from the input).
 SAME = frozenset((
@@ -296,6 +303,19 @@ class Known:
                 if not isinstance(other, self.tensor) or \
                         not other.dtype.is_floating_point:
                     return 0
+            u = args[0] if a is UNKNOWN else args[1]
+            if name in ("lt", "le", "gt", "ge") and \
+                    isinstance(u, self.tensor) and \
+                    u.dtype.is_floating_point and \
+                    isinstance(k, (int, float)) and \
+                    not isinstance(k, bool) and abs(k) >= SENTINEL:
+                # a score against a "minus infinity" sentinel
+                if self.assume:
+                    self.assume("compare:sentinel")
+                lo = k <= -SENTINEL        # the sentinel is below
+                if a is UNKNOWN:           # x OP k
+                    return lo if name in ("gt", "ge") else not lo
+                return not lo if name in ("gt", "ge") else lo   # k OP x
             return UNKNOWN
         if name == "div":
             if kwargs.get("rounding_mode") is not None or b == 0:
