@@ -662,7 +662,6 @@ def run(opt, script, argv):
     blas_ops = {"mm", "addmm", "bmm", "baddbmm", "matmul", "addmv", "mv",
                 "dot", "_scaled_mm", "linear", "addbmm", "_addmm_activation"}
     aten = torch.ops.aten
-    _TO_LAYOUT = aten.to.dtype_layout
 
     def on_storage_death(key):
         def cb(_ref):
@@ -676,6 +675,8 @@ def run(opt, script, argv):
     watch = rec.watch = known.Watch(rec, "memsim record", getattr(
         opt, "item_repeats", 100000))
 
+    implicit = {}    # OpOverload -> has a CompositeImplicitAutograd kernel
+
     class Track(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
@@ -683,6 +684,22 @@ def run(opt, script, argv):
                 # The fake mode set aside (unset_fake_temporarily: a
                 # DeviceMesh's CPU tensors): real values, nothing to note.
                 return func(*args, **kwargs)
+            imp = implicit.get(func)
+            if imp is None:
+                imp = implicit[func] = func.name().startswith("aten::") \
+                    and torch._C._dispatch_has_kernel_for_dispatch_key(
+                        func.name(), "CompositeImplicitAutograd")
+            if imp:
+                # Only under torch.inference_mode (no autograd key to
+                # decompose it) does an op with a CompositeImplicitAutograd
+                # kernel (linear, conv2d, to, ...) come here: run that
+                # kernel here, as autograd would, so that its ops (addmm,
+                # convolution, _to_copy) and their kernels' workspaces
+                # are recorded as outside inference mode.
+                with self:
+                    r = func.decompose(*args, **kwargs)
+                if r is not NotImplemented:
+                    return r
             name = func.overloadpacket.__name__
             watch.tick()
             if func is aten._local_scalar_dense.default:
@@ -705,17 +722,6 @@ def run(opt, script, argv):
                 # One rank sees one GPU, cuda:0 (the autograd engine's
                 # device guard counts one device): cuda:N is cuda:0.
                 kwargs = dict(kwargs, device=torch.device("cuda", 0))
-            if func is _TO_LAYOUT and isinstance(dv, torch.device) and \
-                    dv.type == "cuda" and args and \
-                    getattr(args[0], "constant", None) is not None:
-                # Under inference_mode aten::to reaches the fake mode
-                # itself (no autograd kernel decomposes it), which would
-                # run it on the CPU tensor's real constant, on a real GPU
-                # (torch.tensor([], device="cuda"): transformers'
-                # DynamicLayer.lazy_initialization).  at::to makes the
-                # copy with _to_copy, as it does outside inference mode.
-                func = torch.ops.aten._to_copy.default
-                kwargs = {k: v for k, v in kwargs.items() if k != "copy"}
             out = _dynamic(torch, rec, func, args, kwargs)
             if out is None:
                 out = func(*args, **kwargs)

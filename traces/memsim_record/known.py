@@ -35,11 +35,14 @@ import time
 
 UNKNOWN = object()
 
-# Scores of unknown value are assumed finite and of magnitude below this:
+# Scores of unknown value compared with a finite sentinel of at least this
+# magnitude are assumed to lie strictly inside (-SENTINEL, SENTINEL):
 # transformers marks "no score" with -1e9 (_beam_search's initial beam
 # scores, _check_early_stop_heuristic's worst_finished_score while no beam
-# has finished, _update_finished_beams' penalties) or the dtype's finfo.min
-# (attention masks), and compares scores with it.
+# has finished, _update_finished_beams' penalties), and a log-probability
+# of a finite logit is far above it.  Infinities are not sentinels here:
+# masked logits are -inf themselves (top-k/top-p filters), so x > -inf
+# stays unknown.
 SENTINEL = 1e9
 
 # Ops whose output holds the value of their first argument's elements
@@ -308,7 +311,8 @@ class Known:
                     isinstance(u, self.tensor) and \
                     u.dtype.is_floating_point and \
                     isinstance(k, (int, float)) and \
-                    not isinstance(k, bool) and abs(k) >= SENTINEL:
+                    not isinstance(k, bool) and abs(k) >= SENTINEL and \
+                    math.isfinite(k):
                 # a score against a "minus infinity" sentinel
                 if self.assume:
                     self.assume("compare:sentinel")
