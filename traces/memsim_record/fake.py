@@ -599,6 +599,8 @@ SDPA_KERNELS = {
     "_scaled_dot_product_flash_attention_backward": ("flash", True),
 }
 KERNEL_SITES = {
+    "sort": "sort_cuda_kernel temporaries",
+    "multinomial": "multinomial temporaries",
     "sum": "gpu_reduce_kernel global buffer",
     "mean": "gpu_reduce_kernel global buffer",
     "convolution": "cudnn run_conv_plan workspace",
@@ -758,7 +760,7 @@ def run(opt, script, argv):
                               kernel_events(name, args, phase, out))
             else:
                 note_all(tree_flatten(out)[0], name)
-                temps(name, kernel_events(name, args, "forward", out))
+                temps(name, kernel_events(name, args, "forward", out, kwargs))
             return out
 
     def note_all(flat, name):
@@ -770,7 +772,7 @@ def run(opt, script, argv):
                     continue
                 note(s, name)
 
-    def kernel_events(name, args, phase, out):
+    def kernel_events(name, args, phase, out, kwargs=None):
         """The kernel's own temporaries (kernels.py) for the device
         named; [] for ops without any."""
         try:
@@ -824,6 +826,29 @@ def run(opt, script, argv):
                     x.element_size(), 8 if x.element_size() == 8 else 4,
                     int(x.storage_offset()), major, minor,
                     devices.DEVICES[opt.device][4])
+            if name in ("sort", "multinomial"):
+                x = args[0] if args else None
+                if not isinstance(x, torch.Tensor) or \
+                        x.device.type != "cuda":
+                    return []
+                kwargs = kwargs or {}
+                if name == "sort":
+                    dim = kwargs.get("dim", args[1] if len(args) > 1 and
+                                     isinstance(args[1], int) else -1)
+                    if x.dim() == 0:
+                        return []
+                    from torch._prims_common import \
+                        is_non_overlapping_and_dense_or_false as dense_
+                    dense = dense_(x) and \
+                        x.stride(dim % x.dim()) == 1
+                    return kernels.sort(tuple(x.shape), dense, dim,
+                                        x.element_size())
+                ns = args[1] if len(args) > 1 else kwargs.get("num_samples")
+                rp = args[2] if len(args) > 2 else \
+                    kwargs.get("replacement", False)
+                return kernels.multinomial(
+                    tuple(x.shape), x.element_size(), int(ns), bool(rp),
+                    out.numel() if isinstance(out, torch.Tensor) else 0)
             kind = SDPA_KERNELS.get(name)
             if kind is None:
                 return []
