@@ -4,7 +4,8 @@
 # -1e9 "no finished beam" sentinel runs every step to the max length
 # (traces/memsim_record/known.py, assumption compare:sentinel), and a cache
 # grown from torch.tensor([]) under torch.inference_mode records (it used
-# to fail: the fake mode ran aten::to on a real GPU).  Needs Python 3 and
+# to fail: the fake mode ran aten::to on a real GPU); the temporaries of
+# sort, multinomial and of inference-mode linear and convolutions.  Needs Python 3 and
 # PyTorch; skips (77) without them.  No transformers: the loops are
 # written here as transformers writes them.
 set -u
@@ -34,5 +35,28 @@ for l in 20 21 22 23; do want="$want$((12 * l * 8)) 96 $((12 * (l + 1) * 8)) "; 
 got=$(awk -F, '$3 == "alloc" && $8 == "fresh3_beam.py:66 <module>" { printf "%s ", $5 }' "$tmp/b.csv")
 [ "$got" = "2048 2048 2048 4096 2048 6144 " ] || fail "inference-mode cache: $got"
 $MEMSIM run "$tmp/b.csv" >/dev/null || fail "memsim run of the recording"
+
+# Kernels' temporaries (tests/recorder/fresh3_kernels.py), exact bytes.
+# sort of (4, 16000) fp32 (launch_stable_sort_kernel, 4 slices < 128:
+# by full sort): two (index, segment) arrays of 64000 x 8 bytes, the keys'
+# output (64000 x 4), cub's storage for 4 passes of float keys with int2
+# values (256000 + 512000 alternates + 4 x 2048 histograms + 256 + 255 =
+# 776703; the H200 asked 788991: the look-back tiles are not modelled)
+# and for one pass on the segment bits (2048 + 256 + 255); the (8, 4096)
+# sort none.  multinomial's checks (max, <, min, >=, &: 4 1 4 1 1; the
+# row sums, == 0, any: 16 4 1) and q (256000).  Under inference_mode:
+# Linear's addmm takes the cuBLASLt workspace (1 MiB) and the cuBLAS one;
+# the fp16 Conv2d(64, 4) on (2, 64, 16, 16): input 65536 + weight and
+# output with K padded to 8 (9216 + 8192); ConvTranspose2d(16, 8, 4, 2, 1)
+# on (2, 16, 8, 8): backward-data's input + weight + output, 8192 + 4096
+# + 4096.
+$MEMSIM record -o "$tmp/k.csv" -- "$PY" "$SRC/recorder/fresh3_kernels.py" \
+	2>"$tmp/err" || fail "record kernels: $(tail -3 "$tmp/err")"
+got=$(awk -F, '$3 == "alloc" && ($7 == "temporary" || $8 ~ /^cuBLAS/) { printf "%s:%s ", $8, $5 }' "$tmp/k.csv")
+s="sort_cuda_kernel temporaries" m="multinomial temporaries" c="cudnn run_conv_plan workspace"
+want="$s:512000 $s:512000 $s:256000 $s:776703 $s:2559 "
+for b in 4 1 4 1 1 16 4 1 256000; do want="$want$m:$b "; done
+want="${want}cuBLASLt workspace:1048576 cuBLAS workspace:33554432 $c:$((65536 + 9216 + 8192)) $c:$((8192 + 4096 + 4096)) "
+[ "$got" = "$want" ] || fail "kernels: $got, want $want"
 
 finish fresh3_record.sh
