@@ -29,6 +29,7 @@ Data-dependent values get stated assumptions, counted in the trace as
 - nonzero, argwhere, masked_select, unique, boolean indexing, MoE routing:
   --dynamic-fraction of the elements (default 0.5) are selected.
 """
+import contextlib
 import math
 import os
 import sys
@@ -61,6 +62,7 @@ class Recorder:
         self.module_names = {}
         self.seen_modules = set()
         self.workspaces = set()
+        self.math_add = False  # the next add is in place (fake.py)
         self.retired = set()  # storages freed in the trace, still in use
         self.script = None
 
@@ -613,6 +615,12 @@ KERNEL_SITES = {
         "_efficient_attention_backward temporaries",
     "_scaled_dot_product_flash_attention_backward":
         "_flash_attention_backward temporaries",
+    "native_group_norm": "GroupNormKernelImplInternal a and b",
+    "mse_loss": "mse_loss_out elementwise loss",
+    "smooth_l1_loss": "smooth_l1_loss_out elementwise loss",
+    "huber_loss": "huber_loss_out elementwise loss",
+    "native_group_norm_backward":
+        "GroupNormBackwardKernelImplInternal temporaries",
 }
 
 
@@ -711,6 +719,16 @@ def run(opt, script, argv):
                 return _item_value(rec, args[0].dtype, torch)
             if name in ("is_pinned",):
                 return False
+            if name == "_nested_tensor_from_mask_left_aligned":
+                # nn.TransformerEncoder's sparsity fast path (eval, a key
+                # padding mask) asks whether the mask's padding is all at
+                # the end, which depends on its values; nested tensors
+                # have no fake kernels.  Assumed not (assumption
+                # nested:padded): the layers run on the padded batch
+                # (_transformer_encoder_layer_fwd), which allocates at
+                # least what the nested path would.
+                rec.assume("nested:padded")
+                return False
             if name in ("_amp_foreach_non_finite_check_and_unscale_",
                         "_amp_update_scale_"):
                 # No meta kernel: the fake mode would run the CUDA one.
@@ -724,44 +742,252 @@ def run(opt, script, argv):
                 # One rank sees one GPU, cuda:0 (the autograd engine's
                 # device guard counts one device): cuda:N is cuda:0.
                 kwargs = dict(kwargs, device=torch.device("cuda", 0))
+            if func is aten.add.Tensor and accumulates(args, kwargs):
+                # InputBuffer::accumulate: the engine adds a second
+                # gradient into the first in place (old_var.add_(var))
+                # when it holds the last reference to a plain dense
+                # tensor, but never for tensor subclasses
+                # (can_accumulate_inplace), the fake ones included: done
+                # in place here, as on the GPU.
+                keep = getattr(torch.autograd,
+                               "_unsafe_preserve_version_counter", None)
+                with (keep(args[0]) if keep else contextlib.nullcontext()):
+                    args[0].add_(args[1])
+                out = args[0].view(args[0].shape)
+                kn.after(func, name, args, kwargs, out)
+                return out
+            if rec.math_add and func is aten.add.Tensor and \
+                    len(args) == 2 and not kwargs and \
+                    all(isinstance(a, torch.Tensor) for a in args) and \
+                    args[0].dtype == torch.result_type(*args) and \
+                    tuple(args[0].shape) == tuple(torch.broadcast_shapes(
+                        args[0].shape, args[1].shape)):
+                # The math path's attn + mask (math_sdpa) or at::linear's
+                # output + bias (linear): in place, as attn.add_(mask);
+                # a view of it goes up to autograd.
+                rec.math_add = False
+                args[0].add_(args[1])
+                out = args[0].view(args[0].shape)
+                kn.after(func, name, args, kwargs, out)
+                return out
             out = _dynamic(torch, rec, func, args, kwargs)
             if out is None:
                 out = func(*args, **kwargs)
             kn.after(func, name, args, kwargs, out)
-            if name == "addmm" and len(args) > 0 and \
-                    isinstance(args[0], torch.Tensor) and \
-                    args[0].dim() == 1 and args[0].device.type == "cuda":
-                # addmm with a 1-D bias runs cublasLt (gemm_and_bias),
-                # whose workspace, at::cuda::getCUDABlasLtWorkspace(), is
-                # allocated once: 1 MiB on the H200 with PyTorch 2.11 (the
-                # snapshot's frames), CUBLASLT_WORKSPACE_SIZE KiB if set.
-                thr = ("lt", threading.get_ident())
-                if thr not in rec.workspaces:
-                    rec.workspaces.add(thr)
-                    lt = int(os.environ.get("CUBLASLT_WORKSPACE_SIZE",
-                                            "1024")) * 1024
-                    rec.alloc(lt, "other", "cuBLASLt workspace")
-            if name in blas_ops:
-                onfake_cuda = any(isinstance(a, torch.Tensor) and
-                                  a.device.type == "cuda" for a in args)
-                thr = threading.get_ident()
-                if onfake_cuda and thr not in rec.workspaces:
-                    rec.workspaces.add(thr)
-                    rec.alloc(ws_bytes, "other", "cuBLAS workspace")
             if name == "convolution_backward" and \
                     isinstance(out, (tuple, list)) and len(out) == 3:
                 # cudnn_convolution_backward: grad_input, then its
                 # workspace (backward data), grad_weight, then its
                 # workspace (backward weight), as run_conv_plan runs.
+                # Before them, the cuDNN backend's contiguous copies of a
+                # non-contiguous input and grad_output (a slice of
+                # torch.cat's gradient), in the layout it runs in
+                # (convolution_backward, cudnn_convolution_backward),
+                # freed when the call returns.
+                copies = conv_copies(args)
                 for i, phase in enumerate(("data", "weight", "bias")):
                     note_all(tree_flatten(out[i])[0], name)
                     if out[i] is not None:
                         temps(name + (" bias" if phase == "bias" else ""),
                               kernel_events(name, args, phase, out))
+                    if i == 1:
+                        for k in copies:
+                            rec.free(k)
             else:
-                note_all(tree_flatten(out)[0], name)
+                flat = tree_flatten(out)[0]
+                copy = None
+                ln_copies = []
+                emb_keys = {}
+                emb = None
+                if name == \
+                        "_scaled_dot_product_efficient_attention_backward" \
+                        and isinstance(args[0], torch.Tensor) and \
+                        args[0].device.type == "cuda" and \
+                        not args[0].transpose(1, 2).is_contiguous():
+                    # _efficient_attention_backward: "handle potentially
+                    # non-contiguous grad_out through a copy" (in its
+                    # B, M, H, K layout), before the gradients, freed on
+                    # return.
+                    copy = object()
+                    rec.alloc(args[0].numel() * args[0].element_size(),
+                              "temporary", "_efficient_attention_backward "
+                              "grad_out copy", key=copy)
+                if name in ("embedding_dense_backward",
+                            "_embedding_bag_backward",
+                            "_embedding_bag_dense_backward"):
+                    emb = embedding_events(name, args)
+                    if emb:
+                        # the grad made contiguous, then the sort
+                        # (kernels.embedding_backward), before grad_weight
+                        keys = emb_keys
+                        g = args[0]
+                        if not g.is_contiguous():
+                            keys["grad"] = object()
+                            rec.alloc(g.numel() * g.element_size(),
+                                      "temporary", "embedding backward "
+                                      "grad copy", key=keys["grad"])
+                        run_events(emb[0], keys,
+                                   "embedding_backward_cuda_kernel "
+                                   "temporaries")
+                if name in ("native_layer_norm",
+                            "native_layer_norm_backward"):
+                    # layer_norm_cuda / layer_norm_backward_cuda:
+                    # input.expect_contiguous(), a copy of a
+                    # non-contiguous input (a residual sum after a
+                    # transposed attention output), before the outputs;
+                    # backward copies a non-contiguous grad_out after
+                    # them (the H200's frames); freed on return.
+                    src = [args[0]] if name == "native_layer_norm" else \
+                        [args[1]]
+                    for t in src:
+                        if isinstance(t, torch.Tensor) and \
+                                t.device.type == "cuda" and \
+                                not t.is_contiguous():
+                            ln_copies.append(object())
+                            rec.alloc(t.numel() * t.element_size(),
+                                      "temporary", "layer_norm contiguous "
+                                      "copy", key=ln_copies[-1])
+                if name == "_scaled_dot_product_efficient_attention" and \
+                        len(flat) >= 4:
+                    # _efficient_attention_forward's philox seed and
+                    # offset are CPU tensors (outside CUDA graph capture):
+                    # the H200 trace has no 8-byte blocks there.
+                    flat = flat[:2]
+                if name in ("mse_loss", "smooth_l1_loss") and \
+                        isinstance(out, torch.Tensor) and \
+                        out.device.type == "cuda" and out.dim() == 0 and \
+                        (len(args) < 3 or args[2] != 0):
+                    # Their structured meta functions build a binary
+                    # TensorIterator with the output, which allocates it
+                    # at the inputs' broadcast size; the reduction then
+                    # resizes it to a scalar, keeping the storage (the
+                    # H200 trace: an input-sized block that lives as long
+                    # as the loss).
+                    full = 1
+                    for d in torch.broadcast_shapes(args[0].shape,
+                                                    args[1].shape):
+                        full *= int(d)
+                    out.untyped_storage().resize_(full * out.element_size())
+                if name == "native_dropout" and len(flat) == 2:
+                    # dropout_cuda makes the mask first, then the output.
+                    flat = flat[::-1]
+                if name == "_scaled_dot_product_cudnn_attention" and \
+                        len(flat) >= 8:
+                    # _cudnn_attention_forward makes the RNG seed and
+                    # offset first, then the output and the stats
+                    # (run_cudnn_SDP_fprop), as the H200's frames show.
+                    flat = flat[6:8] + flat[:6] + flat[8:]
+                note_all(flat, name)
+                if name == "native_layer_norm_backward" and \
+                        isinstance(args[0], torch.Tensor) and \
+                        args[0].device.type == "cuda" and \
+                        not args[0].is_contiguous():
+                    ln_copies.append(object())
+                    rec.alloc(args[0].numel() * args[0].element_size(),
+                              "temporary", "layer_norm contiguous copy",
+                              key=ln_copies[-1])
+                blas_workspaces(name, args)
                 temps(name, kernel_events(name, args, "forward", out, kwargs))
+                if emb:
+                    run_events(emb[1], emb_keys,
+                               "embedding_backward_cuda_kernel temporaries")
+                    if "grad" in emb_keys:
+                        rec.free(emb_keys["grad"])
+                if copy is not None:
+                    rec.free(copy)
+                for k in ln_copies:
+                    rec.free(k)
             return out
+
+    def embedding_events(name, args):
+        """(sort events, segment events) of an embedding backward with
+        the sorting path, or None: embedding_dense_backward_cuda takes it
+        for more than 3072 indices or scale_grad_by_freq (else one
+        kernel, no temporaries); _embedding_bag_dense_backward for sum and
+        mean bags."""
+        try:
+            g, idx = args[0], args[1]
+            if not isinstance(g, torch.Tensor) or g.device.type != "cuda" \
+                    or idx.dtype != torch.int64:
+                return None
+            if name == "embedding_dense_backward":
+                nw, scale = int(args[2]), bool(args[4])
+                if idx.numel() <= 3072 and not scale:
+                    return None
+            elif name == "_embedding_bag_backward":
+                nw, mode, sparse = int(args[6]), int(args[8]), bool(args[9])
+                if mode == 2 or sparse:  # max bags, sparse: other kernels
+                    return None
+            else:
+                nw, mode = int(args[5]), int(args[7])
+                if mode == 2:      # max bags: a different kernel
+                    return None
+            acc = 4 if g.dtype in (torch.float16, torch.bfloat16) else \
+                g.element_size()
+            n, d = idx.numel(), int(g.shape[-1])
+            return (kernels.embedding_backward("sort", n, nw, d, acc),
+                    kernels.embedding_backward("segments", n, nw, d, acc))
+        except Exception:
+            return None
+
+    def run_events(events, keys, site):
+        for ev in events:
+            if ev[0] == "alloc":
+                keys[ev[1]] = object()
+                rec.alloc(ev[2], "temporary", site, key=keys[ev[1]])
+            else:
+                rec.free(keys.pop(ev[1]))
+
+    def conv_copies(args):
+        """The keys of the copies conv_copies made (see above)."""
+        try:
+            go, x, w = args[0], args[1], args[2]
+            if not isinstance(x, torch.Tensor) or x.device.type != "cuda" \
+                    or x.dim() not in (4, 5) or args[9] != 1 or \
+                    not isinstance(go, torch.Tensor) or major < 7:
+                return []
+            cl = torch.channels_last if x.dim() == 4 else \
+                torch.channels_last_3d
+            fmt = cl if (x.is_contiguous(memory_format=cl) and
+                         not x.is_contiguous()) or \
+                (w.is_contiguous(memory_format=cl) and
+                 not w.is_contiguous()) else torch.contiguous_format
+            keys = []
+            for t in (x, go):
+                if not t.is_contiguous(memory_format=fmt):
+                    keys.append(object())
+                    rec.alloc(t.numel() * t.element_size(), "temporary",
+                              "cudnn convolution_backward contiguous copy",
+                              key=keys[-1])
+            return keys
+        except Exception:
+            return []
+
+    def blas_workspaces(name, args):
+        """The cuBLAS and cuBLASLt workspaces a GEMM's first call on a
+        thread allocates, after the op's output (its structured kernel's
+        set_output comes first; the H200 traces show output, cuBLAS
+        workspace, cuBLASLt workspace)."""
+        if name in blas_ops:
+            onfake_cuda = any(isinstance(a, torch.Tensor) and
+                              a.device.type == "cuda" for a in args)
+            thr = threading.get_ident()
+            if onfake_cuda and thr not in rec.workspaces:
+                rec.workspaces.add(thr)
+                rec.alloc(ws_bytes, "other", "cuBLAS workspace")
+        if name == "addmm" and len(args) > 0 and \
+                isinstance(args[0], torch.Tensor) and \
+                args[0].dim() == 1 and args[0].device.type == "cuda":
+            # addmm with a 1-D bias runs cublasLt (gemm_and_bias),
+            # whose workspace, at::cuda::getCUDABlasLtWorkspace(), is
+            # allocated once: 1 MiB on the H200 with PyTorch 2.11 (the
+            # snapshot's frames), CUBLASLT_WORKSPACE_SIZE KiB if set.
+            thr = ("lt", threading.get_ident())
+            if thr not in rec.workspaces:
+                rec.workspaces.add(thr)
+                lt = int(os.environ.get("CUBLASLT_WORKSPACE_SIZE",
+                                        "1024")) * 1024
+                rec.alloc(lt, "other", "cuBLASLt workspace")
 
     def note_all(flat, name):
         for t in flat:
@@ -799,13 +1025,15 @@ def run(opt, script, argv):
                         8 if y.element_size() == 8 else 4,
                         int(y.storage_offset()), major, minor,
                         devices.DEVICES[opt.device][4])
-                cl = torch.channels_last
-                fmt_cl = x.dim() == 4 and (
+                cl = torch.channels_last if x.dim() == 4 else \
+                    torch.channels_last_3d
+                fmt_cl = x.dim() in (4, 5) and (
                     (x.is_contiguous(memory_format=cl) and
                      not x.is_contiguous()) or
                     (w.is_contiguous(memory_format=cl) and
                      not w.is_contiguous()))
-                w_cl = w.dim() == 4 and w.is_contiguous(memory_format=cl) \
+                w_cl = w.dim() in (4, 5) and \
+                    w.is_contiguous(memory_format=cl) \
                     and not w.is_contiguous()
                 return kernels.conv(phase, tuple(x.shape), tuple(w.shape),
                                     tuple(y.shape), x.element_size(), st,
@@ -849,6 +1077,49 @@ def run(opt, script, argv):
                 return kernels.multinomial(
                     tuple(x.shape), x.element_size(), int(ns), bool(rp),
                     out.numel() if isinstance(out, torch.Tensor) else 0)
+            if name in ("mse_loss", "smooth_l1_loss", "huber_loss"):
+                # mse_loss_out and its kin (Loss.cpp): with a reduction,
+                # the elementwise loss goes to a TensorIterator temporary
+                # that at::mean_out / sum_out then reduces (its
+                # gpu_reduce_kernel buffers), freed on return.
+                x, t = args[0], args[1]
+                red = args[2] if len(args) > 2 else 1   # Mean
+                if not isinstance(x, torch.Tensor) or \
+                        x.device.type != "cuda" or red == 0:
+                    return []
+                shape = tuple(torch.broadcast_shapes(x.shape, t.shape))
+                dt = torch.result_type(x, t)
+                isz = torch.empty((), dtype=dt).element_size()
+                n = 1
+                strides = []
+                for d in reversed(shape):
+                    strides.insert(0, n)
+                    n *= int(d)
+                ev = [("alloc", "loss", n * isz)]
+                if shape:
+                    ev += kernels.reduce(
+                        shape, tuple(strides), set(range(len(shape))), isz,
+                        8 if isz == 8 else 4, 0, major, minor,
+                        devices.DEVICES[opt.device][4])
+                return ev + [("free", "loss")]
+            if name in ("native_group_norm", "native_group_norm_backward"):
+                bw = name == "native_group_norm_backward"
+                x = args[1] if bw else args[0]
+                if not isinstance(x, torch.Tensor) or \
+                        x.device.type != "cuda":
+                    return []
+                n, c, hxw, g = (int(v) for v in
+                                (args[5:9] if bw else args[3:7]))
+                acc = 8 if x.dtype == torch.float64 else 4
+                if bw:
+                    mask = args[9]
+                    return kernels.group_norm(
+                        "backward", n, c, hxw, g, acc,
+                        isinstance(args[4], torch.Tensor), bool(mask[0]))
+                return kernels.group_norm(
+                    "forward", n, c, hxw, g, acc,
+                    any(isinstance(a, torch.Tensor) for a in args[1:3]),
+                    False)
             kind = SDPA_KERNELS.get(name)
             if kind is None:
                 return []
@@ -1017,6 +1288,71 @@ def run(opt, script, argv):
     F = torch.nn.functional
     orig_sdpa = F.scaled_dot_product_attention
 
+    here = os.path.dirname(os.path.abspath(__file__))
+    torch_dir = os.path.dirname(os.path.abspath(torch.__file__))
+
+    def accumulates(args, kwargs):
+        """Whether this add is the autograd engine's accumulation of two
+        gradients of one input (InputBuffer::accumulate, out of place for
+        fake tensors): in backward with grad mode off, inside a node's
+        evaluation, no Python frame of the program's own between (a
+        custom Function's backward adds as the program says), two dense
+        tensors of one shape and dtype, the first owning its storage."""
+        if kwargs or len(args) != 2 or torch.is_grad_enabled() or \
+                not (rec.phase_backward or threading.current_thread()
+                     is not threading.main_thread()):
+            return False
+        a, b = args
+        if not isinstance(a, torch.Tensor) or \
+                not isinstance(b, torch.Tensor) or \
+                a.device.type != "cuda" or a.shape != b.shape or \
+                a.dtype != b.dtype or not a.is_contiguous() or \
+                a.storage_offset() != 0 or \
+                a.untyped_storage().nbytes() != a.numel() * a.element_size():
+            return False
+        try:
+            if torch._C._current_autograd_node() is None:
+                return False
+        except Exception:
+            return False
+        try:
+            # can_accumulate_inplace: the buffer holds the last reference
+            # to the storage (a gradient that shares it, a tied weight's,
+            # is added out of place).  Seen from here, two references:
+            # the tensor and the fake mode's own.
+            if torch._C._storage_Use_Count(
+                    a.untyped_storage()._cdata) > 2:
+                return False
+        except Exception:
+            return False
+        f = sys._getframe(2)
+        while f is not None:
+            fn = os.path.abspath(f.f_code.co_filename)
+            if f.f_code.co_name == "_engine_run_backward":
+                return True
+            if not fn.startswith(torch_dir) and not fn.startswith(here):
+                return False
+            f = f.f_back
+        return True
+
+    def math_sdpa(query, key, value, attn_mask=None, is_causal=False,
+                  **kw):
+        """The math path (_scaled_dot_product_attention_math) adds the
+        mask to the attention weights in place, except for tensor
+        subclasses (areAnyTensorSubclassLike), the fake ones included:
+        the fake run would make one more weights-sized tensor.  The add
+        is done in place here, as on the GPU (rec.math_add)."""
+        if query.device.type != "cuda" or \
+                (attn_mask is None and not is_causal):
+            return orig_sdpa(query, key, value, attn_mask=attn_mask,
+                             is_causal=is_causal, **kw)
+        rec.math_add = True
+        try:
+            return orig_sdpa(query, key, value, attn_mask=attn_mask,
+                             is_causal=is_causal, **kw)
+        finally:
+            rec.math_add = False
+
     def sdpa(query, key, value, attn_mask=None, dropout_p=0.0,
              is_causal=False, scale=None, enable_gqa=False):
         # Grouped-query attention (enable_gqa: fewer key/value heads, a
@@ -1030,7 +1366,7 @@ def run(opt, script, argv):
                 key.shape[1] != value.shape[1] or \
                 (gqa and not (enable_gqa and
                               query.shape[1] % key.shape[1] == 0)):
-            return orig_sdpa(query, key, value, attn_mask=attn_mask,
+            return math_sdpa(query, key, value, attn_mask=attn_mask,
                              dropout_p=dropout_p, is_causal=is_causal,
                              scale=scale, enable_gqa=enable_gqa)
         if torch.is_autocast_enabled("cuda"):
@@ -1043,7 +1379,7 @@ def run(opt, script, argv):
         choice = _sdp_choice(torch, rec, (query, key, value, attn_mask), {},
                              major)
         if gqa and choice not in (SDP_CUDNN, SDP_FLASH):
-            return orig_sdpa(query, key, value, attn_mask=attn_mask,
+            return math_sdpa(query, key, value, attn_mask=attn_mask,
                              dropout_p=dropout_p, is_causal=is_causal,
                              scale=scale, enable_gqa=enable_gqa)
         grad = torch.is_grad_enabled() and any(
@@ -1075,11 +1411,31 @@ def run(opt, script, argv):
             return aten._scaled_dot_product_efficient_attention(
                 query, key, value, attn_mask, grad, dropout_p, is_causal,
                 scale=scale)[0]
-        return orig_sdpa(query, key, value, attn_mask=attn_mask,
+        return math_sdpa(query, key, value, attn_mask=attn_mask,
                          dropout_p=dropout_p, is_causal=is_causal,
                          scale=scale)
 
     F.scaled_dot_product_attention = sdpa
+
+    # at::linear on an input neither 2-D nor contiguous with a bias:
+    # matmul, then output.add_(bias), out of place only for tensor
+    # subclasses (isTensorSubclassLike), the fake ones included; in place
+    # here, as on the GPU (functional.py's own calls, nn.MultiheadAttention's
+    # in-projection, look F.linear up too).
+    orig_linear = F.linear
+
+    def linear(input, weight, bias=None):
+        if bias is None or not isinstance(input, torch.Tensor) or \
+                input.device.type != "cuda" or input.dim() == 2 or \
+                input.is_contiguous():
+            return orig_linear(input, weight, bias)
+        rec.math_add = True
+        try:
+            return orig_linear(input, weight, bias)
+        finally:
+            rec.math_add = False
+
+    F.linear = linear
 
     # rms_norm: CUDA builds run one fused kernel (_fused_rms_norm: the
     # output and a float32 rstd per row, saved for _fused_rms_norm_backward,
@@ -1116,6 +1472,9 @@ def run(opt, script, argv):
         return _FusedRMSNorm.apply(input, weight, shape, eps)
 
     F.rms_norm = rms_norm
+    # nn.LSTM/GRU/RNN: cuDNN's tensors (rnn.py).
+    from . import rnn
+    undo_rnn = rnn.install(torch, rec, devices.DEVICES[opt.device][4])
     from . import strategy
     strategy.apply(torch, opt)
     if opt.world_size > 1:
@@ -1170,4 +1529,5 @@ def run(opt, script, argv):
         torch.autograd.backward = orig_backward
         torch.nn.Module._apply = orig_apply
         torch.UntypedStorage.resize_ = orig_resize
+        undo_rnn()
     return rec, status, msg

@@ -106,20 +106,20 @@ def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
          dilation, transposed, groups, channels_last, weight_cl, major,
          sms=132):
     """Events of one cuDNN convolution call; PHASE is forward, data
-    (backward input) or weight (backward weight)."""
-    if transposed:
-        # cudnn_convolution_transpose_forward runs the backward-data of
-        # the convolution whose input is this op's output (its frames on
-        # the H200: raw_cudnn_convolution_backward_input_out, a workspace
-        # of input + weight + output, the diffusion workload of
-        # tests/recorder/fresh3.py); its own backward is not measured.
-        if phase != "forward":
-            return []
-        return conv("data", y_shape, w_shape, x_shape, itemsize, stride,
-                    padding, dilation, False, groups, channels_last,
-                    weight_cl, major, sms)
-    if major < 7 or groups != 1 or len(x_shape) != 4:
+    (backward input) or weight (backward weight).  A transposed
+    convolution is the backward-data of the convolution from its output to
+    its input (cudnn_convolution_transpose runs
+    raw_cudnn_convolution_backward_input_out), so its forward is that
+    convolution's data phase, its grad_input the forward and its
+    grad_weight the weight phase, with input and output swapped.  3-D
+    convolutions (NCDHW) follow the same rule: of an H200 probe's fp16
+    and bf16 forward calls (tests/recorder/convx_probe.py), 82 of 111
+    transposed and 80 of 92 3-D within 512 bytes of it."""
+    if major < 7 or groups != 1 or len(x_shape) not in (4, 5):
         return []
+    if transposed:
+        x_shape, y_shape = y_shape, x_shape
+        phase = {"forward": "data", "data": "forward"}.get(phase, phase)
     x = _prod(x_shape) * itemsize
     y = _prod(y_shape) * itemsize
     w = _prod(w_shape) * itemsize
@@ -188,6 +188,59 @@ def attention_forward(kind):
     if kind == "cudnn":
         return [("alloc", "ws", 256), ("free", "ws")]
     return []
+
+
+def group_norm(phase, n, c, hxw, groups, acc_size, affine, grad_input):
+    """Events of GroupNormKernelImplInternal (forward) and
+    GroupNormBackwardKernelImplInternal (backward) beyond their outputs,
+    in the accumulation type (fp32 for fp16/bf16 input): forward with a
+    weight or bias and HxW > 1, the fused scale and shift a and b (N x C
+    each; the 1-D path and the plain one have none); backward, ds and db
+    (N x C), then for grad_input c2 and c3 (N x G) and, with a weight, c1
+    (N x C, sized by its TensorIterator).  All freed when the kernel
+    returns, the later ones first (the H200 snapshots' frames)."""
+    nc, ng = n * c * acc_size, n * groups * acc_size
+    if phase == "forward":
+        if not affine or hxw == 1:
+            return []
+        return [("alloc", "a", nc), ("alloc", "b", nc),
+                ("free", "b"), ("free", "a")]
+    ev = [("alloc", "ds", nc), ("alloc", "db", nc)]
+    if grad_input:
+        ev += [("alloc", "c2", ng), ("alloc", "c3", ng)]
+        if affine:
+            ev += [("alloc", "c1", nc), ("free", "c1")]
+        ev += [("free", "c3"), ("free", "c2")]
+    return ev + [("free", "db"), ("free", "ds")]
+
+
+def embedding_backward(phase, numel, num_weights, dim, acc_size):
+    """Events of embedding_dense_backward_cuda and
+    _embedding_bag_dense_backward (sum/mean) beyond grad_weight, for NUMEL
+    int64 indices: PHASE "sort" before grad_weight (sorted_indices and
+    orig_indices, and the arange the radix sort pairs with them, freed
+    after it), "segments" after it (embedding_backward_cuda_kernel:
+    segment_offsets, the segment count, unique_by_key's output, two
+    arrays of min(NUMEL, NUM_WEIGHTS) partial counts, the partial count,
+    and for the max_partial_segment = NUMEL / 10 + min(NUMEL,
+    NUM_WEIGHTS) upper bound, partial_segment_offset and
+    grad_weight_per_segment, DIM values each in the accumulation type;
+    all freed on return, sorted_indices and orig_indices last).  cub's
+    own temporary storage (some 16 bytes an index) is left out."""
+    n8 = numel * 8
+    if phase == "sort":
+        return [("alloc", "sorted", n8), ("alloc", "orig", n8),
+                ("alloc", "range", n8), ("free", "range")]
+    segs = min(numel, num_weights)
+    parts = numel // 10 + segs
+    return [("alloc", "offsets", n8), ("alloc", "nseg", 8),
+            ("alloc", "dummy", n8), ("free", "dummy"),
+            ("alloc", "pps", segs * 8), ("alloc", "ppso", segs * 8),
+            ("alloc", "npart", 8), ("alloc", "pso", parts * 8),
+            ("alloc", "gwps", parts * dim * acc_size),
+            ("free", "gwps"), ("free", "pso"), ("free", "npart"),
+            ("free", "ppso"), ("free", "pps"), ("free", "nseg"),
+            ("free", "offsets"), ("free", "orig"), ("free", "sorted")]
 
 
 # -- reductions -----------------------------------------------------------

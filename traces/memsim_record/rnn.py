@@ -1,0 +1,279 @@
+"""cuDNN RNNs (nn.LSTM, nn.GRU, nn.RNN) under memsim record --fake.
+
+A CUDA build runs torch._VF.lstm/gru/rnn_tanh/rnn_relu as one cuDNN call
+(at::native::_cudnn_impl -> _cudnn_rnn), where a build without cuDNN, or the
+fake mode without a GPU, decomposes it into per-time-step cells (or fails:
+_thnn_fused_gru_cell has no meta kernel).  Here the cuDNN path's tensors are
+made instead, in the order RNN.cpp makes them (H200 snapshots' C++ frames,
+torch 2.11, cuDNN 9.19; tests/recorder/rnn_probe.py):
+
+- flatten_parameters() (RNNBase, at every .to()/_apply): when the weights
+  are acceptable to cuDNN (torch.backends.cudnn.is_acceptable: fp16, fp32,
+  fp64, not bf16), _cudnn_rnn_flatten_weight zero-fills one buffer of all
+  the weights and makes each weight a view of it; the old storages go.
+- forward, _cudnn_impl: get_dropout_state() (train with dropout: an 8-byte
+  temporary, then once per process the cuDNN dropout states,
+  cudnnDropoutGetStatesSize: 48 KiB per SM, 6488064 bytes on the H200);
+  under autocast, _cudnn_rnn_cast_reflatten copies fp32 weights into a new
+  zero-filled fp16 flat buffer (copy_weights_to_flat_buf_views) and casts
+  cx, hx and the input (right to left); then _cudnn_rnn: the input made
+  contiguous in (T, B, I) order (batch_first: a copy), a weight buffer when
+  the weights are not one flat buffer (bf16), output, hy, cy, the workspace
+  (freed on return) and, in training, the reserve space (kept for
+  backward).
+- backward, _cudnn_rnn_backward: zeros for the unused grad_hy/grad_cy,
+  _cudnn_rnn_backward_input (input and grad_output contiguous, dx, dhx,
+  dcx, workspace) and _cudnn_rnn_backward_weight (input contiguous again,
+  dw zero-filled, workspace); the weights' gradients are views of dw.
+
+Reserve space (cudnnGetRNNTempSpaceSizes, training), exact for all 316
+probes: T*B*D*H*s*(c*L - 1) + 256 bytes, c = 6 LSTM, 7 GRU, 2 RNN (the
+gates and states each layer keeps; the last layer's output is the
+output), plus with dropout one bit per element of the L-1 dropped layer
+outputs.  The workspace, which only cuDNN's algorithm choice knows, is
+approximated by L*D*8 MiB + 5*T*B*D*H*s + 1.7*g*H*H*s*L*D (g gates), plus
+one layer output T*B*D*H*s with dropout: median error 10.6% over the 316
+probes (half within 10%), the same size forward, backward-data and
+backward-weight as the H200 ran.
+"""
+import weakref
+
+MODES = {"lstm": ("LSTM", 4, 6), "gru": ("GRU", 3, 7),
+         "rnn_tanh": ("RNN", 1, 2), "rnn_relu": ("RNN", 1, 2)}
+
+
+def reserve_bytes(mode, T, B, H, L, D, s, dropout):
+    c = MODES[mode][2]
+    n = T * B * D * H * s * (c * L - 1) + 256
+    if dropout:
+        n += (T * B * D * H * (L - 1) + 7) // 8
+    return n
+
+
+def workspace_bytes(mode, T, B, H, L, D, s, dropout):
+    g = MODES[mode][1]
+    n = L * D * 8388608 + 5 * T * B * D * H * s + \
+        int(1.7 * g * H * H * s * L * D)
+    if dropout:
+        n += T * B * D * H * s
+    return n
+
+
+def install(torch, rec, sms):
+    """Patches torch._VF's RNN entry points and RNNBase.flatten_parameters
+    for fake CUDA tensors; returns the function that undoes it."""
+    from torch._subclasses.fake_tensor import FakeTensor
+    VF = torch._VF
+    state = {"dropout": None}
+
+    def fake_cuda(t):
+        return isinstance(t, FakeTensor) and t.device.type == "cuda"
+
+    def temp(nbytes, site):
+        key = object()
+        rec.alloc(nbytes, "temporary", site, key=key)
+        rec.free(key)
+
+    def flat_buffer(ws):
+        """The storage all of WS view in order, or None."""
+        try:
+            st = ws[0].untyped_storage()
+            off = 0
+            for w in ws:
+                if w.untyped_storage() is not st or \
+                        w.storage_offset() != off or not w.is_contiguous():
+                    return None
+                off += w.numel()
+            if off * ws[0].element_size() != st.nbytes():
+                return None
+            return torch.empty(0, dtype=ws[0].dtype, device=ws[0].device) \
+                .set_(st, 0, (off,), (1,))
+        except Exception:
+            return None
+
+    class _CastInto(torch.autograd.Function):
+        """A weight copied into its place in the fp16 flat buffer
+        (_copyParams under autocast): backward casts its gradient back."""
+        @staticmethod
+        def forward(ctx, w, view):
+            ctx.dtype = w.dtype
+            return view.view_as(view)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g.to(ctx.dtype), None
+
+    class CudnnRnn(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, cfg, input, hx, cx, wbuf, *weights):
+            bf, mode = cfg["batch_first"], cfg["mode"]
+            x = input.transpose(0, 1) if bf else input
+            T, B = x.shape[0], x.shape[1]
+            H, L, D = cfg["hidden"], cfg["layers"], cfg["dirs"]
+            x = x.contiguous()
+            output = torch.empty((T, B, D * H), dtype=x.dtype,
+                                 device=x.device)
+            hy = torch.empty(hx.shape, dtype=hx.dtype, device=hx.device)
+            cy = torch.empty(cx.shape, dtype=cx.dtype, device=cx.device) \
+                if cx is not None else None
+            if wbuf is None:
+                # _cudnn_rnn: weights that are not one flat buffer are
+                # copied into a new one (at::empty, zero_, _copyParams).
+                wbuf = torch.zeros(sum(w.numel() for w in weights),
+                                   dtype=x.dtype, device=x.device)
+            s = x.element_size()
+            drop = cfg["train"] and cfg["dropout"] > 0 and L > 1
+            ws = workspace_bytes(mode, T, B, H, L, D, s, drop)
+            temp(ws, "cudnn _cudnn_rnn workspace")
+            reserve = None
+            if cfg["train"]:
+                reserve = torch.empty(
+                    reserve_bytes(mode, T, B, H, L, D, s, drop),
+                    dtype=torch.uint8, device=x.device)
+            del x
+            ctx.cfg = cfg
+            ctx.shapes = (T, B, s, ws)
+            ctx.save_for_backward(input, hx, cx, output, reserve, wbuf,
+                                  *weights)
+            out = output.transpose(0, 1) if bf else output
+            if cy is None:
+                return out, hy
+            return out, hy, cy
+
+        @staticmethod
+        def backward(ctx, g_out, g_hy, g_cy=None):
+            cfg = ctx.cfg
+            bf = cfg["batch_first"]
+            T, B, s, ws = ctx.shapes
+            input, hx, cx, output, reserve, wbuf = ctx.saved_tensors[:6]
+            weights = ctx.saved_tensors[6:]
+            # _cudnn_rnn_backward_input
+            x = (input.transpose(0, 1) if bf else input).contiguous()
+            dy = (g_out.transpose(0, 1) if bf else g_out).contiguous()
+            dx = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+            dhx = torch.empty(hx.shape, dtype=hx.dtype, device=hx.device)
+            dcx = torch.empty(cx.shape, dtype=cx.dtype, device=cx.device) \
+                if cx is not None else None
+            temp(ws, "cudnn _cudnn_rnn_backward_input workspace")
+            del x, dy
+            # _cudnn_rnn_backward_weight
+            x = (input.transpose(0, 1) if bf else input).contiguous()
+            dw = torch.zeros(wbuf.shape, dtype=wbuf.dtype,
+                             device=wbuf.device)
+            temp(ws, "cudnn _cudnn_rnn_backward_weight workspace")
+            del x
+            grads, off = [], 0
+            for w in weights:
+                grads.append(dw[off:off + w.numel()].view(w.shape))
+                off += w.numel()
+            del dw
+            if bf:
+                dx = dx.transpose(0, 1)
+            need = ctx.needs_input_grad
+            return (None, dx if need[1] else None,
+                    dhx if need[2] else None,
+                    dcx if need[3] else None, None) + tuple(grads)
+
+    def make(name):
+        orig = getattr(VF, name)
+        lstm = name == "lstm"
+
+        def f(*args, **kwargs):
+            # unpacked input: lstm(input, (hx, cx), params, has_biases,
+            # num_layers, dropout, train, bidirectional, batch_first);
+            # gru/rnn_*(input, hx, params, ...)
+            if kwargs or len(args) != 9 or \
+                    not isinstance(args[1 if lstm else 2], (list, tuple)) or \
+                    not fake_cuda(args[0]) or \
+                    not torch.backends.cudnn.enabled or \
+                    args[0].dtype not in (torch.float16, torch.bfloat16,
+                                          torch.float32, torch.float64):
+                return orig(*args, **kwargs)
+            input, h, params, bias, L, p, train, bidir, bf = args
+            hx, cx = (h[0], h[1]) if lstm else (h, None)
+            if hx.shape[-1] != params[1].shape[-1]:
+                return orig(*args, **kwargs)      # proj_size: not modelled
+            D = 2 if bidir else 1
+            cfg = {"mode": name, "batch_first": bool(bf), "hidden":
+                   int(hx.shape[-1]), "layers": int(L), "dirs": D,
+                   "dropout": float(p), "train": bool(train)}
+            if train and p > 0 and state["dropout"] is None:
+                # get_dropout_state: a scalar, then the states, cached for
+                # the process.
+                temp(8, "cudnn get_dropout_state")
+                state["dropout"] = torch.empty(
+                    49152 * sms, dtype=torch.uint8, device=input.device)
+                rec.relabel(state["dropout"], "other",
+                            "cudnn dropout states")
+            params = list(params)
+            wbuf = None
+            if torch.is_autocast_enabled("cuda") and \
+                    params[0].dtype in (torch.float32,) and \
+                    input.is_floating_point():
+                # _cudnn_rnn_cast_reflatten: fp16 (kHalf), whatever the
+                # autocast dtype.
+                half = torch.float16
+                wbuf = torch.zeros(sum(w.numel() for w in params),
+                                   dtype=half, device=input.device)
+                views, off = [], 0
+                for w in params:
+                    v = wbuf.detach()[off:off + w.numel()].view(w.shape)
+                    off += w.numel()
+                    views.append(_CastInto.apply(w, v))
+                params = views
+                with torch.autocast("cuda", enabled=False):
+                    if cx is not None:
+                        cx = cx.to(half)
+                    hx = hx.to(half)
+                    input = input.to(half)
+            else:
+                wbuf = flat_buffer(params)
+            with torch.autocast("cuda", enabled=False):
+                out = CudnnRnn.apply(cfg, input, hx, cx, wbuf, *params)
+            return out
+
+        return orig, f
+
+    saved = {}
+    for name in MODES:
+        orig, f = make(name)
+        saved[name] = orig
+        setattr(VF, name, f)
+
+    RNNBase = torch.nn.RNNBase
+    orig_flatten = RNNBase.flatten_parameters
+
+    def flatten_parameters(self):
+        ws = getattr(self, "_flat_weights", None)
+        if not ws or len(ws) != len(self._flat_weights_names) or \
+                not all(isinstance(w, torch.Tensor) for w in ws) or \
+                not fake_cuda(ws[0]):
+            return orig_flatten(self)
+        dt = ws[0].dtype
+        if dt not in (torch.float16, torch.float32, torch.float64) or \
+                any(w.dtype != dt or not fake_cuda(w) for w in ws) or \
+                not torch.backends.cudnn.enabled or \
+                getattr(self, "proj_size", 0):
+            return
+        if len({id(w.untyped_storage()) for w in ws}) != len(ws):
+            return      # aliasing weights: the copying path
+        with torch.no_grad():
+            buf = torch.zeros(sum(w.numel() for w in ws), dtype=dt,
+                              device=ws[0].device)
+            off = 0
+            for w in ws:
+                n = w.numel()
+                buf[off:off + n].view(w.shape).copy_(w)
+                w.set_(buf.untyped_storage(), off, w.shape, w.stride())
+                off += n
+        rec.relabel(buf, "parameter", "flatten_parameters (cuDNN flat weights)")
+        self._flat_weight_refs = [weakref.ref(w) for w in ws]
+
+    RNNBase.flatten_parameters = flatten_parameters
+
+    def undo():
+        for name, orig in saved.items():
+            setattr(VF, name, orig)
+        RNNBase.flatten_parameters = orig_flatten
+
+    return undo
