@@ -45,7 +45,7 @@ $MEMSIM run "$tmp/b.csv" >/dev/null || fail "memsim run of the recording"
 # and for one pass on the segment bits (2048 + 256 + 255); the (8, 4096)
 # sort none.  multinomial's checks (max, <, min, >=, &: 4 1 4 1 1; the
 # row sums, == 0, any: 16 4 1) and q (256000).  Under inference_mode:
-# Linear's addmm takes the cuBLASLt workspace (1 MiB) and the cuBLAS one;
+# Linear's addmm takes the cuBLAS workspace and the cuBLASLt one (1 MiB);
 # the fp16 Conv2d(64, 4) on (2, 64, 16, 16): input 65536 + weight and
 # output with K padded to 8 (9216 + 8192); ConvTranspose2d(16, 8, 4, 2, 1)
 # on (2, 16, 8, 8): backward-data's input + weight + output, 8192 + 4096
@@ -56,7 +56,7 @@ got=$(awk -F, '$3 == "alloc" && ($7 == "temporary" || $8 ~ /^cuBLAS/) { printf "
 s="sort_cuda_kernel temporaries" m="multinomial temporaries" c="cudnn run_conv_plan workspace"
 want="$s:512000 $s:512000 $s:256000 $s:776703 $s:2559 "
 for b in 4 1 4 1 1 16 4 1 256000; do want="$want$m:$b "; done
-want="${want}cuBLASLt workspace:1048576 cuBLAS workspace:33554432 $c:$((65536 + 9216 + 8192)) $c:$((8192 + 4096 + 4096)) "
+want="${want}cuBLAS workspace:33554432 cuBLASLt workspace:1048576 $c:$((65536 + 9216 + 8192)) $c:$((8192 + 4096 + 4096)) "
 [ "$got" = "$want" ] || fail "kernels: $got, want $want"
 
 finish fresh3_record.sh
