@@ -36,6 +36,21 @@ got=$(awk -F, '$3 == "alloc" && $8 == "fresh3_beam.py:66 <module>" { printf "%s 
 [ "$got" = "2048 2048 2048 4096 2048 6144 " ] || fail "inference-mode cache: $got"
 $MEMSIM run "$tmp/b.csv" >/dev/null || fail "memsim run of the recording"
 
+# The sentinel rule decides comparisons with finite values of magnitude
+# 1e9 or more only; x > -inf stays unknown (the .item() assumption False).
+cat >"$tmp/sentinel.py" <<'PY'
+import torch
+x = torch.randn(4, device="cuda")
+print("cmp", bool((x > -1e9).all()), bool((x < 1e9).any()),
+      bool((x >= -1e10).all()), bool((x > -1e8).all()),
+      bool((x > float("-inf")).all()))
+PY
+$MEMSIM record -o "$tmp/s.csv" -- "$PY" "$tmp/sentinel.py" 2>"$tmp/err" ||
+	fail "record sentinel: $(tail -3 "$tmp/err")"
+grep -q '^cmp True True True False False$' "$tmp/err" || fail "sentinel: $(cat "$tmp/err")"
+grep -q "; 5 assumptions (compare:sentinel 3, item:bool 2)$" "$tmp/err" ||
+	fail "sentinel assumptions: $(cat "$tmp/err")"
+
 # Kernels' temporaries (tests/recorder/fresh3_kernels.py), exact bytes.
 # sort of (4, 16000) fp32 (launch_stable_sort_kernel, 4 slices < 128:
 # by full sort): two (index, segment) arrays of 64000 x 8 bytes, the keys'

@@ -162,7 +162,8 @@ class Known:
         forgets what it overwrote."""
         if not self.vals and name not in CREATE and name not in (
                 "full", "full_like", "new_full", "scalar_tensor",
-                "lift_fresh", "lift_fresh_copy", "fill", "fill_"):
+                "lift_fresh", "lift_fresh_copy", "fill", "fill_",
+                "gt", "lt", "ge", "le"):     # (x > -1e9: SENTINEL)
             return
         written = self.written.get(func)
         if written is None:
