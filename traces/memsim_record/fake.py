@@ -770,7 +770,17 @@ def run(opt, script, argv):
                 out = args[0].view(args[0].shape)
                 kn.after(func, name, args, kwargs, out)
                 return out
-            out = _dynamic(torch, rec, func, args, kwargs)
+            if name == "_transformer_encoder_layer_fwd" and \
+                    isinstance(args[0], torch.Tensor) and \
+                    not args[0].is_nested:
+                # nn.TransformerEncoderLayer's fast path (eval): PyTorch
+                # 2.11 has no fake kernel for it (the fake mode would run
+                # the CUDA one, which a GPU-less machine lacks); later
+                # releases register one that returns empty_like(src),
+                # the output.  The same here, for every release.
+                out = torch.empty_like(args[0])
+            else:
+                out = _dynamic(torch, rec, func, args, kwargs)
             if out is None:
                 out = func(*args, **kwargs)
             kn.after(func, name, args, kwargs, out)

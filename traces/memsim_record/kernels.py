@@ -48,12 +48,9 @@ Not modelled: fp32 backward-weight engines with workspaces of hundreds of
 MB unrelated to the operands (a few 5x5 and 7x7 or short-reduction
 calls of the grids).
 Half-precision NCHW: the transposed weight and output have K padded
-to a multiple of 8 (forward and backward-data).  A transposed
-convolution's forward is cuDNN's backward-data of the convolution it
-transposes (its workspace: the same three operands).
+to a multiple of 8 (forward and backward-data; the grid's K = 4 calls).
 Not measured (no temporaries modelled): grouped and depthwise
-convolutions, transposed convolutions' backward, 1-D and 3-D
-convolutions.  Other
+convolutions, transposed convolutions, 1-D and 3-D convolutions.  Other
 devices: the sm90 rules are assumed for sm70 and newer (the NHWC tensor
 core engines), nothing for older devices.
 
