@@ -250,18 +250,14 @@ START_TEST(test_trace_restore_rows)
 {
 	msim_job_spec_t s = {.trace = test_data("pools/restore.csv"),
 			     .policy = "pytorch"};
-	msim_job_t *j;
-	msim_job_err_t err;
-	ck_assert_msg(msim_job_open(&s, false, &j, &err) == 0, "%s", err.msg);
-	ck_assert_int_eq(msim_job_run(j, &err), 0);
+	msim_job_t *j = job_ran(&s);
 	const msim_job_result_t *r = msim_job_result(j);
 	ck_assert_int_eq(r->st.segment[0].allocated, 1);
 	ck_assert_int_eq(r->st.reserved_bytes[0].peak, (int64_t)(20 * MB));
 	ck_assert_int_eq(r->st.allocated_bytes[0].current, (int64_t)(8 * MB));
 	msim_job_destroy(j);
 	s.trace = test_data("pools/restore_norow.csv");
-	ck_assert_msg(msim_job_open(&s, false, &j, &err) == 0, "%s", err.msg);
-	ck_assert_int_eq(msim_job_run(j, &err), 0);
+	j = job_ran(&s);
 	r = msim_job_result(j);
 	ck_assert_int_eq(r->st.segment[0].allocated, 2);
 	ck_assert_int_eq(r->st.reserved_bytes[0].peak, (int64_t)(40 * MB));

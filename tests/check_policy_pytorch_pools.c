@@ -211,10 +211,7 @@ START_TEST(test_trace_pool_rows)
 {
 	msim_job_spec_t s = {.trace = test_data("pools/capture.csv"),
 			     .policy = "pytorch"};
-	msim_job_t *j;
-	msim_job_err_t err;
-	ck_assert_msg(msim_job_open(&s, false, &j, &err) == 0, "%s", err.msg);
-	ck_assert_int_eq(msim_job_run(j, &err), 0);
+	msim_job_t *j = job_ran(&s);
 	const msim_job_result_t *r = msim_job_result(j);
 	ck_assert_int_eq(r->st.segment[0].allocated, 2);
 	ck_assert_int_eq(r->st.reserved_bytes[0].peak, (int64_t)(4 * MB));
@@ -424,16 +421,14 @@ START_TEST(test_trace_own_allocator_rows)
 	msim_job_spec_t s = {.trace = test_data("pools/ownalloc.csv"),
 			     .policy = "pytorch",
 			     .conf = "expandable_segments:True"};
-	msim_job_t *j;
-	msim_job_err_t err;
-	ck_assert_msg(msim_job_open(&s, false, &j, &err) == 0, "%s", err.msg);
-	ck_assert_int_eq(msim_job_run(j, &err), 0);
+	msim_job_t *j = job_ran(&s);
 	const msim_job_result_t *r = msim_job_result(j);
 	/* the pool's 20 MiB segment; the default pool maps pages only */
 	ck_assert_int_eq(r->st.segment[0].allocated, 1);
 	ck_assert_int_eq(r->st.reserved_bytes[0].peak, (int64_t)(40 * MB));
 	msim_job_destroy(j);
 	s.trace = test_data("pools/ownalloc_bad.csv");
+	msim_job_err_t err;
 	int rc = msim_job_open(&s, false, &j, &err);
 	if (rc == 0) {
 		rc = msim_job_run(j, &err);
@@ -488,10 +483,7 @@ START_TEST(test_trace_mempool_death)
 {
 	msim_job_spec_t s = {.trace = test_data("pools/mempool_del.csv"),
 			     .policy = "pytorch", .recording = true};
-	msim_job_t *j;
-	msim_job_err_t err;
-	ck_assert_msg(msim_job_open(&s, false, &j, &err) == 0, "%s", err.msg);
-	ck_assert_int_eq(msim_job_run(j, &err), 0);
+	msim_job_t *j = job_ran(&s);
 	const msim_job_result_t *r = msim_job_result(j);
 	ck_assert_int_eq(r->st.segment[0].allocated, 2);
 	ck_assert_int_eq(r->st.segment[0].freed, 1);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "lab/job.h"
 #include "policies/registry.h"
 #include "sim/device.h"
 #include "sim/error.h"
@@ -138,6 +139,18 @@ run_suite(const char *name, void (*add)(TCase *tc))
 	int failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	return failed == 0 ? 0 : 1;
+}
+
+/* The job of spec s, opened and run (both must succeed); the caller
+ * destroys it. */
+static inline msim_job_t *
+job_ran(const msim_job_spec_t *s)
+{
+	msim_job_t *j;
+	msim_job_err_t err;
+	ck_assert_msg(msim_job_open(s, false, &j, &err) == 0, "%s", err.msg);
+	ck_assert_msg(msim_job_run(j, &err) == 0, "%s", err.msg);
+	return j;
 }
 
 #endif

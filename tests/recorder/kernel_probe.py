@@ -3,6 +3,8 @@ per-call allocator trace windows of cuDNN convolutions and SDPA backward.
   python3 kernel_probe.py conv|sdpa OUT.json [SECONDS]"""
 import json, random, sys, time
 import torch
+import probewin
+from probewin import start
 import torch.nn.functional as F
 
 what, out = sys.argv[1], sys.argv[2]
@@ -11,28 +13,8 @@ dev = "cuda"
 t0 = time.time()
 
 
-def start():
-    torch.cuda.synchronize()
-    torch.cuda.memory._record_memory_history(enabled=None)
-    torch.cuda.memory._record_memory_history(enabled="all", context=None,
-                                             stacks="python",
-                                             max_entries=100000,
-                                             clear_history=True)
-
-
 def window():
-    """Allocations of the window: [size, freed in window, stream, seq]."""
-    torch.cuda.synchronize()
-    tr = torch.cuda.memory._snapshot()["device_traces"][0]
-    rows, live = [], {}
-    for i, e in enumerate(tr):
-        a = e["action"]
-        if a == "alloc":
-            live[e["addr"]] = len(rows)
-            rows.append([e["size"], 0, e.get("stream", 0), i])
-        elif a in ("free_requested", "free_completed") and e["addr"] in live:
-            rows[live.pop(e["addr"])][1] = 1
-    return rows
+    return probewin.window(4)
 
 
 def ph(tag):

@@ -4,35 +4,12 @@ forward without grad) over a grid of LSTM/GRU/RNN shapes and dtypes.
   python3 rnn_probe.py OUT.json [SECONDS]"""
 import json, random, sys, time
 import torch
+from probewin import start, window
 
 out = sys.argv[1]
 budget = float(sys.argv[2]) if len(sys.argv) > 2 else 60.0
 dev = "cuda"
 t0 = time.time()
-
-
-def start():
-    torch.cuda.synchronize()
-    torch.cuda.memory._record_memory_history(enabled=None)
-    torch.cuda.memory._record_memory_history(enabled="all", context=None,
-                                             stacks="python",
-                                             max_entries=100000,
-                                             clear_history=True)
-
-
-def window():
-    """Allocations of the window: [size, freed in window, stream]."""
-    torch.cuda.synchronize()
-    tr = torch.cuda.memory._snapshot()["device_traces"][0]
-    rows, live = [], {}
-    for e in tr:
-        a = e["action"]
-        if a == "alloc":
-            live[e["addr"]] = len(rows)
-            rows.append([e["size"], 0, e.get("stream", 0)])
-        elif a in ("free_requested", "free_completed") and e["addr"] in live:
-            rows[live.pop(e["addr"])][1] = 1
-    return rows
 
 
 random.seed(5)

@@ -5,6 +5,8 @@ asked: cudnn_convolution_backward_weight alone).
   python3 wgrad_probe.py OUT.json SECONDS"""
 import json, random, sys, time
 import torch
+import probewin
+from probewin import start
 
 out = sys.argv[1]
 budget = float(sys.argv[2])
@@ -12,26 +14,8 @@ dev = "cuda"
 t0 = time.time()
 
 
-def start():
-    torch.cuda.synchronize()
-    torch.cuda.memory._record_memory_history(enabled=None)
-    torch.cuda.memory._record_memory_history(enabled="all", context=None,
-                                             stacks="python", max_entries=100000,
-                                             clear_history=True)
-
-
 def window():
-    torch.cuda.synchronize()
-    tr = torch.cuda.memory._snapshot()["device_traces"][0]
-    rows, live = [], {}
-    for e in tr:
-        a = e["action"]
-        if a == "alloc":
-            live[e["addr"]] = len(rows)
-            rows.append([e["size"], 0])
-        elif a in ("free_requested", "free_completed") and e["addr"] in live:
-            rows[live.pop(e["addr"])][1] = 1
-    return rows
+    return probewin.window(2)
 
 
 cfgs = []
