@@ -705,11 +705,14 @@ def run(opt, script, argv):
                 # kernel (linear, conv2d, to, ...) come here: run that
                 # kernel here, as autograd would, so that its ops (addmm,
                 # convolution, _to_copy) and their kernels' workspaces
-                # are recorded as outside inference mode.
+                # are recorded as outside inference mode.  The C++
+                # kernel, as the GPU runs it, not a Python one that
+                # torch._decomp registers for tracing (its dropout clones
+                # the input in eval, ATen's returns it).
                 with self:
-                    r = func.decompose(*args, **kwargs)
-                if r is not NotImplemented:
-                    return r
+                    return func._op_dk(
+                        torch._C.DispatchKey.CompositeImplicitAutograd,
+                        *args, **kwargs)
             name = func.overloadpacket.__name__
             watch.tick()
             if func is aten._local_scalar_dense.default:
@@ -887,6 +890,12 @@ def run(opt, script, argv):
                     # offset first, then the output and the stats
                     # (run_cudnn_SDP_fprop), as the H200's frames show.
                     flat = flat[6:8] + flat[:6] + flat[8:]
+                    if len(args) > 4 and args[4] is False:
+                        # compute_log_sumexp off (no gradient wanted):
+                        # _cudnn_attention_forward makes no softmax stats,
+                        # which the meta kernel returns all the same (the
+                        # H200's no_grad and inference_mode traces).
+                        del flat[3]
                 note_all(flat, name)
                 if name == "native_layer_norm_backward" and \
                         isinstance(args[0], torch.Tensor) and \
