@@ -614,6 +614,9 @@ msim_cmd_sweep(int argc, char **argv)
 	}
 	char why[2048];
 	msim_sweep_t *sw;
+	/* Every setting will run: the traces are read while they are
+	 * planned (lab/sweep.h). */
+	spec.preload = !o.list && o.db && (o.force || access(o.db, F_OK));
 	if (msim_sweep_plan(&spec, &sw, why, sizeof(why)))
 		msim_cli_die("%s", why);
 	msim_sweep_result_t res = {0};

@@ -43,6 +43,7 @@
 #include "lab/sweep.h"
 #include "sim/timemodel.h"
 #include "sim/units.h"
+#include "sim/grow.h"
 #include "traces/gen_model.h"
 #include "traces/model_spec.h"
 #include "traces/strategy.h"
@@ -61,7 +62,16 @@ struct msim_sweep_s {
 	char spec_hash[17];
 	msim_sweep_row_t row; /* the sweeps table's row */
 	msim_trace_cache_t *caches; /* by trace, while the sweep runs */
+	/* The plan's reading of the traces into caches (spec->preload),
+	 * joined by msim_sweep_exec() or msim_sweep_destroy(). */
+	pthread_t preload;
+	bool preloading;
+	char **preload_paths; /* NULL: a model spec */
+	size_t npreload;
 };
+
+static void sweep_unshare(msim_sweep_t *sw);
+static void sweep_preload_join(msim_sweep_t *sw);
 
 /* ---------------------------------------------------------------- */
 /* Small helpers                                                     */
@@ -599,14 +609,8 @@ setting_key(route_ctx_t *r, const msim_params_t *pv, msim_setting_t *s)
 static int
 sweep_push(msim_sweep_t *sw, msim_setting_t *s)
 {
-	if (sw->n == sw->cap) {
-		size_t ncap = sw->cap ? 2 * sw->cap : 64;
-		msim_setting_t *v = realloc(sw->v, ncap * sizeof(*v));
-		if (!v)
-			return MSIM_ENOMEM;
-		sw->v = v;
-		sw->cap = ncap;
-	}
+	if (MSIM_GROW(sw->v, sw->cap, sw->n + 1, 64))
+		return MSIM_ENOMEM;
 	sw->v[sw->n++] = *s;
 	memset(s, 0, sizeof(*s));
 	return 0;
@@ -1069,6 +1073,76 @@ plan_finish(msim_sweep_t *sw, const msim_sweep_spec_t *spec,
 	return 0;
 }
 
+/* How many settings the spec makes of each trace at least, before
+ * de-duplication: its grid's values, policies and caps multiplied, or its
+ * random draws (a settings file only multiplies them). */
+static size_t
+plan_ways(const msim_sweep_spec_t *spec)
+{
+	size_t ways = spec->random ? spec->random : 1;
+	for (size_t g = 0; !spec->random && g < spec->ngrid; g++) {
+		size_t values = 1;
+		for (const char *c = strchr(spec->grid[g], '='); c && *c; c++)
+			values += *c == ',';
+		ways *= values;
+	}
+	return ways * (spec->npolicies ? spec->npolicies : 1) *
+	       (spec->ncaps ? spec->ncaps : 1);
+}
+
+static void sweep_load_paths(msim_sweep_t *sw);
+
+static void *
+sweep_preload_thread(void *arg)
+{
+	sweep_load_paths(arg);
+	return NULL;
+}
+
+/*
+ * Starts reading the spec's trace files into caches on a thread of its
+ * own, beside the plan's checking and hashing of them and the database's
+ * making (msim_sweep_exec()), which otherwise came before it: about 3 ms
+ * of start-up for 2 MB of CSV.  Only for a sweep whose settings all run
+ * (spec->preload), with two or more settings a trace, as sweep_load()
+ * would; a trace fewer of them replay is forgotten by sweep_share().
+ * Nothing happens where memory or a thread is short.
+ */
+static void
+sweep_preload_start(msim_sweep_t *sw, const msim_sweep_spec_t *spec)
+{
+	sw->caches = calloc(spec->ntraces, sizeof(*sw->caches));
+	sw->preload_paths = calloc(spec->ntraces, sizeof(char *));
+	bool ok = sw->caches && sw->preload_paths;
+	for (size_t t = 0; ok && t < spec->ntraces; t++)
+		if (!msim_model_spec_is(spec->traces[t]) &&
+		    !(sw->preload_paths[t] = strdup(spec->traces[t])))
+			ok = false;
+	sw->npreload = spec->ntraces;
+	if (ok && !pthread_create(&sw->preload, NULL, sweep_preload_thread,
+				  sw)) {
+		sw->preloading = true;
+		return;
+	}
+	sweep_preload_join(sw);
+	free(sw->caches);
+	sw->caches = NULL;
+}
+
+/* Waits for the plan's reading of the traces, if any, and forgets the
+ * paths it read. */
+static void
+sweep_preload_join(msim_sweep_t *sw)
+{
+	if (sw->preloading)
+		pthread_join(sw->preload, NULL);
+	sw->preloading = false;
+	for (size_t t = 0; sw->preload_paths && t < sw->npreload; t++)
+		free(sw->preload_paths[t]);
+	free(sw->preload_paths);
+	sw->preload_paths = NULL;
+}
+
 int
 msim_sweep_plan(const msim_sweep_spec_t *spec, msim_sweep_t **out,
 		char *why, size_t whylen)
@@ -1093,6 +1167,8 @@ msim_sweep_plan(const msim_sweep_spec_t *spec, msim_sweep_t **out,
 	}
 	sw->capacity = spec->capacity ? spec->capacity : MSIM_H200_BYTES;
 	plan_ctx_t pc = {sw, spec, why, whylen};
+	if (spec->preload && plan_ways(spec) >= 2)
+		sweep_preload_start(sw, spec);
 	int rc = plan_traces(sw, spec, why, whylen);
 	if (!rc)
 		rc = plan_sources(spec, &src, why, whylen);
@@ -1118,6 +1194,11 @@ msim_sweep_destroy(msim_sweep_t *sw)
 {
 	if (!sw)
 		return;
+	sweep_preload_join(sw);
+	/* A plan that failed read traces it had not counted yet. */
+	for (size_t t = sw->ntraces; sw->caches && t < sw->npreload; t++)
+		msim_trace_cache_clear(&sw->caches[t]);
+	sweep_unshare(sw);
 	for (size_t i = 0; i < sw->n; i++)
 		setting_clear(&sw->v[i]);
 	free(sw->v);
@@ -1458,6 +1539,24 @@ sweep_reap(exec_ctx_t *x, int slot, int status)
  * the database while they run (msim_db_checkpoint()). */
 #define SWEEP_CHECKPOINT_MS 10.0
 
+/*
+ * How often the parent starts the WAL over while the workers store runs
+ * (msim_db_restart_wal(), under their writer lock).  Its PASSIVE
+ * checkpoints alone never find the WAL wholly copied while workers
+ * commit, so the WAL would grow by every run stored (14 MB for 60
+ * settings of gpt2_varlen) and the end of the sweep (the last
+ * connection's checkpoint) would sync all the pages copied and delete
+ * all of it (7 ms to delete 14 MB on the device machine).  Started over,
+ * it is overwritten from its start, and its last connection's close
+ * copies and syncs what the last settings stored and deletes a few MB.
+ * Not once every setting is taken: emptying the WAL then (a TRUNCATE
+ * checkpoint) held the writer lock while the last settings' runs waited
+ * for it, no faster on the device machine (README, memsim bench).
+ */
+#ifndef SWEEP_RESTART_MS
+#define SWEEP_RESTART_MS 20.0
+#endif
+
 /* Traces a sweep reads once and keeps in memory for its settings: at most
  * this many bytes of requests each. */
 #define SWEEP_CACHE_BYTES ((size_t)512 << 20)
@@ -1493,6 +1592,20 @@ sweep_load(msim_sweep_t *sw, const size_t *list, size_t n)
 		msim_trace_cache_load(&sw->caches[t], sw->traces[t], &topt,
 				      SWEEP_CACHE_BYTES / sizeof(msim_req_t));
 	}
+}
+
+/* The plan's reading (sweep_preload_start()): every trace file. */
+static void
+sweep_load_paths(msim_sweep_t *sw)
+{
+	msim_job_spec_t plain = {0};
+	msim_trace_options_t topt = msim_job_trace_options(&plain);
+	for (size_t t = 0; t < sw->npreload; t++)
+		if (sw->preload_paths[t])
+			msim_trace_cache_load(&sw->caches[t],
+					      sw->preload_paths[t], &topt,
+					      SWEEP_CACHE_BYTES /
+						      sizeof(msim_req_t));
 }
 
 /* The pending settings that replay a trace sweep_load() read use it;
@@ -1565,7 +1678,8 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 	 * disk), on a thread of their own; else once the pending settings
 	 * are known (none may be, a resumed sweep of a large trace). */
 	pthread_t loader;
-	bool loading = (o->force || access(o->db_path, F_OK)) &&
+	bool preloaded = sw->preloading || sw->caches;
+	bool loading = !preloaded && (o->force || access(o->db_path, F_OK)) &&
 		       !pthread_create(&loader, NULL, sweep_load_thread, sw);
 	const char **keys = NULL;
 	unsigned char *present = NULL;
@@ -1622,6 +1736,8 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 	if (loading) {
 		pthread_join(loader, NULL);
 		loading = false;
+	} else if (preloaded) {
+		sweep_preload_join(sw);
 	} else {
 		sweep_load(sw, pending, npending);
 	}
@@ -1713,10 +1829,15 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 		/* Opened after the fork (no connection may cross one); without
 		 * it the last worker's close checkpoints the whole WAL. */
 		char ignored[256];
+		wlock_t pwl = {&sh->wlock, false};
 		if (msim_db_open(o->db_path, &db, ignored, sizeof(ignored)))
 			db = NULL;
+		else if (sh->wlock_ok)
+			msim_db_set_writer_lock(db, sweep_wlock, sweep_wunlock,
+						&pwl);
 		int alive = started, died = 0;
-		double checkpointed = 0;
+		double checkpointed = 0, restarted = sweep_now_ms();
+		double restart_ms = SWEEP_RESTART_MS;
 		double last = 0, every = o->progress_ms > 0 ? o->progress_ms : 250;
 		while (alive) {
 			int status;
@@ -1757,9 +1878,15 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 			}
 			if (pid < 0 && errno != EINTR)
 				break;
-			if (!db && msim_db_open(o->db_path, &db, ignored,
-						sizeof(ignored)))
-				db = NULL;
+			if (!db) {
+				if (msim_db_open(o->db_path, &db, ignored,
+						 sizeof(ignored)))
+					db = NULL;
+				else if (sh->wlock_ok)
+					msim_db_set_writer_lock(db, sweep_wlock,
+								sweep_wunlock,
+								&pwl);
+			}
 			/* At most every SWEEP_CHECKPOINT_MS (each checkpoint
 			 * that copies the whole WAL costs two fdatasyncs), but
 			 * after every setting once all are taken, so that the
@@ -1770,6 +1897,14 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 				   atomic_load(&sh->next) >= npending)) {
 				checkpointed = now;
 				msim_db_checkpoint(db);
+				/* And while settings remain, every
+				 * SWEEP_RESTART_MS it starts the WAL over. */
+				if (restart_ms > 0 &&
+				    atomic_load(&sh->next) < npending &&
+				    now - restarted >= restart_ms) {
+					msim_db_restart_wal(db, false);
+					restarted = sweep_now_ms();
+				}
 			}
 			if (wake[0] >= 0) {
 				struct pollfd pf = {wake[0], POLLIN, 0};
@@ -1810,6 +1945,7 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 out:
 	if (loading)
 		pthread_join(loader, NULL);
+	sweep_preload_join(sw);
 	for (int k = 0; k < 2; k++)
 		if (wake[k] >= 0)
 			close(wake[k]);

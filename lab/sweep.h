@@ -26,6 +26,7 @@
 #ifndef MSIM_LAB_SWEEP_H
 #define MSIM_LAB_SWEEP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -87,6 +88,10 @@ typedef struct msim_sweep_spec_s {
 	const char *addresses;       /* NULL: "model" */
 	uint64_t capacity;           /* 0: the H200's */
 	int shard_index, shard_count; /* 1-based; 0/0: everything */
+	/* Every setting will run (a new database, or --force): the trace
+	 * files start being read (msim_sweep_exec()'s cache) while the plan
+	 * checks and hashes them. */
+	bool preload;
 } msim_sweep_spec_t;
 
 typedef struct msim_sweep_s msim_sweep_t;

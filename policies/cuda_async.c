@@ -69,6 +69,7 @@
 #include "policies/kit.h"
 #include "sim/policy.h"
 #include "sim/error.h"
+#include "sim/grow.h"
 
 #define CA_VA_BASE UINT64_C(0x700000000000) /* the pool's virtual range */
 #define CA_VA_SIZE (UINT64_C(1) << 44)
@@ -443,14 +444,8 @@ ca_note_stream(ca_state_t *s, msim_stream_t stream)
 	for (size_t k = 0; k < s->nstreams; k++)
 		if (s->streams[k] == stream)
 			return 0;
-	if (s->nstreams == s->capstreams) {
-		size_t cap = s->capstreams ? 2 * s->capstreams : 8;
-		msim_stream_t *v = realloc(s->streams, cap * sizeof(*v));
-		if (!v)
-			return MSIM_ENOMEM;
-		s->streams = v;
-		s->capstreams = cap;
-	}
+	if (MSIM_GROW(s->streams, s->capstreams, s->nstreams + 1, 8))
+		return MSIM_ENOMEM;
 	s->streams[s->nstreams++] = stream;
 	return 0;
 }

@@ -63,6 +63,7 @@
 #include "policies/pytorch.h"
 #include "sim/error.h"
 #include "sim/lean.h"
+#include "sim/grow.h"
 
 #define PT_MIN_BLOCK 512
 #define PT_SMALL_SIZE MSIM_MiB           /* small pool: rounded <= 1 MiB */
@@ -1755,14 +1756,8 @@ live_take(pt_state_t *s, uint32_t id)
 static int
 hold(pt_state_t *s, uint32_t id, pt_block_t *b)
 {
-	if (s->nheld == s->capheld) {
-		size_t n = s->capheld ? 2 * s->capheld : 8;
-		pt_block_t **v = realloc(s->held, n * sizeof(*v));
-		if (!v)
-			return MSIM_ENOMEM;
-		s->held = v;
-		s->capheld = n;
-	}
+	if (MSIM_GROW(s->held, s->capheld, s->nheld + 1, 8))
+		return MSIM_ENOMEM;
 	s->held[s->nheld++] = b;
 	s->live[id] = NULL;
 	return 0;

@@ -13,6 +13,7 @@
 #include "sim/engine.h"
 #include "sim/error.h"
 #include "sim/lean.h"
+#include "sim/grow.h"
 
 typedef struct ev_s {
 	msim_time_t time;
@@ -90,14 +91,8 @@ static int
 sim_schedule(void *ctx, msim_time_t when, uint64_t cookie)
 {
 	msim_sim_t *sim = ctx;
-	if (sim->nheap == sim->capheap) {
-		size_t n = sim->capheap ? 2 * sim->capheap : 64;
-		ev_t *h = realloc(sim->heap, n * sizeof(*h));
-		if (!h)
-			return MSIM_ENOMEM;
-		sim->heap = h;
-		sim->capheap = n;
-	}
+	if (MSIM_GROW(sim->heap, sim->capheap, sim->nheap + 1, 64))
+		return MSIM_ENOMEM;
 	size_t i = sim->nheap++;
 	ev_t ev = {when, sim->seq++, cookie};
 	while (i > 0 && ev_less(&ev, &sim->heap[(i - 1) / 2])) {
@@ -226,14 +221,8 @@ static void
 snap_add(void *ctx, const msim_block_t *b)
 {
 	msim_sim_t *sim = ctx;
-	if (sim->nsnap == sim->capsnap) {
-		size_t n = sim->capsnap ? 2 * sim->capsnap : 1024;
-		msim_block_t *v = realloc(sim->snap, n * sizeof(*v));
-		if (!v)
-			return; /* the snapshot is cut short, the run goes on */
-		sim->snap = v;
-		sim->capsnap = n;
-	}
+	if (MSIM_GROW(sim->snap, sim->capsnap, sim->nsnap + 1, 1024))
+		return; /* the snapshot is cut short, the run goes on */
 	sim->snap[sim->nsnap++] = *b;
 }
 

@@ -18,6 +18,7 @@
 
 #include "sim/error.h"
 #include "sim/results.h"
+#include "sim/grow.h"
 
 #define MSIM_STR_(x) #x
 #define MSIM_STR(x) MSIM_STR_(x)
@@ -874,6 +875,51 @@ wb_name(void)
 	return wb_ok ? wb_vfs.zName : NULL;
 }
 
+/* Whether the connection's journal is a WAL. */
+static bool
+db_in_wal(msim_db_t *db)
+{
+	sqlite3_stmt *q;
+	bool wal = false;
+	if (sqlite3_prepare_v2(db->db, "PRAGMA journal_mode", -1, &q,
+			       NULL) == SQLITE_OK) {
+		const unsigned char *m = sqlite3_step(q) == SQLITE_ROW ?
+						 sqlite3_column_text(q, 0) : NULL;
+		wal = m && !strcmp((const char *)m, "wal");
+		sqlite3_finalize(q);
+	}
+	return wal;
+}
+
+/*
+ * The end of making a new file (db_open()): the file, its header saying
+ * WAL (page 1, written by the switch to WAL outside the WAL), is synced
+ * once, since SQLite deletes the WAL of a database file that is empty on
+ * the disk (pagerOpenWalIfPresent()): a WAL synced by a later checkpoint
+ * would otherwise not survive a power cut.  Runs are then stored with
+ * synchronous=NORMAL, as in a file that was there; the folder is synced
+ * with the WAL at its first sync (SQLite's unixSync() of a file it
+ * created).
+ */
+static int
+db_fresh_sync(msim_db_t *db)
+{
+	sqlite3_exec(db->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
+	const char *file = sqlite3_db_filename(db->db, "main");
+	if (!file || !*file) /* in memory */
+		return 0;
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fdatasync(fd)) {
+		snprintf(db->errmsg, sizeof(db->errmsg), "%.1000s: cannot sync "
+			 "the new database: %s", db->path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return MSIM_EDB;
+	}
+	close(fd);
+	return 0;
+}
+
 static int
 db_open(const char *path, int how, msim_db_t **out, char *why,
 	size_t whylen)
@@ -897,6 +943,10 @@ db_open(const char *path, int how, msim_db_t **out, char *why,
 	int create = how == DB_CREATE;
 	if (create && (rc = db_check_folder(db, path)))
 		goto fail;
+	/* A file this call makes (none there, or empty): see below. */
+	struct stat fsb;
+	bool fresh = create && strncmp(path, "file:", 5) &&
+		     (stat(path, &fsb) ? errno == ENOENT : fsb.st_size == 0);
 	rc = MSIM_EDB;
 	/* URIs: merge attaches its sources read-only ("file:...?mode=ro");
 	 * a path without "file:" is a plain path still.  NOMUTEX: a
@@ -913,14 +963,29 @@ db_open(const char *path, int how, msim_db_t **out, char *why,
 	}
 	sqlite3_busy_handler(db->db, db_busy, db);
 	sqlite3_extended_result_codes(db->db, 1);
+	/* A new file holds nothing to lose: it is made without syncs (no
+	 * rollback journal for the switch to WAL, written in memory, no
+	 * fdatasync of it, the file, the WAL's header or the folder: five
+	 * fsyncs and an unlink, 5 to 7 ms of a sweep's serial part), and
+	 * synced once, below, when its schema is in. */
+	if (fresh) {
+		sqlite3_exec(db->db, "PRAGMA synchronous=OFF", NULL, NULL, NULL);
+		sqlite3_exec(db->db, "PRAGMA journal_mode=MEMORY", NULL, NULL,
+			     NULL);
+	}
 	/* WAL lets readers and several writers share the file; where the file
 	 * system cannot do WAL, SQLite keeps its rollback journal. */
 	sqlite3_exec(db->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
+	if (fresh && !db_in_wal(db))
+		sqlite3_exec(db->db, "PRAGMA journal_mode=DELETE", NULL, NULL,
+			     NULL);
 	/* In WAL mode, NORMAL still survives a killed process whole (a
 	 * committed run stays); only a power cut may lose the last runs, and
 	 * it saves an fsync per run, which is most of a sweep's time on
 	 * small traces. */
-	sqlite3_exec(db->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
+	if (!fresh)
+		sqlite3_exec(db->db, "PRAGMA synchronous=NORMAL", NULL, NULL,
+			     NULL);
 	if ((rc = db_exec(db, "PRAGMA foreign_keys=ON", "pragma")))
 		goto fail;
 	/* A file this memsim made or brought up to date, its version and
@@ -929,6 +994,8 @@ db_open(const char *path, int how, msim_db_t **out, char *why,
 	if (db_stamped(db) &&
 	    db_read_version(db) == MSIM_DB_SCHEMA_VERSION &&
 	    db_has_tables(db)) {
+		if (fresh && (rc = db_fresh_sync(db)))
+			goto fail;
 		db_note_tables(db, MSIM_DB_SCHEMA_VERSION);
 		*out = db;
 		return 0;
@@ -996,6 +1063,8 @@ db_open(const char *path, int how, msim_db_t **out, char *why,
 		goto rollback;
 	if ((rc = db_exec(db, "COMMIT", "cannot commit")))
 		goto rollback;
+	if (fresh && (rc = db_fresh_sync(db)))
+		goto fail;
 	db_note_tables(db, MSIM_DB_SCHEMA_VERSION);
 	*out = db;
 	return 0;
@@ -1075,6 +1144,33 @@ msim_db_checkpoint(msim_db_t *db)
 	return 0;
 }
 
+int
+msim_db_restart_wal(msim_db_t *db, bool truncate)
+{
+	/* What the PASSIVE checkpoints copied is synced first, while the
+	 * writers go on (SQLite would sync it below, under the lock). */
+	if (db->ck_fd < 0 && strncmp(db->path, "file:", 5))
+		db->ck_fd = open(db->path, O_RDONLY | O_CLOEXEC);
+	if (db->ck_fd >= 0)
+		fdatasync(db->ck_fd);
+	if (db->wlock)
+		db->wlock(db->wctx);
+	/* No writer holds the WAL's write lock now (our writers take the
+	 * lock above first; others, SQLite's busy handler waits for), so the
+	 * checkpoint copies the few frames committed since, syncs the WAL
+	 * and the file, and starts the WAL over (walRestartHdr()). */
+	int rc = sqlite3_wal_checkpoint_v2(db->db, NULL,
+					   truncate ? SQLITE_CHECKPOINT_TRUNCATE :
+						      SQLITE_CHECKPOINT_RESTART,
+					   NULL, NULL);
+	if (db->wunlock)
+		db->wunlock(db->wctx);
+	/* BUSY: a reader kept the WAL; a later call starts it over. */
+	if (rc != SQLITE_OK && rc != SQLITE_BUSY)
+		return db_fail(db, "cannot checkpoint");
+	return 0;
+}
+
 const char *
 msim_db_errmsg(const msim_db_t *db)
 {
@@ -1097,15 +1193,9 @@ stat_collect(const char *name, int64_t value, void *ctx)
 	stat_rows_t *s = ctx;
 	if (s->nomem)
 		return;
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 128;
-		void *v = realloc(s->v, cap * sizeof(*s->v));
-		if (!v) {
-			s->nomem = true;
-			return;
-		}
-		s->v = v;
-		s->cap = cap;
+	if (MSIM_GROW(s->v, s->cap, s->n + 1, 128)) {
+		s->nomem = true;
+		return;
 	}
 	size_t len = strlen(name);
 	if (len >= sizeof(s->v[0].name))

@@ -120,6 +120,16 @@ void msim_db_set_writer_lock(msim_db_t *db, void (*lock)(void *ctx),
  * Returns 0 or MSIM_EDB. */
 int msim_db_checkpoint(msim_db_t *db);
 
+/* Copies the whole WAL into the database and starts it over (a RESTART
+ * checkpoint; with truncate, TRUNCATE: the file emptied too), so that
+ * it does not grow while other connections keep committing and the last
+ * connection's close copies, syncs and deletes little.  The pages copied
+ * before are synced first without the writer lock
+ * (msim_db_set_writer_lock()); the lock is then held while the
+ * checkpoint copies what was committed since and syncs.  Returns 0 (also
+ * when a reader kept the WAL from starting over) or MSIM_EDB. */
+int msim_db_restart_wal(msim_db_t *db, bool truncate);
+
 /* As msim_db_open(), but a missing file is an error (MSIM_ENOTFOUND), not
  * a new database: for commands that only read. */
 int msim_db_open_existing(const char *path, msim_db_t **out, char *why,

@@ -830,6 +830,151 @@ START_TEST(test_wal_frames_at_commit)
 }
 END_TEST
 
+static off_t
+file_size(const char *suffix)
+{
+	char p[96];
+	struct stat sb;
+	snprintf(p, sizeof(p), "%s%s", path, suffix);
+	return stat(p, &sb) ? -1 : sb.st_size;
+}
+
+static const char *
+journal_mode(void)
+{
+	static char mode[16];
+	sqlite3 *db;
+	sqlite3_stmt *q;
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &q,
+					    NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+	snprintf(mode, sizeof(mode), "%s", sqlite3_column_text(q, 0));
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+	return mode;
+}
+
+/*
+ * A new database is made without a rollback journal (the switch to WAL is
+ * journalled in memory) and is a WAL database with its schema, whether
+ * the file was missing or there and empty; it stores and keeps runs.
+ */
+START_TEST(test_new_database)
+{
+	for (int k = 0; k < 2; k++) {
+		if (k == 1) { /* an empty file already there */
+			FILE *f = fopen(path, "w");
+			ck_assert_ptr_nonnull(f);
+			fclose(f);
+			ck_assert_int_eq(file_size(""), 0);
+		}
+		msim_db_t *db;
+		char why[256];
+		ck_assert_int_eq(msim_db_open(path, &db, why, sizeof(why)), 0);
+		ck_assert_int_eq(file_size("-journal"), -1);
+		ck_assert_int_eq(file_size("") % 4096, 0);
+		ck_assert_int_gt(file_size(""), 0);
+		store_one(db, 4096);
+		msim_db_close(db);
+		ck_assert_str_eq(journal_mode(), "wal");
+		ck_assert_int_eq(file_size("-wal"), -1);
+		ck_assert_int_eq(query_int("SELECT count(*) FROM runs"), 1);
+		ck_assert_int_eq(query_int("SELECT value FROM meta WHERE"
+					   " key='schema_version'"),
+				 MSIM_DB_SCHEMA_VERSION);
+		ck_assert_int_eq(query_int("SELECT count(*) FROM"
+					   " pragma_integrity_check WHERE"
+					   " integrity_check <> 'ok'"), 0);
+		/* Opened again: a database that was there, nothing made. */
+		ck_assert_int_eq(msim_db_open(path, &db, why, sizeof(why)), 0);
+		store_one(db, 8192);
+		msim_db_close(db);
+		ck_assert_int_eq(query_int("SELECT count(*) FROM runs"), 2);
+		teardown();
+	}
+}
+END_TEST
+
+/* Stores n runs of 2,000 samples each through db, whose commits do not
+ * checkpoint (a sweep's worker). */
+static void
+store_batch(msim_db_t *db, int first, int n)
+{
+	for (int k = first; k < first + n; k++) {
+		msim_timeline_t tl;
+		ck_assert_int_eq(msim_timeline_init(&tl, 2000), 0);
+		for (int i = 0; i < 2000; i++)
+			msim_timeline_add(&tl, &(msim_sample_t){
+				.request = (uint64_t)i, .allocated = 3 * i + k,
+				.reserved = 5 * i, .active = 3 * i + k});
+		msim_stats_t st = {0};
+		msim_summary_t sum = {.requests = 2000, .oom_request = -1};
+		char hash[16];
+		snprintf(hash, sizeof(hash), "r%d", k);
+		msim_run_info_t info = {.trace_path = "t.csv",
+					.trace_hash = hash, .policy = "pytorch",
+					.addresses = "model"};
+		int64_t id;
+		int existed;
+		ck_assert_int_eq(msim_db_store_run_mode(db, &info, &sum, &st,
+							&tl, NULL, 0,
+							MSIM_DB_REPLACE, &id,
+							&existed), 0);
+		msim_timeline_clear(&tl);
+	}
+}
+
+/*
+ * msim_db_restart_wal() (a sweep's parent, while its workers store runs):
+ * the WAL is copied whole and starts over, so the runs stored next
+ * overwrite it from its start instead of making it longer; with truncate
+ * it is emptied.  The writer lock is taken once around it.  Without it,
+ * the same runs make the WAL longer (the control).
+ */
+START_TEST(test_restart_wal)
+{
+	msim_db_t *w, *ck;
+	char why[256];
+	ck_assert_int_eq(msim_db_open(path, &w, why, sizeof(why)), 0);
+	msim_db_defer_checkpoints(w);
+	ck_assert_int_eq(msim_db_open(path, &ck, why, sizeof(why)), 0);
+	wl_count_t c = {0};
+	msim_db_set_writer_lock(ck, wl_lock, wl_unlock, &c);
+	store_batch(w, 0, 6);
+	off_t first = file_size("-wal");
+	ck_assert_int_gt(first, 100000);
+	/* The control: three more runs make the WAL longer. */
+	store_batch(w, 6, 3);
+	off_t grown = file_size("-wal");
+	ck_assert_int_gt(grown, first);
+	ck_assert_int_eq(msim_db_restart_wal(ck, false), 0);
+	ck_assert_int_eq(c.locks, 1);
+	ck_assert_int_eq(c.unlocks, 1);
+	ck_assert_int_eq(file_size("-wal"), grown); /* kept, to be reused */
+	store_batch(w, 9, 3);
+	ck_assert_int_eq(file_size("-wal"), grown);
+	ck_assert_int_eq(msim_db_restart_wal(ck, true), 0);
+	ck_assert_int_eq(c.locks, 2);
+	ck_assert_int_eq(c.unlocks, 2);
+	ck_assert_int_eq(file_size("-wal"), 0);
+	store_batch(w, 12, 1);
+	ck_assert_int_gt(file_size("-wal"), 0);
+	ck_assert_int_lt(file_size("-wal"), first);
+	msim_db_close(w);
+	msim_db_close(ck);
+	ck_assert_int_eq(file_size("-wal"), -1);
+	ck_assert_int_eq(query_int("SELECT count(*) FROM runs"), 13);
+	ck_assert_int_eq(query_int("SELECT count(*) FROM timeline"), 13 * 2000);
+	ck_assert_int_eq(query_int("SELECT sum(allocated_bytes) FROM"
+				   " timeline"),
+			 13 * 3 * (2000 * 1999 / 2) + 2000 * (13 * 12 / 2));
+	ck_assert_int_eq(query_int("SELECT count(*) FROM"
+				   " pragma_integrity_check WHERE"
+				   " integrity_check <> 'ok'"), 0);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -845,6 +990,8 @@ main(void)
 	tcase_add_test(tc, test_packed_rows);
 	tcase_add_test(tc, test_wal_frames_at_commit);
 	tcase_add_test(tc, test_writer_lock);
+	tcase_add_test(tc, test_new_database);
+	tcase_add_test(tc, test_restart_wal);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "sim/error.h"
+#include "sim/grow.h"
 #include "traces/trace_int.h"
 
 #define BIN_MAGIC "\x89MSIMTR\n"
@@ -400,14 +401,8 @@ bin_slots(bin_t *b, uint32_t id)
 static int
 bin_put_id(bin_t *b, uint32_t id)
 {
-	if (b->nfree == b->capfree) {
-		size_t n = b->capfree ? 2 * b->capfree : 256;
-		uint32_t *v = realloc(b->fstack, n * sizeof(*v));
-		if (!v)
-			return MSIM_ENOMEM;
-		b->fstack = v;
-		b->capfree = n;
-	}
+	if (MSIM_GROW(b->fstack, b->capfree, b->nfree + 1, 256))
+		return MSIM_ENOMEM;
 	b->fstack[b->nfree++] = id;
 	return 0;
 }
