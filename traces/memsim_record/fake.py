@@ -601,6 +601,8 @@ SDPA_KERNELS = {
     "_scaled_dot_product_flash_attention_backward": ("flash", True),
 }
 KERNEL_SITES = {
+    "sort": "sort_cuda_kernel temporaries",
+    "multinomial": "multinomial temporaries",
     "sum": "gpu_reduce_kernel global buffer",
     "mean": "gpu_reduce_kernel global buffer",
     "convolution": "cudnn run_conv_plan workspace",
@@ -683,6 +685,8 @@ def run(opt, script, argv):
     watch = rec.watch = known.Watch(rec, "memsim record", getattr(
         opt, "item_repeats", 100000))
 
+    implicit = {}    # OpOverload -> has a CompositeImplicitAutograd kernel
+
     class Track(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
@@ -690,6 +694,25 @@ def run(opt, script, argv):
                 # The fake mode set aside (unset_fake_temporarily: a
                 # DeviceMesh's CPU tensors): real values, nothing to note.
                 return func(*args, **kwargs)
+            imp = implicit.get(func)
+            if imp is None:
+                imp = implicit[func] = func.name().startswith("aten::") \
+                    and torch._C._dispatch_has_kernel_for_dispatch_key(
+                        func.name(), "CompositeImplicitAutograd")
+            if imp:
+                # Only under torch.inference_mode (no autograd key to
+                # decompose it) does an op with a CompositeImplicitAutograd
+                # kernel (linear, conv2d, to, ...) come here: run that
+                # kernel here, as autograd would, so that its ops (addmm,
+                # convolution, _to_copy) and their kernels' workspaces
+                # are recorded as outside inference mode.  The C++
+                # kernel, as the GPU runs it, not a Python one that
+                # torch._decomp registers for tracing (its dropout clones
+                # the input in eval, ATen's returns it).
+                with self:
+                    return func._op_dk(
+                        torch._C.DispatchKey.CompositeImplicitAutograd,
+                        *args, **kwargs)
             name = func.overloadpacket.__name__
             watch.tick()
             if func is aten._local_scalar_dense.default:
@@ -867,6 +890,12 @@ def run(opt, script, argv):
                     # offset first, then the output and the stats
                     # (run_cudnn_SDP_fprop), as the H200's frames show.
                     flat = flat[6:8] + flat[:6] + flat[8:]
+                    if len(args) > 4 and args[4] is False:
+                        # compute_log_sumexp off (no gradient wanted):
+                        # _cudnn_attention_forward makes no softmax stats,
+                        # which the meta kernel returns all the same (the
+                        # H200's no_grad and inference_mode traces).
+                        del flat[3]
                 note_all(flat, name)
                 if name == "native_layer_norm_backward" and \
                         isinstance(args[0], torch.Tensor) and \
@@ -877,7 +906,7 @@ def run(opt, script, argv):
                               "temporary", "layer_norm contiguous copy",
                               key=ln_copies[-1])
                 blas_workspaces(name, args)
-                temps(name, kernel_events(name, args, "forward", out))
+                temps(name, kernel_events(name, args, "forward", out, kwargs))
                 if emb:
                     run_events(emb[1], emb_keys,
                                "embedding_backward_cuda_kernel temporaries")
@@ -988,7 +1017,7 @@ def run(opt, script, argv):
                     continue
                 note(s, name)
 
-    def kernel_events(name, args, phase, out):
+    def kernel_events(name, args, phase, out, kwargs=None):
         """The kernel's own temporaries (kernels.py) for the device
         named; [] for ops without any."""
         try:
@@ -1044,6 +1073,29 @@ def run(opt, script, argv):
                     x.element_size(), 8 if x.element_size() == 8 else 4,
                     int(x.storage_offset()), major, minor,
                     devices.DEVICES[opt.device][4])
+            if name in ("sort", "multinomial"):
+                x = args[0] if args else None
+                if not isinstance(x, torch.Tensor) or \
+                        x.device.type != "cuda":
+                    return []
+                kwargs = kwargs or {}
+                if name == "sort":
+                    dim = kwargs.get("dim", args[1] if len(args) > 1 and
+                                     isinstance(args[1], int) else -1)
+                    if x.dim() == 0:
+                        return []
+                    from torch._prims_common import \
+                        is_non_overlapping_and_dense_or_false as dense_
+                    dense = dense_(x) and \
+                        x.stride(dim % x.dim()) == 1
+                    return kernels.sort(tuple(x.shape), dense, dim,
+                                        x.element_size())
+                ns = args[1] if len(args) > 1 else kwargs.get("num_samples")
+                rp = args[2] if len(args) > 2 else \
+                    kwargs.get("replacement", False)
+                return kernels.multinomial(
+                    tuple(x.shape), x.element_size(), int(ns), bool(rp),
+                    out.numel() if isinstance(out, torch.Tensor) else 0)
             if name in ("mse_loss", "smooth_l1_loss", "huber_loss"):
                 # mse_loss_out and its kin (Loss.cpp): with a reduction,
                 # the elementwise loss goes to a TensorIterator temporary

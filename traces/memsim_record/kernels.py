@@ -47,6 +47,8 @@ what the H200 showed is that it follows the layout:
 Not modelled: fp32 backward-weight engines with workspaces of hundreds of
 MB unrelated to the operands (a few 5x5 and 7x7 or short-reduction
 calls of the grids).
+Half-precision NCHW: the transposed weight and output have K padded
+to a multiple of 8 (forward and backward-data; the grid's K = 4 calls).
 Not measured (no temporaries modelled): grouped and depthwise
 convolutions, transposed convolutions, 1-D and 3-D convolutions.  Other
 devices: the sm90 rules are assumed for sm70 and newer (the NHWC tensor
@@ -118,6 +120,15 @@ def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
     x = _prod(x_shape) * itemsize
     y = _prod(y_shape) * itemsize
     w = _prod(w_shape) * itemsize
+    if itemsize == 2 and not channels_last and phase != "weight":
+        # fp16/bf16 NCHW: the NHWC tensor-core engines transpose the
+        # weight and output with K padded to a multiple of 8 (the grid's
+        # half-precision K = 4 convolutions: 20 of 23 forward and 17 of
+        # 18 backward-data workspaces exact with K padded, 3 and 0
+        # without)
+        k = int(w_shape[0])
+        w = w // k * _pad(k, 8)
+        y = y // k * _pad(k, 8)
     w32 = _prod(w_shape) * 4
     if channels_last:
         size = w if phase in ("forward", "weight") and not weight_cl else 0
@@ -357,3 +368,103 @@ def reduce(shape, strides, reduce_dims, itemsize, acc_size, offset, major,
         size *= bw * output_vec_size
     return [("alloc", "buffer", size), ("alloc", "semaphores", 4 * grid),
             ("free", "buffer"), ("free", "semaphores")]
+
+
+def _r256(n):
+    return _pad(n, 256)
+
+
+def _cub_radix_temp(n, key_bytes, value_bytes, bits):
+    """cub::DeviceRadixSort's temporary storage for N keys (and values)
+    sorted on BITS bits, as at::cuda::cub::radix_sort_pairs / _keys ask
+    the caching allocator for it: 8-bit digits, one pass each; with more
+    than one pass the alternate key and value buffers (n * key_bytes,
+    n * value_bytes), the passes' 256-bin histograms of 8-byte counts, a
+    256-byte block, each rounded to 256 bytes, and 255 bytes of
+    alignment slack (cub's AliasTemporaries).  Not modelled: the onesweep
+    look-back tile states (1 KiB per tile of about 5400 keys: 12 KiB at
+    64000 keys)."""
+    passes = max(1, -(-bits // 8))
+    alt = _r256(n * key_bytes) + _r256(n * value_bytes) if passes > 1 else 0
+    return alt + _r256(passes * 256 * 8) + 256 + 255
+
+
+def sort(shape, dense, dim, itemsize):
+    """Temporaries of a CUDA sort (at::native::sort_cuda_kernel) of a
+    tensor of SHAPE along DIM (DENSE: non-overlapping and dense, stride 1
+    along DIM), after its values and indices:
+    none up to 4096 keys a slice (should_use_small_sort: an in-place
+    bitonic sort); a slice not dense along DIM is first copied (self_,
+    values_tmp, indices_tmp); then launch_stable_sort_kernel: a single
+    slice (or 10^6 keys a slice) sorts with one index array and a
+    radix_sort_pairs a slice (segmented_sort_large_segments); fewer than
+    128 slices sort all keys at once with (index, segment) pairs
+    (segmented_sort_pairs_by_full_sort: two n * 8-byte arrays, the keys'
+    output of a radix_sort_pairs on float keys and int2 values, then a
+    radix_sort_keys on the segment bits); more slices take cub's
+    segmented sort (its reverse indices; cub's own storage not modelled).
+    Events as in kernels' docstring; the H200 (torch 2.11) showed them in
+    this order for top-p sampling's sort of (4, 16000) and (8, 16000)
+    fp32 logits."""
+    nd = len(shape)
+    if nd == 0:
+        return []
+    dim %= nd
+    nsort = int(shape[dim])
+    n = _prod(shape)
+    if n == 0 or nsort <= 4096:
+        return []
+    ev = []
+    if not dense:
+        ev += [("alloc", "self_", n * itemsize),
+               ("alloc", "values_tmp", n * itemsize),
+               ("alloc", "indices_tmp", n * 8)]
+    nseg = n // nsort
+    if nseg == 1 or nsort >= 1000000:
+        ev.append(("alloc", "indices", nsort * 8))
+        for _ in range(nseg):
+            ev += [("alloc", "cub", _cub_radix_temp(nsort, itemsize, 8,
+                                                    itemsize * 8)),
+                   ("free", "cub")]
+        ev.append(("free", "indices"))
+    elif nseg < 128:
+        bits = max(1, math.ceil(math.log2(nseg)))
+        ev += [("alloc", "i_s", n * 8), ("alloc", "i_s2", n * 8),
+               ("alloc", "keys_out", n * itemsize),
+               ("alloc", "cub", _cub_radix_temp(n, itemsize, 8,
+                                                itemsize * 8)),
+               ("free", "cub"), ("free", "keys_out"),
+               ("alloc", "cub2", _cub_radix_temp(n, 8, 0, bits)),
+               ("free", "cub2"), ("free", "i_s2"), ("free", "i_s")]
+    else:
+        ev += [("alloc", "reverse", n * 8), ("free", "reverse")]
+    if not dense:
+        ev += [("free", "indices_tmp"), ("free", "values_tmp"),
+               ("free", "self_")]
+    return ev
+
+
+def multinomial(shape, itemsize, n_sample, replacement, out_numel):
+    """Temporaries of at::native::multinomial without replacement or for
+    one sample (the exponential-race fast path, Distributions.cpp):
+    the checks ((self.max() < inf) & (self.min() >= 0), then
+    self.sum(-1) == 0 reduced to one bool), q = empty_like(self)
+    (self / Exp(1) samples), and for several samples the values of
+    topk(q); the argmax or topk writes the output.  In the order the H200
+    (torch 2.11) showed for top-p sampling's (4, 16000) and (8, 16000)
+    probabilities; none for sampling with replacement."""
+    if replacement and n_sample > 1:
+        return []
+    rows = int(shape[0]) if len(shape) == 2 else 1
+    n = _prod(shape)
+    ev = [("alloc", "max", itemsize), ("alloc", "lt", 1),
+          ("alloc", "min", itemsize), ("alloc", "ge", 1),
+          ("alloc", "valid", 1),
+          ("free", "ge"), ("free", "min"), ("free", "lt"), ("free", "max"),
+          ("alloc", "sum", rows * itemsize), ("alloc", "eq", rows),
+          ("alloc", "zero", 1), ("free", "eq"), ("free", "sum"),
+          ("alloc", "q", n * itemsize)]
+    if n_sample > 1:
+        ev += [("alloc", "vals", out_numel * itemsize), ("free", "vals")]
+    ev += [("free", "q"), ("free", "zero"), ("free", "valid")]
+    return ev

@@ -35,6 +35,16 @@ import time
 
 UNKNOWN = object()
 
+# Scores of unknown value compared with a finite sentinel of at least this
+# magnitude are assumed to lie strictly inside (-SENTINEL, SENTINEL):
+# transformers marks "no score" with -1e9 (_beam_search's initial beam
+# scores, _check_early_stop_heuristic's worst_finished_score while no beam
+# has finished, _update_finished_beams' penalties), and a log-probability
+# of a finite logit is far above it.  Infinities are not sentinels here:
+# masked logits are -inf themselves (top-k/top-p filters), so x > -inf
+# stays unknown.
+SENTINEL = 1e9
+
 # Ops whose output holds the value of their first argument's elements
 # (views, copies, gathers: every element comes from the input).
 SAME = frozenset((
@@ -152,7 +162,8 @@ class Known:
         forgets what it overwrote."""
         if not self.vals and name not in CREATE and name not in (
                 "full", "full_like", "new_full", "scalar_tensor",
-                "lift_fresh", "lift_fresh_copy", "fill", "fill_"):
+                "lift_fresh", "lift_fresh_copy", "fill", "fill_",
+                "gt", "lt", "ge", "le"):     # (x > -1e9: SENTINEL)
             return
         written = self.written.get(func)
         if written is None:
@@ -296,6 +307,20 @@ class Known:
                 if not isinstance(other, self.tensor) or \
                         not other.dtype.is_floating_point:
                     return 0
+            u = args[0] if a is UNKNOWN else args[1]
+            if name in ("lt", "le", "gt", "ge") and \
+                    isinstance(u, self.tensor) and \
+                    u.dtype.is_floating_point and \
+                    isinstance(k, (int, float)) and \
+                    not isinstance(k, bool) and abs(k) >= SENTINEL and \
+                    math.isfinite(k):
+                # a score against a "minus infinity" sentinel
+                if self.assume:
+                    self.assume("compare:sentinel")
+                lo = k <= -SENTINEL        # the sentinel is below
+                if a is UNKNOWN:           # x OP k
+                    return lo if name in ("gt", "ge") else not lo
+                return not lo if name in ("gt", "ge") else lo   # k OP x
             return UNKNOWN
         if name == "div":
             if kwargs.get("rounding_mode") is not None or b == 0:
