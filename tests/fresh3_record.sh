@@ -74,4 +74,18 @@ for b in 4 1 4 1 1 16 4 1 256000; do want="$want$m:$b "; done
 want="${want}cuBLAS workspace:33554432 cuBLASLt workspace:1048576 $c:$((65536 + 9216 + 8192)) $c:$((8192 + 4096 + 4096)) "
 [ "$got" = "$want" ] || fail "kernels: $got, want $want"
 
+# An op with a kernel of its own beside its CompositeImplicitAutograd one
+# (silu_backward: math_silu_backward) runs that kernel, outside inference
+# mode too: SiLU's backward on (256, 1024) fp32 makes its one gradient
+# (1 MiB), not the math version's temporaries.
+cat >"$tmp/silu.py" <<'PY'
+import torch
+x = torch.randn(256, 1024, device="cuda", requires_grad=True)
+torch.nn.functional.silu(x).sum().backward()
+PY
+$MEMSIM record -o "$tmp/silu.csv" -- "$PY" "$tmp/silu.py" 2>"$tmp/err" ||
+	fail "record silu: $(tail -3 "$tmp/err")"
+got=$(awk -F, '$3 == "alloc" && $8 ~ /SiluBackward0/ { printf "%s ", $5 }' "$tmp/silu.csv")
+[ "$got" = "1048576 " ] || fail "silu backward: $got"
+
 finish fresh3_record.sh

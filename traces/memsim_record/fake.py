@@ -696,16 +696,22 @@ def run(opt, script, argv):
                 return func(*args, **kwargs)
             imp = implicit.get(func)
             if imp is None:
-                imp = implicit[func] = func.name().startswith("aten::") \
-                    and torch._C._dispatch_has_kernel_for_dispatch_key(
-                        func.name(), "CompositeImplicitAutograd")
+                has = torch._C._dispatch_has_kernel_for_dispatch_key
+                nm = func.name()
+                imp = implicit[func] = nm.startswith("aten::") and \
+                    has(nm, "CompositeImplicitAutograd") and not any(
+                        has(nm, k) for k in ("CUDA", "CPU",
+                                             "CompositeExplicitAutograd"))
             if imp:
                 # Only under torch.inference_mode (no autograd key to
-                # decompose it) does an op with a CompositeImplicitAutograd
-                # kernel (linear, conv2d, to, ...) come here: run that
-                # kernel here, as autograd would, so that its ops (addmm,
-                # convolution, _to_copy) and their kernels' workspaces
-                # are recorded as outside inference mode.  The C++
+                # decompose it) does an op whose only kernel is a
+                # CompositeImplicitAutograd one (linear, conv2d, to, ...)
+                # come here: run that kernel here, as autograd would, so
+                # that its ops (addmm, convolution, _to_copy) and their
+                # kernels' workspaces are recorded as outside inference
+                # mode.  An op with a kernel of its own (silu_backward:
+                # CPU and CUDA kernels beside math_silu_backward) runs
+                # that kernel on the GPU and is not decomposed.  The C++
                 # kernel, as the GPU runs it, not a Python one that
                 # torch._decomp registers for tracing (its dropout clones
                 # the input in eval, ATen's returns it).
