@@ -1163,14 +1163,7 @@ def run(opt, script, argv):
     def temps(name, events):
         """Allocations through the fake allocator, freed in the order
         the kernel frees them: category temporary, site the kernel."""
-        site = KERNEL_SITES.get(name, name)
-        keys = {}
-        for ev in events:
-            if ev[0] == "alloc":
-                keys[ev[1]] = object()
-                rec.alloc(ev[2], "temporary", site, key=keys[ev[1]])
-            else:
-                rec.free(keys.pop(ev[1]))
+        run_events(events, {}, KERNEL_SITES.get(name, name))
 
     def inner(t):
         """The CUDA tensors that hold T's memory.  A wrapper subclass
