@@ -120,12 +120,10 @@ START_TEST(test_cap)
 END_TEST
 
 static int64_t
-count_runs(const char *where)
+count_sql(const char *sql)
 {
 	sqlite3 *db;
 	sqlite3_stmt *q;
-	char sql[256];
-	snprintf(sql, sizeof(sql), "SELECT count(*) FROM runs WHERE %s", where);
 	ck_assert_int_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
 	ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
 	ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
@@ -133,6 +131,14 @@ count_runs(const char *where)
 	sqlite3_finalize(q);
 	sqlite3_close(db);
 	return n;
+}
+
+static int64_t
+count_runs(const char *where)
+{
+	char sql[256];
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM runs WHERE %s", where);
+	return count_sql(sql);
 }
 
 START_TEST(test_store_once)
@@ -176,20 +182,6 @@ START_TEST(test_store_once)
 				    "run_id FROM peak_blocks)"), 2);
 }
 END_TEST
-
-static int64_t
-count_sql(const char *sql)
-{
-	sqlite3 *db;
-	sqlite3_stmt *q;
-	ck_assert_int_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
-	ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
-	ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
-	int64_t n = sqlite3_column_int64(q, 0);
-	sqlite3_finalize(q);
-	sqlite3_close(db);
-	return n;
-}
 
 /*
  * The blocks at peak of a job replayed from a trace read once (a sweep's)

@@ -760,6 +760,25 @@ START_TEST(test_writer_lock)
 }
 END_TEST
 
+/* Stores a run of the given requests with timeline tl (cleared) under
+ * trace hash hash, replacing any run of that setting; returns its id. */
+static int64_t
+store_timeline(msim_db_t *db, const char *hash, uint64_t requests,
+	       msim_timeline_t *tl)
+{
+	msim_stats_t st = {0};
+	msim_summary_t sum = {.requests = requests, .oom_request = -1};
+	msim_run_info_t info = {.trace_path = "t.csv", .trace_hash = hash,
+				.policy = "pytorch", .addresses = "model"};
+	int64_t id;
+	int existed;
+	ck_assert_int_eq(msim_db_store_run_mode(db, &info, &sum, &st, tl,
+						NULL, 0, MSIM_DB_REPLACE, &id,
+						&existed), 0);
+	msim_timeline_clear(tl);
+	return id;
+}
+
 /*
  * The connection that writes gathers a transaction's WAL frames and
  * writes them at its commit (sim/results.c, VFS memsim-wal): another
@@ -787,21 +806,9 @@ START_TEST(test_wal_frames_at_commit)
 				.allocated = 7 * i + k, .reserved = 13 * i,
 				.active = 7 * i + k, .largest_free = i % 1000,
 				.free = (uint64_t)i});
-		msim_stats_t st = {0};
-		msim_summary_t sum = {.requests = (uint64_t)n,
-				      .oom_request = -1};
 		char hash[16];
 		snprintf(hash, sizeof(hash), "h%d", (int)k);
-		msim_run_info_t info = {.trace_path = "t.csv",
-					.trace_hash = hash, .policy = "pytorch",
-					.addresses = "model"};
-		int64_t id;
-		int existed;
-		ck_assert_int_eq(msim_db_store_run_mode(db, &info, &sum, &st,
-							&tl, NULL, 0,
-							MSIM_DB_REPLACE, &id,
-							&existed), 0);
-		msim_timeline_clear(&tl);
+		int64_t id = store_timeline(db, hash, (uint64_t)n, &tl);
 		char sql[200];
 		snprintf(sql, sizeof(sql), "SELECT count(*), sum(allocated_bytes),"
 			 " sum(reserved_bytes), max(request) FROM timeline"
@@ -908,20 +915,9 @@ store_batch(msim_db_t *db, int first, int n)
 			msim_timeline_add(&tl, &(msim_sample_t){
 				.request = (uint64_t)i, .allocated = 3 * i + k,
 				.reserved = 5 * i, .active = 3 * i + k});
-		msim_stats_t st = {0};
-		msim_summary_t sum = {.requests = 2000, .oom_request = -1};
 		char hash[16];
 		snprintf(hash, sizeof(hash), "r%d", k);
-		msim_run_info_t info = {.trace_path = "t.csv",
-					.trace_hash = hash, .policy = "pytorch",
-					.addresses = "model"};
-		int64_t id;
-		int existed;
-		ck_assert_int_eq(msim_db_store_run_mode(db, &info, &sum, &st,
-							&tl, NULL, 0,
-							MSIM_DB_REPLACE, &id,
-							&existed), 0);
-		msim_timeline_clear(&tl);
+		store_timeline(db, hash, 2000, &tl);
 	}
 }
 
