@@ -47,6 +47,19 @@ expect() {
 json() { sed -n "s/^ *\"$1\": \\(-*[0-9]*\\),*$/\\1/p" "$2"; }
 
 n=0; same=0
+# sim_events SEGMENTS.csv: the net change of reserved bytes per request.
+sim_events() {
+	awk -F, 'NR > 1 {
+		d = ($2 == "segment_alloc") ? $4 : ($2 == "segment_free") ? -$4 : 0
+		if (!($1 in net)) order[k++] = $1
+		net[$1] += d
+	} END {
+		print "request,delta"
+		for (i = 0; i < k; i++)
+			if (net[order[i]]) printf "%s,%.0f\n", order[i], net[order[i]]
+	}' "$1"
+}
+
 for tsv in "$DATA"/validate/cupy/real.tsv "$DATA"/validate/jax/real.tsv; do
 	grep -v '^#' "$tsv" | tail -n +2 >"$tmp/rows"
 	while IFS='	' read -r trace policy conf reserved allocated oom events end; do
@@ -60,16 +73,7 @@ for tsv in "$DATA"/validate/cupy/real.tsv "$DATA"/validate/jax/real.tsv; do
 			>"$tmp/run.json" || { fail "$what: run"; continue; }
 		[ "$(json oom_request "$tmp/run.json")" = "$oom" ] ||
 			fail "$what: OOM request"
-		# Net change of reserved bytes per request.
-		awk -F, 'NR > 1 {
-			d = ($2 == "segment_alloc") ? $4 : ($2 == "segment_free") ? -$4 : 0
-			if (!($1 in net)) order[k++] = $1
-			net[$1] += d
-		} END {
-			print "request,delta"
-			for (i = 0; i < k; i++)
-				if (net[order[i]]) printf "%s,%.0f\n", order[i], net[order[i]]
-		}' "$tmp/seg.csv" >"$tmp/sim.csv"
+		sim_events "$tmp/seg.csv" >"$tmp/sim.csv"
 		cmp -s "$tmp/sim.csv" "$DATA/validate/$events" && same=$((same + 1))
 		for check in $(expect "$events"); do
 			case $check in
@@ -87,19 +91,6 @@ for tsv in "$DATA"/validate/cupy/real.tsv "$DATA"/validate/jax/real.tsv; do
 done
 [ "$n" -eq 34 ] || fail "read $n rows, expected 34"
 echo "realpools: $same of $n real runs with the same device calls"
-
-# sim_events SEGMENTS.csv: the net change of reserved bytes per request.
-sim_events() {
-	awk -F, 'NR > 1 {
-		d = ($2 == "segment_alloc") ? $4 : ($2 == "segment_free") ? -$4 : 0
-		if (!($1 in net)) order[k++] = $1
-		net[$1] += d
-	} END {
-		print "request,delta"
-		for (i = 0; i < k; i++)
-			if (net[order[i]]) printf "%s,%.0f\n", order[i], net[order[i]]
-	}' "$1"
-}
 
 # CuPy recordings: the run's OOM is a recorded one (an oom row), which the
 # replay must repeat there (num_ooms 1, the last of oom + 1 requests).
