@@ -1373,23 +1373,19 @@ msim_trace_next(msim_trace_t *t, msim_req_t *req_out)
 		}
 		if (t->opt.hidden_empty_cache && !pool_run) {
 			switch (e.action) {
-			case MSIM_ACT_EMPTY_CACHE:
-				if (t->in_run) {
-					/* A run before it: rule a. */
-					t->in_run = false;
-					t->empty_caches++;
-					t->la = e;
-					t->have_la = true;
-					goto empty_cache;
-				}
-				t->in_call = true;
-				t->run_time_us = e.time_us;
-				continue;
 			case MSIM_ACT_SEGMENT_FREE:
 			case MSIM_ACT_SEGMENT_UNMAP:
 				t->in_run = true;
 				t->run_time_us = e.time_us;
 				continue;
+			case MSIM_ACT_EMPTY_CACHE:
+				if (!t->in_run) {
+					t->in_call = true;
+					t->run_time_us = e.time_us;
+					continue;
+				}
+				/* A run before it is a call of its own. */
+				/* fall through */
 			case MSIM_ACT_ALLOC:
 			case MSIM_ACT_FREE_REQUESTED:
 			case MSIM_ACT_FREE_COMPLETED:
