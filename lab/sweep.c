@@ -1667,6 +1667,7 @@ sweep_load(msim_sweep_t *sw, const size_t *list, size_t n)
 		return;
 	msim_job_spec_t plain = {0};
 	msim_trace_options_t topt = msim_job_trace_options(&plain);
+	topt.unhashed = true; /* the plan hashed it */
 	for (size_t t = 0; t < sw->ntraces; t++) {
 		size_t uses = 0;
 		for (size_t i = 0; i < n; i++)
@@ -1685,6 +1686,7 @@ sweep_load_paths(msim_sweep_t *sw)
 {
 	msim_job_spec_t plain = {0};
 	msim_trace_options_t topt = msim_job_trace_options(&plain);
+	topt.unhashed = true; /* the plan hashed it */
 	for (size_t t = 0; t < sw->npreload; t++)
 		if (sw->preload_paths[t])
 			msim_trace_cache_load(&sw->caches[t],
