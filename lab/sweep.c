@@ -9,7 +9,8 @@
  * next setting from a counter in shared memory, so a slow setting does not
  * hold up the others, and each writes its result in its own transaction,
  * taking turns at a lock in that memory (sweep_wlock()); the parent copies
- * the WAL into the database while they run.
+ * the WAL into the database while they run.  Into a new database they
+ * start before it is made, and wait for it only to store (worker_db()).
  * On Linux a worker dies with its parent (PR_SET_PDEATHSIG), so a killed
  * sweep leaves no orphans; elsewhere workers notice the parent is gone
  * before their next setting.
@@ -1527,9 +1528,11 @@ worker_loop(exec_ctx_t *x, int inline_progress, size_t skipped, size_t total)
 			atomic_fetch_add(&x->sh->failed, 1);
 			if (x->o->error)
 				x->o->error(x->o->ctx, s, why);
-			if (worker_db(&w, &sweep_id))
-				sweep_store_failed(w.db, x->sweep_id, s,
-						   "failed", why);
+			if (!worker_db(&w, &sweep_id)) {
+				atomic_store(&x->sh->cur[x->slot], 0);
+				break;
+			}
+			sweep_store_failed(w.db, x->sweep_id, s, "failed", why);
 		} else {
 			if (x->unfail)
 				msim_db_sweep_unfail(w.db, x->sweep_id, s->key);
