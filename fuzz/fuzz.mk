@@ -52,6 +52,27 @@ corpus: $(TOP)/memsim
 	  $(TOP)/memsim convert -t bin work/csv/$$w work/bin/$$w >/dev/null; \
 	  $(TOP)/memsim convert -t bin work/replay_csv/$$w work/replay_bin/$$w >/dev/null; \
 	done
+	# Private pools (pool_create flags, pool_restore and the allocs it
+	# places), cuda-async across streams, CuPy recordings with addresses.
+	for f in restore restore_norow capture ownalloc mempool_del \
+	  oom_on.real nosplit_on.real delpool.real checkpoint.real; do \
+	  cp $(TOP)/tests/data/pools/$$f.csv work/replay_csv/pools-$$f; \
+	  cp $(TOP)/tests/data/pools/$$f.csv work/csv/pools-$$f; \
+	  $(TOP)/memsim convert -t bin $(TOP)/tests/data/pools/$$f.csv \
+	    work/replay_bin/pools-$$f >/dev/null; \
+	done
+	cp seeds/*.csv work/replay_csv/
+	for f in seeds/*.csv; do $(TOP)/memsim convert -t bin $$f \
+	  work/replay_bin/$$(basename $$f .csv) >/dev/null; done
+	for r in prefetch_2stream.581713920 resnet50_amp.2122403840; do \
+	  cp $(TOP)/tests/data/validate/cupy/rec/$$r.msimtr work/replay_bin/cupy-$$r; \
+	  $(TOP)/memsim convert -t csv work/replay_bin/cupy-$$r work/cupy.csv >/dev/null; \
+	  head -n 150 work/cupy.csv > work/replay_csv/cupy-$$r; \
+	done
+	rm -f work/cupy.csv
+	for f in pool_late pool_full mempool_live graph_late; do \
+	  cp $(TOP)/tests/data/pools/$$f.pickle work/replay_pickle/pools-$$f; \
+	  cp $(TOP)/tests/data/pools/$$f.pickle work/pickle/pools-$$f; done
 	python3 seeds.py $(TOP)/tests/data/pickles/resnet50_amp.frames.pickle work/pickle/frames
 	python3 seeds.py $(TOP)/tests/data/pickles/train_eval_emptycache.pickle work/pickle/tee
 	cp work/pickle/* work/replay_pickle/
