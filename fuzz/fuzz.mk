@@ -80,6 +80,10 @@ corpus: $(TOP)/memsim
 	printf 'roundup_power2_divisions:[256:1,512:2,>:8],expandable_segments:True\n' > work/conf/rp2
 	printf 'model:arch=gpt2,layers=2,hidden=64,heads=2,batch=1,seq=8\n' > work/conf/model
 	printf 'max_split_size_mb:128\n# comment\ngarbage_collection_threshold:0.8,cap:1GiB\npolicy:bfc\n' > work/settings/s1
+	# Settings that also run into a database (settings_fuzzer.c's mode):
+	# once, then skipped; once, then replaced (--force).
+	printf 'policy:pytorch,max_split_size_mb:128\npolicy:pytorch,expandable_segments:True\n' > work/settings/run
+	printf 'policy:pytorch,max_split_size_mb:256\npolicy:cupy,limit:1073741824\n#\n' > work/settings/force
 
 clean:
 	rm -rf $(TARGETS) obj work crashes
