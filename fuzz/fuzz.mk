@@ -35,6 +35,11 @@ fuzz_conf: conf_fuzzer.c $(HDRS) obj/libfuzzmemsim.a
 fuzz_settings: settings_fuzzer.c $(HDRS) obj/libfuzzmemsim.a
 	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< obj/libfuzzmemsim.a $(LIBS)
 
+# Turns a binary finding into the file the target read (its checksums
+# fixed up): ./bin_fix crashes/replay_bin/crash-... out.msimtr
+bin_fix: bin_fix.c bin_fixup.h
+	$(CC) -g -O1 -I$(TOP) -I$(TOP)/.. -o $@ bin_fix.c $(TOP)/.libs/libmemsim_core.a $(LIBS)
+
 fuzz_replay_%: replay_fuzzer.c $(HDRS) obj/libfuzzmemsim.a
 	$(CC) $(CFLAGS) -fsanitize=fuzzer -DFUZZ_FORMAT='"$*"' -o $@ $< obj/libfuzzmemsim.a $(LIBS)
 
@@ -86,6 +91,6 @@ corpus: $(TOP)/memsim
 	printf 'policy:pytorch,max_split_size_mb:256\npolicy:cupy,limit:1073741824\n#\n' > work/settings/force
 
 clean:
-	rm -rf $(TARGETS) obj work crashes
+	rm -rf $(TARGETS) bin_fix obj work crashes
 
 .PHONY: all corpus clean
