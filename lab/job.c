@@ -315,7 +315,7 @@ job_hash(msim_job_t *j, msim_job_err_t *err)
 		msim_hash_update(&h, mspec, strlen(mspec));
 		snprintf(j->hash, sizeof(j->hash), "%016" PRIx64,
 			 msim_hash_final(&h));
-	} else if (j->in.trace && msim_trace_ended(j->in.trace)) {
+	} else if (j->in.trace && msim_trace_hashed(j->in.trace)) {
 		snprintf(j->hash, sizeof(j->hash), "%016" PRIx64,
 			 msim_trace_hash(j->in.trace));
 	} else {

@@ -9,7 +9,8 @@
  * next setting from a counter in shared memory, so a slow setting does not
  * hold up the others, and each writes its result in its own transaction,
  * taking turns at a lock in that memory (sweep_wlock()); the parent copies
- * the WAL into the database while they run.
+ * the WAL into the database while they run.  Into a new database they
+ * start before it is made, and wait for it only to store (worker_db()).
  * On Linux a worker dies with its parent (PR_SET_PDEATHSIG), so a killed
  * sweep leaves no orphans; elsewhere workers notice the parent is gone
  * before their next setting.
@@ -1248,6 +1249,17 @@ msim_sweep_spec_hash(const msim_sweep_t *sw)
 /* ---------------------------------------------------------------- */
 /* One setting                                                       */
 
+/* Where a setting's run is stored: db, or (db NULL, late set) the
+ * database late() gives once the run has replayed, with the sweep's id
+ * it sets (a sweep's first settings replay while the parent makes a new
+ * database: msim_sweep_exec()); late() NULL: the run is not stored. */
+typedef struct store_to_s {
+	msim_db_t *db;
+	int64_t sweep_id;
+	msim_db_t *(*late)(void *ctx, int64_t *sweep_id);
+	void *ctx;
+} store_to_t;
+
 /*
  * msim_setting_run() with, for a setting replayed from a trace read once
  * (s->cache), *peak: the earliest request of the peak of reserved bytes
@@ -1258,8 +1270,8 @@ msim_sweep_spec_hash(const msim_sweep_t *sw)
  * (lab/job.c), a copy a pass over the policy's blocks.
  */
 static int
-setting_run(const msim_setting_t *s, uint64_t capacity, msim_db_t *db,
-	    int mode, int64_t sweep_id, uint64_t *peak, int64_t *run_id_out,
+setting_run(const msim_setting_t *s, uint64_t capacity, store_to_t to,
+	    int mode, uint64_t *peak, int64_t *run_id_out,
 	    int *existed_out, msim_summary_t *sum, msim_stats_t *st,
 	    char *why, size_t whylen)
 {
@@ -1277,7 +1289,7 @@ setting_run(const msim_setting_t *s, uint64_t capacity, msim_db_t *db,
 						       : *peak - *peak / 128;
 	msim_job_t *job;
 	msim_job_err_t err;
-	int rc = msim_job_open(&spec, db != NULL, &job, &err);
+	int rc = msim_job_open(&spec, to.db || to.late, &job, &err);
 	if (!rc)
 		rc = msim_job_run(job, &err);
 	uint64_t at;
@@ -1285,8 +1297,13 @@ setting_run(const msim_setting_t *s, uint64_t capacity, msim_db_t *db,
 	    msim_device_peak(msim_sim_device(msim_job_sim(job)), &at) &&
 	    at < *peak)
 		*peak = at;
-	if (!rc && db)
-		rc = msim_job_store(job, db, mode, sweep_id, run_id_out,
+	if (!rc && !to.db && to.late &&
+	    !(to.db = to.late(to.ctx, &to.sweep_id))) {
+		rc = MSIM_EDB;
+		snprintf(err.msg, sizeof(err.msg), "no database to store in");
+	}
+	if (!rc && to.db)
+		rc = msim_job_store(job, to.db, mode, to.sweep_id, run_id_out,
 				    existed_out, &err);
 	if (rc)
 		snprintf(why, whylen, "%s", err.msg);
@@ -1304,7 +1321,8 @@ msim_setting_run(const msim_setting_t *s, uint64_t capacity,
 		 int64_t *run_id_out, int *existed_out, msim_summary_t *sum,
 		 msim_stats_t *st, char *why, size_t whylen)
 {
-	return setting_run(s, capacity, db, mode, sweep_id, NULL, run_id_out,
+	store_to_t to = {db, sweep_id, NULL, NULL};
+	return setting_run(s, capacity, to, mode, NULL, run_id_out,
 			   existed_out, sum, st, why, whylen);
 }
 
@@ -1319,6 +1337,10 @@ typedef struct shared_s {
 	atomic_size_t failed;  /* settings that failed */
 	pthread_mutex_t wlock; /* the workers' writer lock (sweep_wlock()) */
 	bool wlock_ok;         /* whether it could be made */
+	/* A database made after the fork (exec_ctx_t.ready): 1 once made,
+	 * with the sweep's id, -1 if it could not be. */
+	atomic_int made;
+	int64_t sweep_id;
 	atomic_size_t cur[];   /* per worker slot: 1 + the setting in hand's
 				* index into pending, 0 none; a crashed
 				* worker's setting is failed by name */
@@ -1340,6 +1362,11 @@ typedef struct exec_ctx_s {
 	 * now is forgotten there (msim_db_sweep_unfail()).  Without any,
 	 * that is a statement and a write lock a setting saved. */
 	bool unfail;
+	/* The read end of a pipe whose write end the parent closes once it
+	 * has made the database (sh->made): workers forked before wait for
+	 * it before they store; -1: made before the fork. */
+	int ready;
+	int ready_w; /* its write end, which a worker closes; -1: closed */
 } exec_ctx_t;
 
 /*
@@ -1394,23 +1421,67 @@ sweep_wunlock(void *ctx)
 	w->held = false;
 }
 
+/* A worker's connection, opened at its first use (worker_db()). */
+typedef struct worker_s {
+	exec_ctx_t *x;
+	msim_db_t *db;
+	wlock_t wl;
+	bool failed; /* the database could not be opened, or made */
+} worker_t;
+
+/*
+ * The worker's connection: opened the first time, once the database is
+ * made (x->ready: at EOF, the parent has made it or failed to), with the
+ * sweep's id.  NULL if it cannot be (said once through o->error, unless
+ * the parent failed to make the database: the parent says why).
+ */
+static msim_db_t *
+worker_db(void *ctx, int64_t *sweep_id)
+{
+	worker_t *w = ctx;
+	exec_ctx_t *x = w->x;
+	if (w->db || w->failed) {
+		*sweep_id = x->sweep_id;
+		return w->db;
+	}
+	if (x->ready >= 0) {
+		char c;
+		while (read(x->ready, &c, 1) < 0 && errno == EINTR)
+			;
+		if (atomic_load(&x->sh->made) != 1) {
+			w->failed = true;
+			return NULL;
+		}
+		x->sweep_id = x->sh->sweep_id;
+	}
+	char why[1024];
+	if (msim_db_open(x->o->db_path, &w->db, why, sizeof(why))) {
+		w->db = NULL;
+		w->failed = true;
+		if (x->o->error)
+			x->o->error(x->o->ctx, NULL, why);
+		return NULL;
+	}
+	if (x->parent_checkpoints)
+		msim_db_defer_checkpoints(w->db);
+	if (x->sh->wlock_ok)
+		msim_db_set_writer_lock(w->db, sweep_wlock, sweep_wunlock,
+					&w->wl);
+	*sweep_id = x->sweep_id;
+	return w->db;
+}
+
 /* A worker's loop: takes settings until none is left.  Returns 0, or an
- * error if the database cannot be opened. */
+ * error if the database cannot be opened (or was not made). */
 static int
 worker_loop(exec_ctx_t *x, int inline_progress, size_t skipped, size_t total)
 {
 	char why[1024];
-	msim_db_t *db;
-	if (msim_db_open(x->o->db_path, &db, why, sizeof(why))) {
-		if (x->o->error)
-			x->o->error(x->o->ctx, NULL, why);
+	worker_t w = {x, NULL, {&x->sh->wlock, false}, false};
+	int64_t sweep_id;
+	/* Made before the fork: opened now, as a check that it can be. */
+	if (x->ready < 0 && !worker_db(&w, &sweep_id))
 		return MSIM_EDB;
-	}
-	if (x->parent_checkpoints)
-		msim_db_defer_checkpoints(db);
-	wlock_t wl = {&x->sh->wlock, false};
-	if (x->sh->wlock_ok)
-		msim_db_set_writer_lock(db, sweep_wlock, sweep_wunlock, &wl);
 	double last = sweep_now_ms();
 	double every = x->o->progress_ms > 0 ? x->o->progress_ms : 250;
 	/* By trace: the earliest peak of its settings run here so far. */
@@ -1428,29 +1499,43 @@ worker_loop(exec_ctx_t *x, int inline_progress, size_t skipped, size_t total)
 		atomic_store(&x->sh->cur[x->slot], k + 1);
 		int64_t id;
 		int existed = 0, rc;
-		/* Another process may have stored it meanwhile. */
-		if (!x->o->force && msim_db_find_run(db, s->key, &id) == 0) {
+		/* Another process may have stored it meanwhile (not in a
+		 * database still being made: that one stores with
+		 * MSIM_DB_SKIP all the same). */
+		if (!x->o->force && w.db &&
+		    msim_db_find_run(w.db, s->key, &id) == 0) {
 			unsigned char present;
 			const char *key = s->key;
-			msim_db_sweep_adopt(db, x->sweep_id, &key, 1, &present);
+			msim_db_sweep_adopt(w.db, x->sweep_id, &key, 1,
+					    &present);
 			atomic_fetch_add(&x->sh->raced, 1);
 			continue;
 		}
 		uint64_t *peak = NULL;
 		if (s->cache && peaks && x->sw->caches)
 			peak = &peaks[s->cache - x->sw->caches];
-		rc = setting_run(s, x->sw->capacity, db,
+		store_to_t to = {w.db, x->sweep_id, worker_db, &w};
+		rc = setting_run(s, x->sw->capacity, to,
 				 x->o->force ? MSIM_DB_REPLACE : MSIM_DB_SKIP,
-				 x->sweep_id, peak, &id, &existed, NULL, NULL,
+				 peak, &id, &existed, NULL, NULL,
 				 why, sizeof(why));
+		if (w.failed) {
+			/* Neither stored nor failed: the sweep fails. */
+			atomic_store(&x->sh->cur[x->slot], 0);
+			break;
+		}
 		if (rc) {
 			atomic_fetch_add(&x->sh->failed, 1);
 			if (x->o->error)
 				x->o->error(x->o->ctx, s, why);
-			sweep_store_failed(db, x->sweep_id, s, "failed", why);
+			if (!worker_db(&w, &sweep_id)) {
+				atomic_store(&x->sh->cur[x->slot], 0);
+				break;
+			}
+			sweep_store_failed(w.db, x->sweep_id, s, "failed", why);
 		} else {
 			if (x->unfail)
-				msim_db_sweep_unfail(db, x->sweep_id, s->key);
+				msim_db_sweep_unfail(w.db, x->sweep_id, s->key);
 			if (existed && !x->o->force)
 				atomic_fetch_add(&x->sh->raced, 1);
 			else
@@ -1460,8 +1545,8 @@ worker_loop(exec_ctx_t *x, int inline_progress, size_t skipped, size_t total)
 		/* Wakes the parent, which may checkpoint what this setting
 		 * wrote (msim_sweep_exec()). */
 		if (x->wake >= 0) {
-			ssize_t w = write(x->wake, "", 1);
-			(void)w;
+			ssize_t wr = write(x->wake, "", 1);
+			(void)wr;
 		}
 		if (inline_progress && x->o->progress &&
 		    sweep_now_ms() - last >= every) {
@@ -1474,8 +1559,8 @@ worker_loop(exec_ctx_t *x, int inline_progress, size_t skipped, size_t total)
 		}
 	}
 	free(peaks);
-	msim_db_close(db);
-	return 0;
+	msim_db_close(w.db);
+	return w.failed ? MSIM_EDB : 0;
 }
 
 /* Starts a worker process on slot x->slot.  Returns its pid, or -1. */
@@ -1490,6 +1575,9 @@ sweep_spawn(exec_ctx_t *x)
 		if (getppid() != x->parent)
 			_exit(1);
 #endif
+		/* Else its EOF would never come (worker_db()). */
+		if (x->ready_w >= 0)
+			close(x->ready_w);
 		int rc = worker_loop(x, 0, 0, 0);
 		/* Wakes the parent at once, not at its next poll (a failed
 		 * write only leaves it to the poll). */
@@ -1582,6 +1670,7 @@ sweep_load(msim_sweep_t *sw, const size_t *list, size_t n)
 		return;
 	msim_job_spec_t plain = {0};
 	msim_trace_options_t topt = msim_job_trace_options(&plain);
+	topt.unhashed = true; /* the plan hashed it */
 	for (size_t t = 0; t < sw->ntraces; t++) {
 		size_t uses = 0;
 		for (size_t i = 0; i < n; i++)
@@ -1600,6 +1689,7 @@ sweep_load_paths(msim_sweep_t *sw)
 {
 	msim_job_spec_t plain = {0};
 	msim_trace_options_t topt = msim_job_trace_options(&plain);
+	topt.unhashed = true; /* the plan hashed it */
 	for (size_t t = 0; t < sw->npreload; t++)
 		if (sw->preload_paths[t])
 			msim_trace_cache_load(&sw->caches[t],
@@ -1679,8 +1769,16 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 	 * are known (none may be, a resumed sweep of a large trace). */
 	pthread_t loader;
 	bool preloaded = sw->preloading || sw->caches;
-	bool loading = !preloaded && (o->force || access(o->db_path, F_OK)) &&
+	bool fresh = o->force || access(o->db_path, F_OK);
+	bool loading = !preloaded && fresh &&
 		       !pthread_create(&loader, NULL, sweep_load_thread, sw);
+	/* Then the workers need not wait for the database either: they are
+	 * forked as soon as the traces are read, and replay their first
+	 * settings while the parent makes it (a new file's schema, the
+	 * sweep's row: about 3 ms, mostly waiting for the disk), waiting
+	 * for it only to store them (worker_db()). */
+	bool early = fresh && o->jobs >= 1 && n > 0;
+	int ready[2] = {-1, -1}; /* exec_ctx_t's ready, and its write end */
 	const char **keys = NULL;
 	unsigned char *present = NULL;
 	size_t *pending = NULL;
@@ -1689,8 +1787,6 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 	pid_t *pids = NULL;
 	int wake[2] = {-1, -1}; /* exec_ctx_t's wake */
 	bool kept_wal = false;  /* closed by msim_db_keep_wal() */
-	if ((rc = msim_db_open(o->db_path, &db, why, whylen)))
-		goto out;
 	if (o->kind)
 		sw->row.kind = o->kind;
 	keys = malloc((n + 1) * sizeof(*keys));
@@ -1701,6 +1797,16 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 		snprintf(why, whylen, "%s", msim_strerror(rc));
 		goto out;
 	}
+	size_t npending = 0;
+	if (early) {
+		/* Every setting is pending: none can be stored in a new
+		 * file, and --force runs them all again. */
+		for (size_t i = 0; i < n; i++)
+			pending[npending++] = i;
+		goto load;
+	}
+	if ((rc = msim_db_open(o->db_path, &db, why, whylen)))
+		goto out;
 	for (size_t i = 0; i < n; i++)
 		keys[i] = msim_sweep_setting(sw, i)->key;
 	if ((rc = msim_db_sweep_open(db, &sw->row, &res->sweep_id)) ||
@@ -1709,7 +1815,6 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 		snprintf(why, whylen, "%s", msim_db_errmsg(db));
 		goto out;
 	}
-	size_t npending = 0;
 	for (size_t i = 0; i < n; i++)
 		if (!present[i])
 			pending[npending++] = i;
@@ -1733,6 +1838,7 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 	msim_db_close(db);
 	db = NULL;
 	kept_wal = true;
+load:
 	if (loading) {
 		pthread_join(loader, NULL);
 		loading = false;
@@ -1761,6 +1867,8 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 	atomic_init(&sh->failed, 0);
 	for (int k = 0; k < jobs; k++)
 		atomic_init(&sh->cur[k], 0);
+	atomic_init(&sh->made, 0);
+	sh->sweep_id = -1;
 	sh->wlock_ok = false;
 	pthread_mutexattr_t ma;
 	if (!pthread_mutexattr_init(&ma)) {
@@ -1774,9 +1882,20 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 			!pthread_mutex_init(&sh->wlock, &ma);
 		pthread_mutexattr_destroy(&ma);
 	}
+	if (early && pipe(ready)) {
+		snprintf(why, whylen, "cannot make a pipe for the workers: %s",
+			 strerror(errno));
+		ready[0] = ready[1] = -1;
+		rc = MSIM_ENOMEM;
+		goto out;
+	}
+	if (early) {
+		fcntl(ready[0], F_SETFD, FD_CLOEXEC);
+		fcntl(ready[1], F_SETFD, FD_CLOEXEC);
+	}
 	exec_ctx_t x = {sw, o, pending, npending, sh, res->sweep_id,
 			getpid(), 0, false, -1,
-			o->force || res->retried > 0};
+			o->force || res->retried > 0, ready[0], ready[1]};
 	if (o->progress)
 		o->progress(o->ctx, res->skipped, n);
 	/* Workers are processes even for -j1 (o->jobs == 1), so that a
@@ -1827,12 +1946,33 @@ msim_sweep_exec(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 			goto out;
 		}
 		/* Opened after the fork (no connection may cross one); without
-		 * it the last worker's close checkpoints the whole WAL. */
+		 * it the last worker's close checkpoints the whole WAL.  A
+		 * database made now (early) is made by it, and the workers
+		 * told so through shared memory and the pipe's EOF. */
 		char ignored[256];
 		wlock_t pwl = {&sh->wlock, false};
-		if (msim_db_open(o->db_path, &db, ignored, sizeof(ignored)))
+		if (early) {
+			if (!(rc = msim_db_open(o->db_path, &db, why, whylen)) &&
+			    (rc = msim_db_sweep_open(db, &sw->row,
+						     &res->sweep_id)))
+				snprintf(why, whylen, "%s", msim_db_errmsg(db));
+			sh->sweep_id = res->sweep_id;
+			atomic_store(&sh->made, rc ? -1 : 1);
+			close(ready[1]);
+			ready[1] = x.ready_w = -1;
+			if (rc) {
+				/* Nothing to store in: the workers stop. */
+				for (int k = 0; k < started; k++) {
+					kill(pids[k], SIGKILL);
+					waitpid(pids[k], NULL, 0);
+				}
+				goto out;
+			}
+		} else if (msim_db_open(o->db_path, &db, ignored,
+					sizeof(ignored))) {
 			db = NULL;
-		else if (sh->wlock_ok)
+		}
+		if (db && sh->wlock_ok)
 			msim_db_set_writer_lock(db, sweep_wlock, sweep_wunlock,
 						&pwl);
 		int alive = started, died = 0;
@@ -1946,9 +2086,12 @@ out:
 	if (loading)
 		pthread_join(loader, NULL);
 	sweep_preload_join(sw);
-	for (int k = 0; k < 2; k++)
+	for (int k = 0; k < 2; k++) {
 		if (wake[k] >= 0)
 			close(wake[k]);
+		if (ready[k] >= 0)
+			close(ready[k]);
+	}
 	sweep_unshare(sw);
 	res->wall_ms = sweep_now_ms() - t0;
 	if (sh != MAP_FAILED) {

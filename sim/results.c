@@ -39,7 +39,8 @@ struct msim_db_s {
 	void (*wlock)(void *ctx), (*wunlock)(void *ctx);
 	void *wctx;
 	/* The database file, opened by msim_db_checkpoint() for its hint to
-	 * the kernel and closed only after the connection (closing a
+	 * the kernel (or to sync a new file, db_fresh_sync()) and closed
+	 * only after the connection (closing a
 	 * descriptor of the file drops the process's POSIX locks on it,
 	 * SQLite's too); -1: not open. */
 	int ck_fd;
@@ -908,15 +909,18 @@ db_fresh_sync(msim_db_t *db)
 	const char *file = sqlite3_db_filename(db->db, "main");
 	if (!file || !*file) /* in memory */
 		return 0;
-	int fd = open(file, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fdatasync(fd)) {
+	/* Kept in db->ck_fd, closed after the connection: closing a
+	 * descriptor of the file would drop the process's POSIX locks on
+	 * it, the connection's shared lock among them, and another
+	 * process's connection closing while this one still writes would
+	 * then take itself for the last one and delete the WAL. */
+	if (db->ck_fd < 0)
+		db->ck_fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (db->ck_fd < 0 || fdatasync(db->ck_fd)) {
 		snprintf(db->errmsg, sizeof(db->errmsg), "%.1000s: cannot sync "
 			 "the new database: %s", db->path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
 		return MSIM_EDB;
 	}
-	close(fd);
 	return 0;
 }
 

@@ -6,12 +6,14 @@
 #include <config.h>
 
 #include <check.h>
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sim/error.h"
@@ -903,6 +905,49 @@ START_TEST(test_new_database)
 }
 END_TEST
 
+/*
+ * The connection that makes a new file keeps its lock on it (a sweep's
+ * parent makes the database while its workers replay, then checkpoints
+ * with the same connection): another process's connection closing then
+ * is not the last one, so it leaves the WAL, with what the first stores
+ * next, where it is.  Syncing the new file through a descriptor closed
+ * at once dropped the process's POSIX locks on it: the other connection
+ * deleted the WAL at its close.
+ */
+START_TEST(test_new_database_keeps_its_lock)
+{
+	msim_db_t *db;
+	char why[256];
+	ck_assert_int_eq(msim_db_open(path, &db, why, sizeof(why)), 0);
+	store_one(db, 4096);
+	ck_assert_int_ge(file_size("-wal"), 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		/* SQLite's shared lock: a read lock on bytes 2 to 511
+		 * after the pending byte (1 GiB) of the file. */
+		int fd = open(path, O_RDONLY);
+		struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET,
+				   .l_start = 0x40000002, .l_len = 510};
+		if (fd < 0 || fcntl(fd, F_GETLK, &fl) || fl.l_type == F_UNLCK)
+			_exit(3);
+		close(fd);
+		msim_db_t *other;
+		if (msim_db_open(path, &other, why, sizeof(why)))
+			_exit(2);
+		msim_db_close(other);
+		_exit(0);
+	}
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ck_assert_int_ge(file_size("-wal"), 0);
+	store_one(db, 8192);
+	msim_db_close(db);
+	ck_assert_int_eq(query_int("SELECT count(*) FROM runs"), 2);
+}
+END_TEST
+
 /* Stores n runs of 2,000 samples each through db, whose commits do not
  * checkpoint (a sweep's worker). */
 static void
@@ -987,6 +1032,7 @@ main(void)
 	tcase_add_test(tc, test_wal_frames_at_commit);
 	tcase_add_test(tc, test_writer_lock);
 	tcase_add_test(tc, test_new_database);
+	tcase_add_test(tc, test_new_database_keeps_its_lock);
 	tcase_add_test(tc, test_restart_wal);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);

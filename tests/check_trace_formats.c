@@ -43,6 +43,52 @@ convert(const char *in, const char *out, const char *format)
 	msim_trace_close(t);
 }
 
+/*
+ * A trace opened unhashed (a sweep's trace, whose plan hashed the file)
+ * reads the same requests and has no hash: msim_trace_hashed() says so,
+ * where the same file opened as usual has its content hash at the end.
+ */
+START_TEST(test_unhashed_reader)
+{
+	char why[512];
+	msim_trace_options_t plain = {0}, unhashed = {.unhashed = true};
+	msim_trace_t *a, *b;
+	const char *csv = test_data("traces/gpt2_fp32.csv");
+	ck_assert_msg(msim_trace_open(csv, &plain, &a, why, sizeof(why)) == 0,
+		      "%s", why);
+	ck_assert_msg(msim_trace_open(csv, &unhashed, &b, why,
+				      sizeof(why)) == 0, "%s", why);
+	msim_req_t ra, rb;
+	int rca, rcb;
+	size_t n = 0;
+	while ((rca = msim_trace_next(a, &ra)) == 1) {
+		ck_assert_int_eq(rcb = msim_trace_next(b, &rb), 1);
+		ck_assert(ra.kind == rb.kind && ra.size == rb.size &&
+			  ra.id == rb.id);
+		n++;
+	}
+	ck_assert_int_eq(rca, 0);
+	ck_assert_int_eq(msim_trace_next(b, &rb), 0);
+	ck_assert_uint_gt(n, 100);
+	ck_assert(msim_trace_hashed(a) && !msim_trace_hashed(b));
+	ck_assert_uint_ne(msim_trace_hash(a), 0);
+	ck_assert_uint_eq(msim_trace_hash(b), 0);
+	/* The file's bytes, hashed. */
+	FILE *fp = fopen(csv, "rb");
+	ck_assert_ptr_nonnull(fp);
+	msim_hash_t h;
+	msim_hash_init(&h);
+	char buf[4096];
+	size_t got;
+	while ((got = fread(buf, 1, sizeof(buf), fp)) > 0)
+		msim_hash_update(&h, buf, got);
+	fclose(fp);
+	ck_assert_uint_eq(msim_trace_hash(a), msim_hash_final(&h));
+	msim_trace_close(a);
+	msim_trace_close(b);
+}
+END_TEST
+
 static const char *const workloads[] = {
 	"gpt2_fp32", "bert_infer_varlen", "prefetch_2stream", "resnet50_amp",
 	"train_eval_emptycache", "resnet50_amp.frames",
@@ -911,6 +957,7 @@ main(void)
 			    sizeof(fill_traces) / sizeof(fill_traces[0]));
 	tcase_add_test(tc, test_bin_version1_still_read);
 	tcase_add_test(tc, test_bin_bad_ids);
+	tcase_add_test(tc, test_unhashed_reader);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -93,13 +93,21 @@ $MEMSIM report --db "$tmp/not.db" >/dev/null 2>"$tmp/err" &&
 	fail "report of a CSV file succeeded"
 one_line "$tmp/err" "report of a CSV file"
 grep -q "not.db" "$tmp/err" || fail "not.db unnamed: $(cat "$tmp/err")"
+$MEMSIM sweep --quiet --jobs 2 --force --db "$tmp/not.db" \
+	--grid expandable_segments=true,false "$trace" 2>"$tmp/err" &&
+	fail "sweep into a CSV file succeeded"
+one_line "$tmp/err" "sweep into a CSV file"
+grep -q "not.db" "$tmp/err" || fail "sweep: not.db unnamed: $(cat "$tmp/err")"
+[ "$(cat "$tmp/not.db")" = "trace,policy" ] || fail "sweep changed not.db"
 $MEMSIM report --db "$tmp/none.db" >/dev/null 2>"$tmp/err" &&
 	fail "report of a missing file succeeded"
 grep -q "none.db: No such file" "$tmp/err" || fail "missing: $(cat "$tmp/err")"
 [ -e "$tmp/none.db" ] && fail "report created none.db"
 
 # 2. A database in a folder that is not there: the folder is named.
+# A sweep's workers start before it makes a new database: they stop.
 for cmd in "run --db $tmp/no/such/x.db $trace" \
+	"sweep --quiet --jobs 2 --db $tmp/no/such/x.db --grid expandable_segments=true,false $trace" \
 	"merge $tmp/no/such/x.db $tmp/pristine.db"; do
 	# shellcheck disable=SC2086
 	$MEMSIM $cmd >/dev/null 2>"$tmp/err" && fail "$cmd succeeded"

@@ -197,7 +197,8 @@ size_t
 msim_trace_read(msim_trace_t *t, void *buf, size_t n)
 {
 	size_t got = fread(buf, 1, n, t->fp);
-	msim_hash_update(&t->hash, buf, got);
+	if (!t->opt.unhashed)
+		msim_hash_update(&t->hash, buf, got);
 	return got;
 }
 
@@ -460,6 +461,12 @@ bool
 msim_trace_ended(const msim_trace_t *t)
 {
 	return t->ended;
+}
+
+bool
+msim_trace_hashed(const msim_trace_t *t)
+{
+	return t->ended && !t->opt.unhashed;
 }
 
 /* ---- partial histories: seeding the start (see msim_trace_seeding()) ---- */
@@ -1409,7 +1416,7 @@ msim_trace_errmsg(const msim_trace_t *t)
 uint64_t
 msim_trace_hash(const msim_trace_t *t)
 {
-	return msim_hash_final(&t->hash);
+	return t->opt.unhashed ? 0 : msim_hash_final(&t->hash);
 }
 
 const char *

@@ -142,6 +142,9 @@ typedef struct msim_trace_options_s {
 	/* Snapshots: hand out the entries of every device (for
 	 * msim_trace_devices()); the request stage is not for this. */
 	bool all_devices;
+	/* Do not hash the file while it is read (msim_trace_hash() is then
+	 * 0): for a caller that has its hash already (a sweep's plan). */
+	bool unhashed;
 } msim_trace_options_t;
 
 /*
@@ -346,8 +349,13 @@ const char *msim_trace_errmsg(const msim_trace_t *t);
  * whole file's). */
 bool msim_trace_ended(const msim_trace_t *t);
 
-/* Hash of the bytes read so far: the file's hash once at the end. */
+/* Hash of the bytes read so far: the file's hash once at the end; 0 for
+ * a trace opened unhashed (msim_trace_options_t). */
 uint64_t msim_trace_hash(const msim_trace_t *t);
+
+/* Whether msim_trace_hash() is the whole file's: read to its end, and
+ * hashed. */
+bool msim_trace_hashed(const msim_trace_t *t);
 
 const char *msim_trace_format_name(const msim_trace_t *t);
 
