@@ -17,9 +17,12 @@ LIBOBJS = $(patsubst $(TOP)/%.c,obj/%.o,$(LIBSRCS))
 
 all: $(TARGETS)
 
+# -MMD: an object is rebuilt when a header it includes changes.
 obj/%.o: $(TOP)/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+	$(CC) $(CFLAGS) -MMD -MP -fsanitize=fuzzer-no-link -c -o $@ $<
+
+-include $(LIBOBJS:.o=.d)
 
 obj/libfuzzmemsim.a: $(LIBOBJS)
 	rm -f $@ && ar rcs $@ $(LIBOBJS)
