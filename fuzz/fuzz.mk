@@ -17,9 +17,12 @@ LIBOBJS = $(patsubst $(TOP)/%.c,obj/%.o,$(LIBSRCS))
 
 all: $(TARGETS)
 
+# -MMD: an object is rebuilt when a header it includes changes.
 obj/%.o: $(TOP)/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+	$(CC) $(CFLAGS) -MMD -MP -fsanitize=fuzzer-no-link -c -o $@ $<
+
+-include $(LIBOBJS:.o=.d)
 
 obj/libfuzzmemsim.a: $(LIBOBJS)
 	rm -f $@ && ar rcs $@ $(LIBOBJS)
@@ -34,6 +37,11 @@ fuzz_conf: conf_fuzzer.c $(HDRS) obj/libfuzzmemsim.a
 
 fuzz_settings: settings_fuzzer.c $(HDRS) obj/libfuzzmemsim.a
 	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< obj/libfuzzmemsim.a $(LIBS)
+
+# Turns a binary finding into the file the target read (its checksums
+# fixed up): ./bin_fix crashes/replay_bin/crash-... out.msimtr
+bin_fix: bin_fix.c bin_fixup.h
+	$(CC) -g -O1 -I$(TOP) -I$(TOP)/.. -o $@ bin_fix.c $(TOP)/.libs/libmemsim_core.a $(LIBS)
 
 fuzz_replay_%: replay_fuzzer.c $(HDRS) obj/libfuzzmemsim.a
 	$(CC) $(CFLAGS) -fsanitize=fuzzer -DFUZZ_FORMAT='"$*"' -o $@ $< obj/libfuzzmemsim.a $(LIBS)
@@ -52,6 +60,27 @@ corpus: $(TOP)/memsim
 	  $(TOP)/memsim convert -t bin work/csv/$$w work/bin/$$w >/dev/null; \
 	  $(TOP)/memsim convert -t bin work/replay_csv/$$w work/replay_bin/$$w >/dev/null; \
 	done
+	# Private pools (pool_create flags, pool_restore and the allocs it
+	# places), cuda-async across streams, CuPy recordings with addresses.
+	for f in restore restore_norow capture ownalloc mempool_del \
+	  oom_on.real nosplit_on.real delpool.real checkpoint.real; do \
+	  cp $(TOP)/tests/data/pools/$$f.csv work/replay_csv/pools-$$f; \
+	  cp $(TOP)/tests/data/pools/$$f.csv work/csv/pools-$$f; \
+	  $(TOP)/memsim convert -t bin $(TOP)/tests/data/pools/$$f.csv \
+	    work/replay_bin/pools-$$f >/dev/null; \
+	done
+	cp seeds/*.csv work/replay_csv/
+	for f in seeds/*.csv; do $(TOP)/memsim convert -t bin $$f \
+	  work/replay_bin/$$(basename $$f .csv) >/dev/null; done
+	for r in prefetch_2stream.581713920 resnet50_amp.2122403840; do \
+	  cp $(TOP)/tests/data/validate/cupy/rec/$$r.msimtr work/replay_bin/cupy-$$r; \
+	  $(TOP)/memsim convert -t csv work/replay_bin/cupy-$$r work/cupy.csv >/dev/null; \
+	  head -n 150 work/cupy.csv > work/replay_csv/cupy-$$r; \
+	done
+	rm -f work/cupy.csv
+	for f in pool_late pool_full mempool_live graph_late; do \
+	  cp $(TOP)/tests/data/pools/$$f.pickle work/replay_pickle/pools-$$f; \
+	  cp $(TOP)/tests/data/pools/$$f.pickle work/pickle/pools-$$f; done
 	python3 seeds.py $(TOP)/tests/data/pickles/resnet50_amp.frames.pickle work/pickle/frames
 	python3 seeds.py $(TOP)/tests/data/pickles/train_eval_emptycache.pickle work/pickle/tee
 	cp work/pickle/* work/replay_pickle/
@@ -59,8 +88,12 @@ corpus: $(TOP)/memsim
 	printf 'roundup_power2_divisions:[256:1,512:2,>:8],expandable_segments:True\n' > work/conf/rp2
 	printf 'model:arch=gpt2,layers=2,hidden=64,heads=2,batch=1,seq=8\n' > work/conf/model
 	printf 'max_split_size_mb:128\n# comment\ngarbage_collection_threshold:0.8,cap:1GiB\npolicy:bfc\n' > work/settings/s1
+	# Settings that also run into a database (settings_fuzzer.c's mode):
+	# once, then skipped; once, then replaced (--force).
+	printf 'policy:pytorch,max_split_size_mb:128\npolicy:pytorch,expandable_segments:True\n' > work/settings/run
+	printf 'policy:pytorch,max_split_size_mb:256\npolicy:cupy,limit:1073741824\n#\n' > work/settings/force
 
 clean:
-	rm -rf $(TARGETS) obj work crashes
+	rm -rf $(TARGETS) bin_fix obj work crashes
 
 .PHONY: all corpus clean

@@ -13,7 +13,10 @@ mkdir -p logs
 run_one() {
 	t=$1
 	mkdir -p work/$t crashes/$t corpus/$t
-	nice -n 19 ./fuzz_$t -max_total_time="$secs" -timeout=10 \
+	# The CSV targets get the actions and columns as a dictionary.
+	dict=
+	case $t in csv|replay_csv) dict=-dict=csv.dict ;; esac
+	nice -n 19 ./fuzz_$t $dict -max_total_time="$secs" -timeout=10 \
 		-rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
 		-artifact_prefix=crashes/$t/ work/$t > logs/$t.log 2>&1
 	# Keep the inputs that reach new code, small: a merged minimal set.

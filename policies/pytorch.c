@@ -773,26 +773,36 @@ capture_of(const pt_state_t *s, msim_stream_t handle)
 }
 
 /* get_pool(): the stream state of a request, in a private pool while a
- * capture of its stream is underway. */
-static __attribute__((noinline)) pt_stream_t *
-request_stream(pt_state_t *s, msim_stream_t handle)
+ * capture of its stream is underway, in *st_out.  Returns 0, MSIM_ENOMEM,
+ * or MSIM_EINVAL when the capture's pool is gone: released while the
+ * capture was underway (releasePool()), then emptied
+ * (release_cached_blocks() erases a freeable pool with no segment), where
+ * get_pool()'s TORCH_INTERNAL_ASSERT(it1 != graph_pools.end()) fails the
+ * malloc. */
+static __attribute__((noinline)) int
+request_stream(pt_state_t *s, msim_stream_t handle, pt_stream_t **st_out)
 {
 	const pt_capture_t *c = s->ncaptures ? capture_of(s, handle) : NULL;
-	if (!c)
-		return pt_stream(s, handle);
-	pt_ppool_t *pp = ppool_find(s, c->pool);
-	return stream_table(&pp->streams, &pp->nstreams, handle, pp);
+	pt_ppool_t *pp = c ? ppool_find(s, c->pool) : NULL;
+	if (c && !pp)
+		return MSIM_EINVAL;
+	*st_out = pp ? stream_table(&pp->streams, &pp->nstreams, handle, pp)
+		     : pt_stream(s, handle);
+	return *st_out ? 0 : MSIM_ENOMEM;
 }
 
 /* request_stream(), with the usual case inline: no capture underway, the
  * stream of the last request. */
-static inline __attribute__((always_inline)) pt_stream_t *
-pt_request_stream(pt_state_t *s, msim_stream_t handle, const bool plain)
+static inline __attribute__((always_inline)) int
+pt_request_stream(pt_state_t *s, msim_stream_t handle, const bool plain,
+		  pt_stream_t **st_out)
 {
 	if ((plain || !s->ncaptures) && s->last_stream &&
-	    s->last_stream->handle == handle)
-		return s->last_stream;
-	return request_stream(s, handle);
+	    s->last_stream->handle == handle) {
+		*st_out = s->last_stream;
+		return 0;
+	}
+	return request_stream(s, handle, st_out);
 }
 
 static inline int
@@ -1650,14 +1660,16 @@ pt_alloc_as(pt_state_t *s, const msim_req_t *req, msim_addr_t *addr_out,
 		release_held(s); /* process_events() */
 	uint64_t size = pt_round(s, req->size, plain);
 	int pool = size <= PT_SMALL_SIZE ? PT_SMALL : PT_LARGE;
-	pt_stream_t *st = pt_request_stream(s, req->stream, plain);
-	if (!st || !blk_reserve(s) || live_put(s, req->id, NULL))
+	pt_stream_t *st;
+	int err = pt_request_stream(s, req->stream, plain, &st);
+	if (err)
+		return err;
+	if (!blk_reserve(s) || live_put(s, req->id, NULL))
 		return MSIM_ENOMEM;
 	pt_freeset_t *fs = &st->fs[pool];
 
 	pt_block_t *b = get_free_block(s, fs, pool, size, !st->pp, plain);
 	if (!b) {
-		int err;
 		if (!(b = alloc_segment(s, st, fs, pool, size, &err)))
 			return err ? err : MSIM_EDEVOOM;
 	}

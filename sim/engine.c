@@ -304,6 +304,10 @@ sim_allocated(msim_sim_t *sim, const msim_req_t *req, int rc,
 	} else if (rc == MSIM_EFORMAT) {
 		return sim_fail(sim, rc, "alloc: a segment at the trace's "
 				"address is unaligned or wraps around");
+	} else if (rc == MSIM_EINVAL) {
+		return sim_fail(sim, rc, "alloc refused (on a stream capturing "
+				"to a private pool that was released and "
+				"emptied?)");
 	} else if (rc) {
 		return sim_fail(sim, rc, "alloc");
 	} else if (req->flags & MSIM_REQF_EXPECT_OOM) {

@@ -108,6 +108,18 @@ done
 cp "$DATA/hostile/seed_no_blocks.pickle" "$in/"
 hcase any '' -- "$MEMSIM" run --recording "$in/seed_no_blocks.pickle"
 hcase any '' -- "$MEMSIM" info "$in/seed_no_blocks.pickle"
+# Found by fuzz_replay_bin: an alloc on a stream capturing to a private
+# pool that was released while the capture was underway and then emptied,
+# by ~MemPool's emptyCache(pool) or by a hidden empty_cache (a NULL pool
+# dereferenced in get_pool()); PyTorch fails that malloc.
+cp "$DATA/hostile/pool_gone.csv" "$DATA/hostile/pool_gone_emptied.csv" "$in/"
+for f in pool_gone pool_gone_emptied; do
+	hcase err "$f.csv: request 0: alloc refused (on a stream capturing to a private pool that was released and emptied?)" -- \
+		"$MEMSIM" run -p pytorch --recording --addresses trace "$in/$f.csv"
+	for p in $policies; do
+		hcase any '' -- "$MEMSIM" run -p "$p" --recording "$in/$f.csv"
+	done
+done
 
 # --- Sizes: nothing above 2^62 reaches rounding; sums never overflow.
 mk seg63.csv '0,1,segment_alloc,1048576,9223372036854775807,0' \
