@@ -360,7 +360,12 @@ msim_cmd_info(int argc, char **argv)
 		printf("allocated  %s in all, peak live %s (%" PRIu64
 		       " bytes)\n", msim_format_bytes(in.bytes, a, sizeof(a)),
 		       msim_format_bytes(in.peak, b, sizeof(b)), in.peak);
-		printf("empty_cache %" PRIu64 " hidden call%s found", found,
+		uint64_t rows = tl.actions[MSIM_ACT_EMPTY_CACHE];
+		printf("empty_cache ");
+		if (rows)
+			printf("%" PRIu64 " call%s (rows), ", rows,
+			       rows == 1 ? "" : "s");
+		printf("%" PRIu64 " hidden call%s found", found,
 		       found == 1 ? "" : "s");
 		if (maybe)
 			printf(", %" PRIu64 " segment-free run%s left to the "

@@ -82,6 +82,20 @@ rows = pools.merge(entries[:2], [(1, "pool_create", 1, 0, 6),
 assert [(r[1], r[3], r[5]) for r in rows] == [
     ("segment_alloc", 2 << 20, None), ("pool_create", 6, 1),
     ("pool_restore", 3, 1), ("alloc", 1 << 20, None)], rows
+# torch.cuda.empty_cache(): noted before the real call (no pool key), so
+# the row comes before the segment_free entries of its release; no pool
+# column when no pool row is there.
+pe = pools.PoolEvents(lambda: 1)
+pe.note("empty_cache", None, 7)
+ev = pe.numbered()
+assert ev == [(1, "empty_cache", None, 7, 0)], ev
+fp = io.StringIO()
+pools.write_csv(fp, pools.merge([e(100, "free_completed", 4096, 1 << 20),
+                                 e(101, "segment_free", 4096, 2 << 20)], ev))
+assert fp.getvalue() == ("seq,time_us,action,addr,size,stream\n"
+                         "0,100,free_completed,4096,1048576,0\n"
+                         "1,100,empty_cache,0,0,7\n"
+                         "2,101,segment_free,4096,2097152,0\n"), fp.getvalue()
 try:
     pools.merge(entries, [(0, "pool_bogus", 1, 0)])
     raise SystemExit("an unknown action was taken")

@@ -15,7 +15,12 @@
  * follows, else the stream is the previous entry's), then LEB128 varints:
  * time_us as a zigzag delta from the previous entry's, then
  *   - a raw record (version 1's only kind): addr as a zigzag delta from the
- *     previous entry's, size, [stream];
+ *     previous entry's, size, [stream]; in version 2 its bit 6 (bit 5
+ *     clear) adds 16 to the action: the actions appended after the first
+ *     16 (empty_cache is 16 + 0).  A memsim older than them refuses such a
+ *     record ("bad tag 0x50"); an action this one does not know is an
+ *     error naming it, or skipped and counted with lenient (a raw record
+ *     reads the same whatever its action);
  *   - an id record (bit 5; version 2): the dense id the request stage of
  *     traces/trace.c gives the block (msim_idmap_t's, which `convert`
  *     replays as it writes), so a reader needs no address map:
@@ -56,7 +61,17 @@
 #define BIN_ID 0x20
 #define BIN_SAME_SIZE 0x40
 #define BIN_PAIR 0x80
-static_assert(MSIM_NACT <= 16, "an action is the tag's low 4 bits");
+#define BIN_EXT 0x40 /* a raw record's: the action is 16 + the low 4 bits */
+static_assert(MSIM_NACT <= 32, "an action is the tag's low 4 bits, plus 16 "
+	      "with BIN_EXT");
+
+/* The action of a record's tag. */
+static inline unsigned
+bin_act(uint8_t tag)
+{
+	return (tag & 0x0fu) +
+	       ((tag & (BIN_ID | BIN_EXT)) == BIN_EXT ? 16u : 0u);
+}
 
 /* One record, decoded. */
 typedef struct bin_rec_s {
@@ -418,7 +433,8 @@ bin_bad(msim_trace_t *t, bin_t *b, const uint8_t *at, const char *why,
 /*
  * Decodes the record at b->p into r (a pair: its first entry, r->time2 the
  * second's time) and keeps the tables of live blocks.  b->left > 0.
- * Returns the entries it holds (1 or 2), or an error.
+ * Returns the entries it holds (1 or 2), 0 for an entry of an unknown
+ * action skipped (lenient), or an error.
  */
 static inline __attribute__((always_inline)) int
 bin_record(msim_trace_t *t, bin_t *b, bin_rec_t *r)
@@ -433,8 +449,6 @@ bin_record(msim_trace_t *t, bin_t *b, bin_rec_t *r)
 	}
 	uint8_t tag = *p++;
 	unsigned act = tag & 0x0f;
-	if (act >= MSIM_NACT)
-		return bin_bad(t, b, r->start, "bad tag 0x%02llx", tag);
 	r->tag = tag;
 	if (!(p = bin_varint(p, &v)))
 		goto bad_varint;
@@ -442,7 +456,7 @@ bin_record(msim_trace_t *t, bin_t *b, bin_rec_t *r)
 	r->time = b->time;
 	if (!(tag & BIN_ID)) {
 		/* A raw record, version 1's only kind. */
-		if (tag & (BIN_SAME_SIZE | BIN_PAIR))
+		if ((tag & BIN_PAIR) || ((tag & BIN_EXT) && b->version < 2))
 			return bin_bad(t, b, r->start, "bad tag 0x%02llx", tag);
 		if (!(p = bin_varint(p, &v)))
 			goto bad_varint;
@@ -456,7 +470,15 @@ bin_record(msim_trace_t *t, bin_t *b, bin_rec_t *r)
 		b->p = p;
 		if (p > b->end)
 			return bin_bad(t, b, r->start, "block ends early%.0llu", 0);
-		return 1;
+		if ((act = bin_act(tag)) < MSIM_NACT)
+			return 1;
+		char name[24];
+		snprintf(name, sizeof(name), "action %u", act);
+		if (msim_trace_skip_unknown(t, name))
+			return 0;
+		return bin_bad(t, b, r->start, "unknown action %llu (a newer "
+			       "memsim's file? --lenient skips such records)",
+			       act);
 	}
 	/* An id record. */
 	bool isfree = act == MSIM_ACT_FREE_REQUESTED ||
@@ -551,7 +573,7 @@ bin_entry(const bin_t *b, const bin_rec_t *r, msim_entry_t *e)
 	e->size = r->size;
 	e->stream = b->stream;
 	e->device = 0;
-	e->action = r->tag & 0x0f;
+	e->action = (uint8_t)bin_act(r->tag);
 }
 
 static int
@@ -573,7 +595,19 @@ bin_next(msim_trace_t *t, msim_entry_t *e)
 		}
 	}
 	bin_rec_t r = {0};
-	int n = bin_record(t, b, &r);
+	int n;
+	while ((n = bin_record(t, b, &r)) == 0) {
+		/* Skipped: an entry of the block all the same. */
+		b->left--;
+		b->total++;
+		while (b->left == 0) {
+			int rc = bin_block(t, b);
+			if (rc <= 0) {
+				b->done = rc == 0;
+				return rc;
+			}
+		}
+	}
 	if (n < 0)
 		return n;
 	bin_entry(b, &r, e);
@@ -658,7 +692,12 @@ bin_requests(msim_trace_t *t, msim_req_t *v, size_t cap, size_t *n_out)
 			rc = k;
 			goto out;
 		}
-		unsigned act = r.tag & 0x0f;
+		if (k == 0) { /* skipped */
+			b->left--;
+			b->total++;
+			continue;
+		}
+		unsigned act = bin_act(r.tag);
 		b->left -= (uint32_t)k;
 		b->total += (uint64_t)k;
 		/* The tally of msim_trace_next_entry(). */
@@ -734,6 +773,14 @@ bin_requests(msim_trace_t *t, msim_req_t *v, size_t cap, size_t *n_out)
 			q->kind = MSIM_REQ_ALLOC;
 			q->flags = MSIM_REQF_EXPECT_OOM;
 			q->size = r.size;
+			q->addr = 0;
+			n++;
+			requests++;
+			break;
+		case MSIM_ACT_EMPTY_CACHE:
+			if (r.addr || r.size)
+				goto hand_over; /* an error, named there */
+			q->kind = MSIM_REQ_EMPTY_CACHE;
 			q->addr = 0;
 			n++;
 			requests++;
@@ -827,7 +874,9 @@ bin_put(msim_trace_writer_t *w, bin_t *b, const msim_entry_t *e, int64_t id,
 	bool first = b->nbuf == 0;
 	bool isfree = e->action == MSIM_ACT_FREE_REQUESTED ||
 		      e->action == MSIM_ACT_FREE_COMPLETED;
-	uint8_t tag = e->action & 0x0f;
+	uint8_t tag = (uint8_t)(e->action & 0x0f);
+	if (e->action >= 16)
+		tag |= BIN_EXT; /* raw: id < 0 */
 	if (first || e->stream != b->stream)
 		tag |= BIN_STREAM;
 	if (id >= 0)

@@ -52,6 +52,7 @@ static const char *const action_names[MSIM_NACT] = {
 	[MSIM_ACT_POOL_END] = "pool_end",
 	[MSIM_ACT_POOL_RELEASE] = "pool_release",
 	[MSIM_ACT_POOL_RESTORE] = "pool_restore",
+	[MSIM_ACT_EMPTY_CACHE] = "empty_cache",
 };
 
 const char *
@@ -1267,6 +1268,11 @@ trace_request(msim_trace_t *t, const msim_entry_t *e, msim_req_t *req)
 		req->kind = MSIM_REQ_POOL_CREATE +
 			    (e->action - MSIM_ACT_POOL_CREATE);
 		return 1;
+	case MSIM_ACT_EMPTY_CACHE:
+		/* torch.cuda.empty_cache() where the program called it. */
+		req->kind = MSIM_REQ_EMPTY_CACHE;
+		req->addr = 0;
+		return 1;
 	default: /* what the allocator did, or annotations */
 		return 0;
 	}
@@ -1304,6 +1310,11 @@ msim_trace_next(msim_trace_t *t, msim_req_t *req_out)
 			e = t->la;
 			t->have_la = false;
 		} else if ((rc = msim_trace_next_entry(t, &e)) != 1) {
+			if (rc == 0 && t->in_call) {
+				/* An empty_cache row near the end. */
+				t->in_call = t->in_run = false;
+				goto empty_cache;
+			}
 			if (rc == 0 && t->in_run) {
 				/* Segments freed at the very end: an
 				 * empty_cache() (or the final cleanup). */
@@ -1313,6 +1324,14 @@ msim_trace_next(msim_trace_t *t, msim_req_t *req_out)
 			}
 			return rc;
 		}
+		if (e.action == MSIM_ACT_EMPTY_CACHE && (e.addr || e.size))
+			return msim_trace_fail(t, MSIM_EFORMAT, "empty_cache "
+					       "with addr %llu and size %llu "
+					       "(both are 0; a MemPool's "
+					       "emptyCache is a pool_release "
+					       "of size 1)",
+					       (unsigned long long)e.addr,
+					       (unsigned long long)e.size);
 		if (t->npools && (rc = pool_derive(t, &e, true)) != 0) {
 			if (rc < 0)
 				return msim_trace_fail(t, rc, "%s",
@@ -1330,6 +1349,35 @@ msim_trace_next(msim_trace_t *t, msim_req_t *req_out)
 			pool_run = t->pool_emptying;
 		else if (e.action != MSIM_ACT_SNAPSHOT)
 			t->pool_emptying = false;
+		if (t->opt.hidden_empty_cache && t->in_call) {
+			/* After an empty_cache row: synchronize_and_free_events'
+			 * free_completed rows, then release_cached_blocks'
+			 * segment_free / segment_unmap rows (§3.5).  The call
+			 * is replayed once, at the end of them, whatever comes
+			 * next (no rule b). */
+			switch (e.action) {
+			case MSIM_ACT_SEGMENT_FREE:
+			case MSIM_ACT_SEGMENT_UNMAP:
+				t->in_run = true;
+				t->run_time_us = e.time_us;
+				continue;
+			case MSIM_ACT_FREE_COMPLETED:
+				if (t->in_run)
+					break;
+				/* An event synchronised by the call. */
+				goto request;
+			case MSIM_ACT_SNAPSHOT:
+			case MSIM_ACT_ANNOTATE:
+			case MSIM_ACT_USER_DEFINED:
+				continue;
+			default:
+				break;
+			}
+			t->in_call = t->in_run = false;
+			t->la = e;
+			t->have_la = true;
+			goto empty_cache;
+		}
 		if (t->opt.hidden_empty_cache && !pool_run) {
 			switch (e.action) {
 			case MSIM_ACT_SEGMENT_FREE:
@@ -1337,6 +1385,14 @@ msim_trace_next(msim_trace_t *t, msim_req_t *req_out)
 				t->in_run = true;
 				t->run_time_us = e.time_us;
 				continue;
+			case MSIM_ACT_EMPTY_CACHE:
+				if (!t->in_run) {
+					t->in_call = true;
+					t->run_time_us = e.time_us;
+					continue;
+				}
+				/* A run before it is a call of its own. */
+				/* fall through */
 			case MSIM_ACT_ALLOC:
 			case MSIM_ACT_FREE_REQUESTED:
 			case MSIM_ACT_FREE_COMPLETED:
@@ -1368,6 +1424,7 @@ msim_trace_next(msim_trace_t *t, msim_req_t *req_out)
 						       msim_strerror(rc));
 			continue;
 		}
+request:
 		if ((rc = trace_request(t, &e, req_out)) < 0)
 			return rc;
 		if (rc == 0)

@@ -55,6 +55,15 @@ typedef enum msim_action_e {
 	MSIM_ACT_POOL_END,
 	MSIM_ACT_POOL_RELEASE,
 	MSIM_ACT_POOL_RESTORE,
+	/* torch.cuda.empty_cache() (emptyCache, release_cached_blocks):
+	 * addr and size 0.  PyTorch's device trace has no entry for the call
+	 * (TraceEntry::Action), only the segment_free / segment_unmap rows of
+	 * what it released; `memsim record` writes this row where the program
+	 * calls it.  Replayed as an EMPTY_CACHE request; with
+	 * hidden_empty_cache (a recording, whose segment rows follow) it marks
+	 * the run after it as the call's (docs/pytorch-allocator.md §11.2).
+	 * Appended: the actions before it keep their numbers. */
+	MSIM_ACT_EMPTY_CACHE,
 	MSIM_NACT
 } msim_action_t;
 
@@ -119,8 +128,12 @@ typedef struct msim_trace_options_s {
 	 * (docs/pytorch-allocator.md §11.2): a run of segment_free /
 	 * segment_unmap rows followed by a free or an alloc becomes an
 	 * EMPTY_CACHE request (rule a); one followed by a new segment or an oom
-	 * flags the next malloc with MSIM_REQF_MAYBE_EMPTY_CACHE (rule b).  On
-	 * when replaying a recording.
+	 * flags the next malloc with MSIM_REQF_MAYBE_EMPTY_CACHE (rule b).  An
+	 * empty_cache row makes the run after it (free_completed rows of its
+	 * synchronize_and_free_events between) that call's: one EMPTY_CACHE
+	 * request at the run's end, also when nothing follows or the run is
+	 * empty.  Off, an empty_cache row is an EMPTY_CACHE request where it
+	 * stands.  On when replaying a recording.
 	 */
 	bool hidden_empty_cache;
 	/* Snapshots: 1 + the index in device_traces to read; 0 = the device

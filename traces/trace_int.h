@@ -56,6 +56,8 @@ struct msim_trace_s {
 	msim_entry_t la;     /* an entry read ahead, to serve next */
 	bool have_la;
 	bool in_run;         /* inside a run of segment_free rows */
+	bool in_call;        /* after an empty_cache row, with
+			      * hidden_empty_cache: its call not yet served */
 	bool pool_emptying;  /* after a pool_release of size 1 (~MemPool's
 			      * emptyCache(pool)): its segment_free rows */
 	bool pending_id;     /* an expected-OOM id to give back */

@@ -90,6 +90,12 @@ class Recorder:
         self.allocated -= nbytes
         self.rows.append(["free_completed", addr, nbytes, "", "", stream])
 
+    def empty_cache(self):
+        """torch.cuda.empty_cache(): an `empty_cache` row where the
+        program calls it (release_cached_blocks, replayed by memsim's
+        policy); blocks freed before the call come before it."""
+        self.rows.append(["empty_cache", 0, 0, "", "", _CURRENT_STREAM[0]])
+
     def assume(self, kind):
         self.assumptions[kind] = self.assumptions.get(kind, 0) + 1
         self.rows.append(["annotate", 0, 0, "assumption", kind])
@@ -392,7 +398,10 @@ def _patch_cuda(torch, rec, dev):
     c.is_current_stream_capturing = lambda: False
     import torch.cuda.graphs as cg
     cg.is_current_stream_capturing = lambda: False
-    c.empty_cache = lambda: None
+    # torch.cuda.empty_cache and torch.cuda.memory.empty_cache (the same
+    # function; a program may call either): a row of the trace.
+    import torch.cuda.memory as cmem
+    c.empty_cache = cmem.empty_cache = rec.empty_cache
     c.set_per_process_memory_fraction = lambda f, d=None: None
     # FakeTensor.__new__ would make a real CUDA tensor once "so that
     # backward works" (init_gpu_context): no GPU is touched here.

@@ -31,10 +31,19 @@ time):
 
 Pool ids (PyTorch's MempoolId_t pairs) become 1, 2, ... in order of first
 use.  merge() is pure so that it can be tested without a GPU.
+
+The same way, ``torch.cuda.empty_cache()`` (and ``torch.cuda.memory.
+empty_cache``, the same function) becomes an ``empty_cache`` row, noted
+before the real call so that it precedes the ``segment_free`` /
+``segment_unmap`` entries of its release_cached_blocks: the device trace has
+no entry for the call itself (TraceEntry::Action), and memsim's replay of a
+recording (``--recording``) takes the run after the row as that call's.  The
+wrapper only notes the trace's length; the allocator does what it would.
 """
 
 ACTIONS = ("pool_create", "pool_begin", "pool_end", "pool_release",
            "pool_restore")
+CALLS = ("empty_cache",)  # rows of a program's calls, no pool
 
 
 class PoolEvents:
@@ -65,6 +74,9 @@ class PoolEvents:
         end) is left out."""
         ids, out = {}, []
         for pos, action, key, stream, size in self.events:
+            if action in CALLS:
+                out.append((pos, action, None, stream, size))
+                continue
             if key is None:
                 continue
             if key not in ids:
@@ -79,8 +91,9 @@ def merge(entries, events):
     position keep their call order.  Each pool row gets the time of the
     entry before it (or after it, at the start).  Returns a list of rows
     (time_us, action, addr, size, stream, pool) with pool None for the
-    allocator's own entries.  An event is (position, action, pool id,
-    stream[, size]); size is pool_create's flags or pool_restore's count."""
+    allocator's own entries and for calls (empty_cache).  An event is
+    (position, action, pool id, stream[, size]); size is pool_create's
+    flags or pool_restore's count."""
     rows = []
     ev = sorted(enumerate(events), key=lambda ie: (ie[1][0], ie[0]))
     k = 0
@@ -89,8 +102,10 @@ def merge(entries, events):
         while k < len(ev) and min(ev[k][1][0], n) <= i:
             pos, action, pid, stream = ev[k][1][:4]
             size = ev[k][1][4] if len(ev[k][1]) > 4 else 0
-            if action not in ACTIONS:
+            if action not in ACTIONS and action not in CALLS:
                 raise ValueError("unknown pool action %r" % (action,))
+            if action in CALLS:
+                pid = None
             if rows:
                 t = rows[-1][0]
             elif n:
@@ -263,6 +278,17 @@ def install(torch):
             return r
         setcs._msim = True
         torch._C._cuda_setCheckpointPoolState = setcs
+
+    # torch.cuda.empty_cache(): the row, then the real call.
+    ec = torch.cuda.memory.empty_cache
+    if not getattr(ec, "_msim", False):
+        def empty_cache():
+            if torch.cuda.is_initialized():
+                pe.note("empty_cache", None, stream())
+            return ec()
+        empty_cache._msim = True
+        empty_cache.__doc__ = ec.__doc__
+        torch.cuda.empty_cache = torch.cuda.memory.empty_cache = empty_cache
 
     end_current("_cuda_endAllocateCurrentStreamToPool")
     wrap("_cuda_beginAllocateCurrentThreadToPool", "pool_begin", True)
