@@ -785,6 +785,15 @@ bin_requests(msim_trace_t *t, msim_req_t *v, size_t cap, size_t *n_out)
 			n++;
 			requests++;
 			break;
+		case MSIM_ACT_POOL_CREATE:
+		case MSIM_ACT_POOL_BEGIN:
+		case MSIM_ACT_POOL_END:
+		case MSIM_ACT_POOL_RELEASE:
+		case MSIM_ACT_POOL_RESTORE:
+			/* Private pools: their rows' checks and flags, and the
+			 * placed allocs after a pool_restore, are the request
+			 * stage's (traces/trace.c). */
+			goto hand_over;
 		default: /* annotations */
 			break;
 		}
