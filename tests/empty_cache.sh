@@ -144,4 +144,26 @@ done
 $MEMSIM convert --to bin "$tmp/ec.csv" "$tmp/ec.bin" >/dev/null || fail "convert ec"
 [ "$(sums "$tmp/ec.bin")" = "$((38 * MiB)) $((38 * MiB)) 4 1 1" ] || fail "binary plain run"
 [ "$(sums --recording "$tmp/rec.bin")" = "$((24 * MiB)) $((12 * MiB)) 3 2 2" ] || fail "binary --recording"
+
+# Real H200 recordings with the row (memsim record --gpu; real.tsv: the
+# runs' own counters). With --recording every figure is the run's; a
+# plain replay gives the same peaks (and serve's segment counts), the
+# calls replayed where the program made them.
+figs() { $MEMSIM run --json "$@" | tr -d ' ,"' | awk -F: '
+	$1 == "allocated_bytes.all.peak" { a = $2 } $1 == "reserved_bytes.all.peak" { r = $2 }
+	$1 == "segment.all.allocated" { s = $2 } $1 == "segment.all.freed" { f = $2 }
+	END { print a, r, s, f }'; }
+d="${MSIM_TESTDATA:-tests/data}/empty_cache"
+grep -v '^#' "$d/real.tsv" | tail -n +2 >"$tmp/real.rows"
+while read -r t conf a r s f; do
+	if [ "$conf" = - ]; then set --; else set -- --alloc-conf "$conf"; fi
+	[ "$(figs --recording "$@" "$d/$t")" = "$a $r $s $f" ] ||
+		fail "$t --recording: $(figs --recording "$@" "$d/$t"), real $a $r $s $f"
+	got=$(figs "$@" "$d/$t")
+	[ "${got% * *}" = "$a $r" ] || fail "$t: $got, real peaks $a $r"
+	[ "$t" != serve.gpu.msimtr ] || [ "$got" = "$a $r $s $f" ] ||
+		fail "$t: $got, real $a $r $s $f"
+done <"$tmp/real.rows"
+[ "$(wc -l <"$tmp/real.rows")" -eq 3 ] || fail "real.tsv: not 3 rows"
+
 finish empty_cache.sh
