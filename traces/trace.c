@@ -1349,6 +1349,16 @@ msim_trace_next(msim_trace_t *t, msim_req_t *req_out)
 			pool_run = t->pool_emptying;
 		else if (e.action != MSIM_ACT_SNAPSHOT)
 			t->pool_emptying = false;
+		/* A run of segment_free / segment_unmap rows: an empty_cache()'s
+		 * (the call of the row before it, or a hidden one), decided by
+		 * the row after it (below). */
+		if (t->opt.hidden_empty_cache && (t->in_call || !pool_run) &&
+		    (e.action == MSIM_ACT_SEGMENT_FREE ||
+		     e.action == MSIM_ACT_SEGMENT_UNMAP)) {
+			t->in_run = true;
+			t->run_time_us = e.time_us;
+			continue;
+		}
 		if (t->opt.hidden_empty_cache && t->in_call) {
 			/* After an empty_cache row: synchronize_and_free_events'
 			 * free_completed rows, then release_cached_blocks'
@@ -1356,11 +1366,6 @@ msim_trace_next(msim_trace_t *t, msim_req_t *req_out)
 			 * is replayed once, at the end of them, whatever comes
 			 * next (no rule b). */
 			switch (e.action) {
-			case MSIM_ACT_SEGMENT_FREE:
-			case MSIM_ACT_SEGMENT_UNMAP:
-				t->in_run = true;
-				t->run_time_us = e.time_us;
-				continue;
 			case MSIM_ACT_FREE_COMPLETED:
 				if (t->in_run)
 					break;
@@ -1380,11 +1385,6 @@ msim_trace_next(msim_trace_t *t, msim_req_t *req_out)
 		}
 		if (t->opt.hidden_empty_cache && !pool_run) {
 			switch (e.action) {
-			case MSIM_ACT_SEGMENT_FREE:
-			case MSIM_ACT_SEGMENT_UNMAP:
-				t->in_run = true;
-				t->run_time_us = e.time_us;
-				continue;
 			case MSIM_ACT_EMPTY_CACHE:
 				if (!t->in_run) {
 					t->in_call = true;
