@@ -1649,6 +1649,17 @@ sweep_reap(exec_ctx_t *x, int slot, int status)
  * this many bytes of requests each. */
 #define SWEEP_CACHE_BYTES ((size_t)512 << 20)
 
+/* How a trace read once for the settings is read: as a plain job reads
+ * it, but not hashed (the plan hashed the file for the settings' keys). */
+static msim_trace_options_t
+sweep_cache_options(void)
+{
+	msim_job_spec_t plain = {0};
+	msim_trace_options_t topt = msim_job_trace_options(&plain);
+	topt.unhashed = true;
+	return topt;
+}
+
 /* Whether setting s replays trace t as it is (no transform). */
 static bool
 sweep_plain_use(const msim_sweep_t *sw, const msim_setting_t *s, size_t t)
@@ -1668,9 +1679,7 @@ sweep_load(msim_sweep_t *sw, const size_t *list, size_t n)
 {
 	if (!(sw->caches = calloc(sw->ntraces, sizeof(*sw->caches))))
 		return;
-	msim_job_spec_t plain = {0};
-	msim_trace_options_t topt = msim_job_trace_options(&plain);
-	topt.unhashed = true; /* the plan hashed it */
+	msim_trace_options_t topt = sweep_cache_options();
 	for (size_t t = 0; t < sw->ntraces; t++) {
 		size_t uses = 0;
 		for (size_t i = 0; i < n; i++)
@@ -1687,9 +1696,7 @@ sweep_load(msim_sweep_t *sw, const size_t *list, size_t n)
 static void
 sweep_load_paths(msim_sweep_t *sw)
 {
-	msim_job_spec_t plain = {0};
-	msim_trace_options_t topt = msim_job_trace_options(&plain);
-	topt.unhashed = true; /* the plan hashed it */
+	msim_trace_options_t topt = sweep_cache_options();
 	for (size_t t = 0; t < sw->npreload; t++)
 		if (sw->preload_paths[t])
 			msim_trace_cache_load(&sw->caches[t],
