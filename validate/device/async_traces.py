@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Makes the request files (validate/torch_replay.py's protocol, which
-validate/async_replay.py reads) of the traces listed in
-validate/async_traces.tsv: tests/data traces as they are, `memsim gen`
+validate/device/async_replay.py reads) of the traces listed in
+validate/device/async_traces.tsv: tests/data traces as they are, `memsim gen`
 ones generated, and "merge A | B" two generated traces interleaved in
 proportion (A on stream 0, B's streams moved up by one: two jobs sharing
 a device, one on a side stream).  docs/cuda-async.md §3.

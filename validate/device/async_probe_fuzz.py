@@ -2,7 +2,7 @@
 """Many small random scenarios through the device's default cudaMallocAsync
 pool as PyTorch sets it (CuPy; docs/cuda-async.md §3.1): a corpus of block
 offsets against which placement rules are scored offline
-(validate/async_offsets.py --fuzz).  Standard library and CuPy only.
+(validate/device/async_offsets.py --fuzz).  Standard library and CuPy only.
 
 usage: async_probe_fuzz.py SEED COUNT STREAMS MODE
 MODE: tight (calls back to back), query (the reserved bytes read after

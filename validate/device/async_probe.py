@@ -212,7 +212,7 @@ SCEN = [
                            ("m", "c", 100 * M), ("f", "a"), ("f", "c"),
                            ("m", "x", 150 * M), ("m", "y", 50 * M),
                            ("m", "z", 50 * M)]),
-    # streams: validate/async_probe_streams.py (through PyTorch)
+    # streams: validate/device/async_probe_streams.py (through PyTorch)
     # trimming and the threshold
     ("trim_partial", [("m", "s", 1000), ("m", "a", 20 * M), ("f", "a"),
                       ("trim", 0), ("m", "b", 60 * M), ("f", "b"),

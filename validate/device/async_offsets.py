@@ -2,7 +2,7 @@
 """Replays a memsim request file (validate/torch_replay.py's protocol:
 a ID SIZE STREAM / x ID SIZE STREAM / f ID / e) through a placement rule
 of the cudaMallocAsync pool and compares each block's offset with the
-driver's, from a line of validate/async_replay.py's output (its "offs":
+driver's, from a line of validate/device/async_replay.py's output (its "offs":
 every successful block's address minus the lowest, in request order).
 docs/cuda-async.md §3.1.
 
@@ -18,7 +18,7 @@ the blocks placed as the driver did, the model's peak of granules touched
 (32 MiB, no trims) against the driver's reserved_high.  --forced puts
 every block where the driver put it and asks the rule only for the next
 one (matched then counts the rule's decisions that agree).  --fuzz reads
-validate/async_probe_fuzz.py's or validate/async_probe_sync.py's
+validate/device/async_probe_fuzz.py's or validate/device/async_probe_sync.py's
 scenarios (one process per seed: streams rank by their first malloc in
 the process) and prints, per number of streams and mode, the scenarios
 whose every block the rule placed as the driver did, the blocks so placed

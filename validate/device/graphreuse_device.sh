@@ -2,7 +2,7 @@
 # Record tests/recorder/graphreuse.py's workloads with memsim record --gpu on
 # a GPU machine (no memsim build needed there), each once more without the
 # recorder (its memory_stats must be the same), and the owncap probe.
-#   bash tests/recorder/graphreuse_device.sh OUTDIR MYALLOC_SO [RECORDER_DIR [NAME...]]
+#   bash validate/device/graphreuse_device.sh OUTDIR MYALLOC_SO [RECORDER_DIR [NAME...]]
 # (NAME: the recordings of the list below to make; default all)
 # MYALLOC_SO: tests/recorder/myalloc.c built with
 #   gcc -shared -fPIC -O2 -o myalloc.so tests/recorder/myalloc.c -ldl
@@ -13,7 +13,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 rec=${3:-$here/../../traces}
 shift 3 2>/dev/null || shift $#
 only=" $* "
-prog=${PROG:-$here/graphreuse.py}
+prog=${PROG:-$here/../../tests/recorder/graphreuse.py}
 export PYTHONPATH="$rec${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 export MYALLOC_SO="$so"
 mkdir -p "$out"

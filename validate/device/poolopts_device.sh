@@ -5,7 +5,7 @@
 # PyTorch offers.  The recordings of tests/data/pools/poolopts.tsv were made
 # with it (torch 2.11.0+cu130 on an H200, in two calls: 118 s, then the
 # compiled_train_shapes ones, 22 s).
-#   bash tests/recorder/poolopts_device.sh OUTDIR [RECORDER_DIR]
+#   bash validate/device/poolopts_device.sh OUTDIR [RECORDER_DIR]
 # (RECORDER_DIR: the folder holding memsim_record; default this tree's
 # traces/).  Everything lands in OUTDIR/poolopts.tar.gz.
 set -u
@@ -13,7 +13,7 @@ out=$1
 here=$(cd "$(dirname "$0")" && pwd)
 rec=${2:-$here/../../traces}
 export PYTHONPATH="$rec${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-prog=$here/poolopts.py
+prog=$here/../../tests/recorder/poolopts.py
 w=$out/w
 mkdir -p "$w"
 log=$out/log.txt

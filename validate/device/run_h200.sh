@@ -6,7 +6,7 @@
 # goes into one results database; `memsim report --compare` then sets
 # simulations beside it (no GPU needed for that part).
 #
-#   MEMSIM=path/to/memsim OUT=dir validate/run_h200.sh
+#   MEMSIM=path/to/memsim OUT=dir validate/device/run_h200.sh
 #
 # memsim must be built with --with-cuda; python3 must have PyTorch.
 set -u

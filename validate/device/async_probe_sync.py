@@ -3,7 +3,7 @@
 cudaMallocAsync pool as PyTorch sets it (CuPy; docs/cuda-async.md §3.5):
 hand-made probes, each separating two readings of the rule, and random
 small scenarios with synchronisations, scored offline by
-validate/async_offsets.py --fuzz.  Standard library and CuPy only.
+validate/device/async_offsets.py --fuzz.  Standard library and CuPy only.
 
 usage: async_probe_sync.py probes|probes2
        async_probe_sync.py fuzz SEED COUNT STREAMS MODE
