@@ -3,7 +3,7 @@
 # on a tiny model, and a cache grown from torch.tensor([]) under
 # torch.inference_mode (DynamicLayer.lazy_initialization): memsim record
 # --fake must run every step to the max length and record both;
-# tests/fresh3_record.sh checks the trace.
+# tests/recorder_generate.sh checks the trace.
 import torch
 import torch.nn as nn
 

@@ -1,14 +1,14 @@
 #!/bin/sh
 # Real recordings of workloads no test had seen when they were made
-# (tests/data/fresh/real.tsv: Hugging Face and torchvision models from
-# tests/recorder/fresh.py, each under four PYTORCH_CUDA_ALLOC_CONF
+# (tests/data/real_hf/real.tsv: Hugging Face and torchvision models from
+# tests/recorder/hf_models.py, each under four PYTORCH_CUDA_ALLOC_CONF
 # settings) reproduce exactly with `memsim run --recording` under the
 # same setting: peak allocated and reserved bytes, cudaMalloc and cudaFree
 # counts, as the run's own torch.cuda.memory_stats() gave them.
 # Run by `make check` with MEMSIM and MSIM_TESTDATA.
 set -u
-# FRESH, FRESH_N: another set (tests/fresh2.sh): its folder, its count.
-DATA=${MSIM_TESTDATA:-tests/data}/${FRESH:-fresh}
+# SET, SET_N: another set (tests/real_arch.sh): its folder, its count.
+DATA=${MSIM_TESTDATA:-tests/data}/${SET:-real_hf}
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 grep -v '^#' "$DATA/real.tsv" | tail -n +2 | {
 	fails=0 n=0
@@ -27,5 +27,5 @@ grep -v '^#' "$DATA/real.tsv" | tail -n +2 | {
 		fi
 	done
 	echo "$n recordings, $fails differ"
-	[ "$n" -eq "${FRESH_N:-21}" ] && [ "$fails" -eq 0 ]
+	[ "$n" -eq "${SET_N:-21}" ] && [ "$fails" -eq 0 ]
 }

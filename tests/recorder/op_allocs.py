@@ -1,5 +1,5 @@
-# Ops the second set of fresh workloads showed the recorder missing
-# (tests/recorder_fresh2_ops.sh), under memsim record --fake on the H200.
+# Ops the architectures set of workloads (arch_models.py) showed the recorder missing
+# (tests/recorder_ops.sh), under memsim record --fake on the H200.
 # CASE: groupnorm (GroupNorm forward and backward, fp32), convt (a
 # ConvTranspose2d under fp16 autocast, forward and backward), gemm (the
 # first Linear: its output, then the cuBLAS and cuBLASLt workspaces),

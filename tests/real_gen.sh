@@ -1,6 +1,6 @@
 #!/bin/sh
 # Real recordings of generation and serving workloads
-# (tests/data/fresh3/real.tsv: tests/recorder/fresh3.py on the H200: beam
+# (tests/data/real_gen/real.tsv: tests/recorder/gen_models.py on the H200: beam
 # search, top-k/top-p sampling, a static KV cache that transformers
 # compiles, BART generation, a diffusion sampling loop in fp16 inference
 # mode, a serving loop with empty_cache() after each request, one
@@ -12,7 +12,7 @@
 # the cached segments stay and it reserves more.
 # Run by `make check` with MEMSIM and MSIM_TESTDATA.
 set -u
-DATA=${MSIM_TESTDATA:-tests/data}/fresh3
+DATA=${MSIM_TESTDATA:-tests/data}/real_gen
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 n=0
 while IFS="$(printf '\t')" read -r trace alloc res sega segf; do
@@ -31,4 +31,4 @@ done <"$DATA/real.tsv"
 $MEMSIM run --json "$DATA/serve.real.msimtr" >"$tmp/out.json" || fail "serve plain run"
 got="$(key allocated_bytes.all.peak "$tmp/out.json") $(key reserved_bytes.all.peak "$tmp/out.json") $(key segment.all.freed "$tmp/out.json")"
 [ "$got" = "327534592 526385152 0" ] || fail "serve without --recording: $got"
-finish fresh3.sh
+finish real_gen.sh

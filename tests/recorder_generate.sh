@@ -1,5 +1,5 @@
 #!/bin/sh
-# memsim record --fake on generation idioms (tests/recorder/fresh3_beam.py):
+# memsim record --fake on generation idioms (tests/recorder/beam_search.py):
 # a beam search whose stopping test compares scores with transformers'
 # -1e9 "no finished beam" sentinel runs every step to the max length
 # (traces/memsim_record/known.py, assumption compare:sentinel), and a cache
@@ -13,7 +13,7 @@ SRC=$(cd "$(dirname "$0")" && pwd)
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 need_torch
 
-$MEMSIM record -o "$tmp/b.csv" -- "$PY" "$SRC/recorder/fresh3_beam.py" \
+$MEMSIM record -o "$tmp/b.csv" -- "$PY" "$SRC/recorder/beam_search.py" \
 	2>"$tmp/err" || fail "record: $(tail -3 "$tmp/err")"
 grep '^steps\|^keys' "$tmp/err" >"$tmp/out"
 printf 'steps 6 shape (8, 16)\nsteps 4 shape (12, 24)\nkeys (3072,)\n' >"$tmp/want"
@@ -25,14 +25,14 @@ grep -q "; 10 assumptions (compare:sentinel 10)$" "$tmp/err" ||
 # Each step at line 37: the gathered beams ids[src] (B*4 x len longs),
 # the new tokens idx % 1000 (B x 4 longs) and their cat (len + 1):
 # 8 x 10..15 x 8 bytes, then 12 x 20..23 x 8.
-got=$(awk -F, '$3 == "alloc" && $8 == "fresh3_beam.py:37 beam_search" { printf "%s ", $5 }' "$tmp/b.csv")
+got=$(awk -F, '$3 == "alloc" && $8 == "beam_search.py:37 beam_search" { printf "%s ", $5 }' "$tmp/b.csv")
 want=
 for l in 10 11 12 13 14 15; do want="$want$((8 * l * 8)) 64 $((8 * (l + 1) * 8)) "; done
 for l in 20 21 22 23; do want="$want$((12 * l * 8)) 96 $((12 * (l + 1) * 8)) "; done
 [ "$got" = "$want" ] || fail "beam sizes: $got, want $want"
 # torch.tensor([]) allocates nothing; three cats of 1024 halves: 2048,
 # 4096 and 6144 bytes, each after its torch.ones (2048).
-got=$(awk -F, '$3 == "alloc" && $8 == "fresh3_beam.py:66 <module>" { printf "%s ", $5 }' "$tmp/b.csv")
+got=$(awk -F, '$3 == "alloc" && $8 == "beam_search.py:66 <module>" { printf "%s ", $5 }' "$tmp/b.csv")
 [ "$got" = "2048 2048 2048 4096 2048 6144 " ] || fail "inference-mode cache: $got"
 $MEMSIM run "$tmp/b.csv" >/dev/null || fail "memsim run of the recording"
 
@@ -51,7 +51,7 @@ grep -q '^cmp True True True False False$' "$tmp/err" || fail "sentinel: $(cat "
 grep -q "; 5 assumptions (compare:sentinel 3, item:bool 2)$" "$tmp/err" ||
 	fail "sentinel assumptions: $(cat "$tmp/err")"
 
-# Kernels' temporaries (tests/recorder/fresh3_kernels.py), exact bytes.
+# Kernels' temporaries (tests/recorder/gen_kernels.py), exact bytes.
 # sort of (4, 16000) fp32 (launch_stable_sort_kernel, 4 slices < 128:
 # by full sort): two (index, segment) arrays of 64000 x 8 bytes, the keys'
 # output (64000 x 4), cub's storage for 4 passes of float keys with int2
@@ -65,7 +65,7 @@ grep -q "; 5 assumptions (compare:sentinel 3, item:bool 2)$" "$tmp/err" ||
 # output with K padded to 8 (9216 + 8192); ConvTranspose2d(16, 8, 4, 2, 1)
 # on (2, 16, 8, 8): backward-data's input + weight + output, 8192 + 4096
 # + 4096.
-$MEMSIM record -o "$tmp/k.csv" -- "$PY" "$SRC/recorder/fresh3_kernels.py" \
+$MEMSIM record -o "$tmp/k.csv" -- "$PY" "$SRC/recorder/gen_kernels.py" \
 	2>"$tmp/err" || fail "record kernels: $(tail -3 "$tmp/err")"
 got=$(awk -F, '$3 == "alloc" && ($7 == "temporary" || $8 ~ /^cuBLAS/) { printf "%s:%s ", $8, $5 }' "$tmp/k.csv")
 s="sort_cuda_kernel temporaries" m="multinomial temporaries" c="cudnn run_conv_plan workspace"
@@ -88,4 +88,4 @@ $MEMSIM record -o "$tmp/silu.csv" -- "$PY" "$tmp/silu.py" 2>"$tmp/err" ||
 got=$(awk -F, '$3 == "alloc" && $8 ~ /SiluBackward0/ { printf "%s ", $5 }' "$tmp/silu.csv")
 [ "$got" = "1048576 " ] || fail "silu backward: $got"
 
-finish fresh3_record.sh
+finish recorder_generate.sh

@@ -1,5 +1,5 @@
 # Kernels' temporaries that generation and inference code meets, under
-# memsim record --fake; tests/fresh3_record.sh checks the exact bytes.
+# memsim record --fake; tests/recorder_generate.sh checks the exact bytes.
 import torch
 import torch.nn as nn
 

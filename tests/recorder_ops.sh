@@ -1,7 +1,7 @@
 #!/bin/sh
-# memsim record --fake on ops the second set of fresh workloads
-# (tests/recorder/fresh2.py) showed it missing or misordering, on the H200
-# (tests/recorder/fresh2_ops.py).  Needs Python 3 and PyTorch; skips (77)
+# memsim record --fake on ops the architectures set of workloads
+# (tests/recorder/arch_models.py) showed it missing or misordering, on the H200
+# (tests/recorder/op_allocs.py).  Needs Python 3 and PyTorch; skips (77)
 # without them.
 set -u
 SRC=$(cd "$(dirname "$0")" && pwd)
@@ -9,7 +9,7 @@ SRC=$(cd "$(dirname "$0")" && pwd)
 need_torch
 sizes() { awk -F, '$3 == "alloc" { printf "%s%s", s, $5; s = " " } END { print "" }' "$1"; }
 for c in groupnorm convt gemm nested mse catconv mathmask accum linear3d lncopy embed; do
-	$MEMSIM record -o "$tmp/$c.csv" -- "$PY" "$SRC/recorder/fresh2_ops.py" $c \
+	$MEMSIM record -o "$tmp/$c.csv" -- "$PY" "$SRC/recorder/op_allocs.py" $c \
 		2>"$tmp/err" || fail "record $c: $(tail -3 "$tmp/err")"
 done
 # 1. GroupNorm(4, 16) on 2 x 16 x 8 x 8, fp32: forward's Y, mean and rstd
@@ -98,4 +98,4 @@ got=$(sizes "$tmp/embed.csv")
 [ "$got" = "1280000 32768 524288 4 64 4 4 524288 32768 32768 32768 1280000 32768 8 32768 32768 32768 8 36040 576640" ] ||
 	fail "embed: $got"
 
-finish recorder_fresh2_ops.sh
+finish recorder_ops.sh

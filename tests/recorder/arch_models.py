@@ -6,7 +6,7 @@ the nested-tensor fast path in eval), non-reentrant checkpointing around a
 custom autograd.Function with fp16 causal attention and gradient
 accumulation, an EmbeddingBag recommender, and a DistilBERT classifier
 with Adam (foreach).  Models from constructors and configs, random
-weights, nothing downloaded.  python3 fresh2.py NAME"""
+weights, nothing downloaded.  python3 arch_models.py NAME"""
 import sys
 import torch
 import torch.nn as nn

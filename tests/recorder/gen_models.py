@@ -1,7 +1,7 @@
 """Generation and serving-style workloads no test had seen: Hugging Face
 models built from configs (random weights, nothing downloaded), a small
 denoiser, a serving loop and one torch.compile training step.
-python3 fresh3.py NAME"""
+python3 gen_models.py NAME"""
 import sys
 import torch
 import torch.nn as nn

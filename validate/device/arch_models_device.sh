@@ -1,16 +1,16 @@
 #!/bin/bash
-# Second set of fresh workloads (tests/recorder/fresh2.py), on a GPU machine:
-#   bash validate/device/fresh2_device.sh OUTDIR [RECORDER_DIR]
+# The architectures set of workloads (tests/recorder/arch_models.py), on a GPU machine:
+#   bash validate/device/arch_models_device.sh OUTDIR [RECORDER_DIR]
 # real recordings under the default settings (c1) and expandable_segments
 # (c2), snapshots with C++ frames of the default run, --fake recordings
 # with the GPU hidden, and the cuDNN RNN and transposed/3-D convolution probes
 # (rnn_probe.py, convx_probe.py).  Writes
-# OUTDIR/fresh2.tgz (real), fake.tgz and snaps.tgz.
+# OUTDIR/arch_models.tgz (real), fake.tgz and snaps.tgz.
 set -u
 export PYTHONUNBUFFERED=1
 O=${1:?outdir}; mkdir -p "$O/r" "$O/s"
 D=$(cd "$(dirname "$0")" && pwd)
-WL=$D/../../tests/recorder   # fresh2.py
+WL=$D/../../tests/recorder   # arch_models.py
 export PYTHONPATH=${2:-$PWD/traces}
 python3 -c 'import torch, transformers, torchvision; print(torch.__version__, transformers.__version__, torchvision.__version__, torch.backends.cudnn.version())' > "$O/r/env.txt" 2>&1
 W=${W:-"lstm_lm gru_amp tv_vit_fused unet_gn tv_video3d tenc_padmask ckpt_fn_accum recsys_bag hf_distilbert_cls"}
@@ -32,11 +32,11 @@ xargs -P 12 -L 1 bash -c 'w=$0 c=$1 conf=$2; [ "$conf" = - ] && conf=
   left=$((280 - $(date +%s) + T0)); [ $left -gt 120 ] && left=120
   if [ $left -lt 60 ]; then echo "$w $c skipped" >> "$O/r/status.txt"; exit 0; fi
   if [ $c = nogpu ]; then
-    CUDA_VISIBLE_DEVICES= timeout $left python3 -m memsim_record -o "$O/r/$w.nogpu.csv" -- "$WL/fresh2.py" $w > "$O/r/$w.nogpu.log" 2>&1
+    CUDA_VISIBLE_DEVICES= timeout $left python3 -m memsim_record -o "$O/r/$w.nogpu.csv" -- "$WL/arch_models.py" $w > "$O/r/$w.nogpu.log" 2>&1
   elif [ $c = snap ]; then
-    timeout $left python3 -m memsim_record --gpu --snapshot "$O/s/$w.pickle" -o "$O/s/$w.snap.csv" -- "$WL/fresh2.py" $w > "$O/s/$w.snap.log" 2>&1
+    timeout $left python3 -m memsim_record --gpu --snapshot "$O/s/$w.pickle" -o "$O/s/$w.snap.csv" -- "$WL/arch_models.py" $w > "$O/s/$w.snap.log" 2>&1
   else
-    PYTORCH_CUDA_ALLOC_CONF=$conf timeout $left python3 -m memsim_record --gpu -o "$O/r/$w.$c.real.csv" -- "$WL/fresh2.py" $w > "$O/r/$w.$c.real.log" 2>&1
+    PYTORCH_CUDA_ALLOC_CONF=$conf timeout $left python3 -m memsim_record --gpu -o "$O/r/$w.$c.real.csv" -- "$WL/arch_models.py" $w > "$O/r/$w.$c.real.log" 2>&1
   fi
   echo "$w $c [$conf] rc=$?" >> "$O/r/status.txt"' < "$J"
 wait $p1
@@ -46,7 +46,7 @@ echo "convx probe rc=$?" >> "$O/r/status.txt"
 rm -f "$O/s/"*.snap.csv
 mkdir -p "$O/f" && mv "$O/r/"*.nogpu.* "$O/f/"
 tar -C "$O" -czf "$O/fake.tgz" f && rm -rf "$O/f"
-tar -C "$O" -czf "$O/fresh2.tgz" r && rm -rf "$O/r"
+tar -C "$O" -czf "$O/arch_models.tgz" r && rm -rf "$O/r"
 # the snapshots, largest dropped first until the archive fits in 15 MiB
 while :; do
   tar -C "$O" -czf "$O/snaps.tgz" s

@@ -1,6 +1,6 @@
-"""Fresh workloads never seen by memsim's authors' tests: HF transformers
+"""Workloads no test had seen when they were written: HF transformers
 models built from configs (random weights, nothing downloaded) and
-torchvision models.  python3 fresh.py NAME"""
+torchvision models.  python3 hf_models.py NAME"""
 import sys
 import torch
 import torch.nn.functional as F
