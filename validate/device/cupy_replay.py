@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Replay device-trace CSVs through real CuPy's MemoryPool (the device
-side of `memsim run --policy cupy`'s check, README "The cupy policy").
+side of `memsim run --policy cupy`'s check, docs/validation.md, "The cupy policy").
 
 For each trace: alloc rows allocate their size on their stream (one CuPy
 stream per recorded stream handle, the default stream for 0),

@@ -4,7 +4,7 @@ through a SingleDeviceMemoryPool, and before every alloc whose rounded size
 has more than one free chunk of the smallest fitting size in its arena,
 record the candidates (id() of the _Chunk, its address) in CuPy's index
 order, then the address CuPy handed out.  One JSON object: events (to
-check the probe changed nothing) and ties (README, "The cupy policy").
+check the probe changed nothing) and ties (docs/validation.md, "The cupy policy").
 
 usage: cupy_ties.py TRACE.csv"""
 import json

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Replay device-trace CSVs through JAX's GPU allocator (XLA's BFC, as
-`memsim run --policy bfc` models it; README "bfc against XLA's BFC").
+`memsim run --policy bfc` models it; docs/validation.md, "bfc against XLA's BFC").
 
 Set XLA_PYTHON_CLIENT_PREALLOCATE and XLA_PYTHON_CLIENT_MEM_FRACTION in the
 environment as the run needs them.  Every alloc row becomes a device
