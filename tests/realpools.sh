@@ -3,10 +3,10 @@
 # six test traces on an H200 (README, "The cupy policy" and "bfc against
 # XLA's BFC"):
 #   tests/data/validate/cupy/real.tsv: CuPy 14.2.0's MemoryPool
-#     (validate/cupy_replay.py, one process a run), no limit and set_limit
+#     (validate/device/cupy_replay.py, one process a run), no limit and set_limit
 #     at 90% and 60%;
 #   tests/data/validate/jax/real.tsv: JAX 0.11.2's BFC allocator
-#     (validate/jax_replay.py), growing and preallocated, on the six and
+#     (validate/device/jax_replay.py), growing and preallocated, on the six and
 #     on two traces replayed only after the model was set (docs/bfc.md).
 # Each row: trace (in tests/data/traces, or else in a traces/ folder beside
 # the row's file), policy, conf (- for none), peak reserved, peak allocated,
@@ -17,7 +17,7 @@
 # with (events: every cudaMalloc and release, request by request).
 #   tests/data/validate/cupy/recorded.tsv: CuPy recordings (rec/: the
 #     trace's requests at the addresses CuPy handed out, its cudaMallocs
-#     and free_all_blocks, its OOM as an oom row; validate/cupy_replay.py
+#     and free_all_blocks, its OOM as an oom row; validate/device/cupy_replay.py
 #     --record, one process a run) and that run's own figures.  With
 #     --addresses trace every one must give the run's events, peaks and
 #     OOM, every allocation at its recorded address; with model addresses

@@ -4,7 +4,7 @@
 # build, no GPU) against the real runs of the same script on two H200s
 # (MODE.rR.real.bin, torchrun --nproc-per-node 2, torch 2.11, memsim record
 # --gpu per rank; peaks.tsv holds each rank's torch.cuda.max_memory_*).
-# No PyTorch needed.  tests/recorder/dist_device.sh made them.
+# No PyTorch needed.  validate/device/dist_device.sh made them.
 set -u
 DATA=${MSIM_TESTDATA:-tests/data}/dist
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
