@@ -783,7 +783,7 @@ store_timeline(msim_db_t *db, const char *hash, uint64_t requests,
 
 /*
  * The connection that writes gathers a transaction's WAL frames and
- * writes them at its commit (sim/results.c, VFS memsim-wal): another
+ * writes them at its commit (sim/results_wal.c, VFS memsim-wal): another
  * connection, through SQLite's default VFS, reads each run as soon as it
  * is stored.  Runs of 2, 3,000 and 150,000 samples: a transaction of two
  * pages, one of more than the 64 KiB written a call, and one of more than

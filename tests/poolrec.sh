@@ -151,7 +151,7 @@ done <"$tmp/rows"
 [ "$o" -ge 1 ] || fail "no rows in poolopts.tsv"
 
 # Snapshot pickles: the segments' segment_pool_id puts the allocs in their
-# pools (traces/trace.c, pool_derive()).  Each row of snapshots.tsv: the
+# pools (traces/trace_seed.c, msim_trace_pool_derive()).  Each row of snapshots.tsv: the
 # pickle, the run options (- for none) and the figures the run must give.
 grep -v '^#' "$DATA/snapshots.tsv" >"$tmp/snaps"
 k=0

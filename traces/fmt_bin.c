@@ -22,7 +22,7 @@
  *     error naming it, or skipped and counted with lenient (a raw record
  *     reads the same whatever its action);
  *   - an id record (bit 5; version 2): the dense id the request stage of
- *     traces/trace.c gives the block (msim_idmap_t's, which `convert`
+ *     traces/trace_request.c gives the block (msim_idmap_t's, which `convert`
  *     replays as it writes), so a reader needs no address map:
  *       alloc, oom: id, addr delta, size, [stream]
  *       free_requested, free_completed: id, [size unless bit 6: the size
@@ -623,7 +623,7 @@ bin_next(msim_trace_t *t, msim_entry_t *e)
 }
 
 /*
- * Hands the request stage of traces/trace.c what bin_requests() kept (the
+ * Hands the request stage of traces/trace_request.c what bin_requests() kept (the
  * live ids and the free ones) and the record r as its look-ahead entry,
  * for it to read the rest of the file entry by entry.
  */
@@ -645,7 +645,7 @@ bin_hand_over(msim_trace_t *t, bin_t *b, const bin_rec_t *r)
 }
 
 /*
- * The request stage of traces/trace.c for version 2's id records, straight
+ * The request stage of traces/trace_request.c for version 2's id records, straight
  * into an array: up to cap (>= 2) requests in v.  Returns 1 (more to
  * come), 0 (the end) or an error, with *n_out requests in v in every
  * case; MSIM_ENOTSUP for a version 1 file (no ids: read it entry by
@@ -792,7 +792,7 @@ bin_requests(msim_trace_t *t, msim_req_t *v, size_t cap, size_t *n_out)
 		case MSIM_ACT_POOL_RESTORE:
 			/* Private pools: their rows' checks and flags, and the
 			 * placed allocs after a pool_restore, are the request
-			 * stage's (traces/trace.c). */
+			 * stage's (traces/trace_request.c). */
 			goto hand_over;
 		default: /* annotations */
 			break;
@@ -929,7 +929,7 @@ bin_put_held(msim_trace_writer_t *w, bin_t *b)
 }
 
 /*
- * The ids the request stage gives (traces/trace.c, trace_request()),
+ * The ids the request stage gives (traces/trace_request.c, trace_request()),
  * replayed: an alloc takes one, a free_completed gives it back, an oom
  * takes one until the next entry.  Entries it would reject are written
  * raw.  A free_requested is held back one entry, to pair it with the

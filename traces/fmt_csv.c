@@ -14,7 +14,7 @@
  * 2: use_on_oom; 4: no_split), a pool_release row's is 1 for the MemPool's
  * death (then emptyCache(pool)), else 0; a pool_restore row's
  * (setCheckpointPoolState) counts the alloc rows it places.
- * Each line is one entry; the request stage of trace.c gives them their
+ * Each line is one entry; the request stage of trace_request.c gives them their
  * replay meaning.  The writer writes the same columns (seq counts from 0).
  *
  * The reader scans a 1 MiB buffer in place (msim_trace_line(), shared with

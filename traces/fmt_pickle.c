@@ -49,7 +49,7 @@
  * a CUDA graph's or a MemPool's private pool) becomes its pool number
  * (msim_snap_segment_t.pool): a tuple of two ints is kept as a value (and
  * in the memo), other tuples are opaque.  The trace entries name no pool:
- * traces/trace.c derives them from the segments (pool_derive()).
+ * traces/trace_seed.c derives them from the segments (msim_trace_pool_derive()).
  *
  * The writer writes a snapshot that torch.cuda.memory's tools and this
  * reader load: {"segments": [], "device_traces": [[entry, ...]]}, entries

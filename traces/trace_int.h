@@ -1,6 +1,6 @@
 /*
  * For format authors (libuv's uv-common.h beside uv.h): what a reader or
- * writer of one format shares with traces/trace.c.  Users of traces
+ * writer of one format shares with traces/trace*.c.  Users of traces
  * include traces/trace.h only.
  */
 #ifndef MSIM_TRACES_TRACE_INT_H
@@ -76,7 +76,7 @@ struct msim_trace_s {
 	msim_req_t *seedq;    /* the requests that rebuild the start */
 	size_t nseedq, capseedq, seedpos;
 	msim_trace_seed_t seed;
-	/* Private pools of a snapshot (pool_derive() in trace.c). */
+	/* Private pools of a snapshot (msim_trace_pool_derive(), trace_seed.c). */
 	uint32_t npools;      /* private pools its segments name; 0: off */
 	struct msim_pseg_s {  /* its private segments of the end state */
 		uint64_t addr, size;
@@ -169,6 +169,26 @@ bool msim_trace_skip_unknown(msim_trace_t *t, const char *name);
 
 /* For readers: turns a recorded microsecond timestamp into simulated ns. */
 msim_time_t msim_trace_time(msim_trace_t *t, uint64_t time_us);
+
+/* Between the stages of a reader (trace.c, trace_request.c,
+ * trace_seed.c). */
+
+/* PyTorch's kMinBlockSize: round_size() rounds up to it. */
+#define SEED_MIN_BLOCK UINT64_C(512)
+
+/* What msim_trace_next_entry() does at the end: hash what a format leaves
+ * unread, so that the content hash is the whole file's. */
+void msim_trace_end(msim_trace_t *t);
+/* Grows array *a of *cap elements of each bytes to hold n + 1.  Returns 0
+ * or MSIM_ENOMEM. */
+int msim_trace_seed_grow(void **a, size_t *cap, size_t n, size_t each);
+/* The seeding is not exact, for reason why (kept: a constant). */
+void msim_trace_seed_inexact(msim_trace_t *t, const char *why);
+/* The pool requests entry e needs before it, into t->pq: 1 if any, 0 if
+ * none, or an error.  before: called before the hidden empty_cache rules,
+ * else after them (trace_seed.c). */
+int msim_trace_pool_derive(msim_trace_t *t, const msim_entry_t *e,
+			   bool before);
 
 /* For writers: records "path: <fmt>" and returns code. */
 int msim_trace_writer_fail(msim_trace_writer_t *w, int code, const char *fmt,
