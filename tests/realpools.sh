@@ -1,6 +1,6 @@
 #!/bin/sh
 # memsim's models of other allocators against the real ones, replaying the
-# six test traces on an H200 (README, "The cupy policy" and "bfc against
+# six test traces on an H200 (docs/validation.md, "The cupy policy" and "bfc against
 # XLA's BFC"):
 #   tests/data/validate/cupy/real.tsv: CuPy 14.2.0's MemoryPool
 #     (validate/device/cupy_replay.py, one process a run), no limit and set_limit
@@ -21,7 +21,7 @@
 #     --record, one process a run) and that run's own figures.  With
 #     --addresses trace every one must give the run's events, peaks and
 #     OOM, every allocation at its recorded address; with model addresses
-#     the model's tie rule decides (README, "The cupy policy").
+#     the model's tie rule decides (docs/validation.md, "The cupy policy").
 set -u
 MEMSIM=${MEMSIM:-./memsim}
 DATA=${MSIM_TESTDATA:-tests/data}
@@ -33,7 +33,7 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 # What must be equal, by events file.  CuPy orders free chunks of equal
 # size by the address of their Python objects; memsim models where CPython
 # puts them (policies/cupy.c), which holds but for one run, where the
-# interpreter's heap as the process left it decides (README, "The cupy
+# interpreter's heap as the process left it decides (docs/validation.md, "The cupy
 # policy"): there only the allocated peak and the OOM are held.
 expect() {
 	case $1 in

@@ -17,7 +17,7 @@ while IFS="	" read -r m r alloc res; do
 	zero.r1)
 		# The real rank 1 kept DDP's first bucket (every gradient,
 		# 33628200 bytes, 33628672 as round_size makes it) past the
-		# bucket rebuild (README): the fake trace frees it there.
+		# bucket rebuild (docs/recording.md): the fake trace frees it there.
 		[ $((fa + 33628672)) -eq "$alloc" ] ||
 			fail "$w: fake $fa + the bucket != real $alloc"
 		[ "$fr" -le "$res" ] || fail "$w: fake reserved $fr > $res";;

@@ -31,7 +31,12 @@ Standard library only.
 import bisect
 import gzip
 import json
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                ".."))
+import replayfile  # noqa: E402  (validate/replayfile.py)
 
 UNIT = 512
 GRANULE = 32 << 20
@@ -366,21 +371,10 @@ def main():
     if real is None:
         sys.exit("async_offsets.py: %s: no line for %s with offsets"
                  % (replays, name))
-    ops = []
-    with open(reqs) as fp:
-        for n, line in enumerate(fp, 1):
-            op = line.split()
-            if not op:
-                continue
-            if op[0] in ("a", "x"):
-                ops.append([op[0], op[1], int(op[2]), int(op[3])])
-            elif op[0] == "f":
-                ops.append(["f", op[1], 0, None])
-            elif op[0] == "e":
-                ops.append(["e", 0, 0, 0])
-            else:
-                sys.exit("async_offsets.py: %s:%d: unknown request %r"
-                         % (reqs, n, op[0]))
+    try:
+        ops = list(replayfile.requests(reqs))
+    except ValueError as e:
+        sys.exit("async_offsets.py: %s" % e)
     k, first, matched, peak = replay(rule, ops, real["offs"], forced)
     print("%s %s blocks %d first_difference %d matched %d peak %d "
           "reserved_high %d" % (name, rule, k, first, matched,

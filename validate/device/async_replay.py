@@ -21,7 +21,12 @@ every free; onestream issues every request on the legacy default stream
 whatever its stream.
 """
 import json
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                ".."))
+import replayfile  # noqa: E402  (validate/replayfile.py)
 
 
 def cupy_replay(name, path, mode="query"):
@@ -50,46 +55,42 @@ def cupy_replay(name, path, mode="query"):
     last = 0
     oom = -1
     idx = 0
-    with open(path) as fp:
-        for line in fp:
-            op = line.split()
-            if not op:
+    for op in replayfile.requests(path):
+        if op[0] in ("a", "x"):
+            size, sh = op.size, op.stream
+            if mode == "onestream":
+                sh = 0
+            if sh not in streams:
+                streams[sh] = rt.streamCreateWithFlags(1)
+            try:
+                p = rt.mallocAsync(size, streams[sh])
+            except cupy.cuda.runtime.CUDARuntimeError:
+                if op[0] == "a":
+                    oom = idx
+                    break
+                idx += 1
                 continue
-            if op[0] in ("a", "x"):
-                size, sh = int(op[2]), int(op[3])
-                if mode == "onestream":
-                    sh = 0
-                if sh not in streams:
-                    streams[sh] = rt.streamCreateWithFlags(1)
-                try:
-                    p = rt.mallocAsync(size, streams[sh])
-                except cupy.cuda.runtime.CUDARuntimeError:
-                    if op[0] == "a":
-                        oom = idx
-                        break
-                    idx += 1
-                    continue
-                addrs.append(p)
-                if op[0] == "x":
-                    rt.freeAsync(p, streams[sh])
-                else:
-                    live[op[1]] = (p, streams[sh])
-                idx += 1
-            elif op[0] == "f":
-                p, s = live.pop(op[1])
-                rt.freeAsync(p, s)
-                if mode == "sync":
-                    rt.deviceSynchronize()
-                idx += 1
-            elif op[0] == "e":
+            addrs.append(p)
+            if op[0] == "x":
+                rt.freeAsync(p, streams[sh])
+            else:
+                live[op[1]] = (p, streams[sh])
+            idx += 1
+        elif op[0] == "f":
+            p, s = live.pop(op[1])
+            rt.freeAsync(p, s)
+            if mode == "sync":
                 rt.deviceSynchronize()
-                rt.memPoolTrimTo(pool, 0)
-            if mode == "tight" and op[0] != "e":
-                continue
-            r = int(rt.memPoolGetAttribute(pool, RC))
-            if r != last:
-                steps.append([idx - 1 if op[0] != "e" else idx, r])
-                last = r
+            idx += 1
+        elif op[0] == "e":
+            rt.deviceSynchronize()
+            rt.memPoolTrimTo(pool, 0)
+        if mode == "tight" and op[0] != "e":
+            continue
+        r = int(rt.memPoolGetAttribute(pool, RC))
+        if r != last:
+            steps.append([idx - 1 if op[0] != "e" else idx, r])
+            last = r
     rt.deviceSynchronize()
     out = {"name": name, "via": "cupy", "mode": mode,
            "reserved_high": int(rt.memPoolGetAttribute(pool, RH)),
@@ -111,38 +112,34 @@ def torch_replay(name, path):
     last = 0
     oom = -1
     idx = 0
-    with open(path) as fp:
-        for line in fp:
-            op = line.split()
-            if not op:
+    for op in replayfile.requests(path):
+        if op[0] in ("a", "x"):
+            size, sh = op.size, op.stream
+            if sh not in streams:
+                streams[sh] = torch.cuda.Stream()
+            try:
+                p = torch.cuda.caching_allocator_alloc(size, 0, streams[sh])
+            except torch.OutOfMemoryError:
+                if op[0] == "a":
+                    oom = idx
+                    break
+                idx += 1
                 continue
-            if op[0] in ("a", "x"):
-                size, sh = int(op[2]), int(op[3])
-                if sh not in streams:
-                    streams[sh] = torch.cuda.Stream()
-                try:
-                    p = torch.cuda.caching_allocator_alloc(size, 0, streams[sh])
-                except torch.OutOfMemoryError:
-                    if op[0] == "a":
-                        oom = idx
-                        break
-                    idx += 1
-                    continue
-                addrs.append(p)
-                if op[0] == "x":
-                    torch.cuda.caching_allocator_delete(p)
-                else:
-                    live[op[1]] = p
-                idx += 1
-            elif op[0] == "f":
-                torch.cuda.caching_allocator_delete(live.pop(op[1]))
-                idx += 1
-            elif op[0] == "e":
-                torch.cuda.empty_cache()
-            r = torch.cuda.memory_reserved()
-            if r != last:
-                steps.append([idx - 1 if op[0] != "e" else idx, r])
-                last = r
+            addrs.append(p)
+            if op[0] == "x":
+                torch.cuda.caching_allocator_delete(p)
+            else:
+                live[op[1]] = p
+            idx += 1
+        elif op[0] == "f":
+            torch.cuda.caching_allocator_delete(live.pop(op[1]))
+            idx += 1
+        elif op[0] == "e":
+            torch.cuda.empty_cache()
+        r = torch.cuda.memory_reserved()
+        if r != last:
+            steps.append([idx - 1 if op[0] != "e" else idx, r])
+            last = r
     torch.cuda.synchronize()
     st = torch.cuda.memory_stats()
     print(json.dumps({"name": name, "via": "torch " + torch.__version__,

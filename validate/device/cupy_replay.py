@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Replay device-trace CSVs through real CuPy's MemoryPool (the device
-side of `memsim run --policy cupy`'s check, README "The cupy policy").
+side of `memsim run --policy cupy`'s check, docs/validation.md, "The cupy policy").
 
 For each trace: alloc rows allocate their size on their stream (one CuPy
 stream per recorded stream handle, the default stream for 0),
@@ -38,21 +38,22 @@ worked out afterwards.
 usage: cupy_replay.py [--limit-fraction F ...] [--limit BYTES ...] [--ptrs]
                       [--record DIR] TRACE.csv ...
 """
-import csv
 import json
 import os
 import sys
 
 import cupy
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                ".."))
+import replayfile  # noqa: E402  (validate/replayfile.py)
+
 UNIT = 512  # ALLOCATION_UNIT_SIZE
 
 
 def requests(path):
     """The trace's alloc and free_completed rows, in order."""
-    with open(path, newline="") as f:
-        return [r for r in csv.DictReader(f)
-                if r["action"] in ("alloc", "free_completed")]
+    return list(replayfile.trace_requests(path))
 
 
 def write_recording(path, out, limit, rec_ptr, rec_delta, oom):
@@ -136,47 +137,44 @@ def replay(path, limit, want_ptrs=False, record=None):
     oom = -1
     req = 0
     with cupy.cuda.using_allocator(pool.malloc):
-        with open(path, newline="") as f:
-            for row in csv.DictReader(f):
-                act = row["action"]
-                if act not in ("alloc", "free_completed"):
-                    continue
-                before = pool.total_bytes()
-                if act == "alloc":
-                    s = int(row.get("stream") or 0)
-                    if s and s not in streams:
-                        streams[s] = cupy.cuda.Stream(non_blocking=True)
-                    a = int(row["addr"])
-                    # Straight into `live`: no other name may keep the
-                    # pointer alive past its free_completed row.
-                    try:
-                        if s:
-                            with streams[s]:
-                                live[a] = cupy.cuda.alloc(int(row["size"]))
-                        else:
+        for row in replayfile.trace_requests(path):
+            act = row["action"]
+            before = pool.total_bytes()
+            if act == "alloc":
+                s = int(row.get("stream") or 0)
+                if s and s not in streams:
+                    streams[s] = cupy.cuda.Stream(non_blocking=True)
+                a = int(row["addr"])
+                # Straight into `live`: no other name may keep the
+                # pointer alive past its free_completed row.
+                try:
+                    if s:
+                        with streams[s]:
                             live[a] = cupy.cuda.alloc(int(row["size"]))
-                    except cupy.cuda.memory.OutOfMemoryError:
-                        oom = req
-                        after = pool.total_bytes()
-                        if nreq:
-                            rec_delta[req] = after - before
-                        if after != before:
-                            events.append([req, after - before])
-                        break
-                    if want_ptrs:
-                        ptrs.append([req, live[a].ptr, id(live[a].mem)])
-                    if nreq:
-                        rec_ptr[req] = live[a].ptr
-                else:
-                    live.pop(int(row["addr"]), None)
-                after = pool.total_bytes()
-                if after != before:
-                    events.append([req, after - before])
+                    else:
+                        live[a] = cupy.cuda.alloc(int(row["size"]))
+                except cupy.cuda.memory.OutOfMemoryError:
+                    oom = req
+                    after = pool.total_bytes()
                     if nreq:
                         rec_delta[req] = after - before
-                peak_total = max(peak_total, after)
-                peak_used = max(peak_used, pool.used_bytes())
-                req += 1
+                    if after != before:
+                        events.append([req, after - before])
+                    break
+                if want_ptrs:
+                    ptrs.append([req, live[a].ptr, id(live[a].mem)])
+                if nreq:
+                    rec_ptr[req] = live[a].ptr
+            else:
+                live.pop(int(row["addr"]), None)
+            after = pool.total_bytes()
+            if after != before:
+                events.append([req, after - before])
+                if nreq:
+                    rec_delta[req] = after - before
+            peak_total = max(peak_total, after)
+            peak_used = max(peak_used, pool.used_bytes())
+            req += 1
     live.clear()
     pool.free_all_blocks()
     out = {"events": events, "peak_total": peak_total,

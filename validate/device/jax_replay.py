@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Replay device-trace CSVs through JAX's GPU allocator (XLA's BFC, as
-`memsim run --policy bfc` models it; README "bfc against XLA's BFC").
+`memsim run --policy bfc` models it; docs/validation.md, "bfc against XLA's BFC").
 
 Set XLA_PYTHON_CLIENT_PREALLOCATE and XLA_PYTHON_CLIENT_MEM_FRACTION in the
 environment as the run needs them.  Every alloc row becomes a device
@@ -33,7 +33,6 @@ should run in a process of its own to start from an empty pool.
 
 usage: jax_replay.py [--requests DIR] TRACE.csv ...
 """
-import csv
 import ctypes
 import json
 import os
@@ -42,6 +41,10 @@ import time
 
 import jax
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                ".."))
+import replayfile  # noqa: E402  (validate/replayfile.py)
 
 
 class Driver:
@@ -101,50 +104,47 @@ def replay(path, host, drv, reqlog):
         out = open(reqlog, "w", newline="")
         out.write("request,action,size,addr,bytes_in_use,pool_bytes,"
                   "largest_free_block_bytes\n")
-    with open(path, newline="") as f:
-        for row in csv.DictReader(f):
-            act = row["action"]
-            if act not in ("alloc", "free_completed"):
-                continue
-            ptr = 0
-            n = 0
-            if act == "alloc":
-                n = int(row["size"])
-                try:
-                    x = jax.device_put(host[:n], dev)
-                    x.block_until_ready()
-                except Exception as e:  # XlaRuntimeError: RESOURCE_EXHAUSTED
-                    if "RESOURCE_EXHAUSTED" not in str(e) and \
-                       "out of memory" not in str(e).lower():
-                        raise
-                    oom = req
-                    break
+    for row in replayfile.trace_requests(path):
+        act = row["action"]
+        ptr = 0
+        n = 0
+        if act == "alloc":
+            n = int(row["size"])
+            try:
+                x = jax.device_put(host[:n], dev)
+                x.block_until_ready()
+            except Exception as e:  # XlaRuntimeError: RESOURCE_EXHAUSTED
+                if "RESOURCE_EXHAUSTED" not in str(e) and \
+                   "out of memory" not in str(e).lower():
+                    raise
+                oom = req
+                break
+            ptr = x.unsafe_buffer_pointer()
+            live[int(row["addr"])] = x
+        else:
+            x = live.pop(int(row["addr"]), None)
+            if x is not None:
                 ptr = x.unsafe_buffer_pointer()
-                live[int(row["addr"])] = x
-            else:
-                x = live.pop(int(row["addr"]), None)
-                if x is not None:
-                    ptr = x.unsafe_buffer_pointer()
-                    n = x.nbytes
-                    before = (dev.memory_stats() or {}).get("bytes_in_use", 0)
-                    x.delete()
-                    if before and not wait_freed(dev, before):
-                        late += 1
-            st = dev.memory_stats() or {}
-            pool = st.get("pool_bytes", 0)
-            if pool != last_pool:
-                events.append([req, pool - last_pool])
-                if pool > last_pool and act == "alloc":
-                    regions.append({"request": req,
-                                    "size": pool - last_pool,
-                                    "base": ptr,
-                                    "driver": drv.range_of(ptr)})
-                last_pool = pool
-            if out:
-                out.write("%d,%s,%d,%d,%d,%d,%d\n" % (
-                    req, act, n, ptr, st.get("bytes_in_use", 0), pool,
-                    st.get("largest_free_block_bytes", 0)))
-            req += 1
+                n = x.nbytes
+                before = (dev.memory_stats() or {}).get("bytes_in_use", 0)
+                x.delete()
+                if before and not wait_freed(dev, before):
+                    late += 1
+        st = dev.memory_stats() or {}
+        pool = st.get("pool_bytes", 0)
+        if pool != last_pool:
+            events.append([req, pool - last_pool])
+            if pool > last_pool and act == "alloc":
+                regions.append({"request": req,
+                                "size": pool - last_pool,
+                                "base": ptr,
+                                "driver": drv.range_of(ptr)})
+            last_pool = pool
+        if out:
+            out.write("%d,%s,%d,%d,%d,%d,%d\n" % (
+                req, act, n, ptr, st.get("bytes_in_use", 0), pool,
+                st.get("largest_free_block_bytes", 0)))
+        req += 1
     if out:
         out.close()
     st = dev.memory_stats() or {}
@@ -168,10 +168,9 @@ def main(argv):
           flush=True)
     biggest = 0
     for p in argv:
-        with open(p, newline="") as f:
-            for row in csv.DictReader(f):
-                if row["action"] == "alloc":
-                    biggest = max(biggest, int(row["size"]))
+        for row in replayfile.trace_requests(p):
+            if row["action"] == "alloc":
+                biggest = max(biggest, int(row["size"]))
     host = np.zeros(biggest, np.uint8)
     drv = Driver()
     for p in argv:

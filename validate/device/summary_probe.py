@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Real figures for `memsim summary` and `memsim explain` (README "memsim
+"""Real figures for `memsim summary` and `memsim explain` (docs/guide.md, "memsim
 explain"): a small MLP trained for three steps with the allocation history
 on; writes to OUTDIR torch.cuda.memory_summary() at the end (summary.txt)
 and the snapshot (end.pickle); the CUDA context and libraries' memory as
