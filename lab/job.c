@@ -35,6 +35,7 @@ struct msim_job_s {
 	msim_sim_config_t cfg;     /* the run's, for job_peak_blocks() */
 	msim_gpu_t *gpu_own;       /* a lone process's GPU (spec.context) */
 	char context[24];          /* spec.context as stored in run_meta */
+	char key[1024];            /* the setting key (msim_job_row()) */
 	bool lazy_blocks;          /* blocks at peak by job_peak_blocks() */
 	msim_block_t *blocks;      /* what it found */
 	size_t nblocks;
@@ -489,6 +490,37 @@ job_meta_add(const char **kv, const char *key, const char *value)
 	}
 }
 
+/* What identifies the run of j and what it measured besides the
+ * statistics, as stored (no meta, blocks or sweep). */
+static void
+job_info(const msim_job_t *j, msim_run_info_t *info)
+{
+	const msim_job_result_t *r = &j->res;
+	*info = (msim_run_info_t){
+		.kind = "simulated", .trace_path = r->trace_path,
+		.trace_hash = r->trace_hash, .trace_format = r->trace_format,
+		.strategy = r->strategy, .policy = r->policy,
+		.params = r->params, .cap_bytes = r->cap_bytes,
+		.addresses = r->addresses, .wall_ms = r->wall_ms,
+		.capacity_bytes = r->capacity,
+		.context_bytes = j->gpu_own ? j->spec.context : 0,
+		/* Other rows replayed, another experiment. */
+		.replay = j->spec.recording ? "recording"
+			  : j->spec.requests_only ? "requests" : NULL,
+		/* One device of a snapshot, another experiment. */
+		.device = j->spec.device1 > 1 ? j->spec.device1 - 1 : 0,
+	};
+}
+
+void
+msim_job_row(msim_job_t *j, msim_db_run_t *row_out)
+{
+	msim_run_info_t info;
+	job_info(j, &info);
+	msim_db_setting_key(&info, j->key, sizeof(j->key));
+	msim_db_run_fill(row_out, &info, &j->res.sum, &j->res.st, j->key);
+}
+
 int
 msim_job_store(msim_job_t *j, msim_db_t *db, int mode, int64_t sweep_id,
 	       int64_t *run_id_out, int *existed_out, msim_job_err_t *err)
@@ -517,20 +549,10 @@ msim_job_store(msim_job_t *j, msim_db_t *db, int mode, int64_t sweep_id,
 			 j->spec.context);
 		job_meta_add(kv, "context_bytes", j->context);
 	}
-	msim_run_info_t info = {
-		.kind = "simulated", .trace_path = r->trace_path,
-		.trace_hash = r->trace_hash, .trace_format = r->trace_format,
-		.strategy = r->strategy, .policy = r->policy,
-		.params = r->params, .cap_bytes = r->cap_bytes,
-		.addresses = r->addresses, .wall_ms = r->wall_ms, .meta = kv,
-		.capacity_bytes = r->capacity, .sweep_id = sweep_id,
-		.context_bytes = j->gpu_own ? j->spec.context : 0,
-		/* Other rows replayed, another experiment. */
-		.replay = j->spec.recording ? "recording"
-			  : j->spec.requests_only ? "requests" : NULL,
-		/* One device of a snapshot, another experiment. */
-		.device = j->spec.device1 > 1 ? j->spec.device1 - 1 : 0,
-	};
+	msim_run_info_t info;
+	job_info(j, &info);
+	info.meta = kv;
+	info.sweep_id = sweep_id;
 	uint64_t at = 0;
 	if (j->store && j->lazy_blocks &&
 	    (!msim_device_peak(msim_sim_device(j->sim), &at) ||

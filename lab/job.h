@@ -136,6 +136,13 @@ typedef struct msim_job_result_s {
 typedef struct msim_job_s msim_job_t;
 
 /*
+ * The runs row a finished job stores (sim/results.h's MSIM_RUN_COLUMNS),
+ * setting key included, into row_out: its strings live as long as the
+ * job (not to be cleared); id is -1, created NULL.
+ */
+void msim_job_row(msim_job_t *job, msim_db_run_t *row_out);
+
+/*
  * Resolves spec (policy, parameters, input, cap) and opens it ready to
  * run; store says the job will be stored (the policy's blocks at peak are
  * kept for it).  Returns 0, or an error with err filled.

@@ -29,38 +29,15 @@
 /* How db_open() opens a file. */
 enum { DB_CREATE, DB_EXISTING, DB_READONLY };
 
+#define RUN_COL_SQL(name, json, type, sql, since, show, value) ", " #name " " sql
 static const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS meta("
 	" key TEXT PRIMARY KEY, value TEXT NOT NULL);"
 	"CREATE TABLE IF NOT EXISTS runs("
 	" id INTEGER PRIMARY KEY,"
-	" created TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')),"
-	" memsim_version TEXT NOT NULL,"
-	" kind TEXT NOT NULL,"
-	" trace_path TEXT NOT NULL,"
-	" trace_hash TEXT NOT NULL,"
-	" trace_format TEXT,"
-	" policy TEXT NOT NULL,"
-	" params TEXT NOT NULL,"
-	" cap_bytes INTEGER NOT NULL,"
-	" addresses TEXT,"
-	" requests INTEGER NOT NULL,"
-	" oom_request INTEGER NOT NULL,"
-	" peak_reserved_bytes INTEGER NOT NULL,"
-	" peak_allocated_bytes INTEGER NOT NULL,"
-	" peak_requested_bytes INTEGER NOT NULL,"
-	" frag_at_peak REAL NOT NULL,"
-	" frag_mean REAL NOT NULL,"
-	" ext_frag_max REAL NOT NULL,"
-	" num_device_alloc INTEGER NOT NULL,"
-	" num_device_free INTEGER NOT NULL,"
-	" num_alloc_retries INTEGER NOT NULL,"
-	" num_ooms INTEGER NOT NULL,"
-	" sim_time_ns INTEGER NOT NULL,"
-	" wall_ms REAL NOT NULL,"
-	" capacity_bytes INTEGER,"
-	" setting_key TEXT,"
-	" strategy TEXT);"
+	" created TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now'))"
+	/* ", memsim_version TEXT NOT NULL, kind ..." (sim/results.h) */
+	MSIM_RUN_COLUMNS(RUN_COL_SQL) ");"
 	/* Schema 6: a run's timeline, segment events and blocks at peak as
 	 * one row each, schema 7 its statistics too (msim_dbi_packed below);
 	 * views of the old tables' names and columns read them as rows
@@ -105,6 +82,37 @@ static const char schema_sql[] =
 	" trace_path TEXT NOT NULL, policy TEXT NOT NULL, params TEXT NOT NULL,"
 	" status TEXT NOT NULL, reason TEXT NOT NULL,"
 	" PRIMARY KEY(sweep_id, setting_key)) WITHOUT ROWID;";
+
+/* MSIM_RUN_COLUMNS as data (sim/results.h). */
+const msim_db_col_t msim_db_run_cols[] = {
+#define RUN_COL_DATA(name, json, type, sql, since, show, value)	\
+	{#name, json, MSIM_COL_##type, sql, since, MSIM_COL_##show,	\
+	 offsetof(msim_db_run_t, name)},
+	MSIM_RUN_COLUMNS(RUN_COL_DATA)
+#undef RUN_COL_DATA
+};
+const size_t msim_db_run_ncols =
+	sizeof(msim_db_run_cols) / sizeof(msim_db_run_cols[0]);
+
+bool
+msim_db_col_nullable(const msim_db_col_t *col)
+{
+	return !strstr(col->sql, "NOT NULL");
+}
+
+void
+msim_dbi_run_select(char *buf, size_t n, int version, const char *v1_key)
+{
+	size_t k = 0;
+	for (size_t c = 0; c < msim_db_run_ncols && k < n; c++) {
+		const msim_db_col_t *col = &msim_db_run_cols[c];
+		const char *expr = version >= col->since ? col->name
+				   : col->type == MSIM_COL_KEY && v1_key ? v1_key
+				   : "NULL";
+		k += (size_t)snprintf(buf + k, n - k, "%s%s", c ? ", " : "",
+				      expr);
+	}
+}
 
 /* The packed tables (results_int.h). */
 const struct msim_dbi_packed_s msim_dbi_packed[DB_NPACKED] = {
