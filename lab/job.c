@@ -269,7 +269,7 @@ msim_job_open(const msim_job_spec_t *spec, bool store, msim_job_t **out,
 			   .timemodel = j->tm,
 			   .use_hints = !strcmp(s->addresses, "trace"),
 			   .gpu = gpu, .process = process},
-		.fraction = s->cap ? (double)s->cap / (double)s->capacity
+		.fraction = s->cap ? msim_cap_fraction(s->cap, s->capacity)
 				   : s->fraction,
 		.keep_going = s->keep_going,
 		.peak_blocks = store, /* for memsim plot --kind segments */
@@ -490,26 +490,55 @@ job_meta_add(const char **kv, const char *key, const char *value)
 	}
 }
 
+/*
+ * What identifies a run of spec (its setting key's parts), given what
+ * resolving it found: the trace's hash, the strategies, the canonical
+ * parameters and the allowed bytes.  The one builder of a setting key
+ * (msim_job_setting_key()): a sweep's plan and a job's store use it.
+ */
+static void
+job_key_info(const msim_job_spec_t *spec, const char *trace_hash,
+	     const char *strategy, const char *params, uint64_t cap_bytes,
+	     msim_run_info_t *info)
+{
+	*info = (msim_run_info_t){
+		.kind = "simulated", .trace_hash = trace_hash,
+		.strategy = strategy, .policy = spec->policy,
+		.params = params, .cap_bytes = cap_bytes,
+		.addresses = spec->addresses ? spec->addresses : "model",
+		.capacity_bytes = spec->capacity ? spec->capacity
+						 : MSIM_H200_BYTES,
+		/* A GPU of its own, less a context: another experiment. */
+		.context_bytes = spec->gpu ? 0 : spec->context,
+		/* Other rows replayed, another experiment. */
+		.replay = spec->recording ? "recording"
+			  : spec->requests_only ? "requests" : NULL,
+		/* One device of a snapshot, another experiment. */
+		.device = spec->device1 > 1 ? spec->device1 - 1 : 0,
+	};
+}
+
+size_t
+msim_job_setting_key(const msim_job_spec_t *spec, const char *trace_hash,
+		     const char *strategy, const char *params,
+		     uint64_t cap_bytes, char *buf, size_t n)
+{
+	msim_run_info_t info;
+	job_key_info(spec, trace_hash, strategy, params, cap_bytes, &info);
+	return msim_db_setting_key(&info, buf, n);
+}
+
 /* What identifies the run of j and what it measured besides the
  * statistics, as stored (no meta, blocks or sweep). */
 static void
 job_info(const msim_job_t *j, msim_run_info_t *info)
 {
 	const msim_job_result_t *r = &j->res;
-	*info = (msim_run_info_t){
-		.kind = "simulated", .trace_path = r->trace_path,
-		.trace_hash = r->trace_hash, .trace_format = r->trace_format,
-		.strategy = r->strategy, .policy = r->policy,
-		.params = r->params, .cap_bytes = r->cap_bytes,
-		.addresses = r->addresses, .wall_ms = r->wall_ms,
-		.capacity_bytes = r->capacity,
-		.context_bytes = j->gpu_own ? j->spec.context : 0,
-		/* Other rows replayed, another experiment. */
-		.replay = j->spec.recording ? "recording"
-			  : j->spec.requests_only ? "requests" : NULL,
-		/* One device of a snapshot, another experiment. */
-		.device = j->spec.device1 > 1 ? j->spec.device1 - 1 : 0,
-	};
+	job_key_info(&j->spec, r->trace_hash, r->strategy, r->params,
+		     r->cap_bytes, info);
+	info->trace_path = r->trace_path;
+	info->trace_format = r->trace_format;
+	info->wall_ms = r->wall_ms;
 }
 
 void
