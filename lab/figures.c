@@ -125,7 +125,7 @@ msim_figs_no_events(msim_trace_t *t)
 	msim_trace_tally_t tl;
 	msim_trace_tally(t, &tl);
 	return tl.entries == 0 && msim_trace_ended(t) &&
-	       !strcmp(msim_trace_format_name(t), "pickle");
+	       msim_trace_format_of(t)->snapshot;
 }
 
 int

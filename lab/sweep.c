@@ -712,7 +712,8 @@ read_settings_file(const char *path, kvlist_t **out, size_t *n_out,
 static int
 key_is_uint(const msim_sweep_spec_t *spec, const char *key)
 {
-	const char *policy = spec->npolicies ? spec->policies[0] : "pytorch";
+	const char *policy = spec->npolicies ? spec->policies[0]
+						 : MSIM_POLICY_DEFAULT;
 	const msim_policy_ops_t *ops = msim_policy_find(policy);
 	for (const msim_param_spec_t *p = ops ? ops->params : NULL; p && p->name;
 	     p++)
@@ -826,7 +827,7 @@ static int
 plan_sources(const msim_sweep_spec_t *spec, plan_src_t *src, char *why,
 	     size_t whylen)
 {
-	static const char *const def_policy[] = {"pytorch"};
+	static const char *const def_policy[] = {MSIM_POLICY_DEFAULT};
 	static const uint64_t def_cap[] = {0};
 	int rc;
 	src->policies = spec->npolicies ? spec->policies : def_policy;

@@ -518,6 +518,12 @@ msim_trace_hash(const msim_trace_t *t)
 	return t->opt.unhashed ? 0 : msim_hash_final(&t->hash);
 }
 
+const msim_trace_format_t *
+msim_trace_format_of(const msim_trace_t *t)
+{
+	return t->format;
+}
+
 const char *
 msim_trace_format_name(const msim_trace_t *t)
 {
