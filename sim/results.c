@@ -160,6 +160,23 @@ static const char migrate_1_2_sql[] =
 static const char migrate_2_3_sql[] =
 	"ALTER TABLE runs ADD COLUMN strategy TEXT;";
 
+/*
+ * The migrations of an older file, in order: what each schema version
+ * to adds to the file of version to - 1 (a file of any older version runs
+ * those above its own, then is stamped MSIM_DB_SCHEMA_VERSION).  A new
+ * column of runs (sim/results.h's MSIM_RUN_COLUMNS) is one entry here,
+ * "ALTER TABLE runs ADD COLUMN ...", with MSIM_DB_SCHEMA_VERSION raised
+ * to its to (docs/changing.md).
+ */
+static const struct db_migration_s {
+	int to;
+	const char *sql;
+} db_migrations[] = {
+	{2, migrate_1_2_sql},
+	{3, migrate_2_3_sql},
+};
+#define DB_NMIGRATIONS (sizeof(db_migrations) / sizeof(db_migrations[0]))
+
 static const char index_sql[] =
 	"CREATE UNIQUE INDEX IF NOT EXISTS runs_setting_key ON runs(setting_key)"
 	" WHERE setting_key IS NOT NULL;"
@@ -703,27 +720,22 @@ db_open(const char *path, int how, msim_db_t **out, char *why,
 			  "('created_by','memsim " PACKAGE_VERSION "')",
 			  "cannot write the schema version")))
 		goto rollback;
-	if (have == 1 &&
-	    ((rc = msim_dbi_exec(db, migrate_1_2_sql,
-			   "cannot migrate schema 1 to 2")) ||
-	     (rc = msim_dbi_exec(db, "UPDATE meta SET value='2' WHERE "
-			   "key='schema_version'",
-			   "cannot write the schema version"))))
-		goto rollback;
-	if (have >= 1 && have <= 2 &&
-	    ((rc = msim_dbi_exec(db, migrate_2_3_sql,
-			   "cannot migrate schema 2 to 3")) ||
-	     (rc = msim_dbi_exec(db, "UPDATE meta SET value='3' WHERE "
-			   "key='schema_version'",
-			   "cannot write the schema version"))))
-		goto rollback;
-	/* Schema 4 only adds the table peak_blocks, schema 5 the table
-	 * sweep_failed, both made above; schema 6 packs three tables,
-	 * schema 7 a fourth (stats). */
+	/* An older file: each migration to a version above its own, in
+	 * order.  Schema 4 only adds the table peak_blocks, schema 5 the
+	 * table sweep_failed, both made above; schema 6 packs three tables,
+	 * schema 7 a fourth (stats): db_pack_old(). */
+	for (size_t k = 0; have >= 1 && k < DB_NMIGRATIONS; k++) {
+		char what[64];
+		snprintf(what, sizeof(what), "cannot migrate schema %d to %d",
+			 db_migrations[k].to - 1, db_migrations[k].to);
+		if (have < db_migrations[k].to &&
+		    (rc = msim_dbi_exec(db, db_migrations[k].sql, what)))
+			goto rollback;
+	}
 	if ((rc = db_pack_old(db)) ||
 	    (rc = msim_dbi_exec(db, views_sql, "cannot create the views")))
 		goto rollback;
-	if (have >= 1 && have <= 6 &&
+	if (have >= 1 && have < MSIM_DB_SCHEMA_VERSION &&
 	    (rc = msim_dbi_exec(db, "UPDATE meta SET value='"
 			  MSIM_STR(MSIM_DB_SCHEMA_VERSION) "' WHERE "
 			  "key='schema_version'",
