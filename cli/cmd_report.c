@@ -15,7 +15,6 @@
 #include "lab/figures.h"
 #include "sim/file.h"
 #include "sim/error.h"
-#include "sim/metrics.h"
 #include "sim/results.h"
 #include "sim/units.h"
 
@@ -237,15 +236,17 @@ msim_cmd_report(int argc, char **argv)
 		       "peak resv", "peak alloc", "frag", "segs", "retries",
 		       "OOM at", "wall ms", "settings");
 	for (size_t k = 0; k < nids; k++) {
+		if (json) {
+			print_json(db, path, ids[k], !k);
+			continue;
+		}
 		msim_db_run_t r;
 		int rc = msim_db_run_get(db, ids[k], &r);
 		if (rc == MSIM_ENOTFOUND)
 			msim_cli_die("%s: no run %" PRId64, path, ids[k]);
 		if (rc)
 			msim_cli_die("%s", msim_db_errmsg(db));
-		if (json)
-			print_json(db, path, ids[k], !k);
-		else if (csv)
+		if (csv)
 			print_csv(&r);
 		else
 			print_row(&r);
