@@ -180,7 +180,12 @@ msim_cli_json_figs(const msim_figs_t *f, bool first)
 		case MSIM_FIG_INT: printf("%" PRId64, g->i); break;
 		case MSIM_FIG_BOOL: printf(g->i ? "true" : "false"); break;
 		case MSIM_FIG_REAL: printf("%s", g->t); break;
-		default: msim_cli_json_str(stdout, g->t); break;
+		default:
+			if (g->null)
+				printf("null");
+			else
+				msim_cli_json_str(stdout, g->t);
+			break;
 		}
 	}
 }

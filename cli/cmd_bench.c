@@ -242,7 +242,7 @@ msim_cmd_bench(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	uint64_t n = 10000000;
-	const char *policy = "pytorch", *conf = "";
+	const char *policy = MSIM_POLICY_DEFAULT, *conf = "";
 	uint64_t runs = 5;
 	int json = 0, formats = 0, sweep = 0, c;
 	const char *jobs = "2";
@@ -320,7 +320,7 @@ msim_cmd_bench(int argc, char **argv)
 	/* Measurements in turns: the medians of runs. */
 	int nfiles = optind < argc ? argc - optind - 1 : 0;
 	char **files = argv + optind + 1;
-	bool defaults = !strcmp(ops->name, "pytorch") && !*conf;
+	bool defaults = !strcmp(ops->name, MSIM_POLICY_PYTORCH) && !*conf;
 	bool minimal = defaults;
 	char minwhy[1024] = "";
 	msim_bench_same_t same;

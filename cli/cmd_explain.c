@@ -357,7 +357,7 @@ cmd_explain_common(int argc, char **argv, bool summary, bool plot_only)
 		{NULL, 0, NULL, 0},
 	};
 	const char *name = summary ? "summary" : "explain";
-	const char *policy = "pytorch", *conf = "";
+	const char *policy = MSIM_POLICY_DEFAULT, *conf = "";
 	msim_explain_config_t cfg = {.alternatives = !summary};
 	msim_job_spec_t *spec = &cfg.spec;
 	bool json = false, quiet = false, with_summary = false;

@@ -12,9 +12,9 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "lab/figures.h"
 #include "sim/file.h"
 #include "sim/error.h"
-#include "sim/metrics.h"
 #include "sim/results.h"
 #include "sim/units.h"
 
@@ -48,111 +48,22 @@ usage_report(FILE *fp)
 		"  -h, --help        this help\n");
 }
 
-typedef struct stat_name_s {
-	const char **names;
-	size_t n;
-} stat_names_t;
-
+/* A run as `memsim run --json` prints one, with what the store adds
+ * (lab/figures.h: the same list of figures as memsim_load()). */
 static void
-collect_name(const char *name, int64_t value, void *ctx)
+print_json(msim_db_t *db, const char *path, int64_t id, int first)
 {
-	(void)value;
-	stat_names_t *sn = ctx;
-	/* name may live in a buffer reused for the next key. */
-	if (!(sn->names[sn->n++] = strdup(name)))
-		msim_cli_die("out of memory");
-}
-
-/* The stored statistics of a run, in the order of stat_names_t. */
-typedef struct stat_vals_s {
-	const stat_names_t *sn;
-	int64_t *vals;
-	unsigned char *have;
-} stat_vals_t;
-
-static void
-collect_value(const char *name, int64_t value, void *ctx)
-{
-	stat_vals_t *sv = ctx;
-	for (size_t k = 0; k < sv->sn->n; k++)
-		if (!strcmp(sv->sn->names[k], name)) {
-			sv->vals[k] = value;
-			sv->have[k] = 1;
-			return;
-		}
-}
-
-/* What run_meta holds (modelled time, measured device...): numbers as
- * numbers, the rest as strings. */
-static void
-print_meta(const char *k, const char *v, void *ctx)
-{
-	(void)ctx;
-	char *end;
-	printf(",\n  ");
-	msim_cli_json_str(stdout, k);
-	printf(": ");
-	if (*v && (strtod(v, &end), !*end))
-		printf("%s", v);
-	else
-		msim_cli_json_str(stdout, v);
-}
-
-static void
-print_json(msim_db_t *db, const char *path, const msim_db_run_t *r,
-	   const stat_names_t *sn, int first)
-{
-	printf("%s{\n  \"trace\": ", first ? "" : ",\n");
-	msim_cli_json_str(stdout, r->trace_path);
-	printf(",\n  \"trace_hash\": ");
-	msim_cli_json_str(stdout, r->trace_hash);
-	printf(",\n  \"policy\": ");
-	msim_cli_json_str(stdout, r->policy);
-	printf(",\n  \"params\": ");
-	msim_cli_json_str(stdout, r->params);
-	if (*r->strategy) {
-		printf(",\n  \"strategy\": ");
-		msim_cli_json_str(stdout, r->strategy);
-	}
-	printf(",\n  \"cap_bytes\": %llu", (unsigned long long)r->cap_bytes);
-	printf(",\n  \"requests\": %" PRId64, r->requests);
-	/* The statistics, in the order of memory_stats(). */
-	stat_vals_t sv = {sn, calloc(sn->n, sizeof(int64_t)),
-			  calloc(sn->n, 1)};
-	if (!sv.vals || !sv.have)
-		msim_cli_die("out of memory");
-	if (msim_db_run_stats(db, r->id, collect_value, &sv))
-		msim_cli_die("%s", msim_db_errmsg(db));
-	for (size_t k = 0; k < sn->n; k++)
-		if (sv.have[k])
-			printf(",\n  \"%s\": %" PRId64, sn->names[k], sv.vals[k]);
-	free(sv.vals);
-	free(sv.have);
-	printf(",\n  \"oom_request\": %" PRId64, r->oom_request);
-	printf(",\n  \"frag_at_peak\": %.6f", r->frag_at_peak);
-	printf(",\n  \"frag_mean\": %.6f", r->frag_mean);
-	printf(",\n  \"ext_frag_max\": %.6f", r->ext_frag_max);
-	printf(",\n  \"wall_ms\": %.3f", r->wall_ms);
-	printf(",\n  \"run_id\": %" PRId64, r->id);
-	printf(",\n  \"addresses\": ");
-	msim_cli_json_str(stdout, r->addresses);
-	if (r->capacity_bytes)
-		printf(",\n  \"capacity_bytes\": %llu",
-		       (unsigned long long)r->capacity_bytes);
-	printf(",\n  \"kind\": ");
-	msim_cli_json_str(stdout, r->kind);
-	printf(",\n  \"created\": ");
-	msim_cli_json_str(stdout, r->created);
-	printf(",\n  \"memsim_version\": ");
-	msim_cli_json_str(stdout, r->memsim_version);
-	printf(",\n  \"setting_key\": ");
-	if (!r->setting_key)
-		printf("null");
-	else
-		msim_cli_json_str(stdout, r->setting_key);
-	if (msim_db_run_meta(db, r->id, print_meta, NULL))
-		msim_cli_die("%s: %s", path, msim_db_errmsg(db));
+	msim_figs_t f = {0};
+	int rc = msim_figs_stored(&f, db, id);
+	if (rc == MSIM_ENOTFOUND)
+		msim_cli_die("%s: no run %" PRId64, path, id);
+	if (rc)
+		msim_cli_die("%s: %s", path, rc == MSIM_ENOMEM
+			     ? msim_strerror(rc) : msim_db_errmsg(db));
+	printf("%s{", first ? "" : ",\n");
+	msim_cli_json_figs(&f, true);
 	printf("\n}");
+	msim_figs_clear(&f);
 }
 
 /* A CSV field: quoted when it holds a comma, a quote or a newline. */
@@ -310,11 +221,6 @@ msim_cmd_report(int argc, char **argv)
 			msim_cli_die("%s", msim_db_errmsg(db));
 	}
 
-	const char *names[512];
-	stat_names_t sn = {names, 0};
-	msim_stats_t zero = {0};
-	msim_stats_foreach(&zero, collect_name, &sn);
-
 	if (json)
 		printf("[\n");
 	else if (csv)
@@ -330,15 +236,17 @@ msim_cmd_report(int argc, char **argv)
 		       "peak resv", "peak alloc", "frag", "segs", "retries",
 		       "OOM at", "wall ms", "settings");
 	for (size_t k = 0; k < nids; k++) {
+		if (json) {
+			print_json(db, path, ids[k], !k);
+			continue;
+		}
 		msim_db_run_t r;
 		int rc = msim_db_run_get(db, ids[k], &r);
 		if (rc == MSIM_ENOTFOUND)
 			msim_cli_die("%s: no run %" PRId64, path, ids[k]);
 		if (rc)
 			msim_cli_die("%s", msim_db_errmsg(db));
-		if (json)
-			print_json(db, path, &r, &sn, !k);
-		else if (csv)
+		if (csv)
 			print_csv(&r);
 		else
 			print_row(&r);
@@ -351,8 +259,6 @@ msim_cmd_report(int argc, char **argv)
 	    msim_db_sweep_failed(db, sweep, print_failed, &first))
 		msim_cli_die("%s", msim_db_errmsg(db));
 	msim_db_close(db);
-	for (size_t k = 0; k < sn.n; k++)
-		free((char *)names[k]);
 	if (ids != runs)
 		free(ids);
 	free(runs);

@@ -627,12 +627,12 @@ run_together(const run_opts_t *o, char **inputs, size_t n,
 		/* Settings that cannot act, once per distinct setting. */
 		if (i == 0 || o->policies.n > 1 || o->confs.n > 1 ||
 		    o->caps.n > 1 || o->fractions.n > 1)
-			run_warn_one(o, run_pick(&o->policies, i, "pytorch"),
+			run_warn_one(o, run_pick(&o->policies, i, MSIM_POLICY_DEFAULT),
 				     run_pick(&o->confs, i, ""),
 				     cap || frac);
 		specs[i] = (msim_job_spec_t){
 			.trace = inputs[i], .transform = o->transform,
-			.policy = run_pick(&o->policies, i, "pytorch"),
+			.policy = run_pick(&o->policies, i, MSIM_POLICY_DEFAULT),
 			.conf = run_pick(&o->confs, i, ""),
 			.cap = cap ? msim_cli_bytes("--cap", cap) : 0,
 			.fraction = frac ? msim_cli_fraction(frac) : 0,
@@ -670,7 +670,7 @@ run_together(const run_opts_t *o, char **inputs, size_t n,
 int
 msim_cmd_run(int argc, char **argv)
 {
-	run_opts_t o = {.policy = "pytorch", .conf = "", .addresses = "model"};
+	run_opts_t o = {.policy = MSIM_POLICY_DEFAULT, .conf = "", .addresses = "model"};
 	int rc = run_parse(argc, argv, &o);
 	if (rc >= 0)
 		return rc;

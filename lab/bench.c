@@ -247,7 +247,7 @@ msim_bench_same(const char *trace_path, msim_bench_same_t *out, char *why,
 	memset(out, 0, sizeof(*out));
 	if ((rc = bench_load(trace_path, false, &l, &nreq, why, whylen)))
 		goto done;
-	const msim_policy_ops_t *ops = msim_policy_find("pytorch");
+	const msim_policy_ops_t *ops = msim_policy_find(MSIM_POLICY_PYTORCH);
 	msim_params_t pv;
 	if (!ops || msim_params_init(&pv, ops->params)) {
 		rc = MSIM_ENOMEM;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "policies/registry.h"
 #include "lab/explain.h"
 #include "lab/job.h"
 #include "plots/plot.h"
@@ -442,7 +443,7 @@ ex_alternatives(ex_run_t *er, msim_explain_t *ex, const char *conf,
 {
 	char c[sizeof(ex->params) + 64];
 	int rc;
-	if (strcmp(ex->policy, "pytorch"))
+	if (strcmp(ex->policy, MSIM_POLICY_PYTORCH))
 		return 0; /* the settings below are PyTorch's */
 	ex_conf_with(c, sizeof(c), conf, "expandable_segments:True");
 	if ((rc = ex_alt(er, ex, "expandable_segments:True", c, 0, why,
@@ -515,7 +516,7 @@ msim_explain_run(const msim_explain_config_t *cfg, msim_explain_t **out,
 		return rc;
 	}
 	if (!er.spec.policy)
-		er.spec.policy = "pytorch";
+		er.spec.policy = MSIM_POLICY_DEFAULT;
 	/* The moments are those of the first OOM. */
 	er.spec.keep_going = false;
 	/* One calibration for every replay. */
@@ -568,7 +569,7 @@ msim_explain_run(const msim_explain_config_t *cfg, msim_explain_t **out,
 		uint64_t rounded = oom_rounded ? oom_rounded : ex->oom_size;
 		/* PyTorch names the segment it tried; other policies the
 		 * block */
-		ex->oom_alloc_size = strcmp(ex->policy, "pytorch") ? rounded
+		ex->oom_alloc_size = strcmp(ex->policy, MSIM_POLICY_PYTORCH) ? rounded
 			: msim_pytorch_segment_size(rounded, ex->large_segment);
 		uint64_t used = (uint64_t)res + ex->context_bytes;
 		ex->oom_device_free = used < ex->capacity ? ex->capacity - used

@@ -69,6 +69,43 @@ fig_text(msim_figs_t *f, const char *name, const char *v)
 	return g && (g->t = strdup(v ? v : "")) != NULL;
 }
 
+/* The columns of row (sim/results.h's MSIM_RUN_COLUMNS) that printers
+ * show at show (MSIM_COL_HEAD, MSIM_COL_TAIL), in their order. */
+static bool
+fig_columns(msim_figs_t *f, const msim_db_run_t *row, int show)
+{
+	bool ok = true;
+	for (size_t c = 0; ok && c < msim_db_run_ncols; c++) {
+		const msim_db_col_t *col = &msim_db_run_cols[c];
+		const void *m = (const char *)row + col->offset;
+		if (col->show != show)
+			continue;
+		switch (col->type) {
+		case MSIM_COL_TEXT:
+			ok = fig_text(f, col->json, *(char *const *)m);
+			break;
+		case MSIM_COL_KEY:
+			ok = fig_text(f, col->json, *(char *const *)m);
+			if (ok)
+				f->v[f->n - 1].null = !*(char *const *)m;
+			break;
+		case MSIM_COL_INT:
+			ok = fig_int(f, col->json, *(const int64_t *)m);
+			break;
+		case MSIM_COL_UINT:
+			ok = fig_int(f, col->json,
+				     (int64_t)*(const uint64_t *)m);
+			break;
+		default:
+			ok = fig_real(f, col->json, *(const double *)m,
+				      col->type == MSIM_COL_REAL3 ? 3 : 6,
+				      NULL);
+			break;
+		}
+	}
+	return ok;
+}
+
 typedef struct stat_ctx_s {
 	msim_figs_t *f;
 	bool ok;
@@ -88,7 +125,7 @@ msim_figs_no_events(msim_trace_t *t)
 	msim_trace_tally_t tl;
 	msim_trace_tally(t, &tl);
 	return tl.entries == 0 && msim_trace_ended(t) &&
-	       !strcmp(msim_trace_format_name(t), "pickle");
+	       msim_trace_format_of(t)->snapshot;
 }
 
 int
@@ -126,44 +163,25 @@ msim_figs_seed(msim_figs_t *f, msim_trace_t *t, bool always)
 	return ok ? 0 : MSIM_ENOMEM;
 }
 
-/* The setting's figures after trace (and strategy, meta): trace_hash,
- * policy, params, cap_bytes, requests. */
-static bool
-fig_setting(msim_figs_t *f, const char *hash, const char *policy,
-	    const char *params, uint64_t cap, uint64_t requests)
-{
-	return fig_text(f, "trace_hash", hash) &&
-	       fig_text(f, "policy", policy) &&
-	       fig_text(f, "params", params) &&
-	       fig_int(f, "cap_bytes", (int64_t)cap) &&
-	       fig_int(f, "requests", (int64_t)requests);
-}
-
 int
 msim_figs_job(msim_figs_t *f, msim_job_t *job)
 {
 	const msim_job_result_t *r = msim_job_result(job);
-	bool ok = fig_text(f, "trace", r->trace_path);
-	if (ok && r->strategy)
-		ok = fig_text(f, "strategy", r->strategy);
+	msim_db_run_t row;
+	msim_job_row(job, &row);
+	bool ok = fig_columns(f, &row, MSIM_COL_HEAD);
 	/* The input's meta are counts (lab/input.c). */
 	for (size_t i = 0; ok && i < r->nmeta; i++)
 		ok = fig_int(f, r->meta[i][0],
 			     (int64_t)strtoull(r->meta[i][1], NULL, 10));
-	ok = ok && fig_setting(f, r->trace_hash, r->policy, r->params,
-			       r->cap_bytes, r->sum.requests);
 	stat_ctx_t c = {f, ok};
 	if (ok)
 		msim_stats_foreach(&r->st, fig_stat, &c);
-	ok = c.ok && fig_int(f, "oom_request", r->sum.oom_request) &&
-	     fig_real(f, "frag_at_peak", r->sum.frag_at_peak, 6, NULL) &&
-	     fig_real(f, "frag_mean", r->sum.frag_mean, 6, NULL) &&
-	     fig_real(f, "ext_frag_max", r->sum.ext_frag_max, 6, NULL) &&
+	ok = c.ok && fig_columns(f, &row, MSIM_COL_TAIL) &&
 	     fig_int(f, "addr_same", (int64_t)r->sum.addr_same) &&
 	     fig_int(f, "addr_other", (int64_t)r->sum.addr_other) &&
 	     fig_real(f, "modelled_device_ms", strtod(r->devtime_ms, NULL), 3,
-		      r->devtime_ms) &&
-	     fig_real(f, "wall_ms", r->wall_ms, 3, NULL);
+		      r->devtime_ms);
 	if (ok && *r->snapshot_state)
 		ok = fig_text(f, "snapshot_state", r->snapshot_state);
 	if (ok && r->settings_note && *r->settings_note)
@@ -172,6 +190,89 @@ msim_figs_job(msim_figs_t *f, msim_job_t *job)
 		return MSIM_ENOMEM;
 	msim_trace_t *t = msim_job_trace(job);
 	return t ? msim_figs_seed(f, t, false) : 0;
+}
+
+/* The statistics stored for a run, by name. */
+typedef struct stored_stats_s {
+	char **name;
+	int64_t *value;
+	unsigned char *used;
+	size_t n, cap;
+	bool ok;
+} stored_stats_t;
+
+static void
+stored_stat(const char *name, int64_t value, void *ctx)
+{
+	stored_stats_t *s = ctx;
+	if (!s->ok)
+		return;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 256;
+		char **nn = realloc(s->name, cap * sizeof(*nn));
+		if (nn)
+			s->name = nn;
+		int64_t *nv = realloc(s->value, cap * sizeof(*nv));
+		if (nv)
+			s->value = nv;
+		if (!nn || !nv) {
+			s->ok = false;
+			return;
+		}
+		s->cap = cap;
+	}
+	if (!(s->name[s->n] = strdup(name))) {
+		s->ok = false;
+		return;
+	}
+	s->value[s->n++] = value;
+}
+
+typedef struct order_ctx_s {
+	msim_figs_t *f;
+	stored_stats_t *s;
+	bool ok;
+} order_ctx_t;
+
+static void
+stat_in_order(const char *name, int64_t value, void *ctx)
+{
+	(void)value;
+	order_ctx_t *o = ctx;
+	for (size_t k = 0; o->ok && k < o->s->n; k++)
+		if (!o->s->used[k] && !strcmp(o->s->name[k], name)) {
+			o->s->used[k] = 1;
+			o->ok = fig_int(o->f, name, o->s->value[k]);
+			return;
+		}
+}
+
+/* Appends the statistics stored for run id in the order of
+ * torch.cuda.memory_stats() (msim_stats_foreach(), as `memsim run --json`
+ * prints them), then any the store has that this memsim does not know.
+ * Returns 0 or MSIM_EDB; *ok false out of memory. */
+static int
+fig_stored_stats(msim_figs_t *f, msim_db_t *db, int64_t id, bool *ok)
+{
+	stored_stats_t s = {.ok = true};
+	int rc = msim_db_run_stats(db, id, stored_stat, &s);
+	if (!rc && s.ok && s.n && !(s.used = calloc(s.n, 1)))
+		s.ok = false;
+	order_ctx_t o = {f, &s, s.ok};
+	if (!rc && o.ok) {
+		msim_stats_t zero = {0};
+		msim_stats_foreach(&zero, stat_in_order, &o);
+	}
+	for (size_t k = 0; !rc && o.ok && k < s.n; k++)
+		if (!s.used[k])
+			o.ok = fig_int(f, s.name[k], s.value[k]);
+	for (size_t k = 0; k < s.n; k++)
+		free(s.name[k]);
+	free(s.name);
+	free(s.value);
+	free(s.used);
+	*ok = o.ok;
+	return rc;
 }
 
 /* A run_meta entry: a number when its text is one. */
@@ -210,26 +311,11 @@ msim_figs_stored(msim_figs_t *f, msim_db_t *db, int64_t id)
 	int rc = msim_db_run_get(db, id, &r);
 	if (rc)
 		return rc;
-	bool ok = fig_text(f, "trace", r.trace_path);
-	if (ok && *r.strategy)
-		ok = fig_text(f, "strategy", r.strategy);
-	ok = ok && fig_setting(f, r.trace_hash, r.policy, r.params,
-			       r.cap_bytes, (uint64_t)r.requests);
-	stat_ctx_t c = {f, ok};
-	if (ok && (rc = msim_db_run_stats(db, id, fig_stat, &c)))
+	bool ok = fig_columns(f, &r, MSIM_COL_HEAD);
+	if (ok && (rc = fig_stored_stats(f, db, id, &ok)))
 		goto out;
-	ok = c.ok && fig_int(f, "oom_request", r.oom_request) &&
-	     fig_real(f, "frag_at_peak", r.frag_at_peak, 6, NULL) &&
-	     fig_real(f, "frag_mean", r.frag_mean, 6, NULL) &&
-	     fig_real(f, "ext_frag_max", r.ext_frag_max, 6, NULL) &&
-	     fig_real(f, "wall_ms", r.wall_ms, 3, NULL) &&
-	     fig_text(f, "kind", r.kind) &&
-	     fig_text(f, "created", r.created) &&
-	     fig_text(f, "memsim_version", r.memsim_version) &&
-	     fig_text(f, "trace_format", r.trace_format) &&
-	     fig_text(f, "addresses", r.addresses) &&
-	     fig_int(f, "capacity_bytes", (int64_t)r.capacity_bytes) &&
-	     fig_text(f, "setting_key", r.setting_key);
+	ok = ok && fig_columns(f, &r, MSIM_COL_TAIL) &&
+	     fig_text(f, "created", r.created);
 	meta_ctx_t m = {f, ok};
 	if (ok && (rc = msim_db_run_meta(db, id, fig_meta_cb, &m)))
 		goto out;

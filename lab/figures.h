@@ -33,6 +33,7 @@ typedef struct msim_fig_s {
 	/* TEXT: the text; REAL: the number as written in JSON ("%.6f",
 	 * "%.3f", or as stored).  Owned by the list. */
 	char *t;
+	bool null;          /* TEXT: none (t ""): JSON null */
 } msim_fig_t;
 
 typedef struct msim_figs_s {
@@ -41,10 +42,14 @@ typedef struct msim_figs_s {
 } msim_figs_t;
 
 /*
- * Appends the figures of a finished job (after msim_job_run()): trace,
- * [strategy], [the input's meta], trace_hash, policy, params, cap_bytes,
- * requests, the keys of torch.cuda.memory_stats(), oom_request, ...,
- * wall_ms, [snapshot_state], [settings_note], [the seeding of
+ * Appends the figures of a finished job (after msim_job_run()): the
+ * columns of the runs row it would store shown before the statistics
+ * (sim/results.h's MSIM_RUN_COLUMNS: trace, trace_hash, policy, params,
+ * cap_bytes, requests, strategy), [the input's meta], the keys of
+ * torch.cuda.memory_stats(), the columns shown after them (memsim_version,
+ * kind, trace_format, addresses, oom_request, frag_at_peak, ..., wall_ms,
+ * capacity_bytes, setting_key), addr_same, addr_other,
+ * modelled_device_ms, [snapshot_state], [settings_note], [the seeding of
  * msim_figs_seed()].  Returns 0 or MSIM_ENOMEM.
  */
 int msim_figs_job(msim_figs_t *f, msim_job_t *job);
@@ -59,13 +64,11 @@ int msim_figs_seed(msim_figs_t *f, msim_trace_t *t, bool always);
 
 /*
  * Appends the figures of run id as stored in db (sim/results.h's read
- * calls): those of msim_figs_job() the store keeps (trace, [strategy],
- * trace_hash, policy, params, cap_bytes, requests, the statistics stored,
- * oom_request, frag_at_peak, frag_mean, ext_frag_max, wall_ms), then
- * kind, created, memsim_version, trace_format, addresses,
- * capacity_bytes, setting_key, each run_meta entry (an INT or REAL when
- * its text is a number: modelled_device_ms, a generator's counts; else
- * TEXT) and run_id.  Returns 0, MSIM_ENOTFOUND, MSIM_ENOMEM or MSIM_EDB.
+ * calls), in the order of msim_figs_job(): the columns shown before the
+ * statistics, the statistics stored, the columns shown after them, then
+ * created, each run_meta entry (an INT or REAL when its text is a number:
+ * modelled_device_ms, a generator's counts; else TEXT) and run_id.
+ * Returns 0, MSIM_ENOTFOUND, MSIM_ENOMEM or MSIM_EDB.
  */
 struct msim_db_s;
 int msim_figs_stored(msim_figs_t *f, struct msim_db_s *db, int64_t id);

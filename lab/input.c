@@ -236,12 +236,11 @@ msim_trace_cache_load(msim_trace_cache_t *c, const char *path,
 	msim_trace_t *t;
 	if (msim_trace_open(path, topt, &t, why, sizeof(why)))
 		return; /* each setting reports it */
-	const char *f = msim_trace_format_name(t);
 	size_t cap = 0;
 	msim_req_t r;
 	int rc = -1;
-	if (strcmp(f, "csv") && strcmp(f, "rmm") && strcmp(f, "bin"))
-		goto no; /* snapshots: a state beside the requests */
+	if (msim_trace_format_of(t)->snapshot)
+		goto no; /* a state beside the requests */
 	while ((rc = msim_trace_next(t, &r)) == 1) {
 		if (c->n == cap) {
 			if (cap >= max)

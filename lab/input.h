@@ -23,8 +23,9 @@
  * replay without reading it again (forked workers share its pages): the
  * requests msim_trace_next() gave, in order, and the trace read to its end
  * (its format, hash and tags).  Only traces whose replay needs nothing
- * else of the reader: a CSV, RMM log or binary trace read without error
- * and without seeding a partial history.
+ * else of the reader: one whose format is not a snapshot
+ * (msim_trace_format_t.snapshot: a CSV, RMM log or binary trace), read
+ * without error and without seeding a partial history.
  */
 typedef struct msim_trace_cache_s {
 	msim_trace_t *trace;       /* NULL: not cached */

@@ -35,6 +35,7 @@ struct msim_job_s {
 	msim_sim_config_t cfg;     /* the run's, for job_peak_blocks() */
 	msim_gpu_t *gpu_own;       /* a lone process's GPU (spec.context) */
 	char context[24];          /* spec.context as stored in run_meta */
+	char key[1024];            /* the setting key (msim_job_row()) */
 	bool lazy_blocks;          /* blocks at peak by job_peak_blocks() */
 	msim_block_t *blocks;      /* what it found */
 	size_t nblocks;
@@ -268,7 +269,7 @@ msim_job_open(const msim_job_spec_t *spec, bool store, msim_job_t **out,
 			   .timemodel = j->tm,
 			   .use_hints = !strcmp(s->addresses, "trace"),
 			   .gpu = gpu, .process = process},
-		.fraction = s->cap ? (double)s->cap / (double)s->capacity
+		.fraction = s->cap ? msim_cap_fraction(s->cap, s->capacity)
 				   : s->fraction,
 		.keep_going = s->keep_going,
 		.peak_blocks = store, /* for memsim plot --kind segments */
@@ -489,6 +490,66 @@ job_meta_add(const char **kv, const char *key, const char *value)
 	}
 }
 
+/*
+ * What identifies a run of spec (its setting key's parts), given what
+ * resolving it found: the trace's hash, the strategies, the canonical
+ * parameters and the allowed bytes.  The one builder of a setting key
+ * (msim_job_setting_key()): a sweep's plan and a job's store use it.
+ */
+static void
+job_key_info(const msim_job_spec_t *spec, const char *trace_hash,
+	     const char *strategy, const char *params, uint64_t cap_bytes,
+	     msim_run_info_t *info)
+{
+	*info = (msim_run_info_t){
+		.kind = "simulated", .trace_hash = trace_hash,
+		.strategy = strategy, .policy = spec->policy,
+		.params = params, .cap_bytes = cap_bytes,
+		.addresses = spec->addresses ? spec->addresses : "model",
+		.capacity_bytes = spec->capacity ? spec->capacity
+						 : MSIM_H200_BYTES,
+		/* A GPU of its own, less a context: another experiment. */
+		.context_bytes = spec->gpu ? 0 : spec->context,
+		/* Other rows replayed, another experiment. */
+		.replay = spec->recording ? "recording"
+			  : spec->requests_only ? "requests" : NULL,
+		/* One device of a snapshot, another experiment. */
+		.device = spec->device1 > 1 ? spec->device1 - 1 : 0,
+	};
+}
+
+size_t
+msim_job_setting_key(const msim_job_spec_t *spec, const char *trace_hash,
+		     const char *strategy, const char *params,
+		     uint64_t cap_bytes, char *buf, size_t n)
+{
+	msim_run_info_t info;
+	job_key_info(spec, trace_hash, strategy, params, cap_bytes, &info);
+	return msim_db_setting_key(&info, buf, n);
+}
+
+/* What identifies the run of j and what it measured besides the
+ * statistics, as stored (no meta, blocks or sweep). */
+static void
+job_info(const msim_job_t *j, msim_run_info_t *info)
+{
+	const msim_job_result_t *r = &j->res;
+	job_key_info(&j->spec, r->trace_hash, r->strategy, r->params,
+		     r->cap_bytes, info);
+	info->trace_path = r->trace_path;
+	info->trace_format = r->trace_format;
+	info->wall_ms = r->wall_ms;
+}
+
+void
+msim_job_row(msim_job_t *j, msim_db_run_t *row_out)
+{
+	msim_run_info_t info;
+	job_info(j, &info);
+	msim_db_setting_key(&info, j->key, sizeof(j->key));
+	msim_db_run_fill(row_out, &info, &j->res.sum, &j->res.st, j->key);
+}
+
 int
 msim_job_store(msim_job_t *j, msim_db_t *db, int mode, int64_t sweep_id,
 	       int64_t *run_id_out, int *existed_out, msim_job_err_t *err)
@@ -517,20 +578,10 @@ msim_job_store(msim_job_t *j, msim_db_t *db, int mode, int64_t sweep_id,
 			 j->spec.context);
 		job_meta_add(kv, "context_bytes", j->context);
 	}
-	msim_run_info_t info = {
-		.kind = "simulated", .trace_path = r->trace_path,
-		.trace_hash = r->trace_hash, .trace_format = r->trace_format,
-		.strategy = r->strategy, .policy = r->policy,
-		.params = r->params, .cap_bytes = r->cap_bytes,
-		.addresses = r->addresses, .wall_ms = r->wall_ms, .meta = kv,
-		.capacity_bytes = r->capacity, .sweep_id = sweep_id,
-		.context_bytes = j->gpu_own ? j->spec.context : 0,
-		/* Other rows replayed, another experiment. */
-		.replay = j->spec.recording ? "recording"
-			  : j->spec.requests_only ? "requests" : NULL,
-		/* One device of a snapshot, another experiment. */
-		.device = j->spec.device1 > 1 ? j->spec.device1 - 1 : 0,
-	};
+	msim_run_info_t info;
+	job_info(j, &info);
+	info.meta = kv;
+	info.sweep_id = sweep_id;
 	uint64_t at = 0;
 	if (j->store && j->lazy_blocks &&
 	    (!msim_device_peak(msim_sim_device(j->sim), &at) ||

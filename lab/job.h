@@ -136,6 +136,25 @@ typedef struct msim_job_result_s {
 typedef struct msim_job_s msim_job_t;
 
 /*
+ * The setting key (sim/results.h's msim_db_setting_key()) of a run of
+ * spec, given what resolving it finds: the trace's hash, the strategies
+ * (NULL: none), the canonical parameters and the bytes the cap allows.
+ * The one builder of a key: a job stores its run under it, a sweep's plan
+ * looks its settings up by it.  Returns the length it needed.
+ */
+size_t msim_job_setting_key(const msim_job_spec_t *spec,
+			    const char *trace_hash, const char *strategy,
+			    const char *params, uint64_t cap_bytes, char *buf,
+			    size_t n);
+
+/*
+ * The runs row a finished job stores (sim/results.h's MSIM_RUN_COLUMNS),
+ * setting key included, into row_out: its strings live as long as the
+ * job (not to be cleared); id is -1, created NULL.
+ */
+void msim_job_row(msim_job_t *job, msim_db_run_t *row_out);
+
+/*
  * Resolves spec (policy, parameters, input, cap) and opens it ready to
  * run; store says the job will be stored (the policy's blocks at peak are
  * kept for it).  Returns 0, or an error with err filled.

@@ -530,8 +530,8 @@ setting_cap(route_ctx_t *r, const msim_policy_ops_t *ops,
 	if (!dev)
 		return MSIM_ENOMEM;
 	if (r->cap)
-		msim_device_set_fraction(dev, (double)r->cap /
-					 (double)capacity);
+		msim_device_set_fraction(dev, msim_cap_fraction(r->cap,
+								capacity));
 	msim_policy_t *pol;
 	char why[256];
 	int rc = msim_policy_new(ops, dev, pv, &pol, why, sizeof(why));
@@ -545,24 +545,21 @@ setting_cap(route_ctx_t *r, const msim_policy_ops_t *ops,
 	return rc;
 }
 
-/* The canonical parameters and the setting key of s. */
+/* The canonical parameters (spec.conf) and the setting key of s. */
 static int
-setting_key(route_ctx_t *r, const msim_params_t *pv, msim_setting_t *s)
+setting_key(const msim_params_t *pv, msim_setting_t *s)
 {
 	size_t need = msim_params_canonical(pv, NULL, 0) + 1;
 	if (!(s->params = malloc(need)))
 		return MSIM_ENOMEM;
 	msim_params_canonical(pv, s->params, need);
-	msim_run_info_t info = {
-		.kind = "simulated", .trace_hash = s->trace_hash,
-		.policy = s->policy, .params = s->params,
-		.cap_bytes = s->cap_bytes, .addresses = s->addresses,
-		.capacity_bytes = r->pc->sw->capacity, .strategy = s->strategy,
-	};
-	need = msim_db_setting_key(&info, NULL, 0) + 1;
+	s->spec.conf = s->params;
+	need = msim_job_setting_key(&s->spec, s->spec.trace_hash, s->strategy,
+				    s->params, s->cap_bytes, NULL, 0) + 1;
 	if (!(s->key = malloc(need)))
 		return MSIM_ENOMEM;
-	msim_db_setting_key(&info, s->key, need);
+	msim_job_setting_key(&s->spec, s->spec.trace_hash, s->strategy,
+			     s->params, s->cap_bytes, s->key, need);
 	return 0;
 }
 
@@ -625,13 +622,20 @@ plan_add(plan_ctx_t *pc, size_t trace, const char *policy, uint64_t cap,
 		rc = setting_cap(&r, ops, &pv, &s);
 	if (!rc) {
 		s.trace = sw->traces[trace];
-		s.trace_hash = s.hash_own ? s.hash_own : sw->hashes[trace];
 		s.policy = ops->name;
 		s.cap = r.cap;
 		s.addresses = r.addresses;
 		s.conf = sb_take(&r.conf);
 		r.conf.s = NULL;
-		rc = s.conf ? setting_key(&r, &pv, &s) : MSIM_ENOMEM;
+		s.spec = (msim_job_spec_t){
+			.trace = s.trace, .model_spec = s.model_spec,
+			.strategy = s.strategy,
+			.trace_hash = s.hash_own ? s.hash_own
+						 : sw->hashes[trace],
+			.policy = s.policy, .cap = s.cap,
+			.capacity = sw->capacity, .addresses = s.addresses,
+		};
+		rc = s.conf ? setting_key(&pv, &s) : MSIM_ENOMEM;
 	}
 	if (!rc)
 		rc = sweep_push(sw, &s);
@@ -708,7 +712,8 @@ read_settings_file(const char *path, kvlist_t **out, size_t *n_out,
 static int
 key_is_uint(const msim_sweep_spec_t *spec, const char *key)
 {
-	const char *policy = spec->npolicies ? spec->policies[0] : "pytorch";
+	const char *policy = spec->npolicies ? spec->policies[0]
+						 : MSIM_POLICY_DEFAULT;
 	const msim_policy_ops_t *ops = msim_policy_find(policy);
 	for (const msim_param_spec_t *p = ops ? ops->params : NULL; p && p->name;
 	     p++)
@@ -822,7 +827,7 @@ static int
 plan_sources(const msim_sweep_spec_t *spec, plan_src_t *src, char *why,
 	     size_t whylen)
 {
-	static const char *const def_policy[] = {"pytorch"};
+	static const char *const def_policy[] = {MSIM_POLICY_DEFAULT};
 	static const uint64_t def_cap[] = {0};
 	int rc;
 	src->policies = spec->npolicies ? spec->policies : def_policy;
@@ -1287,7 +1292,7 @@ sweep_share(msim_sweep_t *sw, const size_t *pending, size_t npending)
 		for (size_t i = 0; i < npending; i++) {
 			msim_setting_t *s = &sw->v[sw->shard[pending[i]]];
 			if (sweep_plain_use(sw, s, t))
-				s->cache = &sw->caches[t];
+				s->spec.cache = &sw->caches[t];
 		}
 	}
 }
@@ -1307,7 +1312,7 @@ sweep_unshare(msim_sweep_t *sw)
 	if (!sw->caches)
 		return;
 	for (size_t i = 0; i < sw->n; i++)
-		sw->v[i].cache = NULL;
+		sw->v[i].spec.cache = NULL;
 	for (size_t t = 0; t < sw->ntraces; t++)
 		msim_trace_cache_clear(&sw->caches[t]);
 	free(sw->caches);

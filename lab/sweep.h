@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "lab/input.h"
+#include "lab/job.h"
 #include "sim/engine.h"
 #include "sim/results.h"
 #include "sim/types.h"
@@ -46,25 +47,28 @@ typedef struct msim_kv_s {
 
 /* One setting, resolved. */
 typedef struct msim_setting_s {
+	/* What runs: the job of the setting (lab/job.h), made once by the
+	 * plan, its strings the setting's or the sweep's (spec.conf is
+	 * params; spec.cache the trace read once while the sweep runs). */
+	msim_job_spec_t spec;
+	/* The plan's own: the strings spec points to, and what the plan
+	 * found.  trace, policy, model_spec, strategy, cap and addresses
+	 * are spec's, kept by name for the commands that print a setting. */
 	const char *trace;      /* path or model spec as given */
-	const char *trace_hash; /* hex content hash of the whole file, or
-				 * of model_spec */
 	char *model_spec;       /* canonical shape of a generated trace (the
 				 * setting's own keys applied); NULL: a file */
 	char *strategy;         /* canonical strategies; NULL: none */
-	char *hash_own;         /* the hash of model_spec (trace_hash) */
+	char *hash_own;         /* the hash of model_spec (spec.trace_hash) */
 	const char *policy;     /* policy name */
 	uint64_t cap;           /* bytes asked for; 0 = none */
-	uint64_t cap_bytes;     /* the allowed bytes the run will have */
+	uint64_t cap_bytes;     /* the allowed bytes the run will have
+				 * (msim_cap_allowed()) */
 	const char *addresses;  /* "model" or "trace" */
 	size_t nkv;
 	msim_kv_t *kv;          /* the policy's parameters, as given */
 	char *conf;             /* kv as "key:value,...", for people */
 	char *params;           /* canonical parameters */
-	char *key;              /* msim_db_setting_key() */
-	/* The trace read once for the sweep (lab/input.h), set while it
-	 * runs; NULL: read the file. */
-	const msim_trace_cache_t *cache;
+	char *key;              /* msim_job_setting_key() */
 } msim_setting_t;
 
 /* What to sweep.  Empty lists take the defaults noted. */

@@ -54,7 +54,7 @@ typedef struct store_to_s {
 
 /*
  * msim_setting_run() with, for a setting replayed from a trace read once
- * (s->cache), *peak: the earliest request of the peak of reserved bytes
+ * (s->spec.cache), *peak: the earliest request of the peak of reserved bytes
  * among the settings of that trace this process ran before (UINT64_MAX:
  * none yet), updated with this one's.  The blocks at peak are copied at
  * the new peaks from a 128th before it on (from a quarter of the trace
@@ -69,15 +69,10 @@ setting_run(const msim_setting_t *s, uint64_t capacity, store_to_t to,
 {
 	*run_id_out = -1;
 	*existed_out = 0;
-	msim_job_spec_t spec = {
-		.trace = s->trace, .model_spec = s->model_spec,
-		.strategy = s->strategy, .trace_hash = s->trace_hash,
-		.policy = s->policy, .conf = s->params, .cap = s->cap,
-		.capacity = capacity, .addresses = s->addresses,
-		.cache = s->cache,
-	};
-	if (s->cache && peak)
-		spec.blocks_from = *peak == UINT64_MAX ? s->cache->n / 4
+	msim_job_spec_t spec = s->spec;
+	spec.capacity = capacity;
+	if (spec.cache && peak)
+		spec.blocks_from = *peak == UINT64_MAX ? spec.cache->n / 4
 						       : *peak - *peak / 128;
 	msim_job_t *job;
 	msim_job_err_t err;
@@ -85,7 +80,7 @@ setting_run(const msim_setting_t *s, uint64_t capacity, store_to_t to,
 	if (!rc)
 		rc = msim_job_run(job, &err);
 	uint64_t at;
-	if (!rc && s->cache && peak &&
+	if (!rc && spec.cache && peak &&
 	    msim_device_peak(msim_sim_device(msim_job_sim(job)), &at) &&
 	    at < *peak)
 		*peak = at;
@@ -304,8 +299,8 @@ worker_loop(exec_ctx_t *x, int inline_progress, size_t skipped, size_t total)
 			continue;
 		}
 		uint64_t *peak = NULL;
-		if (s->cache && peaks && x->sw->caches)
-			peak = &peaks[s->cache - x->sw->caches];
+		if (s->spec.cache && peaks && x->sw->caches)
+			peak = &peaks[s->spec.cache - x->sw->caches];
 		store_to_t to = {w.db, x->sweep_id, worker_db, &w};
 		rc = setting_run(s, x->sw->capacity, to,
 				 x->o->force ? MSIM_DB_REPLACE : MSIM_DB_SKIP,

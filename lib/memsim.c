@@ -147,7 +147,7 @@ memsim_open(memsim_run_t **out, const char *trace)
 		return run_fail(r, MEMSIM_EINVAL, "no trace given");
 	int rc;
 	if ((rc = run_str(r, S_TRACE, trace)) ||
-	    (rc = run_str(r, S_POLICY, "pytorch")))
+	    (rc = run_str(r, S_POLICY, MSIM_POLICY_DEFAULT)))
 		return rc;
 	r->spec.trace = r->s[S_TRACE];
 	r->spec.policy = r->s[S_POLICY];

@@ -6,26 +6,31 @@
 
 #include "policies/registry.h"
 
-extern const msim_policy_ops_t msim_policy_pytorch;
-extern const msim_policy_ops_t msim_policy_naive;
-extern const msim_policy_ops_t msim_policy_bfc;
-extern const msim_policy_ops_t msim_policy_cuda_async;
-extern const msim_policy_ops_t msim_policy_pool;
-extern const msim_policy_ops_t msim_policy_arena;
-extern const msim_policy_ops_t msim_policy_binning;
-extern const msim_policy_ops_t msim_policy_buddy;
-extern const msim_policy_ops_t msim_policy_cupy;
+/*
+ * Every policy, one line each, in the order `memsim policies` lists them:
+ * X(name) stands for the ops table msim_policy_<name>, the only non-static
+ * symbol of policies/<name>.c.  Adding a policy is adding its line here
+ * (docs/changing.md).
+ */
+#define MSIM_POLICIES(X)						\
+	X(pytorch)							\
+	X(naive)							\
+	X(bfc)								\
+	X(cuda_async)							\
+	X(pool)								\
+	X(arena)							\
+	X(binning)							\
+	X(buddy)							\
+	X(cupy)
+
+#define POLICY_EXTERN(name) extern const msim_policy_ops_t msim_policy_##name;
+MSIM_POLICIES(POLICY_EXTERN)
+#undef POLICY_EXTERN
 
 static const msim_policy_ops_t *const registry[] = {
-	&msim_policy_pytorch,
-	&msim_policy_naive,
-	&msim_policy_bfc,
-	&msim_policy_cuda_async,
-	&msim_policy_pool,
-	&msim_policy_arena,
-	&msim_policy_binning,
-	&msim_policy_buddy,
-	&msim_policy_cupy,
+#define POLICY_ENTRY(name) &msim_policy_##name,
+	MSIM_POLICIES(POLICY_ENTRY)
+#undef POLICY_ENTRY
 	NULL,
 };
 

@@ -434,9 +434,28 @@ msim_device_set_fraction(msim_device_t *dev, double fraction)
 {
 	if (!(fraction >= 0.0 && fraction <= 1.0))
 		return MSIM_EINVAL;
-	dev->cap = fraction >= 1.0 ? 0
-				   : (uint64_t)(fraction * (double)dev->capacity);
+	dev->cap = msim_fraction_bytes(fraction, dev->capacity);
 	return 0;
+}
+
+double
+msim_cap_fraction(uint64_t cap, uint64_t capacity)
+{
+	return capacity ? (double)cap / (double)capacity : 0.0;
+}
+
+uint64_t
+msim_fraction_bytes(double fraction, uint64_t capacity)
+{
+	return fraction >= 1.0 ? 0 : (uint64_t)(fraction * (double)capacity);
+}
+
+uint64_t
+msim_cap_allowed(uint64_t cap, uint64_t capacity)
+{
+	return cap ? msim_fraction_bytes(msim_cap_fraction(cap, capacity),
+					 capacity)
+		   : 0;
 }
 
 uint64_t

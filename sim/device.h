@@ -118,10 +118,28 @@ void msim_device_destroy(msim_device_t *dev);
 
 /*
  * The per-process cap of torch.cuda.set_per_process_memory_fraction(f):
- * allowed = (uint64_t)(f * capacity), truncated as PyTorch 2.11 does; f >= 1
- * removes the cap.  Returns MSIM_EINVAL unless 0 <= f <= 1.
+ * allowed = msim_fraction_bytes(f, capacity).  Returns MSIM_EINVAL unless
+ * 0 <= f <= 1.
  */
 int msim_device_set_fraction(msim_device_t *dev, double fraction);
+
+/*
+ * A cap given in bytes (--cap, a sweep's caps) is the fraction cap /
+ * capacity handed to set_per_process_memory_fraction(), as
+ * validate/torch_replay.py hands it to PyTorch on a GPU; the bytes that
+ * fraction allows are (uint64_t)(fraction * capacity), truncated as
+ * PyTorch 2.11's setMemoryFraction() does, 0 (no cap) when fraction >= 1.
+ * So a cap may come back one byte short of the bytes asked for: on an
+ * H200 (150109880320 bytes), 85 of the 2,224 caps of 1 to 2,224 MiB do
+ * (1946157056 allows 1946157055).  The short one is right: it is what
+ * PyTorch enforces for that cap (docs/memsim.1, --cap).  Every conversion
+ * goes through these two functions.
+ */
+double msim_cap_fraction(uint64_t cap, uint64_t capacity);
+uint64_t msim_fraction_bytes(double fraction, uint64_t capacity);
+/* msim_fraction_bytes(msim_cap_fraction(cap, capacity), capacity): the
+ * bytes a cap of cap bytes allows; 0 for cap 0 (none). */
+uint64_t msim_cap_allowed(uint64_t cap, uint64_t capacity);
 
 /* Allowed bytes under the cap, or 0 when there is no cap. */
 uint64_t msim_device_cap(const msim_device_t *dev);

@@ -29,12 +29,23 @@ typedef struct msim_policy_ops_s {
 	 * with why filled when parameters contradict each other. */
 	int (*create)(void **state_out, msim_device_t *dev,
 		      const msim_params_t *pv, char *why, size_t whylen);
-	/* Serves req (ALLOC).  Returns 0 or MSIM_EDEVOOM. */
+	/* Serves req (ALLOC).  Returns 0 with the block's address;
+	 * MSIM_EDEVOOM when the device (or the cap) has no room: a result
+	 * of the experiment, which the engine counts; MSIM_ENOMEM when the
+	 * host has no memory for the policy's bookkeeping; MSIM_EINVAL when
+	 * the request contradicts the policy's state (pytorch: a capture's
+	 * private pool released while the capture was underway).  Any
+	 * error but MSIM_EDEVOOM ends the run. */
 	int (*alloc)(void *state, const msim_req_t *req, msim_addr_t *addr_out);
-	/* The block req->id is back (FREE).  Returns 0. */
+	/* The block req->id is back (FREE).  Returns 0; MSIM_ENOTFOUND when
+	 * req->id is not a live block (never allocated, or freed already:
+	 * a trace whose frees do not pair with its allocs); MSIM_ENOMEM when
+	 * the host has no memory for the bookkeeping (a free list grows).
+	 * Either ends the run. */
 	int (*free)(void *state, const msim_req_t *req);
 	/* The program freed req->id, the block returns at a later FREE.
-	 * May be NULL: then FREE_REQUESTED is ignored. */
+	 * Returns 0, or MSIM_ENOTFOUND when req->id is not an allocated
+	 * block.  May be NULL: then FREE_REQUESTED is ignored. */
 	int (*free_requested)(void *state, const msim_req_t *req);
 	/* A FREE_REQUESTED directly followed by the FREE of the same block:
 	 * what free_requested and then free do, with free_requested's
@@ -95,13 +106,17 @@ void msim_policy_destroy(msim_policy_t *pol);
 
 const msim_policy_ops_t *msim_policy_ops(const msim_policy_t *pol);
 
-/* Serves an ALLOC; returns 0 or MSIM_EDEVOOM; MSIM_EINVAL if size is 0 or
- * above MSIM_SIZE_MAX (so no policy's rounding can wrap); MSIM_EFORMAT if
+/* Serves an ALLOC: what ops->alloc returns (0, MSIM_EDEVOOM,
+ * MSIM_ENOMEM, MSIM_EINVAL); also MSIM_EINVAL if size is 0 or above
+ * MSIM_SIZE_MAX (so no policy's rounding can wrap), and MSIM_EFORMAT if
  * the block is not aligned to MSIM_DEVICE_ALIGN, which only segments placed
  * at a trace's recorded addresses can cause. */
 int msim_policy_alloc(msim_policy_t *pol, const msim_req_t *req,
 		      msim_addr_t *addr_out);
+/* A FREE: what ops->free returns (0, MSIM_ENOTFOUND, MSIM_ENOMEM). */
 int msim_policy_free(msim_policy_t *pol, const msim_req_t *req);
+/* A FREE_REQUESTED: 0 (also without ops->free_requested) or
+ * MSIM_ENOTFOUND. */
 int msim_policy_free_requested(msim_policy_t *pol, const msim_req_t *req);
 /* ops->free_now, or free_requested then free. */
 int msim_policy_free_now(msim_policy_t *pol, const msim_req_t *req);

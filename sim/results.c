@@ -29,38 +29,15 @@
 /* How db_open() opens a file. */
 enum { DB_CREATE, DB_EXISTING, DB_READONLY };
 
+#define RUN_COL_SQL(name, json, type, sql, since, show, value) ", " #name " " sql
 static const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS meta("
 	" key TEXT PRIMARY KEY, value TEXT NOT NULL);"
 	"CREATE TABLE IF NOT EXISTS runs("
 	" id INTEGER PRIMARY KEY,"
-	" created TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')),"
-	" memsim_version TEXT NOT NULL,"
-	" kind TEXT NOT NULL,"
-	" trace_path TEXT NOT NULL,"
-	" trace_hash TEXT NOT NULL,"
-	" trace_format TEXT,"
-	" policy TEXT NOT NULL,"
-	" params TEXT NOT NULL,"
-	" cap_bytes INTEGER NOT NULL,"
-	" addresses TEXT,"
-	" requests INTEGER NOT NULL,"
-	" oom_request INTEGER NOT NULL,"
-	" peak_reserved_bytes INTEGER NOT NULL,"
-	" peak_allocated_bytes INTEGER NOT NULL,"
-	" peak_requested_bytes INTEGER NOT NULL,"
-	" frag_at_peak REAL NOT NULL,"
-	" frag_mean REAL NOT NULL,"
-	" ext_frag_max REAL NOT NULL,"
-	" num_device_alloc INTEGER NOT NULL,"
-	" num_device_free INTEGER NOT NULL,"
-	" num_alloc_retries INTEGER NOT NULL,"
-	" num_ooms INTEGER NOT NULL,"
-	" sim_time_ns INTEGER NOT NULL,"
-	" wall_ms REAL NOT NULL,"
-	" capacity_bytes INTEGER,"
-	" setting_key TEXT,"
-	" strategy TEXT);"
+	" created TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now'))"
+	/* ", memsim_version TEXT NOT NULL, kind ..." (sim/results.h) */
+	MSIM_RUN_COLUMNS(RUN_COL_SQL) ");"
 	/* Schema 6: a run's timeline, segment events and blocks at peak as
 	 * one row each, schema 7 its statistics too (msim_dbi_packed below);
 	 * views of the old tables' names and columns read them as rows
@@ -105,6 +82,37 @@ static const char schema_sql[] =
 	" trace_path TEXT NOT NULL, policy TEXT NOT NULL, params TEXT NOT NULL,"
 	" status TEXT NOT NULL, reason TEXT NOT NULL,"
 	" PRIMARY KEY(sweep_id, setting_key)) WITHOUT ROWID;";
+
+/* MSIM_RUN_COLUMNS as data (sim/results.h). */
+const msim_db_col_t msim_db_run_cols[] = {
+#define RUN_COL_DATA(name, json, type, sql, since, show, value)	\
+	{#name, json, MSIM_COL_##type, sql, since, MSIM_COL_##show,	\
+	 offsetof(msim_db_run_t, name)},
+	MSIM_RUN_COLUMNS(RUN_COL_DATA)
+#undef RUN_COL_DATA
+};
+const size_t msim_db_run_ncols =
+	sizeof(msim_db_run_cols) / sizeof(msim_db_run_cols[0]);
+
+bool
+msim_db_col_nullable(const msim_db_col_t *col)
+{
+	return !strstr(col->sql, "NOT NULL");
+}
+
+void
+msim_dbi_run_select(char *buf, size_t n, int version, const char *v1_key)
+{
+	size_t k = 0;
+	for (size_t c = 0; c < msim_db_run_ncols && k < n; c++) {
+		const msim_db_col_t *col = &msim_db_run_cols[c];
+		const char *expr = version >= col->since ? col->name
+				   : col->type == MSIM_COL_KEY && v1_key ? v1_key
+				   : "NULL";
+		k += (size_t)snprintf(buf + k, n - k, "%s%s", c ? ", " : "",
+				      expr);
+	}
+}
 
 /* The packed tables (results_int.h). */
 const struct msim_dbi_packed_s msim_dbi_packed[DB_NPACKED] = {
@@ -151,6 +159,23 @@ static const char migrate_1_2_sql[] =
  * traces (NULL for the runs before, which had none). */
 static const char migrate_2_3_sql[] =
 	"ALTER TABLE runs ADD COLUMN strategy TEXT;";
+
+/*
+ * The migrations of an older file, in order: what each schema version
+ * to adds to the file of version to - 1 (a file of any older version runs
+ * those above its own, then is stamped MSIM_DB_SCHEMA_VERSION).  A new
+ * column of runs (sim/results.h's MSIM_RUN_COLUMNS) is one entry here,
+ * "ALTER TABLE runs ADD COLUMN ...", with MSIM_DB_SCHEMA_VERSION raised
+ * to its to (docs/changing.md).
+ */
+static const struct db_migration_s {
+	int to;
+	const char *sql;
+} db_migrations[] = {
+	{2, migrate_1_2_sql},
+	{3, migrate_2_3_sql},
+};
+#define DB_NMIGRATIONS (sizeof(db_migrations) / sizeof(db_migrations[0]))
 
 static const char index_sql[] =
 	"CREATE UNIQUE INDEX IF NOT EXISTS runs_setting_key ON runs(setting_key)"
@@ -695,27 +720,22 @@ db_open(const char *path, int how, msim_db_t **out, char *why,
 			  "('created_by','memsim " PACKAGE_VERSION "')",
 			  "cannot write the schema version")))
 		goto rollback;
-	if (have == 1 &&
-	    ((rc = msim_dbi_exec(db, migrate_1_2_sql,
-			   "cannot migrate schema 1 to 2")) ||
-	     (rc = msim_dbi_exec(db, "UPDATE meta SET value='2' WHERE "
-			   "key='schema_version'",
-			   "cannot write the schema version"))))
-		goto rollback;
-	if (have >= 1 && have <= 2 &&
-	    ((rc = msim_dbi_exec(db, migrate_2_3_sql,
-			   "cannot migrate schema 2 to 3")) ||
-	     (rc = msim_dbi_exec(db, "UPDATE meta SET value='3' WHERE "
-			   "key='schema_version'",
-			   "cannot write the schema version"))))
-		goto rollback;
-	/* Schema 4 only adds the table peak_blocks, schema 5 the table
-	 * sweep_failed, both made above; schema 6 packs three tables,
-	 * schema 7 a fourth (stats). */
+	/* An older file: each migration to a version above its own, in
+	 * order.  Schema 4 only adds the table peak_blocks, schema 5 the
+	 * table sweep_failed, both made above; schema 6 packs three tables,
+	 * schema 7 a fourth (stats): db_pack_old(). */
+	for (size_t k = 0; have >= 1 && k < DB_NMIGRATIONS; k++) {
+		char what[64];
+		snprintf(what, sizeof(what), "cannot migrate schema %d to %d",
+			 db_migrations[k].to - 1, db_migrations[k].to);
+		if (have < db_migrations[k].to &&
+		    (rc = msim_dbi_exec(db, db_migrations[k].sql, what)))
+			goto rollback;
+	}
 	if ((rc = db_pack_old(db)) ||
 	    (rc = msim_dbi_exec(db, views_sql, "cannot create the views")))
 		goto rollback;
-	if (have >= 1 && have <= 6 &&
+	if (have >= 1 && have < MSIM_DB_SCHEMA_VERSION &&
 	    (rc = msim_dbi_exec(db, "UPDATE meta SET value='"
 			  MSIM_STR(MSIM_DB_SCHEMA_VERSION) "' WHERE "
 			  "key='schema_version'",

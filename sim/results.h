@@ -9,6 +9,7 @@
 #ifndef MSIM_SIM_RESULTS_H
 #define MSIM_SIM_RESULTS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -248,29 +249,134 @@ int msim_db_merge(msim_db_t *db, const char *src_path, int64_t *added_out,
 /* ------------------------------------------------------------------ */
 /* Reading: what report, plot, report --compare, tune and merge see.   */
 
+/*
+ * The columns of the runs table, each named once: this list makes the
+ * schema's CREATE TABLE, what storing a run writes (from the
+ * msim_run_info_t, summary and statistics: the value), what reading one
+ * reads (msim_db_run_t's members), what merge copies, and every printer of
+ * a run (lab/figures.c: `memsim run --json`, `report --json`, memsim.h's
+ * memsim_get_*() and Python's memsim.runs()).  Adding a column is a line
+ * here and a migration in sim/results.c (docs/changing.md).
+ *
+ *	C(name, json, type, sql, since, show, value)
+ *
+ * name   the column and msim_db_run_t's member;
+ * json   its key in the printers;
+ * type   TEXT (char *, NULL read as ""), KEY (char *, NULL kept: JSON
+ *        null), INT (int64_t), UINT (uint64_t), REAL3 and REAL6 (double,
+ *        printed with 3 and 6 decimals);
+ * sql    its declaration; without NOT NULL, an empty text or a 0 is
+ *        stored as NULL;
+ * since  the schema version that added it (older files read it as NULL,
+ *        merge copies it so);
+ * show   where printers put it: HEAD (before the statistics), TAIL (after
+ *        them), STAT (not printed: a statistic says it, e.g.
+ *        reserved_bytes.all.peak);
+ * value  what a run stores, from info, sum, st (msim_db_store_run_mode()'s
+ *        arguments) and key (its setting key, or NULL).
+ */
+#define MSIM_RUN_COLUMNS(C)						      \
+ C(memsim_version, "memsim_version", TEXT, "TEXT NOT NULL", 1, TAIL,	      \
+   PACKAGE_VERSION)							      \
+ C(kind, "kind", TEXT, "TEXT NOT NULL", 1, TAIL,				      \
+   info->kind ? info->kind : "simulated")				      \
+ C(trace_path, "trace", TEXT, "TEXT NOT NULL", 1, HEAD, info->trace_path)     \
+ C(trace_hash, "trace_hash", TEXT, "TEXT NOT NULL", 1, HEAD, info->trace_hash)\
+ C(trace_format, "trace_format", TEXT, "TEXT", 1, TAIL, info->trace_format)   \
+ C(policy, "policy", TEXT, "TEXT NOT NULL", 1, HEAD, info->policy)	      \
+ C(params, "params", TEXT, "TEXT NOT NULL", 1, HEAD,			      \
+   info->params ? info->params : "")					      \
+ C(cap_bytes, "cap_bytes", UINT, "INTEGER NOT NULL", 1, HEAD, info->cap_bytes)\
+ C(addresses, "addresses", TEXT, "TEXT", 1, TAIL, info->addresses)	      \
+ C(requests, "requests", INT, "INTEGER NOT NULL", 1, HEAD, sum->requests)    \
+ C(oom_request, "oom_request", INT, "INTEGER NOT NULL", 1, TAIL,	      \
+   sum->oom_request)							      \
+ C(peak_reserved_bytes, "peak_reserved_bytes", INT, "INTEGER NOT NULL", 1,    \
+   STAT, st->reserved_bytes[MSIM_POOL_ALL].peak)			      \
+ C(peak_allocated_bytes, "peak_allocated_bytes", INT, "INTEGER NOT NULL", 1,  \
+   STAT, st->allocated_bytes[MSIM_POOL_ALL].peak)			      \
+ C(peak_requested_bytes, "peak_requested_bytes", INT, "INTEGER NOT NULL", 1,  \
+   STAT, st->requested_bytes[MSIM_POOL_ALL].peak)			      \
+ C(frag_at_peak, "frag_at_peak", REAL6, "REAL NOT NULL", 1, TAIL,	      \
+   sum->frag_at_peak)							      \
+ C(frag_mean, "frag_mean", REAL6, "REAL NOT NULL", 1, TAIL, sum->frag_mean)   \
+ C(ext_frag_max, "ext_frag_max", REAL6, "REAL NOT NULL", 1, TAIL,	      \
+   sum->ext_frag_max)							      \
+ C(num_device_alloc, "num_device_alloc", INT, "INTEGER NOT NULL", 1, STAT,   \
+   st->num_device_alloc)						      \
+ C(num_device_free, "num_device_free", INT, "INTEGER NOT NULL", 1, STAT,     \
+   st->num_device_free)							      \
+ C(num_alloc_retries, "num_alloc_retries", INT, "INTEGER NOT NULL", 1, STAT, \
+   st->num_alloc_retries)						      \
+ C(num_ooms, "num_ooms", INT, "INTEGER NOT NULL", 1, STAT, st->num_ooms)     \
+ C(sim_time_ns, "sim_time_ns", INT, "INTEGER NOT NULL", 1, TAIL,	      \
+   sum->end_time)							      \
+ C(wall_ms, "wall_ms", REAL3, "REAL NOT NULL", 1, TAIL, info->wall_ms)	      \
+ C(capacity_bytes, "capacity_bytes", UINT, "INTEGER", 2, TAIL,		      \
+   info->capacity_bytes)						      \
+ C(setting_key, "setting_key", KEY, "TEXT", 2, TAIL, key)		      \
+ C(strategy, "strategy", TEXT, "TEXT", 3, HEAD, info->strategy)	      \
+ MSIM_RUN_COLUMNS_EXTRA(C)
+
+/* Columns a scratch build adds to the list (tests/check_column.c proves
+ * that one line reaches every use); none in memsim itself. */
+#ifndef MSIM_RUN_COLUMNS_EXTRA
+#define MSIM_RUN_COLUMNS_EXTRA(C)
+#endif
+
+/* The C type of a column's member, by its type. */
+#define MSIM_COL_CTYPE_TEXT char *
+#define MSIM_COL_CTYPE_KEY char *
+#define MSIM_COL_CTYPE_INT int64_t
+#define MSIM_COL_CTYPE_UINT uint64_t
+#define MSIM_COL_CTYPE_REAL3 double
+#define MSIM_COL_CTYPE_REAL6 double
+
 /* One run as stored (a run of `memsim run`, a sweep, or a measured run of
- * `memsim validate`).  The strings belong to the struct: msim_db_run_clear()
- * frees them.  Figures the file's schema lacks read as 0 or "". */
+ * `memsim validate`): id, created, a member a column (MSIM_RUN_COLUMNS),
+ * and the statistic segment.all.peak.  The strings belong to the struct:
+ * msim_db_run_clear() frees them.  Figures the file's schema lacks read as
+ * 0 or "" (setting_key: NULL). */
 typedef struct msim_db_run_s {
 	int64_t id;
-	char *kind;            /* "simulated" or "measured" */
 	char *created;         /* UTC, 2026-01-31T12:00:00Z */
-	char *memsim_version;
-	char *trace_path, *trace_hash, *trace_format;
-	char *policy, *params; /* params canonical; "" = the defaults */
-	char *addresses;       /* "model" or "trace" ("" in old files) */
-	char *strategy;        /* "" when none */
-	char *setting_key;     /* NULL: stored without one */
-	uint64_t cap_bytes;    /* 0 = none */
-	uint64_t capacity_bytes; /* 0 = not recorded */
-	int64_t requests, oom_request; /* oom_request -1: none */
-	int64_t peak_reserved_bytes, peak_allocated_bytes,
-		peak_requested_bytes;
-	int64_t num_device_alloc, num_device_free, num_alloc_retries,
-		num_ooms, sim_time_ns;
+#define MSIM_COL_MEMBER(name, json, type, sql, since, show, value)	\
+	MSIM_COL_CTYPE_##type name;
+	MSIM_RUN_COLUMNS(MSIM_COL_MEMBER)
+#undef MSIM_COL_MEMBER
 	int64_t segments_peak; /* the statistic segment.all.peak */
-	double frag_at_peak, frag_mean, ext_frag_max, wall_ms;
 } msim_db_run_t;
+
+/* A column of MSIM_RUN_COLUMNS as data, for code that walks them all. */
+enum { MSIM_COL_TEXT, MSIM_COL_KEY, MSIM_COL_INT, MSIM_COL_UINT,
+       MSIM_COL_REAL3, MSIM_COL_REAL6 };
+enum { MSIM_COL_HEAD, MSIM_COL_TAIL, MSIM_COL_STAT };
+typedef struct msim_db_col_s {
+	const char *name;  /* the column */
+	const char *json;  /* its key in the printers */
+	int type;          /* MSIM_COL_TEXT ... */
+	const char *sql;   /* its declaration */
+	int since;         /* schema version */
+	int show;          /* MSIM_COL_HEAD ... */
+	size_t offset;     /* of its member in msim_db_run_t */
+} msim_db_col_t;
+
+/* Whether the column stores an empty text or a 0 as NULL (its sql has
+ * no NOT NULL). */
+bool msim_db_col_nullable(const msim_db_col_t *col);
+
+/* The columns, in the order of MSIM_RUN_COLUMNS. */
+extern const msim_db_col_t msim_db_run_cols[];
+extern const size_t msim_db_run_ncols;
+
+/*
+ * The row msim_db_store_run_mode() stores for info, sum, st under key (NULL:
+ * none), into r: its strings point into info and key (r is not to be
+ * cleared), id is -1 and created NULL.
+ */
+void msim_db_run_fill(msim_db_run_t *r, const msim_run_info_t *info,
+		      const msim_summary_t *sum, const msim_stats_t *st,
+		      const char *key);
 
 void msim_db_run_clear(msim_db_run_t *run);
 

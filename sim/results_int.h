@@ -95,6 +95,11 @@ int msim_dbi_pack_rows(msim_db_t *db, size_t k, const char *schema,
 /* Whether schema ("main", "src") holds table (or view) name. */
 bool msim_dbi_schema_has(msim_db_t *db, const char *schema,
 			 const char *name);
+/* The runs columns (MSIM_RUN_COLUMNS) as a SELECT list, "a, b, ...", of
+ * a file of schema version: a column it lacks reads NULL, or (the
+ * setting key) v1_key where not NULL. */
+void msim_dbi_run_select(char *buf, size_t n, int version,
+			 const char *v1_key);
 /* "file:PATH?QUERY" with the URI's special characters escaped. */
 void msim_dbi_uri(const char *path, const char *query, char *buf, size_t n);
 
@@ -106,17 +111,13 @@ const char *msim_dbi_wal_vfs(void);
 
 /* results_write.c */
 
-/* The columns of the runs row that storing and merging a run write, and
- * a parameter for each. */
-#define RUN_COLS								\
-	"memsim_version, kind, trace_path, trace_hash, trace_format,"	\
-	" policy, params, cap_bytes, addresses, requests, oom_request,"	\
-	" peak_reserved_bytes, peak_allocated_bytes,"			\
-	" peak_requested_bytes, frag_at_peak, frag_mean, ext_frag_max,"	\
-	" num_device_alloc, num_device_free, num_alloc_retries,"	\
-	" num_ooms, sim_time_ns, wall_ms, capacity_bytes, setting_key,"	\
-	" strategy"
-#define RUN_VALS "?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?"
+/* The columns of the runs row that storing and merging a run write
+ * ("memsim_version, kind, ..., strategy, "), and a parameter for each
+ * ("?,?,...,"): MSIM_RUN_COLUMNS (sim/results.h). */
+#define RUN_COL_NAME(name, json, type, sql, since, show, value) #name ", "
+#define RUN_COL_PARAM(name, json, type, sql, since, show, value) "?,"
+#define RUN_COLS MSIM_RUN_COLUMNS(RUN_COL_NAME)
+#define RUN_VALS MSIM_RUN_COLUMNS(RUN_COL_PARAM)
 
 /* The names of msim_block_t's states, as the packed rows store them. */
 extern const char *const msim_dbi_block_states[3];

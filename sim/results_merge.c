@@ -101,19 +101,10 @@ static int
 merge_run_row(msim_db_t *db, int64_t version, int64_t src_id,
 	      int64_t *dst_id_out)
 {
-	const char *keycol = version >= 2 ? "setting_key" : V1_KEY_SQL;
-	const char *capcol = version >= 2 ? "capacity_bytes" : "NULL";
-	const char *stratcol = version >= 3 ? "strategy" : "NULL";
-	char ins[2048];
-	snprintf(ins, sizeof(ins), "INSERT INTO main.runs(created, %s)"
-		 " SELECT created, memsim_version, kind, trace_path,"
-		 " trace_hash, trace_format, policy, params, cap_bytes,"
-		 " addresses, requests, oom_request, peak_reserved_bytes,"
-		 " peak_allocated_bytes, peak_requested_bytes, frag_at_peak,"
-		 " frag_mean, ext_frag_max, num_device_alloc, num_device_free,"
-		 " num_alloc_retries, num_ooms, sim_time_ns, wall_ms, %s, %s,"
-		 " %s FROM src.runs WHERE id=?", RUN_COLS, capcol, keycol,
-		 stratcol);
+	char cols[2048], ins[4096];
+	msim_dbi_run_select(cols, sizeof(cols), (int)version, V1_KEY_SQL);
+	snprintf(ins, sizeof(ins), "INSERT INTO main.runs(" RUN_COLS "created)"
+		 " SELECT %s, created FROM src.runs WHERE id=?", cols);
 	if (msim_dbi_step2(db, ins, src_id, 0, NULL) != SQLITE_DONE)
 		return MSIM_EDB;
 	*dst_id_out = sqlite3_last_insert_rowid(db->db);

@@ -51,17 +51,12 @@ msim_db_run_clear(msim_db_run_t *r)
 {
 	if (!r)
 		return;
-	free(r->kind);
 	free(r->created);
-	free(r->memsim_version);
-	free(r->trace_path);
-	free(r->trace_hash);
-	free(r->trace_format);
-	free(r->policy);
-	free(r->params);
-	free(r->addresses);
-	free(r->strategy);
-	free(r->setting_key);
+	for (size_t c = 0; c < msim_db_run_ncols; c++) {
+		const msim_db_col_t *col = &msim_db_run_cols[c];
+		if (col->type == MSIM_COL_TEXT || col->type == MSIM_COL_KEY)
+			free(*(char **)((char *)r + col->offset));
+	}
 	memset(r, 0, sizeof(*r));
 }
 
@@ -69,20 +64,11 @@ int
 msim_db_run_get(msim_db_t *db, int64_t id, msim_db_run_t *r)
 {
 	/* Columns a file of an older schema lacks read as NULL. */
-	char sql[2048];
-	snprintf(sql, sizeof(sql),
-		 "SELECT id, kind, created, memsim_version, trace_path,"
-		 " trace_hash, trace_format, policy, params, addresses, %s, %s,"
-		 " cap_bytes, %s, requests, oom_request, peak_reserved_bytes,"
-		 " peak_allocated_bytes, peak_requested_bytes,"
-		 " num_device_alloc, num_device_free, num_alloc_retries,"
-		 " num_ooms, sim_time_ns, (SELECT value FROM stats s WHERE"
-		 " s.run_id=r.id AND s.name='segment.all.peak'),"
-		 " frag_at_peak, frag_mean, ext_frag_max, wall_ms"
-		 " FROM runs r WHERE id=?",
-		 db->version >= 3 ? "strategy" : "NULL",
-		 db->version >= 2 ? "setting_key" : "NULL",
-		 db->version >= 2 ? "capacity_bytes" : "NULL");
+	char cols[2048], sql[2560];
+	msim_dbi_run_select(cols, sizeof(cols), db->version, NULL);
+	snprintf(sql, sizeof(sql), "SELECT id, created, %s, (SELECT value"
+		 " FROM stats s WHERE s.run_id=r.id AND"
+		 " s.name='segment.all.peak') FROM runs r WHERE id=?", cols);
 	sqlite3_stmt *q;
 	memset(r, 0, sizeof(*r));
 	if (db_prepare(db, sql, &q, "cannot read the run"))
@@ -101,34 +87,30 @@ msim_db_run_get(msim_db_t *db, int64_t id, msim_db_run_t *r)
 	bool oom = false;
 	int c = 0;
 	r->id = sqlite3_column_int64(q, c++);
-	r->kind = col_dup(q, c++, &oom);
 	r->created = col_dup(q, c++, &oom);
-	r->memsim_version = col_dup(q, c++, &oom);
-	r->trace_path = col_dup(q, c++, &oom);
-	r->trace_hash = col_dup(q, c++, &oom);
-	r->trace_format = col_dup(q, c++, &oom);
-	r->policy = col_dup(q, c++, &oom);
-	r->params = col_dup(q, c++, &oom);
-	r->addresses = col_dup(q, c++, &oom);
-	r->strategy = col_dup(q, c++, &oom);
-	if (sqlite3_column_type(q, c) != SQLITE_NULL)
-		r->setting_key = col_dup(q, c, &oom);
-	c++;
-	r->cap_bytes = (uint64_t)sqlite3_column_int64(q, c++);
-	r->capacity_bytes = (uint64_t)sqlite3_column_int64(q, c++);
-	int64_t *ints[] = {
-		&r->requests, &r->oom_request, &r->peak_reserved_bytes,
-		&r->peak_allocated_bytes, &r->peak_requested_bytes,
-		&r->num_device_alloc, &r->num_device_free,
-		&r->num_alloc_retries, &r->num_ooms, &r->sim_time_ns,
-		&r->segments_peak,
-	};
-	for (size_t k = 0; k < sizeof(ints) / sizeof(ints[0]); k++)
-		*ints[k] = sqlite3_column_int64(q, c++);
-	r->frag_at_peak = sqlite3_column_double(q, c++);
-	r->frag_mean = sqlite3_column_double(q, c++);
-	r->ext_frag_max = sqlite3_column_double(q, c++);
-	r->wall_ms = sqlite3_column_double(q, c++);
+	for (size_t k = 0; k < msim_db_run_ncols; k++, c++) {
+		const msim_db_col_t *col = &msim_db_run_cols[k];
+		void *m = (char *)r + col->offset;
+		switch (col->type) {
+		case MSIM_COL_KEY:
+			if (sqlite3_column_type(q, c) == SQLITE_NULL)
+				break;
+			/* fall through */
+		case MSIM_COL_TEXT:
+			*(char **)m = col_dup(q, c, &oom);
+			break;
+		case MSIM_COL_INT:
+			*(int64_t *)m = sqlite3_column_int64(q, c);
+			break;
+		case MSIM_COL_UINT:
+			*(uint64_t *)m = (uint64_t)sqlite3_column_int64(q, c);
+			break;
+		default:
+			*(double *)m = sqlite3_column_double(q, c);
+			break;
+		}
+	}
+	r->segments_peak = sqlite3_column_int64(q, c++);
 	sqlite3_finalize(q);
 	if (oom) {
 		msim_db_run_clear(r);

@@ -194,6 +194,19 @@ db_clear_run(msim_db_t *db, int64_t run_id)
 	return 0;
 }
 
+void
+msim_db_run_fill(msim_db_run_t *r, const msim_run_info_t *info,
+		 const msim_summary_t *sum, const msim_stats_t *st,
+		 const char *key)
+{
+	memset(r, 0, sizeof(*r));
+	r->id = -1;
+#define RUN_COL_FILL(name, json, type, sql, since, show, value)	\
+	r->name = (MSIM_COL_CTYPE_##type)(value);
+	MSIM_RUN_COLUMNS(RUN_COL_FILL)
+#undef RUN_COL_FILL
+	r->segments_peak = st->segment[MSIM_POOL_ALL].peak;
+}
 
 /*
  * The row of runs: a new one (old_id < 0), or old_id's updated.  key NULL:
@@ -205,58 +218,54 @@ db_put_run(msim_db_t *db, const msim_run_info_t *info,
 	   const char *key, int64_t old_id, int64_t *run_id_out)
 {
 	/* A replaced run keeps its id, so sweeps and users' notes that
-	 * name it stay true. */
+	 * name it stay true (SET id = its own id). */
 	const char *run_sql = old_id >= 0
-		? "UPDATE runs SET (" RUN_COLS ") = (" RUN_VALS "), created ="
+		? "UPDATE runs SET (" RUN_COLS "id) = (" RUN_VALS "?), created ="
 		  " strftime('%Y-%m-%dT%H:%M:%SZ','now') WHERE id=?"
-		: "INSERT INTO runs(" RUN_COLS ", id) VALUES(" RUN_VALS ",?)";
+		: "INSERT INTO runs(" RUN_COLS "id) VALUES(" RUN_VALS "?)";
 	sqlite3_stmt *q = db_stmt(db, old_id >= 0 ? DB_Q_RUN_UPDATE
 						   : DB_Q_RUN_INSERT, run_sql);
 	if (!q)
 		return MSIM_EDB;
+	msim_db_run_t row;
+	msim_db_run_fill(&row, info, sum, st, key);
 	int i = 1;
-	sqlite3_bind_text(q, i++, PACKAGE_VERSION, -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, i++, info->kind ? info->kind : "simulated", -1,
-			  SQLITE_STATIC);
-	sqlite3_bind_text(q, i++, info->trace_path, -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, i++, info->trace_hash, -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, i++, info->trace_format, -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, i++, info->policy, -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, i++, info->params ? info->params : "", -1,
-			  SQLITE_STATIC);
-	sqlite3_bind_int64(q, i++, (sqlite3_int64)info->cap_bytes);
-	sqlite3_bind_text(q, i++, info->addresses, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(q, i++, (sqlite3_int64)sum->requests);
-	sqlite3_bind_int64(q, i++, sum->oom_request);
-	sqlite3_bind_int64(q, i++, st->reserved_bytes[MSIM_POOL_ALL].peak);
-	sqlite3_bind_int64(q, i++, st->allocated_bytes[MSIM_POOL_ALL].peak);
-	sqlite3_bind_int64(q, i++, st->requested_bytes[MSIM_POOL_ALL].peak);
-	sqlite3_bind_double(q, i++, sum->frag_at_peak);
-	sqlite3_bind_double(q, i++, sum->frag_mean);
-	sqlite3_bind_double(q, i++, sum->ext_frag_max);
-	sqlite3_bind_int64(q, i++, st->num_device_alloc);
-	sqlite3_bind_int64(q, i++, st->num_device_free);
-	sqlite3_bind_int64(q, i++, st->num_alloc_retries);
-	sqlite3_bind_int64(q, i++, st->num_ooms);
-	sqlite3_bind_int64(q, i++, (sqlite3_int64)sum->end_time);
-	sqlite3_bind_double(q, i++, info->wall_ms);
-	if (info->capacity_bytes)
-		sqlite3_bind_int64(q, i++,
-				   (sqlite3_int64)info->capacity_bytes);
-	else
-		sqlite3_bind_null(q, i++);
-	if (key)
-		sqlite3_bind_text(q, i++, key, -1, SQLITE_STATIC);
-	else
-		sqlite3_bind_null(q, i++);
-	if (info->strategy && *info->strategy)
-		sqlite3_bind_text(q, i++, info->strategy, -1, SQLITE_STATIC);
-	else
-		sqlite3_bind_null(q, i++);
-	if (old_id >= 0)
+	for (size_t c = 0; c < msim_db_run_ncols; c++) {
+		const msim_db_col_t *col = &msim_db_run_cols[c];
+		const void *m = (const char *)&row + col->offset;
+		bool null_ok = msim_db_col_nullable(col);
+		switch (col->type) {
+		case MSIM_COL_TEXT:
+		case MSIM_COL_KEY: {
+			const char *t = *(char *const *)m;
+			if (t && (*t || !null_ok))
+				sqlite3_bind_text(q, i++, t, -1, SQLITE_STATIC);
+			else
+				sqlite3_bind_null(q, i++);
+			break;
+		}
+		case MSIM_COL_INT:
+		case MSIM_COL_UINT: {
+			int64_t v = col->type == MSIM_COL_INT
+				? *(const int64_t *)m
+				: (int64_t)*(const uint64_t *)m;
+			if (v || !null_ok)
+				sqlite3_bind_int64(q, i++, v);
+			else
+				sqlite3_bind_null(q, i++);
+			break;
+		}
+		default:
+			sqlite3_bind_double(q, i++, *(const double *)m);
+			break;
+		}
+	}
+	if (old_id >= 0) {
 		sqlite3_bind_int64(q, i++, old_id);
-	else
+		sqlite3_bind_int64(q, i++, old_id);
+	} else {
 		sqlite3_bind_null(q, i++);
+	}
 	int rc = sqlite3_step(q);
 	db_unstmt(q);
 	if (rc != SQLITE_DONE)

@@ -7,6 +7,7 @@
  *
  *	api_run TRACE [POLICY [CONF [OPTION=VALUE ...]]]
  *	api_run --check    the API's contract on errors, printing each
+ *	api_run --load DB RUN_ID   the figures of a stored run (memsim_load())
  *
  * Errors: one line on stderr with the library's message, exit 1.
  */
@@ -136,9 +137,23 @@ main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "--check"))
 		return check(argv[2]);
+	if (argc == 4 && !strcmp(argv[1], "--load")) {
+		memsim_run_t *r;
+		int rc = memsim_load(&r, argv[2], strtoll(argv[3], NULL, 10));
+		if (rc) {
+			fprintf(stderr, "api_run: %s (%s)\n",
+				r ? memsim_errmsg(r) : "", memsim_strerror(rc));
+			memsim_close(r);
+			return 1;
+		}
+		print_figures(r);
+		memsim_close(r);
+		return 0;
+	}
 	if (argc < 2) {
 		fprintf(stderr, "usage: api_run TRACE [POLICY [CONF "
-			"[OPTION=VALUE ...]]] | --check TRACE\n");
+			"[OPTION=VALUE ...]]] | --check TRACE | --load DB "
+			"RUN_ID\n");
 		return 2;
 	}
 	memsim_run_t *r;

@@ -311,6 +311,40 @@ START_TEST(test_devtime_without_log)
 }
 END_TEST
 
+/*
+ * A cap in bytes is set_per_process_memory_fraction(cap / capacity), and
+ * PyTorch truncates fraction x capacity: on an H200, 85 of the caps of 1
+ * to 2,224 MiB allow one byte less than asked (sim/device.h).
+ */
+START_TEST(test_cap_one_function)
+{
+	const uint64_t MiB = UINT64_C(1) << 20;
+	ck_assert_uint_eq(msim_cap_allowed(1946157056, MSIM_H200_BYTES),
+			  1946157055);
+	ck_assert_uint_eq(msim_cap_allowed(29 * MiB, MSIM_H200_BYTES),
+			  29 * MiB - 1);
+	ck_assert_uint_eq(msim_cap_allowed(2048 * MiB, MSIM_H200_BYTES),
+			  2048 * MiB);
+	ck_assert_uint_eq(msim_cap_allowed(0, MSIM_H200_BYTES), 0);
+	ck_assert_uint_eq(msim_cap_allowed(MSIM_H200_BYTES, MSIM_H200_BYTES),
+			  0);
+	size_t shorter = 0;
+	for (uint64_t k = 1; k <= 2224; k++) {
+		uint64_t got = msim_cap_allowed(k * MiB, MSIM_H200_BYTES);
+		ck_assert(got == k * MiB || got == k * MiB - 1);
+		shorter += got != k * MiB;
+	}
+	ck_assert_uint_eq(shorter, 85);
+	/* The device's cap goes through the same conversion. */
+	msim_device_t *dev = msim_device_new(&(msim_device_config_t){0});
+	ck_assert_ptr_nonnull(dev);
+	ck_assert_int_eq(msim_device_set_fraction(
+		dev, msim_cap_fraction(1946157056, MSIM_H200_BYTES)), 0);
+	ck_assert_uint_eq(msim_device_cap(dev), 1946157055);
+	msim_device_destroy(dev);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -329,6 +363,7 @@ main(void)
 	tcase_add_test(tc, test_hints_and_log);
 	tcase_add_test(tc, test_hints_refused);
 	tcase_add_test(tc, test_devtime_without_log);
+	tcase_add_test(tc, test_cap_one_function);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -18,6 +18,7 @@
 #include "sim/engine.h"
 #include "sim/error.h"
 #include "sim/metrics.h"
+#include "lab/input.h"
 #include "testutil.h"
 #include "traces/trace.h"
 
@@ -48,6 +49,32 @@ convert(const char *in, const char *out, const char *format)
  * reads the same requests and has no hash: msim_trace_hashed() says so,
  * where the same file opened as usual has its content hash at the end.
  */
+/* The format table answers whether a trace is a snapshot (a state beside
+ * its requests), and only such a format gives segments; a sweep reads a
+ * trace once for its settings unless its format is one (lab/input.c). */
+START_TEST(test_snapshot_flag_and_cache)
+{
+	for (const msim_trace_format_t *const *f = msim_trace_formats(); *f;
+	     f++)
+		ck_assert_msg((*f)->snapshot == ((*f)->segments != NULL),
+			      "%s", (*f)->name);
+	ck_assert(msim_trace_format_find("pickle")->snapshot);
+	ck_assert(!msim_trace_format_find("csv")->snapshot);
+	msim_trace_options_t topt = {0};
+	msim_trace_cache_t c;
+	msim_trace_cache_load(&c, test_data("traces/gpt2_fp32.csv"), &topt,
+			      1 << 20);
+	ck_assert_ptr_nonnull(c.trace);
+	ck_assert_uint_gt(c.n, 0);
+	ck_assert(!msim_trace_format_of(c.trace)->snapshot);
+	msim_trace_cache_clear(&c);
+	msim_trace_cache_load(&c, test_data("pickles/gpt2_fp32.pickle"),
+			      &topt, 1 << 20);
+	ck_assert_ptr_null(c.trace);
+	ck_assert_uint_eq(c.n, 0);
+}
+END_TEST
+
 START_TEST(test_unhashed_reader)
 {
 	char why[512];
@@ -1018,6 +1045,7 @@ main(void)
 	tcase_add_test(tc, test_bin_bad_ids);
 	tcase_add_test(tc, test_bin_ext_actions);
 	tcase_add_test(tc, test_unhashed_reader);
+	tcase_add_test(tc, test_snapshot_flag_and_cache);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

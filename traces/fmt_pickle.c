@@ -1733,4 +1733,5 @@ const msim_trace_format_t msim_trace_pickle = {
 	.write = pk_write,
 	.write_close = pk_write_close,
 	.segments = pk_segments,
+	.snapshot = true,
 };

@@ -17,13 +17,11 @@
 #include "sim/error.h"
 #include "traces/trace_int.h"
 
-/* Detection order: the binary formats have magic numbers, so they go
- * first; the RMM header is more specific than the device-trace CSV's. */
+/* In detection order (MSIM_TRACE_FORMATS, traces/trace_int.h). */
 static const msim_trace_format_t *const formats[] = {
-	&msim_trace_bin,
-	&msim_trace_pickle,
-	&msim_trace_rmm,
-	&msim_trace_csv,
+#define FORMAT_ENTRY(name) &msim_trace_##name,
+	MSIM_TRACE_FORMATS(FORMAT_ENTRY)
+#undef FORMAT_ENTRY
 	NULL,
 };
 
@@ -516,6 +514,12 @@ uint64_t
 msim_trace_hash(const msim_trace_t *t)
 {
 	return t->opt.unhashed ? 0 : msim_hash_final(&t->hash);
+}
+
+const msim_trace_format_t *
+msim_trace_format_of(const msim_trace_t *t)
+{
+	return t->format;
 }
 
 const char *

@@ -232,10 +232,19 @@ typedef struct msim_trace_format_s {
 	 * for a format without one. */
 	int (*segments)(msim_trace_t *t, const msim_snap_segment_t **segs_out,
 			size_t *n_out);
+	/* A snapshot: the file holds a state (its segments, given by
+	 * segments()) beside the requests, so its requests alone are not
+	 * the trace.  A sweep does not read it once for its settings
+	 * (lab/input.c), and a snapshot without trace events is noted
+	 * (lab/figures.c). */
+	bool snapshot;
 } msim_trace_format_t;
 
 /* The formats, NULL-terminated, in the order detection tries them. */
 const msim_trace_format_t *const *msim_trace_formats(void);
+
+/* The format t is read as. */
+const msim_trace_format_t *msim_trace_format_of(const msim_trace_t *t);
 
 /* The format named name, or NULL. */
 const msim_trace_format_t *msim_trace_format_find(const char *name);

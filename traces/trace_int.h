@@ -10,10 +10,24 @@
 #include "sim/file.h"
 #include "traces/trace.h"
 
-extern const msim_trace_format_t msim_trace_csv;
-extern const msim_trace_format_t msim_trace_pickle;
-extern const msim_trace_format_t msim_trace_rmm;
-extern const msim_trace_format_t msim_trace_bin;
+/*
+ * Every trace format, one line each, in the order detection tries them
+ * (traces/trace.c): X(name) stands for the table msim_trace_<name>, the
+ * only non-static symbol of traces/fmt_<name>.c.  The binary formats have
+ * magic numbers, so they go first; the RMM header is more specific than
+ * the device-trace CSV's.  Adding a format is adding its line here
+ * (docs/changing.md).
+ */
+#define MSIM_TRACE_FORMATS(X)						\
+	X(bin)								\
+	X(pickle)							\
+	X(rmm)								\
+	X(csv)
+
+#define MSIM_TRACE_FORMAT_EXTERN(name)					\
+	extern const msim_trace_format_t msim_trace_##name;
+MSIM_TRACE_FORMATS(MSIM_TRACE_FORMAT_EXTERN)
+#undef MSIM_TRACE_FORMAT_EXTERN
 
 /* The tag table of a trace (see msim_trace_tag()). */
 typedef struct msim_tags_s {
