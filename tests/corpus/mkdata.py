@@ -13,8 +13,7 @@ names       names.txt: 4,000 lower-case names of 3 to 10 letters (makemore).
 shakespeare_char
             data/shakespeare_char/{train,val}.bin (uint16 token ids) and
             meta.pkl (vocab_size, stoi, itos), as nanoGPT's prepare.py
-            writes them; also configurator.py beside them (nanoGPT's
-            train.py and sample.py exec it from the working directory).
+            writes them.
 tinystories data/TinyStories_all_data/data00.bin, data01.bin: uint16 token
             ids below 32000, the pretokenized shards llama2.c reads.
 wikitext    wikitext/{train,valid,test}.txt (pytorch/examples'
@@ -24,6 +23,10 @@ cora        cora/cora.content, cora/cora.cites: 2,000 papers, 500 binary
             features, 7 classes, 5,000 citations (pytorch/examples' gat).
 enwik8      data/enwik8.gz: 95,000,000 bytes (x-transformers reads 95e6
             and keeps the last 5e6 for validation).
+copy:PATH   a copy of the corpus file PATH (relative to tests/corpus), for
+            the programs that open it from the working directory
+            (nanoGPT's and llama2.c's configurator.py, which train.py and
+            sample.py exec; llama2.c's tokenizer.model).
 """
 import gzip
 import os
@@ -68,8 +71,8 @@ def shakespeare_char(d):
         pickle.dump({"vocab_size": len(chars), "itos": itos, "stoi": stoi}, f)
 
 
-def configurator(d, project):
-    shutil.copy(os.path.join(HERE, project, "configurator.py"), d)
+def copy(d, path):
+    shutil.copy(os.path.join(HERE, path), d)
 
 
 def tinystories(d):
@@ -138,8 +141,8 @@ def main():
              "tinystories": tinystories, "wikitext": wikitext, "cora": cora,
              "enwik8": enwik8}
     for k in sys.argv[2:]:
-        if k.startswith("configurator:"):
-            configurator(d, k.split(":", 1)[1])
+        if k.startswith("copy:"):
+            copy(d, k.split(":", 1)[1])
         elif k in kinds:
             kinds[k](d)
         else:
