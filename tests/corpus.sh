@@ -10,6 +10,8 @@
 # A program whose Python modules (programs.tsv's NEEDS) are missing is
 # skipped with a line saying which; the test then ends with 77 (skipped)
 # unless something failed.  CORPUS_JOBS programs are recorded at once (2).
+# CORPUS_PROGRAMS="NAME..." checks only those programs (a quicker look
+# after a recorder change; the full list is the test).
 set -u
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 need_torch
@@ -26,6 +28,10 @@ grep -v '^#' "$here/programs.tsv" | while IFS=$tab read -r name data needs setup
 		for m in $(echo "$needs" | tr , ' '); do
 			"$PY" -c "import $m" 2>/dev/null || missing="$missing $m"
 		done
+	fi
+	if [ -n "${CORPUS_PROGRAMS:-}" ] &&
+		! echo " $CORPUS_PROGRAMS " | grep -q " $name "; then
+		continue
 	fi
 	if [ -n "$missing" ]; then
 		echo "SKIP $name: no Python module$missing" | tee -a "$tmp/skipped"
