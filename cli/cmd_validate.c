@@ -204,6 +204,9 @@ msim_cmd_validate(int argc, char **argv)
 		.trace = argv[optind], .mode = mode, .conf = conf, .cap = cap,
 		.threshold = threshold, .python = python, .bridge_dirs = dirs,
 		.db_path = dbpath,
+#ifdef HAVE_CUDA
+		.cuda = msim_validate_cuda,
+#endif
 	};
 	msim_measure_t r;
 	if (msim_measure_run(&spec, &r, why, sizeof(why)))

@@ -85,14 +85,12 @@ measure_replay(const msim_measure_spec_t *s, msim_trace_t *t,
 		rc = msim_validate_torch(t, s->python, bridge,
 					 s->conf ? s->conf : "", s->cap,
 					 &out->m, why, whylen);
+	else if (s->cuda)
+		rc = s->cuda(t, s->mode, s->cap, s->threshold, &out->m, why,
+			     whylen);
 	else
-#ifdef HAVE_CUDA
-		rc = msim_validate_cuda(t, s->mode, s->cap, s->threshold,
-					&out->m, why, whylen);
-#else
 		rc = MSIM_ENOTSUP,
 		snprintf(why, whylen, "raw and async need CUDA");
-#endif
 	if (rc)
 		return rc;
 	out->wall_ms = measure_now_ms() - t0;

@@ -25,6 +25,12 @@ typedef struct msim_measure_spec_s {
 	 * tried after $MEMSIM_VALIDATE_DIR. */
 	const char *const *bridge_dirs;
 	const char *db_path;       /* NULL: nothing stored */
+	/* raw and async: msim_validate_cuda(), which lives outside the
+	 * library (libmemsim_cuda.a, memsim built with CUDA); NULL: those
+	 * modes fail with MSIM_ENOTSUP. */
+	int (*cuda)(msim_trace_t *t, int mode, uint64_t cap,
+		    uint64_t release_threshold, msim_measured_t *out,
+		    char *why, size_t whylen);
 } msim_measure_spec_t;
 
 typedef struct msim_measure_s {
