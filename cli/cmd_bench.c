@@ -136,7 +136,8 @@ print_text(const msim_bench_suite_spec_t *s, const msim_bench_suite_t *b)
 	       r->read_s, r->trace_requests / r->read_s / 1e6);
 	printf("replay    %" PRIu64 " requests in %.3f s through %s\n",
 	       r->requests, r->replay_s, b->policy);
-	printf("rate      %.2f M requests/s\n", r->requests / r->replay_s / 1e6);
+	printf("rate      %.2f M requests/s\n",
+	       r->requests / r->replay_s / 1e6);
 	printf("peak RSS  %.1f MiB\n", r->peak_rss_kib / 1024.0);
 	if (b->minimal)
 		printf("minimal   same figures as %s (current and peak)\n",

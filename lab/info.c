@@ -102,7 +102,8 @@ static int
 info_req(info_pass_t *p, const msim_req_t *r)
 {
 	msim_info_t *in = p->out;
-	if (r->kind == MSIM_REQ_SEGMENT_HINT || r->kind == MSIM_REQ_RESET_PEAKS ||
+	if (r->kind == MSIM_REQ_SEGMENT_HINT ||
+	    r->kind == MSIM_REQ_RESET_PEAKS ||
 	    (r->flags & (MSIM_REQF_SEED | MSIM_REQF_FILLER)))
 		return r->kind == MSIM_REQ_ALLOC ? info_alloc(p, r) : 0;
 	/* Requests as a run counts them: allocs and frees (not hidden

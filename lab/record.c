@@ -621,8 +621,8 @@ msim_recsweep_make(const msim_recsweep_spec_t *spec, const char **grid,
 			      "names");
 	for (size_t a = 0; !rc && a < r->nax; a++) {
 		if (total > 100000 / r->ax[a].n)
-			rc = rec_fail(r, MSIM_EINVAL, "--grid: more than 100000 "
-				      "recordings");
+			rc = rec_fail(r, MSIM_EINVAL, "--grid: more than "
+				      "100000 recordings");
 		total *= r->ax[a].n;
 	}
 	if (!rc)

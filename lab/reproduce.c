@@ -158,7 +158,8 @@ measured_of(msim_db_t *db, const msim_db_run_t *run, msim_reproduce_row_t *r,
 {
 	*r = (msim_reproduce_row_t){
 		.id = run->id, .cap = run->cap_bytes,
-		.capacity = run->capacity_bytes, .oom_request = run->oom_request,
+		.capacity = run->capacity_bytes,
+		.oom_request = run->oom_request,
 		.events = -1,
 		.trace = strdup(run->trace_path), .params = strdup(run->params),
 		.policy = strdup(sim_policy(run->policy)),

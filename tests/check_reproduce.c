@@ -25,8 +25,9 @@ START_TEST(test_reproduce_measured_runs)
 	ck_assert_int_eq(chdir(top), 0);
 	msim_db_t *db;
 	char why[1024];
-	ck_assert_int_eq(msim_db_open_readonly("tests/data/validate/measured.db",
-					       &db, why, sizeof(why)), 0);
+	const char *mdb = "tests/data/validate/measured.db";
+	ck_assert_int_eq(msim_db_open_readonly(mdb, &db, why, sizeof(why)),
+			 0);
 	msim_reproduce_t r;
 	ck_assert_msg(msim_reproduce_run(db, &r, why, sizeof(why)) == 0, "%s",
 		      why);
