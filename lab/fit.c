@@ -247,8 +247,10 @@ msim_fit_run(const msim_fit_spec_t *spec, msim_fit_result_t *res,
 	int rc = fit_bisect(spec, res, why, whylen);
 	if (rc || !res->fits)
 		return rc;
-	if ((rc = fit_trace(spec, res->best, res->trace, sizeof(res->trace))))
+	if ((rc = fit_trace(spec, res->best, res->trace, sizeof(res->trace)))) {
+		snprintf(why, whylen, "out of memory");
 		return rc;
+	}
 	res->conf_best = res->at_best;
 	if (spec->nconf)
 		return fit_candidates(spec, res, why, whylen);

@@ -24,6 +24,18 @@ typedef struct info_pass_s {
 	gsl_histogram *h;
 } info_pass_t;
 
+/* r's block is live from now on. */
+static void
+info_live(info_pass_t *p, const msim_req_t *r)
+{
+	msim_info_t *in = p->out;
+	p->sizes[r->id] = r->size;
+	in->live += r->size;
+	in->nlive++;
+	if (in->live > in->peak)
+		in->peak = in->live;
+}
+
 static int
 info_alloc(info_pass_t *p, const msim_req_t *r)
 {
@@ -34,11 +46,7 @@ info_alloc(info_pass_t *p, const msim_req_t *r)
 		return MSIM_ENOMEM;
 	if (r->flags & MSIM_REQF_SEED) {
 		/* Allocated before the history began: live, not counted. */
-		p->sizes[r->id] = r->size;
-		in->live += r->size;
-		in->nlive++;
-		if (in->live > in->peak)
-			in->peak = in->live;
+		info_live(p, r);
 		return 0;
 	}
 	in->allocs++;
@@ -56,11 +64,7 @@ info_alloc(info_pass_t *p, const msim_req_t *r)
 	}
 	if (r->flags & MSIM_REQF_EXPECT_OOM)
 		return 0; /* never live */
-	p->sizes[r->id] = r->size;
-	in->live += r->size;
-	in->nlive++;
-	if (in->live > in->peak)
-		in->peak = in->live;
+	info_live(p, r);
 	return 0;
 }
 
