@@ -190,6 +190,20 @@ msim_cli_json_figs(const msim_figs_t *f, bool first)
 	}
 }
 
+#ifndef PYTHON_DIR
+#define PYTHON_DIR ""
+#endif
+#ifndef SRC_TRACES_DIR
+#define SRC_TRACES_DIR "traces"
+#endif
+
+const char *const *
+msim_cli_record_dirs(void)
+{
+	static const char *const dirs[] = {PYTHON_DIR, SRC_TRACES_DIR, NULL};
+	return dirs;
+}
+
 #ifndef PLOTS_DIR
 #define PLOTS_DIR ""
 #endif

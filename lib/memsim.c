@@ -22,7 +22,10 @@
 
 #include "lib/memsim.h"
 #include "lab/figures.h"
+#include "lab/fit.h"
 #include "lab/job.h"
+#include "lab/record.h"
+#include "lab/tune.h"
 #include "policies/registry.h"
 #include "sim/error.h"
 #include "sim/grow.h"
@@ -590,4 +593,97 @@ memsim_load(memsim_run_t **out, const char *db_path, int64_t run_id)
 	}
 	r->loaded = true;
 	return 0;
+}
+
+/* why may be NULL: the lab calls write into a buffer of their own then. */
+static char *
+lab_why(char *why, size_t whylen, char *own, size_t ownlen, size_t *len)
+{
+	*len = why && whylen ? whylen : ownlen;
+	return why && whylen ? why : own;
+}
+
+int
+memsim_tune(const char *trace, uint64_t cap, const char *db_path,
+	    char *conf_out, size_t n, char *why, size_t whylen)
+{
+	char own[1024];
+	size_t wl;
+	char *w = lab_why(why, whylen, own, sizeof(own), &wl);
+	w[0] = '\0';
+	if (!trace || !db_path || !cap || !conf_out || !n) {
+		snprintf(w, wl, "memsim_tune: a trace, a cap, a database and "
+			 "a buffer are required");
+		return MEMSIM_EINVAL;
+	}
+	msim_tune_spec_t spec = {
+		.trace = trace, .cap = cap, .db_path = db_path,
+		.grid = msim_tune_grid, .ngrid = MSIM_TUNE_NGRID, .jobs = 0,
+	};
+	msim_tune_result_t res;
+	int rc = msim_tune_run(&spec, &res, w, wl);
+	conf_out[0] = '\0';
+	if (rc)
+		return rc;
+	if (*res.store_err) {
+		snprintf(w, wl, "%s", res.store_err);
+		return MEMSIM_EDB;
+	}
+	if (!res.fits)
+		return 1;
+	snprintf(conf_out, n, "%s", res.best.params);
+	return 0;
+}
+
+int
+memsim_fit(const char *pattern, const char *name, long lo, long hi,
+	   uint64_t cap, const char *policy, long *best_out, char *why,
+	   size_t whylen)
+{
+	char own[1024];
+	size_t wl;
+	char *w = lab_why(why, whylen, own, sizeof(own), &wl);
+	w[0] = '\0';
+	if (!pattern || !name || !cap || lo > hi || !best_out) {
+		snprintf(w, wl, "memsim_fit: a pattern, a name, a cap and "
+			 "lo <= hi are required");
+		return MEMSIM_EINVAL;
+	}
+	char *pat = (char *)pattern;
+	if (!msim_record_has(&pat, 1, name)) {
+		snprintf(w, wl, "memsim_fit: '%s' has no {%s}", pattern, name);
+		return MEMSIM_EINVAL;
+	}
+	msim_fit_spec_t spec = {
+		.cap = cap, .name = name, .lo = lo, .hi = hi,
+		.policy = policy, .pattern = pattern,
+	};
+	msim_fit_result_t res;
+	int rc = msim_fit_run(&spec, &res, w, wl);
+	if (!rc)
+		*best_out = res.best;
+	msim_fit_clear(&res);
+	return rc;
+}
+
+#ifndef PYTHON_DIR
+#define PYTHON_DIR ""
+#endif
+
+int
+memsim_record(const char *out, char *const *argv, int argc, char *why,
+	      size_t whylen)
+{
+	char own[1024];
+	size_t wl;
+	char *w = lab_why(why, whylen, own, sizeof(own), &wl);
+	w[0] = '\0';
+	if (!out || !argv || argc < 1) {
+		snprintf(w, wl, "memsim_record: an output and a command are "
+			 "required");
+		return MEMSIM_EINVAL;
+	}
+	static const char *const dirs[] = {PYTHON_DIR, NULL};
+	msim_record_opts_t o = {.dirs = dirs};
+	return msim_record_exec(&o, out, NULL, 0, argv, argc, w, wl);
 }

@@ -217,6 +217,46 @@ MEMSIM_EXPORT int memsim_list_runs(const char *db_path, int64_t *ids,
 MEMSIM_EXPORT int memsim_load(memsim_run_t **out, const char *db_path,
 			      int64_t run_id);
 
+/*
+ * The experiments of memsim's commands (docs/lab.md), each one call over
+ * the same code as the command.  why (whylen bytes, may be NULL with 0)
+ * gets what went wrong, one line.
+ *
+ * memsim_tune(): `memsim tune`: the PYTORCH_CUDA_ALLOC_CONF of the
+ * pytorch policy with the lowest peak reserved that does not run out of
+ * memory under cap bytes (max_split_size_mb x
+ * garbage_collection_threshold x roundup_power2_divisions, run in this
+ * process), stored with the default in db_path as one tune sweep.  Writes
+ * it into conf_out (n bytes; "" for the defaults).  Returns 0, 1 when no
+ * setting of the search fits (conf_out ""), or an error.
+ */
+MEMSIM_EXPORT int memsim_tune(const char *trace, uint64_t cap,
+			      const char *db_path, char *conf_out, size_t n,
+			      char *why, size_t whylen);
+
+/*
+ * memsim_fit(): `memsim fit --traces`: the largest value in [lo, hi] of
+ * {name} in pattern ("gpt-{B}.csv", traces recorded already) whose trace
+ * replays under cap bytes through policy (NULL: pytorch) without running
+ * out of memory, by bisection (memory is assumed to grow with the value).
+ * Returns 0 with *best_out (lo - 1 when lo already runs out of memory),
+ * or an error.
+ */
+MEMSIM_EXPORT int memsim_fit(const char *pattern, const char *name, long lo,
+			     long hi, uint64_t cap, const char *policy,
+			     long *best_out, char *why, size_t whylen);
+
+/*
+ * memsim_record(): `memsim record -o out -- argv...`: runs argv (argc
+ * words: python3 SCRIPT ARGS, or SCRIPT ARGS) under the Python recorder
+ * (memsim_record from $MEMSIM_PYTHONPATH, else the installed one; the
+ * interpreter from argv, else $MEMSIM_PYTHON, else python3) and writes
+ * its allocations to out; the script's output goes to stderr.  Returns
+ * the recorder's exit status (0: out written), or an error.
+ */
+MEMSIM_EXPORT int memsim_record(const char *out, char *const *argv, int argc,
+				char *why, size_t whylen);
+
 #ifdef __cplusplus
 }
 #endif
