@@ -1,0 +1,416 @@
+"""torch.compile under --fake: the compiled program's allocations.
+
+Inductor cannot run here (docs/recording-compile.md says where it stops
+without a GPU), so what a compiled module or function allocates is
+predicted in two parts:
+
+- The graphs are PyTorch's own.  TorchDynamo captures the program's graphs
+  (graph breaks and guards as in a real run) and AOTAutograd splits each
+  into a forward and a backward graph with min_cut_rematerialization_
+  partition(compiler="inductor"), the partitioner Inductor uses, after
+  Inductor's decompositions (select_decomp_table): the forward's outputs
+  are what the compiled program saves for backward.  Both run on the
+  recorder's fake tensors.
+
+- The buffers are Inductor's, by rule (Program below): each node of a
+  graph is either an extern kernel, which Inductor calls as ATen runs it
+  (extern_kernels.mm / addmm / bmm, the attention kernels, convolution:
+  run under the recorder, their outputs and their kernels' workspaces
+  recorded as in eager), or part of a fused Triton kernel.  Fused nodes
+  allocate nothing unless their value leaves the kernel: a graph output
+  (a saved activation, a gradient) or the input of an extern kernel gets a
+  buffer of its storage's size (empty_strided_cuda in the generated
+  wrapper), allocated where it is computed; a fused kernel whose output
+  has the size and dtype of an input buffer read there for the last time
+  writes in place (Inductor's inplace reuse, "# reuse").  Every buffer is
+  freed after its last use ("del buf"), graph inputs included: the
+  runtime hands its arguments over (args.clear()).
+
+mode="reduce-overhead" adds CUDA graphs (cudagraph trees): see
+docs/recording-compile.md.
+"""
+import functools
+import weakref
+
+# Ops Inductor does not lower into Triton kernels but calls as ATen kernels
+# (lowering.py's make_fallback and the ExternKernel choices of tuned_mm /
+# tuned_addmm / tuned_bmm in default mode).
+EXTERN = {
+    "mm", "addmm", "bmm", "baddbmm", "_int_mm", "_scaled_mm", "convolution",
+    "convolution_backward", "_scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_efficient_attention_backward",
+    "_scaled_dot_product_flash_attention",
+    "_scaled_dot_product_flash_attention_backward",
+    "_scaled_dot_product_cudnn_attention",
+    "_scaled_dot_product_cudnn_attention_backward",
+    "_efficient_attention_forward", "_efficient_attention_backward",
+    "_flash_attention_forward", "_flash_attention_backward",
+    "_cudnn_rnn", "_cudnn_rnn_backward", "sort", "topk", "_fft_r2c",
+    "_fft_c2r", "_fft_c2c", "nonzero", "_embedding_bag",
+    "_embedding_bag_backward", "native_group_norm_backward",
+    "_thnn_fused_lstm_cell", "_thnn_fused_gru_cell", "angle", "cumsum",
+    "cumprod", "_linalg_svd", "linalg_lstsq", "_fused_rms_norm",
+    "_fused_rms_norm_backward",
+}
+
+
+# Reductions: a fused kernel holding one has several launch configurations,
+# which Triton's autotuner benchmarks at its first launch.
+REDUCTIONS = {
+    "sum", "mean", "amax", "amin", "max", "min", "prod", "var_mean", "var",
+    "std", "argmax", "argmin", "any", "all", "logsumexp", "_softmax",
+    "_log_softmax", "native_layer_norm", "native_layer_norm_backward",
+    "cumsum", "norm", "linalg_vector_norm",
+}
+
+# The L2 cache of each --device, in bytes (cudaDeviceProp::l2CacheSize):
+# the buffer triton.testing.do_bench fills to flush the cache between
+# benchmark runs of one kernel (the H200 trace: 62914560-byte blocks at
+# the compiled program's first call).
+L2_BYTES = {
+    "h200": 60 << 20, "h100-80gb": 50 << 20, "h100-pcie": 50 << 20,
+    "a100-80gb": 40 << 20, "a100-40gb": 40 << 20, "l4": 48 << 20,
+    "l40s": 96 << 20, "a10g": 6 << 20, "v100-32gb": 6 << 20,
+    "t4": 4 << 20,
+}
+
+
+def _name(node):
+    t = getattr(node, "target", None)
+    return getattr(getattr(t, "overloadpacket", None), "__name__", None)
+
+
+def _is_view(node):
+    t = getattr(node, "target", None)
+    try:
+        return bool(t is not None and t.is_view)
+    except Exception:
+        return False
+
+
+class Program:
+    """One graph of the compiled program (a forward, a backward or an
+    inference graph) and its buffer plan."""
+
+    def __init__(self, torch, rec, gm, kind, rt, site):
+        self.torch = torch
+        self.rec = rec
+        self.gm = gm
+        self.kind = kind
+        self.rt = rt
+        # forward graphs allocate activations at the site "compiled NAME"
+        # (the module's class or the function's name), as a module would
+        self.owner = None if kind == "backward" else \
+            type(site, (), {})()
+        nodes = list(gm.graph.nodes)
+        self.nodes = nodes
+        idx = {n: i for i, n in enumerate(nodes)}
+        # base: the node whose buffer a view node's value lives in.
+        base = {}
+        for n in nodes:
+            if n.op == "call_function" and _is_view(n) and n.args and \
+                    isinstance(n.args[0], torch.fx.Node):
+                base[n] = base.get(n.args[0], n.args[0])
+            else:
+                base[n] = n
+        self.base = base
+        # last use of each node's buffer (a view's use is its base's).
+        last = {}
+        for n in nodes:
+            for a in n.all_input_nodes:
+                b = base[a]
+                last[b] = idx[n]
+        self.last = last
+        frees = {}
+        for b, i in last.items():
+            frees.setdefault(i, []).append(b)
+        self.frees = frees
+        # Which values get a buffer.
+        buf = set()
+        out = [n for n in nodes if n.op == "output"][0]
+        for a in out.all_input_nodes:
+            buf.add(base[a])
+        for n in nodes:
+            if n.op == "call_function" and self.extern(n):
+                for a in n.all_input_nodes:
+                    buf.add(base[a])
+        self.buffers = buf
+        # Buffers written by a fused kernel that holds a reduction (the
+        # node or a node fused into it: one that gets no buffer).
+        tuned = set()
+        for n in buf:
+            if n.op != "call_function" or self.extern(n):
+                continue
+            seen, todo = set(), [n]
+            while todo:
+                m = todo.pop()
+                if m in seen or m.op != "call_function" or self.extern(m):
+                    continue
+                seen.add(m)
+                if _name(m) in REDUCTIONS:
+                    tuned.add(n)
+                    break
+                todo.extend(a for a in m.all_input_nodes
+                            if a not in buf or a is n)
+        self.tuned = tuned
+        self.calls = 0
+
+    def extern(self, n):
+        return _name(n) in EXTERN
+
+    def __call__(self, args):
+        stack = self.rec.module_stack
+        if self.owner is not None:
+            stack.append(self.owner)
+        try:
+            return self.run(args)
+        finally:
+            if self.owner is not None and stack and stack[-1] is self.owner:
+                stack.pop()
+
+    def run(self, args):
+        torch = self.torch
+        rt = self.rt
+        env = {}
+        placeholders = [n for n in self.nodes if n.op == "placeholder"]
+        for n, a in zip(placeholders, args):
+            env[n] = a
+        args.clear()
+        result = None
+        first = self.calls == 0
+        self.calls += 1
+        for i, n in enumerate(self.nodes):
+            if n.op == "placeholder":
+                pass
+            elif n.op == "output":
+                result = torch.fx.node.map_arg(n.args[0], lambda x: env[x])
+            elif n.op == "get_attr":
+                env[n] = getattr(self.gm, n.target)
+            else:
+                a, k = torch.fx.node.map_arg((n.args, n.kwargs),
+                                             lambda x: env[x])
+                if n.op == "call_function" and self.extern(n):
+                    env[n] = n.target(*a, **k)   # under the recorder
+                else:
+                    fn = n.target if n.op == "call_function" else \
+                        getattr(self.gm, n.target)
+                    with rt.quiet():
+                        v = fn(*a, **k)
+                    env[n] = v
+                    if n in self.buffers and self.base[n] is n:
+                        rt.buffer(v, self.inplace(n, env, i))
+                    if first and n in self.tuned:
+                        rt.flush()
+            for b in self.frees.get(i, ()):
+                env.pop(b, None)
+                # views of b die with it (their own last use is b's)
+            for m in list(env):
+                if self.base[m] is not m and self.base[m] not in env:
+                    del env[m]
+        return result
+
+    def inplace(self, n, env, i):
+        """The key of an input buffer N's kernel can write in place: a
+        buffer of this graph (not an input), read for the last time here,
+        of N's storage size; None if there is none."""
+        torch = self.torch
+        v = env[n]
+        if not isinstance(v, torch.Tensor):
+            return None
+        nb = v.untyped_storage().nbytes()
+        for a in n.all_input_nodes:
+            b = self.base[a]
+            if b.op != "call_function" or self.last.get(b) != i or \
+                    b not in env or self.extern(b):
+                continue
+            t = env[b]
+            if isinstance(t, torch.Tensor) and t.dtype == v.dtype and \
+                    t.untyped_storage().nbytes() == nb:
+                return id(t.untyped_storage())
+        return None
+
+
+class Runtime:
+    """What the programs share: the recorder, the fake mode, the weak
+    references that free a buffer when its storage dies."""
+
+    def __init__(self, torch, rec):
+        self.torch = torch
+        self.rec = rec
+        self.refs = {}
+
+    @functools.cached_property
+    def _disable(self):
+        from torch.utils._python_dispatch import _disable_current_modes
+        return _disable_current_modes
+
+    def quiet(self):
+        """Ops run on the fake tensors with nothing recorded (the recorder's
+        dispatch mode set aside, the fake mode kept)."""
+        import contextlib
+        torch = self.torch
+        from torch._guards import detect_fake_mode
+
+        @contextlib.contextmanager
+        def cm():
+            fm = detect_fake_mode()
+            with self._disable():
+                with (fm if fm is not None else contextlib.nullcontext()):
+                    yield
+        return cm()
+
+    def buffer(self, v, reuse):
+        """A buffer for V (a fused kernel's output), or V written in place
+        of the buffer REUSE (a storage key)."""
+        torch = self.torch
+        rec = self.rec
+        for t in (v if isinstance(v, (tuple, list)) else (v,)):
+            if not isinstance(t, torch.Tensor) or t.device.type != "cuda":
+                continue
+            s = t.untyped_storage()
+            key = id(s)
+            if key in rec.live:
+                continue
+            if reuse is not None and reuse in rec.live:
+                # the input's block becomes the output's
+                rec.free(reuse)
+                rec.retired.add(reuse)
+                reuse = None
+            nb = s.nbytes()
+            if nb == 0:
+                continue
+            rec.alloc(nb, rec.category("compiled"), rec.site(), key)
+            self.refs[key] = weakref.ref(s, self._death(key))
+
+    def flush(self):
+        """Triton's autotuner at a kernel's first launch: do_bench's L2
+        flush buffer, allocated and freed around the benchmark runs."""
+        rec = self.rec
+        nb = L2_BYTES.get(getattr(rec.opt, "device", "h200"))
+        if nb:
+            key = object()
+            rec.alloc(nb, "temporary", "triton autotune L2 flush", key)
+            rec.free(key)
+
+    def _death(self, key):
+        def cb(_ref):
+            self.refs.pop(key, None)
+            self.rec.retired.discard(key)
+            self.rec.free(key)
+        return cb
+
+
+def install(torch, rec):
+    """torch.compile (and Module.compile, which calls it) with the
+    predicted programs; compile(disable=True) returns its argument."""
+    torch.cuda._exchange_device = lambda d: 0
+    torch.cuda._maybe_exchange_device = lambda d: 0
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    FakeTensorMode.avoid_device_init = property(lambda self: True)
+    real = torch.compile
+    rt = Runtime(torch, rec)
+
+    def inductor(site):
+        """The backend: Inductor's decompositions, its joint-graph passes
+        and partitioner (compile_fx.partition_fn: remove_noop_ops, the
+        pattern passes, min_cut_rematerialization_partition), its
+        post-grad passes on each graph; then Program in place of
+        Inductor's lowering and code generation."""
+        from torch._dynamo.backends.common import aot_autograd
+        from torch._guards import detect_fake_mode
+        from torch._inductor.decomposition import select_decomp_table
+
+        def partition(gm, joint_inputs, **kw):
+            from torch._inductor import compile_fx, config
+            # constant_fold_uniform_value computes constants for real, on
+            # the GPU: left out (it folds full() tensors, which are
+            # fused anyway).
+            with config.patch(joint_graph_constant_folding=False):
+                return compile_fx.partition_fn(gm, joint_inputs, **kw)
+
+        def compiler(kind):
+            def c(gm, example_inputs):
+                from torch._inductor.fx_passes.post_grad import \
+                    post_grad_passes
+                from torch._inductor.virtualized import V
+                # (a backward graph is compiled at the first backward,
+                # under the recorder: nothing of it is recorded)
+                with rt.quiet(), V.set_fake_mode(
+                        detect_fake_mode(example_inputs)):
+                    post_grad_passes(gm, kind == "inference")
+                p = Program(torch, rec, gm, kind, rt, site)
+
+                def run(args):
+                    return p(args)
+                run._boxed_call = True
+                return run
+            return c
+
+        return aot_autograd(
+            fw_compiler=compiler("forward"),
+            bw_compiler=compiler("backward"),
+            inference_compiler=compiler("inference"),
+            partition_fn=partition,
+            decompositions=select_decomp_table())
+
+    def hooks_aside(f):
+        """Run F with the recorder's module hooks set aside: Dynamo would
+        trace them into the graph.  The compiled module stays the site."""
+        import torch.nn.modules.module as nnm
+
+        @functools.wraps(f)
+        def w(*a, **k):
+            saved = []
+            for d in (nnm._global_forward_pre_hooks,
+                      nnm._global_forward_hooks):
+                for key, h in list(d.items()):
+                    if getattr(h, "__module__", "").startswith(
+                            __package__ or "memsim_record"):
+                        saved.append((d, key, h))
+                        del d[key]
+            try:
+                return f(*a, **k)
+            finally:
+                for d, key, h in saved:
+                    d[key] = h
+        return w
+
+    def compile(model=None, *, fullgraph=False, dynamic=None,
+                backend="inductor", mode=None, options=None,
+                disable=False, **kwargs):
+        if model is None:  # @torch.compile(mode=...)
+            return lambda m: compile(
+                m, fullgraph=fullgraph, dynamic=dynamic, backend=backend,
+                mode=mode, options=options, disable=disable, **kwargs)
+        if disable:
+            return model
+        if backend != "inductor":
+            # another backend (eager, aot_eager, a user's): recorded as
+            # the program runs eagerly
+            rec.assume("compile:eager")
+            return model
+        rec.assume("compile:inductor")
+        owner = getattr(model, "__self__", None)   # Module.compile()
+        if isinstance(model, torch.nn.Module):
+            name = type(model).__name__
+        elif isinstance(owner, torch.nn.Module):
+            name = type(owner).__name__
+        else:
+            name = getattr(model, "__name__", type(model).__name__)
+        from torch.utils._python_dispatch import \
+            _get_current_dispatch_mode_stack
+        for m in _get_current_dispatch_mode_stack():
+            # Dynamo compiles with the recorder's mode set aside and puts
+            # it back for the compiled code
+            # (TorchDispatchMode.ignore_compile_internals).
+            if not m.is_infra_mode():
+                type(m).ignore_compile_internals = classmethod(
+                    lambda cls: True)
+        cm = real(model, fullgraph=fullgraph, dynamic=dynamic,
+                  backend=inductor("compiled " + name), **kwargs)
+        if isinstance(cm, torch.nn.Module):
+            cm.forward = hooks_aside(cm.forward)
+            return cm
+        return hooks_aside(cm)
+
+    torch.compile = compile
