@@ -61,6 +61,30 @@ set -- $1 $2 $(peaks "$tmp/gpt2_eager.csv")
 [ "$1" -lt "$3" ] && [ "$2" -lt "$4" ] || fail "gpt2: compiled $1 $2, eager $3 $4"
 [ "$3 $4" = "$(real gpt2_eager)" ] || fail "gpt2 eager $3 $4, real $(real gpt2_eager)"
 
+# mode="reduce-overhead": cudagraph trees, the warm-up and the capture in
+# the tree's private pool on its own stream, replays allocating nothing;
+# within 3% / 5% of the real run (whose reserved peak is 13% above the
+# default mode's: the pool's blocks serve no other allocation).
+$MEMSIM record -o "$tmp/gpt2_ro.csv" -- "$PY" "$G" 8 512 12 768 50304 3 reduce-overhead \
+	2>"$tmp/err" || fail "record gpt2 reduce-overhead: $(tail -3 "$tmp/err")"
+grep -q "(compile:cudagraphs 1, compile:inductor 1)$" "$tmp/err" ||
+	fail "reduce-overhead: $(tail -1 "$tmp/err")"
+set -- $(peaks "$tmp/gpt2_ro.csv") $(real gpt2_reduce_overhead)
+[ "$1 $2" = "4855585792 5930745856" ] || fail "gpt2 reduce-overhead peaks $1 $2"
+within "$1" "$3" 3 || fail "gpt2 reduce-overhead: allocated $1, real $3"
+within "$2" "$4" 5 || fail "gpt2 reduce-overhead: reserved $2, real $4"
+# The tree's reference, 2 warm-ups, 2 copies to static inputs (the
+# forward's token ids, the backward's incoming gradient), 2 captures: 7
+# pool_begin rows, as in the H200 trace.
+n=$(grep -c ',pool_begin,' "$tmp/gpt2_ro.csv")
+[ "$n" -eq 7 ] || fail "reduce-overhead: $n pool_begin rows"
+# the third step replays: after the last pool_end, nothing compiled
+# allocates (the optimizer, the inputs, the loss's gradient do)
+last=$(grep -n ',pool_end,' "$tmp/gpt2_ro.csv" | tail -1 | cut -d: -f1)
+n=$(tail -n +"$last" "$tmp/gpt2_ro.csv" |
+	awk -F, '$3 == "alloc" && ($8 ~ /^compiled / || $8 ~ /CompiledFunction/)' | wc -l)
+[ "$n" -eq 0 ] || fail "reduce-overhead: $n allocations in the replays"
+
 # 4. The forms of torch.compile: a module, a function, Module.compile(),
 # @torch.compile(mode=...) nesting a compiled module, disable=True (run as
 # written, no assumption), another backend (eager: compile:eager).

@@ -92,7 +92,7 @@ class Program:
     """One graph of the compiled program (a forward, a backward or an
     inference graph) and its buffer plan."""
 
-    def __init__(self, torch, rec, gm, kind, rt, site):
+    def __init__(self, torch, rec, gm, kind, rt, site, cudagraphs=False):
         self.torch = torch
         self.rec = rec
         self.gm = gm
@@ -154,6 +154,8 @@ class Program:
                             if a not in buf or a is n)
         self.tuned = tuned
         self.calls = 0
+        self.cudagraphs = cudagraphs
+        self.static = None     # the static copies of the inputs (graphs)
 
     def extern(self, n):
         return _name(n) in EXTERN
@@ -163,12 +165,55 @@ class Program:
         if self.owner is not None:
             stack.append(self.owner)
         try:
-            return self.run(args)
+            if not self.cudagraphs:
+                return self.run(args)
+            return self.graphed(args)
         finally:
             if self.owner is not None and stack and stack[-1] is self.owner:
                 stack.pop()
 
-    def run(self, args):
+    def graphed(self, args):
+        """mode="reduce-overhead": cudagraph trees (CUDAGraphTreeManager).
+        The first call warms up: the program runs with its allocations in
+        the tree's private pool, on the tree's stream (a pool_begin /
+        pool_end / pool_release, _use_cuda_memory_pool_manager).  The
+        second records: torch.cuda.graph() empties the cache first, the
+        inputs that are not parameters are copied to static buffers in
+        the pool, then the capture allocates in the pool as the program
+        runs; its blocks stay the pool's.  Later calls replay the graph:
+        copies into the static inputs, no allocation.  Each warm-up and
+        capture makes its own cuBLAS workspace in the pool, freed after it
+        (clear_cublas_manager)."""
+        rt = self.rt
+        rec = self.rec
+        n = self.calls
+        if n >= 2:
+            with rt.quiet():
+                out = self.run(args, record=False)
+            rt.static_outputs(out)
+            rt.graph_outputs(out)
+            return out
+        with rt.on_graph_stream():
+            if n == 1:
+                rec.empty_cache()
+                rt.pool("pool_begin")
+                self.static = rt.static_copies(args)
+                rt.pool("pool_end")
+                rt.pool("pool_release")
+            start = len(rec.rows)
+            rt.pool("pool_begin")
+            rec.workspaces.discard(rt.thread())
+            try:
+                out = self.run(args)
+                rt.graph_outputs(out)
+                return out
+            finally:
+                rt.pool("pool_end")
+                if n == 0:
+                    rt.pool("pool_release")
+                rt.free_workspaces(start)
+
+    def run(self, args, record=True):
         torch = self.torch
         rt = self.rt
         env = {}
@@ -189,7 +234,7 @@ class Program:
             else:
                 a, k = torch.fx.node.map_arg((n.args, n.kwargs),
                                              lambda x: env[x])
-                if n.op == "call_function" and self.extern(n):
+                if n.op == "call_function" and self.extern(n) and record:
                     env[n] = n.target(*a, **k)   # under the recorder
                 else:
                     fn = n.target if n.op == "call_function" else \
@@ -197,9 +242,9 @@ class Program:
                     with rt.quiet():
                         v = fn(*a, **k)
                     env[n] = v
-                    if n in self.buffers and self.base[n] is n:
+                    if n in self.buffers and self.base[n] is n and record:
                         rt.buffer(v, self.inplace(n, env, i))
-                    if first and n in self.tuned:
+                    if first and n in self.tuned and record:
                         rt.flush()
             for b in self.frees.get(i, ()):
                 env.pop(b, None)
@@ -282,6 +327,102 @@ class Runtime:
             rec.alloc(nb, rec.category("compiled"), rec.site(), key)
             self.refs[key] = weakref.ref(s, self._death(key))
 
+    POOL = 1   # the cudagraph trees' pool (one per device)
+
+    def pool(self, action):
+        from . import fake
+        if not getattr(self, "pool_held", False):
+            # the tree's own reference to its pool (graph_pool_handle(),
+            # held by CUDAGraphTreeManager as long as the tree): a begin
+            # and an end with nothing between, as on the H200
+            self.pool_held = True
+            self.pool("pool_begin")
+            self.pool("pool_end")
+        self.rec.rows.append([action, self.POOL, 0, "", "",
+                              fake._CURRENT_STREAM[0]])
+
+    def on_graph_stream(self):
+        """The cudagraph trees' own stream (CUDAGraphTreeManager.stream),
+        current while a graph warms up, records or replays."""
+        torch = self.torch
+        if getattr(self, "stream", None) is None:
+            self.stream = torch.cuda.Stream()
+        return torch.cuda.stream(self.stream)
+
+    @staticmethod
+    def thread():
+        import threading
+        return threading.get_ident()
+
+    def graph_outputs(self, out):
+        """Note the outputs of a graphed program: in the tree's memory,
+        a later graph takes them as static inputs (the forward's saved
+        activations in the backward)."""
+        torch = self.torch
+        if not hasattr(self, "in_tree"):
+            self.in_tree = {}
+        for t in (out if isinstance(out, (tuple, list)) else (out,)):
+            if isinstance(t, torch.Tensor) and t.device.type == "cuda":
+                s = t.untyped_storage()
+                self.in_tree[id(s)] = weakref.ref(s)
+
+    def static_copies(self, args):
+        """The static inputs of a recorded graph: a copy of each CUDA
+        tensor argument that is neither a parameter nor an output of a
+        graph of the tree (its strided extent, as the input is), kept as
+        long as the graph."""
+        torch = self.torch
+        rec = self.rec
+        keys = []
+        tree = getattr(self, "in_tree", {})
+        for a in args:
+            if not isinstance(a, torch.Tensor) or \
+                    isinstance(a, torch.nn.Parameter) or \
+                    a.device.type != "cuda" or a.numel() == 0:
+                continue
+            r = tree.get(id(a.untyped_storage()))
+            if r is not None and r() is a.untyped_storage():
+                continue
+            span = 1 + sum((int(d) - 1) * int(st)
+                           for d, st in zip(a.shape, a.stride()))
+            key = object()
+            rec.alloc(span * a.element_size(), "input",
+                      "cudagraph static input", key)
+            keys.append(key)
+        return keys
+
+    def static_outputs(self, out):
+        """A replay's outputs live in the graph's memory, which the
+        allocator does not see again: none of the recorder's ops on them
+        (a view, a .grad) allocates their storage."""
+        torch = self.torch
+        rec = self.rec
+        for t in (out if isinstance(out, (tuple, list)) else (out,)):
+            if isinstance(t, torch.Tensor) and t.device.type == "cuda":
+                s = t.untyped_storage()
+                key = id(s)
+                if key not in rec.live and key not in rec.retired:
+                    rec.retired.add(key)
+                    self.refs[key] = weakref.ref(s, self._unretire(key))
+
+    def _unretire(self, key):
+        def cb(_ref):
+            self.refs.pop(key, None)
+            self.rec.retired.discard(key)
+        return cb
+
+    def free_workspaces(self, start):
+        """clear_cublas_manager: the cuBLAS workspaces made since row
+        START are freed."""
+        rec = self.rec
+        for i in range(start, len(rec.rows)):
+            r = rec.rows[i]
+            if r[0] == "alloc" and r[4] in ("cuBLAS workspace",
+                                            "cuBLASLt workspace"):
+                key = ("workspace", i)
+                rec.live[key] = (i, r[1], r[2], r[5])
+                rec.free(key)
+
     def flush(self):
         """Triton's autotuner at a kernel's first launch: do_bench's L2
         flush buffer, allocated and freed around the benchmark runs."""
@@ -303,14 +444,10 @@ class Runtime:
 def install(torch, rec):
     """torch.compile (and Module.compile, which calls it) with the
     predicted programs; compile(disable=True) returns its argument."""
-    torch.cuda._exchange_device = lambda d: 0
-    torch.cuda._maybe_exchange_device = lambda d: 0
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    FakeTensorMode.avoid_device_init = property(lambda self: True)
     real = torch.compile
     rt = Runtime(torch, rec)
 
-    def inductor(site):
+    def inductor(site, cudagraphs):
         """The backend: Inductor's decompositions, its joint-graph passes
         and partitioner (compile_fx.partition_fn: remove_noop_ops, the
         pattern passes, min_cut_rematerialization_partition), its
@@ -338,7 +475,7 @@ def install(torch, rec):
                 with rt.quiet(), V.set_fake_mode(
                         detect_fake_mode(example_inputs)):
                     post_grad_passes(gm, kind == "inference")
-                p = Program(torch, rec, gm, kind, rt, site)
+                p = Program(torch, rec, gm, kind, rt, site, cudagraphs)
 
                 def run(args):
                     return p(args)
@@ -390,6 +527,20 @@ def install(torch, rec):
             rec.assume("compile:eager")
             return model
         rec.assume("compile:inductor")
+        # What Inductor's passes ask of a GPU: its partitioner enters a
+        # device guard (torch.cuda.device: _exchange_device), the pattern
+        # passes make CUDA tensors in fake modes of their own, which would
+        # propagate constants on the device unless avoid_device_init.
+        torch.cuda._exchange_device = lambda d: 0
+        torch.cuda._maybe_exchange_device = lambda d: 0
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        FakeTensorMode.avoid_device_init = property(lambda self: True)
+        # CUDA graphs: mode reduce-overhead or max-autotune, or the
+        # option triton.cudagraphs (torch._inductor.config)
+        graphs = mode in ("reduce-overhead", "max-autotune") or \
+            bool((options or {}).get("triton.cudagraphs"))
+        if graphs:
+            rec.assume("compile:cudagraphs")
         owner = getattr(model, "__self__", None)   # Module.compile()
         if isinstance(model, torch.nn.Module):
             name = type(model).__name__
@@ -407,7 +558,7 @@ def install(torch, rec):
                 type(m).ignore_compile_internals = classmethod(
                     lambda cls: True)
         cm = real(model, fullgraph=fullgraph, dynamic=dynamic,
-                  backend=inductor("compiled " + name), **kwargs)
+                  backend=inductor("compiled " + name, graphs), **kwargs)
         if isinstance(cm, torch.nn.Module):
             cm.forward = hooks_aside(cm.forward)
             return cm
