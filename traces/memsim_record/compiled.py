@@ -54,15 +54,6 @@ EXTERN = {
 }
 
 
-# Reductions: a fused kernel holding one has several launch configurations,
-# which Triton's autotuner benchmarks at its first launch.
-REDUCTIONS = {
-    "sum", "mean", "amax", "amin", "max", "min", "prod", "var_mean", "var",
-    "std", "argmax", "argmin", "any", "all", "logsumexp", "_softmax",
-    "_log_softmax", "native_layer_norm", "native_layer_norm_backward",
-    "cumsum", "norm", "linalg_vector_norm",
-}
-
 # The L2 cache of each --device, in bytes (cudaDeviceProp::l2CacheSize):
 # the buffer triton.testing.do_bench fills to flush the cache between
 # benchmark runs of one kernel (the H200 trace: 62914560-byte blocks at
@@ -135,24 +126,11 @@ class Program:
                 for a in n.all_input_nodes:
                     buf.add(base[a])
         self.buffers = buf
-        # Buffers written by a fused kernel that holds a reduction (the
-        # node or a node fused into it: one that gets no buffer).
-        tuned = set()
-        for n in buf:
-            if n.op != "call_function" or self.extern(n):
-                continue
-            seen, todo = set(), [n]
-            while todo:
-                m = todo.pop()
-                if m in seen or m.op != "call_function" or self.extern(m):
-                    continue
-                seen.add(m)
-                if _name(m) in REDUCTIONS:
-                    tuned.add(n)
-                    break
-                todo.extend(a for a in m.all_input_nodes
-                            if a not in buf or a is n)
-        self.tuned = tuned
+        # Triton's autotuner benchmarks each fused kernel at its first
+        # launch (the H200 traces: an L2 flush buffer at pointwise and
+        # reduction kernels alike).
+        self.tuned = {n for n in buf
+                      if n.op == "call_function" and not self.extern(n)}
         self.calls = 0
         self.cudagraphs = cudagraphs
         self.static = None     # the static copies of the inputs (graphs)
