@@ -6,11 +6,12 @@ predicted in two parts:
 
 - The graphs are PyTorch's own.  TorchDynamo captures the program's graphs
   (graph breaks and guards as in a real run) and AOTAutograd splits each
-  into a forward and a backward graph with min_cut_rematerialization_
-  partition(compiler="inductor"), the partitioner Inductor uses, after
-  Inductor's decompositions (select_decomp_table): the forward's outputs
-  are what the compiled program saves for backward.  Both run on the
-  recorder's fake tensors.
+  into a forward and a backward graph as Inductor has it: its
+  decompositions (select_decomp_table), joint-graph passes and
+  partitioner (compile_fx.partition_fn: min_cut_rematerialization_
+  partition), then its post-grad passes on each graph.  The forward's
+  outputs are what the compiled program saves for backward.  All of it
+  runs on the recorder's fake tensors.
 
 - The buffers are Inductor's, by rule (Program below): each node of a
   graph is either an extern kernel, which Inductor calls as ATen runs it
@@ -26,10 +27,15 @@ predicted in two parts:
   freed after its last use ("del buf"), graph inputs included: the
   runtime hands its arguments over (args.clear()).
 
-mode="reduce-overhead" adds CUDA graphs (cudagraph trees): see
-docs/recording-compile.md.
+- At each fused kernel's first launch Triton's autotuner allocates an
+  L2-sized buffer (do_bench's cache flush) and frees it (Runtime.flush).
+
+mode="reduce-overhead" adds CUDA graphs: cudagraph trees' warm-up, capture
+and replays in the tree's private pool (Program.graphed).  What is
+modelled and what is approximated: docs/recording-compile.md.
 """
 import functools
+import operator
 import weakref
 
 # Ops Inductor does not lower into Triton kernels but calls as ATen kernels
@@ -138,6 +144,14 @@ class Program:
     def extern(self, n):
         return _name(n) in EXTERN
 
+    def part_of_extern(self, n):
+        """An output of an extern kernel taken from its tuple (getitem):
+        the kernel made what it makes, under the recorder (the efficient
+        attention's RNG seed and offset are CPU tensors, for one)."""
+        return n.target is operator.getitem and n.args and \
+            isinstance(n.args[0], self.torch.fx.Node) and \
+            self.extern(n.args[0])
+
     def __call__(self, args):
         stack = self.rec.module_stack
         if self.owner is not None:
@@ -220,7 +234,8 @@ class Program:
                     with rt.quiet():
                         v = fn(*a, **k)
                     env[n] = v
-                    if n in self.buffers and self.base[n] is n and record:
+                    if n in self.buffers and self.base[n] is n and \
+                            record and not self.part_of_extern(n):
                         rt.buffer(v, self.inplace(n, env, i))
                     if first and n in self.tuned and record:
                         rt.flush()
