@@ -558,3 +558,8 @@ def install(torch, rec):
         return hooks_aside(cm)
 
     torch.compile = compile
+    # Called each step with reduce-overhead; the real one imports
+    # cudagraph_trees, which a PyTorch without CUDA cannot.  A new step
+    # lets the next replay overwrite the last one's outputs: nothing
+    # allocated here either way.
+    torch.compiler.cudagraph_mark_step_begin = lambda: None
