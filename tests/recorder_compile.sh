@@ -121,7 +121,8 @@ $MEMSIM record -o "$tmp/cm.csv" -- "$PY" "$SRC/recorder/fresh3.py" compile_mlp \
 [ "$(peaks "$tmp/cm.csv")" = "$(peaks "$DATA/../fresh3/compile_mlp.real.msimtr")" ] ||
 	fail "compile_mlp: $(peaks "$tmp/cm.csv"), real $(peaks "$DATA/../fresh3/compile_mlp.real.msimtr")"
 
-# 4. The forms of torch.compile: a module, a function, Module.compile(),
+# 4. The forms of torch.compile: a module (with dropout: Inductor's random
+# number passes), a function, Module.compile(),
 # @torch.compile(mode=...) nesting a compiled module, disable=True (run as
 # written, no assumption), another backend (eager: compile:eager).
 cat >"$tmp/comp.py" <<'PY'
@@ -130,7 +131,8 @@ import torch
 import torch.nn as nn
 on = sys.argv[1] == "1"
 comp = torch.compile if on else (lambda m=None, **k: m if m is not None else (lambda f: f))
-m = nn.Sequential(nn.Linear(256, 1024), nn.GELU(), nn.Linear(1024, 256)).cuda()
+m = nn.Sequential(nn.Linear(256, 1024), nn.Dropout(0.1), nn.GELU(),
+                  nn.Linear(1024, 256)).cuda()
 m2 = nn.Linear(256, 256).cuda()
 if on:
     m2.compile()

@@ -455,7 +455,9 @@ def install(torch, rec):
             # constant_fold_uniform_value computes constants for real, on
             # the GPU: left out (it folds full() tensors, which are
             # fused anyway).
-            with config.patch(joint_graph_constant_folding=False):
+            from torch._inductor.virtualized import V
+            with config.patch(joint_graph_constant_folding=False), \
+                    V.set_fake_mode(detect_fake_mode(joint_inputs)):
                 return compile_fx.partition_fn(gm, joint_inputs, **kw)
 
         def compiler(kind):
