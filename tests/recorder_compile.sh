@@ -187,4 +187,27 @@ grep -q "compile:inductor 1, item:float 2)$" "$tmp/err" ||
 	fail "graph break assumptions: $(tail -1 "$tmp/err")"
 $MEMSIM run "$tmp/gb.csv" >/dev/null || fail "memsim run of the graph break recording"
 
+# 6. A graph Inductor's tracing cannot take without a GPU (a tensor built
+# from data inside the compiled function: AOTAutograd moves the real CPU
+# constant to the device): that graph runs eagerly, with one line saying
+# so and an assumption.
+cat >"$tmp/fb.py" <<'PY'
+import torch
+@torch.compile
+def f(x):
+    c = torch.tensor([], dtype=x.dtype, device=x.device)
+    return torch.cat([c, x.relu()]) * 2
+x = torch.randn(1000, device="cuda", requires_grad=True)
+f(x).sum().backward()
+PY
+$MEMSIM record -o "$tmp/fb.csv" -- "$PY" "$tmp/fb.py" 2>"$tmp/err" ||
+	fail "record eager-graph fallback: $(tail -3 "$tmp/err")"
+grep -q "^memsim record: a graph of compiled f runs eagerly: " "$tmp/err" ||
+	fail "fallback line: $(cat "$tmp/err")"
+grep -q "(compile:eager-graph 1, compile:inductor 1)$" "$tmp/err" ||
+	fail "fallback assumptions: $(tail -1 "$tmp/err")"
+# eagerly: relu's output (4000 bytes), cat's, the product's
+n=$(awk -F, '$3 == "alloc" && $5 == 4000' "$tmp/fb.csv" | wc -l)
+[ "$n" -ge 3 ] || fail "fallback: $n blocks of 4000 bytes"
+
 finish recorder_compile.sh

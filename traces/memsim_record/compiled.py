@@ -478,12 +478,30 @@ def install(torch, rec):
                 return run
             return c
 
-        return aot_autograd(
+        aot = aot_autograd(
             fw_compiler=compiler("forward"),
             bw_compiler=compiler("backward"),
             inference_compiler=compiler("inference"),
             partition_fn=partition,
             decompositions=select_decomp_table())
+
+        def backend(gm, example_inputs):
+            try:
+                return aot(gm, example_inputs)
+            except Exception as e:
+                # A graph AOTAutograd or Inductor's passes cannot take
+                # without a GPU (a CPU constant moved to the device while
+                # tracing, prims.device_put): Dynamo's graph runs as it
+                # is, eagerly, under the recorder; an assumption names
+                # the error.
+                import sys
+                msg = str(e).strip().splitlines()
+                print("memsim record: a graph of %s runs eagerly: %s: %s" % (
+                    site, type(e).__name__, msg[0][:200] if msg else ""),
+                    file=sys.stderr)
+                rec.assume("compile:eager-graph")
+                return gm.forward
+        return backend
 
     def hooks_aside(f):
         """Run F with the recorder's module hooks set aside: Dynamo would
