@@ -486,6 +486,13 @@ def install(torch, rec):
             decompositions=select_decomp_table())
 
         def backend(gm, example_inputs):
+            # make_fx propagates small constants (numel <= 1: a
+            # torch.tensor([]) in the compiled code, transformers'
+            # DynamicCache) by computing them for real, on the GPU when
+            # moved there: they are traced as any tensor here.
+            import torch.fx.experimental.proxy_tensor as pt
+            limit = pt.CONSTANT_NUMEL_LIMIT
+            pt.CONSTANT_NUMEL_LIMIT = -1
             try:
                 return aot(gm, example_inputs)
             except Exception as e:
@@ -501,6 +508,8 @@ def install(torch, rec):
                     file=sys.stderr)
                 rec.assume("compile:eager-graph")
                 return gm.forward
+            finally:
+                pt.CONSTANT_NUMEL_LIMIT = limit
         return backend
 
     def hooks_aside(f):
