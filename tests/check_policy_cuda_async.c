@@ -231,7 +231,7 @@ AS(uint32_t id, uint64_t size, msim_stream_t stream)
 }
 
 /* §3.1, the rules of pending frees, one probe each
- * (validate/async_probe_rules.py; tests/data/async_probes/rules.txt, the
+ * (validate/device/async_probe_rules.py; tests/data/async_probes/rules.txt, the
  * same offsets with and without a query after every call). */
 START_TEST(test_async_pending_rules)
 {
@@ -333,7 +333,7 @@ START_TEST(test_async_pending_rules)
 }
 END_TEST
 
-/* §3.5: several streams, from random scenarios of validate/
+/* §3.5: several streams, from random scenarios of validate/device/
  * async_probe_sync.py run on the H200 (seed/number) and its probes
  * (tests/data/async_probes/sync.txt). */
 START_TEST(test_async_streams)
@@ -432,7 +432,7 @@ START_TEST(test_async_streams)
 END_TEST
 
 /* Every block of six real traces where the H200's pool put it
- * (tests/data/async_offsets/, from validate/async_replay.py), the blocks
+ * (tests/data/async_offsets/, from validate/device/async_replay.py), the blocks
  * placed one after another by the policy alone. */
 START_TEST(test_async_real_offsets)
 {

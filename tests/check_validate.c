@@ -2,7 +2,7 @@
  * Validation mode without a GPU: the torch bridge's protocol (against a
  * stand-in for python), and the pytorch policy against what PyTorch's own
  * allocator measured on an H200 (tests/data/validate/measured.db, written
- * by validate/run_h200.sh): every measured torch-mode replay is simulated
+ * by validate/device/run_h200.sh): every measured torch-mode replay is simulated
  * and every memory_stats() key and device event must agree.
  */
 #include <config.h>

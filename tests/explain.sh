@@ -77,7 +77,7 @@ for w in bert_infer_varlen resnet50_amp gpt2_fp32 train_eval_emptycache \
 		fail "summary of $w differs from the real memory_summary()"
 done
 
-# A real H200 run (tests/data/explain/h200/, validate/summary_probe.py,
+# A real H200 run (tests/data/explain/h200/, validate/device/summary_probe.py,
 # torch 2.11): memory_summary() at the end, byte for byte, from the
 # snapshot replayed at its recorded addresses; and PyTorch's own
 # OutOfMemoryError text for the recorded OOM under the same fraction, the

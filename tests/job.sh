@@ -140,15 +140,15 @@ for cmd in "sweep --li" "tune --ca 1GiB" "report --js" "info --dev 0" "bench --r
 	expect_error "not an option; options are written in full" $MEMSIM $cmd "$bert"
 done
 
-# 10. The README's compare example prints what the README shows (the
+# 10. The guide's compare example prints what the guide shows (the
 # plot aside).
 top=$DATA/../..
 sed -n '/^    \$ memsim compare tests\/data\/traces\/gpt2_varlen.csv --plot/,/^    plotted /p' \
-	"$top/README.md" | sed -e '1d' -e '$d' -e 's/^    //' >"$tmp/readme.cmp"
-[ -s "$tmp/readme.cmp" ] || fail "README: no compare example"
+	"$top/docs/guide.md" | sed -e '1d' -e '$d' -e 's/^    //' >"$tmp/readme.cmp"
+[ -s "$tmp/readme.cmp" ] || fail "docs/guide.md: no compare example"
 (cd "$top" && $MEMSIM compare tests/data/traces/gpt2_varlen.csv) >"$tmp/now.cmp" ||
-	fail "README compare example"
+	fail "guide's compare example"
 cmp -s "$tmp/readme.cmp" "$tmp/now.cmp" ||
-	fail "README compare example differs: $(diff "$tmp/readme.cmp" "$tmp/now.cmp" | head -5)"
+	fail "guide's compare example differs: $(diff "$tmp/readme.cmp" "$tmp/now.cmp" | head -5)"
 
 finish job

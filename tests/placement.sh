@@ -1,6 +1,6 @@
 #!/bin/sh
 # Where the driver puts segments decides PyTorch's best-fit ties, and so
-# the peaks (README, "Segment placement and lazy module loading").  Real
+# the peaks (docs/fidelity.md, "Segment placement and lazy module loading").  Real
 # H200 runs (tests/data/placement/real.tsv) recorded with memsim record
 # --gpu:
 # - with CUDA_MODULE_LOADING=EAGER, `memsim run` with modelled placement

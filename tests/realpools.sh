@@ -1,12 +1,12 @@
 #!/bin/sh
 # memsim's models of other allocators against the real ones, replaying the
-# six test traces on an H200 (README, "The cupy policy" and "bfc against
+# six test traces on an H200 (docs/validation.md, "The cupy policy" and "bfc against
 # XLA's BFC"):
 #   tests/data/validate/cupy/real.tsv: CuPy 14.2.0's MemoryPool
-#     (validate/cupy_replay.py, one process a run), no limit and set_limit
+#     (validate/device/cupy_replay.py, one process a run), no limit and set_limit
 #     at 90% and 60%;
 #   tests/data/validate/jax/real.tsv: JAX 0.11.2's BFC allocator
-#     (validate/jax_replay.py), growing and preallocated, on the six and
+#     (validate/device/jax_replay.py), growing and preallocated, on the six and
 #     on two traces replayed only after the model was set (docs/bfc.md).
 # Each row: trace (in tests/data/traces, or else in a traces/ folder beside
 # the row's file), policy, conf (- for none), peak reserved, peak allocated,
@@ -17,11 +17,11 @@
 # with (events: every cudaMalloc and release, request by request).
 #   tests/data/validate/cupy/recorded.tsv: CuPy recordings (rec/: the
 #     trace's requests at the addresses CuPy handed out, its cudaMallocs
-#     and free_all_blocks, its OOM as an oom row; validate/cupy_replay.py
+#     and free_all_blocks, its OOM as an oom row; validate/device/cupy_replay.py
 #     --record, one process a run) and that run's own figures.  With
 #     --addresses trace every one must give the run's events, peaks and
 #     OOM, every allocation at its recorded address; with model addresses
-#     the model's tie rule decides (README, "The cupy policy").
+#     the model's tie rule decides (docs/validation.md, "The cupy policy").
 set -u
 MEMSIM=${MEMSIM:-./memsim}
 DATA=${MSIM_TESTDATA:-tests/data}
@@ -33,7 +33,7 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 # What must be equal, by events file.  CuPy orders free chunks of equal
 # size by the address of their Python objects; memsim models where CPython
 # puts them (policies/cupy.c), which holds but for one run, where the
-# interpreter's heap as the process left it decides (README, "The cupy
+# interpreter's heap as the process left it decides (docs/validation.md, "The cupy
 # policy"): there only the allocated peak and the OOM are held.
 expect() {
 	case $1 in

@@ -4,7 +4,7 @@
 # build, no GPU) against the real runs of the same script on two H200s
 # (MODE.rR.real.bin, torchrun --nproc-per-node 2, torch 2.11, memsim record
 # --gpu per rank; peaks.tsv holds each rank's torch.cuda.max_memory_*).
-# No PyTorch needed.  tests/recorder/dist_device.sh made them.
+# No PyTorch needed.  validate/device/dist_device.sh made them.
 set -u
 DATA=${MSIM_TESTDATA:-tests/data}/dist
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
@@ -17,7 +17,7 @@ while IFS="	" read -r m r alloc res; do
 	zero.r1)
 		# The real rank 1 kept DDP's first bucket (every gradient,
 		# 33628200 bytes, 33628672 as round_size makes it) past the
-		# bucket rebuild (README): the fake trace frees it there.
+		# bucket rebuild (docs/recording.md): the fake trace frees it there.
 		[ $((fa + 33628672)) -eq "$alloc" ] ||
 			fail "$w: fake $fa + the bucket != real $alloc"
 		[ "$fr" -le "$res" ] || fail "$w: fake reserved $fr > $res";;

@@ -57,7 +57,7 @@ n=$(grep -c ',annotate,.*,assumption,item:float$' "$tmp/mlp.csv")
 # (action, size, stream, tags) and the same peaks.  Deaths come from
 # Python's reference counting and its cycle collector, whose runs can fall
 # between other requests from one process to the next, so the order of a
-# few frees may differ (README, "memsim record").
+# few frees may differ (docs/recording.md).
 CUDA_VISIBLE_DEVICES= $MEMSIM record -o "$tmp/mlp2.csv" -- "$PY" "$tmp/mlp.py" 256 2>/dev/null
 rows() { cut -d, -f3,5- "$1" | sort; }
 rows "$tmp/mlp.csv" >"$tmp/r1"; rows "$tmp/mlp2.csv" >"$tmp/r2"

@@ -18,7 +18,7 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 # The rules on the measured grids.  Convolutions: the rules were chosen on
 # the "fit" half; on the "held" half, per call kind, the sum of the
 # predicted workspaces against the measured one, the calls within 10% or
-# 1 MiB, and those of 64 MiB or more within 10% (README quotes these).
+# 1 MiB, and those of 64 MiB or more within 10% (docs/recording.md quotes these).
 # The backward-weight grid (conv_wgrad.tsv, NCHW) the same, per precision.
 PYTHONPATH="$SRC/traces" python3 - "$DATA" >"$tmp/grid" 2>&1 <<'PY' ||
 import sys
@@ -159,7 +159,7 @@ EOF2
 cmp -s "$tmp/want" "$tmp/hand" || fail "hand-made cases: $(diff "$tmp/want" "$tmp/hand")"
 
 # Reductions (gpu_reduce_kernel's global buffer and semaphores), against
-# the buffers of the H200 snapshots (README): vit's bias gradients (bf16
+# the buffers of the H200 snapshots (docs/recording.md): vit's bias gradients (bf16
 # 6304 x 3072 and 6304 x 768), its patch convolution's bias gradient (a
 # 32 x 768 x 14 x 14 gradient with channels_last strides), moe's and the
 # encoder-decoder's output-layer bias (fp32 2048 x 8000, 1024 x 8000);

@@ -50,7 +50,7 @@ want="4096 8192 256 256 1024 256 256 2048 256 256 12800 8412774 10496"
 [ "$got" = "$want" ] || fail "bf16: $got"
 # 4. The rules against the H200's grid (tests/data/record/rnn_ws.tsv, 316
 # calls): the reserve exact for every call; the workspace's median
-# error and the calls within 10% (README quotes these).
+# error and the calls within 10% (docs/recording.md quotes these).
 DATA=${MSIM_TESTDATA:-tests/data}/record
 PYTHONPATH="$SRC/../traces" python3 - "$DATA/rnn_ws.tsv" >"$tmp/grid" 2>&1 <<'PY' ||
 import sys

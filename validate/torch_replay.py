@@ -2,15 +2,9 @@
 """Replay memsim requests through PyTorch's own CUDA caching allocator.
 
 memsim validate --mode torch runs this bridge on a machine with PyTorch and
-a GPU.  It reads requests, one a line, from the file named on the command
-line:
-
-    a ID SIZE STREAM     malloc SIZE bytes on STREAM (0 = default stream)
-    x ID SIZE STREAM     a malloc the recording saw fail (expected OOM)
-    f ID                 free the block ID
-    e                    torch.cuda.empty_cache()
-
-and serves them with torch.cuda.caching_allocator_alloc / _delete under the
+a GPU.  It reads the requests of the file named on the command line (a
+malloc, a malloc the recording saw fail, a free, an empty_cache(): the
+request file validate/replayfile.py reads and documents) and serves them with torch.cuda.caching_allocator_alloc / _delete under the
 PYTORCH_CUDA_ALLOC_CONF of its environment and, when CAP > 0, under
 torch.cuda.set_per_process_memory_fraction(CAP / total memory).  It stops at
 the first unexpected out-of-memory, as the ground truth did.  It prints, one
@@ -23,7 +17,11 @@ a line:
                          history, REQUEST the 0-based request index
     oom REQUEST          the request that raised out-of-memory, or -1
 """
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import replayfile  # noqa: E402  (installed beside this file)
 
 
 def main():
@@ -44,36 +42,31 @@ def main():
     index = 0
     allocs = 0          # successful mallocs so far
     internal = set()    # ordinals of mallocs freed at once (unmatched x)
-    with open(path) as fp:
-        for line in fp:
-            op = line.split()
-            if not op:
+    for op in replayfile.requests(path):
+        if op.op in ("a", "x"):
+            if op.stream not in streams:
+                streams[op.stream] = torch.cuda.Stream()
+            try:
+                p = torch.cuda.caching_allocator_alloc(op.size, 0,
+                                                       streams[op.stream])
+            except torch.OutOfMemoryError:
+                if op.op == "a":
+                    oom = index
+                    break
+                index += 1
                 continue
-            if op[0] in ("a", "x"):
-                size, sh = int(op[2]), int(op[3])
-                if sh not in streams:
-                    streams[sh] = torch.cuda.Stream()
-                try:
-                    p = torch.cuda.caching_allocator_alloc(size, 0,
-                                                           streams[sh])
-                except torch.OutOfMemoryError:
-                    if op[0] == "a":
-                        oom = index
-                        break
-                    index += 1
-                    continue
-                allocs += 1
-                if op[0] == "x":  # the recording failed here, we did not
-                    internal.add(allocs - 1)
-                    torch.cuda.caching_allocator_delete(p)
-                else:
-                    ptrs[op[1]] = p
-                index += 1
-            elif op[0] == "f":
-                torch.cuda.caching_allocator_delete(ptrs.pop(op[1]))
-                index += 1
-            elif op[0] == "e":
-                torch.cuda.empty_cache()
+            allocs += 1
+            if op.op == "x":  # the recording failed here, we did not
+                internal.add(allocs - 1)
+                torch.cuda.caching_allocator_delete(p)
+            else:
+                ptrs[op.id] = p
+            index += 1
+        elif op.op == "f":
+            torch.cuda.caching_allocator_delete(ptrs.pop(op.id))
+            index += 1
+        elif op.op == "e":
+            torch.cuda.empty_cache()
     snap = torch.cuda.memory._snapshot()
     stats = torch.cuda.memory_stats()
     out = sys.stdout

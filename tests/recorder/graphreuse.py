@@ -1,6 +1,6 @@
 """Workloads for graph_capture_record_stream_reuse and MemPools with an
 allocator of their own (issue 15), recorded on the H200 with `memsim
-record --gpu` (tests/recorder/graphreuse_device.sh):
+record --gpu` (validate/device/graphreuse_device.sh):
     python3 tests/recorder/graphreuse.py reuse|ownpool|delpool|delown|owncap
 reuse: a CUDA graph capture in which 12 MiB blocks are used on a side
 stream (record_stream) and freed: x after the side stream rejoined the

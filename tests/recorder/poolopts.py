@@ -1,5 +1,5 @@
 """Workloads for the private-pool options of issue 15, recorded on the H200
-with `memsim record --gpu` (tests/recorder/poolopts_device.sh):
+with `memsim record --gpu` (validate/device/poolopts_device.sh):
     python3 tests/recorder/poolopts.py probe|oom_on|oom_off|nosplit_on|
         nosplit_off|checkpoint|compiled_train|compiled_train_shapes|
         compiled_infer

@@ -110,7 +110,7 @@ def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
     convolution's data phase, its grad_input the forward and its
     grad_weight the weight phase, with input and output swapped.  3-D
     convolutions (NCDHW) follow the same rule: of an H200 probe's fp16
-    and bf16 forward calls (tests/recorder/convx_probe.py), 82 of 111
+    and bf16 forward calls (validate/device/convx_probe.py), 82 of 111
     transposed and 80 of 92 3-D within 512 bytes of it."""
     if major < 7 or groups != 1 or len(x_shape) not in (4, 5):
         return []

@@ -5,7 +5,7 @@ A CUDA build runs torch._VF.lstm/gru/rnn_tanh/rnn_relu as one cuDNN call
 fake mode without a GPU, decomposes it into per-time-step cells (or fails:
 _thnn_fused_gru_cell has no meta kernel).  Here the cuDNN path's tensors are
 made instead, in the order RNN.cpp makes them (H200 snapshots' C++ frames,
-torch 2.11, cuDNN 9.19; tests/recorder/rnn_probe.py):
+torch 2.11, cuDNN 9.19; validate/device/rnn_probe.py):
 
 - flatten_parameters() (RNNBase, at every .to()/_apply): when the weights
   are acceptable to cuDNN (torch.backends.cudnn.is_acceptable: fp16, fp32,

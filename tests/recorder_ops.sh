@@ -1,0 +1,101 @@
+#!/bin/sh
+# memsim record --fake on ops the architectures set of workloads
+# (tests/recorder/arch_models.py) showed it missing or misordering, on the H200
+# (tests/recorder/op_allocs.py).  Needs Python 3 and PyTorch; skips (77)
+# without them.
+set -u
+SRC=$(cd "$(dirname "$0")" && pwd)
+. "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
+need_torch
+sizes() { awk -F, '$3 == "alloc" { printf "%s%s", s, $5; s = " " } END { print "" }' "$1"; }
+for c in groupnorm convt gemm nested mse catconv mathmask accum linear3d lncopy embed; do
+	$MEMSIM record -o "$tmp/$c.csv" -- "$PY" "$SRC/recorder/op_allocs.py" $c \
+		2>"$tmp/err" || fail "record $c: $(tail -3 "$tmp/err")"
+done
+# 1. GroupNorm(4, 16) on 2 x 16 x 8 x 8, fp32: forward's Y, mean and rstd
+# (2*4*4 = 32) and GroupNormKernelImplInternal's a and b (N x C floats:
+# 128 each); backward's dX, dgamma, dbeta, then ds and db (128 each), c2
+# and c3 (N x G: 32 each) and c1 (128).
+got=$(sizes "$tmp/groupnorm.csv")
+want="64 64 8192 8192 32 32 128 128 4 4 8192 8192 64 64 128 128 32 32 128"
+[ "$got" = "$want" ] || fail "groupnorm: $got"
+# 2. ConvTranspose2d(64, 32, 2, stride 2) on 2 x 64 x 16 x 16 under fp16
+# autocast: the casts (bias 64, weight 16384, input 65536), the output
+# (2*32*32*32*2 = 131072) and cuDNN's workspace, the NCHW rule's
+# input + weight + output (212992) of the convolution it is the
+# backward-data of; backward: grad_input and its workspace (that
+# convolution's forward), grad_weight and its workspace, the bias
+# gradient, and the casts back.
+got=$(sizes "$tmp/convt.csv")
+want="32768 128 131072 64 16384 65536 131072 212992 262144 4 4 131072 65536 212992 16384 212992 64 131072 32768 128"
+[ "$got" = "$want" ] || fail "convt: $got"
+# 3. The first Linear: its output (32*128*4), then the cuBLAS workspace of
+# the handle (32 MiB on sm90), then cuBLASLt's (1 MiB), as on the H200.
+got=$(sizes "$tmp/gemm.csv")
+[ "$got" = "32768 512 8192 16384 33554432 1048576" ] || fail "gemm: $got"
+# 4. TransformerEncoder in eval with a key padding mask: whether the
+# padding is left-aligned depends on the mask's values: one assumption
+# (nested:padded), and the layers run on the padded batch.
+grep -q ',annotate,.*,assumption,nested:padded$' "$tmp/nested.csv" ||
+	fail "nested: no assumption row"
+[ "$(awk -F, '$3 == "alloc" && $5 == 2560 && $8 ~ /^TransformerEncoder.layers/' "$tmp/nested.csv" | wc -l)" = 2 ] ||
+	fail "nested: the layers' outputs"
+# 5. mse_loss with a reduction: the output, allocated by the structured
+# meta function's TensorIterator at the input's size (8*4*128*128*4 =
+# 2097152 bytes) and kept when the mean resizes it to a scalar; then
+# mse_loss_out's elementwise loss, a temporary of that size, and the
+# mean's gpu_reduce_kernel buffers (256 and 4).
+got=$(sizes "$tmp/mse.csv")
+[ "$got" = "2097152 2097152 2097152 2097152 256 4" ] || fail "mse: $got"
+# 6. Conv2d(16, 16, 3) whose output goes into torch.cat: its gradient is a
+# channel slice, which cuDNN's backward first copies contiguous (2*16*32*32
+# *4 = 131072), before grad_input, and frees after both workspaces
+# (271360: input + weight + output).
+got=$(sizes "$tmp/catconv.csv" | cut -d' ' -f1-12)
+[ "$got" = "9216 131072 131072 271360 262144 4 4 131072 131072 271360 9216 271360" ] ||
+	fail "catconv: $got"
+grep -q ',cudnn convolution_backward contiguous copy$' "$tmp/catconv.csv" ||
+	fail "catconv: no contiguous copy"
+# 7. Attention with a mask that requires grad takes the math path
+# (_scaled_dot_product_attention_math), which adds the mask to the
+# weights in place on the GPU (out of place only for tensor subclasses,
+# the fake ones included): q, k, v, the mask, q and k scaled (131072
+# each), the weights (2*4*128*128*4 = 524288), the cuBLAS workspace, the
+# softmax and the output; no second weights-sized tensor for the add.
+got=$(sizes "$tmp/mathmask.csv")
+[ "$got" = "131072 131072 131072 262144 131072 131072 524288 33554432 524288 131072" ] ||
+	fail "mathmask: $got"
+# 8. x (64 x 128 floats) feeds two Linear layers: backward's two
+# gradients for x (32768 each, one per MmBackward0) are added in place
+# (InputBuffer::accumulate: the engine holds the last reference to the
+# first), so no third x-sized tensor, as on the GPU (the fake tensors, a
+# tensor subclass, would be added out of place).
+got=$(sizes "$tmp/accum.csv")
+[ "$got" = "65536 65536 32768 32768 33554432 32768 32768 4 4 32768 32768 65536 33554432 32768 65536 32768" ] ||
+	fail "accum: $got"
+# 9. Linear(64, 96) on a transposed 8 x 16 x 64 input: at::linear copies
+# the input contiguous for matmul (32768), makes the output (8*16*96*4 =
+# 49152), then adds the bias into it in place (out of place only for
+# tensor subclasses): no second output-sized tensor.
+got=$(sizes "$tmp/linear3d.csv")
+[ "$got" = "24576 384 32768 32768 49152 33554432" ] || fail "linear3d: $got"
+# 10. LayerNorm(64) on a transposed 8 x 16 x 64 input: layer_norm_cuda
+# copies the input contiguous (32768) before Y, mean and rstd (512
+# each); layer_norm_backward_cuda copies it again before dX, dgamma and
+# dbeta and the (non-contiguous) grad_out after them.
+got=$(sizes "$tmp/lncopy.csv")
+[ "$got" = "256 256 32768 32768 32768 512 512 4 4 32768 32768 256 256 32768 32768" ] ||
+	fail "lncopy: $got"
+# 11. nn.Embedding(10000, 32) on 64 x 64 indices, backward
+# (embedding_dense_backward_cuda, more than 3072 indices: the sorting
+# path): the sum's gradient made contiguous (524288), sorted_indices,
+# orig_indices and the sort's arange (4096*8 each), grad_weight
+# (1280000), then embedding_backward_cuda_kernel's segment offsets, count,
+# unique_by_key output, two partial-count arrays (min(4096, 10000)*8),
+# the partial count, and for 4096/10 + 4096 = 4505 partial segments their
+# offsets (36040) and fp32 sums (4505*32*4 = 576640).
+got=$(sizes "$tmp/embed.csv")
+[ "$got" = "1280000 32768 524288 4 64 4 4 524288 32768 32768 32768 1280000 32768 8 32768 32768 32768 8 36040 576640" ] ||
+	fail "embed: $got"
+
+finish recorder_ops.sh
