@@ -204,13 +204,15 @@ MEMSIM_EXPORT int memsim_list_runs(const char *db_path, int64_t *ids,
 /*
  * A run as stored in db_path under run_id, as a run handle whose figures
  * and timeline read as those of a replayed run (memsim_count() ...
- * memsim_timeline_get()): the figures of `memsim run --json` the store
- * keeps (trace, trace_hash, policy, params, cap_bytes, requests, the
- * statistics, oom_request, frag_at_peak, frag_mean, ext_frag_max,
- * wall_ms), then kind, created, memsim_version, trace_format, addresses,
- * capacity_bytes, setting_key, the run's meta (modelled_device_ms,
- * calibration, ...: numbers as MEMSIM_INT or MEMSIM_REAL) and run_id.  It
- * cannot be replayed or stored.  *out is set as by memsim_open().
+ * memsim_timeline_get()): the figures `memsim report --json` prints, in
+ * its order: the stored columns of `memsim run --json` (trace,
+ * trace_hash, policy, params, cap_bytes, requests, strategy), the
+ * statistics, the other columns (memsim_version, kind, trace_format,
+ * addresses, oom_request, frag_at_peak, frag_mean, ext_frag_max,
+ * sim_time_ns, wall_ms, capacity_bytes, setting_key: "" when none), then
+ * created, the run's meta (modelled_device_ms, calibration, ...: numbers
+ * as MEMSIM_INT or MEMSIM_REAL) and run_id.  It cannot be replayed or
+ * stored.  *out is set as by memsim_open().
  * Returns 0, MEMSIM_EINVAL, MEMSIM_ENOTFOUND (no such file or run),
  * MEMSIM_EDB or MEMSIM_ENOMEM.
  */

@@ -155,25 +155,19 @@ static const char migrate_1_2_sql[] =
 	" (SELECT max(id) FROM runs GROUP BY kind, trace_hash, policy, params,"
 	"  cap_bytes, coalesce(addresses, 'model'));";
 
-/* What schema 3 adds: the strategies of generated and transformed
- * traces (NULL for the runs before, which had none). */
-static const char migrate_2_3_sql[] =
-	"ALTER TABLE runs ADD COLUMN strategy TEXT;";
-
 /*
- * The migrations of an older file, in order: what each schema version
- * to adds to the file of version to - 1 (a file of any older version runs
- * those above its own, then is stamped MSIM_DB_SCHEMA_VERSION).  A new
- * column of runs (sim/results.h's MSIM_RUN_COLUMNS) is one entry here,
- * "ALTER TABLE runs ADD COLUMN ...", with MSIM_DB_SCHEMA_VERSION raised
- * to its to (docs/changing.md).
+ * The migrations of an older file that are more than adding a column, in
+ * order: what schema version to adds to a file of version to - 1 (a file
+ * of any older version runs those above its own).  A column of runs that
+ * a file lacks (sim/results.h's MSIM_RUN_COLUMNS: schema 3's strategy,
+ * say) is added afterwards from its line of the list (db_add_columns()),
+ * so a new column needs no entry here (docs/changing.md).
  */
 static const struct db_migration_s {
 	int to;
 	const char *sql;
 } db_migrations[] = {
 	{2, migrate_1_2_sql},
-	{3, migrate_2_3_sql},
 };
 #define DB_NMIGRATIONS (sizeof(db_migrations) / sizeof(db_migrations[0]))
 
@@ -270,6 +264,43 @@ msim_dbi_pack_rows(msim_db_t *db, size_t k, const char *schema, int64_t dst_id,
 		 " ORDER BY %s)) WHERE n > 0", t->table, t->cols, t->cols,
 		 schema, t->table, t->order);
 	return msim_dbi_step2(db, sql, dst_id, src_id, NULL);
+}
+
+/* Whether main's runs table has column name. */
+static bool
+db_has_column(msim_db_t *db, const char *name)
+{
+	sqlite3_stmt *q;
+	bool has = false;
+	if (sqlite3_prepare_v2(db->db, "SELECT 1 FROM pragma_table_info('runs')"
+			       " WHERE name=?", -1, &q, NULL) == SQLITE_OK) {
+		sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
+		has = sqlite3_step(q) == SQLITE_ROW;
+	}
+	sqlite3_finalize(q);
+	return has;
+}
+
+/* A file of schema have: each column of MSIM_RUN_COLUMNS newer than it
+ * that its runs table lacks is added, as its line declares it (the rows
+ * there read it as NULL, as a reader of the older file does).  0 or
+ * MSIM_EDB. */
+static int
+db_add_columns(msim_db_t *db, int have)
+{
+	for (size_t c = 0; c < msim_db_run_ncols; c++) {
+		const msim_db_col_t *col = &msim_db_run_cols[c];
+		if (col->since <= have || db_has_column(db, col->name))
+			continue;
+		char sql[512], what[160];
+		snprintf(sql, sizeof(sql), "ALTER TABLE runs ADD COLUMN %s %s",
+			 col->name, col->sql);
+		snprintf(what, sizeof(what), "cannot add the column %s of "
+			 "schema %d", col->name, col->since);
+		if (msim_dbi_exec(db, sql, what))
+			return MSIM_EDB;
+	}
+	return 0;
 }
 
 /* Schema 6 and before to 7: each table of msim_dbi_packed that is still a
@@ -721,8 +752,9 @@ db_open(const char *path, int how, msim_db_t **out, char *why,
 			  "cannot write the schema version")))
 		goto rollback;
 	/* An older file: each migration to a version above its own, in
-	 * order.  Schema 4 only adds the table peak_blocks, schema 5 the
-	 * table sweep_failed, both made above; schema 6 packs three tables,
+	 * order, then the columns of runs it lacks (schema 3's strategy).
+	 * Schema 4 only adds the table peak_blocks, schema 5 the table
+	 * sweep_failed, both made above; schema 6 packs three tables,
 	 * schema 7 a fourth (stats): db_pack_old(). */
 	for (size_t k = 0; have >= 1 && k < DB_NMIGRATIONS; k++) {
 		char what[64];
@@ -732,7 +764,8 @@ db_open(const char *path, int how, msim_db_t **out, char *why,
 		    (rc = msim_dbi_exec(db, db_migrations[k].sql, what)))
 			goto rollback;
 	}
-	if ((rc = db_pack_old(db)) ||
+	if ((have >= 1 && (rc = db_add_columns(db, have))) ||
+	    (rc = db_pack_old(db)) ||
 	    (rc = msim_dbi_exec(db, views_sql, "cannot create the views")))
 		goto rollback;
 	if (have >= 1 && have < MSIM_DB_SCHEMA_VERSION &&

@@ -335,12 +335,13 @@ def _frame(rows, as_frame):
 
 def runs(db, as_frame=None):
     """The runs stored in the database db (a path), in order of id, as
-    a list of Result: the figures of `memsim run --json` the store keeps
-    (trace, policy, params, cap_bytes, requests, the memory_stats keys,
-    oom_request, frag_at_peak, ...), then kind, created, memsim_version,
-    trace_format, addresses, capacity_bytes, setting_key, the run's meta
-    (modelled_device_ms, calibration, ...) and run_id; r.timeline is its
-    stored memory curve.  With pandas importable (or as_frame=True), a
+    a list of Result: the figures `memsim report --json` prints, in its
+    order (those of `memsim run --json` the store keeps: trace,
+    trace_hash, policy, params, cap_bytes, requests, strategy, the
+    memory_stats keys, memsim_version, kind, trace_format, addresses,
+    oom_request, frag_at_peak, ..., wall_ms, capacity_bytes, setting_key;
+    then created, the run's meta (modelled_device_ms, calibration, ...)
+    and run_id); r.timeline is its stored memory curve.  With pandas importable (or as_frame=True), a
     DataFrame of the figures instead, a row per run; as_frame=False
     always gives the list.  Raises memsim.Error (a missing file, not a
     database)."""
