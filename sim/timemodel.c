@@ -104,7 +104,10 @@ timemodel_read(FILE *fp, const char *path, msim_timemodel_t **out, char *why,
 		if (sscanf(line, "%lf,%lf,%lf,%lf,%lf%c", &v[0], &v[1], &v[2],
 			   &v[3], &v[4], &tail) < 5)
 			continue; /* the header, the address rows */
-		if (!(v[0] >= 1) || (tm->n && v[0] <= tm->size[tm->n - 1])) {
+		/* Increasing in log2 too: gsl_interp_init() is given checked
+		 * points only (lib/memsim.h, GSL's handler). */
+		if (!(v[0] >= 1) || (tm->n && !(log2(v[0]) >
+						 tm->lsize[tm->n - 1]))) {
 			snprintf(why, whylen, "%s:%lu: sizes must be positive "
 				 "and increasing", path, lineno);
 			rc = MSIM_EFORMAT;
