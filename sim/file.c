@@ -5,6 +5,7 @@
 #include <config.h>
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -109,4 +110,59 @@ msim_outfile_abort(msim_outfile_t *o)
 	free(o->tmp);
 	free(o->path);
 	memset(o, 0, sizeof(*o));
+}
+
+int
+msim_text_open(msim_text_t *t, const char *path, FILE *fp, uint64_t limit,
+	       char *why, size_t whylen)
+{
+	*t = (msim_text_t){.fp = fp, .path = path, .limit = limit};
+	if (!fp && !(t->fp = fopen(path, "r"))) {
+		snprintf(why, whylen, "%s: %s", path, strerror(errno));
+		return MSIM_EIO;
+	}
+	return 0;
+}
+
+int
+msim_text_line(msim_text_t *t, char *buf, size_t n, char *why, size_t whylen)
+{
+	size_t k = 0;
+	int c;
+	t->lineno++;
+	while ((c = getc(t->fp)) != EOF) {
+		if (++t->nread > t->limit) {
+			snprintf(why, whylen, "%s: larger than %" PRIu64 " bytes: "
+				 "not a file of this kind", t->path, t->limit);
+			return MSIM_EFORMAT;
+		}
+		if (c == '\n')
+			break;
+		if (!c) {
+			snprintf(why, whylen, "%s:%lu: a NUL byte: not a text "
+				 "file", t->path, t->lineno);
+			return MSIM_EFORMAT;
+		}
+		if (k + 1 >= n) {
+			snprintf(why, whylen, "%s:%lu: line too long (more than "
+				 "%zu bytes)", t->path, t->lineno, n - 1);
+			return MSIM_EFORMAT;
+		}
+		buf[k++] = (char)c;
+	}
+	buf[k] = '\0';
+	if (c == EOF && ferror(t->fp)) {
+		snprintf(why, whylen, "%s: cannot read: %s", t->path,
+			 strerror(errno));
+		return MSIM_EIO;
+	}
+	return c == EOF && !k ? 0 : 1;
+}
+
+void
+msim_text_close(msim_text_t *t)
+{
+	if (t->fp)
+		fclose(t->fp);
+	t->fp = NULL;
 }

@@ -70,4 +70,34 @@ if [ "$have_py" = yes ]; then
 	[ "$n" -eq 2 ] || fail "old.db: $n runs, not 2"
 fi
 
+# --- 2. Bounded work.
+# --random N over a grid of 449 settings: the grid, each once, with a
+# note, at the cost of the grid (not of a billion draws).
+timeout 20 $MEMSIM sweep --list --random 1000000000 \
+	--grid max_split_size_mb=20..468 "$T" >"$tmp/list" 2>"$tmp/err"
+rc=$?
+[ "$rc" -eq 0 ] || fail "--random 1000000000: exit $rc: $(head -c 300 "$tmp/err")"
+[ "$(wc -l <"$tmp/list")" -eq 449 ] ||
+	fail "--random 1000000000 over 449: $(wc -l <"$tmp/list") settings"
+grep -q '^memsim sweep: --random 1000000000: the grid holds 449 settings, taking each once$' \
+	"$tmp/err" || fail "--random over a small grid: no note: $(cat "$tmp/err")"
+# A grid larger than N: N draws, as before (seeded: the same twice).
+$MEMSIM sweep --list --random 5 --seed 3 --grid max_split_size_mb=20..468 \
+	"$T" >"$tmp/l1" 2>"$tmp/err" || fail "--random 5: $(cat "$tmp/err")"
+[ -s "$tmp/err" ] && fail "--random 5 over 449: a note: $(cat "$tmp/err")"
+$MEMSIM sweep --list --random 5 --seed 3 --grid max_split_size_mb=20..468 \
+	"$T" >"$tmp/l2" 2>/dev/null
+[ "$(wc -l <"$tmp/l1")" -ge 4 ] && cmp -s "$tmp/l1" "$tmp/l2" ||
+	fail "--random 5: $(wc -l <"$tmp/l1") settings, or not the same twice"
+# Text files read with a size limit: /dev/zero, a binary, an endless FIFO.
+expect_error "calibration: /dev/zero:1: a NUL byte: not a text file" \
+	lim $MEMSIM run --calibration /dev/zero "$T"
+expect_error "/dev/zero:1: a NUL byte" lim $MEMSIM sweep --list --settings /dev/zero "$T"
+yes 'max_split_size_mb:128' | lim $MEMSIM sweep --list --settings /dev/stdin \
+	"$T" >/dev/null 2>"$tmp/err"
+grep -q '^memsim: /dev/stdin: larger than 16777216 bytes' "$tmp/err" ||
+	fail "endless settings: $(head -c 300 "$tmp/err")"
+expect_error "calibration: .*gpt2_varlen.csv: larger than 1048576 bytes" lim $MEMSIM run --calibration \
+	"$T" "$DATA/traces/gpt2_varlen.csv"
+
 finish hostile_lib
