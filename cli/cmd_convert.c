@@ -91,6 +91,7 @@ msim_cmd_convert(int argc, char **argv)
 	if (msim_same_file(in, out))
 		msim_cli_die("%s: is the input trace; write to another file",
 			     out);
+	msim_cli_output("OUT", out);
 	if (msim_trace_writer_open(out, to, &w, why, sizeof(why)))
 		msim_cli_die("%s", why);
 	/* On any error below: the output's old content stays. */

@@ -15,6 +15,18 @@
 /* Whether a and b are the same existing file (device and inode). */
 bool msim_same_file(const char *a, const char *b);
 
+/*
+ * Whether path can be written as an output, checked before any work (the
+ * commands call it as they read their options): 0, or MSIM_EINVAL /
+ * MSIM_EIO with why, one line naming path: an empty name, a folder, a
+ * missing folder or one that is not a folder, a folder where no file can
+ * be made (read-only, no permission: tried with a temporary file, removed
+ * at once), a device or FIFO that cannot be written.  An existing device
+ * or FIFO is fine: msim_outfile_open() writes it in place.  Whether path
+ * is one of the inputs is the caller's question (msim_same_file()).
+ */
+int msim_output_check(const char *path, char *why, size_t whylen);
+
 typedef struct msim_outfile_s {
 	FILE *fp;   /* write here */
 	char *path; /* the final name */
@@ -30,8 +42,10 @@ typedef struct msim_outfile_s {
 int msim_outfile_open(msim_outfile_t *o, const char *path, char *why,
 		      size_t whylen);
 
-/* Closes o and renames the temporary file into place.  Returns 0, or
- * MSIM_EIO with why filled (the temporary file is then removed). */
+/* Closes o and renames the temporary file into place, unless path has
+ * become something else than a regular file meanwhile (a device, a FIFO,
+ * a folder: never renamed over).  Returns 0, or MSIM_EIO with why filled
+ * (the temporary file is then removed). */
 int msim_outfile_commit(msim_outfile_t *o, char *why, size_t whylen);
 
 /* Closes o and removes the temporary file; the old file stays. */

@@ -100,4 +100,96 @@ grep -q '^memsim: /dev/stdin: larger than 16777216 bytes' "$tmp/err" ||
 expect_error "calibration: .*gpt2_varlen.csv: larger than 1048576 bytes" lim $MEMSIM run --calibration \
 	"$T" "$DATA/traces/gpt2_varlen.csv"
 
+# --- 3. Outputs: a bad target is one line before any work; a device, a
+# FIFO, a link or an input is never replaced (sim/file.h
+# msim_output_check(), msim_outfile_open()).
+$MEMSIM run --db "$tmp/x.db" "$T" >/dev/null || fail "run --db x.db"
+mkdir "$tmp/dir"
+# out_cases NAME FUNCTION: FUNCTION OUT (a command writing OUT) with each
+# bad target OUT, failing with one line that names NAME and the reason.
+out_cases() {
+	for bad in "" /nonexistent/x.out "$tmp/dir" "$tmp/dir/" "$T/x.out"; do
+		case $bad in
+		"") want="$1: an empty file name" ;;
+		/nonexistent/*) want="$1: /nonexistent/x.out: folder /nonexistent: No such file" ;;
+		*/) want="$1: $tmp/dir/: is a folder" ;;
+		*/dir) want="$1: $tmp/dir: is a folder" ;;
+		*) want="$1: $T/x.out: $T is not a folder" ;;
+		esac
+		expect_error "$want" "$2" "$bad"
+	done
+}
+M() { timeout "$LIMIT" $MEMSIM "$@"; }
+o_convert() { M convert "$T" "$1"; }
+o_genr() { M gen random --requests 10 -o "$1"; }
+o_genm() { M gen model --arch gpt2 --layers 1 --hidden 64 --heads 2 --vocab 100 \
+	--positions 64 --batch 1 --seq 8 --dtype fp32 --steps 1 -o "$1"; }
+o_segments() { M run --segments "$1" "$T"; }
+o_runplot() { M run --db "$tmp/x.db" --plot "$1" "$T"; }
+o_rundb() { M run --db "$1" "$T"; }
+o_report() { M report --db "$tmp/x.db" --compare --plot "$1"; }
+o_merge() { M merge "$1" "$tmp/x.db"; }
+o_export() { M plot --db "$tmp/x.db" --export "$1"; }
+out_cases OUT o_convert
+out_cases -o o_genr
+out_cases -o o_genm
+out_cases --segments o_segments
+out_cases --plot o_runplot
+out_cases --db o_rundb
+out_cases --plot o_report
+out_cases OUT.db o_merge
+out_cases --export o_export
+# A folder where no file can be made: read-only for a user; for root,
+# /sys (sysfs makes no files).
+if [ "$(id -u)" -ne 0 ]; then
+	mkdir "$tmp/ro" && chmod 555 "$tmp/ro"
+	expect_error "cannot write in folder $tmp/ro" \
+		lim $MEMSIM gen random --requests 10 -o "$tmp/ro/x.csv"
+	chmod 755 "$tmp/ro"
+elif [ -d /sys ] && ! touch /sys/memsim-probe 2>/dev/null; then
+	expect_error "cannot write in folder /sys" \
+		lim $MEMSIM gen random --requests 10 -o /sys/x.csv
+fi
+# Before any work: a bad --segments is said before a long replay is run.
+expect_error "segments: /nonexistent/s.csv" lim $MEMSIM run --segments \
+	/nonexistent/s.csv "$T"
+[ -s "$tmp/out" ] && fail "run --segments /nonexistent: replayed first"
+# Inputs: each of several traces, the calibration file, a database
+# spelt another way.
+cp "$T" "$tmp/a.csv" && cp "$T" "$tmp/b.csv"
+sum=$(cksum <"$tmp/b.csv")
+expect_error "b.csv' is an input trace" lim $MEMSIM run --segments "$tmp/b.csv" \
+	"$tmp/a.csv" "$tmp/b.csv"
+expect_error "b.csv' is an input trace" lim $MEMSIM run --db "$tmp/b.csv" \
+	"$tmp/a.csv" "$tmp/b.csv"
+same "$tmp/b.csv" "$sum"
+cp "$DATA/cuda_latency_h200.csv" "$tmp/cal.csv"
+sum=$(cksum <"$tmp/cal.csv")
+expect_error "is the calibration file" lim $MEMSIM run --db "$tmp/cal.csv" \
+	--calibration "$tmp/cal.csv" "$T"
+same "$tmp/cal.csv" "$sum"
+sum=$(cksum <"$tmp/x.db")
+(cd "$tmp" && expect_error "cannot merge a database into itself" \
+	lim $MEMSIM merge x.db ./x.db)
+same "$tmp/x.db" "$sum"
+# A FIFO is written in place, not replaced by a file.
+mkfifo "$tmp/fifo" 2>/dev/null && {
+	cat "$tmp/fifo" >"$tmp/fifo.out" &
+	lim $MEMSIM gen random --requests 10 -o "$tmp/fifo" 2>/dev/null ||
+		fail "gen -o FIFO failed"
+	wait
+	[ -p "$tmp/fifo" ] || fail "the FIFO was replaced"
+	[ "$(head -n 1 "$tmp/fifo.out")" = 'seq,time_us,action,addr,size,stream' ] ||
+		fail "nothing came through the FIFO"
+}
+# A link to a file: the file gets the output, the link stays.
+: >"$tmp/real.csv"
+ln -s real.csv "$tmp/link.csv"
+lim $MEMSIM gen random --requests 10 -o "$tmp/link.csv" 2>/dev/null || fail "gen -o link"
+[ -L "$tmp/link.csv" ] || fail "the link was replaced by a file"
+[ -s "$tmp/real.csv" ] || fail "the link's file was not written"
+# /dev/null as an output (as root, a rename would replace the device).
+lim $MEMSIM gen random --requests 10 -o /dev/null 2>/dev/null || fail "gen -o /dev/null"
+[ -c /dev/null ] || fail "/dev/null is no longer a device"
+
 finish hostile_lib
