@@ -660,7 +660,7 @@ read_settings_file(const char *path, kvlist_t **out, size_t *n_out,
 	if (rc)
 		return rc;
 	kvlist_t *v = NULL;
-	size_t n = 0;
+	size_t n = 0, vcap = 0;
 	char line[4096];
 	while ((rc = msim_text_line(&tx, line, sizeof(line), why, whylen)) ==
 	       1) {
@@ -672,12 +672,10 @@ read_settings_file(const char *path, kvlist_t **out, size_t *n_out,
 		char *t = trim(line);
 		if (!*t)
 			continue;
-		kvlist_t *nv = realloc(v, (n + 1) * sizeof(*nv));
-		if (!nv) {
+		if (MSIM_GROW(v, vcap, n + 1, 64)) { /* not a copy a line */
 			rc = MSIM_ENOMEM;
 			break;
 		}
-		v = nv;
 		memset(&v[n], 0, sizeof(v[n]));
 		char w[256];
 		if ((rc = kv_parse(&v[n++], t, w, sizeof(w)))) {
