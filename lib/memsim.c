@@ -231,7 +231,7 @@ handle_msg(int rc)
 				   : "not a run (NULL or not from memsim_open())";
 }
 
-/* r = the run of handle h, or return the error (GET: a const handle). */
+/* Declares r, the run of handle h, or returns handle_run()'s error. */
 #define RUN_OF(h, r)                                                          \
 	run_t *r;                                                             \
 	do {                                                                  \
