@@ -78,6 +78,14 @@ msim_cli_not_input(const char *opt, const char *out, const char *in,
 			     what);
 }
 
+void
+msim_cli_output(const char *opt, const char *out)
+{
+	char why[4400];
+	if (out && strcmp(out, "-") && msim_output_check(out, why, sizeof(why)))
+		msim_cli_die("%s: %s", opt, why);
+}
+
 int
 msim_cli_getopt(int argc, char **argv, const char *shortopts,
 		const struct option *longopts)

@@ -30,6 +30,10 @@ uint64_t msim_cli_uint(const char *opt, const char *text, uint64_t min,
 void msim_cli_not_input(const char *opt, const char *out, const char *in,
 			const char *what);
 
+/* Dies (one line naming opt) unless out can be written: msim_output_check()
+ * of sim/file.h, called before any work.  "-" (stdout) passes. */
+void msim_cli_output(const char *opt, const char *out);
+
 /*
  * getopt_long() with one rule for every command: long options are
  * written in full.  getopt_long() takes an unambiguous prefix ("--cap"

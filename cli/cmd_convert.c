@@ -92,6 +92,7 @@ msim_cmd_convert(int argc, char **argv)
 	};
 	msim_convert_result_t res;
 	char why[1024];
+	msim_cli_output("OUT", spec.out);
 	if (msim_convert_run(&spec, &res, why, sizeof(why)))
 		msim_cli_die("%s", why);
 	printf("%s -> %s: %" PRIu64 " entries (%s -> %s)\n", spec.in, spec.out,

@@ -182,6 +182,7 @@ gen_model_cmd(int argc, char **argv)
 		msim_cli_die("--arch: required (gpt2, llama, bert, resnet50)");
 	if (!out)
 		msim_cli_die("-o: an output file is required");
+	msim_cli_output("-o", out);
 	char why[256] = "";
 	msim_gen_t g;
 	msim_gen_init(&g, false);

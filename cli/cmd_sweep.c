@@ -377,6 +377,8 @@ msim_cmd_sweep(int argc, char **argv)
 	spec.preload = !o.list && o.db && (o.force || access(o.db, F_OK));
 	if (msim_sweep_plan(&spec, &sw, why, sizeof(why)))
 		msim_cli_die("%s", why);
+	if (*msim_sweep_note(sw))
+		fprintf(stderr, "memsim sweep: %s\n", msim_sweep_note(sw));
 	msim_sweep_result_t res = {0};
 	if (o.list) {
 		sweep_list(sw);

@@ -14,12 +14,24 @@
  * library never prints and never exits.  A simulated out-of-memory is a
  * result, not an error: see the figure "oom_request".
  *
- * Handles are opaque.  One run must not be used by two threads at once;
- * runs in parallel threads are not tested (memsim sweep -j replays in
- * processes), so replay in processes to be safe.  memsim_replay() turns
- * GSL's aborting error handler off while it runs and restores the
- * caller's after.  Strings returned by the library belong to it and live
- * until the run is closed (or, for memsim_errmsg(), its next call).
+ * Handles are opaque tokens, not addresses.  Every function taking a run
+ * returns MEMSIM_EINVAL for NULL or a pointer that memsim_open() or
+ * memsim_load() did not give, and MEMSIM_ESTATE for a closed run (those
+ * returning a count return 0, memsim_name() NULL, memsim_errmsg() a
+ * message saying which); memsim_close() of a closed run does nothing,
+ * even after a new run was opened.  A NULL out-parameter (value_out, out,
+ * n_out) or name is MEMSIM_EINVAL.
+ *
+ * Threads: different runs may be replayed in different threads at once
+ * (tests/api_threads.c, also under ThreadSanitizer); one run must not be
+ * used by two threads at once.  No call changes process-wide state, with
+ * one exception made once: the first memsim_open() turns GSL's default
+ * error handler (which aborts) off for the process, unless the caller
+ * installed a handler of their own, which is kept.  The library checks
+ * GSL's status codes and hands GSL checked input, so the handler is
+ * reached only when the host runs out of memory.  Strings returned by the
+ * library belong to it and live until the run is closed (or, for
+ * memsim_errmsg(), its next call).
  *
  * Build against it with `pkg-config --cflags --libs memsim`.
  */
@@ -96,15 +108,17 @@ MEMSIM_EXPORT const char *memsim_policy_summary(size_t i);
  * defaults until memsim_set_policy().  The trace is read by
  * memsim_replay(), which reports its errors.  *out is set whenever
  * memory allows, also on error, so memsim_errmsg() can say why; close it
- * with memsim_close().  Returns 0, MEMSIM_EINVAL or MEMSIM_ENOMEM.
+ * with memsim_close().  Returns 0, MEMSIM_EINVAL (also for out NULL, then
+ * nothing is made) or MEMSIM_ENOMEM.
  */
 MEMSIM_EXPORT int memsim_open(memsim_run_t **out, const char *trace);
 
-/* Frees the run; NULL is a no-op. */
+/* Frees the run; NULL, a closed run (closing twice) or a pointer that is
+ * no run is a no-op. */
 MEMSIM_EXPORT void memsim_close(memsim_run_t *run);
 
 /* The last error's message, one line ("" if none); for NULL (memsim_open()
- * out of memory), "out of memory". */
+ * out of memory), a closed run or no run, a static line saying so. */
 MEMSIM_EXPORT const char *memsim_errmsg(const memsim_run_t *run);
 
 /*

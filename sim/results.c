@@ -29,6 +29,11 @@
 /* How db_open() opens a file. */
 enum { DB_CREATE, DB_EXISTING, DB_READONLY };
 
+/* SQLite's application_id of a memsim database ("MSIM"), set with the
+ * schema: `file` names it.  Files of schema 7 and older were made without
+ * it and are told apart by their tables (db_check_owner()). */
+#define DB_APP_ID 0x4d53494d
+
 #define RUN_COL_SQL(name, json, type, sql, since, show, value) ", " #name " " sql
 static const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS meta("
@@ -551,7 +556,7 @@ static int
 db_stamp(void)
 {
 	const char *part[] = {MSIM_STR(MSIM_DB_SCHEMA_VERSION), schema_sql,
-			      views_sql, index_sql};
+			      views_sql, index_sql, MSIM_STR(DB_APP_ID)};
 	uint32_t h = 2166136261u;
 	for (size_t k = 0; k < sizeof(part) / sizeof(part[0]); k++)
 		for (const char *p = part[k]; *p; p++)
@@ -642,6 +647,70 @@ db_fresh_sync(msim_db_t *db)
 	return 0;
 }
 
+/* The first column of a one-row statement as an int in *v_out; an SQLite
+ * error code otherwise. */
+static int
+db_get_int(msim_db_t *db, const char *sql, int *v_out)
+{
+	sqlite3_stmt *q;
+	int rc = sqlite3_prepare_v2(db->db, sql, -1, &q, NULL);
+	if (rc == SQLITE_OK) {
+		rc = sqlite3_step(q);
+		if (rc == SQLITE_ROW) {
+			*v_out = sqlite3_column_int(q, 0);
+			rc = SQLITE_OK;
+		} else if (rc == SQLITE_DONE) {
+			*v_out = 0;
+			rc = SQLITE_OK;
+		}
+	}
+	sqlite3_finalize(q);
+	return rc;
+}
+
+/*
+ * Whether the file at path, opened for writing and not new, is memsim's:
+ * its application_id is memsim's, or it has none and holds nothing (no
+ * table, view or index) or memsim's tables of an older schema (meta with
+ * a schema_version, runs).  Another program's database is refused before
+ * anything is written to it (no table made, no switch to WAL).
+ */
+static int
+db_check_owner(msim_db_t *db, const char *path)
+{
+	int app, n;
+	if (db_get_int(db, "PRAGMA application_id", &app) != SQLITE_OK)
+		return msim_dbi_fail(db, "cannot open");
+	if (app == DB_APP_ID)
+		return 0;
+	if (app) {
+		snprintf(db->errmsg, sizeof(db->errmsg), "%.1000s: not a "
+			 "memsim database (SQLite application_id 0x%08x): "
+			 "memsim writes only to its own files, give a new one",
+			 path, (unsigned)app);
+		return MSIM_EDB;
+	}
+	if (db_get_int(db, "SELECT count(*) FROM sqlite_master", &n) !=
+	    SQLITE_OK)
+		return msim_dbi_fail(db, "cannot open");
+	if (!n || (db_read_version(db) > 0 && db_has_table(db, "runs")))
+		return 0;
+	char first[200] = "";
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(db->db, "SELECT type, name FROM sqlite_master "
+			       "ORDER BY rowid LIMIT 1", -1, &q, NULL) ==
+		    SQLITE_OK &&
+	    sqlite3_step(q) == SQLITE_ROW)
+		snprintf(first, sizeof(first), " (it holds %s '%.100s')",
+			 (const char *)sqlite3_column_text(q, 0),
+			 (const char *)sqlite3_column_text(q, 1));
+	sqlite3_finalize(q);
+	snprintf(db->errmsg, sizeof(db->errmsg), "%.1000s: not a memsim "
+		 "database%s: memsim adds nothing to another program's "
+		 "database, give a new file", path, first);
+	return MSIM_EDB;
+}
+
 static int
 db_open(const char *path, int how, msim_db_t **out, char *why,
 	size_t whylen)
@@ -685,6 +754,9 @@ db_open(const char *path, int how, msim_db_t **out, char *why,
 	}
 	sqlite3_busy_handler(db->db, db_busy, db);
 	sqlite3_extended_result_codes(db->db, 1);
+	if (!fresh && (rc = db_check_owner(db, path)))
+		goto fail;
+	rc = MSIM_EDB;
 	/* A new file holds nothing to lose: it is made without syncs (no
 	 * rollback journal for the switch to WAL, written in memory, no
 	 * fdatasync of it, the file, the WAL's header or the folder: five
@@ -777,7 +849,8 @@ db_open(const char *path, int how, msim_db_t **out, char *why,
 	if ((rc = msim_dbi_exec(db, index_sql, "cannot create the indexes")))
 		goto rollback;
 	char stamp[64];
-	snprintf(stamp, sizeof(stamp), "PRAGMA user_version=%d", db_stamp());
+	snprintf(stamp, sizeof(stamp), "PRAGMA application_id=%d; "
+		 "PRAGMA user_version=%d", DB_APP_ID, db_stamp());
 	if ((rc = msim_dbi_exec(db, stamp, "cannot write the schema version")))
 		goto rollback;
 	if ((rc = msim_dbi_exec(db, "COMMIT", "cannot commit")))
