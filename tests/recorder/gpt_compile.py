@@ -1,6 +1,6 @@
 # A nanoGPT-style GPT (GPT-2 blocks, tied embedding), AdamW, random tokens:
 # python3 gpt_compile.py B T LAYERS DIM VOCAB STEPS default|reduce-overhead|eager
-# (the code below is what the H200 ran, written short: compile_device.sh)
+# (the code below is what the H200 ran, written short: validate/device/compile_device.sh)
 import sys,torch,torch.nn as nn,torch.nn.functional as F
 B,T,L,D,V,S=map(int,sys.argv[1:7]);M=sys.argv[7];H=max(1,D//64)
 class Bk(nn.Module):

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The real runs of tests/data/compile (H200, torch 2.11 with triton, one
 # call of the device machine, the four runs side by side):
-#   sh tests/recorder/compile_device.sh OUTDIR
+#   sh validate/device/compile_device.sh OUTDIR
 # then `memsim convert OUTDIR/NAME.csv tests/data/compile/NAME.real.bin`.
 # The call itself ran a copy of tests/recorder/gpt_compile.py (its code,
 # without the 3 comment lines) written by a heredoc (the device machine
