@@ -223,6 +223,133 @@ info_snap_print(const msim_trace_tally_t *tl, const info_t *in,
 		       in->nlive, in->live, nactive, s->active_requested);
 }
 
+/*
+ * The recorder's assumptions: the `annotate` rows of category
+ * "assumption" in a CSV trace that `memsim record --fake` wrote, whose site
+ * is "KIND FILE:LINE =VALUE" (docs/recording-values.md).  The trace reader
+ * keeps no annotate site, so the file is read again for them, and only a
+ * plain CSV with action, category and site columns.
+ */
+#define INFO_ASSUME_SITES 4096 /* distinct sites listed; more are counted */
+#define INFO_ASSUME_SHOW 20    /* sites printed */
+
+typedef struct info_count_s {
+	char *key;
+	uint64_t n;
+} info_count_t;
+
+typedef struct info_assume_s {
+	info_count_t *kinds, *sites;
+	size_t nkinds, nsites;
+	uint64_t total, other; /* other: rows past INFO_ASSUME_SITES sites */
+} info_assume_t;
+
+static int
+info_count_add(info_count_t **v, size_t *n, const char *key, size_t len)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (strlen((*v)[i].key) == len &&
+		    !memcmp((*v)[i].key, key, len)) {
+			(*v)[i].n++;
+			return 0;
+		}
+	info_count_t *w = realloc(*v, (*n + 1) * sizeof(**v));
+	if (!w)
+		msim_cli_die("out of memory");
+	*v = w;
+	if (!(w[*n].key = malloc(len + 1)))
+		msim_cli_die("out of memory");
+	memcpy(w[*n].key, key, len);
+	w[*n].key[len] = '\0';
+	w[*n].n = 1;
+	(*n)++;
+	return 0;
+}
+
+/* Field i of the comma-separated line s (no quoting: memsim writes none),
+ * as a pointer and a length; false if the line has fewer fields. */
+static bool
+info_field(const char *s, int i, const char **f, size_t *len)
+{
+	for (; i > 0; i--) {
+		s = strchr(s, ',');
+		if (!s)
+			return false;
+		s++;
+	}
+	size_t n = strcspn(s, ",\r\n");
+	*f = s;
+	*len = n;
+	return true;
+}
+
+static int
+info_count_cmp(const void *a, const void *b)
+{
+	const info_count_t *x = a, *y = b;
+	if (x->n != y->n)
+		return x->n < y->n ? 1 : -1;
+	return strcmp(x->key, y->key);
+}
+
+static void
+info_assumptions(const char *path, info_assume_t *as)
+{
+	memset(as, 0, sizeof(*as));
+	FILE *fp = fopen(path, "r");
+	if (!fp)
+		return;
+	char *line = NULL;
+	size_t cap = 0;
+	int col_act = -1, col_cat = -1, col_site = -1;
+	if (getline(&line, &cap, fp) > 0) {
+		const char *f;
+		size_t len;
+		for (int i = 0; info_field(line, i, &f, &len); i++) {
+			if (len == 6 && !memcmp(f, "action", 6))
+				col_act = i;
+			else if (len == 8 && !memcmp(f, "category", 8))
+				col_cat = i;
+			else if (len == 4 && !memcmp(f, "site", 4))
+				col_site = i;
+		}
+	}
+	while (col_act >= 0 && col_cat >= 0 && col_site >= 0 &&
+	       getline(&line, &cap, fp) > 0) {
+		const char *f, *site;
+		size_t len, slen;
+		if (!strstr(line, ",annotate,") ||
+		    !info_field(line, col_act, &f, &len) || len != 8 ||
+		    memcmp(f, "annotate", 8) ||
+		    !info_field(line, col_cat, &f, &len) || len != 10 ||
+		    memcmp(f, "assumption", 10) ||
+		    !info_field(line, col_site, &site, &slen) || !slen)
+			continue;
+		as->total++;
+		info_count_add(&as->kinds, &as->nkinds, site,
+			       strcspn(site, " ,\r\n"));
+		if (as->nsites < INFO_ASSUME_SITES)
+			info_count_add(&as->sites, &as->nsites, site, slen);
+		else
+			as->other++;
+	}
+	free(line);
+	fclose(fp);
+	qsort(as->kinds, as->nkinds, sizeof(*as->kinds), info_count_cmp);
+	qsort(as->sites, as->nsites, sizeof(*as->sites), info_count_cmp);
+}
+
+static void
+info_assume_free(info_assume_t *as)
+{
+	for (size_t i = 0; i < as->nkinds; i++)
+		free(as->kinds[i].key);
+	for (size_t i = 0; i < as->nsites; i++)
+		free(as->sites[i].key);
+	free(as->kinds);
+	free(as->sites);
+}
+
 int
 msim_cmd_info(int argc, char **argv)
 {
@@ -304,6 +431,10 @@ msim_cmd_info(int argc, char **argv)
 	bool timed = tl.untimed == 0; /* PyTorch 2.0 wrote no time_us */
 	msim_trace_seed_t seed;
 	msim_trace_seeding(t, &seed);
+	info_assume_t as = {0};
+	if (tl.actions[MSIM_ACT_ANNOTATE] &&
+	    !strcmp(msim_trace_format_name(t), "csv"))
+		info_assumptions(path, &as);
 	const char *conf = msim_trace_alloc_conf(t);
 	char a[32], b[32];
 	if (json) {
@@ -334,6 +465,15 @@ msim_cmd_info(int argc, char **argv)
 			msim_cli_json_str(stdout, conf);
 		}
 		msim_cli_seed_json(t, true);
+		if (as.total) {
+			printf(",\n  \"assumptions\": {");
+			for (size_t i = 0; i < as.nkinds; i++) {
+				printf("%s\n    ", i ? "," : "");
+				msim_cli_json_str(stdout, as.kinds[i].key);
+				printf(": %" PRIu64, as.kinds[i].n);
+			}
+			printf("\n  }");
+		}
 		if (has_state)
 			info_snap_print(&tl, &in, &snap, seed.segment_bytes, 1);
 		printf(",\n  \"trace_hash\": \"%016" PRIx64 "\"\n}\n",
@@ -373,6 +513,23 @@ msim_cmd_info(int argc, char **argv)
 			       maybe, maybe == 1 ? "" : "s");
 		printf("\n");
 		msim_cli_seed_print(t);
+		if (as.total) {
+			printf("assumptions %" PRIu64 " (", as.total);
+			for (size_t i = 0; i < as.nkinds; i++)
+				printf("%s%s %" PRIu64, i ? ", " : "",
+				       as.kinds[i].key, as.kinds[i].n);
+			printf(")\n");
+			for (size_t i = 0; i < as.nsites &&
+			     i < INFO_ASSUME_SHOW; i++)
+				printf("  %8" PRIu64 " x %s\n", as.sites[i].n,
+				       as.sites[i].key);
+			if (as.nsites > INFO_ASSUME_SHOW || as.other)
+				printf("  (%zu more sites%s)\n",
+				       as.nsites > INFO_ASSUME_SHOW ?
+				       as.nsites - INFO_ASSUME_SHOW : 0,
+				       as.other ? ", and rows past the "
+				       "first 4096 sites" : "");
+		}
 		if (has_state)
 			info_snap_print(&tl, &in, &snap, seed.segment_bytes, 0);
 		printf("sizes      (allocs by size, powers of two)\n");
@@ -388,6 +545,7 @@ msim_cmd_info(int argc, char **argv)
 			       "########################################");
 		}
 	}
+	info_assume_free(&as);
 	gsl_histogram_free(in.h);
 	free(in.sizes);
 	msim_trace_close(t);

@@ -369,12 +369,13 @@ class Values:
                     for t, r in fresh.values():
                         self._set(t, r)
                 return
+            view = getattr(func, "is_view", False)
             for o, r in zip(outs, reals):
                 if isinstance(o, (list, tuple)):
                     for o2, r2 in zip(o, r):
-                        self._set(o2, r2)
+                        self._set(o2, r2 if view else self._layout(o2, r2))
                 else:
-                    self._set(o, r)
+                    self._set(o, r if view else self._layout(o, r))
             return
         if targets:
             self._stale(targets)
@@ -382,6 +383,23 @@ class Values:
             return
         # rules mode: routing shadows, ranges
         self._rules(func, name, args, kwargs, out, outs, targets)
+
+    def _layout(self, o, r):
+        """R laid out as the fake output O (the CPU kernel may choose other
+        strides than the GPU's, on which a later view depends)."""
+        torch = self.torch
+        if not isinstance(r, torch.Tensor) or not isinstance(o, self.Fake) \
+                or r.layout != torch.strided or tuple(r.shape) != \
+                tuple(o.shape) or r.stride() == o.stride():
+            return r
+        try:
+            with self.unset():
+                t = torch.empty_strided(tuple(o.shape), o.stride(),
+                                        dtype=r.dtype)
+                t.copy_(r)
+            return t
+        except Exception:
+            return r
 
     def _stale(self, targets):
         for t in targets:
@@ -622,7 +640,7 @@ class Values:
                     idx.numel() <= self.limit and idx.numel() > 0 and \
                     (name != "argmax" or dim is not None) and \
                     (name != "argmin" or dim is not None):
-                d = dim % max(idx.dim(), 1) if idx.dim() else 0
+                d = None if name != "topk" else dim % idx.dim()
                 r = self.routing(idx, n, d)
                 if r is not None:
                     self._set(idx, r)
@@ -701,10 +719,10 @@ class Values:
 
     def routing(self, idx, n, d):
         """The uniform (or --routing-imbalance) routing of the module's
-        docstring, for indices IDX of shape (..., k at D, ...) into N
-        experts."""
+        docstring, for indices IDX into N experts: k choices a row at
+        dimension D (topk), or one (D None: argmax, max(dim), ...)."""
         torch = self.torch
-        k = idx.shape[d] if idx.dim() else 1
+        k = idx.shape[d] if d is not None else 1
         total = idx.numel()
         rows = total // max(k, 1)
         if rows == 0:
@@ -716,8 +734,8 @@ class Values:
                 torch.tensor(counts, dtype=torch.long))
             # column-major: choice j of row t is seq[j * rows + t]
             r = seq.reshape(k, rows).t().contiguous()   # (rows, k)
-            if idx.dim() == 0:
-                r = r.reshape(())
+            if d is None:
+                r = r.reshape(tuple(idx.shape))
             else:
                 shape = list(idx.shape)
                 del shape[d]
@@ -826,20 +844,40 @@ def _sdpa_fwd(torch, func, a2, k2, out):
 
 
 def _sdpa_bwd(torch, func, a2, k2, out):
-    """Their backward: the math path's gradients by autograd."""
+    """Their backward: the math path's gradients, written out (no autograd
+    here: the op runs below the autograd keys)."""
     d = _named(func, a2, k2)
     go = d.get("grad_out", d.get("grad_out_"))
-    q, k, v = (d[n].detach().requires_grad_(True)
-               for n in ("query", "key", "value"))
+    q, k, v = d["query"], d["key"], d["value"]
+    dt = q.dtype
+    q, k, v, go = (t.float() for t in (q, k, v, go))
+    g = q.shape[1] // k.shape[1]
+    if g > 1:                      # grouped-query attention
+        k = k.repeat_interleave(g, dim=1)
+        v = v.repeat_interleave(g, dim=1)
+    scale = d.get("scale")
+    if scale is None:
+        scale = 1.0 / math.sqrt(q.shape[-1])
+    s = q @ k.transpose(-2, -1) * scale
     bias = d.get("attn_bias")
-    with torch.enable_grad():
-        o = torch._C._nn.scaled_dot_product_attention(
-            q, k, v, attn_mask=bias, dropout_p=0.0,
-            is_causal=bool(d.get("is_causal", False)),
-            scale=d.get("scale"), enable_gqa=q.shape[1] != k.shape[1])
-        gq, gk, gv = torch.autograd.grad(o, (q, k, v), go)
+    if bias is not None:
+        s = s + bias.float()
+    if d.get("is_causal"):
+        lq, lk = s.shape[-2], s.shape[-1]
+        keep = torch.ones(lq, lk, dtype=torch.bool).tril()  # top left
+        s = s.masked_fill(~keep, float("-inf"))
+    p = torch.softmax(s, dim=-1)
+    dv = p.transpose(-2, -1) @ go
+    dp = go @ v.transpose(-2, -1)
+    ds = p * (dp - (dp * p).sum(-1, keepdim=True))
+    dq = ds @ k * scale
+    dk = ds.transpose(-2, -1) @ q * scale
+    if g > 1:
+        b, h = dk.shape[0], dk.shape[1] // g
+        dk = dk.reshape(b, h, g, *dk.shape[2:]).sum(2)
+        dv = dv.reshape(b, h, g, *dv.shape[2:]).sum(2)
     rest = _zeros_like_outs(torch, out)
-    rest[0], rest[1], rest[2] = gq, gk, gv
+    rest[0], rest[1], rest[2] = (t.to(dt) for t in (dq, dk, dv))
     return tuple(rest)
 
 
