@@ -14,7 +14,7 @@ sizes() {
 		printf "%s%s", s, $5; s = " " } END { print "" }' "$1"
 }
 
-# 1. Values that cross to the host.  uniform_(0, 1).item() is its
+# 1. Values that cross to the host (formatting included).  uniform_(0, 1).item() is its
 # midpoint 0.5 (never 1.0: int(u * 10) indexes a list of 10), linspace
 # and arange are computed (2.0, 17), randint(3, 9) is the lower median of
 # 3..8 (5), argmax over 7 entries is routed (row 2: 2).  Each assumption
@@ -22,6 +22,8 @@ sizes() {
 $MEMSIM record -o "$tmp/h.csv" -- "$PY" "$R/values_host.py" 2>"$tmp/err" ||
 	fail "record host values: $(tail -3 "$tmp/err")"
 grep -q "^values 5 2.0 17 5 2$" "$tmp/err" || fail "host values: $(cat "$tmp/err")"
+# f"{t:.3f}" of a 0-dim tensor: its .item() (a loss: 1.0; linspace: exact)
+grep -q "^fmt 1.000 0.25$" "$tmp/err" || fail "format: $(cat "$tmp/err")"
 # sizes[5] = 6144 floats; 2000 floats; 17 and 5 bytes
 got="$(sizes "$tmp/h.csv" values_host.py:7) $(sizes "$tmp/h.csv" values_host.py:9)"
 got="$got $(sizes "$tmp/h.csv" values_host.py:11) $(sizes "$tmp/h.csv" values_host.py:13)"
@@ -31,17 +33,18 @@ cat >"$tmp/want" <<'EOF'
 assumption,item:range values_host.py:6 =0.5
 assumption,item:range values_host.py:12 =5
 assumption,routing values_host.py:14 =uniform E=7 k=1
+assumption,item:float values_host.py:17 =1.0
 EOF
 cmp -s "$tmp/out" "$tmp/want" || fail "host assumptions: $(diff "$tmp/want" "$tmp/out")"
-grep -q "; 3 assumptions (item:range 2, routing 1)$" "$tmp/err" ||
+grep -q "; 4 assumptions (item:float 1, item:range 2, routing 1)$" "$tmp/err" ||
 	fail "host summary: $(cat "$tmp/err")"
 # memsim info lists them, by kind and by site.
 $MEMSIM info "$tmp/h.csv" >"$tmp/info" || fail "info"
-grep -q "^assumptions 3 (item:range 2, routing 1)$" "$tmp/info" ||
+grep -q "^assumptions 4 (item:range 2, item:float 1, routing 1)$" "$tmp/info" ||
 	fail "info assumptions: $(cat "$tmp/info")"
 grep -q "^ *1 x item:range values_host.py:6 =0.5$" "$tmp/info" ||
 	fail "info assumption sites: $(cat "$tmp/info")"
-$MEMSIM info --json "$tmp/h.csv" | tr -d ' \n' | grep -q '"assumptions":{"item:range":2,"routing":1}' ||
+$MEMSIM info --json "$tmp/h.csv" | tr -d ' \n' | grep -q '"assumptions":{"item:range":2,"item:float":1,"routing":1}' ||
 	fail "info --json assumptions: $($MEMSIM info --json "$tmp/h.csv")"
 
 # 2. A top-2-of-8 MoE over 64 tokens: each expert gets 64 * 2 / 8 = 16
@@ -95,6 +98,21 @@ grep -q "^steps 6$" "$tmp/err" || fail "loop cpu: $(cat "$tmp/err")"
 $MEMSIM record -o "$tmp/l.csv" -- "$PY" "$R/values_loop.py" 2>"$tmp/err" ||
 	fail "record loop: $(tail -3 "$tmp/err")"
 grep -q "^steps 0$" "$tmp/err" || fail "loop rules: $(cat "$tmp/err")"
+# fake.py's fused rms_norm (its outputs made empty) computed all the
+# same, forward and backward: as PyTorch's own on the CPU, drawing from the
+# recorder's generator.
+$MEMSIM record --values cpu -o "$tmp/r.csv" -- "$PY" "$R/values_rms.py" 2>"$tmp/err" ||
+	fail "record rms cpu: $(tail -3 "$tmp/err")"
+"$PY" -c '
+import torch, torch.nn.functional as F
+g = torch.Generator(); g.manual_seed(0)
+x = torch.randn(4, 16, generator=g).requires_grad_()
+w = torch.randn(16, generator=g).requires_grad_()
+y = F.rms_norm(x, (16,), w, 1e-6)
+y.backward(torch.randn(4, 16, generator=g))
+print("y", y.sum().item(), "gx", x.grad.sum().item(), "gw", w.grad.sum().item())' >"$tmp/want"
+grep '^y ' "$tmp/err" >"$tmp/out"
+cmp -s "$tmp/out" "$tmp/want" || fail "rms cpu: $(cat "$tmp/out") vs $(cat "$tmp/want")"
 # A program without data-dependent behaviour: the same trace either way
 # (the annotate rows aside: the rules' loss.item() is 1.0).
 strip() { awk -F, '$3 != "annotate" { print $3, $4, $5, $6, $7, $8 }' "$1"; }

@@ -1516,6 +1516,7 @@ def run(opt, script, argv):
             rstd = torch.empty(tuple(x.shape[:-n]) + (1,) * n,
                                dtype=torch.float32, device=x.device)
             ctx.save_for_backward(x, weight, rstd)
+            values.rms_norm_fwd(rec, x, weight, shape, eps, out, rstd)
             return out
 
         @staticmethod
@@ -1524,6 +1525,7 @@ def run(opt, script, argv):
             gx = torch.empty_like(x)
             gw = torch.empty_like(weight) if weight is not None and \
                 ctx.needs_input_grad[1] else None
+            values.rms_norm_bwd(rec, grad, x, weight, rstd, gx, gw)
             return gx, gw, None, None
 
     def rms_norm(input, normalized_shape, weight=None, eps=None):

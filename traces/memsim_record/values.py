@@ -205,6 +205,15 @@ class Values:
         g = torch.Generator()
         g.manual_seed(0)
         self.rng = g
+        # f"{loss:.4f}": Tensor.__format__ formats a 0-dim tensor's item()
+        # only for plain tensors; the same for fake ones (the value by the
+        # rules above).
+        if "__format__" not in FakeTensor.__dict__:
+            def __format__(self, spec):
+                if self.dim() == 0:
+                    return self.item().__format__(spec)
+                return torch.Tensor.__format__(self, spec)
+            FakeTensor.__format__ = __format__
 
     # -- lookups -----------------------------------------------------------
     def _skey(self, t):
@@ -895,3 +904,51 @@ def host_values(rec, t):
     """A real CPU tensor of T's shape and dtype with its values, for the
     recorder's .cpu() of a fake CUDA tensor (docs/recording-values.md)."""
     return rec.known.values.host(t)
+
+
+def rms_norm_fwd(rec, x, weight, shape, eps, out, rstd):
+    """The values of fake.py's fused rms_norm (its output and rstd are
+    made empty there), where x's and weight's are known."""
+    vs = rec.known.values
+    torch = vs.torch
+    rx = vs.real(x)
+    rw = vs.real(weight) if weight is not None else None
+    if rx is None or (weight is not None and rw is None):
+        return
+    n = len(shape)
+    with vs.unset():
+        if eps is None:
+            eps = torch.finfo(x.dtype).eps
+        xf = rx.float()
+        dims = tuple(range(-n, 0))
+        r = torch.rsqrt(xf.pow(2).mean(dims, keepdim=True) + eps)
+        y = xf * r
+        if rw is not None:
+            y = y * rw.float()
+        vs._set(out, vs._layout(out, y.to(out.dtype)))
+        vs._set(rstd, vs._layout(rstd, r.to(rstd.dtype)))
+
+
+def rms_norm_bwd(rec, grad, x, weight, rstd, gx, gw):
+    """The values of its backward's gradients."""
+    vs = rec.known.values
+    torch = vs.torch
+    rg, rx, rr = vs.real(grad), vs.real(x), vs.real(rstd)
+    rw = vs.real(weight) if weight is not None else None
+    if rg is None or rx is None or rr is None or \
+            (weight is not None and rw is None):
+        return
+    with vs.unset():
+        # rstd keeps the normalized dimensions as ones
+        n = sum(1 for i in range(1, rr.dim() + 1)
+                if rr.shape[-i] == 1 and rx.shape[-i] != 1)
+        n = max(n, 1)
+        dims = tuple(range(-n, 0))
+        xh = rx.float() * rr.float()
+        gwx = rg.float() * (rw.float() if rw is not None else 1.0)
+        dx = rr.float() * (gwx - xh * (gwx * xh).mean(dims, keepdim=True))
+        vs._set(gx, vs._layout(gx, dx.to(gx.dtype)))
+        if gw is not None:
+            lead = tuple(range(rx.dim() - n))
+            d = (rg.float() * xh).sum(lead) if lead else rg.float() * xh
+            vs._set(gw, vs._layout(gw, d.to(gw.dtype)))
