@@ -175,6 +175,8 @@ class Known:
         vs = self.values
         if vs is not None:
             vs.after(func, name, args, kwargs, out)
+            if vs.cpu:
+                return      # --values cpu: computed, no rule here
         if not self.vals and name not in CREATE and name not in (
                 "full", "full_like", "new_full", "scalar_tensor",
                 "lift_fresh", "lift_fresh_copy", "fill", "fill_",

@@ -201,6 +201,7 @@ class Values:
         self.Fake = FakeTensor
         self.unset = unset_fake_temporarily
         self.pending = None     # (fake outputs, real outputs) of _dynamic
+        self.fresh = {}
         self.no_kernel = set()
         g = torch.Generator()
         g.manual_seed(0)
@@ -365,14 +366,17 @@ class Values:
                     n += o.numel()
             big = n > self.limit
         real = None
+        self.fresh = {}
         if pend is not None and pend[0] is out:
             real = pend[1]
         elif not big and (self.cpu or name not in RANDOM):
             real = self._compute(func, name, args, kwargs, out, targets)
+        # (nothing here may keep a fake tensor alive past this call: its
+        # storage's death is a row of the trace)
+        fresh, self.fresh = self.fresh, {}
         if real is not None:
             reals = real if isinstance(real, (tuple, list)) else (real,)
             if targets:
-                fresh = self.fresh
                 if fresh:
                     self._stale([t for t, _ in fresh.values()])
                     for t, r in fresh.values():
@@ -563,6 +567,7 @@ class Values:
         real = None
         if self.cpu or self.shadow:
             real = self._compute(func, name, args, kwargs, None, ())
+            self.fresh = {}
         if real is None:
             if aten_op or func.name() in OP_RULES:
                 return None      # fake._dynamic's rules
@@ -591,6 +596,7 @@ class Values:
             return None
         if self.cpu or self.shadow:
             real = self._compute(func, "index", args, kwargs, None, ())
+            self.fresh = {}
             if real is not None:
                 out = torch.empty(tuple(real.shape), dtype=real.dtype,
                                   device=args[0].device)
