@@ -113,6 +113,24 @@ y.backward(torch.randn(4, 16, generator=g))
 print("y", y.sum().item(), "gx", x.grad.sum().item(), "gw", w.grad.sum().item())' >"$tmp/want"
 grep '^y ' "$tmp/err" >"$tmp/out"
 cmp -s "$tmp/out" "$tmp/want" || fail "rms cpu: $(cat "$tmp/out") vs $(cat "$tmp/want")"
+# Drawing until a random value crosses 0.9: the rules answer every draw
+# 0.5, a loop that never ends, stopped past --item-repeats in one line;
+# --values cpu draws from the recorder's generator (seeded 0).
+$MEMSIM record --item-repeats 50 -o "$tmp/x.csv" -- "$PY" "$R/values_geo.py" 2>"$tmp/err"
+[ $? -eq 1 ] || fail "geo: status"
+[ "$(grep -c . "$tmp/err")" -eq 1 ] || fail "geo: not one line: $(cat "$tmp/err")"
+grep -q "values_geo.py:4 <module> asked for a .item() of a random value (or an index) 50 times, each answered by the assumption 0.5: .*--values cpu; no trace written$" "$tmp/err" ||
+	fail "geo message: $(cat "$tmp/err")"
+$MEMSIM record --values cpu -o "$tmp/x.csv" -- "$PY" "$R/values_geo.py" 2>"$tmp/err" ||
+	fail "geo cpu: $(cat "$tmp/err")"
+n=$("$PY" -c '
+import torch
+g = torch.Generator(); g.manual_seed(0)
+n = 0
+while torch.rand((), generator=g).item() < 0.9:
+    n += 1
+print(n)')
+grep -q "^draws $n$" "$tmp/err" || fail "geo cpu (want $n): $(cat "$tmp/err")"
 # A program without data-dependent behaviour: the same trace either way
 # (the annotate rows aside: the rules' loss.item() is 1.0).
 strip() { awk -F, '$3 != "annotate" { print $3, $4, $5, $6, $7, $8 }' "$1"; }

@@ -472,7 +472,8 @@ class Watch:
         self.asked[key] = n
         if n > self.limit:
             what = {"item:bool": "bool .item()", "item:int": "integer "
-                    ".item()"}.get(kind, "float .item()")
+                    ".item()", "item:range": ".item() of a random value "
+                    "(or an index)"}.get(kind, "float .item()")
             raise Endless(
                 "%s asked for a %s %d times, each answered by the assumption "
                 "%r: a loop on tensor values the fake run does not have "

@@ -160,10 +160,8 @@ class Range:
         elif op == "gt":
             if lo > k:
                 return True
-            if hi < k or (hi <= k and (ho or hi < k)):
+            if hi <= k:
                 return False
-            if hi == k and not ho:
-                return None
         elif op == "ge":
             if lo >= k:
                 return True
@@ -299,6 +297,10 @@ class Values:
                     v = float(rg.lo)
             kind = "item:range"
             assume(self.rec, kind, v)
+            watch = getattr(self.rec, "watch", None)
+            if watch:
+                # (a loop drawing until a random value crosses a bound)
+                watch.assumed(kind, v, ", or record with --values cpu")
             return v
         return _known.UNKNOWN
 
@@ -358,6 +360,12 @@ class Values:
                 if isinstance(t, self.Fake):
                     targets.append(t)
         outs = out if isinstance(out, (tuple, list)) else (out,)
+        if not targets and not any(
+                isinstance(o, self.Fake) or (isinstance(o, (tuple, list))
+                                             and o and
+                                             isinstance(o[0], self.Fake))
+                for o in outs):
+            return      # an op on real (CPU) tensors: its values are real
         big = False
         if self.limit is not None:
             n = 0
