@@ -576,6 +576,15 @@ class Values:
         if self.cpu or self.shadow:
             real = self._compute(func, name, args, kwargs, None, ())
             self.fresh = {}
+        if real is None and aten_op and name == "masked_select" and \
+                len(args) > 1:
+            # the values unknown, the mask known: its count
+            m = self.real(args[1])
+            if m is not None:
+                shape = torch.broadcast_shapes(args[0].shape, args[1].shape)
+                with self.unset():
+                    n = int(m.expand(shape).count_nonzero())
+                return torch.empty((n,), dtype=args[0].dtype, device=dev)
         if real is None:
             if aten_op or func.name() in OP_RULES:
                 return None      # fake._dynamic's rules
