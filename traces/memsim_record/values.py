@@ -312,6 +312,10 @@ class Values:
         if r is not None:
             with self.unset():
                 return r.clone()
+        v = self.kn.value(t)
+        if v is not _known.UNKNOWN:          # known, however large
+            with self.unset():
+                return torch.full(tuple(t.shape), v, dtype=t.dtype)
         rg = self.range(t)
         if rg is not None:
             v, kind = rg.value(), "cpu:range"
