@@ -7,7 +7,8 @@ recorder knows of the tensor, best first (docs/recording-values.md):
 
 1. Exact values ("shadows"): a real CPU tensor beside the fake one, with
    its values.  Under --values rules (the default) only small tensors
-   (at most SHADOW_LIMIT elements) of deterministic origin have one:
+   (SHADOW_LIMIT elements, INDEX_LIMIT for integers and bools) of
+   deterministic origin have one:
    arange, linspace, logspace, full/zeros/ones, eye, tril/triu_indices,
    constants (torch.tensor), CPU data moved to the GPU, and every op whose
    inputs all have one (the op is run on the CPU on the shadows).  Under
@@ -47,7 +48,8 @@ import sys
 
 from . import known as _known
 
-SHADOW_LIMIT = 1 << 16
+SHADOW_LIMIT = 1 << 16        # elements of a floating tensor
+INDEX_LIMIT = 1 << 22         # of an integer or bool one (ids, masks)
 ROUTE_MAX = 256
 
 # Deterministic ops that make a tensor from scalars (the rules mode's
@@ -221,6 +223,18 @@ class Values:
         except Exception:
             return None
 
+    def _small(self, t):
+        """Whether T is small enough for a shadow or a range under the
+        rules (floating: SHADOW_LIMIT elements; integer, bool: INDEX_LIMIT,
+        for token ids, masks and routing)."""
+        if self.limit is None:
+            return True
+        n = t.numel()
+        if n <= self.limit:
+            return True
+        return n <= INDEX_LIMIT and not t.dtype.is_floating_point and \
+            not t.dtype.is_complex
+
     def real(self, t):
         """T's values as a real CPU tensor, or None."""
         if not isinstance(t, self.torch.Tensor):
@@ -234,8 +248,7 @@ class Values:
                 with self.unset():
                     return c.clone()
             v = self.kn.value(t)
-            if v is not _known.UNKNOWN and (self.limit is None or
-                                            t.numel() <= self.limit):
+            if v is not _known.UNKNOWN and self._small(t):
                 with self.unset():
                     return self.torch.full(tuple(t.shape), v,
                                            dtype=t.dtype)
@@ -269,7 +282,7 @@ class Values:
 
     def _set_range(self, t, rg):
         if not isinstance(t, self.Fake) or rg is None or \
-                (self.limit is not None and t.numel() > self.limit):
+                not self._small(t):
             return
         k = self._skey(t)
         if k is None:
@@ -372,11 +385,9 @@ class Values:
             return      # an op on real (CPU) tensors: its values are real
         big = False
         if self.limit is not None:
-            n = 0
             for o in outs:
-                if isinstance(o, self.torch.Tensor):
-                    n += o.numel()
-            big = n > self.limit
+                if isinstance(o, self.torch.Tensor) and not self._small(o):
+                    big = True
         real = None
         self.fresh = {}
         if pend is not None and pend[0] is out:
@@ -673,7 +684,7 @@ class Values:
                 n = t0.shape[dim % t0.dim()]
             idx = outs[i]
             if name in ROUTING and n <= ROUTE_MAX and n > 0 and \
-                    idx.numel() <= self.limit and idx.numel() > 0 and \
+                    self._small(idx) and idx.numel() > 0 and \
                     (name != "argmax" or dim is not None) and \
                     (name != "argmin" or dim is not None):
                 d = None if name != "topk" else dim % idx.dim()
