@@ -47,6 +47,18 @@ grep -q "^ *1 x item:range values_host.py:6 =0.5$" "$tmp/info" ||
 $MEMSIM info --json "$tmp/h.csv" | tr -d ' \n' | grep -q '"assumptions":{"item:range":2,"item:float":1,"routing":1}' ||
 	fail "info --json assumptions: $($MEMSIM info --json "$tmp/h.csv")"
 
+# GradScaler (growth_interval 2): no inf or NaN is found (assumed), so the
+# scale grows as in a real run, 65536 then 131072; computed alike under
+# --values cpu.
+for v in rules cpu; do
+	$MEMSIM record --values $v -o "$tmp/s.csv" -- "$PY" "$R/values_scaler.py" 2>"$tmp/err" ||
+		fail "record scaler $v: $(tail -3 "$tmp/err")"
+	[ "$(grep '^scale' "$tmp/err" | tr '\n' ' ')" = "scale 65536.0 scale 131072.0 scale 131072.0 " ] ||
+		fail "scaler $v: $(cat "$tmp/err")"
+	grep -q "; 3 assumptions (gradscaler:no-overflow 3)$" "$tmp/err" ||
+		fail "scaler $v summary: $(cat "$tmp/err")"
+done
+
 # 2. A top-2-of-8 MoE over 64 tokens: each expert gets 64 * 2 / 8 = 16
 # tokens, by torch.where and by nonzero alike: x[tok] is 16 x 32 floats
 # (2048 bytes) each, where --dynamic-fraction 0.5 gave 64 rows.

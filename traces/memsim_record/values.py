@@ -657,6 +657,15 @@ class Values:
     def _rules(self, func, name, args, kwargs, out, outs, targets):
         torch = self.torch
         t0 = args[0] if args else None
+        if name == "_amp_foreach_non_finite_check_and_unscale_" and \
+                len(args) > 1 and isinstance(args[1], self.Fake):
+            # GradScaler finds no inf or NaN (fake.py's assumption
+            # gradscaler:no-overflow): found_inf stays 0, and
+            # _amp_update_scale_ grows the scale as in a real run.
+            with self.unset():
+                z = torch.zeros(tuple(args[1].shape), dtype=args[1].dtype)
+            self._set(args[1], z)
+            return
         if name in RANDOM:
             rg = random_range(torch, name, args, kwargs, out)
             if rg is not None:
