@@ -565,7 +565,14 @@ def _dynamic(torch, rec, func, args, kwargs):
     frac = rec.opt.dynamic_fraction
     name = func.overloadpacket.__name__ if hasattr(func, "overloadpacket") \
         else str(func)
-    out = rec.known.values.dynamic(func, name, args, kwargs)
+    vs = rec.known.values
+    try:
+        out = vs.dynamic(func, name, args, kwargs)
+    except Exception as e:   # (values.Refused is no Exception: it stops)
+        if vs.in_func:
+            raise            # the operator's own error
+        vs.lost(name, e)
+        out = None
     if out is not None:
         return out
     x = args[0] if args else None

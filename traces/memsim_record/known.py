@@ -151,7 +151,10 @@ class Known:
         v = self.value(t)
         if v is UNKNOWN:
             if self.values is not None:
-                return self.values.item(t)
+                try:
+                    return self.values.item(t)
+                except Exception as e:
+                    self.values.lost("item", e)
             return v
         return _convert(v, t.dtype, self.torch)
 
@@ -174,7 +177,10 @@ class Known:
         forgets what it overwrote."""
         vs = self.values
         if vs is not None:
-            vs.after(func, name, args, kwargs, out)
+            try:
+                vs.after(func, name, args, kwargs, out)
+            except Exception as e:     # never the recording's end
+                vs.lost(name, e)
             if vs.cpu:
                 return      # --values cpu: computed, no rule here
         if not self.vals and name not in CREATE and name not in (

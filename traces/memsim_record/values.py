@@ -202,6 +202,7 @@ class Values:
         self.unset = unset_fake_temporarily
         self.pending = None     # (fake outputs, real outputs) of _dynamic
         self.fresh = {}
+        self.in_func = False
         self.no_kernel = set()
         g = torch.Generator()
         g.manual_seed(0)
@@ -215,6 +216,19 @@ class Values:
                     return self.item().__format__(spec)
                 return torch.Tensor.__format__(self, spec)
             FakeTensor.__format__ = __format__
+
+    def lost(self, name, e):
+        """An error in this module's own bookkeeping (not the program's):
+        every value is forgotten, the rules take over; one assumption
+        values:lost names the op."""
+        self.shadow.clear()
+        self.ranges.clear()
+        self.pending = None
+        self.fresh = {}
+        if name not in self.no_kernel:
+            self.no_kernel.add(name)
+            assume(self.rec, "values:lost", name, site="%s (%s: %s)" % (
+                where(), type(e).__name__, str(e).split("\n")[0][:60]))
 
     # -- lookups -----------------------------------------------------------
     def _skey(self, t):
@@ -573,10 +587,13 @@ class Values:
         if not aten_op:
             from torch._subclasses.fake_tensor import \
                 DynamicOutputShapeException
+            self.in_func = True     # (the program's own errors pass)
             try:
                 return func(*args, **kwargs)
             except DynamicOutputShapeException:
                 pass
+            finally:
+                self.in_func = False
         dev = None
         for a in list(args) + list(kwargs.values()):
             for t in (a if isinstance(a, (list, tuple)) else (a,)):
