@@ -113,6 +113,7 @@ class Known:
             # exact values, routing and ranges (values.py)
             from . import values
             self.values = values.Values(torch, rec, self)
+            self.assume = rec.assume        # (names the line: values.py)
         self.vals = WeakIdKeyDictionary()   # tensor -> (value, skey, writes)
         self.writes = {}                    # id(storage) -> write count
         self.written = {}                   # func -> written argument slots
@@ -355,7 +356,11 @@ class Known:
                     not isinstance(k, bool) and abs(k) >= SENTINEL and \
                     math.isfinite(k):
                 # a score against a "minus infinity" sentinel
-                if self.assume:
+                if self.values is not None:
+                    self.assume("compare:sentinel",
+                                "x %s %g" % ("above" if k <= -SENTINEL
+                                             else "below", k))
+                elif self.assume:
                     self.assume("compare:sentinel")
                 lo = k <= -SENTINEL        # the sentinel is below
                 if a is UNKNOWN:           # x OP k

@@ -114,6 +114,12 @@ def fmt(v):
     return str(v)
 
 
+# The answers of the assumptions fake.py states by kind alone
+# (rec.assume(kind), made to name the line here: Values.__init__).
+ANSWERS = {"gradscaler:no-overflow": "step taken", "compile:eager": "eager",
+           "nested:padded": "padded", "isin:no-match": "no match"}
+
+
 def assume(rec, kind, value, site=None):
     """Counts assumption KIND (answered VALUE) with an annotate row that
     names the program's line: "KIND FILE:LINE =VALUE"."""
@@ -207,6 +213,12 @@ class Values:
         g = torch.Generator()
         g.manual_seed(0)
         self.rng = g
+        # rec.assume(kind) (fake.py, known.py): the row names the line and
+        # the answer too.
+        def assume_kind(kind, value=None):
+            assume(rec, kind, ANSWERS.get(kind, "") if value is None
+                   else value)
+        rec.assume = assume_kind
         # f"{loss:.4f}": Tensor.__format__ formats a 0-dim tensor's item()
         # only for plain tensors; the same for fake ones (the value by the
         # rules above).
