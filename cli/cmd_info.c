@@ -244,14 +244,14 @@ typedef struct info_assume_s {
 	uint64_t total, other; /* other: rows past INFO_ASSUME_SITES sites */
 } info_assume_t;
 
-static int
+static void
 info_count_add(info_count_t **v, size_t *n, const char *key, size_t len)
 {
 	for (size_t i = 0; i < *n; i++)
 		if (strlen((*v)[i].key) == len &&
 		    !memcmp((*v)[i].key, key, len)) {
 			(*v)[i].n++;
-			return 0;
+			return;
 		}
 	info_count_t *w = realloc(*v, (*n + 1) * sizeof(**v));
 	if (!w)
@@ -263,7 +263,6 @@ info_count_add(info_count_t **v, size_t *n, const char *key, size_t len)
 	w[*n].key[len] = '\0';
 	w[*n].n = 1;
 	(*n)++;
-	return 0;
 }
 
 /* Field i of the comma-separated line s (no quoting: memsim writes none),
@@ -335,8 +334,12 @@ info_assumptions(const char *path, info_assume_t *as)
 	}
 	free(line);
 	fclose(fp);
-	qsort(as->kinds, as->nkinds, sizeof(*as->kinds), info_count_cmp);
-	qsort(as->sites, as->nsites, sizeof(*as->sites), info_count_cmp);
+	if (as->nkinds) /* (qsort's base may not be NULL) */
+		qsort(as->kinds, as->nkinds, sizeof(*as->kinds),
+		      info_count_cmp);
+	if (as->nsites)
+		qsort(as->sites, as->nsites, sizeof(*as->sites),
+		      info_count_cmp);
 }
 
 static void
