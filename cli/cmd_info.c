@@ -156,10 +156,43 @@ info_json(const char *path, const msim_info_t *in)
 		msim_cli_json_str(stdout, in->conf);
 	}
 	msim_cli_seed_json(t, true);
+	const msim_info_assume_t *as = &in->assume;
+	if (as->total) {
+		printf(",\n  \"assumptions\": {");
+		for (size_t i = 0; i < as->nkinds; i++) {
+			printf("%s\n    ", i ? "," : "");
+			msim_cli_json_str(stdout, as->kinds[i].key);
+			printf(": %" PRIu64, as->kinds[i].n);
+		}
+		printf("\n  }");
+	}
 	if (in->has_state)
 		info_snap_print(in, 1);
 	printf(",\n  \"trace_hash\": \"%016" PRIx64 "\"\n}\n",
 	       msim_trace_hash(t));
+}
+
+/* The recorder's assumptions, by kind, then the most frequent sites. */
+#define INFO_ASSUME_SHOW 20 /* sites printed */
+
+static void
+info_assume_print(const msim_info_assume_t *as)
+{
+	if (!as->total)
+		return;
+	printf("assumptions %" PRIu64 " (", as->total);
+	for (size_t i = 0; i < as->nkinds; i++)
+		printf("%s%s %" PRIu64, i ? ", " : "", as->kinds[i].key,
+		       as->kinds[i].n);
+	printf(")\n");
+	for (size_t i = 0; i < as->nsites && i < INFO_ASSUME_SHOW; i++)
+		printf("  %8" PRIu64 " x %s\n", as->sites[i].n,
+		       as->sites[i].key);
+	if (as->nsites > INFO_ASSUME_SHOW || as->other)
+		printf("  (%zu more sites%s)\n",
+		       as->nsites > INFO_ASSUME_SHOW ?
+		       as->nsites - INFO_ASSUME_SHOW : 0,
+		       as->other ? ", and rows past the first 4096 sites" : "");
 }
 
 /* The sizes: allocs by power of two, with bars. */
@@ -223,6 +256,7 @@ info_text(const char *path, const msim_info_t *in)
 		       in->empty_maybe == 1 ? "" : "s");
 	printf("\n");
 	msim_cli_seed_print(t);
+	info_assume_print(&in->assume);
 	if (in->has_state)
 		info_snap_print(in, 0);
 	info_sizes(in);

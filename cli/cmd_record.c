@@ -67,6 +67,12 @@ usage_record(FILE *fp)
 		"unknown .item()\n"
 		"                            more than N times (default "
 		"100000)\n"
+		"      --values rules|cpu    GPU values: rules (default) or "
+		"computed on the CPU\n"
+		"                            (docs/recording-values.md)\n"
+		"      --routing-imbalance F  top-k routing: expert 0 gets F "
+		"x its uniform\n"
+		"                            share (default 1)\n"
 		"      --python PY           the interpreter (default "
 		"$MEMSIM_PYTHON or python3)\n"
 		"  -h, --help                this help\n");
@@ -76,7 +82,7 @@ int
 msim_cmd_record(int argc, char **argv)
 {
 	enum { O_FAKE = 256, O_GPU, O_DEVICE, O_WS, O_RANK, O_AMP, O_CKPT,
-	       O_FRAC, O_ITEM, O_ITEMB, O_REPEATS, O_PY };
+	       O_FRAC, O_ITEM, O_ITEMB, O_REPEATS, O_VALUES, O_IMB, O_PY };
 	static const struct option longopts[] = {
 		{"output", required_argument, NULL, 'o'},
 		{"fake", no_argument, NULL, O_FAKE},
@@ -90,6 +96,8 @@ msim_cmd_record(int argc, char **argv)
 		{"item-int", required_argument, NULL, O_ITEM},
 		{"item-bool", required_argument, NULL, O_ITEMB},
 		{"item-repeats", required_argument, NULL, O_REPEATS},
+		{"values", required_argument, NULL, O_VALUES},
+		{"routing-imbalance", required_argument, NULL, O_IMB},
 		{"python", required_argument, NULL, O_PY},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -114,11 +122,13 @@ msim_cmd_record(int argc, char **argv)
 			setenv("MEMSIM_PYTHON", optarg, 1);
 			break;
 		case O_DEVICE: case O_WS: case O_RANK: case O_AMP: case O_CKPT:
-		case O_FRAC: case O_ITEM: case O_ITEMB: case O_REPEATS: {
+		case O_FRAC: case O_ITEM: case O_ITEMB: case O_REPEATS:
+		case O_VALUES: case O_IMB: {
 			static const char *const flag[] = {
 				"--device", "--world-size", "--rank", "--amp",
 				"--checkpoint", "--dynamic-fraction",
-				"--item-int", "--item-bool", "--item-repeats"};
+				"--item-int", "--item-bool", "--item-repeats",
+				"--values", "--routing-imbalance"};
 			if (nropt > 28)
 				msim_cli_die("record: too many options");
 			ropt[nropt++] = (char *)flag[c - O_DEVICE];

@@ -151,6 +151,110 @@ info_end(msim_info_t *in, char *why, size_t whylen)
 	return 0;
 }
 
+/* Field i of the comma-separated line s (no quoting: memsim writes none),
+ * as a pointer and a length; false if the line has fewer fields. */
+static bool
+info_field(const char *s, int i, const char **f, size_t *len)
+{
+	for (; i > 0; i--) {
+		s = strchr(s, ',');
+		if (!s)
+			return false;
+		s++;
+	}
+	*f = s;
+	*len = strcspn(s, ",\r\n");
+	return true;
+}
+
+static int
+info_count_add(msim_info_count_t **v, size_t *n, const char *key,
+	       size_t len)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (strlen((*v)[i].key) == len &&
+		    !memcmp((*v)[i].key, key, len)) {
+			(*v)[i].n++;
+			return 0;
+		}
+	msim_info_count_t *w = realloc(*v, (*n + 1) * sizeof(**v));
+	if (!w)
+		return MSIM_ENOMEM;
+	*v = w;
+	if (!(w[*n].key = malloc(len + 1)))
+		return MSIM_ENOMEM;
+	memcpy(w[*n].key, key, len);
+	w[*n].key[len] = '\0';
+	w[*n].n = 1;
+	(*n)++;
+	return 0;
+}
+
+static int
+info_count_cmp(const void *a, const void *b)
+{
+	const msim_info_count_t *x = a, *y = b;
+	if (x->n != y->n)
+		return x->n < y->n ? 1 : -1;
+	return strcmp(x->key, y->key);
+}
+
+/* The trace reader keeps no annotate site, so the file is read again for
+ * them: a plain CSV with action, category and site columns. */
+static int
+info_assumptions(const char *path, msim_info_assume_t *as)
+{
+	FILE *fp = fopen(path, "r");
+	if (!fp)
+		return 0;
+	char *line = NULL;
+	size_t cap = 0;
+	int col_act = -1, col_cat = -1, col_site = -1, rc = 0;
+	if (getline(&line, &cap, fp) > 0) {
+		const char *f;
+		size_t len;
+		for (int i = 0; info_field(line, i, &f, &len); i++) {
+			if (len == 6 && !memcmp(f, "action", 6))
+				col_act = i;
+			else if (len == 8 && !memcmp(f, "category", 8))
+				col_cat = i;
+			else if (len == 4 && !memcmp(f, "site", 4))
+				col_site = i;
+		}
+	}
+	while (!rc && col_act >= 0 && col_cat >= 0 && col_site >= 0 &&
+	       getline(&line, &cap, fp) > 0) {
+		const char *f, *site;
+		size_t len, slen;
+		if (!strstr(line, ",annotate,") ||
+		    !info_field(line, col_act, &f, &len) || len != 8 ||
+		    memcmp(f, "annotate", 8) ||
+		    !info_field(line, col_cat, &f, &len) || len != 10 ||
+		    memcmp(f, "assumption", 10) ||
+		    !info_field(line, col_site, &site, &slen) || !slen)
+			continue;
+		as->total++;
+		rc = info_count_add(&as->kinds, &as->nkinds, site,
+				    strcspn(site, " ,\r\n"));
+		if (rc)
+			break;
+		if (as->nsites < MSIM_INFO_ASSUME_SITES)
+			rc = info_count_add(&as->sites, &as->nsites, site,
+					    slen);
+		else
+			as->other++;
+	}
+	free(line);
+	fclose(fp);
+	if (as->nkinds) /* (qsort's base may not be NULL) */
+		qsort(as->kinds, as->nkinds, sizeof(*as->kinds),
+		      info_count_cmp);
+	if (as->nsites)
+		qsort(as->sites, as->nsites, sizeof(*as->sites),
+		      info_count_cmp);
+	return rc;
+}
+
 int
 msim_info_run(const char *path, const msim_trace_options_t *opt,
 	      msim_info_t *out, char *why, size_t whylen)
@@ -178,6 +282,10 @@ msim_info_run(const char *path, const msim_trace_options_t *opt,
 		rc = info_end(out, why, whylen);
 	for (size_t k = 0; !rc && k < MSIM_INFO_BINS; k++)
 		out->hist[k] = gsl_histogram_get(p.h, k);
+	if (!rc && out->tally.actions[MSIM_ACT_ANNOTATE] &&
+	    !strcmp(msim_trace_format_name(out->trace), "csv") &&
+	    (rc = info_assumptions(path, &out->assume)))
+		snprintf(why, whylen, "out of memory");
 	if (p.h)
 		gsl_histogram_free(p.h);
 	free(p.sizes);
@@ -191,4 +299,12 @@ msim_info_clear(msim_info_t *info)
 {
 	msim_trace_close(info->trace);
 	info->trace = NULL;
+	msim_info_assume_t *as = &info->assume;
+	for (size_t i = 0; i < as->nkinds; i++)
+		free(as->kinds[i].key);
+	for (size_t i = 0; i < as->nsites; i++)
+		free(as->sites[i].key);
+	free(as->kinds);
+	free(as->sites);
+	memset(as, 0, sizeof(*as));
 }

@@ -28,6 +28,23 @@ typedef struct msim_info_snap_s {
 	size_t untiled; /* segments whose blocks do not tile them */
 } msim_info_snap_t;
 
+/* The recorder's assumptions (docs/recording-values.md): the `annotate`
+ * rows of category "assumption" of a CSV trace written by `memsim record
+ * --fake`, whose site is "KIND FILE:LINE =VALUE", counted by kind and by
+ * site, most frequent first. */
+#define MSIM_INFO_ASSUME_SITES 4096 /* distinct sites kept; more counted */
+
+typedef struct msim_info_count_s {
+	char *key;
+	uint64_t n;
+} msim_info_count_t;
+
+typedef struct msim_info_assume_s {
+	msim_info_count_t *kinds, *sites;
+	size_t nkinds, nsites;
+	uint64_t total, other; /* other: rows past MSIM_INFO_ASSUME_SITES */
+} msim_info_assume_t;
+
 typedef struct msim_info_s {
 	msim_trace_t *trace;      /* read to its end: format, hash, seeding */
 	uint64_t requests;        /* allocs and frees, as a run counts */
@@ -45,6 +62,7 @@ typedef struct msim_info_s {
 	bool timed;               /* entries have time_us */
 	bool has_state;           /* a snapshot with segments: snap */
 	msim_info_snap_t snap;
+	msim_info_assume_t assume;
 } msim_info_t;
 
 /* Reads path to its end.  Returns 0 with *out, or an error with why.

@@ -51,7 +51,7 @@ p=$(peak "$tmp/err")
 	fail "peak live $p below 4 x the parameters ($params)"
 grep -q "total_memory 150109880320" "$tmp/err" || fail "h200 total_memory"
 # .item() is an assumption; memsim info shows the count.
-n=$(grep -c ',annotate,.*,assumption,item:float$' "$tmp/mlp.csv")
+n=$(grep -c ',annotate,.*,assumption,item:float ' "$tmp/mlp.csv")
 [ "$n" -eq 2 ] || fail "$n .item() assumptions, expected 2"
 # The same recording with the GPU hidden is the same trace: the same rows
 # (action, size, stream, tags) and the same peaks.  Deaths come from

@@ -36,7 +36,7 @@ got=$(sizes "$tmp/gemm.csv")
 # 4. TransformerEncoder in eval with a key padding mask: whether the
 # padding is left-aligned depends on the mask's values: one assumption
 # (nested:padded), and the layers run on the padded batch.
-grep -q ',annotate,.*,assumption,nested:padded$' "$tmp/nested.csv" ||
+grep -q ',annotate,.*,assumption,nested:padded ' "$tmp/nested.csv" ||
 	fail "nested: no assumption row"
 [ "$(awk -F, '$3 == "alloc" && $5 == 2560 && $8 ~ /^TransformerEncoder.layers/' "$tmp/nested.csv" | wc -l)" = 2 ] ||
 	fail "nested: the layers' outputs"

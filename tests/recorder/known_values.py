@@ -12,7 +12,7 @@ print(torch.where(torch.ones(3, dtype=B, device=dev),
                   torch.full((3,), 2.5, device=dev), u.float()).max().item())
 print((1 - torch.ones(4, dtype=L, device=dev)).eq(0).all().item())
 a = torch.zeros(4, dtype=L, device=dev)
-a[1] = 5                       # a write through a view: a is unknown
+a[1] = 5                       # a write through a view: exact (values.py)
 print(a.max().item())
 b = torch.zeros(4, device=dev)
 b.add_(3)                      # in place, known result
@@ -25,7 +25,7 @@ print(torch.full((2,), 1 / 3, dtype=torch.bfloat16, device=dev).max().item())
 print((torch.tensor(3, device=dev) + 1).item())
 print(bool(u.max() == 0))
 steps = [torch.zeros((), device=dev)]
-torch._foreach_add_(steps, 2)  # a list written in place: unknown
+torch._foreach_add_(steps, 2)  # a list written in place: exact (values.py)
 print(steps[0].item())
 t = torch.zeros(3, device=dev)
 t.data = torch.full((3,), 5.0, device=dev)   # another storage: unknown

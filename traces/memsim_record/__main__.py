@@ -41,6 +41,15 @@ def parse(argv):
     ap.add_argument("--snapshot", metavar="FILE",
                     help="--gpu: also dump the snapshot pickle, with C++ and "
                     "Python stack frames, to FILE")
+    ap.add_argument("--values", choices=("rules", "cpu"), default="rules",
+                    help="--fake: the values of GPU tensors: rules (small "
+                    "exact tensors, ranges, uniform MoE routing; default) or "
+                    "cpu (every op computed on the CPU at its real shapes; "
+                    "slower) (docs/recording-values.md)")
+    ap.add_argument("--routing-imbalance", type=float, default=1.0,
+                    metavar="F", help="--values rules: the first expert of "
+                    "a top-k routing gets F times its uniform share of "
+                    "the tokens (default 1: uniform)")
     ap.add_argument("script")
     ap.add_argument("args", nargs=argparse.REMAINDER)
     opt = ap.parse_args(argv)
@@ -51,6 +60,9 @@ def parse(argv):
         ap.error("--item-repeats must be at least 1")
     if opt.world_size < 1 or not 0 <= opt.rank < opt.world_size:
         ap.error("--rank must be in [0, --world-size)")
+    if not opt.routing_imbalance >= 1.0 or \
+            opt.routing_imbalance == float("inf"):
+        ap.error("--routing-imbalance must be a number, at least 1")
     if not 0.0 <= opt.dynamic_fraction <= 1.0:
         ap.error("--dynamic-fraction must be in [0, 1]")
     try:

@@ -42,6 +42,7 @@ import weakref
 from . import devices
 from . import kernels
 from . import known
+from . import values
 
 CATEGORIES = ("parameter", "gradient", "optimizer", "activation",
               "temporary", "input", "other")
@@ -547,25 +548,38 @@ def _patch_cuda(torch, rec, dev):
 
 # -- the ops whose output size depends on data ---------------------------------
 def _dynamic(torch, rec, func, args, kwargs):
-    """An output for a data-dependent op, or None for any other op."""
+    """An output for a data-dependent op, or None for any other op.
+    Sizes come from the values where they are known (values.py: exact
+    values, MoE routing); the rules below are for values of unknown
+    origin (docs/recording-values.md)."""
     aten = torch.ops.aten
     frac = rec.opt.dynamic_fraction
     name = func.overloadpacket.__name__ if hasattr(func, "overloadpacket") \
         else str(func)
+    vs = rec.known.values
+    try:
+        out = vs.dynamic(func, name, args, kwargs)
+    except Exception as e:   # (values.Refused is no Exception: it stops)
+        if vs.in_func:
+            raise            # the operator's own error
+        vs.lost(name, e)
+        out = None
+    if out is not None:
+        return out
     x = args[0] if args else None
     if name in ("nonzero", "argwhere"):
         n = int(math.ceil(frac * x.numel()))
-        rec.assume("nonzero")
+        values.assume(rec, "nonzero", n)
         return torch.empty((n, x.dim()), dtype=torch.long, device=x.device)
     if name == "masked_select":
         mask = args[1]
         shape = torch.broadcast_shapes(x.shape, mask.shape)
         n = int(math.ceil(frac * math.prod(shape)))
-        rec.assume("masked_select")
+        values.assume(rec, "masked_select", n)
         return torch.empty((n,), dtype=x.dtype, device=x.device)
     if name in ("_unique2", "unique_dim", "unique_consecutive", "_unique"):
         n = int(math.ceil(frac * x.numel()))
-        rec.assume("unique")
+        values.assume(rec, "unique", n)
         out = torch.empty((n,), dtype=x.dtype, device=x.device)
         inv = torch.empty(x.shape, dtype=torch.long, device=x.device)
         cnt = torch.empty((n,), dtype=torch.long, device=x.device)
@@ -573,31 +587,45 @@ def _dynamic(torch, rec, func, args, kwargs):
             return (out, inv)
         return (out, inv, cnt)
     if name == "repeat_interleave" and len(args) == 1:
-        rec.assume("repeat_interleave")
         n = int(math.ceil(frac * x.numel()))
+        values.assume(rec, "repeat_interleave", n)
+        return torch.empty((n,), dtype=torch.long, device=x.device)
+    if name == "bincount":
+        # bins up to the largest value: minlength, or one per element
+        w = args[1] if len(args) > 1 else kwargs.get("weights")
+        ml = args[2] if len(args) > 2 else kwargs.get("minlength", 0)
+        n = max(int(ml), x.numel())
+        values.assume(rec, "bincount", n)
+        return torch.empty((n,), dtype=torch.long if w is None else
+                           torch.result_type(w, 1.0), device=x.device)
+    if func.name() == "torchvision::nms":
+        # the indices of the boxes kept: --dynamic-fraction of them
+        n = int(math.ceil(frac * x.shape[0]))
+        values.assume(rec, "nms", n)
         return torch.empty((n,), dtype=torch.long, device=x.device)
     return None
 
 
 def _item_value(rec, dtype, torch):
-    """An unknown value's assumption (known.py answers the known ones);
-    the same one asked again and again from one line stops the
-    recording (known.Watch)."""
+    """An unknown value's assumption (known.py and values.py answer the
+    known ones); the same one asked again and again from one line stops
+    the recording (known.Watch).  Each is an annotate row naming the
+    program's line and the value (values.assume)."""
     watch = getattr(rec, "watch", None)
     if dtype == torch.bool:
         v = bool(getattr(rec.opt, "item_bool", False))
-        rec.assume("item:bool")
+        values.assume(rec, "item:bool", v)
         if watch:
             watch.assumed("item:bool", v, ", or give the answer with "
                           "--item-bool %s" % ("false" if v else "true"))
         return v
     if dtype.is_floating_point or dtype.is_complex:
         kind = "item:optimizer" if rec.phase_optimizer else "item:float"
-        rec.assume(kind)
+        values.assume(rec, kind, 1.0)
         if watch:
             watch.assumed(kind, 1.0, "")
         return 1.0
-    rec.assume("item:int")
+    values.assume(rec, "item:int", rec.opt.item_int)
     if watch:
         watch.assumed("item:int", rec.opt.item_int,
                       ", or give the answer with --item-int N")
@@ -695,7 +723,7 @@ def run(opt, script, argv):
 
     refs = {}
     FAKE_KEY = torch._C._TorchDispatchModeKey.FAKE
-    kn = rec.known = known.Known(torch, rec.assume)
+    kn = rec.known = known.Known(torch, rec.assume, rec)
     watch = rec.watch = known.Watch(rec, "memsim record", getattr(
         opt, "item_repeats", 100000))
 
@@ -1486,6 +1514,7 @@ def run(opt, script, argv):
             rstd = torch.empty(tuple(x.shape[:-n]) + (1,) * n,
                                dtype=torch.float32, device=x.device)
             ctx.save_for_backward(x, weight, rstd)
+            values.rms_norm_fwd(rec, x, weight, shape, eps, out, rstd)
             return out
 
         @staticmethod
@@ -1494,6 +1523,7 @@ def run(opt, script, argv):
             gx = torch.empty_like(x)
             gw = torch.empty_like(weight) if weight is not None and \
                 ctx.needs_input_grad[1] else None
+            values.rms_norm_bwd(rec, grad, x, weight, rstd, gx, gw)
             return gx, gw, None, None
 
     def rms_norm(input, normalized_shape, weight=None, eps=None):

@@ -69,6 +69,11 @@ UNARY = {
     "logical_not": lambda a: not a,
     "bitwise_not": lambda a: (not a) if isinstance(a, bool) else ~a,
 }
+UNARY_F = {
+    "isfinite": lambda a: math.isfinite(a),
+    "isnan": lambda a: math.isnan(a),
+    "isinf": lambda a: math.isinf(a),
+}
 BINARY = {
     "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
     "lt": lambda a, b: a < b, "le": lambda a, b: a <= b,
@@ -99,10 +104,16 @@ class Endless(BaseException):
 class Known:
     """The values of uniform tensors (see the module's docstring)."""
 
-    def __init__(self, torch, assume=None):
+    def __init__(self, torch, assume=None, rec=None):
         from torch.utils.weak import WeakIdKeyDictionary
         self.torch = torch
         self.assume = assume
+        self.values = None
+        if rec is not None:
+            # exact values, routing and ranges (values.py)
+            from . import values
+            self.values = values.Values(torch, rec, self)
+            self.assume = rec.assume        # (names the line: values.py)
         self.vals = WeakIdKeyDictionary()   # tensor -> (value, skey, writes)
         self.writes = {}                    # id(storage) -> write count
         self.written = {}                   # func -> written argument slots
@@ -140,6 +151,11 @@ class Known:
         """What t.item() returns, or UNKNOWN."""
         v = self.value(t)
         if v is UNKNOWN:
+            if self.values is not None:
+                try:
+                    return self.values.item(t)
+                except Exception as e:
+                    self.values.lost("item", e)
             return v
         return _convert(v, t.dtype, self.torch)
 
@@ -160,10 +176,20 @@ class Known:
     def after(self, func, name, args, kwargs, out):
         """Notes what FUNC(*ARGS, **KWARGS) -> OUT makes known, and
         forgets what it overwrote."""
+        vs = self.values
+        if vs is not None:
+            try:
+                vs.after(func, name, args, kwargs, out)
+            except Exception as e:     # never the recording's end
+                vs.lost(name, e)
+            if vs.cpu:
+                return      # --values cpu: computed, no rule here
         if not self.vals and name not in CREATE and name not in (
                 "full", "full_like", "new_full", "scalar_tensor",
                 "lift_fresh", "lift_fresh_copy", "fill", "fill_",
-                "gt", "lt", "ge", "le"):     # (x > -1e9: SENTINEL)
+                "gt", "lt", "ge", "le", "isfinite", "isnan", "isinf",
+                "eq", "ne") and not (vs is not None and vs.ranges):
+            # (x > -1e9: SENTINEL; finite losses; ranges decided)
             return
         written = self.written.get(func)
         if written is None:
@@ -292,10 +318,25 @@ class Known:
             if name == "rsub":
                 a, b = b, a
             return a + alpha * b if name == "add" else a - alpha * b
+        if name in ("eq", "ne") and self.values is not None:
+            f = self._finite(name, args, a, b)
+            if f is not None:
+                return f
         if a is UNKNOWN or b is UNKNOWN:
             k = b if a is UNKNOWN else a
             if k is UNKNOWN:
                 return UNKNOWN
+            if name in ("lt", "le", "gt", "ge", "eq", "ne") and \
+                    self.values is not None and self.values.ranges and \
+                    isinstance(k, (int, float)) and \
+                    not isinstance(k, bool):
+                u = args[0] if a is UNKNOWN else args[1]
+                rg = self.values.range(u) if isinstance(u, self.tensor) \
+                    else None
+                if rg is not None:
+                    d = rg.decide(name, k, a is not UNKNOWN)
+                    if d is not None:
+                        return d
             if name in ("bitwise_and", "logical_and") and k == 0:
                 return 0
             if name == "logical_or" and k:
@@ -315,7 +356,11 @@ class Known:
                     not isinstance(k, bool) and abs(k) >= SENTINEL and \
                     math.isfinite(k):
                 # a score against a "minus infinity" sentinel
-                if self.assume:
+                if self.values is not None:
+                    self.assume("compare:sentinel",
+                                "x %s %g" % ("above" if k <= -SENTINEL
+                                             else "below", k))
+                elif self.assume:
                     self.assume("compare:sentinel")
                 lo = k <= -SENTINEL        # the sentinel is below
                 if a is UNKNOWN:           # x OP k
@@ -327,6 +372,29 @@ class Known:
                 return UNKNOWN
             return a / b
         return BINARY[name](a, b)
+
+
+def _finite_rule(self, name, args, a, b):
+    """A loss, a gradient norm (one element, floating, value unknown) is
+    finite: x == x and x != inf hold (torch.isfinite / isnan / isinf
+    decompose into them).  None where the rule does not apply."""
+    x = args[0]
+    if not isinstance(x, self.tensor) or not x.dtype.is_floating_point or \
+            x.numel() != 1 or a is not UNKNOWN:
+        return None
+    if args[1] is x:
+        same = True
+    elif isinstance(b, float) and math.isinf(b):
+        same = False
+    else:
+        return None
+    ans = (name == "eq") == same
+    from . import values
+    values.assume(self.values.rec, "finite", ans)
+    return ans
+
+
+Known._finite = _finite_rule
 
 
 def _convert(v, dtype, torch):
@@ -415,7 +483,8 @@ class Watch:
         self.asked[key] = n
         if n > self.limit:
             what = {"item:bool": "bool .item()", "item:int": "integer "
-                    ".item()"}.get(kind, "float .item()")
+                    ".item()", "item:range": ".item() of a random value "
+                    "(or an index)"}.get(kind, "float .item()")
             raise Endless(
                 "%s asked for a %s %d times, each answered by the assumption "
                 "%r: a loop on tensor values the fake run does not have "

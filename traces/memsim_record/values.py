@@ -1,0 +1,1030 @@
+"""--fake: the values of GPU tensors, where the program needs them.
+
+Fake tensors carry shapes, not values.  A value that crosses to the host
+(.item(), .tolist(), bool(t), float(t), .cpu()) or a size that depends on
+data (nonzero, boolean indexing, unique, ...) is answered from what the
+recorder knows of the tensor, best first (docs/recording-values.md):
+
+1. Exact values ("shadows"): a real CPU tensor beside the fake one, with
+   its values.  Under --values rules (the default) only small tensors
+   (SHADOW_LIMIT elements, INDEX_LIMIT for integers and bools) of
+   deterministic origin have one:
+   arange, linspace, logspace, full/zeros/ones, eye, tril/triu_indices,
+   constants (torch.tensor), CPU data moved to the GPU, and every op whose
+   inputs all have one (the op is run on the CPU on the shadows).  Under
+   --values cpu every tensor has one: the whole program is computed on
+   the CPU at its real shapes, random ops included (from a generator of
+   the recorder's own, seeded 0, so that the program's own CPU random
+   stream is as in a real run).
+2. Routing (--values rules): the indices of topk / argmax / argmin /
+   max(dim) / min(dim) over a dimension of at most ROUTE_MAX entries (the
+   experts of a mixture of experts) get an exact shadow that routes the
+   rows uniformly: row t's j-th choice is the (j * rows + t)-th entry of
+   a list holding expert e c_e times, c_e = rows * k / E (largest
+   remainder), so each expert gets k/E of the choices and a row's k
+   choices are distinct.  --routing-imbalance F gives expert 0 F times
+   its share (at most every row), the others the rest evenly.  Counted
+   as one assumption `routing` per op.
+3. Ranges: what the op guarantees of each element.  uniform_(a, b) and
+   rand: [a, b); randint(lo, hi), random_(lo, hi): the integers of
+   [lo, hi); bernoulli: 0 or 1; randperm(n), multinomial over n
+   categories, the indices of topk/sort/argmax/... over a dimension of
+   size n: the integers of [0, n).  Views, copies, gathers, casts,
+   max/min/mean keep a range; adding, subtracting, multiplying or
+   dividing by a known positive scalar moves it; clamp and remainder by a
+   known scalar bound it; a comparison with a known scalar that the range
+   decides is known (known.py).  .item() of a range answers its midpoint
+   ((a + b) / 2 for reals, the lower median lo + (hi - lo) // 2 of the
+   integers lo..hi), never an end it excludes: assumption `item:range`.
+4. known.py's uniform scalars, then the default rules of fake._item_value
+   (float 1.0, --item-int, --item-bool).
+
+Assumptions are `annotate` rows (category "assumption") whose site is
+"KIND FILE:LINE =VALUE", counted by KIND in the recorder's summary.
+"""
+import math
+import os
+import sys
+
+from . import known as _known
+
+SHADOW_LIMIT = 1 << 16        # elements of a floating tensor
+INDEX_LIMIT = 1 << 22         # of an integer or bool one (ids, masks)
+ROUTE_MAX = 256
+
+# Deterministic ops that make a tensor from scalars (the rules mode's
+# sources of shadows).
+SOURCES = frozenset((
+    "arange", "linspace", "logspace", "full", "full_like", "new_full",
+    "zeros", "zeros_like", "new_zeros", "ones", "ones_like", "new_ones",
+    "eye", "scalar_tensor", "lift_fresh", "lift_fresh_copy", "fill",
+    "fill_", "zero_", "zero", "tril_indices", "triu_indices", "_to_copy",
+    "copy_", "copy", "tensor"))
+# Random ops: their values' range (rules mode).
+RANDOM = frozenset((
+    "uniform", "uniform_", "rand", "rand_like", "randint", "randint_like",
+    "random", "random_", "bernoulli", "bernoulli_", "randperm",
+    "multinomial"))
+INDICES = {"topk": 1, "sort": 1, "argsort": 0, "argmax": 0, "argmin": 0,
+           "max": 1, "min": 1, "kthvalue": 1, "mode": 1, "median": 1,
+           "nanmedian": 1, "cummax": 1, "cummin": 1}
+ROUTING = frozenset(("topk", "argmax", "argmin", "max", "min"))
+# Ops that keep each element's range (views, copies, gathers, reductions
+# that pick or average elements).
+KEEP = (_known.SAME - {"repeat"}) | {"repeat", "mean", "median",
+                                    "nanmedian", "sort", "kthvalue",
+                                    "mode", "cummax", "cummin", "stack",
+                                    "cat"}
+
+
+# Operators of other libraries with a data-dependent output size and a
+# rule in fake._dynamic.
+OP_RULES = frozenset(("torchvision::nms",))
+
+# In-place ops that overwrite every element of their target.
+FULL = frozenset(("copy_", "fill_", "zero_", "uniform_", "normal_",
+                  "random_", "bernoulli_", "exponential_", "geometric_",
+                  "log_normal_", "cauchy_"))
+
+
+class _Skip(Exception):
+    pass
+
+
+class Refused(_known.Endless):
+    """A one-line stop: an op whose values or sizes cannot be had."""
+
+
+def where():
+    """The program's own FILE:LINE that asked (its innermost frame outside
+    torch and the recorder)."""
+    f = sys._getframe(1)
+    while f is not None:
+        fn = f.f_code.co_filename
+        if "/torch/" not in fn and "memsim_record" not in fn and \
+                not fn.startswith("<frozen") and not fn.startswith("<"):
+            return "%s:%d" % (os.path.basename(fn), f.f_lineno)
+        f = f.f_back
+    return "torch"
+
+
+def fmt(v):
+    if isinstance(v, float):
+        return repr(v)
+    return str(v)
+
+
+# The answers of the assumptions fake.py states by kind alone
+# (rec.assume(kind), made to name the line here: Values.__init__).
+ANSWERS = {"gradscaler:no-overflow": "step taken", "compile:eager": "eager",
+           "nested:padded": "padded", "isin:no-match": "no match"}
+
+
+def assume(rec, kind, value, site=None):
+    """Counts assumption KIND (answered VALUE) with an annotate row that
+    names the program's line: "KIND FILE:LINE =VALUE"."""
+    rec.assumptions[kind] = rec.assumptions.get(kind, 0) + 1
+    s = "%s %s =%s" % (kind, site or where(), fmt(value))
+    rec.rows.append(["annotate", 0, 0, "assumption",
+                     s.replace(",", ";").replace("\n", " ")])
+
+
+class Range:
+    """Each element in [lo, hi] (hi excluded when hi_open); integral: the
+    values are integers."""
+    __slots__ = ("lo", "hi", "hi_open", "integral")
+
+    def __init__(self, lo, hi, hi_open, integral):
+        self.lo, self.hi, self.hi_open, self.integral = lo, hi, hi_open, \
+            integral
+
+    def value(self):
+        """The rule's answer: the midpoint (integers: the lower median)."""
+        if self.integral:
+            lo = math.ceil(self.lo)
+            hi = (math.ceil(self.hi) - 1) if self.hi_open else \
+                math.floor(self.hi)
+            if hi < lo:
+                return lo
+            return lo + (hi - lo) // 2
+        return (self.lo + self.hi) / 2.0
+
+    def decide(self, op, k, reverse):
+        """x OP k (k OP x when reverse) for every x in the range: True,
+        False, or None where the range does not decide it."""
+        if reverse:
+            op = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le"}.get(op, op)
+        lo, hi, ho = self.lo, self.hi, self.hi_open
+        if op == "lt":
+            if hi < k or (ho and hi <= k):
+                return True
+            if lo >= k:
+                return False
+        elif op == "le":
+            if hi <= k:
+                return True
+            if lo > k:
+                return False
+        elif op == "gt":
+            if lo > k:
+                return True
+            if hi <= k:
+                return False
+        elif op == "ge":
+            if lo >= k:
+                return True
+            if hi < k or (ho and hi <= k):
+                return False
+        elif op == "eq":
+            if k < lo or hi < k or (ho and hi <= k) or \
+                    (self.integral and k != math.floor(k)):
+                return False
+        elif op == "ne":
+            if k < lo or hi < k or (ho and hi <= k) or \
+                    (self.integral and k != math.floor(k)):
+                return True
+        return None
+
+
+class Values:
+    """Shadows and ranges of the fake tensors (the module's docstring)."""
+
+    def __init__(self, torch, rec, kn):
+        from torch.utils.weak import WeakIdKeyDictionary
+        from torch._subclasses.fake_tensor import FakeTensor, \
+            unset_fake_temporarily
+        self.torch = torch
+        self.rec = rec
+        self.kn = kn
+        opt = rec.opt
+        self.cpu = getattr(opt, "values", "rules") == "cpu"
+        self.limit = None if self.cpu else SHADOW_LIMIT
+        self.imbalance = float(getattr(opt, "routing_imbalance", 1.0))
+        self.shadow = WeakIdKeyDictionary()  # fake -> (real, skey, gen)
+        self.ranges = WeakIdKeyDictionary()  # fake -> (Range, skey, gen)
+        self.gen = {}                        # id(storage) -> unmirrored writes
+        self.written = {}
+        self.Fake = FakeTensor
+        self.unset = unset_fake_temporarily
+        self.pending = None     # (fake outputs, real outputs) of _dynamic
+        self.fresh = {}
+        self.in_func = False
+        self.no_kernel = set()
+        g = torch.Generator()
+        g.manual_seed(0)
+        self.rng = g
+        # rec.assume(kind) (fake.py, known.py): the row names the line and
+        # the answer too.
+        def assume_kind(kind, value=None):
+            assume(rec, kind, ANSWERS.get(kind, "") if value is None
+                   else value)
+        rec.assume = assume_kind
+        # f"{loss:.4f}": Tensor.__format__ formats a 0-dim tensor's item()
+        # only for plain tensors; the same for fake ones (the value by the
+        # rules above).
+        if "__format__" not in FakeTensor.__dict__:
+            def __format__(self, spec):
+                if self.dim() == 0:
+                    return self.item().__format__(spec)
+                return torch.Tensor.__format__(self, spec)
+            FakeTensor.__format__ = __format__
+
+    def lost(self, name, e):
+        """An error in this module's own bookkeeping (not the program's):
+        every value is forgotten, the rules take over; one assumption
+        values:lost names the op."""
+        self.shadow.clear()
+        self.ranges.clear()
+        self.pending = None
+        self.fresh = {}
+        if name not in self.no_kernel:
+            self.no_kernel.add(name)
+            assume(self.rec, "values:lost", name, site="%s (%s: %s)" % (
+                where(), type(e).__name__, str(e).split("\n")[0][:60]))
+
+    # -- lookups -----------------------------------------------------------
+    def _skey(self, t):
+        try:
+            return id(t.untyped_storage())
+        except Exception:
+            return None
+
+    def _small(self, t):
+        """Whether T is small enough for a shadow or a range under the
+        rules (floating: SHADOW_LIMIT elements; integer, bool: INDEX_LIMIT,
+        for token ids, masks and routing)."""
+        if self.limit is None:
+            return True
+        n = t.numel()
+        if n <= self.limit:
+            return True
+        return n <= INDEX_LIMIT and not t.dtype.is_floating_point and \
+            not t.dtype.is_complex
+
+    def real(self, t):
+        """T's values as a real CPU tensor, or None."""
+        if not isinstance(t, self.torch.Tensor):
+            return None
+        if not isinstance(t, self.Fake):
+            return t
+        ent = self.shadow.get(t)
+        if ent is None:
+            c = getattr(t, "constant", None)
+            if c is not None:
+                with self.unset():
+                    return c.clone()
+            v = self.kn.value(t)
+            if v is not _known.UNKNOWN and self._small(t):
+                with self.unset():
+                    return self.torch.full(tuple(t.shape), v,
+                                           dtype=t.dtype)
+            return None
+        k = self._skey(t)
+        if k != ent[1] or self.gen.get(k, 0) != ent[2]:
+            del self.shadow[t]
+            return None
+        return ent[0]
+
+    def range(self, t):
+        ent = self.ranges.get(t)
+        if ent is None:
+            return None
+        k = self._skey(t)
+        if k != ent[1] or self.gen.get(k, 0) != ent[2]:
+            del self.ranges[t]
+            return None
+        return ent[0]
+
+    def _set(self, t, r):
+        if not isinstance(t, self.Fake) or not isinstance(r, self.torch.Tensor):
+            return
+        if tuple(r.shape) != tuple(t.shape) or r.dtype != t.dtype:
+            return
+        k = self._skey(t)
+        if k is None:
+            return
+        self.ranges.pop(t, None)
+        self.shadow[t] = (r, k, self.gen.get(k, 0))
+
+    def _set_range(self, t, rg):
+        if not isinstance(t, self.Fake) or rg is None or \
+                not self._small(t):
+            return
+        k = self._skey(t)
+        if k is None:
+            return
+        self.ranges[t] = (rg, k, self.gen.get(k, 0))
+
+    # -- answers -----------------------------------------------------------
+    def item(self, t):
+        """T.item() from its shadow or its range, or UNKNOWN."""
+        r = self.real(t) if (self.shadow or self.cpu or
+                             getattr(t, "constant", None) is not None) \
+            else None
+        if r is not None and r.numel() == 1:
+            with self.unset():
+                return r.reshape(()).item()
+        rg = self.range(t) if self.ranges else None
+        if rg is not None and t.numel() == 1:
+            v = rg.value()
+            if not t.dtype.is_floating_point:
+                v = int(v)
+            else:
+                with self.unset():
+                    v = self.torch.tensor(v, dtype=t.dtype).item()
+                if rg.hi_open and v >= rg.hi:
+                    v = float(rg.lo)
+            kind = "item:range"
+            assume(self.rec, kind, v)
+            watch = getattr(self.rec, "watch", None)
+            if watch:
+                # (a loop drawing until a random value crosses a bound)
+                watch.assumed(kind, v, ", or record with --values cpu")
+            return v
+        return _known.UNKNOWN
+
+    def host(self, t):
+        """A real CPU tensor with T's values (shadow, known scalar, range
+        or the default rules), each rule counted."""
+        torch = self.torch
+        r = self.real(t)
+        if r is not None:
+            with self.unset():
+                return r.clone()
+        v = self.kn.value(t)
+        if v is not _known.UNKNOWN:          # known, however large
+            with self.unset():
+                return torch.full(tuple(t.shape), v, dtype=t.dtype)
+        rg = self.range(t)
+        if rg is not None:
+            v, kind = rg.value(), "cpu:range"
+        elif t.dtype == torch.bool:
+            v, kind = bool(getattr(self.rec.opt, "item_bool", False)), \
+                "cpu:bool"
+        elif t.dtype.is_floating_point or t.dtype.is_complex:
+            v, kind = 1.0, "cpu:float"
+        else:
+            v, kind = self.rec.opt.item_int, "cpu:int"
+        assume(self.rec, kind, v)
+        with self.unset():
+            return torch.full(tuple(t.shape), v, dtype=t.dtype)
+
+    # -- after each op -------------------------------------------------------
+    def after(self, func, name, args, kwargs, out):
+        """Shadows and ranges of FUNC's outputs; writes not mirrored on a
+        shadow make the written storages' shadows stale."""
+        pend = self.pending
+        self.pending = None
+        if not self.cpu and not self.shadow and not self.ranges and \
+                name not in SOURCES and name not in RANDOM and \
+                name not in INDICES:
+            return
+        if name == "add" and isinstance(out, self.Fake) and args and \
+                isinstance(args[0], self.Fake) and out is not args[0] and \
+                not kwargs and self._skey(out) == self._skey(args[0]):
+            # fake.py's in-place add (the autograd engine's accumulation,
+            # the math path's attn + mask): add_, then a view of it.
+            aten = self.torch.ops.aten
+            self.after(aten.add_.Tensor, "add_", args, kwargs, args[0])
+            r = self._registered(args[0])
+            if r is not None:
+                self._set(out, r.view(tuple(out.shape)))
+            return
+        written = self.written.get(func)
+        if written is None:
+            written = tuple(
+                (i, a.name) for i, a in enumerate(func._schema.arguments)
+                if a.alias_info is not None and a.alias_info.is_write)
+            self.written[func] = written
+        targets = []
+        for i, an in written:
+            t = args[i] if i < len(args) else kwargs.get(an)
+            for t in (t if isinstance(t, (list, tuple)) else (t,)):
+                if isinstance(t, self.Fake):
+                    targets.append(t)
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        if not targets and not any(
+                isinstance(o, self.Fake) or (isinstance(o, (tuple, list))
+                                             and o and
+                                             isinstance(o[0], self.Fake))
+                for o in outs):
+            return      # an op on real (CPU) tensors: its values are real
+        big = False
+        if self.limit is not None:
+            for o in outs:
+                if isinstance(o, self.torch.Tensor) and not self._small(o):
+                    big = True
+        real = None
+        self.fresh = {}
+        if pend is not None and pend[0] is out:
+            real = pend[1]
+        elif not big and (self.cpu or name not in RANDOM):
+            real = self._compute(func, name, args, kwargs, out, targets)
+        # (nothing here may keep a fake tensor alive past this call: its
+        # storage's death is a row of the trace)
+        fresh, self.fresh = self.fresh, {}
+        if real is not None:
+            reals = real if isinstance(real, (tuple, list)) else (real,)
+            if targets:
+                if fresh:
+                    self._stale([t for t, _ in fresh.values()])
+                    for t, r in fresh.values():
+                        self._set(t, r)
+                return
+            view = getattr(func, "is_view", False)
+            for o, r in zip(outs, reals):
+                if isinstance(o, (list, tuple)):
+                    for o2, r2 in zip(o, r):
+                        self._set(o2, r2 if view else self._layout(o2, r2))
+                else:
+                    self._set(o, r if view else self._layout(o, r))
+            return
+        if targets:
+            self._stale(targets)
+        if self.cpu:
+            return
+        # rules mode: routing shadows, ranges
+        self._rules(func, name, args, kwargs, out, outs, targets)
+
+    def _layout(self, o, r):
+        """R laid out as the fake output O (the CPU kernel may choose other
+        strides than the GPU's, on which a later view depends)."""
+        torch = self.torch
+        if not isinstance(r, torch.Tensor) or not isinstance(o, self.Fake) \
+                or r.layout != torch.strided or tuple(r.shape) != \
+                tuple(o.shape) or r.stride() == o.stride():
+            return r
+        try:
+            with self.unset():
+                t = torch.empty_strided(tuple(o.shape), o.stride(),
+                                        dtype=r.dtype)
+                t.copy_(r)
+            return t
+        except Exception:
+            return r
+
+    def _stale(self, targets):
+        for t in targets:
+            k = self._skey(t)
+            if k is not None:
+                self.gen[k] = self.gen.get(k, 0) + 1
+            self.ranges.pop(t, None)
+            self.shadow.pop(t, None)
+
+    def _registered(self, t):
+        """T's own recorded shadow (not one made up from a known scalar)."""
+        ent = self.shadow.get(t)
+        if ent is None:
+            return None
+        k = self._skey(t)
+        if k != ent[1] or self.gen.get(k, 0) != ent[2]:
+            del self.shadow[t]
+            return None
+        return ent[0]
+
+    def _compute(self, func, name, args, kwargs, out, targets):
+        """FUNC run on the CPU on the inputs' shadows: its outputs, or None
+        where an input has none.  For an op that writes (in place, out=):
+        a target with a shadow of its own is written through it (the
+        write is mirrored: every view of that shadow sees it); one without
+        (or one made up from a known scalar) is given the values written
+        (self.fresh: target -> values), when the op overwrites all of it
+        (copy_, fill_, zero_, out=) or its old value is known."""
+        torch = self.torch
+        missing = []
+        tid = {id(t) for t in targets}
+        fresh = self.fresh = {}
+
+        def conv(a):
+            if isinstance(a, torch.Tensor):
+                if id(a) in tid and isinstance(a, self.Fake):
+                    r = self._registered(a)
+                    if r is None:
+                        r = self.real(a) if name not in FULL else None
+                        if r is None and name in FULL:
+                            with self.unset():
+                                r = torch.zeros(tuple(a.shape),
+                                                dtype=a.dtype)
+                        if r is None:
+                            missing.append(a)
+                            return None
+                        r = r.clone()
+                        fresh[id(a)] = (a, r)
+                    return r
+                r = self.real(a)
+                if r is None:
+                    missing.append(a)
+                return r
+            if isinstance(a, torch.device) and a.type != "cpu":
+                return torch.device("cpu")
+            return a
+
+        a2 = [type(a)(conv(x) for x in a) if isinstance(a, (list, tuple))
+              else conv(a) for a in args]
+        k2 = {}
+        for k, v in kwargs.items():
+            if k == "out" and isinstance(v, self.Fake) and \
+                    self._registered(v) is None:
+                with self.unset():
+                    r = torch.empty(tuple(v.shape), dtype=v.dtype)
+                fresh[id(v)] = (v, r)
+                k2[k] = r
+            elif isinstance(v, (list, tuple)):
+                k2[k] = type(v)(conv(x) for x in v)
+            else:
+                k2[k] = conv(v)
+        if missing:
+            return None
+        if k2.get("pin_memory"):
+            k2["pin_memory"] = False
+        if k2.get("device") is not None:
+            k2["device"] = torch.device("cpu")
+        try:
+            with self.unset():
+                real = self._run(func, name, a2, k2, out)
+                if real is None and targets:
+                    real = ()       # an in-place foreach op: done
+        except _Skip:
+            return None
+        except Exception as e:
+            if self.cpu and name not in self.no_kernel:
+                self.no_kernel.add(name)
+                assume(self.rec, "values:unknown", name, site="%s (%s)" % (
+                    where(), str(e).split("\n")[0][:60]))
+            return None
+        return real
+
+    def _run(self, func, name, a2, k2, out):
+        """FUNC on the CPU (random and empty tensors only under --values
+        cpu: _Skip)."""
+        torch = self.torch
+        fb = FALLBACK.get(name)
+        if fb is not None:
+            return fb(torch, func, a2, k2, out)
+        if name == "empty" or name == "empty_strided" or \
+                name == "empty_like" or name == "new_empty" or \
+                name == "new_empty_strided":
+            if not self.cpu:
+                raise _Skip()
+            r = func(*a2, **k2)
+            with torch.no_grad():
+                r.zero_()
+            return r
+        if torch.Tag.nondeterministic_seeded in func.tags:
+            if not self.cpu:
+                raise _Skip()
+            st = torch.get_rng_state()
+            torch.set_rng_state(self.rng.get_state())
+            try:
+                return func(*a2, **k2)
+            finally:
+                self.rng.set_state(torch.get_rng_state())
+                torch.set_rng_state(st)
+        return func(*a2, **k2)
+
+    # -- sizes that depend on values -------------------------------------
+    def dynamic(self, func, name, args, kwargs):
+        """A fake output for an op whose output size depends on its
+        inputs' values, from their shadows (exact), or None: then fake.py's
+        rules (--dynamic-fraction).  Boolean indexing counts the mask's
+        elements the same way; an operator of another library whose fake
+        kernel asks for a data-dependent size (ctx.new_dynamic_size) is
+        computed from the shadows or refused in one line."""
+        torch = self.torch
+        aten_op = getattr(func, "namespace", "aten") == "aten"
+        if aten_op and torch.Tag.dynamic_output_shape not in func.tags:
+            return None
+        if aten_op and name == "index":
+            return self._bool_index(func, args, kwargs)
+        if not aten_op:
+            from torch._subclasses.fake_tensor import \
+                DynamicOutputShapeException
+            self.in_func = True     # (the program's own errors pass)
+            try:
+                return func(*args, **kwargs)
+            except DynamicOutputShapeException:
+                pass
+            finally:
+                self.in_func = False
+        dev = None
+        for a in list(args) + list(kwargs.values()):
+            for t in (a if isinstance(a, (list, tuple)) else (a,)):
+                if isinstance(t, self.Fake):
+                    dev = t.device
+                    break
+            if dev is not None:
+                break
+        if dev is None:
+            return None
+        real = None
+        if self.cpu or self.shadow:
+            real = self._compute(func, name, args, kwargs, None, ())
+            self.fresh = {}
+        if real is None and aten_op and name == "masked_select" and \
+                len(args) > 1:
+            # the values unknown, the mask known: its count
+            m = self.real(args[1])
+            if m is not None:
+                shape = torch.broadcast_shapes(args[0].shape, args[1].shape)
+                with self.unset():
+                    n = int(m.expand(shape).count_nonzero())
+                return torch.empty((n,), dtype=args[0].dtype, device=dev)
+        if real is None:
+            if aten_op or func.name() in OP_RULES:
+                return None      # fake._dynamic's rules
+            raise Refused(
+                "%s: the operator %s returns a size that depends on its "
+                "inputs' values, which --fake does not have; record with "
+                "--values cpu (it needs a CPU kernel of %s)" % (
+                    where(), func.name(), func.name()))
+        reals = real if isinstance(real, (tuple, list)) else (real,)
+        fakes = [torch.empty(tuple(r.shape), dtype=r.dtype, device=dev)
+                 if isinstance(r, torch.Tensor) else r for r in reals]
+        out = type(real)(fakes) if isinstance(real, (tuple, list)) \
+            else fakes[0]
+        self.pending = (out, real)
+        return out
+
+    def _bool_index(self, func, args, kwargs):
+        """x[mask]: aten.index with boolean indices, as index() runs it
+        (expandTensors: mask.nonzero(), one long index a dimension)."""
+        torch = self.torch
+        if len(args) < 2 or not isinstance(args[1], (list, tuple)):
+            return None
+        idx = list(args[1])
+        if not any(isinstance(i, torch.Tensor) and
+                   i.dtype in (torch.bool, torch.uint8) for i in idx):
+            return None
+        if self.cpu or self.shadow:
+            real = self._compute(func, "index", args, kwargs, None, ())
+            self.fresh = {}
+            if real is not None:
+                out = torch.empty(tuple(real.shape), dtype=real.dtype,
+                                  device=args[0].device)
+                self.pending = (out, real)
+                return out
+        new = []
+        frac = self.rec.opt.dynamic_fraction
+        for i in idx:
+            if isinstance(i, torch.Tensor) and \
+                    i.dtype in (torch.bool, torch.uint8):
+                r = self.real(i)
+                if r is not None:
+                    with self.unset():
+                        n = int(r.count_nonzero())
+                else:
+                    n = int(math.ceil(frac * i.numel()))
+                    assume(self.rec, "nonzero", n)
+                for _ in range(max(i.dim(), 1)):
+                    new.append(torch.empty((n,), dtype=torch.long,
+                                           device=i.device))
+            else:
+                new.append(i)
+        return func(args[0], new)
+
+    # -- the rules mode's routing and ranges ---------------------------------
+    def _rules(self, func, name, args, kwargs, out, outs, targets):
+        torch = self.torch
+        t0 = args[0] if args else None
+        if name == "_amp_foreach_non_finite_check_and_unscale_" and \
+                len(args) > 1 and isinstance(args[1], self.Fake):
+            # GradScaler finds no inf or NaN (fake.py's assumption
+            # gradscaler:no-overflow): found_inf stays 0, and
+            # _amp_update_scale_ grows the scale as in a real run.
+            with self.unset():
+                z = torch.zeros(tuple(args[1].shape), dtype=args[1].dtype)
+            self._set(args[1], z)
+            return
+        if name in RANDOM:
+            rg = random_range(torch, name, args, kwargs, out)
+            if rg is not None:
+                for o in (targets or outs[:1]):
+                    self._set_range(o, rg)
+            return
+        if name in INDICES and isinstance(t0, torch.Tensor):
+            i = INDICES[name]
+            if i >= len(outs) or not isinstance(outs[i], torch.Tensor):
+                return
+            if name in ("max", "min") and (len(args) < 2 or
+                                           not isinstance(args[1], int)):
+                return
+            dim = kwargs.get("dim", args[2] if name in ("topk", "kthvalue")
+                             and len(args) > 2 else
+                             args[1] if name not in ("topk", "kthvalue") and
+                             len(args) > 1 else -1)
+            if name == "kthvalue" and len(args) <= 2:
+                dim = -1
+            if name in ("argmax", "argmin") and dim is None:
+                n = t0.numel()
+            else:
+                if not isinstance(dim, int) or t0.dim() == 0:
+                    return
+                n = t0.shape[dim % t0.dim()]
+            idx = outs[i]
+            if name in ROUTING and n <= ROUTE_MAX and n > 0 and \
+                    self._small(idx) and idx.numel() > 0 and \
+                    (name != "argmax" or dim is not None) and \
+                    (name != "argmin" or dim is not None):
+                d = None if name != "topk" else dim % idx.dim()
+                r = self.routing(idx, n, d)
+                if r is not None:
+                    self._set(idx, r)
+                    return
+            self._set_range(idx, Range(0, n - 1, False, True))
+            return
+        # propagation of ranges
+        if not self.ranges:
+            return
+        rg = self.range(t0) if isinstance(t0, torch.Tensor) else None
+        base = name[:-1] if name.endswith("_") and \
+            not name.startswith("_") else name
+        base = _known.ALIASES.get(base, base)
+        if rg is None:
+            if base in ("cat", "stack") and args and \
+                    isinstance(args[0], (list, tuple)):
+                rs = [self.range(t) if isinstance(t, torch.Tensor) else None
+                      for t in args[0]]
+                if rs and all(r is not None for r in rs):
+                    rg = Range(min(r.lo for r in rs), max(r.hi for r in rs),
+                               all(r.hi_open for r in rs),
+                               all(r.integral for r in rs))
+                    for o in outs[:1]:
+                        self._set_range(o, rg)
+            return
+        new = None
+        k = args[1] if len(args) > 1 else None
+        kv = self.kn.value(k) if k is not None else _known.UNKNOWN
+        if base in KEEP and base not in ("max", "min") or \
+                (base in ("max", "min") and (len(args) < 2 or
+                                             isinstance(args[1], int))):
+            new = rg
+        elif base in ("add", "sub") and isinstance(kv, (int, float)) and \
+                not isinstance(kv, bool):
+            alpha = kwargs.get("alpha", 1)
+            c = kv * alpha * (1 if base == "add" else -1)
+            new = Range(rg.lo + c, rg.hi + c, rg.hi_open,
+                        rg.integral and float(c).is_integer())
+        elif base in ("mul", "div") and isinstance(kv, (int, float)) and \
+                not isinstance(kv, bool) and kv > 0 and \
+                kwargs.get("rounding_mode") is None:
+            c = kv if base == "mul" else 1.0 / kv
+            new = Range(rg.lo * c, rg.hi * c, rg.hi_open,
+                        rg.integral and base == "mul" and
+                        float(kv).is_integer())
+        elif base in ("clamp", "clip"):
+            lo = self.kn.value(args[1]) if len(args) > 1 and \
+                args[1] is not None else kwargs.get("min")
+            hi = self.kn.value(args[2]) if len(args) > 2 and \
+                args[2] is not None else kwargs.get("max")
+            nlo, nhi, ho = rg.lo, rg.hi, rg.hi_open
+            if isinstance(lo, (int, float)) and lo is not _known.UNKNOWN:
+                nlo = max(nlo, lo)
+            if isinstance(hi, (int, float)) and hi is not _known.UNKNOWN \
+                    and hi <= nhi:
+                nhi, ho = hi, False
+            new = Range(nlo, nhi, ho, rg.integral)
+        elif base in ("remainder", "fmod") and isinstance(kv, int) and \
+                not isinstance(kv, bool) and kv > 0 and rg.integral and \
+                (base == "remainder" or rg.lo >= 0):
+            new = Range(0, kv - 1, False, True)
+        elif base in ("floor", "trunc", "ceil", "round"):
+            new = Range(math.floor(rg.lo), math.ceil(rg.hi), False, True)
+        if new is None:
+            return
+        for o in outs[:1]:
+            if not isinstance(o, torch.Tensor):
+                continue
+            if not o.dtype.is_floating_point and o.dtype != torch.bool \
+                    and not new.integral:
+                # a cast to an integer type truncates toward zero
+                new = Range(math.floor(new.lo),
+                            (math.ceil(new.hi) - 1) if new.hi_open
+                            else math.floor(new.hi), False, True)
+            self._set_range(o, new)
+
+    def routing(self, idx, n, d):
+        """The uniform (or --routing-imbalance) routing of the module's
+        docstring, for indices IDX into N experts: k choices a row at
+        dimension D (topk), or one (D None: argmax, max(dim), ...)."""
+        torch = self.torch
+        k = idx.shape[d] if d is not None else 1
+        total = idx.numel()
+        rows = total // max(k, 1)
+        if rows == 0:
+            return None
+        counts = shares(total, n, rows, self.imbalance)
+        with self.unset():
+            seq = torch.repeat_interleave(
+                torch.arange(n, dtype=torch.long),
+                torch.tensor(counts, dtype=torch.long))
+            # column-major: choice j of row t is seq[j * rows + t]
+            r = seq.reshape(k, rows).t().contiguous()   # (rows, k)
+            if d is None:
+                r = r.reshape(tuple(idx.shape))
+            else:
+                shape = list(idx.shape)
+                del shape[d]
+                r = r.reshape(shape + [k]).movedim(-1, d).contiguous()
+            r = r.to(idx.dtype)
+        how = "uniform" if self.imbalance == 1.0 else \
+            "imbalance %g" % self.imbalance
+        assume(self.rec, "routing", "%s E=%d k=%d" % (how, n, k))
+        return r
+
+
+def shares(total, n, rows, imbalance):
+    """How many of TOTAL choices (ROWS rows) each of N experts gets:
+    total / n each, expert 0 IMBALANCE times that (at most ROWS), largest
+    remainders to the lowest experts."""
+    if n == 1:
+        return [total]
+    if imbalance == 1.0:
+        c0 = None
+    else:
+        c0 = min(rows, int(round(imbalance * total / n)), total)
+    rest_n = n if c0 is None else n - 1
+    rest = total if c0 is None else total - c0
+    base, extra = divmod(rest, rest_n)
+    out = [base + (1 if i < extra else 0) for i in range(rest_n)]
+    return out if c0 is None else [c0] + out
+
+
+def written_inplace(func):
+    return any(a.alias_info is not None and a.alias_info.is_write
+               for a in func._schema.arguments)
+
+
+def random_range(torch, name, args, kwargs, out):
+    """The range of a random op's values, or None."""
+    def arg(i, key, default=None):
+        if i < len(args):
+            return args[i]
+        return kwargs.get(key, default)
+    try:
+        if name in ("uniform", "uniform_"):
+            return Range(float(arg(1, "from", 0.0)), float(arg(2, "to", 1.0)),
+                         True, False)
+        if name in ("rand", "rand_like"):
+            return Range(0.0, 1.0, True, False)
+        if name == "randint":
+            if len(args) >= 3 or "low" in kwargs:
+                lo, hi = int(arg(0, "low")), int(arg(1, "high"))
+            else:
+                lo, hi = 0, int(arg(0, "high"))
+            return Range(lo, hi - 1, False, True)
+        if name == "randint_like":
+            a1 = arg(1, "high")
+            if len(args) > 2 or "low" in kwargs:
+                lo, hi = int(arg(1, "low")), int(arg(2, "high"))
+            else:
+                lo, hi = 0, int(a1)
+            return Range(lo, hi - 1, False, True)
+        if name in ("random", "random_"):
+            if len(args) >= 3:
+                lo, hi = args[1], args[2]
+            elif len(args) == 2:
+                lo, hi = 0, args[1]
+            else:
+                lo, hi = kwargs.get("from", 0), kwargs.get("to")
+            if hi is None:
+                return None
+            return Range(int(lo), int(hi) - 1, False, True)
+        if name in ("bernoulli", "bernoulli_"):
+            return Range(0, 1, False, True)
+        if name == "randperm":
+            return Range(0, int(args[0]) - 1, False, True)
+        if name == "multinomial":
+            return Range(0, int(args[0].shape[-1]) - 1, False, True)
+    except (TypeError, ValueError):
+        return None
+    return None
+
+
+# -- CPU stand-ins for kernels only the GPU has ------------------------------
+def _named(func, a2, k2):
+    names = [a.name for a in func._schema.arguments]
+    d = dict(zip(names, a2))
+    d.update(k2)
+    return d
+
+
+def _zeros_like_outs(torch, out):
+    return [torch.zeros(tuple(o.shape), dtype=o.dtype)
+            if isinstance(o, torch.Tensor) else o for o in out]
+
+
+def _sdpa_fwd(torch, func, a2, k2, out):
+    """cuDNN / flash / memory-efficient attention forward on the CPU: the
+    output by the math path; the other outputs (softmax stats, RNG state)
+    zeros: their values serve only the backward below."""
+    d = _named(func, a2, k2)
+    o = torch._C._nn.scaled_dot_product_attention(
+        d["query"], d["key"], d["value"], attn_mask=d.get("attn_bias"),
+        dropout_p=0.0, is_causal=bool(d.get("is_causal", False)),
+        scale=d.get("scale"),
+        enable_gqa=d["query"].shape[1] != d["key"].shape[1])
+    rest = _zeros_like_outs(torch, out)
+    rest[0] = o.to(out[0].dtype)
+    return tuple(rest)
+
+
+def _sdpa_bwd(torch, func, a2, k2, out):
+    """Their backward: the math path's gradients, written out (no autograd
+    here: the op runs below the autograd keys)."""
+    d = _named(func, a2, k2)
+    go = d.get("grad_out", d.get("grad_out_"))
+    q, k, v = d["query"], d["key"], d["value"]
+    dt = q.dtype
+    q, k, v, go = (t.float() for t in (q, k, v, go))
+    g = q.shape[1] // k.shape[1]
+    if g > 1:                      # grouped-query attention
+        k = k.repeat_interleave(g, dim=1)
+        v = v.repeat_interleave(g, dim=1)
+    scale = d.get("scale")
+    if scale is None:
+        scale = 1.0 / math.sqrt(q.shape[-1])
+    s = q @ k.transpose(-2, -1) * scale
+    bias = d.get("attn_bias")
+    if bias is not None:
+        s = s + bias.float()
+    if d.get("is_causal"):
+        lq, lk = s.shape[-2], s.shape[-1]
+        keep = torch.ones(lq, lk, dtype=torch.bool).tril()  # top left
+        s = s.masked_fill(~keep, float("-inf"))
+    p = torch.softmax(s, dim=-1)
+    dv = p.transpose(-2, -1) @ go
+    dp = go @ v.transpose(-2, -1)
+    ds = p * (dp - (dp * p).sum(-1, keepdim=True))
+    dq = ds @ k * scale
+    dk = ds.transpose(-2, -1) @ q * scale
+    if g > 1:
+        b, h = dk.shape[0], dk.shape[1] // g
+        dk = dk.reshape(b, h, g, *dk.shape[2:]).sum(2)
+        dv = dv.reshape(b, h, g, *dv.shape[2:]).sum(2)
+    rest = _zeros_like_outs(torch, out)
+    rest[0], rest[1], rest[2] = (t.to(dt) for t in (dq, dk, dv))
+    return tuple(rest)
+
+
+FALLBACK = {
+    "_scaled_dot_product_cudnn_attention": _sdpa_fwd,
+    "_scaled_dot_product_flash_attention": _sdpa_fwd,
+    "_scaled_dot_product_efficient_attention": _sdpa_fwd,
+    "_scaled_dot_product_cudnn_attention_backward": _sdpa_bwd,
+    "_scaled_dot_product_flash_attention_backward": _sdpa_bwd,
+    "_scaled_dot_product_efficient_attention_backward": _sdpa_bwd,
+}
+
+
+def host_values(rec, t):
+    """A real CPU tensor of T's shape and dtype with its values, for the
+    recorder's .cpu() of a fake CUDA tensor (docs/recording-values.md)."""
+    return rec.known.values.host(t)
+
+
+def rms_norm_fwd(rec, x, weight, shape, eps, out, rstd):
+    """The values of fake.py's fused rms_norm (its output and rstd are
+    made empty there), where x's and weight's are known."""
+    vs = rec.known.values
+    torch = vs.torch
+    rx = vs.real(x)
+    rw = vs.real(weight) if weight is not None else None
+    if rx is None or (weight is not None and rw is None):
+        return
+    n = len(shape)
+    with vs.unset():
+        if eps is None:
+            eps = torch.finfo(x.dtype).eps
+        xf = rx.float()
+        dims = tuple(range(-n, 0))
+        r = torch.rsqrt(xf.pow(2).mean(dims, keepdim=True) + eps)
+        y = xf * r
+        if rw is not None:
+            y = y * rw.float()
+        vs._set(out, vs._layout(out, y.to(out.dtype)))
+        vs._set(rstd, vs._layout(rstd, r.to(rstd.dtype)))
+
+
+def rms_norm_bwd(rec, grad, x, weight, rstd, gx, gw):
+    """The values of its backward's gradients."""
+    vs = rec.known.values
+    torch = vs.torch
+    rg, rx, rr = vs.real(grad), vs.real(x), vs.real(rstd)
+    rw = vs.real(weight) if weight is not None else None
+    if rg is None or rx is None or rr is None or \
+            (weight is not None and rw is None):
+        return
+    with vs.unset():
+        # rstd keeps the normalized dimensions as ones
+        n = sum(1 for i in range(1, rr.dim() + 1)
+                if rr.shape[-i] == 1 and rx.shape[-i] != 1)
+        n = max(n, 1)
+        dims = tuple(range(-n, 0))
+        xh = rx.float() * rr.float()
+        gwx = rg.float() * (rw.float() if rw is not None else 1.0)
+        dx = rr.float() * (gwx - xh * (gwx * xh).mean(dims, keepdim=True))
+        vs._set(gx, vs._layout(gx, dx.to(gx.dtype)))
+        if gw is not None:
+            lead = tuple(range(rx.dim() - n))
+            d = (rg.float() * xh).sum(lead) if lead else rg.float() * xh
+            vs._set(gw, vs._layout(gw, d.to(gw.dtype)))
