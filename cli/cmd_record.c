@@ -106,6 +106,40 @@ is_python(const char *word)
 	return !strncmp(base, "python", 6);
 }
 
+/* The recorder died by signal sig: what Python's faulthandler wrote to
+ * path (the Python lines running then, innermost first), then the line
+ * of the script's own code innermost there, if any. */
+static void
+record_fault(const char *path, int sig)
+{
+	FILE *fp = fopen(path, "r");
+	char line[4096], where[4096] = "";
+	if (fp) {
+		while (fgets(line, sizeof(line), fp)) {
+			if (!strncmp(line, "Extension modules:", 18))
+				continue;
+			fputs(line, stderr);
+			/* faulthandler: '  File "F", line N in FUNC' */
+			if (!where[0] && strstr(line, "File \"") &&
+			    !strstr(line, "/site-packages/") &&
+			    !strstr(line, "/lib/python") &&
+			    !strstr(line, "File \"<") &&
+			    !strstr(line, "memsim_record"))
+				snprintf(where, sizeof(where), "%s",
+					 line + strspn(line, " "));
+		}
+		fclose(fp);
+	}
+	where[strcspn(where, "\n")] = '\0';
+	if (where[0])
+		fprintf(stderr, "memsim: record: the recorder was killed by "
+			"signal %d while running %s; no trace written\n", sig,
+			where);
+	else
+		fprintf(stderr, "memsim: record: the recorder was killed by "
+			"signal %d; no trace written\n", sig);
+}
+
 int
 msim_cli_record(const char *out, char *const *ropt, int nropt,
 		char *const *cmd, int ncmd, int quiet)
@@ -178,11 +212,13 @@ msim_cli_record(const char *out, char *const *ropt, int nropt,
 	char tmp[4096];
 	snprintf(tmp, sizeof(tmp), "%s.tmp%ld", out, (long)pid);
 	unlink(tmp); /* what a killed recorder left */
+	snprintf(tmp, sizeof(tmp), "%s.fault%ld", out, (long)pid);
 	if (WIFSIGNALED(status)) {
-		fprintf(stderr, "memsim: record: the recorder was killed by "
-			"signal %d; no trace written\n", WTERMSIG(status));
+		record_fault(tmp, WTERMSIG(status));
+		unlink(tmp);
 		return 1;
 	}
+	unlink(tmp);
 	int rc = WEXITSTATUS(status);
 	if (rc == 127)
 		fprintf(stderr, "memsim: record: %s or its memsim_record module "
