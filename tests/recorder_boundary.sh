@@ -32,10 +32,23 @@ grep -q "^loss 1.0000 {'train': '1.000', 'val': '1.000'}$" "$tmp/out" ||
 grep -q "^right     1.00|$" "$tmp/out" || fail "kind 1: format spec >8.2f"
 grep -q "^cpu ndarray (8, 8) float32 Tensor (8,) \[1.0, 1.0\]$" "$tmp/out" ||
 	fail "kind 1: .cpu().numpy(), .to('cpu'), .tolist()"
-# .cpu() of the 8x8 weight and of the bias: two tensors whose values are
-# assumed (host:float), each counted once.
+# .cpu() of the 8x8 weight, of the bias, .tolist() of the 2x8 output:
+# three tensors whose values are assumed (host:float), each counted once.
 n=$(grep -c ',annotate,.*,assumption,host:float$' "$tmp/k1.csv")
-[ "$n" -eq 2 ] || fail "kind 1: $n host:float assumptions, expected 2"
+[ "$n" -eq 3 ] || fail "kind 1: $n host:float assumptions, expected 3"
+
+# Values read on the host in a loop that never ends without the real ones
+# stop the recording (--item-repeats), as .item() does.
+cat >"$tmp/loop.py" <<'PY'
+import torch
+x = torch.randn(3, device="cuda")
+while x.cpu().tolist()[0] != 5.0:
+    pass
+PY
+$MEMSIM record --item-repeats 50 -o "$tmp/loop.csv" -- "$PY" "$tmp/loop.py" >"$tmp/out" 2>&1 &&
+	fail "loop: exit 0"
+grep -q "loop.py:3 <module> asked for a float .item() 50 times" "$tmp/out" ||
+	fail "loop: $(tail -1 "$tmp/out")"
 
 # Kind 2: DataLoader workers over a dataset building its samples from
 # numpy (.numpy() in the worker, values checked there and in the batch).

@@ -2,7 +2,8 @@
 # torch.cuda as PyTorch has it under memsim record --fake (issue 25, failure
 # kind 6): every function and class of torch.cuda the recorder replaces
 # keeps the installed PyTorch's signature (inspect.signature, methods
-# included); keyword arguments work; memory_stats() has PyTorch's full key
+# included); keyword arguments work; torch.cuda.device(), a CUDA
+# torch.Generator; memory_stats() has PyTorch's full key
 # set, so memory_summary() works; a CUDA build's version queries are
 # answered.  Skips (77) without PyTorch.
 set -u
@@ -79,6 +80,13 @@ e = torch.cuda.Event(enable_timing=True)
 with torch.cuda.stream(stream=s):
     e.record(stream=s)
 torch.cuda.current_stream().wait_event(event=e)
+with torch.cuda.device(0), torch.cuda.device_of(x):
+    torch.cuda.set_per_process_memory_fraction(0.5)
+print("fraction", torch.cuda.get_per_process_memory_fraction(),
+      torch.cuda.initial_seed() == torch.initial_seed())
+g = torch.Generator(device="cuda").manual_seed(0)
+torch.randn(4, generator=g, device="cuda")
+print("generator", g.device, isinstance(torch.default_generator, torch.Generator))
 print("allocated", torch.cuda.memory_allocated(device="cuda:0"))
 st = torch.cuda.memory_stats(device=0)
 print("stats", len(st), st["allocated_bytes.all.current"], st["num_ooms"],
@@ -94,6 +102,8 @@ PY
 $MEMSIM record -o "$tmp/k6.csv" -- "$PY" "$tmp/k6.py" >"$tmp/out" 2>&1 ||
 	fail "kind 6: $(tail -3 "$tmp/out")"
 grep -q "^allocated 4194304$" "$tmp/out" || fail "memory_allocated(device=)"
+grep -q "^fraction 0.5 True$" "$tmp/out" || fail "device(), device_of(), the memory fraction"
+grep -q "^generator cuda:0 True$" "$tmp/out" || fail "torch.Generator(device='cuda')"
 # PyTorch's keys: 9 pooled stats x 3 pools x 4 metrics, 2 oversize x 4, 6
 # counters and max_split_size
 grep -q "^stats 123 4194304 0 0$" "$tmp/out" || fail "memory_stats: $(grep stats "$tmp/out")"

@@ -336,6 +336,28 @@ class _StreamContext:
         return False
 
 
+class _Device:
+    """torch.cuda.device(device): every CUDA device is device 0 (one rank
+    sees one GPU), so entering changes nothing."""
+
+    def __init__(self, device):
+        self.idx = 0
+        self.prev_idx = 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, type, value, traceback):
+        return False
+
+
+class _DeviceOf(_Device):
+    """torch.cuda.device_of(obj)."""
+
+    def __init__(self, obj):
+        super().__init__(0)
+
+
 def _like(orig, impl):
     """A replacement for the torch.cuda function ORIG with ORIG's
     signature: the call is bound as ORIG binds it (a TypeError where
@@ -523,7 +545,6 @@ def _patch_cuda(torch, rec, dev):
     # torch.cuda.empty_cache and torch.cuda.memory.empty_cache (the same
     # function; a program may call either): a row of the trace.
     setc("empty_cache", lambda a: rec.empty_cache())
-    setc("set_per_process_memory_fraction", lambda a: None)
     # FakeTensor.__new__ would make a real CUDA tensor once "so that
     # backward works" (init_gpu_context): no GPU is touched here.
     import torch._subclasses.fake_tensor as ftm
@@ -601,6 +622,51 @@ def _patch_cuda(torch, rec, dev):
                                                 device="cpu"))
     setc("set_rng_state", lambda a: None)
     setc("ipc_collect", lambda a: None)
+    # torch.Generator(device="cuda") (a seeded sampler, diffusers'
+    # pipelines) needs the CUDA library: a CPU generator that says
+    # cuda:0 instead (the fake ops take no values from it); isinstance
+    # holds for every generator, torch.default_generator's included.
+    base = torch._C.Generator
+
+    class _GenMeta(type(base)):
+        def __instancecheck__(cls, obj):
+            return isinstance(obj, base)
+
+        def __subclasscheck__(cls, sub):
+            return issubclass(sub, base)
+
+    class Generator(base, metaclass=_GenMeta):
+        def __new__(cls, device=None):
+            d = torch.device(device if device is not None else "cpu")
+            g = base.__new__(cls, "cpu" if d.type == "cuda" else d)
+            g._memsim_cuda = d.type == "cuda"
+            return g
+
+        @property
+        def device(self):
+            if getattr(self, "_memsim_cuda", False):
+                return torch.device("cuda", 0)
+            return base.device.__get__(self)
+
+    Generator.__module__ = "torch"
+    Generator.__doc__ = base.__doc__
+    torch.Generator = Generator
+    c.default_generators = (Generator("cuda"),)
+    setc("device", None, _Device)
+    setc("device_of", None, _DeviceOf)
+    setc("initial_seed", lambda a: torch.initial_seed())
+    fraction = [1.0]
+    setc("set_per_process_memory_fraction",
+         lambda a: fraction.__setitem__(0, float(a["fraction"])))
+    setc("get_per_process_memory_fraction", lambda a: fraction[0])
+    setc("get_sync_debug_mode", lambda a: 0)
+    setc("set_sync_debug_mode", lambda a: None)
+    setc("get_allocator_backend", lambda a: "native")
+    setc("memory_snapshot", lambda a: [])
+    setc("current_blas_handle", lambda a: 0)
+    setc("current_solver_handle", lambda a: 0)
+    setc("caching_allocator_enable", lambda a: None)
+    setc("host_memory_stats_as_nested_dict", lambda a: {})
     # nn.DataParallel on the one GPU a rank sees: scatter and gather as
     # torch._C._scatter / _gather (a CUDA build's) do for one device,
     # chunks that are views of the input, the parts concatenated.
@@ -784,6 +850,10 @@ def _host_values(rec, t):
         else:
             v, kind = rec.opt.item_int, "int"
         rec.assume("host:" + kind)
+        watch = getattr(rec, "watch", None)
+        if watch:
+            # a loop on values the fake run does not have stops
+            watch.assumed("host:" + kind, v, "")
     from torch._prims_common import \
         is_non_overlapping_and_dense_or_false as is_non_overlapping_and_dense
     with unset_fake_temporarily():
@@ -1767,8 +1837,8 @@ def run(opt, script, argv):
     sys.argv = [script] + list(argv)
     # The host side (host.py): the script's file writes to a scratch
     # folder, torch.save of fake tensors, DataLoader workers without the
-    # recorder, 0-dim GPU tensors formatted as their .item(), .numpy() of a
-    # fake tensor by the host rules.
+    # recorder, 0-dim GPU tensors formatted as their .item(), .numpy() and
+    # .tolist() of a fake tensor by the host rules.
     files = rec.files = host.Files()
     undo_save = host.patch_save(torch, files)
     undo_workers = host.patch_workers(torch)
@@ -1787,8 +1857,19 @@ def run(opt, script, argv):
                 return vals.numpy(*a, **k)
         return orig_numpy(self, *a, **k)
 
+    orig_tolist = FakeTensor.tolist   # an .item() per element
+
+    def tolist(self):
+        # one host tensor (one assumption), not an .item() per element
+        if self.dim() > 0:
+            vals = _host_values(rec, self.detach())
+            if vals is not None:
+                return vals.tolist()
+        return orig_tolist(self)
+
     torch.Tensor.__format__ = __format__
     torch.Tensor.numpy = numpy
+    FakeTensor.tolist = tolist
     files.install()
     # Constants (torch.tensor(...) data) stay on the CPU: no CUDA kernel
     # runs (a property in some versions of PyTorch, an attribute in others).
@@ -1889,6 +1970,7 @@ def run(opt, script, argv):
         undo_workers()
         torch.Tensor.__format__ = orig_format
         torch.Tensor.numpy = orig_numpy
+        FakeTensor.tolist = orig_tolist
         h1.remove()
         h2.remove()
         hp.remove()

@@ -114,8 +114,9 @@ class Files:
         if not writing:
             return file
         self.count += 1
-        dst = os.path.join(self.dir, "%d-%s" % (self.count,
-                                                os.path.basename(p)))
+        # the pid too: a forked DataLoader worker counts on its own
+        dst = os.path.join(self.dir, "%d-%d-%s" % (
+            os.getpid(), self.count, os.path.basename(p)))
         if ("a" in mode or "+" in mode) and os.path.isfile(p):
             shutil.copyfile(p, dst)
         self.map[p] = dst
