@@ -272,6 +272,19 @@ class _Stream:
     def query(self):
         return True
 
+    def is_capturing(self):
+        return False
+
+    @staticmethod
+    def priority_range():
+        # (least, greatest): cudaDeviceGetStreamPriorityRange's on
+        # Volta and later
+        return (0, -5)
+
+    @property
+    def native_handle(self):
+        return self.cuda_stream
+
     def __enter__(self):
         self._prev = _CURRENT_STREAM[0]
         _CURRENT_STREAM[0] = self.stream_id
@@ -295,6 +308,9 @@ class _Event:
     def __init__(self, enable_timing=False, blocking=False,
                  interprocess=False, external=False):
         self.enable_timing = enable_timing
+        self.cuda_event = 0
+        self.event_id = 0
+        self.device = None
 
     @classmethod
     def from_ipc_handle(cls, device, handle):
