@@ -879,9 +879,6 @@ def _host_values(rec, t):
         else:
             out = torch.empty(tuple(t.shape), dtype=t.dtype)
         out.fill_(v)
-        if t.requires_grad and (t.dtype.is_floating_point or
-                                t.dtype.is_complex):
-            out.requires_grad_(True)
     return out
 
 
