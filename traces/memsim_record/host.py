@@ -187,6 +187,10 @@ def user_traceback(exc, script):
             out.append("  ...\n")
             continue
         out.extend(traceback.format_list([f]))
+    if tb and os.path.abspath(tb[-1].filename).startswith(here + os.sep):
+        # raised by the recorder itself (a refusal, or a fault to report)
+        out.append("  (raised inside memsim record, %s:%d)\n" % (
+            os.path.basename(tb[-1].filename), tb[-1].lineno))
     out.extend(traceback.format_exception_only(type(exc), exc))
     return "".join(out)
 
