@@ -170,6 +170,24 @@ grep -q "_Mode" "$tmp/out" && fail "kind 5: the recorder's internals in the outp
 n=$(grep -c ',alloc,.*,parameter,' "$tmp/k5.csv")
 [ "$n" -eq 4 ] || fail "kind 5: $n parameter allocations, expected 4"
 
+# Index tensors are real whatever their size (host.BULK): a shuffled
+# sampler over 300000 samples (randperm, 2.3 MiB) sees every sample once.
+cat >"$tmp/perm.py" <<'PY'
+import torch
+dl = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.arange(300000)),
+                                 batch_size=100000, shuffle=True)
+s = 0
+for (b,) in dl:
+    s += int(b.sum())
+    b.cuda()
+print("sum", s)
+PY
+$MEMSIM record -o "$tmp/perm.csv" -- "$PY" "$tmp/perm.py" >"$tmp/out" 2>&1 ||
+	fail "sampler: $(tail -3 "$tmp/out")"
+grep -q "^sum 44999850000$" "$tmp/out" || fail "sampler: $(grep sum "$tmp/out")"
+n=$(grep -c ',alloc,[0-9]*,800000,0,input,' "$tmp/perm.csv")
+[ "$n" -eq 3 ] || fail "sampler: $n batches of 100000 int64, expected 3"
+
 # A large CPU tensor made by a factory op stays fake (host.HOST_FAKE_BYTES):
 # a model of 4 GiB of fp32 weights built on the CPU records in the usual
 # time and memory; its weights read back are an assumption.

@@ -997,12 +997,13 @@ def run(opt, script, argv):
                 return False if func in pinned[:1] else args[0]
             if kwargs.get("pin_memory"):
                 kwargs = dict(kwargs, pin_memory=False)
+            name = func.overloadpacket.__name__
             if host_op(args, kwargs):
                 # Host code runs for real (host.py): every tensor a plain
                 # CPU one, every device the CPU.  A factory op whose CPU
                 # output would be large (weights made before .cuda())
                 # stays fake.
-                if not has_tensor(args, kwargs):
+                if name in host.BULK and not has_tensor(args, kwargs):
                     out = func(*args, **kwargs)
                     if isinstance(out, torch.Tensor) and \
                             host.nbytes(out) > host.HOST_FAKE_BYTES:

@@ -9,7 +9,7 @@ mode, which turns real CPU inputs into fake ones (allow_non_fake_inputs).
 
 One exception keeps a large model built on the CPU (weights made before
 `.cuda()`) from taking the host's memory: a CPU factory op (no tensor
-argument: empty, zeros, randn, ...) whose output would exceed
+argument: empty, zeros, randn, ..., BULK) whose output would exceed
 HOST_FAKE_BYTES is made fake, as before; what reads a value from such a
 tensor gets an assumption (fake._host_values).
 
@@ -30,6 +30,12 @@ import traceback
 # tensors host code computes with (indices, offsets, schedules, masks of
 # a sample, a LayerNorm's weight) are real.
 HOST_FAKE_BYTES = 1 << 20
+# The factory ops that rule applies to: those that make storage to be
+# filled (a weight's torch.empty, then its init's uniform_), not those
+# whose values are the point (randperm: a sampler's order; arange,
+# linspace, randint: indices and offsets), which always run for real.
+BULK = frozenset(("empty", "empty_strided", "zeros", "ones", "full",
+                  "randn", "rand", "normal", "empty_permuted"))
 
 
 def classifier(torch):
