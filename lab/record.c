@@ -118,6 +118,26 @@ record_argv(const char *py, const char *out, char *const *ropt, int nropt,
 	return av;
 }
 
+/* The innermost line of the script's own code (no library, no recorder)
+ * in faulthandler's dump at PATH ('  File "F", line N in FUNC'), or "". */
+static void
+record_fault_line(const char *path, char *where, size_t len)
+{
+	FILE *fp = fopen(path, "r");
+	char line[4096];
+	*where = '\0';
+	if (!fp)
+		return;
+	while (!*where && fgets(line, sizeof(line), fp))
+		if (strstr(line, "File \"") &&
+		    !strstr(line, "/site-packages/") &&
+		    !strstr(line, "/lib/python") &&
+		    !strstr(line, "File \"<") && !strstr(line, "memsim_record"))
+			snprintf(where, len, "%s", line + strspn(line, " "));
+	fclose(fp);
+	where[strcspn(where, "\n")] = '\0';
+}
+
 int
 msim_record_exec(const msim_record_opts_t *o, const char *out,
 		 char *const *ropt, int nropt, char *const *cmd, int ncmd,
@@ -178,17 +198,23 @@ msim_record_exec(const msim_record_opts_t *o, const char *out,
 		snprintf(why, whylen, "waitpid: %s", strerror(errno));
 		return MSIM_EIO;
 	}
-	char tmp[4096];
+	char tmp[4096], where[4096];
 	snprintf(tmp, sizeof(tmp), "%s.tmp%ld", out, (long)pid);
 	unlink(tmp); /* what a killed recorder left */
+	/* The recorder's faulthandler file (memsim_record/__main__.py):
+	 * the Python lines running if it died by a signal. */
+	snprintf(tmp, sizeof(tmp), "%s.fault%ld", out, (long)pid);
+	record_fault_line(tmp, where, sizeof(where));
+	unlink(tmp);
 	if (exec_errno) {
 		snprintf(why, whylen, "cannot run %s: %s", py,
 			 strerror(exec_errno));
 		return 127;
 	}
 	if (WIFSIGNALED(status)) {
-		snprintf(why, whylen, "the recorder was killed by signal %d; "
-			 "no trace written", WTERMSIG(status));
+		snprintf(why, whylen, "the recorder was killed by signal %d%s%s; "
+			 "no trace written", WTERMSIG(status),
+			 *where ? " while running " : "", where);
 		return 1;
 	}
 	int rc = WEXITSTATUS(status);

@@ -142,6 +142,16 @@ def main(argv=None):
     out = opt.output
     tmp = "%s.tmp%d" % (out, os.getpid())
     sys.path.insert(0, os.path.dirname(os.path.abspath(opt.script)))
+    # Should the interpreter die by a signal (a native crash), the Python
+    # lines running then go to OUT.fault<pid>, which `memsim record`
+    # prints (cli/cmd_record.c) and removes.
+    fault = "%s.fault%d" % (out, os.getpid())
+    try:
+        import faulthandler
+        fault_fp = open(fault, "w")
+        faulthandler.enable(file=fault_fp, all_threads=True)
+    except OSError:
+        fault_fp = None
     try:
         if opt.mode == "gpu":
             status, msg = record_gpu(opt, tmp)
@@ -174,6 +184,10 @@ def main(argv=None):
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if fault_fp is not None:
+            faulthandler.disable()
+            fault_fp.close()
+            os.unlink(fault)
 
 
 if __name__ == "__main__":

@@ -38,3 +38,9 @@ def cublas_workspace_bytes(major, minor, env=None):
     if (major, minor) == (9, 0) or major >= 10:
         return 4096 * 1024 * 8
     return 4096 * 1024 * 2 + 16 * 1024 * 8
+
+# What torch.version.cuda and torch.backends.cudnn.version() answer under
+# --fake: a CUDA 12.8 build with cuDNN 9.10 (PyTorch's CUDA 12.8 wheels);
+# a library only checks that they are set, or compares a minimum.
+CUDA_VERSION = "12.8"
+CUDNN_VERSION = 91002

@@ -1,7 +1,9 @@
 """--fake: record a script's CUDA allocations under FakeTensorMode.
 
-What is recorded.  Every op runs on fake tensors (shapes and dtypes only).
-A dispatch mode above the fake mode sees each op's outputs; a CUDA storage
+What is recorded.  Every op that touches the GPU runs on fake tensors
+(shapes and dtypes only); host code runs for real (host.py,
+docs/recording-boundary.md).  A dispatch mode above the fake mode sees each
+op's outputs; a CUDA storage
 not seen before is an allocation of its nbytes (the size PyTorch's
 CUDACachingAllocator::malloc is asked for; memsim applies round_size), and
 a weak reference on the storage's Python object (PyTorch keeps that object
@@ -36,10 +38,10 @@ import math
 import os
 import sys
 import threading
-import traceback
 import weakref
 
 from . import devices
+from . import host
 from . import kernels
 from . import known
 from . import values
@@ -61,6 +63,10 @@ class Recorder:
         self.assumptions = {}
         self.phase_backward = 0
         self.phase_optimizer = 0
+        # the phases entered, innermost last: ("o", modules entered when
+        # the optimizer step began, whether it was given a closure) or
+        # ("b",) for backward
+        self.phases = []
         self.module_stack = []
         self.module_names = {}
         self.seen_modules = set()
@@ -114,13 +120,40 @@ class Recorder:
                 row[4] = site
 
     # -- where and what -----------------------------------------------------
+    def closure(self):
+        """Whether the innermost phase is an optimizer step running its
+        closure's forward (LBFGS, PyTorch Lightning's training step inside
+        optimizer.step(closure)): the step calls the closure with grad
+        mode on (Optimizer's step functions run under no_grad), or a
+        module was entered since the step began.  Only a step given a
+        closure has one."""
+        ph = self.phases[-1] if self.phases else None
+        if ph is None or ph[0] != "o" or not ph[2]:
+            return False
+        if len(self.module_stack) > ph[1]:
+            return True
+        import torch
+        return torch.is_grad_enabled()
+
+    def in_optimizer(self):
+        """The optimizer's own work: the innermost phase an optimizer
+        step, not its closure."""
+        return bool(self.phases) and self.phases[-1][0] == "o" and \
+            not self.closure()
+
     def category(self, func_name):
-        if self.phase_optimizer:
+        """By autograd's phase, the innermost one: an optimizer step,
+        backward, a module's forward (a closure's forward and backward
+        inside optimizer.step(closure) are activations and gradients)."""
+        if self.in_optimizer():
             return "optimizer"
-        if self.phase_backward or threading.current_thread() is not \
-                threading.main_thread():
+        if (self.phases and self.phases[-1][0] == "b") or \
+                threading.current_thread() is not threading.main_thread():
             return "gradient"
         if self.module_stack:
+            return "activation"
+        if self.phases:
+            # the closure's own ops outside a module (its loss)
             return "activation"
         if func_name in ("empty", "empty_strided", "randn", "rand", "zeros",
                          "ones", "full", "randint", "arange", "_to_copy",
@@ -130,7 +163,7 @@ class Recorder:
         return "other"
 
     def site(self):
-        if self.phase_optimizer:
+        if self.in_optimizer():
             return "optimizer.step"
         if self.module_stack:
             m = self.module_stack[-1]
@@ -208,9 +241,13 @@ _NEXT_STREAM = [1]
 
 
 class _Stream:
-    def __init__(self, device=None, priority=0, _id=None, **kw):
+    """torch.cuda.Stream, with its signature (stream_id= names an existing
+    stream, as PyTorch's keyword arguments do)."""
+
+    def __init__(self, device=None, priority=0, **kwargs):
         self.device = device
         self.priority = priority
+        _id = kwargs.get("stream_id")
         if _id is None:
             _id = _NEXT_STREAM[0]
             _NEXT_STREAM[0] += 1
@@ -219,20 +256,35 @@ class _Stream:
         self.device_index = 0
         self.device_type = 1
 
-    def wait_stream(self, other):
+    def wait_stream(self, stream):
         pass
 
-    def wait_event(self, ev):
+    def wait_event(self, event):
         pass
 
-    def record_event(self, ev=None):
-        return ev or _Event()
+    def record_event(self, event=None):
+        if event is None:
+            event = _Event()
+        return event
 
     def synchronize(self):
         pass
 
     def query(self):
         return True
+
+    def is_capturing(self):
+        return False
+
+    @staticmethod
+    def priority_range():
+        # (least, greatest): cudaDeviceGetStreamPriorityRange's on
+        # Volta and later
+        return (0, -5)
+
+    @property
+    def native_handle(self):
+        return self.cuda_stream
 
     def __enter__(self):
         self._prev = _CURRENT_STREAM[0]
@@ -252,8 +304,21 @@ class _Stream:
 
 
 class _Event:
-    def __init__(self, *a, **kw):
-        pass
+    """torch.cuda.Event, with its signature."""
+
+    def __init__(self, enable_timing=False, blocking=False,
+                 interprocess=False, external=False):
+        self.enable_timing = enable_timing
+        self.cuda_event = 0
+        self.event_id = 0
+        self.device = None
+
+    @classmethod
+    def from_ipc_handle(cls, device, handle):
+        return cls()
+
+    def ipc_handle(self):
+        return b""
 
     def record(self, stream=None):
         pass
@@ -267,8 +332,98 @@ class _Event:
     def query(self):
         return True
 
-    def elapsed_time(self, other):
+    def elapsed_time(self, end_event):
         return 0.0
+
+
+class _StreamContext:
+    """torch.cuda.stream(s) / torch.cuda.StreamContext(s)."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def __enter__(self):
+        self.prev = _CURRENT_STREAM[0]
+        if self.stream is not None:
+            _CURRENT_STREAM[0] = self.stream.stream_id
+        return self
+
+    def __exit__(self, type, value, traceback):
+        _CURRENT_STREAM[0] = self.prev
+        return False
+
+
+class _Device:
+    """torch.cuda.device(device): every CUDA device is device 0 (one rank
+    sees one GPU), so entering changes nothing."""
+
+    def __init__(self, device):
+        self.idx = 0
+        self.prev_idx = 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, type, value, traceback):
+        return False
+
+
+class _DeviceOf(_Device):
+    """torch.cuda.device_of(obj)."""
+
+    def __init__(self, obj):
+        super().__init__(0)
+
+
+def _like(orig, impl):
+    """A replacement for the torch.cuda function ORIG with ORIG's
+    signature: the call is bound as ORIG binds it (a TypeError where
+    PyTorch's would raise one), then IMPL(arguments) answers, the
+    arguments a dict by parameter name."""
+    import functools
+    import inspect
+    try:
+        sig = inspect.signature(orig)
+    except (TypeError, ValueError):
+        sig = None
+
+    def f(*a, **k):
+        if sig is None:
+            return impl(dict(enumerate(a), **k))
+        b = sig.bind(*a, **k)
+        b.apply_defaults()
+        return impl(b.arguments)
+
+    functools.update_wrapper(f, orig)
+    return f
+
+
+def _cuda_stats(rec):
+    """torch.cuda.memory_stats_as_nested_dict(): every key PyTorch's
+    CUDACachingAllocator reports (DeviceStats), bytes from the recording
+    (reserved as allocated: the replay, not the recorder, knows the
+    caching allocator's segments), counts zero."""
+    pools = ("all", "large_pool", "small_pool")
+
+    def stat(cur=0, peak=0):
+        return {"current": cur, "peak": peak, "allocated": peak,
+                "freed": peak - cur}
+    out = {}
+    for k in ("allocation", "segment", "active", "inactive_split",
+              "inactive_split_bytes"):
+        out[k] = {p: stat() for p in pools}
+    for k in ("allocated_bytes", "reserved_bytes", "active_bytes",
+              "requested_bytes"):
+        out[k] = {p: stat() for p in pools}
+        out[k]["all"] = stat(rec.allocated, rec.peak)
+    for k in ("num_alloc_retries", "num_ooms", "num_sync_all_streams",
+              "num_device_alloc", "num_device_free", "num_oom_rejections"):
+        out[k] = 0
+    out["max_split_size"] = -1
+    out["oversize_allocations"] = stat()
+    out["oversize_segments"] = stat()
+    out["reserved_bytes_by_private_pools"] = {}
+    return out
 
 
 def _patch_native(torch):
@@ -357,53 +512,56 @@ def _patch_cuda(torch, rec, dev):
     name, major, minor, total, sms = devices.DEVICES[dev]
     props = _Props(name, major, minor, total, sms)
     c = torch.cuda
-    c.is_available = lambda: True
-    c.is_initialized = lambda: True
+    import torch.cuda.memory as cmem
+    import torch.cuda.random as crand
+    import torch.cuda.streams as cstreams
+    mods = [c, cmem, crand, cstreams]
+
+    def setc(nm, impl, cls=None):
+        """torch.cuda.NM answered by IMPL(arguments) with PyTorch's
+        signature (_like), or replaced by the class CLS; the same name in
+        torch.cuda's submodules that hold the same object too (the
+        original memory_stats calls memory.memory_stats_as_nested_dict)."""
+        orig = getattr(c, nm, None)
+        new = cls if cls is not None else \
+            _like(orig if orig is not None else impl, impl)
+        for m in mods:
+            if nm in m.__dict__ and (m is c or m.__dict__[nm] is orig):
+                setattr(m, nm, new)
+        if nm not in c.__dict__:
+            setattr(c, nm, new)
+
+    setc("is_available", lambda a: True)
+    setc("is_initialized", lambda a: True)
     c._lazy_init = lambda: None
-    c.init = lambda: None
-    c.device_count = lambda: max(1, rec.opt.world_size)
-    c.current_device = lambda: 0
-    c.set_device = lambda d: None
-    c.get_device_properties = lambda d=None: props
-    c.get_device_capability = lambda d=None: (major, minor)
-    c.get_device_name = lambda d=None: name
-    c.get_arch_list = lambda: ["sm_%d%d" % (major, minor)]
-    c.is_bf16_supported = lambda *a, **k: major >= 8
-    c.synchronize = lambda d=None: None
-    c.Stream = _Stream
-    c.Event = _Event
-    c.current_stream = lambda d=None: _Stream(_id=_CURRENT_STREAM[0])
-    c.default_stream = lambda d=None: _Stream(_id=0)
+    setc("init", lambda a: None)
+    setc("device_count", lambda a: max(1, rec.opt.world_size))
+    setc("current_device", lambda a: 0)
+    setc("set_device", lambda a: None)
+    setc("get_device_properties", lambda a: props)
+    setc("get_device_capability", lambda a: (major, minor))
+    setc("get_device_name", lambda a: name)
+    setc("get_arch_list", lambda a: ["sm_%d%d" % (major, minor)])
+    setc("is_bf16_supported", lambda a: major >= 8)
+    setc("synchronize", lambda a: None)
+    setc("Stream", None, _Stream)
+    setc("Event", None, _Event)
+    setc("current_stream", lambda a: _Stream(stream_id=_CURRENT_STREAM[0]))
+    setc("default_stream", lambda a: _Stream(stream_id=0))
 
-    class _StreamCtx:
-        def __init__(self, s):
-            self.s = s
+    def set_stream(a):
+        if a["stream"] is not None:
+            _CURRENT_STREAM[0] = a["stream"].stream_id
 
-        def __enter__(self):
-            self.prev = _CURRENT_STREAM[0]
-            if self.s is not None:
-                _CURRENT_STREAM[0] = self.s.stream_id
-            return self
-
-        def __exit__(self, *a):
-            _CURRENT_STREAM[0] = self.prev
-            return False
-
-    def set_stream(st):
-        if st is not None:
-            _CURRENT_STREAM[0] = st.stream_id
-
-    c.stream = _StreamCtx
-    c.StreamContext = _StreamCtx
-    c.set_stream = set_stream
-    c.is_current_stream_capturing = lambda: False
+    setc("stream", lambda a: _StreamContext(a["stream"]))
+    setc("StreamContext", None, _StreamContext)
+    setc("set_stream", set_stream)
+    setc("is_current_stream_capturing", lambda a: False)
     import torch.cuda.graphs as cg
     cg.is_current_stream_capturing = lambda: False
     # torch.cuda.empty_cache and torch.cuda.memory.empty_cache (the same
     # function; a program may call either): a row of the trace.
-    import torch.cuda.memory as cmem
-    c.empty_cache = cmem.empty_cache = rec.empty_cache
-    c.set_per_process_memory_fraction = lambda f, d=None: None
+    setc("empty_cache", lambda a: rec.empty_cache())
     # FakeTensor.__new__ would make a real CUDA tensor once "so that
     # backward works" (init_gpu_context): no GPU is touched here.
     import torch._subclasses.fake_tensor as ftm
@@ -459,25 +617,97 @@ def _patch_cuda(torch, rec, dev):
                 lib.impl(op[6:], never, "CUDA")
     torch._C._select_conv_backend = select
     torch._C._conv_determine_backend_memory_format = fmt
-    c.mem_get_info = lambda d=None: (total - rec.allocated, total)
-    c.memory_allocated = lambda d=None: rec.allocated
-    c.max_memory_allocated = lambda d=None: rec.peak
-    c.memory_reserved = lambda d=None: rec.allocated
-    c.max_memory_reserved = lambda d=None: rec.peak
-    c.reset_peak_memory_stats = lambda d=None: setattr(rec, "peak",
-                                                        rec.allocated)
-    c.reset_max_memory_allocated = c.reset_peak_memory_stats
-    c.memory_stats = lambda d=None: {
-        "allocated_bytes.all.current": rec.allocated,
-        "allocated_bytes.all.peak": rec.peak}
-    c.manual_seed = lambda s: None
-    c.manual_seed_all = lambda s: None
-    c.seed = lambda: None
-    c.seed_all = lambda: None
-    c.get_rng_state = lambda d=None: torch.zeros(16, dtype=torch.uint8,
-                                                 device="cpu")
-    c.set_rng_state = lambda s, d=None: None
-    c.ipc_collect = lambda: None
+    setc("mem_get_info", lambda a: (total - rec.allocated, total))
+    setc("memory_allocated", lambda a: rec.allocated)
+    setc("max_memory_allocated", lambda a: rec.peak)
+    setc("memory_reserved", lambda a: rec.allocated)
+    setc("max_memory_reserved", lambda a: rec.peak)
+    setc("reset_peak_memory_stats",
+         lambda a: setattr(rec, "peak", rec.allocated))
+    setc("reset_max_memory_allocated",
+         lambda a: setattr(rec, "peak", rec.allocated))
+    setc("reset_accumulated_memory_stats", lambda a: None)
+    # memory_stats() and memory_summary() stay PyTorch's: they read
+    # memory_stats_as_nested_dict(), answered with the full key set.
+    setc("memory_stats_as_nested_dict", lambda a: _cuda_stats(rec))
+    setc("manual_seed", lambda a: None)
+    setc("manual_seed_all", lambda a: None)
+    setc("seed", lambda a: None)
+    setc("seed_all", lambda a: None)
+    # The CUDA generator's state (philox: seed and offset, 16 bytes).
+    setc("get_rng_state", lambda a: torch.zeros(16, dtype=torch.uint8,
+                                                device="cpu"))
+    setc("set_rng_state", lambda a: None)
+    setc("ipc_collect", lambda a: None)
+    # torch.Generator(device="cuda") (a seeded sampler, diffusers'
+    # pipelines) needs the CUDA library: a CPU generator that says
+    # cuda:0 instead (the fake ops take no values from it); isinstance
+    # holds for every generator, torch.default_generator's included.
+    base = torch._C.Generator
+
+    class _GenMeta(type(base)):
+        def __instancecheck__(cls, obj):
+            return isinstance(obj, base)
+
+        def __subclasscheck__(cls, sub):
+            return issubclass(sub, base)
+
+    class Generator(base, metaclass=_GenMeta):
+        def __new__(cls, device=None):
+            d = torch.device(device if device is not None else "cpu")
+            g = base.__new__(cls, "cpu" if d.type == "cuda" else d)
+            g._memsim_cuda = d.type == "cuda"
+            return g
+
+        @property
+        def device(self):
+            if getattr(self, "_memsim_cuda", False):
+                return torch.device("cuda", 0)
+            return base.device.__get__(self)
+
+    Generator.__module__ = "torch"
+    Generator.__doc__ = base.__doc__
+    torch.Generator = Generator
+    c.default_generators = (Generator("cuda"),)
+    setc("device", None, _Device)
+    setc("device_of", None, _DeviceOf)
+    setc("initial_seed", lambda a: torch.initial_seed())
+    fraction = [1.0]
+    setc("set_per_process_memory_fraction",
+         lambda a: fraction.__setitem__(0, float(a["fraction"])))
+    setc("get_per_process_memory_fraction", lambda a: fraction[0])
+    setc("get_sync_debug_mode", lambda a: 0)
+    setc("set_sync_debug_mode", lambda a: None)
+    setc("get_allocator_backend", lambda a: "native")
+    setc("memory_snapshot", lambda a: [])
+    setc("current_blas_handle", lambda a: 0)
+    setc("current_solver_handle", lambda a: 0)
+    setc("caching_allocator_enable", lambda a: None)
+    setc("host_memory_stats_as_nested_dict", lambda a: {})
+    # nn.DataParallel on the one GPU a rank sees: scatter and gather as
+    # torch._C._scatter / _gather (a CUDA build's) do for one device,
+    # chunks that are views of the input, the parts concatenated.
+    import torch.nn.parallel.comm as comm
+
+    def scatter(a):
+        t, sizes, dim = a["tensor"], a["chunk_sizes"], a["dim"]
+        n = len(a["devices"] or [0])
+        parts = t.split(list(sizes), dim) if sizes else t.chunk(n, dim)
+        return tuple(p.cuda() for p in parts)
+
+    def gather(a):
+        return torch.cat([t.cuda() for t in a["tensors"]], a["dim"])
+
+    comm.scatter = _like(comm.scatter, scatter)
+    comm.gather = _like(comm.gather, gather)
+    # A CUDA build's answers (import-time queries of libraries).
+    torch.version.cuda = getattr(devices, "CUDA_VERSION", "12.8")
+    try:
+        import torch.backends.cudnn as cudnn
+        cudnn.version = lambda: devices.CUDNN_VERSION
+        cudnn.is_available = lambda: True
+    except Exception:
+        pass
     try:
         import torch.backends.cuda as bc
         bc.is_built = lambda: True
@@ -632,6 +862,32 @@ def _item_value(rec, dtype, torch):
     return rec.opt.item_int
 
 
+def _host_values(rec, t):
+    """A real CPU tensor for the fake tensor T that crosses to the host
+    (.cpu(), .to("cpu"), a copy into a host tensor, .numpy()), of T's
+    shape, dtype and strides, or None where T is larger than
+    host.HOST_FAKE_BYTES (it stays fake).  Its values are values.py's
+    (docs/recording-values.md): T's own where known, else a range's or
+    the .item() rules' answer, an assumption host:<kind> counted once per
+    tensor; a loop on values the fake run does not have stops."""
+    import torch
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+    if host.nbytes(t) > host.HOST_FAKE_BYTES:
+        rec.assume("host:large-stays-fake")
+        return None
+    vals = values.host_values(rec, t)
+    from torch._prims_common import \
+        is_non_overlapping_and_dense_or_false as is_non_overlapping_and_dense
+    with unset_fake_temporarily():
+        if is_non_overlapping_and_dense(t):
+            out = torch.empty_strided(tuple(t.shape), tuple(t.stride()),
+                                      dtype=t.dtype)
+        else:
+            out = torch.empty(tuple(t.shape), dtype=t.dtype)
+        out.copy_(vals)
+    return out
+
+
 SDP_FLASH, SDP_EFFICIENT, SDP_MATH, SDP_CUDNN = 1, 2, 0, 3
 
 # Attention ops whose kernels allocate temporaries (kernels.py): the
@@ -723,11 +979,16 @@ def run(opt, script, argv):
 
     refs = {}
     FAKE_KEY = torch._C._TorchDispatchModeKey.FAKE
+    values_cpu = getattr(opt, "values", "rules") == "cpu"
     kn = rec.known = known.Known(torch, rec.assume, rec)
     watch = rec.watch = known.Watch(rec, "memsim record", getattr(
         opt, "item_repeats", 100000))
 
     implicit = {}    # OpOverload -> has a CompositeImplicitAutograd kernel
+    from torch._subclasses.fake_tensor import FakeTensor, \
+        unset_fake_temporarily
+    host_op, has_tensor = host.classifier(torch)
+    pinned = [aten.is_pinned.default, aten._pin_memory.default]
 
     class Track(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -736,6 +997,39 @@ def run(opt, script, argv):
                 # The fake mode set aside (unset_fake_temporarily: a
                 # DeviceMesh's CPU tensors): real values, nothing to note.
                 return func(*args, **kwargs)
+            if func in pinned:
+                # Pinned host memory is the CUDA driver's (cudaHostAlloc,
+                # cudaPointerGetAttributes): never asked.  Not pinned; a
+                # pin is the tensor itself.
+                return False if func in pinned[:1] else args[0]
+            if kwargs.get("pin_memory"):
+                kwargs = dict(kwargs, pin_memory=False)
+            name = func.overloadpacket.__name__
+            if host_op(args, kwargs):
+                # Host code runs for real (host.py): every tensor a plain
+                # CPU one, every device the CPU.  A factory op whose CPU
+                # output would be large (weights made before .cuda())
+                # stays fake (not under --values cpu, which computes
+                # every value: docs/recording-values.md).
+                if name in host.BULK and not values_cpu and \
+                        not has_tensor(args, kwargs):
+                    out = func(*args, **kwargs)
+                    if isinstance(out, torch.Tensor) and \
+                            host.nbytes(out) > host.HOST_FAKE_BYTES:
+                        return out
+                with unset_fake_temporarily():
+                    return func(*args, **kwargs)
+            if func is aten.copy_.default and len(args) >= 2 and \
+                    type(args[0]) in (torch.Tensor, torch.nn.Parameter) \
+                    and args[0].device.type == "cpu" and \
+                    isinstance(args[1], FakeTensor):
+                # A GPU tensor copied into a real host tensor (a pinned
+                # buffer): the values of the host rules.
+                vals = _host_values(rec, args[1].expand(args[0].shape))
+                if vals is not None:
+                    with unset_fake_temporarily():
+                        args[0].copy_(vals)
+                return args[0]
             imp = implicit.get(func)
             if imp is None:
                 has = torch._C._dispatch_has_kernel_for_dispatch_key
@@ -833,8 +1127,20 @@ def run(opt, script, argv):
             else:
                 out = _dynamic(torch, rec, func, args, kwargs)
             if out is None:
-                out = func(*args, **kwargs)
+                try:
+                    out = func(*args, **kwargs)
+                except ftm.UnsupportedOperatorException:
+                    raise no_fake(func) from None
             kn.after(func, name, args, kwargs, out)
+            if name == "_to_copy" and isinstance(out, FakeTensor) and \
+                    out.device.type == "cpu" and \
+                    isinstance(args[0], torch.Tensor) and \
+                    args[0].device.type == "cuda":
+                # .cpu(), .to("cpu"): a real host tensor, its values by
+                # the host rules (large ones stay fake).
+                vals = _host_values(rec, out)
+                if vals is not None:
+                    return vals
             if name == "convolution_backward" and \
                     isinstance(out, (tuple, list)) and len(out) == 3:
                 # cudnn_convolution_backward: grad_input, then its
@@ -1325,9 +1631,15 @@ def run(opt, script, argv):
 
     def opt_pre(o, a, k):
         rec.phase_optimizer += 1
+        # profile_hook_step passes the step's arguments, self first
+        closure = k.get("closure", a[1] if len(a) > 1 else None) \
+            if isinstance(k, dict) else None
+        rec.phases.append(("o", len(rec.module_stack), callable(closure)))
 
     def opt_post(o, a, k):
         rec.phase_optimizer -= 1
+        if rec.phases and rec.phases[-1][0] == "o":
+            rec.phases.pop()
 
     hp = oo.register_optimizer_step_pre_hook(opt_pre)
     hq = oo.register_optimizer_step_post_hook(opt_post)
@@ -1335,10 +1647,12 @@ def run(opt, script, argv):
 
     def backward(*a, **k):
         rec.phase_backward += 1
+        rec.phases.append(("b",))
         try:
             return orig_backward(*a, **k)
         finally:
             rec.phase_backward -= 1
+            rec.phases.pop()
 
     torch.autograd.backward = backward
     # scaled_dot_product_attention picks its kernel through a DispatchStub
@@ -1546,6 +1860,42 @@ def run(opt, script, argv):
     import runpy
     status, msg = 0, None
     sys.argv = [script] + list(argv)
+    # The host side (host.py): the script's file writes to a scratch
+    # folder, torch.save of fake tensors, DataLoader workers without the
+    # recorder, 0-dim GPU tensors formatted as their .item(), .numpy() and
+    # .tolist() of a fake tensor by the host rules.
+    files = rec.files = host.Files()
+    undo_save = host.patch_save(torch, files)
+    undo_workers = host.patch_workers(torch)
+    orig_format = torch.Tensor.__format__
+    orig_numpy = torch.Tensor.numpy
+
+    def __format__(self, spec):
+        if isinstance(self, FakeTensor) and self.dim() == 0:
+            return self.item().__format__(spec)
+        return orig_format(self, spec)
+
+    def numpy(self, *a, **k):
+        if isinstance(self, FakeTensor):
+            vals = _host_values(rec, self.detach())
+            if vals is not None:
+                return vals.numpy(*a, **k)
+        return orig_numpy(self, *a, **k)
+
+    orig_tolist = FakeTensor.tolist   # an .item() per element
+
+    def tolist(self):
+        # one host tensor (one assumption), not an .item() per element
+        if self.dim() > 0:
+            vals = _host_values(rec, self.detach())
+            if vals is not None:
+                return vals.tolist()
+        return orig_tolist(self)
+
+    torch.Tensor.__format__ = __format__
+    torch.Tensor.numpy = numpy
+    FakeTensor.tolist = tolist
+    files.install()
     # Constants (torch.tensor(...) data) stay on the CPU: no CUDA kernel
     # runs (a property in some versions of PyTorch, an attribute in others).
     class _Mode(FakeTensorMode):
@@ -1561,11 +1911,66 @@ def run(opt, script, argv):
                 return True
             return super().cpp_meta_supports_symint(func)
 
+    # An op with no fake (meta) kernel: the fake mode would run the
+    # device's real kernel on zeros (run_fallback_kernel), which for a
+    # CUDA tensor initializes CUDA.  Refused, naming the operator; CPU
+    # fake tensors (host.HOST_FAKE_BYTES) keep the fallback.
+    import torch._subclasses.fake_tensor as ftm
+    orig_fallback = ftm.run_fallback_kernel
+
+    def no_fake(func):
+        return RuntimeError(
+            "%s has no fake (meta) kernel: its outputs on the GPU cannot "
+            "be known without running it there (memsim record runs no GPU "
+            "kernel; register one with torch.library.register_fake)" %
+            func.name())
+
+    def run_fallback_kernel(fake_mode, func, flat_args, args_spec, err):
+        if any(isinstance(a, FakeTensor) and a.fake_device.type != "cpu"
+               for a in flat_args):
+            if not func._schema.returns:
+                # Only mutates its arguments (a fused optimizer step,
+                # _fused_adagrad_): no output; its temporaries, if any,
+                # are not known.
+                return None
+            raise no_fake(func)
+        return orig_fallback(fake_mode, func, flat_args, args_spec, err)
+
+    ftm.run_fallback_kernel = run_fallback_kernel
     fm = _Mode(allow_non_fake_inputs=True)
     try:
         fm.avoid_device_init = True
     except AttributeError:
         pass
+    # A model's parameters are fake, made on the CPU or not (host.py):
+    # nn.Parameter of a real CPU tensor takes a fake one of its shape, so
+    # that moving it later (`param.data = param.to(device)`, FSDP) swaps
+    # fake for fake; a parameter whose elements are all one value keeps
+    # that value known (a LayerNorm's ones).
+    orig_param_new = torch.nn.Parameter.__new__
+
+    def param_new(cls, data=None, requires_grad=True):
+        if data is not None and type(data) is torch.Tensor and \
+                data.device.type == "cpu" and \
+                torch._C._get_dispatch_mode(FAKE_KEY) is fm:
+            real = data
+            with unset_fake_temporarily():
+                flat = real.reshape(-1)
+                v = flat[0].item() if flat.numel() and \
+                    not real.dtype.is_complex and \
+                    bool((flat == flat[0]).all()) else None
+            data = fm.from_tensor(real)
+            if v is not None:
+                kn._set(data, v)
+            vs = getattr(kn, "values", None)
+            if vs is not None and vs.cpu:
+                # --values cpu: the parameter's values go on with it (its
+                # init's in-place ops are computed on them: values.py).
+                with unset_fake_temporarily():
+                    vs._set(data, real.detach().clone())
+        return orig_param_new(cls, data, requires_grad)
+
+    torch.nn.Parameter.__new__ = param_new
     try:
         with fm, Track():
             runpy.run_path(script, run_name="__main__")
@@ -1580,10 +1985,23 @@ def run(opt, script, argv):
     except known.Endless as e:
         status, msg = 1, str(e)
     except BaseException as e:
-        tb = traceback.format_exc(limit=-4)
         status, msg = 1, "%s raised %s: %s\n%s" % (
-            script, type(e).__name__, e, tb)
+            script, type(e).__name__, e, host.user_traceback(e, script))
     finally:
+        ftm.run_fallback_kernel = orig_fallback
+        torch.nn.Parameter.__new__ = orig_param_new
+        files.uninstall()
+        if files.count:
+            print("memsim record: %s wrote %d file%s; each went to a "
+                  "scratch folder, removed (docs/recording-boundary.md)" % (
+                      script, files.count, "" if files.count == 1 else "s"),
+                  file=sys.stderr)
+        files.remove()
+        undo_save()
+        undo_workers()
+        torch.Tensor.__format__ = orig_format
+        torch.Tensor.numpy = orig_numpy
+        FakeTensor.tolist = orig_tolist
         h1.remove()
         h2.remove()
         hp.remove()

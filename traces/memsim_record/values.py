@@ -357,15 +357,19 @@ class Values:
                 return torch.full(tuple(t.shape), v, dtype=t.dtype)
         rg = self.range(t)
         if rg is not None:
-            v, kind = rg.value(), "cpu:range"
+            v, kind = rg.value(), "host:range"
         elif t.dtype == torch.bool:
             v, kind = bool(getattr(self.rec.opt, "item_bool", False)), \
-                "cpu:bool"
+                "host:bool"
         elif t.dtype.is_floating_point or t.dtype.is_complex:
-            v, kind = 1.0, "cpu:float"
+            v, kind = 1.0, "host:float"
         else:
-            v, kind = self.rec.opt.item_int, "cpu:int"
+            v, kind = self.rec.opt.item_int, "host:int"
         assume(self.rec, kind, v)
+        watch = getattr(self.rec, "watch", None)
+        if watch is not None and rg is None:
+            # a loop on values the fake run does not have stops
+            watch.assumed(kind, v, "")
         with self.unset():
             return torch.full(tuple(t.shape), v, dtype=t.dtype)
 

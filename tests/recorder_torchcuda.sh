@@ -1,0 +1,115 @@
+#!/bin/sh
+# torch.cuda as PyTorch has it under memsim record --fake (issue 25, failure
+# kind 6): every function and class of torch.cuda the recorder replaces
+# keeps the installed PyTorch's signature (inspect.signature, methods
+# included); keyword arguments work; torch.cuda.device(), a CUDA
+# torch.Generator; memory_stats() has PyTorch's full key
+# set, so memory_summary() works; a CUDA build's version queries are
+# answered.  Skips (77) without PyTorch.
+set -u
+. "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
+need_torch
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+
+# The replacements against the originals, in one interpreter: every
+# attribute of torch.cuda (and its submodules, torch.accelerator) that
+# _patch_cuda changes.
+cat >"$tmp/sig.py" <<'PY'
+import inspect
+import sys
+import types
+import torch
+import torch.cuda.memory, torch.cuda.random, torch.cuda.streams
+from memsim_record import fake
+
+mods = [torch.cuda, torch.cuda.memory, torch.cuda.random, torch.cuda.streams,
+        torch.accelerator, torch.nn.parallel.comm]
+before = [dict(m.__dict__) for m in mods]
+opt = types.SimpleNamespace(world_size=1, item_int=1, item_bool=False)
+fake._patch_cuda(torch, fake.Recorder(opt), "h200")
+
+def sig(f):
+    """Parameters: names, kinds and defaults (annotations aside); None
+    for a builtin without one (a CUDA build's Stream.__enter__)."""
+    try:
+        s = inspect.signature(f)
+    except (TypeError, ValueError):
+        return None
+    e = inspect.Parameter.empty
+    return str(s.replace(parameters=[p.replace(annotation=e) for p in
+                                     s.parameters.values()],
+                         return_annotation=e))
+
+n, bad = 0, []
+for m, old in zip(mods, before):
+    for name, orig in old.items():
+        new = m.__dict__.get(name)
+        if name.startswith("__") or new is orig or not callable(orig):
+            continue
+        n += 1
+        if sig(orig) is not None and sig(new) != sig(orig):
+            bad.append("%s.%s%s, PyTorch's %s" % (m.__name__, name, sig(new), sig(orig)))
+        if isinstance(orig, type):
+            for meth in dir(orig):
+                if meth.startswith("_") and meth not in ("__enter__", "__exit__"):
+                    continue
+                o = getattr(orig, meth)
+                if not callable(o) or isinstance(o, type):
+                    continue
+                if not hasattr(new, meth):
+                    bad.append("%s.%s.%s missing" % (m.__name__, name, meth))
+                elif sig(o) is not None and sig(getattr(new, meth)) != sig(o):
+                    bad.append("%s.%s.%s%s, PyTorch's %s" % (
+                        m.__name__, name, meth, sig(getattr(new, meth)), sig(o)))
+print("replaced", n)
+for b in bad:
+    print("differs:", b)
+sys.exit(1 if bad or n < 30 else 0)
+PY
+PYTHONPATH="$SRC/traces" PYTHONDONTWRITEBYTECODE=1 "$PY" "$tmp/sig.py" >"$tmp/out" 2>&1 ||
+	fail "signatures: $(grep -v '^replaced' "$tmp/out" | head -5)"
+
+# Keyword arguments, streams, events, memory_summary, the CUDA build.
+cat >"$tmp/k6.py" <<'PY'
+import torch
+torch.cuda.synchronize(device=0)
+torch.cuda.synchronize(device=torch.device("cuda", 0))
+torch.cuda.get_device_properties(device=0)
+x = torch.empty(1024, 1024, device="cuda")
+s = torch.cuda.Stream(device=0, priority=-1)
+e = torch.cuda.Event(enable_timing=True)
+with torch.cuda.stream(stream=s):
+    e.record(stream=s)
+torch.cuda.current_stream().wait_event(event=e)
+with torch.cuda.device(0), torch.cuda.device_of(x):
+    torch.cuda.set_per_process_memory_fraction(0.5)
+print("fraction", torch.cuda.get_per_process_memory_fraction(),
+      torch.cuda.initial_seed() == torch.initial_seed())
+g = torch.Generator(device="cuda").manual_seed(0)
+torch.randn(4, generator=g, device="cuda")
+print("generator", g.device, isinstance(torch.default_generator, torch.Generator))
+print("allocated", torch.cuda.memory_allocated(device="cuda:0"))
+st = torch.cuda.memory_stats(device=0)
+print("stats", len(st), st["allocated_bytes.all.current"], st["num_ooms"],
+      st["requested_bytes.large_pool.peak"])
+print(torch.cuda.memory_summary(device=0, abbreviated=True).splitlines()[1])
+print("cuda", torch.version.cuda is not None, torch.backends.cudnn.version() > 0,
+      torch.backends.cudnn.is_available(), torch.cuda.get_arch_list())
+try:
+    torch.cuda.synchronize(0, 1)
+except TypeError as err:
+    print("TypeError", err)
+PY
+$MEMSIM record -o "$tmp/k6.csv" -- "$PY" "$tmp/k6.py" >"$tmp/out" 2>&1 ||
+	fail "kind 6: $(tail -3 "$tmp/out")"
+grep -q "^allocated 4194304$" "$tmp/out" || fail "memory_allocated(device=)"
+grep -q "^fraction 0.5 True$" "$tmp/out" || fail "device(), device_of(), the memory fraction"
+grep -q "^generator cuda:0 True$" "$tmp/out" || fail "torch.Generator(device='cuda')"
+# PyTorch's keys: 9 pooled stats x 3 pools x 4 metrics, 2 oversize x 4, 6
+# counters and max_split_size
+grep -q "^stats 123 4194304 0 0$" "$tmp/out" || fail "memory_stats: $(grep stats "$tmp/out")"
+grep -q "PyTorch CUDA memory summary, device ID 0" "$tmp/out" || fail "memory_summary"
+grep -q "^cuda True True True \['sm_90'\]$" "$tmp/out" || fail "a CUDA build's answers"
+grep -q "^TypeError .*positional argument" "$tmp/out" ||
+	fail "too many arguments: not PyTorch's TypeError"
+finish recorder_torchcuda

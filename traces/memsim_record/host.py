@@ -1,0 +1,278 @@
+"""--fake: the fake boundary at the device (docs/recording-boundary.md).
+
+The script's host code runs for real: an op whose tensors are all plain
+CPU tensors and whose device arguments (if any) are the CPU runs its real
+kernel with the fake mode set aside (unset_fake_temporarily), so data
+loading, RNG on the CPU, numpy and control flow on CPU values are the
+program's own.  Only what touches the simulated GPU goes through the fake
+mode, which turns real CPU inputs into fake ones (allow_non_fake_inputs).
+
+One exception keeps a large model built on the CPU (weights made before
+`.cuda()`) from taking the host's memory: a CPU factory op (no tensor
+argument: empty, zeros, randn, ..., BULK) whose output would exceed
+HOST_FAKE_BYTES is made fake, as before; what reads a value from such a
+tensor gets an assumption (fake._host_values).
+
+Also here: the script's file writes go to a scratch folder (Files), DataLoader
+workers run without the recorder, and the script's own traceback.
+"""
+import builtins
+import io
+import os
+import shutil
+import tempfile
+import traceback
+
+# A CPU tensor made by a factory op above this size stays fake: 1 MiB
+# keeps every weight matrix of a model built on the CPU fake (a GPT-2's
+# 768 x 768 fp32 projection is 2.25 MiB), so that building a 70B model
+# from its config takes no host memory and no time, while the small
+# tensors host code computes with (indices, offsets, schedules, masks of
+# a sample, a LayerNorm's weight) are real.
+HOST_FAKE_BYTES = 1 << 20
+# The factory ops that rule applies to: those that make storage to be
+# filled (a weight's torch.empty, then its init's uniform_), not those
+# whose values are the point (randperm: a sampler's order; arange,
+# linspace, randint: indices and offsets), which always run for real.
+BULK = frozenset(("empty", "empty_strided", "zeros", "ones", "full",
+                  "randn", "rand", "normal", "empty_permuted"))
+
+
+def classifier(torch):
+    """host(args, kwargs): whether an op runs on the host only: every
+    tensor argument a plain (not fake) CPU tensor, every device argument
+    the CPU.  A factory op (no tensor) with no device is on the CPU."""
+    from torch._subclasses.fake_tensor import FakeTensor
+    Tensor = torch.Tensor
+    Device = torch.device
+
+    def one(a):
+        if isinstance(a, Tensor):
+            return not isinstance(a, FakeTensor) and a.device.type == "cpu"
+        if isinstance(a, Device):
+            return a.type == "cpu"
+        if isinstance(a, (list, tuple)):
+            for b in a:
+                if isinstance(b, Tensor):
+                    if isinstance(b, FakeTensor) or b.device.type != "cpu":
+                        return False
+                elif isinstance(b, Device) and b.type != "cpu":
+                    return False
+        return True
+
+    def host(args, kwargs):
+        for a in args:
+            if not one(a):
+                return False
+        for a in kwargs.values():
+            if not one(a):
+                return False
+        return True
+
+    def has_tensor(args, kwargs):
+        for a in list(args) + list(kwargs.values()):
+            if isinstance(a, Tensor):
+                return True
+            if isinstance(a, (list, tuple)) and any(
+                    isinstance(b, Tensor) for b in a):
+                return True
+        return False
+
+    return host, has_tensor
+
+
+def nbytes(t):
+    try:
+        return t.numel() * t.element_size()
+    except Exception:
+        return 0
+
+
+# -- the script's file writes -------------------------------------------------
+class Files:
+    """Writes to files by path (open() in a writing mode, torch.save to a
+    path) go to a scratch folder; reading such a path later reads the
+    scratch copy.  The user's files are never written.  Not covered:
+    writes by os.open, os.replace/rename/remove, native code
+    (safetensors' save_file), and folders made by os.makedirs."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="memsim-record-")
+        self.map = {}
+        self.count = 0
+        self.orig_open = builtins.open
+
+    def path(self, file, mode):
+        """Where FILE is opened with MODE: itself, or its scratch copy."""
+        if isinstance(file, int) or not isinstance(file, (str, bytes,
+                                                          os.PathLike)):
+            return file
+        try:
+            p = os.path.abspath(os.fsdecode(os.fspath(file)))
+        except (TypeError, ValueError):
+            return file
+        if p.startswith(self.dir + os.sep) or p.startswith("/dev/") or \
+                p.startswith("/proc/"):
+            return file
+        writing = any(c in mode for c in "wax+")
+        if p in self.map:
+            return self.map[p]
+        if not writing:
+            return file
+        self.count += 1
+        # the pid too: a forked DataLoader worker counts on its own
+        dst = os.path.join(self.dir, "%d-%d-%s" % (
+            os.getpid(), self.count, os.path.basename(p)))
+        if ("a" in mode or "+" in mode) and os.path.isfile(p):
+            shutil.copyfile(p, dst)
+        self.map[p] = dst
+        return dst
+
+    def install(self):
+        orig = self.orig_open
+        files = self
+
+        def open_(file, mode="r", *a, **k):
+            return orig(files.path(file, mode), mode, *a, **k)
+
+        builtins.open = open_
+        io.open = open_
+
+    def uninstall(self):
+        builtins.open = self.orig_open
+        io.open = self.orig_open
+
+    def remove(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+# -- DataLoader workers -------------------------------------------------------
+def patch_workers(torch):
+    """A DataLoader worker (a forked process) runs the dataset with the
+    recorder's modes popped: its tensors are all real, as in a real run;
+    the batches it sends back are real CPU tensors."""
+    from torch.utils.data._utils import worker as w
+    orig = w._worker_loop
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    def _worker_loop(*a, **k):
+        with _disable_current_modes():
+            return orig(*a, **k)
+
+    w._worker_loop = _worker_loop
+    return lambda: setattr(w, "_worker_loop", orig)
+
+
+# -- the script's traceback ---------------------------------------------------
+def user_traceback(exc, script):
+    """The traceback of EXC with the recorder's frames left out: the
+    frames of the script and of the libraries it calls, as Python shows
+    them, then the innermost few; memsim_record's own never."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    tb = traceback.extract_tb(exc.__traceback__)
+    frames = [f for f in tb
+              if not os.path.abspath(f.filename).startswith(here + os.sep)
+              and not f.filename.startswith("<frozen runpy")
+              and "/runpy.py" not in f.filename]
+    user = [i for i, f in enumerate(frames)
+            if "site-packages" not in f.filename and
+            "/lib/python" not in f.filename]
+    if len(frames) > 12:
+        keep = set(user[-8:]) | set(range(len(frames) - 4, len(frames)))
+        shown, last = [], -1
+        for i in sorted(keep):
+            if last >= 0 and i != last + 1:
+                shown.append(None)
+            shown.append(frames[i])
+            last = i
+    else:
+        shown = frames
+    out = ["Traceback (most recent call last):\n"]
+    for f in shown:
+        if f is None:
+            out.append("  ...\n")
+            continue
+        out.extend(traceback.format_list([f]))
+    if tb and os.path.abspath(tb[-1].filename).startswith(here + os.sep):
+        # raised by the recorder itself (a refusal, or a fault to report)
+        out.append("  (raised inside memsim record, %s:%d)\n" % (
+            os.path.basename(tb[-1].filename), tb[-1].lineno))
+    out.extend(traceback.format_exception_only(type(exc), exc))
+    return "".join(out)
+
+
+# -- torch.save and torch.load ------------------------------------------------
+_LOAD_MAP = [None]
+
+
+def _rebuild_fake(shape, stride, dtype, device, requires_grad):
+    """A tensor torch.save wrote under the recorder, loaded again during
+    the same recording: zeros of its shape, dtype and strides, on DEVICE
+    or where torch.load's map_location puts it (a CUDA tensor is a fake
+    one, allocated as torch.load allocates it)."""
+    import torch
+    loc = _LOAD_MAP[0]
+    if isinstance(loc, dict):
+        loc = loc.get(device, device)
+    if isinstance(loc, (str, torch.device)):
+        device = str(loc)
+    t = torch.empty_strided(shape, stride, dtype=dtype,
+                            device=device).zero_()
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def patch_save(torch, files):
+    """torch.save of fake tensors (a CUDA model, its state_dict, an
+    optimizer's): each is written as its shape, dtype and strides (no
+    values), to the scratch copy of the path (Files); torch.load of a path
+    saved so reads it back as zeros of those shapes.  A FakeTensor
+    pickled otherwise would carry the fake mode along, which does not
+    pickle."""
+    from torch._subclasses.fake_tensor import FakeTensor
+    orig_save, orig_load = torch.save, torch.load
+
+    def reduce_ex(self, proto):
+        return (_rebuild_fake, (tuple(self.shape), tuple(self.stride()),
+                                self.dtype, str(self.device),
+                                bool(self.requires_grad)))
+
+    def where(f, mode):
+        if isinstance(f, (str, bytes, os.PathLike)):
+            return files.path(f, mode)
+        return f
+
+    def save(obj, f, *a, **k):
+        had = FakeTensor.__dict__.get("__reduce_ex__")
+        FakeTensor.__reduce_ex__ = reduce_ex
+        try:
+            return orig_save(obj, where(f, "wb"), *a, **k)
+        finally:
+            if had is None:
+                del FakeTensor.__reduce_ex__
+            else:
+                FakeTensor.__reduce_ex__ = had
+
+    def load(f, map_location=None, *a, **k):
+        prev = _LOAD_MAP[0]
+        _LOAD_MAP[0] = map_location
+        try:
+            return orig_load(where(f, "rb"), map_location, *a, **k)
+        finally:
+            _LOAD_MAP[0] = prev
+
+    try:
+        torch.serialization.add_safe_globals([_rebuild_fake])
+    except AttributeError:
+        pass
+    save.__wrapped__ = orig_save
+    load.__wrapped__ = orig_load
+    torch.save, torch.load = save, load
+    import torch.serialization as ser
+    ser.save, ser.load = save, load
+
+    def undo():
+        torch.save, torch.load = orig_save, orig_load
+        ser.save, ser.load = orig_save, orig_load
+    return undo
