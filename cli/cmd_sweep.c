@@ -20,6 +20,7 @@
 #include "sim/error.h"
 #include "lab/record.h"
 #include "lab/sweep.h"
+#include "policies/registry.h"
 
 static void
 usage_sweep(FILE *fp)
@@ -60,7 +61,7 @@ usage_sweep(FILE *fp)
 		"      --seed S              seed of the draws (default 1; "
 		"stored with the sweep)\n"
 		"  -p, --policy NAME         policy (repeatable; default "
-		"pytorch)\n"
+		MSIM_POLICY_DEFAULT ")\n"
 		"      --cap BYTES[,BYTES]   per-process cap(s) (repeatable)\n"
 		"      --capacity BYTES      device memory (default the "
 		"H200's)\n"
@@ -135,7 +136,7 @@ sweep_error(void *ctx, const msim_setting_t *s, const char *msg)
 	progress_t *p = ctx;
 	if (s)
 		fprintf(stderr, "%smemsim sweep: %s, %s%s%s: %s\n",
-			p->drawn ? "\n" : "", s->trace, s->policy,
+			p->drawn ? "\n" : "", s->spec.trace, s->spec.policy,
 			*s->conf ? " " : "", s->conf, msg);
 	else
 		fprintf(stderr, "%smemsim sweep: %s\n", p->drawn ? "\n" : "",
@@ -322,9 +323,10 @@ sweep_list(const msim_sweep_t *sw)
 	for (size_t i = 0; i < msim_sweep_count(sw); i++) {
 		const msim_setting_t *s = msim_sweep_setting(sw, i);
 		printf("%s\t%s\t%s\t%" PRIu64 "\t%s\t%s\n",
-		       s->model_spec ? s->model_spec : s->trace, s->policy,
-		       s->params, s->cap, s->addresses,
-		       s->strategy ? s->strategy : "");
+		       s->spec.model_spec ? s->spec.model_spec : s->spec.trace,
+		       s->spec.policy, s->params, s->spec.cap,
+		       s->spec.addresses,
+		       s->spec.strategy ? s->spec.strategy : "");
 	}
 }
 
