@@ -15,6 +15,7 @@
 
 #include "cli/cli.h"
 #include "lab/measure.h"
+#include "policies/registry.h"
 #include "sim/metrics.h"
 
 #ifndef PKGDATA_DIR
@@ -46,7 +47,7 @@ usage_validate(FILE *fp)
 		"  torch   PyTorch's caching allocator through "
 		"validate/torch_replay.py,\n"
 		"          under --alloc-conf and --cap (compare: policy "
-		"pytorch)\n"
+		MSIM_POLICY_PYTORCH ")\n"
 		"\n"
 		"options:\n"
 		"  -m, --mode MODE           raw, async or torch (default "
