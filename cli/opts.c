@@ -47,56 +47,34 @@ msim_cli_help(FILE *fp, const msim_cli_cmd_t *cmd)
 		fputs(cmd->after, fp);
 }
 
-/* getopt_long()'s tables for opts, built once a table (a command parses
- * one table). */
-static void
-opts_tables(const msim_cli_opt_t *opts, bool in_order, char **shortopts,
-	    struct option **longopts)
-{
-	static const msim_cli_opt_t *built;
-	static char *s;
-	static struct option *l;
-	if (built != opts) {
-		size_t n = 0;
-		for (const msim_cli_opt_t *o = opts; o->name || o->help; o++)
-			n++;
-		free(s);
-		free(l);
-		s = malloc(3 * n + 2);
-		l = calloc(n + 1, sizeof(*l));
-		if (!s || !l)
-			msim_cli_die("out of memory");
-		size_t k = 0, j = 0;
-		if (in_order)
-			s[k++] = '+';
-		for (const msim_cli_opt_t *o = opts; o->name || o->help; o++) {
-			if (!o->name)
-				continue;
-			if (o->short_too) {
-				s[k++] = (char)o->key;
-				if (o->arg)
-					s[k++] = ':';
-			}
-			l[j++] = (struct option){
-				o->name,
-				o->arg ? required_argument : no_argument,
-				NULL, o->key,
-			};
-		}
-		s[k] = '\0';
-		built = opts;
-	}
-	*shortopts = s;
-	*longopts = l;
-}
+#define OPTS_MAX 64
 
 int
 msim_cli_next(const msim_cli_cmd_t *cmd, int argc, char **argv)
 {
-	char *shortopts;
-	struct option *longopts;
-	opts_tables(cmd->opts, cmd->in_order, &shortopts, &longopts);
-	int c = msim_cli_getopt(argc, argv, shortopts, longopts);
+	/* getopt_long()'s tables, made again at each call (getopt keeps
+	 * its place in argv, not in them). */
+	char s[3 * OPTS_MAX + 2];
+	struct option l[OPTS_MAX + 1];
+	size_t k = 0, j = 0;
+	if (cmd->in_order)
+		s[k++] = '+';
+	for (const msim_cli_opt_t *o = cmd->opts; o->name || o->help; o++) {
+		if (!o->name)
+			continue;
+		if (j == OPTS_MAX)
+			msim_cli_die("more than %d options", OPTS_MAX);
+		if (o->short_too) {
+			s[k++] = (char)o->key;
+			if (o->arg)
+				s[k++] = ':';
+		}
+		l[j++] = (struct option){o->name, o->arg ? required_argument
+						     : no_argument, NULL, o->key};
+	}
+	s[k] = '\0';
+	l[j] = (struct option){0};
+	int c = msim_cli_getopt(argc, argv, s, l);
 	if (c == 'h') {
 		msim_cli_help(stdout, cmd);
 		exit(0);
