@@ -113,13 +113,13 @@ for w in compiled_infer compiled_train_shapes; do
 	within "$1" "$3" 3 || fail "$w: allocated $1, real $3"
 	within "$2" "$4" 5 || fail "$w: reserved $2, real $4"
 done
-# One default-mode training step of an MLP (tests/recorder/fresh3.py
-# compile_mlp, real trace in tests/data/fresh3): both peaks exactly; the
+# One default-mode training step of an MLP (tests/recorder/gen_models.py
+# compile_mlp, real trace in tests/data/real_gen): both peaks exactly; the
 # eager recording had reserved 4% low.
-$MEMSIM record -o "$tmp/cm.csv" -- "$PY" "$SRC/recorder/fresh3.py" compile_mlp \
+$MEMSIM record -o "$tmp/cm.csv" -- "$PY" "$SRC/recorder/gen_models.py" compile_mlp \
 	2>"$tmp/err" || fail "record compile_mlp: $(tail -3 "$tmp/err")"
-[ "$(peaks "$tmp/cm.csv")" = "$(peaks "$DATA/../fresh3/compile_mlp.real.msimtr")" ] ||
-	fail "compile_mlp: $(peaks "$tmp/cm.csv"), real $(peaks "$DATA/../fresh3/compile_mlp.real.msimtr")"
+[ "$(peaks "$tmp/cm.csv")" = "$(peaks "$DATA/../real_gen/compile_mlp.real.msimtr")" ] ||
+	fail "compile_mlp: $(peaks "$tmp/cm.csv"), real $(peaks "$DATA/../real_gen/compile_mlp.real.msimtr")"
 
 # 4. The forms of torch.compile: a module (with dropout: Inductor's random
 # number passes), a function, Module.compile(),
