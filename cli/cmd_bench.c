@@ -12,63 +12,58 @@
 #include "policies/registry.h"
 #include "lab/benchsuite.h"
 #include "cli/cli.h"
+#include "cli/opts.h"
 #include "sim/error.h"
 
 #ifndef SRC_EXAMPLE
 #define SRC_EXAMPLE "tests/data/traces/gpt2_varlen.csv"
 #endif
 
-static void
-usage_bench(FILE *fp)
-{
-	fprintf(fp,
-		"usage: memsim bench [OPTIONS] [TRACE [FILE...]]\n"
-		"\n"
-		"Reads TRACE once (timing the reader), then replays it through "
-		"the engine and\n"
-		"a policy until about N requests (timing the hot path: request "
-		"-> policy ->\n"
-		"metrics).  Prints requests per second and the peak resident "
-		"memory.\n"
-		"Beside it, the minimal path (an exact replay of pytorch's "
-		"defaults for one\n"
-		"stream with nothing else) on the same requests, and each "
-		"FILE (a large trace,\n"
-		"binary or CSV) end to end: `memsim run --json FILE` against "
-		"the minimal path\n"
-		"streaming FILE (a CSV by its own SIMD parser).  CPU seconds, "
-		"medians of R\n"
-		"runs taken in turns, and the ratios memsim / minimal.\n"
-		"\n"
-		"options:\n"
-		"  -n, --requests N        requests to replay (default "
-		"10000000)\n"
-		"  -r, --runs R            runs of each measurement (default 5)\n"
-		"      --sweep             also: a 60-setting sweep of TRACE "
-		"(max_split_size_mb x\n"
-		"                          garbage_collection_threshold x "
-		"roundup_power2_\n"
-		"                          divisions, 20 GiB cap) against one "
-		"`memsim run` of it\n"
-		"      --jobs N            the sweep's workers (default 2); it also "
-		"runs with one,\n"
-		"                          for the wall-time scaling of N "
-		"workers (each round\n"
-		"                          both, in turns first; a sweep before "
-		"the first round\n"
-		"                          is not timed)\n"
-		"  -p, --policy NAME       policy (default pytorch; the minimal "
-		"path compares\n"
-		"                          with pytorch and no --alloc-conf "
-		"only)\n"
-		"  -c, --alloc-conf STR    its parameters\n"
-		"      --formats           instead: the read speed (requests/s) "
-		"of TRACE written\n"
-		"                          in every format (temporary files in "
-		"$TMPDIR or /tmp)\n"
-		"      --json              print JSON\n"
-		"  -h, --help              this help\n");
-}
+static const msim_cli_opt_t bench_opts[] = {
+	{'n', true, "requests", "N", "requests to replay (default 10000000)"},
+	{'r', true, "runs", "R", "runs of each measurement (default 5)"},
+	{'s', false, "sweep", NULL,
+	 "also: a 60-setting sweep of TRACE (max_split_size_mb x\n"
+	 "garbage_collection_threshold x roundup_power2_\n"
+	 "divisions, 20 GiB cap) against one `memsim run` of it"},
+	{'J', false, "jobs", "N",
+	 "the sweep's workers (default 2); it also runs with one,\n"
+	 "for the wall-time scaling of N workers (each round\n"
+	 "both, in turns first; a sweep before the first round\n"
+	 "is not timed)"},
+	{'p', true, "policy", "NAME",
+	 "policy (default " MSIM_POLICY_DEFAULT "; the minimal path compares\n"
+	 "with " MSIM_POLICY_PYTORCH " and no --alloc-conf only)"},
+	{'c', true, "alloc-conf", "STR", "its parameters"},
+	{'f', false, "formats", NULL,
+	 "instead: the read speed (requests/s) of TRACE written\n"
+	 "in every format (temporary files in $TMPDIR or /tmp)"},
+	{'j', false, "json", NULL, "print JSON"},
+	MSIM_CLI_OPT_HELP,
+	{0},
+};
+
+static const msim_cli_cmd_t bench_cmd = {
+	"usage: memsim bench [OPTIONS] [TRACE [FILE...]]\n"
+	"\n"
+	"Reads TRACE once (timing the reader), then replays it through the "
+	"engine and\n"
+	"a policy until about N requests (timing the hot path: request -> "
+	"policy ->\n"
+	"metrics).  Prints requests per second and the peak resident memory.\n"
+	"Beside it, the minimal path (an exact replay of pytorch's defaults "
+	"for one\n"
+	"stream with nothing else) on the same requests, and each FILE (a "
+	"large trace,\n"
+	"binary or CSV) end to end: `memsim run --json FILE` against the "
+	"minimal path\n"
+	"streaming FILE (a CSV by its own SIMD parser).  CPU seconds, medians "
+	"of R\n"
+	"runs taken in turns, and the ratios memsim / minimal.\n"
+	"\n"
+	"options:\n",
+	bench_opts, 26, NULL, false,
+};
 
 static void
 print_json(const msim_bench_suite_spec_t *s, const msim_bench_suite_t *b)
@@ -179,24 +174,12 @@ print_text(const msim_bench_suite_spec_t *s, const msim_bench_suite_t *b)
 int
 msim_cmd_bench(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{"requests", required_argument, NULL, 'n'},
-		{"runs", required_argument, NULL, 'r'},
-		{"sweep", no_argument, NULL, 's'},
-		{"jobs", required_argument, NULL, 'J'},
-		{"policy", required_argument, NULL, 'p'},
-		{"alloc-conf", required_argument, NULL, 'c'},
-		{"json", no_argument, NULL, 'j'},
-		{"formats", no_argument, NULL, 'f'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
 	uint64_t n = 10000000;
 	const char *policy = MSIM_POLICY_DEFAULT, *conf = "";
 	uint64_t runs = 5;
 	int json = 0, formats = 0, sweep = 0, c;
 	const char *jobs = "2";
-	while ((c = msim_cli_getopt(argc, argv, "n:r:p:c:h", longopts)) != -1) {
+	while ((c = msim_cli_next(&bench_cmd, argc, argv)) != -1) {
 		switch (c) {
 		case 'n':
 			n = msim_cli_uint("--requests", optarg, 1,
@@ -214,14 +197,10 @@ msim_cmd_bench(int argc, char **argv)
 		case 'c': conf = optarg; break;
 		case 'j': json = 1; break;
 		case 'f': formats = 1; break;
-		case 'h': usage_bench(stdout); return 0;
-		default: usage_bench(stderr); return 2;
 		}
 	}
-	if (formats && optind < argc - 1) {
-		usage_bench(stderr);
-		return 2;
-	}
+	if (formats)
+		msim_cli_operands(&bench_cmd, argc, 0, 1);
 	/* The example: installed, else (a build tree) the source tree's. */
 	const char *path = optind < argc ? argv[optind]
 					 : PKGDATA_DIR "/examples/gpt2_varlen.csv";

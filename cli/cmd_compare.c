@@ -19,50 +19,48 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/opts.h"
 #include "lab/compare.h"
 #include "policies/registry.h"
 #include "sim/units.h"
 
 #define CMP_MAX 32
 
-static void
-usage_compare(FILE *fp)
-{
-	fprintf(fp,
-		"usage: memsim compare [OPTIONS] TRACE|MODEL\n"
-		"\n"
-		"Replays TRACE (or the trace generated for a MODEL spec, as "
-		"`memsim run`)\nthrough several policies (default: all of "
-		"`memsim policies`) and prints one\nrow per policy: peak "
-		"reserved and allocated bytes, fragmentation\n(1 - allocated/"
-		"reserved at the peaks, its mean over the trace, and the\n"
-		"largest external 1 - largest free block / free bytes), "
-		"driver calls that\nreserve or release memory, and the "
-		"modelled time of those calls (as\n`memsim run` models it: "
-		"H200 latencies by size).  Each run is the one\n"
-		"`memsim run` makes of the same setting.\n"
-		"\n"
-		"options:\n"
-		"  -p, --policies A,B,...   policies to compare, in this "
-		"order\n"
-		"  -c, --alloc-conf NAME=CONF  parameters of policy NAME, "
-		"e.g.\n"
-		"                           pytorch=max_split_size_mb:128 "
-		"(repeatable)\n"
-		"      --cap BYTES          per-process cap (suffixes: 16GiB, "
-		"512MiB, 1.5GB)\n"
-		"      --fraction F         the same cap as a fraction of the "
-		"capacity\n"
-		"      --capacity BYTES     device memory (default the "
-		"H200's)\n"
-		"      --calibration CSV    driver latencies (`memsim validate "
-		"--calibrate`;\n"
-		"                           default: the H200's, built in)\n"
-		"  -d, --db FILE            store every run in this SQLite "
-		"database\n"
-		"      --plot OUT           overlaid plot (.png, .svg, .pdf)\n"
-		"  -h, --help               this help\n");
-}
+static const msim_cli_opt_t cmp_opts[] = {
+	{'p', true, "policies", "A,B,...",
+	 "policies to compare, in this order"},
+	{'c', true, "alloc-conf", "NAME=CONF",
+	 "parameters of policy NAME, e.g.\n" MSIM_POLICY_PYTORCH "=max_split_size_mb:128 (repeatable)"},
+	{'C', false, "cap", "BYTES",
+	 "per-process cap (suffixes: 16GiB, 512MiB, 1.5GB)"},
+	{'F', false, "fraction", "F",
+	 "the same cap as a fraction of the capacity"},
+	{'K', false, "capacity", "BYTES", "device memory (default the H200's)"},
+	{'L', false, "calibration", "CSV",
+	 "driver latencies (`memsim validate --calibrate`;\n"
+	 "default: the H200's, built in)"},
+	{'d', true, "db", "FILE", "store every run in this SQLite database"},
+	{'P', false, "plot", "OUT", "overlaid plot (.png, .svg, .pdf)"},
+	MSIM_CLI_OPT_HELP,
+	{0},
+};
+
+static const msim_cli_cmd_t cmp_cmd = {
+	"usage: memsim compare [OPTIONS] TRACE|MODEL\n"
+	"\n"
+	"Replays TRACE (or the trace generated for a MODEL spec, as `memsim "
+	"run`)\nthrough several policies (default: all of `memsim policies`) "
+	"and prints one\nrow per policy: peak reserved and allocated bytes, "
+	"fragmentation\n(1 - allocated/reserved at the peaks, its mean over "
+	"the trace, and the\nlargest external 1 - largest free block / free "
+	"bytes), driver calls that\nreserve or release memory, and the "
+	"modelled time of those calls (as\n`memsim run` models it: H200 "
+	"latencies by size).  Each run is the one\n`memsim run` makes of the "
+	"same setting.\n"
+	"\n"
+	"options:\n",
+	cmp_opts, 27, NULL, false,
+};
 
 /* What the options ask for. */
 typedef struct cmp_opts_s {
@@ -92,26 +90,12 @@ print_row(const msim_compare_row_t *r)
 	printf("\n");
 }
 
-static const struct option cmp_longopts[] = {
-	{"policies", required_argument, NULL, 'p'},
-	{"alloc-conf", required_argument, NULL, 'c'},
-	{"cap", required_argument, NULL, 'C'},
-	{"fraction", required_argument, NULL, 'F'},
-	{"capacity", required_argument, NULL, 'K'},
-	{"calibration", required_argument, NULL, 'L'},
-	{"db", required_argument, NULL, 'd'},
-	{"plot", required_argument, NULL, 'P'},
-	{"help", no_argument, NULL, 'h'},
-	{NULL, 0, NULL, 0},
-};
-
-/* Reads the options into o.  Returns -1 to go on, else the exit status. */
-static int
+/* Reads the options into o. */
+static void
 cmp_parse(int argc, char **argv, cmp_opts_t *o)
 {
 	int c;
-	while ((c = msim_cli_getopt(argc, argv, "p:c:d:h", cmp_longopts)) !=
-	       -1) {
+	while ((c = msim_cli_next(&cmp_cmd, argc, argv)) != -1) {
 		switch (c) {
 		case 'p': o->list = optarg; break;
 		case 'c': {
@@ -140,17 +124,11 @@ cmp_parse(int argc, char **argv, cmp_opts_t *o)
 		case 'L': o->calibration = optarg; break;
 		case 'd': o->db = optarg; break;
 		case 'P': o->plot = optarg; break;
-		case 'h': usage_compare(stdout); return 0;
-		default: usage_compare(stderr); return 2;
 		}
 	}
-	if (optind != argc - 1) {
-		usage_compare(stderr);
-		return 2;
-	}
+	msim_cli_operands(&cmp_cmd, argc, 1, 1);
 	if (o->cap && o->fraction)
 		msim_cli_die("give --cap or --fraction, not both");
-	return -1;
 }
 
 /* The policies, in order, each with its --alloc-conf. */
@@ -230,9 +208,7 @@ int
 msim_cmd_compare(int argc, char **argv)
 {
 	cmp_opts_t o = {0};
-	int rc = cmp_parse(argc, argv, &o);
-	if (rc >= 0)
-		return rc;
+	cmp_parse(argc, argv, &o);
 	const char *path = argv[optind];
 	/* Outputs never overwrite an input. */
 	msim_cli_not_input("--plot", o.plot, path, "the input trace");

@@ -14,75 +14,73 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/opts.h"
 #include "lab/fit.h"
+#include "policies/registry.h"
 #include "sim/units.h"
 
 #define FIT_MAX_CONFS 32
 
-static void
-usage_fit(FILE *fp)
-{
-	fprintf(fp,
-		"usage: memsim fit --cap BYTES --vary NAME=LO..HI [OPTIONS] -- "
-		"python3 SCRIPT ... {NAME} ...\n"
-		"       memsim fit --cap BYTES --vary NAME=LO..HI --traces "
-		"PATTERN [OPTIONS]\n"
-		"\n"
-		"Finds the largest integer NAME in [LO, HI] whose recording (memsim "
-		"record, with\n"
-		"{NAME} replaced in the command) replays under the cap without "
-		"running out of\n"
-		"memory, by bisection (memory is assumed to grow with NAME).  For "
-		"the winner it\n"
-		"prints the peak reserved and allocated, the margin to the cap, "
-		"and the best\n"
-		"--alloc-conf of the candidates (lowest peak reserved without an "
-		"OOM); with no\n"
-		"candidates, `memsim tune` searches them.\n"
-		"\n"
-		"options:\n"
-		"      --cap BYTES          the per-process cap (required)\n"
-		"      --vary NAME=LO..HI   the setting and its range (required)\n"
-		"  -c, --alloc-conf CONF    a candidate PYTORCH_CUDA_ALLOC_CONF "
-		"(repeatable)\n"
-		"  -p, --policy NAME        the policy (default pytorch)\n"
-		"  -k, --keep DIR           keep the recordings in DIR "
-		"(NAME-VALUE.csv)\n"
-		"  -t, --traces PATTERN     no recording: the traces already "
-		"recorded, PATTERN\n"
-		"                           with {NAME} for the value "
-		"(gpt-{B}.csv)\n"
-		"      --fake | --gpu, --device, --amp, --checkpoint, "
-		"--world-size, --rank,\n"
-		"      --dynamic-fraction    passed to memsim record\n"
-		"  -h, --help               this help\n");
-}
+enum { O_CAP = 256, O_VARY, O_FAKE, O_GPU, O_DEVICE, O_AMP, O_CKPT, O_WS,
+       O_RANK, O_FRAC };
+
+static const msim_cli_opt_t fit_opts[] = {
+	{O_CAP, false, "cap", "BYTES", "the per-process cap (required)"},
+	{O_VARY, false, "vary", "NAME=LO..HI",
+	 "the setting and its range (required)"},
+	{'c', true, "alloc-conf", "CONF",
+	 "a candidate PYTORCH_CUDA_ALLOC_CONF (repeatable)"},
+	{'p', true, "policy", "NAME",
+	 "the policy (default " MSIM_POLICY_DEFAULT ")"},
+	{'k', true, "keep", "DIR",
+	 "keep the recordings in DIR (NAME-VALUE.csv)"},
+	{'t', true, "traces", "PATTERN",
+	 "no recording: the traces already recorded, PATTERN\n"
+	 "with {NAME} for the value (gpt-{B}.csv)"},
+	/* memsim record's, passed on (lab/fit.c) */
+	{O_FAKE, false, "fake", NULL, NULL},
+	{O_GPU, false, "gpu", NULL, NULL},
+	{O_DEVICE, false, "device", "N", NULL},
+	{O_AMP, false, "amp", "DTYPE", NULL},
+	{O_CKPT, false, "checkpoint", "HOW", NULL},
+	{O_WS, false, "world-size", "N", NULL},
+	{O_RANK, false, "rank", "R", NULL},
+	{O_FRAC, false, "dynamic-fraction", "F", NULL},
+	{0, false, NULL, NULL,
+	 "      --fake | --gpu, --device, --amp, --checkpoint, --world-size, "
+	 "--rank,\n"
+	 "      --dynamic-fraction    passed to memsim record\n"},
+	MSIM_CLI_OPT_HELP,
+	{0},
+};
+
+static const msim_cli_cmd_t fit_cmd = {
+	"usage: memsim fit --cap BYTES --vary NAME=LO..HI [OPTIONS] -- "
+	"python3 SCRIPT ... {NAME} ...\n"
+	"       memsim fit --cap BYTES --vary NAME=LO..HI --traces PATTERN "
+	"[OPTIONS]\n"
+	"\n"
+	"Finds the largest integer NAME in [LO, HI] whose recording (memsim "
+	"record, with\n"
+	"{NAME} replaced in the command) replays under the cap without running "
+	"out of\n"
+	"memory, by bisection (memory is assumed to grow with NAME).  For the "
+	"winner it\n"
+	"prints the peak reserved and allocated, the margin to the cap, and "
+	"the best\n"
+	"--alloc-conf of the candidates (lowest peak reserved without an OOM); "
+	"with no\n"
+	"candidates, `memsim tune` searches them.\n"
+	"\n"
+	"options:\n",
+	fit_opts, 27, NULL, true,
+};
 
 /* Reads the options into f.  Returns -1 to go on, else the exit status. */
 static int
 fit_parse(int argc, char **argv, msim_fit_spec_t *f, const char **vary,
 	  const char **keep)
 {
-	enum { O_CAP = 256, O_VARY, O_FAKE, O_GPU, O_DEVICE, O_AMP, O_CKPT,
-	       O_WS, O_RANK, O_FRAC };
-	static const struct option longopts[] = {
-		{"cap", required_argument, NULL, O_CAP},
-		{"vary", required_argument, NULL, O_VARY},
-		{"alloc-conf", required_argument, NULL, 'c'},
-		{"policy", required_argument, NULL, 'p'},
-		{"keep", required_argument, NULL, 'k'},
-		{"traces", required_argument, NULL, 't'},
-		{"fake", no_argument, NULL, O_FAKE},
-		{"gpu", no_argument, NULL, O_GPU},
-		{"device", required_argument, NULL, O_DEVICE},
-		{"amp", required_argument, NULL, O_AMP},
-		{"checkpoint", required_argument, NULL, O_CKPT},
-		{"world-size", required_argument, NULL, O_WS},
-		{"rank", required_argument, NULL, O_RANK},
-		{"dynamic-fraction", required_argument, NULL, O_FRAC},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
 	static const char *const flag[] = {"--device", "--amp", "--checkpoint",
 					   "--world-size", "--rank",
 					   "--dynamic-fraction"};
@@ -92,8 +90,7 @@ fit_parse(int argc, char **argv, msim_fit_spec_t *f, const char **vary,
 	f->confs = confs;
 	f->ropt = ropt;
 	optind = 1;
-	while ((c = msim_cli_getopt(argc, argv, "+c:p:k:t:h", longopts)) !=
-	       -1) {
+	while ((c = msim_cli_next(&fit_cmd, argc, argv)) != -1) {
 		switch (c) {
 		case O_CAP:
 			f->cap = msim_cli_bytes("--cap", optarg);
@@ -129,18 +126,12 @@ fit_parse(int argc, char **argv, msim_fit_spec_t *f, const char **vary,
 			ropt[nropt++] = (char *)flag[c - O_DEVICE];
 			ropt[nropt++] = optarg;
 			break;
-		case 'h':
-			usage_fit(stdout);
-			return 0;
-		default:
-			usage_fit(stderr);
-			return 2;
 		}
 	}
 	f->nropt = nropt;
 	if (!f->cap || !*vary) {
 		fprintf(stderr, "memsim: fit: --cap and --vary are required\n");
-		usage_fit(stderr);
+		msim_cli_help(stderr, &fit_cmd);
 		return 2;
 	}
 	return -1;

@@ -13,38 +13,40 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/opts.h"
 #include "lab/info.h"
 #include "sim/units.h"
 
-static void
-usage_info(FILE *fp)
-{
-	fprintf(fp,
-		"usage: memsim info [OPTIONS] TRACE\n"
-		"\n"
-		"Reads TRACE once and prints its format, entries by action, "
-		"requests, streams,\n"
-		"duration, peak live bytes (the sum of the sizes of live "
-		"allocations), a\n"
-		"histogram of allocation sizes (powers of two) and the hidden "
-		"empty_cache()\n"
-		"calls found (pytorch-allocator.md §11.2).  For a snapshot, "
-		"also its\n"
-		"segments state (§10.1): segments by pool, reserved, "
-		"allocated, active and\n"
-		"requested bytes, blocks by state, and whether the trace's end "
-		"state agrees.\n"
-		"\n"
-		"options:\n"
-		"      --device N          snapshots: the device_traces index to "
-		"read\n"
-		"      --strict            refuse a partial history instead of "
-		"seeding its start\n"
-		"      --lenient           skip entries of unknown actions (and "
-		"count them)\n"
-		"      --json              print one JSON object\n"
-		"  -h, --help              this help\n");
-}
+static const msim_cli_opt_t info_opts[] = {
+	{'D', false, "device", "N",
+	 "snapshots: the device_traces index to read"},
+	{'X', false, "strict", NULL,
+	 "refuse a partial history instead of seeding its start"},
+	{'N', false, "lenient", NULL,
+	 "skip entries of unknown actions (and count them)"},
+	{'j', false, "json", NULL, "print one JSON object"},
+	MSIM_CLI_OPT_HELP,
+	{0},
+};
+
+static const msim_cli_cmd_t info_cmd = {
+	"usage: memsim info [OPTIONS] TRACE\n"
+	"\n"
+	"Reads TRACE once and prints its format, entries by action, requests, "
+	"streams,\n"
+	"duration, peak live bytes (the sum of the sizes of live allocations), "
+	"a\n"
+	"histogram of allocation sizes (powers of two) and the hidden "
+	"empty_cache()\n"
+	"calls found (pytorch-allocator.md §11.2).  For a snapshot, also its\n"
+	"segments state (§10.1): segments by pool, reserved, allocated, active "
+	"and\n"
+	"requested bytes, blocks by state, and whether the trace's end state "
+	"agrees.\n"
+	"\n"
+	"options:\n",
+	info_opts, 26, NULL, false,
+};
 
 /* Prints the snapshot state and how it compares with the trace's end. */
 static void
@@ -265,30 +267,17 @@ info_text(const char *path, const msim_info_t *in)
 int
 msim_cmd_info(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{"device", required_argument, NULL, 'D'},
-		{"strict", no_argument, NULL, 'X'},
-		{"lenient", no_argument, NULL, 'N'},
-		{"json", no_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
 	msim_trace_options_t opt = {.hidden_empty_cache = true};
 	int json = 0, c;
-	while ((c = msim_cli_getopt(argc, argv, "h", longopts)) != -1) {
+	while ((c = msim_cli_next(&info_cmd, argc, argv)) != -1) {
 		switch (c) {
 		case 'D': opt.device1 = msim_cli_device1(optarg); break;
 		case 'j': json = 1; break;
 		case 'X': opt.strict = true; break;
 		case 'N': opt.lenient = true; break;
-		case 'h': usage_info(stdout); return 0;
-		default: usage_info(stderr); return 2;
 		}
 	}
-	if (optind != argc - 1) {
-		usage_info(stderr);
-		return 2;
-	}
+	msim_cli_operands(&info_cmd, argc, 1, 1);
 	const char *path = argv[optind];
 	char why[1024];
 	msim_info_t in;

@@ -17,83 +17,81 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/opts.h"
 #include "sim/error.h"
 #include "lab/record.h"
 #include "lab/sweep.h"
+#include "policies/registry.h"
 
-static void
-usage_sweep(FILE *fp)
-{
-	fprintf(fp,
-		"usage: memsim sweep [OPTIONS] --db FILE TRACE|MODEL...\n"
-		"       memsim sweep [OPTIONS] --db FILE --grid NAME=V1,V2,... "
-		"[NAME=...] --\n"
-		"                    python3 SCRIPT ... {NAME} ...\n"
-		"\n"
-		"MODEL is a model spec, \"model:arch=gpt2,batch=8,seq=1024,"
-		"steps=3\" (the options\n"
-		"of `memsim gen model` as key=value), generated in memory for "
-		"each setting.\n"
-		"Runs every setting over every TRACE and policy and stores each "
-		"result once in\n"
-		"the database.  Settings already there are skipped, so a "
-		"killed sweep resumes\n"
-		"where it stopped when run again.\n"
-		"\n"
-		"settings (combined: file lines x grid, per trace, policy and "
-		"cap):\n"
-		"  -g, --grid KEY=V1,V2,...  one axis of a cartesian grid "
-		"(repeatable); KEY is a\n"
-		"                            parameter of the policy (as in "
-		"--alloc-conf), or\n"
-		"                            cap, addresses, policy; or a "
-		"strategy (dtype,\n"
-		"                            checkpoint) or model key (batch, "
-		"seq, ...) of a\n"
-		"                            MODEL; dtype on a recording is "
-		"the dtype transform\n"
-		"  -s, --settings FILE       one setting a line, "
-		"\"key:value,key:value\" (# comments)\n"
-		"      --random N            draw N settings from the grid "
-		"instead (a value LO..HI\n"
-		"                            draws from the range)\n"
-		"      --seed S              seed of the draws (default 1; "
-		"stored with the sweep)\n"
-		"  -p, --policy NAME         policy (repeatable; default "
-		"pytorch)\n"
-		"      --cap BYTES[,BYTES]   per-process cap(s) (repeatable)\n"
-		"      --capacity BYTES      device memory (default the "
-		"H200's)\n"
-		"      --addresses MODE      model (default) or trace\n"
-		"\n"
-		"running:\n"
-		"  -d, --db FILE             the results database (required)\n"
-		"  -j, --jobs N              worker processes (default: the "
-		"number of cores)\n"
-		"      --force               run settings already stored again, "
-		"replacing them\n"
-		"      --shard I/N           run only the I-th of N slices "
-		"(1 <= I <= N); merge\n"
-		"                            the shards' databases with "
-		"`memsim merge`\n"
-		"      --list                print this shard's settings and "
-		"stop (trace, policy,\n"
-		"                            canonical parameters, cap, "
-		"addresses, strategy;\n"
-		"                            tab-separated)\n"
-		"  -q, --quiet               no progress line and no summary\n"
-		"  -h, --help                this help\n"
-		"\n"
-		"With a command after --, each combination of the grid's "
-		"recording names (a\n"
-		"{NAME} of the command, or a `memsim record` option: amp, "
-		"checkpoint, device,\n"
-		"world-size, rank, dynamic-fraction, item-int) is recorded "
-		"once (kept in\n"
-		"DB.recordings/ and reused), and every setting of the other "
-		"names replays it;\n"
-		"words NAME=V1,... before -- are grid axes too.\n");
-}
+static const msim_cli_opt_t sweep_opts[] = {
+	{0, false, NULL, NULL,
+	 "settings (combined: file lines x grid, per trace, policy and "
+	 "cap):\n"},
+	{'g', true, "grid", "KEY=V1,V2,...",
+	 "one axis of a cartesian grid (repeatable); KEY is a\n"
+	 "parameter of the policy (as in --alloc-conf), or\n"
+	 "cap, addresses, policy; or a strategy (dtype,\n"
+	 "checkpoint) or model key (batch, seq, ...) of a\n"
+	 "MODEL; dtype on a recording is the dtype transform"},
+	{'s', true, "settings", "FILE",
+	 "one setting a line, \"key:value,key:value\" (# comments)"},
+	{'R', false, "random", "N",
+	 "draw N settings from the grid instead (a value LO..HI\n"
+	 "draws from the range)"},
+	{'S', false, "seed", "S",
+	 "seed of the draws (default 1; stored with the sweep)"},
+	{'p', true, "policy", "NAME",
+	 "policy (repeatable; default " MSIM_POLICY_DEFAULT ")"},
+	{'C', false, "cap", "BYTES[,BYTES]", "per-process cap(s) (repeatable)"},
+	{'K', false, "capacity", "BYTES", "device memory (default the H200's)"},
+	{'A', false, "addresses", "MODE", "model (default) or trace"},
+	{0, false, NULL, NULL, "\nrunning:\n"},
+	{'d', true, "db", "FILE", "the results database (required)"},
+	{'j', true, "jobs", "N",
+	 "worker processes (default: the number of cores)"},
+	{'f', false, "force", NULL,
+	 "run settings already stored again, replacing them"},
+	{'H', false, "shard", "I/N",
+	 "run only the I-th of N slices (1 <= I <= N); merge\n"
+	 "the shards' databases with `memsim merge`"},
+	{'l', false, "list", NULL,
+	 "print this shard's settings and stop (trace, policy,\n"
+	 "canonical parameters, cap, addresses, strategy;\n"
+	 "tab-separated)"},
+	{'q', true, "quiet", NULL, "no progress line and no summary"},
+	MSIM_CLI_OPT_HELP,
+	{0},
+};
+
+static const msim_cli_cmd_t sweep_cmd = {
+	"usage: memsim sweep [OPTIONS] --db FILE TRACE|MODEL...\n"
+	"       memsim sweep [OPTIONS] --db FILE --grid NAME=V1,V2,... "
+	"[NAME=...] --\n"
+	"                    python3 SCRIPT ... {NAME} ...\n"
+	"\n"
+	"MODEL is a model spec, \"model:arch=gpt2,batch=8,seq=1024,steps=3\" "
+	"(the options\n"
+	"of `memsim gen model` as key=value), generated in memory for each "
+	"setting.\n"
+	"Runs every setting over every TRACE and policy and stores each result "
+	"once in\n"
+	"the database.  Settings already there are skipped, so a killed sweep "
+	"resumes\n"
+	"where it stopped when run again.\n"
+	"\n",
+	sweep_opts, 28,
+	"\n"
+	"With a command after --, each combination of the grid's recording "
+	"names (a\n"
+	"{NAME} of the command, or a `memsim record` option: amp, checkpoint, "
+	"device,\n"
+	"world-size, rank, dynamic-fraction, item-int) is recorded once (kept "
+	"in\n"
+	"DB.recordings/ and reused), and every setting of the other names "
+	"replays it;\n"
+	"words NAME=V1,... before -- are grid axes too.\n",
+	false,
+};
 
 typedef struct progress_s {
 	int tty;
@@ -135,7 +133,7 @@ sweep_error(void *ctx, const msim_setting_t *s, const char *msg)
 	progress_t *p = ctx;
 	if (s)
 		fprintf(stderr, "%smemsim sweep: %s, %s%s%s: %s\n",
-			p->drawn ? "\n" : "", s->trace, s->policy,
+			p->drawn ? "\n" : "", s->spec.trace, s->spec.policy,
 			*s->conf ? " " : "", s->conf, msg);
 	else
 		fprintf(stderr, "%smemsim sweep: %s\n", p->drawn ? "\n" : "",
@@ -152,25 +150,6 @@ push(const char ***v, size_t *n, const char *s)
 	nv[(*n)++] = s;
 	*v = nv;
 }
-
-static const struct option sweep_longopts[] = {
-	{"grid", required_argument, NULL, 'g'},
-	{"settings", required_argument, NULL, 's'},
-	{"random", required_argument, NULL, 'R'},
-	{"seed", required_argument, NULL, 'S'},
-	{"policy", required_argument, NULL, 'p'},
-	{"cap", required_argument, NULL, 'C'},
-	{"capacity", required_argument, NULL, 'K'},
-	{"addresses", required_argument, NULL, 'A'},
-	{"db", required_argument, NULL, 'd'},
-	{"jobs", required_argument, NULL, 'j'},
-	{"force", no_argument, NULL, 'f'},
-	{"shard", required_argument, NULL, 'H'},
-	{"list", no_argument, NULL, 'l'},
-	{"quiet", no_argument, NULL, 'q'},
-	{"help", no_argument, NULL, 'h'},
-	{NULL, 0, NULL, 0},
-};
 
 /* What the options ask for besides the sweep itself. */
 typedef struct sweep_opts_s {
@@ -245,22 +224,10 @@ sweep_parse(int argc, char **argv, int rec, msim_sweep_spec_t *spec,
 	    sweep_opts_t *o)
 {
 	int c;
-	while ((c = msim_cli_getopt(argc, argv, "g:s:p:d:j:qh",
-				    sweep_longopts)) != -1) {
-		if (c == 'h') {
-			usage_sweep(stdout);
-			return 0;
-		}
-		if (c == '?' || c == ':') {
-			usage_sweep(stderr);
-			return 2;
-		}
+	while ((c = msim_cli_next(&sweep_cmd, argc, argv)) != -1)
 		sweep_opt(c, spec, o);
-	}
-	if (optind == argc && !rec) {
-		usage_sweep(stderr);
-		return 2;
-	}
+	if (!rec)
+		msim_cli_operands(&sweep_cmd, argc, 1, argc);
 	if (!o->db && !o->list)
 		msim_cli_die("--db FILE is required (the results go there)");
 	if (rec) {
@@ -322,9 +289,10 @@ sweep_list(const msim_sweep_t *sw)
 	for (size_t i = 0; i < msim_sweep_count(sw); i++) {
 		const msim_setting_t *s = msim_sweep_setting(sw, i);
 		printf("%s\t%s\t%s\t%" PRIu64 "\t%s\t%s\n",
-		       s->model_spec ? s->model_spec : s->trace, s->policy,
-		       s->params, s->cap, s->addresses,
-		       s->strategy ? s->strategy : "");
+		       s->spec.model_spec ? s->spec.model_spec : s->spec.trace,
+		       s->spec.policy, s->params, s->spec.cap,
+		       s->spec.addresses,
+		       s->spec.strategy ? s->spec.strategy : "");
 	}
 }
 

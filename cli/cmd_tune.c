@@ -15,37 +15,40 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/opts.h"
 #include "lab/tune.h"
 #include "sim/units.h"
 
-static void
-usage_tune(FILE *fp)
-{
-	fprintf(fp,
-		"usage: memsim tune [OPTIONS] --cap BYTES TRACE\n"
-		"\n"
-		"Searches the pytorch policy's settings (max_split_size_mb x "
-		"garbage_collection_\n"
-		"threshold x roundup_power2_divisions, %d settings) and "
-		"recommends the\n"
-		"PYTORCH_CUDA_ALLOC_CONF with the lowest peak reserved that does "
-		"not run out of\n"
-		"memory under the cap (ties: fewer retries, then fewer keys).  "
-		"Prints the\n"
-		"default and the recommendation side by side and stores both in "
-		"the database.\n"
-		"\n"
-		"options:\n"
-		"      --cap BYTES     the per-process cap (required; 16GiB, "
-		"12.5GB, ...)\n"
-		"  -d, --db FILE       where to store both runs (default "
-		"memsim.db)\n"
-		"  -g, --grid K=V,...  replace one axis of the search "
-		"(repeatable)\n"
-		"  -j, --jobs N        worker processes (default: the number of "
-		"cores)\n"
-		"  -h, --help          this help\n", 6 * 6 * 6);
-}
+static const msim_cli_opt_t tune_opts[] = {
+	{'C', false, "cap", "BYTES",
+	 "the per-process cap (required; 16GiB, 12.5GB, ...)"},
+	{'d', true, "db", "FILE", "where to store both runs (default memsim.db)"},
+	{'g', true, "grid", "K=V,...", "replace one axis of the search "
+	 "(repeatable)"},
+	{'j', true, "jobs", "N", "worker processes (default: the number of "
+	 "cores)"},
+	MSIM_CLI_OPT_HELP,
+	{0},
+};
+
+/* The settings searched: msim_tune_grid's 6 x 6 x 6 (lab/tune.c). */
+static const msim_cli_cmd_t tune_cmd = {
+	"usage: memsim tune [OPTIONS] --cap BYTES TRACE\n"
+	"\n"
+	"Searches the pytorch policy's settings (max_split_size_mb x "
+	"garbage_collection_\n"
+	"threshold x roundup_power2_divisions, 216 settings) and recommends "
+	"the\n"
+	"PYTORCH_CUDA_ALLOC_CONF with the lowest peak reserved that does not "
+	"run out of\n"
+	"memory under the cap (ties: fewer retries, then fewer keys).  Prints "
+	"the\n"
+	"default and the recommendation side by side and stores both in the "
+	"database.\n"
+	"\n"
+	"options:\n",
+	tune_opts, 22, NULL, false,
+};
 
 static void
 print_side(const char *what, const char *a, const char *b)
@@ -68,15 +71,6 @@ typedef struct tune_opts_s {
 	long jobs;
 } tune_opts_t;
 
-static const struct option tune_longopts[] = {
-	{"cap", required_argument, NULL, 'C'},
-	{"db", required_argument, NULL, 'd'},
-	{"grid", required_argument, NULL, 'g'},
-	{"jobs", required_argument, NULL, 'j'},
-	{"help", no_argument, NULL, 'h'},
-	{NULL, 0, NULL, 0},
-};
-
 /* Reads the options into o.  Returns -1 to go on, else the exit status. */
 static int
 tune_parse(int argc, char **argv, tune_opts_t *o)
@@ -84,8 +78,7 @@ tune_parse(int argc, char **argv, tune_opts_t *o)
 	int c;
 	for (size_t k = 0; k < MSIM_TUNE_NGRID; k++)
 		o->grid[o->ngrid++] = msim_tune_grid[k];
-	while ((c = msim_cli_getopt(argc, argv, "d:g:j:h", tune_longopts)) !=
-	       -1) {
+	while ((c = msim_cli_next(&tune_cmd, argc, argv)) != -1) {
 		switch (c) {
 		case 'C': o->cap = msim_cli_bytes("--cap", optarg); break;
 		case 'd': o->db = optarg; break;
@@ -94,14 +87,9 @@ tune_parse(int argc, char **argv, tune_opts_t *o)
 				msim_cli_die("--grid: too many axes");
 			break;
 		case 'j': o->jobs = msim_cli_jobs(optarg); break;
-		case 'h': usage_tune(stdout); return 0;
-		default: usage_tune(stderr); return 2;
 		}
 	}
-	if (optind != argc - 1) {
-		usage_tune(stderr);
-		return 2;
-	}
+	msim_cli_operands(&tune_cmd, argc, 1, 1);
 	if (!o->cap)
 		msim_cli_die("--cap BYTES is required (the memory the job may "
 			     "use)");

@@ -14,7 +14,9 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/opts.h"
 #include "lab/measure.h"
+#include "policies/registry.h"
 #include "sim/metrics.h"
 
 #ifndef PKGDATA_DIR
@@ -24,57 +26,56 @@
 #define SRC_VALIDATE_DIR "validate"
 #endif
 
-static void
-usage_validate(FILE *fp)
-{
-	fprintf(fp,
-		"usage: memsim validate [OPTIONS] TRACE\n"
-		"       memsim validate --calibrate OUT.csv\n"
-		"\n"
-		"Replays TRACE on a real GPU and prints (and stores with --db) "
-		"the measured\n"
-		"figures, to set beside a simulation of the same trace.\n"
-		"\n"
-		"modes (--mode):\n"
-		"  raw     every request its own cudaMalloc/cudaFree; memory "
-		"in use from\n"
-		"          cudaMemGetInfo; call latencies (compare: policy "
-		"naive)\n"
-		"  async   cudaMallocAsync/cudaFreeAsync on a pool with a "
-		"release threshold\n"
-		"          (compare: policy cuda-async)\n"
-		"  torch   PyTorch's caching allocator through "
-		"validate/torch_replay.py,\n"
-		"          under --alloc-conf and --cap (compare: policy "
-		"pytorch)\n"
-		"\n"
-		"options:\n"
-		"  -m, --mode MODE           raw, async or torch (default "
-		"torch)\n"
-		"  -c, --alloc-conf STR      PYTORCH_CUDA_ALLOC_CONF for torch "
-		"mode\n"
-		"      --cap BYTES           per-process cap (torch: "
-		"set_per_process_memory_fraction)\n"
-		"      --release-threshold BYTES\n"
-		"                            async pool's release threshold "
-		"(default: never release)\n"
-		"      --python PATH         the python3 with PyTorch (default "
-		"python3)\n"
-		"  -d, --db FILE             store the measured run (kind "
-		"'measured')\n"
-		"      --json                print JSON\n"
-		"      --calibrate OUT.csv   measure cudaMalloc/cudaFree/"
-		"cudaMallocAsync latency\n"
-		"                            by size, for `memsim run "
-		"--calibration`\n"
-		"  -h, --help                this help\n"
+static const msim_cli_opt_t validate_opts[] = {
+	{'m', true, "mode", "MODE", "raw, async or torch (default torch)"},
+	{'c', true, "alloc-conf", "STR",
+	 "PYTORCH_CUDA_ALLOC_CONF for torch mode"},
+	{'C', false, "cap", "BYTES",
+	 "per-process cap (torch: set_per_process_memory_fraction)"},
+	{'T', false, "release-threshold", "BYTES",
+	 "\nasync pool's release threshold (default: never release)"},
+	{'P', false, "python", "PATH",
+	 "the python3 with PyTorch (default python3)"},
+	{'d', true, "db", "FILE", "store the measured run (kind 'measured')"},
+	{'j', false, "json", NULL, "print JSON"},
+	{'K', false, "calibrate", "OUT.csv",
+	 "measure cudaMalloc/cudaFree/cudaMallocAsync latency\n"
+	 "by size, for `memsim run --calibration`"},
+	MSIM_CLI_OPT_HELP,
+	{0},
+};
+
+static const msim_cli_cmd_t validate_cmd = {
+	"usage: memsim validate [OPTIONS] TRACE\n"
+	"       memsim validate --calibrate OUT.csv\n"
+	"\n"
+	"Replays TRACE on a real GPU and prints (and stores with --db) the "
+	"measured\n"
+	"figures, to set beside a simulation of the same trace.\n"
+	"\n"
+	"modes (--mode):\n"
+	"  raw     every request its own cudaMalloc/cudaFree; memory in use "
+	"from\n"
+	"          cudaMemGetInfo; call latencies (compare: policy naive)\n"
+	"  async   cudaMallocAsync/cudaFreeAsync on a pool with a release "
+	"threshold\n"
+	"          (compare: policy cuda-async)\n"
+	"  torch   PyTorch's caching allocator through "
+	"validate/torch_replay.py,\n"
+	"          under --alloc-conf and --cap (compare: policy "
+	MSIM_POLICY_PYTORCH ")\n"
+	"\n"
+	"options:\n",
+	validate_opts, 28,
 #ifndef HAVE_CUDA
-		"\nThis memsim was built without CUDA: raw, async and "
-		"--calibrate need\n`./configure --with-cuda[=/usr/local/cuda]`; "
-		"torch mode needs only python3\nwith PyTorch.\n"
+	"\nThis memsim was built without CUDA: raw, async and --calibrate "
+	"need\n`./configure --with-cuda[=/usr/local/cuda]`; torch mode needs "
+	"only python3\nwith PyTorch.\n",
+#else
+	NULL,
 #endif
-		);
-}
+	false,
+};
 
 static void
 json_stat(const char *name, int64_t value, void *ctx)
@@ -146,22 +147,10 @@ print_text(const msim_measure_spec_t *s, const msim_measure_t *r)
 int
 msim_cmd_validate(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{"mode", required_argument, NULL, 'm'},
-		{"alloc-conf", required_argument, NULL, 'c'},
-		{"cap", required_argument, NULL, 'C'},
-		{"release-threshold", required_argument, NULL, 'T'},
-		{"python", required_argument, NULL, 'P'},
-		{"db", required_argument, NULL, 'd'},
-		{"json", no_argument, NULL, 'j'},
-		{"calibrate", required_argument, NULL, 'K'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
 	const char *conf = "", *python = NULL, *dbpath = NULL, *calib = NULL;
 	uint64_t cap = 0, threshold = UINT64_MAX;
 	int mode = MSIM_VMODE_TORCH, json = 0, c;
-	while ((c = msim_cli_getopt(argc, argv, "m:c:d:h", longopts)) != -1) {
+	while ((c = msim_cli_next(&validate_cmd, argc, argv)) != -1) {
 		switch (c) {
 		case 'm':
 			if ((mode = msim_vmode_parse(optarg)) < 0)
@@ -178,8 +167,6 @@ msim_cmd_validate(int argc, char **argv)
 		case 'd': dbpath = optarg; break;
 		case 'j': json = 1; break;
 		case 'K': calib = optarg; break;
-		case 'h': usage_validate(stdout); return 0;
-		default: usage_validate(stderr); return 2;
 		}
 	}
 	char why[1024];
@@ -192,10 +179,7 @@ msim_cmd_validate(int argc, char **argv)
 #endif
 		return 0;
 	}
-	if (optind != argc - 1) {
-		usage_validate(stderr);
-		return 2;
-	}
+	msim_cli_operands(&validate_cmd, argc, 1, 1);
 	if (mode != MSIM_VMODE_TORCH)
 		no_cuda("--mode raw/async");
 	const char *const dirs[] = {PKGDATA_DIR "/validate", SRC_VALIDATE_DIR,

@@ -283,8 +283,8 @@ setting_clear(msim_setting_t *s)
 		free(s->kv[i].value);
 	}
 	free(s->kv);
-	free(s->model_spec);
-	free(s->strategy);
+	free(s->model_spec_own);
+	free(s->strategy_own);
 	free(s->hash_own);
 	free(s->conf);
 	free(s->params);
@@ -450,7 +450,7 @@ setting_input(route_ctx_t *r, msim_setting_t *s)
 				 r->name);
 			return MSIM_EINVAL;
 		}
-		return (s->strategy = strdup(buf)) ? 0 : MSIM_ENOMEM;
+		return (s->strategy_own = strdup(buf)) ? 0 : MSIM_ENOMEM;
 	}
 	char w[320];
 	int rc = msim_model_check(&r->mc, w, sizeof(w));
@@ -459,15 +459,16 @@ setting_input(route_ctx_t *r, msim_setting_t *s)
 		return rc;
 	}
 	msim_model_spec_canonical(&r->mc, buf, sizeof(buf));
-	s->model_spec = strdup(buf);
+	s->model_spec_own = strdup(buf);
 	msim_strategy_canonical(&r->mc, buf, sizeof(buf));
-	s->strategy = strdup(buf);
+	s->strategy_own = strdup(buf);
 	msim_hash_t h;
 	msim_hash_init(&h);
-	msim_hash_update(&h, s->model_spec ? s->model_spec : "",
-			 s->model_spec ? strlen(s->model_spec) : 0);
+	msim_hash_update(&h, s->model_spec_own ? s->model_spec_own : "",
+			 s->model_spec_own ? strlen(s->model_spec_own) : 0);
 	snprintf(buf, sizeof(buf), "%016" PRIx64, msim_hash_final(&h));
-	if (!s->model_spec || !s->strategy || !(s->hash_own = strdup(buf)))
+	if (!s->model_spec_own || !s->strategy_own ||
+	    !(s->hash_own = strdup(buf)))
 		return MSIM_ENOMEM;
 	return 0;
 }
@@ -555,11 +556,12 @@ setting_key(const msim_params_t *pv, msim_setting_t *s)
 		return MSIM_ENOMEM;
 	msim_params_canonical(pv, s->params, need);
 	s->spec.conf = s->params;
-	need = msim_job_setting_key(&s->spec, s->spec.trace_hash, s->strategy,
-				    s->params, s->cap_bytes, NULL, 0) + 1;
+	need = msim_job_setting_key(&s->spec, s->spec.trace_hash,
+				    s->spec.strategy, s->params, s->cap_bytes,
+				    NULL, 0) + 1;
 	if (!(s->key = malloc(need)))
 		return MSIM_ENOMEM;
-	msim_job_setting_key(&s->spec, s->spec.trace_hash, s->strategy,
+	msim_job_setting_key(&s->spec, s->spec.trace_hash, s->spec.strategy,
 			     s->params, s->cap_bytes, s->key, need);
 	return 0;
 }
@@ -622,19 +624,16 @@ plan_add(plan_ctx_t *pc, size_t trace, const char *policy, uint64_t cap,
 	if (!rc)
 		rc = setting_cap(&r, ops, &pv, &s);
 	if (!rc) {
-		s.trace = sw->traces[trace];
-		s.policy = ops->name;
-		s.cap = r.cap;
-		s.addresses = r.addresses;
 		s.conf = sb_take(&r.conf);
 		r.conf.s = NULL;
 		s.spec = (msim_job_spec_t){
-			.trace = s.trace, .model_spec = s.model_spec,
-			.strategy = s.strategy,
+			.trace = sw->traces[trace],
+			.model_spec = s.model_spec_own,
+			.strategy = s.strategy_own,
 			.trace_hash = s.hash_own ? s.hash_own
 						 : sw->hashes[trace],
-			.policy = s.policy, .cap = s.cap,
-			.capacity = sw->capacity, .addresses = s.addresses,
+			.policy = ops->name, .cap = r.cap,
+			.capacity = sw->capacity, .addresses = r.addresses,
 		};
 		rc = s.conf ? setting_key(&pv, &s) : MSIM_ENOMEM;
 	}
@@ -1326,7 +1325,8 @@ sweep_cache_options(void)
 static bool
 sweep_plain_use(const msim_sweep_t *sw, const msim_setting_t *s, size_t t)
 {
-	return s->trace == sw->traces[t] && !s->model_spec && !s->strategy;
+	return s->spec.trace == sw->traces[t] && !s->spec.model_spec &&
+	       !s->spec.strategy;
 }
 
 /*

@@ -51,19 +51,17 @@ typedef struct msim_setting_s {
 	 * plan, its strings the setting's or the sweep's (spec.conf is
 	 * params; spec.cache the trace read once while the sweep runs). */
 	msim_job_spec_t spec;
-	/* The plan's own: the strings spec points to, and what the plan
-	 * found.  trace, policy, model_spec, strategy, cap and addresses
-	 * are spec's, kept by name for the commands that print a setting. */
-	const char *trace;      /* path or model spec as given */
-	char *model_spec;       /* canonical shape of a generated trace (the
-				 * setting's own keys applied); NULL: a file */
-	char *strategy;         /* canonical strategies; NULL: none */
+	/* The plan's own: the strings spec points to that the plan made, and
+	 * what it found.  Read the setting's trace, policy, model shape,
+	 * strategies, cap and addresses from spec. */
+	char *model_spec_own;   /* spec.model_spec: the canonical shape of a
+				 * generated trace (the setting's own keys
+				 * applied); NULL: a file */
+	char *strategy_own;     /* spec.strategy: canonical strategies; NULL:
+				 * none */
 	char *hash_own;         /* the hash of model_spec (spec.trace_hash) */
-	const char *policy;     /* policy name */
-	uint64_t cap;           /* bytes asked for; 0 = none */
 	uint64_t cap_bytes;     /* the allowed bytes the run will have
 				 * (msim_cap_allowed()) */
-	const char *addresses;  /* "model" or "trace" */
 	size_t nkv;
 	msim_kv_t *kv;          /* the policy's parameters, as given */
 	char *conf;             /* kv as "key:value,...", for people */

@@ -170,7 +170,8 @@ sweep_store_failed(msim_db_t *db, int64_t sweep_id, const msim_setting_t *s,
 	for (const char *p = why; *p && k + 1 < sizeof(line); p++)
 		line[k++] = *p == '\n' || *p == '\r' ? ' ' : *p;
 	line[k] = '\0';
-	msim_db_sweep_fail(db, sweep_id, s->key, s->trace, s->policy,
+	msim_db_sweep_fail(db, sweep_id, s->key, s->spec.trace,
+			   s->spec.policy,
 			   s->params ? s->params : "", status, line);
 }
 

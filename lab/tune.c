@@ -148,10 +148,10 @@ tune_pick(const msim_sweep_t *sw, const msim_tune_row_t *best,
 			def = st;
 			break;
 		}
-		if (same_str(st->model_spec, rec->model_spec) &&
-		    same_str(st->strategy, rec->strategy) &&
-		    st->cap == rec->cap &&
-		    !strcmp(st->addresses, rec->addresses)) {
+		if (same_str(st->spec.model_spec, rec->spec.model_spec) &&
+		    same_str(st->spec.strategy, rec->spec.strategy) &&
+		    st->spec.cap == rec->spec.cap &&
+		    !strcmp(st->spec.addresses, rec->spec.addresses)) {
 			def = st;
 			break;
 		}

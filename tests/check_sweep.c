@@ -524,7 +524,7 @@ START_TEST(test_model_sweep_matches_gen)
 	for (size_t i = 0; i < 9; i++) {
 		const msim_setting_t *s = msim_sweep_setting(sw, i);
 		char text[2048], sql[2048];
-		snprintf(text, sizeof(text), "%s,%s", TINY, s->strategy);
+		snprintf(text, sizeof(text), "%s,%s", TINY, s->spec.strategy);
 		msim_model_cfg_t cfg;
 		ck_assert_int_eq(msim_model_spec_parse(text, &cfg, why,
 						       sizeof(why)), 0);
@@ -533,20 +533,20 @@ START_TEST(test_model_sweep_matches_gen)
 		run_alone(&cfg, &res, &alloc, &rec);
 		snprintf(sql, sizeof(sql), "SELECT peak_reserved_bytes FROM "
 			 "runs WHERE strategy='%s' AND trace_format='model'",
-			 s->strategy);
+			 s->spec.strategy);
 		ck_assert_int_eq(query_int(path, sql), res);
 		snprintf(sql, sizeof(sql), "SELECT peak_allocated_bytes FROM "
-			 "runs WHERE strategy='%s'", s->strategy);
+			 "runs WHERE strategy='%s'", s->spec.strategy);
 		ck_assert_int_eq(query_int(path, sql), alloc);
 		snprintf(sql, sizeof(sql), "SELECT CAST(m.value AS INTEGER) "
 			 "FROM runs r JOIN run_meta m ON m.run_id=r.id WHERE "
 			 "r.strategy='%s' AND m.key='recompute_layer_forwards'",
-			 s->strategy);
+			 s->spec.strategy);
 		ck_assert_int_eq(query_int(path, sql), (int64_t)rec);
 		/* every:2 over 4 layers recomputes them all, each step */
-		if (strstr(s->strategy, "every:2"))
+		if (strstr(s->spec.strategy, "every:2"))
 			ck_assert_uint_eq(rec, 4 * 2);
-		if (strstr(s->strategy, "=none"))
+		if (strstr(s->spec.strategy, "=none"))
 			ck_assert_uint_eq(rec, 0);
 	}
 	/* The strategies are part of the setting: a second sweep skips. */
@@ -652,11 +652,11 @@ START_TEST(test_labelled_recordings)
 	const char *labels[] = {"batch=2", "batch=4,checkpoint=sqrt"};
 	msim_sweep_t *sw = plan_fp32(2, labels, "dtype=fp32,bf16-amp");
 	ck_assert_uint_eq(msim_sweep_count(sw), 4);
-	ck_assert_str_eq(msim_sweep_setting(sw, 0)->strategy,
+	ck_assert_str_eq(msim_sweep_setting(sw, 0)->spec.strategy,
 			 "record:batch=2");
-	ck_assert_str_eq(msim_sweep_setting(sw, 1)->strategy,
+	ck_assert_str_eq(msim_sweep_setting(sw, 1)->spec.strategy,
 			 "transform:dtype=bf16-amp;record:batch=2");
-	ck_assert_str_eq(msim_sweep_setting(sw, 2)->strategy,
+	ck_assert_str_eq(msim_sweep_setting(sw, 2)->spec.strategy,
 			 "record:batch=4,checkpoint=sqrt");
 	ck_assert_str_ne(msim_sweep_setting(sw, 0)->key,
 			 msim_sweep_setting(sw, 2)->key);

@@ -314,6 +314,8 @@ class Module(unittest.TestCase):
     def test_policies(self):
         names = [name for name, _ in memsim.policies()]
         self.assertEqual(names[0], "pytorch")
+        # the signatures' default is the library's (policies/registry.h)
+        self.assertEqual(names[0], memsim.DEFAULT_POLICY)
         self.assertIn("bfc", names)
         self.assertTrue(all(summary for _, summary in memsim.policies()))
 

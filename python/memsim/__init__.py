@@ -254,12 +254,17 @@ def _option_text(name, value):
     return str(value)
 
 
+# The library's default policy (MSIM_POLICY_DEFAULT, policies/registry.h;
+# memsim.policies() lists it first), spelled here so that the signatures
+# of run() and sweep() show it without loading libmemsim at import.
+DEFAULT_POLICY = "pytorch"
+
 _OPTIONS = ("cap", "fraction", "capacity", "addresses", "transform",
             "keep_going", "requests_only", "recording", "device",
             "strict", "lenient", "calibration")
 
 
-def run(trace, policy="pytorch", alloc_conf=None, cap=None, db=None,
+def run(trace, policy=DEFAULT_POLICY, alloc_conf=None, cap=None, db=None,
         **options):
     """Replays trace through policy and returns its Result.
 
@@ -390,7 +395,7 @@ def runs(db, as_frame=None):
     return _frame(rows, as_frame)
 
 
-def sweep(trace, policy="pytorch", alloc_conf=None, cap=None, db=None,
+def sweep(trace, policy=DEFAULT_POLICY, alloc_conf=None, cap=None, db=None,
           as_frame=None, **options):
     """Runs every combination of the arguments of run() given as lists
     (or tuples), one after the other in this process, and returns their
