@@ -102,6 +102,10 @@ usage_run(FILE *fp)
 		"replayed, --addresses trace;\n"
 		"                          a snapshot's end state is checked "
 		"against its segments\n"
+		"      --defaults          snapshots: not with their own "
+		"allocator settings and\n"
+		"                          the capacity of their oom record "
+		"(applied by default)\n"
 		"      --device N|all      snapshots: the device_traces index "
 		"to replay, or each\n"
 		"                          device with trace events in turn\n"
@@ -150,6 +154,7 @@ typedef struct run_opts_s {
 	int absolute;
 	int json, keep_going, requests_only, explain, quiet;
 	int recording;     /* --recording */
+	int defaults;      /* --defaults */
 	unsigned device1;  /* --device N: N + 1 */
 	int strict, lenient;
 } run_opts_t;
@@ -231,6 +236,7 @@ static const struct option run_longopts[] = {
 	{"requests-only", no_argument, NULL, 'R'},
 	{"calibration", required_argument, NULL, 'L'},
 	{"recording", no_argument, NULL, 'E'},
+	{"defaults", no_argument, NULL, 'W'},
 	{"device", required_argument, NULL, 'D'},
 	{"strict", no_argument, NULL, 'Z'},
 	{"lenient", no_argument, NULL, 'N'},
@@ -383,6 +389,7 @@ run_parse(int argc, char **argv, run_opts_t *o)
 		case 'R': o->requests_only = 1; break;
 		case 'L': o->calibration = optarg; break;
 		case 'E': o->recording = 1; o->addresses = "trace"; break;
+		case 'W': o->defaults = 1; break;
 		case 'Z': o->strict = 1; break;
 		case 'N': o->lenient = 1; break;
 		case 'D':
@@ -479,6 +486,8 @@ print_text(const msim_job_result_t *r, msim_trace_t *trace, int64_t run_id,
 	       r->devtime.frees, r->devtime_ms);
 	if (*r->settings_note)
 		printf("settings   %s\n", r->settings_note);
+	if (*r->capacity_note)
+		printf("capacity   %s\n", r->capacity_note);
 	if (trace)
 		msim_cli_seed_print(trace);
 	if (*r->snapshot_state)
@@ -638,7 +647,8 @@ run_together(const run_opts_t *o, char **inputs, size_t n,
 			.fraction = frac ? msim_cli_fraction(frac) : 0,
 			.addresses = o->addresses,
 			.requests_only = o->requests_only,
-			.recording = o->recording, .device1 = o->device1,
+			.recording = o->recording, .defaults = o->defaults,
+			.device1 = o->device1,
 			.strict = o->strict, .lenient = o->lenient,
 			.timemodel = tm, .calibration = o->calibration,
 		};
@@ -698,7 +708,8 @@ msim_cmd_run(int argc, char **argv)
 		.fraction = o.fraction, .capacity = o.capacity,
 		.context = o.context, /* on a GPU of its own, as together */
 		.addresses = o.addresses, .requests_only = o.requests_only,
-		.recording = o.recording, .device1 = o.device1,
+		.recording = o.recording, .defaults = o.defaults,
+		.device1 = o.device1,
 		.strict = o.strict, .lenient = o.lenient,
 		.keep_going = o.keep_going, .prefetch = true,
 		.keep_log = o.segments != NULL,
