@@ -321,6 +321,7 @@ run_capacity(run_opts_t *o, const char *text)
 		if (o->capacity > MSIM_SIZE_MAX)
 			msim_cli_die("--capacity: '%s' is above 2^62 bytes",
 				     text);
+		msim_cli_bytes_meant("--capacity", text, o->capacity);
 		return;
 	}
 	if (msim_gpu_capacity_parse(text, &o->capacity, why, sizeof(why)))
