@@ -20,6 +20,7 @@
 #include "lab/explain.h"
 #include "lab/figures.h"
 #include "lab/job.h"
+#include "lab/snapout.h"
 #include "lab/together.h"
 #include "policies/registry.h"
 #include "sim/units.h"
@@ -119,6 +120,10 @@ usage_run(FILE *fp)
 		"database\n"
 		"      --plot OUT          plot the fragmentation curve "
 		"(.png, .svg, .pdf; needs --db)\n"
+		"      --snapshot-out FILE write the simulated run as a PyTorch "
+		"snapshot pickle\n"
+		"                          (its trace and end state) for "
+		"memory_viz\n"
 		"      --segments FILE     write the segment events as CSV "
 		"(request,action,addr,size)\n"
 		"      --calibration FILE  device latencies for the modelled "
@@ -155,6 +160,7 @@ typedef struct run_opts_s {
 	int json, keep_going, requests_only, explain, quiet;
 	int recording;     /* --recording */
 	int defaults;      /* --defaults */
+	const char *snapshot_out; /* --snapshot-out */
 	unsigned device1;  /* --device N: N + 1 */
 	int strict, lenient;
 } run_opts_t;
@@ -237,6 +243,7 @@ static const struct option run_longopts[] = {
 	{"calibration", required_argument, NULL, 'L'},
 	{"recording", no_argument, NULL, 'E'},
 	{"defaults", no_argument, NULL, 'W'},
+	{"snapshot-out", required_argument, NULL, 'O'},
 	{"device", required_argument, NULL, 'D'},
 	{"strict", no_argument, NULL, 'Z'},
 	{"lenient", no_argument, NULL, 'N'},
@@ -350,6 +357,7 @@ run_parse_several(const run_opts_t *o, size_t n)
 		{"--db", o->db != NULL}, {"--plot", o->plot != NULL},
 		{"--segments", o->segments != NULL},
 		{"--explain", o->explain != 0},
+		{"--snapshot-out", o->snapshot_out != NULL},
 	};
 	if (o->caps.n && o->fractions.n)
 		msim_cli_die("give --cap or --fraction, not both");
@@ -391,6 +399,7 @@ run_parse(int argc, char **argv, run_opts_t *o)
 		case 'L': o->calibration = optarg; break;
 		case 'E': o->recording = 1; o->addresses = "trace"; break;
 		case 'W': o->defaults = 1; break;
+		case 'O': o->snapshot_out = optarg; break;
 		case 'Z': o->strict = 1; break;
 		case 'N': o->lenient = 1; break;
 		case 'D':
@@ -423,6 +432,12 @@ run_parse(int argc, char **argv, run_opts_t *o)
 	msim_cli_not_input("--plot", o->plot, o->calibration,
 			   "the calibration file");
 	msim_cli_not_input("--db", o->db, path, "the input trace");
+	msim_cli_not_input("--snapshot-out", o->snapshot_out, path,
+			   "the input trace");
+	msim_cli_not_input("--snapshot-out", o->snapshot_out, o->db,
+			   "the database");
+	msim_cli_not_input("--snapshot-out", o->snapshot_out, o->calibration,
+			   "the calibration file");
 	if (optind < argc - 1)
 		run_parse_several(o, (size_t)(argc - optind));
 	if (o->plot && !o->db)
@@ -716,9 +731,17 @@ msim_cmd_run(int argc, char **argv)
 		.keep_log = o.segments != NULL,
 		.timemodel = tm, .calibration = o.calibration,
 	};
+	msim_snaprec_t *rec = NULL;
+	if (o.snapshot_out) {
+		if (!(rec = msim_snaprec_new()))
+			msim_cli_die("out of memory");
+		spec.observe = msim_snaprec_observe;
+		spec.observe_ctx = rec;
+	}
 	msim_job_t *job;
 	msim_job_err_t err;
 	if (msim_job_open(&spec, db != NULL, &job, &err) ||
+	    (rec && (msim_snaprec_attach(rec, job), 0)) ||
 	    msim_job_run(job, &err))
 		/* The engine names the request, the trace is named here. */
 		msim_cli_job_die(&err, err.part == MSIM_JOB_ERUN &&
@@ -735,6 +758,9 @@ msim_cmd_run(int argc, char **argv)
 			       &dberr);
 	if (o.segments)
 		write_segments(o.segments, msim_sim_device(msim_job_sim(job)));
+	if (rec && msim_snaprec_write(rec, o.snapshot_out, why, sizeof(why)))
+		msim_cli_die("--snapshot-out: %s", why);
+	msim_snaprec_destroy(rec);
 	if (o.json)
 		print_json(job, run_id);
 	else
