@@ -66,6 +66,10 @@ usage_compare(FILE *fp)
 		"      --calibration CSV    driver latencies (`memsim validate "
 		"--calibrate`;\n"
 		"                           default: the H200's, built in)\n"
+		"      --defaults           snapshots: not with their own "
+		"settings and the\n"
+		"                           capacity of their oom record "
+		"(applied by default)\n"
 		"  -d, --db FILE            store every run in this SQLite "
 		"database\n"
 		"      --plot OUT           overlaid plot (.png, .svg, .pdf)\n"
@@ -80,6 +84,8 @@ typedef struct cmp_row_s {
 	msim_stats_t st;
 	double time_ms;
 	int64_t run_id;
+	char settings[800]; /* a snapshot's settings applied, or why not */
+	char capnote[256];  /* the capacity of its oom record */
 } cmp_row_t;
 
 /* What the options ask for. */
@@ -89,6 +95,7 @@ typedef struct cmp_opts_s {
 	size_t nconfs;
 	uint64_t cap, capacity;
 	double fraction;
+	bool defaults;     /* --defaults */
 } cmp_opts_t;
 
 /* Writes one policy's block of the timelines file. */
@@ -132,6 +139,7 @@ static const struct option cmp_longopts[] = {
 	{"calibration", required_argument, NULL, 'L'},
 	{"db", required_argument, NULL, 'd'},
 	{"plot", required_argument, NULL, 'P'},
+	{"defaults", no_argument, NULL, 'W'},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -169,6 +177,7 @@ cmp_parse(int argc, char **argv, cmp_opts_t *o)
 				msim_cli_die("--capacity: must be above 0");
 			break;
 		case 'L': o->calibration = optarg; break;
+		case 'W': o->defaults = true; break;
 		case 'd': o->db = optarg; break;
 		case 'P': o->plot = optarg; break;
 		case 'h': usage_compare(stdout); return 0;
@@ -263,7 +272,7 @@ cmp_one(const char *path, const cmp_opts_t *o, const msim_timemodel_t *lat,
 		.trace = path, .policy = row->ops->name, .conf = row->conf,
 		.cap = o->cap, .fraction = o->fraction,
 		.capacity = o->capacity, .prefetch = true, .timemodel = lat,
-		.calibration = o->calibration,
+		.calibration = o->calibration, .defaults = o->defaults,
 	};
 	msim_job_t *job;
 	msim_job_err_t err;
@@ -275,6 +284,10 @@ cmp_one(const char *path, const cmp_opts_t *o, const msim_timemodel_t *lat,
 	row->st = res->st;
 	row->time_ms = res->devtime.us / 1e3;
 	snprintf(row->canon, sizeof(row->canon), "%s", res->params);
+	snprintf(row->settings, sizeof(row->settings), "%s",
+		 res->settings_note);
+	snprintf(row->capnote, sizeof(row->capnote), "%s",
+		 res->capacity_note);
 	*cap_out = res->cap_bytes;
 	row->run_id = -1;
 	int existed;
@@ -337,6 +350,16 @@ msim_cmd_compare(int argc, char **argv)
 				row->st.num_device_free, row->time_ms);
 	}
 	cmp_print(path, &o, rows, nrows, cap);
+	/* A snapshot replays as it ran: said once, for each policy whose
+	 * note differs from the first's. */
+	for (size_t r = 0; r < nrows; r++) {
+		if (*rows[r].settings &&
+		    (!r || strcmp(rows[r].settings, rows[0].settings)))
+			printf("settings   %s%s%s\n", r ? rows[r].ops->name : "",
+			       r ? ": " : "", rows[r].settings);
+		if (!r && *rows[r].capnote)
+			printf("capacity   %s\n", rows[r].capnote);
+	}
 	if (o.plot) {
 		if (fclose(sum_fp) || fclose(tl_fp))
 			msim_cli_die("writing the plot data: %s",
