@@ -272,7 +272,12 @@ run_each_device(int argc, char **argv)
 		msim_cli_die("%s: no device has trace events (was "
 			     "torch.cuda.memory._record_memory_history() "
 			     "enabled?)", path);
-	char **av = malloc(((size_t)argc + 1) * sizeof(*av));
+	for (int i = 0; i < argc; i++)
+		if (!strncmp(argv[i], "--snapshot-out", 14))
+			msim_cli_die("--snapshot-out: one device at a time "
+				     "(--device N)");
+	/* --device=all becomes two elements. */
+	char **av = malloc(((size_t)argc + 2) * sizeof(*av));
 	char num[16];
 	if (!av)
 		msim_cli_die("out of memory");

@@ -34,5 +34,6 @@ cp "$oom" "$tmp/in.pickle"
 sum=$(cksum <"$tmp/in.pickle")
 expect_error "is the input trace" $MEMSIM run --snapshot-out "$tmp/in.pickle" "$tmp/in.pickle"
 [ "$(cksum <"$tmp/in.pickle")" = "$sum" ] || fail "the input was changed"
+expect_error "one device at a time" $MEMSIM run --device all --snapshot-out "$tmp/x.pickle" "$oom"
 expect_error "one input at a time" $MEMSIM run --snapshot-out "$tmp/x.pickle" "$oom" "$oom"
 finish snapshot_out
