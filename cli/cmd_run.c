@@ -124,6 +124,10 @@ usage_run(FILE *fp)
 		"snapshot pickle\n"
 		"                          (its trace and end state) for "
 		"memory_viz\n"
+		"      --snapshot-at end|peak  the state it holds: at the end "
+		"(default), or\n"
+		"                          when reserved first peaked (the "
+		"trace up to then)\n"
 		"      --segments FILE     write the segment events as CSV "
 		"(request,action,addr,size)\n"
 		"      --calibration FILE  device latencies for the modelled "
@@ -161,6 +165,7 @@ typedef struct run_opts_s {
 	int recording;     /* --recording */
 	int defaults;      /* --defaults */
 	const char *snapshot_out; /* --snapshot-out */
+	int snapshot_peak;        /* --snapshot-at peak */
 	unsigned device1;  /* --device N: N + 1 */
 	int strict, lenient;
 } run_opts_t;
@@ -244,6 +249,7 @@ static const struct option run_longopts[] = {
 	{"recording", no_argument, NULL, 'E'},
 	{"defaults", no_argument, NULL, 'W'},
 	{"snapshot-out", required_argument, NULL, 'O'},
+	{"snapshot-at", required_argument, NULL, 'o'},
 	{"device", required_argument, NULL, 'D'},
 	{"strict", no_argument, NULL, 'Z'},
 	{"lenient", no_argument, NULL, 'N'},
@@ -405,6 +411,12 @@ run_parse(int argc, char **argv, run_opts_t *o)
 		case 'E': o->recording = 1; o->addresses = "trace"; break;
 		case 'W': o->defaults = 1; break;
 		case 'O': o->snapshot_out = optarg; break;
+		case 'o':
+			if (strcmp(optarg, "end") && strcmp(optarg, "peak"))
+				msim_cli_die("--snapshot-at: '%s' is not end or "
+					     "peak", optarg);
+			o->snapshot_peak = !strcmp(optarg, "peak");
+			break;
 		case 'Z': o->strict = 1; break;
 		case 'N': o->lenient = 1; break;
 		case 'D':
@@ -445,6 +457,8 @@ run_parse(int argc, char **argv, run_opts_t *o)
 			   "the calibration file");
 	if (optind < argc - 1)
 		run_parse_several(o, (size_t)(argc - optind));
+	if (o->snapshot_peak && !o->snapshot_out)
+		msim_cli_die("--snapshot-at: needs --snapshot-out");
 	if (o->plot && !o->db)
 		msim_cli_die("--plot needs --db (the curve is drawn from the "
 			     "database)");
@@ -738,7 +752,7 @@ msim_cmd_run(int argc, char **argv)
 	};
 	msim_snaprec_t *rec = NULL;
 	if (o.snapshot_out) {
-		if (!(rec = msim_snaprec_new()))
+		if (!(rec = msim_snaprec_new(o.snapshot_peak)))
 			msim_cli_die("out of memory");
 		spec.observe = msim_snaprec_observe;
 		spec.observe_ctx = rec;

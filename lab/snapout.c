@@ -35,15 +35,26 @@ struct msim_snaprec_s {
 	rec_blk_t *blk;            /* by request id */
 	size_t nblk, capblk;
 	size_t evpos;              /* device events turned into entries */
-	msim_block_t *pb;          /* the policy's blocks at the end */
+	msim_block_t *pb;          /* the policy's blocks at the end, or
+				    * at the peak */
 	size_t npb, cappb;
 	bool oom;                  /* out of host memory on the way */
+	/* at_peak: the state when the device first held its most bytes:
+	 * the entries and device events up to then, the blocks by id. */
+	bool at_peak;
+	uint64_t peak;             /* bytes reserved then */
+	size_t peak_nent, peak_nev;
+	rec_blk_t *pblk;
+	size_t npblk, cappblk;
 };
 
 msim_snaprec_t *
-msim_snaprec_new(void)
+msim_snaprec_new(bool at_peak)
 {
-	return calloc(1, sizeof(msim_snaprec_t));
+	msim_snaprec_t *rec = calloc(1, sizeof(msim_snaprec_t));
+	if (rec)
+		rec->at_peak = at_peak;
+	return rec;
 }
 
 void
@@ -91,10 +102,12 @@ rec_drain(msim_snaprec_t *rec, uint64_t time_us)
 	}
 }
 
-void
-msim_snaprec_observe(void *ctx, const msim_req_t *req, int rc)
+static void rec_block(void *ctx, const msim_block_t *b);
+
+/* The request req, served with rc, as entries. */
+static void
+rec_observe(msim_snaprec_t *rec, const msim_req_t *req, int rc)
 {
-	msim_snaprec_t *rec = ctx;
 	msim_sim_t *sim = msim_job_sim(rec->job);
 	uint64_t t = req->time / 1000;
 	rec_drain(rec, t);
@@ -148,6 +161,32 @@ msim_snaprec_observe(void *ctx, const msim_req_t *req, int rc)
 	e->size = b ? b->requested : 0;
 	if (b && req->kind == MSIM_REQ_FREE)
 		rec->blk[req->id].live = false;
+}
+
+void
+msim_snaprec_observe(void *ctx, const msim_req_t *req, int rc)
+{
+	msim_snaprec_t *rec = ctx;
+	rec_observe(rec, req, rc);
+	if (!rec->at_peak || rec->oom)
+		return;
+	msim_sim_t *sim = msim_job_sim(rec->job);
+	uint64_t r = msim_device_reserved(msim_sim_device(sim));
+	if (r <= rec->peak)
+		return;
+	/* A new peak: the state now, kept. */
+	rec->peak = r;
+	rec->peak_nent = rec->nent;
+	rec->peak_nev = rec->evpos;
+	rec->npb = 0;
+	msim_policy_blocks(msim_sim_policy(sim), rec_block, rec);
+	if (MSIM_GROW(rec->pblk, rec->cappblk, rec->nblk + 1, 1024)) {
+		rec->oom = true;
+		return;
+	}
+	if (rec->nblk)
+		memcpy(rec->pblk, rec->blk, rec->nblk * sizeof(*rec->blk));
+	rec->npblk = rec->nblk;
 }
 
 static void
@@ -205,6 +244,8 @@ rec_ranges(msim_snaprec_t *rec, rec_seg_t **out, size_t *nout)
 	size_t n;
 	const msim_seg_event_t *ev =
 		msim_device_events(msim_sim_device(msim_job_sim(rec->job)), &n);
+	if (rec->at_peak)
+		n = rec->peak_nev;
 	rec_seg_t *g = NULL;
 	size_t ng = 0, cap = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -244,8 +285,21 @@ msim_snaprec_write(msim_snaprec_t *rec, const char *path, char *why,
 {
 	msim_sim_t *sim = msim_job_sim(rec->job);
 	rec_drain(rec, rec->nent ? rec->ent[rec->nent - 1].time_us : 0);
-	rec->npb = 0;
-	msim_policy_blocks(msim_sim_policy(sim), rec_block, rec);
+	if (rec->at_peak) {
+		/* The state at the peak, and the trace up to it. */
+		rec->nent = rec->peak_nent;
+		rec_blk_t *t = rec->blk;
+		rec->blk = rec->pblk;
+		rec->pblk = t;
+		size_t tn = rec->nblk, tc = rec->capblk;
+		rec->nblk = rec->npblk;
+		rec->capblk = rec->cappblk;
+		rec->npblk = tn;
+		rec->cappblk = tc;
+	} else {
+		rec->npb = 0;
+		msim_policy_blocks(msim_sim_policy(sim), rec_block, rec);
+	}
 	rec_seg_t *g = NULL;
 	size_t ng = 0;
 	msim_snapout_seg_t *segs = NULL;
@@ -340,5 +394,6 @@ msim_snaprec_destroy(msim_snaprec_t *rec)
 	free(rec->ent);
 	free(rec->blk);
 	free(rec->pb);
+	free(rec->pblk);
 	free(rec);
 }

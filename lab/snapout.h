@@ -3,7 +3,7 @@
  * --snapshot-out; traces/snapshot_out.h writes it): its requests as trace
  * entries at the simulated addresses, the device's segment events between
  * them, the recording's site as each allocation's frame, and the segments
- * and blocks the run ends with.
+ * and blocks the run ends with (or holds at its peak).
  *
  *	rec = msim_snaprec_new(); spec.observe = msim_snaprec_observe;
  *	spec.observe_ctx = rec; msim_job_open(); msim_snaprec_attach(rec,
@@ -12,14 +12,17 @@
 #ifndef MSIM_LAB_SNAPOUT_H
 #define MSIM_LAB_SNAPOUT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "lab/job.h"
 
 typedef struct msim_snaprec_s msim_snaprec_t;
 
-/* NULL when out of memory. */
-msim_snaprec_t *msim_snaprec_new(void);
+/* With at_peak, the snapshot is of the moment the device first held its
+ * most bytes (the trace up to it, the segments and blocks then); else of
+ * the end.  NULL when out of memory. */
+msim_snaprec_t *msim_snaprec_new(bool at_peak);
 
 /* The job whose simulation it follows, before it runs. */
 void msim_snaprec_attach(msim_snaprec_t *rec, msim_job_t *job);

@@ -29,6 +29,26 @@ $MEMSIM run --json --snapshot-out "$tmp/exp.pickle" "$exp" >"$tmp/c.json" ||
 $MEMSIM run --json "$tmp/exp.pickle" >"$tmp/d.json" || fail "read back (expandable)"
 [ "$(key reserved_bytes.all.peak "$tmp/c.json")" = "$(key reserved_bytes.all.peak "$tmp/d.json")" ] ||
 	fail "expandable: peak reserved read back differs"
+# The state written is the one its trace leads to (memsim info's check of
+# a snapshot), at the end or at the peak; at the peak it holds the peak.
+for f in pickles/gpt2_fp32.pickle pickles/prefetch_2stream.pickle; do
+	for at in end peak; do
+		$MEMSIM run --json --snapshot-out "$tmp/o.pickle" --snapshot-at $at \
+			"$DATA/$f" >"$tmp/o.json" || { fail "$f $at"; continue; }
+		$MEMSIM info --json "$tmp/o.pickle" |
+			grep -q '"snapshot_matches_trace": true' ||
+			fail "$f --snapshot-at $at: the state is not its trace's"
+		$MEMSIM run --json "$tmp/o.pickle" >"$tmp/r.json" ||
+			fail "$f $at: read back"
+		want=$(key reserved_bytes.all.current "$tmp/o.json")
+		[ $at = peak ] && want=$(key reserved_bytes.all.peak "$tmp/o.json")
+		[ "$(key reserved_bytes.all.current "$tmp/r.json")" = "$want" ] ||
+			fail "$f --snapshot-at $at: reserved $(key reserved_bytes.all.current "$tmp/r.json"), expected $want"
+	done
+done
+expect_error "--snapshot-at: 'middle' is not end or peak" \
+	$MEMSIM run --snapshot-out "$tmp/x.pickle" --snapshot-at middle "$oom"
+expect_error "--snapshot-at: needs --snapshot-out" $MEMSIM run --snapshot-at peak "$oom"
 # Never over an input.
 cp "$oom" "$tmp/in.pickle"
 sum=$(cksum <"$tmp/in.pickle")

@@ -55,6 +55,18 @@ sys.exit(1 if bad else 0)
 PYEOF
 		fail "$f: $(cat "$tmp/py.out")"
 done
+# At the peak: the segments then hold the peak reserved bytes.
+$MEMSIM run --json --snapshot-out "$tmp/p.pickle" --snapshot-at peak \
+	"$DATA/pickles/gpt2_fp32.pickle" >"$tmp/p.json" || fail "run (peak)"
+"$PY" -c '
+import json, pickle, sys
+from torch.cuda import _memory_viz as mv
+d = pickle.load(open(sys.argv[1], "rb"))
+f = json.load(open(sys.argv[2]))
+mv.segsum(d)
+sys.exit(0 if sum(g["total_size"] for g in d["segments"]) ==
+         f["reserved_bytes.all.peak"] else 1)
+' "$tmp/p.pickle" "$tmp/p.json" || fail "--snapshot-at peak: not the peak"
 # The recording's frames are the allocations' frames.
 "$PY" -c '
 import pickle, sys
