@@ -136,6 +136,14 @@ cli_getopt_unknown(char **argv, const char *shortopts,
 	exit(2);
 }
 
+void
+msim_cli_output(const char *opt, const char *out)
+{
+	char why[4400];
+	if (out && strcmp(out, "-") && msim_output_check(out, why, sizeof(why)))
+		msim_cli_die("%s: %s", opt, why);
+}
+
 int
 msim_cli_getopt(int argc, char **argv, const char *shortopts,
 		const struct option *longopts)
@@ -249,6 +257,20 @@ msim_cli_json_figs(const msim_figs_t *f, bool first)
 			break;
 		}
 	}
+}
+
+#ifndef PYTHON_DIR
+#define PYTHON_DIR ""
+#endif
+#ifndef SRC_TRACES_DIR
+#define SRC_TRACES_DIR "traces"
+#endif
+
+const char *const *
+msim_cli_record_dirs(void)
+{
+	static const char *const dirs[] = {PYTHON_DIR, SRC_TRACES_DIR, NULL};
+	return dirs;
 }
 
 #ifndef PLOTS_DIR

@@ -35,6 +35,10 @@ uint64_t msim_cli_uint(const char *opt, const char *text, uint64_t min,
 void msim_cli_not_input(const char *opt, const char *out, const char *in,
 			const char *what);
 
+/* Dies (one line naming opt) unless out can be written: msim_output_check()
+ * of sim/file.h, called before any work.  "-" (stdout) passes. */
+void msim_cli_output(const char *opt, const char *out);
+
 /*
  * getopt_long() with one rule for every command: long options are
  * written in full.  getopt_long() takes an unambiguous prefix ("--cap"
@@ -108,6 +112,11 @@ int msim_report_compare(struct msim_db_s *db, int json, int csv,
 			const char *plot);
 int msim_cmd_plot(int argc, char **argv);
 int msim_cmd_tune(int argc, char **argv);
+/* Prints tune's table for the search of trace under cap (cli/cmd_tune.c;
+ * fit's too). */
+struct msim_tune_result_s;
+void msim_cli_tune_print(const struct msim_tune_result_s *r,
+			 const char *trace, uint64_t cap);
 int msim_cmd_gen(int argc, char **argv);
 int msim_cmd_gen_random(int argc, char **argv);
 int msim_cmd_convert(int argc, char **argv);
@@ -126,24 +135,8 @@ int msim_cmd_summary(int argc, char **argv);
 int msim_cli_plot_breakdown(int argc, char **argv);
 int msim_cmd_record(int argc, char **argv);
 int msim_cmd_fit(int argc, char **argv);
-/* Runs the Python recorder: OUT, its options, the command (python3
- * SCRIPT ARGS); the script's stdout goes to stderr, or nowhere if quiet.
- * Returns the recorder's exit status (cli/cmd_record.c). */
-int msim_cli_record(const char *out, char *const *ropt, int nropt,
-		    char *const *cmd, int ncmd, int quiet);
-/* The recorder's option for a setting name ("checkpoint" ->
- * "--checkpoint": amp, checkpoint, device, world-size, rank,
- * dynamic-fraction, item-int), or NULL: what fit and sweep pass to
- * msim_cli_record(). */
-const char *msim_cli_record_flag(const char *name);
-/* The command with every {names[i]} replaced by values[i] (malloc'd,
- * ncmd strings and a NULL; free with msim_cli_record_subst_free()). */
-char **msim_cli_record_subst(char *const *cmd, int ncmd,
-			     const char *const *names,
-			     const char *const *values, size_t n);
-void msim_cli_record_subst_free(char **cmd, int ncmd);
-/* Whether cmd has {name} in a word. */
-bool msim_cli_record_has(char *const *cmd, int ncmd, const char *name);
+/* Where the Python recorder may be installed (lab/record.h's dirs). */
+const char *const *msim_cli_record_dirs(void);
 
 /*
  * A scratch folder, PREFIX-XXXXXX under $TMPDIR (default /tmp), removed

@@ -7,29 +7,21 @@
  * (lab/job.h): the same input, trace options and time model
  * (msim_timemodel_events: each cudaMalloc / map and cudaFree / unmap a
  * policy makes costs the calibration's median latency for its size), and
- * with --db the same stored row under the same setting key.
+ * with --db the same stored row under the same setting key.  The runs
+ * are lab/compare.c's; here are the options, the table and the plot.
  */
 #include <config.h>
 
-#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "plots/plot.h"
-#include "policies/registry.h"
 #include "cli/cli.h"
-#include "sim/file.h"
-#include "lab/job.h"
-#include "sim/engine.h"
-#include "sim/error.h"
-#include "sim/timemodel.h"
-#include "sim/results.h"
+#include "lab/compare.h"
+#include "policies/registry.h"
 #include "sim/units.h"
-#include "traces/trace.h"
 
 #define CMP_MAX 32
 
@@ -76,18 +68,6 @@ usage_compare(FILE *fp)
 		"  -h, --help               this help\n");
 }
 
-typedef struct cmp_row_s {
-	const msim_policy_ops_t *ops;
-	const char *conf;
-	char canon[512];
-	msim_summary_t sum;
-	msim_stats_t st;
-	double time_ms;
-	int64_t run_id;
-	char settings[800]; /* a snapshot's settings applied, or why not */
-	char capnote[256];  /* the capacity of its oom record */
-} cmp_row_t;
-
 /* What the options ask for. */
 typedef struct cmp_opts_s {
 	const char *list, *db, *plot, *calibration;
@@ -98,24 +78,11 @@ typedef struct cmp_opts_s {
 	bool defaults;     /* --defaults */
 } cmp_opts_t;
 
-/* Writes one policy's block of the timelines file. */
 static void
-write_timeline(FILE *fp, const char *name, const msim_timeline_t *tl,
-	       bool first)
-{
-	if (!first)
-		fprintf(fp, "\n\n");
-	fprintf(fp, "request,%s\n", name);
-	for (size_t i = 0; i < tl->n; i++)
-		fprintf(fp, "%" PRIu64 ",%" PRId64 "\n", tl->v[i].request,
-			tl->v[i].reserved);
-}
-
-static void
-print_row(const cmp_row_t *r)
+print_row(const msim_compare_row_t *r)
 {
 	char a[32], b[32], name[64];
-	snprintf(name, sizeof(name), "%s%s", r->ops->name,
+	snprintf(name, sizeof(name), "%s%s", r->policy,
 		 r->canon[0] ? "*" : "");
 	printf("%-12s %11s %11s %9.4f %9.4f %9.4f %9" PRId64 " %11.2f",
 	       name,
@@ -195,7 +162,7 @@ cmp_parse(int argc, char **argv, cmp_opts_t *o)
 
 /* The policies, in order, each with its --alloc-conf. */
 static size_t
-cmp_rows(const cmp_opts_t *o, cmp_row_t *rows)
+cmp_rows(const cmp_opts_t *o, msim_compare_pick_t *rows)
 {
 	size_t nrows = 0;
 	if (o->list) {
@@ -211,7 +178,8 @@ cmp_rows(const cmp_opts_t *o, cmp_row_t *rows)
 			if (nrows == CMP_MAX)
 				msim_cli_die("--policies: at most %d",
 					     CMP_MAX);
-			rows[nrows++] = (cmp_row_t){.ops = ops};
+			rows[nrows++] =
+				(msim_compare_pick_t){.policy = ops->name};
 		}
 		free(copy);
 		if (nrows == 0)
@@ -219,12 +187,13 @@ cmp_rows(const cmp_opts_t *o, cmp_row_t *rows)
 	} else {
 		for (const msim_policy_ops_t *const *p = msim_policy_list();
 		     *p && nrows < CMP_MAX; p++)
-			rows[nrows++] = (cmp_row_t){.ops = *p};
+			rows[nrows++] =
+				(msim_compare_pick_t){.policy = (*p)->name};
 	}
 	for (size_t i = 0; i < o->nconfs; i++) {
 		bool used = false;
 		for (size_t r = 0; r < nrows; r++) {
-			if (!strcmp(rows[r].ops->name, o->confs[i][0])) {
+			if (!strcmp(rows[r].policy, o->confs[i][0])) {
 				rows[r].conf = o->confs[i][1];
 				used = true;
 			}
@@ -237,9 +206,11 @@ cmp_rows(const cmp_opts_t *o, cmp_row_t *rows)
 }
 
 static void
-cmp_print(const char *path, const cmp_opts_t *o, const cmp_row_t *rows,
-	  size_t nrows, uint64_t cap)
+cmp_print(const char *path, const cmp_opts_t *o, const msim_compare_t *c)
 {
+	const msim_compare_row_t *rows = c->rows;
+	size_t nrows = c->n;
+	uint64_t cap = c->cap;
 	char a[32];
 	printf("trace %s (%" PRIu64 " requests)\n", path,
 	       rows[0].sum.requests);
@@ -253,51 +224,13 @@ cmp_print(const char *path, const cmp_opts_t *o, const cmp_row_t *rows,
 		print_row(&rows[r]);
 	for (size_t r = 0; r < nrows; r++)
 		if (rows[r].canon[0])
-			printf("* %s: %s\n", rows[r].ops->name, rows[r].canon);
+			printf("* %s: %s\n", rows[r].policy, rows[r].canon);
 	if (o->db) {
 		printf("stored runs");
 		for (size_t r = 0; r < nrows; r++)
 			printf("%s%" PRId64, r ? ", " : " ", rows[r].run_id);
 		printf(" in %s\n", o->db);
 	}
-}
-
-/* One policy's row: the job memsim run --policy P --alloc-conf C makes. */
-static void
-cmp_one(const char *path, const cmp_opts_t *o, const msim_timemodel_t *lat,
-	msim_db_t *db, cmp_row_t *row, uint64_t *cap_out, FILE *tl_fp,
-	bool first)
-{
-	msim_job_spec_t spec = {
-		.trace = path, .policy = row->ops->name, .conf = row->conf,
-		.cap = o->cap, .fraction = o->fraction,
-		.capacity = o->capacity, .prefetch = true, .timemodel = lat,
-		.calibration = o->calibration, .defaults = o->defaults,
-	};
-	msim_job_t *job;
-	msim_job_err_t err;
-	if (msim_job_open(&spec, db != NULL, &job, &err) ||
-	    msim_job_run(job, &err))
-		msim_cli_job_die(&err, row->ops->name);
-	const msim_job_result_t *res = msim_job_result(job);
-	row->sum = res->sum;
-	row->st = res->st;
-	row->time_ms = res->devtime.us / 1e3;
-	snprintf(row->canon, sizeof(row->canon), "%s", res->params);
-	snprintf(row->settings, sizeof(row->settings), "%s",
-		 res->settings_note);
-	snprintf(row->capnote, sizeof(row->capnote), "%s",
-		 res->capacity_note);
-	*cap_out = res->cap_bytes;
-	row->run_id = -1;
-	int existed;
-	if (db && msim_job_store(job, db, MSIM_DB_REPLACE, 0, &row->run_id,
-				 &existed, &err))
-		msim_cli_job_die(&err, NULL);
-	if (tl_fp)
-		write_timeline(tl_fp, row->ops->name,
-			       msim_sim_timeline(msim_job_sim(job)), first);
-	msim_job_destroy(job);
 }
 
 int
@@ -314,9 +247,8 @@ msim_cmd_compare(int argc, char **argv)
 	msim_cli_not_input("--plot", o.plot, o.calibration,
 			   "the calibration file");
 	msim_cli_not_input("--db", o.db, path, "the input trace");
-	cmp_row_t rows[CMP_MAX];
-	size_t nrows = cmp_rows(&o, rows);
-
+	msim_compare_pick_t picks[CMP_MAX];
+	size_t npicks = cmp_rows(&o, picks);
 	char why[1024];
 	msim_timemodel_t *lat = NULL;
 	if (o.calibration &&
@@ -325,56 +257,38 @@ msim_cmd_compare(int argc, char **argv)
 	msim_db_t *db = NULL;
 	if (o.db && msim_db_open(o.db, &db, why, sizeof(why)))
 		msim_cli_die("%s", why);
-
-	char sum_csv[] = "/tmp/memsim-cmp-sum-XXXXXX";
-	char tl_csv[] = "/tmp/memsim-cmp-tl-XXXXXX";
-	FILE *sum_fp = NULL, *tl_fp = NULL;
-	if (o.plot) {
-		int fd1 = mkstemp(sum_csv), fd2 = mkstemp(tl_csv);
-		if (fd1 < 0 || fd2 < 0 || !(sum_fp = fdopen(fd1, "w")) ||
-		    !(tl_fp = fdopen(fd2, "w")))
-			msim_cli_die("cannot create a temporary file: %s",
-			    strerror(errno));
-	}
-	uint64_t cap = 0;
-	for (size_t r = 0; r < nrows; r++) {
-		cmp_row_t *row = &rows[r];
-		cmp_one(path, &o, lat, db, row, &cap, tl_fp, r == 0);
-		if (sum_fp)
-			fprintf(sum_fp, "%s,%" PRId64 ",%" PRId64 ",%.6f,%"
-				PRId64 ",%.3f\n", row->ops->name,
-				row->st.reserved_bytes[0].peak,
-				row->st.allocated_bytes[0].peak,
-				row->sum.frag_at_peak,
-				row->st.num_device_alloc +
-				row->st.num_device_free, row->time_ms);
-	}
-	cmp_print(path, &o, rows, nrows, cap);
-	/* A snapshot replays as it ran: said once, for each policy whose
-	 * note differs from the first's. */
-	for (size_t r = 0; r < nrows; r++) {
-		if (*rows[r].settings &&
-		    (!r || strcmp(rows[r].settings, rows[0].settings)))
-			printf("settings   %s%s%s\n", r ? rows[r].ops->name : "",
-			       r ? ": " : "", rows[r].settings);
-		if (!r && *rows[r].capnote)
-			printf("capacity   %s\n", rows[r].capnote);
+	msim_compare_spec_t spec = {
+		.trace = path, .picks = picks, .npicks = npicks, .cap = o.cap,
+		.fraction = o.fraction, .capacity = o.capacity,
+		.timemodel = lat, .calibration = o.calibration, .db = db,
+		.plot = o.plot != NULL, .defaults = o.defaults,
+	};
+	msim_compare_t c;
+	msim_job_err_t err;
+	const char *who;
+	if (msim_compare_run(&spec, &c, &err, &who))
+		msim_cli_job_die(&err, who);
+	cmp_print(path, &o, &c);
+	/* A snapshot replays as it ran: said once, and for each policy
+	 * whose note differs from the first's. */
+	for (size_t r = 0; r < c.n; r++) {
+		const msim_compare_row_t *w = &c.rows[r];
+		if (*w->settings && (!r || strcmp(w->settings,
+						  c.rows[0].settings)))
+			printf("settings   %s%s%s\n", r ? w->policy : "",
+			       r ? ": " : "", w->settings);
+		if (!r && *w->capnote)
+			printf("capacity   %s\n", w->capnote);
 	}
 	if (o.plot) {
-		if (fclose(sum_fp) || fclose(tl_fp))
-			msim_cli_die("writing the plot data: %s",
-			    strerror(errno));
 		char title[1024];
 		snprintf(title, sizeof(title), "memsim compare: %s", path);
-		rc = msim_plot_compare(msim_cli_plots_dir(), GNUPLOT_PATH,
-				       sum_csv, tl_csv, o.plot, title, why,
-				       sizeof(why));
-		unlink(sum_csv);
-		unlink(tl_csv);
-		if (rc)
+		if (msim_compare_plot(&c, msim_cli_plots_dir(), GNUPLOT_PATH,
+				      o.plot, title, why, sizeof(why)))
 			msim_cli_die("--plot: %s", why);
 		printf("plotted %s\n", o.plot);
 	}
+	msim_compare_clear(&c);
 	msim_db_close(db);
 	msim_timemodel_destroy(lat);
 	return 0;

@@ -1,4 +1,5 @@
-/* memsim convert: a trace from one format to another, entry by entry. */
+/* memsim convert: a trace from one format to another, entry by entry.
+ * The passes are lab/convert.c's; here are the options. */
 #include <config.h>
 
 #include <getopt.h>
@@ -8,7 +9,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "sim/file.h"
+#include "lab/convert.h"
 #include "traces/trace.h"
 
 static void
@@ -85,68 +86,16 @@ msim_cmd_convert(int argc, char **argv)
 		usage_convert(stderr);
 		return 2;
 	}
-	const char *in = argv[optind], *out = argv[optind + 1];
+	msim_convert_spec_t spec = {
+		.in = argv[optind], .out = argv[optind + 1], .to = to,
+		.opt = &opt, .repeat = repeat,
+	};
+	msim_convert_result_t res;
 	char why[1024];
-	msim_trace_writer_t *w;
-	if (msim_same_file(in, out))
-		msim_cli_die("%s: is the input trace; write to another file",
-			     out);
-	if (msim_trace_writer_open(out, to, &w, why, sizeof(why)))
+	msim_cli_output("OUT", spec.out);
+	if (msim_convert_run(&spec, &res, why, sizeof(why)))
 		msim_cli_die("%s", why);
-	/* On any error below: the output's old content stays. */
-#define CONVERT_DIE(...) \
-	do { \
-		msim_trace_writer_abort(w); \
-		msim_cli_die(__VA_ARGS__); \
-	} while (0)
-	uint64_t entries = 0, lo = UINT64_MAX, hi = 0, t_lo = UINT64_MAX;
-	uint64_t t_hi = 0, addr_step = 0, time_step = 0;
-	const char *from = "?";
-	for (uint64_t pass = 0; pass < repeat; pass++) {
-		msim_trace_t *t;
-		if (msim_trace_open(in, &opt, &t, why, sizeof(why)))
-			CONVERT_DIE("%s", why);
-		from = msim_trace_format_name(t);
-		msim_trace_writer_set_tags(w, t); /* categories and sites */
-		msim_entry_t e;
-		int rc;
-		while ((rc = msim_trace_next_entry(t, &e)) == 1) {
-			if (pass == 0) {
-				if (e.addr && e.action != MSIM_ACT_OOM) {
-					lo = e.addr < lo ? e.addr : lo;
-					hi = e.addr + e.size > hi
-						? e.addr + e.size : hi;
-				}
-				t_lo = e.time_us < t_lo ? e.time_us : t_lo;
-				t_hi = e.time_us > t_hi ? e.time_us : t_hi;
-			}
-			if (e.addr && e.action != MSIM_ACT_OOM)
-				e.addr += pass * addr_step;
-			e.time_us += pass * time_step;
-			if (msim_trace_writer_put(w, &e))
-				CONVERT_DIE("%s", msim_trace_writer_errmsg(w));
-			entries++;
-		}
-		if (rc < 0)
-			CONVERT_DIE("%s", msim_trace_errmsg(t));
-		msim_trace_writer_set_tags(w, NULL);
-		msim_trace_close(t);
-		if (pass == 0 && hi > lo) {
-			/* Each pass: fresh addresses above the previous
-			 * pass's (2 MiB aligned), and a clock that goes on. */
-			uint64_t align = 2u << 20;
-			addr_step = (hi - lo + align + align - 1) & ~(align - 1);
-			time_step = t_hi - t_lo + 1;
-			if (repeat > 1 && (UINT64_MAX - hi) / addr_step < repeat)
-				CONVERT_DIE("--repeat: %" PRIu64 " passes run out "
-				    "of addresses", repeat);
-		}
-	}
-	const char *fmt = msim_trace_writer_format(w)->name;
-#undef CONVERT_DIE
-	if (msim_trace_writer_close(w, why, sizeof(why)))
-		msim_cli_die("%s", why);
-	printf("%s -> %s: %" PRIu64 " entries (%s -> %s)\n", in, out, entries,
-	       from, fmt);
+	printf("%s -> %s: %" PRIu64 " entries (%s -> %s)\n", spec.in, spec.out,
+	       res.entries, res.from, res.to);
 	return 0;
 }

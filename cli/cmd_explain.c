@@ -327,160 +327,188 @@ msim_cli_explain(const msim_explain_config_t *cfg)
 	msim_explain_destroy(ex);
 }
 
+/* What the options ask for besides the configuration itself. */
+typedef struct explain_opts_s {
+	const char *name;            /* "explain" or "summary" */
+	const char *policy, *conf;
+	bool json, quiet, with_summary, at_peak, abbreviated, requests_only;
+	const char *plot, *export, *title;
+} explain_opts_t;
+
+static const struct option explain_longopts[] = {
+	{"policy", required_argument, NULL, 'p'},
+	{"alloc-conf", required_argument, NULL, 'c'},
+	{"cap", required_argument, NULL, 'C'},
+	{"fraction", required_argument, NULL, 'F'},
+	{"capacity", required_argument, NULL, 'K'},
+	{"addresses", required_argument, NULL, 'A'},
+	{"requests-only", no_argument, NULL, 'R'},
+	{"recording", no_argument, NULL, 'r'},
+	{"device", required_argument, NULL, 'D'},
+	{"top", required_argument, NULL, 't'},
+	{"context-bytes", required_argument, NULL, 'X'},
+	{"no-alternatives", no_argument, NULL, 'N'},
+	{"summary", no_argument, NULL, 'S'},
+	{"at", required_argument, NULL, 'a'},
+	{"abbreviated", no_argument, NULL, 'b'},
+	{"json", no_argument, NULL, 'j'},
+	{"plot", required_argument, NULL, 'P'},
+	{"output", required_argument, NULL, 'o'},
+	{"export", required_argument, NULL, 'E'},
+	{"title", required_argument, NULL, 'T'},
+	{"kind", required_argument, NULL, 'k'},
+	{"quiet", no_argument, NULL, 'q'},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
+/* One option into cfg or o.  Returns -1 to go on, else the exit status. */
 static int
-cmd_explain_common(int argc, char **argv, bool summary, bool plot_only)
+explain_opt(int c, msim_explain_config_t *cfg, explain_opts_t *o)
 {
-	static const struct option longopts[] = {
-		{"policy", required_argument, NULL, 'p'},
-		{"alloc-conf", required_argument, NULL, 'c'},
-		{"cap", required_argument, NULL, 'C'},
-		{"fraction", required_argument, NULL, 'F'},
-		{"capacity", required_argument, NULL, 'K'},
-		{"addresses", required_argument, NULL, 'A'},
-		{"requests-only", no_argument, NULL, 'R'},
-		{"recording", no_argument, NULL, 'r'},
-		{"device", required_argument, NULL, 'D'},
-		{"top", required_argument, NULL, 't'},
-		{"context-bytes", required_argument, NULL, 'X'},
-		{"no-alternatives", no_argument, NULL, 'N'},
-		{"summary", no_argument, NULL, 'S'},
-		{"at", required_argument, NULL, 'a'},
-		{"abbreviated", no_argument, NULL, 'b'},
-		{"json", no_argument, NULL, 'j'},
-		{"plot", required_argument, NULL, 'P'},
-		{"output", required_argument, NULL, 'o'},
-		{"export", required_argument, NULL, 'E'},
-		{"title", required_argument, NULL, 'T'},
-		{"kind", required_argument, NULL, 'k'},
-		{"quiet", no_argument, NULL, 'q'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	const char *name = summary ? "summary" : "explain";
-	const char *policy = MSIM_POLICY_DEFAULT, *conf = "";
-	msim_explain_config_t cfg = {.alternatives = !summary};
-	msim_job_spec_t *spec = &cfg.spec;
-	bool json = false, quiet = false, with_summary = false;
-	bool at_peak = false, abbreviated = false, requests_only = false;
-	const char *plot = NULL, *export = NULL, *title = NULL;
-	int c;
-	while ((c = msim_cli_getopt(argc, argv, "p:c:o:k:qh", longopts)) !=
-	       -1) {
-		switch (c) {
-		case 'p': policy = optarg; break;
-		case 'c': conf = optarg; break;
-		case 'C': spec->cap = msim_cli_bytes("--cap", optarg); break;
-		case 'K':
-			spec->capacity = msim_cli_bytes("--capacity", optarg);
-			break;
-		case 'F': spec->fraction = msim_cli_fraction(optarg); break;
-		case 'A': spec->addresses = msim_cli_addresses(optarg); break;
-		case 'R': requests_only = true; break;
-		case 'r':
-			spec->recording = true;
-			spec->addresses = "trace";
-			break;
-		case 'D': spec->device1 = msim_cli_device1(optarg); break;
-		case 't':
-			cfg.top = (size_t)msim_cli_uint("--top", optarg, 1,
-							1000000);
-			break;
-		case 'X':
-			cfg.context_bytes = msim_cli_bytes("--context-bytes",
-							   optarg);
-			break;
-		case 'N': cfg.alternatives = false; break;
-		case 'S': with_summary = true; break;
-		case 'a':
-			if (!strcmp(optarg, "peak"))
-				at_peak = true;
-			else if (strcmp(optarg, "end"))
-				msim_cli_die("--at: '%s' is not end or peak",
-					     optarg);
-			break;
-		case 'b': abbreviated = true; break;
-		case 'j': json = true; break;
-		case 'P': case 'o': plot = optarg; break;
-		case 'E': export = optarg; break;
-		case 'T': title = optarg; break;
-		case 'k':
-			if (strcmp(optarg, "breakdown"))
-				msim_cli_die("--kind: '%s': memsim plot --kind "
-					     "breakdown takes a trace", optarg);
-			break;
-		case 'q': quiet = true; break;
-		case 'h': usage_explain(stdout, name); return 0;
-		default: usage_explain(stderr, name); return 2;
-		}
+	msim_job_spec_t *spec = &cfg->spec;
+	switch (c) {
+	case 'p': o->policy = optarg; break;
+	case 'c': o->conf = optarg; break;
+	case 'C': spec->cap = msim_cli_bytes("--cap", optarg); break;
+	case 'K':
+		spec->capacity = msim_cli_bytes("--capacity", optarg);
+		break;
+	case 'F': spec->fraction = msim_cli_fraction(optarg); break;
+	case 'A': spec->addresses = msim_cli_addresses(optarg); break;
+	case 'R': o->requests_only = true; break;
+	case 'r':
+		spec->recording = true;
+		spec->addresses = "trace";
+		break;
+	case 'D': spec->device1 = msim_cli_device1(optarg); break;
+	case 't':
+		cfg->top = (size_t)msim_cli_uint("--top", optarg, 1, 1000000);
+		break;
+	case 'X':
+		cfg->context_bytes = msim_cli_bytes("--context-bytes", optarg);
+		break;
+	case 'N': cfg->alternatives = false; break;
+	case 'S': o->with_summary = true; break;
+	case 'a':
+		if (!strcmp(optarg, "peak"))
+			o->at_peak = true;
+		else if (strcmp(optarg, "end"))
+			msim_cli_die("--at: '%s' is not end or peak", optarg);
+		break;
+	case 'b': o->abbreviated = true; break;
+	case 'j': o->json = true; break;
+	case 'P': case 'o': o->plot = optarg; break;
+	case 'E': o->export = optarg; break;
+	case 'T': o->title = optarg; break;
+	case 'k':
+		if (strcmp(optarg, "breakdown"))
+			msim_cli_die("--kind: '%s': memsim plot --kind "
+				     "breakdown takes a trace", optarg);
+		break;
+	case 'q': o->quiet = true; break;
+	case 'h': usage_explain(stdout, o->name); return 0;
+	default: usage_explain(stderr, o->name); return 2;
 	}
+	return -1;
+}
+
+/* Reads the options and checks the setting (warning of settings that
+ * cannot act).  Returns -1 to go on, else the exit status. */
+static int
+explain_parse(int argc, char **argv, bool plot_only,
+	      msim_explain_config_t *cfg, explain_opts_t *o)
+{
+	msim_job_spec_t *spec = &cfg->spec;
+	int c, rc;
+	while ((c = msim_cli_getopt(argc, argv, "p:c:o:k:qh",
+				    explain_longopts)) != -1)
+		if ((rc = explain_opt(c, cfg, o)) >= 0)
+			return rc;
 	if (optind != argc - 1) {
-		usage_explain(stderr, name);
+		usage_explain(stderr, o->name);
 		return 2;
 	}
-	if (plot_only && !plot)
+	if (plot_only && !o->plot)
 		msim_cli_die("--kind breakdown needs -o OUT (.png, .svg, .pdf)");
 	if (plot_only)
-		cfg.alternatives = false;
+		cfg->alternatives = false;
 	if (spec->cap && spec->fraction)
 		msim_cli_die("give --cap or --fraction, not both");
-	spec->requests_only = requests_only;
+	spec->requests_only = o->requests_only;
 	spec->trace = argv[optind];
-	msim_cli_not_input("--plot", plot, spec->trace, "the input trace");
-	msim_cli_not_input("--export", export, spec->trace, "the input trace");
-	spec->policy = policy;
-	spec->conf = conf;
-	const msim_policy_ops_t *ops = msim_policy_find(policy);
+	msim_cli_not_input("--plot", o->plot, spec->trace, "the input trace");
+	msim_cli_not_input("--export", o->export, spec->trace,
+			   "the input trace");
+	spec->policy = o->policy;
+	spec->conf = o->conf;
+	const msim_policy_ops_t *ops = msim_policy_find(o->policy);
 	if (!ops)
 		msim_cli_die("--policy: unknown policy '%s' (see `memsim "
-			     "policies`)", policy);
+			     "policies`)", o->policy);
 	msim_params_t pv;
 	if (msim_params_init(&pv, ops->params))
 		msim_cli_die("out of memory");
-	if (msim_params_parse(&pv, conf))
+	if (msim_params_parse(&pv, o->conf))
 		msim_cli_die("--alloc-conf: %s", pv.errmsg);
-	if (!quiet)
+	if (!o->quiet)
 		msim_cli_warn_settings(ops, &pv,
 				       spec->cap || spec->fraction > 0);
 	msim_params_clear(&pv);
+	return -1;
+}
+
+/* --plot and --export: the breakdown's data, and its plot. */
+static void
+explain_plot(const msim_explain_t *ex, const explain_opts_t *o,
+	     const char *trace)
+{
+	char tmpl[] = "/tmp/memsim-breakdown-XXXXXX", why[1024];
+	const char *csv = o->export;
+	if (!csv) {
+		int fd = mkstemp(tmpl);
+		if (fd < 0)
+			msim_cli_die("cannot create a temporary file");
+		close(fd);
+		csv = tmpl;
+	}
+	char t[3072];
+	snprintf(t, sizeof(t), "%s: %s %s", trace, ex->policy, ex->params);
+	int rc = msim_explain_plot(ex, csv, o->plot, o->title ? o->title : t,
+				   msim_cli_plots_dir(), GNUPLOT_PATH, why,
+				   sizeof(why));
+	if (!o->export)
+		unlink(tmpl);
+	if (rc)
+		msim_cli_die("--plot: %s", why);
+}
+
+static int
+cmd_explain_common(int argc, char **argv, bool summary, bool plot_only)
+{
+	explain_opts_t o = {.name = summary ? "summary" : "explain",
+			    .policy = MSIM_POLICY_DEFAULT, .conf = ""};
+	msim_explain_config_t cfg = {.alternatives = !summary};
+	int rc = explain_parse(argc, argv, plot_only, &cfg, &o);
+	if (rc >= 0)
+		return rc;
 	msim_explain_t *ex;
 	char why[1024];
 	if (msim_explain_run(&cfg, &ex, why, sizeof(why)))
 		msim_cli_die("%s", why);
-	if (plot || export) {
-		char tmpl[] = "/tmp/memsim-breakdown-XXXXXX";
-		const char *csv = export;
-		if (!csv) {
-			int fd = mkstemp(tmpl);
-			if (fd < 0)
-				msim_cli_die("cannot create a temporary file");
-			close(fd);
-			csv = tmpl;
-		}
-		char t[3072];
-		snprintf(t, sizeof(t), "%s: %s %s", spec->trace, ex->policy,
-			 ex->params);
-		int rc = msim_explain_plot(ex, csv, plot, title ? title : t,
-					   msim_cli_plots_dir(), GNUPLOT_PATH,
-					   why, sizeof(why));
-		if (!export)
-			unlink(tmpl);
-		if (rc)
-			msim_cli_die("--plot: %s", why);
-		if (plot_only) {
-			printf("plotted    %s\n", plot);
-			msim_explain_destroy(ex);
-			return 0;
-		}
-	}
-	if (summary) {
+	if (o.plot || o.export)
+		explain_plot(ex, &o, cfg.spec.trace);
+	if (plot_only) {
+		printf("plotted    %s\n", o.plot);
+	} else if (summary) {
 		char buf[8192];
-		msim_memory_summary(at_peak ? &ex->peak.st : &ex->end, 0,
-				    abbreviated, buf, sizeof(buf));
+		msim_memory_summary(o.at_peak ? &ex->peak.st : &ex->end, 0,
+				    o.abbreviated, buf, sizeof(buf));
 		fputs(buf, stdout);
-	} else if (json) {
-		print_json(ex, spec->trace);
+	} else if (o.json) {
+		print_json(ex, cfg.spec.trace);
 	} else {
-		print_text(ex, spec->trace, with_summary);
+		print_text(ex, cfg.spec.trace, o.with_summary);
 	}
 	msim_explain_destroy(ex);
 	return 0;

@@ -16,6 +16,7 @@
 #include "sim/file.h"
 #include "sim/error.h"
 #include "traces/gen.h"
+#include "traces/model_spec.h"
 #include "traces/gen_model.h"
 #include "traces/gen_random.h"
 
@@ -48,12 +49,6 @@ usage_gen(FILE *fp)
 		"lognormal:14:2.5).\n");
 }
 
-static uint64_t
-gen_uint(const char *opt, const char *text, uint64_t min, uint64_t max)
-{
-	return msim_cli_uint(opt, text, min, max);
-}
-
 static int
 gen_write(msim_gen_t *g, const char *out)
 {
@@ -71,6 +66,24 @@ gen_write(msim_gen_t *g, const char *out)
 	if (of.fp && msim_outfile_commit(&of, owhy, sizeof(owhy)))
 		msim_cli_die("-o: %s", owhy);
 	return 0;
+}
+
+/* An option of the model's shape (--layers, --seq, --weights, ...),
+ * set by the model spec's own rules (traces/model_spec.h), as "model:"
+ * inputs are: false if c is not one; dies on a bad value. */
+static bool
+gen_model_key(msim_model_cfg_t *cfg, const struct option *lo, int c)
+{
+	while (lo->name && lo->val != c)
+		lo++;
+	if (!lo->name || !msim_model_key_is(lo->name))
+		return false;
+	char why[512];
+	if (msim_model_set(cfg, lo->name, optarg, why, sizeof(why))) {
+		const char *r = strstr(why, ": ");
+		msim_cli_die("--%s%s", lo->name, r ? r : why);
+	}
+	return true;
 }
 
 static int
@@ -133,69 +146,12 @@ gen_model_cmd(int argc, char **argv)
 		switch (c) {
 		case 'a':
 			break;
-		case O_LAYERS:
-			cfg.layers = gen_uint("--layers", optarg, 1, 1000);
-			break;
-		case O_HIDDEN:
-			cfg.hidden = gen_uint("--hidden", optarg, 1, 1 << 20);
-			break;
-		case O_HEADS:
-			cfg.heads = gen_uint("--heads", optarg, 1, 4096);
-			break;
-		case O_KV:
-			cfg.kv_heads = gen_uint("--kv-heads", optarg, 1, 4096);
-			break;
-		case O_FFN:
-			cfg.ffn = gen_uint("--ffn", optarg, 1, 1 << 22);
-			break;
-		case O_VOCAB:
-			cfg.vocab = gen_uint("--vocab", optarg, 1, 1 << 24);
-			break;
-		case O_POS:
-			cfg.positions = gen_uint("--positions", optarg, 1,
-						 1 << 24);
-			break;
-		case 'b':
-			cfg.batch = gen_uint("--batch", optarg, 1, 1 << 20);
-			break;
-		case 's': {
-			char buf[1024];
-			snprintf(buf, sizeof(buf), "%s", optarg);
-			cfg.nseq = 0;
-			for (char *t = strtok(buf, ","); t;
-			     t = strtok(NULL, ",")) {
-				if (cfg.nseq == MSIM_MODEL_MAXSEQ)
-					msim_cli_die("--seq: at most %d "
-						     "lengths",
-						     MSIM_MODEL_MAXSEQ);
-				cfg.seq[cfg.nseq++] =
-					gen_uint("--seq", t, 1, 1 << 24);
-			}
-			if (!cfg.nseq)
-				msim_cli_die("--seq: no length given");
-			break;
-		}
-		case O_IMAGE:
-			cfg.image = gen_uint("--image", optarg, 32, 4096);
-			break;
 		case 'd':
 			cfg.dtype = msim_dtype_parse(optarg);
 			if (cfg.dtype < 0)
 				msim_cli_die("--dtype: unknown dtype '%s' "
 					     "(fp32, bf16-amp, fp16-amp, "
 					     "bf16)", optarg);
-			break;
-		case O_OPT:
-			if (!strcmp(optarg, "adamw"))
-				cfg.optimizer = MSIM_OPT_ADAMW;
-			else if (!strcmp(optarg, "sgd"))
-				cfg.optimizer = MSIM_OPT_SGD;
-			else
-				msim_cli_die("--optimizer: unknown optimizer "
-					     "'%s' (adamw, sgd)", optarg);
-			break;
-		case 'n':
-			cfg.steps = gen_uint("--steps", optarg, 1, 1000000);
 			break;
 		case O_CKPT:
 			if (msim_ckpt_parse(optarg, &cfg.ckpt))
@@ -206,25 +162,8 @@ gen_model_cmd(int argc, char **argv)
 		case O_INF:
 			cfg.inference = true;
 			break;
-		case O_SKIPS:
-			cfg.scaler_skips = gen_uint("--scaler-skips", optarg,
-						    0, 1000000);
-			break;
-		case O_GENERATE:
-			cfg.generate = gen_uint("--generate", optarg, 1,
-						1 << 24);
-			break;
 		case O_NOCACHE:
 			cfg.no_cache = true;
-			break;
-		case O_ACCUM:
-			cfg.accum = gen_uint("--accum", optarg, 1, 1000000);
-			break;
-		case O_WEIGHTS:
-			cfg.weights = msim_weights_parse(optarg);
-			if (cfg.weights < 0)
-				msim_cli_die("--weights: unknown weights '%s' "
-					     "(native, int8, fp8)", optarg);
 			break;
 		case 'o':
 			out = optarg;
@@ -233,6 +172,8 @@ gen_model_cmd(int argc, char **argv)
 			usage_gen(stdout);
 			return 0;
 		default:
+			if (gen_model_key(&cfg, lo, c))
+				break;
 			usage_gen(stderr);
 			return 2;
 		}
@@ -241,6 +182,7 @@ gen_model_cmd(int argc, char **argv)
 		msim_cli_die("--arch: required (gpt2, llama, bert, resnet50)");
 	if (!out)
 		msim_cli_die("-o: an output file is required");
+	msim_cli_output("-o", out);
 	char why[256] = "";
 	msim_gen_t g;
 	msim_gen_init(&g, false);

@@ -97,6 +97,7 @@ msim_cmd_gen_random(int argc, char **argv)
 	}
 	if (!out)
 		msim_cli_die("-o: an output file is required");
+	msim_cli_output("-o", out);
 	msim_gen_t g;
 	msim_gen_init(&g, false);
 	/* Rows are written as they are drawn: memory follows the live

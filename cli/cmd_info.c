@@ -1,27 +1,20 @@
 /*
  * memsim info: what a trace holds, read once (streaming), and for a
  * snapshot the allocator state it was taken in (its segments), checked
- * against the end state of its own trace.
+ * against the end state of its own trace.  The reading is lab/info.c's;
+ * here are the options and the printing.
  */
 #include <config.h>
 
 #include <getopt.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <gsl/gsl_errno.h>
-#include <gsl/gsl_histogram.h>
-
 #include "cli/cli.h"
-#include "sim/grow.h"
+#include "lab/info.h"
 #include "sim/units.h"
-#include "traces/trace.h"
-
-#define INFO_MAX_STREAMS 64
-#define INFO_BINS 48 /* log2 size bins: [2^k, 2^(k+1)) bytes, k < 48 */
 
 static void
 usage_info(FILE *fp)
@@ -53,104 +46,13 @@ usage_info(FILE *fp)
 		"  -h, --help              this help\n");
 }
 
-typedef struct info_s {
-	uint64_t *sizes; /* live size by request id */
-	size_t nsizes;
-	uint64_t live, peak, allocs, frees, bytes;
-	uint64_t nlive; /* live allocations */
-	msim_stream_t streams[INFO_MAX_STREAMS];
-	int nstreams;
-	bool more_streams;
-	gsl_histogram *h;
-} info_t;
-
-static void
-info_alloc(info_t *in, const msim_req_t *r)
-{
-	if (r->flags & MSIM_REQF_FILLER)
-		return; /* stands for a block that was free */
-	if (MSIM_GROW_ZERO(in->sizes, in->nsizes, (size_t)r->id + 1, 1024))
-		msim_cli_die("out of memory");
-	if (r->flags & MSIM_REQF_SEED) {
-		/* Allocated before the history began: live, not counted. */
-		in->sizes[r->id] = r->size;
-		in->live += r->size;
-		in->nlive++;
-		if (in->live > in->peak)
-			in->peak = in->live;
-		return;
-	}
-	in->allocs++;
-	in->bytes += r->size;
-	gsl_histogram_increment(in->h, log2((double)r->size));
-	int i;
-	for (i = 0; i < in->nstreams; i++)
-		if (in->streams[i] == r->stream)
-			break;
-	if (i == in->nstreams) {
-		if (in->nstreams < INFO_MAX_STREAMS)
-			in->streams[in->nstreams++] = r->stream;
-		else
-			in->more_streams = true;
-	}
-	if (r->flags & MSIM_REQF_EXPECT_OOM)
-		return; /* never live */
-	in->sizes[r->id] = r->size;
-	in->live += r->size;
-	in->nlive++;
-	if (in->live > in->peak)
-		in->peak = in->live;
-}
-
-/* A snapshot's segments state, summed. */
-typedef struct info_snap_s {
-	size_t nsegs, nsmall, nexpandable, nblocks;
-	uint64_t reserved, allocated, active, requested; /* bytes */
-	uint64_t small_reserved;                        /* bytes */
-	uint64_t nstate[MSIM_SNAP_NSTATES];             /* blocks */
-	uint64_t state_bytes[MSIM_SNAP_NSTATES];
-	uint64_t active_requested; /* requested_size of active blocks */
-	size_t untiled; /* segments whose blocks do not tile them */
-} info_snap_t;
-
-static void
-info_snap_sum(const msim_snap_segment_t *g, size_t n, info_snap_t *s)
-{
-	memset(s, 0, sizeof(*s));
-	s->nsegs = n;
-	for (size_t i = 0; i < n; i++, g++) {
-		s->reserved += g->total_size;
-		s->allocated += g->allocated_size;
-		s->active += g->active_size;
-		s->requested += g->requested_size;
-		if (!g->large) {
-			s->nsmall++;
-			s->small_reserved += g->total_size;
-		}
-		s->nexpandable += g->expandable;
-		s->nblocks += g->nblocks;
-		uint64_t at = g->addr;
-		bool tiled = true;
-		for (size_t k = 0; k < g->nblocks; k++) {
-			const msim_snap_block_t *b = &g->blocks[k];
-			s->nstate[b->state]++;
-			s->state_bytes[b->state] += b->size;
-			if (b->state != MSIM_SNAP_INACTIVE)
-				s->active_requested += b->requested;
-			tiled = tiled && b->addr == at;
-			at = b->addr + b->size;
-		}
-		/* Expandable segments list only their mapped blocks. */
-		if (!g->expandable && (!tiled || at != g->addr + g->total_size))
-			s->untiled++;
-	}
-}
-
 /* Prints the snapshot state and how it compares with the trace's end. */
 static void
-info_snap_print(const msim_trace_tally_t *tl, const info_t *in,
-		const info_snap_t *s, uint64_t start_reserved, int json)
+info_snap_print(const msim_info_t *in, int json)
 {
+	const msim_trace_tally_t *tl = &in->tally;
+	const msim_info_snap_t *s = &in->snap;
+	uint64_t start_reserved = in->seed.segment_bytes;
 	uint64_t nactive = s->nstate[MSIM_SNAP_ALLOCATED] +
 			   s->nstate[MSIM_SNAP_PENDING_FREE];
 	bool res_same = tl->seg_bytes + (int64_t)start_reserved ==
@@ -223,6 +125,109 @@ info_snap_print(const msim_trace_tally_t *tl, const info_t *in,
 		       in->nlive, in->live, nactive, s->active_requested);
 }
 
+static void
+info_json(const char *path, const msim_info_t *in)
+{
+	msim_trace_t *t = in->trace;
+	printf("{\n  \"trace\": ");
+	msim_cli_json_str(stdout, path);
+	printf(",\n  \"format\": \"%s\",\n  \"entries\": %" PRIu64,
+	       msim_trace_format_name(t), in->tally.entries);
+	for (int k = 0; k < MSIM_NACT; k++)
+		printf(",\n  \"%s\": %" PRIu64, msim_action_name(k),
+		       in->tally.actions[k]);
+	printf(",\n  \"requests\": %" PRIu64 ",\n  \"allocs\": %" PRIu64
+	       ",\n  \"frees\": %" PRIu64 ",\n  \"streams\": %d"
+	       ",\n  \"duration_s\": %.6f,\n  \"alloc_bytes\": %" PRIu64
+	       ",\n  \"peak_live_bytes\": %" PRIu64
+	       ",\n  \"hidden_empty_cache\": %" PRIu64
+	       ",\n  \"empty_cache_or_malloc\": %" PRIu64
+	       ",\n  \"size_log2_histogram\": [",
+	       in->requests, in->allocs, in->frees, in->nstreams,
+	       in->duration_s, in->bytes, in->peak, in->empty_found,
+	       in->empty_maybe);
+	for (size_t k = 0; k < MSIM_INFO_BINS; k++)
+		printf("%s%.0f", k ? ", " : "", in->hist[k]);
+	printf("]");
+	if (!in->timed)
+		printf(",\n  \"duration_known\": false");
+	if (in->conf) {
+		printf(",\n  \"allocator_settings\": ");
+		msim_cli_json_str(stdout, in->conf);
+	}
+	msim_cli_seed_json(t, true);
+	if (in->has_state)
+		info_snap_print(in, 1);
+	printf(",\n  \"trace_hash\": \"%016" PRIx64 "\"\n}\n",
+	       msim_trace_hash(t));
+}
+
+/* The sizes: allocs by power of two, with bars. */
+static void
+info_sizes(const msim_info_t *in)
+{
+	char a[32];
+	printf("sizes      (allocs by size, powers of two)\n");
+	double max = 0;
+	for (size_t k = 0; k < MSIM_INFO_BINS; k++)
+		if (in->hist[k] > max)
+			max = in->hist[k];
+	for (size_t k = 0; k < MSIM_INFO_BINS; k++) {
+		double n = in->hist[k];
+		if (n == 0)
+			continue;
+		int bar = max > 0 ? (int)(40 * n / max + 0.5) : 0;
+		printf("  >= %-10s %10.0f %.*s\n",
+		       msim_format_bytes((uint64_t)1 << k, a, sizeof(a)), n,
+		       bar, "########################################");
+	}
+}
+
+static void
+info_text(const char *path, const msim_info_t *in)
+{
+	msim_trace_t *t = in->trace;
+	const msim_trace_tally_t *tl = &in->tally;
+	char a[32], b[32];
+	printf("trace      %s (%s, hash %016" PRIx64 ")\n", path,
+	       msim_trace_format_name(t), msim_trace_hash(t));
+	printf("entries    %" PRIu64 ":", tl->entries);
+	for (int k = 0; k < MSIM_NACT; k++)
+		if (tl->actions[k])
+			printf(" %s %" PRIu64, msim_action_name(k),
+			       tl->actions[k]);
+	printf("\nrequests   %" PRIu64 " (%" PRIu64 " allocs, %" PRIu64
+	       " frees)\n", in->requests, in->allocs, in->frees);
+	printf("streams    %d%s\n", in->nstreams,
+	       in->more_streams ? " or more" : "");
+	if (in->timed)
+		printf("duration   %.3f s\n", in->duration_s);
+	else
+		printf("duration   unknown (entries without time_us)\n");
+	if (in->conf)
+		printf("settings   %s\n", *in->conf ? in->conf
+		       : "(the defaults)");
+	printf("allocated  %s in all, peak live %s (%" PRIu64 " bytes)\n",
+	       msim_format_bytes(in->bytes, a, sizeof(a)),
+	       msim_format_bytes(in->peak, b, sizeof(b)), in->peak);
+	uint64_t rows = tl->actions[MSIM_ACT_EMPTY_CACHE];
+	printf("empty_cache ");
+	if (rows)
+		printf("%" PRIu64 " call%s (rows), ", rows,
+		       rows == 1 ? "" : "s");
+	printf("%" PRIu64 " hidden call%s found", in->empty_found,
+	       in->empty_found == 1 ? "" : "s");
+	if (in->empty_maybe)
+		printf(", %" PRIu64 " segment-free run%s left to the policy "
+		       "(empty_cache or the malloc's own)", in->empty_maybe,
+		       in->empty_maybe == 1 ? "" : "s");
+	printf("\n");
+	msim_cli_seed_print(t);
+	if (in->has_state)
+		info_snap_print(in, 0);
+	info_sizes(in);
+}
+
 int
 msim_cmd_info(int argc, char **argv)
 {
@@ -252,144 +257,13 @@ msim_cmd_info(int argc, char **argv)
 	}
 	const char *path = argv[optind];
 	char why[1024];
-	msim_trace_t *t;
-	if (msim_trace_open(path, &opt, &t, why, sizeof(why)))
+	msim_info_t in;
+	if (msim_info_run(path, &opt, &in, why, sizeof(why)))
 		msim_cli_die("%s", why);
-	info_t in = {0};
-	if (!(in.h = gsl_histogram_alloc(INFO_BINS)) ||
-	    gsl_histogram_set_ranges_uniform(in.h, 0, INFO_BINS))
-		msim_cli_die("out of memory");
-	msim_req_t r;
-	int rc;
-	uint64_t requests = 0;
-	while ((rc = msim_trace_next(t, &r)) == 1) {
-		if (r.kind == MSIM_REQ_SEGMENT_HINT ||
-		    r.kind == MSIM_REQ_RESET_PEAKS ||
-		    (r.flags & (MSIM_REQF_SEED | MSIM_REQF_FILLER))) {
-			if (r.kind == MSIM_REQ_ALLOC)
-				info_alloc(&in, &r);
-			continue;
-		}
-		/* Requests as a run counts them: allocs and frees (not
-		 * hidden empty_cache() calls or free_requested rows). */
-		if (r.kind != MSIM_REQ_ALLOC && r.kind != MSIM_REQ_FREE)
-			continue;
-		requests++;
-		if (r.kind == MSIM_REQ_ALLOC) {
-			info_alloc(&in, &r);
-		} else if (r.kind == MSIM_REQ_FREE) {
-			in.frees++;
-			if (r.id < in.nsizes && in.sizes[r.id]) {
-				in.live -= in.sizes[r.id];
-				in.sizes[r.id] = 0;
-				in.nlive--;
-			}
-		}
-	}
-	if (rc < 0)
-		msim_cli_die("%s", msim_trace_errmsg(t));
-	uint64_t found, maybe;
-	msim_trace_empty_caches(t, &found, &maybe);
-	const msim_snap_segment_t *segs;
-	size_t nsegs;
-	if (msim_trace_segments(t, &segs, &nsegs))
-		msim_cli_die("out of memory");
-	info_snap_t snap;
-	info_snap_sum(segs, nsegs, &snap);
-	/* A snapshot memsim wrote (convert) has an empty state: not shown. */
-	bool has_state = nsegs > 0;
-	msim_trace_tally_t tl;
-	msim_trace_tally(t, &tl);
-	double dur_s = tl.entries ? (tl.last_us - tl.first_us) / 1e6 : 0.0;
-	bool timed = tl.untimed == 0; /* PyTorch 2.0 wrote no time_us */
-	msim_trace_seed_t seed;
-	msim_trace_seeding(t, &seed);
-	const char *conf = msim_trace_alloc_conf(t);
-	char a[32], b[32];
-	if (json) {
-		printf("{\n  \"trace\": ");
-		msim_cli_json_str(stdout, path);
-		printf(",\n  \"format\": \"%s\",\n  \"entries\": %" PRIu64,
-		       msim_trace_format_name(t), tl.entries);
-		for (int k = 0; k < MSIM_NACT; k++)
-			printf(",\n  \"%s\": %" PRIu64, msim_action_name(k),
-			       tl.actions[k]);
-		printf(",\n  \"requests\": %" PRIu64 ",\n  \"allocs\": %"
-		       PRIu64 ",\n  \"frees\": %" PRIu64 ",\n  \"streams\": %d"
-		       ",\n  \"duration_s\": %.6f,\n  \"alloc_bytes\": %" PRIu64
-		       ",\n  \"peak_live_bytes\": %" PRIu64
-		       ",\n  \"hidden_empty_cache\": %" PRIu64
-		       ",\n  \"empty_cache_or_malloc\": %" PRIu64
-		       ",\n  \"size_log2_histogram\": [",
-		       requests, in.allocs, in.frees, in.nstreams, dur_s,
-		       in.bytes, in.peak, found, maybe);
-		for (size_t k = 0; k < INFO_BINS; k++)
-			printf("%s%.0f", k ? ", " : "",
-			       gsl_histogram_get(in.h, k));
-		printf("]");
-		if (!timed)
-			printf(",\n  \"duration_known\": false");
-		if (conf) {
-			printf(",\n  \"allocator_settings\": ");
-			msim_cli_json_str(stdout, conf);
-		}
-		msim_cli_seed_json(t, true);
-		if (has_state)
-			info_snap_print(&tl, &in, &snap, seed.segment_bytes, 1);
-		printf(",\n  \"trace_hash\": \"%016" PRIx64 "\"\n}\n",
-		       msim_trace_hash(t));
-	} else {
-		printf("trace      %s (%s, hash %016" PRIx64 ")\n", path,
-		       msim_trace_format_name(t), msim_trace_hash(t));
-		printf("entries    %" PRIu64 ":", tl.entries);
-		for (int k = 0; k < MSIM_NACT; k++)
-			if (tl.actions[k])
-				printf(" %s %" PRIu64, msim_action_name(k),
-				       tl.actions[k]);
-		printf("\nrequests   %" PRIu64 " (%" PRIu64 " allocs, %" PRIu64
-		       " frees)\n", requests, in.allocs, in.frees);
-		printf("streams    %d%s\n", in.nstreams,
-		       in.more_streams ? " or more" : "");
-		if (timed)
-			printf("duration   %.3f s\n", dur_s);
-		else
-			printf("duration   unknown (entries without time_us)\n");
-		if (conf)
-			printf("settings   %s\n", *conf ? conf
-			       : "(the defaults)");
-		printf("allocated  %s in all, peak live %s (%" PRIu64
-		       " bytes)\n", msim_format_bytes(in.bytes, a, sizeof(a)),
-		       msim_format_bytes(in.peak, b, sizeof(b)), in.peak);
-		uint64_t rows = tl.actions[MSIM_ACT_EMPTY_CACHE];
-		printf("empty_cache ");
-		if (rows)
-			printf("%" PRIu64 " call%s (rows), ", rows,
-			       rows == 1 ? "" : "s");
-		printf("%" PRIu64 " hidden call%s found", found,
-		       found == 1 ? "" : "s");
-		if (maybe)
-			printf(", %" PRIu64 " segment-free run%s left to the "
-			       "policy (empty_cache or the malloc's own)",
-			       maybe, maybe == 1 ? "" : "s");
-		printf("\n");
-		msim_cli_seed_print(t);
-		if (has_state)
-			info_snap_print(&tl, &in, &snap, seed.segment_bytes, 0);
-		printf("sizes      (allocs by size, powers of two)\n");
-		double max = gsl_histogram_max_val(in.h);
-		for (size_t k = 0; k < INFO_BINS; k++) {
-			double n = gsl_histogram_get(in.h, k);
-			if (n == 0)
-				continue;
-			int bar = max > 0 ? (int)(40 * n / max + 0.5) : 0;
-			printf("  >= %-10s %10.0f %.*s\n",
-			       msim_format_bytes((uint64_t)1 << k, a, sizeof(a)),
-			       n, bar,
-			       "########################################");
-		}
-	}
-	gsl_histogram_free(in.h);
-	free(in.sizes);
-	msim_trace_close(t);
+	if (json)
+		info_json(path, &in);
+	else
+		info_text(path, &in);
+	msim_info_clear(&in);
 	return 0;
 }

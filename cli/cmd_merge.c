@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "sim/file.h"
 #include "sim/results.h"
 
 static void
@@ -51,9 +52,10 @@ msim_cmd_merge(int argc, char **argv)
 	}
 	const char *out = argv[optind];
 	for (int i = optind + 1; i < argc; i++)
-		if (!strcmp(argv[i], out))
+		if (!strcmp(argv[i], out) || msim_same_file(argv[i], out))
 			msim_cli_die("%s: cannot merge a database into itself",
 				     out);
+	msim_cli_output("OUT.db", out);
 	char why[1024];
 	msim_db_t *db;
 	if (msim_db_open(out, &db, why, sizeof(why)))

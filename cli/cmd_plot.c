@@ -137,6 +137,10 @@ msim_cmd_plot(int argc, char **argv)
 		}
 	}
 	msim_cli_not_input("--output", r.out, path, "the database");
+	msim_cli_not_input("--export", export, path, "the database");
+	msim_cli_not_input("--export", export, r.out, "the plot");
+	msim_cli_output("--output", r.out);
+	msim_cli_output("--export", export);
 	if (optind != argc || !path || (!r.out && !export)) {
 		usage_plot(stderr);
 		return 2;

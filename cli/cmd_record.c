@@ -3,23 +3,18 @@
  * (traces/memsim_record, installed in $(pythondir)) and writes the trace.
  * The recorder writes OUT.tmp<pid> and renames it; if it dies, the
  * temporary is removed here, so no partial trace is left at OUT.
- * Also the recording step of `memsim fit` and of `memsim sweep --
- * COMMAND` (msim_cli_record()), and what both share: the recorder options
- * a setting name stands for, and the {NAME} substitution.
+ * The launch itself is lab/record.c's, shared with `memsim fit` and
+ * `memsim sweep -- COMMAND`.
  */
 #include <config.h>
 
-#include <errno.h>
 #include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "cli/cli.h"
+#include "lab/record.h"
 
 static void
 usage_record(FILE *fp)
@@ -75,197 +70,6 @@ usage_record(FILE *fp)
 		"      --python PY           the interpreter (default "
 		"$MEMSIM_PYTHON or python3)\n"
 		"  -h, --help                this help\n");
-}
-
-/* The folder holding memsim_record/: $MEMSIM_PYTHONPATH, the installed
- * one, else the source tree's. */
-static const char *
-record_module_dir(void)
-{
-	static const char *const dirs[] = {PYTHON_DIR, SRC_TRACES_DIR};
-	const char *env = getenv("MEMSIM_PYTHONPATH");
-	if (env && *env)
-		return env;
-	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		char path[4096];
-		struct stat st;
-		snprintf(path, sizeof(path), "%s/memsim_record/__main__.py",
-			 dirs[i]);
-		if (stat(path, &st) == 0)
-			return dirs[i];
-	}
-	return NULL;
-}
-
-/* Whether word names a Python interpreter (python, python3, .../python3.12). */
-static int
-is_python(const char *word)
-{
-	const char *base = strrchr(word, '/');
-	base = base ? base + 1 : word;
-	return !strncmp(base, "python", 6);
-}
-
-int
-msim_cli_record(const char *out, char *const *ropt, int nropt,
-		char *const *cmd, int ncmd, int quiet)
-{
-	const char *dir = record_module_dir();
-	if (!dir)
-		msim_cli_die("record: the Python recorder (memsim_record) is "
-			     "not installed; set MEMSIM_PYTHONPATH");
-	if (ncmd < 1)
-		msim_cli_die("record: no script given (memsim record -o OUT "
-			     "-- python3 SCRIPT ARGS...)");
-	const char *py = getenv("MEMSIM_PYTHON");
-	if (!py || !*py)
-		py = "python3";
-	int skip = 0;
-	if (is_python(cmd[0])) {
-		py = cmd[0];
-		skip = 1;
-	}
-	if (ncmd - skip < 1)
-		msim_cli_die("record: no script given after '%s'", cmd[0]);
-	if (!strcmp(cmd[skip], "-m") || !strcmp(cmd[skip], "-c"))
-		msim_cli_die("record: '%s %s' is not supported: give the "
-			     "script's path", py, cmd[skip]);
-	char **av = calloc((size_t)(nropt + ncmd + 8), sizeof(*av));
-	if (!av)
-		msim_cli_die("out of memory");
-	int n = 0;
-	av[n++] = (char *)py;
-	av[n++] = "-m";
-	av[n++] = "memsim_record";
-	av[n++] = "-o";
-	av[n++] = (char *)out;
-	for (int i = 0; i < nropt; i++)
-		av[n++] = ropt[i];
-	av[n++] = "--";
-	for (int i = skip; i < ncmd; i++)
-		av[n++] = cmd[i];
-	av[n] = NULL;
-
-	fflush(stdout);
-	pid_t pid = fork();
-	if (pid < 0)
-		msim_cli_die("record: fork: %s", strerror(errno));
-	if (pid == 0) {
-		const char *old = getenv("PYTHONPATH");
-		size_t len = strlen(dir) + (old ? strlen(old) : 0) + 2;
-		char *pp = malloc(len);
-		if (!pp)
-			_exit(127);
-		snprintf(pp, len, "%s%s%s", dir, old && *old ? ":" : "",
-			 old ? old : "");
-		setenv("PYTHONPATH", pp, 1);
-		if (quiet) {
-			if (!freopen("/dev/null", "w", stdout))
-				_exit(127);
-		} else if (dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
-			_exit(127);
-		}
-		execvp(py, av);
-		fprintf(stderr, "memsim: record: cannot run %s: %s\n", py,
-			strerror(errno));
-		_exit(127);
-	}
-	free(av);
-	int status;
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			msim_cli_die("record: waitpid: %s", strerror(errno));
-	char tmp[4096];
-	snprintf(tmp, sizeof(tmp), "%s.tmp%ld", out, (long)pid);
-	unlink(tmp); /* what a killed recorder left */
-	if (WIFSIGNALED(status)) {
-		fprintf(stderr, "memsim: record: the recorder was killed by "
-			"signal %d; no trace written\n", WTERMSIG(status));
-		return 1;
-	}
-	int rc = WEXITSTATUS(status);
-	if (rc == 127)
-		fprintf(stderr, "memsim: record: %s or its memsim_record module "
-			"could not be run\n", py);
-	return rc;
-}
-
-/* The recorder's options that a setting of fit or sweep can name. */
-static const char *const record_flags[] = {
-	"--amp", "--checkpoint", "--device", "--world-size", "--rank",
-	"--dynamic-fraction", "--item-int", "--item-bool",
-};
-
-const char *
-msim_cli_record_flag(const char *name)
-{
-	for (size_t i = 0; i < sizeof(record_flags) / sizeof(*record_flags);
-	     i++)
-		if (!strcmp(record_flags[i] + 2, name))
-			return record_flags[i];
-	return NULL;
-}
-
-/* Where "{name}" starts in word, or NULL. */
-static const char *
-record_find(const char *word, const char *name)
-{
-	size_t n = strlen(name);
-	for (const char *p = strchr(word, '{'); p; p = strchr(p + 1, '{'))
-		if (!strncmp(p + 1, name, n) && p[n + 1] == '}')
-			return p;
-	return NULL;
-}
-
-bool
-msim_cli_record_has(char *const *cmd, int ncmd, const char *name)
-{
-	for (int i = 0; i < ncmd; i++)
-		if (record_find(cmd[i], name))
-			return true;
-	return false;
-}
-
-char **
-msim_cli_record_subst(char *const *cmd, int ncmd, const char *const *names,
-		      const char *const *values, size_t n)
-{
-	char **out = calloc((size_t)ncmd + 1, sizeof(*out));
-	if (!out)
-		msim_cli_die("out of memory");
-	for (int i = 0; i < ncmd; i++) {
-		/* one pass, left to right: a value is never read again */
-		size_t len = strlen(cmd[i]) + 1;
-		for (size_t k = 0; k < n; k++)
-			for (const char *p = cmd[i];
-			     (p = record_find(p, names[k])); p++)
-				len += strlen(values[k]);
-		char *w = malloc(len), *d = w;
-		if (!w)
-			msim_cli_die("out of memory");
-		for (const char *p = cmd[i]; *p;) {
-			size_t k = 0;
-			while (k < n && record_find(p, names[k]) != p)
-				k++;
-			if (k == n) {
-				*d++ = *p++;
-				continue;
-			}
-			d += sprintf(d, "%s", values[k]);
-			p += strlen(names[k]) + 2;
-		}
-		*d = '\0';
-		out[i] = w;
-	}
-	return out;
-}
-
-void
-msim_cli_record_subst_free(char **cmd, int ncmd)
-{
-	for (int i = 0; cmd && i < ncmd; i++)
-		free(cmd[i]);
-	free(cmd);
 }
 
 int
@@ -334,6 +138,13 @@ msim_cmd_record(int argc, char **argv)
 		usage_record(stderr);
 		return 2;
 	}
-	return msim_cli_record(out, ropt, nropt, argv + optind, argc - optind,
-			       0);
+	msim_record_opts_t ro = {.dirs = msim_cli_record_dirs()};
+	char why[1024];
+	int rc = msim_record_exec(&ro, out, ropt, nropt, argv + optind,
+				  argc - optind, why, sizeof(why));
+	if (rc < 0)
+		msim_cli_die("record: %s", why);
+	if (*why)
+		fprintf(stderr, "memsim: record: %s\n", why);
+	return rc;
 }

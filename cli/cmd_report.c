@@ -199,6 +199,7 @@ msim_cmd_report(int argc, char **argv)
 	if (json && csv)
 		msim_cli_die("give --json or --csv, not both");
 	msim_cli_not_input("--plot", plot, path, "the database");
+	msim_cli_output("--plot", plot);
 	char why[1024];
 	msim_db_t *db;
 	if (msim_db_open_readonly(path, &db, why, sizeof(why)))

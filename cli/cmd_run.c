@@ -449,12 +449,25 @@ run_parse(int argc, char **argv, run_opts_t *o)
 	msim_cli_not_input("--plot", o->plot, o->calibration,
 			   "the calibration file");
 	msim_cli_not_input("--db", o->db, path, "the input trace");
+	for (int i = optind + 1; i < argc; i++) { /* several traces */
+		msim_cli_not_input("--segments", o->segments, argv[i],
+				   "an input trace");
+		msim_cli_not_input("--plot", o->plot, argv[i],
+				   "an input trace");
+		msim_cli_not_input("--db", o->db, argv[i], "an input trace");
+	}
+	msim_cli_not_input("--db", o->db, o->calibration,
+			   "the calibration file");
+	msim_cli_output("--segments", o->segments);
+	msim_cli_output("--plot", o->plot);
+	msim_cli_output("--db", o->db);
 	msim_cli_not_input("--snapshot-out", o->snapshot_out, path,
 			   "the input trace");
 	msim_cli_not_input("--snapshot-out", o->snapshot_out, o->db,
 			   "the database");
 	msim_cli_not_input("--snapshot-out", o->snapshot_out, o->calibration,
 			   "the calibration file");
+	msim_cli_output("--snapshot-out", o->snapshot_out);
 	if (optind < argc - 1)
 		run_parse_several(o, (size_t)(argc - optind));
 	if (o->snapshot_peak && !o->snapshot_out)

@@ -14,11 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "sim/error.h"
+#include "lab/record.h"
 #include "lab/sweep.h"
 
 static void
@@ -285,275 +285,35 @@ sweep_parse(int argc, char **argv, int rec, msim_sweep_spec_t *spec,
 	return -1;
 }
 
-/* ---------------------------------------------------------------- */
-/* Recordings: memsim sweep ... -- python3 SCRIPT ... {NAME} ...      */
-
-/* One recording name of the grid and its values. */
-typedef struct rec_axis_s {
-	char *name;
-	const char *flag; /* the recorder's option; NULL: only {name} */
-	char **v;
-	size_t n;
-} rec_axis_t;
-
-/* The recordings of a sweep. */
-typedef struct rec_s {
-	char *const *cmd;
-	int ncmd;
-	rec_axis_t *ax;
-	size_t nax;
-	char *dir;           /* where they are kept */
-	const char **paths;  /* one a recording made (malloc'd strings) */
-	const char **labels; /* "batch=2,checkpoint=sqrt"; NULL: no name */
-	size_t n;
-	size_t failed;
-} rec_t;
-
-/* "name=v1,v2,..." into ax (commas inside [] kept, as the grid does);
- * dies on an empty name or value. */
+/* A recording's progress or failure (lab/record.h). */
 static void
-rec_axis_parse(const char *text, rec_axis_t *ax)
+rec_note(void *ctx, int what, const char *line)
 {
-	const char *eq = strchr(text, '=');
-	if (!eq || eq == text || !eq[1])
-		msim_cli_die("--grid '%s': expected NAME=V1,V2,...", text);
-	if (!(ax->name = strndup(text, (size_t)(eq - text))))
-		msim_cli_die("out of memory");
-	ax->flag = msim_cli_record_flag(ax->name);
-	const char *p = eq + 1;
-	for (;;) {
-		size_t len = 0;
-		int depth = 0;
-		while (p[len] && (depth || p[len] != ',')) {
-			depth += p[len] == '[' ? 1 : p[len] == ']' ? -1 : 0;
-			len++;
-		}
-		if (!len)
-			msim_cli_die("--grid '%s': an empty value", text);
-		char **nv = realloc(ax->v, (ax->n + 1) * sizeof(*nv));
-		if (!nv || !(nv[ax->n] = strndup(p, len)))
-			msim_cli_die("out of memory");
-		ax->v = nv;
-		ax->n++;
-		if (!p[len])
-			break;
-		p += len + 1;
-	}
+	const sweep_opts_t *o = ctx;
+	if (what == MSIM_RECSWEEP_FAILED || !o->quiet)
+		fprintf(stderr, "memsim sweep: %s\n", line);
 }
 
-/* Moves the grid's recording names (a {NAME} of the command or an option
- * of the recorder) from o->grid to r->ax; dies on a {NAME} of the command
- * that no --grid names. */
-static void
-rec_axes(rec_t *r, sweep_opts_t *o)
+/* Makes every recording of the grid (lab/record.h), into spec's traces. */
+static msim_recsweep_t *
+rec_make(char *const *cmd, int ncmd, sweep_opts_t *o, msim_sweep_spec_t *spec)
 {
-	size_t keep = 0;
-	for (size_t g = 0; g < o->ngrid; g++) {
-		rec_axis_t ax = {0};
-		rec_axis_parse(o->grid[g], &ax);
-		if (!ax.flag && !msim_cli_record_has(r->cmd, r->ncmd, ax.name)) {
-			for (size_t i = 0; i < ax.n; i++)
-				free(ax.v[i]);
-			free(ax.v);
-			free(ax.name);
-			o->grid[keep++] = o->grid[g];
-			continue;
-		}
-		for (size_t a = 0; a < r->nax; a++)
-			if (!strcmp(r->ax[a].name, ax.name))
-				msim_cli_die("--grid %s: given twice", ax.name);
-		rec_axis_t *na = realloc(r->ax, (r->nax + 1) * sizeof(*na));
-		if (!na)
-			msim_cli_die("out of memory");
-		r->ax = na;
-		r->ax[r->nax++] = ax;
-	}
-	o->ngrid = keep;
-	for (int i = 0; i < r->ncmd; i++) {
-		for (const char *p = strchr(r->cmd[i], '{'); p;
-		     p = strchr(p + 1, '{')) {
-			size_t len = strspn(p + 1, "abcdefghijklmnopqrstuvwxyz"
-					    "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-					    "0123456789_-");
-			if (!len || p[len + 1] != '}')
-				continue;
-			size_t a = 0;
-			while (a < r->nax && (strlen(r->ax[a].name) != len ||
-					      strncmp(r->ax[a].name, p + 1,
-						      len)))
-				a++;
-			if (a == r->nax)
-				msim_cli_die("the command's {%.*s}: no --grid "
-					     "%.*s=V1,V2,... gives its values",
-					     (int)len, p + 1, (int)len, p + 1);
-		}
-	}
-}
-
-/* The folder of the recordings: DB.recordings beside the database (kept,
- * so a sweep run again reuses them), else a scratch folder. */
-static void
-rec_dir(rec_t *r, const sweep_opts_t *o)
-{
-	if (!o->db) {
-		if (!(r->dir = strdup(msim_cli_scratch("memsim-sweep"))))
-			msim_cli_die("out of memory");
-		return;
-	}
-	size_t len = strlen(o->db) + sizeof(".recordings");
-	if (!(r->dir = malloc(len)))
-		msim_cli_die("out of memory");
-	snprintf(r->dir, len, "%s.recordings", o->db);
-	struct stat st;
-	if (mkdir(r->dir, 0777) && (errno != EEXIST ||
-				    stat(r->dir, &st) || !S_ISDIR(st.st_mode)))
-		msim_cli_die("%s: cannot make the folder of the recordings: "
-			     "%s", r->dir, errno == EEXIST ? "not a folder" :
-			     strerror(errno));
-}
-
-/* The file of one recording: its names for people, then the hash of the
- * exact command and recorder options it is made with. */
-static char *
-rec_path(const rec_t *r, const char *label, char *const *ropt, int nropt,
-	 char *const *cmd)
-{
-	msim_hash_t h;
-	msim_hash_init(&h);
-	for (int i = 0; i < nropt; i++)
-		msim_hash_update(&h, ropt[i], strlen(ropt[i]) + 1);
-	msim_hash_update(&h, "--", 3);
-	for (int i = 0; i < r->ncmd; i++)
-		msim_hash_update(&h, cmd[i], strlen(cmd[i]) + 1);
-	char name[96];
-	snprintf(name, sizeof(name), "%s", label ? label : "recording");
-	for (char *c = name; *c; c++)
-		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-			    "0123456789=,.:_-", *c))
-			*c = '_';
-	size_t len = strlen(r->dir) + strlen(name) + 24;
-	char *path = malloc(len);
-	if (!path)
-		msim_cli_die("out of memory");
-	snprintf(path, len, "%s/%s-%016" PRIx64 ".csv", r->dir, name,
-		 msim_hash_final(&h));
-	return path;
-}
-
-/* Whether path is one of the recordings made already. */
-static bool
-rec_made(const rec_t *r, const char *path)
-{
-	for (size_t i = 0; i < r->n; i++)
-		if (!strcmp(r->paths[i], path))
-			return true;
-	return false;
-}
-
-/* Makes (or finds) the recording of combination k; a failed one is
- * counted and left out. */
-static void
-rec_one(rec_t *r, size_t k, size_t total, const sweep_opts_t *o)
-{
-	const char *names[64], *values[64];
-	char *ropt[2 * 64];
-	int nropt = 0;
-	char label[2048] = "";
-	size_t len = 0, rest = k;
-	for (size_t a = r->nax; a-- > 0;) {
-		names[a] = r->ax[a].name;
-		values[a] = r->ax[a].v[rest % r->ax[a].n];
-		rest /= r->ax[a].n;
-	}
-	for (size_t a = 0; a < r->nax; a++) {
-		len += (size_t)snprintf(label + len, sizeof(label) - len,
-					"%s%s=%s", a ? "," : "", names[a],
-					values[a]);
-		if (len >= sizeof(label))
-			msim_cli_die("--grid: the recording names are too "
-				     "long");
-		if (r->ax[a].flag) {
-			ropt[nropt++] = (char *)r->ax[a].flag;
-			ropt[nropt++] = (char *)values[a];
-		}
-	}
-	char **cmd = msim_cli_record_subst(r->cmd, r->ncmd, names, values,
-					   r->nax);
-	char *path = rec_path(r, r->nax ? label : NULL, ropt, nropt, cmd);
-	const char *who = r->nax ? label : "the command";
-	struct stat st;
-	int reuse = rec_made(r, path) || (!o->force && !stat(path, &st));
-	if (!o->quiet)
-		fprintf(stderr, "memsim sweep: recording %zu/%zu (%s): %s\n",
-			k + 1, total, who, reuse ? "made before, reused" :
-			"recording...");
-	int rc = reuse ? 0 : msim_cli_record(path, ropt, nropt, cmd, r->ncmd,
-					     1);
-	msim_cli_record_subst_free(cmd, r->ncmd);
-	if (rc) {
-		fprintf(stderr, "memsim sweep: recording %s failed (memsim "
-			"record exit %d); its settings are not run\n", who, rc);
-		r->failed++;
-		free(path);
-		return;
-	}
-	const char **np = realloc(r->paths, (r->n + 1) * sizeof(*np));
-	if (np)
-		r->paths = np;
-	const char **nl = np ? realloc(r->labels, (r->n + 1) * sizeof(*nl))
-			     : NULL;
-	if (!nl)
-		msim_cli_die("out of memory");
-	r->labels = nl;
-	r->paths[r->n] = path;
-	if (!(r->labels[r->n] = r->nax ? strdup(label) : NULL) && r->nax)
-		msim_cli_die("out of memory");
-	r->n++;
-}
-
-/* Makes every recording of the grid, into spec's traces. */
-static void
-rec_make(rec_t *r, sweep_opts_t *o, msim_sweep_spec_t *spec)
-{
-	if (r->ncmd < 1)
-		msim_cli_die("no command after '--' (memsim sweep ... -- "
-			     "python3 SCRIPT ARGS...)");
-	rec_axes(r, o);
-	if (r->nax > 64)
-		msim_cli_die("--grid: more than 64 recording names");
-	size_t total = 1;
-	for (size_t a = 0; a < r->nax; a++) {
-		if (total > 100000 / r->ax[a].n)
-			msim_cli_die("--grid: more than 100000 recordings");
-		total *= r->ax[a].n;
-	}
-	rec_dir(r, o);
-	for (size_t k = 0; k < total; k++)
-		rec_one(r, k, total, o);
-	spec->traces = r->paths;
-	spec->ntraces = r->n;
-	spec->labels = r->labels;
+	msim_recsweep_spec_t rs = {
+		.cmd = cmd, .ncmd = ncmd, .db = o->db, .force = o->force,
+		.scratch = o->db ? NULL : msim_cli_scratch("memsim-sweep"),
+		.rec = {.dirs = msim_cli_record_dirs(), .quiet = true},
+		.note = rec_note, .ctx = o,
+	};
+	msim_recsweep_t *r;
+	char why[2048];
+	if (msim_recsweep_make(&rs, o->grid, &o->ngrid, &r, why, sizeof(why)))
+		msim_cli_die("%s", why);
+	spec->traces = msim_recsweep_paths(r);
+	spec->ntraces = msim_recsweep_count(r);
+	spec->labels = msim_recsweep_labels(r);
 	spec->grid = o->grid;
 	spec->ngrid = o->ngrid;
-}
-
-static void
-rec_clear(rec_t *r)
-{
-	for (size_t a = 0; a < r->nax; a++) {
-		for (size_t i = 0; i < r->ax[a].n; i++)
-			free(r->ax[a].v[i]);
-		free(r->ax[a].v);
-		free(r->ax[a].name);
-	}
-	free(r->ax);
-	for (size_t i = 0; i < r->n; i++) {
-		free((char *)r->paths[i]);
-		free((char *)r->labels[i]);
-	}
-	free(r->paths);
-	free(r->labels);
-	free(r->dir);
+	return r;
 }
 
 static void
@@ -593,13 +353,14 @@ msim_cmd_sweep(int argc, char **argv)
 {
 	msim_sweep_spec_t spec = {.seed = 1};
 	sweep_opts_t o = {.jobs = sysconf(_SC_NPROCESSORS_ONLN)};
-	rec_t rec = {0};
-	int recmode = 0;
+	msim_recsweep_t *rec = NULL;
+	char *const *cmd = NULL;
+	int recmode = 0, ncmd = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--")) {
 			recmode = 1;
-			rec.cmd = argv + i + 1;
-			rec.ncmd = argc - i - 1;
+			cmd = argv + i + 1;
+			ncmd = argc - i - 1;
 			argc = i;
 			break;
 		}
@@ -607,11 +368,8 @@ msim_cmd_sweep(int argc, char **argv)
 	int rc = sweep_parse(argc, argv, recmode, &spec, &o);
 	if (rc >= 0)
 		return rc;
-	if (recmode) {
-		rec_make(&rec, &o, &spec);
-		if (!rec.n)
-			msim_cli_die("no recording was made; nothing to sweep");
-	}
+	if (recmode)
+		rec = rec_make(cmd, ncmd, &o, &spec);
 	char why[2048];
 	msim_sweep_t *sw;
 	/* Every setting will run: the traces are read while they are
@@ -619,6 +377,8 @@ msim_cmd_sweep(int argc, char **argv)
 	spec.preload = !o.list && o.db && (o.force || access(o.db, F_OK));
 	if (msim_sweep_plan(&spec, &sw, why, sizeof(why)))
 		msim_cli_die("%s", why);
+	if (*msim_sweep_note(sw))
+		fprintf(stderr, "memsim sweep: %s\n", msim_sweep_note(sw));
 	msim_sweep_result_t res = {0};
 	if (o.list) {
 		sweep_list(sw);
@@ -641,7 +401,7 @@ msim_cmd_sweep(int argc, char **argv)
 	free(o.grid);
 	free(o.policies);
 	free(o.caps);
-	rc = res.failed || rec.failed ? 1 : 0;
-	rec_clear(&rec);
+	rc = res.failed || (rec && msim_recsweep_failed(rec)) ? 1 : 0;
+	msim_recsweep_destroy(rec);
 	return rc;
 }

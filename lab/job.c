@@ -691,3 +691,32 @@ msim_job_destroy(msim_job_t *j)
 	msim_timemodel_destroy(j->tm_own);
 	free(j);
 }
+
+int
+msim_job_store_measured(msim_db_t *db, const msim_job_measured_t *m,
+			int64_t *run_id_out, msim_job_err_t *err)
+{
+	memset(err, 0, sizeof(*err));
+	*run_id_out = -1;
+	const msim_measured_t *got = m->got;
+	char hash[32];
+	snprintf(hash, sizeof(hash), "%016" PRIx64, msim_trace_hash(m->trace));
+	msim_summary_t sum = {.requests = got->requests,
+			      .oom_request = got->oom_request};
+	sum.frag_at_peak = msim_frag(got->st.allocated_bytes[0].peak,
+				     got->st.reserved_bytes[0].peak);
+	msim_run_info_t info = {
+		.kind = "measured", .trace_path = m->trace_path,
+		.trace_hash = hash,
+		.trace_format = msim_trace_format_name(m->trace),
+		.policy = m->policy, .params = m->params,
+		.cap_bytes = m->cap, .addresses = "device",
+		.wall_ms = m->wall_ms, .meta = m->meta,
+	};
+	int rc = msim_db_store_run(db, &info, &sum, &got->st, NULL,
+				   got->events, got->nevents, run_id_out);
+	if (rc)
+		return job_fail(err, MSIM_JOB_ESTORE, rc, "%s",
+				msim_db_errmsg(db));
+	return 0;
+}

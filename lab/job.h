@@ -24,6 +24,7 @@
 #include "sim/engine.h"
 #include "sim/results.h"
 #include "sim/timemodel.h"
+#include "validate/validate.h"
 
 /* A setting as a job replays it. */
 typedef struct msim_job_spec_s {
@@ -209,5 +210,23 @@ void msim_job_destroy(msim_job_t *job);
 /* The trace options every job opens a trace file with (and bench, so its
  * requests are the ones a run replays). */
 msim_trace_options_t msim_job_trace_options(const msim_job_spec_t *spec);
+
+/* A run measured on a device (memsim validate, lab/measure.h). */
+typedef struct msim_job_measured_s {
+	const char *trace_path;      /* as given */
+	msim_trace_t *trace;         /* read: its hash and format */
+	const char *policy;          /* the policy that models it */
+	const char *params;          /* canonical */
+	uint64_t cap;                /* bytes; 0: none */
+	double wall_ms;
+	const char *const *meta;     /* mode, device, versions, ... */
+	const msim_measured_t *got;  /* the figures and device events */
+} msim_job_measured_t;
+
+/* Stores m as a new "measured" row (every measurement its own row, no
+ * setting key), addresses "device".  Returns 0 with the run's id, or an
+ * error (MSIM_JOB_ESTORE). */
+int msim_job_store_measured(msim_db_t *db, const msim_job_measured_t *m,
+			    int64_t *run_id_out, msim_job_err_t *err);
 
 #endif

@@ -20,6 +20,7 @@
 
 #include "policies/registry.h"
 #include "sim/error.h"
+#include "sim/file.h"
 #include "lab/job.h"
 #include "lab/sweep_int.h"
 #include "sim/timemodel.h"
@@ -652,35 +653,29 @@ static int
 read_settings_file(const char *path, kvlist_t **out, size_t *n_out,
 		   char *why, size_t whylen)
 {
-	FILE *fp = fopen(path, "r");
-	if (!fp) {
-		snprintf(why, whylen, "%s: %s", path, strerror(errno));
-		return MSIM_EIO;
-	}
+	/* Read with a size limit (sim/file.h): a settings file given
+	 * /dev/zero or an endless FIFO is an error, not a heap that grows. */
+	msim_text_t tx;
+	int rc = msim_text_open(&tx, path, NULL, MSIM_TEXT_MAX, why, whylen);
+	if (rc)
+		return rc;
 	kvlist_t *v = NULL;
-	size_t n = 0, lineno = 0;
+	size_t n = 0, vcap = 0;
 	char line[4096];
-	int rc = 0;
-	while (fgets(line, sizeof(line), fp)) {
-		lineno++;
-		if (!strchr(line, '\n') && !feof(fp)) {
-			snprintf(why, whylen, "%s:%zu: line too long", path,
-				 lineno);
-			rc = MSIM_EFORMAT;
-			break;
-		}
+	while ((rc = msim_text_line(&tx, line, sizeof(line), why, whylen)) ==
+	       1) {
+		size_t lineno = tx.lineno;
+		rc = 0;
 		char *hash = strchr(line, '#');
 		if (hash)
 			*hash = 0;
 		char *t = trim(line);
 		if (!*t)
 			continue;
-		kvlist_t *nv = realloc(v, (n + 1) * sizeof(*nv));
-		if (!nv) {
+		if (MSIM_GROW(v, vcap, n + 1, 64)) { /* not a copy a line */
 			rc = MSIM_ENOMEM;
 			break;
 		}
-		v = nv;
 		memset(&v[n], 0, sizeof(v[n]));
 		char w[256];
 		if ((rc = kv_parse(&v[n++], t, w, sizeof(w)))) {
@@ -688,11 +683,7 @@ read_settings_file(const char *path, kvlist_t **out, size_t *n_out,
 			break;
 		}
 	}
-	if (!rc && ferror(fp)) {
-		snprintf(why, whylen, "%s: cannot read", path);
-		rc = MSIM_EIO;
-	}
-	fclose(fp);
+	msim_text_close(&tx);
 	if (!rc && !n) {
 		snprintf(why, whylen, "%s: no settings in the file", path);
 		rc = MSIM_EFORMAT;
@@ -909,6 +900,92 @@ plan_draw(plan_ctx_t *pc, const plan_src_t *src, gsl_rng *rng,
 	return rc;
 }
 
+/* The integers of the range "LO..HI" in *n (LO and HI whole, n at most
+ * 2^53); 0 when v is no such range. */
+static int
+int_range(const char *v, double *lo, double *hi, double *n)
+{
+	if (!is_range(v, lo, hi) || *lo != floor(*lo) || *hi != floor(*hi) ||
+	    *hi - *lo >= 9007199254740992.0)
+		return 0;
+	*n = *hi - *lo + 1;
+	return 1;
+}
+
+/*
+ * The settings a random search over src can draw for one trace, policy
+ * and cap: the base settings times the values of each axis, an integer
+ * range of an integer key counting its integers; SIZE_MAX when a range of
+ * reals makes them uncountable or they pass SIZE_MAX.
+ */
+static size_t
+plan_space(const msim_sweep_spec_t *spec, const plan_src_t *src)
+{
+	double total = (double)src->nbase;
+	for (size_t g = 0; g < spec->ngrid; g++) {
+		const axis_t *a = &src->axes[g];
+		double n = 0;
+		for (size_t k = 0; k < a->n; k++) {
+			double lo, hi, m;
+			if (!is_range(a->values[k], &lo, &hi)) {
+				n += 1;
+				continue;
+			}
+			if (!key_is_uint(spec, a->key) ||
+			    !int_range(a->values[k], &lo, &hi, &m))
+				return SIZE_MAX;
+			n += m;
+		}
+		total *= n;
+	}
+	return total < (double)SIZE_MAX ? (size_t)total : SIZE_MAX;
+}
+
+/* Replaces each integer range of a by its integers (plan_space() counted
+ * them). */
+static int
+axis_expand(axis_t *a)
+{
+	size_t n = 0, len = 0;
+	for (size_t k = 0; k < a->n; k++) {
+		double lo, hi, m;
+		if (int_range(a->values[k], &lo, &hi, &m)) {
+			n += (size_t)m;
+			len += (size_t)m * 24;
+		} else {
+			n++;
+			len += strlen(a->values[k]) + 1;
+		}
+	}
+	char **v = malloc(n * sizeof(*v));
+	char *buf = malloc(len), *p = buf;
+	if (!v || !buf) {
+		free(v);
+		free(buf);
+		return MSIM_ENOMEM;
+	}
+	size_t i = 0;
+	for (size_t k = 0; k < a->n; k++) {
+		double lo, hi, m;
+		if (int_range(a->values[k], &lo, &hi, &m)) {
+			for (double x = lo; x <= hi; x++) {
+				v[i++] = p;
+				p += snprintf(p, 24, "%.0f", x) + 1;
+			}
+		} else {
+			size_t l = strlen(a->values[k]) + 1;
+			v[i++] = memcpy(p, a->values[k], l);
+			p += l;
+		}
+	}
+	free(a->values);
+	free(a->buf);
+	a->values = v;
+	a->buf = buf;
+	a->n = n;
+	return 0;
+}
+
 /* The cartesian product of the axes over one base setting; the last axis
  * turns fastest. */
 static int
@@ -941,20 +1018,33 @@ plan_grid(plan_ctx_t *pc, const plan_src_t *src, const kvlist_t *base,
 /* Every setting of the sweep, in a fixed order: trace, policy, cap, then
  * the draws or the grid over each base setting. */
 static int
-plan_expand(plan_ctx_t *pc, const plan_src_t *src)
+plan_expand(plan_ctx_t *pc, plan_src_t *src)
 {
 	const msim_sweep_spec_t *spec = pc->spec;
 	size_t *odo = calloc(spec->ngrid + 1, sizeof(*odo));
 	gsl_rng *rng = NULL;
 	int rc = 0;
-	if (!odo || (spec->random && !(rng = gsl_rng_alloc(gsl_rng_mt19937))))
+	/* A random search over a grid of no more settings than it draws is
+	 * the grid itself: its settings, each once, at the cost of the grid
+	 * and not of the draws (--random 1000000000 over 449 settings). */
+	size_t space = spec->random ? plan_space(spec, src) : SIZE_MAX;
+	bool whole = spec->random && space <= spec->random;
+	if (whole) {
+		snprintf(pc->sw->note, sizeof(pc->sw->note), "--random %zu: "
+			 "the grid holds %zu setting%s, taking each once",
+			 spec->random, space, space == 1 ? "" : "s");
+		for (size_t g = 0; !rc && g < spec->ngrid; g++)
+			rc = axis_expand(&src->axes[g]);
+	}
+	if (!odo || (spec->random && !whole &&
+		     !(rng = gsl_rng_alloc(gsl_rng_mt19937))))
 		rc = MSIM_ENOMEM;
 	for (size_t t = 0; !rc && t < spec->ntraces; t++)
 	for (size_t p = 0; !rc && p < src->npolicies; p++)
 	for (size_t c = 0; !rc && c < src->ncaps; c++) {
 		const char *policy = src->policies[p];
 		uint64_t cap = src->caps[c];
-		if (spec->random) {
+		if (spec->random && !whole) {
 			/* The draws repeat for each trace, policy and cap, so
 			 * every trace sees the same settings. */
 			gsl_rng_set(rng, (unsigned long)spec->seed);
@@ -1178,6 +1268,12 @@ msim_sweep_destroy(msim_sweep_t *sw)
 	free(sw->hashes);
 	free(sw->spec_text);
 	free(sw);
+}
+
+const char *
+msim_sweep_note(const msim_sweep_t *sw)
+{
+	return sw->note;
 }
 
 size_t

@@ -106,6 +106,10 @@ int msim_sweep_plan(const msim_sweep_spec_t *spec, msim_sweep_t **out,
 		    char *why, size_t whylen);
 void msim_sweep_destroy(msim_sweep_t *sw);
 
+/* A line for the user about the plan ("--random N: the grid holds M
+ * settings, taking each once"), or "". */
+const char *msim_sweep_note(const msim_sweep_t *sw);
+
 /* Settings of the whole sweep (every shard). */
 size_t msim_sweep_total(const msim_sweep_t *sw);
 

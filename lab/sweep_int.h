@@ -24,6 +24,7 @@ struct msim_sweep_s {
 	uint64_t capacity;
 	char *spec_text;
 	char spec_hash[17];
+	char note[160];    /* msim_sweep_note() */
 	msim_sweep_row_t row; /* the sweeps table's row */
 	msim_trace_cache_t *caches; /* by trace, while the sweep runs */
 	/* The plan's reading of the traces into caches (spec->preload),

@@ -11,6 +11,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -22,7 +23,10 @@
 
 #include "lib/memsim.h"
 #include "lab/figures.h"
+#include "lab/fit.h"
 #include "lab/job.h"
+#include "lab/record.h"
+#include "lab/tune.h"
 #include "policies/registry.h"
 #include "sim/error.h"
 #include "sim/grow.h"
@@ -52,7 +56,9 @@ typedef msim_fig_t fig_t;
 enum { S_TRACE, S_POLICY, S_CONF, S_ADDRESSES, S_TRANSFORM, S_CALIBRATION,
        S_N };
 
-struct memsim_run_s {
+/* A run.  The caller holds a handle to it (run_get()), never its
+ * address. */
+typedef struct run_s {
 	char *s[S_N];
 	msim_job_spec_t spec;
 	msim_timemodel_t *tm;
@@ -64,14 +70,14 @@ struct memsim_run_s {
 	size_t nstored_tl;
 	bool loaded;
 	char errmsg[1200];
-};
+} run_t;
 
 static int
-run_fail(memsim_run_t *r, int rc, const char *fmt, ...)
+run_fail(run_t *r, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 static int
-run_fail(memsim_run_t *r, int rc, const char *fmt, ...)
+run_fail(run_t *r, int rc, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -82,7 +88,7 @@ run_fail(memsim_run_t *r, int rc, const char *fmt, ...)
 
 /* Replaces the owned string slot k by a copy of v (NULL: none). */
 static int
-run_str(memsim_run_t *r, int k, const char *v)
+run_str(run_t *r, int k, const char *v)
 {
 	char *c = NULL;
 	if (v && !(c = strdup(v)))
@@ -136,12 +142,164 @@ memsim_policy_summary(size_t i)
 	return ops ? ops->summary : NULL;
 }
 
+/*
+ * Handles.  The memsim_run_t * a caller holds is not the run's address but
+ * a token: the number of a slot in the table below and the slot's
+ * generation, which memsim_close() advances.  A closed run's handle, used
+ * or closed again, meets a slot of another generation (MEMSIM_ESTATE; a
+ * no-op for memsim_close()) and never freed memory, even once a new run
+ * took the slot; a pointer that is no handle at all names no slot
+ * (MEMSIM_EINVAL).  One mutex guards the table, held for the look-up
+ * only; the table is never freed (it stays reachable).
+ */
+#define SLOT_BITS (sizeof(uintptr_t) * 4)
+#define SLOT_MASK (((uintptr_t)1 << SLOT_BITS) - 1)
+#define GEN_MASK (UINTPTR_MAX >> SLOT_BITS)
+
+typedef struct slot_s {
+	run_t *run;      /* NULL: free */
+	uintptr_t gen;   /* 1 ... GEN_MASK, advanced at each close */
+	size_t next;     /* free: the next free slot + 1, or 0 */
+} slot_t;
+
+static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
+static slot_t *slots;
+static size_t nslots, slots_cap, free_slot; /* free_slot: index + 1 or 0 */
+
+/* Puts r in a slot; its handle in *out (NULL when memory is short). */
+static int
+handle_new(run_t *r, memsim_run_t **out)
+{
+	int rc = 0;
+	size_t i;
+	pthread_mutex_lock(&slots_lock);
+	if (free_slot) {
+		i = free_slot - 1;
+		free_slot = slots[i].next;
+	} else if (nslots < SLOT_MASK &&
+		   !MSIM_GROW(slots, slots_cap, nslots + 1, 64)) {
+		i = nslots++;
+		slots[i].gen = 1;
+	} else {
+		rc = MEMSIM_ENOMEM;
+	}
+	if (!rc) {
+		slots[i].run = r;
+		*out = (memsim_run_t *)(void *)((slots[i].gen << SLOT_BITS) |
+						(i + 1));
+	}
+	pthread_mutex_unlock(&slots_lock);
+	if (rc)
+		*out = NULL;
+	return rc;
+}
+
+/* The run of handle h in *r_out; MEMSIM_EINVAL for NULL or no handle,
+ * MEMSIM_ESTATE for a closed run.  With take, the slot is freed (the
+ * caller destroys the run). */
+static int
+handle_run(const memsim_run_t *h, bool take, run_t **r_out)
+{
+	uintptr_t t = (uintptr_t)(const void *)h;
+	size_t i = (size_t)(t & SLOT_MASK);
+	uintptr_t gen = t >> SLOT_BITS;
+	int rc = 0;
+	*r_out = NULL;
+	if (!h || !i)
+		return MEMSIM_EINVAL;
+	pthread_mutex_lock(&slots_lock);
+	if (i > nslots || !gen) {
+		rc = MEMSIM_EINVAL;
+	} else if (slots[i - 1].gen != gen || !slots[i - 1].run) {
+		rc = gen < slots[i - 1].gen ? MEMSIM_ESTATE : MEMSIM_EINVAL;
+	} else {
+		*r_out = slots[i - 1].run;
+		if (take) {
+			slot_t *sl = &slots[i - 1];
+			sl->run = NULL;
+			sl->gen = sl->gen == GEN_MASK ? 1 : sl->gen + 1;
+			sl->next = free_slot;
+			free_slot = i;
+		}
+	}
+	pthread_mutex_unlock(&slots_lock);
+	return rc;
+}
+
+/* The message of a handle that is not an open run. */
+static const char *
+handle_msg(int rc)
+{
+	return rc == MEMSIM_ESTATE ? "the run is closed"
+				   : "not a run (NULL or not from memsim_open())";
+}
+
+/* Declares r, the run of handle h, or returns handle_run()'s error. */
+#define RUN_OF(h, r)                                                          \
+	run_t *r;                                                             \
+	do {                                                                  \
+		int hrc_ = handle_run((h), false, &r);                        \
+		if (hrc_)                                                     \
+			return hrc_;                                          \
+	} while (0)
+
+/*
+ * GSL's default error handler aborts; the library checks GSL's status
+ * codes and gives its input to GSL checked, so the handler is reached
+ * only when the host runs out of memory.  It is turned off once for the
+ * process (pthread_once, at the first memsim_open()), and only where the
+ * caller has installed none of their own: replays in several threads
+ * change no process-wide state.
+ */
+static pthread_once_t gsl_once = PTHREAD_ONCE_INIT;
+
+static void
+gsl_quiet(void)
+{
+	gsl_error_handler_t *prev = gsl_set_error_handler_off();
+	if (prev)
+		gsl_set_error_handler(prev);
+}
+
+static void
+run_destroy(run_t *r)
+{
+	if (!r)
+		return;
+	msim_job_destroy(r->job);
+	msim_timemodel_destroy(r->tm);
+	msim_figs_clear(&r->figs);
+	free(r->stored_tl);
+	for (int k = 0; k < S_N; k++)
+		free(r->s[k]);
+	free(r);
+}
+
+/* A new run in *rp and its handle in *out; MEMSIM_ENOMEM (both NULL). */
+static int
+run_new(memsim_run_t **out, run_t **rp)
+{
+	run_t *r = calloc(1, sizeof(*r));
+	*rp = r;
+	*out = NULL;
+	if (!r)
+		return MEMSIM_ENOMEM;
+	if (handle_new(r, out)) {
+		free(r);
+		*rp = NULL;
+		return MEMSIM_ENOMEM;
+	}
+	return 0;
+}
+
 int
 memsim_open(memsim_run_t **out, const char *trace)
 {
-	memsim_run_t *r = calloc(1, sizeof(*r));
-	*out = r;
-	if (!r)
+	if (!out)
+		return MEMSIM_EINVAL;
+	pthread_once(&gsl_once, gsl_quiet);
+	run_t *r;
+	if (run_new(out, &r))
 		return MEMSIM_ENOMEM;
 	if (!trace || !*trace)
 		return run_fail(r, MEMSIM_EINVAL, "no trace given");
@@ -155,28 +313,28 @@ memsim_open(memsim_run_t **out, const char *trace)
 }
 
 void
-memsim_close(memsim_run_t *r)
+memsim_close(memsim_run_t *h)
 {
-	if (!r)
-		return;
-	msim_job_destroy(r->job);
-	msim_timemodel_destroy(r->tm);
-	msim_figs_clear(&r->figs);
-	free(r->stored_tl);
-	for (int k = 0; k < S_N; k++)
-		free(r->s[k]);
-	free(r);
+	run_t *r;
+	if (!handle_run(h, true, &r))
+		run_destroy(r);
 }
 
 const char *
-memsim_errmsg(const memsim_run_t *r)
+memsim_errmsg(const memsim_run_t *h)
 {
-	return r ? r->errmsg : "out of memory";
+	if (!h)
+		return "no run (memsim_open() ran out of memory, or was given "
+		       "no place for the run)";
+	run_t *r;
+	int rc = handle_run(h, false, &r);
+	return rc ? handle_msg(rc) : r->errmsg;
 }
 
 int
-memsim_set_policy(memsim_run_t *r, const char *policy, const char *conf)
+memsim_set_policy(memsim_run_t *h, const char *policy, const char *conf)
 {
+	RUN_OF(h, r);
 	*r->errmsg = '\0';
 	if (r->replayed)
 		return run_fail(r, MEMSIM_ESTATE, "the run was replayed "
@@ -202,7 +360,7 @@ memsim_set_policy(memsim_run_t *r, const char *policy, const char *conf)
 }
 
 static int
-opt_bool(memsim_run_t *r, const char *name, const char *v, bool *out)
+opt_bool(run_t *r, const char *name, const char *v, bool *out)
 {
 	if (!strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "yes"))
 		*out = true;
@@ -215,7 +373,7 @@ opt_bool(memsim_run_t *r, const char *name, const char *v, bool *out)
 }
 
 static int
-opt_bytes(memsim_run_t *r, const char *name, const char *v, uint64_t *out)
+opt_bytes(run_t *r, const char *name, const char *v, uint64_t *out)
 {
 	if (msim_parse_bytes(v, out))
 		return run_fail(r, MEMSIM_EINVAL, "%s: '%s' is not a size in "
@@ -223,8 +381,17 @@ opt_bytes(memsim_run_t *r, const char *name, const char *v, uint64_t *out)
 	return 0;
 }
 
+static int run_option(run_t *r, const char *name, const char *value);
+
 int
-memsim_set_option(memsim_run_t *r, const char *name, const char *value)
+memsim_set_option(memsim_run_t *h, const char *name, const char *value)
+{
+	RUN_OF(h, r);
+	return run_option(r, name, value);
+}
+
+static int
+run_option(run_t *r, const char *name, const char *value)
 {
 	*r->errmsg = '\0';
 	if (!name || !value)
@@ -276,7 +443,7 @@ memsim_set_option(memsim_run_t *r, const char *name, const char *value)
 	if (!strcmp(name, "recording")) {
 		int rc = opt_bool(r, name, value, &s->recording);
 		if (!rc && s->recording)
-			rc = memsim_set_option(r, "addresses", "trace");
+			rc = run_option(r, "addresses", "trace");
 		return rc;
 	}
 	if (!strcmp(name, "device")) {
@@ -292,9 +459,7 @@ memsim_set_option(memsim_run_t *r, const char *name, const char *value)
 	if (!strcmp(name, "calibration")) {
 		msim_timemodel_t *tm = NULL;
 		char why[1024];
-		gsl_error_handler_t *h = gsl_set_error_handler_off();
 		int rc = msim_timemodel_load(value, &tm, why, sizeof(why));
-		gsl_set_error_handler(h);
 		if (rc)
 			return run_fail(r, rc, "calibration: %s", why);
 		if ((rc = run_str(r, S_CALIBRATION, value))) {
@@ -328,24 +493,20 @@ job_code(const msim_job_err_t *err, int rc)
 }
 
 int
-memsim_replay(memsim_run_t *r)
+memsim_replay(memsim_run_t *h)
 {
+	RUN_OF(h, r);
 	*r->errmsg = '\0';
 	if (r->replayed)
 		return run_fail(r, MEMSIM_ESTATE, "the run was replayed "
 				"already");
 	r->replayed = true;
 	msim_job_err_t err;
-	/* GSL's default handler aborts: the code below checks GSL's status
-	 * codes instead (as memsim's main() does), so it is off during the
-	 * replay and the caller's handler is back after it. */
-	gsl_error_handler_t *gsl_handler = gsl_set_error_handler_off();
-	/* Opened as a stored job, so memsim_store() keeps the blocks at
+	/* GSL's handler: gsl_quiet().  Opened as a stored job, so memsim_store() keeps the blocks at
 	 * peak as `memsim run --db` does. */
 	int rc = msim_job_open(&r->spec, true, &r->job, &err);
 	if (!rc)
 		rc = msim_job_run(r->job, &err);
-	gsl_set_error_handler(gsl_handler);
 	if (rc) {
 		msim_job_destroy(r->job);
 		r->job = NULL;
@@ -359,29 +520,42 @@ memsim_replay(memsim_run_t *r)
 }
 
 size_t
-memsim_count(const memsim_run_t *r)
+memsim_count(const memsim_run_t *h)
 {
-	return r->figs.n;
+	run_t *r;
+	return handle_run(h, false, &r) ? 0 : r->figs.n;
 }
 
 const char *
-memsim_name(const memsim_run_t *r, size_t i)
+memsim_name(const memsim_run_t *h, size_t i)
 {
+	run_t *r;
+	if (handle_run(h, false, &r))
+		return NULL;
 	return i < r->figs.n ? r->figs.v[i].name : NULL;
 }
 
 int
-memsim_get_kind(const memsim_run_t *r, const char *name)
+memsim_get_kind(const memsim_run_t *h, const char *name)
 {
+	RUN_OF(h, r);
+	if (!name)
+		return run_fail(r, MEMSIM_EINVAL, "no figure name given");
 	const fig_t *f = msim_figs_find(&r->figs, name);
 	return f ? f->kind : MEMSIM_ENOTFOUND;
 }
 
 /* The figure called name, or an error. */
 static int
-fig_get(const memsim_run_t *r, const char *name, const fig_t **out)
+fig_get(const memsim_run_t *h, const char *name, const void *value_out,
+	run_t **rp, const fig_t **out)
 {
-	memsim_run_t *w = (memsim_run_t *)r; /* the message is mutable */
+	RUN_OF(h, w);
+	const run_t *r = w;
+	*rp = w;
+	if (!name || !value_out)
+		return run_fail(w, MEMSIM_EINVAL, "no figure name or no place "
+				"for its value");
 	if (!r->job && !r->loaded)
 		return run_fail(w, MEMSIM_ESTATE, "the run is not replayed");
 	if (!(*out = msim_figs_find(&r->figs, name)))
@@ -391,64 +565,79 @@ fig_get(const memsim_run_t *r, const char *name, const fig_t **out)
 }
 
 int
-memsim_get_int(const memsim_run_t *r, const char *name, int64_t *value_out)
+memsim_get_int(const memsim_run_t *h, const char *name, int64_t *value_out)
 {
 	const fig_t *f;
-	int rc = fig_get(r, name, &f);
+	run_t *r;
+	int rc = fig_get(h, name, value_out, &r, &f);
 	if (rc)
 		return rc;
 	if (f->kind != MEMSIM_INT && f->kind != MEMSIM_BOOL)
-		return run_fail((memsim_run_t *)r, MEMSIM_EINVAL, "'%s' is not "
+		return run_fail(r, MEMSIM_EINVAL, "'%s' is not "
 				"an integer", name);
 	*value_out = f->i;
 	return 0;
 }
 
 int
-memsim_get_real(const memsim_run_t *r, const char *name, double *value_out)
+memsim_get_real(const memsim_run_t *h, const char *name, double *value_out)
 {
 	const fig_t *f;
-	int rc = fig_get(r, name, &f);
+	run_t *r;
+	int rc = fig_get(h, name, value_out, &r, &f);
 	if (rc)
 		return rc;
 	if (f->kind == MEMSIM_TEXT)
-		return run_fail((memsim_run_t *)r, MEMSIM_EINVAL, "'%s' is not "
+		return run_fail(r, MEMSIM_EINVAL, "'%s' is not "
 				"a number", name);
 	*value_out = f->kind == MEMSIM_REAL ? f->d : (double)f->i;
 	return 0;
 }
 
 int
-memsim_get_text(const memsim_run_t *r, const char *name,
+memsim_get_text(const memsim_run_t *h, const char *name,
 		const char **value_out)
 {
 	const fig_t *f;
-	int rc = fig_get(r, name, &f);
+	run_t *r;
+	int rc = fig_get(h, name, value_out, &r, &f);
 	if (rc)
 		return rc;
 	if (f->kind != MEMSIM_TEXT)
-		return run_fail((memsim_run_t *)r, MEMSIM_EINVAL, "'%s' is not "
+		return run_fail(r, MEMSIM_EINVAL, "'%s' is not "
 				"text", name);
 	*value_out = f->t;
 	return 0;
 }
 
+static size_t run_tl_len(const run_t *r);
+
 size_t
-memsim_timeline_len(const memsim_run_t *r)
+memsim_timeline_len(const memsim_run_t *h)
+{
+	run_t *r;
+	return handle_run(h, false, &r) ? 0 : run_tl_len(r);
+}
+
+static size_t
+run_tl_len(const run_t *r)
 {
 	return r->job ? msim_sim_timeline(msim_job_sim(r->job))->n
 		      : r->nstored_tl;
 }
 
 int
-memsim_timeline_get(const memsim_run_t *r, size_t i, memsim_point_t *out)
+memsim_timeline_get(const memsim_run_t *h, size_t i, memsim_point_t *out)
 {
+	RUN_OF(h, r);
+	if (!out)
+		return run_fail(r, MEMSIM_EINVAL, "no place for the point");
 	if (!r->job && !r->loaded)
-		return run_fail((memsim_run_t *)r, MEMSIM_ESTATE, "the run is "
+		return run_fail(r, MEMSIM_ESTATE, "the run is "
 				"not replayed");
-	size_t n = memsim_timeline_len(r);
+	size_t n = run_tl_len(r);
 	if (i >= n)
-		return run_fail((memsim_run_t *)r, MEMSIM_EINVAL, "point %zu "
+		return run_fail(r, MEMSIM_EINVAL, "point %zu "
 				"of %zu", i, n);
 	const msim_sample_t *s = r->job
 		? &msim_sim_timeline(msim_job_sim(r->job))->v[i]
@@ -463,11 +652,12 @@ memsim_timeline_get(const memsim_run_t *r, size_t i, memsim_point_t *out)
 }
 
 int
-memsim_store(memsim_run_t *r, const char *db_path, int64_t *run_id_out)
+memsim_store(memsim_run_t *h, const char *db_path, int64_t *run_id_out)
 {
-	*r->errmsg = '\0';
 	if (run_id_out)
 		*run_id_out = -1;
+	RUN_OF(h, r);
+	*r->errmsg = '\0';
 	if (!r->job)
 		return run_fail(r, MEMSIM_ESTATE, "the run is not replayed");
 	if (!db_path || !*db_path)
@@ -517,6 +707,12 @@ memsim_list_runs(const char *db_path, int64_t *ids, size_t max,
 	*list_errmsg = '\0';
 	if (errmsg_out)
 		*errmsg_out = list_errmsg;
+	if (!n_out || (!ids && max)) {
+		snprintf(list_errmsg, sizeof(list_errmsg), "%s",
+			 !n_out ? "no place for the number of runs"
+				: "no buffer for the ids");
+		return MEMSIM_EINVAL;
+	}
 	*n_out = 0;
 	int rc = db_open_read(db_path, &db, list_errmsg,
 			      sizeof(list_errmsg));
@@ -538,7 +734,7 @@ memsim_list_runs(const char *db_path, int64_t *ids, size_t max,
 }
 
 typedef struct tl_ctx_s {
-	memsim_run_t *r;
+	run_t *r;
 	size_t cap;
 } tl_ctx_t;
 
@@ -546,7 +742,7 @@ static int
 tl_add(const msim_sample_t *s, void *ctx)
 {
 	tl_ctx_t *c = ctx;
-	memsim_run_t *r = c->r;
+	run_t *r = c->r;
 	if (MSIM_GROW(r->stored_tl, c->cap, r->nstored_tl + 1, 1024))
 		return MEMSIM_ENOMEM;
 	r->stored_tl[r->nstored_tl++] = *s;
@@ -556,9 +752,10 @@ tl_add(const msim_sample_t *s, void *ctx)
 int
 memsim_load(memsim_run_t **out, const char *db_path, int64_t run_id)
 {
-	memsim_run_t *r = calloc(1, sizeof(*r));
-	*out = r;
-	if (!r)
+	if (!out)
+		return MEMSIM_EINVAL;
+	run_t *r;
+	if (run_new(out, &r))
 		return MEMSIM_ENOMEM;
 	r->replayed = true; /* nothing to replay */
 	msim_db_t *db;
@@ -590,4 +787,97 @@ memsim_load(memsim_run_t **out, const char *db_path, int64_t run_id)
 	}
 	r->loaded = true;
 	return 0;
+}
+
+/* why may be NULL: the lab calls write into a buffer of their own then. */
+static char *
+lab_why(char *why, size_t whylen, char *own, size_t ownlen, size_t *len)
+{
+	*len = why && whylen ? whylen : ownlen;
+	return why && whylen ? why : own;
+}
+
+int
+memsim_tune(const char *trace, uint64_t cap, const char *db_path,
+	    char *conf_out, size_t n, char *why, size_t whylen)
+{
+	char own[1024];
+	size_t wl;
+	char *w = lab_why(why, whylen, own, sizeof(own), &wl);
+	w[0] = '\0';
+	if (!trace || !db_path || !cap || !conf_out || !n) {
+		snprintf(w, wl, "memsim_tune: a trace, a cap, a database and "
+			 "a buffer are required");
+		return MEMSIM_EINVAL;
+	}
+	msim_tune_spec_t spec = {
+		.trace = trace, .cap = cap, .db_path = db_path,
+		.grid = msim_tune_grid, .ngrid = MSIM_TUNE_NGRID, .jobs = 0,
+	};
+	msim_tune_result_t res;
+	int rc = msim_tune_run(&spec, &res, w, wl);
+	conf_out[0] = '\0';
+	if (rc)
+		return rc;
+	if (*res.store_err) {
+		snprintf(w, wl, "%s", res.store_err);
+		return MEMSIM_EDB;
+	}
+	if (!res.fits)
+		return 1;
+	snprintf(conf_out, n, "%s", res.best.params);
+	return 0;
+}
+
+int
+memsim_fit(const char *pattern, const char *name, long lo, long hi,
+	   uint64_t cap, const char *policy, long *best_out, char *why,
+	   size_t whylen)
+{
+	char own[1024];
+	size_t wl;
+	char *w = lab_why(why, whylen, own, sizeof(own), &wl);
+	w[0] = '\0';
+	if (!pattern || !name || !cap || lo > hi || !best_out) {
+		snprintf(w, wl, "memsim_fit: a pattern, a name, a cap and "
+			 "lo <= hi are required");
+		return MEMSIM_EINVAL;
+	}
+	char *pat = (char *)pattern;
+	if (!msim_record_has(&pat, 1, name)) {
+		snprintf(w, wl, "memsim_fit: '%s' has no {%s}", pattern, name);
+		return MEMSIM_EINVAL;
+	}
+	msim_fit_spec_t spec = {
+		.cap = cap, .name = name, .lo = lo, .hi = hi,
+		.policy = policy, .pattern = pattern,
+	};
+	msim_fit_result_t res;
+	int rc = msim_fit_run(&spec, &res, w, wl);
+	if (!rc)
+		*best_out = res.best;
+	msim_fit_clear(&res);
+	return rc;
+}
+
+#ifndef PYTHON_DIR
+#define PYTHON_DIR ""
+#endif
+
+int
+memsim_record(const char *out, char *const *argv, int argc, char *why,
+	      size_t whylen)
+{
+	char own[1024];
+	size_t wl;
+	char *w = lab_why(why, whylen, own, sizeof(own), &wl);
+	w[0] = '\0';
+	if (!out || !argv || argc < 1) {
+		snprintf(w, wl, "memsim_record: an output and a command are "
+			 "required");
+		return MEMSIM_EINVAL;
+	}
+	static const char *const dirs[] = {PYTHON_DIR, NULL};
+	msim_record_opts_t o = {.dirs = dirs};
+	return msim_record_exec(&o, out, NULL, 0, argv, argc, w, wl);
 }

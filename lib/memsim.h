@@ -14,12 +14,24 @@
  * library never prints and never exits.  A simulated out-of-memory is a
  * result, not an error: see the figure "oom_request".
  *
- * Handles are opaque.  One run must not be used by two threads at once;
- * runs in parallel threads are not tested (memsim sweep -j replays in
- * processes), so replay in processes to be safe.  memsim_replay() turns
- * GSL's aborting error handler off while it runs and restores the
- * caller's after.  Strings returned by the library belong to it and live
- * until the run is closed (or, for memsim_errmsg(), its next call).
+ * Handles are opaque tokens, not addresses.  Every function taking a run
+ * returns MEMSIM_EINVAL for NULL or a pointer that memsim_open() or
+ * memsim_load() did not give, and MEMSIM_ESTATE for a closed run (those
+ * returning a count return 0, memsim_name() NULL, memsim_errmsg() a
+ * message saying which); memsim_close() of a closed run does nothing,
+ * even after a new run was opened.  A NULL out-parameter (value_out, out,
+ * n_out) or name is MEMSIM_EINVAL.
+ *
+ * Threads: different runs may be replayed in different threads at once
+ * (tests/api_threads.c, also under ThreadSanitizer); one run must not be
+ * used by two threads at once.  No call changes process-wide state, with
+ * one exception made once: the first memsim_open() turns GSL's default
+ * error handler (which aborts) off for the process, unless the caller
+ * installed a handler of their own, which is kept.  The library checks
+ * GSL's status codes and hands GSL checked input, so the handler is
+ * reached only when the host runs out of memory.  Strings returned by the
+ * library belong to it and live until the run is closed (or, for
+ * memsim_errmsg(), its next call).
  *
  * Build against it with `pkg-config --cflags --libs memsim`.
  */
@@ -96,15 +108,17 @@ MEMSIM_EXPORT const char *memsim_policy_summary(size_t i);
  * defaults until memsim_set_policy().  The trace is read by
  * memsim_replay(), which reports its errors.  *out is set whenever
  * memory allows, also on error, so memsim_errmsg() can say why; close it
- * with memsim_close().  Returns 0, MEMSIM_EINVAL or MEMSIM_ENOMEM.
+ * with memsim_close().  Returns 0, MEMSIM_EINVAL (also for out NULL, then
+ * nothing is made) or MEMSIM_ENOMEM.
  */
 MEMSIM_EXPORT int memsim_open(memsim_run_t **out, const char *trace);
 
-/* Frees the run; NULL is a no-op. */
+/* Frees the run; NULL, a closed run (closing twice) or a pointer that is
+ * no run is a no-op. */
 MEMSIM_EXPORT void memsim_close(memsim_run_t *run);
 
 /* The last error's message, one line ("" if none); for NULL (memsim_open()
- * out of memory), "out of memory". */
+ * out of memory), a closed run or no run, a static line saying so. */
 MEMSIM_EXPORT const char *memsim_errmsg(const memsim_run_t *run);
 
 /*
@@ -204,18 +218,60 @@ MEMSIM_EXPORT int memsim_list_runs(const char *db_path, int64_t *ids,
 /*
  * A run as stored in db_path under run_id, as a run handle whose figures
  * and timeline read as those of a replayed run (memsim_count() ...
- * memsim_timeline_get()): the figures of `memsim run --json` the store
- * keeps (trace, trace_hash, policy, params, cap_bytes, requests, the
- * statistics, oom_request, frag_at_peak, frag_mean, ext_frag_max,
- * wall_ms), then kind, created, memsim_version, trace_format, addresses,
- * capacity_bytes, setting_key, the run's meta (modelled_device_ms,
- * calibration, ...: numbers as MEMSIM_INT or MEMSIM_REAL) and run_id.  It
- * cannot be replayed or stored.  *out is set as by memsim_open().
+ * memsim_timeline_get()): the figures `memsim report --json` prints, in
+ * its order: the stored columns of `memsim run --json` (trace,
+ * trace_hash, policy, params, cap_bytes, requests, strategy), the
+ * statistics, the other columns (memsim_version, kind, trace_format,
+ * addresses, oom_request, frag_at_peak, frag_mean, ext_frag_max,
+ * sim_time_ns, wall_ms, capacity_bytes, setting_key: "" when none), then
+ * created, the run's meta (modelled_device_ms, calibration, ...: numbers
+ * as MEMSIM_INT or MEMSIM_REAL) and run_id.  It cannot be replayed or
+ * stored.  *out is set as by memsim_open().
  * Returns 0, MEMSIM_EINVAL, MEMSIM_ENOTFOUND (no such file or run),
  * MEMSIM_EDB or MEMSIM_ENOMEM.
  */
 MEMSIM_EXPORT int memsim_load(memsim_run_t **out, const char *db_path,
 			      int64_t run_id);
+
+/*
+ * The experiments of memsim's commands (docs/lab.md), each one call over
+ * the same code as the command.  why (whylen bytes, may be NULL with 0)
+ * gets what went wrong, one line.
+ *
+ * memsim_tune(): `memsim tune`: the PYTORCH_CUDA_ALLOC_CONF of the
+ * pytorch policy with the lowest peak reserved that does not run out of
+ * memory under cap bytes (max_split_size_mb x
+ * garbage_collection_threshold x roundup_power2_divisions, run in this
+ * process), stored with the default in db_path as one tune sweep.  Writes
+ * it into conf_out (n bytes; "" for the defaults).  Returns 0, 1 when no
+ * setting of the search fits (conf_out ""), or an error.
+ */
+MEMSIM_EXPORT int memsim_tune(const char *trace, uint64_t cap,
+			      const char *db_path, char *conf_out, size_t n,
+			      char *why, size_t whylen);
+
+/*
+ * memsim_fit(): `memsim fit --traces`: the largest value in [lo, hi] of
+ * {name} in pattern ("gpt-{B}.csv", traces recorded already) whose trace
+ * replays under cap bytes through policy (NULL: pytorch) without running
+ * out of memory, by bisection (memory is assumed to grow with the value).
+ * Returns 0 with *best_out (lo - 1 when lo already runs out of memory),
+ * or an error.
+ */
+MEMSIM_EXPORT int memsim_fit(const char *pattern, const char *name, long lo,
+			     long hi, uint64_t cap, const char *policy,
+			     long *best_out, char *why, size_t whylen);
+
+/*
+ * memsim_record(): `memsim record -o out -- argv...`: runs argv (argc
+ * words: python3 SCRIPT ARGS, or SCRIPT ARGS) under the Python recorder
+ * (memsim_record from $MEMSIM_PYTHONPATH, else the installed one; the
+ * interpreter from argv, else $MEMSIM_PYTHON, else python3) and writes
+ * its allocations to out; the script's output goes to stderr.  Returns
+ * the recorder's exit status (0: out written), or an error.
+ */
+MEMSIM_EXPORT int memsim_record(const char *out, char *const *argv, int argc,
+				char *why, size_t whylen);
 
 #ifdef __cplusplus
 }

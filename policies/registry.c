@@ -21,7 +21,8 @@
 	X(arena)							\
 	X(binning)							\
 	X(buddy)							\
-	X(cupy)
+	X(cupy)								\
+	/* a policy a line, each ending in a backslash */
 
 #define POLICY_EXTERN(name) extern const msim_policy_ops_t msim_policy_##name;
 MSIM_POLICIES(POLICY_EXTERN)

@@ -29,6 +29,11 @@
 /* How db_open() opens a file. */
 enum { DB_CREATE, DB_EXISTING, DB_READONLY };
 
+/* SQLite's application_id of a memsim database ("MSIM"), set with the
+ * schema: `file` names it.  Files of schema 7 and older were made without
+ * it and are told apart by their tables (db_check_owner()). */
+#define DB_APP_ID 0x4d53494d
+
 #define RUN_COL_SQL(name, json, type, sql, since, show, value) ", " #name " " sql
 static const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS meta("
@@ -155,25 +160,19 @@ static const char migrate_1_2_sql[] =
 	" (SELECT max(id) FROM runs GROUP BY kind, trace_hash, policy, params,"
 	"  cap_bytes, coalesce(addresses, 'model'));";
 
-/* What schema 3 adds: the strategies of generated and transformed
- * traces (NULL for the runs before, which had none). */
-static const char migrate_2_3_sql[] =
-	"ALTER TABLE runs ADD COLUMN strategy TEXT;";
-
 /*
- * The migrations of an older file, in order: what each schema version
- * to adds to the file of version to - 1 (a file of any older version runs
- * those above its own, then is stamped MSIM_DB_SCHEMA_VERSION).  A new
- * column of runs (sim/results.h's MSIM_RUN_COLUMNS) is one entry here,
- * "ALTER TABLE runs ADD COLUMN ...", with MSIM_DB_SCHEMA_VERSION raised
- * to its to (docs/changing.md).
+ * The migrations of an older file that are more than adding a column, in
+ * order: what schema version to adds to a file of version to - 1 (a file
+ * of any older version runs those above its own).  A column of runs that
+ * a file lacks (sim/results.h's MSIM_RUN_COLUMNS: schema 3's strategy,
+ * say) is added afterwards from its line of the list (db_add_columns()),
+ * so a new column needs no entry here (docs/changing.md).
  */
 static const struct db_migration_s {
 	int to;
 	const char *sql;
 } db_migrations[] = {
 	{2, migrate_1_2_sql},
-	{3, migrate_2_3_sql},
 };
 #define DB_NMIGRATIONS (sizeof(db_migrations) / sizeof(db_migrations[0]))
 
@@ -270,6 +269,43 @@ msim_dbi_pack_rows(msim_db_t *db, size_t k, const char *schema, int64_t dst_id,
 		 " ORDER BY %s)) WHERE n > 0", t->table, t->cols, t->cols,
 		 schema, t->table, t->order);
 	return msim_dbi_step2(db, sql, dst_id, src_id, NULL);
+}
+
+/* Whether main's runs table has column name. */
+static bool
+db_has_column(msim_db_t *db, const char *name)
+{
+	sqlite3_stmt *q;
+	bool has = false;
+	if (sqlite3_prepare_v2(db->db, "SELECT 1 FROM pragma_table_info('runs')"
+			       " WHERE name=?", -1, &q, NULL) == SQLITE_OK) {
+		sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
+		has = sqlite3_step(q) == SQLITE_ROW;
+	}
+	sqlite3_finalize(q);
+	return has;
+}
+
+/* A file of schema have: each column of MSIM_RUN_COLUMNS newer than it
+ * that its runs table lacks is added, as its line declares it (the rows
+ * there read it as NULL, as a reader of the older file does).  0 or
+ * MSIM_EDB. */
+static int
+db_add_columns(msim_db_t *db, int have)
+{
+	for (size_t c = 0; c < msim_db_run_ncols; c++) {
+		const msim_db_col_t *col = &msim_db_run_cols[c];
+		if (col->since <= have || db_has_column(db, col->name))
+			continue;
+		char sql[512], what[160];
+		snprintf(sql, sizeof(sql), "ALTER TABLE runs ADD COLUMN %s %s",
+			 col->name, col->sql);
+		snprintf(what, sizeof(what), "cannot add the column %s of "
+			 "schema %d", col->name, col->since);
+		if (msim_dbi_exec(db, sql, what))
+			return MSIM_EDB;
+	}
+	return 0;
 }
 
 /* Schema 6 and before to 7: each table of msim_dbi_packed that is still a
@@ -520,7 +556,7 @@ static int
 db_stamp(void)
 {
 	const char *part[] = {MSIM_STR(MSIM_DB_SCHEMA_VERSION), schema_sql,
-			      views_sql, index_sql};
+			      views_sql, index_sql, MSIM_STR(DB_APP_ID)};
 	uint32_t h = 2166136261u;
 	for (size_t k = 0; k < sizeof(part) / sizeof(part[0]); k++)
 		for (const char *p = part[k]; *p; p++)
@@ -611,6 +647,70 @@ db_fresh_sync(msim_db_t *db)
 	return 0;
 }
 
+/* The first column of a one-row statement as an int in *v_out; an SQLite
+ * error code otherwise. */
+static int
+db_get_int(msim_db_t *db, const char *sql, int *v_out)
+{
+	sqlite3_stmt *q;
+	int rc = sqlite3_prepare_v2(db->db, sql, -1, &q, NULL);
+	if (rc == SQLITE_OK) {
+		rc = sqlite3_step(q);
+		if (rc == SQLITE_ROW) {
+			*v_out = sqlite3_column_int(q, 0);
+			rc = SQLITE_OK;
+		} else if (rc == SQLITE_DONE) {
+			*v_out = 0;
+			rc = SQLITE_OK;
+		}
+	}
+	sqlite3_finalize(q);
+	return rc;
+}
+
+/*
+ * Whether the file at path, opened for writing and not new, is memsim's:
+ * its application_id is memsim's, or it has none and holds nothing (no
+ * table, view or index) or memsim's tables of an older schema (meta with
+ * a schema_version, runs).  Another program's database is refused before
+ * anything is written to it (no table made, no switch to WAL).
+ */
+static int
+db_check_owner(msim_db_t *db, const char *path)
+{
+	int app, n;
+	if (db_get_int(db, "PRAGMA application_id", &app) != SQLITE_OK)
+		return msim_dbi_fail(db, "cannot open");
+	if (app == DB_APP_ID)
+		return 0;
+	if (app) {
+		snprintf(db->errmsg, sizeof(db->errmsg), "%.1000s: not a "
+			 "memsim database (SQLite application_id 0x%08x): "
+			 "memsim writes only to its own files, give a new one",
+			 path, (unsigned)app);
+		return MSIM_EDB;
+	}
+	if (db_get_int(db, "SELECT count(*) FROM sqlite_master", &n) !=
+	    SQLITE_OK)
+		return msim_dbi_fail(db, "cannot open");
+	if (!n || (db_read_version(db) > 0 && db_has_table(db, "runs")))
+		return 0;
+	char first[200] = "";
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(db->db, "SELECT type, name FROM sqlite_master "
+			       "ORDER BY rowid LIMIT 1", -1, &q, NULL) ==
+		    SQLITE_OK &&
+	    sqlite3_step(q) == SQLITE_ROW)
+		snprintf(first, sizeof(first), " (it holds %s '%.100s')",
+			 (const char *)sqlite3_column_text(q, 0),
+			 (const char *)sqlite3_column_text(q, 1));
+	sqlite3_finalize(q);
+	snprintf(db->errmsg, sizeof(db->errmsg), "%.1000s: not a memsim "
+		 "database%s: memsim adds nothing to another program's "
+		 "database, give a new file", path, first);
+	return MSIM_EDB;
+}
+
 static int
 db_open(const char *path, int how, msim_db_t **out, char *why,
 	size_t whylen)
@@ -654,6 +754,9 @@ db_open(const char *path, int how, msim_db_t **out, char *why,
 	}
 	sqlite3_busy_handler(db->db, db_busy, db);
 	sqlite3_extended_result_codes(db->db, 1);
+	if (!fresh && (rc = db_check_owner(db, path)))
+		goto fail;
+	rc = MSIM_EDB;
 	/* A new file holds nothing to lose: it is made without syncs (no
 	 * rollback journal for the switch to WAL, written in memory, no
 	 * fdatasync of it, the file, the WAL's header or the folder: five
@@ -721,8 +824,9 @@ db_open(const char *path, int how, msim_db_t **out, char *why,
 			  "cannot write the schema version")))
 		goto rollback;
 	/* An older file: each migration to a version above its own, in
-	 * order.  Schema 4 only adds the table peak_blocks, schema 5 the
-	 * table sweep_failed, both made above; schema 6 packs three tables,
+	 * order, then the columns of runs it lacks (schema 3's strategy).
+	 * Schema 4 only adds the table peak_blocks, schema 5 the table
+	 * sweep_failed, both made above; schema 6 packs three tables,
 	 * schema 7 a fourth (stats): db_pack_old(). */
 	for (size_t k = 0; have >= 1 && k < DB_NMIGRATIONS; k++) {
 		char what[64];
@@ -732,7 +836,8 @@ db_open(const char *path, int how, msim_db_t **out, char *why,
 		    (rc = msim_dbi_exec(db, db_migrations[k].sql, what)))
 			goto rollback;
 	}
-	if ((rc = db_pack_old(db)) ||
+	if ((have >= 1 && (rc = db_add_columns(db, have))) ||
+	    (rc = db_pack_old(db)) ||
 	    (rc = msim_dbi_exec(db, views_sql, "cannot create the views")))
 		goto rollback;
 	if (have >= 1 && have < MSIM_DB_SCHEMA_VERSION &&
@@ -744,7 +849,8 @@ db_open(const char *path, int how, msim_db_t **out, char *why,
 	if ((rc = msim_dbi_exec(db, index_sql, "cannot create the indexes")))
 		goto rollback;
 	char stamp[64];
-	snprintf(stamp, sizeof(stamp), "PRAGMA user_version=%d", db_stamp());
+	snprintf(stamp, sizeof(stamp), "PRAGMA application_id=%d; "
+		 "PRAGMA user_version=%d", DB_APP_ID, db_stamp());
 	if ((rc = msim_dbi_exec(db, stamp, "cannot write the schema version")))
 		goto rollback;
 	if ((rc = msim_dbi_exec(db, "COMMIT", "cannot commit")))

@@ -12,6 +12,7 @@
 #include <gsl/gsl_interp.h>
 
 #include "sim/error.h"
+#include "sim/file.h"
 #include "sim/timemodel.h"
 
 #define TM_MAXPTS 64
@@ -94,17 +95,25 @@ timemodel_read(FILE *fp, const char *path, msim_timemodel_t **out, char *why,
 		snprintf(why, whylen, "%s: %s", path, msim_strerror(MSIM_ENOMEM));
 		return MSIM_ENOMEM;
 	}
-	char line[512];
-	unsigned long lineno = 0;
+	/* A calibration is a few dozen short lines: 1 MiB at most, so
+	 * --calibration /dev/zero is an error, not a hang. */
+	msim_text_t tx;
+	msim_text_open(&tx, path, fp, 1u << 20, why, whylen);
+	char line[4096];
 	int rc = 0;
-	while (fgets(line, sizeof(line), fp)) {
-		lineno++;
+	while ((rc = msim_text_line(&tx, line, sizeof(line), why, whylen)) ==
+	       1) {
+		unsigned long lineno = tx.lineno;
+		rc = 0;
 		double v[5];
 		char tail;
 		if (sscanf(line, "%lf,%lf,%lf,%lf,%lf%c", &v[0], &v[1], &v[2],
 			   &v[3], &v[4], &tail) < 5)
 			continue; /* the header, the address rows */
-		if (!(v[0] >= 1) || (tm->n && v[0] <= tm->size[tm->n - 1])) {
+		/* Increasing in log2 too: gsl_interp_init() is given checked
+		 * points only (lib/memsim.h, GSL's handler). */
+		if (!(v[0] >= 1) || (tm->n && !(log2(v[0]) >
+						 tm->lsize[tm->n - 1]))) {
 			snprintf(why, whylen, "%s:%lu: sizes must be positive "
 				 "and increasing", path, lineno);
 			rc = MSIM_EFORMAT;
@@ -129,6 +138,8 @@ timemodel_read(FILE *fp, const char *path, msim_timemodel_t **out, char *why,
 		tm->lsize[tm->n] = log2(v[0]);
 		tm->n++;
 	}
+	if (rc)
+		goto done;
 	if (tm->n < TM_FITPTS) {
 		snprintf(why, whylen, "%s: a calibration needs at least %d sizes",
 			 path, TM_FITPTS);
@@ -156,7 +167,7 @@ timemodel_read(FILE *fp, const char *path, msim_timemodel_t **out, char *why,
 		}
 	}
 done:
-	fclose(fp);
+	msim_text_close(&tx);
 	if (rc) {
 		msim_timemodel_destroy(tm);
 		return rc;

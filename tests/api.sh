@@ -46,6 +46,28 @@ grep -q '^EPARAMS alloc_conf: .*max_split_size_mb' "$tmp/check" ||
 grep -q '^missing .*: .*/nonexistent/trace.csv' "$tmp/check" ||
 	fail "missing trace message: $(grep missing "$tmp/check")"
 
+# 2b. The experiments' calls give the commands' answers: memsim_fit() the
+# largest of `memsim fit --traces`, memsim_tune() the recommendation of
+# `memsim tune` (the same search, stored alike); memsim_record() says why
+# an interpreter cannot run.
+MEMSIM_PYTHONPATH=$srcdir/traces \
+	"$API" --lab "$DATA/record/gptfit-{B}.bin" 10 22 6442450944 \
+	"$DATA/traces/gpt2_varlen.csv" 16106127360 "$tmp/lab.db" \
+	>"$tmp/lab" 2>&1 ||
+	fail "api_run --lab: $(cat "$tmp/lab")"
+"$MEMSIM" fit --cap 6442450944 --vary B=10..22 \
+	--traces "$DATA/record/gptfit-{B}.bin" -c expandable_segments:True \
+	>"$tmp/fit" 2>/dev/null || fail "memsim fit"
+b=$(sed -n 's/^largest *B=\([0-9]*\).*/\1/p' "$tmp/fit")
+grep -qx "fit $b" "$tmp/lab" || fail "memsim_fit: $(grep fit "$tmp/lab"), memsim fit: B=$b"
+"$MEMSIM" tune --cap 16106127360 -j1 --db "$tmp/tune.db" \
+	"$DATA/traces/gpt2_varlen.csv" >"$tmp/tune" || fail "memsim tune"
+conf=$(sed -n 's/^export PYTORCH_CUDA_ALLOC_CONF="\(.*\)"$/\1/p' "$tmp/tune")
+grep -qx "tune $conf" "$tmp/lab" ||
+	fail "memsim_tune: $(grep tune "$tmp/lab"), memsim tune: $conf"
+grep -q '^record 127 cannot run /nonexistent/python3: ' "$tmp/lab" ||
+	fail "memsim_record: $(grep record "$tmp/lab")"
+
 # 3. The same figures as `memsim run --json`, key by key, in its order
 # (wall_ms aside); numbers compared as numbers.
 json_lines() {

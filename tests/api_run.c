@@ -8,6 +8,11 @@
  *	api_run TRACE [POLICY [CONF [OPTION=VALUE ...]]]
  *	api_run --check    the API's contract on errors, printing each
  *	api_run --load DB RUN_ID   the figures of a stored run (memsim_load())
+ *	api_run --lab PATTERN LO HI CAP TRACE TUNECAP DB
+ *	                   memsim_fit() over PATTERN ({B}) under CAP and
+ *	                   memsim_tune() of TRACE under TUNECAP into DB,
+ *	                   printing "fit B" and "tune CONF", then the
+ *	                   errors (memsim_record()'s printed)
  *
  * Errors: one line on stderr with the library's message, exit 1.
  */
@@ -104,6 +109,43 @@ check(const char *trace)
 	return fails ? 1 : 0;
 }
 
+/* The experiments' calls: their answers, then their errors. */
+static int
+lab(char **a)
+{
+	char why[1024], conf[1024];
+	long best;
+	uint64_t cap = strtoull(a[3], NULL, 10);
+	int rc = memsim_fit(a[0], "B", atol(a[1]), atol(a[2]), cap, NULL,
+			    &best, why, sizeof(why));
+	EXPECT(rc == 0);
+	printf("fit %ld\n", best);
+	uint64_t tcap = strtoull(a[5], NULL, 10);
+	rc = memsim_tune(a[4], tcap, a[6], conf, sizeof(conf), why,
+			 sizeof(why));
+	EXPECT(rc == 0);
+	printf("tune %s\n", rc ? why : conf);
+	/* Below the smallest: none fits, lo - 1. */
+	EXPECT(memsim_fit(a[0], "B", atol(a[1]), atol(a[2]), 1048576, NULL,
+			  &best, why, sizeof(why)) == 0);
+	EXPECT(best == atol(a[1]) - 1);
+	EXPECT(memsim_tune(a[4], 1048576, a[6], conf, sizeof(conf), NULL,
+			   0) == 1);
+	EXPECT(memsim_fit("/nonexistent/x-{B}.csv", "B", 1, 2, cap, NULL,
+			  &best, why, sizeof(why)) == MEMSIM_EIO);
+	EXPECT(strstr(why, "/nonexistent/x-1.csv") != NULL);
+	EXPECT(memsim_fit(a[0], "C", 1, 2, cap, NULL, &best, why,
+			  sizeof(why)) == MEMSIM_EINVAL);
+	EXPECT(memsim_tune("/nonexistent/t.csv", tcap, a[6], conf,
+			   sizeof(conf), why, sizeof(why)) < 0);
+	char *cmd[] = {"/nonexistent/python3", "script.py"};
+	rc = memsim_record("/nonexistent/out.csv", cmd, 2, why, sizeof(why));
+	printf("record %d %s\n", rc, why);
+	EXPECT(memsim_record("out.csv", cmd, 0, why, sizeof(why)) ==
+	       MEMSIM_EINVAL);
+	return fails ? 1 : 0;
+}
+
 static void
 print_figures(const memsim_run_t *r)
 {
@@ -150,6 +192,8 @@ main(int argc, char **argv)
 		memsim_close(r);
 		return 0;
 	}
+	if (argc == 9 && !strcmp(argv[1], "--lab"))
+		return lab(argv + 2);
 	if (argc < 2) {
 		fprintf(stderr, "usage: api_run TRACE [POLICY [CONF "
 			"[OPTION=VALUE ...]]] | --check TRACE | --load DB "

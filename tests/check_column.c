@@ -6,7 +6,8 @@
  * MSIM_RUN_COLUMNS and nothing else.  The column reaches the schema of a
  * new file, the stored row, the row read back, merge, and the figures of
  * a job and of a stored run (what `memsim run --json`, `report --json`,
- * memsim_load() and Python's memsim.runs() print).
+ * memsim_load() and Python's memsim.runs() print); a file of the schema
+ * before, without it, gains it when opened for writing.
  *
  * The run: the hand-made trace of tests/check_job.c (two 1 MiB blocks,
  * the first freed, a third), 2 MiB allocated at the peak and 4 requests:
@@ -15,6 +16,7 @@
 #include <config.h>
 
 #include <check.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,7 +86,7 @@ START_TEST(test_column_in_list)
 	ck_assert_str_eq(col->name, "probe_bytes");
 	ck_assert_str_eq(col->json, "probe_bytes");
 	ck_assert_int_eq(col->type, MSIM_COL_INT);
-	ck_assert(!msim_db_col_nullable(col));
+	ck_assert(msim_db_col_nullable(col));
 	ck_assert_int_eq(col->show, MSIM_COL_TAIL);
 }
 END_TEST
@@ -139,6 +141,50 @@ START_TEST(test_column_reaches_every_use)
 }
 END_TEST
 
+/* A file of the schema before the column's: its runs table as the
+ * schema makes it, less the column.  Opened for writing, it gains the
+ * column (no migration written for it) and stores it. */
+START_TEST(test_column_added_to_older_file)
+{
+	const char *a = tmp_path("old.db");
+	char why[512];
+	msim_db_t *db;
+	ck_assert_int_eq(msim_db_open(a, &db, why, sizeof(why)), 0);
+	msim_db_close(db);
+	sqlite3 *s;
+	ck_assert_int_eq(sqlite3_open(a, &s), SQLITE_OK);
+	sqlite3_stmt *q;
+	ck_assert_int_eq(sqlite3_prepare_v2(s, "SELECT sql FROM sqlite_master"
+					    " WHERE name='runs'", -1, &q,
+					    NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+	char sql[4096];
+	snprintf(sql, sizeof(sql), "%s", sqlite3_column_text(q, 0));
+	sqlite3_finalize(q);
+	char *col = strstr(sql, ", probe_bytes INTEGER");
+	ck_assert_ptr_nonnull(col);
+	memmove(col, col + strlen(", probe_bytes INTEGER"),
+		strlen(col + strlen(", probe_bytes INTEGER")) + 1);
+	char old[8192];
+	snprintf(old, sizeof(old), "DROP TABLE runs; %s;"
+		 "UPDATE meta SET value='%d' WHERE key='schema_version';"
+		 "PRAGMA user_version=0;", sql, MSIM_DB_SCHEMA_VERSION - 1);
+	ck_assert_int_eq(sqlite3_exec(s, old, NULL, NULL, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(s, "SELECT probe_bytes FROM runs", NULL,
+				      NULL, NULL), SQLITE_ERROR);
+	sqlite3_close(s);
+	int64_t id;
+	msim_job_t *job = run_and_store(write_trace(), a, &id);
+	msim_job_destroy(job);
+	ck_assert_int_eq(msim_db_open_existing(a, &db, why, sizeof(why)), 0);
+	msim_db_run_t r;
+	ck_assert_int_eq(msim_db_run_get(db, id, &r), 0);
+	ck_assert_int_eq(r.probe_bytes, PROBE);
+	msim_db_run_clear(&r);
+	msim_db_close(db);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -147,6 +193,7 @@ main(void)
 	tcase_add_checked_fixture(tc, tmpdir_setup, tmpdir_teardown);
 	tcase_add_test(tc, test_column_in_list);
 	tcase_add_test(tc, test_column_reaches_every_use);
+	tcase_add_test(tc, test_column_added_to_older_file);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -126,43 +126,6 @@ grep -q "never allocated GPU memory" "$tmp/err" || fail "no GPU: $(cat "$tmp/err
 $MEMSIM record -o "$tmp/out.csv" -- "$PY" "$tmp/missing.py" 2>"$tmp/err" && fail "missing script succeeded"
 ls "$tmp"/out.csv* >/dev/null 2>&1 && fail "a partial trace was left: $(ls "$tmp"/out.csv*)"
 
-# torch.compile under --fake: the program is recorded eagerly, its
-# allocations those of the same program without compile (Inductor's
-# buffers are not modelled), and each compile is an assumption; one
-# compiled with disable=True is not.
-cat >"$tmp/comp.py" <<'PY'
-import sys
-import torch
-import torch.nn as nn
-on = sys.argv[1] == "1"
-comp = torch.compile if on else (lambda m=None, **k: m if m is not None else (lambda f: f))
-m = nn.Sequential(nn.Linear(256, 1024), nn.GELU(), nn.Linear(1024, 256)).cuda()
-m2 = nn.Linear(256, 256).cuda()
-if on:
-    m2.compile()
-cm = comp(m)
-@comp(mode="reduce-overhead")
-def step(x):
-    return (cm(x) * 2).sum()
-off = comp(lambda x: m2(x).relu(), disable=True)
-x = torch.randn(64, 256, device="cuda")
-loss = step(x) + off(x).sum()
-loss.backward()
-PY
-for on in 0 1; do
-	$MEMSIM record -o "$tmp/comp$on.csv" -- "$PY" "$tmp/comp.py" $on \
-		2>"$tmp/err" || fail "record compile $on: $(tail -3 "$tmp/err")"
-done
-n=$(grep -c ',annotate,.*,assumption,compile:eager$' "$tmp/comp1.csv")
-[ "$n" -eq 3 ] || fail "$n compile assumptions, expected 3"
-grep -q "compile:eager 3" "$tmp/err" || fail "compile: $(tail -1 "$tmp/err")"
-# (Module.compile keeps a bound method of the module: a reference cycle,
-# so m2 is freed later, at the end; its allocations are the same.)
-allocs() { grep ',alloc,' "$1" | cut -d, -f5,6; }
-[ "$(allocs "$tmp/comp0.csv")" = "$(allocs "$tmp/comp1.csv")" ] ||
-	fail "compiled program recorded other allocations than the eager one"
-peaks() { $MEMSIM run --json "$1" | grep -E '"(allocated|reserved)_bytes.all.peak"'; }
-[ "$(peaks "$tmp/comp0.csv")" = "$(peaks "$tmp/comp1.csv")" ] ||
-	fail "compiled program's peaks differ from the eager one's"
+# torch.compile under --fake: tests/recorder_compile.sh.
 
 finish recorder.sh

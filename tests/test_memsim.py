@@ -263,6 +263,53 @@ class Errors(unittest.TestCase):
                    db="/nonexistent/dir/x.db")
 
 
+def _unknown_policy(trace):
+    return memsim.run(trace, policy="nosuch")
+
+
+class Hostile(unittest.TestCase):
+    """Issue 26: errors cross processes; NUL bytes and wrong types are
+    refused, not cut short or guessed."""
+
+    def test_error_pickles(self):
+        import pickle
+        e = pickle.loads(pickle.dumps(memsim.Error("x.csv:2: bad", -6)))
+        self.assertIsInstance(e, memsim.Error)
+        self.assertEqual((str(e), e.code, e.name), ("x.csv:2: bad", -6,
+                                                    "EFORMAT"))
+
+    def test_error_in_pool_worker(self):
+        import multiprocessing
+        with multiprocessing.get_context("fork").Pool(1) as pool:
+            res = pool.map_async(_unknown_policy, [GPT2])
+            with self.assertRaises(memsim.Error) as cm:
+                res.get(timeout=60)  # a hang is a TimeoutError
+        self.assertEqual(cm.exception.name, "EPOLICY")
+        self.assertIn("nosuch", str(cm.exception))
+
+    def test_nul_bytes(self):
+        for kw in ({"trace": GPT2 + "\0.csv"}, {"policy": "bfc\0x"},
+                   {"alloc_conf": "max_split_size_mb:128\0,x"},
+                   {"cap": "1GiB\0"}, {"db": "x\0.db"},
+                   {"trace": os.fsencode(GPT2) + b"\0"}):
+            args = dict({"trace": GPT2}, **kw)
+            with self.assertRaises(ValueError, msg=repr(kw)) as cm:
+                memsim.run(args.pop("trace"), **args)
+            self.assertIn("NUL", str(cm.exception))
+        with self.assertRaises(ValueError):
+            memsim.runs("x\0.db")
+
+    def test_wrong_types(self):
+        with self.assertRaises(TypeError) as cm:
+            memsim.run(42)
+        self.assertIn("trace", str(cm.exception))
+        with self.assertRaises(TypeError) as cm:
+            memsim.run(GPT2, policy=3)
+        self.assertIn("policy", str(cm.exception))
+        with self.assertRaises(TypeError):
+            memsim.runs(None)
+
+
 class Module(unittest.TestCase):
     def test_policies(self):
         names = [name for name, _ in memsim.policies()]

@@ -22,7 +22,8 @@
 	X(bin)								\
 	X(pickle)							\
 	X(rmm)								\
-	X(csv)
+	X(csv)								\
+	/* a format a line, each ending in a backslash */
 
 #define MSIM_TRACE_FORMAT_EXTERN(name)					\
 	extern const msim_trace_format_t msim_trace_##name;

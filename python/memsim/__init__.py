@@ -57,6 +57,12 @@ class Error(Exception):
         self.code = code
         self.name = _CODES.get(code, "E?")
 
+    def __reduce__(self):
+        # Pickled whole (message and code), so an Error raised in a
+        # multiprocessing worker reaches the parent (Pool.map would wait
+        # for ever on one it cannot unpickle).
+        return (type(self), (str(self), self.code))
+
 
 class Point(collections.namedtuple(
         "Point", "request time_ns allocated reserved active requested "
@@ -161,8 +167,18 @@ def _load():
     return lib
 
 
-def _b(text):
-    return os.fsencode(text)
+def _b(text, what):
+    """text (str, bytes or a path) as the C library's bytes; TypeError for
+    another type, ValueError for a NUL byte (C would cut the string
+    there)."""
+    try:
+        raw = os.fsencode(text)
+    except TypeError:
+        raise TypeError("%s: expected str, bytes or a path, not %s"
+                        % (what, type(text).__name__)) from None
+    if b"\0" in raw:
+        raise ValueError("%s: a NUL byte in %r" % (what, text))
+    return raw
 
 
 def _s(raw):
@@ -267,15 +283,16 @@ def run(trace, policy="pytorch", alloc_conf=None, cap=None, db=None,
     """
     lib = _load()
     handle = ctypes.c_void_p()
-    rc = lib.memsim_open(ctypes.byref(handle), _b(os.fspath(trace)))
+    rc = lib.memsim_open(ctypes.byref(handle), _b(trace, "trace"))
     try:
         def check(rc):
             if rc:
                 msg = _s(lib.memsim_errmsg(handle)) if handle else None
                 raise Error(msg or _s(lib.memsim_strerror(rc)), rc)
         check(rc)
-        check(lib.memsim_set_policy(handle, _b(policy),
-                                    _b(alloc_conf) if alloc_conf else None))
+        check(lib.memsim_set_policy(
+            handle, _b(policy, "policy"),
+            _b(alloc_conf, "alloc_conf") if alloc_conf else None))
         if cap is not None:
             options["cap"] = cap
         for name, value in options.items():
@@ -284,11 +301,11 @@ def run(trace, policy="pytorch", alloc_conf=None, cap=None, db=None,
                                 % name)
             if value is None:
                 continue
-            check(lib.memsim_set_option(handle, _b(name),
-                                        _b(_option_text(name, value))))
+            check(lib.memsim_set_option(
+                handle, _b(name, name), _b(_option_text(name, value), name)))
         check(lib.memsim_replay(handle))
         if db is not None:
-            check(lib.memsim_store(handle, _b(os.fspath(db)), None))
+            check(lib.memsim_store(handle, _b(db, "db"), None))
         return _result(lib, handle, check)
     finally:
         lib.memsim_close(handle)
@@ -335,17 +352,18 @@ def _frame(rows, as_frame):
 
 def runs(db, as_frame=None):
     """The runs stored in the database db (a path), in order of id, as
-    a list of Result: the figures of `memsim run --json` the store keeps
-    (trace, policy, params, cap_bytes, requests, the memory_stats keys,
-    oom_request, frag_at_peak, ...), then kind, created, memsim_version,
-    trace_format, addresses, capacity_bytes, setting_key, the run's meta
-    (modelled_device_ms, calibration, ...) and run_id; r.timeline is its
-    stored memory curve.  With pandas importable (or as_frame=True), a
+    a list of Result: the figures `memsim report --json` prints, in its
+    order (those of `memsim run --json` the store keeps: trace,
+    trace_hash, policy, params, cap_bytes, requests, strategy, the
+    memory_stats keys, memsim_version, kind, trace_format, addresses,
+    oom_request, frag_at_peak, ..., wall_ms, capacity_bytes, setting_key;
+    then created, the run's meta (modelled_device_ms, calibration, ...)
+    and run_id); r.timeline is its stored memory curve.  With pandas importable (or as_frame=True), a
     DataFrame of the figures instead, a row per run; as_frame=False
     always gives the list.  Raises memsim.Error (a missing file, not a
     database)."""
     lib = _load()
-    path = _b(os.fspath(db))
+    path = _b(db, "db")
     n, msg = ctypes.c_size_t(), ctypes.c_char_p()
     rc = lib.memsim_list_runs(path, None, 0, ctypes.byref(n),
                               ctypes.byref(msg))

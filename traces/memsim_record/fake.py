@@ -28,8 +28,8 @@ Data-dependent values get stated assumptions, counted in the trace as
 - GradScaler finds no inf or NaN: the optimizer step is taken;
 - nonzero, argwhere, masked_select, unique, boolean indexing, MoE routing:
   --dynamic-fraction of the elements (default 0.5) are selected;
-- torch.compile runs the program eagerly (Inductor's buffers are not
-  modelled): one compile:eager a compile.
+- torch.compile: the compiled program's buffers (compiled.py), one
+  compile:inductor a compile (compile:eager for another backend).
 """
 import contextlib
 import math
@@ -540,18 +540,9 @@ def _patch_cuda(torch, rec, dev):
         return optimizer.step(*a, **k)
 
     grad_scaler.GradScaler._maybe_opt_step = _maybe_opt_step
-    # torch.compile (and Module.compile, which calls it): the program is
-    # recorded as written, eagerly; Inductor's buffers (their sizes and
-    # lifetimes after fusion) are not modelled, an assumption counted at
-    # each compile (README, "Predicting from a program").
-    def _eager_compile(model=None, **kwargs):
-        if model is None:  # @torch.compile(mode=...)
-            return lambda m: _eager_compile(m, **kwargs)
-        if not kwargs.get("disable"):
-            rec.assume("compile:eager")
-        return model
-
-    torch.compile = _eager_compile
+    # torch.compile (and Module.compile): the compiled program (compiled.py).
+    from . import compiled
+    compiled.install(torch, rec)
 
 
 # -- the ops whose output size depends on data ---------------------------------

@@ -1,0 +1,170 @@
+/*
+ * Compare (lab/compare.h): the jobs of one trace under several policies,
+ * and the plot's two data files (a summary row a policy; each policy's
+ * reserved bytes over the requests), temporary until plotted.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lab/compare.h"
+#include "plots/plot.h"
+#include "sim/error.h"
+
+/* Writes one policy's block of the timelines file. */
+static void
+write_timeline(FILE *fp, const char *name, const msim_timeline_t *tl,
+	       bool first)
+{
+	if (!first)
+		fprintf(fp, "\n\n");
+	fprintf(fp, "request,%s\n", name);
+	for (size_t i = 0; i < tl->n; i++)
+		fprintf(fp, "%" PRIu64 ",%" PRId64 "\n", tl->v[i].request,
+			tl->v[i].reserved);
+}
+
+static void
+write_summary(FILE *fp, const msim_compare_row_t *row)
+{
+	fprintf(fp, "%s,%" PRId64 ",%" PRId64 ",%.6f,%" PRId64 ",%.3f\n",
+		row->policy, row->st.reserved_bytes[0].peak,
+		row->st.allocated_bytes[0].peak, row->sum.frag_at_peak,
+		row->st.num_device_alloc + row->st.num_device_free,
+		row->time_ms);
+}
+
+/* One pick's row: the job memsim run --policy P --alloc-conf C makes. */
+static int
+compare_one(const msim_compare_spec_t *s, size_t i, msim_compare_t *c,
+	    FILE *tl_fp, msim_job_err_t *err, const char **who)
+{
+	msim_compare_row_t *row = &c->rows[i];
+	msim_job_spec_t spec = {
+		.trace = s->trace, .policy = s->picks[i].policy,
+		.conf = s->picks[i].conf, .cap = s->cap,
+		.fraction = s->fraction, .capacity = s->capacity,
+		.prefetch = true, .timemodel = s->timemodel,
+		.calibration = s->calibration, .defaults = s->defaults,
+	};
+	msim_job_t *job = NULL;
+	*who = s->picks[i].policy;
+	int rc = msim_job_open(&spec, s->db != NULL, &job, err);
+	if (!rc)
+		rc = msim_job_run(job, err);
+	if (rc) {
+		msim_job_destroy(job);
+		return rc;
+	}
+	const msim_job_result_t *res = msim_job_result(job);
+	row->policy = s->picks[i].policy;
+	row->sum = res->sum;
+	row->st = res->st;
+	row->time_ms = res->devtime.us / 1e3;
+	snprintf(row->canon, sizeof(row->canon), "%s", res->params);
+	snprintf(row->settings, sizeof(row->settings), "%s",
+		 res->settings_note);
+	snprintf(row->capnote, sizeof(row->capnote), "%s",
+		 res->capacity_note);
+	c->cap = res->cap_bytes;
+	row->run_id = -1;
+	int existed;
+	*who = NULL;
+	if (s->db)
+		rc = msim_job_store(job, s->db, MSIM_DB_REPLACE, 0,
+				    &row->run_id, &existed, err);
+	if (!rc && tl_fp)
+		write_timeline(tl_fp, row->policy,
+			       msim_sim_timeline(msim_job_sim(job)), i == 0);
+	msim_job_destroy(job);
+	return rc;
+}
+
+/* A temporary file for the plot's data, its path into path. */
+static FILE *
+compare_tmp(char *path, size_t n, const char *what)
+{
+	snprintf(path, n, "/tmp/memsim-cmp-%s-XXXXXX", what);
+	int fd = mkstemp(path);
+	FILE *fp = fd < 0 ? NULL : fdopen(fd, "w");
+	if (!fp && fd >= 0)
+		close(fd);
+	if (!fp && fd < 0)
+		path[0] = '\0';
+	return fp;
+}
+
+int
+msim_compare_run(const msim_compare_spec_t *spec, msim_compare_t *out,
+		 msim_job_err_t *err, const char **who)
+{
+	memset(out, 0, sizeof(*out));
+	memset(err, 0, sizeof(*err));
+	*who = NULL;
+	FILE *sum_fp = NULL, *tl_fp = NULL;
+	int rc = 0;
+	if (!(out->rows = calloc(spec->npicks + 1, sizeof(*out->rows)))) {
+		err->part = MSIM_JOB_ERUN;
+		snprintf(err->msg, sizeof(err->msg), "out of memory");
+		return MSIM_ENOMEM;
+	}
+	if (spec->plot &&
+	    (!(sum_fp = compare_tmp(out->sum_csv, sizeof(out->sum_csv),
+				    "sum")) ||
+	     !(tl_fp = compare_tmp(out->tl_csv, sizeof(out->tl_csv), "tl")))) {
+		err->part = MSIM_JOB_ERUN;
+		snprintf(err->msg, sizeof(err->msg), "cannot create a "
+			 "temporary file: %s", strerror(errno));
+		rc = MSIM_EIO;
+	}
+	for (size_t i = 0; !rc && i < spec->npicks; i++) {
+		rc = compare_one(spec, i, out, tl_fp, err, who);
+		out->n += !rc;
+		if (!rc && sum_fp)
+			write_summary(sum_fp, &out->rows[i]);
+	}
+	if ((sum_fp && fclose(sum_fp)) || (tl_fp && fclose(tl_fp))) {
+		if (!rc) {
+			err->part = MSIM_JOB_ERUN;
+			snprintf(err->msg, sizeof(err->msg), "writing the plot "
+				 "data: %s", strerror(errno));
+			rc = MSIM_EIO;
+		}
+	}
+	if (rc)
+		msim_compare_clear(out);
+	return rc;
+}
+
+int
+msim_compare_plot(msim_compare_t *c, const char *plots_dir,
+		  const char *gnuplot, const char *path, const char *title,
+		  char *why, size_t whylen)
+{
+	if (!c->sum_csv[0] || !c->tl_csv[0]) {
+		snprintf(why, whylen, "the comparison kept no plot data");
+		return MSIM_EINVAL;
+	}
+	int rc = msim_plot_compare(plots_dir, gnuplot, c->sum_csv, c->tl_csv,
+				   path, title, why, whylen);
+	unlink(c->sum_csv);
+	unlink(c->tl_csv);
+	c->sum_csv[0] = c->tl_csv[0] = '\0';
+	return rc;
+}
+
+void
+msim_compare_clear(msim_compare_t *c)
+{
+	if (c->sum_csv[0])
+		unlink(c->sum_csv);
+	if (c->tl_csv[0])
+		unlink(c->tl_csv);
+	free(c->rows);
+	memset(c, 0, sizeof(*c));
+}

@@ -1,0 +1,277 @@
+/*
+ * Fit (lab/fit.h): the bisection over recordings, each replayed as a job
+ * in this process, then the candidates or tune's search on the winner.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lab/fit.h"
+#include "lab/job.h"
+#include "policies/registry.h"
+#include "sim/error.h"
+#include "sim/units.h"
+
+int
+msim_fit_parse_vary(const char *text, char *name, size_t n, long *lo,
+		    long *hi, char *why, size_t whylen)
+{
+	const char *eq = strchr(text, '=');
+	char *end;
+	if (!eq || eq == text || (size_t)(eq - text) >= n)
+		goto bad;
+	memcpy(name, text, (size_t)(eq - text));
+	name[eq - text] = '\0';
+	errno = 0;
+	*lo = strtol(eq + 1, &end, 10);
+	if (errno || end == eq + 1 || strncmp(end, "..", 2))
+		goto bad;
+	const char *h = end + 2;
+	*hi = strtol(h, &end, 10);
+	if (errno || end == h || *end || *lo > *hi) {
+		snprintf(why, whylen, "--vary '%s': expected integers LO <= HI",
+			 text);
+		return MSIM_EINVAL;
+	}
+	return 0;
+bad:
+	snprintf(why, whylen, "--vary '%s': expected NAME=LO..HI", text);
+	return MSIM_EINVAL;
+}
+
+static void
+fit_note(const msim_fit_spec_t *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void
+fit_note(const msim_fit_spec_t *s, const char *fmt, ...)
+{
+	if (!s->note)
+		return;
+	char line[4400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	s->note(s->ctx, line);
+}
+
+/* Replays trace under the cap with conf, as `memsim run --cap` does. */
+static int
+fit_replay(const msim_fit_spec_t *s, const char *trace, const char *conf,
+	   msim_fit_point_t *p, char *why, size_t whylen)
+{
+	msim_job_spec_t js = {
+		.trace = trace, .policy = s->policy ? s->policy : MSIM_POLICY_DEFAULT,
+		.conf = conf, .cap = s->cap, .prefetch = true,
+	};
+	msim_job_t *job = NULL;
+	msim_job_err_t err;
+	int rc = msim_job_open(&js, false, &job, &err);
+	if (!rc)
+		rc = msim_job_run(job, &err);
+	if (rc) {
+		static const char *const part[] = {
+			[MSIM_JOB_EPOLICY] = "--policy: ",
+			[MSIM_JOB_EPARAMS] = "--alloc-conf: ",
+			[MSIM_JOB_ECAP] = "--cap: ",
+		};
+		const char *what = err.part > 0 && err.part <= MSIM_JOB_ECAP &&
+					   part[err.part] ? part[err.part] : "";
+		snprintf(why, whylen, "replaying %s: %s%s", trace, what,
+			 err.msg);
+	} else {
+		const msim_job_result_t *r = msim_job_result(job);
+		p->reserved = r->st.reserved_bytes[MSIM_POOL_ALL].peak;
+		p->allocated = r->st.allocated_bytes[MSIM_POOL_ALL].peak;
+		p->oom = r->st.num_ooms > 0;
+	}
+	msim_job_destroy(job);
+	return rc;
+}
+
+/* The trace of value: the pattern's, or the recording's in dir. */
+static int
+fit_trace(const msim_fit_spec_t *s, long value, char *trace, size_t n)
+{
+	if (!s->pattern) {
+		snprintf(trace, n, "%s/%s-%ld.csv", s->dir, s->name, value);
+		return 0;
+	}
+	char val[32];
+	snprintf(val, sizeof(val), "%ld", value);
+	const char *v = val;
+	char *pat = (char *)s->pattern;
+	char **p = msim_record_subst(&pat, 1, &s->name, &v, 1);
+	if (!p)
+		return MSIM_ENOMEM;
+	snprintf(trace, n, "%s", p[0]);
+	msim_record_subst_free(p, 1);
+	return 0;
+}
+
+/* Records the command at value into trace. */
+static int
+fit_record(const msim_fit_spec_t *s, long value, const char *trace,
+	   char *why, size_t whylen)
+{
+	char val[32];
+	snprintf(val, sizeof(val), "%ld", value);
+	const char *v = val;
+	char **cmd = msim_record_subst(s->cmd, s->ncmd, &s->name, &v, 1);
+	if (!cmd) {
+		snprintf(why, whylen, "out of memory");
+		return MSIM_ENOMEM;
+	}
+	fit_note(s, "recording %s=%ld", s->name, value);
+	char rwhy[1024];
+	int rc = msim_record_exec(&s->rec, trace, s->ropt, s->nropt, cmd,
+				  s->ncmd, rwhy, sizeof(rwhy));
+	msim_record_subst_free(cmd, s->ncmd);
+	if (rc < 0) {
+		snprintf(why, whylen, "record: %s", rwhy);
+		return rc;
+	}
+	if (rc) {
+		snprintf(why, whylen, "recording %s=%ld failed (exit %d)%s%s",
+			 s->name, value, rc, *rwhy ? ": " : "", rwhy);
+		return MSIM_EINVAL;
+	}
+	return 0;
+}
+
+/* Records (or finds) and replays value; *fits says whether it fits. */
+static int
+fit_try(const msim_fit_spec_t *s, msim_fit_result_t *res, long value,
+	msim_fit_point_t *p, bool *fits, char *why, size_t whylen)
+{
+	char trace[4096];
+	int rc = fit_trace(s, value, trace, sizeof(trace));
+	if (rc) {
+		snprintf(why, whylen, "out of memory");
+		return rc;
+	}
+	if (s->pattern && access(trace, R_OK) != 0) {
+		snprintf(why, whylen, "%s: %s", trace, strerror(errno));
+		return MSIM_EIO;
+	}
+	if (!s->pattern && (rc = fit_record(s, value, trace, why, whylen)))
+		return rc;
+	res->tries++;
+	if ((rc = fit_replay(s, trace, NULL, p, why, whylen)))
+		return rc;
+	char mb[32];
+	if (s->pattern)
+		snprintf(mb, sizeof(mb), "%" PRId64, p->reserved);
+	else
+		msim_format_bytes((uint64_t)p->reserved, mb, sizeof(mb));
+	fit_note(s, "%s=%ld: peak reserved %s%s", s->name, value, mb,
+		 p->oom ? ", out of memory" : "");
+	*fits = !p->oom;
+	return 0;
+}
+
+/* The bisection: lo, hi, then the middle while a fits and b does not. */
+static int
+fit_bisect(const msim_fit_spec_t *s, msim_fit_result_t *res, char *why,
+	   size_t whylen)
+{
+	msim_fit_point_t p;
+	bool fits;
+	int rc = fit_try(s, res, s->lo, &p, &fits, why, whylen);
+	if (rc || !fits)
+		return rc;
+	res->fits = true;
+	res->best = s->lo;
+	res->at_best = p;
+	if (s->lo < s->hi &&
+	    (rc = fit_try(s, res, s->hi, &p, &fits, why, whylen)))
+		return rc;
+	if (s->lo < s->hi && fits) {
+		res->best = s->hi;
+		res->at_best = p;
+		return 0;
+	}
+	long a = s->lo, b = s->hi; /* a fits, b does not */
+	while (b - a > 1) {
+		long m = a + (b - a) / 2;
+		if ((rc = fit_try(s, res, m, &p, &fits, why, whylen)))
+			return rc;
+		if (fits) {
+			a = m;
+			res->at_best = p;
+		} else {
+			b = m;
+		}
+	}
+	res->best = a;
+	return 0;
+}
+
+/* The candidates on the winner: the lowest peak reserved without an OOM
+ * beats the defaults. */
+static int
+fit_candidates(const msim_fit_spec_t *s, msim_fit_result_t *res, char *why,
+	       size_t whylen)
+{
+	res->cand = calloc(s->nconf, sizeof(*res->cand));
+	if (!res->cand) {
+		snprintf(why, whylen, "out of memory");
+		return MSIM_ENOMEM;
+	}
+	for (size_t i = 0; i < s->nconf; i++) {
+		msim_fit_point_t *c = &res->cand[i];
+		int rc = fit_replay(s, res->trace, s->confs[i], c, why, whylen);
+		if (rc)
+			return rc;
+		if (!c->oom && c->reserved < res->conf_best.reserved) {
+			res->best_conf = i;
+			res->conf_best = *c;
+		}
+	}
+	return 0;
+}
+
+int
+msim_fit_run(const msim_fit_spec_t *spec, msim_fit_result_t *res,
+	     char *why, size_t whylen)
+{
+	memset(res, 0, sizeof(*res));
+	res->best = spec->lo - 1;
+	res->best_conf = spec->nconf;
+	int rc = fit_bisect(spec, res, why, whylen);
+	if (rc || !res->fits)
+		return rc;
+	if ((rc = fit_trace(spec, res->best, res->trace, sizeof(res->trace)))) {
+		snprintf(why, whylen, "out of memory");
+		return rc;
+	}
+	res->conf_best = res->at_best;
+	if (spec->nconf)
+		return fit_candidates(spec, res, why, whylen);
+	if (!spec->tune_db)
+		return 0;
+	msim_tune_spec_t ts = {
+		.trace = res->trace, .cap = spec->cap, .db_path = spec->tune_db,
+		.grid = msim_tune_grid, .ngrid = MSIM_TUNE_NGRID,
+		.jobs = spec->tune_jobs,
+	};
+	res->tuned = msim_tune_run(&ts, &res->tune, res->tune_err,
+				   sizeof(res->tune_err)) == 0;
+	if (res->tuned)
+		res->tune_err[0] = '\0';
+	return 0;
+}
+
+void
+msim_fit_clear(msim_fit_result_t *res)
+{
+	free(res->cand);
+	res->cand = NULL;
+}

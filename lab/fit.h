@@ -1,0 +1,90 @@
+/*
+ * Fit: the largest value of one setting of a script (batch size, sequence
+ * length) whose recording fits under a cap, by bisection over recordings
+ * (lab/record.h, or traces recorded already) replayed in this process as
+ * jobs (lab/job.h) of a policy (default the exact pytorch one); then, for
+ * the winner, the best of the candidate PYTORCH_CUDA_ALLOC_CONF settings,
+ * or tune's search (lab/tune.h) when none is given.  The offline version
+ * of "catch OOM, halve the batch, retry".  Memory is assumed to grow with
+ * the value.
+ *
+ *	msim_fit_run() -> print the result -> msim_fit_clear()
+ *
+ * Nothing here prints or exits.
+ */
+#ifndef MSIM_LAB_FIT_H
+#define MSIM_LAB_FIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lab/record.h"
+#include "lab/tune.h"
+
+typedef struct msim_fit_spec_s {
+	uint64_t cap;              /* bytes, required */
+	const char *name;          /* the setting varied ("B") */
+	long lo, hi;               /* its range, lo <= hi */
+	const char *policy;        /* NULL: pytorch */
+	/* The traces recorded already, {name} standing for the value
+	 * ("gpt-{B}.csv"); NULL: record cmd. */
+	const char *pattern;
+	/* The command recorded for each value tried, {name} in it, into
+	 * dir/NAME-VALUE.csv, with the recorder's options ropt. */
+	char *const *cmd;
+	int ncmd;
+	char *const *ropt;
+	int nropt;
+	msim_record_opts_t rec;
+	const char *dir;
+	/* The candidate settings tried on the winner; with none, tune's
+	 * search on it, stored in tune_db (NULL: no search). */
+	const char *const *confs;
+	size_t nconf;
+	const char *tune_db;
+	int tune_jobs;
+	/* May be NULL: told each recording and replay, one line. */
+	void (*note)(void *ctx, const char *line);
+	void *ctx;
+} msim_fit_spec_t;
+
+/* What one replay gave. */
+typedef struct msim_fit_point_s {
+	int64_t reserved, allocated; /* peaks, bytes */
+	bool oom;                    /* it ran out of memory */
+} msim_fit_point_t;
+
+typedef struct msim_fit_result_s {
+	int tries;                 /* recordings replayed in the search */
+	bool fits;                 /* lo fits; the rest is about best */
+	long best;                 /* the largest value that fits */
+	msim_fit_point_t at_best;  /* its replay with the defaults */
+	char trace[4096];          /* its recording */
+	msim_fit_point_t *cand;    /* one a spec->confs */
+	size_t best_conf;          /* the best candidate, or nconf: none
+				    * beats the defaults */
+	msim_fit_point_t conf_best; /* its replay (at_best when nconf) */
+	/* With no candidates and a tune_db: tune's search on the winner,
+	 * or why it failed (tune_err not ""). */
+	bool tuned;
+	msim_tune_result_t tune;
+	char tune_err[2048];
+} msim_fit_result_t;
+
+/*
+ * Bisects, then weighs the candidates (or tunes).  Returns 0 with *res
+ * (res->fits false when lo already runs out of memory), or an error with
+ * why: a trace missing, a recording failed, a replay failed (a bad
+ * --alloc-conf, policy or trace).  Clear res with msim_fit_clear().
+ */
+int msim_fit_run(const msim_fit_spec_t *spec, msim_fit_result_t *res,
+		 char *why, size_t whylen);
+void msim_fit_clear(msim_fit_result_t *res);
+
+/* "NAME=LO..HI" into name (n bytes), lo and hi.  Returns 0, or
+ * MSIM_EINVAL with why. */
+int msim_fit_parse_vary(const char *text, char *name, size_t n, long *lo,
+			long *hi, char *why, size_t whylen);
+
+#endif

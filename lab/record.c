@@ -1,0 +1,684 @@
+/*
+ * Recordings (lab/record.h): the recorder's launch, the {NAME}
+ * substitution, and the recordings of a sweep over a command.  The child
+ * tells an exec that failed through a close-on-exec pipe, so the parent
+ * says why in one line and the library prints nothing.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lab/record.h"
+#include "sim/error.h"
+#include "traces/trace.h"
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The folder holding memsim_record/: $MEMSIM_PYTHONPATH, else the first
+ * of dirs that has it. */
+static const char *
+record_module_dir(const char *const *dirs)
+{
+	const char *env = getenv("MEMSIM_PYTHONPATH");
+	if (env && *env)
+		return env;
+	for (size_t i = 0; dirs && dirs[i]; i++) {
+		char path[4096];
+		struct stat st;
+		snprintf(path, sizeof(path), "%s/memsim_record/__main__.py",
+			 dirs[i]);
+		if (stat(path, &st) == 0)
+			return dirs[i];
+	}
+	return NULL;
+}
+
+/* Whether word names a Python interpreter (python, python3, .../python3.12). */
+static int
+is_python(const char *word)
+{
+	const char *base = strrchr(word, '/');
+	base = base ? base + 1 : word;
+	return !strncmp(base, "python", 6);
+}
+
+/* The child: PYTHONPATH, stdout, exec; an exec that fails writes its
+ * errno to fd. */
+static void
+record_child(const char *dir, const char *py, char **av, int quiet, int fd)
+{
+	const char *old = getenv("PYTHONPATH");
+	size_t len = strlen(dir) + (old ? strlen(old) : 0) + 2;
+	char *pp = malloc(len);
+	if (!pp)
+		_exit(127);
+	snprintf(pp, len, "%s%s%s", dir, old && *old ? ":" : "",
+		 old ? old : "");
+	setenv("PYTHONPATH", pp, 1);
+	if (quiet) {
+		if (!freopen("/dev/null", "w", stdout))
+			_exit(127);
+	} else if (dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+		_exit(127);
+	}
+	execvp(py, av);
+	int e = errno;
+	if (write(fd, &e, sizeof(e)) < 0)
+		_exit(127);
+	_exit(127);
+}
+
+/* Waits for pid; the exec's errno (0: it ran) from fd. */
+static int
+record_wait(pid_t pid, int fd, int *exec_errno, int *status)
+{
+	*exec_errno = 0;
+	ssize_t r;
+	while ((r = read(fd, exec_errno, sizeof(*exec_errno))) < 0 &&
+	       errno == EINTR)
+		;
+	if (r != (ssize_t)sizeof(*exec_errno))
+		*exec_errno = 0;
+	close(fd);
+	while (waitpid(pid, status, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return 0;
+}
+
+/* The recorder's argv: py -m memsim_record -o out ropt -- cmd[skip..]. */
+static char **
+record_argv(const char *py, const char *out, char *const *ropt, int nropt,
+	    char *const *cmd, int ncmd, int skip)
+{
+	char **av = calloc((size_t)(nropt + ncmd + 8), sizeof(*av));
+	if (!av)
+		return NULL;
+	int n = 0;
+	av[n++] = (char *)py;
+	av[n++] = "-m";
+	av[n++] = "memsim_record";
+	av[n++] = "-o";
+	av[n++] = (char *)out;
+	for (int i = 0; i < nropt; i++)
+		av[n++] = ropt[i];
+	av[n++] = "--";
+	for (int i = skip; i < ncmd; i++)
+		av[n++] = cmd[i];
+	av[n] = NULL;
+	return av;
+}
+
+int
+msim_record_exec(const msim_record_opts_t *o, const char *out,
+		 char *const *ropt, int nropt, char *const *cmd, int ncmd,
+		 char *why, size_t whylen)
+{
+	why[0] = '\0';
+	const char *dir = record_module_dir(o->dirs);
+	if (!dir) {
+		snprintf(why, whylen, "the Python recorder (memsim_record) is "
+			 "not installed; set MEMSIM_PYTHONPATH");
+		return MSIM_ENOTFOUND;
+	}
+	if (ncmd < 1) {
+		snprintf(why, whylen, "no script given (memsim record -o OUT "
+			 "-- python3 SCRIPT ARGS...)");
+		return MSIM_EINVAL;
+	}
+	const char *py = o->python ? o->python : getenv("MEMSIM_PYTHON");
+	if (!py || !*py)
+		py = "python3";
+	int skip = is_python(cmd[0]);
+	if (skip)
+		py = cmd[0];
+	if (ncmd - skip < 1) {
+		snprintf(why, whylen, "no script given after '%s'", cmd[0]);
+		return MSIM_EINVAL;
+	}
+	if (!strcmp(cmd[skip], "-m") || !strcmp(cmd[skip], "-c")) {
+		snprintf(why, whylen, "'%s %s' is not supported: give the "
+			 "script's path", py, cmd[skip]);
+		return MSIM_EINVAL;
+	}
+	char **av = record_argv(py, out, ropt, nropt, cmd, ncmd, skip);
+	int fd[2];
+	if (!av || pipe(fd) < 0) {
+		snprintf(why, whylen, "%s", av ? strerror(errno)
+					       : "out of memory");
+		free(av);
+		return MSIM_ENOMEM;
+	}
+	fcntl(fd[0], F_SETFD, FD_CLOEXEC);
+	fcntl(fd[1], F_SETFD, FD_CLOEXEC);
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid < 0) {
+		snprintf(why, whylen, "fork: %s", strerror(errno));
+		free(av);
+		close(fd[0]);
+		close(fd[1]);
+		return MSIM_ENOMEM;
+	}
+	if (pid == 0)
+		record_child(dir, py, av, o->quiet, fd[1]);
+	free(av);
+	close(fd[1]);
+	int status, exec_errno;
+	if (record_wait(pid, fd[0], &exec_errno, &status)) {
+		snprintf(why, whylen, "waitpid: %s", strerror(errno));
+		return MSIM_EIO;
+	}
+	char tmp[4096];
+	snprintf(tmp, sizeof(tmp), "%s.tmp%ld", out, (long)pid);
+	unlink(tmp); /* what a killed recorder left */
+	if (exec_errno) {
+		snprintf(why, whylen, "cannot run %s: %s", py,
+			 strerror(exec_errno));
+		return 127;
+	}
+	if (WIFSIGNALED(status)) {
+		snprintf(why, whylen, "the recorder was killed by signal %d; "
+			 "no trace written", WTERMSIG(status));
+		return 1;
+	}
+	int rc = WEXITSTATUS(status);
+	if (rc == 127)
+		snprintf(why, whylen, "%s or its memsim_record module could "
+			 "not be run", py);
+	return rc;
+}
+
+/* The recorder's options that a setting of fit or sweep can name. */
+static const char *const record_flags[] = {
+	"--amp", "--checkpoint", "--device", "--world-size", "--rank",
+	"--dynamic-fraction", "--item-int", "--item-bool",
+};
+
+const char *
+msim_record_flag(const char *name)
+{
+	for (size_t i = 0; i < NELEM(record_flags); i++)
+		if (!strcmp(record_flags[i] + 2, name))
+			return record_flags[i];
+	return NULL;
+}
+
+/* Where "{name}" starts in word, or NULL. */
+static const char *
+record_find(const char *word, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *p = strchr(word, '{'); p; p = strchr(p + 1, '{'))
+		if (!strncmp(p + 1, name, n) && p[n + 1] == '}')
+			return p;
+	return NULL;
+}
+
+bool
+msim_record_has(char *const *cmd, int ncmd, const char *name)
+{
+	for (int i = 0; i < ncmd; i++)
+		if (record_find(cmd[i], name))
+			return true;
+	return false;
+}
+
+/* One word with every {names[k]} replaced, or NULL. */
+static char *
+record_subst_word(const char *word, const char *const *names,
+		  const char *const *values, size_t n)
+{
+	size_t len = strlen(word) + 1;
+	for (size_t k = 0; k < n; k++)
+		for (const char *p = word; (p = record_find(p, names[k])); p++)
+			len += strlen(values[k]);
+	char *w = malloc(len), *d = w;
+	if (!w)
+		return NULL;
+	/* one pass, left to right: a value is never read again */
+	for (const char *p = word; *p;) {
+		size_t k = 0;
+		while (k < n && record_find(p, names[k]) != p)
+			k++;
+		if (k == n) {
+			*d++ = *p++;
+			continue;
+		}
+		d += sprintf(d, "%s", values[k]);
+		p += strlen(names[k]) + 2;
+	}
+	*d = '\0';
+	return w;
+}
+
+char **
+msim_record_subst(char *const *cmd, int ncmd, const char *const *names,
+		  const char *const *values, size_t n)
+{
+	char **out = calloc((size_t)ncmd + 1, sizeof(*out));
+	for (int i = 0; out && i < ncmd; i++) {
+		if (!(out[i] = record_subst_word(cmd[i], names, values, n))) {
+			msim_record_subst_free(out, i);
+			return NULL;
+		}
+	}
+	return out;
+}
+
+void
+msim_record_subst_free(char **cmd, int ncmd)
+{
+	for (int i = 0; cmd && i < ncmd; i++)
+		free(cmd[i]);
+	free(cmd);
+}
+
+/* ---------------------------------------------------------------- */
+/* The recordings of a sweep: memsim sweep ... -- python3 SCRIPT {NAME} */
+
+/* One recording name of the grid and its values. */
+typedef struct rec_axis_s {
+	char *name;
+	const char *flag; /* the recorder's option; NULL: only {name} */
+	char **v;
+	size_t n;
+} rec_axis_t;
+
+struct msim_recsweep_s {
+	const msim_recsweep_spec_t *spec;
+	rec_axis_t *ax;
+	size_t nax;
+	char *dir;           /* where they are kept */
+	const char **paths;  /* one a recording made (malloc'd strings) */
+	const char **labels; /* "batch=2,checkpoint=sqrt"; NULL: no name */
+	size_t n;
+	size_t failed;
+	char *why;           /* the caller's */
+	size_t whylen;
+};
+
+static int
+rec_fail(msim_recsweep_t *r, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int
+rec_fail(msim_recsweep_t *r, int rc, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(r->why, r->whylen, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+static void
+rec_axis_clear(rec_axis_t *ax)
+{
+	for (size_t i = 0; i < ax->n; i++)
+		free(ax->v[i]);
+	free(ax->v);
+	free(ax->name);
+}
+
+/* "name=v1,v2,..." into ax (commas inside [] kept, as the grid does). */
+static int
+rec_axis_parse(msim_recsweep_t *r, const char *text, rec_axis_t *ax)
+{
+	const char *eq = strchr(text, '=');
+	if (!eq || eq == text || !eq[1])
+		return rec_fail(r, MSIM_EINVAL, "--grid '%s': expected "
+				"NAME=V1,V2,...", text);
+	if (!(ax->name = strndup(text, (size_t)(eq - text))))
+		return rec_fail(r, MSIM_ENOMEM, "out of memory");
+	ax->flag = msim_record_flag(ax->name);
+	for (const char *p = eq + 1;;) {
+		size_t len = 0;
+		int depth = 0;
+		while (p[len] && (depth || p[len] != ',')) {
+			depth += p[len] == '[' ? 1 : p[len] == ']' ? -1 : 0;
+			len++;
+		}
+		if (!len)
+			return rec_fail(r, MSIM_EINVAL, "--grid '%s': an "
+					"empty value", text);
+		char **nv = realloc(ax->v, (ax->n + 1) * sizeof(*nv));
+		if (nv)
+			ax->v = nv;
+		if (!nv || !(nv[ax->n] = strndup(p, len)))
+			return rec_fail(r, MSIM_ENOMEM, "out of memory");
+		ax->n++;
+		if (!p[len])
+			return 0;
+		p += len + 1;
+	}
+}
+
+/* Every {NAME} of the command has an axis. */
+static int
+rec_check_names(msim_recsweep_t *r)
+{
+	const msim_recsweep_spec_t *s = r->spec;
+	for (int i = 0; i < s->ncmd; i++) {
+		for (const char *p = strchr(s->cmd[i], '{'); p;
+		     p = strchr(p + 1, '{')) {
+			size_t len = strspn(p + 1, "abcdefghijklmnopqrstuvwxyz"
+					    "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+					    "0123456789_-");
+			if (!len || p[len + 1] != '}')
+				continue;
+			size_t a = 0;
+			while (a < r->nax && (strlen(r->ax[a].name) != len ||
+					      strncmp(r->ax[a].name, p + 1,
+						      len)))
+				a++;
+			if (a == r->nax)
+				return rec_fail(r, MSIM_EINVAL, "the command's "
+						"{%.*s}: no --grid "
+						"%.*s=V1,V2,... gives its "
+						"values", (int)len, p + 1,
+						(int)len, p + 1);
+		}
+	}
+	return 0;
+}
+
+/* Moves the grid's recording names from grid to r->ax. */
+static int
+rec_axes(msim_recsweep_t *r, const char **grid, size_t *ngrid)
+{
+	size_t keep = 0;
+	for (size_t g = 0; g < *ngrid; g++) {
+		rec_axis_t ax = {0};
+		int rc = rec_axis_parse(r, grid[g], &ax);
+		if (!rc && !ax.flag &&
+		    !msim_record_has(r->spec->cmd, r->spec->ncmd, ax.name)) {
+			rec_axis_clear(&ax);
+			grid[keep++] = grid[g];
+			continue;
+		}
+		for (size_t a = 0; !rc && a < r->nax; a++)
+			if (!strcmp(r->ax[a].name, ax.name))
+				rc = rec_fail(r, MSIM_EINVAL, "--grid %s: "
+					      "given twice", ax.name);
+		rec_axis_t *na = rc ? NULL
+			: realloc(r->ax, (r->nax + 1) * sizeof(*na));
+		if (!na) {
+			rec_axis_clear(&ax);
+			return rc ? rc : rec_fail(r, MSIM_ENOMEM,
+						  "out of memory");
+		}
+		r->ax = na;
+		r->ax[r->nax++] = ax;
+	}
+	*ngrid = keep;
+	return rec_check_names(r);
+}
+
+/* The folder of the recordings: DB.recordings beside the database (kept,
+ * so a sweep run again reuses them), else the scratch folder. */
+static int
+rec_dir(msim_recsweep_t *r)
+{
+	const msim_recsweep_spec_t *s = r->spec;
+	if (!s->db) {
+		if (!(r->dir = strdup(s->scratch ? s->scratch : ".")))
+			return rec_fail(r, MSIM_ENOMEM, "out of memory");
+		return 0;
+	}
+	size_t len = strlen(s->db) + sizeof(".recordings");
+	if (!(r->dir = malloc(len)))
+		return rec_fail(r, MSIM_ENOMEM, "out of memory");
+	snprintf(r->dir, len, "%s.recordings", s->db);
+	struct stat st;
+	if (mkdir(r->dir, 0777) && (errno != EEXIST ||
+				    stat(r->dir, &st) || !S_ISDIR(st.st_mode)))
+		return rec_fail(r, MSIM_EIO, "%s: cannot make the folder of "
+				"the recordings: %s", r->dir,
+				errno == EEXIST ? "not a folder"
+						: strerror(errno));
+	return 0;
+}
+
+/* The file of one recording: its names for people, then the hash of the
+ * exact command and recorder options it is made with. */
+static char *
+rec_path(const msim_recsweep_t *r, const char *label, char *const *ropt,
+	 int nropt, char *const *cmd)
+{
+	msim_hash_t h;
+	msim_hash_init(&h);
+	for (int i = 0; i < nropt; i++)
+		msim_hash_update(&h, ropt[i], strlen(ropt[i]) + 1);
+	msim_hash_update(&h, "--", 3);
+	for (int i = 0; i < r->spec->ncmd; i++)
+		msim_hash_update(&h, cmd[i], strlen(cmd[i]) + 1);
+	char name[96];
+	snprintf(name, sizeof(name), "%s", label ? label : "recording");
+	for (char *c = name; *c; c++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			    "0123456789=,.:_-", *c))
+			*c = '_';
+	size_t len = strlen(r->dir) + strlen(name) + 24;
+	char *path = malloc(len);
+	if (path)
+		snprintf(path, len, "%s/%s-%016" PRIx64 ".csv", r->dir, name,
+			 msim_hash_final(&h));
+	return path;
+}
+
+/* Whether path is one of the recordings made already. */
+static bool
+rec_made(const msim_recsweep_t *r, const char *path)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (!strcmp(r->paths[i], path))
+			return true;
+	return false;
+}
+
+static void
+rec_note(const msim_recsweep_t *r, int what, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void
+rec_note(const msim_recsweep_t *r, int what, const char *fmt, ...)
+{
+	if (!r->spec->note)
+		return;
+	char line[2400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	r->spec->note(r->spec->ctx, what, line);
+}
+
+/* Keeps path (taken) and label as recording r->n. */
+static int
+rec_keep(msim_recsweep_t *r, char *path, const char *label)
+{
+	const char **np = realloc(r->paths, (r->n + 1) * sizeof(*np));
+	if (np)
+		r->paths = np;
+	const char **nl = np ? realloc(r->labels, (r->n + 1) * sizeof(*nl))
+			     : NULL;
+	if (nl)
+		r->labels = nl;
+	char *lc = nl && r->nax ? strdup(label) : NULL;
+	if (!nl || (r->nax && !lc)) {
+		free(path);
+		return rec_fail(r, MSIM_ENOMEM, "out of memory");
+	}
+	r->paths[r->n] = path;
+	r->labels[r->n] = lc;
+	r->n++;
+	return 0;
+}
+
+/* The names, values, recorder options and label of combination k. */
+static int
+rec_combination(msim_recsweep_t *r, size_t k, const char **names,
+		const char **values, char **ropt, int *nropt, char *label,
+		size_t labellen)
+{
+	size_t len = 0, rest = k;
+	*nropt = 0;
+	label[0] = '\0';
+	for (size_t a = r->nax; a-- > 0;) {
+		names[a] = r->ax[a].name;
+		values[a] = r->ax[a].v[rest % r->ax[a].n];
+		rest /= r->ax[a].n;
+	}
+	for (size_t a = 0; a < r->nax; a++) {
+		len += (size_t)snprintf(label + len, labellen - len, "%s%s=%s",
+					a ? "," : "", names[a], values[a]);
+		if (len >= labellen)
+			return rec_fail(r, MSIM_EINVAL, "--grid: the recording "
+					"names are too long");
+		if (r->ax[a].flag) {
+			ropt[(*nropt)++] = (char *)r->ax[a].flag;
+			ropt[(*nropt)++] = (char *)values[a];
+		}
+	}
+	return 0;
+}
+
+/* Makes (or finds) the recording of combination k; a failed one is
+ * counted and left out. */
+static int
+rec_one(msim_recsweep_t *r, size_t k, size_t total)
+{
+	const msim_recsweep_spec_t *s = r->spec;
+	const char *names[64], *values[64];
+	char *ropt[2 * 64], label[2048];
+	int nropt, rc;
+	if ((rc = rec_combination(r, k, names, values, ropt, &nropt, label,
+				  sizeof(label))))
+		return rc;
+	char **cmd = msim_record_subst(s->cmd, s->ncmd, names, values, r->nax);
+	char *path = cmd ? rec_path(r, r->nax ? label : NULL, ropt, nropt, cmd)
+			 : NULL;
+	if (!path) {
+		msim_record_subst_free(cmd, s->ncmd);
+		return rec_fail(r, MSIM_ENOMEM, "out of memory");
+	}
+	const char *who = r->nax ? label : "the command";
+	struct stat st;
+	int reuse = rec_made(r, path) || (!s->force && !stat(path, &st));
+	rec_note(r, MSIM_RECSWEEP_NOTE, "recording %zu/%zu (%s): %s", k + 1,
+		 total, who, reuse ? "made before, reused" : "recording...");
+	char why[1024] = "";
+	rc = reuse ? 0 : msim_record_exec(&s->rec, path, ropt, nropt, cmd,
+					  s->ncmd, why, sizeof(why));
+	msim_record_subst_free(cmd, s->ncmd);
+	if (rc < 0) {
+		free(path);
+		return rec_fail(r, rc, "record: %s", why);
+	}
+	if (rc) {
+		if (*why)
+			rec_note(r, MSIM_RECSWEEP_FAILED, "record: %s", why);
+		rec_note(r, MSIM_RECSWEEP_FAILED, "recording %s failed (memsim "
+			 "record exit %d); its settings are not run", who, rc);
+		r->failed++;
+		free(path);
+		return 0;
+	}
+	return rec_keep(r, path, label);
+}
+
+int
+msim_recsweep_make(const msim_recsweep_spec_t *spec, const char **grid,
+		   size_t *ngrid, msim_recsweep_t **out, char *why,
+		   size_t whylen)
+{
+	*out = NULL;
+	msim_recsweep_t *r = calloc(1, sizeof(*r));
+	if (!r) {
+		snprintf(why, whylen, "out of memory");
+		return MSIM_ENOMEM;
+	}
+	*r = (msim_recsweep_t){.spec = spec, .why = why, .whylen = whylen};
+	int rc = 0;
+	size_t total = 1;
+	if (spec->ncmd < 1)
+		rc = rec_fail(r, MSIM_EINVAL, "no command after '--' (memsim "
+			      "sweep ... -- python3 SCRIPT ARGS...)");
+	if (!rc)
+		rc = rec_axes(r, grid, ngrid);
+	if (!rc && r->nax > 64)
+		rc = rec_fail(r, MSIM_EINVAL, "--grid: more than 64 recording "
+			      "names");
+	for (size_t a = 0; !rc && a < r->nax; a++) {
+		if (total > 100000 / r->ax[a].n)
+			rc = rec_fail(r, MSIM_EINVAL, "--grid: more than "
+				      "100000 recordings");
+		total *= r->ax[a].n;
+	}
+	if (!rc)
+		rc = rec_dir(r);
+	for (size_t k = 0; !rc && k < total; k++)
+		rc = rec_one(r, k, total);
+	if (!rc && !r->n)
+		rc = rec_fail(r, MSIM_EINVAL, "no recording was made; nothing "
+			      "to sweep");
+	if (rc) {
+		msim_recsweep_destroy(r);
+		return rc;
+	}
+	r->spec = NULL; /* the caller's, gone after this call */
+	*out = r;
+	return 0;
+}
+
+size_t
+msim_recsweep_count(const msim_recsweep_t *r)
+{
+	return r->n;
+}
+
+const char *const *
+msim_recsweep_paths(const msim_recsweep_t *r)
+{
+	return r->paths;
+}
+
+const char *const *
+msim_recsweep_labels(const msim_recsweep_t *r)
+{
+	return r->labels;
+}
+
+size_t
+msim_recsweep_failed(const msim_recsweep_t *r)
+{
+	return r->failed;
+}
+
+void
+msim_recsweep_destroy(msim_recsweep_t *r)
+{
+	if (!r)
+		return;
+	for (size_t a = 0; a < r->nax; a++)
+		rec_axis_clear(&r->ax[a]);
+	free(r->ax);
+	for (size_t i = 0; i < r->n; i++) {
+		free((char *)r->paths[i]);
+		free((char *)r->labels[i]);
+	}
+	free(r->paths);
+	free(r->labels);
+	free(r->dir);
+	free(r);
+}

@@ -1,0 +1,104 @@
+/*
+ * Recordings: the launch of the Python recorder (traces/memsim_record, run
+ * as `python3 -m memsim_record -o OUT [OPTIONS] -- SCRIPT ARGS`), what a
+ * setting name of fit or sweep stands for among the recorder's options,
+ * the {NAME} substitution in a command, and the recordings of a sweep over
+ * a command (one a combination of the grid's recording names, kept beside
+ * the database and reused).  `memsim record`, `memsim fit` and `memsim
+ * sweep -- COMMAND` all record through here.
+ *
+ * The recorder writes OUT.tmp<pid> and renames it; if it dies, the
+ * temporary is removed here, so no partial trace is left at OUT.  Nothing
+ * here prints: the script's own output goes to stderr (or nowhere), and
+ * what went wrong comes back as one line.
+ */
+#ifndef MSIM_LAB_RECORD_H
+#define MSIM_LAB_RECORD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* How the recorder is run. */
+typedef struct msim_record_opts_s {
+	/* Folders that may hold memsim_record/ (the installed one, the
+	 * source tree's), NULL-terminated, tried after $MEMSIM_PYTHONPATH;
+	 * may be NULL. */
+	const char *const *dirs;
+	/* The interpreter when the command does not start with one: NULL
+	 * for $MEMSIM_PYTHON, else python3. */
+	const char *python;
+	bool quiet;  /* the script's stdout to /dev/null, not to stderr */
+} msim_record_opts_t;
+
+/*
+ * Records cmd (python3 SCRIPT ARGS, or SCRIPT ARGS) into out with the
+ * recorder's options ropt.  Returns the recorder's exit status (0: out
+ * written; why then "", or what a non-zero status means: a signal, an
+ * interpreter that could not be run), or a negative MSIM_E* when it could
+ * not be started (no recorder, no script, `-m`), with why filled.
+ */
+int msim_record_exec(const msim_record_opts_t *o, const char *out,
+		     char *const *ropt, int nropt, char *const *cmd, int ncmd,
+		     char *why, size_t whylen);
+
+/* The recorder's option for a setting name ("checkpoint" ->
+ * "--checkpoint": amp, checkpoint, device, world-size, rank,
+ * dynamic-fraction, item-int, item-bool), or NULL. */
+const char *msim_record_flag(const char *name);
+
+/* The command with every {names[i]} replaced by values[i], in one pass
+ * left to right (malloc'd: ncmd strings and a NULL; free with
+ * msim_record_subst_free()), or NULL when out of memory. */
+char **msim_record_subst(char *const *cmd, int ncmd, const char *const *names,
+			 const char *const *values, size_t n);
+void msim_record_subst_free(char **cmd, int ncmd);
+
+/* Whether cmd has {name} in a word. */
+bool msim_record_has(char *const *cmd, int ncmd, const char *name);
+
+/* The recordings of a sweep over a command. */
+typedef struct msim_recsweep_s msim_recsweep_t;
+
+enum {
+	MSIM_RECSWEEP_NOTE = 0, /* "recording 1/4 (batch=2): recording..." */
+	MSIM_RECSWEEP_FAILED,   /* one recording failed; its settings not run */
+};
+
+typedef struct msim_recsweep_spec_s {
+	char *const *cmd;       /* python3 SCRIPT ... {NAME} ... */
+	int ncmd;
+	/* Where the recordings are kept: DB.recordings beside db (made if
+	 * missing, reused by a sweep run again) when db is given, else
+	 * scratch (an existing folder). */
+	const char *db;
+	const char *scratch;
+	bool force;             /* record again even when kept */
+	msim_record_opts_t rec; /* quiet is set here */
+	/* May be NULL: told each recording's progress (MSIM_RECSWEEP_NOTE)
+	 * and failure (MSIM_RECSWEEP_FAILED), one line. */
+	void (*note)(void *ctx, int what, const char *line);
+	void *ctx;
+} msim_recsweep_spec_t;
+
+/*
+ * Moves the grid's recording names (a {NAME} of the command, or an option
+ * of the recorder) out of grid (its other axes are kept, in order, and
+ * *ngrid shrinks), then makes (or finds) one recording for each of their
+ * combinations.  A failed recording is counted and left out.  Returns 0
+ * with *out, or an error with why filled: a {NAME} no axis gives, an axis
+ * twice, a recorder that cannot be started, no recording made.
+ */
+int msim_recsweep_make(const msim_recsweep_spec_t *spec, const char **grid,
+		       size_t *ngrid, msim_recsweep_t **out, char *why,
+		       size_t whylen);
+
+/* The recordings made: their paths and labels ("batch=2,checkpoint=sqrt";
+ * NULL when the grid names none), as msim_sweep_spec_t takes them. */
+size_t msim_recsweep_count(const msim_recsweep_t *r);
+const char *const *msim_recsweep_paths(const msim_recsweep_t *r);
+const char *const *msim_recsweep_labels(const msim_recsweep_t *r);
+size_t msim_recsweep_failed(const msim_recsweep_t *r);
+
+void msim_recsweep_destroy(msim_recsweep_t *r);
+
+#endif

@@ -1,0 +1,153 @@
+"""Synthetic data for the corpus programs, written into a scratch folder
+(the program's working directory), never into the source tree.
+
+    python3 mkdata.py DIR KIND...
+
+Every file is made from a fixed seed, so its size, vocabulary and the
+shapes a program derives from it are the same on every machine.  KINDs:
+
+text        input.txt: 200,000 characters over 65 symbols (the size and
+            alphabet of Shakespeare's tiny corpus), for character models
+            (minGPT's chargpt, makeMoE).
+names       names.txt: 4,000 lower-case names of 3 to 10 letters (makemore).
+shakespeare_char
+            data/shakespeare_char/{train,val}.bin (uint16 token ids) and
+            meta.pkl (vocab_size, stoi, itos), as nanoGPT's prepare.py
+            writes them.
+tinystories data/TinyStories_all_data/data00.bin, data01.bin: uint16 token
+            ids below 32000, the pretokenized shards llama2.c reads.
+wikitext    wikitext/{train,valid,test}.txt (pytorch/examples'
+            word_language_model) and data/wikitext-2.txt (Lightning's
+            WikiText2 demo), words drawn from a 5,000-word vocabulary.
+cora        cora/cora.content, cora/cora.cites: 2,000 papers, 500 binary
+            features, 7 classes, 5,000 citations (pytorch/examples' gat).
+enwik8      data/enwik8.gz: 95,000,000 bytes (x-transformers reads 95e6
+            and keeps the last 5e6 for validation).
+copy:PATH   a copy of the corpus file PATH (relative to tests/corpus), for
+            the programs that open it from the working directory
+            (nanoGPT's and llama2.c's configurator.py, which train.py and
+            sample.py exec; llama2.c's tokenizer.model).
+"""
+import gzip
+import os
+import pickle
+import shutil
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ALPHABET = "\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def text(d, n=200_000):
+    rng = np.random.default_rng(1)
+    s = "".join(np.array(list(ALPHABET))[rng.integers(0, len(ALPHABET), n)])
+    with open(os.path.join(d, "input.txt"), "w") as f:
+        f.write(s)
+    return s
+
+
+def names(d):
+    rng = np.random.default_rng(2)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    with open(os.path.join(d, "names.txt"), "w") as f:
+        for _ in range(4000):
+            f.write("".join(letters[rng.integers(0, 26, rng.integers(3, 11))]) + "\n")
+
+
+def shakespeare_char(d):
+    rng = np.random.default_rng(3)
+    s = "".join(np.array(list(ALPHABET))[rng.integers(0, len(ALPHABET), 100_000)])
+    chars = sorted(set(s))
+    stoi = {c: i for i, c in enumerate(chars)}
+    itos = {i: c for i, c in enumerate(chars)}
+    ids = np.array([stoi[c] for c in s], dtype=np.uint16)
+    out = os.path.join(d, "data", "shakespeare_char")
+    os.makedirs(out, exist_ok=True)
+    ids[:90_000].tofile(os.path.join(out, "train.bin"))
+    ids[90_000:].tofile(os.path.join(out, "val.bin"))
+    with open(os.path.join(out, "meta.pkl"), "wb") as f:
+        pickle.dump({"vocab_size": len(chars), "itos": itos, "stoi": stoi}, f)
+
+
+def copy(d, path):
+    shutil.copy(os.path.join(HERE, path), d)
+
+
+def tinystories(d):
+    rng = np.random.default_rng(4)
+    out = os.path.join(d, "data", "TinyStories_all_data")
+    os.makedirs(out, exist_ok=True)
+    for i in range(2):
+        rng.integers(1, 32000, 200_000, dtype=np.uint16).tofile(
+            os.path.join(out, "data%02d.bin" % i))
+
+
+def wikitext(d):
+    rng = np.random.default_rng(5)
+    vocab = np.array(["w%d" % i for i in range(5000)])
+    def lines(nwords):
+        out, left = [], nwords
+        while left > 0:
+            k = min(left, int(rng.integers(5, 30)))
+            out.append(" " + " ".join(vocab[rng.integers(0, len(vocab), k)]) + " \n")
+            left -= k
+        return "".join(out)
+    w = os.path.join(d, "wikitext")
+    os.makedirs(w, exist_ok=True)
+    for name, n in (("train.txt", 6000), ("valid.txt", 1500), ("test.txt", 1500)):
+        with open(os.path.join(w, name), "w") as f:
+            f.write(lines(n))
+    os.makedirs(os.path.join(d, "data"), exist_ok=True)
+    # WikiText2 cuts 35-token blocks and keeps 2 x 2,000 for validation and
+    # test: 200,000 words leave 1,700 or so for training.
+    with open(os.path.join(d, "data", "wikitext-2.txt"), "w") as f:
+        f.write(lines(200_000))
+
+
+def cora(d):
+    rng = np.random.default_rng(6)
+    n, feats, classes = 2000, 500, 7
+    c = os.path.join(d, "cora")
+    os.makedirs(c, exist_ok=True)
+    ids = rng.permutation(1_000_000)[:n] + 1
+    x = (rng.random((n, feats)) < 0.02).astype(int)
+    x[:, 0] = 1  # no paper without a word
+    with open(os.path.join(c, "cora.content"), "w") as f:
+        for i in range(n):
+            f.write("%d\t%s\tclass%d\n" % (ids[i], "\t".join(map(str, x[i])),
+                                           rng.integers(0, classes)))
+    with open(os.path.join(c, "cora.cites"), "w") as f:
+        for _ in range(5000):
+            a, b = rng.integers(0, n, 2)
+            f.write("%d\t%d\n" % (ids[a], ids[b]))
+
+
+def enwik8(d):
+    rng = np.random.default_rng(7)
+    block = rng.integers(32, 127, 16384, dtype=np.uint8).tobytes()
+    os.makedirs(os.path.join(d, "data"), exist_ok=True)
+    with gzip.open(os.path.join(d, "data", "enwik8.gz"), "wb", compresslevel=1) as f:
+        for _ in range(95_000_000 // len(block) + 1):
+            f.write(block)
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit("usage: mkdata.py DIR KIND...")
+    d = sys.argv[1]
+    kinds = {"text": text, "names": names, "shakespeare_char": shakespeare_char,
+             "tinystories": tinystories, "wikitext": wikitext, "cora": cora,
+             "enwik8": enwik8}
+    for k in sys.argv[2:]:
+        if k.startswith("copy:"):
+            copy(d, k.split(":", 1)[1])
+        elif k in kinds:
+            kinds[k](d)
+        else:
+            sys.exit("mkdata.py: unknown data kind '%s'" % k)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+#!/bin/sh
+# Run corpus programs (programs.tsv), each in a scratch working directory
+# with its synthetic data, and leave per program, in OUTDIR:
+#   NAME.log   its output (the setup's too)
+#   NAME.rc    its exit status (128+N: killed by signal N; 124: timed out)
+#   NAME.csv   the trace (MODE fake: memsim record --fake)
+#   NAME.real  "ALLOCATED RESERVED", torch.cuda.max_memory_allocated() and
+#              max_memory_reserved() at its end (MODE real: on a GPU)
+#
+#   sh tests/corpus/run.sh fake|real OUTDIR [NAME...]
+#
+# MODE fake needs $MEMSIM (memsim) and $PY (the Python with PyTorch,
+# default $MEMSIM_PYTHON or python3); MODE real needs only $PY.  With no
+# NAME, every program.  CORPUS_TIMEOUT: seconds a program may run (300).
+set -u
+mode=$1 out=$2
+shift 2
+here=$(cd "$(dirname "$0")" && pwd)
+PY=${PY:-${MEMSIM_PYTHON:-python3}}
+MEMSIM=${MEMSIM:-memsim}
+case $mode in fake|real) ;; *) echo "run.sh: MODE is fake or real, not '$mode'" >&2; exit 2;; esac
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+# No program may reach the network: models from their configs only.
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1
+export WANDB_MODE=disabled MPLBACKEND=Agg PYTHONUNBUFFERED=1
+# Nothing written into the source tree (the vendored modules are imported
+# from it).
+export PYTHONDONTWRITEBYTECODE=1
+tab=$(printf '\t')
+grep -v '^#' "$here/programs.tsv" | while IFS=$tab read -r name data needs setup cmd; do
+	[ -n "$name" ] || continue
+	if [ $# -gt 0 ]; then
+		want=0
+		for n in "$@"; do [ "$n" = "$name" ] && want=1; done
+		[ $want -eq 1 ] || continue
+	fi
+	d=$out/$name.d
+	rm -rf "$d" && mkdir -p "$d"
+	log=$out/$name.log
+	: >"$log"
+	rm -f "$out/$name.csv" "$out/$name.real" "$out/$name.rc"
+	(
+		cd "$d" || exit 1
+		if [ "$data" != - ]; then
+			# shellcheck disable=SC2086
+			"$PY" "$here/mkdata.py" . $data >>"$log" 2>&1 || exit 1
+		fi
+		if [ "$setup" != - ]; then
+			# shellcheck disable=SC2046
+			echo "setup: $setup" >>"$log"
+			"$PY" $(echo "$setup" | sed "s|%C%|$here|g") >>"$log" 2>&1 || exit 1
+		fi
+		# shellcheck disable=SC2046
+		set -- $(echo "$cmd" | sed "s|%C%|$here|g")
+		start=$(date +%s)
+		if [ "$mode" = fake ]; then
+			timeout "${CORPUS_TIMEOUT:-300}" "$MEMSIM" record --fake \
+				-o "$out/$name.csv" -- "$PY" "$here/wrap.py" "$@" >>"$log" 2>&1
+		else
+			CORPUS_REAL=$out/$name.real timeout "${CORPUS_TIMEOUT:-300}" \
+				"$PY" "$here/wrap.py" "$@" >>"$log" 2>&1
+		fi
+		rc=$?
+		echo "$name: exit $rc after $(($(date +%s) - start)) s" >>"$log"
+		exit $rc
+	) </dev/null
+	echo $? >"$out/$name.rc"
+	echo "$name $(cat "$out/$name.rc")"
+	rm -rf "$d"
+done

@@ -1,0 +1,65 @@
+"""Run one corpus program unmodified, as `python3 SCRIPT ARGS...` would.
+
+    python3 wrap.py [--path DIR]... [--steps N] SCRIPT ARGS...
+
+--path DIR   put DIR on sys.path (a program's package folder: minGPT's
+             `mingpt`, x-transformers' `x_transformers`), as an installed
+             package would be.
+--steps N    end the program (exit status 0) right after the N-th
+             optimizer step, for the programs that train for 1e5 steps
+             with no argument to say fewer: a hook registered with
+             torch.optim.optimizer.register_optimizer_step_post_hook raises
+             SystemExit(0).
+
+The script's own folder is sys.path[0] and sys.argv is SCRIPT ARGS, as
+for `python3 SCRIPT`.  With CORPUS_REAL=FILE in the environment (the real
+runs of tests/corpus/device.sh) the program's torch.cuda.max_memory_allocated()
+and max_memory_reserved() are written to FILE when it ends, one line
+"ALLOCATED RESERVED", whether it ended by returning or by SystemExit.
+"""
+import os
+import runpy
+import sys
+
+
+def main():
+    args = sys.argv[1:]
+    paths, steps = [], None
+    while args and args[0] in ("--path", "--steps"):
+        if len(args) < 2:
+            sys.exit("wrap.py: %s needs a value" % args[0])
+        if args[0] == "--path":
+            paths.append(os.path.abspath(args[1]))
+        else:
+            steps = int(args[1])
+        args = args[2:]
+    if not args:
+        sys.exit("usage: wrap.py [--path DIR]... [--steps N] SCRIPT ARGS...")
+    script = os.path.abspath(args[0])
+    sys.argv = [script] + args[1:]
+    sys.path[0:0] = [os.path.dirname(script)] + paths
+    if steps is not None:
+        import torch.optim.optimizer as opt
+        done = [0]
+
+        def stop(optimizer, a, kw):
+            done[0] += 1
+            if done[0] >= steps:
+                print("wrap.py: %d optimizer steps, stopping" % done[0],
+                      file=sys.stderr, flush=True)
+                raise SystemExit(0)
+        opt.register_optimizer_step_post_hook(stop)
+    real = os.environ.get("CORPUS_REAL")
+    try:
+        runpy.run_path(script, run_name="__main__")
+    finally:
+        if real:
+            import torch
+            torch.cuda.synchronize()
+            with open(real, "w") as f:
+                f.write("%d %d\n" % (torch.cuda.max_memory_allocated(),
+                                     torch.cuda.max_memory_reserved()))
+
+
+if __name__ == "__main__":
+    main()

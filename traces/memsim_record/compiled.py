@@ -1,0 +1,594 @@
+"""torch.compile under --fake: the compiled program's allocations.
+
+Inductor cannot run here (docs/recording-compile.md says where it stops
+without a GPU), so what a compiled module or function allocates is
+predicted in two parts:
+
+- The graphs are PyTorch's own.  TorchDynamo captures the program's graphs
+  (graph breaks and guards as in a real run) and AOTAutograd splits each
+  into a forward and a backward graph as Inductor has it: its
+  decompositions (select_decomp_table), joint-graph passes and
+  partitioner (compile_fx.partition_fn: min_cut_rematerialization_
+  partition), then its post-grad passes on each graph.  The forward's
+  outputs are what the compiled program saves for backward.  All of it
+  runs on the recorder's fake tensors.
+
+- The buffers are Inductor's, by rule (Program below): each node of a
+  graph is either an extern kernel, which Inductor calls as ATen runs it
+  (extern_kernels.mm / addmm / bmm, the attention kernels, convolution:
+  run under the recorder, their outputs and their kernels' workspaces
+  recorded as in eager), or part of a fused Triton kernel.  Fused nodes
+  allocate nothing unless their value leaves the kernel: a graph output
+  (a saved activation, a gradient) or the input of an extern kernel gets a
+  buffer of its storage's size (empty_strided_cuda in the generated
+  wrapper), allocated where it is computed; a fused kernel whose output
+  has the size and dtype of an input buffer read there for the last time
+  writes in place (Inductor's inplace reuse, "# reuse").  Every buffer is
+  freed after its last use ("del buf"), graph inputs included: the
+  runtime hands its arguments over (args.clear()).
+
+- At each fused kernel's first launch Triton's autotuner allocates an
+  L2-sized buffer (do_bench's cache flush) and frees it (Runtime.flush).
+
+mode="reduce-overhead" adds CUDA graphs: cudagraph trees' warm-up, capture
+and replays in the tree's private pool (Program.graphed).  What is
+modelled and what is approximated: docs/recording-compile.md.
+"""
+import functools
+import operator
+import weakref
+
+# Ops Inductor does not lower into Triton kernels but calls as ATen kernels
+# (lowering.py's make_fallback and the ExternKernel choices of tuned_mm /
+# tuned_addmm / tuned_bmm in default mode).
+EXTERN = {
+    "mm", "addmm", "bmm", "baddbmm", "_int_mm", "_scaled_mm", "convolution",
+    "convolution_backward", "_scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_efficient_attention_backward",
+    "_scaled_dot_product_flash_attention",
+    "_scaled_dot_product_flash_attention_backward",
+    "_scaled_dot_product_cudnn_attention",
+    "_scaled_dot_product_cudnn_attention_backward",
+    "_efficient_attention_forward", "_efficient_attention_backward",
+    "_flash_attention_forward", "_flash_attention_backward",
+    "_cudnn_rnn", "_cudnn_rnn_backward", "sort", "topk", "_fft_r2c",
+    "_fft_c2r", "_fft_c2c", "nonzero", "_embedding_bag",
+    "_embedding_bag_backward", "native_group_norm_backward",
+    "_thnn_fused_lstm_cell", "_thnn_fused_gru_cell", "angle", "cumsum",
+    "cumprod", "_linalg_svd", "linalg_lstsq", "_fused_rms_norm",
+    "_fused_rms_norm_backward",
+}
+
+
+# The L2 cache of each --device, in bytes (cudaDeviceProp::l2CacheSize):
+# the buffer triton.testing.do_bench fills to flush the cache between
+# benchmark runs of one kernel (the H200 trace: 62914560-byte blocks at
+# the compiled program's first call).
+L2_BYTES = {
+    "h200": 60 << 20, "h100-80gb": 50 << 20, "h100-pcie": 50 << 20,
+    "a100-80gb": 40 << 20, "a100-40gb": 40 << 20, "l4": 48 << 20,
+    "l40s": 96 << 20, "a10g": 6 << 20, "v100-32gb": 6 << 20,
+    "t4": 4 << 20,
+}
+
+
+def _name(node):
+    t = getattr(node, "target", None)
+    return getattr(getattr(t, "overloadpacket", None), "__name__", None)
+
+
+def _is_view(node):
+    t = getattr(node, "target", None)
+    try:
+        return bool(t is not None and t.is_view)
+    except Exception:
+        return False
+
+
+class Program:
+    """One graph of the compiled program (a forward, a backward or an
+    inference graph) and its buffer plan."""
+
+    def __init__(self, torch, rec, gm, kind, rt, site, cudagraphs=False):
+        self.torch = torch
+        self.rec = rec
+        self.gm = gm
+        self.kind = kind
+        self.rt = rt
+        # forward graphs allocate activations at the site "compiled NAME"
+        # (the module's class or the function's name), as a module would
+        self.owner = None if kind == "backward" else \
+            type(site, (), {})()
+        nodes = list(gm.graph.nodes)
+        self.nodes = nodes
+        idx = {n: i for i, n in enumerate(nodes)}
+        # base: the node whose buffer a view node's value lives in.
+        base = {}
+        for n in nodes:
+            if n.op == "call_function" and _is_view(n) and n.args and \
+                    isinstance(n.args[0], torch.fx.Node):
+                base[n] = base.get(n.args[0], n.args[0])
+            else:
+                base[n] = n
+        self.base = base
+        # last use of each node's buffer (a view's use is its base's).
+        last = {}
+        for n in nodes:
+            for a in n.all_input_nodes:
+                b = base[a]
+                last[b] = idx[n]
+        self.last = last
+        frees = {}
+        for b, i in last.items():
+            frees.setdefault(i, []).append(b)
+        self.frees = frees
+        # Which values get a buffer.
+        buf = set()
+        out = [n for n in nodes if n.op == "output"][0]
+        for a in out.all_input_nodes:
+            buf.add(base[a])
+        for n in nodes:
+            if n.op == "call_function" and self.extern(n):
+                for a in n.all_input_nodes:
+                    buf.add(base[a])
+        self.buffers = buf
+        # Triton's autotuner benchmarks each fused kernel at its first
+        # launch (the H200 traces: an L2 flush buffer at pointwise and
+        # reduction kernels alike).
+        self.tuned = {n for n in buf
+                      if n.op == "call_function" and not self.extern(n)}
+        self.calls = 0
+        self.cudagraphs = cudagraphs
+        self.static = None     # the static copies of the inputs (graphs)
+
+    def extern(self, n):
+        return _name(n) in EXTERN
+
+    def part_of_extern(self, n):
+        """An output of an extern kernel taken from its tuple (getitem):
+        the kernel made what it makes, under the recorder (the efficient
+        attention's RNG seed and offset are CPU tensors, for one)."""
+        return n.target is operator.getitem and n.args and \
+            isinstance(n.args[0], self.torch.fx.Node) and \
+            self.extern(n.args[0])
+
+    def __call__(self, args):
+        stack = self.rec.module_stack
+        if self.owner is not None:
+            stack.append(self.owner)
+        try:
+            if not self.cudagraphs:
+                return self.run(args)
+            return self.graphed(args)
+        finally:
+            if self.owner is not None and stack and stack[-1] is self.owner:
+                stack.pop()
+
+    def graphed(self, args):
+        """mode="reduce-overhead": cudagraph trees (CUDAGraphTreeManager).
+        The first call warms up: the program runs with its allocations in
+        the tree's private pool, on the tree's stream (a pool_begin /
+        pool_end / pool_release, _use_cuda_memory_pool_manager).  The
+        second records: torch.cuda.graph() empties the cache first, the
+        inputs that are not parameters are copied to static buffers in
+        the pool, then the capture allocates in the pool as the program
+        runs; its blocks stay the pool's.  Later calls replay the graph:
+        copies into the static inputs, no allocation.  Each warm-up and
+        capture makes its own cuBLAS workspace in the pool, freed after it
+        (clear_cublas_manager)."""
+        rt = self.rt
+        rec = self.rec
+        n = self.calls
+        if n >= 2:
+            with rt.quiet():
+                out = self.run(args, record=False)
+            rt.static_outputs(out)
+            rt.graph_outputs(out)
+            return out
+        with rt.on_graph_stream():
+            if n == 1:
+                rec.empty_cache()
+                rt.pool("pool_begin")
+                self.static = rt.static_copies(args)
+                rt.pool("pool_end")
+                rt.pool("pool_release")
+            start = len(rec.rows)
+            rt.pool("pool_begin")
+            rec.workspaces.discard(rt.thread())
+            try:
+                out = self.run(args)
+                rt.graph_outputs(out)
+                return out
+            finally:
+                rt.pool("pool_end")
+                if n == 0:
+                    rt.pool("pool_release")
+                rt.free_workspaces(start)
+
+    def run(self, args, record=True):
+        torch = self.torch
+        rt = self.rt
+        env = {}
+        placeholders = [n for n in self.nodes if n.op == "placeholder"]
+        for n, a in zip(placeholders, args):
+            env[n] = a
+        args.clear()
+        result = None
+        first = self.calls == 0
+        self.calls += 1
+        for i, n in enumerate(self.nodes):
+            if n.op == "placeholder":
+                pass
+            elif n.op == "output":
+                result = torch.fx.node.map_arg(n.args[0], lambda x: env[x])
+            elif n.op == "get_attr":
+                env[n] = getattr(self.gm, n.target)
+            else:
+                a, k = torch.fx.node.map_arg((n.args, n.kwargs),
+                                             lambda x: env[x])
+                if n.op == "call_function" and self.extern(n) and record:
+                    env[n] = n.target(*a, **k)   # under the recorder
+                else:
+                    fn = n.target if n.op == "call_function" else \
+                        getattr(self.gm, n.target)
+                    with rt.quiet():
+                        v = fn(*a, **k)
+                    env[n] = v
+                    if n in self.buffers and self.base[n] is n and \
+                            record and not self.part_of_extern(n):
+                        rt.buffer(v, self.inplace(n, env, i))
+                    if first and n in self.tuned and record:
+                        rt.flush()
+            for b in self.frees.get(i, ()):
+                env.pop(b, None)
+                # views of b die with it (their own last use is b's)
+            for m in list(env):
+                if self.base[m] is not m and self.base[m] not in env:
+                    del env[m]
+        return result
+
+    def inplace(self, n, env, i):
+        """The key of an input buffer N's kernel can write in place: a
+        buffer of this graph (not an input), read for the last time here,
+        of N's storage size; None if there is none."""
+        torch = self.torch
+        v = env[n]
+        if not isinstance(v, torch.Tensor):
+            return None
+        nb = v.untyped_storage().nbytes()
+        for a in n.all_input_nodes:
+            b = self.base[a]
+            if b.op != "call_function" or self.last.get(b) != i or \
+                    b not in env or self.extern(b):
+                continue
+            t = env[b]
+            if isinstance(t, torch.Tensor) and t.dtype == v.dtype and \
+                    t.untyped_storage().nbytes() == nb:
+                return id(t.untyped_storage())
+        return None
+
+
+class Runtime:
+    """What the programs share: the recorder, the fake mode, the weak
+    references that free a buffer when its storage dies."""
+
+    def __init__(self, torch, rec):
+        self.torch = torch
+        self.rec = rec
+        self.refs = {}
+
+    @functools.cached_property
+    def _disable(self):
+        from torch.utils._python_dispatch import _disable_current_modes
+        return _disable_current_modes
+
+    def quiet(self):
+        """Ops run on the fake tensors with nothing recorded (the recorder's
+        dispatch mode set aside, the fake mode kept)."""
+        import contextlib
+        torch = self.torch
+        from torch._guards import detect_fake_mode
+
+        @contextlib.contextmanager
+        def cm():
+            fm = detect_fake_mode()
+            with self._disable():
+                with (fm if fm is not None else contextlib.nullcontext()):
+                    yield
+        return cm()
+
+    def buffer(self, v, reuse):
+        """A buffer for V (a fused kernel's output), or V written in place
+        of the buffer REUSE (a storage key)."""
+        torch = self.torch
+        rec = self.rec
+        for t in (v if isinstance(v, (tuple, list)) else (v,)):
+            if not isinstance(t, torch.Tensor) or t.device.type != "cuda":
+                continue
+            s = t.untyped_storage()
+            key = id(s)
+            if key in rec.live:
+                continue
+            if reuse is not None and reuse in rec.live:
+                # the input's block becomes the output's
+                rec.free(reuse)
+                rec.retired.add(reuse)
+                reuse = None
+            nb = s.nbytes()
+            if nb == 0:
+                continue
+            rec.alloc(nb, rec.category("compiled"), rec.site(), key)
+            self.refs[key] = weakref.ref(s, self._death(key))
+
+    POOL = 1   # the cudagraph trees' pool (one per device)
+
+    def pool(self, action):
+        from . import fake
+        if not getattr(self, "pool_held", False):
+            # the tree's own reference to its pool (graph_pool_handle(),
+            # held by CUDAGraphTreeManager as long as the tree): a begin
+            # and an end with nothing between, as on the H200
+            self.pool_held = True
+            self.pool("pool_begin")
+            self.pool("pool_end")
+        self.rec.rows.append([action, self.POOL, 0, "", "",
+                              fake._CURRENT_STREAM[0]])
+
+    def on_graph_stream(self):
+        """The cudagraph trees' own stream (CUDAGraphTreeManager.stream),
+        current while a graph warms up, records or replays."""
+        torch = self.torch
+        if getattr(self, "stream", None) is None:
+            self.stream = torch.cuda.Stream()
+        return torch.cuda.stream(self.stream)
+
+    @staticmethod
+    def thread():
+        import threading
+        return threading.get_ident()
+
+    def graph_outputs(self, out):
+        """Note the outputs of a graphed program: in the tree's memory,
+        a later graph takes them as static inputs (the forward's saved
+        activations in the backward)."""
+        torch = self.torch
+        if not hasattr(self, "in_tree"):
+            self.in_tree = {}
+        for t in (out if isinstance(out, (tuple, list)) else (out,)):
+            if isinstance(t, torch.Tensor) and t.device.type == "cuda":
+                s = t.untyped_storage()
+                self.in_tree[id(s)] = weakref.ref(s)
+
+    def static_copies(self, args):
+        """The static inputs of a recorded graph: a copy of each CUDA
+        tensor argument that is neither a parameter nor an output of a
+        graph of the tree (its strided extent, as the input is), kept as
+        long as the graph."""
+        torch = self.torch
+        rec = self.rec
+        keys = []
+        tree = getattr(self, "in_tree", {})
+        for a in args:
+            if not isinstance(a, torch.Tensor) or \
+                    isinstance(a, torch.nn.Parameter) or \
+                    a.device.type != "cuda" or a.numel() == 0:
+                continue
+            r = tree.get(id(a.untyped_storage()))
+            if r is not None and r() is a.untyped_storage():
+                continue
+            span = 1 + sum((int(d) - 1) * int(st)
+                           for d, st in zip(a.shape, a.stride()))
+            key = object()
+            rec.alloc(span * a.element_size(), "input",
+                      "cudagraph static input", key)
+            keys.append(key)
+        return keys
+
+    def static_outputs(self, out):
+        """A replay's outputs live in the graph's memory, which the
+        allocator does not see again: none of the recorder's ops on them
+        (a view, a .grad) allocates their storage."""
+        torch = self.torch
+        rec = self.rec
+        for t in (out if isinstance(out, (tuple, list)) else (out,)):
+            if isinstance(t, torch.Tensor) and t.device.type == "cuda":
+                s = t.untyped_storage()
+                key = id(s)
+                if key not in rec.live and key not in rec.retired:
+                    rec.retired.add(key)
+                    self.refs[key] = weakref.ref(s, self._unretire(key))
+
+    def _unretire(self, key):
+        def cb(_ref):
+            self.refs.pop(key, None)
+            self.rec.retired.discard(key)
+        return cb
+
+    def free_workspaces(self, start):
+        """clear_cublas_manager: the cuBLAS workspaces made since row
+        START are freed."""
+        rec = self.rec
+        for i in range(start, len(rec.rows)):
+            r = rec.rows[i]
+            if r[0] == "alloc" and r[4] in ("cuBLAS workspace",
+                                            "cuBLASLt workspace"):
+                key = ("workspace", i)
+                rec.live[key] = (i, r[1], r[2], r[5])
+                rec.free(key)
+
+    def flush(self):
+        """Triton's autotuner at a kernel's first launch: do_bench's L2
+        flush buffer, allocated and freed around the benchmark runs."""
+        rec = self.rec
+        nb = L2_BYTES.get(getattr(rec.opt, "device", "h200"))
+        if nb:
+            key = object()
+            rec.alloc(nb, "temporary", "triton autotune L2 flush", key)
+            rec.free(key)
+
+    def _death(self, key):
+        def cb(_ref):
+            self.refs.pop(key, None)
+            self.rec.retired.discard(key)
+            self.rec.free(key)
+        return cb
+
+
+def install(torch, rec):
+    """torch.compile (and Module.compile, which calls it) with the
+    predicted programs; compile(disable=True) returns its argument."""
+    real = torch.compile
+    rt = Runtime(torch, rec)
+
+    def inductor(site, cudagraphs):
+        """The backend: Inductor's decompositions, its joint-graph passes
+        and partitioner (compile_fx.partition_fn: remove_noop_ops, the
+        pattern passes, min_cut_rematerialization_partition), its
+        post-grad passes on each graph; then Program in place of
+        Inductor's lowering and code generation."""
+        from torch._dynamo.backends.common import aot_autograd
+        from torch._guards import detect_fake_mode
+        from torch._inductor.decomposition import select_decomp_table
+
+        def partition(gm, joint_inputs, **kw):
+            from torch._inductor import compile_fx, config
+            # constant_fold_uniform_value computes constants for real, on
+            # the GPU: left out (it folds full() tensors, which are
+            # fused anyway).
+            from torch._inductor.virtualized import V
+            with config.patch(joint_graph_constant_folding=False), \
+                    V.set_fake_mode(detect_fake_mode(joint_inputs)):
+                return compile_fx.partition_fn(gm, joint_inputs, **kw)
+
+        def compiler(kind):
+            def c(gm, example_inputs):
+                from torch._inductor.fx_passes.post_grad import \
+                    post_grad_passes
+                from torch._inductor.virtualized import V
+                # (a backward graph is compiled at the first backward,
+                # under the recorder: nothing of it is recorded)
+                with rt.quiet(), V.set_fake_mode(
+                        detect_fake_mode(example_inputs)):
+                    post_grad_passes(gm, kind == "inference")
+                p = Program(torch, rec, gm, kind, rt, site, cudagraphs)
+
+                def run(args):
+                    return p(args)
+                run._boxed_call = True
+                return run
+            return c
+
+        aot = aot_autograd(
+            fw_compiler=compiler("forward"),
+            bw_compiler=compiler("backward"),
+            inference_compiler=compiler("inference"),
+            partition_fn=partition,
+            decompositions=select_decomp_table())
+
+        def backend(gm, example_inputs):
+            # make_fx propagates small constants (numel <= 1: a
+            # torch.tensor([]) in the compiled code, transformers'
+            # DynamicCache) by computing them for real, on the GPU when
+            # moved there: they are traced as any tensor here.
+            import torch.fx.experimental.proxy_tensor as pt
+            limit = pt.CONSTANT_NUMEL_LIMIT
+            pt.CONSTANT_NUMEL_LIMIT = -1
+            try:
+                return aot(gm, example_inputs)
+            except Exception as e:
+                # A graph AOTAutograd or Inductor's passes cannot take
+                # without a GPU (a CPU constant moved to the device while
+                # tracing, prims.device_put): Dynamo's graph runs as it
+                # is, eagerly, under the recorder; an assumption names
+                # the error.
+                import sys
+                msg = str(e).strip().splitlines()
+                print("memsim record: a graph of %s runs eagerly: %s: %s" % (
+                    site, type(e).__name__, msg[0][:200] if msg else ""),
+                    file=sys.stderr)
+                rec.assume("compile:eager-graph")
+                return gm.forward
+            finally:
+                pt.CONSTANT_NUMEL_LIMIT = limit
+        return backend
+
+    def hooks_aside(f):
+        """Run F with the recorder's module hooks set aside: Dynamo would
+        trace them into the graph.  The compiled module stays the site."""
+        import torch.nn.modules.module as nnm
+
+        @functools.wraps(f)
+        def w(*a, **k):
+            saved = []
+            for d in (nnm._global_forward_pre_hooks,
+                      nnm._global_forward_hooks):
+                for key, h in list(d.items()):
+                    if getattr(h, "__module__", "").startswith(
+                            __package__ or "memsim_record"):
+                        saved.append((d, key, h))
+                        del d[key]
+            try:
+                return f(*a, **k)
+            finally:
+                for d, key, h in saved:
+                    d[key] = h
+        return w
+
+    def compile(model=None, *, fullgraph=False, dynamic=None,
+                backend="inductor", mode=None, options=None,
+                disable=False, **kwargs):
+        if model is None:  # @torch.compile(mode=...)
+            return lambda m: compile(
+                m, fullgraph=fullgraph, dynamic=dynamic, backend=backend,
+                mode=mode, options=options, disable=disable, **kwargs)
+        if disable:
+            return model
+        if backend != "inductor":
+            # another backend (eager, aot_eager, a user's): recorded as
+            # the program runs eagerly
+            rec.assume("compile:eager")
+            return model
+        rec.assume("compile:inductor")
+        # What Inductor's passes ask of a GPU: its partitioner enters a
+        # device guard (torch.cuda.device: _exchange_device), the pattern
+        # passes make CUDA tensors in fake modes of their own, which would
+        # propagate constants on the device unless avoid_device_init.
+        torch.cuda._exchange_device = lambda d: 0
+        torch.cuda._maybe_exchange_device = lambda d: 0
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        FakeTensorMode.avoid_device_init = property(lambda self: True)
+        # CUDA graphs: mode reduce-overhead or max-autotune, or the
+        # option triton.cudagraphs (torch._inductor.config)
+        graphs = mode in ("reduce-overhead", "max-autotune") or \
+            bool((options or {}).get("triton.cudagraphs"))
+        if graphs:
+            rec.assume("compile:cudagraphs")
+        owner = getattr(model, "__self__", None)   # Module.compile()
+        if isinstance(model, torch.nn.Module):
+            name = type(model).__name__
+        elif isinstance(owner, torch.nn.Module):
+            name = type(owner).__name__
+        else:
+            name = getattr(model, "__name__", type(model).__name__)
+        from torch.utils._python_dispatch import \
+            _get_current_dispatch_mode_stack
+        for m in _get_current_dispatch_mode_stack():
+            # Dynamo compiles with the recorder's mode set aside and puts
+            # it back for the compiled code
+            # (TorchDispatchMode.ignore_compile_internals).
+            if not m.is_infra_mode():
+                type(m).ignore_compile_internals = classmethod(
+                    lambda cls: True)
+        cm = real(model, fullgraph=fullgraph, dynamic=dynamic,
+                  backend=inductor("compiled " + name, graphs), **kwargs)
+        if isinstance(cm, torch.nn.Module):
+            cm.forward = hooks_aside(cm.forward)
+            return cm
+        return hooks_aside(cm)
+
+    torch.compile = compile
+    # Called each step with reduce-overhead; the real one imports
+    # cudagraph_trees, which a PyTorch without CUDA cannot.  A new step
+    # lets the next replay overwrite the last one's outputs: nothing
+    # allocated here either way.
+    torch.compiler.cudagraph_mark_step_begin = lambda: None
