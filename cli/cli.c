@@ -19,6 +19,7 @@
 #include "sim/file.h"
 #include "lab/figures.h"
 #include "lab/job.h"
+#include "sim/suggest.h"
 #include "sim/units.h"
 
 void
@@ -42,7 +43,19 @@ msim_cli_bytes(const char *opt, const char *text)
 			     "512MiB, 1000000)", opt, text);
 	if (v > MSIM_SIZE_MAX)
 		msim_cli_die("%s: '%s' is above 2^62 bytes", opt, text);
+	msim_cli_bytes_meant(opt, text, v);
 	return v;
+}
+
+void
+msim_cli_bytes_meant(const char *opt, const char *text, uint64_t v)
+{
+	/* A bare count under 1 MiB is almost always a size in GiB written
+	 * without its unit ("--cap 16"): 16 bytes would OOM at once. */
+	if (v && v < (UINT64_C(1) << 20) &&
+	    strspn(text, "0123456789") == strlen(text))
+		msim_cli_die("%s: %s is %s bytes; did you mean %sGiB? (write "
+			     "%sB for bytes)", opt, text, text, text, text);
 }
 
 uint64_t
@@ -78,6 +91,51 @@ msim_cli_not_input(const char *opt, const char *out, const char *in,
 			     what);
 }
 
+/* getopt_long() refused argv[optind - 1] (or optopt): says why in one
+ * line, with the option meant when one is near, and exits 2. */
+static void
+cli_getopt_unknown(char **argv, const char *shortopts,
+		   const struct option *longopts)
+{
+	const char *el = argv[optind - 1];
+	const char *cmd = "memsim";
+	if (!strncmp(el, "--", 2)) {
+		char name[64];
+		snprintf(name, sizeof(name), "%.*s", (int)strcspn(el + 2, "="),
+			 el + 2);
+		const char *names[256];
+		size_t n = 0;
+		for (const struct option *o = longopts; o->name && n < 256; o++) {
+			if (!strcmp(o->name, name)) {
+				fprintf(stderr, "%s: --%s %s (see --help)\n",
+					cmd, name, o->has_arg == no_argument
+					? "takes no value" : "needs a value");
+				exit(2);
+			}
+			names[n++] = o->name;
+		}
+		const char *near = msim_suggest(name, names, n);
+		if (near)
+			fprintf(stderr, "%s: --%s: unknown option (did you mean "
+				"--%s?)\n", cmd, name, near);
+		else
+			fprintf(stderr, "%s: --%s: unknown option (see "
+				"--help)\n", cmd, name);
+		exit(2);
+	}
+	const char *sp = optopt ? strchr(shortopts, optopt) : NULL;
+	if (sp && sp[1] == ':')
+		fprintf(stderr, "%s: -%c needs a value (see --help)\n", cmd,
+			optopt);
+	else if (optopt)
+		fprintf(stderr, "%s: -%c: unknown option (see --help)\n", cmd,
+			optopt);
+	else
+		fprintf(stderr, "%s: %s: unknown option (see --help)\n", cmd,
+			el);
+	exit(2);
+}
+
 void
 msim_cli_output(const char *opt, const char *out)
 {
@@ -91,7 +149,10 @@ msim_cli_getopt(int argc, char **argv, const char *shortopts,
 		const struct option *longopts)
 {
 	int li = -1;
+	opterr = 0; /* an unknown option is told below, in one line */
 	int c = getopt_long(argc, argv, shortopts, longopts, &li);
+	if (c == '?')
+		cli_getopt_unknown(argv, shortopts, longopts);
 	if (c == -1 || li < 0)
 		return c;
 	/* The element just read: the option, or the one before its

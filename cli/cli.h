@@ -17,8 +17,13 @@
 void msim_cli_die(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2), noreturn));
 
-/* A byte size option ("16GiB"); dies naming opt if text is not one. */
+/* A byte size option ("16GiB"); dies naming opt if text is not one, or
+ * is a bare count under 1 MiB (msim_cli_bytes_meant()). */
 uint64_t msim_cli_bytes(const char *opt, const char *text);
+
+/* Dies when text, read as v bytes, is a bare count of 1 to 1 MiB - 1
+ * ("--cap 16"), asking whether GiB was meant ("16B" is bytes). */
+void msim_cli_bytes_meant(const char *opt, const char *text, uint64_t v);
 
 /* A whole-number option in [min, max]: digits only (no sign, no space);
  * dies naming opt on anything else, negatives and overflow included. */
@@ -38,7 +43,9 @@ void msim_cli_output(const char *opt, const char *out);
  * getopt_long() with one rule for every command: long options are
  * written in full.  getopt_long() takes an unambiguous prefix ("--cap"
  * for "--capacity"); here a prefix dies naming what was written and the
- * option it would have matched.
+ * option it would have matched.  An unknown option, or one without its
+ * value, is one line on stderr (with the option meant when one is near,
+ * "--cpa: unknown option (did you mean --cap?)") and exit status 2.
  */
 struct option;
 int msim_cli_getopt(int argc, char **argv, const char *shortopts,

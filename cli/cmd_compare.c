@@ -39,6 +39,9 @@ static const msim_cli_opt_t cmp_opts[] = {
 	{'L', false, "calibration", "CSV",
 	 "driver latencies (`memsim validate --calibrate`;\n"
 	 "default: the H200's, built in)"},
+	{'W', false, "defaults", NULL,
+	 "snapshots: not with their own settings and the\n"
+	 "capacity of their oom record (applied by default)"},
 	{'d', true, "db", "FILE", "store every run in this SQLite database"},
 	{'P', false, "plot", "OUT", "overlaid plot (.png, .svg, .pdf)"},
 	MSIM_CLI_OPT_HELP,
@@ -69,6 +72,7 @@ typedef struct cmp_opts_s {
 	size_t nconfs;
 	uint64_t cap, capacity;
 	double fraction;
+	bool defaults;     /* --defaults */
 } cmp_opts_t;
 
 static void
@@ -122,6 +126,7 @@ cmp_parse(int argc, char **argv, cmp_opts_t *o)
 				msim_cli_die("--capacity: must be above 0");
 			break;
 		case 'L': o->calibration = optarg; break;
+		case 'W': o->defaults = true; break;
 		case 'd': o->db = optarg; break;
 		case 'P': o->plot = optarg; break;
 		}
@@ -230,7 +235,7 @@ msim_cmd_compare(int argc, char **argv)
 		.trace = path, .picks = picks, .npicks = npicks, .cap = o.cap,
 		.fraction = o.fraction, .capacity = o.capacity,
 		.timemodel = lat, .calibration = o.calibration, .db = db,
-		.plot = o.plot != NULL,
+		.plot = o.plot != NULL, .defaults = o.defaults,
 	};
 	msim_compare_t c;
 	msim_job_err_t err;
@@ -238,6 +243,17 @@ msim_cmd_compare(int argc, char **argv)
 	if (msim_compare_run(&spec, &c, &err, &who))
 		msim_cli_job_die(&err, who);
 	cmp_print(path, &o, &c);
+	/* A snapshot replays as it ran: said once, and for each policy
+	 * whose note differs from the first's. */
+	for (size_t r = 0; r < c.n; r++) {
+		const msim_compare_row_t *w = &c.rows[r];
+		if (*w->settings && (!r || strcmp(w->settings,
+						  c.rows[0].settings)))
+			printf("settings   %s%s%s\n", r ? w->policy : "",
+			       r ? ": " : "", w->settings);
+		if (!r && *w->capnote)
+			printf("capacity   %s\n", w->capnote);
+	}
 	if (o.plot) {
 		char title[1024];
 		snprintf(title, sizeof(title), "memsim compare: %s", path);

@@ -20,6 +20,7 @@
 #include "lab/explain.h"
 #include "lab/figures.h"
 #include "lab/job.h"
+#include "lab/snapout.h"
 #include "lab/together.h"
 #include "policies/registry.h"
 #include "sim/units.h"
@@ -102,6 +103,10 @@ usage_run(FILE *fp)
 		"replayed, --addresses trace;\n"
 		"                          a snapshot's end state is checked "
 		"against its segments\n"
+		"      --defaults          snapshots: not with their own "
+		"allocator settings and\n"
+		"                          the capacity of their oom record "
+		"(applied by default)\n"
 		"      --device N|all      snapshots: the device_traces index "
 		"to replay, or each\n"
 		"                          device with trace events in turn\n"
@@ -115,6 +120,14 @@ usage_run(FILE *fp)
 		"database\n"
 		"      --plot OUT          plot the fragmentation curve "
 		"(.png, .svg, .pdf; needs --db)\n"
+		"      --snapshot-out FILE write the simulated run as a PyTorch "
+		"snapshot pickle\n"
+		"                          (its trace and end state) for "
+		"memory_viz\n"
+		"      --snapshot-at end|peak  the state it holds: at the end "
+		"(default), or\n"
+		"                          when reserved first peaked (the "
+		"trace up to then)\n"
 		"      --segments FILE     write the segment events as CSV "
 		"(request,action,addr,size)\n"
 		"      --calibration FILE  device latencies for the modelled "
@@ -150,6 +163,9 @@ typedef struct run_opts_s {
 	int absolute;
 	int json, keep_going, requests_only, explain, quiet;
 	int recording;     /* --recording */
+	int defaults;      /* --defaults */
+	const char *snapshot_out; /* --snapshot-out */
+	int snapshot_peak;        /* --snapshot-at peak */
 	unsigned device1;  /* --device N: N + 1 */
 	int strict, lenient;
 } run_opts_t;
@@ -231,6 +247,9 @@ static const struct option run_longopts[] = {
 	{"requests-only", no_argument, NULL, 'R'},
 	{"calibration", required_argument, NULL, 'L'},
 	{"recording", no_argument, NULL, 'E'},
+	{"defaults", no_argument, NULL, 'W'},
+	{"snapshot-out", required_argument, NULL, 'O'},
+	{"snapshot-at", required_argument, NULL, 'o'},
 	{"device", required_argument, NULL, 'D'},
 	{"strict", no_argument, NULL, 'Z'},
 	{"lenient", no_argument, NULL, 'N'},
@@ -259,7 +278,12 @@ run_each_device(int argc, char **argv)
 		msim_cli_die("%s: no device has trace events (was "
 			     "torch.cuda.memory._record_memory_history() "
 			     "enabled?)", path);
-	char **av = malloc(((size_t)argc + 1) * sizeof(*av));
+	for (int i = 0; i < argc; i++)
+		if (!strncmp(argv[i], "--snapshot-out", 14))
+			msim_cli_die("--snapshot-out: one device at a time "
+				     "(--device N)");
+	/* --device=all becomes two elements. */
+	char **av = malloc(((size_t)argc + 2) * sizeof(*av));
 	char num[16];
 	if (!av)
 		msim_cli_die("out of memory");
@@ -315,6 +339,7 @@ run_capacity(run_opts_t *o, const char *text)
 		if (o->capacity > MSIM_SIZE_MAX)
 			msim_cli_die("--capacity: '%s' is above 2^62 bytes",
 				     text);
+		msim_cli_bytes_meant("--capacity", text, o->capacity);
 		return;
 	}
 	if (msim_gpu_capacity_parse(text, &o->capacity, why, sizeof(why)))
@@ -343,6 +368,7 @@ run_parse_several(const run_opts_t *o, size_t n)
 		{"--db", o->db != NULL}, {"--plot", o->plot != NULL},
 		{"--segments", o->segments != NULL},
 		{"--explain", o->explain != 0},
+		{"--snapshot-out", o->snapshot_out != NULL},
 	};
 	if (o->caps.n && o->fractions.n)
 		msim_cli_die("give --cap or --fraction, not both");
@@ -383,6 +409,14 @@ run_parse(int argc, char **argv, run_opts_t *o)
 		case 'R': o->requests_only = 1; break;
 		case 'L': o->calibration = optarg; break;
 		case 'E': o->recording = 1; o->addresses = "trace"; break;
+		case 'W': o->defaults = 1; break;
+		case 'O': o->snapshot_out = optarg; break;
+		case 'o':
+			if (strcmp(optarg, "end") && strcmp(optarg, "peak"))
+				msim_cli_die("--snapshot-at: '%s' is not end or "
+					     "peak", optarg);
+			o->snapshot_peak = !strcmp(optarg, "peak");
+			break;
 		case 'Z': o->strict = 1; break;
 		case 'N': o->lenient = 1; break;
 		case 'D':
@@ -427,8 +461,17 @@ run_parse(int argc, char **argv, run_opts_t *o)
 	msim_cli_output("--segments", o->segments);
 	msim_cli_output("--plot", o->plot);
 	msim_cli_output("--db", o->db);
+	msim_cli_not_input("--snapshot-out", o->snapshot_out, path,
+			   "the input trace");
+	msim_cli_not_input("--snapshot-out", o->snapshot_out, o->db,
+			   "the database");
+	msim_cli_not_input("--snapshot-out", o->snapshot_out, o->calibration,
+			   "the calibration file");
+	msim_cli_output("--snapshot-out", o->snapshot_out);
 	if (optind < argc - 1)
 		run_parse_several(o, (size_t)(argc - optind));
+	if (o->snapshot_peak && !o->snapshot_out)
+		msim_cli_die("--snapshot-at: needs --snapshot-out");
 	if (o->plot && !o->db)
 		msim_cli_die("--plot needs --db (the curve is drawn from the "
 			     "database)");
@@ -491,6 +534,8 @@ print_text(const msim_job_result_t *r, msim_trace_t *trace, int64_t run_id,
 	       r->devtime.frees, r->devtime_ms);
 	if (*r->settings_note)
 		printf("settings   %s\n", r->settings_note);
+	if (*r->capacity_note)
+		printf("capacity   %s\n", r->capacity_note);
 	if (trace)
 		msim_cli_seed_print(trace);
 	if (*r->snapshot_state)
@@ -650,7 +695,8 @@ run_together(const run_opts_t *o, char **inputs, size_t n,
 			.fraction = frac ? msim_cli_fraction(frac) : 0,
 			.addresses = o->addresses,
 			.requests_only = o->requests_only,
-			.recording = o->recording, .device1 = o->device1,
+			.recording = o->recording, .defaults = o->defaults,
+			.device1 = o->device1,
 			.strict = o->strict, .lenient = o->lenient,
 			.timemodel = tm, .calibration = o->calibration,
 		};
@@ -710,15 +756,24 @@ msim_cmd_run(int argc, char **argv)
 		.fraction = o.fraction, .capacity = o.capacity,
 		.context = o.context, /* on a GPU of its own, as together */
 		.addresses = o.addresses, .requests_only = o.requests_only,
-		.recording = o.recording, .device1 = o.device1,
+		.recording = o.recording, .defaults = o.defaults,
+		.device1 = o.device1,
 		.strict = o.strict, .lenient = o.lenient,
 		.keep_going = o.keep_going, .prefetch = true,
 		.keep_log = o.segments != NULL,
 		.timemodel = tm, .calibration = o.calibration,
 	};
+	msim_snaprec_t *rec = NULL;
+	if (o.snapshot_out) {
+		if (!(rec = msim_snaprec_new(o.snapshot_peak)))
+			msim_cli_die("out of memory");
+		spec.observe = msim_snaprec_observe;
+		spec.observe_ctx = rec;
+	}
 	msim_job_t *job;
 	msim_job_err_t err;
 	if (msim_job_open(&spec, db != NULL, &job, &err) ||
+	    (rec && (msim_snaprec_attach(rec, job), 0)) ||
 	    msim_job_run(job, &err))
 		/* The engine names the request, the trace is named here. */
 		msim_cli_job_die(&err, err.part == MSIM_JOB_ERUN &&
@@ -735,6 +790,9 @@ msim_cmd_run(int argc, char **argv)
 			       &dberr);
 	if (o.segments)
 		write_segments(o.segments, msim_sim_device(msim_job_sim(job)));
+	if (rec && msim_snaprec_write(rec, o.snapshot_out, why, sizeof(why)))
+		msim_cli_die("--snapshot-out: %s", why);
+	msim_snaprec_destroy(rec);
 	if (o.json)
 		print_json(job, run_id);
 	else

@@ -15,6 +15,7 @@
 #include "lib/memsim.h"
 #include "policies/registry.h"
 #include "cli/cli.h"
+#include "sim/suggest.h"
 #include "traces/strategy.h"
 
 /* A policy's or strategy's name, summary and parameters. */
@@ -153,7 +154,16 @@ main(int argc, char **argv)
 		argv[1] = name;
 		return commands[i].fn(argc - 1, argv + 1);
 	}
-	fprintf(stderr, "memsim: unknown command '%s'\n", cmd);
-	usage_main(stderr);
+	const char *names[NCOMMANDS + 1];
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		names[i] = commands[i].name;
+	names[NCOMMANDS] = "help";
+	const char *near = msim_suggest(cmd, names, NCOMMANDS + 1);
+	if (near)
+		fprintf(stderr, "memsim: unknown command '%s' (did you mean "
+			"%s?)\n", cmd, near);
+	else
+		fprintf(stderr, "memsim: unknown command '%s' (`memsim --help` "
+			"lists them)\n", cmd);
 	return 2;
 }

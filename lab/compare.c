@@ -50,7 +50,7 @@ compare_one(const msim_compare_spec_t *s, size_t i, msim_compare_t *c,
 		.conf = s->picks[i].conf, .cap = s->cap,
 		.fraction = s->fraction, .capacity = s->capacity,
 		.prefetch = true, .timemodel = s->timemodel,
-		.calibration = s->calibration,
+		.calibration = s->calibration, .defaults = s->defaults,
 	};
 	msim_job_t *job = NULL;
 	*who = s->picks[i].policy;
@@ -67,6 +67,10 @@ compare_one(const msim_compare_spec_t *s, size_t i, msim_compare_t *c,
 	row->st = res->st;
 	row->time_ms = res->devtime.us / 1e3;
 	snprintf(row->canon, sizeof(row->canon), "%s", res->params);
+	snprintf(row->settings, sizeof(row->settings), "%s",
+		 res->settings_note);
+	snprintf(row->capnote, sizeof(row->capnote), "%s",
+		 res->capacity_note);
 	c->cap = res->cap_bytes;
 	row->run_id = -1;
 	int existed;

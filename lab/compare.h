@@ -35,6 +35,7 @@ typedef struct msim_compare_spec_s {
 	const char *calibration;         /* its name, stored */
 	msim_db_t *db;                   /* NULL: nothing stored */
 	bool plot;                       /* keep the plot's data */
+	bool defaults;                   /* msim_job_spec_t.defaults */
 } msim_compare_spec_t;
 
 /* One policy's figures. */
@@ -45,6 +46,9 @@ typedef struct msim_compare_row_s {
 	msim_stats_t st;
 	double time_ms;                  /* modelled device time */
 	int64_t run_id;                  /* stored, or -1 */
+	/* A snapshot's settings applied (or why not) and the capacity of
+	 * its oom record (msim_job_result_t's notes); "" else. */
+	char settings[800], capnote[256];
 } msim_compare_row_t;
 
 typedef struct msim_compare_s {

@@ -186,6 +186,8 @@ msim_figs_job(msim_figs_t *f, msim_job_t *job)
 		ok = fig_text(f, "snapshot_state", r->snapshot_state);
 	if (ok && r->settings_note && *r->settings_note)
 		ok = fig_text(f, "settings_note", r->settings_note);
+	if (ok && r->capacity_note && *r->capacity_note)
+		ok = fig_text(f, "capacity_note", r->capacity_note);
 	if (!ok)
 		return MSIM_ENOMEM;
 	msim_trace_t *t = msim_job_trace(job);

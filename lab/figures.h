@@ -49,7 +49,7 @@ typedef struct msim_figs_s {
  * torch.cuda.memory_stats(), the columns shown after them (memsim_version,
  * kind, trace_format, addresses, oom_request, frag_at_peak, ..., wall_ms,
  * capacity_bytes, setting_key), addr_same, addr_other,
- * modelled_device_ms, [snapshot_state], [settings_note], [the seeding of
+ * modelled_device_ms, [snapshot_state], [settings_note], [capacity_note], [the seeding of
  * msim_figs_seed()].  Returns 0 or MSIM_ENOMEM.
  */
 int msim_figs_job(msim_figs_t *f, msim_job_t *job);

@@ -42,6 +42,8 @@ struct msim_job_s {
 	char hash[32];
 	char snapstate[256];
 	char confnote[768];
+	char capnote[256];
+	bool capacity_given;       /* spec.capacity was not 0 */
 	char seeding[320];
 	msim_sim_meta_t meta;
 	msim_job_result_t res;
@@ -110,8 +112,8 @@ job_policy(msim_job_t *j, msim_job_err_t *err)
 }
 
 /* A first pass over a trace file completes a partial history and reads a
- * snapshot's allocator settings, which --recording applies unless
- * parameters were given. */
+ * snapshot's allocator settings, which apply unless parameters were given
+ * or spec.defaults. */
 static int
 job_snapconf(msim_job_t *j, msim_job_err_t *err)
 {
@@ -121,8 +123,14 @@ job_snapconf(msim_job_t *j, msim_job_err_t *err)
 		return job_fail(err, MSIM_JOB_EINPUT, MSIM_EINVAL, "%s",
 				msim_trace_errmsg(j->in.trace));
 	const char *snapconf = msim_trace_alloc_conf(j->in.trace);
-	if (!j->spec.recording || !snapconf || !*snapconf)
+	if (!snapconf || !*snapconf)
 		return 0;
+	if (j->spec.defaults) {
+		snprintf(j->confnote, sizeof(j->confnote), "--defaults: the "
+			 "snapshot's settings \"%s\" are not applied",
+			 snapconf);
+		return 0;
+	}
 	if (j->spec.conf && *j->spec.conf) {
 		snprintf(j->confnote, sizeof(j->confnote), "--alloc-conf "
 			 "given: the snapshot's settings \"%s\" are not "
@@ -152,8 +160,57 @@ job_snapconf(msim_job_t *j, msim_job_err_t *err)
 	j->pv = sp;
 	free(j->params);
 	j->params = canon;
-	snprintf(j->confnote, sizeof(j->confnote), "the snapshot's allocator "
-		 "settings \"%s\"", snapconf);
+	snprintf(j->confnote, sizeof(j->confnote), "the snapshot's own "
+		 "\"%s\" (-c overrides, --defaults drops them)", snapconf);
+	return 0;
+}
+
+/*
+ * A snapshot with an oom record replays on a device of the capacity the
+ * record implies, so that its OOM comes at the same request: what the
+ * process had reserved then plus the device_free it names (plus the
+ * context, which the job takes off again).  Only when no capacity, cap
+ * or fraction was given, not spec.defaults, and the record shows a full
+ * device (it asked more than device_free; else a cap refused it).  Rebuilds the job's own GPU (a context)
+ * and the fraction of a cap for the new capacity.
+ */
+static int
+job_oom_capacity(msim_job_t *j, msim_sim_config_t *cfg, msim_job_err_t *err)
+{
+	msim_trace_oom_t o;
+	msim_job_spec_t *s = &j->spec;
+	if (!j->in.trace || s->defaults || j->capacity_given || s->gpu ||
+	    s->cap || s->fraction > 0 ||
+	    !msim_trace_oom_record(j->in.trace, &o))
+		return 0;
+	char a[32], b[32], c[32], d[32];
+	msim_format_bytes(o.device_free, c, sizeof(c));
+	msim_format_bytes(o.size, d, sizeof(d));
+	if (o.size <= o.device_free) {
+		/* The device had room: a cap refused it, which the
+		 * snapshot does not record. */
+		snprintf(j->capnote, sizeof(j->capnote), "the snapshot's oom "
+			 "record had %s free when %s did not fit: a cap, not "
+			 "the device (--cap or --fraction sets it)", c, d);
+		return 0;
+	}
+	uint64_t cap = o.reserved + o.device_free + s->context;
+	if (cap > MSIM_SIZE_MAX)
+		return 0;
+	s->capacity = cap;
+	cfg->device.capacity = cap;
+	if (j->gpu_own) {
+		msim_gpu_destroy(j->gpu_own);
+		if (!(j->gpu_own = msim_gpu_new(cap - s->context, 1)))
+			return job_fail(err, MSIM_JOB_EINPUT, MSIM_ENOMEM,
+					"out of memory");
+		cfg->device.gpu = j->gpu_own;
+	}
+	msim_format_bytes(cap, a, sizeof(a));
+	msim_format_bytes(o.reserved, b, sizeof(b));
+	snprintf(j->capnote, sizeof(j->capnote), "%s from the snapshot's oom "
+		 "record: %s reserved + %s free when %s did not fit "
+		 "(--capacity overrides, --defaults drops it)", a, b, c, d);
 	return 0;
 }
 
@@ -212,6 +269,7 @@ msim_job_open(const msim_job_spec_t *spec, bool store, msim_job_t **out,
 	j->store = store;
 	if (!j->spec.addresses)
 		j->spec.addresses = "model";
+	j->capacity_given = j->spec.capacity != 0;
 	if (!j->spec.capacity)
 		j->spec.capacity = MSIM_H200_BYTES;
 	const msim_job_spec_t *s = &j->spec;
@@ -276,7 +334,8 @@ msim_job_open(const msim_job_spec_t *spec, bool store, msim_job_t **out,
 		.observe = s->observe,
 		.observe_ctx = s->observe_ctx,
 	};
-	if ((rc = job_input(j, &cfg, err)))
+	if ((rc = job_input(j, &cfg, err)) ||
+	    (rc = job_oom_capacity(j, &cfg, err)))
 		goto fail;
 	/* Replayed from memory (a sweep's setting), the blocks at peak are
 	 * copied only at the new peaks from spec.blocks_from on (a copy at
@@ -391,6 +450,7 @@ msim_job_finish(msim_job_t *j, double wall_ms, msim_job_err_t *err)
 	r->capacity = j->spec.capacity;
 	r->snapshot_state = j->snapstate;
 	r->settings_note = j->confnote;
+	r->capacity_note = j->capnote;
 	r->meta = (const char (*)[2][40])j->in.meta;
 	r->nmeta = j->in.nmeta;
 	return 0;

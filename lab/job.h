@@ -51,6 +51,12 @@ typedef struct msim_job_spec_s {
 	 * recording replays the hidden empty_cache() calls too and checks a
 	 * snapshot's end state. */
 	bool requests_only, recording;
+	/* A snapshot replays as it ran: with its own allocator settings
+	 * (unless conf is given) and, when its oom record shows a full
+	 * device and capacity, cap and fraction are 0, on a device of the
+	 * capacity that record implies (reserved + device_free + context).  defaults drops both: the
+	 * policy's defaults on the H200. */
+	bool defaults;
 	unsigned device1;       /* snapshots: 1 + device index; 0: auto */
 	/* A partial history: refuse it (strict) instead of seeding its
 	 * start; skip entries of unknown actions (lenient). */
@@ -126,9 +132,12 @@ typedef struct msim_job_result_s {
 	const char *devtime_ms;   /* devtime.us / 1000 as stored */
 	double wall_ms;
 	const char *snapshot_state; /* --recording of a snapshot; "" else */
-	/* --recording of a snapshot with allocator settings: applied, or why
-	 * not (spec.conf given, or they do not parse); "" else. */
+	/* A snapshot with allocator settings: applied, or why not
+	 * (spec.conf given, spec.defaults, or they do not parse); "" else. */
 	const char *settings_note;
+	/* The capacity taken from a snapshot's oom record, and how; ""
+	 * else. */
+	const char *capacity_note;
 	/* The input's run_meta (generator, transform), as printed. */
 	const char (*meta)[2][40];
 	size_t nmeta;
@@ -180,7 +189,7 @@ msim_sim_t *msim_job_sim(msim_job_t *job);
 
 /* After msim_job_open(): the trace file (its seeding, its notes; NULL for
  * a model spec), the policy and the parameters the job runs with (a
- * snapshot's own under --recording). */
+ * snapshot's own unless spec.conf or spec.defaults). */
 msim_trace_t *msim_job_trace(msim_job_t *job);
 const msim_policy_ops_t *msim_job_policy(const msim_job_t *job);
 const msim_params_t *msim_job_params(const msim_job_t *job);

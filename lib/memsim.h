@@ -164,7 +164,7 @@ MEMSIM_EXPORT int memsim_replay(memsim_run_t *run);
  * cap_bytes, requests, the 122 keys of torch.cuda.memory_stats()
  * ("reserved_bytes.all.peak", ...), oom_request (-1: none),
  * frag_at_peak, frag_mean, ext_frag_max, addr_same, addr_other,
- * modelled_device_ms, wall_ms, [snapshot_state], [settings_note], [what
+ * modelled_device_ms, wall_ms, [snapshot_state], [settings_note], [capacity_note], [what
  * a partial history was seeded with: seeded_from_frees ...
  * no_trace_events], and run_id once stored.  Before memsim_replay()
  * there are none.

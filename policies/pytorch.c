@@ -238,7 +238,8 @@ pt_oversize(const pt_state_t *s, uint64_t size, const bool plain)
 enum {
 	P_MAX_SPLIT, P_NONSPLIT, P_LARGE_SEG, P_GC, P_RP2, P_EXPANDABLE,
 	P_FRACTION, P_RELEASE_LOCK, P_GRAPH_REUSE, P_PIN_REGISTER,
-	P_PIN_THREADS, P_BACKEND,
+	P_PIN_THREADS, P_BACKEND, P_PIN_BG, P_PIN_RESERVE, P_RELEASE_LOCK_HIP,
+	P_PIN_REGISTER_HIP,
 };
 
 /* Parses roundup_power2_divisions, "N" or "[B:N,...,>:N]", into table.
@@ -373,6 +374,17 @@ static const msim_param_spec_t pt_params[] = {
 		1, 128, MSIM_PF_POW2, "accepted; host allocator only", NULL},
 	[P_BACKEND] = {"backend", MSIM_PT_TEXT, "native", 0, 0, 0,
 		"native (this policy)", backend_check},
+	[P_PIN_BG] = {"pinned_use_background_threads", MSIM_PT_BOOL, "False",
+		0, 0, 0, "accepted; host allocator only", NULL},
+	[P_PIN_RESERVE] = {"pinned_reserve_segment_size_mb", MSIM_PT_UINT,
+		"0", 1, 1e12, 0, "accepted; host allocator only", NULL},
+	/* The ROCm spellings, which the CUDA build accepts too. */
+	[P_RELEASE_LOCK_HIP] = {"release_lock_on_hipmalloc", MSIM_PT_BOOL,
+		"False", 0, 0, 0, "accepted (ROCm's spelling); no effect",
+		NULL},
+	[P_PIN_REGISTER_HIP] = {"pinned_use_hip_host_register", MSIM_PT_BOOL,
+		"False", 0, 0, 0, "accepted (ROCm's spelling); host allocator "
+		"only", NULL},
 	{NULL, 0, NULL, 0, 0, 0, NULL, NULL},
 };
 

@@ -27,6 +27,7 @@ struct msim_sim_s {
 	msim_policy_t *pol;
 	msim_policy_hot_t hot; /* pol's request functions (sim_lean()) */
 	bool keep_going, done, src_done, have_next, summarized;
+	msim_addr_t last_addr; /* of the last ALLOC served (for observe) */
 	msim_req_t next;
 	uint64_t next_seq; /* sequence of the looked-ahead request */
 	uint64_t seq;      /* queueing sequence */
@@ -326,6 +327,7 @@ sim_allocated(msim_sim_t *sim, const msim_req_t *req, int rc,
 	}
 	if (sim->peak_blocks)
 		sim_snapshot(sim);
+	sim->last_addr = rc ? 0 : addr;
 	if (sim->observe)
 		sim->observe(sim->observe_ctx, req, rc);
 	return 0;
@@ -704,4 +706,10 @@ msim_policy_t *
 msim_sim_policy(msim_sim_t *sim)
 {
 	return sim->pol;
+}
+
+msim_addr_t
+msim_sim_last_addr(const msim_sim_t *sim)
+{
+	return sim->last_addr;
 }

@@ -96,5 +96,8 @@ const msim_block_t *msim_sim_peak_blocks(const msim_sim_t *sim,
 uint64_t msim_sim_peak_blocks_request(const msim_sim_t *sim);
 msim_device_t *msim_sim_device(msim_sim_t *sim);
 msim_policy_t *msim_sim_policy(msim_sim_t *sim);
+/* Inside observe, for an ALLOC: the address it was served at (0 when it
+ * was refused). */
+msim_addr_t msim_sim_last_addr(const msim_sim_t *sim);
 
 #endif

@@ -6,6 +6,7 @@
 #include <config.h>
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 
 #include "sim/params.h"
 #include "sim/error.h"
+#include "sim/suggest.h"
 
 static int
 param_fail(msim_params_t *p, const char *key, const char *fmt, const char *val)
@@ -177,69 +179,249 @@ msim_params_set(msim_params_t *p, const char *key, const char *value)
 	return 0;
 }
 
+/*
+ * The tokens of a settings string as PyTorch's ConfigTokenizer makes them
+ * (c10's AllocatorConfig.h): whitespace dropped everywhere, then each of
+ * , : [ ] a token of its own and each run of other characters one token.
+ * They are written NUL-separated into buf; tok[i] points at each.
+ */
+typedef struct param_toks_s {
+	char *buf;
+	const char **tok;
+	size_t n;
+} param_toks_t;
+
+static int
+param_tokenize(const char *conf, param_toks_t *t)
+{
+	size_t len = strlen(conf);
+	t->n = 0;
+	t->buf = malloc(2 * len + 1);
+	t->tok = malloc((len + 1) * sizeof(*t->tok));
+	if (!t->buf || !t->tok)
+		return MSIM_ENOMEM;
+	char *w = t->buf;
+	bool open = false; /* a run of other characters is being written */
+	for (const char *r = conf; *r; r++) {
+		if (isspace((unsigned char)*r))
+			continue;
+		if (strchr(",:[]", *r)) {
+			if (open)
+				*w++ = '\0';
+			t->tok[t->n++] = w;
+			*w++ = *r;
+			*w++ = '\0';
+			open = false;
+		} else {
+			if (!open)
+				t->tok[t->n++] = w;
+			*w++ = *r;
+			open = true;
+		}
+	}
+	if (open)
+		*w = '\0';
+	return 0;
+}
+
+/* std::stoull: an optional sign, then base-10 digits (what follows them is
+ * ignored; a minus wraps around).  Returns false where it throws. */
+static bool
+param_stoull(const char *text, uint64_t *out)
+{
+	const char *s = text;
+	bool neg = *s == '-';
+	if (*s == '-' || *s == '+')
+		s++;
+	if (!isdigit((unsigned char)*s))
+		return false;
+	uint64_t v = 0;
+	for (; isdigit((unsigned char)*s); s++) {
+		if (v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
+			return false; /* out_of_range */
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	*out = neg ? (uint64_t)0 - v : v;
+	return true;
+}
+
+/* std::stod: strtod's longest prefix.  Returns false where it throws (no
+ * number, or out of range). */
+static bool
+param_stod(const char *text, double *out)
+{
+	char *end;
+	errno = 0;
+	*out = strtod(text, &end);
+	return end != text && errno != ERANGE;
+}
+
+/* The value of key (spec s) at token i, as PyTorch reads it, as the text
+ * msim_params_set() takes, into out.  Sets *i_out to the value's last
+ * token.  Returns 0 or MSIM_EINVAL with p->errmsg. */
+static int
+param_value(msim_params_t *p, const msim_param_spec_t *s,
+	    const param_toks_t *t, size_t i, size_t *i_out, char *out,
+	    size_t n)
+{
+	const char *v = t->tok[i];
+	*i_out = i;
+	uint64_t u;
+	double d;
+	switch (s->type) {
+	case MSIM_PT_BOOL:
+		/* ConfigTokenizer::toBool() */
+		if (strcmp(v, "True") && strcmp(v, "False"))
+			return param_fail(p, s->name, "'%s' is not True or "
+					  "False (as PyTorch spells them)", v);
+		snprintf(out, n, "%s", v);
+		return 0;
+	case MSIM_PT_UINT:
+		if (!param_stoull(v, &u))
+			return param_fail(p, s->name, "'%s' is not a whole "
+					  "number", v);
+		/* PyTorch clamps a size in MiB to SIZE_MAX bytes: past the
+		 * table's range that is "unlimited". */
+		if ((s->flags & MSIM_PF_NONE_OK) && (double)u > s->max)
+			snprintf(out, n, "none");
+		else
+			snprintf(out, n, "%llu", (unsigned long long)u);
+		return 0;
+	case MSIM_PT_DOUBLE:
+		if (!param_stod(v, &d))
+			return param_fail(p, s->name, "'%s' is not a number",
+					  v);
+		snprintf(out, n, "%.17g", d);
+		return 0;
+	default:
+		break;
+	}
+	if (strcmp(v, "[")) {
+		/* A single value: roundup_power2_divisions' must be a power
+		 * of two (0 is not one, for PyTorch). */
+		if (!strcmp(s->name, "roundup_power2_divisions")) {
+			if (!param_stoull(v, &u))
+				return param_fail(p, s->name, "'%s' is not a "
+						  "whole number", v);
+			if (!u || (u & (u - 1)))
+				return param_fail(p, s->name, "%s is not a "
+						  "power of two", v);
+			snprintf(out, n, "%llu", (unsigned long long)u);
+		} else {
+			snprintf(out, n, "%s", v);
+		}
+		return 0;
+	}
+	/* A list, [B:N,...,>:N], read as parseRoundUpPower2Divisions()
+	 * reads it: the token after each B is skipped (PyTorch does not
+	 * check it is a ':'), and so is the one after each N unless it is
+	 * the ']'. */
+	size_t k = 0;
+	k += (size_t)snprintf(out + k, n - k, "[");
+	while (++i < t->n && strcmp(t->tok[i], "]")) {
+		size_t bi = i;
+		i += 2;
+		if (i >= t->n)
+			return param_fail(p, s->name, "list %s", "ends early");
+		if (!param_stoull(t->tok[i], &u))
+			return param_fail(p, s->name, "'%s' is not a whole "
+					  "number", t->tok[i]);
+		if (u & (u - 1))
+			return param_fail(p, s->name, "divisions %s is not 0 "
+					  "or a power of two", t->tok[i]);
+		char item[64];
+		uint64_t b;
+		if (!strcmp(t->tok[bi], ">")) {
+			snprintf(item, sizeof(item), ">:%llu",
+				 (unsigned long long)u);
+		} else if (!param_stoull(t->tok[bi], &b)) {
+			return param_fail(p, s->name, "'%s' is not a whole "
+					  "number", t->tok[bi]);
+		} else if (!b || (b & (b - 1))) {
+			return param_fail(p, s->name, "interval %s is not a "
+					  "power of two", t->tok[bi]);
+		} else {
+			snprintf(item, sizeof(item), "%llu:%llu",
+				 (unsigned long long)b, (unsigned long long)u);
+		}
+		if (k + strlen(item) + 3 >= n)
+			return param_fail(p, s->name, "list %s", "too long");
+		k += (size_t)snprintf(out + k, n - k, "%s%s",
+				      k > 1 ? "," : "", item);
+		if (i + 1 >= t->n)
+			return param_fail(p, s->name, "list %s",
+					  "has no closing ']'");
+		if (strcmp(t->tok[i + 1], "]"))
+			i++;
+	}
+	if (i >= t->n)
+		return param_fail(p, s->name, "list %s", "has no closing ']'");
+	snprintf(out + k, n - k, "]");
+	*i_out = i;
+	return 0;
+}
+
+/* An unknown key: its name, and the key meant when one is near. */
+static int
+param_unknown(msim_params_t *p, const char *key)
+{
+	const char *names[64];
+	size_t n = 0;
+	for (size_t i = 0; i < p->n && n < 64; i++)
+		names[n++] = p->spec[i].name;
+	char base[64];
+	snprintf(base, sizeof(base), "%.*s", (int)strcspn(key, "="), key);
+	const char *near = msim_suggest(base, names, n);
+	if (strchr(",:[]", key[0]) && !key[1])
+		snprintf(p->errmsg, sizeof(p->errmsg), "'%s': a separator "
+			 "where a key was expected", key);
+	else if (strchr(key, '=') && msim_params_index(p, base) >= 0)
+		snprintf(p->errmsg, sizeof(p->errmsg), "'%.60s': PyTorch "
+			 "takes key:value, not key=value (%s:%s)", key, base,
+			 strchr(key, '=') + 1);
+	else if (near)
+		snprintf(p->errmsg, sizeof(p->errmsg), "'%.60s': unknown key "
+			 "(did you mean %s?)", key, near);
+	else
+		snprintf(p->errmsg, sizeof(p->errmsg), "'%.60s': unknown key "
+			 "(see `memsim policies`)", key);
+	return MSIM_EINVAL;
+}
+
 int
 msim_params_parse(msim_params_t *p, const char *conf)
 {
-	/* Strip whitespace first: PyTorch's tokenizer ignores it. */
-	size_t len = strlen(conf);
-	char *buf = malloc(len + 1), *w = buf;
-	if (!buf)
-		return MSIM_ENOMEM;
-	for (const char *r = conf; *r; r++)
-		if (!isspace((unsigned char)*r))
-			*w++ = *r;
-	*w = '\0';
-
-	int rc = 0;
-	char *s = buf;
-	while (*s && !rc) {
-		char *sep = s + strcspn(s, ":=,");
-		if (sep == s && *sep == ',') {
-			snprintf(p->errmsg, sizeof(p->errmsg),
-				 "an empty item between commas");
+	/* As PyTorch's AcceleratorAllocatorConfig::parseArgs() and the CUDA
+	 * allocator's CUDAAllocatorConfig::parseArgs() read it: KEY, a
+	 * token (':', not checked), VALUE, then a token skipped (','; not
+	 * checked either) before the next KEY.  A key neither knows is
+	 * refused, as the CUDA build refuses it. */
+	param_toks_t t = {0};
+	int rc = param_tokenize(conf, &t);
+	for (size_t i = 0; !rc && i < t.n; i++) {
+		const char *key = t.tok[i];
+		int ix = msim_params_index(p, key);
+		if (ix < 0) {
+			rc = param_unknown(p, key);
+			break;
+		}
+		if (i + 2 >= t.n) {
+			snprintf(p->errmsg, sizeof(p->errmsg), "%s: %s", key,
+				 i + 1 < t.n && !strcmp(t.tok[i + 1], ":")
+				 ? "no value" : "expected key:value");
 			rc = MSIM_EINVAL;
 			break;
 		}
-		if (*sep != ':' && *sep != '=') {
-			snprintf(p->errmsg, sizeof(p->errmsg),
-				 "'%.*s': expected key:value", (int)(sep - s), s);
-			rc = MSIM_EINVAL;
+		char text[sizeof(((msim_param_value_t *)0)->text)];
+		if ((rc = param_value(p, &p->spec[ix], &t, i + 2, &i, text,
+				      sizeof(text))) ||
+		    (rc = msim_params_set(p, key, text)))
 			break;
-		}
-		*sep = '\0';
-		char *val = sep + 1, *end;
-		if (*val == '[') {
-			end = strchr(val, ']');
-			if (!end) {
-				snprintf(p->errmsg, sizeof(p->errmsg),
-					 "%s: list value has no closing ']'", s);
-				rc = MSIM_EINVAL;
-				break;
-			}
-			end++;
-		} else {
-			end = val + strcspn(val, ",");
-		}
-		char next = *end;
-		*end = '\0';
-		if (!*s || !*val) {
-			snprintf(p->errmsg, sizeof(p->errmsg), !*s
-				 ? "'%s': a value with no key" : "%s: no value",
-				 !*s ? val : s);
-			rc = MSIM_EINVAL;
-			break;
-		}
-		rc = msim_params_set(p, s, val);
-		if (next == ',')
-			end++;
-		else if (next != '\0') {
-			snprintf(p->errmsg, sizeof(p->errmsg),
-				 "%s: unexpected '%c' after the value", s, next);
-			rc = MSIM_EINVAL;
-		}
-		s = end;
+		if (i + 1 < t.n)
+			i++;
 	}
-	free(buf);
+	free(t.buf);
+	free(t.tok);
 	return rc;
 }
 

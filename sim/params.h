@@ -62,13 +62,19 @@ void msim_params_clear(msim_params_t *p);
 int msim_params_copy(msim_params_t *dst, const msim_params_t *src);
 
 /*
- * Parses "key:value,key:value" (PyTorch's syntax; "key=value" is accepted
- * too; whitespace is ignored; list values in brackets).  Returns 0, or
- * MSIM_EINVAL with p->errmsg naming the key and the reason.
+ * Parses a settings string exactly as PyTorch 2.13 parses
+ * PYTORCH_CUDA_ALLOC_CONF in a CUDA build (c10's ConfigTokenizer and the
+ * parseArgs() of AcceleratorAllocatorConfig and CUDAAllocatorConfig): the
+ * same strings accepted, the same refused (key=value, "true", an unknown
+ * key; docs/alloc-conf.md lists the details and tests/data/allocconf.tsv
+ * the cases).  Returns 0, or MSIM_EINVAL with p->errmsg naming the key and
+ * the reason (and the key meant, for an unknown one near a known one).
  */
 int msim_params_parse(msim_params_t *p, const char *conf);
 
-/* Sets one parameter from text.  Returns 0 or MSIM_EINVAL (p->errmsg). */
+/* Sets one parameter from text, in memsim's own looser spelling (sweep
+ * grids: True/true/1, "none" for unlimited).  Returns 0 or MSIM_EINVAL
+ * (p->errmsg). */
 int msim_params_set(msim_params_t *p, const char *key, const char *value);
 
 /* Index of name in the table, or -1. */

@@ -105,7 +105,8 @@ START_TEST(test_measure_refuses)
 	char why[1024];
 	ck_assert_int_eq(msim_measure_run(&s, &r, why, sizeof(why)),
 			 MSIM_EINVAL);
-	ck_assert_str_eq(why, "--alloc-conf: 'garbage': expected key:value");
+	ck_assert_str_eq(why, "--alloc-conf: 'garbage': unknown key (did you "
+			 "mean garbage_collection_threshold?)");
 	s.mode = MSIM_VMODE_RAW;
 	ck_assert_int_eq(msim_measure_run(&s, &r, why, sizeof(why)),
 			 MSIM_EINVAL);

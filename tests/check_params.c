@@ -43,7 +43,13 @@ START_TEST(test_parse_and_canonical)
 	/* Table order, normalised numbers. */
 	ck_assert_str_eq(canon(), "max_split_size_mb:128,"
 				  "garbage_collection_threshold:0.6");
-	ck_assert_int_eq(msim_params_parse(&pv, "max_split_size_mb=none"), 0);
+	/* memsim's own spelling, for sweep grids; PyTorch's parse refuses
+	 * "none" (std::stoull) and key=value. */
+	ck_assert_int_eq(msim_params_set(&pv, "max_split_size_mb", "none"), 0);
+	ck_assert_int_eq(msim_params_parse(&pv, "max_split_size_mb=none"),
+			 MSIM_EINVAL);
+	ck_assert_int_eq(msim_params_parse(&pv, "max_split_size_mb:none"),
+			 MSIM_EINVAL);
 	ck_assert_str_eq(canon(), "garbage_collection_threshold:0.6");
 	ck_assert_int_eq(msim_params_parse(
 		&pv, "roundup_power2_divisions:[256:1,512:2,>:4]"), 0);
@@ -63,12 +69,17 @@ START_TEST(test_errors_name_key_and_reason)
 	static const struct {
 		const char *conf, *msg;
 	} c[] = {
-		{"foo:1", "foo: unknown option"},
+		{"foo:1", "'foo': unknown key (see `memsim policies`)"},
+		{"max_split_sise_mb:64", "'max_split_sise_mb': unknown key "
+		 "(did you mean max_split_size_mb?)"},
+		{"max_split_size_mb=64", "PyTorch takes key:value, not "
+		 "key=value (max_split_size_mb:64)"},
 		{"max_split_size_mb", "expected key:value"},
 		{"max_split_size_mb:", "max_split_size_mb: no value"},
-		{",,", "an empty item between commas"},
-		{":5", "a value with no key"},
-		{"max_split_size_mb:-5", "not a whole number"},
+		{",,", "',': a separator where a key was expected"},
+		{":5", "':': a separator where a key was expected"},
+		{"max_split_size_mb:abc", "not a whole number"},
+		{"expandable_segments:true", "'true' is not True or False"},
 		{"garbage_collection_threshold:1", "outside (0, 1)"},
 		{"garbage_collection_threshold:x", "not a number"},
 		{"expandable_segments:yes", "not True or False"},

@@ -54,7 +54,7 @@ expect_error "unknown.csv:2: free_completed of unknown address" \
 printf 'action,addr,size\nalloc,64,12x\n' >"$tmp/bad.csv"
 expect_error "bad.csv:2: size '12x' is not a whole number" $MEMSIM run "$tmp/bad.csv"
 expect_error "max_split_size_mb: 2 is below" $MEMSIM run -c max_split_size_mb:2 "$trace"
-expect_error "foo: unknown option" $MEMSIM run -c foo:1 "$trace"
+expect_error "'foo': unknown key" $MEMSIM run -c foo:1 "$trace"
 expect_error "garbage_collection_threshold: 1.5 is outside" \
 	$MEMSIM run -c garbage_collection_threshold:1.5 "$trace"
 expect_error "--cap: '12XB' is not a byte size" $MEMSIM run --cap 12XB "$trace"
@@ -104,6 +104,23 @@ $MEMSIM run --help | grep -q -- "--alloc-conf" || fail "run --help"
 $MEMSIM policies | grep -q "max_split_size_mb" || fail "policies"
 $MEMSIM --version | grep -q "memsim" || fail "--version"
 $MEMSIM frobnicate >/dev/null 2>&1 && fail "unknown command accepted"
+# A mistyped command, option or capacity: one line, with what was meant,
+# exit status 2 for usage.
+expect_error "memsim: unknown command 'runn' (did you mean run?)" $MEMSIM runn "$trace"
+$MEMSIM runn "$trace" 2>/dev/null; [ $? -eq 2 ] || fail "runn: not exit status 2"
+expect_error "memsim: unknown command 'frobnicate' (.memsim --help. lists them)" $MEMSIM frobnicate
+expect_error "memsim: --cpa: unknown option (did you mean --cap?)" $MEMSIM run --cpa 16GiB "$trace"
+expect_error "memsim: --polcies: unknown option (did you mean --policies?)" $MEMSIM compare --polcies naive "$trace"
+expect_error "memsim: --cap needs a value" $MEMSIM run "$trace" --cap
+expect_error "memsim: -p needs a value" $MEMSIM run "$trace" -p
+expect_error "memsim: -Q: unknown option" $MEMSIM run -Q "$trace"
+expect_error "--cap: 16 is 16 bytes; did you mean 16GiB? (write 16B for bytes)" $MEMSIM run --cap 16 "$trace"
+expect_error "--capacity: 80 is 80 bytes; did you mean 80GiB?" $MEMSIM run --capacity 80 "$trace"
+expect_error "--cap: 24 is 24 bytes; did you mean 24GiB?" $MEMSIM compare --cap 24 "$trace"
+$MEMSIM run --json --cap 16MiB "$trace" | grep -q '"cap_bytes": 16777216,' ||
+	fail "--cap 16MiB"
+$MEMSIM run --json --cap 1048576 "$trace" | grep -q '"cap_bytes": 1048576,' ||
+	fail "--cap 1048576 (a bare count of 1 MiB or more is bytes)"
 
 # Generators: a tiny model replays; bad parameters name the option.
 $MEMSIM gen model --arch gpt2 --layers 2 --hidden 64 --heads 4 --vocab 100 \

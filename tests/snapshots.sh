@@ -54,6 +54,27 @@ $MEMSIM run --recording --device 1 --db "$tmp/dev.db" \
 $MEMSIM run --recording --device 0 --db "$tmp/dev.db" \
 	"$DATA/r2_3_twodev.pickle" | grep -q '^stored     run 1 in' ||
 	fail "--device 0 again: not its own row"
+# A snapshot replays as it ran, and says so: its own settings, and the
+# device its oom record implies (84 MiB reserved + 90 MiB free).
+$MEMSIM run "$DATA/r2_13_oom.pickle" >"$tmp/asran" || fail "run r2_13_oom"
+grep -q '^settings   the snapshot.s own "max_split_size_mb:64" (-c overrides, --defaults drops them)$' "$tmp/asran" ||
+	fail "no line for the snapshot's settings: $(cat "$tmp/asran")"
+grep -q '^capacity   174.00 MiB from the snapshot.s oom record: 84.00 MiB reserved + 90.00 MiB free when 100.00 MiB did not fit' "$tmp/asran" ||
+	fail "no line for the oom record's capacity"
+grep -q '^recorded OOMs  1 reproduced, 0 not$' "$tmp/asran" ||
+	fail "the recorded OOM is not reproduced"
+$MEMSIM run --defaults "$DATA/r2_13_oom.pickle" >"$tmp/asdef" ||
+	fail "run --defaults"
+grep -q '^recorded OOMs  0 reproduced, 1 not$' "$tmp/asdef" ||
+	fail "--defaults: the H200 should hold the 100 MiB"
+grep -q '^capacity ' "$tmp/asdef" && fail "--defaults: still the oom's capacity"
+# The device's own expandable snapshot (h200.tsv): its peak reserved as
+# the device had it, with its expandable_segments:True, by default.
+$MEMSIM run --json "$DATA/h200_expandable.pickle" |
+	grep -q '"reserved_bytes.all.peak": 1218445312,' ||
+	fail "h200_expandable: not replayed with its own settings"
+$MEMSIM run --defaults --json "$DATA/h200_expandable.pickle" |
+	grep -q '"params": "",' || fail "h200_expandable --defaults"
 # An explicit --alloc-conf wins over the snapshot's settings, with a note.
 $MEMSIM run --recording -c max_split_size_mb:32 "$DATA/r2_8_conf.pickle" |
 	grep -q '^settings   --alloc-conf given: the snapshot.s settings "max_split_size_mb:64" are not applied' ||

@@ -460,6 +460,14 @@ msim_trace_hashed(const msim_trace_t *t)
 	return t->ended && !t->opt.unhashed;
 }
 
+bool
+msim_trace_oom_record(const msim_trace_t *t, msim_trace_oom_t *out)
+{
+	if (t->have_oom)
+		*out = t->oomrec;
+	return t->have_oom;
+}
+
 const char *
 msim_trace_alloc_conf(const msim_trace_t *t)
 {

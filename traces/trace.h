@@ -352,6 +352,20 @@ int msim_trace_prescan(msim_trace_t *t);
  * after the trace, so only after msim_trace_prescan() or the end). */
 const char *msim_trace_alloc_conf(const msim_trace_t *t);
 
+/* A snapshot's first out-of-memory record: the device's free bytes it
+ * names (device_free, from cudaMemGetInfo), the rounded size that did not
+ * fit, and the bytes the process had reserved then (its segments at the
+ * end less the segment rows after the record). */
+typedef struct msim_trace_oom_s {
+	uint64_t device_free; /* bytes */
+	uint64_t size;        /* bytes the malloc asked for */
+	uint64_t reserved;    /* bytes reserved at the record */
+} msim_trace_oom_t;
+
+/* After msim_trace_prescan(): whether the snapshot has an oom record
+ * whose reserved bytes its segments state tells (then *out is set). */
+bool msim_trace_oom_record(const msim_trace_t *t, msim_trace_oom_t *out);
+
 /* Entries skipped for an unknown action (with lenient), and the first
  * such action's name ("" if none). */
 uint64_t msim_trace_skipped(const msim_trace_t *t, const char **first_out);

@@ -416,6 +416,11 @@ seed_scan(msim_trace_t *t, msim_trace_t *t2)
 	size_t capsegord = 0;
 	int rc = MSIM_ENOMEM;
 	bool expandable = false;
+	/* Bytes the segment rows reserved (net), and then at the first oom
+	 * record. */
+	int64_t seg_net = 0, seg_at_oom = 0;
+	bool oom_seen = false;
+	msim_trace_oom_t oom = {0};
 	memset(&known, 0, sizeof(known));
 	memset(&pend, 0, sizeof(pend));
 	memset(&segs, 0, sizeof(segs));
@@ -465,9 +470,23 @@ seed_scan(msim_trace_t *t, msim_trace_t *t2)
 		case MSIM_ACT_SEGMENT_UNMAP:
 			expandable = true;
 			break;
+		case MSIM_ACT_OOM:
+			if (!oom_seen) {
+				oom_seen = true;
+				seg_at_oom = seg_net;
+				oom.device_free = e.addr;
+				oom.size = e.size;
+			}
+			break;
 		default:
 			break;
 		}
+		if (e.action == MSIM_ACT_SEGMENT_ALLOC ||
+		    e.action == MSIM_ACT_SEGMENT_MAP)
+			seg_net += (int64_t)e.size;
+		else if (e.action == MSIM_ACT_SEGMENT_FREE ||
+			 e.action == MSIM_ACT_SEGMENT_UNMAP)
+			seg_net -= (int64_t)e.size;
 		if (rc == MSIM_ENOMEM)
 			goto out;
 	}
@@ -505,6 +524,19 @@ seed_scan(msim_trace_t *t, msim_trace_t *t2)
 						 b->size, g[i].stream))
 					goto out;
 			}
+		}
+	}
+	if (oom_seen && ng) {
+		/* Reserved at the record: the segments at the end (the
+		 * snapshot's state) less what the rows after it reserved. */
+		int64_t end = 0;
+		for (size_t i = 0; i < ng; i++)
+			end += (int64_t)g[i].total_size;
+		int64_t at = end - (seg_net - seg_at_oom);
+		if (at >= 0) {
+			oom.reserved = (uint64_t)at;
+			t->oomrec = oom;
+			t->have_oom = true;
 		}
 	}
 	if (t2->have_conf) {

@@ -315,6 +315,48 @@ def main(out):
                 '"matches (2 segments, %d bytes reserved, %d allocated, '
                 'same blocks)"' % (RESERVED, ALLOCATED)))
 
+    # A snapshot replays as it ran: its settings applied, and its oom
+    # record (84 MiB reserved then, 90 MiB free, 100 MiB asked) giving
+    # the device 174 MiB, on which the 100 MiB malloc fails again.  The
+    # program caught it, freed the 64 MiB block and called empty_cache().
+    L2, M2 = 0x7F1000000000, 0x7F1040000000
+    rows = [("segment_alloc", L2, 20 * MiB), ("alloc", L2, 8 * MiB),
+            ("alloc", L2 + 8 * MiB, 8 * MiB),
+            ("segment_alloc", M2, 64 * MiB), ("alloc", M2, 64 * MiB),
+            ("oom", 90 * MiB, 100 * MiB),
+            ("free_requested", M2, 64 * MiB),
+            ("free_completed", M2, 64 * MiB),
+            ("segment_free", M2, 64 * MiB)]
+    seg = blocks_end("2.11")[0]
+    seg.update(address=L2, allocated_size=16 * MiB, active_size=16 * MiB,
+               requested_size=16 * MiB)
+    seg["blocks"] = [
+        {"address": L2 + k * 8 * MiB, "size": n, "requested_size": n,
+         "state": st, "frames": frames(1) if st != "inactive" else []}
+        for k, n, st in ((0, 8 * MiB, "active_allocated"),
+                         (1, 8 * MiB, "active_allocated"),
+                         (2, 4 * MiB, "inactive"))]
+    write(out, "r2_13_oom.pickle", snapshot("2.11", rows, segments=[seg],
+          settings={"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:64",
+                    "max_split_size": 64 * MiB}))
+    exp.append(("r2_13_oom.pickle", "run", "capacity_bytes", 174 * MiB))
+    exp.append(("r2_13_oom.pickle", "run", "params",
+                '"max_split_size_mb:64"'))
+    exp.append(("r2_13_oom.pickle", "run", "num_ooms", 1))
+    exp.append(("r2_13_oom.pickle", "run", "reserved_bytes.all.peak",
+                84 * MiB))
+    # --defaults: the H200 (memsim's default device) holds the 100 MiB.
+    exp.append(("r2_13_oom.pickle", "run --defaults", "num_ooms", 0))
+    exp.append(("r2_13_oom.pickle", "run --defaults", "params", '""'))
+    exp.append(("r2_13_oom.pickle", "run --defaults",
+                "reserved_bytes.all.peak", 84 * MiB + 100 * MiB))
+    exp.append(("r2_13_oom.pickle", "run --capacity 100GiB", "num_ooms",
+                0))
+    exp.append(("r2_13_oom.pickle", "run --capacity 100GiB",
+                "capacity_bytes", 100 << 30))
+    exp.append(("r2_13_oom.pickle", "run -c max_split_size_mb:32",
+                "params", '"max_split_size_mb:32"'))
+
     # Deep frames: many distinct names (stacks="all" with C++ frames).
     dev = entries(FULL, "2.11")
     for i, e in enumerate(dev):
