@@ -12,10 +12,12 @@ allocate nothing, so making only the ones FSDP reads leaves the trace as
 it was.  _Chunks is torch.chunk's list of pieces, each made by
 Tensor.narrow (the slice torch.chunk makes) when it is first read.
 
-MEMSIM_COUNT_FAKES=1 prints, at exit, how many fake tensors the recording
-made (FakeTensor.__new__) and how many of them were shard pieces made
-here: with only this rank's pieces, the first does not grow with N
-(tests/recorder_shards.sh).
+MEMSIM_COUNT_FAKES=1 prints, after the recording's summary (report()),
+how many fake tensors it made (FakeTensor.__new__) and how many of them
+were shard pieces made here: with only this rank's pieces, the first does
+not grow with N (tests/recorder_shards.sh).  DTensor's Shard._split_tensor
+(distribute_tensor) is left as it is: it pads the short pieces, which
+allocates.
 """
 import os
 
