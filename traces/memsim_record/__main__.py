@@ -176,6 +176,8 @@ def main(argv=None):
                                   "%s %d" % kv for kv in
                                   sorted(rec.assumptions.items())) + ")")
                               if n else ""), file=sys.stderr)
+                    from . import shards
+                    shards.report(PROG, sys.stderr)
         if status != 0:
             print("%s: %s; no trace written" % (PROG, msg), file=sys.stderr)
             return status if 0 < status < 256 else 1

@@ -10,9 +10,12 @@ MASTER_PORT are set for scripts that read them; the rank sees one GPU,
 so LOCAL_RANK is 0 and LOCAL_WORLD_SIZE 1 (as with CUDA_VISIBLE_DEVICES
 set per rank), and fake.py makes any cuda:N that GPU.  What is done here
 beyond the fake process group: DDP's reducer (_Reducer below), and a
-DeviceMesh built from real CPU tensors (FSDP2, DTensor).
+DeviceMesh built from real CPU tensors (FSDP2, DTensor), and FSDP's
+shards made for this rank only (shards.py).
 """
 import os
+
+from . import shards
 
 
 def install(torch, opt, rec):
@@ -21,6 +24,7 @@ def install(torch, opt, rec):
                        "LOCAL_WORLD_SIZE": "1",
                        "MASTER_ADDR": "127.0.0.1",
                        "MASTER_PORT": "29500"})
+    shards.install(torch)
     import torch.distributed as dist
     from torch.testing._internal.distributed.fake_pg import FakeStore
     orig = dist.init_process_group
