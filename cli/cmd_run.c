@@ -526,41 +526,18 @@ print_together_text(msim_together_t *t, const run_opts_t *o)
 static void
 print_together_json(msim_together_t *t, const run_opts_t *o)
 {
-	const msim_gpu_t *gpu = msim_together_gpu(t);
-	size_t n = msim_together_n(t);
-	msim_gpu_stats_t gs;
-	msim_gpu_stats(gpu, &gs);
-	printf("{\n  \"capacity_bytes\": %" PRIu64 ",\n  \"context_bytes\": %"
-	       PRIu64 ",\n  \"shared_bytes\": %" PRIu64,
-	       msim_gpu_capacity(gpu) + n * o->context, o->context,
-	       msim_gpu_capacity(gpu));
-	if (o->capacity_name) {
-		printf(",\n  \"capacity_name\": ");
-		msim_cli_json_str(stdout, o->capacity_name);
-	}
-	printf(",\n  \"time\": \"%s\"", o->absolute ? "absolute"
-						     : "relative");
-	printf(",\n  \"gpu_peak_bytes\": %" PRIu64 ",\n  \"gpu_peak_process\""
-	       ": %zu,\n  \"gpu_peak_request\": %" PRIu64
-	       ",\n  \"gpu_bytes_now\": %" PRIu64, gs.peak,
-	       gs.peak_proc + 1, gs.peak_request, gs.used);
+	msim_figs_t f = {0};
+	if (msim_figs_gpu(&f, t, o->context, o->capacity_name, o->absolute))
+		msim_cli_die("out of memory");
+	printf("{");
+	msim_cli_json_figs(&f, true);
+	msim_figs_clear(&f);
 	printf(",\n  \"processes\": [");
-	for (size_t i = 0; i < n; i++) {
-		msim_job_t *job = msim_together_job(t, i);
-		const char *cause = msim_together_oom_cause(t, i);
-		printf("%s{\n  \"process\": %zu", i ? ", " : "", i + 1);
-		printf(",\n  \"oom_cause\": %s%s%s", cause ? "\"" : "",
-		       cause ? cause : "null", cause ? "\"" : "");
-		printf(",\n  \"gpu_full_failures\": %" PRIu64,
-		       msim_gpu_full_failures(gpu, i));
-		printf(",\n  \"held_at_gpu_peak\": %" PRIu64,
-		       msim_gpu_held_at_peak(gpu, i));
-		printf(",\n  \"start_ns\": %" PRIu64,
-		       msim_together_start(t, i));
-		msim_figs_t f = {0};
-		if (msim_figs_job(&f, job))
+	for (size_t i = 0; i < msim_together_n(t); i++) {
+		if (msim_figs_process(&f, t, i))
 			msim_cli_die("out of memory");
-		msim_cli_json_figs(&f, false);
+		printf("%s{", i ? ", " : "");
+		msim_cli_json_figs(&f, true);
 		msim_figs_clear(&f);
 		printf("\n}");
 	}
