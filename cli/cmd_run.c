@@ -56,7 +56,7 @@ static const msim_cli_opt_t run_opts[] = {
 	 "trace: at the trace's recorded segment addresses"},
 	{'T', false, "transform", "SPEC",
 	 "rescale an fp32 recording: dtype=bf16-amp|fp16-amp|bf16\n"
-	 "(approximate; see README.md)"},
+	 "(approximate; see docs/fidelity.md)"},
 	{'k', false, "keep-going", NULL, "do not stop at the first OOM"},
 	{'R', false, "requests-only", NULL,
 	 "replay only alloc and free_completed rows (as\n"
