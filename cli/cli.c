@@ -280,44 +280,12 @@ msim_cli_record_dirs(void)
 #define SRC_PLOTS_DIR "plots"
 #endif
 
-/*
- * Where the gnuplot scripts are, in this order (MEMSIM_PLOTS_DIR, read by
- * msim_plot_dir(), overrides them all):
- * - a binary run from its build tree (config.status beside it) takes the
- *   scripts of its own source tree, not those of an older installation;
- * - else BIN/../share/memsim/plots next to the running binary, so a tree
- *   installed with DESTDIR, or a prefix moved elsewhere, finds its own;
- * - else the configured $(pkgdatadir)/plots, and last the source tree.
- */
+/* Where the gnuplot scripts are (plots/plot.h): the configured
+ * $(pkgdatadir)/plots and the source tree's. */
 const char *
 msim_cli_plots_dir(void)
 {
-	static char rel[8192];
-	const char *dirs[5] = {NULL};
-	size_t n = 0;
-	bool build_tree = false;
-	char exe[4096];
-	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (len > 0) {
-		exe[len] = '\0';
-		char *slash = strrchr(exe, '/');
-		if (slash) {
-			*slash = '\0';
-			char cs[4200];
-			struct stat sb;
-			snprintf(cs, sizeof(cs), "%s/config.status", exe);
-			build_tree = stat(cs, &sb) == 0;
-			snprintf(rel, sizeof(rel), "%s/../share/%s/plots", exe,
-				 PACKAGE);
-		}
-	}
-	if (build_tree)
-		dirs[n++] = SRC_PLOTS_DIR;
-	if (rel[0])
-		dirs[n++] = rel;
-	dirs[n++] = PLOTS_DIR;
-	dirs[n++] = SRC_PLOTS_DIR;
-	return msim_plot_dir(dirs);
+	return msim_plot_dir_for(PLOTS_DIR, SRC_PLOTS_DIR);
 }
 
 double

@@ -13,12 +13,9 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "sim/file.h"
 #include "sim/error.h"
-#include "traces/gen.h"
+#include "lab/generate.h"
 #include "traces/model_spec.h"
-#include "traces/gen_model.h"
-#include "traces/gen_random.h"
 
 static void
 usage_gen(FILE *fp)
@@ -47,25 +44,6 @@ usage_gen(FILE *fp)
 		"or\n"
 		"classes:SIZE@WEIGHT/SIZE@WEIGHT/... (default "
 		"lognormal:14:2.5).\n");
-}
-
-static int
-gen_write(msim_gen_t *g, const char *out)
-{
-	msim_outfile_t of = {0};
-	char owhy[512];
-	if (strcmp(out, "-") && msim_outfile_open(&of, out, owhy, sizeof(owhy)))
-		msim_cli_die("-o: %s", owhy);
-	FILE *fp = of.fp ? of.fp : stdout;
-	int rc = msim_gen_write_csv(g, fp);
-	if (rc) {
-		if (of.fp)
-			msim_outfile_abort(&of);
-		msim_cli_die("-o: writing '%s' failed", out);
-	}
-	if (of.fp && msim_outfile_commit(&of, owhy, sizeof(owhy)))
-		msim_cli_die("-o: %s", owhy);
-	return 0;
 }
 
 /* An option of the model's shape (--layers, --seq, --weights, ...),
@@ -183,13 +161,12 @@ gen_model_cmd(int argc, char **argv)
 	if (!out)
 		msim_cli_die("-o: an output file is required");
 	msim_cli_output("-o", out);
-	char why[256] = "";
+	char why[512];
+	bool out_err;
 	msim_gen_t g;
 	msim_gen_init(&g, false);
-	int rc = msim_model_generate(&cfg, &g, why, sizeof(why));
-	if (rc)
-		msim_cli_die("%s", why[0] ? why : msim_strerror(rc));
-	gen_write(&g, out);
+	if (msim_generate_model(&cfg, &g, out, &out_err, why, sizeof(why)))
+		msim_cli_die("%s%s", out_err ? "-o: " : "", why);
 	fprintf(stderr, "memsim gen: %zu requests, peak allocated %" PRIu64
 		" bytes, recompute %" PRIu64 " layer-forwards\n", g.n, g.peak,
 		g.recompute);

@@ -8,9 +8,8 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "sim/file.h"
 #include "sim/error.h"
-#include "traces/gen_random.h"
+#include "lab/generate.h"
 
 static double
 rnd_pos(const char *opt, const char *text)
@@ -100,23 +99,9 @@ msim_cmd_gen_random(int argc, char **argv)
 	msim_cli_output("-o", out);
 	msim_gen_t g;
 	msim_gen_init(&g, false);
-	/* Rows are written as they are drawn: memory follows the live
-	 * allocations, not the requests. */
-	msim_outfile_t of = {0};
-	char owhy[512];
-	if (strcmp(out, "-") && msim_outfile_open(&of, out, owhy, sizeof(owhy)))
-		msim_cli_die("-o: %s", owhy);
-	FILE *fp = of.fp ? of.fp : stdout;
-	int rc = msim_gen_stream_csv(&g, fp);
-	if (!rc)
-		rc = msim_random_generate(&cfg, &g, why, sizeof(why));
-	if (rc || ferror(fp)) {
-		if (of.fp)
-			msim_outfile_abort(&of);
-		msim_cli_die("%s", rc && why[0] ? why : "-o: writing failed");
-	}
-	if (of.fp && msim_outfile_commit(&of, owhy, sizeof(owhy)))
-		msim_cli_die("-o: %s", owhy);
+	bool out_err;
+	if (msim_generate_random(&cfg, &g, out, &out_err, why, sizeof(why)))
+		msim_cli_die("%s%s", out_err ? "-o: " : "", why);
 	fprintf(stderr, "memsim gen: %zu requests, peak allocated %" PRIu64
 		" bytes, seed %" PRIu64 "\n", g.n, g.peak, cfg.seed);
 	msim_gen_clear(&g);
