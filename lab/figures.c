@@ -349,6 +349,27 @@ msim_figs_int(msim_figs_t *f, const char *name, int64_t v)
 	return fig_int(f, name, v) ? 0 : MSIM_ENOMEM;
 }
 
+int
+msim_figs_text(msim_figs_t *f, const char *name, const char *v)
+{
+	if (!fig_text(f, name, v))
+		return MSIM_ENOMEM;
+	f->v[f->n - 1].null = v == NULL;
+	return 0;
+}
+
+int
+msim_figs_real(msim_figs_t *f, const char *name, double v, int prec)
+{
+	return fig_real(f, name, v, prec, NULL) ? 0 : MSIM_ENOMEM;
+}
+
+int
+msim_figs_bool(msim_figs_t *f, const char *name, bool v)
+{
+	return fig_bool(f, name, v) ? 0 : MSIM_ENOMEM;
+}
+
 void
 msim_figs_clear(msim_figs_t *f)
 {
