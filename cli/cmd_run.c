@@ -152,6 +152,7 @@ typedef struct run_opts_s {
 	const char *snapshot_out; /* --snapshot-out */
 	int snapshot_peak;        /* --snapshot-at peak */
 	unsigned device1;  /* --device N: N + 1 */
+	int all_devices;   /* --device all */
 	int strict, lenient;
 } run_opts_t;
 
@@ -197,58 +198,6 @@ print_table(const char *trace, const char *policy, const char *params,
 	if (sum->ooms_expected || sum->ooms_unmatched)
 		printf("recorded OOMs  %" PRIu64 " reproduced, %" PRIu64
 		       " not\n", sum->ooms_expected, sum->ooms_unmatched);
-}
-
-/* --device all: the run once per device with trace events, as
- * --device N. */
-static int
-run_each_device(int argc, char **argv)
-{
-	const char *path = argv[argc - 1];
-	uint32_t devs[256];
-	size_t n;
-	char why[1024];
-	if (msim_trace_devices(path, devs, 256, &n, why, sizeof(why)))
-		msim_cli_die("%s", why);
-	if (n == 0)
-		msim_cli_die("%s: no device has trace events (was "
-			     "torch.cuda.memory._record_memory_history() "
-			     "enabled?)", path);
-	for (int i = 0; i < argc; i++)
-		if (!strncmp(argv[i], "--snapshot-out", 14))
-			msim_cli_die("--snapshot-out: one device at a time "
-				     "(--device N)");
-	/* --device=all becomes two elements. */
-	char **av = malloc(((size_t)argc + 2) * sizeof(*av));
-	char num[16];
-	if (!av)
-		msim_cli_die("out of memory");
-	for (size_t d = 0; d < n && d < 256; d++) {
-		snprintf(num, sizeof(num), "%u", devs[d]);
-		int k = 0;
-		for (int i = 0; i < argc; i++) {
-			if (!strcmp(argv[i], "all") && i &&
-			    !strcmp(argv[i - 1], "--device"))
-				av[k++] = num;
-			else if (!strcmp(argv[i], "--device=all"))
-				av[k++] = "--device", av[k++] = num;
-			else
-				av[k++] = argv[i];
-		}
-		av[k] = NULL;
-		bool json = false;
-		for (int i = 0; i < argc; i++)
-			json = json || !strcmp(argv[i], "--json");
-		if (!json) /* JSON: one object per device */
-			printf("%sdevice     %u\n", d ? "\n" : "", devs[d]);
-		fflush(stdout);
-		optind = 0; /* getopt starts over */
-		int rc = msim_cmd_run(k, av);
-		if (rc)
-			return rc;
-	}
-	free(av);
-	return 0;
 }
 
 /* Keeps a per-process option; returns it. */
@@ -355,9 +304,9 @@ run_parse(int argc, char **argv, run_opts_t *o)
 		case 'Z': o->strict = 1; break;
 		case 'N': o->lenient = 1; break;
 		case 'D':
-			if (!strcmp(optarg, "all"))
-				return run_each_device(argc, argv);
-			o->device1 = msim_cli_device1(optarg);
+			o->all_devices = !strcmp(optarg, "all");
+			if (!o->all_devices)
+				o->device1 = msim_cli_device1(optarg);
 			break;
 		case 'd': o->db = optarg; break;
 		case 'P': o->plot = optarg; break;
@@ -599,45 +548,42 @@ run_together(const run_opts_t *o, char **inputs, size_t n,
 	return 0;
 }
 
-int
-msim_cmd_run(int argc, char **argv)
+/* The run of the inputs argv[optind...] under o, one device of them. */
+static int
+run_inputs(run_opts_t *o, int argc, char **argv)
 {
-	run_opts_t o = {.policy = MSIM_POLICY_DEFAULT, .conf = "", .addresses = "model"};
-	int rc = run_parse(argc, argv, &o);
-	if (rc >= 0)
-		return rc;
 	if (optind == argc - 1)
-		run_warn(&o);
+		run_warn(o);
 	char why[1024];
 	/* Open the calibration and the database first: a bad one fails
 	 * before the work. */
 	msim_timemodel_t *tm = NULL;
-	if (o.calibration &&
-	    msim_timemodel_load(o.calibration, &tm, why, sizeof(why)))
+	if (o->calibration &&
+	    msim_timemodel_load(o->calibration, &tm, why, sizeof(why)))
 		msim_cli_die("--calibration: %s", why);
 	if (optind < argc - 1) {
-		int rc2 = run_together(&o, argv + optind,
+		int rc2 = run_together(o, argv + optind,
 				       (size_t)(argc - optind), tm);
 		msim_timemodel_destroy(tm);
 		return rc2;
 	}
 	msim_run_req_t req = {
 		.spec = {
-			.trace = argv[optind], .transform = o.transform,
-			.policy = o.policy, .conf = o.conf, .cap = o.cap,
-			.fraction = o.fraction, .capacity = o.capacity,
-			.context = o.context, /* on a GPU of its own */
-			.addresses = o.addresses,
-			.requests_only = o.requests_only,
-			.recording = o.recording, .defaults = o.defaults,
-			.device1 = o.device1,
-			.strict = o.strict, .lenient = o.lenient,
-			.keep_going = o.keep_going, .prefetch = true,
-			.timemodel = tm, .calibration = o.calibration,
+			.trace = argv[optind], .transform = o->transform,
+			.policy = o->policy, .conf = o->conf, .cap = o->cap,
+			.fraction = o->fraction, .capacity = o->capacity,
+			.context = o->context, /* on a GPU of its own */
+			.addresses = o->addresses,
+			.requests_only = o->requests_only,
+			.recording = o->recording, .defaults = o->defaults,
+			.device1 = o->device1,
+			.strict = o->strict, .lenient = o->lenient,
+			.keep_going = o->keep_going, .prefetch = true,
+			.timemodel = tm, .calibration = o->calibration,
 		},
-		.db = o.db, .segments = o.segments != NULL,
-		.snapshot = o.snapshot_out != NULL,
-		.snapshot_peak = o.snapshot_peak,
+		.db = o->db, .segments = o->segments != NULL,
+		.snapshot = o->snapshot_out != NULL,
+		.snapshot_peak = o->snapshot_peak,
 	};
 	msim_run_t run;
 	msim_job_err_t err;
@@ -646,38 +592,79 @@ msim_cmd_run(int argc, char **argv)
 		msim_cli_job_die(&err, err.part == MSIM_JOB_ERUN &&
 				 !strncmp(err.msg, "request ", 8)
 				 ? req.spec.trace : NULL);
-	if (o.segments && msim_run_segments(&run, o.segments, why,
+	if (o->segments && msim_run_segments(&run, o->segments, why,
 					    sizeof(why)))
 		msim_cli_die("%s", why);
-	if (o.snapshot_out && msim_run_snapshot(&run, o.snapshot_out, why,
+	if (o->snapshot_out && msim_run_snapshot(&run, o->snapshot_out, why,
 						sizeof(why)))
 		msim_cli_die("--snapshot-out: %s", why);
-	if (o.json)
+	if (o->json)
 		print_json(run.job, run.run_id);
 	else
 		print_text(msim_job_result(run.job), msim_job_trace(run.job),
-			   run.run_id, o.db);
+			   run.run_id, o->db);
 	/* The figures are out: a full disk loses the row, not the results. */
 	if (run.store_err.part) {
 		fflush(stdout);
 		msim_cli_job_die(&run.store_err, NULL);
 	}
-	if (o.plot) {
-		if (msim_run_plot(&run, o.plot, msim_cli_plots_dir(),
+	if (o->plot) {
+		if (msim_run_plot(&run, o->plot, msim_cli_plots_dir(),
 				  GNUPLOT_PATH, why, sizeof(why)))
 			msim_cli_die("--plot: %s", why);
-		if (!o.json)
-			printf("plotted    %s\n", o.plot);
+		if (!o->json)
+			printf("plotted    %s\n", o->plot);
 	}
-	if (o.explain) {
+	if (o->explain) {
 		/* The same setting, replayed as this run was. */
 		msim_explain_config_t ecfg = {.spec = req.spec,
 					      .alternatives = true,
-					      .context_bytes = o.context};
+					      .context_bytes = o->context};
 		ecfg.spec.prefetch = false;
 		msim_cli_explain(&ecfg);
 	}
 	msim_run_clear(&run);
 	msim_timemodel_destroy(tm);
 	return 0;
+}
+
+/* --device all: the run once per device with trace events, as
+ * --device N. */
+static int
+run_each_device(run_opts_t *o, int argc, char **argv)
+{
+	const char *path = argv[argc - 1];
+	uint32_t devs[256];
+	size_t n;
+	char why[1024];
+	if (msim_trace_devices(path, devs, 256, &n, why, sizeof(why)))
+		msim_cli_die("%s", why);
+	if (n == 0)
+		msim_cli_die("%s: no device has trace events (was "
+			     "torch.cuda.memory._record_memory_history() "
+			     "enabled?)", path);
+	if (o->snapshot_out)
+		msim_cli_die("--snapshot-out: one device at a time "
+			     "(--device N)");
+	for (size_t d = 0; d < n && d < 256; d++) {
+		if (!o->json) /* JSON: one object per device */
+			printf("%sdevice     %u\n", d ? "\n" : "", devs[d]);
+		fflush(stdout);
+		o->device1 = devs[d] + 1;
+		int rc = run_inputs(o, argc, argv);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int
+msim_cmd_run(int argc, char **argv)
+{
+	run_opts_t o = {.policy = MSIM_POLICY_DEFAULT, .conf = "", .addresses = "model"};
+	int rc = run_parse(argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	return o.all_devices ? run_each_device(&o, argc, argv)
+			     : run_inputs(&o, argc, argv);
 }
