@@ -1,7 +1,6 @@
 /* The command line's shared helpers of cli.h. */
 #include <config.h>
 
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -19,6 +18,7 @@
 #include "sim/file.h"
 #include "lab/figures.h"
 #include "lab/job.h"
+#include "lab/scratch.h"
 #include "sim/suggest.h"
 #include "sim/units.h"
 
@@ -300,28 +300,14 @@ msim_cli_now_ms(void)
 static char scratch_path[4096];
 static pid_t scratch_owner;
 
-/* Removes the scratch folder and what is in it (files only: nothing
- * makes folders there); only in the process that made it, not in a
+/* Removes the scratch folder, only in the process that made it, not in a
  * forked child that exits. */
 static void
 scratch_remove(void)
 {
 	if (!scratch_path[0] || getpid() != scratch_owner)
 		return;
-	DIR *d = opendir(scratch_path);
-	if (d) {
-		struct dirent *e;
-		while ((e = readdir(d))) {
-			char p[4400];
-			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-				continue;
-			snprintf(p, sizeof(p), "%s/%s", scratch_path,
-				 e->d_name);
-			unlink(p);
-		}
-		closedir(d);
-	}
-	rmdir(scratch_path);
+	msim_scratch_remove(scratch_path);
 	scratch_path[0] = '\0';
 }
 
@@ -338,17 +324,10 @@ msim_cli_scratch(const char *prefix)
 {
 	if (scratch_path[0])
 		msim_cli_die("%s: a scratch folder exists already", prefix);
-	const char *dir = getenv("TMPDIR");
-	if (!dir || !*dir)
-		dir = "/tmp";
-	char path[sizeof(scratch_path)];
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s-XXXXXX", dir,
-			     prefix) >= sizeof(path))
-		msim_cli_die("TMPDIR: '%s' is too long", dir);
-	if (!mkdtemp(path))
-		msim_cli_die("%s: cannot make a scratch folder in %s: %s",
-			     prefix, dir, strerror(errno));
-	memcpy(scratch_path, path, sizeof(path));
+	char why[4400];
+	if (msim_scratch_make(prefix, scratch_path, sizeof(scratch_path), why,
+			      sizeof(why)))
+		msim_cli_die("%s", why);
 	scratch_owner = getpid();
 	static int hooked;
 	if (!hooked) {
