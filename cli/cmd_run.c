@@ -95,7 +95,8 @@ static const msim_cli_opt_t run_opts[] = {
 	{'j', false, "json", NULL, "print one JSON object instead of a table"},
 	{'X', false, "explain", NULL,
 	 "then where the memory goes (memsim explain)"},
-	{'q', true, "quiet", NULL, "no warnings about settings that cannot act"},
+	{'q', true, "quiet", NULL,
+	 "no warnings about settings that cannot act"},
 	MSIM_CLI_OPT_HELP,
 	{0},
 };
@@ -103,8 +104,8 @@ static const msim_cli_opt_t run_opts[] = {
 static const msim_cli_cmd_t run_cmd = {
 	"usage: memsim run [OPTIONS] TRACE|MODEL...\n"
 	"\n"
-	"Replays TRACE (a PyTorch snapshot pickle, device-trace CSV, RMM log or "
-	"memsim\n"
+	"Replays TRACE (a PyTorch snapshot pickle, device-trace CSV, RMM log "
+	"or memsim\n"
 	"binary trace) or the trace generated for MODEL\n"
 	"(\"model:arch=gpt2,batch=8,seq=1024,steps=3,dtype=bf16-amp\": the "
 	"options of\n"
@@ -116,8 +117,8 @@ static const msim_cli_cmd_t run_cmd = {
 	"\n"
 	"Several inputs are several processes on one GPU: each through its "
 	"own\n"
-	"allocator, their requests interleaved by time, all sharing --capacity; "
-	"a\n"
+	"allocator, their requests interleaved by time, all sharing "
+	"--capacity; a\n"
 	"cudaMalloc fails when the GPU is full.  --policy, --alloc-conf, --cap "
 	"and\n"
 	"--fraction given once apply to every process; given once per input, "
@@ -155,50 +156,6 @@ typedef struct run_opts_s {
 	int all_devices;   /* --device all */
 	int strict, lenient;
 } run_opts_t;
-
-static void
-print_table(const char *trace, const char *policy, const char *params,
-	    uint64_t cap, const msim_summary_t *sum, const msim_stats_t *st,
-	    bool addresses_trace)
-{
-	char a[32], b[32];
-	printf("trace      %s\n", trace);
-	printf("policy     %s%s%s\n", policy, *params ? " " : "", params);
-	if (cap)
-		printf("cap        %s (%" PRIu64 " bytes)\n",
-		       msim_format_bytes(cap, a, sizeof(a)), cap);
-	printf("requests   %" PRIu64 "\n", sum->requests);
-	printf("reserved   peak %-12s now %s\n",
-	       msim_format_bytes((uint64_t)st->reserved_bytes[0].peak, a,
-				 sizeof(a)),
-	       msim_format_bytes((uint64_t)st->reserved_bytes[0].current, b,
-				 sizeof(b)));
-	printf("allocated  peak %-12s now %s\n",
-	       msim_format_bytes((uint64_t)st->allocated_bytes[0].peak, a,
-				 sizeof(a)),
-	       msim_format_bytes((uint64_t)st->allocated_bytes[0].current, b,
-				 sizeof(b)));
-	printf("requested  peak %s\n",
-	       msim_format_bytes((uint64_t)st->requested_bytes[0].peak, a,
-				 sizeof(a)));
-	printf("fragmentation at peak %.4f, mean %.4f; external max %.4f\n",
-	       sum->frag_at_peak, sum->frag_mean, sum->ext_frag_max);
-	printf("segments   %" PRId64 " allocated, %" PRId64 " freed, peak %"
-	       PRId64 "\n", st->segment[0].allocated, st->segment[0].freed,
-	       st->segment[0].peak);
-	printf("device     %" PRId64 " allocs, %" PRId64 " frees; retries %"
-	       PRId64 ", OOMs %" PRId64 "\n", st->num_device_alloc,
-	       st->num_device_free, st->num_alloc_retries, st->num_ooms);
-	if (sum->oom_request >= 0)
-		printf("OOM        at request %" PRId64 "\n", sum->oom_request);
-	if (sum->addr_same + sum->addr_other && addresses_trace)
-		printf("addresses  %" PRIu64 " of %" PRIu64 " allocations at "
-		       "their recorded address\n", sum->addr_same,
-		       sum->addr_same + sum->addr_other);
-	if (sum->ooms_expected || sum->ooms_unmatched)
-		printf("recorded OOMs  %" PRIu64 " reproduced, %" PRIu64
-		       " not\n", sum->ooms_expected, sum->ooms_unmatched);
-}
 
 /* Keeps a per-process option; returns it. */
 static const char *
@@ -366,13 +323,6 @@ run_warn_one(const run_opts_t *o, const char *policy, const char *conf,
 
 /* The figures of lab/figures.h, as the public API hands them out. */
 static void
-run_warn(const run_opts_t *o)
-{
-	run_warn_one(o, o->policy, o->conf, o->cap || o->fraction > 0);
-}
-
-/* The figures of lab/figures.h, as the public API hands them out. */
-static void
 print_json(msim_job_t *job, int64_t run_id)
 {
 	msim_figs_t f = {0};
@@ -389,8 +339,47 @@ static void
 print_text(const msim_job_result_t *r, msim_trace_t *trace, int64_t run_id,
 	   const char *db)
 {
-	print_table(r->trace_path, r->policy, r->params, r->cap_bytes,
-		    &r->sum, &r->st, !strcmp(r->addresses, "trace"));
+	char a[32], b[32];
+	printf("trace      %s\n", r->trace_path);
+	printf("policy     %s%s%s\n", r->policy, *r->params ? " " : "",
+	       r->params);
+	if (r->cap_bytes)
+		printf("cap        %s (%" PRIu64 " bytes)\n",
+		       msim_format_bytes(r->cap_bytes, a, sizeof(a)),
+		       r->cap_bytes);
+	printf("requests   %" PRIu64 "\n", r->sum.requests);
+	printf("reserved   peak %-12s now %s\n",
+	       msim_format_bytes((uint64_t)r->st.reserved_bytes[0].peak, a,
+				 sizeof(a)),
+	       msim_format_bytes((uint64_t)r->st.reserved_bytes[0].current,
+				 b, sizeof(b)));
+	printf("allocated  peak %-12s now %s\n",
+	       msim_format_bytes((uint64_t)r->st.allocated_bytes[0].peak, a,
+				 sizeof(a)),
+	       msim_format_bytes((uint64_t)r->st.allocated_bytes[0].current,
+				 b, sizeof(b)));
+	printf("requested  peak %s\n",
+	       msim_format_bytes((uint64_t)r->st.requested_bytes[0].peak, a,
+				 sizeof(a)));
+	printf("fragmentation at peak %.4f, mean %.4f; external max %.4f\n",
+	       r->sum.frag_at_peak, r->sum.frag_mean, r->sum.ext_frag_max);
+	printf("segments   %" PRId64 " allocated, %" PRId64 " freed, peak %"
+	       PRId64 "\n", r->st.segment[0].allocated,
+	       r->st.segment[0].freed, r->st.segment[0].peak);
+	printf("device     %" PRId64 " allocs, %" PRId64 " frees; retries %"
+	       PRId64 ", OOMs %" PRId64 "\n", r->st.num_device_alloc,
+	       r->st.num_device_free, r->st.num_alloc_retries, r->st.num_ooms);
+	if (r->sum.oom_request >= 0)
+		printf("OOM        at request %" PRId64 "\n",
+		       r->sum.oom_request);
+	if (r->sum.addr_same + r->sum.addr_other &&
+	    !strcmp(r->addresses, "trace"))
+		printf("addresses  %" PRIu64 " of %" PRIu64 " allocations at "
+		       "their recorded address\n", r->sum.addr_same,
+		       r->sum.addr_same + r->sum.addr_other);
+	if (r->sum.ooms_expected || r->sum.ooms_unmatched)
+		printf("recorded OOMs  %" PRIu64 " reproduced, %" PRIu64
+		       " not\n", r->sum.ooms_expected, r->sum.ooms_unmatched);
 	if (r->strategy)
 		printf("strategy   %s\n", r->strategy);
 	for (size_t i = 0; i < r->nmeta; i++)
@@ -553,7 +542,8 @@ static int
 run_inputs(run_opts_t *o, int argc, char **argv)
 {
 	if (optind == argc - 1)
-		run_warn(o);
+		run_warn_one(o, o->policy, o->conf,
+			     o->cap || o->fraction > 0);
 	char why[1024];
 	/* Open the calibration and the database first: a bad one fails
 	 * before the work. */

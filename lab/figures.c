@@ -391,7 +391,8 @@ msim_figs_gpu(msim_figs_t *f, msim_together_t *t, uint64_t context,
 	msim_gpu_stats_t gs;
 	msim_gpu_stats(gpu, &gs);
 	uint64_t shared = msim_gpu_capacity(gpu);
-	bool ok = fig_int(f, "capacity_bytes", (int64_t)(shared + n * context)) &&
+	bool ok = fig_int(f, "capacity_bytes",
+			  (int64_t)(shared + n * context)) &&
 		  fig_int(f, "context_bytes", (int64_t)context) &&
 		  fig_int(f, "shared_bytes", (int64_t)shared) &&
 		  (!capacity_name ||
