@@ -359,9 +359,10 @@ msim_figs_text(msim_figs_t *f, const char *name, const char *v)
 }
 
 int
-msim_figs_real(msim_figs_t *f, const char *name, double v, int prec)
+msim_figs_real(msim_figs_t *f, const char *name, double v, int prec,
+	       const char *as_written)
 {
-	return fig_real(f, name, v, prec, NULL) ? 0 : MSIM_ENOMEM;
+	return fig_real(f, name, v, prec, as_written) ? 0 : MSIM_ENOMEM;
 }
 
 int

@@ -98,9 +98,11 @@ bool msim_figs_no_events(msim_trace_t *t);
 int msim_figs_int(msim_figs_t *f, const char *name, int64_t v);
 
 /* Append one figure: a text (NULL: JSON null), a number written with prec
- * decimals, a boolean.  Return 0 or MSIM_ENOMEM. */
+ * decimals (or as as_written says it, when not NULL), a boolean.  Return
+ * 0 or MSIM_ENOMEM. */
 int msim_figs_text(msim_figs_t *f, const char *name, const char *v);
-int msim_figs_real(msim_figs_t *f, const char *name, double v, int prec);
+int msim_figs_real(msim_figs_t *f, const char *name, double v, int prec,
+		   const char *as_written);
 int msim_figs_bool(msim_figs_t *f, const char *name, bool v);
 
 /* The figure called name, or NULL. */

@@ -339,7 +339,8 @@ msim_info_figs_head(msim_figs_t *f, const char *path, const msim_info_t *in)
 	for (size_t k = 0; !rc && k < sizeof(n) / sizeof(n[0]); k++)
 		rc = msim_figs_int(f, n[k].name, (int64_t)n[k].v);
 	if (!rc)
-		rc = msim_figs_real(f, "duration_s", in->duration_s, 6);
+		rc = msim_figs_real(f, "duration_s", in->duration_s, 6,
+				    NULL);
 	const struct { const char *name; uint64_t v; } m[] = {
 		{"alloc_bytes", in->bytes}, {"peak_live_bytes", in->peak},
 		{"hidden_empty_cache", in->empty_found},
