@@ -120,6 +120,14 @@ fig_stat(const char *name, int64_t value, void *ctx)
 		c->ok = fig_int(c->f, name, value);
 }
 
+int
+msim_figs_stats(msim_figs_t *f, const msim_stats_t *st)
+{
+	stat_ctx_t c = {f, true};
+	msim_stats_foreach(st, fig_stat, &c);
+	return c.ok ? 0 : MSIM_ENOMEM;
+}
+
 bool
 msim_figs_no_events(msim_trace_t *t)
 {
@@ -175,10 +183,8 @@ msim_figs_job(msim_figs_t *f, msim_job_t *job)
 	for (size_t i = 0; ok && i < r->nmeta; i++)
 		ok = fig_int(f, r->meta[i][0],
 			     (int64_t)strtoull(r->meta[i][1], NULL, 10));
-	stat_ctx_t c = {f, ok};
-	if (ok)
-		msim_stats_foreach(&r->st, fig_stat, &c);
-	ok = c.ok && fig_columns(f, &row, MSIM_COL_TAIL) &&
+	ok = ok && !msim_figs_stats(f, &r->st) &&
+	     fig_columns(f, &row, MSIM_COL_TAIL) &&
 	     fig_int(f, "addr_same", (int64_t)r->sum.addr_same) &&
 	     fig_int(f, "addr_other", (int64_t)r->sum.addr_other) &&
 	     fig_real(f, "modelled_device_ms", strtod(r->devtime_ms, NULL), 3,

@@ -90,6 +90,9 @@ int msim_figs_gpu(msim_figs_t *f, struct msim_together_s *t,
  * then msim_figs_job() of its job.  Returns 0 or MSIM_ENOMEM.
  */
 int msim_figs_process(msim_figs_t *f, struct msim_together_s *t, size_t i);
+/* Appends the statistics st, as torch.cuda.memory_stats() names them, in
+ * its order.  Returns 0 or MSIM_ENOMEM. */
+int msim_figs_stats(msim_figs_t *f, const msim_stats_t *st);
 /* Whether t is a snapshot without any trace event (read to its end). */
 bool msim_figs_no_events(msim_trace_t *t);
 

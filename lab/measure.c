@@ -165,19 +165,6 @@ msim_measure_clear(msim_measure_t *out)
 	msim_measured_clear(&out->m);
 }
 
-typedef struct measure_figs_s {
-	msim_figs_t *f;
-	int rc;
-} measure_figs_t;
-
-static void
-measure_stat(const char *name, int64_t value, void *ctx)
-{
-	measure_figs_t *mf = ctx;
-	if (!mf->rc)
-		mf->rc = msim_figs_int(mf->f, name, value);
-}
-
 int
 msim_measure_figs(msim_figs_t *f, const msim_measure_spec_t *s,
 		  const msim_measure_t *r)
@@ -188,24 +175,25 @@ msim_measure_figs(msim_figs_t *f, const msim_measure_spec_t *s,
 		{"device", m->device}, {"versions", m->versions},
 		{"params", r->canon},
 	};
-	measure_figs_t mf = {f, 0};
-	for (size_t k = 0; !mf.rc && k < sizeof(text) / sizeof(text[0]); k++)
-		mf.rc = msim_figs_text(f, text[k][0], text[k][1]);
-	if (!mf.rc)
-		mf.rc = msim_figs_int(f, "cap_bytes", (int64_t)s->cap);
-	if (!mf.rc)
-		mf.rc = msim_figs_int(f, "requests", (int64_t)m->requests);
-	msim_stats_foreach(&m->st, measure_stat, &mf);
-	if (!mf.rc)
-		mf.rc = msim_figs_int(f, "oom_request", m->oom_request);
-	if (!mf.rc && m->nmalloc)
-		mf.rc = msim_figs_real(f, "malloc_us_mean",
-				       strtod(r->malloc_us, NULL), 0,
-				       r->malloc_us);
-	if (!mf.rc && m->nfree)
-		mf.rc = msim_figs_real(f, "free_us_mean",
-				       strtod(r->free_us, NULL), 0, r->free_us);
-	if (!mf.rc && r->run_id >= 0)
-		mf.rc = msim_figs_int(f, "run_id", r->run_id);
-	return mf.rc;
+	int rc = 0;
+	for (size_t k = 0; !rc && k < sizeof(text) / sizeof(text[0]); k++)
+		rc = msim_figs_text(f, text[k][0], text[k][1]);
+	if (!rc)
+		rc = msim_figs_int(f, "cap_bytes", (int64_t)s->cap);
+	if (!rc)
+		rc = msim_figs_int(f, "requests", (int64_t)m->requests);
+	if (!rc)
+		rc = msim_figs_stats(f, &m->st);
+	if (!rc)
+		rc = msim_figs_int(f, "oom_request", m->oom_request);
+	if (!rc && m->nmalloc)
+		rc = msim_figs_real(f, "malloc_us_mean",
+				    strtod(r->malloc_us, NULL), 0,
+				    r->malloc_us);
+	if (!rc && m->nfree)
+		rc = msim_figs_real(f, "free_us_mean",
+				    strtod(r->free_us, NULL), 0, r->free_us);
+	if (!rc && r->run_id >= 0)
+		rc = msim_figs_int(f, "run_id", r->run_id);
+	return rc;
 }
