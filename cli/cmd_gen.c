@@ -14,7 +14,6 @@
 
 #include "cli/cli.h"
 #include "cli/opts.h"
-#include "sim/error.h"
 #include "lab/generate.h"
 #include "traces/model_spec.h"
 

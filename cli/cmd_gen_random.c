@@ -9,7 +9,6 @@
 
 #include "cli/cli.h"
 #include "cli/opts.h"
-#include "sim/error.h"
 #include "lab/generate.h"
 
 static double

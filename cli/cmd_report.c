@@ -14,9 +14,8 @@
 #include "cli/cli.h"
 #include "cli/opts.h"
 #include "lab/figures.h"
-#include "sim/file.h"
-#include "sim/error.h"
 #include "sim/results.h"
+#include "sim/error.h"
 #include "sim/units.h"
 
 static const msim_cli_opt_t report_opts[] = {

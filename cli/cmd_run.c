@@ -13,9 +13,6 @@
 
 #include "cli/cli.h"
 #include "cli/opts.h"
-#include "sim/error.h"
-#include "sim/metrics.h"
-#include "sim/results.h"
 #include "sim/timemodel.h"
 #include "lab/explain.h"
 #include "lab/figures.h"
@@ -312,13 +309,11 @@ static void
 run_warn_one(const run_opts_t *o, const char *policy, const char *conf,
 	     bool capped)
 {
-	const msim_policy_ops_t *ops = msim_policy_find(policy);
-	msim_params_t pv;
-	if (o->quiet || !ops || msim_params_init(&pv, ops->params))
-		return;
-	if (!msim_params_parse(&pv, conf))
-		msim_cli_warn_settings(ops, &pv, capped);
-	msim_params_clear(&pv);
+	char warn[4][256];
+	size_t n = o->quiet ? 0
+		   : msim_run_warnings(policy, conf, capped, warn, 4);
+	for (size_t i = 0; i < n; i++)
+		fprintf(stderr, "memsim: warning: %s\n", warn[i]);
 }
 
 /* The figures of lab/figures.h, as the public API hands them out. */

@@ -8,8 +8,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lab/explain.h"
 #include "lab/run.h"
 #include "plots/plot.h"
+#include "policies/registry.h"
 #include "sim/engine.h"
 #include "sim/error.h"
 #include "sim/file.h"
@@ -98,6 +100,21 @@ msim_run_plot(const msim_run_t *r, const char *out, const char *plots_dir,
 		.gnuplot = gnuplot,
 	};
 	return msim_plot_draw(r->db, &pr, why, whylen);
+}
+
+size_t
+msim_run_warnings(const char *policy, const char *conf, bool capped,
+		  char (*warn)[256], size_t max)
+{
+	const msim_policy_ops_t *ops = msim_policy_find(policy);
+	msim_params_t pv;
+	size_t n = 0;
+	if (!ops || msim_params_init(&pv, ops->params))
+		return 0;
+	if (!msim_params_parse(&pv, conf))
+		n = msim_explain_warnings(ops, &pv, capped, warn, max);
+	msim_params_clear(&pv);
+	return n;
 }
 
 void

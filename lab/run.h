@@ -65,6 +65,13 @@ int msim_run_plot(const msim_run_t *r, const char *out,
 		  const char *plots_dir, const char *gnuplot, char *why,
 		  size_t whylen);
 
+/* The settings of policy under conf that cannot act (capped: under a cap
+ * or a fraction), as msim_explain_warnings() words them, into warn (at
+ * most max); none where the policy or conf is bad (the job says so).
+ * Returns how many. */
+size_t msim_run_warnings(const char *policy, const char *conf, bool capped,
+			 char (*warn)[256], size_t max);
+
 /* Closes what msim_run_exec() opened; r may be cleared already. */
 void msim_run_clear(msim_run_t *r);
 
