@@ -969,8 +969,9 @@ free_requested(pt_state_t *s, pt_block_t *b, const bool plain)
 		msim_stat_dec(&s->st.oversize_allocations, 1);
 }
 
-/* Merges the free neighbour src into b; returns the bytes absorbed. */
-static inline uint64_t
+/* Merges the free neighbour src into b; returns the bytes absorbed.  In
+ * line always: free_block()'s usual path. */
+static inline __attribute__((always_inline)) uint64_t
 try_merge(pt_state_t *s, pt_block_t *b, pt_block_t *src)
 {
 	if (!src || src->state != B_FREE || src->mapped != b->mapped)
