@@ -235,6 +235,12 @@ pt_segment_size(const pt_state_t *s, uint64_t size)
 /* ---------------------------------------------------------------- */
 /* Free sets                                                         */
 
+/* The walks over a free set (in order, backwards, the first, the last):
+ * static but not inline, as when they were pytorch.c's own, so that GCC
+ * decides as it did how much of them to put in line in the hot path
+ * (fs_next() partly); unused where a file does not walk. */
+#define PT_WALK static __attribute__((unused))
+
 static inline unsigned
 pt_bin(uint64_t size)
 {
@@ -270,7 +276,7 @@ fs_next_bin(const pt_freeset_t *fs, unsigned from)
 }
 
 /* Last non-empty bin <= from (from < PT_NBINS), or PT_NBINS. */
-static inline unsigned
+PT_WALK unsigned
 fs_prev_bin(const pt_freeset_t *fs, unsigned from)
 {
 	unsigned w = from / 64;
@@ -351,14 +357,14 @@ fs_lower_bound(const pt_freeset_t *fs, uint64_t size)
 	return bin < PT_NBINS ? fs->head[bin] : NULL;
 }
 
-static inline pt_block_t *
+PT_WALK pt_block_t *
 fs_first(const pt_freeset_t *fs)
 {
 	unsigned bin = fs_next_bin(fs, 0);
 	return bin < PT_NBINS ? fs->head[bin] : NULL;
 }
 
-static inline pt_block_t *
+PT_WALK pt_block_t *
 fs_next(const pt_freeset_t *fs, const pt_block_t *b)
 {
 	if (b->fnext)
@@ -367,7 +373,7 @@ fs_next(const pt_freeset_t *fs, const pt_block_t *b)
 	return bin < PT_NBINS ? fs->head[bin] : NULL;
 }
 
-static inline pt_block_t *
+PT_WALK pt_block_t *
 bin_tail(const pt_freeset_t *fs, unsigned bin)
 {
 	pt_block_t *b = fs->head[bin];
@@ -377,7 +383,7 @@ bin_tail(const pt_freeset_t *fs, unsigned bin)
 }
 
 /* The block before b in set order; b == NULL gives the last block. */
-static inline pt_block_t *
+PT_WALK pt_block_t *
 fs_prev(const pt_freeset_t *fs, const pt_block_t *b)
 {
 	if (b && b->fprev)
