@@ -348,6 +348,18 @@ msim_figs_int(msim_figs_t *f, const char *name, int64_t v)
 	return fig_int(f, name, v) ? 0 : MSIM_ENOMEM;
 }
 
+int
+msim_figs_text(msim_figs_t *f, const char *name, const char *v)
+{
+	return fig_text(f, name, v) ? 0 : MSIM_ENOMEM;
+}
+
+int
+msim_figs_bool(msim_figs_t *f, const char *name, bool v)
+{
+	return fig_bool(f, name, v) ? 0 : MSIM_ENOMEM;
+}
+
 void
 msim_figs_clear(msim_figs_t *f)
 {

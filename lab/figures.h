@@ -80,6 +80,11 @@ bool msim_figs_no_events(msim_trace_t *t);
  * Returns 0 or MSIM_ENOMEM. */
 int msim_figs_int(msim_figs_t *f, const char *name, int64_t v);
 
+/* Append one TEXT (v copied; NULL: "") or BOOL figure.  Returns 0 or
+ * MSIM_ENOMEM. */
+int msim_figs_text(msim_figs_t *f, const char *name, const char *v);
+int msim_figs_bool(msim_figs_t *f, const char *name, bool v);
+
 /* The figure called name, or NULL. */
 const msim_fig_t *msim_figs_find(const msim_figs_t *f, const char *name);
 
