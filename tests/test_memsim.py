@@ -492,6 +492,10 @@ class ReadmeExample(unittest.TestCase):
                          "OOM False" % (want["reserved_bytes.all.peak"],
                                         want["frag_at_peak"]))
         self.assertRegex(lines[1], r"^\d+ points, last reserved \d+$")
+        pick = os.path.join(DATA, "pickles", "resnet50_amp.pickle")
+        self.assertEqual(lines[2], "CUDA out of memory")
+        self.assertEqual(lines[3], str(memsim.tune(pick, "4GiB")))
+        self.assertEqual(len(lines), 4)
 
 
 if __name__ == "__main__":
