@@ -1,9 +1,10 @@
 #!/bin/sh
 # `make install prefix=DIR` with a prefix configure was not given (issue
 # 28): memsim.pc names DIR, the installed memsim finds the libmemsim of
-# DIR (its RUNPATH, $ORIGIN/../lib) with no LD_LIBRARY_PATH, also once
-# DIR is moved, and the installed Python package loads it (python/memsim
-# /_build.py, written at install time) with no MEMSIM_LIBRARY.  Run by
+# DIR (its RUNPATH, $ORIGIN/../lib) with no LD_LIBRARY_PATH and its
+# recorder (lab/record.c), also once DIR is moved, and the installed
+# Python package loads it (python/memsim/_build.py, written at install
+# time) with no MEMSIM_LIBRARY.  Run by
 # make check from the build tree (MEMSIM), with ${MAKE:-make}.
 set -u
 top=$(cd "$(dirname "${MEMSIM:-./memsim}")" && pwd)
@@ -44,11 +45,26 @@ check_bin() { # BINDIR LABEL
 		*) fail "$2: memsim loads libmemsim from '$lib'" ;;
 		esac
 	fi
+	# memsim record runs the recorder installed under the prefix: a
+	# stand-in interpreter says which (the PYTHONPATH it is given).
+	if [ -n "$py" ]; then
+		rm -f "$tmp/pythonpath"
+		"$1/memsim" record -o "$tmp/rec.csv" -- "$tmp/fake/python3" \
+			x.py >/dev/null 2>&1
+		pp=$(cat "$tmp/pythonpath" 2>/dev/null)
+		[ "${pp%%:*}" = "$1/../${py#"$dir"/}" ] ||
+			fail "$2: memsim record's recorder: '${pp%%:*}'"
+	fi
 }
+py=$(ls -d "$dir"/lib/python3*/site-packages 2>/dev/null | head -1)
+[ -f "$py/memsim_record/__main__.py" ] || py=
+mkdir "$tmp/fake"
+printf '#!/bin/sh\necho "$PYTHONPATH" >"%s"\nexit 3\n' "$tmp/pythonpath" \
+	>"$tmp/fake/python3"
+chmod +x "$tmp/fake/python3"
 check_bin "$dir/bin" installed
 
 # The installed Python package, by itself (no MEMSIM_LIBRARY).
-py=$(ls -d "$dir"/lib/python3*/site-packages 2>/dev/null | head -1)
 if [ -n "$py" ] && [ -f "$py/memsim/__init__.py" ]; then
 	PYTHONPATH=$py PYTHONDONTWRITEBYTECODE=1 python3 -B - "$dir" "$trace" \
 		"$tmp/want.json" <<'PY' || fail "python"
