@@ -396,6 +396,29 @@ class Experiments(unittest.TestCase):
                        "6GiB")
         self.assertIn("{B}", str(cm.exception))
 
+    def test_frames(self):
+        # pandas is imported only for as_frame=True; a stand-in module
+        # shows what reaches pandas.DataFrame (a row of the figures).
+        import types
+        sys.modules.pop("pandas", None)
+        r = memsim.run(GPT2)
+        memsim.explain(GPT2)
+        self.assertNotIn("pandas", sys.modules)
+        fake = types.ModuleType("pandas")
+        fake.DataFrame = lambda rows: ("frame", rows)
+        sys.modules["pandas"] = fake
+        try:
+            kind, rows = memsim.run(GPT2, as_frame=True)
+            self.assertEqual(kind, "frame")
+            self.assertEqual(len(rows), 1)
+            same_figures(self, r, rows[0])
+            kind, rows = memsim.explain(self.PICKLE, as_frame=True)
+            self.assertEqual(rows[0]["peak.all.reserved"],
+                             memsim.explain(self.PICKLE)["peak"]["all"]
+                             ["reserved"])
+        finally:
+            del sys.modules["pandas"]
+
     def setUp(self):
         self._tmp = tempfile.TemporaryDirectory()
         self.tmp = self._tmp.name
