@@ -106,16 +106,20 @@ class BuildPy(build_py):
         stage = os.path.join(scratch, "stage")
         shutil.rmtree(stage, ignore_errors=True)
         os.makedirs(build, exist_ok=True)
-        if not os.path.exists(os.path.join(build, "config.status")):
-            # Python and PyTorch are not looked for: the packages are
-            # setuptools', and the recorder's tests are not run here.
-            sh([os.path.join(src, "configure"), "--prefix=" + stage,
-                "--disable-static", "--without-cuda", "PYTHON=:",
-                "MEMSIM_PYTHON="], build)
+        # Configured each time (an unchanged config.h keeps its date, so
+        # a second build makes only what changed).  Python and PyTorch
+        # are not looked for: the packages are setuptools', and the
+        # recorder's tests are not run here.  The prefix /usr is a
+        # system one, so libtool gives memsim no RUNPATH but its own
+        # $ORIGIN/../lib (configure.ac): none naming this scratch folder.
+        sh([os.path.join(src, "configure"), "--prefix=/usr",
+            "--disable-static", "--without-cuda", "PYTHON=:",
+            "MEMSIM_PYTHON="], build)
         jobs = str(min(os.cpu_count() or 1, 8))
         sh(["make", "-j" + jobs, "libmemsim.la", "memsim"], build)
-        sh(["make", "install-libLTLIBRARIES", "install-binPROGRAMS",
-            "install-dist_plotsDATA"], build)
+        sh(["make", "DESTDIR=" + stage, "install-libLTLIBRARIES",
+            "install-binPROGRAMS", "install-dist_plotsDATA"], build)
+        stage = os.path.join(stage, "usr")
         native = os.path.join(self.build_lib, "memsim", "_native")
         shutil.rmtree(native, ignore_errors=True)
         for sub in ("bin", "lib", os.path.join("share", "memsim")):
