@@ -71,6 +71,7 @@ typedef struct run_s {
 	size_t nstored_tl;
 	bool loaded;
 	bool explained;       /* memsim_explain(): figures, no job */
+	uint64_t context_bytes; /* memsim_explain(): CUDA context, bytes */
 	char errmsg[1200];
 } run_t;
 
@@ -406,6 +407,8 @@ run_option(run_t *r, const char *name, const char *value)
 	char *end;
 	if (!strcmp(name, "cap"))
 		return opt_bytes(r, name, value, &s->cap);
+	if (!strcmp(name, "context_bytes"))
+		return opt_bytes(r, name, value, &r->context_bytes);
 	if (!strcmp(name, "capacity")) {
 		int rc = opt_bytes(r, name, value, &s->capacity);
 		if (!rc && !s->capacity)
@@ -640,7 +643,8 @@ memsim_explain(memsim_run_t *h)
 	int rc = run_once(r);
 	if (rc)
 		return rc;
-	msim_explain_config_t cfg = {.spec = r->spec, .alternatives = true};
+	msim_explain_config_t cfg = {.spec = r->spec, .alternatives = true,
+				     .context_bytes = r->context_bytes};
 	msim_explain_t *ex;
 	char why[1024];
 	rc = msim_explain_run(&cfg, &ex, why, sizeof(why));

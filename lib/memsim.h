@@ -144,6 +144,9 @@ MEMSIM_EXPORT int memsim_set_policy(memsim_run_t *run, const char *policy,
  *	strict         "1": refuse a partial history instead of seeding it
  *	lenient        "1": skip entries of unknown actions
  *	calibration    a file of device latencies for the modelled time
+ *	context_bytes  memsim_explain(): the CUDA context and libraries'
+ *	               bytes, which nvidia-smi adds to reserved and the
+ *	               out-of-memory message counts as in use
  * Returns 0, MEMSIM_EINVAL (bad value), MEMSIM_ENOTFOUND (no such
  * option) or MEMSIM_ESTATE (after memsim_replay()).
  */

@@ -331,13 +331,13 @@ class Experiments(unittest.TestCase):
     PICKLE = os.path.join(DATA, "pickles", "resnet50_amp.pickle")
 
     def test_explain_as_explain_json(self):
-        for args in ([], ["--cap", "1GiB"]):
+        for args in ([], ["--cap", "1GiB", "--context-bytes", "750MiB"]):
             want = json.loads(cli("explain", "--json", *args, self.PICKLE))
-            kw = {"cap": args[1]} if args else {}
+            kw = {"cap": args[1], "context_bytes": args[3]} if args else {}
             got = memsim.explain(self.PICKLE, **kw)
             for key in ("trace", "policy", "params", "capacity_bytes",
-                        "cap_bytes", "tagged", "requests", "peak",
-                        "oom_request"):
+                        "cap_bytes", "context_bytes", "tagged", "requests",
+                        "peak", "oom_request"):
                 self.assertEqual(got[key], want[key], msg=key)
             self.assertEqual("oom" in got, bool(args))
             if args:

@@ -289,7 +289,7 @@ DEFAULT_POLICY = "pytorch"
 
 _OPTIONS = ("cap", "fraction", "capacity", "addresses", "transform",
             "keep_going", "requests_only", "recording", "device",
-            "strict", "lenient", "calibration")
+            "strict", "lenient", "calibration", "context_bytes")
 
 
 @contextlib.contextmanager
@@ -423,7 +423,9 @@ def explain(trace, policy=DEFAULT_POLICY, alloc_conf=None, cap=None,
     whole_free_segments bytes, "categories" and the top "sites"), and
     after an out-of-memory "oom" (PyTorch's "message", the "state" then,
     the "alternatives" replayed), then "summary" and "summary_at_peak"
-    (torch.cuda.memory_summary()'s text).  as_frame=True: a pandas
+    (torch.cuda.memory_summary()'s text).  context_bytes="750MiB": the
+    CUDA context and libraries, as `memsim explain --context-bytes`
+    takes them.  as_frame=True: a pandas
     DataFrame of one row of the dotted keys ("peak.all.reserved").
     Raises memsim.Error as run() does."""
     flat = _figures(trace, policy, alloc_conf, cap, options,
