@@ -171,7 +171,8 @@ MEMSIM_EXPORT int memsim_replay(memsim_run_t *run);
  * oom.size, oom.message, oom.state.*, oom.alternatives.I.setting ...),
  * then summary and summary_at_peak: the text of torch.cuda.memory_summary()
  * at the end (the OOM) and at the peak of reserved bytes.  There is no
- * timeline, and the run cannot be stored.  Once per run.  Returns 0,
+ * timeline (memsim_timeline_get(): MEMSIM_ESTATE), and the run cannot be
+ * stored.  Once per run.  Returns 0,
  * MEMSIM_EINPUT (the trace, the setting: see memsim_errmsg()),
  * MEMSIM_ENOMEM or MEMSIM_ESTATE.
  */
