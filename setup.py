@@ -107,13 +107,14 @@ class BuildPy(build_py):
         shutil.rmtree(stage, ignore_errors=True)
         os.makedirs(build, exist_ok=True)
         # Configured each time (an unchanged config.h keeps its date, so
-        # a second build makes only what changed).  Python and PyTorch
-        # are not looked for: the packages are setuptools', and the
-        # recorder's tests are not run here.  The prefix /usr is a
+        # a second build makes only what changed), as ./configure is by
+        # default (`memsim validate` uses the CUDA runtime where it is
+        # found).  Python and PyTorch are not looked for: the packages
+        # are setuptools', and the recorder's tests are not run here.  The prefix /usr is a
         # system one, so libtool gives memsim no RUNPATH but its own
         # $ORIGIN/../lib (configure.ac): none naming this scratch folder.
         sh([os.path.join(src, "configure"), "--prefix=/usr",
-            "--disable-static", "--without-cuda", "PYTHON=:",
+            "--disable-static", "PYTHON=:",
             "MEMSIM_PYTHON="], build)
         jobs = str(min(os.cpu_count() or 1, 8))
         sh(["make", "-j" + jobs, "libmemsim.la", "memsim"], build)
