@@ -58,8 +58,8 @@ def sh(cmd, cwd):
 
 def source_tree(scratch):
     """A source tree configure can build out of tree: the tree itself, or
-    a copy of the files git tracks (or would: not ignored) when the tree is configured already or
-    has no ./configure."""
+    a copy of the files git tracks (or would: those not ignored) when the
+    tree is configured already or has no ./configure."""
     configured = os.path.exists(os.path.join(TOP, "config.status"))
     if not configured and os.path.exists(os.path.join(TOP, "configure")):
         return TOP
@@ -110,9 +110,10 @@ class BuildPy(build_py):
         # a second build makes only what changed), as ./configure is by
         # default (`memsim validate` uses the CUDA runtime where it is
         # found).  Python and PyTorch are not looked for: the packages
-        # are setuptools', and the recorder's tests are not run here.  The prefix /usr is a
-        # system one, so libtool gives memsim no RUNPATH but its own
-        # $ORIGIN/../lib (configure.ac): none naming this scratch folder.
+        # are setuptools', and the recorder's tests are not run here.
+        # The prefix /usr is a system one, so libtool gives memsim no
+        # RUNPATH but its own $ORIGIN/../lib (configure.ac): none naming
+        # this scratch folder.
         sh([os.path.join(src, "configure"), "--prefix=/usr",
             "--disable-static", "PYTHON=:",
             "MEMSIM_PYTHON="], build)
