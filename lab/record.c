@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -23,22 +24,41 @@
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
-/* The folder holding memsim_record/: $MEMSIM_PYTHONPATH, else the first
- * of dirs that has it. */
+/* Whether dir holds memsim_record/. */
+static bool
+record_has_module(const char *dir)
+{
+	char path[4096];
+	struct stat st;
+	if ((size_t)snprintf(path, sizeof(path), "%s/memsim_record/__main__.py",
+			     dir) >= sizeof(path))
+		return false;
+	return stat(path, &st) == 0;
+}
+
+/* The folder holding memsim_record/: $MEMSIM_PYTHONPATH, else
+ * PYTHON_FROM_BINDIR (configure.ac) beside the running program, so that
+ * `make install prefix=DIR` and a moved prefix find their own, else the
+ * first of dirs that has it. */
 static const char *
 record_module_dir(const char *const *dirs)
 {
 	const char *env = getenv("MEMSIM_PYTHONPATH");
 	if (env && *env)
 		return env;
-	for (size_t i = 0; dirs && dirs[i]; i++) {
-		char path[4096];
-		struct stat st;
-		snprintf(path, sizeof(path), "%s/memsim_record/__main__.py",
-			 dirs[i]);
-		if (stat(path, &st) == 0)
-			return dirs[i];
+	static char rel[4096];
+	char exe[2048];
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash = len > 0 ? (exe[len] = '\0', strrchr(exe, '/')) : NULL;
+	if (slash && *PYTHON_FROM_BINDIR) {
+		*slash = '\0';
+		snprintf(rel, sizeof(rel), "%s/%s", exe, PYTHON_FROM_BINDIR);
+		if (record_has_module(rel))
+			return rel;
 	}
+	for (size_t i = 0; dirs && dirs[i]; i++)
+		if (record_has_module(dirs[i]))
+			return dirs[i];
 	return NULL;
 }
 

@@ -22,6 +22,7 @@
 #include <gsl/gsl_errno.h>
 
 #include "lib/memsim.h"
+#include "lab/explain.h"
 #include "lab/figures.h"
 #include "lab/fit.h"
 #include "lab/job.h"
@@ -69,6 +70,8 @@ typedef struct run_s {
 	msim_sample_t *stored_tl;
 	size_t nstored_tl;
 	bool loaded;
+	bool explained;       /* memsim_explain(): figures, no job */
+	uint64_t context_bytes; /* memsim_explain(): CUDA context, bytes */
 	char errmsg[1200];
 } run_t;
 
@@ -404,6 +407,8 @@ run_option(run_t *r, const char *name, const char *value)
 	char *end;
 	if (!strcmp(name, "cap"))
 		return opt_bytes(r, name, value, &s->cap);
+	if (!strcmp(name, "context_bytes"))
+		return opt_bytes(r, name, value, &r->context_bytes);
 	if (!strcmp(name, "capacity")) {
 		int rc = opt_bytes(r, name, value, &s->capacity);
 		if (!rc && !s->capacity)
@@ -492,19 +497,30 @@ job_code(const msim_job_err_t *err, int rc)
 	}
 }
 
-int
-memsim_replay(memsim_run_t *h)
+/* Clears r's message and marks it replayed: 0, or MEMSIM_ESTATE when it
+ * was already (memsim_replay() and memsim_explain() run once). */
+static int
+run_once(run_t *r)
 {
-	RUN_OF(h, r);
 	*r->errmsg = '\0';
 	if (r->replayed)
 		return run_fail(r, MEMSIM_ESTATE, "the run was replayed "
 				"already");
 	r->replayed = true;
+	return 0;
+}
+
+int
+memsim_replay(memsim_run_t *h)
+{
+	RUN_OF(h, r);
+	int rc = run_once(r);
+	if (rc)
+		return rc;
 	msim_job_err_t err;
 	/* GSL's handler: gsl_quiet().  Opened as a stored job, so memsim_store() keeps the blocks at
 	 * peak as `memsim run --db` does. */
-	int rc = msim_job_open(&r->spec, true, &r->job, &err);
+	rc = msim_job_open(&r->spec, true, &r->job, &err);
 	if (!rc)
 		rc = msim_job_run(r->job, &err);
 	if (rc) {
@@ -516,6 +532,132 @@ memsim_replay(memsim_run_t *h)
 		msim_figs_clear(&r->figs);
 		return run_fail(r, MEMSIM_ENOMEM, "out of memory");
 	}
+	return 0;
+}
+
+/* The figures of one moment of ex under prefix ("peak.", "oom.state."),
+ * named as `memsim explain --json` nests them.  false: out of memory. */
+static bool
+explain_moment(msim_figs_t *f, const char *prefix, const msim_explain_t *ex,
+	       const msim_explain_moment_t *m)
+{
+	static const char *const pools[] = {"all", "small_pool",
+					    "large_pool"};
+	static_assert(sizeof(pools) / sizeof(pools[0]) == MSIM_NPOOL,
+		      "pools");
+	char k[256];
+	bool ok = true;
+#define EX_INT(v, ...)                                                        \
+	(snprintf(k, sizeof(k), __VA_ARGS__),                                 \
+	 ok = ok && !msim_figs_int(f, k, (int64_t)(v)))
+	EX_INT(m->request, "%srequest", prefix);
+	for (int p = 0; p < MSIM_NPOOL; p++) {
+		EX_INT(m->reserved[p], "%s%s.reserved", prefix, pools[p]);
+		EX_INT(m->allocated[p], "%s%s.allocated", prefix, pools[p]);
+		EX_INT(m->pending[p], "%s%s.pending", prefix, pools[p]);
+		EX_INT(m->split_free[p], "%s%s.inactive_split", prefix,
+		       pools[p]);
+		EX_INT(m->whole_free[p], "%s%s.whole_free_segments", prefix,
+		       pools[p]);
+	}
+	EX_INT(m->reserved[MSIM_POOL_ALL] + ex->context_bytes,
+	       "%snvidia_smi_bytes", prefix);
+	for (int c = 0; c < MSIM_NCAT; c++) {
+		if (!m->cat_count[c])
+			continue;
+		const char *cat = msim_category_name(c);
+		EX_INT(m->cat_bytes[c], "%scategories.%s.bytes", prefix, cat);
+		EX_INT(m->cat_count[c], "%scategories.%s.blocks", prefix, cat);
+	}
+	EX_INT(m->nsites_live, "%ssites_live", prefix);
+	for (size_t i = 0; i < m->nsites; i++) {
+		const msim_explain_site_t *st = &m->sites[i];
+		snprintf(k, sizeof(k), "%ssites.%zu.site", prefix, i);
+		ok = ok && !msim_figs_text(f, k, st->site);
+		snprintf(k, sizeof(k), "%ssites.%zu.category", prefix, i);
+		ok = ok && !msim_figs_text(f, k,
+					   msim_category_name(st->category));
+		EX_INT(st->bytes, "%ssites.%zu.bytes", prefix, i);
+		EX_INT(st->count, "%ssites.%zu.blocks", prefix, i);
+	}
+#undef EX_INT
+	return ok;
+}
+
+/* ex as figures (see memsim_explain()).  false: out of memory. */
+static bool
+explain_figs(msim_figs_t *f, const msim_explain_t *ex, const char *trace)
+{
+	char text[8192];
+	bool ok = !msim_figs_text(f, "trace", trace) &&
+		  !msim_figs_text(f, "policy", ex->policy) &&
+		  !msim_figs_text(f, "params", ex->params) &&
+		  !msim_figs_int(f, "capacity_bytes", (int64_t)ex->capacity) &&
+		  !msim_figs_int(f, "cap_bytes", (int64_t)ex->cap) &&
+		  !msim_figs_int(f, "context_bytes",
+				 (int64_t)ex->context_bytes) &&
+		  !msim_figs_bool(f, "tagged", ex->tagged) &&
+		  !msim_figs_int(f, "requests", (int64_t)ex->sum.requests) &&
+		  explain_moment(f, "peak.", ex, &ex->peak) &&
+		  !msim_figs_int(f, "oom_request", ex->sum.oom_request);
+	if (ok && ex->oom) {
+		msim_explain_oom_message(ex, text, sizeof(text));
+		ok = !msim_figs_int(f, "oom.size", (int64_t)ex->oom_size) &&
+		     !msim_figs_int(f, "oom.alloc_size",
+				    (int64_t)ex->oom_alloc_size) &&
+		     !msim_figs_int(f, "oom.device_free",
+				    (int64_t)ex->oom_device_free) &&
+		     !msim_figs_text(f, "oom.message", text) &&
+		     explain_moment(f, "oom.state.", ex, &ex->at_oom);
+		for (size_t i = 0; ok && i < ex->nalts; i++) {
+			const msim_explain_alt_t *al = &ex->alts[i];
+			char k[96];
+#define ALT(field) snprintf(k, sizeof(k), "oom.alternatives.%zu." field, i)
+			ALT("setting");
+			ok = !msim_figs_text(f, k, al->what);
+			ALT("fits");
+			ok = ok && !msim_figs_bool(f, k, al->fits);
+			ALT("oom_request");
+			ok = ok && !msim_figs_int(f, k, al->oom_request);
+			ALT("peak_reserved");
+			ok = ok && !msim_figs_int(f, k,
+						  (int64_t)al->peak_reserved);
+#undef ALT
+		}
+		if (ok && ex->min_cap)
+			ok = !msim_figs_int(f, "oom.min_cap_bytes",
+					    (int64_t)ex->min_cap);
+	}
+	/* torch.cuda.memory_summary() at the end (the OOM) and at the
+	 * peak, as `memsim summary [--at peak]` prints it. */
+	msim_memory_summary(&ex->end, 0, false, text, sizeof(text));
+	ok = ok && !msim_figs_text(f, "summary", text);
+	msim_memory_summary(&ex->peak.st, 0, false, text, sizeof(text));
+	return ok && !msim_figs_text(f, "summary_at_peak", text);
+}
+
+int
+memsim_explain(memsim_run_t *h)
+{
+	RUN_OF(h, r);
+	int rc = run_once(r);
+	if (rc)
+		return rc;
+	msim_explain_config_t cfg = {.spec = r->spec, .alternatives = true,
+				     .context_bytes = r->context_bytes};
+	msim_explain_t *ex;
+	char why[1024];
+	rc = msim_explain_run(&cfg, &ex, why, sizeof(why));
+	if (rc)
+		return run_fail(r, rc == MSIM_ENOMEM ? MEMSIM_ENOMEM :
+				MEMSIM_EINPUT, "%s", why);
+	bool ok = explain_figs(&r->figs, ex, r->spec.trace);
+	msim_explain_destroy(ex);
+	if (!ok) {
+		msim_figs_clear(&r->figs);
+		return run_fail(r, MEMSIM_ENOMEM, "out of memory");
+	}
+	r->explained = true;
 	return 0;
 }
 
@@ -556,7 +698,7 @@ fig_get(const memsim_run_t *h, const char *name, const void *value_out,
 	if (!name || !value_out)
 		return run_fail(w, MEMSIM_EINVAL, "no figure name or no place "
 				"for its value");
-	if (!r->job && !r->loaded)
+	if (!r->job && !r->loaded && !r->explained)
 		return run_fail(w, MEMSIM_ESTATE, "the run is not replayed");
 	if (!(*out = msim_figs_find(&r->figs, name)))
 		return run_fail(w, MEMSIM_ENOTFOUND, "no figure '%s'",
@@ -795,6 +937,14 @@ lab_why(char *why, size_t whylen, char *own, size_t ownlen, size_t *len)
 {
 	*len = why && whylen ? whylen : ownlen;
 	return why && whylen ? why : own;
+}
+
+int
+memsim_parse_bytes(const char *text, uint64_t *out)
+{
+	if (!text || !out)
+		return MEMSIM_EINVAL;
+	return msim_parse_bytes(text, out) ? MEMSIM_EINVAL : 0;
 }
 
 int

@@ -144,6 +144,9 @@ MEMSIM_EXPORT int memsim_set_policy(memsim_run_t *run, const char *policy,
  *	strict         "1": refuse a partial history instead of seeding it
  *	lenient        "1": skip entries of unknown actions
  *	calibration    a file of device latencies for the modelled time
+ *	context_bytes  memsim_explain(): the CUDA context and libraries'
+ *	               bytes, which nvidia-smi adds to reserved and the
+ *	               out-of-memory message counts as in use
  * Returns 0, MEMSIM_EINVAL (bad value), MEMSIM_ENOTFOUND (no such
  * option) or MEMSIM_ESTATE (after memsim_replay()).
  */
@@ -157,6 +160,23 @@ MEMSIM_EXPORT int memsim_set_option(memsim_run_t *run, const char *name,
  * the reader's MEMSIM_EIO, MEMSIM_EFORMAT, MEMSIM_ENOTFOUND), ...
  */
 MEMSIM_EXPORT int memsim_replay(memsim_run_t *run);
+
+/*
+ * In place of memsim_replay(): `memsim explain` of the run's setting,
+ * whose figures then read as those of a replayed run: the keys of
+ * `memsim explain --json` flattened with dots (trace, policy, params,
+ * capacity_bytes, cap_bytes, context_bytes, tagged, requests,
+ * peak.request, peak.all.reserved, ..., peak.categories.NAME.bytes,
+ * peak.sites.I.site, ..., oom_request, and after an out-of-memory
+ * oom.size, oom.message, oom.state.*, oom.alternatives.I.setting ...),
+ * then summary and summary_at_peak: the text of torch.cuda.memory_summary()
+ * at the end (the OOM) and at the peak of reserved bytes.  There is no
+ * timeline (memsim_timeline_get(): MEMSIM_ESTATE), and the run cannot be
+ * stored.  Once per run.  Returns 0,
+ * MEMSIM_EINPUT (the trace, the setting: see memsim_errmsg()),
+ * MEMSIM_ENOMEM or MEMSIM_ESTATE.
+ */
+MEMSIM_EXPORT int memsim_explain(memsim_run_t *run);
 
 /*
  * The figures of a replayed run, the keys of `memsim run --json` in its
@@ -232,6 +252,10 @@ MEMSIM_EXPORT int memsim_list_runs(const char *db_path, int64_t *ids,
  */
 MEMSIM_EXPORT int memsim_load(memsim_run_t **out, const char *db_path,
 			      int64_t run_id);
+
+/* A byte count as the options take it ("16GiB", "512MiB", "1.5G",
+ * "80GB", "1048576") into *out.  Returns 0 or MEMSIM_EINVAL. */
+MEMSIM_EXPORT int memsim_parse_bytes(const char *text, uint64_t *out);
 
 /*
  * The experiments of memsim's commands (docs/lab.md), each one call over

@@ -37,6 +37,7 @@ all_refuse(memsim_run_t *h, int code)
 	ck_assert_int_eq(memsim_set_policy(h, "bfc", NULL), code);
 	ck_assert_int_eq(memsim_set_option(h, "cap", "1GiB"), code);
 	ck_assert_int_eq(memsim_replay(h), code);
+	ck_assert_int_eq(memsim_explain(h), code);
 	ck_assert_uint_eq(memsim_count(h), 0);
 	ck_assert_ptr_null(memsim_name(h, 0));
 	ck_assert_int_eq(memsim_get_kind(h, "requests"), code);
@@ -130,6 +131,56 @@ START_TEST(test_api_closed_run)
 }
 END_TEST
 
+/* memsim_explain() in place of memsim_replay(): once, its figures read
+ * as a run's, no timeline, not stored; memsim_parse_bytes(). */
+START_TEST(test_api_explain)
+{
+	memsim_run_t *r;
+	int64_t v, peak;
+	const char *t;
+	memsim_point_t pt;
+	ck_assert_int_eq(memsim_open(&r, trace), 0);
+	ck_assert_int_eq(memsim_set_option(r, "context_bytes", "lots"),
+			 MEMSIM_EINVAL);
+	ck_assert_int_eq(memsim_set_option(r, "context_bytes", "750MiB"), 0);
+	ck_assert_int_eq(memsim_explain(r), 0);
+	ck_assert_int_eq(memsim_explain(r), MEMSIM_ESTATE);
+	ck_assert_int_eq(memsim_replay(r), MEMSIM_ESTATE);
+	ck_assert_int_eq(memsim_get_int(r, "context_bytes", &v), 0);
+	ck_assert_int_eq(v, 750 << 20);
+	ck_assert_int_eq(memsim_get_int(r, "peak.all.reserved", &peak), 0);
+	ck_assert_int_eq(memsim_get_int(r, "peak.nvidia_smi_bytes", &v), 0);
+	ck_assert_int_eq(v, peak + (750 << 20));
+	ck_assert_int_eq(memsim_get_int(r, "oom_request", &v), 0);
+	ck_assert_int_eq(v, -1);
+	ck_assert_int_eq(memsim_get_kind(r, "oom.message"), MEMSIM_ENOTFOUND);
+	ck_assert_int_eq(memsim_get_text(r, "summary", &t), 0);
+	ck_assert_ptr_nonnull(strstr(t, "PyTorch CUDA memory summary"));
+	ck_assert_uint_eq(memsim_timeline_len(r), 0);
+	ck_assert_int_eq(memsim_timeline_get(r, 0, &pt), MEMSIM_ESTATE);
+	ck_assert_int_eq(memsim_store(r, "x.db", NULL), MEMSIM_ESTATE);
+	memsim_close(r);
+	/* At a cap it runs out of memory: PyTorch's message. */
+	ck_assert_int_eq(memsim_open(&r, trace), 0);
+	ck_assert_int_eq(memsim_set_option(r, "cap", "2GiB"), 0);
+	ck_assert_int_eq(memsim_explain(r), 0);
+	ck_assert_int_eq(memsim_get_int(r, "oom_request", &v), 0);
+	ck_assert_int_ge(v, 0);
+	ck_assert_int_eq(memsim_get_text(r, "oom.message", &t), 0);
+	ck_assert_ptr_nonnull(strstr(t, "CUDA out of memory. Tried to "
+				     "allocate "));
+	memsim_close(r);
+	uint64_t b;
+	ck_assert_int_eq(memsim_parse_bytes("1.5GiB", &b), 0);
+	ck_assert_uint_eq(b, UINT64_C(3) << 29);
+	ck_assert_int_eq(memsim_parse_bytes("80GB", &b), 0);
+	ck_assert_uint_eq(b, UINT64_C(80000000000));
+	ck_assert_int_eq(memsim_parse_bytes("16 GiB", &b), MEMSIM_EINVAL);
+	ck_assert_int_eq(memsim_parse_bytes(NULL, &b), MEMSIM_EINVAL);
+	ck_assert_int_eq(memsim_parse_bytes("1", NULL), MEMSIM_EINVAL);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -141,6 +192,7 @@ main(void)
 	tcase_add_test(tc, test_api_not_a_run);
 	tcase_add_test(tc, test_api_null_arguments);
 	tcase_add_test(tc, test_api_closed_run);
+	tcase_add_test(tc, test_api_explain);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -263,6 +263,170 @@ class Errors(unittest.TestCase):
                    db="/nonexistent/dir/x.db")
 
 
+def same_figures(test, want, got, skip=("wall_ms",)):
+    test.assertEqual(list(want), list(got))
+    for key, value in want.items():
+        if key not in skip:
+            test.assertEqual(got[key], value, msg=key)
+
+
+class Inputs(unittest.TestCase):
+    """Issue 28: a snapshot dict (what torch.cuda.memory._snapshot()
+    returns; here a snapshot pickle of tests/data loaded with pickle) and
+    an open file give the figures of the file's path."""
+
+    def snapshot(self, name):
+        import pickle
+        path = os.path.join(DATA, "pickles", name)
+        with open(path, "rb") as f:
+            return path, pickle.load(f)
+
+    def test_snapshot_dict(self):
+        for name, kw in (("resnet50_amp.pickle", {}),
+                         ("train_eval_emptycache.pickle",
+                          {"recording": True}),
+                         ("gpt2_fp32.pickle", {"cap": "2GiB"})):
+            path, snap = self.snapshot(name)
+            self.assertIn("device_traces", snap)
+            want = memsim.run(path, **kw)
+            got = memsim.run(snap, **kw)
+            self.assertEqual(got["trace"], "<snapshot dict>")
+            same_figures(self, want, got,
+                         ("wall_ms", "trace", "trace_hash"))
+            self.assertEqual(got.timeline, want.timeline)
+
+    def test_file_objects(self):
+        want = memsim.run(GPT2)
+        with open(GPT2, "rb") as f:
+            same_figures(self, want, memsim.run(f), ("wall_ms", "trace_hash"))
+        with open(GPT2) as f:  # text
+            got = memsim.run(f)
+        same_figures(self, want, got, ("wall_ms", "trace_hash"))
+        self.assertEqual(got["trace"], GPT2)
+
+    def test_bad_dict(self):
+        with self.assertRaises(memsim.Error) as cm:
+            memsim.run({"segments": 3})
+        self.assertIn("<snapshot dict>", str(cm.exception))
+        self.assertNotIn("memsim-", str(cm.exception))  # no temporary name
+
+    def test_read_gives_no_bytes(self):
+        class Odd:
+            def read(self):
+                return 42
+        with self.assertRaises(TypeError):
+            memsim.run(Odd())
+
+
+def cli(*args):
+    return subprocess.run([MEMSIM] + list(args), check=True,
+                          stdout=subprocess.PIPE,
+                          universal_newlines=True).stdout
+
+
+class Experiments(unittest.TestCase):
+    """explain, summary, tune and fit give the answers of their
+    commands, for a path and for a snapshot dict alike."""
+
+    PICKLE = os.path.join(DATA, "pickles", "resnet50_amp.pickle")
+
+    def test_explain_as_explain_json(self):
+        for args in ([], ["--cap", "1GiB", "--context-bytes", "750MiB"]):
+            want = json.loads(cli("explain", "--json", *args, self.PICKLE))
+            kw = {"cap": args[1], "context_bytes": args[3]} if args else {}
+            got = memsim.explain(self.PICKLE, **kw)
+            for key in ("trace", "policy", "params", "capacity_bytes",
+                        "cap_bytes", "context_bytes", "tagged", "requests",
+                        "peak", "oom_request"):
+                self.assertEqual(got[key], want[key], msg=key)
+            self.assertEqual("oom" in got, bool(args))
+            if args:
+                for key in ("size", "alloc_size", "device_free", "message",
+                            "state"):
+                    self.assertEqual(got["oom"][key], want["oom"][key],
+                                     msg=key)
+                self.assertEqual(got["oom"]["alternatives"],
+                                 want["oom"]["alternatives"])
+                self.assertTrue(got["oom"]["message"].startswith(
+                    "CUDA out of memory. Tried to allocate "))
+
+    def test_explain_dict(self):
+        import pickle
+        with open(self.PICKLE, "rb") as f:
+            snap = pickle.load(f)
+        want = memsim.explain(self.PICKLE, cap="1GiB")
+        got = memsim.explain(snap, cap="1GiB")
+        self.assertEqual(got.pop("trace"), "<snapshot dict>")
+        want.pop("trace")
+        self.assertEqual(got, want)
+
+    def test_summary(self):
+        self.assertEqual(memsim.summary(GPT2), cli("summary", GPT2))
+        self.assertEqual(memsim.summary(GPT2, at_peak=True),
+                         cli("summary", "--at", "peak", GPT2))
+        self.assertIn("PyTorch CUDA memory summary", memsim.summary(GPT2))
+
+    def test_tune(self):
+        got = memsim.tune(GPT2, "15GiB")
+        out = cli("tune", "--cap", "15GiB", "-j1", "--db",
+                  os.path.join(self.tmp, "t.db"), GPT2)
+        conf = re.search(r'^export PYTORCH_CUDA_ALLOC_CONF="(.*)"$', out,
+                         re.M).group(1)
+        self.assertEqual(got, {"alloc_conf": conf, "fits": True})
+        self.assertEqual(memsim.tune(GPT2, 16106127360), got)
+        # Its setting fits, no higher than the defaults' peak.
+        best = memsim.run(GPT2, alloc_conf=got["alloc_conf"], cap="15GiB")
+        self.assertFalse(best.oom)
+        self.assertLessEqual(best.peak_reserved,
+                             memsim.run(GPT2).peak_reserved)
+        self.assertEqual(memsim.tune(GPT2, "1MiB"),
+                         {"alloc_conf": None, "fits": False})
+        with self.assertRaises(memsim.Error):
+            memsim.tune(GPT2, "lots")
+
+    def test_fit(self):
+        pattern = os.path.join(DATA, "record", "gptfit-{B}.bin")
+        out = cli("fit", "--cap", "6442450944", "--vary", "B=10..22",
+                  "--traces", pattern)
+        b = int(re.search(r"^largest *B=([0-9]+)", out, re.M).group(1))
+        self.assertEqual(memsim.fit(pattern, "B", 10, 22, "6GiB"),
+                         {"name": "B", "best": b})
+        with self.assertRaises(memsim.Error) as cm:
+            memsim.fit(os.path.join(DATA, "record", "x.bin"), "B", 1, 2,
+                       "6GiB")
+        self.assertIn("{B}", str(cm.exception))
+
+    def test_frames(self):
+        # pandas is imported only for as_frame=True; a stand-in module
+        # shows what reaches pandas.DataFrame (a row of the figures).
+        import types
+        sys.modules.pop("pandas", None)
+        r = memsim.run(GPT2)
+        memsim.explain(GPT2)
+        self.assertNotIn("pandas", sys.modules)
+        fake = types.ModuleType("pandas")
+        fake.DataFrame = lambda rows: ("frame", rows)
+        sys.modules["pandas"] = fake
+        try:
+            kind, rows = memsim.run(GPT2, as_frame=True)
+            self.assertEqual(kind, "frame")
+            self.assertEqual(len(rows), 1)
+            same_figures(self, r, rows[0])
+            kind, rows = memsim.explain(self.PICKLE, as_frame=True)
+            self.assertEqual(rows[0]["peak.all.reserved"],
+                             memsim.explain(self.PICKLE)["peak"]["all"]
+                             ["reserved"])
+        finally:
+            del sys.modules["pandas"]
+
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory()
+        self.tmp = self._tmp.name
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+
 def _unknown_policy(trace):
     return memsim.run(trace, policy="nosuch")
 
@@ -351,6 +515,10 @@ class ReadmeExample(unittest.TestCase):
                          "OOM False" % (want["reserved_bytes.all.peak"],
                                         want["frag_at_peak"]))
         self.assertRegex(lines[1], r"^\d+ points, last reserved \d+$")
+        pick = os.path.join(DATA, "pickles", "resnet50_amp.pickle")
+        self.assertEqual(lines[2], "CUDA out of memory")
+        self.assertEqual(lines[3], str(memsim.tune(pick, "4GiB")))
+        self.assertEqual(len(lines), 4)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,15 @@ an allocator policy and returns the figures `memsim run --json` prints:
     False
     >>> r.timeline[-1].reserved    # the down-sampled memory curve
 
+The trace may also be an open file (binary or text) or the dict of
+torch.cuda.memory._snapshot() itself: memsim.run(torch.cuda.memory.
+_snapshot()) replays the snapshot as it ran, no file needed.
+memsim.explain() takes the same arguments and says where the memory
+goes (the dict of `memsim explain --json`), memsim.summary() gives the
+text of torch.cuda.memory_summary(), memsim.tune() the
+PYTORCH_CUDA_ALLOC_CONF with the lowest peak under a cap, memsim.fit()
+the largest batch (or other value) of recorded traces that fits.
+
 memsim.runs("runs.db") reads back the runs a database holds (as `memsim
 run --db`, run(db=...) or sweep(db=...) stored them), and memsim.sweep()
 runs every combination of the arguments given as lists.
@@ -23,18 +32,23 @@ Errors are raised as memsim.Error with the library's message (naming the
 file, line or option at fault) and its code.
 
 The library is found, in this order, at $MEMSIM_LIBRARY, next to this
-package, in the libdir it was installed to (set at build time), then by
-the system's search (ctypes.util.find_library).
+package, in its _native/lib (where `pip install` puts it), in the libdir
+`make install` put it in, then by the system's search
+(ctypes.util.find_library).
 """
 
 import collections
+import contextlib
 import ctypes
 import ctypes.util
 import itertools
 import os
+import pickle
 import sys
+import tempfile
 
-__all__ = ["run", "Result", "Point", "Error", "policies", "library_version"]
+__all__ = ["run", "explain", "summary", "tune", "fit", "runs", "sweep",
+           "Result", "Point", "Error", "policies", "library_version"]
 
 # The interface this module is written against: libmemsim.so.1.
 _SONAME_MAJOR = 1
@@ -90,7 +104,10 @@ def _candidates():
         name = "libmemsim.%d.dylib" % _SONAME_MAJOR
     else:
         name = "libmemsim.so.%d" % _SONAME_MAJOR
-    yield os.path.join(os.path.dirname(os.path.abspath(__file__)), name)
+    here = os.path.dirname(os.path.abspath(__file__))
+    yield os.path.join(here, name)
+    # Where `pip install` puts it (setup.py).
+    yield os.path.join(here, "_native", "lib", name)
     try:
         from memsim import _build
         yield os.path.join(_build.LIBDIR, name)
@@ -158,6 +175,17 @@ def _load():
             ctypes.POINTER(ctypes.c_char_p)]),
         "memsim_load": (ctypes.c_int, [ctypes.POINTER(c_run),
                                        ctypes.c_char_p, ctypes.c_int64]),
+        "memsim_explain": (ctypes.c_int, [c_run]),
+        "memsim_parse_bytes": (ctypes.c_int, [
+            ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64)]),
+        "memsim_tune": (ctypes.c_int, [
+            ctypes.c_char_p, ctypes.c_uint64, ctypes.c_char_p,
+            ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p,
+            ctypes.c_size_t]),
+        "memsim_fit": (ctypes.c_int, [
+            ctypes.c_char_p, ctypes.c_char_p, ctypes.c_long, ctypes.c_long,
+            ctypes.c_uint64, ctypes.c_char_p, ctypes.POINTER(ctypes.c_long),
+            ctypes.c_char_p, ctypes.c_size_t]),
     }
     for name, (restype, argtypes) in sigs.items():
         fn = getattr(lib, name)
@@ -261,15 +289,88 @@ DEFAULT_POLICY = "pytorch"
 
 _OPTIONS = ("cap", "fraction", "capacity", "addresses", "transform",
             "keep_going", "requests_only", "recording", "device",
-            "strict", "lenient", "calibration")
+            "strict", "lenient", "calibration", "context_bytes")
+
+
+@contextlib.contextmanager
+def _trace_path(trace):
+    """The path the library reads trace from, and the name its figures
+    give it: a path as it is; a snapshot dict (torch.cuda.memory.
+    _snapshot()) pickled, and an open file's content copied, into a
+    temporary file removed after ("<snapshot dict>", the file's name)."""
+    if isinstance(trace, dict):
+        data, name = pickle.dumps(trace, protocol=4), "<snapshot dict>"
+    elif hasattr(trace, "read"):
+        data = trace.read()
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        if not isinstance(data, bytes):
+            raise TypeError("trace: the file's read() gave %s, not bytes "
+                            "or str" % type(data).__name__)
+        name = getattr(trace, "name", None)
+        name = name if isinstance(name, str) else "<file object>"
+    else:
+        yield _b(trace, "trace"), None
+        return
+    fd, path = tempfile.mkstemp(prefix="memsim-", suffix=".trace")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        yield _b(path, "trace"), name
+    finally:
+        os.unlink(path)
+
+
+def _figures(trace, policy, alloc_conf, cap, options, action, db=None):
+    """Opens a run of trace (see _trace_path()) with its setting, does
+    action (lib.memsim_replay or lib.memsim_explain), stores it in db if
+    given, and returns its Result."""
+    lib = _load()
+    with _trace_path(trace) as (path, name):
+        handle = ctypes.c_void_p()
+        rc = lib.memsim_open(ctypes.byref(handle), path)
+        try:
+            def check(rc):
+                if rc:
+                    msg = _s(lib.memsim_errmsg(handle)) if handle else None
+                    msg = msg or _s(lib.memsim_strerror(rc))
+                    if name is not None:
+                        msg = msg.replace(_s(path), name)
+                    raise Error(msg, rc)
+            check(rc)
+            check(lib.memsim_set_policy(
+                handle, _b(policy, "policy"),
+                _b(alloc_conf, "alloc_conf") if alloc_conf else None))
+            if cap is not None:
+                options["cap"] = cap
+            for key, value in options.items():
+                if key not in _OPTIONS:
+                    raise TypeError("unexpected option %r" % key)
+                if value is None:
+                    continue
+                check(lib.memsim_set_option(
+                    handle, _b(key, key),
+                    _b(_option_text(key, value), key)))
+            check(action(lib)(handle))
+            if db is not None:
+                check(lib.memsim_store(handle, _b(db, "db"), None))
+            result = _result(lib, handle, check)
+        finally:
+            lib.memsim_close(handle)
+    if name is not None and "trace" in result:
+        result["trace"] = name
+    return result
 
 
 def run(trace, policy=DEFAULT_POLICY, alloc_conf=None, cap=None, db=None,
-        **options):
+        as_frame=False, **options):
     """Replays trace through policy and returns its Result.
 
-    trace       a trace file (str or path) or "model:KEY=VALUE,..." (the
-                options of `memsim gen model`)
+    trace       a trace file (str or path), an open file of one (binary
+                or text), the dict of torch.cuda.memory._snapshot(), or
+                "model:KEY=VALUE,..." (the options of `memsim gen
+                model`); "trace" in the figures names the file, the
+                file object's name or "<snapshot dict>"
     policy      a policy's name (see memsim.policies())
     alloc_conf  its parameters in PYTORCH_CUDA_ALLOC_CONF syntax,
                 "max_split_size_mb:128,garbage_collection_threshold:0.6"
@@ -282,38 +383,121 @@ def run(trace, policy=DEFAULT_POLICY, alloc_conf=None, cap=None, db=None,
                 recording=True, device=0, strict=True, lenient=True,
                 calibration="latency.csv"
 
+    as_frame    True: a pandas DataFrame of one row instead (pandas is
+                imported only then)
+
     An out-of-memory of the simulated device is a result (r.oom,
     r["oom_request"]), not an error.  Raises memsim.Error with the
     library's message for a bad policy, parameter, option or trace.
     """
+    r = _figures(trace, policy, alloc_conf, cap, options,
+                 lambda lib: lib.memsim_replay, db)
+    return _frame([r], True) if as_frame else r
+
+
+def _nest(flat):
+    """The dotted keys of memsim_explain() nested as `memsim explain
+    --json` prints them: dicts, and lists where the keys are 0, 1, ..."""
+    out = {}
+    for key, value in flat.items():
+        node, parts = out, key.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+
+    def lists(node):
+        if not isinstance(node, dict):
+            return node
+        node = {k: lists(v) for k, v in node.items()}
+        if node and all(k.isdigit() for k in node):
+            return [node[k] for k in sorted(node, key=int)]
+        return node
+    return lists(out)
+
+
+def explain(trace, policy=DEFAULT_POLICY, alloc_conf=None, cap=None,
+            as_frame=False, **options):
+    """Where the memory goes (`memsim explain --json`) for trace under
+    the setting run() takes, as a dict: "peak" (the moment reserved bytes
+    peak: by pool reserved, allocated, pending, inactive_split and
+    whole_free_segments bytes, "categories" and the top "sites"), and
+    after an out-of-memory "oom" (PyTorch's "message", the "state" then,
+    the "alternatives" replayed), then "summary" and "summary_at_peak"
+    (torch.cuda.memory_summary()'s text).  context_bytes="750MiB": the
+    CUDA context and libraries, as `memsim explain --context-bytes`
+    takes them.  as_frame=True: a pandas
+    DataFrame of one row of the dotted keys ("peak.all.reserved").
+    Raises memsim.Error as run() does."""
+    flat = _figures(trace, policy, alloc_conf, cap, options,
+                    lambda lib: lib.memsim_explain)
+    return _frame([flat], True) if as_frame else _nest(flat)
+
+
+def summary(trace, policy=DEFAULT_POLICY, alloc_conf=None, cap=None,
+            at_peak=False, **options):
+    """The text torch.cuda.memory_summary() prints for trace replayed
+    under the setting run() takes, at its end (or its out-of-memory), or
+    with at_peak when reserved bytes peak (`memsim summary`)."""
+    flat = _figures(trace, policy, alloc_conf, cap, options,
+                    lambda lib: lib.memsim_explain)
+    return flat["summary_at_peak" if at_peak else "summary"]
+
+
+def _cap_bytes(lib, cap):
+    if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0:
+        return cap
+    out = ctypes.c_uint64()
+    if isinstance(cap, str) and \
+            not lib.memsim_parse_bytes(_b(cap, "cap"), ctypes.byref(out)) \
+            and out.value:
+        return out.value
+    raise Error("cap: %r is not a byte count (16GiB, 512MiB, bytes)"
+                % (cap,), -1)
+
+
+def tune(trace, cap, db=None):
+    """`memsim tune`: the PYTORCH_CUDA_ALLOC_CONF of the pytorch policy
+    with the lowest peak reserved that fits under cap (bytes or
+    "16GiB"), as {"alloc_conf": "max_split_size_mb:...", or "" for the
+    defaults, "fits": True} or {"alloc_conf": None, "fits": False} when
+    no setting tried fits.  trace is what run() takes; the search is
+    stored in db when given (else in a temporary database)."""
     lib = _load()
-    handle = ctypes.c_void_p()
-    rc = lib.memsim_open(ctypes.byref(handle), _b(trace, "trace"))
-    try:
-        def check(rc):
-            if rc:
-                msg = _s(lib.memsim_errmsg(handle)) if handle else None
-                raise Error(msg or _s(lib.memsim_strerror(rc)), rc)
-        check(rc)
-        check(lib.memsim_set_policy(
-            handle, _b(policy, "policy"),
-            _b(alloc_conf, "alloc_conf") if alloc_conf else None))
-        if cap is not None:
-            options["cap"] = cap
-        for name, value in options.items():
-            if name not in _OPTIONS:
-                raise TypeError("run() got an unexpected option %r"
-                                % name)
-            if value is None:
-                continue
-            check(lib.memsim_set_option(
-                handle, _b(name, name), _b(_option_text(name, value), name)))
-        check(lib.memsim_replay(handle))
-        if db is not None:
-            check(lib.memsim_store(handle, _b(db, "db"), None))
-        return _result(lib, handle, check)
-    finally:
-        lib.memsim_close(handle)
+    cap = _cap_bytes(lib, cap)
+    conf = ctypes.create_string_buffer(1024)
+    why = ctypes.create_string_buffer(1024)
+    with _trace_path(trace) as (path, name), \
+            tempfile.TemporaryDirectory(prefix="memsim-") as tmp:
+        where = _b(db, "db") if db is not None else \
+            _b(os.path.join(tmp, "tune.db"), "db")
+        rc = lib.memsim_tune(path, cap, where, conf, len(conf), why,
+                             len(why))
+    if rc < 0:
+        msg = _s(why.value) or _s(lib.memsim_strerror(rc))
+        if name is not None:
+            msg = msg.replace(_s(path), name)
+        raise Error(msg, rc)
+    if rc == 1:
+        return {"alloc_conf": None, "fits": False}
+    return {"alloc_conf": _s(conf.value), "fits": True}
+
+
+def fit(pattern, name, lo, hi, cap, policy=None):
+    """`memsim fit --traces`: the largest value in [lo, hi] of {name} in
+    pattern ("gpt-{B}.pickle", traces recorded already, e.g. by `memsim
+    record`) whose trace replays under cap (bytes or "16GiB") without
+    running out of memory, by bisection, as {"name": name, "best": value}
+    (best is lo - 1 when lo already runs out of memory)."""
+    lib = _load()
+    best = ctypes.c_long()
+    why = ctypes.create_string_buffer(1024)
+    rc = lib.memsim_fit(_b(pattern, "pattern"), _b(name, "name"), lo, hi,
+                        _cap_bytes(lib, cap),
+                        _b(policy, "policy") if policy else None,
+                        ctypes.byref(best), why, len(why))
+    if rc:
+        raise Error(_s(why.value) or _s(lib.memsim_strerror(rc)), rc)
+    return {"name": name, "best": best.value}
 
 
 def _result(lib, handle, check):
@@ -343,7 +527,7 @@ def _result(lib, handle, check):
 
 def _frame(rows, as_frame):
     """rows as a pandas DataFrame when asked (None: when pandas is
-    importable), else the list itself."""
+    importable), else the list itself.  pandas is imported only here."""
     if as_frame is False:
         return rows
     try:
