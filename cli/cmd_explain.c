@@ -60,8 +60,8 @@ usage_explain(FILE *fp, const char *name)
 		"512MiB)\n"
 		"      --fraction F        the same cap as a fraction of the "
 		"capacity\n"
-		"      --capacity BYTES    device memory (default the H200's, "
-		"%" PRIu64 ")\n"
+		"      --capacity BYTES|NAME  device memory (default the "
+		"H200's, %" PRIu64 ")\n"
 		"      --addresses MODE    model (default) or trace\n"
 		"      --requests-only     replay only alloc and free_completed "
 		"rows\n"
@@ -69,6 +69,8 @@ usage_explain(FILE *fp, const char *name)
 		"run --recording:\n"
 		"                          hidden empty_cache() calls replayed, "
 		"--addresses trace\n"
+		"      --device NAME       a GPU of memsim devices: its capacity "
+		"and context\n"
 		"      --device N          snapshots: the device_traces index\n",
 		MSIM_H200_BYTES);
 	if (summary)
@@ -82,8 +84,8 @@ usage_explain(FILE *fp, const char *name)
 			"(default 10)\n"
 			"      --context-bytes B   CUDA context and libraries' "
 			"memory, for the\n"
-			"                          nvidia-smi view (default 0: "
-			"not measured)\n"
+			"                          nvidia-smi view (default "
+			"--device's, else 0)\n"
 			"      --no-alternatives   at an OOM, do not replay "
 			"other settings\n"
 			"      --summary           also print memory_summary() "
@@ -333,6 +335,7 @@ typedef struct explain_opts_s {
 	const char *policy, *conf;
 	bool json, quiet, with_summary, at_peak, abbreviated, requests_only;
 	const char *plot, *export, *title;
+	msim_cli_gpu_t gpu; /* --device, --capacity, --context-bytes */
 } explain_opts_t;
 
 static const struct option explain_longopts[] = {
@@ -371,9 +374,7 @@ explain_opt(int c, msim_explain_config_t *cfg, explain_opts_t *o)
 	case 'p': o->policy = optarg; break;
 	case 'c': o->conf = optarg; break;
 	case 'C': spec->cap = msim_cli_bytes("--cap", optarg); break;
-	case 'K':
-		spec->capacity = msim_cli_bytes("--capacity", optarg);
-		break;
+	case 'K': msim_cli_gpu_capacity(&o->gpu, optarg); break;
 	case 'F': spec->fraction = msim_cli_fraction(optarg); break;
 	case 'A': spec->addresses = msim_cli_addresses(optarg); break;
 	case 'R': o->requests_only = true; break;
@@ -381,13 +382,11 @@ explain_opt(int c, msim_explain_config_t *cfg, explain_opts_t *o)
 		spec->recording = true;
 		spec->addresses = "trace";
 		break;
-	case 'D': spec->device1 = msim_cli_device1(optarg); break;
+	case 'D': msim_cli_gpu_device(&o->gpu, optarg, true); break;
 	case 't':
 		cfg->top = (size_t)msim_cli_uint("--top", optarg, 1, 1000000);
 		break;
-	case 'X':
-		cfg->context_bytes = msim_cli_bytes("--context-bytes", optarg);
-		break;
+	case 'X': msim_cli_gpu_context(&o->gpu, optarg); break;
 	case 'N': cfg->alternatives = false; break;
 	case 'S': o->with_summary = true; break;
 	case 'a':
@@ -429,6 +428,10 @@ explain_parse(int argc, char **argv, bool plot_only,
 		usage_explain(stderr, o->name);
 		return 2;
 	}
+	msim_cli_gpu_done(&o->gpu);
+	spec->capacity = o->gpu.capacity;
+	spec->device1 = o->gpu.device1;
+	cfg->context_bytes = o->gpu.context;
 	if (plot_only && !o->plot)
 		msim_cli_die("--kind breakdown needs -o OUT (.png, .svg, .pdf)");
 	if (plot_only)

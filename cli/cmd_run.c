@@ -69,14 +69,16 @@ usage_run(FILE *fp)
 		"capacity\n"
 		"      --capacity BYTES|NAME  device memory (default the H200's, "
 		"%" PRIu64 "),\n"
-		"                          or a GPU or MIG profile: h200, "
-		"h200:1g.18gb, h100:3g.40gb,\n"
-		"                          a100-80gb:1g.10gb, a100-40gb:7g.40gb "
-		"...\n"
+		"                          or a GPU or MIG profile: h200, a10g, "
+		"rtx4090,\n"
+		"                          h200:1g.18gb, h100:3g.40gb ... "
+		"(memsim devices)\n"
 		"      --context-bytes B   each process's CUDA context holds "
 		"B\n"
 		"                          bytes of --capacity outside its "
 		"allocator\n"
+		"      --device NAME       a GPU of memsim devices: its capacity "
+		"and context\n"
 		"      --absolute-time     several inputs: interleave by the "
 		"recorded times, not\n"
 		"                          by the time since each trace's "
@@ -167,6 +169,7 @@ typedef struct run_opts_s {
 	const char *snapshot_out; /* --snapshot-out */
 	int snapshot_peak;        /* --snapshot-at peak */
 	unsigned device1;  /* --device N: N + 1 */
+	msim_cli_gpu_t gpu; /* --device, --capacity, --context-bytes */
 	int strict, lenient;
 } run_opts_t;
 
@@ -326,27 +329,6 @@ run_per(run_per_t *per, const char *value)
 	return value;
 }
 
-/* --capacity: a byte size, or a named GPU or MIG profile. */
-static void
-run_capacity(run_opts_t *o, const char *text)
-{
-	char why[512];
-	o->capacity_name = NULL;
-	if (!msim_parse_bytes(text, &o->capacity)) {
-		if (!o->capacity)
-			msim_cli_die("--capacity: 0 bytes; give the device's "
-				     "memory (e.g. 80GiB)");
-		if (o->capacity > MSIM_SIZE_MAX)
-			msim_cli_die("--capacity: '%s' is above 2^62 bytes",
-				     text);
-		msim_cli_bytes_meant("--capacity", text, o->capacity);
-		return;
-	}
-	if (msim_gpu_capacity_parse(text, &o->capacity, why, sizeof(why)))
-		msim_cli_die("--capacity: %s", why);
-	o->capacity_name = text;
-}
-
 /* Several inputs: per-process options given once or once per input;
  * what cannot apply to several processes refused. */
 static void
@@ -394,11 +376,9 @@ run_parse(int argc, char **argv, run_opts_t *o)
 			o->cap = msim_cli_bytes("--cap", optarg);
 			run_per(&o->caps, optarg);
 			break;
-		case 'K': run_capacity(o, optarg); break;
+		case 'K': msim_cli_gpu_capacity(&o->gpu, optarg); break;
 		case 'a': o->absolute = 1; break;
-		case 'x':
-			o->context = msim_cli_bytes("--context-bytes", optarg);
-			break;
+		case 'x': msim_cli_gpu_context(&o->gpu, optarg); break;
 		case 'F':
 			o->fraction = msim_cli_fraction(optarg);
 			run_per(&o->fractions, optarg);
@@ -422,7 +402,7 @@ run_parse(int argc, char **argv, run_opts_t *o)
 		case 'D':
 			if (!strcmp(optarg, "all"))
 				return run_each_device(argc, argv);
-			o->device1 = msim_cli_device1(optarg);
+			msim_cli_gpu_device(&o->gpu, optarg, true);
 			break;
 		case 'd': o->db = optarg; break;
 		case 'P': o->plot = optarg; break;
@@ -438,6 +418,11 @@ run_parse(int argc, char **argv, run_opts_t *o)
 		usage_run(stderr);
 		return 2;
 	}
+	msim_cli_gpu_done(&o->gpu);
+	o->capacity = o->gpu.capacity;
+	o->context = o->gpu.context;
+	o->capacity_name = o->gpu.cap_name ? o->gpu.cap_name : o->gpu.name;
+	o->device1 = o->gpu.device1;
 	/* Outputs never overwrite an input. */
 	const char *path = argv[optind];
 	msim_cli_not_input("--segments", o->segments, path, "the input trace");

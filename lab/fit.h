@@ -24,6 +24,10 @@
 
 typedef struct msim_fit_spec_s {
 	uint64_t cap;              /* bytes, required */
+	/* The device (0: the H200's) and what its CUDA context and
+	 * libraries hold of it outside the allocator (lab/job.h's context):
+	 * every replay runs under min(cap, capacity - context). */
+	uint64_t capacity, context;
 	const char *name;          /* the setting varied ("B") */
 	long lo, hi;               /* its range, lo <= hi */
 	const char *policy;        /* NULL: pytorch */
