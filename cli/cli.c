@@ -415,7 +415,7 @@ msim_cli_progress(void *ctx, size_t done, size_t total)
 		p->t0 = now;
 		p->done0 = done;
 	}
-	if (p->start && now - p->start < p->after_ms)
+	if (now - (p->start ? p->start : p->t0) < p->after_ms)
 		return;
 	double secs = (now - p->t0) / 1e3;
 	double rate = secs > 0 ? (double)(done - p->done0) / secs : 0;

@@ -120,7 +120,8 @@ const char *msim_cli_plots_dir(void);
 typedef struct msim_cli_progress_s {
 	const char *what;  /* "sweep", "tune" */
 	bool on;
-	double start;      /* msim_cli_now_ms() when the work began */
+	double start;      /* msim_cli_now_ms() when the work began; 0:
+			    * at the first call */
 	double after_ms;   /* draw nothing before */
 	double t0;         /* the first call's time and count */
 	size_t done0;

@@ -332,8 +332,15 @@ msim_cmd_fit(int argc, char **argv)
 	f.tune_db = tunedb;
 	f.rec = (msim_record_opts_t){.dirs = msim_cli_record_dirs(),
 				     .quiet = true};
+	/* tune's search on the winner: a progress line on a terminal */
+	msim_cli_progress_t pr = {.what = "fit: tune", .after_ms = 1000,
+				  .on = isatty(STDERR_FILENO)};
+	f.tune_progress = msim_cli_progress;
+	f.tune_progress_ctx = &pr;
 	msim_fit_result_t r;
-	if (msim_fit_run(&f, &r, why, sizeof(why)))
+	rc = msim_fit_run(&f, &r, why, sizeof(why));
+	msim_cli_progress_end(&pr);
+	if (rc)
 		msim_cli_die("fit: %s", why);
 	if (json)
 		fit_json(&f, &r, gpu.name);

@@ -262,7 +262,8 @@ msim_fit_run(const msim_fit_spec_t *spec, msim_fit_result_t *res,
 	msim_tune_spec_t ts = {
 		.trace = res->trace, .cap = spec->cap, .db_path = spec->tune_db,
 		.grid = msim_tune_grid, .ngrid = MSIM_TUNE_NGRID,
-		.jobs = spec->tune_jobs,
+		.jobs = spec->tune_jobs, .progress = spec->tune_progress,
+		.ctx = spec->tune_progress_ctx,
 		.capacity = spec->context ? (spec->capacity ? spec->capacity
 					     : MSIM_H200_BYTES) -
 						    spec->context

@@ -48,6 +48,9 @@ typedef struct msim_fit_spec_s {
 	size_t nconf;
 	const char *tune_db;
 	int tune_jobs;
+	/* May be NULL: tune's progress (msim_tune_spec_t.progress). */
+	void (*tune_progress)(void *ctx, size_t done, size_t total);
+	void *tune_progress_ctx;
 	/* May be NULL: told each recording and replay, one line. */
 	void (*note)(void *ctx, const char *line);
 	void *ctx;
