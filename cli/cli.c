@@ -17,6 +17,7 @@
 #include "plots/plot.h"
 #include "cli/cli.h"
 #include "sim/file.h"
+#include "sim/device.h"
 #include "sim/gpu.h"
 #include "lab/figures.h"
 #include "lab/job.h"
@@ -241,7 +242,7 @@ msim_cli_gpu_capacity(msim_cli_gpu_t *g, const char *text)
 		msim_cli_bytes_meant("--capacity", text, g->capacity);
 		return;
 	}
-	if (msim_gpu_named(text, &g->capacity, NULL, why, sizeof(why)))
+	if (msim_gpu_capacity_parse(text, &g->capacity, why, sizeof(why)))
 		msim_cli_die("--capacity: %s", why);
 	g->cap_name = text;
 }
@@ -266,10 +267,10 @@ msim_cli_gpu_done(msim_cli_gpu_t *g)
 		g->capacity = g->name ? g->dev_capacity : 0;
 	if (!g->context_given)
 		g->context = g->name ? g->dev_context : 0;
-	if (g->capacity && g->context >= g->capacity)
+	uint64_t cap = g->capacity ? g->capacity : MSIM_H200_BYTES;
+	if (g->context >= cap)
 		msim_cli_die("--context-bytes: %" PRIu64 " bytes leave nothing "
-			     "of the device's %" PRIu64, g->context,
-			     g->capacity);
+			     "of the device's %" PRIu64, g->context, cap);
 }
 
 long

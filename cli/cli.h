@@ -84,7 +84,8 @@ typedef struct msim_cli_gpu_s {
 void msim_cli_gpu_device(msim_cli_gpu_t *g, const char *text, bool index_ok);
 void msim_cli_gpu_capacity(msim_cli_gpu_t *g, const char *text);
 void msim_cli_gpu_context(msim_cli_gpu_t *g, const char *text);
-/* Settles capacity and context: given ones over --device NAME's. */
+/* Settles capacity and context: given ones over --device NAME's; dies
+ * when the context leaves nothing of the capacity (the H200's if none). */
 void msim_cli_gpu_done(msim_cli_gpu_t *g);
 
 /* A --jobs option: a number of worker processes, 1 to 4096; dies

@@ -335,5 +335,13 @@ int
 msim_gpu_capacity_parse(const char *name, uint64_t *bytes_out, char *why,
 			size_t whylen)
 {
-	return msim_gpu_named(name, bytes_out, NULL, why, whylen);
+	int rc = msim_gpu_named(name, bytes_out, NULL, why, whylen);
+	const char *is = strstr(why, "' is not a GPU");
+	if (rc && is) { /* a capacity may be bytes too: say so */
+		char tail[1024];
+		snprintf(tail, sizeof(tail), "%s", is + 9);
+		snprintf(why + (is - why) + 9, whylen - (size_t)(is - why) - 9,
+			 "a byte size or %s", tail);
+	}
+	return rc;
 }

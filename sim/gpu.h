@@ -103,7 +103,8 @@ int msim_gpu_named(const char *name, uint64_t *bytes_out,
 		   uint64_t *context_out, char *why, size_t whylen);
 
 /*
- * A named capacity: msim_gpu_named() without the context.
+ * A named capacity: msim_gpu_named() without the context (why says
+ * "'x' is not a byte size or a GPU ..." of a name not known).
  */
 int msim_gpu_capacity_parse(const char *name, uint64_t *bytes_out, char *why,
 			    size_t whylen);

@@ -31,10 +31,12 @@ $MEMSIM devices --mig | grep -q "^h200:1g.18gb  *18000000000$" ||
 # A name off by a letter is told the one meant; a bare prefix its card.
 expect_error "--device: 'rtx490' is not a GPU of memsim devices (did you mean rtx4090?)" \
 	$MEMSIM run --device rtx490 "$DATA/traces/gpt2_varlen.csv"
-expect_error "--capacity: 'h100' is not a GPU of memsim devices (did you mean h100-80gb?)" \
+expect_error "--capacity: 'h100' is not a byte size or a GPU of memsim devices (did you mean h100-80gb?)" \
 	$MEMSIM run --capacity h100 "$DATA/traces/gpt2_varlen.csv"
 expect_error "--device: '3' is not a GPU of memsim devices" \
 	$MEMSIM compare --device 3 "$DATA/traces/gpt2_varlen.csv"
+expect_error "--context-bytes: 200000000000 bytes leave nothing of the device's 150109880320" \
+	$MEMSIM tune --cap 1GiB --context-bytes 200000000000 "$DATA/traces/gpt2_varlen.csv"
 
 # A hand-made trace: one block of 6 GiB, then 8.25 GiB more while it lives.
 printf 'action,addr,size\nalloc,4096,6442450944\nalloc,8192,8858370048\n' >"$tmp/two.csv"
