@@ -16,6 +16,8 @@
 #include "plots/plot.h"
 #include "cli/cli.h"
 #include "sim/file.h"
+#include "sim/device.h"
+#include "sim/gpu.h"
 #include "lab/figures.h"
 #include "lab/job.h"
 #include "lab/scratch.h"
@@ -115,6 +117,15 @@ cli_getopt_unknown(char **argv, const char *shortopts,
 			names[n++] = o->name;
 		}
 		const char *near = msim_suggest(name, names, n);
+		/* a prefix of several options ("--ca": --cap, --capacity) */
+		for (size_t i = 0; i < n; i++)
+			if (!strncmp(names[i], name, strlen(name)) &&
+			    (!near || strncmp(near, name, strlen(name))))
+				near = names[i];
+		if (near && !strncmp(near, name, strlen(name)))
+			msim_cli_die("--%s: not an option; options are written "
+				     "in full (did you mean --%s?)", name,
+				     near);
 		if (near)
 			fprintf(stderr, "%s: --%s: unknown option (did you mean "
 				"--%s?)\n", cmd, name, near);
@@ -195,6 +206,71 @@ unsigned
 msim_cli_device1(const char *text)
 {
 	return (unsigned)msim_cli_uint("--device", text, 0, 1023) + 1;
+}
+
+void
+msim_cli_gpu_device(msim_cli_gpu_t *g, const char *text, bool index_ok)
+{
+	char why[1024];
+	if (*text >= '0' && *text <= '9' && strspn(text, "0123456789") ==
+	    strlen(text)) {
+		if (!index_ok)
+			msim_cli_die("--device: '%s' is not a GPU of memsim "
+				     "devices (a name: h200, a10g, ...)", text);
+		g->device1 = msim_cli_device1(text);
+		return;
+	}
+	if (msim_gpu_named(text, &g->dev_capacity, &g->dev_context, why,
+			   sizeof(why)))
+		msim_cli_die("--device: %s", why);
+	g->name = text;
+}
+
+void
+msim_cli_gpu_capacity(msim_cli_gpu_t *g, const char *text)
+{
+	char why[1024];
+	g->cap_name = NULL;
+	g->capacity_given = true;
+	if (!msim_parse_bytes(text, &g->capacity)) {
+		if (!g->capacity)
+			msim_cli_die("--capacity: 0 bytes; give the device's "
+				     "memory (e.g. 80GiB)");
+		if (g->capacity > MSIM_SIZE_MAX)
+			msim_cli_die("--capacity: '%s' is above 2^62 bytes",
+				     text);
+		msim_cli_bytes_meant("--capacity", text, g->capacity);
+		return;
+	}
+	if (msim_gpu_capacity_parse(text, &g->capacity, why, sizeof(why)))
+		msim_cli_die("--capacity: %s", why);
+	g->cap_name = text;
+}
+
+void
+msim_cli_gpu_context(msim_cli_gpu_t *g, const char *text)
+{
+	uint64_t v;
+	/* 0 is allowed: no context, over --device's */
+	if (msim_parse_bytes(text, &v) || v > MSIM_SIZE_MAX)
+		msim_cli_die("--context-bytes: '%s' is not a byte size "
+			     "(examples: 750MiB, 0)", text);
+	msim_cli_bytes_meant("--context-bytes", text, v);
+	g->context = v;
+	g->context_given = true;
+}
+
+void
+msim_cli_gpu_done(msim_cli_gpu_t *g)
+{
+	if (!g->capacity_given)
+		g->capacity = g->name ? g->dev_capacity : 0;
+	if (!g->context_given)
+		g->context = g->name ? g->dev_context : 0;
+	uint64_t cap = g->capacity ? g->capacity : MSIM_H200_BYTES;
+	if (g->context >= cap)
+		msim_cli_die("--context-bytes: %" PRIu64 " bytes leave nothing "
+			     "of the device's %" PRIu64, g->context, cap);
 }
 
 long
@@ -294,6 +370,42 @@ msim_cli_now_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+void
+msim_cli_progress(void *ctx, size_t done, size_t total)
+{
+	msim_cli_progress_t *p = ctx;
+	if (!p->on)
+		return;
+	double now = msim_cli_now_ms();
+	if (!p->started) {
+		p->started = true;
+		p->t0 = now;
+		p->done0 = done;
+	}
+	if (now - (p->start ? p->start : p->t0) < p->after_ms)
+		return;
+	double secs = (now - p->t0) / 1e3;
+	double rate = secs > 0 ? (double)(done - p->done0) / secs : 0;
+	char eta[32] = "--:--";
+	if (rate > 0) {
+		long left = (long)((double)(total - done) / rate + 0.5);
+		snprintf(eta, sizeof(eta), "%ld:%02ld", left / 60, left % 60);
+	}
+	fprintf(stderr, "\rmemsim %s: %zu/%zu settings (%.0f%%), %.1f/s, "
+		"ETA %s   ", p->what, done, total,
+		total ? 100.0 * (double)done / (double)total : 100.0, rate,
+		eta);
+	p->drawn = true;
+}
+
+void
+msim_cli_progress_end(msim_cli_progress_t *p)
+{
+	if (p->drawn)
+		fputc('\n', stderr);
+	p->drawn = false;
 }
 
 /* The scratch folder of msim_cli_scratch() and the process it is of. */

@@ -62,6 +62,32 @@ const char *msim_cli_addresses(const char *text);
  * traces/trace.h); dies otherwise. */
 unsigned msim_cli_device1(const char *text);
 
+/*
+ * The device options every command that takes a capacity shares:
+ * --device NAME (a GPU of `memsim devices`: its capacity and context),
+ * or --device N (a snapshot's device_traces index) where index_ok;
+ * --capacity BYTES|NAME (the capacity alone, over --device's);
+ * --context-bytes B (over --device's).  Fill with the three calls as
+ * options come, then msim_cli_gpu_done(); each dies (one line naming
+ * the option) on a bad value.
+ */
+typedef struct msim_cli_gpu_s {
+	const char *name;        /* --device NAME, or NULL */
+	const char *cap_name;    /* --capacity NAME, or NULL */
+	uint64_t capacity;       /* after done: bytes; 0: not given */
+	uint64_t context;        /* after done: bytes; 0: none */
+	bool capacity_given, context_given;
+	uint64_t dev_capacity, dev_context; /* --device NAME's */
+	unsigned device1;        /* --device N: N + 1; 0: not given */
+} msim_cli_gpu_t;
+
+void msim_cli_gpu_device(msim_cli_gpu_t *g, const char *text, bool index_ok);
+void msim_cli_gpu_capacity(msim_cli_gpu_t *g, const char *text);
+void msim_cli_gpu_context(msim_cli_gpu_t *g, const char *text);
+/* Settles capacity and context: given ones over --device NAME's; dies
+ * when the context leaves nothing of the capacity (the H200's if none). */
+void msim_cli_gpu_done(msim_cli_gpu_t *g);
+
 /* A --jobs option: a number of worker processes, 1 to 4096; dies
  * otherwise. */
 long msim_cli_jobs(const char *text);
@@ -84,6 +110,26 @@ void msim_cli_json_figs(const struct msim_figs_s *f, bool first);
 /* The folder of the gnuplot scripts: $MEMSIM_PLOTS_DIR, the installed
  * one, else the source tree's; NULL if none has them. */
 const char *msim_cli_plots_dir(void);
+
+/*
+ * A progress line on stderr, "\rmemsim WHAT: done/total settings (P%), R/s,
+ * ETA m:ss", redrawn in place: msim_cli_progress() is a sweep's progress
+ * callback (lab/sweep.h) with a msim_cli_progress_t as ctx.  Drawn only
+ * when on (a terminal, or asked for) and after_ms since start have
+ * passed; msim_cli_progress_end() ends the line if one was drawn.
+ */
+typedef struct msim_cli_progress_s {
+	const char *what;  /* "sweep", "tune" */
+	bool on;
+	double start;      /* msim_cli_now_ms() when the work began; 0:
+			    * at the first call */
+	double after_ms;   /* draw nothing before */
+	double t0;         /* the first call's time and count */
+	size_t done0;
+	bool started, drawn;
+} msim_cli_progress_t;
+void msim_cli_progress(void *ctx, size_t done, size_t total);
+void msim_cli_progress_end(msim_cli_progress_t *p);
 
 /* Milliseconds on the monotonic clock. */
 double msim_cli_now_ms(void);
@@ -114,6 +160,10 @@ int msim_cmd_tune(int argc, char **argv);
 struct msim_tune_result_s;
 void msim_cli_tune_print(const struct msim_tune_result_s *r,
 			 const char *trace, uint64_t cap);
+/* The same as JSON: an object's members, closed with "}" when close
+ * (else the caller adds members and closes it). */
+void msim_cli_tune_json(const struct msim_tune_result_s *r,
+			const char *trace, uint64_t cap, bool close);
 int msim_cmd_gen(int argc, char **argv);
 int msim_cmd_gen_random(int argc, char **argv);
 int msim_cmd_convert(int argc, char **argv);
@@ -132,6 +182,7 @@ int msim_cmd_summary(int argc, char **argv);
 int msim_cli_plot_breakdown(int argc, char **argv);
 int msim_cmd_record(int argc, char **argv);
 int msim_cmd_fit(int argc, char **argv);
+int msim_cmd_devices(int argc, char **argv);
 /* Where the Python recorder may be installed (lab/record.h's dirs). */
 const char *const *msim_cli_record_dirs(void);
 

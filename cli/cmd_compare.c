@@ -23,6 +23,7 @@
 #include "lab/compare.h"
 #include "policies/registry.h"
 #include "sim/error.h"
+#include "sim/device.h"
 #include "sim/units.h"
 
 #define CMP_MAX 32
@@ -36,7 +37,14 @@ static const msim_cli_opt_t cmp_opts[] = {
 	 "per-process cap (suffixes: 16GiB, 512MiB, 1.5GB)"},
 	{'F', false, "fraction", "F",
 	 "the same cap as a fraction of the capacity"},
-	{'K', false, "capacity", "BYTES", "device memory (default the H200's)"},
+	{'K', false, "capacity", "BYTES|NAME",
+	 "device memory (default the H200's)"},
+	{'D', false, "device", "NAME", "a GPU of memsim devices: its capacity "
+	 "and context"},
+	{'X', false, "context-bytes", "B", "CUDA context and libraries, off "
+	 "the capacity\n(default --device's, else 0)"},
+	{'j', false, "json", NULL, "one JSON object (fields in "
+	 "memsim-compare(1))"},
 	{'L', false, "calibration", "CSV",
 	 "driver latencies (`memsim validate --calibrate`;\n"
 	 "default: the H200's, built in)"},
@@ -71,9 +79,11 @@ typedef struct cmp_opts_s {
 	const char *list, *db, *plot, *calibration;
 	const char *confs[CMP_MAX][2];
 	size_t nconfs;
-	uint64_t cap, capacity;
+	uint64_t cap;
 	double fraction;
 	bool defaults;     /* --defaults */
+	bool json;         /* --json */
+	msim_cli_gpu_t gpu; /* --device, --capacity, --context-bytes */
 } cmp_opts_t;
 
 static void
@@ -121,11 +131,10 @@ cmp_parse(int argc, char **argv, cmp_opts_t *o)
 		}
 		case 'C': o->cap = msim_cli_bytes("--cap", optarg); break;
 		case 'F': o->fraction = msim_cli_fraction(optarg); break;
-		case 'K':
-			o->capacity = msim_cli_bytes("--capacity", optarg);
-			if (o->capacity == 0)
-				msim_cli_die("--capacity: must be above 0");
-			break;
+		case 'K': msim_cli_gpu_capacity(&o->gpu, optarg); break;
+		case 'D': msim_cli_gpu_device(&o->gpu, optarg, false); break;
+		case 'X': msim_cli_gpu_context(&o->gpu, optarg); break;
+		case 'j': o->json = true; break;
 		case 'L': o->calibration = optarg; break;
 		case 'W': o->defaults = true; break;
 		case 'd': o->db = optarg; break;
@@ -133,6 +142,7 @@ cmp_parse(int argc, char **argv, cmp_opts_t *o)
 		}
 	}
 	msim_cli_operands(&cmp_cmd, argc, 1, 1);
+	msim_cli_gpu_done(&o->gpu);
 	if (o->cap && o->fraction)
 		msim_cli_die("give --cap or --fraction, not both");
 }
@@ -184,6 +194,47 @@ cmp_print(const char *path, const cmp_opts_t *o, const msim_compare_t *c)
 	}
 }
 
+/* The comparison as one JSON object. */
+static void
+cmp_json(const char *path, const cmp_opts_t *o, const msim_compare_t *c)
+{
+	printf("{\n  \"trace\": ");
+	msim_cli_json_str(stdout, path);
+	printf(",\n  \"requests\": %" PRIu64 ",\n  \"cap_bytes\": %" PRIu64
+	       ",\n  \"capacity_bytes\": %" PRIu64 ",\n  \"context_bytes\": "
+	       "%" PRIu64 ",\n  \"device\": ", c->rows[0].sum.requests,
+	       c->cap, o->gpu.capacity ? o->gpu.capacity : MSIM_H200_BYTES,
+	       o->gpu.context);
+	if (o->gpu.name)
+		msim_cli_json_str(stdout, o->gpu.name);
+	else
+		printf("null");
+	printf(",\n  \"settings\": ");
+	msim_cli_json_str(stdout, c->rows[0].settings);
+	printf(",\n  \"capacity_note\": ");
+	msim_cli_json_str(stdout, c->rows[0].capnote);
+	printf(",\n  \"rows\": [");
+	for (size_t r = 0; r < c->n; r++) {
+		const msim_compare_row_t *w = &c->rows[r];
+		printf("%s\n    {\"policy\": \"%s\", \"params\": ",
+		       r ? "," : "", w->policy);
+		msim_cli_json_str(stdout, w->canon);
+		printf(", \"peak_reserved_bytes\": %" PRId64
+		       ", \"peak_allocated_bytes\": %" PRId64 ",\n     "
+		       "\"frag_at_peak\": %.6f, \"frag_mean\": %.6f, "
+		       "\"ext_frag_max\": %.6f, \"device_calls\": %" PRId64
+		       ", \"model_ms\": %.3f,\n     \"oom_request\": %" PRId64
+		       ", \"run_id\": %" PRId64 "}",
+		       w->st.reserved_bytes[0].peak,
+		       w->st.allocated_bytes[0].peak, w->sum.frag_at_peak,
+		       w->sum.frag_mean, w->sum.ext_frag_max,
+		       w->st.num_device_alloc + w->st.num_device_free,
+		       w->time_ms, w->sum.oom_request,
+		       o->db ? w->run_id : -1);
+	}
+	printf("\n  ]\n}\n");
+}
+
 int
 msim_cmd_compare(int argc, char **argv)
 {
@@ -208,8 +259,8 @@ msim_cmd_compare(int argc, char **argv)
 		msim_cli_die("%s", why);
 	msim_compare_spec_t spec = {
 		.trace = path, .picks = picks, .npicks = npicks, .cap = o.cap,
-		.fraction = o.fraction, .capacity = o.capacity,
-		.timemodel = lat, .calibration = o.calibration, .db = db,
+		.fraction = o.fraction, .capacity = o.gpu.capacity,
+		.context = o.gpu.context, .timemodel = lat, .calibration = o.calibration, .db = db,
 		.plot = o.plot != NULL, .defaults = o.defaults,
 	};
 	msim_compare_t c;
@@ -217,6 +268,10 @@ msim_cmd_compare(int argc, char **argv)
 	const char *who;
 	if (msim_compare_run(&spec, &c, &err, &who))
 		msim_cli_job_die(&err, who);
+	if (o.json) {
+		cmp_json(path, &o, &c);
+		goto plot;
+	}
 	cmp_print(path, &o, &c);
 	/* A snapshot replays as it ran: said once, and for each policy
 	 * whose note differs from the first's. */
@@ -229,13 +284,15 @@ msim_cmd_compare(int argc, char **argv)
 		if (!r && *w->capnote)
 			printf("capacity   %s\n", w->capnote);
 	}
+plot:
 	if (o.plot) {
 		char title[1024];
 		snprintf(title, sizeof(title), "memsim compare: %s", path);
 		if (msim_compare_plot(&c, msim_cli_plots_dir(), GNUPLOT_PATH,
 				      o.plot, title, why, sizeof(why)))
 			msim_cli_die("--plot: %s", why);
-		printf("plotted %s\n", o.plot);
+		if (!o.json)
+			printf("plotted %s\n", o.plot);
 	}
 	msim_compare_clear(&c);
 	msim_db_close(db);

@@ -22,7 +22,9 @@ usage_convert(FILE *fp)
 		"entry by entry.\n"
 		"Rows a format cannot hold are dropped (an RMM log keeps "
 		"allocs, frees and\n"
-		"OOMs).\n"
+		"OOMs).  A partial history's seeded start is written first "
+		"(csv, bin; rmm and\n"
+		"pickle refuse one).\n"
 		"\n"
 		"options:\n"
 		"  -t, --to FORMAT         one of");

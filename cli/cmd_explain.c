@@ -60,8 +60,8 @@ usage_explain(FILE *fp, const char *name)
 		"512MiB)\n"
 		"      --fraction F        the same cap as a fraction of the "
 		"capacity\n"
-		"      --capacity BYTES    device memory (default the H200's, "
-		"%" PRIu64 ")\n"
+		"      --capacity BYTES|NAME  device memory (default the "
+		"H200's, %" PRIu64 ")\n"
 		"      --addresses MODE    model (default) or trace\n"
 		"      --requests-only     replay only alloc and free_completed "
 		"rows\n"
@@ -69,6 +69,8 @@ usage_explain(FILE *fp, const char *name)
 		"run --recording:\n"
 		"                          hidden empty_cache() calls replayed, "
 		"--addresses trace\n"
+		"      --device NAME       a GPU of memsim devices: its capacity "
+		"and context\n"
 		"      --device N          snapshots: the device_traces index\n",
 		MSIM_H200_BYTES);
 	if (summary)
@@ -82,8 +84,8 @@ usage_explain(FILE *fp, const char *name)
 			"(default 10)\n"
 			"      --context-bytes B   CUDA context and libraries' "
 			"memory, for the\n"
-			"                          nvidia-smi view (default 0: "
-			"not measured)\n"
+			"                          nvidia-smi view (default "
+			"--device's, else 0)\n"
 			"      --no-alternatives   at an OOM, do not replay "
 			"other settings\n"
 			"      --summary           also print memory_summary() "
@@ -129,28 +131,63 @@ print_moment(const msim_explain_t *ex, const msim_explain_moment_t *m)
 	uint64_t alloc = m->allocated[MSIM_POOL_ALL];
 	printf("  allocated by category%s:\n",
 	       ex->tagged ? "" : " (the trace carries no tags)");
-	for (int k = 1; k <= MSIM_NCAT; k++) {
-		int cat = k % MSIM_NCAT; /* untagged last */
-		if (!m->cat_count[cat])
+	for (int k = 1; k <= MSIM_NCAT + 1; k++) {
+		int cat = k % MSIM_NCAT; /* untagged, then the start, last */
+		uint64_t bytes = m->cat_bytes[cat], n = m->cat_count[cat];
+		const char *name = msim_category_name(cat);
+		/* The seeded blocks (untagged: the seeding knows no frames)
+		 * are named for what they are. */
+		if (k == MSIM_NCAT) {
+			bytes -= m->before_bytes;
+			n -= m->before_count;
+		} else if (k == MSIM_NCAT + 1) {
+			bytes = m->before_bytes;
+			n = m->before_count;
+			name = "before history";
+		}
+		if (!n)
 			continue;
-		printf("    %-12s %12s %6.2f%% %8" PRIu64 " blocks\n",
-		       msim_category_name(cat),
-		       fb(m->cat_bytes[cat], a, sizeof(a)),
-		       alloc ? 100.0 * (double)m->cat_bytes[cat] /
-				       (double)alloc : 0.0,
-		       m->cat_count[cat]);
+		printf("    %-14s %10s %6.2f%% %8" PRIu64 " blocks\n", name,
+		       fb(bytes, a, sizeof(a)),
+		       alloc ? 100.0 * (double)bytes / (double)alloc : 0.0,
+		       n);
 	}
+	if (m->before_count)
+		printf("  (before history: blocks live when the recorded "
+		       "history began, rebuilt from the\n  snapshot's "
+		       "state, which says where they are, not who allocated "
+		       "them)\n");
 	if (!ex->tagged || !m->nsites)
 		return;
 	printf("  top call sites (%zu of %zu live):\n", m->nsites,
 	       m->nsites_live);
 	for (size_t i = 0; i < m->nsites; i++) {
 		const msim_explain_site_t *s = &m->sites[i];
+		char none[96] = "(no site)";
+		if (!*s->site && s->category == MSIM_CAT_UNTAGGED &&
+		    m->before_count)
+			snprintf(none, sizeof(none), "(no site; %" PRIu64
+				 " of them from before the history)",
+				 m->before_count);
 		printf("    %12s %6" PRIu64 " x  %-10s %s\n",
 		       fb(s->bytes, a, sizeof(a)), s->count,
 		       msim_category_name(s->category),
-		       *s->site ? s->site : "(no site)");
+		       *s->site ? s->site : none);
 	}
+}
+
+/* The moment allocated bytes first peaked, when not that of reserved. */
+static void
+print_peak_alloc(const msim_explain_t *ex)
+{
+	char a[32];
+	const msim_explain_moment_t *m = &ex->peak_alloc;
+	if (!ex->peak_alloc_apart)
+		return;
+	printf("\nAt peak allocated, %s (%" PRIu64 " bytes), after %" PRIu64
+	       " requests:\n", fb(m->allocated[MSIM_POOL_ALL], a, sizeof(a)),
+	       m->allocated[MSIM_POOL_ALL], m->request);
+	print_moment(ex, m);
 }
 
 static void
@@ -183,6 +220,7 @@ print_text(const msim_explain_t *ex, const char *trace, bool summary)
 		msim_memory_summary(&m->st, 0, false, buf, sizeof(buf));
 		printf("\n%s", buf);
 	}
+	print_peak_alloc(ex);
 	if (!ex->oom) {
 		printf("\nNo out-of-memory: %" PRIu64 " requests served.\n",
 		       ex->sum.requests);
@@ -250,7 +288,9 @@ json_moment(const msim_explain_t *ex, const msim_explain_moment_t *m)
 		       m->cat_bytes[k], m->cat_count[k]);
 		first = 0;
 	}
-	printf("}, \"sites_live\": %zu, \"sites\": [", m->nsites_live);
+	printf("}, \"before_history\": {\"bytes\": %" PRIu64 ", \"blocks\": %"
+	       PRIu64 "}", m->before_bytes, m->before_count);
+	printf(", \"sites_live\": %zu, \"sites\": [", m->nsites_live);
 	for (size_t i = 0; i < m->nsites; i++) {
 		printf("%s{\"site\": ", i ? ", " : "");
 		msim_cli_json_str(stdout, m->sites[i].site);
@@ -278,6 +318,11 @@ print_json(const msim_explain_t *ex, const char *trace)
 	       ex->tagged ? "true" : "false", ex->sum.requests);
 	printf(",\n  \"peak\": ");
 	json_moment(ex, &ex->peak);
+	printf(",\n  \"peak_allocated\": ");
+	if (ex->peak_alloc_apart)
+		json_moment(ex, &ex->peak_alloc);
+	else
+		printf("null");
 	printf(",\n  \"oom_request\": %" PRId64, ex->sum.oom_request);
 	if (ex->oom) {
 		char msg[2048];
@@ -333,6 +378,7 @@ typedef struct explain_opts_s {
 	const char *policy, *conf;
 	bool json, quiet, with_summary, at_peak, abbreviated, requests_only;
 	const char *plot, *export, *title;
+	msim_cli_gpu_t gpu; /* --device, --capacity, --context-bytes */
 } explain_opts_t;
 
 static const struct option explain_longopts[] = {
@@ -371,9 +417,7 @@ explain_opt(int c, msim_explain_config_t *cfg, explain_opts_t *o)
 	case 'p': o->policy = optarg; break;
 	case 'c': o->conf = optarg; break;
 	case 'C': spec->cap = msim_cli_bytes("--cap", optarg); break;
-	case 'K':
-		spec->capacity = msim_cli_bytes("--capacity", optarg);
-		break;
+	case 'K': msim_cli_gpu_capacity(&o->gpu, optarg); break;
 	case 'F': spec->fraction = msim_cli_fraction(optarg); break;
 	case 'A': spec->addresses = msim_cli_addresses(optarg); break;
 	case 'R': o->requests_only = true; break;
@@ -381,13 +425,11 @@ explain_opt(int c, msim_explain_config_t *cfg, explain_opts_t *o)
 		spec->recording = true;
 		spec->addresses = "trace";
 		break;
-	case 'D': spec->device1 = msim_cli_device1(optarg); break;
+	case 'D': msim_cli_gpu_device(&o->gpu, optarg, true); break;
 	case 't':
 		cfg->top = (size_t)msim_cli_uint("--top", optarg, 1, 1000000);
 		break;
-	case 'X':
-		cfg->context_bytes = msim_cli_bytes("--context-bytes", optarg);
-		break;
+	case 'X': msim_cli_gpu_context(&o->gpu, optarg); break;
 	case 'N': cfg->alternatives = false; break;
 	case 'S': o->with_summary = true; break;
 	case 'a':
@@ -429,6 +471,10 @@ explain_parse(int argc, char **argv, bool plot_only,
 		usage_explain(stderr, o->name);
 		return 2;
 	}
+	msim_cli_gpu_done(&o->gpu);
+	spec->capacity = o->gpu.capacity;
+	spec->device1 = o->gpu.device1;
+	cfg->context_bytes = o->gpu.context;
 	if (plot_only && !o->plot)
 		msim_cli_die("--kind breakdown needs -o OUT (.png, .svg, .pdf)");
 	if (plot_only)

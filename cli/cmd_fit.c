@@ -22,7 +22,7 @@
 #define FIT_MAX_CONFS 32
 
 enum { O_CAP = 256, O_VARY, O_FAKE, O_GPU, O_DEVICE, O_AMP, O_CKPT, O_WS,
-       O_RANK, O_FRAC };
+       O_RANK, O_FRAC, O_CTX, O_JSON };
 
 static const msim_cli_opt_t fit_opts[] = {
 	{O_CAP, false, "cap", "BYTES", "the per-process cap (required)"},
@@ -37,17 +37,23 @@ static const msim_cli_opt_t fit_opts[] = {
 	{'t', true, "traces", "PATTERN",
 	 "no recording: the traces already recorded, PATTERN\n"
 	 "with {NAME} for the value (gpt-{B}.csv)"},
+	{O_DEVICE, false, "device", "NAME",
+	 "the GPU (memsim devices; default h200): a cap above\n"
+	 "its memory is refused, its context comes off it\n"
+	 "(passed to memsim record too)"},
+	{O_CTX, false, "context-bytes", "B",
+	 "CUDA context and libraries (default the device's)"},
+	{O_JSON, false, "json", NULL, "one JSON object (fields in memsim-fit(1))"},
 	/* memsim record's, passed on (lab/fit.c) */
 	{O_FAKE, false, "fake", NULL, NULL},
 	{O_GPU, false, "gpu", NULL, NULL},
-	{O_DEVICE, false, "device", "N", NULL},
 	{O_AMP, false, "amp", "DTYPE", NULL},
 	{O_CKPT, false, "checkpoint", "HOW", NULL},
 	{O_WS, false, "world-size", "N", NULL},
 	{O_RANK, false, "rank", "R", NULL},
 	{O_FRAC, false, "dynamic-fraction", "F", NULL},
 	{0, false, NULL, NULL,
-	 "      --fake | --gpu, --device, --amp, --checkpoint, --world-size, "
+	 "      --fake | --gpu, --amp, --checkpoint, --world-size, "
 	 "--rank,\n"
 	 "      --dynamic-fraction    passed to memsim record\n"},
 	MSIM_CLI_OPT_HELP,
@@ -79,7 +85,7 @@ static const msim_cli_cmd_t fit_cmd = {
 /* Reads the options into f.  Returns -1 to go on, else the exit status. */
 static int
 fit_parse(int argc, char **argv, msim_fit_spec_t *f, const char **vary,
-	  const char **keep)
+	  const char **keep, msim_cli_gpu_t *gpu, bool *json)
 {
 	static const char *const flag[] = {"--device", "--amp", "--checkpoint",
 					   "--world-size", "--rank",
@@ -119,7 +125,17 @@ fit_parse(int argc, char **argv, msim_fit_spec_t *f, const char **vary,
 		case O_GPU:
 			ropt[nropt++] = "--gpu";
 			break;
-		case O_DEVICE: case O_AMP: case O_CKPT: case O_WS: case O_RANK:
+		case O_CTX:
+			msim_cli_gpu_context(gpu, optarg);
+			break;
+		case O_JSON:
+			*json = true;
+			break;
+		case O_DEVICE:
+			msim_cli_gpu_device(gpu, optarg, false);
+			/* memsim record takes it too */
+			/* fall through */
+		case O_AMP: case O_CKPT: case O_WS: case O_RANK:
 		case O_FRAC:
 			if (nropt > 28)
 				msim_cli_die("fit: too many options");
@@ -134,6 +150,16 @@ fit_parse(int argc, char **argv, msim_fit_spec_t *f, const char **vary,
 		msim_cli_help(stderr, &fit_cmd);
 		return 2;
 	}
+	/* No --device: the recorder's default, the H200. */
+	if (!gpu->name)
+		msim_cli_gpu_device(gpu, "h200", false);
+	msim_cli_gpu_done(gpu);
+	f->capacity = gpu->capacity;
+	f->context = gpu->context;
+	if (f->cap > f->capacity)
+		msim_cli_die("--cap: %" PRIu64 " bytes is more than the %s's "
+			     "%" PRIu64 " (memsim devices)", f->cap, gpu->name,
+			     f->capacity);
 	return -1;
 }
 
@@ -145,12 +171,29 @@ fit_note(void *ctx, const char *line)
 	fprintf(stderr, "memsim: fit: %s\n", line);
 }
 
+/* The bytes the allocator may hold: the cap, or less when the device
+ * less its context leaves less. */
+static uint64_t
+fit_usable(const msim_fit_spec_t *f)
+{
+	uint64_t left = f->capacity - f->context;
+	return f->cap < left ? f->cap : left;
+}
+
 static void
-fit_print(const msim_fit_spec_t *f, const msim_fit_result_t *r)
+fit_print(const msim_fit_spec_t *f, const msim_fit_result_t *r,
+	  const char *device)
 {
 	char capb[32], rb[32], ab[32], mb[32];
+	uint64_t usable = fit_usable(f);
 	msim_format_bytes(f->cap, capb, sizeof(capb));
 	printf("cap        %s (%" PRIu64 " bytes)\n", capb, f->cap);
+	msim_format_bytes(f->capacity, rb, sizeof(rb));
+	msim_format_bytes(f->context, ab, sizeof(ab));
+	msim_format_bytes(usable, mb, sizeof(mb));
+	printf("device     %s: %s, context %s; the allocator may hold %s%s\n",
+	       device, rb, ab, mb, usable < f->cap
+	       ? " (less than the cap: the context takes the rest)" : "");
 	printf("recordings %d\n", r->tries);
 	if (!r->fits) {
 		printf("fits       none: %s=%ld already runs out of memory\n",
@@ -159,15 +202,16 @@ fit_print(const msim_fit_spec_t *f, const msim_fit_result_t *r)
 	}
 	msim_format_bytes((uint64_t)r->at_best.reserved, rb, sizeof(rb));
 	msim_format_bytes((uint64_t)r->at_best.allocated, ab, sizeof(ab));
-	msim_format_bytes(f->cap - (uint64_t)r->at_best.reserved, mb,
+	msim_format_bytes(usable - (uint64_t)r->at_best.reserved, mb,
 			  sizeof(mb));
 	printf("largest    %s=%ld%s\n", f->name, r->best,
 	       r->best == f->hi ? " (the top of the range)" : "");
 	printf("peak       reserved %s, allocated %s (default settings)\n",
 	       rb, ab);
-	printf("margin     %s (%.1f%% of the cap)\n", mb,
-	       100.0 * (double)(f->cap - (uint64_t)r->at_best.reserved) /
-		       (double)f->cap);
+	printf("margin     %s after the context (%.1f%% of %s)\n", mb,
+	       100.0 * (double)(usable - (uint64_t)r->at_best.reserved) /
+		       (double)usable, usable < f->cap ? "what it leaves"
+		       : "the cap");
 	for (size_t i = 0; i < f->nconf; i++) {
 		msim_format_bytes((uint64_t)r->cand[i].reserved, rb,
 				  sizeof(rb));
@@ -177,21 +221,76 @@ fit_print(const msim_fit_spec_t *f, const msim_fit_result_t *r)
 	if (f->nconf) {
 		msim_format_bytes((uint64_t)r->conf_best.reserved, rb,
 				  sizeof(rb));
-		msim_format_bytes(f->cap - (uint64_t)r->conf_best.reserved, mb,
+		msim_format_bytes(usable - (uint64_t)r->conf_best.reserved, mb,
 				  sizeof(mb));
 		printf("best       PYTORCH_CUDA_ALLOC_CONF=\"%s\": reserved %s, "
 		       "margin %s\n", r->best_conf < f->nconf
 		       ? f->confs[r->best_conf] : "(default)", rb, mb);
 		return;
 	}
-	printf("tune       (memsim tune --cap %" PRIu64 " on %s=%ld)\n",
-	       f->cap, f->name, r->best);
+	printf("tune       (memsim tune --cap %" PRIu64 " --device %s on "
+	       "%s=%ld)\n", usable, device, f->name, r->best);
 	if (r->tuned)
-		msim_cli_tune_print(&r->tune, r->trace, f->cap);
+		msim_cli_tune_print(&r->tune, r->trace, usable);
 	if (r->tuned && *r->tune.store_err)
 		fprintf(stderr, "memsim: %s\n", r->tune.store_err);
 	else if (!r->tuned)
 		fprintf(stderr, "memsim: fit: tune: %s\n", r->tune_err);
+}
+
+/* One replay of fit's JSON. */
+static void
+fit_json_point(const char *name, const msim_fit_point_t *p, uint64_t usable)
+{
+	printf(",\n  \"%s\": {\"peak_reserved_bytes\": %" PRId64
+	       ", \"peak_allocated_bytes\": %" PRId64 ", \"margin_bytes\": %"
+	       PRId64 ", \"oom\": %s}", name, p->reserved, p->allocated,
+	       (int64_t)usable - p->reserved, p->oom ? "true" : "false");
+}
+
+static void
+fit_json(const msim_fit_spec_t *f, const msim_fit_result_t *r,
+	 const char *device)
+{
+	uint64_t usable = fit_usable(f);
+	printf("{\n  \"cap_bytes\": %" PRIu64 ",\n  \"device\": ", f->cap);
+	msim_cli_json_str(stdout, device);
+	printf(",\n  \"capacity_bytes\": %" PRIu64 ",\n  \"context_bytes\": "
+	       "%" PRIu64 ",\n  \"usable_bytes\": %" PRIu64 ",\n  "
+	       "\"name\": ", f->capacity, f->context, usable);
+	msim_cli_json_str(stdout, f->name);
+	printf(",\n  \"lo\": %ld,\n  \"hi\": %ld,\n  \"recordings\": %d,"
+	       "\n  \"fits\": %s", f->lo, f->hi, r->tries,
+	       r->fits ? "true" : "false");
+	if (!r->fits) {
+		printf(",\n  \"largest\": null\n}\n");
+		return;
+	}
+	printf(",\n  \"largest\": %ld,\n  \"trace\": ", r->best);
+	msim_cli_json_str(stdout, r->trace);
+	fit_json_point("at_largest", &r->at_best, usable);
+	printf(",\n  \"candidates\": [");
+	for (size_t i = 0; i < f->nconf; i++) {
+		printf("%s\n    {\"alloc_conf\": ", i ? "," : "");
+		msim_cli_json_str(stdout, f->confs[i]);
+		printf(", \"peak_reserved_bytes\": %" PRId64 ", \"oom\": %s}",
+		       r->cand[i].reserved, r->cand[i].oom ? "true" : "false");
+	}
+	printf("%s]", f->nconf ? "\n  " : "");
+	if (f->nconf) {
+		printf(",\n  \"best_alloc_conf\": ");
+		msim_cli_json_str(stdout, r->best_conf < f->nconf
+				  ? f->confs[r->best_conf] : "");
+		fit_json_point("best", &r->conf_best, usable);
+	} else if (r->tuned) {
+		printf(",\n  \"tune\": ");
+		msim_cli_tune_json(&r->tune, r->trace, usable, false);
+		printf("\n  }");
+	} else {
+		printf(",\n  \"tune\": null,\n  \"tune_error\": ");
+		msim_cli_json_str(stdout, r->tune_err);
+	}
+	printf("\n}\n");
 }
 
 int
@@ -200,8 +299,10 @@ msim_cmd_fit(int argc, char **argv)
 	msim_fit_spec_t f = {.note = fit_note,
 			     .tune_jobs = (int)sysconf(_SC_NPROCESSORS_ONLN)};
 	const char *vary = NULL, *keep = NULL;
+	msim_cli_gpu_t gpu = {0};
+	bool json = false;
 	optind = 1;
-	int rc = fit_parse(argc, argv, &f, &vary, &keep);
+	int rc = fit_parse(argc, argv, &f, &vary, &keep, &gpu, &json);
 	if (rc >= 0)
 		return rc;
 	char name[64], why[4400];
@@ -231,10 +332,20 @@ msim_cmd_fit(int argc, char **argv)
 	f.tune_db = tunedb;
 	f.rec = (msim_record_opts_t){.dirs = msim_cli_record_dirs(),
 				     .quiet = true};
+	/* tune's search on the winner: a progress line on a terminal */
+	msim_cli_progress_t pr = {.what = "fit: tune", .after_ms = 1000,
+				  .on = isatty(STDERR_FILENO)};
+	f.tune_progress = msim_cli_progress;
+	f.tune_progress_ctx = &pr;
 	msim_fit_result_t r;
-	if (msim_fit_run(&f, &r, why, sizeof(why)))
+	rc = msim_fit_run(&f, &r, why, sizeof(why));
+	msim_cli_progress_end(&pr);
+	if (rc)
 		msim_cli_die("fit: %s", why);
-	fit_print(&f, &r);
+	if (json)
+		fit_json(&f, &r, gpu.name);
+	else
+		fit_print(&f, &r, gpu.name);
 	msim_fit_clear(&r);
 	return r.fits ? 0 : 1; /* the scratch folder goes at exit */
 }

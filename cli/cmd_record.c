@@ -16,6 +16,7 @@
 #include "cli/cli.h"
 #include "cli/opts.h"
 #include "lab/record.h"
+#include "sim/gpu.h"
 
 enum { O_FAKE = 256, O_GPU, O_DEVICE, O_WS, O_RANK, O_AMP, O_CKPT, O_FRAC,
        O_ITEM, O_ITEMB, O_REPEATS, O_VALUES, O_IMB, O_PY };
@@ -27,7 +28,8 @@ static const msim_cli_opt_t record_opts[] = {
 	{0, false, NULL, NULL, "      --fake | --gpu        fake tensors "
 	 "(default) or a real run\n"},
 	{O_DEVICE, false, "device", "NAME",
-	 "h200 (default), h100-80gb, a100-80gb, a100-40gb, l4, ..."},
+	 "the GPU torch.cuda reports under --fake: h200\n"
+	 "(default), a10g, rtx4090, ... (memsim devices)"},
 	{O_WS, false, "world-size", "N",
 	 "one rank of an N-GPU job (fake process group)"},
 	{O_RANK, false, "rank", "R", "which rank (default 0)"},
@@ -101,7 +103,21 @@ msim_cmd_record(int argc, char **argv)
 		case O_PY:
 			setenv("MEMSIM_PYTHON", optarg, 1);
 			break;
-		case O_DEVICE: case O_WS: case O_RANK: case O_AMP: case O_CKPT:
+		case O_DEVICE:
+			if (!msim_gpu_model_find(optarg)) {
+				/* one line with the name meant */
+				uint64_t b;
+				char why[1024];
+				if (msim_gpu_named(optarg, &b, NULL, why,
+						   sizeof(why)) == 0)
+					msim_cli_die("--device: '%s' is a MIG "
+						     "profile; record takes a "
+						     "card (memsim devices)",
+						     optarg);
+				msim_cli_die("--device: %s", why);
+			}
+			/* fall through */
+		case O_WS: case O_RANK: case O_AMP: case O_CKPT:
 		case O_FRAC: case O_ITEM: case O_ITEMB: case O_REPEATS:
 		case O_VALUES: case O_IMB: {
 			static const char *const flag[] = {

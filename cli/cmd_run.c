@@ -40,8 +40,8 @@ static const msim_cli_opt_t run_opts[] = {
 	 "the same cap as a fraction of the capacity"},
 	{'K', false, "capacity", "BYTES|NAME",
 	 "device memory (default the H200's, " RUN_H200_TEXT "),\n"
-	 "or a GPU or MIG profile: h200, h200:1g.18gb, h100:3g.40gb,\n"
-	 "a100-80gb:1g.10gb, a100-40gb:7g.40gb ..."},
+	 "or a GPU or MIG profile: h200, a10g, rtx4090,\n"
+	 "h200:1g.18gb, h100:3g.40gb ... (memsim devices)"},
 	{'x', false, "context-bytes", "B",
 	 "each process's CUDA context holds B\n"
 	 "bytes of --capacity outside its allocator"},
@@ -67,9 +67,10 @@ static const msim_cli_opt_t run_opts[] = {
 	{'W', false, "defaults", NULL,
 	 "snapshots: not with their own allocator settings and\n"
 	 "the capacity of their oom record (applied by default)"},
-	{'D', false, "device", "N|all",
-	 "snapshots: the device_traces index to replay, or each\n"
-	 "device with trace events in turn"},
+	{'D', false, "device", "NAME|N|all",
+	 "a GPU of memsim devices: its capacity and context;\n"
+	 "snapshots: N, the device_traces index to replay, or\n"
+	 "all, each device with trace events in turn"},
 	{'Z', false, "strict", NULL,
 	 "refuse a partial history (frees of blocks the trace\n"
 	 "never allocated) instead of seeding its start"},
@@ -151,6 +152,7 @@ typedef struct run_opts_s {
 	int snapshot_peak;        /* --snapshot-at peak */
 	unsigned device1;  /* --device N: N + 1 */
 	int all_devices;   /* --device all */
+	msim_cli_gpu_t gpu; /* --device, --capacity, --context-bytes */
 	int strict, lenient;
 } run_opts_t;
 
@@ -163,27 +165,6 @@ run_per(run_per_t *per, const char *value)
 			     RUN_MAXPROC);
 	per->v[per->n++] = value;
 	return value;
-}
-
-/* --capacity: a byte size, or a named GPU or MIG profile. */
-static void
-run_capacity(run_opts_t *o, const char *text)
-{
-	char why[512];
-	o->capacity_name = NULL;
-	if (!msim_parse_bytes(text, &o->capacity)) {
-		if (!o->capacity)
-			msim_cli_die("--capacity: 0 bytes; give the device's "
-				     "memory (e.g. 80GiB)");
-		if (o->capacity > MSIM_SIZE_MAX)
-			msim_cli_die("--capacity: '%s' is above 2^62 bytes",
-				     text);
-		msim_cli_bytes_meant("--capacity", text, o->capacity);
-		return;
-	}
-	if (msim_gpu_capacity_parse(text, &o->capacity, why, sizeof(why)))
-		msim_cli_die("--capacity: %s", why);
-	o->capacity_name = text;
 }
 
 /* Several inputs: per-process options given once or once per input;
@@ -232,11 +213,9 @@ run_parse(int argc, char **argv, run_opts_t *o)
 			o->cap = msim_cli_bytes("--cap", optarg);
 			run_per(&o->caps, optarg);
 			break;
-		case 'K': run_capacity(o, optarg); break;
+		case 'K': msim_cli_gpu_capacity(&o->gpu, optarg); break;
 		case 'a': o->absolute = 1; break;
-		case 'x':
-			o->context = msim_cli_bytes("--context-bytes", optarg);
-			break;
+		case 'x': msim_cli_gpu_context(&o->gpu, optarg); break;
 		case 'F':
 			o->fraction = msim_cli_fraction(optarg);
 			run_per(&o->fractions, optarg);
@@ -260,7 +239,7 @@ run_parse(int argc, char **argv, run_opts_t *o)
 		case 'D':
 			o->all_devices = !strcmp(optarg, "all");
 			if (!o->all_devices)
-				o->device1 = msim_cli_device1(optarg);
+				msim_cli_gpu_device(&o->gpu, optarg, true);
 			break;
 		case 'd': o->db = optarg; break;
 		case 'P': o->plot = optarg; break;
@@ -271,6 +250,11 @@ run_parse(int argc, char **argv, run_opts_t *o)
 		}
 	}
 	msim_cli_operands(&run_cmd, argc, 1, INT_MAX);
+	msim_cli_gpu_done(&o->gpu);
+	o->capacity = o->gpu.capacity;
+	o->context = o->gpu.context;
+	o->capacity_name = o->gpu.cap_name ? o->gpu.cap_name : o->gpu.name;
+	o->device1 = o->gpu.device1;
 	/* Outputs never overwrite an input. */
 	const struct { const char *opt, *path; } outs[] = {
 		{"--segments", o->segments}, {"--plot", o->plot},

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "sim/device.h"
 #include "cli/opts.h"
 #include "lab/record.h"
 #include "lab/sweep.h"
@@ -42,7 +43,12 @@ static const msim_cli_opt_t sweep_opts[] = {
 	{'p', true, "policy", "NAME",
 	 "policy (repeatable; default " MSIM_POLICY_DEFAULT ")"},
 	{'C', false, "cap", "BYTES[,BYTES]", "per-process cap(s) (repeatable)"},
-	{'K', false, "capacity", "BYTES", "device memory (default the H200's)"},
+	{'K', false, "capacity", "BYTES|NAME",
+	 "device memory (default the H200's)"},
+	{'D', false, "device", "NAME", "a GPU of memsim devices: the "
+	 "allocator gets its\nmemory less its context"},
+	{'X', false, "context-bytes", "B", "CUDA context and libraries, off "
+	 "the capacity\n(default --device's, else 0)"},
 	{'A', false, "addresses", "MODE", "model (default) or trace"},
 	{0, false, NULL, NULL, "\nrunning:\n"},
 	{'d', true, "db", "FILE", "the results database (required)"},
@@ -92,39 +98,7 @@ static const msim_cli_cmd_t sweep_cmd = {
 	false,
 };
 
-typedef struct progress_s {
-	int tty;
-	double t0;
-	size_t done0;
-	int started;
-	int drawn;
-} progress_t;
-
-static void
-sweep_progress(void *ctx, size_t done, size_t total)
-{
-	progress_t *p = ctx;
-	if (!p->tty)
-		return;
-	double now = msim_cli_now_ms();
-	if (!p->started) {
-		p->started = 1;
-		p->t0 = now;
-		p->done0 = done;
-	}
-	double secs = (now - p->t0) / 1e3;
-	double rate = secs > 0 ? (double)(done - p->done0) / secs : 0;
-	char eta[32] = "--:--";
-	if (rate > 0) {
-		long left = (long)((double)(total - done) / rate + 0.5);
-		snprintf(eta, sizeof(eta), "%ld:%02ld", left / 60, left % 60);
-	}
-	fprintf(stderr, "\rmemsim sweep: %zu/%zu settings (%.0f%%), %.1f/s, "
-		"ETA %s   ", done, total,
-		total ? 100.0 * (double)done / (double)total : 100.0, rate,
-		eta);
-	p->drawn = 1;
-}
+typedef msim_cli_progress_t progress_t;
 
 static void
 sweep_error(void *ctx, const msim_setting_t *s, const char *msg)
@@ -158,6 +132,7 @@ typedef struct sweep_opts_s {
 	const char *db;
 	long jobs;
 	int force, list, quiet;
+	msim_cli_gpu_t gpu; /* --device, --capacity, --context-bytes */
 } sweep_opts_t;
 
 /* --cap BYTES[,BYTES...] */
@@ -195,9 +170,9 @@ sweep_opt(int c, msim_sweep_spec_t *spec, sweep_opts_t *o)
 		break;
 	case 'p': push(&o->policies, &o->npolicies, optarg); break;
 	case 'C': sweep_caps(o, optarg); break;
-	case 'K':
-		spec->capacity = msim_cli_bytes("--capacity", optarg);
-		break;
+	case 'K': msim_cli_gpu_capacity(&o->gpu, optarg); break;
+	case 'D': msim_cli_gpu_device(&o->gpu, optarg, false); break;
+	case 'X': msim_cli_gpu_context(&o->gpu, optarg); break;
 	case 'A': spec->addresses = msim_cli_addresses(optarg); break;
 	case 'd': o->db = optarg; break;
 	case 'j': o->jobs = msim_cli_jobs(optarg); break;
@@ -225,6 +200,13 @@ sweep_parse(int argc, char **argv, int rec, msim_sweep_spec_t *spec,
 	int c;
 	while ((c = msim_cli_next(&sweep_cmd, argc, argv)) != -1)
 		sweep_opt(c, spec, o);
+	/* The context holds its bytes outside the allocator, which gets
+	 * the rest (as lab/job.c gives one process). */
+	msim_cli_gpu_done(&o->gpu);
+	if (o->gpu.capacity || o->gpu.context)
+		spec->capacity = (o->gpu.capacity ? o->gpu.capacity
+						  : MSIM_H200_BYTES) -
+				 o->gpu.context;
 	if (!rec)
 		msim_cli_operands(&sweep_cmd, argc, 1, argc);
 	if (!o->db && !o->list)
@@ -350,10 +332,11 @@ msim_cmd_sweep(int argc, char **argv)
 	if (o.list) {
 		sweep_list(sw);
 	} else {
-		progress_t pr = {.tty = !o.quiet && isatty(STDERR_FILENO)};
+		progress_t pr = {.what = "sweep",
+				 .on = !o.quiet && isatty(STDERR_FILENO)};
 		msim_sweep_opts_t opts = {
 			.db_path = o.db, .jobs = (int)o.jobs,
-			.force = o.force, .progress = sweep_progress,
+			.force = o.force, .progress = msim_cli_progress,
 			.error = sweep_error, .ctx = &pr,
 		};
 		rc = msim_sweep_exec(sw, &opts, &res, why, sizeof(why));

@@ -104,6 +104,8 @@ static const struct {
 	 "(fake tensors, no GPU; or a real run)"},
 	{"fit", msim_cmd_fit, "the largest batch (or any setting) of a "
 	 "script that fits under a cap"},
+	{"devices", msim_cmd_devices, "the GPUs --device takes: memory, "
+	 "context, sources"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -50,7 +50,7 @@ compare_one(const msim_compare_spec_t *s, size_t i, msim_compare_t *c,
 		.trace = s->trace, .policy = s->picks[i].policy,
 		.conf = s->picks[i].conf, .cap = s->cap,
 		.fraction = s->fraction, .capacity = s->capacity,
-		.prefetch = true, .timemodel = s->timemodel,
+		.context = s->context, .prefetch = true, .timemodel = s->timemodel,
 		.calibration = s->calibration, .defaults = s->defaults,
 	};
 	msim_job_t *job = NULL;

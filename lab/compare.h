@@ -48,6 +48,7 @@ typedef struct msim_compare_spec_s {
 	uint64_t cap;                    /* bytes; 0: none */
 	double fraction;                 /* or as a fraction; 0: none */
 	uint64_t capacity;               /* 0: the H200's */
+	uint64_t context;                /* msim_job_spec_t.context */
 	const msim_timemodel_t *timemodel; /* NULL: the H200's */
 	const char *calibration;         /* its name, stored */
 	msim_db_t *db;                   /* NULL: nothing stored */

@@ -28,8 +28,9 @@ typedef struct ex_obs_s {
 	int64_t prev_alloc;  /* allocated_bytes.all.current so far */
 	uint64_t *bytes;     /* by id: the live block's bytes */
 	uint16_t *tag;       /* by id: its tag */
-	uint8_t *live;       /* by id */
+	uint8_t *live;       /* by id: 1, or 2 for a seeded block */
 	size_t nid;
+	uint64_t before_bytes, before_count; /* the seeded blocks live */
 	uint64_t cat_bytes[MSIM_NCAT], cat_count[MSIM_NCAT];
 	uint64_t *tag_bytes, *tag_count; /* by tag */
 	size_t ntag;
@@ -37,6 +38,7 @@ typedef struct ex_obs_s {
 	uint64_t nreq;       /* allocs and frees (the engine's count) */
 	uint64_t best;       /* peak reserved bytes so far */
 	uint64_t best_seq;   /* where it was first reached */
+	uint64_t best_alloc, best_alloc_seq; /* the same for allocated */
 	uint64_t stop_seq;   /* 0: never */
 	bool stop;
 	bool oom;            /* the first OOM, recorded or not */
@@ -114,6 +116,10 @@ static void
 ex_unlive(ex_ctx_t *x, uint32_t id)
 {
 	ex_obs_t *o = &x->o;
+	if (o->live[id] == 2) {
+		o->before_bytes -= o->bytes[id];
+		o->before_count--;
+	}
 	o->live[id] = 0;
 	uint16_t tag = o->tag[id];
 	int cat = ex_cat(x->trace, tag);
@@ -153,7 +159,11 @@ ex_observe(void *ctx, const msim_req_t *req, int rc)
 		if ((o->err = ex_grow_ids(o, req->id)) ||
 		    (o->err = ex_grow_tags(o, req->tag)))
 			return;
-		o->live[req->id] = 1;
+		o->live[req->id] = req->flags & MSIM_REQF_SEED ? 2 : 1;
+		if (o->live[req->id] == 2) {
+			o->before_bytes += (uint64_t)delta;
+			o->before_count++;
+		}
 		o->bytes[req->id] = (uint64_t)delta;
 		o->tag[req->id] = req->tag;
 		int cat = ex_cat(x->trace, req->tag);
@@ -167,6 +177,17 @@ ex_observe(void *ctx, const msim_req_t *req, int rc)
 			o->best = reserved;
 			o->best_seq = o->seq;
 		}
+		if ((uint64_t)now > o->best_alloc) {
+			o->best_alloc = (uint64_t)now;
+			o->best_alloc_seq = o->seq;
+		}
+		break;
+	case MSIM_REQ_RESET_PEAKS:
+		/* The end of a partial history's seeding: peaks count from
+		 * the history's start (its fillers are gone by now). */
+		o->best = (uint64_t)st.reserved_bytes[MSIM_POOL_ALL].current;
+		o->best_alloc = (uint64_t)now;
+		o->best_seq = o->best_alloc_seq = o->seq;
 		break;
 	case MSIM_REQ_FREE_REQUESTED:
 		if (req->id < o->nid && o->live[req->id] && delta < 0)
@@ -216,6 +237,8 @@ ex_moment(ex_ctx_t *x, size_t top, msim_explain_moment_t *m)
 		int64_t whole = res - (act > alc ? act : alc) - spl;
 		m->whole_free[p] = whole > 0 ? (uint64_t)whole : 0;
 	}
+	m->before_bytes = o->before_bytes;
+	m->before_count = o->before_count;
 	memcpy(m->cat_bytes, o->cat_bytes, sizeof(m->cat_bytes));
 	memcpy(m->cat_count, o->cat_count, sizeof(m->cat_count));
 	size_t live = 0;
@@ -537,6 +560,7 @@ msim_explain_run(const msim_explain_config_t *cfg, msim_explain_t **out,
 	ex->oom_size = x.o.oom_size;
 	uint64_t oom_rounded = x.o.oom_rounded;
 	uint64_t stop = x.o.best_seq;
+	uint64_t stop_alloc = x.o.best_alloc_seq;
 	uint64_t recorded_oom = x.o.oom_recorded ? x.o.oom_seq : 0;
 	if (!ex->oom)
 		ex_moment_clear(&ex->at_oom);
@@ -560,6 +584,16 @@ msim_explain_run(const msim_explain_config_t *cfg, msim_explain_t **out,
 		if ((rc = ex_replay(&er, NULL, 0, &x, NULL, NULL, NULL,
 				    &ex->peak, top, NULL, why, whylen)))
 			goto fail;
+		ex_obs_clear(&x.o);
+		memset(&x, 0, sizeof(x));
+	}
+	/* Third: where allocated bytes first reached theirs, if apart. */
+	if (stop_alloc && stop_alloc != stop) {
+		x.o.stop_seq = stop_alloc;
+		if ((rc = ex_replay(&er, NULL, 0, &x, NULL, NULL, NULL,
+				    &ex->peak_alloc, top, NULL, why, whylen)))
+			goto fail;
+		ex->peak_alloc_apart = true;
 		ex_obs_clear(&x.o);
 		memset(&x, 0, sizeof(x));
 	}
@@ -594,6 +628,7 @@ msim_explain_destroy(msim_explain_t *ex)
 	if (!ex)
 		return;
 	ex_moment_clear(&ex->peak);
+	ex_moment_clear(&ex->peak_alloc);
 	ex_moment_clear(&ex->at_oom);
 	free(ex->alts);
 	free(ex);

@@ -1,7 +1,7 @@
 /*
  * Where the memory goes: one replay of a trace, taken apart at the moment
- * reserved bytes reach their peak and at the out-of-memory if there is
- * one.  Reserved bytes split into allocated, freed-but-pending, free
+ * reserved bytes reach their peak, at the moment allocated bytes do, and
+ * at the out-of-memory if there is one.  Reserved bytes split into allocated, freed-but-pending, free
  * pieces of split segments (PyTorch's inactive_split_bytes: the
  * fragmentation) and whole free segments, per pool; allocated bytes split
  * by category and by call site, from the trace's tags (traces/tags.c).  At
@@ -71,6 +71,10 @@ typedef struct msim_explain_moment_s {
 	msim_explain_site_t *sites;      /* the top sites, by bytes */
 	size_t nsites;
 	size_t nsites_live;              /* distinct tags live */
+	/* Of the allocated bytes, the blocks a partial history's seeding
+	 * allocated (live before the history began; msim_trace_seeding()):
+	 * their bytes (in cat_bytes too) and count. */
+	uint64_t before_bytes, before_count;
 } msim_explain_moment_t;
 
 /* One replay under another setting, after an OOM. */
@@ -94,6 +98,12 @@ typedef struct msim_explain_s {
 	msim_summary_t sum;
 	msim_stats_t end;       /* at the end of the replay (the OOM) */
 	msim_explain_moment_t peak; /* when reserved first reached its peak */
+	/* When allocated first reached its peak, if not at that same
+	 * moment (peak_alloc_apart); peaks count from a partial history's
+	 * start, after its seeding (the reset_peak_memory_stats() it ends
+	 * with). */
+	msim_explain_moment_t peak_alloc;
+	bool peak_alloc_apart;
 	bool oom;               /* the replay ran out of memory */
 	msim_explain_moment_t at_oom;
 	uint64_t oom_size;      /* bytes the failing request asked for */

@@ -15,6 +15,7 @@
 #include "lab/fit.h"
 #include "lab/job.h"
 #include "policies/registry.h"
+#include "sim/device.h"
 #include "sim/error.h"
 #include "sim/units.h"
 
@@ -70,6 +71,7 @@ fit_replay(const msim_fit_spec_t *s, const char *trace, const char *conf,
 	msim_job_spec_t js = {
 		.trace = trace, .policy = s->policy ? s->policy : MSIM_POLICY_DEFAULT,
 		.conf = conf, .cap = s->cap, .prefetch = true,
+		.capacity = s->capacity, .context = s->context,
 	};
 	msim_job_t *job = NULL;
 	msim_job_err_t err;
@@ -260,8 +262,15 @@ msim_fit_run(const msim_fit_spec_t *spec, msim_fit_result_t *res,
 	msim_tune_spec_t ts = {
 		.trace = res->trace, .cap = spec->cap, .db_path = spec->tune_db,
 		.grid = msim_tune_grid, .ngrid = MSIM_TUNE_NGRID,
-		.jobs = spec->tune_jobs,
+		.jobs = spec->tune_jobs, .progress = spec->tune_progress,
+		.ctx = spec->tune_progress_ctx,
+		.capacity = spec->context ? (spec->capacity ? spec->capacity
+					     : MSIM_H200_BYTES) -
+						    spec->context
+					  : spec->capacity,
 	};
+	if (ts.capacity && ts.cap > ts.capacity)
+		ts.cap = ts.capacity; /* the context's bytes are not there */
 	res->tuned = msim_tune_run(&ts, &res->tune, res->tune_err,
 				   sizeof(res->tune_err)) == 0;
 	if (res->tuned)

@@ -24,6 +24,10 @@
 
 typedef struct msim_fit_spec_s {
 	uint64_t cap;              /* bytes, required */
+	/* The device (0: the H200's) and what its CUDA context and
+	 * libraries hold of it outside the allocator (lab/job.h's context):
+	 * every replay runs under min(cap, capacity - context). */
+	uint64_t capacity, context;
 	const char *name;          /* the setting varied ("B") */
 	long lo, hi;               /* its range, lo <= hi */
 	const char *policy;        /* NULL: pytorch */
@@ -44,6 +48,9 @@ typedef struct msim_fit_spec_s {
 	size_t nconf;
 	const char *tune_db;
 	int tune_jobs;
+	/* May be NULL: tune's progress (msim_tune_spec_t.progress). */
+	void (*tune_progress)(void *ctx, size_t done, size_t total);
+	void *tune_progress_ctx;
 	/* May be NULL: told each recording and replay, one line. */
 	void (*note)(void *ctx, const char *line);
 	void *ctx;

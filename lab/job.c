@@ -45,6 +45,7 @@ struct msim_job_s {
 	char capnote[256];
 	bool capacity_given;       /* spec.capacity was not 0 */
 	char seeding[320];
+	char history_start[24];    /* requests the seeding added */
 	msim_sim_meta_t meta;
 	msim_job_result_t res;
 };
@@ -632,6 +633,10 @@ msim_job_store(msim_job_t *j, msim_db_t *db, int mode, int64_t sweep_id,
 			 sd.segment_bytes, sd.exact ? "exact" : "not exact: ",
 			 sd.exact ? "" : sd.inexact);
 		job_meta_add(kv, "seeded", j->seeding);
+		/* where the recorded history begins: plots mark it */
+		snprintf(j->history_start, sizeof(j->history_start),
+			 "%" PRIu64, sd.requests);
+		job_meta_add(kv, "history_start", j->history_start);
 	}
 	if (j->gpu_own) {
 		snprintf(j->context, sizeof(j->context), "%" PRIu64,

@@ -20,6 +20,7 @@ const char *const msim_tune_grid[MSIM_TUNE_NGRID] = {
 	"max_split_size_mb=none,64,128,256,512,1024",
 	"garbage_collection_threshold=0,0.5,0.6,0.7,0.8,0.9",
 	"roundup_power2_divisions=0,1,2,4,8,16",
+	"expandable_segments=false,true",
 };
 
 int
@@ -194,7 +195,8 @@ tune_run_search(msim_sweep_t *sw, const msim_tune_spec_t *spec,
 	}
 	snprintf(scratch, sizeof(scratch), "%s/search.db", dir);
 	msim_sweep_opts_t opts = {.db_path = scratch, .jobs = spec->jobs,
-				  .kind = "tune"};
+				  .kind = "tune", .progress = spec->progress,
+				  .ctx = spec->ctx};
 	msim_sweep_result_t sr;
 	int rc = msim_sweep_exec(sw, &opts, &sr, why, whylen);
 	if (!rc && sr.failed) {
@@ -295,6 +297,7 @@ msim_tune_run(const msim_tune_spec_t *spec, msim_tune_result_t *res,
 	msim_sweep_spec_t ss = {
 		.traces = traces, .ntraces = 1, .caps = caps, .ncaps = 1,
 		.grid = spec->grid, .ngrid = spec->ngrid,
+		.capacity = spec->capacity,
 	};
 	msim_sweep_t *sw;
 	int rc = msim_sweep_plan(&ss, &sw, why, whylen);

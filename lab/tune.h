@@ -19,8 +19,10 @@
 
 /* The search space when no axis is replaced: what PyTorch users tune
  * (max_split_size_mb, garbage_collection_threshold,
- * roundup_power2_divisions; "0" and "none" are the defaults, off). */
-#define MSIM_TUNE_NGRID 3
+ * roundup_power2_divisions, and expandable_segments, which PyTorch's own
+ * OOM message recommends; "0", "none" and "false" are the defaults,
+ * off): 6 x 6 x 6 x 2 = 432 settings. */
+#define MSIM_TUNE_NGRID 4
 extern const char *const msim_tune_grid[MSIM_TUNE_NGRID];
 
 /* Puts axis ("key=v1,v2,...") into grid in place of the axis of its key,
@@ -37,6 +39,11 @@ typedef struct msim_tune_spec_s {
 	int jobs;                /* worker processes of the search */
 	const char *tmpdir;      /* the search's scratch folder goes
 				  * there; NULL: $TMPDIR, else /tmp */
+	uint64_t capacity;       /* device memory; 0: the H200's */
+	/* May be NULL: called in this process as settings finish
+	 * (msim_sweep_opts_t.progress). */
+	void (*progress)(void *ctx, size_t done, size_t total);
+	void *ctx;
 } msim_tune_spec_t;
 
 /* One run of the search, or of the store. */

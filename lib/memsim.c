@@ -569,6 +569,8 @@ explain_moment(msim_figs_t *f, const char *prefix, const msim_explain_t *ex,
 		EX_INT(m->cat_bytes[c], "%scategories.%s.bytes", prefix, cat);
 		EX_INT(m->cat_count[c], "%scategories.%s.blocks", prefix, cat);
 	}
+	EX_INT(m->before_bytes, "%sbefore_history.bytes", prefix);
+	EX_INT(m->before_count, "%sbefore_history.blocks", prefix);
 	EX_INT(m->nsites_live, "%ssites_live", prefix);
 	for (size_t i = 0; i < m->nsites; i++) {
 		const msim_explain_site_t *st = &m->sites[i];
@@ -599,6 +601,10 @@ explain_figs(msim_figs_t *f, const msim_explain_t *ex, const char *trace)
 		  !msim_figs_bool(f, "tagged", ex->tagged) &&
 		  !msim_figs_int(f, "requests", (int64_t)ex->sum.requests) &&
 		  explain_moment(f, "peak.", ex, &ex->peak) &&
+		  (ex->peak_alloc_apart
+			   ? explain_moment(f, "peak_allocated.", ex,
+					    &ex->peak_alloc)
+			   : !msim_figs_text(f, "peak_allocated", NULL)) &&
 		  !msim_figs_int(f, "oom_request", ex->sum.oom_request);
 	if (ok && ex->oom) {
 		msim_explain_oom_message(ex, text, sizeof(text));

@@ -223,6 +223,10 @@ typedef struct run_desc_s {
 	char policy[64];
 	char params[1024];
 	char hash[32];
+	/* The setting's other keys, "k=v,k=v": a recording's (its strategy
+	 * "record:batch=8,..."), a model spec's ("model:arch=gpt2,...") and
+	 * the strategies' ("dtype=bf16-amp"). */
+	char keys[2048];
 	uint64_t cap;
 	double y; /* the figure a sweep plot shows */
 } run_desc_t;
@@ -249,6 +253,13 @@ run_describe(msim_db_t *db, int64_t id, const char *y_col, run_desc_t *d,
 	snprintf(d->policy, sizeof(d->policy), "%s", r.policy);
 	snprintf(d->params, sizeof(d->params), "%s", r.params);
 	snprintf(d->hash, sizeof(d->hash), "%s", r.trace_hash);
+	const char *st = r.strategy ? r.strategy : "";
+	if (!strncmp(st, "record:", 7))
+		st += 7;
+	const char *model = !strncmp(r.trace_path, "model:", 6)
+				    ? r.trace_path + 6 : "";
+	snprintf(d->keys, sizeof(d->keys), "%s%s%s", model,
+		 *model && *st ? "," : "", st);
 	d->cap = r.cap_bytes;
 	if (y_col)
 		msim_db_run_figure(&r, y_col, &d->y);
@@ -280,31 +291,41 @@ label_clean(char *s)
 			*s = *s == ',' ? ' ' : '\'';
 }
 
-/* Value of key in canonical params ("k:v,k:[a,b]"), else the default of
- * the policy's table, else "-". */
-static void
-param_value(const char *params, const char *policy, const char *key,
-	    char *buf, size_t n)
+/* Value of key in a list "k<sep>v,k<sep>[a,b],..." into buf: 1 if there,
+ * else 0. */
+static int
+list_value(const char *list, char sep, const char *key, char *buf, size_t n)
 {
 	size_t klen = strlen(key);
 	int depth = 0;
-	const char *start = params;
-	for (const char *p = params;; p++) {
+	const char *start = list;
+	for (const char *p = list;; p++) {
 		if (*p == '[')
 			depth++;
 		else if (*p == ']')
 			depth--;
 		if ((*p == ',' && depth == 0) || !*p) {
-			if (!strncmp(start, key, klen) && start[klen] == ':') {
+			if (!strncmp(start, key, klen) && start[klen] == sep) {
 				int len = (int)(p - start - klen - 1);
 				snprintf(buf, n, "%.*s", len, start + klen + 1);
-				return;
+				return 1;
 			}
 			if (!*p)
 				break;
 			start = p + 1;
 		}
 	}
+	return 0;
+}
+
+/* Value of key in canonical params ("k:v,k:[a,b]"), else the default of
+ * the policy's table, else "-". */
+static void
+param_value(const char *params, const char *policy, const char *key,
+	    char *buf, size_t n)
+{
+	if (list_value(params, ':', key, buf, n))
+		return;
 	const msim_policy_ops_t *ops = msim_policy_find(policy);
 	for (const msim_param_spec_t *s = ops ? ops->params : NULL;
 	     s && s->name; s++)
@@ -409,13 +430,139 @@ cmp_pt_x(const void *a, const void *b)
 	return cmp_xval(sort_pts[*(const int *)a].x, sort_pts[*(const int *)b].x);
 }
 
+/* The value of a setting key of run d: policy, cap, a recording's,
+ * model's or strategy's key, else an allocator parameter (its default
+ * when the run did not set it). */
+static void
+setting_value(const run_desc_t *d, const char *key, char *buf, size_t n)
+{
+	if (!strcmp(key, "policy"))
+		snprintf(buf, n, "%s", d->policy);
+	else if (!strcmp(key, "cap"))
+		snprintf(buf, n, "%" PRIu64, d->cap);
+	else if (!list_value(d->keys, '=', key, buf, n))
+		param_value(d->params, d->policy, key, buf, n);
+}
+
+#define SWEEP_MAXKEYS 64
+
+/* The names of list "k<sep>v,..." not in names yet, appended (at most
+ * SWEEP_MAXKEYS); alloc marks those of an allocator's list. */
+static void
+sweep_names(const char *list, char sep, char (*names)[64], bool *alloc,
+	    size_t *nn, bool is_alloc)
+{
+	int depth = 0;
+	const char *start = list;
+	for (const char *p = list; *list; p++) {
+		if (*p == '[')
+			depth++;
+		else if (*p == ']')
+			depth--;
+		if (!((*p == ',' && depth == 0) || !*p))
+			continue;
+		const char *e = memchr(start, sep, (size_t)(p - start));
+		size_t len = e ? (size_t)(e - start) : 0;
+		bool seen = !len || len >= 64;
+		for (size_t i = 0; i < *nn && !seen; i++)
+			seen = strlen(names[i]) == len &&
+			       !strncmp(names[i], start, len);
+		if (!seen && *nn < SWEEP_MAXKEYS) {
+			snprintf(names[*nn], 64, "%.*s", (int)len, start);
+			alloc[(*nn)++] = is_alloc;
+		}
+		if (!*p)
+			break;
+		start = p + 1;
+	}
+}
+
+/*
+ * The keys whose value differs between the runs d[0..n), in order: a
+ * recording's, model's or strategy's keys, the allocator's, cap, policy.
+ * Returns how many (into names, alloc: whether an allocator's).
+ */
+static size_t
+sweep_varying(const run_desc_t *d, size_t n, char (*names)[64], bool *alloc)
+{
+	char all[SWEEP_MAXKEYS][64];
+	bool is_alloc[SWEEP_MAXKEYS];
+	size_t na = 0, nv = 0;
+	for (size_t i = 0; i < n; i++)
+		sweep_names(d[i].keys, '=', all, is_alloc, &na, false);
+	/* the allocators' keys in their tables' order */
+	for (size_t i = 0; i < n; i++) {
+		const msim_policy_ops_t *ops = msim_policy_find(d[i].policy);
+		for (const msim_param_spec_t *p = ops ? ops->params : NULL;
+		     p && p->name; p++) {
+			char one[80];
+			snprintf(one, sizeof(one), "%s:", p->name);
+			sweep_names(one, ':', all, is_alloc, &na, true);
+		}
+	}
+	sweep_names("cap=,policy=", '=', all, is_alloc, &na, false);
+	for (size_t k = 0; k < na; k++) {
+		char v0[128], v[128];
+		setting_value(&d[0], all[k], v0, sizeof(v0));
+		bool varies = false;
+		for (size_t i = 1; i < n && !varies; i++) {
+			setting_value(&d[i], all[k], v, sizeof(v));
+			varies = strcmp(v, v0) != 0;
+		}
+		if (varies) {
+			memcpy(names[nv], all[k], 64);
+			alloc[nv++] = is_alloc[k];
+		}
+	}
+	return nv;
+}
+
+/* A line's name: the value of key sk (given), else the run's other
+ * varying keys but x ("batch=8,expandable_segments:True"), the trace's
+ * name first when the runs' traces differ otherwise than by them. */
+static void
+sweep_series(const run_desc_t *d, const char *xk, const char *sk,
+	     char (*vary)[64], const bool *alloc, size_t nv, bool trace,
+	     char *buf, size_t n)
+{
+	char v[128];
+	size_t k = 0;
+	buf[0] = '\0';
+	if (trace && k < n)
+		k += (size_t)snprintf(buf + k, n - k, "%s ", d->trace);
+	if (sk) {
+		bool is_alloc = false;
+		for (size_t i = 0; i < nv; i++)
+			is_alloc |= !strcmp(vary[i], sk) && alloc[i];
+		setting_value(d, sk, v, sizeof(v));
+		if (k < n)
+			snprintf(buf + k, n - k, "%s%c%s", sk,
+				 is_alloc ? ':' : '=', v);
+		return;
+	}
+	size_t k0 = k;
+	for (size_t i = 0; i < nv && k < n; i++) {
+		if (!strcmp(vary[i], xk))
+			continue;
+		setting_value(d, vary[i], v, sizeof(v));
+		if (!strcmp(vary[i], "cap")) {
+			char b[24];
+			msim_format_bytes(d->cap, b, sizeof(b));
+			snprintf(v, sizeof(v), "%s", d->cap ? b : "none");
+		}
+		k += (size_t)snprintf(buf + k, n - k, "%s%s%c%s",
+				      k > k0 ? " " : "", vary[i],
+				      alloc[i] ? ':' : '=', v);
+	}
+	if (k == k0 && k < n)
+		snprintf(buf + k, n - k, "%s", *d->params ? d->params
+							  : "defaults");
+}
+
 static int
 export_sweep(msim_db_t *db, const msim_plot_req_t *r, FILE *fp, char *title,
 	     size_t titlelen, char *why, size_t whylen)
 {
-	const char *xk = r->x_key ? r->x_key : "max_split_size_mb";
-	const char *sk = r->series_key ? r->series_key
-				       : "garbage_collection_threshold";
 	const char *yc = r->y_col ? r->y_col : "peak_reserved_bytes";
 	int ok = 0;
 	for (int k = 0; msim_db_run_figures[k]; k++)
@@ -429,39 +576,59 @@ export_sweep(msim_db_t *db, const msim_plot_req_t *r, FILE *fp, char *title,
 	int bytes = strstr(yc, "_bytes") != NULL;
 	spoint_t *pt = calloc(r->nruns, sizeof(*pt));
 	int *ord = calloc(r->nruns, sizeof(*ord));
-	if (!pt || !ord) {
+	run_desc_t *d = calloc(r->nruns, sizeof(*d));
+	char (*vary)[64] = calloc(SWEEP_MAXKEYS, 64);
+	if (!pt || !ord || !d || !vary) {
 		free(pt);
 		free(ord);
+		free(d);
+		free(vary);
 		return MSIM_ENOMEM;
 	}
 	int rc = 0;
-	run_desc_t d0;
-	int many_traces = 0;
+	bool many_traces = false, keyed = true;
+	for (size_t i = 0; i < r->nruns && !rc; i++) {
+		rc = run_describe(db, r->runs[i], yc, &d[i], why, whylen);
+		many_traces |= !rc && strcmp(d[i].hash, d[0].hash) != 0;
+		keyed &= !rc && d[i].keys[0];
+	}
+	if (rc)
+		goto out;
+	bool alloc[SWEEP_MAXKEYS];
+	size_t nv = sweep_varying(d, r->nruns, vary, alloc);
+	/* x: the key asked for, else the first that varies. */
+	const char *xk = r->x_key ? r->x_key : nv ? vary[0]
+						   : "max_split_size_mb";
+	/* A recording's name is its hash, a model's its whole spec: their
+	 * keys say what they are.  Other traces go by their names. */
+	bool trace_names = many_traces && !keyed;
 	for (size_t i = 0; i < r->nruns; i++) {
-		run_desc_t d;
-		if ((rc = run_describe(db, r->runs[i], yc, &d, why, whylen)))
-			break;
-		if (!i)
-			d0 = d;
-		many_traces |= strcmp(d.hash, d0.hash) != 0;
-		param_value(d.params, d.policy, xk, pt[i].x, sizeof(pt[i].x));
-		char sv[128];
-		param_value(d.params, d.policy, sk, sv, sizeof(sv));
-		snprintf(pt[i].series, sizeof(pt[i].series), "%s%s%s=%s",
-			 d.trace, " ", sk, sv);
-		pt[i].y = d.y;
+		setting_value(&d[i], xk, pt[i].x, sizeof(pt[i].x));
+		sweep_series(&d[i], xk, r->series_key, vary, alloc, nv,
+			     trace_names, pt[i].series, sizeof(pt[i].series));
+		pt[i].y = d[i].y;
 		if (bytes)
 			pt[i].y /= 1024.0 * 1024.0 * 1024.0;
 		label_clean(pt[i].x);
 		label_clean(pt[i].series);
 	}
-	if (rc)
-		goto out;
-	if (!many_traces) /* the trace goes into the title instead */
-		for (size_t i = 0; i < r->nruns; i++)
-			memmove(pt[i].series,
-				pt[i].series + strlen(d0.trace) + 1,
-				strlen(pt[i].series + strlen(d0.trace) + 1) + 1);
+	if (r->x_key && nv) {
+		bool swept = false;
+		for (size_t k = 0; k < nv; k++)
+			swept |= !strcmp(vary[k], xk);
+		if (!swept) {
+			size_t k = (size_t)snprintf(why, whylen, "--x %s: not "
+						    "swept in these runs (what "
+						    "varies:", xk);
+			for (size_t j = 0; j < nv && k < whylen; j++)
+				k += (size_t)snprintf(why + k, whylen - k,
+						      " %s", vary[j]);
+			if (k < whylen)
+				snprintf(why + k, whylen - k, ")");
+			rc = MSIM_EINVAL;
+			goto out;
+		}
+	}
 	/* Positions on x: distinct values in numeric order. */
 	for (size_t i = 0; i < r->nruns; i++)
 		ord[i] = (int)i;
@@ -499,11 +666,13 @@ export_sweep(msim_db_t *db, const msim_plot_req_t *r, FILE *fp, char *title,
 		}
 	}
 	snprintf(title, titlelen, "%s%s%s against %s (%zu runs)",
-		 many_traces ? "" : d0.trace, many_traces ? "" : ": ", yc, xk,
-		 r->nruns);
+		 trace_names || keyed ? "" : d[0].trace,
+		 trace_names || keyed ? "" : ": ", yc, xk, r->nruns);
 out:
 	free(pt);
 	free(ord);
+	free(d);
+	free(vary);
 	return rc;
 }
 
@@ -726,9 +895,21 @@ msim_plot_draw(msim_db_t *db, const msim_plot_req_t *r, char *why,
 	char script[4096];
 	snprintf(script, sizeof(script), "%s/%s.gp", r->plots_dir,
 		 kind_names[r->kind]);
+	/* A curve: the run's cap and where a partial history begins
+	 * (run_meta history_start), drawn as lines. */
+	char cap[32] = "", start[32] = "";
+	if (r->kind == MSIM_PLOT_CURVE) {
+		run_desc_t d;
+		if (!run_describe(db, r->runs[0], NULL, &d, why, whylen) &&
+		    d.cap)
+			snprintf(cap, sizeof(cap), "%" PRIu64, d.cap);
+		if (msim_db_run_meta_get(db, r->runs[0], "history_start", start,
+					 sizeof(start)))
+			start[0] = '\0';
+	}
 	char *argv[] = {(char *)r->gnuplot, "-c", script, csv, (char *)r->out,
 			r->title ? (char *)r->title : title,
-			(char *)(r->size ? r->size : ""), NULL};
+			(char *)(r->size ? r->size : ""), cap, start, NULL};
 	rc = run_gnuplot(r->gnuplot, argv, why, whylen);
 	unlink(csv);
 	return rc;

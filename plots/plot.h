@@ -61,8 +61,15 @@ typedef struct msim_plot_req_s {
 	int kind;                 /* MSIM_PLOT_* */
 	const int64_t *runs;      /* the runs (curve, segments: the first) */
 	size_t nruns;
-	const char *x_key;        /* sweep: NULL = max_split_size_mb */
-	const char *series_key;   /* sweep: NULL = garbage_collection_threshold */
+	/* sweep: a key the runs vary (an allocator parameter, a recording's,
+	 * model's or strategy's key, cap, policy); NULL: the first that
+	 * varies (recording and model keys first, then the allocator's in
+	 * its table's order).  A key given that does not vary is refused. */
+	const char *x_key;
+	/* sweep: one line per value of this key; NULL: one per value of the
+	 * other keys that vary ("batch=8 expandable_segments:True"), the
+	 * trace's name first for plain traces that differ. */
+	const char *series_key;
 	const char *y_col;        /* sweep: a runs column; NULL =
 				   * peak_reserved_bytes */
 	const char *out;          /* .png, .svg or .pdf */

@@ -355,6 +355,8 @@ sim_request(msim_sim_t *sim, const msim_req_t *req)
 		for (size_t i = 0; i < n; i++)
 			pk[i].peak = pk[i].current;
 		sim->peaks_reset = true;
+		if (sim->observe) /* where peaks count from (lab/explain.c) */
+			sim->observe(sim->observe_ctx, req, 0);
 		return 0;
 	}
 	case MSIM_REQ_EMPTY_CACHE:

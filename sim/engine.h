@@ -41,10 +41,11 @@ typedef struct msim_sim_config_s {
 	 * timeline: the blocks at a peak found by a run before (lab/job.c:
 	 * msim_device_peak()'s request + 1), replayed to it again. */
 	uint64_t blocks_at;
-	/* May be NULL.  Called after each ALLOC, FREE_REQUESTED and FREE
-	 * the engine serves, with the policy's answer to an ALLOC (0 or
-	 * MSIM_EDEVOOM; 0 for frees): what explain needs to follow each
-	 * block's owner.  One test of a NULL pointer a request otherwise. */
+	/* May be NULL.  Called after each ALLOC, FREE_REQUESTED, FREE and
+	 * RESET_PEAKS the engine serves, with the policy's answer to an
+	 * ALLOC (0 or MSIM_EDEVOOM; 0 otherwise): what explain needs to
+	 * follow each block's owner and where peaks count from.  One test
+	 * of a NULL pointer a request otherwise. */
 	void (*observe)(void *ctx, const msim_req_t *req, int rc);
 	void *observe_ctx;
 } msim_sim_config_t;

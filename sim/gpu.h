@@ -7,7 +7,8 @@
  * processes hold, its peak, what each held at that peak, and the
  * cudaMallocs each process saw fail because the GPU was full.
  *
- * Named capacities: the H200's measured totalGlobalMem and the MIG
+ * Named GPUs (memsim devices): whole cards with the bytes the runtime
+ * reports and the context a PyTorch process takes, and the MIG
  * profiles NVIDIA publishes for the A100, H100 and H200
  * (msim_gpu_capacity_parse()).
  */
@@ -63,10 +64,47 @@ uint64_t msim_gpu_full_failures(const msim_gpu_t *gpu, size_t proc);
 int64_t msim_gpu_last_full_request(const msim_gpu_t *gpu, size_t proc);
 
 /*
- * A named capacity: "h200" (the measured MSIM_H200_BYTES) or
- * "GPU:PROFILE" with GPU one of a100-40gb, a100-80gb, h100, h200 and
- * PROFILE a MIG profile of that GPU ("h200:1g.18gb").  Returns 0 with
- * the bytes, or MSIM_EINVAL with why naming the profiles there are.
+ * A GPU by name (memsim devices): what cudaMemGetInfo() reports as its
+ * total and what a PyTorch process takes of it outside the allocator,
+ * each with where the figure comes from ("measured: FILE", "reported:
+ * ...", "spec: ...", "assumed: ..."; sim/gpu.c says which is which).
+ */
+typedef struct msim_gpu_model_s {
+	const char *name;        /* "a10g": what --device takes */
+	const char *label;       /* torch.cuda.get_device_name() */
+	uint64_t total;          /* bytes cudaMemGetInfo() reports */
+	const char *total_src;   /* where total comes from */
+	uint64_t context;        /* bytes of CUDA context and libraries */
+	const char *context_src; /* where context comes from */
+	int major, minor;        /* compute capability */
+	int sms;                 /* multiprocessors */
+	uint64_t l2;             /* L2 cache bytes; 0: not known */
+} msim_gpu_model_t;
+
+/* The whole cards, n_out of them, in a fixed order. */
+const msim_gpu_model_t *msim_gpu_models(size_t *n_out);
+
+/* The card named name (case ignored), or NULL. */
+const msim_gpu_model_t *msim_gpu_model_find(const char *name);
+
+/* The i-th MIG profile (from 0): its GPU's name (NULL past the last),
+ * the profile and its bytes. */
+const char *msim_gpu_mig_gpu(size_t i, const char **profile_out,
+			     uint64_t *bytes_out);
+
+/*
+ * A GPU by name: a card of msim_gpu_models() or a MIG profile
+ * "GPU:PROFILE" (GPU one of a100-40gb, a100-80gb, h100, h200; "h200:1g.18gb").
+ * Returns 0 with its bytes and (context_out may be NULL) the context of
+ * its card, or MSIM_EINVAL with why (the name nearest, or the profiles
+ * of the GPU named).
+ */
+int msim_gpu_named(const char *name, uint64_t *bytes_out,
+		   uint64_t *context_out, char *why, size_t whylen);
+
+/*
+ * A named capacity: msim_gpu_named() without the context (why says
+ * "'x' is not a byte size or a GPU ..." of a name not known).
  */
 int msim_gpu_capacity_parse(const char *name, uint64_t *bytes_out, char *why,
 			    size_t whylen);

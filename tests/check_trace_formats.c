@@ -871,8 +871,9 @@ END_TEST
  * lenient, through both request stages. */
 START_TEST(test_bin_ext_actions)
 {
-	/* empty_cache (stream 0 given), action 17, empty_cache. */
-	static const uint8_t pl[] = {0x50, 0, 0, 0, 0, 0x41, 0, 0, 0,
+	/* empty_cache (stream 0 given), action 18 (17 is reset_peaks),
+	 * empty_cache. */
+	static const uint8_t pl[] = {0x50, 0, 0, 0, 0, 0x42, 0, 0, 0,
 				     0x40, 0x02, 0, 0};
 	char err[512];
 	const char *p = bin_file("ext.msimtr", 2, pl, 5, 1);
@@ -903,7 +904,7 @@ START_TEST(test_bin_ext_actions)
 		uint64_t n = 0;
 		ck_assert_int_lt(read_all(p, NULL, err, sizeof(err), &n), 0);
 		ck_assert_msg(strstr(err, "ext17.msimtr: byte 37: unknown action "
-				      "17 (a newer memsim's file?"), "%s", err);
+				      "18 (a newer memsim's file?"), "%s", err);
 		msim_trace_options_t opt = {.lenient = true};
 		ck_assert_int_eq(read_all(p, &opt, err, sizeof(err), &n), 0);
 		ck_assert_uint_eq(n, 2);
@@ -915,7 +916,7 @@ START_TEST(test_bin_ext_actions)
 		;
 	const char *first;
 	ck_assert_uint_eq(msim_trace_skipped(t, &first), 1);
-	ck_assert_str_eq(first, "action 17");
+	ck_assert_str_eq(first, "action 18");
 	msim_trace_close(t);
 	/* Version 1 had no such records. */
 	p = bin_file("ext1.msimtr", 1, pl, 5, 1);

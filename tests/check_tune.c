@@ -101,19 +101,20 @@ END_TEST
 
 START_TEST(test_tune_grid_set)
 {
-	const char *grid[4];
+	const char *grid[5];
 	size_t n = 0;
 	for (size_t k = 0; k < MSIM_TUNE_NGRID; k++)
 		grid[n++] = msim_tune_grid[k];
-	ck_assert_int_eq(msim_tune_grid_set(grid, &n, 4,
+	ck_assert_str_eq(grid[3], "expandable_segments=false,true");
+	ck_assert_int_eq(msim_tune_grid_set(grid, &n, 5,
 					    "max_split_size_mb=none,64"), 0);
-	ck_assert_uint_eq(n, 3);
-	ck_assert_str_eq(grid[0], "max_split_size_mb=none,64");
-	ck_assert_int_eq(msim_tune_grid_set(grid, &n, 4, "batch=8,16"), 0);
 	ck_assert_uint_eq(n, 4);
-	ck_assert_int_eq(msim_tune_grid_set(grid, &n, 4, "seq=1,2"), -1);
-	ck_assert_int_eq(msim_tune_grid_set(grid, &n, 4, "batch=4"), 0);
-	ck_assert_str_eq(grid[3], "batch=4");
+	ck_assert_str_eq(grid[0], "max_split_size_mb=none,64");
+	ck_assert_int_eq(msim_tune_grid_set(grid, &n, 5, "batch=8,16"), 0);
+	ck_assert_uint_eq(n, 5);
+	ck_assert_int_eq(msim_tune_grid_set(grid, &n, 5, "seq=1,2"), -1);
+	ck_assert_int_eq(msim_tune_grid_set(grid, &n, 5, "batch=4"), 0);
+	ck_assert_str_eq(grid[4], "batch=4");
 }
 END_TEST
 

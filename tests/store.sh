@@ -147,7 +147,7 @@ cmp -s "$tmp/figures" "$tmp/out" || fail "refused: the figures are not printed"
 # tune: the search's default and recommendation, then the error.
 $MEMSIM tune --cap 15GiB -j1 -g max_split_size_mb=none,64,128 \
 	-g garbage_collection_threshold=0 -g roundup_power2_divisions=0 \
-	--db "$tmp/full1.db" "$trace" >"$tmp/out" 2>"$tmp/err" &&
+	-g expandable_segments=false --db "$tmp/full1.db" "$trace" >"$tmp/out" 2>"$tmp/err" &&
 	fail "tune into a refusing database succeeded"
 one_line "$tmp/err" "tune, refused"
 grep -q "full1.db: cannot store the run: database or disk is full" \
@@ -161,7 +161,7 @@ grep -q '^stored' "$tmp/out" && fail "tune refused: 'stored'"
 # The same search stored: the same figures, with the runs.
 $MEMSIM tune --cap 15GiB -j1 -g max_split_size_mb=none,64,128 \
 	-g garbage_collection_threshold=0 -g roundup_power2_divisions=0 \
-	--db "$tmp/tune.db" "$trace" >"$tmp/out2" || fail "tune"
+	-g expandable_segments=false --db "$tmp/tune.db" "$trace" >"$tmp/out2" || fail "tune"
 grep -v '^run (in\|^stored\|^searched' "$tmp/out2" >"$tmp/a"
 grep -v '^searched' "$tmp/out" | cmp -s - "$tmp/a" ||
 	fail "tune refused printed other figures than tune stored"

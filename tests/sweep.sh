@@ -174,8 +174,8 @@ if command -v gnuplot >/dev/null 2>&1; then
 	for s in reserved allocated fragmentation; do
 		grep -q ">$s<" "$tmp/curve.svg" || fail "curve.svg lacks $s"
 	done
-	for s in "garbage_collection_threshold=0.6" "garbage_collection_threshold=0.8" \
-		"resnet50_amp.csv garbage_collection_threshold=0"; do
+	for s in "garbage_collection_threshold:0.6" "garbage_collection_threshold:0.8" \
+		"resnet50_amp.csv garbage_collection_threshold:0"; do
 		grep -q "$s" "$tmp/sweep.svg" || fail "sweep.svg lacks $s"
 	done
 	grep -q "max_split_size_mb:128 garbage_collection_threshold:0.6" "$tmp/overlay.svg" ||

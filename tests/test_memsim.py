@@ -337,7 +337,7 @@ class Experiments(unittest.TestCase):
             got = memsim.explain(self.PICKLE, **kw)
             for key in ("trace", "policy", "params", "capacity_bytes",
                         "cap_bytes", "context_bytes", "tagged", "requests",
-                        "peak", "oom_request"):
+                        "peak", "peak_allocated", "oom_request"):
                 self.assertEqual(got[key], want[key], msg=key)
             self.assertEqual("oom" in got, bool(args))
             if args:

@@ -785,6 +785,12 @@ bin_requests(msim_trace_t *t, msim_req_t *v, size_t cap, size_t *n_out)
 			n++;
 			requests++;
 			break;
+		case MSIM_ACT_RESET_PEAKS:
+			q->kind = MSIM_REQ_RESET_PEAKS;
+			q->addr = 0;
+			q->size = 0;
+			n++;
+			break;
 		case MSIM_ACT_POOL_CREATE:
 		case MSIM_ACT_POOL_BEGIN:
 		case MSIM_ACT_POOL_END:

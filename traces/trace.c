@@ -43,6 +43,7 @@ static const char *const action_names[MSIM_NACT] = {
 	[MSIM_ACT_POOL_RELEASE] = "pool_release",
 	[MSIM_ACT_POOL_RESTORE] = "pool_restore",
 	[MSIM_ACT_EMPTY_CACHE] = "empty_cache",
+	[MSIM_ACT_RESET_PEAKS] = "reset_peaks",
 };
 
 const char *

@@ -64,6 +64,11 @@ typedef enum msim_action_e {
 	 * the run after it as the call's (docs/pytorch-allocator.md §11.2).
 	 * Appended: the actions before it keep their numbers. */
 	MSIM_ACT_EMPTY_CACHE,
+	/* torch.cuda.reset_peak_memory_stats(): addr and size 0.  PyTorch's
+	 * trace has no such row; `memsim convert` writes one after a partial
+	 * history's seeded start (msim_trace_seed_requests()), where the
+	 * replay of the snapshot itself resets its peaks.  Appended. */
+	MSIM_ACT_RESET_PEAKS,
 	MSIM_NACT
 } msim_action_t;
 
@@ -336,6 +341,15 @@ typedef struct msim_trace_seed_s {
 /* What the seeding did so far (complete after the first request, with a
  * first pass; else at the end). */
 void msim_trace_seeding(const msim_trace_t *t, msim_trace_seed_t *out);
+
+/*
+ * The requests that rebuild a partial history's start (n_out of them;
+ * none unless the trace needed seeding), complete after
+ * msim_trace_prescan(): what msim_trace_next() hands out before the
+ * trace's first entry.  Owned by t.
+ */
+const msim_req_t *msim_trace_seed_requests(const msim_trace_t *t,
+					   size_t *n_out);
 
 /*
  * Reads the trace once to the end before it is replayed (a snapshot in a

@@ -174,6 +174,12 @@ trace_request(msim_trace_t *t, const msim_entry_t *e, msim_req_t *req)
 		req->kind = MSIM_REQ_EMPTY_CACHE;
 		req->addr = 0;
 		return 1;
+	case MSIM_ACT_RESET_PEAKS:
+		/* After a seeded start written out (memsim convert). */
+		req->kind = MSIM_REQ_RESET_PEAKS;
+		req->addr = 0;
+		req->size = 0;
+		return 1;
 	default: /* what the allocator did, or annotations */
 		return 0;
 	}
@@ -334,7 +340,8 @@ request:
 			req_out->flags |= t->next_flags;
 			t->next_flags = 0;
 		}
-		if (req_out->kind != MSIM_REQ_SEGMENT_HINT)
+		if (req_out->kind != MSIM_REQ_SEGMENT_HINT &&
+		    req_out->kind != MSIM_REQ_RESET_PEAKS)
 			t->requests++;
 		return 1;
 	}

@@ -654,3 +654,10 @@ msim_trace_seeding(const msim_trace_t *t, msim_trace_seed_t *out)
 	if (!t->prescanned)
 		out->exact = true;
 }
+
+const msim_req_t *
+msim_trace_seed_requests(const msim_trace_t *t, size_t *n_out)
+{
+	*n_out = t->nseedq;
+	return t->seedq;
+}

@@ -37,6 +37,7 @@ modelled and what is approximated: docs/recording-compile.md.
 import functools
 import operator
 import weakref
+from . import devices
 
 # Ops Inductor does not lower into Triton kernels but calls as ATen kernels
 # (lowering.py's make_fallback and the ExternKernel choices of tuned_mm /
@@ -64,12 +65,7 @@ EXTERN = {
 # the buffer triton.testing.do_bench fills to flush the cache between
 # benchmark runs of one kernel (the H200 trace: 62914560-byte blocks at
 # the compiled program's first call).
-L2_BYTES = {
-    "h200": 60 << 20, "h100-80gb": 50 << 20, "h100-pcie": 50 << 20,
-    "a100-80gb": 40 << 20, "a100-40gb": 40 << 20, "l4": 48 << 20,
-    "l40s": 96 << 20, "a10g": 6 << 20, "v100-32gb": 6 << 20,
-    "t4": 4 << 20,
-}
+L2_BYTES = devices.L2_BYTES  # memsim devices (sim/gpu.c)
 
 
 def _name(node):

@@ -1,24 +1,29 @@
 """The devices --device names: what torch.cuda answers under --fake.
 
-total_memory is what torch.cuda.get_device_properties(0).total_memory
-reports (cudaDeviceProp::totalGlobalMem); the H200 figure was read on the
-project's device (see docs/guide.md, where cudaMemGetInfo's total on
-the H200 is given).
+The table is memsim's own (`memsim devices`, sim/gpu.c), written to
+devices.json beside this file by `memsim devices --json` (tests/devices.sh
+checks that the two agree): total_memory is what
+torch.cuda.get_device_properties(0).total_memory and mem_get_info() report
+(cudaDeviceProp::totalGlobalMem), with where each figure comes from.
 """
 
-DEVICES = {
-    # name: (marketing name, major, minor, total_memory bytes, SMs)
-    "h200": ("NVIDIA H200", 9, 0, 150109880320, 132),
-    "h100-80gb": ("NVIDIA H100 80GB HBM3", 9, 0, 85031714816, 132),
-    "h100-pcie": ("NVIDIA H100 PCIe", 9, 0, 85031714816, 114),
-    "a100-80gb": ("NVIDIA A100-SXM4-80GB", 8, 0, 85097971712, 108),
-    "a100-40gb": ("NVIDIA A100-SXM4-40GB", 8, 0, 42297270272, 108),
-    "l4": ("NVIDIA L4", 8, 9, 23580639232, 58),
-    "l40s": ("NVIDIA L40S", 8, 9, 47697362944, 142),
-    "a10g": ("NVIDIA A10G", 8, 6, 23609475072, 80),
-    "v100-32gb": ("Tesla V100-SXM2-32GB", 7, 0, 34089730048, 80),
-    "t4": ("Tesla T4", 7, 5, 15835660288, 40),
-}
+import json
+import os
+
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                       "devices.json")) as _f:
+    TABLE = json.load(_f)
+
+# name: (marketing name, major, minor, total_memory bytes, SMs)
+DEVICES = {d["name"]: (d["label"], d["major"], d["minor"], d["total_bytes"],
+                       d["sms"]) for d in TABLE["devices"]}
+
+# name: the L2 cache Triton's autotuner flushes (cards where it is known)
+L2_BYTES = {d["name"]: d["l2_bytes"] for d in TABLE["devices"]
+            if d["l2_bytes"]}
+
+# name: bytes of CUDA context and libraries a PyTorch process holds
+CONTEXT_BYTES = {d["name"]: d["context_bytes"] for d in TABLE["devices"]}
 
 
 def cublas_workspace_bytes(major, minor, env=None):
