@@ -191,4 +191,39 @@ fi
 before "memsim record needs a number of processes" -- \
 	$MEMSIM record -o d.csv -- "$PY" -m torch.distributed.run --nproc-per-node gpu "$in/ddp.py"
 
+# --- fit: its outputs checked first, a failing recording is a failure at
+# its value (the search goes on), many options, a time limit.
+script fitb.py 'import sys, torch' 'b = int(sys.argv[1])' \
+	'if b == 4:' '    raise SystemExit("no batch of 4")' \
+	'x = torch.zeros(b * 1048576, device="cuda")'
+before "fit: --keep nodir/B-1.csv: folder nodir: No such file" -- \
+	$MEMSIM fit --cap 30MiB --vary B=1..4 -k nodir -- "$PY" "$in/fitb.py" '{B}'
+before "fit: --keep $in/data.txt/B-1.csv: $in/data.txt is not a folder" -- \
+	$MEMSIM fit --cap 30MiB --vary B=1..4 -k "$in/data.txt" -- "$PY" "$in/fitb.py" '{B}'
+rcase 0 '' -- $MEMSIM fit $fakes --cap 30MiB --vary B=1..4 -k "$tmp/adir" -- \
+	"$PY" "$in/fitb.py" '{B}'
+grep -q '^memsim: fit: recording B=4 failed (exit 1).*; counted as not fitting$' "$tmp/err" ||
+	fail "fit: the failed recording: $(grep B=4 "$tmp/err")"
+grep -q '^largest    B=3$' "$tmp/out" || fail "fit: $(cat "$tmp/out")"
+grep -q '^failed     1 recording (each counted as not fitting; see above)$' "$tmp/out" ||
+	fail "fit: the failures: $(cat "$tmp/out")"
+ls "$tmp/adir" | grep -q '^B-3.csv$' || fail "fit -k: B-3.csv not kept"
+script fitslow.py 'import sys, time, torch' 'b = int(sys.argv[1])' \
+	'x = torch.zeros(1048576, device="cuda")' 'if b > 1:' '    time.sleep(300)'
+rcase 0 '' -- $MEMSIM fit --timeout 20 --cap 30MiB --vary B=1..2 -- \
+	"$PY" "$in/fitslow.py" '{B}'
+grep -q 'recording B=2 failed (exit 1): the recording ran past --timeout 20 s' "$tmp/err" ||
+	fail "fit --timeout: $(grep B=2 "$tmp/err")"
+grep -q '^largest    B=1$' "$tmp/out" || fail "fit --timeout: $(cat "$tmp/out")"
+
+# --- A sweep's recordings are keyed by the script's bytes: edit it and
+# it is recorded again.
+script sw.py 'import sys, torch' 'x = torch.zeros(int(sys.argv[1]) * 1024, device="cuda")'
+rcase 0 '' -- $MEMSIM sweep --db "$tmp/sw.db" --grid batch=2 -- "$PY" "$in/sw.py" '{batch}'
+rcase 0 '' -- $MEMSIM sweep --db "$tmp/sw.db" --grid batch=2 -- "$PY" "$in/sw.py" '{batch}'
+grep -q 'made before, reused' "$tmp/err" || fail "sweep: not reused: $(cat "$tmp/err")"
+printf 'y = torch.zeros(4096, device="cuda")\n' >>"$in/sw.py"
+rcase 0 '' -- $MEMSIM sweep --db "$tmp/sw.db" --grid batch=2 -- "$PY" "$in/sw.py" '{batch}'
+grep -q 'made before, reused' "$tmp/err" && fail "sweep: the edited script's old recording reused"
+grep -q 'recording 1/1 (batch=2): recording' "$tmp/err" || fail "sweep: $(cat "$tmp/err")"
 finish hostile_record
