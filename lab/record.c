@@ -572,9 +572,9 @@ rec_one(msim_recsweep_t *r, size_t k, size_t total)
 	rc = reuse ? 0 : msim_record_exec(&s->rec, path, ropt, nropt, cmd,
 					  s->ncmd, why, sizeof(why));
 	msim_record_subst_free(cmd, s->ncmd);
-	if (rc < 0) {
+	if (rc < 0 || (rc && msim_record_signal())) { /* stop: no more */
 		free(path);
-		return rec_fail(r, rc, "record: %s", why);
+		return rec_fail(r, rc < 0 ? rc : MSIM_EIO, "record: %s", why);
 	}
 	if (rc) {
 		if (*why)

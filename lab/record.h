@@ -98,7 +98,8 @@ typedef struct msim_recsweep_spec_s {
  * *ngrid shrinks), then makes (or finds) one recording for each of their
  * combinations.  A failed recording is counted and left out.  Returns 0
  * with *out, or an error with why filled: a {NAME} no axis gives, an axis
- * twice, a recorder that cannot be started, no recording made.
+ * twice, a recorder that cannot be started, memsim stopped by a signal
+ * (msim_record_signal()), no recording made.
  */
 int msim_recsweep_make(const msim_recsweep_spec_t *spec, const char **grid,
 		       size_t *ngrid, msim_recsweep_t **out, char *why,
