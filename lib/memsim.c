@@ -500,6 +500,9 @@ memsim_replay(memsim_run_t *h)
 	if (r->replayed)
 		return run_fail(r, MEMSIM_ESTATE, "the run was replayed "
 				"already");
+	if (!r->spec.trace || r->loaded) /* its open or load failed */
+		return run_fail(r, MEMSIM_ESTATE, "no trace to replay (the "
+				"run's memsim_open() failed, or it was loaded)");
 	r->replayed = true;
 	msim_job_err_t err;
 	/* GSL's handler: gsl_quiet().  Opened as a stored job, so memsim_store() keeps the blocks at

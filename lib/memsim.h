@@ -154,7 +154,9 @@ MEMSIM_EXPORT int memsim_set_option(memsim_run_t *run, const char *name,
  * Opens the trace and replays it to its end (or its first OOM unless
  * keep_going).  Once per run.  Returns 0, or the error of the part at
  * fault: MEMSIM_EPOLICY, MEMSIM_EPARAMS, MEMSIM_ECAP, MEMSIM_EINPUT (or
- * the reader's MEMSIM_EIO, MEMSIM_EFORMAT, MEMSIM_ENOTFOUND), ...
+ * the reader's MEMSIM_EIO, MEMSIM_EFORMAT, MEMSIM_ENOTFOUND), ...;
+ * MEMSIM_ESTATE for a run whose memsim_open() failed (no trace) or that
+ * memsim_load() gave.
  */
 MEMSIM_EXPORT int memsim_replay(memsim_run_t *run);
 
