@@ -268,9 +268,13 @@ MEMSIM_EXPORT int memsim_fit(const char *pattern, const char *name, long lo,
  * memsim_record(): `memsim record -o out -- argv...`: runs argv (argc
  * words: python3 SCRIPT ARGS, or SCRIPT ARGS) under the Python recorder
  * (memsim_record from $MEMSIM_PYTHONPATH, else the installed one; the
- * interpreter from argv, else $MEMSIM_PYTHON, else python3) and writes
- * its allocations to out; the script's output goes to stderr.  Returns
- * the recorder's exit status (0: out written), or an error.
+ * interpreter from argv, else $MEMSIM_PYTHON, else python3; `python3
+ * -m MODULE` and torchrun as `memsim record` reads them) and writes its
+ * allocations to out; the script's output goes to stderr.  out is checked
+ * before anything runs (MEMSIM_EIO or MEMSIM_EINVAL: a missing folder, a
+ * folder, a device, a file the command names) and replaced only by a
+ * whole trace.  Returns the recorder's exit status (0: out written), or
+ * an error.
  */
 MEMSIM_EXPORT int memsim_record(const char *out, char *const *argv, int argc,
 				char *why, size_t whylen);

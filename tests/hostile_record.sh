@@ -61,10 +61,13 @@ before 'not a regular file' -- $MEMSIM record -o "$tmp/fifo" -- "$PY" "$in/ran.p
 [ -p "$tmp/fifo" ] || fail "the FIFO was replaced"
 [ -c /dev/null ] || fail "/dev/null was replaced"
 # A relative -o is where memsim was started, whatever the script's chdir.
-script chdir.py 'import os, torch' 'os.chdir("/")' 'x = torch.zeros(8, device="cuda")'
+mkdir "$tmp/elsewhere"
+export ELSEWHERE="$tmp/elsewhere"
+script chdir.py 'import os, torch' 'os.chdir(os.environ["ELSEWHERE"])' \
+	'x = torch.zeros(8, device="cuda")'
 rcase 0 '' -- $MEMSIM record -o rel.csv -- "$PY" "$in/chdir.py"
 [ -s "$tmp/work/rel.csv" ] || fail "chdir: no rel.csv where memsim started"
-[ -e /rel.csv ] && fail "chdir: the trace went to the script's folder"
+[ -e "$tmp/elsewhere/rel.csv" ] && fail "chdir: the trace went to the script's folder"
 
 # --- The script's end: exit status, os._exit, a thread's exception.
 printf 'old\n' >"$tmp/work/keep.csv"
@@ -134,10 +137,12 @@ rcase 1 'ran past --timeout 3 s and was stopped; no trace written' -- \
 [ "$(left timeout)" -eq 0 ] || fail "--timeout: the script's child still runs"
 [ "$(cat keep.csv)" = old ] || fail "--timeout replaced the old trace"
 before '--timeout' -- $MEMSIM record --timeout 0 -o keep.csv -- "$PY" "$in/ran.py"
-for sig in TERM HUP; do
+# (a background job of sh ignores SIGINT: env gives it back its default)
+for sig in TERM HUP INT; do
 	export TAG=$sig
 	rm -f "$mark"
-	$MEMSIM record -o keep.csv -- "$PY" "$in/slow.py" >"$tmp/out" 2>"$tmp/err" &
+	env --default-signal=INT $MEMSIM record -o keep.csv -- "$PY" "$in/slow.py" \
+		>"$tmp/out" 2>"$tmp/err" &
 	pid=$!
 	n=0
 	while [ ! -e "$mark" ] && [ $n -lt 1200 ]; do sleep 0.1; n=$((n + 1)); done
