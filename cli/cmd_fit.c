@@ -17,12 +17,11 @@
 #include "cli/opts.h"
 #include "lab/fit.h"
 #include "policies/registry.h"
+#include "sim/file.h"
 #include "sim/units.h"
 
-#define FIT_MAX_CONFS 32
-
 enum { O_CAP = 256, O_VARY, O_FAKE, O_GPU, O_DEVICE, O_AMP, O_CKPT, O_WS,
-       O_RANK, O_FRAC, O_CTX, O_JSON };
+       O_RANK, O_FRAC, O_CTX, O_JSON, O_TIMEOUT };
 
 static const msim_cli_opt_t fit_opts[] = {
 	{O_CAP, false, "cap", "BYTES", "the per-process cap (required)"},
@@ -44,6 +43,9 @@ static const msim_cli_opt_t fit_opts[] = {
 	{O_CTX, false, "context-bytes", "B",
 	 "CUDA context and libraries (default the device's)"},
 	{O_JSON, false, "json", NULL, "one JSON object (fields in memsim-fit(1))"},
+	{O_TIMEOUT, false, "timeout", "SECONDS",
+	 "stop a recording that runs longer (a failure at\n"
+	 "its value)"},
 	/* memsim record's, passed on (lab/fit.c) */
 	{O_FAKE, false, "fake", NULL, NULL},
 	{O_GPU, false, "gpu", NULL, NULL},
@@ -90,9 +92,13 @@ fit_parse(int argc, char **argv, msim_fit_spec_t *f, const char **vary,
 	static const char *const flag[] = {"--device", "--amp", "--checkpoint",
 					   "--world-size", "--rank",
 					   "--dynamic-fraction"};
-	static const char *confs[FIT_MAX_CONFS];
-	static char *ropt[32];
+	/* at most one a word of argv, two words an option: never more than
+	 * argc (freed at exit) */
+	const char **confs = calloc((size_t)argc + 1, sizeof(*confs));
+	char **ropt = calloc((size_t)argc * 2 + 1, sizeof(*ropt));
 	int c, nropt = 0;
+	if (!confs || !ropt)
+		msim_cli_die("fit: out of memory");
 	f->confs = confs;
 	f->ropt = ropt;
 	optind = 1;
@@ -105,9 +111,6 @@ fit_parse(int argc, char **argv, msim_fit_spec_t *f, const char **vary,
 			*vary = optarg;
 			break;
 		case 'c':
-			if (f->nconf == FIT_MAX_CONFS)
-				msim_cli_die("fit: more than %d --alloc-conf",
-					     FIT_MAX_CONFS);
 			confs[f->nconf++] = optarg;
 			break;
 		case 'p':
@@ -118,6 +121,10 @@ fit_parse(int argc, char **argv, msim_fit_spec_t *f, const char **vary,
 			break;
 		case 't':
 			f->pattern = optarg;
+			break;
+		case O_TIMEOUT:
+			f->rec.timeout_s = (unsigned)msim_cli_uint(
+				"--timeout", optarg, 1, 1u << 30);
 			break;
 		case O_FAKE:
 			ropt[nropt++] = "--fake";
@@ -137,8 +144,6 @@ fit_parse(int argc, char **argv, msim_fit_spec_t *f, const char **vary,
 			/* fall through */
 		case O_AMP: case O_CKPT: case O_WS: case O_RANK:
 		case O_FRAC:
-			if (nropt > 28)
-				msim_cli_die("fit: too many options");
 			ropt[nropt++] = (char *)flag[c - O_DEVICE];
 			ropt[nropt++] = optarg;
 			break;
@@ -195,9 +200,19 @@ fit_print(const msim_fit_spec_t *f, const msim_fit_result_t *r,
 	       device, rb, ab, mb, usable < f->cap
 	       ? " (less than the cap: the context takes the rest)" : "");
 	printf("recordings %d\n", r->tries);
+	if (r->failed)
+		printf("failed     %d recording%s (each counted as not "
+		       "fitting; see above)\n", r->failed,
+		       r->failed == 1 ? "" : "s");
+	if (r->growth[0])
+		printf("warning    %s\n", r->growth);
+	bool lo_failed = false;
+	for (size_t i = 0; i < r->nseen; i++)
+		lo_failed |= r->seen[i].value == f->lo && r->seen[i].p.failed;
 	if (!r->fits) {
-		printf("fits       none: %s=%ld already runs out of memory\n",
-		       f->name, f->lo);
+		printf("fits       none: %s=%ld %s\n", f->name, f->lo,
+		       lo_failed ? "could not be recorded"
+				 : "already runs out of memory");
 		return;
 	}
 	msim_format_bytes((uint64_t)r->at_best.reserved, rb, sizeof(rb));
@@ -310,6 +325,13 @@ msim_cmd_fit(int argc, char **argv)
 				sizeof(why)))
 		msim_cli_die("fit: %s", why);
 	f.name = name;
+	if (keep) { /* the folder, checked on its first recording's name */
+		char first[4200];
+		snprintf(first, sizeof(first), "%s/%s-%ld.csv", keep, name,
+			 f.lo);
+		if (msim_output_check(first, why, sizeof(why)))
+			msim_cli_die("fit: --keep %s", why);
+	}
 	f.cmd = argv + optind;
 	f.ncmd = argc - optind;
 	bool found = false;
@@ -340,8 +362,14 @@ msim_cmd_fit(int argc, char **argv)
 	msim_fit_result_t r;
 	rc = msim_fit_run(&f, &r, why, sizeof(why));
 	msim_cli_progress_end(&pr);
-	if (rc)
+	if (rc) {
+		int sig = msim_record_signal();
+		if (sig) { /* stopped by a signal: said, then the status */
+			fprintf(stderr, "memsim: fit: %s\n", why);
+			exit(128 + sig);
+		}
 		msim_cli_die("fit: %s", why);
+	}
 	if (json)
 		fit_json(&f, &r, gpu.name);
 	else

@@ -1,8 +1,8 @@
 /*
  * memsim record: runs a PyTorch script under the Python recorder
  * (traces/memsim_record, installed in $(pythondir)) and writes the trace.
- * The recorder writes OUT.tmp<pid> and renames it; if it dies, the
- * temporary is removed here, so no partial trace is left at OUT.
+ * OUT is checked before the script runs and replaced only by a whole
+ * trace (lab/recproc.h).
  * The launch itself is lab/record.c's, shared with `memsim fit` and
  * `memsim sweep -- COMMAND`.
  */
@@ -19,7 +19,7 @@
 #include "sim/gpu.h"
 
 enum { O_FAKE = 256, O_GPU, O_DEVICE, O_WS, O_RANK, O_AMP, O_CKPT, O_FRAC,
-       O_ITEM, O_ITEMB, O_REPEATS, O_VALUES, O_IMB, O_PY };
+       O_ITEM, O_ITEMB, O_REPEATS, O_VALUES, O_IMB, O_PY, O_TIMEOUT };
 
 static const msim_cli_opt_t record_opts[] = {
 	{'o', true, "output", "OUT", "the trace to write (required)"},
@@ -53,12 +53,17 @@ static const msim_cli_opt_t record_opts[] = {
 	 "top-k routing: expert 0 gets F x its uniform\nshare (default 1)"},
 	{O_PY, false, "python", "PY",
 	 "the interpreter (default $MEMSIM_PYTHON or python3)"},
+	{O_TIMEOUT, false, "timeout", "SECONDS",
+	 "stop a recording that runs longer (no trace)"},
 	MSIM_CLI_OPT_HELP,
 	{0},
 };
 
 static const msim_cli_cmd_t record_cmd = {
 	"usage: memsim record -o OUT [OPTIONS] -- python3 SCRIPT [ARGS...]\n"
+	"       memsim record -o OUT [OPTIONS] -- python3 -m MODULE [ARGS...]\n"
+	"       memsim record -o OUT [OPTIONS] -- torchrun --nproc-per-node N "
+	"SCRIPT ...\n"
 	"\n"
 	"Runs SCRIPT, unmodified, and writes its GPU allocations to OUT as a "
 	"CSV trace\n"
@@ -75,7 +80,13 @@ static const msim_cli_cmd_t record_cmd = {
 	"for real with the allocator's history on.  Either way each call of\n"
 	"torch.cuda.empty_cache() is an `empty_cache` row, which the replay "
 	"runs.\n"
-	"Needs Python 3 and PyTorch.\n"
+	"Needs Python 3 and PyTorch.  The interpreter's -u, -X and -W are "
+	"passed on;\n"
+	"under torchrun one rank (--rank, default 0) of its world is "
+	"recorded.  OUT is\n"
+	"written only when the script ends well; stopping memsim stops the "
+	"script and\n"
+	"all it started.\n"
 	"\n"
 	"options:\n",
 	record_opts, 28, NULL, true,
@@ -85,9 +96,13 @@ int
 msim_cmd_record(int argc, char **argv)
 {
 	const char *out = NULL;
-	char *ropt[32];
+	/* two words an option at most: never more than argc */
+	char **ropt = calloc((size_t)argc * 2 + 1, sizeof(*ropt));
 	int nropt = 0;
+	unsigned timeout_s = 0;
 	int c;
+	if (!ropt)
+		msim_cli_die("record: out of memory");
 	optind = 1;
 	while ((c = msim_cli_next(&record_cmd, argc, argv)) != -1) {
 		switch (c) {
@@ -102,6 +117,10 @@ msim_cmd_record(int argc, char **argv)
 			break;
 		case O_PY:
 			setenv("MEMSIM_PYTHON", optarg, 1);
+			break;
+		case O_TIMEOUT:
+			timeout_s = (unsigned)msim_cli_uint("--timeout", optarg,
+							    1, 1u << 30);
 			break;
 		case O_DEVICE:
 			if (!msim_gpu_model_find(optarg)) {
@@ -125,8 +144,6 @@ msim_cmd_record(int argc, char **argv)
 				"--checkpoint", "--dynamic-fraction",
 				"--item-int", "--item-bool", "--item-repeats",
 				"--values", "--routing-imbalance"};
-			if (nropt > 28)
-				msim_cli_die("record: too many options");
 			ropt[nropt++] = (char *)flag[c - O_DEVICE];
 			ropt[nropt++] = optarg;
 			break;
@@ -138,10 +155,12 @@ msim_cmd_record(int argc, char **argv)
 		msim_cli_help(stderr, &record_cmd);
 		return 2;
 	}
-	msim_record_opts_t ro = {.dirs = msim_cli_record_dirs()};
-	char why[1024];
+	msim_record_opts_t ro = {.dirs = msim_cli_record_dirs(),
+				 .timeout_s = timeout_s};
+	char why[4400];
 	int rc = msim_record_exec(&ro, out, ropt, nropt, argv + optind,
 				  argc - optind, why, sizeof(why));
+	free(ropt);
 	if (rc < 0)
 		msim_cli_die("record: %s", why);
 	if (*why)

@@ -7,7 +7,7 @@ CC = clang
 TOP = ..
 READERS = csv pickle rmm bin
 TARGETS = $(READERS:%=fuzz_%) fuzz_conf fuzz_replay_csv fuzz_replay_pickle \
-	fuzz_replay_bin fuzz_settings
+	fuzz_replay_bin fuzz_settings fuzz_cmdline fuzz_api
 SAN = -fsanitize=address,undefined -fno-sanitize-recover=undefined
 CFLAGS = -g -O1 $(SAN) -I$(TOP) -I$(TOP)/.. $(shell pkg-config --cflags gsl sqlite3)
 LIBS = $(shell pkg-config --libs gsl sqlite3) -lm -lpthread
@@ -37,6 +37,20 @@ fuzz_conf: conf_fuzzer.c $(HDRS) obj/libfuzzmemsim.a
 
 fuzz_settings: settings_fuzzer.c $(HDRS) obj/libfuzzmemsim.a
 	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< obj/libfuzzmemsim.a $(LIBS)
+
+fuzz_cmdline: cmdline_fuzzer.c $(HDRS) obj/libfuzzmemsim.a
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< obj/libfuzzmemsim.a $(LIBS)
+
+# The C API: lib/memsim.c compiled here too (the recorder's folder is not
+# reached: no memsim_record() call).
+obj/lib/memsim.o: $(TOP)/lib/memsim.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DPYTHON_DIR='"/nonexistent"' -MMD -MP \
+		-fsanitize=fuzzer-no-link -c -o $@ $<
+
+fuzz_api: api_fuzzer.c $(HDRS) obj/lib/memsim.o obj/libfuzzmemsim.a
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< obj/lib/memsim.o \
+		obj/libfuzzmemsim.a $(LIBS)
 
 # Turns a binary finding into the file the target read (its checksums
 # fixed up): ./bin_fix crashes/replay_bin/crash-... out.msimtr
@@ -92,6 +106,15 @@ corpus: $(TOP)/memsim
 	# once, then skipped; once, then replaced (--force).
 	printf 'policy:pytorch,max_split_size_mb:128\npolicy:pytorch,expandable_segments:True\n' > work/settings/run
 	printf 'policy:pytorch,max_split_size_mb:256\npolicy:cupy,limit:1073741824\n#\n' > work/settings/force
+	# Command lines (cmdline_fuzzer.c: the first byte picks the reader,
+	# words by line) and API programs (api_fuzzer.c: calls, then 0xff
+	# and a trace).
+	printf '\000--fake\n--world-size\n4\n--\npython3\n-u\n-X\ndev\n-m\ntorch.distributed.run\n--nproc-per-node=2\n--nnodes\n1:2\ntrain.py\n--lr\n3' > work/cmdline/torchrun
+	printf '\001--rank\n1\n--\ntorchrun\n--standalone\n-m\npkg.train' > work/cmdline/module
+	printf '\002B=-9223372036854775807..9223372036854775807' > work/cmdline/vary
+	printf '\003B\nseq\n8\n1024\npython3\ntrain.py\n--batch={B}\n{seq}{B}{x}' > work/cmdline/subst
+	printf '\000\000\000\002\000pytorch\000max_split_size_mb:64\000\004\000\005\000\000\012\000\001\001\014\000\000\000\015\001\000\004\001\001\001\377' > work/api/prog
+	head -n 40 $(TOP)/tests/data/traces/prefetch_2stream.csv >> work/api/prog
 
 clean:
 	rm -rf $(TARGETS) bin_fix obj work crashes

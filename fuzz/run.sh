@@ -8,7 +8,7 @@ set -u
 cd "$(dirname "$0")"
 secs=${1:-600}
 [ $# -gt 0 ] && shift
-targets=${*:-"conf settings replay_csv replay_pickle replay_bin bin csv pickle rmm"}
+targets=${*:-"conf settings replay_csv replay_pickle replay_bin bin csv pickle rmm cmdline api"}
 mkdir -p logs
 run_one() {
 	t=$1

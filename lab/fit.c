@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,7 +119,10 @@ fit_trace(const msim_fit_spec_t *s, long value, char *trace, size_t n)
 	return 0;
 }
 
-/* Records the command at value into trace. */
+/* Records the command at value into trace.  Returns 0, 1 when the
+ * recording failed (why says how: a failure at that value, the search
+ * goes on), or a negative MSIM_E* when it cannot go on (no recorder, an
+ * output refused, memsim interrupted). */
 static int
 fit_record(const msim_fit_spec_t *s, long value, const char *trace,
 	   char *why, size_t whylen)
@@ -140,11 +144,28 @@ fit_record(const msim_fit_spec_t *s, long value, const char *trace,
 		snprintf(why, whylen, "record: %s", rwhy);
 		return rc;
 	}
+	if (rc && msim_record_signal()) {
+		snprintf(why, whylen, "recording %s=%ld: %s", s->name, value,
+			 rwhy);
+		return MSIM_EIO;
+	}
 	if (rc) {
 		snprintf(why, whylen, "recording %s=%ld failed (exit %d)%s%s",
 			 s->name, value, rc, *rwhy ? ": " : "", rwhy);
-		return MSIM_EINVAL;
+		return 1;
 	}
+	return 0;
+}
+
+/* Keeps what value gave, for fit_growth(). */
+static int
+fit_seen(msim_fit_result_t *res, long value, const msim_fit_point_t *p)
+{
+	msim_fit_seen_t *n = realloc(res->seen, (res->nseen + 1) * sizeof(*n));
+	if (!n)
+		return MSIM_ENOMEM;
+	res->seen = n;
+	n[res->nseen++] = (msim_fit_seen_t){value, *p};
 	return 0;
 }
 
@@ -154,6 +175,7 @@ fit_try(const msim_fit_spec_t *s, msim_fit_result_t *res, long value,
 	msim_fit_point_t *p, bool *fits, char *why, size_t whylen)
 {
 	char trace[4096];
+	memset(p, 0, sizeof(*p));
 	int rc = fit_trace(s, value, trace, sizeof(trace));
 	if (rc) {
 		snprintf(why, whylen, "out of memory");
@@ -163,11 +185,23 @@ fit_try(const msim_fit_spec_t *s, msim_fit_result_t *res, long value,
 		snprintf(why, whylen, "%s: %s", trace, strerror(errno));
 		return MSIM_EIO;
 	}
-	if (!s->pattern && (rc = fit_record(s, value, trace, why, whylen)))
-		return rc;
+	if (!s->pattern && (rc = fit_record(s, value, trace, why, whylen))) {
+		if (rc < 0)
+			return rc;
+		/* a failure at this value: counted as not fitting */
+		fit_note(s, "%s; counted as not fitting", why);
+		p->failed = true;
+		res->failed++;
+		*fits = false;
+		return fit_seen(res, value, p);
+	}
 	res->tries++;
 	if ((rc = fit_replay(s, trace, NULL, p, why, whylen)))
 		return rc;
+	if (fit_seen(res, value, p)) {
+		snprintf(why, whylen, "out of memory");
+		return MSIM_ENOMEM;
+	}
 	char mb[32];
 	if (s->pattern)
 		snprintf(mb, sizeof(mb), "%" PRId64, p->reserved);
@@ -201,8 +235,9 @@ fit_bisect(const msim_fit_spec_t *s, msim_fit_result_t *res, char *why,
 		return 0;
 	}
 	long a = s->lo, b = s->hi; /* a fits, b does not */
-	while (b - a > 1) {
-		long m = a + (b - a) / 2;
+	/* b - a in unsigned arithmetic: no overflow over any long range */
+	while ((unsigned long)b - (unsigned long)a > 1) {
+		long m = a + (long)(((unsigned long)b - (unsigned long)a) / 2);
 		if ((rc = fit_try(s, res, m, &p, &fits, why, whylen)))
 			return rc;
 		if (fits) {
@@ -240,14 +275,62 @@ fit_candidates(const msim_fit_spec_t *s, msim_fit_result_t *res, char *why,
 	return 0;
 }
 
+static int
+fit_by_value(const void *a, const void *b)
+{
+	long x = ((const msim_fit_seen_t *)a)->value;
+	long y = ((const msim_fit_seen_t *)b)->value;
+	return (x > y) - (x < y);
+}
+
+/* Whether the peaks seen grow with the value, as the bisection assumes:
+ * a larger value with a lower peak allocated (reserved steps with the
+ * allocator's rounding), or the same peaks at every value (the value may
+ * not reach the memory at all) is told in res->growth.  Values that ran
+ * out of memory are left out: their peaks stop at the failed request. */
+static void
+fit_growth(const msim_fit_spec_t *s, msim_fit_result_t *res)
+{
+	qsort(res->seen, res->nseen, sizeof(*res->seen), fit_by_value);
+	const msim_fit_seen_t *prev = NULL;
+	size_t n = 0;
+	bool same = true;
+	char *g = res->growth;
+	size_t gl = sizeof(res->growth);
+	for (size_t i = 0; i < res->nseen; i++) {
+		const msim_fit_seen_t *c = &res->seen[i];
+		if (c->p.failed || c->p.oom)
+			continue;
+		if (prev && !g[0] && c->p.allocated < prev->p.allocated)
+			snprintf(g, gl, "the peaks do not grow with %s (%s=%ld: "
+				 "%" PRId64 " bytes allocated, %s=%ld: %"
+				 PRId64 "); the search assumes they do, so the "
+				 "answer may be wrong", s->name, s->name,
+				 prev->value, prev->p.allocated, s->name,
+				 c->value, c->p.allocated);
+		same &= !prev || (c->p.reserved == prev->p.reserved &&
+				  c->p.allocated == prev->p.allocated);
+		prev = c;
+		n++;
+	}
+	if (!g[0] && same && n > 1)
+		snprintf(g, gl, "the peaks are the same at every %s tried: %s "
+			 "may not change the memory (is {%s} used by the "
+			 "script?)", s->name, s->name, s->name);
+}
+
 int
 msim_fit_run(const msim_fit_spec_t *spec, msim_fit_result_t *res,
 	     char *why, size_t whylen)
 {
 	memset(res, 0, sizeof(*res));
-	res->best = spec->lo - 1;
+	res->best = spec->lo > LONG_MIN ? spec->lo - 1 : LONG_MIN;
 	res->best_conf = spec->nconf;
 	int rc = fit_bisect(spec, res, why, whylen);
+	if (!rc)
+		fit_growth(spec, res);
+	if (!rc && res->growth[0])
+		fit_note(spec, "%s", res->growth);
 	if (rc || !res->fits)
 		return rc;
 	if ((rc = fit_trace(spec, res->best, res->trace, sizeof(res->trace)))) {
@@ -283,4 +366,7 @@ msim_fit_clear(msim_fit_result_t *res)
 {
 	free(res->cand);
 	res->cand = NULL;
+	free(res->seen);
+	res->seen = NULL;
+	res->nseen = 0;
 }

@@ -6,7 +6,7 @@
  * the winner, the best of the candidate PYTORCH_CUDA_ALLOC_CONF settings,
  * or tune's search (lab/tune.h) when none is given.  The offline version
  * of "catch OOM, halve the batch, retry".  Memory is assumed to grow with
- * the value.
+ * the value; when the peaks seen do not, the result says so.
  *
  *	msim_fit_run() -> print the result -> msim_fit_clear()
  *
@@ -60,10 +60,24 @@ typedef struct msim_fit_spec_s {
 typedef struct msim_fit_point_s {
 	int64_t reserved, allocated; /* peaks, bytes */
 	bool oom;                    /* it ran out of memory */
+	bool failed;                 /* its recording failed: not run */
 } msim_fit_point_t;
+
+/* One value tried. */
+typedef struct msim_fit_seen_s {
+	long value;
+	msim_fit_point_t p;
+} msim_fit_seen_t;
 
 typedef struct msim_fit_result_s {
 	int tries;                 /* recordings replayed in the search */
+	int failed;                /* recordings that failed: each counted
+				    * as not fitting, told to note */
+	msim_fit_seen_t *seen;     /* every value tried, by value */
+	size_t nseen;
+	/* "" or why the answer may be wrong: the peaks seen do not grow
+	 * with the value (also told to note) */
+	char growth[512];
 	bool fits;                 /* lo fits; the rest is about best */
 	long best;                 /* the largest value that fits */
 	msim_fit_point_t at_best;  /* its replay with the defaults */
@@ -80,10 +94,14 @@ typedef struct msim_fit_result_s {
 } msim_fit_result_t;
 
 /*
- * Bisects, then weighs the candidates (or tunes).  Returns 0 with *res
- * (res->fits false when lo already runs out of memory), or an error with
- * why: a trace missing, a recording failed, a replay failed (a bad
- * --alloc-conf, policy or trace).  Clear res with msim_fit_clear().
+ * Bisects, then weighs the candidates (or tunes).  A recording that fails
+ * (the script's error, --timeout) is a failure at its value, counted as
+ * not fitting, and the search goes on.  Any long range is safe (no
+ * overflow).  Returns 0 with *res (res->fits false when lo already runs
+ * out of memory or fails), or an error with why: a trace missing, a
+ * recorder that cannot start, memsim interrupted (msim_record_signal()),
+ * a replay failed (a bad --alloc-conf, policy or trace).  Clear res with
+ * msim_fit_clear().
  */
 int msim_fit_run(const msim_fit_spec_t *spec, msim_fit_result_t *res,
 		 char *why, size_t whylen);

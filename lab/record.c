@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "lab/record.h"
+#include "lab/recproc.h"
 #include "sim/error.h"
 #include "traces/trace.h"
 
@@ -62,82 +63,6 @@ record_module_dir(const char *const *dirs)
 	return NULL;
 }
 
-/* Whether word names a Python interpreter (python, python3, .../python3.12). */
-static int
-is_python(const char *word)
-{
-	const char *base = strrchr(word, '/');
-	base = base ? base + 1 : word;
-	return !strncmp(base, "python", 6);
-}
-
-/* The child: PYTHONPATH, stdout, exec; an exec that fails writes its
- * errno to fd. */
-static void
-record_child(const char *dir, const char *py, char **av, int quiet, int fd)
-{
-	const char *old = getenv("PYTHONPATH");
-	size_t len = strlen(dir) + (old ? strlen(old) : 0) + 2;
-	char *pp = malloc(len);
-	if (!pp)
-		_exit(127);
-	snprintf(pp, len, "%s%s%s", dir, old && *old ? ":" : "",
-		 old ? old : "");
-	setenv("PYTHONPATH", pp, 1);
-	if (quiet) {
-		if (!freopen("/dev/null", "w", stdout))
-			_exit(127);
-	} else if (dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
-		_exit(127);
-	}
-	execvp(py, av);
-	int e = errno;
-	if (write(fd, &e, sizeof(e)) < 0)
-		_exit(127);
-	_exit(127);
-}
-
-/* Waits for pid; the exec's errno (0: it ran) from fd. */
-static int
-record_wait(pid_t pid, int fd, int *exec_errno, int *status)
-{
-	*exec_errno = 0;
-	ssize_t r;
-	while ((r = read(fd, exec_errno, sizeof(*exec_errno))) < 0 &&
-	       errno == EINTR)
-		;
-	if (r != (ssize_t)sizeof(*exec_errno))
-		*exec_errno = 0;
-	close(fd);
-	while (waitpid(pid, status, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	return 0;
-}
-
-/* The recorder's argv: py -m memsim_record -o out ropt -- cmd[skip..]. */
-static char **
-record_argv(const char *py, const char *out, char *const *ropt, int nropt,
-	    char *const *cmd, int ncmd, int skip)
-{
-	char **av = calloc((size_t)(nropt + ncmd + 8), sizeof(*av));
-	if (!av)
-		return NULL;
-	int n = 0;
-	av[n++] = (char *)py;
-	av[n++] = "-m";
-	av[n++] = "memsim_record";
-	av[n++] = "-o";
-	av[n++] = (char *)out;
-	for (int i = 0; i < nropt; i++)
-		av[n++] = ropt[i];
-	av[n++] = "--";
-	for (int i = skip; i < ncmd; i++)
-		av[n++] = cmd[i];
-	av[n] = NULL;
-	return av;
-}
-
 /* The innermost line of the script's own code (no library, no recorder)
  * in faulthandler's dump at PATH ('  File "F", line N in FUNC'), or "". */
 static void
@@ -158,74 +83,22 @@ record_fault_line(const char *path, char *where, size_t len)
 	where[strcspn(where, "\n")] = '\0';
 }
 
-int
-msim_record_exec(const msim_record_opts_t *o, const char *out,
-		 char *const *ropt, int nropt, char *const *cmd, int ncmd,
-		 char *why, size_t whylen)
+/* What the end of the recorder means, in why; returns the status. */
+static int
+record_outcome(const msim_record_opts_t *o, const char *py, int status,
+	       int how, int sig, int exec_errno, const char *where,
+	       char *why, size_t whylen)
 {
-	why[0] = '\0';
-	const char *dir = record_module_dir(o->dirs);
-	if (!dir) {
-		snprintf(why, whylen, "the Python recorder (memsim_record) is "
-			 "not installed; set MEMSIM_PYTHONPATH");
-		return MSIM_ENOTFOUND;
+	if (how == MSIM_RECPROC_SIGNAL) {
+		snprintf(why, whylen, "memsim got signal %d: the recording "
+			 "was stopped; no trace written", sig);
+		return 128 + sig;
 	}
-	if (ncmd < 1) {
-		snprintf(why, whylen, "no script given (memsim record -o OUT "
-			 "-- python3 SCRIPT ARGS...)");
-		return MSIM_EINVAL;
+	if (how == MSIM_RECPROC_TIMEOUT) {
+		snprintf(why, whylen, "the recording ran past --timeout %u "
+			 "s and was stopped; no trace written", o->timeout_s);
+		return 1;
 	}
-	const char *py = o->python ? o->python : getenv("MEMSIM_PYTHON");
-	if (!py || !*py)
-		py = "python3";
-	int skip = is_python(cmd[0]);
-	if (skip)
-		py = cmd[0];
-	if (ncmd - skip < 1) {
-		snprintf(why, whylen, "no script given after '%s'", cmd[0]);
-		return MSIM_EINVAL;
-	}
-	if (!strcmp(cmd[skip], "-m") || !strcmp(cmd[skip], "-c")) {
-		snprintf(why, whylen, "'%s %s' is not supported: give the "
-			 "script's path", py, cmd[skip]);
-		return MSIM_EINVAL;
-	}
-	char **av = record_argv(py, out, ropt, nropt, cmd, ncmd, skip);
-	int fd[2];
-	if (!av || pipe(fd) < 0) {
-		snprintf(why, whylen, "%s", av ? strerror(errno)
-					       : "out of memory");
-		free(av);
-		return MSIM_ENOMEM;
-	}
-	fcntl(fd[0], F_SETFD, FD_CLOEXEC);
-	fcntl(fd[1], F_SETFD, FD_CLOEXEC);
-	fflush(stdout);
-	pid_t pid = fork();
-	if (pid < 0) {
-		snprintf(why, whylen, "fork: %s", strerror(errno));
-		free(av);
-		close(fd[0]);
-		close(fd[1]);
-		return MSIM_ENOMEM;
-	}
-	if (pid == 0)
-		record_child(dir, py, av, o->quiet, fd[1]);
-	free(av);
-	close(fd[1]);
-	int status, exec_errno;
-	if (record_wait(pid, fd[0], &exec_errno, &status)) {
-		snprintf(why, whylen, "waitpid: %s", strerror(errno));
-		return MSIM_EIO;
-	}
-	char tmp[4096], where[4096];
-	snprintf(tmp, sizeof(tmp), "%s.tmp%ld", out, (long)pid);
-	unlink(tmp); /* what a killed recorder left */
-	/* The recorder's faulthandler file (memsim_record/__main__.py):
-	 * the Python lines running if it died by a signal. */
-	snprintf(tmp, sizeof(tmp), "%s.fault%ld", out, (long)pid);
-	record_fault_line(tmp, where, sizeof(where));
-	unlink(tmp);
 	if (exec_errno) {
 		snprintf(why, whylen, "cannot run %s: %s", py,
 			 strerror(exec_errno));
@@ -242,6 +115,72 @@ msim_record_exec(const msim_record_opts_t *o, const char *out,
 		snprintf(why, whylen, "%s or its memsim_record module could "
 			 "not be run", py);
 	return rc;
+}
+
+int
+msim_record_exec(const msim_record_opts_t *o, const char *out,
+		 char *const *ropt, int nropt, char *const *cmd, int ncmd,
+		 char *why, size_t whylen)
+{
+	why[0] = '\0';
+	const char *dir = record_module_dir(o->dirs);
+	if (!dir) {
+		snprintf(why, whylen, "the Python recorder (memsim_record) is "
+			 "not installed; set MEMSIM_PYTHONPATH");
+		return MSIM_ENOTFOUND;
+	}
+	/* NULL: python3, or the interpreter of a launcher (torchrun) */
+	const char *py = o->python ? o->python : getenv("MEMSIM_PYTHON");
+	if (py && !*py)
+		py = NULL;
+	/* The recorder writes in a folder of its own beside out (an
+	 * absolute path: the script may change directory); out is
+	 * replaced only once the recorder and all it started are gone. */
+	char stage[4096], trace[4200], fault[4300], where[4096];
+	char **av = NULL, *extra = NULL;
+	int rc = msim_recproc_check_out(out, cmd, ncmd, why, whylen);
+	if (!rc)
+		rc = msim_recproc_stage(out, stage, sizeof(stage), why,
+					whylen);
+	if (rc)
+		return rc;
+	snprintf(trace, sizeof(trace), "%s/trace.csv", stage);
+	rc = msim_recproc_argv(py, trace, ropt, nropt, cmd, ncmd, &av, &extra,
+			       why, whylen);
+	int status = 0, how, sig, exec_errno;
+	long pid = 0;
+	if (!rc)
+		rc = msim_recproc_run(av, dir, o->quiet, o->timeout_s, &status,
+				      &how, &sig, &exec_errno, &pid, why,
+				      whylen);
+	if (!rc) {
+		/* The recorder's faulthandler file (memsim_record/
+		 * __main__.py): the Python lines running if it died by a
+		 * signal. */
+		snprintf(fault, sizeof(fault), "%s.fault%ld", trace, pid);
+		record_fault_line(fault, where, sizeof(where));
+		rc = record_outcome(o, av[0], status, how, sig, exec_errno,
+				    where, why, whylen);
+		struct stat st;
+		if (!rc && stat(trace, &st)) {
+			snprintf(why, whylen, "the recorder ended with status "
+				 "0 but wrote no trace (did the script call "
+				 "os._exit()?); no trace written");
+			rc = 1;
+		}
+		if (!rc && msim_recproc_publish(trace, out, why, whylen))
+			rc = 1;
+	}
+	msim_recproc_unstage(stage);
+	free(av);
+	free(extra);
+	return rc;
+}
+
+int
+msim_record_signal(void)
+{
+	return msim_recproc_signal();
 }
 
 /* The recorder's options that a setting of fit or sweep can name. */
@@ -495,8 +434,33 @@ rec_dir(msim_recsweep_t *r)
 	return 0;
 }
 
+/* Into h, what the files the command names hold: an edited script (or a
+ * config file it reads) is another recording.  A file up to 16 MiB by
+ * its bytes, a larger one (a data set) by its size and time. */
+static void
+rec_hash_files(msim_hash_t *h, char *const *cmd, int ncmd)
+{
+	for (int i = 0; i < ncmd; i++) {
+		struct stat st;
+		if (stat(cmd[i], &st) || !S_ISREG(st.st_mode))
+			continue;
+		FILE *fp = st.st_size <= (16 << 20) ? fopen(cmd[i], "rb")
+						     : NULL;
+		char buf[65536];
+		size_t n;
+		while (fp && (n = fread(buf, 1, sizeof(buf), fp)) > 0)
+			msim_hash_update(h, buf, n);
+		if (fp)
+			fclose(fp);
+		else
+			msim_hash_update(h, &st.st_mtime, sizeof(st.st_mtime));
+		msim_hash_update(h, &st.st_size, sizeof(st.st_size));
+	}
+}
+
 /* The file of one recording: its names for people, then the hash of the
- * exact command and recorder options it is made with. */
+ * exact command and recorder options it is made with, and of the files
+ * the command names (rec_hash_files()). */
 static char *
 rec_path(const msim_recsweep_t *r, const char *label, char *const *ropt,
 	 int nropt, char *const *cmd)
@@ -508,6 +472,7 @@ rec_path(const msim_recsweep_t *r, const char *label, char *const *ropt,
 	msim_hash_update(&h, "--", 3);
 	for (int i = 0; i < r->spec->ncmd; i++)
 		msim_hash_update(&h, cmd[i], strlen(cmd[i]) + 1);
+	rec_hash_files(&h, cmd, r->spec->ncmd);
 	char name[96];
 	snprintf(name, sizeof(name), "%s", label ? label : "recording");
 	for (char *c = name; *c; c++)
@@ -627,9 +592,9 @@ rec_one(msim_recsweep_t *r, size_t k, size_t total)
 	rc = reuse ? 0 : msim_record_exec(&s->rec, path, ropt, nropt, cmd,
 					  s->ncmd, why, sizeof(why));
 	msim_record_subst_free(cmd, s->ncmd);
-	if (rc < 0) {
+	if (rc < 0 || (rc && msim_record_signal())) { /* stop: no more */
 		free(path);
-		return rec_fail(r, rc, "record: %s", why);
+		return rec_fail(r, rc < 0 ? rc : MSIM_EIO, "record: %s", why);
 	}
 	if (rc) {
 		if (*why)

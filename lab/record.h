@@ -4,13 +4,17 @@
  * setting name of fit or sweep stands for among the recorder's options,
  * the {NAME} substitution in a command, and the recordings of a sweep over
  * a command (one a combination of the grid's recording names, kept beside
- * the database and reused).  `memsim record`, `memsim fit` and `memsim
- * sweep -- COMMAND` all record through here.
+ * the database and reused while the command, its options and the files
+ * it names, the script's bytes, are the same).  `memsim record`, `memsim
+ * fit` and `memsim sweep -- COMMAND` all record through here.
  *
- * The recorder writes OUT.tmp<pid> and renames it; if it dies, the
- * temporary is removed here, so no partial trace is left at OUT.  Nothing
- * here prints: the script's own output goes to stderr (or nowhere), and
- * what went wrong comes back as one line.
+ * OUT is checked before the script runs (lab/recproc.h); the recorder
+ * writes in a private folder beside it, in a process group of its own
+ * whose life is memsim's (signals passed on, a time limit, what it leaves
+ * running killed), and the trace is renamed to OUT only once all of it is
+ * gone, so no partial trace, and no trace from a leftover child, reaches
+ * OUT.  Nothing here prints: the script's own output goes to stderr (or
+ * nowhere), and what went wrong comes back as one line.
  */
 #ifndef MSIM_LAB_RECORD_H
 #define MSIM_LAB_RECORD_H
@@ -28,18 +32,26 @@ typedef struct msim_record_opts_s {
 	 * for $MEMSIM_PYTHON, else python3. */
 	const char *python;
 	bool quiet;  /* the script's stdout to /dev/null, not to stderr */
+	unsigned timeout_s; /* seconds a recording may run; 0: no limit */
 } msim_record_opts_t;
 
 /*
- * Records cmd (python3 SCRIPT ARGS, or SCRIPT ARGS) into out with the
- * recorder's options ropt.  Returns the recorder's exit status (0: out
- * written; why then "", or what a non-zero status means: a signal, an
- * interpreter that could not be run), or a negative MSIM_E* when it could
- * not be started (no recorder, no script, `-m`), with why filled.
+ * Records cmd (python3 [-u -X.. -W..] SCRIPT ARGS, python3 -m MODULE
+ * ARGS, torchrun [OPTIONS] SCRIPT ARGS: one rank of its world, or SCRIPT
+ * ARGS) into out with the recorder's options ropt.  Returns the
+ * recorder's exit status (0: out written; why then "", or what a non-zero
+ * status means: a signal, the time limit, 128 + a signal memsim got, an
+ * interpreter that could not be run, no trace written), or a negative
+ * MSIM_E* when it could not be started (no recorder, no script, `-c`, an
+ * output that cannot be written or is an input), with why filled.
  */
 int msim_record_exec(const msim_record_opts_t *o, const char *out,
 		     char *const *ropt, int nropt, char *const *cmd, int ncmd,
 		     char *why, size_t whylen);
+
+/* The signal (SIGTERM, SIGINT, SIGHUP) memsim got during the last
+ * msim_record_exec(), passed on to the recorder, or 0: the caller stops. */
+int msim_record_signal(void);
 
 /* The recorder's option for a setting name ("checkpoint" ->
  * "--checkpoint": amp, checkpoint, device, world-size, rank,
@@ -86,7 +98,8 @@ typedef struct msim_recsweep_spec_s {
  * *ngrid shrinks), then makes (or finds) one recording for each of their
  * combinations.  A failed recording is counted and left out.  Returns 0
  * with *out, or an error with why filled: a {NAME} no axis gives, an axis
- * twice, a recorder that cannot be started, no recording made.
+ * twice, a recorder that cannot be started, memsim stopped by a signal
+ * (msim_record_signal()), no recording made.
  */
 int msim_recsweep_make(const msim_recsweep_spec_t *spec, const char **grid,
 		       size_t *ngrid, msim_recsweep_t **out, char *why,

@@ -506,6 +506,9 @@ run_once(run_t *r)
 	if (r->replayed)
 		return run_fail(r, MEMSIM_ESTATE, "the run was replayed "
 				"already");
+	if (!r->spec.trace || r->loaded) /* its open or load failed */
+		return run_fail(r, MEMSIM_ESTATE, "no trace to replay (the "
+				"run's memsim_open() failed, or it was loaded)");
 	r->replayed = true;
 	return 0;
 }

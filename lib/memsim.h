@@ -157,7 +157,9 @@ MEMSIM_EXPORT int memsim_set_option(memsim_run_t *run, const char *name,
  * Opens the trace and replays it to its end (or its first OOM unless
  * keep_going).  Once per run.  Returns 0, or the error of the part at
  * fault: MEMSIM_EPOLICY, MEMSIM_EPARAMS, MEMSIM_ECAP, MEMSIM_EINPUT (or
- * the reader's MEMSIM_EIO, MEMSIM_EFORMAT, MEMSIM_ENOTFOUND), ...
+ * the reader's MEMSIM_EIO, MEMSIM_EFORMAT, MEMSIM_ENOTFOUND), ...;
+ * MEMSIM_ESTATE for a run whose memsim_open() failed (no trace) or that
+ * memsim_load() gave.
  */
 MEMSIM_EXPORT int memsim_replay(memsim_run_t *run);
 
@@ -290,9 +292,13 @@ MEMSIM_EXPORT int memsim_fit(const char *pattern, const char *name, long lo,
  * memsim_record(): `memsim record -o out -- argv...`: runs argv (argc
  * words: python3 SCRIPT ARGS, or SCRIPT ARGS) under the Python recorder
  * (memsim_record from $MEMSIM_PYTHONPATH, else the installed one; the
- * interpreter from argv, else $MEMSIM_PYTHON, else python3) and writes
- * its allocations to out; the script's output goes to stderr.  Returns
- * the recorder's exit status (0: out written), or an error.
+ * interpreter from argv, else $MEMSIM_PYTHON, else python3; `python3
+ * -m MODULE` and torchrun as `memsim record` reads them) and writes its
+ * allocations to out; the script's output goes to stderr.  out is checked
+ * before anything runs (MEMSIM_EIO or MEMSIM_EINVAL: a missing folder, a
+ * folder, a device, a file the command names) and replaced only by a
+ * whole trace.  Returns the recorder's exit status (0: out written), or
+ * an error.
  */
 MEMSIM_EXPORT int memsim_record(const char *out, char *const *argv, int argc,
 				char *why, size_t whylen);

@@ -49,7 +49,7 @@ grep -q '^missing .*: .*/nonexistent/trace.csv' "$tmp/check" ||
 # 2b. The experiments' calls give the commands' answers: memsim_fit() the
 # largest of `memsim fit --traces`, memsim_tune() the recommendation of
 # `memsim tune` (the same search, stored alike); memsim_record() says why
-# an interpreter cannot run.
+# an interpreter cannot run, and checks its output first.
 MEMSIM_PYTHONPATH=$srcdir/traces \
 	"$API" --lab "$DATA/record/gptfit-{B}.bin" 10 22 6442450944 \
 	"$DATA/traces/gpt2_varlen.csv" 16106127360 "$tmp/lab.db" \
@@ -67,6 +67,8 @@ grep -qx "tune $conf" "$tmp/lab" ||
 	fail "memsim_tune: $(grep tune "$tmp/lab"), memsim tune: $conf"
 grep -q '^record 127 cannot run /nonexistent/python3: ' "$tmp/lab" ||
 	fail "memsim_record: $(grep record "$tmp/lab")"
+grep -q '^record-out -5 -o /nonexistent/out.csv: folder /nonexistent: No such file' "$tmp/lab" ||
+	fail "memsim_record's output: $(grep record-out "$tmp/lab")"
 
 # 3. The same figures as `memsim run --json`, key by key, in its order
 # (wall_ms aside); numbers compared as numbers.

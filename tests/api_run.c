@@ -138,9 +138,13 @@ lab(char **a)
 			  sizeof(why)) == MEMSIM_EINVAL);
 	EXPECT(memsim_tune("/nonexistent/t.csv", tcap, a[6], conf,
 			   sizeof(conf), why, sizeof(why)) < 0);
-	char *cmd[] = {"/nonexistent/python3", "script.py"};
-	rc = memsim_record("/nonexistent/out.csv", cmd, 2, why, sizeof(why));
+	char *cmd[] = {"/nonexistent/python3", "script.py"}, out[4200];
+	snprintf(out, sizeof(out), "%s.csv", a[6]);
+	rc = memsim_record(out, cmd, 2, why, sizeof(why));
 	printf("record %d %s\n", rc, why);
+	/* the output is checked before anything runs */
+	rc = memsim_record("/nonexistent/out.csv", cmd, 2, why, sizeof(why));
+	printf("record-out %d %s\n", rc, why);
 	EXPECT(memsim_record("out.csv", cmd, 0, why, sizeof(why)) ==
 	       MEMSIM_EINVAL);
 	return fails ? 1 : 0;

@@ -79,6 +79,10 @@ START_TEST(test_api_null_arguments)
 	ck_assert_int_eq(memsim_load(NULL, "x.db", 1), MEMSIM_EINVAL);
 	ck_assert_int_eq(memsim_open(&r, NULL), MEMSIM_EINVAL);
 	ck_assert_ptr_nonnull(strstr(memsim_errmsg(r), "no trace"));
+	/* Replaying it anyway (found by fuzz_api: a NULL trace path reached
+	 * the reader's strdup()). */
+	ck_assert_int_eq(memsim_replay(r), MEMSIM_ESTATE);
+	ck_assert_ptr_nonnull(strstr(memsim_errmsg(r), "no trace to replay"));
 	memsim_close(r);
 	ck_assert_int_eq(memsim_open(&r, trace), 0);
 	ck_assert_int_eq(memsim_set_policy(r, NULL, NULL), MEMSIM_EPOLICY);

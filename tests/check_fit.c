@@ -8,6 +8,7 @@
 #include <config.h>
 
 #include <check.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -139,6 +140,81 @@ START_TEST(test_fit_candidates)
 }
 END_TEST
 
+/* t-V.csv for value v: n blocks of 20 MiB. */
+static void
+trace_of(long v, int n)
+{
+	char name[64], csv[1024];
+	int len = snprintf(csv, sizeof(csv), "action,addr,size\n");
+	for (int i = 0; i < n; i++)
+		len += snprintf(csv + len, sizeof(csv) - (size_t)len,
+				"alloc,%d,%llu\n", 4096 * (i + 1), 20 * MIB);
+	snprintf(name, sizeof(name), "t-%ld.csv", v);
+	write_bytes(name, csv, (size_t)len);
+}
+
+/* Any range of long, the whole of it included: the bisection's
+ * arithmetic never overflows.  The values it must try are worked out
+ * here in 128-bit arithmetic (V <= 5 fits: min(max(V, 1), 5) blocks;
+ * above, 6 blocks run out of memory under 110 MiB). */
+START_TEST(test_fit_any_range)
+{
+	long lo = LONG_MIN + 1, hi = LONG_MAX;
+	__int128 a = lo, b = hi;
+	int tries = 2;
+	trace_of(lo, 1);
+	trace_of(hi, 6);
+	while (b - a > 1) {
+		__int128 m = a + (b - a) / 2;
+		trace_of((long)m, m <= 5 ? (m < 1 ? 1 : (int)m) : 6);
+		tries++;
+		*(m <= 5 ? &a : &b) = m;
+	}
+	msim_fit_spec_t s = spec_of(110 * MIB);
+	s.lo = lo;
+	s.hi = hi;
+	msim_fit_result_t r;
+	char why[1024];
+	ck_assert_int_eq(msim_fit_run(&s, &r, why, sizeof(why)), 0);
+	ck_assert(r.fits);
+	ck_assert_int_eq(r.best, 5);
+	ck_assert_int_eq(r.tries, tries);
+	ck_assert_uint_eq(r.nseen, (size_t)tries);
+	ck_assert_str_eq(r.growth, "");
+	msim_fit_clear(&r);
+}
+END_TEST
+
+/* Peaks that do not grow with the value are said, in the result and to
+ * note: a lower peak at a larger value, the same peaks at every value. */
+START_TEST(test_fit_growth)
+{
+	/* tried: 1 (4 blocks), 8 (6: out of memory), 4 (2), 6 (6), 5 (2) */
+	int blocks[9] = {0, 4, 0, 0, 2, 2, 6, 0, 6};
+	for (long v = 1; v <= 8; v++)
+		trace_of(v, blocks[v] ? blocks[v] : 1);
+	msim_fit_spec_t s = spec_of(110 * MIB);
+	msim_fit_result_t r;
+	char why[1024];
+	ck_assert_int_eq(msim_fit_run(&s, &r, why, sizeof(why)), 0);
+	ck_assert_int_eq(r.best, 5);
+	ck_assert_str_eq(r.growth, "the peaks do not grow with B (B=1: "
+			 "83886080 bytes allocated, B=4: 41943040); the "
+			 "search assumes they do, so the answer may be wrong");
+	ck_assert(!strncmp(notes[nnotes - 1], r.growth, sizeof(notes[0]) - 1));
+	msim_fit_clear(&r);
+	for (long v = 1; v <= 8; v++)
+		trace_of(v, 2);
+	s = spec_of(110 * MIB);
+	ck_assert_int_eq(msim_fit_run(&s, &r, why, sizeof(why)), 0);
+	ck_assert_int_eq(r.best, 8);
+	ck_assert_str_eq(r.growth, "the peaks are the same at every B tried: "
+			 "B may not change the memory (is {B} used by the "
+			 "script?)");
+	msim_fit_clear(&r);
+}
+END_TEST
+
 START_TEST(test_fit_errors)
 {
 	msim_fit_spec_t s = spec_of(110 * MIB);
@@ -176,6 +252,8 @@ main(void)
 	tcase_add_test(tc, test_fit_top_of_range_and_none);
 	tcase_add_test(tc, test_fit_candidates);
 	tcase_add_test(tc, test_fit_errors);
+	tcase_add_test(tc, test_fit_any_range);
+	tcase_add_test(tc, test_fit_growth);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -31,8 +31,9 @@ stand_in(void)
 	write_bytes("mod/memsim_record/__main__.py", "", 0);
 	static const char sh[] =
 		"#!/bin/sh\n"
-		"out=$4\n"
-		"echo \"$*\" >\"$out\"\n"
+		"all=\"$*\"\n"
+		"while [ $# -gt 0 ]; do [ \"$1\" = -o ] && out=$2; shift; done\n"
+		"echo \"$all\" >\"$out\"\n"
 		"echo \"${PYTHONPATH%%:*}\" >>\"$out\"\n"
 		"exit ${FAKE_RC:-0}\n";
 	const char *py = write_bytes("bin/python3", sh, sizeof(sh) - 1);
@@ -67,15 +68,51 @@ START_TEST(test_record_exec)
 	ck_assert_int_eq(msim_record_exec(&o, out, ropt, 3, cmd, 4, why,
 					  sizeof(why)), 0);
 	ck_assert_str_eq(why, "");
-	char want[1024];
-	snprintf(want, sizeof(want), "-m memsim_record -o %s --fake --amp "
-		 "bf16 -- train.py --batch 8\n%s\n", out, mod);
-	ck_assert_str_eq(slurp(out), want);
+	/* The recorder writes in a folder of its own beside out, renamed
+	 * to out by memsim; the folder is gone. */
+	char want[1024], *got = slurp(out);
+	snprintf(want, sizeof(want), "-m memsim_record -o %s/.memsim-record-",
+		 tmpdir_path());
+	ck_assert_int_eq(strncmp(got, want, strlen(want)), 0);
+	snprintf(want, sizeof(want), "/trace.csv --fake --amp bf16 -- "
+		 "train.py --batch 8\n%s\n", mod);
+	ck_assert_ptr_nonnull(strstr(got, want));
+	struct stat st;
+	char stage[512];
+	snprintf(stage, sizeof(stage), "%.*s", (int)strcspn(got + 20, "\n "),
+		 got + 20);
+	*strrchr(stage, '/') = '\0';
+	ck_assert_int_ne(stat(stage, &st), 0);
+	/* Interpreter flags passed on, a module, torchrun's world. */
+	char *flags[] = {py, "-u", "-X", "dev", "-W", "ignore", "-m",
+			 "torch.distributed.run", "--nproc-per-node=4",
+			 "--nnodes", "2", "--standalone", "train.py", "-x"};
+	ck_assert_int_eq(msim_record_exec(&o, out, ropt, 1, flags, 14, why,
+					  sizeof(why)), 0);
+	ck_assert_str_eq(why, "");
+	got = slurp(out);
+	ck_assert_int_eq(strncmp(got, "-u -X dev -W ignore -m memsim_record "
+				 "-o ", 37), 0);
+	ck_assert_ptr_nonnull(strstr(got, "/trace.csv --fake --world-size 8 "
+				     "-- train.py -x\n"));
+	char *module[] = {py, "-m", "pkg.train", "--lr", "3"};
+	ck_assert_int_eq(msim_record_exec(&o, out, NULL, 0, module, 5, why,
+					  sizeof(why)), 0);
+	ck_assert_ptr_nonnull(strstr(slurp(out), "/trace.csv --module -- "
+				     "pkg.train --lr 3\n"));
+	/* An output that is an input, or not a file: refused before. */
+	ck_assert_int_eq(msim_record_exec(&o, py, NULL, 0, cmd, 2, why,
+					  sizeof(why)), MSIM_EINVAL);
+	ck_assert_ptr_nonnull(strstr(why, "a file the command reads"));
+	ck_assert_int_eq(msim_record_exec(&o, "/dev/null", NULL, 0, cmd, 2,
+					  why, sizeof(why)), MSIM_EINVAL);
+	ck_assert_ptr_nonnull(strstr(why, "not a regular file"));
 	/* The recorder's exit status comes back as it is. */
 	setenv("FAKE_RC", "3", 1);
 	ck_assert_int_eq(msim_record_exec(&o, out, NULL, 0, cmd, 2, why,
 					  sizeof(why)), 3);
 	ck_assert_str_eq(why, "");
+	ck_assert_ptr_nonnull(strstr(slurp(out), "pkg.train")); /* kept */
 	unsetenv("FAKE_RC");
 	/* An interpreter that cannot be run: 127, and why. */
 	char *gone[] = {"/nonexistent/python3", "train.py"};
@@ -84,10 +121,10 @@ START_TEST(test_record_exec)
 	ck_assert_str_eq(why, "cannot run /nonexistent/python3: No such file "
 			      "or directory");
 	/* What cannot start at all. */
-	char *m[] = {py, "-m", "pkg"};
+	char *m[] = {py, "-c", "print(1)"};
 	ck_assert_int_eq(msim_record_exec(&o, out, NULL, 0, m, 3, why,
 					  sizeof(why)), MSIM_EINVAL);
-	ck_assert_ptr_nonnull(strstr(why, "-m' is not supported"));
+	ck_assert_ptr_nonnull(strstr(why, "-c' is not supported"));
 	ck_assert_int_eq(msim_record_exec(&o, out, NULL, 0, cmd, 1, why,
 					  sizeof(why)), MSIM_EINVAL);
 	msim_record_opts_t none = {.dirs = NULL};

@@ -117,10 +117,12 @@ $MEMSIM sweep --list --grid batch=2 -- "$PY" "$tmp/blocks.py" '{batch}' \
 grep -q 'record:batch=2' "$tmp/list" || fail "sweep --list: $(cat "$tmp/list")"
 
 # memsim fit: its scratch folder goes on every way out, a failed recording
-# (batch 3) and a missing trace included.
+# (batch 3: a failure at that value, counted as not fitting, the search
+# goes on) and a missing trace included.
 $MEMSIM fit --cap 64GiB --vary batch=2..3 -- "$PY" "$tmp/blocks.py" '{batch}' \
-	>/dev/null 2>"$tmp/err" && fail "fit over a failing recording exits 0"
+	>"$tmp/fit" 2>"$tmp/err" || fail "fit over a failing recording: $(cat "$tmp/err")"
 grep -q 'recording batch=3 failed' "$tmp/err" || fail "fit: $(cat "$tmp/err")"
+grep -q '^largest *batch=2' "$tmp/fit" || fail "fit: $(cat "$tmp/fit")"
 $MEMSIM fit --cap 64GiB --vary batch=1..2 -c expandable_segments:True -- \
 	"$PY" "$tmp/blocks.py" '{batch}' >"$tmp/fit" 2>/dev/null ||
 	fail "fit: $(cat "$tmp/fit")"

@@ -4,6 +4,7 @@ import os
 import sys
 
 from . import devices
+from . import lifecycle
 
 PROG = "memsim record"
 
@@ -50,6 +51,8 @@ def parse(argv):
                     metavar="F", help="--values rules: the first expert of "
                     "a top-k routing gets F times its uniform share of "
                     "the tokens (default 1: uniform)")
+    ap.add_argument("--module", action="store_true",
+                    help="SCRIPT is a module, run as python3 -m runs it")
     ap.add_argument("script")
     ap.add_argument("args", nargs=argparse.REMAINDER)
     opt = ap.parse_args(argv)
@@ -58,7 +61,9 @@ def parse(argv):
     opt.item_bool = opt.item_bool == "true"
     if opt.item_repeats < 1:
         ap.error("--item-repeats must be at least 1")
-    if opt.world_size < 1 or not 0 <= opt.rank < opt.world_size:
+    if opt.world_size < 1:
+        ap.error("--world-size must be at least 1")
+    if not 0 <= opt.rank < opt.world_size:
         ap.error("--rank must be in [0, --world-size)")
     if not opt.routing_imbalance >= 1.0 or \
             opt.routing_imbalance == float("inf"):
@@ -76,7 +81,6 @@ def parse(argv):
 
 
 def record_gpu(opt, tmp):
-    import runpy
     import traceback
     import torch
     if not torch.cuda.is_available():
@@ -89,7 +93,7 @@ def record_gpu(opt, tmp):
     sys.argv = [opt.script] + list(opt.args)
     status, msg = 0, None
     try:
-        runpy.run_path(opt.script, run_name="__main__")
+        lifecycle.run_main(opt, opt.script)
     except SystemExit as e:
         if isinstance(e.code, int) and e.code:
             status, msg = e.code, "%s exited with status %d" % (opt.script,
@@ -130,6 +134,15 @@ def record_gpu(opt, tmp):
 
 def main(argv=None):
     opt = parse(sys.argv[1:] if argv is None else argv)
+    opt.module_name = None
+    if opt.module:
+        opt.module_name = opt.script
+        try:
+            opt.script = lifecycle.resolve_module(opt.module_name)
+        except Exception as e:  # the package's own import failed
+            print("%s: -m %s: %s" % (PROG, opt.module_name, e),
+                  file=sys.stderr)
+            return 2
     if not os.path.isfile(opt.script):
         print("%s: %s: no such script" % (PROG, opt.script), file=sys.stderr)
         return 2
@@ -141,7 +154,8 @@ def main(argv=None):
         return 2
     out = opt.output
     tmp = "%s.tmp%d" % (out, os.getpid())
-    sys.path.insert(0, os.path.dirname(os.path.abspath(opt.script)))
+    if not opt.module:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(opt.script)))
     # Should the interpreter die by a signal (a native crash), the Python
     # lines running then go to OUT.fault<pid>, which `memsim record`
     # prints (cli/cmd_record.c) and removes.
@@ -152,12 +166,15 @@ def main(argv=None):
         faulthandler.enable(file=fault_fp, all_threads=True)
     except OSError:
         fault_fp = None
+    undo_exit = lifecycle.patch_os_exit(PROG, opt.script)
     try:
         if opt.mode == "gpu":
             status, msg = record_gpu(opt, tmp)
+            lifecycle.forked_end()
         else:
             from . import fake
             rec, status, msg = fake.run(opt, opt.script, opt.args)
+            lifecycle.forked_end()
             if status == 0:
                 import gc
                 gc.collect()
@@ -184,6 +201,9 @@ def main(argv=None):
         os.replace(tmp, out)
         return 0
     finally:
+        undo_exit()
+        if os.getpid() != lifecycle.MAIN_PID:
+            os._exit(1)
         if os.path.exists(tmp):
             os.unlink(tmp)
         if fault_fp is not None:

@@ -44,6 +44,7 @@ from . import devices
 from . import host
 from . import kernels
 from . import known
+from . import lifecycle
 from . import values
 
 CATEGORIES = ("parameter", "gradient", "optimizer", "activation",
@@ -74,13 +75,15 @@ class Recorder:
         self.math_add = False  # the next add is in place (fake.py)
         self.retired = set()  # storages freed in the trace, still in use
         self.script = None
+        self.lock = threading.Lock()
 
     # -- rows ---------------------------------------------------------------
     def alloc(self, nbytes, category, site, key=None):
         """A block of NBYTES on the current stream (the caching allocator
         keeps one pool per stream: get_free_block matches the stream)."""
-        addr = self.next_addr
-        self.next_addr += ((nbytes + 511) // 512 + 1) * 512
+        with self.lock:  # the script's threads allocate too
+            addr = self.next_addr
+            self.next_addr += ((nbytes + 511) // 512 + 1) * 512
         stream = _CURRENT_STREAM[0]
         self.rows.append(["alloc", addr, nbytes, category, site, stream])
         self.allocated += nbytes
@@ -148,7 +151,7 @@ class Recorder:
         if self.in_optimizer():
             return "optimizer"
         if (self.phases and self.phases[-1][0] == "b") or \
-                threading.current_thread() is not threading.main_thread():
+                lifecycle.autograd_thread():
             return "gradient"
         if self.module_stack:
             return "activation"
@@ -169,8 +172,7 @@ class Recorder:
             m = self.module_stack[-1]
             name = self.module_names.get(id(m)) or type(m).__name__
             return clean(name)
-        if self.phase_backward or threading.current_thread() is not \
-                threading.main_thread():
+        if self.phase_backward or lifecycle.autograd_thread():
             try:
                 import torch
                 node = torch._C._current_autograd_node()
@@ -236,7 +238,7 @@ class _Props:
 # current stream, as CUDACachingAllocator::malloc does.  FSDP's all-gather
 # and reduce-scatter streams and the process group's streams are told
 # apart this way.
-_CURRENT_STREAM = [0]
+_CURRENT_STREAM = lifecycle.StreamSlot()  # per thread of the script's
 _NEXT_STREAM = [1]
 
 
@@ -1673,8 +1675,7 @@ def run(opt, script, argv):
         custom Function's backward adds as the program says), two dense
         tensors of one shape and dtype, the first owning its storage."""
         if kwargs or len(args) != 2 or torch.is_grad_enabled() or \
-                not (rec.phase_backward or threading.current_thread()
-                     is not threading.main_thread()):
+                not (rec.phase_backward or lifecycle.autograd_thread()):
             return False
         a, b = args
         if not isinstance(a, torch.Tensor) or \
@@ -1857,7 +1858,6 @@ def run(opt, script, argv):
         from . import dist
         dist.install(torch, opt, rec)
 
-    import runpy
     status, msg = 0, None
     sys.argv = [script] + list(argv)
     # The host side (host.py): the script's file writes to a scratch
@@ -1971,15 +1971,20 @@ def run(opt, script, argv):
         return orig_param_new(cls, data, requires_grad)
 
     torch.nn.Parameter.__new__ = param_new
+    undo_threads = lifecycle.patch_threads(lambda: (fm, Track()),
+                                           _CURRENT_STREAM)
     try:
         with fm, Track():
-            runpy.run_path(script, run_name="__main__")
+            lifecycle.run_main(opt, script)
+        if undo_threads.failed:
+            status, msg = 1, "%s: %s" % (script, undo_threads.failed[0])
     except SystemExit as e:
         if e.code is None or e.code == 0:
             status = 0
         elif isinstance(e.code, int):
-            status, msg = e.code, "%s exited with status %d" % (script,
-                                                                e.code)
+            status, msg = e.code, "%s %s with status %d" % (
+                script, "called os._exit" if isinstance(
+                    e, lifecycle.OsExit) else "exited", e.code)
         else:
             status, msg = 1, "%s exited: %s" % (script, e.code)
     except known.Endless as e:
@@ -1988,6 +1993,7 @@ def run(opt, script, argv):
         status, msg = 1, "%s raised %s: %s\n%s" % (
             script, type(e).__name__, e, host.user_traceback(e, script))
     finally:
+        undo_threads()
         ftm.run_fallback_kernel = orig_fallback
         torch.nn.Parameter.__new__ = orig_param_new
         files.uninstall()

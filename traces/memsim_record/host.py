@@ -98,6 +98,7 @@ class Files:
 
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="memsim-record-")
+        self.pid = os.getpid()
         self.map = {}
         self.count = 0
         self.orig_open = builtins.open
@@ -143,7 +144,8 @@ class Files:
         io.open = self.orig_open
 
     def remove(self):
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if os.getpid() == self.pid:  # not a child the script forked
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 # -- DataLoader workers -------------------------------------------------------

@@ -1,0 +1,166 @@
+"""The script's life inside the recorder: how it is started (a path, or
+-m MODULE as `python3 -m` runs it), the threads it starts (recorded under
+the same fake mode, each with its own current stream, as
+getCurrentCUDAStream is per thread), the processes it forks (they never
+write the trace: that is the recorder's first process's job), and
+os._exit() called by the script (the end of the script, in the main
+thread; from another thread, one line and no trace).
+
+memsim itself (lab/recproc.c) keeps the rest: the recorder in a process
+group of its own, killed with memsim or at --timeout, and the trace
+renamed into place only once the whole group is gone.
+"""
+import os
+import sys
+import threading
+
+MAIN_PID = os.getpid()
+_SCRIPT_THREADS = set()   # idents of Python threads the script started
+
+
+class StreamSlot:
+    """torch.cuda's current stream: [0] reads and sets it.  A thread the
+    script starts has its own, the default stream at first; the main
+    thread and the autograd engine's threads share one (backward runs on
+    the streams of the forward)."""
+
+    def __init__(self):
+        self._shared = 0
+        self._local = threading.local()
+
+    def __getitem__(self, i):
+        return getattr(self._local, "v", self._shared)
+
+    def __setitem__(self, i, v):
+        if hasattr(self._local, "v"):
+            self._local.v = v
+        else:
+            self._shared = v
+
+    def own(self):
+        self._local.v = 0
+
+
+def autograd_thread():
+    """Whether this thread is one of the autograd engine's (not the main
+    thread, not a Python thread the script started)."""
+    return threading.current_thread() is not threading.main_thread() and \
+        threading.get_ident() not in _SCRIPT_THREADS
+
+
+def patch_threads(enter, slot):
+    """threading.Thread.run runs under the recorder's modes: enter() gives
+    the context managers the main thread runs the script in (the fake
+    mode is per thread, as every TorchDispatchMode is).  Returns a
+    function that undoes it; the first exception a thread raised, if
+    any, is in .failed (as threading.excepthook sees it)."""
+    orig_run = threading.Thread.run
+    orig_hook = threading.excepthook
+    failed = []
+
+    def run(self):
+        _SCRIPT_THREADS.add(threading.get_ident())
+        slot.own()
+        try:
+            modes = enter()
+            for m in modes:
+                m.__enter__()
+            try:
+                orig_run(self)
+            finally:
+                for m in reversed(modes):
+                    m.__exit__(None, None, None)
+        finally:
+            _SCRIPT_THREADS.discard(threading.get_ident())
+
+    def hook(args):
+        if os.getpid() == MAIN_PID and not failed and \
+                args.exc_type is not SystemExit:
+            import traceback
+            tb = traceback.extract_tb(args.exc_traceback)
+            where = ("%s:%d" % (tb[-1].filename, tb[-1].lineno)) if tb \
+                else "?"
+            failed.append("thread %s raised %s: %s (at %s)" % (
+                args.thread.name if args.thread else "?",
+                args.exc_type.__name__, args.exc_value, where))
+        orig_hook(args)
+
+    threading.Thread.run = run
+    threading.excepthook = hook
+
+    def undo():
+        threading.Thread.run = orig_run
+        threading.excepthook = orig_hook
+
+    undo.failed = failed
+    return undo
+
+
+def resolve_module(name):
+    """The file `python3 -m NAME` runs (a package's __main__), or raises
+    ImportError.  The current folder is first on sys.path, as for -m."""
+    import importlib.util
+    sys.path.insert(0, os.getcwd())
+    spec = importlib.util.find_spec(name)
+    if spec is not None and spec.submodule_search_locations is not None:
+        spec = importlib.util.find_spec(name + ".__main__")
+    if spec is None or not spec.origin or not os.path.isfile(spec.origin):
+        raise ImportError("no module named %s" % name)
+    return spec.origin
+
+
+def run_main(opt, script):
+    """Runs the script as __main__: its path, or its module (-m)."""
+    import runpy
+    mod = getattr(opt, "module_name", None)
+    if mod:
+        runpy.run_module(mod, run_name="__main__", alter_sys=True)
+    else:
+        runpy.run_path(script, run_name="__main__")
+
+
+def forked_end():
+    """In a process the script forked that has come to the script's end:
+    ends it there.  Only the recorder's own process writes the trace."""
+    if os.getpid() != MAIN_PID:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        _REAL_EXIT(0)
+
+
+_REAL_EXIT = os._exit
+
+
+class OsExit(SystemExit):
+    """os._exit(code) called by the script in the main thread: the end of
+    the script with that status (handled as sys.exit)."""
+
+
+def patch_os_exit(prog, script):
+    """os._exit in the recorder's process: in the main thread it ends the
+    script as sys.exit would (its trace is then written); from another
+    thread it ends the process at once, after one line.  Forked children
+    (DataLoader workers, multiprocessing) keep the real one.  Returns
+    the function that undoes it."""
+    orig = os._exit
+
+    def _exit(code):
+        if os.getpid() != MAIN_PID:
+            return orig(code)
+        if threading.current_thread() is threading.main_thread():
+            raise OsExit(code)
+        f = sys._getframe(1)
+        print("%s: %s called os._exit(%s) from thread %s at %s:%d; no "
+              "trace written" % (prog, script, code,
+                                 threading.current_thread().name,
+                                 f.f_code.co_filename, f.f_lineno),
+              file=sys.stderr)
+        sys.stderr.flush()
+        orig(code if code else 1)
+
+    os._exit = _exit
+
+    def undo():
+        os._exit = orig
+
+    return undo
