@@ -352,8 +352,8 @@ msim_cmd_fit(int argc, char **argv)
 	snprintf(tunedb, sizeof(tunedb), "%s/tune.db", tmpdir);
 	f.dir = keep ? keep : tmpdir;
 	f.tune_db = tunedb;
-	f.rec = (msim_record_opts_t){.dirs = msim_cli_record_dirs(),
-				     .quiet = true};
+	f.rec.dirs = msim_cli_record_dirs(); /* --timeout is set already */
+	f.rec.quiet = true;
 	/* tune's search on the winner: a progress line on a terminal */
 	msim_cli_progress_t pr = {.what = "fit: tune", .after_ms = 1000,
 				  .on = isatty(STDERR_FILENO)};
