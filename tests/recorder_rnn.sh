@@ -31,6 +31,14 @@ got=$(sizes "$tmp/lstm.csv")
 want="8192 16384 512 512 16384 16384 512 512 59392 2048 1024 1024 8 6488064 2048 4096 1024 1024 16857497 45440 4 4 1024 1024 2048 4096 2048 1024 1024 16857497 2048 59392 16857497"
 [ "$got" = "$want" ] || fail "lstm: $got"
 grep -q ',backward CudnnRnnBackward$' "$tmp/lstm.csv" || fail "lstm: no cuDNN backward"
+# _cudnn_rnn frees its workspace on return, after the reserve was made
+# (the H200 snapshot of the word_language_model LSTM, docs/corpus.md):
+# forward's workspace row, the reserve's, then the workspace's free.
+got=$(awk -F, '$8 == "cudnn _cudnn_rnn workspace" && $3 == "alloc" { a = $4; n = NR }
+	n && NR == n + 1 { r = $3 "," $5 }
+	n && NR == n + 2 { print r, $3, ($4 == a) ? "workspace" : "other"; n = 0 }' \
+	"$tmp/lstm.csv")
+[ "$got" = "alloc,45440 free_completed workspace" ] || fail "lstm order: $got"
 # 2. GRU under fp16 autocast (_cudnn_rnn_cast_reflatten): the weights
 # copied into a new fp16 flat buffer (44544 / 2 = 22272), hx then the
 # input cast (512, 1024), then _cudnn_rnn in fp16 (x 1024, output 2048,

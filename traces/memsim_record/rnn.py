@@ -19,8 +19,8 @@ torch 2.11, cuDNN 9.19; validate/device/rnn_probe.py):
   cx, hx and the input (right to left); then _cudnn_rnn: the input made
   contiguous in (T, B, I) order (batch_first: a copy), a weight buffer when
   the weights are not one flat buffer (bf16), output, hy, cy, the workspace
-  (freed on return) and, in training, the reserve space (kept for
-  backward).
+  and, in training, the reserve space (kept for backward); the workspace
+  is freed on return, once the reserve was made.
 - backward, _cudnn_rnn_backward: zeros for the unused grad_hy/grad_cy,
   _cudnn_rnn_backward_input (input and grad_output contiguous, dx, dhx,
   dcx, workspace) and _cudnn_rnn_backward_weight (input contiguous again,
@@ -124,12 +124,16 @@ def install(torch, rec, sms):
             s = x.element_size()
             drop = cfg["train"] and cfg["dropout"] > 0 and L > 1
             ws = workspace_bytes(mode, T, B, H, L, D, s, drop)
-            temp(ws, "cudnn _cudnn_rnn workspace")
+            # _cudnn_rnn: the workspace, then the reserve, both at::empty;
+            # the workspace is freed on return, after the reserve is made.
+            wkey = object()
+            rec.alloc(ws, "temporary", "cudnn _cudnn_rnn workspace", key=wkey)
             reserve = None
             if cfg["train"]:
                 reserve = torch.empty(
                     reserve_bytes(mode, T, B, H, L, D, s, drop),
                     dtype=torch.uint8, device=x.device)
+            rec.free(wkey)
             del x
             ctx.cfg = cfg
             ctx.shapes = (T, B, s, ws)
