@@ -179,6 +179,15 @@ PY
 printf '%s\n' "138412032 96" "38928384 24" "38535168 24" "131072000 252" \
 	"65536000 252" "-" >"$tmp/want"
 cmp -s "$tmp/want" "$tmp/red" || fail "reduce buffers: $(diff "$tmp/want" "$tmp/red")"
+# launch_reduce_kernel frees its semaphores before its buffer (the
+# reverse of their declaration; the gat program's H200 snapshot,
+# tests/data/corpus/gat_h200.pickle).
+got=$(PYTHONPATH="$SRC/traces" python3 -c '
+from memsim_record import kernels as k
+ev = k.reduce((2048, 8000), (8000, 1), {0}, 4, 4, 0, 9, 0, 132)
+print(" ".join(e[0] + ":" + e[1] for e in ev))' 2>&1)
+[ "$got" = "alloc:buffer alloc:semaphores free:semaphores free:buffer" ] ||
+	fail "reduce order: $got"
 
 # A recording: each workspace is an alloc of category temporary, site the
 # kernel, freed by the next row; the sm90 rules are assumed on sm75 (t4).

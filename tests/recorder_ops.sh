@@ -8,7 +8,7 @@ SRC=$(cd "$(dirname "$0")" && pwd)
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 need_torch
 sizes() { awk -F, '$3 == "alloc" { printf "%s%s", s, $5; s = " " } END { print "" }' "$1"; }
-for c in groupnorm convt gemm nested mse catconv mathmask accum linear3d lncopy embed; do
+for c in groupnorm convt gemm nested mse catconv mathmask accum linear3d lncopy embed softmax; do
 	$MEMSIM record -o "$tmp/$c.csv" -- "$PY" "$SRC/recorder/op_allocs.py" $c \
 		2>"$tmp/err" || fail "record $c: $(tail -3 "$tmp/err")"
 done
@@ -97,5 +97,18 @@ got=$(sizes "$tmp/lncopy.csv")
 got=$(sizes "$tmp/embed.csv")
 [ "$got" = "1280000 32768 524288 4 64 4 4 524288 32768 32768 32768 1280000 32768 8 32768 32768 32768 8 36040 576640" ] ||
 	fail "embed: $got"
+# 12. softmax over the last dimension of 2 x 4 x 64 x 96 floats (196608
+# bytes), then dropout (its mask: 49152), backward: softmax_backward_cuda_out
+# computes grad * output into a temporary (196608) after the structured
+# kernel's grad_input and frees it when it returns, before autograd frees
+# the dropout's gradient (the gat program's H200 snapshot,
+# tests/data/corpus/gat_h200.pickle: one per attention softmax).
+got=$(sizes "$tmp/softmax.csv")
+[ "$got" = "196608 196608 49152 196608 4 4 196608 196608 196608" ] ||
+	fail "softmax: $got"
+awk -F, '$8 == "softmax_backward_cuda_out grad * output" { if ($3 == "alloc") { a = $4; n = NR } }
+	n && NR == n + 1 { ok = ($3 == "free_completed" && $4 == a) }
+	END { exit !ok }' "$tmp/softmax.csv" ||
+	fail "softmax: no grad * output temporary freed on return"
 
 finish recorder_ops.sh

@@ -6,6 +6,8 @@
 #   NAME.csv   the trace (MODE fake: memsim record --fake)
 #   NAME.real  "ALLOCATED RESERVED", torch.cuda.max_memory_allocated() and
 #              max_memory_reserved() at its end (MODE real: on a GPU)
+#   NAME.pickle  with CORPUS_SNAPSHOTS=1 in MODE real: the allocator's
+#              history (torch.cuda.memory._dump_snapshot, see wrap.py)
 #
 #   sh tests/corpus/run.sh fake|real OUTDIR [NAME...]
 #
@@ -58,7 +60,9 @@ grep -v '^#' "$here/programs.tsv" | while IFS=$tab read -r name data needs setup
 			timeout "${CORPUS_TIMEOUT:-300}" "$MEMSIM" record --fake \
 				-o "$out/$name.csv" -- "$PY" "$here/wrap.py" "$@" >>"$log" 2>&1
 		else
-			CORPUS_REAL=$out/$name.real timeout "${CORPUS_TIMEOUT:-300}" \
+			snap=
+			[ -n "${CORPUS_SNAPSHOTS:-}" ] && snap=$out/$name.pickle
+			CORPUS_SNAPSHOT=$snap CORPUS_REAL=$out/$name.real timeout "${CORPUS_TIMEOUT:-300}" \
 				"$PY" "$here/wrap.py" "$@" >>"$log" 2>&1
 		fi
 		rc=$?

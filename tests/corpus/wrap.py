@@ -16,6 +16,11 @@ for `python3 SCRIPT`.  With CORPUS_REAL=FILE in the environment (the real
 runs of tests/corpus/device.sh) the program's torch.cuda.max_memory_allocated()
 and max_memory_reserved() are written to FILE when it ends, one line
 "ALLOCATED RESERVED", whether it ended by returning or by SystemExit.
+With CORPUS_SNAPSHOT=FILE as well, the caching allocator's history is
+recorded from the start (torch.cuda.memory._record_memory_history, Python
+frames only) and written to FILE at the end
+(torch.cuda.memory._dump_snapshot), for comparing a recording with the real
+run request by request (tests/corpus/snapdiff.py).
 """
 import os
 import runpy
@@ -50,6 +55,13 @@ def main():
                 raise SystemExit(0)
         opt.register_optimizer_step_post_hook(stop)
     real = os.environ.get("CORPUS_REAL")
+    snapshot = os.environ.get("CORPUS_SNAPSHOT") if real else None
+    if snapshot:
+        import torch
+        torch.cuda.memory._record_memory_history(
+            max_entries=int(os.environ.get("CORPUS_SNAPSHOT_ENTRIES",
+                                           "1000000")),
+            stacks="python")
     try:
         runpy.run_path(script, run_name="__main__")
     finally:
@@ -59,6 +71,8 @@ def main():
             with open(real, "w") as f:
                 f.write("%d %d\n" % (torch.cuda.max_memory_allocated(),
                                      torch.cuda.max_memory_reserved()))
+            if snapshot:
+                torch.cuda.memory._dump_snapshot(snapshot)
 
 
 if __name__ == "__main__":

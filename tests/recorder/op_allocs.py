@@ -10,7 +10,9 @@
 # the math path), accum (an input used by two Linear layers: its two
 # gradients accumulate), linear3d (a Linear with a bias on a transposed
 # 3-D input), lncopy (LayerNorm on a transposed input, forward and
-# backward), embed (nn.Embedding's backward on 4096 indices).
+# backward), embed (nn.Embedding's backward on 4096 indices), softmax
+# (F.softmax over the last dimension of 2 x 4 x 64 x 96 floats, then
+# dropout, forward and backward: the gat program's attention).
 import sys
 import torch
 
@@ -54,6 +56,10 @@ elif case == "lncopy":
     ln = torch.nn.LayerNorm(64).to(dev)
     x = torch.randn(16, 8, 64, device=dev, requires_grad=True)
     ln(x.transpose(0, 1)).transpose(0, 1).sum().backward()
+elif case == "softmax":
+    x = torch.randn(2, 4, 64, 96, device=dev, requires_grad=True)
+    a = torch.nn.functional.softmax(x, dim=-1)
+    torch.nn.functional.dropout(a, 0.5).sum().backward()
 elif case == "embed":
     emb = torch.nn.Embedding(10000, 32).to(dev)
     idx = torch.randint(0, 10000, (64, 64), device=dev)

@@ -904,6 +904,7 @@ KERNEL_SITES = {
     "sort": "sort_cuda_kernel temporaries",
     "multinomial": "multinomial temporaries",
     "sum": "gpu_reduce_kernel global buffer",
+    "_softmax_backward_data": "softmax_backward_cuda_out grad * output",
     "mean": "gpu_reduce_kernel global buffer",
     "convolution": "cudnn run_conv_plan workspace",
     "convolution_backward": "cudnn run_conv_plan workspace (backward)",
@@ -1452,6 +1453,14 @@ def run(opt, script, argv):
                 return kernels.multinomial(
                     tuple(x.shape), x.element_size(), int(ns), bool(rp),
                     out.numel() if isinstance(out, torch.Tensor) else 0)
+            if name == "_softmax_backward_data":
+                g, y = args[0], args[1]
+                if not isinstance(g, torch.Tensor) or \
+                        g.device.type != "cuda":
+                    return []
+                dt = torch.result_type(g, y)
+                return kernels.softmax_backward(
+                    g.numel(), torch.empty((), dtype=dt).element_size())
             if name in ("mse_loss", "smooth_l1_loss", "huber_loss"):
                 # mse_loss_out and its kin (Loss.cpp): with a reduction,
                 # the elementwise loss goes to a TensorIterator temporary

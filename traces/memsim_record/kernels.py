@@ -367,8 +367,25 @@ def reduce(shape, strides, reduce_dims, itemsize, acc_size, offset, major,
     size = acc_size * num_outputs * ctas
     if not block_x_reduce:
         size *= bw * output_vec_size
+    # launch_reduce_kernel's DataPtrs buffer and semaphores, released in
+    # the reverse order of their declaration (the gat snapshot: the 4-byte
+    # semaphores go first).
     return [("alloc", "buffer", size), ("alloc", "semaphores", 4 * grid),
-            ("free", "buffer"), ("free", "semaphores")]
+            ("free", "semaphores"), ("free", "buffer")]
+
+
+def softmax_backward(numel, itemsize):
+    """Events of softmax_backward_cuda_out (_softmax_backward_data): it
+    computes `Tensor tmp = grad * output` (ITEMSIZE: their promoted
+    dtype's bytes) and hands tmp to host_softmax_backward, after the
+    structured kernel made grad_input; tmp is freed on return.
+    log_softmax_backward_cuda_out makes none.  (The gat snapshot: one
+    temporary of the attention's size between grad_input and the frees of
+    grad and the saved output.)"""
+    if numel == 0:
+        return []
+    return [("alloc", "grad*output", numel * itemsize),
+            ("free", "grad*output")]
 
 
 def _r256(n):
