@@ -862,17 +862,18 @@ def _item_value(rec, dtype, torch):
     return rec.opt.item_int
 
 
-def _host_values(rec, t):
+def _host_values(rec, t, large=False):
     """A real CPU tensor for the fake tensor T that crosses to the host
     (.cpu(), .to("cpu"), a copy into a host tensor, .numpy()), of T's
     shape, dtype and strides, or None where T is larger than
-    host.HOST_FAKE_BYTES (it stays fake).  Its values are values.py's
+    host.HOST_FAKE_BYTES (it stays fake) unless LARGE (.numpy(): an array
+    needs real memory, as in the real run).  Its values are values.py's
     (docs/recording-values.md): T's own where known, else a range's or
     the .item() rules' answer, an assumption host:<kind> counted once per
     tensor; a loop on values the fake run does not have stops."""
     import torch
     from torch._subclasses.fake_tensor import unset_fake_temporarily
-    if host.nbytes(t) > host.HOST_FAKE_BYTES:
+    if host.nbytes(t) > host.HOST_FAKE_BYTES and not large:
         rec.assume("host:large-stays-fake")
         return None
     vals = values.host_values(rec, t)
@@ -1062,6 +1063,12 @@ def run(opt, script, argv):
                 if v is not known.UNKNOWN:
                     return v
                 return _item_value(rec, args[0].dtype, torch)
+            if name in values.HOST_BOOL:
+                # torch.equal, torch.allclose: a host bool from the data,
+                # computed as the CUDA build does (values.host_bool), its
+                # ops recorded
+                with self:
+                    return values.host_bool(rec, name, *args, **kwargs)
             if name in ("is_pinned",):
                 return False
             if name == "_nested_tensor_from_mask_left_aligned":
@@ -1865,7 +1872,7 @@ def run(opt, script, argv):
     # recorder, 0-dim GPU tensors formatted as their .item(), .numpy() and
     # .tolist() of a fake tensor by the host rules.
     files = rec.files = host.Files()
-    undo_save = host.patch_save(torch, files)
+    undo_save = host.patch_save(torch, files, rec)
     undo_workers = host.patch_workers(torch)
     orig_format = torch.Tensor.__format__
     orig_numpy = torch.Tensor.numpy
@@ -1877,7 +1884,7 @@ def run(opt, script, argv):
 
     def numpy(self, *a, **k):
         if isinstance(self, FakeTensor):
-            vals = _host_values(rec, self.detach())
+            vals = _host_values(rec, self.detach(), large=True)
             if vals is not None:
                 return vals.numpy(*a, **k)
         return orig_numpy(self, *a, **k)

@@ -980,6 +980,57 @@ FALLBACK = {
 }
 
 
+# Ops whose output is a host bool computed from GPU data (host_bool).
+HOST_BOOL = frozenset(("equal", "allclose"))
+
+
+def host_bool(rec, name, a, b, *args, **kwargs):
+    """torch.equal(A, B) or torch.allclose(A, B, ...) of GPU tensors as
+    the CUDA build computes them, under the recording mode, so that their
+    ops are recorded.  equal (cuda_equal): an error across devices, False
+    where the sizes differ, True when empty, else
+    at::cuda::eq(a, b).all().item().  allclose (CompositeExplicitAutograd
+    allclose): isclose(a, b, rtol, atol, equal_nan).all().item().
+    The answer: exact where the values are known (the mask's shadow;
+    always under --values cpu); else True for a tensor compared with
+    itself or a view of the very same elements (tied weights: assumption
+    NAME:same, which assumes no NaN in it); else the .item() rule of a
+    bool (item:bool, --item-bool)."""
+    torch = rec.known.values.torch
+    if name == "equal":
+        if a.device != b.device:
+            raise RuntimeError("Cannot compare two tensors on different "
+                               "devices. Got: %s and %s" % (a.device,
+                                                            b.device))
+        if tuple(a.shape) != tuple(b.shape):
+            return False
+        if a.numel() == 0:
+            return True
+        m = torch.eq(a, b).all()
+    else:
+        m = torch.isclose(a, b, *args, **kwargs).all()
+    v = rec.known.item(m)
+    if v is not _known.UNKNOWN:
+        return bool(v)
+    if a.dtype == b.dtype and tuple(a.shape) == tuple(b.shape) and \
+            id(a.untyped_storage()) == id(b.untyped_storage()) and \
+            a.storage_offset() == b.storage_offset() and \
+            a.stride() == b.stride():
+        assume(rec, name + ":same", True)
+        return True
+    return bool(m.item())
+
+
+def loaded(rec, t, real):
+    """T, a fake GPU tensor torch.load made of the host tensor REAL (the
+    file's values, host._Load): REAL is its shadow where T is small enough
+    for one (every tensor under --values cpu)."""
+    vs = rec.known.values
+    if vs._small(t):
+        with vs.unset():
+            vs._set(t, real.detach().clone())
+
+
 def host_values(rec, t):
     """A real CPU tensor of T's shape and dtype with its values, for the
     recorder's .cpu() of a fake CUDA tensor (docs/recording-values.md)."""
