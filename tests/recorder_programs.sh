@@ -2,7 +2,7 @@
 # memsim record --fake on what third-party programs do (issue 25's corpus,
 # tests/corpus): torch.equal / torch.allclose of GPU tensors
 # (values.host_bool), torch.load of a real checkpoint onto the GPU
-# (host._Load).  Skips (77) without PyTorch.
+# (host._Load), a model moved after its optimizer was made.  Skips (77) without PyTorch.
 set -u
 SRC=$(cd "$(dirname "$0")" && pwd)
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
@@ -71,4 +71,21 @@ grep -q "^devices cpu cpu cpu cpu cpu cpu$" "$tmp/err" &&
 	grep -q "^values 105.0 3.0 10 3.0$" "$tmp/err" || fail "load cpu: $(cat "$tmp/err")"
 [ "$(rows "$tmp/l.csv")" = "12000,parameter,Linear.weight " ] ||
 	fail "load cpu: $(rows "$tmp/l.csv")"
+# 3. A model moved after its optimizer was made (Fabric's setup): the
+# optimizer's parameters are the moved ones (Module._apply swaps their
+# .data), so they get gradients; m.half() then frees each fp32 parameter
+# as its fp16 copy is made (4096 + 64 + 64 + 64 floats).
+$MEMSIM record -o "$tmp/m.csv" -- "$PY" "$R/move_after_optim.py" 2>"$tmp/err" ||
+	fail "record move: $(tail -3 "$tmp/err")"
+grep -q "^grads 4$" "$tmp/err" || fail "move grads: $(cat "$tmp/err")"
+grep -q "^ln 1.0 cuda:0$" "$tmp/err" || fail "move ln: $(cat "$tmp/err")"
+grep -q "^dtypes torch.float16 torch.float16 torch.float16 torch.float16$" "$tmp/err" ||
+	fail "move dtypes: $(cat "$tmp/err")"
+got=$(grep ',alloc,\|,free_completed,' "$tmp/m.csv" | cut -d, -f3,5 |
+	sed -n '/^alloc,8192$/,$p' | tr '\n' ' ')
+[ "$got" = "alloc,8192 free_completed,16384 alloc,128 free_completed,256 \
+alloc,128 free_completed,256 alloc,128 free_completed,256 \
+free_completed,8192 free_completed,128 free_completed,128 free_completed,128 \
+free_completed,4 " ] || fail "move half: $got"
+
 finish recorder_programs.sh

@@ -1590,6 +1590,16 @@ def run(opt, script, argv):
     orig_apply = torch.nn.Module._apply
     moved = {}
 
+    def _set_moved(p, pa):
+        """p.data = pa, p keeping what is known of pa's values."""
+        v = kn.value(pa)
+        r = kn.values.real(pa) if kn.values is not None else None
+        p.data = pa
+        if v is not known.UNKNOWN:
+            kn._set(p, v)
+        if r is not None:
+            kn.values._set(p, r)
+
     depth = [0]
 
     def _apply(self, fn, recurse=True):
@@ -1604,28 +1614,28 @@ def run(opt, script, argv):
     def _apply1(self, fn, recurse=True):
         """Module._apply for fake parameters: nn.Module swaps a FakeTensor
         parameter in place (torch.utils.swap_tensors), which the fake mode's
-        own weak references forbid; a new Parameter is set instead, shared
-        parameters staying shared."""
+        own weak references forbid.  Here, as Module._apply does for plain
+        tensors (compute_should_use_set_data: a move between devices, a
+        cast), the parameter stays the same object and its .data (and its
+        grad's) is swapped, so that an optimizer made before the move
+        (Fabric's setup, `model.to()` after the optimizer) steps the moved
+        parameters; shared parameters move once."""
         if recurse:
             for m in self.children():
                 m._apply(fn)
         for key, p in list(self._parameters.items()):
-            if p is None:
-                continue
-            if id(p) in moved:
-                self._parameters[key] = moved[id(p)]
+            if p is None or id(p) in moved:
                 continue
             with torch.no_grad():
                 pa = fn(p)
             if pa is p:
                 continue
-            newp = torch.nn.Parameter(pa, requires_grad=p.requires_grad)
+            moved[id(p)] = p
+            _set_moved(p, pa)
             if p.grad is not None:
                 with torch.no_grad():
-                    newp.grad = fn(p.grad)
-            moved[id(p)] = newp
-            self._parameters[key] = newp
-            rec.relabel(newp, "parameter",
+                    _set_moved(p.grad, fn(p.grad))
+            rec.relabel(p, "parameter",
                         clean(type(self).__name__ + "." + key))
         for key, b in list(self._buffers.items()):
             if b is not None:
