@@ -2,7 +2,8 @@
 # memsim record --fake on what third-party programs do (issue 25's corpus,
 # tests/corpus): torch.equal / torch.allclose of GPU tensors
 # (values.host_bool), torch.load of a real checkpoint onto the GPU
-# (host._Load), a model moved after its optimizer was made.  Skips (77) without PyTorch.
+# (host._Load), a model moved after its optimizer was made, deep-copied
+# layers, the attention kernel of an fp32 head dimension of 100.  Skips (77) without PyTorch.
 set -u
 SRC=$(cd "$(dirname "$0")" && pwd)
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
@@ -87,5 +88,20 @@ got=$(grep ',alloc,\|,free_completed,' "$tmp/m.csv" | cut -d, -f3,5 |
 alloc,128 free_completed,256 alloc,128 free_completed,256 \
 free_completed,8192 free_completed,128 free_completed,128 free_completed,128 \
 free_completed,4 " ] || fail "move half: $got"
+
+# 4. A deep-copied layer (nn.TransformerEncoder's _get_clones): its weight
+# is one storage with its views, so the forward allocates the output only
+# (it gave weight.t() a weight-sized storage of its own); a deepcopy of a
+# CUDA model copies a tied layer once.  fp32 attention with head dimension
+# 100 runs memory-efficient attention on the H200 (minimum_gemm_alignment
+# 4): the output and the 64-row logsumexp, no 35 x 35 weights.
+$MEMSIM record -o "$tmp/c.csv" -- "$PY" "$R/clones_attention.py" 2>"$tmp/err" ||
+	fail "record clones: $(tail -3 "$tmp/err")"
+got=$(grep ',alloc,' "$tmp/c.csv" | cut -d, -f5,8 | sed 's/ <module>$//; s/copy.py:[0-9]* //' | tr '\n' ' ')
+[ "$got" = "160000,Linear.weight 800,Linear.bias 560000,clones_attention.py:8 \
+560000,Linear 33554432,cuBLAS workspace 1048576,cuBLASLt workspace \
+160000,deepcopy 800,deepcopy \
+560000,clones_attention.py:11 560000,clones_attention.py:12 \
+10240,clones_attention.py:12 " ] || fail "clones: $got"
 
 finish recorder_programs.sh

@@ -889,6 +889,35 @@ def _host_values(rec, t, large=False):
     return out
 
 
+def _fake_deepcopy(self, memo):
+    """copy.deepcopy of a fake tensor (nn.TransformerEncoder's _get_clones
+    deep-copies its layer, weights included).  Tensor.__deepcopy__ sets a
+    storage copy into a new tensor (set_), and the fake mode gives each
+    view of such a tensor a storage of its own: every weight.t() of a
+    forward was recorded as a weight-sized allocation.  Here the copy is a
+    clone (the new storage a deepcopy makes, on the tensor's device), with
+    requires_grad, the grad and the Python attributes copied as
+    Tensor.__deepcopy__ copies them."""
+    import copy
+    import torch
+    if id(self) in memo:
+        return memo[id(self)]
+    if not self.is_leaf:
+        raise RuntimeError("Only Tensors created explicitly by the user "
+                           "(graph leaves) support the deepcopy protocol "
+                           "at the moment.")
+    with torch.no_grad():
+        new = self.clone(memory_format=torch.preserve_format)
+    new.requires_grad_(self.requires_grad)
+    if self.grad is not None:
+        new.grad = _fake_deepcopy(self.grad, memo)
+    for k, v in self.__dict__.items():
+        if k not in new.__dict__:
+            new.__dict__[k] = copy.deepcopy(v, memo)
+    memo[id(self)] = new
+    return new
+
+
 SDP_FLASH, SDP_EFFICIENT, SDP_MATH, SDP_CUDNN = 1, 2, 0, 3
 
 # Attention ops whose kernels allocate temporaries (kernels.py): the
@@ -939,9 +968,23 @@ def _sdp_choice(torch, rec, args, kwargs, major):
     if major >= 8 and q.dtype in (torch.float16, torch.bfloat16) and \
             mask is None and d <= 256 and d % 8 == 0:
         return SDP_FLASH
-    if major >= 5 and d % 8 == 0:
+    if major >= 5 and d % _gemm_alignment(torch, q.dtype, major) == 0:
         return SDP_EFFICIENT
     return SDP_MATH
+
+
+def _gemm_alignment(torch, dtype, major):
+    """sdp_utils' minimum_gemm_alignment, the head dimension's alignment
+    that check_head_dim_size_mem_efficient asks: 4 elements on sm80+, 1
+    before; with tensor cores (sm80+, or sm70+ for fp16/bf16) at least
+    128 bits (8 halves, 4 floats).  (The H200's trace of a 2-head fp32
+    model of width 200, head dimension 100, runs memory-efficient
+    attention: corpus program lightning-fabric-lm.)"""
+    half = dtype in (torch.float16, torch.bfloat16)
+    align = 4 if major >= 8 else 1
+    if major >= 8 or (major >= 7 and half):
+        align = max(align, 128 // (16 if half else 32))
+    return align
 
 
 def run(opt, script, argv):
@@ -1988,6 +2031,8 @@ def run(opt, script, argv):
         return orig_param_new(cls, data, requires_grad)
 
     torch.nn.Parameter.__new__ = param_new
+    had_deepcopy = FakeTensor.__dict__.get("__deepcopy__")
+    FakeTensor.__deepcopy__ = _fake_deepcopy
     try:
         with fm, Track():
             runpy.run_path(script, run_name="__main__")
@@ -2007,6 +2052,10 @@ def run(opt, script, argv):
     finally:
         ftm.run_fallback_kernel = orig_fallback
         torch.nn.Parameter.__new__ = orig_param_new
+        if had_deepcopy is None:
+            del FakeTensor.__deepcopy__
+        else:
+            FakeTensor.__deepcopy__ = had_deepcopy
         files.uninstall()
         if files.count:
             print("memsim record: %s wrote %d file%s; each went to a "
