@@ -210,6 +210,9 @@ class Values:
         self.fresh = {}
         self.in_func = False
         self.no_kernel = set()
+        # OpOverload -> "dynamic" (an aten op with a data-dependent output
+        # size), "static" (any other aten op), "other" (another library's)
+        self.aten_ops = {}
         g = torch.Generator()
         g.manual_seed(0)
         self.rng = g
@@ -284,6 +287,16 @@ class Values:
             del self.shadow[t]
             return None
         return ent[0]
+
+    def _has(self, t):
+        """Whether self.real(T) of a fake T gives values, none made."""
+        ent = self.shadow.get(t)
+        if ent is not None:
+            k = self._skey(t)
+            return k == ent[1] and self.gen.get(k, 0) == ent[2]
+        if getattr(t, "constant", None) is not None:
+            return True
+        return self.kn.value(t) is not _known.UNKNOWN and self._small(t)
 
     def range(self, t):
         ent = self.ranges.get(t)
@@ -495,8 +508,24 @@ class Values:
         (self.fresh: target -> values), when the op overwrites all of it
         (copy_, fill_, zero_, out=) or its old value is known."""
         torch = self.torch
-        missing = []
         tid = {id(t) for t in targets}
+        # First whether every input has values, before any is made (a
+        # known scalar's torch.full, a target's zeros): most ops of a
+        # program have an input without (a weight, an activation).
+        full = name in FULL
+        for a in args:
+            for x in (a if isinstance(a, (list, tuple)) else (a,)):
+                if isinstance(x, self.Fake) and not (
+                        full and id(x) in tid) and not self._has(x):
+                    return None
+        for k, v in kwargs.items():
+            if k == "out" and isinstance(v, self.Fake):
+                continue
+            for x in (v if isinstance(v, (list, tuple)) else (v,)):
+                if isinstance(x, self.Fake) and not (
+                        full and id(x) in tid) and not self._has(x):
+                    return None
+        missing = []
         fresh = self.fresh = {}
 
         def conv(a):
@@ -504,15 +533,16 @@ class Values:
                 if id(a) in tid and isinstance(a, self.Fake):
                     r = self._registered(a)
                     if r is None:
-                        r = self.real(a) if name not in FULL else None
-                        if r is None and name in FULL:
+                        if full:    # (its own values: made here)
                             with self.unset():
                                 r = torch.zeros(tuple(a.shape),
                                                 dtype=a.dtype)
-                        if r is None:
-                            missing.append(a)
-                            return None
-                        r = r.clone()
+                        else:
+                            r = self.real(a)
+                            if r is None:
+                                missing.append(a)
+                                return None
+                            r = r.clone()
                         fresh[id(a)] = (a, r)
                     return r
                 r = self.real(a)
@@ -595,9 +625,18 @@ class Values:
         kernel asks for a data-dependent size (ctx.new_dynamic_size) is
         computed from the shadows or refused in one line."""
         torch = self.torch
-        aten_op = getattr(func, "namespace", "aten") == "aten"
-        if aten_op and torch.Tag.dynamic_output_shape not in func.tags:
+        kind = self.aten_ops.get(func)
+        if kind is None:        # (once an op: most ops are not dynamic)
+            if getattr(func, "namespace", "aten") != "aten":
+                kind = "other"
+            elif torch.Tag.dynamic_output_shape in func.tags:
+                kind = "dynamic"
+            else:
+                kind = "static"
+            self.aten_ops[func] = kind
+        if kind == "static":
             return None
+        aten_op = kind == "dynamic"
         if aten_op and name == "index":
             return self._bool_index(func, args, kwargs)
         if not aten_op:
