@@ -864,17 +864,18 @@ def _item_value(rec, dtype, torch):
     return rec.opt.item_int
 
 
-def _host_values(rec, t):
+def _host_values(rec, t, large=False):
     """A real CPU tensor for the fake tensor T that crosses to the host
     (.cpu(), .to("cpu"), a copy into a host tensor, .numpy()), of T's
     shape, dtype and strides, or None where T is larger than
-    host.HOST_FAKE_BYTES (it stays fake).  Its values are values.py's
+    host.HOST_FAKE_BYTES (it stays fake) unless LARGE (.numpy(): an array
+    needs real memory, as in the real run).  Its values are values.py's
     (docs/recording-values.md): T's own where known, else a range's or
     the .item() rules' answer, an assumption host:<kind> counted once per
     tensor; a loop on values the fake run does not have stops."""
     import torch
     from torch._subclasses.fake_tensor import unset_fake_temporarily
-    if host.nbytes(t) > host.HOST_FAKE_BYTES:
+    if host.nbytes(t) > host.HOST_FAKE_BYTES and not large:
         rec.assume("host:large-stays-fake")
         return None
     vals = values.host_values(rec, t)
@@ -888,6 +889,35 @@ def _host_values(rec, t):
             out = torch.empty(tuple(t.shape), dtype=t.dtype)
         out.copy_(vals)
     return out
+
+
+def _fake_deepcopy(self, memo):
+    """copy.deepcopy of a fake tensor (nn.TransformerEncoder's _get_clones
+    deep-copies its layer, weights included).  Tensor.__deepcopy__ sets a
+    storage copy into a new tensor (set_), and the fake mode gives each
+    view of such a tensor a storage of its own: every weight.t() of a
+    forward was recorded as a weight-sized allocation.  Here the copy is a
+    clone (the new storage a deepcopy makes, on the tensor's device), with
+    requires_grad, the grad and the Python attributes copied as
+    Tensor.__deepcopy__ copies them."""
+    import copy
+    import torch
+    if id(self) in memo:
+        return memo[id(self)]
+    if not self.is_leaf:
+        raise RuntimeError("Only Tensors created explicitly by the user "
+                           "(graph leaves) support the deepcopy protocol "
+                           "at the moment.")
+    with torch.no_grad():
+        new = self.clone(memory_format=torch.preserve_format)
+    new.requires_grad_(self.requires_grad)
+    if self.grad is not None:
+        new.grad = _fake_deepcopy(self.grad, memo)
+    for k, v in self.__dict__.items():
+        if k not in new.__dict__:
+            new.__dict__[k] = copy.deepcopy(v, memo)
+    memo[id(self)] = new
+    return new
 
 
 SDP_FLASH, SDP_EFFICIENT, SDP_MATH, SDP_CUDNN = 1, 2, 0, 3
@@ -941,9 +971,23 @@ def _sdp_choice(torch, rec, args, kwargs, major):
     if major >= 8 and q.dtype in (torch.float16, torch.bfloat16) and \
             mask is None and d <= 256 and d % 8 == 0:
         return SDP_FLASH
-    if major >= 5 and d % 8 == 0:
+    if major >= 5 and d % _gemm_alignment(torch, q.dtype, major) == 0:
         return SDP_EFFICIENT
     return SDP_MATH
+
+
+def _gemm_alignment(torch, dtype, major):
+    """sdp_utils' minimum_gemm_alignment, the head dimension's alignment
+    that check_head_dim_size_mem_efficient asks: 4 elements on sm80+, 1
+    before; with tensor cores (sm80+, or sm70+ for fp16/bf16) at least
+    128 bits (8 halves, 4 floats).  (The H200's trace of a 2-head fp32
+    model of width 200, head dimension 100, runs memory-efficient
+    attention: corpus program lightning-fabric-lm.)"""
+    half = dtype in (torch.float16, torch.bfloat16)
+    align = 4 if major >= 8 else 1
+    if major >= 8 or (major >= 7 and half):
+        align = max(align, 128 // (16 if half else 32))
+    return align
 
 
 def run(opt, script, argv):
@@ -1065,6 +1109,12 @@ def run(opt, script, argv):
                 if v is not known.UNKNOWN:
                     return v
                 return _item_value(rec, args[0].dtype, torch)
+            if name in values.HOST_BOOL:
+                # torch.equal, torch.allclose: a host bool from the data,
+                # computed as the CUDA build does (values.host_bool), its
+                # ops recorded
+                with self:
+                    return values.host_bool(rec, name, *args, **kwargs)
             if name in ("is_pinned",):
                 return False
             if name == "_nested_tensor_from_mask_left_aligned":
@@ -1594,6 +1644,16 @@ def run(opt, script, argv):
     orig_apply = torch.nn.Module._apply
     moved = {}
 
+    def _set_moved(p, pa):
+        """p.data = pa, p keeping what is known of pa's values."""
+        v = kn.value(pa)
+        r = kn.values.real(pa) if kn.values is not None else None
+        p.data = pa
+        if v is not known.UNKNOWN:
+            kn._set(p, v)
+        if r is not None:
+            kn.values._set(p, r)
+
     depth = [0]
 
     def _apply(self, fn, recurse=True):
@@ -1608,28 +1668,28 @@ def run(opt, script, argv):
     def _apply1(self, fn, recurse=True):
         """Module._apply for fake parameters: nn.Module swaps a FakeTensor
         parameter in place (torch.utils.swap_tensors), which the fake mode's
-        own weak references forbid; a new Parameter is set instead, shared
-        parameters staying shared."""
+        own weak references forbid.  Here, as Module._apply does for plain
+        tensors (compute_should_use_set_data: a move between devices, a
+        cast), the parameter stays the same object and its .data (and its
+        grad's) is swapped, so that an optimizer made before the move
+        (Fabric's setup, `model.to()` after the optimizer) steps the moved
+        parameters; shared parameters move once."""
         if recurse:
             for m in self.children():
                 m._apply(fn)
         for key, p in list(self._parameters.items()):
-            if p is None:
-                continue
-            if id(p) in moved:
-                self._parameters[key] = moved[id(p)]
+            if p is None or id(p) in moved:
                 continue
             with torch.no_grad():
                 pa = fn(p)
             if pa is p:
                 continue
-            newp = torch.nn.Parameter(pa, requires_grad=p.requires_grad)
+            moved[id(p)] = p
+            _set_moved(p, pa)
             if p.grad is not None:
                 with torch.no_grad():
-                    newp.grad = fn(p.grad)
-            moved[id(p)] = newp
-            self._parameters[key] = newp
-            rec.relabel(newp, "parameter",
+                    _set_moved(p.grad, fn(p.grad))
+            rec.relabel(p, "parameter",
                         clean(type(self).__name__ + "." + key))
         for key, b in list(self._buffers.items()):
             if b is not None:
@@ -1874,7 +1934,7 @@ def run(opt, script, argv):
     # recorder, 0-dim GPU tensors formatted as their .item(), .numpy() and
     # .tolist() of a fake tensor by the host rules.
     files = rec.files = host.Files()
-    undo_save = host.patch_save(torch, files)
+    undo_save = host.patch_save(torch, files, rec)
     undo_workers = host.patch_workers(torch)
     orig_format = torch.Tensor.__format__
     orig_numpy = torch.Tensor.numpy
@@ -1886,7 +1946,7 @@ def run(opt, script, argv):
 
     def numpy(self, *a, **k):
         if isinstance(self, FakeTensor):
-            vals = _host_values(rec, self.detach())
+            vals = _host_values(rec, self.detach(), large=True)
             if vals is not None:
                 return vals.numpy(*a, **k)
         return orig_numpy(self, *a, **k)
@@ -1982,6 +2042,8 @@ def run(opt, script, argv):
     torch.nn.Parameter.__new__ = param_new
     undo_threads = lifecycle.patch_threads(lambda: (fm, Track()),
                                            _CURRENT_STREAM)
+    had_deepcopy = FakeTensor.__dict__.get("__deepcopy__")
+    FakeTensor.__deepcopy__ = _fake_deepcopy
     try:
         with fm, Track():
             lifecycle.run_main(opt, script)
@@ -2005,6 +2067,10 @@ def run(opt, script, argv):
         undo_threads()
         ftm.run_fallback_kernel = orig_fallback
         torch.nn.Parameter.__new__ = orig_param_new
+        if had_deepcopy is None:
+            del FakeTensor.__deepcopy__
+        else:
+            FakeTensor.__deepcopy__ = had_deepcopy
         files.uninstall()
         if files.count:
             print("memsim record: %s wrote %d file%s; each went to a "

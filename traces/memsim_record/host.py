@@ -207,6 +207,9 @@ def user_traceback(exc, script):
 _LOAD_MAP = [None]
 
 
+_LOADING = [None]    # the _Load under way
+
+
 def _rebuild_fake(shape, stride, dtype, device, requires_grad):
     """A tensor torch.save wrote under the recorder, loaded again during
     the same recording: zeros of its shape, dtype and strides, on DEVICE
@@ -218,14 +221,128 @@ def _rebuild_fake(shape, stride, dtype, device, requires_grad):
         loc = loc.get(device, device)
     if isinstance(loc, (str, torch.device)):
         device = str(loc)
-    t = torch.empty_strided(shape, stride, dtype=dtype,
-                            device=device).zero_()
+    ld = _LOADING[0]
+    with (ld.fake() if ld is not None else _nothing()):
+        t = torch.empty_strided(shape, stride, dtype=dtype,
+                                device=device).zero_()
     if requires_grad:
         t.requires_grad_(True)
     return t
 
 
-def patch_save(torch, files):
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+class _Load:
+    """One torch.load of a real file, run for real on the host (the fake
+    mode set aside, so that its CPU tensors are the file's own), with a
+    map_location of its own: each storage that the program's map_location
+    (a device, a string, a dict, a callable, or none: where it was saved)
+    puts on a GPU is made there as torch.load makes it -- one storage of
+    its nbytes a storage (load_tensor, then restore_location's
+    UntypedStorage(nbytes, device) and copy), in the order the pickle
+    first names them -- as a fake CUDA storage, allocated under the
+    recording; each tensor on it (_rebuild_tensor) is a fake view of it
+    with the file's values (values.loaded)."""
+
+    def __init__(self, torch, rec, map_location):
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        self.torch = torch
+        self.rec = rec
+        self.map = map_location
+        key = torch._C._TorchDispatchModeKey.FAKE
+        self.mode = torch._C._get_dispatch_mode(key)
+        self.key = key
+        self.Fake = FakeTensorMode
+        self.gpu = {}       # id(host storage) -> (host storage, fake base)
+
+    def fake(self):
+        """The recording's fake mode again, inside the host load."""
+        torch, mode, key = self.torch, self.mode, self.key
+
+        class Again:
+            def __enter__(s):
+                torch._C._set_dispatch_mode(mode)
+
+            def __exit__(s, *a):
+                torch._C._unset_dispatch_mode(key)
+                return False
+        return Again()
+
+    def device(self, storage, location):
+        """Where the program's map_location puts STORAGE, saved at
+        LOCATION (torch.serialization's restore_location), as a
+        torch.device; a callable is asked with the host storage, its
+        .cuda() / .to(device) answered by the device alone."""
+        torch, m = self.torch, self.map
+        if m is None:
+            return torch.device(location)
+        if isinstance(m, dict):
+            return torch.device(m.get(location, location))
+        if isinstance(m, (str, torch.device)):
+            return torch.device(m)
+        U = torch.UntypedStorage
+        asked = []
+        orig_cuda, orig_to = U.cuda, U.to
+
+        def cuda(self, device=None, non_blocking=False):
+            asked.append(torch.device("cuda", device) if device is not None
+                         else torch.device("cuda"))
+            return self
+
+        def to(self, *a, device=None, non_blocking=False):
+            d = torch.device(device if device is not None else a[0])
+            if d.type == "cpu":
+                return orig_to(self, device=d, non_blocking=non_blocking)
+            asked.append(d)
+            return self
+        U.cuda, U.to = cuda, to
+        try:
+            r = m(storage, location)
+        finally:
+            U.cuda, U.to = orig_cuda, orig_to
+        if r is None:
+            return torch.device(location)
+        if asked:
+            return asked[-1]
+        return r.device
+
+    def restore(self, storage, location):
+        torch = self.torch
+        dev = self.device(storage, location)
+        if dev.type != "cuda":
+            if dev == storage.device:
+                return storage
+            from torch.serialization import default_restore_location
+            return default_restore_location(storage, str(dev))
+        with self.fake():
+            base = torch.empty(storage.nbytes(), dtype=torch.uint8,
+                               device=dev)
+        self.gpu[id(storage)] = (storage, base)
+        return storage
+
+    def rebuild(self, orig, storage, offset, size, stride):
+        """torch._utils._rebuild_tensor: a fake view of the GPU storage
+        for a storage put on a GPU, the host's own tensor otherwise."""
+        ent = self.gpu.get(id(storage._untyped_storage))
+        if ent is None:
+            return orig(storage, offset, size, stride)
+        real = orig(storage, offset, size, stride)
+        with self.fake():
+            # a view, as set_ makes it (set_ would be a write to the
+            # storage, which forgets the values of the tensors on it)
+            t = ent[1].view(storage.dtype).as_strided(size, stride, offset)
+        from . import values
+        values.loaded(self.rec, t, real)
+        return t
+
+
+def patch_save(torch, files, rec=None):
     """torch.save of fake tensors (a CUDA model, its state_dict, an
     optimizer's): each is written as its shape, dtype and strides (no
     values), to the scratch copy of the path (Files); torch.load of a path
@@ -257,11 +374,34 @@ def patch_save(torch, files):
                 FakeTensor.__reduce_ex__ = had
 
     def load(f, map_location=None, *a, **k):
+        from torch._subclasses.fake_tensor import unset_fake_temporarily
+        import torch._utils as tu
         prev = _LOAD_MAP[0]
         _LOAD_MAP[0] = map_location
+        ld = None
+        fake = torch._C._get_dispatch_mode(
+            torch._C._TorchDispatchModeKey.FAKE)
+        if rec is not None and fake is not None and not (
+                isinstance(map_location, (str, torch.device)) and
+                torch.device(map_location).type == "meta"):
+            # (map_location "meta": PyTorch's own fake-mode load)
+            ld = _Load(torch, rec, map_location)
+        if ld is None:
+            try:
+                return orig_load(where(f, "rb"), map_location, *a, **k)
+            finally:
+                _LOAD_MAP[0] = prev
+        orig_rebuild = tu._rebuild_tensor
+        prev_ld = _LOADING[0]
+        _LOADING[0] = ld
+        tu._rebuild_tensor = lambda s, o, z, t: ld.rebuild(orig_rebuild, s,
+                                                           o, z, t)
         try:
-            return orig_load(where(f, "rb"), map_location, *a, **k)
+            with unset_fake_temporarily():
+                return orig_load(where(f, "rb"), ld.restore, *a, **k)
         finally:
+            tu._rebuild_tensor = orig_rebuild
+            _LOADING[0] = prev_ld
             _LOAD_MAP[0] = prev
 
     try:

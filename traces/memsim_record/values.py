@@ -210,6 +210,9 @@ class Values:
         self.fresh = {}
         self.in_func = False
         self.no_kernel = set()
+        # OpOverload -> "dynamic" (an aten op with a data-dependent output
+        # size), "static" (any other aten op), "other" (another library's)
+        self.aten_ops = {}
         g = torch.Generator()
         g.manual_seed(0)
         self.rng = g
@@ -284,6 +287,16 @@ class Values:
             del self.shadow[t]
             return None
         return ent[0]
+
+    def _has(self, t):
+        """Whether self.real(T) of a fake T gives values, none made."""
+        ent = self.shadow.get(t)
+        if ent is not None:
+            k = self._skey(t)
+            return k == ent[1] and self.gen.get(k, 0) == ent[2]
+        if getattr(t, "constant", None) is not None:
+            return True
+        return self.kn.value(t) is not _known.UNKNOWN and self._small(t)
 
     def range(self, t):
         ent = self.ranges.get(t)
@@ -495,8 +508,24 @@ class Values:
         (self.fresh: target -> values), when the op overwrites all of it
         (copy_, fill_, zero_, out=) or its old value is known."""
         torch = self.torch
-        missing = []
         tid = {id(t) for t in targets}
+        # First whether every input has values, before any is made (a
+        # known scalar's torch.full, a target's zeros): most ops of a
+        # program have an input without (a weight, an activation).
+        full = name in FULL
+        for a in args:
+            for x in (a if isinstance(a, (list, tuple)) else (a,)):
+                if isinstance(x, self.Fake) and not (
+                        full and id(x) in tid) and not self._has(x):
+                    return None
+        for k, v in kwargs.items():
+            if k == "out" and isinstance(v, self.Fake):
+                continue
+            for x in (v if isinstance(v, (list, tuple)) else (v,)):
+                if isinstance(x, self.Fake) and not (
+                        full and id(x) in tid) and not self._has(x):
+                    return None
+        missing = []
         fresh = self.fresh = {}
 
         def conv(a):
@@ -504,15 +533,16 @@ class Values:
                 if id(a) in tid and isinstance(a, self.Fake):
                     r = self._registered(a)
                     if r is None:
-                        r = self.real(a) if name not in FULL else None
-                        if r is None and name in FULL:
+                        if full:    # (its own values: made here)
                             with self.unset():
                                 r = torch.zeros(tuple(a.shape),
                                                 dtype=a.dtype)
-                        if r is None:
-                            missing.append(a)
-                            return None
-                        r = r.clone()
+                        else:
+                            r = self.real(a)
+                            if r is None:
+                                missing.append(a)
+                                return None
+                            r = r.clone()
                         fresh[id(a)] = (a, r)
                     return r
                 r = self.real(a)
@@ -595,9 +625,18 @@ class Values:
         kernel asks for a data-dependent size (ctx.new_dynamic_size) is
         computed from the shadows or refused in one line."""
         torch = self.torch
-        aten_op = getattr(func, "namespace", "aten") == "aten"
-        if aten_op and torch.Tag.dynamic_output_shape not in func.tags:
+        kind = self.aten_ops.get(func)
+        if kind is None:        # (once an op: most ops are not dynamic)
+            if getattr(func, "namespace", "aten") != "aten":
+                kind = "other"
+            elif torch.Tag.dynamic_output_shape in func.tags:
+                kind = "dynamic"
+            else:
+                kind = "static"
+            self.aten_ops[func] = kind
+        if kind == "static":
             return None
+        aten_op = kind == "dynamic"
         if aten_op and name == "index":
             return self._bool_index(func, args, kwargs)
         if not aten_op:
@@ -978,6 +1017,57 @@ FALLBACK = {
     "_scaled_dot_product_flash_attention_backward": _sdpa_bwd,
     "_scaled_dot_product_efficient_attention_backward": _sdpa_bwd,
 }
+
+
+# Ops whose output is a host bool computed from GPU data (host_bool).
+HOST_BOOL = frozenset(("equal", "allclose"))
+
+
+def host_bool(rec, name, a, b, *args, **kwargs):
+    """torch.equal(A, B) or torch.allclose(A, B, ...) of GPU tensors as
+    the CUDA build computes them, under the recording mode, so that their
+    ops are recorded.  equal (cuda_equal): an error across devices, False
+    where the sizes differ, True when empty, else
+    at::cuda::eq(a, b).all().item().  allclose (CompositeExplicitAutograd
+    allclose): isclose(a, b, rtol, atol, equal_nan).all().item().
+    The answer: exact where the values are known (the mask's shadow;
+    always under --values cpu); else True for a tensor compared with
+    itself or a view of the very same elements (tied weights: assumption
+    NAME:same, which assumes no NaN in it); else the .item() rule of a
+    bool (item:bool, --item-bool)."""
+    torch = rec.known.values.torch
+    if name == "equal":
+        if a.device != b.device:
+            raise RuntimeError("Cannot compare two tensors on different "
+                               "devices. Got: %s and %s" % (a.device,
+                                                            b.device))
+        if tuple(a.shape) != tuple(b.shape):
+            return False
+        if a.numel() == 0:
+            return True
+        m = torch.eq(a, b).all()
+    else:
+        m = torch.isclose(a, b, *args, **kwargs).all()
+    v = rec.known.item(m)
+    if v is not _known.UNKNOWN:
+        return bool(v)
+    if a.dtype == b.dtype and tuple(a.shape) == tuple(b.shape) and \
+            id(a.untyped_storage()) == id(b.untyped_storage()) and \
+            a.storage_offset() == b.storage_offset() and \
+            a.stride() == b.stride():
+        assume(rec, name + ":same", True)
+        return True
+    return bool(m.item())
+
+
+def loaded(rec, t, real):
+    """T, a fake GPU tensor torch.load made of the host tensor REAL (the
+    file's values, host._Load): REAL is its shadow where T is small enough
+    for one (every tensor under --values cpu)."""
+    vs = rec.known.values
+    if vs._small(t):
+        with vs.unset():
+            vs._set(t, real.detach().clone())
 
 
 def host_values(rec, t):
