@@ -117,7 +117,8 @@ def fmt(v):
 # The answers of the assumptions fake.py states by kind alone
 # (rec.assume(kind), made to name the line here: Values.__init__).
 ANSWERS = {"gradscaler:no-overflow": "step taken", "compile:eager": "eager",
-           "nested:padded": "padded", "isin:no-match": "no match"}
+           "nested:padded": "padded", "isin:no-match": "no match",
+           "allclose:true": "true"}
 
 
 def assume(rec, kind, value, site=None):
