@@ -1362,13 +1362,18 @@ def run(opt, script, argv):
             if onfake_cuda and thr not in rec.workspaces:
                 rec.workspaces.add(thr)
                 rec.alloc(ws_bytes, "other", "cuBLAS workspace")
-        if name == "addmm" and len(args) > 0 and \
+        if name == "addmm" and len(args) > 2 and \
                 isinstance(args[0], torch.Tensor) and \
-                args[0].dim() == 1 and args[0].device.type == "cuda":
+                args[0].dim() == 1 and args[0].device.type == "cuda" and \
+                all(isinstance(m, torch.Tensor) and m.dim() == 2 and
+                    m.shape[0] > 1 and m.shape[1] > 1 for m in args[1:3]):
             # addmm with a 1-D bias runs cublasLt (gemm_and_bias),
             # whose workspace, at::cuda::getCUDABlasLtWorkspace(), is
             # allocated once: 1 MiB on the H200 with PyTorch 2.11 (the
             # snapshot's frames), CUBLASLT_WORKSPACE_SIZE KiB if set.
+            # Only where isInputCompliesAddmmCudaLt allows it: both
+            # matrices at least 2 x 2 (a Linear to one feature, or of
+            # one row, runs cuBLAS's GEMM).
             thr = ("lt", threading.get_ident())
             if thr not in rec.workspaces:
                 rec.workspaces.add(thr)
