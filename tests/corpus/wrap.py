@@ -16,6 +16,10 @@ for `python3 SCRIPT`.  With CORPUS_REAL=FILE in the environment (the real
 runs of tests/corpus/device.sh) the program's torch.cuda.max_memory_allocated()
 and max_memory_reserved() are written to FILE when it ends, one line
 "ALLOCATED RESERVED", whether it ended by returning or by SystemExit.
+These are the peaks of the whole run, as `memsim run` of the recording
+reports them: a program that calls torch.cuda.reset_peak_memory_stats()
+or reset_max_memory_allocated() (to time a second phase, as PyTorch's
+AMP recipe does) has the peaks it drops noted first.
 With CORPUS_SNAPSHOT=FILE as well, the caching allocator's history is
 recorded from the start (torch.cuda.memory._record_memory_history, Python
 frames only) and written to FILE at the end
@@ -25,6 +29,27 @@ run request by request (tests/corpus/snapdiff.py).
 import os
 import runpy
 import sys
+
+
+def keep_peaks(dropped):
+    """Wrap torch.cuda's peak resets so that the peaks they drop are kept
+    in dropped ([allocated, reserved]).  Both names live in
+    torch.cuda.memory and are re-exported by torch.cuda."""
+    import torch
+    import torch.cuda.memory as mem
+
+    def note():
+        dropped[0] = max(dropped[0], mem.max_memory_allocated())
+        dropped[1] = max(dropped[1], mem.max_memory_reserved())
+
+    for name in ("reset_peak_memory_stats", "reset_max_memory_allocated"):
+        orig = getattr(mem, name)
+
+        def reset(*a, _orig=orig, **k):
+            note()
+            return _orig(*a, **k)
+        setattr(mem, name, reset)
+        setattr(torch.cuda, name, reset)
 
 
 def main():
@@ -55,6 +80,9 @@ def main():
                 raise SystemExit(0)
         opt.register_optimizer_step_post_hook(stop)
     real = os.environ.get("CORPUS_REAL")
+    dropped = [0, 0]
+    if real:
+        keep_peaks(dropped)
     snapshot = os.environ.get("CORPUS_SNAPSHOT") if real else None
     if snapshot:
         import torch
@@ -69,8 +97,9 @@ def main():
             import torch
             torch.cuda.synchronize()
             with open(real, "w") as f:
-                f.write("%d %d\n" % (torch.cuda.max_memory_allocated(),
-                                     torch.cuda.max_memory_reserved()))
+                f.write("%d %d\n" % (
+                    max(dropped[0], torch.cuda.max_memory_allocated()),
+                    max(dropped[1], torch.cuda.max_memory_reserved())))
             if snapshot:
                 torch.cuda.memory._dump_snapshot(snapshot)
 

@@ -1401,13 +1401,21 @@ def run(opt, script, argv):
             if onfake_cuda and thr not in rec.workspaces:
                 rec.workspaces.add(thr)
                 rec.alloc(ws_bytes, "other", "cuBLAS workspace")
-        if name == "addmm" and len(args) > 0 and \
+        if name == "addmm" and len(args) > 2 and \
                 isinstance(args[0], torch.Tensor) and \
-                args[0].dim() == 1 and args[0].device.type == "cuda":
+                args[0].dim() == 1 and args[0].device.type == "cuda" and \
+                isinstance(args[2], torch.Tensor) and \
+                args[2].dim() == 2 and args[2].shape[0] > 1 and \
+                args[2].shape[1] > 1:
             # addmm with a 1-D bias runs cublasLt (gemm_and_bias),
             # whose workspace, at::cuda::getCUDABlasLtWorkspace(), is
             # allocated once: 1 MiB on the H200 with PyTorch 2.11 (the
             # snapshot's frames), CUBLASLT_WORKSPACE_SIZE KiB if set.
+            # Only where isInputCompliesAddmmCudaLt allows it: mat2 at
+            # least 2 x 2 (a Linear to one feature runs cuBLAS's GEMM).
+            # PyTorch 2.11, as the H200 runs it, checks mat2 alone: a
+            # Linear of one row (word_language_model's generate.py) takes
+            # the workspace there; later versions check mat1 too.
             thr = ("lt", threading.get_ident())
             if thr not in rec.workspaces:
                 rec.workspaces.add(thr)

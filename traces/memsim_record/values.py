@@ -117,7 +117,8 @@ def fmt(v):
 # The answers of the assumptions fake.py states by kind alone
 # (rec.assume(kind), made to name the line here: Values.__init__).
 ANSWERS = {"gradscaler:no-overflow": "step taken", "compile:eager": "eager",
-           "nested:padded": "padded", "isin:no-match": "no match"}
+           "nested:padded": "padded", "isin:no-match": "no match",
+           "allclose:true": "true"}
 
 
 def assume(rec, kind, value, site=None):
@@ -1033,8 +1034,9 @@ def host_bool(rec, name, a, b, *args, **kwargs):
     The answer: exact where the values are known (the mask's shadow;
     always under --values cpu); else True for a tensor compared with
     itself or a view of the very same elements (tied weights: assumption
-    NAME:same, which assumes no NaN in it); else the .item() rule of a
-    bool (item:bool, --item-bool)."""
+    NAME:same, which assumes no NaN in it); else allclose is True
+    (allclose:true) and equal the .item() rule of a bool (item:bool,
+    --item-bool)."""
     torch = rec.known.values.torch
     if name == "equal":
         if a.device != b.device:
@@ -1056,6 +1058,11 @@ def host_bool(rec, name, a, b, *args, **kwargs):
             a.storage_offset() == b.storage_offset() and \
             a.stride() == b.stride():
         assume(rec, name + ":same", True)
+        return True
+    if name == "allclose":
+        # programs compare two computations of one quantity and stop
+        # when they differ (assumption allclose:true)
+        rec.assume("allclose:true")
         return True
     return bool(m.item())
 

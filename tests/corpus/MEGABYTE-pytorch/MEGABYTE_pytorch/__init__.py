@@ -1,0 +1,1 @@
+from MEGABYTE_pytorch.megabyte import MEGABYTE
