@@ -1686,17 +1686,33 @@ def run(opt, script, argv):
             for m in self.children():
                 m._apply(fn)
         for key, p in list(self._parameters.items()):
-            if p is None or id(p) in moved:
+            if p is None:
+                continue
+            if id(p) in moved:
+                self._parameters[key] = moved[id(p)]
                 continue
             with torch.no_grad():
                 pa = fn(p)
             if pa is p:
                 continue
-            moved[id(p)] = p
-            _set_moved(p, pa)
-            if p.grad is not None:
-                with torch.no_grad():
-                    _set_moved(p.grad, fn(p.grad))
+            if isinstance(p, FakeTensor) == isinstance(pa, FakeTensor) \
+                    and torch._has_compatible_shallow_copy_type(p, pa):
+                moved[id(p)] = p
+                _set_moved(p, pa)
+                if p.grad is not None:
+                    with torch.no_grad():
+                        _set_moved(p.grad, fn(p.grad))
+            else:
+                # to or from a real host tensor (model.cpu(), a CPU model
+                # to the GPU) or to meta: set_data cannot cross tensor
+                # types (Module._apply's compute_should_use_set_data), so a
+                # new Parameter takes its place, as swap_tensors would
+                newp = torch.nn.Parameter(pa, requires_grad=p.requires_grad)
+                if p.grad is not None:
+                    with torch.no_grad():
+                        newp.grad = fn(p.grad)
+                moved[id(p)] = newp
+                self._parameters[key] = p = newp
             rec.relabel(p, "parameter",
                         clean(type(self).__name__ + "." + key))
         for key, b in list(self._buffers.items()):

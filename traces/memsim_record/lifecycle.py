@@ -48,6 +48,29 @@ def autograd_thread():
         threading.get_ident() not in _SCRIPT_THREADS
 
 
+def _library_paths():
+    import sysconfig
+    paths = set()
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        p = sysconfig.get_paths().get(key)
+        if p:
+            paths.add(os.path.realpath(p) + os.sep)
+    for p in sys.path:
+        if p.endswith(("site-packages", "dist-packages")):
+            paths.add(os.path.realpath(p) + os.sep)
+    return tuple(paths)
+
+
+def _library_thread(thread):
+    """Whether THREAD runs code of an installed library or the standard
+    library (its target, or its class's run), not the script's own."""
+    fn = getattr(thread, "_target", None) or type(thread).run
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return True  # a builtin: no Python code of the script's
+    return os.path.realpath(code.co_filename).startswith(_library_paths())
+
+
 def patch_threads(enter, slot):
     """threading.Thread.run runs under the recorder's modes: enter() gives
     the context managers the main thread runs the script in (the fake
@@ -62,6 +85,13 @@ def patch_threads(enter, slot):
         _SCRIPT_THREADS.add(threading.get_ident())
         slot.own()
         try:
+            if _library_thread(self):
+                # host work of a library (DataLoader's pin-memory loop,
+                # tqdm's monitor, a log writer): as without the recorder;
+                # one FakeTensorMode entered by two threads at once is
+                # not safe (its in_kernel_invocation is the mode's)
+                orig_run(self)
+                return
             modes = enter()
             for m in modes:
                 m.__enter__()
