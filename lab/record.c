@@ -18,15 +18,15 @@
 #include <unistd.h>
 
 #include "lab/record.h"
+#include "lab/record_int.h"
+#include "lab/recserver.h"
 #include "sim/error.h"
 #include "traces/trace.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
-/* The folder holding memsim_record/: $MEMSIM_PYTHONPATH, else the first
- * of dirs that has it. */
-static const char *
-record_module_dir(const char *const *dirs)
+const char *
+msim_record_module_dir(const char *const *dirs)
 {
 	const char *env = getenv("MEMSIM_PYTHONPATH");
 	if (env && *env)
@@ -51,10 +51,9 @@ is_python(const char *word)
 	return !strncmp(base, "python", 6);
 }
 
-/* The child: PYTHONPATH, stdout, exec; an exec that fails writes its
- * errno to fd. */
-static void
-record_child(const char *dir, const char *py, char **av, int quiet, int fd)
+_Noreturn void
+msim_record_child(const char *dir, const char *py, char **av, int quiet,
+		  int fd)
 {
 	const char *old = getenv("PYTHONPATH");
 	size_t len = strlen(dir) + (old ? strlen(old) : 0) + 2;
@@ -95,10 +94,9 @@ record_wait(pid_t pid, int fd, int *exec_errno, int *status)
 	return 0;
 }
 
-/* The recorder's argv: py -m memsim_record -o out ropt -- cmd[skip..]. */
-static char **
-record_argv(const char *py, const char *out, char *const *ropt, int nropt,
-	    char *const *cmd, int ncmd, int skip)
+char **
+msim_record_argv(const char *py, const char *out, char *const *ropt,
+		 int nropt, char *const *cmd, int ncmd, int skip)
 {
 	char **av = calloc((size_t)(nropt + ncmd + 8), sizeof(*av));
 	if (!av)
@@ -139,12 +137,12 @@ record_fault_line(const char *path, char *where, size_t len)
 }
 
 int
-msim_record_exec(const msim_record_opts_t *o, const char *out,
-		 char *const *ropt, int nropt, char *const *cmd, int ncmd,
-		 char *why, size_t whylen)
+msim_record_check(const msim_record_opts_t *o, char *const *cmd, int ncmd,
+		  const char **dir_out, const char **py_out, int *skip_out,
+		  char *why, size_t whylen)
 {
 	why[0] = '\0';
-	const char *dir = record_module_dir(o->dirs);
+	const char *dir = msim_record_module_dir(o->dirs);
 	if (!dir) {
 		snprintf(why, whylen, "the Python recorder (memsim_record) is "
 			 "not installed; set MEMSIM_PYTHONPATH");
@@ -170,7 +168,24 @@ msim_record_exec(const msim_record_opts_t *o, const char *out,
 			 "script's path", py, cmd[skip]);
 		return MSIM_EINVAL;
 	}
-	char **av = record_argv(py, out, ropt, nropt, cmd, ncmd, skip);
+	*dir_out = dir;
+	*py_out = py;
+	*skip_out = skip;
+	return 0;
+}
+
+int
+msim_record_exec(const msim_record_opts_t *o, const char *out,
+		 char *const *ropt, int nropt, char *const *cmd, int ncmd,
+		 char *why, size_t whylen)
+{
+	const char *dir, *py;
+	int skip;
+	int rc = msim_record_check(o, cmd, ncmd, &dir, &py, &skip, why,
+				   whylen);
+	if (rc)
+		return rc;
+	char **av = msim_record_argv(py, out, ropt, nropt, cmd, ncmd, skip);
 	int fd[2];
 	if (!av || pipe(fd) < 0) {
 		snprintf(why, whylen, "%s", av ? strerror(errno)
@@ -190,7 +205,7 @@ msim_record_exec(const msim_record_opts_t *o, const char *out,
 		return MSIM_ENOMEM;
 	}
 	if (pid == 0)
-		record_child(dir, py, av, o->quiet, fd[1]);
+		msim_record_child(dir, py, av, o->quiet, fd[1]);
 	free(av);
 	close(fd[1]);
 	int status, exec_errno;
@@ -198,6 +213,14 @@ msim_record_exec(const msim_record_opts_t *o, const char *out,
 		snprintf(why, whylen, "waitpid: %s", strerror(errno));
 		return MSIM_EIO;
 	}
+	return msim_record_status(out, py, pid, status, exec_errno, why,
+				  whylen);
+}
+
+int
+msim_record_status(const char *out, const char *py, long pid, int status,
+		   int exec_errno, char *why, size_t whylen)
+{
 	char tmp[4096], where[4096];
 	snprintf(tmp, sizeof(tmp), "%s.tmp%ld", out, (long)pid);
 	unlink(tmp); /* what a killed recorder left */
@@ -502,16 +525,6 @@ rec_path(const msim_recsweep_t *r, const char *label, char *const *ropt,
 	return path;
 }
 
-/* Whether path is one of the recordings made already. */
-static bool
-rec_made(const msim_recsweep_t *r, const char *path)
-{
-	for (size_t i = 0; i < r->n; i++)
-		if (!strcmp(r->paths[i], path))
-			return true;
-	return false;
-}
-
 static void
 rec_note(const msim_recsweep_t *r, int what, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -579,10 +592,33 @@ rec_combination(msim_recsweep_t *r, size_t k, const char **names,
 	return 0;
 }
 
-/* Makes (or finds) the recording of combination k; a failed one is
- * counted and left out. */
+/* A recording of the sweep: made, running, or failed (path NULL). */
+typedef struct rec_made_s {
+	char *path;
+	char *label;
+	size_t same;  /* the combination it repeats, or its own k */
+	bool kept;    /* path given to rec_keep() */
+} rec_made_t;
+
+/* Says that recording k failed (its exit status rc, why) and forgets it. */
+static void
+rec_failed(msim_recsweep_t *r, rec_made_t *m, int rc, const char *why)
+{
+	if (*why)
+		rec_note(r, MSIM_RECSWEEP_FAILED, "record: %s", why);
+	rec_note(r, MSIM_RECSWEEP_FAILED, "recording %s failed (memsim "
+		 "record exit %d); its settings are not run",
+		 r->nax ? m->label : "the command", rc);
+	r->failed++;
+	free(m->path);
+	m->path = NULL;
+}
+
+/* Makes (or finds, or starts through the fork server srv) the recording
+ * of combination k into made[k]; a failed one is counted and left out. */
 static int
-rec_one(msim_recsweep_t *r, size_t k, size_t total)
+rec_one(msim_recsweep_t *r, size_t k, size_t total, msim_recserver_t *srv,
+	rec_made_t *made)
 {
 	const msim_recsweep_spec_t *s = r->spec;
 	const char *names[64], *values[64];
@@ -592,35 +628,92 @@ rec_one(msim_recsweep_t *r, size_t k, size_t total)
 				  sizeof(label))))
 		return rc;
 	char **cmd = msim_record_subst(s->cmd, s->ncmd, names, values, r->nax);
-	char *path = cmd ? rec_path(r, r->nax ? label : NULL, ropt, nropt, cmd)
-			 : NULL;
-	if (!path) {
+	rec_made_t *m = &made[k];
+	/* same, path, label: read by rec_all() whatever happens here */
+	m->same = k;
+	m->path = cmd ? rec_path(r, r->nax ? label : NULL, ropt, nropt, cmd)
+		      : NULL;
+	m->label = m->path ? strdup(label) : NULL;
+	if (!m->label) {
 		msim_record_subst_free(cmd, s->ncmd);
 		return rec_fail(r, MSIM_ENOMEM, "out of memory");
 	}
+	for (size_t j = 0; j < k && m->same == k; j++)
+		if (made[j].path && !strcmp(made[j].path, m->path))
+			m->same = j;
 	const char *who = r->nax ? label : "the command";
 	struct stat st;
-	int reuse = rec_made(r, path) || (!s->force && !stat(path, &st));
+	int reuse = m->same != k || (!s->force && !stat(m->path, &st));
 	rec_note(r, MSIM_RECSWEEP_NOTE, "recording %zu/%zu (%s): %s", k + 1,
 		 total, who, reuse ? "made before, reused" : "recording...");
 	char why[1024] = "";
-	rc = reuse ? 0 : msim_record_exec(&s->rec, path, ropt, nropt, cmd,
-					  s->ncmd, why, sizeof(why));
+	if (reuse)
+		rc = 0;
+	else if (srv)
+		rc = msim_recserver_submit(srv, (int)k, m->path, ropt, nropt,
+					   cmd, s->ncmd, why, sizeof(why));
+	else
+		rc = msim_record_exec(&s->rec, m->path, ropt, nropt, cmd,
+				      s->ncmd, why, sizeof(why));
 	msim_record_subst_free(cmd, s->ncmd);
-	if (rc < 0) {
-		free(path);
+	if (rc < 0)
 		return rec_fail(r, rc, "record: %s", why);
+	if (rc)
+		rec_failed(r, m, rc, why);
+	return 0;
+}
+
+/* Waits for one recording of the fork server to end. */
+static int
+rec_wait(msim_recsweep_t *r, msim_recserver_t *srv, rec_made_t *made)
+{
+	char why[1024];
+	int id, rc = msim_recserver_wait(srv, &id, why, sizeof(why));
+	if (rc < 0)
+		return rec_fail(r, rc, "record: %s", why);
+	if (rc)
+		rec_failed(r, &made[id], rc, why);
+	return 0;
+}
+
+/* Makes the total recordings, up to jobs at once through the fork
+ * server (each alone without one), then keeps those made, in order. */
+static int
+rec_all(msim_recsweep_t *r, size_t total)
+{
+	const msim_recsweep_spec_t *s = r->spec;
+	rec_made_t *made = calloc(total, sizeof(*made));
+	if (!made)
+		return rec_fail(r, MSIM_ENOMEM, "out of memory");
+	msim_recserver_t *srv = NULL;
+	char why[1024];
+	/* on failure, each alone says why */
+	msim_recserver_new(&s->rec, s->cmd, s->ncmd, &srv, why, sizeof(why));
+	int jobs = s->jobs > 1 ? s->jobs : 1, rc = 0;
+	for (size_t k = 0; !rc && k < total; k++) {
+		rc = rec_one(r, k, total, srv, made);
+		while (!rc && srv && msim_recserver_running(srv) >= jobs)
+			rc = rec_wait(r, srv, made);
 	}
-	if (rc) {
-		if (*why)
-			rec_note(r, MSIM_RECSWEEP_FAILED, "record: %s", why);
-		rec_note(r, MSIM_RECSWEEP_FAILED, "recording %s failed (memsim "
-			 "record exit %d); its settings are not run", who, rc);
-		r->failed++;
-		free(path);
-		return 0;
+	while (!rc && srv && msim_recserver_running(srv))
+		rc = rec_wait(r, srv, made);
+	msim_recserver_destroy(srv);
+	for (size_t k = 0; !rc && k < total; k++) {
+		rec_made_t *m = &made[k];
+		if (!m->path || !made[m->same].path)
+			continue; /* failed, or repeats one that failed */
+		char *path = m->same == k ? m->path : strdup(m->path);
+		rc = path ? rec_keep(r, path, m->label)
+			  : rec_fail(r, MSIM_ENOMEM, "out of memory");
+		m->kept = m->same == k; /* rec_keep() took its path */
 	}
-	return rec_keep(r, path, label);
+	for (size_t k = 0; k < total; k++) {
+		if (!made[k].kept)
+			free(made[k].path);
+		free(made[k].label);
+	}
+	free(made);
+	return rc;
 }
 
 int
@@ -653,8 +746,8 @@ msim_recsweep_make(const msim_recsweep_spec_t *spec, const char **grid,
 	}
 	if (!rc)
 		rc = rec_dir(r);
-	for (size_t k = 0; !rc && k < total; k++)
-		rc = rec_one(r, k, total);
+	if (!rc)
+		rc = rec_all(r, total);
 	if (!rc && !r->n)
 		rc = rec_fail(r, MSIM_EINVAL, "no recording was made; nothing "
 			      "to sweep");

@@ -1,0 +1,196 @@
+"""The fork server: start once, record many (`memsim fit`, `memsim sweep`
+over a recording command; lab/recserver.c starts it).
+
+    python3 -m memsim_record --serve FD [SCRIPT]
+
+imports PyTorch, the parts of it a fake recording loads (the fake mode,
+torch._dynamo), this recorder, and those of SCRIPT's imports known to be
+safe to import before the recorder patches PyTorch (PRELOAD), then serves
+requests on the socket FD, one line each way:
+
+    -> [ID, "-o", "OUT", OPTIONS..., "--", SCRIPT, ARGS...]   (JSON)
+    <- ready PID                         (once, after the imports)
+    <- ID PID STATUS                     (one per request, when it ends)
+
+Each request is a fresh fork of this process running the recorder's
+main() on its argv, so it records as `python3 -m memsim_record ARGV` would,
+without the start-up; STATUS is its wait status (os.waitpid).  Several
+requests may run at once.  At the socket's end (memsim exited or was
+killed) the server kills what still runs, removes what those left
+(OUT.tmpPID, OUT.faultPID: __main__.py) and exits; the kernel kills the
+server when memsim dies and each recording when the server dies
+(PR_SET_PDEATHSIG), so no process is left behind.
+"""
+import ast
+import errno
+import json
+import os
+import select
+import signal
+import socket
+import sys
+
+# Packages a script may import that are imported here, before the
+# recorder patches PyTorch: their import runs no CUDA call and binds no
+# function the recorder patches (tests/recorder_server.sh compares the
+# traces with separate recordings).
+PRELOAD = ("transformers", "numpy", "einops", "tqdm", "safetensors",
+           "tokenizers", "sentencepiece", "tiktoken")
+
+
+def _script_imports(script):
+    """(module, names) of SCRIPT's imports from PRELOAD's packages."""
+    try:
+        with open(script, "rb") as fp:
+            tree = ast.parse(fp.read(), script)
+    except (OSError, SyntaxError, ValueError):
+        return []
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(a.name, ()) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and \
+                not node.level:
+            out.append((node.module, tuple(a.name for a in node.names
+                                           if a.name != "*")))
+    return [(m, n) for m, n in out if m.split(".")[0] in PRELOAD]
+
+
+def preload(script):
+    """Imports what every recording of SCRIPT would."""
+    import importlib
+    import torch  # noqa: F401
+    import torch._dynamo  # noqa: F401
+    import torch._subclasses.fake_tensor  # noqa: F401
+    import torch.utils._python_dispatch  # noqa: F401
+    from . import __main__, fake, rnn, strategy, shards, compiled  # noqa
+    for mod, names in _script_imports(script) if script else []:
+        try:
+            m = importlib.import_module(mod)
+            for n in names:   # transformers' lazy names load their module
+                getattr(m, n, None)
+        except Exception:  # the recording itself will say what is wrong
+            pass
+
+
+def _pdeathsig():
+    """SIGKILL this process when its parent dies (Linux), and return
+    whether the parent is still there."""
+    ppid = os.getppid()
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)   # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    return os.getppid() == ppid
+
+
+def _child(sock, wake, argv):
+    """A request's process: the recorder's main() on argv; never returns."""
+    code = 1
+    try:
+        sock.close()
+        os.close(wake[0])
+        os.close(wake[1])
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        if not _pdeathsig():
+            os._exit(1)
+        from . import __main__ as entry
+        try:
+            code = entry.main(argv)
+        except SystemExit as e:   # argparse's errors
+            code = e.code if isinstance(e.code, int) else 1
+    except BaseException:
+        import traceback
+        traceback.print_exc()
+        code = 1
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code & 0xff if isinstance(code, int) else 1)
+
+
+def serve(sock):
+    """The request loop; returns at the socket's end."""
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    signal.signal(signal.SIGCHLD, lambda *a: None)
+    signal.set_wakeup_fd(w)
+    running = {}    # pid -> (request id, its output)
+    buf = b""
+    sock.sendall(b"ready %d\n" % os.getpid())
+    try:
+        while True:
+            try:
+                ready, _, _ = select.select([sock, r], [], [])
+            except InterruptedError:
+                ready = []
+            if r in ready:
+                os.read(r, 512)
+            while running:
+                try:
+                    pid, status = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    break
+                if not pid:
+                    break
+                rid, _ = running.pop(pid, (None, None))
+                if rid is not None:
+                    sock.sendall(b"%d %d %d\n" % (rid, pid, status))
+            if sock not in ready:
+                continue
+            data = sock.recv(65536)
+            if not data:
+                return
+            buf += data
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                req = json.loads(line.decode("utf-8", "surrogateescape"))
+                sys.stdout.flush()
+                sys.stderr.flush()
+                pid = os.fork()
+                if pid == 0:
+                    _child(sock, (r, w), [str(a) for a in req[1:]])
+                argv = req[1:]
+                out = argv[argv.index("-o") + 1] if "-o" in argv else None
+                running[pid] = (int(req[0]), out)
+    finally:
+        for pid, (_, out) in running.items():
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except OSError as e:
+                if e.errno not in (errno.ESRCH, errno.ECHILD):
+                    raise
+            for left in ("%s.tmp%d" % (out, pid), "%s.fault%d" % (out, pid)):
+                if out and os.path.exists(left):
+                    os.unlink(left)
+
+
+def main(argv):
+    """--serve FD [SCRIPT]"""
+    if not argv or not argv[0].isdigit():
+        print("memsim record: --serve FD [SCRIPT]", file=sys.stderr)
+        return 2
+    if not _pdeathsig():
+        return 1
+    # Ctrl-C reaches memsim, this server and its recordings alike (one
+    # process group): the server just ends, each recording as one would.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    sock = socket.socket(fileno=int(argv[0]))
+    try:
+        preload(argv[1] if len(argv) > 1 else None)
+        import gc
+        gc.collect()
+        gc.freeze()   # the forks share the imports' pages
+        serve(sock)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    finally:
+        sock.close()
+    return 0
