@@ -16,13 +16,14 @@
 #include "cli/cli.h"
 #include "cli/opts.h"
 #include "lab/fit.h"
+#include "plots/plot.h"
 #include "policies/registry.h"
 #include "sim/units.h"
 
 #define FIT_MAX_CONFS 32
 
 enum { O_CAP = 256, O_VARY, O_FAKE, O_GPU, O_DEVICE, O_AMP, O_CKPT, O_WS,
-       O_RANK, O_FRAC };
+       O_RANK, O_FRAC, O_PLOT };
 
 static const msim_cli_opt_t fit_opts[] = {
 	{O_CAP, false, "cap", "BYTES", "the per-process cap (required)"},
@@ -37,6 +38,10 @@ static const msim_cli_opt_t fit_opts[] = {
 	{'t', true, "traces", "PATTERN",
 	 "no recording: the traces already recorded, PATTERN\n"
 	 "with {NAME} for the value (gpt-{B}.csv)"},
+	{'j', true, "jobs", "N",
+	 "record up to N values at once (default 1)"},
+	{O_PLOT, false, "plot", "OUT",
+	 "draw the curve learned into OUT (.png, .svg, .pdf)"},
 	/* memsim record's, passed on (lab/fit.c) */
 	{O_FAKE, false, "fake", NULL, NULL},
 	{O_GPU, false, "gpu", NULL, NULL},
@@ -79,7 +84,7 @@ static const msim_cli_cmd_t fit_cmd = {
 /* Reads the options into f.  Returns -1 to go on, else the exit status. */
 static int
 fit_parse(int argc, char **argv, msim_fit_spec_t *f, const char **vary,
-	  const char **keep)
+	  const char **keep, const char **plot)
 {
 	static const char *const flag[] = {"--device", "--amp", "--checkpoint",
 					   "--world-size", "--rank",
@@ -113,6 +118,12 @@ fit_parse(int argc, char **argv, msim_fit_spec_t *f, const char **vary,
 		case 't':
 			f->pattern = optarg;
 			break;
+		case 'j':
+			f->jobs = (int)msim_cli_jobs(optarg);
+			break;
+		case O_PLOT:
+			*plot = optarg;
+			break;
 		case O_FAKE:
 			ropt[nropt++] = "--fake";
 			break;
@@ -145,6 +156,24 @@ fit_note(void *ctx, const char *line)
 	fprintf(stderr, "memsim: fit: %s\n", line);
 }
 
+/* The curve learned: each value tried, what it needs, how it ran. */
+static void
+fit_print_curve(const msim_fit_spec_t *f, const msim_fit_result_t *r)
+{
+	printf("curve      %-8s %14s %14s  under the cap\n", f->name,
+	       "needs reserved", "allocated");
+	for (size_t i = 0; i < r->ncurve; i++) {
+		const msim_fit_curve_pt_t *c = &r->curve[i];
+		char rb[32], ab[32];
+		msim_format_bytes((uint64_t)c->reserved, rb, sizeof(rb));
+		msim_format_bytes((uint64_t)c->allocated, ab, sizeof(ab));
+		printf("           %-8ld %14s %14s  %s\n", c->value, rb, ab,
+		       c->capped.oom ? "out of memory"
+		       : r->fits && c->value == r->best ? "fits: the answer"
+							: "fits");
+	}
+}
+
 static void
 fit_print(const msim_fit_spec_t *f, const msim_fit_result_t *r)
 {
@@ -152,6 +181,7 @@ fit_print(const msim_fit_spec_t *f, const msim_fit_result_t *r)
 	msim_format_bytes(f->cap, capb, sizeof(capb));
 	printf("cap        %s (%" PRIu64 " bytes)\n", capb, f->cap);
 	printf("recordings %d\n", r->tries);
+	fit_print_curve(f, r);
 	if (!r->fits) {
 		printf("fits       none: %s=%ld already runs out of memory\n",
 		       f->name, f->lo);
@@ -199,15 +229,18 @@ msim_cmd_fit(int argc, char **argv)
 {
 	msim_fit_spec_t f = {.note = fit_note,
 			     .tune_jobs = (int)sysconf(_SC_NPROCESSORS_ONLN)};
-	const char *vary = NULL, *keep = NULL;
+	const char *vary = NULL, *keep = NULL, *plot = NULL;
 	optind = 1;
-	int rc = fit_parse(argc, argv, &f, &vary, &keep);
+	int rc = fit_parse(argc, argv, &f, &vary, &keep, &plot);
 	if (rc >= 0)
 		return rc;
 	char name[64], why[4400];
 	if (msim_fit_parse_vary(vary, name, sizeof(name), &f.lo, &f.hi, why,
 				sizeof(why)))
 		msim_cli_die("fit: %s", why);
+	if (plot && msim_plot_check(msim_cli_plots_dir(), GNUPLOT_PATH, plot,
+				    why, sizeof(why)))
+		msim_cli_die("fit: --plot: %s", why);
 	f.name = name;
 	f.cmd = argv + optind;
 	f.ncmd = argc - optind;
@@ -235,6 +268,11 @@ msim_cmd_fit(int argc, char **argv)
 	if (msim_fit_run(&f, &r, why, sizeof(why)))
 		msim_cli_die("fit: %s", why);
 	fit_print(&f, &r);
+	if (plot && msim_fit_plot(&f, &r, msim_cli_plots_dir(), GNUPLOT_PATH,
+				  plot, why, sizeof(why))) {
+		msim_fit_clear(&r);
+		msim_cli_die("fit: --plot: %s", why);
+	}
 	msim_fit_clear(&r);
 	return r.fits ? 0 : 1; /* the scratch folder goes at exit */
 }

@@ -16,6 +16,12 @@
  * of dirs (NULL-terminated) that has curve.gp.  Returns NULL if none. */
 const char *msim_plot_dir(const char *const *dirs);
 
+/* The checks every plot makes (gnuplot there, a known extension, the
+ * scripts found), for a command to make before its work.  Returns 0, or
+ * an error with why filled. */
+int msim_plot_check(const char *plots_dir, const char *gnuplot,
+		    const char *out, char *why, size_t whylen);
+
 /* Runs plots/NAME.gp on data into out (after the checks every plot makes:
  * gnuplot there, a known extension, the scripts found).  Returns 0, or an
  * error with why filled. */
