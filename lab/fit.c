@@ -307,6 +307,8 @@ fit_pick(const msim_fit_spec_t *s, const msim_fit_curve_pt_t *a,
 			if (x >= lo && x <= hi && (!n || x > v[n - 1]))
 				v[n++] = x;
 		}
+		if (!n)
+			v[n++] = g;
 		return n;
 	}
 	/* g, g+1, g-1, g+2, ...: the answer is near a good guess */

@@ -103,6 +103,21 @@ for f in "$tmp/srv.db.recordings"/*.csv; do
 done
 [ "$n" -eq 3 ] || fail "sweep: $n recordings"
 
+# A recording that fails among several at once: named, fit exits 1,
+# no scratch folder left (sweeprec.sh has one at a time).
+cat >"$tmp/fail3.py" <<'PY'
+import sys, torch
+b = int(sys.argv[1])
+x = torch.empty(b, 1024, device="cuda")
+sys.exit(3 if b == 3 else 0)
+PY
+$MEMSIM fit -j2 --cap 1GiB --vary B=2..3 -- "$PY" "$tmp/fail3.py" '{B}' \
+	>/dev/null 2>"$tmp/err" && fail "fit over a failing recording exits 0"
+grep -q '^memsim: fit: recording B=3 failed (exit 3)$' "$tmp/err" ||
+	fail "fit -j2, B=3 fails: $(cat "$tmp/err")"
+left=$(ls -A "$TMPDIR" | grep '^memsim-')
+[ -z "$left" ] || fail "scratch left in TMPDIR: $left"
+
 # memsim killed while the server records: nothing left running.
 cat >"$tmp/sleepy.py" <<'PY'
 import sys, time, torch

@@ -184,7 +184,16 @@ def main(argv):
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     sock = socket.socket(fileno=int(argv[0]))
     try:
-        preload(argv[1] if len(argv) > 1 else None)
+        try:
+            preload(argv[1] if len(argv) > 1 else None)
+        except Exception as e:
+            # memsim then records each value alone, and that recording
+            # says what is wrong (no PyTorch: __main__.main)
+            if not (isinstance(e, ImportError) and e.name == "torch"):
+                print("memsim record: no fork server (%s: %s); each value "
+                      "is recorded alone" % (type(e).__name__, e),
+                      file=sys.stderr)
+            return 3
         import gc
         gc.collect()
         gc.freeze()   # the forks share the imports' pages
