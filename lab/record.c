@@ -614,11 +614,12 @@ rec_failed(msim_recsweep_t *r, rec_made_t *m, int rc, const char *why)
 	m->path = NULL;
 }
 
-/* Makes (or finds, or starts through the fork server srv) the recording
- * of combination k into made[k]; a failed one is counted and left out. */
+/* Makes (or finds, or starts through the fork server *srv, started at
+ * the first recording to make) the recording of combination k into
+ * made[k]; a failed one is counted and left out. */
 static int
-rec_one(msim_recsweep_t *r, size_t k, size_t total, msim_recserver_t *srv,
-	rec_made_t *made)
+rec_one(msim_recsweep_t *r, size_t k, size_t total, msim_recserver_t **srv,
+	bool *tried, rec_made_t *made)
 {
 	const msim_recsweep_spec_t *s = r->spec;
 	const char *names[64], *values[64];
@@ -647,10 +648,16 @@ rec_one(msim_recsweep_t *r, size_t k, size_t total, msim_recserver_t *srv,
 	rec_note(r, MSIM_RECSWEEP_NOTE, "recording %zu/%zu (%s): %s", k + 1,
 		 total, who, reuse ? "made before, reused" : "recording...");
 	char why[1024] = "";
+	if (!reuse && !*tried) { /* on failure, each alone says why */
+		*tried = true;
+		msim_recserver_new(&s->rec, s->cmd, s->ncmd, srv, why,
+				   sizeof(why));
+		why[0] = '\0';
+	}
 	if (reuse)
 		rc = 0;
-	else if (srv)
-		rc = msim_recserver_submit(srv, (int)k, m->path, ropt, nropt,
+	else if (*srv)
+		rc = msim_recserver_submit(*srv, (int)k, m->path, ropt, nropt,
 					   cmd, s->ncmd, why, sizeof(why));
 	else
 		rc = msim_record_exec(&s->rec, m->path, ropt, nropt, cmd,
@@ -686,12 +693,10 @@ rec_all(msim_recsweep_t *r, size_t total)
 	if (!made)
 		return rec_fail(r, MSIM_ENOMEM, "out of memory");
 	msim_recserver_t *srv = NULL;
-	char why[1024];
-	/* on failure, each alone says why */
-	msim_recserver_new(&s->rec, s->cmd, s->ncmd, &srv, why, sizeof(why));
+	bool tried = false;
 	int jobs = s->jobs > 1 ? s->jobs : 1, rc = 0;
 	for (size_t k = 0; !rc && k < total; k++) {
-		rc = rec_one(r, k, total, srv, made);
+		rc = rec_one(r, k, total, &srv, &tried, made);
 		while (!rc && srv && msim_recserver_running(srv) >= jobs)
 			rc = rec_wait(r, srv, made);
 	}
