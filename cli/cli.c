@@ -1,7 +1,6 @@
 /* The command line's shared helpers of cli.h. */
 #include <config.h>
 
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -19,6 +18,7 @@
 #include "sim/file.h"
 #include "lab/figures.h"
 #include "lab/job.h"
+#include "lab/scratch.h"
 #include "sim/suggest.h"
 #include "sim/units.h"
 
@@ -280,44 +280,12 @@ msim_cli_record_dirs(void)
 #define SRC_PLOTS_DIR "plots"
 #endif
 
-/*
- * Where the gnuplot scripts are, in this order (MEMSIM_PLOTS_DIR, read by
- * msim_plot_dir(), overrides them all):
- * - a binary run from its build tree (config.status beside it) takes the
- *   scripts of its own source tree, not those of an older installation;
- * - else BIN/../share/memsim/plots next to the running binary, so a tree
- *   installed with DESTDIR, or a prefix moved elsewhere, finds its own;
- * - else the configured $(pkgdatadir)/plots, and last the source tree.
- */
+/* Where the gnuplot scripts are (plots/plot.h): the configured
+ * $(pkgdatadir)/plots and the source tree's. */
 const char *
 msim_cli_plots_dir(void)
 {
-	static char rel[8192];
-	const char *dirs[5] = {NULL};
-	size_t n = 0;
-	bool build_tree = false;
-	char exe[4096];
-	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (len > 0) {
-		exe[len] = '\0';
-		char *slash = strrchr(exe, '/');
-		if (slash) {
-			*slash = '\0';
-			char cs[4200];
-			struct stat sb;
-			snprintf(cs, sizeof(cs), "%s/config.status", exe);
-			build_tree = stat(cs, &sb) == 0;
-			snprintf(rel, sizeof(rel), "%s/../share/%s/plots", exe,
-				 PACKAGE);
-		}
-	}
-	if (build_tree)
-		dirs[n++] = SRC_PLOTS_DIR;
-	if (rel[0])
-		dirs[n++] = rel;
-	dirs[n++] = PLOTS_DIR;
-	dirs[n++] = SRC_PLOTS_DIR;
-	return msim_plot_dir(dirs);
+	return msim_plot_dir_for(PLOTS_DIR, SRC_PLOTS_DIR);
 }
 
 double
@@ -332,28 +300,14 @@ msim_cli_now_ms(void)
 static char scratch_path[4096];
 static pid_t scratch_owner;
 
-/* Removes the scratch folder and what is in it (files only: nothing
- * makes folders there); only in the process that made it, not in a
+/* Removes the scratch folder, only in the process that made it, not in a
  * forked child that exits. */
 static void
 scratch_remove(void)
 {
 	if (!scratch_path[0] || getpid() != scratch_owner)
 		return;
-	DIR *d = opendir(scratch_path);
-	if (d) {
-		struct dirent *e;
-		while ((e = readdir(d))) {
-			char p[4400];
-			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-				continue;
-			snprintf(p, sizeof(p), "%s/%s", scratch_path,
-				 e->d_name);
-			unlink(p);
-		}
-		closedir(d);
-	}
-	rmdir(scratch_path);
+	msim_scratch_remove(scratch_path);
 	scratch_path[0] = '\0';
 }
 
@@ -370,17 +324,10 @@ msim_cli_scratch(const char *prefix)
 {
 	if (scratch_path[0])
 		msim_cli_die("%s: a scratch folder exists already", prefix);
-	const char *dir = getenv("TMPDIR");
-	if (!dir || !*dir)
-		dir = "/tmp";
-	char path[sizeof(scratch_path)];
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s-XXXXXX", dir,
-			     prefix) >= sizeof(path))
-		msim_cli_die("TMPDIR: '%s' is too long", dir);
-	if (!mkdtemp(path))
-		msim_cli_die("%s: cannot make a scratch folder in %s: %s",
-			     prefix, dir, strerror(errno));
-	memcpy(scratch_path, path, sizeof(path));
+	char why[4400];
+	if (msim_scratch_make(prefix, scratch_path, sizeof(scratch_path), why,
+			      sizeof(why)))
+		msim_cli_die("%s", why);
 	scratch_owner = getpid();
 	static int hooked;
 	if (!hooked) {

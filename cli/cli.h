@@ -94,9 +94,6 @@ double msim_cli_now_ms(void);
  * when a snapshot has no trace events.  t is a msim_trace_t. */
 struct msim_trace_s;
 void msim_cli_seed_print(struct msim_trace_s *t);
-/* JSON keys; with always false, only for a snapshot or a trace that
- * needed them. */
-void msim_cli_seed_json(struct msim_trace_s *t, bool always);
 
 /* Subcommands: each takes argv with argv[0] = "memsim <name>". */
 int msim_cmd_run(int argc, char **argv);

@@ -22,6 +22,7 @@
 #include "cli/opts.h"
 #include "lab/compare.h"
 #include "policies/registry.h"
+#include "sim/error.h"
 #include "sim/units.h"
 
 #define CMP_MAX 32
@@ -140,44 +141,18 @@ cmp_parse(int argc, char **argv, cmp_opts_t *o)
 static size_t
 cmp_rows(const cmp_opts_t *o, msim_compare_pick_t *rows)
 {
-	size_t nrows = 0;
-	if (o->list) {
-		char *copy = strdup(o->list), *save = NULL;
-		if (!copy)
-			msim_cli_die("out of memory");
-		for (char *tok = strtok_r(copy, ",", &save); tok;
-		     tok = strtok_r(NULL, ",", &save)) {
-			const msim_policy_ops_t *ops = msim_policy_find(tok);
-			if (!ops)
-				msim_cli_die("--policies: unknown policy '%s' "
-					     "(see `memsim policies`)", tok);
-			if (nrows == CMP_MAX)
-				msim_cli_die("--policies: at most %d",
-					     CMP_MAX);
-			rows[nrows++] =
-				(msim_compare_pick_t){.policy = ops->name};
-		}
-		free(copy);
-		if (nrows == 0)
-			msim_cli_die("--policies: no policy named");
-	} else {
-		for (const msim_policy_ops_t *const *p = msim_policy_list();
-		     *p && nrows < CMP_MAX; p++)
-			rows[nrows++] =
-				(msim_compare_pick_t){.policy = (*p)->name};
-	}
-	for (size_t i = 0; i < o->nconfs; i++) {
-		bool used = false;
-		for (size_t r = 0; r < nrows; r++) {
-			if (!strcmp(rows[r].policy, o->confs[i][0])) {
-				rows[r].conf = o->confs[i][1];
-				used = true;
-			}
-		}
-		if (!used)
-			msim_cli_die("--alloc-conf: policy '%s' is not "
-				     "compared", o->confs[i][0]);
-	}
+	size_t nrows;
+	char why[512];
+	int rc = msim_compare_pick_policies(o->list, rows, CMP_MAX, &nrows,
+					    why, sizeof(why));
+	if (rc == MSIM_ENOMEM)
+		msim_cli_die("out of memory");
+	if (rc)
+		msim_cli_die("--policies: %s", why);
+	if (msim_compare_pick_confs(rows, nrows,
+				    (const char *const (*)[2])o->confs,
+				    o->nconfs, why, sizeof(why)))
+		msim_cli_die("--alloc-conf: %s", why);
 	return nrows;
 }
 

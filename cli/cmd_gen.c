@@ -13,68 +13,48 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "sim/file.h"
-#include "sim/error.h"
-#include "traces/gen.h"
+#include "cli/opts.h"
+#include "lab/generate.h"
 #include "traces/model_spec.h"
-#include "traces/gen_model.h"
-#include "traces/gen_random.h"
+
+static const char gen_usage[] =
+	"usage: memsim gen model --arch gpt2|llama|bert|resnet50 "
+	"[--layers N --hidden N\n"
+	"         --heads N --kv-heads N --ffn N --vocab N "
+	"--positions N] --batch N\n"
+	"         [--seq N[,N...]] [--image N] --dtype "
+	"fp32|bf16-amp|fp16-amp|bf16\n"
+	"         [--optimizer adamw|sgd] --steps N [--checkpoint "
+	"none|every:K|sqrt|budget:BYTES]\n"
+	"         [--inference [--generate N] [--no-cache] [--weights "
+	"native|int8|fp8]]\n"
+	"         [--accum K] [--scaler-skips N] -o FILE\n"
+	"       memsim gen random [--seed N] [--requests N] [--streams "
+	"N] [--sizes SPEC]\n"
+	"         [--lifetime MEAN] [--arrival MEAN] -o FILE\n"
+	"\n"
+	"Writes a device-trace CSV (seq,time_us,action,addr,size,stream) "
+	"that `memsim run`\n"
+	"replays.  A list of sequence lengths means one a step, "
+	"repeating.\n"
+	"random --sizes: lognormal:MU:SIGMA (bytes = exp(N(MU,SIGMA))) "
+	"or\n"
+	"classes:SIZE@WEIGHT/SIZE@WEIGHT/... (default "
+	"lognormal:14:2.5).\n";
 
 static void
 usage_gen(FILE *fp)
 {
-	fprintf(fp,
-		"usage: memsim gen model --arch gpt2|llama|bert|resnet50 "
-		"[--layers N --hidden N\n"
-		"         --heads N --kv-heads N --ffn N --vocab N "
-		"--positions N] --batch N\n"
-		"         [--seq N[,N...]] [--image N] --dtype "
-		"fp32|bf16-amp|fp16-amp|bf16\n"
-		"         [--optimizer adamw|sgd] --steps N [--checkpoint "
-		"none|every:K|sqrt|budget:BYTES]\n"
-		"         [--inference [--generate N] [--no-cache] [--weights "
-		"native|int8|fp8]]\n"
-		"         [--accum K] [--scaler-skips N] -o FILE\n"
-		"       memsim gen random [--seed N] [--requests N] [--streams "
-		"N] [--sizes SPEC]\n"
-		"         [--lifetime MEAN] [--arrival MEAN] -o FILE\n"
-		"\n"
-		"Writes a device-trace CSV (seq,time_us,action,addr,size,stream) "
-		"that `memsim run`\n"
-		"replays.  A list of sequence lengths means one a step, "
-		"repeating.\n"
-		"random --sizes: lognormal:MU:SIGMA (bytes = exp(N(MU,SIGMA))) "
-		"or\n"
-		"classes:SIZE@WEIGHT/SIZE@WEIGHT/... (default "
-		"lognormal:14:2.5).\n");
-}
-
-static int
-gen_write(msim_gen_t *g, const char *out)
-{
-	msim_outfile_t of = {0};
-	char owhy[512];
-	if (strcmp(out, "-") && msim_outfile_open(&of, out, owhy, sizeof(owhy)))
-		msim_cli_die("-o: %s", owhy);
-	FILE *fp = of.fp ? of.fp : stdout;
-	int rc = msim_gen_write_csv(g, fp);
-	if (rc) {
-		if (of.fp)
-			msim_outfile_abort(&of);
-		msim_cli_die("-o: writing '%s' failed", out);
-	}
-	if (of.fp && msim_outfile_commit(&of, owhy, sizeof(owhy)))
-		msim_cli_die("-o: %s", owhy);
-	return 0;
+	fputs(gen_usage, fp);
 }
 
 /* An option of the model's shape (--layers, --seq, --weights, ...),
  * set by the model spec's own rules (traces/model_spec.h), as "model:"
  * inputs are: false if c is not one; dies on a bad value. */
 static bool
-gen_model_key(msim_model_cfg_t *cfg, const struct option *lo, int c)
+gen_model_key(msim_model_cfg_t *cfg, const msim_cli_opt_t *lo, int c)
 {
-	while (lo->name && lo->val != c)
+	while (lo->name && lo->key != c)
 		lo++;
 	if (!lo->name || !msim_model_key_is(lo->name))
 		return false;
@@ -92,32 +72,34 @@ gen_model_cmd(int argc, char **argv)
 	enum { O_LAYERS = 256, O_HIDDEN, O_HEADS, O_KV, O_FFN, O_VOCAB, O_POS,
 	       O_IMAGE, O_OPT, O_CKPT, O_INF, O_SKIPS, O_GENERATE, O_NOCACHE,
 	       O_ACCUM, O_WEIGHTS };
-	static const struct option lo[] = {
-		{"arch", required_argument, NULL, 'a'},
-		{"layers", required_argument, NULL, O_LAYERS},
-		{"hidden", required_argument, NULL, O_HIDDEN},
-		{"heads", required_argument, NULL, O_HEADS},
-		{"kv-heads", required_argument, NULL, O_KV},
-		{"ffn", required_argument, NULL, O_FFN},
-		{"vocab", required_argument, NULL, O_VOCAB},
-		{"positions", required_argument, NULL, O_POS},
-		{"batch", required_argument, NULL, 'b'},
-		{"seq", required_argument, NULL, 's'},
-		{"image", required_argument, NULL, O_IMAGE},
-		{"dtype", required_argument, NULL, 'd'},
-		{"optimizer", required_argument, NULL, O_OPT},
-		{"steps", required_argument, NULL, 'n'},
-		{"checkpoint", required_argument, NULL, O_CKPT},
-		{"inference", no_argument, NULL, O_INF},
-		{"scaler-skips", required_argument, NULL, O_SKIPS},
-		{"generate", required_argument, NULL, O_GENERATE},
-		{"no-cache", no_argument, NULL, O_NOCACHE},
-		{"accum", required_argument, NULL, O_ACCUM},
-		{"weights", required_argument, NULL, O_WEIGHTS},
-		{"output", required_argument, NULL, 'o'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	/* The options are listed in the usage text. */
+	static const msim_cli_opt_t lo[] = {
+		{'a', true, "arch", "V", NULL},
+		{O_LAYERS, false, "layers", "V", NULL},
+		{O_HIDDEN, false, "hidden", "V", NULL},
+		{O_HEADS, false, "heads", "V", NULL},
+		{O_KV, false, "kv-heads", "V", NULL},
+		{O_FFN, false, "ffn", "V", NULL},
+		{O_VOCAB, false, "vocab", "V", NULL},
+		{O_POS, false, "positions", "V", NULL},
+		{'b', true, "batch", "V", NULL},
+		{'s', true, "seq", "V", NULL},
+		{O_IMAGE, false, "image", "V", NULL},
+		{'d', true, "dtype", "V", NULL},
+		{O_OPT, false, "optimizer", "V", NULL},
+		{'n', true, "steps", "V", NULL},
+		{O_CKPT, false, "checkpoint", "V", NULL},
+		{O_INF, false, "inference", NULL, NULL},
+		{O_SKIPS, false, "scaler-skips", "V", NULL},
+		{O_GENERATE, false, "generate", "V", NULL},
+		{O_NOCACHE, false, "no-cache", NULL, NULL},
+		{O_ACCUM, false, "accum", "V", NULL},
+		{O_WEIGHTS, false, "weights", "V", NULL},
+		{'o', true, "output", "V", NULL},
+		{'h', true, "help", NULL, NULL},
+		{0},
 	};
+	static const msim_cli_cmd_t cmd = {gen_usage, lo, 0, NULL, false};
 	/* the arch first: its defaults come before the other options */
 	int arch = -1;
 	for (int i = 1; i + 1 < argc; i++)
@@ -142,7 +124,7 @@ gen_model_cmd(int argc, char **argv)
 	const char *out = NULL;
 	int c;
 	optind = 1;
-	while ((c = msim_cli_getopt(argc, argv, "a:b:s:d:n:o:h", lo)) != -1) {
+	while ((c = msim_cli_next(&cmd, argc, argv)) != -1) {
 		switch (c) {
 		case 'a':
 			break;
@@ -168,14 +150,9 @@ gen_model_cmd(int argc, char **argv)
 		case 'o':
 			out = optarg;
 			break;
-		case 'h':
-			usage_gen(stdout);
-			return 0;
 		default:
-			if (gen_model_key(&cfg, lo, c))
-				break;
-			usage_gen(stderr);
-			return 2;
+			gen_model_key(&cfg, lo, c);
+			break;
 		}
 	}
 	if (arch < 0)
@@ -183,13 +160,12 @@ gen_model_cmd(int argc, char **argv)
 	if (!out)
 		msim_cli_die("-o: an output file is required");
 	msim_cli_output("-o", out);
-	char why[256] = "";
+	char why[512];
+	bool out_err;
 	msim_gen_t g;
 	msim_gen_init(&g, false);
-	int rc = msim_model_generate(&cfg, &g, why, sizeof(why));
-	if (rc)
-		msim_cli_die("%s", why[0] ? why : msim_strerror(rc));
-	gen_write(&g, out);
+	if (msim_generate_model(&cfg, &g, out, &out_err, why, sizeof(why)))
+		msim_cli_die("%s%s", out_err ? "-o: " : "", why);
 	fprintf(stderr, "memsim gen: %zu requests, peak allocated %" PRIu64
 		" bytes, recompute %" PRIu64 " layer-forwards\n", g.n, g.peak,
 		g.recompute);

@@ -8,9 +8,8 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "sim/file.h"
-#include "sim/error.h"
-#include "traces/gen_random.h"
+#include "cli/opts.h"
+#include "lab/generate.h"
 
 static double
 rnd_pos(const char *opt, const char *text)
@@ -22,27 +21,45 @@ rnd_pos(const char *opt, const char *text)
 	return v;
 }
 
+/* The options are listed in the usage text. */
+static const msim_cli_opt_t random_opts[] = {
+	{'S', false, "seed", "N", NULL},
+	{'n', false, "requests", "N", NULL},
+	{'s', false, "streams", "N", NULL},
+	{'z', false, "sizes", "SPEC", NULL},
+	{'l', false, "lifetime", "US", NULL},
+	{'r', false, "arrival", "US", NULL},
+	{'o', true, "output", "FILE", NULL},
+	{'h', true, "help", NULL, NULL},
+	{0},
+};
+
+static const msim_cli_cmd_t random_cmd = {
+	"usage: memsim gen random [--seed N] [--requests N] [--streams N] "
+	"[--sizes SPEC] [--lifetime US] [--arrival US] -o FILE\n\n"
+	"  --seed N       GSL mt19937 seed (default 1)\n"
+	"  --requests N   requests to write, allocations and frees (default "
+	"10000;\n"
+	"                 an odd N leaves the last allocation live)\n"
+	"  --streams N    streams, chosen uniformly (default 1)\n"
+	"  --sizes SPEC   lognormal:MU:SIGMA (default lognormal:14:2.5) or\n"
+	"                 classes:SIZE@W/SIZE@W...\n"
+	"  --lifetime US  mean lifetime, exponential (default 200)\n"
+	"  --arrival US   mean gap between allocations, Poisson (default 10)\n"
+	"  -o FILE        the CSV trace to write (- for stdout)\n",
+	random_opts, 0, NULL, false,
+};
+
 int
 msim_cmd_gen_random(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{"seed", required_argument, NULL, 'S'},
-		{"requests", required_argument, NULL, 'n'},
-		{"streams", required_argument, NULL, 's'},
-		{"sizes", required_argument, NULL, 'z'},
-		{"lifetime", required_argument, NULL, 'l'},
-		{"arrival", required_argument, NULL, 'r'},
-		{"output", required_argument, NULL, 'o'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
 	msim_random_cfg_t cfg;
 	msim_random_defaults(&cfg);
 	const char *out = NULL;
 	char why[256] = "";
 	int c;
 	optind = 1;
-	while ((c = msim_cli_getopt(argc, argv, "o:h", lo)) != -1) {
+	while ((c = msim_cli_next(&random_cmd, argc, argv)) != -1) {
 		switch (c) {
 		case 'S':
 			cfg.seed = msim_cli_uint("--seed", optarg, 0,
@@ -70,29 +87,6 @@ msim_cmd_gen_random(int argc, char **argv)
 		case 'o':
 			out = optarg;
 			break;
-		case 'h':
-			printf("usage: memsim gen random [--seed N] "
-			       "[--requests N] [--streams N] [--sizes SPEC] "
-			       "[--lifetime US] [--arrival US] -o FILE\n\n"
-			       "  --seed N       GSL mt19937 seed (default 1)\n"
-			       "  --requests N   requests to write, allocations "
-			       "and frees (default 10000;\n"
-			       "                 an odd N leaves the last "
-			       "allocation live)\n"
-			       "  --streams N    streams, chosen uniformly "
-			       "(default 1)\n"
-			       "  --sizes SPEC   lognormal:MU:SIGMA (default "
-			       "lognormal:14:2.5) or\n"
-			       "                 classes:SIZE@W/SIZE@W...\n"
-			       "  --lifetime US  mean lifetime, exponential "
-			       "(default 200)\n"
-			       "  --arrival US   mean gap between allocations, "
-			       "Poisson (default 10)\n"
-			       "  -o FILE        the CSV trace to write (- for "
-			       "stdout)\n");
-			return 0;
-		default:
-			return 2;
 		}
 	}
 	if (!out)
@@ -100,23 +94,9 @@ msim_cmd_gen_random(int argc, char **argv)
 	msim_cli_output("-o", out);
 	msim_gen_t g;
 	msim_gen_init(&g, false);
-	/* Rows are written as they are drawn: memory follows the live
-	 * allocations, not the requests. */
-	msim_outfile_t of = {0};
-	char owhy[512];
-	if (strcmp(out, "-") && msim_outfile_open(&of, out, owhy, sizeof(owhy)))
-		msim_cli_die("-o: %s", owhy);
-	FILE *fp = of.fp ? of.fp : stdout;
-	int rc = msim_gen_stream_csv(&g, fp);
-	if (!rc)
-		rc = msim_random_generate(&cfg, &g, why, sizeof(why));
-	if (rc || ferror(fp)) {
-		if (of.fp)
-			msim_outfile_abort(&of);
-		msim_cli_die("%s", rc && why[0] ? why : "-o: writing failed");
-	}
-	if (of.fp && msim_outfile_commit(&of, owhy, sizeof(owhy)))
-		msim_cli_die("-o: %s", owhy);
+	bool out_err;
+	if (msim_generate_random(&cfg, &g, out, &out_err, why, sizeof(why)))
+		msim_cli_die("%s%s", out_err ? "-o: " : "", why);
 	fprintf(stderr, "memsim gen: %zu requests, peak allocated %" PRIu64
 		" bytes, seed %" PRIu64 "\n", g.n, g.peak, cfg.seed);
 	msim_gen_clear(&g);

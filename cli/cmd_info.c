@@ -14,6 +14,7 @@
 
 #include "cli/cli.h"
 #include "cli/opts.h"
+#include "lab/figures.h"
 #include "lab/info.h"
 #include "sim/units.h"
 
@@ -50,37 +51,14 @@ static const msim_cli_cmd_t info_cmd = {
 
 /* Prints the snapshot state and how it compares with the trace's end. */
 static void
-info_snap_print(const msim_info_t *in, int json)
+info_snap_print(const msim_info_t *in)
 {
 	const msim_trace_tally_t *tl = &in->tally;
 	const msim_info_snap_t *s = &in->snap;
 	uint64_t start_reserved = in->seed.segment_bytes;
 	uint64_t nactive = s->nstate[MSIM_SNAP_ALLOCATED] +
 			   s->nstate[MSIM_SNAP_PENDING_FREE];
-	bool res_same = tl->seg_bytes + (int64_t)start_reserved ==
-			(int64_t)s->reserved;
-	bool live_same = in->nlive == nactive &&
-			 in->live == s->active_requested;
-	if (json) {
-		printf(",\n  \"snapshot_segments\": %zu,\n"
-		       "  \"snapshot_small_segments\": %zu,\n"
-		       "  \"snapshot_reserved_bytes\": %" PRIu64 ",\n"
-		       "  \"snapshot_allocated_bytes\": %" PRIu64 ",\n"
-		       "  \"snapshot_active_bytes\": %" PRIu64 ",\n"
-		       "  \"snapshot_requested_bytes\": %" PRIu64 ",\n"
-		       "  \"snapshot_blocks\": %zu",
-		       s->nsegs, s->nsmall, s->reserved, s->allocated,
-		       s->active, s->requested, s->nblocks);
-		for (int k = 0; k < MSIM_SNAP_NSTATES; k++)
-			printf(",\n  \"snapshot_%s_blocks\": %" PRIu64,
-			       msim_snap_state_name(k), s->nstate[k]);
-		printf(",\n  \"trace_reserved_bytes\": %" PRId64
-		       ",\n  \"trace_live_allocations\": %" PRIu64
-		       ",\n  \"snapshot_matches_trace\": %s",
-		       tl->seg_bytes, in->nlive,
-		       res_same && live_same ? "true" : "false");
-		return;
-	}
+	bool res_same = s->reserved_same, live_same = s->live_same;
 	char a[32], b[32], c[32], d[32];
 	printf("snapshot   %zu segments (%zu small: %s, %zu large: %s)%s\n",
 	       s->nsegs, s->nsmall,
@@ -127,37 +105,28 @@ info_snap_print(const msim_info_t *in, int json)
 		       in->nlive, in->live, nactive, s->active_requested);
 }
 
+/* Prints the figures of f after the others (lab/figures.h), then clears
+ * them. */
+static void
+info_figs(msim_figs_t *f, int rc, bool first)
+{
+	if (rc)
+		msim_cli_die("out of memory");
+	msim_cli_json_figs(f, first);
+	msim_figs_clear(f);
+}
+
 static void
 info_json(const char *path, const msim_info_t *in)
 {
-	msim_trace_t *t = in->trace;
-	printf("{\n  \"trace\": ");
-	msim_cli_json_str(stdout, path);
-	printf(",\n  \"format\": \"%s\",\n  \"entries\": %" PRIu64,
-	       msim_trace_format_name(t), in->tally.entries);
-	for (int k = 0; k < MSIM_NACT; k++)
-		printf(",\n  \"%s\": %" PRIu64, msim_action_name(k),
-		       in->tally.actions[k]);
-	printf(",\n  \"requests\": %" PRIu64 ",\n  \"allocs\": %" PRIu64
-	       ",\n  \"frees\": %" PRIu64 ",\n  \"streams\": %d"
-	       ",\n  \"duration_s\": %.6f,\n  \"alloc_bytes\": %" PRIu64
-	       ",\n  \"peak_live_bytes\": %" PRIu64
-	       ",\n  \"hidden_empty_cache\": %" PRIu64
-	       ",\n  \"empty_cache_or_malloc\": %" PRIu64
-	       ",\n  \"size_log2_histogram\": [",
-	       in->requests, in->allocs, in->frees, in->nstreams,
-	       in->duration_s, in->bytes, in->peak, in->empty_found,
-	       in->empty_maybe);
+	msim_figs_t f = {0};
+	printf("{");
+	info_figs(&f, msim_info_figs_head(&f, path, in), true);
+	printf(",\n  \"size_log2_histogram\": [");
 	for (size_t k = 0; k < MSIM_INFO_BINS; k++)
 		printf("%s%.0f", k ? ", " : "", in->hist[k]);
 	printf("]");
-	if (!in->timed)
-		printf(",\n  \"duration_known\": false");
-	if (in->conf) {
-		printf(",\n  \"allocator_settings\": ");
-		msim_cli_json_str(stdout, in->conf);
-	}
-	msim_cli_seed_json(t, true);
+	info_figs(&f, msim_info_figs_middle(&f, in), false);
 	const msim_info_assume_t *as = &in->assume;
 	if (as->total) {
 		printf(",\n  \"assumptions\": {");
@@ -168,10 +137,8 @@ info_json(const char *path, const msim_info_t *in)
 		}
 		printf("\n  }");
 	}
-	if (in->has_state)
-		info_snap_print(in, 1);
-	printf(",\n  \"trace_hash\": \"%016" PRIx64 "\"\n}\n",
-	       msim_trace_hash(t));
+	info_figs(&f, msim_info_figs_tail(&f, in), false);
+	printf("\n}\n");
 }
 
 /* The recorder's assumptions, by kind, then the most frequent sites. */
@@ -260,7 +227,7 @@ info_text(const char *path, const msim_info_t *in)
 	msim_cli_seed_print(t);
 	info_assume_print(&in->assume);
 	if (in->has_state)
-		info_snap_print(in, 0);
+		info_snap_print(in);
 	info_sizes(in);
 }
 

@@ -3,53 +3,43 @@
 
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/opts.h"
 #include "sim/file.h"
 #include "sim/results.h"
 
-static void
-usage_merge(FILE *fp)
-{
-	fprintf(fp,
-		"usage: memsim merge [OPTIONS] OUT.db IN.db...\n"
-		"\n"
-		"Copies into OUT.db (created if needed) every run of the IN "
-		"databases whose\n"
-		"setting OUT.db does not hold yet, with its statistics, timeline "
-		"and segment\n"
-		"events, and the sweeps with their runs.  Each IN is read only "
-		"and merged in\n"
-		"one transaction: a failure leaves OUT.db as it was before that "
-		"file.\n"
-		"\n"
-		"options:\n"
-		"  -q, --quiet   no summary\n"
-		"  -h, --help    this help\n");
-}
+static const msim_cli_opt_t merge_opts[] = {
+	{'q', true, "quiet", NULL, "no summary"},
+	MSIM_CLI_OPT_HELP,
+	{0},
+};
+
+static const msim_cli_cmd_t merge_cmd = {
+	"usage: memsim merge [OPTIONS] OUT.db IN.db...\n"
+	"\n"
+	"Copies into OUT.db (created if needed) every run of the IN databases "
+	"whose\n"
+	"setting OUT.db does not hold yet, with its statistics, timeline and "
+	"segment\n"
+	"events, and the sweeps with their runs.  Each IN is read only and "
+	"merged in\n"
+	"one transaction: a failure leaves OUT.db as it was before that file.\n"
+	"\n"
+	"options:\n",
+	merge_opts, 16, NULL, false,
+};
 
 int
 msim_cmd_merge(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{"quiet", no_argument, NULL, 'q'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
 	int c, quiet = 0;
-	while ((c = msim_cli_getopt(argc, argv, "qh", longopts)) != -1) {
-		switch (c) {
-		case 'q': quiet = 1; break;
-		case 'h': usage_merge(stdout); return 0;
-		default: usage_merge(stderr); return 2;
-		}
-	}
-	if (argc - optind < 2) {
-		usage_merge(stderr);
-		return 2;
-	}
+	while ((c = msim_cli_next(&merge_cmd, argc, argv)) != -1)
+		quiet |= c == 'q';
+	msim_cli_operands(&merge_cmd, argc, 2, INT_MAX);
 	const char *out = argv[optind];
 	for (int i = optind + 1; i < argc; i++)
 		if (!strcmp(argv[i], out) || msim_same_file(argv[i], out))

@@ -12,41 +12,41 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/opts.h"
 #include "lab/figures.h"
-#include "sim/file.h"
-#include "sim/error.h"
 #include "sim/results.h"
+#include "sim/error.h"
 #include "sim/units.h"
 
-static void
-usage_report(FILE *fp)
-{
-	fprintf(fp,
-		"usage: memsim report --db FILE [OPTIONS]\n"
-		"\n"
-		"Lists the runs of the database: peaks, fragmentation, segments, "
-		"retries, OOM\n"
-		"and wall time.\n"
-		"\n"
-		"options:\n"
-		"  -d, --db FILE     the results database\n"
-		"  -r, --run ID      only this run (repeatable)\n"
-		"  -s, --sweep ID    only the runs of this sweep\n"
-		"      --json        a JSON array, one object per run, with the "
-		"keys of\n"
-		"                    `memsim run --json` and the run's "
-		"settings\n"
-		"      --csv         CSV with a header line\n"
-		"      --compare     each measured run (memsim validate) beside "
-		"a fresh\n"
-		"                    simulation of the same trace and setting: "
-		"exact or\n"
-		"                    the difference in %%\n"
-		"  -o, --plot OUT    with --compare: measured and simulated "
-		"peaks as bars\n"
-		"                    (.png, .svg, .pdf)\n"
-		"  -h, --help        this help\n");
-}
+static const msim_cli_opt_t report_opts[] = {
+	{'d', true, "db", "FILE", "the results database"},
+	{'r', true, "run", "ID", "only this run (repeatable)"},
+	{'s', true, "sweep", "ID", "only the runs of this sweep"},
+	{'J', false, "json", NULL,
+	 "a JSON array, one object per run, with the keys of\n"
+	 "`memsim run --json` and the run's settings"},
+	{'V', false, "csv", NULL, "CSV with a header line"},
+	{'C', false, "compare", NULL,
+	 "each measured run (memsim validate) beside a fresh\n"
+	 "simulation of the same trace and setting: exact or\n"
+	 "the difference in %"},
+	{'o', true, "plot", "OUT",
+	 "with --compare: measured and simulated peaks as bars\n"
+	 "(.png, .svg, .pdf)"},
+	MSIM_CLI_OPT_HELP,
+	{0},
+};
+
+static const msim_cli_cmd_t report_cmd = {
+	"usage: memsim report --db FILE [OPTIONS]\n"
+	"\n"
+	"Lists the runs of the database: peaks, fragmentation, segments, "
+	"retries, OOM\n"
+	"and wall time.\n"
+	"\n"
+	"options:\n",
+	report_opts, 20, NULL, false,
+};
 
 /* A run as `memsim run --json` prints one, with what the store adds
  * (lab/figures.h: the same list of figures as memsim_load()). */
@@ -146,24 +146,13 @@ print_failed(void *ctx, const msim_db_failed_t *f)
 int
 msim_cmd_report(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{"db", required_argument, NULL, 'd'},
-		{"run", required_argument, NULL, 'r'},
-		{"sweep", required_argument, NULL, 's'},
-		{"json", no_argument, NULL, 'J'},
-		{"csv", no_argument, NULL, 'V'},
-		{"compare", no_argument, NULL, 'C'},
-		{"plot", required_argument, NULL, 'o'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
 	const char *path = NULL;
 	int64_t *runs = NULL, sweep = -1;
 	size_t nruns = 0;
 	int json = 0, csv = 0, compare = 0, c;
 	const char *plot = NULL;
 	char *end;
-	while ((c = msim_cli_getopt(argc, argv, "d:r:s:o:h", longopts)) != -1) {
+	while ((c = msim_cli_next(&report_cmd, argc, argv)) != -1) {
 		switch (c) {
 		case 'd': path = optarg; break;
 		case 'r': {
@@ -188,12 +177,11 @@ msim_cmd_report(int argc, char **argv)
 		case 'V': csv = 1; break;
 		case 'C': compare = 1; break;
 		case 'o': plot = optarg; break;
-		case 'h': usage_report(stdout); return 0;
-		default: usage_report(stderr); return 2;
 		}
 	}
-	if (optind != argc || !path) {
-		usage_report(stderr);
+	msim_cli_operands(&report_cmd, argc, 0, 0);
+	if (!path) {
+		msim_cli_help(stderr, &report_cmd);
 		return 2;
 	}
 	if (json && csv)

@@ -3,145 +3,128 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <assert.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "plots/plot.h"
 #include "cli/cli.h"
-#include "sim/file.h"
-#include "sim/engine.h"
-#include "sim/error.h"
-#include "sim/metrics.h"
-#include "sim/results.h"
+#include "cli/opts.h"
 #include "sim/timemodel.h"
 #include "lab/explain.h"
 #include "lab/figures.h"
 #include "lab/job.h"
-#include "lab/snapout.h"
+#include "lab/run.h"
 #include "lab/together.h"
 #include "policies/registry.h"
 #include "sim/units.h"
 
-static void
-usage_run(FILE *fp)
-{
-	fprintf(fp,
-		"usage: memsim run [OPTIONS] TRACE|MODEL...\n"
-		"\n"
-		"Replays TRACE (a PyTorch snapshot pickle, device-trace CSV, "
-		"RMM log or memsim\n"
-		"binary trace) or the trace generated for MODEL\n"
-		"(\"model:arch=gpt2,batch=8,seq=1024,steps=3,dtype=bf16-amp\": "
-		"the options of\n"
-		"`memsim gen model` as key=value) through a policy and prints "
-		"the\n"
-		"figures of torch.cuda.memory_stats().  An out-of-memory is a "
-		"result: it is\n"
-		"reported with the index of the failing request and the exit "
-		"status stays 0.\n"
-		"\n"
-		"Several inputs are several processes on one GPU: each through "
-		"its own\n"
-		"allocator, their requests interleaved by time, all sharing "
-		"--capacity; a\n"
-		"cudaMalloc fails when the GPU is full.  --policy, --alloc-conf, "
-		"--cap and\n"
-		"--fraction given once apply to every process; given once per "
-		"input, the Nth\n"
-		"to the Nth.  The peak of the sum and each process are "
-		"reported.\n"
-		"\n"
-		"options:\n"
-		"  -p, --policy NAME       policy (default pytorch; see `memsim "
-		"policies`)\n"
-		"  -c, --alloc-conf STR    parameters in PYTORCH_CUDA_ALLOC_CONF "
-		"syntax,\n"
-		"                          e.g. \"max_split_size_mb:128,"
-		"garbage_collection_threshold:0.6\"\n"
-		"      --cap BYTES         per-process cap, as "
-		"set_per_process_memory_fraction(\n"
-		"                          BYTES / capacity) (suffixes: 16GiB, "
-		"512MiB, 1.5GB)\n"
-		"      --fraction F        the same cap as a fraction of the "
-		"capacity\n"
-		"      --capacity BYTES|NAME  device memory (default the H200's, "
-		"%" PRIu64 "),\n"
-		"                          or a GPU or MIG profile: h200, "
-		"h200:1g.18gb, h100:3g.40gb,\n"
-		"                          a100-80gb:1g.10gb, a100-40gb:7g.40gb "
-		"...\n"
-		"      --context-bytes B   each process's CUDA context holds "
-		"B\n"
-		"                          bytes of --capacity outside its "
-		"allocator\n"
-		"      --absolute-time     several inputs: interleave by the "
-		"recorded times, not\n"
-		"                          by the time since each trace's "
-		"first request\n"
-		"      --addresses MODE    model: place segments like the CUDA "
-		"13 driver (default);\n"
-		"                          trace: at the trace's recorded "
-		"segment addresses\n"
-		"      --transform SPEC    rescale an fp32 recording: "
-		"dtype=bf16-amp|fp16-amp|bf16\n"
-		"                          (approximate; see README.md)\n"
-		"      --keep-going        do not stop at the first OOM\n"
-		"      --requests-only     replay only alloc and free_completed "
-		"rows (as\n"
-		"                          caching_allocator_alloc/delete "
-		"would); by default a\n"
-		"                          free_requested row frees allocated "
-		"bytes at once and\n"
-		"                          the block returns at its "
-		"free_completed row\n"
-		"      --recording         reproduce the recording itself: "
-		"free_requested applied,\n"
-		"                          hidden empty_cache() calls "
-		"replayed, --addresses trace;\n"
-		"                          a snapshot's end state is checked "
-		"against its segments\n"
-		"      --defaults          snapshots: not with their own "
-		"allocator settings and\n"
-		"                          the capacity of their oom record "
-		"(applied by default)\n"
-		"      --device N|all      snapshots: the device_traces index "
-		"to replay, or each\n"
-		"                          device with trace events in turn\n"
-		"      --strict            refuse a partial history (frees of "
-		"blocks the trace\n"
-		"                          never allocated) instead of seeding "
-		"its start\n"
-		"      --lenient           skip entries of unknown actions (and "
-		"count them)\n"
-		"  -d, --db FILE           store the run in this SQLite "
-		"database\n"
-		"      --plot OUT          plot the fragmentation curve "
-		"(.png, .svg, .pdf; needs --db)\n"
-		"      --snapshot-out FILE write the simulated run as a PyTorch "
-		"snapshot pickle\n"
-		"                          (its trace and end state) for "
-		"memory_viz\n"
-		"      --snapshot-at end|peak  the state it holds: at the end "
-		"(default), or\n"
-		"                          when reserved first peaked (the "
-		"trace up to then)\n"
-		"      --segments FILE     write the segment events as CSV "
-		"(request,action,addr,size)\n"
-		"      --calibration FILE  device latencies for the modelled "
-		"device time\n"
-		"                          (default: the H200's, built in)\n"
-		"      --json              print one JSON object instead of a "
-		"table\n"
-		"      --explain           then where the memory goes (memsim "
-		"explain)\n"
-		"  -q, --quiet             no warnings about settings that "
-		"cannot act\n"
-		"  -h, --help              this help\n",
-		MSIM_H200_BYTES);
-}
+/* The H200's memory, as the help says it (sim/device.h). */
+#define RUN_H200_TEXT "150109880320"
+static_assert(MSIM_H200_BYTES == UINT64_C(150109880320),
+	      "RUN_H200_TEXT is MSIM_H200_BYTES");
+
+static const msim_cli_opt_t run_opts[] = {
+	{'p', true, "policy", "NAME",
+	 "policy (default pytorch; see `memsim policies`)"},
+	{'c', true, "alloc-conf", "STR",
+	 "parameters in PYTORCH_CUDA_ALLOC_CONF syntax,\n"
+	 "e.g. \"max_split_size_mb:128,garbage_collection_threshold:0.6\""},
+	{'C', false, "cap", "BYTES",
+	 "per-process cap, as set_per_process_memory_fraction(\n"
+	 "BYTES / capacity) (suffixes: 16GiB, 512MiB, 1.5GB)"},
+	{'F', false, "fraction", "F",
+	 "the same cap as a fraction of the capacity"},
+	{'K', false, "capacity", "BYTES|NAME",
+	 "device memory (default the H200's, " RUN_H200_TEXT "),\n"
+	 "or a GPU or MIG profile: h200, h200:1g.18gb, h100:3g.40gb,\n"
+	 "a100-80gb:1g.10gb, a100-40gb:7g.40gb ..."},
+	{'x', false, "context-bytes", "B",
+	 "each process's CUDA context holds B\n"
+	 "bytes of --capacity outside its allocator"},
+	{'a', false, "absolute-time", NULL,
+	 "several inputs: interleave by the recorded times, not\n"
+	 "by the time since each trace's first request"},
+	{'A', false, "addresses", "MODE",
+	 "model: place segments like the CUDA 13 driver (default);\n"
+	 "trace: at the trace's recorded segment addresses"},
+	{'T', false, "transform", "SPEC",
+	 "rescale an fp32 recording: dtype=bf16-amp|fp16-amp|bf16\n"
+	 "(approximate; see docs/fidelity.md)"},
+	{'k', false, "keep-going", NULL, "do not stop at the first OOM"},
+	{'R', false, "requests-only", NULL,
+	 "replay only alloc and free_completed rows (as\n"
+	 "caching_allocator_alloc/delete would); by default a\n"
+	 "free_requested row frees allocated bytes at once and\n"
+	 "the block returns at its free_completed row"},
+	{'E', false, "recording", NULL,
+	 "reproduce the recording itself: free_requested applied,\n"
+	 "hidden empty_cache() calls replayed, --addresses trace;\n"
+	 "a snapshot's end state is checked against its segments"},
+	{'W', false, "defaults", NULL,
+	 "snapshots: not with their own allocator settings and\n"
+	 "the capacity of their oom record (applied by default)"},
+	{'D', false, "device", "N|all",
+	 "snapshots: the device_traces index to replay, or each\n"
+	 "device with trace events in turn"},
+	{'Z', false, "strict", NULL,
+	 "refuse a partial history (frees of blocks the trace\n"
+	 "never allocated) instead of seeding its start"},
+	{'N', false, "lenient", NULL,
+	 "skip entries of unknown actions (and count them)"},
+	{'d', true, "db", "FILE", "store the run in this SQLite database"},
+	{'P', false, "plot", "OUT",
+	 "plot the fragmentation curve (.png, .svg, .pdf; needs --db)"},
+	{'O', false, "snapshot-out", "FILE",
+	 "write the simulated run as a PyTorch snapshot pickle\n"
+	 "(its trace and end state) for memory_viz"},
+	{'o', false, "snapshot-at", "end|peak",
+	 "the state it holds: at the end (default), or\n"
+	 "when reserved first peaked (the trace up to then)"},
+	{'S', false, "segments", "FILE",
+	 "write the segment events as CSV (request,action,addr,size)"},
+	{'L', false, "calibration", "FILE",
+	 "device latencies for the modelled device time\n"
+	 "(default: the H200's, built in)"},
+	{'j', false, "json", NULL, "print one JSON object instead of a table"},
+	{'X', false, "explain", NULL,
+	 "then where the memory goes (memsim explain)"},
+	{'q', true, "quiet", NULL,
+	 "no warnings about settings that cannot act"},
+	MSIM_CLI_OPT_HELP,
+	{0},
+};
+
+static const msim_cli_cmd_t run_cmd = {
+	"usage: memsim run [OPTIONS] TRACE|MODEL...\n"
+	"\n"
+	"Replays TRACE (a PyTorch snapshot pickle, device-trace CSV, RMM log "
+	"or memsim\n"
+	"binary trace) or the trace generated for MODEL\n"
+	"(\"model:arch=gpt2,batch=8,seq=1024,steps=3,dtype=bf16-amp\": the "
+	"options of\n"
+	"`memsim gen model` as key=value) through a policy and prints the\n"
+	"figures of torch.cuda.memory_stats().  An out-of-memory is a result: "
+	"it is\n"
+	"reported with the index of the failing request and the exit status "
+	"stays 0.\n"
+	"\n"
+	"Several inputs are several processes on one GPU: each through its "
+	"own\n"
+	"allocator, their requests interleaved by time, all sharing "
+	"--capacity; a\n"
+	"cudaMalloc fails when the GPU is full.  --policy, --alloc-conf, --cap "
+	"and\n"
+	"--fraction given once apply to every process; given once per input, "
+	"the Nth\n"
+	"to the Nth.  The peak of the sum and each process are reported.\n"
+	"\n"
+	"options:\n",
+	run_opts, 26, NULL, false,
+};
 
 /* Options given per process (several inputs): at most this many. */
 #define RUN_MAXPROC 64
@@ -167,153 +150,9 @@ typedef struct run_opts_s {
 	const char *snapshot_out; /* --snapshot-out */
 	int snapshot_peak;        /* --snapshot-at peak */
 	unsigned device1;  /* --device N: N + 1 */
+	int all_devices;   /* --device all */
 	int strict, lenient;
 } run_opts_t;
-
-static void
-write_segments(const char *path, msim_device_t *dev)
-{
-	msim_outfile_t out;
-	char why[512];
-	if (msim_outfile_open(&out, path, why, sizeof(why)))
-		msim_cli_die("%s", why);
-	FILE *fp = out.fp;
-	size_t n;
-	const msim_seg_event_t *ev = msim_device_events(dev, &n);
-	fprintf(fp, "request,action,addr,size\n");
-	for (size_t i = 0; i < n; i++)
-		fprintf(fp, "%" PRIu64 ",%s,%" PRIu64 ",%" PRIu64 "\n",
-			ev[i].request, msim_seg_action_name(ev[i].action),
-			ev[i].addr, ev[i].size);
-	if (msim_outfile_commit(&out, why, sizeof(why)))
-		msim_cli_die("%s", why);
-}
-
-static void
-print_table(const char *trace, const char *policy, const char *params,
-	    uint64_t cap, const msim_summary_t *sum, const msim_stats_t *st,
-	    bool addresses_trace)
-{
-	char a[32], b[32];
-	printf("trace      %s\n", trace);
-	printf("policy     %s%s%s\n", policy, *params ? " " : "", params);
-	if (cap)
-		printf("cap        %s (%" PRIu64 " bytes)\n",
-		       msim_format_bytes(cap, a, sizeof(a)), cap);
-	printf("requests   %" PRIu64 "\n", sum->requests);
-	printf("reserved   peak %-12s now %s\n",
-	       msim_format_bytes((uint64_t)st->reserved_bytes[0].peak, a,
-				 sizeof(a)),
-	       msim_format_bytes((uint64_t)st->reserved_bytes[0].current, b,
-				 sizeof(b)));
-	printf("allocated  peak %-12s now %s\n",
-	       msim_format_bytes((uint64_t)st->allocated_bytes[0].peak, a,
-				 sizeof(a)),
-	       msim_format_bytes((uint64_t)st->allocated_bytes[0].current, b,
-				 sizeof(b)));
-	printf("requested  peak %s\n",
-	       msim_format_bytes((uint64_t)st->requested_bytes[0].peak, a,
-				 sizeof(a)));
-	printf("fragmentation at peak %.4f, mean %.4f; external max %.4f\n",
-	       sum->frag_at_peak, sum->frag_mean, sum->ext_frag_max);
-	printf("segments   %" PRId64 " allocated, %" PRId64 " freed, peak %"
-	       PRId64 "\n", st->segment[0].allocated, st->segment[0].freed,
-	       st->segment[0].peak);
-	printf("device     %" PRId64 " allocs, %" PRId64 " frees; retries %"
-	       PRId64 ", OOMs %" PRId64 "\n", st->num_device_alloc,
-	       st->num_device_free, st->num_alloc_retries, st->num_ooms);
-	if (sum->oom_request >= 0)
-		printf("OOM        at request %" PRId64 "\n", sum->oom_request);
-	if (sum->addr_same + sum->addr_other && addresses_trace)
-		printf("addresses  %" PRIu64 " of %" PRIu64 " allocations at "
-		       "their recorded address\n", sum->addr_same,
-		       sum->addr_same + sum->addr_other);
-	if (sum->ooms_expected || sum->ooms_unmatched)
-		printf("recorded OOMs  %" PRIu64 " reproduced, %" PRIu64
-		       " not\n", sum->ooms_expected, sum->ooms_unmatched);
-}
-
-static const struct option run_longopts[] = {
-	{"policy", required_argument, NULL, 'p'},
-	{"alloc-conf", required_argument, NULL, 'c'},
-	{"cap", required_argument, NULL, 'C'},
-	{"fraction", required_argument, NULL, 'F'},
-	{"capacity", required_argument, NULL, 'K'},
-	{"absolute-time", no_argument, NULL, 'a'},
-	{"context-bytes", required_argument, NULL, 'x'},
-	{"addresses", required_argument, NULL, 'A'},
-	{"keep-going", no_argument, NULL, 'k'},
-	{"transform", required_argument, NULL, 'T'},
-	{"requests-only", no_argument, NULL, 'R'},
-	{"calibration", required_argument, NULL, 'L'},
-	{"recording", no_argument, NULL, 'E'},
-	{"defaults", no_argument, NULL, 'W'},
-	{"snapshot-out", required_argument, NULL, 'O'},
-	{"snapshot-at", required_argument, NULL, 'o'},
-	{"device", required_argument, NULL, 'D'},
-	{"strict", no_argument, NULL, 'Z'},
-	{"lenient", no_argument, NULL, 'N'},
-	{"db", required_argument, NULL, 'd'},
-	{"plot", required_argument, NULL, 'P'},
-	{"segments", required_argument, NULL, 'S'},
-	{"json", no_argument, NULL, 'j'},
-	{"explain", no_argument, NULL, 'X'},
-	{"quiet", no_argument, NULL, 'q'},
-	{"help", no_argument, NULL, 'h'},
-	{NULL, 0, NULL, 0},
-};
-
-/* --device all: the run once per device with trace events, as
- * --device N. */
-static int
-run_each_device(int argc, char **argv)
-{
-	const char *path = argv[argc - 1];
-	uint32_t devs[256];
-	size_t n;
-	char why[1024];
-	if (msim_trace_devices(path, devs, 256, &n, why, sizeof(why)))
-		msim_cli_die("%s", why);
-	if (n == 0)
-		msim_cli_die("%s: no device has trace events (was "
-			     "torch.cuda.memory._record_memory_history() "
-			     "enabled?)", path);
-	for (int i = 0; i < argc; i++)
-		if (!strncmp(argv[i], "--snapshot-out", 14))
-			msim_cli_die("--snapshot-out: one device at a time "
-				     "(--device N)");
-	/* --device=all becomes two elements. */
-	char **av = malloc(((size_t)argc + 2) * sizeof(*av));
-	char num[16];
-	if (!av)
-		msim_cli_die("out of memory");
-	for (size_t d = 0; d < n && d < 256; d++) {
-		snprintf(num, sizeof(num), "%u", devs[d]);
-		int k = 0;
-		for (int i = 0; i < argc; i++) {
-			if (!strcmp(argv[i], "all") && i &&
-			    !strcmp(argv[i - 1], "--device"))
-				av[k++] = num;
-			else if (!strcmp(argv[i], "--device=all"))
-				av[k++] = "--device", av[k++] = num;
-			else
-				av[k++] = argv[i];
-		}
-		av[k] = NULL;
-		bool json = false;
-		for (int i = 0; i < argc; i++)
-			json = json || !strcmp(argv[i], "--json");
-		if (!json) /* JSON: one object per device */
-			printf("%sdevice     %u\n", d ? "\n" : "", devs[d]);
-		fflush(stdout);
-		optind = 0; /* getopt starts over */
-		int rc = msim_cmd_run(k, av);
-		if (rc)
-			return rc;
-	}
-	free(av);
-	return 0;
-}
 
 /* Keeps a per-process option; returns it. */
 static const char *
@@ -385,8 +224,7 @@ static int
 run_parse(int argc, char **argv, run_opts_t *o)
 {
 	int c;
-	while ((c = msim_cli_getopt(argc, argv, "p:c:d:qh", run_longopts)) !=
-	       -1) {
+	while ((c = msim_cli_next(&run_cmd, argc, argv)) != -1) {
 		switch (c) {
 		case 'p': o->policy = run_per(&o->policies, optarg); break;
 		case 'c': o->conf = run_per(&o->confs, optarg); break;
@@ -420,9 +258,9 @@ run_parse(int argc, char **argv, run_opts_t *o)
 		case 'Z': o->strict = 1; break;
 		case 'N': o->lenient = 1; break;
 		case 'D':
-			if (!strcmp(optarg, "all"))
-				return run_each_device(argc, argv);
-			o->device1 = msim_cli_device1(optarg);
+			o->all_devices = !strcmp(optarg, "all");
+			if (!o->all_devices)
+				o->device1 = msim_cli_device1(optarg);
 			break;
 		case 'd': o->db = optarg; break;
 		case 'P': o->plot = optarg; break;
@@ -430,44 +268,26 @@ run_parse(int argc, char **argv, run_opts_t *o)
 		case 'j': o->json = 1; break;
 		case 'X': o->explain = 1; break;
 		case 'q': o->quiet = 1; break;
-		case 'h': usage_run(stdout); return 0;
-		default: usage_run(stderr); return 2;
 		}
 	}
-	if (optind > argc - 1) {
-		usage_run(stderr);
-		return 2;
-	}
+	msim_cli_operands(&run_cmd, argc, 1, INT_MAX);
 	/* Outputs never overwrite an input. */
-	const char *path = argv[optind];
-	msim_cli_not_input("--segments", o->segments, path, "the input trace");
-	msim_cli_not_input("--segments", o->segments, o->db, "the database");
-	msim_cli_not_input("--segments", o->segments, o->calibration,
-			   "the calibration file");
-	msim_cli_not_input("--plot", o->plot, path, "the input trace");
-	msim_cli_not_input("--plot", o->plot, o->db, "the database");
-	msim_cli_not_input("--plot", o->plot, o->calibration,
-			   "the calibration file");
-	msim_cli_not_input("--db", o->db, path, "the input trace");
-	for (int i = optind + 1; i < argc; i++) { /* several traces */
-		msim_cli_not_input("--segments", o->segments, argv[i],
-				   "an input trace");
-		msim_cli_not_input("--plot", o->plot, argv[i],
-				   "an input trace");
-		msim_cli_not_input("--db", o->db, argv[i], "an input trace");
+	const struct { const char *opt, *path; } outs[] = {
+		{"--segments", o->segments}, {"--plot", o->plot},
+		{"--db", o->db}, {"--snapshot-out", o->snapshot_out},
+	};
+	for (size_t k = 0; k < sizeof(outs) / sizeof(outs[0]); k++) {
+		const char *opt = outs[k].opt, *out = outs[k].path;
+		for (int i = optind; i < argc; i++)
+			msim_cli_not_input(opt, out, argv[i], i == optind
+					   ? "the input trace"
+					   : "an input trace");
+		if (out != o->db)
+			msim_cli_not_input(opt, out, o->db, "the database");
+		msim_cli_not_input(opt, out, o->calibration,
+				   "the calibration file");
+		msim_cli_output(opt, out);
 	}
-	msim_cli_not_input("--db", o->db, o->calibration,
-			   "the calibration file");
-	msim_cli_output("--segments", o->segments);
-	msim_cli_output("--plot", o->plot);
-	msim_cli_output("--db", o->db);
-	msim_cli_not_input("--snapshot-out", o->snapshot_out, path,
-			   "the input trace");
-	msim_cli_not_input("--snapshot-out", o->snapshot_out, o->db,
-			   "the database");
-	msim_cli_not_input("--snapshot-out", o->snapshot_out, o->calibration,
-			   "the calibration file");
-	msim_cli_output("--snapshot-out", o->snapshot_out);
 	if (optind < argc - 1)
 		run_parse_several(o, (size_t)(argc - optind));
 	if (o->snapshot_peak && !o->snapshot_out)
@@ -489,20 +309,11 @@ static void
 run_warn_one(const run_opts_t *o, const char *policy, const char *conf,
 	     bool capped)
 {
-	const msim_policy_ops_t *ops = msim_policy_find(policy);
-	msim_params_t pv;
-	if (o->quiet || !ops || msim_params_init(&pv, ops->params))
-		return;
-	if (!msim_params_parse(&pv, conf))
-		msim_cli_warn_settings(ops, &pv, capped);
-	msim_params_clear(&pv);
-}
-
-/* The figures of lab/figures.h, as the public API hands them out. */
-static void
-run_warn(const run_opts_t *o)
-{
-	run_warn_one(o, o->policy, o->conf, o->cap || o->fraction > 0);
+	char warn[4][256];
+	size_t n = o->quiet ? 0
+		   : msim_run_warnings(policy, conf, capped, warn, 4);
+	for (size_t i = 0; i < n; i++)
+		fprintf(stderr, "memsim: warning: %s\n", warn[i]);
 }
 
 /* The figures of lab/figures.h, as the public API hands them out. */
@@ -523,8 +334,47 @@ static void
 print_text(const msim_job_result_t *r, msim_trace_t *trace, int64_t run_id,
 	   const char *db)
 {
-	print_table(r->trace_path, r->policy, r->params, r->cap_bytes,
-		    &r->sum, &r->st, !strcmp(r->addresses, "trace"));
+	char a[32], b[32];
+	printf("trace      %s\n", r->trace_path);
+	printf("policy     %s%s%s\n", r->policy, *r->params ? " " : "",
+	       r->params);
+	if (r->cap_bytes)
+		printf("cap        %s (%" PRIu64 " bytes)\n",
+		       msim_format_bytes(r->cap_bytes, a, sizeof(a)),
+		       r->cap_bytes);
+	printf("requests   %" PRIu64 "\n", r->sum.requests);
+	printf("reserved   peak %-12s now %s\n",
+	       msim_format_bytes((uint64_t)r->st.reserved_bytes[0].peak, a,
+				 sizeof(a)),
+	       msim_format_bytes((uint64_t)r->st.reserved_bytes[0].current,
+				 b, sizeof(b)));
+	printf("allocated  peak %-12s now %s\n",
+	       msim_format_bytes((uint64_t)r->st.allocated_bytes[0].peak, a,
+				 sizeof(a)),
+	       msim_format_bytes((uint64_t)r->st.allocated_bytes[0].current,
+				 b, sizeof(b)));
+	printf("requested  peak %s\n",
+	       msim_format_bytes((uint64_t)r->st.requested_bytes[0].peak, a,
+				 sizeof(a)));
+	printf("fragmentation at peak %.4f, mean %.4f; external max %.4f\n",
+	       r->sum.frag_at_peak, r->sum.frag_mean, r->sum.ext_frag_max);
+	printf("segments   %" PRId64 " allocated, %" PRId64 " freed, peak %"
+	       PRId64 "\n", r->st.segment[0].allocated,
+	       r->st.segment[0].freed, r->st.segment[0].peak);
+	printf("device     %" PRId64 " allocs, %" PRId64 " frees; retries %"
+	       PRId64 ", OOMs %" PRId64 "\n", r->st.num_device_alloc,
+	       r->st.num_device_free, r->st.num_alloc_retries, r->st.num_ooms);
+	if (r->sum.oom_request >= 0)
+		printf("OOM        at request %" PRId64 "\n",
+		       r->sum.oom_request);
+	if (r->sum.addr_same + r->sum.addr_other &&
+	    !strcmp(r->addresses, "trace"))
+		printf("addresses  %" PRIu64 " of %" PRIu64 " allocations at "
+		       "their recorded address\n", r->sum.addr_same,
+		       r->sum.addr_same + r->sum.addr_other);
+	if (r->sum.ooms_expected || r->sum.ooms_unmatched)
+		printf("recorded OOMs  %" PRIu64 " reproduced, %" PRIu64
+		       " not\n", r->sum.ooms_expected, r->sum.ooms_unmatched);
 	if (r->strategy)
 		printf("strategy   %s\n", r->strategy);
 	for (size_t i = 0; i < r->nmeta; i++)
@@ -542,26 +392,6 @@ print_text(const msim_job_result_t *r, msim_trace_t *trace, int64_t run_id,
 		printf("snapshot state: %s\n", r->snapshot_state);
 	if (run_id >= 0)
 		printf("stored     run %" PRId64 " in %s\n", run_id, db);
-}
-
-static void
-run_plot(msim_db_t *db, const run_opts_t *o, const msim_job_result_t *r,
-	 int64_t run_id)
-{
-	char title[2048], why[1024];
-	snprintf(title, sizeof(title), "%s: %s %s%s%s", r->trace_path,
-		 r->policy, r->params, r->strategy ? " " : "",
-		 r->strategy ? r->strategy : "");
-	msim_plot_req_t pr = {
-		.kind = MSIM_PLOT_CURVE, .runs = &run_id, .nruns = 1,
-		.out = o->plot, .title = title,
-		.plots_dir = msim_cli_plots_dir(),
-		.gnuplot = GNUPLOT_PATH,
-	};
-	if (msim_plot_draw(db, &pr, why, sizeof(why)))
-		msim_cli_die("--plot: %s", why);
-	if (!o->json)
-		printf("plotted    %s\n", o->plot);
 }
 
 /* The setting of process i of several: per-process options given once
@@ -629,41 +459,18 @@ print_together_text(msim_together_t *t, const run_opts_t *o)
 static void
 print_together_json(msim_together_t *t, const run_opts_t *o)
 {
-	const msim_gpu_t *gpu = msim_together_gpu(t);
-	size_t n = msim_together_n(t);
-	msim_gpu_stats_t gs;
-	msim_gpu_stats(gpu, &gs);
-	printf("{\n  \"capacity_bytes\": %" PRIu64 ",\n  \"context_bytes\": %"
-	       PRIu64 ",\n  \"shared_bytes\": %" PRIu64,
-	       msim_gpu_capacity(gpu) + n * o->context, o->context,
-	       msim_gpu_capacity(gpu));
-	if (o->capacity_name) {
-		printf(",\n  \"capacity_name\": ");
-		msim_cli_json_str(stdout, o->capacity_name);
-	}
-	printf(",\n  \"time\": \"%s\"", o->absolute ? "absolute"
-						     : "relative");
-	printf(",\n  \"gpu_peak_bytes\": %" PRIu64 ",\n  \"gpu_peak_process\""
-	       ": %zu,\n  \"gpu_peak_request\": %" PRIu64
-	       ",\n  \"gpu_bytes_now\": %" PRIu64, gs.peak,
-	       gs.peak_proc + 1, gs.peak_request, gs.used);
+	msim_figs_t f = {0};
+	if (msim_figs_gpu(&f, t, o->context, o->capacity_name, o->absolute))
+		msim_cli_die("out of memory");
+	printf("{");
+	msim_cli_json_figs(&f, true);
+	msim_figs_clear(&f);
 	printf(",\n  \"processes\": [");
-	for (size_t i = 0; i < n; i++) {
-		msim_job_t *job = msim_together_job(t, i);
-		const char *cause = msim_together_oom_cause(t, i);
-		printf("%s{\n  \"process\": %zu", i ? ", " : "", i + 1);
-		printf(",\n  \"oom_cause\": %s%s%s", cause ? "\"" : "",
-		       cause ? cause : "null", cause ? "\"" : "");
-		printf(",\n  \"gpu_full_failures\": %" PRIu64,
-		       msim_gpu_full_failures(gpu, i));
-		printf(",\n  \"held_at_gpu_peak\": %" PRIu64,
-		       msim_gpu_held_at_peak(gpu, i));
-		printf(",\n  \"start_ns\": %" PRIu64,
-		       msim_together_start(t, i));
-		msim_figs_t f = {0};
-		if (msim_figs_job(&f, job))
+	for (size_t i = 0; i < msim_together_n(t); i++) {
+		if (msim_figs_process(&f, t, i))
 			msim_cli_die("out of memory");
-		msim_cli_json_figs(&f, false);
+		printf("%s{", i ? ", " : "");
+		msim_cli_json_figs(&f, true);
 		msim_figs_clear(&f);
 		printf("\n}");
 	}
@@ -725,6 +532,117 @@ run_together(const run_opts_t *o, char **inputs, size_t n,
 	return 0;
 }
 
+/* The run of the inputs argv[optind...] under o, one device of them. */
+static int
+run_inputs(run_opts_t *o, int argc, char **argv)
+{
+	if (optind == argc - 1)
+		run_warn_one(o, o->policy, o->conf,
+			     o->cap || o->fraction > 0);
+	char why[1024];
+	/* Open the calibration and the database first: a bad one fails
+	 * before the work. */
+	msim_timemodel_t *tm = NULL;
+	if (o->calibration &&
+	    msim_timemodel_load(o->calibration, &tm, why, sizeof(why)))
+		msim_cli_die("--calibration: %s", why);
+	if (optind < argc - 1) {
+		int rc2 = run_together(o, argv + optind,
+				       (size_t)(argc - optind), tm);
+		msim_timemodel_destroy(tm);
+		return rc2;
+	}
+	msim_run_req_t req = {
+		.spec = {
+			.trace = argv[optind], .transform = o->transform,
+			.policy = o->policy, .conf = o->conf, .cap = o->cap,
+			.fraction = o->fraction, .capacity = o->capacity,
+			.context = o->context, /* on a GPU of its own */
+			.addresses = o->addresses,
+			.requests_only = o->requests_only,
+			.recording = o->recording, .defaults = o->defaults,
+			.device1 = o->device1,
+			.strict = o->strict, .lenient = o->lenient,
+			.keep_going = o->keep_going, .prefetch = true,
+			.timemodel = tm, .calibration = o->calibration,
+		},
+		.db = o->db, .segments = o->segments != NULL,
+		.snapshot = o->snapshot_out != NULL,
+		.snapshot_peak = o->snapshot_peak,
+	};
+	msim_run_t run;
+	msim_job_err_t err;
+	if (msim_run_exec(&req, &run, &err))
+		/* The engine names the request, the trace is named here. */
+		msim_cli_job_die(&err, err.part == MSIM_JOB_ERUN &&
+				 !strncmp(err.msg, "request ", 8)
+				 ? req.spec.trace : NULL);
+	if (o->segments && msim_run_segments(&run, o->segments, why,
+					    sizeof(why)))
+		msim_cli_die("%s", why);
+	if (o->snapshot_out && msim_run_snapshot(&run, o->snapshot_out, why,
+						sizeof(why)))
+		msim_cli_die("--snapshot-out: %s", why);
+	if (o->json)
+		print_json(run.job, run.run_id);
+	else
+		print_text(msim_job_result(run.job), msim_job_trace(run.job),
+			   run.run_id, o->db);
+	/* The figures are out: a full disk loses the row, not the results. */
+	if (run.store_err.part) {
+		fflush(stdout);
+		msim_cli_job_die(&run.store_err, NULL);
+	}
+	if (o->plot) {
+		if (msim_run_plot(&run, o->plot, msim_cli_plots_dir(),
+				  GNUPLOT_PATH, why, sizeof(why)))
+			msim_cli_die("--plot: %s", why);
+		if (!o->json)
+			printf("plotted    %s\n", o->plot);
+	}
+	if (o->explain) {
+		/* The same setting, replayed as this run was. */
+		msim_explain_config_t ecfg = {.spec = req.spec,
+					      .alternatives = true,
+					      .context_bytes = o->context};
+		ecfg.spec.prefetch = false;
+		msim_cli_explain(&ecfg);
+	}
+	msim_run_clear(&run);
+	msim_timemodel_destroy(tm);
+	return 0;
+}
+
+/* --device all: the run once per device with trace events, as
+ * --device N. */
+static int
+run_each_device(run_opts_t *o, int argc, char **argv)
+{
+	const char *path = argv[argc - 1];
+	uint32_t devs[256];
+	size_t n;
+	char why[1024];
+	if (msim_trace_devices(path, devs, 256, &n, why, sizeof(why)))
+		msim_cli_die("%s", why);
+	if (n == 0)
+		msim_cli_die("%s: no device has trace events (was "
+			     "torch.cuda.memory._record_memory_history() "
+			     "enabled?)", path);
+	if (o->snapshot_out)
+		msim_cli_die("--snapshot-out: one device at a time "
+			     "(--device N)");
+	for (size_t d = 0; d < n && d < 256; d++) {
+		if (!o->json) /* JSON: one object per device */
+			printf("%sdevice     %u\n", d ? "\n" : "", devs[d]);
+		fflush(stdout);
+		o->device1 = devs[d] + 1;
+		int rc = run_inputs(o, argc, argv);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 int
 msim_cmd_run(int argc, char **argv)
 {
@@ -732,88 +650,6 @@ msim_cmd_run(int argc, char **argv)
 	int rc = run_parse(argc, argv, &o);
 	if (rc >= 0)
 		return rc;
-	if (optind == argc - 1)
-		run_warn(&o);
-	char why[1024];
-	/* Open the calibration and the database first: a bad one fails
-	 * before the work. */
-	msim_timemodel_t *tm = NULL;
-	if (o.calibration &&
-	    msim_timemodel_load(o.calibration, &tm, why, sizeof(why)))
-		msim_cli_die("--calibration: %s", why);
-	if (optind < argc - 1) {
-		int rc2 = run_together(&o, argv + optind,
-				       (size_t)(argc - optind), tm);
-		msim_timemodel_destroy(tm);
-		return rc2;
-	}
-	msim_db_t *db = NULL;
-	if (o.db && msim_db_open(o.db, &db, why, sizeof(why)))
-		msim_cli_die("%s", why);
-	msim_job_spec_t spec = {
-		.trace = argv[optind], .transform = o.transform,
-		.policy = o.policy, .conf = o.conf, .cap = o.cap,
-		.fraction = o.fraction, .capacity = o.capacity,
-		.context = o.context, /* on a GPU of its own, as together */
-		.addresses = o.addresses, .requests_only = o.requests_only,
-		.recording = o.recording, .defaults = o.defaults,
-		.device1 = o.device1,
-		.strict = o.strict, .lenient = o.lenient,
-		.keep_going = o.keep_going, .prefetch = true,
-		.keep_log = o.segments != NULL,
-		.timemodel = tm, .calibration = o.calibration,
-	};
-	msim_snaprec_t *rec = NULL;
-	if (o.snapshot_out) {
-		if (!(rec = msim_snaprec_new(o.snapshot_peak)))
-			msim_cli_die("out of memory");
-		spec.observe = msim_snaprec_observe;
-		spec.observe_ctx = rec;
-	}
-	msim_job_t *job;
-	msim_job_err_t err;
-	if (msim_job_open(&spec, db != NULL, &job, &err) ||
-	    (rec && (msim_snaprec_attach(rec, job), 0)) ||
-	    msim_job_run(job, &err))
-		/* The engine names the request, the trace is named here. */
-		msim_cli_job_die(&err, err.part == MSIM_JOB_ERUN &&
-				 !strncmp(err.msg, "request ", 8)
-				 ? spec.trace : NULL);
-	const msim_job_result_t *r = msim_job_result(job);
-	/* A setting is stored once: running it again replaces its results
-	 * under the same run id. */
-	int64_t run_id = -1;
-	int existed;
-	msim_job_err_t dberr = {0}; /* a storage error, told after the figures */
-	if (db)
-		msim_job_store(job, db, MSIM_DB_REPLACE, 0, &run_id, &existed,
-			       &dberr);
-	if (o.segments)
-		write_segments(o.segments, msim_sim_device(msim_job_sim(job)));
-	if (rec && msim_snaprec_write(rec, o.snapshot_out, why, sizeof(why)))
-		msim_cli_die("--snapshot-out: %s", why);
-	msim_snaprec_destroy(rec);
-	if (o.json)
-		print_json(job, run_id);
-	else
-		print_text(r, msim_job_trace(job), run_id, o.db);
-	/* The figures are out: a full disk loses the row, not the results. */
-	if (dberr.part) {
-		fflush(stdout);
-		msim_cli_job_die(&dberr, NULL);
-	}
-	if (o.plot)
-		run_plot(db, &o, r, run_id);
-	if (o.explain) {
-		/* The same setting, replayed as this run was. */
-		msim_explain_config_t ecfg = {.spec = spec,
-					      .alternatives = true,
-					      .context_bytes = o.context};
-		ecfg.spec.prefetch = false;
-		msim_cli_explain(&ecfg);
-	}
-	msim_job_destroy(job);
-	msim_db_close(db);
-	msim_timemodel_destroy(tm);
-	return 0;
+	return o.all_devices ? run_each_device(&o, argc, argv)
+			     : run_inputs(&o, argc, argv);
 }

@@ -18,7 +18,6 @@
 
 #include "cli/cli.h"
 #include "cli/opts.h"
-#include "sim/error.h"
 #include "lab/record.h"
 #include "lab/sweep.h"
 #include "policies/registry.h"

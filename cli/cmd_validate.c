@@ -15,6 +15,7 @@
 
 #include "cli/cli.h"
 #include "cli/opts.h"
+#include "lab/figures.h"
 #include "lab/measure.h"
 #include "policies/registry.h"
 #include "sim/metrics.h"
@@ -78,12 +79,6 @@ static const msim_cli_cmd_t validate_cmd = {
 };
 
 static void
-json_stat(const char *name, int64_t value, void *ctx)
-{
-	fprintf(ctx, ",\n  \"%s\": %" PRId64, name, value);
-}
-
-static void
 no_cuda(const char *what)
 {
 #ifndef HAVE_CUDA
@@ -98,27 +93,13 @@ no_cuda(const char *what)
 static void
 print_json(const msim_measure_spec_t *s, const msim_measure_t *r)
 {
-	const msim_measured_t *m = &r->m;
-	printf("{\n  \"trace\": ");
-	msim_cli_json_str(stdout, s->trace);
-	printf(",\n  \"mode\": \"%s\",\n  \"device\": ",
-	       msim_vmode_name(s->mode));
-	msim_cli_json_str(stdout, m->device);
-	printf(",\n  \"versions\": ");
-	msim_cli_json_str(stdout, m->versions);
-	printf(",\n  \"params\": ");
-	msim_cli_json_str(stdout, r->canon);
-	printf(",\n  \"cap_bytes\": %" PRIu64 ",\n  \"requests\": %" PRIu64,
-	       s->cap, m->requests);
-	msim_stats_foreach(&m->st, json_stat, stdout);
-	printf(",\n  \"oom_request\": %" PRId64, m->oom_request);
-	if (m->nmalloc)
-		printf(",\n  \"malloc_us_mean\": %s", r->malloc_us);
-	if (m->nfree)
-		printf(",\n  \"free_us_mean\": %s", r->free_us);
-	if (r->run_id >= 0)
-		printf(",\n  \"run_id\": %" PRId64, r->run_id);
+	msim_figs_t f = {0};
+	if (msim_measure_figs(&f, s, r))
+		msim_cli_die("out of memory");
+	printf("{");
+	msim_cli_json_figs(&f, true);
 	printf("\n}\n");
+	msim_figs_clear(&f);
 }
 
 static void

@@ -66,13 +66,3 @@ msim_cli_seed_print(msim_trace_t *t)
 		printf("hint       the snapshot has no trace events: was "
 		       "torch.cuda.memory._record_memory_history() enabled?\n");
 }
-
-void
-msim_cli_seed_json(msim_trace_t *t, bool always)
-{
-	msim_figs_t f = {0};
-	if (msim_figs_seed(&f, t, always))
-		msim_cli_die("out of memory");
-	msim_cli_json_figs(&f, false);
-	msim_figs_clear(&f);
-}

@@ -14,6 +14,7 @@
 
 #include "lab/compare.h"
 #include "plots/plot.h"
+#include "policies/registry.h"
 #include "sim/error.h"
 
 /* Writes one policy's block of the timelines file. */
@@ -167,4 +168,66 @@ msim_compare_clear(msim_compare_t *c)
 		unlink(c->tl_csv);
 	free(c->rows);
 	memset(c, 0, sizeof(*c));
+}
+
+int
+msim_compare_pick_policies(const char *list, msim_compare_pick_t *rows,
+			   size_t max, size_t *n_out, char *why, size_t whylen)
+{
+	size_t n = 0;
+	*n_out = 0;
+	if (!list) {
+		for (const msim_policy_ops_t *const *p = msim_policy_list();
+		     *p && n < max; p++)
+			rows[n++] = (msim_compare_pick_t){.policy = (*p)->name};
+		*n_out = n;
+		return 0;
+	}
+	char *copy = strdup(list), *save = NULL;
+	if (!copy)
+		return MSIM_ENOMEM;
+	int rc = 0;
+	for (char *tok = strtok_r(copy, ",", &save); tok && !rc;
+	     tok = strtok_r(NULL, ",", &save)) {
+		const msim_policy_ops_t *ops = msim_policy_find(tok);
+		if (!ops) {
+			snprintf(why, whylen, "unknown policy '%s' (see "
+				 "`memsim policies`)", tok);
+			rc = MSIM_EINVAL;
+		} else if (n == max) {
+			snprintf(why, whylen, "at most %zu", max);
+			rc = MSIM_EINVAL;
+		} else {
+			rows[n++] = (msim_compare_pick_t){.policy = ops->name};
+		}
+	}
+	free(copy);
+	if (!rc && n == 0) {
+		snprintf(why, whylen, "no policy named");
+		rc = MSIM_EINVAL;
+	}
+	*n_out = n;
+	return rc;
+}
+
+int
+msim_compare_pick_confs(msim_compare_pick_t *rows, size_t n,
+			const char *const (*confs)[2], size_t nconfs,
+			char *why, size_t whylen)
+{
+	for (size_t i = 0; i < nconfs; i++) {
+		bool used = false;
+		for (size_t r = 0; r < n; r++) {
+			if (!strcmp(rows[r].policy, confs[i][0])) {
+				rows[r].conf = confs[i][1];
+				used = true;
+			}
+		}
+		if (!used) {
+			snprintf(why, whylen, "policy '%s' is not compared",
+				 confs[i][0]);
+			return MSIM_EINVAL;
+		}
+	}
+	return 0;
 }

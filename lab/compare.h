@@ -24,6 +24,23 @@ typedef struct msim_compare_pick_s {
 	const char *conf;
 } msim_compare_pick_t;
 
+/*
+ * The policies of a comparison, in order, into rows (at most max): those
+ * named in list ("a,b,..."), or with list NULL every registered policy.
+ * Returns 0, or MSIM_EINVAL with why filled (an unknown policy, more than
+ * max, none named) or MSIM_ENOMEM.
+ */
+int msim_compare_pick_policies(const char *list, msim_compare_pick_t *rows,
+			       size_t max, size_t *n_out, char *why,
+			       size_t whylen);
+
+/* Gives each row of policy confs[i][0] the parameters confs[i][1].
+ * Returns 0, or MSIM_EINVAL with why filled when no row has that
+ * policy. */
+int msim_compare_pick_confs(msim_compare_pick_t *rows, size_t n,
+			    const char *const (*confs)[2], size_t nconfs,
+			    char *why, size_t whylen);
+
 typedef struct msim_compare_spec_s {
 	const char *trace;               /* a trace file or "model:..." */
 	const msim_compare_pick_t *picks; /* in order, at least one */

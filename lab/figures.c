@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lab/figures.h"
+#include "lab/together.h"
 #include "sim/error.h"
 #include "sim/grow.h"
 #include "sim/metrics.h"
@@ -119,6 +120,14 @@ fig_stat(const char *name, int64_t value, void *ctx)
 		c->ok = fig_int(c->f, name, value);
 }
 
+int
+msim_figs_stats(msim_figs_t *f, const msim_stats_t *st)
+{
+	stat_ctx_t c = {f, true};
+	msim_stats_foreach(st, fig_stat, &c);
+	return c.ok ? 0 : MSIM_ENOMEM;
+}
+
 bool
 msim_figs_no_events(msim_trace_t *t)
 {
@@ -174,10 +183,8 @@ msim_figs_job(msim_figs_t *f, msim_job_t *job)
 	for (size_t i = 0; ok && i < r->nmeta; i++)
 		ok = fig_int(f, r->meta[i][0],
 			     (int64_t)strtoull(r->meta[i][1], NULL, 10));
-	stat_ctx_t c = {f, ok};
-	if (ok)
-		msim_stats_foreach(&r->st, fig_stat, &c);
-	ok = c.ok && fig_columns(f, &row, MSIM_COL_TAIL) &&
+	ok = ok && !msim_figs_stats(f, &r->st) &&
+	     fig_columns(f, &row, MSIM_COL_TAIL) &&
 	     fig_int(f, "addr_same", (int64_t)r->sum.addr_same) &&
 	     fig_int(f, "addr_other", (int64_t)r->sum.addr_other) &&
 	     fig_real(f, "modelled_device_ms", strtod(r->devtime_ms, NULL), 3,
@@ -348,6 +355,28 @@ msim_figs_int(msim_figs_t *f, const char *name, int64_t v)
 	return fig_int(f, name, v) ? 0 : MSIM_ENOMEM;
 }
 
+int
+msim_figs_text(msim_figs_t *f, const char *name, const char *v)
+{
+	if (!fig_text(f, name, v))
+		return MSIM_ENOMEM;
+	f->v[f->n - 1].null = v == NULL;
+	return 0;
+}
+
+int
+msim_figs_real(msim_figs_t *f, const char *name, double v, int prec,
+	       const char *as_written)
+{
+	return fig_real(f, name, v, prec, as_written) ? 0 : MSIM_ENOMEM;
+}
+
+int
+msim_figs_bool(msim_figs_t *f, const char *name, bool v)
+{
+	return fig_bool(f, name, v) ? 0 : MSIM_ENOMEM;
+}
+
 void
 msim_figs_clear(msim_figs_t *f)
 {
@@ -358,4 +387,44 @@ msim_figs_clear(msim_figs_t *f)
 	free(f->v);
 	f->v = NULL;
 	f->n = f->cap = 0;
+}
+
+int
+msim_figs_gpu(msim_figs_t *f, msim_together_t *t, uint64_t context,
+	      const char *capacity_name, bool absolute)
+{
+	const msim_gpu_t *gpu = msim_together_gpu(t);
+	size_t n = msim_together_n(t);
+	msim_gpu_stats_t gs;
+	msim_gpu_stats(gpu, &gs);
+	uint64_t shared = msim_gpu_capacity(gpu);
+	bool ok = fig_int(f, "capacity_bytes",
+			  (int64_t)(shared + n * context)) &&
+		  fig_int(f, "context_bytes", (int64_t)context) &&
+		  fig_int(f, "shared_bytes", (int64_t)shared) &&
+		  (!capacity_name ||
+		   fig_text(f, "capacity_name", capacity_name)) &&
+		  fig_text(f, "time", absolute ? "absolute" : "relative") &&
+		  fig_int(f, "gpu_peak_bytes", (int64_t)gs.peak) &&
+		  fig_int(f, "gpu_peak_process", (int64_t)gs.peak_proc + 1) &&
+		  fig_int(f, "gpu_peak_request", (int64_t)gs.peak_request) &&
+		  fig_int(f, "gpu_bytes_now", (int64_t)gs.used);
+	return ok ? 0 : MSIM_ENOMEM;
+}
+
+int
+msim_figs_process(msim_figs_t *f, msim_together_t *t, size_t i)
+{
+	const msim_gpu_t *gpu = msim_together_gpu(t);
+	const char *cause = msim_together_oom_cause(t, i);
+	bool ok = fig_int(f, "process", (int64_t)i + 1) &&
+		  fig_text(f, "oom_cause", cause);
+	if (ok && !cause)
+		f->v[f->n - 1].null = true;
+	ok = ok && fig_int(f, "gpu_full_failures",
+			   (int64_t)msim_gpu_full_failures(gpu, i)) &&
+	     fig_int(f, "held_at_gpu_peak",
+		     (int64_t)msim_gpu_held_at_peak(gpu, i)) &&
+	     fig_int(f, "start_ns", (int64_t)msim_together_start(t, i));
+	return ok ? msim_figs_job(f, msim_together_job(t, i)) : MSIM_ENOMEM;
 }

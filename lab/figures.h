@@ -73,12 +73,40 @@ int msim_figs_seed(msim_figs_t *f, msim_trace_t *t, bool always);
 struct msim_db_s;
 int msim_figs_stored(msim_figs_t *f, struct msim_db_s *db, int64_t id);
 
+/*
+ * Appends the figures of processes on one GPU (lab/together.h) that
+ * `memsim run --json` of several inputs prints first: capacity_bytes
+ * (the GPU's, contexts included), context_bytes, shared_bytes,
+ * [capacity_name], time ("absolute" or "relative"), gpu_peak_bytes,
+ * gpu_peak_process (1-based), gpu_peak_request, gpu_bytes_now.  Returns 0
+ * or MSIM_ENOMEM.
+ */
+struct msim_together_s;
+int msim_figs_gpu(msim_figs_t *f, struct msim_together_s *t,
+		  uint64_t context, const char *capacity_name, bool absolute);
+/*
+ * Appends the figures of process i of t: process (1-based), oom_cause
+^ * ("gpu", "process", or null), gpu_full_failures, held_at_gpu_peak, start_ns,
+ * then msim_figs_job() of its job.  Returns 0 or MSIM_ENOMEM.
+ */
+int msim_figs_process(msim_figs_t *f, struct msim_together_s *t, size_t i);
+/* Appends the statistics st, as torch.cuda.memory_stats() names them, in
+ * its order.  Returns 0 or MSIM_ENOMEM. */
+int msim_figs_stats(msim_figs_t *f, const msim_stats_t *st);
 /* Whether t is a snapshot without any trace event (read to its end). */
 bool msim_figs_no_events(msim_trace_t *t);
 
 /* Appends one figure (text copied), or sets it if there already.
  * Returns 0 or MSIM_ENOMEM. */
 int msim_figs_int(msim_figs_t *f, const char *name, int64_t v);
+
+/* Append one figure: a text (NULL: JSON null), a number written with prec
+ * decimals (or as as_written says it, when not NULL), a boolean.  Return
+ * 0 or MSIM_ENOMEM. */
+int msim_figs_text(msim_figs_t *f, const char *name, const char *v);
+int msim_figs_real(msim_figs_t *f, const char *name, double v, int prec,
+		   const char *as_written);
+int msim_figs_bool(msim_figs_t *f, const char *name, bool v);
 
 /* The figure called name, or NULL. */
 const msim_fig_t *msim_figs_find(const msim_figs_t *f, const char *name);

@@ -4,6 +4,7 @@
  */
 #include <config.h>
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 
 #include <gsl/gsl_histogram.h>
 
+#include "lab/figures.h"
 #include "lab/info.h"
 #include "sim/error.h"
 #include "sim/grow.h"
@@ -280,6 +282,15 @@ msim_info_run(const char *path, const msim_trace_options_t *opt,
 	}
 	if (!rc)
 		rc = info_end(out, why, whylen);
+	if (!rc && out->has_state) {
+		msim_info_snap_t *s = &out->snap;
+		s->reserved_same = out->tally.seg_bytes +
+				   (int64_t)out->seed.segment_bytes ==
+				   (int64_t)s->reserved;
+		s->live_same = out->nlive == s->nstate[MSIM_SNAP_ALLOCATED] +
+				       s->nstate[MSIM_SNAP_PENDING_FREE] &&
+			       out->live == s->active_requested;
+	}
 	for (size_t k = 0; !rc && k < MSIM_INFO_BINS; k++)
 		out->hist[k] = gsl_histogram_get(p.h, k);
 	if (!rc && out->tally.actions[MSIM_ACT_ANNOTATE] &&
@@ -307,4 +318,85 @@ msim_info_clear(msim_info_t *info)
 	free(as->kinds);
 	free(as->sites);
 	memset(as, 0, sizeof(*as));
+}
+
+int
+msim_info_figs_head(msim_figs_t *f, const char *path, const msim_info_t *in)
+{
+	int rc = msim_figs_text(f, "trace", path);
+	if (!rc)
+		rc = msim_figs_text(f, "format",
+				    msim_trace_format_name(in->trace));
+	if (!rc)
+		rc = msim_figs_int(f, "entries", (int64_t)in->tally.entries);
+	for (int k = 0; !rc && k < MSIM_NACT; k++)
+		rc = msim_figs_int(f, msim_action_name(k),
+				   (int64_t)in->tally.actions[k]);
+	const struct { const char *name; uint64_t v; } n[] = {
+		{"requests", in->requests}, {"allocs", in->allocs},
+		{"frees", in->frees}, {"streams", (uint64_t)in->nstreams},
+	};
+	for (size_t k = 0; !rc && k < sizeof(n) / sizeof(n[0]); k++)
+		rc = msim_figs_int(f, n[k].name, (int64_t)n[k].v);
+	if (!rc)
+		rc = msim_figs_real(f, "duration_s", in->duration_s, 6,
+				    NULL);
+	const struct { const char *name; uint64_t v; } m[] = {
+		{"alloc_bytes", in->bytes}, {"peak_live_bytes", in->peak},
+		{"hidden_empty_cache", in->empty_found},
+		{"empty_cache_or_malloc", in->empty_maybe},
+	};
+	for (size_t k = 0; !rc && k < sizeof(m) / sizeof(m[0]); k++)
+		rc = msim_figs_int(f, m[k].name, (int64_t)m[k].v);
+	return rc;
+}
+
+int
+msim_info_figs_middle(msim_figs_t *f, const msim_info_t *in)
+{
+	int rc = 0;
+	if (!in->timed)
+		rc = msim_figs_bool(f, "duration_known", false);
+	if (!rc && in->conf)
+		rc = msim_figs_text(f, "allocator_settings", in->conf);
+	return rc ? rc : msim_figs_seed(f, in->trace, true);
+}
+
+int
+msim_info_figs_tail(msim_figs_t *f, const msim_info_t *in)
+{
+	int rc = 0;
+	const msim_info_snap_t *s = &in->snap;
+	if (in->has_state) {
+		const struct { const char *name; uint64_t v; } n[] = {
+			{"snapshot_segments", s->nsegs},
+			{"snapshot_small_segments", s->nsmall},
+			{"snapshot_reserved_bytes", s->reserved},
+			{"snapshot_allocated_bytes", s->allocated},
+			{"snapshot_active_bytes", s->active},
+			{"snapshot_requested_bytes", s->requested},
+			{"snapshot_blocks", s->nblocks},
+		};
+		for (size_t k = 0; !rc && k < sizeof(n) / sizeof(n[0]); k++)
+			rc = msim_figs_int(f, n[k].name, (int64_t)n[k].v);
+		char name[64];
+		for (int k = 0; !rc && k < MSIM_SNAP_NSTATES; k++) {
+			snprintf(name, sizeof(name), "snapshot_%s_blocks",
+				 msim_snap_state_name(k));
+			rc = msim_figs_int(f, name, (int64_t)s->nstate[k]);
+		}
+		if (!rc)
+			rc = msim_figs_int(f, "trace_reserved_bytes",
+					   in->tally.seg_bytes);
+		if (!rc)
+			rc = msim_figs_int(f, "trace_live_allocations",
+					   (int64_t)in->nlive);
+		if (!rc)
+			rc = msim_figs_bool(f, "snapshot_matches_trace",
+					    s->reserved_same && s->live_same);
+	}
+	char hash[17];
+	snprintf(hash, sizeof(hash), "%016" PRIx64,
+		 msim_trace_hash(in->trace));
+	return rc ? rc : msim_figs_text(f, "trace_hash", hash);
 }

@@ -26,6 +26,10 @@ typedef struct msim_info_snap_s {
 	uint64_t state_bytes[MSIM_SNAP_NSTATES];
 	uint64_t active_requested; /* requested_size of active blocks */
 	size_t untiled; /* segments whose blocks do not tile them */
+	/* The trace ends where the snapshot was taken: its segment rows
+	 * (and the seeded segments) leave the snapshot's reserved bytes; its
+	 * live allocations are the snapshot's active blocks. */
+	bool reserved_same, live_same;
 } msim_info_snap_t;
 
 /* The recorder's assumptions (docs/recording-values.md): the `annotate`
@@ -70,5 +74,20 @@ typedef struct msim_info_s {
 int msim_info_run(const char *path, const msim_trace_options_t *opt,
 		  msim_info_t *out, char *why, size_t whylen);
 void msim_info_clear(msim_info_t *info);
+
+/*
+ * The figures of `memsim info --json` (lab/figures.h), in three runs
+ * around the two that are not single values (the size histogram, the
+ * assumptions by kind): head (trace, format, entries, each action,
+ * requests ... empty_cache_or_malloc), middle ([duration_known],
+ * [allocator_settings], the seeding of msim_figs_seed()), tail (the
+ * snapshot state and its checks where there is one, trace_hash).
+ * Return 0 or MSIM_ENOMEM.
+ */
+struct msim_figs_s;
+int msim_info_figs_head(struct msim_figs_s *f, const char *path,
+			const msim_info_t *in);
+int msim_info_figs_middle(struct msim_figs_s *f, const msim_info_t *in);
+int msim_info_figs_tail(struct msim_figs_s *f, const msim_info_t *in);
 
 #endif

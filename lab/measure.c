@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lab/figures.h"
 #include "lab/job.h"
 #include "lab/measure.h"
 #include "policies/registry.h"
@@ -162,4 +163,37 @@ void
 msim_measure_clear(msim_measure_t *out)
 {
 	msim_measured_clear(&out->m);
+}
+
+int
+msim_measure_figs(msim_figs_t *f, const msim_measure_spec_t *s,
+		  const msim_measure_t *r)
+{
+	const msim_measured_t *m = &r->m;
+	const char *text[][2] = {
+		{"trace", s->trace}, {"mode", msim_vmode_name(s->mode)},
+		{"device", m->device}, {"versions", m->versions},
+		{"params", r->canon},
+	};
+	int rc = 0;
+	for (size_t k = 0; !rc && k < sizeof(text) / sizeof(text[0]); k++)
+		rc = msim_figs_text(f, text[k][0], text[k][1]);
+	if (!rc)
+		rc = msim_figs_int(f, "cap_bytes", (int64_t)s->cap);
+	if (!rc)
+		rc = msim_figs_int(f, "requests", (int64_t)m->requests);
+	if (!rc)
+		rc = msim_figs_stats(f, &m->st);
+	if (!rc)
+		rc = msim_figs_int(f, "oom_request", m->oom_request);
+	if (!rc && m->nmalloc)
+		rc = msim_figs_real(f, "malloc_us_mean",
+				    strtod(r->malloc_us, NULL), 0,
+				    r->malloc_us);
+	if (!rc && m->nfree)
+		rc = msim_figs_real(f, "free_us_mean",
+				    strtod(r->free_us, NULL), 0, r->free_us);
+	if (!rc && r->run_id >= 0)
+		rc = msim_figs_int(f, "run_id", r->run_id);
+	return rc;
 }

@@ -49,4 +49,12 @@ int msim_measure_run(const msim_measure_spec_t *spec, msim_measure_t *out,
 		     char *why, size_t whylen);
 void msim_measure_clear(msim_measure_t *out);
 
+/* The figures of a measured run as `memsim validate --json` prints them
+ * (lab/figures.h): trace, mode, device, versions, params, cap_bytes,
+ * requests, the statistics, oom_request, [malloc_us_mean],
+ * [free_us_mean], [run_id].  Returns 0 or MSIM_ENOMEM. */
+struct msim_figs_s;
+int msim_measure_figs(struct msim_figs_s *f, const msim_measure_spec_t *s,
+		      const msim_measure_t *r);
+
 #endif

@@ -1,7 +1,7 @@
 /*
  * For the files of a sweep (lab/sweep.c: the plan; lab/sweep_pool.c: the
- * worker pool): the sweep object and what they share.  Users include
- * lab/sweep.h only.
+ * worker pool; lab/sweep_cache.c: the traces read once): the sweep
+ * object and what they share.  Users include lab/sweep.h only.
  */
 #ifndef MSIM_LAB_SWEEP_INT_H
 #define MSIM_LAB_SWEEP_INT_H
@@ -52,5 +52,22 @@ int msim_sweep_pool_run(msim_sweep_t *sw, const msim_sweep_opts_t *o,
 			const size_t *pending, size_t npending, bool early,
 			msim_sweep_result_t *res, msim_db_t **db, char *why,
 			size_t whylen);
+
+/* lab/sweep_cache.c.  Starts reading the spec's trace files on a thread
+ * (spec->preload: every setting runs); nothing happens where memory or a
+ * thread is short. */
+void msim_sweep_preload_start(msim_sweep_t *sw,
+			      const msim_sweep_spec_t *spec);
+/* Waits for that reading, if any, and forgets the paths it read. */
+void msim_sweep_preload_join(msim_sweep_t *sw);
+/* Reads each trace file that two or more of the n settings listed (all
+ * of the shard's where list is NULL) replay as it is. */
+void msim_sweep_load(msim_sweep_t *sw, const size_t *list, size_t n);
+/* The pending settings that replay a trace read use it; a trace fewer
+ * than two of them replay is forgotten. */
+void msim_sweep_share(msim_sweep_t *sw, const size_t *pending,
+		      size_t npending);
+/* Forgets what msim_sweep_share() read. */
+void msim_sweep_unshare(msim_sweep_t *sw);
 
 #endif

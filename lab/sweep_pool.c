@@ -427,7 +427,8 @@ sweep_reap(exec_ctx_t *x, int slot, int status)
  * copies and syncs what the last settings stored and deletes a few MB.
  * Not once every setting is taken: emptying the WAL then (a TRUNCATE
  * checkpoint) held the writer lock while the last settings' runs waited
- * for it, no faster on the device machine (README, memsim bench).
+ * for it, no faster on the device machine (docs/performance.md,
+ * "Sweeps").
  */
 #ifndef SWEEP_RESTART_MS
 #define SWEEP_RESTART_MS 20.0

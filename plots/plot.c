@@ -40,6 +40,37 @@ msim_plot_dir(const char *const *dirs)
 	return NULL;
 }
 
+const char *
+msim_plot_dir_for(const char *installed, const char *src)
+{
+	static char rel[8192];
+	const char *dirs[5] = {NULL};
+	size_t n = 0;
+	bool build_tree = false;
+	char exe[4096];
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (len > 0) {
+		exe[len] = '\0';
+		char *slash = strrchr(exe, '/');
+		if (slash) {
+			*slash = '\0';
+			char cs[4200];
+			struct stat sb;
+			snprintf(cs, sizeof(cs), "%s/config.status", exe);
+			build_tree = stat(cs, &sb) == 0;
+			snprintf(rel, sizeof(rel), "%s/../share/%s/plots", exe,
+				 PACKAGE);
+		}
+	}
+	if (build_tree)
+		dirs[n++] = src;
+	if (rel[0])
+		dirs[n++] = rel;
+	dirs[n++] = installed;
+	dirs[n++] = src;
+	return msim_plot_dir(dirs);
+}
+
 static const char *
 plot_ext(const char *out)
 {

@@ -16,6 +16,16 @@
  * of dirs (NULL-terminated) that has curve.gp.  Returns NULL if none. */
 const char *msim_plot_dir(const char *const *dirs);
 
+/*
+ * msim_plot_dir() for a program whose scripts were installed in installed
+ * and whose source tree's are in src, in this order: a binary run from
+ * its build tree (config.status beside it) takes src, not an older
+ * installation's; else BIN/../share/memsim/plots next to the running
+ * binary, so a tree installed with DESTDIR, or a prefix moved elsewhere,
+ * finds its own; else installed, and last src.
+ */
+const char *msim_plot_dir_for(const char *installed, const char *src);
+
 /* The checks every plot makes (gnuplot there, a known extension, the
  * scripts found), for a command to make before its work.  Returns 0, or
  * an error with why filled. */

@@ -47,7 +47,7 @@
  * The pending rules were read off the block addresses of whole-trace
  * replays and of random small scenarios, then confirmed by probes (§3.1,
  * §3.5); the driver still parts from them sometimes, when it completes a
- * pending range below an old one early (§3.3 b, §3.5 f; README,
+ * pending range below an old one early (§3.3 b, §3.5 f; docs/validation.md,
  * "cuda-async against the real pool").
  *
  * Statistics as PyTorch reports this backend: allocated and active bytes

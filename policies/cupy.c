@@ -21,7 +21,8 @@
  *   merged in (_Chunk.merge_next), then the freed chunk itself if it merged
  *   into its previous neighbour (_Arena.try_merge_chunk), then the
  *   PooledMemory; free_all_blocks() frees chunks in index order, arena by
- *   arena.  README, "The cupy policy", gives the measurements.
+ *   arena.  docs/validation.md, "The cupy policy", gives the
+ *   measurements.
  * - A larger chunk is split (_Chunk.split): the front is handed out and the
  *   rest goes back to the arena without merging.
  * - When no chunk fits, exactly the rounded size is allocated with

@@ -51,6 +51,12 @@
  * (should_split()).  setCheckpointPoolState (CUDA graph trees) places the
  * blocks of the pool's checkpointed segments at their recorded addresses
  * (restore_alloc()).
+ *
+ * This file is the hot path (round_size(), get_free_block(), malloc(),
+ * free(), the releases) and the ops table; the parameters are in
+ * pytorch_conf.c, private pools and captures in pytorch_pools.c, the
+ * observers (stats, samples, blocks) in pytorch_stats.c, what they share
+ * in pytorch_int.h.
  */
 #include <config.h>
 
@@ -59,334 +65,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/policy.h"
-#include "policies/pytorch.h"
+#include "policies/pytorch_int.h"
 #include "sim/error.h"
 #include "sim/lean.h"
-#include "sim/grow.h"
-
-#define PT_MIN_BLOCK 512
-#define PT_SMALL_SIZE MSIM_MiB           /* small pool: rounded <= 1 MiB */
-#define PT_SMALL_BUFFER (2 * MSIM_MiB)   /* small-pool segment size */
-#define PT_MIN_LARGE_ALLOC (10 * MSIM_MiB) /* below: a large_segment */
-#define PT_ROUND_LARGE (2 * MSIM_MiB)    /* larger segments: 2 MiB steps */
-#define PT_UNLIMITED UINT64_MAX
-
-#define PT_NBINS 1664 /* pt_bin() of the largest 64-bit size, rounded up */
-#define PT_NWORDS (PT_NBINS / 64)
-
-enum { PT_SMALL = 0, PT_LARGE = 1 };          /* pool index */
-enum { B_FREE = 0, B_ALLOC = 1, B_PENDING = 2 }; /* block state */
-
-/* The statistics pool of a pool index. */
-#define PT_STATPOOL(pool) ((pool) + 1)
-
-typedef struct pt_stream_s pt_stream_t;
-typedef struct pt_block_s pt_block_t;
-typedef struct pt_ppool_s pt_ppool_t;
-
-/* One expandable segment: a virtual reservation mapped page by page. */
-typedef struct pt_xseg_s {
-	msim_addr_t base;
-	uint64_t size; /* bytes reserved: a whole number of pages */
-	uint64_t page; /* 2 MiB (small pool) or large_segment_size */
-	struct pt_xseg_s *next; /* all live reservations */
-} pt_xseg_t;
-
-/* The fields the free-set walk (fs_insert(), fs_lower_bound()) and the
- * merge checks read come first: with blocks 32-byte aligned they share
- * one cache line. */
-struct pt_block_s {
-	uint64_t size;            /* bytes */
-	msim_addr_t ptr;
-	pt_block_t *fnext;        /* free-set bin list; spare-list link */
-	uint16_t bin;
-	uint8_t pool;   /* PT_SMALL or PT_LARGE */
-	uint8_t state;  /* B_FREE, B_ALLOC, B_PENDING */
-	uint8_t mapped; /* 0 only for unmapped ranges of expandable segments */
-	uint8_t deferred; /* freed with record_stream uses during a capture */
-	pt_block_t *fprev;
-	pt_block_t *prev, *next;  /* address neighbours in the segment */
-	pt_stream_t *st;
-	pt_xseg_t *xseg;  /* expandable segment, or NULL */
-	uint64_t gc_base; /* pool's lookup count when inserted */
-	uint64_t requested;       /* bytes the caller asked for */
-} __attribute__((aligned(32)));
-
-typedef struct pt_freeset_s {
-	pt_block_t *head[PT_NBINS];
-	uint64_t map[PT_NWORDS]; /* bit: bin non-empty */
-	uint32_t summary;        /* bit w: map[w] != 0 */
-} pt_freeset_t;
-
-static_assert(PT_NWORDS <= 32, "summary bitmap is 32 bits");
-
-struct pt_stream_s {
-	msim_stream_t handle;
-	pt_freeset_t fs[2];       /* PT_SMALL, PT_LARGE */
-	pt_block_t *unmapped[2];  /* unmapped ranges, by address (fnext) */
-	pt_ppool_t *pp;           /* its private pool; NULL: the default */
-};
-
-/* A private pool (PyTorch's PrivatePool) and its free sets. */
-struct pt_ppool_s {
-	uint64_t id;          /* MempoolId, non-zero */
-	int64_t use_count;    /* create_or_incref_pool() minus releasePool() */
-	int64_t nmalloc;      /* cudaMalloc_count: segments obtained less
-			       * released */
-	int64_t nlive;        /* blocks handed out and not yet back */
-	bool freeable;        /* in graph_pools_freeable */
-	bool own_alloc;       /* segments from the pool's own allocator */
-	bool use_on_oom;      /* in use_on_oom_pools (setUseOnOOM) */
-	bool no_split;        /* in no_split_pools (setNoSplit) */
-	pt_stream_t **streams; /* sorted by handle */
-	size_t nstreams;
-};
-
-/* One entry of captures_underway: allocations on stream go to pool. */
-typedef struct pt_capture_s {
-	uint64_t pool;
-	msim_stream_t stream;
-} pt_capture_t;
-
-typedef struct pt_slab_s {
-	struct pt_slab_s *next;
-	pt_block_t blocks[256];
-} pt_slab_t;
-
-typedef struct pt_state_s {
-	msim_device_t *dev;
-	/* configuration */
-	uint64_t max_split;     /* M: bytes, PT_UNLIMITED when off */
-	uint64_t nonsplit_tol;  /* R: bytes */
-	uint64_t large_segment; /* bytes */
-	double gc_threshold;    /* 0 = off */
-	uint64_t cap;           /* allowed_memory_maximum; 0 = none */
-	bool gc_enabled;
-	bool expandable;        /* expandable_segments:True */
-	bool graph_reuse;       /* graph_capture_record_stream_reuse:True */
-	uint8_t rp2[16]; /* roundup_power2_divisions per size interval */
-	bool rp2_any;    /* some interval has divisions (> 1) */
-	/* state */
-	uint64_t total_allocated; /* bytes obtained from the device */
-	uint64_t free_bytes;      /* bytes in free sets */
-	uint64_t gc_calls[2];     /* get_free_block calls per pool */
-	pt_stream_t **streams;    /* sorted by handle */
-	size_t nstreams;
-	pt_stream_t *last_stream;
-	pt_block_t **live; /* by request id */
-	size_t nlive;
-	pt_block_t *spare; /* unused block structs */
-	size_t nspare;
-	pt_slab_t *slabs;
-	pt_xseg_t *xsegs;  /* expandable segments */
-	pt_ppool_t **ppools; /* graph_pools, in creation order */
-	size_t nppools;
-	pt_capture_t *captures; /* captures_underway, in order */
-	size_t ncaptures, capcaptures;
-	/* Deferred blocks whose free_completed came while a capture was
-	 * underway (graph_capture_record_stream_reuse off): still pending,
-	 * back to their pools once no capture is. */
-	pt_block_t **held;
-	size_t nheld, capheld;
-	/* The block of the last free_requested, while no other request has
-	 * come since: a free_completed of it now is a plain free()'s. */
-	pt_block_t *fr_last;
-	/* setCheckpointPoolState underway: the next restore_left allocs are
-	 * placed in restore_pp at their recorded addresses. */
-	pt_ppool_t *restore_pp;
-	uint64_t restore_left;
-	uint64_t restore_delta; /* placed address less recorded address */
-	bool restore_have_delta;
-	msim_stats_t st; /* the policy's part of the statistics */
-	/* Blocks freed by the caller whose free_block() has not come yet
-	 * (B_PENDING): count and bytes by statistics pool.  active and
-	 * active_bytes are allocation and allocated_bytes plus these, derived
-	 * in pt_stats() rather than kept at every request (pt_active_peak()). */
-	int64_t pend_n[MSIM_NPOOL], pend_bytes[MSIM_NPOOL];
-} pt_state_t;
-
-/*
- * Whether s is in the plain configuration, PyTorch's defaults: no
- * roundup_power2_divisions, no garbage collection, no expandable segments,
- * no max_split_size, no capture underway, no private pool (so no block in
- * one) and no deferred block held (hold()).  The request functions take it
- * as a constant (plain), for which the compiler drops the checks of those
- * features: pt_serve() runs a copy of the lean loop for each case.  A batch
- * cannot leave the configuration: captures and pools begin and end with
- * requests the lean loop leaves to the engine.
- */
-static inline bool
-pt_plain(const pt_state_t *s)
-{
-	return !s->rp2_any && !s->gc_enabled && !s->expandable &&
-	       s->max_split == PT_UNLIMITED && !s->ncaptures && !s->nppools &&
-	       !s->nheld;
-}
-
-/* Whether a block of size bytes is oversize (size >= max_split_size):
- * never when plain (no max_split_size). */
-static inline bool
-pt_oversize(const pt_state_t *s, uint64_t size, const bool plain)
-{
-	return !plain && size >= s->max_split;
-}
-
-/* ---------------------------------------------------------------- */
-/* Parameters                                                        */
-
-enum {
-	P_MAX_SPLIT, P_NONSPLIT, P_LARGE_SEG, P_GC, P_RP2, P_EXPANDABLE,
-	P_FRACTION, P_RELEASE_LOCK, P_GRAPH_REUSE, P_PIN_REGISTER,
-	P_PIN_THREADS, P_BACKEND, P_PIN_BG, P_PIN_RESERVE, P_RELEASE_LOCK_HIP,
-	P_PIN_REGISTER_HIP,
-};
-
-/* Parses roundup_power2_divisions, "N" or "[B:N,...,>:N]", into table.
- * Returns 0, or -1 with why filled. */
-static int
-rp2_parse(const char *text, uint8_t table[16], char *why, size_t whylen)
-{
-	char *end;
-	memset(table, 0, 16);
-	if (text[0] != '[') {
-		unsigned long n = strtoul(text, &end, 10);
-		if (*end || end == text || n > 128 || (n & (n - 1))) {
-			snprintf(why, whylen, "'%s' is not a power of two "
-				 "(at most 128) nor a [size_mb:N,...] list", text);
-			return -1;
-		}
-		memset(table, (int)n, 16);
-		return 0;
-	}
-	const char *s = text + 1;
-	bool first = true;
-	int last = -1;
-	while (*s && *s != ']') {
-		bool rest = *s == '>';
-		unsigned long mb = 0;
-		if (rest) {
-			end = (char *)s + 1;
-		} else {
-			mb = strtoul(s, &end, 10);
-			if (end == s || mb == 0 || (mb & (mb - 1))) {
-				snprintf(why, whylen, "interval '%.*s' is not a "
-					 "power-of-two number of MiB",
-					 (int)strcspn(s, ":,]"), s);
-				return -1;
-			}
-		}
-		if (*end != ':') {
-			snprintf(why, whylen, "expected ':' after '%.*s'",
-				 (int)(end - s), s);
-			return -1;
-		}
-		s = end + 1;
-		unsigned long n = strtoul(s, &end, 10);
-		if (end == s || n > 128 || (n & (n - 1))) {
-			snprintf(why, whylen, "divisions '%.*s' is not 0 or a "
-				 "power of two (at most 128)",
-				 (int)strcspn(s, ",]"), s);
-			return -1;
-		}
-		if (rest) {
-			for (int i = last + 1; i < 16; i++)
-				table[i] = (uint8_t)n;
-		} else {
-			int ix = 0;
-			while ((1UL << (ix + 1)) <= mb)
-				ix++;
-			if (ix > 15)
-				ix = 15;
-			if (first)
-				memset(table, (int)n, (size_t)ix);
-			table[ix] = (uint8_t)n;
-			last = ix;
-			first = false;
-		}
-		s = end;
-		if (*s == ',')
-			s++;
-		else if (*s != ']') {
-			snprintf(why, whylen, "expected ',' or ']' at '%s'", s);
-			return -1;
-		}
-	}
-	if (*s != ']' || s[1]) {
-		snprintf(why, whylen, "list must end with ']'");
-		return -1;
-	}
-	return 0;
-}
-
-static int
-rp2_check(const char *text, char *why, size_t whylen)
-{
-	uint8_t table[16];
-	return rp2_parse(text, table, why, whylen);
-}
-
-static int
-backend_check(const char *text, char *why, size_t whylen)
-{
-	if (!strcmp(text, "native"))
-		return 0;
-	if (!strcmp(text, "cudaMallocAsync"))
-		snprintf(why, whylen, "cudaMallocAsync is not this policy; "
-			 "use --policy cuda-async");
-	else
-		snprintf(why, whylen, "'%s' is not native or cudaMallocAsync",
-			 text);
-	return -1;
-}
-
-static const msim_param_spec_t pt_params[] = {
-	[P_MAX_SPLIT] = {"max_split_size_mb", MSIM_PT_UINT, "none", 0, 1e12,
-		MSIM_PF_NONE_OK, "blocks of this many MiB or more are never "
-		"split; must be >= large_segment_size_mb", NULL},
-	[P_NONSPLIT] = {"max_non_split_rounding_mb", MSIM_PT_UINT, "none", 0,
-		1e12, MSIM_PF_NONE_OK, "an oversize request takes a cached "
-		"block less than this many MiB larger (default "
-		"large_segment_size_mb)", NULL},
-	[P_LARGE_SEG] = {"large_segment_size_mb", MSIM_PT_UINT, "20", 11,
-		1e9, 0, "segment size for requests of 1 to 10 MiB", NULL},
-	[P_GC] = {"garbage_collection_threshold", MSIM_PT_DOUBLE, "0", 0, 1,
-		MSIM_PF_MIN_OPEN | MSIM_PF_MAX_OPEN, "free unused cached "
-		"segments above this fraction of the cap (needs a cap)", NULL},
-	[P_RP2] = {"roundup_power2_divisions", MSIM_PT_TEXT, "0", 0, 0, 0,
-		"round sizes up to N divisions of a power of two: N or "
-		"[size_mb:N,...,>:N]", rp2_check},
-	[P_EXPANDABLE] = {"expandable_segments", MSIM_PT_BOOL, "False", 0, 0,
-		0, "grow one virtual segment per stream and pool", NULL},
-	[P_FRACTION] = {"per_process_memory_fraction", MSIM_PT_DOUBLE, "1",
-		0, 1, 0, "cap = fraction x device memory (overrides --cap)",
-		NULL},
-	[P_RELEASE_LOCK] = {"release_lock_on_cudamalloc", MSIM_PT_BOOL,
-		"False", 0, 0, 0, "accepted; concurrency only, no effect on "
-		"memory", NULL},
-	[P_GRAPH_REUSE] = {"graph_capture_record_stream_reuse", MSIM_PT_BOOL,
-		"False", 0, 0, 0, "blocks freed with record_stream uses during "
-		"a CUDA graph capture are reused inside it where the trace "
-		"frees them; False: only after the capture", NULL},
-	[P_PIN_REGISTER] = {"pinned_use_cuda_host_register", MSIM_PT_BOOL,
-		"False", 0, 0, 0, "accepted; host allocator only", NULL},
-	[P_PIN_THREADS] = {"pinned_num_register_threads", MSIM_PT_UINT, "1",
-		1, 128, MSIM_PF_POW2, "accepted; host allocator only", NULL},
-	[P_BACKEND] = {"backend", MSIM_PT_TEXT, "native", 0, 0, 0,
-		"native (this policy)", backend_check},
-	[P_PIN_BG] = {"pinned_use_background_threads", MSIM_PT_BOOL, "False",
-		0, 0, 0, "accepted; host allocator only", NULL},
-	[P_PIN_RESERVE] = {"pinned_reserve_segment_size_mb", MSIM_PT_UINT,
-		"0", 1, 1e12, 0, "accepted; host allocator only", NULL},
-	/* The ROCm spellings, which the CUDA build accepts too. */
-	[P_RELEASE_LOCK_HIP] = {"release_lock_on_hipmalloc", MSIM_PT_BOOL,
-		"False", 0, 0, 0, "accepted (ROCm's spelling); no effect",
-		NULL},
-	[P_PIN_REGISTER_HIP] = {"pinned_use_hip_host_register", MSIM_PT_BOOL,
-		"False", 0, 0, 0, "accepted (ROCm's spelling); host allocator "
-		"only", NULL},
-	{NULL, 0, NULL, 0, 0, 0, NULL, NULL},
-};
 
 /* ---------------------------------------------------------------- */
 /* Statistics                                                        */
@@ -395,7 +76,7 @@ static const msim_param_spec_t pt_params[] = {
  * msim_stat2_inc() and _dec() of sim/types.h for the hot path: the "all"
  * copy and pool sp's, except the "all" copy's freed count, which is the
  * sum of the pools' (every change goes to both) and is summed once in
- * pt_stats() instead of kept at every decrease.
+ * msim_pt_stats() instead of kept at every decrease.
  */
 static inline void
 pt_stat_inc(msim_stat_t *s, int sp, int64_t n)
@@ -422,7 +103,7 @@ pt_stat_dec(msim_stat_t *s, int sp, int64_t n)
  * they are allocation and allocated_bytes plus the pending blocks (freed by
  * the caller, their free_block() still to come).  With nothing pending they
  * equal allocated's, whose peak covers them; so their peaks are kept here
- * only while something is pending, and pt_stats() takes the larger.
+ * only while something is pending, and msim_pt_stats() takes the larger.
  */
 static inline void
 pt_active_peak(pt_state_t *s, int sp)
@@ -462,43 +143,6 @@ pt_stat_add(msim_stat_t *s, int sp, int64_t n)
 /* ---------------------------------------------------------------- */
 /* Sizes                                                             */
 
-static inline uint64_t
-ceil_to(uint64_t x, uint64_t m)
-{
-	return (x + m - 1) / m * m;
-}
-
-static inline unsigned
-log2_floor(uint64_t x)
-{
-	return 63u - (unsigned)__builtin_clzll(x);
-}
-
-/* round_size(): the block size a request of req bytes asks for (plain:
- * see pt_plain()). */
-static inline uint64_t
-pt_round(const pt_state_t *s, uint64_t req, const bool plain)
-{
-	if (req < PT_MIN_BLOCK)
-		return PT_MIN_BLOCK;
-	if (plain || !s->rp2_any)
-		return ceil_to(req, PT_MIN_BLOCK);
-	int ix = (int)log2_floor(req) - 20;
-	ix = ix < 0 ? 0 : ix > 15 ? 15 : ix;
-	uint64_t d = s->rp2[ix];
-	if (d > 1 && req > PT_MIN_BLOCK * d) {
-		if ((req & (req - 1)) == 0)
-			return req;
-		uint64_t floor2 = (uint64_t)1 << log2_floor(req);
-		uint64_t step = floor2 >> log2_floor(d);
-		if (step == 0)
-			return floor2 << 1;
-		uint64_t r = req & ~(step - 1);
-		return r == req ? req : r + step;
-	}
-	return ceil_to(req, PT_MIN_BLOCK);
-}
-
 /* get_allocation_size(): bytes of a new segment for a block of size. */
 uint64_t
 msim_pytorch_segment_size(uint64_t size, uint64_t large_segment)
@@ -508,168 +152,6 @@ msim_pytorch_segment_size(uint64_t size, uint64_t large_segment)
 	if (size < PT_MIN_LARGE_ALLOC)
 		return large_segment;
 	return ceil_to(size, PT_ROUND_LARGE);
-}
-
-static uint64_t
-pt_segment_size(const pt_state_t *s, uint64_t size)
-{
-	return msim_pytorch_segment_size(size, s->large_segment);
-}
-
-/* ---------------------------------------------------------------- */
-/* Free sets                                                         */
-
-static inline unsigned
-pt_bin(uint64_t size)
-{
-	uint64_t u = size >> 9;
-	if (u < 128)
-		return (unsigned)u;
-	unsigned fl = log2_floor(u);
-	unsigned sl = (unsigned)(u >> (fl - 5)) & 31;
-	return 128 + (fl - 7) * 32 + sl;
-}
-
-static inline bool
-blk_less(const pt_block_t *a, const pt_block_t *b)
-{
-	return a->size < b->size || (a->size == b->size && a->ptr < b->ptr);
-}
-
-/* First non-empty bin >= from, or PT_NBINS. */
-static inline unsigned
-fs_next_bin(const pt_freeset_t *fs, unsigned from)
-{
-	unsigned w = from / 64;
-	if (w >= PT_NWORDS)
-		return PT_NBINS;
-	uint64_t m = fs->map[w] & (~UINT64_C(0) << (from % 64));
-	if (m)
-		return w * 64 + (unsigned)__builtin_ctzll(m);
-	uint32_t sm = fs->summary & ~((UINT32_C(2) << w) - 1);
-	if (!sm)
-		return PT_NBINS;
-	w = (unsigned)__builtin_ctz(sm);
-	return w * 64 + (unsigned)__builtin_ctzll(fs->map[w]);
-}
-
-/* Last non-empty bin <= from (from < PT_NBINS), or PT_NBINS. */
-static unsigned
-fs_prev_bin(const pt_freeset_t *fs, unsigned from)
-{
-	unsigned w = from / 64;
-	uint64_t m = fs->map[w] & (~UINT64_C(0) >> (63 - from % 64));
-	if (m)
-		return w * 64 + log2_floor(m);
-	uint32_t sm = fs->summary & ((UINT32_C(1) << w) - 1);
-	if (!sm)
-		return PT_NBINS;
-	w = 31u - (unsigned)__builtin_clz(sm);
-	return w * 64 + log2_floor(fs->map[w]);
-}
-
-/* Links b into the sorted list at *pp, before the first element that is
- * not less than it (fnext/fprev links). */
-static inline void
-list_insert(pt_block_t **pp, pt_block_t *b,
-	    bool (*less)(const pt_block_t *, const pt_block_t *))
-{
-	pt_block_t *prev = NULL;
-	while (*pp && less(*pp, b)) {
-		prev = *pp;
-		pp = &prev->fnext;
-	}
-	b->fnext = *pp;
-	b->fprev = prev;
-	if (*pp)
-		(*pp)->fprev = b;
-	*pp = b;
-}
-
-/* Unlinks b from the list whose first element is *head. */
-static inline void
-list_remove(pt_block_t **head, pt_block_t *b)
-{
-	if (b->fprev)
-		b->fprev->fnext = b->fnext;
-	else
-		*head = b->fnext;
-	if (b->fnext)
-		b->fnext->fprev = b->fprev;
-}
-
-static inline void
-fs_insert(pt_state_t *s, pt_freeset_t *fs, pt_block_t *b)
-{
-	unsigned bin = pt_bin(b->size);
-	list_insert(&fs->head[bin], b, blk_less);
-	b->bin = (uint16_t)bin;
-	b->gc_base = s->gc_calls[b->pool];
-	fs->map[bin / 64] |= UINT64_C(1) << (bin % 64);
-	fs->summary |= UINT32_C(1) << (bin / 64);
-	s->free_bytes += b->size;
-}
-
-static inline void
-fs_remove(pt_state_t *s, pt_freeset_t *fs, pt_block_t *b)
-{
-	list_remove(&fs->head[b->bin], b);
-	if (!fs->head[b->bin]) {
-		unsigned w = b->bin / 64;
-		fs->map[w] &= ~(UINT64_C(1) << (b->bin % 64));
-		if (!fs->map[w])
-			fs->summary &= ~(UINT32_C(1) << w);
-	}
-	s->free_bytes -= b->size;
-}
-
-/* The smallest free block of size >= size, ties to the lowest address. */
-static inline pt_block_t *
-fs_lower_bound(const pt_freeset_t *fs, uint64_t size)
-{
-	unsigned bin = pt_bin(size);
-	for (pt_block_t *b = fs->head[bin]; b; b = b->fnext)
-		if (b->size >= size)
-			return b;
-	bin = fs_next_bin(fs, bin + 1);
-	return bin < PT_NBINS ? fs->head[bin] : NULL;
-}
-
-static pt_block_t *
-fs_first(const pt_freeset_t *fs)
-{
-	unsigned bin = fs_next_bin(fs, 0);
-	return bin < PT_NBINS ? fs->head[bin] : NULL;
-}
-
-static pt_block_t *
-fs_next(const pt_freeset_t *fs, const pt_block_t *b)
-{
-	if (b->fnext)
-		return b->fnext;
-	unsigned bin = fs_next_bin(fs, b->bin + 1u);
-	return bin < PT_NBINS ? fs->head[bin] : NULL;
-}
-
-static pt_block_t *
-bin_tail(const pt_freeset_t *fs, unsigned bin)
-{
-	pt_block_t *b = fs->head[bin];
-	while (b->fnext)
-		b = b->fnext;
-	return b;
-}
-
-/* The block before b in set order; b == NULL gives the last block. */
-static pt_block_t *
-fs_prev(const pt_freeset_t *fs, const pt_block_t *b)
-{
-	if (b && b->fprev)
-		return b->fprev;
-	if (b && b->bin == 0)
-		return NULL;
-	unsigned bin = fs_prev_bin(fs, b ? b->bin - 1u : PT_NBINS - 1u);
-	return bin < PT_NBINS ? bin_tail(fs, bin) : NULL;
 }
 
 /* ---------------------------------------------------------------- */
@@ -716,12 +198,6 @@ blk_put(pt_state_t *s, pt_block_t *b)
 	s->nspare++;
 }
 
-static inline bool
-blk_is_split(const pt_block_t *b)
-{
-	return b->prev || b->next;
-}
-
 /* The stream handle of a table sorted by handle, added if new. */
 static pt_stream_t *
 stream_table(pt_stream_t ***vp, size_t *np, msim_stream_t handle,
@@ -762,26 +238,6 @@ pt_stream(pt_state_t *s, msim_stream_t handle)
 	pt_stream_t *st = stream_table(&s->streams, &s->nstreams, handle,
 				       NULL);
 	return st ? (s->last_stream = st) : NULL;
-}
-
-static pt_ppool_t *
-ppool_find(const pt_state_t *s, uint64_t id)
-{
-	for (size_t i = 0; i < s->nppools; i++)
-		if (s->ppools[i]->id == id)
-			return s->ppools[i];
-	return NULL;
-}
-
-/* The capture a request on stream handle allocates for (get_pool()), or
- * NULL: the default pool. */
-static const pt_capture_t *
-capture_of(const pt_state_t *s, msim_stream_t handle)
-{
-	for (size_t i = 0; i < s->ncaptures; i++)
-		if (s->captures[i].stream == handle)
-			return &s->captures[i];
-	return NULL;
 }
 
 /* get_pool(): the stream state of a request, in a private pool while a
@@ -1186,8 +642,9 @@ release_available(pt_state_t *s, pt_freeset_t *fs, uint64_t size)
 }
 
 /* release_blocks() of one pool over the streams v[0..nv), in set order. */
-static int
-release_streams(pt_state_t *s, pt_stream_t **v, size_t nv, int pool)
+int
+msim_pt_release_streams(pt_state_t *s, pt_stream_t **v, size_t nv,
+			int pool)
 {
 	pt_block_t **unmap = NULL;
 	size_t n = 0, cap = 0;
@@ -1227,8 +684,8 @@ static inline void free_block(pt_state_t *s, pt_block_t *b, bool plain);
 /* The held deferred blocks back to their pools (hold()), in the order
  * their free_completed rows came (PyTorch's order is a hash map's; the
  * resulting free sets are the same). */
-static void
-release_held(pt_state_t *s)
+void
+msim_pt_release_held(pt_state_t *s)
 {
 	for (size_t i = 0; i < s->nheld; i++) {
 		pt_block_t *b = s->held[i];
@@ -1239,190 +696,6 @@ release_held(pt_state_t *s)
 		free_block(s, b, false);
 	}
 	s->nheld = 0;
-}
-
-/* Whether a private pool holds nothing any more. */
-static bool
-ppool_empty(const pt_ppool_t *pp)
-{
-	if (pp->nmalloc > 0 || pp->nlive > 0)
-		return false;
-	for (size_t i = 0; i < pp->nstreams; i++)
-		for (int k = 0; k < 2; k++)
-			if (fs_first(&pp->streams[i]->fs[k]) ||
-			    pp->streams[i]->unmapped[k])
-				return false;
-	return true;
-}
-
-static void
-ppool_destroy(pt_ppool_t *pp)
-{
-	for (size_t i = 0; i < pp->nstreams; i++)
-		free(pp->streams[i]);
-	free(pp->streams);
-	free(pp);
-}
-
-/* release_blocks() of freeable private pool i, small then large; the pool
- * is gone once it holds nothing.  Returns 0 or MSIM_ENOMEM; *gone_out says
- * whether it went. */
-static int
-release_ppool(pt_state_t *s, size_t i, bool *gone_out)
-{
-	pt_ppool_t *pp = s->ppools[i];
-	int rc = release_streams(s, pp->streams, pp->nstreams, PT_SMALL);
-	if (!rc)
-		rc = release_streams(s, pp->streams, pp->nstreams, PT_LARGE);
-	*gone_out = !rc && ppool_empty(pp);
-	if (*gone_out) {
-		if (s->restore_pp == pp) {
-			s->restore_pp = NULL;
-			s->restore_left = 0;
-		}
-		ppool_destroy(pp);
-		memmove(&s->ppools[i], &s->ppools[i + 1],
-			(s->nppools - i - 1) * sizeof(*s->ppools));
-		s->nppools--;
-	}
-	return rc;
-}
-
-/* release_cached_blocks(): empty_cache and the OOM retry.  The default
- * pool's large then small blocks, then each freeable private pool's small
- * then large; a freeable pool with no segment left is gone. */
-static int
-release_cached(pt_state_t *s)
-{
-	s->fr_last = NULL;
-	if (s->nheld && !s->ncaptures)
-		release_held(s);
-	s->st.num_sync_all_streams++;
-	int rc = release_streams(s, s->streams, s->nstreams, PT_LARGE);
-	if (!rc)
-		rc = release_streams(s, s->streams, s->nstreams, PT_SMALL);
-	for (size_t i = 0; !rc && i < s->nppools;) {
-		bool gone = false;
-		if (s->ppools[i]->freeable)
-			rc = release_ppool(s, i, &gone);
-		if (!gone)
-			i++;
-	}
-	return rc;
-}
-
-/* emptyCache(mempool_id), which ~MemPool calls after releasePool:
- * release_cached_blocks() of that pool alone if it is freeable
- * (synchronize_and_free_events() of its events, then its blocks; the
- * default pool is not touched); nothing otherwise. */
-static int
-empty_pool(pt_state_t *s, const pt_ppool_t *pp)
-{
-	if (!pp->freeable)
-		return 0;
-	if (s->nheld && !s->ncaptures)
-		release_held(s);
-	s->st.num_sync_all_streams++;
-	for (size_t i = 0; i < s->nppools; i++) {
-		bool gone;
-		if (s->ppools[i] == pp)
-			return release_ppool(s, i, &gone);
-	}
-	return 0;
-}
-
-/* createOrIncrefPool (with MemPool's setUseOnOOM and setNoSplit),
- * beginAllocateToPool, endAllocateToPool, releasePool and
- * setCheckpointPoolState: the pool id is req->addr. */
-static int
-pt_pool(void *state, const msim_req_t *req)
-{
-	pt_state_t *s = state;
-	uint64_t id = req->addr;
-	pt_ppool_t *pp = ppool_find(s, id);
-	s->fr_last = NULL;
-	switch (req->kind) {
-	case MSIM_REQ_POOL_CREATE:
-	case MSIM_REQ_POOL_BEGIN:
-		if (req->kind == MSIM_REQ_POOL_BEGIN) {
-			for (size_t i = 0; i < s->ncaptures; i++)
-				if (s->captures[i].pool == id)
-					return MSIM_EINVAL; /* already */
-			if (s->ncaptures == s->capcaptures) {
-				size_t n = s->capcaptures ? 2 * s->capcaptures
-							  : 4;
-				pt_capture_t *v = realloc(s->captures,
-							  n * sizeof(*v));
-				if (!v)
-					return MSIM_ENOMEM;
-				s->captures = v;
-				s->capcaptures = n;
-			}
-		}
-		/* create_or_incref_pool(): a pool freeable already cannot
-		 * be shared (its use count is 0), and only a new pool takes
-		 * an allocator (or MemPool's flags: a MemPool's id is new). */
-		if (pp && (pp->use_count == 0 ||
-			   (req->flags & (MSIM_REQF_OWN_ALLOC |
-					  MSIM_REQF_USE_ON_OOM |
-					  MSIM_REQF_NO_SPLIT))))
-			return MSIM_EINVAL;
-		if (pp) {
-			pp->use_count++;
-		} else {
-			pt_ppool_t **v = realloc(s->ppools, (s->nppools + 1) *
-							     sizeof(*v));
-			if (!v)
-				return MSIM_ENOMEM;
-			s->ppools = v;
-			if (!(pp = calloc(1, sizeof(*pp))))
-				return MSIM_ENOMEM;
-			pp->id = id;
-			pp->use_count = 1;
-			pp->own_alloc = req->flags & MSIM_REQF_OWN_ALLOC;
-			pp->use_on_oom = req->flags & MSIM_REQF_USE_ON_OOM;
-			pp->no_split = req->flags & MSIM_REQF_NO_SPLIT;
-			s->ppools[s->nppools++] = pp;
-		}
-		if (req->kind == MSIM_REQ_POOL_BEGIN)
-			s->captures[s->ncaptures++] =
-				(pt_capture_t){id, req->stream};
-		return 0;
-	case MSIM_REQ_POOL_END:
-		for (size_t i = 0; i < s->ncaptures; i++) {
-			if (s->captures[i].pool == id) {
-				memmove(&s->captures[i], &s->captures[i + 1],
-					(s->ncaptures - i - 1) *
-					sizeof(*s->captures));
-				s->ncaptures--;
-				return 0;
-			}
-		}
-		return MSIM_EINVAL; /* not currently recording to it */
-	case MSIM_REQ_POOL_RELEASE:
-		if (!pp || pp->use_count == 0)
-			return MSIM_EINVAL;
-		if (--pp->use_count == 0)
-			pp->freeable = true;
-		if (req->flags & MSIM_REQF_EMPTY_POOL) {
-			/* ~MemPool: setUseOnOOM(false), releasePool,
-			 * emptyCache(pool). */
-			pp->use_on_oom = false;
-			return empty_pool(s, pp);
-		}
-		return 0;
-	case MSIM_REQ_POOL_RESTORE:
-		/* setCheckpointPoolState() of a live pool: the allocs that
-		 * follow are placed (restore_alloc()). */
-		if (!pp || pp->freeable)
-			return MSIM_EINVAL;
-		s->restore_pp = req->size ? pp : NULL;
-		s->restore_left = req->size;
-		s->restore_have_delta = false;
-		return 0;
-	default:
-		return MSIM_EINVAL;
-	}
 }
 
 /* alloc_found_block(): hands out b for a request of size (req) bytes,
@@ -1486,20 +759,11 @@ alloc_found(pt_state_t *s, pt_block_t *b, uint64_t size, uint64_t req,
 	pt_stat_inc(s->st.allocation, sp, 1);
 	pt_stat_inc(s->st.allocated_bytes, sp, (int64_t)b->size);
 	if (s->pend_n[MSIM_POOL_ALL])
-		pt_active_peak(s, sp); /* active, active_bytes: pt_stats() */
+		pt_active_peak(s, sp); /* active, active_bytes: stats */
 	pt_stat_inc(s->st.requested_bytes, sp, (int64_t)req);
 	if (pt_oversize(s, b->size, plain))
 		msim_stat_inc(&s->st.oversize_allocations, 1);
 	return b;
-}
-
-/* Whether a pool takes part in try_mempool_fallback(): in
- * use_on_oom_pools and still in use (create_or_incref_pool() refuses a
- * pool whose use count is 0). */
-static bool
-fallback_pool(const pt_ppool_t *pp)
-{
-	return pp->use_on_oom && pp->use_count > 0;
 }
 
 /* try_mempool_fallback(): a default-pool malloc that cudaMalloc could not
@@ -1558,7 +822,7 @@ alloc_segment(pt_state_t *s, pt_stream_t *st, pt_freeset_t *fs, int pool,
 		b = alloc_block(s, st, pool, size, seg_size, false);
 	/* Not while a capture is underway (malloc()). */
 	if (!b && !s->ncaptures) {
-		release_cached(s);
+		msim_pt_release_cached(s);
 		b = alloc_block(s, st, pool, size, seg_size, true);
 	}
 	if (!b) {
@@ -1669,7 +933,7 @@ pt_alloc_as(pt_state_t *s, const msim_req_t *req, msim_addr_t *addr_out,
 		return restore_alloc(s, req, addr_out);
 	s->fr_last = NULL;
 	if (!plain && s->nheld && !s->ncaptures)
-		release_held(s); /* process_events() */
+		msim_pt_release_held(s); /* process_events() */
 	uint64_t size = pt_round(s, req->size, plain);
 	int pool = size <= PT_SMALL_SIZE ? PT_SMALL : PT_LARGE;
 	pt_stream_t *st;
@@ -1705,8 +969,9 @@ free_requested(pt_state_t *s, pt_block_t *b, const bool plain)
 		msim_stat_dec(&s->st.oversize_allocations, 1);
 }
 
-/* Merges the free neighbour src into b; returns the bytes absorbed. */
-static inline uint64_t
+/* Merges the free neighbour src into b; returns the bytes absorbed.  In
+ * line always: free_block()'s usual path. */
+static inline __attribute__((always_inline)) uint64_t
 try_merge(pt_state_t *s, pt_block_t *b, pt_block_t *src)
 {
 	if (!src || src->state != B_FREE || src->mapped != b->mapped)
@@ -1758,7 +1023,7 @@ free_block(pt_state_t *s, pt_block_t *b, const bool plain)
 		pt_stat_add(s->st.inactive_split, sp, net_blocks);
 		pt_stat_add(s->st.inactive_split_bytes, sp, net_bytes);
 	}
-	/* active and active_bytes drop here: pt_stats() */
+	/* active and active_bytes drop here: msim_pt_stats() */
 	pt_stat_dec(s->st.requested_bytes, sp, (int64_t)b->requested);
 }
 
@@ -1775,7 +1040,7 @@ live_take(pt_state_t *s, uint32_t id)
  * synchronize_and_free_events() after the captures end give it back
  * (insert_events_deferred_until_no_capture(); the stream uses were all
  * recorded during the capture, so no event is left to wait for).  It
- * stays pending until release_held().
+ * stays pending until msim_pt_release_held().
  */
 static int
 hold(pt_state_t *s, uint32_t id, pt_block_t *b)
@@ -1914,176 +1179,7 @@ pt_serve(void *state, msim_lean_t *L, const msim_req_t *v, size_t n,
 static int
 pt_empty_cache(void *state)
 {
-	return release_cached(state);
-}
-
-/* The stream state a request on handle would use, or NULL if it never
- * allocated there (no side effects). */
-static pt_stream_t *
-pt_stream_find(const pt_state_t *s, msim_stream_t handle)
-{
-	const pt_capture_t *c = s->ncaptures ? capture_of(s, handle) : NULL;
-	const pt_ppool_t *pp = c ? ppool_find(s, c->pool) : NULL;
-	pt_stream_t *const *v = pp ? pp->streams : s->streams;
-	size_t n = pp ? pp->nstreams : s->nstreams;
-	for (size_t i = 0; i < n; i++)
-		if (v[i]->handle == handle)
-			return v[i];
-	return NULL;
-}
-
-/* Whether a malloc of req now would free cached segments itself: the
- * lookup misses and GC, the cap or the device forces a release
- * (docs/pytorch-allocator.md §11.2 b).  Evaluated without side effects. */
-static bool
-pt_would_release(const void *state, const msim_req_t *req)
-{
-	const pt_state_t *s = state;
-	uint64_t size = pt_round(s, req->size, false);
-	int pool = size <= PT_SMALL_SIZE ? PT_SMALL : PT_LARGE;
-	const pt_stream_t *st = pt_stream_find(s, req->stream);
-	if (st) {
-		const pt_block_t *b = fs_lower_bound(&st->fs[pool], size);
-		bool refused = b && ((size < s->max_split &&
-				      b->size >= s->max_split) ||
-				     (size >= s->max_split &&
-				      b->size >= size + s->nonsplit_tol));
-		if (b && !refused)
-			return false;
-	}
-	uint64_t seg_size = pt_segment_size(s, size);
-	if (s->gc_enabled &&
-	    s->total_allocated > (uint64_t)(s->gc_threshold * (double)s->cap)) {
-		for (size_t i = 0; i < s->nstreams; i++) {
-			const pt_freeset_t *fs = &s->streams[i]->fs[PT_LARGE];
-			for (const pt_block_t *b = fs_first(fs); b;
-			     b = fs_next(fs, b))
-				if (!blk_is_split(b))
-					return true;
-		}
-	}
-	if (!(s->cap && s->total_allocated + seg_size > s->cap) &&
-	    seg_size <= msim_device_avail(s->dev))
-		return false;
-	/* A use_on_oom pool's cached block serves it before any release
-	 * (try_mempool_fallback()). */
-	if (s->ncaptures && capture_of(s, req->stream))
-		return true;
-	for (size_t i = 0; i < s->nppools; i++) {
-		const pt_ppool_t *pp = s->ppools[i];
-		if (!fallback_pool(pp))
-			continue;
-		for (size_t j = 0; j < pp->nstreams; j++) {
-			if (pp->streams[j]->handle != req->stream)
-				continue;
-			const pt_block_t *b =
-				fs_lower_bound(&pp->streams[j]->fs[pool], size);
-			if (b && !((size < s->max_split &&
-				    b->size >= s->max_split) ||
-				   (size >= s->max_split &&
-				    b->size >= size + s->nonsplit_tol)))
-				return false;
-		}
-	}
-	return true;
-}
-
-static void
-pt_stats(const void *state, msim_stats_t *out)
-{
-	const pt_state_t *s = state;
-	*out = s->st;
-	/* active and active_bytes: allocated's plus the pending blocks
-	 * (pt_active_peak()); freed by free_block(), those of allocated's
-	 * freed that are not pending. */
-	for (int x = 0; x < MSIM_NPOOL; x++) {
-		msim_stat_t *a = &out->active[x], *ab = &out->active_bytes[x];
-		const msim_stat_t *n = &out->allocation[x];
-		const msim_stat_t *nb = &out->allocated_bytes[x];
-		a->current = n->current + s->pend_n[x];
-		ab->current = nb->current + s->pend_bytes[x];
-		if (n->peak > a->peak)
-			a->peak = n->peak;
-		if (nb->peak > ab->peak)
-			ab->peak = nb->peak;
-		if (x != MSIM_POOL_ALL) {
-			a->freed = n->freed - s->pend_n[x];
-			ab->freed = nb->freed - s->pend_bytes[x];
-		}
-	}
-	/* The "all" copies' freed counts (pt_stat_dec()). */
-#define XX(name)                                                      \
-	out->name[MSIM_POOL_ALL].freed = out->name[MSIM_POOL_SMALL].freed + \
-					 out->name[MSIM_POOL_LARGE].freed;
-	MSIM_STAT_ARRAYS(XX)
-#undef XX
-	out->max_split_size =
-		s->max_split == PT_UNLIMITED ? -1 : (int64_t)s->max_split;
-}
-
-static void
-pt_sample(const void *state, int64_t *allocated_out, int64_t *active_out,
-	  int64_t *requested_out)
-{
-	const pt_state_t *s = state;
-	*allocated_out = s->st.allocated_bytes[MSIM_POOL_ALL].current;
-	*active_out = *allocated_out + s->pend_bytes[MSIM_POOL_ALL];
-	*requested_out = s->st.requested_bytes[MSIM_POOL_ALL].current;
-}
-
-static void
-pt_free_info(const void *state, uint64_t *largest_out, uint64_t *total_out)
-{
-	const pt_state_t *s = state;
-	uint64_t largest = 0;
-	for (size_t p = 0; p <= s->nppools; p++) {
-		pt_stream_t *const *v = p ? s->ppools[p - 1]->streams
-					  : s->streams;
-		size_t n = p ? s->ppools[p - 1]->nstreams : s->nstreams;
-		for (size_t i = 0; i < n; i++) {
-			for (int pool = 0; pool < 2; pool++) {
-				const pt_block_t *b =
-					fs_prev(&v[i]->fs[pool], NULL);
-				if (b && b->size > largest)
-					largest = b->size;
-			}
-		}
-	}
-	*largest_out = largest;
-	*total_out = s->free_bytes;
-}
-
-/* Every mapped block: the live ones by id, the free ones set by set. */
-static void
-pt_blocks(const void *state, void (*fn)(void *ctx, const msim_block_t *b),
-	  void *ctx)
-{
-	const pt_state_t *s = state;
-	for (size_t id = 0; id < s->nlive; id++) {
-		const pt_block_t *b = s->live[id];
-		if (b)
-			fn(ctx, &(msim_block_t){b->ptr, b->size,
-						b->state == B_ALLOC
-						? MSIM_BLOCK_ALLOCATED
-						: MSIM_BLOCK_PENDING});
-	}
-	for (size_t i = 0; i < s->nheld; i++)
-		fn(ctx, &(msim_block_t){s->held[i]->ptr, s->held[i]->size,
-					MSIM_BLOCK_PENDING});
-	for (size_t p = 0; p <= s->nppools; p++) {
-		pt_stream_t *const *v = p ? s->ppools[p - 1]->streams
-					  : s->streams;
-		size_t n = p ? s->ppools[p - 1]->nstreams : s->nstreams;
-		for (size_t i = 0; i < n; i++)
-			for (int pool = 0; pool < 2; pool++) {
-				const pt_freeset_t *fs = &v[i]->fs[pool];
-				for (const pt_block_t *b = fs_first(fs); b;
-				     b = fs_next(fs, b))
-					fn(ctx, &(msim_block_t){
-						b->ptr, b->size,
-						MSIM_BLOCK_FREE});
-			}
-	}
+	return msim_pt_release_cached(state);
 }
 
 static void
@@ -2096,7 +1192,7 @@ pt_destroy(void *state)
 		free(s->streams[i]);
 	free(s->streams);
 	for (size_t i = 0; i < s->nppools; i++)
-		ppool_destroy(s->ppools[i]);
+		msim_pt_ppool_destroy(s->ppools[i]);
 	free(s->ppools);
 	free(s->captures);
 	free(s->held);
@@ -2114,68 +1210,23 @@ pt_destroy(void *state)
 	free(s);
 }
 
-static int
-pt_create(void **state_out, msim_device_t *dev, const msim_params_t *pv,
-	  char *why, size_t whylen)
-{
-	const msim_param_value_t *v = pv->v;
-	uint64_t large_mb = v[P_LARGE_SEG].u;
-	if (!v[P_MAX_SPLIT].none && v[P_MAX_SPLIT].u < large_mb) {
-		snprintf(why, whylen, "max_split_size_mb: %llu is below "
-			 "large_segment_size_mb (%llu)",
-			 (unsigned long long)v[P_MAX_SPLIT].u,
-			 (unsigned long long)large_mb);
-		return MSIM_EINVAL;
-	}
-	if (!v[P_NONSPLIT].none && v[P_NONSPLIT].u < large_mb) {
-		snprintf(why, whylen, "max_non_split_rounding_mb: %llu is "
-			 "below large_segment_size_mb (%llu)",
-			 (unsigned long long)v[P_NONSPLIT].u,
-			 (unsigned long long)large_mb);
-		return MSIM_EINVAL;
-	}
-	pt_state_t *s = calloc(1, sizeof(*s));
-	if (!s)
-		return MSIM_ENOMEM;
-	s->dev = dev;
-	s->large_segment = large_mb * MSIM_MiB;
-	s->max_split = v[P_MAX_SPLIT].none ? PT_UNLIMITED
-					   : v[P_MAX_SPLIT].u * MSIM_MiB;
-	s->nonsplit_tol = v[P_NONSPLIT].none ? s->large_segment
-					     : v[P_NONSPLIT].u * MSIM_MiB;
-	s->gc_threshold = v[P_GC].d;
-	s->expandable = v[P_EXPANDABLE].b;
-	s->graph_reuse = v[P_GRAPH_REUSE].b;
-	rp2_parse(v[P_RP2].text, s->rp2, why, whylen);
-	for (int i = 0; i < 16; i++)
-		s->rp2_any = s->rp2_any || s->rp2[i] > 1;
-	if (v[P_FRACTION].set && msim_device_set_fraction(dev, v[P_FRACTION].d)) {
-		free(s);
-		return MSIM_EINVAL;
-	}
-	s->cap = msim_device_cap(dev);
-	s->gc_enabled = s->cap && s->gc_threshold > 0.0;
-	*state_out = s;
-	return 0;
-}
-
 const msim_policy_ops_t msim_policy_pytorch = {
 	.name = "pytorch",
 	.summary = "PyTorch 2.11 CUDA caching allocator (native backend), "
 		   "exact",
-	.params = pt_params,
-	.create = pt_create,
+	.params = msim_pt_params,
+	.create = msim_pt_create,
 	.alloc = pt_alloc,
 	.free = pt_free,
 	.free_requested = pt_free_requested,
 	.free_now = pt_free_now,
 	.serve = pt_serve,
 	.empty_cache = pt_empty_cache,
-	.pool = pt_pool,
-	.would_release = pt_would_release,
-	.stats = pt_stats,
-	.sample = pt_sample,
-	.free_info = pt_free_info,
-	.blocks = pt_blocks,
+	.pool = msim_pt_pool,
+	.would_release = msim_pt_would_release,
+	.stats = msim_pt_stats,
+	.sample = msim_pt_sample,
+	.free_info = msim_pt_free_info,
+	.blocks = msim_pt_blocks,
 	.destroy = pt_destroy,
 };

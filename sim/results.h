@@ -4,7 +4,7 @@
  * and the segment events.  Every run is written in one transaction, so a
  * killed writer leaves whole runs or none; WAL and a busy timeout let
  * several processes write one database.  The schema is documented in
- * README.md and versioned in the table meta.
+ * docs/guide.md ("Results database") and versioned in the table meta.
  */
 #ifndef MSIM_SIM_RESULTS_H
 #define MSIM_SIM_RESULTS_H

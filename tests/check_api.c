@@ -15,15 +15,15 @@
 #include <unistd.h>
 
 #include "memsim.h"
+#include "testutil.h"
 
 static char trace[4096];
 
 static void
 setup(void)
 {
-	const char *d = getenv("MSIM_TESTDATA");
-	snprintf(trace, sizeof(trace), "%s/traces/gpt2_varlen.csv",
-		 d ? d : "tests/data");
+	snprintf(trace, sizeof(trace), "%s",
+		 test_data("traces/gpt2_varlen.csv"));
 }
 
 /* Every function taking a run, given h, returns code (or 0 / NULL). */

@@ -51,8 +51,7 @@ note(void *ctx, const char *line)
 static msim_fit_spec_t
 spec_of(uint64_t cap)
 {
-	static char pattern[256];
-	snprintf(pattern, sizeof(pattern), "%s", tmp_path("t-{B}.csv"));
+	const char *pattern = tmp_keep("t-{B}.csv");
 	nnotes = 0;
 	return (msim_fit_spec_t){
 		.cap = cap, .name = "B", .lo = 1, .hi = 8,

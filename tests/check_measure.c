@@ -42,9 +42,7 @@ bridge(void)
 START_TEST(test_measure_stores_the_measured_row)
 {
 	bridge();
-	static char trace[256], db[256];
-	snprintf(trace, sizeof(trace), "%s", tmp_path("t.csv"));
-	snprintf(db, sizeof(db), "%s", tmp_path("m.db"));
+	const char *trace = tmp_keep("t.csv"), *db = tmp_keep("m.db");
 	msim_measure_spec_t s = {
 		.trace = trace, .mode = MSIM_VMODE_TORCH,
 		.conf = "max_split_size_mb:64,expandable_segments:False",
@@ -95,8 +93,7 @@ END_TEST
 START_TEST(test_measure_refuses)
 {
 	bridge();
-	static char trace[256];
-	snprintf(trace, sizeof(trace), "%s", tmp_path("t.csv"));
+	const char *trace = tmp_keep("t.csv");
 	msim_measure_spec_t s = {
 		.trace = trace, .mode = MSIM_VMODE_TORCH, .conf = "garbage",
 		.python = "/bin/sh", .bridge_dirs = dirs,

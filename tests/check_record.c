@@ -56,10 +56,9 @@ slurp(const char *path)
 START_TEST(test_record_exec)
 {
 	stand_in();
-	static char py[256], mod[256], out[256];
-	snprintf(py, sizeof(py), "%s", tmp_path("bin/python3"));
-	snprintf(mod, sizeof(mod), "%s", tmp_path("mod"));
-	snprintf(out, sizeof(out), "%s", tmp_path("out.csv"));
+	char *py = tmp_keep("bin/python3");
+	const char *mod = tmp_keep("mod");
+	const char *out = tmp_keep("out.csv");
 	const char *dirs[] = {"/nonexistent", mod, NULL};
 	msim_record_opts_t o = {.dirs = dirs, .quiet = true};
 	char *ropt[] = {"--fake", "--amp", "bf16"};
@@ -134,10 +133,9 @@ note(void *ctx, int what, const char *line)
 START_TEST(test_recsweep)
 {
 	stand_in();
-	static char py[256], mod[256], db[256];
-	snprintf(py, sizeof(py), "%s", tmp_path("bin/python3"));
-	snprintf(mod, sizeof(mod), "%s", tmp_path("mod"));
-	snprintf(db, sizeof(db), "%s", tmp_path("s.db"));
+	char *py = tmp_keep("bin/python3");
+	const char *mod = tmp_keep("mod");
+	const char *db = tmp_keep("s.db");
 	const char *dirs[] = {mod, NULL};
 	char *cmd[] = {py, "s.py", "--batch", "{batch}"};
 	msim_recsweep_spec_t s = {

@@ -31,14 +31,13 @@ split_trace(void)
 				  "free_completed,4096,104857600\n"
 				  "alloc,8192,20971520\n"
 				  "alloc,12288,94371840\n";
-	return write_bytes("split.csv", csv, sizeof(csv) - 1);
+	write_bytes("split.csv", csv, sizeof(csv) - 1);
+	return tmp_keep("split.csv");
 }
 
 START_TEST(test_tune_picks_stores_and_reads_back)
 {
-	static char trace[256], db[256];
-	snprintf(trace, sizeof(trace), "%s", split_trace());
-	snprintf(db, sizeof(db), "%s", tmp_path("tune.db"));
+	const char *trace = split_trace(), *db = tmp_keep("tune.db");
 	const char *grid[] = {"max_split_size_mb=none,64"};
 	msim_tune_spec_t s = {
 		.trace = trace, .cap = 150 * MIB, .db_path = db, .grid = grid,
@@ -79,9 +78,7 @@ END_TEST
 
 START_TEST(test_tune_none_fits)
 {
-	static char trace[256], db[256];
-	snprintf(trace, sizeof(trace), "%s", split_trace());
-	snprintf(db, sizeof(db), "%s", tmp_path("tune.db"));
+	const char *trace = split_trace(), *db = tmp_keep("tune.db");
 	const char *grid[] = {"max_split_size_mb=none,64"};
 	msim_tune_spec_t s = {
 		.trace = trace, .cap = 100 * MIB, .db_path = db, .grid = grid,

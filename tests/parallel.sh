@@ -1,5 +1,5 @@
 #!/bin/sh
-# A sweep spread with GNU parallel, as the README shows it for several
+# A sweep spread with GNU parallel, as docs/guide.md shows it for several
 # hosts: three shards into three databases, then memsim merge; the result
 # equals the sweep run in one go.  Skipped (77) without GNU parallel.
 set -u

@@ -29,7 +29,8 @@ while IFS='	' read -r trace loading alloc res; do
 	EAGER) [ "$got" = "$alloc $res " ] ||
 		fail "$trace modelled placement: $got, real $alloc $res" ;;
 	LAZY) [ "$got" != "$alloc $res " ] ||
-		fail "$trace: modelled placement now matches lazy loading; update README" ;;
+		fail "$trace: modelled placement now matches lazy" \
+		     "loading; update docs/fidelity.md" ;;
 	esac
 done <"$rows"
 [ "$n" -eq 3 ] || fail "read $n rows, expected 3"

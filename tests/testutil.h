@@ -26,6 +26,14 @@ tmpdir_path(void)
 	return dir;
 }
 
+/* How many of tmp_keep()'s buffers the test has used. */
+static inline int *
+tmp_kept(void)
+{
+	static int n;
+	return &n;
+}
+
 /* A checked fixture (tcase_add_checked_fixture(tc, tmpdir_setup,
  * tmpdir_teardown)): a fresh folder for each test, removed with
  * all it holds after it. */
@@ -33,6 +41,7 @@ static inline void
 tmpdir_setup(void)
 {
 	char *dir = tmpdir_path();
+	*tmp_kept() = 0;
 	snprintf(dir, 64, "/tmp/memsim-test-XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 }
@@ -55,6 +64,19 @@ tmp_path(const char *name)
 	k = (k + 1) % 4;
 	snprintf(buf[k], sizeof(buf[k]), "%s/%s", tmpdir_path(), name);
 	return buf[k];
+}
+
+/* The scratch folder's file name in a buffer of its own that lasts the
+ * test (at most 16 a test): for the paths a spec holds while
+ * tmp_path()'s buffers are reused. */
+static inline char *
+tmp_keep(const char *name)
+{
+	static char buf[16][256];
+	int *n = tmp_kept();
+	ck_assert_int_lt(*n, 16);
+	snprintf(buf[*n], sizeof(buf[0]), "%s/%s", tmpdir_path(), name);
+	return buf[(*n)++];
 }
 
 /* Writes n bytes to the scratch file name; returns its path

@@ -15,6 +15,13 @@
  * the fields torch.cuda.memory._snapshot() gives in PyTorch 2.4 and later
  * that memory_viz reads.  A frame is {"filename", "line", "name"}, split
  * from a site "file:line function".
+ *
+ * The trace format's writer (msim_trace_pickle's write_open, write and
+ * write_close: `memsim convert --to pickle`) writes with the same opcodes
+ * a snapshot that torch.cuda.memory's tools and the reader load:
+ * {"segments": [], "device_traces": [[entry, ...]]}, entries with action,
+ * addr (device_free for oom), size, stream and time_us, without frames,
+ * streamed in batches of 1000 as Python's pickler does.
  */
 #include <config.h>
 
@@ -25,8 +32,8 @@
 #include "sim/error.h"
 #include "sim/file.h"
 #include "sim/types.h"
+#include "traces/pickle_int.h"
 #include "traces/snapshot_out.h"
-#include "traces/trace.h"
 
 static void
 so_str(FILE *fp, const char *s, size_t n)
@@ -186,21 +193,31 @@ so_segment(FILE *fp, const msim_snapout_seg_t *g)
 	fputc('u', fp);
 }
 
+/* A device_traces entry's fields (its dict's MARK to its SETITEMS are the
+ * caller's). */
+static void
+so_entry_fields(FILE *fp, int action, uint64_t addr, uint64_t size,
+		uint64_t stream, uint64_t time_us)
+{
+	so_key(fp, "action");
+	so_key(fp, msim_action_name(action));
+	so_key(fp, action == MSIM_ACT_OOM ? "device_free" : "addr");
+	so_int(fp, addr);
+	so_key(fp, "size");
+	so_int(fp, size);
+	so_key(fp, "stream");
+	so_int(fp, stream);
+	so_key(fp, "time_us");
+	so_int(fp, time_us);
+}
+
 static void
 so_entry(FILE *fp, const msim_snapout_entry_t *e)
 {
 	fputc('}', fp);
 	fputc('(', fp);
-	so_key(fp, "action");
-	so_key(fp, msim_action_name(e->action));
-	so_key(fp, e->action == MSIM_ACT_OOM ? "device_free" : "addr");
-	so_int(fp, e->addr);
-	so_key(fp, "size");
-	so_int(fp, e->size);
-	so_key(fp, "stream");
-	so_int(fp, e->stream);
-	so_key(fp, "time_us");
-	so_int(fp, e->time_us);
+	so_entry_fields(fp, e->action, e->addr, e->size, e->stream,
+			e->time_us);
 	so_frames(fp, e->site);
 	fputc('u', fp);
 }
@@ -260,4 +277,70 @@ msim_snapout_write(const char *path, const msim_snapout_t *s, char *why,
 		return MSIM_EIO;
 	}
 	return msim_outfile_commit(&o, why, whylen);
+}
+
+/* ---- the trace format's writer ---- */
+
+/* Entries written since the last MARK (w->fmt). */
+typedef struct so_trace_s {
+	unsigned batch;
+} so_trace_t;
+
+static int
+so_check(msim_trace_writer_t *w)
+{
+	if (ferror(w->fp))
+		return msim_trace_writer_fail(w, MSIM_EIO, "cannot write");
+	return 0;
+}
+
+int
+msim_pk_write_open(msim_trace_writer_t *w)
+{
+	so_trace_t *p = calloc(1, sizeof(*p));
+	if (!p)
+		return msim_trace_writer_fail(w, MSIM_ENOMEM, "out of memory");
+	w->fmt = p;
+	static const uint8_t head[] = {0x80, 4, '}', '('};
+	fwrite(head, 1, sizeof(head), w->fp);
+	so_key(w->fp, "segments");
+	fputc(']', w->fp);
+	so_key(w->fp, "device_traces");
+	fputc(']', w->fp);
+	fputc(']', w->fp);
+	fputc('(', w->fp);
+	return so_check(w);
+}
+
+int
+msim_pk_write(msim_trace_writer_t *w, const msim_entry_t *e)
+{
+	so_trace_t *p = w->fmt;
+	FILE *fp = w->fp;
+	if (p->batch == 1000) {
+		fputc('e', fp); /* APPENDS */
+		fputc('(', fp);
+		p->batch = 0;
+	}
+	fputc('}', fp);
+	fputc('(', fp);
+	so_entry_fields(fp, e->action, e->addr, e->size, e->stream,
+			e->time_us);
+	fputc('u', fp);
+	p->batch++;
+	return so_check(w);
+}
+
+int
+msim_pk_write_close(msim_trace_writer_t *w)
+{
+	so_trace_t *p = w->fmt;
+	if (!p)
+		return 0;
+	/* APPENDS, the device list into device_traces, SETITEMS, STOP */
+	static const uint8_t tail[] = {'e', 'a', 'u', '.'};
+	fwrite(tail, 1, sizeof(tail), w->fp);
+	free(p);
+	w->fmt = NULL;
+	return so_check(w);
 }

@@ -20,8 +20,9 @@
  * only for forwards followed by a backward.  The approximations: ops that
  * autocast keeps in fp32 (layer norm, softmax, loss) are halved anyway,
  * every parameter is cast (embeddings and norms are not), and casts are
- * made all at once instead of at first use.  README.md gives the error on
- * the recorded and generated GPT-2 runs.
+ * made all at once instead of at first use.  docs/fidelity.md ("The dtype
+ * transform of recorded traces") gives the error on the recorded and
+ * generated GPT-2 runs.
  */
 #ifndef MSIM_TRACES_XFORM_H
 #define MSIM_TRACES_XFORM_H

@@ -3,7 +3,7 @@ Hugging Face transformers 5 writes GPT2LMHeadModel and LlamaForCausalLM
 (the tensors they allocate and keep are the same), with a DynamicCache
 that grows by torch.cat, weight-only int8/fp8 linear layers, and the
 causal-LM loss.  The scripts next to this file run them; each names the
-`memsim gen model` spec that models it (README, "memsim gen").  No
+`memsim gen model` spec that models it (docs/fidelity.md, "memsim gen").  No
 downloaded weights: the models are initialised at random."""
 import math
 

@@ -2,7 +2,8 @@
 
 total_memory is what torch.cuda.get_device_properties(0).total_memory
 reports (cudaDeviceProp::totalGlobalMem); the H200 figure was read on the
-project's device (see README, "Predicting from a program").
+project's device (see docs/guide.md, where cudaMemGetInfo's total on
+the H200 is given).
 """
 
 DEVICES = {

@@ -13,11 +13,12 @@ autocast and fp32; channels 3..512, spatial 8..256, kernel 1/3/7, stride
 scaled_dot_product_attention calls (cuDNN, memory-efficient and flash
 backends; batch 1..32, heads 1..32, sequence 64..4096, head_dim
 32..128), and the C++ frames of real snapshots of the workloads of
-tests/recorder/workloads.py (README, "Predicting from a program"), and
+tests/recorder/workloads.py (docs/recording.md, "memsim record"), and
 821 more backward-weight calls on NCHW inputs (C = K swept against N*P*Q,
 C != K, the three dtypes, 5x5 and 7x7, the workloads' layers).  The
 size rules were chosen on half of each convolution grid and checked on
-the other half (README gives the held-out error).
+the other half (docs/recording.md, "memsim record", gives the held-out
+error).
 
 Convolutions.  run_conv_plan() allocates plan.getWorkspaceSize() bytes
 from the caching allocator, runs the plan and frees it: one workspace
