@@ -4,7 +4,8 @@
 # -j; the traces equal byte for byte those of separate recordings
 # (MEMSIM_RECORD_SERVER=0), an HF model from a config (transformers
 # imported before the recorder patches PyTorch) and a plain one; no
-# process is left when memsim is killed.  First fit's curve and --plot,
+# process is left when memsim is killed or gets SIGTERM, nor after
+# --timeout.  First fit's curve and --plot,
 # on committed traces (no PyTorch).  Needs Python 3 and PyTorch for the
 # rest; skips (77) without them.  No downloaded weights.
 set -u
@@ -122,6 +123,24 @@ grep -Eq '^ +3 +- +- +recording failed$' "$tmp/out" ||
 left=$(ls -A "$TMPDIR" | grep '^memsim-')
 [ -z "$left" ] || fail "scratch left in TMPDIR: $left"
 
+# Processes whose command line has $1; waits (up to 300 s) until there
+# are two, or (up to 10 s) until there are none.
+running() { ps -eo args | grep -F "$1" | grep -v grep; }
+until_two() {
+	i=0
+	while [ $i -lt 600 ] && [ "$(running "$1" | wc -l)" -lt 2 ]; do
+		sleep 0.5; i=$((i + 1))
+	done
+	[ "$(running "$1" | wc -l)" -ge 2 ]
+}
+until_none() {
+	i=0
+	while [ $i -lt 20 ] && [ -n "$(running "$1")" ]; do
+		sleep 0.5; i=$((i + 1))
+	done
+	[ -z "$(running "$1")" ]
+}
+
 # --timeout through the server: the recording past it (and the process
 # it started) killed, a failure at its value; nothing left running, no
 # private folder left beside the kept traces.
@@ -142,10 +161,9 @@ grep -q '^memsim: fit: recording B=3 failed (exit 1): the recording ran past --t
 grep -q '^largest *B=2$' "$tmp/out" || fail "fit --timeout (server): $(cat "$tmp/out")"
 [ "$(ls -A "$tmp/keep-t")" = "B-2.csv" ] ||
 	fail "fit --timeout (server): left in -k: $(ls -A "$tmp/keep-t")"
-sleep 1
-ps -eo args | grep -F "slow-child-$$" | grep -v grep &&
+until_none "slow-child-$$" ||
 	fail "fit --timeout (server): the script's child left running"
-ps -eo args | grep -F "$tmp/slow.py" | grep -v grep &&
+until_none "$tmp/slow.py" ||
 	fail "fit --timeout (server): a recording left running"
 
 # memsim killed while the server records: nothing left running.
@@ -157,16 +175,32 @@ PY
 $MEMSIM fit -j2 --cap 1GiB --vary B=1..9 -- "$PY" "$tmp/sleepy.py" '{B}' \
 	>/dev/null 2>&1 &
 pid=$!
-left() { ps -eo args | grep -F "$tmp/sleepy.py" | grep -v grep; }
-i=0
-while [ $i -lt 600 ] && [ "$(left | wc -l)" -lt 2 ]; do
-	sleep 0.5; i=$((i + 1))
-done
-[ "$(left | wc -l)" -ge 2 ] || fail "kill: the recordings never ran"
+until_two "$tmp/sleepy.py" || fail "kill: the recordings never ran"
 kill -9 $pid
 wait $pid 2>/dev/null
-i=0
-while [ $i -lt 20 ] && [ -n "$(left)" ]; do sleep 0.5; i=$((i + 1)); done
-[ -z "$(left)" ] || fail "left running after memsim was killed: $(left)"
+until_none "$tmp/sleepy.py" ||
+	fail "left running after memsim was killed: $(running "$tmp/sleepy.py")"
+
+# SIGTERM to memsim while the server records: passed on, every recording
+# and what it started killed, memsim exits 128+15 saying so.
+cat >"$tmp/sleepy2.py" <<'PY'
+import subprocess, sys, time, torch
+x = torch.empty(int(sys.argv[1]), device="cuda")
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)",
+                  "sleepy-child-" + sys.argv[2]])
+time.sleep(120)
+PY
+$MEMSIM fit -j2 --cap 1GiB --vary B=1..9 -- "$PY" "$tmp/sleepy2.py" '{B}' \
+	"$$" >/dev/null 2>"$tmp/err" &
+pid=$!
+until_two "sleepy-child-$$" || fail "SIGTERM: the recordings never ran"
+kill -TERM $pid
+wait $pid
+rc=$?
+[ $rc -eq 143 ] || fail "SIGTERM: exit $rc: $(cat "$tmp/err")"
+grep -q 'memsim got signal 15' "$tmp/err" || fail "SIGTERM: $(cat "$tmp/err")"
+until_none "sleepy-child-$$" ||
+	fail "SIGTERM: left running: $(running "sleepy-child-$$")"
+until_none "$tmp/sleepy2.py" || fail "SIGTERM: a recording left running"
 
 finish recorder_server.sh
