@@ -16,12 +16,13 @@
 #include "cli/cli.h"
 #include "cli/opts.h"
 #include "lab/fit.h"
+#include "plots/plot.h"
 #include "policies/registry.h"
 #include "sim/file.h"
 #include "sim/units.h"
 
 enum { O_CAP = 256, O_VARY, O_FAKE, O_GPU, O_DEVICE, O_AMP, O_CKPT, O_WS,
-       O_RANK, O_FRAC, O_CTX, O_JSON, O_TIMEOUT };
+       O_RANK, O_FRAC, O_CTX, O_JSON, O_TIMEOUT, O_PLOT };
 
 static const msim_cli_opt_t fit_opts[] = {
 	{O_CAP, false, "cap", "BYTES", "the per-process cap (required)"},
@@ -46,6 +47,10 @@ static const msim_cli_opt_t fit_opts[] = {
 	{O_TIMEOUT, false, "timeout", "SECONDS",
 	 "stop a recording that runs longer (a failure at\n"
 	 "its value)"},
+	{'j', true, "jobs", "N",
+	 "record up to N values at once (default 1)"},
+	{O_PLOT, false, "plot", "OUT",
+	 "draw the curve learned into OUT (.png, .svg, .pdf)"},
 	/* memsim record's, passed on (lab/fit.c) */
 	{O_FAKE, false, "fake", NULL, NULL},
 	{O_GPU, false, "gpu", NULL, NULL},
@@ -72,10 +77,14 @@ static const msim_cli_cmd_t fit_cmd = {
 	"record, with\n"
 	"{NAME} replaced in the command) replays under the cap without running "
 	"out of\n"
-	"memory, by bisection (memory is assumed to grow with NAME).  For the "
-	"winner it\n"
-	"prints the peak reserved and allocated, the margin to the cap, and "
-	"the best\n"
+	"memory (memory is assumed to grow with NAME): the ends of the range, "
+	"then where\n"
+	"the line through what they need meets the cap (bisection after two "
+	"slow guesses).\n"
+	"A recording that fails counts as not fitting.  It prints the curve "
+	"learned; for\n"
+	"the winner, the peak reserved and allocated, the margin to the cap, "
+	"and the best\n"
 	"--alloc-conf of the candidates (lowest peak reserved without an OOM); "
 	"with no\n"
 	"candidates, `memsim tune` searches them.\n"
@@ -87,7 +96,8 @@ static const msim_cli_cmd_t fit_cmd = {
 /* Reads the options into f.  Returns -1 to go on, else the exit status. */
 static int
 fit_parse(int argc, char **argv, msim_fit_spec_t *f, const char **vary,
-	  const char **keep, msim_cli_gpu_t *gpu, bool *json)
+	  const char **keep, msim_cli_gpu_t *gpu, bool *json,
+	  const char **plot)
 {
 	static const char *const flag[] = {"--device", "--amp", "--checkpoint",
 					   "--world-size", "--rank",
@@ -125,6 +135,12 @@ fit_parse(int argc, char **argv, msim_fit_spec_t *f, const char **vary,
 		case O_TIMEOUT:
 			f->rec.timeout_s = (unsigned)msim_cli_uint(
 				"--timeout", optarg, 1, 1u << 30);
+			break;
+		case 'j':
+			f->jobs = (int)msim_cli_jobs(optarg);
+			break;
+		case O_PLOT:
+			*plot = optarg;
 			break;
 		case O_FAKE:
 			ropt[nropt++] = "--fake";
@@ -185,6 +201,29 @@ fit_usable(const msim_fit_spec_t *f)
 	return f->cap < left ? f->cap : left;
 }
 
+/* The curve learned: each value tried, what it needs, how it ran. */
+static void
+fit_print_curve(const msim_fit_spec_t *f, const msim_fit_result_t *r)
+{
+	printf("curve      %-8s %14s %14s  under the cap\n", f->name,
+	       "needs reserved", "allocated");
+	for (size_t i = 0; i < r->ncurve; i++) {
+		const msim_fit_curve_pt_t *c = &r->curve[i];
+		char rb[32], ab[32];
+		msim_format_bytes((uint64_t)c->reserved, rb, sizeof(rb));
+		msim_format_bytes((uint64_t)c->allocated, ab, sizeof(ab));
+		if (c->capped.failed) {
+			printf("           %-8ld %14s %14s  %s\n", c->value, "-",
+			       "-", "recording failed");
+			continue;
+		}
+		printf("           %-8ld %14s %14s  %s\n", c->value, rb, ab,
+		       c->capped.oom ? "out of memory"
+		       : r->fits && c->value == r->best ? "fits: the answer"
+							: "fits");
+	}
+}
+
 static void
 fit_print(const msim_fit_spec_t *f, const msim_fit_result_t *r,
 	  const char *device)
@@ -206,9 +245,9 @@ fit_print(const msim_fit_spec_t *f, const msim_fit_result_t *r,
 		       r->failed == 1 ? "" : "s");
 	if (r->growth[0])
 		printf("warning    %s\n", r->growth);
-	bool lo_failed = false;
-	for (size_t i = 0; i < r->nseen; i++)
-		lo_failed |= r->seen[i].value == f->lo && r->seen[i].p.failed;
+	fit_print_curve(f, r);
+	bool lo_failed = r->ncurve && r->curve[0].value == f->lo &&
+			 r->curve[0].capped.failed;
 	if (!r->fits) {
 		printf("fits       none: %s=%ld %s\n", f->name, f->lo,
 		       lo_failed ? "could not be recorded"
@@ -275,7 +314,22 @@ fit_json(const msim_fit_spec_t *f, const msim_fit_result_t *r,
 	       "\"name\": ", f->capacity, f->context, usable);
 	msim_cli_json_str(stdout, f->name);
 	printf(",\n  \"lo\": %ld,\n  \"hi\": %ld,\n  \"recordings\": %d,"
-	       "\n  \"fits\": %s", f->lo, f->hi, r->tries,
+	       "\n  \"failed\": %d,\n  \"warning\": ", f->lo, f->hi,
+	       r->tries, r->failed);
+	msim_cli_json_str(stdout, r->growth);
+	printf(",\n  \"curve\": [");
+	for (size_t i = 0; i < r->ncurve; i++) {
+		const msim_fit_curve_pt_t *c = &r->curve[i];
+		printf("%s\n    {\"value\": %ld, \"failed\": %s, "
+		       "\"peak_reserved_bytes\": %" PRId64 ", "
+		       "\"peak_allocated_bytes\": %" PRId64 ", "
+		       "\"capped_reserved_bytes\": %" PRId64 ", \"oom\": %s}",
+		       i ? "," : "", c->value,
+		       c->capped.failed ? "true" : "false", c->reserved,
+		       c->allocated, c->capped.reserved,
+		       c->capped.oom ? "true" : "false");
+	}
+	printf("%s],\n  \"fits\": %s", r->ncurve ? "\n  " : "",
 	       r->fits ? "true" : "false");
 	if (!r->fits) {
 		printf(",\n  \"largest\": null\n}\n");
@@ -313,17 +367,20 @@ msim_cmd_fit(int argc, char **argv)
 {
 	msim_fit_spec_t f = {.note = fit_note,
 			     .tune_jobs = (int)sysconf(_SC_NPROCESSORS_ONLN)};
-	const char *vary = NULL, *keep = NULL;
+	const char *vary = NULL, *keep = NULL, *plot = NULL;
 	msim_cli_gpu_t gpu = {0};
 	bool json = false;
 	optind = 1;
-	int rc = fit_parse(argc, argv, &f, &vary, &keep, &gpu, &json);
+	int rc = fit_parse(argc, argv, &f, &vary, &keep, &gpu, &json, &plot);
 	if (rc >= 0)
 		return rc;
 	char name[64], why[4400];
 	if (msim_fit_parse_vary(vary, name, sizeof(name), &f.lo, &f.hi, why,
 				sizeof(why)))
 		msim_cli_die("fit: %s", why);
+	if (plot && msim_plot_check(msim_cli_plots_dir(), GNUPLOT_PATH, plot,
+				    why, sizeof(why)))
+		msim_cli_die("fit: --plot: %s", why);
 	f.name = name;
 	if (keep) { /* the folder, checked on its first recording's name */
 		char first[4200];
@@ -374,6 +431,11 @@ msim_cmd_fit(int argc, char **argv)
 		fit_json(&f, &r, gpu.name);
 	else
 		fit_print(&f, &r, gpu.name);
+	if (plot && msim_fit_plot(&f, &r, msim_cli_plots_dir(), GNUPLOT_PATH,
+				  plot, why, sizeof(why))) {
+		msim_fit_clear(&r);
+		msim_cli_die("fit: --plot: %s", why);
+	}
 	msim_fit_clear(&r);
 	return r.fits ? 0 : 1; /* the scratch folder goes at exit */
 }

@@ -53,7 +53,8 @@ static const msim_cli_opt_t sweep_opts[] = {
 	{0, false, NULL, NULL, "\nrunning:\n"},
 	{'d', true, "db", "FILE", "the results database (required)"},
 	{'j', true, "jobs", "N",
-	 "worker processes (default: the number of cores)"},
+	 "worker processes (default: the number of cores); over\n"
+	 "a command, also the recordings made at once"},
 	{'f', false, "force", NULL,
 	 "run settings already stored again, replacing them"},
 	{'H', false, "shard", "I/N",
@@ -250,7 +251,7 @@ rec_make(char *const *cmd, int ncmd, sweep_opts_t *o, msim_sweep_spec_t *spec)
 		.cmd = cmd, .ncmd = ncmd, .db = o->db, .force = o->force,
 		.scratch = o->db ? NULL : msim_cli_scratch("memsim-sweep"),
 		.rec = {.dirs = msim_cli_record_dirs(), .quiet = true},
-		.note = rec_note, .ctx = o,
+		.jobs = (int)o->jobs, .note = rec_note, .ctx = o,
 	};
 	msim_recsweep_t *r;
 	char why[2048];

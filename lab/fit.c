@@ -15,10 +15,15 @@
 
 #include "lab/fit.h"
 #include "lab/job.h"
+#include "lab/recserver.h"
+#include "plots/plot.h"
 #include "policies/registry.h"
 #include "sim/device.h"
 #include "sim/error.h"
 #include "sim/units.h"
+
+/* A device no recording runs out of (1 PiB): what a value needs. */
+#define FIT_HUGE ((uint64_t)1 << 50)
 
 int
 msim_fit_parse_vary(const char *text, char *name, size_t n, long *lo,
@@ -64,15 +69,17 @@ fit_note(const msim_fit_spec_t *s, const char *fmt, ...)
 	s->note(s->ctx, line);
 }
 
-/* Replays trace under the cap with conf, as `memsim run --cap` does. */
+/* Replays trace with conf: under the cap, as `memsim run --cap` does,
+ * or (uncapped) on a device too large to run out, for what it needs. */
 static int
 fit_replay(const msim_fit_spec_t *s, const char *trace, const char *conf,
-	   msim_fit_point_t *p, char *why, size_t whylen)
+	   bool uncapped, msim_fit_point_t *p, char *why, size_t whylen)
 {
 	msim_job_spec_t js = {
 		.trace = trace, .policy = s->policy ? s->policy : MSIM_POLICY_DEFAULT,
-		.conf = conf, .cap = s->cap, .prefetch = true,
-		.capacity = s->capacity, .context = s->context,
+		.conf = conf, .cap = uncapped ? 0 : s->cap, .prefetch = true,
+		.capacity = uncapped ? FIT_HUGE : s->capacity,
+		.context = uncapped ? 0 : s->context,
 	};
 	msim_job_t *job = NULL;
 	msim_job_err_t err;
@@ -119,135 +126,301 @@ fit_trace(const msim_fit_spec_t *s, long value, char *trace, size_t n)
 	return 0;
 }
 
-/* Records the command at value into trace.  Returns 0, 1 when the
- * recording failed (why says how: a failure at that value, the search
- * goes on), or a negative MSIM_E* when it cannot go on (no recorder, an
- * output refused, memsim interrupted). */
+/* The search's state: the recorder's fork server (NULL: each value
+ * recorded alone) and the why of the caller. */
+typedef struct fit_state_s {
+	const msim_fit_spec_t *s;
+	msim_fit_result_t *res;
+	msim_recserver_t *srv;
+	char *why;
+	size_t whylen;
+} fit_state_t;
+
+/* What a recording's exit status rc (msim_record_exec()'s) means: 0, 1
+ * when the recording failed (st->why says how: a failure at that value,
+ * the search goes on), or a negative MSIM_E* when it cannot go on (no
+ * recorder, an output refused, memsim interrupted). */
 static int
-fit_record(const msim_fit_spec_t *s, long value, const char *trace,
-	   char *why, size_t whylen)
+fit_recorded(fit_state_t *st, long value, int rc, const char *rwhy)
 {
-	char val[32];
-	snprintf(val, sizeof(val), "%ld", value);
-	const char *v = val;
-	char **cmd = msim_record_subst(s->cmd, s->ncmd, &s->name, &v, 1);
-	if (!cmd) {
-		snprintf(why, whylen, "out of memory");
-		return MSIM_ENOMEM;
-	}
-	fit_note(s, "recording %s=%ld", s->name, value);
-	char rwhy[1024];
-	int rc = msim_record_exec(&s->rec, trace, s->ropt, s->nropt, cmd,
-				  s->ncmd, rwhy, sizeof(rwhy));
-	msim_record_subst_free(cmd, s->ncmd);
 	if (rc < 0) {
-		snprintf(why, whylen, "record: %s", rwhy);
+		snprintf(st->why, st->whylen, "record: %s", rwhy);
 		return rc;
 	}
 	if (rc && msim_record_signal()) {
-		snprintf(why, whylen, "recording %s=%ld: %s", s->name, value,
-			 rwhy);
+		snprintf(st->why, st->whylen, "recording %s=%ld: %s",
+			 st->s->name, value, rwhy);
 		return MSIM_EIO;
 	}
 	if (rc) {
-		snprintf(why, whylen, "recording %s=%ld failed (exit %d)%s%s",
-			 s->name, value, rc, *rwhy ? ": " : "", rwhy);
+		snprintf(st->why, st->whylen, "recording %s=%ld failed (exit "
+			 "%d)%s%s", st->s->name, value, rc, *rwhy ? ": " : "",
+			 rwhy);
 		return 1;
 	}
 	return 0;
 }
 
-/* Keeps what value gave, for fit_growth(). */
-static int
-fit_seen(msim_fit_result_t *res, long value, const msim_fit_point_t *p)
+/* The point of value on the curve, or NULL. */
+static msim_fit_curve_pt_t *
+fit_find(msim_fit_result_t *res, long value)
 {
-	msim_fit_seen_t *n = realloc(res->seen, (res->nseen + 1) * sizeof(*n));
-	if (!n)
+	for (size_t i = 0; i < res->ncurve; i++)
+		if (res->curve[i].value == value)
+			return &res->curve[i];
+	return NULL;
+}
+
+/* Whether a value tried fits: its replay under the cap ran, and without
+ * running out of memory. */
+static bool
+fit_fits(const msim_fit_curve_pt_t *c)
+{
+	return !c->capped.oom && !c->capped.failed;
+}
+
+/* Puts pt on the curve, kept in the order of the values. */
+static int
+fit_add(fit_state_t *st, const msim_fit_curve_pt_t *pt)
+{
+	msim_fit_result_t *res = st->res;
+	msim_fit_curve_pt_t *nc = realloc(res->curve, (res->ncurve + 1) *
+					  sizeof(*nc));
+	if (!nc) {
+		snprintf(st->why, st->whylen, "out of memory");
 		return MSIM_ENOMEM;
-	res->seen = n;
-	n[res->nseen++] = (msim_fit_seen_t){value, *p};
+	}
+	res->curve = nc;
+	size_t k = res->ncurve++;
+	while (k > 0 && nc[k - 1].value > pt->value) {
+		nc[k] = nc[k - 1];
+		k--;
+	}
+	nc[k] = *pt;
 	return 0;
 }
 
-/* Records (or finds) and replays value; *fits says whether it fits. */
+/* The end of value's recording: rc and rwhy as msim_record_exec() says
+ * them.  A failure is a failure at that value (told, counted as not
+ * fitting, on the curve) and *bad is set; 0, or a negative MSIM_E* when
+ * the search cannot go on. */
 static int
-fit_try(const msim_fit_spec_t *s, msim_fit_result_t *res, long value,
-	msim_fit_point_t *p, bool *fits, char *why, size_t whylen)
+fit_ended(fit_state_t *st, long value, int rc, const char *rwhy, bool *bad)
 {
-	char trace[4096];
-	memset(p, 0, sizeof(*p));
-	int rc = fit_trace(s, value, trace, sizeof(trace));
-	if (rc) {
-		snprintf(why, whylen, "out of memory");
+	if ((rc = fit_recorded(st, value, rc, rwhy)) <= 0)
 		return rc;
+	fit_note(st->s, "%s; counted as not fitting", st->why);
+	st->why[0] = '\0';
+	st->res->failed++;
+	*bad = true;
+	msim_fit_curve_pt_t pt = {.value = value, .capped.failed = true};
+	return fit_add(st, &pt);
+}
+
+/* Records the command at values[0..n) into traces[], at once through the
+ * fork server (n at most its jobs), else one after another; bad[i] says
+ * that values[i] failed. */
+static int
+fit_record(fit_state_t *st, const long *values, char (*traces)[4096],
+	   size_t n, bool *bad)
+{
+	const msim_fit_spec_t *s = st->s;
+	int rc = 0;
+	char rwhy[1024];
+	for (size_t i = 0; i < n && !rc; i++) {
+		char val[32];
+		snprintf(val, sizeof(val), "%ld", values[i]);
+		const char *v = val;
+		char **cmd = msim_record_subst(s->cmd, s->ncmd, &s->name, &v,
+					       1);
+		if (!cmd) {
+			snprintf(st->why, st->whylen, "out of memory");
+			rc = MSIM_ENOMEM;
+			break;
+		}
+		fit_note(s, "recording %s=%ld", s->name, values[i]);
+		if (st->srv)
+			rc = msim_recserver_submit(st->srv, (int)i, traces[i],
+						   s->ropt, s->nropt, cmd,
+						   s->ncmd, rwhy, sizeof(rwhy));
+		else
+			rc = msim_record_exec(&s->rec, traces[i], s->ropt,
+					      s->nropt, cmd, s->ncmd, rwhy,
+					      sizeof(rwhy));
+		msim_record_subst_free(cmd, s->ncmd);
+		if (rc && (rc < 0 || !st->srv))
+			rc = fit_ended(st, values[i], rc, rwhy, &bad[i]);
 	}
-	if (s->pattern && access(trace, R_OK) != 0) {
-		snprintf(why, whylen, "%s: %s", trace, strerror(errno));
-		return MSIM_EIO;
+	/* the answers of the server, each failure told (on an error, the
+	 * rest are ended with the server) */
+	while (!rc && st->srv && msim_recserver_running(st->srv)) {
+		int id, r = msim_recserver_wait(st->srv, &id, rwhy,
+						sizeof(rwhy));
+		if (r < 0 && id < 0)
+			return fit_recorded(st, values[0], r, rwhy);
+		if (r)
+			rc = fit_ended(st, values[id], r, rwhy, &bad[id]);
 	}
-	if (!s->pattern && (rc = fit_record(s, value, trace, why, whylen))) {
-		if (rc < 0)
-			return rc;
-		/* a failure at this value: counted as not fitting */
-		fit_note(s, "%s; counted as not fitting", why);
-		p->failed = true;
-		res->failed++;
-		*fits = false;
-		return fit_seen(res, value, p);
-	}
-	res->tries++;
-	if ((rc = fit_replay(s, trace, NULL, p, why, whylen)))
+	return rc;
+}
+
+/* Replays value's trace (under the cap, then uncapped) onto the curve. */
+static int
+fit_point(fit_state_t *st, long value, const char *trace)
+{
+	const msim_fit_spec_t *s = st->s;
+	msim_fit_point_t capped = {0}, need = {0};
+	int rc = fit_replay(s, trace, NULL, false, &capped, st->why,
+			    st->whylen);
+	if (!rc)
+		rc = fit_replay(s, trace, NULL, true, &need, st->why,
+				st->whylen);
+	msim_fit_curve_pt_t pt = {.value = value, .capped = capped,
+				  .reserved = need.reserved,
+				  .allocated = need.allocated};
+	if (rc || (rc = fit_add(st, &pt)))
 		return rc;
-	if (fit_seen(res, value, p)) {
-		snprintf(why, whylen, "out of memory");
-		return MSIM_ENOMEM;
-	}
+	st->res->tries++;
 	char mb[32];
 	if (s->pattern)
-		snprintf(mb, sizeof(mb), "%" PRId64, p->reserved);
+		snprintf(mb, sizeof(mb), "%" PRId64, capped.reserved);
 	else
-		msim_format_bytes((uint64_t)p->reserved, mb, sizeof(mb));
+		msim_format_bytes((uint64_t)capped.reserved, mb, sizeof(mb));
 	fit_note(s, "%s=%ld: peak reserved %s%s", s->name, value, mb,
-		 p->oom ? ", out of memory" : "");
-	*fits = !p->oom;
+		 capped.oom ? ", out of memory" : "");
 	return 0;
 }
 
-/* The bisection: lo, hi, then the middle while a fits and b does not. */
+/* Records (or finds) and replays values[0..n) not tried yet. */
 static int
-fit_bisect(const msim_fit_spec_t *s, msim_fit_result_t *res, char *why,
-	   size_t whylen)
+fit_eval(fit_state_t *st, const long *values, size_t n)
 {
-	msim_fit_point_t p;
-	bool fits;
-	int rc = fit_try(s, res, s->lo, &p, &fits, why, whylen);
-	if (rc || !fits)
-		return rc;
-	res->fits = true;
-	res->best = s->lo;
-	res->at_best = p;
-	if (s->lo < s->hi &&
-	    (rc = fit_try(s, res, s->hi, &p, &fits, why, whylen)))
-		return rc;
-	if (s->lo < s->hi && fits) {
-		res->best = s->hi;
-		res->at_best = p;
-		return 0;
-	}
-	long a = s->lo, b = s->hi; /* a fits, b does not */
-	/* b - a in unsigned arithmetic: no overflow over any long range */
-	while ((unsigned long)b - (unsigned long)a > 1) {
-		long m = a + (long)(((unsigned long)b - (unsigned long)a) / 2);
-		if ((rc = fit_try(s, res, m, &p, &fits, why, whylen)))
-			return rc;
-		if (fits) {
-			a = m;
-			res->at_best = p;
-		} else {
-			b = m;
+	const msim_fit_spec_t *s = st->s;
+	size_t k = n ? n : 1;
+	char (*traces)[4096] = calloc(k, sizeof(*traces));
+	long *todo = calloc(k, sizeof(*todo));
+	bool *bad = calloc(k, sizeof(*bad));
+	size_t m = 0;
+	int rc = traces && todo && bad ? 0 : MSIM_ENOMEM;
+	for (size_t i = 0; !rc && i < n; i++) {
+		if (fit_find(st->res, values[i]))
+			continue;
+		todo[m] = values[i];
+		if ((rc = fit_trace(s, values[i], traces[m], sizeof(*traces))))
+			break;
+		if (s->pattern && access(traces[m], R_OK) != 0) {
+			snprintf(st->why, st->whylen, "%s: %s", traces[m],
+				 strerror(errno));
+			rc = MSIM_EIO;
 		}
+		m++;
 	}
+	if (rc == MSIM_ENOMEM)
+		snprintf(st->why, st->whylen, "out of memory");
+	if (!rc && !s->pattern)
+		rc = fit_record(st, todo, traces, m, bad);
+	for (size_t i = 0; !rc && i < m; i++)
+		if (!bad[i])
+			rc = fit_point(st, todo[i], traces[i]);
+	free(traces);
+	free(todo);
+	free(bad);
+	return rc;
+}
+
+/* b - a without overflow over any long range. */
+static unsigned long
+fit_span(long a, long b)
+{
+	return (unsigned long)b - (unsigned long)a;
+}
+
+/* The guess of the largest value that fits in (a, b): where the line
+ * through what a and b need (uncapped peak reserved) meets the cap, or
+ * the middle when bisect (or b failed: it needs nothing known); then up
+ * to k values around it. */
+static size_t
+fit_pick(const msim_fit_spec_t *s, const msim_fit_curve_pt_t *a,
+	 const msim_fit_curve_pt_t *b, bool bisect, long *v, size_t k)
+{
+	long lo = a->value + 1, hi = b->value - 1;
+	unsigned long span = fit_span(a->value, b->value);
+	long g = a->value + (long)(span / 2);
+	if (!bisect && !b->capped.failed && b->reserved > a->reserved) {
+		double f = ((double)s->cap - (double)a->reserved) /
+			   (double)(b->reserved - a->reserved);
+		f = f < 0 ? 0 : f > 1 ? 1 : f;
+		g = a->value + (long)(unsigned long)(f * (double)span);
+	}
+	g = g < lo ? lo : g > hi ? hi : g;
+	size_t n = 0;
+	if (bisect && k > 1) { /* k evenly spaced */
+		for (size_t i = 1; i <= k; i++) {
+			long x = a->value + (long)(unsigned long)
+				((double)span * (double)i / (double)(k + 1));
+			if (x >= lo && x <= hi && (!n || x > v[n - 1]))
+				v[n++] = x;
+		}
+		if (!n)
+			v[n++] = g;
+		return n;
+	}
+	/* g, g+1, g-1, g+2, ...: the answer is near a good guess */
+	for (unsigned long d = 0; n < k && d <= fit_span(lo, hi); d++) {
+		if (d <= fit_span(g, hi))
+			v[n++] = g + (long)d;
+		if (d && n < k && d <= fit_span(lo, g))
+			v[n++] = g - (long)d;
+	}
+	return n;
+}
+
+/* The search: lo, hi, then guesses in (a, b) while a fits and b does
+ * not (a value whose recording failed does not fit).  A good guess fits
+ * and its next value does not, so one guess that does not halve the
+ * range is allowed; after two, a bisection: the search never takes more
+ * than three times bisection's recordings. */
+static int
+fit_search(fit_state_t *st)
+{
+	const msim_fit_spec_t *s = st->s;
+	msim_fit_result_t *res = st->res;
+	size_t k = s->jobs > 1 ? (size_t)s->jobs : 1;
+	long ends[2] = {s->lo, s->hi};
+	int rc = fit_eval(st, ends, k > 1 && s->lo < s->hi ? 2 : 1);
+	if (rc || !fit_fits(fit_find(res, s->lo)))
+		return rc;
+	if ((rc = fit_eval(st, &ends[1], 1)))
+		return rc;
+	long a = s->lo, b = s->hi; /* a fits, b does not */
+	if (fit_fits(fit_find(res, b)))
+		a = b;
+	bool bisect = false;
+	int slow = 0; /* guesses in a row that did not halve the range */
+	while (fit_span(a, b) > 1) {
+		long v[64];
+		size_t n = fit_pick(s, fit_find(res, a), fit_find(res, b),
+				    bisect, v, k < 64 ? k : 64);
+		if ((rc = fit_eval(st, v, n)))
+			return rc;
+		long oa = a, ob = b;
+		for (size_t i = 0; i < res->ncurve; i++) {
+			const msim_fit_curve_pt_t *c = &res->curve[i];
+			if (c->value > a && c->value < b && fit_fits(c))
+				a = c->value;
+		}
+		for (size_t i = res->ncurve; i-- > 0;) {
+			const msim_fit_curve_pt_t *c = &res->curve[i];
+			if (c->value > a && c->value < b && !fit_fits(c))
+				b = c->value;
+		}
+		slow = bisect || fit_span(a, b) <= fit_span(oa, ob) / 2
+			? 0 : slow + 1;
+		bisect = slow == 2;
+	}
+	res->fits = true;
 	res->best = a;
+	res->at_best = fit_find(res, a)->capped;
 	return 0;
 }
 
@@ -264,7 +437,8 @@ fit_candidates(const msim_fit_spec_t *s, msim_fit_result_t *res, char *why,
 	}
 	for (size_t i = 0; i < s->nconf; i++) {
 		msim_fit_point_t *c = &res->cand[i];
-		int rc = fit_replay(s, res->trace, s->confs[i], c, why, whylen);
+		int rc = fit_replay(s, res->trace, s->confs[i], false, c, why,
+				    whylen);
 		if (rc)
 			return rc;
 		if (!c->oom && c->reserved < res->conf_best.reserved) {
@@ -275,41 +449,33 @@ fit_candidates(const msim_fit_spec_t *s, msim_fit_result_t *res, char *why,
 	return 0;
 }
 
-static int
-fit_by_value(const void *a, const void *b)
-{
-	long x = ((const msim_fit_seen_t *)a)->value;
-	long y = ((const msim_fit_seen_t *)b)->value;
-	return (x > y) - (x < y);
-}
-
-/* Whether the peaks seen grow with the value, as the bisection assumes:
- * a larger value with a lower peak allocated (reserved steps with the
+/* Whether the peaks seen grow with the value, as the search assumes: a
+ * larger value with a lower peak allocated (reserved steps with the
  * allocator's rounding), or the same peaks at every value (the value may
  * not reach the memory at all) is told in res->growth.  Values that ran
- * out of memory are left out: their peaks stop at the failed request. */
+ * out of memory under the cap or failed are left out. */
 static void
 fit_growth(const msim_fit_spec_t *s, msim_fit_result_t *res)
 {
-	qsort(res->seen, res->nseen, sizeof(*res->seen), fit_by_value);
-	const msim_fit_seen_t *prev = NULL;
+	const msim_fit_curve_pt_t *prev = NULL;
 	size_t n = 0;
 	bool same = true;
 	char *g = res->growth;
 	size_t gl = sizeof(res->growth);
-	for (size_t i = 0; i < res->nseen; i++) {
-		const msim_fit_seen_t *c = &res->seen[i];
-		if (c->p.failed || c->p.oom)
+	for (size_t i = 0; i < res->ncurve; i++) {
+		const msim_fit_curve_pt_t *c = &res->curve[i];
+		const msim_fit_point_t *p = &c->capped;
+		if (!fit_fits(c))
 			continue;
-		if (prev && !g[0] && c->p.allocated < prev->p.allocated)
+		if (prev && !g[0] && p->allocated < prev->capped.allocated)
 			snprintf(g, gl, "the peaks do not grow with %s (%s=%ld: "
 				 "%" PRId64 " bytes allocated, %s=%ld: %"
 				 PRId64 "); the search assumes they do, so the "
 				 "answer may be wrong", s->name, s->name,
-				 prev->value, prev->p.allocated, s->name,
-				 c->value, c->p.allocated);
-		same &= !prev || (c->p.reserved == prev->p.reserved &&
-				  c->p.allocated == prev->p.allocated);
+				 prev->value, prev->capped.allocated, s->name,
+				 c->value, p->allocated);
+		same &= !prev || (p->reserved == prev->capped.reserved &&
+				  p->allocated == prev->capped.allocated);
 		prev = c;
 		n++;
 	}
@@ -326,7 +492,18 @@ msim_fit_run(const msim_fit_spec_t *spec, msim_fit_result_t *res,
 	memset(res, 0, sizeof(*res));
 	res->best = spec->lo > LONG_MIN ? spec->lo - 1 : LONG_MIN;
 	res->best_conf = spec->nconf;
-	int rc = fit_bisect(spec, res, why, whylen);
+	fit_state_t st = {.s = spec, .res = res, .why = why,
+			  .whylen = whylen};
+	int rc = 0;
+	if (!spec->pattern) { /* on failure, each value alone says why */
+		rc = msim_recserver_new(&spec->rec, spec->cmd, spec->ncmd,
+					&st.srv, why, whylen);
+		rc = rc == MSIM_EIO ? rc : 0; /* EIO: memsim got a signal */
+		why[0] = rc ? why[0] : '\0';
+	}
+	if (!rc)
+		rc = fit_search(&st);
+	msim_recserver_destroy(st.srv);
 	if (!rc)
 		fit_growth(spec, res);
 	if (!rc && res->growth[0])
@@ -366,7 +543,54 @@ msim_fit_clear(msim_fit_result_t *res)
 {
 	free(res->cand);
 	res->cand = NULL;
-	free(res->seen);
-	res->seen = NULL;
-	res->nseen = 0;
+	free(res->curve);
+	res->curve = NULL;
+	res->ncurve = 0;
+}
+
+int
+msim_fit_plot(const msim_fit_spec_t *s, const msim_fit_result_t *res,
+	      const char *plots_dir, const char *gnuplot, const char *out,
+	      char *why, size_t whylen)
+{
+	char data[] = "/tmp/memsim-fit-XXXXXX";
+	int fd = mkstemp(data);
+	FILE *fp = fd < 0 ? NULL : fdopen(fd, "w");
+	if (!fp) {
+		snprintf(why, whylen, "the plot's data: %s", strerror(errno));
+		if (fd >= 0) {
+			close(fd);
+			unlink(data);
+		}
+		return MSIM_EIO;
+	}
+	fprintf(fp, "%s,reserved,allocated,capped_reserved,oom,cap,best\n",
+		s->name);
+	for (size_t i = 0; i < res->ncurve; i++) {
+		const msim_fit_curve_pt_t *c = &res->curve[i];
+		if (c->capped.failed)
+			continue; /* no peaks: its recording failed */
+		fprintf(fp, "%ld,%" PRId64 ",%" PRId64 ",%" PRId64 ",%d,%" PRIu64
+			",%ld\n", c->value, c->reserved, c->allocated,
+			c->capped.reserved, c->capped.oom, s->cap,
+			res->best);
+	}
+	int rc = 0;
+	if (fclose(fp)) {
+		snprintf(why, whylen, "the plot's data: %s", strerror(errno));
+		rc = MSIM_EIO;
+	}
+	char title[256], capb[32];
+	msim_format_bytes(s->cap, capb, sizeof(capb));
+	if (res->fits)
+		snprintf(title, sizeof(title), "memsim fit: the largest %s "
+			 "under %s is %ld", s->name, capb, res->best);
+	else
+		snprintf(title, sizeof(title), "memsim fit: no %s fits under "
+			 "%s", s->name, capb);
+	if (!rc)
+		rc = msim_plot_run(plots_dir, gnuplot, "fit", data, out, title,
+				   why, whylen);
+	unlink(data);
+	return rc;
 }

@@ -1,8 +1,11 @@
 /*
  * Fit: the largest value of one setting of a script (batch size, sequence
- * length) whose recording fits under a cap, by bisection over recordings
- * (lab/record.h, or traces recorded already) replayed in this process as
- * jobs (lab/job.h) of a policy (default the exact pytorch one); then, for
+ * length) whose recording fits under a cap, by a search over recordings
+ * (lab/record.h through the recorder's fork server, lab/recserver.h, or
+ * traces recorded already) replayed in this process as jobs (lab/job.h)
+ * of a policy (default the exact pytorch one): the value where the line
+ * through what two values need meets the cap, bisection when that guess
+ * did not halve the range, several values at once with jobs; then, for
  * the winner, the best of the candidate PYTORCH_CUDA_ALLOC_CONF settings,
  * or tune's search (lab/tune.h) when none is given.  The offline version
  * of "catch OOM, halve the batch, retry".  Memory is assumed to grow with
@@ -42,6 +45,7 @@ typedef struct msim_fit_spec_s {
 	int nropt;
 	msim_record_opts_t rec;
 	const char *dir;
+	int jobs;                  /* values recorded at once; 0: 1 */
 	/* The candidate settings tried on the winner; with none, tune's
 	 * search on it, stored in tune_db (NULL: no search). */
 	const char *const *confs;
@@ -63,18 +67,21 @@ typedef struct msim_fit_point_s {
 	bool failed;                 /* its recording failed: not run */
 } msim_fit_point_t;
 
-/* One value tried. */
-typedef struct msim_fit_seen_s {
+/* One value tried: what it needs, and how it ran under the cap. */
+typedef struct msim_fit_curve_pt_s {
 	long value;
-	msim_fit_point_t p;
-} msim_fit_seen_t;
+	int64_t reserved, allocated; /* peaks without a cap, bytes (0 when
+				      * its recording failed) */
+	msim_fit_point_t capped;     /* its replay under the cap, or
+				      * .failed: its recording failed */
+} msim_fit_curve_pt_t;
 
 typedef struct msim_fit_result_s {
 	int tries;                 /* recordings replayed in the search */
 	int failed;                /* recordings that failed: each counted
 				    * as not fitting, told to note */
-	msim_fit_seen_t *seen;     /* every value tried, by value */
-	size_t nseen;
+	msim_fit_curve_pt_t *curve; /* every value tried, by value */
+	size_t ncurve;
 	/* "" or why the answer may be wrong: the peaks seen do not grow
 	 * with the value (also told to note) */
 	char growth[512];
@@ -94,18 +101,27 @@ typedef struct msim_fit_result_s {
 } msim_fit_result_t;
 
 /*
- * Bisects, then weighs the candidates (or tunes).  A recording that fails
- * (the script's error, --timeout) is a failure at its value, counted as
- * not fitting, and the search goes on.  Any long range is safe (no
- * overflow).  Returns 0 with *res (res->fits false when lo already runs
- * out of memory or fails), or an error with why: a trace missing, a
- * recorder that cannot start, memsim interrupted (msim_record_signal()),
- * a replay failed (a bad --alloc-conf, policy or trace).  Clear res with
- * msim_fit_clear().
+ * Searches (lab/fit.c: the ends of the range, then where the line
+ * through what they need meets the cap, bisection after two slow
+ * guesses), then weighs the candidates (or tunes).  A recording that
+ * fails (the script's error, --timeout) is a failure at its value,
+ * counted as not fitting, and the search goes on.  Any long range is
+ * safe (no overflow).  Returns 0 with *res (res->fits false when lo
+ * already runs out of memory or fails), or an error with why: a trace
+ * missing, a recorder that cannot start, memsim interrupted
+ * (msim_record_signal()), a replay failed (a bad --alloc-conf, policy or
+ * trace).  Clear res with msim_fit_clear().
  */
 int msim_fit_run(const msim_fit_spec_t *spec, msim_fit_result_t *res,
 		 char *why, size_t whylen);
 void msim_fit_clear(msim_fit_result_t *res);
+
+/* Draws res's curve (what each value tried needs, the cap, the answer)
+ * into out (.png, .svg, .pdf) with plots/fit.gp.  Returns 0, or an error
+ * with why (gnuplot missing, a bad extension, the data not written). */
+int msim_fit_plot(const msim_fit_spec_t *spec, const msim_fit_result_t *res,
+		  const char *plots_dir, const char *gnuplot, const char *out,
+		  char *why, size_t whylen);
 
 /* "NAME=LO..HI" into name (n bytes), lo and hi.  Returns 0, or
  * MSIM_EINVAL with why. */

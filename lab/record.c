@@ -20,6 +20,8 @@
 
 #include "lab/record.h"
 #include "lab/recproc.h"
+#include "lab/record_int.h"
+#include "lab/recserver.h"
 #include "sim/error.h"
 #include "traces/trace.h"
 
@@ -41,8 +43,8 @@ record_has_module(const char *dir)
  * PYTHON_FROM_BINDIR (configure.ac) beside the running program, so that
  * `make install prefix=DIR` and a moved prefix find their own, else the
  * first of dirs that has it. */
-static const char *
-record_module_dir(const char *const *dirs)
+const char *
+msim_record_module_dir(const char *const *dirs)
 {
 	const char *env = getenv("MEMSIM_PYTHONPATH");
 	if (env && *env)
@@ -118,60 +120,91 @@ record_outcome(const msim_record_opts_t *o, const char *py, int status,
 }
 
 int
-msim_record_exec(const msim_record_opts_t *o, const char *out,
-		 char *const *ropt, int nropt, char *const *cmd, int ncmd,
-		 char *why, size_t whylen)
+msim_record_finish(const msim_record_opts_t *o, const char *py,
+		   const char *stage, const char *out, int status, int how,
+		   int sig, int exec_errno, long pid, char *why, size_t whylen)
+{
+	char trace[4200], fault[4300], where[4096];
+	snprintf(trace, sizeof(trace), "%s/trace.csv", stage);
+	/* The recorder's faulthandler file (memsim_record/__main__.py): the
+	 * Python lines running if it died by a signal. */
+	snprintf(fault, sizeof(fault), "%s.fault%ld", trace, pid);
+	record_fault_line(fault, where, sizeof(where));
+	int rc = record_outcome(o, py, status, how, sig, exec_errno, where,
+				why, whylen);
+	struct stat st;
+	if (!rc && stat(trace, &st)) {
+		snprintf(why, whylen, "the recorder ended with status 0 but "
+			 "wrote no trace (did the script call os._exit()?); "
+			 "no trace written");
+		rc = 1;
+	}
+	if (!rc && msim_recproc_publish(trace, out, why, whylen))
+		rc = 1;
+	msim_recproc_unstage(stage);
+	return rc;
+}
+
+const char *
+msim_record_python(const msim_record_opts_t *o)
+{
+	const char *py = o->python ? o->python : getenv("MEMSIM_PYTHON");
+	return py && *py ? py : NULL;
+}
+
+int
+msim_record_stage(const msim_record_opts_t *o, const char *out,
+		  char *const *ropt, int nropt, char *const *cmd, int ncmd,
+		  const char **dir, char *stage, size_t n, char ***av,
+		  char **extra, char *why, size_t whylen)
 {
 	why[0] = '\0';
-	const char *dir = record_module_dir(o->dirs);
-	if (!dir) {
+	*av = NULL;
+	*extra = NULL;
+	if (!(*dir = msim_record_module_dir(o->dirs))) {
 		snprintf(why, whylen, "the Python recorder (memsim_record) is "
 			 "not installed; set MEMSIM_PYTHONPATH");
 		return MSIM_ENOTFOUND;
 	}
-	/* NULL: python3, or the interpreter of a launcher (torchrun) */
-	const char *py = o->python ? o->python : getenv("MEMSIM_PYTHON");
-	if (py && !*py)
-		py = NULL;
+	const char *py = msim_record_python(o);
 	/* The recorder writes in a folder of its own beside out (an
 	 * absolute path: the script may change directory); out is
 	 * replaced only once the recorder and all it started are gone. */
-	char stage[4096], trace[4200], fault[4300], where[4096];
-	char **av = NULL, *extra = NULL;
+	char trace[4200];
 	int rc = msim_recproc_check_out(out, cmd, ncmd, why, whylen);
 	if (!rc)
-		rc = msim_recproc_stage(out, stage, sizeof(stage), why,
-					whylen);
+		rc = msim_recproc_stage(out, stage, n, why, whylen);
 	if (rc)
 		return rc;
 	snprintf(trace, sizeof(trace), "%s/trace.csv", stage);
-	rc = msim_recproc_argv(py, trace, ropt, nropt, cmd, ncmd, &av, &extra,
+	rc = msim_recproc_argv(py, trace, ropt, nropt, cmd, ncmd, av, extra,
 			       why, whylen);
+	if (rc)
+		msim_recproc_unstage(stage);
+	return rc;
+}
+
+int
+msim_record_exec(const msim_record_opts_t *o, const char *out,
+		 char *const *ropt, int nropt, char *const *cmd, int ncmd,
+		 char *why, size_t whylen)
+{
+	char stage[4096], **av, *extra;
+	const char *dir;
+	int rc = msim_record_stage(o, out, ropt, nropt, cmd, ncmd, &dir,
+				   stage, sizeof(stage), &av, &extra, why,
+				   whylen);
+	if (rc)
+		return rc;
 	int status = 0, how, sig, exec_errno;
 	long pid = 0;
-	if (!rc)
-		rc = msim_recproc_run(av, dir, o->quiet, o->timeout_s, &status,
-				      &how, &sig, &exec_errno, &pid, why,
-				      whylen);
-	if (!rc) {
-		/* The recorder's faulthandler file (memsim_record/
-		 * __main__.py): the Python lines running if it died by a
-		 * signal. */
-		snprintf(fault, sizeof(fault), "%s.fault%ld", trace, pid);
-		record_fault_line(fault, where, sizeof(where));
-		rc = record_outcome(o, av[0], status, how, sig, exec_errno,
-				    where, why, whylen);
-		struct stat st;
-		if (!rc && stat(trace, &st)) {
-			snprintf(why, whylen, "the recorder ended with status "
-				 "0 but wrote no trace (did the script call "
-				 "os._exit()?); no trace written");
-			rc = 1;
-		}
-		if (!rc && msim_recproc_publish(trace, out, why, whylen))
-			rc = 1;
-	}
-	msim_recproc_unstage(stage);
+	rc = msim_recproc_run(av, dir, o->quiet, o->timeout_s, &status, &how,
+			      &sig, &exec_errno, &pid, why, whylen);
+	if (rc)
+		msim_recproc_unstage(stage);
+	else
+		rc = msim_record_finish(o, av[0], stage, out, status, how,
+					sig, exec_errno, pid, why, whylen);
 	free(av);
 	free(extra);
 	return rc;
@@ -487,16 +520,6 @@ rec_path(const msim_recsweep_t *r, const char *label, char *const *ropt,
 	return path;
 }
 
-/* Whether path is one of the recordings made already. */
-static bool
-rec_made(const msim_recsweep_t *r, const char *path)
-{
-	for (size_t i = 0; i < r->n; i++)
-		if (!strcmp(r->paths[i], path))
-			return true;
-	return false;
-}
-
 static void
 rec_note(const msim_recsweep_t *r, int what, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -564,10 +587,46 @@ rec_combination(msim_recsweep_t *r, size_t k, const char **names,
 	return 0;
 }
 
-/* Makes (or finds) the recording of combination k; a failed one is
- * counted and left out. */
+/* A recording of the sweep: made, running, or failed (path NULL). */
+typedef struct rec_made_s {
+	char *path;
+	char *label;
+	size_t same;  /* the combination it repeats, or its own k */
+	bool kept;    /* path given to rec_keep() */
+} rec_made_t;
+
+/* Says that recording k failed (its exit status rc, why) and forgets it. */
+static void
+rec_failed(msim_recsweep_t *r, rec_made_t *m, int rc, const char *why)
+{
+	if (*why)
+		rec_note(r, MSIM_RECSWEEP_FAILED, "record: %s", why);
+	rec_note(r, MSIM_RECSWEEP_FAILED, "recording %s failed (memsim "
+		 "record exit %d); its settings are not run",
+		 r->nax ? m->label : "the command", rc);
+	r->failed++;
+	free(m->path);
+	m->path = NULL;
+}
+
+/* What recording m's end (rc, why) means: a signal to memsim or an
+ * error stops the sweep (no more recordings), a failure is counted. */
 static int
-rec_one(msim_recsweep_t *r, size_t k, size_t total)
+rec_ended(msim_recsweep_t *r, rec_made_t *m, int rc, const char *why)
+{
+	if (rc < 0 || (rc && msim_record_signal()) || (rc && !m))
+		return rec_fail(r, rc < 0 ? rc : MSIM_EIO, "record: %s", why);
+	if (rc)
+		rec_failed(r, m, rc, why);
+	return 0;
+}
+
+/* Makes (or finds, or starts through the fork server *srv, started at
+ * the first recording to make) the recording of combination k into
+ * made[k]; a failed one is counted and left out. */
+static int
+rec_one(msim_recsweep_t *r, size_t k, size_t total, msim_recserver_t **srv,
+	bool *tried, rec_made_t *made)
 {
 	const msim_recsweep_spec_t *s = r->spec;
 	const char *names[64], *values[64];
@@ -577,35 +636,91 @@ rec_one(msim_recsweep_t *r, size_t k, size_t total)
 				  sizeof(label))))
 		return rc;
 	char **cmd = msim_record_subst(s->cmd, s->ncmd, names, values, r->nax);
-	char *path = cmd ? rec_path(r, r->nax ? label : NULL, ropt, nropt, cmd)
-			 : NULL;
-	if (!path) {
+	rec_made_t *m = &made[k];
+	/* same, path, label: read by rec_all() whatever happens here */
+	m->same = k;
+	m->path = cmd ? rec_path(r, r->nax ? label : NULL, ropt, nropt, cmd)
+		      : NULL;
+	m->label = m->path ? strdup(label) : NULL;
+	if (!m->label) {
 		msim_record_subst_free(cmd, s->ncmd);
 		return rec_fail(r, MSIM_ENOMEM, "out of memory");
 	}
+	for (size_t j = 0; j < k && m->same == k; j++)
+		if (made[j].path && !strcmp(made[j].path, m->path))
+			m->same = j;
 	const char *who = r->nax ? label : "the command";
 	struct stat st;
-	int reuse = rec_made(r, path) || (!s->force && !stat(path, &st));
+	int reuse = m->same != k || (!s->force && !stat(m->path, &st));
 	rec_note(r, MSIM_RECSWEEP_NOTE, "recording %zu/%zu (%s): %s", k + 1,
 		 total, who, reuse ? "made before, reused" : "recording...");
 	char why[1024] = "";
-	rc = reuse ? 0 : msim_record_exec(&s->rec, path, ropt, nropt, cmd,
-					  s->ncmd, why, sizeof(why));
+	if (!reuse && !*tried) { /* on failure, each alone says why */
+		*tried = true;
+		if (msim_recserver_new(&s->rec, s->cmd, s->ncmd, srv, why,
+				       sizeof(why)) == MSIM_EIO) {
+			msim_record_subst_free(cmd, s->ncmd);
+			return rec_fail(r, MSIM_EIO, "record: %s", why);
+		}
+		why[0] = '\0';
+	}
+	if (reuse)
+		rc = 0;
+	else if (*srv)
+		rc = msim_recserver_submit(*srv, (int)k, m->path, ropt, nropt,
+					   cmd, s->ncmd, why, sizeof(why));
+	else
+		rc = msim_record_exec(&s->rec, m->path, ropt, nropt, cmd,
+				      s->ncmd, why, sizeof(why));
 	msim_record_subst_free(cmd, s->ncmd);
-	if (rc < 0 || (rc && msim_record_signal())) { /* stop: no more */
-		free(path);
-		return rec_fail(r, rc < 0 ? rc : MSIM_EIO, "record: %s", why);
+	return rec_ended(r, m, rc, why);
+}
+
+/* Waits for one recording of the fork server to end. */
+static int
+rec_wait(msim_recsweep_t *r, msim_recserver_t *srv, rec_made_t *made)
+{
+	char why[1024];
+	int id, rc = msim_recserver_wait(srv, &id, why, sizeof(why));
+	return rec_ended(r, id >= 0 ? &made[id] : NULL, rc, why);
+}
+
+/* Makes the total recordings, up to jobs at once through the fork
+ * server (each alone without one), then keeps those made, in order. */
+static int
+rec_all(msim_recsweep_t *r, size_t total)
+{
+	const msim_recsweep_spec_t *s = r->spec;
+	rec_made_t *made = calloc(total, sizeof(*made));
+	if (!made)
+		return rec_fail(r, MSIM_ENOMEM, "out of memory");
+	msim_recserver_t *srv = NULL;
+	bool tried = false;
+	int jobs = s->jobs > 1 ? s->jobs : 1, rc = 0;
+	for (size_t k = 0; !rc && k < total; k++) {
+		rc = rec_one(r, k, total, &srv, &tried, made);
+		while (!rc && srv && msim_recserver_running(srv) >= jobs)
+			rc = rec_wait(r, srv, made);
 	}
-	if (rc) {
-		if (*why)
-			rec_note(r, MSIM_RECSWEEP_FAILED, "record: %s", why);
-		rec_note(r, MSIM_RECSWEEP_FAILED, "recording %s failed (memsim "
-			 "record exit %d); its settings are not run", who, rc);
-		r->failed++;
-		free(path);
-		return 0;
+	while (!rc && srv && msim_recserver_running(srv))
+		rc = rec_wait(r, srv, made);
+	msim_recserver_destroy(srv);
+	for (size_t k = 0; !rc && k < total; k++) {
+		rec_made_t *m = &made[k];
+		if (!m->path || !made[m->same].path)
+			continue; /* failed, or repeats one that failed */
+		char *path = m->same == k ? m->path : strdup(m->path);
+		rc = path ? rec_keep(r, path, m->label)
+			  : rec_fail(r, MSIM_ENOMEM, "out of memory");
+		m->kept = m->same == k; /* rec_keep() took its path */
 	}
-	return rec_keep(r, path, label);
+	for (size_t k = 0; k < total; k++) {
+		if (!made[k].kept)
+			free(made[k].path);
+		free(made[k].label);
+	}
+	free(made);
+	return rc;
 }
 
 int
@@ -638,8 +753,8 @@ msim_recsweep_make(const msim_recsweep_spec_t *spec, const char **grid,
 	}
 	if (!rc)
 		rc = rec_dir(r);
-	for (size_t k = 0; !rc && k < total; k++)
-		rc = rec_one(r, k, total);
+	if (!rc)
+		rc = rec_all(r, total);
 	if (!rc && !r->n)
 		rc = rec_fail(r, MSIM_EINVAL, "no recording was made; nothing "
 			      "to sweep");

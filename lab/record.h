@@ -86,6 +86,9 @@ typedef struct msim_recsweep_spec_s {
 	const char *scratch;
 	bool force;             /* record again even when kept */
 	msim_record_opts_t rec; /* quiet is set here */
+	/* Recordings made at once through the recorder's fork server
+	 * (lab/recserver.h); 0: 1. */
+	int jobs;
 	/* May be NULL: told each recording's progress (MSIM_RECSWEEP_NOTE)
 	 * and failure (MSIM_RECSWEEP_FAILED), one line. */
 	void (*note)(void *ctx, int what, const char *line);
@@ -96,7 +99,9 @@ typedef struct msim_recsweep_spec_s {
  * Moves the grid's recording names (a {NAME} of the command, or an option
  * of the recorder) out of grid (its other axes are kept, in order, and
  * *ngrid shrinks), then makes (or finds) one recording for each of their
- * combinations.  A failed recording is counted and left out.  Returns 0
+ * combinations (up to spec->jobs at once, each a fork of one server
+ * that imported PyTorch once).  A failed recording is counted and left
+ * out.  Returns 0
  * with *out, or an error with why filled: a {NAME} no axis gives, an axis
  * twice, a recorder that cannot be started, memsim stopped by a signal
  * (msim_record_signal()), no recording made.

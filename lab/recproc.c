@@ -499,14 +499,15 @@ rp_wait(pid_t pid, unsigned timeout_s, int *how)
 	alarm(0);
 }
 
+/* The handlers saved by msim_recproc_start(), put back by _end(). */
+static struct sigaction rp_old[RP_NSIGS];
+
 int
-msim_recproc_run(char **av, const char *dir, bool quiet, unsigned timeout_s,
-		 int *status, int *how, int *sig, int *exec_errno, long *pid_out,
-		 char *why, size_t whylen)
+msim_recproc_start(char **av, const char *dir, bool quiet, long *pid_out,
+		   int *exec_errno, char *why, size_t whylen)
 {
-	*how = MSIM_RECPROC_EXITED;
-	*sig = 0;
 	*exec_errno = 0;
+	*pid_out = 0;
 	rp_last_sig = 0;
 	int fd[2];
 	if (pipe(fd) < 0) {
@@ -518,10 +519,9 @@ msim_recproc_run(char **av, const char *dir, bool quiet, unsigned timeout_s,
 	/* A terminal's job control (Ctrl-C, Ctrl-Z) reaches memsim's group:
 	 * the recorder stays in it there, and reads the terminal. */
 	bool group = !isatty(STDIN_FILENO);
-	struct sigaction old[RP_NSIGS];
 	rp_sig = rp_alarm = 0;
 	rp_target = 0;
-	rp_handlers(old);
+	rp_handlers(rp_old);
 	fflush(stdout);
 	fflush(stderr);
 	pid_t parent = getpid();
@@ -529,13 +529,13 @@ msim_recproc_run(char **av, const char *dir, bool quiet, unsigned timeout_s,
 	if (pid < 0) {
 		snprintf(why, whylen, "fork: %s", strerror(errno));
 		for (size_t i = 0; i < RP_NSIGS; i++)
-			sigaction(rp_sigs[i], &old[i], NULL);
+			sigaction(rp_sigs[i], &rp_old[i], NULL);
 		close(fd[0]);
 		close(fd[1]);
 		return MSIM_ENOMEM;
 	}
 	if (pid == 0)
-		rp_child(dir, av, quiet, group, parent, old, fd[1]);
+		rp_child(dir, av, quiet, group, parent, rp_old, fd[1]);
 	if (group)
 		setpgid(pid, pid); /* also here: no race with kill() */
 	rp_target = group ? -pid : pid;
@@ -549,13 +549,23 @@ msim_recproc_run(char **av, const char *dir, bool quiet, unsigned timeout_s,
 	if (r != (ssize_t)sizeof(*exec_errno))
 		*exec_errno = 0;
 	close(fd[0]);
-	rp_wait(pid, timeout_s, how);
+	*pid_out = (long)pid;
+	return 0;
+}
+
+int
+msim_recproc_end(long pid, unsigned timeout_s, int *status, int *how,
+		 int *sig, char *why, size_t whylen)
+{
+	*how = MSIM_RECPROC_EXITED;
+	*sig = 0;
+	rp_wait((pid_t)pid, timeout_s, how);
 	/* What the script left running (a forked child, a daemon) goes
 	 * with it: nothing of the group outlives the recording. */
-	if (group)
-		kill(-pid, SIGKILL);
+	if (rp_target < 0)
+		kill(rp_target, SIGKILL);
 	int rc = 0;
-	while (waitpid(pid, status, 0) < 0)
+	while (waitpid((pid_t)pid, status, 0) < 0)
 		if (errno != EINTR) {
 			snprintf(why, whylen, "waitpid: %s", strerror(errno));
 			rc = MSIM_EIO;
@@ -563,13 +573,25 @@ msim_recproc_run(char **av, const char *dir, bool quiet, unsigned timeout_s,
 		}
 	rp_target = 0;
 	for (size_t i = 0; i < RP_NSIGS; i++)
-		sigaction(rp_sigs[i], &old[i], NULL);
+		sigaction(rp_sigs[i], &rp_old[i], NULL);
 	if (rp_sig) {
 		*how = MSIM_RECPROC_SIGNAL;
 		*sig = rp_last_sig = rp_sig;
 	}
-	*pid_out = (long)pid;
 	return rc;
+}
+
+int
+msim_recproc_run(char **av, const char *dir, bool quiet, unsigned timeout_s,
+		 int *status, int *how, int *sig, int *exec_errno, long *pid_out,
+		 char *why, size_t whylen)
+{
+	*how = MSIM_RECPROC_EXITED;
+	*sig = 0;
+	int rc = msim_recproc_start(av, dir, quiet, pid_out, exec_errno, why,
+				    whylen);
+	return rc ? rc : msim_recproc_end(*pid_out, timeout_s, status, how,
+					  sig, why, whylen);
 }
 
 int

@@ -55,6 +55,17 @@ int msim_recproc_run(char **av, const char *dir, bool quiet,
 		     unsigned timeout_s, int *status, int *how, int *sig,
 		     int *exec_errno, long *pid, char *why, size_t whylen);
 
+/* msim_recproc_run() in two halves, for a process that lives while
+ * memsim does other things (the fork server, lab/recserver.c): _start()
+ * forks and execs av as _run() does and leaves memsim's handlers in
+ * place (a signal to memsim is passed on to the process's group);
+ * _end() waits for it (timeout_s as _run()'s), kills what is left of
+ * its group, reaps it and puts the handlers back.  One at a time. */
+int msim_recproc_start(char **av, const char *dir, bool quiet, long *pid,
+		       int *exec_errno, char *why, size_t whylen);
+int msim_recproc_end(long pid, unsigned timeout_s, int *status, int *how,
+		     int *sig, char *why, size_t whylen);
+
 /* Renames trace (in the stage) to out.  0 or MSIM_EIO with why. */
 int msim_recproc_publish(const char *trace, const char *out, char *why,
 			 size_t whylen);

@@ -132,6 +132,13 @@ plot_ready(const char *plots_dir, const char *gnuplot, const char *out,
 }
 
 int
+msim_plot_check(const char *plots_dir, const char *gnuplot, const char *out,
+		char *why, size_t whylen)
+{
+	return plot_ready(plots_dir, gnuplot, out, why, whylen);
+}
+
+int
 msim_plot_run(const char *plots_dir, const char *gnuplot, const char *name,
 	      const char *data, const char *out, const char *title, char *why,
 	      size_t whylen)

@@ -26,6 +26,12 @@ const char *msim_plot_dir(const char *const *dirs);
  */
 const char *msim_plot_dir_for(const char *installed, const char *src);
 
+/* The checks every plot makes (gnuplot there, a known extension, the
+ * scripts found), for a command to make before its work.  Returns 0, or
+ * an error with why filled. */
+int msim_plot_check(const char *plots_dir, const char *gnuplot,
+		    const char *out, char *why, size_t whylen);
+
 /* Runs plots/NAME.gp on data into out (after the checks every plot makes:
  * gnuplot there, a known extension, the scripts found).  Returns 0, or an
  * error with why filled. */

@@ -133,7 +133,11 @@ def record_gpu(opt, tmp):
 
 
 def main(argv=None):
-    opt = parse(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--serve"]:   # memsim fit and sweep: server.py
+        from . import server
+        return server.main(argv[1:])
+    opt = parse(argv)
     opt.module_name = None
     if opt.module:
         opt.module_name = opt.script
