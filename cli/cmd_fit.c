@@ -103,7 +103,7 @@ fit_parse(int argc, char **argv, msim_fit_spec_t *f, const char **vary,
 					   "--world-size", "--rank",
 					   "--dynamic-fraction"};
 	/* at most one a word of argv, two words an option: never more than
-	 * argc (freed at exit) */
+	 * argc (fit_free_opts) */
 	const char **confs = calloc((size_t)argc + 1, sizeof(*confs));
 	char **ropt = calloc((size_t)argc * 2 + 1, sizeof(*ropt));
 	int c, nropt = 0;
@@ -362,6 +362,14 @@ fit_json(const msim_fit_spec_t *f, const msim_fit_result_t *r,
 	printf("\n}\n");
 }
 
+/* The option arrays fit_parse() made. */
+static void
+fit_free_opts(msim_fit_spec_t *f)
+{
+	free((void *)f->confs);
+	free((void *)f->ropt);
+}
+
 int
 msim_cmd_fit(int argc, char **argv)
 {
@@ -372,8 +380,10 @@ msim_cmd_fit(int argc, char **argv)
 	bool json = false;
 	optind = 1;
 	int rc = fit_parse(argc, argv, &f, &vary, &keep, &gpu, &json, &plot);
-	if (rc >= 0)
+	if (rc >= 0) {
+		fit_free_opts(&f);
 		return rc;
+	}
 	char name[64], why[4400];
 	if (msim_fit_parse_vary(vary, name, sizeof(name), &f.lo, &f.hi, why,
 				sizeof(why)))
@@ -437,5 +447,6 @@ msim_cmd_fit(int argc, char **argv)
 		msim_cli_die("fit: --plot: %s", why);
 	}
 	msim_fit_clear(&r);
+	fit_free_opts(&f);
 	return r.fits ? 0 : 1; /* the scratch folder goes at exit */
 }
