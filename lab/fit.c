@@ -335,6 +335,16 @@ fit_span(long a, long b)
 	return (unsigned long)b - (unsigned long)a;
 }
 
+/* a + f * span for f in [0, 1], span = b - a: the value that far into
+ * [a, b], without overflow (unsigned arithmetic, the double clamped). */
+static long
+fit_at(long a, unsigned long span, double f)
+{
+	double d = f * (double)span;
+	unsigned long off = d >= (double)span ? span : (unsigned long)d;
+	return (long)((unsigned long)a + off);
+}
+
 /* The guess of the largest value that fits in (a, b): where the line
  * through what a and b need (uncapped peak reserved) meets the cap, or
  * the middle when bisect (or b failed: it needs nothing known); then up
@@ -350,14 +360,14 @@ fit_pick(const msim_fit_spec_t *s, const msim_fit_curve_pt_t *a,
 		double f = ((double)s->cap - (double)a->reserved) /
 			   (double)(b->reserved - a->reserved);
 		f = f < 0 ? 0 : f > 1 ? 1 : f;
-		g = a->value + (long)(unsigned long)(f * (double)span);
+		g = fit_at(a->value, span, f);
 	}
 	g = g < lo ? lo : g > hi ? hi : g;
 	size_t n = 0;
 	if (bisect && k > 1) { /* k evenly spaced */
 		for (size_t i = 1; i <= k; i++) {
-			long x = a->value + (long)(unsigned long)
-				((double)span * (double)i / (double)(k + 1));
+			long x = fit_at(a->value, span,
+					(double)i / (double)(k + 1));
 			if (x >= lo && x <= hi && (!n || x > v[n - 1]))
 				v[n++] = x;
 		}
