@@ -64,9 +64,12 @@ printf '#!/bin/sh\necho "$PYTHONPATH" >"%s"\nexit 3\n' "$tmp/pythonpath" \
 chmod +x "$tmp/fake/python3"
 check_bin "$dir/bin" installed
 
-# The installed Python package, by itself (no MEMSIM_LIBRARY).
+# The installed Python package, by itself (no MEMSIM_LIBRARY), run by
+# $PYTHON (the sanitizer build's wrapper preloads its runtime).
+PY=${PYTHON:-python3}
+[ "$PY" = : ] && PY=python3
 if [ -n "$py" ] && [ -f "$py/memsim/__init__.py" ]; then
-	PYTHONPATH=$py PYTHONDONTWRITEBYTECODE=1 python3 -B - "$dir" "$trace" \
+	PYTHONPATH=$py PYTHONDONTWRITEBYTECODE=1 "$PY" -B - "$dir" "$trace" \
 		"$tmp/want.json" <<'PY' || fail "python"
 import json, os, sys
 import memsim
