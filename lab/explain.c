@@ -134,6 +134,28 @@ ex_unlive(ex_ctx_t *x, uint32_t id)
 	o->live[id] = 0;
 }
 
+/* At a reset_peaks row (traces/trace.h: the end of a partial history's
+ * seeded start, as `memsim convert` writes it into csv and bin), the
+ * blocks live are those from before the history: a converted snapshot is
+ * explained as the snapshot is (a snapshot's own seeded blocks are marked
+ * so already). */
+static void
+ex_seeded(ex_obs_t *o)
+{
+	for (size_t id = 0; id < o->nid; id++) {
+		if (o->live[id] != 1)
+			continue;
+		size_t from = EX_SLOT(o->tag[id], 0), to = EX_SLOT(o->tag[id], 1);
+		o->live[id] = 2;
+		o->before_bytes += o->bytes[id];
+		o->before_count++;
+		o->tag_bytes[from] -= o->bytes[id];
+		o->tag_count[from]--;
+		o->tag_bytes[to] += o->bytes[id];
+		o->tag_count[to]++;
+	}
+}
+
 static void
 ex_observe(void *ctx, const msim_req_t *req, int rc)
 {
@@ -194,6 +216,7 @@ ex_observe(void *ctx, const msim_req_t *req, int rc)
 		o->best = (uint64_t)st.reserved_bytes[MSIM_POOL_ALL].current;
 		o->best_alloc = (uint64_t)now;
 		o->best_seq = o->best_alloc_seq = o->seq;
+		ex_seeded(o);
 		break;
 	case MSIM_REQ_FREE_REQUESTED:
 		if (req->id < o->nid && o->live[req->id] && delta < 0)
