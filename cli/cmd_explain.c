@@ -135,8 +135,8 @@ print_moment(const msim_explain_t *ex, const msim_explain_moment_t *m)
 		int cat = k % MSIM_NCAT; /* untagged, then the start, last */
 		uint64_t bytes = m->cat_bytes[cat], n = m->cat_count[cat];
 		const char *name = msim_category_name(cat);
-		/* The seeded blocks (untagged: the seeding knows no frames)
-		 * are named for what they are. */
+		/* The seeded blocks (untagged: their snapshot frames give a
+		 * site, not a category) are named for what they are. */
 		if (k == MSIM_NCAT) {
 			bytes -= m->before_bytes;
 			n -= m->before_count;
@@ -155,24 +155,18 @@ print_moment(const msim_explain_t *ex, const msim_explain_moment_t *m)
 	if (m->before_count)
 		printf("  (before history: blocks live when the recorded "
 		       "history began, rebuilt from the\n  snapshot's "
-		       "state, which says where they are, not who allocated "
-		       "them)\n");
+		       "state: where they are, and where they were allocated "
+		       "when its blocks\n  have frames)\n");
 	if (!ex->tagged || !m->nsites)
 		return;
 	printf("  top call sites (%zu of %zu live):\n", m->nsites,
 	       m->nsites_live);
 	for (size_t i = 0; i < m->nsites; i++) {
 		const msim_explain_site_t *s = &m->sites[i];
-		char none[96] = "(no site)";
-		if (!*s->site && s->category == MSIM_CAT_UNTAGGED &&
-		    m->before_count)
-			snprintf(none, sizeof(none), "(no site; %" PRIu64
-				 " of them from before the history)",
-				 m->before_count);
 		printf("    %12s %6" PRIu64 " x  %-10s %s\n",
 		       fb(s->bytes, a, sizeof(a)), s->count,
-		       msim_category_name(s->category),
-		       *s->site ? s->site : none);
+		       msim_explain_site_category(s),
+		       *s->site ? s->site : "(no site)");
 	}
 }
 
@@ -296,7 +290,7 @@ json_moment(const msim_explain_t *ex, const msim_explain_moment_t *m)
 		msim_cli_json_str(stdout, m->sites[i].site);
 		printf(", \"category\": \"%s\", \"bytes\": %" PRIu64
 		       ", \"blocks\": %" PRIu64 "}",
-		       msim_category_name(m->sites[i].category),
+		       msim_explain_site_category(&m->sites[i]),
 		       m->sites[i].bytes, m->sites[i].count);
 	}
 	printf("]}");

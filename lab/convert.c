@@ -81,6 +81,8 @@ convert_seed_entry(const msim_req_t *q, uint64_t time_us,
 		}
 		(*blk)[q->id] = (convert_blk_t){e->addr, e->size, e->stream};
 		e->action = MSIM_ACT_ALLOC;
+		e->tag = q->tag; /* a seeded block's site (its snapshot
+				  * frames): csv holds it, bin no tags */
 		return 0;
 	case MSIM_REQ_FREE:
 		if (q->id >= *n)

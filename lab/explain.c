@@ -22,6 +22,10 @@
 #include "sim/device.h"
 #include "sim/error.h"
 
+/* The sums by site: a tag's blocks from the history and its seeded ones
+ * (live before the history began) apart. */
+#define EX_SLOT(tag, seeded) (2u * (size_t)(tag) + ((seeded) ? 1u : 0u))
+
 /* The observer's bookkeeping during one replay. */
 typedef struct ex_obs_s {
 	msim_sim_t *sim;
@@ -32,7 +36,7 @@ typedef struct ex_obs_s {
 	size_t nid;
 	uint64_t before_bytes, before_count; /* the seeded blocks live */
 	uint64_t cat_bytes[MSIM_NCAT], cat_count[MSIM_NCAT];
-	uint64_t *tag_bytes, *tag_count; /* by tag */
+	uint64_t *tag_bytes, *tag_count; /* by EX_SLOT(tag, seeded) */
 	size_t ntag;
 	uint64_t seq;        /* observed requests */
 	uint64_t nreq;       /* allocs and frees (the engine's count) */
@@ -75,12 +79,12 @@ ex_grow_ids(ex_obs_t *o, uint32_t id)
 }
 
 static int
-ex_grow_tags(ex_obs_t *o, uint16_t tag)
+ex_grow_tags(ex_obs_t *o, size_t slot)
 {
-	if (tag < o->ntag)
+	if (slot < o->ntag)
 		return 0;
 	size_t n = o->ntag ? o->ntag : 64;
-	while (n <= tag)
+	while (n <= slot)
 		n *= 2;
 	uint64_t *b = realloc(o->tag_bytes, n * sizeof(*b));
 	if (!b)
@@ -120,13 +124,36 @@ ex_unlive(ex_ctx_t *x, uint32_t id)
 		o->before_bytes -= o->bytes[id];
 		o->before_count--;
 	}
-	o->live[id] = 0;
 	uint16_t tag = o->tag[id];
 	int cat = ex_cat(x->trace, tag);
+	size_t slot = EX_SLOT(tag, o->live[id] == 2);
 	o->cat_bytes[cat] -= o->bytes[id];
 	o->cat_count[cat]--;
-	o->tag_bytes[tag] -= o->bytes[id];
-	o->tag_count[tag]--;
+	o->tag_bytes[slot] -= o->bytes[id];
+	o->tag_count[slot]--;
+	o->live[id] = 0;
+}
+
+/* At a reset_peaks row (traces/trace.h: the end of a partial history's
+ * seeded start, as `memsim convert` writes it into csv and bin), the
+ * blocks live are those from before the history: a converted snapshot is
+ * explained as the snapshot is (a snapshot's own seeded blocks are marked
+ * so already). */
+static void
+ex_seeded(ex_obs_t *o)
+{
+	for (size_t id = 0; id < o->nid; id++) {
+		if (o->live[id] != 1)
+			continue;
+		size_t from = EX_SLOT(o->tag[id], 0), to = EX_SLOT(o->tag[id], 1);
+		o->live[id] = 2;
+		o->before_bytes += o->bytes[id];
+		o->before_count++;
+		o->tag_bytes[from] -= o->bytes[id];
+		o->tag_count[from]--;
+		o->tag_bytes[to] += o->bytes[id];
+		o->tag_count[to]++;
+	}
 }
 
 static void
@@ -157,7 +184,7 @@ ex_observe(void *ctx, const msim_req_t *req, int rc)
 		if (rc || delta <= 0)
 			break;
 		if ((o->err = ex_grow_ids(o, req->id)) ||
-		    (o->err = ex_grow_tags(o, req->tag)))
+		    (o->err = ex_grow_tags(o, EX_SLOT(req->tag, 1))))
 			return;
 		o->live[req->id] = req->flags & MSIM_REQF_SEED ? 2 : 1;
 		if (o->live[req->id] == 2) {
@@ -169,8 +196,9 @@ ex_observe(void *ctx, const msim_req_t *req, int rc)
 		int cat = ex_cat(x->trace, req->tag);
 		o->cat_bytes[cat] += (uint64_t)delta;
 		o->cat_count[cat]++;
-		o->tag_bytes[req->tag] += (uint64_t)delta;
-		o->tag_count[req->tag]++;
+		size_t slot = EX_SLOT(req->tag, o->live[req->id] == 2);
+		o->tag_bytes[slot] += (uint64_t)delta;
+		o->tag_count[slot]++;
 		uint64_t reserved =
 			(uint64_t)st.reserved_bytes[MSIM_POOL_ALL].current;
 		if (reserved > o->best) {
@@ -188,6 +216,7 @@ ex_observe(void *ctx, const msim_req_t *req, int rc)
 		o->best = (uint64_t)st.reserved_bytes[MSIM_POOL_ALL].current;
 		o->best_alloc = (uint64_t)now;
 		o->best_seq = o->best_alloc_seq = o->seq;
+		ex_seeded(o);
 		break;
 	case MSIM_REQ_FREE_REQUESTED:
 		if (req->id < o->nid && o->live[req->id] && delta < 0)
@@ -214,7 +243,10 @@ site_cmp(const void *a, const void *b)
 	if (x->count != y->count)
 		return x->count < y->count ? 1 : -1;
 	int c = strcmp(x->site, y->site);
-	return c ? c : x->category - y->category;
+	if (c)
+		return c;
+	return x->before != y->before ? x->before - y->before
+				      : x->category - y->category;
 }
 
 /* Fills m from the replay's state now.  Returns 0 or MSIM_ENOMEM. */
@@ -254,10 +286,11 @@ ex_moment(ex_ctx_t *x, size_t top, msim_explain_moment_t *m)
 			continue;
 		const char *site = "";
 		int cat = MSIM_CAT_UNTAGGED;
-		if (x->trace && i)
-			msim_trace_tag(x->trace, (uint16_t)i, &cat, &site);
+		if (x->trace && i / 2)
+			msim_trace_tag(x->trace, (uint16_t)(i / 2), &cat,
+				       &site);
 		v[k++] = (msim_explain_site_t){
-			.site = (char *)site, .category = cat,
+			.site = (char *)site, .category = cat, .before = i & 1,
 			.bytes = o->tag_bytes[i], .count = o->tag_count[i],
 		};
 	}
@@ -274,6 +307,12 @@ ex_moment(ex_ctx_t *x, size_t top, msim_explain_moment_t *m)
 	m->sites = v;
 	m->nsites = k;
 	return 0;
+}
+
+const char *
+msim_explain_site_category(const msim_explain_site_t *s)
+{
+	return s->before ? "before history" : msim_category_name(s->category);
 }
 
 static void

@@ -53,7 +53,13 @@ typedef struct msim_explain_site_s {
 	int category;      /* msim_category_t */
 	uint64_t bytes;    /* allocated bytes of its live blocks */
 	uint64_t count;    /* its live blocks */
+	bool before;       /* blocks live before a partial history began
+			    * (their snapshot frames' site, category
+			    * untagged), apart from the history's own */
 } msim_explain_site_t;
+
+/* What a site's blocks are: "before history", else the category's name. */
+const char *msim_explain_site_category(const msim_explain_site_t *s);
 
 /* The state at one moment of the replay. */
 typedef struct msim_explain_moment_s {
@@ -70,7 +76,8 @@ typedef struct msim_explain_moment_s {
 	uint64_t cat_count[MSIM_NCAT];   /* live blocks by category */
 	msim_explain_site_t *sites;      /* the top sites, by bytes */
 	size_t nsites;
-	size_t nsites_live;              /* distinct tags live */
+	size_t nsites_live;              /* distinct sites live (a tag's
+					  * seeded blocks apart) */
 	/* Of the allocated bytes, the blocks a partial history's seeding
 	 * allocated (live before the history began; msim_trace_seeding()):
 	 * their bytes (in cat_bytes too) and count. */

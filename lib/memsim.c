@@ -581,7 +581,7 @@ explain_moment(msim_figs_t *f, const char *prefix, const msim_explain_t *ex,
 		ok = ok && !msim_figs_text(f, k, st->site);
 		snprintf(k, sizeof(k), "%ssites.%zu.category", prefix, i);
 		ok = ok && !msim_figs_text(f, k,
-					   msim_category_name(st->category));
+					   msim_explain_site_category(st));
 		EX_INT(st->bytes, "%ssites.%zu.bytes", prefix, i);
 		EX_INT(st->count, "%ssites.%zu.blocks", prefix, i);
 	}

@@ -350,6 +350,19 @@ class Experiments(unittest.TestCase):
                 self.assertTrue(got["oom"]["message"].startswith(
                     "CUDA out of memory. Tried to allocate "))
 
+    def test_explain_before_history_sites(self):
+        # A partial history whose snapshot blocks carry frames: the
+        # blocks from before it by the site of their frames.
+        snap = os.path.join(DATA, "snapshots", "r2_11_blockframes.pickle")
+        want = json.loads(cli("explain", "--json", snap))
+        got = memsim.explain(snap)
+        for key in ("peak", "peak_allocated"):
+            self.assertEqual(got[key], want[key], msg=key)
+        self.assertEqual(got["peak"]["sites"][1],
+                         {"site": "model.py:20 build",
+                          "category": "before history",
+                          "bytes": 6 << 20, "blocks": 2})
+
     def test_explain_dict(self):
         import pickle
         with open(self.PICKLE, "rb") as f:

@@ -22,8 +22,9 @@
  * function"), and a category inferred from the whole stack (pk_frame()).
  * Strings up to PK_STR_MAX bytes are kept in a pool so that memoized
  * filenames and function names can be read back; the memo slot of a
- * string holds its pool index.  Not kept: the frames of segments and
- * blocks.
+ * string holds its pool index.  A block's frames (the stack of its
+ * allocation) give it a site the same way (pk_block_tag()), for the blocks
+ * a partial history seeds.  Not kept: the frames of segments.
  *
  * A segment's segment_pool_id (a tuple; (0, 0) is the default pool, others
  * a CUDA graph's or a MemPool's private pool) becomes its pool number
@@ -138,30 +139,29 @@ msim_pk_fr_new(msim_trace_t *t, pk_t *p, pk_val_t *v)
 	return 0;
 }
 
-/* The tag of the entry's frames (see pk_frame()).  Returns 0 or an
- * error. */
+/* The site of frames list l ("file:line function", site[] of size n)
+ * and the category its stack tells (see pk_frame()).  Returns the site's
+ * length. */
 static int
-pk_frames_tag(msim_trace_t *t, pk_t *p, uint16_t *tag_out)
+pk_site(const pk_t *p, const pk_fr_t *l, char *site, size_t size, int *cat)
 {
-	const pk_fr_t *l = &p->fr[p->fr_cur];
-	int cat = l->flags & FR_OPTIMIZER ? MSIM_CAT_OPTIMIZER
+	*cat = l->flags & FR_OPTIMIZER ? MSIM_CAT_OPTIMIZER
 		: l->flags & FR_BACKWARD ? MSIM_CAT_GRADIENT
 		: l->flags & FR_PARAMETER ? MSIM_CAT_PARAMETER
 		: l->flags & FR_FORWARD ? MSIM_CAT_ACTIVATION
 		: l->flags & FR_TORCH ? MSIM_CAT_OTHER
 		: MSIM_CAT_INPUT;
-	char site[600];
 	int n;
 	if (!l->any) {
 		/* No Python frame: the autograd engine's own thread, which
 		 * runs backward. */
-		cat = MSIM_CAT_GRADIENT;
-		n = snprintf(site, sizeof(site), "(autograd engine: no "
+		*cat = MSIM_CAT_GRADIENT;
+		n = snprintf(site, size, "(autograd engine: no "
 			     "Python frames)");
 	} else if (l->file) {
 		const char *file = pk_str(p, l->file);
 		const char *sp = strstr(file, "-packages/");
-		n = snprintf(site, sizeof(site), "%s:%llu %s",
+		n = snprintf(site, size, "%s:%llu %s",
 			     sp ? sp + 10 : file,
 			     (unsigned long long)l->line,
 			     pk_str(p, l->name));
@@ -170,12 +170,43 @@ pk_frames_tag(msim_trace_t *t, pk_t *p, uint16_t *tag_out)
 	}
 	if (n < 0)
 		n = 0;
-	if ((size_t)n >= sizeof(site))
-		n = sizeof(site) - 1;
+	if ((size_t)n >= size)
+		n = (int)size - 1;
 	for (int i = 0; i < n; i++)
 		if (site[i] == ',' || site[i] == '\n' || site[i] == '\r')
 			site[i] = ';';
+	return n;
+}
+
+/* The tag of the entry's frames (see pk_site()).  Returns 0 or an
+ * error. */
+static int
+pk_frames_tag(msim_trace_t *t, pk_t *p, uint16_t *tag_out)
+{
+	char site[600];
+	int cat;
+	int n = pk_site(p, &p->fr[p->fr_cur], site, sizeof(site), &cat);
 	int rc = msim_trace_tag_intern(t, cat, site, (size_t)n, tag_out);
+	return rc ? msim_pk_fail(t, p, rc, "out of memory") : 0;
+}
+
+/* The site of a block's frames (the stack of its allocation, when the
+ * history was recorded with stacks): a tag with that site and no
+ * category (msim_snap_block_t.tag), as blocks live before a partial
+ * history began are "before history" whatever their stack (explain).
+ * No Python frame outside PyTorch (frames [] when the block was allocated
+ * before recording began): no tag.  Returns 0 or an error. */
+static int
+pk_block_tag(msim_trace_t *t, pk_t *p, msim_snap_block_t *b, uint32_t fr)
+{
+	char site[600];
+	int cat;
+	const pk_fr_t *l = &p->fr[fr];
+	if (!l->any || !l->file)
+		return 0;
+	int n = pk_site(p, l, site, sizeof(site), &cat);
+	int rc = msim_trace_tag_intern(t, MSIM_CAT_UNTAGGED, site, (size_t)n,
+				       &b->tag);
 	return rc ? msim_pk_fail(t, p, rc, "out of memory") : 0;
 }
 
@@ -420,6 +451,10 @@ msim_pk_setitem(msim_trace_t *t, pk_t *p, pk_val_t *d, const pk_val_t *k,
 {
 	if (d->type != V_DICT || k->type != V_STR)
 		return 0;
+	if (d->role == R_BLOCK && k->str == S_FRAMES && v->type == V_LIST &&
+	    v->role == R_FRAMES)
+		return d->have & EMITTED ? 0
+		       : pk_block_tag(t, p, &p->blocks[d->dev], v->dev);
 	if (d->role == R_SEG || d->role == R_BLOCK)
 		return d->have & EMITTED ? 0 : pk_state_set(t, p, d, k, v);
 	if (d->role == R_FRAME) {

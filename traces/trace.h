@@ -188,6 +188,9 @@ typedef struct msim_snap_block_s {
 	uint64_t requested; /* requested_size, bytes (stale if inactive) */
 	uint32_t seg;       /* index of its segment in the file */
 	uint8_t state;      /* MSIM_SNAP_* */
+	uint16_t tag;       /* the site of its frames (the stack of its
+			     * allocation), with no category: a tag of the
+			     * file's table (msim_trace_tag()); 0: none */
 } msim_snap_block_t;
 
 typedef struct msim_snap_segment_s {

@@ -30,6 +30,7 @@ typedef struct seed_blk_s {
 	uint64_t addr, size, block; /* block: its size in the snapshot, 0 if
 				     * unknown */
 	msim_stream_t stream;
+	uint16_t tag; /* the site of its snapshot frames (t's table), 0: none */
 } seed_blk_t;
 
 typedef struct seed_seg_s {
@@ -64,11 +65,11 @@ msim_trace_seed_grow(void **a, size_t *cap, size_t n, size_t each)
 
 static int
 seed_add_blk(seed_build_t *s, uint64_t addr, uint64_t size, uint64_t block,
-	     msim_stream_t stream)
+	     msim_stream_t stream, uint16_t tag)
 {
 	if (msim_trace_seed_grow((void **)&s->b, &s->capb, s->nb, sizeof(*s->b)))
 		return MSIM_ENOMEM;
-	s->b[s->nb++] = (seed_blk_t){addr, size, block, stream};
+	s->b[s->nb++] = (seed_blk_t){addr, size, block, stream, tag};
 	return 0;
 }
 
@@ -114,19 +115,26 @@ msim_trace_seed_inexact(msim_trace_t *t, const char *why)
 }
 
 static int
-seed_push(msim_trace_t *t, int kind, uint32_t id, uint64_t addr,
-	  uint64_t size, msim_stream_t stream, uint8_t flags)
+seed_push_tag(msim_trace_t *t, int kind, uint32_t id, uint64_t addr,
+	      uint64_t size, msim_stream_t stream, uint8_t flags, uint16_t tag)
 {
 	if (msim_trace_seed_grow((void **)&t->seedq, &t->capseedq, t->nseedq,
 		      sizeof(*t->seedq)))
 		return MSIM_ENOMEM;
 	t->seedq[t->nseedq++] = (msim_req_t){
 		.kind = (uint8_t)kind, .id = id, .addr = addr, .size = size,
-		.stream = stream, .flags = flags};
+		.stream = stream, .flags = flags, .tag = tag};
 	if (kind != MSIM_REQ_SEGMENT_HINT && kind != MSIM_REQ_RESET_PEAKS &&
 	    (kind < MSIM_REQ_POOL_CREATE || kind > MSIM_REQ_POOL_RESTORE))
 		t->seed.requests++;
 	return 0;
+}
+
+static int
+seed_push(msim_trace_t *t, int kind, uint32_t id, uint64_t addr,
+	  uint64_t size, msim_stream_t stream, uint8_t flags)
+{
+	return seed_push_tag(t, kind, id, addr, size, stream, flags, 0);
 }
 
 /* Fillers for the free bytes [at, at + n) of a segment being rebuilt:
@@ -168,8 +176,8 @@ seed_alloc(msim_trace_t *t, const seed_blk_t *b, uint64_t size)
 	if (rc)
 		return rc;
 	t->seed.bytes += b->size;
-	return seed_push(t, MSIM_REQ_ALLOC, id, b->addr, size, b->stream,
-			 MSIM_REQF_SEED);
+	return seed_push_tag(t, MSIM_REQ_ALLOC, id, b->addr, size, b->stream,
+			     MSIM_REQF_SEED, b->tag);
 }
 
 /* Rebuilds segment g with the seeded blocks b[0..n) inside it. */
@@ -405,6 +413,28 @@ msim_trace_pool_derive(msim_trace_t *t, const msim_entry_t *e, bool before)
 	return 1;
 }
 
+/* The site of a snapshot block (tag of t2's table: its frames) as a tag
+ * of t's, with no category: explain keeps a seeded block's category
+ * "before history".  A block freed in the history has no frames here (a
+ * free row's frames are the free's stack, or, recorded without stacks
+ * for frees, its allocation's; neither is kept). */
+static int
+seed_site(msim_trace_t *t, const msim_trace_t *t2, uint16_t tag2,
+	  uint16_t *tag_out)
+{
+	int cat;
+	const char *site;
+	*tag_out = 0;
+	if (!tag2)
+		return 0;
+	msim_trace_tag(t2, tag2, &cat, &site);
+	if (!*site)
+		return 0;
+	t->tagged = true;
+	return msim_trace_tag_intern(t, MSIM_CAT_UNTAGGED, site, strlen(site),
+				     tag_out);
+}
+
 /* The state of the segments a partial history began with, from a first
  * pass over the trace (t2, at its start), into t->seedq. */
 static int
@@ -443,14 +473,14 @@ seed_scan(msim_trace_t *t, msim_trace_t *t2)
 			t->seed.from_frees++;
 			if (!(rc = msim_idmap_add(&pend, e.addr, &id)))
 				rc = seed_add_blk(&s, e.addr, e.size, 0,
-						  e.stream);
+						  e.stream, 0);
 			break;
 		case MSIM_ACT_FREE_COMPLETED:
 			if (!msim_idmap_remove(&known, e.addr, &id) ||
 			    !msim_idmap_remove(&pend, e.addr, &id) || !e.addr)
 				break;
 			t->seed.from_frees++;
-			rc = seed_add_blk(&s, e.addr, e.size, 0, e.stream);
+			rc = seed_add_blk(&s, e.addr, e.size, 0, e.stream, 0);
 			break;
 		case MSIM_ACT_SEGMENT_ALLOC:
 			rc = msim_idmap_add(&segs, e.addr, &id);
@@ -520,8 +550,10 @@ seed_scan(msim_trace_t *t, msim_trace_t *t2)
 				t->seed.explained_bytes += b->requested;
 			} else if (msim_idmap_find(&pend, b->addr, &id)) {
 				t->seed.from_snapshot++;
-				if (seed_add_blk(&s, b->addr, b->requested,
-						 b->size, g[i].stream))
+				uint16_t tag;
+				if (seed_site(t, t2, b->tag, &tag) ||
+				    seed_add_blk(&s, b->addr, b->requested,
+						 b->size, g[i].stream, tag))
 					goto out;
 			}
 		}
