@@ -55,6 +55,9 @@ static const msim_cli_opt_t sweep_opts[] = {
 	{'j', true, "jobs", "N",
 	 "worker processes (default: the number of cores); over\n"
 	 "a command, also the recordings made at once"},
+	{'T', false, "timeout", "SECONDS",
+	 "over a command: stop a recording that runs longer\n"
+	 "(a failure at its values)"},
 	{'f', false, "force", NULL,
 	 "run settings already stored again, replacing them"},
 	{'H', false, "shard", "I/N",
@@ -132,6 +135,7 @@ typedef struct sweep_opts_s {
 	uint64_t *caps;
 	const char *db;
 	long jobs;
+	unsigned timeout; /* --timeout: seconds a recording may run */
 	int force, list, quiet;
 	msim_cli_gpu_t gpu; /* --device, --capacity, --context-bytes */
 } sweep_opts_t;
@@ -177,6 +181,10 @@ sweep_opt(int c, msim_sweep_spec_t *spec, sweep_opts_t *o)
 	case 'A': spec->addresses = msim_cli_addresses(optarg); break;
 	case 'd': o->db = optarg; break;
 	case 'j': o->jobs = msim_cli_jobs(optarg); break;
+	case 'T':
+		o->timeout = (unsigned)msim_cli_uint("--timeout", optarg, 1,
+						     1u << 30);
+		break;
 	case 'f': o->force = 1; break;
 	case 'H':
 		if (sscanf(optarg, "%d/%d%n", &i, &n, &len) != 2 ||
@@ -250,7 +258,8 @@ rec_make(char *const *cmd, int ncmd, sweep_opts_t *o, msim_sweep_spec_t *spec)
 	msim_recsweep_spec_t rs = {
 		.cmd = cmd, .ncmd = ncmd, .db = o->db, .force = o->force,
 		.scratch = o->db ? NULL : msim_cli_scratch("memsim-sweep"),
-		.rec = {.dirs = msim_cli_record_dirs(), .quiet = true},
+		.rec = {.dirs = msim_cli_record_dirs(), .quiet = true,
+			.timeout_s = o->timeout},
 		.jobs = (int)o->jobs, .note = rec_note, .ctx = o,
 	};
 	msim_recsweep_t *r;
@@ -318,6 +327,9 @@ msim_cmd_sweep(int argc, char **argv)
 	int rc = sweep_parse(argc, argv, recmode, &spec, &o);
 	if (rc >= 0)
 		return rc;
+	if (o.timeout && !recmode)
+		msim_cli_die("--timeout: only over a command (memsim sweep "
+			     "... -- python3 SCRIPT ...): no trace is recorded");
 	if (recmode)
 		rec = rec_make(cmd, ncmd, &o, &spec);
 	char why[2048];

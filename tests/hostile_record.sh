@@ -220,6 +220,17 @@ rcase 0 '' -- $MEMSIM fit --timeout 20 --cap 30MiB --vary B=1..2 -- \
 grep -q 'recording B=2 failed (exit 1): the recording ran past --timeout 20 s' "$tmp/err" ||
 	fail "fit --timeout: $(grep B=2 "$tmp/err")"
 grep -q '^largest    B=1$' "$tmp/out" || fail "fit --timeout: $(cat "$tmp/out")"
+# the same limit for a recording sweep: B=2 fails, B=1 is run and stored
+rcase 1 'recording B=2 failed (memsim record exit 1); its settings are not run' -- \
+	$MEMSIM sweep --timeout 20 --db "$tmp/slow.db" --grid B=1,2 -- \
+	"$PY" "$in/fitslow.py" '{B}'
+grep -q 'the recording ran past --timeout 20 s and was stopped' "$tmp/err" ||
+	fail "sweep --timeout: $(cat "$tmp/err")"
+grep -q ': 1 settings: 1 run' "$tmp/out" || fail "sweep --timeout: $(cat "$tmp/out")"
+[ "$(ps -eo args | grep -c '[f]itslow.py 2$')" -eq 0 ] ||
+	fail "sweep --timeout: the recording still runs"
+before '--timeout: only over a command' -- \
+	$MEMSIM sweep --timeout 5 --db "$tmp/slow.db" "$in/data.txt"
 
 # --- A sweep's recordings are keyed by the script's bytes: edit it and
 # it is recorded again.
