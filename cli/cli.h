@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "lab/print.h"
 #include "sim/types.h"
 
 /* Prints "memsim: <message>" on stderr and exits with status 1. */
@@ -98,15 +99,8 @@ struct msim_job_err_s;
 void msim_cli_job_die(const struct msim_job_err_s *err, const char *who)
 	__attribute__((noreturn));
 
-/* Writes s as a JSON string. */
-void msim_cli_json_str(FILE *fp, const char *s);
-
-/* Writes the figures of f (lab/figures.h) to stdout as the members of a
- * JSON object, one a line, each after ",\n" (the first after "\n"
- * when first). */
-struct msim_figs_s;
-void msim_cli_json_figs(const struct msim_figs_s *f, bool first);
-
+/* The JSON writers are lab/print.h's; cmd_explain.c's name for one. */
+#define msim_cli_json_str msim_print_json_str
 /* The folder of the gnuplot scripts: $MEMSIM_PLOTS_DIR, the installed
  * one, else the source tree's; NULL if none has them. */
 const char *msim_cli_plots_dir(void);

@@ -199,26 +199,26 @@ static void
 cmp_json(const char *path, const cmp_opts_t *o, const msim_compare_t *c)
 {
 	printf("{\n  \"trace\": ");
-	msim_cli_json_str(stdout, path);
+	msim_print_json_str(stdout, path);
 	printf(",\n  \"requests\": %" PRIu64 ",\n  \"cap_bytes\": %" PRIu64
 	       ",\n  \"capacity_bytes\": %" PRIu64 ",\n  \"context_bytes\": "
 	       "%" PRIu64 ",\n  \"device\": ", c->rows[0].sum.requests,
 	       c->cap, o->gpu.capacity ? o->gpu.capacity : MSIM_H200_BYTES,
 	       o->gpu.context);
 	if (o->gpu.name)
-		msim_cli_json_str(stdout, o->gpu.name);
+		msim_print_json_str(stdout, o->gpu.name);
 	else
 		printf("null");
 	printf(",\n  \"settings\": ");
-	msim_cli_json_str(stdout, c->rows[0].settings);
+	msim_print_json_str(stdout, c->rows[0].settings);
 	printf(",\n  \"capacity_note\": ");
-	msim_cli_json_str(stdout, c->rows[0].capnote);
+	msim_print_json_str(stdout, c->rows[0].capnote);
 	printf(",\n  \"rows\": [");
 	for (size_t r = 0; r < c->n; r++) {
 		const msim_compare_row_t *w = &c->rows[r];
 		printf("%s\n    {\"policy\": \"%s\", \"params\": ",
 		       r ? "," : "", w->policy);
-		msim_cli_json_str(stdout, w->canon);
+		msim_print_json_str(stdout, w->canon);
 		printf(", \"peak_reserved_bytes\": %" PRId64
 		       ", \"peak_allocated_bytes\": %" PRId64 ",\n     "
 		       "\"frag_at_peak\": %.6f, \"frag_mean\": %.6f, "

@@ -308,15 +308,15 @@ fit_json(const msim_fit_spec_t *f, const msim_fit_result_t *r,
 {
 	uint64_t usable = fit_usable(f);
 	printf("{\n  \"cap_bytes\": %" PRIu64 ",\n  \"device\": ", f->cap);
-	msim_cli_json_str(stdout, device);
+	msim_print_json_str(stdout, device);
 	printf(",\n  \"capacity_bytes\": %" PRIu64 ",\n  \"context_bytes\": "
 	       "%" PRIu64 ",\n  \"usable_bytes\": %" PRIu64 ",\n  "
 	       "\"name\": ", f->capacity, f->context, usable);
-	msim_cli_json_str(stdout, f->name);
+	msim_print_json_str(stdout, f->name);
 	printf(",\n  \"lo\": %ld,\n  \"hi\": %ld,\n  \"recordings\": %d,"
 	       "\n  \"failed\": %d,\n  \"warning\": ", f->lo, f->hi,
 	       r->tries, r->failed);
-	msim_cli_json_str(stdout, r->growth);
+	msim_print_json_str(stdout, r->growth);
 	printf(",\n  \"curve\": [");
 	for (size_t i = 0; i < r->ncurve; i++) {
 		const msim_fit_curve_pt_t *c = &r->curve[i];
@@ -336,19 +336,19 @@ fit_json(const msim_fit_spec_t *f, const msim_fit_result_t *r,
 		return;
 	}
 	printf(",\n  \"largest\": %ld,\n  \"trace\": ", r->best);
-	msim_cli_json_str(stdout, r->trace);
+	msim_print_json_str(stdout, r->trace);
 	fit_json_point("at_largest", &r->at_best, usable);
 	printf(",\n  \"candidates\": [");
 	for (size_t i = 0; i < f->nconf; i++) {
 		printf("%s\n    {\"alloc_conf\": ", i ? "," : "");
-		msim_cli_json_str(stdout, f->confs[i]);
+		msim_print_json_str(stdout, f->confs[i]);
 		printf(", \"peak_reserved_bytes\": %" PRId64 ", \"oom\": %s}",
 		       r->cand[i].reserved, r->cand[i].oom ? "true" : "false");
 	}
 	printf("%s]", f->nconf ? "\n  " : "");
 	if (f->nconf) {
 		printf(",\n  \"best_alloc_conf\": ");
-		msim_cli_json_str(stdout, r->best_conf < f->nconf
+		msim_print_json_str(stdout, r->best_conf < f->nconf
 				  ? f->confs[r->best_conf] : "");
 		fit_json_point("best", &r->conf_best, usable);
 	} else if (r->tuned) {
@@ -357,7 +357,7 @@ fit_json(const msim_fit_spec_t *f, const msim_fit_result_t *r,
 		printf("\n  }");
 	} else {
 		printf(",\n  \"tune\": null,\n  \"tune_error\": ");
-		msim_cli_json_str(stdout, r->tune_err);
+		msim_print_json_str(stdout, r->tune_err);
 	}
 	printf("\n}\n");
 }

@@ -112,7 +112,7 @@ info_figs(msim_figs_t *f, int rc, bool first)
 {
 	if (rc)
 		msim_cli_die("out of memory");
-	msim_cli_json_figs(f, first);
+	msim_print_json_figs(f, first);
 	msim_figs_clear(f);
 }
 
@@ -132,7 +132,7 @@ info_json(const char *path, const msim_info_t *in)
 		printf(",\n  \"assumptions\": {");
 		for (size_t i = 0; i < as->nkinds; i++) {
 			printf("%s\n    ", i ? "," : "");
-			msim_cli_json_str(stdout, as->kinds[i].key);
+			msim_print_json_str(stdout, as->kinds[i].key);
 			printf(": %" PRIu64, as->kinds[i].n);
 		}
 		printf("\n  }");

@@ -309,7 +309,7 @@ print_json(msim_job_t *job, int64_t run_id)
 	    (run_id >= 0 && msim_figs_int(&f, "run_id", run_id)))
 		msim_cli_die("out of memory");
 	printf("{");
-	msim_cli_json_figs(&f, true);
+	msim_print_json_figs(&f, true);
 	printf("\n}\n");
 	msim_figs_clear(&f);
 }
@@ -447,14 +447,14 @@ print_together_json(msim_together_t *t, const run_opts_t *o)
 	if (msim_figs_gpu(&f, t, o->context, o->capacity_name, o->absolute))
 		msim_cli_die("out of memory");
 	printf("{");
-	msim_cli_json_figs(&f, true);
+	msim_print_json_figs(&f, true);
 	msim_figs_clear(&f);
 	printf(",\n  \"processes\": [");
 	for (size_t i = 0; i < msim_together_n(t); i++) {
 		if (msim_figs_process(&f, t, i))
 			msim_cli_die("out of memory");
 		printf("%s{", i ? ", " : "");
-		msim_cli_json_figs(&f, true);
+		msim_print_json_figs(&f, true);
 		msim_figs_clear(&f);
 		printf("\n}");
 	}

@@ -193,7 +193,7 @@ static void
 tune_json_row(const char *name, const msim_tune_row_t *r, int64_t id)
 {
 	printf(",\n  \"%s\": {\"alloc_conf\": ", name);
-	msim_cli_json_str(stdout, r->params);
+	msim_print_json_str(stdout, r->params);
 	printf(", \"peak_reserved_bytes\": %" PRId64 ", "
 	       "\"peak_allocated_bytes\": %" PRId64 ", \"frag_at_peak\": "
 	       "%.6f, \"segments_at_peak\": %" PRId64 ", \"alloc_retries\": "
@@ -207,12 +207,12 @@ msim_cli_tune_json(const msim_tune_result_t *r, const char *trace,
 		   uint64_t cap, bool close)
 {
 	printf("{\n  \"trace\": ");
-	msim_cli_json_str(stdout, trace);
+	msim_print_json_str(stdout, trace);
 	printf(",\n  \"cap_bytes\": %" PRIu64 ",\n  \"searched\": %zu,\n"
 	       "  \"search_seconds\": %.3f,\n  \"ran_out\": %" PRId64
 	       ",\n  \"fits\": %s,\n  \"setting\": ", cap, r->searched,
 	       r->wall_ms / 1e3, r->n_oom, r->fits ? "true" : "false");
-	msim_cli_json_str(stdout, r->keys);
+	msim_print_json_str(stdout, r->keys);
 	tune_json_row("default", &r->def, r->def_id);
 	if (r->fits)
 		tune_json_row("recommended", &r->best, r->best_id);
