@@ -149,15 +149,6 @@ int msim_report_compare(struct msim_db_s *db, int json, int csv,
 			const char *plot);
 int msim_cmd_plot(int argc, char **argv);
 int msim_cmd_tune(int argc, char **argv);
-/* Prints tune's table for the search of trace under cap (cli/cmd_tune.c;
- * fit's too). */
-struct msim_tune_result_s;
-void msim_cli_tune_print(const struct msim_tune_result_s *r,
-			 const char *trace, uint64_t cap);
-/* The same as JSON: an object's members, closed with "}" when close
- * (else the caller adds members and closes it). */
-void msim_cli_tune_json(const struct msim_tune_result_s *r,
-			const char *trace, uint64_t cap, bool close);
 int msim_cmd_gen(int argc, char **argv);
 int msim_cmd_gen_random(int argc, char **argv);
 int msim_cmd_convert(int argc, char **argv);

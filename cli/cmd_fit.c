@@ -285,7 +285,7 @@ fit_print(const msim_fit_spec_t *f, const msim_fit_result_t *r,
 	printf("tune       (memsim tune --cap %" PRIu64 " --device %s on "
 	       "%s=%ld)\n", usable, device, f->name, r->best);
 	if (r->tuned)
-		msim_cli_tune_print(&r->tune, r->trace, usable);
+		msim_tune_print(&r->tune, r->trace, usable);
 	if (r->tuned && *r->tune.store_err)
 		fprintf(stderr, "memsim: %s\n", r->tune.store_err);
 	else if (!r->tuned)
@@ -353,7 +353,7 @@ fit_json(const msim_fit_spec_t *f, const msim_fit_result_t *r,
 		fit_json_point("best", &r->conf_best, usable);
 	} else if (r->tuned) {
 		printf(",\n  \"tune\": ");
-		msim_cli_tune_json(&r->tune, r->trace, usable, false);
+		msim_tune_json(&r->tune, r->trace, usable, false);
 		printf("\n  }");
 	} else {
 		printf(",\n  \"tune\": null,\n  \"tune_error\": ");
