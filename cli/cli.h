@@ -128,13 +128,6 @@ void msim_cli_progress_end(msim_cli_progress_t *p);
 /* Milliseconds on the monotonic clock. */
 double msim_cli_now_ms(void);
 
-/* What info and run say about a trace read to its end
- * (cli/snapnotes.c): the seeding of a partial history, how much of the
- * snapshot's end state the trace explains, skipped entries, and a hint
- * when a snapshot has no trace events.  t is a msim_trace_t. */
-struct msim_trace_s;
-void msim_cli_seed_print(struct msim_trace_s *t);
-
 /* Subcommands: each takes argv with argv[0] = "memsim <name>". */
 int msim_cmd_run(int argc, char **argv);
 int msim_cmd_bench(int argc, char **argv);

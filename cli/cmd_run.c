@@ -371,7 +371,7 @@ print_text(const msim_job_result_t *r, msim_trace_t *trace, int64_t run_id,
 	if (*r->capacity_note)
 		printf("capacity   %s\n", r->capacity_note);
 	if (trace)
-		msim_cli_seed_print(trace);
+		msim_print_seed(trace);
 	if (*r->snapshot_state)
 		printf("snapshot state: %s\n", r->snapshot_state);
 	if (run_id >= 0)
