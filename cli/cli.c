@@ -299,42 +299,6 @@ msim_cli_job_die(const msim_job_err_t *err, const char *who)
 	}
 }
 
-void
-msim_cli_json_str(FILE *fp, const char *s)
-{
-	fputc('"', fp);
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(fp, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(fp, "\\u%04x", c);
-		else
-			fputc(c, fp);
-	}
-	fputc('"', fp);
-}
-
-void
-msim_cli_json_figs(const msim_figs_t *f, bool first)
-{
-	for (size_t i = 0; i < f->n; i++) {
-		const msim_fig_t *g = &f->v[i];
-		printf("%s\n  \"%s\": ", i || !first ? "," : "", g->name);
-		switch (g->kind) {
-		case MSIM_FIG_INT: printf("%" PRId64, g->i); break;
-		case MSIM_FIG_BOOL: printf(g->i ? "true" : "false"); break;
-		case MSIM_FIG_REAL: printf("%s", g->t); break;
-		default:
-			if (g->null)
-				printf("null");
-			else
-				msim_cli_json_str(stdout, g->t);
-			break;
-		}
-	}
-}
-
 #ifndef PYTHON_DIR
 #define PYTHON_DIR ""
 #endif

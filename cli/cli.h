@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "lab/print.h"
 #include "sim/types.h"
 
 /* Prints "memsim: <message>" on stderr and exits with status 1. */
@@ -98,15 +99,8 @@ struct msim_job_err_s;
 void msim_cli_job_die(const struct msim_job_err_s *err, const char *who)
 	__attribute__((noreturn));
 
-/* Writes s as a JSON string. */
-void msim_cli_json_str(FILE *fp, const char *s);
-
-/* Writes the figures of f (lab/figures.h) to stdout as the members of a
- * JSON object, one a line, each after ",\n" (the first after "\n"
- * when first). */
-struct msim_figs_s;
-void msim_cli_json_figs(const struct msim_figs_s *f, bool first);
-
+/* The JSON writers are lab/print.h's; cmd_explain.c's name for one. */
+#define msim_cli_json_str msim_print_json_str
 /* The folder of the gnuplot scripts: $MEMSIM_PLOTS_DIR, the installed
  * one, else the source tree's; NULL if none has them. */
 const char *msim_cli_plots_dir(void);
@@ -134,13 +128,6 @@ void msim_cli_progress_end(msim_cli_progress_t *p);
 /* Milliseconds on the monotonic clock. */
 double msim_cli_now_ms(void);
 
-/* What info and run say about a trace read to its end
- * (cli/snapnotes.c): the seeding of a partial history, how much of the
- * snapshot's end state the trace explains, skipped entries, and a hint
- * when a snapshot has no trace events.  t is a msim_trace_t. */
-struct msim_trace_s;
-void msim_cli_seed_print(struct msim_trace_s *t);
-
 /* Subcommands: each takes argv with argv[0] = "memsim <name>". */
 int msim_cmd_run(int argc, char **argv);
 int msim_cmd_bench(int argc, char **argv);
@@ -155,15 +142,6 @@ int msim_report_compare(struct msim_db_s *db, int json, int csv,
 			const char *plot);
 int msim_cmd_plot(int argc, char **argv);
 int msim_cmd_tune(int argc, char **argv);
-/* Prints tune's table for the search of trace under cap (cli/cmd_tune.c;
- * fit's too). */
-struct msim_tune_result_s;
-void msim_cli_tune_print(const struct msim_tune_result_s *r,
-			 const char *trace, uint64_t cap);
-/* The same as JSON: an object's members, closed with "}" when close
- * (else the caller adds members and closes it). */
-void msim_cli_tune_json(const struct msim_tune_result_s *r,
-			const char *trace, uint64_t cap, bool close);
 int msim_cmd_gen(int argc, char **argv);
 int msim_cmd_gen_random(int argc, char **argv);
 int msim_cmd_convert(int argc, char **argv);

@@ -70,7 +70,7 @@ print_json(const msim_bench_suite_spec_t *s, const msim_bench_suite_t *b)
 {
 	const msim_bench_result_t *r = &b->r;
 	printf("{\"trace\": ");
-	msim_cli_json_str(stdout, s->trace);
+	msim_print_json_str(stdout, s->trace);
 	printf(", \"policy\": \"%s\", \"requests\": %" PRIu64
 	       ", \"replay_s\": %.6f, \"requests_per_s\": %.0f"
 	       ", \"read_requests_per_s\": %.0f, \"peak_rss_kib\": %ld"
@@ -85,14 +85,14 @@ print_json(const msim_bench_suite_spec_t *s, const msim_bench_suite_t *b)
 		       b->replay_cpu_s / b->minimal_cpu_s);
 	else {
 		printf(", \"minimal\": {\"same\": false, \"why\": ");
-		msim_cli_json_str(stdout, b->minimal_why);
+		msim_print_json_str(stdout, b->minimal_why);
 		printf("}");
 	}
 	printf(", \"end_to_end\": [");
 	for (size_t f = 0; f < s->nfiles; f++) {
 		const msim_bench_file_t *bf = &b->files[f];
 		printf("%s{\"file\": ", f ? ", " : "");
-		msim_cli_json_str(stdout, s->files[f]);
+		msim_print_json_str(stdout, s->files[f]);
 		printf(", \"memsim_run_cpu_s\": %.6f", bf->run_cpu_s);
 		if (bf->same) {
 			printf(", \"same\": true, \"requests\": %" PRIu64
@@ -104,7 +104,7 @@ print_json(const msim_bench_suite_spec_t *s, const msim_bench_suite_t *b)
 			       bf->st.reserved.peak, bf->st.allocated.peak);
 		} else {
 			printf(", \"same\": false, \"why\": ");
-			msim_cli_json_str(stdout, bf->why);
+			msim_print_json_str(stdout, bf->why);
 		}
 		printf("}");
 	}
@@ -217,7 +217,7 @@ msim_cmd_bench(int argc, char **argv)
 		if (json)
 			printf("{\"trace\": ");
 		if (json)
-			msim_cli_json_str(stdout, path);
+			msim_print_json_str(stdout, path);
 		else
 			printf("trace     %s\nformat    file MiB    requests"
 			       "    read s   M requests/s\n", path);

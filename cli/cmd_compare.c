@@ -8,12 +8,11 @@
  * (msim_timemodel_events: each cudaMalloc / map and cudaFree / unmap a
  * policy makes costs the calibration's median latency for its size), and
  * with --db the same stored row under the same setting key.  The runs
- * are lab/compare.c's; here are the options, the table and the plot.
+ * and the table are lab/compare.c's; here are the options and the plot.
  */
 #include <config.h>
 
 #include <getopt.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +23,6 @@
 #include "policies/registry.h"
 #include "sim/error.h"
 #include "sim/device.h"
-#include "sim/units.h"
 
 #define CMP_MAX 32
 
@@ -85,25 +83,6 @@ typedef struct cmp_opts_s {
 	bool json;         /* --json */
 	msim_cli_gpu_t gpu; /* --device, --capacity, --context-bytes */
 } cmp_opts_t;
-
-static void
-print_row(const msim_compare_row_t *r)
-{
-	char a[32], b[32], name[64];
-	snprintf(name, sizeof(name), "%s%s", r->policy,
-		 r->canon[0] ? "*" : "");
-	printf("%-12s %11s %11s %9.4f %9.4f %9.4f %9" PRId64 " %11.2f",
-	       name,
-	       msim_format_bytes((uint64_t)r->st.reserved_bytes[0].peak, a,
-				 sizeof(a)),
-	       msim_format_bytes((uint64_t)r->st.allocated_bytes[0].peak, b,
-				 sizeof(b)),
-	       r->sum.frag_at_peak, r->sum.frag_mean, r->sum.ext_frag_max,
-	       r->st.num_device_alloc + r->st.num_device_free, r->time_ms);
-	if (r->sum.oom_request >= 0)
-		printf("  OOM at request %" PRId64, r->sum.oom_request);
-	printf("\n");
-}
 
 /* Reads the options into o. */
 static void
@@ -166,75 +145,6 @@ cmp_rows(const cmp_opts_t *o, msim_compare_pick_t *rows)
 	return nrows;
 }
 
-static void
-cmp_print(const char *path, const cmp_opts_t *o, const msim_compare_t *c)
-{
-	const msim_compare_row_t *rows = c->rows;
-	size_t nrows = c->n;
-	uint64_t cap = c->cap;
-	char a[32];
-	printf("trace %s (%" PRIu64 " requests)\n", path,
-	       rows[0].sum.requests);
-	if (cap)
-		printf("cap   %s (%" PRIu64 " bytes)\n",
-		       msim_format_bytes(cap, a, sizeof(a)), cap);
-	printf("\n%-12s %11s %11s %9s %9s %9s %9s %11s\n", "policy",
-	       "reserved", "allocated", "frag@peak", "frag mean", "ext max",
-	       "dev calls", "model ms");
-	for (size_t r = 0; r < nrows; r++)
-		print_row(&rows[r]);
-	for (size_t r = 0; r < nrows; r++)
-		if (rows[r].canon[0])
-			printf("* %s: %s\n", rows[r].policy, rows[r].canon);
-	if (o->db) {
-		printf("stored runs");
-		for (size_t r = 0; r < nrows; r++)
-			printf("%s%" PRId64, r ? ", " : " ", rows[r].run_id);
-		printf(" in %s\n", o->db);
-	}
-}
-
-/* The comparison as one JSON object. */
-static void
-cmp_json(const char *path, const cmp_opts_t *o, const msim_compare_t *c)
-{
-	printf("{\n  \"trace\": ");
-	msim_cli_json_str(stdout, path);
-	printf(",\n  \"requests\": %" PRIu64 ",\n  \"cap_bytes\": %" PRIu64
-	       ",\n  \"capacity_bytes\": %" PRIu64 ",\n  \"context_bytes\": "
-	       "%" PRIu64 ",\n  \"device\": ", c->rows[0].sum.requests,
-	       c->cap, o->gpu.capacity ? o->gpu.capacity : MSIM_H200_BYTES,
-	       o->gpu.context);
-	if (o->gpu.name)
-		msim_cli_json_str(stdout, o->gpu.name);
-	else
-		printf("null");
-	printf(",\n  \"settings\": ");
-	msim_cli_json_str(stdout, c->rows[0].settings);
-	printf(",\n  \"capacity_note\": ");
-	msim_cli_json_str(stdout, c->rows[0].capnote);
-	printf(",\n  \"rows\": [");
-	for (size_t r = 0; r < c->n; r++) {
-		const msim_compare_row_t *w = &c->rows[r];
-		printf("%s\n    {\"policy\": \"%s\", \"params\": ",
-		       r ? "," : "", w->policy);
-		msim_cli_json_str(stdout, w->canon);
-		printf(", \"peak_reserved_bytes\": %" PRId64
-		       ", \"peak_allocated_bytes\": %" PRId64 ",\n     "
-		       "\"frag_at_peak\": %.6f, \"frag_mean\": %.6f, "
-		       "\"ext_frag_max\": %.6f, \"device_calls\": %" PRId64
-		       ", \"model_ms\": %.3f,\n     \"oom_request\": %" PRId64
-		       ", \"run_id\": %" PRId64 "}",
-		       w->st.reserved_bytes[0].peak,
-		       w->st.allocated_bytes[0].peak, w->sum.frag_at_peak,
-		       w->sum.frag_mean, w->sum.ext_frag_max,
-		       w->st.num_device_alloc + w->st.num_device_free,
-		       w->time_ms, w->sum.oom_request,
-		       o->db ? w->run_id : -1);
-	}
-	printf("\n  ]\n}\n");
-}
-
 int
 msim_cmd_compare(int argc, char **argv)
 {
@@ -268,23 +178,10 @@ msim_cmd_compare(int argc, char **argv)
 	const char *who;
 	if (msim_compare_run(&spec, &c, &err, &who))
 		msim_cli_job_die(&err, who);
-	if (o.json) {
-		cmp_json(path, &o, &c);
-		goto plot;
-	}
-	cmp_print(path, &o, &c);
-	/* A snapshot replays as it ran: said once, and for each policy
-	 * whose note differs from the first's. */
-	for (size_t r = 0; r < c.n; r++) {
-		const msim_compare_row_t *w = &c.rows[r];
-		if (*w->settings && (!r || strcmp(w->settings,
-						  c.rows[0].settings)))
-			printf("settings   %s%s%s\n", r ? w->policy : "",
-			       r ? ": " : "", w->settings);
-		if (!r && *w->capnote)
-			printf("capacity   %s\n", w->capnote);
-	}
-plot:
+	if (o.json)
+		msim_compare_json(&c, &spec, o.db, o.gpu.name);
+	else
+		msim_compare_print(&c, &spec, o.db);
 	if (o.plot) {
 		char title[1024];
 		snprintf(title, sizeof(title), "memsim compare: %s", path);

@@ -2,7 +2,7 @@
  * memsim fit: the largest value of one setting of a script (batch size,
  * sequence length) whose recording fits under a cap, and the best
  * PYTORCH_CUDA_ALLOC_CONF for it.  The bisection, the recordings and the
- * replays are lab/fit.c's; here are the options and the answer.
+ * replays are lab/fit.c's, and so is its answer; here are the options.
  */
 #include <config.h>
 
@@ -19,7 +19,6 @@
 #include "plots/plot.h"
 #include "policies/registry.h"
 #include "sim/file.h"
-#include "sim/units.h"
 
 enum { O_CAP = 256, O_VARY, O_FAKE, O_GPU, O_DEVICE, O_AMP, O_CKPT, O_WS,
        O_RANK, O_FRAC, O_CTX, O_JSON, O_TIMEOUT, O_PLOT };
@@ -192,176 +191,6 @@ fit_note(void *ctx, const char *line)
 	fprintf(stderr, "memsim: fit: %s\n", line);
 }
 
-/* The bytes the allocator may hold: the cap, or less when the device
- * less its context leaves less. */
-static uint64_t
-fit_usable(const msim_fit_spec_t *f)
-{
-	uint64_t left = f->capacity - f->context;
-	return f->cap < left ? f->cap : left;
-}
-
-/* The curve learned: each value tried, what it needs, how it ran. */
-static void
-fit_print_curve(const msim_fit_spec_t *f, const msim_fit_result_t *r)
-{
-	printf("curve      %-8s %14s %14s  under the cap\n", f->name,
-	       "needs reserved", "allocated");
-	for (size_t i = 0; i < r->ncurve; i++) {
-		const msim_fit_curve_pt_t *c = &r->curve[i];
-		char rb[32], ab[32];
-		msim_format_bytes((uint64_t)c->reserved, rb, sizeof(rb));
-		msim_format_bytes((uint64_t)c->allocated, ab, sizeof(ab));
-		if (c->capped.failed) {
-			printf("           %-8ld %14s %14s  %s\n", c->value, "-",
-			       "-", "recording failed");
-			continue;
-		}
-		printf("           %-8ld %14s %14s  %s\n", c->value, rb, ab,
-		       c->capped.oom ? "out of memory"
-		       : r->fits && c->value == r->best ? "fits: the answer"
-							: "fits");
-	}
-}
-
-static void
-fit_print(const msim_fit_spec_t *f, const msim_fit_result_t *r,
-	  const char *device)
-{
-	char capb[32], rb[32], ab[32], mb[32];
-	uint64_t usable = fit_usable(f);
-	msim_format_bytes(f->cap, capb, sizeof(capb));
-	printf("cap        %s (%" PRIu64 " bytes)\n", capb, f->cap);
-	msim_format_bytes(f->capacity, rb, sizeof(rb));
-	msim_format_bytes(f->context, ab, sizeof(ab));
-	msim_format_bytes(usable, mb, sizeof(mb));
-	printf("device     %s: %s, context %s; the allocator may hold %s%s\n",
-	       device, rb, ab, mb, usable < f->cap
-	       ? " (less than the cap: the context takes the rest)" : "");
-	printf("recordings %d\n", r->tries);
-	if (r->failed)
-		printf("failed     %d recording%s (each counted as not "
-		       "fitting; see above)\n", r->failed,
-		       r->failed == 1 ? "" : "s");
-	if (r->growth[0])
-		printf("warning    %s\n", r->growth);
-	fit_print_curve(f, r);
-	bool lo_failed = r->ncurve && r->curve[0].value == f->lo &&
-			 r->curve[0].capped.failed;
-	if (!r->fits) {
-		printf("fits       none: %s=%ld %s\n", f->name, f->lo,
-		       lo_failed ? "could not be recorded"
-				 : "already runs out of memory");
-		return;
-	}
-	msim_format_bytes((uint64_t)r->at_best.reserved, rb, sizeof(rb));
-	msim_format_bytes((uint64_t)r->at_best.allocated, ab, sizeof(ab));
-	msim_format_bytes(usable - (uint64_t)r->at_best.reserved, mb,
-			  sizeof(mb));
-	printf("largest    %s=%ld%s\n", f->name, r->best,
-	       r->best == f->hi ? " (the top of the range)" : "");
-	printf("peak       reserved %s, allocated %s (default settings)\n",
-	       rb, ab);
-	printf("margin     %s after the context (%.1f%% of %s)\n", mb,
-	       100.0 * (double)(usable - (uint64_t)r->at_best.reserved) /
-		       (double)usable, usable < f->cap ? "what it leaves"
-		       : "the cap");
-	for (size_t i = 0; i < f->nconf; i++) {
-		msim_format_bytes((uint64_t)r->cand[i].reserved, rb,
-				  sizeof(rb));
-		printf("candidate  %-40s reserved %s%s\n", f->confs[i], rb,
-		       r->cand[i].oom ? " (out of memory)" : "");
-	}
-	if (f->nconf) {
-		msim_format_bytes((uint64_t)r->conf_best.reserved, rb,
-				  sizeof(rb));
-		msim_format_bytes(usable - (uint64_t)r->conf_best.reserved, mb,
-				  sizeof(mb));
-		printf("best       PYTORCH_CUDA_ALLOC_CONF=\"%s\": reserved %s, "
-		       "margin %s\n", r->best_conf < f->nconf
-		       ? f->confs[r->best_conf] : "(default)", rb, mb);
-		return;
-	}
-	printf("tune       (memsim tune --cap %" PRIu64 " --device %s on "
-	       "%s=%ld)\n", usable, device, f->name, r->best);
-	if (r->tuned)
-		msim_cli_tune_print(&r->tune, r->trace, usable);
-	if (r->tuned && *r->tune.store_err)
-		fprintf(stderr, "memsim: %s\n", r->tune.store_err);
-	else if (!r->tuned)
-		fprintf(stderr, "memsim: fit: tune: %s\n", r->tune_err);
-}
-
-/* One replay of fit's JSON. */
-static void
-fit_json_point(const char *name, const msim_fit_point_t *p, uint64_t usable)
-{
-	printf(",\n  \"%s\": {\"peak_reserved_bytes\": %" PRId64
-	       ", \"peak_allocated_bytes\": %" PRId64 ", \"margin_bytes\": %"
-	       PRId64 ", \"oom\": %s}", name, p->reserved, p->allocated,
-	       (int64_t)usable - p->reserved, p->oom ? "true" : "false");
-}
-
-static void
-fit_json(const msim_fit_spec_t *f, const msim_fit_result_t *r,
-	 const char *device)
-{
-	uint64_t usable = fit_usable(f);
-	printf("{\n  \"cap_bytes\": %" PRIu64 ",\n  \"device\": ", f->cap);
-	msim_cli_json_str(stdout, device);
-	printf(",\n  \"capacity_bytes\": %" PRIu64 ",\n  \"context_bytes\": "
-	       "%" PRIu64 ",\n  \"usable_bytes\": %" PRIu64 ",\n  "
-	       "\"name\": ", f->capacity, f->context, usable);
-	msim_cli_json_str(stdout, f->name);
-	printf(",\n  \"lo\": %ld,\n  \"hi\": %ld,\n  \"recordings\": %d,"
-	       "\n  \"failed\": %d,\n  \"warning\": ", f->lo, f->hi,
-	       r->tries, r->failed);
-	msim_cli_json_str(stdout, r->growth);
-	printf(",\n  \"curve\": [");
-	for (size_t i = 0; i < r->ncurve; i++) {
-		const msim_fit_curve_pt_t *c = &r->curve[i];
-		printf("%s\n    {\"value\": %ld, \"failed\": %s, "
-		       "\"peak_reserved_bytes\": %" PRId64 ", "
-		       "\"peak_allocated_bytes\": %" PRId64 ", "
-		       "\"capped_reserved_bytes\": %" PRId64 ", \"oom\": %s}",
-		       i ? "," : "", c->value,
-		       c->capped.failed ? "true" : "false", c->reserved,
-		       c->allocated, c->capped.reserved,
-		       c->capped.oom ? "true" : "false");
-	}
-	printf("%s],\n  \"fits\": %s", r->ncurve ? "\n  " : "",
-	       r->fits ? "true" : "false");
-	if (!r->fits) {
-		printf(",\n  \"largest\": null\n}\n");
-		return;
-	}
-	printf(",\n  \"largest\": %ld,\n  \"trace\": ", r->best);
-	msim_cli_json_str(stdout, r->trace);
-	fit_json_point("at_largest", &r->at_best, usable);
-	printf(",\n  \"candidates\": [");
-	for (size_t i = 0; i < f->nconf; i++) {
-		printf("%s\n    {\"alloc_conf\": ", i ? "," : "");
-		msim_cli_json_str(stdout, f->confs[i]);
-		printf(", \"peak_reserved_bytes\": %" PRId64 ", \"oom\": %s}",
-		       r->cand[i].reserved, r->cand[i].oom ? "true" : "false");
-	}
-	printf("%s]", f->nconf ? "\n  " : "");
-	if (f->nconf) {
-		printf(",\n  \"best_alloc_conf\": ");
-		msim_cli_json_str(stdout, r->best_conf < f->nconf
-				  ? f->confs[r->best_conf] : "");
-		fit_json_point("best", &r->conf_best, usable);
-	} else if (r->tuned) {
-		printf(",\n  \"tune\": ");
-		msim_cli_tune_json(&r->tune, r->trace, usable, false);
-		printf("\n  }");
-	} else {
-		printf(",\n  \"tune\": null,\n  \"tune_error\": ");
-		msim_cli_json_str(stdout, r->tune_err);
-	}
-	printf("\n}\n");
-}
-
 /* The option arrays fit_parse() made. */
 static void
 fit_free_opts(msim_fit_spec_t *f)
@@ -438,9 +267,13 @@ msim_cmd_fit(int argc, char **argv)
 		msim_cli_die("fit: %s", why);
 	}
 	if (json)
-		fit_json(&f, &r, gpu.name);
+		msim_fit_json(&f, &r, gpu.name);
 	else
-		fit_print(&f, &r, gpu.name);
+		msim_fit_print(&f, &r, gpu.name);
+	if (!json && r.fits && !f.nconf && r.tuned && *r.tune.store_err)
+		fprintf(stderr, "memsim: %s\n", r.tune.store_err);
+	else if (!json && r.fits && !f.nconf && !r.tuned)
+		fprintf(stderr, "memsim: fit: tune: %s\n", r.tune_err);
 	if (plot && msim_fit_plot(&f, &r, msim_cli_plots_dir(), GNUPLOT_PATH,
 				  plot, why, sizeof(why))) {
 		msim_fit_clear(&r);

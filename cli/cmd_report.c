@@ -61,7 +61,7 @@ print_json(msim_db_t *db, const char *path, int64_t id, int first)
 		msim_cli_die("%s: %s", path, rc == MSIM_ENOMEM
 			     ? msim_strerror(rc) : msim_db_errmsg(db));
 	printf("%s{", first ? "" : ",\n");
-	msim_cli_json_figs(&f, true);
+	msim_print_json_figs(&f, true);
 	printf("\n}");
 	msim_figs_clear(&f);
 }

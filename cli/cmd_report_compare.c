@@ -79,10 +79,10 @@ print_json(const msim_reproduce_row_t *r, bool first)
 {
 	printf("%s\n {\"run_id\": %" PRId64 ", \"trace\": ", first ? "" : ",",
 	       r->id);
-	msim_cli_json_str(stdout, r->trace);
+	msim_print_json_str(stdout, r->trace);
 	printf(", \"mode\": \"%s\", \"policy\": \"%s\", \"params\": ",
 	       r->mode, r->policy);
-	msim_cli_json_str(stdout, r->params);
+	msim_print_json_str(stdout, r->params);
 	printf(", \"cap_bytes\": %" PRIu64, r->cap);
 	for (size_t k = 0; k < NFIG; k++) {
 		if (r->have[k])

@@ -1,4 +1,5 @@
-/* memsim run: replay a trace through a policy; print, store and plot. */
+/* memsim run: replay a trace through a policy; store and plot (its
+ * printing is lab/run.c's and lab/together.c's). */
 #include <config.h>
 
 #include <errno.h>
@@ -20,7 +21,6 @@
 #include "lab/run.h"
 #include "lab/together.h"
 #include "policies/registry.h"
-#include "sim/units.h"
 
 /* The H200's memory, as the help says it (sim/device.h). */
 #define RUN_H200_TEXT "150109880320"
@@ -309,73 +309,9 @@ print_json(msim_job_t *job, int64_t run_id)
 	    (run_id >= 0 && msim_figs_int(&f, "run_id", run_id)))
 		msim_cli_die("out of memory");
 	printf("{");
-	msim_cli_json_figs(&f, true);
+	msim_print_json_figs(&f, true);
 	printf("\n}\n");
 	msim_figs_clear(&f);
-}
-
-static void
-print_text(const msim_job_result_t *r, msim_trace_t *trace, int64_t run_id,
-	   const char *db)
-{
-	char a[32], b[32];
-	printf("trace      %s\n", r->trace_path);
-	printf("policy     %s%s%s\n", r->policy, *r->params ? " " : "",
-	       r->params);
-	if (r->cap_bytes)
-		printf("cap        %s (%" PRIu64 " bytes)\n",
-		       msim_format_bytes(r->cap_bytes, a, sizeof(a)),
-		       r->cap_bytes);
-	printf("requests   %" PRIu64 "\n", r->sum.requests);
-	printf("reserved   peak %-12s now %s\n",
-	       msim_format_bytes((uint64_t)r->st.reserved_bytes[0].peak, a,
-				 sizeof(a)),
-	       msim_format_bytes((uint64_t)r->st.reserved_bytes[0].current,
-				 b, sizeof(b)));
-	printf("allocated  peak %-12s now %s\n",
-	       msim_format_bytes((uint64_t)r->st.allocated_bytes[0].peak, a,
-				 sizeof(a)),
-	       msim_format_bytes((uint64_t)r->st.allocated_bytes[0].current,
-				 b, sizeof(b)));
-	printf("requested  peak %s\n",
-	       msim_format_bytes((uint64_t)r->st.requested_bytes[0].peak, a,
-				 sizeof(a)));
-	printf("fragmentation at peak %.4f, mean %.4f; external max %.4f\n",
-	       r->sum.frag_at_peak, r->sum.frag_mean, r->sum.ext_frag_max);
-	printf("segments   %" PRId64 " allocated, %" PRId64 " freed, peak %"
-	       PRId64 "\n", r->st.segment[0].allocated,
-	       r->st.segment[0].freed, r->st.segment[0].peak);
-	printf("device     %" PRId64 " allocs, %" PRId64 " frees; retries %"
-	       PRId64 ", OOMs %" PRId64 "\n", r->st.num_device_alloc,
-	       r->st.num_device_free, r->st.num_alloc_retries, r->st.num_ooms);
-	if (r->sum.oom_request >= 0)
-		printf("OOM        at request %" PRId64 "\n",
-		       r->sum.oom_request);
-	if (r->sum.addr_same + r->sum.addr_other &&
-	    !strcmp(r->addresses, "trace"))
-		printf("addresses  %" PRIu64 " of %" PRIu64 " allocations at "
-		       "their recorded address\n", r->sum.addr_same,
-		       r->sum.addr_same + r->sum.addr_other);
-	if (r->sum.ooms_expected || r->sum.ooms_unmatched)
-		printf("recorded OOMs  %" PRIu64 " reproduced, %" PRIu64
-		       " not\n", r->sum.ooms_expected, r->sum.ooms_unmatched);
-	if (r->strategy)
-		printf("strategy   %s\n", r->strategy);
-	for (size_t i = 0; i < r->nmeta; i++)
-		printf("meta       %s %s\n", r->meta[i][0], r->meta[i][1]);
-	printf("time       %" PRIu64 " device allocs, %" PRIu64
-	       " frees: %s ms modelled\n", r->devtime.mallocs,
-	       r->devtime.frees, r->devtime_ms);
-	if (*r->settings_note)
-		printf("settings   %s\n", r->settings_note);
-	if (*r->capacity_note)
-		printf("capacity   %s\n", r->capacity_note);
-	if (trace)
-		msim_cli_seed_print(trace);
-	if (*r->snapshot_state)
-		printf("snapshot state: %s\n", r->snapshot_state);
-	if (run_id >= 0)
-		printf("stored     run %" PRId64 " in %s\n", run_id, db);
 }
 
 /* The setting of process i of several: per-process options given once
@@ -384,81 +320,6 @@ static const char *
 run_pick(const run_per_t *per, size_t i, const char *dflt)
 {
 	return per->n == 0 ? dflt : per->v[per->n == 1 ? 0 : i];
-}
-
-/* The GPU of several processes, as text. */
-static void
-print_together_text(msim_together_t *t, const run_opts_t *o)
-{
-	const msim_gpu_t *gpu = msim_together_gpu(t);
-	size_t n = msim_together_n(t);
-	msim_gpu_stats_t gs;
-	msim_gpu_stats(gpu, &gs);
-	char a[32], b[32];
-	uint64_t shared = msim_gpu_capacity(gpu);
-	uint64_t cap = shared + n * o->context;
-	printf("gpu        %s%s%s (%" PRIu64 " bytes), %zu processes, "
-	       "time %s\n", o->capacity_name ? o->capacity_name : "",
-	       o->capacity_name ? ", " : "",
-	       msim_format_bytes(cap, a, sizeof(a)), cap, n,
-	       o->absolute ? "as recorded"
-			   : "relative to each trace's first request");
-	if (o->context)
-		printf("contexts   %zu x %s (%" PRIu64 " bytes) outside the "
-		       "allocators: they share %s (%" PRIu64 " bytes)\n", n,
-		       msim_format_bytes(o->context, a, sizeof(a)),
-		       o->context, msim_format_bytes(shared, b, sizeof(b)),
-		       shared);
-	printf("gpu peak   %s (%" PRIu64 " bytes) at process %zu's request %"
-	       PRIu64 ":", msim_format_bytes(gs.peak, a, sizeof(a)), gs.peak,
-	       gs.peak_proc + 1, gs.peak_request);
-	for (size_t i = 0; i < n; i++)
-		printf("%s process %zu %s", i ? "," : "", i + 1,
-		       msim_format_bytes(msim_gpu_held_at_peak(gpu, i), b,
-					 sizeof(b)));
-	printf("\n");
-	for (size_t i = 0; i < n; i++) {
-		const msim_job_result_t *r =
-			msim_job_result(msim_together_job(t, i));
-		const char *cause = msim_together_oom_cause(t, i);
-		if (cause)
-			printf("OOM        process %zu at its request %" PRId64
-			       ": %s\n", i + 1, r->sum.oom_request,
-			       !strcmp(cause, "gpu") ? "the GPU was full"
-						     : "its own cap or limit");
-	}
-	for (size_t i = 0; i < n; i++) {
-		msim_job_t *job = msim_together_job(t, i);
-		printf("\nprocess    %zu\n", i + 1);
-		print_text(msim_job_result(job), msim_job_trace(job), -1, NULL);
-		uint64_t nf = msim_gpu_full_failures(gpu, i);
-		if (nf)
-			printf("gpu full   %" PRIu64 " cudaMalloc%s failed, the "
-			       "last at request %" PRId64 "\n", nf,
-			       nf == 1 ? "" : "s",
-			       msim_gpu_last_full_request(gpu, i));
-	}
-}
-
-static void
-print_together_json(msim_together_t *t, const run_opts_t *o)
-{
-	msim_figs_t f = {0};
-	if (msim_figs_gpu(&f, t, o->context, o->capacity_name, o->absolute))
-		msim_cli_die("out of memory");
-	printf("{");
-	msim_cli_json_figs(&f, true);
-	msim_figs_clear(&f);
-	printf(",\n  \"processes\": [");
-	for (size_t i = 0; i < msim_together_n(t); i++) {
-		if (msim_figs_process(&f, t, i))
-			msim_cli_die("out of memory");
-		printf("%s{", i ? ", " : "");
-		msim_cli_json_figs(&f, true);
-		msim_figs_clear(&f);
-		printf("\n}");
-	}
-	printf("]\n}\n");
 }
 
 /* Several inputs: processes on one GPU. */
@@ -507,10 +368,12 @@ run_together(const run_opts_t *o, char **inputs, size_t n,
 			msim_cli_die("--alloc-conf %s: %s", who, err.msg);
 		msim_cli_die("%s", err.msg);
 	}
-	if (o->json)
-		print_together_json(t, o);
-	else
-		print_together_text(t, o);
+	if (o->json && msim_together_json(t, o->context, o->capacity_name,
+					  o->absolute))
+		msim_cli_die("out of memory");
+	else if (!o->json)
+		msim_together_print(t, o->context, o->capacity_name,
+				    o->absolute);
 	msim_together_destroy(t);
 	free(specs);
 	return 0;
@@ -570,7 +433,7 @@ run_inputs(run_opts_t *o, int argc, char **argv)
 	if (o->json)
 		print_json(run.job, run.run_id);
 	else
-		print_text(msim_job_result(run.job), msim_job_trace(run.job),
+		msim_run_print(msim_job_result(run.job), msim_job_trace(run.job),
 			   run.run_id, o->db);
 	/* The figures are out: a full disk loses the row, not the results. */
 	if (run.store_err.part) {

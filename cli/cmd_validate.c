@@ -97,7 +97,7 @@ print_json(const msim_measure_spec_t *s, const msim_measure_t *r)
 	if (msim_measure_figs(&f, s, r))
 		msim_cli_die("out of memory");
 	printf("{");
-	msim_cli_json_figs(&f, true);
+	msim_print_json_figs(&f, true);
 	printf("\n}\n");
 	msim_figs_clear(&f);
 }

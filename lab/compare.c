@@ -13,9 +13,12 @@
 #include <unistd.h>
 
 #include "lab/compare.h"
+#include "lab/print.h"
 #include "plots/plot.h"
 #include "policies/registry.h"
+#include "sim/device.h"
 #include "sim/error.h"
+#include "sim/units.h"
 
 /* Writes one policy's block of the timelines file. */
 static void
@@ -230,4 +233,108 @@ msim_compare_pick_confs(msim_compare_pick_t *rows, size_t n,
 		}
 	}
 	return 0;
+}
+
+/* One policy of memsim compare's table. */
+static void
+compare_print_row(const msim_compare_row_t *r)
+{
+	char a[32], b[32], name[64];
+	snprintf(name, sizeof(name), "%s%s", r->policy,
+		 r->canon[0] ? "*" : "");
+	printf("%-12s %11s %11s %9.4f %9.4f %9.4f %9" PRId64 " %11.2f",
+	       name,
+	       msim_format_bytes((uint64_t)r->st.reserved_bytes[0].peak, a,
+				 sizeof(a)),
+	       msim_format_bytes((uint64_t)r->st.allocated_bytes[0].peak, b,
+				 sizeof(b)),
+	       r->sum.frag_at_peak, r->sum.frag_mean, r->sum.ext_frag_max,
+	       r->st.num_device_alloc + r->st.num_device_free, r->time_ms);
+	if (r->sum.oom_request >= 0)
+		printf("  OOM at request %" PRId64, r->sum.oom_request);
+	printf("\n");
+}
+
+void
+msim_compare_print(const msim_compare_t *c, const msim_compare_spec_t *spec,
+		   const char *db)
+{
+	const char *path = spec->trace;
+	const msim_compare_row_t *rows = c->rows;
+	size_t nrows = c->n;
+	uint64_t cap = c->cap;
+	char a[32];
+	printf("trace %s (%" PRIu64 " requests)\n", path,
+	       rows[0].sum.requests);
+	if (cap)
+		printf("cap   %s (%" PRIu64 " bytes)\n",
+		       msim_format_bytes(cap, a, sizeof(a)), cap);
+	printf("\n%-12s %11s %11s %9s %9s %9s %9s %11s\n", "policy",
+	       "reserved", "allocated", "frag@peak", "frag mean", "ext max",
+	       "dev calls", "model ms");
+	for (size_t r = 0; r < nrows; r++)
+		compare_print_row(&rows[r]);
+	for (size_t r = 0; r < nrows; r++)
+		if (rows[r].canon[0])
+			printf("* %s: %s\n", rows[r].policy, rows[r].canon);
+	if (db) {
+		printf("stored runs");
+		for (size_t r = 0; r < nrows; r++)
+			printf("%s%" PRId64, r ? ", " : " ", rows[r].run_id);
+		printf(" in %s\n", db);
+	}
+	/* A snapshot replays as it ran: said once, and for each policy
+	 * whose note differs from the first's. */
+	for (size_t r = 0; r < c->n; r++) {
+		const msim_compare_row_t *w = &c->rows[r];
+		if (*w->settings && (!r || strcmp(w->settings,
+						  c->rows[0].settings)))
+			printf("settings   %s%s%s\n", r ? w->policy : "",
+			       r ? ": " : "", w->settings);
+		if (!r && *w->capnote)
+			printf("capacity   %s\n", w->capnote);
+	}
+}
+
+/* The comparison as one JSON object. */
+void
+msim_compare_json(const msim_compare_t *c, const msim_compare_spec_t *spec,
+		  const char *db, const char *device)
+{
+	const char *path = spec->trace;
+	printf("{\n  \"trace\": ");
+	msim_print_json_str(stdout, path);
+	printf(",\n  \"requests\": %" PRIu64 ",\n  \"cap_bytes\": %" PRIu64
+	       ",\n  \"capacity_bytes\": %" PRIu64 ",\n  \"context_bytes\": "
+	       "%" PRIu64 ",\n  \"device\": ", c->rows[0].sum.requests,
+	       c->cap, spec->capacity ? spec->capacity : MSIM_H200_BYTES,
+	       spec->context);
+	if (device)
+		msim_print_json_str(stdout, device);
+	else
+		printf("null");
+	printf(",\n  \"settings\": ");
+	msim_print_json_str(stdout, c->rows[0].settings);
+	printf(",\n  \"capacity_note\": ");
+	msim_print_json_str(stdout, c->rows[0].capnote);
+	printf(",\n  \"rows\": [");
+	for (size_t r = 0; r < c->n; r++) {
+		const msim_compare_row_t *w = &c->rows[r];
+		printf("%s\n    {\"policy\": \"%s\", \"params\": ",
+		       r ? "," : "", w->policy);
+		msim_print_json_str(stdout, w->canon);
+		printf(", \"peak_reserved_bytes\": %" PRId64
+		       ", \"peak_allocated_bytes\": %" PRId64 ",\n     "
+		       "\"frag_at_peak\": %.6f, \"frag_mean\": %.6f, "
+		       "\"ext_frag_max\": %.6f, \"device_calls\": %" PRId64
+		       ", \"model_ms\": %.3f,\n     \"oom_request\": %" PRId64
+		       ", \"run_id\": %" PRId64 "}",
+		       w->st.reserved_bytes[0].peak,
+		       w->st.allocated_bytes[0].peak, w->sum.frag_at_peak,
+		       w->sum.frag_mean, w->sum.ext_frag_max,
+		       w->st.num_device_alloc + w->st.num_device_free,
+		       w->time_ms, w->sum.oom_request,
+		       db ? w->run_id : -1);
+	}
+	printf("\n  ]\n}\n");
 }

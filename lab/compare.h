@@ -4,10 +4,11 @@
  * options and time model, and with a database the same stored row under
  * the same setting key), and the data of one overlaid plot (peak
  * reserved, fragmentation, device calls, modelled allocator time; the
- * reserved bytes over the requests).  `memsim compare` prints it.
+ * reserved bytes over the requests).  msim_compare_print() prints it
+ * for `memsim compare`.
  *
- *	msim_compare_run() -> print -> [msim_compare_plot()] ->
- *	msim_compare_clear()
+ *	msim_compare_run() -> msim_compare_print() ->
+ *	[msim_compare_plot()] -> msim_compare_clear()
  */
 #ifndef MSIM_LAB_COMPARE_H
 #define MSIM_LAB_COMPARE_H
@@ -92,5 +93,14 @@ int msim_compare_plot(msim_compare_t *c, const char *plots_dir,
 
 /* Frees the rows and removes the plot's data. */
 void msim_compare_clear(msim_compare_t *c);
+
+/* Prints c to stdout: the trace, the cap, a row for each policy, the
+ * settings a snapshot replays with, the runs stored in db (its path, or
+ * NULL) (memsim compare's table); msim_compare_json() the same as one
+ * JSON object, device the --device name or NULL. */
+void msim_compare_print(const msim_compare_t *c, const msim_compare_spec_t *spec,
+			const char *db);
+void msim_compare_json(const msim_compare_t *c, const msim_compare_spec_t *spec,
+		       const char *db, const char *device);
 
 #endif

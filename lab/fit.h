@@ -11,9 +11,9 @@
  * of "catch OOM, halve the batch, retry".  Memory is assumed to grow with
  * the value; when the peaks seen do not, the result says so.
  *
- *	msim_fit_run() -> print the result -> msim_fit_clear()
+ *	msim_fit_run() -> msim_fit_print() -> msim_fit_clear()
  *
- * Nothing here prints or exits.
+ * Nothing here exits; only the two printers print (to stdout).
  */
 #ifndef MSIM_LAB_FIT_H
 #define MSIM_LAB_FIT_H
@@ -127,5 +127,13 @@ int msim_fit_plot(const msim_fit_spec_t *spec, const msim_fit_result_t *res,
  * MSIM_EINVAL with why. */
 int msim_fit_parse_vary(const char *text, char *name, size_t n, long *lo,
 			long *hi, char *why, size_t whylen);
+
+/* Prints res to stdout: the cap, the device, the curve, the largest value
+ * and its margin, the candidates or tune's table (memsim fit's answer);
+ * msim_fit_json() the same as one JSON object.  device: its name. */
+void msim_fit_print(const msim_fit_spec_t *spec, const msim_fit_result_t *res,
+		    const char *device);
+void msim_fit_json(const msim_fit_spec_t *spec, const msim_fit_result_t *res,
+		   const char *device);
 
 #endif

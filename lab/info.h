@@ -90,4 +90,11 @@ int msim_info_figs_head(struct msim_figs_s *f, const char *path,
 int msim_info_figs_middle(struct msim_figs_s *f, const msim_info_t *in);
 int msim_info_figs_tail(struct msim_figs_s *f, const msim_info_t *in);
 
+/* Prints in to stdout as `memsim info` does: the trace's counts, the
+ * seeding (lab/print.h), the recorder's assumptions, the snapshot's state
+ * checked against the trace's end, the sizes; msim_info_json() the same
+ * as one JSON object (the figures above), returning 0 or MSIM_ENOMEM. */
+void msim_info_print(const char *path, const msim_info_t *in);
+int msim_info_json(const char *path, const msim_info_t *in);
+
 #endif

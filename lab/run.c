@@ -9,12 +9,14 @@
 #include <string.h>
 
 #include "lab/explain.h"
+#include "lab/print.h"
 #include "lab/run.h"
 #include "plots/plot.h"
 #include "policies/registry.h"
 #include "sim/engine.h"
 #include "sim/error.h"
 #include "sim/file.h"
+#include "sim/units.h"
 
 int
 msim_run_exec(const msim_run_req_t *req, msim_run_t *r, msim_job_err_t *err)
@@ -125,4 +127,68 @@ msim_run_clear(msim_run_t *r)
 	msim_db_close(r->db);
 	memset(r, 0, sizeof(*r));
 	r->run_id = -1;
+}
+
+void
+msim_run_print(const msim_job_result_t *r, msim_trace_t *trace, int64_t run_id,
+	       const char *db)
+{
+	char a[32], b[32];
+	printf("trace      %s\n", r->trace_path);
+	printf("policy     %s%s%s\n", r->policy, *r->params ? " " : "",
+	       r->params);
+	if (r->cap_bytes)
+		printf("cap        %s (%" PRIu64 " bytes)\n",
+		       msim_format_bytes(r->cap_bytes, a, sizeof(a)),
+		       r->cap_bytes);
+	printf("requests   %" PRIu64 "\n", r->sum.requests);
+	printf("reserved   peak %-12s now %s\n",
+	       msim_format_bytes((uint64_t)r->st.reserved_bytes[0].peak, a,
+				 sizeof(a)),
+	       msim_format_bytes((uint64_t)r->st.reserved_bytes[0].current,
+				 b, sizeof(b)));
+	printf("allocated  peak %-12s now %s\n",
+	       msim_format_bytes((uint64_t)r->st.allocated_bytes[0].peak, a,
+				 sizeof(a)),
+	       msim_format_bytes((uint64_t)r->st.allocated_bytes[0].current,
+				 b, sizeof(b)));
+	printf("requested  peak %s\n",
+	       msim_format_bytes((uint64_t)r->st.requested_bytes[0].peak, a,
+				 sizeof(a)));
+	printf("fragmentation at peak %.4f, mean %.4f; external max %.4f\n",
+	       r->sum.frag_at_peak, r->sum.frag_mean, r->sum.ext_frag_max);
+	printf("segments   %" PRId64 " allocated, %" PRId64 " freed, peak %"
+	       PRId64 "\n", r->st.segment[0].allocated,
+	       r->st.segment[0].freed, r->st.segment[0].peak);
+	printf("device     %" PRId64 " allocs, %" PRId64 " frees; retries %"
+	       PRId64 ", OOMs %" PRId64 "\n", r->st.num_device_alloc,
+	       r->st.num_device_free, r->st.num_alloc_retries, r->st.num_ooms);
+	if (r->sum.oom_request >= 0)
+		printf("OOM        at request %" PRId64 "\n",
+		       r->sum.oom_request);
+	if (r->sum.addr_same + r->sum.addr_other &&
+	    !strcmp(r->addresses, "trace"))
+		printf("addresses  %" PRIu64 " of %" PRIu64 " allocations at "
+		       "their recorded address\n", r->sum.addr_same,
+		       r->sum.addr_same + r->sum.addr_other);
+	if (r->sum.ooms_expected || r->sum.ooms_unmatched)
+		printf("recorded OOMs  %" PRIu64 " reproduced, %" PRIu64
+		       " not\n", r->sum.ooms_expected, r->sum.ooms_unmatched);
+	if (r->strategy)
+		printf("strategy   %s\n", r->strategy);
+	for (size_t i = 0; i < r->nmeta; i++)
+		printf("meta       %s %s\n", r->meta[i][0], r->meta[i][1]);
+	printf("time       %" PRIu64 " device allocs, %" PRIu64
+	       " frees: %s ms modelled\n", r->devtime.mallocs,
+	       r->devtime.frees, r->devtime_ms);
+	if (*r->settings_note)
+		printf("settings   %s\n", r->settings_note);
+	if (*r->capacity_note)
+		printf("capacity   %s\n", r->capacity_note);
+	if (trace)
+		msim_print_seed(trace);
+	if (*r->snapshot_state)
+		printf("snapshot state: %s\n", r->snapshot_state);
+	if (run_id >= 0)
+		printf("stored     run %" PRId64 " in %s\n", run_id, db);
 }

@@ -2,8 +2,9 @@
  * `memsim run` of one input, as the library does it: the job of lab/job.h
  * opened, run and stored, then what the run writes besides its figures
  * (the device's segment events, the run as a PyTorch snapshot, the
- * fragmentation curve).  The command (cli/cmd_run.c) reads the options
- * and prints; several inputs on one GPU are lab/together.h's.
+ * fragmentation curve), and its table (msim_run_print()).  The command
+ * (cli/cmd_run.c) reads the options; several inputs on one GPU are
+ * lab/together.h's.
  *
  *	msim_run_exec() -> msim_job_result(r.job), [msim_run_segments()],
  *	[msim_run_snapshot()], [msim_run_plot()] -> msim_run_clear()
@@ -74,5 +75,12 @@ size_t msim_run_warnings(const char *policy, const char *conf, bool capped,
 
 /* Closes what msim_run_exec() opened; r may be cleared already. */
 void msim_run_clear(msim_run_t *r);
+
+/* Prints r to stdout as `memsim run` does: the setting, the peaks,
+ * fragmentation, segments, device calls, notes, the seeding of trace
+ * (lab/print.h; trace may be NULL) and, when run_id >= 0, where it was
+ * stored (db). */
+void msim_run_print(const msim_job_result_t *r, msim_trace_t *trace,
+		    int64_t run_id, const char *db);
 
 #endif

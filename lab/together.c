@@ -7,8 +7,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "lab/figures.h"
+#include "lab/print.h"
+#include "lab/run.h"
 #include "lab/together.h"
 #include "sim/error.h"
+#include "sim/units.h"
 
 typedef struct tg_proc_s {
 	msim_job_t *job;
@@ -203,4 +207,82 @@ msim_together_destroy(msim_together_t *t)
 	free(t->p);
 	msim_gpu_destroy(t->gpu);
 	free(t);
+}
+
+/* The GPU of several processes, as text. */
+void
+msim_together_print(msim_together_t *t, uint64_t context,
+		    const char *capacity_name, bool absolute)
+{
+	const msim_gpu_t *gpu = msim_together_gpu(t);
+	size_t n = msim_together_n(t);
+	msim_gpu_stats_t gs;
+	msim_gpu_stats(gpu, &gs);
+	char a[32], b[32];
+	uint64_t shared = msim_gpu_capacity(gpu);
+	uint64_t cap = shared + n * context;
+	printf("gpu        %s%s%s (%" PRIu64 " bytes), %zu processes, "
+	       "time %s\n", capacity_name ? capacity_name : "",
+	       capacity_name ? ", " : "",
+	       msim_format_bytes(cap, a, sizeof(a)), cap, n,
+	       absolute ? "as recorded"
+			   : "relative to each trace's first request");
+	if (context)
+		printf("contexts   %zu x %s (%" PRIu64 " bytes) outside the "
+		       "allocators: they share %s (%" PRIu64 " bytes)\n", n,
+		       msim_format_bytes(context, a, sizeof(a)),
+		       context, msim_format_bytes(shared, b, sizeof(b)),
+		       shared);
+	printf("gpu peak   %s (%" PRIu64 " bytes) at process %zu's request %"
+	       PRIu64 ":", msim_format_bytes(gs.peak, a, sizeof(a)), gs.peak,
+	       gs.peak_proc + 1, gs.peak_request);
+	for (size_t i = 0; i < n; i++)
+		printf("%s process %zu %s", i ? "," : "", i + 1,
+		       msim_format_bytes(msim_gpu_held_at_peak(gpu, i), b,
+					 sizeof(b)));
+	printf("\n");
+	for (size_t i = 0; i < n; i++) {
+		const msim_job_result_t *r =
+			msim_job_result(msim_together_job(t, i));
+		const char *cause = msim_together_oom_cause(t, i);
+		if (cause)
+			printf("OOM        process %zu at its request %" PRId64
+			       ": %s\n", i + 1, r->sum.oom_request,
+			       !strcmp(cause, "gpu") ? "the GPU was full"
+						     : "its own cap or limit");
+	}
+	for (size_t i = 0; i < n; i++) {
+		msim_job_t *job = msim_together_job(t, i);
+		printf("\nprocess    %zu\n", i + 1);
+		msim_run_print(msim_job_result(job), msim_job_trace(job), -1, NULL);
+		uint64_t nf = msim_gpu_full_failures(gpu, i);
+		if (nf)
+			printf("gpu full   %" PRIu64 " cudaMalloc%s failed, the "
+			       "last at request %" PRId64 "\n", nf,
+			       nf == 1 ? "" : "s",
+			       msim_gpu_last_full_request(gpu, i));
+	}
+}
+
+int
+msim_together_json(msim_together_t *t, uint64_t context,
+		   const char *capacity_name, bool absolute)
+{
+	msim_figs_t f = {0};
+	if (msim_figs_gpu(&f, t, context, capacity_name, absolute))
+		return MSIM_ENOMEM;
+	printf("{");
+	msim_print_json_figs(&f, true);
+	msim_figs_clear(&f);
+	printf(",\n  \"processes\": [");
+	for (size_t i = 0; i < msim_together_n(t); i++) {
+		if (msim_figs_process(&f, t, i))
+			return MSIM_ENOMEM;
+		printf("%s{", i ? ", " : "");
+		msim_print_json_figs(&f, true);
+		msim_figs_clear(&f);
+		printf("\n}");
+	}
+	printf("]\n}\n");
+	return 0;
 }

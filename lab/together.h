@@ -61,4 +61,15 @@ msim_time_t msim_together_start(const msim_together_t *t, size_t i);
 
 void msim_together_destroy(msim_together_t *t);
 
+/* Prints t to stdout as `memsim run` of several inputs does: the GPU
+ * (capacity_name or NULL; context bytes each process holds outside its
+ * allocator; time absolute or relative), its peak, who ran out of
+ * memory, then each process (lab/run.h's msim_run_print());
+ * msim_together_json() the same as one JSON object (lab/figures.h's
+ * msim_figs_gpu() and msim_figs_process()), returning 0 or MSIM_ENOMEM. */
+void msim_together_print(msim_together_t *t, uint64_t context,
+			 const char *capacity_name, bool absolute);
+int msim_together_json(msim_together_t *t, uint64_t context,
+		       const char *capacity_name, bool absolute);
+
 #endif

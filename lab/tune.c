@@ -6,15 +6,18 @@
 #include <config.h>
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "lab/print.h"
 #include "lab/sweep.h"
 #include "lab/tune.h"
 #include "sim/error.h"
 #include "sim/results.h"
+#include "sim/units.h"
 
 const char *const msim_tune_grid[MSIM_TUNE_NGRID] = {
 	"max_split_size_mb=none,64,128,256,512,1024",
@@ -313,4 +316,109 @@ msim_tune_run(const msim_tune_spec_t *spec, msim_tune_result_t *res,
 	msim_db_close(db);
 	msim_sweep_destroy(sw);
 	return rc;
+}
+
+static void
+print_side(const char *what, const char *a, const char *b)
+{
+	printf("%-24s %-22s %s\n", what, a, b);
+}
+
+static const char *
+fmt_bytes(int64_t v, char *buf, size_t n)
+{
+	return msim_format_bytes((uint64_t)(v < 0 ? 0 : v), buf, n);
+}
+
+static const char *
+tune_oom(int64_t oom_request, char *buf, size_t n)
+{
+	if (oom_request >= 0)
+		snprintf(buf, n, "at request %" PRId64, oom_request);
+	else
+		snprintf(buf, n, "none");
+	return buf;
+}
+
+/* The default and the recommendation side by side. */
+void
+msim_tune_print(const msim_tune_result_t *r, const char *trace,
+		    uint64_t cap)
+{
+	char a[64], b[64];
+	const msim_tune_row_t *d = &r->def, *best = &r->best;
+	const char *conf = r->fits ? (*best->params ? best->params
+						    : "(defaults)")
+				   : "(none fits)";
+	printf("trace      %s\n", trace);
+	printf("cap        %s (%" PRIu64 " bytes)\n",
+	       msim_format_bytes(cap, a, sizeof(a)), cap);
+	printf("searched   %zu settings of pytorch in %.2f s; %" PRId64
+	       " ran out of memory\n\n", r->searched, r->wall_ms / 1e3,
+	       r->n_oom);
+	print_side("", "default", "recommended");
+	if (*r->keys)
+		print_side("setting", r->keys, r->keys);
+	print_side("PYTORCH_CUDA_ALLOC_CONF", "(unset)", conf);
+	if (!r->fits) {
+		snprintf(a, sizeof(a), "%" PRId64, d->oom_request);
+		print_side("OOM at request", a, "-");
+		printf("\nno setting of the search fits under the cap\n");
+		return;
+	}
+	print_side("peak reserved", fmt_bytes(d->peak_reserved, a, 64),
+		   fmt_bytes(best->peak_reserved, b, 64));
+	print_side("peak allocated", fmt_bytes(d->peak_allocated, a, 64),
+		   fmt_bytes(best->peak_allocated, b, 64));
+	snprintf(a, sizeof(a), "%.4f", d->frag);
+	snprintf(b, sizeof(b), "%.4f", best->frag);
+	print_side("fragmentation at peak", a, b);
+	snprintf(a, sizeof(a), "%" PRId64, d->segments);
+	snprintf(b, sizeof(b), "%" PRId64, best->segments);
+	print_side("segments at peak", a, b);
+	snprintf(a, sizeof(a), "%" PRId64, d->retries);
+	snprintf(b, sizeof(b), "%" PRId64, best->retries);
+	print_side("alloc retries", a, b);
+	print_side("OOM", tune_oom(d->oom_request, a, sizeof(a)),
+		   tune_oom(best->oom_request, b, sizeof(b)));
+	snprintf(a, sizeof(a), "%" PRId64, r->def_id);
+	snprintf(b, sizeof(b), "%" PRId64, r->best_id);
+	if (!*r->store_err)
+		print_side("run (in the database)", a, b);
+	printf("\nexport PYTORCH_CUDA_ALLOC_CONF=\"%s\"\n", best->params);
+}
+
+/* One run of tune's JSON. */
+static void
+tune_json_row(const char *name, const msim_tune_row_t *r, int64_t id)
+{
+	printf(",\n  \"%s\": {\"alloc_conf\": ", name);
+	msim_print_json_str(stdout, r->params);
+	printf(", \"peak_reserved_bytes\": %" PRId64 ", "
+	       "\"peak_allocated_bytes\": %" PRId64 ", \"frag_at_peak\": "
+	       "%.6f, \"segments_at_peak\": %" PRId64 ", \"alloc_retries\": "
+	       "%" PRId64 ", \"oom_request\": %" PRId64 ", \"run_id\": %"
+	       PRId64 "}", r->peak_reserved, r->peak_allocated, r->frag,
+	       r->segments, r->retries, r->oom_request, id);
+}
+
+void
+msim_tune_json(const msim_tune_result_t *r, const char *trace,
+		   uint64_t cap, bool close)
+{
+	printf("{\n  \"trace\": ");
+	msim_print_json_str(stdout, trace);
+	printf(",\n  \"cap_bytes\": %" PRIu64 ",\n  \"searched\": %zu,\n"
+	       "  \"search_seconds\": %.3f,\n  \"ran_out\": %" PRId64
+	       ",\n  \"fits\": %s,\n  \"setting\": ", cap, r->searched,
+	       r->wall_ms / 1e3, r->n_oom, r->fits ? "true" : "false");
+	msim_print_json_str(stdout, r->keys);
+	tune_json_row("default", &r->def, r->def_id);
+	if (r->fits)
+		tune_json_row("recommended", &r->best, r->best_id);
+	else
+		printf(",\n  \"recommended\": null");
+	printf(",\n  \"tune_id\": %" PRId64, r->tune_id);
+	if (close)
+		printf("\n}\n");
 }

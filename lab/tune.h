@@ -6,9 +6,9 @@
  * the user's database as the runs of one "tune" sweep, whose result is
  * every key of the winning setting (the allocator's last).
  *
- *	msim_tune_run() -> print the result
+ *	msim_tune_run() -> msim_tune_print() or msim_tune_json()
  *
- * Nothing here prints or exits.
+ * Nothing here exits; only the two printers print (to stdout).
  */
 #ifndef MSIM_LAB_TUNE_H
 #define MSIM_LAB_TUNE_H
@@ -79,5 +79,14 @@ typedef struct msim_tune_result_s {
  */
 int msim_tune_run(const msim_tune_spec_t *spec, msim_tune_result_t *res,
 		  char *why, size_t whylen);
+
+/* Prints to stdout the default and the recommendation of the search r of
+ * trace under cap side by side (memsim tune's and fit's table). */
+void msim_tune_print(const msim_tune_result_t *r, const char *trace,
+		     uint64_t cap);
+/* The same as JSON: an object's members, closed with "}" when close
+ * (else the caller adds members and closes it). */
+void msim_tune_json(const msim_tune_result_t *r, const char *trace,
+		    uint64_t cap, bool close);
 
 #endif
