@@ -99,8 +99,6 @@ struct msim_job_err_s;
 void msim_cli_job_die(const struct msim_job_err_s *err, const char *who)
 	__attribute__((noreturn));
 
-/* The JSON writers are lab/print.h's; cmd_explain.c's name for one. */
-#define msim_cli_json_str msim_print_json_str
 /* The folder of the gnuplot scripts: $MEMSIM_PLOTS_DIR, the installed
  * one, else the source tree's; NULL if none has them. */
 const char *msim_cli_plots_dir(void);

@@ -15,6 +15,7 @@
 
 #include "cli/cli.h"
 #include "lab/explain.h"
+#include "lab/print.h"
 #include "policies/registry.h"
 #include "sim/device.h"
 #include "sim/units.h"
@@ -287,7 +288,7 @@ json_moment(const msim_explain_t *ex, const msim_explain_moment_t *m)
 	printf(", \"sites_live\": %zu, \"sites\": [", m->nsites_live);
 	for (size_t i = 0; i < m->nsites; i++) {
 		printf("%s{\"site\": ", i ? ", " : "");
-		msim_cli_json_str(stdout, m->sites[i].site);
+		msim_print_json_str(stdout, m->sites[i].site);
 		printf(", \"category\": \"%s\", \"bytes\": %" PRIu64
 		       ", \"blocks\": %" PRIu64 "}",
 		       msim_explain_site_category(&m->sites[i]),
@@ -300,11 +301,11 @@ static void
 print_json(const msim_explain_t *ex, const char *trace)
 {
 	printf("{\n  \"trace\": ");
-	msim_cli_json_str(stdout, trace);
+	msim_print_json_str(stdout, trace);
 	printf(",\n  \"policy\": ");
-	msim_cli_json_str(stdout, ex->policy);
+	msim_print_json_str(stdout, ex->policy);
 	printf(",\n  \"params\": ");
-	msim_cli_json_str(stdout, ex->params);
+	msim_print_json_str(stdout, ex->params);
 	printf(",\n  \"capacity_bytes\": %" PRIu64 ",\n  \"cap_bytes\": %"
 	       PRIu64 ",\n  \"context_bytes\": %" PRIu64
 	       ",\n  \"tagged\": %s,\n  \"requests\": %" PRIu64,
@@ -325,14 +326,14 @@ print_json(const msim_explain_t *ex, const char *trace)
 		       ", \"alloc_size\": %" PRIu64 ", \"device_free\": %"
 		       PRIu64 ", \"message\": ", ex->oom_size,
 		       ex->oom_alloc_size, ex->oom_device_free);
-		msim_cli_json_str(stdout, msg);
+		msim_print_json_str(stdout, msg);
 		printf(", \"state\": ");
 		json_moment(ex, &ex->at_oom);
 		printf(", \"alternatives\": [");
 		for (size_t i = 0; i < ex->nalts; i++) {
 			const msim_explain_alt_t *al = &ex->alts[i];
 			printf("%s{\"setting\": ", i ? ", " : "");
-			msim_cli_json_str(stdout, al->what);
+			msim_print_json_str(stdout, al->what);
 			printf(", \"fits\": %s, \"oom_request\": %" PRId64
 			       ", \"peak_reserved\": %" PRIu64 "}",
 			       al->fits ? "true" : "false", al->oom_request,
