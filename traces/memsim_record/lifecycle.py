@@ -10,6 +10,7 @@ memsim itself (lab/recproc.c) keeps the rest: the recorder in a process
 group of its own, killed with memsim or at --timeout, and the trace
 renamed into place only once the whole group is gone.
 """
+import functools
 import os
 import sys
 import threading
@@ -48,11 +49,15 @@ def autograd_thread():
         threading.get_ident() not in _SCRIPT_THREADS
 
 
+@functools.lru_cache(maxsize=None)
 def _library_paths():
+    """The folders of the standard library and installed packages (read
+    once: threads start often, these do not change)."""
     import sysconfig
     paths = set()
+    where = sysconfig.get_paths()
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        p = sysconfig.get_paths().get(key)
+        p = where.get(key)
         if p:
             paths.add(os.path.realpath(p) + os.sep)
     for p in sys.path:
