@@ -377,6 +377,28 @@ msim_figs_bool(msim_figs_t *f, const char *name, bool v)
 	return fig_bool(f, name, v) ? 0 : MSIM_ENOMEM;
 }
 
+int
+msim_figs_empty(msim_figs_t *f, const char *name, bool object)
+{
+	msim_fig_t *g = fig_add(f, name, MSIM_FIG_EMPTY);
+	return g && (g->t = strdup(object ? "{}" : "[]")) ? 0 : MSIM_ENOMEM;
+}
+
+void
+msim_figs_drop_empty(msim_figs_t *f)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < f->n; i++) {
+		if (f->v[i].kind != MSIM_FIG_EMPTY) {
+			f->v[n++] = f->v[i];
+			continue;
+		}
+		free(f->v[i].name);
+		free(f->v[i].t);
+	}
+	f->n = n;
+}
+
 void
 msim_figs_clear(msim_figs_t *f)
 {

@@ -23,6 +23,10 @@ enum {
 	MSIM_FIG_REAL = 2,
 	MSIM_FIG_TEXT = 3,
 	MSIM_FIG_BOOL = 4, /* i: 0 or 1 */
+	/* An empty JSON list (t "[]") or object (t "{}"), named by its
+	 * dotted path, that a nested printer (msim_print_json_tree()) shows
+	 * so; memsim.h has no such kind (msim_figs_drop_empty()). */
+	MSIM_FIG_EMPTY = 5,
 };
 
 typedef struct msim_fig_s {
@@ -107,6 +111,11 @@ int msim_figs_text(msim_figs_t *f, const char *name, const char *v);
 int msim_figs_real(msim_figs_t *f, const char *name, double v, int prec,
 		   const char *as_written);
 int msim_figs_bool(msim_figs_t *f, const char *name, bool v);
+/* Appends an empty list, or with object an empty object (MSIM_FIG_EMPTY).
+ * Returns 0 or MSIM_ENOMEM. */
+int msim_figs_empty(msim_figs_t *f, const char *name, bool object);
+/* Removes the MSIM_FIG_EMPTY figures of f, keeping the others' order. */
+void msim_figs_drop_empty(msim_figs_t *f);
 
 /* The figure called name, or NULL. */
 const msim_fig_t *msim_figs_find(const msim_figs_t *f, const char *name);

@@ -26,24 +26,92 @@ msim_print_json_str(FILE *fp, const char *s)
 	fputc('"', fp);
 }
 
+/* The value of g as JSON. */
+static void
+json_value(FILE *fp, const msim_fig_t *g)
+{
+	switch (g->kind) {
+	case MSIM_FIG_INT: fprintf(fp, "%" PRId64, g->i); break;
+	case MSIM_FIG_BOOL: fputs(g->i ? "true" : "false", fp); break;
+	case MSIM_FIG_REAL: /* as written */
+	case MSIM_FIG_EMPTY: fputs(g->t, fp); break;
+	default:
+		if (g->null)
+			fputs("null", fp);
+		else
+			msim_print_json_str(fp, g->t);
+		break;
+	}
+}
+
 void
 msim_print_json_figs(const msim_figs_t *f, bool first)
 {
 	for (size_t i = 0; i < f->n; i++) {
 		const msim_fig_t *g = &f->v[i];
 		printf("%s\n  \"%s\": ", i || !first ? "," : "", g->name);
-		switch (g->kind) {
-		case MSIM_FIG_INT: printf("%" PRId64, g->i); break;
-		case MSIM_FIG_BOOL: printf(g->i ? "true" : "false"); break;
-		case MSIM_FIG_REAL: printf("%s", g->t); break;
-		default:
-			if (g->null)
-				printf("null");
-			else
-				msim_print_json_str(stdout, g->t);
-			break;
-		}
+		json_value(stdout, g);
 	}
+}
+
+/* How many of the first max parts (between dots) a and b share. */
+static size_t
+json_shared(const char *a, const char *b, size_t max)
+{
+	size_t k = 0;
+	while (k < max) {
+		size_t la = strcspn(a, "."), lb = strcspn(b, ".");
+		if (la != lb || memcmp(a, b, la) || !a[la] || !b[lb])
+			break;
+		k++;
+		a += la + 1;
+		b += lb + 1;
+	}
+	return k;
+}
+
+void
+msim_print_json_tree(FILE *fp, const msim_figs_t *f)
+{
+	enum { DEPTH = 16 };
+	char close[DEPTH];         /* the open lists' and objects' ends */
+	bool any[DEPTH + 1] = {0}; /* depth d (0: the top) has a member */
+	size_t open = 0;           /* lists and objects open below the top */
+	const char *prev = "";
+	fputc('{', fp);
+	for (size_t i = 0; i < f->n; i++) {
+		const char *s = f->v[i].name;
+		size_t keep = json_shared(prev, s, open);
+		while (open > keep)
+			fputc(close[--open], fp);
+		for (size_t k = 0; k < keep; k++)
+			s += strcspn(s, ".") + 1;
+		for (size_t d = keep;; d++) {
+			/* the last part, or at the deepest all that is left */
+			bool leaf = !strchr(s, '.') || d + 1 == DEPTH;
+			size_t len = leaf ? strlen(s) : strcspn(s, ".");
+			if (d)
+				fputs(any[d] ? ", " : "", fp);
+			else
+				fputs(any[0] ? ",\n  " : "\n  ", fp);
+			any[d] = true;
+			if (!d || close[d - 1] == '}')
+				fprintf(fp, "\"%.*s\": ", (int)len, s);
+			if (leaf) {
+				json_value(fp, &f->v[i]);
+				break;
+			}
+			bool list = s[len + 1] >= '0' && s[len + 1] <= '9';
+			fputc(list ? '[' : '{', fp);
+			close[open++] = list ? ']' : '}';
+			any[open] = false;
+			s += len + 1;
+		}
+		prev = f->v[i].name;
+	}
+	while (open)
+		fputc(close[--open], fp);
+	fputs("\n}\n", fp);
 }
 
 static void

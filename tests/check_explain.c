@@ -2,7 +2,8 @@
  * Explain: the breakdown at peak reserved and at an OOM on hand-made
  * traces whose every figure is worked out below from PyTorch's rules; the
  * tags of CSV columns and of a snapshot's stack frames; the OOM message
- * and the replayed alternatives; memory_summary()'s number formats.
+ * and the replayed alternatives; memory_summary()'s number formats; the
+ * nested JSON of a list of figures.
  */
 #include <config.h>
 
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "lab/explain.h"
+#include "lab/print.h"
 #include "policies/registry.h"
 #include "sim/error.h"
 #include "tests/testutil.h"
@@ -121,6 +123,47 @@ START_TEST(test_explain_oom)
 	}
 	ck_assert(gc);
 	msim_explain_destroy(ex);
+}
+END_TEST
+
+/* msim_print_json_tree(): objects and lists opened and closed at the
+ * dots, several at once, empty ones, null, the top's members a line. */
+START_TEST(test_json_tree)
+{
+	msim_figs_t f = {0};
+	ck_assert_int_eq(msim_figs_text(&f, "a", "x\"y"), 0);
+	ck_assert_int_eq(msim_figs_int(&f, "b.c", -1), 0);
+	ck_assert_int_eq(msim_figs_empty(&f, "b.d", true), 0);
+	ck_assert_int_eq(msim_figs_text(&f, "b.e.0.f", "s"), 0);
+	ck_assert_int_eq(msim_figs_bool(&f, "b.e.0.g", true), 0);
+	ck_assert_int_eq(msim_figs_int(&f, "b.e.1.f", 2), 0);
+	ck_assert_int_eq(msim_figs_int(&f, "b.e.1.h.i", 3), 0);
+	ck_assert_int_eq(msim_figs_text(&f, "c", NULL), 0);
+	ck_assert_int_eq(msim_figs_empty(&f, "d", false), 0);
+	ck_assert_int_eq(msim_figs_int(&f, "e.0.0", 4), 0);
+	ck_assert_int_eq(msim_figs_int(&f, "e.0.1", 5), 0);
+	ck_assert_int_eq(msim_figs_real(&f, "e.1", 0.5, 3, NULL), 0);
+	char buf[512] = "";
+	FILE *fp = tmpfile();
+	ck_assert_ptr_nonnull(fp);
+	msim_print_json_tree(fp, &f);
+	rewind(fp);
+	buf[fread(buf, 1, sizeof(buf) - 1, fp)] = '\0';
+	fclose(fp);
+	ck_assert_str_eq(buf,
+			 "{\n  \"a\": \"x\\\"y\",\n"
+			 "  \"b\": {\"c\": -1, \"d\": {}, \"e\": [{\"f\": "
+			 "\"s\", \"g\": true}, {\"f\": 2, \"h\": {\"i\": "
+			 "3}}]},\n"
+			 "  \"c\": null,\n"
+			 "  \"d\": [],\n"
+			 "  \"e\": [[4, 5], 0.500]\n}\n");
+	msim_figs_drop_empty(&f);
+	ck_assert_uint_eq(f.n, 10);
+	ck_assert_str_eq(f.v[1].name, "b.c");
+	ck_assert_str_eq(f.v[2].name, "b.e.0.f");
+	ck_assert_str_eq(f.v[7].name, "e.0.0");
+	msim_figs_clear(&f);
 }
 END_TEST
 
@@ -241,6 +284,7 @@ explain_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_explain_peak_by_pool_and_category);
 	tcase_add_test(tc, test_explain_oom);
+	tcase_add_test(tc, test_json_tree);
 	tcase_add_test(tc, test_explain_snapshot_frames);
 	tcase_add_test(tc, test_explain_untagged);
 	tcase_add_test(tc, test_csv_bad_category);
