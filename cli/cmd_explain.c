@@ -259,90 +259,15 @@ print_text(const msim_explain_t *ex, const char *trace, bool summary)
 	       "generate it with memsim gen model)\n");
 }
 
-static void
-json_moment(const msim_explain_t *ex, const msim_explain_moment_t *m)
-{
-	static const char *const pools[] = {"all", "small_pool",
-					    "large_pool"};
-	printf("{\"request\": %" PRIu64, m->request);
-	for (int p = 0; p < MSIM_NPOOL; p++)
-		printf(", \"%s\": {\"reserved\": %" PRIu64
-		       ", \"allocated\": %" PRIu64 ", \"pending\": %" PRIu64
-		       ", \"inactive_split\": %" PRIu64
-		       ", \"whole_free_segments\": %" PRIu64 "}", pools[p],
-		       m->reserved[p], m->allocated[p], m->pending[p],
-		       m->split_free[p], m->whole_free[p]);
-	printf(", \"nvidia_smi_bytes\": %" PRIu64,
-	       m->reserved[MSIM_POOL_ALL] + ex->context_bytes);
-	printf(", \"categories\": {");
-	for (int k = 0, first = 1; k < MSIM_NCAT; k++) {
-		if (!m->cat_count[k])
-			continue;
-		printf("%s\"%s\": {\"bytes\": %" PRIu64 ", \"blocks\": %"
-		       PRIu64 "}", first ? "" : ", ", msim_category_name(k),
-		       m->cat_bytes[k], m->cat_count[k]);
-		first = 0;
-	}
-	printf("}, \"before_history\": {\"bytes\": %" PRIu64 ", \"blocks\": %"
-	       PRIu64 "}", m->before_bytes, m->before_count);
-	printf(", \"sites_live\": %zu, \"sites\": [", m->nsites_live);
-	for (size_t i = 0; i < m->nsites; i++) {
-		printf("%s{\"site\": ", i ? ", " : "");
-		msim_print_json_str(stdout, m->sites[i].site);
-		printf(", \"category\": \"%s\", \"bytes\": %" PRIu64
-		       ", \"blocks\": %" PRIu64 "}",
-		       msim_explain_site_category(&m->sites[i]),
-		       m->sites[i].bytes, m->sites[i].count);
-	}
-	printf("]}");
-}
-
+/* --json: the figures memsim_explain() gives too, nested at their dots. */
 static void
 print_json(const msim_explain_t *ex, const char *trace)
 {
-	printf("{\n  \"trace\": ");
-	msim_print_json_str(stdout, trace);
-	printf(",\n  \"policy\": ");
-	msim_print_json_str(stdout, ex->policy);
-	printf(",\n  \"params\": ");
-	msim_print_json_str(stdout, ex->params);
-	printf(",\n  \"capacity_bytes\": %" PRIu64 ",\n  \"cap_bytes\": %"
-	       PRIu64 ",\n  \"context_bytes\": %" PRIu64
-	       ",\n  \"tagged\": %s,\n  \"requests\": %" PRIu64,
-	       ex->capacity, ex->cap, ex->context_bytes,
-	       ex->tagged ? "true" : "false", ex->sum.requests);
-	printf(",\n  \"peak\": ");
-	json_moment(ex, &ex->peak);
-	printf(",\n  \"peak_allocated\": ");
-	if (ex->peak_alloc_apart)
-		json_moment(ex, &ex->peak_alloc);
-	else
-		printf("null");
-	printf(",\n  \"oom_request\": %" PRId64, ex->sum.oom_request);
-	if (ex->oom) {
-		char msg[2048];
-		msim_explain_oom_message(ex, msg, sizeof(msg));
-		printf(",\n  \"oom\": {\"size\": %" PRIu64
-		       ", \"alloc_size\": %" PRIu64 ", \"device_free\": %"
-		       PRIu64 ", \"message\": ", ex->oom_size,
-		       ex->oom_alloc_size, ex->oom_device_free);
-		msim_print_json_str(stdout, msg);
-		printf(", \"state\": ");
-		json_moment(ex, &ex->at_oom);
-		printf(", \"alternatives\": [");
-		for (size_t i = 0; i < ex->nalts; i++) {
-			const msim_explain_alt_t *al = &ex->alts[i];
-			printf("%s{\"setting\": ", i ? ", " : "");
-			msim_print_json_str(stdout, al->what);
-			printf(", \"fits\": %s, \"oom_request\": %" PRId64
-			       ", \"peak_reserved\": %" PRIu64 "}",
-			       al->fits ? "true" : "false", al->oom_request,
-			       al->peak_reserved);
-		}
-		printf("], \"min_cap\": %" PRIu64 ", \"min_cap_replays\": %d}",
-		       ex->min_cap, ex->min_cap_runs);
-	}
-	printf("\n}\n");
+	msim_figs_t f = {0};
+	if (msim_explain_figs(&f, ex, trace))
+		msim_cli_die("out of memory");
+	msim_print_json_tree(stdout, &f);
+	msim_figs_clear(&f);
 }
 
 void

@@ -9,7 +9,9 @@
  */
 #include <config.h>
 
+#include <assert.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -719,6 +721,138 @@ msim_explain_oom_message(const msim_explain_t *ex, char *buf, size_t n)
 		cap, msim_torch_format_size((uint64_t)alc, al, sizeof(al)),
 		msim_torch_format_size((uint64_t)(res - alc), r, sizeof(r)));
 	return k < 0 ? 0 : (size_t)k;
+}
+
+/* The figures being built (msim_explain_figs()) and whether all went in. */
+typedef struct xf_s {
+	msim_figs_t *f;
+	bool ok;
+} xf_t;
+
+/* Appends one figure of kind (MSIM_FIG_INT, _BOOL: i; _TEXT: t, NULL a
+ * JSON null; _EMPTY: i 1 an object, 0 a list) named by fmt. */
+static void __attribute__((format(printf, 5, 6)))
+xf_add(xf_t *x, int kind, int64_t i, const char *t, const char *fmt, ...)
+{
+	char name[256];
+	va_list ap;
+	if (!x->ok)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(name, sizeof(name), fmt, ap);
+	va_end(ap);
+	switch (kind) {
+	case MSIM_FIG_INT: x->ok = !msim_figs_int(x->f, name, i); break;
+	case MSIM_FIG_BOOL: x->ok = !msim_figs_bool(x->f, name, i); break;
+	case MSIM_FIG_EMPTY: x->ok = !msim_figs_empty(x->f, name, i); break;
+	default: x->ok = !msim_figs_text(x->f, name, t); break;
+	}
+}
+
+#define XF_INT(x, v, ...)                                                     \
+	xf_add(x, MSIM_FIG_INT, (int64_t)(v), NULL, __VA_ARGS__)
+
+/* The figures of moment m under prefix p ("peak.", "oom.state."). */
+static void
+xf_moment(xf_t *x, const char *p, const msim_explain_t *ex,
+	  const msim_explain_moment_t *m)
+{
+	/* MSIM_POOL_ALL, _SMALL, _LARGE as memory_stats() names them */
+	static const char *const pools[] = {"all", "small_pool",
+					    "large_pool"};
+	static_assert(sizeof(pools) / sizeof(pools[0]) == MSIM_NPOOL,
+		      "pools");
+	static const char *const parts[] = {"reserved", "allocated",
+					    "pending", "inactive_split",
+					    "whole_free_segments"};
+	const uint64_t *v[] = {m->reserved, m->allocated, m->pending,
+			       m->split_free, m->whole_free};
+	XF_INT(x, m->request, "%srequest", p);
+	for (int k = 0; k < MSIM_NPOOL; k++)
+		for (int r = 0; r < 5; r++)
+			XF_INT(x, v[r][k], "%s%s.%s", p, pools[k], parts[r]);
+	XF_INT(x, m->reserved[MSIM_POOL_ALL] + ex->context_bytes,
+	       "%snvidia_smi_bytes", p);
+	bool any = false;
+	for (int c = 0; c < MSIM_NCAT; c++) {
+		if (!m->cat_count[c])
+			continue;
+		const char *cat = msim_category_name(c);
+		XF_INT(x, m->cat_bytes[c], "%scategories.%s.bytes", p, cat);
+		XF_INT(x, m->cat_count[c], "%scategories.%s.blocks", p, cat);
+		any = true;
+	}
+	if (!any)
+		xf_add(x, MSIM_FIG_EMPTY, 1, NULL, "%scategories", p);
+	XF_INT(x, m->before_bytes, "%sbefore_history.bytes", p);
+	XF_INT(x, m->before_count, "%sbefore_history.blocks", p);
+	XF_INT(x, m->nsites_live, "%ssites_live", p);
+	for (size_t i = 0; i < m->nsites; i++) {
+		const msim_explain_site_t *s = &m->sites[i];
+		xf_add(x, MSIM_FIG_TEXT, 0, s->site, "%ssites.%zu.site", p, i);
+		xf_add(x, MSIM_FIG_TEXT, 0, msim_explain_site_category(s),
+		       "%ssites.%zu.category", p, i);
+		XF_INT(x, s->bytes, "%ssites.%zu.bytes", p, i);
+		XF_INT(x, s->count, "%ssites.%zu.blocks", p, i);
+	}
+	if (!m->nsites)
+		xf_add(x, MSIM_FIG_EMPTY, 0, NULL, "%ssites", p);
+}
+
+/* After an out-of-memory: PyTorch's message, the state then, the
+ * settings replayed and the smallest cap. */
+static void
+xf_oom(xf_t *x, const msim_explain_t *ex, char *text, size_t n)
+{
+	XF_INT(x, ex->oom_size, "oom.size");
+	XF_INT(x, ex->oom_alloc_size, "oom.alloc_size");
+	XF_INT(x, ex->oom_device_free, "oom.device_free");
+	msim_explain_oom_message(ex, text, n);
+	xf_add(x, MSIM_FIG_TEXT, 0, text, "oom.message");
+	xf_moment(x, "oom.state.", ex, &ex->at_oom);
+	for (size_t i = 0; i < ex->nalts; i++) {
+		const msim_explain_alt_t *al = &ex->alts[i];
+		const char *a = "oom.alternatives";
+		xf_add(x, MSIM_FIG_TEXT, 0, al->what, "%s.%zu.setting", a, i);
+		xf_add(x, MSIM_FIG_BOOL, al->fits, NULL, "%s.%zu.fits", a, i);
+		XF_INT(x, al->oom_request, "%s.%zu.oom_request", a, i);
+		XF_INT(x, al->peak_reserved, "%s.%zu.peak_reserved", a, i);
+	}
+	if (!ex->nalts)
+		xf_add(x, MSIM_FIG_EMPTY, 0, NULL, "oom.alternatives");
+	XF_INT(x, ex->min_cap, "oom.min_cap");
+	XF_INT(x, ex->min_cap_runs, "oom.min_cap_replays");
+}
+
+int
+msim_explain_figs(msim_figs_t *f, const msim_explain_t *ex,
+		  const char *trace)
+{
+	xf_t x = {f, true};
+	char text[8192];
+	xf_add(&x, MSIM_FIG_TEXT, 0, trace, "trace");
+	xf_add(&x, MSIM_FIG_TEXT, 0, ex->policy, "policy");
+	xf_add(&x, MSIM_FIG_TEXT, 0, ex->params, "params");
+	XF_INT(&x, ex->capacity, "capacity_bytes");
+	XF_INT(&x, ex->cap, "cap_bytes");
+	XF_INT(&x, ex->context_bytes, "context_bytes");
+	xf_add(&x, MSIM_FIG_BOOL, ex->tagged, NULL, "tagged");
+	XF_INT(&x, ex->sum.requests, "requests");
+	xf_moment(&x, "peak.", ex, &ex->peak);
+	if (ex->peak_alloc_apart)
+		xf_moment(&x, "peak_allocated.", ex, &ex->peak_alloc);
+	else
+		xf_add(&x, MSIM_FIG_TEXT, 0, NULL, "peak_allocated");
+	XF_INT(&x, ex->sum.oom_request, "oom_request");
+	if (ex->oom)
+		xf_oom(&x, ex, text, sizeof(text));
+	/* torch.cuda.memory_summary() at the end (the OOM) and at the
+	 * peak, as `memsim summary [--at peak]` prints it. */
+	msim_memory_summary(&ex->end, 0, false, text, sizeof(text));
+	xf_add(&x, MSIM_FIG_TEXT, 0, text, "summary");
+	msim_memory_summary(&ex->peak.st, 0, false, text, sizeof(text));
+	xf_add(&x, MSIM_FIG_TEXT, 0, text, "summary_at_peak");
+	return x.ok ? 0 : MSIM_ENOMEM;
 }
 
 /* torch/cuda/memory.py, memory_summary(): _format_size */

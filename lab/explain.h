@@ -17,7 +17,8 @@
  * allocated bytes.  The peak is found in a first replay and the state
  * there read in a second that stops at it.
  *
- *	msim_explain_run() -> fields of msim_explain_t -> msim_explain_destroy()
+ *	msim_explain_run() -> fields of msim_explain_t, or its figures
+ *	(msim_explain_figs()) -> msim_explain_destroy()
  */
 #ifndef MSIM_LAB_EXPLAIN_H
 #define MSIM_LAB_EXPLAIN_H
@@ -26,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lab/figures.h"
 #include "lab/job.h"
 #include "sim/engine.h"
 #include "sim/params.h"
@@ -129,6 +131,28 @@ typedef struct msim_explain_s {
 int msim_explain_run(const msim_explain_config_t *cfg, msim_explain_t **out,
 		     char *why, size_t whylen);
 void msim_explain_destroy(msim_explain_t *ex);
+
+/*
+ * Appends ex as figures named by their place in `memsim explain --json`,
+ * whose printer nests them at their dots (msim_print_json_tree()) and
+ * which memsim_explain() hands out flat (lib/memsim.h): the one list of
+ * explain's answer.  trace, policy, params, capacity_bytes, cap_bytes,
+ * context_bytes, tagged, requests; the moment reserved bytes peak
+ * (peak.request, peak.all.reserved ... peak.large_pool.whole_free_segments,
+ * peak.nvidia_smi_bytes, peak.categories.NAME.bytes and .blocks,
+ * peak.before_history.bytes and .blocks, peak.sites_live,
+ * peak.sites.I.site, .category, .bytes, .blocks); peak_allocated.* the
+ * same when allocated bytes peak apart, else a null peak_allocated;
+ * oom_request; after an out-of-memory oom.size, oom.alloc_size,
+ * oom.device_free, oom.message, oom.state.* (a moment),
+ * oom.alternatives.I.setting, .fits, .oom_request, .peak_reserved,
+ * oom.min_cap, oom.min_cap_replays; then summary and summary_at_peak,
+ * torch.cuda.memory_summary()'s text at the end (the OOM) and at the
+ * peak.  An empty categories, sites or alternatives is an MSIM_FIG_EMPTY
+ * figure.  Returns 0 or MSIM_ENOMEM.
+ */
+int msim_explain_figs(msim_figs_t *f, const msim_explain_t *ex,
+		      const char *trace);
 
 /*
  * PyTorch's message for the out-of-memory of ex (the text of

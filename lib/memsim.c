@@ -538,113 +538,6 @@ memsim_replay(memsim_run_t *h)
 	return 0;
 }
 
-/* The figures of one moment of ex under prefix ("peak.", "oom.state."),
- * named as `memsim explain --json` nests them.  false: out of memory. */
-static bool
-explain_moment(msim_figs_t *f, const char *prefix, const msim_explain_t *ex,
-	       const msim_explain_moment_t *m)
-{
-	static const char *const pools[] = {"all", "small_pool",
-					    "large_pool"};
-	static_assert(sizeof(pools) / sizeof(pools[0]) == MSIM_NPOOL,
-		      "pools");
-	char k[256];
-	bool ok = true;
-#define EX_INT(v, ...)                                                        \
-	(snprintf(k, sizeof(k), __VA_ARGS__),                                 \
-	 ok = ok && !msim_figs_int(f, k, (int64_t)(v)))
-	EX_INT(m->request, "%srequest", prefix);
-	for (int p = 0; p < MSIM_NPOOL; p++) {
-		EX_INT(m->reserved[p], "%s%s.reserved", prefix, pools[p]);
-		EX_INT(m->allocated[p], "%s%s.allocated", prefix, pools[p]);
-		EX_INT(m->pending[p], "%s%s.pending", prefix, pools[p]);
-		EX_INT(m->split_free[p], "%s%s.inactive_split", prefix,
-		       pools[p]);
-		EX_INT(m->whole_free[p], "%s%s.whole_free_segments", prefix,
-		       pools[p]);
-	}
-	EX_INT(m->reserved[MSIM_POOL_ALL] + ex->context_bytes,
-	       "%snvidia_smi_bytes", prefix);
-	for (int c = 0; c < MSIM_NCAT; c++) {
-		if (!m->cat_count[c])
-			continue;
-		const char *cat = msim_category_name(c);
-		EX_INT(m->cat_bytes[c], "%scategories.%s.bytes", prefix, cat);
-		EX_INT(m->cat_count[c], "%scategories.%s.blocks", prefix, cat);
-	}
-	EX_INT(m->before_bytes, "%sbefore_history.bytes", prefix);
-	EX_INT(m->before_count, "%sbefore_history.blocks", prefix);
-	EX_INT(m->nsites_live, "%ssites_live", prefix);
-	for (size_t i = 0; i < m->nsites; i++) {
-		const msim_explain_site_t *st = &m->sites[i];
-		snprintf(k, sizeof(k), "%ssites.%zu.site", prefix, i);
-		ok = ok && !msim_figs_text(f, k, st->site);
-		snprintf(k, sizeof(k), "%ssites.%zu.category", prefix, i);
-		ok = ok && !msim_figs_text(f, k,
-					   msim_explain_site_category(st));
-		EX_INT(st->bytes, "%ssites.%zu.bytes", prefix, i);
-		EX_INT(st->count, "%ssites.%zu.blocks", prefix, i);
-	}
-#undef EX_INT
-	return ok;
-}
-
-/* ex as figures (see memsim_explain()).  false: out of memory. */
-static bool
-explain_figs(msim_figs_t *f, const msim_explain_t *ex, const char *trace)
-{
-	char text[8192];
-	bool ok = !msim_figs_text(f, "trace", trace) &&
-		  !msim_figs_text(f, "policy", ex->policy) &&
-		  !msim_figs_text(f, "params", ex->params) &&
-		  !msim_figs_int(f, "capacity_bytes", (int64_t)ex->capacity) &&
-		  !msim_figs_int(f, "cap_bytes", (int64_t)ex->cap) &&
-		  !msim_figs_int(f, "context_bytes",
-				 (int64_t)ex->context_bytes) &&
-		  !msim_figs_bool(f, "tagged", ex->tagged) &&
-		  !msim_figs_int(f, "requests", (int64_t)ex->sum.requests) &&
-		  explain_moment(f, "peak.", ex, &ex->peak) &&
-		  (ex->peak_alloc_apart
-			   ? explain_moment(f, "peak_allocated.", ex,
-					    &ex->peak_alloc)
-			   : !msim_figs_text(f, "peak_allocated", NULL)) &&
-		  !msim_figs_int(f, "oom_request", ex->sum.oom_request);
-	if (ok && ex->oom) {
-		msim_explain_oom_message(ex, text, sizeof(text));
-		ok = !msim_figs_int(f, "oom.size", (int64_t)ex->oom_size) &&
-		     !msim_figs_int(f, "oom.alloc_size",
-				    (int64_t)ex->oom_alloc_size) &&
-		     !msim_figs_int(f, "oom.device_free",
-				    (int64_t)ex->oom_device_free) &&
-		     !msim_figs_text(f, "oom.message", text) &&
-		     explain_moment(f, "oom.state.", ex, &ex->at_oom);
-		for (size_t i = 0; ok && i < ex->nalts; i++) {
-			const msim_explain_alt_t *al = &ex->alts[i];
-			char k[96];
-#define ALT(field) snprintf(k, sizeof(k), "oom.alternatives.%zu." field, i)
-			ALT("setting");
-			ok = !msim_figs_text(f, k, al->what);
-			ALT("fits");
-			ok = ok && !msim_figs_bool(f, k, al->fits);
-			ALT("oom_request");
-			ok = ok && !msim_figs_int(f, k, al->oom_request);
-			ALT("peak_reserved");
-			ok = ok && !msim_figs_int(f, k,
-						  (int64_t)al->peak_reserved);
-#undef ALT
-		}
-		if (ok && ex->min_cap)
-			ok = !msim_figs_int(f, "oom.min_cap_bytes",
-					    (int64_t)ex->min_cap);
-	}
-	/* torch.cuda.memory_summary() at the end (the OOM) and at the
-	 * peak, as `memsim summary [--at peak]` prints it. */
-	msim_memory_summary(&ex->end, 0, false, text, sizeof(text));
-	ok = ok && !msim_figs_text(f, "summary", text);
-	msim_memory_summary(&ex->peak.st, 0, false, text, sizeof(text));
-	return ok && !msim_figs_text(f, "summary_at_peak", text);
-}
-
 int
 memsim_explain(memsim_run_t *h)
 {
@@ -660,12 +553,15 @@ memsim_explain(memsim_run_t *h)
 	if (rc)
 		return run_fail(r, rc == MSIM_ENOMEM ? MEMSIM_ENOMEM :
 				MEMSIM_EINPUT, "%s", why);
-	bool ok = explain_figs(&r->figs, ex, r->spec.trace);
+	/* `memsim explain --json`'s figures, less its empty lists and
+	 * objects (memsim.h has no kind for them). */
+	rc = msim_explain_figs(&r->figs, ex, r->spec.trace);
 	msim_explain_destroy(ex);
-	if (!ok) {
+	if (rc) {
 		msim_figs_clear(&r->figs);
 		return run_fail(r, MEMSIM_ENOMEM, "out of memory");
 	}
+	msim_figs_drop_empty(&r->figs);
 	r->explained = true;
 	return 0;
 }

@@ -166,13 +166,17 @@ MEMSIM_EXPORT int memsim_replay(memsim_run_t *run);
 /*
  * In place of memsim_replay(): `memsim explain` of the run's setting,
  * whose figures then read as those of a replayed run: the keys of
- * `memsim explain --json` flattened with dots (trace, policy, params,
+ * `memsim explain --json` flattened with dots, in its order, from the
+ * same list (lab/explain.h's msim_explain_figs()): trace, policy, params,
  * capacity_bytes, cap_bytes, context_bytes, tagged, requests,
  * peak.request, peak.all.reserved, ..., peak.categories.NAME.bytes,
  * peak.sites.I.site, ..., oom_request, and after an out-of-memory
- * oom.size, oom.message, oom.state.*, oom.alternatives.I.setting ...),
- * then summary and summary_at_peak: the text of torch.cuda.memory_summary()
- * at the end (the OOM) and at the peak of reserved bytes.  There is no
+ * oom.size, oom.message, oom.state.*, oom.alternatives.I.setting ...,
+ * oom.min_cap, oom.min_cap_replays; then summary and summary_at_peak:
+ * the text of torch.cuda.memory_summary() at the end (the OOM) and at
+ * the peak of reserved bytes.  The JSON's empty lists and objects have
+ * no figure, and its null (peak_allocated when allocated bytes peak with
+ * reserved) reads as the text "".  There is no
  * timeline (memsim_timeline_get(): MEMSIM_ESTATE), and the run cannot be
  * stored.  Once per run.  Returns 0,
  * MEMSIM_EINPUT (the trace, the setting: see memsim_errmsg()),

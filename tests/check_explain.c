@@ -3,7 +3,8 @@
  * traces whose every figure is worked out below from PyTorch's rules; the
  * tags of CSV columns and of a snapshot's stack frames; the OOM message
  * and the replayed alternatives; memory_summary()'s number formats; the
- * nested JSON of a list of figures.
+ * one list of figures that `memsim explain --json` prints nested and
+ * memsim_explain() hands out flat.
  */
 #include <config.h>
 
@@ -122,6 +123,51 @@ START_TEST(test_explain_oom)
 			      "garbage_collection_threshold:0.6");
 	}
 	ck_assert(gc);
+	msim_explain_destroy(ex);
+}
+END_TEST
+
+/* Whether a name's part up to each dot (a list or object of the nested
+ * JSON) has its members together: none met again after another's. */
+static void
+check_grouped(const msim_figs_t *f)
+{
+	for (size_t i = 1; i < f->n; i++) {
+		const char *name = f->v[i].name, *dot = name;
+		while ((dot = strchr(dot, '.'))) {
+			size_t len = (size_t)(dot++ - name) + 1;
+			if (!strncmp(f->v[i - 1].name, name, len))
+				continue;
+			for (size_t j = 0; j + 1 < i; j++)
+				ck_assert_msg(strncmp(f->v[j].name, name, len),
+					      "%s apart from %s", name,
+					      f->v[j].name);
+		}
+	}
+}
+
+/* The figures of oom.csv's explain (above): one list, nested at its
+ * dots with each list and object together; memsim.h's view drops the
+ * empty ones only. */
+START_TEST(test_explain_figs)
+{
+	msim_explain_t *ex = explain("explain/oom.csv", 40 * MiB, true);
+	msim_figs_t f = {0};
+	ck_assert_int_eq(msim_explain_figs(&f, ex, "oom.csv"), 0);
+	check_grouped(&f);
+	const msim_fig_t *g = msim_figs_find(&f, "oom.state.all.reserved");
+	ck_assert(g && g->kind == MSIM_FIG_INT && g->i == (int64_t)(24 * MiB));
+	g = msim_figs_find(&f, "oom.min_cap");
+	ck_assert(g && g->i == (int64_t)(44 * MiB));
+	g = msim_figs_find(&f, "oom.min_cap_replays");
+	ck_assert(g && g->i == ex->min_cap_runs && g->i > 0);
+	g = msim_figs_find(&f, "oom.alternatives.0.fits");
+	ck_assert(g && g->kind == MSIM_FIG_BOOL && !g->i);
+	g = msim_figs_find(&f, "oom.message");
+	ck_assert(g && strstr(g->t, "CUDA out of memory.") == g->t);
+	ck_assert_str_eq(f.v[f.n - 1].name, "summary_at_peak");
+	ck_assert_ptr_nonnull(msim_figs_find(&f, "trace"));
+	msim_figs_clear(&f);
 	msim_explain_destroy(ex);
 }
 END_TEST
@@ -284,6 +330,7 @@ explain_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_explain_peak_by_pool_and_category);
 	tcase_add_test(tc, test_explain_oom);
+	tcase_add_test(tc, test_explain_figs);
 	tcase_add_test(tc, test_json_tree);
 	tcase_add_test(tc, test_explain_snapshot_frames);
 	tcase_add_test(tc, test_explain_untagged);

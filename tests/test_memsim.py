@@ -318,6 +318,18 @@ class Inputs(unittest.TestCase):
             memsim.run(Odd())
 
 
+def flatten(node, prefix=""):
+    """(key, value) of the leaves of a JSON value, keys joined with dots
+    (list items by their index) as memsim_explain() names its figures;
+    an empty list or object is a leaf."""
+    items = list(node.items() if isinstance(node, dict) else
+                 enumerate(node) if isinstance(node, list) else ())
+    if not items:
+        yield prefix[:-1], node
+    for key, value in items:
+        yield from flatten(value, "%s%s." % (prefix, key))
+
+
 def cli(*args):
     return subprocess.run([MEMSIM] + list(args), check=True,
                           stdout=subprocess.PIPE,
@@ -349,6 +361,43 @@ class Experiments(unittest.TestCase):
                                  want["oom"]["alternatives"])
                 self.assertTrue(got["oom"]["message"].startswith(
                     "CUDA out of memory. Tried to allocate "))
+
+    def test_explain_one_list(self):
+        # memsim_explain()'s figures and `memsim explain --json` are one
+        # list (msim_explain_figs()): the JSON's members flattened with
+        # dots, in its order, are the figures, key by key and value by
+        # value, but for the empty lists and objects that the JSON shows
+        # and memsim.h has no kind for (and a null, which memsim.h's
+        # text reads as "": peak_allocated).  Inputs: no OOM; an OOM with
+        # alternatives and the smallest cap; one at the first request
+        # (no categories, no sites); a partial history (peak_allocated).
+        oom = os.path.join(DATA, "explain", "oom.csv")
+        gpt2 = os.path.join(DATA, "traces", "gpt2_fp32.csv")
+        late = os.path.join(DATA, "snapshots", "h200_late.pickle")
+        cases = ((self.PICKLE, {}),
+                 (self.PICKLE, {"cap": "1GiB", "context_bytes": "750MiB"}),
+                 (oom, {"cap": "40MiB"}), (gpt2, {"cap": "1MiB"}),
+                 (late, {}))
+        met = set()
+        for trace, kw in cases:
+            args = [a for k, v in kw.items()
+                    for a in ("--" + k.replace("_", "-"), v)]
+            want = list(flatten(json.loads(cli("explain", "--json",
+                                                *args, trace))))
+            met.update(k.split(".")[-1] + repr(v) for k, v in want
+                       if v in ([], {}))
+            met.update(k for k, _ in want)
+            want = [(k, "" if v is None else v) for k, v in want
+                    if v not in ([], {})]
+            got = memsim._figures(trace, memsim.DEFAULT_POLICY, None,
+                                  kw.pop("cap", None), kw,
+                                  lambda lib: lib.memsim_explain)
+            self.assertEqual([k for k, _ in want], list(got), msg=trace)
+            self.assertEqual(want, list(got.items()), msg=trace)
+        for key in ("sites[]", "categories{}", "oom.min_cap",
+                    "oom.alternatives.0.setting", "peak_allocated.request",
+                    "summary_at_peak"):
+            self.assertIn(key, met)
 
     def test_explain_before_history_sites(self):
         # A partial history whose snapshot blocks carry frames: the
