@@ -1422,6 +1422,9 @@ def run(opt, script, argv):
                 lt = int(os.environ.get("CUBLASLT_WORKSPACE_SIZE",
                                         "1024")) * 1024
                 rec.alloc(lt, "other", "cuBLASLt workspace")
+    # the same rule for the GEMMs Inductor's pad_mm pass benchmarks while
+    # it compiles (compiled.PadBench)
+    rec.blas_workspaces = blas_workspaces
 
     def note_all(flat, name):
         for t in flat:
