@@ -495,7 +495,11 @@ class PadBench:
         """pad_mm's should_pad(), which its pattern checks
         (should_pad_mm, should_pad_bmm, should_pad_addmm) call by name,
         becomes this model's."""
-        from torch._inductor.fx_passes import pad_mm
+        try:
+            from torch._inductor.fx_passes import pad_mm
+            pad_mm.should_pad, pad_mm.can_pad, pad_mm.has_triton
+        except (ImportError, AttributeError):
+            return   # a PyTorch without the pass: nothing benchmarked
         if getattr(pad_mm.should_pad, "__self__", None) is not self:
             pad_mm.should_pad = self.should_pad
 
@@ -702,9 +706,19 @@ def install(torch, rec):
                     V.set_fake_mode(detect_fake_mode(joint_inputs)):
                 return compile_fx.partition_fn(gm, joint_inputs, **kw)
 
+        def joint_passes(gm, example_inputs):
+            import inspect
+            from torch._inductor import compile_fx
+            f = compile_fx._recursive_joint_graph_passes
+            dev = [a.device for a in example_inputs
+                   if isinstance(a, torch.Tensor)]
+            if dev and "input_device" in inspect.signature(f).parameters:
+                return f(gm, input_device=dev[0])
+            return f(gm)
+
         def compiler(kind):
             def c(gm, example_inputs):
-                from torch._inductor import compile_fx, config
+                from torch._inductor import config
                 from torch._inductor.fx_passes.post_grad import \
                     post_grad_passes
                 from torch._inductor.virtualized import V
@@ -714,11 +728,11 @@ def install(torch, rec):
                         detect_fake_mode(example_inputs)):
                     if kind == "inference":
                         # an inference graph is never partitioned: its
-                        # joint-graph passes run here (compile_fx_forward)
+                        # joint-graph passes run here, on its inputs'
+                        # device (compile_fx_forward)
                         with config.patch(
                                 joint_graph_constant_folding=False):
-                            gm = compile_fx._recursive_joint_graph_passes(
-                                gm)
+                            gm = joint_passes(gm, example_inputs)
                     post_grad_passes(gm, kind == "inference")
                 p = Program(torch, rec, gm, kind, rt, site, cudagraphs)
 
