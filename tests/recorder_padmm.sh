@@ -61,4 +61,10 @@ TORCHINDUCTOR_SHAPE_PADDING=0 $MEMSIM record -o "$tmp/n.csv" -- "$PY" "$P" 2 \
 	2>"$tmp/err" || fail "record without padding: $(tail -3 "$tmp/err")"
 grep -q "(compile:inductor 1)$" "$tmp/err" || fail "no padding: $(tail -1 "$tmp/err")"
 [ -z "$(bench "$tmp/n.csv")" ] || fail "no padding: benchmarked $(bench "$tmp/n.csv")"
+# Nor with torch.compile(options={"shape_padding": False}), which patches
+# Inductor's config while it compiles.
+$MEMSIM record -o "$tmp/o.csv" -- "$PY" "$P" 2 nopad 2>"$tmp/err" ||
+	fail "record nopad: $(tail -3 "$tmp/err")"
+grep -q "(compile:inductor 1)$" "$tmp/err" || fail "nopad: $(tail -1 "$tmp/err")"
+[ -z "$(bench "$tmp/o.csv")" ] || fail "nopad: benchmarked $(bench "$tmp/o.csv")"
 finish recorder_padmm

@@ -15,10 +15,11 @@ backward graph is that one mm, with no fused kernel for Triton to tune
 on the autograd thread after its cuBLAS workspace (which kernels Triton
 tunes is approximated, docs/recording-compile.md).
 
-    python3 pad_bench.py [STEPS [bf16]]
+    python3 pad_bench.py [STEPS [bf16|nopad]]
 
 With bf16, every call runs under torch.autocast (bfloat16, whose
-alignment is 8: 65 columns padded to 72).
+alignment is 8: 65 columns padded to 72); with nopad, the model is
+compiled with options={"shape_padding": False} (nothing benchmarked).
 """
 import contextlib
 import sys
@@ -40,7 +41,9 @@ def main():
         torch.nn.Linear(128, 65)).cuda()
     model[1].bias.requires_grad_(False)
     opt = torch.optim.SGD([model[1].weight], lr=0.1)
-    cm = torch.compile(model)
+    nopad = sys.argv[2:3] == ["nopad"]
+    cm = torch.compile(model, options={"shape_padding": False}
+                       if nopad else None)
     x = torch.randn(768, 128, device="cuda")
     with torch.no_grad(), amp():
         y = cm(x)

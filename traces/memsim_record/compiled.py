@@ -686,7 +686,7 @@ def install(torch, rec):
     rt = Runtime(torch, rec)
     pad = PadBench(torch, rec)
 
-    def inductor(site, cudagraphs):
+    def inductor(site, cudagraphs, options=None):
         """The backend: Inductor's decompositions, its joint-graph passes
         and partitioner (compile_fx.partition_fn: remove_noop_ops, the
         pattern passes, min_cut_rematerialization_partition), its
@@ -757,8 +757,12 @@ def install(torch, rec):
             import torch.fx.experimental.proxy_tensor as pt
             limit = pt.CONSTANT_NUMEL_LIMIT
             pt.CONSTANT_NUMEL_LIMIT = -1
+            from torch._inductor import config
             try:
-                return aot(gm, example_inputs)
+                # torch.compile's options are Inductor config patches
+                # while it compiles (shape_padding, force_shape_pad, ...)
+                with config.patch(options or {}):
+                    return aot(gm, example_inputs)
             except Exception as e:
                 # A graph AOTAutograd or Inductor's passes cannot take
                 # without a GPU (a CPU constant moved to the device while
@@ -845,7 +849,8 @@ def install(torch, rec):
                 type(m).ignore_compile_internals = classmethod(
                     lambda cls: True)
         cm = real(model, fullgraph=fullgraph, dynamic=dynamic,
-                  backend=inductor("compiled " + name, graphs), **kwargs)
+                  backend=inductor("compiled " + name, graphs, options),
+                  **kwargs)
         if isinstance(cm, torch.nn.Module):
             cm.forward = hooks_aside(cm.forward)
             return cm
