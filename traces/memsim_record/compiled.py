@@ -30,6 +30,11 @@ predicted in two parts:
 - At each fused kernel's first launch Triton's autotuner allocates an
   L2-sized buffer (do_bench's cache flush) and frees it (Runtime.flush).
 
+- While a graph compiles, Inductor's pad_mm pass benchmarks the matmuls
+  whose dimensions are not aligned, on the GPU: random copies of their
+  operands, the GEMMs (cuBLAS's workspace at the thread's first), an
+  L2-flush buffer (PadBench).
+
 mode="reduce-overhead" adds CUDA graphs: cudagraph trees' warm-up, capture
 and replays in the tree's private pool (Program.graphed).  What is
 modelled and what is approximated: docs/recording-compile.md.
