@@ -44,6 +44,13 @@ grep -v '^#' "$here/programs.tsv" | while IFS=$tab read -r name data needs setup
 	rm -f "$out/$name.csv" "$out/$name.real" "$out/$name.rc"
 	(
 		cd "$d" || exit 1
+		# Inductor's caches (its pad_mm and autotuning decisions among
+		# them) of this program alone, empty: a compiled program
+		# benchmarks as on a fresh machine, whichever programs ran
+		# before it (the recorder assumes a cold cache,
+		# docs/recording-compile.md)
+		TORCHINDUCTOR_CACHE_DIR=$d/inductor-cache
+		export TORCHINDUCTOR_CACHE_DIR
 		if [ "$data" != - ]; then
 			# shellcheck disable=SC2086
 			"$PY" "$here/mkdata.py" . $data >>"$log" 2>&1 || exit 1

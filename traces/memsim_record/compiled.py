@@ -30,6 +30,11 @@ predicted in two parts:
 - At each fused kernel's first launch Triton's autotuner allocates an
   L2-sized buffer (do_bench's cache flush) and frees it (Runtime.flush).
 
+- While a graph compiles, Inductor's pad_mm pass benchmarks the matmuls
+  whose dimensions are not aligned, on the GPU: random copies of their
+  operands, the GEMMs (cuBLAS's workspace at the thread's first), an
+  L2-flush buffer (PadBench).
+
 mode="reduce-overhead" adds CUDA graphs: cudagraph trees' warm-up, capture
 and replays in the tree's private pool (Program.graphed).  What is
 modelled and what is approximated: docs/recording-compile.md.
@@ -430,13 +435,263 @@ class Runtime:
         return cb
 
 
+class PadBench:
+    """Inductor's pad_mm pass (torch._inductor.fx_passes.pad_mm) benchmarks
+    matmuls on the GPU while it compiles.  The pass is one of the
+    joint-graph pattern passes, which run on each training graph before it
+    is partitioned (compile_fx.partition_fn) and on each inference graph
+    (compile_fx_forward), so at a graph's first call.  For each mm, bmm
+    and addmm node the pattern matcher meets (last node first),
+    should_pad() asks:
+
+    - can_pad(): config.shape_padding (TORCHINDUCTOR_SHAPE_PADDING, on
+      by default), both matrices on the GPU and floating point, one of M,
+      K, N not a multiple of the dtype's alignment (8 elements for fp16
+      and bf16, 4 for fp32: get_alignment_size; a dimension of 1 is
+      left), not config.deterministic, and Triton (which a CUDA build of
+      PyTorch has: has_triton() is answered True here);
+    - _should_pad(): config.force_shape_pad pads without benchmarking;
+      is_mm_compute_bound() is True on every GPU memsim models (its
+      datasheet, torch._inductor.analysis.device_info, names none of them
+      exactly, and Triton's estimate, from a clock rate in MHz where it
+      expects kHz, is three orders of magnitude low: 0.54 TFLOPS bf16
+      and 4814 GB/s on the H200, torch 2.11 and Triton 3.6, so any
+      shape's arithmetic intensity exceeds the machine balance); a shape
+      already decided (should_pad_bench_key(), in-process and in the
+      on-disk LocalCache) is not benchmarked again, and the base time of
+      the unpadded op (its is_base_time_key) is measured once.
+
+    What a benchmark allocates, in _should_pad's order (the H200
+    snapshots of tests/recorder/pad_bench.py and the corpus's
+    nanogpt-train-compile, torch 2.11, show each of these requests):
+    realize_tensor() makes a random copy of mat1 and mat2 (torch.randn of
+    each one's strided extent), and of addmm's input when its base time
+    is measured; a matrix whose padding can be planned away
+    (should_exclude_padding_time()) is padded once (constant_pad_nd);
+    addmm's padded run gets its own input (randn_like).  Then
+    benchmarker.benchmark_gpu (InductorBenchmarker) runs each of the
+    unpadded op (unless its base time is known) and the padded one
+    (pad_mm / pad_bmm / pad_addmm: the matrices not padded beforehand
+    padded each call, addmm's input padded with new_zeros and cat,
+    the product, the pads freed as the function returns, then the
+    product): once to warm up (the first GEMM of the thread makes
+    cuBLAS's workspace, an addmm with a 1-D input cuBLASLt's, after its
+    output: fake.py's rule), then with the L2-flush buffer of
+    get_device_cache_size() (the device's L2, as Triton's autotuner:
+    L2_BYTES) allocated around the timed runs, of which one stands for
+    all (each frees what it allocates).  The copies are freed when
+    _should_pad returns.
+
+    The padded form is taken only if it ran 1.1 times faster
+    (is_padded_faster): that is a timing the recorder cannot know, and
+    it assumes not (assumption compile:pad_mm, one a benchmarked shape):
+    the graph keeps its unpadded op, as the corpus's compiled programs
+    do on the H200.  The cache is assumed cold (the first compile of the
+    shape on the machine): a second run of a program on a GPU machine
+    skips the benchmarks whose results Inductor kept on disk."""
+
+    def __init__(self, torch, rec):
+        self.torch = torch
+        self.rec = rec
+        self.decided = set()   # should_pad_bench_key()s benchmarked
+        self.timed = set()     # their base-time keys
+
+    def install(self):
+        """pad_mm's should_pad(), which its pattern checks
+        (should_pad_mm, should_pad_bmm, should_pad_addmm) call by name,
+        becomes this model's."""
+        try:
+            from torch._inductor.fx_passes import pad_mm
+            pad_mm.should_pad, pad_mm.can_pad, pad_mm.has_triton
+        except (ImportError, AttributeError):
+            return   # a PyTorch without the pass: nothing benchmarked
+        if getattr(pad_mm.should_pad, "__self__", None) is not self:
+            pad_mm.should_pad = self.should_pad
+
+    def should_pad(self, match, mat1, mat2, op, input=None):
+        from torch._inductor.fx_passes import pad_mm as pm
+        has_triton = pm.has_triton
+        pm.has_triton = lambda: True
+        try:
+            if not pm.can_pad(mat1, mat2, op, input):
+                return False
+        finally:
+            pm.has_triton = has_triton
+        return self.decide(match, mat1, mat2, op, input)
+
+    def decide(self, match, mat1, mat2, op, input):
+        """_should_pad(): whether to pad, with the benchmark's requests."""
+        torch = self.torch
+        from torch._inductor import config
+        from torch._inductor.fx_passes import pad_mm as pm
+        aten = torch.ops.aten
+        bmm = op is aten.bmm
+        m, k = (mat1.shape[1], mat1.shape[2]) if bmm else mat1.shape
+        n = mat2.shape[-1]
+        a1, a2 = pm.get_alignment_size(mat1), pm.get_alignment_size(mat2)
+        mp, kp = pm.get_padded_length(m, a1), pm.get_padded_length(k, a1)
+        np_ = pm.get_padded_length(n, a2)
+        if config.force_shape_pad:
+            return True
+        if "pad_aten_mm_pass" in config.post_grad_fusion_options:
+            mk = [_hint(x) for x in (m, k, n)]
+            if pm.should_pad_mm_bf16(mat1.dtype, mk[0], mk[2], mk[1]):
+                return True
+        key = pm.should_pad_bench_key(match, mat1, mat2, op, input)
+        if key in self.decided:
+            return False
+        self.decided.add(key)
+        base = pm.should_pad_bench_key(match, mat1, mat2, op, input,
+                                       is_base_time_key=True)
+        timed = base in self.timed
+        self.timed.add(base)
+        self.rec.assume("compile:pad_mm")
+        self.run(self.events(match, mat1, mat2, op, input, timed,
+                             (int(mp), int(kp), int(np_))),
+                 [input, mat1, mat2] if input is not None else
+                 [mat1, mat2])
+        return False
+
+    def events(self, match, mat1, mat2, op, input, timed, pads):
+        """The requests of one benchmark: ("alloc", tag, bytes),
+        ("free", tag), ("gemm", name) for the workspaces a GEMM's first
+        call makes, ("flush", tag) for the L2-flush buffer."""
+        from torch._inductor.fx_passes import pad_mm as pm
+        aten = self.torch.ops.aten
+        mp, kp, np_ = pads
+        bmm = op is aten.bmm
+        addmm = op is aten.addmm
+        name = "bmm" if bmm else ("addmm" if addmm else "mm")
+        item = mat1.element_size()
+        b = _hint(mat1.shape[0]) if bmm else 1
+        m, k = [_hint(x) for x in mat1.shape[-2:]]
+        n = _hint(mat2.shape[-1])
+
+        def extent(t):
+            """realize_tensor's copy: the strided extent, in bytes"""
+            shape = [_hint(d) for d in t.shape]
+            if 0 in shape:
+                return 0
+            return (1 + sum((d - 1) * _hint(s)
+                            for d, s in zip(shape, t.stride()))) * \
+                t.element_size()
+        ev = [("alloc", "mat1", extent(mat1)), ("alloc", "mat2",
+                                                extent(mat2))]
+        copies = ["mat1", "mat2"]
+        real_input = addmm and input is not None and not timed
+        if real_input:
+            ev.append(("alloc", "input", extent(input)))
+            copies.append("input")
+        pre1 = pm.should_exclude_padding_time(match, "mat1") and \
+            bool(mp or kp)
+        pre2 = pm.should_exclude_padding_time(match, "mat2") and \
+            bool(kp or np_)
+        p1 = b * (m + mp) * (k + kp) * item
+        p2 = b * (k + kp) * (n + np_) * item
+        if pre1:
+            ev.append(("alloc", "mat1_pad", p1))
+            copies.append("mat1_pad")
+        if pre2:
+            ev.append(("alloc", "mat2_pad", p2))
+            copies.append("mat2_pad")
+        if addmm and input is not None:
+            # randn_like of the (realized) input: its size, dense
+            ev.append(("alloc", "input_pad", _numel(
+                [_hint(x) for x in input.shape]) * input.element_size()))
+            copies.append("input_pad")
+        orig = [("alloc", "out", b * m * n * item), ("gemm", name),
+                ("free", "out")]
+        pad = []
+        if not pre1 and (mp or kp):
+            pad.append(("alloc", "p1", p1))
+        if not pre2 and (kp or np_):
+            pad.append(("alloc", "p2", p2))
+        local = [t for _, t, *_ in pad]
+        if addmm and input is not None:
+            # pad_dim: new_zeros of the padding, cat, the zeros freed
+            shape = [_hint(x) for x in input.shape]
+            isz = input.element_size()
+            steps = []
+            if np_ and shape[-1] != 1:
+                steps.append((len(shape) - 1, np_))
+            if mp and len(shape) == 2 and shape[0] != 1:
+                steps.append((0, mp))
+            last = None
+            for i, (dim, ln) in enumerate(steps):
+                zeros = list(shape)
+                zeros[dim] = ln
+                shape[dim] += ln
+                tag = "in%d" % i
+                pad += [("alloc", "zeros", _numel(zeros) * isz),
+                        ("alloc", tag, _numel(shape) * isz),
+                        ("free", "zeros")]
+                if last is not None:
+                    pad.append(("free", last))
+                last = tag
+            if last is not None:
+                local.insert(0, last)
+        pad.append(("alloc", "res", b * (m + mp) * (n + np_) * item))
+        pad.append(("gemm", name))
+        pad += [("free", t) for t in local] + [("free", "res")]
+        ev += self.bench(orig) if not timed else []
+        ev += self.bench(pad)
+        return ev + [("free", t) for t in copies]
+
+    @staticmethod
+    def bench(fn):
+        """benchmark_gpu(fn): a warm-up call, the L2-flush buffer, the
+        timed calls (one here), the buffer freed."""
+        return fn + [("flush", "l2")] + \
+            [e for e in fn if e[0] != "gemm"] + [("free", "l2")]
+
+    def run(self, events, args):
+        rec = self.rec
+        keys = {}
+        site = "inductor pad_mm benchmark"
+        l2 = L2_BYTES.get(getattr(rec.opt, "device", "h200"))
+        for e in events:
+            if e[0] == "alloc":
+                keys[e[1]] = object()
+                if e[2] > 0:
+                    rec.alloc(e[2], "temporary", site, keys[e[1]])
+            elif e[0] == "free":
+                rec.free(keys.pop(e[1], None))
+            elif e[0] == "gemm":
+                ws = getattr(rec, "blas_workspaces", None)
+                if ws is not None:
+                    ws(e[1], args)
+            elif e[0] == "flush" and l2:
+                keys[e[1]] = object()
+                rec.alloc(l2, "temporary", site + " L2 flush", keys[e[1]])
+
+
+def _numel(shape):
+    n = 1
+    for s in shape:
+        n *= int(s)
+    return n
+
+
+def _hint(x):
+    """A size as pad_mm reads it (hint_symbols: a symbolic size's hint,
+    no guard added)."""
+    if isinstance(x, int):
+        return x
+    try:
+        from torch.fx.experimental.symbolic_shapes import optimization_hint
+        return int(optimization_hint(x))
+    except ImportError:
+        return int(x.node.hint)
+
+
 def install(torch, rec):
     """torch.compile (and Module.compile, which calls it) with the
     predicted programs; compile(disable=True) returns its argument."""
     real = torch.compile
     rt = Runtime(torch, rec)
+    pad = PadBench(torch, rec)
 
-    def inductor(site, cudagraphs):
+    def inductor(site, cudagraphs, options=None):
         """The backend: Inductor's decompositions, its joint-graph passes
         and partitioner (compile_fx.partition_fn: remove_noop_ops, the
         pattern passes, min_cut_rematerialization_partition), its
@@ -456,8 +711,19 @@ def install(torch, rec):
                     V.set_fake_mode(detect_fake_mode(joint_inputs)):
                 return compile_fx.partition_fn(gm, joint_inputs, **kw)
 
+        def joint_passes(gm, example_inputs):
+            import inspect
+            from torch._inductor import compile_fx
+            f = compile_fx._recursive_joint_graph_passes
+            dev = [a.device for a in example_inputs
+                   if isinstance(a, torch.Tensor)]
+            if dev and "input_device" in inspect.signature(f).parameters:
+                return f(gm, input_device=dev[0])
+            return f(gm)
+
         def compiler(kind):
             def c(gm, example_inputs):
+                from torch._inductor import config
                 from torch._inductor.fx_passes.post_grad import \
                     post_grad_passes
                 from torch._inductor.virtualized import V
@@ -465,6 +731,13 @@ def install(torch, rec):
                 # under the recorder: nothing of it is recorded)
                 with rt.quiet(), V.set_fake_mode(
                         detect_fake_mode(example_inputs)):
+                    if kind == "inference":
+                        # an inference graph is never partitioned: its
+                        # joint-graph passes run here, on its inputs'
+                        # device (compile_fx_forward)
+                        with config.patch(
+                                joint_graph_constant_folding=False):
+                            gm = joint_passes(gm, example_inputs)
                     post_grad_passes(gm, kind == "inference")
                 p = Program(torch, rec, gm, kind, rt, site, cudagraphs)
 
@@ -489,8 +762,12 @@ def install(torch, rec):
             import torch.fx.experimental.proxy_tensor as pt
             limit = pt.CONSTANT_NUMEL_LIMIT
             pt.CONSTANT_NUMEL_LIMIT = -1
+            from torch._inductor import config
             try:
-                return aot(gm, example_inputs)
+                # torch.compile's options are Inductor config patches
+                # while it compiles (shape_padding, force_shape_pad, ...)
+                with config.patch(options or {}):
+                    return aot(gm, example_inputs)
             except Exception as e:
                 # A graph AOTAutograd or Inductor's passes cannot take
                 # without a GPU (a CPU constant moved to the device while
@@ -545,6 +822,7 @@ def install(torch, rec):
             rec.assume("compile:eager")
             return model
         rec.assume("compile:inductor")
+        pad.install()
         # What Inductor's passes ask of a GPU: its partitioner enters a
         # device guard (torch.cuda.device: _exchange_device), the pattern
         # passes make CUDA tensors in fake modes of their own, which would
@@ -576,7 +854,8 @@ def install(torch, rec):
                 type(m).ignore_compile_internals = classmethod(
                     lambda cls: True)
         cm = real(model, fullgraph=fullgraph, dynamic=dynamic,
-                  backend=inductor("compiled " + name, graphs), **kwargs)
+                  backend=inductor("compiled " + name, graphs, options),
+                  **kwargs)
         if isinstance(cm, torch.nn.Module):
             cm.forward = hooks_aside(cm.forward)
             return cm

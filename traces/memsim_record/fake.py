@@ -31,7 +31,9 @@ Data-dependent values get stated assumptions, counted in the trace as
 - nonzero, argwhere, masked_select, unique, boolean indexing, MoE routing:
   --dynamic-fraction of the elements (default 0.5) are selected;
 - torch.compile: the compiled program's buffers (compiled.py), one
-  compile:inductor a compile (compile:eager for another backend).
+  compile:inductor a compile (compile:eager for another backend); one
+  compile:pad_mm a matmul shape Inductor's pad_mm pass benchmarks while
+  compiling (padding assumed not faster, the caches cold).
 """
 import contextlib
 import math
@@ -1422,6 +1424,9 @@ def run(opt, script, argv):
                 lt = int(os.environ.get("CUBLASLT_WORKSPACE_SIZE",
                                         "1024")) * 1024
                 rec.alloc(lt, "other", "cuBLASLt workspace")
+    # the same rule for the GEMMs Inductor's pad_mm pass benchmarks while
+    # it compiles (compiled.PadBench)
+    rec.blas_workspaces = blas_workspaces
 
     def note_all(flat, name):
         for t in flat:
