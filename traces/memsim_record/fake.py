@@ -702,11 +702,16 @@ def _patch_cuda(torch, rec, dev):
 
     comm.scatter = _like(comm.scatter, scatter)
     comm.gather = _like(comm.gather, gather)
-    # A CUDA build's answers (import-time queries of libraries).
-    torch.version.cuda = getattr(devices, "CUDA_VERSION", "12.8")
+    # A CUDA build's answers (import-time queries of libraries).  Where
+    # PyTorch is a CUDA build its own answers stand: torchvision's
+    # _check_cuda_version() compares torch.version.cuda with the CUDA it
+    # was built with and refuses to import on a mismatch.
+    if torch.version.cuda is None:
+        torch.version.cuda = getattr(devices, "CUDA_VERSION", "12.8")
     try:
         import torch.backends.cudnn as cudnn
-        cudnn.version = lambda: devices.CUDNN_VERSION
+        if cudnn.version() is None:
+            cudnn.version = lambda: devices.CUDNN_VERSION
         cudnn.is_available = lambda: True
     except Exception:
         pass
