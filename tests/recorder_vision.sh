@@ -38,6 +38,30 @@ if [ "$real" = None ]; then
 		fail "a CPU build's torch.version.cuda under --fake: $(grep '^cuda' "$tmp/out")"
 fi
 
+# cudnn.benchmark (dcgan): the first call of each convolution key runs
+# cuDNN's find, whose workspace is not modelled: one assumption a key
+# (forward, backward-data, backward-weight of the batch of 4; the forward
+# of the batch of 2), none on later calls, none without benchmark.
+cat >"$tmp/bench.py" <<'PY'
+import sys, torch
+torch.backends.cudnn.benchmark = sys.argv[1] == "on"
+c = torch.nn.Conv2d(16, 16, 3, padding=1).cuda()
+x = torch.randn(4, 16, 32, 32, device="cuda", requires_grad=True)
+for _ in range(3):
+    c(x).sum().backward()
+c(torch.randn(2, 16, 32, 32, device="cuda"))
+PY
+for b in on off; do
+	$MEMSIM record -o "$tmp/bench-$b.csv" -- "$PY" "$tmp/bench.py" $b >"$tmp/out" 2>&1 ||
+		fail "benchmark $b: $(tail -3 "$tmp/out")"
+done
+n=$(grep -c ',assumption,cudnn:benchmark-find' "$tmp/bench-on.csv")
+[ "$n" -eq 4 ] || fail "cudnn.benchmark: $n find assumptions, expected 4"
+n=$(grep -c ',assumption,cudnn:benchmark-find' "$tmp/bench-off.csv")
+[ "$n" -eq 0 ] || fail "no cudnn.benchmark: $n find assumptions, expected 0"
+grep -q 'cudnn run_conv_plan' "$tmp/bench-on.csv" ||
+	fail "cudnn.benchmark: the plans' workspaces gone"
+
 # A checkpoint saver's moves, in a folder holding a user's file.
 mkdir -p "$tmp/w"
 echo keep >"$tmp/w/user.txt"
