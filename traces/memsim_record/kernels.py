@@ -155,13 +155,15 @@ def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
             size = x + w + y
             if phase == "weight":
                 size += _split_k(w_shape, y_shape, sms)
-        if size > 0:
+        if size > 0 and not (one and unit):
             # cuDNN's NCHW plans ask for 16 bytes beyond the operands (of
             # the grid's calls, forward 172 at x + w + y + 16 and 50 at
             # + 147, none at x + w + y; backward-data 112 and 119): the
             # caching allocator rounds to 512 bytes, so the 16 make
             # another block size wherever the operands fill a multiple
-            # of 512, as power-of-two shapes do
+            # of 512, as power-of-two shapes do.  The 1x1 GEMM's
+            # split-K partial sums are exactly 16 weight gradients
+            # (mobilenet_v2's pointwise layers on the H200).
             size += 16
     if size <= 0:
         return []
