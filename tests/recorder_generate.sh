@@ -62,16 +62,16 @@ grep -q "; 5 assumptions (compare:sentinel 3, item:bool 2)$" "$tmp/err" ||
 # row sums, == 0, any: 16 4 1) and q (256000).  Under inference_mode:
 # Linear's addmm takes the cuBLAS workspace and the cuBLASLt one (1 MiB);
 # the fp16 Conv2d(64, 4) on (2, 64, 16, 16): input 65536 + weight and
-# output with K padded to 8 (9216 + 8192); ConvTranspose2d(16, 8, 4, 2, 1)
-# on (2, 16, 8, 8): backward-data's input + weight + output, 8192 + 4096
-# + 4096.
+# output with K padded to 8 (9216 + 8192), and cuDNN's 16 bytes;
+# ConvTranspose2d(16, 8, 4, 2, 1) on (2, 16, 8, 8): backward-data's input
+# + weight + output, 8192 + 4096 + 4096, and the 16 bytes.
 $MEMSIM record -o "$tmp/k.csv" -- "$PY" "$SRC/recorder/gen_kernels.py" \
 	2>"$tmp/err" || fail "record kernels: $(tail -3 "$tmp/err")"
 got=$(awk -F, '$3 == "alloc" && ($7 == "temporary" || $8 ~ /^cuBLAS/) { printf "%s:%s ", $8, $5 }' "$tmp/k.csv")
 s="sort_cuda_kernel temporaries" m="multinomial temporaries" c="cudnn run_conv_plan workspace"
 want="$s:512000 $s:512000 $s:256000 $s:776703 $s:2559 "
 for b in 4 1 4 1 1 16 4 1 256000; do want="$want$m:$b "; done
-want="${want}cuBLAS workspace:33554432 cuBLASLt workspace:1048576 $c:$((65536 + 9216 + 8192)) $c:$((8192 + 4096 + 4096)) "
+want="${want}cuBLAS workspace:33554432 cuBLASLt workspace:1048576 $c:$((65536 + 9216 + 8192 + 16)) $c:$((8192 + 4096 + 4096 + 16)) "
 [ "$got" = "$want" ] || fail "kernels: $got, want $want"
 
 # An op with a kernel of its own beside its CompositeImplicitAutograd one

@@ -22,12 +22,12 @@ want="64 64 8192 8192 32 32 128 128 4 4 8192 8192 64 64 128 128 32 32 128"
 # 2. ConvTranspose2d(64, 32, 2, stride 2) on 2 x 64 x 16 x 16 under fp16
 # autocast: the casts (bias 64, weight 16384, input 65536), the output
 # (2*32*32*32*2 = 131072) and cuDNN's workspace, the NCHW rule's
-# input + weight + output (212992) of the convolution it is the
+# input + weight + output + 16 (213008) of the convolution it is the
 # backward-data of; backward: grad_input and its workspace (that
 # convolution's forward), grad_weight and its workspace, the bias
 # gradient, and the casts back.
 got=$(sizes "$tmp/convt.csv")
-want="32768 128 131072 64 16384 65536 131072 212992 262144 4 4 131072 65536 212992 16384 212992 64 131072 32768 128"
+want="32768 128 131072 64 16384 65536 131072 213008 262144 4 4 131072 65536 213008 16384 213008 64 131072 32768 128"
 [ "$got" = "$want" ] || fail "convt: $got"
 # 3. The first Linear: its output (32*128*4), then the cuBLAS workspace of
 # the handle (32 MiB on sm90), then cuBLASLt's (1 MiB), as on the H200.
@@ -50,9 +50,9 @@ got=$(sizes "$tmp/mse.csv")
 # 6. Conv2d(16, 16, 3) whose output goes into torch.cat: its gradient is a
 # channel slice, which cuDNN's backward first copies contiguous (2*16*32*32
 # *4 = 131072), before grad_input, and frees after both workspaces
-# (271360: input + weight + output).
+# (271376: input + weight + output + 16).
 got=$(sizes "$tmp/catconv.csv" | cut -d' ' -f1-12)
-[ "$got" = "9216 131072 131072 271360 262144 4 4 131072 131072 271360 9216 271360" ] ||
+[ "$got" = "9216 131072 131072 271376 262144 4 4 131072 131072 271376 9216 271376" ] ||
 	fail "catconv: $got"
 grep -q ',cudnn convolution_backward contiguous copy$' "$tmp/catconv.csv" ||
 	fail "catconv: no contiguous copy"

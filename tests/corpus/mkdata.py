@@ -23,6 +23,11 @@ cora        cora/cora.content, cora/cora.cites: 2,000 papers, 500 binary
             features, 7 classes, 5,000 citations (pytorch/examples' gat).
 enwik8      data/enwik8.gz: 95,000,000 bytes (x-transformers reads 95e6
             and keeps the last 5e6 for validation).
+imagefolder imagefolder/{train,val,validation}/cNN/NNN.jpg: 4 classes, 16
+            training and 8 validation JPEG images each (the same 8 under
+            val and validation), random pixels, 64 to 96 pixels a side:
+            the class-per-folder layout of torchvision's ImageFolder
+            (pytorch/examples' imagenet) and timm's folder reader.
 copy:PATH   a copy of the corpus file PATH (relative to tests/corpus), for
             the programs that open it from the working directory
             (nanoGPT's and llama2.c's configurator.py, which train.py and
@@ -133,13 +138,30 @@ def enwik8(d):
             f.write(block)
 
 
+def imagefolder(d):
+    from PIL import Image
+    rng = np.random.default_rng(8)
+    root = os.path.join(d, "imagefolder")
+    for split, n in (("train", 16), ("val", 8)):
+        for c in range(4):
+            cdir = os.path.join(root, split, "c%02d" % c)
+            os.makedirs(cdir, exist_ok=True)
+            for i in range(n):
+                h, w = rng.integers(64, 97, 2)
+                px = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+                Image.fromarray(px).save(os.path.join(cdir, "%03d.jpg" % i),
+                                         quality=90)
+    shutil.copytree(os.path.join(root, "val"),
+                    os.path.join(root, "validation"))
+
+
 def main():
     if len(sys.argv) < 3:
         sys.exit("usage: mkdata.py DIR KIND...")
     d = sys.argv[1]
     kinds = {"text": text, "names": names, "shakespeare_char": shakespeare_char,
              "tinystories": tinystories, "wikitext": wikitext, "cora": cora,
-             "enwik8": enwik8}
+             "enwik8": enwik8, "imagefolder": imagefolder}
     for k in sys.argv[2:]:
         if k.startswith("copy:"):
             copy(d, k.split(":", 1)[1])

@@ -704,11 +704,16 @@ def _patch_cuda(torch, rec, dev):
 
     comm.scatter = _like(comm.scatter, scatter)
     comm.gather = _like(comm.gather, gather)
-    # A CUDA build's answers (import-time queries of libraries).
-    torch.version.cuda = getattr(devices, "CUDA_VERSION", "12.8")
+    # A CUDA build's answers (import-time queries of libraries).  Where
+    # PyTorch is a CUDA build its own answers stand: torchvision's
+    # _check_cuda_version() compares torch.version.cuda with the CUDA it
+    # was built with and refuses to import on a mismatch.
+    if torch.version.cuda is None:
+        torch.version.cuda = getattr(devices, "CUDA_VERSION", "12.8")
     try:
         import torch.backends.cudnn as cudnn
-        cudnn.version = lambda: devices.CUDNN_VERSION
+        if cudnn.version() is None:
+            cudnn.version = lambda: devices.CUDNN_VERSION
         cudnn.is_available = lambda: True
     except Exception:
         pass
@@ -1437,6 +1442,8 @@ def run(opt, script, argv):
                     continue
                 note(s, name)
 
+    cudnn_found = set()  # cudnn.benchmark's keys found so far
+
     def kernel_events(name, args, phase, out, kwargs=None):
         """The kernel's own temporaries (kernels.py) for the device
         named; [] for ops without any."""
@@ -1474,6 +1481,19 @@ def run(opt, script, argv):
                 w_cl = w.dim() in (4, 5) and \
                     w.is_contiguous(memory_format=cl) \
                     and not w.is_contiguous()
+                if torch.backends.cudnn.benchmark:
+                    # cudnn.benchmark: the first call of each convolution
+                    # (BenchmarkCache's key: shapes, layout, dtype,
+                    # parameters) runs cuDNN's find with a workspace of
+                    # the largest of its candidate plans (Conv_v8.cpp,
+                    # get_plans_from_find): cuDNN's own, not modelled;
+                    # noted once a key (dcgan on the H200: 2.6 GB).
+                    key = (phase, tuple(x.shape), tuple(w.shape),
+                           tuple(x.stride()), x.dtype, tuple(st),
+                           tuple(pad), tuple(dil), bool(tr), int(gr))
+                    if key not in cudnn_found:
+                        cudnn_found.add(key)
+                        rec.assume("cudnn:benchmark-find")
                 return kernels.conv(phase, tuple(x.shape), tuple(w.shape),
                                     tuple(y.shape), x.element_size(), st,
                                     pad, dil, tr, gr, fmt_cl, w_cl, major,

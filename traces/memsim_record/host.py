@@ -92,9 +92,17 @@ def nbytes(t):
 class Files:
     """Writes to files by path (open() in a writing mode, torch.save to a
     path) go to a scratch folder; reading such a path later reads the
-    scratch copy.  The user's files are never written.  Not covered:
-    writes by os.open, os.replace/rename/remove, native code
-    (safetensors' save_file), and folders made by os.makedirs."""
+    scratch copy.  The user's files are never written.  The moves a
+    checkpoint saver makes around such a write (timm's CheckpointSaver:
+    torch.save to tmp, os.replace to last, os.link to the best, os.remove
+    of old ones, os.path.exists checks) act on the scratch copies:
+    os.replace, os.rename, os.link, os.remove, os.unlink, os.stat and
+    os.lstat of a path written during the recording.  A move or link
+    from a user's file copies it to the target's scratch copy; removing
+    a user's file hides it from the recording (its path then names a
+    scratch copy that does not exist) and leaves it in place.  Not
+    covered: writes by os.open, native code (safetensors' save_file),
+    and folders made by os.makedirs."""
 
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="memsim-record-")
@@ -129,19 +137,101 @@ class Files:
         self.map[p] = dst
         return dst
 
+    def mapped(self, file):
+        """FILE's scratch copy if the recording wrote (or hid) that path,
+        else None."""
+        if not self.map or not isinstance(file, (str, bytes, os.PathLike)):
+            return None
+        try:
+            return self.map.get(os.path.abspath(os.fsdecode(os.fspath(file))))
+        except (TypeError, ValueError):
+            return None
+
+    def _move(self, orig, src, dst, keep_src, **k):
+        """os.replace/rename (keep_src False) or os.link (True) from SRC to
+        DST where either is a path of the recording's or SRC is a user's
+        file: the scratch copies take the move, a user's file is copied
+        (never moved)."""
+        s = self.mapped(src)
+        real = s is None
+        if real:
+            s = os.fspath(src)
+        if self.mapped(dst) is None and real:
+            # neither path is the recording's: a move of the user's files
+            # would change them; a copy into dst's scratch copy instead
+            if not os.path.exists(s) or os.path.isdir(s):
+                # an error as for real, or a folder (made for real)
+                return orig(src, dst, **k)
+        d = self.path(dst, "w")
+        if real or keep_src:
+            shutil.copyfile(s, d)
+        else:
+            self.orig_os["replace"](s, d)
+        if not keep_src:
+            # src is gone, as after the real move (a user's file is kept,
+            # hidden: its path now names a scratch copy that does not exist)
+            self.map[os.path.abspath(os.fsdecode(os.fspath(src)))] = \
+                s if not real else self._hidden(src)
+        return None
+
+    def _hidden(self, file):
+        """A scratch path for FILE that nothing has written."""
+        self.count += 1
+        return os.path.join(self.dir, "%d-%d-removed-%s" % (
+            os.getpid(), self.count, os.path.basename(os.fsdecode(
+                os.fspath(file)))))
+
     def install(self):
         orig = self.orig_open
         files = self
+        self.orig_os = {n: getattr(os, n) for n in (
+            "replace", "rename", "link", "remove", "unlink", "stat",
+            "lstat")}
+        o = self.orig_os
 
         def open_(file, mode="r", *a, **k):
             return orig(files.path(file, mode), mode, *a, **k)
 
+        def mover(name, keep_src):
+            def move(src, dst, **k):
+                return files._move(o[name], src, dst, keep_src, **k)
+            return move
+
+        def remover(name):
+            def remove(path, **k):
+                m = files.mapped(path)
+                if m is not None:
+                    # raises FileNotFoundError once removed, as for real
+                    return o[name](m, **k)
+                if os.path.lexists(path):
+                    # a user's file: hidden from the recording, kept
+                    files.map[os.path.abspath(os.fsdecode(
+                        os.fspath(path)))] = files._hidden(path)
+                    return None
+                return o[name](path, **k)
+            return remove
+
+        def stater(name):
+            def stat(path, *a, **k):
+                m = files.mapped(path)
+                return o[name](path if m is None else m, *a, **k)
+            return stat
+
         builtins.open = open_
         io.open = open_
+        os.replace = mover("replace", False)
+        os.rename = mover("rename", False)
+        os.link = mover("link", True)
+        os.remove = remover("remove")
+        os.unlink = remover("unlink")
+        os.stat = stater("stat")
+        os.lstat = stater("lstat")
 
     def uninstall(self):
         builtins.open = self.orig_open
         io.open = self.orig_open
+        for n, f in getattr(self, "orig_os", {}).items():
+            setattr(os, n, f)
 
     def remove(self):
         if os.getpid() == self.pid:  # not a child the script forked

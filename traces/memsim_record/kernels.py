@@ -45,7 +45,12 @@ what the H200 showed is that it follows the layout:
   backward-data nothing.  fp32 backward-weight also holds input +
   output (the engines cuDNN picks for fp32 transpose them: 38 of the
   grid's 59 fp32 channels_last calls had 0.9 times the output or more).
-Not modelled: fp32 backward-weight engines with workspaces of hundreds of
+Not modelled: cudnn.benchmark's find (the first call of each
+convolution key allocates the largest workspace of cuDNN's candidate
+plans, get_plans_from_find: 2.6 GB for dcgan's 64x64 transposed
+convolutions on the H200); the recorder notes one assumption
+cudnn:benchmark-find a key and gives the chosen plan the rules below.
+Nor fp32 backward-weight engines with workspaces of hundreds of
 MB unrelated to the operands (a few 5x5 and 7x7 or short-reduction
 calls of the grids).
 Half-precision NCHW: the transposed weight and output have K padded
@@ -150,6 +155,16 @@ def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
             size = x + w + y
             if phase == "weight":
                 size += _split_k(w_shape, y_shape, sms)
+        if size > 0 and not (one and unit):
+            # cuDNN's NCHW plans ask for 16 bytes beyond the operands (of
+            # the grid's calls, forward 172 at x + w + y + 16 and 50 at
+            # + 147, none at x + w + y; backward-data 112 and 119): the
+            # caching allocator rounds to 512 bytes, so the 16 make
+            # another block size wherever the operands fill a multiple
+            # of 512, as power-of-two shapes do.  The 1x1 GEMM's
+            # split-K partial sums are exactly 16 weight gradients
+            # (mobilenet_v2's pointwise layers on the H200).
+            size += 16
     if size <= 0:
         return []
     return [("alloc", "ws", size), ("free", "ws")]

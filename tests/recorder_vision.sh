@@ -1,0 +1,101 @@
+#!/bin/sh
+# memsim record --fake on what the vision programs of the corpus (torchvision,
+# timm) met first (docs/recording-boundary.md): a CUDA build's own
+# torch.version.cuda and cuDNN version stand under the fake (torchvision
+# refuses to import when torch.version.cuda is not the CUDA it was built
+# with), and a checkpoint saver's moves of the files it wrote (timm's
+# CheckpointSaver: torch.save to tmp, os.replace to last, os.link to the
+# best, os.remove of old ones) act on their scratch copies while the user's
+# files stay as they were.  Skips (77) without PyTorch.
+set -u
+. "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
+need_torch
+
+# A CUDA build (here made to look like one before the recorder starts, by
+# a sitecustomize on PYTHONPATH): its version answers stand; a CPU build
+# gets the fake's (devices.CUDA_VERSION).
+mkdir -p "$tmp/site"
+cat >"$tmp/site/sitecustomize.py" <<'PY'
+import os
+if os.environ.get("FAKE_CUDA_BUILD"):
+    import torch
+    torch.version.cuda = "13.0"
+PY
+cat >"$tmp/ver.py" <<'PY'
+import torch
+x = torch.zeros(4, device="cuda")
+print("cuda", torch.version.cuda, torch.cuda.is_available())
+PY
+FAKE_CUDA_BUILD=1 PYTHONPATH="$tmp/site" $MEMSIM record -o "$tmp/ver.csv" -- "$PY" "$tmp/ver.py" >"$tmp/out" 2>&1 ||
+	fail "version: $(tail -3 "$tmp/out")"
+grep -q "^cuda 13.0 True$" "$tmp/out" ||
+	fail "a CUDA build's torch.version.cuda replaced: $(grep '^cuda' "$tmp/out")"
+real=$("$PY" -c 'import torch; print(torch.version.cuda)')
+if [ "$real" = None ]; then
+	$MEMSIM record -o "$tmp/ver.csv" -- "$PY" "$tmp/ver.py" >"$tmp/out" 2>&1 ||
+		fail "version, CPU build: $(tail -3 "$tmp/out")"
+	grep -q "^cuda 12.8 True$" "$tmp/out" ||
+		fail "a CPU build's torch.version.cuda under --fake: $(grep '^cuda' "$tmp/out")"
+fi
+
+# cudnn.benchmark (dcgan): the first call of each convolution key runs
+# cuDNN's find, whose workspace is not modelled: one assumption a key
+# (forward, backward-data, backward-weight of the batch of 4; the forward
+# of the batch of 2), none on later calls, none without benchmark.
+cat >"$tmp/bench.py" <<'PY'
+import sys, torch
+torch.backends.cudnn.benchmark = sys.argv[1] == "on"
+c = torch.nn.Conv2d(16, 16, 3, padding=1).cuda()
+x = torch.randn(4, 16, 32, 32, device="cuda", requires_grad=True)
+for _ in range(3):
+    c(x).sum().backward()
+c(torch.randn(2, 16, 32, 32, device="cuda"))
+PY
+for b in on off; do
+	$MEMSIM record -o "$tmp/bench-$b.csv" -- "$PY" "$tmp/bench.py" $b >"$tmp/out" 2>&1 ||
+		fail "benchmark $b: $(tail -3 "$tmp/out")"
+done
+n=$(grep -c ',assumption,cudnn:benchmark-find' "$tmp/bench-on.csv")
+[ "$n" -eq 4 ] || fail "cudnn.benchmark: $n find assumptions, expected 4"
+n=$(grep -c ',assumption,cudnn:benchmark-find' "$tmp/bench-off.csv")
+[ "$n" -eq 0 ] || fail "no cudnn.benchmark: $n find assumptions, expected 0"
+grep -q 'cudnn run_conv_plan' "$tmp/bench-on.csv" ||
+	fail "cudnn.benchmark: the plans' workspaces gone"
+
+# A checkpoint saver's moves, in a folder holding a user's file.
+mkdir -p "$tmp/w"
+echo keep >"$tmp/w/user.txt"
+cat >"$tmp/w/ck.py" <<'PY'
+import os, torch
+m = torch.nn.Linear(4, 4).cuda()
+os.makedirs("ck", exist_ok=True)
+for epoch in range(2):
+    torch.save({"w": m.state_dict(), "epoch": epoch}, "ck/tmp.pth")
+    if os.path.exists("ck/last.pth"):
+        os.unlink("ck/last.pth")
+    os.replace("ck/tmp.pth", "ck/last.pth")
+    assert not os.path.exists("ck/tmp.pth")
+    os.link("ck/last.pth", "ck/ep%d.pth" % epoch)
+    print("saved", epoch, os.stat("ck/ep%d.pth" % epoch).st_size > 0,
+          os.path.isfile("ck/last.pth"))
+os.remove("ck/ep0.pth")
+print("ep0", os.path.exists("ck/ep0.pth"), "ep1", os.path.exists("ck/ep1.pth"))
+sd = torch.load("ck/ep1.pth", map_location="cuda")
+print("loaded", sd["epoch"], tuple(sd["w"]["weight"].shape), sd["w"]["weight"].device)
+os.rename("user.txt", "user2.txt")
+print("user", os.path.exists("user.txt"), open("user2.txt").read().strip())
+os.remove("user2.txt")
+print("user2", os.path.exists("user2.txt"))
+PY
+(cd "$tmp/w" && $MEMSIM record -o "$tmp/ck.csv" -- "$PY" ck.py) >"$tmp/out" 2>&1 ||
+	fail "checkpoint moves: $(tail -3 "$tmp/out")"
+for want in "saved 0 True True" "saved 1 True True" "ep0 False ep1 True" \
+	"loaded 1 (4, 4) cuda:0" "user False keep" "user2 False"; do
+	grep -q "^$want$" "$tmp/out" || fail "checkpoint moves: no '$want' in: $(head -8 "$tmp/out")"
+done
+# the user's folder: the script and user.txt as they were, the folder the
+# script made (for real, empty), nothing else
+[ "$(cat "$tmp/w/user.txt")" = keep ] || fail "user.txt changed"
+[ "$(cd "$tmp/w" && find . | sort | tr '\n' ' ')" = ". ./ck ./ck.py ./user.txt " ] ||
+	fail "the user's folder changed: $(cd "$tmp/w" && find . | sort | tr '\n' ' ')"
+finish recorder_vision
