@@ -52,9 +52,14 @@ for _ in range(3):
 c(torch.randn(2, 16, 32, 32, device="cuda"))
 PY
 for b in on off; do
-	$MEMSIM record -o "$tmp/bench-$b.csv" -- "$PY" "$tmp/bench.py" $b >"$tmp/out" 2>&1 ||
-		fail "benchmark $b: $(tail -3 "$tmp/out")"
+	$MEMSIM record -o "$tmp/bench-$b.csv" -- "$PY" "$tmp/bench.py" $b >"$tmp/out-$b" 2>&1 ||
+		fail "benchmark $b: $(tail -3 "$tmp/out-$b")"
 done
+# said once, and only with benchmark on: the peaks are a lower bound
+n=$(grep -c "^memsim record: note: torch.backends.cudnn.benchmark is on: .*lower bound" "$tmp/out-on")
+[ "$n" -eq 1 ] || fail "cudnn.benchmark: $n notes: $(cat "$tmp/out-on")"
+! grep -q 'note: torch.backends.cudnn.benchmark' "$tmp/out-off" ||
+	fail "cudnn.benchmark off: a note"
 n=$(grep -c ',assumption,cudnn:benchmark-find' "$tmp/bench-on.csv")
 [ "$n" -eq 4 ] || fail "cudnn.benchmark: $n find assumptions, expected 4"
 n=$(grep -c ',assumption,cudnn:benchmark-find' "$tmp/bench-off.csv")

@@ -8,6 +8,16 @@ from . import lifecycle
 
 PROG = "memsim record"
 
+# Assumptions under which the recorded peaks are a lower bound, each told
+# once after the recording's summary line, with the way to an exact one.
+LOWER_BOUND = {
+    "cudnn:benchmark-find": (
+        "torch.backends.cudnn.benchmark is on: at the first call of each "
+        "convolution shape cuDNN's find takes a workspace as large as its "
+        "largest candidate plan (often gigabytes), which is cuDNN's own "
+        "and not modelled: the peaks are a lower bound"),
+}
+
 
 def parse(argv):
     ap = argparse.ArgumentParser(
@@ -197,6 +207,10 @@ def main(argv=None):
                                   "%s %d" % kv for kv in
                                   sorted(rec.assumptions.items())) + ")")
                               if n else ""), file=sys.stderr)
+                    for kind in sorted(rec.assumptions):
+                        if kind in LOWER_BOUND:
+                            print("%s: note: %s" % (PROG, LOWER_BOUND[kind]),
+                                  file=sys.stderr)
                     from . import shards
                     shards.report(PROG, sys.stderr)
         if status != 0:
