@@ -9,7 +9,7 @@ from . import lifecycle
 PROG = "memsim record"
 
 # Assumptions under which the recorded peaks are a lower bound, each told
-# once after the recording's summary line, with the way to an exact one.
+# once after the recording's summary line.
 LOWER_BOUND = {
     "cudnn:benchmark-find": (
         "torch.backends.cudnn.benchmark is on: at the first call of each "
