@@ -377,14 +377,18 @@ class Known:
 def _finite_rule(self, name, args, a, b):
     """A loss, a gradient norm (one element, floating, value unknown) is
     finite: x == x and x != inf hold (torch.isfinite / isnan / isinf
-    decompose into them).  None where the rule does not apply."""
+    decompose into them).  A floating tensor of any size compared with
+    itself holds no NaN: x == x is True everywhere (the support check of
+    torch.distributions' constraints.real, which Distribution's
+    _validate_sample asks with .all()).  None where the rule does not
+    apply."""
     x = args[0]
     if not isinstance(x, self.tensor) or not x.dtype.is_floating_point or \
-            x.numel() != 1 or a is not UNKNOWN:
+            a is not UNKNOWN:
         return None
     if args[1] is x:
         same = True
-    elif isinstance(b, float) and math.isinf(b):
+    elif isinstance(b, float) and math.isinf(b) and x.numel() == 1:
         same = False
     else:
         return None

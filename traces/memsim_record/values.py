@@ -739,6 +739,27 @@ class Values:
                 z = torch.zeros(tuple(args[1].shape), dtype=args[1].dtype)
             self._set(args[1], z)
             return
+        if name == "scatter" and len(args) > 3 and not kwargs and \
+                isinstance(args[3], self.Fake) and \
+                isinstance(out, self.Fake) and self._small(out):
+            # A sparse gate (a mixture of experts' zeros(...).scatter(1,
+            # top_k_indices, top_k_gates)): the target's and the indices'
+            # values known (a routing shadow), the scattered ones not.
+            # They are taken nonzero, each the default floating answer
+            # 1.0 (its range's midpoint where it has one), so that the
+            # gates' nonzero() and (gates > 0).sum(0) follow the routing.
+            r0, ri = self.real(t0), self.real(args[2])
+            if r0 is not None and ri is not None and \
+                    isinstance(args[1], int):
+                rg = self.range(args[3])
+                v = rg.value() if rg is not None else 1.0
+                with self.unset():
+                    src = torch.full(tuple(args[3].shape), v,
+                                     dtype=args[3].dtype)
+                    r = torch.scatter(r0, args[1], ri, src)
+                self._set(out, self._layout(out, r))
+                assume(self.rec, "scatter:src", v)
+            return
         if name in RANDOM:
             rg = random_range(torch, name, args, kwargs, out)
             if rg is not None:
