@@ -102,7 +102,12 @@ class Files:
     a user's file hides it from the recording (its path then names a
     scratch copy that does not exist) and leaves it in place.  Not
     covered: writes by os.open, native code (safetensors' save_file),
-    and folders made by os.makedirs."""
+    and folders made by os.makedirs.  Hugging Face datasets' cache
+    (HF_DATASETS_CACHE: load_dataset's Arrow files, written through
+    Python but read back by pyarrow's native memory_map, and its
+    filelock lock files, made by os.open) is a folder of the scratch
+    folder for the recording: the script's data are prepared there, as
+    on a machine with an empty cache."""
 
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="memsim-record-")
@@ -217,6 +222,9 @@ class Files:
                 return o[name](path if m is None else m, *a, **k)
             return stat
 
+        self.orig_env = os.environ.get("HF_DATASETS_CACHE")
+        os.environ["HF_DATASETS_CACHE"] = os.path.join(self.dir,
+                                                       "hf-datasets")
         builtins.open = open_
         io.open = open_
         os.replace = mover("replace", False)
@@ -228,6 +236,11 @@ class Files:
         os.lstat = stater("lstat")
 
     def uninstall(self):
+        if hasattr(self, "orig_env"):
+            if self.orig_env is None:
+                os.environ.pop("HF_DATASETS_CACHE", None)
+            else:
+                os.environ["HF_DATASETS_CACHE"] = self.orig_env
         builtins.open = self.orig_open
         io.open = self.orig_open
         for n, f in getattr(self, "orig_os", {}).items():
