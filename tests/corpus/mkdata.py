@@ -28,6 +28,11 @@ imagefolder imagefolder/{train,val,validation}/cNN/NNN.jpg: 4 classes, 16
             val and validation), random pixels, 64 to 96 pixels a side:
             the class-per-folder layout of torchvision's ImageFolder
             (pytorch/examples' imagenet) and timm's folder reader.
+minimind    minimind's layout, run from trainer/ (its train_pretrain.py
+            opens ../model for the tokenizer): model/tokenizer.json and
+            tokenizer_config.json (copies of the corpus files),
+            dataset/pretrain.jsonl (64 lines {"text": ...} of 40 to 400
+            random words of lower-case letters), an empty trainer/.
 copy:PATH   a copy of the corpus file PATH (relative to tests/corpus), for
             the programs that open it from the working directory
             (nanoGPT's and llama2.c's configurator.py, which train.py and
@@ -155,13 +160,30 @@ def imagefolder(d):
                     os.path.join(root, "validation"))
 
 
+def minimind(d):
+    import json
+    rng = np.random.default_rng(10)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    for sub in ("model", "dataset", "trainer"):
+        os.makedirs(os.path.join(d, sub), exist_ok=True)
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join(HERE, "minimind", "model", f),
+                    os.path.join(d, "model"))
+    with open(os.path.join(d, "dataset", "pretrain.jsonl"), "w") as f:
+        for _ in range(64):
+            words = ["".join(letters[rng.integers(0, 26, rng.integers(2, 9))])
+                     for _ in range(int(rng.integers(40, 401)))]
+            f.write(json.dumps({"text": " ".join(words)}) + "\n")
+
+
 def main():
     if len(sys.argv) < 3:
         sys.exit("usage: mkdata.py DIR KIND...")
     d = sys.argv[1]
     kinds = {"text": text, "names": names, "shakespeare_char": shakespeare_char,
              "tinystories": tinystories, "wikitext": wikitext, "cora": cora,
-             "enwik8": enwik8, "imagefolder": imagefolder}
+             "enwik8": enwik8, "imagefolder": imagefolder,
+             "minimind": minimind}
     for k in sys.argv[2:]:
         if k.startswith("copy:"):
             copy(d, k.split(":", 1)[1])

@@ -1,6 +1,6 @@
 """Run one corpus program unmodified, as `python3 SCRIPT ARGS...` would.
 
-    python3 wrap.py [--path DIR]... [--steps N] SCRIPT ARGS...
+    python3 wrap.py [--path DIR]... [--steps N] [--chdir DIR] SCRIPT ARGS...
 
 --path DIR   put DIR on sys.path (a program's package folder: minGPT's
              `mingpt`, x-transformers' `x_transformers`), as an installed
@@ -10,6 +10,9 @@
              with no argument to say fewer: a hook registered with
              torch.optim.optimizer.register_optimizer_step_post_hook raises
              SystemExit(0).
+--chdir DIR  run in DIR (relative to the scratch working directory), for
+             the programs that open paths relative to their own folder
+             (minimind's trainer/ scripts: ../model, ../dataset).
 
 The script's own folder is sys.path[0] and sys.argv is SCRIPT ARGS, as
 for `python3 SCRIPT`.  With CORPUS_REAL=FILE in the environment (the real
@@ -55,17 +58,23 @@ def keep_peaks(dropped):
 def main():
     args = sys.argv[1:]
     paths, steps = [], None
-    while args and args[0] in ("--path", "--steps"):
+    chdir = None
+    while args and args[0] in ("--path", "--steps", "--chdir"):
         if len(args) < 2:
             sys.exit("wrap.py: %s needs a value" % args[0])
         if args[0] == "--path":
             paths.append(os.path.abspath(args[1]))
+        elif args[0] == "--chdir":
+            chdir = args[1]
         else:
             steps = int(args[1])
         args = args[2:]
     if not args:
-        sys.exit("usage: wrap.py [--path DIR]... [--steps N] SCRIPT ARGS...")
+        sys.exit("usage: wrap.py [--path DIR]... [--steps N] [--chdir DIR] "
+                 "SCRIPT ARGS...")
     script = os.path.abspath(args[0])
+    if chdir is not None:
+        os.chdir(chdir)
     sys.argv = [script] + args[1:]
     sys.path[0:0] = [os.path.dirname(script)] + paths
     if steps is not None:
