@@ -24,7 +24,10 @@ recorder knows of the tensor, best first (docs/recording-values.md):
    remainder), so each expert gets k/E of the choices and a row's k
    choices are distinct.  --routing-imbalance F gives expert 0 F times
    its share (at most every row), the others the rest evenly.  Counted
-   as one assumption `routing` per op.
+   as one assumption `routing` per op.  A sparse gate scattered at routed
+   indices into a tensor of known values (zeros.scatter(1, idx, gates))
+   gets a shadow with the scattered values taken nonzero (1.0, or their
+   range's midpoint): assumption `scatter:src`.
 3. Ranges: what the op guarantees of each element.  uniform_(a, b) and
    rand: [a, b); randint(lo, hi), random_(lo, hi): the integers of
    [lo, hi); bernoulli: 0 or 1; randperm(n), multinomial over n
