@@ -1071,9 +1071,14 @@ def host_bool(rec, name, a, b, *args, **kwargs):
             return False
         if a.numel() == 0:
             return True
-        m = torch.eq(a, b).all()
-    else:
-        m = torch.isclose(a, b, *args, **kwargs).all()
+    rec.known.in_host_bool = True
+    try:
+        if name == "equal":
+            m = torch.eq(a, b).all()
+        else:
+            m = torch.isclose(a, b, *args, **kwargs).all()
+    finally:
+        rec.known.in_host_bool = False
     v = rec.known.item(m)
     if v is not _known.UNKNOWN:
         return bool(v)
