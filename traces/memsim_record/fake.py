@@ -786,6 +786,23 @@ def _patch_cuda(torch, rec, dev):
 
 
 # -- the ops whose output size depends on data ---------------------------------
+# The ops whose sizes _dynamic's own rules give (beside the aten ops
+# tagged dynamic_output_shape and other libraries' operators).
+_DYNAMIC_RULES = frozenset((
+    "nonzero", "argwhere", "masked_select", "_unique2", "unique_dim",
+    "unique_consecutive", "_unique", "repeat_interleave", "bincount"))
+
+
+def _may_be_dynamic(torch, func, name):
+    """Whether _dynamic can answer FUNC (an OpOverload named NAME): the
+    ops of values.Values.dynamic (not an aten op, or one tagged
+    dynamic_output_shape) and those of _dynamic's rules.  Every other op
+    gets None from both, asked or not."""
+    return getattr(func, "namespace", "aten") != "aten" or \
+        torch.Tag.dynamic_output_shape in func.tags or \
+        name in _DYNAMIC_RULES
+
+
 def _dynamic(torch, rec, func, args, kwargs):
     """An output for a data-dependent op, or None for any other op.
     Sizes come from the values where they are known (values.py: exact
@@ -1038,11 +1055,27 @@ def run(opt, script, argv):
     watch = rec.watch = known.Watch(rec, "memsim record", getattr(
         opt, "item_repeats", 100000))
 
-    implicit = {}    # OpOverload -> has a CompositeImplicitAutograd kernel
+    # OpOverload -> (its packet's name, whether its only kernel is a
+    # CompositeImplicitAutograd one, whether _dynamic may answer it):
+    # asked once an op, not at every call.
+    opinfo = {}
     from torch._subclasses.fake_tensor import FakeTensor, \
         unset_fake_temporarily
     host_op, has_tensor = host.classifier(torch)
-    pinned = [aten.is_pinned.default, aten._pin_memory.default]
+    is_pinned, pin_memory = aten.is_pinned.default, aten._pin_memory.default
+    copy_, add_tensor = aten.copy_.default, aten.add.Tensor
+    local_scalar_dense = aten._local_scalar_dense.default
+
+    def op_info(func):
+        has = torch._C._dispatch_has_kernel_for_dispatch_key
+        nm = func.name()
+        imp = nm.startswith("aten::") and \
+            has(nm, "CompositeImplicitAutograd") and not any(
+                has(nm, k) for k in ("CUDA", "CPU",
+                                     "CompositeExplicitAutograd"))
+        name = func.overloadpacket.__name__
+        ent = opinfo[func] = (name, imp, _may_be_dynamic(torch, func, name))
+        return ent
 
     class Track(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -1051,14 +1084,14 @@ def run(opt, script, argv):
                 # The fake mode set aside (unset_fake_temporarily: a
                 # DeviceMesh's CPU tensors): real values, nothing to note.
                 return func(*args, **kwargs)
-            if func in pinned:
+            if func is is_pinned or func is pin_memory:
                 # Pinned host memory is the CUDA driver's (cudaHostAlloc,
                 # cudaPointerGetAttributes): never asked.  Not pinned; a
                 # pin is the tensor itself.
-                return False if func in pinned[:1] else args[0]
+                return False if func is is_pinned else args[0]
             if kwargs.get("pin_memory"):
                 kwargs = dict(kwargs, pin_memory=False)
-            name = func.overloadpacket.__name__
+            name, imp, dyn = opinfo.get(func) or op_info(func)
             if host_op(args, kwargs):
                 # Host code runs for real (host.py): every tensor a plain
                 # CPU one, every device the CPU.  A factory op whose CPU
@@ -1073,7 +1106,7 @@ def run(opt, script, argv):
                         return out
                 with unset_fake_temporarily():
                     return func(*args, **kwargs)
-            if func is aten.copy_.default and len(args) >= 2 and \
+            if func is copy_ and len(args) >= 2 and \
                     type(args[0]) in (torch.Tensor, torch.nn.Parameter) \
                     and args[0].device.type == "cpu" and \
                     isinstance(args[1], FakeTensor):
@@ -1084,14 +1117,6 @@ def run(opt, script, argv):
                     with unset_fake_temporarily():
                         args[0].copy_(vals)
                 return args[0]
-            imp = implicit.get(func)
-            if imp is None:
-                has = torch._C._dispatch_has_kernel_for_dispatch_key
-                nm = func.name()
-                imp = implicit[func] = nm.startswith("aten::") and \
-                    has(nm, "CompositeImplicitAutograd") and not any(
-                        has(nm, k) for k in ("CUDA", "CPU",
-                                             "CompositeExplicitAutograd"))
             if imp:
                 # Only under torch.inference_mode (no autograd key to
                 # decompose it) does an op whose only kernel is a
@@ -1109,9 +1134,8 @@ def run(opt, script, argv):
                     return func._op_dk(
                         torch._C.DispatchKey.CompositeImplicitAutograd,
                         *args, **kwargs)
-            name = func.overloadpacket.__name__
             watch.tick()
-            if func is aten._local_scalar_dense.default:
+            if func is local_scalar_dense:
                 v = kn.item(args[0])
                 if v is not known.UNKNOWN:
                     return v
@@ -1147,7 +1171,7 @@ def run(opt, script, argv):
                 # One rank sees one GPU, cuda:0 (the autograd engine's
                 # device guard counts one device): cuda:N is cuda:0.
                 kwargs = dict(kwargs, device=torch.device("cuda", 0))
-            if func is aten.add.Tensor and accumulates(args, kwargs):
+            if func is add_tensor and accumulates(args, kwargs):
                 # InputBuffer::accumulate: the engine adds a second
                 # gradient into the first in place (old_var.add_(var))
                 # when it holds the last reference to a plain dense
@@ -1161,7 +1185,7 @@ def run(opt, script, argv):
                 out = args[0].view(args[0].shape)
                 kn.after(func, name, args, kwargs, out)
                 return out
-            if rec.math_add and func is aten.add.Tensor and \
+            if rec.math_add and func is add_tensor and \
                     len(args) == 2 and not kwargs and \
                     all(isinstance(a, torch.Tensor) for a in args) and \
                     args[0].dtype == torch.result_type(*args) and \
@@ -1184,8 +1208,10 @@ def run(opt, script, argv):
                 # releases register one that returns empty_like(src),
                 # the output.  The same here, for every release.
                 out = torch.empty_like(args[0])
-            else:
+            elif dyn:
                 out = _dynamic(torch, rec, func, args, kwargs)
+            else:
+                out = None
             if out is None:
                 try:
                     out = func(*args, **kwargs)
@@ -1221,7 +1247,9 @@ def run(opt, script, argv):
                         for k in copies:
                             rec.free(k)
             else:
-                flat = tree_flatten(out)[0]
+                # (a tensor is a leaf of tree_flatten: itself)
+                flat = [out] if isinstance(out, torch.Tensor) else \
+                    tree_flatten(out)[0]
                 copy = None
                 ln_copies = []
                 emb_keys = {}
@@ -1435,6 +1463,15 @@ def run(opt, script, argv):
 
     def note_all(flat, name):
         for t in flat:
+            if type(t) is FakeTensor:
+                # (no wrapper subclass: inner(t) is t itself on the GPU)
+                if t.device.type == "cuda":
+                    try:
+                        s = t.untyped_storage()
+                    except Exception:
+                        continue
+                    note(s, name)
+                continue
             for u in inner(t):
                 try:
                     s = u.untyped_storage()
