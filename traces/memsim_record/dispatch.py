@@ -42,6 +42,7 @@ _aten = torch.ops.aten
 _IS_PINNED = _aten.is_pinned.default
 _PIN_MEMORY = _aten._pin_memory.default
 _COPY_ = _aten.copy_.default
+_PRIM_DEVICE = torch.ops.prim.device.default
 _ADD_TENSOR = _aten.add.Tensor
 # The GEMMs whose first call on a thread makes its cuBLAS workspace.
 BLAS_OPS = frozenset((
@@ -141,6 +142,13 @@ class Dispatch:
     def dispatch(self, mode, func, args, kwargs):
         """FUNC(*ARGS, **KWARGS) dispatched to MODE (Track), under the
         fake mode: its result, its allocations recorded."""
+        if func is _PRIM_DEVICE:
+            # A fake tensor's .device (FakeTensor dispatches it: most of
+            # the calls that come here, from PyTorch's Python code and
+            # the program's): the fake mode answers it, nothing is
+            # allocated or known by it (the path below would come to
+            # the same answer through _dynamic, at the cost of an op).
+            return func(*args, **(kwargs or {}))
         rec, kn, watch = self.rec, self.kn, self.watch
         kwargs = kwargs or {}
         if torch._C._get_dispatch_mode(FAKE_KEY) is None:
