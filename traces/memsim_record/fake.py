@@ -35,12 +35,10 @@ Data-dependent values get stated assumptions, counted in the trace as
   compile:pad_mm a matmul shape Inductor's pad_mm pass benchmarks while
   compiling (padding assumed not faster, the caches cold).
 """
-import contextlib
 import math
 import os
 import sys
 import threading
-import weakref
 
 from . import devices
 from . import host
@@ -786,6 +784,23 @@ def _patch_cuda(torch, rec, dev):
 
 
 # -- the ops whose output size depends on data ---------------------------------
+# The ops whose sizes _dynamic's own rules give (beside the aten ops
+# tagged dynamic_output_shape and other libraries' operators).
+_DYNAMIC_RULES = frozenset((
+    "nonzero", "argwhere", "masked_select", "_unique2", "unique_dim",
+    "unique_consecutive", "_unique", "repeat_interleave", "bincount"))
+
+
+def _may_be_dynamic(torch, func, name):
+    """Whether _dynamic can answer FUNC (an OpOverload named NAME): the
+    ops of values.Values.dynamic (not an aten op, or one tagged
+    dynamic_output_shape) and those of _dynamic's rules.  Every other op
+    gets None from both, asked or not."""
+    return getattr(func, "namespace", "aten") != "aten" or \
+        torch.Tag.dynamic_output_shape in func.tags or \
+        name in _DYNAMIC_RULES
+
+
 def _dynamic(torch, rec, func, args, kwargs):
     """An output for a data-dependent op, or None for any other op.
     Sizes come from the values where they are known (values.py: exact
@@ -843,6 +858,15 @@ def _dynamic(torch, rec, func, args, kwargs):
         values.assume(rec, "nms", n)
         return torch.empty((n,), dtype=torch.long, device=x.device)
     return None
+
+
+def no_fake(func):
+    """The error for FUNC, an op with no fake (meta) kernel on the GPU."""
+    return RuntimeError(
+        "%s has no fake (meta) kernel: its outputs on the GPU cannot "
+        "be known without running it there (memsim record runs no GPU "
+        "kernel; register one with torch.library.register_fake)" %
+        func.name())
 
 
 def _item_value(rec, dtype, torch):
@@ -1001,9 +1025,7 @@ def run(opt, script, argv):
     """Records SCRIPT; returns (recorder, exit status, message)."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.utils._python_dispatch import TorchDispatchMode, \
-        is_traceable_wrapper_subclass
-    from torch.utils._pytree import tree_flatten
+    from torch.utils._python_dispatch import TorchDispatchMode
 
     rec = Recorder(opt)
     rec.script = os.path.abspath(script)
@@ -1017,623 +1039,21 @@ def run(opt, script, argv):
                                "PyTorch (%s)" % e)
         rec._native = None
     dev = devices.DEVICES[opt.device]
-    major, minor = dev[1], dev[2]
+    major = dev[1]
     _patch_cuda(torch, rec, opt.device)
-    ws_bytes = devices.cublas_workspace_bytes(
-        major, minor, os.environ.get("CUBLAS_WORKSPACE_CONFIG"))
-    blas_ops = {"mm", "addmm", "bmm", "baddbmm", "matmul", "addmv", "mv",
-                "dot", "_scaled_mm", "linear", "addbmm", "_addmm_activation"}
     aten = torch.ops.aten
-
-    def on_storage_death(key):
-        def cb(_ref):
-            rec.retired.discard(key)
-            rec.free(key)
-        return cb
-
-    refs = {}
     FAKE_KEY = torch._C._TorchDispatchModeKey.FAKE
-    values_cpu = getattr(opt, "values", "rules") == "cpu"
     kn = rec.known = known.Known(torch, rec.assume, rec)
     watch = rec.watch = known.Watch(rec, "memsim record", getattr(
         opt, "item_repeats", 100000))
-
-    implicit = {}    # OpOverload -> has a CompositeImplicitAutograd kernel
     from torch._subclasses.fake_tensor import FakeTensor, \
         unset_fake_temporarily
-    host_op, has_tensor = host.classifier(torch)
-    pinned = [aten.is_pinned.default, aten._pin_memory.default]
+    from . import dispatch
+    d = dispatch.Dispatch(rec, opt, kn, watch)
 
     class Track(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            if torch._C._get_dispatch_mode(FAKE_KEY) is None:
-                # The fake mode set aside (unset_fake_temporarily: a
-                # DeviceMesh's CPU tensors): real values, nothing to note.
-                return func(*args, **kwargs)
-            if func in pinned:
-                # Pinned host memory is the CUDA driver's (cudaHostAlloc,
-                # cudaPointerGetAttributes): never asked.  Not pinned; a
-                # pin is the tensor itself.
-                return False if func in pinned[:1] else args[0]
-            if kwargs.get("pin_memory"):
-                kwargs = dict(kwargs, pin_memory=False)
-            name = func.overloadpacket.__name__
-            if host_op(args, kwargs):
-                # Host code runs for real (host.py): every tensor a plain
-                # CPU one, every device the CPU.  A factory op whose CPU
-                # output would be large (weights made before .cuda())
-                # stays fake (not under --values cpu, which computes
-                # every value: docs/recording-values.md).
-                if name in host.BULK and not values_cpu and \
-                        not has_tensor(args, kwargs):
-                    out = func(*args, **kwargs)
-                    if isinstance(out, torch.Tensor) and \
-                            host.nbytes(out) > host.HOST_FAKE_BYTES:
-                        return out
-                with unset_fake_temporarily():
-                    return func(*args, **kwargs)
-            if func is aten.copy_.default and len(args) >= 2 and \
-                    type(args[0]) in (torch.Tensor, torch.nn.Parameter) \
-                    and args[0].device.type == "cpu" and \
-                    isinstance(args[1], FakeTensor):
-                # A GPU tensor copied into a real host tensor (a pinned
-                # buffer): the values of the host rules.
-                vals = _host_values(rec, args[1].expand(args[0].shape))
-                if vals is not None:
-                    with unset_fake_temporarily():
-                        args[0].copy_(vals)
-                return args[0]
-            imp = implicit.get(func)
-            if imp is None:
-                has = torch._C._dispatch_has_kernel_for_dispatch_key
-                nm = func.name()
-                imp = implicit[func] = nm.startswith("aten::") and \
-                    has(nm, "CompositeImplicitAutograd") and not any(
-                        has(nm, k) for k in ("CUDA", "CPU",
-                                             "CompositeExplicitAutograd"))
-            if imp:
-                # Only under torch.inference_mode (no autograd key to
-                # decompose it) does an op whose only kernel is a
-                # CompositeImplicitAutograd one (linear, conv2d, to, ...)
-                # come here: run that kernel here, as autograd would, so
-                # that its ops (addmm, convolution, _to_copy) and their
-                # kernels' workspaces are recorded as outside inference
-                # mode.  An op with a kernel of its own (silu_backward:
-                # CPU and CUDA kernels beside math_silu_backward) runs
-                # that kernel on the GPU and is not decomposed.  The C++
-                # kernel, as the GPU runs it, not a Python one that
-                # torch._decomp registers for tracing (its dropout clones
-                # the input in eval, ATen's returns it).
-                with self:
-                    return func._op_dk(
-                        torch._C.DispatchKey.CompositeImplicitAutograd,
-                        *args, **kwargs)
-            name = func.overloadpacket.__name__
-            watch.tick()
-            if func is aten._local_scalar_dense.default:
-                v = kn.item(args[0])
-                if v is not known.UNKNOWN:
-                    return v
-                return _item_value(rec, args[0].dtype, torch)
-            if name in values.HOST_BOOL:
-                # torch.equal, torch.allclose: a host bool from the data,
-                # computed as the CUDA build does (values.host_bool), its
-                # ops recorded
-                with self:
-                    return values.host_bool(rec, name, *args, **kwargs)
-            if name in ("is_pinned",):
-                return False
-            if name == "_nested_tensor_from_mask_left_aligned":
-                # nn.TransformerEncoder's sparsity fast path (eval, a key
-                # padding mask) asks whether the mask's padding is all at
-                # the end, which depends on its values; nested tensors
-                # have no fake kernels.  Assumed not (assumption
-                # nested:padded): the layers run on the padded batch
-                # (_transformer_encoder_layer_fwd), which allocates at
-                # least what the nested path would.
-                rec.assume("nested:padded")
-                return False
-            if name in ("_amp_foreach_non_finite_check_and_unscale_",
-                        "_amp_update_scale_"):
-                # No meta kernel: the fake mode would run the CUDA one.
-                # In place, on tensors that exist: nothing is allocated
-                # (their values are no longer known).
-                kn.after(func, name, args, kwargs, None)
-                return args[0] if name == "_amp_update_scale_" else None
-            dv = kwargs.get("device")
-            if isinstance(dv, torch.device) and dv.type == "cuda" and \
-                    dv.index:
-                # One rank sees one GPU, cuda:0 (the autograd engine's
-                # device guard counts one device): cuda:N is cuda:0.
-                kwargs = dict(kwargs, device=torch.device("cuda", 0))
-            if func is aten.add.Tensor and accumulates(args, kwargs):
-                # InputBuffer::accumulate: the engine adds a second
-                # gradient into the first in place (old_var.add_(var))
-                # when it holds the last reference to a plain dense
-                # tensor, but never for tensor subclasses
-                # (can_accumulate_inplace), the fake ones included: done
-                # in place here, as on the GPU.
-                keep = getattr(torch.autograd,
-                               "_unsafe_preserve_version_counter", None)
-                with (keep(args[0]) if keep else contextlib.nullcontext()):
-                    args[0].add_(args[1])
-                out = args[0].view(args[0].shape)
-                kn.after(func, name, args, kwargs, out)
-                return out
-            if rec.math_add and func is aten.add.Tensor and \
-                    len(args) == 2 and not kwargs and \
-                    all(isinstance(a, torch.Tensor) for a in args) and \
-                    args[0].dtype == torch.result_type(*args) and \
-                    tuple(args[0].shape) == tuple(torch.broadcast_shapes(
-                        args[0].shape, args[1].shape)):
-                # The math path's attn + mask (math_sdpa) or at::linear's
-                # output + bias (linear): in place, as attn.add_(mask);
-                # a view of it goes up to autograd.
-                rec.math_add = False
-                args[0].add_(args[1])
-                out = args[0].view(args[0].shape)
-                kn.after(func, name, args, kwargs, out)
-                return out
-            if name == "_transformer_encoder_layer_fwd" and \
-                    isinstance(args[0], torch.Tensor) and \
-                    not args[0].is_nested:
-                # nn.TransformerEncoderLayer's fast path (eval): PyTorch
-                # 2.11 has no fake kernel for it (the fake mode would run
-                # the CUDA one, which a GPU-less machine lacks); later
-                # releases register one that returns empty_like(src),
-                # the output.  The same here, for every release.
-                out = torch.empty_like(args[0])
-            else:
-                out = _dynamic(torch, rec, func, args, kwargs)
-            if out is None:
-                try:
-                    out = func(*args, **kwargs)
-                except ftm.UnsupportedOperatorException:
-                    raise no_fake(func) from None
-            kn.after(func, name, args, kwargs, out)
-            if name == "_to_copy" and isinstance(out, FakeTensor) and \
-                    out.device.type == "cpu" and \
-                    isinstance(args[0], torch.Tensor) and \
-                    args[0].device.type == "cuda":
-                # .cpu(), .to("cpu"): a real host tensor, its values by
-                # the host rules (large ones stay fake).
-                vals = _host_values(rec, out)
-                if vals is not None:
-                    return vals
-            if name == "convolution_backward" and \
-                    isinstance(out, (tuple, list)) and len(out) == 3:
-                # cudnn_convolution_backward: grad_input, then its
-                # workspace (backward data), grad_weight, then its
-                # workspace (backward weight), as run_conv_plan runs.
-                # Before them, the cuDNN backend's contiguous copies of a
-                # non-contiguous input and grad_output (a slice of
-                # torch.cat's gradient), in the layout it runs in
-                # (convolution_backward, cudnn_convolution_backward),
-                # freed when the call returns.
-                copies = conv_copies(args)
-                for i, phase in enumerate(("data", "weight", "bias")):
-                    note_all(tree_flatten(out[i])[0], name)
-                    if out[i] is not None:
-                        temps(name + (" bias" if phase == "bias" else ""),
-                              kernel_events(name, args, phase, out))
-                    if i == 1:
-                        for k in copies:
-                            rec.free(k)
-            else:
-                flat = tree_flatten(out)[0]
-                copy = None
-                ln_copies = []
-                emb_keys = {}
-                emb = None
-                if name == \
-                        "_scaled_dot_product_efficient_attention_backward" \
-                        and isinstance(args[0], torch.Tensor) and \
-                        args[0].device.type == "cuda" and \
-                        not args[0].transpose(1, 2).is_contiguous():
-                    # _efficient_attention_backward: "handle potentially
-                    # non-contiguous grad_out through a copy" (in its
-                    # B, M, H, K layout), before the gradients, freed on
-                    # return.
-                    copy = object()
-                    rec.alloc(args[0].numel() * args[0].element_size(),
-                              "temporary", "_efficient_attention_backward "
-                              "grad_out copy", key=copy)
-                if name in ("embedding_dense_backward",
-                            "_embedding_bag_backward",
-                            "_embedding_bag_dense_backward"):
-                    emb = embedding_events(name, args)
-                    if emb:
-                        # the grad made contiguous, then the sort
-                        # (kernels.embedding_backward), before grad_weight
-                        keys = emb_keys
-                        g = args[0]
-                        if not g.is_contiguous():
-                            keys["grad"] = object()
-                            rec.alloc(g.numel() * g.element_size(),
-                                      "temporary", "embedding backward "
-                                      "grad copy", key=keys["grad"])
-                        run_events(emb[0], keys,
-                                   "embedding_backward_cuda_kernel "
-                                   "temporaries")
-                if name in ("native_layer_norm",
-                            "native_layer_norm_backward"):
-                    # layer_norm_cuda / layer_norm_backward_cuda:
-                    # input.expect_contiguous(), a copy of a
-                    # non-contiguous input (a residual sum after a
-                    # transposed attention output), before the outputs;
-                    # backward copies a non-contiguous grad_out after
-                    # them (the H200's frames); freed on return.
-                    src = [args[0]] if name == "native_layer_norm" else \
-                        [args[1]]
-                    for t in src:
-                        if isinstance(t, torch.Tensor) and \
-                                t.device.type == "cuda" and \
-                                not t.is_contiguous():
-                            ln_copies.append(object())
-                            rec.alloc(t.numel() * t.element_size(),
-                                      "temporary", "layer_norm contiguous "
-                                      "copy", key=ln_copies[-1])
-                if name == "_scaled_dot_product_efficient_attention" and \
-                        len(flat) >= 4:
-                    # _efficient_attention_forward's philox seed and
-                    # offset are CPU tensors (outside CUDA graph capture):
-                    # the H200 trace has no 8-byte blocks there.
-                    flat = flat[:2]
-                if name in ("mse_loss", "smooth_l1_loss") and \
-                        isinstance(out, torch.Tensor) and \
-                        out.device.type == "cuda" and out.dim() == 0 and \
-                        (len(args) < 3 or args[2] != 0):
-                    # Their structured meta functions build a binary
-                    # TensorIterator with the output, which allocates it
-                    # at the inputs' broadcast size; the reduction then
-                    # resizes it to a scalar, keeping the storage (the
-                    # H200 trace: an input-sized block that lives as long
-                    # as the loss).
-                    full = 1
-                    for d in torch.broadcast_shapes(args[0].shape,
-                                                    args[1].shape):
-                        full *= int(d)
-                    out.untyped_storage().resize_(full * out.element_size())
-                if name == "native_dropout" and len(flat) == 2:
-                    # dropout_cuda makes the mask first, then the output.
-                    flat = flat[::-1]
-                if name == "_scaled_dot_product_cudnn_attention" and \
-                        len(flat) >= 8:
-                    # _cudnn_attention_forward makes the RNG seed and
-                    # offset first, then the output and the stats
-                    # (run_cudnn_SDP_fprop), as the H200's frames show.
-                    flat = flat[6:8] + flat[:6] + flat[8:]
-                    if len(args) > 4 and args[4] is False:
-                        # compute_log_sumexp off (no gradient wanted):
-                        # _cudnn_attention_forward makes no softmax stats,
-                        # which the meta kernel returns all the same (the
-                        # H200's no_grad and inference_mode traces).
-                        del flat[3]
-                note_all(flat, name)
-                if name == "native_layer_norm_backward" and \
-                        isinstance(args[0], torch.Tensor) and \
-                        args[0].device.type == "cuda" and \
-                        not args[0].is_contiguous():
-                    ln_copies.append(object())
-                    rec.alloc(args[0].numel() * args[0].element_size(),
-                              "temporary", "layer_norm contiguous copy",
-                              key=ln_copies[-1])
-                blas_workspaces(name, args)
-                temps(name, kernel_events(name, args, "forward", out, kwargs))
-                if emb:
-                    run_events(emb[1], emb_keys,
-                               "embedding_backward_cuda_kernel temporaries")
-                    if "grad" in emb_keys:
-                        rec.free(emb_keys["grad"])
-                if copy is not None:
-                    rec.free(copy)
-                for k in ln_copies:
-                    rec.free(k)
-            return out
-
-    def embedding_events(name, args):
-        """(sort events, segment events) of an embedding backward with
-        the sorting path, or None: embedding_dense_backward_cuda takes it
-        for more than 3072 indices or scale_grad_by_freq (else one
-        kernel, no temporaries); _embedding_bag_dense_backward for sum and
-        mean bags."""
-        try:
-            g, idx = args[0], args[1]
-            if not isinstance(g, torch.Tensor) or g.device.type != "cuda" \
-                    or idx.dtype != torch.int64:
-                return None
-            if name == "embedding_dense_backward":
-                nw, scale = int(args[2]), bool(args[4])
-                if idx.numel() <= 3072 and not scale:
-                    return None
-            elif name == "_embedding_bag_backward":
-                nw, mode, sparse = int(args[6]), int(args[8]), bool(args[9])
-                if mode == 2 or sparse:  # max bags, sparse: other kernels
-                    return None
-            else:
-                nw, mode = int(args[5]), int(args[7])
-                if mode == 2:      # max bags: a different kernel
-                    return None
-            acc = 4 if g.dtype in (torch.float16, torch.bfloat16) else \
-                g.element_size()
-            n, d = idx.numel(), int(g.shape[-1])
-            return (kernels.embedding_backward("sort", n, nw, d, acc),
-                    kernels.embedding_backward("segments", n, nw, d, acc))
-        except Exception:
-            return None
-
-    def run_events(events, keys, site):
-        for ev in events:
-            if ev[0] == "alloc":
-                keys[ev[1]] = object()
-                rec.alloc(ev[2], "temporary", site, key=keys[ev[1]])
-            else:
-                rec.free(keys.pop(ev[1]))
-
-    def conv_copies(args):
-        """The keys of the copies conv_copies made (see above)."""
-        try:
-            go, x, w = args[0], args[1], args[2]
-            if not isinstance(x, torch.Tensor) or x.device.type != "cuda" \
-                    or x.dim() not in (4, 5) or args[9] != 1 or \
-                    not isinstance(go, torch.Tensor) or major < 7:
-                return []
-            cl = torch.channels_last if x.dim() == 4 else \
-                torch.channels_last_3d
-            fmt = cl if (x.is_contiguous(memory_format=cl) and
-                         not x.is_contiguous()) or \
-                (w.is_contiguous(memory_format=cl) and
-                 not w.is_contiguous()) else torch.contiguous_format
-            keys = []
-            for t in (x, go):
-                if not t.is_contiguous(memory_format=fmt):
-                    keys.append(object())
-                    rec.alloc(t.numel() * t.element_size(), "temporary",
-                              "cudnn convolution_backward contiguous copy",
-                              key=keys[-1])
-            return keys
-        except Exception:
-            return []
-
-    def blas_workspaces(name, args):
-        """The cuBLAS and cuBLASLt workspaces a GEMM's first call on a
-        thread allocates, after the op's output (its structured kernel's
-        set_output comes first; the H200 traces show output, cuBLAS
-        workspace, cuBLASLt workspace)."""
-        if name in blas_ops:
-            onfake_cuda = any(isinstance(a, torch.Tensor) and
-                              a.device.type == "cuda" for a in args)
-            thr = threading.get_ident()
-            if onfake_cuda and thr not in rec.workspaces:
-                rec.workspaces.add(thr)
-                rec.alloc(ws_bytes, "other", "cuBLAS workspace")
-        if name == "addmm" and len(args) > 2 and \
-                isinstance(args[0], torch.Tensor) and \
-                args[0].dim() == 1 and args[0].device.type == "cuda" and \
-                isinstance(args[2], torch.Tensor) and \
-                args[2].dim() == 2 and args[2].shape[0] > 1 and \
-                args[2].shape[1] > 1:
-            # addmm with a 1-D bias runs cublasLt (gemm_and_bias),
-            # whose workspace, at::cuda::getCUDABlasLtWorkspace(), is
-            # allocated once: 1 MiB on the H200 with PyTorch 2.11 (the
-            # snapshot's frames), CUBLASLT_WORKSPACE_SIZE KiB if set.
-            # Only where isInputCompliesAddmmCudaLt allows it: mat2 at
-            # least 2 x 2 (a Linear to one feature runs cuBLAS's GEMM).
-            # PyTorch 2.11, as the H200 runs it, checks mat2 alone: a
-            # Linear of one row (word_language_model's generate.py) takes
-            # the workspace there; later versions check mat1 too.
-            thr = ("lt", threading.get_ident())
-            if thr not in rec.workspaces:
-                rec.workspaces.add(thr)
-                lt = int(os.environ.get("CUBLASLT_WORKSPACE_SIZE",
-                                        "1024")) * 1024
-                rec.alloc(lt, "other", "cuBLASLt workspace")
-    # the same rule for the GEMMs Inductor's pad_mm pass benchmarks while
-    # it compiles (compiled.PadBench)
-    rec.blas_workspaces = blas_workspaces
-
-    def note_all(flat, name):
-        for t in flat:
-            for u in inner(t):
-                try:
-                    s = u.untyped_storage()
-                except Exception:
-                    continue
-                note(s, name)
-
-    cudnn_found = set()  # cudnn.benchmark's keys found so far
-
-    def kernel_events(name, args, phase, out, kwargs=None):
-        """The kernel's own temporaries (kernels.py) for the device
-        named; [] for ops without any."""
-        try:
-            if name == "convolution" or name == "convolution_backward":
-                if name == "convolution":
-                    x, w = args[0], args[1]
-                    st, pad, dil, tr, gr = args[3], args[4], args[5], \
-                        args[6], args[8]
-                    y = out
-                else:
-                    go, x, w = args[0], args[1], args[2]
-                    st, pad, dil, tr, gr = args[4], args[5], args[6], \
-                        args[7], args[9]
-                    y = go
-                if not isinstance(x, torch.Tensor) or \
-                        x.device.type != "cuda":
-                    return []
-                if phase == "bias":
-                    # grad_bias: a sum of grad_output over all but the
-                    # channel dimension (convolution_backward).
-                    return kernels.reduce(
-                        tuple(y.shape), tuple(y.stride()),
-                        set(range(y.dim())) - {1}, y.element_size(),
-                        8 if y.element_size() == 8 else 4,
-                        int(y.storage_offset()), major, minor,
-                        devices.DEVICES[opt.device][4])
-                cl = torch.channels_last if x.dim() == 4 else \
-                    torch.channels_last_3d
-                fmt_cl = x.dim() in (4, 5) and (
-                    (x.is_contiguous(memory_format=cl) and
-                     not x.is_contiguous()) or
-                    (w.is_contiguous(memory_format=cl) and
-                     not w.is_contiguous()))
-                w_cl = w.dim() in (4, 5) and \
-                    w.is_contiguous(memory_format=cl) \
-                    and not w.is_contiguous()
-                if torch.backends.cudnn.benchmark:
-                    # cudnn.benchmark: the first call of each convolution
-                    # (BenchmarkCache's key: shapes, layout, dtype,
-                    # parameters) runs cuDNN's find with a workspace of
-                    # the largest of its candidate plans (Conv_v8.cpp,
-                    # get_plans_from_find): cuDNN's own, not modelled;
-                    # noted once a key (dcgan on the H200: 2.6 GB).
-                    key = (phase, tuple(x.shape), tuple(w.shape),
-                           tuple(x.stride()), x.dtype, tuple(st),
-                           tuple(pad), tuple(dil), bool(tr), int(gr))
-                    if key not in cudnn_found:
-                        cudnn_found.add(key)
-                        rec.assume("cudnn:benchmark-find")
-                return kernels.conv(phase, tuple(x.shape), tuple(w.shape),
-                                    tuple(y.shape), x.element_size(), st,
-                                    pad, dil, tr, gr, fmt_cl, w_cl, major,
-                                    devices.DEVICES[opt.device][4])
-            if name in ("sum", "mean"):
-                x = args[0] if args else None
-                if not isinstance(x, torch.Tensor) or \
-                        x.device.type != "cuda" or \
-                        not x.dtype.is_floating_point or x.dim() == 0:
-                    return []
-                dims = args[1] if len(args) > 1 and \
-                    isinstance(args[1], (list, tuple)) else []
-                red = {int(d) % x.dim() for d in dims} or \
-                    set(range(x.dim()))
-                return kernels.reduce(
-                    tuple(x.shape), tuple(x.stride()), red,
-                    x.element_size(), 8 if x.element_size() == 8 else 4,
-                    int(x.storage_offset()), major, minor,
-                    devices.DEVICES[opt.device][4])
-            if name in ("sort", "multinomial"):
-                x = args[0] if args else None
-                if not isinstance(x, torch.Tensor) or \
-                        x.device.type != "cuda":
-                    return []
-                kwargs = kwargs or {}
-                if name == "sort":
-                    dim = kwargs.get("dim", args[1] if len(args) > 1 and
-                                     isinstance(args[1], int) else -1)
-                    if x.dim() == 0:
-                        return []
-                    from torch._prims_common import \
-                        is_non_overlapping_and_dense_or_false as dense_
-                    dense = dense_(x) and \
-                        x.stride(dim % x.dim()) == 1
-                    return kernels.sort(tuple(x.shape), dense, dim,
-                                        x.element_size())
-                ns = args[1] if len(args) > 1 else kwargs.get("num_samples")
-                rp = args[2] if len(args) > 2 else \
-                    kwargs.get("replacement", False)
-                return kernels.multinomial(
-                    tuple(x.shape), x.element_size(), int(ns), bool(rp),
-                    out.numel() if isinstance(out, torch.Tensor) else 0)
-            if name == "_softmax_backward_data":
-                g, y = args[0], args[1]
-                if not isinstance(g, torch.Tensor) or \
-                        g.device.type != "cuda":
-                    return []
-                dt = torch.result_type(g, y)
-                return kernels.softmax_backward(
-                    g.numel(), torch.empty((), dtype=dt).element_size())
-            if name in ("mse_loss", "smooth_l1_loss", "huber_loss"):
-                # mse_loss_out and its kin (Loss.cpp): with a reduction,
-                # the elementwise loss goes to a TensorIterator temporary
-                # that at::mean_out / sum_out then reduces (its
-                # gpu_reduce_kernel buffers), freed on return.
-                x, t = args[0], args[1]
-                red = args[2] if len(args) > 2 else 1   # Mean
-                if not isinstance(x, torch.Tensor) or \
-                        x.device.type != "cuda" or red == 0:
-                    return []
-                shape = tuple(torch.broadcast_shapes(x.shape, t.shape))
-                dt = torch.result_type(x, t)
-                isz = torch.empty((), dtype=dt).element_size()
-                n = 1
-                strides = []
-                for d in reversed(shape):
-                    strides.insert(0, n)
-                    n *= int(d)
-                ev = [("alloc", "loss", n * isz)]
-                if shape:
-                    ev += kernels.reduce(
-                        shape, tuple(strides), set(range(len(shape))), isz,
-                        8 if isz == 8 else 4, 0, major, minor,
-                        devices.DEVICES[opt.device][4])
-                return ev + [("free", "loss")]
-            if name in ("native_group_norm", "native_group_norm_backward"):
-                bw = name == "native_group_norm_backward"
-                x = args[1] if bw else args[0]
-                if not isinstance(x, torch.Tensor) or \
-                        x.device.type != "cuda":
-                    return []
-                n, c, hxw, g = (int(v) for v in
-                                (args[5:9] if bw else args[3:7]))
-                acc = 8 if x.dtype == torch.float64 else 4
-                if bw:
-                    mask = args[9]
-                    return kernels.group_norm(
-                        "backward", n, c, hxw, g, acc,
-                        isinstance(args[4], torch.Tensor), bool(mask[0]))
-                return kernels.group_norm(
-                    "forward", n, c, hxw, g, acc,
-                    any(isinstance(a, torch.Tensor) for a in args[1:3]),
-                    False)
-            kind = SDPA_KERNELS.get(name)
-            if kind is None:
-                return []
-            q = args[1] if kind[1] else args[0]
-            if not isinstance(q, torch.Tensor) or q.device.type != "cuda" \
-                    or q.dim() != 4:
-                return []
-            if not kind[1]:
-                return kernels.attention_forward(kind[0])
-            b, h, sq, d = (int(v) for v in q.shape)
-            return kernels.attention_backward(kind[0], b, h, sq, d,
-                                              q.element_size())
-        except Exception:
-            return []
-
-    def temps(name, events):
-        """Allocations through the fake allocator, freed in the order
-        the kernel frees them: category temporary, site the kernel."""
-        run_events(events, {}, KERNEL_SITES.get(name, name))
-
-    def inner(t):
-        """The CUDA tensors that hold T's memory.  A wrapper subclass
-        (DTensor: a sharded parameter, its gradient and optimizer state)
-        owns none: its inner tensors do, made by ops that run inside the
-        subclass's dispatch, under the fake mode but not above it."""
-        if not isinstance(t, torch.Tensor) or t.device.type != "cuda":
-            return
-        if is_traceable_wrapper_subclass(t):
-            for a in t.__tensor_flatten__()[0]:
-                yield from inner(getattr(t, a))
-        else:
-            yield t
-
-    def note(s, name):
-        key = id(s)
-        if key in rec.retired:
-            return
-        nb = s.nbytes()
-        ent = rec.live.get(key)
-        if ent is not None:
-            if ent[2] == nb:
-                return
-            rec.free(key)   # resized: the old block goes
-        if nb == 0:
-            return
-        rec.alloc(nb, rec.category(name), rec.site(), key)
-        refs[key] = weakref.ref(s, on_storage_death(key))
+            return d.dispatch(self, func, args, kwargs)
 
     # FSDP frees and reallocates its unsharded parameters by resizing
     # their storage (_free_storage / _alloc_storage in FSDP1, free_storage
@@ -1646,9 +1066,9 @@ def run(opt, script, argv):
         out = orig_resize(self, size)
         # A fake tensor's storage is a meta storage: it is a CUDA one when
         # it was seen as a CUDA tensor's.
-        r = refs.get(id(self))
+        r = d.refs.get(id(self))
         if r is not None and r() is self:
-            note(self, "resize_")
+            d.note(self, "resize_")
         return out
 
     torch.UntypedStorage.resize_ = storage_resize_
@@ -1782,51 +1202,6 @@ def run(opt, script, argv):
     F = torch.nn.functional
     orig_sdpa = F.scaled_dot_product_attention
 
-    here = os.path.dirname(os.path.abspath(__file__))
-    torch_dir = os.path.dirname(os.path.abspath(torch.__file__))
-
-    def accumulates(args, kwargs):
-        """Whether this add is the autograd engine's accumulation of two
-        gradients of one input (InputBuffer::accumulate, out of place for
-        fake tensors): in backward with grad mode off, inside a node's
-        evaluation, no Python frame of the program's own between (a
-        custom Function's backward adds as the program says), two dense
-        tensors of one shape and dtype, the first owning its storage."""
-        if kwargs or len(args) != 2 or torch.is_grad_enabled() or \
-                not (rec.phase_backward or lifecycle.autograd_thread()):
-            return False
-        a, b = args
-        if not isinstance(a, torch.Tensor) or \
-                not isinstance(b, torch.Tensor) or \
-                a.device.type != "cuda" or a.shape != b.shape or \
-                a.dtype != b.dtype or not a.is_contiguous() or \
-                a.storage_offset() != 0 or \
-                a.untyped_storage().nbytes() != a.numel() * a.element_size():
-            return False
-        try:
-            if torch._C._current_autograd_node() is None:
-                return False
-        except Exception:
-            return False
-        try:
-            # can_accumulate_inplace: the buffer holds the last reference
-            # to the storage (a gradient that shares it, a tied weight's,
-            # is added out of place).  Seen from here, two references:
-            # the tensor and the fake mode's own.
-            if torch._C._storage_Use_Count(
-                    a.untyped_storage()._cdata) > 2:
-                return False
-        except Exception:
-            return False
-        f = sys._getframe(2)
-        while f is not None:
-            fn = os.path.abspath(f.f_code.co_filename)
-            if f.f_code.co_name == "_engine_run_backward":
-                return True
-            if not fn.startswith(torch_dir) and not fn.startswith(here):
-                return False
-            f = f.f_back
-        return True
 
     def math_sdpa(query, key, value, attn_mask=None, is_causal=False,
                   **kw):
@@ -2035,13 +1410,6 @@ def run(opt, script, argv):
     # fake tensors (host.HOST_FAKE_BYTES) keep the fallback.
     import torch._subclasses.fake_tensor as ftm
     orig_fallback = ftm.run_fallback_kernel
-
-    def no_fake(func):
-        return RuntimeError(
-            "%s has no fake (meta) kernel: its outputs on the GPU cannot "
-            "be known without running it there (memsim record runs no GPU "
-            "kernel; register one with torch.library.register_fake)" %
-            func.name())
 
     def run_fallback_kernel(fake_mode, func, flat_args, args_spec, err):
         if any(isinstance(a, FakeTensor) and a.fake_device.type != "cpu"

@@ -88,6 +88,12 @@ BINARY = {
     "minimum": lambda a, b: a if math.isnan(a) or a <= b else b,
     "div": lambda a, b: a / b,
 }
+# Ops beside CREATE that may make a value known from none (Known.after).
+_SOURCES_OF_KNOWN = frozenset((
+    "full", "full_like", "new_full", "scalar_tensor", "lift_fresh",
+    "lift_fresh_copy", "fill", "fill_", "gt", "lt", "ge", "le", "isfinite",
+    "isnan", "isinf", "eq", "ne"))
+
 ALIASES = {"__and__": "bitwise_and", "__or__": "bitwise_or",
            "__xor__": "bitwise_xor", "true_divide": "div",
            "multiply": "mul", "subtract": "sub", "greater": "gt",
@@ -184,11 +190,9 @@ class Known:
                 vs.lost(name, e)
             if vs.cpu:
                 return      # --values cpu: computed, no rule here
-        if not self.vals and name not in CREATE and name not in (
-                "full", "full_like", "new_full", "scalar_tensor",
-                "lift_fresh", "lift_fresh_copy", "fill", "fill_",
-                "gt", "lt", "ge", "le", "isfinite", "isnan", "isinf",
-                "eq", "ne") and not (vs is not None and vs.ranges):
+        if not self.vals and name not in CREATE and \
+                name not in _SOURCES_OF_KNOWN and \
+                not (vs is not None and vs.ranges):
             # (x > -1e9: SENTINEL; finite losses; ranges decided)
             return
         written = self.written.get(func)

@@ -1,0 +1,853 @@
+"""--fake: each op dispatched under the fake mode, and what it allocates.
+
+fake.run() installs a TorchDispatchMode (Track) above the fake mode whose
+every call goes to Dispatch.dispatch: host ops run for real (host.py),
+values that cross to the host are answered (known.py, values.py), the op
+runs on fake tensors, and each CUDA storage not seen before becomes an
+alloc row (Recorder.alloc), its death a free (a weak reference on the
+storage's Python object).  The kernels' own temporaries and workspaces,
+which fake tensors do not show, are added by rule (kernels.py): see
+fake.py's docstring for the rules and docs/recording-values.md for the
+values.
+
+Dispatch is the state of one recording's dispatch (the recorder, the
+values known, the storages seen); the facts about an op that do not
+change between calls (its name, whether it has a kernel of its own) are
+asked once an op (op_info).
+"""
+import contextlib
+import functools
+import os
+import sys
+import threading
+import weakref
+
+import torch
+import torch._subclasses.fake_tensor as ftm
+from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+from torch.utils._pytree import tree_flatten
+
+from . import devices
+from . import host
+from . import kernels
+from . import known
+from . import lifecycle
+from . import values
+from .fake import KERNEL_SITES, SDPA_KERNELS, _dynamic, _host_values, \
+    _item_value, _may_be_dynamic, no_fake
+
+FAKE_KEY = torch._C._TorchDispatchModeKey.FAKE
+_aten = torch.ops.aten
+_IS_PINNED = _aten.is_pinned.default
+_PIN_MEMORY = _aten._pin_memory.default
+_COPY_ = _aten.copy_.default
+_PRIM_DEVICE = torch.ops.prim.device.default
+_ADD_TENSOR = _aten.add.Tensor
+# The GEMMs whose first call on a thread makes its cuBLAS workspace.
+BLAS_OPS = frozenset((
+    "mm", "addmm", "bmm", "baddbmm", "matmul", "addmv", "mv", "dot",
+    "_scaled_mm", "linear", "addbmm", "_addmm_activation"))
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
+
+
+def blas_workspaces(rec, ws_bytes, name, args):
+    """The cuBLAS and cuBLASLt workspaces a GEMM's first call on a
+    thread allocates, after the op's output (its structured kernel's
+    set_output comes first; the H200 traces show output, cuBLAS
+    workspace, cuBLASLt workspace)."""
+    if name in BLAS_OPS:
+        onfake_cuda = any(isinstance(a, torch.Tensor) and
+                          a.device.type == "cuda" for a in args)
+        thr = threading.get_ident()
+        if onfake_cuda and thr not in rec.workspaces:
+            rec.workspaces.add(thr)
+            rec.alloc(ws_bytes, "other", "cuBLAS workspace")
+    if name == "addmm" and len(args) > 2 and \
+            isinstance(args[0], torch.Tensor) and \
+            args[0].dim() == 1 and args[0].device.type == "cuda" and \
+            isinstance(args[2], torch.Tensor) and \
+            args[2].dim() == 2 and args[2].shape[0] > 1 and \
+            args[2].shape[1] > 1:
+        # addmm with a 1-D bias runs cublasLt (gemm_and_bias),
+        # whose workspace, at::cuda::getCUDABlasLtWorkspace(), is
+        # allocated once: 1 MiB on the H200 with PyTorch 2.11 (the
+        # snapshot's frames), CUBLASLT_WORKSPACE_SIZE KiB if set.
+        # Only where isInputCompliesAddmmCudaLt allows it: mat2 at
+        # least 2 x 2 (a Linear to one feature runs cuBLAS's GEMM).
+        # PyTorch 2.11, as the H200 runs it, checks mat2 alone: a
+        # Linear of one row (word_language_model's generate.py) takes
+        # the workspace there; later versions check mat1 too.
+        thr = ("lt", threading.get_ident())
+        if thr not in rec.workspaces:
+            rec.workspaces.add(thr)
+            lt = int(os.environ.get("CUBLASLT_WORKSPACE_SIZE",
+                                    "1024")) * 1024
+            rec.alloc(lt, "other", "cuBLASLt workspace")
+
+
+class Dispatch:
+    """One recording's dispatch: REC the trace, OPT the recorder's
+    options, KN what is known of values (known.Known), WATCH the progress
+    and repeated-assumption guard (known.Watch)."""
+
+    def __init__(self, rec, opt, kn, watch):
+        self.rec = rec
+        self.opt = opt
+        self.kn = kn
+        self.watch = watch
+        dev = devices.DEVICES[opt.device]
+        self.major, self.minor = dev[1], dev[2]
+        self.sms = dev[4]
+        self.ws_bytes = devices.cublas_workspace_bytes(
+            self.major, self.minor, os.environ.get("CUBLAS_WORKSPACE_CONFIG"))
+        self.values_cpu = getattr(opt, "values", "rules") == "cpu"
+        self.host_op, self.has_tensor = host.classifier(torch)
+        # id(storage) -> a weak reference whose callback frees it
+        self.refs = {}
+        # OpOverload -> (its packet's name, whether its only kernel is a
+        # CompositeImplicitAutograd one, whether _dynamic may answer it):
+        # asked once an op, not at every call.
+        self.opinfo = {}
+        # cudnn.benchmark's keys found so far (kernel_events)
+        self.cudnn_found = set()
+        # the same workspace rule for the GEMMs Inductor's pad_mm pass
+        # benchmarks while it compiles (compiled.PadBench); a function of
+        # the recorder's, not of this object (whose storages' weak
+        # references end with the recording)
+        rec.blas_workspaces = functools.partial(blas_workspaces, rec,
+                                                self.ws_bytes)
+
+    def op_info(self, func):
+        has = torch._C._dispatch_has_kernel_for_dispatch_key
+        nm = func.name()
+        imp = nm.startswith("aten::") and \
+            has(nm, "CompositeImplicitAutograd") and not any(
+                has(nm, k) for k in ("CUDA", "CPU",
+                                     "CompositeExplicitAutograd"))
+        name = func.overloadpacket.__name__
+        ent = self.opinfo[func] = (name, imp,
+                                   _may_be_dynamic(torch, func, name))
+        return ent
+
+    def on_storage_death(self, key):
+        rec = self.rec
+
+        def cb(_ref):
+            rec.retired.discard(key)
+            rec.free(key)
+        return cb
+
+    def dispatch(self, mode, func, args, kwargs):
+        """FUNC(*ARGS, **KWARGS) dispatched to MODE (Track), under the
+        fake mode: its result, its allocations recorded."""
+        if func is _PRIM_DEVICE:
+            # A fake tensor's .device (FakeTensor dispatches it: most of
+            # the calls that come here, from PyTorch's Python code and
+            # the program's): the fake mode answers it, nothing is
+            # allocated or known by it (the path below would come to
+            # the same answer through _dynamic, at the cost of an op).
+            return func(*args, **(kwargs or {}))
+        rec, kn, watch = self.rec, self.kn, self.watch
+        kwargs = kwargs or {}
+        if torch._C._get_dispatch_mode(FAKE_KEY) is None:
+            # The fake mode set aside (unset_fake_temporarily: a
+            # DeviceMesh's CPU tensors): real values, nothing to note.
+            return func(*args, **kwargs)
+        if func is _IS_PINNED or func is _PIN_MEMORY:
+            # Pinned host memory is the CUDA driver's (cudaHostAlloc,
+            # cudaPointerGetAttributes): never asked.  Not pinned; a
+            # pin is the tensor itself.
+            return False if func is _IS_PINNED else args[0]
+        if kwargs.get("pin_memory"):
+            kwargs = dict(kwargs, pin_memory=False)
+        name, imp, dyn = self.opinfo.get(func) or self.op_info(func)
+        if self.host_op(args, kwargs):
+            # Host code runs for real (host.py): every tensor a plain
+            # CPU one, every device the CPU.  A factory op whose CPU
+            # output would be large (weights made before .cuda())
+            # stays fake (not under --values cpu, which computes
+            # every value: docs/recording-values.md).
+            if name in host.BULK and not self.values_cpu and \
+                    not self.has_tensor(args, kwargs):
+                out = func(*args, **kwargs)
+                if isinstance(out, torch.Tensor) and \
+                        host.nbytes(out) > host.HOST_FAKE_BYTES:
+                    return out
+            with unset_fake_temporarily():
+                return func(*args, **kwargs)
+        if func is _COPY_ and len(args) >= 2 and \
+                type(args[0]) in (torch.Tensor, torch.nn.Parameter) \
+                and args[0].device.type == "cpu" and \
+                isinstance(args[1], FakeTensor):
+            # A GPU tensor copied into a real host tensor (a pinned
+            # buffer): the values of the host rules.
+            vals = _host_values(rec, args[1].expand(args[0].shape))
+            if vals is not None:
+                with unset_fake_temporarily():
+                    args[0].copy_(vals)
+            return args[0]
+        if imp:
+            # Only under torch.inference_mode (no autograd key to
+            # decompose it) does an op whose only kernel is a
+            # CompositeImplicitAutograd one (linear, conv2d, to, ...)
+            # come here: run that kernel here, as autograd would, so
+            # that its ops (addmm, convolution, _to_copy) and their
+            # kernels' workspaces are recorded as outside inference
+            # mode.  An op with a kernel of its own (silu_backward:
+            # CPU and CUDA kernels beside math_silu_backward) runs
+            # that kernel on the GPU and is not decomposed.  The C++
+            # kernel, as the GPU runs it, not a Python one that
+            # torch._decomp registers for tracing (its dropout clones
+            # the input in eval, ATen's returns it).
+            with mode:
+                return func._op_dk(
+                    torch._C.DispatchKey.CompositeImplicitAutograd,
+                    *args, **kwargs)
+        watch.tick()
+        dv = kwargs.get("device")
+        if isinstance(dv, torch.device) and dv.type == "cuda" and \
+                dv.index:
+            # One rank sees one GPU, cuda:0 (the autograd engine's
+            # device guard counts one device): cuda:N is cuda:0.
+            kwargs = dict(kwargs, device=torch.device("cuda", 0))
+        before = _BEFORE.get(name)
+        if before is not None:
+            r = before(self, mode, func, name, args, kwargs)
+            if r is not _RUN:
+                return r
+        make = _MAKE.get(name)
+        out = make(self, args) if make is not None else None
+        if out is None and dyn:
+            out = _dynamic(torch, rec, func, args, kwargs)
+        if out is None:
+            try:
+                out = func(*args, **kwargs)
+            except ftm.UnsupportedOperatorException:
+                raise no_fake(func) from None
+        kn.after(func, name, args, kwargs, out)
+        after = _AFTER.get(name)
+        if after is not None:
+            return after(self, name, args, kwargs, out)
+        return self.outputs(name, args, kwargs, out)
+
+    # -- before the op: ops answered without running it (_BEFORE) -----------
+    # Each returns the op's result, or _RUN where the op runs as any other.
+    def _item(self, mode, func, name, args, kwargs):
+        v = self.kn.item(args[0])
+        if v is not known.UNKNOWN:
+            return v
+        return _item_value(self.rec, args[0].dtype, torch)
+
+    def _host_bool(self, mode, func, name, args, kwargs):
+        # torch.equal, torch.allclose: a host bool from the data,
+        # computed as the CUDA build does (values.host_bool), its
+        # ops recorded
+        with mode:
+            return values.host_bool(self.rec, name, *args, **kwargs)
+
+    def _not_pinned(self, mode, func, name, args, kwargs):
+        return False
+
+    def _nested_mask(self, mode, func, name, args, kwargs):
+        # nn.TransformerEncoder's sparsity fast path (eval, a key
+        # padding mask) asks whether the mask's padding is all at
+        # the end, which depends on its values; nested tensors
+        # have no fake kernels.  Assumed not (assumption
+        # nested:padded): the layers run on the padded batch
+        # (_transformer_encoder_layer_fwd), which allocates at
+        # least what the nested path would.
+        self.rec.assume("nested:padded")
+        return False
+
+    def _amp(self, mode, func, name, args, kwargs):
+        # No meta kernel: the fake mode would run the CUDA one.
+        # In place, on tensors that exist: nothing is allocated
+        # (their values are no longer known).
+        self.kn.after(func, name, args, kwargs, None)
+        return args[0] if name == "_amp_update_scale_" else None
+
+    def _add(self, mode, func, name, args, kwargs):
+        rec = self.rec
+        if func is _ADD_TENSOR and self.accumulates(args, kwargs):
+            # InputBuffer::accumulate: the engine adds a second
+            # gradient into the first in place (old_var.add_(var))
+            # when it holds the last reference to a plain dense
+            # tensor, but never for tensor subclasses
+            # (can_accumulate_inplace), the fake ones included: done
+            # in place here, as on the GPU.
+            keep = getattr(torch.autograd,
+                           "_unsafe_preserve_version_counter", None)
+            with (keep(args[0]) if keep else contextlib.nullcontext()):
+                args[0].add_(args[1])
+            out = args[0].view(args[0].shape)
+            self.kn.after(func, name, args, kwargs, out)
+            return out
+        if rec.math_add and func is _ADD_TENSOR and \
+                len(args) == 2 and not kwargs and \
+                all(isinstance(a, torch.Tensor) for a in args) and \
+                args[0].dtype == torch.result_type(*args) and \
+                tuple(args[0].shape) == tuple(torch.broadcast_shapes(
+                    args[0].shape, args[1].shape)):
+            # The math path's attn + mask (math_sdpa) or at::linear's
+            # output + bias (linear): in place, as attn.add_(mask);
+            # a view of it goes up to autograd.
+            rec.math_add = False
+            args[0].add_(args[1])
+            out = args[0].view(args[0].shape)
+            self.kn.after(func, name, args, kwargs, out)
+            return out
+        return _RUN
+
+    # -- the op's outputs made otherwise than by its fake kernel (_MAKE) ----
+    def _encoder_layer(self, args):
+        if isinstance(args[0], torch.Tensor) and not args[0].is_nested:
+            # nn.TransformerEncoderLayer's fast path (eval): PyTorch
+            # 2.11 has no fake kernel for it (the fake mode would run
+            # the CUDA one, which a GPU-less machine lacks); later
+            # releases register one that returns empty_like(src),
+            # the output.  The same here, for every release.
+            return torch.empty_like(args[0])
+        return None
+
+    # -- after the op: its outputs and temporaries (outputs, _AFTER) --------
+    def outputs(self, name, args, kwargs, out, flat=None, noted=None):
+        """The op's outputs (FLAT, default all of OUT's tensors) in the
+        order the kernel makes them, then the call NOTED (allocations
+        after the outputs), the GEMMs' workspaces and the kernel's own
+        temporaries; returns OUT."""
+        if flat is None:
+            # (a tensor is a leaf of tree_flatten: itself)
+            flat = [out] if isinstance(out, torch.Tensor) else \
+                tree_flatten(out)[0]
+        self.note_all(flat, name)
+        if noted is not None:
+            noted()
+        self.blas_workspaces(name, args)
+        self.temps(name, self.kernel_events(name, args, "forward", out,
+                                            kwargs))
+        return out
+
+    def _to_host(self, name, args, kwargs, out):
+        if isinstance(out, FakeTensor) and out.device.type == "cpu" and \
+                isinstance(args[0], torch.Tensor) and \
+                args[0].device.type == "cuda":
+            # .cpu(), .to("cpu"): a real host tensor, its values by
+            # the host rules (large ones stay fake).
+            vals = _host_values(self.rec, out)
+            if vals is not None:
+                return vals
+        return self.outputs(name, args, kwargs, out)
+
+    def _conv_backward(self, name, args, kwargs, out):
+        if not isinstance(out, (tuple, list)) or len(out) != 3:
+            return self.outputs(name, args, kwargs, out)
+        # cudnn_convolution_backward: grad_input, then its
+        # workspace (backward data), grad_weight, then its
+        # workspace (backward weight), as run_conv_plan runs.
+        # Before them, the cuDNN backend's contiguous copies of a
+        # non-contiguous input and grad_output (a slice of
+        # torch.cat's gradient), in the layout it runs in
+        # (convolution_backward, cudnn_convolution_backward),
+        # freed when the call returns.
+        copies = self.conv_copies(args)
+        for i, phase in enumerate(("data", "weight", "bias")):
+            self.note_all(tree_flatten(out[i])[0], name)
+            if out[i] is not None:
+                self.temps(name + (" bias" if phase == "bias" else ""),
+                           self.kernel_events(name, args, phase, out))
+            if i == 1:
+                for k in copies:
+                    self.rec.free(k)
+        return out
+
+    def _efficient_backward(self, name, args, kwargs, out):
+        copy = None
+        if isinstance(args[0], torch.Tensor) and \
+                args[0].device.type == "cuda" and \
+                not args[0].transpose(1, 2).is_contiguous():
+            # _efficient_attention_backward: "handle potentially
+            # non-contiguous grad_out through a copy" (in its
+            # B, M, H, K layout), before the gradients, freed on
+            # return.
+            copy = object()
+            self.rec.alloc(args[0].numel() * args[0].element_size(),
+                           "temporary", "_efficient_attention_backward "
+                           "grad_out copy", key=copy)
+        self.outputs(name, args, kwargs, out)
+        if copy is not None:
+            self.rec.free(copy)
+        return out
+
+    def _embedding_backward(self, name, args, kwargs, out):
+        rec = self.rec
+        keys = {}
+        emb = self.embedding_events(name, args)
+        if emb:
+            # the grad made contiguous, then the sort
+            # (kernels.embedding_backward), before grad_weight
+            g = args[0]
+            if not g.is_contiguous():
+                keys["grad"] = object()
+                rec.alloc(g.numel() * g.element_size(),
+                          "temporary", "embedding backward "
+                          "grad copy", key=keys["grad"])
+            self.run_events(emb[0], keys,
+                            "embedding_backward_cuda_kernel temporaries")
+        self.outputs(name, args, kwargs, out)
+        if emb:
+            self.run_events(emb[1], keys,
+                            "embedding_backward_cuda_kernel temporaries")
+            if "grad" in keys:
+                rec.free(keys["grad"])
+        return out
+
+    def _layer_norm(self, name, args, kwargs, out):
+        # layer_norm_cuda / layer_norm_backward_cuda:
+        # input.expect_contiguous(), a copy of a
+        # non-contiguous input (a residual sum after a
+        # transposed attention output), before the outputs;
+        # backward copies a non-contiguous grad_out after
+        # them (the H200's frames); freed on return.
+        rec = self.rec
+        copies = []
+
+        def copy(t):
+            if isinstance(t, torch.Tensor) and t.device.type == "cuda" and \
+                    not t.is_contiguous():
+                copies.append(object())
+                rec.alloc(t.numel() * t.element_size(), "temporary",
+                          "layer_norm contiguous copy", key=copies[-1])
+        if name == "native_layer_norm":
+            copy(args[0])
+            self.outputs(name, args, kwargs, out)
+        else:
+            copy(args[1])
+            self.outputs(name, args, kwargs, out,
+                         noted=lambda: copy(args[0]))
+        for k in copies:
+            rec.free(k)
+        return out
+
+    def _efficient_forward(self, name, args, kwargs, out):
+        flat = tree_flatten(out)[0]
+        if len(flat) >= 4:
+            # _efficient_attention_forward's philox seed and
+            # offset are CPU tensors (outside CUDA graph capture):
+            # the H200 trace has no 8-byte blocks there.
+            flat = flat[:2]
+        return self.outputs(name, args, kwargs, out, flat)
+
+    def _loss(self, name, args, kwargs, out):
+        if isinstance(out, torch.Tensor) and out.device.type == "cuda" and \
+                out.dim() == 0 and (len(args) < 3 or args[2] != 0):
+            # Their structured meta functions build a binary
+            # TensorIterator with the output, which allocates it
+            # at the inputs' broadcast size; the reduction then
+            # resizes it to a scalar, keeping the storage (the
+            # H200 trace: an input-sized block that lives as long
+            # as the loss).
+            full = 1
+            for d in torch.broadcast_shapes(args[0].shape, args[1].shape):
+                full *= int(d)
+            out.untyped_storage().resize_(full * out.element_size())
+        return self.outputs(name, args, kwargs, out)
+
+    def _dropout(self, name, args, kwargs, out):
+        flat = tree_flatten(out)[0]
+        if len(flat) == 2:
+            # dropout_cuda makes the mask first, then the output.
+            flat = flat[::-1]
+        return self.outputs(name, args, kwargs, out, flat)
+
+    def _cudnn_attention(self, name, args, kwargs, out):
+        flat = tree_flatten(out)[0]
+        if len(flat) >= 8:
+            # _cudnn_attention_forward makes the RNG seed and
+            # offset first, then the output and the stats
+            # (run_cudnn_SDP_fprop), as the H200's frames show.
+            flat = flat[6:8] + flat[:6] + flat[8:]
+            if len(args) > 4 and args[4] is False:
+                # compute_log_sumexp off (no gradient wanted):
+                # _cudnn_attention_forward makes no softmax stats,
+                # which the meta kernel returns all the same (the
+                # H200's no_grad and inference_mode traces).
+                del flat[3]
+        return self.outputs(name, args, kwargs, out, flat)
+
+    def embedding_events(self, name, args):
+        """(sort events, segment events) of an embedding backward with
+        the sorting path, or None: embedding_dense_backward_cuda takes it
+        for more than 3072 indices or scale_grad_by_freq (else one
+        kernel, no temporaries); _embedding_bag_dense_backward for sum and
+        mean bags."""
+        try:
+            g, idx = args[0], args[1]
+            if not isinstance(g, torch.Tensor) or g.device.type != "cuda" \
+                    or idx.dtype != torch.int64:
+                return None
+            if name == "embedding_dense_backward":
+                nw, scale = int(args[2]), bool(args[4])
+                if idx.numel() <= 3072 and not scale:
+                    return None
+            elif name == "_embedding_bag_backward":
+                nw, mode, sparse = int(args[6]), int(args[8]), bool(args[9])
+                if mode == 2 or sparse:  # max bags, sparse: other kernels
+                    return None
+            else:
+                nw, mode = int(args[5]), int(args[7])
+                if mode == 2:      # max bags: a different kernel
+                    return None
+            acc = 4 if g.dtype in (torch.float16, torch.bfloat16) else \
+                g.element_size()
+            n, d = idx.numel(), int(g.shape[-1])
+            return (kernels.embedding_backward("sort", n, nw, d, acc),
+                    kernels.embedding_backward("segments", n, nw, d, acc))
+        except Exception:
+            return None
+
+    def run_events(self, events, keys, site):
+        for ev in events:
+            if ev[0] == "alloc":
+                keys[ev[1]] = object()
+                self.rec.alloc(ev[2], "temporary", site, key=keys[ev[1]])
+            else:
+                self.rec.free(keys.pop(ev[1]))
+
+    def conv_copies(self, args):
+        """The keys of the copies conv_copies made (see above)."""
+        try:
+            go, x, w = args[0], args[1], args[2]
+            if not isinstance(x, torch.Tensor) or x.device.type != "cuda" \
+                    or x.dim() not in (4, 5) or args[9] != 1 or \
+                    not isinstance(go, torch.Tensor) or self.major < 7:
+                return []
+            cl = torch.channels_last if x.dim() == 4 else \
+                torch.channels_last_3d
+            fmt = cl if (x.is_contiguous(memory_format=cl) and
+                         not x.is_contiguous()) or \
+                (w.is_contiguous(memory_format=cl) and
+                 not w.is_contiguous()) else torch.contiguous_format
+            keys = []
+            for t in (x, go):
+                if not t.is_contiguous(memory_format=fmt):
+                    keys.append(object())
+                    self.rec.alloc(t.numel() * t.element_size(), "temporary",
+                              "cudnn convolution_backward contiguous copy",
+                              key=keys[-1])
+            return keys
+        except Exception:
+            return []
+
+    def blas_workspaces(self, name, args):
+        blas_workspaces(self.rec, self.ws_bytes, name, args)
+
+    def note_all(self, flat, name):
+        for t in flat:
+            if type(t) is FakeTensor:
+                # (no wrapper subclass: self.inner(t) is t itself on the GPU)
+                if t.device.type == "cuda":
+                    try:
+                        s = t.untyped_storage()
+                    except Exception:
+                        continue
+                    self.note(s, name)
+                continue
+            for u in self.inner(t):
+                try:
+                    s = u.untyped_storage()
+                except Exception:
+                    continue
+                self.note(s, name)
+
+    def kernel_events(self, name, args, phase, out, kwargs=None):
+        """The kernel's own temporaries (kernels.py) for the device
+        named; [] for ops without any (_EVENTS)."""
+        ev = _EVENTS.get(name)
+        if ev is None:
+            return []
+        try:
+            return ev(self, name, args, phase, out, kwargs)
+        except Exception:
+            return []
+
+    def _ev_conv(self, name, args, phase, out, kwargs):
+        if name == "convolution":
+            x, w = args[0], args[1]
+            st, pad, dil, tr, gr = args[3], args[4], args[5], \
+                args[6], args[8]
+            y = out
+        else:
+            go, x, w = args[0], args[1], args[2]
+            st, pad, dil, tr, gr = args[4], args[5], args[6], \
+                args[7], args[9]
+            y = go
+        if not isinstance(x, torch.Tensor) or \
+                x.device.type != "cuda":
+            return []
+        if phase == "bias":
+            # grad_bias: a sum of grad_output over all but the
+            # channel dimension (convolution_backward).
+            return kernels.reduce(
+                tuple(y.shape), tuple(y.stride()),
+                set(range(y.dim())) - {1}, y.element_size(),
+                8 if y.element_size() == 8 else 4,
+                int(y.storage_offset()), self.major, self.minor,
+                self.sms)
+        cl = torch.channels_last if x.dim() == 4 else \
+            torch.channels_last_3d
+        fmt_cl = x.dim() in (4, 5) and (
+            (x.is_contiguous(memory_format=cl) and
+             not x.is_contiguous()) or
+            (w.is_contiguous(memory_format=cl) and
+             not w.is_contiguous()))
+        w_cl = w.dim() in (4, 5) and \
+            w.is_contiguous(memory_format=cl) \
+            and not w.is_contiguous()
+        if torch.backends.cudnn.benchmark:
+            # cudnn.benchmark: the first call of each convolution
+            # (BenchmarkCache's key: shapes, layout, dtype, parameters)
+            # runs cuDNN's find with a workspace of the largest of its
+            # candidate plans (Conv_v8.cpp, get_plans_from_find): cuDNN's
+            # own, not modelled; noted once a key (dcgan on the H200:
+            # 2.6 GB).
+            key = (phase, tuple(x.shape), tuple(w.shape),
+                   tuple(x.stride()), x.dtype, tuple(st), tuple(pad),
+                   tuple(dil), bool(tr), int(gr))
+            if key not in self.cudnn_found:
+                self.cudnn_found.add(key)
+                self.rec.assume("cudnn:benchmark-find")
+        return kernels.conv(phase, tuple(x.shape), tuple(w.shape),
+                            tuple(y.shape), x.element_size(), st,
+                            pad, dil, tr, gr, fmt_cl, w_cl, self.major,
+                            self.sms)
+
+    def _ev_reduce(self, name, args, phase, out, kwargs):
+        x = args[0] if args else None
+        if not isinstance(x, torch.Tensor) or \
+                x.device.type != "cuda" or \
+                not x.dtype.is_floating_point or x.dim() == 0:
+            return []
+        dims = args[1] if len(args) > 1 and \
+            isinstance(args[1], (list, tuple)) else []
+        red = {int(d) % x.dim() for d in dims} or \
+            set(range(x.dim()))
+        return kernels.reduce(
+            tuple(x.shape), tuple(x.stride()), red,
+            x.element_size(), 8 if x.element_size() == 8 else 4,
+            int(x.storage_offset()), self.major, self.minor, self.sms)
+
+    def _ev_sort(self, name, args, phase, out, kwargs):
+        x = args[0] if args else None
+        if not isinstance(x, torch.Tensor) or \
+                x.device.type != "cuda":
+            return []
+        kwargs = kwargs or {}
+        if name == "sort":
+            dim = kwargs.get("dim", args[1] if len(args) > 1 and
+                             isinstance(args[1], int) else -1)
+            if x.dim() == 0:
+                return []
+            from torch._prims_common import \
+                is_non_overlapping_and_dense_or_false as dense_
+            dense = dense_(x) and \
+                x.stride(dim % x.dim()) == 1
+            return kernels.sort(tuple(x.shape), dense, dim,
+                                x.element_size())
+        ns = args[1] if len(args) > 1 else kwargs.get("num_samples")
+        rp = args[2] if len(args) > 2 else \
+            kwargs.get("replacement", False)
+        return kernels.multinomial(
+            tuple(x.shape), x.element_size(), int(ns), bool(rp),
+            out.numel() if isinstance(out, torch.Tensor) else 0)
+
+    def _ev_softmax_backward(self, name, args, phase, out, kwargs):
+        g, y = args[0], args[1]
+        if not isinstance(g, torch.Tensor) or \
+                g.device.type != "cuda":
+            return []
+        dt = torch.result_type(g, y)
+        return kernels.softmax_backward(
+            g.numel(), torch.empty((), dtype=dt).element_size())
+
+    def _ev_loss(self, name, args, phase, out, kwargs):
+        # mse_loss_out and its kin (Loss.cpp): with a reduction,
+        # the elementwise loss goes to a TensorIterator temporary
+        # that at::mean_out / sum_out then reduces (its
+        # gpu_reduce_kernel buffers), freed on return.
+        x, t = args[0], args[1]
+        red = args[2] if len(args) > 2 else 1   # Mean
+        if not isinstance(x, torch.Tensor) or \
+                x.device.type != "cuda" or red == 0:
+            return []
+        shape = tuple(torch.broadcast_shapes(x.shape, t.shape))
+        dt = torch.result_type(x, t)
+        isz = torch.empty((), dtype=dt).element_size()
+        n = 1
+        strides = []
+        for d in reversed(shape):
+            strides.insert(0, n)
+            n *= int(d)
+        ev = [("alloc", "loss", n * isz)]
+        if shape:
+            ev += kernels.reduce(
+                shape, tuple(strides), set(range(len(shape))), isz,
+                8 if isz == 8 else 4, 0, self.major, self.minor, self.sms)
+        return ev + [("free", "loss")]
+
+    def _ev_group_norm(self, name, args, phase, out, kwargs):
+        bw = name == "native_group_norm_backward"
+        x = args[1] if bw else args[0]
+        if not isinstance(x, torch.Tensor) or \
+                x.device.type != "cuda":
+            return []
+        n, c, hxw, g = (int(v) for v in
+                        (args[5:9] if bw else args[3:7]))
+        acc = 8 if x.dtype == torch.float64 else 4
+        if bw:
+            mask = args[9]
+            return kernels.group_norm(
+                "backward", n, c, hxw, g, acc,
+                isinstance(args[4], torch.Tensor), bool(mask[0]))
+        return kernels.group_norm(
+            "forward", n, c, hxw, g, acc,
+            any(isinstance(a, torch.Tensor) for a in args[1:3]),
+            False)
+
+    def _ev_attention(self, name, args, phase, out, kwargs):
+        kind = SDPA_KERNELS[name]
+        q = args[1] if kind[1] else args[0]
+        if not isinstance(q, torch.Tensor) or q.device.type != "cuda" \
+                or q.dim() != 4:
+            return []
+        if not kind[1]:
+            return kernels.attention_forward(kind[0])
+        b, h, sq, d = (int(v) for v in q.shape)
+        return kernels.attention_backward(kind[0], b, h, sq, d,
+                                          q.element_size())
+
+    def temps(self, name, events):
+        """Allocations through the fake allocator, freed in the order
+        the kernel frees them: category temporary, site the kernel."""
+        self.run_events(events, {}, KERNEL_SITES.get(name, name))
+
+    def inner(self, t):
+        """The CUDA tensors that hold T's memory.  A wrapper subclass
+        (DTensor: a sharded parameter, its gradient and optimizer state)
+        owns none: its inner tensors do, made by ops that run inside the
+        subclass's dispatch, under the fake mode but not above it."""
+        if not isinstance(t, torch.Tensor) or t.device.type != "cuda":
+            return
+        if is_traceable_wrapper_subclass(t):
+            for a in t.__tensor_flatten__()[0]:
+                yield from self.inner(getattr(t, a))
+        else:
+            yield t
+
+    def note(self, s, name):
+        key = id(s)
+        if key in self.rec.retired:
+            return
+        nb = s.nbytes()
+        ent = self.rec.live.get(key)
+        if ent is not None:
+            if ent[2] == nb:
+                return
+            self.rec.free(key)   # resized: the old block goes
+        if nb == 0:
+            return
+        self.rec.alloc(nb, self.rec.category(name), self.rec.site(), key)
+        self.refs[key] = weakref.ref(s, self.on_storage_death(key))
+
+    def accumulates(self, args, kwargs):
+        """Whether this add is the autograd engine's accumulation of two
+        gradients of one input (InputBuffer::accumulate, out of place for
+        fake tensors): in backward with grad mode off, inside a node's
+        evaluation, no Python frame of the program's own between (a
+        custom Function's backward adds as the program says), two dense
+        tensors of one shape and dtype, the first owning its storage."""
+        if kwargs or len(args) != 2 or torch.is_grad_enabled() or \
+                not (self.rec.phase_backward or lifecycle.autograd_thread()):
+            return False
+        a, b = args
+        if not isinstance(a, torch.Tensor) or \
+                not isinstance(b, torch.Tensor) or \
+                a.device.type != "cuda" or a.shape != b.shape or \
+                a.dtype != b.dtype or not a.is_contiguous() or \
+                a.storage_offset() != 0 or \
+                a.untyped_storage().nbytes() != a.numel() * a.element_size():
+            return False
+        try:
+            if torch._C._current_autograd_node() is None:
+                return False
+        except Exception:
+            return False
+        try:
+            # can_accumulate_inplace: the buffer holds the last reference
+            # to the storage (a gradient that shares it, a tied weight's,
+            # is added out of place).  Seen from here, two references:
+            # the tensor and the fake mode's own.
+            if torch._C._storage_Use_Count(
+                    a.untyped_storage()._cdata) > 2:
+                return False
+        except Exception:
+            return False
+        f = sys._getframe(2)
+        while f is not None:
+            fn = os.path.abspath(f.f_code.co_filename)
+            if f.f_code.co_name == "_engine_run_backward":
+                return True
+            if not fn.startswith(_TORCH_DIR) and not fn.startswith(_HERE):
+                return False
+            f = f.f_back
+        return True
+
+
+# What dispatch() does by op name (an OpOverloadPacket's __name__); an op
+# not named runs its fake kernel and Dispatch.outputs notes what it made.
+_RUN = object()       # a _BEFORE handler's "not answered: run the op"
+_BEFORE = {
+    "_local_scalar_dense": Dispatch._item,
+    "is_pinned": Dispatch._not_pinned,
+    "_nested_tensor_from_mask_left_aligned": Dispatch._nested_mask,
+    "_amp_foreach_non_finite_check_and_unscale_": Dispatch._amp,
+    "_amp_update_scale_": Dispatch._amp,
+    "add": Dispatch._add,
+}
+_BEFORE.update((n, Dispatch._host_bool) for n in values.HOST_BOOL)
+_MAKE = {
+    "_transformer_encoder_layer_fwd": Dispatch._encoder_layer,
+}
+_AFTER = {
+    "_to_copy": Dispatch._to_host,
+    "convolution_backward": Dispatch._conv_backward,
+    "_scaled_dot_product_efficient_attention_backward":
+        Dispatch._efficient_backward,
+    "embedding_dense_backward": Dispatch._embedding_backward,
+    "_embedding_bag_backward": Dispatch._embedding_backward,
+    "_embedding_bag_dense_backward": Dispatch._embedding_backward,
+    "native_layer_norm": Dispatch._layer_norm,
+    "native_layer_norm_backward": Dispatch._layer_norm,
+    "_scaled_dot_product_efficient_attention": Dispatch._efficient_forward,
+    "mse_loss": Dispatch._loss,
+    "smooth_l1_loss": Dispatch._loss,
+    "native_dropout": Dispatch._dropout,
+    "_scaled_dot_product_cudnn_attention": Dispatch._cudnn_attention,
+}
+# The kernels' own temporaries (kernel_events), by op.
+_EVENTS = {
+    "convolution": Dispatch._ev_conv,
+    "convolution_backward": Dispatch._ev_conv,
+    "sum": Dispatch._ev_reduce,
+    "mean": Dispatch._ev_reduce,
+    "sort": Dispatch._ev_sort,
+    "multinomial": Dispatch._ev_sort,
+    "_softmax_backward_data": Dispatch._ev_softmax_backward,
+    "mse_loss": Dispatch._ev_loss,
+    "smooth_l1_loss": Dispatch._ev_loss,
+    "huber_loss": Dispatch._ev_loss,
+    "native_group_norm": Dispatch._ev_group_norm,
+    "native_group_norm_backward": Dispatch._ev_group_norm,
+}
+_EVENTS.update((n, Dispatch._ev_attention) for n in SDPA_KERNELS)
