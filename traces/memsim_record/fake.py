@@ -725,12 +725,17 @@ def _patch_cuda(torch, rec, dev):
     torch.Tensor.record_stream = lambda self, s: None
     orig_to = torch.Tensor.to
 
+    from torch.nn.parameter import UninitializedTensorMixin as _Lazy
+
     def to(self, *args, **kwargs):
         try:
             device, dtype, non_blocking, fmt = torch._C._nn._parse_to(
                 *args, **kwargs)
         except Exception:
             return orig_to(self, *args, **kwargs)
+        if device is not None and device.type == "cuda" and \
+                isinstance(self, _Lazy):
+            return _lazy_cuda(self, dtype)
         if device is not None and device.type == "cuda":
             # Every CUDA device is device 0: one rank sees one GPU.
             if self.device.type != "cuda":
@@ -742,7 +747,52 @@ def _patch_cuda(torch, rec, dev):
             return orig_to(self, dtype)
         return orig_to(self, *args, **kwargs)
 
+    def _lazy_cuda(self, dtype=None):
+        """A lazy module's parameter or buffer not yet materialized
+        (LazyLinear's UninitializedParameter, a real host tensor of no
+        elements) moved to the GPU: PyTorch moves its empty data there and
+        materialize() then makes it on that device.  Here it stays as it
+        is, marked; its module's first forward (_infer_parameters) puts a
+        fake CUDA one in its place when initialize_parameters()
+        materializes it."""
+        if dtype is not None:
+            self._memsim_dtype = dtype
+        self._memsim_cuda = True
+        return self
+
+    orig_materialize = _Lazy.materialize
+
+    def materialize(self, shape, device=None, dtype=None):
+        owner = getattr(self, "_memsim_owner", None)
+        if owner is None or device is not None:
+            return orig_materialize(self, shape, device=device, dtype=dtype)
+        module, table, name = owner
+        t = torch.empty(shape, device=torch.device("cuda", 0),
+                        dtype=dtype or getattr(self, "_memsim_dtype",
+                                               self.dtype))
+        if isinstance(self, torch.nn.Parameter):
+            t = torch.nn.Parameter(t, requires_grad=self.requires_grad)
+            rec.relabel(t, "parameter",
+                        clean(type(module).__name__ + "." + name))
+        getattr(module, table)[name] = t
+        del self._memsim_owner
+
+    _Lazy.materialize = materialize
+    from torch.nn.modules import lazy as _lazym
+    orig_infer = _lazym.LazyModuleMixin._infer_parameters
+
+    def _infer_parameters(self, module, args, kwargs=None):
+        for table in ("_parameters", "_buffers"):
+            for name, t in getattr(module, table).items():
+                if getattr(t, "_memsim_cuda", False):
+                    t._memsim_owner = (module, table, name)
+        return orig_infer(self, module, args, kwargs)
+
+    _lazym.LazyModuleMixin._infer_parameters = _infer_parameters
+
     def cuda(self, device=None, non_blocking=False, **kw):
+        if isinstance(self, _Lazy):
+            return _lazy_cuda(self)
         if self.device.type == "cuda":
             return self
         return torch.ops.aten._to_copy.default(
