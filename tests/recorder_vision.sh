@@ -87,6 +87,15 @@ os.remove("ck/ep0.pth")
 print("ep0", os.path.exists("ck/ep0.pth"), "ep1", os.path.exists("ck/ep1.pth"))
 sd = torch.load("ck/ep1.pth", map_location="cuda")
 print("loaded", sd["epoch"], tuple(sd["w"]["weight"].shape), sd["w"]["weight"].device)
+# fsspec's transaction (Lightning's checkpoints): a file written, moved
+# onto the target, then its mode and times set there
+with open("ck/part.tmp", "wb") as f:
+    torch.save(m.state_dict(), f)
+import shutil
+shutil.move("ck/part.tmp", "ck/model.ckpt")
+os.chmod("ck/model.ckpt", 0o644)
+os.utime("ck/model.ckpt")
+print("commit", os.access("ck/model.ckpt", os.R_OK), oct(os.stat("ck/model.ckpt").st_mode & 0o777))
 os.rename("user.txt", "user2.txt")
 print("user", os.path.exists("user.txt"), open("user2.txt").read().strip())
 os.remove("user2.txt")
@@ -95,7 +104,7 @@ PY
 (cd "$tmp/w" && $MEMSIM record -o "$tmp/ck.csv" -- "$PY" ck.py) >"$tmp/out" 2>&1 ||
 	fail "checkpoint moves: $(tail -3 "$tmp/out")"
 for want in "saved 0 True True" "saved 1 True True" "ep0 False ep1 True" \
-	"loaded 1 (4, 4) cuda:0" "user False keep" "user2 False"; do
+	"loaded 1 (4, 4) cuda:0" "commit True 0o644" "user False keep" "user2 False"; do
 	grep -q "^$want$" "$tmp/out" || fail "checkpoint moves: no '$want' in: $(head -8 "$tmp/out")"
 done
 # the user's folder: the script and user.txt as they were, the folder the

@@ -96,8 +96,10 @@ class Files:
     checkpoint saver makes around such a write (timm's CheckpointSaver:
     torch.save to tmp, os.replace to last, os.link to the best, os.remove
     of old ones, os.path.exists checks) act on the scratch copies:
-    os.replace, os.rename, os.link, os.remove, os.unlink, os.stat and
-    os.lstat of a path written during the recording.  A move or link
+    os.replace, os.rename, os.link, os.remove, os.unlink, os.stat,
+    os.lstat, os.chmod, os.utime and os.access of a path written during
+    the recording (fsspec's transaction: a temporary file moved onto the
+    target, then chmod; Lightning's checkpoints).  A move or link
     from a user's file copies it to the target's scratch copy; removing
     a user's file hides it from the recording (its path then names a
     scratch copy that does not exist) and leaves it in place.  Not
@@ -191,7 +193,7 @@ class Files:
         files = self
         self.orig_os = {n: getattr(os, n) for n in (
             "replace", "rename", "link", "remove", "unlink", "stat",
-            "lstat")}
+            "lstat", "chmod", "utime", "access")}
         o = self.orig_os
 
         def open_(file, mode="r", *a, **k):
@@ -234,6 +236,11 @@ class Files:
         os.unlink = remover("unlink")
         os.stat = stater("stat")
         os.lstat = stater("lstat")
+        # a written file's mode and times (fsspec's commit after its move,
+        # shutil.copy2's copystat) set on its scratch copy
+        os.chmod = stater("chmod")
+        os.utime = stater("utime")
+        os.access = stater("access")
 
     def uninstall(self):
         if hasattr(self, "orig_env"):
