@@ -8,8 +8,8 @@
 #          still fail; once it records, this test fails and says so, so
 #          that expected.tsv is brought up to date (tests/corpus/update-expected).
 # A program whose Python modules (programs.tsv's NEEDS) are missing is
-# skipped with a line saying which; the test then ends with 77 (skipped)
-# unless something failed.  CORPUS_JOBS programs are recorded at once (2).
+# skipped with a line saying which, listed again at the end; the test
+# passes on the others (77, skipped, only when none can run here).  CORPUS_JOBS programs are recorded at once (2).
 # CORPUS_PROGRAMS="NAME..." checks only those programs (a quicker look
 # after a recorder change; the full list is the test).
 set -u
@@ -86,8 +86,7 @@ done <"$tmp/run"
 
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 if [ -s "$tmp/skipped" ]; then
-	echo "corpus: $(wc -l <"$tmp/skipped") program(s) SKIPPED for missing Python modules:"
+	echo "corpus: $(wc -l <"$tmp/skipped") program(s) not checked here, their Python modules missing:"
 	cat "$tmp/skipped"
-	exit 77
 fi
 finish corpus
