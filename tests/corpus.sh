@@ -9,7 +9,8 @@
 #          that expected.tsv is brought up to date (tests/corpus/update-expected).
 # A program whose Python modules (programs.tsv's NEEDS) are missing is
 # skipped with a line saying which, listed again at the end; the test
-# passes on the others (77, skipped, only when none can run here).  CORPUS_JOBS programs are recorded at once (2).
+# passes on the others (77, skipped, only when none can run here).
+# CORPUS_JOBS programs are recorded at once (2).
 # CORPUS_PROGRAMS="NAME..." checks only those programs (a quicker look
 # after a recorder change; the full list is the test).
 set -u
