@@ -150,6 +150,8 @@ setup(
     packages=["memsim", "memsim_record"],
     package_dir={"memsim": "python/memsim",
                  "memsim_record": "traces/memsim_record"},
+    # the GPU table the recorder reads (memsim devices --json)
+    package_data={"memsim_record": ["devices.json"]},
     cmdclass={"build_py": BuildPy},
     distclass=BinaryDistribution,
 )
