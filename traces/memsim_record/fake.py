@@ -733,10 +733,9 @@ def _patch_cuda(torch, rec, dev):
                 *args, **kwargs)
         except Exception:
             return orig_to(self, *args, **kwargs)
-        if device is not None and device.type == "cuda" and \
-                isinstance(self, _Lazy):
-            return _lazy_cuda(self, dtype)
         if device is not None and device.type == "cuda":
+            if isinstance(self, _Lazy):
+                return _lazy_cuda(self, dtype)
             # Every CUDA device is device 0: one rank sees one GPU.
             if self.device.type != "cuda":
                 return torch.ops.aten._to_copy.default(
