@@ -128,7 +128,7 @@ script slow.py 'import os, subprocess, sys, time, torch' \
 	'subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "memsim-orphan-" + os.environ["TAG"]])' \
 	'os.close(os.open(os.environ["MARK"], os.O_CREAT | os.O_WRONLY))' \
 	'time.sleep(300)'
-left() { ps -eo args | grep -c "memsim-orphan-$1$"; }
+left() { procs | grep -c "memsim-orphan-$1$"; }
 export TAG=timeout
 t0=$(date +%s)
 rcase 1 'ran past --timeout 3 s and was stopped; no trace written' -- \
@@ -155,7 +155,7 @@ for sig in TERM HUP INT; do
 	[ "$rc" -gt 128 ] || fail "SIG$sig: exit $rc"
 	sleep 1
 	[ "$(left $sig)" -eq 0 ] || fail "SIG$sig: the script's child still runs"
-	ps -eo args | grep -v grep | grep -q "$in/slow.py" && fail "SIG$sig: the recorder still runs"
+	procs | grep -v grep | grep -q "$in/slow.py" && fail "SIG$sig: the recorder still runs"
 	[ "$(cat keep.csv)" = old ] || fail "SIG$sig replaced the old trace"
 done
 
@@ -227,7 +227,7 @@ rcase 1 'recording B=2 failed (memsim record exit 1); its settings are not run' 
 grep -q 'the recording ran past --timeout 20 s and was stopped' "$tmp/err" ||
 	fail "sweep --timeout: $(cat "$tmp/err")"
 grep -q ': 1 settings: 1 run' "$tmp/out" || fail "sweep --timeout: $(cat "$tmp/out")"
-[ "$(ps -eo args | grep -c '[f]itslow.py 2$')" -eq 0 ] ||
+[ "$(procs | grep -c '[f]itslow.py 2$')" -eq 0 ] ||
 	fail "sweep --timeout: the recording still runs"
 before '--timeout: only over a command' -- \
 	$MEMSIM sweep --timeout 5 --db "$tmp/slow.db" "$in/data.txt"

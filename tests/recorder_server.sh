@@ -133,7 +133,7 @@ left=$(ls -A "$TMPDIR" | grep '^memsim-')
 
 # Processes whose command line has $1; waits (up to 300 s) until there
 # are two, or (up to 10 s) until there are none.
-running() { ps -eo args | grep -F "$1" | grep -v grep; }
+running() { procs | grep -F "$1" | grep -v grep; }
 until_two() {
 	i=0
 	while [ $i -lt 600 ] && [ "$(running "$1" | wc -l)" -lt 2 ]; do

@@ -28,6 +28,15 @@ expect_error() {
 	[ "$lines" -eq 1 ] || fail "$*: $lines lines on stderr"
 }
 
+# procs: the command line of every process, one a line, arguments
+# joined by spaces (from /proc, so that no ps is needed: CI's machine has
+# none, and a check of what is left running must not pass for want of it).
+procs() {
+	for f in /proc/[0-9]*/cmdline; do
+		{ tr '\0' ' ' <"$f"; } 2>/dev/null && echo
+	done | sed 's/ $//; /^$/d'
+}
+
 # key NAME FILE: the integer "NAME" of a JSON file (memsim run --json).
 key() { sed -n "s/.*\"$1\": \([0-9]*\).*/\1/p" "$2"; }
 
