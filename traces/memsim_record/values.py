@@ -72,6 +72,8 @@ INDICES = {"topk": 1, "sort": 1, "argsort": 0, "argmax": 0, "argmin": 0,
            "max": 1, "min": 1, "kthvalue": 1, "mode": 1, "median": 1,
            "nanmedian": 1, "cummax": 1, "cummin": 1}
 ROUTING = frozenset(("topk", "argmax", "argmin", "max", "min"))
+# Ops that count a bool tensor's true elements (Values.mask).
+MASK_COUNTS = frozenset(("sum", "count_nonzero"))
 # Ops that keep each element's range (views, copies, gathers, reductions
 # that pick or average elements).
 KEEP = (_known.SAME - {"repeat"}) | {"repeat", "mean", "median",
@@ -332,6 +334,46 @@ class Values:
             return
         self.ranges[t] = (rg, k, self.gen.get(k, 0))
 
+    def mask(self, t):
+        """The values assumed for T, a bool tensor whose values are not
+        known, the first time an op counts its true elements (boolean
+        indexing, nonzero, masked_select, sum, count_nonzero): the
+        --dynamic-fraction f of fake._dynamic's rule, spread evenly in
+        T's element order (element i is true where ceil((i + 1) f) >
+        ceil(i f): ceil(f n) of n, f of each row).  Kept as T's shadow,
+        so that every later count of the same mask agrees (x-transformers'
+        entropy tokenizer: x[mask].split(mask.sum(-1).tolist())).  None
+        (the rules as before) where T has values, is too large for a
+        shadow, or is an expanded view (a stride 0 repeats elements)."""
+        torch = self.torch
+        if self.cpu or not isinstance(t, self.Fake) or \
+                t.dtype != torch.bool or t.numel() == 0 or \
+                not self._small(t) or self._has(t) or \
+                any(st == 0 and sz > 1
+                    for st, sz in zip(t.stride(), t.shape)):
+            return None
+        f = float(self.rec.opt.dynamic_fraction)
+        with self.unset():
+            c = torch.ceil(torch.arange(t.numel() + 1,
+                                        dtype=torch.float64) * f)
+            r = (c[1:] > c[:-1]).reshape(tuple(t.shape))
+        r = self._layout(t, r)
+        self._set(t, r)
+        if self._registered(t) is None:
+            return None
+        return r
+
+    def _count(self, t, kind):
+        """Values.mask(T), counted as one assumption KIND (the number of
+        true elements); whether T now has values."""
+        r = self.mask(t)
+        if r is None:
+            return False
+        with self.unset():
+            n = int(r.count_nonzero())
+        assume(self.rec, kind, n)
+        return True
+
     # -- answers -----------------------------------------------------------
     def item(self, t):
         """T.item() from its shadow or its range, or UNKNOWN."""
@@ -396,6 +438,9 @@ class Values:
         shadow make the written storages' shadows stale."""
         pend = self.pending
         self.pending = None
+        if name in MASK_COUNTS and args and isinstance(args[0], self.Fake) \
+                and args[0].dtype == self.torch.bool:
+            self._count(args[0], "mask")
         if not self.cpu and not self.shadow and not self.ranges and \
                 name not in SOURCES and name not in RANDOM and \
                 name not in INDICES:
@@ -664,6 +709,10 @@ class Values:
         if dev is None:
             return None
         real = None
+        if aten_op and name in ("nonzero", "argwhere") and args:
+            self._count(args[0], "nonzero")
+        elif aten_op and name == "masked_select" and len(args) > 1:
+            self._count(args[1], "masked_select")
         if self.cpu or self.shadow:
             real = self._compute(func, name, args, kwargs, None, ())
             self.fresh = {}
@@ -702,6 +751,9 @@ class Values:
         if not any(isinstance(i, torch.Tensor) and
                    i.dtype in (torch.bool, torch.uint8) for i in idx):
             return None
+        for i in idx:
+            if isinstance(i, self.Fake) and i.dtype == torch.bool:
+                self._count(i, "nonzero")
         if self.cpu or self.shadow:
             real = self._compute(func, "index", args, kwargs, None, ())
             self.fresh = {}

@@ -1,0 +1,16 @@
+# tests/recorder_maskcount.sh: one mask of unknown values, counted twice
+# (x-transformers' entropy tokenizer: x[mask].split(mask.sum(-1).tolist())).
+import sys
+import torch
+ent = torch.randn(2, 16, device="cuda").softmax(-1)
+ids = torch.arange(16, device="cuda").expand(2, 16)
+mask = ent >= 0.1
+if sys.argv[1:] == ["sum-first"]:
+    counts = mask.sum(dim=-1)
+    sel = ids[mask]
+else:
+    sel = ids[mask]
+    counts = mask.sum(dim=-1)
+n = counts.tolist()
+print("counts", n, "selected", sel.shape[0], "rows", [len(s) for s in sel.split(n)])
+print("nonzero", torch.nonzero(mask).shape[0], "masked", ent.masked_select(mask).shape[0])
