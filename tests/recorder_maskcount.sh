@@ -2,8 +2,9 @@
 # memsim record --fake: a bool mask of unknown values counted by two ops
 # (x[mask] and mask.sum(), nonzero, masked_select) gets one count: the
 # first that needs it gives the mask --dynamic-fraction of its elements
-# true, spread evenly (traces/memsim_record/values.py, Values.mask), and
-# every later op computes from those values.  Before, boolean indexing
+# true, spread evenly, the last true (traces/memsim_record/values.py,
+# Values.mask), and every later op computes from those values (the
+# segments' lengths add up to the row's).  Before, boolean indexing
 # took 16 of the 32 elements and sum().tolist() answered 1 a row, so
 # x[mask].split(mask.sum(-1).tolist()) raised.  Needs Python 3 and
 # PyTorch; skips (77) without them.
@@ -19,6 +20,9 @@ for order in sum-first index-first; do
 		fail "$order counts: $(grep -v '^memsim' "$tmp/err" | tail -3)"
 	grep -q "^nonzero 16 masked 16$" "$tmp/err" ||
 		fail "$order nonzero: $(grep -v '^memsim' "$tmp/err" | tail -3)"
+	# each row's last element selected: the segments' lengths add up
+	grep -q "^ends \[True, True\] lengths \[16, 16\]$" "$tmp/err" ||
+		fail "$order ends: $(grep -v '^memsim' "$tmp/err" | tail -3)"
 done
 # One assumption, where the mask was first counted.
 grep ',annotate,' "$tmp/m.csv" | cut -d, -f7- >"$tmp/out"

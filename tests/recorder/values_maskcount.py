@@ -14,3 +14,5 @@ else:
 n = counts.tolist()
 print("counts", n, "selected", sel.shape[0], "rows", [len(s) for s in sel.split(n)])
 print("nonzero", torch.nonzero(mask).shape[0], "masked", ent.masked_select(mask).shape[0])
+lens = torch.diff(sel.view(2, -1), prepend=torch.full((2, 1), -1, device="cuda"))
+print("ends", mask[:, -1].tolist(), "lengths", lens.sum(-1).tolist())

@@ -339,10 +339,15 @@ class Values:
         known, the first time an op counts its true elements (boolean
         indexing, nonzero, masked_select, sum, count_nonzero): the
         --dynamic-fraction f of fake._dynamic's rule, spread evenly in
-        T's element order (element i is true where ceil((i + 1) f) >
-        ceil(i f): ceil(f n) of n, f of each row).  Kept as T's shadow,
-        so that every later count of the same mask agrees (x-transformers'
-        entropy tokenizer: x[mask].split(mask.sum(-1).tolist())).  None
+        T's element order and ending on its last element (element n-1-j
+        of n is true where ceil((j + 1) f) > ceil(j f): ceil(f n) of n,
+        f of each row, the last of each row true where f times the row's
+        length is whole: the end of a sequence is one of its segments'
+        boundaries).  Kept as T's shadow, so that every later count of
+        the same mask agrees (x-transformers' entropy tokenizer:
+        x[mask].split(mask.sum(-1).tolist()), then the segments' lengths,
+        the differences of the selected positions, add up to the
+        sequence's length).  None
         (the rules as before) where T has values, is too large for a
         shadow, or is an expanded view (a stride 0 repeats elements)."""
         torch = self.torch
@@ -356,7 +361,7 @@ class Values:
         with self.unset():
             c = torch.ceil(torch.arange(t.numel() + 1,
                                         dtype=torch.float64) * f)
-            r = (c[1:] > c[:-1]).reshape(tuple(t.shape))
+            r = (c[1:] > c[:-1]).flip(0).reshape(tuple(t.shape))
         r = self._layout(t, r)
         self._set(t, r)
         if self._registered(t) is None:
