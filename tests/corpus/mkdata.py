@@ -33,6 +33,10 @@ minimind    minimind's layout, run from trainer/ (its train_pretrain.py
             tokenizer_config.json (copies of the corpus files),
             dataset/pretrain.jsonl (64 lines {"text": ...} of 40 to 400
             random words of lower-case letters), an empty trainer/.
+binarized_mnist
+            binarized_mnist.npz: train_data (2,000 x 784) and valid_data
+            (500 x 784), float32 zeros and ones, the arrays of the
+            binarized MNIST file karpathy/pytorch-made's run.py loads.
 copy:PATH   a copy of the corpus file PATH (relative to tests/corpus), for
             the programs that open it from the working directory
             (nanoGPT's and llama2.c's configurator.py, which train.py and
@@ -176,6 +180,13 @@ def minimind(d):
             f.write(json.dumps({"text": " ".join(words)}) + "\n")
 
 
+def binarized_mnist(d):
+    rng = np.random.default_rng(9)
+    np.savez(os.path.join(d, "binarized_mnist.npz"),
+             train_data=(rng.random((2000, 784)) < 0.2).astype(np.float32),
+             valid_data=(rng.random((500, 784)) < 0.2).astype(np.float32))
+
+
 def main():
     if len(sys.argv) < 3:
         sys.exit("usage: mkdata.py DIR KIND...")
@@ -183,7 +194,7 @@ def main():
     kinds = {"text": text, "names": names, "shakespeare_char": shakespeare_char,
              "tinystories": tinystories, "wikitext": wikitext, "cora": cora,
              "enwik8": enwik8, "imagefolder": imagefolder,
-             "minimind": minimind}
+             "minimind": minimind, "binarized_mnist": binarized_mnist}
     for k in sys.argv[2:]:
         if k.startswith("copy:"):
             copy(d, k.split(":", 1)[1])

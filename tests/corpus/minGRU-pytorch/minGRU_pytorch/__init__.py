@@ -1,0 +1,2 @@
+from minGRU_pytorch.minGRU import minGRU
+
