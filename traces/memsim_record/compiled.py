@@ -78,6 +78,17 @@ def _name(node):
     return getattr(getattr(t, "overloadpacket", None), "__name__", None)
 
 
+def _writes_first(node):
+    """Whether NODE's op writes its first argument (an in-place op)."""
+    t = getattr(node, "target", None)
+    try:
+        args = t._schema.arguments
+        return bool(args) and args[0].alias_info is not None and \
+            args[0].alias_info.is_write
+    except Exception:
+        return False
+
+
 def _is_view(node):
     t = getattr(node, "target", None)
     try:
@@ -138,6 +149,13 @@ class Program:
         # reduction kernels alike).
         self.tuned = {n for n in buf
                       if n.op == "call_function" and not self.extern(n)}
+        # and the kernels that write a graph input in place (an inference
+        # graph's input mutations, copy_(input, value) at its end: the
+        # kernel that computes the value stores it there)
+        self.tuned |= {n for n in nodes
+                       if n.op == "call_function" and _name(n) == "copy_"
+                       and n.args and isinstance(n.args[0], torch.fx.Node)
+                       and base[n.args[0]].op == "placeholder"}
         self.calls = 0
         self.cudagraphs = cudagraphs
         self.static = None     # the static copies of the inputs (graphs)
@@ -234,6 +252,13 @@ class Program:
                         getattr(self.gm, n.target)
                     with rt.quiet():
                         v = fn(*a, **k)
+                    if v is None and _writes_first(n):
+                        # an op Inductor's reinplacing pass made in place
+                        # (_foreach_add -> _foreach_add_, whose inputs a
+                        # copy_ would overwrite): its value is what it
+                        # wrote, as its lowering returns it (the getitems
+                        # of a foreach op read it)
+                        v = a[0]
                     env[n] = v
                     if n in self.buffers and self.base[n] is n and \
                             record and not self.part_of_extern(n):
@@ -752,7 +777,14 @@ def install(torch, rec):
             bw_compiler=compiler("backward"),
             inference_compiler=compiler("inference"),
             partition_fn=partition,
-            decompositions=select_decomp_table())
+            decompositions=select_decomp_table(),
+            # as compile_fx gives it to aot_autograd: an input mutated by
+            # an inference graph (a compiled optimizer step's parameters
+            # and state, a KV cache written under no_grad) is written in
+            # place by a copy_ at the graph's end, which Inductor's kernels
+            # do where they compute the value (no buffer, not an output
+            # copied back by the runtime wrapper)
+            keep_inference_input_mutations=True)
 
         def backend(gm, example_inputs):
             # make_fx propagates small constants (numel <= 1: a
@@ -784,6 +816,67 @@ def install(torch, rec):
             finally:
                 pt.CONSTANT_NUMEL_LIMIT = limit
         return backend
+
+    def optimizer_init():
+        """A compiled optimizer step: Dynamo does not trace the
+        optimizer's _init_group but runs it, for real, while it traces
+        (OptimizerVariable.call_method; move_step_if_cpu first moves CPU
+        step counts to the parameters' device), with the recorder's modes
+        set aside as for every compile internal: the optimizer's state
+        (exp_avg, torch.zeros((), device=p.device) step counts, capturable
+        as Dynamo makes the step) would be made on the real GPU.  Both
+        run under the recorder's modes again (fake.py's
+        rec.script_modes), the state recorded as an eager first step
+        makes it."""
+        from torch._dynamo.variables import optimizer as dov
+        ov = dov.OptimizerVariable
+        if getattr(ov, "_memsim_init", False):
+            return
+        modes = getattr(rec, "script_modes", None)
+        if modes is None:
+            return
+
+        def under_recorder(f):
+            @functools.wraps(f)
+            def w(*a, **k):
+                ms = modes()
+                for m in ms:
+                    m.__enter__()
+                try:
+                    return f(*a, **k)
+                finally:
+                    for m in reversed(ms):
+                        m.__exit__(None, None, None)
+            return w
+
+        orig_call = ov.call_method
+
+        def call_method(self, tx, name, args, kwargs):
+            if name != "_init_group":
+                return orig_call(self, tx, name, args, kwargs)
+            opt = self.value
+            init = opt.__dict__.get("_init_group")
+            opt._init_group = under_recorder(type(opt)._init_group.__get__(
+                opt))
+            try:
+                return orig_call(self, tx, name, args, kwargs)
+            finally:
+                if init is None:
+                    opt.__dict__.pop("_init_group", None)
+                else:
+                    opt._init_group = init
+
+        ov.call_method = call_method
+        ov.move_step_if_cpu = under_recorder(ov.move_step_if_cpu)
+        ov._memsim_init = True
+        # Its guards then ask whether each gradient has a static address
+        # for CUDA graphs (only for a performance hint in the log), through
+        # cudagraph_trees, which a PyTorch without CUDA cannot import: the
+        # answer where no cudagraph tree manager exists (get_manager gives
+        # None), the tensor's static address type.
+        from torch._dynamo.utils import get_static_address_type
+        dov._is_static_for_cudagraphs = lambda x: \
+            not x.is_cuda or get_static_address_type(x) is not None
 
     def hooks_aside(f):
         """Run F with the recorder's module hooks set aside: Dynamo would
@@ -823,6 +916,7 @@ def install(torch, rec):
             return model
         rec.assume("compile:inductor")
         pad.install()
+        optimizer_init()
         # What Inductor's passes ask of a GPU: its partitioner enters a
         # device guard (torch.cuda.device: _exchange_device), the pattern
         # passes make CUDA tensors in fake modes of their own, which would

@@ -1506,7 +1506,11 @@ def run(opt, script, argv):
         return orig_param_new(cls, data, requires_grad)
 
     torch.nn.Parameter.__new__ = param_new
-    undo_threads = lifecycle.patch_threads(lambda: (fm, Track()),
+    # the recorder's modes, entered again where PyTorch runs a program's
+    # own code with them set aside (compiled.py: an optimizer's
+    # _init_group while Dynamo traces its step)
+    rec.script_modes = lambda: (fm, Track())
+    undo_threads = lifecycle.patch_threads(rec.script_modes,
                                            _CURRENT_STREAM)
     had_deepcopy = FakeTensor.__dict__.get("__deepcopy__")
     FakeTensor.__deepcopy__ = _fake_deepcopy

@@ -1,0 +1,27 @@
+#!/bin/sh
+# memsim record --fake of a compiled optimizer step (compiled.py): Dynamo
+# runs the optimizer's _init_group for real while it traces, with the
+# recorder's modes set aside, so the state (torch.zeros((), device=cuda)
+# step counts) was made on the real GPU and the recording stopped ("Could
+# not run 'aten::empty.memory_format' with arguments from the 'CUDA'
+# backend"); it is made under the recorder again.  The step mutates its
+# inputs: as Inductor compiles it (keep_inference_input_mutations), the
+# new values are written in place, no buffer for each (before: 12 more
+# 262144-byte buffers a step).  Four 256 x 256 fp32 weights: their
+# exp_avg and exp_avg_sq, 8 x 262144 bytes, and 4 step counts of 4 bytes
+# are the step's only allocations.  Needs Python 3 and PyTorch; skips (77)
+# without them.
+set -u
+SRC=$(cd "$(dirname "$0")" && pwd)
+. "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
+need_torch
+$MEMSIM record -o "$tmp/c.csv" -- "$PY" "$SRC/recorder/compile_optim.py" \
+	2>"$tmp/err" || fail "record: $(grep -v '^ ' "$tmp/err" | tail -3)"
+grep -q "^state \['exp_avg', 'exp_avg_sq', 'step'\] torch.Size(\[256, 256\])$" "$tmp/err" ||
+	fail "state: $(grep -v '^memsim' "$tmp/err" | tail -3)"
+awk -F, '$3 == "alloc" && $8 == "optimizer.step" { print $5 }' "$tmp/c.csv" |
+	sort -n | uniq -c | awk '{ printf "%s%s x %s", s, $1, $2; s = ", " }
+	END { print "" }' >"$tmp/got"
+echo "4 x 4, 8 x 262144" >"$tmp/want"
+cmp -s "$tmp/got" "$tmp/want" || fail "the step's allocations: $(cat "$tmp/got")"
+finish recorder_compile_optim.sh
