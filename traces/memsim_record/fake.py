@@ -632,6 +632,34 @@ def _patch_cuda(torch, rec, dev):
     # memory_stats() and memory_summary() stay PyTorch's: they read
     # memory_stats_as_nested_dict(), answered with the full key set.
     setc("memory_stats_as_nested_dict", lambda a: _cuda_stats(rec))
+    # torch.accelerator, the device-generic API (pytorch/examples,
+    # torch.utils.benchmark's timer): on CUDA its memory functions read
+    # the CUDA caching allocator's statistics (c10's
+    # CachingDeviceAllocator), which torch.cuda's answer above; its
+    # synchronize waits for no kernel (the native one raises once the
+    # device counts as initialized, after a torch.compile).
+    acc = getattr(torch, "accelerator", None)
+    if acc is not None:
+        def via(name):
+            def f(*a, **k):
+                return getattr(c, name)()
+            f.__name__ = name
+            return f
+        for an, cn in (("memory_allocated", "memory_allocated"),
+                       ("max_memory_allocated", "max_memory_allocated"),
+                       ("memory_reserved", "memory_reserved"),
+                       ("max_memory_reserved", "max_memory_reserved"),
+                       ("memory_stats", "memory_stats"),
+                       ("reset_peak_memory_stats",
+                        "reset_peak_memory_stats"),
+                       ("reset_accumulated_memory_stats",
+                        "reset_accumulated_memory_stats"),
+                       ("empty_cache", "empty_cache"),
+                       ("get_memory_info", "mem_get_info"),
+                       ("synchronize", "synchronize")):
+            for m in (acc, getattr(acc, "memory", None)):
+                if m is not None and hasattr(m, an):
+                    setattr(m, an, via(cn))
     setc("manual_seed", lambda a: None)
     setc("manual_seed_all", lambda a: None)
     setc("seed", lambda a: None)
