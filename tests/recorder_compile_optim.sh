@@ -24,4 +24,12 @@ awk -F, '$3 == "alloc" && $8 == "optimizer.step" { print $5 }' "$tmp/c.csv" |
 	END { print "" }' >"$tmp/got"
 echo "4 x 4, 8 x 262144" >"$tmp/want"
 cmp -s "$tmp/got" "$tmp/want" || fail "the step's allocations: $(cat "$tmp/got")"
+# A float lr changed by a scheduler: Dynamo's analysis restarts to
+# specialize it (TensorifyScalarRestartAnalysis, raised through the
+# backend), as in a real compile; before, the backend took it for a graph
+# it could not compile and ran that graph eagerly (compile:eager-graph).
+$MEMSIM record -o "$tmp/s.csv" -- "$PY" "$SRC/recorder/compile_optim.py" sched \
+	2>"$tmp/err" || fail "record sched: $(grep -v '^ ' "$tmp/err" | tail -3)"
+grep -q "; 2 assumptions (compile:inductor 2)$" "$tmp/err" ||
+	fail "sched: $(grep '^memsim record' "$tmp/err" | tail -2)"
 finish recorder_compile_optim.sh

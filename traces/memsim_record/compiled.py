@@ -801,6 +801,12 @@ def install(torch, rec):
                 with config.patch(options or {}):
                     return aot(gm, example_inputs)
             except Exception as e:
+                from torch._dynamo.exc import RestartAnalysis
+                if isinstance(e, RestartAnalysis):
+                    # Dynamo's own signal (TensorifyScalarRestartAnalysis:
+                    # a float specialized, a scheduler's lr): it traces
+                    # the frame again, as with Inductor
+                    raise
                 # A graph AOTAutograd or Inductor's passes cannot take
                 # without a GPU (a CPU constant moved to the device while
                 # tracing, prims.device_put): Dynamo's graph runs as it
