@@ -347,9 +347,9 @@ class Values:
         the same mask agrees (x-transformers' entropy tokenizer:
         x[mask].split(mask.sum(-1).tolist()), then the segments' lengths,
         the differences of the selected positions, add up to the
-        sequence's length).  None
-        (the rules as before) where T has values, is too large for a
-        shadow, or is an expanded view (a stride 0 repeats elements)."""
+        sequence's length).  None (the rules as before) where T has
+        values, is too large for a shadow, or is an expanded view (a
+        stride 0 repeats elements)."""
         torch = self.torch
         if self.cpu or not isinstance(t, self.Fake) or \
                 t.dtype != torch.bool or t.numel() == 0 or \
