@@ -510,6 +510,81 @@ def _hook_slots(torch):
     return {w: names.index(w) for w in want}
 
 
+def _patch_graphs(torch, rec, cg):
+    """CUDA graphs captured by hand (torch.cuda.CUDAGraph, the
+    torch.cuda.graph context, graph_pool_handle): a CPU build has only
+    dummy classes.  What the allocator does with a capture is kept: the
+    capture's allocations go to the graph's private pool (CUDAGraph::
+    capture_begin: beginAllocateToPool on the capturing stream, a pool of
+    its own unless one is shared; capture_end: endAllocateToPool; reset()
+    or the graph's death after a capture: releasePool), the rows --gpu's
+    pools.py notes from the real calls.  A replay allocates nothing."""
+    import itertools
+    import weakref
+    handles = itertools.count(1)    # PyTorch's graph pool ids: (0, uid)
+    ids = {}                        # pool handle -> the trace's pool id
+
+    def row(action, handle):
+        if handle not in ids:
+            # after compiled.Runtime.POOL (1, the cudagraph trees' pool)
+            ids[handle] = len(ids) + 2
+        rec.rows.append([action, ids[handle], 0, "", "",
+                         _CURRENT_STREAM[0]])
+
+    def release(state):
+        if state[1]:
+            state[1] = False
+            row("pool_release", state[0])
+
+    class CUDAGraph:
+        def __init__(self, keep_graph=False):
+            # [pool handle, captured and not released]
+            self._state = [None, False]
+            self._fin = None
+
+        def capture_begin(self, pool=None, capture_error_mode="global",
+                          **kwargs):
+            h = tuple(pool) if pool is not None else (0, next(handles))
+            self._state[0] = h
+            row("pool_begin", h)
+
+        def capture_end(self):
+            row("pool_end", self._state[0])
+            self._state[1] = True
+            if self._fin is None:
+                self._fin = weakref.finalize(self, release, self._state)
+
+        def replay(self):
+            pass
+
+        def instantiate(self):
+            pass
+
+        def reset(self):
+            release(self._state)
+
+        def pool(self):
+            if self._state[0] is None:
+                raise RuntimeError("Called CUDAGraph::pool() without a "
+                                   "preceding successful capture.")
+            return self._state[0]
+
+        def enable_debug_mode(self):
+            pass
+
+        def debug_dump(self, debug_path):
+            pass
+
+    cg.CUDAGraph = CUDAGraph
+    torch.cuda.CUDAGraph = CUDAGraph
+    handle = lambda: (0, next(handles))
+    cg.graph_pool_handle = handle
+    torch.cuda.graph_pool_handle = handle
+    if not hasattr(torch._C, "_host_emptyCache"):
+        # torch.cuda.graph's __enter__ empties the pinned host cache too
+        torch._C._host_emptyCache = lambda: None
+
+
 def _patch_cuda(torch, rec, dev):
     name, major, minor, total, sms = devices.DEVICES[dev]
     props = _Props(name, major, minor, total, sms)
@@ -561,6 +636,7 @@ def _patch_cuda(torch, rec, dev):
     setc("is_current_stream_capturing", lambda a: False)
     import torch.cuda.graphs as cg
     cg.is_current_stream_capturing = lambda: False
+    _patch_graphs(torch, rec, cg)
     # torch.cuda.empty_cache and torch.cuda.memory.empty_cache (the same
     # function; a program may call either): a row of the trace.
     setc("empty_cache", lambda a: rec.empty_cache())
