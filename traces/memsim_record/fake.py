@@ -543,7 +543,7 @@ def _patch_graphs(torch, rec, cg):
             self._fin = None
 
         def capture_begin(self, pool=None, capture_error_mode="global",
-                          **kwargs):
+                          check_input_liveness=False):
             h = tuple(pool) if pool is not None else (0, next(handles))
             self._state[0] = h
             row("pool_begin", h)
@@ -574,6 +574,20 @@ def _patch_graphs(torch, rec, cg):
 
         def debug_dump(self, debug_path):
             pass
+
+        def _no_graph(self, what):
+            raise RuntimeError("memsim record: CUDAGraph.%s needs the real "
+                               "CUDA graph, which --fake does not make" %
+                               what)
+
+        def get_graph_data(self):
+            self._no_graph("get_graph_data")
+
+        def raw_cuda_graph(self):
+            self._no_graph("raw_cuda_graph")
+
+        def raw_cuda_graph_exec(self):
+            self._no_graph("raw_cuda_graph_exec")
 
     cg.CUDAGraph = CUDAGraph
     torch.cuda.CUDAGraph = CUDAGraph
@@ -716,10 +730,12 @@ def _patch_cuda(torch, rec, dev):
     # device counts as initialized, after a torch.compile).
     acc = getattr(torch, "accelerator", None)
     if acc is not None:
-        def via(name):
+        import functools
+
+        def via(name, orig):
+            @functools.wraps(orig)      # (PyTorch's signature)
             def f(*a, **k):
                 return getattr(c, name)()
-            f.__name__ = name
             return f
         for an, cn in (("memory_allocated", "memory_allocated"),
                        ("max_memory_allocated", "max_memory_allocated"),
@@ -735,7 +751,7 @@ def _patch_cuda(torch, rec, dev):
                        ("synchronize", "synchronize")):
             for m in (acc, getattr(acc, "memory", None)):
                 if m is not None and hasattr(m, an):
-                    setattr(m, an, via(cn))
+                    setattr(m, an, via(cn, getattr(m, an)))
     setc("manual_seed", lambda a: None)
     setc("manual_seed_all", lambda a: None)
     setc("seed", lambda a: None)
