@@ -1556,5 +1556,8 @@ def run(opt, script, argv):
         torch.autograd.backward = orig_backward
         torch.nn.Module._apply = orig_apply
         torch.UntypedStorage.resize_ = orig_resize
+        F.scaled_dot_product_attention = orig_sdpa
+        F.linear = orig_linear
+        F.rms_norm = orig_rms
         undo_rnn()
     return rec, status, msg
