@@ -20,10 +20,12 @@ import sys
 import types
 import torch
 import torch.cuda.memory, torch.cuda.random, torch.cuda.streams
+import torch.cuda.nvtx, torch.cuda.profiler
 from memsim_record import fake
 
 mods = [torch.cuda, torch.cuda.memory, torch.cuda.random, torch.cuda.streams,
-        torch.accelerator, torch.nn.parallel.comm]
+        torch.accelerator, torch.nn.parallel.comm, torch.cuda.nvtx,
+        torch.cuda.profiler]
 before = [dict(m.__dict__) for m in mods]
 opt = types.SimpleNamespace(world_size=1, item_int=1, item_bool=False)
 fake._patch_cuda(torch, fake.Recorder(opt), "h200")
@@ -112,4 +114,25 @@ grep -q "PyTorch CUDA memory summary, device ID 0" "$tmp/out" || fail "memory_su
 grep -q "^cuda True True True \['sm_90'\]$" "$tmp/out" || fail "a CUDA build's answers"
 grep -q "^TypeError .*positional argument" "$tmp/out" ||
 	fail "too many arguments: not PyTorch's TypeError"
+# A profiling-instrumented script (NVTX ranges, torch.cuda.profiler) runs
+# as on a GPU with no profiler attached: NVTX's push and pop answer
+# NVTX_NO_PUSH_POP_TRACKING (-2), a range start 0 (as the H200 did), the
+# profiler's start and stop succeed (the script's output goes to memsim
+# record's stderr); a build without CUDA raised.
+cat >"$tmp/nvtx.py" <<'PY'
+import torch
+print(torch.cuda.nvtx.range_push("a"), torch.cuda.nvtx.range_pop(),
+      torch.cuda.nvtx.range_start("b"), torch.cuda.nvtx.mark("m"))
+with torch.cuda.nvtx.range("step {}", 3):
+    x = torch.ones(1024, device="cuda")
+torch.cuda.profiler.start()
+torch.cuda.profiler.stop()
+with torch.cuda.profiler.profile():
+    y = x * 2
+PY
+$MEMSIM record --fake -o "$tmp/nvtx.csv" -- "$PY" "$tmp/nvtx.py" >"$tmp/out" \
+	2>"$tmp/err" || fail "nvtx: $(tail -3 "$tmp/err")"
+grep -qx -- "-2 -2 0 None" "$tmp/err" || fail "nvtx: $(cat "$tmp/err")"
+[ "$(grep -c ",alloc," "$tmp/nvtx.csv")" -eq 2 ] || fail "nvtx: $(cat "$tmp/nvtx.csv")"
+
 finish recorder_torchcuda

@@ -400,6 +400,52 @@ def _like(orig, impl):
     return f
 
 
+class _NvtxNoTool:
+    """NVTX as a CUDA build runs it with no profiler attached (nsys,
+    Nsight): every call returns at once; a push or pop answers
+    NVTX_NO_PUSH_POP_TRACKING (-2), a range start the id 0."""
+    rangePushA = staticmethod(lambda msg: -2)
+    rangePop = staticmethod(lambda: -2)
+    rangeStartA = staticmethod(lambda msg: 0)
+    rangeEnd = staticmethod(lambda range_id: None)
+    markA = staticmethod(lambda msg: None)
+    deviceRangeStart = staticmethod(lambda msg, stream: None)
+    deviceRangeEnd = staticmethod(lambda handle, stream: None)
+
+
+class _CudartNoTool:
+    """torch.cuda.cudart() for torch.cuda.profiler's start() and stop()
+    (cudaProfilerStart/Stop: cudaSuccess with no profiler attached),
+    and the cudaError that check_error() reads; no call reaches CUDA."""
+    class cudaError:
+        success = 0
+
+    def cudaProfilerStart(self):
+        return 0
+
+    def cudaProfilerStop(self):
+        return 0
+
+    def __getattr__(self, name):
+        raise AttributeError("memsim record: torch.cuda.cudart().%s is "
+                             "not answered under --fake" % name)
+
+
+def _patch_profiling(torch):
+    """A profiling-instrumented script runs as on a GPU without a
+    profiler: torch.cuda.nvtx's ranges and marks (a build without CUDA
+    has only a stub that raises) and torch.cuda.profiler's start, stop
+    and profile() (cudaProfilerStart through torch.cuda.cudart(), None
+    without CUDA; a CUDA build's would initialize the driver)."""
+    import torch.cuda.nvtx as nvtx
+    import torch.cuda.profiler as prof
+    if type(nvtx._nvtx).__name__ == "_NVTXStub":
+        nvtx._nvtx = _NvtxNoTool()
+    rt = _CudartNoTool()
+    torch.cuda._cudart = rt
+    prof.cudart = torch.cuda.cudart = _like(torch.cuda.cudart, lambda a: rt)
+
+
 def _cuda_stats(rec):
     """torch.cuda.memory_stats_as_nested_dict(): every key PyTorch's
     CUDACachingAllocator reports (DeviceStats), bytes from the recording
@@ -720,6 +766,7 @@ def _patch_cuda(torch, rec, dev):
         bc.is_built = lambda: True
     except Exception:
         pass
+    _patch_profiling(torch)
     torch.Tensor.pin_memory = lambda self, *a, **k: self
     torch.Tensor.is_pinned = lambda self, *a, **k: False
     torch.Tensor.record_stream = lambda self, s: None
