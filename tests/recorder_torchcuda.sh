@@ -135,4 +135,27 @@ $MEMSIM record --fake -o "$tmp/nvtx.csv" -- "$PY" "$tmp/nvtx.py" >"$tmp/out" \
 grep -qx -- "-2 -2 0 None" "$tmp/err" || fail "nvtx: $(cat "$tmp/err")"
 [ "$(grep -c ",alloc," "$tmp/nvtx.csv")" -eq 2 ] || fail "nvtx: $(cat "$tmp/nvtx.csv")"
 
+# PyTorch's memory-debugging workflow (the memory_viz tutorial) runs: the
+# history recorded, a snapshot dumped (into the recording's scratch
+# folder: the user's file untouched), an out-of-memory observer attached,
+# metadata kept; a build without CUDA raised at _record_memory_history.
+cat >"$tmp/viz.py" <<'PY'
+import pickle, torch
+torch.cuda.memory._record_memory_history(max_entries=100000)
+torch._C._cuda_attach_out_of_memory_observer(lambda *a: None)
+x = torch.empty(1 << 20, device="cuda")
+torch.cuda.memory._set_memory_metadata("step 1")
+print("meta", torch.cuda.memory._get_memory_metadata())
+torch.cuda.memory._dump_snapshot("snap.pickle")
+with open("snap.pickle", "rb") as f:
+    print("keys", sorted(pickle.load(f)))
+torch.cuda.memory._record_memory_history(enabled=None)
+PY
+echo mine >"$tmp/snap.pickle"
+(cd "$tmp" && $MEMSIM record --fake -o viz.csv -- "$PY" viz.py) >"$tmp/out" \
+	2>"$tmp/err" || fail "memory_viz: $(tail -3 "$tmp/err")"
+grep -qx "meta step 1" "$tmp/err" && grep -qx "keys \['device_traces', 'segments'\]" \
+	"$tmp/err" || fail "memory_viz: $(cat "$tmp/err")"
+[ "$(cat "$tmp/snap.pickle")" = mine ] || fail "memory_viz: the user's snapshot overwritten"
+
 finish recorder_torchcuda

@@ -728,6 +728,27 @@ def _patch_cuda(torch, rec, dev):
     setc("set_sync_debug_mode", lambda a: None)
     setc("get_allocator_backend", lambda a: "native")
     setc("memory_snapshot", lambda a: [])
+    # PyTorch's memory-debugging workflow (the memory_viz tutorial:
+    # _record_memory_history, _dump_snapshot of _snapshot(), an out-of-
+    # memory observer) runs as on a GPU: recording the history changes
+    # nothing here (the trace is the history; `memsim run --snapshot-out`
+    # replays it to PyTorch's snapshot), a snapshot taken during the
+    # recording holds no segment, metadata is kept.
+    cmem._record_memory_history = _like(cmem._record_memory_history,
+                                        lambda a: None)
+    cmem._record_memory_history_legacy = _like(
+        cmem._record_memory_history_legacy, lambda a: None)
+    cmem._snapshot = _like(cmem._snapshot, lambda a: {
+        "segments": [], "device_traces": [[]]})
+    metadata = [""]
+    cmem._set_memory_metadata = _like(
+        cmem._set_memory_metadata,
+        lambda a: metadata.__setitem__(0, a["metadata"]))
+    cmem._get_memory_metadata = _like(cmem._get_memory_metadata,
+                                      lambda a: metadata[0])
+    if not hasattr(torch._C, "_cuda_attach_out_of_memory_observer"):
+        torch._C._cuda_attach_out_of_memory_observer = \
+            lambda observer: None
     setc("current_blas_handle", lambda a: 0)
     setc("current_solver_handle", lambda a: 0)
     setc("caching_allocator_enable", lambda a: None)
