@@ -1464,9 +1464,11 @@ def run(opt, script, argv):
     undo_rnn = rnn.install(torch, rec, devices.DEVICES[opt.device][4])
     from . import strategy
     strategy.apply(torch, opt)
+    from . import dist
     if opt.world_size > 1:
-        from . import dist
         dist.install(torch, opt, rec)
+    else:
+        dist.install_single(torch, opt, rec)
 
     status, msg = 0, None
     sys.argv = [script] + list(argv)
@@ -1475,6 +1477,13 @@ def run(opt, script, argv):
     # recorder, 0-dim GPU tensors formatted as their .item(), .numpy() and
     # .tolist() of a fake tensor by the host rules.
     files = rec.files = host.Files()
+    # transformers (5.x) copies a checkpoint's tensors to the GPU from a
+    # thread pool (core_model_loading's spawn_materialize): threads of a
+    # library, which run without the fake mode (lifecycle.patch_threads:
+    # one FakeTensorMode is not safe in two threads at once).  Its own
+    # switch makes it copy them one after another in the calling thread:
+    # the same copies, in the order of the checkpoint.
+    os.environ.setdefault("HF_DEACTIVATE_ASYNC_LOAD", "1")
     undo_save = host.patch_save(torch, files, rec)
     undo_workers = host.patch_workers(torch)
     orig_format = torch.Tensor.__format__
