@@ -446,6 +446,43 @@ def _patch_profiling(torch):
     prof.cudart = torch.cuda.cudart = _like(torch.cuda.cudart, lambda a: rt)
 
 
+# TorchScript's view of the recorder's replacements of F.* (_jit_builtins).
+_JIT_SCHEMAS = {
+    "sdpa": "sdpa(Tensor query, Tensor key, Tensor value, Tensor? "
+            "attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, "
+            "float? scale=None, bool enable_gqa=False) -> Tensor",
+    "linear": "linear(Tensor input, Tensor weight, Tensor? bias=None) -> "
+              "Tensor",
+    "rms_norm": "rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? "
+                "weight=None, float? eps=None) -> Tensor",
+}
+_JIT_IMPL = {}
+
+
+def _jit_builtins(torch, fns, backward):
+    """torch.jit.script compiles the Python functions a module calls
+    (nn.Linear's F.linear), except the builtins of an operator
+    (torch.jit._builtins' table), and the replacements' source is not
+    TorchScript.  Each is registered as the builtin of an operator
+    memsim::NAME of PyTorch's signature, whose CompositeImplicitAutograd
+    kernel is the replacement: a scripted module calls it as eager code
+    does.  torch.autograd.backward's replacement (it counts phases)
+    stands for aten::backward, as PyTorch's does."""
+    from torch.jit import _builtins as jb
+    if not _JIT_IMPL:
+        lib = torch.library.Library("memsim", "DEF")
+        for name, schema in _JIT_SCHEMAS.items():
+            lib.define(schema)
+            lib.impl(name, (lambda n: lambda *a, **k:
+                            _JIT_IMPL[n](*a, **k))(name),
+                     "CompositeImplicitAutograd")
+        _JIT_IMPL["lib"] = lib
+    for name, fn in fns.items():
+        _JIT_IMPL[name] = fn
+        jb._register_builtin(fn, "memsim::" + name)
+    jb._register_builtin(backward, "aten::backward")
+
+
 def _cuda_stats(rec):
     """torch.cuda.memory_stats_as_nested_dict(): every key PyTorch's
     CUDACachingAllocator reports (DeviceStats), bytes from the recording
@@ -1459,6 +1496,8 @@ def run(opt, script, argv):
         return _FusedRMSNorm.apply(input, weight, shape, eps)
 
     F.rms_norm = rms_norm
+    _jit_builtins(torch, {"sdpa": sdpa, "linear": linear,
+                          "rms_norm": rms_norm}, backward)
     # nn.LSTM/GRU/RNN: cuDNN's tensors (rnn.py).
     from . import rnn
     undo_rnn = rnn.install(torch, rec, devices.DEVICES[opt.device][4])
