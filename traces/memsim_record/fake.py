@@ -1148,17 +1148,30 @@ def _sdp_choice(torch, rec, args, kwargs, major):
     q = args[0]
     mask = args[3] if len(args) > 3 else kwargs.get("attn_mask")
     d = q.shape[-1]
+    half = q.dtype in (torch.float16, torch.bfloat16)
     # On sm90 PyTorch 2.11 ran cuDNN attention for fp16/bf16 (the H200
-    # snapshots' frames show at::native::_cudnn_attention_forward/backward).
-    if major in (9, 10) and q.dtype in (torch.float16, torch.bfloat16) and \
-            d <= 128 and d % 8 == 0:
-        return SDP_CUDNN
-    if major >= 8 and q.dtype in (torch.float16, torch.bfloat16) and \
-            mask is None and d <= 256 and d % 8 == 0:
-        return SDP_FLASH
-    if major >= 5 and d % _gemm_alignment(torch, q.dtype, major) == 0:
-        return SDP_EFFICIENT
-    return SDP_MATH
+    # snapshots' frames show at::native::_cudnn_attention_forward/backward):
+    # first where it applies, else last.
+    cudnn = major in (9, 10) and half and d <= 128 and d % 8 == 0
+    fits = {SDP_CUDNN: cudnn,
+            SDP_FLASH: major >= 8 and half and mask is None and d <= 256
+            and d % 8 == 0,
+            SDP_EFFICIENT: major >= 5 and
+            d % _gemm_alignment(torch, q.dtype, major) == 0,
+            SDP_MATH: True}
+    order = [SDP_FLASH, SDP_EFFICIENT, SDP_MATH]
+    order = [SDP_CUDNN] + order if cudnn else order + [SDP_CUDNN]
+    # The backends the program left enabled (torch.backends.cuda's
+    # flags, which torch.nn.attention.sdpa_kernel sets): select_sdp_backend
+    # takes the first of its order that is enabled and applies.
+    bc = torch.backends.cuda
+    enabled = {SDP_CUDNN: bc.cudnn_sdp_enabled, SDP_FLASH: bc.flash_sdp_enabled,
+               SDP_EFFICIENT: bc.mem_efficient_sdp_enabled,
+               SDP_MATH: bc.math_sdp_enabled}
+    for b in order:
+        if fits[b] and enabled[b]():
+            return b
+    raise RuntimeError("No available kernel. Aborting execution.")
 
 
 def _gemm_alignment(torch, dtype, major):
