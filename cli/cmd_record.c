@@ -153,8 +153,10 @@ msim_cmd_record(int argc, char **argv)
 		}
 	}
 	if (!out) {
-		fprintf(stderr, "memsim: record: -o OUT is required\n");
-		msim_cli_help(stderr, &record_cmd);
+		/* one line, with the form, not the whole help */
+		fprintf(stderr, "memsim: record: -o OUT is required (memsim "
+			"record -o trace.csv -- python3 train.py ...; memsim "
+			"record --help)\n");
 		return 2;
 	}
 	msim_record_opts_t ro = {.dirs = msim_cli_record_dirs(),
