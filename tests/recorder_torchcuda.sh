@@ -135,6 +135,23 @@ $MEMSIM record --fake -o "$tmp/nvtx.csv" -- "$PY" "$tmp/nvtx.py" >"$tmp/out" \
 grep -qx -- "-2 -2 0 None" "$tmp/err" || fail "nvtx: $(cat "$tmp/err")"
 [ "$(grep -c ",alloc," "$tmp/nvtx.csv")" -eq 2 ] || fail "nvtx: $(cat "$tmp/nvtx.csv")"
 
+# The device's properties that kernels' configuration pickers read
+# (shared memory by compute capability): an H200 (sm90) and an A10G (sm86).
+cat >"$tmp/props.py" <<'PY'
+import torch
+p = torch.cuda.get_device_properties(0)
+print("props", p.major, p.minor, p.shared_memory_per_block,
+      p.shared_memory_per_block_optin, p.shared_memory_per_multiprocessor,
+      p.max_threads_per_block)
+torch.zeros(1, device="cuda")
+PY
+for d in "h200 props 9 0 49152 232448 233472 1024" \
+	"a10g props 8 6 49152 101376 102400 1024"; do
+	$MEMSIM record --device "${d%% *}" -o "$tmp/props.csv" -- "$PY" \
+		"$tmp/props.py" >/dev/null 2>"$tmp/err" || fail "props: $(tail -3 "$tmp/err")"
+	grep -qx "${d#* }" "$tmp/err" || fail "props ${d%% *}: $(grep props "$tmp/err")"
+done
+
 # PyTorch's memory-debugging workflow (the memory_viz tutorial) runs: the
 # history recorded, a snapshot dumped (into the recording's scratch
 # folder: the user's file untouched), an out-of-memory observer attached,

@@ -220,6 +220,17 @@ class _Props:
         self.warp_size = 32
         self.regs_per_multiprocessor = 65536
         self.gcnArchName = ""
+        # The CUDA programming guide's table of compute capabilities:
+        # shared memory a block may opt in to and an SM has (Inductor,
+        # Triton and attention kernels read them to pick configurations).
+        smem = {(7, 0): 98304, (7, 5): 65536, (8, 0): 167936,
+                (9, 0): 233472, (10, 0): 233472}.get(
+                    (major, minor), 102400 if major >= 8 else 65536)
+        self.shared_memory_per_block = 49152
+        self.shared_memory_per_multiprocessor = smem
+        self.shared_memory_per_block_optin = smem - (1024 if major >= 8
+                                                     else 0)
+        self.max_threads_per_block = 1024
         self.uuid = "memsim-fake"
         self.pci_bus_id = 0
         self.pci_device_id = 0
