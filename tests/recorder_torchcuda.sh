@@ -136,20 +136,43 @@ grep -qx -- "-2 -2 0 None" "$tmp/err" || fail "nvtx: $(cat "$tmp/err")"
 [ "$(grep -c ",alloc," "$tmp/nvtx.csv")" -eq 2 ] || fail "nvtx: $(cat "$tmp/nvtx.csv")"
 
 # The device's properties that kernels' configuration pickers read
-# (shared memory by compute capability): an H200 (sm90) and an A10G (sm86).
+# (shared memory by compute capability, the L2 cache memsim devices knows):
+# an H200 (sm90: as get_device_properties() said on the H200) and an A10G
+# (sm86).
 cat >"$tmp/props.py" <<'PY'
 import torch
 p = torch.cuda.get_device_properties(0)
 print("props", p.major, p.minor, p.shared_memory_per_block,
       p.shared_memory_per_block_optin, p.shared_memory_per_multiprocessor,
-      p.max_threads_per_block)
+      p.max_threads_per_block, p.L2_cache_size, p.multi_processor_count)
 torch.zeros(1, device="cuda")
 PY
-for d in "h200 props 9 0 49152 232448 233472 1024" \
-	"a10g props 8 6 49152 101376 102400 1024"; do
+for d in "h200 props 9 0 49152 232448 233472 1024 62914560 132" \
+	"a10g props 8 6 49152 101376 102400 1024 6291456 80"; do
 	$MEMSIM record --device "${d%% *}" -o "$tmp/props.csv" -- "$PY" \
 		"$tmp/props.py" >/dev/null 2>"$tmp/err" || fail "props: $(tail -3 "$tmp/err")"
 	grep -qx "${d#* }" "$tmp/err" || fail "props ${d%% *}: $(grep props "$tmp/err")"
+done
+
+# scaled_dot_product_attention on the backend the program left enabled
+# (torch.nn.attention.sdpa_kernel): flash, memory-efficient and cuDNN
+# attention replay to the H200's peaks (torch 2.11, 2 December 2026:
+# allocated and reserved); the math path's fp32 scores and weights are
+# recorded (the H200: 377520640 / 400556032 bytes; cuDNN attention was
+# recorded whatever the program enabled).
+for b in "flash 8520704 23068672" "eff 8388608 20971520" \
+	"cudnn 8390144 23068672" "math"; do
+	set -- $b
+	$MEMSIM record -o "$tmp/sdpa.csv" -- "$PY" "$SRC/tests/recorder/sdpa_backend.py" \
+		$1 >/dev/null 2>"$tmp/err" || { fail "sdpa $1: $(tail -3 "$tmp/err")"; continue; }
+	$MEMSIM run --json "$tmp/sdpa.csv" >"$tmp/sdpa.json" || fail "sdpa $1: run"
+	a=$(key allocated_bytes.all.peak "$tmp/sdpa.json")
+	r=$(key reserved_bytes.all.peak "$tmp/sdpa.json")
+	if [ $# -eq 3 ]; then
+		[ "$a $r" = "$2 $3" ] || fail "sdpa $1: $a $r, the H200 $2 $3"
+	else   # two fp32 score tensors (4 x 8 x 1024 x 1024) live at once
+		[ "$a" -gt 268435456 ] || fail "sdpa math: $a bytes"
+	fi
 done
 
 # PyTorch's memory-debugging workflow (the memory_viz tutorial) runs: the

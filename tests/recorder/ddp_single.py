@@ -4,7 +4,8 @@ script itself (init: init_process_group("nccl", rank=0, world_size=1)),
 or its ranks started by torch.multiprocessing.spawn over
 torch.cuda.device_count() (spawn).  4 blocks of Linear(1024, 1024) and a
 Linear(1024, 10) head, AdamW, 3 steps at batch 64.  On a GPU it prints
-torch.cuda.max_memory_allocated() and max_memory_reserved() at the end.
+torch.cuda.max_memory_allocated() and max_memory_reserved() at the end
+(with DDP_SNAPSHOT=FILE, the allocator's history dumped to FILE).
     python3 ddp_single.py init|spawn"""
 import os
 import sys
@@ -17,6 +18,9 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 
 def worker(rank, world):
+    snap = os.environ.get("DDP_SNAPSHOT")
+    if snap:
+        torch.cuda.memory._record_memory_history(max_entries=1000000)
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = "29541"
     dist.init_process_group("nccl", rank=rank, world_size=world)
@@ -37,6 +41,8 @@ def worker(rank, world):
     dist.barrier()
     print("peaks %d %d" % (torch.cuda.max_memory_allocated(),
                            torch.cuda.max_memory_reserved()))
+    if snap:
+        torch.cuda.memory._dump_snapshot(snap)
     dist.destroy_process_group()
 
 

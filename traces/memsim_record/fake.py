@@ -207,7 +207,7 @@ def clean(s):
 
 # -- CUDA answered from the device table --------------------------------------
 class _Props:
-    def __init__(self, name, major, minor, total, sms):
+    def __init__(self, name, major, minor, total, sms, l2=None):
         self.name = name
         self.major = major
         self.minor = minor
@@ -215,7 +215,9 @@ class _Props:
         self.multi_processor_count = sms
         self.is_integrated = False
         self.is_multi_gpu_board = False
-        self.L2_cache_size = 50 * 1024 * 1024
+        # the device's L2 where memsim devices knows it (the H200: 60 MiB,
+        # as get_device_properties() said there), else 50 MiB
+        self.L2_cache_size = l2 or 50 * 1024 * 1024
         self.max_threads_per_multi_processor = 2048
         self.warp_size = 32
         self.regs_per_multiprocessor = 65536
@@ -606,7 +608,7 @@ def _hook_slots(torch):
 
 def _patch_cuda(torch, rec, dev):
     name, major, minor, total, sms = devices.DEVICES[dev]
-    props = _Props(name, major, minor, total, sms)
+    props = _Props(name, major, minor, total, sms, devices.L2_BYTES.get(dev))
     c = torch.cuda
     import torch.cuda.memory as cmem
     import torch.cuda.random as crand
