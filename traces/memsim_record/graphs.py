@@ -22,7 +22,8 @@ and write the rows `memsim record --gpu` writes for the same program
   __enter__ is PyTorch's: synchronize, empty_cache (an ``empty_cache``
   row), its side stream);
 - replay: nothing is allocated; what the capture wrote is written again,
-  so the values known of those storages are forgotten (known.py);
+  so the values known of those storages are forgotten (known.py), as at
+  capture_end (a capture runs no kernel);
 - reset() or the graph's death after a capture: releasePool,
   ``pool_release``, then the seed and offset are freed if no graph is
   left registered (the H200 trace of tests/data/pools/graph.real.csv);
@@ -152,6 +153,9 @@ def install(torch, rec, kn):
             del CAPTURING[st.stream]
             kn.capture = None
             rec.pool_row("pool_end", st.pool)
+            # the capture ran no kernel: what it wrote holds no value
+            # known here (nor after a replay, whose inputs may differ)
+            kn.rewritten(st.storages)
             st.ended = True
             st.has_exec = True
 
@@ -200,6 +204,9 @@ def install(torch, rec, kn):
 
     class _MemPool:
         """torch._C._MemPool: the pool's id and flags, its death."""
+
+        def __new__(cls, *a, **k):
+            return object.__new__(cls)
 
         def __init__(self, allocator=None, is_user_created=True,
                      use_on_oom=False, no_split=False):
