@@ -5,7 +5,8 @@
 # 1. The workloads whose real H200 `--gpu` recordings are in
 #    tests/data/pools, recorded under --fake: the replay gives the real run's
 #    figures (peaks, segments allocated and freed, the end state), and the
-#    allocations, frees and pool rows are the real trace's, in its order.
+#    allocations, frees and pool rows are the real trace's, in its order
+#    (pools.py, poolopts.py, graphreuse.py: the modes that apply).
 # 2. A scenario by hand (tests/recorder/graphs_hand.py) with exact figures
 #    and rows, values after a capture, make_graphed_callables.
 # Needs Python 3 and PyTorch; skips (77) without them.
@@ -33,6 +34,16 @@ record() { # NAME MODULE CALL: record MODULE.CALL under --fake to $tmp/NAME.csv
 		{ fail "record $1: $(tail -3 "$tmp/err")"; return 1; }
 }
 
+# graphreuse.py's own-allocator pools load MYALLOC_SO with ctypes
+# (CUDAPluggableAllocator); under --fake its functions are never called,
+# so a library with the two names serves (tests/recorder/myalloc.c needs
+# CUDA's headers).
+printf '#include <stddef.h>\nvoid *my_malloc(size_t n, int d, void *s) { (void)n; (void)d; (void)s; return NULL; }\nvoid my_free(void *p, size_t n, int d, void *s) { (void)p; (void)n; (void)d; (void)s; }\n' >"$tmp/myalloc.c"
+${CC:-cc} -shared -fPIC -o "$tmp/myalloc.so" "$tmp/myalloc.c" ||
+	fail "cannot build a shared library"
+MYALLOC_SO=$tmp/myalloc.so
+export MYALLOC_SO
+
 # 1. name, script, call, the real trace, its figures' table, replay options
 while read -r name mod call tsv opts; do
 	record "$name" "$mod" "$call" || continue
@@ -48,9 +59,9 @@ while read -r name mod call tsv opts; do
 	[ "$(echo $got)" = "$want" ] || fail "$name: fake replays to '$got', the H200 run: '$want'"
 	rows "$DATA/$name.real.csv" >"$tmp/real.rows"
 	rows "$tmp/$name.csv" >"$tmp/fake.rows"
-	if [ "$name" = mempool ]; then
+	if [ "$name" = mempool ] || [ "$name" = ownalloc_exp ]; then
 		# recorded before --gpu marked ~MemPool's pool_release with
-		# size 1 (tests/data/pools/graphreuse.tsv says the same of
+		# size 1 (tests/data/pools/graphreuse.tsv says so of
 		# ownalloc_exp); both replay the same
 		n=$(grep -n '^pool_release 1/0$' "$tmp/real.rows" | tail -1 | cut -d: -f1)
 		sed -i "${n}s|/0\$|/1|" "$tmp/real.rows"
@@ -64,6 +75,9 @@ nosplit_on poolopts no_split(True) poolopts.tsv -
 nosplit_off poolopts no_split(False) poolopts.tsv -
 oom_on poolopts use_on_oom(True) poolopts.tsv --cap 104857600
 delpool graphreuse delpool() graphreuse.tsv -
+delown graphreuse delpool(True) graphreuse.tsv -
+ownalloc graphreuse ownpool() graphreuse.tsv -
+ownalloc_exp graphreuse ownpool() graphreuse.tsv --alloc-conf expandable_segments:True
 EOF
 # the capture's rows: the generator's seed and offset on the capture
 # stream, then pool_begin there; g2 (sharing g's pool) none; released at

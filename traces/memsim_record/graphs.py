@@ -28,7 +28,10 @@ and write the rows `memsim record --gpu` writes for the same program
   ``pool_release``, then the seed and offset are freed if no graph is
   left registered (the H200 trace of tests/data/pools/graph.real.csv);
 - MemPool(allocator, use_on_oom, no_split): ``pool_create`` with the
-  pool's flags (1 an allocator of its own, 2 use_on_oom, 4 no_split);
+  pool's flags (1 an allocator of its own, 2 use_on_oom, 4 no_split;
+  CUDAPluggableAllocator loads its library with ctypes as on a GPU, and
+  _cuda_customAllocator gives an allocator whose functions are never
+  called);
   use_mem_pool: ``pool_begin`` on the current stream, ``pool_end``,
   ``pool_release``; the MemPool's death: ``pool_release`` of size 1
   (~MemPool's emptyCache(id)).
@@ -250,6 +253,15 @@ def install(torch, rec, kn):
     def handle():
         return rec.pool_handle(user_created=True)
 
+    class _CUDAAllocator:
+        """torch._C._cuda_CUDAAllocator of a CUDAPluggableAllocator: its
+        functions are never called (no memory is real); a MemPool given
+        it takes its segments from it (pool_create's flag 1)."""
+
+        def __init__(self, alloc_fn=None, free_fn=None):
+            self.alloc_fn = alloc_fn
+            self.free_fn = free_fn
+
     # PyTorch's classes keep their methods; their bases become these.
     for cls, base in ((cg.CUDAGraph, _CUDAGraph), (cm.MemPool, _MemPool)):
         old = cls.__bases__
@@ -257,6 +269,9 @@ def install(torch, rec, kn):
         undo.append(lambda cls=cls, old=old: setattr(cls, "__bases__", old))
     put(C, "_CUDAGraph", _CUDAGraph)
     put(C, "_MemPool", _MemPool)
+    put(C, "_cuda_CUDAAllocator", _CUDAAllocator)
+    put(C, "_cuda_customAllocator",
+        lambda alloc_fn, free_fn: _CUDAAllocator(alloc_fn, free_fn))
     for mod in (C, cg):
         put(mod, "_graph_pool_handle", handle)
         put(mod, "_cuda_isCurrentStreamCapturing", capturing)
