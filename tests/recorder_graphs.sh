@@ -9,6 +9,7 @@
 #    (pools.py, poolopts.py, graphreuse.py: the modes that apply).
 # 2. A scenario by hand (tests/recorder/graphs_hand.py) with exact figures
 #    and rows, values after a capture, make_graphed_callables.
+# 3. A CUDA build's way (copies of PyTorch's classes on the bases).
 # Needs Python 3 and PyTorch; skips (77) without them.
 set -u
 SRC=$(cd "$(dirname "$0")" && pwd)
@@ -129,4 +130,46 @@ $MEMSIM record -o "$tmp/graphed.csv" -- "$PY" "$SRC/recorder/graphs_hand.py" \
 last=$(grep -n ',pool_end,' "$tmp/graphed.csv" | tail -1 | cut -d: -f1)
 n=$(tail -n +"$last" "$tmp/graphed.csv" | awk -F, '$3 == "alloc" && $6 != 0' | wc -l)
 [ "$n" -eq 0 ] || fail "graphed: $n allocations on the capture stream in the replays"
+
+# 3. A CUDA build's bases are C++ classes, which cannot be swapped: there
+# torch.cuda's names get copies of PyTorch's classes on the recorder's
+# bases (graphs._rebased), undone after.  Taken here on this build.
+cat >"$tmp/forced.py" <<'EOF'
+import torch
+import torch.cuda.graphs as cg
+import torch.cuda.memory as cm
+from memsim_record import fake, graphs, known
+
+orig = (torch.cuda.CUDAGraph, torch.cuda.MemPool, cg.CUDAGraph.__bases__)
+rec = fake.Recorder(None)
+kn = known.Known(torch)
+graphs._FORCE_COPY = True
+undo = graphs.install(torch, rec, kn)
+try:
+    G, M = torch.cuda.CUDAGraph, torch.cuda.MemPool
+    assert G is not orig[0] and G is cg.CUDAGraph and M is cm.MemPool
+    assert orig[0].__bases__ == orig[2]          # PyTorch's class untouched
+    g = G()
+    with fake._StreamContext(fake._Stream()):
+        g.capture_begin()                        # PyTorch's, then the base's
+        assert graphs.capturing()
+        g.capture_end()
+    assert g.pool() == (1, 0), g.pool()
+    p = M(use_on_oom=True)
+    assert p.id == (0, 1) and p.use_count() == 1
+    del g, p
+    acts = [(r[0], r[1], r[2]) for r in rec.rows]
+    assert acts == [("alloc", acts[0][1], 8), ("alloc", acts[1][1], 8),
+                    ("pool_begin", 1, 0), ("pool_end", 1, 0),
+                    ("pool_create", 2, 2), ("pool_release", 1, 0),
+                    ("free_completed", acts[0][1], 8),
+                    ("free_completed", acts[1][1], 8),
+                    ("pool_release", 2, 1)], acts
+finally:
+    undo()
+    graphs._FORCE_COPY = False
+assert (torch.cuda.CUDAGraph, torch.cuda.MemPool) == orig[:2]
+EOF
+PYTHONPATH=$SRC/../traces "$PY" "$tmp/forced.py" 2>"$tmp/err" ||
+	fail "copies of PyTorch's classes: $(tail -3 "$tmp/err")"
 finish recorder_graphs

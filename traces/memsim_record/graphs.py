@@ -66,6 +66,51 @@ class _State:
         self.storages = set()
 
 
+# tests/recorder_graphs.sh: take a CUDA build's way (copies of PyTorch's
+# classes) on a CPU build
+_FORCE_COPY = False
+
+
+def _rebased(cls, base):
+    """A copy of the Python class CLS on BASE: its functions' __class__
+    cell (zero-argument super()) names the copy."""
+    import types
+    new = type(cls.__name__, (base,), {"__module__": cls.__module__,
+                                       "__doc__": cls.__doc__})
+    new.__qualname__ = cls.__qualname__
+
+    def fix(f):
+        if isinstance(f, types.FunctionType) and \
+                "__class__" in f.__code__.co_freevars:
+            cells = tuple(
+                types.CellType(new) if n == "__class__" else c
+                for n, c in zip(f.__code__.co_freevars, f.__closure__))
+            g = types.FunctionType(f.__code__, f.__globals__, f.__name__,
+                                   f.__defaults__, cells)
+            g.__kwdefaults__ = f.__kwdefaults__
+            g.__dict__.update(f.__dict__)
+            g.__qualname__ = f.__qualname__
+            g.__doc__ = f.__doc__
+            return g
+        return f
+
+    for k, v in cls.__dict__.items():
+        if k in ("__dict__", "__weakref__", "__module__", "__doc__",
+                 "__qualname__"):
+            continue
+        if isinstance(v, staticmethod):
+            v = staticmethod(fix(v.__func__))
+        elif isinstance(v, classmethod):
+            v = classmethod(fix(v.__func__))
+        elif isinstance(v, property):
+            v = property(fix(v.fget), fix(v.fset) if v.fset else None,
+                         fix(v.fdel) if v.fdel else None, v.__doc__)
+        else:
+            v = fix(v)
+        setattr(new, k, v)
+    return new
+
+
 def install(torch, rec, kn):
     """The bases and calls; returns a function that puts PyTorch's back."""
     from . import fake
@@ -262,10 +307,26 @@ def install(torch, rec, kn):
             self.alloc_fn = alloc_fn
             self.free_fn = free_fn
 
-    # PyTorch's classes keep their methods; their bases become these.
-    for cls, base in ((cg.CUDAGraph, _CUDAGraph), (cm.MemPool, _MemPool)):
+    # PyTorch's classes keep their methods; their bases become these (a
+    # CPU build's dummy bases are Python classes).  A CUDA build's are
+    # C++ classes, which no Python class can replace as a base: there
+    # torch.cuda's names are given a copy of PyTorch's class on this base.
+    for cls, base, names in (
+            (cg.CUDAGraph, _CUDAGraph, ((cg, "CUDAGraph"),
+                                        (torch.cuda, "CUDAGraph"))),
+            (cm.MemPool, _MemPool, ((cm, "MemPool"),
+                                    (torch.cuda, "MemPool")))):
         old = cls.__bases__
-        cls.__bases__ = (base,)
+        try:
+            if _FORCE_COPY:
+                raise TypeError("a copy asked for")
+            cls.__bases__ = (base,)
+        except TypeError:
+            new = _rebased(cls, base)
+            for mod, name in names:
+                if mod.__dict__.get(name) is cls:
+                    put(mod, name, new)
+            continue
         undo.append(lambda cls=cls, old=old: setattr(cls, "__bases__", old))
     put(C, "_CUDAGraph", _CUDAGraph)
     put(C, "_MemPool", _MemPool)
