@@ -130,6 +130,13 @@ $MEMSIM record -o "$tmp/graphed.csv" -- "$PY" "$SRC/recorder/graphs_hand.py" \
 last=$(grep -n ',pool_end,' "$tmp/graphed.csv" | tail -1 | cut -d: -f1)
 n=$(tail -n +"$last" "$tmp/graphed.csv" | awk -F, '$3 == "alloc" && $6 != 0' | wc -l)
 [ "$n" -eq 0 ] || fail "graphed: $n allocations on the capture stream in the replays"
+# One numbering of pools with torch.compile's cudagraph trees
+# (compiled.py): the MemPool is pool 1, the tree's pool 2.
+$MEMSIM record -o "$tmp/compiled.csv" -- "$PY" "$SRC/recorder/graphs_hand.py" \
+	compiled 2>"$tmp/err" || fail "record compiled: $(tail -3 "$tmp/err")"
+got=$(awk -F, '$3 ~ /^pool_/ { print $3 " " $4 }' "$tmp/compiled.csv" | sort -u | tr '\n' ';')
+[ "$got" = "pool_begin 1;pool_begin 2;pool_create 1;pool_end 1;pool_end 2;pool_release 1;pool_release 2;" ] ||
+	fail "compiled: pool rows $got"
 
 # 3. A CUDA build's bases are C++ classes, which cannot be swapped: there
 # torch.cuda's names get copies of PyTorch's classes on the recorder's

@@ -8,7 +8,10 @@ and after a replay its value is not known (the capture ran no kernel);
     python3 graphs_hand.py graphed
 trains a small MLP made with torch.cuda.make_graphed_callables (its
 forward and backward captured in one pool on a side stream, then replayed)
-for 3 steps."""
+for 3 steps;
+    python3 graphs_hand.py compiled
+uses a MemPool, then a Linear under torch.compile(mode="reduce-overhead")
+(the cudagraph trees' pool: numbered after the MemPool's)."""
 import sys
 
 import torch
@@ -40,6 +43,17 @@ if sys.argv[1:] == ["graphed"]:
         gm(torch.randn(64, 512, device="cuda")).sum().backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
+    sys.exit(0)
+
+if sys.argv[1:] == ["compiled"]:
+    # a MemPool, then torch.compile's cudagraph trees: one numbering
+    p = torch.cuda.MemPool()
+    with torch.cuda.use_mem_pool(p):
+        a = empty(MiB)
+    m = torch.compile(torch.nn.Linear(64, 64).cuda(), mode="reduce-overhead")
+    with torch.no_grad():
+        for i in range(3):
+            y = m(torch.randn(8, 64, device="cuda"))
     sys.exit(0)
 
 x = empty(MiB)                          # default pool, stream 0
