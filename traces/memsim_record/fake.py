@@ -75,6 +75,13 @@ class Recorder:
         self.math_add = False  # the next add is in place (fake.py)
         self.retired = set()  # storages freed in the trace, still in use
         self.script = None
+        # Private pools (graphs.py, compiled.py): PyTorch's pool ids
+        # (MempoolId_t) numbered 1, 2, ... in order of first use, as
+        # `memsim record --gpu` numbers them (pools.py PoolEvents); the
+        # ids a program sees, made by MemPool::graph_pool_handle: (0, n)
+        # for a user's handle or MemPool, (n, 0) for a capture's own.
+        self.pool_ids = {}
+        self.pool_uuid = [1, 1]   # the next n of (n, 0) and of (0, n)
         self.lock = threading.Lock()
 
     # -- rows ---------------------------------------------------------------
@@ -105,6 +112,22 @@ class Recorder:
         program calls it (release_cached_blocks, replayed by memsim's
         policy); blocks freed before the call come before it."""
         self.rows.append(["empty_cache", 0, 0, "", "", _CURRENT_STREAM[0]])
+
+    def pool_handle(self, user_created=True):
+        """A new pool id: MemPool::graph_pool_handle(is_user_created)."""
+        i = 1 if user_created else 0
+        n = self.pool_uuid[i]
+        self.pool_uuid[i] += 1
+        return (0, n) if user_created else (n, 0)
+
+    def pool_row(self, action, key, size=0, stream=0):
+        """A private-pool row (pool_create, pool_begin, pool_end,
+        pool_release) of the pool KEY; its addr the pool's number."""
+        key = tuple(key)
+        pid = self.pool_ids.get(key)
+        if pid is None:
+            pid = self.pool_ids[key] = len(self.pool_ids) + 1
+        self.rows.append([action, pid, size, "", "", stream])
 
     def assume(self, kind):
         self.assumptions[kind] = self.assumptions.get(kind, 0) + 1
@@ -289,7 +312,8 @@ class _Stream:
         return True
 
     def is_capturing(self):
-        return False
+        from . import graphs
+        return graphs.capturing(self.stream_id)
 
     @staticmethod
     def priority_range():
@@ -654,9 +678,10 @@ def _patch_cuda(torch, rec, dev):
     setc("stream", lambda a: _StreamContext(a["stream"]))
     setc("StreamContext", None, _StreamContext)
     setc("set_stream", set_stream)
-    setc("is_current_stream_capturing", lambda a: False)
+    from . import graphs
+    setc("is_current_stream_capturing", lambda a: graphs.capturing())
     import torch.cuda.graphs as cg
-    cg.is_current_stream_capturing = lambda: False
+    cg.is_current_stream_capturing = lambda: graphs.capturing()
     # torch.cuda.empty_cache and torch.cuda.memory.empty_cache (the same
     # function; a program may call either): a row of the trace.
     setc("empty_cache", lambda a: rec.empty_cache())
@@ -1527,6 +1552,9 @@ def run(opt, script, argv):
     # nn.LSTM/GRU/RNN: cuDNN's tensors (rnn.py).
     from . import rnn
     undo_rnn = rnn.install(torch, rec, devices.DEVICES[opt.device][4])
+    # CUDA graphs and MemPools by hand (graphs.py)
+    from . import graphs
+    undo_graphs = graphs.install(torch, rec, kn)
     from . import strategy
     strategy.apply(torch, opt)
     from . import dist
@@ -1702,4 +1730,5 @@ def run(opt, script, argv):
         F.linear = orig_linear
         F.rms_norm = orig_rms
         undo_rnn()
+        undo_graphs()
     return rec, status, msg
