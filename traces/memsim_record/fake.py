@@ -1202,14 +1202,36 @@ def _sdp_choice(torch, rec, args, kwargs, major):
     # The backends the program left enabled (torch.backends.cuda's
     # flags, which torch.nn.attention.sdpa_kernel sets): select_sdp_backend
     # takes the first of its order that is enabled and applies.
-    bc = torch.backends.cuda
-    enabled = {SDP_CUDNN: bc.cudnn_sdp_enabled, SDP_FLASH: bc.flash_sdp_enabled,
-               SDP_EFFICIENT: bc.mem_efficient_sdp_enabled,
-               SDP_MATH: bc.math_sdp_enabled}
+    enabled = dict(zip((SDP_CUDNN, SDP_FLASH, SDP_EFFICIENT, SDP_MATH),
+                       _sdp_flags(torch)()))
     for b in order:
-        if fits[b] and enabled[b]():
+        if fits[b] and enabled[b]:
             return b
     raise RuntimeError("No available kernel. Aborting execution.")
+
+
+_SDP_FLAGS = []
+
+
+def _sdp_flags(torch):
+    """A function giving the enabled flags of cuDNN, flash, memory-
+    efficient and math attention.  Under torch.compile Dynamo traces the
+    replacement of scaled_dot_product_attention: the flags are read as a
+    constant of the graph (torch._dynamo.assume_constant_result), as
+    Dynamo treats the backend choice, not a call that breaks the graph in
+    two."""
+    if not _SDP_FLAGS:
+        bc = torch.backends.cuda
+
+        def flags():
+            return (bc.cudnn_sdp_enabled(), bc.flash_sdp_enabled(),
+                    bc.mem_efficient_sdp_enabled(), bc.math_sdp_enabled())
+        try:
+            flags = torch._dynamo.assume_constant_result(flags)
+        except AttributeError:
+            pass
+        _SDP_FLAGS.append(flags)
+    return _SDP_FLAGS[0]
 
 
 def _gemm_alignment(torch, dtype, major):
@@ -1489,6 +1511,7 @@ def run(opt, script, argv):
                          scale=scale)
 
     F.scaled_dot_product_attention = sdpa
+    _sdp_flags(torch)   # made here, outside any function Dynamo traces
 
     # at::linear on an input neither 2-D nor contiguous with a bias:
     # matmul, then output.add_(bias), out of place only for tensor
