@@ -108,8 +108,15 @@ class Files:
     (HF_DATASETS_CACHE: load_dataset's Arrow files, written through
     Python but read back by pyarrow's native memory_map, and its
     filelock lock files, made by os.open) is a folder of the scratch
-    folder for the recording: the script's data are prepared there, as
-    on a machine with an empty cache."""
+    folder for the recording.  It starts as a view of the user's cache
+    (datasets.config's HF_DATASETS_CACHE: the variable, else HF_HOME's,
+    else XDG_CACHE_HOME's or ~/.cache's huggingface/datasets): its
+    folders made again, its files (not its lock files) symbolic links to
+    the user's, so that load_dataset finds what the real run finds (a
+    dataset loaded by name with the hub offline, or one prepared
+    before); a write by open() to such a link replaces the link with
+    the scratch file (a copy first for "a" and "+"), never the user's
+    file."""
 
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="memsim-record-")
@@ -127,8 +134,16 @@ class Files:
             p = os.path.abspath(os.fsdecode(os.fspath(file)))
         except (TypeError, ValueError):
             return file
-        if p.startswith(self.dir + os.sep) or p.startswith("/dev/") or \
-                p.startswith("/proc/"):
+        if p.startswith(self.dir + os.sep):
+            if any(c in mode for c in "wa+") and os.path.islink(p):
+                # a link of the datasets cache's view to the user's file:
+                # the write goes to a scratch file in its place
+                real = os.path.realpath(p)
+                os.unlink(p)
+                if ("a" in mode or "+" in mode) and os.path.isfile(real):
+                    shutil.copyfile(real, p)
+            return file
+        if p.startswith("/dev/") or p.startswith("/proc/"):
             return file
         writing = any(c in mode for c in "wax+")
         if p in self.map:
@@ -188,6 +203,28 @@ class Files:
             os.getpid(), self.count, os.path.basename(os.fsdecode(
                 os.fspath(file)))))
 
+    def datasets_view(self, view):
+        """VIEW, a folder made as the user's Hugging Face datasets cache
+        (the path datasets.config.HF_DATASETS_CACHE computes) with
+        symbolic links to its files, lock files left out (filelock opens
+        them to write); VIEW alone where there is no such cache."""
+        env = os.environ
+        home = env.get("HF_HOME") or os.path.join(
+            env.get("XDG_CACHE_HOME", "~/.cache"), "huggingface")
+        user = os.path.abspath(os.path.expanduser(env.get(
+            "HF_DATASETS_CACHE") or os.path.join(home, "datasets")))
+        os.makedirs(view, exist_ok=True)
+        if not os.path.isdir(user):
+            return view
+        for top, dirs, files in os.walk(user):
+            rel = os.path.relpath(top, user)
+            here = view if rel == "." else os.path.join(view, rel)
+            os.makedirs(here, exist_ok=True)
+            for f in files:
+                if not f.endswith(".lock"):
+                    os.symlink(os.path.join(top, f), os.path.join(here, f))
+        return view
+
     def install(self):
         orig = self.orig_open
         files = self
@@ -225,8 +262,8 @@ class Files:
             return stat
 
         self.orig_env = os.environ.get("HF_DATASETS_CACHE")
-        os.environ["HF_DATASETS_CACHE"] = os.path.join(self.dir,
-                                                       "hf-datasets")
+        os.environ["HF_DATASETS_CACHE"] = self.datasets_view(
+            os.path.join(self.dir, "hf-datasets"))
         builtins.open = open_
         io.open = open_
         os.replace = mover("replace", False)
