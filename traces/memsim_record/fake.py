@@ -1409,6 +1409,7 @@ def run(opt, script, argv):
     files = rec.files = host.Files()
     undo_save = host.patch_save(torch, files, rec)
     undo_workers = host.patch_workers(torch)
+    undo_data_ptr = host.patch_data_ptr(torch, rec)
     orig_format = torch.Tensor.__format__
     orig_numpy = torch.Tensor.numpy
 
@@ -1546,6 +1547,7 @@ def run(opt, script, argv):
         files.remove()
         undo_save()
         undo_workers()
+        undo_data_ptr()
         torch.Tensor.__format__ = orig_format
         torch.Tensor.numpy = orig_numpy
         FakeTensor.tolist = orig_tolist

@@ -295,6 +295,52 @@ class Files:
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
+# -- data pointers --------------------------------------------------------------
+def patch_data_ptr(torch, rec):
+    """UntypedStorage.data_ptr of a CUDA storage of the recording is the
+    address of its block in the trace (Recorder.alloc: blocks never
+    overlap), and FakeTensor.data_ptr that address plus the tensor's
+    storage_offset times its element size, as at::TensorBase::data_ptr
+    computes it; so views and tied weights share a storage's pointer and
+    distinct storages have disjoint ranges, as on the GPU.  Libraries
+    tell shared tensors by them (transformers' id_tensor_storage and
+    safetensors' _find_shared_tensors, on save_pretrained).  A fake
+    tensor's storage is a meta one whose data pointer is 0 (with a
+    warning); other storages keep theirs."""
+    from torch._subclasses.fake_tensor import FakeTensor
+    S = torch.UntypedStorage
+    orig_s = S.__dict__.get("data_ptr")
+    orig_s_call = S.data_ptr
+    orig_t = FakeTensor.__dict__.get("data_ptr")
+
+    def storage_ptr(self):
+        ent = rec.live.get(id(self))
+        if ent is not None:
+            return ent[1]
+        return orig_s_call(self)
+
+    def tensor_ptr(self):
+        if self.fake_device.type == "cuda":
+            ent = rec.live.get(id(self.untyped_storage()))
+            if ent is not None:
+                return ent[1] + self.storage_offset() * self.element_size()
+        return torch.Tensor.data_ptr(self)
+
+    S.data_ptr = storage_ptr
+    FakeTensor.data_ptr = tensor_ptr
+
+    def undo():
+        if orig_s is None:
+            del S.data_ptr
+        else:
+            S.data_ptr = orig_s
+        if orig_t is None:
+            del FakeTensor.data_ptr
+        else:
+            FakeTensor.data_ptr = orig_t
+    return undo
+
+
 # -- DataLoader workers -------------------------------------------------------
 def patch_workers(torch):
     """A DataLoader worker (a forked process) runs the dataset with the
