@@ -1410,6 +1410,7 @@ def run(opt, script, argv):
     undo_save = host.patch_save(torch, files, rec)
     undo_workers = host.patch_workers(torch)
     undo_data_ptr = host.patch_data_ptr(torch, rec)
+    undo_safetensors = host.patch_safetensors(files)
     orig_format = torch.Tensor.__format__
     orig_numpy = torch.Tensor.numpy
 
@@ -1548,6 +1549,7 @@ def run(opt, script, argv):
         undo_save()
         undo_workers()
         undo_data_ptr()
+        undo_safetensors()
         torch.Tensor.__format__ = orig_format
         torch.Tensor.numpy = orig_numpy
         FakeTensor.tolist = orig_tolist

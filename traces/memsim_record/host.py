@@ -341,6 +341,85 @@ def patch_data_ptr(torch, rec):
     return undo
 
 
+# -- safetensors ----------------------------------------------------------------
+def patch_safetensors(files):
+    """safetensors writes and reads its files in native code, past Files'
+    open(): save_file writes to the path's scratch copy, and safe_open
+    (load_file's, and transformers' from_pretrained's) reads a path the
+    recording wrote from its scratch copy.  A state_dict with fake
+    tensors is written as safetensors' format lays it out (an 8-byte
+    header length, the JSON header padded with spaces to 8 bytes, the
+    tensors' bytes at their data_offsets): the real tensors' bytes, zeros
+    for a fake tensor's (which has no values), after the same checks as
+    safetensors' own (_evaluate_tensors_for_save: shared storages, told
+    by their data pointers; contiguity).  Nothing when safetensors is
+    not installed."""
+    try:
+        import safetensors
+        import safetensors.torch as st
+    except ImportError:
+        return lambda: None
+    import json
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensor
+    names = {v: k for k, v in getattr(st, "_TYPES", {}).items()}
+    orig = {"save_file": st.save_file, "st_open": st.safe_open,
+            "open": safetensors.safe_open}
+
+    def write(tensors, path, metadata):
+        check = getattr(st, "_evaluate_tensors_for_save", None)
+        if check is not None:
+            check(tensors)
+        header, off, real = {}, 0, []
+        if metadata:
+            header["__metadata__"] = metadata
+        for k in sorted(tensors):
+            v = tensors[k]
+            if not v.is_contiguous():
+                raise ValueError("You are trying to save a non contiguous "
+                                 "tensor: `%s` which is not allowed." % k)
+            n = v.numel() * v.element_size()
+            header[k] = {"dtype": names[v.dtype], "shape": list(v.shape),
+                         "data_offsets": [off, off + n]}
+            if not isinstance(v, FakeTensor) and n:
+                real.append((off, v))
+            off += n
+        h = json.dumps(header, separators=(",", ":")).encode()
+        h += b" " * (-len(h) % 8)
+        with files.orig_open(path, "wb") as f:
+            f.write(len(h).to_bytes(8, "little"))
+            f.write(h)
+            for o, v in real:
+                f.seek(8 + len(h) + o)
+                f.write(v.detach().cpu().reshape(-1).view(torch.uint8)
+                        .numpy().tobytes())
+            f.truncate(8 + len(h) + off)   # zeros (a sparse file)
+
+    def save_file(tensors, filename, metadata=None):
+        path = files.path(filename, "wb")
+        if isinstance(tensors, dict) and any(
+                isinstance(v, FakeTensor) for v in tensors.values()) and \
+                all(v.dtype in names for v in tensors.values()):
+            return write(tensors, path, metadata)
+        return orig["save_file"](tensors, path, metadata=metadata)
+
+    def opener(o):
+        def safe_open(filename, *a, **k):
+            m = files.mapped(filename)
+            return o(filename if m is None else m, *a, **k)
+        return safe_open
+
+    st.save_file = save_file
+    st.safe_open = opener(orig["st_open"])
+    safetensors.safe_open = opener(orig["open"])
+
+    def undo():
+        st.save_file = orig["save_file"]
+        st.safe_open = orig["st_open"]
+        safetensors.safe_open = orig["open"]
+    return undo
+
+
 # -- DataLoader workers -------------------------------------------------------
 def patch_workers(torch):
     """A DataLoader worker (a forked process) runs the dataset with the
