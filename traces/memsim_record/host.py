@@ -103,8 +103,8 @@ class Files:
     from a user's file copies it to the target's scratch copy; removing
     a user's file hides it from the recording (its path then names a
     scratch copy that does not exist) and leaves it in place.  Not
-    covered: writes by os.open, native code (safetensors' save_file),
-    and folders made by os.makedirs.  Hugging Face datasets' cache
+    covered: writes by os.open, native code, and folders made by
+    os.makedirs.  shutil.rmtree and os.mkdir: see rmtree.  Hugging Face datasets' cache
     (HF_DATASETS_CACHE: load_dataset's Arrow files, written through
     Python but read back by pyarrow's native memory_map, and its
     filelock lock files, made by os.open) is a folder of the scratch
@@ -124,6 +124,7 @@ class Files:
         self.map = {}
         self.count = 0
         self.orig_open = builtins.open
+        self.hidden_dirs = set()   # folders shutil.rmtree hid (rmtree)
 
     def path(self, file, mode):
         """Where FILE is opened with MODE: itself, or its scratch copy."""
@@ -261,6 +262,23 @@ class Files:
                 return o[name](path if m is None else m, *a, **k)
             return stat
 
+        self.orig_rmtree = shutil.rmtree
+        o["mkdir"] = os.mkdir
+
+        def rmtree(path, ignore_errors=False, onerror=None, *a, **k):
+            return files.rmtree(path, ignore_errors, onerror, *a, **k)
+
+        def mkdir(path, *a, **k):
+            p = os.path.abspath(os.fsdecode(os.fspath(path)))
+            if p in files.hidden_dirs:
+                # made again after rmtree hid it: there again, empty for
+                # the recording (the user's files in it stay hidden)
+                files.hidden_dirs.discard(p)
+                files.map.pop(p, None)
+                if os.path.isdir(p):
+                    return None
+            return o["mkdir"](path, *a, **k)
+
         self.orig_env = os.environ.get("HF_DATASETS_CACHE")
         os.environ["HF_DATASETS_CACHE"] = self.datasets_view(
             os.path.join(self.dir, "hf-datasets"))
@@ -278,6 +296,51 @@ class Files:
         os.chmod = stater("chmod")
         os.utime = stater("utime")
         os.access = stater("access")
+        os.mkdir = mkdir
+        shutil.rmtree = rmtree
+
+    def rmtree(self, path, ignore_errors=False, onerror=None, *a, **k):
+        """shutil.rmtree of PATH (Hugging Face Trainer's checkpoint
+        rotation): the scratch copies of the files the recording wrote
+        under it are removed; the user's files and folders under it are
+        hidden (gone for the rest of the recording, left in place), a
+        folder made again by os.mkdir is there again.  PATH missing (or
+        hidden): FileNotFoundError unless IGNORE_ERRORS, as for real; not
+        a folder: shutil's own error."""
+        orig = self.orig_rmtree
+        if k.get("dir_fd") is not None:
+            return orig(path, ignore_errors, onerror, *a, **k)
+        p = os.path.abspath(os.fsdecode(os.fspath(path)))
+        if p.startswith(self.dir + os.sep):
+            return orig(path, ignore_errors, onerror, *a, **k)
+        stat = self.orig_os["lstat"]
+        try:
+            st = stat(p) if p not in self.map else stat(self.map[p])
+        except FileNotFoundError:
+            if ignore_errors:
+                return None
+            raise FileNotFoundError(2, "No such file or directory", path)
+        import stat as st_mod
+        if not st_mod.S_ISDIR(st.st_mode):
+            return orig(path, ignore_errors, onerror, *a, **k)
+        for top, dirs, names in os.walk(p):
+            for n in names:
+                self._gone(os.path.join(top, n))
+            self.hidden_dirs.add(top)
+            self.map[top] = self._hidden(top)
+        for f in [f for f in self.map if f.startswith(p + os.sep)]:
+            if f not in self.hidden_dirs:
+                self._gone(f)
+        return None
+
+    def _gone(self, f):
+        """File F removed for the recording: its scratch copy deleted, or,
+        a user's file, hidden."""
+        m = self.map.get(f)
+        if m is None:
+            self.map[f] = self._hidden(f)
+        elif os.path.lexists(m) and m.startswith(self.dir + os.sep):
+            self.orig_os["unlink"](m)
 
     def uninstall(self):
         if hasattr(self, "orig_env"):
@@ -289,10 +352,13 @@ class Files:
         io.open = self.orig_open
         for n, f in getattr(self, "orig_os", {}).items():
             setattr(os, n, f)
+        if hasattr(self, "orig_rmtree"):
+            shutil.rmtree = self.orig_rmtree
 
     def remove(self):
         if os.getpid() == self.pid:  # not a child the script forked
-            shutil.rmtree(self.dir, ignore_errors=True)
+            getattr(self, "orig_rmtree", shutil.rmtree)(
+                self.dir, ignore_errors=True)
 
 
 # -- data pointers --------------------------------------------------------------
