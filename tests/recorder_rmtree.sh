@@ -5,7 +5,8 @@
 # scratch copies of what the recording wrote there and hides the user's
 # files and folders (traces/memsim_record/host.py, Files): gone for the
 # rest of the recording, as in the real run, and left in place; a folder
-# made again after it is there again.  Needs Python 3 and PyTorch; skips
+# made again after it is there again.  Folders the script made itself (a
+# tempfile.TemporaryDirectory, os.makedirs) are removed for real.  Needs Python 3 and PyTorch; skips
 # (77) without them.
 set -u
 SRC=$(cd "$(dirname "$0")" && pwd)
@@ -19,9 +20,13 @@ listing >"$tmp/before"
 (cd "$tmp/w" && $MEMSIM record --fake -o "$tmp/a.csv" -- "$PY" \
 	"$SRC/recorder/rmtree.py") >"$tmp/err" 2>&1 ||
 	fail "record: $(tail -3 "$tmp/err")"
-for want in "gone False False False" "again FileNotFoundError" "remade True 2"; do
+for want in "gone False False False" "again FileNotFoundError" "remade True 2" \
+	"made False"; do
 	grep -qx "$want" "$tmp/err" || fail "'$want' not in: $(cat "$tmp/err")"
 done
+t=$(sed -n 's/^tmp //p' "$tmp/err")
+[ -n "$t" ] && [ ! -e "$t" ] || fail "the script's temporary folder left: $t"
+[ ! -e "$tmp/w/made" ] || fail "the folder the script made left: $(find "$tmp/w/made")"
 listing >"$tmp/after"
 cmp -s "$tmp/before" "$tmp/after" ||
 	fail "the user's folder changed: $(diff "$tmp/before" "$tmp/after")"

@@ -125,6 +125,7 @@ class Files:
         self.count = 0
         self.orig_open = builtins.open
         self.hidden_dirs = set()   # folders shutil.rmtree hid (rmtree)
+        self.made_dirs = set()     # folders os.mkdir made (rmtree)
 
     def path(self, file, mode):
         """Where FILE is opened with MODE: itself, or its scratch copy."""
@@ -277,7 +278,10 @@ class Files:
                 files.map.pop(p, None)
                 if os.path.isdir(p):
                     return None
-            return o["mkdir"](path, *a, **k)
+            r = o["mkdir"](path, *a, **k)
+            if k.get("dir_fd") is None:
+                files.made_dirs.add(p)
+            return r
 
         self.orig_env = os.environ.get("HF_DATASETS_CACHE")
         os.environ["HF_DATASETS_CACHE"] = self.datasets_view(
@@ -304,7 +308,9 @@ class Files:
         rotation): the scratch copies of the files the recording wrote
         under it are removed; the user's files and folders under it are
         hidden (gone for the rest of the recording, left in place), a
-        folder made again by os.mkdir is there again.  PATH missing (or
+        folder made again by os.mkdir is there again.  A folder the
+        script made during the recording (os.mkdir, os.makedirs,
+        tempfile's mkdtemp) is removed for real, with what is in it.  PATH missing (or
         hidden): FileNotFoundError unless IGNORE_ERRORS, as for real; not
         a folder: shutil's own error."""
         orig = self.orig_rmtree
@@ -323,14 +329,21 @@ class Files:
         import stat as st_mod
         if not st_mod.S_ISDIR(st.st_mode):
             return orig(path, ignore_errors, onerror, *a, **k)
+        for f in [f for f in self.map if f.startswith(p + os.sep)]:
+            if f not in self.hidden_dirs:
+                self._gone(f)
         for top, dirs, names in os.walk(p):
+            if top in self.made_dirs and top not in self.map:
+                # made by the script during the recording: all in it is
+                # the recording's (its writes by open() went to the
+                # scratch folder), removed for real
+                orig(top, ignore_errors=True)
+                dirs[:] = []
+                continue
             for n in names:
                 self._gone(os.path.join(top, n))
             self.hidden_dirs.add(top)
             self.map[top] = self._hidden(top)
-        for f in [f for f in self.map if f.startswith(p + os.sep)]:
-            if f not in self.hidden_dirs:
-                self._gone(f)
         return None
 
     def _gone(self, f):
