@@ -5,8 +5,9 @@
 # recording's datasets cache, a folder of its scratch folder
 # (traces/memsim_record/host.py, Files), starts with the user's cached
 # files in it, so the load finds them as the real run does; what the
-# script writes there (Dataset.map's cache file) stays in the scratch
-# folder and the user's cache is unchanged.  Needs Python 3, PyTorch,
+# script writes there (Dataset.map's cache file, a write to one of the
+# user's cached files) stays in the scratch folder and the user's cache
+# is unchanged.  Needs Python 3, PyTorch,
 # pyarrow and the datasets package; skips (77) without them.
 set -u
 SRC=$(cd "$(dirname "$0")" && pwd)
@@ -27,7 +28,9 @@ HF_DATASETS_CACHE=$tmp/cache HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 \
 	$MEMSIM record --fake -o "$tmp/a.csv" -- "$PY" \
 	"$SRC/recorder/hf_datasets_cached.py" load >"$tmp/err" 2>&1 ||
 	fail "record: $(tail -3 "$tmp/err")"
-grep -q "^rows 7 (7,)$" "$tmp/err" || fail "rows: $(cat "$tmp/err")"
+for want in "rows 7 (7,)" "appended True" "written {}"; do
+	grep -qx "$want" "$tmp/err" || fail "'$want' not in: $(cat "$tmp/err")"
+done
 listing >"$tmp/after"
 cmp -s "$tmp/before" "$tmp/after" ||
 	fail "the user's cache changed: $(diff "$tmp/before" "$tmp/after")"

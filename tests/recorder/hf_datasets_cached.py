@@ -35,3 +35,16 @@ ds = load_dataset("memsim/tiny", split="train")
 ds = ds.map(lambda r: {"n": len(r["text"])})   # a cache file written
 x = torch.tensor(ds["n"], device="cuda")
 print("rows", len(ds), tuple(x.shape))
+# a write to a file of the cache (one the user's cache holds): the
+# user's file is left as it was
+import glob
+info = glob.glob(os.path.join(os.environ["HF_DATASETS_CACHE"], "memsim___tiny",
+                              "*", "*", "*", "dataset_info.json"))[0]
+with open(info, "a") as f:
+    f.write(" ")
+with open(info) as f:
+    print("appended", f.read().endswith("} "))
+with open(info, "w") as f:
+    f.write("{}")
+with open(info) as f:
+    print("written", f.read())

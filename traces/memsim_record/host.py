@@ -141,9 +141,11 @@ class Files:
                 # a link of the datasets cache's view to the user's file:
                 # the write goes to a scratch file in its place
                 real = os.path.realpath(p)
-                os.unlink(p)
+                getattr(self, "orig_os", os.__dict__)["unlink"](p)
                 if ("a" in mode or "+" in mode) and os.path.isfile(real):
-                    shutil.copyfile(real, p)
+                    with self.orig_open(real, "rb") as src, \
+                            self.orig_open(p, "wb") as dst:
+                        shutil.copyfileobj(src, dst)
             return file
         if p.startswith("/dev/") or p.startswith("/proc/"):
             return file
@@ -198,6 +200,15 @@ class Files:
                 s if not real else self._hidden(src)
         return None
 
+    def scratch(self, file):
+        """Whether FILE is in the scratch folder (the datasets cache's
+        view among its folders): removed for real."""
+        try:
+            p = os.path.abspath(os.fsdecode(os.fspath(file)))
+        except (TypeError, ValueError):
+            return False
+        return p.startswith(self.dir + os.sep)
+
     def _hidden(self, file):
         """A scratch path for FILE that nothing has written."""
         self.count += 1
@@ -249,6 +260,8 @@ class Files:
                 if m is not None:
                     # raises FileNotFoundError once removed, as for real
                     return o[name](m, **k)
+                if files.scratch(path):
+                    return o[name](path, **k)
                 if os.path.lexists(path):
                     # a user's file: hidden from the recording, kept
                     files.map[os.path.abspath(os.fsdecode(
