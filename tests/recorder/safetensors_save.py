@@ -6,7 +6,7 @@ import torch.nn as nn
 from safetensors.torch import save_file, load_file, save_model
 
 m = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 8)).cuda()
-m.half()
+m[2].half()   # two dtypes: float32 and float16 tensors in one file
 save_file(m.state_dict(), "m.safetensors", metadata={"format": "pt"})
 back = load_file("m.safetensors")
 print("loaded", sorted((k, tuple(v.shape), str(v.dtype)) for k, v in back.items()))

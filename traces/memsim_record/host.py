@@ -465,7 +465,10 @@ def patch_safetensors(files):
         header, off, real = {}, 0, []
         if metadata:
             header["__metadata__"] = metadata
-        for k in sorted(tensors):
+        # the largest element size first, then by name, as safetensors
+        # lays tensors out: each starts aligned to its element size
+        for k in sorted(tensors, key=lambda k: (
+                -tensors[k].element_size(), k)):
             v = tensors[k]
             if not v.is_contiguous():
                 raise ValueError("You are trying to save a non contiguous "
