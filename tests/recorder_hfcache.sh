@@ -6,7 +6,7 @@
 # (traces/memsim_record/host.py, Files), starts with the user's cached
 # files in it, so the load finds them as the real run does; what the
 # script writes there (Dataset.map's cache file, a write to one of the
-# user's cached files) stays in the scratch folder and the user's cache
+# user's cached files, its mode and times) stays in the scratch folder and the user's cache
 # is unchanged.  Needs Python 3, PyTorch,
 # pyarrow and the datasets package; skips (77) without them.
 set -u
@@ -22,13 +22,13 @@ pq.write_table(pa.table({"text": ["line %d" % i for i in range(7)]}), sys.argv[1
 mkdir "$tmp/cache"
 HF_DATASETS_CACHE=$tmp/cache "$PY" "$SRC/recorder/hf_datasets_cached.py" \
 	make "$tmp/d.parquet" >"$tmp/err" 2>&1 || fail "make: $(tail -3 "$tmp/err")"
-listing() { (cd "$tmp/cache" && find . -print | LC_ALL=C sort && find . -type f -exec cksum {} + | LC_ALL=C sort); }
+listing() { (cd "$tmp/cache" && find . -print | LC_ALL=C sort && find . -type f -exec cksum {} + | LC_ALL=C sort && find . -type f -exec ls -l {} + | LC_ALL=C sort); }
 listing >"$tmp/before"
 HF_DATASETS_CACHE=$tmp/cache HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 \
 	$MEMSIM record --fake -o "$tmp/a.csv" -- "$PY" \
 	"$SRC/recorder/hf_datasets_cached.py" load >"$tmp/err" 2>&1 ||
 	fail "record: $(tail -3 "$tmp/err")"
-for want in "rows 7 (7,)" "appended True" "written {}"; do
+for want in "rows 7 (7,)" "mode 0o600 0.0" "appended True" "written {}"; do
 	grep -qx "$want" "$tmp/err" || fail "'$want' not in: $(cat "$tmp/err")"
 done
 listing >"$tmp/after"

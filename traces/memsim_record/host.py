@@ -273,6 +273,11 @@ class Files:
         def stater(name):
             def stat(path, *a, **k):
                 m = files.mapped(path)
+                if m is None and name in ("chmod", "utime") and \
+                        files.scratch(path) and os.path.islink(path):
+                    # a link of the datasets cache's view: its own copy
+                    # takes the mode and times, never the user's file
+                    files.path(path, "a")
                 return o[name](path if m is None else m, *a, **k)
             return stat
 
