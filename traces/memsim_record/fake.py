@@ -1602,6 +1602,8 @@ def run(opt, script, argv):
     os.environ.setdefault("HF_DEACTIVATE_ASYNC_LOAD", "1")
     undo_save = host.patch_save(torch, files, rec)
     undo_workers = host.patch_workers(torch)
+    undo_data_ptr = host.patch_data_ptr(torch, rec)
+    undo_safetensors = host.patch_safetensors(files)
     orig_format = torch.Tensor.__format__
     orig_numpy = torch.Tensor.numpy
 
@@ -1739,6 +1741,8 @@ def run(opt, script, argv):
         files.remove()
         undo_save()
         undo_workers()
+        undo_data_ptr()
+        undo_safetensors()
         torch.Tensor.__format__ = orig_format
         torch.Tensor.numpy = orig_numpy
         FakeTensor.tolist = orig_tolist
