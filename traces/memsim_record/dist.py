@@ -178,7 +178,7 @@ def install_single(torch, opt, rec):
     torch.multiprocessing.spawn over torch.cuda.device_count()): the first
     init_process_group installs what --world-size 1 does, the environment
     aside (a script that decides by RANK whether to start one must not be
-    told to).  Until then nothing of torch.distributed is imported."""
+    told to).  Until then nothing of torch.distributed is patched."""
     import torch.distributed as dist
     orig = dist.init_process_group
     done = []
