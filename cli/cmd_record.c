@@ -64,6 +64,8 @@ static const msim_cli_cmd_t record_cmd = {
 	"       memsim record -o OUT [OPTIONS] -- python3 -m MODULE [ARGS...]\n"
 	"       memsim record -o OUT [OPTIONS] -- torchrun --nproc-per-node N "
 	"SCRIPT ...\n"
+	"       memsim record -o OUT [OPTIONS] -- accelerate launch "
+	"[ITS OPTIONS] SCRIPT ...\n"
 	"\n"
 	"Runs SCRIPT, unmodified, and writes its GPU allocations to OUT as a "
 	"CSV trace\n"
@@ -82,11 +84,11 @@ static const msim_cli_cmd_t record_cmd = {
 	"runs.\n"
 	"Needs Python 3 and PyTorch.  The interpreter's -u, -X and -W are "
 	"passed on;\n"
-	"under torchrun one rank (--rank, default 0) of its world is "
-	"recorded.  OUT is\n"
-	"written only when the script ends well; stopping memsim stops the "
-	"script and\n"
-	"all it started.\n"
+	"under torchrun or a multi-GPU accelerate launch one rank (--rank, "
+	"default 0)\n"
+	"of its world is recorded.  OUT is written only when the script ends "
+	"well;\n"
+	"stopping memsim stops the script and all it started.\n"
 	"\n"
 	"options:\n",
 	record_opts, 28, NULL, true,
@@ -151,8 +153,10 @@ msim_cmd_record(int argc, char **argv)
 		}
 	}
 	if (!out) {
-		fprintf(stderr, "memsim: record: -o OUT is required\n");
-		msim_cli_help(stderr, &record_cmd);
+		/* one line, with the form, not the whole help */
+		fprintf(stderr, "memsim: record: -o OUT is required (memsim "
+			"record -o trace.csv -- python3 train.py ...; memsim "
+			"record --help)\n");
 		return 2;
 	}
 	msim_record_opts_t ro = {.dirs = msim_cli_record_dirs(),

@@ -199,9 +199,10 @@ rp_torchrun(rp_cmd_t *c, char *const *cmd, int ncmd, int i, const char *who,
 }
 
 /* --world-size and --rank among the recorder's options av (up to "--"):
- * a world of one GPU at least, a rank inside it.  0 or MSIM_EINVAL. */
+ * a world of one GPU at least, a rank inside it (unless a launcher's
+ * options, read by the recorder, decide the world).  0 or MSIM_EINVAL. */
 static int
-rp_check_world(char *const *av, char *why, size_t whylen)
+rp_check_world(char *const *av, bool launcher, char *why, size_t whylen)
 {
 	long ws = 1, rank = 0;
 	for (int i = 0; av[i] && av[i + 1] && strcmp(av[i], "--"); i++) {
@@ -220,7 +221,7 @@ rp_check_world(char *const *av, char *why, size_t whylen)
 		}
 		*(w ? &ws : &rank) = v;
 	}
-	if (rank >= ws) {
+	if (rank >= ws && !launcher) { /* accelerate's: the recorder's */
 		snprintf(why, whylen, "--rank %ld: must be below --world-size "
 			 "%ld", rank, ws);
 		return MSIM_EINVAL;
@@ -239,7 +240,17 @@ msim_recproc_argv(const char *py, const char *out, char *const *ropt,
 	*av_out = NULL;
 	*extra_out = NULL;
 	const char *who = ncmd > 0 ? cmd[0] : "";
-	if (ncmd > 0 && !strcmp(rp_base(cmd[0]), "torchrun")) {
+	bool accelerate = ncmd > 1 && !strcmp(rp_base(cmd[0]), "accelerate") &&
+			  !strcmp(cmd[1], "launch");
+	if (accelerate) {
+		/* `accelerate launch [ITS OPTIONS] SCRIPT ARGS`: the recorder
+		 * reads them as accelerate does (lifecycle.accelerate_launch),
+		 * under the launcher's interpreter */
+		i = 2;
+		const char *sb = py ? NULL
+			: rp_shebang(cmd[0], shebang, sizeof(shebang));
+		c.py = sb ? sb : c.py;
+	} else if (ncmd > 0 && !strcmp(rp_base(cmd[0]), "torchrun")) {
 		i = rp_torchrun(&c, cmd, ncmd, 1, who, why, whylen);
 		const char *sb = py ? NULL
 			: rp_shebang(cmd[0], shebang, sizeof(shebang));
@@ -297,11 +308,15 @@ msim_recproc_argv(const char *py, const char *out, char *const *ropt,
 	}
 	if (c.module)
 		av[n++] = "--module";
+	if (accelerate) {
+		av[n++] = "--launcher";
+		av[n++] = "accelerate";
+	}
 	av[n++] = "--";
 	for (int k = c.script; k < ncmd; k++)
 		av[n++] = cmd[k];
 	av[n] = NULL;
-	if (rp_check_world(av, why, whylen)) {
+	if (rp_check_world(av, accelerate, why, whylen)) {
 		free(av);
 		free(*extra_out);
 		*extra_out = NULL;

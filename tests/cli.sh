@@ -311,4 +311,8 @@ MEMSIM_PORTABLE_CRC32C=1 $MEMSIM run --json "$tmp/b.msimtr" |
 	grep -v '"trace\|wall\|setting_key' >"$tmp/p.json"
 cmp -s "$tmp/a.json" "$tmp/p.json" || fail "bin run with portable CRC32C differs"
 
+# A first try without -o: one line that shows the form, not the help.
+expect_error "record: -o OUT is required (memsim record -o trace.csv -- python3" \
+	$MEMSIM record -- python3 train.py
+
 finish cli

@@ -89,4 +89,34 @@ $MEMSIM record -o "$tmp/r0.csv" --world-size $N --rank 0 -- "$PY" "$script" fsdp
 $MEMSIM record -o "$tmp/bad.csv" --world-size 2 --rank 2 -- "$PY" "$script" ddp 2>"$tmp/err" &&
 	fail "--rank 2 of 2 accepted"
 grep -q -- "--rank" "$tmp/err" || fail "--rank error: $(cat "$tmp/err")"
+# DDP on one GPU without --world-size (tests/recorder/ddp_single.py): a
+# process group of one rank the script starts itself, and its ranks from
+# torch.multiprocessing.spawn over torch.cuda.device_count(), which runs
+# rank 0 in the recorder's process (a spawned child would start without
+# the recorder; "Distributed package doesn't have NCCL built in" and a
+# dead child before).  The same rows either way; the spawned run's peaks
+# are the H200's (torch 2.11, 2 December 2026: 169430528 allocated,
+# 195035136 reserved).  A spawn of more processes than ranks asks for
+# --world-size.
+single=${MSIM_TESTDATA:-tests/data}/../recorder/ddp_single.py
+for m in init spawn; do
+	$MEMSIM record -o "$tmp/single-$m.csv" -- "$PY" "$single" $m \
+		2>"$tmp/err" >/dev/null || fail "ddp_single $m: $(tail -3 "$tmp/err")"
+done
+cmp -s "$tmp/single-init.csv" "$tmp/single-spawn.csv" ||
+	fail "ddp_single: init and spawn record differently"
+$MEMSIM run --json "$tmp/single-spawn.csv" >"$tmp/single.json" || fail "run ddp_single"
+[ "$(key allocated_bytes.all.peak "$tmp/single.json") $(key reserved_bytes.all.peak "$tmp/single.json")" = \
+	"169430528 195035136" ] || fail "ddp_single spawn: $(grep -E 'bytes.all.peak' "$tmp/single.json")"
+cat >"$tmp/spawn2.py" <<'PY'
+import torch.multiprocessing as mp
+def f(rank):
+    pass
+mp.spawn(f, nprocs=2)
+PY
+$MEMSIM record -o "$tmp/s2.csv" -- "$PY" "$tmp/spawn2.py" >/dev/null 2>"$tmp/err" &&
+	fail "spawn of 2 without --world-size succeeded"
+grep -q "starts 2 processes, one a rank: record with --world-size 2" "$tmp/err" ||
+	fail "spawn of 2: $(cat "$tmp/err")"
+
 finish recorder_dist.sh

@@ -111,4 +111,34 @@ awk -F, '$8 == "softmax_backward_cuda_out grad * output" { if ($3 == "alloc") { 
 	END { exit !ok }' "$tmp/softmax.csv" ||
 	fail "softmax: no grad * output temporary freed on return"
 
+# torch.jit.script of a module that calls F.linear,
+# F.scaled_dot_product_attention and F.rms_norm (the recorder's
+# replacements, which TorchScript tried to compile from their Python
+# source: "try blocks aren't supported"): it records, with the eager
+# module's allocations.
+cat >"$tmp/jit.py" <<'PY'
+import sys, torch
+import torch.nn.functional as F
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(64, 64))
+        self.g = torch.nn.Parameter(torch.ones(64))
+    def forward(self, x):
+        h = F.rms_norm(F.linear(x, self.w), [64], self.g, 1e-6)
+        return F.scaled_dot_product_attention(h, h, h)
+m = Block().cuda()
+if sys.argv[1] == "script":
+    m = torch.jit.script(m)
+with torch.no_grad():
+    m(torch.randn(2, 4, 16, 64, device="cuda"))
+PY
+for how in eager script; do
+	$MEMSIM record -o "$tmp/jit-$how.csv" -- "$PY" "$tmp/jit.py" $how \
+		2>"$tmp/err" || fail "jit $how: $(tail -3 "$tmp/err")"
+done
+[ -n "$(sizes "$tmp/jit-eager.csv")" ] &&
+	[ "$(sizes "$tmp/jit-eager.csv")" = "$(sizes "$tmp/jit-script.csv")" ] ||
+	fail "jit: $(sizes "$tmp/jit-script.csv"), eager $(sizes "$tmp/jit-eager.csv")"
+
 finish recorder_ops.sh

@@ -20,10 +20,12 @@ import sys
 import types
 import torch
 import torch.cuda.memory, torch.cuda.random, torch.cuda.streams
+import torch.cuda.nvtx, torch.cuda.profiler
 from memsim_record import fake
 
 mods = [torch.cuda, torch.cuda.memory, torch.cuda.random, torch.cuda.streams,
-        torch.accelerator, torch.nn.parallel.comm]
+        torch.accelerator, torch.nn.parallel.comm, torch.cuda.nvtx,
+        torch.cuda.profiler]
 before = [dict(m.__dict__) for m in mods]
 opt = types.SimpleNamespace(world_size=1, item_int=1, item_bool=False)
 fake._patch_cuda(torch, fake.Recorder(opt), "h200")
@@ -112,4 +114,88 @@ grep -q "PyTorch CUDA memory summary, device ID 0" "$tmp/out" || fail "memory_su
 grep -q "^cuda True True True \['sm_90'\]$" "$tmp/out" || fail "a CUDA build's answers"
 grep -q "^TypeError .*positional argument" "$tmp/out" ||
 	fail "too many arguments: not PyTorch's TypeError"
+# A profiling-instrumented script (NVTX ranges, torch.cuda.profiler) runs
+# as on a GPU with no profiler attached: NVTX's push and pop answer
+# NVTX_NO_PUSH_POP_TRACKING (-2), a range start 0 (as the H200 did), the
+# profiler's start and stop succeed (the script's output goes to memsim
+# record's stderr); a build without CUDA raised.
+cat >"$tmp/nvtx.py" <<'PY'
+import torch
+print(torch.cuda.nvtx.range_push("a"), torch.cuda.nvtx.range_pop(),
+      torch.cuda.nvtx.range_start("b"), torch.cuda.nvtx.mark("m"))
+with torch.cuda.nvtx.range("step {}", 3):
+    x = torch.ones(1024, device="cuda")
+torch.cuda.profiler.start()
+torch.cuda.profiler.stop()
+with torch.cuda.profiler.profile():
+    y = x * 2
+PY
+$MEMSIM record --fake -o "$tmp/nvtx.csv" -- "$PY" "$tmp/nvtx.py" >"$tmp/out" \
+	2>"$tmp/err" || fail "nvtx: $(tail -3 "$tmp/err")"
+grep -qx -- "-2 -2 0 None" "$tmp/err" || fail "nvtx: $(cat "$tmp/err")"
+[ "$(grep -c ",alloc," "$tmp/nvtx.csv")" -eq 2 ] || fail "nvtx: $(cat "$tmp/nvtx.csv")"
+
+# The device's properties that kernels' configuration pickers read
+# (shared memory by compute capability, the L2 cache memsim devices knows):
+# an H200 (sm90: as get_device_properties() said on the H200) and an A10G
+# (sm86).
+cat >"$tmp/props.py" <<'PY'
+import torch
+p = torch.cuda.get_device_properties(0)
+print("props", p.major, p.minor, p.shared_memory_per_block,
+      p.shared_memory_per_block_optin, p.shared_memory_per_multiprocessor,
+      p.max_threads_per_block, p.L2_cache_size, p.multi_processor_count)
+torch.zeros(1, device="cuda")
+PY
+for d in "h200 props 9 0 49152 232448 233472 1024 62914560 132" \
+	"a10g props 8 6 49152 101376 102400 1024 6291456 80"; do
+	$MEMSIM record --device "${d%% *}" -o "$tmp/props.csv" -- "$PY" \
+		"$tmp/props.py" >/dev/null 2>"$tmp/err" || fail "props: $(tail -3 "$tmp/err")"
+	grep -qx "${d#* }" "$tmp/err" || fail "props ${d%% *}: $(grep props "$tmp/err")"
+done
+
+# scaled_dot_product_attention on the backend the program left enabled
+# (torch.nn.attention.sdpa_kernel): flash, memory-efficient and cuDNN
+# attention replay to the H200's peaks (torch 2.11, 2 December 2026:
+# allocated and reserved); the math path's fp32 scores and weights are
+# recorded (the H200: 377520640 / 400556032 bytes; cuDNN attention was
+# recorded whatever the program enabled).
+for b in "flash 8520704 23068672" "eff 8388608 20971520" \
+	"cudnn 8390144 23068672" "math"; do
+	set -- $b
+	$MEMSIM record -o "$tmp/sdpa.csv" -- "$PY" "$SRC/tests/recorder/sdpa_backend.py" \
+		$1 >/dev/null 2>"$tmp/err" || { fail "sdpa $1: $(tail -3 "$tmp/err")"; continue; }
+	$MEMSIM run --json "$tmp/sdpa.csv" >"$tmp/sdpa.json" || fail "sdpa $1: run"
+	a=$(key allocated_bytes.all.peak "$tmp/sdpa.json")
+	r=$(key reserved_bytes.all.peak "$tmp/sdpa.json")
+	if [ $# -eq 3 ]; then
+		[ "$a $r" = "$2 $3" ] || fail "sdpa $1: $a $r, the H200 $2 $3"
+	else   # two fp32 score tensors (4 x 8 x 1024 x 1024) live at once
+		[ "$a" -gt 268435456 ] || fail "sdpa math: $a bytes"
+	fi
+done
+
+# PyTorch's memory-debugging workflow (the memory_viz tutorial) runs: the
+# history recorded, a snapshot dumped (into the recording's scratch
+# folder: the user's file untouched), an out-of-memory observer attached,
+# metadata kept; a build without CUDA raised at _record_memory_history.
+cat >"$tmp/viz.py" <<'PY'
+import pickle, torch
+torch.cuda.memory._record_memory_history(max_entries=100000)
+torch._C._cuda_attach_out_of_memory_observer(lambda *a: None)
+x = torch.empty(1 << 20, device="cuda")
+torch.cuda.memory._set_memory_metadata("step 1")
+print("meta", torch.cuda.memory._get_memory_metadata())
+torch.cuda.memory._dump_snapshot("snap.pickle")
+with open("snap.pickle", "rb") as f:
+    print("keys", sorted(pickle.load(f)))
+torch.cuda.memory._record_memory_history(enabled=None)
+PY
+echo mine >"$tmp/snap.pickle"
+(cd "$tmp" && $MEMSIM record --fake -o viz.csv -- "$PY" viz.py) >"$tmp/out" \
+	2>"$tmp/err" || fail "memory_viz: $(tail -3 "$tmp/err")"
+grep -qx "meta step 1" "$tmp/err" && grep -qx "keys \['device_traces', 'segments'\]" \
+	"$tmp/err" || fail "memory_viz: $(cat "$tmp/err")"
+[ "$(cat "$tmp/snap.pickle")" = mine ] || fail "memory_viz: the user's snapshot overwritten"
+
 finish recorder_torchcuda

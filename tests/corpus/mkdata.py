@@ -33,6 +33,25 @@ minimind    minimind's layout, run from trainer/ (its train_pretrain.py
             tokenizer_config.json (copies of the corpus files),
             dataset/pretrain.jsonl (64 lines {"text": ...} of 40 to 400
             random words of lower-case letters), an empty trainer/.
+hf-tiny-llama
+            tiny-llama/: a LlamaForCausalLM of 4 layers (hidden 512,
+            vocabulary 6,400) with random weights, saved by save_pretrained,
+            minimind's tokenizer files beside it (a model folder for
+            from_pretrained, AutoConfig and AutoTokenizer).
+hf-tinystories
+            in hf-home/ (run.sh's HF_HOME) the datasets library's cache of
+            roneneldan/TinyStories: 40 rows {"text": ...} of 60 to 200
+            random words, as load_dataset leaves it after a download, so
+            that the offline load_dataset("roneneldan/TinyStories") of
+            accelerate's nd_parallel_trainer.py finds it.
+hf-smollm-wikitext
+            For accelerate's gradient_accumulation_for_autoregressive_models.py:
+            in hf-home/ the hub's cache of HuggingFaceTB/SmolLM-360M
+            holding the model of hf-tiny-llama (not SmolLM's size) and
+            minimind's tokenizer, and the datasets cache of
+            Salesforce/wikitext, config wikitext-2-v1: train 600 rows,
+            validation and test 64, one in four empty (wikitext's blank
+            lines), the others 10 to 120 random words.
 binarized_mnist
             binarized_mnist.npz: train_data (2,000 x 784) and valid_data
             (500 x 784), float32 zeros and ones, the arrays of the
@@ -180,6 +199,98 @@ def minimind(d):
             f.write(json.dumps({"text": " ".join(words)}) + "\n")
 
 
+HF_HOME = "hf-home"  # run.sh's HF_HOME, relative to the scratch folder
+HF_SHA = "0" * 40    # the revision refs/main names in the hub's cache
+
+
+def hf_words(rng, lo, hi):
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    return " ".join("".join(letters[rng.integers(0, 26, rng.integers(2, 9))])
+                    for _ in range(int(rng.integers(lo, hi + 1))))
+
+
+def hf_model(out):
+    """A small Llama with random weights and minimind's tokenizer, as
+    from_pretrained reads a model folder."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=6400, hidden_size=512, intermediate_size=1376,
+                      num_hidden_layers=4, num_attention_heads=8,
+                      num_key_value_heads=8, max_position_embeddings=2048,
+                      bos_token_id=0, eos_token_id=0, pad_token_id=0)
+    LlamaForCausalLM(cfg).save_pretrained(out)
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join(HERE, "minimind", "model", f), out)
+
+
+def hf_dataset_cache(d, repo, config, splits):
+    """Leave in d's HF_HOME the datasets library's cache of REPO (CONFIG),
+    SPLITS {split: [rows]}, where load_dataset(REPO, CONFIG) looks for it
+    offline (datasets' CachedDatasetModuleFactory: HF_DATASETS_CACHE/
+    NAMESPACE___NAME/CONFIG/VERSION/HASH with NAME-SPLIT.arrow and
+    dataset_info.json).  The arrow files and their info are written by the
+    library's own parquet builder and renamed."""
+    import json
+    import tempfile
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import datasets
+    from datasets.naming import camelcase_to_snakecase
+    ns, name = repo.split("/")
+    name = camelcase_to_snakecase(name)
+    root = os.path.join(os.path.abspath(d), HF_HOME, "datasets")
+    with tempfile.TemporaryDirectory(dir=d) as tmp:
+        files = {}
+        for split, rows in splits.items():
+            files[split] = os.path.join(tmp, split + ".parquet")
+            pq.write_table(pa.table({"text": rows}), files[split])
+        b = datasets.load_dataset_builder("parquet", data_files=files,
+                                          cache_dir=os.path.join(tmp, "c"))
+        b.download_and_prepare()
+        src = b.cache_dir
+        dst = os.path.join(root, ns + "___" + name, config, "0.0.0",
+                           os.path.basename(src))
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copytree(src, dst)
+    for split in splits:
+        os.rename(os.path.join(dst, "parquet-%s.arrow" % split),
+                  os.path.join(dst, "%s-%s.arrow" % (name, split)))
+    with open(os.path.join(dst, "dataset_info.json")) as f:
+        info = json.load(f)
+    info.update(config_name=config, dataset_name=name)
+    for s in info["splits"].values():
+        s["dataset_name"] = name
+    with open(os.path.join(dst, "dataset_info.json"), "w") as f:
+        json.dump(info, f)
+
+
+def hf_tiny_llama(d):
+    hf_model(os.path.join(d, "tiny-llama"))
+
+
+def hf_tinystories(d):
+    rng = np.random.default_rng(11)
+    hf_dataset_cache(d, "roneneldan/TinyStories", "default",
+                     {"train": [hf_words(rng, 60, 200) for _ in range(40)]})
+
+
+def hf_smollm_wikitext(d):
+    rng = np.random.default_rng(12)
+    repo = os.path.join(d, HF_HOME, "hub", "models--HuggingFaceTB--SmolLM-360M")
+    os.makedirs(os.path.join(repo, "refs"), exist_ok=True)
+    with open(os.path.join(repo, "refs", "main"), "w") as f:
+        f.write(HF_SHA)
+    hf_model(os.path.join(repo, "snapshots", HF_SHA))
+
+    def rows(n):
+        return ["" if rng.random() < 0.25 else " " + hf_words(rng, 10, 120) + " \n"
+                for _ in range(n)]
+    hf_dataset_cache(d, "Salesforce/wikitext", "wikitext-2-v1",
+                     {"train": rows(600), "validation": rows(64),
+                      "test": rows(64)})
+
+
 def binarized_mnist(d):
     rng = np.random.default_rng(9)
     np.savez(os.path.join(d, "binarized_mnist.npz"),
@@ -194,7 +305,10 @@ def main():
     kinds = {"text": text, "names": names, "shakespeare_char": shakespeare_char,
              "tinystories": tinystories, "wikitext": wikitext, "cora": cora,
              "enwik8": enwik8, "imagefolder": imagefolder,
-             "minimind": minimind, "binarized_mnist": binarized_mnist}
+             "minimind": minimind, "hf-tiny-llama": hf_tiny_llama,
+             "hf-tinystories": hf_tinystories,
+             "hf-smollm-wikitext": hf_smollm_wikitext,
+             "binarized_mnist": binarized_mnist}
     for k in sys.argv[2:]:
         if k.startswith("copy:"):
             copy(d, k.split(":", 1)[1])

@@ -50,7 +50,11 @@ grep -v '^#' "$here/programs.tsv" | while IFS=$tab read -r name data needs setup
 		# before it (the recorder assumes a cold cache,
 		# docs/recording-compile.md)
 		TORCHINDUCTOR_CACHE_DIR=$d/inductor-cache
-		export TORCHINDUCTOR_CACHE_DIR
+		# Hugging Face's caches (the hub's models, the datasets library's
+		# datasets) of this program alone: what mkdata.py's hf-* kinds
+		# leave there, never the machine's own
+		HF_HOME=$d/hf-home
+		export TORCHINDUCTOR_CACHE_DIR HF_HOME
 		if [ "$data" != - ]; then
 			# shellcheck disable=SC2086
 			"$PY" "$here/mkdata.py" . $data >>"$log" 2>&1 || exit 1

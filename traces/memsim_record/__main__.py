@@ -32,7 +32,7 @@ def parse(argv):
     ap.set_defaults(mode="fake")
     ap.add_argument("--device", default="h200", choices=sorted(
         devices.DEVICES), help="what CUDA answers under --fake")
-    ap.add_argument("--world-size", type=int, default=1)
+    ap.add_argument("--world-size", type=int, default=None)
     ap.add_argument("--rank", type=int, default=0)
     ap.add_argument("--amp", choices=("none", "bf16", "fp16"), default="none")
     ap.add_argument("--checkpoint", default="none",
@@ -63,6 +63,9 @@ def parse(argv):
                     "the tokens (default 1: uniform)")
     ap.add_argument("--module", action="store_true",
                     help="SCRIPT is a module, run as python3 -m runs it")
+    ap.add_argument("--launcher", choices=("accelerate",),
+                    help="SCRIPT ARGS are `accelerate launch`'s arguments "
+                    "(memsim record -- accelerate launch ...)")
     ap.add_argument("script")
     ap.add_argument("args", nargs=argparse.REMAINDER)
     opt = ap.parse_args(argv)
@@ -71,9 +74,12 @@ def parse(argv):
     opt.item_bool = opt.item_bool == "true"
     if opt.item_repeats < 1:
         ap.error("--item-repeats must be at least 1")
+    opt.world_size_given = opt.world_size is not None
+    if not opt.world_size_given:
+        opt.world_size = 1
     if opt.world_size < 1:
         ap.error("--world-size must be at least 1")
-    if not 0 <= opt.rank < opt.world_size:
+    if not 0 <= opt.rank < opt.world_size and not opt.launcher:
         ap.error("--rank must be in [0, --world-size)")
     if not opt.routing_imbalance >= 1.0 or \
             opt.routing_imbalance == float("inf"):
@@ -149,6 +155,12 @@ def main(argv=None):
         return server.main(argv[1:])
     opt = parse(argv)
     opt.module_name = None
+    if opt.launcher == "accelerate":
+        try:
+            lifecycle.accelerate_launch(opt, devices.DEVICES[opt.device])
+        except Exception as e:  # accelerate's own refusal, or not there
+            print("%s: accelerate launch: %s" % (PROG, e), file=sys.stderr)
+            return 2
     if opt.module:
         opt.module_name = opt.script
         try:

@@ -195,6 +195,7 @@ class Program:
         copies into the static inputs, no allocation.  Each warm-up and
         capture makes its own cuBLAS workspace in the pool, freed after it
         (clear_cublas_manager)."""
+        from . import fake
         rt = self.rt
         rec = self.rec
         n = self.calls
@@ -213,7 +214,7 @@ class Program:
                 rt.pool("pool_release")
             start = len(rec.rows)
             rt.pool("pool_begin")
-            rec.workspaces.discard(rt.thread())
+            rec.workspaces.discard((rt.thread(), fake._CURRENT_STREAM[0]))
             try:
                 out = self.run(args)
                 rt.graph_outputs(out)
@@ -346,8 +347,6 @@ class Runtime:
             rec.alloc(nb, rec.category("compiled"), rec.site(), key)
             self.refs[key] = weakref.ref(s, self._death(key))
 
-    POOL = 1   # the cudagraph trees' pool (one per device)
-
     def pool(self, action):
         from . import fake
         if not getattr(self, "pool_held", False):
@@ -357,8 +356,12 @@ class Runtime:
             self.pool_held = True
             self.pool("pool_begin")
             self.pool("pool_end")
-        self.rec.rows.append([action, self.POOL, 0, "", "",
-                              fake._CURRENT_STREAM[0]])
+        if getattr(self, "pool_key", None) is None:
+            # graph_pool_handle(): the tree's pool, numbered with the
+            # program's own pools (graphs.py) by first use
+            self.pool_key = self.rec.pool_handle()
+        self.rec.pool_row(action, self.pool_key,
+                          stream=fake._CURRENT_STREAM[0])
 
     def on_graph_stream(self):
         """The cudagraph trees' own stream (CUDAGraphTreeManager.stream),

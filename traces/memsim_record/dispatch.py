@@ -54,13 +54,18 @@ _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
 
 def blas_workspaces(rec, ws_bytes, name, args):
     """The cuBLAS and cuBLASLt workspaces a GEMM's first call on a
-    thread allocates, after the op's output (its structured kernel's
-    set_output comes first; the H200 traces show output, cuBLAS
+    thread and stream allocates, after the op's output (its structured
+    kernel's set_output comes first; the H200 traces show output, cuBLAS
     workspace, cuBLASLt workspace)."""
+    # cublas_handle_stream_to_workspace(): one a (handle, stream);
+    # handles are per thread (a CUDA graph's capture stream gets its
+    # own, in the graph's pool: the H200 trace of
+    # tests/data/pools/graph.real.csv)
+    from . import fake
+    thr = (threading.get_ident(), fake._CURRENT_STREAM[0])
     if name in BLAS_OPS:
         onfake_cuda = any(isinstance(a, torch.Tensor) and
                           a.device.type == "cuda" for a in args)
-        thr = threading.get_ident()
         if onfake_cuda and thr not in rec.workspaces:
             rec.workspaces.add(thr)
             rec.alloc(ws_bytes, "other", "cuBLAS workspace")
@@ -72,14 +77,16 @@ def blas_workspaces(rec, ws_bytes, name, args):
             args[2].shape[1] > 1:
         # addmm with a 1-D bias runs cublasLt (gemm_and_bias),
         # whose workspace, at::cuda::getCUDABlasLtWorkspace(), is
-        # allocated once: 1 MiB on the H200 with PyTorch 2.11 (the
-        # snapshot's frames), CUBLASLT_WORKSPACE_SIZE KiB if set.
+        # allocated once a thread and stream, as cuBLAS's (a capture
+        # stream gets its own: tests/data/pools/graph.real.csv): 1 MiB
+        # on the H200 with PyTorch 2.11 (the snapshot's frames),
+        # CUBLASLT_WORKSPACE_SIZE KiB if set.
         # Only where isInputCompliesAddmmCudaLt allows it: mat2 at
         # least 2 x 2 (a Linear to one feature runs cuBLAS's GEMM).
         # PyTorch 2.11, as the H200 runs it, checks mat2 alone: a
         # Linear of one row (word_language_model's generate.py) takes
         # the workspace there; later versions check mat1 too.
-        thr = ("lt", threading.get_ident())
+        thr = ("lt",) + thr
         if thr not in rec.workspaces:
             rec.workspaces.add(thr)
             lt = int(os.environ.get("CUBLASLT_WORKSPACE_SIZE",

@@ -18,12 +18,14 @@ import os
 from . import shards
 
 
-def install(torch, opt, rec):
-    os.environ.update({"RANK": str(opt.rank), "LOCAL_RANK": "0",
-                       "WORLD_SIZE": str(opt.world_size),
-                       "LOCAL_WORLD_SIZE": "1",
-                       "MASTER_ADDR": "127.0.0.1",
-                       "MASTER_PORT": "29500"})
+def install(torch, opt, rec, env=True):
+    if env:
+        os.environ.update({"RANK": str(opt.rank), "LOCAL_RANK": "0",
+                           "WORLD_SIZE": str(opt.world_size),
+                           "LOCAL_WORLD_SIZE": "1",
+                           "MASTER_ADDR": "127.0.0.1",
+                           "MASTER_PORT": "29500"})
+    patch_spawn(torch, opt)
     shards.install(torch)
     import torch.distributed as dist
     from torch.testing._internal.distributed.fake_pg import FakeStore
@@ -167,3 +169,76 @@ def install(torch, opt, rec):
                 p.register_post_accumulate_grad_hook(ready)
 
     ddp.DistributedDataParallel.__init__ = init
+
+
+def install_single(torch, opt, rec):
+    """A recording without --world-size of a script that starts a
+    process group all the same (`init_process_group("nccl", rank=0,
+    world_size=1)`, DDP on one GPU, or its ranks from
+    torch.multiprocessing.spawn over torch.cuda.device_count()): the first
+    init_process_group installs what --world-size 1 does, the environment
+    aside (a script that decides by RANK whether to start one must not be
+    told to).  Until then nothing of torch.distributed is patched."""
+    import torch.distributed as dist
+    orig = dist.init_process_group
+    done = []
+
+    def init_process_group(*a, **k):
+        if not done:
+            done.append(True)
+            dist.init_process_group = orig
+            install(torch, opt, rec, env=False)
+        return dist.init_process_group(*a, **k)
+
+    import functools
+    dist.init_process_group = functools.wraps(orig)(init_process_group)
+    patch_spawn(torch, opt)
+
+
+class _Spawned:
+    """torch.multiprocessing's ProcessContext for the rank run in this
+    process: nothing left to join."""
+    processes = ()
+    error_files = ()
+
+    def pids(self):
+        return []
+
+    def join(self, timeout=None, grace_period=None):
+        return True
+
+
+def patch_spawn(torch, opt):
+    """torch.multiprocessing.spawn and start_processes (a DDP script's
+    one process a GPU): the recording is one rank's, so this process runs
+    fn(--rank, *args) itself, as the spawned process of that rank would,
+    and starts none (a child would start without the recorder, on the
+    real CUDA).  nprocs must be the ranks of the recording, --world-size:
+    otherwise a one-line error says so."""
+    import sys
+    import torch.multiprocessing as tmp
+    mod = sys.modules.get("torch.multiprocessing.spawn")
+    if getattr(tmp.start_processes, "_memsim", False):
+        return
+
+    def start_processes(fn, args=(), nprocs=1, join=True, daemon=False,
+                        start_method="spawn"):
+        if nprocs != opt.world_size:
+            raise RuntimeError(
+                "memsim record: torch.multiprocessing starts %d processes, "
+                "one a rank: record with --world-size %d (the recording "
+                "is one rank's, --rank)" % (nprocs, nprocs))
+        fn(opt.rank, *args)
+        return None if join else _Spawned()
+
+    def spawn(fn, args=(), nprocs=1, join=True, daemon=False,
+              start_method="spawn"):
+        return start_processes(fn, args, nprocs, join, daemon, start_method)
+
+    start_processes._memsim = True
+    for m in (tmp, mod):
+        if m is not None:
+            if hasattr(m, "start_processes"):
+                m.start_processes = start_processes
+            if hasattr(m, "spawn") and callable(getattr(m, "spawn")):
+                m.spawn = spawn

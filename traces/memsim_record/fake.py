@@ -75,6 +75,13 @@ class Recorder:
         self.math_add = False  # the next add is in place (fake.py)
         self.retired = set()  # storages freed in the trace, still in use
         self.script = None
+        # Private pools (graphs.py, compiled.py): PyTorch's pool ids
+        # (MempoolId_t) numbered 1, 2, ... in order of first use, as
+        # `memsim record --gpu` numbers them (pools.py PoolEvents); the
+        # ids a program sees, made by MemPool::graph_pool_handle: (0, n)
+        # for a user's handle or MemPool, (n, 0) for a capture's own.
+        self.pool_ids = {}
+        self.pool_uuid = [1, 1]   # the next n of (n, 0) and of (0, n)
         self.lock = threading.Lock()
 
     # -- rows ---------------------------------------------------------------
@@ -105,6 +112,22 @@ class Recorder:
         program calls it (release_cached_blocks, replayed by memsim's
         policy); blocks freed before the call come before it."""
         self.rows.append(["empty_cache", 0, 0, "", "", _CURRENT_STREAM[0]])
+
+    def pool_handle(self, user_created=True):
+        """A new pool id: MemPool::graph_pool_handle(is_user_created)."""
+        i = 1 if user_created else 0
+        n = self.pool_uuid[i]
+        self.pool_uuid[i] += 1
+        return (0, n) if user_created else (n, 0)
+
+    def pool_row(self, action, key, size=0, stream=0):
+        """A private-pool row (pool_create, pool_begin, pool_end,
+        pool_release) of the pool KEY; its addr the pool's number."""
+        key = tuple(key)
+        pid = self.pool_ids.get(key)
+        if pid is None:
+            pid = self.pool_ids[key] = len(self.pool_ids) + 1
+        self.rows.append([action, pid, size, "", "", stream])
 
     def assume(self, kind):
         self.assumptions[kind] = self.assumptions.get(kind, 0) + 1
@@ -207,7 +230,7 @@ def clean(s):
 
 # -- CUDA answered from the device table --------------------------------------
 class _Props:
-    def __init__(self, name, major, minor, total, sms):
+    def __init__(self, name, major, minor, total, sms, l2=None):
         self.name = name
         self.major = major
         self.minor = minor
@@ -215,11 +238,24 @@ class _Props:
         self.multi_processor_count = sms
         self.is_integrated = False
         self.is_multi_gpu_board = False
-        self.L2_cache_size = 50 * 1024 * 1024
+        # the device's L2 where memsim devices knows it (the H200: 60 MiB,
+        # as get_device_properties() said there), else 50 MiB
+        self.L2_cache_size = l2 or 50 * 1024 * 1024
         self.max_threads_per_multi_processor = 2048
         self.warp_size = 32
         self.regs_per_multiprocessor = 65536
         self.gcnArchName = ""
+        # The CUDA programming guide's table of compute capabilities:
+        # shared memory a block may opt in to and an SM has (Inductor,
+        # Triton and attention kernels read them to pick configurations).
+        smem = {(7, 0): 98304, (7, 5): 65536, (8, 0): 167936,
+                (9, 0): 233472, (10, 0): 233472}.get(
+                    (major, minor), 102400 if major >= 8 else 65536)
+        self.shared_memory_per_block = 49152
+        self.shared_memory_per_multiprocessor = smem
+        self.shared_memory_per_block_optin = smem - (1024 if major >= 8
+                                                     else 0)
+        self.max_threads_per_block = 1024
         self.uuid = "memsim-fake"
         self.pci_bus_id = 0
         self.pci_device_id = 0
@@ -276,7 +312,8 @@ class _Stream:
         return True
 
     def is_capturing(self):
-        return False
+        from . import graphs
+        return graphs.capturing(self.stream_id)
 
     @staticmethod
     def priority_range():
@@ -400,6 +437,89 @@ def _like(orig, impl):
     return f
 
 
+class _NvtxNoTool:
+    """NVTX as a CUDA build runs it with no profiler attached (nsys,
+    Nsight): every call returns at once; a push or pop answers
+    NVTX_NO_PUSH_POP_TRACKING (-2), a range start the id 0."""
+    rangePushA = staticmethod(lambda msg: -2)
+    rangePop = staticmethod(lambda: -2)
+    rangeStartA = staticmethod(lambda msg: 0)
+    rangeEnd = staticmethod(lambda range_id: None)
+    markA = staticmethod(lambda msg: None)
+    deviceRangeStart = staticmethod(lambda msg, stream: None)
+    deviceRangeEnd = staticmethod(lambda handle, stream: None)
+
+
+class _CudartNoTool:
+    """torch.cuda.cudart() for torch.cuda.profiler's start() and stop()
+    (cudaProfilerStart/Stop: cudaSuccess with no profiler attached),
+    and the cudaError that check_error() reads; no call reaches CUDA."""
+    class cudaError:
+        success = 0
+
+    def cudaProfilerStart(self):
+        return 0
+
+    def cudaProfilerStop(self):
+        return 0
+
+    def __getattr__(self, name):
+        raise AttributeError("memsim record: torch.cuda.cudart().%s is "
+                             "not answered under --fake" % name)
+
+
+def _patch_profiling(torch):
+    """A profiling-instrumented script runs as on a GPU without a
+    profiler: torch.cuda.nvtx's ranges and marks (a build without CUDA
+    has only a stub that raises) and torch.cuda.profiler's start, stop
+    and profile() (cudaProfilerStart through torch.cuda.cudart(), None
+    without CUDA; a CUDA build's would initialize the driver)."""
+    import torch.cuda.nvtx as nvtx
+    import torch.cuda.profiler as prof
+    if type(nvtx._nvtx).__name__ == "_NVTXStub":
+        nvtx._nvtx = _NvtxNoTool()
+    rt = _CudartNoTool()
+    torch.cuda._cudart = rt
+    prof.cudart = torch.cuda.cudart = _like(torch.cuda.cudart, lambda a: rt)
+
+
+# TorchScript's view of the recorder's replacements of F.* (_jit_builtins).
+_JIT_SCHEMAS = {
+    "sdpa": "sdpa(Tensor query, Tensor key, Tensor value, Tensor? "
+            "attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, "
+            "float? scale=None, bool enable_gqa=False) -> Tensor",
+    "linear": "linear(Tensor input, Tensor weight, Tensor? bias=None) -> "
+              "Tensor",
+    "rms_norm": "rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? "
+                "weight=None, float? eps=None) -> Tensor",
+}
+_JIT_IMPL = {}
+
+
+def _jit_builtins(torch, fns, backward):
+    """torch.jit.script compiles the Python functions a module calls
+    (nn.Linear's F.linear), except the builtins of an operator
+    (torch.jit._builtins' table), and the replacements' source is not
+    TorchScript.  Each is registered as the builtin of an operator
+    memsim::NAME of PyTorch's signature, whose CompositeImplicitAutograd
+    kernel is the replacement: a scripted module calls it as eager code
+    does.  torch.autograd.backward's replacement (it counts phases)
+    stands for aten::backward, as PyTorch's does."""
+    from torch.jit import _builtins as jb
+    if not _JIT_IMPL:
+        lib = torch.library.Library("memsim", "DEF")
+        for name, schema in _JIT_SCHEMAS.items():
+            lib.define(schema)
+            lib.impl(name, (lambda n: lambda *a, **k:
+                            _JIT_IMPL[n](*a, **k))(name),
+                     "CompositeImplicitAutograd")
+        _JIT_IMPL["lib"] = lib
+    for name, fn in fns.items():
+        _JIT_IMPL[name] = fn
+        jb._register_builtin(fn, "memsim::" + name)
+    jb._register_builtin(backward, "aten::backward")
+
+
 def _cuda_stats(rec):
     """torch.cuda.memory_stats_as_nested_dict(): every key PyTorch's
     CUDACachingAllocator reports (DeviceStats), bytes from the recording
@@ -510,98 +630,9 @@ def _hook_slots(torch):
     return {w: names.index(w) for w in want}
 
 
-def _patch_graphs(torch, rec, cg):
-    """CUDA graphs captured by hand (torch.cuda.CUDAGraph, the
-    torch.cuda.graph context, graph_pool_handle): a CPU build has only
-    dummy classes.  What the allocator does with a capture is kept: the
-    capture's allocations go to the graph's private pool (CUDAGraph::
-    capture_begin: beginAllocateToPool on the capturing stream, a pool of
-    its own unless one is shared; capture_end: endAllocateToPool; reset()
-    or the graph's death after a capture: releasePool), the rows --gpu's
-    pools.py notes from the real calls.  A replay allocates nothing."""
-    import itertools
-    import weakref
-    handles = itertools.count(1)    # PyTorch's graph pool ids: (0, uid)
-    ids = {}                        # pool handle -> the trace's pool id
-
-    def row(action, handle):
-        if handle not in ids:
-            # after compiled.Runtime.POOL (1, the cudagraph trees' pool)
-            ids[handle] = len(ids) + 2
-        rec.rows.append([action, ids[handle], 0, "", "",
-                         _CURRENT_STREAM[0]])
-
-    def release(state):
-        if state[1]:
-            state[1] = False
-            row("pool_release", state[0])
-
-    class CUDAGraph:
-        def __init__(self, keep_graph=False):
-            # [pool handle, captured and not released]
-            self._state = [None, False]
-            self._fin = None
-
-        def capture_begin(self, pool=None, capture_error_mode="global",
-                          check_input_liveness=False):
-            h = tuple(pool) if pool is not None else (0, next(handles))
-            self._state[0] = h
-            row("pool_begin", h)
-
-        def capture_end(self):
-            row("pool_end", self._state[0])
-            self._state[1] = True
-            if self._fin is None:
-                self._fin = weakref.finalize(self, release, self._state)
-
-        def replay(self):
-            pass
-
-        def instantiate(self):
-            pass
-
-        def reset(self):
-            release(self._state)
-
-        def pool(self):
-            if self._state[0] is None:
-                raise RuntimeError("Called CUDAGraph::pool() without a "
-                                   "preceding successful capture.")
-            return self._state[0]
-
-        def enable_debug_mode(self):
-            pass
-
-        def debug_dump(self, debug_path):
-            pass
-
-        def _no_graph(self, what):
-            raise RuntimeError("memsim record: CUDAGraph.%s needs the real "
-                               "CUDA graph, which --fake does not make" %
-                               what)
-
-        def get_graph_data(self):
-            self._no_graph("get_graph_data")
-
-        def raw_cuda_graph(self):
-            self._no_graph("raw_cuda_graph")
-
-        def raw_cuda_graph_exec(self):
-            self._no_graph("raw_cuda_graph_exec")
-
-    cg.CUDAGraph = CUDAGraph
-    torch.cuda.CUDAGraph = CUDAGraph
-    handle = lambda: (0, next(handles))
-    cg.graph_pool_handle = handle
-    torch.cuda.graph_pool_handle = handle
-    if not hasattr(torch._C, "_host_emptyCache"):
-        # torch.cuda.graph's __enter__ empties the pinned host cache too
-        torch._C._host_emptyCache = lambda: None
-
-
 def _patch_cuda(torch, rec, dev):
     name, major, minor, total, sms = devices.DEVICES[dev]
-    props = _Props(name, major, minor, total, sms)
+    props = _Props(name, major, minor, total, sms, devices.L2_BYTES.get(dev))
     c = torch.cuda
     import torch.cuda.memory as cmem
     import torch.cuda.random as crand
@@ -647,10 +678,10 @@ def _patch_cuda(torch, rec, dev):
     setc("stream", lambda a: _StreamContext(a["stream"]))
     setc("StreamContext", None, _StreamContext)
     setc("set_stream", set_stream)
-    setc("is_current_stream_capturing", lambda a: False)
+    from . import graphs
+    setc("is_current_stream_capturing", lambda a: graphs.capturing())
     import torch.cuda.graphs as cg
-    cg.is_current_stream_capturing = lambda: False
-    _patch_graphs(torch, rec, cg)
+    cg.is_current_stream_capturing = lambda: graphs.capturing()
     # torch.cuda.empty_cache and torch.cuda.memory.empty_cache (the same
     # function; a program may call either): a row of the trace.
     setc("empty_cache", lambda a: rec.empty_cache())
@@ -802,6 +833,27 @@ def _patch_cuda(torch, rec, dev):
     setc("set_sync_debug_mode", lambda a: None)
     setc("get_allocator_backend", lambda a: "native")
     setc("memory_snapshot", lambda a: [])
+    # PyTorch's memory-debugging workflow (the memory_viz tutorial:
+    # _record_memory_history, _dump_snapshot of _snapshot(), an out-of-
+    # memory observer) runs as on a GPU: recording the history changes
+    # nothing here (the trace is the history; `memsim run --snapshot-out`
+    # replays it to PyTorch's snapshot), a snapshot taken during the
+    # recording holds no segment, metadata is kept.
+    cmem._record_memory_history = _like(cmem._record_memory_history,
+                                        lambda a: None)
+    cmem._record_memory_history_legacy = _like(
+        cmem._record_memory_history_legacy, lambda a: None)
+    cmem._snapshot = _like(cmem._snapshot, lambda a: {
+        "segments": [], "device_traces": [[]]})
+    metadata = [""]
+    cmem._set_memory_metadata = _like(
+        cmem._set_memory_metadata,
+        lambda a: metadata.__setitem__(0, a["metadata"]))
+    cmem._get_memory_metadata = _like(cmem._get_memory_metadata,
+                                      lambda a: metadata[0])
+    if not hasattr(torch._C, "_cuda_attach_out_of_memory_observer"):
+        torch._C._cuda_attach_out_of_memory_observer = \
+            lambda observer: None
     setc("current_blas_handle", lambda a: 0)
     setc("current_solver_handle", lambda a: 0)
     setc("caching_allocator_enable", lambda a: None)
@@ -840,6 +892,7 @@ def _patch_cuda(torch, rec, dev):
         bc.is_built = lambda: True
     except Exception:
         pass
+    _patch_profiling(torch)
     torch.Tensor.pin_memory = lambda self, *a, **k: self
     torch.Tensor.is_pinned = lambda self, *a, **k: False
     torch.Tensor.record_stream = lambda self, s: None
@@ -1163,17 +1216,52 @@ def _sdp_choice(torch, rec, args, kwargs, major):
     q = args[0]
     mask = args[3] if len(args) > 3 else kwargs.get("attn_mask")
     d = q.shape[-1]
+    half = q.dtype in (torch.float16, torch.bfloat16)
     # On sm90 PyTorch 2.11 ran cuDNN attention for fp16/bf16 (the H200
-    # snapshots' frames show at::native::_cudnn_attention_forward/backward).
-    if major in (9, 10) and q.dtype in (torch.float16, torch.bfloat16) and \
-            d <= 128 and d % 8 == 0:
-        return SDP_CUDNN
-    if major >= 8 and q.dtype in (torch.float16, torch.bfloat16) and \
-            mask is None and d <= 256 and d % 8 == 0:
-        return SDP_FLASH
-    if major >= 5 and d % _gemm_alignment(torch, q.dtype, major) == 0:
-        return SDP_EFFICIENT
-    return SDP_MATH
+    # snapshots' frames show at::native::_cudnn_attention_forward/backward):
+    # first where it applies, else last.
+    cudnn = major in (9, 10) and half and d <= 128 and d % 8 == 0
+    fits = {SDP_CUDNN: cudnn,
+            SDP_FLASH: major >= 8 and half and mask is None and d <= 256
+            and d % 8 == 0,
+            SDP_EFFICIENT: major >= 5 and
+            d % _gemm_alignment(torch, q.dtype, major) == 0,
+            SDP_MATH: True}
+    order = [SDP_FLASH, SDP_EFFICIENT, SDP_MATH]
+    order = [SDP_CUDNN] + order if cudnn else order + [SDP_CUDNN]
+    # The backends the program left enabled (torch.backends.cuda's
+    # flags, which torch.nn.attention.sdpa_kernel sets): select_sdp_backend
+    # takes the first of its order that is enabled and applies.
+    enabled = dict(zip((SDP_CUDNN, SDP_FLASH, SDP_EFFICIENT, SDP_MATH),
+                       _sdp_flags(torch)()))
+    for b in order:
+        if fits[b] and enabled[b]:
+            return b
+    raise RuntimeError("No available kernel. Aborting execution.")
+
+
+_SDP_FLAGS = []
+
+
+def _sdp_flags(torch):
+    """A function giving the enabled flags of cuDNN, flash, memory-
+    efficient and math attention.  Under torch.compile Dynamo traces the
+    replacement of scaled_dot_product_attention: the flags are read as a
+    constant of the graph (torch._dynamo.assume_constant_result), as
+    Dynamo treats the backend choice, not a call that breaks the graph in
+    two."""
+    if not _SDP_FLAGS:
+        bc = torch.backends.cuda
+
+        def flags():
+            return (bc.cudnn_sdp_enabled(), bc.flash_sdp_enabled(),
+                    bc.mem_efficient_sdp_enabled(), bc.math_sdp_enabled())
+        try:
+            flags = torch._dynamo.assume_constant_result(flags)
+        except AttributeError:
+            pass
+        _SDP_FLAGS.append(flags)
+    return _SDP_FLAGS[0]
 
 
 def _gemm_alignment(torch, dtype, major):
@@ -1453,6 +1541,7 @@ def run(opt, script, argv):
                          scale=scale)
 
     F.scaled_dot_product_attention = sdpa
+    _sdp_flags(torch)   # made here, outside any function Dynamo traces
 
     # at::linear on an input neither 2-D nor contiguous with a bias:
     # matmul, then output.add_(bias), out of place only for tensor
@@ -1511,14 +1600,21 @@ def run(opt, script, argv):
         return _FusedRMSNorm.apply(input, weight, shape, eps)
 
     F.rms_norm = rms_norm
+    _jit_builtins(torch, {"sdpa": sdpa, "linear": linear,
+                          "rms_norm": rms_norm}, backward)
     # nn.LSTM/GRU/RNN: cuDNN's tensors (rnn.py).
     from . import rnn
     undo_rnn = rnn.install(torch, rec, devices.DEVICES[opt.device][4])
+    # CUDA graphs and MemPools by hand (graphs.py)
+    from . import graphs
+    undo_graphs = graphs.install(torch, rec, kn)
     from . import strategy
     strategy.apply(torch, opt)
+    from . import dist
     if opt.world_size > 1:
-        from . import dist
         dist.install(torch, opt, rec)
+    else:
+        dist.install_single(torch, opt, rec)
 
     status, msg = 0, None
     sys.argv = [script] + list(argv)
@@ -1527,8 +1623,17 @@ def run(opt, script, argv):
     # recorder, 0-dim GPU tensors formatted as their .item(), .numpy() and
     # .tolist() of a fake tensor by the host rules.
     files = rec.files = host.Files()
+    # transformers (5.x) copies a checkpoint's tensors to the GPU from a
+    # thread pool (core_model_loading's spawn_materialize): threads of a
+    # library, which run without the fake mode (lifecycle.patch_threads:
+    # one FakeTensorMode is not safe in two threads at once).  Its own
+    # switch makes it copy them one after another in the calling thread:
+    # the same copies, in the order of the checkpoint.
+    os.environ.setdefault("HF_DEACTIVATE_ASYNC_LOAD", "1")
     undo_save = host.patch_save(torch, files, rec)
     undo_workers = host.patch_workers(torch)
+    undo_data_ptr = host.patch_data_ptr(torch, rec)
+    undo_safetensors = host.patch_safetensors(files)
     orig_format = torch.Tensor.__format__
     orig_numpy = torch.Tensor.numpy
 
@@ -1655,6 +1760,7 @@ def run(opt, script, argv):
             script, type(e).__name__, e, host.user_traceback(e, script))
     finally:
         undo_threads()
+        rec.script_modes = None
         ftm.run_fallback_kernel = orig_fallback
         torch.nn.Parameter.__new__ = orig_param_new
         if had_deepcopy is None:
@@ -1670,6 +1776,8 @@ def run(opt, script, argv):
         files.remove()
         undo_save()
         undo_workers()
+        undo_data_ptr()
+        undo_safetensors()
         torch.Tensor.__format__ = orig_format
         torch.Tensor.numpy = orig_numpy
         FakeTensor.tolist = orig_tolist
@@ -1680,5 +1788,9 @@ def run(opt, script, argv):
         torch.autograd.backward = orig_backward
         torch.nn.Module._apply = orig_apply
         torch.UntypedStorage.resize_ = orig_resize
+        F.scaled_dot_product_attention = orig_sdpa
+        F.linear = orig_linear
+        F.rms_norm = orig_rms
         undo_rnn()
+        undo_graphs()
     return rec, status, msg

@@ -103,13 +103,20 @@ class Files:
     from a user's file copies it to the target's scratch copy; removing
     a user's file hides it from the recording (its path then names a
     scratch copy that does not exist) and leaves it in place.  Not
-    covered: writes by os.open, native code (safetensors' save_file),
-    and folders made by os.makedirs.  Hugging Face datasets' cache
+    covered: writes by os.open, native code, and folders made by
+    os.makedirs.  shutil.rmtree and os.mkdir: see rmtree.  Hugging Face datasets' cache
     (HF_DATASETS_CACHE: load_dataset's Arrow files, written through
     Python but read back by pyarrow's native memory_map, and its
     filelock lock files, made by os.open) is a folder of the scratch
-    folder for the recording: the script's data are prepared there, as
-    on a machine with an empty cache."""
+    folder for the recording.  It starts as a view of the user's cache
+    (datasets.config's HF_DATASETS_CACHE: the variable, else HF_HOME's,
+    else XDG_CACHE_HOME's or ~/.cache's huggingface/datasets): its
+    folders made again, its files (not its lock files) symbolic links to
+    the user's, so that load_dataset finds what the real run finds (a
+    dataset loaded by name with the hub offline, or one prepared
+    before); a write by open() to such a link replaces the link with
+    the scratch file (a copy first for "a" and "+"), never the user's
+    file."""
 
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="memsim-record-")
@@ -117,6 +124,8 @@ class Files:
         self.map = {}
         self.count = 0
         self.orig_open = builtins.open
+        self.hidden_dirs = set()   # folders shutil.rmtree hid (rmtree)
+        self.made_dirs = set()     # folders os.mkdir made (rmtree)
 
     def path(self, file, mode):
         """Where FILE is opened with MODE: itself, or its scratch copy."""
@@ -127,8 +136,18 @@ class Files:
             p = os.path.abspath(os.fsdecode(os.fspath(file)))
         except (TypeError, ValueError):
             return file
-        if p.startswith(self.dir + os.sep) or p.startswith("/dev/") or \
-                p.startswith("/proc/"):
+        if p.startswith(self.dir + os.sep):
+            if any(c in mode for c in "wa+") and os.path.islink(p):
+                # a link of the datasets cache's view to the user's file:
+                # the write goes to a scratch file in its place
+                real = os.path.realpath(p)
+                getattr(self, "orig_os", os.__dict__)["unlink"](p)
+                if ("a" in mode or "+" in mode) and os.path.isfile(real):
+                    with self.orig_open(real, "rb") as src, \
+                            self.orig_open(p, "wb") as dst:
+                        shutil.copyfileobj(src, dst)
+            return file
+        if p.startswith("/dev/") or p.startswith("/proc/"):
             return file
         writing = any(c in mode for c in "wax+")
         if p in self.map:
@@ -181,12 +200,43 @@ class Files:
                 s if not real else self._hidden(src)
         return None
 
+    def scratch(self, file):
+        """Whether FILE is in the scratch folder (the datasets cache's
+        view among its folders): removed for real."""
+        try:
+            p = os.path.abspath(os.fsdecode(os.fspath(file)))
+        except (TypeError, ValueError):
+            return False
+        return p.startswith(self.dir + os.sep)
+
     def _hidden(self, file):
         """A scratch path for FILE that nothing has written."""
         self.count += 1
         return os.path.join(self.dir, "%d-%d-removed-%s" % (
             os.getpid(), self.count, os.path.basename(os.fsdecode(
                 os.fspath(file)))))
+
+    def datasets_view(self, view):
+        """VIEW, a folder made as the user's Hugging Face datasets cache
+        (the path datasets.config.HF_DATASETS_CACHE computes) with
+        symbolic links to its files, lock files left out (filelock opens
+        them to write); VIEW alone where there is no such cache."""
+        env = os.environ
+        home = env.get("HF_HOME") or os.path.join(
+            env.get("XDG_CACHE_HOME", "~/.cache"), "huggingface")
+        user = os.path.abspath(os.path.expanduser(env.get(
+            "HF_DATASETS_CACHE") or os.path.join(home, "datasets")))
+        os.makedirs(view, exist_ok=True)
+        if not os.path.isdir(user):
+            return view
+        for top, dirs, files in os.walk(user):
+            rel = os.path.relpath(top, user)
+            here = view if rel == "." else os.path.join(view, rel)
+            os.makedirs(here, exist_ok=True)
+            for f in files:
+                if not f.endswith(".lock"):
+                    os.symlink(os.path.join(top, f), os.path.join(here, f))
+        return view
 
     def install(self):
         orig = self.orig_open
@@ -210,6 +260,8 @@ class Files:
                 if m is not None:
                     # raises FileNotFoundError once removed, as for real
                     return o[name](m, **k)
+                if files.scratch(path):
+                    return o[name](path, **k)
                 if os.path.lexists(path):
                     # a user's file: hidden from the recording, kept
                     files.map[os.path.abspath(os.fsdecode(
@@ -221,12 +273,37 @@ class Files:
         def stater(name):
             def stat(path, *a, **k):
                 m = files.mapped(path)
+                if m is None and name in ("chmod", "utime") and \
+                        files.scratch(path) and os.path.islink(path):
+                    # a link of the datasets cache's view: its own copy
+                    # takes the mode and times, never the user's file
+                    files.path(path, "a")
                 return o[name](path if m is None else m, *a, **k)
             return stat
 
+        self.orig_rmtree = shutil.rmtree
+        o["mkdir"] = os.mkdir
+
+        def rmtree(path, ignore_errors=False, onerror=None, *a, **k):
+            return files.rmtree(path, ignore_errors, onerror, *a, **k)
+
+        def mkdir(path, *a, **k):
+            p = os.path.abspath(os.fsdecode(os.fspath(path)))
+            if p in files.hidden_dirs:
+                # made again after rmtree hid it: there again, empty for
+                # the recording (the user's files in it stay hidden)
+                files.hidden_dirs.discard(p)
+                files.map.pop(p, None)
+                if os.path.isdir(p):
+                    return None
+            r = o["mkdir"](path, *a, **k)
+            if k.get("dir_fd") is None:
+                files.made_dirs.add(p)
+            return r
+
         self.orig_env = os.environ.get("HF_DATASETS_CACHE")
-        os.environ["HF_DATASETS_CACHE"] = os.path.join(self.dir,
-                                                       "hf-datasets")
+        os.environ["HF_DATASETS_CACHE"] = self.datasets_view(
+            os.path.join(self.dir, "hf-datasets"))
         builtins.open = open_
         io.open = open_
         os.replace = mover("replace", False)
@@ -241,6 +318,60 @@ class Files:
         os.chmod = stater("chmod")
         os.utime = stater("utime")
         os.access = stater("access")
+        os.mkdir = mkdir
+        shutil.rmtree = rmtree
+
+    def rmtree(self, path, ignore_errors=False, onerror=None, *a, **k):
+        """shutil.rmtree of PATH (Hugging Face Trainer's checkpoint
+        rotation): the scratch copies of the files the recording wrote
+        under it are removed; the user's files and folders under it are
+        hidden (gone for the rest of the recording, left in place), a
+        folder made again by os.mkdir is there again.  A folder the
+        script made during the recording (os.mkdir, os.makedirs,
+        tempfile's mkdtemp) is removed for real, with what is in it.  PATH missing (or
+        hidden): FileNotFoundError unless IGNORE_ERRORS, as for real; not
+        a folder: shutil's own error."""
+        orig = self.orig_rmtree
+        if k.get("dir_fd") is not None:
+            return orig(path, ignore_errors, onerror, *a, **k)
+        p = os.path.abspath(os.fsdecode(os.fspath(path)))
+        if p.startswith(self.dir + os.sep):
+            return orig(path, ignore_errors, onerror, *a, **k)
+        stat = self.orig_os["lstat"]
+        try:
+            st = stat(p) if p not in self.map else stat(self.map[p])
+        except FileNotFoundError:
+            if ignore_errors:
+                return None
+            raise FileNotFoundError(2, "No such file or directory", path)
+        import stat as st_mod
+        if not st_mod.S_ISDIR(st.st_mode):
+            return orig(path, ignore_errors, onerror, *a, **k)
+        for f in [f for f in self.map if f.startswith(p + os.sep)]:
+            if f not in self.hidden_dirs:
+                self._gone(f)
+        for top, dirs, names in os.walk(p):
+            if top in self.made_dirs and top not in self.map:
+                # made by the script during the recording: all in it is
+                # the recording's (its writes by open() went to the
+                # scratch folder), removed for real
+                orig(top, ignore_errors=True)
+                dirs[:] = []
+                continue
+            for n in names:
+                self._gone(os.path.join(top, n))
+            self.hidden_dirs.add(top)
+            self.map[top] = self._hidden(top)
+        return None
+
+    def _gone(self, f):
+        """File F removed for the recording: its scratch copy deleted, or,
+        a user's file, hidden."""
+        m = self.map.get(f)
+        if m is None:
+            self.map[f] = self._hidden(f)
+        elif os.path.lexists(m) and m.startswith(self.dir + os.sep):
+            self.orig_os["unlink"](m)
 
     def uninstall(self):
         if hasattr(self, "orig_env"):
@@ -252,10 +383,141 @@ class Files:
         io.open = self.orig_open
         for n, f in getattr(self, "orig_os", {}).items():
             setattr(os, n, f)
+        if hasattr(self, "orig_rmtree"):
+            shutil.rmtree = self.orig_rmtree
 
     def remove(self):
         if os.getpid() == self.pid:  # not a child the script forked
-            shutil.rmtree(self.dir, ignore_errors=True)
+            getattr(self, "orig_rmtree", shutil.rmtree)(
+                self.dir, ignore_errors=True)
+
+
+# -- data pointers --------------------------------------------------------------
+def patch_data_ptr(torch, rec):
+    """UntypedStorage.data_ptr of a CUDA storage of the recording is the
+    address of its block in the trace (Recorder.alloc: blocks never
+    overlap), and FakeTensor.data_ptr that address plus the tensor's
+    storage_offset times its element size, as at::TensorBase::data_ptr
+    computes it; so views and tied weights share a storage's pointer and
+    distinct storages have disjoint ranges, as on the GPU.  Libraries
+    tell shared tensors by them (transformers' id_tensor_storage and
+    safetensors' _find_shared_tensors, on save_pretrained).  A fake
+    tensor's storage is a meta one whose data pointer is 0 (with a
+    warning); other storages keep theirs."""
+    from torch._subclasses.fake_tensor import FakeTensor
+    S = torch.UntypedStorage
+    orig_s = S.__dict__.get("data_ptr")
+    orig_s_call = S.data_ptr
+    orig_t = FakeTensor.__dict__.get("data_ptr")
+
+    def storage_ptr(self):
+        ent = rec.live.get(id(self))
+        if ent is not None:
+            return ent[1]
+        return orig_s_call(self)
+
+    def tensor_ptr(self):
+        if self.fake_device.type == "cuda":
+            ent = rec.live.get(id(self.untyped_storage()))
+            if ent is not None:
+                return ent[1] + self.storage_offset() * self.element_size()
+        return torch.Tensor.data_ptr(self)
+
+    S.data_ptr = storage_ptr
+    FakeTensor.data_ptr = tensor_ptr
+
+    def undo():
+        if orig_s is None:
+            del S.data_ptr
+        else:
+            S.data_ptr = orig_s
+        if orig_t is None:
+            del FakeTensor.data_ptr
+        else:
+            FakeTensor.data_ptr = orig_t
+    return undo
+
+
+# -- safetensors ----------------------------------------------------------------
+def patch_safetensors(files):
+    """safetensors writes and reads its files in native code, past Files'
+    open(): save_file writes to the path's scratch copy, and safe_open
+    (load_file's, and transformers' from_pretrained's) reads a path the
+    recording wrote from its scratch copy.  A state_dict with fake
+    tensors is written as safetensors' format lays it out (an 8-byte
+    header length, the JSON header padded with spaces to 8 bytes, the
+    tensors' bytes at their data_offsets): the real tensors' bytes, zeros
+    for a fake tensor's (which has no values), after the same checks as
+    safetensors' own (_evaluate_tensors_for_save: shared storages, told
+    by their data pointers; contiguity).  Nothing when safetensors is
+    not installed."""
+    try:
+        import safetensors
+        import safetensors.torch as st
+    except ImportError:
+        return lambda: None
+    import json
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensor
+    names = {v: k for k, v in getattr(st, "_TYPES", {}).items()}
+    orig = {"save_file": st.save_file, "st_open": st.safe_open,
+            "open": safetensors.safe_open}
+
+    def write(tensors, path, metadata):
+        check = getattr(st, "_evaluate_tensors_for_save", None)
+        if check is not None:
+            check(tensors)
+        header, off, real = {}, 0, []
+        if metadata:
+            header["__metadata__"] = metadata
+        # the largest element size first, then by name, as safetensors
+        # lays tensors out: each starts aligned to its element size
+        for k in sorted(tensors, key=lambda k: (
+                -tensors[k].element_size(), k)):
+            v = tensors[k]
+            if not v.is_contiguous():
+                raise ValueError("You are trying to save a non contiguous "
+                                 "tensor: `%s` which is not allowed." % k)
+            n = v.numel() * v.element_size()
+            header[k] = {"dtype": names[v.dtype], "shape": list(v.shape),
+                         "data_offsets": [off, off + n]}
+            if not isinstance(v, FakeTensor) and n:
+                real.append((off, v))
+            off += n
+        h = json.dumps(header, separators=(",", ":")).encode()
+        h += b" " * (-len(h) % 8)
+        with files.orig_open(path, "wb") as f:
+            f.write(len(h).to_bytes(8, "little"))
+            f.write(h)
+            for o, v in real:
+                f.seek(8 + len(h) + o)
+                f.write(v.detach().cpu().reshape(-1).view(torch.uint8)
+                        .numpy().tobytes())
+            f.truncate(8 + len(h) + off)   # zeros (a sparse file)
+
+    def save_file(tensors, filename, metadata=None):
+        path = files.path(filename, "wb")
+        if isinstance(tensors, dict) and any(
+                isinstance(v, FakeTensor) for v in tensors.values()) and \
+                all(v.dtype in names for v in tensors.values()):
+            return write(tensors, path, metadata)
+        return orig["save_file"](tensors, path, metadata=metadata)
+
+    def opener(o):
+        def safe_open(filename, *a, **k):
+            m = files.mapped(filename)
+            return o(filename if m is None else m, *a, **k)
+        return safe_open
+
+    st.save_file = save_file
+    st.safe_open = opener(orig["st_open"])
+    safetensors.safe_open = opener(orig["open"])
+
+    def undo():
+        st.save_file = orig["save_file"]
+        st.safe_open = orig["st_open"]
+        safetensors.safe_open = orig["open"]
+    return undo
 
 
 # -- DataLoader workers -------------------------------------------------------

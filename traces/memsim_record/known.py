@@ -124,6 +124,9 @@ class Known:
         self.writes = {}                    # id(storage) -> write count
         self.written = {}                   # func -> written argument slots
         self.tensor = torch.Tensor
+        # while a CUDA graph captures (graphs.py): the storages its ops
+        # write, which each replay writes again
+        self.capture = None
 
     # -- values ---------------------------------------------------------
     def value(self, x):
@@ -182,6 +185,8 @@ class Known:
     def after(self, func, name, args, kwargs, out):
         """Notes what FUNC(*ARGS, **KWARGS) -> OUT makes known, and
         forgets what it overwrote."""
+        if self.capture is not None:
+            self._captured(func, args, kwargs, out)
         vs = self.values
         if vs is not None:
             try:
@@ -238,6 +243,32 @@ class Known:
             elif base in SAME:
                 for o in out:
                     self._set(o, v)
+
+    def _captured(self, func, args, kwargs, out):
+        """Under a CUDA graph's capture: the storages FUNC writes (its
+        outputs, the arguments its schema marks written)."""
+        ts = list(out) if isinstance(out, (tuple, list)) else [out]
+        for i, a in enumerate(func._schema.arguments):
+            if a.alias_info is not None and a.alias_info.is_write:
+                t = args[i] if i < len(args) else kwargs.get(a.name)
+                ts.extend(t if isinstance(t, (tuple, list)) else (t,))
+        for t in ts:
+            if isinstance(t, self.tensor):
+                try:
+                    self.capture.add(id(t.untyped_storage()))
+                except Exception:
+                    pass
+
+    def rewritten(self, storages):
+        """A CUDA graph's replay wrote STORAGES (ids) again: the values
+        known of them, and their shadows and ranges (values.py), are
+        forgotten."""
+        gen = self.values.gen if self.values is not None else None
+        for k in storages:
+            if k in self.writes:
+                self.writes[k] += 1
+            if gen is not None:
+                gen[k] = gen.get(k, 0) + 1
 
     def _compute(self, name, args, kwargs):
         val = self.value

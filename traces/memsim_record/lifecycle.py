@@ -131,6 +131,71 @@ def patch_threads(enter, slot):
     return undo
 
 
+def accelerate_launch(opt, device):
+    """`memsim record -- accelerate launch [ITS OPTIONS] SCRIPT ARGS`: the
+    launch command's arguments (opt.script and opt.args) read as
+    accelerate reads them (launch_command_parser, _validate_launch_command:
+    the user's accelerate config file included), the environment its
+    launcher gives the script (prepare_simple_launcher_cmd_env, or
+    prepare_multi_gpu_env for --multi_gpu, --use_fsdp, --use_megatron_lm)
+    set here, and the script recorded in this process: one rank, of
+    --num_processes ranks unless --world-size says otherwise.  The
+    launcher's own questions to CUDA (how many GPUs, bf16) are answered
+    as the recording's device would, one GPU a rank."""
+    import contextlib
+    import torch
+    from accelerate.commands.launch import launch_command_parser, \
+        _validate_launch_command
+    from accelerate.utils import launch as al
+
+    @contextlib.contextmanager
+    def gpus():
+        c = torch.cuda
+        saved = (c.is_available, c.device_count, c.is_bf16_supported)
+        c.is_available = lambda: True
+        c.device_count = lambda: opt.world_size
+        c.is_bf16_supported = lambda *a, **k: device[1] >= 8
+        try:
+            yield
+        finally:
+            c.is_available, c.device_count, c.is_bf16_supported = saved
+
+    argv = [opt.script] + list(opt.args)
+    args = launch_command_parser().parse_args(argv)
+
+    def refuse():
+        for flag, what in (("use_deepspeed", "DeepSpeed"), ("tpu", "TPUs")):
+            if getattr(args, flag, False):
+                raise ValueError("%s is not modelled (record the script "
+                                 "with python3 and --world-size)" % what)
+
+    refuse()   # before accelerate's warnings, when given on the line
+    with gpus():
+        args, _, _ = _validate_launch_command(args)
+    refuse()   # from the config file
+    multi = args.multi_gpu or args.use_fsdp or args.use_megatron_lm
+    if multi:
+        args.main_process_port = args.main_process_port or 29500
+        with gpus():
+            env = al.prepare_multi_gpu_env(args)
+    else:
+        with gpus():
+            _, env = al.prepare_simple_launcher_cmd_env(args)
+    if args.no_python:
+        raise ValueError("--no_python is not supported: the script must "
+                         "be Python")
+    os.environ.update(env)
+    opt.script = args.training_script
+    opt.args = list(args.training_script_args)
+    opt.module = bool(args.module)
+    if multi and not opt.world_size_given:
+        opt.world_size = max(1, int(args.num_processes))
+    if not 0 <= opt.rank < opt.world_size:
+        raise ValueError("--rank %d: must be below the %d process%s it "
+                         "launches" % (opt.rank, opt.world_size,
+                                       "" if opt.world_size == 1 else "es"))
+
+
 def resolve_module(name):
     """The file `python3 -m NAME` runs (a package's __main__), or raises
     ImportError.  The current folder is first on sys.path, as for -m."""
