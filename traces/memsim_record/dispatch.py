@@ -44,6 +44,7 @@ _PIN_MEMORY = _aten._pin_memory.default
 _COPY_ = _aten.copy_.default
 _PRIM_DEVICE = torch.ops.prim.device.default
 _ADD_TENSOR = _aten.add.Tensor
+_META = torch.device("meta")
 # The GEMMs whose first call on a thread makes its cuBLAS workspace.
 BLAS_OPS = frozenset((
     "mm", "addmm", "bmm", "baddbmm", "matmul", "addmv", "mv", "dot",
@@ -155,6 +156,14 @@ class Dispatch:
             # the program's): the fake mode answers it, nothing is
             # allocated or known by it (the path below would come to
             # the same answer through _dynamic, at the cost of an op).
+            # A FakeTensor's answered here as FakeTensorMode's handler
+            # (_device_handler) answers it, without dispatching again
+            # (half the calls that come here on makeMoE, from ATen's
+            # C++ kernels: matmul's).
+            if type(args[0]) is FakeTensor and len(args) == 1 and \
+                    not kwargs:
+                return _META if args[0].fake_mode.in_kernel_invocation \
+                    else args[0].fake_device
             return func(*args, **(kwargs or {}))
         rec, kn, watch = self.rec, self.kn, self.watch
         kwargs = kwargs or {}
