@@ -26,11 +26,11 @@ def keys():
 
     class Mode(FakeTensorMode):
         pass
-    prep = cachekey.make(torch, FakeTensorMode)
-    if prep is None:
-        sys.exit("cachekey.make: this PyTorch's _prep_args_for_hash is "
-                 "not the one it knows")
-    Mode._prep_args_for_hash = prep
+    if cachekey.make(torch, FakeTensorMode) is None or \
+            cachekey.output_from_entry(torch, FakeTensorMode) is None:
+        sys.exit("cachekey.py: this PyTorch's FakeTensorMode is not the "
+                 "one it knows")
+    cachekey.install(torch, Mode, FakeTensorMode)
     fails = []
     with Mode(allow_non_fake_inputs=True) as m:
         def key(func, *args, **kwargs):
@@ -66,13 +66,19 @@ def keys():
             fails.append("sum over [0] and [1]: the same key")
         hits = FakeTensorMode.cache_hits
         for _ in range(3):
-            out = a.view(64) * 2
-        if FakeTensorMode.cache_hits - hits < 4:
-            fails.append("no cache hits: %d" % (
+            v = base[8:16].view(4, 16)
+            out = v.t() * 2
+        if FakeTensorMode.cache_hits - hits < 6:
+            fails.append("too few cache hits: %d" % (
                 FakeTensorMode.cache_hits - hits))
-        if out.shape != (64,) or out.device.type != "cpu":
-            fails.append("a cached output: %s on %s" % (
-                tuple(out.shape), out.device))
+        if out.shape != (16, 4) or out.stride() != (1, 16) or \
+                out.device.type != "cpu":
+            fails.append("a cached output: %s %s on %s" % (
+                tuple(out.shape), out.stride(), out.device))
+        # a cached view: the input's storage, at its offset
+        if v.untyped_storage()._cdata != base.untyped_storage()._cdata or \
+                v.storage_offset() != 64 or v.stride() != (16, 1):
+            fails.append("a cached view: not base's storage at 64")
     for f in fails:
         print("cachekey.py: " + f, file=sys.stderr)
     sys.exit(1 if fails else 0)

@@ -1654,12 +1654,10 @@ def run(opt, script, argv):
                     super().cpp_meta_supports_symint(func)
             return v
 
-    # The dispatch cache's keys made faster (cachekey.py), where this
-    # PyTorch's are the ones it knows.
+    # The dispatch cache's keys and hits made faster (cachekey.py), where
+    # this PyTorch's are the ones it knows.
     from . import cachekey
-    prep = cachekey.make(torch, FakeTensorMode)
-    if prep is not None:
-        _Mode._prep_args_for_hash = prep
+    cachekey.install(torch, _Mode, FakeTensorMode)
 
     # An op with no fake (meta) kernel: the fake mode would run the
     # device's real kernel on zeros (run_fallback_kernel), which for a
