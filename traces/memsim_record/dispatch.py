@@ -44,6 +44,9 @@ _PIN_MEMORY = _aten._pin_memory.default
 _COPY_ = _aten.copy_.default
 _PRIM_DEVICE = torch.ops.prim.device.default
 _ADD_TENSOR = _aten.add.Tensor
+_UNSAFE_VIEW = _aten._unsafe_view.default
+_VIEW = _aten.view.default
+_META = torch.device("meta")
 # The GEMMs whose first call on a thread makes its cuBLAS workspace.
 BLAS_OPS = frozenset((
     "mm", "addmm", "bmm", "baddbmm", "matmul", "addmv", "mv", "dot",
@@ -155,6 +158,14 @@ class Dispatch:
             # the program's): the fake mode answers it, nothing is
             # allocated or known by it (the path below would come to
             # the same answer through _dynamic, at the cost of an op).
+            # A FakeTensor's answered here as FakeTensorMode's handler
+            # (_device_handler) answers it, without dispatching again
+            # (half the calls that come here on makeMoE, from ATen's
+            # C++ kernels: matmul's).
+            if type(args[0]) is FakeTensor and len(args) == 1 and \
+                    not kwargs:
+                return _META if args[0].fake_mode.in_kernel_invocation \
+                    else args[0].fake_device
             return func(*args, **(kwargs or {}))
         rec, kn, watch = self.rec, self.kn, self.watch
         kwargs = kwargs or {}
@@ -230,7 +241,17 @@ class Dispatch:
             out = _dynamic(torch, rec, func, args, kwargs)
         if out is None:
             try:
-                out = func(*args, **kwargs)
+                if func is _UNSAFE_VIEW:
+                    # ATen's _unsafe_view is view's output without the
+                    # view relation (which autograd, above this mode,
+                    # has already settled); view's fake kernel makes the
+                    # same tensor, and the fake mode caches view's
+                    # output, not _unsafe_view's (FakeTensorMode's
+                    # _validate_cache_key: matmul's every call ran
+                    # torch._refs' reshape helper in Python).
+                    out = _VIEW(*args, **kwargs)
+                else:
+                    out = func(*args, **kwargs)
             except ftm.UnsupportedOperatorException:
                 raise no_fake(func) from None
         kn.after(func, name, args, kwargs, out)

@@ -1665,6 +1665,8 @@ def run(opt, script, argv):
     files.install()
     # Constants (torch.tensor(...) data) stay on the CPU: no CUDA kernel
     # runs (a property in some versions of PyTorch, an attribute in others).
+    meta_kernel = {}
+
     class _Mode(FakeTensorMode):
         avoid_device_init = True
 
@@ -1673,10 +1675,19 @@ def run(opt, script, argv):
             # the op's one CUDA kernel, rather than a Python decomposition
             # into several ops (silu_backward would allocate six tensors
             # instead of one).  Shapes here are never symbolic.
-            if torch._C._dispatch_has_kernel_for_dispatch_key(
-                    func.name(), "Meta"):
-                return True
-            return super().cpp_meta_supports_symint(func)
+            # (asked once an op: the fake mode asks at every call)
+            v = meta_kernel.get(func)
+            if v is None:
+                v = meta_kernel[func] = \
+                    torch._C._dispatch_has_kernel_for_dispatch_key(
+                        func.name(), "Meta") or \
+                    super().cpp_meta_supports_symint(func)
+            return v
+
+    # The dispatch cache's keys and hits made faster (cachekey.py), where
+    # this PyTorch's are the ones it knows.
+    from . import cachekey
+    cachekey.install(torch, _Mode, FakeTensorMode)
 
     # An op with no fake (meta) kernel: the fake mode would run the
     # device's real kernel on zeros (run_fallback_kernel), which for a

@@ -192,6 +192,27 @@ class Range:
         return None
 
 
+def _one_thread(torch, unset):
+    """A context manager: UNSET (unset_fake_temporarily), on one of
+    PyTorch's intra-op threads, the number before it restored after."""
+    class OneThread:
+        __slots__ = ("ctx", "n")
+
+        def __enter__(self):
+            self.n = torch.get_num_threads()
+            self.ctx = unset()
+            self.ctx.__enter__()
+            if self.n != 1:
+                torch.set_num_threads(1)
+            return self
+
+        def __exit__(self, *exc):
+            if self.n != 1:
+                torch.set_num_threads(self.n)
+            return self.ctx.__exit__(*exc)
+    return OneThread
+
+
 class Values:
     """Shadows and ranges of the fake tensors (the module's docstring)."""
 
@@ -211,7 +232,17 @@ class Values:
         self.gen = {}                        # id(storage) -> unmirrored writes
         self.written = {}
         self.Fake = FakeTensor
-        self.unset = unset_fake_temporarily
+        # The recorder's own computations on real CPU tensors: out of the
+        # fake mode and, under the rules (small tensors only, at most
+        # SHADOW_LIMIT or INDEX_LIMIT elements), on one intra-op thread:
+        # PyTorch's CPU kernels split no work that small (their grain,
+        # at::internal::GRAIN_SIZE, is 32768 elements), but entering its
+        # thread pool for each one cost makeMoE's router ms a softmax on a
+        # busy two-core machine (the pool's threads wait for cores).
+        self.unset = unset_fake_temporarily if self.cpu else \
+            _one_thread(torch, unset_fake_temporarily)
+        # routing(): its answer for each (shape, dtype, n, d), copied out
+        self.routes = {}
         self.pending = None     # (fake outputs, real outputs) of _dynamic
         self.fresh = {}
         self.in_func = False
@@ -931,12 +962,23 @@ class Values:
         """The uniform (or --routing-imbalance) routing of the module's
         docstring, for indices IDX into N experts: k choices a row at
         dimension D (topk), or one (D None: argmax, max(dim), ...)."""
-        torch = self.torch
         k = idx.shape[d] if d is not None else 1
         total = idx.numel()
         rows = total // max(k, 1)
         if rows == 0:
             return None
+        key = (tuple(idx.shape), idx.dtype, n, d)
+        r = self.routes.get(key)
+        if r is None:
+            r = self.routes[key] = self._route(idx, n, d, k, total, rows)
+        how = "uniform" if self.imbalance == 1.0 else \
+            "imbalance %g" % self.imbalance
+        assume(self.rec, "routing", "%s E=%d k=%d" % (how, n, k))
+        with self.unset():
+            return r.clone()
+
+    def _route(self, idx, n, d, k, total, rows):
+        torch = self.torch
         counts = shares(total, n, rows, self.imbalance)
         with self.unset():
             seq = torch.repeat_interleave(
@@ -951,9 +993,6 @@ class Values:
                 del shape[d]
                 r = r.reshape(shape + [k]).movedim(-1, d).contiguous()
             r = r.to(idx.dtype)
-        how = "uniform" if self.imbalance == 1.0 else \
-            "imbalance %g" % self.imbalance
-        assume(self.rec, "routing", "%s E=%d k=%d" % (how, n, k))
         return r
 
 
