@@ -17,6 +17,7 @@ Also here: the script's file writes go to a scratch folder (Files), DataLoader
 workers run without the recorder, and the script's own traceback.
 """
 import builtins
+import errno
 import io
 import os
 import shutil
@@ -182,12 +183,24 @@ class Files:
         real = s is None
         if real:
             s = os.fspath(src)
+        if real and os.path.isdir(s) and not self.made(s):
+            # a user's folder: moving it would change the user's files,
+            # and the recording has no view of a moved folder; refused
+            raise PermissionError(
+                errno.EPERM, "memsim record: moving a folder that existed "
+                "before the recording would change the user's files; not "
+                "done", os.fspath(src))
         if self.mapped(dst) is None and real:
             # neither path is the recording's: a move of the user's files
             # would change them; a copy into dst's scratch copy instead
-            if not os.path.exists(s) or os.path.isdir(s):
-                # an error as for real, or a folder (made for real)
-                return orig(src, dst, **k)
+            if not os.path.exists(s):
+                return orig(src, dst, **k)   # the error as for real
+            if os.path.isdir(s):
+                # a folder the script made: moved for real, and what the
+                # recording wrote into it (scratch copies) with it
+                r = orig(src, dst, **k)
+                self._move_prefix(s, dst)
+                return r
         d = self.path(dst, "w")
         if real or keep_src:
             shutil.copyfile(s, d)
@@ -198,6 +211,64 @@ class Files:
             # hidden: its path now names a scratch copy that does not exist)
             self.map[os.path.abspath(os.fsdecode(os.fspath(src)))] = \
                 s if not real else self._hidden(src)
+        return None
+
+    def _move_prefix(self, src, dst):
+        """The paths under folder SRC, now DST: the scratch copies of
+        the files written there and the folders made there."""
+        a = os.path.abspath(os.fsdecode(os.fspath(src)))
+        b = os.path.abspath(os.fsdecode(os.fspath(dst)))
+
+        def moved(p):
+            return b + p[len(a):] if p == a or p.startswith(a + os.sep) \
+                else p
+
+        entries = list(self.map.items())
+        self.map.clear()
+        self.map.update((moved(p), m) for p, m in entries)
+        dirs = [moved(p) for p in self.made_dirs]
+        self.made_dirs.clear()
+        self.made_dirs.update(dirs)
+
+    def made(self, path):
+        """Whether PATH is the recording's: in the scratch folder, or in
+        (or) a folder the script made during the recording."""
+        p = os.path.abspath(os.fsdecode(os.fspath(path)))
+        if p.startswith(self.dir + os.sep):
+            return True
+        while True:
+            if p in self.made_dirs:
+                return True
+            up = os.path.dirname(p)
+            if up == p:
+                return False
+            p = up
+
+    def rmdir(self, path, *a, **k):
+        """os.rmdir: a folder of the recording's removed for real; a
+        user's empty folder hidden (gone for the rest of the recording,
+        left in place; os.mkdir makes it again), a user's folder with
+        files in it OSError ENOTEMPTY, as for real."""
+        orig = self.orig_os["rmdir"]
+        if k.get("dir_fd") is not None or self.made(path):
+            p = os.path.abspath(os.fsdecode(os.fspath(path)))
+            r = orig(path, *a, **k)
+            self.made_dirs.discard(p)
+            return r
+        p = os.path.abspath(os.fsdecode(os.fspath(path)))
+        if p in self.hidden_dirs:
+            raise FileNotFoundError(errno.ENOENT, "No such file or "
+                                    "directory", os.fspath(path))
+        if not os.path.isdir(p):
+            return orig(path, *a, **k)   # the error as for real
+        left = [n for n in os.listdir(p)
+                if self.map.get(os.path.join(p, n)) is None or
+                os.path.lexists(self.map[os.path.join(p, n)])]
+        if left:
+            raise OSError(errno.ENOTEMPTY, "Directory not empty",
+                          os.fspath(path))
+        self.hidden_dirs.add(p)
+        self.map[p] = self._hidden(p)
         return None
 
     def scratch(self, file):
@@ -320,6 +391,8 @@ class Files:
         os.access = stater("access")
         os.mkdir = mkdir
         shutil.rmtree = rmtree
+        o["rmdir"] = os.rmdir
+        os.rmdir = files.rmdir
 
     def rmtree(self, path, ignore_errors=False, onerror=None, *a, **k):
         """shutil.rmtree of PATH (Hugging Face Trainer's checkpoint
