@@ -157,6 +157,7 @@ msim_cmd_record(int argc, char **argv)
 		fprintf(stderr, "memsim: record: -o OUT is required (memsim "
 			"record -o trace.csv -- python3 train.py ...; memsim "
 			"record --help)\n");
+		free(ropt);
 		return 2;
 	}
 	msim_record_opts_t ro = {.dirs = msim_cli_record_dirs(),
