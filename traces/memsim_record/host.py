@@ -90,6 +90,13 @@ def nbytes(t):
 
 
 # -- the script's file writes -------------------------------------------------
+
+def _abs(path):
+    """PATH (str, bytes or os.PathLike) as the absolute str the scratch
+    map is keyed by."""
+    return os.path.abspath(os.fsdecode(os.fspath(path)))
+
+
 class Files:
     """Writes to files by path (open() in a writing mode, torch.save to a
     path) go to a scratch folder; reading such a path later reads the
@@ -134,7 +141,7 @@ class Files:
                                                           os.PathLike)):
             return file
         try:
-            p = os.path.abspath(os.fsdecode(os.fspath(file)))
+            p = _abs(file)
         except (TypeError, ValueError):
             return file
         if p.startswith(self.dir + os.sep):
@@ -170,7 +177,7 @@ class Files:
         if not self.map or not isinstance(file, (str, bytes, os.PathLike)):
             return None
         try:
-            return self.map.get(os.path.abspath(os.fsdecode(os.fspath(file))))
+            return self.map.get(_abs(file))
         except (TypeError, ValueError):
             return None
 
@@ -209,15 +216,15 @@ class Files:
         if not keep_src:
             # src is gone, as after the real move (a user's file is kept,
             # hidden: its path now names a scratch copy that does not exist)
-            self.map[os.path.abspath(os.fsdecode(os.fspath(src)))] = \
+            self.map[_abs(src)] = \
                 s if not real else self._hidden(src)
         return None
 
     def _move_prefix(self, src, dst):
         """The paths under folder SRC, now DST: the scratch copies of
         the files written there and the folders made there."""
-        a = os.path.abspath(os.fsdecode(os.fspath(src)))
-        b = os.path.abspath(os.fsdecode(os.fspath(dst)))
+        a = _abs(src)
+        b = _abs(dst)
 
         def moved(p):
             return b + p[len(a):] if p == a or p.startswith(a + os.sep) \
@@ -233,9 +240,9 @@ class Files:
     def made(self, path):
         """Whether PATH is the recording's: in the scratch folder, or in
         (or) a folder the script made during the recording."""
-        p = os.path.abspath(os.fsdecode(os.fspath(path)))
-        if p.startswith(self.dir + os.sep):
+        if self.scratch(path):
             return True
+        p = _abs(path)
         while True:
             if p in self.made_dirs:
                 return True
@@ -250,12 +257,11 @@ class Files:
         left in place; os.mkdir makes it again), a user's folder with
         files in it OSError ENOTEMPTY, as for real."""
         orig = self.orig_os["rmdir"]
-        if k.get("dir_fd") is not None or self.made(path):
-            p = os.path.abspath(os.fsdecode(os.fspath(path)))
+        p = _abs(path)
+        if k.get("dir_fd") is not None or self.made(p):
             r = orig(path, *a, **k)
             self.made_dirs.discard(p)
             return r
-        p = os.path.abspath(os.fsdecode(os.fspath(path)))
         if p in self.hidden_dirs:
             raise FileNotFoundError(errno.ENOENT, "No such file or "
                                     "directory", os.fspath(path))
@@ -275,7 +281,7 @@ class Files:
         """Whether FILE is in the scratch folder (the datasets cache's
         view among its folders): removed for real."""
         try:
-            p = os.path.abspath(os.fsdecode(os.fspath(file)))
+            p = _abs(file)
         except (TypeError, ValueError):
             return False
         return p.startswith(self.dir + os.sep)
@@ -359,7 +365,7 @@ class Files:
             return files.rmtree(path, ignore_errors, onerror, *a, **k)
 
         def mkdir(path, *a, **k):
-            p = os.path.abspath(os.fsdecode(os.fspath(path)))
+            p = _abs(path)
             if p in files.hidden_dirs:
                 # made again after rmtree hid it: there again, empty for
                 # the recording (the user's files in it stay hidden)
@@ -407,8 +413,8 @@ class Files:
         orig = self.orig_rmtree
         if k.get("dir_fd") is not None:
             return orig(path, ignore_errors, onerror, *a, **k)
-        p = os.path.abspath(os.fsdecode(os.fspath(path)))
-        if p.startswith(self.dir + os.sep):
+        p = _abs(path)
+        if self.scratch(p):
             return orig(path, ignore_errors, onerror, *a, **k)
         stat = self.orig_os["lstat"]
         try:

@@ -172,14 +172,12 @@ def accelerate_launch(opt, device):
     refuse()   # before accelerate's warnings, when given on the line
     with gpus():
         args, _, _ = _validate_launch_command(args)
-    refuse()   # from the config file
-    multi = args.multi_gpu or args.use_fsdp or args.use_megatron_lm
-    if multi:
-        args.main_process_port = args.main_process_port or 29500
-        with gpus():
+        refuse()   # from the config file
+        multi = args.multi_gpu or args.use_fsdp or args.use_megatron_lm
+        if multi:
+            args.main_process_port = args.main_process_port or 29500
             env = al.prepare_multi_gpu_env(args)
-    else:
-        with gpus():
+        else:
             _, env = al.prepare_simple_launcher_cmd_env(args)
     if args.no_python:
         raise ValueError("--no_python is not supported: the script must "
