@@ -507,23 +507,30 @@ class Runtime:
 def _guards_as_run(torch):
     """Dynamo builds a compiled frame's guards with the recorder's
     dispatch mode set aside (TorchDispatchMode.ignore_compile_internals),
-    and TENSOR_MATCH keeps each tensor's dispatch keys as the thread's
-    local dispatch key set then applies them (guards.cpp's LocalState);
-    the compiled frame runs with the mode on the stack, whose Python and
-    PythonTLSSnapshot keys are then in that set.  A host tensor's guard
-    (a CPU learning rate, a CPU scalar) would fail at every call: a
-    recompilation each call ("Unexpected recompilation") up to
-    recompile_limit, then the frame runs eagerly.  The guards are built
-    with those two keys included, as the frame will run."""
+    and a tensor's guard (GuardBuilder.TENSOR_MATCH) keeps its dispatch
+    keys as the thread's local dispatch key set then applies them
+    (guards.cpp's LocalState); the compiled frame runs with the mode on
+    the stack, whose Python and PythonTLSSnapshot keys are then in that
+    set.  A host tensor's guard (a CPU learning rate, a CPU scalar) would
+    fail at every call: a recompilation each call ("Unexpected
+    recompilation") up to recompile_limit, then the frame runs eagerly.
+    The guards are built, and checked once as CheckFunctionManager does,
+    under a dispatch mode that only runs each op: the keys as the frame
+    will run, and an op a guard evaluates (a host tensor's .item()) has
+    a mode to go to."""
     from torch._dynamo.guards import CheckFunctionManager
+    from torch.utils._python_dispatch import TorchDispatchMode
     if getattr(CheckFunctionManager, "_memsim", False):
         return
     init = CheckFunctionManager.__init__
-    keys = torch._C.DispatchKey
 
+    class AsRun(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    @functools.wraps(init)
     def built_as_run(self, *a, **k):
-        with torch._C._IncludeDispatchKeyGuard(keys.Python), \
-                torch._C._IncludeDispatchKeyGuard(keys.PythonTLSSnapshot):
+        with AsRun():
             init(self, *a, **k)
     CheckFunctionManager.__init__ = built_as_run
     CheckFunctionManager._memsim = True
