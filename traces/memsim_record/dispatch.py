@@ -28,6 +28,7 @@ from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 from torch.utils._pytree import tree_flatten
 
+from . import attention
 from . import devices
 from . import host
 from . import kernels
@@ -235,10 +236,7 @@ class Dispatch:
             r = before(self, mode, func, name, args, kwargs)
             if r is not _RUN:
                 return r
-        make = _MAKE.get(name)
-        out = make(self, args) if make is not None else None
-        if out is None and dyn:
-            out = _dynamic(torch, rec, func, args, kwargs)
+        out = _dynamic(torch, rec, func, args, kwargs) if dyn else None
         if out is None:
             try:
                 if func is _UNSAFE_VIEW:
@@ -289,6 +287,50 @@ class Dispatch:
         self.rec.assume("nested:padded")
         return False
 
+    def _safe_softmax(self, mode, func, name, args, kwargs):
+        # _safe_softmax (the math attention path's softmax) has no CUDA
+        # kernel: its CompositeExplicitAutograd kernel runs softmax, the
+        # rows that are all -inf (isneginf, all over the dim), a 0-dim
+        # zero and where() written into softmax's output, the input-sized
+        # boolean temporary freed on return.  The fake mode's meta kernel
+        # would give the output alone.  Run as the GPU runs it, below
+        # autograd (its node, SafeSoftmaxBackward0, is already made).
+        x = args[0]
+        if not isinstance(x, torch.Tensor) or x.device.type != "cuda":
+            return _RUN
+        dim = args[1] if len(args) > 1 else kwargs["dim"]
+        dtype = args[2] if len(args) > 2 else kwargs.get("dtype")
+        with torch.no_grad(), mode:
+            out = torch.softmax(x, dim, dtype=dtype)
+            masked = x.isneginf()
+            rows = masked.all(dim, keepdim=True)
+            zero = torch.scalar_tensor(0.0, dtype=out.dtype,
+                                       device=out.device)
+            torch.where(rows, zero, out, out=out)
+            del zero, rows, masked
+        return out
+
+    def _encoder_layer(self, mode, func, name, args, kwargs):
+        # nn.TransformerEncoderLayer's fast path (eval, no grad):
+        # _transformer_encoder_layer_fwd has no fake kernel in PyTorch
+        # 2.11 and a fused op's outputs alone would hide its
+        # temporaries.  Run as ATen's transformer_encoder_layer_forward
+        # composes it (see attention.run_encoder_layer).
+        if not isinstance(args[0], torch.Tensor) or args[0].is_nested or \
+                args[0].device.type != "cuda":
+            return _RUN
+        with torch.no_grad(), mode:
+            return attention.encoder_layer(self.rec, self.major, *args, **kwargs)
+
+    def _native_mha(self, mode, func, name, args, kwargs):
+        # nn.MultiheadAttention's fast path (eval, no grad): the same
+        # composite as the encoder layer's attention.
+        if not isinstance(args[0], torch.Tensor) or args[0].is_nested or \
+                args[0].device.type != "cuda":
+            return _RUN
+        with torch.no_grad(), mode:
+            return attention.native_mha(self.rec, self.major, *args, **kwargs)
+
     def _amp(self, mode, func, name, args, kwargs):
         # No meta kernel: the fake mode would run the CUDA one.
         # In place, on tensors that exist: nothing is allocated
@@ -327,17 +369,6 @@ class Dispatch:
             self.kn.after(func, name, args, kwargs, out)
             return out
         return _RUN
-
-    # -- the op's outputs made otherwise than by its fake kernel (_MAKE) ----
-    def _encoder_layer(self, args):
-        if isinstance(args[0], torch.Tensor) and not args[0].is_nested:
-            # nn.TransformerEncoderLayer's fast path (eval): PyTorch
-            # 2.11 has no fake kernel for it (the fake mode would run
-            # the CUDA one, which a GPU-less machine lacks); later
-            # releases register one that returns empty_like(src),
-            # the output.  The same here, for every release.
-            return torch.empty_like(args[0])
-        return None
 
     # -- after the op: its outputs and temporaries (outputs, _AFTER) --------
     def outputs(self, name, args, kwargs, out, flat=None, noted=None):
@@ -842,11 +873,11 @@ _BEFORE = {
     "_amp_foreach_non_finite_check_and_unscale_": Dispatch._amp,
     "_amp_update_scale_": Dispatch._amp,
     "add": Dispatch._add,
+    "_safe_softmax": Dispatch._safe_softmax,
+    "_transformer_encoder_layer_fwd": Dispatch._encoder_layer,
+    "_native_multi_head_attention": Dispatch._native_mha,
 }
 _BEFORE.update((n, Dispatch._host_bool) for n in values.HOST_BOOL)
-_MAKE = {
-    "_transformer_encoder_layer_fwd": Dispatch._encoder_layer,
-}
 _AFTER = {
     "_to_copy": Dispatch._to_host,
     "convolution_backward": Dispatch._conv_backward,
