@@ -1,0 +1,32 @@
+# Attention that PyTorch composes from other ops, under memsim record
+# --fake on the H200 (tests/recorder_attention.sh).  CASE: math (the math
+# SDPA path, bf16, causal: _safe_softmax), encoder (an
+# nn.TransformerEncoderLayer's inference fast path, no mask: its
+# attention through SDPA), encmask (the same with a key padding mask and
+# no nested tensors: native multi-head attention's own path), weights
+# (nn.MultiheadAttention's fast path asked for its averaged weights).
+import sys
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn.attention import sdpa_kernel, SDPBackend
+
+case = sys.argv[1]
+dev = "cuda"
+if case == "math":
+    q = torch.randn(2, 4, 256, 64, device=dev, dtype=torch.bfloat16)
+    with sdpa_kernel(SDPBackend.MATH), torch.no_grad():
+        y = F.scaled_dot_product_attention(q, q, q, is_causal=True)
+elif case in ("encoder", "encmask"):
+    layer = nn.TransformerEncoderLayer(64, 2, 128, batch_first=True)
+    enc = nn.TransformerEncoder(layer, 1, enable_nested_tensor=False)
+    enc = enc.to(dev).eval()
+    x = torch.randn(4, 32, 64, device=dev)
+    pad = torch.zeros(4, 32, dtype=torch.bool, device=dev)
+    with torch.no_grad():
+        y = enc(x, src_key_padding_mask=pad if case == "encmask" else None)
+else:
+    mha = nn.MultiheadAttention(64, 2, batch_first=True).to(dev).eval()
+    x = torch.randn(4, 32, 64, device=dev)
+    with torch.no_grad():
+        y, w = mha(x, x, x)

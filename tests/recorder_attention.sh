@@ -1,0 +1,74 @@
+#!/bin/sh
+# memsim record --fake on attention that PyTorch composes from other ops
+# (tests/recorder/attention_paths.py, H200): the math SDPA path's
+# _safe_softmax (dispatch.py) and the fused inference paths of
+# nn.TransformerEncoderLayer and nn.MultiheadAttention (attention.py).
+# Without these rules the fake mode answered each with its output alone:
+# no softmax temporaries, no projections, no cuBLAS workspace.  Needs
+# Python 3 and PyTorch; skips (77) without them.
+set -u
+SRC=$(cd "$(dirname "$0")" && pwd)
+. "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
+need_torch
+# sizes CSV SITE: the sizes allocated at SITE (a module and its
+# submodules, parameters aside, or a prefix ending in a space) and the
+# cuBLAS / cuBLASLt workspaces, in order, on one line.
+sizes() {
+	awk -F, -v l="$2" '$3 != "alloc" || $7 == "parameter" { next }
+		$8 == l || $8 ~ /^cuBLAS/ || (index($8, l) == 1 &&
+		(l ~ / $/ || substr($8, length(l) + 1, 1) == ".")) {
+		printf "%s%s", s, $5; s = " " } END { print "" }' "$1"
+}
+for c in math encoder encmask weights; do
+	$MEMSIM record -o "$tmp/$c.csv" -- "$PY" "$SRC/recorder/attention_paths.py" $c \
+		2>"$tmp/err" || fail "record $c: $(tail -3 "$tmp/err")"
+done
+ws=33554432     # the H200's cuBLAS workspace
+lt=1048576      # cuBLASLt's
+# 1. Math SDPA, q = k = v bf16 [2, 4, 256, 64], causal: q, k, v made
+# fp32 (f = 2*4*256*64*4 each), q scaled (f), the causal mask (ones and
+# tril, 256*256 bools; two 0-dim scalars; the fp32 mask 256*256*4), k
+# scaled (f), the scores (a = 2*4*256*256*4) and cuBLAS's workspace; then
+# _safe_softmax: its output (a), isneginf's booleans (a / 4), the rows
+# all -inf (2*4*256), a 0-dim zero; the weights back to bf16 (a / 2), the
+# context (f) and the output in bf16 (f / 2).
+f=$((2 * 4 * 256 * 64 * 4)); a=$((2 * 4 * 256 * 256 * 4)); m=$((256 * 256))
+got=$(sizes "$tmp/math.csv" "attention_paths.py:19 ")
+want="$f $f $f $f $m $m 4 4 $((m * 4)) $f $a $ws $a $((a / 4)) 2048 4 $((a / 2)) $f $((f / 2))"
+[ "$got" = "$want" ] || fail "math: $got, not $want"
+# Its peak: at where(), everything but the mask's bools, the scaled k
+# and the q copy's scalars: bf16 q (f / 2), three fp32 copies and the
+# scaled q, the fp32 mask, the scores, the workspace, softmax's output,
+# the booleans, the rows and the zero (each rounded up to 512 bytes).
+$MEMSIM run --json "$tmp/math.csv" >"$tmp/math.json" || fail "run math"
+peak=$((f / 2 + 4 * f + m * 4 + a + ws + a + a / 4 + 2048 + 512))
+[ "$(key allocated_bytes.all.peak "$tmp/math.json")" = "$peak" ] ||
+	fail "math peak $(key allocated_bytes.all.peak "$tmp/math.json"), not $peak"
+# 2. One encoder layer, d 64, 2 heads, FFN 128, x [4, 32, 64] fp32, no
+# mask (b = 4*32*64*4 bytes an activation): native multi-head attention
+# takes SDPA (memory-efficient attention for fp32): the packed projection
+# (3b) with the workspaces of its GEMM (cuBLAS's, then cuBLASLt's for the
+# bias), attention's output (b), the out-projection (b); add and
+# layer_norm (b, mean and rstd 4*32*4 each); the FFN (2b with ReLU
+# fused, then b); add and layer_norm again.
+b=$((4 * 32 * 64 * 4)); r=$((4 * 32 * 4))
+got=$(sizes "$tmp/encoder.csv" TransformerEncoder.layers.0)
+want="$((3 * b)) $ws $lt $b $b $b $r $r $((2 * b)) $b $b $r $r"
+[ "$got" = "$want" ] || fail "encoder: $got, not $want"
+# 3. The same with a key padding mask (made float by
+# TransformerEncoder, 4*32*4): no SDPA; the projection without bias
+# (3b, cuBLAS), _transform_bias_rescale_qkv's [3, B, heads, T, d] (3b),
+# the scores (s = 4*2*32*32*4), the mask made boolean (4*32),
+# _masked_softmax's output (s), the heads' copy (b), the out-projection
+# (b, cuBLASLt), then as above.
+s=$((4 * 2 * 32 * 32 * 4))
+got=$(sizes "$tmp/encmask.csv" TransformerEncoder)
+want="$r $((3 * b)) $ws $((3 * b)) $s 128 $s $b $b $lt $b $r $r $((2 * b)) $b $b $r $r"
+[ "$got" = "$want" ] || fail "encmask: $got, not $want"
+# 4. nn.MultiheadAttention asked for its weights: its own path, the
+# softmax in place, the weights averaged over the heads (4*32*32*4).
+got=$(sizes "$tmp/weights.csv" MultiheadAttention)
+want="$((3 * b)) $ws $((3 * b)) $s $b $b $lt $((4 * 32 * 32 * 4))"
+[ "$got" = "$want" ] || fail "weights: $got, not $want"
+
+finish recorder_attention.sh
