@@ -19,7 +19,7 @@ sizes() {
 		(l ~ / $/ || substr($8, length(l) + 1, 1) == ".")) {
 		printf "%s%s", s, $5; s = " " } END { print "" }' "$1"
 }
-for c in math encoder encmask weights; do
+for c in math encoder encmask nested padunknown weights; do
 	$MEMSIM record -o "$tmp/$c.csv" -- "$PY" "$SRC/recorder/attention_paths.py" $c \
 		2>"$tmp/err" || fail "record $c: $(tail -3 "$tmp/err")"
 done
@@ -33,7 +33,9 @@ lt=1048576      # cuBLASLt's
 # all -inf (2*4*256), a 0-dim zero; the weights back to bf16 (a / 2), the
 # context (f) and the output in bf16 (f / 2).
 f=$((2 * 4 * 256 * 64 * 4)); a=$((2 * 4 * 256 * 256 * 4)); m=$((256 * 256))
-got=$(sizes "$tmp/math.csv" "attention_paths.py:19 ")
+line=$(grep -n 'scaled_dot_product_attention(q, q, q' \
+	"$SRC/recorder/attention_paths.py" | cut -d: -f1)
+got=$(sizes "$tmp/math.csv" "attention_paths.py:$line ")
 want="$f $f $f $f $m $m 4 4 $((m * 4)) $f $a $ws $a $((a / 4)) 2048 4 $((a / 2)) $f $((f / 2))"
 [ "$got" = "$want" ] || fail "math: $got, not $want"
 # Its peak: at where(), everything but the mask's bools, the scaled k
@@ -65,7 +67,34 @@ s=$((4 * 2 * 32 * 32 * 4))
 got=$(sizes "$tmp/encmask.csv" TransformerEncoder)
 want="$r $((3 * b)) $ws $((3 * b)) $s 128 $s $b $b $lt $b $r $r $((2 * b)) $b $b $r $r"
 [ "$got" = "$want" ] || fail "encmask: $got, not $want"
-# 4. nn.MultiheadAttention asked for its weights: its own path, the
+# 4. The same layer under nn.TransformerEncoder with a left-aligned
+# padding mask whose values are known (zeros, then slices set): the
+# nested path on 16 + 3 * 24 = 88 tokens (t = 88*64*4 bytes a buffer):
+# the batch packed (t) and its int32 metadata (2*4 + 3 + 5), then the
+# layer on the buffer: the packed projection (3t) and the workspaces,
+# the cumulative lengths of queries and keys (5 int32 each), attention's
+# output (t), the out-projection (t), layer_norm (t, mean and rstd 88
+# floats each), the FFN (2t, t), layer_norm; the output padded back
+# ([4, 32, 64]: b) with its offsets and sizes (5 + 8 int32).
+t=$((88 * 64 * 4)); r88=$((88 * 4))
+got=$(sizes "$tmp/nested.csv" TransformerEncoder.layers.0)
+want="$((3 * t)) $ws $lt 20 20 $t $t $t $r88 $r88 $((2 * t)) $t $t $r88 $r88"
+[ "$got" = "$want" ] || fail "nested: $got, not $want"
+got=$(awk -F, '$3 == "alloc" && $8 == "TransformerEncoder" && $5 >= 52 {
+	printf "%s%s", s, $5; s = " " } END { print "" }' "$tmp/nested.csv")
+case "$got" in
+*" $t 64 $b 52") ;;
+*) fail "nested: packing and padding: $got" ;;
+esac
+grep -q ',assumption,' "$tmp/nested.csv" && fail "nested: an assumption"
+# 5. A padding mask of unknown values (randn > 0): whether it is
+# left-aligned is assumed not (nested:padded), the padded path as in 3.
+grep -q ',assumption,nested:padded ' "$tmp/padunknown.csv" ||
+	fail "padunknown: no assumption"
+got=$(sizes "$tmp/padunknown.csv" TransformerEncoder.layers.0)
+want="$((3 * b)) $ws $((3 * b)) $s 128 $s $b $b $lt $b $r $r $((2 * b)) $b $b $r $r"
+[ "$got" = "$want" ] || fail "padunknown: $got, not $want"
+# 6. nn.MultiheadAttention asked for its weights: its own path, the
 # softmax in place, the weights averaged over the heads (4*32*32*4).
 got=$(sizes "$tmp/weights.csv" MultiheadAttention)
 want="$((3 * b)) $ws $((3 * b)) $s $b $b $lt $((4 * 32 * 32 * 4))"

@@ -3,8 +3,11 @@
 # SDPA path, bf16, causal: _safe_softmax), encoder (an
 # nn.TransformerEncoderLayer's inference fast path, no mask: its
 # attention through SDPA), encmask (the same with a key padding mask and
-# no nested tensors: native multi-head attention's own path), weights
-# (nn.MultiheadAttention's fast path asked for its averaged weights).
+# no nested tensors: native multi-head attention's own path), nested (a
+# left-aligned padding mask: the nested-tensor path, lengths 16, 24, 24,
+# 24), padunknown (a padding mask of unknown values: the padded path),
+# weights (nn.MultiheadAttention's fast path asked for its averaged
+# weights).
 import sys
 import torch
 import torch.nn as nn
@@ -25,6 +28,18 @@ elif case in ("encoder", "encmask"):
     pad = torch.zeros(4, 32, dtype=torch.bool, device=dev)
     with torch.no_grad():
         y = enc(x, src_key_padding_mask=pad if case == "encmask" else None)
+elif case in ("nested", "padunknown"):
+    layer = nn.TransformerEncoderLayer(64, 2, 128, batch_first=True)
+    enc = nn.TransformerEncoder(layer, 1).to(dev).eval()
+    x = torch.randn(4, 32, 64, device=dev)
+    if case == "nested":
+        pad = torch.zeros(4, 32, dtype=torch.bool, device=dev)
+        pad[:, 24:] = True
+        pad[0, 16:] = True
+    else:
+        pad = torch.randn(4, 32, device=dev) > 0
+    with torch.no_grad():
+        y = enc(x, src_key_padding_mask=pad)
 else:
     mha = nn.MultiheadAttention(64, 2, batch_first=True).to(dev).eval()
     x = torch.randn(4, 32, 64, device=dev)

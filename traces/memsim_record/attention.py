@@ -16,14 +16,28 @@ freed where the GPU frees it.  Ops without a fake kernel of their own
 allocated as their CUDA kernels allocate them: values are not computed
 (docs/recording.md).
 
-Nested inputs (TransformerEncoder's sparsity fast path) never come here:
-the recorder assumes the padding mask is not left-aligned (assumption
-nested:padded, dispatch.py), and the layers run on the padded batch.
+nn.TransformerEncoder's sparsity fast path (eval, no grad, a key padding
+mask whose padding is all at the end) packs the batch into a nested
+tensor (_nested_tensor_from_mask), runs the layers on it and pads the
+result back (to_padded_tensor).  Nested tensors have no fake kernels:
+the recorder stands one in by its buffer (Nested), a [tokens, features]
+tensor allocated as the CUDA kernels allocate it, and runs each layer on
+that buffer as the nested kernels do (nested_linear, the memory-efficient
+or flash kernel over cumulative sequence lengths, NestedTensor_layer_norm,
+NestedTensor_times_Tensor_plus_Tensor_addmm): every temporary scales with
+the tokens kept, not the padded length.  The lengths come from the mask's
+values where they are known (a mask of deterministic origin or made from
+host data: values.py's shadows); otherwise the mask is assumed not
+left-aligned (assumption nested:padded) and the layers run on the padded
+batch with the mask.
 """
+import weakref
+
 import torch
 import torch.nn.functional as F
 
 from . import fake
+from . import values
 
 
 def _sdp_fused(rec, major, q, k, v, mask):
@@ -60,13 +74,13 @@ def native_mha(rec, major, query, key, value, embed_dim, num_head,
             x = F.linear(query, qkv_weight, qkv_bias)
             c = [t.view(b, -1, h, dh).transpose(1, 2)
                  for t in x.chunk(3, -1)]
-            del x
             y = F.scaled_dot_product_attention(c[0], c[1], c[2], None,
                                                0.0, False)
-            del c
             past = y.transpose(1, 2).reshape(b, -1, e)
-            del y
-            return F.linear(past, proj_weight, proj_bias), None
+            out = F.linear(past, proj_weight, proj_bias)
+            # x, its chunks, y and past live until the function returns
+            del past, y, c, x
+            return out, None
     # qkv_projection: one GEMM for self-attention, else the parts and cat
     if query is key and key is value:
         qkv = torch.matmul(query, qkv_weight.t())
@@ -118,19 +132,190 @@ def native_mha(rec, major, query, key, value, embed_dim, num_head,
     return proj, s
 
 
+class Nested:
+    """The nested tensors of one recording, each stood in by a fake
+    tensor of the padded shape that views its buffer (strides 0, 0, 1:
+    nothing beyond the buffer is allocated), with the sequences' lengths
+    and the buffer as [tokens, features]."""
+
+    def __init__(self):
+        self.by_id = {}
+
+    def make(self, buf2d, lengths, padded_len):
+        n, d = len(lengths), buf2d.shape[1]
+        st = buf2d.view(-1).as_strided((n, padded_len, d), (0, 0, 1))
+        key = id(st)
+        self.by_id[key] = (buf2d, list(lengths), padded_len)
+        weakref.finalize(st, self.by_id.pop, key, None)
+        return st
+
+    def get(self, t):
+        return self.by_id.get(id(t))
+
+
+def _lengths(t, mask):
+    """The composite both mask functions start with (ATen's
+    NestedTensor_nested_tensor_from_mask and _left_aligned): the first
+    padding position of each row (argmin over the mask with a False
+    column appended, as int32) and the count of kept positions (the
+    cumulative sum's last column); the appended column is returned too,
+    a local of theirs that lives until they return."""
+    n, l = mask.shape
+    pad = torch.zeros((n, 1), dtype=mask.dtype, device=mask.device)
+    nums = torch.cat([mask, pad], 1).to(torch.int32).argmin(1)
+    sizes = mask.cumsum(1).select(1, l - 1)
+    return sizes, nums.to(sizes.dtype), pad
+
+
+def left_aligned(t, mask):
+    """_nested_tensor_from_mask_left_aligned: whether every row of MASK
+    (True where kept) keeps a prefix."""
+    sizes, nums, pad = _lengths(t, mask)
+    return torch.equal(sizes, nums)
+
+
+def from_mask(rec, nested, t, mask, mask_check=True):
+    """_nested_tensor_from_mask(T, MASK): the lengths to the host, then
+    nested_from_padded_cuda: the buffer and its int32 metadata on the
+    GPU (freed on return); the function's locals after.  The stand-in."""
+    n, l, d = t.shape
+    sizes, nums, pad = _lengths(t, mask)
+    if mask_check and not torch.equal(sizes, nums):
+        raise RuntimeError("Mask must be left-aligned without gaps")
+    sizes = sizes.reshape(n, 1)
+    dd = torch.full_like(sizes, d)
+    sizes = torch.cat([sizes, dd], 1).to("cpu")
+    if type(sizes) is torch.Tensor:
+        lengths = [int(v) for v in sizes[:, 0].tolist()]
+    else:
+        # values unknown (a mask_check=False encoder; with the check
+        # the padded path is taken first): every sequence whole
+        values.assume(rec, "nested:whole", l)
+        lengths = [l] * n
+    buf = torch.empty((sum(lengths), d), dtype=t.dtype, device=t.device)
+    meta = torch.empty((2 * n + 3 + n + 1,), dtype=torch.int32,
+                       device=t.device)
+    del meta
+    st = nested.make(buf, lengths, l)
+    del dd, nums, pad
+    return st
+
+
+def to_padded(nested, t, padding, output_size=None):
+    """to_padded_tensor of a stand-in (NestedTensor_to_padded_tensor_cuda
+    with an output size): the padded output, then the offsets and sizes
+    as int32 on the GPU for the kernel, freed on return."""
+    buf, lengths, padded_len = nested.get(t)
+    n, d = len(lengths), buf.shape[1]
+    size = tuple(output_size) if output_size is not None else \
+        (n, max(lengths), d)
+    out = torch.empty(size, dtype=buf.dtype, device=buf.device)
+    meta = torch.empty((n + 1 + 2 * n,), dtype=torch.int32,
+                       device=buf.device)
+    del meta
+    return out
+
+
+def _nested_sdpa(rec, major, dtype, h, dh):
+    """The kernel scaled_dot_product_attention takes for nested inputs
+    without a mask: flash or memory-efficient attention (cuDNN's takes
+    no nested tensors), or None for the math path."""
+    half = dtype in (torch.float16, torch.bfloat16)
+    flags = fake._sdp_flags(torch)()
+    enabled = dict(zip((fake.SDP_CUDNN, fake.SDP_FLASH, fake.SDP_EFFICIENT,
+                        fake.SDP_MATH), flags))
+    if enabled[fake.SDP_FLASH] and major >= 8 and half and dh <= 256 and \
+            dh % 8 == 0:
+        return fake.SDP_FLASH
+    if enabled[fake.SDP_EFFICIENT] and major >= 5 and \
+            dh % fake._gemm_alignment(torch, dtype, major) == 0:
+        return fake.SDP_EFFICIENT
+    return None
+
+
 def _norm(x, e, eps, w, bias):
     return F.layer_norm(x, (e,), w, bias, eps)
 
 
-def encoder_layer(rec, major, src, embed_dim, num_heads, qkv_weight,
+def _nested_mha(rec, major, x, lengths, e, h, qkv_weight, qkv_bias,
+                proj_weight, proj_bias):
+    """native_multi_head_attention_cuda on a nested input (its buffer X,
+    [tokens, E]) through SDPA: nested_linear (the buffer's GEMM), the
+    nested kernel over cumulative sequence lengths (sdpa_nested_
+    preprocessing: q, k and v the projection's chunks, viewed in place;
+    the lengths as int32 on the GPU, one tensor for the queries, one for
+    the keys), its output [tokens, heads, head_dim] (flash adds its fp32
+    log-sum-exp), then the out-projection; the projection and the
+    attention output live until the function returns."""
+    dh = e // h
+    kind = _nested_sdpa(rec, major, x.dtype, h, dh)
+    if kind is None:
+        return None
+    ntok, n = x.shape[0], len(lengths)
+    qkv = F.linear(x, qkv_weight, qkv_bias)
+    cu_q = torch.empty((n + 1,), dtype=torch.int32, device=x.device)
+    cu_k = torch.empty((n + 1,), dtype=torch.int32, device=x.device)
+    y = torch.empty((ntok, h, dh), dtype=x.dtype, device=x.device)
+    if kind == fake.SDP_FLASH:
+        lse = torch.empty((h, ntok), dtype=torch.float32, device=x.device)
+        del lse
+    del cu_k, cu_q
+    out = F.linear(y.view(ntok, e), proj_weight, proj_bias)
+    del y, qkv
+    return out
+
+
+def _nested_layer(rec, major, nested, src, e, num_heads, qkv_weight,
                   qkv_bias, proj_weight, proj_bias, use_gelu, norm_first,
                   eps, norm_w1, norm_b1, norm_w2, norm_b2, ffn_w1, ffn_b1,
-                  ffn_w2, ffn_b2, mask=None, mask_type=None):
-    """_transformer_encoder_layer_fwd on a CUDA tensor, as ATen's
-    transformer_encoder_layer_forward runs it."""
+                  ffn_w2, ffn_b2):
+    """transformer_encoder_layer_forward on a nested input (a stand-in):
+    the same steps on the buffer, [tokens, E]; None where attention would
+    take the math path (not modelled: the caller runs the padded one)."""
+    buf, lengths, padded_len = nested.get(src)
+    x = buf
+    if norm_first:
+        x = _norm(x, e, eps, norm_w1, norm_b1)
+    x = _nested_mha(rec, major, x, lengths, e, int(num_heads), qkv_weight,
+                    qkv_bias, proj_weight, proj_bias)
+    if x is None:
+        return None
+    x.add_(buf)
+    if not norm_first:
+        x = _norm(x, e, eps, norm_w1, norm_b1)
+    pre = x
+    if norm_first:
+        x = _norm(x, e, eps, norm_w2, norm_b2)
+    y = torch._addmm_activation(ffn_b1, x, ffn_w1.t(),
+                                use_gelu=bool(use_gelu))
+    y = torch.addmm(ffn_b2, y, ffn_w2.t())
+    del x
+    y.add_(pre)
+    del pre
+    if not norm_first:
+        y = _norm(y, e, eps, norm_w2, norm_b2)
+    return nested.make(y, lengths, padded_len)
+
+
+def encoder_layer(rec, major, nested, src, embed_dim, num_heads,
+                  qkv_weight, qkv_bias, proj_weight, proj_bias, use_gelu,
+                  norm_first, eps, norm_w1, norm_b1, norm_w2, norm_b2,
+                  ffn_w1, ffn_b1, ffn_w2, ffn_b2, mask=None, mask_type=None):
+    """_transformer_encoder_layer_fwd on a CUDA tensor or a nested
+    stand-in, as ATen's transformer_encoder_layer_forward runs it."""
+    e = int(embed_dim)
+    if nested.get(src) is not None:
+        out = _nested_layer(rec, major, nested, src, e, num_heads,
+                            qkv_weight, qkv_bias, proj_weight, proj_bias,
+                            use_gelu, norm_first, eps, norm_w1, norm_b1,
+                            norm_w2, norm_b2, ffn_w1, ffn_b1, ffn_w2,
+                            ffn_b2)
+        if out is not None:
+            return out
+        raise RuntimeError("memsim record: a nested tensor's attention on "
+                           "the math path is not modelled")
     if src.numel() == 0:
         return src.clone()
-    e = int(embed_dim)
     x = src
     if norm_first:
         x = _norm(x, e, eps, norm_w1, norm_b1)

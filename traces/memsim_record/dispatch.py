@@ -121,6 +121,8 @@ class Dispatch:
         # CompositeImplicitAutograd one, whether _dynamic may answer it):
         # asked once an op, not at every call.
         self.opinfo = {}
+        # the nested tensors' stand-ins (attention.Nested)
+        self.nested = attention.Nested()
         # cudnn.benchmark's keys found so far (kernel_events)
         self.cudnn_found = set()
         # the same workspace rule for the GEMMs Inductor's pad_mm pass
@@ -278,14 +280,31 @@ class Dispatch:
 
     def _nested_mask(self, mode, func, name, args, kwargs):
         # nn.TransformerEncoder's sparsity fast path (eval, a key
-        # padding mask) asks whether the mask's padding is all at
-        # the end, which depends on its values; nested tensors
-        # have no fake kernels.  Assumed not (assumption
-        # nested:padded): the layers run on the padded batch
-        # (_transformer_encoder_layer_fwd), which allocates at
-        # least what the nested path would.
-        self.rec.assume("nested:padded")
-        return False
+        # padding mask) asks whether the mask keeps a prefix of each
+        # row, which depends on its values: computed as ATen computes
+        # it where they are known (values.py's shadows; the ops
+        # recorded).  Otherwise assumed not (assumption nested:padded):
+        # the layers run on the padded batch with the mask, which
+        # allocates at least what the nested path would.
+        if self.rec.known.values.real(args[1]) is None:
+            self.rec.assume("nested:padded")
+            return False
+        with torch.no_grad(), mode:
+            return attention.left_aligned(*args, **kwargs)
+
+    def _nested_from_mask(self, mode, func, name, args, kwargs):
+        # The batch packed into a nested tensor, stood in by its buffer
+        # (attention.Nested): no fake kernels for nested tensors.
+        with torch.no_grad(), mode:
+            return attention.from_mask(self.rec, self.nested, *args,
+                                       **kwargs)
+
+    def _to_padded(self, mode, func, name, args, kwargs):
+        if not isinstance(args[0], torch.Tensor) or \
+                self.nested.get(args[0]) is None:
+            return _RUN
+        with torch.no_grad(), mode:
+            return attention.to_padded(self.nested, *args, **kwargs)
 
     def _safe_softmax(self, mode, func, name, args, kwargs):
         # _safe_softmax (the math attention path's softmax) has no CUDA
@@ -315,12 +334,14 @@ class Dispatch:
         # _transformer_encoder_layer_fwd has no fake kernel in PyTorch
         # 2.11 and a fused op's outputs alone would hide its
         # temporaries.  Run as ATen's transformer_encoder_layer_forward
-        # composes it (see attention.run_encoder_layer).
+        # composes it (attention.encoder_layer), on the padded batch or
+        # on a nested stand-in's buffer.
         if not isinstance(args[0], torch.Tensor) or args[0].is_nested or \
                 args[0].device.type != "cuda":
             return _RUN
         with torch.no_grad(), mode:
-            return attention.encoder_layer(self.rec, self.major, *args, **kwargs)
+            return attention.encoder_layer(self.rec, self.major, self.nested,
+                                           *args, **kwargs)
 
     def _native_mha(self, mode, func, name, args, kwargs):
         # nn.MultiheadAttention's fast path (eval, no grad): the same
@@ -870,6 +891,8 @@ _BEFORE = {
     "_local_scalar_dense": Dispatch._item,
     "is_pinned": Dispatch._not_pinned,
     "_nested_tensor_from_mask_left_aligned": Dispatch._nested_mask,
+    "_nested_tensor_from_mask": Dispatch._nested_from_mask,
+    "to_padded_tensor": Dispatch._to_padded,
     "_amp_foreach_non_finite_check_and_unscale_": Dispatch._amp,
     "_amp_update_scale_": Dispatch._amp,
     "add": Dispatch._add,
