@@ -99,5 +99,14 @@ want="$((3 * b)) $ws $((3 * b)) $s 128 $s $b $b $lt $b $r $r $((2 * b)) $b $b $r
 got=$(sizes "$tmp/weights.csv" MultiheadAttention)
 want="$((3 * b)) $ws $((3 * b)) $s $b $b $lt $((4 * 32 * 32 * 4))"
 [ "$got" = "$want" ] || fail "weights: $got, not $want"
+# 7. Their values under --values cpu: each fused op's CPU kernel on the
+# inputs' values (values.py), not the composite's (whose
+# _transform_bias_rescale_qkv and _masked_softmax are outputs only);
+# _safe_softmax's from its composite, a row all -inf zero.
+$MEMSIM record --values cpu -o "$tmp/values.csv" -- "$PY" \
+	"$SRC/recorder/attention_paths.py" values >"$tmp/out" 2>"$tmp/err" ||
+	fail "record values: $(tail -3 "$tmp/err")"
+grep -q '^values ok$' "$tmp/out" "$tmp/err" ||
+	fail "values: $(grep '^values' "$tmp/out" "$tmp/err")"
 
 finish recorder_attention.sh

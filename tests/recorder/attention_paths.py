@@ -7,7 +7,8 @@
 # left-aligned padding mask: the nested-tensor path, lengths 16, 24, 24,
 # 24), padunknown (a padding mask of unknown values: the padded path),
 # weights (nn.MultiheadAttention's fast path asked for its averaged
-# weights).
+# weights), values (under --values cpu: the fused paths' values against
+# the same modules run on the CPU; prints "values ok").
 import sys
 import torch
 import torch.nn as nn
@@ -40,6 +41,27 @@ elif case in ("nested", "padunknown"):
         pad = torch.randn(4, 32, device=dev) > 0
     with torch.no_grad():
         y = enc(x, src_key_padding_mask=pad)
+elif case == "values":
+    import copy
+    torch.manual_seed(0)
+    mha = nn.MultiheadAttention(64, 2, batch_first=True).to(dev).eval()
+    layer = nn.TransformerEncoderLayer(64, 2, 128, batch_first=True)
+    enc = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+    enc = enc.to(dev).eval()
+    x = torch.randn(4, 32, 64).to(dev)
+    a = torch.randn(2, 8).to(dev)
+    a[1, :] = float("-inf")
+    with torch.no_grad():
+        z, w = mha(x, x, x)
+        y = enc(x)
+        s = torch.ops.aten._safe_softmax(a, -1)
+        mc, ec = copy.deepcopy(mha).cpu(), copy.deepcopy(enc).cpu()
+        zc, wc = mc(x.cpu(), x.cpu(), x.cpu())
+        yc = ec(x.cpu())
+        sc = torch.ops.aten._safe_softmax(a.cpu(), -1)
+    ok = [torch.allclose(u.cpu(), v, atol=1e-5)
+          for u, v in ((z, zc), (w, wc), (y, yc), (s, sc))]
+    print("values", "ok" if all(ok) else ok)
 else:
     mha = nn.MultiheadAttention(64, 2, batch_first=True).to(dev).eval()
     x = torch.randn(4, 32, 64, device=dev)

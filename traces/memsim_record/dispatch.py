@@ -340,8 +340,12 @@ class Dispatch:
                 args[0].device.type != "cuda":
             return _RUN
         with torch.no_grad(), mode:
-            return attention.encoder_layer(self.rec, self.major, self.nested,
-                                           *args, **kwargs)
+            out = attention.encoder_layer(self.rec, self.major, self.nested,
+                                          *args, **kwargs)
+        if self.nested.get(args[0]) is None:
+            # its values: the op's CPU kernel on the inputs' (values.py)
+            self.kn.after(func, name, args, kwargs, out)
+        return out
 
     def _native_mha(self, mode, func, name, args, kwargs):
         # nn.MultiheadAttention's fast path (eval, no grad): the same
@@ -350,7 +354,10 @@ class Dispatch:
                 args[0].device.type != "cuda":
             return _RUN
         with torch.no_grad(), mode:
-            return attention.native_mha(self.rec, self.major, *args, **kwargs)
+            out = attention.native_mha(self.rec, self.major, *args,
+                                       **kwargs)
+        self.kn.after(func, name, args, kwargs, out)
+        return out
 
     def _amp(self, mode, func, name, args, kwargs):
         # No meta kernel: the fake mode would run the CUDA one.
