@@ -8,7 +8,7 @@ SRC=$(cd "$(dirname "$0")" && pwd)
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 need_torch
 sizes() { awk -F, '$3 == "alloc" { printf "%s%s", s, $5; s = " " } END { print "" }' "$1"; }
-for c in groupnorm convt gemm nested mse catconv mathmask accum linear3d lncopy embed softmax; do
+for c in groupnorm convt gemm nested mse catconv mathmask accum linear3d lncopy embed softmax cumsum h2dconv; do
 	$MEMSIM record -o "$tmp/$c.csv" -- "$PY" "$SRC/recorder/op_allocs.py" $c \
 		2>"$tmp/err" || fail "record $c: $(tail -3 "$tmp/err")"
 done
@@ -148,5 +148,16 @@ done
 [ -n "$(sizes "$tmp/jit-eager.csv")" ] &&
 	[ "$(sizes "$tmp/jit-eager.csv")" = "$(sizes "$tmp/jit-script.csv")" ] ||
 	fail "jit: $(sizes "$tmp/jit-script.csv"), eager $(sizes "$tmp/jit-eager.csv")"
+# 13. cumsum of a [4, 100] bool mask: the int64 result (3200), then
+# impl_func_cum_ops' self.to(int64), a copy of the mask (3200) freed on
+# return (the H200's tenc_padmask trace); of the int64 result: no copy.
+got=$(sizes "$tmp/cumsum.csv")
+[ "$got" = "400 3200 3200 3200" ] || fail "cumsum: $got"
+# 14. 1000 host float64 to the GPU as float32: non-blocking, the output
+# (4000) then copy_kernel_cuda's GPU copy of the host values (8000),
+# converted on the GPU; blocking, converted on the host (4000 alone);
+# non-blocking without a conversion (8000 alone).
+got=$(sizes "$tmp/h2dconv.csv")
+[ "$got" = "4000 8000 4000 8000" ] || fail "h2dconv: $got"
 
 finish recorder_ops.sh

@@ -193,8 +193,10 @@ def from_mask(rec, nested, t, mask, mask_check=True):
         values.assume(rec, "nested:whole", l)
         lengths = [l] * n
     buf = torch.empty((sum(lengths), d), dtype=t.dtype, device=t.device)
-    meta = torch.empty((2 * n + 3 + n + 1,), dtype=torch.int32,
-                       device=t.device)
+    # sizes, the padded shape and the offsets (int64 on the host) to the
+    # GPU as int32, non-blocking
+    meta = torch.zeros((2 * n + 3 + n + 1,), dtype=torch.int64)
+    meta = meta.to(t.device, torch.int32, non_blocking=True)
     del meta
     st = nested.make(buf, lengths, l)
     del dd, nums, pad

@@ -749,6 +749,34 @@ class Dispatch:
             tuple(x.shape), x.element_size(), int(ns), bool(rp),
             out.numel() if isinstance(out, torch.Tensor) else 0)
 
+    def _ev_cum(self, name, args, phase, out, kwargs):
+        # cumsum_out / cumprod_out (impl_func_cum_ops) pass the kernel
+        # self.to(result's dtype): a copy when they differ (a bool or
+        # int32 mask summed into int64), made after the result and
+        # freed on return.
+        x = args[0] if args else None
+        if not isinstance(x, torch.Tensor) or x.device.type != "cuda" or \
+                not isinstance(out, torch.Tensor) or x.dim() == 0 or \
+                x.numel() == 0 or out.dtype == x.dtype:
+            return []
+        return [("alloc", "self", x.numel() * out.element_size()),
+                ("free", "self")]
+
+    def _ev_copy(self, name, args, phase, out, kwargs):
+        # A host tensor to the GPU with non_blocking and another dtype:
+        # copy_kernel_cuda converts on the GPU (copy_requires_
+        # temporaries), so the host's values go first to a GPU tensor of
+        # their own dtype, freed on return (a blocking copy converts on
+        # the host).
+        x = args[0] if args else None
+        if not isinstance(x, torch.Tensor) or x.device.type != "cpu" or \
+                not isinstance(out, torch.Tensor) or \
+                out.device.type != "cuda" or out.dtype == x.dtype or \
+                not (kwargs or {}).get("non_blocking") or out.numel() == 0:
+            return []
+        return [("alloc", "src", out.numel() * x.element_size()),
+                ("free", "src")]
+
     def _ev_softmax_backward(self, name, args, phase, out, kwargs):
         g, y = args[0], args[1]
         if not isinstance(g, torch.Tensor) or \
@@ -933,6 +961,9 @@ _EVENTS = {
     "sort": Dispatch._ev_sort,
     "multinomial": Dispatch._ev_sort,
     "_softmax_backward_data": Dispatch._ev_softmax_backward,
+    "cumsum": Dispatch._ev_cum,
+    "cumprod": Dispatch._ev_cum,
+    "_to_copy": Dispatch._ev_copy,
     "mse_loss": Dispatch._ev_loss,
     "smooth_l1_loss": Dispatch._ev_loss,
     "huber_loss": Dispatch._ev_loss,
