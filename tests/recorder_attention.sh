@@ -19,7 +19,7 @@ sizes() {
 		(l ~ / $/ || substr($8, length(l) + 1, 1) == ".")) {
 		printf "%s%s", s, $5; s = " " } END { print "" }' "$1"
 }
-for c in math encoder encmask nested padunknown weights; do
+for c in math encoder encmask nested padunknown weights mhabf16; do
 	$MEMSIM record -o "$tmp/$c.csv" -- "$PY" "$SRC/recorder/attention_paths.py" $c \
 		2>"$tmp/err" || fail "record $c: $(tail -3 "$tmp/err")"
 done
@@ -99,7 +99,18 @@ want="$((3 * b)) $ws $((3 * b)) $s 128 $s $b $b $lt $b $r $r $((2 * b)) $b $b $r
 got=$(sizes "$tmp/weights.csv" MultiheadAttention)
 want="$((3 * b)) $ws $((3 * b)) $s $b $b $lt $((4 * 32 * 32 * 4))"
 [ "$got" = "$want" ] || fail "weights: $got, not $want"
-# 7. Their values under --values cpu: each fused op's CPU kernel on the
+# 7. The same in bf16, no weights asked: select_sdp_backend picks cuDNN
+# attention (sm90), one of the kernels native multi-head attention hands
+# SDPA to: the packed projection (3h, h = 4*32*64*2) and the workspaces,
+# cuDNN's RNG seed and offset (8 each), its output (h) and 256-byte
+# workspace, the out-projection (h).
+h=$((4 * 32 * 64 * 2))
+got=$(sizes "$tmp/mhabf16.csv" MultiheadAttention)
+want="$((3 * h)) $ws $lt 8 8 $h $h"
+[ "$got" = "$want" ] || fail "mhabf16: $got, not $want"
+grep -q ',cudnn run_cudnn_SDP_fprop workspace$' "$tmp/mhabf16.csv" ||
+	fail "mhabf16: no cuDNN attention"
+# 8. Their values under --values cpu: each fused op's CPU kernel on the
 # inputs' values (values.py), not the composite's (whose
 # _transform_bias_rescale_qkv and _masked_softmax are outputs only);
 # _safe_softmax's from its composite, a row all -inf zero.

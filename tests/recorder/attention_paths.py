@@ -7,7 +7,8 @@
 # left-aligned padding mask: the nested-tensor path, lengths 16, 24, 24,
 # 24), padunknown (a padding mask of unknown values: the padded path),
 # weights (nn.MultiheadAttention's fast path asked for its averaged
-# weights), values (under --values cpu: the fused paths' values against
+# weights), mhabf16 (the same in bf16, no weights asked: cuDNN attention
+# on sm90), values (under --values cpu: the fused paths' values against
 # the same modules run on the CPU; prints "values ok").
 import sys
 import torch
@@ -41,6 +42,12 @@ elif case in ("nested", "padunknown"):
         pad = torch.randn(4, 32, device=dev) > 0
     with torch.no_grad():
         y = enc(x, src_key_padding_mask=pad)
+elif case == "mhabf16":
+    mha = nn.MultiheadAttention(64, 2, batch_first=True)
+    mha = mha.to(dev, torch.bfloat16).eval()
+    x = torch.randn(4, 32, 64, device=dev, dtype=torch.bfloat16)
+    with torch.no_grad():
+        y, _ = mha(x, x, x, need_weights=False)
 elif case == "values":
     import copy
     torch.manual_seed(0)

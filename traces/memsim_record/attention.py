@@ -42,15 +42,15 @@ from . import values
 
 def _sdp_fused(rec, major, q, k, v, mask):
     """Whether native_multi_head_attention_cuda takes its fused path:
-    select_sdp_backend on the head views picks flash or memory-efficient
-    attention, and no mask is given."""
+    select_sdp_backend on the head views picks flash, memory-efficient or
+    cuDNN attention, and no mask is given."""
     if mask is not None:
         return False
     try:
         b = fake._sdp_choice(torch, rec, (q, k, v, None), {}, major)
     except RuntimeError:
         return False
-    return b in (fake.SDP_FLASH, fake.SDP_EFFICIENT)
+    return b in (fake.SDP_FLASH, fake.SDP_EFFICIENT, fake.SDP_CUDNN)
 
 
 def native_mha(rec, major, query, key, value, embed_dim, num_head,
