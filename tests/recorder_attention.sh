@@ -19,7 +19,7 @@ sizes() {
 		(l ~ / $/ || substr($8, length(l) + 1, 1) == ".")) {
 		printf "%s%s", s, $5; s = " " } END { print "" }' "$1"
 }
-for c in math encoder encmask nested padunknown weights mhabf16; do
+for c in math encoder encmask nested nestedown padunknown weights mhabf16; do
 	$MEMSIM record -o "$tmp/$c.csv" -- "$PY" "$SRC/recorder/attention_paths.py" $c \
 		2>"$tmp/err" || fail "record $c: $(tail -3 "$tmp/err")"
 done
@@ -87,6 +87,21 @@ case "$got" in
 *) fail "nested: packing and padding: $got" ;;
 esac
 grep -q ',assumption,' "$tmp/nested.csv" && fail "nested: an assumption"
+# 4b. The same with d 40 and 2 heads: a head of 20, not a multiple of 8,
+# so native multi-head attention's own path on the nested input (88
+# tokens, u = 88*40*4 bytes a buffer): the projection without bias (3u)
+# and cuBLAS's workspace; the heads padded to the longest sequence
+# rounded up to 8 ([3, 4, 2, 24, 20]: p) with 9 int32 offsets and sizes;
+# the scores (c = 4*2*24*24*4); the padding as a [4, 24] boolean mask on
+# the GPU; _masked_softmax's output (c); the heads packed back (u) with
+# their metadata (17 int32, sent non-blocking from int64: 136); the
+# out-projection (u) and cuBLASLt's workspace; then as in 4.
+u=$((88 * 40 * 4)); p=$((3 * 4 * 2 * 24 * 20 * 4)); c=$((4 * 2 * 24 * 24 * 4))
+got=$(sizes "$tmp/nestedown.csv" TransformerEncoder.layers.0)
+want="$((3 * u)) $ws $p 36 $c 96 $c $u 68 $u $lt $u $r88 $r88 $((88 * 128 * 4)) $u $u $r88 $r88"
+[ "$got" = "$want" ] || fail "nestedown: $got, not $want"
+grep -q ',copy_kernel_cuda host values on the GPU$' "$tmp/nestedown.csv" ||
+	fail "nestedown: no conversion on the GPU"
 # 5. A padding mask of unknown values (randn > 0): whether it is
 # left-aligned is assumed not (nested:padded), the padded path as in 3.
 grep -q ',assumption,nested:padded ' "$tmp/padunknown.csv" ||

@@ -5,7 +5,10 @@
 # attention through SDPA), encmask (the same with a key padding mask and
 # no nested tensors: native multi-head attention's own path), nested (a
 # left-aligned padding mask: the nested-tensor path, lengths 16, 24, 24,
-# 24), padunknown (a padding mask of unknown values: the padded path),
+# 24), nestedown (the same with d 40 and 2 heads: head dimension 20, not
+# a multiple of 8, so native multi-head attention's own path on the
+# nested input), padunknown (a padding mask of unknown values: the padded
+# path),
 # weights (nn.MultiheadAttention's fast path asked for its averaged
 # weights), mhabf16 (the same in bf16, no weights asked: cuDNN attention
 # on sm90), values (under --values cpu: the fused paths' values against
@@ -30,11 +33,12 @@ elif case in ("encoder", "encmask"):
     pad = torch.zeros(4, 32, dtype=torch.bool, device=dev)
     with torch.no_grad():
         y = enc(x, src_key_padding_mask=pad if case == "encmask" else None)
-elif case in ("nested", "padunknown"):
-    layer = nn.TransformerEncoderLayer(64, 2, 128, batch_first=True)
+elif case in ("nested", "nestedown", "padunknown"):
+    d = 40 if case == "nestedown" else 64
+    layer = nn.TransformerEncoderLayer(d, 2, 128, batch_first=True)
     enc = nn.TransformerEncoder(layer, 1).to(dev).eval()
-    x = torch.randn(4, 32, 64, device=dev)
-    if case == "nested":
+    x = torch.randn(4, 32, d, device=dev)
+    if case != "padunknown":
         pad = torch.zeros(4, 32, dtype=torch.bool, device=dev)
         pad[:, 24:] = True
         pad[0, 16:] = True

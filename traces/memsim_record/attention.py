@@ -218,10 +218,11 @@ def to_padded(nested, t, padding, output_size=None):
     return out
 
 
-def _nested_sdpa(rec, major, dtype, h, dh):
+def _nested_sdpa(major, dtype, dh):
     """The kernel scaled_dot_product_attention takes for nested inputs
     without a mask: flash or memory-efficient attention (cuDNN's takes
-    no nested tensors), or None for the math path."""
+    no nested tensors), or None for the math path (which native
+    multi-head attention does not hand to SDPA)."""
     half = dtype in (torch.float16, torch.bfloat16)
     flags = fake._sdp_flags(torch)()
     enabled = dict(zip((fake.SDP_CUDNN, fake.SDP_FLASH, fake.SDP_EFFICIENT,
@@ -239,20 +240,25 @@ def _norm(x, e, eps, w, bias):
     return F.layer_norm(x, (e,), w, bias, eps)
 
 
-def _nested_mha(rec, major, x, lengths, e, h, qkv_weight, qkv_bias,
+def _nested_mha(major, x, lengths, e, h, qkv_weight, qkv_bias,
                 proj_weight, proj_bias):
     """native_multi_head_attention_cuda on a nested input (its buffer X,
-    [tokens, E]) through SDPA: nested_linear (the buffer's GEMM), the
-    nested kernel over cumulative sequence lengths (sdpa_nested_
-    preprocessing: q, k and v the projection's chunks, viewed in place;
-    the lengths as int32 on the GPU, one tensor for the queries, one for
-    the keys), its output [tokens, heads, head_dim] (flash adds its fp32
-    log-sum-exp), then the out-projection; the projection and the
-    attention output live until the function returns."""
+    [tokens, E]): through SDPA where its fused path applies (head
+    dimension a multiple of 8, every sequence longer than one, flash or
+    memory-efficient attention: _nested_sdpa), else its own path
+    (_nested_own)."""
     dh = e // h
-    kind = _nested_sdpa(rec, major, x.dtype, h, dh)
-    if kind is None:
-        return None
+    kind = _nested_sdpa(major, x.dtype, dh)
+    if kind is None or dh % 8 or min(lengths) <= 1:
+        return _nested_own(x, lengths, e, h, qkv_weight, qkv_bias,
+                           proj_weight, proj_bias)
+    # nested_linear (the buffer's GEMM), the nested kernel over
+    # cumulative sequence lengths (sdpa_nested_preprocessing: q, k and v
+    # the projection's chunks, viewed in place; the lengths as int32 on
+    # the GPU, one tensor for the queries, one for the keys), its output
+    # [tokens, heads, head_dim] (flash adds its fp32 log-sum-exp), then
+    # the out-projection; the projection and the attention output live
+    # until the function returns.
     ntok, n = x.shape[0], len(lengths)
     qkv = F.linear(x, qkv_weight, qkv_bias)
     cu_q = torch.empty((n + 1,), dtype=torch.int32, device=x.device)
@@ -267,21 +273,58 @@ def _nested_mha(rec, major, x, lengths, e, h, qkv_weight, qkv_bias,
     return out
 
 
-def _nested_layer(rec, major, nested, src, e, num_heads, qkv_weight,
+def _nested_own(x, lengths, e, h, qkv_weight, qkv_bias, proj_weight,
+                proj_bias):
+    """native multi-head attention's own path on a nested input:
+    NestedTensor_matmul (the projection without bias, [tokens, 3E]);
+    transform_bias_rescale_qkv_cuda pads it into [3, B, heads, T,
+    head_dim], T the longest sequence rounded up to 8, with its offsets
+    and sizes as int32 on the GPU; the scores; _nested_tensor_softmax_
+    with_shape (the padding as a [B, T] boolean mask sent to the GPU,
+    _masked_softmax's output); the context over q; then
+    transform0213_gemm_nt_bias packs the heads back (_nested_from_padded
+    with its 0213 transform: a [tokens, E] buffer and its metadata, sent
+    as nested_from_padded sends it) for the out-projection's addmm."""
+    n, dev = len(lengths), x.device
+    dh = e // h
+    t = max(lengths)
+    t += (8 - t % 8) % 8
+    qkv = torch.mm(x, qkv_weight.t())
+    qkv_h = torch.empty((3, n, h, t, dh), dtype=qkv_bias.dtype, device=dev)
+    meta = torch.empty((2 * n + 1,), dtype=torch.int32, device=dev)
+    del meta, qkv
+    q, k, v = qkv_h.view(3 * n, h, t, dh).split(n, 0)
+    s = torch.bmm(q.reshape(n * h, t, dh),
+                  k.reshape(n * h, t, dh).transpose(2, 1)).view(n, h, t, t)
+    m = torch.zeros((n, t), dtype=torch.bool).to(dev, non_blocking=True)
+    p = torch.empty_like(s)
+    del m
+    s = p
+    del p
+    torch.bmm(s.view(n * h, t, t), v.reshape(n * h, t, dh),
+              out=q.reshape(n * h, t, dh))
+    del s
+    a = torch.empty((sum(lengths), e), dtype=x.dtype, device=dev)
+    meta = torch.zeros((2 * n + 4 + n + 1,), dtype=torch.int64)
+    meta = meta.to(dev, torch.int32, non_blocking=True)
+    del meta
+    out = torch.addmm(proj_bias, a, proj_weight.t())
+    del a, q, k, v, qkv_h
+    return out
+
+
+def _nested_layer(major, nested, src, e, num_heads, qkv_weight,
                   qkv_bias, proj_weight, proj_bias, use_gelu, norm_first,
                   eps, norm_w1, norm_b1, norm_w2, norm_b2, ffn_w1, ffn_b1,
                   ffn_w2, ffn_b2):
     """transformer_encoder_layer_forward on a nested input (a stand-in):
-    the same steps on the buffer, [tokens, E]; None where attention would
-    take the math path (not modelled: the caller runs the padded one)."""
+    the same steps on the buffer, [tokens, E]."""
     buf, lengths, padded_len = nested.get(src)
     x = buf
     if norm_first:
         x = _norm(x, e, eps, norm_w1, norm_b1)
-    x = _nested_mha(rec, major, x, lengths, e, int(num_heads), qkv_weight,
+    x = _nested_mha(major, x, lengths, e, int(num_heads), qkv_weight,
                     qkv_bias, proj_weight, proj_bias)
-    if x is None:
-        return None
     x.add_(buf)
     if not norm_first:
         x = _norm(x, e, eps, norm_w1, norm_b1)
@@ -307,15 +350,10 @@ def encoder_layer(rec, major, nested, src, embed_dim, num_heads,
     stand-in, as ATen's transformer_encoder_layer_forward runs it."""
     e = int(embed_dim)
     if nested.get(src) is not None:
-        out = _nested_layer(rec, major, nested, src, e, num_heads,
-                            qkv_weight, qkv_bias, proj_weight, proj_bias,
-                            use_gelu, norm_first, eps, norm_w1, norm_b1,
-                            norm_w2, norm_b2, ffn_w1, ffn_b1, ffn_w2,
-                            ffn_b2)
-        if out is not None:
-            return out
-        raise RuntimeError("memsim record: a nested tensor's attention on "
-                           "the math path is not modelled")
+        return _nested_layer(major, nested, src, e, num_heads, qkv_weight,
+                             qkv_bias, proj_weight, proj_bias, use_gelu,
+                             norm_first, eps, norm_w1, norm_b1, norm_w2,
+                             norm_b2, ffn_w1, ffn_b1, ffn_w2, ffn_b2)
     if src.numel() == 0:
         return src.clone()
     x = src
