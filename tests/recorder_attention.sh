@@ -19,7 +19,7 @@ sizes() {
 		(l ~ / $/ || substr($8, length(l) + 1, 1) == ".")) {
 		printf "%s%s", s, $5; s = " " } END { print "" }' "$1"
 }
-for c in math encoder encmask nested nestedown padunknown weights mhabf16; do
+for c in math encoder encmask enccausal enclong nested nestedown padunknown weights mhabf16; do
 	$MEMSIM record -o "$tmp/$c.csv" -- "$PY" "$SRC/recorder/attention_paths.py" $c \
 		2>"$tmp/err" || fail "record $c: $(tail -3 "$tmp/err")"
 done
@@ -67,6 +67,21 @@ s=$((4 * 2 * 32 * 32 * 4))
 got=$(sizes "$tmp/encmask.csv" TransformerEncoder)
 want="$r $((3 * b)) $ws $((3 * b)) $s 128 $s $b $b $lt $b $r $r $((2 * b)) $b $b $r $r"
 [ "$got" = "$want" ] || fail "encmask: $got, not $want"
+# 3b. A causal [32, 32] float mask instead: MultiheadAttention's
+# merge_masks expands it to [4, 2, 32, 32] (mask_type 2), made boolean
+# whole (8192 bytes); then as in 3.
+got=$(sizes "$tmp/enccausal.csv" TransformerEncoder.layers.0)
+want="$((3 * b)) $ws $((3 * b)) $s 8192 $s $b $b $lt $b $r $r $((2 * b)) $b $b $r $r"
+[ "$got" = "$want" ] || fail "enccausal: $got, not $want"
+# 3c. One sequence of 1040 with a key padding mask: a row of 1040
+# scores is too long for _masked_softmax's persistent kernel, so its
+# output (l = 2*1040*1040*4) is replaced by softmax (l) of the scores
+# filled with -inf (l), that copy freed after; the mask made boolean
+# (1040) first, as in 3.
+bl=$((1040 * 64 * 4)); l=$((2 * 1040 * 1040 * 4)); rl=$((1040 * 4))
+got=$(sizes "$tmp/enclong.csv" TransformerEncoder.layers.0)
+want="$((3 * bl)) $ws $((3 * bl)) $l 1040 $l $l $l $bl $bl $lt $bl $rl $rl $((2 * bl)) $bl $bl $rl $rl"
+[ "$got" = "$want" ] || fail "enclong: $got, not $want"
 # 4. The same layer under nn.TransformerEncoder with a left-aligned
 # padding mask whose values are known (zeros, then slices set): the
 # nested path on 16 + 3 * 24 = 88 tokens (t = 88*64*4 bytes a buffer):

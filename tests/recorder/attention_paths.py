@@ -3,7 +3,10 @@
 # SDPA path, bf16, causal: _safe_softmax), encoder (an
 # nn.TransformerEncoderLayer's inference fast path, no mask: its
 # attention through SDPA), encmask (the same with a key padding mask and
-# no nested tensors: native multi-head attention's own path), nested (a
+# no nested tensors: native multi-head attention's own path), enccausal
+# (the same with a causal [T, T] float mask instead), enclong (one
+# sequence of 1040 with a key padding mask: _masked_softmax's fallback
+# for rows longer than 1024), nested (a
 # left-aligned padding mask: the nested-tensor path, lengths 16, 24, 24,
 # 24), nestedown (the same with d 40 and 2 heads: head dimension 20, not
 # a multiple of 8, so native multi-head attention's own path on the
@@ -25,14 +28,24 @@ if case == "math":
     q = torch.randn(2, 4, 256, 64, device=dev, dtype=torch.bfloat16)
     with sdpa_kernel(SDPBackend.MATH), torch.no_grad():
         y = F.scaled_dot_product_attention(q, q, q, is_causal=True)
-elif case in ("encoder", "encmask"):
+elif case == "enclong":
+    layer = nn.TransformerEncoderLayer(64, 2, 128, batch_first=True)
+    enc = nn.TransformerEncoder(layer, 1, enable_nested_tensor=False)
+    enc = enc.to(dev).eval()
+    x = torch.randn(1, 1040, 64, device=dev)
+    pad = torch.zeros(1, 1040, dtype=torch.bool, device=dev)
+    with torch.no_grad():
+        y = enc(x, src_key_padding_mask=pad)
+elif case in ("encoder", "encmask", "enccausal"):
     layer = nn.TransformerEncoderLayer(64, 2, 128, batch_first=True)
     enc = nn.TransformerEncoder(layer, 1, enable_nested_tensor=False)
     enc = enc.to(dev).eval()
     x = torch.randn(4, 32, 64, device=dev)
     pad = torch.zeros(4, 32, dtype=torch.bool, device=dev)
+    causal = nn.Transformer.generate_square_subsequent_mask(32, device=dev)
     with torch.no_grad():
-        y = enc(x, src_key_padding_mask=pad if case == "encmask" else None)
+        y = enc(x, src_key_padding_mask=pad if case == "encmask" else None,
+                mask=causal if case == "enccausal" else None)
 elif case in ("nested", "nestedown", "padunknown"):
     d = 40 if case == "nestedown" else 64
     layer = nn.TransformerEncoderLayer(d, 2, 128, batch_first=True)

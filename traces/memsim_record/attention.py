@@ -12,9 +12,9 @@ kernel for either: a GPU-less machine would need the CUDA one).  Here
 the same ops run, on fake tensors, under the recorder's dispatch mode
 (dispatch.py), so each temporary is recorded where the GPU makes it and
 freed where the GPU frees it.  Ops without a fake kernel of their own
-(_transform_bias_rescale_qkv, _masked_softmax) are their outputs,
-allocated as their CUDA kernels allocate them: values are not computed
-(docs/recording.md).
+(_transform_bias_rescale_qkv, _masked_softmax's persistent kernel) are
+their outputs, allocated as their CUDA kernels allocate them; the fused
+op's values are its CPU kernel's (dispatch.py, values.py).
 
 nn.TransformerEncoder's sparsity fast path (eval, no grad, a key padding
 mask whose padding is all at the end) packs the batch into a nested
@@ -51,6 +51,27 @@ def _sdp_fused(rec, major, q, k, v, mask):
     except RuntimeError:
         return False
     return b in (fake.SDP_FLASH, fake.SDP_EFFICIENT, fake.SDP_CUDNN)
+
+
+def _masked_softmax(s, m, mask_type):
+    """masked_softmax_cuda on the scores S [B, heads, T, T] with the
+    boolean mask M: its output; the persistent kernel takes the mask as
+    it is where a row fits it (at most 1024 elements and 4096 bytes) and
+    the mask is contiguous (a [B, T] key padding mask, a full one); else
+    (a [T, T] mask, expanded) the output it made first is replaced by
+    softmax(masked_fill(S, M, -inf)), the masked copy freed after."""
+    t = s.shape[-1]
+    txt = mask_type == 0 and m.dim() == 2 and s.dim() == 4 and \
+        tuple(m.shape) == (t, t)
+    out = torch.empty_like(s)
+    if t <= 1024 and t * s.element_size() <= 4096 and not txt:
+        return out
+    if mask_type == 1 and m.dim() == 2:
+        m = m.view(m.shape[0], 1, 1, m.shape[1])
+    filled = s.masked_fill(m.expand(s.shape), float("-inf"))
+    out = torch.softmax(filled, -1)
+    del filled
+    return out
 
 
 def native_mha(rec, major, query, key, value, embed_dim, num_head,
@@ -104,11 +125,11 @@ def native_mha(rec, major, query, key, value, embed_dim, num_head,
     # bmm_nt: the scores [B, heads, T, T]
     s = torch.bmm(q.reshape(b * h, t, dh),
                   k.reshape(b * h, t, dh).transpose(2, 1)).view(b, h, t, t)
-    # masked_softmax: a mask made boolean; _masked_softmax's output, or
-    # the softmax in place without a mask
+    # masked_softmax: a mask made boolean, then _masked_softmax; or the
+    # softmax in place without a mask
     if mask is not None:
         m = mask if mask.dtype == torch.bool else mask.to(torch.bool)
-        p = torch.empty_like(s)
+        p = _masked_softmax(s, m, mask_type)
         del m
         s = p
         del p
