@@ -8,7 +8,7 @@ SRC=$(cd "$(dirname "$0")" && pwd)
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 need_torch
 sizes() { awk -F, '$3 == "alloc" { printf "%s%s", s, $5; s = " " } END { print "" }' "$1"; }
-for c in groupnorm convt gemm nested mse catconv mathmask accum linear3d lncopy embed softmax; do
+for c in groupnorm convt gemm nested mse catconv mathmask accum linear3d lncopy embed softmax cumsum h2dconv; do
 	$MEMSIM record -o "$tmp/$c.csv" -- "$PY" "$SRC/recorder/op_allocs.py" $c \
 		2>"$tmp/err" || fail "record $c: $(tail -3 "$tmp/err")"
 done
@@ -34,12 +34,19 @@ want="32768 128 131072 64 16384 65536 131072 213008 262144 4 4 131072 65536 2130
 got=$(sizes "$tmp/gemm.csv")
 [ "$got" = "32768 512 8192 16384 33554432 1048576" ] || fail "gemm: $got"
 # 4. TransformerEncoder in eval with a key padding mask: whether the
-# padding is left-aligned depends on the mask's values: one assumption
-# (nested:padded), and the layers run on the padded batch.
-grep -q ',annotate,.*,assumption,nested:padded ' "$tmp/nested.csv" ||
-	fail "nested: no assumption row"
-[ "$(awk -F, '$3 == "alloc" && $5 == 2560 && $8 ~ /^TransformerEncoder.layers/' "$tmp/nested.csv" | wc -l)" = 2 ] ||
-	fail "nested: the layers' outputs"
+# padding is left-aligned depends on the mask's values, known here (all
+# False: torch.zeros), so the nested path, every sequence whole: the
+# batch packed (2*10*32*4 = 2560), then in each layer the packed
+# projection (3 * 2560), the cumulative lengths for the queries and the
+# keys (3 int32 each), attention's output and the out-projection (2560
+# each), layer_norm (2560, mean and rstd 20 floats each), the FFN (5120,
+# 2560) and layer_norm again; no assumption.
+grep -q ',assumption,nested:padded' "$tmp/nested.csv" &&
+	fail "nested: assumed padded"
+got=$(awk -F, '$3 == "alloc" && $8 == "TransformerEncoder.layers.0" {
+	printf "%s%s", s, $5; s = " " } END { print "" }' "$tmp/nested.csv")
+[ "$got" = "7680 12 12 2560 2560 2560 80 80 5120 2560 2560 80 80" ] ||
+	fail "nested: the first layer: $got"
 # 5. mse_loss with a reduction: the output, allocated by the structured
 # meta function's TensorIterator at the input's size (8*4*128*128*4 =
 # 2097152 bytes) and kept when the mean resizes it to a scalar; then
@@ -60,10 +67,11 @@ grep -q ',cudnn convolution_backward contiguous copy$' "$tmp/catconv.csv" ||
 # (_scaled_dot_product_attention_math), which adds the mask to the
 # weights in place on the GPU (out of place only for tensor subclasses,
 # the fake ones included): q, k, v, the mask, q and k scaled (131072
-# each), the weights (2*4*128*128*4 = 524288), the cuBLAS workspace, the
-# softmax and the output; no second weights-sized tensor for the add.
+# each), the weights (2*4*128*128*4 = 524288), the cuBLAS workspace,
+# _safe_softmax's output, its rows-all--inf booleans (131072, 1024) and
+# 0-dim zero, and the output; no second weights-sized tensor for the add.
 got=$(sizes "$tmp/mathmask.csv")
-[ "$got" = "131072 131072 131072 262144 131072 131072 524288 33554432 524288 131072" ] ||
+[ "$got" = "131072 131072 131072 262144 131072 131072 524288 33554432 524288 131072 1024 4 131072" ] ||
 	fail "mathmask: $got"
 # 8. x (64 x 128 floats) feeds two Linear layers: backward's two
 # gradients for x (32768 each, one per MmBackward0) are added in place
@@ -140,5 +148,16 @@ done
 [ -n "$(sizes "$tmp/jit-eager.csv")" ] &&
 	[ "$(sizes "$tmp/jit-eager.csv")" = "$(sizes "$tmp/jit-script.csv")" ] ||
 	fail "jit: $(sizes "$tmp/jit-script.csv"), eager $(sizes "$tmp/jit-eager.csv")"
+# 13. cumsum of a [4, 100] bool mask: the int64 result (3200), then
+# impl_func_cum_ops' self.to(int64), a copy of the mask (3200) freed on
+# return (the H200's tenc_padmask trace); of the int64 result: no copy.
+got=$(sizes "$tmp/cumsum.csv")
+[ "$got" = "400 3200 3200 3200" ] || fail "cumsum: $got"
+# 14. 1000 host float64 to the GPU as float32: non-blocking, the output
+# (4000) then copy_kernel_cuda's GPU copy of the host values (8000),
+# converted on the GPU; blocking, converted on the host (4000 alone);
+# non-blocking without a conversion (8000 alone).
+got=$(sizes "$tmp/h2dconv.csv")
+[ "$got" = "4000 8000 4000 8000" ] || fail "h2dconv: $got"
 
 finish recorder_ops.sh

@@ -12,7 +12,9 @@
 # 3-D input), lncopy (LayerNorm on a transposed input, forward and
 # backward), embed (nn.Embedding's backward on 4096 indices), softmax
 # (F.softmax over the last dimension of 2 x 4 x 64 x 96 floats, then
-# dropout, forward and backward: the gat program's attention).
+# dropout, forward and backward: the gat program's attention), cumsum (of
+# a bool mask and of int64), h2dconv (host float64 to the GPU as float32,
+# non-blocking, blocking, and non-blocking without a conversion).
 import sys
 import torch
 
@@ -64,6 +66,15 @@ elif case == "embed":
     emb = torch.nn.Embedding(10000, 32).to(dev)
     idx = torch.randint(0, 10000, (64, 64), device=dev)
     emb(idx).sum().backward()
+elif case == "cumsum":
+    m = torch.ones(4, 100, dtype=torch.bool, device=dev)
+    c = m.cumsum(1)
+    d = c.cumsum(1)
+elif case == "h2dconv":
+    h = torch.zeros(1000, dtype=torch.float64)
+    a = h.to(dev, torch.float32, non_blocking=True)
+    b = h.to(dev, torch.float32)
+    c = h.to(dev, non_blocking=True)
 elif case == "nested":
     layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True)
     enc = torch.nn.TransformerEncoder(layer, 2).to(dev).eval()

@@ -28,6 +28,7 @@ from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 from torch.utils._pytree import tree_flatten
 
+from . import attention
 from . import devices
 from . import host
 from . import kernels
@@ -120,6 +121,8 @@ class Dispatch:
         # CompositeImplicitAutograd one, whether _dynamic may answer it):
         # asked once an op, not at every call.
         self.opinfo = {}
+        # the nested tensors' stand-ins (attention.Nested)
+        self.nested = attention.Nested()
         # cudnn.benchmark's keys found so far (kernel_events)
         self.cudnn_found = set()
         # the same workspace rule for the GEMMs Inductor's pad_mm pass
@@ -235,10 +238,7 @@ class Dispatch:
             r = before(self, mode, func, name, args, kwargs)
             if r is not _RUN:
                 return r
-        make = _MAKE.get(name)
-        out = make(self, args) if make is not None else None
-        if out is None and dyn:
-            out = _dynamic(torch, rec, func, args, kwargs)
+        out = _dynamic(torch, rec, func, args, kwargs) if dyn else None
         if out is None:
             try:
                 if func is _UNSAFE_VIEW:
@@ -280,14 +280,84 @@ class Dispatch:
 
     def _nested_mask(self, mode, func, name, args, kwargs):
         # nn.TransformerEncoder's sparsity fast path (eval, a key
-        # padding mask) asks whether the mask's padding is all at
-        # the end, which depends on its values; nested tensors
-        # have no fake kernels.  Assumed not (assumption
-        # nested:padded): the layers run on the padded batch
-        # (_transformer_encoder_layer_fwd), which allocates at
-        # least what the nested path would.
-        self.rec.assume("nested:padded")
-        return False
+        # padding mask) asks whether the mask keeps a prefix of each
+        # row, which depends on its values: computed as ATen computes
+        # it where they are known (values.py's shadows; the ops
+        # recorded).  Otherwise assumed not (assumption nested:padded):
+        # the layers run on the padded batch with the mask, which
+        # allocates at least what the nested path would.
+        if self.rec.known.values.real(args[1]) is None:
+            self.rec.assume("nested:padded")
+            return False
+        with torch.no_grad(), mode:
+            return attention.left_aligned(*args, **kwargs)
+
+    def _nested_from_mask(self, mode, func, name, args, kwargs):
+        # The batch packed into a nested tensor, stood in by its buffer
+        # (attention.Nested): no fake kernels for nested tensors.
+        with torch.no_grad(), mode:
+            return attention.from_mask(self.rec, self.nested, *args,
+                                       **kwargs)
+
+    def _to_padded(self, mode, func, name, args, kwargs):
+        if not isinstance(args[0], torch.Tensor) or \
+                self.nested.get(args[0]) is None:
+            return _RUN
+        with torch.no_grad(), mode:
+            return attention.to_padded(self.nested, *args, **kwargs)
+
+    def _safe_softmax(self, mode, func, name, args, kwargs):
+        # _safe_softmax (the math attention path's softmax) has no CUDA
+        # kernel: its CompositeExplicitAutograd kernel runs softmax, the
+        # rows that are all -inf (isneginf, all over the dim), a 0-dim
+        # zero and where() written into softmax's output, the input-sized
+        # boolean temporary freed on return.  The fake mode's meta kernel
+        # would give the output alone.  Run as the GPU runs it, below
+        # autograd (its node, SafeSoftmaxBackward0, is already made).
+        x = args[0]
+        if not isinstance(x, torch.Tensor) or x.device.type != "cuda":
+            return _RUN
+        dim = args[1] if len(args) > 1 else kwargs["dim"]
+        dtype = args[2] if len(args) > 2 else kwargs.get("dtype")
+        with torch.no_grad(), mode:
+            out = torch.softmax(x, dim, dtype=dtype)
+            masked = x.isneginf()
+            rows = masked.all(dim, keepdim=True)
+            zero = torch.scalar_tensor(0.0, dtype=out.dtype,
+                                       device=out.device)
+            torch.where(rows, zero, out, out=out)
+            del zero, rows, masked
+        return out
+
+    def _encoder_layer(self, mode, func, name, args, kwargs):
+        # nn.TransformerEncoderLayer's fast path (eval, no grad):
+        # _transformer_encoder_layer_fwd has no fake kernel in PyTorch
+        # 2.11 and a fused op's outputs alone would hide its
+        # temporaries.  Run as ATen's transformer_encoder_layer_forward
+        # composes it (attention.encoder_layer), on the padded batch or
+        # on a nested stand-in's buffer.
+        if not isinstance(args[0], torch.Tensor) or args[0].is_nested or \
+                args[0].device.type != "cuda":
+            return _RUN
+        with torch.no_grad(), mode:
+            out = attention.encoder_layer(self.rec, self.major, self.nested,
+                                          *args, **kwargs)
+        if self.nested.get(args[0]) is None:
+            # its values: the op's CPU kernel on the inputs' (values.py)
+            self.kn.after(func, name, args, kwargs, out)
+        return out
+
+    def _native_mha(self, mode, func, name, args, kwargs):
+        # nn.MultiheadAttention's fast path (eval, no grad): the same
+        # composite as the encoder layer's attention.
+        if not isinstance(args[0], torch.Tensor) or args[0].is_nested or \
+                args[0].device.type != "cuda":
+            return _RUN
+        with torch.no_grad(), mode:
+            out = attention.native_mha(self.rec, self.major, *args,
+                                       **kwargs)
+        self.kn.after(func, name, args, kwargs, out)
+        return out
 
     def _amp(self, mode, func, name, args, kwargs):
         # No meta kernel: the fake mode would run the CUDA one.
@@ -327,17 +397,6 @@ class Dispatch:
             self.kn.after(func, name, args, kwargs, out)
             return out
         return _RUN
-
-    # -- the op's outputs made otherwise than by its fake kernel (_MAKE) ----
-    def _encoder_layer(self, args):
-        if isinstance(args[0], torch.Tensor) and not args[0].is_nested:
-            # nn.TransformerEncoderLayer's fast path (eval): PyTorch
-            # 2.11 has no fake kernel for it (the fake mode would run
-            # the CUDA one, which a GPU-less machine lacks); later
-            # releases register one that returns empty_like(src),
-            # the output.  The same here, for every release.
-            return torch.empty_like(args[0])
-        return None
 
     # -- after the op: its outputs and temporaries (outputs, _AFTER) --------
     def outputs(self, name, args, kwargs, out, flat=None, noted=None):
@@ -690,6 +749,34 @@ class Dispatch:
             tuple(x.shape), x.element_size(), int(ns), bool(rp),
             out.numel() if isinstance(out, torch.Tensor) else 0)
 
+    def _ev_cum(self, name, args, phase, out, kwargs):
+        # cumsum_out / cumprod_out (impl_func_cum_ops) pass the kernel
+        # self.to(result's dtype): a copy when they differ (a bool or
+        # int32 mask summed into int64), made after the result and
+        # freed on return.
+        x = args[0] if args else None
+        if not isinstance(x, torch.Tensor) or x.device.type != "cuda" or \
+                not isinstance(out, torch.Tensor) or x.dim() == 0 or \
+                x.numel() == 0 or out.dtype == x.dtype:
+            return []
+        return [("alloc", "self", x.numel() * out.element_size()),
+                ("free", "self")]
+
+    def _ev_copy(self, name, args, phase, out, kwargs):
+        # A host tensor to the GPU with non_blocking and another dtype:
+        # copy_kernel_cuda converts on the GPU (copy_requires_
+        # temporaries), so the host's values go first to a GPU tensor of
+        # their own dtype, freed on return (a blocking copy converts on
+        # the host).
+        x = args[0] if args else None
+        if not isinstance(x, torch.Tensor) or x.device.type != "cpu" or \
+                not isinstance(out, torch.Tensor) or \
+                out.device.type != "cuda" or out.dtype == x.dtype or \
+                not (kwargs or {}).get("non_blocking") or out.numel() == 0:
+            return []
+        return [("alloc", "src", out.numel() * x.element_size()),
+                ("free", "src")]
+
     def _ev_softmax_backward(self, name, args, phase, out, kwargs):
         g, y = args[0], args[1]
         if not isinstance(g, torch.Tensor) or \
@@ -839,14 +926,16 @@ _BEFORE = {
     "_local_scalar_dense": Dispatch._item,
     "is_pinned": Dispatch._not_pinned,
     "_nested_tensor_from_mask_left_aligned": Dispatch._nested_mask,
+    "_nested_tensor_from_mask": Dispatch._nested_from_mask,
+    "to_padded_tensor": Dispatch._to_padded,
     "_amp_foreach_non_finite_check_and_unscale_": Dispatch._amp,
     "_amp_update_scale_": Dispatch._amp,
     "add": Dispatch._add,
+    "_safe_softmax": Dispatch._safe_softmax,
+    "_transformer_encoder_layer_fwd": Dispatch._encoder_layer,
+    "_native_multi_head_attention": Dispatch._native_mha,
 }
 _BEFORE.update((n, Dispatch._host_bool) for n in values.HOST_BOOL)
-_MAKE = {
-    "_transformer_encoder_layer_fwd": Dispatch._encoder_layer,
-}
 _AFTER = {
     "_to_copy": Dispatch._to_host,
     "convolution_backward": Dispatch._conv_backward,
@@ -872,6 +961,9 @@ _EVENTS = {
     "sort": Dispatch._ev_sort,
     "multinomial": Dispatch._ev_sort,
     "_softmax_backward_data": Dispatch._ev_softmax_backward,
+    "cumsum": Dispatch._ev_cum,
+    "cumprod": Dispatch._ev_cum,
+    "_to_copy": Dispatch._ev_copy,
     "mse_loss": Dispatch._ev_loss,
     "smooth_l1_loss": Dispatch._ev_loss,
     "huber_loss": Dispatch._ev_loss,

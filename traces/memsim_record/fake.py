@@ -911,9 +911,12 @@ def _patch_cuda(torch, rec, dev):
                 return _lazy_cuda(self, dtype)
             # Every CUDA device is device 0: one rank sees one GPU.
             if self.device.type != "cuda":
+                # (non_blocking with another dtype converts on the GPU:
+                # dispatch.py's copy_kernel_cuda rule)
+                kw = {"non_blocking": True} if non_blocking else {}
                 return torch.ops.aten._to_copy.default(
                     self, dtype=dtype or self.dtype,
-                    device=torch.device("cuda", 0))
+                    device=torch.device("cuda", 0), **kw)
             if dtype is None or dtype == self.dtype:
                 return self
             return orig_to(self, dtype)
@@ -1184,6 +1187,9 @@ SDPA_KERNELS = {
     "_scaled_dot_product_flash_attention_backward": ("flash", True),
 }
 KERNEL_SITES = {
+    "cumsum": "cumsum_out self in the result's dtype",
+    "cumprod": "cumprod_out self in the result's dtype",
+    "_to_copy": "copy_kernel_cuda host values on the GPU",
     "sort": "sort_cuda_kernel temporaries",
     "multinomial": "multinomial temporaries",
     "sum": "gpu_reduce_kernel global buffer",
