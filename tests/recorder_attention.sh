@@ -57,6 +57,17 @@ b=$((4 * 32 * 64 * 4)); r=$((4 * 32 * 4))
 got=$(sizes "$tmp/encoder.csv" TransformerEncoder.layers.0)
 want="$((3 * b)) $ws $lt $b $b $b $r $r $((2 * b)) $b $b $r $r"
 [ "$got" = "$want" ] || fail "encoder: $got, not $want"
+# The first layer_norm's output (the 6th of those requests) is
+# pre_ffn_res, a local of transformer_encoder_layer_forward: freed when
+# it returns, after the second layer_norm's output (the 11th); freed
+# before it, a bf16 layer of the H200 probe replayed 2 MiB short.
+order=$(awk -F, '$3 == "alloc" && $7 != "parameter" &&
+	($8 ~ /^cuBLAS/ || index($8, "TransformerEncoder.layers.0") == 1) {
+		n++; if (n == 6) pre = $4; if (n == 11) norm2 = NR }
+	$3 == "free_completed" && $4 == pre && !freed { freed = NR }
+	END { print (freed > norm2 ? "after" : "before") }' "$tmp/encoder.csv")
+[ "$order" = after ] ||
+	fail "encoder: the first norm's output freed $order the second norm's"
 # 3. The same with a key padding mask (made float by
 # TransformerEncoder, 4*32*4): no SDPA; the projection without bias
 # (3b, cuBLAS), _transform_bias_rescale_qkv's [3, B, heads, T, d] (3b),

@@ -357,7 +357,7 @@ def _nested_layer(major, nested, src, e, num_heads, qkv_weight,
     y = torch.addmm(ffn_b2, y, ffn_w2.t())
     del x
     y.add_(pre)
-    del pre
+    # pre_ffn_res lives until the function returns
     if not norm_first:
         y = _norm(y, e, eps, norm_w2, norm_b2)
     return nested.make(y, lengths, padded_len)
@@ -397,7 +397,8 @@ def encoder_layer(rec, major, nested, src, embed_dim, num_heads,
     y = torch.addmm(ffn_b2, y, ffn_w2.t()).view(b, t, -1)
     del x
     y.add_(pre)
-    del pre
+    # pre_ffn_res, a local of transformer_encoder_layer_forward, is
+    # released when it returns: after the second norm's output
     if not norm_first:
         y = _norm(y, e, eps, norm_w2, norm_b2)
     return y
