@@ -24,6 +24,24 @@ awk -F, '$3 == "alloc" && $8 == "optimizer.step" { print $5 }' "$tmp/c.csv" |
 	END { print "" }' >"$tmp/got"
 echo "4 x 4, 8 x 262144" >"$tmp/want"
 cmp -s "$tmp/got" "$tmp/want" || fail "the step's allocations: $(cat "$tmp/got")"
+# The step is foreach kernels (ForeachKernel, one configuration), and
+# the step counts' kernels have one element (pointwise() configurations
+# that are one after unique_configs): Triton's autotuner benchmarks none
+# of them, no L2-flush buffer (before: one a kernel writing an input).
+! grep -q "L2 flush" "$tmp/c.csv" ||
+	fail "L2 flush buffers in a compiled optimizer step: $(grep -c 'L2 flush' "$tmp/c.csv")"
+# A CPU tensor lr changed in place by a scheduler: Dynamo guards its
+# dispatch keys, which are built as the compiled frame runs (with the
+# recorder's dispatch mode on the stack); before, the guard failed at
+# every call, a recompilation each step (eager after recompile_limit).
+$MEMSIM record -o "$tmp/t.csv" -- "$PY" "$SRC/recorder/compile_optim.py" tensorlr \
+	2>"$tmp/err" || fail "record tensorlr: $(grep -v '^ ' "$tmp/err" | tail -3)"
+grep -q "^step frames 1$" "$tmp/err" ||
+	fail "tensorlr: Adam.step compiled $(grep '^step frames' "$tmp/err") times"
+awk -F, '$3 == "alloc" && $8 == "optimizer.step" { print $5 }' "$tmp/t.csv" |
+	sort -n | uniq -c | awk '{ printf "%s%s x %s", s, $1, $2; s = ", " }
+	END { print "" }' >"$tmp/got"
+cmp -s "$tmp/got" "$tmp/want" || fail "tensorlr: the step's allocations: $(cat "$tmp/got")"
 # A float lr changed by a scheduler: Dynamo's analysis restarts to
 # specialize it (TensorifyScalarRestartAnalysis, raised through the
 # backend), as in a real compile; before, the backend took it for a graph

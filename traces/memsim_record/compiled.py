@@ -101,7 +101,8 @@ class Program:
     """One graph of the compiled program (a forward, a backward or an
     inference graph) and its buffer plan."""
 
-    def __init__(self, torch, rec, gm, kind, rt, site, cudagraphs=False):
+    def __init__(self, torch, rec, gm, kind, rt, site, cudagraphs=False,
+                 tune_all=False):
         self.torch = torch
         self.rec = rec
         self.gm = gm
@@ -146,22 +147,62 @@ class Program:
         self.buffers = buf
         # Triton's autotuner benchmarks each fused kernel at its first
         # launch (the H200 traces: an L2 flush buffer at pointwise and
-        # reduction kernels alike).
+        # reduction kernels alike) when it has several configurations
+        # (_configs below).
+        self.tune_all = tune_all
         self.tuned = {n for n in buf
-                      if n.op == "call_function" and not self.extern(n)}
+                      if n.op == "call_function" and not self.extern(n)
+                      and self._configs(n, n) > 1}
         # and the kernels that write a graph input in place (an inference
         # graph's input mutations, copy_(input, value) at its end: the
         # kernel that computes the value stores it there)
         self.tuned |= {n for n in nodes
                        if n.op == "call_function" and _name(n) == "copy_"
                        and n.args and isinstance(n.args[0], torch.fx.Node)
-                       and base[n.args[0]].op == "placeholder"}
+                       and base[n.args[0]].op == "placeholder"
+                       and self._configs(n, n.args[1]) > 1}
         self.calls = 0
         self.cudagraphs = cudagraphs
         self.static = None     # the static copies of the inputs (graphs)
 
     def extern(self, n):
         return _name(n) in EXTERN
+
+    def _configs(self, n, value):
+        """How many configurations the Triton kernel that computes node
+        n's value (a node, or the value a copy_ writes) leaves
+        cached_autotune to benchmark, 1 or 2 (several):
+        - a foreach op's kernel (an optimizer step's _foreach_* ops,
+          lowered into one ForeachKernel): triton_heuristics.foreach
+          gives one configuration but under max-autotune;
+        - a pointwise kernel of at most 128 elements: pointwise()'s two
+          configurations (blocks of bs and bs // 2 elements, bs >= 256)
+          both shrink to the kernel's size hint (its numel rounded up to
+          a power of two) in triton_config and, with the same warps, are
+          one after unique_configs."""
+        if self.tune_all:
+            return 2
+        torch = self.torch
+        src = value
+        if isinstance(src, torch.fx.Node) and src.target is operator.getitem \
+                and src.args and isinstance(src.args[0], torch.fx.Node):
+            src = src.args[0]
+        if not isinstance(src, torch.fx.Node):
+            return 1            # a constant written: a fill kernel
+        name = _name(src) or ""
+        if name.startswith("_foreach_"):
+            return 1
+        val = n.meta.get("val") if isinstance(n, torch.fx.Node) else None
+        tags = getattr(getattr(src, "target", None), "tags", ()) or ()
+        pointwise = torch.Tag.pointwise in tags or name in (
+            "copy_", "copy", "full", "fill", "clone", "_to_copy")
+        if pointwise and isinstance(val, torch.Tensor):
+            try:
+                if int(val.numel()) <= 128:
+                    return 1
+            except Exception:      # a symbolic numel
+                pass
+        return 2
 
     def part_of_extern(self, n):
         """An output of an extern kernel taken from its tuple (getitem):
@@ -463,6 +504,31 @@ class Runtime:
         return cb
 
 
+def _guards_as_run(torch):
+    """Dynamo builds a compiled frame's guards with the recorder's
+    dispatch mode set aside (TorchDispatchMode.ignore_compile_internals),
+    and TENSOR_MATCH keeps each tensor's dispatch keys as the thread's
+    local dispatch key set then applies them (guards.cpp's LocalState);
+    the compiled frame runs with the mode on the stack, whose Python and
+    PythonTLSSnapshot keys are then in that set.  A host tensor's guard
+    (a CPU learning rate, a CPU scalar) would fail at every call: a
+    recompilation each call ("Unexpected recompilation") up to
+    recompile_limit, then the frame runs eagerly.  The guards are built
+    with those two keys included, as the frame will run."""
+    from torch._dynamo.guards import CheckFunctionManager
+    if getattr(CheckFunctionManager, "_memsim", False):
+        return
+    init = CheckFunctionManager.__init__
+    keys = torch._C.DispatchKey
+
+    def built_as_run(self, *a, **k):
+        with torch._C._IncludeDispatchKeyGuard(keys.Python), \
+                torch._C._IncludeDispatchKeyGuard(keys.PythonTLSSnapshot):
+            init(self, *a, **k)
+    CheckFunctionManager.__init__ = built_as_run
+    CheckFunctionManager._memsim = True
+
+
 class PadBench:
     """Inductor's pad_mm pass (torch._inductor.fx_passes.pad_mm) benchmarks
     matmuls on the GPU while it compiles.  The pass is one of the
@@ -719,7 +785,7 @@ def install(torch, rec):
     rt = Runtime(torch, rec)
     pad = PadBench(torch, rec)
 
-    def inductor(site, cudagraphs, options=None):
+    def inductor(site, cudagraphs, options=None, tune_all=False):
         """The backend: Inductor's decompositions, its joint-graph passes
         and partitioner (compile_fx.partition_fn: remove_noop_ops, the
         pattern passes, min_cut_rematerialization_partition), its
@@ -767,7 +833,8 @@ def install(torch, rec):
                                 joint_graph_constant_folding=False):
                             gm = joint_passes(gm, example_inputs)
                     post_grad_passes(gm, kind == "inference")
-                p = Program(torch, rec, gm, kind, rt, site, cudagraphs)
+                p = Program(torch, rec, gm, kind, rt, site, cudagraphs,
+                            tune_all)
 
                 def run(args):
                     return p(args)
@@ -956,8 +1023,15 @@ def install(torch, rec):
             if not m.is_infra_mode():
                 type(m).ignore_compile_internals = classmethod(
                     lambda cls: True)
+        # max-autotune benchmarks every kernel's configurations, foreach
+        # and small pointwise kernels included (Program._configs)
+        from torch._inductor import config as inductor_config
+        tune_all = mode in ("max-autotune", "max-autotune-no-cudagraphs") \
+            or any((options or {}).get(k) or getattr(inductor_config, k)
+                   for k in ("max_autotune", "max_autotune_pointwise"))
         cm = real(model, fullgraph=fullgraph, dynamic=dynamic,
-                  backend=inductor("compiled " + name, graphs, options),
+                  backend=inductor("compiled " + name, graphs, options,
+                                   tune_all),
                   **kwargs)
         if isinstance(cm, torch.nn.Module):
             cm.forward = hooks_aside(cm.forward)
@@ -965,6 +1039,7 @@ def install(torch, rec):
         return hooks_aside(cm)
 
     torch.compile = compile
+    _guards_as_run(torch)
     # Called each step with reduce-overhead; the real one imports
     # cudagraph_trees, which a PyTorch without CUDA cannot.  A new step
     # lets the next replay overwrite the last one's outputs: nothing

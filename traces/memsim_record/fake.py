@@ -1688,6 +1688,7 @@ def run(opt, script, argv):
     # this PyTorch's are the ones it knows.
     from . import cachekey
     cachekey.install(torch, _Mode, FakeTensorMode)
+    undo_fake_queries = host.patch_fake_queries(_Mode)
 
     # An op with no fake (meta) kernel: the fake mode would run the
     # device's real kernel on zeros (run_fallback_kernel), which for a
@@ -1789,6 +1790,7 @@ def run(opt, script, argv):
         undo_workers()
         undo_data_ptr()
         undo_safetensors()
+        undo_fake_queries()
         torch.Tensor.__format__ = orig_format
         torch.Tensor.numpy = orig_numpy
         FakeTensor.tolist = orig_tolist

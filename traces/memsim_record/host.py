@@ -869,3 +869,75 @@ def patch_save(torch, files, rec=None):
         torch.save, torch.load = orig_save, orig_load
         ser.save, ser.load = orig_save, orig_load
     return undo
+
+
+# -- libraries that ask whether a tensor is fake -----------------------------
+def on_import(name, patch):
+    """patch(module) once the module `name` is imported: now if it is
+    (the fork server preloads some), else when the script imports it (a
+    finder ahead of the others wraps its loader's exec_module).  patch
+    returns its undo; on_import returns one that undoes it, or stops
+    waiting for the import."""
+    import importlib.abc
+    import sys
+    undo = []
+    if name in sys.modules:
+        undo.append(patch(sys.modules[name]))
+        return lambda: [u() for u in undo]
+
+    class Finder(importlib.abc.MetaPathFinder):
+        def find_spec(self, fullname, path, target=None):
+            if fullname != name:
+                return None
+            for f in sys.meta_path:
+                spec = f.find_spec(fullname, path, target) \
+                    if f is not self and hasattr(f, "find_spec") else None
+                if spec is not None and spec.loader is not None:
+                    break
+            else:
+                return None
+            loader = spec.loader
+            run = loader.exec_module
+
+            def exec_module(module):
+                run(module)
+                undo.append(patch(module))
+            loader.exec_module = exec_module
+            self.stop()
+            return spec
+
+        def stop(self):
+            if self in sys.meta_path:
+                sys.meta_path.remove(self)
+
+    finder = Finder()
+    sys.meta_path.insert(0, finder)
+
+    def undo_all():
+        finder.stop()
+        for u in undo:
+            u()
+    return undo_all
+
+
+def patch_fake_queries(mode_cls):
+    """A library that asks whether a tensor is a FakeTensor, to tell a
+    trace (torch.compile, export) from a run, gets the real run's answer
+    for the recorder's tensors, which are fake only here: no.
+    transformers' is_tracing(tensor) (import_utils.is_fake_tensor) is
+    what its masking_utils._ignore_causal_mask_sdpa asks before it drops
+    an all-ones padding mask for SDPA's is_causal: taken for a trace, the
+    recording materialized a (batch, 1, q, kv) mask in each attention
+    layer and chose the attention kernel for a masked call.  A tensor of
+    another fake mode (the script's own) is still fake."""
+    def patch(mod):
+        orig = getattr(mod, "is_fake_tensor", None)
+        if orig is None:
+            return lambda: None
+
+        def is_fake_tensor(x):
+            return orig(x) and not isinstance(
+                getattr(x, "fake_mode", None), mode_cls)
+        mod.is_fake_tensor = is_fake_tensor
+        return lambda: setattr(mod, "is_fake_tensor", orig)
+    return on_import("transformers.utils.import_utils", patch)
