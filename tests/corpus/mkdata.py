@@ -56,25 +56,6 @@ binarized_mnist
             binarized_mnist.npz: train_data (2,000 x 784) and valid_data
             (500 x 784), float32 zeros and ones, the arrays of the
             binarized MNIST file karpathy/pytorch-made's run.py loads.
-mnist       data/MNIST/raw/: the four idx files torchvision's MNIST reads
-            (train-images-idx3-ubyte ...), 1,280 training and 1,000 test
-            images of 28 x 28 random pixels with labels 0 to 9; and
-            work/results/ (pytorch/examples' MNIST programs open ../data,
-            so they run in work/; vae saves its images in results/, a
-            folder of its repository).
-gptfast-stories15M
-            checkpoints/stories15M/model.pth: the state_dict of gpt-fast's
-            Transformer.from_name("stories15M") (its model.py, random
-            weights), and llama2.c's tokenizer.model beside it, as
-            gpt-fast's generate.py loads a checkpoint folder.
-fashion_mnist
-            home/data/fashion_mnist/FashionMNIST/raw/: the same four idx
-            files (their own random pixels), where vector-quantize-pytorch's
-            examples look (~/data/fashion_mnist; wrap.py --home home).
-cifar10_pt  cifar10/train.pt (2,048 images) and test.pt (2,000): the
-            {'images': uint8 N x 32 x 32 x 3, 'labels': int64 N,
-            'classes': 10 names} that cifar10-airbench's loader saves from
-            torchvision's CIFAR10 the first time, random pixels.
 copy:PATH   a copy of the corpus file PATH (relative to tests/corpus), for
             the programs that open it from the working directory
             (nanoGPT's and llama2.c's configurator.py, which train.py and
@@ -317,57 +298,6 @@ def binarized_mnist(d):
              valid_data=(rng.random((500, 784)) < 0.2).astype(np.float32))
 
 
-def idx_files(raw, seed):
-    """The four idx files of torchvision's MNIST and FashionMNIST in raw."""
-    rng = np.random.default_rng(seed)
-    os.makedirs(raw, exist_ok=True)
-    for prefix, n in (("train", 1280), ("t10k", 1000)):
-        # The idx format: a big-endian magic (0x0803 images, 0x0801
-        # labels), the dimensions, then the bytes.
-        with open(os.path.join(raw, prefix + "-images-idx3-ubyte"), "wb") as f:
-            f.write(np.array([0x803, n, 28, 28], ">i4").tobytes())
-            f.write(rng.integers(0, 256, (n, 28, 28), dtype=np.uint8).tobytes())
-        with open(os.path.join(raw, prefix + "-labels-idx1-ubyte"), "wb") as f:
-            f.write(np.array([0x801, n], ">i4").tobytes())
-            f.write(rng.integers(0, 10, n, dtype=np.uint8).tobytes())
-
-
-def mnist(d):
-    idx_files(os.path.join(d, "data", "MNIST", "raw"), 10)
-    os.makedirs(os.path.join(d, "work", "results"), exist_ok=True)
-
-
-def fashion_mnist(d):
-    idx_files(os.path.join(d, "home", "data", "fashion_mnist", "FashionMNIST",
-                           "raw"), 12)
-
-
-def cifar10_pt(d):
-    import torch
-    g = torch.Generator().manual_seed(13)
-    os.makedirs(os.path.join(d, "cifar10"), exist_ok=True)
-    classes = ["airplane", "automobile", "bird", "cat", "deer", "dog",
-               "frog", "horse", "ship", "truck"]
-    for name, n in (("train.pt", 2048), ("test.pt", 2000)):
-        torch.save({"images": torch.randint(0, 256, (n, 32, 32, 3),
-                                            dtype=torch.uint8, generator=g),
-                    "labels": torch.randint(0, 10, (n,), generator=g),
-                    "classes": classes}, os.path.join(d, "cifar10", name))
-
-
-def gptfast_stories15m(d):
-    import torch
-    here = os.path.dirname(os.path.abspath(__file__))
-    sys.path.insert(0, os.path.join(here, "gpt-fast"))
-    from model import Transformer
-    torch.manual_seed(11)
-    out = os.path.join(d, "checkpoints", "stories15M")
-    os.makedirs(out, exist_ok=True)
-    torch.save(Transformer.from_name("stories15M").state_dict(),
-               os.path.join(out, "model.pth"))
-    shutil.copy(os.path.join(here, "llama2.c", "tokenizer.model"), out)
-
-
 def main():
     if len(sys.argv) < 3:
         sys.exit("usage: mkdata.py DIR KIND...")
@@ -378,9 +308,7 @@ def main():
              "minimind": minimind, "hf-tiny-llama": hf_tiny_llama,
              "hf-tinystories": hf_tinystories,
              "hf-smollm-wikitext": hf_smollm_wikitext,
-             "binarized_mnist": binarized_mnist, "mnist": mnist,
-             "gptfast-stories15M": gptfast_stories15m,
-             "fashion_mnist": fashion_mnist, "cifar10_pt": cifar10_pt}
+             "binarized_mnist": binarized_mnist}
     for k in sys.argv[2:]:
         if k.startswith("copy:"):
             copy(d, k.split(":", 1)[1])

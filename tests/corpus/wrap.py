@@ -1,7 +1,6 @@
 """Run one corpus program unmodified, as `python3 SCRIPT ARGS...` would.
 
-    python3 wrap.py [--path DIR]... [--steps N] [--chdir DIR] [--home DIR]
-                    SCRIPT ARGS...
+    python3 wrap.py [--path DIR]... [--steps N] [--chdir DIR] SCRIPT ARGS...
 
 --path DIR   put DIR on sys.path (a program's package folder: minGPT's
              `mingpt`, x-transformers' `x_transformers`), as an installed
@@ -14,9 +13,6 @@
 --chdir DIR  run in DIR (relative to the scratch working directory), for
              the programs that open paths relative to their own folder
              (minimind's trainer/ scripts: ../model, ../dataset).
---home DIR   set HOME to DIR (relative to the scratch working directory),
-             for the programs that keep their data under ~
-             (vector-quantize-pytorch's examples: ~/data/fashion_mnist).
 
 The script's own folder is sys.path[0] and sys.argv is SCRIPT ARGS, as
 for `python3 SCRIPT`.  With CORPUS_REAL=FILE in the environment (the real
@@ -63,21 +59,19 @@ def main():
     args = sys.argv[1:]
     paths, steps = [], None
     chdir = None
-    while args and args[0] in ("--path", "--steps", "--chdir", "--home"):
+    while args and args[0] in ("--path", "--steps", "--chdir"):
         if len(args) < 2:
             sys.exit("wrap.py: %s needs a value" % args[0])
         if args[0] == "--path":
             paths.append(os.path.abspath(args[1]))
         elif args[0] == "--chdir":
             chdir = args[1]
-        elif args[0] == "--home":
-            os.environ["HOME"] = os.path.abspath(args[1])
         else:
             steps = int(args[1])
         args = args[2:]
     if not args:
         sys.exit("usage: wrap.py [--path DIR]... [--steps N] [--chdir DIR] "
-                 "[--home DIR] SCRIPT ARGS...")
+                 "SCRIPT ARGS...")
     script = os.path.abspath(args[0])
     if chdir is not None:
         os.chdir(chdir)
