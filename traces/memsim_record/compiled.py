@@ -234,9 +234,12 @@ class Program:
         the pool, then the capture allocates in the pool as the program
         runs; its blocks stay the pool's.  Later calls replay the graph:
         copies into the static inputs, no allocation.  Each warm-up and
-        capture makes its own cuBLAS workspace in the pool, freed after it
-        (clear_cublas_manager)."""
-        from . import fake
+        capture runs inside clear_cublas_manager(), which calls
+        torch._C._cuda_clearCublasWorkspaces() on entry and on exit: every
+        cuBLAS and cuBLASLt workspace of the process is freed (all
+        handles and streams, the eager stream's too), so the warm-up or
+        capture makes its own in the pool and the next eager GEMM a new
+        one (clear_workspaces)."""
         rt = self.rt
         rec = self.rec
         n = self.calls
@@ -247,15 +250,14 @@ class Program:
             rt.graph_outputs(out)
             return out
         with rt.on_graph_stream():
+            rt.clear_workspaces()
             if n == 1:
                 rec.empty_cache()
                 rt.pool("pool_begin")
                 self.static = rt.static_copies(args)
                 rt.pool("pool_end")
                 rt.pool("pool_release")
-            start = len(rec.rows)
             rt.pool("pool_begin")
-            rec.workspaces.discard((rt.thread(), fake._CURRENT_STREAM[0]))
             try:
                 out = self.run(args)
                 rt.graph_outputs(out)
@@ -264,7 +266,7 @@ class Program:
                 rt.pool("pool_end")
                 if n == 0:
                     rt.pool("pool_release")
-                rt.free_workspaces(start)
+                rt.clear_workspaces()
 
     def run(self, args, record=True):
         torch = self.torch
@@ -474,17 +476,17 @@ class Runtime:
             self.rec.retired.discard(key)
         return cb
 
-    def free_workspaces(self, start):
-        """clear_cublas_manager: the cuBLAS workspaces made since row
-        START are freed."""
+    def clear_workspaces(self):
+        """torch._C._cuda_clearCublasWorkspaces() (clear_cublas_manager's
+        entry and exit): clearCublasWorkspaces() empties the process's
+        maps from (handle, stream) to cuBLAS and cuBLASLt workspace, so
+        every workspace is freed, whichever thread and stream made it,
+        and the next GEMM on any stream allocates a new one."""
         rec = self.rec
-        for i in range(start, len(rec.rows)):
-            r = rec.rows[i]
-            if r[0] == "alloc" and r[4] in ("cuBLAS workspace",
-                                            "cuBLASLt workspace"):
-                key = ("workspace", i)
-                rec.live[key] = (i, r[1], r[2], r[5])
-                rec.free(key)
+        for key in [k for k in rec.live
+                    if isinstance(k, tuple) and k[:1] == ("workspace",)]:
+            rec.free(key)
+        rec.workspaces.clear()
 
     def flush(self):
         """Triton's autotuner at a kernel's first launch: do_bench's L2

@@ -72,7 +72,10 @@ def blas_workspaces(rec, ws_bytes, name, args):
                           a.device.type == "cuda" for a in args)
         if onfake_cuda and thr not in rec.workspaces:
             rec.workspaces.add(thr)
-            rec.alloc(ws_bytes, "other", "cuBLAS workspace")
+            # live under its key until clearCublasWorkspaces() frees it
+            # (compiled.py's clear_workspaces); otherwise for the process
+            rec.alloc(ws_bytes, "other", "cuBLAS workspace",
+                      ("workspace",) + thr)
     if name == "addmm" and len(args) > 2 and \
             isinstance(args[0], torch.Tensor) and \
             args[0].dim() == 1 and args[0].device.type == "cuda" and \
@@ -95,7 +98,8 @@ def blas_workspaces(rec, ws_bytes, name, args):
             rec.workspaces.add(thr)
             lt = int(os.environ.get("CUBLASLT_WORKSPACE_SIZE",
                                     "1024")) * 1024
-            rec.alloc(lt, "other", "cuBLASLt workspace")
+            rec.alloc(lt, "other", "cuBLASLt workspace",
+                      ("workspace",) + thr)
 
 
 class Dispatch:
