@@ -113,6 +113,7 @@ class Dispatch:
         self.ws_bytes = devices.cublas_workspace_bytes(
             self.major, self.minor, os.environ.get("CUBLAS_WORKSPACE_CONFIG"))
         self.values_cpu = getattr(opt, "values", "rules") == "cpu"
+        self.sym = None   # --symbolic (symbolic.py), set by fake.run
         self.host_op, self.has_tensor = host.classifier(torch)
         # id(storage) -> a weak reference whose callback frees it
         self.refs = {}
@@ -230,6 +231,9 @@ class Dispatch:
             # One rank sees one GPU, cuda:0 (the autograd engine's
             # device guard counts one device): cuda:N is cuda:0.
             kwargs = dict(kwargs, device=torch.device("cuda", 0))
+        if self.sym is not None:
+            # --symbolic: the sentinel's sizes become the symbol
+            args, kwargs = self.sym.convert(self.fm, func, args, kwargs)
         before = _BEFORE.get(name)
         if before is not None:
             r = before(self, mode, func, name, args, kwargs)
@@ -478,7 +482,7 @@ class Dispatch:
             # as the loss).
             full = 1
             for d in torch.broadcast_shapes(args[0].shape, args[1].shape):
-                full *= int(d)
+                full *= kernels.size(d)
             out.untyped_storage().resize_(full * out.element_size())
         return self.outputs(name, args, kwargs, out)
 
@@ -529,7 +533,7 @@ class Dispatch:
                     return None
             acc = 4 if g.dtype in (torch.float16, torch.bfloat16) else \
                 g.element_size()
-            n, d = idx.numel(), int(g.shape[-1])
+            n, d = idx.numel(), kernels.size(g.shape[-1])
             return (kernels.embedding_backward("sort", n, nw, d, acc),
                     kernels.embedding_backward("segments", n, nw, d, acc))
         except Exception:
@@ -621,7 +625,7 @@ class Dispatch:
                 tuple(y.shape), tuple(y.stride()),
                 set(range(y.dim())) - {1}, y.element_size(),
                 8 if y.element_size() == 8 else 4,
-                int(y.storage_offset()), self.major, self.minor,
+                kernels.size(y.storage_offset()), self.major, self.minor,
                 self.sms)
         cl = torch.channels_last if x.dim() == 4 else \
             torch.channels_last_3d
@@ -664,7 +668,7 @@ class Dispatch:
         return kernels.reduce(
             tuple(x.shape), tuple(x.stride()), red,
             x.element_size(), 8 if x.element_size() == 8 else 4,
-            int(x.storage_offset()), self.major, self.minor, self.sms)
+            kernels.size(x.storage_offset()), self.major, self.minor, self.sms)
 
     def _ev_sort(self, name, args, phase, out, kwargs):
         x = args[0] if args else None
@@ -716,7 +720,7 @@ class Dispatch:
         strides = []
         for d in reversed(shape):
             strides.insert(0, n)
-            n *= int(d)
+            n *= kernels.size(d)
         ev = [("alloc", "loss", n * isz)]
         if shape:
             ev += kernels.reduce(
@@ -730,7 +734,7 @@ class Dispatch:
         if not isinstance(x, torch.Tensor) or \
                 x.device.type != "cuda":
             return []
-        n, c, hxw, g = (int(v) for v in
+        n, c, hxw, g = (kernels.size(v) for v in
                         (args[5:9] if bw else args[3:7]))
         acc = 8 if x.dtype == torch.float64 else 4
         if bw:
@@ -751,7 +755,7 @@ class Dispatch:
             return []
         if not kind[1]:
             return kernels.attention_forward(kind[0])
-        b, h, sq, d = (int(v) for v in q.shape)
+        b, h, sq, d = (kernels.size(v) for v in q.shape)
         return kernels.attention_backward(kind[0], b, h, sq, d,
                                           q.element_size())
 
