@@ -22,6 +22,7 @@
 #include "sim/device.h"
 #include "sim/error.h"
 #include "sim/units.h"
+#include "traces/symtrace.h"
 
 /* A device no recording runs out of (1 PiB): what a value needs. */
 #define FIT_HUGE ((uint64_t)1 << 50)
@@ -135,6 +136,9 @@ typedef struct fit_state_s {
 	msim_recserver_t *srv;
 	char *why;
 	size_t whylen;
+	/* The symbolic trace and where it holds (sym_lo > sym_hi: none). */
+	char sym_trace[4096];
+	long sym_lo, sym_hi;
 } fit_state_t;
 
 /* What a recording's exit status rc (msim_record_exec()'s) means: 0, 1
@@ -318,11 +322,52 @@ fit_eval(fit_state_t *st, const long *values, size_t n)
 	}
 	if (rc == MSIM_ENOMEM)
 		snprintf(st->why, st->whylen, "out of memory");
+	/* values where the symbolic trace holds: instantiated, not
+	 * recorded; the others moved to the front and recorded */
+	bool *inst = calloc(k, sizeof(*inst));
+	size_t r = 0;
+	if (!inst && !rc) {
+		snprintf(st->why, st->whylen, "out of memory");
+		rc = MSIM_ENOMEM;
+	}
+	for (size_t i = 0; !rc && !s->pattern && i < m; i++) {
+		if (todo[i] >= st->sym_lo && todo[i] <= st->sym_hi) {
+			char iwhy[1024];
+			if (msim_symtrace_instantiate(st->sym_trace, todo[i],
+						      traces[i], iwhy,
+						      sizeof(iwhy)) == 0) {
+				inst[i] = true;
+				continue;
+			}
+			fit_note(s, "%s; recorded instead", iwhy);
+		} else if (st->sym_lo <= st->sym_hi) {
+			fit_note(s, "%s=%ld is outside %ld..%ld, where the "
+				 "symbolic trace holds: recorded", s->name,
+				 todo[i], st->sym_lo, st->sym_hi);
+		}
+		if (r != i) {
+			long tv = todo[r];
+			char tt[4096];
+			memcpy(tt, traces[r], sizeof(tt));
+			todo[r] = todo[i];
+			memcpy(traces[r], traces[i], sizeof(tt));
+			todo[i] = tv;
+			memcpy(traces[i], tt, sizeof(tt));
+			inst[i] = inst[r];
+			inst[r] = false;
+		}
+		r++;
+	}
 	if (!rc && !s->pattern)
-		rc = fit_record(st, todo, traces, m, bad);
+		rc = fit_record(st, todo, traces, r, bad);
 	for (size_t i = 0; !rc && i < m; i++)
-		if (!bad[i])
+		if (!bad[i]) {
 			rc = fit_point(st, todo[i], traces[i]);
+			msim_fit_curve_pt_t *c = fit_find(st->res, todo[i]);
+			if (!rc && c)
+				c->instantiated = inst[i];
+		}
+	free(inst);
 	free(traces);
 	free(todo);
 	free(bad);
@@ -460,6 +505,204 @@ fit_candidates(const msim_fit_spec_t *s, msim_fit_result_t *res, char *why,
 	return 0;
 }
 
+static bool
+fit_prime(long n)
+{
+	if (n < 2)
+		return false;
+	for (long d = 2; d <= n / d; d++)
+		if (n % d == 0)
+			return false;
+	return true;
+}
+
+/* Whether files a and b hold the same bytes. */
+static bool
+fit_same_file(const char *a, const char *b)
+{
+	FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+	bool same = fa && fb;
+	char ba[65536], bb[65536];
+	while (same) {
+		size_t na = fread(ba, 1, sizeof(ba), fa);
+		size_t nb = fread(bb, 1, sizeof(bb), fb);
+		same = na == nb && memcmp(ba, bb, na) == 0;
+		if (na < sizeof(ba))
+			break;
+	}
+	same = same && !ferror(fa) && !ferror(fb);
+	if (fa)
+		fclose(fa);
+	if (fb)
+		fclose(fb);
+	return same;
+}
+
+/* The symbolic recordings' values: two primes, 5 or more (a size the
+ * model has for itself is seldom one; the recordings, compared, find it
+ * when it is), next to each other, between the powers of two around the
+ * middle of [a, b] (kernels and the recorder's rules branch at powers of
+ * two: the two values should fall on one side); else the middle and the
+ * next value. */
+static void
+fit_sentinels(long a, long b, long v[2])
+{
+	long mid = a + (long)(fit_span(a, b) / 2), lo = a < 5 ? 5 : a;
+	long p = 1;
+	while (p <= mid / 2)
+		p *= 2;                     /* p <= mid < 2p */
+	long x0 = p + p / 2 > b ? mid : p + p / 2;
+	v[0] = v[1] = 0;
+	for (long x = x0; x >= lo && !v[0]; x--)
+		if (fit_prime(x))
+			v[0] = x;
+	for (long x = v[0] + 1; v[0] && x <= b && x > v[0] && !v[1]; x++)
+		if (fit_prime(x))
+			v[1] = x;
+	if (!v[0] || !v[1]) {
+		v[0] = mid;
+		v[1] = mid + 1;
+	}
+}
+
+/* The symbolic trace (spec->symbolic): the command recorded with
+ * --symbolic NAME=V at two values V; where both hold, and each,
+ * instantiated at both values, gives the same bytes as the other, st's
+ * sym_* are set.  Else res->symbolic says why and every value is
+ * recorded.  0, or a negative MSIM_E* when the search cannot go on. */
+static int
+fit_symbolic(fit_state_t *st)
+{
+	const msim_fit_spec_t *s = st->s;
+	msim_fit_result_t *res = st->res;
+	char *sy = res->symbolic;
+	size_t syl = sizeof(res->symbolic);
+	long a = s->lo < 2 ? 2 : s->lo, top = s->hi > (1L << 24) ?
+		(1L << 24) : s->hi;
+	if (top < a || fit_span(a, top) < 4) {
+		snprintf(sy, syl, "not used: %s=%ld..%ld is too short a range "
+			 "(it starts at 2: PyTorch specializes sizes 0 and 1)",
+			 s->name, s->lo, s->hi);
+		fit_note(s, "symbolic: %s", sy);
+		return 0;
+	}
+	long v[2];
+	fit_sentinels(a, top, v);
+	char traces[2][4096], opt[2][160];
+	char **ropt = calloc((size_t)s->nropt + 3, sizeof(*ropt));
+	if (!ropt) {
+		snprintf(st->why, st->whylen, "out of memory");
+		return MSIM_ENOMEM;
+	}
+	int rc = 0;
+	bool bad[2] = {false, false};
+	for (int i = 0; i < 2; i++) {
+		snprintf(traces[i], sizeof(traces[i]), "%s/%s-symbolic-%ld.csv",
+			 s->dir, s->name, v[i]);
+		snprintf(opt[i], sizeof(opt[i]), "%s=%ld:%ld", s->name, v[i],
+			 top);
+	}
+	/* one recording after another: each has its --symbolic */
+	for (int i = 0; i < 2 && !rc && !bad[0]; i++) {
+		char val[32], rwhy[1024];
+		snprintf(val, sizeof(val), "%ld", v[i]);
+		const char *vp = val;
+		for (int k = 0; k < s->nropt; k++)
+			ropt[k] = s->ropt[k];
+		ropt[s->nropt] = "--symbolic";
+		ropt[s->nropt + 1] = opt[i];
+		char **cmd = msim_record_subst(s->cmd, s->ncmd, &s->name, &vp,
+					       1);
+		if (!cmd) {
+			snprintf(st->why, st->whylen, "out of memory");
+			rc = MSIM_ENOMEM;
+			break;
+		}
+		fit_note(s, "recording %s=%ld symbolic", s->name, v[i]);
+		int r;
+		if (st->srv) {
+			r = msim_recserver_submit(st->srv, i, traces[i], ropt,
+						  s->nropt + 2, cmd, s->ncmd,
+						  rwhy, sizeof(rwhy));
+			int id;
+			while (!r && msim_recserver_running(st->srv))
+				r = msim_recserver_wait(st->srv, &id, rwhy,
+							sizeof(rwhy));
+		} else {
+			r = msim_record_exec(&s->rec, traces[i], ropt,
+					     s->nropt + 2, cmd, s->ncmd, rwhy,
+					     sizeof(rwhy));
+		}
+		msim_record_subst_free(cmd, s->ncmd);
+		if (r && (r < 0 || msim_record_signal()))
+			rc = fit_recorded(st, v[i], r, rwhy);
+		else if (r) {
+			bad[i] = true;
+			snprintf(sy, syl, "not used: recording %s=%ld with "
+				 "--symbolic %s (exit %d%s%.700s)", s->name, v[i],
+				 r == 3 ? "was refused" : "failed", r,
+				 *rwhy ? ": " : "", rwhy);
+		}
+	}
+	free(ropt);
+	if (rc || bad[0] || bad[1]) {
+		if (!rc)
+			fit_note(s, "symbolic: %s; every value is recorded",
+				 sy);
+		return rc;
+	}
+	msim_symtrace_info_t in[2];
+	char why[1024];
+	long lo = 0, hi = 0;
+	for (int i = 0; i < 2 && !sy[0]; i++) {
+		if (msim_symtrace_probe(traces[i], &in[i], why,
+					sizeof(why)) != 1)
+			snprintf(sy, syl, "not used: %.900s", why);
+	}
+	if (!sy[0]) {
+		lo = in[0].lo > in[1].lo ? in[0].lo : in[1].lo;
+		hi = in[0].hi < in[1].hi ? in[0].hi : in[1].hi;
+		if (v[0] < lo || v[0] > hi || v[1] < lo || v[1] > hi)
+			snprintf(sy, syl, "not used: the recordings at %s=%ld "
+				 "and %ld hold for %ld..%ld and %ld..%ld: "
+				 "the program branches on %s between them",
+				 s->name, v[0], v[1], in[0].lo, in[0].hi,
+				 in[1].lo, in[1].hi, s->name);
+	}
+	/* each instantiated at both values: the same bytes */
+	for (int k = 0; k < 2 && !sy[0]; k++) {
+		char x[2][4096];
+		for (int i = 0; i < 2 && !sy[0]; i++) {
+			snprintf(x[i], sizeof(x[i]), "%s/%s-symbolic-check%d"
+				 ".csv", s->dir, s->name, i);
+			if (msim_symtrace_instantiate(traces[i], v[k], x[i],
+						      why, sizeof(why)))
+				snprintf(sy, syl, "not used: %.900s", why);
+		}
+		if (!sy[0] && !fit_same_file(x[0], x[1]))
+			snprintf(sy, syl, "not used: the recordings at %s=%ld "
+				 "and %ld, instantiated at %ld, differ: the "
+				 "script uses %s where no tensor size shows "
+				 "it (a loop, or B*T computed as an int)",
+				 s->name, v[0], v[1], v[k], s->name);
+		unlink(x[0]);
+		unlink(x[1]);
+	}
+	if (sy[0]) {
+		fit_note(s, "symbolic: %s; every value is recorded", sy);
+		return 0;
+	}
+	snprintf(st->sym_trace, sizeof(st->sym_trace), "%s", traces[0]);
+	st->sym_lo = lo;
+	st->sym_hi = hi;
+	snprintf(sy, syl, "%s=%ld..%ld instantiated from one symbolic "
+		 "recording (%.700s; recorded at %ld and %ld, the same trace); "
+		 "values outside it recorded one by one", s->name, lo, hi,
+		 traces[0], v[0], v[1]);
+	fit_note(s, "symbolic: %s", sy);
+	return 0;
+}
+
 /* Whether the peaks seen grow with the value, as the search assumes: a
  * larger value with a lower peak allocated (reserved steps with the
  * allocator's rounding), or the same peaks at every value (the value may
@@ -512,6 +755,10 @@ msim_fit_run(const msim_fit_spec_t *spec, msim_fit_result_t *res,
 		rc = rc == MSIM_EIO ? rc : 0; /* EIO: memsim got a signal */
 		why[0] = rc ? why[0] : '\0';
 	}
+	st.sym_lo = 1;
+	st.sym_hi = 0;
+	if (!rc && !spec->pattern && spec->symbolic)
+		rc = fit_symbolic(&st);
 	if (!rc)
 		rc = fit_search(&st);
 	msim_recserver_destroy(st.srv);
@@ -631,10 +878,11 @@ fit_print_curve(const msim_fit_spec_t *f, const msim_fit_result_t *r)
 			       "-", "recording failed");
 			continue;
 		}
-		printf("           %-8ld %14s %14s  %s\n", c->value, rb, ab,
+		printf("           %-8ld %14s %14s  %s%s\n", c->value, rb, ab,
 		       c->capped.oom ? "out of memory"
 		       : r->fits && c->value == r->best ? "fits: the answer"
-							: "fits");
+							: "fits",
+		       c->instantiated ? " (symbolic)" : "");
 	}
 }
 
@@ -659,6 +907,8 @@ msim_fit_print(const msim_fit_spec_t *f, const msim_fit_result_t *r,
 		       r->failed == 1 ? "" : "s");
 	if (r->growth[0])
 		printf("warning    %s\n", r->growth);
+	if (r->symbolic[0])
+		printf("symbolic   %s\n", r->symbolic);
 	fit_print_curve(f, r);
 	bool lo_failed = r->ncurve && r->curve[0].value == f->lo &&
 			 r->curve[0].capped.failed;
