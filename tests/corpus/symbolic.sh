@@ -1,0 +1,64 @@
+#!/bin/sh
+# Issue 29's check of symbolic recordings on the corpus
+# (docs/symbolic-sizes.md): a program with a batch (or sequence) option
+# is recorded once with that size symbolic (memsim record --symbolic
+# B=V), the trace instantiated in C (memsim convert --at) at five values,
+# and each compared byte for byte with the program recorded at that
+# value (tests/corpus/run.sh, CORPUS_SED setting the option).
+#
+#   sh tests/corpus/symbolic.sh OUTDIR 'NAME OPTION V v1 v2 v3 v4 v5' ...
+#
+# OPTION is the option as programs.tsv spells it before its number,
+# "--batch_size=" or "--batch-size_" (an underscore for a space).  One
+# line a program in OUTDIR/symbolic.tsv: NAME, then "exact" (all five
+# equal; the range the trace holds for), "refused" (the recorder's line),
+# "outside" (a value outside the range), "differs" (the first value that
+# differs: a bug) or "failed".  Needs $MEMSIM and $PY as run.sh does.
+set -u
+out=$1
+shift
+here=$(cd "$(dirname "$0")" && pwd)
+MEMSIM=${MEMSIM:-memsim}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+for spec in "$@"; do
+	# shellcheck disable=SC2086
+	set -- $spec
+	name=$1 opt=$(echo "$2" | tr _ ' ') v=$3
+	shift 3
+	sedv() { echo "s/$opt[0-9][0-9]*/$opt$1/"; }
+	d=$out/$name
+	rm -rf "$d" && mkdir -p "$d/sym"
+	CORPUS_SED=$(sedv "$v") CORPUS_RECORD="--symbolic B=$v" \
+		sh "$here/run.sh" fake "$d/sym" "$name" >/dev/null 2>&1
+	rc=$(cat "$d/sym/$name.rc" 2>/dev/null || echo 1)
+	if [ "$rc" = 3 ]; then
+		why=$(grep -m1 'refused:' "$d/sym/$name.log" | sed 's/.*refused: //')
+		printf '%s\trefused\t%s\n' "$name" "$why" | tee -a "$out/symbolic.tsv"
+		continue
+	elif [ "$rc" != 0 ]; then
+		printf '%s\tfailed\tsymbolic recording exit %s\n' "$name" "$rc" |
+			tee -a "$out/symbolic.tsv"
+		continue
+	fi
+	range=$(sed -n 2p "$d/sym/$name.csv" | cut -d' ' -f4,5 | sed 's/ /../')
+	res="exact" detail="holds for B=$range; B=$*"
+	for b in "$@"; do
+		mkdir -p "$d/$b"
+		if ! "$MEMSIM" convert --at "B=$b" "$d/sym/$name.csv" "$d/$b/inst.csv" \
+			>/dev/null 2>"$d/$b/conv.err"; then
+			res=outside detail="B=$b: $(cat "$d/$b/conv.err")"
+			break
+		fi
+		CORPUS_SED=$(sedv "$b") sh "$here/run.sh" fake "$d/$b" "$name" >/dev/null 2>&1
+		if [ "$(cat "$d/$b/$name.rc")" != 0 ]; then
+			res=failed detail="B=$b: the recording failed"
+			break
+		fi
+		if ! cmp -s "$d/$b/inst.csv" "$d/$b/$name.csv"; then
+			res=differs detail="B=$b: $(cmp "$d/$b/inst.csv" "$d/$b/$name.csv" 2>&1 | head -1)"
+			break
+		fi
+	done
+	printf '%s\t%s\t%s\n' "$name" "$res" "$detail" | tee -a "$out/symbolic.tsv"
+done

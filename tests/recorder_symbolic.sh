@@ -1,0 +1,102 @@
+#!/bin/sh
+# memsim record --symbolic B=V: one recording for a family of sizes
+# (docs/symbolic-sizes.md).  A small model taking B from argv, recorded
+# once at B=7 with B symbolic: its sizes are polynomials in B, the range
+# where PyTorch's and the recorder's guards hold is in the header, and
+# the trace instantiated in C (memsim convert --at) equals the per-value
+# recording byte for byte at five values.  A program that uses B as a
+# plain int where a size is asked is refused (exit 3, one line), a
+# branch on B bounds the range, and fit --symbolic instantiates where the
+# trace holds and records the rest.  Needs Python 3 and PyTorch; skips
+# (77) without them.
+set -u
+. "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
+need_torch
+cat >"$tmp/lin.py" <<'PY'
+import sys, torch
+B = int(sys.argv[1])
+m = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(),
+                        torch.nn.Linear(32, 8)).cuda()
+opt = torch.optim.SGD(m.parameters(), lr=0.1)
+x = torch.randn(B, 16).cuda()
+loss = m(x).sum()
+loss.backward()
+opt.step()
+PY
+$MEMSIM record --symbolic B=7 -o "$tmp/s.csv" -- "$PY" "$tmp/lin.py" 7 \
+	>"$tmp/err" 2>&1 || fail "record --symbolic: $(tail -3 "$tmp/err")"
+# The input (B x 16 floats) is 64*B bytes; the first Linear's output
+# (B x 32) 128*B; the last's 32*B; parameters constant.  The recorder's
+# value rules keep values of tensors up to 65536 elements
+# (memsim_record/values.py: SHADOW_LIMIT), a guard each on B x 16 and
+# B x 32: the trace holds for 2..2048.
+[ "$(sed -n 1p "$tmp/s.csv")" = "#memsim-symbolic 1" ] || fail "magic: $(head -1 "$tmp/s.csv")"
+[ "$(sed -n 2p "$tmp/s.csv" | cut -d' ' -f1-5)" = "#symbol B 7 2 2048" ] ||
+	fail "range: $(sed -n 2p "$tmp/s.csv")"
+grep -q '^4,4,alloc,[0-9]*,64\*B,0,input,' "$tmp/s.csv" || fail "input not 64*B"
+[ "$(grep -c ',128\*B,0,activation,' "$tmp/s.csv")" -eq 2 ] || fail "activations not 128*B"
+grep -q ',32\*B,0,activation,Sequential.2$' "$tmp/s.csv" || fail "output not 32*B"
+grep -q ',2048,0,parameter,Sequential.0.weight$' "$tmp/s.csv" || fail "weight not 2048"
+for b in 2 3 64 1000 2048; do
+	$MEMSIM record -o "$tmp/p$b.csv" -- "$PY" "$tmp/lin.py" $b >/dev/null 2>&1 ||
+		fail "record B=$b"
+	$MEMSIM convert --at B=$b "$tmp/s.csv" "$tmp/i$b.csv" >/dev/null ||
+		fail "convert --at B=$b"
+	cmp -s "$tmp/p$b.csv" "$tmp/i$b.csv" ||
+		fail "B=$b: instantiated != recorded: $(diff "$tmp/p$b.csv" "$tmp/i$b.csv" | head -4)"
+done
+# B=1000's input: 64000 bytes at the address the recorder's rule gives
+grep -q '^4,4,alloc,4294973440,64000,0,input,' "$tmp/i1000.csv" ||
+	fail "B=1000 row 4: $(sed -n 6p "$tmp/i1000.csv")"
+expect_error 'B=2049 is outside the range it holds for, 2..2048' \
+	$MEMSIM convert --at B=2049 "$tmp/s.csv" "$tmp/x.csv"
+[ ! -e "$tmp/x.csv" ] || fail "a refused instantiation wrote its output"
+expect_error "a symbolic trace .*convert --at" $MEMSIM run "$tmp/s.csv"
+expect_error "symbol is B" $MEMSIM convert --at S=3 "$tmp/s.csv" "$tmp/x.csv"
+
+# B used as a plain int where a size is asked: the view pins B to 7.
+cat >"$tmp/pin.py" <<'PY'
+import sys, torch
+B = int(sys.argv[1])
+x = torch.zeros(B * 4, device="cuda")
+y = torch.ones(B, 4, device="cuda") + x.view(B, 4)
+PY
+$MEMSIM record --symbolic B=7 -o "$tmp/pin.csv" -- "$PY" "$tmp/pin.py" 7 \
+	>"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" -eq 3 ] || fail "a specialization: exit $rc, not 3: $(tail -2 "$tmp/err")"
+grep -q "^memsim record: --symbolic B=7 refused: a guard pins B to 7" "$tmp/err" ||
+	fail "no refusal line: $(tail -2 "$tmp/err")"
+[ ! -e "$tmp/pin.csv" ] || fail "a refused recording wrote its trace"
+
+# A branch on B in the program bounds the range: B > 8 or not.
+cat >"$tmp/branch.py" <<'PY'
+import sys, torch
+B = int(sys.argv[1])
+x = torch.zeros(B, 4, device="cuda")
+y = torch.cat([x, x]) if x.shape[0] > 8 else x + 1
+PY
+for v in 7 11; do
+	$MEMSIM record --symbolic B=$v:100 -o "$tmp/b$v.csv" -- "$PY" \
+		"$tmp/branch.py" $v >/dev/null 2>&1 || fail "record branch B=$v"
+done
+[ "$(sed -n 2p "$tmp/b7.csv" | cut -d' ' -f1-5)" = "#symbol B 7 2 8" ] ||
+	fail "branch at 7: $(sed -n 2p "$tmp/b7.csv")"
+[ "$(sed -n 2p "$tmp/b11.csv" | cut -d' ' -f1-5)" = "#symbol B 11 9 100" ] ||
+	fail "branch at 11: $(sed -n 2p "$tmp/b11.csv")"
+
+# fit --symbolic: the two symbolic recordings (up to fit's top, 40) agree;
+# values in their range instantiated (the same bytes as a recording),
+# B=1 recorded.
+mkdir "$tmp/keep"
+$MEMSIM fit --cap 1G --vary B=1..40 --symbolic -k "$tmp/keep" -- "$PY" \
+	"$tmp/lin.py" {B} >"$tmp/fit" 2>"$tmp/ferr" || fail "fit: $(tail -3 "$tmp/ferr")"
+grep -q '^symbolic   B=2\.\.40 instantiated from one symbolic recording' "$tmp/fit" ||
+	fail "fit's symbolic line: $(grep symbolic "$tmp/fit")"
+grep -q 'B=1 is outside 2..40, where the symbolic trace holds: recorded' "$tmp/ferr" ||
+	fail "B=1 not said recorded: $(cat "$tmp/ferr")"
+grep -q '^           40 .*fits: the answer (symbolic)$' "$tmp/fit" ||
+	fail "fit's curve: $(cat "$tmp/fit")"
+$MEMSIM record -o "$tmp/p40.csv" -- "$PY" "$tmp/lin.py" 40 >/dev/null 2>&1
+cmp -s "$tmp/p40.csv" "$tmp/keep/B-40.csv" || fail "fit's B=40 != its recording"
+finish recorder_symbolic
