@@ -62,10 +62,19 @@ START_TEST(test_eval)
 	ck_assert_int_eq(eval_ok("B^3-2*B", 4), 56);
 	ck_assert_int_eq(eval_ok("-B+100", 30), 70);
 	ck_assert_int_eq(eval_ok("2048*B^2", 1000000), 2048000000000000);
+	/* a kernel rule's division: Python's floor and remainder */
+	ck_assert_int_eq(eval_ok("32768*B+8*((2048*B)//5)", 7),
+			 32768 * 7 + 8 * (2048 * 7 / 5));
+	ck_assert_int_eq(eval_ok("(B-10)//4", 3), -2);
+	ck_assert_int_eq(eval_ok("(B-10)%4", 3), 1);
+	ck_assert_int_eq(eval_ok("B%4", 7), 3);
+	ck_assert_int_eq(eval_ok("(B+1)^2", 4), 25);
+	ck_assert_int_eq(eval_ok("(B)", 4), 4);
 	/* a name that only begins with B is not B */
-	const char *bad[] = {"", "B*2", "2**B", "2*C", "2*BB", "+B", "B+",
-			     "2 *B", "B^0", "B^17", "B^", "3B", "(B)",
-			     "B/2", "B%2", "floor(B)", "1e3", "0x10",
+	const char *bad[] = {"", "2**B", "2*C", "2*BB", "+B", "B+",
+			     "2 *B", "B^0", "B^17", "B^", "3B", "(B",
+			     "B)", "B/2", "B//0", "B//", "B%-2", "B//B",
+			     "floor(B)", "1e3", "0x10", "--B", "B*",
 			     "99999999999999999999"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
 		int64_t x;
@@ -166,10 +175,10 @@ START_TEST(test_bad)
 		"no CSV header");
 	snprintf(buf, sizeof(buf), "#memsim-symbolic 1\n#symbol B 3 2 10\n%s"
 		 "0,0,alloc,4294967296,100*C,0,activation,x\n", h);
-	refused(buf, "4", "not a polynomial in B");
+	refused(buf, "4", "not an expression of integers and B");
 	snprintf(buf, sizeof(buf), "#memsim-symbolic 1\n#symbol B 3 2 10\n%s"
-		 "0,0,alloc,4294967296,10-B*5,0,activation,x\n", h);
-	refused(buf, "4", "not a polynomial");
+		 "0,0,alloc,4294967296,10-B/5,0,activation,x\n", h);
+	refused(buf, "4", "not an expression");
 	snprintf(buf, sizeof(buf), "#memsim-symbolic 1\n#symbol B 3 2 10\n%s"
 		 "0,0,alloc,4294967296,10-5*B,0,activation,x\n", h);
 	refused(buf, "4", "is -10 at B=4");

@@ -19,86 +19,168 @@
 #define SYM_BASE ((uint64_t)1 << 32)   /* Recorder.next_addr's start */
 #define SYM_MAXPOW 16
 
+/* The size column's expressions (traces/symtrace.h), evaluated as they
+ * are read, in int64 with every step checked:
+ *
+ *	expr   := ['-'] term (('+' | '-') term)*
+ *	term   := factor ('*' factor)*
+ *	factor := base ['^' INT] [('//' | '%') INT]
+ *	base   := INT | NAME | '(' expr ')'
+ *
+ * '//' and '%' are Python's (floor, a remainder of the divisor's sign;
+ * the divisor a positive constant), as PyTorch's FloorDiv and Mod of a
+ * kernel rule's size print. */
+typedef struct sym_ex_s {
+	const char *s, *name;
+	size_t len, nl, i;
+	long value;
+	int depth;
+	int err;        /* 0, 1: not an expression, 2: past 64 bits */
+} sym_ex_t;
+
+static int64_t sym_expr(sym_ex_t *x);
+
+static bool
+sym_at(sym_ex_t *x, char c)
+{
+	return x->i < x->len && x->s[x->i] == c;
+}
+
+static int64_t
+sym_int(sym_ex_t *x)
+{
+	int64_t v = 0;
+	if (!(x->i < x->len && isdigit((unsigned char)x->s[x->i]))) {
+		x->err = x->err ? x->err : 1;
+		return 0;
+	}
+	while (x->i < x->len && isdigit((unsigned char)x->s[x->i])) {
+		if (__builtin_mul_overflow(v, 10, &v) ||
+		    __builtin_add_overflow(v, x->s[x->i] - '0', &v))
+			x->err = 2;
+		x->i++;
+	}
+	return v;
+}
+
+static int64_t
+sym_base(sym_ex_t *x)
+{
+	if (sym_at(x, '(')) {
+		if (++x->depth > 64) {
+			x->err = 1;
+			return 0;
+		}
+		x->i++;
+		int64_t v = sym_expr(x);
+		if (!sym_at(x, ')'))
+			x->err = x->err ? x->err : 1;
+		x->i++;
+		x->depth--;
+		return v;
+	}
+	if (x->i < x->len && isdigit((unsigned char)x->s[x->i]))
+		return sym_int(x);
+	if (x->i + x->nl <= x->len && !memcmp(x->s + x->i, x->name, x->nl) &&
+	    !(x->i + x->nl < x->len &&
+	      (isalnum((unsigned char)x->s[x->i + x->nl]) ||
+	       x->s[x->i + x->nl] == '_'))) {
+		x->i += x->nl;
+		return x->value;
+	}
+	x->err = x->err ? x->err : 1;
+	return 0;
+}
+
+static int64_t
+sym_factor(sym_ex_t *x)
+{
+	int64_t v = sym_base(x);
+	if (sym_at(x, '^')) {
+		x->i++;
+		int64_t p = sym_int(x), r = 1;
+		if (p < 1 || p > SYM_MAXPOW) {
+			x->err = x->err ? x->err : 1;
+			return 0;
+		}
+		for (int64_t k = 0; k < p; k++)
+			if (__builtin_mul_overflow(r, v, &r))
+				x->err = 2;
+		v = r;
+	}
+	bool div = x->i + 1 < x->len && x->s[x->i] == '/' &&
+		   x->s[x->i + 1] == '/';
+	if (div || sym_at(x, '%')) {
+		x->i += div ? 2 : 1;
+		int64_t d = sym_int(x);
+		if (d < 1) {
+			x->err = x->err ? x->err : 1;
+			return 0;
+		}
+		int64_t q = v / d, r = v % d;
+		if (r < 0) {           /* Python's floor */
+			q--;
+			r += d;
+		}
+		v = div ? q : r;
+	}
+	return v;
+}
+
+static int64_t
+sym_term(sym_ex_t *x)
+{
+	int64_t v = sym_factor(x);
+	while (!x->err && sym_at(x, '*')) {
+		x->i++;
+		int64_t f = sym_factor(x);
+		if (__builtin_mul_overflow(v, f, &v))
+			x->err = 2;
+	}
+	return v;
+}
+
+static int64_t
+sym_expr(sym_ex_t *x)
+{
+	bool neg = sym_at(x, '-');
+	x->i += neg;
+	int64_t v = sym_term(x);
+	if (neg && __builtin_sub_overflow((int64_t)0, v, &v))
+		x->err = 2;
+	while (!x->err && (sym_at(x, '+') || sym_at(x, '-'))) {
+		bool minus = sym_at(x, '-');
+		x->i++;
+		int64_t t = sym_term(x);
+		if (minus ? __builtin_sub_overflow(v, t, &v)
+			  : __builtin_add_overflow(v, t, &v))
+			x->err = 2;
+	}
+	return v;
+}
+
 int
 msim_symtrace_eval(const char *expr, size_t len, const char *name,
 		   long value, int64_t *out, char *why, size_t whylen)
 {
-	size_t nl = strlen(name), i = 0;
-	int64_t sum = 0;
-	bool first = true;
-	if (len == 0) {
-		snprintf(why, whylen, "an empty size");
+	sym_ex_t x = {.s = expr, .len = len, .name = name,
+		      .nl = strlen(name), .value = value};
+	int64_t v = len ? sym_expr(&x) : 0;
+	if (!len || (!x.err && x.i != len))
+		x.err = 1;
+	if (x.err == 1) {
+		snprintf(why, whylen, "size \"%.*s\": not an expression of "
+			 "integers and %s (+ - * ^ // %% and parentheses)",
+			 (int)(len > 200 ? 200 : len), expr, name);
 		return MSIM_EFORMAT;
 	}
-	while (i < len) {
-		bool neg = false;
-		if (expr[i] == '+' || expr[i] == '-') {
-			neg = expr[i] == '-';
-			if (expr[i] == '+' && first)
-				goto bad;
-			i++;
-		} else if (!first) {
-			goto bad;
-		}
-		first = false;
-		int64_t coef = 1, term;
-		bool digits = false;
-		if (i < len && isdigit((unsigned char)expr[i])) {
-			coef = 0;
-			while (i < len && isdigit((unsigned char)expr[i])) {
-				if (__builtin_mul_overflow(coef, 10, &coef) ||
-				    __builtin_add_overflow(coef, expr[i] - '0',
-							   &coef))
-					goto big;
-				i++;
-			}
-			digits = true;
-		}
-		int pow = 0;
-		if (digits && i < len && expr[i] == '*')
-			i++;
-		else if (digits)
-			goto term_done;
-		if (i + nl > len || memcmp(expr + i, name, nl) != 0 ||
-		    (i + nl < len && (isalnum((unsigned char)expr[i + nl]) ||
-				      expr[i + nl] == '_')))
-			goto bad;
-		i += nl;
-		pow = 1;
-		if (i < len && expr[i] == '^') {
-			i++;
-			if (i >= len || !isdigit((unsigned char)expr[i]))
-				goto bad;
-			pow = 0;
-			while (i < len && isdigit((unsigned char)expr[i])) {
-				pow = pow * 10 + (expr[i] - '0');
-				if (pow > SYM_MAXPOW)
-					goto bad;
-				i++;
-			}
-			if (pow < 1)
-				goto bad;
-		}
-term_done:
-		term = coef;
-		for (int k = 0; k < pow; k++)
-			if (__builtin_mul_overflow(term, (int64_t)value, &term))
-				goto big;
-		if (neg ? __builtin_sub_overflow(sum, term, &sum)
-			: __builtin_add_overflow(sum, term, &sum))
-			goto big;
+	if (x.err) {
+		snprintf(why, whylen, "size \"%.*s\" at %s=%ld: past 64 bits",
+			 (int)(len > 200 ? 200 : len), expr, name, value);
+		return MSIM_EFORMAT;
 	}
-	*out = sum;
+	*out = v;
 	return 0;
-bad:
-	snprintf(why, whylen, "size \"%.*s\": not a polynomial in %s with "
-		 "integer coefficients", (int)(len > 200 ? 200 : len), expr,
-		 name);
-	return MSIM_EFORMAT;
-big:
-	snprintf(why, whylen, "size \"%.*s\" at %s=%ld: past 64 bits",
-		 (int)(len > 200 ? 200 : len), expr, name, value);
-	return MSIM_EFORMAT;
 }
 
 /* "#symbol NAME V LO HI ..." into info. */

@@ -6,8 +6,10 @@
  *	#memsim-symbolic 1
  *	#symbol NAME V LO HI [GUARD...]
  *
- * and a size column that may be a polynomial in NAME with integer
- * coefficients ("4096*B^2+131072*B+512").  It was recorded at NAME=V and
+ * and a size column that may be an expression in NAME: a polynomial with
+ * integer coefficients ("4096*B^2+131072*B+512"), where a kernel rule's
+ * size divides, with Python's // and % by constants
+ * ("32768*B+8*((2048*B)//5)").  It was recorded at NAME=V and
  * holds for every integer in [LO, HI] (PyTorch's guards and the
  * recorder's, listed after HI for the reader).  Instantiating it at a
  * value writes the CSV the recorder writes at that value, byte for byte:
@@ -47,9 +49,10 @@ int msim_symtrace_probe(const char *path, msim_symtrace_info_t *info_out,
 int msim_symtrace_instantiate(const char *path, long value, const char *out,
 			      char *why, size_t whylen);
 
-/* The polynomial expr[0..len) in name at value into *out.  Returns 0, or
- * MSIM_EFORMAT with why (not a polynomial in name with integer
- * coefficients, or its value past int64). */
+/* The expression expr[0..len) in name at value into *out.  Returns 0,
+ * or MSIM_EFORMAT with why (not an expression of integers and name with
+ * + - * ^ // % and parentheses, a divisor not a positive constant, or a
+ * value past int64 on the way). */
 int msim_symtrace_eval(const char *expr, size_t len, const char *name,
 		       long value, int64_t *out, char *why, size_t whylen);
 

@@ -254,6 +254,8 @@ class Dispatch:
                     # _validate_cache_key: matmul's every call ran
                     # torch._refs' reshape helper in Python).
                     out = _VIEW(*args, **kwargs)
+                elif self.sym is not None:
+                    out = self.sym.run(func, args, kwargs)
                 else:
                     out = func(*args, **kwargs)
             except ftm.UnsupportedOperatorException:

@@ -221,8 +221,14 @@ class Recorder:
             # --symbolic (symbolic.py): sizes as polynomials, the range
             # where the guards hold in the header; or Refused
             head = sym.header(*sym.valid_range())
-            sizes = [r[2] if type(r[2]) is int else sym.fmt(sym.poly(r[2]))
-                     for r in self.rows]
+            sizes = []
+            for r in self.rows:
+                try:
+                    sizes.append(r[2] if type(r[2]) is int
+                                 else sym.text(r[2]))
+                except type(sym).Refused as e:
+                    raise type(e)("%s (row %d, %s %s)" % (
+                        e, len(sizes), r[3], r[4]))
         with open(path, "w") as fp:
             if sym is not None:
                 fp.write(head)

@@ -60,6 +60,8 @@ def parse(text):
 class Symbolic:
     """The recording's symbol: NAME at its sentinel value V."""
 
+    Refused = Refused
+
     def __init__(self, torch, name, value, vmax):
         from torch.fx.experimental.symbolic_shapes import ShapeEnv, \
             DimDynamic
@@ -78,8 +80,11 @@ class Symbolic:
                                                        source=src)
         self.sized = {}    # OpOverload -> indices of its SymInt arguments
         self.hosts = 0     # host tensors made symbolic
+        self.py_meta = {}  # OpOverload -> its Python meta, or False
         import os
         if os.environ.get("MEMSIM_SYMBOLIC_DEBUG"):
+            # each guard as it is added, with the Python frames that
+            # added it (what a refusal's guard came from)
             import sys
             import traceback
             env = self.shape_env
@@ -87,7 +92,9 @@ class Symbolic:
 
             def rel(expr):
                 print("guard added: %s" % expr, file=sys.stderr)
-                [print("   %s:%d %s" % (f.filename, f.lineno, f.name), file=sys.stderr) for f in traceback.extract_stack()[-40:] if "memsim_record" in f.filename or "/tmp/sym" in f.filename]
+                for f in traceback.extract_stack()[-60:-1]:
+                    print("   %s:%d %s" % (f.filename, f.lineno, f.name),
+                          file=sys.stderr)
                 return orig(expr)
             env._maybe_guard_rel = rel
 
@@ -143,6 +150,28 @@ class Symbolic:
                     else a for a in args]
         return tuple(args), kwargs
 
+    def run(self, func, args, kwargs):
+        """FUNC(*ARGS, **KWARGS) under the fake mode.  An op whose only
+        kernel for fake tensors is a C++ CompositeExplicitAutograd one
+        that reads sizes() as ints (constant_pad_nd) would pin the
+        symbol: with symbolic sizes it runs its Python meta function
+        (torch._decomp.meta_table: torch._refs'), as tracing with
+        dynamic shapes does."""
+        ent = self.py_meta.get(func)
+        if ent is None:
+            from torch._decomp import meta_table
+            has = self.torch._C._dispatch_has_kernel_for_dispatch_key
+            nm = func.name()
+            ent = self.py_meta[func] = (
+                meta_table.get(func) if func in meta_table and
+                not has(nm, "Meta") and
+                has(nm, "CompositeExplicitAutograd") else False)
+        if ent and any(isinstance(a, self.torch.Tensor) and
+                       any(type(s) is not int for s in a.shape)
+                       for a in args):
+            return ent(*args, **kwargs)
+        return func(*args, **kwargs)
+
     def _from_host(self, fm, t):
         from torch.fx.experimental.symbolic_shapes import \
             StatelessSymbolicContext
@@ -156,14 +185,15 @@ class Symbolic:
                                                     self.hosts))
 
     # -- out of it ---------------------------------------------------------
-    def poly(self, size):
-        """SIZE (an int or a SymInt) -> its coefficients, highest power
-        first, ints; Refused where it is not a polynomial in the symbol
-        with integer coefficients."""
+    def text(self, size):
+        """SIZE (an int or a SymInt) as the trace writes it: a
+        polynomial in NAME with integer coefficients (fmt), or where a
+        rule divides, an expression with Python's // and % by positive
+        constants (traces/symtrace.h's grammar); Refused otherwise."""
         import sympy
         if type(size) is int:
-            return (size,)
-        expr = size.node.expr
+            return str(size)
+        expr = sympy.expand(size.node.expr)
         free = expr.free_symbols
         if not free <= {self.sym}:
             raise Refused("a size depends on %s, not only on %s" % (
@@ -171,14 +201,57 @@ class Symbolic:
                 self.name))
         try:
             p = sympy.Poly(expr, self.sym)
+            if all(c.is_Integer for c in p.all_coeffs()):
+                return self.fmt(tuple(int(c) for c in p.all_coeffs()))
         except sympy.PolynomialError:
-            p = None
-        if p is None or not all(c.is_Integer for c in p.all_coeffs()):
-            raise Refused("a size is not a polynomial in %s with integer "
-                          "coefficients: %s" % (
-                              self.name, str(expr).replace(
-                                  str(self.sym), self.name)))
-        return tuple(int(c) for c in p.all_coeffs())
+            pass
+        return self._expr(expr)
+
+    def _expr(self, e):
+        """E in the trace's grammar: sums, products, powers, FloorDiv and
+        Mod by positive integer constants of integers and the symbol."""
+        import sympy
+        from torch.utils._sympy.functions import FloorDiv, Mod, PythonMod
+        if e.is_Integer:
+            return str(int(e))
+        if e == self.sym:
+            return self.name
+        if isinstance(e, sympy.Add):
+            out = ""
+            for t in sympy.Add.make_args(e):
+                c, rest = t.as_coeff_Mul()
+                if c < 0:
+                    out += "-" + self._factor(-t)
+                else:
+                    out += ("+" if out else "") + self._factor(t)
+            return out
+        if isinstance(e, sympy.Mul):
+            c, rest = e.as_coeff_Mul()
+            if c < 0:
+                return "-" + self._factor(-e)
+            return "*".join(self._factor(f) for f in sympy.Mul.make_args(e))
+        if isinstance(e, sympy.Pow) and e.exp.is_Integer and e.exp > 0:
+            return "%s^%d" % (self._factor(e.base), int(e.exp))
+        if isinstance(e, (FloorDiv, Mod, PythonMod)):
+            a, d = e.args
+            if not (d.is_Integer and d > 0):
+                raise Refused("a size divides by %s, not a positive "
+                              "constant: %s" % (self.show(d), self.show(e)))
+            # parenthesized whole: "8*((2048*B)//5)", read alike by
+            # Python and by traces/symtrace.c
+            return "((%s)%s%d)" % (self._expr(a), "//" if isinstance(
+                e, FloorDiv) else "%", int(d))
+        raise Refused("a size is not an expression of integers and %s "
+                      "with + - * ^ // %%: %s" % (self.name, self.show(e)))
+
+    def _factor(self, e):
+        """E as a factor of a product: parenthesized where it is a sum
+        or negative."""
+        import sympy
+        t = self._expr(e)
+        if isinstance(e, sympy.Add) or t.startswith("-"):
+            return "(%s)" % t
+        return t
 
     def fmt(self, coeffs):
         """Coefficients (highest power first) as the trace writes them:
