@@ -364,8 +364,10 @@ fit_eval(fit_state_t *st, const long *values, size_t n)
 		if (!bad[i]) {
 			rc = fit_point(st, todo[i], traces[i]);
 			msim_fit_curve_pt_t *c = fit_find(st->res, todo[i]);
-			if (!rc && c)
-				c->instantiated = inst[i];
+			if (!rc && c && inst[i]) {
+				c->instantiated = true;
+				st->res->instantiated++;
+			}
 		}
 	free(inst);
 	free(traces);
@@ -373,6 +375,8 @@ fit_eval(fit_state_t *st, const long *values, size_t n)
 	free(bad);
 	return rc;
 }
+
+static int fit_symbolic(fit_state_t *st, long g);
 
 /* b - a without overflow over any long range. */
 static unsigned long
@@ -451,12 +455,28 @@ fit_search(fit_state_t *st)
 	long a = s->lo, b = s->hi; /* a fits, b does not */
 	if (fit_fits(fit_find(res, b)))
 		a = b;
-	bool bisect = false;
+	bool bisect = false, sym = s->symbolic && !s->pattern;
 	int slow = 0; /* guesses in a row that did not halve the range */
 	while (fit_span(a, b) > 1) {
-		long v[64];
+		long v[256];
 		size_t n = fit_pick(s, fit_find(res, a), fit_find(res, b),
 				    bisect, v, k < 64 ? k : 64);
+		if (sym && n) {
+			/* --symbolic: recorded around the first guess; where
+			 * it holds, every value between a and b instantiated
+			 * (a replay each: the curve there, dense) */
+			sym = false;
+			if ((rc = fit_symbolic(st, v[0])))
+				return rc;
+			n = 0;
+			for (long x = a + 1; x < b && n < 256; x++)
+				if (x >= st->sym_lo && x <= st->sym_hi)
+					v[n++] = x;
+			if (!n)
+				n = fit_pick(s, fit_find(res, a),
+					     fit_find(res, b), bisect, v,
+					     k < 64 ? k : 64);
+		}
 		if ((rc = fit_eval(st, v, n)))
 			return rc;
 		long oa = a, ob = b;
@@ -538,40 +558,33 @@ fit_same_file(const char *a, const char *b)
 	return same;
 }
 
-/* The symbolic recordings' values: two primes, 5 or more (a size the
- * model has for itself is seldom one; the recordings, compared, find it
- * when it is), next to each other, between the powers of two around the
- * middle of [a, b] (kernels and the recorder's rules branch at powers of
- * two: the two values should fall on one side); else the middle and the
- * next value. */
+/* The symbolic recordings' values: two primes next to each other
+ * around g, the search's first guess, in [a, b] (a size the model has
+ * for itself is seldom one; the two recordings, compared, find it when
+ * it is): the largest at most g and the next; else g and a neighbour. */
 static void
-fit_sentinels(long a, long b, long v[2])
+fit_sentinels(long g, long a, long b, long v[2])
 {
-	long mid = a + (long)(fit_span(a, b) / 2), lo = a < 5 ? 5 : a;
-	long p = 1;
-	while (p <= mid / 2)
-		p *= 2;                     /* p <= mid < 2p */
-	long x0 = p + p / 2 > b ? mid : p + p / 2;
 	v[0] = v[1] = 0;
-	for (long x = x0; x >= lo && !v[0]; x--)
+	for (long x = g; x >= a && !v[0]; x--)
 		if (fit_prime(x))
 			v[0] = x;
 	for (long x = v[0] + 1; v[0] && x <= b && x > v[0] && !v[1]; x++)
 		if (fit_prime(x))
 			v[1] = x;
 	if (!v[0] || !v[1]) {
-		v[0] = mid;
-		v[1] = mid + 1;
+		v[0] = g < b ? g : g - 1;
+		v[1] = v[0] + 1;
 	}
 }
 
-/* The symbolic trace (spec->symbolic): the command recorded with
- * --symbolic NAME=V at two values V; where both hold, and each,
+/* The symbolic trace (spec->symbolic) around g: the command recorded
+ * with --symbolic NAME=V at two values V; where both hold, and each,
  * instantiated at both values, gives the same bytes as the other, st's
  * sym_* are set.  Else res->symbolic says why and every value is
  * recorded.  0, or a negative MSIM_E* when the search cannot go on. */
 static int
-fit_symbolic(fit_state_t *st)
+fit_symbolic(fit_state_t *st, long g)
 {
 	const msim_fit_spec_t *s = st->s;
 	msim_fit_result_t *res = st->res;
@@ -579,7 +592,7 @@ fit_symbolic(fit_state_t *st)
 	size_t syl = sizeof(res->symbolic);
 	long a = s->lo < 2 ? 2 : s->lo, top = s->hi > (1L << 24) ?
 		(1L << 24) : s->hi;
-	if (top < a || fit_span(a, top) < 4) {
+	if (top < a || fit_span(a, top) < 2 || g < 2) {
 		snprintf(sy, syl, "not used: %s=%ld..%ld is too short a range "
 			 "(it starts at 2: PyTorch specializes sizes 0 and 1)",
 			 s->name, s->lo, s->hi);
@@ -587,7 +600,7 @@ fit_symbolic(fit_state_t *st)
 		return 0;
 	}
 	long v[2];
-	fit_sentinels(a, top, v);
+	fit_sentinels(g < a ? a : g > top ? top : g, a, top, v);
 	char traces[2][4096], opt[2][160];
 	char **ropt = calloc((size_t)s->nropt + 3, sizeof(*ropt));
 	if (!ropt) {
@@ -619,6 +632,7 @@ fit_symbolic(fit_state_t *st)
 			break;
 		}
 		fit_note(s, "recording %s=%ld symbolic", s->name, v[i]);
+		res->symbolic_recordings++;
 		int r;
 		if (st->srv) {
 			r = msim_recserver_submit(st->srv, i, traces[i], ropt,
@@ -757,8 +771,6 @@ msim_fit_run(const msim_fit_spec_t *spec, msim_fit_result_t *res,
 	}
 	st.sym_lo = 1;
 	st.sym_hi = 0;
-	if (!rc && !spec->pattern && spec->symbolic)
-		rc = fit_symbolic(&st);
 	if (!rc)
 		rc = fit_search(&st);
 	msim_recserver_destroy(st.srv);
@@ -900,7 +912,13 @@ msim_fit_print(const msim_fit_spec_t *f, const msim_fit_result_t *r,
 	printf("device     %s: %s, context %s; the allocator may hold %s%s\n",
 	       device, rb, ab, mb, usable < f->cap
 	       ? " (less than the cap: the context takes the rest)" : "");
-	printf("recordings %d\n", r->tries);
+	if (r->symbolic[0])
+		printf("recordings %d (%d with --symbolic; %d value%s "
+		       "instantiated)\n", r->tries - r->instantiated +
+		       r->symbolic_recordings, r->symbolic_recordings,
+		       r->instantiated, r->instantiated == 1 ? "" : "s");
+	else
+		printf("recordings %d\n", r->tries);
 	if (r->failed)
 		printf("failed     %d recording%s (each counted as not "
 		       "fitting; see above)\n", r->failed,
@@ -975,19 +993,24 @@ msim_fit_json(const msim_fit_spec_t *f, const msim_fit_result_t *r,
 	msim_print_json_str(stdout, f->name);
 	printf(",\n  \"lo\": %ld,\n  \"hi\": %ld,\n  \"recordings\": %d,"
 	       "\n  \"failed\": %d,\n  \"warning\": ", f->lo, f->hi,
-	       r->tries, r->failed);
+	       r->tries - r->instantiated + r->symbolic_recordings, r->failed);
 	msim_print_json_str(stdout, r->growth);
+	printf(",\n  \"symbolic\": ");
+	msim_print_json_str(stdout, r->symbolic);
+	printf(",\n  \"instantiated\": %d", r->instantiated);
 	printf(",\n  \"curve\": [");
 	for (size_t i = 0; i < r->ncurve; i++) {
 		const msim_fit_curve_pt_t *c = &r->curve[i];
 		printf("%s\n    {\"value\": %ld, \"failed\": %s, "
 		       "\"peak_reserved_bytes\": %" PRId64 ", "
 		       "\"peak_allocated_bytes\": %" PRId64 ", "
-		       "\"capped_reserved_bytes\": %" PRId64 ", \"oom\": %s}",
+		       "\"capped_reserved_bytes\": %" PRId64 ", \"oom\": %s, "
+		       "\"instantiated\": %s}",
 		       i ? "," : "", c->value,
 		       c->capped.failed ? "true" : "false", c->reserved,
 		       c->allocated, c->capped.reserved,
-		       c->capped.oom ? "true" : "false");
+		       c->capped.oom ? "true" : "false",
+		       c->instantiated ? "true" : "false");
 	}
 	printf("%s],\n  \"fits\": %s", r->ncurve ? "\n  " : "",
 	       r->fits ? "true" : "false");

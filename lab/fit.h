@@ -84,7 +84,8 @@ typedef struct msim_fit_curve_pt_s {
 } msim_fit_curve_pt_t;
 
 typedef struct msim_fit_result_s {
-	int tries;                 /* recordings replayed in the search */
+	int tries;                 /* recordings (or instantiations)
+				    * replayed in the search */
 	int failed;                /* recordings that failed: each counted
 				    * as not fitting, told to note */
 	msim_fit_curve_pt_t *curve; /* every value tried, by value */
@@ -95,6 +96,8 @@ typedef struct msim_fit_result_s {
 	/* With spec->symbolic: where the symbolic trace held and how it was
 	 * checked, or why it did not apply (also told to note). */
 	char symbolic[1024];
+	int symbolic_recordings;   /* made with --symbolic (0 to 2) */
+	int instantiated;          /* values of the curve instantiated */
 	bool fits;                 /* lo fits; the rest is about best */
 	long best;                 /* the largest value that fits */
 	msim_fit_point_t at_best;  /* its replay with the defaults */

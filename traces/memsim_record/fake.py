@@ -220,6 +220,14 @@ class Recorder:
         if sym is not None:
             # --symbolic (symbolic.py): sizes as polynomials, the range
             # where the guards hold in the header; or Refused
+            # the value rules (values.py) lost their values on an op:
+            # on a symbolic size they cannot compute, so the rows after
+            # it may not be the per-value recording's
+            for r in self.rows:
+                if r[0] == "annotate" and str(r[4]).startswith(
+                        "values:lost"):
+                    raise sym.Refused("the value rules lost their values "
+                                      "(%s)" % r[4])
             head = sym.header(*sym.valid_range())
             sizes = []
             for r in self.rows:
