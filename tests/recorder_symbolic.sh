@@ -54,12 +54,13 @@ expect_error 'B=2049 is outside the range it holds for, 2..2048' \
 expect_error "a symbolic trace .*convert --at" $MEMSIM run "$tmp/s.csv"
 expect_error "symbol is B" $MEMSIM convert --at S=3 "$tmp/s.csv" "$tmp/x.csv"
 
-# B used as a plain int where a size is asked: the view pins B to 7.
+# B used as a plain int where a size is asked: a tensor of B * 4
+# elements (the int 28) viewed as (B, 4) pins B to 7 (Eq(4*B,28)).
 cat >"$tmp/pin.py" <<'PY'
 import sys, torch
 B = int(sys.argv[1])
-x = torch.zeros(B * 4, device="cuda")
-y = torch.ones(B, 4, device="cuda") + x.view(B, 4)
+x = torch.empty(B * 4, device="cuda")
+y = x.view(B, 4).t().contiguous()
 PY
 $MEMSIM record --symbolic B=7 -o "$tmp/pin.csv" -- "$PY" "$tmp/pin.py" 7 \
 	>"$tmp/out" 2>"$tmp/err"
@@ -85,18 +86,29 @@ done
 [ "$(sed -n 2p "$tmp/b11.csv" | cut -d' ' -f1-5)" = "#symbol B 11 9 100" ] ||
 	fail "branch at 11: $(sed -n 2p "$tmp/b11.csv")"
 
-# fit --symbolic: the two symbolic recordings (up to fit's top, 40) agree;
-# values in their range instantiated (the same bytes as a recording),
-# B=1 recorded.
+# fit --symbolic: 4 MiB a value of B (a 1 MiB-float row each), 100 MiB
+# of cap: B=1 and 40 recorded (the ends), then the two symbolic
+# recordings around the first guess (11 and 13), which agree and hold
+# for 2..40 (fit's top); every value between 1 and 40 instantiated, the
+# answer B=12 (96 MiB; 13 needs 104), its trace the recording's bytes.
+cat >"$tmp/fit.py" <<'PY'
+import sys, torch
+B = int(sys.argv[1])
+x = torch.empty(B, 1 << 20, device="cuda")
+y = x * 2
+PY
 mkdir "$tmp/keep"
-$MEMSIM fit --cap 1G --vary B=1..40 --symbolic -k "$tmp/keep" -- "$PY" \
-	"$tmp/lin.py" {B} >"$tmp/fit" 2>"$tmp/ferr" || fail "fit: $(tail -3 "$tmp/ferr")"
-grep -q '^symbolic   B=2\.\.40 instantiated from one symbolic recording' "$tmp/fit" ||
+$MEMSIM fit --cap 100M --vary B=1..40 --symbolic -k "$tmp/keep" -- "$PY" \
+	"$tmp/fit.py" {B} >"$tmp/fit" 2>"$tmp/ferr" || fail "fit: $(tail -3 "$tmp/ferr")"
+grep -q '^symbolic   B=2\.\.40 instantiated from one symbolic recording .*recorded at 11 and 13, the same trace' "$tmp/fit" ||
 	fail "fit's symbolic line: $(grep symbolic "$tmp/fit")"
-grep -q 'B=1 is outside 2..40, where the symbolic trace holds: recorded' "$tmp/ferr" ||
-	fail "B=1 not said recorded: $(cat "$tmp/ferr")"
-grep -q '^           40 .*fits: the answer (symbolic)$' "$tmp/fit" ||
+grep -qx 'recordings 4 (2 with --symbolic; 38 values instantiated)' "$tmp/fit" ||
+	fail "fit's recordings: $(grep recordings "$tmp/fit")"
+grep -q '^           12 .*96.00 MiB .*fits: the answer (symbolic)$' "$tmp/fit" ||
 	fail "fit's curve: $(cat "$tmp/fit")"
-$MEMSIM record -o "$tmp/p40.csv" -- "$PY" "$tmp/lin.py" 40 >/dev/null 2>&1
-cmp -s "$tmp/p40.csv" "$tmp/keep/B-40.csv" || fail "fit's B=40 != its recording"
+grep -q '^           13 .*out of memory (symbolic)$' "$tmp/fit" ||
+	fail "fit's B=13: $(grep '^           13 ' "$tmp/fit")"
+grep -q '^largest    B=12$' "$tmp/fit" || fail "fit's answer: $(grep largest "$tmp/fit")"
+$MEMSIM record -o "$tmp/p12.csv" -- "$PY" "$tmp/fit.py" 12 >/dev/null 2>&1
+cmp -s "$tmp/p12.csv" "$tmp/keep/B-12.csv" || fail "fit's B=12 != its recording"
 finish recorder_symbolic
