@@ -241,6 +241,9 @@ msim_cmd_fit(int argc, char **argv)
 	if (f.pattern) {
 		if (f.ncmd > 0)
 			msim_cli_die("fit: give --traces or a command, not both");
+		if (f.symbolic)
+			msim_cli_die("fit: --symbolic records the command; "
+				     "--traces gives recordings already made");
 		char *pat = (char *)f.pattern;
 		found = msim_record_has(&pat, 1, name);
 	} else if (f.ncmd < 1) {

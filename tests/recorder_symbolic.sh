@@ -53,6 +53,9 @@ expect_error 'B=2049 is outside the range it holds for, 2..2048' \
 [ ! -e "$tmp/x.csv" ] || fail "a refused instantiation wrote its output"
 expect_error "a symbolic trace .*convert --at" $MEMSIM run "$tmp/s.csv"
 expect_error "symbol is B" $MEMSIM convert --at S=3 "$tmp/s.csv" "$tmp/x.csv"
+expect_error "not a symbolic trace" $MEMSIM convert --at B=3 "$tmp/p2.csv" "$tmp/x.csv"
+expect_error "fit: --symbolic records the command" $MEMSIM fit --cap 1G \
+	--vary B=1..4 --symbolic --traces "$tmp/p{B}.csv"
 
 # B used as a plain int where a size is asked: a tensor of B * 4
 # elements (the int 28) viewed as (B, 4) pins B to 7 (Eq(4*B,28)).
