@@ -81,6 +81,7 @@ class Symbolic:
         self.sized = {}    # OpOverload -> indices of its SymInt arguments
         self.hosts = 0     # host tensors made symbolic
         self.py_meta = {}  # OpOverload -> its Python meta, or False
+        self.texts = {}    # a size's sympy expression -> its text
         import os
         if os.environ.get("MEMSIM_SYMBOLIC_DEBUG"):
             # each guard as it is added, with the Python frames that
@@ -193,7 +194,15 @@ class Symbolic:
         import sympy
         if type(size) is int:
             return str(size)
-        expr = sympy.expand(size.node.expr)
+        key = size.node.expr
+        t = self.texts.get(key)
+        if t is None:
+            t = self.texts[key] = self._text(key)
+        return t
+
+    def _text(self, expr):
+        import sympy
+        expr = sympy.expand(expr)
         free = expr.free_symbols
         if not free <= {self.sym}:
             raise Refused("a size depends on %s, not only on %s" % (
