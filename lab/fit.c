@@ -653,8 +653,8 @@ fit_symbolic(fit_state_t *st, long g)
 		else if (r) {
 			bad[i] = true;
 			snprintf(sy, syl, "not used: recording %s=%ld with "
-				 "--symbolic %s (exit %d%s%.700s)", s->name, v[i],
-				 r == 3 ? "was refused" : "failed", r,
+				 "--symbolic %s (exit %d%s%.700s)", s->name,
+				 v[i], r == 3 ? "was refused" : "failed", r,
 				 *rwhy ? ": " : "", rwhy);
 		}
 	}
