@@ -525,17 +525,6 @@ fit_candidates(const msim_fit_spec_t *s, msim_fit_result_t *res, char *why,
 	return 0;
 }
 
-static bool
-fit_prime(long n)
-{
-	if (n < 2)
-		return false;
-	for (long d = 2; d <= n / d; d++)
-		if (n % d == 0)
-			return false;
-	return true;
-}
-
 /* Whether files a and b hold the same bytes. */
 static bool
 fit_same_file(const char *a, const char *b)
@@ -558,24 +547,18 @@ fit_same_file(const char *a, const char *b)
 	return same;
 }
 
-/* The symbolic recordings' values: two primes next to each other
- * around g, the search's first guess, in [a, b] (a size the model has
- * for itself is seldom one; the two recordings, compared, find it when
- * it is): the largest at most g and the next; else g and a neighbour. */
+/* The symbolic recordings' values: g, the search's first guess (its
+ * own value then instantiated), and the next (or, at the top, the one
+ * before), in [a, b]: next to each other, seldom on two sides of a
+ * rule's branch; a size the model has for itself that equals one of them
+ * is made symbolic in that recording alone, and the two differ. */
 static void
 fit_sentinels(long g, long a, long b, long v[2])
 {
-	v[0] = v[1] = 0;
-	for (long x = g; x >= a && !v[0]; x--)
-		if (fit_prime(x))
-			v[0] = x;
-	for (long x = v[0] + 1; v[0] && x <= b && x > v[0] && !v[1]; x++)
-		if (fit_prime(x))
-			v[1] = x;
-	if (!v[0] || !v[1]) {
-		v[0] = g < b ? g : g - 1;
-		v[1] = v[0] + 1;
-	}
+	v[0] = g < b ? g : b - 1;
+	if (v[0] < a)
+		v[0] = a;
+	v[1] = v[0] + 1;
 }
 
 /* The symbolic trace (spec->symbolic) around g: the command recorded
