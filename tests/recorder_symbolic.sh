@@ -89,6 +89,33 @@ done
 [ "$(sed -n 2p "$tmp/b11.csv" | cut -d' ' -f1-5)" = "#symbol B 11 9 100" ] ||
 	fail "branch at 11: $(sed -n 2p "$tmp/b11.csv")"
 
+# A convolution's backward-weight split-K (memsim_record/kernels.py
+# _split_k: sqrt(N*P*Q) / 42 slices) on the symbol: its floor is found by
+# guards, 2 slices for 1024*B in [42^2 * 4, 42^2 * 9), so B=7..15 (the
+# value rules' 16384*B > 65536 too), and it instantiates exactly.
+cat >"$tmp/conv.py" <<'PY'
+import sys, torch
+B = int(sys.argv[1])
+m = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1),
+                        torch.nn.BatchNorm2d(16), torch.nn.ReLU(),
+                        torch.nn.Flatten(),
+                        torch.nn.Linear(16 * 32 * 32, 10)).cuda()
+opt = torch.optim.SGD(m.parameters(), lr=0.1)
+x = torch.randn(B, 3, 32, 32).cuda()
+y = torch.randint(0, 10, (B,)).cuda()
+torch.nn.functional.cross_entropy(m(x), y).backward()
+opt.step()
+PY
+$MEMSIM record --symbolic B=7 -o "$tmp/conv.csv" -- "$PY" "$tmp/conv.py" 7 \
+	>"$tmp/err" 2>&1 || fail "conv: $(tail -2 "$tmp/err")"
+[ "$(sed -n 2p "$tmp/conv.csv" | cut -d' ' -f1-5)" = "#symbol B 7 7 15" ] ||
+	fail "conv's range: $(sed -n 2p "$tmp/conv.csv")"
+for b in 8 15; do
+	$MEMSIM record -o "$tmp/cp$b.csv" -- "$PY" "$tmp/conv.py" $b >/dev/null 2>&1
+	$MEMSIM convert --at B=$b "$tmp/conv.csv" "$tmp/ci$b.csv" >/dev/null
+	cmp -s "$tmp/cp$b.csv" "$tmp/ci$b.csv" || fail "conv B=$b: instantiated != recorded"
+done
+
 # fit --symbolic: 4 MiB a value of B (a 1 MiB-float row each), 100 MiB
 # of cap: B=1 and 40 recorded (the ends), then the two symbolic
 # recordings at the first guess and the next (11 and 12), which agree

@@ -101,7 +101,15 @@ def _split_k(w_shape, y_shape, sms):
     crs = _prod(w_shape[1:])
     npq = size(y_shape[0]) * _prod(y_shape[2:])
     tiles = _pad(k, 128) // 128 * (_pad(crs, 128) // 128)
-    s = min(13, 2 * sms // tiles, int(math.sqrt(npq) / 42))
+    if type(npq) is int:
+        q = int(math.sqrt(npq) / 42)
+    else:
+        # under --symbolic (size()): the same floor, up to the 13 used,
+        # by comparisons of npq with (42 q)^2, each a guard
+        q = 0
+        while q < 13 and npq >= (42 * (q + 1)) ** 2:
+            q += 1
+    s = min(13, 2 * sms // tiles, q)
     return s * _pad(k, 64) * crs * 4 if s >= 2 else 0
 
 

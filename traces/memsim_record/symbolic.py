@@ -336,9 +336,11 @@ class Symbolic:
             pin = [self.show(e) for code, e in tests
                    if (lo > 2 and fails(e, code, lo - 1)) or
                    (hi < self.max and fails(e, code, hi + 1))]
-            raise Refused("a guard pins %s to %d (%s): the program uses "
-                          "the value as a plain int where a size is asked"
-                          % (self.name, self.value, ", ".join(pin)))
+            raise Refused("a guard pins %s to %d (%s): a size used as a "
+                          "plain int (or a float), by the program or a "
+                          "kernel rule (MEMSIM_SYMBOLIC_DEBUG=1 shows "
+                          "where)" % (self.name, self.value,
+                                      ", ".join(pin)))
         return lo, hi
 
     def show(self, e):
