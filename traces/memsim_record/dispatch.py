@@ -484,7 +484,7 @@ class Dispatch:
             # as the loss).
             full = 1
             for d in torch.broadcast_shapes(args[0].shape, args[1].shape):
-                full *= kernels.size(d)
+                full *= kernels.symsize(d)
             out.untyped_storage().resize_(full * out.element_size())
         return self.outputs(name, args, kwargs, out)
 
@@ -535,7 +535,7 @@ class Dispatch:
                     return None
             acc = 4 if g.dtype in (torch.float16, torch.bfloat16) else \
                 g.element_size()
-            n, d = idx.numel(), kernels.size(g.shape[-1])
+            n, d = idx.numel(), kernels.symsize(g.shape[-1])
             return (kernels.embedding_backward("sort", n, nw, d, acc),
                     kernels.embedding_backward("segments", n, nw, d, acc))
         except Exception:
@@ -627,7 +627,7 @@ class Dispatch:
                 tuple(y.shape), tuple(y.stride()),
                 set(range(y.dim())) - {1}, y.element_size(),
                 8 if y.element_size() == 8 else 4,
-                kernels.size(y.storage_offset()), self.major, self.minor,
+                kernels.symsize(y.storage_offset()), self.major, self.minor,
                 self.sms)
         cl = torch.channels_last if x.dim() == 4 else \
             torch.channels_last_3d
@@ -670,7 +670,8 @@ class Dispatch:
         return kernels.reduce(
             tuple(x.shape), tuple(x.stride()), red,
             x.element_size(), 8 if x.element_size() == 8 else 4,
-            kernels.size(x.storage_offset()), self.major, self.minor, self.sms)
+            kernels.symsize(x.storage_offset()), self.major, self.minor,
+            self.sms)
 
     def _ev_sort(self, name, args, phase, out, kwargs):
         x = args[0] if args else None
@@ -722,7 +723,7 @@ class Dispatch:
         strides = []
         for d in reversed(shape):
             strides.insert(0, n)
-            n *= kernels.size(d)
+            n *= kernels.symsize(d)
         ev = [("alloc", "loss", n * isz)]
         if shape:
             ev += kernels.reduce(
@@ -736,7 +737,7 @@ class Dispatch:
         if not isinstance(x, torch.Tensor) or \
                 x.device.type != "cuda":
             return []
-        n, c, hxw, g = (kernels.size(v) for v in
+        n, c, hxw, g = (kernels.symsize(v) for v in
                         (args[5:9] if bw else args[3:7]))
         acc = 8 if x.dtype == torch.float64 else 4
         if bw:
@@ -757,7 +758,7 @@ class Dispatch:
             return []
         if not kind[1]:
             return kernels.attention_forward(kind[0])
-        b, h, sq, d = (kernels.size(v) for v in q.shape)
+        b, h, sq, d = (kernels.symsize(v) for v in q.shape)
         return kernels.attention_backward(kind[0], b, h, sq, d,
                                           q.element_size())
 
