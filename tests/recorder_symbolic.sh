@@ -15,12 +15,13 @@ need_torch
 cat >"$tmp/lin.py" <<'PY'
 import sys, torch
 B = int(sys.argv[1])
-m = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(),
-                        torch.nn.Linear(32, 8)).cuda()
+m = torch.nn.Sequential(torch.nn.Linear(16, 32, bias=False),
+                        torch.nn.ReLU(),
+                        torch.nn.Linear(32, 8, bias=False)).cuda()
 opt = torch.optim.SGD(m.parameters(), lr=0.1)
 x = torch.randn(B, 16).cuda()
-loss = m(x).sum()
-loss.backward()
+out = m(x)
+out.backward(torch.randn_like(out))
 opt.step()
 PY
 $MEMSIM record --symbolic B=7 -o "$tmp/s.csv" -- "$PY" "$tmp/lin.py" 7 \
@@ -29,11 +30,13 @@ $MEMSIM record --symbolic B=7 -o "$tmp/s.csv" -- "$PY" "$tmp/lin.py" 7 \
 # (B x 32) 128*B; the last's 32*B; parameters constant.  The recorder's
 # value rules keep values of tensors up to 65536 elements
 # (memsim_record/values.py: SHADOW_LIMIT), a guard each on B x 16 and
-# B x 32: the trace holds for 2..2048.
+# B x 32: the trace holds for 2..2048.  (No bias and no loss: no
+# reduction over B, whose kernel rule picks its blocks by the power of
+# two below a size, a guard at each: the convolution below has them.)
 [ "$(sed -n 1p "$tmp/s.csv")" = "#memsim-symbolic 1" ] || fail "magic: $(head -1 "$tmp/s.csv")"
 [ "$(sed -n 2p "$tmp/s.csv" | cut -d' ' -f1-5)" = "#symbol B 7 2 2048" ] ||
 	fail "range: $(sed -n 2p "$tmp/s.csv")"
-grep -q '^4,4,alloc,[0-9]*,64\*B,0,input,' "$tmp/s.csv" || fail "input not 64*B"
+grep -q '^2,2,alloc,[0-9]*,64\*B,0,input,' "$tmp/s.csv" || fail "input not 64*B"
 [ "$(grep -c ',128\*B,0,activation,' "$tmp/s.csv")" -eq 2 ] || fail "activations not 128*B"
 grep -q ',32\*B,0,activation,Sequential.2$' "$tmp/s.csv" || fail "output not 32*B"
 grep -q ',2048,0,parameter,Sequential.0.weight$' "$tmp/s.csv" || fail "weight not 2048"
@@ -46,8 +49,12 @@ for b in 2 3 64 1000 2048; do
 		fail "B=$b: instantiated != recorded: $(diff "$tmp/p$b.csv" "$tmp/i$b.csv" | head -4)"
 done
 # B=1000's input: 64000 bytes at the address the recorder's rule gives
-grep -q '^4,4,alloc,4294973440,64000,0,input,' "$tmp/i1000.csv" ||
-	fail "B=1000 row 4: $(sed -n 6p "$tmp/i1000.csv")"
+# (2^32 + 2560 + 1536), and the first activation after it, 64000 bytes
+# on ((64000 + 511) / 512 + 1) * 512 = 64512
+grep -q '^2,2,alloc,4294971392,64000,0,input,' "$tmp/i1000.csv" ||
+	fail "B=1000 row 2: $(sed -n 4p "$tmp/i1000.csv")"
+grep -q '^3,3,alloc,4295035904,128000,0,activation,' "$tmp/i1000.csv" ||
+	fail "B=1000 row 3: $(sed -n 5p "$tmp/i1000.csv")"
 expect_error 'B=2049 is outside the range it holds for, 2..2048' \
 	$MEMSIM convert --at B=2049 "$tmp/s.csv" "$tmp/x.csv"
 [ ! -e "$tmp/x.csv" ] || fail "a refused instantiation wrote its output"
@@ -91,8 +98,10 @@ done
 
 # A convolution's backward-weight split-K (memsim_record/kernels.py
 # _split_k: sqrt(N*P*Q) / 42 slices) on the symbol: its floor is found by
-# guards, 2 slices for 1024*B in [42^2 * 4, 42^2 * 9), so B=7..15 (the
-# value rules' 16384*B > 65536 too), and it instantiates exactly.
+# guards, 2 slices for 1024*B in [42^2 * 4, 42^2 * 9), so B=7..15; the
+# reduction rule's power of two below B (the loss's mean over B) makes
+# it 8..15 around 11; it instantiates exactly.  At 7 the two meet: the
+# guards hold at B=7 alone, refused.
 cat >"$tmp/conv.py" <<'PY'
 import sys, torch
 B = int(sys.argv[1])
@@ -106,10 +115,14 @@ y = torch.randint(0, 10, (B,)).cuda()
 torch.nn.functional.cross_entropy(m(x), y).backward()
 opt.step()
 PY
-$MEMSIM record --symbolic B=7 -o "$tmp/conv.csv" -- "$PY" "$tmp/conv.py" 7 \
+$MEMSIM record --symbolic B=11 -o "$tmp/conv.csv" -- "$PY" "$tmp/conv.py" 11 \
 	>"$tmp/err" 2>&1 || fail "conv: $(tail -2 "$tmp/err")"
-[ "$(sed -n 2p "$tmp/conv.csv" | cut -d' ' -f1-5)" = "#symbol B 7 7 15" ] ||
+[ "$(sed -n 2p "$tmp/conv.csv" | cut -d' ' -f1-5)" = "#symbol B 11 8 15" ] ||
 	fail "conv's range: $(sed -n 2p "$tmp/conv.csv")"
+$MEMSIM record --symbolic B=7 -o "$tmp/conv7.csv" -- "$PY" "$tmp/conv.py" 7 \
+	>"$tmp/out" 2>"$tmp/err"
+[ $? -eq 3 ] && grep -q "refused: the guards hold at B=7 alone" "$tmp/err" ||
+	fail "conv at 7: $(tail -1 "$tmp/err")"
 for b in 8 15; do
 	$MEMSIM record -o "$tmp/cp$b.csv" -- "$PY" "$tmp/conv.py" $b >/dev/null 2>&1
 	$MEMSIM convert --at B=$b "$tmp/conv.csv" "$tmp/ci$b.csv" >/dev/null

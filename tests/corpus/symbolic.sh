@@ -9,9 +9,13 @@
 #   sh tests/corpus/symbolic.sh OUTDIR 'NAME OPTION V v1 v2 v3 v4 v5' ...
 #
 # OPTION is the option as programs.tsv spells it before its number,
-# "--batch_size=" or "--batch-size_" (an underscore for a space).  One
+# "--batch_size=" or "--batch-size_" (an underscore for a space).  The
+# values checked are those given that lie in the range the trace holds
+# for, completed to five from the range (its ends up to 64 and their
+# neighbours).  One
 # line a program in OUTDIR/symbolic.tsv: NAME, then "exact" (all five
-# equal; the range the trace holds for), "order" (equal but for the
+# equal; the range the trace holds for), "short" (all equal, but the
+# range holds fewer than five values besides V), "order" (equal but for the
 # order of rows, where the program's own recordings at one value differ
 # so from run to run), "refused" (the recorder's line),
 # "outside" (a value outside the range), "differs" (the first value that
@@ -43,8 +47,24 @@ for spec in "$@"; do
 			tee -a "$out/symbolic.tsv"
 		continue
 	fi
-	range=$(sed -n 2p "$d/sym/$name.csv" | cut -d' ' -f4,5 | sed 's/ /../')
-	res="exact" detail="holds for B=$range; B=$*"
+	lo=$(sed -n 2p "$d/sym/$name.csv" | cut -d' ' -f4)
+	hi=$(sed -n 2p "$d/sym/$name.csv" | cut -d' ' -f5)
+	# five values in the range, V apart: those given that are in it,
+	# then its ends (at most 64) and the values next to them
+	top=$hi
+	[ "$top" -gt 64 ] && top=64
+	vals=
+	for b in "$@" $lo $top $((lo + 1)) $((top - 1)) $(((lo + top) / 2)) \
+		$((lo + 2)) $((top - 2)); do
+		[ "$(echo $vals | wc -w)" -ge 5 ] && break
+		[ "$b" -ge "$lo" ] && [ "$b" -le "$hi" ] && [ "$b" != "$v" ] || continue
+		case " $vals " in *" $b "*) continue ;; esac
+		vals="$vals $b"
+	done
+	# shellcheck disable=SC2086
+	set -- $vals
+	res="exact" detail="holds for B=$lo..$hi; B=$*"
+	[ $# -ge 5 ] || { res="short"; detail="$detail (the range has fewer values)"; }
 	for b in "$@"; do
 		mkdir -p "$d/$b"
 		if ! "$MEMSIM" convert --at "B=$b" "$d/sym/$name.csv" "$d/$b/inst.csv" \

@@ -336,11 +336,17 @@ class Symbolic:
             pin = [self.show(e) for code, e in tests
                    if (lo > 2 and fails(e, code, lo - 1)) or
                    (hi < self.max and fails(e, code, hi + 1))]
-            raise Refused("a guard pins %s to %d (%s): a size used as a "
-                          "plain int (or a float), by the program or a "
-                          "kernel rule (MEMSIM_SYMBOLIC_DEBUG=1 shows "
-                          "where)" % (self.name, self.value,
-                                      ", ".join(pin)))
+            import sympy
+            if any(isinstance(e, sympy.Eq) for _, e in tests):
+                raise Refused("a guard pins %s to %d (%s): a size used as "
+                              "a plain int (or a float), by the program "
+                              "or a kernel rule (MEMSIM_SYMBOLIC_DEBUG=1 "
+                              "shows where)" % (self.name, self.value,
+                                                ", ".join(pin)))
+            raise Refused("the guards hold at %s=%d alone (%s): rules "
+                          "branch on both sides of it (another value may "
+                          "hold for a range)" % (self.name, self.value,
+                                                 ", ".join(pin)))
         return lo, hi
 
     def show(self, e):
