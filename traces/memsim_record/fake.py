@@ -218,10 +218,10 @@ class Recorder:
     def write(self, path):
         sym = getattr(self, "sym", None)
         if sym is not None:
-            # --symbolic (symbolic.py): sizes as polynomials, the range
-            # where the guards hold in the header; or Refused
-            # the value rules (values.py) lost their values on an op:
-            # on a symbolic size they cannot compute, so the rows after
+            # --symbolic (symbolic.py): sizes as expressions, the range
+            # where the guards hold in the header; or Refused.  And
+            # where the value rules (values.py) lost their values on an op
+            # (on a symbolic size they cannot compute), the rows after
             # it may not be the per-value recording's
             for r in self.rows:
                 if r[0] == "annotate" and str(r[4]).startswith(
