@@ -21,7 +21,7 @@
 #include "sim/file.h"
 
 enum { O_CAP = 256, O_VARY, O_FAKE, O_GPU, O_DEVICE, O_AMP, O_CKPT, O_WS,
-       O_RANK, O_FRAC, O_CTX, O_JSON, O_TIMEOUT, O_PLOT };
+       O_RANK, O_FRAC, O_CTX, O_JSON, O_TIMEOUT, O_PLOT, O_SYMBOLIC };
 
 static const msim_cli_opt_t fit_opts[] = {
 	{O_CAP, false, "cap", "BYTES", "the per-process cap (required)"},
@@ -50,6 +50,10 @@ static const msim_cli_opt_t fit_opts[] = {
 	 "record up to N values at once (default 1)"},
 	{O_PLOT, false, "plot", "OUT",
 	 "draw the curve learned into OUT (.png, .svg, .pdf)"},
+	{O_SYMBOLIC, false, "symbolic", NULL,
+	 "record once with NAME symbolic (memsim record\n"
+	 "--symbolic, twice to check) and instantiate that\n"
+	 "trace where it holds; other values recorded"},
 	/* memsim record's, passed on (lab/fit.c) */
 	{O_FAKE, false, "fake", NULL, NULL},
 	{O_GPU, false, "gpu", NULL, NULL},
@@ -140,6 +144,9 @@ fit_parse(int argc, char **argv, msim_fit_spec_t *f, const char **vary,
 			break;
 		case O_PLOT:
 			*plot = optarg;
+			break;
+		case O_SYMBOLIC:
+			f->symbolic = true;
 			break;
 		case O_FAKE:
 			ropt[nropt++] = "--fake";
@@ -234,6 +241,9 @@ msim_cmd_fit(int argc, char **argv)
 	if (f.pattern) {
 		if (f.ncmd > 0)
 			msim_cli_die("fit: give --traces or a command, not both");
+		if (f.symbolic)
+			msim_cli_die("fit: --symbolic records the command; "
+				     "--traces gives recordings already made");
 		char *pat = (char *)f.pattern;
 		found = msim_record_has(&pat, 1, name);
 	} else if (f.ncmd < 1) {

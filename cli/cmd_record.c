@@ -19,7 +19,8 @@
 #include "sim/gpu.h"
 
 enum { O_FAKE = 256, O_GPU, O_DEVICE, O_WS, O_RANK, O_AMP, O_CKPT, O_FRAC,
-       O_ITEM, O_ITEMB, O_REPEATS, O_VALUES, O_IMB, O_PY, O_TIMEOUT };
+       O_ITEM, O_ITEMB, O_REPEATS, O_VALUES, O_IMB, O_SYM, O_PY,
+       O_TIMEOUT };
 
 static const msim_cli_opt_t record_opts[] = {
 	{'o', true, "output", "OUT", "the trace to write (required)"},
@@ -51,6 +52,11 @@ static const msim_cli_opt_t record_opts[] = {
 	 "(docs/recording-values.md)"},
 	{O_IMB, false, "routing-imbalance", "F",
 	 "top-k routing: expert 0 gets F x its uniform\nshare (default 1)"},
+	{O_SYM, false, "symbolic", "NAME=V[:MAX]",
+	 "the script runs with setting NAME at V; sizes V\n"
+	 "become a symbol and OUT a symbolic trace, valid\n"
+	 "for a range of NAME up to MAX (default 4096)\n"
+	 "(docs/symbolic-sizes.md; exit 3: refused)"},
 	{O_PY, false, "python", "PY",
 	 "the interpreter (default $MEMSIM_PYTHON or python3)"},
 	{O_TIMEOUT, false, "timeout", "SECONDS",
@@ -140,12 +146,13 @@ msim_cmd_record(int argc, char **argv)
 			/* fall through */
 		case O_WS: case O_RANK: case O_AMP: case O_CKPT:
 		case O_FRAC: case O_ITEM: case O_ITEMB: case O_REPEATS:
-		case O_VALUES: case O_IMB: {
+		case O_VALUES: case O_IMB: case O_SYM: {
 			static const char *const flag[] = {
 				"--device", "--world-size", "--rank", "--amp",
 				"--checkpoint", "--dynamic-fraction",
 				"--item-int", "--item-bool", "--item-repeats",
-				"--values", "--routing-imbalance"};
+				"--values", "--routing-imbalance",
+				"--symbolic"};
 			ropt[nropt++] = (char *)flag[c - O_DEVICE];
 			ropt[nropt++] = optarg;
 			break;

@@ -22,6 +22,7 @@
 #include "sim/device.h"
 #include "sim/error.h"
 #include "sim/units.h"
+#include "traces/symtrace.h"
 
 /* A device no recording runs out of (1 PiB): what a value needs. */
 #define FIT_HUGE ((uint64_t)1 << 50)
@@ -135,6 +136,9 @@ typedef struct fit_state_s {
 	msim_recserver_t *srv;
 	char *why;
 	size_t whylen;
+	/* The symbolic trace and where it holds (sym_lo > sym_hi: none). */
+	char sym_trace[4096];
+	long sym_lo, sym_hi;
 } fit_state_t;
 
 /* What a recording's exit status rc (msim_record_exec()'s) means: 0, 1
@@ -318,16 +322,61 @@ fit_eval(fit_state_t *st, const long *values, size_t n)
 	}
 	if (rc == MSIM_ENOMEM)
 		snprintf(st->why, st->whylen, "out of memory");
+	/* values where the symbolic trace holds: instantiated, not
+	 * recorded; the others moved to the front and recorded */
+	bool *inst = calloc(k, sizeof(*inst));
+	size_t r = 0;
+	if (!inst && !rc) {
+		snprintf(st->why, st->whylen, "out of memory");
+		rc = MSIM_ENOMEM;
+	}
+	for (size_t i = 0; !rc && !s->pattern && i < m; i++) {
+		if (todo[i] >= st->sym_lo && todo[i] <= st->sym_hi) {
+			char iwhy[1024];
+			if (msim_symtrace_instantiate(st->sym_trace, todo[i],
+						      traces[i], iwhy,
+						      sizeof(iwhy)) == 0) {
+				inst[i] = true;
+				continue;
+			}
+			fit_note(s, "%s; recorded instead", iwhy);
+		} else if (st->sym_lo <= st->sym_hi) {
+			fit_note(s, "%s=%ld is outside %ld..%ld, where the "
+				 "symbolic trace holds: recorded", s->name,
+				 todo[i], st->sym_lo, st->sym_hi);
+		}
+		if (r != i) {
+			long tv = todo[r];
+			char tt[4096];
+			memcpy(tt, traces[r], sizeof(tt));
+			todo[r] = todo[i];
+			memcpy(traces[r], traces[i], sizeof(tt));
+			todo[i] = tv;
+			memcpy(traces[i], tt, sizeof(tt));
+			inst[i] = inst[r];
+			inst[r] = false;
+		}
+		r++;
+	}
 	if (!rc && !s->pattern)
-		rc = fit_record(st, todo, traces, m, bad);
+		rc = fit_record(st, todo, traces, r, bad);
 	for (size_t i = 0; !rc && i < m; i++)
-		if (!bad[i])
+		if (!bad[i]) {
 			rc = fit_point(st, todo[i], traces[i]);
+			msim_fit_curve_pt_t *c = fit_find(st->res, todo[i]);
+			if (!rc && c && inst[i]) {
+				c->instantiated = true;
+				st->res->instantiated++;
+			}
+		}
+	free(inst);
 	free(traces);
 	free(todo);
 	free(bad);
 	return rc;
 }
+
+static int fit_symbolic(fit_state_t *st, long g);
 
 /* b - a without overflow over any long range. */
 static unsigned long
@@ -406,12 +455,28 @@ fit_search(fit_state_t *st)
 	long a = s->lo, b = s->hi; /* a fits, b does not */
 	if (fit_fits(fit_find(res, b)))
 		a = b;
-	bool bisect = false;
+	bool bisect = false, sym = s->symbolic && !s->pattern;
 	int slow = 0; /* guesses in a row that did not halve the range */
 	while (fit_span(a, b) > 1) {
-		long v[64];
+		long v[256];
 		size_t n = fit_pick(s, fit_find(res, a), fit_find(res, b),
 				    bisect, v, k < 64 ? k : 64);
+		if (sym && n) {
+			/* --symbolic: recorded around the first guess; where
+			 * it holds, every value between a and b instantiated
+			 * (a replay each: the curve there, dense) */
+			sym = false;
+			if ((rc = fit_symbolic(st, v[0])))
+				return rc;
+			n = 0;
+			for (long x = a + 1; x < b && n < 256; x++)
+				if (x >= st->sym_lo && x <= st->sym_hi)
+					v[n++] = x;
+			if (!n)
+				n = fit_pick(s, fit_find(res, a),
+					     fit_find(res, b), bisect, v,
+					     k < 64 ? k : 64);
+		}
 		if ((rc = fit_eval(st, v, n)))
 			return rc;
 		long oa = a, ob = b;
@@ -457,6 +522,181 @@ fit_candidates(const msim_fit_spec_t *s, msim_fit_result_t *res, char *why,
 			res->conf_best = *c;
 		}
 	}
+	return 0;
+}
+
+/* Whether files a and b hold the same bytes. */
+static bool
+fit_same_file(const char *a, const char *b)
+{
+	FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+	bool same = fa && fb;
+	char ba[65536], bb[65536];
+	while (same) {
+		size_t na = fread(ba, 1, sizeof(ba), fa);
+		size_t nb = fread(bb, 1, sizeof(bb), fb);
+		same = na == nb && memcmp(ba, bb, na) == 0;
+		if (na < sizeof(ba))
+			break;
+	}
+	same = same && !ferror(fa) && !ferror(fb);
+	if (fa)
+		fclose(fa);
+	if (fb)
+		fclose(fb);
+	return same;
+}
+
+/* The symbolic recordings' values: g, the search's first guess (its
+ * own value then instantiated), and the next (or, at the top, the one
+ * before), in [a, b]: next to each other, seldom on two sides of a
+ * rule's branch; a size the model has for itself that equals one of them
+ * is made symbolic in that recording alone, and the two differ. */
+static void
+fit_sentinels(long g, long a, long b, long v[2])
+{
+	v[0] = g < b ? g : b - 1;
+	if (v[0] < a)
+		v[0] = a;
+	v[1] = v[0] + 1;
+}
+
+/* The symbolic trace (spec->symbolic) around g: the command recorded
+ * with --symbolic NAME=V at two values V; where both hold, and each,
+ * instantiated at both values, gives the same bytes as the other, st's
+ * sym_* are set.  Else res->symbolic says why and every value is
+ * recorded.  0, or a negative MSIM_E* when the search cannot go on. */
+static int
+fit_symbolic(fit_state_t *st, long g)
+{
+	const msim_fit_spec_t *s = st->s;
+	msim_fit_result_t *res = st->res;
+	char *sy = res->symbolic;
+	size_t syl = sizeof(res->symbolic);
+	long a = s->lo < 2 ? 2 : s->lo, top = s->hi > (1L << 24) ?
+		(1L << 24) : s->hi;
+	if (top < a || fit_span(a, top) < 2 || g < 2) {
+		snprintf(sy, syl, "not used: %s=%ld..%ld is too short a range "
+			 "(it starts at 2: PyTorch specializes sizes 0 and 1)",
+			 s->name, s->lo, s->hi);
+		fit_note(s, "symbolic: %s", sy);
+		return 0;
+	}
+	long v[2];
+	fit_sentinels(g < a ? a : g > top ? top : g, a, top, v);
+	char traces[2][4096], opt[2][160];
+	char **ropt = calloc((size_t)s->nropt + 3, sizeof(*ropt));
+	if (!ropt) {
+		snprintf(st->why, st->whylen, "out of memory");
+		return MSIM_ENOMEM;
+	}
+	int rc = 0;
+	bool bad[2] = {false, false};
+	for (int i = 0; i < 2; i++) {
+		snprintf(traces[i], sizeof(traces[i]), "%s/%s-symbolic-%ld.csv",
+			 s->dir, s->name, v[i]);
+		snprintf(opt[i], sizeof(opt[i]), "%s=%ld:%ld", s->name, v[i],
+			 top);
+	}
+	/* one recording after another: each has its --symbolic */
+	for (int i = 0; i < 2 && !rc && !bad[0]; i++) {
+		char val[32], rwhy[1024];
+		snprintf(val, sizeof(val), "%ld", v[i]);
+		const char *vp = val;
+		for (int k = 0; k < s->nropt; k++)
+			ropt[k] = s->ropt[k];
+		ropt[s->nropt] = "--symbolic";
+		ropt[s->nropt + 1] = opt[i];
+		char **cmd = msim_record_subst(s->cmd, s->ncmd, &s->name, &vp,
+					       1);
+		if (!cmd) {
+			snprintf(st->why, st->whylen, "out of memory");
+			rc = MSIM_ENOMEM;
+			break;
+		}
+		fit_note(s, "recording %s=%ld symbolic", s->name, v[i]);
+		res->symbolic_recordings++;
+		int r;
+		if (st->srv) {
+			r = msim_recserver_submit(st->srv, i, traces[i], ropt,
+						  s->nropt + 2, cmd, s->ncmd,
+						  rwhy, sizeof(rwhy));
+			int id;
+			while (!r && msim_recserver_running(st->srv))
+				r = msim_recserver_wait(st->srv, &id, rwhy,
+							sizeof(rwhy));
+		} else {
+			r = msim_record_exec(&s->rec, traces[i], ropt,
+					     s->nropt + 2, cmd, s->ncmd, rwhy,
+					     sizeof(rwhy));
+		}
+		msim_record_subst_free(cmd, s->ncmd);
+		if (r && (r < 0 || msim_record_signal()))
+			rc = fit_recorded(st, v[i], r, rwhy);
+		else if (r) {
+			bad[i] = true;
+			snprintf(sy, syl, "not used: recording %s=%ld with "
+				 "--symbolic %s (exit %d%s%.700s)", s->name,
+				 v[i], r == 3 ? "was refused" : "failed", r,
+				 *rwhy ? ": " : "", rwhy);
+		}
+	}
+	free(ropt);
+	if (rc || bad[0] || bad[1]) {
+		if (!rc)
+			fit_note(s, "symbolic: %s; every value is recorded",
+				 sy);
+		return rc;
+	}
+	msim_symtrace_info_t in[2];
+	char why[1024];
+	long lo = 0, hi = 0;
+	for (int i = 0; i < 2 && !sy[0]; i++) {
+		if (msim_symtrace_probe(traces[i], &in[i], why,
+					sizeof(why)) != 1)
+			snprintf(sy, syl, "not used: %.900s", why);
+	}
+	if (!sy[0]) {
+		lo = in[0].lo > in[1].lo ? in[0].lo : in[1].lo;
+		hi = in[0].hi < in[1].hi ? in[0].hi : in[1].hi;
+		if (v[0] < lo || v[0] > hi || v[1] < lo || v[1] > hi)
+			snprintf(sy, syl, "not used: the recordings at %s=%ld "
+				 "and %ld hold for %ld..%ld and %ld..%ld: "
+				 "the program branches on %s between them",
+				 s->name, v[0], v[1], in[0].lo, in[0].hi,
+				 in[1].lo, in[1].hi, s->name);
+	}
+	/* each instantiated at both values: the same bytes */
+	for (int k = 0; k < 2 && !sy[0]; k++) {
+		char x[2][4096];
+		for (int i = 0; i < 2 && !sy[0]; i++) {
+			snprintf(x[i], sizeof(x[i]), "%s/%s-symbolic-check%d"
+				 ".csv", s->dir, s->name, i);
+			if (msim_symtrace_instantiate(traces[i], v[k], x[i],
+						      why, sizeof(why)))
+				snprintf(sy, syl, "not used: %.900s", why);
+		}
+		if (!sy[0] && !fit_same_file(x[0], x[1]))
+			snprintf(sy, syl, "not used: the recordings at %s=%ld "
+				 "and %ld, instantiated at %ld, differ: the "
+				 "script uses %s where no tensor size shows "
+				 "it (a loop, or B*T computed as an int)",
+				 s->name, v[0], v[1], v[k], s->name);
+		unlink(x[0]);
+		unlink(x[1]);
+	}
+	if (sy[0]) {
+		fit_note(s, "symbolic: %s; every value is recorded", sy);
+		return 0;
+	}
+	snprintf(st->sym_trace, sizeof(st->sym_trace), "%s", traces[0]);
+	st->sym_lo = lo;
+	st->sym_hi = hi;
+	snprintf(sy, syl, "%s=%ld..%ld instantiated from one symbolic "
+		 "recording (%.700s; recorded at %ld and %ld, the same trace); "
+		 "values outside it recorded one by one", s->name, lo, hi,
+		 traces[0], v[0], v[1]);
+	fit_note(s, "symbolic: %s", sy);
 	return 0;
 }
 
@@ -512,6 +752,8 @@ msim_fit_run(const msim_fit_spec_t *spec, msim_fit_result_t *res,
 		rc = rc == MSIM_EIO ? rc : 0; /* EIO: memsim got a signal */
 		why[0] = rc ? why[0] : '\0';
 	}
+	st.sym_lo = 1;
+	st.sym_hi = 0;
 	if (!rc)
 		rc = fit_search(&st);
 	msim_recserver_destroy(st.srv);
@@ -631,10 +873,11 @@ fit_print_curve(const msim_fit_spec_t *f, const msim_fit_result_t *r)
 			       "-", "recording failed");
 			continue;
 		}
-		printf("           %-8ld %14s %14s  %s\n", c->value, rb, ab,
+		printf("           %-8ld %14s %14s  %s%s\n", c->value, rb, ab,
 		       c->capped.oom ? "out of memory"
 		       : r->fits && c->value == r->best ? "fits: the answer"
-							: "fits");
+							: "fits",
+		       c->instantiated ? " (symbolic)" : "");
 	}
 }
 
@@ -652,13 +895,21 @@ msim_fit_print(const msim_fit_spec_t *f, const msim_fit_result_t *r,
 	printf("device     %s: %s, context %s; the allocator may hold %s%s\n",
 	       device, rb, ab, mb, usable < f->cap
 	       ? " (less than the cap: the context takes the rest)" : "");
-	printf("recordings %d\n", r->tries);
+	if (r->symbolic[0])
+		printf("recordings %d (%d with --symbolic; %d value%s "
+		       "instantiated)\n", r->tries - r->instantiated +
+		       r->symbolic_recordings, r->symbolic_recordings,
+		       r->instantiated, r->instantiated == 1 ? "" : "s");
+	else
+		printf("recordings %d\n", r->tries);
 	if (r->failed)
 		printf("failed     %d recording%s (each counted as not "
 		       "fitting; see above)\n", r->failed,
 		       r->failed == 1 ? "" : "s");
 	if (r->growth[0])
 		printf("warning    %s\n", r->growth);
+	if (r->symbolic[0])
+		printf("symbolic   %s\n", r->symbolic);
 	fit_print_curve(f, r);
 	bool lo_failed = r->ncurve && r->curve[0].value == f->lo &&
 			 r->curve[0].capped.failed;
@@ -725,19 +976,24 @@ msim_fit_json(const msim_fit_spec_t *f, const msim_fit_result_t *r,
 	msim_print_json_str(stdout, f->name);
 	printf(",\n  \"lo\": %ld,\n  \"hi\": %ld,\n  \"recordings\": %d,"
 	       "\n  \"failed\": %d,\n  \"warning\": ", f->lo, f->hi,
-	       r->tries, r->failed);
+	       r->tries - r->instantiated + r->symbolic_recordings, r->failed);
 	msim_print_json_str(stdout, r->growth);
+	printf(",\n  \"symbolic\": ");
+	msim_print_json_str(stdout, r->symbolic);
+	printf(",\n  \"instantiated\": %d", r->instantiated);
 	printf(",\n  \"curve\": [");
 	for (size_t i = 0; i < r->ncurve; i++) {
 		const msim_fit_curve_pt_t *c = &r->curve[i];
 		printf("%s\n    {\"value\": %ld, \"failed\": %s, "
 		       "\"peak_reserved_bytes\": %" PRId64 ", "
 		       "\"peak_allocated_bytes\": %" PRId64 ", "
-		       "\"capped_reserved_bytes\": %" PRId64 ", \"oom\": %s}",
+		       "\"capped_reserved_bytes\": %" PRId64 ", \"oom\": %s, "
+		       "\"instantiated\": %s}",
 		       i ? "," : "", c->value,
 		       c->capped.failed ? "true" : "false", c->reserved,
 		       c->allocated, c->capped.reserved,
-		       c->capped.oom ? "true" : "false");
+		       c->capped.oom ? "true" : "false",
+		       c->instantiated ? "true" : "false");
 	}
 	printf("%s],\n  \"fits\": %s", r->ncurve ? "\n  " : "",
 	       r->fits ? "true" : "false");

@@ -46,6 +46,12 @@ typedef struct msim_fit_spec_s {
 	msim_record_opts_t rec;
 	const char *dir;
 	int jobs;                  /* values recorded at once; 0: 1 */
+	/* Record once with the value symbolic (memsim record --symbolic,
+	 * traces/symtrace.h; twice in fact, at two values, which must give
+	 * the same trace) and instantiate that trace at every value in the
+	 * range where it holds; the other values, and all of them when it
+	 * does not apply, are recorded one by one, res->symbolic says why. */
+	bool symbolic;
 	/* The candidate settings tried on the winner; with none, tune's
 	 * search on it, stored in tune_db (NULL: no search). */
 	const char *const *confs;
@@ -74,10 +80,12 @@ typedef struct msim_fit_curve_pt_s {
 				      * its recording failed) */
 	msim_fit_point_t capped;     /* its replay under the cap, or
 				      * .failed: its recording failed */
+	bool instantiated;           /* from the symbolic trace */
 } msim_fit_curve_pt_t;
 
 typedef struct msim_fit_result_s {
-	int tries;                 /* recordings replayed in the search */
+	int tries;                 /* recordings (or instantiations)
+				    * replayed in the search */
 	int failed;                /* recordings that failed: each counted
 				    * as not fitting, told to note */
 	msim_fit_curve_pt_t *curve; /* every value tried, by value */
@@ -85,6 +93,11 @@ typedef struct msim_fit_result_s {
 	/* "" or why the answer may be wrong: the peaks seen do not grow
 	 * with the value (also told to note) */
 	char growth[512];
+	/* With spec->symbolic: where the symbolic trace held and how it was
+	 * checked, or why it did not apply (also told to note). */
+	char symbolic[1024];
+	int symbolic_recordings;   /* made with --symbolic (0 to 2) */
+	int instantiated;          /* values of the curve instantiated */
 	bool fits;                 /* lo fits; the rest is about best */
 	long best;                 /* the largest value that fits */
 	msim_fit_point_t at_best;  /* its replay with the defaults */

@@ -368,6 +368,15 @@ msim_trace_open(const char *path, const msim_trace_options_t *opt,
 		rc = MSIM_EFORMAT;
 		goto fail;
 	}
+	if (n >= 16 && memcmp(head, "#memsim-symbolic", 16) == 0) {
+		/* traces/symtrace.h: sizes are expressions, no format reads
+		 * them before they are instantiated */
+		snprintf(why, whylen, "%s: a symbolic trace (memsim record "
+			 "--symbolic): instantiate it first, memsim convert "
+			 "--at NAME=VALUE", path);
+		rc = MSIM_EFORMAT;
+		goto fail;
+	}
 	t->format = t->opt.format;
 	for (const msim_trace_format_t *const *f = formats;
 	     *f && !t->format; f++) {

@@ -67,10 +67,15 @@ grep -v '^#' "$here/programs.tsv" | while IFS=$tab read -r name data needs setup
 			"$PY" $(echo "$setup" | sed "s|%C%|$here|g") >>"$log" 2>&1 || exit 1
 		fi
 		# shellcheck disable=SC2046
-		set -- $(echo "$cmd" | sed "s|%C%|$here|g")
+		# CORPUS_SED: a sed script on the command (tests/corpus/
+		# symbolic.sh sets a batch size so); CORPUS_RECORD: more options
+		# of memsim record (--symbolic B=V)
+		set -- $(echo "$cmd" | sed "s|%C%|$here|g" | sed "${CORPUS_SED:-}")
 		start=$(date +%s)
 		if [ "$mode" = fake ]; then
+			# shellcheck disable=SC2086
 			timeout "${CORPUS_TIMEOUT:-900}" "$MEMSIM" record --fake \
+				${CORPUS_RECORD:-} \
 				-o "$out/$name.csv" -- "$PY" "$here/wrap.py" "$@" >>"$log" 2>&1
 		else
 			snap=

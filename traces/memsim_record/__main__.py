@@ -61,6 +61,10 @@ def parse(argv):
                     metavar="F", help="--values rules: the first expert of "
                     "a top-k routing gets F times its uniform share of "
                     "the tokens (default 1: uniform)")
+    ap.add_argument("--symbolic", metavar="NAME=V[:MAX]",
+                    help="--fake: the script runs with setting NAME at V; "
+                    "sizes V become a symbol and the trace's sizes "
+                    "expressions in NAME (docs/symbolic-sizes.md)")
     ap.add_argument("--module", action="store_true",
                     help="SCRIPT is a module, run as python3 -m runs it")
     ap.add_argument("--launcher", choices=("accelerate",),
@@ -91,6 +95,14 @@ def parse(argv):
         parse_checkpoint(opt.checkpoint)
     except ValueError as e:
         ap.error("--checkpoint %s: %s" % (opt.checkpoint, e))
+    if opt.symbolic is not None:
+        from .symbolic import parse as parse_symbolic
+        try:
+            opt.symbolic = parse_symbolic(opt.symbolic)
+        except ValueError as e:
+            ap.error(str(e))
+        if opt.mode != "fake":
+            ap.error("--symbolic needs --fake")
     if opt.args and opt.args[0] == "--":
         opt.args = opt.args[1:]
     return opt
@@ -208,7 +220,16 @@ def main(argv=None):
                     status, msg = 1, ("%s never allocated GPU memory (no "
                                       "CUDA tensor was created)" % opt.script)
                 else:
-                    rec.write(tmp)
+                    from . import symbolic
+                    try:
+                        rec.write(tmp)
+                    except symbolic.Refused as e:
+                        # memsim fit and sweep record per value instead
+                        print("%s: --symbolic %s=%d refused: %s; no trace "
+                              "written" % (PROG, opt.symbolic[0],
+                                           opt.symbolic[1], e),
+                              file=sys.stderr)
+                        return symbolic.EXIT_REFUSED
                     n = sum(rec.assumptions.values())
                     print("%s: %d allocations, peak live %d bytes; %d "
                           "assumption%s%s" % (

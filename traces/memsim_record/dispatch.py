@@ -118,6 +118,7 @@ class Dispatch:
         self.ws_bytes = devices.cublas_workspace_bytes(
             self.major, self.minor, os.environ.get("CUBLAS_WORKSPACE_CONFIG"))
         self.values_cpu = getattr(opt, "values", "rules") == "cpu"
+        self.sym = None   # --symbolic (symbolic.py), set by fake.run
         self.host_op, self.has_tensor = host.classifier(torch)
         # id(storage) -> a weak reference whose callback frees it
         self.refs = {}
@@ -237,6 +238,9 @@ class Dispatch:
             # One rank sees one GPU, cuda:0 (the autograd engine's
             # device guard counts one device): cuda:N is cuda:0.
             kwargs = dict(kwargs, device=torch.device("cuda", 0))
+        if self.sym is not None:
+            # --symbolic: the sentinel's sizes become the symbol
+            args, kwargs = self.sym.convert(self.fm, func, args, kwargs)
         before = _BEFORE.get(name)
         if before is not None:
             r = before(self, mode, func, name, args, kwargs)
@@ -254,6 +258,8 @@ class Dispatch:
                     # _validate_cache_key: matmul's every call ran
                     # torch._refs' reshape helper in Python).
                     out = _VIEW(*args, **kwargs)
+                elif self.sym is not None:
+                    out = self.sym.run(func, args, kwargs)
                 else:
                     out = func(*args, **kwargs)
             except ftm.UnsupportedOperatorException:
@@ -541,7 +547,7 @@ class Dispatch:
             # as the loss).
             full = 1
             for d in torch.broadcast_shapes(args[0].shape, args[1].shape):
-                full *= int(d)
+                full *= kernels.symsize(d)
             out.untyped_storage().resize_(full * out.element_size())
         return self.outputs(name, args, kwargs, out)
 
@@ -592,7 +598,7 @@ class Dispatch:
                     return None
             acc = 4 if g.dtype in (torch.float16, torch.bfloat16) else \
                 g.element_size()
-            n, d = idx.numel(), int(g.shape[-1])
+            n, d = idx.numel(), kernels.symsize(g.shape[-1])
             return (kernels.embedding_backward("sort", n, nw, d, acc),
                     kernels.embedding_backward("segments", n, nw, d, acc))
         except Exception:
@@ -684,7 +690,7 @@ class Dispatch:
                 tuple(y.shape), tuple(y.stride()),
                 set(range(y.dim())) - {1}, y.element_size(),
                 8 if y.element_size() == 8 else 4,
-                int(y.storage_offset()), self.major, self.minor,
+                kernels.symsize(y.storage_offset()), self.major, self.minor,
                 self.sms)
         cl = torch.channels_last if x.dim() == 4 else \
             torch.channels_last_3d
@@ -727,7 +733,8 @@ class Dispatch:
         return kernels.reduce(
             tuple(x.shape), tuple(x.stride()), red,
             x.element_size(), 8 if x.element_size() == 8 else 4,
-            int(x.storage_offset()), self.major, self.minor, self.sms)
+            kernels.symsize(x.storage_offset()), self.major, self.minor,
+            self.sms)
 
     def _ev_sort(self, name, args, phase, out, kwargs):
         x = args[0] if args else None
@@ -807,7 +814,7 @@ class Dispatch:
         strides = []
         for d in reversed(shape):
             strides.insert(0, n)
-            n *= int(d)
+            n *= kernels.symsize(d)
         ev = [("alloc", "loss", n * isz)]
         if shape:
             ev += kernels.reduce(
@@ -821,7 +828,7 @@ class Dispatch:
         if not isinstance(x, torch.Tensor) or \
                 x.device.type != "cuda":
             return []
-        n, c, hxw, g = (int(v) for v in
+        n, c, hxw, g = (kernels.symsize(v) for v in
                         (args[5:9] if bw else args[3:7]))
         acc = 8 if x.dtype == torch.float64 else 4
         if bw:
@@ -842,7 +849,7 @@ class Dispatch:
             return []
         if not kind[1]:
             return kernels.attention_forward(kind[0])
-        b, h, sq, d = (int(v) for v in q.shape)
+        b, h, sq, d = (kernels.symsize(v) for v in q.shape)
         return kernels.attention_backward(kind[0], b, h, sq, d,
                                           q.element_size())
 

@@ -88,12 +88,13 @@ class Recorder:
     def alloc(self, nbytes, category, site, key=None):
         """A block of NBYTES on the current stream (the caching allocator
         keeps one pool per stream: get_free_block matches the stream)."""
+        n = _hint(nbytes)  # under --symbolic: its value at the sentinel
         with self.lock:  # the script's threads allocate too
             addr = self.next_addr
-            self.next_addr += ((nbytes + 511) // 512 + 1) * 512
+            self.next_addr += ((n + 511) // 512 + 1) * 512
         stream = _CURRENT_STREAM[0]
         self.rows.append(["alloc", addr, nbytes, category, site, stream])
-        self.allocated += nbytes
+        self.allocated += n
         self.peak = max(self.peak, self.allocated)
         if key is not None:
             self.live[key] = (len(self.rows) - 1, addr, nbytes, stream)
@@ -104,7 +105,7 @@ class Recorder:
         if ent is None:
             return
         _, addr, nbytes, stream = ent
-        self.allocated -= nbytes
+        self.allocated -= _hint(nbytes)
         self.rows.append(["free_completed", addr, nbytes, "", "", stream])
 
     def empty_cache(self):
@@ -215,13 +216,47 @@ class Recorder:
         return "torch"
 
     def write(self, path):
+        sym = getattr(self, "sym", None)
+        if sym is not None:
+            # --symbolic (symbolic.py): sizes as expressions, the range
+            # where the guards hold in the header; or Refused.  And
+            # where the value rules (values.py) lost their values on an op
+            # (on a symbolic size they cannot compute), the rows after
+            # it may not be the per-value recording's
+            for r in self.rows:
+                if r[0] == "annotate" and str(r[4]).startswith(
+                        "values:lost"):
+                    raise sym.Refused("the value rules lost their values "
+                                      "(%s)" % r[4])
+            head = sym.header(*sym.valid_range())
+            sizes = []
+            for r in self.rows:
+                try:
+                    sizes.append(r[2] if type(r[2]) is int
+                                 else sym.text(r[2]))
+                except type(sym).Refused as e:
+                    raise type(e)("%s (row %d, %s %s)" % (
+                        e, len(sizes), r[3], r[4]))
         with open(path, "w") as fp:
+            if sym is not None:
+                fp.write(head)
             fp.write("seq,time_us,action,addr,size,stream,category,site\n")
             for i, r in enumerate(self.rows):
                 a, addr, size, cat, site = r[:5]
+                if sym is not None:
+                    fp.write("%d,%d,%s,%d,%s,%d,%s,%s\n" % (
+                        i, i, a, addr, sizes[i], r[5] if len(r) > 5 else 0,
+                        cat, site))
+                    continue
                 fp.write("%d,%d,%s,%d,%d,%d,%s,%s\n" % (
                     i, i, a, addr, size, r[5] if len(r) > 5 else 0, cat,
                     site))
+
+
+def _hint(n):
+    """N, a size: an int, or under --symbolic a SymInt, whose value at
+    the sentinel (its hint) is the recording's (symbolic.py)."""
+    return n if type(n) is int else int(n.node.hint)
 
 
 def clean(s):
@@ -1682,6 +1717,10 @@ def run(opt, script, argv):
             # into several ops (silu_backward would allocate six tensors
             # instead of one).  Shapes here are never symbolic.
             # (asked once an op: the fake mode asks at every call)
+            # Under --symbolic, PyTorch's own answer: a C++ meta kernel
+            # of concrete sizes refuses a SymInt (symbolic.py).
+            if self.shape_env is not None:
+                return super().cpp_meta_supports_symint(func)
             v = meta_kernel.get(func)
             if v is None:
                 v = meta_kernel[func] = \
@@ -1715,7 +1754,15 @@ def run(opt, script, argv):
         return orig_fallback(fake_mode, func, flat_args, args_spec, err)
 
     ftm.run_fallback_kernel = run_fallback_kernel
-    fm = _Mode(allow_non_fake_inputs=True)
+    if getattr(opt, "symbolic", None):
+        # one recording for a family of sizes (symbolic.py)
+        from . import symbolic
+        rec.sym = d.sym = symbolic.Symbolic(torch, *opt.symbolic)
+        fm = _Mode(allow_non_fake_inputs=True, static_shapes=True,
+                   shape_env=rec.sym.shape_env)
+        d.fm = fm
+    else:
+        fm = _Mode(allow_non_fake_inputs=True)
     try:
         fm.avoid_device_init = True
     except AttributeError:

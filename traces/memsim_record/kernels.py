@@ -79,7 +79,7 @@ import math
 def _prod(shape):
     n = 1
     for s in shape:
-        n *= int(s)
+        n *= symsize(s)
     return n
 
 
@@ -97,11 +97,19 @@ def _split_k(w_shape, y_shape, sms):
     than two waves of the output's 128 x 128 tiles fill (2 * SMs / tiles),
     sqrt(N*P*Q) / 42 (3 slices at N*P*Q = 16384, 6 at 65536, 12 at
     262144), at most 13, and none below 2."""
-    k = int(w_shape[0])
+    k = symsize(w_shape[0])
     crs = _prod(w_shape[1:])
-    npq = int(y_shape[0]) * _prod(y_shape[2:])
+    npq = symsize(y_shape[0]) * _prod(y_shape[2:])
     tiles = _pad(k, 128) // 128 * (_pad(crs, 128) // 128)
-    s = min(13, 2 * sms // tiles, int(math.sqrt(npq) / 42))
+    if type(npq) is int:
+        q = int(math.sqrt(npq) / 42)
+    else:
+        # under --symbolic (symsize()): the same floor, up to the 13 used,
+        # by comparisons of npq with (42 q)^2, each a guard
+        q = 0
+        while q < 13 and npq >= (42 * (q + 1)) ** 2:
+            q += 1
+    s = min(13, 2 * sms // tiles, q)
     return s * _pad(k, 64) * crs * 4 if s >= 2 else 0
 
 
@@ -132,7 +140,7 @@ def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
         # half-precision K = 4 convolutions: 20 of 23 forward and 17 of
         # 18 backward-data workspaces exact with K padded, 3 and 0
         # without)
-        k = int(w_shape[0])
+        k = symsize(w_shape[0])
         w = w // k * _pad(k, 8)
         y = y // k * _pad(k, 8)
     w32 = _prod(w_shape) * 4
@@ -281,8 +289,15 @@ def max_threads_per_sm(major, minor):
                                    2048 if major >= 9 else 1536)
 
 
+def symsize(n):
+    """N, a size: an int, or under --symbolic a SymInt kept symbolic,
+    so that each test of the rules on it is a guard of PyTorch's
+    ShapeEnv (SymBool.__bool__; memsim_record/symbolic.py)."""
+    return n if type(n) is not int and hasattr(n, "node") else int(n)
+
+
 def _last_pow2(n):
-    n = int(n)
+    n = symsize(n)
     p = 1
     while p * 2 <= n:
         p *= 2
@@ -321,11 +336,11 @@ def reduce(shape, strides, reduce_dims, itemsize, acc_size, offset, major,
     accumulator's bytes (float for fp16, bf16 and fp32)."""
     numel = 1
     for s in shape:
-        numel *= int(s)
+        numel *= symsize(s)
     if numel == 0 or numel >= 2 ** 31:
         return []
-    dims, nred = _iter_dims([int(s) for s in shape],
-                            [int(s) for s in strides], set(reduce_dims))
+    dims, nred = _iter_dims([symsize(s) for s in shape],
+                            [symsize(s) for s in strides], set(reduce_dims))
     num_outputs = 1
     for sz, _ in dims[nred:]:
         num_outputs *= sz
@@ -443,7 +458,7 @@ def sort(shape, dense, dim, itemsize):
     if nd == 0:
         return []
     dim %= nd
-    nsort = int(shape[dim])
+    nsort = symsize(shape[dim])
     n = _prod(shape)
     if n == 0 or nsort <= 4096:
         return []
@@ -488,7 +503,7 @@ def multinomial(shape, itemsize, n_sample, replacement, out_numel):
     probabilities; none for sampling with replacement."""
     if replacement and n_sample > 1:
         return []
-    rows = int(shape[0]) if len(shape) == 2 else 1
+    rows = symsize(shape[0]) if len(shape) == 2 else 1
     n = _prod(shape)
     ev = [("alloc", "max", itemsize), ("alloc", "lt", 1),
           ("alloc", "min", itemsize), ("alloc", "ge", 1),

@@ -1,0 +1,229 @@
+/*
+ * Symbolic traces (traces/symtrace.h): the size polynomials evaluated
+ * exactly or refused, a trace instantiated to the exact bytes the
+ * recorder writes, and every kind of bad input refused with one line
+ * naming the file and line.
+ */
+#include <config.h>
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sim/error.h"
+#include "traces/symtrace.h"
+#include "traces/trace.h"
+
+static char tmp[64], out[80];
+
+static const char *
+write_tmp(const char *text)
+{
+	snprintf(tmp, sizeof(tmp), "/tmp/memsim-sym-XXXXXX");
+	int fd = mkstemp(tmp);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	snprintf(out, sizeof(out), "%s.out", tmp);
+	return tmp;
+}
+
+static char *
+slurp(const char *path)
+{
+	FILE *fp = fopen(path, "rb");
+	ck_assert_ptr_nonnull(fp);
+	static char buf[8192];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, fp);
+	buf[n] = '\0';
+	fclose(fp);
+	return buf;
+}
+
+static int64_t
+eval_ok(const char *e, long v)
+{
+	int64_t x = -1;
+	char why[256] = "";
+	int rc = msim_symtrace_eval(e, strlen(e), "B", v, &x, why,
+				    sizeof(why));
+	ck_assert_msg(rc == 0, "%s: %s", e, why);
+	return x;
+}
+
+START_TEST(test_eval)
+{
+	ck_assert_int_eq(eval_ok("512", 7), 512);
+	ck_assert_int_eq(eval_ok("B", 7), 7);
+	ck_assert_int_eq(eval_ok("131072*B", 3), 393216);
+	ck_assert_int_eq(eval_ok("4*B^2+8*B+1", 5), 141);
+	ck_assert_int_eq(eval_ok("B^3-2*B", 4), 56);
+	ck_assert_int_eq(eval_ok("-B+100", 30), 70);
+	ck_assert_int_eq(eval_ok("2048*B^2", 1000000), 2048000000000000);
+	/* a kernel rule's division: Python's floor and remainder */
+	ck_assert_int_eq(eval_ok("32768*B+8*((2048*B)//5)", 7),
+			 32768 * 7 + 8 * (2048 * 7 / 5));
+	ck_assert_int_eq(eval_ok("(B-10)//4", 3), -2);
+	ck_assert_int_eq(eval_ok("(B-10)%4", 3), 1);
+	ck_assert_int_eq(eval_ok("B%4", 7), 3);
+	ck_assert_int_eq(eval_ok("(B+1)^2", 4), 25);
+	ck_assert_int_eq(eval_ok("(B)", 4), 4);
+	/* a name that only begins with B is not B */
+	const char *bad[] = {"", "2**B", "2*C", "2*BB", "+B", "B+",
+			     "2 *B", "B^0", "B^17", "B^", "3B", "(B",
+			     "B)", "B/2", "B//0", "B//", "B%-2", "B//B",
+			     "floor(B)", "1e3", "0x10", "--B", "B*",
+			     "99999999999999999999"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		int64_t x;
+		char why[256] = "";
+		ck_assert_msg(msim_symtrace_eval(bad[i], strlen(bad[i]), "B",
+						 3, &x, why, sizeof(why)) ==
+			      MSIM_EFORMAT, "accepted \"%s\"", bad[i]);
+		ck_assert_ptr_nonnull(strstr(why, "size"));
+	}
+	/* past int64: refused, not wrapped */
+	int64_t x;
+	char why[256];
+	ck_assert_int_eq(msim_symtrace_eval("B^4", 3, "B", 100000, &x, why,
+					    sizeof(why)), MSIM_EFORMAT);
+	ck_assert_ptr_nonnull(strstr(why, "past 64 bits"));
+}
+END_TEST
+
+/* Recorded at B=3: sizes 100*B (300) and 1024; addresses by the rule:
+ * 2^32, then + ((300 + 511) / 512 + 1) * 512 = 1024. */
+static const char good[] =
+	"#memsim-symbolic 1\n"
+	"#symbol B 3 2 10 100*B<=1000\n"
+	"seq,time_us,action,addr,size,stream,category,site\n"
+	"0,0,alloc,4294967296,100*B,0,activation,M.fc\n"
+	"1,1,alloc,4294968320,1024,0,parameter,M.fc.weight\n"
+	"2,2,annotate,0,0,,assumption,item:float\n"
+	"3,3,free_completed,4294967296,100*B,0,,\n"
+	"4,4,empty_cache,0,0,0,,\n";
+
+START_TEST(test_instantiate)
+{
+	const char *p = write_tmp(good);
+	msim_symtrace_info_t info;
+	char why[1024] = "";
+	ck_assert_int_eq(msim_symtrace_probe(p, &info, why, sizeof(why)), 1);
+	ck_assert_str_eq(info.name, "B");
+	ck_assert_int_eq(info.value, 3);
+	ck_assert_int_eq(info.lo, 2);
+	ck_assert_int_eq(info.hi, 10);
+	/* at B=10: 1000 bytes, the next block at 2^32 + 3 * 512 */
+	ck_assert_int_eq(msim_symtrace_instantiate(p, 10, out, why,
+						   sizeof(why)), 0);
+	ck_assert_str_eq(slurp(out),
+		"seq,time_us,action,addr,size,stream,category,site\n"
+		"0,0,alloc,4294967296,1000,0,activation,M.fc\n"
+		"1,1,alloc,4294968832,1024,0,parameter,M.fc.weight\n"
+		"2,2,annotate,0,0,,assumption,item:float\n"
+		"3,3,free_completed,4294967296,1000,0,,\n"
+		"4,4,empty_cache,0,0,0,,\n");
+	/* at the value recorded: the file's own addresses */
+	ck_assert_int_eq(msim_symtrace_instantiate(p, 3, out, why,
+						   sizeof(why)), 0);
+	ck_assert_ptr_nonnull(strstr(slurp(out),
+				     "1,1,alloc,4294968320,1024,"));
+	/* outside the range: refused, nothing written */
+	unlink(out);
+	ck_assert_int_eq(msim_symtrace_instantiate(p, 11, out, why,
+						   sizeof(why)), MSIM_EINVAL);
+	ck_assert_ptr_nonnull(strstr(why, "outside the range"));
+	ck_assert_int_ne(access(out, F_OK), 0);
+	/* the trace readers refuse it, saying what to do */
+	msim_trace_t *t;
+	ck_assert_int_eq(msim_trace_open(p, NULL, &t, why, sizeof(why)),
+			 MSIM_EFORMAT);
+	ck_assert_ptr_nonnull(strstr(why, "convert --at"));
+	unlink(p);
+}
+END_TEST
+
+/* A bad file: refused with FILE:LINE: and the words, nothing written. */
+static void
+refused(const char *text, const char *line, const char *words)
+{
+	const char *p = write_tmp(text);
+	char why[1024] = "";
+	int rc = msim_symtrace_instantiate(p, 4, out, why, sizeof(why));
+	ck_assert_msg(rc < 0, "accepted: %s", text);
+	char at[128];
+	snprintf(at, sizeof(at), "%s:%s", p, line);
+	ck_assert_msg(strstr(why, at) != NULL, "%s lacks %s", why, at);
+	ck_assert_msg(strstr(why, words) != NULL, "%s lacks %s", why, words);
+	ck_assert_int_ne(access(out, F_OK), 0);
+	unlink(p);
+}
+
+START_TEST(test_bad)
+{
+	const char *h = "seq,time_us,action,addr,size,stream,category,site\n";
+	char buf[1024];
+	refused("#memsim-symbolic 2\n", "1", "another version");
+	refused("#memsim-symbolic 1\n", "2", "no #symbol");
+	refused("#memsim-symbolic 1\n#symbol B 3 2\n", "2", "#symbol NAME");
+	refused("#memsim-symbolic 1\n#symbol 9B 3 2 10\n", "2",
+		"#symbol NAME");
+	refused("#memsim-symbolic 1\n#symbol B 3 4 10\n", "2", "range");
+	refused("#memsim-symbolic 1\n#symbol B 3 2 10\nx\n", "3",
+		"no CSV header");
+	snprintf(buf, sizeof(buf), "#memsim-symbolic 1\n#symbol B 3 2 10\n%s"
+		 "0,0,alloc,4294967296,100*C,0,activation,x\n", h);
+	refused(buf, "4", "not an expression of integers and B");
+	snprintf(buf, sizeof(buf), "#memsim-symbolic 1\n#symbol B 3 2 10\n%s"
+		 "0,0,alloc,4294967296,10-B/5,0,activation,x\n", h);
+	refused(buf, "4", "not an expression");
+	snprintf(buf, sizeof(buf), "#memsim-symbolic 1\n#symbol B 3 2 10\n%s"
+		 "0,0,alloc,4294967296,10-5*B,0,activation,x\n", h);
+	refused(buf, "4", "is -10 at B=4");
+	snprintf(buf, sizeof(buf), "#memsim-symbolic 1\n#symbol B 3 2 10\n%s"
+		 "0,0,alloc,4294967300,B,0,activation,x\n", h);
+	refused(buf, "4", "not the recorder's");
+	snprintf(buf, sizeof(buf), "#memsim-symbolic 1\n#symbol B 3 2 10\n%s"
+		 "0,0,free_completed,4294967296,B,0,,\n", h);
+	refused(buf, "4", "which no row allocated");
+	snprintf(buf, sizeof(buf), "#memsim-symbolic 1\n#symbol B 3 2 10\n%s"
+		 "0,0,alloc,4294967296,B,0\n", h);
+	refused(buf, "4", "not a row");
+	snprintf(buf, sizeof(buf), "#memsim-symbolic 1\n#symbol B 3 2 10\n%s"
+		 "0,0,alloc,4294967296,B,0,a,b", h);
+	refused(buf, "4", "newline");
+	snprintf(buf, sizeof(buf), "#memsim-symbolic 1\n#symbol B 3 2 10\n%s"
+		 "0,0,alloc,42x,B,0,a,b\n", h);
+	refused(buf, "4", "not a number");
+	/* not symbolic at all: probe says 0, instantiate refuses */
+	const char *p = write_tmp(h);
+	msim_symtrace_info_t info;
+	char why[1024];
+	ck_assert_int_eq(msim_symtrace_probe(p, &info, why, sizeof(why)), 0);
+	ck_assert_int_eq(msim_symtrace_instantiate(p, 3, out, why,
+						   sizeof(why)), MSIM_EFORMAT);
+	ck_assert_ptr_nonnull(strstr(why, "not a symbolic trace"));
+	unlink(p);
+	ck_assert_int_eq(msim_symtrace_probe("/nonexistent/x.csv", &info, why,
+					     sizeof(why)), MSIM_EIO);
+	ck_assert_ptr_nonnull(strstr(why, "/nonexistent/x.csv"));
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("symtrace");
+	TCase *tc = tcase_create("core");
+	tcase_add_test(tc, test_eval);
+	tcase_add_test(tc, test_instantiate);
+	tcase_add_test(tc, test_bad);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,361 @@
+"""--symbolic NAME=V: one recording for a family of sizes
+(docs/symbolic-sizes.md).
+
+The script is run with the varied setting at a sentinel value V.  The
+fake mode gets a ShapeEnv (torch.fx.experimental.symbolic_shapes); every
+size V that crosses into the fake GPU world becomes the one symbol of the
+recording: an int V in an argument the op's schema types as SymInt or
+SymInt[] (a factory's size, a view's shape), and a dimension V of a host
+tensor copied to the GPU (FakeTensorMode.from_tensor with that dimension
+DimDynamic.DYNAMIC; the ShapeEnv's duck sizing gives every such
+dimension the same symbol).  What follows is PyTorch's own propagation:
+each new storage's nbytes is an expression in the symbol, and every
+branch on a size (PyTorch's meta functions, the recorder's rules in
+kernels.py and dispatch.py, which test sizes with Python's if on a
+SymBool: SymBool.__bool__, ShapeEnv.evaluate_expr) records a guard.
+
+At the end (finish()): the sizes must be polynomials in the symbol with
+integer coefficients, and the guards are solved for the integers where
+they all hold, the interval that holds V.  The trace (write()) is the
+per-value trace with its size column an expression, the symbol named
+NAME, and two header lines (docs/symbolic-sizes.md, "The format").  What
+cannot be made symbolic (a guard that pins the symbol to V, a size that
+is not a polynomial) is refused with one line, and memsim records per
+value instead.
+"""
+import math
+
+MAGIC = "#memsim-symbolic 1"
+EXIT_REFUSED = 3   # memsim record's status when refused (lab/record.h)
+
+
+class Refused(Exception):
+    """The recording cannot be one for a family of sizes: why."""
+
+
+def parse(text):
+    """"NAME=V" or "NAME=V:MAX" -> (NAME, V, MAX); V at least 2
+    (PyTorch specializes sizes 0 and 1), MAX (default 4096) the largest
+    value the trace may be valid for."""
+    name, eq, v = text.partition("=")
+    if not eq or not name or not (name[0].isalpha() or name[0] == "_") or \
+            not all(c.isalnum() or c == "_" for c in name):
+        raise ValueError("--symbolic %s: not NAME=VALUE" % text)
+    v, _, m = v.partition(":")
+    try:
+        v = int(v)
+        m = int(m) if m else max(4096, v)
+    except ValueError:
+        raise ValueError("--symbolic %s: not NAME=VALUE[:MAX] with "
+                         "integers" % text)
+    if v < 2:
+        raise ValueError("--symbolic %s: the value must be at least 2 "
+                         "(PyTorch specializes sizes 0 and 1)" % text)
+    if m < v or m > 1 << 24:
+        raise ValueError("--symbolic %s: MAX must be in [VALUE, 2^24]"
+                         % text)
+    return name, v, m
+
+
+class Symbolic:
+    """The recording's symbol: NAME at its sentinel value V."""
+
+    Refused = Refused
+
+    def __init__(self, torch, name, value, vmax):
+        from torch.fx.experimental.symbolic_shapes import ShapeEnv, \
+            DimDynamic
+        from torch._dynamo.source import ConstantSource
+        self.torch = torch
+        self.name = name
+        self.value = value
+        self.max = vmax    # the valid range is looked for up to it
+        self.shape_env = ShapeEnv()
+        self.Dyn = DimDynamic
+        src = ConstantSource("memsim_" + name)
+        sym = self.shape_env.create_symbol(
+            value, source=src, dynamic_dim=DimDynamic.DUCK)
+        self.sym = sym
+        self.symint = self.shape_env.create_symintnode(sym, hint=value,
+                                                       source=src)
+        self.sized = {}    # OpOverload -> indices of its SymInt arguments
+        self.hosts = 0     # host tensors made symbolic
+        self.py_meta = {}  # OpOverload -> its Python meta, or False
+        self.texts = {}    # a size's sympy expression -> its text
+        import os
+        if os.environ.get("MEMSIM_SYMBOLIC_DEBUG"):
+            # each guard as it is added, with the Python frames that
+            # added it (what a refusal's guard came from)
+            import sys
+            import traceback
+            env = self.shape_env
+            orig = env._maybe_guard_rel
+
+            def rel(expr):
+                print("guard added: %s" % expr, file=sys.stderr)
+                for f in traceback.extract_stack()[-60:-1]:
+                    print("   %s:%d %s" % (f.filename, f.lineno, f.name),
+                          file=sys.stderr)
+                return orig(expr)
+            env._maybe_guard_rel = rel
+
+    # -- into the fake world -----------------------------------------------
+    def _sized(self, func):
+        ent = self.sized.get(func)
+        if ent is None:
+            # the schema's text says SymInt where its Python types say
+            # int ("aten::view(Tensor(a) self, SymInt[] size)")
+            import re
+            ent = []
+            try:
+                text = str(func._schema)
+                names = set(re.findall(r"SymInt(?:\[\d*\])?\?? (\w+)",
+                                       text))
+                for i, a in enumerate(func._schema.arguments):
+                    if a.name in names:
+                        ent.append((i, a.name))
+            except (AttributeError, RuntimeError):
+                pass
+            ent = self.sized[func] = tuple(ent)
+        return ent
+
+    def _swap(self, v):
+        if type(v) is int and v == self.value:
+            return self.symint
+        if isinstance(v, (list, tuple)) and any(
+                type(x) is int and x == self.value for x in v):
+            return type(v)(self.symint if type(x) is int and
+                           x == self.value else x for x in v)
+        return v
+
+    def convert(self, fm, func, args, kwargs):
+        """ARGS and KWARGS of FUNC with V made the symbol: SymInt
+        arguments, and host tensors with a dimension V (converted by FM,
+        the fake mode)."""
+        torch = self.torch
+        sized = self._sized(func)
+        if sized:
+            args = list(args)
+            for i, nm in sized:
+                if i < len(args):
+                    args[i] = self._swap(args[i])
+                elif nm in kwargs:
+                    kwargs = dict(kwargs)
+                    kwargs[nm] = self._swap(kwargs[nm])
+        from torch._subclasses.fake_tensor import FakeTensor
+        if any(type(a) in (torch.Tensor, torch.nn.Parameter) and
+               self.value in a.shape for a in args):
+            args = [self._from_host(fm, a)
+                    if type(a) in (torch.Tensor, torch.nn.Parameter) and
+                    not isinstance(a, FakeTensor) and self.value in a.shape
+                    else a for a in args]
+        return tuple(args), kwargs
+
+    def run(self, func, args, kwargs):
+        """FUNC(*ARGS, **KWARGS) under the fake mode.  An op whose only
+        kernel for fake tensors is a C++ CompositeExplicitAutograd one
+        that reads sizes() as ints (constant_pad_nd) would pin the
+        symbol: with symbolic sizes it runs its Python meta function
+        (torch._decomp.meta_table: torch._refs'), as tracing with
+        dynamic shapes does."""
+        ent = self.py_meta.get(func)
+        if ent is None:
+            from torch._decomp import meta_table
+            has = self.torch._C._dispatch_has_kernel_for_dispatch_key
+            nm = func.name()
+            ent = self.py_meta[func] = (
+                meta_table.get(func) if func in meta_table and
+                not has(nm, "Meta") and
+                has(nm, "CompositeExplicitAutograd") else False)
+        if ent and any(isinstance(a, self.torch.Tensor) and
+                       any(type(s) is not int for s in a.shape)
+                       for a in args):
+            return ent(*args, **kwargs)
+        return func(*args, **kwargs)
+
+    def _from_host(self, fm, t):
+        from torch.fx.experimental.symbolic_shapes import \
+            StatelessSymbolicContext
+        from torch._dynamo.source import ConstantSource
+        dyn = [self.Dyn.DUCK if s == self.value else self.Dyn.STATIC
+               for s in t.shape]
+        ctx = StatelessSymbolicContext(dynamic_sizes=dyn)
+        self.hosts += 1
+        return fm.from_tensor(t, static_shapes=False, symbolic_context=ctx,
+                              source=ConstantSource("memsim_host%d" %
+                                                    self.hosts))
+
+    # -- out of it ---------------------------------------------------------
+    def text(self, size):
+        """SIZE (an int or a SymInt) as the trace writes it: a
+        polynomial in NAME with integer coefficients (fmt), or where a
+        rule divides, an expression with Python's // and % by positive
+        constants (traces/symtrace.h's grammar); Refused otherwise."""
+        import sympy
+        if type(size) is int:
+            return str(size)
+        key = size.node.expr
+        t = self.texts.get(key)
+        if t is None:
+            t = self.texts[key] = self._text(key)
+        return t
+
+    def _text(self, expr):
+        import sympy
+        expr = sympy.expand(expr)
+        free = expr.free_symbols
+        if not free <= {self.sym}:
+            raise Refused("a size depends on %s, not only on %s" % (
+                ", ".join(sorted(str(s) for s in free - {self.sym})),
+                self.name))
+        try:
+            p = sympy.Poly(expr, self.sym)
+            if all(c.is_Integer for c in p.all_coeffs()):
+                return self.fmt(tuple(int(c) for c in p.all_coeffs()))
+        except sympy.PolynomialError:
+            pass
+        return self._expr(expr)
+
+    def _expr(self, e):
+        """E in the trace's grammar: sums, products, powers, FloorDiv and
+        Mod by positive integer constants of integers and the symbol."""
+        import sympy
+        from torch.utils._sympy.functions import FloorDiv, Mod, PythonMod
+        if e.is_Integer:
+            return str(int(e))
+        if e == self.sym:
+            return self.name
+        if isinstance(e, sympy.Add):
+            out = ""
+            for t in sympy.Add.make_args(e):
+                c, rest = t.as_coeff_Mul()
+                if c < 0:
+                    out += "-" + self._factor(-t)
+                else:
+                    out += ("+" if out else "") + self._factor(t)
+            return out
+        if isinstance(e, sympy.Mul):
+            c, rest = e.as_coeff_Mul()
+            if c < 0:
+                return "-" + self._factor(-e)
+            return "*".join(self._factor(f) for f in sympy.Mul.make_args(e))
+        if isinstance(e, sympy.Pow) and e.exp.is_Integer and e.exp > 0:
+            return "%s^%d" % (self._factor(e.base), int(e.exp))
+        if isinstance(e, (FloorDiv, Mod, PythonMod)):
+            a, d = e.args
+            if not (d.is_Integer and d > 0):
+                raise Refused("a size divides by %s, not a positive "
+                              "constant: %s" % (self.show(d), self.show(e)))
+            # parenthesized whole: "8*((2048*B)//5)", read alike by
+            # Python and by traces/symtrace.c
+            return "((%s)%s%d)" % (self._expr(a), "//" if isinstance(
+                e, FloorDiv) else "%", int(d))
+        raise Refused("a size is not an expression of integers and %s "
+                      "with + - * ^ // %%: %s" % (self.name, self.show(e)))
+
+    def _factor(self, e):
+        """E as a factor of a product: parenthesized where it is a sum
+        or negative."""
+        import sympy
+        t = self._expr(e)
+        if isinstance(e, sympy.Add) or t.startswith("-"):
+            return "(%s)" % t
+        return t
+
+    def fmt(self, coeffs):
+        """Coefficients (highest power first) as the trace writes them:
+        terms from the highest power, c*NAME^k, no spaces."""
+        if len(coeffs) == 1:
+            return str(coeffs[0])
+        out = []
+        n = len(coeffs) - 1
+        for k, c in enumerate(coeffs):
+            p = n - k
+            if c == 0:
+                continue
+            if p == 0:
+                t = str(abs(c))
+            else:
+                t = self.name if p == 1 else "%s^%d" % (self.name, p)
+                if abs(c) != 1:
+                    t = "%d*%s" % (abs(c), t)
+            out.append(("-" if c < 0 else "+" if out else "") + t)
+        return "".join(out) or "0"
+
+    def valid_range(self):
+        """The integers around V where every guard holds, within [2,
+        MAX]: (lo, hi).  The guards are PyTorch's expressions (FloorDiv,
+        Mod, Min, ... of the rules' tests), each printed as Python
+        (torch.utils._sympy.printers.PythonPrinter) and evaluated at
+        every value from V down and up, so the interval is exact
+        whatever their form.  Refused where a guard pins the symbol to V
+        (a specialization: the program used the value as an int where a
+        size is asked) or cannot be evaluated."""
+        from torch.utils._sympy.printers import PythonPrinter
+        env = self.shape_env
+        s = self.sym
+        tests = []
+        pr = PythonPrinter()
+        for g in env.guards:
+            e = g.expr
+            if not e.free_symbols:
+                continue
+            if e.free_symbols != {s}:
+                raise Refused("a guard on other sizes: %s" % self.show(e))
+            try:
+                code = compile(pr.doprint(e), "<guard>", "eval")
+            except Exception:
+                raise Refused("a guard not evaluated: %s" % self.show(e))
+            tests.append((code, e))
+        name = str(s)
+
+        def holds(v):
+            for code, e in tests:
+                try:
+                    if not eval(code, {"__builtins__": {}, "math": math},
+                                {name: v}):
+                        return False
+                except Exception:
+                    raise Refused("a guard not evaluated at %s=%d: %s" % (
+                        self.name, v, self.show(e)))
+            return True
+        if not holds(self.value):
+            raise Refused("the guards do not hold at %s=%d" % (
+                self.name, self.value))
+        lo = self.value
+        while lo > 2 and holds(lo - 1):
+            lo -= 1
+        hi = self.value
+        while hi < self.max and holds(hi + 1):
+            hi += 1
+        if lo == hi:
+            # which guards fail beside V: those that pin it
+            def fails(e, code, v):
+                return not eval(code, {"__builtins__": {}, "math": math},
+                                {name: v})
+            pin = [self.show(e) for code, e in tests
+                   if (lo > 2 and fails(e, code, lo - 1)) or
+                   (hi < self.max and fails(e, code, hi + 1))]
+            import sympy
+            if any(isinstance(e, sympy.Eq) for _, e in tests):
+                raise Refused("a guard pins %s to %d (%s): a size used as "
+                              "a plain int (or a float), by the program "
+                              "or a kernel rule (MEMSIM_SYMBOLIC_DEBUG=1 "
+                              "shows where)" % (self.name, self.value,
+                                                ", ".join(pin)))
+            raise Refused("the guards hold at %s=%d alone (%s): rules "
+                          "branch on both sides of it (another value may "
+                          "hold for a range)" % (self.name, self.value,
+                                                 ", ".join(pin)))
+        return lo, hi
+
+    def show(self, e):
+        return str(e).replace(str(self.sym), self.name).replace(" ", "")
+
+    def header(self, lo, hi):
+        """The trace's two header lines (docs/symbolic-sizes.md)."""
+        gs = [self.show(g.expr) for g in self.shape_env.guards
+              if g.expr.free_symbols]
+        return "%s\n#symbol %s %d %d %d%s\n" % (
+            MAGIC, self.name, self.value, lo, hi,
+            "".join(" " + g for g in gs))

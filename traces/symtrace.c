@@ -1,0 +1,497 @@
+/*
+ * Symbolic traces (traces/symtrace.h): the header read, the size column's
+ * polynomials evaluated, the addresses recomputed by the recorder's rule.
+ */
+#include <config.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sim/error.h"
+#include "traces/symtrace.h"
+
+#define SYM_BASE ((uint64_t)1 << 32)   /* Recorder.next_addr's start */
+#define SYM_MAXPOW 16
+
+/* The size column's expressions (traces/symtrace.h), evaluated as they
+ * are read, in int64 with every step checked:
+ *
+ *	expr   := ['-'] term (('+' | '-') term)*
+ *	term   := factor ('*' factor)*
+ *	factor := base ['^' INT] [('//' | '%') INT]
+ *	base   := INT | NAME | '(' expr ')'
+ *
+ * '//' and '%' are Python's (floor, a remainder of the divisor's sign;
+ * the divisor a positive constant), as PyTorch's FloorDiv and Mod of a
+ * kernel rule's size print. */
+typedef struct sym_ex_s {
+	const char *s, *name;
+	size_t len, nl, i;
+	long value;
+	int depth;
+	int err;        /* 0, 1: not an expression, 2: past 64 bits */
+} sym_ex_t;
+
+static int64_t sym_expr(sym_ex_t *x);
+
+static bool
+sym_at(sym_ex_t *x, char c)
+{
+	return x->i < x->len && x->s[x->i] == c;
+}
+
+static int64_t
+sym_int(sym_ex_t *x)
+{
+	int64_t v = 0;
+	if (!(x->i < x->len && isdigit((unsigned char)x->s[x->i]))) {
+		x->err = x->err ? x->err : 1;
+		return 0;
+	}
+	while (x->i < x->len && isdigit((unsigned char)x->s[x->i])) {
+		if (__builtin_mul_overflow(v, 10, &v) ||
+		    __builtin_add_overflow(v, x->s[x->i] - '0', &v))
+			x->err = 2;
+		x->i++;
+	}
+	return v;
+}
+
+static int64_t
+sym_base(sym_ex_t *x)
+{
+	if (sym_at(x, '(')) {
+		if (++x->depth > 64) {
+			x->err = 1;
+			return 0;
+		}
+		x->i++;
+		int64_t v = sym_expr(x);
+		if (!sym_at(x, ')'))
+			x->err = x->err ? x->err : 1;
+		x->i++;
+		x->depth--;
+		return v;
+	}
+	if (x->i < x->len && isdigit((unsigned char)x->s[x->i]))
+		return sym_int(x);
+	if (x->i + x->nl <= x->len && !memcmp(x->s + x->i, x->name, x->nl) &&
+	    !(x->i + x->nl < x->len &&
+	      (isalnum((unsigned char)x->s[x->i + x->nl]) ||
+	       x->s[x->i + x->nl] == '_'))) {
+		x->i += x->nl;
+		return x->value;
+	}
+	x->err = x->err ? x->err : 1;
+	return 0;
+}
+
+static int64_t
+sym_factor(sym_ex_t *x)
+{
+	int64_t v = sym_base(x);
+	if (sym_at(x, '^')) {
+		x->i++;
+		int64_t p = sym_int(x), r = 1;
+		if (p < 1 || p > SYM_MAXPOW) {
+			x->err = x->err ? x->err : 1;
+			return 0;
+		}
+		for (int64_t k = 0; k < p; k++)
+			if (__builtin_mul_overflow(r, v, &r))
+				x->err = 2;
+		v = r;
+	}
+	bool div = x->i + 1 < x->len && x->s[x->i] == '/' &&
+		   x->s[x->i + 1] == '/';
+	if (div || sym_at(x, '%')) {
+		x->i += div ? 2 : 1;
+		int64_t d = sym_int(x);
+		if (d < 1) {
+			x->err = x->err ? x->err : 1;
+			return 0;
+		}
+		int64_t q = v / d, r = v % d;
+		if (r < 0) {           /* Python's floor */
+			q--;
+			r += d;
+		}
+		v = div ? q : r;
+	}
+	return v;
+}
+
+static int64_t
+sym_term(sym_ex_t *x)
+{
+	int64_t v = sym_factor(x);
+	while (!x->err && sym_at(x, '*')) {
+		x->i++;
+		int64_t f = sym_factor(x);
+		if (__builtin_mul_overflow(v, f, &v))
+			x->err = 2;
+	}
+	return v;
+}
+
+static int64_t
+sym_expr(sym_ex_t *x)
+{
+	bool neg = sym_at(x, '-');
+	x->i += neg;
+	int64_t v = sym_term(x);
+	if (neg && __builtin_sub_overflow((int64_t)0, v, &v))
+		x->err = 2;
+	while (!x->err && (sym_at(x, '+') || sym_at(x, '-'))) {
+		bool minus = sym_at(x, '-');
+		x->i++;
+		int64_t t = sym_term(x);
+		if (minus ? __builtin_sub_overflow(v, t, &v)
+			  : __builtin_add_overflow(v, t, &v))
+			x->err = 2;
+	}
+	return v;
+}
+
+int
+msim_symtrace_eval(const char *expr, size_t len, const char *name,
+		   long value, int64_t *out, char *why, size_t whylen)
+{
+	sym_ex_t x = {.s = expr, .len = len, .name = name,
+		      .nl = strlen(name), .value = value};
+	int64_t v = len ? sym_expr(&x) : 0;
+	if (!len || (!x.err && x.i != len))
+		x.err = 1;
+	if (x.err == 1) {
+		snprintf(why, whylen, "size \"%.*s\": not an expression of "
+			 "integers and %s (+ - * ^ // %% and parentheses)",
+			 (int)(len > 200 ? 200 : len), expr, name);
+		return MSIM_EFORMAT;
+	}
+	if (x.err) {
+		snprintf(why, whylen, "size \"%.*s\" at %s=%ld: past 64 bits",
+			 (int)(len > 200 ? 200 : len), expr, name, value);
+		return MSIM_EFORMAT;
+	}
+	*out = v;
+	return 0;
+}
+
+/* "#symbol NAME V LO HI ..." into info. */
+static int
+sym_header(const char *path, const char *line, msim_symtrace_info_t *info,
+	   char *why, size_t whylen)
+{
+	const char *p = line;
+	if (strncmp(p, "#symbol ", 8) != 0)
+		goto bad;
+	p += 8;
+	size_t n = 0;
+	while ((isalnum((unsigned char)p[n]) || p[n] == '_') && n + 1 <
+	       sizeof(info->name))
+		n++;
+	if (n == 0 || isdigit((unsigned char)p[0]) || p[n] != ' ')
+		goto bad;
+	memcpy(info->name, p, n);
+	info->name[n] = '\0';
+	p += n;
+	long v[3];
+	for (int k = 0; k < 3; k++) {
+		char *end;
+		if (*p != ' ' || !isdigit((unsigned char)p[1]))
+			goto bad;
+		errno = 0;
+		v[k] = strtol(p + 1, &end, 10);
+		if (errno || (*end && *end != ' ' && *end != '\n'))
+			goto bad;
+		p = end;
+	}
+	info->value = v[0];
+	info->lo = v[1];
+	info->hi = v[2];
+	if (info->lo < 2 || info->lo > info->value || info->value > info->hi) {
+		snprintf(why, whylen, "%s:2: the range %ld..%ld does not hold "
+			 "%s=%ld (or starts below 2)", path, info->lo,
+			 info->hi, info->name, info->value);
+		return MSIM_EFORMAT;
+	}
+	return 0;
+bad:
+	snprintf(why, whylen, "%s:2: not \"#symbol NAME VALUE LO HI\"", path);
+	return MSIM_EFORMAT;
+}
+
+/* Opens path and reads its two header lines: 1 with *fp_out (at the
+ * third line) and info, 0 when not symbolic, or an error. */
+static int
+sym_open(const char *path, FILE **fp_out, msim_symtrace_info_t *info,
+	 char *why, size_t whylen)
+{
+	FILE *fp = fopen(path, "r");
+	if (!fp) {
+		snprintf(why, whylen, "%s: %s", path, strerror(errno));
+		return MSIM_EIO;
+	}
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n = getline(&line, &cap, fp);
+	int rc = 0;
+	if (n < 0 || strncmp(line, MSIM_SYMTRACE_MAGIC "\n",
+			     sizeof(MSIM_SYMTRACE_MAGIC)) != 0) {
+		if (n >= 0 && strncmp(line, "#memsim-symbolic",
+				      strlen("#memsim-symbolic")) == 0) {
+			snprintf(why, whylen, "%s:1: a symbolic trace of "
+				 "another version (this memsim reads \"%s\")",
+				 path, MSIM_SYMTRACE_MAGIC);
+			rc = MSIM_EFORMAT;
+		}
+		goto out;
+	}
+	n = getline(&line, &cap, fp);
+	if (n < 0) {
+		snprintf(why, whylen, "%s:2: no #symbol line", path);
+		rc = MSIM_EFORMAT;
+		goto out;
+	}
+	if ((rc = sym_header(path, line, info, why, whylen)))
+		goto out;
+	rc = 1;
+out:
+	free(line);
+	if (rc == 1)
+		*fp_out = fp;
+	else
+		fclose(fp);
+	return rc;
+}
+
+int
+msim_symtrace_probe(const char *path, msim_symtrace_info_t *info_out,
+		    char *why, size_t whylen)
+{
+	FILE *fp = NULL;
+	msim_symtrace_info_t info = {.value = 0};
+	int rc = sym_open(path, &fp, &info, why, whylen);
+	if (rc == 1) {
+		fclose(fp);
+		*info_out = info;
+	}
+	return rc;
+}
+
+/* An allocation's address at the value recorded and its new one. */
+typedef struct sym_addr_s {
+	uint64_t old, now;
+} sym_addr_t;
+
+/* The next address after a block of n bytes at a: Recorder.alloc's
+ * rule. */
+static bool
+sym_next(uint64_t *a, int64_t n)
+{
+	uint64_t step = ((uint64_t)n + 511) / 512 + 1;
+	return !__builtin_mul_overflow(step, 512, &step) &&
+		!__builtin_add_overflow(*a, step, a);
+}
+
+/* Splits line's 8 fields: starts of the first five in f[0..5) with
+ * their lengths, f[5] the rest (after the fifth comma). */
+static bool
+sym_fields(char *line, char *f[6], size_t flen[5])
+{
+	char *p = line;
+	for (int k = 0; k < 5; k++) {
+		char *c = strchr(p, ',');
+		if (!c)
+			return false;
+		f[k] = p;
+		flen[k] = (size_t)(c - p);
+		p = c + 1;
+	}
+	f[5] = p;
+	/* stream, category, site: the recorder's site has no comma
+	 * (memsim_record/fake.py's clean) */
+	const char *c = strchr(p, ',');
+	return c && (c = strchr(c + 1, ',')) && !strchr(c + 1, ',');
+}
+
+static bool
+sym_uint(const char *s, size_t n, uint64_t *out)
+{
+	uint64_t v = 0;
+	if (n == 0 || n > 20)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (!isdigit((unsigned char)s[i]) ||
+		    __builtin_mul_overflow(v, 10, &v) ||
+		    __builtin_add_overflow(v, (uint64_t)(s[i] - '0'), &v))
+			return false;
+	}
+	*out = v;
+	return true;
+}
+
+int
+msim_symtrace_instantiate(const char *path, long value, const char *out,
+			  char *why, size_t whylen)
+{
+	FILE *fp = NULL, *wp = NULL;
+	msim_symtrace_info_t info = {.value = 0};
+	int rc = sym_open(path, &fp, &info, why, whylen);
+	if (rc == 0) {
+		snprintf(why, whylen, "%s:1: not a symbolic trace (no \"%s\")",
+			 path, MSIM_SYMTRACE_MAGIC);
+		return MSIM_EFORMAT;
+	}
+	if (rc < 0)
+		return rc;
+	if (value < info.lo || value > info.hi) {
+		snprintf(why, whylen, "%s: %s=%ld is outside the range it "
+			 "holds for, %ld..%ld (its guards)", path, info.name,
+			 value, info.lo, info.hi);
+		fclose(fp);
+		return MSIM_EINVAL;
+	}
+	char tmp[4096];
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp%ld", out,
+			     (long)getpid()) >= sizeof(tmp)) {
+		snprintf(why, whylen, "%s: name too long", out);
+		fclose(fp);
+		return MSIM_EINVAL;
+	}
+	wp = fopen(tmp, "w");
+	if (!wp) {
+		snprintf(why, whylen, "%s: %s", tmp, strerror(errno));
+		fclose(fp);
+		return MSIM_EIO;
+	}
+	char *line = NULL;
+	size_t cap = 0, na = 0, capa = 0;
+	sym_addr_t *addrs = NULL;
+	uint64_t next = SYM_BASE, next_v = SYM_BASE;
+	char ewhy[512];
+	long lineno = 3;
+	ssize_t n = getline(&line, &cap, fp);
+	if (n < 0 || strncmp(line, "seq,", 4) != 0) {
+		snprintf(why, whylen, "%s:3: no CSV header", path);
+		rc = MSIM_EFORMAT;
+		goto out;
+	}
+	fputs(line, wp);
+	while ((n = getline(&line, &cap, fp)) >= 0) {
+		lineno++;
+		char *f[6];
+		size_t fl[5];
+		if (n == 0 || line[n - 1] != '\n' || !sym_fields(line, f, fl)) {
+			snprintf(why, whylen, "%s:%ld: not a row of 8 fields "
+				 "ending in a newline", path, lineno);
+			rc = MSIM_EFORMAT;
+			goto out;
+		}
+		int64_t size, size_v;
+		if ((rc = msim_symtrace_eval(f[4], fl[4], info.name, value,
+					     &size, ewhy, sizeof(ewhy))) ||
+		    (rc = msim_symtrace_eval(f[4], fl[4], info.name,
+					     info.value, &size_v, ewhy,
+					     sizeof(ewhy)))) {
+			snprintf(why, whylen, "%s:%ld: %s", path, lineno,
+				 ewhy);
+			goto out;
+		}
+		if (size < 0) {
+			snprintf(why, whylen, "%s:%ld: size %.*s is %" PRId64
+				 " at %s=%ld", path, lineno, (int)fl[4], f[4],
+				 size, info.name, value);
+			rc = MSIM_EFORMAT;
+			goto out;
+		}
+		uint64_t old;
+		if (!sym_uint(f[3], fl[3], &old)) {
+			snprintf(why, whylen, "%s:%ld: address \"%.*s\" not a "
+				 "number", path, lineno, (int)fl[3], f[3]);
+			rc = MSIM_EFORMAT;
+			goto out;
+		}
+		uint64_t addr = old;
+		bool alloc = fl[2] == 5 && !memcmp(f[2], "alloc", 5);
+		bool freed = fl[2] == 14 && !memcmp(f[2], "free_completed", 14);
+		if (alloc) {
+			/* the rule at the value recorded gives the file's
+			 * addresses, in increasing order */
+			if (old != next_v || (na && old <= addrs[na - 1].old)) {
+				snprintf(why, whylen, "%s:%ld: address %" PRIu64
+					 " is not the recorder's (%" PRIu64
+					 " at %s=%ld)", path, lineno, old,
+					 next_v, info.name, info.value);
+				rc = MSIM_EFORMAT;
+				goto out;
+			}
+			if (na == capa) {
+				size_t nc = capa ? 2 * capa : 1024;
+				sym_addr_t *a = realloc(addrs, nc *
+							sizeof(*a));
+				if (!a) {
+					snprintf(why, whylen, "out of memory");
+					rc = MSIM_ENOMEM;
+					goto out;
+				}
+				addrs = a;
+				capa = nc;
+			}
+			addrs[na].old = old;
+			addrs[na++].now = addr = next;
+			if (!sym_next(&next, size) || !sym_next(&next_v,
+								size_v)) {
+				snprintf(why, whylen, "%s:%ld: addresses past "
+					 "64 bits", path, lineno);
+				rc = MSIM_EFORMAT;
+				goto out;
+			}
+		} else if (freed) {
+			size_t a = 0, b = na;
+			while (a < b) {
+				size_t m = a + (b - a) / 2;
+				if (addrs[m].old < old)
+					a = m + 1;
+				else
+					b = m;
+			}
+			if (a == na || addrs[a].old != old) {
+				snprintf(why, whylen, "%s:%ld: a free of %"
+					 PRIu64 ", which no row allocated",
+					 path, lineno, old);
+				rc = MSIM_EFORMAT;
+				goto out;
+			}
+			addr = addrs[a].now;
+		}
+		fprintf(wp, "%.*s,%.*s,%.*s,%" PRIu64 ",%" PRId64 ",%s",
+			(int)fl[0], f[0], (int)fl[1], f[1], (int)fl[2], f[2],
+			addr, size, f[5]);
+	}
+	if (ferror(fp)) {
+		snprintf(why, whylen, "%s: %s", path, strerror(errno));
+		rc = MSIM_EIO;
+	}
+out:
+	free(line);
+	free(addrs);
+	fclose(fp);
+	if (fclose(wp) != 0 && !rc) {
+		snprintf(why, whylen, "%s: %s", tmp, strerror(errno));
+		rc = MSIM_EIO;
+	}
+	if (!rc && rename(tmp, out) != 0) {
+		snprintf(why, whylen, "%s: %s", out, strerror(errno));
+		rc = MSIM_EIO;
+	}
+	if (rc)
+		unlink(tmp);
+	return rc;
+}
