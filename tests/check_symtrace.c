@@ -15,20 +15,7 @@
 #include "sim/error.h"
 #include "traces/symtrace.h"
 #include "traces/trace.h"
-
-static char tmp[64], out[80];
-
-static const char *
-write_tmp(const char *text)
-{
-	snprintf(tmp, sizeof(tmp), "/tmp/memsim-sym-XXXXXX");
-	int fd = mkstemp(tmp);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-	close(fd);
-	snprintf(out, sizeof(out), "%s.out", tmp);
-	return tmp;
-}
+#include "testutil.h"
 
 static char *
 slurp(const char *path)
@@ -107,7 +94,8 @@ static const char good[] =
 
 START_TEST(test_instantiate)
 {
-	const char *p = write_tmp(good);
+	const char *p = write_bytes("trace.csv", good, strlen(good));
+	const char *out = tmp_keep("out.csv");
 	msim_symtrace_info_t info;
 	char why[1024] = "";
 	ck_assert_int_eq(msim_symtrace_probe(p, &info, why, sizeof(why)), 1);
@@ -141,7 +129,6 @@ START_TEST(test_instantiate)
 	ck_assert_int_eq(msim_trace_open(p, NULL, &t, why, sizeof(why)),
 			 MSIM_EFORMAT);
 	ck_assert_ptr_nonnull(strstr(why, "convert --at"));
-	unlink(p);
 }
 END_TEST
 
@@ -149,7 +136,8 @@ END_TEST
 static void
 refused(const char *text, const char *line, const char *words)
 {
-	const char *p = write_tmp(text);
+	const char *p = write_bytes("trace.csv", text, strlen(text));
+	const char *out = tmp_path("out.csv");
 	char why[1024] = "";
 	int rc = msim_symtrace_instantiate(p, 4, out, why, sizeof(why));
 	ck_assert_msg(rc < 0, "accepted: %s", text);
@@ -158,7 +146,6 @@ refused(const char *text, const char *line, const char *words)
 	ck_assert_msg(strstr(why, at) != NULL, "%s lacks %s", why, at);
 	ck_assert_msg(strstr(why, words) != NULL, "%s lacks %s", why, words);
 	ck_assert_int_ne(access(out, F_OK), 0);
-	unlink(p);
 }
 
 START_TEST(test_bad)
@@ -198,14 +185,14 @@ START_TEST(test_bad)
 		 "0,0,alloc,42x,B,0,a,b\n", h);
 	refused(buf, "4", "not a number");
 	/* not symbolic at all: probe says 0, instantiate refuses */
-	const char *p = write_tmp(h);
+	const char *p = write_bytes("trace.csv", h, strlen(h));
+	const char *out = tmp_path("out.csv");
 	msim_symtrace_info_t info;
 	char why[1024];
 	ck_assert_int_eq(msim_symtrace_probe(p, &info, why, sizeof(why)), 0);
 	ck_assert_int_eq(msim_symtrace_instantiate(p, 3, out, why,
 						   sizeof(why)), MSIM_EFORMAT);
 	ck_assert_ptr_nonnull(strstr(why, "not a symbolic trace"));
-	unlink(p);
 	ck_assert_int_eq(msim_symtrace_probe("/nonexistent/x.csv", &info, why,
 					     sizeof(why)), MSIM_EIO);
 	ck_assert_ptr_nonnull(strstr(why, "/nonexistent/x.csv"));
@@ -217,6 +204,7 @@ main(void)
 {
 	Suite *s = suite_create("symtrace");
 	TCase *tc = tcase_create("core");
+	tcase_add_checked_fixture(tc, tmpdir_setup, tmpdir_teardown);
 	tcase_add_test(tc, test_eval);
 	tcase_add_test(tc, test_instantiate);
 	tcase_add_test(tc, test_bad);
