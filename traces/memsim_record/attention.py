@@ -334,33 +334,36 @@ def _nested_own(x, lengths, e, h, qkv_weight, qkv_bias, proj_weight,
     return out
 
 
-def _nested_layer(major, nested, src, e, num_heads, qkv_weight,
-                  qkv_bias, proj_weight, proj_bias, use_gelu, norm_first,
-                  eps, norm_w1, norm_b1, norm_w2, norm_b2, ffn_w1, ffn_b1,
-                  ffn_w2, ffn_b2):
-    """transformer_encoder_layer_forward on a nested input (a stand-in):
-    the same steps on the buffer, [tokens, E]."""
-    buf, lengths, padded_len = nested.get(src)
-    x = buf
+def _layer(src, attend, e, use_gelu, norm_first, eps, norm_w1, norm_b1,
+           norm_w2, norm_b2, ffn_w1, ffn_b1, ffn_w2, ffn_b2):
+    """transformer_encoder_layer_forward past its checks, on a CUDA
+    tensor or a nested stand-in's buffer ([tokens, E]): attend(x) (native
+    multi-head attention, or its nested form), the residual add in place,
+    layer_norm; the FFN, linear_for_ffn twice, the first with its
+    activation fused (_addmm_activation), on the tokens flattened to
+    2-D; add, layer_norm (norm_first: the norms before)."""
+    x = src
     if norm_first:
         x = _norm(x, e, eps, norm_w1, norm_b1)
-    x = _nested_mha(major, x, lengths, e, int(num_heads), qkv_weight,
-                    qkv_bias, proj_weight, proj_bias)
-    x.add_(buf)
+    x = attend(x)
+    x.add_(src)
     if not norm_first:
         x = _norm(x, e, eps, norm_w1, norm_b1)
     pre = x
     if norm_first:
         x = _norm(x, e, eps, norm_w2, norm_b2)
-    y = torch._addmm_activation(ffn_b1, x, ffn_w1.t(),
+    y = torch._addmm_activation(ffn_b1, x.view(-1, e), ffn_w1.t(),
                                 use_gelu=bool(use_gelu))
     y = torch.addmm(ffn_b2, y, ffn_w2.t())
+    if x.dim() != 2:
+        y = y.view(*x.shape[:-1], -1)
     del x
     y.add_(pre)
-    # pre_ffn_res lives until the function returns
+    # pre_ffn_res, a local of transformer_encoder_layer_forward, is
+    # released when it returns: after the second norm's output
     if not norm_first:
         y = _norm(y, e, eps, norm_w2, norm_b2)
-    return nested.make(y, lengths, padded_len)
+    return y
 
 
 def encoder_layer(rec, major, nested, src, embed_dim, num_heads,
@@ -370,35 +373,17 @@ def encoder_layer(rec, major, nested, src, embed_dim, num_heads,
     """_transformer_encoder_layer_fwd on a CUDA tensor or a nested
     stand-in, as ATen's transformer_encoder_layer_forward runs it."""
     e = int(embed_dim)
-    if nested.get(src) is not None:
-        return _nested_layer(major, nested, src, e, num_heads, qkv_weight,
-                             qkv_bias, proj_weight, proj_bias, use_gelu,
-                             norm_first, eps, norm_w1, norm_b1, norm_w2,
-                             norm_b2, ffn_w1, ffn_b1, ffn_w2, ffn_b2)
+    rest = (e, use_gelu, norm_first, eps, norm_w1, norm_b1, norm_w2,
+            norm_b2, ffn_w1, ffn_b1, ffn_w2, ffn_b2)
+    packed = nested.get(src)
+    if packed is not None:
+        buf, lengths, padded_len = packed
+        y = _layer(buf, lambda x: _nested_mha(
+            major, x, lengths, e, int(num_heads), qkv_weight, qkv_bias,
+            proj_weight, proj_bias), *rest)
+        return nested.make(y, lengths, padded_len)
     if src.numel() == 0:
         return src.clone()
-    x = src
-    if norm_first:
-        x = _norm(x, e, eps, norm_w1, norm_b1)
-    x = native_mha(rec, major, x, x, x, e, num_heads, qkv_weight, qkv_bias,
-                   proj_weight, proj_bias, mask, False, True,
-                   mask_type)[0]
-    x.add_(src)
-    if not norm_first:
-        x = _norm(x, e, eps, norm_w1, norm_b1)
-    pre = x
-    if norm_first:
-        x = _norm(x, e, eps, norm_w2, norm_b2)
-    # ffn: linear_for_ffn twice, the first with its activation fused
-    # (_addmm_activation), on the batch flattened to 2-D
-    b, t = x.shape[0], x.shape[1]
-    y = torch._addmm_activation(ffn_b1, x.view(b * t, e), ffn_w1.t(),
-                                use_gelu=bool(use_gelu))
-    y = torch.addmm(ffn_b2, y, ffn_w2.t()).view(b, t, -1)
-    del x
-    y.add_(pre)
-    # pre_ffn_res, a local of transformer_encoder_layer_forward, is
-    # released when it returns: after the second norm's output
-    if not norm_first:
-        y = _norm(y, e, eps, norm_w2, norm_b2)
-    return y
+    return _layer(src, lambda x: native_mha(
+        rec, major, x, x, x, e, num_heads, qkv_weight, qkv_bias,
+        proj_weight, proj_bias, mask, False, True, mask_type)[0], *rest)
