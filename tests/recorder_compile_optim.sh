@@ -15,13 +15,18 @@ set -u
 SRC=$(cd "$(dirname "$0")" && pwd)
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 need_torch
+# step_allocs CSV: the sizes the optimizer step allocated, counted
+# ("N x BYTES, ..." by size).
+step_allocs() {
+	awk -F, '$3 == "alloc" && $8 == "optimizer.step" { print $5 }' "$1" |
+		sort -n | uniq -c | awk '{ printf "%s%s x %s", s, $1, $2; s = ", " }
+		END { print "" }'
+}
 $MEMSIM record -o "$tmp/c.csv" -- "$PY" "$SRC/recorder/compile_optim.py" \
 	2>"$tmp/err" || fail "record: $(grep -v '^ ' "$tmp/err" | tail -3)"
 grep -q "^state \['exp_avg', 'exp_avg_sq', 'step'\] torch.Size(\[256, 256\])$" "$tmp/err" ||
 	fail "state: $(grep -v '^memsim' "$tmp/err" | tail -3)"
-awk -F, '$3 == "alloc" && $8 == "optimizer.step" { print $5 }' "$tmp/c.csv" |
-	sort -n | uniq -c | awk '{ printf "%s%s x %s", s, $1, $2; s = ", " }
-	END { print "" }' >"$tmp/got"
+step_allocs "$tmp/c.csv" >"$tmp/got"
 echo "4 x 4, 8 x 262144" >"$tmp/want"
 cmp -s "$tmp/got" "$tmp/want" || fail "the step's allocations: $(cat "$tmp/got")"
 # The step is foreach kernels (ForeachKernel, one configuration), and
@@ -38,9 +43,7 @@ $MEMSIM record -o "$tmp/t.csv" -- "$PY" "$SRC/recorder/compile_optim.py" tensorl
 	2>"$tmp/err" || fail "record tensorlr: $(grep -v '^ ' "$tmp/err" | tail -3)"
 grep -q "^step frames 1$" "$tmp/err" ||
 	fail "tensorlr: Adam.step compiled $(grep '^step frames' "$tmp/err") times"
-awk -F, '$3 == "alloc" && $8 == "optimizer.step" { print $5 }' "$tmp/t.csv" |
-	sort -n | uniq -c | awk '{ printf "%s%s x %s", s, $1, $2; s = ", " }
-	END { print "" }' >"$tmp/got"
+step_allocs "$tmp/t.csv" >"$tmp/got"
 cmp -s "$tmp/got" "$tmp/want" || fail "tensorlr: the step's allocations: $(cat "$tmp/got")"
 # A float lr changed by a scheduler: Dynamo's analysis restarts to
 # specialize it (TensorifyScalarRestartAnalysis, raised through the
