@@ -148,10 +148,20 @@ refused(const char *text, const char *line, const char *words)
 	ck_assert_int_ne(access(out, F_OK), 0);
 }
 
+#define HEADER "seq,time_us,action,addr,size,stream,category,site\n"
+
+/* A valid symbolic header, then ROW (the file's line 4): refused. */
+static void
+refused_row(const char *row, const char *words)
+{
+	char buf[1024];
+	snprintf(buf, sizeof(buf),
+		 "#memsim-symbolic 1\n#symbol B 3 2 10\n" HEADER "%s", row);
+	refused(buf, "4", words);
+}
+
 START_TEST(test_bad)
 {
-	const char *h = "seq,time_us,action,addr,size,stream,category,site\n";
-	char buf[1024];
 	refused("#memsim-symbolic 2\n", "1", "another version");
 	refused("#memsim-symbolic 1\n", "2", "no #symbol");
 	refused("#memsim-symbolic 1\n#symbol B 3 2\n", "2", "#symbol NAME");
@@ -160,32 +170,21 @@ START_TEST(test_bad)
 	refused("#memsim-symbolic 1\n#symbol B 3 4 10\n", "2", "range");
 	refused("#memsim-symbolic 1\n#symbol B 3 2 10\nx\n", "3",
 		"no CSV header");
-	snprintf(buf, sizeof(buf), "#memsim-symbolic 1\n#symbol B 3 2 10\n%s"
-		 "0,0,alloc,4294967296,100*C,0,activation,x\n", h);
-	refused(buf, "4", "not an expression of integers and B");
-	snprintf(buf, sizeof(buf), "#memsim-symbolic 1\n#symbol B 3 2 10\n%s"
-		 "0,0,alloc,4294967296,10-B/5,0,activation,x\n", h);
-	refused(buf, "4", "not an expression");
-	snprintf(buf, sizeof(buf), "#memsim-symbolic 1\n#symbol B 3 2 10\n%s"
-		 "0,0,alloc,4294967296,10-5*B,0,activation,x\n", h);
-	refused(buf, "4", "is -10 at B=4");
-	snprintf(buf, sizeof(buf), "#memsim-symbolic 1\n#symbol B 3 2 10\n%s"
-		 "0,0,alloc,4294967300,B,0,activation,x\n", h);
-	refused(buf, "4", "not the recorder's");
-	snprintf(buf, sizeof(buf), "#memsim-symbolic 1\n#symbol B 3 2 10\n%s"
-		 "0,0,free_completed,4294967296,B,0,,\n", h);
-	refused(buf, "4", "which no row allocated");
-	snprintf(buf, sizeof(buf), "#memsim-symbolic 1\n#symbol B 3 2 10\n%s"
-		 "0,0,alloc,4294967296,B,0\n", h);
-	refused(buf, "4", "not a row");
-	snprintf(buf, sizeof(buf), "#memsim-symbolic 1\n#symbol B 3 2 10\n%s"
-		 "0,0,alloc,4294967296,B,0,a,b", h);
-	refused(buf, "4", "newline");
-	snprintf(buf, sizeof(buf), "#memsim-symbolic 1\n#symbol B 3 2 10\n%s"
-		 "0,0,alloc,42x,B,0,a,b\n", h);
-	refused(buf, "4", "not a number");
+	refused_row("0,0,alloc,4294967296,100*C,0,activation,x\n",
+		    "not an expression of integers and B");
+	refused_row("0,0,alloc,4294967296,10-B/5,0,activation,x\n",
+		    "not an expression");
+	refused_row("0,0,alloc,4294967296,10-5*B,0,activation,x\n",
+		    "is -10 at B=4");
+	refused_row("0,0,alloc,4294967300,B,0,activation,x\n",
+		    "not the recorder's");
+	refused_row("0,0,free_completed,4294967296,B,0,,\n",
+		    "which no row allocated");
+	refused_row("0,0,alloc,4294967296,B,0\n", "not a row");
+	refused_row("0,0,alloc,4294967296,B,0,a,b", "newline");
+	refused_row("0,0,alloc,42x,B,0,a,b\n", "not a number");
 	/* not symbolic at all: probe says 0, instantiate refuses */
-	const char *p = write_bytes("trace.csv", h, strlen(h));
+	const char *p = write_bytes("trace.csv", HEADER, strlen(HEADER));
 	const char *out = tmp_path("out.csv");
 	msim_symtrace_info_t info;
 	char why[1024];
