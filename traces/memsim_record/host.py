@@ -111,8 +111,13 @@ class Files:
     from a user's file copies it to the target's scratch copy; removing
     a user's file hides it from the recording (its path then names a
     scratch copy that does not exist) and leaves it in place.  Not
-    covered: writes by os.open, native code, and folders made by
-    os.makedirs.  shutil.rmtree and os.mkdir: see rmtree.  Hugging Face datasets' cache
+    covered: writes by os.open and native code (the folders the script
+    made are removed at the end where empty: remove).  Listings (os.listdir,
+    os.scandir, and so glob, os.walk and pathlib's iterdir and glob)
+    show the folder as the real run would see it: the files the
+    recording wrote there (scratch copies that exist) added, the ones it
+    removed or moved away left out (listing).  shutil.rmtree and
+    os.mkdir: see rmtree.  Hugging Face datasets' cache
     (HF_DATASETS_CACHE: load_dataset's Arrow files, written through
     Python but read back by pyarrow's native memory_map, and its
     filelock lock files, made by os.open) is a folder of the scratch
@@ -255,9 +260,14 @@ class Files:
         """os.rmdir: a folder of the recording's removed for real; a
         user's empty folder hidden (gone for the rest of the recording,
         left in place; os.mkdir makes it again), a user's folder with
-        files in it OSError ENOTEMPTY, as for real."""
+        files in it (its own or the recording's, listing) OSError
+        ENOTEMPTY, as for real."""
         orig = self.orig_os["rmdir"]
         p = _abs(path)
+        if k.get("dir_fd") is None and not self.scratch(p) and \
+                (self.listing(p) or ({},))[0]:
+            raise OSError(errno.ENOTEMPTY, "Directory not empty",
+                          os.fspath(path))
         if k.get("dir_fd") is not None or self.made(p):
             r = orig(path, *a, **k)
             self.made_dirs.discard(p)
@@ -267,15 +277,67 @@ class Files:
                                     "directory", os.fspath(path))
         if not os.path.isdir(p):
             return orig(path, *a, **k)   # the error as for real
-        left = [n for n in os.listdir(p)
-                if self.map.get(os.path.join(p, n)) is None or
-                os.path.lexists(self.map[os.path.join(p, n)])]
-        if left:
+        if self.listdir(p):
             raise OSError(errno.ENOTEMPTY, "Directory not empty",
                           os.fspath(path))
         self.hidden_dirs.add(p)
         self.map[p] = self._hidden(p)
         return None
+
+    def listing(self, folder):
+        """How the recording changed folder FOLDER's listing: (written,
+        gone), the names of the files written there (their scratch copy
+        exists) and of those removed or moved away (it does not); None
+        where the folder itself is hidden."""
+        p = _abs(folder)
+        if p in self.hidden_dirs:
+            return None
+        written, gone = {}, set()
+        for f, m in self.map.items():
+            if os.path.dirname(f) == p and f != p:
+                if os.path.lexists(m):
+                    written[os.path.basename(f)] = m
+                else:
+                    gone.add(os.path.basename(f))
+        return written, gone
+
+    def listdir(self, path="."):
+        """os.listdir: the folder as the real run would list it
+        (listing); a folder descriptor's as it is."""
+        orig = self.orig_os["listdir"]
+        if isinstance(path, int) or not self.map:
+            return orig(path)
+        change = self.listing(path)
+        if change is None:
+            raise FileNotFoundError(errno.ENOENT, "No such file or "
+                                    "directory", os.fspath(path))
+        names = orig(path)
+        written, gone = change
+        if not written and not gone:
+            return names
+        b = isinstance(os.fspath(path), bytes)
+        out = [n for n in names if os.fsdecode(n) not in gone]
+        have = {os.fsdecode(n) for n in out}
+        out += [os.fsencode(n) if b else n for n in written
+                if n not in have]
+        return out
+
+    def scandir(self, path="."):
+        """os.scandir, as listdir: the real entries not removed, then an
+        entry for each file written there (its scratch copy's kind and
+        stat under the name the script gave it)."""
+        orig = self.orig_os["scandir"]
+        if isinstance(path, int) or not self.map:
+            return orig(path)
+        change = self.listing(path)
+        if change is None:
+            raise FileNotFoundError(errno.ENOENT, "No such file or "
+                                    "directory", os.fspath(path))
+        written, gone = change
+        if not written and not gone:
+            return orig(path)
+        return _Scandir(orig(path), os.fspath(path), written, gone,
+                        self.orig_os["stat"], self.orig_os["lstat"])
 
     def scratch(self, file):
         """Whether FILE is in the scratch folder (the datasets cache's
@@ -320,7 +382,7 @@ class Files:
         files = self
         self.orig_os = {n: getattr(os, n) for n in (
             "replace", "rename", "link", "remove", "unlink", "stat",
-            "lstat", "chmod", "utime", "access")}
+            "lstat", "chmod", "utime", "access", "listdir", "scandir")}
         o = self.orig_os
 
         def open_(file, mode="r", *a, **k):
@@ -396,6 +458,8 @@ class Files:
         os.utime = stater("utime")
         os.access = stater("access")
         os.mkdir = mkdir
+        os.listdir = files.listdir
+        os.scandir = files.scandir
         shutil.rmtree = rmtree
         o["rmdir"] = os.rmdir
         os.rmdir = files.rmdir
@@ -466,9 +530,99 @@ class Files:
             shutil.rmtree = self.orig_rmtree
 
     def remove(self):
+        """At the recording's end: the scratch folder removed, and the
+        folders the script made (os.mkdir, os.makedirs), whose files went
+        to it, removed where empty, the deepest first: the user's tree
+        as before the recording."""
         if os.getpid() == self.pid:  # not a child the script forked
+            rmdir = getattr(self, "orig_os", {}).get("rmdir", os.rmdir)
+            for d in sorted(self.made_dirs, key=len, reverse=True):
+                if not self.scratch(d):
+                    try:
+                        rmdir(d)
+                    except OSError:
+                        pass      # what native code wrote there stays
             getattr(self, "orig_rmtree", shutil.rmtree)(
                 self.dir, ignore_errors=True)
+
+
+class _Scandir:
+    """What Files.scandir returns: os.scandir's iterator (a context
+    manager) over the real entries less GONE, then _Entry's for the
+    files WRITTEN there."""
+
+    def __init__(self, it, path, written, gone, stat, lstat):
+        self.it = it
+        self.path = path
+        self.written = written
+        self.gone = gone
+        self.stat = stat
+        self.lstat = lstat
+        self.seen = set()
+        self.extra = None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.extra is None:
+            for e in self.it:
+                n = os.fsdecode(e.name)
+                if n not in self.gone:
+                    self.seen.add(n)
+                    return e
+            self.extra = iter([n for n in self.written
+                               if n not in self.seen])
+        n = next(self.extra)
+        name = os.fsencode(n) if isinstance(self.path, bytes) else n
+        return _Entry(name, os.path.join(self.path, name),
+                      self.written[n], self.stat, self.lstat)
+
+    def close(self):
+        self.it.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class _Entry:
+    """An os.DirEntry (name, path, is_dir, is_file, is_symlink, stat,
+    inode) for a file the recording wrote: its scratch copy's."""
+
+    def __init__(self, name, path, scratch, stat, lstat):
+        self.name = name
+        self.path = path
+        self._scratch = scratch
+        self._stat = stat
+        self._lstat = lstat
+
+    def stat(self, *, follow_symlinks=True):
+        return (self._stat if follow_symlinks else self._lstat)(
+            self._scratch)
+
+    def inode(self):
+        return self._lstat(self._scratch).st_ino
+
+    def is_dir(self, *, follow_symlinks=True):
+        return os.path.isdir(self._scratch)
+
+    def is_file(self, *, follow_symlinks=True):
+        return os.path.isfile(self._scratch)
+
+    def is_symlink(self):
+        return os.path.islink(self._scratch)
+
+    def is_junction(self):
+        return False
+
+    def __fspath__(self):
+        return self.path
+
+    def __repr__(self):
+        return "<DirEntry %r>" % (self.name,)
 
 
 # -- data pointers --------------------------------------------------------------
