@@ -250,18 +250,21 @@ def efficient_workspace(half, b, h, m, n, d, dv, dropout):
     if kern is None:
         return 0
     bi, bj, kmax = kern
-    gq = _div_up(m, bi) * _div_up(d, bj) * (16 + bi * bj * 4) // 4
+    # GradQTempStorage in floats: 4 (16 bytes) + the tile; every term a
+    # multiple of 4 floats, so workspace_strideBH's align_up adds none
+    gq = _div_up(m, bi) * _div_up(d, bj) * (4 + bi * bj)
     gk = gv = 0
     if half and not kmax <= bi:
         splits = _div_up(n, bj)
         if b * h >= 256 and n <= 2 * bj:
             splits = 1
-        splits = min(splits, 200 // (b * h))
-        if splits < 1:
-            splits = 1
+        # min(splits, 200 / (B * H)), counted down (no division by a
+        # size: --symbolic)
+        while splits > 1 and splits * b * h > 200:
+            splits -= 1
         gk = splits * bj * _pad(d, bi)
         gv = splits * bj * _pad(dv, bi)
-    return b * h * _pad(gq + gk + gv, 4) * 4
+    return b * h * (gq + gk + gv) * 4
 
 
 def attention_backward(kind, b, h, sq, d, itemsize, sk=None, dv=None,
