@@ -16,9 +16,9 @@ aten = torch.ops.aten
 def start():
     torch.cuda.synchronize()
     torch.cuda.memory._record_memory_history(enabled=None)
-    torch.cuda.memory._record_memory_history(enabled="all", context=None,
-                                             stacks="python", max_entries=100000,
-                                             clear_history=True)
+    torch.cuda.memory._record_memory_history(
+        enabled="all", context=None, stacks="python", max_entries=100000,
+        clear_history=True)
 
 
 def events():
@@ -42,18 +42,19 @@ def kname(fn):
             r = fn()
             torch.cuda.synchronize()
         del r
-        names = [e.name for e in p.events() if "cutlassB" in e.name or "flash" in e.name.lower() and "bwd" in e.name.lower()]
+        names = [e.name for e in p.events() if "cutlassB" in e.name or
+                 "flash" in e.name.lower() and "bwd" in e.name.lower()]
         for n in names:
             if "cutlassB" in n:
                 return n.split("(")[0].replace("fmha_cutlassB_", "")
-        return names[0].split("(")[0][:60] if names else "-"
+        return "flash_bwd" if names else "-"
     except Exception as e:
         return "err:" + str(e)[:40]
 
 
 def case(be, dt, b, h, m, n, d, dv, drop, causal, bias):
     td = DT[dt]
-    # q, k, v as a projection makes them: (B, S, H, D) storage viewed (B, H, S, D)
+    # q, k, v as a projection makes them: (B, S, H, D) viewed (B, H, S, D)
     q = torch.randn(b, m, h, d, device=dev, dtype=td).transpose(1, 2)
     k = torch.randn(b, n, h, d, device=dev, dtype=td).transpose(1, 2)
     v = torch.randn(b, n, h, dv, device=dev, dtype=td).transpose(1, 2)
@@ -69,9 +70,11 @@ def case(be, dt, b, h, m, n, d, dv, drop, causal, bias):
         def bw():
             return aten._scaled_dot_product_efficient_attention_backward(
                 g, q, k, v, ab,
-                o, lse, seed, off, drop, [True, True, True, bias == "grad"], causal)
+                o, lse, seed, off, drop, [True, True, True, bias == "grad"],
+                causal)
     else:
-        r = aten._scaled_dot_product_flash_attention(q, k, v, drop, causal, False)
+        r = aten._scaled_dot_product_flash_attention(q, k, v, drop, causal,
+                                                     False)
         o, lse, cq, ck, mq, mk, seed, off = r[:8]
         g = torch.randn_like(o)
         def bw():
@@ -112,7 +115,8 @@ while len(cases) < 700:
     d = random.choice(DS)
     if dt != "fp32" and d % 8:
         continue
-    dv = d if random.random() < 0.85 else random.choice([x for x in DS if dt == "fp32" or x % 8 == 0])
+    dv = d if random.random() < 0.85 else \
+        random.choice([x for x in DS if dt == "fp32" or x % 8 == 0])
     b = random.choice([1, 2, 4, 8, 16])
     h = random.choice([1, 2, 4, 8, 12, 16, 32])
     m = random.choice([1, 17, 64, 100, 128, 197, 256, 500, 512, 1024, 2048])
@@ -129,7 +133,8 @@ with open(out, "w") as fp:
     fp.write("# %s torch %s cc %d.%d smem_optin %s\n" % (
         p.name, torch.__version__, p.major, p.minor,
         getattr(p, "shared_memory_per_block_optin", "?")))
-    fp.write("backend\tdtype\tb\th\tm\tn\td\tdv\tdropout\tcausal\tbias\tkernel\tevents\n")
+    fp.write("backend\tdtype\tb\th\tm\tn\td\tdv\tdropout\tcausal\tbias"
+             "\tkernel\tevents\n")
     done = 0
     for c in cases:
         if time.time() - t0 > budget:
@@ -137,9 +142,10 @@ with open(out, "w") as fp:
         try:
             ev, kn = case(*c)
         except Exception as e:
-            ev, kn = "error", str(e).replace("\t", " ").replace("\n", " ")[:120]
-        fp.write("\t".join(str(x) for x in c[:8]) + "\t%g\t%d\t%s\t%s\t%s\n" % (
-            c[8], c[9], c[10], kn, ev))
+            ev = "error"
+            kn = str(e).replace("\t", " ").replace("\n", " ")[:120]
+        fp.write("\t".join(str(x) for x in c[:8]) +
+                 "\t%g\t%d\t%s\t%s\t%s\n" % (c[8], c[9], c[10], kn, ev))
         done += 1
         torch.cuda.empty_cache()
 print("cases", done, "of", len(cases), "in", round(time.time() - t0, 1), "s")
