@@ -294,7 +294,7 @@ def attention_backward(kind, b, h, sq, d, itemsize, sk=None, dv=None,
     ws = efficient_workspace(itemsize < 4, b, h, sq, sk, d, dv, dropout)
     end = [("alloc", "ws", ws)] if ws else []
     if itemsize < 4:
-        # kKernelComputesDelta (fp16/bf16 on sm75+): delta is
+        # kKernelComputesDelta (fp16/bf16; on sm70 only kOutputInRF): delta is
         # at::empty({B, nH, M}) in fp32, freed when launchKernel returns,
         # before the workspace (declared outside it).
         ev = [("alloc", "delta", b * h * sq * 4)] + end + \
