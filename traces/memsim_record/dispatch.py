@@ -850,8 +850,17 @@ class Dispatch:
         if not kind[1]:
             return kernels.attention_forward(kind[0])
         b, h, sq, d = (kernels.symsize(v) for v in q.shape)
+        # the keys' length and the values' head dimension (key, value
+        # follow the query), and dropout_p (efficient: after the philox
+        # seed and offset; flash: after max_q and max_k)
+        sk, dv = kernels.symsize(args[2].shape[2]), \
+            kernels.symsize(args[3].shape[3])
+        at = {"efficient": 9, "flash": 10}.get(kind[0])
+        p = 0.0 if at is None else \
+            args[at] if len(args) > at else kwargs.get("dropout_p", 0.0)
         return kernels.attention_backward(kind[0], b, h, sq, d,
-                                          q.element_size())
+                                          q.element_size(), sk=sk, dv=dv,
+                                          dropout=bool(p))
 
     def temps(self, name, events):
         """Allocations through the fake allocator, freed in the order

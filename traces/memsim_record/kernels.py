@@ -64,12 +64,23 @@ Attention.  _cudnn_attention_forward / run_cudnn_SDP_fprop: a 256-byte
 workspace;
 run_cudnn_SDP_bprop: a workspace of B*H*Sq*D*4 (dQ accumulated in
 fp32) + B*H*Sq*4 + 256 bytes (139 of 139 probes exact).
-_efficient_attention_backward: delta
-(B*H*Sq floats) and a workspace of B*H*pad64(Sq)*Dk*4 + B*H*pad64(Sq)/4
-bytes (Dk: head_dim rounded up to 64 or 128); fp32 adds a second B*H*Sq
-float buffer and one of the query's size, in this order (the encoder-
-decoder's snapshot).  _flash_attention_backward: softmax_d, B*H*pad128(Sq)
-floats, and dq_accum, B*H*pad128(Sq)*pad32(D) floats (measured with the
+_efficient_attention_backward (the CUTLASS kernels of cutlassB.h), as
+PyTorch computes it (efficient_kernel(), efficient_workspace()): the
+first kernel of dispatch_cutlassB's sm80 list that fits the head
+dimension, dropout and sequence alignment; its workspace_size(), the
+grad_q accumulator tiles of each query block (fp16/bf16 kernels that
+keep no output in registers add gK/gV staging by num_splits_key); before
+it delta, at::empty({B, H, Sq}) fp32 for fp16/bf16, or for fp32 the
+product grad_out * out, its sum and a (B, H, Sq) copy (no copy with one
+head).  Checked on 686 efficient calls (fp32, fp16, bf16; head
+dimensions 32 to 256 including 40, 96, 100, 112, 160, 192; Sq != Sk,
+Dv != D, masks, bias gradients, dropout, causal), every allocation and
+free in order (tests/data/record/sdpa_eff_bwd.tsv).  Other devices:
+the sm80 list is assumed (sm70/sm75 have their own, of 64x64 tiles;
+a GPU with less shared memory than the H200 may skip a kernel).
+_flash_attention_backward (mha_bwd): softmax_d, B*H*pad128(Sq) floats,
+and dq_accum, B*H*pad128(Sq)*Dr floats, Dr the head dimension rounded to
+8 then to 32 (up to 128) or 64 (measured with the
 flash backend forced on sm90; what sm80 runs).
 """
 
@@ -178,30 +189,131 @@ def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
     return [("alloc", "ws", size), ("free", "ws")]
 
 
-def attention_backward(kind, b, h, sq, d, itemsize):
+# The memory-efficient backward kernels dispatch_cutlassB (cutlassB.h)
+# offers on sm80 to sm9x, in its order: (kBlockSizeI, kBlockSizeJ, kMaxK,
+# kKeysQueriesAlignedToBlockSize).  fp32 has no sequence-aligned ones;
+# fp16 and bf16 the same list (the 128x64 k96 kernels only on sm86/sm89).
+_EFF_F32 = ((64, 64, 32, False), (64, 64, 64, False), (128, 64, 128, False),
+            (64, 64, 128, False), (128, 64, 65536, False),
+            (64, 64, 65536, False))
+_EFF_F32_DROPOUT = _EFF_F32
+_EFF_HALF = ((64, 64, 32, True), (64, 64, 32, False), (64, 64, 64, True),
+             (64, 64, 64, False), (128, 128, 128, True),
+             (128, 128, 128, False), (64, 64, 128, True),
+             (64, 64, 128, False), (128, 64, 65536, False),
+             (64, 64, 65536, False))
+_EFF_HALF_DROPOUT = ((64, 64, 32, False), (64, 64, 64, False),
+                     (128, 128, 128, False), (64, 64, 128, False),
+                     (128, 64, 65536, False), (64, 64, 65536, False))
+
+
+def efficient_kernel(half, m, n, d, dv, dropout):
+    """The kernel _efficient_attention_backward's launchKernel takes: the
+    first of dispatch_cutlassB's list whose kMaxK covers max(D, Dv), with
+    dropout if dropout_p != 0, and, if sequence-aligned, M % kBlockSizeI
+    == N % kBlockSizeJ == 0.  (Alignment: SDPA only runs this backend
+    on aligned head dimensions, and all of these kernels are aligned;
+    shared memory: every kernel of the lists fits the H200's 227 KiB.)
+    Returns (kBlockSizeI, kBlockSizeJ, kMaxK)."""
+    if half:
+        kernels = _EFF_HALF_DROPOUT if dropout else _EFF_HALF
+    else:
+        kernels = _EFF_F32_DROPOUT if dropout else _EFF_F32
+    k = max(d, dv)
+    for bi, bj, kmax, seq in kernels:
+        if kmax < k:
+            continue
+        if seq and (m % bi != 0 or n % bj != 0):
+            continue
+        return bi, bj, kmax
+    return None
+
+
+def efficient_workspace(half, b, h, m, n, d, dv, dropout):
+    """AttentionBackwardKernel::Params::workspace_size() of the kernel
+    efficient_kernel() picks, in bytes: per batch and head
+    workspace_strideBH() floats, the sum, aligned to 4, of
+    - workspace_elements_gq(): kNeedsAccumGradQ (kEnableSplitKeys, every
+      sm70+ kernel): ceil(M / kBlockSizeI) * ceil(D / kBlockSizeJ)
+      GradQTempStorage, each a 16-byte lock, counter and pad and the
+      kBlockSizeI x kBlockSizeJ fp32 accumulator tile
+      (MatmulGradQ::AccumTileGmem::kElementsStored);
+    - workspace_elements_gk() and _gv(): kNeedsAccumGradK/V, fp16 and
+      bf16 kernels whose output is not kept in registers (kOutputInRF:
+      kMaxK <= kBlockSizeI): num_splits_key * kBlockSizeJ *
+      align_up(D or Dv, kBlockSizeI) each;
+    num_splits_key by _efficient_attention_backward's heuristic:
+    ceil(N / kBlockSizeJ), 1 when B * H >= 256 blocks already and N <=
+    2 * kBlockSizeJ, at most 200 / (B * H) where gK/gV are staged, and
+    at least 1."""
+    kern = efficient_kernel(half, m, n, d, dv, dropout)
+    if kern is None:
+        return 0
+    bi, bj, kmax = kern
+    # GradQTempStorage in floats: 4 (16 bytes) + the tile; every term a
+    # multiple of 4 floats, so workspace_strideBH's align_up adds none
+    gq = _div_up(m, bi) * _div_up(d, bj) * (4 + bi * bj)
+    gk = gv = 0
+    if half and not kmax <= bi:
+        splits = _div_up(n, bj)
+        if b * h >= 256 and n <= 2 * bj:
+            splits = 1
+        # min(splits, 200 / (B * H)), counted down (no division by a
+        # size: --symbolic)
+        while splits > 1 and splits * b * h > 200:
+            splits -= 1
+        gk = splits * bj * _pad(d, bi)
+        gv = splits * bj * _pad(dv, bi)
+    return b * h * (gq + gk + gv) * 4
+
+
+def attention_backward(kind, b, h, sq, d, itemsize, sk=None, dv=None,
+                       dropout=False):
     """Events of one attention backward kernel; KIND is cudnn, efficient
-    or flash; shapes of the query (B, H, Sq, D)."""
+    or flash; shapes of the query (B, H, Sq, D), the keys' length SK and
+    the values' head dimension DV (default Sq and D), DROPOUT whether
+    dropout_p != 0."""
+    sk = sq if sk is None else sk
+    dv = d if dv is None else dv
     if kind == "cudnn":
         return [("alloc", "ws", b * h * sq * d * 4 + b * h * sq * 4 + 256),
                 ("free", "ws")]
     if kind == "flash":
+        # mha_bwd: softmax_d (B, H, seqlen_q_rounded) and, not
+        # deterministic, dq_accum (B, seqlen_q_rounded, H,
+        # head_size_rounded) in fp32: seqlen_q rounded to 128, the head
+        # size to 8 and then to 32 up to 128, to 64 above.
         s = _pad(sq, 128)
+        hd = _pad(d, 8)
+        hd = _pad(hd, 32 if hd <= 128 else 64)
         return [("alloc", "softmax_d", b * h * s * 4),
-                ("alloc", "dq_accum", b * h * s * _pad(d, 32) * 4),
+                ("alloc", "dq_accum", b * h * s * hd * 4),
                 ("free", "dq_accum"), ("free", "softmax_d")]
-    if kind == "efficient":
-        s = _pad(sq, 64)
-        dk = 64 if d <= 64 else _pad(d, 128)
-        ws = b * h * s * dk * 4 + b * h * s // 4
-        delta = b * h * sq * 4
-        if itemsize == 4:
-            return [("alloc", "q", b * h * sq * d * itemsize),
-                    ("alloc", "delta", delta), ("alloc", "delta2", delta),
-                    ("free", "delta"), ("free", "q"),
-                    ("alloc", "ws", ws), ("free", "delta2"), ("free", "ws")]
-        return [("alloc", "delta", delta), ("alloc", "ws", ws),
-                ("free", "delta"), ("free", "ws")]
-    return []
+    if kind != "efficient":
+        return []
+    ws = efficient_workspace(itemsize < 4, b, h, sq, sk, d, dv, dropout)
+    end = [("alloc", "ws", ws)] if ws else []
+    if itemsize < 4:
+        # kKernelComputesDelta (fp16/bf16; on sm70 only kOutputInRF): delta is
+        # at::empty({B, nH, M}) in fp32, freed when launchKernel returns,
+        # before the workspace (declared outside it).
+        ev = [("alloc", "delta", b * h * sq * 4)] + end + \
+            [("free", "delta")]
+        return ev + ([("free", "ws")] if ws else [])
+    # fp32: delta = (grad_out.to(kFloat) * out.to(kFloat)).sum(-1)
+    # .transpose(-2, -1).contiguous(): the product (B, M, H, Dv), its
+    # sum (B, M, H), and the copy to (B, H, M) unless that transpose is
+    # already contiguous (H or M of 1); the full expression's temporaries
+    # freed in reverse order, the workspace after them, delta at
+    # launchKernel's end.
+    ev = [("alloc", "prod", b * sq * h * dv * 4),
+          ("alloc", "sum", b * sq * h * 4)]
+    if h > 1 and sq > 1:
+        ev += [("alloc", "delta", b * h * sq * 4), ("free", "sum"),
+               ("free", "prod")] + end + [("free", "delta")]
+    else:
+        ev += [("free", "prod")] + end + [("free", "sum")]
+    return ev + ([("free", "ws")] if ws else [])
 
 
 def attention_forward(kind):
