@@ -607,7 +607,9 @@ typedef struct rec_made_s {
 	char *label;
 	size_t same;  /* the combination it repeats, or its own k */
 	bool reuse;   /* kept before (or repeats one): not recorded */
-	char *origin; /* instantiated from a symbolic recording; NULL: no */
+	/* How it was instantiated from a symbolic recording, now (reuse
+	 * false) or before (its PATH.origin); NULL: recorded. */
+	char *origin;
 	bool kept;    /* path given to rec_keep() */
 } rec_made_t;
 
@@ -637,6 +639,44 @@ rec_ended(msim_recsweep_t *r, rec_made_t *m, int rc, const char *why)
 	return 0;
 }
 
+/* The origin kept beside path (PATH.origin: one line, written when a
+ * trace is instantiated there), so that a sweep run again that reuses
+ * the file stores it too; NULL where there is none.  Malloc'd. */
+static char *
+rec_origin_read(const char *path)
+{
+	char name[4200], line[2048];
+	snprintf(name, sizeof(name), "%s.origin", path);
+	FILE *fp = fopen(name, "r");
+	if (!fp)
+		return NULL;
+	char *got = fgets(line, sizeof(line), fp) ? line : NULL;
+	fclose(fp);
+	if (got)
+		got[strcspn(got, "\n")] = '\0';
+	return got && *got ? strdup(got) : NULL;
+}
+
+/* Keeps origin beside path (origin NULL: removes what is there, as a
+ * recording replaces the file).  0, or MSIM_EIO with why. */
+static int
+rec_origin_write(msim_recsweep_t *r, const char *path, const char *origin)
+{
+	char name[4200];
+	snprintf(name, sizeof(name), "%s.origin", path);
+	if (!origin)
+		return unlink(name) && errno != ENOENT
+			? rec_fail(r, MSIM_EIO, "%s: %s", name, strerror(errno))
+			: 0;
+	FILE *fp = fopen(name, "w");
+	if (!fp || fprintf(fp, "%s\n", origin) < 0 || fclose(fp)) {
+		if (fp)
+			fclose(fp);
+		return rec_fail(r, MSIM_EIO, "%s: %s", name, strerror(errno));
+	}
+	return 0;
+}
+
 /* The file, label and reuse of combination k into made[k]. */
 static int
 rec_plan(msim_recsweep_t *r, size_t k, rec_made_t *made)
@@ -662,6 +702,8 @@ rec_plan(msim_recsweep_t *r, size_t k, rec_made_t *made)
 			m->same = j;
 	struct stat st;
 	m->reuse = m->same != k || (!s->force && !stat(m->path, &st));
+	if (m->same == k && m->reuse)
+		m->origin = rec_origin_read(m->path);
 	return 0;
 }
 
@@ -692,15 +734,17 @@ rec_one(msim_recsweep_t *r, size_t k, size_t total, msim_recserver_t **srv,
 	rec_made_t *m = &made[k];
 	const char *who = r->nax ? m->label : "the command";
 	rec_note(r, MSIM_RECSWEEP_NOTE, "recording %zu/%zu (%s): %s", k + 1,
-		 total, who, m->origin ? "instantiated from the symbolic "
+		 total, who, m->reuse && m->origin ? "instantiated before, "
+		 "reused" : m->origin ? "instantiated from the symbolic "
 		 "recording" : m->reuse ? "made before, reused"
 		 : "recording...");
-	if (m->origin || m->reuse)
+	if (m->reuse || m->origin)
 		return 0;
 	const char *names[64], *values[64];
 	char *ropt[2 * 64], label[2048];
 	int nropt, rc;
-	if ((rc = rec_combination(r, k, names, values, ropt, &nropt, label,
+	if ((rc = rec_origin_write(r, m->path, NULL)) ||
+	    (rc = rec_combination(r, k, names, values, ropt, &nropt, label,
 				  sizeof(label))) ||
 	    (rc = rec_server(r, srv, tried)))
 		return rc;
@@ -815,8 +859,8 @@ rec_sym_group(msim_recsweep_t *r, size_t k0, size_t total, rec_made_t *made,
 	if (n < 3) {
 		rec_sym_note(&g, n ? "symbolic: not used: fewer than three "
 			     "values to record (two symbolic recordings "
-			     "would make them)" : "symbolic: not used: no "
-			     "value from 2 up to record");
+			     "would make them)" : "symbolic: no value from 2 "
+			     "up to record (each made before)");
 		return 0;
 	}
 	qsort(v, n, sizeof(*v), rec_long_cmp);
@@ -860,6 +904,8 @@ rec_sym_group(msim_recsweep_t *r, size_t k0, size_t total, rec_made_t *made,
 			 ax->name, res.lo, res.hi, res.v[0], res.v[1]);
 		if (!(m->origin = strdup(origin)))
 			return rec_fail(r, MSIM_ENOMEM, "out of memory");
+		if ((rc = rec_origin_write(r, m->path, origin)))
+			return rc;
 		r->instantiated++;
 	}
 	return rc;

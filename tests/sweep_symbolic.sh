@@ -104,6 +104,17 @@ origins sym >"$tmp/sym.orig"
 grep -q '^record:B=8 instantiated at B=8 from runs\.db\.recordings/symbolic-B=5-[0-9a-f]*\.csv, which holds for B=2\.\.12 (recorded at 5 and 6, the same trace)$' \
 	"$tmp/sym.orig" || fail "B=8's origin: $(cat "$tmp/sym.orig")"
 ! grep -q '^record:B=1 ' "$tmp/sym.orig" || fail "B=1 has an origin"
+# Run again with another allocator setting: the files are reused, nothing
+# recorded, and the new runs of the instantiated ones say so too.
+sweep sym "$tmp/lin.py" --symbolic B --grid garbage_collection_threshold=0.5
+grep -q '^sweep 2: 12 settings: 12 run' "$tmp/sym/out" ||
+	fail "sweep again: $(cat "$tmp/sym/out")"
+grep -qF "memsim sweep: recording 2/6 (B=2): instantiated before, reused" \
+	"$tmp/sym/err" || fail "no reuse line: $(grep 2/6 "$tmp/sym/err")"
+! grep -q " symbolic$\|recording\.\.\.$" "$tmp/sym/err" ||
+	fail "recorded again: $(cat "$tmp/sym/err")"
+origins sym >"$tmp/sym.orig"
+[ "$(wc -l <"$tmp/sym.orig")" -eq 20 ] || fail "origins again: $(cat "$tmp/sym.orig")"
 
 # A refused symbolic recording: said, and every value recorded.
 sweep pinplain "$tmp/pin.py"
