@@ -103,7 +103,11 @@ static const msim_cli_cmd_t sweep_cmd = {
 	"in\n"
 	"DB.recordings/ and reused), and every setting of the other names "
 	"replays it;\n"
-	"words NAME=V1,... before -- are grid axes too.\n",
+	"words NAME=V1,... before -- are grid axes too.  --symbolic NAME records "
+	"{NAME}\n"
+	"twice with memsim record --symbolic and instantiates its values "
+	"where that\n"
+	"holds (docs/symbolic-sizes.md).\n",
 	false,
 };
 
