@@ -55,6 +55,11 @@ static const msim_cli_opt_t sweep_opts[] = {
 	{'j', true, "jobs", "N",
 	 "worker processes (default: the number of cores); over\n"
 	 "a command, also the recordings made at once"},
+	{'Y', false, "symbolic", "NAME",
+	 "over a command: record the {NAME} of the grid\n"
+	 "symbolic (memsim record --symbolic, twice to check)\n"
+	 "and instantiate its values where that holds; the\n"
+	 "rest recorded one by one (docs/symbolic-sizes.md)"},
 	{'T', false, "timeout", "SECONDS",
 	 "over a command: stop a recording that runs longer\n"
 	 "(a failure at its values)"},
@@ -98,7 +103,11 @@ static const msim_cli_cmd_t sweep_cmd = {
 	"in\n"
 	"DB.recordings/ and reused), and every setting of the other names "
 	"replays it;\n"
-	"words NAME=V1,... before -- are grid axes too.\n",
+	"words NAME=V1,... before -- are grid axes too.  --symbolic NAME records "
+	"{NAME}\n"
+	"twice with memsim record --symbolic and instantiates its values "
+	"where that\n"
+	"holds (docs/symbolic-sizes.md).\n",
 	false,
 };
 
@@ -136,6 +145,7 @@ typedef struct sweep_opts_s {
 	const char *db;
 	long jobs;
 	unsigned timeout; /* --timeout: seconds a recording may run */
+	const char *symbolic; /* --symbolic NAME */
 	int force, list, quiet;
 	msim_cli_gpu_t gpu; /* --device, --capacity, --context-bytes */
 } sweep_opts_t;
@@ -184,6 +194,13 @@ sweep_opt(int c, msim_sweep_spec_t *spec, sweep_opts_t *o)
 	case 'T':
 		o->timeout = (unsigned)msim_cli_uint("--timeout", optarg, 1,
 						     1u << 30);
+		break;
+	case 'Y':
+		if (o->symbolic && strcmp(o->symbolic, optarg))
+			msim_cli_die("--symbolic: one name at a time (%s and "
+				     "%s given): the recorder makes one "
+				     "setting symbolic", o->symbolic, optarg);
+		o->symbolic = optarg;
 		break;
 	case 'f': o->force = 1; break;
 	case 'H':
@@ -261,6 +278,7 @@ rec_make(char *const *cmd, int ncmd, sweep_opts_t *o, msim_sweep_spec_t *spec)
 		.rec = {.dirs = msim_cli_record_dirs(), .quiet = true,
 			.timeout_s = o->timeout},
 		.jobs = (int)o->jobs, .note = rec_note, .ctx = o,
+		.symbolic = o->symbolic,
 	};
 	msim_recsweep_t *r;
 	char why[2048];
@@ -269,6 +287,7 @@ rec_make(char *const *cmd, int ncmd, sweep_opts_t *o, msim_sweep_spec_t *spec)
 	spec->traces = msim_recsweep_paths(r);
 	spec->ntraces = msim_recsweep_count(r);
 	spec->labels = msim_recsweep_labels(r);
+	spec->origins = msim_recsweep_origins(r);
 	spec->grid = o->grid;
 	spec->ngrid = o->ngrid;
 	return r;
@@ -330,6 +349,10 @@ msim_cmd_sweep(int argc, char **argv)
 	if (o.timeout && !recmode)
 		msim_cli_die("--timeout: only over a command (memsim sweep "
 			     "... -- python3 SCRIPT ...): no trace is recorded");
+	if (o.symbolic && !recmode)
+		msim_cli_die("--symbolic: only over a command (memsim sweep "
+			     "--symbolic NAME ... -- python3 SCRIPT {NAME}): "
+			     "no trace is recorded");
 	if (recmode)
 		rec = rec_make(cmd, ncmd, &o, &spec);
 	char why[2048];

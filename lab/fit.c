@@ -17,6 +17,7 @@
 #include "lab/job.h"
 #include "lab/print.h"
 #include "lab/recserver.h"
+#include "lab/symrec.h"
 #include "plots/plot.h"
 #include "policies/registry.h"
 #include "sim/device.h"
@@ -136,9 +137,8 @@ typedef struct fit_state_s {
 	msim_recserver_t *srv;
 	char *why;
 	size_t whylen;
-	/* The symbolic trace and where it holds (sym_lo > sym_hi: none). */
-	char sym_trace[4096];
-	long sym_lo, sym_hi;
+	/* The symbolic trace and where it holds (lab/symrec.h). */
+	msim_symrec_t sym;
 } fit_state_t;
 
 /* What a recording's exit status rc (msim_record_exec()'s) means: 0, 1
@@ -331,19 +331,19 @@ fit_eval(fit_state_t *st, const long *values, size_t n)
 		rc = MSIM_ENOMEM;
 	}
 	for (size_t i = 0; !rc && !s->pattern && i < m; i++) {
-		if (todo[i] >= st->sym_lo && todo[i] <= st->sym_hi) {
+		if (msim_symrec_holds(&st->sym, todo[i])) {
 			char iwhy[1024];
-			if (msim_symtrace_instantiate(st->sym_trace, todo[i],
+			if (msim_symtrace_instantiate(st->sym.trace, todo[i],
 						      traces[i], iwhy,
 						      sizeof(iwhy)) == 0) {
 				inst[i] = true;
 				continue;
 			}
 			fit_note(s, "%s; recorded instead", iwhy);
-		} else if (st->sym_lo <= st->sym_hi) {
+		} else if (st->sym.lo <= st->sym.hi) {
 			fit_note(s, "%s=%ld is outside %ld..%ld, where the "
 				 "symbolic trace holds: recorded", s->name,
-				 todo[i], st->sym_lo, st->sym_hi);
+				 todo[i], st->sym.lo, st->sym.hi);
 		}
 		if (r != i) {
 			long tv = todo[r];
@@ -470,7 +470,7 @@ fit_search(fit_state_t *st)
 				return rc;
 			n = 0;
 			for (long x = a + 1; x < b && n < 256; x++)
-				if (x >= st->sym_lo && x <= st->sym_hi)
+				if (msim_symrec_holds(&st->sym, x))
 					v[n++] = x;
 			if (!n)
 				n = fit_pick(s, fit_find(res, a),
@@ -525,179 +525,42 @@ fit_candidates(const msim_fit_spec_t *s, msim_fit_result_t *res, char *why,
 	return 0;
 }
 
-/* Whether files a and b hold the same bytes. */
-static bool
-fit_same_file(const char *a, const char *b)
-{
-	FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
-	bool same = fa && fb;
-	char ba[65536], bb[65536];
-	while (same) {
-		size_t na = fread(ba, 1, sizeof(ba), fa);
-		size_t nb = fread(bb, 1, sizeof(bb), fb);
-		same = na == nb && memcmp(ba, bb, na) == 0;
-		if (na < sizeof(ba))
-			break;
-	}
-	same = same && !ferror(fa) && !ferror(fb);
-	if (fa)
-		fclose(fa);
-	if (fb)
-		fclose(fb);
-	return same;
-}
-
-/* The symbolic recordings' values: g, the search's first guess (its
- * own value then instantiated), and the next (or, at the top, the one
- * before), in [a, b]: next to each other, seldom on two sides of a
- * rule's branch; a size the model has for itself that equals one of them
- * is made symbolic in that recording alone, and the two differ. */
+/* The file of the symbolic recording at v (msim_symrec_spec_t.path). */
 static void
-fit_sentinels(long g, long a, long b, long v[2])
+fit_sym_path(void *ctx, long v, char *const *ropt, int nropt,
+	     char *const *cmd, char *buf, size_t n)
 {
-	v[0] = g < b ? g : b - 1;
-	if (v[0] < a)
-		v[0] = a;
-	v[1] = v[0] + 1;
+	const msim_fit_spec_t *s = ctx;
+	(void)ropt;
+	(void)nropt;
+	(void)cmd;
+	snprintf(buf, n, "%s/%s-symbolic-%ld.csv", s->dir, s->name, v);
 }
 
-/* The symbolic trace (spec->symbolic) around g: the command recorded
- * with --symbolic NAME=V at two values V; where both hold, and each,
- * instantiated at both values, gives the same bytes as the other, st's
- * sym_* are set.  Else res->symbolic says why and every value is
+static void
+fit_sym_note(void *ctx, const char *line)
+{
+	fit_note(ctx, "%s", line);
+}
+
+/* The symbolic trace (spec->symbolic) around g (lab/symrec.h): where it
+ * holds, st->sym is set; else res->symbolic says why and every value is
  * recorded.  0, or a negative MSIM_E* when the search cannot go on. */
 static int
 fit_symbolic(fit_state_t *st, long g)
 {
 	const msim_fit_spec_t *s = st->s;
-	msim_fit_result_t *res = st->res;
-	char *sy = res->symbolic;
-	size_t syl = sizeof(res->symbolic);
-	long a = s->lo < 2 ? 2 : s->lo, top = s->hi > (1L << 24) ?
-		(1L << 24) : s->hi;
-	if (top < a || fit_span(a, top) < 2 || g < 2) {
-		snprintf(sy, syl, "not used: %s=%ld..%ld is too short a range "
-			 "(it starts at 2: PyTorch specializes sizes 0 and 1)",
-			 s->name, s->lo, s->hi);
-		fit_note(s, "symbolic: %s", sy);
-		return 0;
-	}
-	long v[2];
-	fit_sentinels(g < a ? a : g > top ? top : g, a, top, v);
-	char traces[2][4096], opt[2][160];
-	char **ropt = calloc((size_t)s->nropt + 3, sizeof(*ropt));
-	if (!ropt) {
-		snprintf(st->why, st->whylen, "out of memory");
-		return MSIM_ENOMEM;
-	}
-	int rc = 0;
-	bool bad[2] = {false, false};
-	for (int i = 0; i < 2; i++) {
-		snprintf(traces[i], sizeof(traces[i]), "%s/%s-symbolic-%ld.csv",
-			 s->dir, s->name, v[i]);
-		snprintf(opt[i], sizeof(opt[i]), "%s=%ld:%ld", s->name, v[i],
-			 top);
-	}
-	/* one recording after another: each has its --symbolic */
-	for (int i = 0; i < 2 && !rc && !bad[0]; i++) {
-		char val[32], rwhy[1024];
-		snprintf(val, sizeof(val), "%ld", v[i]);
-		const char *vp = val;
-		for (int k = 0; k < s->nropt; k++)
-			ropt[k] = s->ropt[k];
-		ropt[s->nropt] = "--symbolic";
-		ropt[s->nropt + 1] = opt[i];
-		char **cmd = msim_record_subst(s->cmd, s->ncmd, &s->name, &vp,
-					       1);
-		if (!cmd) {
-			snprintf(st->why, st->whylen, "out of memory");
-			rc = MSIM_ENOMEM;
-			break;
-		}
-		fit_note(s, "recording %s=%ld symbolic", s->name, v[i]);
-		res->symbolic_recordings++;
-		int r;
-		if (st->srv) {
-			r = msim_recserver_submit(st->srv, i, traces[i], ropt,
-						  s->nropt + 2, cmd, s->ncmd,
-						  rwhy, sizeof(rwhy));
-			int id;
-			while (!r && msim_recserver_running(st->srv))
-				r = msim_recserver_wait(st->srv, &id, rwhy,
-							sizeof(rwhy));
-		} else {
-			r = msim_record_exec(&s->rec, traces[i], ropt,
-					     s->nropt + 2, cmd, s->ncmd, rwhy,
-					     sizeof(rwhy));
-		}
-		msim_record_subst_free(cmd, s->ncmd);
-		if (r && (r < 0 || msim_record_signal()))
-			rc = fit_recorded(st, v[i], r, rwhy);
-		else if (r) {
-			bad[i] = true;
-			snprintf(sy, syl, "not used: recording %s=%ld with "
-				 "--symbolic %s (exit %d%s%.700s)", s->name,
-				 v[i], r == 3 ? "was refused" : "failed", r,
-				 *rwhy ? ": " : "", rwhy);
-		}
-	}
-	free(ropt);
-	if (rc || bad[0] || bad[1]) {
-		if (!rc)
-			fit_note(s, "symbolic: %s; every value is recorded",
-				 sy);
-		return rc;
-	}
-	msim_symtrace_info_t in[2];
-	char why[1024];
-	long lo = 0, hi = 0;
-	for (int i = 0; i < 2 && !sy[0]; i++) {
-		if (msim_symtrace_probe(traces[i], &in[i], why,
-					sizeof(why)) != 1)
-			snprintf(sy, syl, "not used: %.900s", why);
-	}
-	if (!sy[0]) {
-		lo = in[0].lo > in[1].lo ? in[0].lo : in[1].lo;
-		hi = in[0].hi < in[1].hi ? in[0].hi : in[1].hi;
-		if (v[0] < lo || v[0] > hi || v[1] < lo || v[1] > hi)
-			snprintf(sy, syl, "not used: the recordings at %s=%ld "
-				 "and %ld hold for %ld..%ld and %ld..%ld: "
-				 "the program branches on %s between them",
-				 s->name, v[0], v[1], in[0].lo, in[0].hi,
-				 in[1].lo, in[1].hi, s->name);
-	}
-	/* each instantiated at both values: the same bytes */
-	for (int k = 0; k < 2 && !sy[0]; k++) {
-		char x[2][4096];
-		for (int i = 0; i < 2 && !sy[0]; i++) {
-			snprintf(x[i], sizeof(x[i]), "%s/%s-symbolic-check%d"
-				 ".csv", s->dir, s->name, i);
-			if (msim_symtrace_instantiate(traces[i], v[k], x[i],
-						      why, sizeof(why)))
-				snprintf(sy, syl, "not used: %.900s", why);
-		}
-		if (!sy[0] && !fit_same_file(x[0], x[1]))
-			snprintf(sy, syl, "not used: the recordings at %s=%ld "
-				 "and %ld, instantiated at %ld, differ: the "
-				 "script uses %s where no tensor size shows "
-				 "it (a loop, or B*T computed as an int)",
-				 s->name, v[0], v[1], v[k], s->name);
-		unlink(x[0]);
-		unlink(x[1]);
-	}
-	if (sy[0]) {
-		fit_note(s, "symbolic: %s; every value is recorded", sy);
-		return 0;
-	}
-	snprintf(st->sym_trace, sizeof(st->sym_trace), "%s", traces[0]);
-	st->sym_lo = lo;
-	st->sym_hi = hi;
-	snprintf(sy, syl, "%s=%ld..%ld instantiated from one symbolic "
-		 "recording (%.700s; recorded at %ld and %ld, the same trace); "
-		 "values outside it recorded one by one", s->name, lo, hi,
-		 traces[0], v[0], v[1]);
-	fit_note(s, "symbolic: %s", sy);
-	return 0;
+	msim_symrec_spec_t ss = {
+		.rec = &s->rec, .srv = st->srv, .cmd = s->cmd,
+		.ncmd = s->ncmd, .ropt = s->ropt, .nropt = s->nropt,
+		.name = s->name, .lo = s->lo, .hi = s->hi, .at = g,
+		.path = fit_sym_path, .note = fit_sym_note, .ctx = (void *)s,
+	};
+	int rc = msim_symrec_make(&ss, &st->sym, st->why, st->whylen);
+	st->res->symbolic_recordings = st->sym.recordings;
+	snprintf(st->res->symbolic, sizeof(st->res->symbolic), "%s",
+		 st->sym.why);
+	return rc;
 }
 
 /* Whether the peaks seen grow with the value, as the search assumes: a
@@ -752,8 +615,8 @@ msim_fit_run(const msim_fit_spec_t *spec, msim_fit_result_t *res,
 		rc = rc == MSIM_EIO ? rc : 0; /* EIO: memsim got a signal */
 		why[0] = rc ? why[0] : '\0';
 	}
-	st.sym_lo = 1;
-	st.sym_hi = 0;
+	st.sym.lo = 1;
+	st.sym.hi = 0;
 	if (!rc)
 		rc = fit_search(&st);
 	msim_recserver_destroy(st.srv);

@@ -622,6 +622,7 @@ msim_job_store(msim_job_t *j, msim_db_t *db, int mode, int64_t sweep_id,
 	const char *kv[JOB_NKV];
 	msim_input_meta(&j->in, j->meta.kv, kv, JOB_NKV);
 	job_meta_add(kv, "snapshot_state", j->snapstate);
+	job_meta_add(kv, "trace_origin", j->spec.origin ? j->spec.origin : "");
 	/* A partial history: what was seeded, kept with the run. */
 	msim_trace_seed_t sd = {0};
 	if (j->in.trace)

@@ -45,6 +45,10 @@ typedef struct msim_job_spec_s {
 	double fraction;        /* or the cap as a fraction; 0: none */
 	uint64_t capacity;      /* device memory; 0: the H200's */
 	const char *addresses;  /* "model" (NULL) or "trace" */
+	/* How the trace file was made when it was not recorded ("instantiated
+	 * at B=5 from ..."; lab/record.h), stored as the run_meta
+	 * trace_origin; NULL: nothing stored.  Not part of the setting. */
+	const char *origin;
 	/* Which rows of a trace file are replayed (traces/trace.h):
 	 * requests_only drops free_requested (alloc and free_completed, as
 	 * caching_allocator_alloc/delete and `memsim validate` see them);

@@ -22,7 +22,9 @@
 #include "lab/recproc.h"
 #include "lab/record_int.h"
 #include "lab/recserver.h"
+#include "lab/symrec.h"
 #include "sim/error.h"
+#include "traces/symtrace.h"
 #include "traces/trace.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -319,8 +321,11 @@ struct msim_recsweep_s {
 	char *dir;           /* where they are kept */
 	const char **paths;  /* one a recording made (malloc'd strings) */
 	const char **labels; /* "batch=2,checkpoint=sqrt"; NULL: no name */
+	const char **origins; /* msim_recsweep_origins() */
 	size_t n;
 	size_t failed;
+	long sym;            /* the axis of spec->symbolic; -1: none */
+	size_t instantiated, sym_made; /* spec->symbolic's counts */
 	char *why;           /* the caller's */
 	size_t whylen;
 };
@@ -537,9 +542,11 @@ rec_note(const msim_recsweep_t *r, int what, const char *fmt, ...)
 	r->spec->note(r->spec->ctx, what, line);
 }
 
-/* Keeps path (taken) and label as recording r->n. */
+/* Keeps path (taken), label and origin (NULL: recorded) as recording
+ * r->n. */
 static int
-rec_keep(msim_recsweep_t *r, char *path, const char *label)
+rec_keep(msim_recsweep_t *r, char *path, const char *label,
+	 const char *origin)
 {
 	const char **np = realloc(r->paths, (r->n + 1) * sizeof(*np));
 	if (np)
@@ -548,13 +555,20 @@ rec_keep(msim_recsweep_t *r, char *path, const char *label)
 			     : NULL;
 	if (nl)
 		r->labels = nl;
-	char *lc = nl && r->nax ? strdup(label) : NULL;
-	if (!nl || (r->nax && !lc)) {
+	const char **no = nl ? realloc(r->origins, (r->n + 1) * sizeof(*no))
+			     : NULL;
+	if (no)
+		r->origins = no;
+	char *lc = no && r->nax ? strdup(label) : NULL;
+	char *oc = lc && origin ? strdup(origin) : NULL;
+	if (!no || (r->nax && !lc) || (origin && !oc)) {
+		free(lc);
 		free(path);
 		return rec_fail(r, MSIM_ENOMEM, "out of memory");
 	}
 	r->paths[r->n] = path;
 	r->labels[r->n] = lc;
+	r->origins[r->n] = oc;
 	r->n++;
 	return 0;
 }
@@ -592,6 +606,10 @@ typedef struct rec_made_s {
 	char *path;
 	char *label;
 	size_t same;  /* the combination it repeats, or its own k */
+	bool reuse;   /* kept before (or repeats one): not recorded */
+	/* How it was instantiated from a symbolic recording, now (reuse
+	 * false) or before (its PATH.origin); NULL: recorded. */
+	char *origin;
 	bool kept;    /* path given to rec_keep() */
 } rec_made_t;
 
@@ -621,12 +639,47 @@ rec_ended(msim_recsweep_t *r, rec_made_t *m, int rc, const char *why)
 	return 0;
 }
 
-/* Makes (or finds, or starts through the fork server *srv, started at
- * the first recording to make) the recording of combination k into
- * made[k]; a failed one is counted and left out. */
+/* The origin kept beside path (PATH.origin: one line, written when a
+ * trace is instantiated there), so that a sweep run again that reuses
+ * the file stores it too; NULL where there is none.  Malloc'd. */
+static char *
+rec_origin_read(const char *path)
+{
+	char name[4200], line[2048];
+	snprintf(name, sizeof(name), "%s.origin", path);
+	FILE *fp = fopen(name, "r");
+	if (!fp)
+		return NULL;
+	char *got = fgets(line, sizeof(line), fp) ? line : NULL;
+	fclose(fp);
+	if (got)
+		got[strcspn(got, "\n")] = '\0';
+	return got && *got ? strdup(got) : NULL;
+}
+
+/* Keeps origin beside path (origin NULL: removes what is there, as a
+ * recording replaces the file).  0, or MSIM_EIO with why. */
 static int
-rec_one(msim_recsweep_t *r, size_t k, size_t total, msim_recserver_t **srv,
-	bool *tried, rec_made_t *made)
+rec_origin_write(msim_recsweep_t *r, const char *path, const char *origin)
+{
+	char name[4200];
+	snprintf(name, sizeof(name), "%s.origin", path);
+	if (!origin)
+		return unlink(name) && errno != ENOENT
+			? rec_fail(r, MSIM_EIO, "%s: %s", name, strerror(errno))
+			: 0;
+	FILE *fp = fopen(name, "w");
+	if (!fp || fprintf(fp, "%s\n", origin) < 0 || fclose(fp)) {
+		if (fp)
+			fclose(fp);
+		return rec_fail(r, MSIM_EIO, "%s: %s", name, strerror(errno));
+	}
+	return 0;
+}
+
+/* The file, label and reuse of combination k into made[k]. */
+static int
+rec_plan(msim_recsweep_t *r, size_t k, rec_made_t *made)
 {
 	const msim_recsweep_spec_t *s = r->spec;
 	const char *names[64], *values[64];
@@ -637,36 +690,69 @@ rec_one(msim_recsweep_t *r, size_t k, size_t total, msim_recserver_t **srv,
 		return rc;
 	char **cmd = msim_record_subst(s->cmd, s->ncmd, names, values, r->nax);
 	rec_made_t *m = &made[k];
-	/* same, path, label: read by rec_all() whatever happens here */
 	m->same = k;
 	m->path = cmd ? rec_path(r, r->nax ? label : NULL, ropt, nropt, cmd)
 		      : NULL;
 	m->label = m->path ? strdup(label) : NULL;
-	if (!m->label) {
-		msim_record_subst_free(cmd, s->ncmd);
+	msim_record_subst_free(cmd, s->ncmd);
+	if (!m->label)
 		return rec_fail(r, MSIM_ENOMEM, "out of memory");
-	}
 	for (size_t j = 0; j < k && m->same == k; j++)
 		if (made[j].path && !strcmp(made[j].path, m->path))
 			m->same = j;
-	const char *who = r->nax ? label : "the command";
 	struct stat st;
-	int reuse = m->same != k || (!s->force && !stat(m->path, &st));
+	m->reuse = m->same != k || (!s->force && !stat(m->path, &st));
+	if (m->same == k && m->reuse)
+		m->origin = rec_origin_read(m->path);
+	return 0;
+}
+
+/* Starts the fork server *srv, once, before the first recording to
+ * make; on failure each recording alone says why. */
+static int
+rec_server(msim_recsweep_t *r, msim_recserver_t **srv, bool *tried)
+{
+	const msim_recsweep_spec_t *s = r->spec;
+	char why[1024];
+	if (*tried)
+		return 0;
+	*tried = true;
+	if (msim_recserver_new(&s->rec, s->cmd, s->ncmd, srv, why,
+			       sizeof(why)) == MSIM_EIO)
+		return rec_fail(r, MSIM_EIO, "record: %s", why);
+	return 0;
+}
+
+/* Makes (or finds, or starts through the fork server *srv) the recording
+ * of combination k, planned in made[k]; a failed one is counted and left
+ * out. */
+static int
+rec_one(msim_recsweep_t *r, size_t k, size_t total, msim_recserver_t **srv,
+	bool *tried, rec_made_t *made)
+{
+	const msim_recsweep_spec_t *s = r->spec;
+	rec_made_t *m = &made[k];
+	const char *who = r->nax ? m->label : "the command";
 	rec_note(r, MSIM_RECSWEEP_NOTE, "recording %zu/%zu (%s): %s", k + 1,
-		 total, who, reuse ? "made before, reused" : "recording...");
+		 total, who, m->reuse && m->origin ? "instantiated before, "
+		 "reused" : m->origin ? "instantiated from the symbolic "
+		 "recording" : m->reuse ? "made before, reused"
+		 : "recording...");
+	if (m->reuse || m->origin)
+		return 0;
+	const char *names[64], *values[64];
+	char *ropt[2 * 64], label[2048];
+	int nropt, rc;
+	if ((rc = rec_origin_write(r, m->path, NULL)) ||
+	    (rc = rec_combination(r, k, names, values, ropt, &nropt, label,
+				  sizeof(label))) ||
+	    (rc = rec_server(r, srv, tried)))
+		return rc;
+	char **cmd = msim_record_subst(s->cmd, s->ncmd, names, values, r->nax);
+	if (!cmd)
+		return rec_fail(r, MSIM_ENOMEM, "out of memory");
 	char why[1024] = "";
-	if (!reuse && !*tried) { /* on failure, each alone says why */
-		*tried = true;
-		if (msim_recserver_new(&s->rec, s->cmd, s->ncmd, srv, why,
-				       sizeof(why)) == MSIM_EIO) {
-			msim_record_subst_free(cmd, s->ncmd);
-			return rec_fail(r, MSIM_EIO, "record: %s", why);
-		}
-		why[0] = '\0';
-	}
-	if (reuse)
-		rc = 0;
-	else if (*srv)
+	if (*srv)
 		rc = msim_recserver_submit(*srv, (int)k, m->path, ropt, nropt,
 					   cmd, s->ncmd, why, sizeof(why));
 	else
@@ -685,6 +771,163 @@ rec_wait(msim_recsweep_t *r, msim_recserver_t *srv, rec_made_t *made)
 	return rec_ended(r, id >= 0 ? &made[id] : NULL, rc, why);
 }
 
+/* One group of spec->symbolic: the combinations that differ only in its
+ * value, their command with the other names given (and {NAME} kept),
+ * their recorder options and the other names' label. */
+typedef struct rec_group_s {
+	msim_recsweep_t *r;
+	char **cmd;
+	char *ropt[2 * 64];
+	int nropt;
+	char label[2048];   /* "checkpoint=sqrt", or "" */
+} rec_group_t;
+
+/* The file of the symbolic recording at v (msim_symrec_spec_t.path):
+ * beside the others, named by the group and hashed as they are. */
+static void
+rec_sym_path(void *ctx, long v, char *const *ropt, int nropt,
+	     char *const *cmd, char *buf, size_t n)
+{
+	rec_group_t *g = ctx;
+	msim_recsweep_t *r = g->r;
+	char name[2200];
+	snprintf(name, sizeof(name), "symbolic-%s=%ld%s%s",
+		 r->ax[r->sym].name, v, g->label[0] ? "," : "", g->label);
+	char *path = rec_path(r, name, ropt, nropt, cmd);
+	snprintf(buf, n, "%s", path ? path : "");
+	free(path);
+}
+
+static void
+rec_sym_note(void *ctx, const char *line)
+{
+	rec_group_t *g = ctx;
+	rec_note(g->r, MSIM_RECSWEEP_NOTE, "%s%s%s", g->label[0] ? g->label
+		 : "", g->label[0] ? ": " : "", line);
+}
+
+/* The value of combination k on spec->symbolic's axis. */
+static long
+rec_sym_value(const msim_recsweep_t *r, size_t k)
+{
+	size_t stride = 1;
+	for (size_t a = r->nax; --a > (size_t)r->sym;)
+		stride *= r->ax[a].n;
+	const rec_axis_t *ax = &r->ax[r->sym];
+	return strtol(ax->v[k / stride % ax->n], NULL, 10);
+}
+
+static int
+rec_long_cmp(const void *a, const void *b)
+{
+	long x = *(const long *)a, y = *(const long *)b;
+	return (x > y) - (x < y);
+}
+
+/* The group of combination k0 (its value on the axis the first):
+ * recorded symbolic where three or more of its values are to be made,
+ * each value where the trace holds instantiated into its file. */
+static int
+rec_sym_group(msim_recsweep_t *r, size_t k0, size_t total, rec_made_t *made,
+	      msim_recserver_t **srv, bool *tried)
+{
+	const msim_recsweep_spec_t *s = r->spec;
+	const rec_axis_t *ax = &r->ax[r->sym];
+	size_t stride = total, n = 0;
+	for (size_t a = 0; a <= (size_t)r->sym; a++)
+		stride /= r->ax[a].n;
+	long v[1024];
+	for (size_t j = 0; j < ax->n && n < 1024; j++) {
+		const rec_made_t *m = &made[k0 + j * stride];
+		if (!m->reuse && rec_sym_value(r, k0 + j * stride) >= 2)
+			v[n++] = rec_sym_value(r, k0 + j * stride);
+	}
+	rec_group_t g = {.r = r};
+	const char *names[64], *values[64];
+	char label[2048];
+	int rc = rec_combination(r, k0, names, values, g.ropt, &g.nropt, label,
+				 sizeof(label));
+	size_t len = 0;
+	for (size_t a = 0; !rc && a < r->nax; a++)
+		if (a != (size_t)r->sym)
+			len += (size_t)snprintf(g.label + len,
+						sizeof(g.label) - len, "%s%s=%s",
+						len ? "," : "", names[a],
+						values[a]);
+	if (rc)
+		return rc;
+	if (n < 3) {
+		rec_sym_note(&g, n ? "symbolic: not used: fewer than three "
+			     "values to record (two symbolic recordings "
+			     "would make them)" : "symbolic: no value from 2 "
+			     "up to record (each made before)");
+		return 0;
+	}
+	qsort(v, n, sizeof(*v), rec_long_cmp);
+	/* the other names given, {NAME} kept */
+	const char *on[64], *ov[64];
+	size_t no = 0;
+	for (size_t a = 0; a < r->nax; a++)
+		if (a != (size_t)r->sym) {
+			on[no] = names[a];
+			ov[no++] = values[a];
+		}
+	if ((rc = rec_server(r, srv, tried)))
+		return rc;
+	if (!(g.cmd = msim_record_subst(s->cmd, s->ncmd, on, ov, no)))
+		return rec_fail(r, MSIM_ENOMEM, "out of memory");
+	msim_symrec_spec_t ss = {
+		.rec = &s->rec, .srv = *srv, .cmd = g.cmd, .ncmd = s->ncmd,
+		.ropt = g.ropt, .nropt = g.nropt, .name = ax->name,
+		.lo = v[0], .hi = v[n - 1], .at = v[n / 2],
+		.path = rec_sym_path, .ctx = &g, .reuse = !s->force,
+		.note = rec_sym_note,
+	};
+	msim_symrec_t res;
+	rc = msim_symrec_make(&ss, &res, r->why, r->whylen);
+	msim_record_subst_free(g.cmd, s->ncmd);
+	r->sym_made += rc ? 0 : (size_t)res.recordings;
+	for (size_t j = 0; !rc && j < ax->n; j++) {
+		rec_made_t *m = &made[k0 + j * stride];
+		long x = rec_sym_value(r, k0 + j * stride);
+		if (m->reuse || !msim_symrec_holds(&res, x))
+			continue;
+		char why[1024], origin[2048];
+		if (msim_symtrace_instantiate(res.trace, x, m->path, why,
+					      sizeof(why))) {
+			rec_sym_note(&g, why);
+			continue;
+		}
+		snprintf(origin, sizeof(origin), "instantiated at %s=%ld from "
+			 "%.1000s, which holds for %s=%ld..%ld (recorded at "
+			 "%ld and %ld, the same trace)", ax->name, x, res.trace,
+			 ax->name, res.lo, res.hi, res.v[0], res.v[1]);
+		if (!(m->origin = strdup(origin)))
+			return rec_fail(r, MSIM_ENOMEM, "out of memory");
+		if ((rc = rec_origin_write(r, m->path, origin)))
+			return rc;
+		r->instantiated++;
+	}
+	return rc;
+}
+
+/* spec->symbolic: each group of combinations (the other names' values)
+ * recorded symbolic, before the recordings one by one. */
+static int
+rec_symbolic(msim_recsweep_t *r, size_t total, rec_made_t *made,
+	     msim_recserver_t **srv, bool *tried)
+{
+	size_t stride = total;
+	for (size_t a = 0; a <= (size_t)r->sym; a++)
+		stride /= r->ax[a].n;
+	size_t block = stride * r->ax[r->sym].n;
+	int rc = 0;
+	for (size_t k0 = 0; !rc && k0 < total; k0++)
+		if (k0 % block < stride)
+			rc = rec_sym_group(r, k0, total, made, srv, tried);
+	return rc;
+}
+
 /* Makes the total recordings, up to jobs at once through the fork
  * server (each alone without one), then keeps those made, in order. */
 static int
@@ -697,6 +940,10 @@ rec_all(msim_recsweep_t *r, size_t total)
 	msim_recserver_t *srv = NULL;
 	bool tried = false;
 	int jobs = s->jobs > 1 ? s->jobs : 1, rc = 0;
+	for (size_t k = 0; !rc && k < total; k++)
+		rc = rec_plan(r, k, made);
+	if (!rc && r->sym >= 0)
+		rc = rec_symbolic(r, total, made, &srv, &tried);
 	for (size_t k = 0; !rc && k < total; k++) {
 		rc = rec_one(r, k, total, &srv, &tried, made);
 		while (!rc && srv && msim_recserver_running(srv) >= jobs)
@@ -705,12 +952,17 @@ rec_all(msim_recsweep_t *r, size_t total)
 	while (!rc && srv && msim_recserver_running(srv))
 		rc = rec_wait(r, srv, made);
 	msim_recserver_destroy(srv);
+	if (!rc && r->sym >= 0)
+		rec_note(r, MSIM_RECSWEEP_NOTE, "symbolic: %zu of %zu "
+			 "recordings instantiated (%zu made with --symbolic)",
+			 r->instantiated, total, r->sym_made);
 	for (size_t k = 0; !rc && k < total; k++) {
 		rec_made_t *m = &made[k];
 		if (!m->path || !made[m->same].path)
 			continue; /* failed, or repeats one that failed */
 		char *path = m->same == k ? m->path : strdup(m->path);
-		rc = path ? rec_keep(r, path, m->label)
+		rc = path ? rec_keep(r, path, m->label,
+				     made[m->same].origin)
 			  : rec_fail(r, MSIM_ENOMEM, "out of memory");
 		m->kept = m->same == k; /* rec_keep() took its path */
 	}
@@ -718,9 +970,44 @@ rec_all(msim_recsweep_t *r, size_t total)
 		if (!made[k].kept)
 			free(made[k].path);
 		free(made[k].label);
+		free(made[k].origin);
 	}
 	free(made);
 	return rc;
+}
+
+/* spec->symbolic: its axis, a {NAME} of the command with integers. */
+static int
+rec_sym_axis(msim_recsweep_t *r)
+{
+	const char *name = r->spec->symbolic;
+	r->sym = -1;
+	if (!name)
+		return 0;
+	for (size_t a = 0; a < r->nax; a++) {
+		const rec_axis_t *ax = &r->ax[a];
+		if (strcmp(ax->name, name))
+			continue;
+		if (!msim_record_has(r->spec->cmd, r->spec->ncmd, name))
+			return rec_fail(r, MSIM_EINVAL, "--symbolic %s: a "
+					"recorder option, not a {%s} of the "
+					"command", name, name);
+		for (size_t i = 0; i < ax->n; i++) {
+			char *end;
+			errno = 0;
+			long x = strtol(ax->v[i], &end, 10);
+			if (errno || end == ax->v[i] || *end || x < 0)
+				return rec_fail(r, MSIM_EINVAL, "--symbolic "
+						"%s: '%s' is not a whole "
+						"number", name, ax->v[i]);
+		}
+		r->sym = (long)a;
+		return 0;
+	}
+	return rec_fail(r, MSIM_EINVAL, "--symbolic %s: the command has no "
+			"{%s} with a --grid %s=V1,V2,... (memsim sweep "
+			"--symbolic NAME --grid NAME=... -- python3 SCRIPT "
+			"{NAME})", name, name, name);
 }
 
 int
@@ -742,6 +1029,8 @@ msim_recsweep_make(const msim_recsweep_spec_t *spec, const char **grid,
 			      "sweep ... -- python3 SCRIPT ARGS...)");
 	if (!rc)
 		rc = rec_axes(r, grid, ngrid);
+	if (!rc)
+		rc = rec_sym_axis(r);
 	if (!rc && r->nax > 64)
 		rc = rec_fail(r, MSIM_EINVAL, "--grid: more than 64 recording "
 			      "names");
@@ -791,6 +1080,18 @@ msim_recsweep_failed(const msim_recsweep_t *r)
 	return r->failed;
 }
 
+const char *const *
+msim_recsweep_origins(const msim_recsweep_t *r)
+{
+	return r->origins;
+}
+
+size_t
+msim_recsweep_instantiated(const msim_recsweep_t *r)
+{
+	return r->instantiated;
+}
+
 void
 msim_recsweep_destroy(msim_recsweep_t *r)
 {
@@ -802,9 +1103,11 @@ msim_recsweep_destroy(msim_recsweep_t *r)
 	for (size_t i = 0; i < r->n; i++) {
 		free((char *)r->paths[i]);
 		free((char *)r->labels[i]);
+		free((char *)r->origins[i]);
 	}
 	free(r->paths);
 	free(r->labels);
+	free(r->origins);
 	free(r->dir);
 	free(r);
 }

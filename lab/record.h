@@ -93,6 +93,12 @@ typedef struct msim_recsweep_spec_s {
 	 * and failure (MSIM_RECSWEEP_FAILED), one line. */
 	void (*note)(void *ctx, int what, const char *line);
 	void *ctx;
+	/* A {NAME} of the command whose values (integers) are recorded
+	 * symbolic (lab/symrec.h): for each combination of the other names,
+	 * twice with --symbolic, and every value where both hold
+	 * instantiated instead of recorded; the rest recorded one by one.
+	 * NULL: every value recorded. */
+	const char *symbolic;
 } msim_recsweep_spec_t;
 
 /*
@@ -103,8 +109,9 @@ typedef struct msim_recsweep_spec_s {
  * that imported PyTorch once).  A failed recording is counted and left
  * out.  Returns 0
  * with *out, or an error with why filled: a {NAME} no axis gives, an axis
- * twice, a recorder that cannot be started, memsim stopped by a signal
- * (msim_record_signal()), no recording made.
+ * twice, a symbolic name that is no {NAME} of the command or has a value
+ * that is not an integer, a recorder that cannot be started, memsim
+ * stopped by a signal (msim_record_signal()), no recording made.
  */
 int msim_recsweep_make(const msim_recsweep_spec_t *spec, const char **grid,
 		       size_t *ngrid, msim_recsweep_t **out, char *why,
@@ -116,6 +123,12 @@ size_t msim_recsweep_count(const msim_recsweep_t *r);
 const char *const *msim_recsweep_paths(const msim_recsweep_t *r);
 const char *const *msim_recsweep_labels(const msim_recsweep_t *r);
 size_t msim_recsweep_failed(const msim_recsweep_t *r);
+/* For each recording, NULL where it was recorded (now or before), else
+ * how it was made from a symbolic recording ("instantiated at B=5 from
+ * FILE, which holds for B=2..40"), as msim_sweep_spec_t takes them. */
+const char *const *msim_recsweep_origins(const msim_recsweep_t *r);
+/* How many of the recordings were instantiated (spec->symbolic). */
+size_t msim_recsweep_instantiated(const msim_recsweep_t *r);
 
 void msim_recsweep_destroy(msim_recsweep_t *r);
 

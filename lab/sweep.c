@@ -633,6 +633,8 @@ plan_add(plan_ctx_t *pc, size_t trace, const char *policy, uint64_t cap,
 						 : sw->hashes[trace],
 			.policy = ops->name, .cap = r.cap,
 			.capacity = sw->capacity, .addresses = r.addresses,
+			.origin = pc->spec->origins ? pc->spec->origins[trace]
+						    : NULL,
 		};
 		rc = s.conf ? setting_key(&pv, &s) : MSIM_ENOMEM;
 	}

@@ -78,6 +78,11 @@ typedef struct msim_sweep_spec_s {
 	 * the strategy "record:batch=2,checkpoint=sqrt" (after a transform's,
 	 * ";" between) and so part of the setting key. */
 	const char *const *labels;
+	/* NULL, or one a trace (each NULL or not): how a recording was made
+	 * when not recorded (msim_recsweep_origins()), stored with each of
+	 * its runs as the run_meta trace_origin; not part of the setting
+	 * key (an instantiated trace is the recording's bytes). */
+	const char *const *origins;
 	const char *const *policies; /* default: pytorch */
 	size_t npolicies;
 	const uint64_t *caps;        /* default: no cap */

@@ -9,7 +9,9 @@
 #   sh tests/corpus/symbolic.sh OUTDIR 'NAME OPTION V v1 v2 v3 v4 v5' ...
 #
 # OPTION is the option as programs.tsv spells it before its number,
-# "--batch_size=" or "--batch-size_" (an underscore for a space).  The
+# "--batch_size=" or "--batch_size_" (a final underscore for a space).  An
+# OPTION that is not in the program's command is "failed": the sizes
+# would not change, and every value would compare equal.  The
 # values checked are those given that lie in the range the trace holds
 # for, completed to five from the range (its ends up to 64 and their
 # neighbours).  One
@@ -30,8 +32,14 @@ out=$(cd "$out" && pwd)
 for spec in "$@"; do
 	# shellcheck disable=SC2086
 	set -- $spec
-	name=$1 opt=$(echo "$2" | tr _ ' ') v=$3
+	name=$1 opt=$(echo "$2" | sed 's/_$/ /') v=$3
 	shift 3
+	tab=$(printf '\t')
+	if ! grep "^$name$tab" "$here/programs.tsv" | grep -q -e "$opt[0-9]"; then
+		printf '%s\tfailed\t"%s" followed by a number is not in its command\n' \
+			"$name" "$opt" | tee -a "$out/symbolic.tsv"
+		continue
+	fi
 	sedv() { echo "s/$opt[0-9][0-9]*/$opt$1/"; }
 	d=$out/$name
 	rm -rf "$d" && mkdir -p "$d/sym"

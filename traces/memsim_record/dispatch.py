@@ -887,7 +887,12 @@ class Dispatch:
         nb = s.nbytes()
         ent = self.rec.live.get(key)
         if ent is not None:
-            if ent[2] == nb:
+            # --symbolic: one expression is equal to itself without a
+            # guard (and without SymNode arithmetic through sympy)
+            if ent[2] is nb or (type(nb) is not int and
+                                type(ent[2]) is not int and
+                                ent[2].node.expr == nb.node.expr) or \
+                    ent[2] == nb:
                 return
             self.rec.free(key)   # resized: the old block goes
         if nb == 0:

@@ -441,11 +441,41 @@ def _iter_dims(shape, strides, reduce_dims):
     return r + o, len(r)
 
 
+# --symbolic: reduce()'s events by its arguments, sizes as their sympy
+# expressions.  The rule's first call on an input adds its guards to the
+# ShapeEnv (each test a guard, symbolic.py); a call again on the same
+# expressions adds none (the guards decide every test alike) but costs
+# SymNode arithmetic through sympy at each test, so its events are kept.
+_REDUCE_SYM = {}
+
+
+def _symkey(v):
+    return ("sym", v.node.expr) if type(v) is not int and \
+        hasattr(v, "node") else v
+
+
 def reduce(shape, strides, reduce_dims, itemsize, acc_size, offset, major,
            minor, sms):
     """Events of one gpu_reduce_kernel call on an input of SHAPE and
     STRIDES (elements) reduced over REDUCE_DIMS; ACC_SIZE is the
     accumulator's bytes (float for fp16, bf16 and fp32)."""
+    if all(type(v) is int for v in shape) and \
+            all(type(v) is int for v in strides) and type(offset) is int:
+        return _reduce(shape, strides, reduce_dims, itemsize, acc_size,
+                       offset, major, minor, sms)
+    key = (tuple(_symkey(v) for v in shape),
+           tuple(_symkey(v) for v in strides), tuple(sorted(reduce_dims)),
+           itemsize, acc_size, _symkey(offset), major, minor, sms)
+    ev = _REDUCE_SYM.get(key)
+    if ev is None:
+        ev = _REDUCE_SYM[key] = _reduce(shape, strides, reduce_dims,
+                                        itemsize, acc_size, offset, major,
+                                        minor, sms)
+    return list(ev)
+
+
+def _reduce(shape, strides, reduce_dims, itemsize, acc_size, offset, major,
+            minor, sms):
     numel = 1
     for s in shape:
         numel *= symsize(s)

@@ -226,6 +226,7 @@ class Values:
         opt = rec.opt
         self.cpu = getattr(opt, "values", "rules") == "cpu"
         self.limit = None if self.cpu else SHADOW_LIMIT
+        self.small_sym = {}  # (numel's expression, index dtype) -> small
         self.imbalance = float(getattr(opt, "routing_imbalance", 1.0))
         self.shadow = WeakIdKeyDictionary()  # fake -> (real, skey, gen)
         self.ranges = WeakIdKeyDictionary()  # fake -> (Range, skey, gen)
@@ -296,10 +297,20 @@ class Values:
         if self.limit is None:
             return True
         n = t.numel()
-        if n <= self.limit:
-            return True
-        return n <= INDEX_LIMIT and not t.dtype.is_floating_point and \
-            not t.dtype.is_complex
+        index = not t.dtype.is_floating_point and not t.dtype.is_complex
+        if type(n) is not int:
+            # --symbolic: a size's tests are guards (symbolic.py).  The
+            # first test of an expression adds them to the ShapeEnv; a
+            # test again of the same expression adds none (the guards
+            # decide it) but costs SymNode arithmetic through sympy each
+            # op, so its answer is kept.
+            key = (n.node.expr, index)
+            got = self.small_sym.get(key)
+            if got is None:
+                got = self.small_sym[key] = bool(
+                    n <= self.limit or (n <= INDEX_LIMIT and index))
+            return got
+        return n <= self.limit or (n <= INDEX_LIMIT and index)
 
     def real(self, t):
         """T's values as a real CPU tensor, or None."""
