@@ -167,6 +167,24 @@ class Files:
             return self.map[p]
         if not writing:
             return file
+        # a folder that is not there for the script: the write fails as
+        # for real (open's FileNotFoundError, torch.save's "Parent
+        # directory ... does not exist."), never succeeds in the scratch
+        # folder.  One that rmtree or rmdir hid (or a folder in it, up to
+        # one the script made since) exists on the disk: the error is
+        # raised here; a missing one is passed on, to fail in the
+        # caller's own way, writing nothing.
+        up = os.path.dirname(p)
+        while up not in self.made_dirs:
+            if up in self.hidden_dirs:
+                raise FileNotFoundError(errno.ENOENT, "No such file or "
+                                        "directory", os.fspath(file))
+            nxt = os.path.dirname(up)
+            if nxt == up:
+                break
+            up = nxt
+        if not os.path.isdir(os.path.dirname(p)):
+            return file
         self.count += 1
         # the pid too: a forked DataLoader worker counts on its own
         dst = os.path.join(self.dir, "%d-%d-%s" % (
