@@ -434,6 +434,10 @@ class Dispatch:
             # the host rules (large ones stay fake).
             vals = _host_values(self.rec, out)
             if vals is not None:
+                # copy_kernel_cuda's temporaries (_ev_to_host)
+                self.run_events(self.kernel_events(name, args, "forward",
+                                                   out, kwargs), {},
+                                "copy_kernel_cuda source for the host")
                 return vals
         return self.outputs(name, args, kwargs, out)
 
@@ -550,6 +554,37 @@ class Dispatch:
                 full *= kernels.symsize(d)
             out.untyped_storage().resize_(full * out.element_size())
         return self.outputs(name, args, kwargs, out)
+
+    def _bce(self, name, args, kwargs, out):
+        x = args[0] if args else None
+        red = args[3] if len(args) > 3 else \
+            (kwargs or {}).get("reduction", 1)
+        if not isinstance(out, torch.Tensor) or out.device.type != "cuda" \
+                or out.dim() != 0 or red == 0 or \
+                not isinstance(x, torch.Tensor) or x.dim() == 0:
+            return self.outputs(name, args, kwargs, out)
+        # binary_cross_entropy_cuda (Loss.cu): the loss is at::empty_like(
+        # input); with a reduction, loss.mean() or loss.sum() makes a new
+        # scalar (with its reduce kernel's buffers), which
+        # loss.resize_as_(it).copy_(it) copies back before it is freed:
+        # the scalar returned keeps the input-sized storage, as long as
+        # the loss lives (yunjey's VAE: F.binary_cross_entropy(x_reconst,
+        # x, size_average=False)).
+        shape = tuple(kernels.symsize(d) for d in x.shape)
+        n = 1
+        strides = []
+        for d in reversed(shape):
+            strides.insert(0, n)
+            n *= d
+        isz = out.element_size()
+        out.untyped_storage().resize_(n * isz)
+        self.outputs(name, args, kwargs, out)
+        ev = [("alloc", "reduced", isz)] + kernels.reduce(
+            shape, tuple(strides), set(range(len(shape))), isz,
+            8 if isz == 8 else 4, 0, self.major, self.minor, self.sms) + \
+            [("free", "reduced")]
+        self.run_events(ev, {}, "binary_cross_entropy_cuda reduction")
+        return out
 
     def _dropout(self, name, args, kwargs, out):
         flat = tree_flatten(out)[0]
@@ -780,6 +815,10 @@ class Dispatch:
         # their own dtype, freed on return (a blocking copy converts on
         # the host).
         x = args[0] if args else None
+        if isinstance(x, torch.Tensor) and x.device.type == "cuda" and \
+                isinstance(out, torch.Tensor) and out.device.type == "cpu":
+            return self._ev_to_host(x, out, bool((kwargs or {}).get(
+                "non_blocking")))
         if not isinstance(x, torch.Tensor) or x.device.type != "cpu" or \
                 not isinstance(out, torch.Tensor) or \
                 out.device.type != "cuda" or out.dtype == x.dtype or \
@@ -787,6 +826,46 @@ class Dispatch:
             return []
         return [("alloc", "src", out.numel() * x.element_size()),
                 ("free", "src")]
+
+    def _ev_to_host(self, x, out, non_blocking):
+        # A GPU tensor to the host (_to_copy: .cpu(), .to("cpu", dtype)).
+        # _to_copy's host result keeps a dense source's strides
+        # (empty_strided), so the TensorIterator over the two is
+        # contiguous; copy_requires_temporaries then asks for
+        # temporaries when the dtypes differ or the source is not
+        # dense.  copy_kernel_cuda's temporaries: blocking, the source
+        # made contiguous on the GPU (src.expand_as(dst).contiguous(),
+        # the conversion done on the host); non_blocking, the source
+        # converted on the GPU first (src.to(dst's dtype), a dense
+        # source's strides kept), then made contiguous, the conversion
+        # freed once the contiguous copy is made; both freed on return
+        # (torchvision's save_image: grid.mul(255)...permute(1, 2, 0)
+        # .to("cpu", torch.uint8) copies the permuted float grid).
+        from torch._prims_common import \
+            is_non_overlapping_and_dense_or_false as dense_
+        n = x.numel()
+        if n == 0:
+            return []
+        dense = dense_(x)
+        same = out.dtype == x.dtype
+        if same and dense and tuple(out.stride()) == tuple(x.stride()):
+            return []
+        if not non_blocking:
+            return [] if x.is_contiguous() else \
+                [("alloc", "src", n * x.element_size()), ("free", "src")]
+        ev = []
+        contig = x.is_contiguous()
+        if not same:
+            ev.append(("alloc", "conv", n * out.element_size()))
+            # a non-dense source converts to a contiguous tensor
+            contig = contig or not dense
+        if not contig:
+            ev.append(("alloc", "src", n * out.element_size()))
+        if not same:
+            ev.append(("free", "conv"))
+        if not contig:
+            ev.append(("free", "src"))
+        return ev
 
     def _ev_softmax_backward(self, name, args, phase, out, kwargs):
         g, y = args[0], args[1]
@@ -974,6 +1053,7 @@ _AFTER = {
     "_scaled_dot_product_efficient_attention": Dispatch._efficient_forward,
     "mse_loss": Dispatch._loss,
     "smooth_l1_loss": Dispatch._loss,
+    "binary_cross_entropy": Dispatch._bce,
     "native_dropout": Dispatch._dropout,
     "_scaled_dot_product_cudnn_attention": Dispatch._cudnn_attention,
 }
