@@ -73,6 +73,16 @@ EXTERN = {
 L2_BYTES = devices.L2_BYTES  # memsim devices (sim/gpu.c)
 
 
+# Ops Inductor lowers into a buffer of their own: its reductions
+# (lowering.py's make_reduction, var_mean) and scatters.
+REDUCTIONS = {
+    "sum", "prod", "amax", "amin", "argmax", "argmin", "mean", "var_mean",
+    "var", "std", "any", "all", "max", "min", "nansum", "logsumexp",
+    "scatter", "scatter_add", "scatter_reduce", "index_put", "index_add",
+    "_unsafe_index_put", "_unsafe_masked_index_put_accumulate",
+}
+
+
 def _name(node):
     t = getattr(node, "target", None)
     return getattr(getattr(t, "overloadpacket", None), "__name__", None)
@@ -161,6 +171,9 @@ class Program:
                        and n.args and isinstance(n.args[0], torch.fx.Node)
                        and base[n.args[0]].op == "placeholder"
                        and self._configs(n, n.args[1]) > 1}
+        # Which kernel each tuned node launches: its autotuner benchmarks
+        # once a process (Runtime.flush), at the first launch of the key.
+        self.kernel = self._kernel_keys(idx)
         self.calls = 0
         self.cudagraphs = cudagraphs
         self.static = None     # the static copies of the inputs (graphs)
@@ -203,6 +216,136 @@ class Program:
             except Exception:      # a symbolic numel
                 pass
         return 2
+
+    def _kernel_keys(self, idx):
+        """The key of the Triton kernel each tuned node launches, the same
+        for the same kernel.  Inductor's kernel is its source: the wrapper
+        defines one kernel for identical sources within a graph
+        (TritonScheduling.define_kernel's src_to_kernel: the twelve layers
+        of a GPT launch one), and a source is compiled and its autotuner
+        made once a process (async_compile.triton's CompiledTritonKernels,
+        then check_autotune_cache's best configuration, both keyed by the
+        whole source).  The source is what the fused nodes compute (_region)
+        and the kernel's name, whose suffix is its position among the
+        graph's distinct kernels (the wrapper's next_kernel_suffix): a
+        kernel of another graph is the same only where it is the same
+        kernel at the same position (a graph compiled again), not the
+        forward's kernel met again in the backward."""
+        self.realized = self._realized()
+        fused = [n for n in self.nodes if n.op == "call_function" and (
+            (n in self.buffers and self.base[n] is n and
+             not self.extern(n) and not self.part_of_extern(n)) or
+            n in self.tuned)]
+        pos = {}
+        keys = {}
+        for n in fused:
+            src = self._region(self._root(n), idx)
+            if src is None:
+                continue        # a view of a stored value: no kernel
+            if src not in pos:
+                pos[src] = len(pos)
+            if n in self.tuned:
+                keys[n] = (pos[src], src)
+        return keys
+
+    def _realized(self):
+        """The nodes whose value Inductor's lowering stores (a buffer a
+        kernel writes and the next reads) rather than inlining it into
+        its readers, as far as a kernel's source depends on it: the
+        buffers above, graph inputs, extern kernels' outputs; every
+        reduction (make_reduction realizes its result) and scatter; and
+        a pointwise value read by several nodes whose inlined loads
+        exceed config.realize_reads_threshold (StorageBox.mark_reuse,
+        should_realize_on_reuse), or by any whose loads exceed
+        realize_acc_reads_threshold (has_exceeded_max_reads)."""
+        from torch._inductor import config
+        many = config.realize_reads_threshold
+        acc = getattr(config, "realize_acc_reads_threshold", None) or \
+            getattr(config, "_realize_acc_reads_threshold_default", 8)
+        realized = set()
+        reads = {}
+        for n in self.nodes:
+            name = _name(n)
+            if n.op != "call_function" or n in self.buffers or \
+                    self.extern(n) or self.part_of_extern(n) or \
+                    name in REDUCTIONS or (
+                        n.target is operator.getitem and
+                        n.args[0] in realized):
+                realized.add(n)
+                continue
+            r = set()
+            for a in n.all_input_nodes:
+                r |= {a} if a in realized else reads.get(a, set())
+            users = len(n.users)
+            if (users > 1 and len(r) > many) or len(r) > acc:
+                realized.add(n)
+            else:
+                reads[n] = r
+        return realized
+
+    def _root(self, n):
+        """The node whose kernel computes N: a reduction's for one of its
+        outputs (var_mean's mean), N's own otherwise."""
+        if n.target is operator.getitem and n.args and \
+                n.args[0] in self.realized and \
+                n.args[0].op == "call_function" and \
+                not self.extern(n.args[0]):
+            return n.args[0]
+        return n
+
+    def _region(self, root, idx):
+        """What the kernel that computes ROOT's value is made of: the
+        nodes fused into it (back from ROOT to the buffers, graph inputs
+        and extern kernels' outputs it reads), each by its op, its
+        constant arguments and its value's shape, strides and dtype, the
+        inputs numbered by first use; never a node's name.  None where
+        nothing is computed (a view or an output of a stored value, as
+        the q, k, v of a split that an attention kernel reads)."""
+        torch = self.torch
+        region = set()
+        stack = [root]
+        while stack:
+            m = stack.pop()
+            if m in region:
+                continue
+            region.add(m)
+            for a in m.all_input_nodes:
+                if a not in self.realized:
+                    stack.append(a)
+        local = {}
+        inputs = {}
+
+        def meta(v):
+            if isinstance(v, torch.Tensor):
+                return ("t", tuple(str(d) for d in v.shape),
+                        tuple(str(d) for d in v.stride()), str(v.dtype),
+                        v.device.type)
+            if isinstance(v, (tuple, list)):
+                return tuple(meta(x) for x in v)
+            return str(v)
+
+        def arg(a):
+            if isinstance(a, torch.fx.Node):
+                if a in local:
+                    return ("n", local[a])
+                if a not in inputs:
+                    inputs[a] = (len(inputs), meta(a.meta.get("val")))
+                return ("in",) + inputs[a]
+            if isinstance(a, (tuple, list)):
+                return tuple(arg(x) for x in a)
+            if isinstance(a, dict):
+                return tuple(sorted((k, arg(v)) for k, v in a.items()))
+            return repr(a)
+
+        if all(_is_view(m) or m.target is operator.getitem
+               for m in region):
+            return None
+        out = []
+        for m in sorted(region, key=idx.get):
+            out.append((str(m.target), arg(m.args), arg(m.kwargs),
+                        meta(m.meta.get("val"))))
+            local[m] = len(local)
+        return tuple(out)
 
     def part_of_extern(self, n):
         """An output of an extern kernel taken from its tuple (getitem):
@@ -277,7 +420,6 @@ class Program:
             env[n] = a
         args.clear()
         result = None
-        first = self.calls == 0
         self.calls += 1
         for i, n in enumerate(self.nodes):
             if n.op == "placeholder":
@@ -307,8 +449,8 @@ class Program:
                     if n in self.buffers and self.base[n] is n and \
                             record and not self.part_of_extern(n):
                         rt.buffer(v, self.inplace(n, env, i))
-                    if first and n in self.tuned and record:
-                        rt.flush()
+                    if n in self.kernel and record:
+                        rt.flush(self.kernel[n])
             for b in self.frees.get(i, ()):
                 env.pop(b, None)
                 # views of b die with it (their own last use is b's)
@@ -346,6 +488,7 @@ class Runtime:
         self.torch = torch
         self.rec = rec
         self.refs = {}
+        self.tuned = set()     # the kernels autotuned (Runtime.flush)
 
     @functools.cached_property
     def _disable(self):
@@ -488,9 +631,13 @@ class Runtime:
             rec.free(key)
         rec.workspaces.clear()
 
-    def flush(self):
-        """Triton's autotuner at a kernel's first launch: do_bench's L2
-        flush buffer, allocated and freed around the benchmark runs."""
+    def flush(self, kernel):
+        """Triton's autotuner at the first launch of KERNEL (a key of
+        Program._kernel_keys) in the process: benchmark_gpu's L2 flush
+        buffer, allocated and freed around the benchmark runs."""
+        if kernel in self.tuned:
+            return
+        self.tuned.add(kernel)
         rec = self.rec
         nb = L2_BYTES.get(getattr(rec.opt, "device", "h200"))
         if nb:
