@@ -27,8 +27,10 @@ predicted in two parts:
   freed after its last use ("del buf"), graph inputs included: the
   runtime hands its arguments over (args.clear()).
 
-- At each fused kernel's first launch Triton's autotuner allocates an
-  L2-sized buffer (do_bench's cache flush) and frees it (Runtime.flush).
+- At the first launch in the process of each distinct Triton kernel
+  with several configurations, Triton's autotuner allocates an L2-sized
+  buffer (benchmark_gpu's cache flush) and frees it (Runtime.flush,
+  Program._kernel_keys).
 
 - While a graph compiles, Inductor's pad_mm pass benchmarks the matmuls
   whose dimensions are not aligned, on the GPU: random copies of their
@@ -71,6 +73,34 @@ EXTERN = {
 # benchmark runs of one kernel (the H200 trace: 62914560-byte blocks at
 # the compiled program's first call).
 L2_BYTES = devices.L2_BYTES  # memsim devices (sim/gpu.c)
+
+
+# Ops Inductor lowers into a buffer of their own: its reductions
+# (lowering.py's make_reduction, var_mean) and scatters.
+REDUCTIONS = {
+    "sum", "prod", "amax", "amin", "argmax", "argmin", "mean", "var_mean",
+    "var", "std", "any", "all", "max", "min", "nansum", "logsumexp",
+    "prepare_softmax_online", "scatter", "scatter_add", "scatter_reduce",
+    "index_put", "index_add",
+    "_unsafe_index_put", "_unsafe_masked_index_put_accumulate",
+}
+
+
+# The reductions whose kernels' configurations Program._reduction_configs
+# counts (a scatter's kernel is a pointwise one).
+CONFIG_REDUCTIONS = {
+    "sum", "prod", "amax", "amin", "argmax", "argmin", "mean", "var_mean",
+    "var", "std", "any", "all", "max", "min", "nansum", "logsumexp",
+    "prepare_softmax_online",
+}
+
+
+def _numel_of(node):
+    v = node.meta.get("val") if hasattr(node, "meta") else None
+    try:
+        return int(v.numel())
+    except Exception:
+        return None
 
 
 def _name(node):
@@ -161,6 +191,12 @@ class Program:
                        and n.args and isinstance(n.args[0], torch.fx.Node)
                        and base[n.args[0]].op == "placeholder"
                        and self._configs(n, n.args[1]) > 1}
+        # Which kernel each tuned node launches: its autotuner benchmarks
+        # once a process (Runtime.flush), at the first launch of the key,
+        # unless the kernel is a reduction's with one configuration
+        # (_reduction_configs).
+        self._red = {}          # _reduction_of's answers
+        self.kernel = self._kernel_keys(idx)
         self.calls = 0
         self.cudagraphs = cudagraphs
         self.static = None     # the static copies of the inputs (graphs)
@@ -203,6 +239,254 @@ class Program:
             except Exception:      # a symbolic numel
                 pass
         return 2
+
+    def _kernel_keys(self, idx):
+        """The key of the Triton kernel each tuned node launches, the same
+        for the same kernel.  Inductor's kernel is its source: the wrapper
+        defines one kernel for identical sources within a graph
+        (TritonScheduling.define_kernel's src_to_kernel: the twelve layers
+        of a GPT launch one), and a source is compiled and its autotuner
+        made once a process (async_compile.triton's CompiledTritonKernels,
+        then check_autotune_cache's best configuration, both keyed by the
+        whole source).  The source is what the fused nodes compute (_region)
+        and the kernel's name, whose suffix is its position among the
+        graph's distinct kernels (the wrapper's next_kernel_suffix): a
+        kernel of another graph is the same only where it is the same
+        kernel at the same position (a graph compiled again), not the
+        forward's kernel met again in the backward."""
+        self.realized = self._realized()
+        fused = [n for n in self.nodes if n.op == "call_function" and (
+            (n in self.buffers and self.base[n] is n and
+             not self.extern(n) and not self.part_of_extern(n)) or
+            n in self.tuned)]
+        pos = {}
+        keys = {}
+        for n in fused:
+            src = self._region(self._root(n), idx)
+            if src is None:
+                continue        # a view of a stored value: no kernel
+            if src not in pos:
+                pos[src] = len(pos)
+            if n in self.tuned and (self.tune_all or
+                                    self._reduction_configs(n) != 1):
+                keys[n] = (pos[src], src)
+        return keys
+
+    def _reduction_of(self, n):
+        """The reduction whose kernel computes N (memoized), or None: N's
+        own (var_mean for its mean), or one whose output or input has
+        N's number of elements among the stored values N's kernel reads
+        (a layer norm's statistics, the normalized value another kernel
+        of the same reduction stored), or a persistent one (_persistent)
+        among N's readers whose input has N's elements (the GELU gradient
+        a 64-row bias gradient sums; a looped reduction's producer stays
+        a kernel of its own, the H200's compile_mlp backward)."""
+        memo = self._red
+        if n in memo:
+            return memo[n]
+        memo[n] = None
+        torch = self.torch
+        root = self._root(n)
+        if _name(root) in CONFIG_REDUCTIONS:
+            memo[n] = root
+            return root
+        numel = _numel_of(n)
+        if numel is None:
+            return None
+        near = [a for m in self._fused(root)
+                for a in m.all_input_nodes if a in self.realized]
+        for a in near + list(n.users):
+            r = a.args[0] if a.target is operator.getitem and \
+                a.args else a
+            if not isinstance(r, torch.fx.Node):
+                continue
+            if _name(r) in CONFIG_REDUCTIONS and r.all_input_nodes:
+                if a in near and numel in (_numel_of(r.all_input_nodes[0]),
+                                           _numel_of(a)) or \
+                        a not in near and self._persistent(r) and \
+                        numel == _numel_of(r.all_input_nodes[0]):
+                    memo[n] = r
+                    return r
+            elif a in near and a.op == "call_function" and \
+                    not self.extern(a) and not self.part_of_extern(a) and \
+                    _numel_of(a) == numel:
+                red = self._reduction_of(a)
+                if red is not None:
+                    memo[n] = red
+                    return red
+        return None
+
+    def _persistent(self, red):
+        """Whether Inductor makes RED a persistent reduction (the whole
+        reduced extent in one block: choices.py's
+        should_use_persistent_reduction, up to 1,024 elements for an
+        inner one and 64 for others)."""
+        shape = self._reduction_shape(red)
+        return bool(shape) and shape[2] <= (1024 if shape[0] else 64)
+
+    def _reduction_configs(self, n):
+        """How many configurations the kernel that computes N has when it
+        is a reduction's (None when it is not; _reduction_of says which:
+        the scheduler fuses a pointwise consumer into the reduction's
+        kernel, a layer norm's output with its statistics, and a
+        producer into a persistent one).  Inductor's reduction heuristics
+        (_reduction_configs, _persistent_reduction_configs) give one
+        configuration to a reduction along the contiguous last dimension
+        (ReductionHint.INNER) and to one along the outer dimensions
+        (OUTER), but to a persistent inner reduction of fewer than 256
+        elements (a rounded power of two; persistent up to 1,024), which
+        has one per row block of 1, 8, 32 and 128 rows within 4,096
+        elements and the rows there are."""
+        red = self._reduction_of(n)
+        shape = red is not None and self._reduction_shape(red)
+        if not shape:
+            return None
+        inner, outer, r, xs = shape
+        if not inner and not outer:
+            return 2            # ReductionHint.DEFAULT: several
+        if not inner or r > 1024:
+            return 1
+        rh = 1 << max(0, (r - 1).bit_length())
+        if rh >= 256:
+            return 1
+        return len([b for b in (1, 8, 32, 128)
+                    if b == 1 or (rh * b <= 4096 and b <= xs)])
+
+    def _reduction_shape(self, red):
+        """(inner, outer, reduced elements, rows) of the reduction RED:
+        inner when it reduces the contiguous last dimensions
+        (ReductionHint.INNER), outer when it keeps the last one (OUTER);
+        None where its input is not known."""
+        torch = self.torch
+        x = red.all_input_nodes[0].meta.get("val") \
+            if red.all_input_nodes else None
+        if not isinstance(x, torch.Tensor) or x.dim() == 0:
+            return None
+        dims = red.args[1] if len(red.args) > 1 else \
+            red.kwargs.get("dim")
+        if dims is None or dims == []:
+            dims = list(range(x.dim()))
+        if isinstance(dims, int):
+            dims = [dims]
+        try:
+            dims = sorted(d % x.dim() for d in dims)
+            shape = [_hint(d) for d in x.shape]
+            stride = [_hint(d) for d in x.stride()]
+        except Exception:
+            return None
+        r = 1
+        for d in dims:
+            r *= shape[d]
+        xs = max(1, _numel(shape) // max(r, 1))
+        inner = dims == list(range(x.dim() - len(dims), x.dim())) and \
+            stride[-1] == 1
+        outer = x.dim() - 1 not in dims
+        return inner, outer, r, xs
+
+    def _realized(self):
+        """The nodes whose value Inductor's lowering stores (a buffer a
+        kernel writes and the next reads) rather than inlining it into
+        its readers, as far as a kernel's source depends on it: the
+        buffers above, graph inputs, extern kernels' outputs; every
+        reduction (make_reduction realizes its result) and scatter; and
+        a pointwise value read by several nodes whose inlined loads
+        exceed config.realize_reads_threshold (StorageBox.mark_reuse,
+        should_realize_on_reuse), or by any whose loads exceed
+        realize_acc_reads_threshold (has_exceeded_max_reads)."""
+        from torch._inductor import config
+        many = config.realize_reads_threshold
+        acc = getattr(config, "realize_acc_reads_threshold", None) or \
+            getattr(config, "_realize_acc_reads_threshold_default", 8)
+        realized = set()
+        reads = {}
+        for n in self.nodes:
+            name = _name(n)
+            if n.op != "call_function" or n in self.buffers or \
+                    self.extern(n) or self.part_of_extern(n) or \
+                    name in REDUCTIONS or (
+                        n.target is operator.getitem and
+                        n.args[0] in realized):
+                realized.add(n)
+                continue
+            r = set()
+            for a in n.all_input_nodes:
+                r |= {a} if a in realized else reads.get(a, set())
+            users = len(n.users)
+            if (users > 1 and len(r) > many) or len(r) > acc:
+                realized.add(n)
+            else:
+                reads[n] = r
+        return realized
+
+    def _root(self, n):
+        """The node whose kernel computes N: a reduction's for one of its
+        outputs (var_mean's mean), N's own otherwise."""
+        if n.target is operator.getitem and n.args and \
+                n.args[0] in self.realized and \
+                n.args[0].op == "call_function" and \
+                not self.extern(n.args[0]):
+            return n.args[0]
+        return n
+
+    def _fused(self, root):
+        """ROOT and the nodes inlined into its kernel: back from it to
+        the values Inductor stores (_realized)."""
+        region = set()
+        stack = [root]
+        while stack:
+            m = stack.pop()
+            if m in region:
+                continue
+            region.add(m)
+            for a in m.all_input_nodes:
+                if a not in self.realized:
+                    stack.append(a)
+        return region
+
+    def _region(self, root, idx):
+        """What the kernel that computes ROOT's value is made of: the
+        nodes fused into it (back from ROOT to the buffers, graph inputs
+        and extern kernels' outputs it reads), each by its op, its
+        constant arguments and its value's shape, strides and dtype, the
+        inputs numbered by first use; never a node's name.  None where
+        nothing is computed (a view or an output of a stored value, as
+        the q, k, v of a split that an attention kernel reads)."""
+        torch = self.torch
+        region = self._fused(root)
+        local = {}
+        inputs = {}
+
+        def meta(v):
+            if isinstance(v, torch.Tensor):
+                return ("t", tuple(str(d) for d in v.shape),
+                        tuple(str(d) for d in v.stride()), str(v.dtype),
+                        v.device.type)
+            if isinstance(v, (tuple, list)):
+                return tuple(meta(x) for x in v)
+            return str(v)
+
+        def arg(a):
+            if isinstance(a, torch.fx.Node):
+                if a in local:
+                    return ("n", local[a])
+                if a not in inputs:
+                    inputs[a] = (len(inputs), meta(a.meta.get("val")))
+                return ("in",) + inputs[a]
+            if isinstance(a, (tuple, list)):
+                return tuple(arg(x) for x in a)
+            if isinstance(a, dict):
+                return tuple(sorted((k, arg(v)) for k, v in a.items()))
+            return repr(a)
+
+        if all(_is_view(m) or m.target is operator.getitem
+               for m in region):
+            return None
+        out = []
+        for m in sorted(region, key=idx.get):
+            out.append((str(m.target), arg(m.args), arg(m.kwargs),
+                        meta(m.meta.get("val"))))
+            local[m] = len(local)
+        return tuple(out)
 
     def part_of_extern(self, n):
         """An output of an extern kernel taken from its tuple (getitem):
@@ -277,7 +561,6 @@ class Program:
             env[n] = a
         args.clear()
         result = None
-        first = self.calls == 0
         self.calls += 1
         for i, n in enumerate(self.nodes):
             if n.op == "placeholder":
@@ -307,8 +590,8 @@ class Program:
                     if n in self.buffers and self.base[n] is n and \
                             record and not self.part_of_extern(n):
                         rt.buffer(v, self.inplace(n, env, i))
-                    if first and n in self.tuned and record:
-                        rt.flush()
+                    if n in self.kernel and record:
+                        rt.flush(self.kernel[n])
             for b in self.frees.get(i, ()):
                 env.pop(b, None)
                 # views of b die with it (their own last use is b's)
@@ -346,6 +629,7 @@ class Runtime:
         self.torch = torch
         self.rec = rec
         self.refs = {}
+        self.tuned = set()     # the kernels autotuned (Runtime.flush)
 
     @functools.cached_property
     def _disable(self):
@@ -488,9 +772,13 @@ class Runtime:
             rec.free(key)
         rec.workspaces.clear()
 
-    def flush(self):
-        """Triton's autotuner at a kernel's first launch: do_bench's L2
-        flush buffer, allocated and freed around the benchmark runs."""
+    def flush(self, kernel):
+        """Triton's autotuner at the first launch of KERNEL (a key of
+        Program._kernel_keys) in the process: benchmark_gpu's L2 flush
+        buffer, allocated and freed around the benchmark runs."""
+        if kernel in self.tuned:
+            return
+        self.tuned.add(kernel)
         rec = self.rec
         nb = L2_BYTES.get(getattr(rec.opt, "device", "h200"))
         if nb:
