@@ -339,6 +339,47 @@ class Dispatch:
             del zero, rows, masked
         return out
 
+    def _grouped_mm(self, mode, func, name, args, kwargs):
+        # _grouped_mm (a mixture of experts' grouped GEMM) on CUDA takes
+        # float32, bfloat16 or float16 (_grouped_mm_validate_inputs):
+        # bfloat16 all through runs the CUTLASS kernel, anything else
+        # _grouped_mm_fallback's mm_out per group into the output.  The
+        # meta kernel accepts only bfloat16 (an fp32 model's experts,
+        # whose input Transformers casts to the weights' dtype since
+        # grouped_mm is not autocast-enabled, raised "Expected inputs
+        # of BF16 type").  The output is the same on either path:
+        # create_grouped_gemm_output_tensor's, its last dimension's
+        # stride padded to 16 bytes, in mat_a's dtype
+        # (_resolve_grouped_mm_out_dtype); mm_out writes into it.
+        a, b = args[0], args[1]
+        if not isinstance(a, torch.Tensor) or \
+                not isinstance(b, torch.Tensor) or \
+                a.device.type != "cuda" or a.dtype != b.dtype or \
+                a.dtype not in (torch.float32, torch.float16) or \
+                a.dim() not in (2, 3) or b.dim() not in (2, 3):
+            return _RUN
+        offs = args[2] if len(args) > 2 else kwargs.get("offs")
+        out_dtype = args[4] if len(args) > 4 else kwargs.get("out_dtype")
+        if out_dtype not in (None, a.dtype) or \
+                (offs is not None) != (a.dim() == 2 or b.dim() == 2):
+            return _RUN
+        if a.dim() == 2 and b.dim() == 2:
+            size = [offs.shape[0], a.shape[0], b.shape[1]]
+        elif a.dim() == 2:
+            size = [a.shape[0], b.shape[-1]]
+        elif b.dim() == 2:
+            size = [a.shape[1], b.shape[1]]
+        else:
+            size = [a.shape[0], a.shape[1], b.shape[-1]]
+        align = 16 // a.element_size()
+        padded = (size[-1] + align - 1) // align * align
+        stride = [padded, 1] if (a.dim() == 2) != (b.dim() == 2) else \
+            [size[1] * padded, padded, 1]
+        with torch.no_grad(), mode:
+            out = torch.empty_strided(size, stride, dtype=a.dtype,
+                                      device=a.device)
+        return out
+
     def _encoder_layer(self, mode, func, name, args, kwargs):
         # nn.TransformerEncoderLayer's fast path (eval, no grad):
         # _transformer_encoder_layer_fwd has no fake kernel in PyTorch
@@ -550,6 +591,21 @@ class Dispatch:
                 full *= kernels.symsize(d)
             out.untyped_storage().resize_(full * out.element_size())
         return self.outputs(name, args, kwargs, out)
+
+    def _nonzero(self, name, args, kwargs, out):
+        # nonzero_out_cuda's temporaries come before and after its
+        # output (kernels.nonzero).
+        x = args[0] if args else None
+        if not isinstance(x, torch.Tensor) or x.device.type != "cuda" or \
+                not isinstance(out, torch.Tensor):
+            return self.outputs(name, args, kwargs, out)
+        pre, post = kernels.nonzero(kernels.symsize(x.numel()),
+                                    x.element_size(), x.is_contiguous())
+        keys, site = {}, KERNEL_SITES.get(name, name)
+        self.run_events(pre, keys, site)
+        self.note_all([out], name)
+        self.run_events(post, keys, site)
+        return out
 
     def _dropout(self, name, args, kwargs, out):
         flat = tree_flatten(out)[0]
@@ -765,13 +821,20 @@ class Dispatch:
         # self.to(result's dtype): a copy when they differ (a bool or
         # int32 mask summed into int64), made after the result and
         # freed on return.
+        # The scan itself: kernels.cumsum (cub's storage for a tensor
+        # whose only non-unit dimension is the scanned one).
         x = args[0] if args else None
         if not isinstance(x, torch.Tensor) or x.device.type != "cuda" or \
                 not isinstance(out, torch.Tensor) or x.dim() == 0 or \
-                x.numel() == 0 or out.dtype == x.dtype:
+                x.numel() == 0:
             return []
-        return [("alloc", "self", x.numel() * out.element_size()),
-                ("free", "self")]
+        dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
+        n = kernels.symsize(x.numel())
+        scan = kernels.cumsum(n, kernels.symsize(x.shape[dim % x.dim()]))
+        if out.dtype == x.dtype:
+            return scan
+        return [("alloc", "self", n * out.element_size())] + scan + \
+            [("free", "self")]
 
     def _ev_copy(self, name, args, phase, out, kwargs):
         # A host tensor to the GPU with non_blocking and another dtype:
@@ -943,6 +1006,7 @@ _BEFORE = {
     "_amp_update_scale_": Dispatch._amp,
     "add": Dispatch._add,
     "_safe_softmax": Dispatch._safe_softmax,
+    "_grouped_mm": Dispatch._grouped_mm,
     "_transformer_encoder_layer_fwd": Dispatch._encoder_layer,
     "_native_multi_head_attention": Dispatch._native_mha,
 }
@@ -961,6 +1025,7 @@ _AFTER = {
     "mse_loss": Dispatch._loss,
     "smooth_l1_loss": Dispatch._loss,
     "native_dropout": Dispatch._dropout,
+    "nonzero": Dispatch._nonzero,
     "_scaled_dot_product_cudnn_attention": Dispatch._cudnn_attention,
 }
 # The kernels' own temporaries (kernel_events), by op.

@@ -1222,8 +1222,9 @@ SDPA_KERNELS = {
     "_scaled_dot_product_flash_attention_backward": ("flash", True),
 }
 KERNEL_SITES = {
-    "cumsum": "cumsum_out self in the result's dtype",
-    "cumprod": "cumprod_out self in the result's dtype",
+    "cumsum": "cumsum_out temporaries",
+    "cumprod": "cumprod_out temporaries",
+    "nonzero": "nonzero_out_cuda temporaries",
     "_to_copy": "copy_kernel_cuda host values on the GPU",
     "sort": "sort_cuda_kernel temporaries",
     "multinomial": "multinomial temporaries",

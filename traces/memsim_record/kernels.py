@@ -460,8 +460,12 @@ def sort(shape, dense, dim, itemsize):
     dim %= nd
     nsort = symsize(shape[dim])
     n = _prod(shape)
-    if n == 0 or nsort <= 4096:
+    if n == 0:
         return []
+    if nsort <= 4096:
+        # fillSliceWithIndex(indices, dim): at::arange(nsort) of the
+        # indices' dtype (long), copied into every slice, freed on return
+        return [("alloc", "arange", nsort * 8), ("free", "arange")]
     ev = []
     if not dense:
         ev += [("alloc", "self_", n * itemsize),
@@ -490,6 +494,52 @@ def sort(shape, dense, dim, itemsize):
         ev += [("free", "indices_tmp"), ("free", "values_tmp"),
                ("free", "self_")]
     return ev
+
+
+def _cub_tiles_temp(n, tile):
+    """cub's single-pass scan storage (DeviceScan, DeviceSelect): one
+    16-byte tile descriptor per TILE items plus 32 of warp padding
+    (ScanTileState::AllocationSize), rounded to 256 bytes, and 255 bytes
+    of alignment slack (AliasTemporaries): 1023 bytes up to 16 tiles,
+    as the H200 showed for every nonzero and one-dimensional cumsum of
+    the MoE programs (8 to 8192 elements)."""
+    tiles = max(1, -(-n // tile))
+    return _r256((tiles + 32) * 16) + 255
+
+
+def cumsum(numel, sizes_dim):
+    """Temporaries of a CUDA cumsum/cumprod kernel (scan_dim): a tensor
+    whose only non-unit dimension is the scanned one (numel ==
+    size(dim)) goes to at::cuda::cub::inclusive_scan, whose
+    cub::DeviceScan storage the caching allocator holds while it runs;
+    others scan in PyTorch's own kernels (none)."""
+    if numel == 0 or numel != sizes_dim:
+        return []
+    return [("alloc", "cub", _cub_tiles_temp(numel, 2048)),
+            ("free", "cub")]
+
+
+def nonzero(numel, itemsize, contiguous):
+    """Events of nonzero_out_cuda around its output, as two lists: before
+    it (a contiguous copy of a strided input, the count of nonzeros, an
+    int, and cub::DeviceReduce::Sum's storage, 1 byte for a single-pass
+    reduction, freed at once) and after it (cub::DeviceSelect::Flagged's
+    storage, freed, then the count and the copy).  The H200 trace of
+    Transformers' eager experts: torch.where(expert_mask[e]) over a
+    permuted one-hot mask copies it (2048 longs), then 4, 1 (freed), the
+    output, 1023 (freed)."""
+    if numel == 0:
+        return [], []
+    pre = []
+    if not contiguous:
+        pre.append(("alloc", "self", numel * itemsize))
+    pre += [("alloc", "count", 4), ("alloc", "reduce", 1),
+            ("free", "reduce")]
+    post = [("alloc", "select", _cub_tiles_temp(numel, 2048)),
+            ("free", "select"), ("free", "count")]
+    if not contiguous:
+        post.append(("free", "self"))
+    return pre, post
 
 
 def multinomial(shape, itemsize, n_sample, replacement, out_numel):
