@@ -19,6 +19,11 @@
 #   nonzero_out_cuda copies it contiguous (256), the count (4), cub's
 #   reduce storage (1, freed), the output (8 rows x 2 dims x 8 = 128),
 #   cub's select storage (1023, freed), then the count and the copy.
+# SDPA under bf16 autocast casts its arguments last first (autocast's
+# cached_cast calls, one call's arguments, run right to left on the CUDA
+# build; the H200 trace of Qwen3-MoE's fp32 queries, keys and values):
+# value, key (524288 each), then the query (1048576), before the
+# attention's output.
 # The model: a one-layer Mixtral (4 experts, top-2, 16 tokens) records
 # under both implementations; grouped_mm sorts the 32 choices (arange 256)
 # and scans the 4 counts (1023); eager's expert_hit nonzero over the 5
@@ -44,6 +49,11 @@ case "$got" in
 *) fail "ops: $got, want $want..." ;;
 esac
 grep -q "^rows 8$" "$tmp/err" || fail "ops rows: $(tail -3 "$tmp/err")"
+$MEMSIM record -o "$tmp/sdpa.csv" -- "$PY" "$R/moe_hf.py" sdpa 2>"$tmp/err" ||
+	fail "record sdpa: $(tail -3 "$tmp/err")"
+got=$(awk -F, '$3 == "alloc" && $7 == "input" { printf "%s ", $5 }' "$tmp/sdpa.csv")
+[ "$got" = "2097152 1048576 1048576 524288 524288 1048576 " ] ||
+	fail "sdpa casts: $got"
 if "$PY" -c 'import transformers' 2>/dev/null; then
 	for impl in grouped_mm eager; do
 		$MEMSIM record -o "$tmp/$impl.csv" -- "$PY" "$R/moe_hf.py" $impl \

@@ -7,6 +7,9 @@ ops: the experts' kernels one at a time, each printing nothing:
   sort:     torch.sort of 2048 int64 expert ids
   cumsum:   torch.cumsum of 8 int32 counts into int32
   nonzero:  torch.where over a permuted one-hot mask's row (2, 16)
+sdpa: scaled_dot_product_attention under bf16 autocast on fp32 queries
+  (4, 8, 256, 64) and grouped keys and values (4, 4, 256, 64), as
+  Qwen3-MoE's q/k-normed attention calls it
 grouped_mm / eager: a one-layer Mixtral (4 experts, top-2) from its
 config, float32 weights, one forward and backward under bf16 autocast
 and an AdamW step, with that experts implementation."""
@@ -39,6 +42,14 @@ if what == "ops":
     torch.cuda.synchronize()
     pos, tok = torch.where(mask[1])
     print("rows", pos.numel())
+elif what == "sdpa":
+    q = torch.randn(4, 8, 256, 64, device=dev)
+    k = torch.randn(4, 4, 256, 64, device=dev)
+    v = torch.randn(4, 4, 256, 64, device=dev)
+    torch.cuda.synchronize()
+    with torch.autocast(dev, dtype=torch.bfloat16):
+        o = torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, enable_gqa=True)
 else:
     from transformers import AutoModelForCausalLM, MixtralConfig
     cfg = MixtralConfig(vocab_size=64, hidden_size=32, intermediate_size=48,
