@@ -24,6 +24,13 @@
 # build; the H200 trace of Qwen3-MoE's fp32 queries, keys and values):
 # value, key (524288 each), then the query (1048576), before the
 # attention's output.
+# x[perm]'s backward (IndexBackward0): index_backward puts the gradient
+# into new zeros in place (_index_put_impl_) on plain tensors, but calls
+# the out-of-place index_put for tensor subclasses, the fake ones too (a
+# copy of the zeros the GPU never makes); then index_put_with_sort_kernel's
+# temporaries for 64 indices (512 bytes each): the wrapped index and the
+# linear one (the wrapped freed), sorted, original and arange indices,
+# cub's 1 byte, all freed.
 # The model: a one-layer Mixtral (4 experts, top-2, 16 tokens) records
 # under both implementations; grouped_mm sorts the 32 choices (arange 256)
 # and scans the 4 counts (1023); eager's expert_hit nonzero over the 5
@@ -49,6 +56,14 @@ case "$got" in
 *) fail "ops: $got, want $want..." ;;
 esac
 grep -q "^rows 8$" "$tmp/err" || fail "ops rows: $(tail -3 "$tmp/err")"
+$MEMSIM record -o "$tmp/index.csv" -- "$PY" "$R/moe_hf.py" index 2>"$tmp/err" ||
+	fail "record index: $(tail -3 "$tmp/err")"
+got=$(awk -F, '/IndexBackward0|index_put/ || ($3 ~ /^free/ && p) { p = 1; printf "%s:%s ", substr($3, 1, 1), $5 }' "$tmp/index.csv")
+want="a:8192 a:512 a:512 f:512 a:512 a:512 a:512 a:1 f:1 f:512 f:512 f:512 f:512 "
+case "$got" in
+"$want"*) ;;
+*) fail "index backward: $got, want $want..." ;;
+esac
 $MEMSIM record -o "$tmp/sdpa.csv" -- "$PY" "$R/moe_hf.py" sdpa 2>"$tmp/err" ||
 	fail "record sdpa: $(tail -3 "$tmp/err")"
 got=$(awk -F, '$3 == "alloc" && $7 == "input" { printf "%s ", $5 }' "$tmp/sdpa.csv")

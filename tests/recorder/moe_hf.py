@@ -10,6 +10,8 @@ ops: the experts' kernels one at a time, each printing nothing:
 sdpa: scaled_dot_product_attention under bf16 autocast on fp32 queries
   (4, 8, 256, 64) and grouped keys and values (4, 4, 256, 64), as
   Qwen3-MoE's q/k-normed attention calls it
+index: the backward of x[perm] (the experts' gather of their rows),
+  x (64, 32) fp32, perm 64 longs
 grouped_mm / eager: a one-layer Mixtral (4 experts, top-2) from its
 config, float32 weights, one forward and backward under bf16 autocast
 and an AdamW step, with that experts implementation."""
@@ -42,6 +44,13 @@ if what == "ops":
     torch.cuda.synchronize()
     pos, tok = torch.where(mask[1])
     print("rows", pos.numel())
+elif what == "index":
+    x = torch.randn(64, 32, device=dev, requires_grad=True)
+    perm = torch.randperm(64, device=dev)
+    y = x[perm]
+    g = torch.ones(64, 32, device=dev)
+    torch.cuda.synchronize()
+    y.backward(g)
 elif what == "sdpa":
     q = torch.randn(4, 8, 256, 64, device=dev)
     k = torch.randn(4, 4, 256, 64, device=dev)

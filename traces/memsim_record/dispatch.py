@@ -380,6 +380,29 @@ class Dispatch:
                                       device=a.device)
         return out
 
+    def _index_put(self, mode, func, name, args, kwargs):
+        # index's backward (index_backward) puts the gradient into
+        # zeros with _index_put_impl_, in place, on plain tensors; for
+        # tensor subclasses (areAnyTensorSubclassLike: the fake ones) it
+        # calls the out-of-place index_put, which copies the zeros (a
+        # second tensor of the input's size the GPU never makes).  In
+        # IndexBackward0 the zeros are the formula's own (new_zeros,
+        # referenced nowhere else): put in place, as on the GPU.
+        acc = args[3] if len(args) > 3 else kwargs.get("accumulate", False)
+        x = args[0] if args else None
+        if not acc or not isinstance(x, torch.Tensor) or \
+                x.device.type != "cuda":
+            return _RUN
+        try:
+            node = torch._C._current_autograd_node()
+        except Exception:
+            return _RUN
+        if node is None or node.name() != "IndexBackward0":
+            return _RUN
+        with mode:
+            torch.ops.aten._index_put_impl_(x, args[1], args[2], True, True)
+        return x
+
     def _encoder_layer(self, mode, func, name, args, kwargs):
         # nn.TransformerEncoderLayer's fast path (eval, no grad):
         # _transformer_encoder_layer_fwd has no fake kernel in PyTorch
@@ -816,6 +839,29 @@ class Dispatch:
             tuple(x.shape), x.element_size(), int(ns), bool(rp),
             out.numel() if isinstance(out, torch.Tensor) else 0)
 
+    def _ev_index_put(self, name, args, phase, out, kwargs):
+        # _index_put_impl_(self, indices, values, accumulate, unsafe)
+        # with accumulate: kernels.index_put_accumulate.
+        kwargs = kwargs or {}
+        x = args[0] if args else None
+        acc = args[3] if len(args) > 3 else kwargs.get("accumulate", False)
+        if not acc or not isinstance(x, torch.Tensor) or \
+                x.device.type != "cuda" or len(args) < 3:
+            return []
+        idx = [i for i in args[1] if i is not None]
+        if not idx or any(i.dtype not in (torch.long, torch.int)
+                          for i in idx):
+            return []
+        n = kernels.symsize(_prod_shape(torch.broadcast_shapes(
+            *[i.shape for i in idx])))
+        v = args[2]
+        vcopy = 0 if not isinstance(v, torch.Tensor) or \
+            v.is_contiguous() else kernels.symsize(v.numel()) * \
+            v.element_size()
+        scopy = 0 if x.is_contiguous() else \
+            kernels.symsize(x.numel()) * x.element_size()
+        return kernels.index_put_accumulate(n, len(idx), vcopy, scopy)
+
     def _ev_cum(self, name, args, phase, out, kwargs):
         # cumsum_out / cumprod_out (impl_func_cum_ops) pass the kernel
         # self.to(result's dtype): a copy when they differ (a bool or
@@ -996,6 +1042,13 @@ class Dispatch:
 # What dispatch() does by op name (an OpOverloadPacket's __name__); an op
 # not named runs its fake kernel and Dispatch.outputs notes what it made.
 _RUN = object()       # a _BEFORE handler's "not answered: run the op"
+
+
+def _prod_shape(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 _BEFORE = {
     "_local_scalar_dense": Dispatch._item,
     "is_pinned": Dispatch._not_pinned,
@@ -1007,6 +1060,7 @@ _BEFORE = {
     "add": Dispatch._add,
     "_safe_softmax": Dispatch._safe_softmax,
     "_grouped_mm": Dispatch._grouped_mm,
+    "index_put": Dispatch._index_put,
     "_transformer_encoder_layer_fwd": Dispatch._encoder_layer,
     "_native_multi_head_attention": Dispatch._native_mha,
 }
@@ -1038,6 +1092,7 @@ _EVENTS = {
     "multinomial": Dispatch._ev_sort,
     "_softmax_backward_data": Dispatch._ev_softmax_backward,
     "cumsum": Dispatch._ev_cum,
+    "_index_put_impl_": Dispatch._ev_index_put,
     "cumprod": Dispatch._ev_cum,
     "_to_copy": Dispatch._ev_copy,
     "mse_loss": Dispatch._ev_loss,

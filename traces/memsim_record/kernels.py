@@ -542,6 +542,43 @@ def nonzero(numel, itemsize, contiguous):
     return pre, post
 
 
+def index_put_accumulate(n, nindex, value_copy, self_copy):
+    """Temporaries of index_put_with_sort_kernel (index_put_ with
+    accumulate=True on CUDA: index's backward) for N index entries over
+    NINDEX index tensors: self's contiguous copy (SELF_COPY bytes, 0 if
+    none); makeLinearIndex's computeLinearIndex, each index wrapped
+    (wrapIndexOnce's remainder) and times its stride (n longs each, the
+    wrapped one freed; later ones added into the first); the value's
+    contiguous copy (VALUE_COPY bytes, 0 if none); sorted_indices,
+    orig_indices and the arange the radix sort pairs them with (n longs
+    each); cub's storage (1 byte up to 2048 keys, as the H200 showed for
+    Transformers' grouped_mm experts' 2048 sorted choices: one tile, no
+    passes; _cub_radix_temp beyond); then the locals freed in reverse."""
+    if n == 0:
+        return []
+    ev = []
+    if self_copy:
+        ev.append(("alloc", "self_", self_copy))
+    for i in range(max(1, nindex)):
+        ev += [("alloc", "wrapped%d" % i, n * 8),
+               ("alloc", "linear%d" % i, n * 8), ("free", "wrapped%d" % i)]
+        if i:
+            ev.append(("free", "linear%d" % i))
+    if value_copy:
+        ev.append(("alloc", "value", value_copy))
+    cub = 1 if n <= 2048 else _cub_radix_temp(n, 8, 8, 64)
+    ev += [("alloc", "sorted", n * 8), ("alloc", "orig", n * 8),
+           ("alloc", "range", n * 8), ("alloc", "cub", cub),
+           ("free", "cub"), ("free", "range"), ("free", "orig"),
+           ("free", "sorted")]
+    if value_copy:
+        ev.append(("free", "value"))
+    ev.append(("free", "linear0"))
+    if self_copy:
+        ev.append(("free", "self_"))
+    return ev
+
+
 def multinomial(shape, itemsize, n_sample, replacement, out_numel):
     """Temporaries of at::native::multinomial without replacement or for
     one sample (the exponential-race fast path, Distributions.cpp):
