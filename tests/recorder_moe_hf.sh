@@ -23,7 +23,11 @@
 # cached_cast calls, one call's arguments, run right to left on the CUDA
 # build; the H200 trace of Qwen3-MoE's fp32 queries, keys and values):
 # value, key (524288 each), then the query (1048576), before the
-# attention's output.
+# attention's output.  Its cuDNN backward with grouped keys and values
+# (8 query heads, 4 key/value heads) holds the rule's dQ workspace
+# (4*8*256*64*4 + 4*8*256*4 + 256 = 2130176) plus the keys' and values'
+# gradients at the query's 8 heads (2 * 4*8*256*64*2 = 2097152): 4227328,
+# as the H200 asked (kernels.attention_backward).
 # x[perm]'s backward (IndexBackward0): index_backward puts the gradient
 # into new zeros in place (_index_put_impl_) on plain tensors, but calls
 # the out-of-place index_put for tensor subclasses, the fake ones too (a
@@ -69,6 +73,8 @@ $MEMSIM record -o "$tmp/sdpa.csv" -- "$PY" "$R/moe_hf.py" sdpa 2>"$tmp/err" ||
 got=$(awk -F, '$3 == "alloc" && $7 == "input" { printf "%s ", $5 }' "$tmp/sdpa.csv")
 [ "$got" = "2097152 1048576 1048576 524288 524288 1048576 " ] ||
 	fail "sdpa casts: $got"
+got=$(awk -F, '$8 ~ /SDP_bprop/ { printf "%s ", $5 }' "$tmp/sdpa.csv")
+[ "$got" = "4227328 " ] || fail "sdpa backward workspace: $got"
 if "$PY" -c 'import transformers' 2>/dev/null; then
 	for impl in grouped_mm eager; do
 		$MEMSIM record -o "$tmp/$impl.csv" -- "$PY" "$R/moe_hf.py" $impl \

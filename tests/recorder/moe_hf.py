@@ -9,7 +9,7 @@ ops: the experts' kernels one at a time, each printing nothing:
   nonzero:  torch.where over a permuted one-hot mask's row (2, 16)
 sdpa: scaled_dot_product_attention under bf16 autocast on fp32 queries
   (4, 8, 256, 64) and grouped keys and values (4, 4, 256, 64), as
-  Qwen3-MoE's q/k-normed attention calls it
+  Qwen3-MoE's q/k-normed attention calls it, and its backward
 index: the backward of x[perm] (the experts' gather of their rows),
   x (64, 32) fp32, perm 64 longs
 grouped_mm / eager: a one-layer Mixtral (4 experts, top-2) from its
@@ -52,13 +52,14 @@ elif what == "index":
     torch.cuda.synchronize()
     y.backward(g)
 elif what == "sdpa":
-    q = torch.randn(4, 8, 256, 64, device=dev)
-    k = torch.randn(4, 4, 256, 64, device=dev)
-    v = torch.randn(4, 4, 256, 64, device=dev)
+    q = torch.randn(4, 8, 256, 64, device=dev, requires_grad=True)
+    k = torch.randn(4, 4, 256, 64, device=dev, requires_grad=True)
+    v = torch.randn(4, 4, 256, 64, device=dev, requires_grad=True)
     torch.cuda.synchronize()
     with torch.autocast(dev, dtype=torch.bfloat16):
         o = torch.nn.functional.scaled_dot_product_attention(
-            q, k, v, enable_gqa=True)
+            q, k, v, is_causal=True, enable_gqa=True)
+    o.sum().backward()
 else:
     from transformers import AutoModelForCausalLM, MixtralConfig
     cfg = MixtralConfig(vocab_size=64, hidden_size=32, intermediate_size=48,

@@ -959,8 +959,12 @@ class Dispatch:
         if not kind[1]:
             return kernels.attention_forward(kind[0])
         b, h, sq, d = (kernels.symsize(v) for v in q.shape)
+        k = args[2] if len(args) > 2 else None
+        hkv = skv = None
+        if isinstance(k, torch.Tensor) and k.dim() == 4:
+            hkv, skv = kernels.symsize(k.shape[1]), kernels.symsize(k.shape[2])
         return kernels.attention_backward(kind[0], b, h, sq, d,
-                                          q.element_size())
+                                          q.element_size(), hkv, skv)
 
     def temps(self, name, events):
         """Allocations through the fake allocator, freed in the order

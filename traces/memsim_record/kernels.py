@@ -178,12 +178,21 @@ def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
     return [("alloc", "ws", size), ("free", "ws")]
 
 
-def attention_backward(kind, b, h, sq, d, itemsize):
+def attention_backward(kind, b, h, sq, d, itemsize, hkv=None, skv=None):
     """Events of one attention backward kernel; KIND is cudnn, efficient
-    or flash; shapes of the query (B, H, Sq, D)."""
+    or flash; shapes of the query (B, H, Sq, D), the key's heads HKV and
+    length SKV.  cuDNN with grouped key/value heads (HKV < H,
+    enable_gqa) holds more: the keys' and values' gradients at the
+    query's heads, 2 * B*H*Skv*D in the inputs' dtype, before they are
+    summed over each group (the H200, 2 December 2026: B 4, H 8, HKV 4,
+    S 256, D 64 bf16 asked 4227328 bytes, the same without grouping
+    2130176, whatever the layouts of q, k, v and the output's gradient;
+    H = 2 HKV there, so 2 * B*HKV*Skv*D fp32 would fit as well)."""
     if kind == "cudnn":
-        return [("alloc", "ws", b * h * sq * d * 4 + b * h * sq * 4 + 256),
-                ("free", "ws")]
+        ws = b * h * sq * d * 4 + b * h * sq * 4 + 256
+        if hkv is not None and hkv < h:
+            ws += 2 * b * h * (sq if skv is None else skv) * d * itemsize
+        return [("alloc", "ws", ws), ("free", "ws")]
     if kind == "flash":
         s = _pad(sq, 128)
         return [("alloc", "softmax_d", b * h * s * 4),
