@@ -339,6 +339,70 @@ class Dispatch:
             del zero, rows, masked
         return out
 
+    def _grouped_mm(self, mode, func, name, args, kwargs):
+        # _grouped_mm (a mixture of experts' grouped GEMM) on CUDA takes
+        # float32, bfloat16 or float16 (_grouped_mm_validate_inputs):
+        # bfloat16 all through runs the CUTLASS kernel, anything else
+        # _grouped_mm_fallback's mm_out per group into the output.  The
+        # meta kernel accepts only bfloat16 (an fp32 model's experts,
+        # whose input Transformers casts to the weights' dtype since
+        # grouped_mm is not autocast-enabled, raised "Expected inputs
+        # of BF16 type").  The output is the same on either path:
+        # create_grouped_gemm_output_tensor's, its last dimension's
+        # stride padded to 16 bytes, in mat_a's dtype
+        # (_resolve_grouped_mm_out_dtype); mm_out writes into it.
+        a, b = args[0], args[1]
+        if not isinstance(a, torch.Tensor) or \
+                not isinstance(b, torch.Tensor) or \
+                a.device.type != "cuda" or a.dtype != b.dtype or \
+                a.dtype not in (torch.float32, torch.float16) or \
+                a.dim() not in (2, 3) or b.dim() not in (2, 3):
+            return _RUN
+        offs = args[2] if len(args) > 2 else kwargs.get("offs")
+        out_dtype = args[4] if len(args) > 4 else kwargs.get("out_dtype")
+        if out_dtype not in (None, a.dtype) or \
+                (offs is not None) != (a.dim() == 2 or b.dim() == 2):
+            return _RUN
+        if a.dim() == 2 and b.dim() == 2:
+            size = [offs.shape[0], a.shape[0], b.shape[1]]
+        elif a.dim() == 2:
+            size = [a.shape[0], b.shape[-1]]
+        elif b.dim() == 2:
+            size = [a.shape[1], b.shape[1]]
+        else:
+            size = [a.shape[0], a.shape[1], b.shape[-1]]
+        align = 16 // a.element_size()
+        padded = (size[-1] + align - 1) // align * align
+        stride = [padded, 1] if (a.dim() == 2) != (b.dim() == 2) else \
+            [size[1] * padded, padded, 1]
+        with torch.no_grad(), mode:
+            out = torch.empty_strided(size, stride, dtype=a.dtype,
+                                      device=a.device)
+        return out
+
+    def _index_put(self, mode, func, name, args, kwargs):
+        # index's backward (index_backward) puts the gradient into
+        # zeros with _index_put_impl_, in place, on plain tensors; for
+        # tensor subclasses (areAnyTensorSubclassLike: the fake ones) it
+        # calls the out-of-place index_put, which copies the zeros (a
+        # second tensor of the input's size the GPU never makes).  In
+        # IndexBackward0 the zeros are the formula's own (new_zeros,
+        # referenced nowhere else): put in place, as on the GPU.
+        acc = args[3] if len(args) > 3 else kwargs.get("accumulate", False)
+        x = args[0] if args else None
+        if not acc or not isinstance(x, torch.Tensor) or \
+                x.device.type != "cuda":
+            return _RUN
+        try:
+            node = torch._C._current_autograd_node()
+        except Exception:
+            return _RUN
+        if node is None or node.name() != "IndexBackward0":
+            return _RUN
+        with mode:
+            torch.ops.aten._index_put_impl_(x, args[1], args[2], True, True)
+        return x
+
     def _encoder_layer(self, mode, func, name, args, kwargs):
         # nn.TransformerEncoderLayer's fast path (eval, no grad):
         # _transformer_encoder_layer_fwd has no fake kernel in PyTorch
@@ -586,6 +650,21 @@ class Dispatch:
         self.run_events(ev, {}, "binary_cross_entropy_cuda reduction")
         return out
 
+    def _nonzero(self, name, args, kwargs, out):
+        # nonzero_out_cuda's temporaries come before and after its
+        # output (kernels.nonzero).
+        x = args[0] if args else None
+        if not isinstance(x, torch.Tensor) or x.device.type != "cuda" or \
+                not isinstance(out, torch.Tensor):
+            return self.outputs(name, args, kwargs, out)
+        pre, post = kernels.nonzero(kernels.symsize(x.numel()),
+                                    x.element_size(), x.is_contiguous())
+        keys, site = {}, KERNEL_SITES.get(name, name)
+        self.run_events(pre, keys, site)
+        self.note_all([out], name)
+        self.run_events(post, keys, site)
+        return out
+
     def _dropout(self, name, args, kwargs, out):
         flat = tree_flatten(out)[0]
         if len(flat) == 2:
@@ -795,18 +874,48 @@ class Dispatch:
             tuple(x.shape), x.element_size(), int(ns), bool(rp),
             out.numel() if isinstance(out, torch.Tensor) else 0)
 
+    def _ev_index_put(self, name, args, phase, out, kwargs):
+        # _index_put_impl_(self, indices, values, accumulate, unsafe)
+        # with accumulate: kernels.index_put_accumulate.
+        kwargs = kwargs or {}
+        x = args[0] if args else None
+        acc = args[3] if len(args) > 3 else kwargs.get("accumulate", False)
+        if not acc or not isinstance(x, torch.Tensor) or \
+                x.device.type != "cuda" or len(args) < 3:
+            return []
+        idx = [i for i in args[1] if i is not None]
+        if not idx or any(i.dtype not in (torch.long, torch.int)
+                          for i in idx):
+            return []
+        n = kernels.symsize(_prod_shape(torch.broadcast_shapes(
+            *[i.shape for i in idx])))
+        v = args[2]
+        vcopy = 0 if not isinstance(v, torch.Tensor) or \
+            v.is_contiguous() else kernels.symsize(v.numel()) * \
+            v.element_size()
+        scopy = 0 if x.is_contiguous() else \
+            kernels.symsize(x.numel()) * x.element_size()
+        return kernels.index_put_accumulate(n, len(idx), vcopy, scopy)
+
     def _ev_cum(self, name, args, phase, out, kwargs):
         # cumsum_out / cumprod_out (impl_func_cum_ops) pass the kernel
         # self.to(result's dtype): a copy when they differ (a bool or
         # int32 mask summed into int64), made after the result and
         # freed on return.
+        # The scan itself: kernels.cumsum (cub's storage for a tensor
+        # whose only non-unit dimension is the scanned one).
         x = args[0] if args else None
         if not isinstance(x, torch.Tensor) or x.device.type != "cuda" or \
                 not isinstance(out, torch.Tensor) or x.dim() == 0 or \
-                x.numel() == 0 or out.dtype == x.dtype:
+                x.numel() == 0:
             return []
-        return [("alloc", "self", x.numel() * out.element_size()),
-                ("free", "self")]
+        dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
+        n = kernels.symsize(x.numel())
+        scan = kernels.cumsum(n, kernels.symsize(x.shape[dim % x.dim()]))
+        if out.dtype == x.dtype:
+            return scan
+        return [("alloc", "self", n * out.element_size())] + scan + \
+            [("free", "self")]
 
     def _ev_copy(self, name, args, phase, out, kwargs):
         # A host tensor to the GPU with non_blocking and another dtype:
@@ -930,16 +1039,19 @@ class Dispatch:
             return kernels.attention_forward(kind[0])
         b, h, sq, d = (kernels.symsize(v) for v in q.shape)
         # the keys' length and the values' head dimension (key, value
-        # follow the query), and dropout_p (efficient: after the philox
-        # seed and offset; flash: after max_q and max_k)
-        sk, dv = kernels.symsize(args[2].shape[2]), \
+        # follow the query), the keys' heads (fewer with enable_gqa), and
+        # dropout_p (efficient: after the philox seed and offset; flash:
+        # after max_q and max_k)
+        k = args[2]
+        sk, dv = kernels.symsize(k.shape[2]), \
             kernels.symsize(args[3].shape[3])
+        hkv = kernels.symsize(k.shape[1])
         at = {"efficient": 9, "flash": 10}.get(kind[0])
         p = 0.0 if at is None else \
             args[at] if len(args) > at else kwargs.get("dropout_p", 0.0)
         return kernels.attention_backward(kind[0], b, h, sq, d,
                                           q.element_size(), sk=sk, dv=dv,
-                                          dropout=bool(p))
+                                          dropout=bool(p), hkv=hkv)
 
     def temps(self, name, events):
         """Allocations through the fake allocator, freed in the order
@@ -1026,6 +1138,13 @@ class Dispatch:
 # What dispatch() does by op name (an OpOverloadPacket's __name__); an op
 # not named runs its fake kernel and Dispatch.outputs notes what it made.
 _RUN = object()       # a _BEFORE handler's "not answered: run the op"
+
+
+def _prod_shape(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 _BEFORE = {
     "_local_scalar_dense": Dispatch._item,
     "is_pinned": Dispatch._not_pinned,
@@ -1036,6 +1155,8 @@ _BEFORE = {
     "_amp_update_scale_": Dispatch._amp,
     "add": Dispatch._add,
     "_safe_softmax": Dispatch._safe_softmax,
+    "_grouped_mm": Dispatch._grouped_mm,
+    "index_put": Dispatch._index_put,
     "_transformer_encoder_layer_fwd": Dispatch._encoder_layer,
     "_native_multi_head_attention": Dispatch._native_mha,
 }
@@ -1055,6 +1176,7 @@ _AFTER = {
     "smooth_l1_loss": Dispatch._loss,
     "binary_cross_entropy": Dispatch._bce,
     "native_dropout": Dispatch._dropout,
+    "nonzero": Dispatch._nonzero,
     "_scaled_dot_product_cudnn_attention": Dispatch._cudnn_attention,
 }
 # The kernels' own temporaries (kernel_events), by op.
@@ -1067,6 +1189,7 @@ _EVENTS = {
     "multinomial": Dispatch._ev_sort,
     "_softmax_backward_data": Dispatch._ev_softmax_backward,
     "cumsum": Dispatch._ev_cum,
+    "_index_put_impl_": Dispatch._ev_index_put,
     "cumprod": Dispatch._ev_cum,
     "_to_copy": Dispatch._ev_copy,
     "mse_loss": Dispatch._ev_loss,

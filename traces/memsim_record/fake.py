@@ -1222,8 +1222,10 @@ SDPA_KERNELS = {
     "_scaled_dot_product_flash_attention_backward": ("flash", True),
 }
 KERNEL_SITES = {
-    "cumsum": "cumsum_out self in the result's dtype",
-    "cumprod": "cumprod_out self in the result's dtype",
+    "cumsum": "cumsum_out temporaries",
+    "cumprod": "cumprod_out temporaries",
+    "nonzero": "nonzero_out_cuda temporaries",
+    "_index_put_impl_": "index_put_with_sort_kernel temporaries",
     "_to_copy": "copy_kernel_cuda host values on the GPU",
     "sort": "sort_cuda_kernel temporaries",
     "multinomial": "multinomial temporaries",
@@ -1537,11 +1539,16 @@ def run(opt, script, argv):
                              scale=scale, enable_gqa=enable_gqa)
         if torch.is_autocast_enabled("cuda"):
             # autocast's lower_precision_fp policy casts every floating
-            # argument, the additive attn_mask included.
+            # argument, the additive attn_mask included, last argument
+            # first: WrapFunction_'s cached_cast(...) calls are the
+            # arguments of one call, which the CUDA build evaluates right
+            # to left (under autocast linear casts its weight before its
+            # input; the H200 trace of Qwen3-MoE's fp32 queries, keys and
+            # values: 512 KiB, 512 KiB, then the 1 MiB query).
             dt = torch.get_autocast_dtype("cuda")
-            query, key, value = (t.to(dt) for t in (query, key, value))
             if attn_mask is not None and attn_mask.is_floating_point():
                 attn_mask = attn_mask.to(dt)
+            value, key, query = (t.to(dt) for t in (value, key, query))
         choice = _sdp_choice(torch, rec, (query, key, value, attn_mask), {},
                              major)
         if gqa and choice not in (SDP_CUDNN, SDP_FLASH):

@@ -268,16 +268,25 @@ def efficient_workspace(half, b, h, m, n, d, dv, dropout):
 
 
 def attention_backward(kind, b, h, sq, d, itemsize, sk=None, dv=None,
-                       dropout=False):
+                       dropout=False, hkv=None):
     """Events of one attention backward kernel; KIND is cudnn, efficient
     or flash; shapes of the query (B, H, Sq, D), the keys' length SK and
-    the values' head dimension DV (default Sq and D), DROPOUT whether
-    dropout_p != 0."""
+    heads HKV and the values' head dimension DV (default Sq, H and D),
+    DROPOUT whether dropout_p != 0.  cuDNN with grouped key/value heads
+    (HKV < H, enable_gqa) holds more: the keys' and values' gradients at
+    the query's heads, 2 * B*H*Sk*D in the inputs' dtype, before they
+    are summed over each group (the H200, 2 December 2026: B 4, H 8,
+    HKV 4, S 256, D 64 bf16 asked 4227328 bytes, the same without
+    grouping 2130176, whatever the layouts of q, k, v and the output's
+    gradient; H = 2 HKV there, so 2 * B*HKV*Sk*D fp32 would fit as
+    well)."""
     sk = sq if sk is None else sk
     dv = d if dv is None else dv
     if kind == "cudnn":
-        return [("alloc", "ws", b * h * sq * d * 4 + b * h * sq * 4 + 256),
-                ("free", "ws")]
+        ws = b * h * sq * d * 4 + b * h * sq * 4 + 256
+        if hkv is not None and hkv < h:
+            ws += 2 * b * h * sk * d * itemsize
+        return [("alloc", "ws", ws), ("free", "ws")]
     if kind == "flash":
         # mha_bwd: softmax_d (B, H, seqlen_q_rounded) and, not
         # deterministic, dq_accum (B, seqlen_q_rounded, H,
@@ -602,8 +611,12 @@ def sort(shape, dense, dim, itemsize):
     dim %= nd
     nsort = symsize(shape[dim])
     n = _prod(shape)
-    if n == 0 or nsort <= 4096:
+    if n == 0:
         return []
+    if nsort <= 4096:
+        # fillSliceWithIndex(indices, dim): at::arange(nsort) of the
+        # indices' dtype (long), copied into every slice, freed on return
+        return [("alloc", "arange", nsort * 8), ("free", "arange")]
     ev = []
     if not dense:
         ev += [("alloc", "self_", n * itemsize),
@@ -631,6 +644,89 @@ def sort(shape, dense, dim, itemsize):
     if not dense:
         ev += [("free", "indices_tmp"), ("free", "values_tmp"),
                ("free", "self_")]
+    return ev
+
+
+def _cub_tiles_temp(n, tile):
+    """cub's single-pass scan storage (DeviceScan, DeviceSelect): one
+    16-byte tile descriptor per TILE items plus 32 of warp padding
+    (ScanTileState::AllocationSize), rounded to 256 bytes, and 255 bytes
+    of alignment slack (AliasTemporaries): 1023 bytes up to 16 tiles,
+    as the H200 showed for every nonzero and one-dimensional cumsum of
+    the MoE programs (8 to 8192 elements)."""
+    tiles = max(1, -(-n // tile))
+    return _r256((tiles + 32) * 16) + 255
+
+
+def cumsum(numel, sizes_dim):
+    """Temporaries of a CUDA cumsum/cumprod kernel (scan_dim): a tensor
+    whose only non-unit dimension is the scanned one (numel ==
+    size(dim)) goes to at::cuda::cub::inclusive_scan, whose
+    cub::DeviceScan storage the caching allocator holds while it runs;
+    others scan in PyTorch's own kernels (none)."""
+    if numel == 0 or numel != sizes_dim:
+        return []
+    return [("alloc", "cub", _cub_tiles_temp(numel, 2048)),
+            ("free", "cub")]
+
+
+def nonzero(numel, itemsize, contiguous):
+    """Events of nonzero_out_cuda around its output, as two lists: before
+    it (a contiguous copy of a strided input, the count of nonzeros, an
+    int, and cub::DeviceReduce::Sum's storage, 1 byte for a single-pass
+    reduction, freed at once) and after it (cub::DeviceSelect::Flagged's
+    storage, freed, then the count and the copy).  The H200 trace of
+    Transformers' eager experts: torch.where(expert_mask[e]) over a
+    permuted one-hot mask copies it (2048 longs), then 4, 1 (freed), the
+    output, 1023 (freed)."""
+    if numel == 0:
+        return [], []
+    pre = []
+    if not contiguous:
+        pre.append(("alloc", "self", numel * itemsize))
+    pre += [("alloc", "count", 4), ("alloc", "reduce", 1),
+            ("free", "reduce")]
+    post = [("alloc", "select", _cub_tiles_temp(numel, 2048)),
+            ("free", "select"), ("free", "count")]
+    if not contiguous:
+        post.append(("free", "self"))
+    return pre, post
+
+
+def index_put_accumulate(n, nindex, value_copy, self_copy):
+    """Temporaries of index_put_with_sort_kernel (index_put_ with
+    accumulate=True on CUDA: index's backward) for N index entries over
+    NINDEX index tensors: self's contiguous copy (SELF_COPY bytes, 0 if
+    none); makeLinearIndex's computeLinearIndex, each index wrapped
+    (wrapIndexOnce's remainder) and times its stride (n longs each, the
+    wrapped one freed; later ones added into the first); the value's
+    contiguous copy (VALUE_COPY bytes, 0 if none); sorted_indices,
+    orig_indices and the arange the radix sort pairs them with (n longs
+    each); cub's storage (1 byte up to 2048 keys, as the H200 showed for
+    Transformers' grouped_mm experts' 2048 sorted choices: one tile, no
+    passes; _cub_radix_temp beyond); then the locals freed in reverse."""
+    if n == 0:
+        return []
+    ev = []
+    if self_copy:
+        ev.append(("alloc", "self_", self_copy))
+    for i in range(max(1, nindex)):
+        ev += [("alloc", "wrapped%d" % i, n * 8),
+               ("alloc", "linear%d" % i, n * 8), ("free", "wrapped%d" % i)]
+        if i:
+            ev.append(("free", "linear%d" % i))
+    if value_copy:
+        ev.append(("alloc", "value", value_copy))
+    cub = 1 if n <= 2048 else _cub_radix_temp(n, 8, 8, 64)
+    ev += [("alloc", "sorted", n * 8), ("alloc", "orig", n * 8),
+           ("alloc", "range", n * 8), ("alloc", "cub", cub),
+           ("free", "cub"), ("free", "range"), ("free", "orig"),
+           ("free", "sorted")]
+    if value_copy:
+        ev.append(("free", "value"))
+    ev.append(("free", "linear0"))
+    if self_copy:
+        ev.append(("free", "self_"))
     return ev
 
 
