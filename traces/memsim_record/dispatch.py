@@ -16,6 +16,7 @@ change between calls (its name, whether it has a kernel of its own) are
 asked once an op (op_info).
 """
 import contextlib
+import math
 import functools
 import os
 import sys
@@ -687,6 +688,68 @@ class Dispatch:
                 del flat[3]
         return self.outputs(name, args, kwargs, out, flat)
 
+    def _foreach_reduce(self, name, args, kwargs, out):
+        ev = self.foreach_events(name, args, kwargs)
+        if ev is None or not isinstance(out, (list, tuple)) or \
+                len(out) != len(args[0]):
+            return self.outputs(name, args, kwargs, out)
+        # foreach_tensor_norm_cuda / foreach_tensor_max_cuda
+        # (kernels.foreach_reduce): output_per_tensor, the results of
+        # the non-empty tensors (vec_res), the unused vec_res, the empty
+        # tensors' results, the frees.
+        keys = {}
+        site = KERNEL_SITES[name]
+        full = [o for o, t in zip(out, args[0]) if t.numel() != 0]
+        self.run_events(ev[0], keys, site)
+        self.note_all(full, name)
+        self.run_events(ev[1], keys, site)
+        self.note_all([o for o, t in zip(out, args[0]) if t.numel() == 0],
+                      name)
+        self.run_events(ev[2], keys, site)
+        return out
+
+    def foreach_events(self, name, args, kwargs):
+        """kernels.foreach_reduce's events for _foreach_norm or
+        _foreach_max on the GPU's fast path, or None: the slow path
+        (foreach_tensor_norm_slow: a linalg_vector_norm a tensor) where
+        use_slowpath / can_use_fast_route send it, that is tensors of
+        several devices or dtypes, not non-overlapping and dense,
+        integral or complex, or a norm other than 1, 2 and inf."""
+        try:
+            ts = list(args[0])
+            if not ts or not all(isinstance(t, torch.Tensor) for t in ts):
+                return None
+            t0 = ts[0]
+            if t0.device.type != "cuda" or \
+                    not (t0.dtype.is_floating_point or
+                         (name == "_foreach_max" and
+                          not t0.dtype.is_complex)):
+                return None
+            from torch._prims_common import \
+                is_non_overlapping_and_dense_or_false as dense_
+            if any(t.device != t0.device or t.dtype != t0.dtype or
+                   t.layout != torch.strided or not dense_(t) for t in ts):
+                return None
+            numels = [t.numel() for t in ts]
+            if name == "_foreach_max":
+                return kernels.foreach_reduce("max", numels,
+                                              t0.element_size(),
+                                              t0.element_size())
+            kwargs = kwargs or {}
+            p = float(args[1] if len(args) > 1 else kwargs.get("ord", 2))
+            if p not in (1.0, 2.0, math.inf):
+                return None
+            dt = args[2] if len(args) > 2 else kwargs.get("dtype")
+            dt = dt if dt is not None else t0.dtype
+            size = torch.empty((), dtype=dt).element_size()
+            # toOpMathType: half and bfloat16 accumulate in float
+            acc = 4 if dt in (torch.float16, torch.bfloat16) else size
+            return kernels.foreach_reduce(
+                "norm", numels, acc, size,
+                hasattr(torch.ops.aten, "_foreach_global_norm"))
+        except Exception:
+            return None
+
     def embedding_events(self, name, args):
         """(sort events, segment events) of an embedding backward with
         the sorting path, or None: embedding_dense_backward_cuda takes it
@@ -1178,6 +1241,8 @@ _AFTER = {
     "native_dropout": Dispatch._dropout,
     "nonzero": Dispatch._nonzero,
     "_scaled_dot_product_cudnn_attention": Dispatch._cudnn_attention,
+    "_foreach_norm": Dispatch._foreach_reduce,
+    "_foreach_max": Dispatch._foreach_reduce,
 }
 # The kernels' own temporaries (kernel_events), by op.
 _EVENTS = {

@@ -1030,6 +1030,12 @@ def _patch_cuda(torch, rec, dev):
     import torch.optim.optimizer as oo
     if FakeTensor not in oo._foreach_supported_types:
         oo._foreach_supported_types.append(FakeTensor)
+    # So do clip_grad_norm_ (_get_total_norm's _foreach_norm,
+    # _clip_grads_with_norm_'s _foreach_mul_), clip_grad_value_ and
+    # swa_utils by _foreach_utils' _has_foreach_support.
+    import torch.utils._foreach_utils as fu
+    if FakeTensor not in fu._foreach_supported_types:
+        fu._foreach_supported_types.append(FakeTensor)
     # GradScaler: no inf or NaN found, the step is taken (an assumption).
     from torch.amp import grad_scaler
 
@@ -1222,6 +1228,8 @@ SDPA_KERNELS = {
     "_scaled_dot_product_flash_attention_backward": ("flash", True),
 }
 KERNEL_SITES = {
+    "_foreach_norm": "foreach_tensor_norm_cuda temporaries",
+    "_foreach_max": "foreach_tensor_max_cuda temporaries",
     "cumsum": "cumsum_out temporaries",
     "cumprod": "cumprod_out temporaries",
     "nonzero": "nonzero_out_cuda temporaries",

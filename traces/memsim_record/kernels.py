@@ -754,3 +754,60 @@ def multinomial(shape, itemsize, n_sample, replacement, out_numel):
         ev += [("alloc", "vals", out_numel * itemsize), ("free", "vals")]
     ev += [("free", "q"), ("free", "zero"), ("free", "valid")]
     return ev
+
+
+# MultiTensorApply.cuh's kChunkSize: the elements one block of a foreach
+# kernel reduces.
+FOREACH_CHUNK = 65536
+
+
+def foreach_reduce(op, numels, acc_size, out_size, global_norm=False):
+    """Events of the foreach reductions' fast path (ForeachReduceOp.cu):
+    _foreach_norm (foreach_tensor_norm_cuda, clip_grad_norm_'s
+    _get_total_norm for each (device, dtype) group that
+    _group_tensors_by_device_and_dtype makes) and _foreach_max
+    (foreach_tensor_max_cuda), over tensors of NUMELS elements.
+    OP: "norm" or "max"; ACC_SIZE: the bytes of output_per_tensor's
+    dtype (norm: toOpMathType of the output dtype; max: the tensors'
+    own); OUT_SIZE: the bytes of one result.
+
+    Returns (before, tail, after), the events around the results (the
+    ntensors 0-d vec_res, made in the tensors' order, the first handed
+    back for the non-empty tensors): BEFORE them, output_per_tensor,
+    at::zeros of ntensors * max_chunks_per_tensor (max_chunks_per_tensor
+    the most kChunkSize chunks of one tensor) that the first kernel fills
+    with each chunk's partial result; GLOBAL_NORM (a PyTorch whose
+    _foreach_tensor_norm_cuda_impl also serves _foreach_global_norm,
+    norm only) adds global_output, at::zeros({320}) of the same dtype.
+    TAIL, after the non-empty tensors' results: vec_res's unused entries
+    (one per empty tensor), then GLOBAL_NORM's global_norm (0-d); the
+    empty tensors' results come after it (norm: at::zeros({}) each; max
+    refuses empty tensors).  AFTER: vec_res's unused entries go with
+    vec_res, then output_per_tensor (global_output before it), the
+    locals in the reverse order of their declaration; global_norm last,
+    with the pair the impl returns.
+    The H200 (torch 2.11): lightning-transformer's clip_grad_norm_ over
+    67 fp32 gradients of at most 16 chunks: one 4288-byte
+    output_per_tensor, the 67 norms, its free."""
+    n = len(numels)
+    if n == 0:
+        return [], [], []
+    chunks = max(_div_up(symsize(k), FOREACH_CHUNK) for k in numels)
+    empty = sum(1 for k in numels if symsize(k) == 0) if op == "norm" else 0
+    gn = global_norm and op == "norm"
+    before = []
+    if n * chunks:
+        before.append(("alloc", "output_per_tensor", n * chunks * acc_size))
+    if gn:
+        before.append(("alloc", "global_output", 320 * acc_size))
+    tail = [("alloc", "vec_res %d" % i, out_size) for i in range(empty)]
+    if gn:
+        tail.append(("alloc", "global_norm", out_size))
+    after = [("free", "vec_res %d" % i) for i in range(empty)]
+    if gn:
+        after.append(("free", "global_output"))
+    if n * chunks:
+        after.append(("free", "output_per_tensor"))
+    if gn:
+        after.append(("free", "global_norm"))
+    return before, tail, after
