@@ -708,6 +708,64 @@ class Dispatch:
         self.run_events(ev[2], keys, site)
         return out
 
+    def _batch_norm_backward(self, name, args, kwargs, out):
+        ev = self.batch_norm_events(args)
+        if ev is None or not isinstance(out, (list, tuple)) or \
+                len(out) != 3:
+            return self.outputs(name, args, kwargs, out)
+        # batch_norm_backward_cuda's unfused path
+        # (kernels.batch_norm_backward): the outputs among its
+        # temporaries.
+        keys = {}
+        for e in ev:
+            if e[0] == "out":
+                if isinstance(out[e[1]], torch.Tensor):
+                    self.note_all([out[e[1]]], name)
+            else:
+                self.run_events([e], keys, KERNEL_SITES[name])
+        return out
+
+    def batch_norm_events(self, args):
+        """kernels.batch_norm_backward's events for a
+        native_batch_norm_backward on the GPU that takes the unfused
+        path of batch_norm_backward_cuda, or None (the fused kernel:
+        a reduction, grad_input wanted, an input that
+        batch_norm_use_channels_last_kernels refuses, 32-bit indexing)."""
+        try:
+            g, x, w, sm, si = args[0], args[1], args[2], args[5], args[6]
+            train, mask = bool(args[7]), [bool(m) for m in args[9]]
+            if not isinstance(x, torch.Tensor) or \
+                    x.device.type != "cuda" or x.dim() < 2 or \
+                    not isinstance(sm, torch.Tensor) or sm.numel() == 0 \
+                    or not isinstance(si, torch.Tensor) or \
+                    si.numel() == 0:
+                return None
+
+            def cl(t):
+                # batch_norm_use_channels_last_kernels
+                return (t.dim() == 4 and t.is_contiguous(
+                    memory_format=torch.channels_last)) or \
+                    (t.is_contiguous() and t.stride(1) == 1)
+
+            def i32(t):
+                # canUse32BitIndexMath (dense tensors)
+                return t.numel() < 2 ** 31
+            red = train or mask[1] or mask[2]
+            if red and mask[0] and not cl(x) and i32(x) and i32(g):
+                return None
+            has_w = isinstance(w, torch.Tensor)
+            cl_reduce = i32(g) and cl(g) and cl(x) and \
+                (not has_w or w.is_contiguous()) and sm.is_contiguous() \
+                and si.is_contiguous()
+            c = kernels.symsize(x.shape[1])
+            return kernels.batch_norm_backward(
+                c, kernels.symsize(x.numel()) // max(c, 1),
+                sm.element_size(),
+                w.element_size() if has_w else sm.element_size(),
+                mask, has_w, train, cl_reduce)
+        except Exception:
+            return None
+
     def foreach_events(self, name, args, kwargs):
         """kernels.foreach_reduce's events for _foreach_norm or
         _foreach_max on the GPU's fast path, or None: the slow path
@@ -1242,6 +1300,7 @@ _AFTER = {
     "nonzero": Dispatch._nonzero,
     "_scaled_dot_product_cudnn_attention": Dispatch._cudnn_attention,
     "_foreach_norm": Dispatch._foreach_reduce,
+    "native_batch_norm_backward": Dispatch._batch_norm_backward,
     "_foreach_max": Dispatch._foreach_reduce,
 }
 # The kernels' own temporaries (kernel_events), by op.

@@ -1230,6 +1230,7 @@ SDPA_KERNELS = {
 KERNEL_SITES = {
     "_foreach_norm": "foreach_tensor_norm_cuda temporaries",
     "_foreach_max": "foreach_tensor_max_cuda temporaries",
+    "native_batch_norm_backward": "batch_norm_backward_cuda temporaries",
     "cumsum": "cumsum_out temporaries",
     "cumprod": "cumprod_out temporaries",
     "nonzero": "nonzero_out_cuda temporaries",

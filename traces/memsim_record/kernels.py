@@ -811,3 +811,62 @@ def foreach_reduce(op, numels, acc_size, out_size, global_norm=False):
     if gn:
         after.append(("free", "global_norm"))
     return before, tail, after
+
+
+def batch_norm_backward(c, reduction, acc_size, w_size, mask, weight,
+                        train, cl_reduce):
+    """Events of native_batch_norm_backward on the GPU
+    (batch_norm_backward_cuda) where it does not take the fused kernel
+    (batch_norm_backward_cuda_template, which makes only its outputs):
+    the caller decides that (an input batch_norm_use_channels_last_kernels
+    takes, channels_last or contiguous with stride 1 along C, such as
+    BatchNorm1d's (N, C); grad_input not wanted).  C channels, REDUCTION
+    = numel / C, ACC_SIZE the bytes of the statistics' dtype
+    (save_mean's), W_SIZE the weight's, MASK output_mask, WEIGHT whether
+    there is one, TRAIN the op's train flag, CL_REDUCE whether
+    batch_norm_backward_reduce_cuda takes its channels-last template.
+
+    The events in order, ("out", I) where the op's output I (grad_input
+    0, grad_weight 1, grad_bias 2) is made.  With a reduction (train or
+    a weight or bias gradient wanted), batch_norm_backward_reduce_cuda:
+    sum_dy and sum_dy_xmu (the statistics' dtype; the contiguous
+    template makes them only for grad_input), grad_weight and grad_bias
+    (the channels-last template makes both whatever the mask says: an
+    unwanted one, "dropped", goes with the tuple the op returns, after
+    it), then in the channels-last template, for a reduction of 8 or
+    more row blocks (flexible_launch_configs with its cooperative flag),
+    staging_data (2 * C * grid.y statistics) and semaphores (grid.x
+    ints), freed as it returns; then grad_input; sum_dy_xmu and sum_dy
+    go as batch_norm_backward_cuda returns (its locals in reverse
+    order).  lightning's GAN on the H200 (torch 2.11; BatchNorm1d on
+    (32, C)): sum_dy, sum_dy_xmu, grad_weight, grad_bias, grad_input,
+    then the frees of sum_dy_xmu and sum_dy."""
+    ev = []
+    red = train or mask[1] or mask[2]
+    sums = red and (cl_reduce or mask[0])
+    if sums:
+        ev += [("alloc", "sum_dy", c * acc_size),
+               ("alloc", "sum_dy_xmu", c * acc_size)]
+    dropped = []
+    for i, name in ((1, "grad_weight"), (2, "grad_bias")):
+        if mask[i] and red:
+            ev.append(("out", i))
+        elif red and cl_reduce and weight:
+            dropped.append("dropped " + name)
+            ev.append(("alloc", dropped[-1], c * w_size))
+    if red and cl_reduce:
+        bx = min(_last_pow2(c), 32)
+        by = min(_last_pow2(_div_up(reduction, 16)), 512 // bx)
+        if bx * by != 512:
+            bx = min(_last_pow2(c), 512 // by)
+        gx = _div_up(c, bx)
+        gy = min(_div_up(reduction, by * 16), 128)
+        if gy >= 8:
+            ev += [("alloc", "staging_data", 2 * c * gy * acc_size),
+                   ("alloc", "semaphores", gx * 4),
+                   ("free", "semaphores"), ("free", "staging_data")]
+    if mask[0]:
+        ev.append(("out", 0))
+    if sums:
+        ev += [("free", "sum_dy_xmu"), ("free", "sum_dy")]
+    return ev + [("free", d) for d in dropped]
