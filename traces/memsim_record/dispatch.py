@@ -708,6 +708,60 @@ class Dispatch:
         self.run_events(ev[2], keys, site)
         return out
 
+    def _bce_logits(self, name, args, kwargs, out):
+        # binary_cross_entropy_with_logits (Loss.cpp, composite in ATen,
+        # one op here): log_sigmoid_input = at::log_sigmoid(input)
+        # (log_sigmoid_forward_cuda's buffer is empty); with pos_weight,
+        # log_weight = (pos_weight - 1).mul(target).add_(1), both freed
+        # after log_sigmoid_input.mul_(log_weight); loss = (1 -
+        # target).mul_(input).sub_(log_sigmoid_input), which
+        # apply_loss_reduction reduces into the op's output (its
+        # gpu_reduce_kernel buffers, kernels.reduce) or returns; the
+        # locals go as it returns (the H200's lightning GAN: log_sigmoid,
+        # loss, the 4-byte mean, loss freed, log_sigmoid freed).
+        x, t = args[0], args[1]
+        pw = args[3] if len(args) > 3 else kwargs.get("pos_weight")
+        red = args[4] if len(args) > 4 else kwargs.get("reduction", 1)
+        if not isinstance(x, torch.Tensor) or x.device.type != "cuda" or \
+                not isinstance(t, torch.Tensor) or \
+                not isinstance(out, torch.Tensor) or x.numel() == 0:
+            return self.outputs(name, args, kwargs, out)
+        rec, site = self.rec, KERNEL_SITES[name]
+        keys = {}
+        keys["log_sigmoid"] = object()
+        rec.alloc(x.numel() * x.element_size(), "temporary", site,
+                  key=keys["log_sigmoid"])
+        if isinstance(pw, torch.Tensor):
+            n = 1
+            for d in torch.broadcast_shapes(pw.shape, t.shape):
+                n *= kernels.symsize(d)
+            self.run_events([("alloc", "pos_weight - 1",
+                              pw.numel() * pw.element_size()),
+                             ("alloc", "log_weight", n * pw.element_size()),
+                             ("free", "pos_weight - 1"),
+                             ("free", "log_weight")], keys, site)
+        if red == 0:
+            self.outputs(name, args, kwargs, out)
+        else:
+            keys["loss"] = object()
+            rec.alloc(t.numel() * t.element_size(), "temporary", site,
+                      key=keys["loss"])
+            self.note_all([out], name)
+            shape = tuple(t.shape)
+            strides, m = [], 1
+            for d in reversed(shape):
+                strides.insert(0, m)
+                m *= kernels.symsize(d)
+            if shape:
+                self.run_events(kernels.reduce(
+                    shape, tuple(strides), set(range(len(shape))),
+                    t.element_size(), 8 if t.element_size() == 8 else 4, 0,
+                    self.major, self.minor, self.sms), keys,
+                    "gpu_reduce_kernel global buffer")
+            rec.free(keys.pop("loss"))
+        rec.free(keys.pop("log_sigmoid"))
+        return out
+
     def _batch_norm_backward(self, name, args, kwargs, out):
         ev = self.batch_norm_events(args)
         if ev is None or not isinstance(out, (list, tuple)) or \
@@ -1301,6 +1355,7 @@ _AFTER = {
     "_scaled_dot_product_cudnn_attention": Dispatch._cudnn_attention,
     "_foreach_norm": Dispatch._foreach_reduce,
     "native_batch_norm_backward": Dispatch._batch_norm_backward,
+    "binary_cross_entropy_with_logits": Dispatch._bce_logits,
     "_foreach_max": Dispatch._foreach_reduce,
 }
 # The kernels' own temporaries (kernel_events), by op.

@@ -1231,6 +1231,8 @@ KERNEL_SITES = {
     "_foreach_norm": "foreach_tensor_norm_cuda temporaries",
     "_foreach_max": "foreach_tensor_max_cuda temporaries",
     "native_batch_norm_backward": "batch_norm_backward_cuda temporaries",
+    "binary_cross_entropy_with_logits":
+        "binary_cross_entropy_with_logits log_sigmoid and loss",
     "cumsum": "cumsum_out temporaries",
     "cumprod": "cumprod_out temporaries",
     "nonzero": "nonzero_out_cuda temporaries",
