@@ -107,9 +107,9 @@ for want in "saved 0 True True" "saved 1 True True" "ep0 False ep1 True" \
 	"loaded 1 (4, 4) cuda:0" "commit True 0o644" "user False keep" "user2 False"; do
 	grep -q "^$want$" "$tmp/out" || fail "checkpoint moves: no '$want' in: $(head -8 "$tmp/out")"
 done
-# the user's folder: the script and user.txt as they were, the folder the
-# script made (for real, empty), nothing else
+# the user's folder: the script and user.txt as they were, nothing else
+# (the folder the script made, empty for real, removed at the end)
 [ "$(cat "$tmp/w/user.txt")" = keep ] || fail "user.txt changed"
-[ "$(cd "$tmp/w" && find . | sort | tr '\n' ' ')" = ". ./ck ./ck.py ./user.txt " ] ||
+[ "$(cd "$tmp/w" && find . | sort | tr '\n' ' ')" = ". ./ck.py ./user.txt " ] ||
 	fail "the user's folder changed: $(cd "$tmp/w" && find . | sort | tr '\n' ' ')"
 finish recorder_vision
