@@ -70,8 +70,8 @@ but the same convolutions at other batches and the mirror-image
 512 -> 256 vs 256 -> 512 layers do transpose it: no rule of the
 operands), and fp32 K not a multiple of 4 (K = 1, 9), where 4 of 6
 calls pad K to 4 in w and y and 2 do not.  Backward-weight: none in the
-rule's block (-17% summed); 7 of 13 shapes are x + y + w + S weights
-(fp32) + ~150 bytes with an integer S (26, 13, 13, 8, 5, 0 for the UNet's
+rule's block (-17% summed); 7 of 14 shapes are x + y + w + S weights
+(fp32) + at most 2 KB with an integer S (26, 13, 13, 8, 5, 0 for the UNet's
 7x7 layers at N*P*Q = 100352, 54 for a 3x3 at 36864, where _split_k()
 gives 2 to 7): fp32's split-K takes other slice counts than the
 half-precision grid's; and 3 of 4 calls with fewer than 8 input
