@@ -73,7 +73,9 @@ calls pad K to 4 in w and y and 2 do not.  Backward-weight: none in the
 rule's block (-17% summed); 7 of 14 shapes are x + y + w + S weights
 (fp32) + at most 2 KB with an integer S (26, 13, 13, 8, 5, 0 for the UNet's
 7x7 layers at N*P*Q = 100352, 54 for a 3x3 at 36864, where _split_k()
-gives 2 to 7): fp32's split-K takes other slice counts than the
+gives 2 to 7), as are 73 of the 217 fp32 calls of conv_wgrad.tsv and
+conv_real_ws.tsv (S from 1 to 69, no function of N*P*Q, K or C*R*S
+found): fp32's split-K takes other slice counts than the
 half-precision grid's; and 3 of 4 calls with fewer than 8 input
 channels had none (the grid's fp32 ones mostly have one).  None of
 these changes the rules yet.
