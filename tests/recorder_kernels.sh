@@ -22,6 +22,8 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 # and the calls whose workspace is the same block as the caching allocator
 # rounds it (512 bytes: cuDNN's 16 bytes beyond the operands count).
 # The backward-weight grid (conv_wgrad.tsv, NCHW) the same, per precision.
+# Real programs' convolutions (conv_real_ws.tsv): the sum and the calls in
+# the same block, per phase.
 PYTHONPATH="$SRC/traces" python3 - "$DATA" >"$tmp/grid" 2>&1 <<'PY' ||
 import sys
 from memsim_record import kernels
@@ -84,6 +86,27 @@ for r in rows("sdpa_ws.tsv"):
     n += 1
     exact += [e[2] for e in ev if e[0] == "alloc"] == [int(r["temps"])]
 print("cudnn attention backward exact %d/%d" % (exact, n))
+# Real programs' fp32 NCHW convolutions (conv_real_ws.tsv, H200 snapshots
+# matched to the recordings' calls), per phase: the calls (weighted by how
+# often each ran), the sum of the predicted workspaces against the real
+# one and the calls in the same 512-byte block.
+for phase in ("forward", "data", "weight"):
+    meas = pred = n = same = 0
+    for r in rows("conv_real_ws.tsv"):
+        if r["phase"] != phase:
+            continue
+        n_, c, h, w, k, rr, ss, st, pd, calls = (int(r[x]) for x in (
+            "N", "C", "H", "W", "K", "R", "S", "stride", "padding", "calls"))
+        ho = (h + 2 * pd - rr) // st + 1
+        wo = (w + 2 * pd - ss) // st + 1
+        p = total(kernels.conv(phase, (n_, c, h, w), (k, c, rr, ss),
+                               (n_, k, ho, wo), 4, (st, st), (pd, pd),
+                               (1, 1), False, 1, False, False, 9, 132))
+        m = int(r["real"])
+        meas += m * calls; pred += p * calls; n += calls
+        same += calls * ((p + 511) // 512 == (m + 511) // 512)
+    print("real %s n=%d sum %+.1f%% block %d" % (
+        phase, n, 100.0 * (pred - meas) / meas, same))
 for kind in ("eff", "flash"):
     ok = n = 0
     for r in rows("sdpa_ws.tsv"):
@@ -147,6 +170,9 @@ wgrad fit fp32 n=102 sum -21.4% within 47% big 15/29
 wgrad held half n=308 sum -2.6% within 72% big 45/55
 wgrad held fp32 n=101 sum -27.8% within 48% big 12/20
 cudnn attention backward exact 139/139
+real forward n=793 sum +24.9% block 537
+real data n=185 sum +0.1% block 135
+real weight n=290 sum -17.2% block 0
 eff attention backward exact 136/136
 flash attention backward exact 71/71
 efficient backward events exact 700/700 kernels 686/686 

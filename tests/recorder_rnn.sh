@@ -65,9 +65,12 @@ want="4096 8192 256 256 1024 256 256 2048 256 256 12800 8411648 10496"
 # workspace's median error and the calls within 2% (docs/recording.md
 # quotes these); of its 105 single-step calls (T = 1: the x-transformers
 # parity program's GRU runs on B*4 rows of one step), those within 1%
-# (the per-sequence term C of rnn.py's SMALL_H: 92 without it).
+# (the per-sequence term C of rnn.py's SMALL_H: 92 without it);
+# rnn_ws_bidir.tsv (400 shapes, each unidirectional and bidirectional,
+# H 16..512): the same.
 DATA=${MSIM_TESTDATA:-tests/data}/record
 PYTHONPATH="$SRC/../traces" python3 - "$DATA/rnn_ws.tsv" "$DATA/rnn_ws_small.tsv" \
+	"$DATA/rnn_ws_bidir.tsv" \
 	>"$tmp/grid" 2>&1 <<'PY' ||
 import sys
 from memsim_record import rnn
@@ -109,8 +112,9 @@ for path in sys.argv[1:]:
                                   within2, t1, t1within1))
 PY
 	fail "grid: $(cat "$tmp/grid")"
-printf '%s\n' "n=316 reserve-mismatch=0 median=0.027 within10=235 within2=143 T=1: 47 within1=26" \
-	"n=600 reserve-mismatch=0 median=0.002 within10=597 within2=553 T=1: 105 within1=100" >"$tmp/want"
+printf '%s\n' "n=316 reserve-mismatch=0 median=0.017 within10=263 within2=170 T=1: 47 within1=27" \
+	"n=600 reserve-mismatch=0 median=0.002 within10=597 within2=553 T=1: 105 within1=100" \
+	"n=800 reserve-mismatch=0 median=0.005 within10=773 within2=590 T=1: 158 within1=113" >"$tmp/want"
 cmp -s "$tmp/want" "$tmp/grid" || fail "grid: $(cat "$tmp/grid")"
 
 finish recorder_rnn.sh

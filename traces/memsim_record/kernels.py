@@ -60,6 +60,26 @@ convolutions, transposed convolutions, 1-D and 3-D convolutions.  Other
 devices: the sm90 rules are assumed for sm70 and newer (the NHWC tensor
 core engines), nothing for older devices.
 
+Real programs (tests/data/record/conv_real_ws.tsv: 1268 fp32 NCHW calls
+of five programs' H200 snapshots, each matched to its recorded call;
+tests/recorder_kernels.sh prints the figures).  Backward-data: 135 of
+185 calls in the rule's block.  Forward: 537 of 793; the others are
+engines that write the output in NCHW, a workspace of x + w + 16 (the
+largest outputs of a 7x7 UNet at batch 128 and 16, a 3x3 at batch 64,
+but the same convolutions at other batches and the mirror-image
+512 -> 256 vs 256 -> 512 layers do transpose it: no rule of the
+operands), and fp32 K not a multiple of 4 (K = 1, 9), where 4 of 6
+calls pad K to 4 in w and y and 2 do not.  Backward-weight: none in the
+rule's block (-17% summed); 7 of 14 shapes are x + y + w + S weights
+(fp32) + at most 2 KB with an integer S (26, 13, 13, 8, 5, 0 for the UNet's
+7x7 layers at N*P*Q = 100352, 54 for a 3x3 at 36864, where _split_k()
+gives 2 to 7), as are 73 of the 217 fp32 calls of conv_wgrad.tsv and
+conv_real_ws.tsv (S from 1 to 69, no function of N*P*Q, K or C*R*S
+found): fp32's split-K takes other slice counts than the
+half-precision grid's; and 3 of 4 calls with fewer than 8 input
+channels had none (the grid's fp32 ones mostly have one).  None of
+these changes the rules yet.
+
 Attention.  _cudnn_attention_forward / run_cudnn_SDP_fprop: a 256-byte
 workspace;
 run_cudnn_SDP_bprop: a workspace of B*H*Sq*D*4 (dQ accumulated in

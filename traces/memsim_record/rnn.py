@@ -36,17 +36,20 @@ buffer: weights and biases, g*H*(I + H + 2)*s for the first layer of each
 direction, I = D*H for the others, g gates; the probes with T*B <= 8,
 where the sequence term is small, are within 2% of L*D*8 MiB + W).  The
 sequence term: for fp16/fp32 and H under 256 (RNN: up to 256), where
-cuDNN takes another algorithm, B*D*s*(T*(A*H + B*max(I - H, 0)) + C*H)
+cuDNN takes another algorithm, B*d*s*(T*(A*H + B*max(I - H, 0)) + C*H)
 whatever L (SMALL_H below; 600 probes of validate/device/rnn_small_probe.py:
 median error 0.17%, 553 within 2%, 100 of the 105 single-step ones within
-1%; without the per-sequence C*H, 0.23%, 543 and 92; unidirectional only,
-D = 2 assumed to double it), else 5*T*B*D*H*s (the 316 probes' grid, H 64
-to 2048).  With dropout, one layer output T*B*D*H*s more (what the LSTM
-probes show; the GRU and RNN ones at small H showed none, but the fit is
-closer with it).  Over the 316 probes: median error 2.7%, 235 within 10%
-(2.5% and 233 without C*H; the rule before the weight space and the
-small-H term, 1.7*g*H*H*s*L*D in place of W and 5*T*B*D*H*s throughout:
-10.6%, 153).  The same size forward,
+1%; without the per-sequence C*H, 0.23%, 543 and 92; unidirectional), else
+5*T*B*d*H*s (the 316 probes' grid, H 64 to 2048), where d is 1 for one
+direction and, for two, 1.5 (small H) or 2.8 (large H): a bidirectional
+layer's sequence term over the one direction's (BIDIR below; 400 shapes
+measured both ways, validate/device/rnn_bidir_probe.py).  With dropout,
+one layer output T*B*D*H*s more (what the LSTM probes show; the GRU and
+RNN ones at small H showed none, but the fit is closer with it).  The
+figures over the three grids are tests/recorder_rnn.sh's (docs/recording.md
+quotes them; the rule before the weight space and the small-H term,
+1.7*g*H*H*s*L*D in place of W and 5*T*B*D*H*s throughout: 10.6% median
+error over the 316 probes, 153 within 10%).  The same size forward,
 backward-data and backward-weight, as the H200 ran.
 """
 import weakref
@@ -86,6 +89,14 @@ SMALL_H = {"lstm": (21.43, 2.05, 9.17, 256), "gru": (19.31, 3.33, 7.31, 256),
            "rnn_relu": (13.96, 3.35, 8.59, 257)}
 
 
+# Bidirectional layers (D = 2): the sequence term is the one direction's
+# times 1.5 at small H and 2.8 at large H, not 2 (the H200's 400 paired
+# shapes of tests/data/record/rnn_ws_bidir.tsv, each unidirectional and
+# bidirectional; the two-direction term over the one-direction one:
+# median 1.5 at small H, 2.8 at large; yunjey-birnn's LSTM 1.43).
+BIDIR = (1.5, 2.8)
+
+
 def workspace_bytes(mode, T, B, I, H, L, D, s, dropout, weights,
                     bf16=False):
     """WEIGHTS: the weight space's bytes (weight_space_bytes, or the
@@ -93,11 +104,14 @@ def workspace_bytes(mode, T, B, I, H, L, D, s, dropout, weights,
     (not probed at small sizes: the large-H rule)."""
     a, b, c, below = SMALL_H[mode]
     small = H < below and not bf16
+    # bidirectional: the sequence term is not twice the one-direction
+    # one (BIDIR below)
+    d = 1 if D == 1 else BIDIR[0 if small else 1]
     if small:
         n = L * D * 8388608 + weights + \
-            int(B * D * s * (T * (a * H + b * max(I - H, 0)) + c * H))
+            int(B * d * s * (T * (a * H + b * max(I - H, 0)) + c * H))
     else:
-        n = L * D * 8388608 + weights + 5 * T * B * D * H * s
+        n = L * D * 8388608 + weights + int(5 * T * B * d * H * s)
     if dropout:
         n += T * B * D * H * s
     return n
