@@ -8,7 +8,7 @@ SRC=$(cd "$(dirname "$0")" && pwd)
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 need_torch
 sizes() { awk -F, '$3 == "alloc" { printf "%s%s", s, $5; s = " " } END { print "" }' "$1"; }
-for c in groupnorm convt gemm nested mse catconv mathmask accum linear3d lncopy embed softmax cumsum h2dconv; do
+for c in groupnorm convt gemm nested mse catconv mathmask accum linear3d lncopy embed embedsmall softmax cumsum h2dconv; do
 	$MEMSIM record -o "$tmp/$c.csv" -- "$PY" "$SRC/recorder/op_allocs.py" $c \
 		2>"$tmp/err" || fail "record $c: $(tail -3 "$tmp/err")"
 done
@@ -105,6 +105,18 @@ got=$(sizes "$tmp/lncopy.csv")
 got=$(sizes "$tmp/embed.csv")
 [ "$got" = "1280000 32768 524288 4 64 4 4 524288 32768 32768 32768 1280000 32768 8 32768 32768 32768 8 36040 576640" ] ||
 	fail "embed: $got"
+# 11b. nn.Embedding(2, 16) on a 256 x 1 column of 256 x 8 indices, backward
+# (embedding_dense_backward_cuda, at most 3072 indices: one kernel): the
+# weight (128), the indices (16384), the output (16384), the sum and its
+# gradient (4 each); then grad_.contiguous() of the expanded gradient
+# (16384) and indices.contiguous() of the column (2048) before grad_weight
+# (128), both freed on return (the x-transformers parity program's H200
+# snapshot: its sliced tokens' 2048-byte copy in every backward).
+got=$(awk -F, '$3 == "alloc" { printf "%s%s", s, $5; s = " " }
+	$3 == "free_completed" && $4 == a { printf " free" }
+	$3 == "alloc" && $8 == "embedding backward indices copy" { a = $4 }
+	END { print "" }' "$tmp/embedsmall.csv")
+[ "$got" = "128 16384 16384 4 4 16384 2048 128 free" ] || fail "embedsmall: $got"
 # 12. softmax over the last dimension of 2 x 4 x 64 x 96 floats (196608
 # bytes), then dropout (its mask: 49152), backward: softmax_backward_cuda_out
 # computes grad * output into a temporary (196608) after the structured

@@ -10,7 +10,8 @@
 # the math path), accum (an input used by two Linear layers: its two
 # gradients accumulate), linear3d (a Linear with a bias on a transposed
 # 3-D input), lncopy (LayerNorm on a transposed input, forward and
-# backward), embed (nn.Embedding's backward on 4096 indices), softmax
+# backward), embed (nn.Embedding's backward on 4096 indices), embedsmall
+# (on 256 indices, a column sliced from 256 x 8), softmax
 # (F.softmax over the last dimension of 2 x 4 x 64 x 96 floats, then
 # dropout, forward and backward: the gat program's attention), cumsum (of
 # a bool mask and of int64), h2dconv (host float64 to the GPU as float32,
@@ -65,6 +66,10 @@ elif case == "softmax":
 elif case == "embed":
     emb = torch.nn.Embedding(10000, 32).to(dev)
     idx = torch.randint(0, 10000, (64, 64), device=dev)
+    emb(idx).sum().backward()
+elif case == "embedsmall":
+    emb = torch.nn.Embedding(2, 16).to(dev)
+    idx = torch.randint(0, 2, (256, 8), device=dev)[:, :1]
     emb(idx).sum().backward()
 elif case == "cumsum":
     m = torch.ones(4, 100, dtype=torch.bool, device=dev)

@@ -550,6 +550,7 @@ class Dispatch:
         rec = self.rec
         keys = {}
         emb = self.embedding_events(name, args)
+        small = emb is None and self.embedding_small(name, args)
         if emb:
             # the grad made contiguous, then the sort
             # (kernels.embedding_backward), before grad_weight
@@ -561,13 +562,37 @@ class Dispatch:
                           "grad copy", key=keys["grad"])
             self.run_events(emb[0], keys,
                             "embedding_backward_cuda_kernel temporaries")
+        if small:
+            # embedding_dense_backward_cuda's one-kernel path (at most
+            # 3072 indices): grad_.contiguous(), then
+            # indices.contiguous(), before grad_weight; both kept until
+            # it returns
+            for k, t in (("grad", args[0]), ("indices", args[1])):
+                if not t.is_contiguous():
+                    keys[k] = object()
+                    rec.alloc(t.numel() * t.element_size(), "temporary",
+                              "embedding backward %s copy" % k, key=keys[k])
         self.outputs(name, args, kwargs, out)
         if emb:
             self.run_events(emb[1], keys,
                             "embedding_backward_cuda_kernel temporaries")
-            if "grad" in keys:
-                rec.free(keys["grad"])
+        for k in ("grad", "indices"):
+            if k in keys:
+                rec.free(keys[k])
         return out
+
+    @staticmethod
+    def embedding_small(name, args):
+        """Whether embedding_dense_backward_cuda takes its one-kernel path
+        (at most 3072 indices, no scale_grad_by_freq; embedding_events
+        gives the other)."""
+        try:
+            g, idx = args[0], args[1]
+            return name == "embedding_dense_backward" and \
+                isinstance(g, torch.Tensor) and g.device.type == "cuda" \
+                and idx.numel() <= 3072 and not bool(args[4])
+        except Exception:
+            return False
 
     def _layer_norm(self, name, args, kwargs, out):
         # layer_norm_cuda / layer_norm_backward_cuda:

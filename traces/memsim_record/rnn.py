@@ -37,20 +37,24 @@ direction, I = D*H for the others, g gates; the probes with T*B <= 8,
 where the sequence term is small, are within 2% of L*D*8 MiB + W).  The
 sequence term: for fp16/fp32 and H under 256 (RNN: up to 256), where
 cuDNN takes another algorithm, B*d*s*(T*(A*H + B*max(I - H, 0)) + C*H)
-whatever L (SMALL_H below; 600 probes of validate/device/rnn_small_probe.py:
-median error 0.17%, 553 within 2%, 100 of the 105 single-step ones within
-1%; without the per-sequence C*H, 0.23%, 543 and 92; unidirectional), else
+whatever L (SMALL_H below, fitted on 708 unidirectional probes: 600 of
+validate/device/rnn_small_probe.py, B up to 64, and 108 of
+validate/device/rnn_step_probe.py, 1 to 8 steps of 256 to 4096 rows, where
+the fit on the first 600 alone was 1.51% off in the median), else
 5*T*B*d*H*s (the 316 probes' grid, H 64 to 2048), where d is 1 for one
 direction and, for two, 1.5 (small H) or 2.8 (large H): a bidirectional
 layer's sequence term over the one direction's (BIDIR below; 400 shapes
 measured both ways, validate/device/rnn_bidir_probe.py).  With dropout,
 one layer output T*B*D*H*s more (what the LSTM probes show; the GRU and
 RNN ones at small H showed none, but the fit is closer with it).  The
-figures over the three grids are tests/recorder_rnn.sh's (docs/recording.md
+figures over the four grids are tests/recorder_rnn.sh's (docs/recording.md
 quotes them; the rule before the weight space and the small-H term,
 1.7*g*H*H*s*L*D in place of W and 5*T*B*D*H*s throughout: 10.6% median
 error over the 316 probes, 153 within 10%).  The same size forward,
-backward-data and backward-weight, as the H200 ran.
+backward-data and backward-weight, as the H200 ran (rnn_step_probe.py: the
+backward's largest freed block equals the forward's workspace in 84 of
+its 108 calls; the other 24, LSTM and GRU at I = 128, H = 192, free at
+most 34% to 89% of it, not modelled).
 """
 import weakref
 
@@ -75,18 +79,22 @@ def weight_space_bytes(mode, I, H, L, D, s):
 
 
 # Small hidden sizes, fp16 and fp32 (the H200's 600 probes at H <= 256,
-# tests/data/record/rnn_ws_small.tsv): the algorithm cuDNN picks there
+# tests/data/record/rnn_ws_small.tsv, and 108 at 1 to 8 steps): the algorithm cuDNN picks there
 # takes, beyond L*D*8 MiB and the weight space, A bytes per hidden unit and
 # B per input feature beyond H for each time step, batch row and byte of
 # element, and C bytes per hidden unit for each batch row and byte of
 # element whatever the number of steps (one more step's worth, which a
 # single-step sequence shows: the GRU probes at T = 1 take 24 to 27 bytes
-# per hidden unit, those at T >= 20 about 19.5), whatever the number of
-# layers (least squares of the relative error over the probes; LSTM, GRU
-# below H = 256, RNN up to 256, where the probes change regime).
-SMALL_H = {"lstm": (21.43, 2.05, 9.17, 256), "gru": (19.31, 3.33, 7.31, 256),
-           "rnn_tanh": (13.96, 3.35, 8.59, 257),
-           "rnn_relu": (13.96, 3.35, 8.59, 257)}
+# per hidden unit, those at T >= 20 about 19.5; at 256 to 4096 rows,
+# tests/data/record/rnn_step.tsv, each row costs exactly the same bytes
+# in all 18 single-step series, about 25*H*s at one step and 19*H*s more
+# per step for the GRU at H 128),
+# whatever the number of layers (least squares of the relative error over
+# the probes of rnn_ws_small.tsv and rnn_step.tsv together; LSTM, GRU below
+# H = 256, RNN up to 256, where the probes change regime).
+SMALL_H = {"lstm": (21.51, 2.02, 8.24, 256), "gru": (19.35, 3.32, 6.02, 256),
+           "rnn_tanh": (14.09, 3.32, 6.36, 257),
+           "rnn_relu": (14.09, 3.32, 6.36, 257)}
 
 
 # Bidirectional layers (D = 2): the sequence term is the one direction's
