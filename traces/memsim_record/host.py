@@ -283,7 +283,7 @@ class Files:
         orig = self.orig_os["rmdir"]
         p = _abs(path)
         if k.get("dir_fd") is None and not self.scratch(p) and \
-                (self.listing(p) or ({},))[0]:
+                p not in self.hidden_dirs and self.listing(p)[0]:
             raise OSError(errno.ENOTEMPTY, "Directory not empty",
                           os.fspath(path))
         if k.get("dir_fd") is not None or self.made(p):
@@ -305,11 +305,12 @@ class Files:
     def listing(self, folder):
         """How the recording changed folder FOLDER's listing: (written,
         gone), the names of the files written there (their scratch copy
-        exists) and of those removed or moved away (it does not); None
-        where the folder itself is hidden."""
+        exists) and of those removed or moved away (it does not);
+        FileNotFoundError where the folder itself is hidden."""
         p = _abs(folder)
         if p in self.hidden_dirs:
-            return None
+            raise FileNotFoundError(errno.ENOENT, "No such file or "
+                                    "directory", os.fspath(folder))
         written, gone = {}, set()
         for f, m in self.map.items():
             if os.path.dirname(f) == p and f != p:
@@ -325,12 +326,8 @@ class Files:
         orig = self.orig_os["listdir"]
         if isinstance(path, int) or not self.map:
             return orig(path)
-        change = self.listing(path)
-        if change is None:
-            raise FileNotFoundError(errno.ENOENT, "No such file or "
-                                    "directory", os.fspath(path))
+        written, gone = self.listing(path)
         names = orig(path)
-        written, gone = change
         if not written and not gone:
             return names
         b = isinstance(os.fspath(path), bytes)
@@ -347,11 +344,7 @@ class Files:
         orig = self.orig_os["scandir"]
         if isinstance(path, int) or not self.map:
             return orig(path)
-        change = self.listing(path)
-        if change is None:
-            raise FileNotFoundError(errno.ENOENT, "No such file or "
-                                    "directory", os.fspath(path))
-        written, gone = change
+        written, gone = self.listing(path)
         if not written and not gone:
             return orig(path)
         return _Scandir(orig(path), os.fspath(path), written, gone,
