@@ -32,5 +32,43 @@ case "$got" in
 "$want"*) ;;
 *) fail "rows: $got" ;;
 esac
+# Its backward (BinaryCrossEntropyWithLogitsBackward0): on the GPU,
+# binary_cross_entropy_with_logits_backward (autograd's FunctionsManual)
+# computes input.sigmoid().sub_(target).mul_(grad), one block; the fake
+# tensors are tensor-subclass-like, for which it calls the out-of-place
+# sub and mul (3 blocks before the fix).  With pos_weight and weight:
+# t = pos_weight.mul(target), t.add(1) (sub_ target, mul_ the sigmoid,
+# sub_ t, mul_ grad, mul_ weight: the gradient), the sigmoid, freed,
+# then t.  Under create_graph the formula is out of place on the GPU
+# too: sigmoid and sub (kept for the graph), mul, the sub freed.
+cat >"$tmp/bceb.py" <<'PY'
+import sys
+import torch
+import torch.nn.functional as F
+lin = torch.nn.Linear(16, 64, bias=False, device="cuda")
+x = torch.randn(8, 16, device="cuda")
+t = torch.ones(8, 64, device="cuda")
+kw = {}
+if "pw" in sys.argv:
+    kw["pos_weight"] = torch.full((64,), 2.0, device="cuda")
+    kw["weight"] = torch.full((8, 64), 0.5, device="cuda")
+loss = F.binary_cross_entropy_with_logits(lin(x), t, **kw)
+loss.backward(create_graph="cg" in sys.argv)
+PY
+for case in plain pw cg; do
+	$MEMSIM record -o "$tmp/$case.csv" -- "$PY" "$tmp/bceb.py" $case \
+		2>"$tmp/err" || fail "record $case: $(tail -3 "$tmp/err")"
+	# the node's rows: b1, b2... its blocks, x another
+	got=$(awk -F, '$8 == "backward BinaryCrossEntropyWithLogitsBackward0" && $3 == "alloc" { on = 1 }
+		$8 ~ /MmBackward0/ { on = 0 }
+		on && $3 == "alloc" { n++; id[$4] = "b" n; printf "a:%s ", id[$4] }
+		on && $3 != "alloc" { printf "f:%s ", ($4 in id) ? id[$4] : "x" }' "$tmp/$case.csv")
+	case $case in
+	plain) want="a:b1 f:x " ;;
+	pw) want="a:b1 a:b2 a:b3 f:b3 f:b1 f:x " ;;
+	cg) want="a:b1 a:b2 a:b3 f:b2 " ;;
+	esac
+	[ "$got" = "$want" ] || fail "backward $case: $got, want $want"
+done
 [ "$fails" -eq 0 ] || exit 1
 echo "recorder bce: ok"

@@ -404,6 +404,58 @@ class Dispatch:
             torch.ops.aten._index_put_impl_(x, args[1], args[2], True, True)
         return x
 
+    def _bce_logits_backward(self, mode, func, name, args, kwargs):
+        # binary_cross_entropy_with_logits_backward (autograd's
+        # FunctionsManual): on plain tensors, without create_graph,
+        # input.sigmoid().sub_(target).mul_(grad) (with pos_weight,
+        # t.add(1).sub_(target).mul_(input.sigmoid()).sub_(t); then
+        # mul_(weight)): the gradient is the sigmoid's (or t.add(1)'s)
+        # one block.  For tensor subclasses (areAnyTensorSubclassLike,
+        # isTensorSubclassLike: every tensor under a dispatch mode, the
+        # fake one too) it calls the out-of-place sub and mul, a new
+        # block each, the GPU never makes.  In the node, a sub or mul
+        # whose self is none of the node's saved tensors (pos_weight's
+        # mul(target) is out of place on the GPU too) is one of those:
+        # done in place.  Not when target wants a gradient (its formula,
+        # binary_cross_entropy_with_logits_target_backward, multiplies
+        # -self out of place on every tensor).
+        if torch.is_grad_enabled() or len(args) != 2 or \
+                not all(isinstance(a, torch.Tensor) for a in args) or \
+                args[0].device.type != "cuda":
+            return _RUN
+        try:
+            node = torch._C._current_autograd_node()
+        except Exception:
+            return _RUN
+        if node is None or \
+                node.name() != "BinaryCrossEntropyWithLogitsBackward0":
+            return _RUN
+        x = args[0]
+        saved = []
+        for attr in ("_saved_self", "_saved_target", "_saved_weight",
+                     "_saved_pos_weight"):
+            try:
+                saved.append(getattr(node, attr))
+            except Exception:
+                return _RUN
+        if saved[1] is None or saved[1].requires_grad:
+            return _RUN
+        for v in saved:
+            if isinstance(v, torch.Tensor) and (
+                    v is x or v._base is x or x._base is v or
+                    (x._base is not None and x._base is v._base)):
+                return _RUN
+        if x._base is not None or \
+                x.dtype != torch.result_type(x, args[1]) or \
+                tuple(x.shape) != tuple(torch.broadcast_shapes(
+                    x.shape, args[1].shape)):
+            return _RUN
+        inplace = getattr(getattr(torch.ops.aten, name + "_"),
+                          func._overloadname)
+        with mode:
+            inplace(x, args[1], **kwargs)
+        return x
+
     def _encoder_layer(self, mode, func, name, args, kwargs):
         # nn.TransformerEncoderLayer's fast path (eval, no grad):
         # _transformer_encoder_layer_fwd has no fake kernel in PyTorch
@@ -1357,6 +1409,8 @@ _BEFORE = {
     "_safe_softmax": Dispatch._safe_softmax,
     "_grouped_mm": Dispatch._grouped_mm,
     "index_put": Dispatch._index_put,
+    "sub": Dispatch._bce_logits_backward,
+    "mul": Dispatch._bce_logits_backward,
     "_transformer_encoder_layer_fwd": Dispatch._encoder_layer,
     "_native_multi_head_attention": Dispatch._native_mha,
 }
