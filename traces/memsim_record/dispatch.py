@@ -456,6 +456,34 @@ class Dispatch:
             inplace(x, args[1], **kwargs)
         return x
 
+    def _scatter_zeros(self, mode, func, name, args, kwargs):
+        # gather_backward (GatherBackward0) scatter_adds the gradient
+        # into grad.new_zeros(self's sizes), and
+        # value_selecting_reduction_backward (max, min, median,
+        # nanmedian, kthvalue and mode along a dimension, sort, topk)
+        # scatters it into at::zeros of the input's sizes: in place
+        # (scatter_add_, scatter_) on plain tensors, out of place for
+        # tensor subclasses (areAnyTensorSubclassLike, the fake ones
+        # too: a copy of the zeros the GPU never makes).  In those
+        # nodes the scatter's self is that formula's zeros, referenced
+        # nowhere else: done in place, as on the GPU.
+        if torch.is_grad_enabled() or not args or \
+                not isinstance(args[0], torch.Tensor) or \
+                args[0].device.type != "cuda" or \
+                func._overloadname not in ("default", "src", "value"):
+            return _RUN
+        try:
+            node = torch._C._current_autograd_node()
+        except Exception:
+            return _RUN
+        if node is None or node.name() not in _SCATTER_NODES.get(name, ()):
+            return _RUN
+        inplace = getattr(getattr(torch.ops.aten, name + "_"),
+                          func._overloadname)
+        with mode:
+            inplace(*args, **kwargs)
+        return args[0]
+
     def _encoder_layer(self, mode, func, name, args, kwargs):
         # nn.TransformerEncoderLayer's fast path (eval, no grad):
         # _transformer_encoder_layer_fwd has no fake kernel in PyTorch
@@ -1397,6 +1425,14 @@ def _prod_shape(shape):
     for d in shape:
         n *= d
     return n
+# The backward nodes whose formula scatters into its own zeros
+# (Dispatch._scatter_zeros), by op.
+_VALUE_SELECTING = ("MaxBackward0", "MinBackward0", "MedianBackward1",
+                    "NanmedianBackward1", "KthvalueBackward0",
+                    "ModeBackward0", "SortBackward0", "SortBackward1",
+                    "TopkBackward0")
+_SCATTER_NODES = {"scatter_add": ("GatherBackward0",),
+                  "scatter": _VALUE_SELECTING}
 _BEFORE = {
     "_local_scalar_dense": Dispatch._item,
     "is_pinned": Dispatch._not_pinned,
@@ -1411,6 +1447,8 @@ _BEFORE = {
     "index_put": Dispatch._index_put,
     "sub": Dispatch._bce_logits_backward,
     "mul": Dispatch._bce_logits_backward,
+    "scatter": Dispatch._scatter_zeros,
+    "scatter_add": Dispatch._scatter_zeros,
     "_transformer_encoder_layer_fwd": Dispatch._encoder_layer,
     "_native_multi_head_attention": Dispatch._native_mha,
 }
