@@ -11,14 +11,10 @@
 # Needs Python 3; skips (77) without it, the recording part without
 # PyTorch.
 set -u
-MEMSIM=${MEMSIM:-./memsim}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
+. "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 PY=${MEMSIM_PYTHON:-python3}
 command -v python3 >/dev/null 2>&1 || { echo "no python3: skipped"; exit 77; }
-tmp=$(mktemp -d /tmp/memsim-batchnorm-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 # By hand.  (32, 1024) fp32: 32 rows, one row block.  (4096, 64):
 # flexible_launch_configs gives block 32 x 16 and 16 row blocks of 256
@@ -43,8 +39,7 @@ EOF
 cmp -s "$tmp/want" "$tmp/hand" || fail "hand-made cases: $(diff "$tmp/want" "$tmp/hand")"
 
 "$PY" -c 'import torch' 2>/dev/null || {
-	[ "$fails" -eq 0 ] || exit 1
-	echo "recorder batchnorm: ok (no torch: recording skipped)"; exit 0; }
+	finish "recorder_batchnorm.sh (no PyTorch: the recording skipped)"; exit 0; }
 # A BatchNorm1d on (32, 1024) after a Linear, and a BatchNorm2d on an NCHW
 # (4, 8, 16, 16) batch: the 1-D one's backward rows in the H200's order
 # (4096-byte sums, the 4096-byte weight gradients, the 131072-byte
@@ -67,5 +62,4 @@ want="alloc:4096:temporary alloc:4096:temporary alloc:4096:gradient alloc:4096:g
 [ "$got" = "$want" ] || fail "the BatchNorm1d backward: $got"
 got=$(awk -F, '$8 == "batch_norm_backward_cuda temporaries"' "$tmp/bn.csv" | wc -l)
 [ "$got" -eq 2 ] || fail "$got batch_norm_backward_cuda temporaries, expected 2"
-[ "$fails" -eq 0 ] || exit 1
-echo "recorder batchnorm: ok"
+finish recorder_batchnorm.sh

@@ -7,13 +7,8 @@
 # pos_weight adds (pos_weight - 1) and log_weight, freed before the loss
 # is made.  Needs PyTorch; skips (77) without it.
 set -u
-MEMSIM=${MEMSIM:-./memsim}
-PY=${MEMSIM_PYTHON:-python3}
-"$PY" -c 'import torch' 2>/dev/null || { echo "no torch: skipped"; exit 77; }
-tmp=$(mktemp -d /tmp/memsim-bce-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
+need_torch
 cat >"$tmp/bce.py" <<'PY'
 import torch
 import torch.nn.functional as F
@@ -70,5 +65,4 @@ for case in plain pw cg; do
 	esac
 	[ "$got" = "$want" ] || fail "backward $case: $got, want $want"
 done
-[ "$fails" -eq 0 ] || exit 1
-echo "recorder bce: ok"
+finish recorder_bce.sh

@@ -8,14 +8,10 @@
 # for plain tensors.  Needs Python 3; skips (77) without it, the recording
 # part without PyTorch.
 set -u
-MEMSIM=${MEMSIM:-./memsim}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
+. "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 PY=${MEMSIM_PYTHON:-python3}
 command -v python3 >/dev/null 2>&1 || { echo "no python3: skipped"; exit 77; }
-tmp=$(mktemp -d /tmp/memsim-foreach-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 # By hand: 67 fp32 tensors of at most 16 chunks (lightning-transformer's
 # gradients, its H200 snapshot's 4288-byte block); one more element makes
@@ -47,8 +43,7 @@ EOF
 cmp -s "$tmp/want" "$tmp/hand" || fail "hand-made cases: $(diff "$tmp/want" "$tmp/hand")"
 
 "$PY" -c 'import torch' 2>/dev/null || {
-	[ "$fails" -eq 0 ] || exit 1
-	echo "recorder foreach: ok (no torch: recording skipped)"; exit 0; }
+	finish "recorder_foreach.sh (no PyTorch: the recording skipped)"; exit 0; }
 # clip_grad_norm_ over an fp32 model's 4 gradients (the largest 1100 x
 # 1000, 17 chunks: 4 * 17 * 4 = 272 bytes) and a bf16 layer's 2 (one
 # chunk: 2 * 4 = 8 bytes, bf16 norms of 2 bytes), a group each; the norm
@@ -81,5 +76,4 @@ got=$(awk -F, '$7 == "temporary" && $8 ~ /^foreach/ { a = $4; n = 0; s = ""; nex
 		if ($3 == "free_completed" && $4 == a) print s; else print "other " $0; a = "" }' \
 	"$tmp/clip.csv" | sort | tr '\n' '|')
 [ "$got" = "2 2 |4 4 4 4 |4 4 4 4 |" ] || fail "results between: $got"
-[ "$fails" -eq 0 ] || exit 1
-echo "recorder foreach: ok"
+finish recorder_foreach.sh
