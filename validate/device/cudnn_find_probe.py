@@ -1,0 +1,146 @@
+"""cudnn.benchmark's find, measured (tests/data/record/cudnn_find.tsv): for each convolution, the caching
+allocator's events (action, size) of the first call (the find) and of
+a second call (the cached plan), forward, backward-data and
+backward-weight, each phase alone.  Writes JSON lines to $OUT/find.jsonl.
+
+As run on 2 December 2026 (H200): run() makes grad_output's shape with a
+first call of the convolution, so that call, not the recorded one, made
+the find of the forward descriptor (of a transposed convolution: the
+backward-data one), and cuDNN's BenchmarkCache, per thread, kept the
+keys of earlier configurations: those rows show the cached plan and
+tests/data/record/cudnn_find.tsv leaves them out (80 finds kept).  Fix
+before another run: the shape from meta tensors, each configuration in
+a thread of its own."""
+import json, os, sys, time
+import torch
+import torch.nn.functional as F
+
+OUT = os.environ.get("OUT", "/tmp")
+dev = torch.cuda.is_available() and torch.backends.cudnn.is_available()
+if not dev:
+    print("no CUDA/cuDNN: dry run on the CPU")
+D = "cuda" if dev else "cpu"
+
+def cfgs():
+    L = []
+    def add(x, w, s=1, p=0, g=1, tr=False, dt="fp32", cl=False, op=0):
+        L.append(dict(x=x, w=w, s=s, p=p, g=g, tr=tr, dt=dt, cl=cl, op=op))
+    r = [((16, 3, 224, 224), (64, 3, 7, 7), 2, 3),
+         ((16, 64, 56, 56), (64, 64, 3, 3), 1, 1),
+         ((16, 64, 56, 56), (128, 64, 3, 3), 2, 1),
+         ((16, 128, 28, 28), (128, 128, 3, 3), 1, 1),
+         ((16, 256, 14, 14), (256, 256, 3, 3), 1, 1),
+         ((16, 512, 7, 7), (512, 512, 3, 3), 1, 1),
+         ((16, 64, 56, 56), (256, 64, 1, 1), 1, 0),
+         ((16, 256, 56, 56), (64, 256, 1, 1), 1, 0),
+         ((16, 256, 56, 56), (512, 256, 1, 1), 2, 0),
+         ((32, 64, 56, 56), (64, 64, 3, 3), 1, 1),
+         ((64, 64, 32, 32), (64, 64, 3, 3), 1, 1),
+         ((8, 128, 64, 64), (128, 128, 5, 5), 1, 2)]
+    for x, w, s, p in r:
+        add(x, w, s, p)
+    for x, w, s, p in r[:6] + r[7:8]:
+        add(x, w, s, p, dt="fp16")
+        add(x, w, s, p, dt="bf16", cl=True)
+    for x, w, s, p in r[1:3] + r[5:6]:
+        add(x, w, s, p, cl=True)
+    # dcgan (batch 64, nz 100, ngf = ndf = 64): G's transposed convs, D's
+    gt = [((64, 100, 1, 1), (100, 512, 4, 4), 1, 0),
+          ((64, 512, 4, 4), (512, 256, 4, 4), 2, 1),
+          ((64, 256, 8, 8), (256, 128, 4, 4), 2, 1),
+          ((64, 128, 16, 16), (128, 64, 4, 4), 2, 1),
+          ((64, 64, 32, 32), (64, 3, 4, 4), 2, 1)]
+    for x, w, s, p in gt:
+        add(x, w, s, p, tr=True)
+    dd = [((64, 3, 64, 64), (64, 3, 4, 4), 2, 1),
+          ((64, 64, 32, 32), (128, 64, 4, 4), 2, 1),
+          ((64, 128, 16, 16), (256, 128, 4, 4), 2, 1),
+          ((64, 256, 8, 8), (512, 256, 4, 4), 2, 1),
+          ((64, 512, 4, 4), (1, 512, 4, 4), 1, 0)]
+    for x, w, s, p in dd:
+        add(x, w, s, p)
+    for x, w, s, p in gt[1:4]:
+        add((16,) + x[1:], w, s, p, tr=True)
+    # mobilenet depthwise (fp16: cuDNN; fp32: the native kernel)
+    add((16, 32, 112, 112), (32, 1, 3, 3), 1, 1, g=32, dt="fp16")
+    add((16, 96, 112, 112), (96, 1, 3, 3), 2, 1, g=96, dt="fp16")
+    add((16, 144, 56, 56), (144, 1, 3, 3), 1, 1, g=144, dt="fp16", cl=True)
+    add((16, 32, 112, 112), (32, 1, 3, 3), 1, 1, g=32)
+    return L
+
+DT = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+
+def trace_len():
+    if not dev:
+        return 0
+    return len(torch.cuda.memory._snapshot()["device_traces"][0])
+
+def events(a, b):
+    if not dev:
+        return []
+    t = torch.cuda.memory._snapshot()["device_traces"][0][a:b]
+    return [(e["action"], e["size"]) for e in t]
+
+def run(c, out):
+    dt = DT[c["dt"]]
+    mf = torch.channels_last if c["cl"] else torch.contiguous_format
+    x = torch.randn(c["x"], device=D, dtype=dt).contiguous(memory_format=mf)
+    w = torch.randn(c["w"], device=D, dtype=dt).contiguous(memory_format=mf)
+    s, p, g, tr = c["s"], c["p"], c["g"], c["tr"]
+    conv = (lambda: F.conv_transpose2d(x, w, None, s, p, 0, g)) if tr else \
+        (lambda: F.conv2d(x, w, None, s, p, 1, g))
+    y = conv()
+    gy = torch.randn_like(y)
+    del y
+    def bwd(mask):
+        return lambda: torch.ops.aten.convolution_backward(
+            gy, x, w, None, [s, s], [p, p], [1, 1], tr, [0, 0], g, mask)
+    rec = dict(c)
+    rec["y"] = list(gy.shape)
+    for ph, fn in (("forward", conv), ("data", bwd([True, False, False])),
+                   ("weight", bwd([False, True, False]))):
+        for k in ("find", "again"):
+            if dev:
+                torch.cuda.synchronize()
+            free = torch.cuda.mem_get_info()[0] if dev else 0
+            a = trace_len()
+            t0 = time.time()
+            r = fn()
+            del r
+            if dev:
+                torch.cuda.synchronize()
+            dtm = time.time() - t0
+            rec[ph + "_" + k] = events(a, trace_len())
+            rec[ph + "_" + k + "_free"] = free
+            rec[ph + "_" + k + "_s"] = round(dtm, 4)
+    out.write(json.dumps(rec) + "\n")
+    out.flush()
+
+def main():
+    torch.backends.cudnn.benchmark = True
+    info = dict(torch=torch.__version__,
+                cudnn=torch.backends.cudnn.version() if dev else None,
+                empty_cache=torch._C._cuda_get_conv_benchmark_empty_cache()
+                if dev else None,
+                tf32=torch.backends.cudnn.allow_tf32,
+                limit=torch.backends.cudnn.benchmark_limit)
+    if dev:
+        info["mem"] = torch.cuda.mem_get_info()
+        torch.cuda.memory._record_memory_history(max_entries=2000000,
+                                                 stacks="python")
+    print(info)
+    t0 = time.time()
+    with open(os.path.join(OUT, "find.jsonl"), "w") as out:
+        out.write(json.dumps(info) + "\n")
+        for i, c in enumerate(cfgs()):
+            if dev:
+                torch.cuda.empty_cache()
+            try:
+                run(c, out)
+            except Exception as e:
+                out.write(json.dumps(dict(c, error=repr(e)[:300])) + "\n")
+            print(i, round(time.time() - t0, 1), flush=True)
+            if not dev and i >= 3:
+                break
+
+main()
