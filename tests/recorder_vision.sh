@@ -38,10 +38,12 @@ if [ "$real" = None ]; then
 		fail "a CPU build's torch.version.cuda under --fake: $(grep '^cuda' "$tmp/out")"
 fi
 
-# cudnn.benchmark (dcgan): the first call of each convolution key runs
-# cuDNN's find, whose workspace is not modelled: one assumption a key
-# (forward, backward-data, backward-weight of the batch of 4; the forward
-# of the batch of 2), none on later calls, none without benchmark.
+# cudnn.benchmark (dcgan): the first call of each convolution key in a
+# thread runs cuDNN's find (run_single_conv: the find's workspace, freed,
+# emptyCache, then the chosen plan's), whose workspace is cuDNN's largest
+# candidate plan, not modelled: one assumption a key and thread (forward,
+# backward-data, backward-weight of the batch of 4; the forward of the
+# batch of 2), none on later calls, none without benchmark.
 cat >"$tmp/bench.py" <<'PY'
 import sys, torch
 torch.backends.cudnn.benchmark = sys.argv[1] == "on"
@@ -66,6 +68,45 @@ n=$(grep -c ',assumption,cudnn:benchmark-find' "$tmp/bench-off.csv")
 [ "$n" -eq 0 ] || fail "no cudnn.benchmark: $n find assumptions, expected 0"
 grep -q 'cudnn run_conv_plan' "$tmp/bench-on.csv" ||
 	fail "cudnn.benchmark: the plans' workspaces gone"
+# The batch of 4's workspaces (x + w + y + 16 = 262144 + 9216 + 262144
+# + 16, forward, backward-data and backward-weight alike): each find
+# allocates it and frees it, empties the cache, then the plan allocates
+# it; later calls only the plan (3 steps: 6 + 3 + 3 of 533520; the batch
+# of 2, 131072 + 9216 + 131072 + 16: 2 of 271376).  No emptyCache
+# without benchmark.
+n=$(grep -c ',alloc,[0-9]*,533520,' "$tmp/bench-on.csv")
+[ "$n" -eq 12 ] || fail "cudnn.benchmark: $n workspaces of 533520, expected 12"
+n=$(grep -c ',alloc,[0-9]*,271376,' "$tmp/bench-on.csv")
+[ "$n" -eq 2 ] || fail "cudnn.benchmark: $n workspaces of 271376, expected 2"
+n=$(grep -c ',alloc,[0-9]*,533520,' "$tmp/bench-off.csv")
+[ "$n" -eq 9 ] || fail "no cudnn.benchmark: $n workspaces of 533520, expected 9"
+n=$(grep -c ',empty_cache,' "$tmp/bench-on.csv")
+[ "$n" -eq 4 ] || fail "cudnn.benchmark: $n emptyCache rows, expected 4"
+n=$(grep -c ',empty_cache,' "$tmp/bench-off.csv")
+[ "$n" -eq 0 ] || fail "no cudnn.benchmark: $n emptyCache rows"
+# the first forward's rows in order: find, its free, emptyCache, the plan
+awk -F, '$3 == "empty_cache" || ($3 ~ /^(alloc|free_completed)$/ &&
+	$5 == 533520) { print $3, $5 }' "$tmp/bench-on.csv" | head -5 >"$tmp/seq"
+printf '%s\n' "alloc 533520" "free_completed 533520" "empty_cache 0" \
+	"alloc 533520" "free_completed 533520" | cmp -s - "$tmp/seq" ||
+	fail "cudnn.benchmark: the first find: $(tr '\n' ';' <"$tmp/seq")"
+# The cache is the thread's: a transposed convolution's forward (the main
+# thread) and a convolution's backward-data (the autograd engine's
+# thread) of one key each find it; a second forward does not.
+cat >"$tmp/bench2.py" <<'PY'
+import torch
+torch.backends.cudnn.benchmark = True
+c = torch.nn.Conv2d(8, 16, 3, padding=1).cuda()
+t = torch.nn.ConvTranspose2d(16, 8, 3, padding=1).cuda()
+x = torch.randn(4, 8, 32, 32, device="cuda", requires_grad=True)
+t(torch.randn(4, 16, 32, 32, device="cuda"))
+t(torch.randn(4, 16, 32, 32, device="cuda"))
+c(x).sum().backward()
+PY
+$MEMSIM record -o "$tmp/bench2.csv" -- "$PY" "$tmp/bench2.py" >"$tmp/out" 2>&1 ||
+	fail "benchmark, threads: $(tail -3 "$tmp/out")"
+n=$(grep -c ',assumption,cudnn:benchmark-find' "$tmp/bench2.csv")
+[ "$n" -eq 4 ] || fail "cudnn.benchmark, threads: $n finds, expected 4"
 
 # A checkpoint saver's moves, in a folder holding a user's file.
 mkdir -p "$tmp/w"

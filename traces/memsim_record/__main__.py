@@ -13,9 +13,10 @@ PROG = "memsim record"
 LOWER_BOUND = {
     "cudnn:benchmark-find": (
         "torch.backends.cudnn.benchmark is on: at the first call of each "
-        "convolution shape cuDNN's find takes a workspace as large as its "
-        "largest candidate plan (often gigabytes), which is cuDNN's own "
-        "and not modelled: the peaks are a lower bound"),
+        "convolution key in a thread cuDNN's find takes a workspace as large "
+        "as its largest candidate plan (often gigabytes), cuDNN's own: the "
+        "recording gives it the chosen plan's, then the emptyCache that "
+        "follows it; the peaks are a lower bound"),
 }
 
 

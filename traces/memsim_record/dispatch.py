@@ -1000,7 +1000,11 @@ class Dispatch:
 
     def run_events(self, events, keys, site):
         for ev in events:
-            if ev[0] == "alloc":
+            if ev[0] == "empty_cache":
+                # an emptyCache the kernel's host code calls (cuDNN's
+                # benchmark find: Dispatch.cudnn_find)
+                self.rec.empty_cache()
+            elif ev[0] == "alloc":
                 keys[ev[1]] = object()
                 self.rec.alloc(ev[2], "temporary", site, key=keys[ev[1]])
             else:
@@ -1096,23 +1100,63 @@ class Dispatch:
         w_cl = w.dim() in (4, 5) and \
             w.is_contiguous(memory_format=cl) \
             and not w.is_contiguous()
+        ev = kernels.conv(phase, tuple(x.shape), tuple(w.shape),
+                          tuple(y.shape), x.element_size(), st,
+                          pad, dil, tr, gr, fmt_cl, w_cl, self.major,
+                          self.sms)
         if torch.backends.cudnn.benchmark:
-            # cudnn.benchmark: the first call of each convolution
-            # (BenchmarkCache's key: shapes, layout, dtype, parameters)
-            # runs cuDNN's find with a workspace of the largest of its
-            # candidate plans (Conv_v8.cpp, get_plans_from_find): cuDNN's
-            # own, not modelled; noted once a key (dcgan on the H200:
-            # 2.6 GB).
-            key = (phase, tuple(x.shape), tuple(w.shape),
-                   tuple(x.stride()), x.dtype, tuple(st), tuple(pad),
-                   tuple(dil), bool(tr), int(gr))
-            if key not in self.cudnn_found:
-                self.cudnn_found.add(key)
-                self.rec.assume("cudnn:benchmark-find")
-        return kernels.conv(phase, tuple(x.shape), tuple(w.shape),
-                            tuple(y.shape), x.element_size(), st,
-                            pad, dil, tr, gr, fmt_cl, w_cl, self.major,
-                            self.sms)
+            ev = self.cudnn_find(phase, x, w, y, st, pad, dil, tr, gr,
+                                 fmt_cl, ev)
+        return ev
+
+    def cudnn_find(self, phase, x, w, y, st, pad, dil, tr, gr, fmt_cl, ev):
+        """cudnn.benchmark: the first call of a key in a thread runs cuDNN's
+        find before the plan it picks (run_single_conv, v8 API, the default;
+        the v7 API of TORCH_CUDNN_V8_API_DISABLED is not modelled).  The key
+        (CacheKeyWrapper: the descriptor, the convolution's input and weight
+        sizes, memory format, dtype, padding, stride, dilation, groups,
+        deterministic, allow_tf32; the pointers' alignment, which the
+        caching allocator's 512-byte blocks keep at 32, left out) lives in a
+        thread-local BenchmarkCache: the autograd engine's thread finds again
+        what the main thread found (dcgan's H200 snapshot: its 2.7 GB find
+        twice, the first step's backward of D and the next forward of G).
+        get_plans_from_find -> generate_and_filter_plans allocates the
+        largest workspace of the candidate plans (those within cacheInfo()'s
+        largest block, at least cudaMemGetInfo's free memory), times the
+        plans in it and frees it; run_single_conv then calls emptyCache
+        (_cudnn_get_conv_benchmark_empty_cache(), on by default) and
+        try_plans runs the fastest plan with its own workspace (EV, the
+        rules of kernels.conv).  The largest candidate's workspace is
+        cuDNN's own (tests/data/record/cudnn_find.tsv: 0.24 to 97 times the
+        operands on the H200, no function of the shapes found): the find
+        allocates the chosen plan's (a candidate: the largest is at least
+        that), assumption cudnn:benchmark-find, a lower bound."""
+        # the descriptor: a transposed convolution's forward is the
+        # backward-data of the convolution from its output to its input
+        # (and its input, the key's, that output)
+        op = {"forward": "data", "data": "forward"}.get(phase, phase) \
+            if tr else phase
+        key = (threading.get_ident(), op,
+               tuple(y.shape if tr else x.shape), tuple(w.shape), fmt_cl,
+               x.dtype, tuple(st), tuple(pad), tuple(dil), int(gr),
+               bool(torch.backends.cudnn.deterministic or
+                    torch.are_deterministic_algorithms_enabled()),
+               bool(torch.backends.cudnn.allow_tf32))
+        if key in self.cudnn_found:
+            return ev
+        self.cudnn_found.add(key)
+        self.rec.assume("cudnn:benchmark-find")
+        if int(gr) != 1 or x.dim() not in (4, 5) or self.major < 7:
+            # grouped and depthwise convolutions (cuDNN's or the native
+            # depthwise kernel: not modelled) and devices before sm70:
+            # the assumption only
+            return ev
+        size = ev[0][2] if ev else 0
+        find = [("alloc", "find", size), ("free", "find")] if size else []
+        if getattr(torch._C, "_cuda_get_conv_benchmark_empty_cache",
+                   lambda: True)():
+            find.append(("empty_cache",))
+        return find + ev
 
     def _ev_reduce(self, name, args, phase, out, kwargs):
         x = args[0] if args else None

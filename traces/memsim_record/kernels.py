@@ -45,12 +45,16 @@ what the H200 showed is that it follows the layout:
   backward-data nothing.  fp32 backward-weight also holds input +
   output (the engines cuDNN picks for fp32 transpose them: 38 of the
   grid's 59 fp32 channels_last calls had 0.9 times the output or more).
-Not modelled: cudnn.benchmark's find (the first call of each
-convolution key allocates the largest workspace of cuDNN's candidate
-plans, get_plans_from_find: 2.6 GB for dcgan's 64x64 transposed
-convolutions on the H200); the recorder notes one assumption
-cudnn:benchmark-find a key and gives the chosen plan the rules below.
-Nor fp32 backward-weight engines with workspaces of hundreds of
+cudnn.benchmark's find (Dispatch.cudnn_find: the first call of each
+key in a thread allocates the largest workspace of cuDNN's candidate
+plans, get_plans_from_find, frees it and empties the cache before the
+chosen plan runs): the largest candidate is not modelled (2.6 GB for
+dcgan's 4x4 stride-2 backward-data on the H200; the 80 finds of
+tests/data/record/cudnn_find.tsv 0.24 to 97 times the operands,
+median 2.2), the
+find takes the chosen plan's size from the rules below, a lower bound,
+and the recorder notes one assumption cudnn:benchmark-find a key.
+Not modelled: fp32 backward-weight engines with workspaces of hundreds of
 MB unrelated to the operands (a few 5x5 and 7x7 or short-reduction
 calls of the grids).
 Half-precision NCHW: the transposed weight and output have K padded
