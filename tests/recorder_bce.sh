@@ -65,4 +65,62 @@ for case in plain pw cg; do
 	esac
 	[ "$got" = "$want" ] || fail "backward $case: $got, want $want"
 done
+# The target's gradient too (its formula in the same node, after the
+# input's): binary_cross_entropy_with_logits_target_backward computes
+# -self * grad_output, out of place on every tensor (the neg, then the
+# mul: two blocks, the neg freed), and with pos_weight
+# log_sigmoid(-self).sub_(log_sigmoid(self).mul_(pos_weight))
+# .mul_(grad_output): the neg, two log_sigmoids (their CUDA buffer is
+# empty), one kept; out of place for subclasses before the fix (5 and 15
+# blocks in the node).  binary_cross_entropy's target gradient
+# (binary_cross_entropy_target_backward): logit(self).neg_().mul_(grad),
+# one block beside the input's gradient.
+cat >"$tmp/bcet.py" <<'PY'
+import sys
+import torch
+import torch.nn.functional as F
+x = torch.randn(8, 64, device="cuda", requires_grad=True)
+t = torch.rand(8, 64, device="cuda", requires_grad=True)
+if sys.argv[1] == "bce":
+    loss = F.binary_cross_entropy(torch.sigmoid(x), t)
+else:
+    kw = {}
+    if sys.argv[1] == "tpw":
+        kw["pos_weight"] = torch.full((64,), 2.0, device="cuda")
+    loss = F.binary_cross_entropy_with_logits(x, t, **kw)
+loss.backward()
+PY
+for case in t tpw bce; do
+	$MEMSIM record -o "$tmp/$case.csv" -- "$PY" "$tmp/bcet.py" $case \
+		2>"$tmp/err" || fail "record $case: $(tail -3 "$tmp/err")"
+	got=$(awk -F, '$8 ~ /^backward BinaryCrossEntropy/ && $3 == "alloc" { on = 1 }
+		$8 ~ /Sigmoid|AccumulateGrad/ { on = 0 }
+		on && $3 == "alloc" { n++; id[$4] = "b" n; printf "a:%s ", id[$4] }
+		on && $3 != "alloc" { printf "f:%s ", ($4 in id) ? id[$4] : "x" }' "$tmp/$case.csv")
+	case $case in
+	# the input's gradient (sigmoid), then -self and the product
+	t) want="a:b1 a:b2 a:b3 f:b2 " ;;
+	# pos_weight * target, t + 1 (the gradient), the sigmoid; then
+	# -self, log_sigmoid(-self) (the gradient), log_sigmoid(self)
+	tpw) want="a:b1 a:b2 a:b3 f:b3 f:b1 a:b4 a:b5 a:b6 f:b6 f:b4 " ;;
+	# binary_cross_entropy_backward's gradient, then the logit
+	bce) want="a:b1 a:b2 " ;;
+	esac
+	case "$got" in
+	"$want"*) ;;
+	*) fail "target $case: $got, want $want" ;;
+	esac
+done
+# F.logsigmoid: log_sigmoid_forward's buffer is empty on CUDA (the fake
+# kernel makes one of the input's size): the output alone.
+cat >"$tmp/ls.py" <<'PY'
+import torch
+import torch.nn.functional as F
+x = torch.randn(8, 64, device="cuda", requires_grad=True)
+F.logsigmoid(x).sum().backward()
+PY
+$MEMSIM record -o "$tmp/ls.csv" -- "$PY" "$tmp/ls.py" 2>"$tmp/err" ||
+	fail "record logsigmoid: $(tail -3 "$tmp/err")"
+got=$(awk -F, '$3 == "alloc" && $8 ~ /ls.py:4/ { printf "%s ", $5 }' "$tmp/ls.csv")
+[ "$got" = "2048 4 " ] || fail "logsigmoid: $got, want 2048 4"
 finish recorder_bce.sh

@@ -116,6 +116,7 @@ class Dispatch:
         dev = devices.DEVICES[opt.device]
         self.major, self.minor = dev[1], dev[2]
         self.sms = dev[4]
+        self._bce_neg = None     # weakref: BCE with logits backward's -self
         self.ws_bytes = devices.cublas_workspace_bytes(
             self.major, self.minor, os.environ.get("CUBLAS_WORKSPACE_CONFIG"))
         self.values_cpu = getattr(opt, "values", "rules") == "cpu"
@@ -416,9 +417,17 @@ class Dispatch:
         # block each, the GPU never makes.  In the node, a sub or mul
         # whose self is none of the node's saved tensors (pos_weight's
         # mul(target) is out of place on the GPU too) is one of those:
-        # done in place.  Not when target wants a gradient (its formula,
-        # binary_cross_entropy_with_logits_target_backward, multiplies
-        # -self out of place on every tensor).
+        # done in place.  The target's gradient
+        # (binary_cross_entropy_with_logits_target_backward) is the
+        # same: with pos_weight, log_sigmoid(-self).sub_(log_sigmoid(
+        # self).mul_(pos_weight)).mul_(grad_output) on plain tensors;
+        # then mul_(weight); but without pos_weight -self * grad_output
+        # is out of place on every tensor: a mul whose self is the
+        # node's own neg (Dispatch._neg) runs as it is.
+        # binary_cross_entropy_target_backward (BinaryCrossEntropy-
+        # Backward0's target: logit(self).neg_().mul_(grad), then
+        # mul_(weight)) likewise: its mul whose self is none of the
+        # saved tensors, in place.
         if torch.is_grad_enabled() or len(args) != 2 or \
                 not all(isinstance(a, torch.Tensor) for a in args) or \
                 args[0].device.type != "cuda":
@@ -427,18 +436,27 @@ class Dispatch:
             node = torch._C._current_autograd_node()
         except Exception:
             return _RUN
-        if node is None or \
-                node.name() != "BinaryCrossEntropyWithLogitsBackward0":
+        if node is None:
             return _RUN
         x = args[0]
+        nn = node.name()
+        if nn == "BinaryCrossEntropyWithLogitsBackward0":
+            attrs = ("_saved_self", "_saved_target", "_saved_weight",
+                     "_saved_pos_weight")
+            neg = self._bce_neg
+            if neg is not None and neg() is x:
+                return _RUN
+        elif nn == "BinaryCrossEntropyBackward0" and name == "mul":
+            attrs = ("_saved_self", "_saved_target", "_saved_weight")
+        else:
+            return _RUN
         saved = []
-        for attr in ("_saved_self", "_saved_target", "_saved_weight",
-                     "_saved_pos_weight"):
+        for attr in attrs:
             try:
                 saved.append(getattr(node, attr))
             except Exception:
                 return _RUN
-        if saved[1] is None or saved[1].requires_grad:
+        if saved[1] is None:
             return _RUN
         for v in saved:
             if isinstance(v, torch.Tensor) and (
@@ -456,33 +474,100 @@ class Dispatch:
             inplace(x, args[1], **kwargs)
         return x
 
-    def _scatter_zeros(self, mode, func, name, args, kwargs):
-        # gather_backward (GatherBackward0) scatter_adds the gradient
-        # into grad.new_zeros(self's sizes), and
-        # value_selecting_reduction_backward (max, min, median,
-        # nanmedian, kthvalue and mode along a dimension, sort, topk)
-        # scatters it into at::zeros of the input's sizes: in place
-        # (scatter_add_, scatter_) on plain tensors, out of place for
-        # tensor subclasses (areAnyTensorSubclassLike, the fake ones
-        # too: a copy of the zeros the GPU never makes).  In those
-        # nodes the scatter's self is that formula's zeros, referenced
-        # nowhere else: done in place, as on the GPU.
+    def _neg(self, name, args, kwargs, out):
+        # -self in BinaryCrossEntropyWithLogitsBackward0 (the target's
+        # gradient without pos_weight): the mul that follows is out of
+        # place on the GPU too (Dispatch._bce_logits_backward).
+        if isinstance(out, torch.Tensor) and out.device.type == "cuda":
+            try:
+                node = torch._C._current_autograd_node()
+            except Exception:
+                node = None
+            if node is not None and \
+                    node.name() == "BinaryCrossEntropyWithLogitsBackward0":
+                self._bce_neg = weakref.ref(out)
+        return self.outputs(name, args, kwargs, out)
+
+    def _log_sigmoid(self, name, args, kwargs, out):
+        # log_sigmoid_forward's buffer: log_sigmoid_forward_cuda returns
+        # at::empty({0}) for it (the CPU kernel fills one of the
+        # input's size, as the fake kernel makes it) and
+        # log_sigmoid_backward_cuda never reads it: on a GPU the output
+        # alone is allocated (F.logsigmoid, nn.LogSigmoid).
+        if isinstance(out, tuple) and len(out) == 2 and \
+                isinstance(out[0], torch.Tensor) and \
+                out[0].device.type == "cuda":
+            return self.outputs(name, args, kwargs, out, flat=[out[0]])
+        return self.outputs(name, args, kwargs, out)
+
+    def _zeros_inplace(self, mode, func, name, args, kwargs):
+        # Backward formulas that put the gradient into zeros of their
+        # own, in place on plain tensors and with the out-of-place op
+        # for tensor subclasses (areAnyTensorSubclassLike or
+        # isTensorSubclassLike: the fake ones too, a copy of the zeros
+        # the GPU never makes): gather_backward's scatter_add_ into
+        # grad.new_zeros (GatherBackward0); value_selecting_reduction_
+        # backward's scatter_ (max, min, median, nanmedian, kthvalue and
+        # mode along a dimension, sort, topk); cummaxmin_backward's
+        # scatter_add_ (cummax, cummin); masked_select_backward's
+        # masked_scatter_ into zeros_like of the broadcast input;
+        # take_backward's put_(accumulate); index_select_backward's
+        # index_add_ into grad.new_zeros; trace_backward's index_fill_
+        # of the flat zeros.  In those nodes the op's self is that
+        # formula's zeros, referenced nowhere else: done in place, as
+        # on the GPU.
         if torch.is_grad_enabled() or not args or \
                 not isinstance(args[0], torch.Tensor) or \
-                args[0].device.type != "cuda" or \
-                func._overloadname not in ("default", "src", "value"):
+                args[0].device.type != "cuda":
             return _RUN
         try:
             node = torch._C._current_autograd_node()
         except Exception:
             return _RUN
-        if node is None or node.name() not in _SCATTER_NODES.get(name, ()):
+        if node is None or node.name() not in _ZEROS_NODES.get(name, ()):
             return _RUN
-        inplace = getattr(getattr(torch.ops.aten, name + "_"),
-                          func._overloadname)
+        inplace = getattr(getattr(torch.ops.aten, name + "_", None),
+                          func._overloadname, None)
+        if inplace is None:
+            return _RUN
         with mode:
             inplace(*args, **kwargs)
         return args[0]
+
+    def _fresh_mask(self, mode, func, name, args, kwargs):
+        # Formulas that combine two comparison masks of their own with
+        # logical_and_ / logical_or_ on plain tensors and out of place
+        # for tensor subclasses (a mask of the input's size the GPU
+        # never makes): evenly_distribute_backward (max, min, median
+        # and nanmedian of a whole tensor: input.isnan() with
+        # value.isnan(), taken in place on CUDA inputs),
+        # clamp_backward and clamp_backward_min_max with tensor bounds
+        # (self >= min with self <= max; self < min with min < max,
+        # self > max with max < min).  The op's self is that formula's
+        # mask, referenced nowhere else: done in place when it is
+        # already the result's shape and dtype (bool).
+        if torch.is_grad_enabled() or len(args) != 2 or \
+                not all(isinstance(a, torch.Tensor) for a in args) or \
+                args[0].device.type != "cuda" or \
+                args[0].dtype != torch.bool or args[0]._base is not None:
+            return _RUN
+        try:
+            node = torch._C._current_autograd_node()
+        except Exception:
+            return _RUN
+        if node is None or node.name() not in _MASK_NODES:
+            return _RUN
+        x = args[0]
+        if tuple(x.shape) != tuple(torch.broadcast_shapes(
+                x.shape, args[1].shape)):
+            return _RUN
+        inplace = getattr(getattr(torch.ops.aten, name + "_"),
+                          func._overloadname, None)
+        if inplace is None:
+            return _RUN
+        with mode:
+            inplace(x, args[1])
+        return x
 
     def _encoder_layer(self, mode, func, name, args, kwargs):
         # nn.TransformerEncoderLayer's fast path (eval, no grad):
@@ -1469,14 +1554,23 @@ def _prod_shape(shape):
     for d in shape:
         n *= d
     return n
-# The backward nodes whose formula scatters into its own zeros
-# (Dispatch._scatter_zeros), by op.
+# The backward nodes whose formula puts the gradient into its own zeros
+# (Dispatch._zeros_inplace), by op.
 _VALUE_SELECTING = ("MaxBackward0", "MinBackward0", "MedianBackward1",
                     "NanmedianBackward1", "KthvalueBackward0",
                     "ModeBackward0", "SortBackward0", "SortBackward1",
                     "TopkBackward0")
-_SCATTER_NODES = {"scatter_add": ("GatherBackward0",),
-                  "scatter": _VALUE_SELECTING}
+_ZEROS_NODES = {"scatter_add": ("GatherBackward0", "CummaxBackward0",
+                                "CumminBackward0"),
+                "scatter": _VALUE_SELECTING,
+                "masked_scatter": ("MaskedSelectBackward0",),
+                "put": ("TakeBackward0",),
+                "index_add": ("IndexSelectBackward0",),
+                "index_fill": ("TraceBackward0",)}
+# The nodes whose formula combines two masks of its own
+# (Dispatch._fresh_mask): evenly_distribute_backward's, clamp's.
+_MASK_NODES = ("MaxBackward1", "MinBackward1", "MedianBackward0",
+               "NanmedianBackward0", "ClampBackward0")
 _BEFORE = {
     "_local_scalar_dense": Dispatch._item,
     "is_pinned": Dispatch._not_pinned,
@@ -1491,8 +1585,14 @@ _BEFORE = {
     "index_put": Dispatch._index_put,
     "sub": Dispatch._bce_logits_backward,
     "mul": Dispatch._bce_logits_backward,
-    "scatter": Dispatch._scatter_zeros,
-    "scatter_add": Dispatch._scatter_zeros,
+    "scatter": Dispatch._zeros_inplace,
+    "scatter_add": Dispatch._zeros_inplace,
+    "masked_scatter": Dispatch._zeros_inplace,
+    "put": Dispatch._zeros_inplace,
+    "index_add": Dispatch._zeros_inplace,
+    "index_fill": Dispatch._zeros_inplace,
+    "logical_and": Dispatch._fresh_mask,
+    "logical_or": Dispatch._fresh_mask,
     "_transformer_encoder_layer_fwd": Dispatch._encoder_layer,
     "_native_multi_head_attention": Dispatch._native_mha,
 }
@@ -1518,6 +1618,8 @@ _AFTER = {
     "native_batch_norm_backward": Dispatch._batch_norm_backward,
     "binary_cross_entropy_with_logits": Dispatch._bce_logits,
     "_foreach_max": Dispatch._foreach_reduce,
+    "neg": Dispatch._neg,
+    "log_sigmoid_forward": Dispatch._log_sigmoid,
 }
 # The kernels' own temporaries (kernel_events), by op.
 _EVENTS = {

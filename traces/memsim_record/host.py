@@ -826,17 +826,61 @@ _LOAD_MAP = [None]
 _LOADING = [None]    # the _Load under way
 
 
+def _map_device(torch, m, storage, location):
+    """Where map_location M puts STORAGE, saved at LOCATION
+    (torch.serialization's restore_location), as a torch.device; a
+    callable is asked with the host storage, its .cuda() / .to(device)
+    answered by the device alone, and what it returns is where the
+    storage goes (None: where it was saved)."""
+    if m is None:
+        return torch.device(location)
+    if isinstance(m, dict):
+        return torch.device(m.get(location, location))
+    if isinstance(m, (str, torch.device)):
+        return torch.device(m)
+    U = torch.UntypedStorage
+    asked = []
+    orig_cuda, orig_to = U.cuda, U.to
+
+    def cuda(self, device=None, non_blocking=False):
+        asked.append(torch.device("cuda", device) if device is not None
+                     else torch.device("cuda"))
+        return self
+
+    def to(self, *a, device=None, non_blocking=False):
+        d = torch.device(device if device is not None else a[0])
+        if d.type == "cpu":
+            return orig_to(self, device=d, non_blocking=non_blocking)
+        asked.append(d)
+        return self
+    U.cuda, U.to = cuda, to
+    try:
+        r = m(storage, location)
+    finally:
+        U.cuda, U.to = orig_cuda, orig_to
+    if r is None:
+        return torch.device(location)
+    if asked:
+        return asked[-1]
+    return r.device
+
+
 def _rebuild_fake(shape, stride, dtype, device, requires_grad):
     """A tensor torch.save wrote under the recorder, loaded again during
     the same recording: zeros of its shape, dtype and strides, on DEVICE
     or where torch.load's map_location puts it (a CUDA tensor is a fake
-    one, allocated as torch.load allocates it)."""
+    one, allocated as torch.load allocates it).  A callable
+    map_location is asked as torch.load asks it, with a host storage:
+    Lightning's TorchCheckpointIO passes lambda storage, loc: storage,
+    which keeps every tensor of a checkpoint on the host (its
+    load_state_dict then copies them into the GPU's parameters)."""
     import torch
     loc = _LOAD_MAP[0]
-    if isinstance(loc, dict):
-        loc = loc.get(device, device)
-    if isinstance(loc, (str, torch.device)):
-        device = str(loc)
+    if loc is not None:
+        from torch._subclasses.fake_tensor import unset_fake_temporarily
+        with unset_fake_temporarily():
+            device = str(_map_device(torch, loc, torch.UntypedStorage(0),
+                                     device))
     ld = _LOADING[0]
     with (ld.fake() if ld is not None else _nothing()):
         t = torch.empty_strided(shape, stride, dtype=dtype,
@@ -892,41 +936,8 @@ class _Load:
 
     def device(self, storage, location):
         """Where the program's map_location puts STORAGE, saved at
-        LOCATION (torch.serialization's restore_location), as a
-        torch.device; a callable is asked with the host storage, its
-        .cuda() / .to(device) answered by the device alone."""
-        torch, m = self.torch, self.map
-        if m is None:
-            return torch.device(location)
-        if isinstance(m, dict):
-            return torch.device(m.get(location, location))
-        if isinstance(m, (str, torch.device)):
-            return torch.device(m)
-        U = torch.UntypedStorage
-        asked = []
-        orig_cuda, orig_to = U.cuda, U.to
-
-        def cuda(self, device=None, non_blocking=False):
-            asked.append(torch.device("cuda", device) if device is not None
-                         else torch.device("cuda"))
-            return self
-
-        def to(self, *a, device=None, non_blocking=False):
-            d = torch.device(device if device is not None else a[0])
-            if d.type == "cpu":
-                return orig_to(self, device=d, non_blocking=non_blocking)
-            asked.append(d)
-            return self
-        U.cuda, U.to = cuda, to
-        try:
-            r = m(storage, location)
-        finally:
-            U.cuda, U.to = orig_cuda, orig_to
-        if r is None:
-            return torch.device(location)
-        if asked:
-            return asked[-1]
-        return r.device
+        LOCATION (_map_device)."""
+        return _map_device(self.torch, self.map, storage, location)
 
     def restore(self, storage, location):
         torch = self.torch
