@@ -1692,6 +1692,8 @@ def run(opt, script, argv):
     undo_save = host.patch_save(torch, files, rec)
     undo_workers = host.patch_workers(torch)
     undo_data_ptr = host.patch_data_ptr(torch, rec)
+    undo_share = host.patch_share_memory(torch, rec)
+    undo_send = host.patch_process_send(torch)
     undo_safetensors = host.patch_safetensors(files)
     orig_format = torch.Tensor.__format__
     orig_numpy = torch.Tensor.numpy
@@ -1860,6 +1862,8 @@ def run(opt, script, argv):
         undo_save()
         undo_workers()
         undo_data_ptr()
+        undo_share()
+        undo_send()
         undo_safetensors()
         undo_fake_queries()
         torch.Tensor.__format__ = orig_format

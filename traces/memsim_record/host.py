@@ -682,6 +682,70 @@ def patch_data_ptr(torch, rec):
     return undo
 
 
+def patch_share_memory(torch, rec):
+    """UntypedStorage.share_memory_ of a CUDA storage of the recording
+    returns it unchanged, as PyTorch's does for every storage off the CPU
+    ("only CPU uses POSIX shared memory"): Module.share_memory() of a
+    model on the GPU, before torch.multiprocessing hands it to other
+    processes (pytorch/examples' mnist_hogwild with --cuda).  A fake
+    tensor's storage is a meta one, which share_memory_ sends to the
+    CPU's shm_open path, where it raised "_share_fd_: only available on
+    CPU".  Other storages, the host's, keep PyTorch's behaviour."""
+    S = torch.UntypedStorage
+    orig = S.__dict__.get("share_memory_")
+    orig_call = S.share_memory_
+
+    def share_memory_(self, *a, **k):
+        if id(self) in rec.live:
+            return self
+        return orig_call(self, *a, **k)
+
+    S.share_memory_ = share_memory_
+
+    def undo():
+        if orig is None:
+            del S.share_memory_
+        else:
+            S.share_memory_ = orig
+    return undo
+
+
+def patch_process_send(torch):
+    """A fake tensor pickled for another process (torch.multiprocessing:
+    a Process's arguments under spawn, a Queue) stops the recording with
+    one clear error.  On the GPU, reduce_tensor sends a CUDA tensor as a
+    CUDA IPC handle and the other process maps the block and allocates
+    its own work from its own caching allocator; the recording is of one
+    process and cannot give the other one its tensors.  (Before, pickle
+    reached the fake tensor's FakeTensorMode: "Can't pickle local
+    object".)"""
+    from multiprocessing.reduction import ForkingPickler
+    from torch._subclasses.fake_tensor import FakeTensor
+    import torch.multiprocessing.reductions  # noqa: F401 (registers them)
+
+    def refuse(t):
+        raise RuntimeError(
+            "memsim record: a %s tensor is sent to another process "
+            "(torch.multiprocessing): the recording is of one process, "
+            "and cannot follow the tensor there" % t.device.type)
+
+    table = ForkingPickler._extra_reducers
+    saved = dict(table)
+    for cls, red in saved.items():
+        if isinstance(cls, type) and issubclass(cls, torch.Tensor):
+            def reduce(t, _red=red):
+                if isinstance(t, FakeTensor):
+                    refuse(t)
+                return _red(t)
+            table[cls] = reduce
+    table[FakeTensor] = refuse
+
+    def undo():
+        table.clear()
+        table.update(saved)
+    return undo
+
+
 # -- safetensors ----------------------------------------------------------------
 def patch_safetensors(files):
     """safetensors writes and reads its files in native code, past Files'
