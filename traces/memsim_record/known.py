@@ -124,6 +124,9 @@ class Known:
         self.writes = {}                    # id(storage) -> write count
         self.written = {}                   # func -> written argument slots
         self.tensor = torch.Tensor
+        # floating outputs of abs (tensor -> (storage id, version)), as
+        # torch.isinf and isfinite compute |x| == inf (_finite_rule)
+        self.abs_out = WeakIdKeyDictionary()
         # while a CUDA graph captures (graphs.py): the storages its ops
         # write, which each replay writes again
         self.capture = None
@@ -195,6 +198,13 @@ class Known:
                 vs.lost(name, e)
             if vs.cpu:
                 return      # --values cpu: computed, no rule here
+        if name == "abs" and isinstance(out, self.tensor) and \
+                out.dtype.is_floating_point:
+            try:
+                self.abs_out[out] = (id(out.untyped_storage()),
+                                     out._version)
+            except Exception:
+                pass
         if not self.vals and name not in CREATE and \
                 name not in _SOURCES_OF_KNOWN and \
                 not (vs is not None and vs.ranges):
@@ -292,6 +302,13 @@ class Known:
         if name in UNARY:
             a = val(args[0])
             return UNKNOWN if a is UNKNOWN else UNARY[name](a)
+        if name in UNARY_F:
+            a = val(args[0])
+            if a is not UNKNOWN:
+                return UNARY_F[name](a)
+            if self.values is not None:
+                return self._finite_unary(name, args[0])
+            return UNKNOWN
         if name in ("any", "all"):
             x = args[0]
             if x.numel() == 0:
@@ -415,8 +432,14 @@ def _finite_rule(self, name, args, a, b):
     decompose into them).  A floating tensor of any size compared with
     itself holds no NaN: x == x is True everywhere (the support check of
     torch.distributions' constraints.real, which Distribution's
-    _validate_sample asks with .all()).  None where the rule does not
-    apply."""
+    _validate_sample asks with .all()); and one of any size whose
+    absolute value is compared with +inf holds no infinity: |x| == inf
+    is False everywhere, as isinf computes it and isfinite's
+    (x == x) & (|x| != inf) (a script's assert torch.isfinite(w).all()
+    on weights, activations, gradients; a masked score tensor filled
+    with -inf is compared with -inf itself, not through abs).  None
+    where the rule does not apply.
+    """
     x = args[0]
     if not isinstance(x, self.tensor) or not x.dtype.is_floating_point or \
             a is not UNKNOWN:
@@ -426,7 +449,8 @@ def _finite_rule(self, name, args, a, b):
         # (torch.equal and allclose answer a tensor against itself by
         # their own rule, values.host_bool: equal:same)
         same = True
-    elif isinstance(b, float) and math.isinf(b) and x.numel() == 1:
+    elif isinstance(b, float) and math.isinf(b) and (
+            x.numel() == 1 or (b > 0 and self._of_abs(x))):
         same = False
     else:
         return None
@@ -437,6 +461,37 @@ def _finite_rule(self, name, args, a, b):
 
 
 Known._finite = _finite_rule
+
+
+def _finite_unary(self, name, x):
+    """isnan and isinf (their own kernels on CUDA, no decomposition)
+    of a floating tensor of unknown value, any size: False everywhere;
+    isfinite True (the finite rule above)."""
+    if not isinstance(x, self.tensor) or not x.dtype.is_floating_point:
+        return UNKNOWN
+    ans = name == "isfinite"
+    from . import values
+    values.assume(self.values.rec, "finite", ans)
+    return ans
+
+
+Known._finite_unary = _finite_unary
+
+
+def _of_abs(self, x):
+    """Whether X is an output of abs not written since (its storage and
+    version counter, which an in-place op on it or a view bumps)."""
+    ent = self.abs_out.get(x)
+    if ent is None:
+        return False
+    try:
+        k = id(x.untyped_storage())
+    except Exception:
+        return False
+    return k == ent[0] and x._version == ent[1]
+
+
+Known._of_abs = _of_abs
 
 
 def _convert(v, dtype, torch):
