@@ -450,7 +450,8 @@ def _finite_rule(self, name, args, a, b):
         # their own rule, values.host_bool: equal:same)
         same = True
     elif isinstance(b, float) and math.isinf(b) and (
-            x.numel() == 1 or (b > 0 and self._of_abs(x))):
+            x.numel() == 1 or (b > 0 and self._of_abs(x) and
+                               not getattr(self, "in_host_bool", False))):
         same = False
     else:
         return None
@@ -467,7 +468,9 @@ def _finite_unary(self, name, x):
     """isnan and isinf (their own kernels on CUDA, no decomposition)
     of a floating tensor of unknown value, any size: False everywhere;
     isfinite True (the finite rule above)."""
-    if not isinstance(x, self.tensor) or not x.dtype.is_floating_point:
+    if not isinstance(x, self.tensor) or not x.dtype.is_floating_point or \
+            getattr(self, "in_host_bool", False):
+        # (allclose's and equal's own rule answers inside them)
         return UNKNOWN
     ans = name == "isfinite"
     from . import values
