@@ -10,6 +10,11 @@
 # (the --item-bool default), and so does an abs output written since.
 # isnan and isinf, their own kernels on CUDA (not decomposed), of a
 # floating tensor of unknown value are False everywhere by the same rule.
+# A one-element floating tensor of unknown value (a validation metric)
+# compared with +inf or -inf (Lightning's EarlyStopping starts its best
+# score at torch.tensor(inf) and asks torch.lt(current, best)) was the
+# --item-bool default, False, "no improvement", where the real run
+# improves: finite, below +inf.
 # Needs Python 3 and PyTorch; skips (77) without them.
 set -u
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
@@ -31,11 +36,15 @@ print("masked", bool((s == float("-inf")).any()))
 a = w.abs()
 a.mul_(2)
 print("written", bool((a == float("inf")).any()))
+best = torch.tensor(float("inf"))
+v = m(x).mean()
+print("best", bool(torch.lt(v - 0.0, best.to(v.device))), bool(v > -float("inf")),
+      bool(float("inf") <= v))
 PY
 (cd "$tmp" && $MEMSIM record --fake -o "$tmp/f.csv" -- "$PY" f.py) \
 	>"$tmp/err" 2>&1 || fail "record: $(tail -3 "$tmp/err")"
 for want in "isfinite True True" "isinf False False" "loss True False" \
-	"masked False" "written False"; do
+	"masked False" "written False" "best True True False"; do
 	grep -qxF "$want" "$tmp/err" || fail "'$want' not in: $(cat "$tmp/err")"
 done
 # the -inf mask and the written abs are the --item-bool default, not the rule

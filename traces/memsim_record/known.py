@@ -375,6 +375,10 @@ class Known:
             if f is not None:
                 return f
         if a is UNKNOWN or b is UNKNOWN:
+            if name in ("lt", "le", "gt", "ge") and self.values is not None:
+                f = self._finite_vs_inf(name, args, a, b)
+                if f is not None:
+                    return f
             k = b if a is UNKNOWN else a
             if k is UNKNOWN:
                 return UNKNOWN
@@ -479,6 +483,40 @@ def _finite_unary(self, name, x):
 
 
 Known._finite_unary = _finite_unary
+
+
+def _finite_vs_inf(self, name, args, a, b):
+    """A one-element floating tensor of unknown value (a loss, a
+    validation metric) against +inf or -inf, a number or a one-element
+    tensor whose value the recording holds (Lightning's EarlyStopping
+    and ModelCheckpoint compare the monitored metric with a best score
+    that starts as torch.tensor(inf) or -inf): finite, so below +inf and
+    above -inf.  None where the rule does not apply."""
+    def one(i, v):
+        x = args[i]
+        if v is UNKNOWN and isinstance(x, self.tensor) and \
+                x.numel() == 1:
+            r = self.values.real(x)
+            if r is not None:
+                with self.values.unset():
+                    v = r.reshape(()).tolist()
+        return v
+    if a is UNKNOWN and b is UNKNOWN:
+        a, b = one(0, a), one(1, b)
+    for i, (u, k) in enumerate(((a, b), (b, a))):
+        x = args[i]
+        if u is UNKNOWN and isinstance(k, float) and math.isinf(k) and \
+                isinstance(x, self.tensor) and x.dtype.is_floating_point \
+                and x.numel() == 1:
+            below = (name in ("lt", "le")) == (i == 0)   # x below k
+            ans = below == (k > 0)
+            from . import values
+            values.assume(self.values.rec, "finite", ans)
+            return ans
+    return None
+
+
+Known._finite_vs_inf = _finite_vs_inf
 
 
 def _of_abs(self, x):
