@@ -13,9 +13,10 @@
 #
 # MODE fake needs $MEMSIM (memsim) and $PY (the Python with PyTorch,
 # default $MEMSIM_PYTHON or python3); MODE real needs only $PY.  With no
-# NAME, every program.  CORPUS_TIMEOUT: seconds a program may run (900:
-# makeMoE needs 222 to 302 s of CPU, which a loaded machine spreads over
-# more wall time; only a program that hangs waits so long).
+# NAME, every program.  CORPUS_TIMEOUT: seconds a program may run (1800:
+# makeMoE needs about 380 s of CPU, which a loaded machine spreads over
+# more wall time, 814 s here with other jobs; only a program that hangs
+# waits so long).
 set -u
 mode=$1 out=$2
 shift 2
@@ -74,13 +75,13 @@ grep -v '^#' "$here/programs.tsv" | while IFS=$tab read -r name data needs setup
 		start=$(date +%s)
 		if [ "$mode" = fake ]; then
 			# shellcheck disable=SC2086
-			timeout "${CORPUS_TIMEOUT:-900}" "$MEMSIM" record --fake \
+			timeout "${CORPUS_TIMEOUT:-1800}" "$MEMSIM" record --fake \
 				${CORPUS_RECORD:-} \
 				-o "$out/$name.csv" -- "$PY" "$here/wrap.py" "$@" >>"$log" 2>&1
 		else
 			snap=
 			[ -n "${CORPUS_SNAPSHOTS:-}" ] && snap=$out/$name.pickle
-			CORPUS_SNAPSHOT=$snap CORPUS_REAL=$out/$name.real timeout "${CORPUS_TIMEOUT:-900}" \
+			CORPUS_SNAPSHOT=$snap CORPUS_REAL=$out/$name.real timeout "${CORPUS_TIMEOUT:-1800}" \
 				"$PY" "$here/wrap.py" "$@" >>"$log" 2>&1
 		fi
 		rc=$?
