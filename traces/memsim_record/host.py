@@ -637,6 +637,15 @@ class _Entry:
 
 
 # -- data pointers --------------------------------------------------------------
+def _restore(cls, name, orig):
+    """Put back CLS.NAME as the class's own __dict__ had it (ORIG; None:
+    it was inherited, so the patch is deleted)."""
+    if orig is None:
+        delattr(cls, name)
+    else:
+        setattr(cls, name, orig)
+
+
 def patch_data_ptr(torch, rec):
     """UntypedStorage.data_ptr of a CUDA storage of the recording is the
     address of its block in the trace (Recorder.alloc: blocks never
@@ -671,14 +680,8 @@ def patch_data_ptr(torch, rec):
     FakeTensor.data_ptr = tensor_ptr
 
     def undo():
-        if orig_s is None:
-            del S.data_ptr
-        else:
-            S.data_ptr = orig_s
-        if orig_t is None:
-            del FakeTensor.data_ptr
-        else:
-            FakeTensor.data_ptr = orig_t
+        _restore(S, "data_ptr", orig_s)
+        _restore(FakeTensor, "data_ptr", orig_t)
     return undo
 
 
@@ -702,12 +705,7 @@ def patch_share_memory(torch, rec):
 
     S.share_memory_ = share_memory_
 
-    def undo():
-        if orig is None:
-            del S.share_memory_
-        else:
-            S.share_memory_ = orig
-    return undo
+    return lambda: _restore(S, "share_memory_", orig)
 
 
 def patch_process_send(torch):
