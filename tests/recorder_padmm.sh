@@ -45,15 +45,17 @@ set -- $(peaks "$tmp/f.csv")
 [ "$1 $2" = "$(real padbench_fp32)" ] || fail "float32 peaks $1 $2, real $(real padbench_fp32)"
 
 # bfloat16 under autocast: the alignment is 8 (65 padded to 72), the
-# same requests at half the size; reserved as on the H200 (was
-# 192937984), allocated 99840 bytes (0.08%) under it.
+# same requests at half the size; the H200's peaks (reserved was
+# 192937984; allocated was 99840 bytes under, the backward's incoming
+# 768 x 65 gradient, which the autograd engine holds until the backward
+# returns: compiled.py, Program.run).
 $MEMSIM record -o "$tmp/b.csv" -- "$PY" "$P" 2 bf16 2>"$tmp/err" ||
 	fail "record bf16: $(tail -3 "$tmp/err")"
 want="196608 16640 130 130 99840 62914560 99840 18432 14 144 110592 62914560 18432 14 144 110592 99840 196608 16640 62914560 16640 110592 18432 62914560 110592 18432 "
 [ "$(bench "$tmp/b.csv")" = "$want" ] || fail "bf16 benchmark: $(bench "$tmp/b.csv")"
 set -- $(peaks "$tmp/b.csv") $(real padbench_bf16)
-[ "$1 $2" = "131550208 163577856" ] || fail "bf16 peaks $1 $2"
-[ "$2" = "$4" ] || fail "bf16 reserved $2, real $4"
+[ "$1 $2" = "131650048 163577856" ] || fail "bf16 peaks $1 $2"
+[ "$1 $2" = "$3 $4" ] || fail "bf16 peaks $1 $2, real $3 $4"
 
 # Without shape padding (torch._inductor.config.shape_padding, from
 # TORCHINDUCTOR_SHAPE_PADDING) nothing is benchmarked.

@@ -29,8 +29,12 @@ predicted in two parts:
 
 - At the first launch in the process of each distinct Triton kernel
   with several configurations, Triton's autotuner allocates an L2-sized
-  buffer (benchmark_gpu's cache flush) and frees it (Runtime.flush,
-  Program._kernel_keys).
+  buffer (benchmark_gpu's cache flush) and frees it, with copies of the
+  buffers the kernel mutates around each timed run (Runtime.flush,
+  Program._kernel_keys).  A scatter writes into a buffer of its own,
+  made by a fill kernel when it starts from a constant; a backward
+  graph's incoming gradients live until it returns (the autograd
+  engine holds them).
 
 - While a graph compiles, Inductor's pad_mm pass benchmarks the matmuls
   whose dimensions are not aligned, on the GPU: random copies of their
@@ -93,6 +97,17 @@ CONFIG_REDUCTIONS = {
     "var", "std", "any", "all", "max", "min", "nansum", "logsumexp",
     "prepare_softmax_online",
 }
+
+
+# The scatters among them: Inductor's lowering realizes the tensor they
+# write into (their first argument) as a buffer and the scatter's kernel
+# writes into it (ir.Scatter, a mutation).
+SCATTERS = REDUCTIONS - CONFIG_REDUCTIONS
+
+# Ops that fill a new tensor with a constant: a scatter's zeros, made by
+# a pointwise kernel of their own in the buffer the scatter writes.
+FILLS = {"full", "zeros", "new_zeros", "full_like", "zeros_like",
+         "new_full"}
 
 
 def _numel_of(node):
@@ -174,6 +189,18 @@ class Program:
             if n.op == "call_function" and self.extern(n):
                 for a in n.all_input_nodes:
                     buf.add(base[a])
+        # a scatter writes into a buffer of its own (Inductor's lowering
+        # realizes the tensor it writes, a constant's after its fill
+        # kernel: embedding_dense_backward's zeros), however its value is
+        # read
+        self.fills = {}
+        for n in nodes:
+            if n.op == "call_function" and _name(n) in SCATTERS and \
+                    n.args and isinstance(n.args[0], torch.fx.Node):
+                buf.add(n)
+                f = n.args[0]
+                if _name(f) in FILLS and len(f.users) == 1:
+                    self.fills[n] = f
         self.buffers = buf
         # Triton's autotuner benchmarks each fused kernel at its first
         # launch (the H200 traces: an L2 flush buffer at pointwise and
@@ -191,11 +218,16 @@ class Program:
                        and n.args and isinstance(n.args[0], torch.fx.Node)
                        and base[n.args[0]].op == "placeholder"
                        and self._configs(n, n.args[1]) > 1}
+        # and a scatter's fill kernel, launched before the scatter's
+        # (Runtime.flush at the scatter, once its buffer is allocated)
+        self.tuned |= {f for f in self.fills.values()
+                       if self._configs(f, f) > 1}
         # Which kernel each tuned node launches: its autotuner benchmarks
         # once a process (Runtime.flush), at the first launch of the key,
         # unless the kernel is a reduction's with one configuration
         # (_reduction_configs).
         self._red = {}          # _reduction_of's answers
+        self.fill_nodes = set(self.fills.values())
         self.kernel = self._kernel_keys(idx)
         self.calls = 0
         self.cudagraphs = cudagraphs
@@ -262,7 +294,12 @@ class Program:
         pos = {}
         keys = {}
         for n in fused:
-            src = self._region(self._root(n), idx)
+            # the values a reduction's kernel computes (a layer norm's
+            # output and statistics, the producer fused into it) are one
+            # kernel: the reduction's
+            red = self._reduction_of(n) if n in self.tuned else None
+            src = self._region(red if red is not None else self._root(n),
+                               idx)
             if src is None:
                 continue        # a view of a stored value: no kernel
             if src not in pos:
@@ -287,20 +324,32 @@ class Program:
         memo[n] = None
         torch = self.torch
         root = self._root(n)
-        if _name(root) in CONFIG_REDUCTIONS:
+        if self._reduces(root):
             memo[n] = root
             return root
-        numel = _numel_of(n)
+        numel = self._iteration(n)
         if numel is None:
             return None
         near = [a for m in self._fused(root)
                 for a in m.all_input_nodes if a in self.realized]
-        for a in near + list(n.users):
+        # N's readers, and theirs through the values inlined into them
+        # (a token embedding that a layer norm reads summed with the
+        # position's)
+        readers = []
+        stack = list(n.users)
+        while stack:
+            u = stack.pop(0)
+            if u in readers:
+                continue
+            readers.append(u)
+            if u.op == "call_function" and u not in self.realized:
+                stack.extend(u.users)
+        for a in near + readers:
             r = a.args[0] if a.target is operator.getitem and \
                 a.args else a
             if not isinstance(r, torch.fx.Node):
                 continue
-            if _name(r) in CONFIG_REDUCTIONS and r.all_input_nodes:
+            if self._reduces(r) and r.all_input_nodes:
                 if a in near and numel in (_numel_of(r.all_input_nodes[0]),
                                            _numel_of(a)) or \
                         a not in near and self._persistent(r) and \
@@ -309,12 +358,39 @@ class Program:
                     return r
             elif a in near and a.op == "call_function" and \
                     not self.extern(a) and not self.part_of_extern(a) and \
-                    _numel_of(a) == numel:
+                    self._iteration(a) == numel:
                 red = self._reduction_of(a)
                 if red is not None:
                     memo[n] = red
                     return red
         return None
+
+    def _iteration(self, n):
+        """The elements N's kernel iterates over: a scatter's values (the
+        index_put's, the scatter's source), N's own otherwise."""
+        if _name(n) in SCATTERS and n.args:
+            sizes = [_numel_of(a) for a in n.all_input_nodes
+                     if a is not n.args[0]]
+            sizes = [x for x in sizes if x is not None]
+            return max(sizes) if sizes else None
+        return _numel_of(n)
+
+    def _unrolled(self, n):
+        """Whether N is a reduction Inductor lowers as a pointwise value,
+        its reduced elements unrolled (Reduction.create: fewer than
+        config.unroll_reductions_threshold, 8): neither stored
+        (make_reduction realizes only a reduction that stays one) nor
+        a reduction's kernel (the nanoGPT backward's sum of the position
+        gradient over a batch of 4)."""
+        if _name(n) not in CONFIG_REDUCTIONS:
+            return False
+        from torch._inductor import config
+        shape = self._reduction_shape(n)
+        return bool(shape) and shape[2] < config.unroll_reductions_threshold
+
+    def _reduces(self, n):
+        """Whether N is a reduction Inductor keeps as one."""
+        return _name(n) in CONFIG_REDUCTIONS and not self._unrolled(n)
 
     def _persistent(self, red):
         """Whether Inductor makes RED a persistent reduction (the whole
@@ -403,7 +479,7 @@ class Program:
             name = _name(n)
             if n.op != "call_function" or n in self.buffers or \
                     self.extern(n) or self.part_of_extern(n) or \
-                    name in REDUCTIONS or (
+                    (name in REDUCTIONS and not self._unrolled(n)) or (
                         n.target is operator.getitem and
                         n.args[0] in realized):
                 realized.add(n)
@@ -458,6 +534,18 @@ class Program:
 
         def meta(v):
             if isinstance(v, torch.Tensor):
+                try:
+                    flat = all(isinstance(d, int) for d in v.shape) and \
+                        v.is_contiguous()
+                except Exception:
+                    flat = False
+                if flat:
+                    # a contiguous tensor is one loop of its elements
+                    # (the scheduler's simplify_loops merges its
+                    # dimensions): the bf16 copies of a (3072, 768) and
+                    # a (768, 3072) weight are one kernel
+                    return ("t", (str(v.numel()),), str(v.dtype),
+                            v.device.type)
                 return ("t", tuple(str(d) for d in v.shape),
                         tuple(str(d) for d in v.stride()), str(v.dtype),
                         v.device.type)
@@ -559,6 +647,12 @@ class Program:
         placeholders = [n for n in self.nodes if n.op == "placeholder"]
         for n, a in zip(placeholders, args):
             env[n] = a
+        # the gradients a backward graph is given stay alive until it
+        # returns: the autograd engine's call holds them (PyNode::apply's
+        # argument tuple, CompiledFunction.backward's *flat_args), and
+        # the graph's "del tangents_1" drops its own reference only
+        held = [a for n, a in zip(placeholders, args)
+                if self.kind == "backward" and n.name.startswith("tangents")]
         args.clear()
         result = None
         self.calls += 1
@@ -587,18 +681,48 @@ class Program:
                         # of a foreach op read it)
                         v = a[0]
                     env[n] = v
+                    reuse = None
                     if n in self.buffers and self.base[n] is n and \
                             record and not self.part_of_extern(n):
-                        rt.buffer(v, self.inplace(n, env, i))
-                    if n in self.kernel and record:
-                        rt.flush(self.kernel[n])
+                        reuse = self.inplace(n, env, i)
+                        if reuse not in self.rec.live:
+                            reuse = None    # an inlined value: no buffer
+                        rt.buffer(v, reuse)
+                    f = self.fills.get(n)
+                    if f is not None and f in self.kernel and record:
+                        rt.flush(self.kernel[f], (), self.kind)
+                    if n in self.kernel and record and \
+                            n not in self.fill_nodes:
+                        rt.flush(self.kernel[n],
+                                 self.mutated(n, v, a, reuse), self.kind)
             for b in self.frees.get(i, ()):
                 env.pop(b, None)
                 # views of b die with it (their own last use is b's)
             for m in list(env):
                 if self.base[m] is not m and self.base[m] not in env:
                     del env[m]
+        # the graph's own references go first (the wrapper's last
+        # "del"s), then the engine's
+        a = k = v = None
+        del held
         return result
+
+    def mutated(self, n, v, a, reuse):
+        """The bytes of each buffer N's kernel writes that it also reads
+        or that is not its own (Inductor's mutated_arg_names: an
+        in_out_ptr written in place, a scatter's buffer, a graph input a
+        copy_ writes), which the autotuner clones around each run it
+        times (CachingAutotuner.maybe_clone_args)."""
+        torch = self.torch
+
+        def nbytes(t):
+            return t.untyped_storage().nbytes() \
+                if isinstance(t, torch.Tensor) else 0
+        if _name(n) == "copy_" and a and isinstance(a[0], torch.Tensor):
+            return (nbytes(a[0]),)
+        if reuse is not None or _name(n) in SCATTERS:
+            return (nbytes(v),)
+        return ()
 
     def inplace(self, n, env, i):
         """The key of an input buffer N's kernel can write in place: a
@@ -772,19 +896,42 @@ class Runtime:
             rec.free(key)
         rec.workspaces.clear()
 
-    def flush(self, kernel):
+    def flush(self, kernel, clones=(), kind="forward"):
         """Triton's autotuner at the first launch of KERNEL (a key of
         Program._kernel_keys) in the process: benchmark_gpu's L2 flush
-        buffer, allocated and freed around the benchmark runs."""
+        buffer, allocated and freed around the benchmark runs, and the
+        copies of the buffers the kernel mutates (CLONES, their bytes),
+        made for each run (CachingAutotuner.bench's kernel_call): the
+        warm-up run before the flush buffer, then the timed ones.  A
+        backward or inference graph's kernel (Inductor's optimize_mem)
+        copies to the host instead each buffer that would take the GPU
+        past its peak so far (copy_args_to_cpu_if_needed's budget,
+        max_memory_allocated() - memory_allocated())."""
         if kernel in self.tuned:
             return
         self.tuned.add(kernel)
         rec = self.rec
         nb = L2_BYTES.get(getattr(rec.opt, "device", "h200"))
-        if nb:
-            key = object()
-            rec.alloc(nb, "temporary", "triton autotune L2 flush", key)
-            rec.free(key)
+        if not nb:
+            return
+        budget = rec.peak - rec.allocated
+        gpu = []
+        for c in clones:
+            if kind == "forward" or c <= budget:
+                gpu.append(c)
+                budget -= c
+
+        def run():
+            keys = [object() for _ in gpu]
+            for c, k in zip(gpu, keys):
+                rec.alloc(c, "temporary", "triton autotune clone", k)
+            for k in keys:
+                rec.free(k)
+        run()
+        key = object()
+        rec.alloc(nb, "temporary", "triton autotune L2 flush", key)
+        run()
+        rec.free(key)
 
     def _death(self, key):
         def cb(_ref):
