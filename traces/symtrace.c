@@ -25,20 +25,186 @@
  *	expr   := ['-'] term (('+' | '-') term)*
  *	term   := factor ('*' factor)*
  *	factor := base ['^' INT] [('//' | '%') INT]
- *	base   := INT | NAME | '(' expr ')'
+ *	base   := INT | NAME | RULE '(' expr (';' expr)* ')' | '(' expr ')'
  *
  * '//' and '%' are Python's (floor, a remainder of the divisor's sign;
  * the divisor a positive constant), as PyTorch's FloorDiv and Mod of a
- * kernel rule's size print. */
+ * kernel rule's size print.  RULE is one of sym_rules[]: a kernel rule
+ * of the recorder's (memsim_record/kernels.py RULES) whose size depends
+ * on sizes only, evaluated here per value instead of guarding the
+ * recording (its power-of-two tests would bound the range to one
+ * bucket). */
 typedef struct sym_ex_s {
 	const char *s, *name;
 	size_t len, nl, i;
 	long value;
 	int depth;
-	int err;        /* 0, 1: not an expression, 2: past 64 bits */
+	int err;        /* 0, 1: not an expression, 2: past 64 bits, 3: a
+			 * rule's arguments out of its domain */
 } sym_ex_t;
 
 static int64_t sym_expr(sym_ex_t *x);
+static bool sym_at(sym_ex_t *x, char c);
+
+static int64_t
+sym_last_pow2(int64_t n)
+{
+	int64_t p = 1;
+	while (p <= n / 2)
+		p *= 2;
+	return p;
+}
+
+static int64_t
+sym_div_up(int64_t a, int64_t b)
+{
+	return (a + b - 1) / b;
+}
+
+/* kernels.reduce_rule(): setReduceConfig()'s global buffer for one
+ * input and one output (gpu_reduce_kernel), from the reduction's inputs
+ * per output and outputs; a[] as kernels.py passes them:
+ * inputs_per_output, num_outputs, mode (1 along the fastest dimension,
+ * 2 input_vec_size, 4 get_output_vec_size()), itemsize, acc_size, vec,
+ * vn (vec halved while it does not divide vn), SMs, threads per SM.
+ * *size and *grid, or 0 and 0 where the kernel makes no buffer; false
+ * with x->err set on arguments out of the rule's domain or past 64
+ * bits. */
+static bool
+sym_reduce_rule(sym_ex_t *x, const int64_t *a, int64_t *size, int64_t *grid)
+{
+	int64_t ipo = a[0], nout = a[1], mode = a[2], isz = a[3], acc = a[4];
+	int64_t vec = a[5], vn = a[6], sms = a[7], tpsm = a[8], numel;
+	*size = *grid = 0;
+	if (ipo < 0 || nout < 0 || mode < 0 || mode > 7 || isz < 1 ||
+	    isz > 16 || acc < 1 || (vec != 1 && vec != 2 && vec != 4) ||
+	    vn < 0 || sms < 1 || tpsm < 1) {
+		x->err = x->err ? x->err : 3;
+		return false;
+	}
+	if (__builtin_mul_overflow(ipo, nout, &numel) ||
+	    numel >= ((int64_t)1 << 31) || numel == 0)
+		return true;
+	bool on_fastest = mode & 1;
+	int64_t dim0 = on_fastest ? ipo : nout, dim1 = on_fastest ? nout : ipo;
+	int64_t ovs = 1;
+	if ((mode & 2) && dim0 >= 128) {
+		dim0 /= 16 / isz;
+	} else if (mode & 4) {
+		while (vn % vec)
+			vec /= 2;
+		ovs = vec;
+		dim0 /= vec;
+	}
+	int64_t max_threads = 512 / ovs;
+	int64_t d0 = dim0 < max_threads ? sym_last_pow2(dim0) : max_threads;
+	int64_t d1 = dim1 < max_threads ? sym_last_pow2(dim1) : max_threads;
+	int64_t bw = d0 < 32 ? d0 : 32;
+	int64_t bh = max_threads / bw;
+	bh = d1 < bh ? d1 : bh;
+	bw = max_threads / bh;
+	bw = d0 < bw ? d0 : bw;
+	int64_t step_in = 1, step_out = 1;
+	if (on_fastest)
+		step_in *= bw;
+	else
+		step_out *= bw;
+	int64_t vpt = sym_div_up(ipo, step_in);
+	bool split_warps = vpt >= (bh * 16 < 256 ? bh * 16 : 256);
+	if (split_warps)
+		step_in *= bh;
+	else
+		step_out *= bh;
+	vpt = sym_div_up(ipo, step_in);
+	int64_t target, g = sym_div_up(nout / ovs, step_out);
+	if (__builtin_mul_overflow(sms, tpsm / (bw * bh), &target)) {
+		x->err = 2;
+		return false;
+	}
+	if (!(split_warps && vpt >= 256 && g <= target))
+		return true;
+	int64_t c1 = sym_div_up(target, g), c2 = sym_div_up(vpt, 16);
+	int64_t ctas = c1 < c2 ? c1 : c2, c3 = sym_div_up(vpt, 256);
+	ctas = ctas > c3 ? ctas : c3;
+	if (ctas <= 1)
+		return true;
+	int64_t n;
+	if (__builtin_mul_overflow(acc, nout, &n) ||
+	    __builtin_mul_overflow(n, ctas, &n) ||
+	    (!on_fastest && (__builtin_mul_overflow(n, bw, &n) ||
+			     __builtin_mul_overflow(n, ovs, &n)))) {
+		x->err = 2;
+		return false;
+	}
+	*size = n;
+	*grid = g;
+	return true;
+}
+
+static int64_t
+sym_rule_reduce_buffer(sym_ex_t *x, const int64_t *a)
+{
+	int64_t size, grid;
+	return sym_reduce_rule(x, a, &size, &grid) ? size : 0;
+}
+
+static int64_t
+sym_rule_reduce_semaphores(sym_ex_t *x, const int64_t *a)
+{
+	int64_t size, grid;
+	return sym_reduce_rule(x, a, &size, &grid) ? 4 * grid : 0;
+}
+
+/* The kernel rules a size may call (kernels.py RULES, by the same names
+ * and arguments). */
+static const struct sym_rule_s {
+	const char *name;
+	int nargs;
+	int64_t (*fn)(sym_ex_t *, const int64_t *);
+} sym_rules[] = {
+	{"reduce_buffer", 9, sym_rule_reduce_buffer},
+	{"reduce_semaphores", 9, sym_rule_reduce_semaphores},
+};
+
+#define SYM_MAXARGS 16
+
+/* RULE '(' expr (';' expr)* ')' at x->i (';': the trace is a CSV), the name n bytes long. */
+static int64_t
+sym_call(sym_ex_t *x, size_t n)
+{
+	const struct sym_rule_s *r = NULL;
+	for (size_t k = 0; k < sizeof(sym_rules) / sizeof(sym_rules[0]); k++)
+		if (strlen(sym_rules[k].name) == n &&
+		    !memcmp(sym_rules[k].name, x->s + x->i, n))
+			r = &sym_rules[k];
+	if (!r || ++x->depth > 64) {
+		x->err = x->err ? x->err : 1;
+		return 0;
+	}
+	x->i += n + 1;
+	int64_t a[SYM_MAXARGS];
+	int na = 0;
+	for (;;) {
+		int64_t v = sym_expr(x);
+		if (x->err)
+			return 0;
+		if (na < SYM_MAXARGS)
+			a[na] = v;
+		na++;
+		if (sym_at(x, ';')) {
+			x->i++;
+			continue;
+		}
+		break;
+	}
+	if (!sym_at(x, ')') || na != r->nargs) {
+		x->err = x->err ? x->err : 1;
+		return 0;
+	}
+	x->i++;
+	x->depth--;
+	return r->fn(x, a);
+}
 
 static bool
 sym_at(sym_ex_t *x, char c)
@@ -81,6 +247,12 @@ sym_base(sym_ex_t *x)
 	}
 	if (x->i < x->len && isdigit((unsigned char)x->s[x->i]))
 		return sym_int(x);
+	size_t n = 0;
+	while (x->i + n < x->len && (isalnum((unsigned char)x->s[x->i + n]) ||
+				     x->s[x->i + n] == '_'))
+		n++;
+	if (n && x->i + n < x->len && x->s[x->i + n] == '(')
+		return sym_call(x, n);
 	if (x->i + x->nl <= x->len && !memcmp(x->s + x->i, x->name, x->nl) &&
 	    !(x->i + x->nl < x->len &&
 	      (isalnum((unsigned char)x->s[x->i + x->nl]) ||
@@ -172,6 +344,12 @@ msim_symtrace_eval(const char *expr, size_t len, const char *name,
 		snprintf(why, whylen, "size \"%.*s\": not an expression of "
 			 "integers and %s (+ - * ^ // %% and parentheses)",
 			 (int)(len > 200 ? 200 : len), expr, name);
+		return MSIM_EFORMAT;
+	}
+	if (x.err == 3) {
+		snprintf(why, whylen, "size \"%.*s\" at %s=%ld: a kernel "
+			 "rule's arguments out of its domain",
+			 (int)(len > 200 ? 200 : len), expr, name, value);
 		return MSIM_EFORMAT;
 	}
 	if (x.err) {
@@ -285,7 +463,8 @@ msim_symtrace_probe(const char *path, msim_symtrace_info_t *info_out,
 	return rc;
 }
 
-/* An allocation's address at the value recorded and its new one. */
+/* An allocation's address at the value recorded (or its number, a
+ * block absent there) and its new one (0: absent at the value). */
 typedef struct sym_addr_s {
 	uint64_t old, now;
 } sym_addr_t;
@@ -319,6 +498,41 @@ sym_fields(char *line, char *f[6], size_t flen[5])
 	 * (memsim_record/fake.py's clean) */
 	const char *c = strchr(p, ',');
 	return c && (c = strchr(c + 1, ',')) && !strchr(c + 1, ',');
+}
+
+/* Appends (old, now) to *a (n entries of cap). */
+static int
+sym_push(sym_addr_t **a, size_t *n, size_t *cap, uint64_t old, uint64_t now,
+	 char *why, size_t whylen)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? 2 * *cap : 1024;
+		sym_addr_t *p = realloc(*a, nc * sizeof(*p));
+		if (!p) {
+			snprintf(why, whylen, "out of memory");
+			return MSIM_ENOMEM;
+		}
+		*a = p;
+		*cap = nc;
+	}
+	(*a)[*n].old = old;
+	(*a)[(*n)++].now = now;
+	return 0;
+}
+
+/* The entry of a[0..n) (increasing old) for old, or NULL. */
+static const sym_addr_t *
+sym_find(const sym_addr_t *a, size_t n, uint64_t old)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t m = lo + (hi - lo) / 2;
+		if (a[m].old < old)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	return lo < n && a[lo].old == old ? &a[lo] : NULL;
 }
 
 static bool
@@ -372,8 +586,9 @@ msim_symtrace_instantiate(const char *path, long value, const char *out,
 		return MSIM_EIO;
 	}
 	char *line = NULL;
-	size_t cap = 0, na = 0, capa = 0;
-	sym_addr_t *addrs = NULL;
+	size_t cap = 0, na = 0, capa = 0, nb = 0, capb = 0;
+	uint64_t dropped = 0;
+	sym_addr_t *addrs = NULL, *absent = NULL;
 	uint64_t next = SYM_BASE, next_v = SYM_BASE;
 	char ewhy[512];
 	long lineno = 3;
@@ -394,20 +609,25 @@ msim_symtrace_instantiate(const char *path, long value, const char *out,
 			rc = MSIM_EFORMAT;
 			goto out;
 		}
+		/* '?': a kernel rule's block (kernels.OPTIONAL), there only
+		 * where its size is not 0 */
+		bool opt = fl[4] > 0 && f[4][0] == '?';
 		int64_t size, size_v;
-		if ((rc = msim_symtrace_eval(f[4], fl[4], info.name, value,
-					     &size, ewhy, sizeof(ewhy))) ||
-		    (rc = msim_symtrace_eval(f[4], fl[4], info.name,
+		if ((rc = msim_symtrace_eval(f[4] + opt, fl[4] - opt, info.name,
+					     value, &size, ewhy,
+					     sizeof(ewhy))) ||
+		    (rc = msim_symtrace_eval(f[4] + opt, fl[4] - opt, info.name,
 					     info.value, &size_v, ewhy,
 					     sizeof(ewhy)))) {
 			snprintf(why, whylen, "%s:%ld: %s", path, lineno,
 				 ewhy);
 			goto out;
 		}
-		if (size < 0) {
+		if (size < 0 || size_v < 0) {
 			snprintf(why, whylen, "%s:%ld: size %.*s is %" PRId64
 				 " at %s=%ld", path, lineno, (int)fl[4], f[4],
-				 size, info.name, value);
+				 size < 0 ? size : size_v, info.name,
+				 size < 0 ? value : info.value);
 			rc = MSIM_EFORMAT;
 			goto out;
 		}
@@ -421,7 +641,35 @@ msim_symtrace_instantiate(const char *path, long value, const char *out,
 		uint64_t addr = old;
 		bool alloc = fl[2] == 5 && !memcmp(f[2], "alloc", 5);
 		bool freed = fl[2] == 14 && !memcmp(f[2], "free_completed", 14);
-		if (alloc) {
+		if (opt && !alloc && !freed) {
+			snprintf(why, whylen, "%s:%ld: a '?' size on a row that "
+				 "is neither an alloc nor a free", path, lineno);
+			rc = MSIM_EFORMAT;
+			goto out;
+		}
+		/* absent at the value recorded: the recorder numbered it
+		 * below 2^32 (Recorder.alloc), kept in absent[] */
+		bool gone_v = opt && size_v == 0, gone = opt && size == 0;
+		if (alloc && gone_v) {
+			if (old >= SYM_BASE || (nb && old <= absent[nb - 1].old)) {
+				snprintf(why, whylen, "%s:%ld: a block absent at "
+					 "%s=%ld numbered %" PRIu64 " (not below "
+					 "2^32, increasing)", path, lineno,
+					 info.name, info.value, old);
+				rc = MSIM_EFORMAT;
+				goto out;
+			}
+			if ((rc = sym_push(&absent, &nb, &capb, old,
+					   gone ? 0 : next, why, whylen)))
+				goto out;
+			addr = next;
+			if (!gone && !sym_next(&next, size)) {
+				snprintf(why, whylen, "%s:%ld: addresses past "
+					 "64 bits", path, lineno);
+				rc = MSIM_EFORMAT;
+				goto out;
+			}
+		} else if (alloc) {
 			/* the rule at the value recorded gives the file's
 			 * addresses, in increasing order */
 			if (old != next_v || (na && old <= addrs[na - 1].old)) {
@@ -432,47 +680,60 @@ msim_symtrace_instantiate(const char *path, long value, const char *out,
 				rc = MSIM_EFORMAT;
 				goto out;
 			}
-			if (na == capa) {
-				size_t nc = capa ? 2 * capa : 1024;
-				sym_addr_t *a = realloc(addrs, nc *
-							sizeof(*a));
-				if (!a) {
-					snprintf(why, whylen, "out of memory");
-					rc = MSIM_ENOMEM;
-					goto out;
-				}
-				addrs = a;
-				capa = nc;
-			}
-			addrs[na].old = old;
-			addrs[na++].now = addr = next;
-			if (!sym_next(&next, size) || !sym_next(&next_v,
-								size_v)) {
+			if ((rc = sym_push(&addrs, &na, &capa, old,
+					   gone ? 0 : next, why, whylen)))
+				goto out;
+			addr = next;
+			if ((!gone && !sym_next(&next, size)) ||
+			    !sym_next(&next_v, size_v)) {
 				snprintf(why, whylen, "%s:%ld: addresses past "
 					 "64 bits", path, lineno);
 				rc = MSIM_EFORMAT;
 				goto out;
 			}
 		} else if (freed) {
-			size_t a = 0, b = na;
-			while (a < b) {
-				size_t m = a + (b - a) / 2;
-				if (addrs[m].old < old)
-					a = m + 1;
-				else
-					b = m;
-			}
-			if (a == na || addrs[a].old != old) {
+			const sym_addr_t *e = gone_v ? sym_find(absent, nb, old)
+						     : sym_find(addrs, na, old);
+			if (!e) {
 				snprintf(why, whylen, "%s:%ld: a free of %"
 					 PRIu64 ", which no row allocated",
 					 path, lineno, old);
 				rc = MSIM_EFORMAT;
 				goto out;
 			}
-			addr = addrs[a].now;
+			if ((e->now == 0) != gone) {
+				snprintf(why, whylen, "%s:%ld: a free of %"
+					 PRIu64 " whose size is not its "
+					 "allocation's at %s=%ld", path, lineno,
+					 old, info.name, value);
+				rc = MSIM_EFORMAT;
+				goto out;
+			}
+			addr = e->now;
 		}
-		fprintf(wp, "%.*s,%.*s,%.*s,%" PRIu64 ",%" PRId64 ",%s",
-			(int)fl[0], f[0], (int)fl[1], f[1], (int)fl[2], f[2],
+		if (gone) {
+			dropped++;
+			continue;
+		}
+		if (!dropped) {
+			fprintf(wp, "%.*s,%.*s,", (int)fl[0], f[0], (int)fl[1],
+				f[1]);
+		} else {
+			/* the rows after a dropped one renumbered: seq and
+			 * time_us count the recorder's rows */
+			uint64_t sq, tu;
+			if (!sym_uint(f[0], fl[0], &sq) ||
+			    !sym_uint(f[1], fl[1], &tu) || sq < dropped ||
+			    tu < dropped) {
+				snprintf(why, whylen, "%s:%ld: seq and time_us "
+					 "not row numbers", path, lineno);
+				rc = MSIM_EFORMAT;
+				goto out;
+			}
+			fprintf(wp, "%" PRIu64 ",%" PRIu64 ",", sq - dropped,
+				tu - dropped);
+		}
+		fprintf(wp, "%.*s,%" PRIu64 ",%" PRId64 ",%s", (int)fl[2], f[2],
 			addr, size, f[5]);
 	}
 	if (ferror(fp)) {
@@ -482,6 +743,7 @@ msim_symtrace_instantiate(const char *path, long value, const char *out,
 out:
 	free(line);
 	free(addrs);
+	free(absent);
 	fclose(fp);
 	if (fclose(wp) != 0 && !rc) {
 		snprintf(why, whylen, "%s: %s", tmp, strerror(errno));

@@ -59,6 +59,7 @@ class Recorder:
         self.rows = []        # [action, addr, size, category, site]
         self.live = {}        # id(storage) -> (row index, addr, nbytes)
         self.next_addr = 1 << 32
+        self.absent = 0       # --symbolic: blocks absent at the sentinel
         self.allocated = 0
         self.peak = 0
         self.assumptions = {}
@@ -90,8 +91,15 @@ class Recorder:
         keeps one pool per stream: get_free_block matches the stream)."""
         n = _hint(nbytes)  # under --symbolic: its value at the sentinel
         with self.lock:  # the script's threads allocate too
-            addr = self.next_addr
-            self.next_addr += ((n + 511) // 512 + 1) * 512
+            if n == 0 and type(nbytes) is not int:
+                # --symbolic: a kernel rule's block that is not there at
+                # the sentinel (kernels.OPTIONAL) but may be at other
+                # values: numbered below 2^32, no address taken
+                self.absent += 1
+                addr = self.absent
+            else:
+                addr = self.next_addr
+                self.next_addr += ((n + 511) // 512 + 1) * 512
         stream = _CURRENT_STREAM[0]
         self.rows.append(["alloc", addr, nbytes, category, site, stream])
         self.allocated += n

@@ -512,7 +512,9 @@ def _reduce(shape, strides, reduce_dims, itemsize, acc_size, offset, major,
     numel = 1
     for s in shape:
         numel *= symsize(s)
-    if numel == 0 or numel >= 2 ** 31:
+    sym = type(numel) is not int
+    # (under --symbolic the 2^31 limit is reduce_rule's: no guard)
+    if numel == 0 or (not sym and numel >= 2 ** 31):
         return []
     dims, nred = _iter_dims([symsize(s) for s in shape],
                             [symsize(s) for s in strides], set(reduce_dims))
@@ -523,25 +525,73 @@ def _reduce(shape, strides, reduce_dims, itemsize, acc_size, offset, major,
     ndim = len(dims)
     if ndim > 0:
         on_fastest = nred == ndim or dims[0][1] < dims[nred][1]
-        if on_fastest:
-            dim0, dim1, fastest = inputs_per_output, num_outputs, dims[0][1]
-        else:
-            dim0, dim1, fastest = num_outputs, inputs_per_output, \
-                dims[nred][1]
+        fastest = dims[0][1] if on_fastest else dims[nred][1]
     else:
-        on_fastest, fastest, dim0, dim1 = True, 1, 1, 1
-    output_vec_size = 1
+        on_fastest, fastest = True, 1
+    mode = 1 if on_fastest else 0
+    vec, vn = 4, 0
     if fastest == 1:
-        if on_fastest and dim0 >= 128 and nred == 1:
-            dim0 //= 16 // itemsize          # input_vec_size
+        if on_fastest and nred == 1:
+            mode |= 2                        # input_vec_size
         elif not on_fastest:
-            vec = 4                          # get_output_vec_size()
+            mode |= 4                        # get_output_vec_size()
             for n in [offset, dims[nred][0]] + \
                     [st for i, (_, st) in enumerate(dims) if i != nred]:
+                if type(n) is not int and vn == 0:
+                    vn = n                   # reduce_rule tests it
+                    continue
                 while n % vec:
                     vec //= 2
-            output_vec_size = vec
-            dim0 //= vec
+    args = (inputs_per_output, num_outputs, mode, itemsize, acc_size, vec,
+            vn, sms, max_threads_per_sm(major, minor))
+    if all(type(a) is int for a in args):
+        r = reduce_rule(*args)
+        if r is None:
+            return []
+        size, grid = r
+        sem = 4 * grid
+    else:
+        # --symbolic: the rule evaluated per value where the trace is
+        # instantiated (traces/symtrace.c), not guarded here: its rows
+        # are there at the values where it makes a buffer
+        size = _RULE[0]("reduce_buffer", args)
+        sem = _RULE[0]("reduce_semaphores", args)
+    # launch_reduce_kernel's DataPtrs buffer and semaphores, released in
+    # the reverse order of their declaration (the gat snapshot: the 4-byte
+    # semaphores go first).
+    return [("alloc", "buffer", size), ("alloc", "semaphores", sem),
+            ("free", "semaphores"), ("free", "buffer")]
+
+
+def reduce_rule(inputs_per_output, num_outputs, mode, itemsize, acc_size,
+                vec, vn, sms, threads_per_sm):
+    """setReduceConfig() and its global buffer for one input and one
+    output, on the reduction TensorIterator gives (_reduce): (buffer
+    bytes, grid.y * grid.x, the semaphores' count), or None where it
+    makes no buffer.  MODE: 1 the reduction is along the fastest
+    dimension, 2 with input_vec_size (it is the only reduced dimension,
+    stride 1), 4 with get_output_vec_size() (the kept dimension is the
+    fastest, stride 1), whose vector of 4 is halved while it does not
+    divide VN (or VEC from the other strides; VN 0: none).  Integers
+    only: traces/symtrace.c evaluates the same rule for a symbolic
+    trace's reduce_buffer() and reduce_semaphores() (their arguments
+    these, in this order)."""
+    numel = inputs_per_output * num_outputs
+    if numel == 0 or numel >= 2 ** 31:
+        return None
+    on_fastest = mode & 1
+    if on_fastest:
+        dim0, dim1 = inputs_per_output, num_outputs
+    else:
+        dim0, dim1 = num_outputs, inputs_per_output
+    output_vec_size = 1
+    if mode & 2 and dim0 >= 128:
+        dim0 //= 16 // itemsize              # input_vec_size
+    elif mode & 4:
+        while vn % vec:
+            vec //= 2
+        output_vec_size = vec
+        dim0 //= vec
     max_threads = 512 // output_vec_size     # set_block_dimension()
     d0 = _last_pow2(dim0) if dim0 < max_threads else max_threads
     d1 = _last_pow2(dim1) if dim1 < max_threads else max_threads
@@ -549,7 +599,7 @@ def _reduce(shape, strides, reduce_dims, itemsize, acc_size, offset, major,
     bh = min(d1, max_threads // bw)
     bw = min(d0, max_threads // bh)
     step_in = step_out = 1
-    block_x_reduce = ndim == 0 or on_fastest
+    block_x_reduce = on_fastest
     if block_x_reduce:
         step_in *= bw
     else:
@@ -561,22 +611,40 @@ def _reduce(shape, strides, reduce_dims, itemsize, acc_size, offset, major,
     else:
         step_out *= bh
     vpt = _div_up(inputs_per_output, step_in)
-    target = sms * (max_threads_per_sm(major, minor) // (bw * bh))
+    target = sms * (threads_per_sm // (bw * bh))
     grid = _div_up(num_outputs // output_vec_size, step_out)
     if not (split_warps and vpt >= 256 and grid <= target):
-        return []
+        return None
     ctas = max(min(_div_up(target, grid), _div_up(vpt, 16)),
                _div_up(vpt, 256))
     if ctas <= 1:
-        return []
+        return None
     size = acc_size * num_outputs * ctas
     if not block_x_reduce:
         size *= bw * output_vec_size
-    # launch_reduce_kernel's DataPtrs buffer and semaphores, released in
-    # the reverse order of their declaration (the gat snapshot: the 4-byte
-    # semaphores go first).
-    return [("alloc", "buffer", size), ("alloc", "semaphores", 4 * grid),
-            ("free", "semaphores"), ("free", "buffer")]
+    return size, grid
+
+
+def _reduce_buffer(*args):
+    r = reduce_rule(*args)
+    return r[0] if r else 0
+
+
+def _reduce_semaphores(*args):
+    r = reduce_rule(*args)
+    return 4 * r[1] if r else 0
+
+
+# --symbolic: a size that is a kernel rule's function of sizes, evaluated
+# per value where the trace is instantiated instead of guarded where it is
+# recorded: _RULE[0](name, args) gives it as the symbolic size
+# NAME(ARGS...) (memsim_record/symbolic.py sets it; traces/symtrace.c
+# evaluates RULES by the same names, with the same integers).  A row whose
+# size is one of OPTIONAL is there only where it is not 0.
+RULES = {"reduce_buffer": (_reduce_buffer, 9),
+         "reduce_semaphores": (_reduce_semaphores, 9)}
+OPTIONAL = ("reduce_buffer", "reduce_semaphores")
+_RULE = [None]
 
 
 def softmax_backward(numel, itemsize):

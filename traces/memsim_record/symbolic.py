@@ -82,6 +82,9 @@ class Symbolic:
         self.hosts = 0     # host tensors made symbolic
         self.py_meta = {}  # OpOverload -> its Python meta, or False
         self.texts = {}    # a size's sympy expression -> its text
+        self.rules = {}    # kernels.RULES' name -> its sympy Function
+        from . import kernels
+        kernels._RULE[0] = self.rule
         import os
         if os.environ.get("MEMSIM_SYMBOLIC_DEBUG"):
             # each guard as it is added, with the Python frames that
@@ -185,6 +188,39 @@ class Symbolic:
                               source=ConstantSource("memsim_host%d" %
                                                     self.hosts))
 
+    def rule(self, name, args):
+        """The size NAME(ARGS...) of a kernel rule (kernels.RULES: a
+        function of sizes only) as a SymInt: its expression the call,
+        left unevaluated, its hint the rule at the sentinel.  Its value is
+        the instantiation's to compute (traces/symtrace.c, the same rule
+        by the same name), so the rule's own tests of sizes (the
+        reduction's powers of two) are no guards here."""
+        import sympy
+        from . import kernels
+        fn, nargs = kernels.RULES[name]
+        cls = self.rules.get(name)
+        if cls is None:
+            def ev(c, *a, _fn=fn):
+                if all(x.is_Integer for x in a):
+                    return sympy.Integer(_fn(*(int(x) for x in a)))
+                return None
+            cls = self.rules[name] = type(name, (sympy.Function,), {
+                "nargs": nargs, "eval": classmethod(ev),
+                "is_integer": True, "is_nonnegative": True})
+        hint = fn(*(a if type(a) is int else int(a.node.hint)
+                    for a in args))
+        expr = cls(*(sympy.Integer(a) if type(a) is int else a.node.expr
+                     for a in args))
+        return self.shape_env.create_symintnode(expr, hint=hint)
+
+    def optional(self, size):
+        """Whether SIZE is a rule's block that is there only where it
+        is not 0 (kernels.OPTIONAL)."""
+        from . import kernels
+        return type(size) is not int and \
+            type(size.node.expr).__name__ in kernels.OPTIONAL and \
+            type(size.node.expr) in self.rules.values()
+
     # -- out of it ---------------------------------------------------------
     def text(self, size):
         """SIZE (an int or a SymInt) as the trace writes it: a
@@ -197,12 +233,14 @@ class Symbolic:
         key = size.node.expr
         t = self.texts.get(key)
         if t is None:
-            t = self.texts[key] = self._text(key)
+            t = self.texts[key] = ("?" if self.optional(size) else "") + \
+                self._text(key)
         return t
 
     def _text(self, expr):
         import sympy
-        expr = sympy.expand(expr)
+        if type(expr) not in self.rules.values():
+            expr = sympy.expand(expr)
         free = expr.free_symbols
         if not free <= {self.sym}:
             raise Refused("a size depends on %s, not only on %s" % (
@@ -225,6 +263,11 @@ class Symbolic:
             return str(int(e))
         if e == self.sym:
             return self.name
+        if type(e) in self.rules.values():
+            # a kernel rule's size, evaluated per value (traces/symtrace.c;
+            # ';' between the arguments: the trace is a CSV)
+            return "%s(%s)" % (type(e).__name__, ";".join(
+                self._expr(a) for a in e.args))
         if isinstance(e, sympy.Add):
             out = ""
             for t in sympy.Add.make_args(e):
