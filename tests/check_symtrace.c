@@ -80,6 +80,111 @@ START_TEST(test_eval)
 }
 END_TEST
 
+/* The kernel rules a size may call (memsim_record/kernels.py RULES),
+ * the figures kernels.py's own reduce_rule and split_k_rule give. */
+START_TEST(test_rules)
+{
+	/* a bias gradient of (B, 65600) fp32 rows: the kept dimension the
+	 * fastest, a buffer from B = 1100 on (setReduceConfig's
+	 * values-per-thread against its power-of-two block) */
+	const char *bias = "reduce_buffer(B;65600;4;4;4;4;0;132;2048)";
+	ck_assert_int_eq(eval_ok(bias, 7), 0);
+	ck_assert_int_eq(eval_ok(bias, 1100), 167936000);
+	ck_assert_int_eq(eval_ok(bias, 3000), 167936000);
+	ck_assert_int_eq(eval_ok("reduce_semaphores(B;65600;4;4;4;4;0;132;"
+				 "2048)", 1100), 2052);
+	/* a sum of B x 4096 floats: none at B=1, 128 bytes at 64 */
+	const char *sum = "reduce_buffer(4096*B;1;3;4;4;4;0;132;2048)";
+	ck_assert_int_eq(eval_ok(sum, 1), 0);
+	ck_assert_int_eq(eval_ok(sum, 64), 128);
+	ck_assert_int_eq(eval_ok(sum, 1000), 2000);
+	ck_assert_int_eq(eval_ok("reduce_semaphores(4096*B;1;3;4;4;4;0;132;"
+				 "2048)", 64), 4);
+	/* split-K of a 3x3 convolution's 16 x 27 weights over 1024*B
+	 * outputs: floor(sqrt(1024 B) / 42) slices, none below 2 */
+	const char *sk = "1744+77824*B+conv_split_k(16;27;1024*B;132)";
+	ck_assert_int_eq(eval_ok(sk, 5), 1744 + 77824 * 5);
+	ck_assert_int_eq(eval_ok(sk, 7), 1744 + 77824 * 7 + 13824);
+	ck_assert_int_eq(eval_ok(sk, 16), 1744 + 77824 * 16 + 20736);
+	const char *bad[] = {"reduce_buffer(B;1)", "min(B;2)",
+			     "reduce_buffer(B,1,3,4,4,4,0,132,2048)",
+			     "reduce_buffer(B;1;3;4;4;4;0;132;2048",
+			     "reduce_bufferB", "conv_split_k()"};
+	int64_t x;
+	char why[512];
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(msim_symtrace_eval(bad[i], strlen(bad[i]), "B",
+						 3, &x, why, sizeof(why)) ==
+			      MSIM_EFORMAT && strstr(why, "not an expression"),
+			      "accepted %s", bad[i]);
+	const char *dom[] = {"reduce_buffer(B;1;9;4;4;4;0;132;2048)",
+			     "reduce_buffer(B;1;3;4;4;3;0;132;2048)",
+			     "conv_split_k(0;27;B;132)",
+			     "conv_split_k(16;27;B-10;132)"};
+	for (size_t i = 0; i < sizeof(dom) / sizeof(dom[0]); i++)
+		ck_assert_msg(msim_symtrace_eval(dom[i], strlen(dom[i]), "B",
+						 3, &x, why, sizeof(why)) ==
+			      MSIM_EFORMAT && strstr(why, "out of its domain"),
+			      "accepted %s", dom[i]);
+}
+END_TEST
+
+/* '?' rows: a kernel rule's block there only where its size is not 0.
+ * Recorded at B=7, where the bias gradient's buffer is absent (numbered
+ * 1, no address), and at B=2000, where it is there. */
+#define OPT "?reduce_buffer(B;65600;4;4;4;4;0;132;2048)"
+static const char opt7[] =
+	"#memsim-symbolic 1\n"
+	"#symbol B 7 2 4096\n"
+	"seq,time_us,action,addr,size,stream,category,site\n"
+	"0,0,alloc,4294967296,100*B,0,activation,x\n"
+	"1,1,alloc,1," OPT ",0,temporary,r\n"
+	"2,2,free_completed,1," OPT ",0,,\n"
+	"3,3,alloc,4294968832,8,0,activation,y\n"
+	"4,4,free_completed,4294967296,100*B,0,,\n";
+static const char opt2000[] =
+	"#memsim-symbolic 1\n"
+	"#symbol B 2000 2 4096\n"
+	"seq,time_us,action,addr,size,stream,category,site\n"
+	"0,0,alloc,4294967296,100*B,0,activation,x\n"
+	"1,1,alloc,4295168000," OPT ",0,temporary,r\n"
+	"2,2,free_completed,4295168000," OPT ",0,,\n"
+	"3,3,alloc,4463104512,8,0,activation,y\n"
+	"4,4,free_completed,4294967296,100*B,0,,\n";
+
+START_TEST(test_optional)
+{
+	const char *out = tmp_keep("out.csv");
+	char why[1024] = "";
+	/* at B=1100 the buffer is there: 110000 bytes, then 167936000 on
+	 * 216 * 512, then y on 328001 * 512 */
+	const char *at1100 =
+		"seq,time_us,action,addr,size,stream,category,site\n"
+		"0,0,alloc,4294967296,110000,0,activation,x\n"
+		"1,1,alloc,4295077888,167936000,0,temporary,r\n"
+		"2,2,free_completed,4295077888,167936000,0,,\n"
+		"3,3,alloc,4463014400,8,0,activation,y\n"
+		"4,4,free_completed,4294967296,110000,0,,\n";
+	/* at B=7 it is not: its two rows left out, the others renumbered */
+	const char *at7 =
+		"seq,time_us,action,addr,size,stream,category,site\n"
+		"0,0,alloc,4294967296,700,0,activation,x\n"
+		"1,1,alloc,4294968832,8,0,activation,y\n"
+		"2,2,free_completed,4294967296,700,0,,\n";
+	const char *traces[] = {opt7, opt2000};
+	for (int k = 0; k < 2; k++) {
+		const char *p = write_bytes("trace.csv", traces[k],
+					    strlen(traces[k]));
+		ck_assert_int_eq(msim_symtrace_instantiate(p, 1100, out, why,
+							   sizeof(why)), 0);
+		ck_assert_str_eq(slurp(out), at1100);
+		ck_assert_int_eq(msim_symtrace_instantiate(p, 7, out, why,
+							   sizeof(why)), 0);
+		ck_assert_str_eq(slurp(out), at7);
+	}
+}
+END_TEST
+
 /* Recorded at B=3: sizes 100*B (300) and 1024; addresses by the rule:
  * 2^32, then + ((300 + 511) / 512 + 1) * 512 = 1024. */
 static const char good[] =
@@ -183,6 +288,16 @@ START_TEST(test_bad)
 	refused_row("0,0,alloc,4294967296,B,0\n", "not a row");
 	refused_row("0,0,alloc,4294967296,B,0,a,b", "newline");
 	refused_row("0,0,alloc,42x,B,0,a,b\n", "not a number");
+	refused_row("0,0,annotate,0,?B,,assumption,x\n", "'?' size");
+	refused_row("0,0,alloc,4294967296,?B-4,0,a,x\n",
+		    "is -1 at B=3");
+	/* absent at B=3 (0 there) yet given an address */
+	refused_row("0,0,alloc,4294967296,?B-3,0,a,x\n", "numbered");
+	/* a free whose '?' size is gone where its allocation is not */
+	refused("#memsim-symbolic 1\n#symbol B 3 2 10\n" HEADER
+		"0,0,alloc,1,?B-3,0,a,x\n"
+		"1,1,free_completed,1,?(B-3)*(B-4),0,,\n", "5",
+		"not its allocation's");
 	/* not symbolic at all: probe says 0, instantiate refuses */
 	const char *p = write_bytes("trace.csv", HEADER, strlen(HEADER));
 	const char *out = tmp_path("out.csv");
@@ -207,6 +322,8 @@ main(void)
 	tcase_add_test(tc, test_eval);
 	tcase_add_test(tc, test_instantiate);
 	tcase_add_test(tc, test_bad);
+	tcase_add_test(tc, test_rules);
+	tcase_add_test(tc, test_optional);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -6,8 +6,9 @@
 # the trace instantiated in C (memsim convert --at) equals the per-value
 # recording byte for byte at five values.  A program that uses B as a
 # plain int where a size is asked is refused (exit 3, one line), a
-# branch on B bounds the range, and fit --symbolic instantiates where the
-# trace holds and records the rest.  Needs Python 3 and PyTorch; skips
+# branch on B bounds the range, kernel rules of sizes only are evaluated
+# per value, and fit --symbolic instantiates where the trace holds and
+# records the rest.  Needs Python 3 and PyTorch; skips
 # (77) without them.
 set -u
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
@@ -31,8 +32,7 @@ $MEMSIM record --symbolic B=7 -o "$tmp/s.csv" -- "$PY" "$tmp/lin.py" 7 \
 # value rules keep values of tensors up to 65536 elements
 # (memsim_record/values.py: SHADOW_LIMIT), a guard each on B x 16 and
 # B x 32: the trace holds for 2..2048.  (No bias and no loss: no
-# reduction over B, whose kernel rule picks its blocks by the power of
-# two below a size, a guard at each: the convolution below has them.)
+# reduction over B; the convolution and the wide model below have them.)
 [ "$(sed -n 1p "$tmp/s.csv")" = "#memsim-symbolic 1" ] || fail "magic: $(head -1 "$tmp/s.csv")"
 [ "$(sed -n 2p "$tmp/s.csv" | cut -d' ' -f1-5)" = "#symbol B 7 2 2048" ] ||
 	fail "range: $(sed -n 2p "$tmp/s.csv")"
@@ -96,12 +96,16 @@ done
 [ "$(sed -n 2p "$tmp/b11.csv" | cut -d' ' -f1-5)" = "#symbol B 11 9 100" ] ||
 	fail "branch at 11: $(sed -n 2p "$tmp/b11.csv")"
 
-# A convolution's backward-weight split-K (memsim_record/kernels.py
-# _split_k: sqrt(N*P*Q) / 42 slices) on the symbol: its floor is found by
-# guards, 2 slices for 1024*B in [42^2 * 4, 42^2 * 9), so B=7..15; the
-# reduction rule's power of two below B (the loss's mean over B) makes
-# it 8..15 around 11; it instantiates exactly.  At 7 the two meet: the
-# guards hold at B=7 alone, refused.
+# Kernel rules that depend on sizes only are evaluated per value where
+# the trace is instantiated, not guarded (kernels.py RULES): a
+# reduction's buffer (kernels.reduce_rule: setReduceConfig's powers of
+# two) and a convolution's split-K (kernels.split_k_rule: floor(sqrt(N*P*Q)
+# / 42) slices).  Here the convolution's backward-weight over 1024*B
+# outputs has no split-K below B=7, 2 slices for 7..15, 3 from 16; the
+# loss's reductions over B change their blocks at each power of two.
+# Recorded at 7 and at 11, the trace holds for 5..21 (the value rules'
+# limits: the input's 3072*B <= 65536 elements, the convolution's
+# 16384*B > 65536) and instantiates exactly across all of them.
 cat >"$tmp/conv.py" <<'PY'
 import sys, torch
 B = int(sys.argv[1])
@@ -115,19 +119,57 @@ y = torch.randint(0, 10, (B,)).cuda()
 torch.nn.functional.cross_entropy(m(x), y).backward()
 opt.step()
 PY
-$MEMSIM record --symbolic B=11 -o "$tmp/conv.csv" -- "$PY" "$tmp/conv.py" 11 \
-	>"$tmp/err" 2>&1 || fail "conv: $(tail -2 "$tmp/err")"
-[ "$(sed -n 2p "$tmp/conv.csv" | cut -d' ' -f1-5)" = "#symbol B 11 8 15" ] ||
-	fail "conv's range: $(sed -n 2p "$tmp/conv.csv")"
-$MEMSIM record --symbolic B=7 -o "$tmp/conv7.csv" -- "$PY" "$tmp/conv.py" 7 \
-	>"$tmp/out" 2>"$tmp/err"
-[ $? -eq 3 ] && grep -q "refused: the guards hold at B=7 alone" "$tmp/err" ||
-	fail "conv at 7: $(tail -1 "$tmp/err")"
-for b in 8 15; do
-	$MEMSIM record -o "$tmp/cp$b.csv" -- "$PY" "$tmp/conv.py" $b >/dev/null 2>&1
-	$MEMSIM convert --at B=$b "$tmp/conv.csv" "$tmp/ci$b.csv" >/dev/null
-	cmp -s "$tmp/cp$b.csv" "$tmp/ci$b.csv" || fail "conv B=$b: instantiated != recorded"
+for v in 7 11; do
+	$MEMSIM record --symbolic B=$v -o "$tmp/conv$v.csv" -- "$PY" \
+		"$tmp/conv.py" $v >"$tmp/err" 2>&1 || fail "conv at $v: $(tail -2 "$tmp/err")"
+	[ "$(sed -n 2p "$tmp/conv$v.csv" | cut -d' ' -f1-5)" = "#symbol B $v 5 21" ] ||
+		fail "conv's range at $v: $(sed -n 2p "$tmp/conv$v.csv")"
 done
+grep -q ',1744+77824\*B+conv_split_k(16;27;1024\*B;132),0,temporary,' "$tmp/conv7.csv" ||
+	fail "no split-K rule in the trace: $(grep -m1 'backward)$' "$tmp/conv7.csv")"
+grep -q ',?reduce_buffer(' "$tmp/conv7.csv" || fail "no reduction rule in the trace"
+for b in 5 6 8 15 16 21; do
+	$MEMSIM record -o "$tmp/cp$b.csv" -- "$PY" "$tmp/conv.py" $b >/dev/null 2>&1
+	for v in 7 11; do
+		$MEMSIM convert --at B=$b "$tmp/conv$v.csv" "$tmp/ci$b.csv" >/dev/null
+		cmp -s "$tmp/cp$b.csv" "$tmp/ci$b.csv" ||
+			fail "conv B=$b from $v: instantiated != recorded"
+	done
+done
+
+# A reduction's buffer there at some values only ('?' rows): a bias
+# gradient of (B, 65600) fp32 rows has none below B=1100 and one from
+# there (and the sum's own buffer everywhere).  Recorded at 7 (absent)
+# and at 1500 (there), each instantiates exactly at values on both
+# sides, the rows after the buffer renumbered.
+cat >"$tmp/wide.py" <<'PY'
+import sys, torch
+B = int(sys.argv[1])
+m = torch.nn.Sequential(torch.nn.Linear(16, 65600), torch.nn.ReLU()).cuda()
+opt = torch.optim.SGD(m.parameters(), lr=0.1)
+x = torch.randn(B, 16).cuda()
+m(x).sum().backward()
+opt.step()
+PY
+for v in 7 1500; do
+	$MEMSIM record --symbolic B=$v -o "$tmp/w$v.csv" -- "$PY" "$tmp/wide.py" $v \
+		>"$tmp/err" 2>&1 || fail "wide at $v: $(tail -2 "$tmp/err")"
+	[ "$(sed -n 2p "$tmp/w$v.csv" | cut -d' ' -f1-5)" = "#symbol B $v 2 4096" ] ||
+		fail "wide's range at $v: $(sed -n 2p "$tmp/w$v.csv")"
+done
+grep -q '^[0-9]*,[0-9]*,alloc,1,?reduce_buffer(B;65600;4;4;4;4;0;132;2048),0,temporary,' \
+	"$tmp/w7.csv" || fail "the bias gradient's buffer absent at 7 not numbered 1"
+for b in 2 5 1000 1100 3000; do
+	$MEMSIM record -o "$tmp/wp$b.csv" -- "$PY" "$tmp/wide.py" $b >/dev/null 2>&1
+	for v in 7 1500; do
+		$MEMSIM convert --at B=$b "$tmp/w$v.csv" "$tmp/wi$b.csv" >/dev/null
+		cmp -s "$tmp/wp$b.csv" "$tmp/wi$b.csv" ||
+			fail "wide B=$b from $v: instantiated != recorded"
+	done
+done
+[ "$(grep -c 'gpu_reduce_kernel' "$tmp/wp1000.csv")" -eq 2 ] &&
+	[ "$(grep -c 'gpu_reduce_kernel' "$tmp/wp1100.csv")" -eq 4 ] ||
+	fail "the bias gradient's buffer not from 1100 on"
 
 # fit --symbolic: 4 MiB a value of B (a 1 MiB-float row each), 100 MiB
 # of cap: B=1 and 40 recorded (the ends), then the two symbolic

@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,6 +156,35 @@ sym_rule_reduce_semaphores(sym_ex_t *x, const int64_t *a)
 	return sym_reduce_rule(x, a, &size, &grid) ? 4 * grid : 0;
 }
 
+/* kernels.split_k_rule(): a convolution's backward-weight split-K
+ * partial sums, from a[] = K, C*R*S, N*P*Q, SMs: S = min(13, 2 SMs /
+ * tiles, floor(sqrt(N*P*Q) / 42)) slices of pad64(K) * C*R*S fp32, none
+ * below 2 (the floor in double, as Python's math.sqrt and int()). */
+static int64_t
+sym_rule_conv_split_k(sym_ex_t *x, const int64_t *a)
+{
+	int64_t k = a[0], crs = a[1], npq = a[2], sms = a[3], n;
+	if (k < 1 || crs < 1 || npq < 0 || npq > ((int64_t)1 << 53) ||
+	    sms < 1) {
+		x->err = x->err ? x->err : 3;
+		return 0;
+	}
+	int64_t tiles = sym_div_up(k, 128) * sym_div_up(crs, 128);
+	int64_t q = (int64_t)(sqrt((double)npq) / 42);
+	int64_t s = 2 * sms / tiles;
+	s = s < 13 ? s : 13;
+	s = s < q ? s : q;
+	if (s < 2)
+		return 0;
+	if (__builtin_mul_overflow(s, sym_div_up(k, 64) * 64, &n) ||
+	    __builtin_mul_overflow(n, crs, &n) ||
+	    __builtin_mul_overflow(n, 4, &n)) {
+		x->err = 2;
+		return 0;
+	}
+	return n;
+}
+
 /* The kernel rules a size may call (kernels.py RULES, by the same names
  * and arguments). */
 static const struct sym_rule_s {
@@ -164,6 +194,7 @@ static const struct sym_rule_s {
 } sym_rules[] = {
 	{"reduce_buffer", 9, sym_rule_reduce_buffer},
 	{"reduce_semaphores", 9, sym_rule_reduce_semaphores},
+	{"conv_split_k", 4, sym_rule_conv_split_k},
 };
 
 #define SYM_MAXARGS 16

@@ -135,15 +135,20 @@ def _split_k(w_shape, y_shape, sms):
     k = symsize(w_shape[0])
     crs = _prod(w_shape[1:])
     npq = symsize(y_shape[0]) * _prod(y_shape[2:])
+    if type(k) is int and type(crs) is int and type(npq) is int:
+        return split_k_rule(k, crs, npq, sms)
+    # --symbolic: evaluated per value where the trace is instantiated
+    # (traces/symtrace.c), its floor of a square root no guard here
+    return _RULE[0]("conv_split_k", (k, crs, npq, sms))
+
+
+def split_k_rule(k, crs, npq, sms):
+    """_split_k()'s bytes for K output channels, C*R*S weights a
+    channel, N*P*Q outputs a channel and SMS multiprocessors; integers
+    only (traces/symtrace.c evaluates the same rule for a symbolic
+    trace's conv_split_k(), its arguments these, in this order)."""
     tiles = _pad(k, 128) // 128 * (_pad(crs, 128) // 128)
-    if type(npq) is int:
-        q = int(math.sqrt(npq) / 42)
-    else:
-        # under --symbolic (symsize()): the same floor, up to the 13 used,
-        # by comparisons of npq with (42 q)^2, each a guard
-        q = 0
-        while q < 13 and npq >= (42 * (q + 1)) ** 2:
-            q += 1
+    q = int(math.sqrt(npq) / 42)
     s = min(13, 2 * sms // tiles, q)
     return s * _pad(k, 64) * crs * 4 if s >= 2 else 0
 
@@ -179,6 +184,7 @@ def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
         w = w // k * _pad(k, 8)
         y = y // k * _pad(k, 8)
     w32 = _prod(w_shape) * 4
+    split = 0
     if channels_last:
         size = w if phase in ("forward", "weight") and not weight_cl else 0
         if phase == "weight" and itemsize == 4:
@@ -197,7 +203,9 @@ def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
         else:
             size = x + w + y
             if phase == "weight":
-                size += _split_k(w_shape, y_shape, sms)
+                # added after the tests of size below: under --symbolic
+                # a rule's call (conv_split_k), which no guard may test
+                split = _split_k(w_shape, y_shape, sms)
         if size > 0 and not (one and unit):
             # cuDNN's NCHW plans ask for 16 bytes beyond the operands (of
             # the grid's calls, forward 172 at x + w + y + 16 and 50 at
@@ -210,7 +218,9 @@ def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
             size += 16
     if size <= 0:
         return []
-    return [("alloc", "ws", size), ("free", "ws")]
+    # (split-K's partial sums are 0 where the operands are: no size of
+    # 0 made positive by them)
+    return [("alloc", "ws", size + split), ("free", "ws")]
 
 
 # The memory-efficient backward kernels dispatch_cutlassB (cutlassB.h)
@@ -642,7 +652,8 @@ def _reduce_semaphores(*args):
 # evaluates RULES by the same names, with the same integers).  A row whose
 # size is one of OPTIONAL is there only where it is not 0.
 RULES = {"reduce_buffer": (_reduce_buffer, 9),
-         "reduce_semaphores": (_reduce_semaphores, 9)}
+         "reduce_semaphores": (_reduce_semaphores, 9),
+         "conv_split_k": (split_k_rule, 4)}
 OPTIONAL = ("reduce_buffer", "reduce_semaphores")
 _RULE = [None]
 
