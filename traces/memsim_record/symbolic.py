@@ -115,7 +115,16 @@ class Symbolic:
                 names = set(re.findall(r"SymInt(?:\[\d*\])?\?? (\w+)",
                                        text))
                 for i, a in enumerate(func._schema.arguments):
-                    if a.name in names:
+                    # select's index is a position, no size: its outputs'
+                    # (and select_backward's, select_scatter's)
+                    # sizes do not depend on it, and a loop index equal
+                    # to V (makemore's RNN, emb[:, i, :]) made the symbol
+                    # would only add select's bounds check as a guard
+                    # (B < 11)
+                    if a.name in names and not (
+                            a.name == "index" and func._schema.name in (
+                                "aten::select", "aten::select_backward",
+                                "aten::select_scatter")):
                         ent.append((i, a.name))
             except (AttributeError, RuntimeError):
                 pass
