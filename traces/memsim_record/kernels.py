@@ -547,7 +547,7 @@ def _reduce(shape, strides, reduce_dims, itemsize, acc_size, offset, major,
             mode |= 4                        # get_output_vec_size()
             for n in [offset, dims[nred][0]] + \
                     [st for i, (_, st) in enumerate(dims) if i != nred]:
-                if type(n) is not int and vn == 0:
+                if type(n) is not int and type(vn) is int:
                     vn = n                   # reduce_rule tests it
                     continue
                 while n % vec:
@@ -577,8 +577,8 @@ def reduce_rule(inputs_per_output, num_outputs, mode, itemsize, acc_size,
                 vec, vn, sms, threads_per_sm):
     """setReduceConfig() and its global buffer for one input and one
     output, on the reduction TensorIterator gives (_reduce): (buffer
-    bytes, grid.y * grid.x, the semaphores' count), or None where it
-    makes no buffer.  MODE: 1 the reduction is along the fastest
+    bytes, the grid's blocks, one 4-byte semaphore each), or None where
+    it makes no buffer.  MODE: 1 the reduction is along the fastest
     dimension, 2 with input_vec_size (it is the only reduced dimension,
     stride 1), 4 with get_output_vec_size() (the kept dimension is the
     fastest, stride 1), whose vector of 4 is halved while it does not
