@@ -9,7 +9,14 @@
  * and a size column that may be an expression in NAME: a polynomial with
  * integer coefficients ("4096*B^2+131072*B+512"), where a kernel rule's
  * size divides, with Python's // and % by constants
- * ("32768*B+8*((2048*B)//5)").  It was recorded at NAME=V and
+ * ("32768*B+8*((2048*B)//5)"), and calls of the kernel rules that
+ * depend on sizes only, evaluated here per value
+ * ("1744+77824*B+conv_split_k(16;27;1024*B;132)"; memsim_record/
+ * kernels.py RULES).  A size with a leading '?' is a block there only
+ * where it is not 0 (a reduction's buffer): elsewhere its row and its
+ * free are left out and seq and time_us of the rows after count down; a
+ * block absent at V is numbered below 2^32 there.  It was recorded at
+ * NAME=V and
  * holds for every integer in [LO, HI] (PyTorch's guards and the
  * recorder's, listed after HI for the reader).  Instantiating it at a
  * value writes the CSV the recorder writes at that value, byte for byte:
@@ -51,8 +58,9 @@ int msim_symtrace_instantiate(const char *path, long value, const char *out,
 
 /* The expression expr[0..len) in name at value into *out.  Returns 0,
  * or MSIM_EFORMAT with why (not an expression of integers and name with
- * + - * ^ // % and parentheses, a divisor not a positive constant, or a
- * value past int64 on the way). */
+ * + - * ^ // %, parentheses and the kernel rules' calls, a divisor not a
+ * positive constant, a rule's arguments out of its domain, or a value
+ * past int64 on the way). */
 int msim_symtrace_eval(const char *expr, size_t len, const char *name,
 		       long value, int64_t *out, char *why, size_t whylen);
 

@@ -650,7 +650,12 @@ def _reduce_semaphores(*args):
 # recorded: _RULE[0](name, args) gives it as the symbolic size
 # NAME(ARGS...) (memsim_record/symbolic.py sets it; traces/symtrace.c
 # evaluates RULES by the same names, with the same integers).  A row whose
-# size is one of OPTIONAL is there only where it is not 0.
+# size is one of OPTIONAL is there only where it is not 0.  Such a size
+# goes to Recorder.alloc as it is: nothing may test it (PyTorch's
+# ShapeEnv cannot bound an unknown function, evaluate_expr raises).
+# Adding a rule: the integer rule here, its call where its operands may
+# be symbolic, the same rule in traces/symtrace.c's sym_rules[], and a
+# figure in tests/check_symtrace.c.
 RULES = {"reduce_buffer": (_reduce_buffer, 9),
          "reduce_semaphores": (_reduce_semaphores, 9),
          "conv_split_k": (split_k_rule, 4)}

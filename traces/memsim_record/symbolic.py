@@ -14,9 +14,15 @@ branch on a size (PyTorch's meta functions, the recorder's rules in
 kernels.py and dispatch.py, which test sizes with Python's if on a
 SymBool: SymBool.__bool__, ShapeEnv.evaluate_expr) records a guard.
 
+Two kernel rules that depend on sizes only, the reduction's buffer and
+the convolution's split-K (kernels.RULES), are not run on a symbolic
+size: the size is their call, left unevaluated (rule()), which
+traces/symtrace.c evaluates per value where the trace is instantiated,
+so their tests of sizes (the reduction's powers of two) are no guards.
+
 At the end (finish()): the sizes must be polynomials in the symbol with
-integer coefficients, and the guards are solved for the integers where
-they all hold, the interval that holds V.  The trace (write()) is the
+integer coefficients (or those calls), and the guards are solved for
+the integers where they all hold, the interval that holds V.  The trace (write()) is the
 per-value trace with its size column an expression, the symbol named
 NAME, and two header lines (docs/symbolic-sizes.md, "The format").  What
 cannot be made symbolic (a guard that pins the symbol to V, a size that
