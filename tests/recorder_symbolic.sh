@@ -137,6 +137,24 @@ for b in 5 6 8 15 16 21; do
 	done
 done
 
+# With cudnn.benchmark the find's workspace (Dispatch.cudnn_find, the
+# chosen plan's, split-K's rule in it) is keyed by the shapes'
+# expressions: the same rows at 5 and 16 (a SymInt key made the rule
+# fail, and its events were left out).
+sed 's/^B = int(sys.argv\[1\])$/&; torch.backends.cudnn.benchmark = True/' \
+	"$tmp/conv.py" >"$tmp/convb.py"
+$MEMSIM record --symbolic B=7 -o "$tmp/convb.csv" -- "$PY" "$tmp/convb.py" 7 \
+	>"$tmp/err" 2>&1 || fail "conv benchmark at 7: $(tail -1 "$tmp/err")"
+for b in 5 16; do
+	$MEMSIM record -o "$tmp/cbp$b.csv" -- "$PY" "$tmp/convb.py" $b >/dev/null 2>&1
+	$MEMSIM convert --at B=$b "$tmp/convb.csv" "$tmp/cbi$b.csv" >/dev/null
+	grep -A1 'assumption,cudnn:benchmark-find' "$tmp/cbp$b.csv" |
+		grep -q ',alloc,.*,temporary,cudnn run_conv_plan' ||
+		fail "conv benchmark B=$b: no find's workspace"
+	cmp -s "$tmp/cbp$b.csv" "$tmp/cbi$b.csv" ||
+		fail "conv benchmark B=$b: instantiated != recorded"
+done
+
 # A reduction's buffer there at some values only ('?' rows): a bias
 # gradient of (B, 65600) fp32 rows has none below B=1100 and one from
 # there (and the sum's own buffer everywhere).  Recorded at 7 (absent)

@@ -1149,7 +1149,13 @@ class Dispatch:
             return []
         try:
             return ev(self, name, args, phase, out, kwargs)
-        except Exception:
+        except Exception as e:
+            if self.sym is not None:
+                # --symbolic: a rule that fails on symbolic sizes would
+                # leave out events the recording at a value has
+                self.sym.failed.append("%s's kernel rule failed on "
+                                       "symbolic sizes (%s: %s)" % (
+                                           name, type(e).__name__, e))
             return []
 
     def _ev_conv(self, name, args, phase, out, kwargs):
@@ -1221,8 +1227,12 @@ class Dispatch:
         # (and its input, the key's, that output)
         op = {"forward": "data", "data": "forward"}.get(phase, phase) \
             if tr else phase
+        # (--symbolic: a size by its expression, a SymInt is unhashable;
+        # kernels._symkey)
         key = (threading.get_ident(), op,
-               tuple(y.shape if tr else x.shape), tuple(w.shape), fmt_cl,
+               tuple(kernels._symkey(d) for d in (y.shape if tr else
+                                                   x.shape)),
+               tuple(kernels._symkey(d) for d in w.shape), fmt_cl,
                x.dtype, tuple(st), tuple(pad), tuple(dil), int(gr),
                bool(torch.backends.cudnn.deterministic or
                     torch.are_deterministic_algorithms_enabled()),
@@ -1236,8 +1246,10 @@ class Dispatch:
             # depthwise kernel: not modelled) and devices before sm70:
             # the assumption only
             return ev
-        size = ev[0][2] if ev else 0
-        find = [("alloc", "find", size), ("free", "find")] if size else []
+        # (kernels.conv's events are a workspace of more than 0 bytes or
+        # none: tested by ev, not by its size, which under --symbolic may
+        # hold a rule's call that no guard may test, kernels.RULES)
+        find = [("alloc", "find", ev[0][2]), ("free", "find")] if ev else []
         if getattr(torch._C, "_cuda_get_conv_benchmark_empty_cache",
                    lambda: True)():
             find.append(("empty_cache",))

@@ -231,6 +231,8 @@ class Recorder:
             # where the value rules (values.py) lost their values on an op
             # (on a symbolic size they cannot compute), the rows after
             # it may not be the per-value recording's
+            if sym.failed:
+                raise sym.Refused(sym.failed[0])
             for r in self.rows:
                 if r[0] == "annotate" and str(r[4]).startswith(
                         "values:lost"):

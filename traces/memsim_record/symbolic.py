@@ -89,6 +89,7 @@ class Symbolic:
         self.py_meta = {}  # OpOverload -> its Python meta, or False
         self.texts = {}    # a size's sympy expression -> its text
         self.rules = {}    # kernels.RULES' name -> its sympy Function
+        self.failed = []   # kernel rules that raised on symbolic sizes
         from . import kernels
         kernels._RULE[0] = self.rule
         import os
