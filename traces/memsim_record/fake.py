@@ -1733,7 +1733,10 @@ def run(opt, script, argv):
     from . import strategy
     strategy.apply(torch, opt)
     from . import dist
-    if opt.world_size > 1:
+    # --world-size given (torchrun of one process included, which sets
+    # RANK, LOCAL_RANK and WORLD_SIZE for its worker): the rank's
+    # environment and the fake process group from the start
+    if opt.world_size > 1 or opt.world_size_given:
         dist.install(torch, opt, rec)
     else:
         dist.install_single(torch, opt, rec)
