@@ -281,10 +281,13 @@ msim_recproc_argv(const char *py, const char *out, char *const *ropt,
 	/* the strings made here, in one block: the world size, the
 	 * launcher's interpreter */
 	bool sb = c.py == shebang;
-	if ((c.world > 1 && !given) || sb) {
+	/* torchrun of any size, one process included, gives each worker its
+	 * environment (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, ...): the
+	 * recorder is told the world's size, which sets it (dist.py) */
+	if ((c.world >= 1 && !given) || sb) {
 		if (!(*extra_out = malloc(24 + strlen(shebang) + 1)))
 			goto nomem;
-		snprintf(*extra_out, 24, "%ld", c.world > 1 && !given
+		snprintf(*extra_out, 24, "%ld", c.world >= 1 && !given
 			 ? c.world : 0);
 		if (sb)
 			c.py = strcpy(*extra_out + 24, shebang);
@@ -302,7 +305,7 @@ msim_recproc_argv(const char *py, const char *out, char *const *ropt,
 	av[n++] = (char *)out;
 	for (int k = 0; k < nropt; k++)
 		av[n++] = ropt[k];
-	if (c.world > 1 && !given) {
+	if (c.world >= 1 && !given) {
 		av[n++] = "--world-size";
 		av[n++] = *extra_out;
 	}

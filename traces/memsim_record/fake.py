@@ -1372,9 +1372,62 @@ def run(opt, script, argv):
     from . import dispatch
     d = dispatch.Dispatch(rec, opt, kn, watch)
 
+    from torch._ops import HigherOrderOperator
+
+    # The fake mode makes torch.tensor(data, device="cuda") build its data
+    # on the CPU and lift it to a fake tensor (FakeTensorMode.__enter__
+    # sets torch._C._set_only_lift_cpu_tensors).  That flag is the
+    # thread's own, and the autograd engine's device thread, where a CUDA
+    # backward runs, inherits the dispatch modes but not it: there
+    # torch.tensor(..., device="cuda") ran CUDA's own empty_strided (a
+    # custom Function's backward, a hook, flex_attention's backward).  Set
+    # on such a thread at its first op, or at a custom Function's backward
+    # (BackwardCFunction.apply), which may make a tensor before any op.
+    lift_tls = threading.local()
+    set_lift = getattr(torch._C, "_set_only_lift_cpu_tensors", None)
+
+    def lift_cpu_tensors():
+        lift_tls.set = True
+        if set_lift is not None and lifecycle.autograd_thread():
+            set_lift(True)
+
+    import torch.autograd.function as taf
+    orig_bw_apply = taf.BackwardCFunction.apply
+
+    def bw_apply(self, *args):
+        if not getattr(lift_tls, "set", False):
+            lift_cpu_tensors()
+        return orig_bw_apply(self, *args)
+
+    taf.BackwardCFunction.apply = bw_apply
+
     class Track(TorchDispatchMode):
+        # An eager call of a higher-order operator (flex_attention and its
+        # backward, called without torch.compile) comes here too: it runs
+        # PyTorch's own eager implementation, the operator's
+        # CompositeExplicitAutograd kernel (flex_attention's sdpa_dense,
+        # which materializes the scores), whose ATen ops are then recorded
+        # one by one, as a CUDA run executes them (no CUDA kernel of its
+        # own exists).  Autograd has been dispatched above this mode (the
+        # operator's Autograd kernel).
+        supports_higher_order_operators = True
+
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if not getattr(lift_tls, "set", False):
+                lift_cpu_tensors()
+            if isinstance(func, HigherOrderOperator):
+                return higher_order(self, func, args, kwargs)
             return d.dispatch(self, func, args, kwargs)
+
+    def higher_order(mode, func, args, kwargs):
+        kernel = func.py_kernels.get(
+            torch._C.DispatchKey.CompositeExplicitAutograd)
+        if kernel is None:
+            raise RuntimeError(
+                "the higher-order operator %s has no eager implementation "
+                "(CompositeExplicitAutograd kernel) to record" % func.name())
+        with mode:
+            return kernel(*args, **(kwargs or {}))
 
     # FSDP frees and reallocates its unsharded parameters by resizing
     # their storage (_free_storage / _alloc_storage in FSDP1, free_storage
@@ -1680,7 +1733,10 @@ def run(opt, script, argv):
     from . import strategy
     strategy.apply(torch, opt)
     from . import dist
-    if opt.world_size > 1:
+    # --world-size given (torchrun of one process included, which sets
+    # RANK, LOCAL_RANK and WORLD_SIZE for its worker): the rank's
+    # environment and the fake process group from the start
+    if opt.world_size > 1 or opt.world_size_given:
         dist.install(torch, opt, rec)
     else:
         dist.install_single(torch, opt, rec)
