@@ -1940,6 +1940,7 @@ def run(opt, script, argv):
         hp.remove()
         hq.remove()
         torch.autograd.backward = orig_backward
+        taf.BackwardCFunction.apply = orig_bw_apply
         torch.nn.Module._apply = orig_apply
         torch.UntypedStorage.resize_ = orig_resize
         F.scaled_dot_product_attention = orig_sdpa
