@@ -395,10 +395,7 @@ class Dispatch:
         if not acc or not isinstance(x, torch.Tensor) or \
                 x.device.type != "cuda":
             return _RUN
-        try:
-            node = torch._C._current_autograd_node()
-        except Exception:
-            return _RUN
+        node = _autograd_node()
         if node is None or node.name() != "IndexBackward0":
             return _RUN
         with mode:
@@ -432,10 +429,7 @@ class Dispatch:
                 not all(isinstance(a, torch.Tensor) for a in args) or \
                 args[0].device.type != "cuda":
             return _RUN
-        try:
-            node = torch._C._current_autograd_node()
-        except Exception:
-            return _RUN
+        node = _autograd_node()
         if node is None:
             return _RUN
         x = args[0]
@@ -479,10 +473,7 @@ class Dispatch:
         # gradient without pos_weight): the mul that follows is out of
         # place on the GPU too (Dispatch._bce_logits_backward).
         if isinstance(out, torch.Tensor) and out.device.type == "cuda":
-            try:
-                node = torch._C._current_autograd_node()
-            except Exception:
-                node = None
+            node = _autograd_node()
             if node is not None and \
                     node.name() == "BinaryCrossEntropyWithLogitsBackward0":
                 self._bce_neg = weakref.ref(out)
@@ -520,10 +511,7 @@ class Dispatch:
                 not isinstance(args[0], torch.Tensor) or \
                 args[0].device.type != "cuda":
             return _RUN
-        try:
-            node = torch._C._current_autograd_node()
-        except Exception:
-            return _RUN
+        node = _autograd_node()
         if node is None or node.name() not in _ZEROS_NODES.get(name, ()):
             return _RUN
         inplace = getattr(getattr(torch.ops.aten, name + "_", None),
@@ -551,10 +539,7 @@ class Dispatch:
                 args[0].device.type != "cuda" or \
                 args[0].dtype != torch.bool or args[0]._base is not None:
             return _RUN
-        try:
-            node = torch._C._current_autograd_node()
-        except Exception:
-            return _RUN
+        node = _autograd_node()
         if node is None or node.name() not in _MASK_NODES:
             return _RUN
         x = args[0]
@@ -1530,10 +1515,7 @@ class Dispatch:
                 a.storage_offset() != 0 or \
                 a.untyped_storage().nbytes() != a.numel() * a.element_size():
             return False
-        try:
-            if torch._C._current_autograd_node() is None:
-                return False
-        except Exception:
+        if _autograd_node() is None:
             return False
         try:
             # can_accumulate_inplace: the buffer holds the last reference
@@ -1559,6 +1541,16 @@ class Dispatch:
 # What dispatch() does by op name (an OpOverloadPacket's __name__); an op
 # not named runs its fake kernel and Dispatch.outputs notes what it made.
 _RUN = object()       # a _BEFORE handler's "not answered: run the op"
+
+
+def _autograd_node():
+    """The autograd node whose backward runs on this thread now (the
+    formulas the handlers above recognise by name), None outside a
+    backward or where PyTorch cannot say."""
+    try:
+        return torch._C._current_autograd_node()
+    except Exception:
+        return None
 
 
 def _prod_shape(shape):
