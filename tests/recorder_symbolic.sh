@@ -128,13 +128,21 @@ done
 grep -q ',1744+77824\*B+conv_split_k(16;27;1024\*B;132),0,temporary,' "$tmp/conv7.csv" ||
 	fail "no split-K rule in the trace: $(grep -m1 'backward)$' "$tmp/conv7.csv")"
 grep -q ',?reduce_buffer(' "$tmp/conv7.csv" || fail "no reduction rule in the trace"
-for b in 5 6 8 15 16 21; do
-	$MEMSIM record -o "$tmp/cp$b.csv" -- "$PY" "$tmp/conv.py" $b >/dev/null 2>&1
-	for v in 7 11; do
-		$MEMSIM convert --at B=$b "$tmp/conv$v.csv" "$tmp/ci$b.csv" >/dev/null
-		cmp -s "$tmp/cp$b.csv" "$tmp/ci$b.csv" ||
-			fail "conv B=$b from $v: instantiated != recorded"
+# same_at LABEL SCRIPT OUT B TRACE...: SCRIPT recorded at B into OUT
+# equals each symbolic TRACE instantiated at B, byte for byte.
+same_at() {
+	label=$1 script=$2 out=$3 b=$4
+	shift 4
+	$MEMSIM record -o "$out" -- "$PY" "$script" "$b" >/dev/null 2>&1
+	for t in "$@"; do
+		$MEMSIM convert --at B="$b" "$t" "$tmp/inst.csv" >/dev/null
+		cmp -s "$out" "$tmp/inst.csv" ||
+			fail "$label B=$b from $(basename "$t"): instantiated != recorded"
 	done
+}
+for b in 5 6 8 15 16 21; do
+	same_at conv "$tmp/conv.py" "$tmp/cp$b.csv" $b "$tmp/conv7.csv" \
+		"$tmp/conv11.csv"
 done
 
 # With cudnn.benchmark the find's workspace (Dispatch.cudnn_find, the
@@ -146,13 +154,11 @@ sed 's/^B = int(sys.argv\[1\])$/&; torch.backends.cudnn.benchmark = True/' \
 $MEMSIM record --symbolic B=7 -o "$tmp/convb.csv" -- "$PY" "$tmp/convb.py" 7 \
 	>"$tmp/err" 2>&1 || fail "conv benchmark at 7: $(tail -1 "$tmp/err")"
 for b in 5 16; do
-	$MEMSIM record -o "$tmp/cbp$b.csv" -- "$PY" "$tmp/convb.py" $b >/dev/null 2>&1
-	$MEMSIM convert --at B=$b "$tmp/convb.csv" "$tmp/cbi$b.csv" >/dev/null
+	same_at "conv benchmark" "$tmp/convb.py" "$tmp/cbp$b.csv" $b \
+		"$tmp/convb.csv"
 	grep -A1 'assumption,cudnn:benchmark-find' "$tmp/cbp$b.csv" |
 		grep -q ',alloc,.*,temporary,cudnn run_conv_plan' ||
 		fail "conv benchmark B=$b: no find's workspace"
-	cmp -s "$tmp/cbp$b.csv" "$tmp/cbi$b.csv" ||
-		fail "conv benchmark B=$b: instantiated != recorded"
 done
 
 # A reduction's buffer there at some values only ('?' rows): a bias
@@ -178,12 +184,8 @@ done
 grep -q '^[0-9]*,[0-9]*,alloc,1,?reduce_buffer(B;65600;4;4;4;4;0;132;2048),0,temporary,' \
 	"$tmp/w7.csv" || fail "the bias gradient's buffer absent at 7 not numbered 1"
 for b in 2 5 1000 1100 3000; do
-	$MEMSIM record -o "$tmp/wp$b.csv" -- "$PY" "$tmp/wide.py" $b >/dev/null 2>&1
-	for v in 7 1500; do
-		$MEMSIM convert --at B=$b "$tmp/w$v.csv" "$tmp/wi$b.csv" >/dev/null
-		cmp -s "$tmp/wp$b.csv" "$tmp/wi$b.csv" ||
-			fail "wide B=$b from $v: instantiated != recorded"
-	done
+	same_at wide "$tmp/wide.py" "$tmp/wp$b.csv" $b "$tmp/w7.csv" \
+		"$tmp/w1500.csv"
 done
 [ "$(grep -c 'gpu_reduce_kernel' "$tmp/wp1000.csv")" -eq 2 ] &&
 	[ "$(grep -c 'gpu_reduce_kernel' "$tmp/wp1100.csv")" -eq 4 ] ||
