@@ -38,8 +38,8 @@ done <<'LIST'
 makemore-transformer --batch-size_ 7 3 5 12 24 48|exact 2..23
 makemore-rnn --batch-size_ 7 3 5 12 24 48|exact 2..93
 mingpt-chargpt --trainer.batch_size= 7 3 5 12 24 48|short 5..8
-nanogpt-train --batch_size= 7 3 5 12 24 48|order 3..8
-llama2c-train --batch_size= 7 3 5 12 24 48|order 3..8
+nanogpt-train --batch_size= 7 3 5 12 24 48|exact 3..8
+llama2c-train --batch_size= 7 3 5 12 24 48|exact 3..8
 LIST
 [ "$n" -gt 0 ] || { echo "no program of CORPUS_PROGRAMS is checked here"; exit 77; }
 finish corpus_symbolic

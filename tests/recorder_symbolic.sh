@@ -191,6 +191,36 @@ done
 	[ "$(grep -c 'gpu_reduce_kernel' "$tmp/wp1100.csv")" -eq 4 ] ||
 	fail "the bias gradient's buffer not from 1100 on"
 
+# Leaving autocast drops its cache of the weights' bf16 copies
+# (clear_autocast_cache: a hash map keyed by the weights' TensorImpl
+# addresses, emptied in the order of its slots, which differ from run to
+# run): the frees in the order the copies were made, Sequential.0's
+# first, so that every recording, symbolic or at a value, has the same
+# rows in the same order (nanoGPT's and llama2.c's training were "the
+# same rows in another order" in tests/corpus_symbolic.sh).
+cat >"$tmp/ac.py" <<'PY'
+import sys, torch
+B = int(sys.argv[1])
+m = torch.nn.Sequential(*[torch.nn.Linear(32 + 8 * i, 40 + 8 * i, bias=False)
+                          for i in range(12)]).cuda()
+x = torch.randn(B, 32).cuda()
+with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+    y = m(x)
+PY
+$MEMSIM record --symbolic B=7 -o "$tmp/ac7.csv" -- "$PY" "$tmp/ac.py" 7 \
+	>"$tmp/err" 2>&1 || fail "autocast at 7: $(tail -2 "$tmp/err")"
+[ "$(sed -n 2p "$tmp/ac7.csv" | cut -d' ' -f1-5)" = "#symbol B 7 2 546" ] ||
+	fail "autocast's range: $(sed -n 2p "$tmp/ac7.csv" | cut -c1-80)"
+for b in 2 5 7 100 546; do
+	same_at autocast "$tmp/ac.py" "$tmp/acp$b.csv" $b "$tmp/ac7.csv"
+done
+# the layers whose bf16 weight (2 x in x out bytes) each free is
+casts=$(awk -F, '$3 == "alloc" && $8 ~ /^Sequential\.[0-9]+$/ {
+		n = substr($8, 12); if ($5 == 2 * (32 + 8 * n) * (40 + 8 * n)) w[$4] = n }
+	$3 == "free_completed" && ($4 in w) { printf "%s ", w[$4] }' "$tmp/acp5.csv")
+[ "$casts" = "0 1 2 3 4 5 6 7 8 9 10 11 " ] ||
+	fail "autocast's copies freed in the order $casts"
+
 # fit --symbolic: 4 MiB a value of B (a 1 MiB-float row each), 100 MiB
 # of cap: B=1 and 40 recorded (the ends), then the two symbolic
 # recordings at the first guess and the next (11 and 12), which agree

@@ -75,6 +75,9 @@ class Recorder:
         self.workspaces = set()
         self.math_add = False  # the next add is in place (fake.py)
         self.retired = set()  # storages freed in the trace, still in use
+        # (thread, keys): the frees of one call that frees in an order
+        # of its own (in_alloc_order), held until it returns
+        self.held = None
         self.script = None
         # Private pools (graphs.py, compiled.py): PyTorch's pool ids
         # (MempoolId_t) numbered 1, 2, ... in order of first use, as
@@ -109,12 +112,37 @@ class Recorder:
         return addr
 
     def free(self, key):
+        held = self.held
+        if held is not None and held[0] == threading.get_ident():
+            if key in self.live:
+                held[1].append(key)
+            return
         ent = self.live.pop(key, None)
         if ent is None:
             return
         _, addr, nbytes, stream = ent
         self.allocated -= _hint(nbytes)
         self.rows.append(["free_completed", addr, nbytes, "", "", stream])
+
+    def in_alloc_order(self, fn, *args, **kwargs):
+        """FN(*ARGS, **KWARGS), a call that frees several blocks in the
+        order of a hash map's slots (autocast's cache: clear_cache()
+        empties a flat hash map keyed by the source tensors' TensorImpl
+        addresses, which differ from run to run): its frees written in
+        the order the blocks were allocated, the order the cache was
+        filled.  The GPU's own order is the addresses'; the caching
+        allocator's state after the call is the same in any order."""
+        if self.held is not None:
+            return fn(*args, **kwargs)
+        self.held = (threading.get_ident(), [])
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            keys = self.held[1]
+            self.held = None
+            keys = [k for k in dict.fromkeys(keys) if k in self.live]
+            for key in sorted(keys, key=lambda k: self.live[k][0]):
+                self.free(key)
 
     def empty_cache(self):
         """torch.cuda.empty_cache(): an `empty_cache` row where the
@@ -730,6 +758,15 @@ def _patch_cuda(torch, rec, dev):
     # torch.cuda.empty_cache and torch.cuda.memory.empty_cache (the same
     # function; a program may call either): a row of the trace.
     setc("empty_cache", lambda a: rec.empty_cache())
+    # torch.clear_autocast_cache (autocast's __exit__ at the outermost
+    # level calls it): the cast copies it drops freed in the order they
+    # were made (Recorder.in_alloc_order), not in the hash map's.
+    orig_clear = torch._C.clear_autocast_cache
+
+    def clear_autocast_cache():
+        return rec.in_alloc_order(orig_clear)
+    torch.clear_autocast_cache = clear_autocast_cache
+    torch._C.clear_autocast_cache = clear_autocast_cache
     # FakeTensor.__new__ would make a real CUDA tensor once "so that
     # backward works" (init_gpu_context): no GPU is touched here.
     import torch._subclasses.fake_tensor as ftm
