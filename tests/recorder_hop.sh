@@ -77,4 +77,37 @@ for m in transformer:4 transformer_mp:2; do
 		[ "$(ag $((root * e)) FSDPTransformer)" -eq 1 ] ||
 		fail "$t: all-gather outputs of $((block * e)) and $((root * e)) bytes"
 done
+# torch.compile(flex_attention) (titans-pytorch): Dynamo traces the
+# operator with the recorder's mode current, which found no rule
+# ("no rule registered for HigherOrderOperator flex_attention").  The
+# compiled program writes the output (2 x 4 x 256 x 64 fp32) and the
+# log-sum-exp (2 x 4 x 256 fp32) of Inductor's flex-attention template,
+# and never the 2 x 4 x 256 x 256 scores that the eager sdpa_dense makes
+# (tests/recorder_autograd_thread.sh).
+"$PY" -c "import torch.nn.attention.flex_attention" 2>/dev/null || {
+	echo "no flex_attention in this PyTorch: its part skipped"
+	finish recorder_hop.sh; exit 0; }
+cat >"$tmp/flex.py" <<'PY'
+import torch
+from torch.nn.attention.flex_attention import flex_attention
+flex = torch.compile(flex_attention)
+q, k, v = (torch.randn(2, 4, 256, 64, device="cuda", requires_grad=True)
+           for _ in range(3))
+out = flex(q, k, v, score_mod=lambda s, b, h, m, n: s + (m - n))
+out.sum().backward()
+print("flex", tuple(out.shape), tuple(q.grad.shape))
+PY
+if (cd "$tmp" && $MEMSIM record -o "$tmp/flex.csv" -- "$PY" flex.py) \
+	>"$tmp/flex.err" 2>&1; then
+	grep -qxF "flex (2, 4, 256, 64) (2, 4, 256, 64)" "$tmp/flex.err" ||
+		fail "compiled flex_attention: no result"
+	c() { awk -F, -v s="$1" '$3 == "alloc" && $5 == s &&
+		$8 == "compiled flex_attention"' "$tmp/flex.csv" | wc -l; }
+	[ "$(c 524288)" -eq 1 ] && [ "$(c 8192)" -eq 1 ] ||
+		fail "compiled flex_attention: output and log-sum-exp"
+	[ "$(awk -F, '$3 == "alloc" && $5 == 2097152' "$tmp/flex.csv" | wc -l)" -eq 0 ] ||
+		fail "compiled flex_attention: scores materialized"
+else
+	fail "record compiled flex_attention: $(tail -3 "$tmp/flex.err")"
+fi
 finish recorder_hop.sh
