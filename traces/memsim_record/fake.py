@@ -1379,6 +1379,40 @@ def _gemm_alignment(torch, dtype, major):
     return align
 
 
+def share_hop_rules(torch, mode, base):
+    """Gives MODE, a subclass of the mode class BASE, BASE's rule for each
+    higher-order operator that has one and none for MODE; returns the
+    undo.  A higher-order operator at the Python key takes the rule of
+    the current mode's exact type (HigherOrderOperator.dispatch looks
+    type(mode) up in python_key_table, no MRO), so a FakeTensorMode
+    subclass found none and stopped ("There was no rule registered for
+    HigherOrderOperator run_dtensor_rng_op": FSDP2's parameter init on
+    DTensors).  The rule is called with MODE's instance as BASE's would
+    be with its own: most (register_fake) hand the operator to the mode's
+    __torch_dispatch__, FakeTensorMode's, which runs the operator's fake
+    function under the mode (run_dtensor_rng_op's runs the random op on
+    the local shard; its output, if any, is a fake tensor seen as any
+    other).  Operators registered when PyTorch is imported: all of them
+    in torch 2.13."""
+    from torch._ops import _higher_order_ops
+    added = []
+    for hop in list(_higher_order_ops.values()):
+        table = hop.python_key_table
+        rule = table.get(base)
+        if rule is not None and mode not in table:
+            table[mode] = rule
+            hop._dispatch_cache.clear()
+            added.append(hop)
+
+    def undo():
+        for hop in added:
+            if hop.python_key_table.get(mode) is \
+                    hop.python_key_table.get(base):
+                del hop.python_key_table[mode]
+                hop._dispatch_cache.clear()
+    return undo
+
+
 def run(opt, script, argv):
     """Records SCRIPT; returns (recorder, exit status, message)."""
     import torch
@@ -1857,6 +1891,7 @@ def run(opt, script, argv):
     from . import cachekey
     cachekey.install(torch, _Mode, FakeTensorMode)
     undo_fake_queries = host.patch_fake_queries(_Mode)
+    undo_hop_rules = share_hop_rules(torch, _Mode, FakeTensorMode)
 
     # An op with no fake (meta) kernel: the fake mode would run the
     # device's real kernel on zeros (run_fallback_kernel), which for a
@@ -1969,6 +2004,7 @@ def run(opt, script, argv):
         undo_send()
         undo_safetensors()
         undo_fake_queries()
+        undo_hop_rules()
         torch.Tensor.__format__ = orig_format
         torch.Tensor.numpy = orig_numpy
         FakeTensor.tolist = orig_tolist
