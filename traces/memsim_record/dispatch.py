@@ -341,6 +341,45 @@ class Dispatch:
             del zero, rows, masked
         return out
 
+    def _fused_obs_fq(self, mode, func, name, args, kwargs):
+        # torch.ao's FusedMovingAvgObsFakeQuantize (QAT's default on
+        # fbgemm/x86): fused_moving_avg_obs_fake_quant's CUDA kernel
+        # sizes a per-channel observer's empty running min and max
+        # (registered as torch.tensor([])) to the channels at its first
+        # call, filled with +inf and -inf, and its scale and zero point
+        # with them; the meta kernel gives the output and mask only, so
+        # the buffers stayed empty (the host's calculate_qparams, convert
+        # and a checkpoint saw no channels).  Then it takes the rows'
+        # (or the tensor's) aminmax, two temporaries freed before the
+        # fake-quantized output and its mask, which the op's own fake
+        # kernel makes (_RUN; its schema marks the four buffers
+        # written, so their known values are forgotten).
+        x, rmin, rmax, scale, zp = args[0], args[3], args[4], args[5], \
+            args[6]
+        if not isinstance(x, torch.Tensor) or x.device.type != "cuda":
+            return _RUN
+        ch = args[10] if len(args) > 10 else kwargs.get("ch_axis", 0)
+        per_row = args[11] if len(args) > 11 else \
+            kwargs.get("per_row_fake_quant", False)
+        with torch.no_grad(), mode:
+            if per_row:
+                y = x
+                if x.dim() != 2:
+                    order = list(range(x.dim()))
+                    order[ch], order[0] = 0, ch
+                    y = x.permute(order).flatten(1)
+                if rmin.numel() == 0:
+                    n = x.size(ch)
+                    rmin.resize_(n).fill_(float("inf"))
+                    rmax.resize_(n).fill_(float("-inf"))
+                    scale.resize_(n)
+                    zp.resize_(n)
+                lo, hi = torch.aminmax(y, dim=1)
+            else:
+                lo, hi = torch.aminmax(x.contiguous())
+            del lo, hi
+        return _RUN
+
     def _grouped_mm(self, mode, func, name, args, kwargs):
         # _grouped_mm (a mixture of experts' grouped GEMM) on CUDA takes
         # float32, bfloat16 or float16 (_grouped_mm_validate_inputs):
@@ -1586,6 +1625,7 @@ _BEFORE = {
     "add": Dispatch._add,
     "_safe_softmax": Dispatch._safe_softmax,
     "_grouped_mm": Dispatch._grouped_mm,
+    "_fused_moving_avg_obs_fq_helper": Dispatch._fused_obs_fq,
     "index_put": Dispatch._index_put,
     "sub": Dispatch._bce_logits_backward,
     "mul": Dispatch._bce_logits_backward,

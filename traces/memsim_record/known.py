@@ -99,7 +99,11 @@ ALIASES = {"__and__": "bitwise_and", "__or__": "bitwise_or",
            "multiply": "mul", "subtract": "sub", "greater": "gt",
            "greater_equal": "ge", "less": "lt", "less_equal": "le",
            "not_equal": "ne", "negative": "neg", "__iand__": "bitwise_and",
-           "__ior__": "bitwise_or", "__ixor__": "bitwise_xor"}
+           "__ior__": "bitwise_or", "__ixor__": "bitwise_xor",
+           # torch._is_all_true / _is_any_true: torch.distributions'
+           # argument and sample checks (Distribution.__init__,
+           # _validate_sample) ask them of a constraint's check
+           "_is_all_true": "all", "_is_any_true": "any"}
 
 
 class Endless(BaseException):
@@ -207,7 +211,7 @@ class Known:
                 pass
         if not self.vals and name not in CREATE and \
                 name not in _SOURCES_OF_KNOWN and \
-                not (vs is not None and vs.ranges):
+                not (vs is not None and (vs.ranges or vs.srange)):
             # (x > -1e9: SENTINEL; finite losses; ranges decided)
             return
         written = self.written.get(func)
@@ -383,7 +387,8 @@ class Known:
             if k is UNKNOWN:
                 return UNKNOWN
             if name in ("lt", "le", "gt", "ge", "eq", "ne") and \
-                    self.values is not None and self.values.ranges and \
+                    self.values is not None and \
+                    (self.values.ranges or self.values.srange) and \
                     isinstance(k, (int, float)) and \
                     not isinstance(k, bool):
                 u = args[0] if a is UNKNOWN else args[1]

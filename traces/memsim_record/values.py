@@ -86,6 +86,13 @@ KEEP = (_known.SAME - {"repeat"}) | {"repeat", "mean", "median",
 # rule in fake._dynamic.
 OP_RULES = frozenset(("torchvision::nms",))
 
+# In-place ops that write values of another argument (position, name)
+# into part of their target (Values._partial_write).
+PARTIAL_SRC = {"copy_": (1, "src"), "fill_": (1, "value"),
+               "index_put_": (2, "values"), "_index_put_impl_": (2, "values"),
+               "masked_fill_": (2, "value"), "index_fill_": (3, "value"),
+               "index_copy_": (3, "source")}
+
 # In-place ops that overwrite every element of their target.
 FULL = frozenset(("copy_", "fill_", "zero_", "uniform_", "normal_",
                   "random_", "bernoulli_", "exponential_", "geometric_",
@@ -181,15 +188,27 @@ class Range:
                 return True
             if hi < k or (ho and hi <= k):
                 return False
-        elif op == "eq":
+        elif op in ("eq", "ne"):
             if k < lo or hi < k or (ho and hi <= k) or \
                     (self.integral and k != math.floor(k)):
-                return False
-        elif op == "ne":
-            if k < lo or hi < k or (ho and hi <= k) or \
-                    (self.integral and k != math.floor(k)):
-                return True
+                return op == "ne"
+            if self.single() == k:
+                # every element is k (x % 1 of integers: the
+                # integer-interval support check of torch.distributions)
+                return op == "eq"
         return None
+
+    def single(self):
+        """The one value the range holds, or None."""
+        if self.integral:
+            lo = math.ceil(self.lo)
+            hi = (math.ceil(self.hi) - 1) if self.hi_open else \
+                math.floor(self.hi)
+        elif self.hi_open:
+            return None
+        else:
+            lo, hi = self.lo, self.hi
+        return lo if lo == hi else None
 
 
 def _one_thread(torch, unset):
@@ -231,6 +250,9 @@ class Values:
         self.shadow = WeakIdKeyDictionary()  # fake -> (real, skey, gen)
         self.ranges = WeakIdKeyDictionary()  # fake -> (Range, skey, gen)
         self.gen = {}                        # id(storage) -> unmirrored writes
+        # id(storage) -> (Range, gen): the range of a whole storage that
+        # writes into part of it kept (_partial_write)
+        self.srange = {}
         self.written = {}
         self.Fake = FakeTensor
         # The recorder's own computations on real CPU tensors: out of the
@@ -276,6 +298,7 @@ class Values:
         values:lost names the op."""
         self.shadow.clear()
         self.ranges.clear()
+        self.srange.clear()
         self.pending = None
         self.fresh = {}
         if name not in self.no_kernel:
@@ -349,7 +372,16 @@ class Values:
     def range(self, t):
         ent = self.ranges.get(t)
         if ent is None:
-            return None
+            if not self.srange:
+                return None
+            k = self._skey(t)
+            ent = self.srange.get(k)
+            if ent is None:
+                return None
+            if self.gen.get(k, 0) != ent[1]:
+                del self.srange[k]
+                return None
+            return ent[0]
         k = self._skey(t)
         if k != ent[1] or self.gen.get(k, 0) != ent[2]:
             del self.ranges[t]
@@ -489,7 +521,7 @@ class Values:
                 and args[0].dtype == self.torch.bool:
             self._count(args[0], "mask")
         if not self.cpu and not self.shadow and not self.ranges and \
-                name not in SOURCES and name not in RANDOM and \
+                not self.srange and name not in SOURCES and name not in RANDOM and \
                 name not in INDICES:
             return
         if name == "add" and isinstance(out, self.Fake) and args and \
@@ -553,11 +585,90 @@ class Values:
                     self._set(o, r if view else self._layout(o, r))
             return
         if targets:
+            kept = None if self.cpu or len(targets) != 1 else \
+                self._partial_write(name, args, kwargs, targets[0])
             self._stale(targets)
+            if kept is not None:
+                k = self._skey(targets[0])
+                self.srange[k] = (kept, self.gen.get(k, 0))
         if self.cpu:
             return
         # rules mode: routing shadows, ranges
         self._rules(func, name, args, kwargs, out, outs, targets)
+
+    def _partial_write(self, name, args, kwargs, t):
+        """The range of T's whole storage after NAME writes values of
+        unknown value but known range into T, part of it or all
+        (rollout buffers: actions[step] = dist.sample(), a copy_ of
+        multinomial's indices into a row of a zeros tensor): the union
+        of the storage's range before (its range, the values of its
+        shadow, or T's own where T is the whole storage) and the written
+        values' range.  None where either is not known."""
+        src = PARTIAL_SRC.get(name)
+        if src is None:
+            return None
+        i, key = src
+        v = args[i] if i < len(args) else kwargs.get(key)
+        new = self._range_of(v, whole=False)
+        if new is None:
+            return None
+        old = None if name in ("copy_", "fill_") and self._whole(t) else \
+            self._range_of(t, whole=True)
+        if old is None:
+            if not self._whole(t):
+                return None
+            return new
+        return Range(min(old.lo, new.lo), max(old.hi, new.hi),
+                     (old.hi_open if old.hi > new.hi else new.hi_open
+                      if new.hi > old.hi else old.hi_open and new.hi_open),
+                     old.integral and new.integral)
+
+    def _whole(self, t):
+        """Whether T covers its storage."""
+        try:
+            return t.numel() * t.element_size() == \
+                t.untyped_storage().nbytes()
+        except Exception:
+            return False
+
+    def _range_of(self, v, whole):
+        """The range of V's values (a number, a tensor with a range, a
+        shadow or a known value); WHOLE: of all of V's storage."""
+        if isinstance(v, bool) or not isinstance(v, (int, float,
+                                                     self.torch.Tensor)):
+            return None
+        if not isinstance(v, self.torch.Tensor):
+            return Range(v, v, False, float(v).is_integer())
+        if v.dtype.is_complex or v.dtype == self.torch.bool:
+            return None
+        integral = not v.dtype.is_floating_point
+        k = self._skey(v)
+        ent = self.srange.get(k)
+        if ent is not None and self.gen.get(k, 0) == ent[1]:
+            return ent[0]
+        if whole and not self._whole(v):
+            r = self._registered(v)
+            if r is None:
+                return None
+            with self.unset():
+                base = self.torch.empty(0, dtype=r.dtype).set_(
+                    r.untyped_storage())
+                if base.numel() == 0:
+                    return None
+                lo, hi = base.min().item(), base.max().item()
+            return Range(lo, hi, False, integral)
+        rg = self.range(v)
+        if rg is not None:
+            return rg
+        r = self.real(v)
+        if r is None or r.numel() == 0:
+            return None
+        with self.unset():
+            lo, hi = r.min().item(), r.max().item()
+        if isinstance(lo, float) and not (math.isfinite(lo) and
+                                          math.isfinite(hi)):
+            return None
+        return Range(lo, hi, False, integral)
 
     def _layout(self, o, r):
         """R laid out as the fake output O (the CPU kernel may choose other
@@ -900,7 +1011,7 @@ class Values:
             self._set_range(idx, Range(0, n - 1, False, True))
             return
         # propagation of ranges
-        if not self.ranges:
+        if not self.ranges and not self.srange:
             return
         rg = self.range(t0) if isinstance(t0, torch.Tensor) else None
         base = name[:-1] if name.endswith("_") and \
