@@ -506,14 +506,16 @@ class Program:
 
     def _fused(self, root):
         """ROOT and the nodes inlined into its kernel: back from it to
-        the values Inductor stores (_realized)."""
-        region = set()
+        the values Inductor stores (_realized); a dict in the order
+        found, not a set (a node hashes by its address), so that what
+        iterates it (_reduction_of's first match) is the same each run."""
+        region = {}
         stack = [root]
         while stack:
             m = stack.pop()
             if m in region:
                 continue
-            region.add(m)
+            region[m] = None
             for a in m.all_input_nodes:
                 if a not in self.realized:
                     stack.append(a)
