@@ -372,19 +372,22 @@ class Values:
     def range(self, t):
         ent = self.ranges.get(t)
         if ent is None:
-            if not self.srange:
-                return None
-            k = self._skey(t)
-            ent = self.srange.get(k)
-            if ent is None:
-                return None
-            if self.gen.get(k, 0) != ent[1]:
-                del self.srange[k]
-                return None
-            return ent[0]
+            return self._storage_range(self._skey(t)) if self.srange \
+                else None
         k = self._skey(t)
         if k != ent[1] or self.gen.get(k, 0) != ent[2]:
             del self.ranges[t]
+            return None
+        return ent[0]
+
+    def _storage_range(self, k):
+        """The range _partial_write kept for storage K, while no other
+        write has touched it since (forgotten once one has)."""
+        ent = self.srange.get(k)
+        if ent is None:
+            return None
+        if self.gen.get(k, 0) != ent[1]:
+            del self.srange[k]
             return None
         return ent[0]
 
@@ -642,10 +645,9 @@ class Values:
         if v.dtype.is_complex or v.dtype == self.torch.bool:
             return None
         integral = not v.dtype.is_floating_point
-        k = self._skey(v)
-        ent = self.srange.get(k)
-        if ent is not None and self.gen.get(k, 0) == ent[1]:
-            return ent[0]
+        kept = self._storage_range(self._skey(v))
+        if kept is not None:
+            return kept
         if whole and not self._whole(v):
             r = self._registered(v)
             if r is None:
