@@ -171,6 +171,16 @@ class Recorder:
         self.rows.append(["annotate", 0, 0, "assumption", kind])
 
     def relabel(self, tensor, category, site=None):
+        """The live block that holds TENSOR's storage is CATEGORY (and
+        SITE).  A wrapper subclass (DTensor: FSDP2's sharded parameter)
+        holds no storage of its own: its inner tensors (the local shard)
+        are relabelled instead."""
+        from torch.utils._python_dispatch import \
+            is_traceable_wrapper_subclass
+        if is_traceable_wrapper_subclass(tensor):
+            for a in tensor.__tensor_flatten__()[0]:
+                self.relabel(getattr(tensor, a), category, site)
+            return
         try:
             s = tensor.untyped_storage()
         except Exception:
@@ -1526,6 +1536,16 @@ def run(opt, script, argv):
             for n, sub in mod.named_modules():
                 rec.module_names.setdefault(
                     id(sub), (type(mod).__name__ + ("." + n if n else "")))
+            # The whole model's parameters, before any hook of the
+            # model's own runs: FSDP2's root unit gathers its parameters
+            # in its pre-forward hook and registers the unsharded ones
+            # (so a submodule's first forward sees those), and pads the
+            # shards that to_empty made after Module._apply (a new
+            # block, FSDPParam.reset_sharded_param); here they are still
+            # the sharded DTensors, each over its padded local shard.
+            for pn, p in mod.named_parameters():
+                rec.relabel(p, "parameter",
+                            clean(type(mod).__name__ + "." + pn))
         if id(mod) not in rec.seen_modules:
             rec.seen_modules.add(id(mod))
             site = rec.module_names.get(id(mod), type(mod).__name__)
