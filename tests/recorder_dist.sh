@@ -8,9 +8,11 @@ set -u
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 need_torch
 script=${MSIM_TESTDATA:-tests/data}/../recorder/dist_train.py
-# allocs SIZE FILE [SITE]: how many alloc rows of SIZE bytes (at SITE)
-allocs() { awk -F, -v s="$1" -v site="${3:-}" \
-	'$3 == "alloc" && $5 == s && (site == "" || index($8, site)) { n++ } END { print n + 0 }' "$2"; }
+# allocs SIZE FILE [SITE [CATEGORY]]: how many alloc rows of SIZE bytes
+# (at SITE, of CATEGORY)
+allocs() { awk -F, -v s="$1" -v site="${3:-}" -v cat="${4:-}" \
+	'$3 == "alloc" && $5 == s && (site == "" || index($8, site)) &&
+	(cat == "" || $7 == cat) { n++ } END { print n + 0 }' "$2"; }
 N=3 R=2
 for m in ddp zero fsdp fsdp2; do
 	$MEMSIM record -o "$tmp/$m.csv" --world-size $N --rank $R -- "$PY" "$script" $m \
@@ -21,12 +23,15 @@ D=1024 L=8 C=10
 wnum=$((D * D)) bnum=$D hw=$((C * D)) hb=$C
 # FSDP (FullyShardedDataParallel, one unit per block): each unit's flat
 # parameter is padded to a multiple of N and this rank keeps 1/N of it
-# (FlatParamHandle._get_shard: ceil(numel / N) elements), fp32.
+# (FlatParamHandle._get_shard: ceil(numel / N) elements), fp32: category
+# parameter, as FSDP2's sharded parameters below (their local shards:
+# fake.py, Recorder.relabel), not "other" at the line that wraps the
+# model.
 unit=$((wnum + bnum)) root=$((hw + hb))
 sh_unit=$(( (unit + N - 1) / N * 4 )) sh_root=$(( (root + N - 1) / N * 4 ))
-[ "$(allocs $sh_unit "$tmp/fsdp.csv" dist_train.py)" -eq $L ] ||
+[ "$(allocs $sh_unit "$tmp/fsdp.csv" "" parameter)" -eq $L ] ||
 	fail "fsdp: $L sharded flat parameters of $sh_unit bytes"
-[ "$(allocs $sh_root "$tmp/fsdp.csv" dist_train.py)" -eq 1 ] ||
+[ "$(allocs $sh_root "$tmp/fsdp.csv" "" parameter)" -eq 1 ] ||
 	fail "fsdp: the root's sharded flat parameter of $sh_root bytes"
 # Its unsharded flat parameters (N shards, padded) are all-gathered on a
 # stream of their own (in forward; _init_flat_param_attributes makes and
@@ -43,12 +48,12 @@ rs=$(awk -F, -v s=$sh_unit '$3 == "alloc" && $5 == s && $7 == "gradient" { print
 rows() { echo $(( ($1 + N - 1) / N )); }
 w2=$(( $(rows $D) * D * 4 )) b2=$(( $(rows $D) * 4 ))
 hw2=$(( $(rows $C) * D * 4 )) hb2=$(( $(rows $C) * 4 ))
-[ "$(allocs $w2 "$tmp/fsdp2.csv" dist_train.py)" -eq $L ] ||
+[ "$(allocs $w2 "$tmp/fsdp2.csv" "" parameter)" -eq $L ] ||
 	fail "fsdp2: $L padded weight shards of $w2 bytes"
-[ "$(allocs $b2 "$tmp/fsdp2.csv" dist_train.py)" -eq $L ] ||
+[ "$(allocs $b2 "$tmp/fsdp2.csv" "" parameter)" -eq $L ] ||
 	fail "fsdp2: $L padded bias shards of $b2 bytes"
-[ "$(allocs $hw2 "$tmp/fsdp2.csv" dist_train.py)" -eq 1 ] &&
-	[ "$(allocs $hb2 "$tmp/fsdp2.csv" dist_train.py)" -eq 1 ] ||
+[ "$(allocs $hw2 "$tmp/fsdp2.csv" "" parameter)" -eq 1 ] &&
+	[ "$(allocs $hb2 "$tmp/fsdp2.csv" "" parameter)" -eq 1 ] ||
 	fail "fsdp2: head shards of $hw2 and $hb2 bytes"
 # AdamW's state is the shards' (the unpadded part of rank R's chunk:
 # 1024 - 2 x 342 = 340 rows for rank 2 of 3): exp_avg and exp_avg_sq of

@@ -6,7 +6,10 @@
 # with --world-size N --rank R by the recorder before shards.py (torch
 # 2.13, CPU build): N = 3 (uneven: 1024 rows in chunks of 342, rank 2
 # keeps 340), 64 (the head's 10 rows: rank 63 gets an empty piece) and
-# 512.  Needs PyTorch; skips (77) without.
+# 512; their category and site columns since relabelled as the recorder
+# now labels the sharded parameters (parameter, not "other": fake.py,
+# Recorder.relabel), every size and address the same.  Needs PyTorch;
+# skips (77) without.
 set -u
 DATA=${MSIM_TESTDATA:-tests/data}/shards
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"

@@ -171,6 +171,16 @@ class Recorder:
         self.rows.append(["annotate", 0, 0, "assumption", kind])
 
     def relabel(self, tensor, category, site=None):
+        """The live block that holds TENSOR's storage is CATEGORY (and
+        SITE).  A wrapper subclass (DTensor: FSDP2's sharded parameter)
+        holds no storage of its own: its inner tensors (the local shard)
+        are relabelled instead."""
+        from torch.utils._python_dispatch import \
+            is_traceable_wrapper_subclass
+        if is_traceable_wrapper_subclass(tensor):
+            for a in tensor.__tensor_flatten__()[0]:
+                self.relabel(getattr(tensor, a), category, site)
+            return
         try:
             s = tensor.untyped_storage()
         except Exception:
@@ -1526,6 +1536,16 @@ def run(opt, script, argv):
             for n, sub in mod.named_modules():
                 rec.module_names.setdefault(
                     id(sub), (type(mod).__name__ + ("." + n if n else "")))
+            # The whole model's parameters, before any hook of the
+            # model's own runs: FSDP2's root unit gathers its parameters
+            # in its pre-forward hook and registers the unsharded ones
+            # (so a submodule's first forward sees those), and pads the
+            # shards that to_empty made after Module._apply (a new
+            # block, FSDPParam.reset_sharded_param); here they are still
+            # the sharded DTensors, each over its padded local shard.
+            for pn, p in mod.named_parameters():
+                rec.relabel(p, "parameter",
+                            clean(type(mod).__name__ + "." + pn))
         if id(mod) not in rec.seen_modules:
             rec.seen_modules.add(id(mod))
             site = rec.module_names.get(id(mod), type(mod).__name__)
@@ -1551,6 +1571,55 @@ def run(opt, script, argv):
             kn._set(p, v)
         if r is not None:
             kn.values._set(p, r)
+
+    def _param_of(t, requires_grad):
+        """A Parameter of T: a plain host Parameter for a real CPU
+        tensor (not param_new's fake one: a model moved to the host is
+        the host's, and ops on it run for real there)."""
+        if isinstance(t, FakeTensor) or t.device.type != "cpu":
+            return torch.nn.Parameter(t, requires_grad=requires_grad)
+        return torch.Tensor._make_subclass(torch.nn.Parameter, t,
+                                           requires_grad)
+
+    def _forget(t):
+        """T out of the weak tables that the recorder and its fake mode
+        keep of tensors (the values known of it, the converter's memo
+        of a real tensor and of the fake made from one), whose weak
+        references keep swap_tensors from swapping it."""
+        for table in (kn.vals, getattr(kn.values, "shadow", None),
+                      getattr(kn.values, "ranges", None)):
+            if table is not None:
+                table.pop(t, None)
+        mc = fm.fake_tensor_converter.meta_converter
+        tid = mc.describer.lookup_tensor.pop(t, None)
+        if tid is not None:
+            mc.tensor_memo.pop(tid, None)
+        for k, v in list(mc.tensor_memo.items()):
+            if v is t:
+                del mc.tensor_memo[k]
+
+    def _become(p, newp, pa):
+        """Makes the parameter P hold NEWP's tensor (its data, grad and
+        type: a plain host Parameter after model.cpu(), a fake CUDA one
+        after .cuda() again), P keeping its identity, as Module._apply
+        keeps it for a move between devices (param.data = ..., the
+        grad's .data too), so that the optimizer made before steps it and
+        its old device memory goes with the old tensor.  What is known
+        of PA's values goes on with it.  False where swap_tensors
+        refuses (other references to P's tensor: an autograd graph)."""
+        v = kn.value(pa)
+        r = kn.values.real(pa) if kn.values is not None else None
+        _forget(p)
+        _forget(newp)
+        try:
+            torch.utils.swap_tensors(p, newp)
+        except RuntimeError:
+            return False
+        if v is not known.UNKNOWN:
+            kn._set(p, v)
+        if r is not None and r is not pa:
+            kn.values._set(p, r)
+        return True
 
     depth = [0]
 
@@ -1593,16 +1662,23 @@ def run(opt, script, argv):
                     with torch.no_grad():
                         _set_moved(p.grad, fn(p.grad))
             else:
-                # to or from a real host tensor (model.cpu(), a CPU model
-                # to the GPU) or to meta: set_data cannot cross tensor
-                # types (Module._apply's compute_should_use_set_data), so a
-                # new Parameter takes its place, as swap_tensors would
-                newp = torch.nn.Parameter(pa, requires_grad=p.requires_grad)
+                # to or from a real host tensor (model.cpu(), the model
+                # back to the GPU) or to meta: set_data cannot cross
+                # tensor types, so the parameter takes the moved tensor's
+                # place (_become), as swap_tensors does; where that is
+                # refused, a new Parameter takes its place in the module.
+                newp = _param_of(pa, p.requires_grad)
                 if p.grad is not None:
                     with torch.no_grad():
-                        newp.grad = fn(p.grad)
-                moved[id(p)] = newp
-                self._parameters[key] = p = newp
+                        g = fn(p.grad)
+                    if isinstance(g, FakeTensor) == \
+                            isinstance(newp, FakeTensor):
+                        newp.grad = g
+                if _become(p, newp, pa):
+                    moved[id(p)] = p
+                else:
+                    moved[id(p)] = newp
+                    self._parameters[key] = p = newp
             rec.relabel(p, "parameter",
                         clean(type(self).__name__ + "." + key))
         for key, b in list(self._buffers.items()):
@@ -1929,12 +2005,36 @@ def run(opt, script, argv):
     # nn.Parameter of a real CPU tensor takes a fake one of its shape, so
     # that moving it later (`param.data = param.to(device)`, FSDP) swaps
     # fake for fake; a parameter whose elements are all one value keeps
-    # that value known (a LayerNorm's ones).
+    # that value known (a LayerNorm's ones).  Not one computed on the
+    # host from parameters that require grad (a model moved to the host:
+    # Module._apply above; torch.ao's convert fuses a batch norm into
+    # the conv's weight, fuse_conv_bn_weights, and quantizes it): that
+    # is the host's own work, real as the model it comes from.
     orig_param_new = torch.nn.Parameter.__new__
 
+    host_copy = threading.local()
+    orig_param_deepcopy = torch.nn.Parameter.__deepcopy__
+
+    def param_deepcopy(self, memo):
+        """copy.deepcopy of a real host Parameter (convert's copy of a
+        model moved to the host) is real too: Parameter.__deepcopy__
+        makes the copy with nn.Parameter of a clone of its data."""
+        if isinstance(self, FakeTensor):
+            return orig_param_deepcopy(self, memo)
+        was = getattr(host_copy, "on", False)
+        host_copy.on = True
+        try:
+            return orig_param_deepcopy(self, memo)
+        finally:
+            host_copy.on = was
+
+    torch.nn.Parameter.__deepcopy__ = param_deepcopy
+
     def param_new(cls, data=None, requires_grad=True):
+        if getattr(host_copy, "on", False):
+            return orig_param_new(cls, data, requires_grad)
         if data is not None and type(data) is torch.Tensor and \
-                data.device.type == "cpu" and \
+                data.device.type == "cpu" and not data.requires_grad and \
                 torch._C._get_dispatch_mode(FAKE_KEY) is fm:
             real = data
             with unset_fake_temporarily():
@@ -1986,6 +2086,7 @@ def run(opt, script, argv):
         rec.script_modes = None
         ftm.run_fallback_kernel = orig_fallback
         torch.nn.Parameter.__new__ = orig_param_new
+        torch.nn.Parameter.__deepcopy__ = orig_param_deepcopy
         if had_deepcopy is None:
             del FakeTensor.__deepcopy__
         else:
