@@ -43,4 +43,57 @@ freed=$(awk -F, '$3 == "free_completed" && $6 != 0 { print $4 }' "$tmp/ro.csv" |
 for a in $made; do
 	echo "$freed" | grep -qx "$a" || fail "graph stream workspace at $a never freed"
 done
+# A program's own call (Lightning's teardown, _clear_cuda_memory, makes
+# it before empty_cache at the end of each fit, validate and test): the
+# main thread's cuBLAS workspace, then its cuBLASLt one (the cuBLAS map
+# is cleared first), freed there; the next GEMMs make new ones.
+cat >"$tmp/cl.py" <<'PY'
+import copy
+import torch
+lin = torch.nn.Linear(64, 64, device="cuda")
+x = torch.randn(8, 64, device="cuda")
+lin(x).sum()
+torch._C._cuda_clearCublasWorkspaces()
+torch.cuda.empty_cache()
+lin(x).sum()
+# copy.deepcopy of a plain tensor (Tensor.__deepcopy__): the storage's
+# copy, then the scalar new_empty([]) that set_ drops; of a parameter
+# (Parameter.__deepcopy__) a clone alone
+t = torch.ones(3, device="cuda")
+u = copy.deepcopy({"t": t})
+w = copy.deepcopy(lin.weight)
+PY
+$MEMSIM record --fake -o "$tmp/cl.csv" -- "$PY" "$tmp/cl.py" \
+	>/dev/null 2>"$tmp/err" || fail "record: $(tail -3 "$tmp/err")"
+awk -F, 'NR > 1 && $3 != "annotate" {
+	if ($3 == "alloc") { s[$4] = $5; print "a", $5, $8 }
+	else if ($3 == "free_completed") print "f", s[$4]
+	else print $3 }' "$tmp/cl.csv" | sed -n 1,23p >"$tmp/cl.got"
+cat >"$tmp/cl.want" <<'EOF2'
+a 16384 Linear.weight
+a 256 Linear.bias
+a 2048 cl.py:4 <module>
+a 2048 Linear
+a 33554432 cuBLAS workspace
+a 1048576 cuBLASLt workspace
+a 4 cl.py:5 <module>
+f 2048
+f 4
+f 33554432
+f 1048576
+empty_cache
+a 2048 Linear
+a 33554432 cuBLAS workspace
+a 1048576 cuBLASLt workspace
+a 4 cl.py:8 <module>
+f 2048
+f 4
+a 12 cl.py:12 <module>
+a 12 copy.py:153 deepcopy
+a 4 copy.py:153 deepcopy
+f 4
+a 16384 copy.py:153 deepcopy
+EOF2
+diff "$tmp/cl.want" "$tmp/cl.got" >"$tmp/cl.diff" ||
+	fail "clearCublasWorkspaces and deepcopy: $(cat "$tmp/cl.diff")"
 finish recorder_cublas_clear.sh

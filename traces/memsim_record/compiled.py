@@ -613,7 +613,7 @@ class Program:
         cuBLAS and cuBLASLt workspace of the process is freed (all
         handles and streams, the eager stream's too), so the warm-up or
         capture makes its own in the pool and the next eager GEMM a new
-        one (clear_workspaces)."""
+        one (Recorder.clear_blas_workspaces)."""
         rt = self.rt
         rec = self.rec
         n = self.calls
@@ -624,7 +624,7 @@ class Program:
             rt.graph_outputs(out)
             return out
         with rt.on_graph_stream():
-            rt.clear_workspaces()
+            rec.clear_blas_workspaces()
             if n == 1:
                 rec.empty_cache()
                 rt.pool("pool_begin")
@@ -640,7 +640,7 @@ class Program:
                 rt.pool("pool_end")
                 if n == 0:
                     rt.pool("pool_release")
-                rt.clear_workspaces()
+                rec.clear_blas_workspaces()
 
     def run(self, args, record=True):
         torch = self.torch
@@ -885,18 +885,6 @@ class Runtime:
             self.refs.pop(key, None)
             self.rec.retired.discard(key)
         return cb
-
-    def clear_workspaces(self):
-        """torch._C._cuda_clearCublasWorkspaces() (clear_cublas_manager's
-        entry and exit): clearCublasWorkspaces() empties the process's
-        maps from (handle, stream) to cuBLAS and cuBLASLt workspace, so
-        every workspace is freed, whichever thread and stream made it,
-        and the next GEMM on any stream allocates a new one."""
-        rec = self.rec
-        for key in [k for k in rec.live
-                    if isinstance(k, tuple) and k[:1] == ("workspace",)]:
-            rec.free(key)
-        rec.workspaces.clear()
 
     def flush(self, kernel, clones=(), kind="forward"):
         """Triton's autotuner at the first launch of KERNEL (a key of

@@ -74,7 +74,7 @@ def blas_workspaces(rec, ws_bytes, name, args):
         if onfake_cuda and thr not in rec.workspaces:
             rec.workspaces.add(thr)
             # live under its key until clearCublasWorkspaces() frees it
-            # (compiled.py's clear_workspaces); otherwise for the process
+            # (Recorder.clear_blas_workspaces); otherwise for the process
             rec.alloc(ws_bytes, "other", "cuBLAS workspace",
                       ("workspace",) + thr)
     if name == "addmm" and len(args) > 2 and \

@@ -150,6 +150,21 @@ class Recorder:
         policy); blocks freed before the call come before it."""
         self.rows.append(["empty_cache", 0, 0, "", "", _CURRENT_STREAM[0]])
 
+    def clear_blas_workspaces(self):
+        """torch._C._cuda_clearCublasWorkspaces() (a program's own call,
+        as Lightning's teardown makes it, or clear_cublas_manager's around
+        a CUDA graph's capture): clearCublasWorkspaces() empties the
+        process's maps from (handle, stream) to cuBLAS and cuBLASLt
+        workspace, so every workspace is freed, whichever thread and
+        stream made it, and the next GEMM on any stream allocates a new
+        one (dispatch.py's blas_workspaces)."""
+        ws = [k for k in self.live
+              if isinstance(k, tuple) and k[:1] == ("workspace",)]
+        # cuBLAS's map is cleared before cuBLASLt's
+        for key in sorted(ws, key=lambda k: k[1:2] == ("lt",)):
+            self.free(key)
+        self.workspaces.clear()
+
     def pool_handle(self, user_created=True):
         """A new pool id: MemPool::graph_pool_handle(is_user_created)."""
         i = 1 if user_created else 0
@@ -777,6 +792,9 @@ def _patch_cuda(torch, rec, dev):
         return rec.in_alloc_order(orig_clear)
     torch.clear_autocast_cache = clear_autocast_cache
     torch._C.clear_autocast_cache = clear_autocast_cache
+    # torch._C._cuda_clearCublasWorkspaces (Lightning's teardown calls
+    # it before empty_cache): the workspaces' blocks freed.
+    torch._C._cuda_clearCublasWorkspaces = rec.clear_blas_workspaces
     # FakeTensor.__new__ would make a real CUDA tensor once "so that
     # backward works" (init_gpu_context): no GPU is touched here.
     import torch._subclasses.fake_tensor as ftm
@@ -1253,7 +1271,11 @@ def _fake_deepcopy(self, memo):
     forward was recorded as a weight-sized allocation.  Here the copy is a
     clone (the new storage a deepcopy makes, on the tensor's device), with
     requires_grad, the grad and the Python attributes copied as
-    Tensor.__deepcopy__ copies them."""
+    Tensor.__deepcopy__ copies them; a plain tensor's deepcopy also
+    allocates and frees the scalar it sets the copy into.  A fake
+    parameter is a FakeTensor marked _is_param (Parameter.__new__ of a
+    tensor subclass), whose copy Parameter.__deepcopy__ makes by a clone
+    alone."""
     import copy
     import torch
     if id(self) in memo:
@@ -1264,6 +1286,11 @@ def _fake_deepcopy(self, memo):
                            "at the moment.")
     with torch.no_grad():
         new = self.clone(memory_format=torch.preserve_format)
+        if not getattr(self, "_is_param", False):
+            # Tensor.__deepcopy__ (not Parameter's, a clone alone) sets
+            # the storage copy into self.new_empty([]): that scalar is
+            # allocated after the copy and freed by set_.
+            self.new_empty(())
     new.requires_grad_(self.requires_grad)
     if self.grad is not None:
         new.grad = _fake_deepcopy(self.grad, memo)
