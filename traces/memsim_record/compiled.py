@@ -34,7 +34,10 @@ predicted in two parts:
   Program._kernel_keys).  A scatter writes into a buffer of its own,
   made by a fill kernel when it starts from a constant; a backward
   graph's incoming gradients live until it returns (the autograd
-  engine holds them).
+  engine holds them).  flex_attention and its backward are Inductor's
+  Triton templates: their buffers (the log-sum-exp, the max scores, the
+  backward's delta and gradients) are made as the generated code makes
+  them (Program.flex_forward, flex_backward).
 
 - While a graph compiles, Inductor's pad_mm pass benchmarks the matmuls
   whose dimensions are not aligned, on the GPU: random copies of their
