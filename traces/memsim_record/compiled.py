@@ -34,7 +34,10 @@ predicted in two parts:
   Program._kernel_keys).  A scatter writes into a buffer of its own,
   made by a fill kernel when it starts from a constant; a backward
   graph's incoming gradients live until it returns (the autograd
-  engine holds them).
+  engine holds them).  flex_attention and its backward are Inductor's
+  Triton templates: their buffers (the log-sum-exp, the max scores, the
+  backward's delta and gradients) are made as the generated code makes
+  them (Program.flex_forward, flex_backward).
 
 - While a graph compiles, Inductor's pad_mm pass benchmarks the matmuls
   whose dimensions are not aligned, on the GPU: random copies of their
@@ -108,6 +111,20 @@ SCATTERS = REDUCTIONS - CONFIG_REDUCTIONS
 # a pointwise kernel of their own in the buffer the scatter writes.
 FILLS = {"full", "zeros", "new_zeros", "full_like", "zeros_like",
          "new_full"}
+
+
+def _inner_configs(r, xs):
+    """How many configurations the kernel of an inner reduction of R
+    elements over XS rows has (Program._reduction_configs): one, but for
+    a persistent one of fewer than 256 (rounded up to a power of two),
+    one per row block of 1, 8, 32 and 128 within 4,096 elements and XS."""
+    if r > 1024:
+        return 1
+    rh = 1 << max(0, (r - 1).bit_length())
+    if rh >= 256:
+        return 1
+    return len([b for b in (1, 8, 32, 128)
+                if b == 1 or (rh * b <= 4096 and b <= xs)])
 
 
 def _numel_of(node):
@@ -234,7 +251,20 @@ class Program:
         self.static = None     # the static copies of the inputs (graphs)
 
     def extern(self, n):
-        return _name(n) in EXTERN
+        return _name(n) in EXTERN or self.template(n)
+
+    def template(self, n):
+        """Whether N is flex_attention or its backward, which Inductor
+        lowers to a Triton template of its own (its lowerings of the
+        higher-order operators, flex_attention and
+        flex_attention_backward): the buffers it allocates are the
+        template's (flex_forward, flex_backward), and, with one
+        configuration in default mode, it is never autotuned."""
+        hops = getattr(self.torch.ops, "higher_order", None)
+        t = getattr(n, "target", None)
+        return t is not None and any(
+            t is getattr(hops, name, None)
+            for name in ("flex_attention", "flex_attention_backward"))
 
     def _configs(self, n, value):
         """How many configurations the Triton kernel that computes node
@@ -420,13 +450,9 @@ class Program:
         inner, outer, r, xs = shape
         if not inner and not outer:
             return 2            # ReductionHint.DEFAULT: several
-        if not inner or r > 1024:
+        if not inner:
             return 1
-        rh = 1 << max(0, (r - 1).bit_length())
-        if rh >= 256:
-            return 1
-        return len([b for b in (1, 8, 32, 128)
-                    if b == 1 or (rh * b <= 4096 and b <= xs)])
+        return _inner_configs(r, xs)
 
     def _reduction_shape(self, red):
         """(inner, outer, reduced elements, rows) of the reduction RED:
@@ -668,7 +694,14 @@ class Program:
             else:
                 a, k = torch.fx.node.map_arg((n.args, n.kwargs),
                                              lambda x: env[x])
-                if n.op == "call_function" and self.extern(n) and record:
+                if n.op == "call_function" and self.template(n) and record:
+                    with rt.quiet():
+                        env[n] = n.target(*a, **k)
+                    if n.target is torch.ops.higher_order.flex_attention:
+                        self.flex_forward(n, env[n])
+                    else:
+                        self.flex_backward(n, env[n], a)
+                elif n.op == "call_function" and self.extern(n) and record:
                     env[n] = n.target(*a, **k)   # under the recorder
                 else:
                     fn = n.target if n.op == "call_function" else \
@@ -708,6 +741,110 @@ class Program:
         a = k = v = None
         del held
         return result
+
+    def _release(self, t):
+        """Frees T's buffer now (the wrapper's "del buf" after the
+        kernel), not when its fake storage dies."""
+        key = id(t.untyped_storage())
+        if key in self.rec.live:
+            self.rec.free(key)
+            self.rec.retired.add(key)
+
+    def _temporary(self, nbytes):
+        """A buffer of NBYTES that no value of the graph is: its key."""
+        key = object()
+        if nbytes:
+            self.rec.alloc(nbytes, self.rec.category("compiled"),
+                           self.rec.site(), key)
+        return key
+
+    def flex_forward(self, n, v):
+        """Inductor's lowering of flex_attention (the Triton template's,
+        flex_attention in Inductor's kernel/flex): the log-sum-exp and
+        the max scores, [B, Hq, Lq] in fp32 whatever the inputs' dtype
+        (empty_strided, each a buffer of its own, which the template
+        writes: its mutated_inputs), then the template's own output,
+        [B, Hq, Lq, Dv] in the query's dtype, in that order; a buffer no
+        getitem of the graph reads (the max scores unless the program
+        asked for them, the log-sum-exp of an inference graph) is freed
+        after the kernel.  The block mask's full blocks, when it has
+        none, are empty(0): no block."""
+        rt = self.rt
+        out, lse, mx = v[:3]
+        for t in (lse, mx, out):
+            rt.buffer(t, None)
+        used = {u.args[1] for u in n.users
+                if u.target is operator.getitem}
+        for i, t in enumerate((out, lse, mx)):
+            if i not in used:
+                self._release(t)
+
+    def flex_backward(self, n, v, a):
+        """Inductor's lowering of flex_attention_backward (the Triton
+        template flex_attention_backward), in the order the generated
+        code allocates:
+        - for each captured tensor the score_mod takes a gradient for,
+          an fp32 buffer of its shape, zeroed by a fill kernel
+          (zeros_and_scatter's lowering accumulates in fp32);
+        - delta, sum(out * grad_out, -1) in fp32, [B, Hq, Lq]: a
+          persistent inner reduction over Dv, autotuned as any
+          (_inner_configs); with fp32 inputs the sum's buffer is
+          converted in place, a buffer the autotuner clones;
+        - grad_query (the query's shape and dtype) and the value's
+          gradient, both empty_strided, then the template's output, the
+          key's gradient ([Bq, Hkv, Lkv, D]: with a key batch of 1
+          broadcast over the query's, both are summed over the batch
+          into buffers of the key's and value's shape after the kernel
+          and the [Bq, ...] ones freed);
+        - delta is freed after the kernel; a captured gradient not in
+          fp32 is cast into a buffer of its dtype and the fp32 one
+          freed."""
+        torch = self.torch
+        rt = self.rt
+        rec = self.rec
+        q, out = a[0], a[3]
+        gq, gk, gv = v[:3]
+        caps = [g for g in (v[3] if len(v) > 3 else ())
+                if isinstance(g, torch.Tensor)]
+        zeros = []
+        for g in caps:
+            if g.dtype == torch.float32:
+                rt.buffer(g, None)
+                key = None
+            else:
+                key = self._temporary(g.numel() * 4)
+            zeros.append(key)
+            if not self.tune_all and g.numel() <= 128:
+                continue            # one configuration (_configs)
+            rt.flush(("flex_attention_backward zeros", tuple(g.shape)),
+                     (), self.kind)
+        rows = _numel(out.shape[:-1])
+        dv = _hint(out.shape[-1])
+        nb = rows * 4
+        delta = self._temporary(nb)
+        if self.tune_all or _inner_configs(dv, rows) > 1:
+            rt.flush(("flex_attention_backward delta", tuple(out.shape),
+                      str(out.dtype)),
+                     (nb,) if out.dtype == torch.float32 else (),
+                     self.kind)
+        rt.buffer(gq, None)
+        bq = _hint(q.shape[0])
+        if _hint(gk.shape[0]) == bq:
+            rt.buffer(gv, None)
+            rt.buffer(gk, None)
+            rec.free(delta)
+        else:
+            part = [self._temporary(bq * _numel(g.shape[1:]) *
+                                    g.element_size()) for g in (gv, gk)]
+            rec.free(delta)
+            rt.buffer(gk, None)
+            rt.buffer(gv, None)
+            for key in part:
+                rec.free(key)
+        for g, key in zip(caps, zeros):
+            if key is not None:
+                rt.buffer(g, None)
+                rec.free(key)
 
     def mutated(self, n, v, a, reuse):
         """The bytes of each buffer N's kernel writes that it also reads
