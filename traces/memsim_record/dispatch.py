@@ -35,6 +35,7 @@ from . import host
 from . import kernels
 from . import known
 from . import lifecycle
+from . import sparse
 from . import values
 from .fake import KERNEL_SITES, SDPA_KERNELS, _dynamic, _host_values, \
     _item_value, _may_be_dynamic, no_fake
@@ -286,6 +287,11 @@ class Dispatch:
         # ops recorded
         with mode:
             return values.host_bool(self.rec, name, *args, **kwargs)
+
+    def _sparse(self, mode, func, name, args, kwargs):
+        # an op of sparse COO tensors on the GPU (sparse.py)
+        r = sparse.HANDLERS[name](self, mode, func, name, args, kwargs)
+        return _RUN if r is None else r
 
     def _not_pinned(self, mode, func, name, args, kwargs):
         return False
@@ -1641,6 +1647,7 @@ _BEFORE = {
     "_native_multi_head_attention": Dispatch._native_mha,
 }
 _BEFORE.update((n, Dispatch._host_bool) for n in values.HOST_BOOL)
+_BEFORE.update((n, Dispatch._sparse) for n in sparse.HANDLERS)
 _AFTER = {
     "_to_copy": Dispatch._to_host,
     "convolution_backward": Dispatch._conv_backward,

@@ -1,0 +1,49 @@
+#!/bin/sh
+# memsim record --fake: sparse COO tensors on the GPU (a 2-layer GCN whose
+# adjacency is multiplied by torch.sparse.mm; forward, backward, Adam).
+# The adjacency of 8 nodes has 28 entries, 22 distinct
+# (traces/memsim_record/sparse.py):
+# - built and coalesced on the host, moved to the GPU: its indices
+#   (2 x 22 int64, 352 bytes), then its values (22 float32, 88 bytes);
+# - coalesced on the GPU, indices known: 22, no assumption;
+#   _coalesce_sparse_cuda's flattened indices, origIndices and
+#   uniqueOffsets (28 int64, 224 bytes each) and the sort's buffer
+#   (16 bytes an entry, 448), then the values (88) and indices (352);
+# - indices of unknown values: nnz kept (28), one assumption coalesce.
+# Before, the recording stopped at aten::_coalesce (no fake kernel) or at
+# the sparse tensor's .to("cuda").  Needs Python 3 and PyTorch; skips
+# (77) without them.
+set -u
+SRC=$(cd "$(dirname "$0")" && pwd)
+. "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
+need_torch
+R="$SRC/recorder"
+rec() {
+	$MEMSIM record -o "$tmp/$1.csv" -- "$PY" "$R/sparse_gcn.py" $1 \
+		>"$tmp/$1.out" 2>&1 || fail "record $1: $(tail -3 "$tmp/$1.out")"
+}
+rec cpu
+grep -q "^nnz 22 indices (2, 22) torch.int64 values (22,)$" "$tmp/cpu.out" ||
+	fail "cpu: $(cat "$tmp/cpu.out")"
+awk -F, '$3 == "alloc" { print $5 }' "$tmp/cpu.csv" | head -2 | tr '\n' ' ' >"$tmp/o"
+[ "$(cat "$tmp/o")" = "352 88 " ] || fail "cpu: first allocations $(cat "$tmp/o")"
+grep -q ',annotate,' "$tmp/cpu.csv" && fail "cpu: an assumption"
+
+rec cuda
+grep -q "^nnz 22 indices (2, 22) torch.int64 values (22,)$" "$tmp/cuda.out" ||
+	fail "cuda: $(cat "$tmp/cuda.out")"
+grep -q ',annotate,' "$tmp/cuda.csv" && fail "cuda: an assumption"
+# the first coalesce: after the indices (448) and values (112) made
+awk -F, '$3 == "alloc" { print $5 ($7 == "temporary" ? "t" : "") }' \
+	"$tmp/cuda.csv" | sed -n 3,8p | tr '\n' ' ' >"$tmp/o"
+[ "$(cat "$tmp/o")" = "224t 224t 224t 448t 88 352 " ] ||
+	fail "cuda: coalesce allocations $(cat "$tmp/o")"
+
+rec random
+grep -q "^nnz 28 indices (2, 28) torch.int64 values (28,)$" "$tmp/random.out" ||
+	fail "random: $(cat "$tmp/random.out")"
+grep ',annotate,' "$tmp/random.csv" | head -1 | cut -d, -f7- >"$tmp/o"
+echo "assumption,coalesce sparse_gcn.py:20 =28" >"$tmp/want"
+cmp -s "$tmp/o" "$tmp/want" || fail "random: $(diff "$tmp/want" "$tmp/o")"
+$MEMSIM run --json "$tmp/cuda.csv" >/dev/null || fail "run"
+finish recorder_sparse.sh
