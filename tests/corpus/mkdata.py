@@ -21,6 +21,8 @@ wikitext    wikitext/{train,valid,test}.txt (pytorch/examples'
             WikiText2 demo), words drawn from a 5,000-word vocabulary.
 cora        cora/cora.content, cora/cora.cites: 2,000 papers, 500 binary
             features, 7 classes, 5,000 citations (pytorch/examples' gat).
+cora-tgz    cora/ as above and cora.tgz of it, the archive pytorch/examples'
+            gcn downloads (served by wrap.py --serve).
 enwik8      data/enwik8.gz: 95,000,000 bytes (x-transformers reads 95e6
             and keeps the last 5e6 for validation).
 imagefolder imagefolder/{train,val,validation}/cNN/NNN.jpg: 4 classes, 16
@@ -155,6 +157,15 @@ def cora(d):
         for _ in range(5000):
             a, b = rng.integers(0, n, 2)
             f.write("%d\t%d\n" % (ids[a], ids[b]))
+
+
+def cora_tgz(d):
+    """cora/ as cora() makes it, and cora.tgz of it (pytorch/examples' gcn
+    downloads and extracts the archive every run: wrap.py --serve)."""
+    import tarfile
+    cora(d)
+    with tarfile.open(os.path.join(d, "cora.tgz"), "w:gz") as t:
+        t.add(os.path.join(d, "cora"), arcname="cora")
 
 
 def enwik8(d):
@@ -304,6 +315,7 @@ def main():
     d = sys.argv[1]
     kinds = {"text": text, "names": names, "shakespeare_char": shakespeare_char,
              "tinystories": tinystories, "wikitext": wikitext, "cora": cora,
+             "cora-tgz": cora_tgz,
              "enwik8": enwik8, "imagefolder": imagefolder,
              "minimind": minimind, "hf-tiny-llama": hf_tiny_llama,
              "hf-tinystories": hf_tinystories,

@@ -1,6 +1,7 @@
 """Run one corpus program unmodified, as `python3 SCRIPT ARGS...` would.
 
-    python3 wrap.py [--path DIR]... [--steps N] [--chdir DIR] SCRIPT ARGS...
+    python3 wrap.py [--path DIR]... [--steps N] [--chdir DIR]
+                    [--serve URL=FILE]... SCRIPT ARGS...
 
 --path DIR   put DIR on sys.path (a program's package folder: minGPT's
              `mingpt`, x-transformers' `x_transformers`), as an installed
@@ -13,6 +14,12 @@
 --chdir DIR  run in DIR (relative to the scratch working directory), for
              the programs that open paths relative to their own folder
              (minimind's trainer/ scripts: ../model, ../dataset).
+--serve URL=FILE
+             answer requests.get(URL) with FILE's bytes (the response's
+             .raw, .content, .iter_content), for the programs that
+             download their dataset every run with no way to skip it
+             (pytorch/examples' gcn: cora.tgz); FILE is the synthetic
+             data mkdata.py made.  The corpus runs with no network.
 
 The script's own folder is sys.path[0] and sys.argv is SCRIPT ARGS, as
 for `python3 SCRIPT`.  With CORPUS_REAL=FILE in the environment (the real
@@ -55,15 +62,56 @@ def keep_peaks(dropped):
         setattr(torch.cuda, name, reset)
 
 
+def serve(urls):
+    """requests.get of a URL in URLS (URL -> FILE) answered from FILE."""
+    import io
+    import requests
+
+    class Local:
+        def __init__(self, path):
+            with open(path, "rb") as f:
+                self.content = f.read()
+            self.raw = io.BytesIO(self.content)
+            self.status_code = 200
+            self.ok = True
+
+        def iter_content(self, chunk_size=1, decode_unicode=False):
+            for i in range(0, len(self.content), chunk_size or 1):
+                yield self.content[i:i + (chunk_size or 1)]
+
+        def raise_for_status(self):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    orig = requests.get
+
+    def get(url, *a, **k):
+        if url in urls:
+            return Local(urls[url])
+        return orig(url, *a, **k)
+    requests.get = get
+
+
 def main():
     args = sys.argv[1:]
     paths, steps = [], None
     chdir = None
-    while args and args[0] in ("--path", "--steps", "--chdir"):
+    urls = {}
+    while args and args[0] in ("--path", "--steps", "--chdir", "--serve"):
         if len(args) < 2:
             sys.exit("wrap.py: %s needs a value" % args[0])
         if args[0] == "--path":
             paths.append(os.path.abspath(args[1]))
+        elif args[0] == "--serve":
+            url, eq, path = args[1].rpartition("=")
+            if not eq or not url:
+                sys.exit("wrap.py: --serve takes URL=FILE, not %r" % args[1])
+            urls[url] = os.path.abspath(path)
         elif args[0] == "--chdir":
             chdir = args[1]
         else:
@@ -71,12 +119,14 @@ def main():
         args = args[2:]
     if not args:
         sys.exit("usage: wrap.py [--path DIR]... [--steps N] [--chdir DIR] "
-                 "SCRIPT ARGS...")
+                 "[--serve URL=FILE]... SCRIPT ARGS...")
     script = os.path.abspath(args[0])
     if chdir is not None:
         os.chdir(chdir)
     sys.argv = [script] + args[1:]
     sys.path[0:0] = [os.path.dirname(script)] + paths
+    if urls:
+        serve(urls)
     if steps is not None:
         import torch.optim.optimizer as opt
         done = [0]

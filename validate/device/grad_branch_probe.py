@@ -83,6 +83,7 @@ def run(case, dev="cuda"):
 def snapshots(out, cases):
     import gc
     import torch
+    os.makedirs(out, exist_ok=True)
     torch.cuda.memory._record_memory_history(max_entries=200000)
     for c in cases:
         m = torch.empty(7777 * 512, dtype=torch.uint8, device="cuda")
