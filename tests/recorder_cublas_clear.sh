@@ -43,6 +43,16 @@ freed=$(awk -F, '$3 == "free_completed" && $6 != 0 { print $4 }' "$tmp/ro.csv" |
 for a in $made; do
 	echo "$freed" | grep -qx "$a" || fail "graph stream workspace at $a never freed"
 done
+# CUDAGraphTreeManager's first act is an empty capture that keeps its pool
+# alive (`with torch.cuda.graph(graph, pool=...): pass`), and
+# torch.cuda.graph's __enter__ empties the cache: an empty_cache row right
+# before the first pool_begin (transformers' static-cache generate() had
+# the autotuner's free 60 MiB flush segment kept, +39% reserved against
+# the H200, docs/recording.md).
+awk -F, 'NR > 1 && $3 != "annotate" { if ($3 == "pool_begin") { print prev; exit } prev = $3 }' \
+	"$tmp/ro.csv" >"$tmp/before"
+[ "$(cat "$tmp/before")" = empty_cache ] ||
+	fail "the row before the first pool_begin is '$(cat "$tmp/before")', not empty_cache"
 # A program's own call (Lightning's teardown, _clear_cuda_memory, makes
 # it before empty_cache at the end of each fit, validate and test): the
 # main thread's cuBLAS workspace, then its cuBLASLt one (the cuBLAS map

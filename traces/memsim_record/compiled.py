@@ -941,9 +941,12 @@ class Runtime:
         from . import fake
         if not getattr(self, "pool_held", False):
             # the tree's own reference to its pool (graph_pool_handle(),
-            # held by CUDAGraphTreeManager as long as the tree): a begin
-            # and an end with nothing between, as on the H200
+            # held by CUDAGraphTreeManager as long as the tree): an empty
+            # capture, `with torch.cuda.graph(...): pass`, whose __enter__
+            # empties the cache first, then a begin and an end with
+            # nothing between, as on the H200
             self.pool_held = True
+            self.rec.empty_cache()
             self.pool("pool_begin")
             self.pool("pool_end")
         if getattr(self, "pool_key", None) is None:
