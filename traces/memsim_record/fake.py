@@ -728,6 +728,35 @@ def _hook_slots(torch):
     return {w: names.index(w) for w in want}
 
 
+try:
+    from torch.nested._internal.nested_tensor import \
+        NestedTensor as _NestedTensor
+except ImportError:     # a PyTorch without jagged nested tensors
+    _NestedTensor = None
+
+
+def _patch_nested_int(torch, ftm):
+    """A jagged nested tensor's ragged size is a nested int of its offsets
+    (get_tensor_symint): FakeTensor.get_nested_int asks its mode for a
+    symbolic one, which needs a ShapeEnv the recorder's mode has not.  A
+    fake without one gets what a real tensor gets in eager mode, a
+    NestedIntNode numbered once per tensor, so torch.nested.nested_tensor
+    (layout=torch.jagged) and the ops of its subclass run as in eager
+    mode, on the fake values."""
+    from torch.nested._internal import nested_tensor as nt
+    orig = ftm.FakeTensor.get_nested_int
+
+    def get_nested_int(self, *, coeff=1):
+        if self.fake_mode.shape_env is not None:
+            return orig(self, coeff=coeff)
+        if self.nested_int_memo is None:
+            self.nested_int_memo = torch.SymInt(
+                nt.NestedIntNode(nt._tensor_id_counter, 1))
+            nt._tensor_id_counter += 1
+        return self.nested_int_memo * coeff
+    ftm.FakeTensor.get_nested_int = get_nested_int
+
+
 def _patch_cuda(torch, rec, dev):
     name, major, minor, total, sms = devices.DEVICES[dev]
     props = _Props(name, major, minor, total, sms, devices.L2_BYTES.get(dev))
@@ -799,6 +828,7 @@ def _patch_cuda(torch, rec, dev):
     # backward works" (init_gpu_context): no GPU is touched here.
     import torch._subclasses.fake_tensor as ftm
     ftm.init_gpu_context = lambda device: None
+    _patch_nested_int(torch, ftm)
     # The fake convolution asks which kernel would run to pick the output's
     # memory format (torch._C._select_conv_backend), which queries cuDNN
     # and the GPU.  On CUDA that is cuDNN, and its memory format is
@@ -1353,20 +1383,9 @@ def _sdp_choice(torch, rec, args, kwargs, major):
     masks included); math on older devices."""
     q = args[0]
     mask = args[3] if len(args) > 3 else kwargs.get("attn_mask")
-    d = q.shape[-1]
-    half = q.dtype in (torch.float16, torch.bfloat16)
-    # On sm90 PyTorch 2.11 ran cuDNN attention for fp16/bf16 (the H200
-    # snapshots' frames show at::native::_cudnn_attention_forward/backward):
-    # first where it applies, else last.
-    cudnn = major in (9, 10) and half and d <= 128 and d % 8 == 0
-    fits = {SDP_CUDNN: cudnn,
-            SDP_FLASH: major >= 8 and half and mask is None and d <= 256
-            and d % 8 == 0,
-            SDP_EFFICIENT: major >= 5 and
-            d % _gemm_alignment(torch, q.dtype, major) == 0,
-            SDP_MATH: True}
+    fits = _sdp_fits(torch, q, mask, major)
     order = [SDP_FLASH, SDP_EFFICIENT, SDP_MATH]
-    order = [SDP_CUDNN] + order if cudnn else order + [SDP_CUDNN]
+    order = [SDP_CUDNN] + order if fits[SDP_CUDNN] else order + [SDP_CUDNN]
     # The backends the program left enabled (torch.backends.cuda's
     # flags, which torch.nn.attention.sdpa_kernel sets): select_sdp_backend
     # takes the first of its order that is enabled and applies.
@@ -1376,6 +1395,50 @@ def _sdp_choice(torch, rec, args, kwargs, major):
         if fits[b] and enabled[b]:
             return b
     raise RuntimeError("No available kernel. Aborting execution.")
+
+
+def _sdp_fits(torch, q, mask, major):
+    """Which backends take a query Q (its head dimension and dtype) and
+    MASK on a device of compute capability MAJOR (sdp_utils' checks)."""
+    d = q.shape[-1]
+    half = q.dtype in (torch.float16, torch.bfloat16)
+    # On sm90 PyTorch 2.11 ran cuDNN attention for fp16/bf16 (the H200
+    # snapshots' frames show at::native::_cudnn_attention_forward/backward):
+    # first where it applies, else last.
+    return {SDP_CUDNN: major in (9, 10) and half and d <= 128 and d % 8 == 0,
+            SDP_FLASH: major >= 8 and half and mask is None and d <= 256
+            and d % 8 == 0,
+            SDP_EFFICIENT: major >= 5 and
+            d % _gemm_alignment(torch, q.dtype, major) == 0,
+            SDP_MATH: True}
+
+
+def _patch_jagged_sdpa(torch, major):
+    """Jagged nested tensors' attention (jagged_scaled_dot_product_attention)
+    asks torch.backends.cuda's can_use_flash_attention and
+    can_use_efficient_attention, which a build without CUDA answers False
+    (then the math path makes a strided nested tensor, which has no fake
+    kernel): answered as on the device, by the dense rules' head dimension
+    and dtype checks and the enabled flags; cuDNN, last in the jagged
+    order, is not taken."""
+    try:
+        import torch.nested._internal.sdpa as jsdpa
+    except ImportError:
+        return
+    names = {SDP_FLASH: "can_use_flash_attention",
+             SDP_EFFICIENT: "can_use_efficient_attention"}
+    for b, name in names.items():
+        if not hasattr(jsdpa, name):
+            continue
+
+        def can(params, debug=False, b=b):
+            on = dict(zip((SDP_CUDNN, SDP_FLASH, SDP_EFFICIENT, SDP_MATH),
+                          _sdp_flags(torch)()))
+            return on[b] and _sdp_fits(torch, params.query,
+                                       params.attn_mask, major)[b]
+        setattr(jsdpa, name, can)
+    if hasattr(jsdpa, "can_use_cudnn_attention"):
+        jsdpa.can_use_cudnn_attention = lambda params, debug=False: False
 
 
 _SDP_FLAGS = []
@@ -1523,6 +1586,11 @@ def run(opt, script, argv):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             if not getattr(lift_tls, "set", False):
                 lift_cpu_tensors()
+            if _NestedTensor is not None and _NestedTensor in types:
+                # A jagged nested tensor's op: its subclass's own
+                # __torch_dispatch__ runs it on its fake values (and
+                # offsets), whose ops come back here one by one.
+                return NotImplemented
             if isinstance(func, HigherOrderOperator):
                 return higher_order(self, func, args, kwargs)
             return d.dispatch(self, func, args, kwargs)
@@ -1771,6 +1839,14 @@ def run(opt, script, argv):
 
     def sdpa(query, key, value, attn_mask=None, dropout_p=0.0,
              is_causal=False, scale=None, enable_gqa=False):
+        if _NestedTensor is not None and any(
+                isinstance(t, _NestedTensor) for t in (query, key, value)):
+            # jagged nested tensors: PyTorch's own
+            # (jagged_scaled_dot_product_attention, through the subclass's
+            # __torch_function__), whose kernels' ops come back here
+            return orig_sdpa(query, key, value, attn_mask=attn_mask,
+                             dropout_p=dropout_p, is_causal=is_causal,
+                             scale=scale, enable_gqa=enable_gqa)
         # Grouped-query attention (enable_gqa: fewer key/value heads, a
         # divisor of the query's): cuDNN and flash attention take the
         # grouped heads as they are (the H200 ran cuDNN attention for a
@@ -1837,6 +1913,7 @@ def run(opt, script, argv):
                          scale=scale)
 
     F.scaled_dot_product_attention = sdpa
+    _patch_jagged_sdpa(torch, major)
     _sdp_flags(torch)   # made here, outside any function Dynamo traces
 
     # at::linear on an input neither 2-D nor contiguous with a bias:
