@@ -32,7 +32,9 @@ predicted in two parts:
   buffer (benchmark_gpu's cache flush) and frees it, with copies of the
   buffers the kernel mutates around each timed run (Runtime.flush,
   Program._kernel_keys).  A scatter writes into a buffer of its own,
-  made by a fill kernel when it starts from a constant; a backward
+  made by a fill kernel when it starts from a constant, a copy of its
+  target otherwise, with a kernel over the elements it scatters
+  (Program._scattered); a backward
   graph's incoming gradients live until it returns (the autograd
   engine holds them).  flex_attention and its backward are Inductor's
   Triton templates: their buffers (the log-sum-exp, the max scores, the
@@ -88,8 +90,9 @@ REDUCTIONS = {
     "sum", "prod", "amax", "amin", "argmax", "argmin", "mean", "var_mean",
     "var", "std", "any", "all", "max", "min", "nansum", "logsumexp",
     "prepare_softmax_online", "scatter", "scatter_add", "scatter_reduce",
-    "index_put", "index_add",
-    "_unsafe_index_put", "_unsafe_masked_index_put_accumulate",
+    "index_put", "index_add", "index_put_",
+    "_unsafe_index_put", "_unsafe_index_put_",
+    "_unsafe_masked_index_put_accumulate",
 }
 
 
@@ -107,10 +110,28 @@ CONFIG_REDUCTIONS = {
 # writes into it (ir.Scatter, a mutation).
 SCATTERS = REDUCTIONS - CONFIG_REDUCTIONS
 
+# index_put and its kin: their kernel iterates over the indices' shape
+# and the dimensions of the target they leave (index_put_impl_); the
+# in-place ones (Inductor's reinplacing pass: index_put_ for an
+# index_put whose target nothing else reads) write the target itself,
+# the others a clone of it.
+INDEX_PUTS = {"index_put", "index_put_", "_unsafe_index_put",
+              "_unsafe_index_put_", "_unsafe_masked_index_put_accumulate"}
+INPLACE_SCATTERS = {"index_put_", "_unsafe_index_put_"}
+
 # Ops that fill a new tensor with a constant: a scatter's zeros, made by
 # a pointwise kernel of their own in the buffer the scatter writes.
 FILLS = {"full", "zeros", "new_zeros", "full_like", "zeros_like",
          "new_full"}
+
+
+def _pointwise_configs(numel):
+    """How many configurations pointwise() leaves a one-dimensional
+    kernel of NUMEL elements: two (blocks of bs and bs // 2 elements,
+    bs >= 256), but one for at most 128, where both shrink to the size
+    hint (NUMEL rounded up to a power of two) in triton_config and, with
+    the same warps, are one after unique_configs."""
+    return 1 if numel <= 128 else 2
 
 
 def _inner_configs(r, xs):
@@ -219,6 +240,16 @@ class Program:
                 if _name(f) in FILLS and len(f.users) == 1:
                     self.fills[n] = f
         self.buffers = buf
+        # and an index_put or scatter that is not in place clones its
+        # target into that buffer first (the lowering's clone(x),
+        # realized: a pointwise kernel of the target's elements, which
+        # computes it there when it is a constant: the fill above)
+        self.copies = {n: n.args[0] for n in nodes
+                       if n.op == "call_function" and n in buf and
+                       _name(n) in SCATTERS and
+                       _name(n) not in INPLACE_SCATTERS and
+                       n not in self.fills and n.args and
+                       isinstance(n.args[0], torch.fx.Node)}
         # Triton's autotuner benchmarks each fused kernel at its first
         # launch (the H200 traces: an L2 flush buffer at pointwise and
         # reduction kernels alike) when it has several configurations
@@ -273,14 +304,19 @@ class Program:
         - a foreach op's kernel (an optimizer step's _foreach_* ops,
           lowered into one ForeachKernel): triton_heuristics.foreach
           gives one configuration but under max-autotune;
-        - a pointwise kernel of at most 128 elements: pointwise()'s two
-          configurations (blocks of bs and bs // 2 elements, bs >= 256)
-          both shrink to the kernel's size hint (its numel rounded up to
-          a power of two) in triton_config and, with the same warps, are
-          one after unique_configs."""
+        - a pointwise kernel of at most 128 elements (_pointwise_configs);
+        - a scatter's kernel: a pointwise one over the elements it
+          scatters (_scattered: a tiny index_put into a flex_attention
+          block mask's buffer has one), none where Inductor calls
+          ATen's."""
         if self.tune_all:
             return 2
         torch = self.torch
+        if isinstance(value, torch.fx.Node) and _name(value) in SCATTERS:
+            # (a copy_ of a scatter's buffer into an input: a copy)
+            m = self._scattered(n) if value is n else _numel_of(n)
+            if m is not None:
+                return _pointwise_configs(m)
         src = value
         if isinstance(src, torch.fx.Node) and src.target is operator.getitem \
                 and src.args and isinstance(src.args[0], torch.fx.Node):
@@ -292,15 +328,77 @@ class Program:
             return 1
         val = n.meta.get("val") if isinstance(n, torch.fx.Node) else None
         tags = getattr(getattr(src, "target", None), "tags", ()) or ()
+        # (select_scatter and slice_scatter lower to a pointwise kernel
+        # over their output, as the copies do)
         pointwise = torch.Tag.pointwise in tags or name in (
-            "copy_", "copy", "full", "fill", "clone", "_to_copy")
+            "copy_", "copy", "full", "fill", "clone", "_to_copy",
+            "select_scatter", "slice_scatter")
         if pointwise and isinstance(val, torch.Tensor):
             try:
-                if int(val.numel()) <= 128:
-                    return 1
+                return _pointwise_configs(int(val.numel()))
             except Exception:      # a symbolic numel
                 pass
         return 2
+
+    def _scattered(self, n):
+        """The elements scatter N's Triton kernel iterates over (its
+        ir.Scatter's ranges): for index_put and its kin (INDEX_PUTS) the
+        indices' broadcast shape times the target's dimensions they
+        leave, the values expanded to that (index_put_impl_); for
+        scatter, scatter_add and scatter_reduce the index's
+        (scatter_reduce_).  0 where Inductor calls ATen's kernel instead
+        (index_put_fallback: a boolean index, an accumulation into int64
+        or bool; use_scatter_fallback: a reduction other than a sum, an
+        int64 or bool source, a sum into int64 or bool; deterministic
+        algorithms), the target's elements where a boolean mask and one
+        value make it a masked fill (index_put_as_masked_fill's where,
+        which is the clone's kernel when there is one); None where
+        unknown."""
+        torch = self.torch
+        name = _name(n)
+        vals = torch.fx.node.map_arg(n.args, lambda a: a.meta.get("val"))
+        x = vals[0] if vals else None
+        if not isinstance(x, torch.Tensor):
+            return None
+        wide = (torch.int64, torch.bool)
+        try:
+            if name in INDEX_PUTS:
+                k = 2 if name == "_unsafe_masked_index_put_accumulate" \
+                    else 1
+                idx, values = vals[k], vals[k + 1]
+                acc = k == 2 or bool(
+                    vals[3] if len(vals) > 3 else
+                    n.kwargs.get("accumulate", False))
+                tensors = [i for i in idx if isinstance(i, torch.Tensor)]
+                if any(i.dtype in (torch.bool, torch.uint8)
+                       for i in tensors):
+                    if len(idx) == 1 and values.numel() == 1 and \
+                            name in INPLACE_SCATTERS:
+                        return _numel(x.shape)
+                    return 0        # (a functional one's: in the clone's)
+                if torch.are_deterministic_algorithms_enabled() or \
+                        acc and x.dtype in wide:
+                    return 0
+                left = [d for i, d in enumerate(x.shape)
+                        if i >= len(idx) or idx[i] is None]
+                return _numel(torch.broadcast_shapes(
+                    *[i.shape for i in tensors])) * _numel(left)
+            if name not in ("scatter", "scatter_add", "scatter_reduce"):
+                return None
+            index = vals[2]
+            src = vals[3] if len(vals) > 3 else None
+            reduce = vals[4] if len(vals) > 4 else \
+                n.kwargs.get("reduce")
+            if name == "scatter_add" or reduce == "add":
+                reduce = "sum"
+            if reduce not in (None, "sum") or \
+                    torch.are_deterministic_algorithms_enabled() or \
+                    isinstance(src, torch.Tensor) and src.dtype in wide \
+                    or reduce == "sum" and x.dtype in wide:
+                return 0
+            return _numel(index.shape)
+        except Exception:       # another signature, a symbolic size
+            return None
 
     def _kernel_keys(self, idx):
         """The key of the Triton kernel each tuned node launches, the same
@@ -323,7 +421,24 @@ class Program:
             n in self.tuned)]
         pos = {}
         keys = {}
+        self.copy_kernel = {}
         for n in fused:
+            t = self.copies.get(n)
+            if t is not None:
+                # the clone of a scatter's target, the kernel before its
+                # own: a copy of a stored value (its shape, strides and
+                # dtype), or the values inlined into it
+                v = t.meta.get("val")
+                src = ("clone", self._region(t, idx)
+                       if t not in self.realized else None,
+                       str(getattr(v, "shape", None)),
+                       str(v.stride() if hasattr(v, "stride") else None),
+                       str(getattr(v, "dtype", None)))
+                if src not in pos:
+                    pos[src] = len(pos)
+                m = _numel_of(t)
+                if self.tune_all or m is None or _pointwise_configs(m) > 1:
+                    self.copy_kernel[n] = (pos[src], src)
             # the values a reduction's kernel computes (a layer norm's
             # output and statistics, the producer fused into it) are one
             # kernel: the reduction's
@@ -396,8 +511,12 @@ class Program:
         return None
 
     def _iteration(self, n):
-        """The elements N's kernel iterates over: a scatter's values (the
-        index_put's, the scatter's source), N's own otherwise."""
+        """The elements N's kernel iterates over: a scatter's
+        (_scattered, else its largest input but the target), N's own
+        otherwise."""
+        m = self._scattered(n) if _name(n) in SCATTERS else None
+        if m:
+            return m
         if _name(n) in SCATTERS and n.args:
             sizes = [_numel_of(a) for a in n.all_input_nodes
                      if a is not n.args[0]]
@@ -726,6 +845,8 @@ class Program:
                     f = self.fills.get(n)
                     if f is not None and f in self.kernel and record:
                         rt.flush(self.kernel[f], (), self.kind)
+                    if n in self.copy_kernel and record:
+                        rt.flush(self.copy_kernel[n], (), self.kind)
                     if n in self.kernel and record and \
                             n not in self.fill_nodes:
                         rt.flush(self.kernel[n],
