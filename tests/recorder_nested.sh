@@ -14,7 +14,8 @@
 # fp16 forward and the start of its backward, the first 58 requests, are
 # the real ones but for the 15th and 16th, the offsets' cumsum's CUB
 # storage (1279 bytes on the H200, 1023 by kernels.py's rule, measured on
-# other scans).  Needs PyTorch; skips (77) without.
+# other scans).  The rest differs only in the order of a few frees at the
+# script's `del`.  Needs PyTorch; skips (77) without.
 set -u
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 need_torch
@@ -33,4 +34,12 @@ real="+393216 +1536 +131072 +512 +18944 +61440 +32768 +4608 +102400 +39424 +2595
 	fail "requests differ from the H200's:
   got  $(cat "$tmp/got")
   real $real"
+# and the whole run's peaks are the H200's: the varlen kernels' backward
+# temporaries (mha_varlen_bwd's softmax_d and dq_accum over total + 128
+# rows a sequence; the memory-efficient kernel's workspace over the
+# sequences and the longest one), no philox seed or grad_bias blocks
+$MEMSIM run --json "$tmp/j.csv" >"$tmp/j.json" || fail "memsim run"
+got="$(key allocated_bytes.all.peak "$tmp/j.json") $(key reserved_bytes.all.peak "$tmp/j.json")"
+[ "$got" = "77875712 96468992" ] ||
+	fail "peaks $got, the H200's 77875712 96468992"
 finish recorder_nested.sh

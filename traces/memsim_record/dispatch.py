@@ -825,6 +825,15 @@ class Dispatch:
             flat = flat[:2]
         return self.outputs(name, args, kwargs, out, flat)
 
+    def _efficient_backward(self, name, args, kwargs, out):
+        flat = tree_flatten(out)[0]
+        if len(flat) == 4 and (len(args) < 5 or args[4] is None):
+            # _efficient_attention_backward's grad_bias without a bias is
+            # an undefined tensor on the GPU, where the fake kernel makes
+            # a scalar
+            flat = flat[:3]
+        return self.outputs(name, args, kwargs, out, flat)
+
     def _loss(self, name, args, kwargs, out):
         if isinstance(out, torch.Tensor) and out.device.type == "cuda" and \
                 out.dim() == 0 and (len(args) < 3 or args[2] != 0):
@@ -1504,6 +1513,47 @@ class Dispatch:
                                           q.element_size(), sk=sk, dv=dv,
                                           dropout=bool(p), hkv=hkv)
 
+    def _ev_attention_kernel(self, name, args, phase, out, kwargs):
+        """The kernels' own backward ops, called directly (a jagged
+        nested tensor's attention, jagged_scaled_dot_product_attention:
+        the dense _scaled_dot_product_* ops call them inside their C++):
+        their tensors are (batch, sequence, heads, dim), and with
+        cumulative sequence lengths (varlen) a batch of one holding every
+        sequence.  _flash_attention_backward's mha_varlen_bwd pads each
+        sequence's rows for softmax_d and dq_accum, total + 128 x batch
+        rows where the dense kernel has batch x pad128(seqlen)."""
+        q, k, v = args[1], args[2], args[3]
+        if not isinstance(q, torch.Tensor) or q.device.type != "cuda":
+            return []
+        cu = args[6] if len(args) > 6 else None
+        if q.dim() == 3:        # varlen: (total, heads, dim)
+            q, k, v = (t.unsqueeze(0) for t in (q, k, v))
+        if q.dim() != 4:
+            return []
+        b, sq, h, d = (kernels.symsize(x) for x in q.shape)
+        sk, hkv = kernels.symsize(k.shape[1]), kernels.symsize(k.shape[2])
+        dv = kernels.symsize(v.shape[3])
+        if name == "_flash_attention_backward":
+            p = args[10] if len(args) > 10 else kwargs.get("dropout_p", 0.0)
+            if isinstance(cu, torch.Tensor):
+                nb = kernels.symsize(cu.shape[0]) - 1
+                return kernels.flash_backward_rows(b * sq + 128 * nb, h, d)
+            return kernels.attention_backward("flash", b, h, sq, d,
+                                              q.element_size(), sk=sk,
+                                              dv=dv, dropout=bool(p),
+                                              hkv=hkv)
+        p = args[11] if len(args) > 11 else kwargs.get("dropout_p", 0.0)
+        ws = None
+        if isinstance(cu, torch.Tensor):
+            # varlen: the kernel's batch is the sequences and its
+            # lengths the longest ones (max_seqlen_q, max_seqlen_k)
+            ws = (kernels.symsize(cu.shape[0]) - 1,
+                  kernels.symsize(args[8]), kernels.symsize(args[9]))
+        return kernels.attention_backward("efficient", b, h, sq, d,
+                                          q.element_size(), sk=sk, dv=dv,
+                                          dropout=bool(p), hkv=hkv,
+                                          ws_shape=ws)
+
     def temps(self, name, events):
         """Allocations through the fake allocator, freed in the order
         the kernel frees them: category temporary, site the kernel."""
@@ -1659,6 +1709,8 @@ _AFTER = {
     "native_layer_norm": Dispatch._layer_norm,
     "native_layer_norm_backward": Dispatch._layer_norm,
     "_scaled_dot_product_efficient_attention": Dispatch._efficient_forward,
+    "_efficient_attention_forward": Dispatch._efficient_forward,
+    "_efficient_attention_backward": Dispatch._efficient_backward,
     "mse_loss": Dispatch._loss,
     "smooth_l1_loss": Dispatch._loss,
     "binary_cross_entropy": Dispatch._bce,
@@ -1692,3 +1744,5 @@ _EVENTS = {
     "native_group_norm_backward": Dispatch._ev_group_norm,
 }
 _EVENTS.update((n, Dispatch._ev_attention) for n in SDPA_KERNELS)
+_EVENTS.update((n, Dispatch._ev_attention_kernel) for n in
+               ("_flash_attention_backward", "_efficient_attention_backward"))

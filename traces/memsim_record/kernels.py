@@ -302,7 +302,7 @@ def efficient_workspace(half, b, h, m, n, d, dv, dropout):
 
 
 def attention_backward(kind, b, h, sq, d, itemsize, sk=None, dv=None,
-                       dropout=False, hkv=None):
+                       dropout=False, hkv=None, ws_shape=None):
     """Events of one attention backward kernel; KIND is cudnn, efficient
     or flash; shapes of the query (B, H, Sq, D), the keys' length SK and
     heads HKV and the values' head dimension DV (default Sq, H and D),
@@ -313,7 +313,9 @@ def attention_backward(kind, b, h, sq, d, itemsize, sk=None, dv=None,
     HKV 4, S 256, D 64 bf16 asked 4227328 bytes, the same without
     grouping 2130176, whatever the layouts of q, k, v and the output's
     gradient; H = 2 HKV there, so 2 * B*HKV*Sk*D fp32 would fit as
-    well)."""
+    well).  WS_SHAPE, (batch, M, N) of the memory-efficient kernel's
+    workspace where they are not the query's (a varlen call: the
+    sequences, the longest query and key)."""
     sk = sq if sk is None else sk
     dv = d if dv is None else dv
     if kind == "cudnn":
@@ -324,17 +326,12 @@ def attention_backward(kind, b, h, sq, d, itemsize, sk=None, dv=None,
     if kind == "flash":
         # mha_bwd: softmax_d (B, H, seqlen_q_rounded) and, not
         # deterministic, dq_accum (B, seqlen_q_rounded, H,
-        # head_size_rounded) in fp32: seqlen_q rounded to 128, the head
-        # size to 8 and then to 32 up to 128, to 64 above.
-        s = _pad(sq, 128)
-        hd = _pad(d, 8)
-        hd = _pad(hd, 32 if hd <= 128 else 64)
-        return [("alloc", "softmax_d", b * h * s * 4),
-                ("alloc", "dq_accum", b * h * s * hd * 4),
-                ("free", "dq_accum"), ("free", "softmax_d")]
+        # head_size_rounded) in fp32: seqlen_q rounded to 128.
+        return flash_backward_rows(b * _pad(sq, 128), h, d)
     if kind != "efficient":
         return []
-    ws = efficient_workspace(itemsize < 4, b, h, sq, sk, d, dv, dropout)
+    wb, wm, wn = ws_shape if ws_shape is not None else (b, sq, sk)
+    ws = efficient_workspace(itemsize < 4, wb, h, wm, wn, d, dv, dropout)
     end = [("alloc", "ws", ws)] if ws else []
     if itemsize < 4:
         # kKernelComputesDelta (fp16/bf16; on sm70 only kOutputInRF): delta is
@@ -357,6 +354,19 @@ def attention_backward(kind, b, h, sq, d, itemsize, sk=None, dv=None,
     else:
         ev += [("free", "prod")] + end + [("free", "sum")]
     return ev + ([("free", "ws")] if ws else [])
+
+
+def flash_backward_rows(rows, h, d):
+    """Flash attention's backward temporaries over ROWS padded query rows
+    (mha_bwd: batch x seqlen rounded to 128; mha_varlen_bwd: the total
+    plus 128 a sequence) of H heads: softmax_d, ROWS x H floats, and, not
+    deterministic, dq_accum, ROWS x H x the head size rounded to 8 and
+    then to 32 up to 128, to 64 above."""
+    hd = _pad(d, 8)
+    hd = _pad(hd, 32 if hd <= 128 else 64)
+    return [("alloc", "softmax_d", rows * h * 4),
+            ("alloc", "dq_accum", rows * h * hd * 4),
+            ("free", "dq_accum"), ("free", "softmax_d")]
 
 
 def attention_forward(kind):
