@@ -118,6 +118,7 @@ class Dispatch:
         self.major, self.minor = dev[1], dev[2]
         self.sms = dev[4]
         self._bce_neg = None     # weakref: BCE with logits backward's -self
+        self.branch = None       # the node taking the plain path (_Plain)
         self.ws_bytes = devices.cublas_workspace_bytes(
             self.major, self.minor, os.environ.get("CUBLAS_WORKSPACE_CONFIG"))
         self.values_cpu = getattr(opt, "values", "rules") == "cpu"
@@ -244,6 +245,10 @@ class Dispatch:
         if self.sym is not None:
             # --symbolic: the sentinel's sizes become the symbol
             args, kwargs = self.sym.convert(self.fm, func, args, kwargs)
+        if self.branch is not None or not torch.is_grad_enabled():
+            r = self._plain_branch(mode, func, args, kwargs)
+            if r is not _RUN:
+                return r
         before = _BEFORE.get(name)
         if before is not None:
             r = before(self, mode, func, name, args, kwargs)
@@ -598,6 +603,90 @@ class Dispatch:
         with mode:
             inplace(x, args[1])
         return x
+
+    def _plain_branch(self, mode, func, args, kwargs):
+        # Formulas whose branch for tensor subclasses (every fake
+        # tensor: isTensorSubclassLike, areAnyTensorSubclassLike) takes
+        # other ops than plain CUDA tensors take (_PLAIN): at the
+        # node's first op its rule runs the plain branch's first steps
+        # as the GPU runs them (recorded) and says whether the branches
+        # part.  Where they do, the subclass branch's ops from the
+        # rule's first (_Plain.begin) run unrecorded; at the op that
+        # brings the plain branch's last input (_Plain.at) the plain
+        # branch's ops are run and recorded, and once the node is done
+        # its result's block becomes the node's result's (adopt).
+        br = self.branch
+        if br is not None and br.busy:
+            return _RUN
+        node = _autograd_node()
+        if br is not None and node is not br.node:
+            self.branch = None
+            self.end_branch(br)
+            br = None
+        if node is None:
+            return _RUN
+        if br is None:
+            rule = _PLAIN.get(node.name())
+            if rule is None or torch.is_grad_enabled():
+                return _RUN
+            br = self.branch = _Plain(node)
+            br.busy = True
+            try:
+                with mode:
+                    rule(br, node)
+            finally:
+                br.busy = False
+        if not br.suppress:
+            return _RUN
+        if br.begin is not None:
+            if not br.begin(self, func, args):
+                return _RUN
+            br.begin = None
+        if br.at is not None and br.at(self, func, args):
+            br.at = None
+            br.busy = True
+            try:
+                with mode:
+                    br.out = br.make(args)
+                    br.drop()
+            finally:
+                br.busy = False
+        out = func(*args, **kwargs)
+        if isinstance(out, torch.Tensor):
+            # weakly: AccumulateGrad takes a gradient it holds the only
+            # reference to, and copies any other (clone_obey_contract)
+            br.last = weakref.ref(out)
+        return out
+
+    def end_branch(self, br):
+        """The node of BR is done: its plain branch's locals go, and its
+        result's block becomes the subclass branch's result's (or that
+        result is recorded as any op's output where there is none)."""
+        br.drop()
+        out, last = br.out, br.last and br.last()
+        br.out = br.last = None
+        if not br.suppress or last is None or last.device.type != "cuda":
+            return
+        if out is None or not self.adopt(out, last):
+            self.note_all([last], "backward")
+
+    def adopt(self, src, dst):
+        """DST's storage takes over the recorded block of SRC's, of the
+        same size: the block is freed when DST's storage dies."""
+        try:
+            a, b = src.untyped_storage(), dst.untyped_storage()
+        except Exception:
+            return False
+        ka, kb = id(a), id(b)
+        live = self.rec.live
+        if ka == kb:
+            return True
+        if ka not in live or kb in live or a.nbytes() != b.nbytes():
+            return False
+        live[kb] = live.pop(ka)
+        self.refs.pop(ka, None)   # (its callback goes with it)
+        self.refs[kb] = weakref.ref(b, self.on_storage_death(kb))
+        return True
 
     def _encoder_layer(self, mode, func, name, args, kwargs):
         # nn.TransformerEncoderLayer's fast path (eval, no grad):
@@ -1616,6 +1705,149 @@ _ZEROS_NODES = {"scatter_add": ("GatherBackward0", "CummaxBackward0",
                 "put": ("TakeBackward0",),
                 "index_add": ("IndexSelectBackward0",),
                 "index_fill": ("TraceBackward0",)}
+class _Plain:
+    """A node taking the plain tensors' branch (Dispatch._plain_branch):
+    SUPPRESS whether the branches part; BEGIN (None: at once) says which
+    op is the subclass branch's first to run unrecorded, AT which op
+    brings the plain branch's last input, MAKE (given that op's
+    arguments) runs the rest of the plain branch; HELD the plain
+    branch's locals, freed in reverse (drop); OUT its result, LAST the
+    subclass branch's latest output (a weak reference)."""
+
+    def __init__(self, node):
+        self.node = node
+        self.busy = False
+        self.suppress = False
+        self.begin = self.at = self.make = None
+        self.held = []
+        self.out = self.last = None
+
+    def drop(self):
+        while self.held:
+            self.held.pop()
+
+
+def _cuda_tensor(t):
+    return isinstance(t, torch.Tensor) and t.device.type == "cuda"
+
+
+def _op_is(*names):
+    return lambda d, func, args: func.overloadpacket.__name__ in names
+
+
+def _grad_seen(d, func, args):
+    # prod_backward's grad * (...): the first mul whose self is a
+    # recorded tensor (the gradient, not one of the branch's own)
+    return func.overloadpacket.__name__ == "mul" and \
+        _cuda_tensor(args[0]) and \
+        id(args[0].untyped_storage()) in d.rec.live
+
+
+def _plain_prod(br, node):
+    # prod_backward (ProdBackward0: the whole tensor; ProdBackward1:
+    # along dim).  For tensor subclasses always prod_safe_zeros_backward
+    # (ones, cat, cumprod, flip, ...).  On plain tensors the input's
+    # zeros decide: ProdBackward0 counts them with (input == 0).nonzero()
+    # (the mask freed at once, the indices at return), ProdBackward1
+    # with zero_mask.sum(dim, true).sum().item() (zero_mask and
+    # slice_zero_count freed at return); none: grad * (result /
+    # input), the quotient freed after the product; more than one for
+    # the whole tensor: zeros_like(input); else the safe path, as for
+    # subclasses.
+    x, res = node._saved_self, node._saved_result
+    if not _cuda_tensor(x) or x.dim() == 0 or x.numel() == 0:
+        return
+    if node.name() == "ProdBackward0":
+        mask = torch.eq(x, 0)
+        zeros = torch.nonzero(mask)
+        del mask
+        n = zeros.shape[0]
+        br.held = [zeros]
+        if n > 1:
+            br.suppress = True
+            br.out = torch.zeros_like(x)
+            br.drop()
+            return
+    else:
+        dim = node._saved_dim % x.dim()
+        if x.shape[dim] == 1:
+            return
+        if not node._saved_keepdim:
+            res = res.unsqueeze(dim)
+        mask = torch.eq(x, 0)
+        count = mask.sum(dim, keepdim=True)
+        n = count.sum().item()
+        br.held = [mask, count]
+        del mask, count
+    if n != 0:
+        return
+    br.suppress = True
+    br.at = _grad_seen
+
+    def make(args):
+        ratio = torch.div(res, x)
+        out = torch.mul(args[0], ratio)
+        del ratio
+        return out
+    br.make = make
+
+
+def _plain_cumprod(br, node):
+    # cumprod_backward without grad mode: w = output * grad, is_zero =
+    # input == 0, then on plain tensors is_zero.any().item() and, with
+    # no zeros, reversed_cumsum(w, dim).div(input) (w.flip(dim)
+    # .cumsum(dim).flip(dim), the first flip and the cumsum freed
+    # after the second flip, which is freed after the quotient; then
+    # is_zero and w).  For tensor subclasses the masked formula (or
+    # the O(n^2) one and stack) whatever the zeros.  With zeros, the
+    # plain O(n) masked path is not modelled: the subclass branch's
+    # result is recorded alone.
+    x = node._saved_self
+    if not _cuda_tensor(x) or x.numel() <= 1 or x.dim() == 0:
+        return
+    dim = node._saved_dim % x.dim()
+    if x.shape[dim] == 1:
+        return
+    br.suppress = True
+    br.at = _op_is("mul")
+
+    def make(args):
+        w = torch.mul(args[0], args[1])
+        zero = torch.eq(x, 0)
+        if zero.any().item():
+            return None
+        flip = torch.flip(w, [dim])
+        cs = torch.cumsum(flip, dim)
+        rev = torch.flip(cs, [dim])
+        del cs, flip
+        out = torch.div(rev, x)
+        del rev, zero, w
+        return out
+    br.make = make
+
+
+def _plain_masked_fill(br, node):
+    # masked_fill_backward (the value's gradient of masked_fill with a
+    # tensor value; self's, grad.masked_fill(mask, 0), comes first and
+    # is the same on both): grad.masked_select(mask).sum() on plain
+    # tensors, where(mask, grad, 0).sum() (a scalar_tensor zero and a
+    # grad-sized where) for tensor subclasses.
+    br.suppress = True
+    br.begin = _op_is("scalar_tensor", "where")
+    br.at = _op_is("where")
+
+    def make(args):
+        sel = torch.masked_select(args[1], args[0])
+        out = torch.sum(sel)
+        del sel
+        return out
+    br.make = make
+
+
+# The formulas whose plain-tensor branch Dispatch._plain_branch takes.
+_PLAIN = {"ProdBackward0": _plain_prod, "ProdBackward1": _plain_prod,
+          "CumprodBackward0": _plain_cumprod,
+          "MaskedFillBackward1": _plain_masked_fill}
 # The nodes whose formula combines two masks of its own
 # (Dispatch._fresh_mask): evenly_distribute_backward's, clamp's.
 _MASK_NODES = ("MaxBackward1", "MinBackward1", "MedianBackward0",
