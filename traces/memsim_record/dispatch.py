@@ -1376,19 +1376,37 @@ class Dispatch:
 
     def _ev_reduce(self, name, args, phase, out, kwargs):
         x = args[0] if args else None
-        if not isinstance(x, torch.Tensor) or \
-                x.device.type != "cuda" or \
-                not x.dtype.is_floating_point or x.dim() == 0:
+        if not isinstance(x, torch.Tensor) or x.device.type != "cuda":
             return []
+        # make_reduction_from_out_ty (sum_out, mean_out): the kernel
+        # reads self.to(out's dtype), a copy made after the output and
+        # freed on return, unless the dtypes agree or it is half or
+        # bfloat16 into float (gpu_lowp_to_f32): a bool mask summed
+        # into int64 copies the mask as int64.
+        shape, strides = tuple(x.shape), tuple(x.stride())
+        dtype, offset = x.dtype, kernels.symsize(x.storage_offset())
+        pre, post = [], []
+        if isinstance(out, torch.Tensor) and out.dtype != dtype and \
+                not (dtype in (torch.float16, torch.bfloat16) and
+                     out.dtype == torch.float32):
+            pre = [("alloc", "self", kernels.symsize(x.numel()) *
+                    out.element_size())]
+            post = [("free", "self")]
+            # (preserve_format: a dense input's strides, else contiguous)
+            from torch._prims_common import make_contiguous_strides_for, \
+                is_non_overlapping_and_dense_or_false as dense_
+            if not dense_(x):
+                strides = make_contiguous_strides_for(shape)
+            dtype, offset = out.dtype, 0
+        if not dtype.is_floating_point or not shape:
+            return pre + post
         dims = args[1] if len(args) > 1 and \
             isinstance(args[1], (list, tuple)) else []
-        red = {int(d) % x.dim() for d in dims} or \
-            set(range(x.dim()))
-        return kernels.reduce(
-            tuple(x.shape), tuple(x.stride()), red,
-            x.element_size(), 8 if x.element_size() == 8 else 4,
-            kernels.symsize(x.storage_offset()), self.major, self.minor,
-            self.sms)
+        red = {int(d) % len(shape) for d in dims} or set(range(len(shape)))
+        size = out.element_size() if pre else x.element_size()
+        return pre + kernels.reduce(
+            shape, tuple(strides), red, size, 8 if size == 8 else 4,
+            offset, self.major, self.minor, self.sms) + post
 
     def _ev_sort(self, name, args, phase, out, kwargs):
         x = args[0] if args else None
