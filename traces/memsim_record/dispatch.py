@@ -604,6 +604,30 @@ class Dispatch:
             inplace(x, args[1])
         return x
 
+    def _median_all(self, mode, func, name, args, kwargs):
+        # median() and nanmedian() of a whole CUDA tensor (median_impl):
+        # sorted = self.flatten().sort() values (its indices freed at
+        # once); median: where(sorted[-1].isnan(), sorted[-1],
+        # sorted[(n - 1) / 2]); nanmedian: sorted[((n - 1) -
+        # sorted.isnan().sum().item()) / 2].clone(); then sorted freed.
+        # The fake kernel makes the 0-dim output alone.
+        x = args[0] if args else None
+        if func not in (_aten.median.default, _aten.nanmedian.default) or \
+                not _cuda_tensor(x) or x.numel() == 0:
+            return _RUN
+        n = x.numel()
+        with torch.no_grad(), mode:
+            s = torch.sort(torch.flatten(x))[0]
+            if name == "median":
+                last = s[-1]
+                out = torch.where(torch.isnan(last), last, s[(n - 1) // 2])
+                del last
+            else:
+                k = ((n - 1) - torch.isnan(s).sum().item()) // 2
+                out = s[k].clone()
+            del s
+        return out
+
     def _plain_branch(self, mode, func, args, kwargs):
         # Formulas whose branch for tensor subclasses (every fake
         # tensor: isTensorSubclassLike, areAnyTensorSubclassLike) takes
@@ -1893,6 +1917,8 @@ _BEFORE = {
     "index_fill": Dispatch._zeros_inplace,
     "logical_and": Dispatch._fresh_mask,
     "logical_or": Dispatch._fresh_mask,
+    "median": Dispatch._median_all,
+    "nanmedian": Dispatch._median_all,
     "_transformer_encoder_layer_fwd": Dispatch._encoder_layer,
     "_native_multi_head_attention": Dispatch._native_mha,
 }
