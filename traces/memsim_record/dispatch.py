@@ -999,6 +999,27 @@ class Dispatch:
         self.run_events(post, keys, site)
         return out
 
+    def _masked_select(self, name, args, kwargs, out):
+        # masked_select_out_cuda_impl: index_out(result, self, {mask})
+        # (both broadcast), whose index takes mask.nonzero() (its
+        # temporaries, kernels.nonzero, and a long index of a row per
+        # selected element), then resizes the output; the indices go
+        # as it returns.
+        x, m = args[0], args[1]
+        if not _cuda_tensor(x) or not _cuda_tensor(m) or \
+                not isinstance(out, torch.Tensor):
+            return self.outputs(name, args, kwargs, out)
+        shape = torch.broadcast_shapes(x.shape, m.shape) or (1,)
+        me = m.reshape(m.shape or (1,)).expand(shape)
+        pre, post = kernels.nonzero(kernels.symsize(me.numel()), 1,
+                                    me.is_contiguous())
+        keys, site = {}, KERNEL_SITES.get(name, name)
+        self.run_events(pre + [("alloc", "indices", kernels.symsize(
+            out.numel()) * len(shape) * 8)] + post, keys, site)
+        self.note_all([out], name)
+        self.run_events([("free", "indices")], keys, site)
+        return out
+
     def _dropout(self, name, args, kwargs, out):
         flat = tree_flatten(out)[0]
         if len(flat) == 2:
@@ -1940,6 +1961,7 @@ _AFTER = {
     "binary_cross_entropy": Dispatch._bce,
     "native_dropout": Dispatch._dropout,
     "nonzero": Dispatch._nonzero,
+    "masked_select": Dispatch._masked_select,
     "_scaled_dot_product_cudnn_attention": Dispatch._cudnn_attention,
     "_foreach_norm": Dispatch._foreach_reduce,
     "native_batch_norm_backward": Dispatch._batch_norm_backward,
