@@ -245,7 +245,8 @@ class Dispatch:
         if self.sym is not None:
             # --symbolic: the sentinel's sizes become the symbol
             args, kwargs = self.sym.convert(self.fm, func, args, kwargs)
-        if self.branch is not None or not torch.is_grad_enabled():
+        if self.branch is not None or (name in _PLAIN_FIRST and
+                                       not torch.is_grad_enabled()):
             r = self._plain_branch(mode, func, args, kwargs)
             if r is not _RUN:
                 return r
@@ -1907,7 +1908,15 @@ def _plain_masked_fill(br, node):
     br.make = make
 
 
-# The formulas whose plain-tensor branch Dispatch._plain_branch takes.
+# The formulas whose plain-tensor branch Dispatch._plain_branch takes,
+# and the ops any of them may begin with but for detach (views of the
+# saved tensors, prod's ones, cumprod's output * grad, masked_fill's
+# two gradients).  Only at those is the current node asked: asking makes
+# the node a Python object, which holds what the node holds (the
+# AccumulateGrad nodes' parameters, whose detach each calls) for as long
+# as it lives.
+_PLAIN_FIRST = frozenset(("view", "unsqueeze", "ones", "mul", "masked_fill",
+                          "scalar_tensor", "where"))
 _PLAIN = {"ProdBackward0": _plain_prod, "ProdBackward1": _plain_prod,
           "CumprodBackward0": _plain_cumprod,
           "MaskedFillBackward1": _plain_masked_fill}
