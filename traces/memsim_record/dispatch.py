@@ -118,6 +118,7 @@ class Dispatch:
         self.major, self.minor = dev[1], dev[2]
         self.sms = dev[4]
         self._bce_neg = None     # weakref: BCE with logits backward's -self
+        self.branch = None       # the node taking the plain path (_Plain)
         self.ws_bytes = devices.cublas_workspace_bytes(
             self.major, self.minor, os.environ.get("CUBLAS_WORKSPACE_CONFIG"))
         self.values_cpu = getattr(opt, "values", "rules") == "cpu"
@@ -244,6 +245,11 @@ class Dispatch:
         if self.sym is not None:
             # --symbolic: the sentinel's sizes become the symbol
             args, kwargs = self.sym.convert(self.fm, func, args, kwargs)
+        if self.branch is not None or (name in _PLAIN_FIRST and
+                                       not torch.is_grad_enabled()):
+            r = self._plain_branch(mode, func, args, kwargs)
+            if r is not _RUN:
+                return r
         before = _BEFORE.get(name)
         if before is not None:
             r = before(self, mode, func, name, args, kwargs)
@@ -599,6 +605,114 @@ class Dispatch:
             inplace(x, args[1])
         return x
 
+    def _median_all(self, mode, func, name, args, kwargs):
+        # median() and nanmedian() of a whole CUDA tensor (median_impl):
+        # sorted = self.flatten().sort() values (its indices freed at
+        # once); median: where(sorted[-1].isnan(), sorted[-1],
+        # sorted[(n - 1) / 2]); nanmedian: sorted[((n - 1) -
+        # sorted.isnan().sum().item()) / 2].clone(); then sorted freed.
+        # The fake kernel makes the 0-dim output alone.
+        x = args[0] if args else None
+        if func not in (_aten.median.default, _aten.nanmedian.default) or \
+                not _cuda_tensor(x) or x.numel() == 0:
+            return _RUN
+        n = x.numel()
+        with torch.no_grad(), mode:
+            s = torch.sort(torch.flatten(x))[0]
+            if name == "median":
+                last = s[-1]
+                out = torch.where(torch.isnan(last), last, s[(n - 1) // 2])
+                del last
+            else:
+                k = ((n - 1) - torch.isnan(s).sum().item()) // 2
+                out = s[k].clone()
+            del s
+        return out
+
+    def _plain_branch(self, mode, func, args, kwargs):
+        # Formulas whose branch for tensor subclasses (every fake
+        # tensor: isTensorSubclassLike, areAnyTensorSubclassLike) takes
+        # other ops than plain CUDA tensors take (_PLAIN): at the
+        # node's first op its rule runs the plain branch's first steps
+        # as the GPU runs them (recorded) and says whether the branches
+        # part.  Where they do, the subclass branch's ops from the
+        # rule's first (_Plain.begin) run unrecorded; at the op that
+        # brings the plain branch's last input (_Plain.at) the plain
+        # branch's ops are run and recorded, and once the node is done
+        # its result's block becomes the node's result's (adopt).
+        br = self.branch
+        if br is not None and br.busy:
+            return _RUN
+        node = _autograd_node()
+        if br is not None and node is not br.node:
+            self.branch = None
+            self.end_branch(br)
+            br = None
+        if node is None:
+            return _RUN
+        if br is None:
+            rule = _PLAIN.get(node.name())
+            if rule is None or torch.is_grad_enabled():
+                return _RUN
+            br = self.branch = _Plain(node)
+            br.busy = True
+            try:
+                with mode:
+                    rule(br, node)
+            finally:
+                br.busy = False
+        if not br.suppress:
+            return _RUN
+        if br.begin is not None:
+            if not br.begin(self, func, args):
+                return _RUN
+            br.begin = None
+        if br.at is not None and br.at(self, func, args):
+            br.at = None
+            br.busy = True
+            try:
+                with mode:
+                    br.out = br.make(args)
+                    br.drop()
+            finally:
+                br.busy = False
+        out = func(*args, **kwargs)
+        if isinstance(out, torch.Tensor):
+            # weakly: AccumulateGrad takes a gradient it holds the only
+            # reference to, and copies any other (clone_obey_contract)
+            br.last = weakref.ref(out)
+        return out
+
+    def end_branch(self, br):
+        """The node of BR is done: its plain branch's locals go, and its
+        result's block becomes the subclass branch's result's (or that
+        result is recorded as any op's output where there is none)."""
+        br.drop()
+        out, last = br.out, br.last and br.last()
+        br.out = br.last = None
+        if not br.suppress or last is None or last.device.type != "cuda":
+            return
+        if out is None or not self.adopt(out, last):
+            self.note_all([last], "backward")
+
+    def adopt(self, src, dst):
+        """DST's storage takes over the recorded block of SRC's, of the
+        same size: the block is freed when DST's storage dies."""
+        try:
+            a, b = src.untyped_storage(), dst.untyped_storage()
+        except Exception:
+            return False
+        ka, kb = id(a), id(b)
+        live = self.rec.live
+        if ka == kb:
+            return True
+        if ka not in live or kb in live or a.nbytes() != b.nbytes():
+            return False
+        live[kb] = live.pop(ka)
+        self.refs.pop(ka, None)   # (its callback goes with it)
+        self.refs[kb] = weakref.ref(b, self.on_storage_death(kb))
+        return True
+
     def _encoder_layer(self, mode, func, name, args, kwargs):
         # nn.TransformerEncoderLayer's fast path (eval, no grad):
         # _transformer_encoder_layer_fwd has no fake kernel in PyTorch
@@ -893,6 +1007,27 @@ class Dispatch:
         self.run_events(pre, keys, site)
         self.note_all([out], name)
         self.run_events(post, keys, site)
+        return out
+
+    def _masked_select(self, name, args, kwargs, out):
+        # masked_select_out_cuda_impl: index_out(result, self, {mask})
+        # (both broadcast), whose index takes mask.nonzero() (its
+        # temporaries, kernels.nonzero, and a long index of a row per
+        # selected element), then resizes the output; the indices go
+        # as it returns.
+        x, m = args[0], args[1]
+        if not _cuda_tensor(x) or not _cuda_tensor(m) or \
+                not isinstance(out, torch.Tensor):
+            return self.outputs(name, args, kwargs, out)
+        shape = torch.broadcast_shapes(x.shape, m.shape) or (1,)
+        me = m.reshape(m.shape or (1,)).expand(shape)
+        pre, post = kernels.nonzero(kernels.symsize(me.numel()), 1,
+                                    me.is_contiguous())
+        keys, site = {}, KERNEL_SITES.get(name, name)
+        self.run_events(pre + [("alloc", "indices", kernels.symsize(
+            out.numel()) * len(shape) * 8)] + post, keys, site)
+        self.note_all([out], name)
+        self.run_events([("free", "indices")], keys, site)
         return out
 
     def _dropout(self, name, args, kwargs, out):
@@ -1296,19 +1431,37 @@ class Dispatch:
 
     def _ev_reduce(self, name, args, phase, out, kwargs):
         x = args[0] if args else None
-        if not isinstance(x, torch.Tensor) or \
-                x.device.type != "cuda" or \
-                not x.dtype.is_floating_point or x.dim() == 0:
+        if not isinstance(x, torch.Tensor) or x.device.type != "cuda":
             return []
+        # make_reduction_from_out_ty (sum_out, mean_out): the kernel
+        # reads self.to(out's dtype), a copy made after the output and
+        # freed on return, unless the dtypes agree or it is half or
+        # bfloat16 into float (gpu_lowp_to_f32): a bool mask summed
+        # into int64 copies the mask as int64.
+        shape, strides = tuple(x.shape), tuple(x.stride())
+        dtype, offset = x.dtype, kernels.symsize(x.storage_offset())
+        pre, post = [], []
+        if isinstance(out, torch.Tensor) and out.dtype != dtype and \
+                not (dtype in (torch.float16, torch.bfloat16) and
+                     out.dtype == torch.float32):
+            pre = [("alloc", "self", kernels.symsize(x.numel()) *
+                    out.element_size())]
+            post = [("free", "self")]
+            # (preserve_format: a dense input's strides, else contiguous)
+            from torch._prims_common import make_contiguous_strides_for, \
+                is_non_overlapping_and_dense_or_false as dense_
+            if not dense_(x):
+                strides = make_contiguous_strides_for(shape)
+            dtype, offset = out.dtype, 0
+        if not dtype.is_floating_point or not shape:
+            return pre + post
         dims = args[1] if len(args) > 1 and \
             isinstance(args[1], (list, tuple)) else []
-        red = {int(d) % x.dim() for d in dims} or \
-            set(range(x.dim()))
-        return kernels.reduce(
-            tuple(x.shape), tuple(x.stride()), red,
-            x.element_size(), 8 if x.element_size() == 8 else 4,
-            kernels.symsize(x.storage_offset()), self.major, self.minor,
-            self.sms)
+        red = {int(d) % len(shape) for d in dims} or set(range(len(shape)))
+        size = out.element_size() if pre else x.element_size()
+        return pre + kernels.reduce(
+            shape, tuple(strides), red, size, 8 if size == 8 else 4,
+            offset, self.major, self.minor, self.sms) + post
 
     def _ev_sort(self, name, args, phase, out, kwargs):
         x = args[0] if args else None
@@ -1666,6 +1819,157 @@ _ZEROS_NODES = {"scatter_add": ("GatherBackward0", "CummaxBackward0",
                 "put": ("TakeBackward0",),
                 "index_add": ("IndexSelectBackward0",),
                 "index_fill": ("TraceBackward0",)}
+class _Plain:
+    """A node taking the plain tensors' branch (Dispatch._plain_branch):
+    SUPPRESS whether the branches part; BEGIN (None: at once) says which
+    op is the subclass branch's first to run unrecorded, AT which op
+    brings the plain branch's last input, MAKE (given that op's
+    arguments) runs the rest of the plain branch; HELD the plain
+    branch's locals, freed in reverse (drop); OUT its result, LAST the
+    subclass branch's latest output (a weak reference)."""
+
+    def __init__(self, node):
+        self.node = node
+        self.busy = False
+        self.suppress = False
+        self.begin = self.at = self.make = None
+        self.held = []
+        self.out = self.last = None
+
+    def drop(self):
+        while self.held:
+            self.held.pop()
+
+
+def _cuda_tensor(t):
+    return isinstance(t, torch.Tensor) and t.device.type == "cuda"
+
+
+def _op_is(*names):
+    return lambda d, func, args: func.overloadpacket.__name__ in names
+
+
+def _grad_seen(d, func, args):
+    # prod_backward's grad * (...): the first mul whose self is a
+    # recorded tensor (the gradient, not one of the branch's own)
+    return func.overloadpacket.__name__ == "mul" and \
+        _cuda_tensor(args[0]) and \
+        id(args[0].untyped_storage()) in d.rec.live
+
+
+def _plain_prod(br, node):
+    # prod_backward (ProdBackward0: the whole tensor; ProdBackward1:
+    # along dim).  For tensor subclasses always prod_safe_zeros_backward
+    # (ones, cat, cumprod, flip, ...).  On plain tensors the input's
+    # zeros decide: ProdBackward0 counts them with (input == 0).nonzero()
+    # (the mask freed at once, the indices at return), ProdBackward1
+    # with zero_mask.sum(dim, true).sum().item() (zero_mask and
+    # slice_zero_count freed at return); none: grad * (result /
+    # input), the quotient freed after the product; more than one for
+    # the whole tensor: zeros_like(input); else the safe path, as for
+    # subclasses.
+    x, res = node._saved_self, node._saved_result
+    if not _cuda_tensor(x) or x.dim() == 0 or x.numel() == 0:
+        return
+    if node.name() == "ProdBackward0":
+        mask = torch.eq(x, 0)
+        zeros = torch.nonzero(mask)
+        del mask
+        n = zeros.shape[0]
+        br.held = [zeros]
+        if n > 1:
+            br.suppress = True
+            br.out = torch.zeros_like(x)
+            br.drop()
+            return
+    else:
+        dim = node._saved_dim % x.dim()
+        if x.shape[dim] == 1:
+            return
+        if not node._saved_keepdim:
+            res = res.unsqueeze(dim)
+        mask = torch.eq(x, 0)
+        count = mask.sum(dim, keepdim=True)
+        n = count.sum().item()
+        br.held = [mask, count]
+        del mask, count
+    if n != 0:
+        return
+    br.suppress = True
+    br.at = _grad_seen
+
+    def make(args):
+        ratio = torch.div(res, x)
+        out = torch.mul(args[0], ratio)
+        del ratio
+        return out
+    br.make = make
+
+
+def _plain_cumprod(br, node):
+    # cumprod_backward without grad mode: w = output * grad, is_zero =
+    # input == 0, then on plain tensors is_zero.any().item() and, with
+    # no zeros, reversed_cumsum(w, dim).div(input) (w.flip(dim)
+    # .cumsum(dim).flip(dim), the first flip and the cumsum freed
+    # after the second flip, which is freed after the quotient; then
+    # is_zero and w).  For tensor subclasses the masked formula (or
+    # the O(n^2) one and stack) whatever the zeros.  With zeros, the
+    # plain O(n) masked path is not modelled: the subclass branch's
+    # result is recorded alone.
+    x = node._saved_self
+    if not _cuda_tensor(x) or x.numel() <= 1 or x.dim() == 0:
+        return
+    dim = node._saved_dim % x.dim()
+    if x.shape[dim] == 1:
+        return
+    br.suppress = True
+    br.at = _op_is("mul")
+
+    def make(args):
+        w = torch.mul(args[0], args[1])
+        zero = torch.eq(x, 0)
+        if zero.any().item():
+            return None
+        flip = torch.flip(w, [dim])
+        cs = torch.cumsum(flip, dim)
+        rev = torch.flip(cs, [dim])
+        del cs, flip
+        out = torch.div(rev, x)
+        del rev, zero, w
+        return out
+    br.make = make
+
+
+def _plain_masked_fill(br, node):
+    # masked_fill_backward (the value's gradient of masked_fill with a
+    # tensor value; self's, grad.masked_fill(mask, 0), comes first and
+    # is the same on both): grad.masked_select(mask).sum() on plain
+    # tensors, where(mask, grad, 0).sum() (a scalar_tensor zero and a
+    # grad-sized where) for tensor subclasses.
+    br.suppress = True
+    br.begin = _op_is("scalar_tensor", "where")
+    br.at = _op_is("where")
+
+    def make(args):
+        sel = torch.masked_select(args[1], args[0])
+        out = torch.sum(sel)
+        del sel
+        return out
+    br.make = make
+
+
+# The formulas whose plain-tensor branch Dispatch._plain_branch takes,
+# and the ops any of them may begin with but for detach (views of the
+# saved tensors, prod's ones, cumprod's output * grad, masked_fill's
+# two gradients).  Only at those is the current node asked: asking makes
+# the node a Python object, which holds what the node holds (the
+# AccumulateGrad nodes' parameters, whose detach each calls) for as long
+# as it lives.
+_PLAIN_FIRST = frozenset(("view", "unsqueeze", "ones", "mul", "masked_fill",
+                          "scalar_tensor", "where"))
+_PLAIN = {"ProdBackward0": _plain_prod, "ProdBackward1": _plain_prod,
+          "CumprodBackward0": _plain_cumprod,
+          "MaskedFillBackward1": _plain_masked_fill}
 # The nodes whose formula combines two masks of its own
 # (Dispatch._fresh_mask): evenly_distribute_backward's, clamp's.
 _MASK_NODES = ("MaxBackward1", "MinBackward1", "MedianBackward0",
@@ -1693,6 +1997,8 @@ _BEFORE = {
     "index_fill": Dispatch._zeros_inplace,
     "logical_and": Dispatch._fresh_mask,
     "logical_or": Dispatch._fresh_mask,
+    "median": Dispatch._median_all,
+    "nanmedian": Dispatch._median_all,
     "_transformer_encoder_layer_fwd": Dispatch._encoder_layer,
     "_native_multi_head_attention": Dispatch._native_mha,
 }
@@ -1716,6 +2022,7 @@ _AFTER = {
     "binary_cross_entropy": Dispatch._bce,
     "native_dropout": Dispatch._dropout,
     "nonzero": Dispatch._nonzero,
+    "masked_select": Dispatch._masked_select,
     "_scaled_dot_product_cudnn_attention": Dispatch._cudnn_attention,
     "_foreach_norm": Dispatch._foreach_reduce,
     "native_batch_norm_backward": Dispatch._batch_norm_backward,
