@@ -29,6 +29,9 @@ def mib(b):
 
 
 def main():
+    if any(a in ("-h", "--help") for a in sys.argv[1:]):
+        print(__doc__.strip())
+        return
     real_path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "real_h200.tsv")
     exp_path = sys.argv[2] if len(sys.argv) > 2 else os.path.join(HERE, "expected.tsv")
     real, exp = rows(real_path), rows(exp_path)
