@@ -152,6 +152,12 @@ def main():
     try:
         runpy.run_path(script, run_name="__main__")
     finally:
+        # The program has ended: what it leaves in reference cycles stays
+        # (its globals dict and functions are one), as memsim record keeps
+        # it at a script's end (lifecycle.run_main), not freed by a
+        # collection this wrapper's return might set off
+        import gc
+        gc.disable()
         if real:
             import torch
             torch.cuda.synchronize()
