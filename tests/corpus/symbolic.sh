@@ -85,7 +85,16 @@ for spec in "$@"; do
 			res=failed detail="B=$b: the recording failed"
 			break
 		fi
-		if ! cmp -s "$d/$b/inst.csv" "$d/$b/$name.csv"; then
+		# The frees after the last other row are the program's
+		# teardown: whether Python's cyclic collector reaches what it
+		# left in reference cycles before the trace is written varies
+		# with its threads (mingpt-chargpt's DataLoader: its 217 model
+		# and optimizer frees end some recordings and not others,
+		# docs/recording-boundary.md); they are left out of the
+		# comparison.
+		body() { awk -F, '{ l[NR] = $0; if ($3 != "free_completed") n = NR }
+			END { for (i = 1; i <= n; i++) print l[i] }' "$1"; }
+		if [ "$(body "$d/$b/inst.csv" | cksum)" != "$(body "$d/$b/$name.csv" | cksum)" ]; then
 			# A program whose recordings differ from run to run (the
 			# order of a few frees: docs/recording.md) is compared as
 			# its two recordings are: the same rows in another order.
