@@ -1389,8 +1389,7 @@ def _sdp_choice(torch, rec, args, kwargs, major):
     # The backends the program left enabled (torch.backends.cuda's
     # flags, which torch.nn.attention.sdpa_kernel sets): select_sdp_backend
     # takes the first of its order that is enabled and applies.
-    enabled = dict(zip((SDP_CUDNN, SDP_FLASH, SDP_EFFICIENT, SDP_MATH),
-                       _sdp_flags(torch)()))
+    enabled = _sdp_enabled(torch)
     for b in order:
         if fits[b] and enabled[b]:
             return b
@@ -1432,10 +1431,8 @@ def _patch_jagged_sdpa(torch, major):
             continue
 
         def can(params, debug=False, b=b):
-            on = dict(zip((SDP_CUDNN, SDP_FLASH, SDP_EFFICIENT, SDP_MATH),
-                          _sdp_flags(torch)()))
-            return on[b] and _sdp_fits(torch, params.query,
-                                       params.attn_mask, major)[b]
+            return _sdp_enabled(torch)[b] and _sdp_fits(
+                torch, params.query, params.attn_mask, major)[b]
         setattr(jsdpa, name, can)
     if hasattr(jsdpa, "can_use_cudnn_attention"):
         jsdpa.can_use_cudnn_attention = lambda params, debug=False: False
@@ -1463,6 +1460,13 @@ def _sdp_flags(torch):
             pass
         _SDP_FLAGS.append(flags)
     return _SDP_FLAGS[0]
+
+
+def _sdp_enabled(torch):
+    """Each backend (SDP_CUDNN, ...) -> whether the program left it
+    enabled (_sdp_flags)."""
+    return dict(zip((SDP_CUDNN, SDP_FLASH, SDP_EFFICIENT, SDP_MATH),
+                    _sdp_flags(torch)()))
 
 
 def _gemm_alignment(torch, dtype, major):

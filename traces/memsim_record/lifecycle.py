@@ -220,11 +220,10 @@ def run_main(opt, script):
     finally:
         # The script has ended; what it leaves in reference cycles (a
         # trainer and its callbacks, holding the model and its optimizer)
-        # stays live in the trace, as at a real program's exit.  Left on,
-        # the cyclic collector would free it whenever the recorder's own
-        # work (or a DataLoader's threads before it) crossed its
-        # threshold: mingpt-chargpt's trace ended with its 217 model and
-        # optimizer frees in about one recording of three.
+        # stays live in the trace, as at a real program's exit, not freed
+        # by a collection the recorder's own work would set off.  (This
+        # alone did not make mingpt-chargpt's ending the same in every
+        # recording: docs/recording-boundary.md, "The script's end".)
         gc.disable()
 
 
