@@ -93,6 +93,10 @@ class Recorder:
         """A block of NBYTES on the current stream (the caching allocator
         keeps one pool per stream: get_free_block matches the stream)."""
         n = _hint(nbytes)  # under --symbolic: its value at the sentinel
+        if n == 0 and type(nbytes) is int:
+            # allocate(0) takes no block and returns a null pointer: no
+            # request (a kernel's temporary over an empty tensor)
+            return 0
         with self.lock:  # the script's threads allocate too
             if n == 0 and type(nbytes) is not int:
                 # --symbolic: a kernel rule's block that is not there at
