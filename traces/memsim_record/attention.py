@@ -128,11 +128,13 @@ def native_mha(rec, major, query, key, value, embed_dim, num_head,
     # masked_softmax: a mask made boolean, then _masked_softmax; or the
     # softmax in place without a mask
     if mask is not None:
+        # masked_softmax(qkt, mask, ...) takes the mask by value: its
+        # boolean copy is a temporary of the caller's assignment, freed
+        # after the scores it replaces (the H200's order)
         m = mask if mask.dtype == torch.bool else mask.to(torch.bool)
         p = _masked_softmax(s, m, mask_type)
-        del m
         s = p
-        del p
+        del p, m
     else:
         torch.ops.aten._softmax.out(s, -1, False, out=s)
     # bmm_nn: the context written over q (q's storage reused)
@@ -146,10 +148,13 @@ def native_mha(rec, major, query, key, value, embed_dim, num_head,
     r = F.linear(a.view(b * t, e), proj_weight, proj_bias)
     del a
     proj = r.view(b, t, e)
-    del r, ctx, q, k, v, qkv_h
+    del r, ctx
     if need_weights and average_attn_weights:
+        # qkt = qkt.sum(1): the scores go at the assignment, the heads
+        # ([3, B, heads, T, d]) when the function returns, after it
         s = s.sum(1)
         s.div_(h)
+    del q, k, v, qkv_h
     return proj, s
 
 
@@ -183,16 +188,25 @@ def _lengths(t, mask):
     a local of theirs that lives until they return."""
     n, l = mask.shape
     pad = torch.zeros((n, 1), dtype=mask.dtype, device=mask.device)
-    nums = torch.cat([mask, pad], 1).to(torch.int32).argmin(1)
+    # at::cat(...).to(kInt).argmin(1): the cat and its int32 copy are
+    # temporaries of one C++ expression, freed after argmin's result,
+    # the last made first
+    cat = torch.cat([mask, pad], 1)
+    as_int = cat.to(torch.int32)
+    nums = as_int.argmin(1)
+    del as_int, cat
     sizes = mask.cumsum(1).select(1, l - 1)
     return sizes, nums.to(sizes.dtype), pad
 
 
 def left_aligned(t, mask):
     """_nested_tensor_from_mask_left_aligned: whether every row of MASK
-    (True where kept) keeps a prefix."""
+    (True where kept) keeps a prefix; its locals go as it returns, the
+    last declared first (nums, tmp_pad, sizes)."""
     sizes, nums, pad = _lengths(t, mask)
-    return torch.equal(sizes, nums)
+    r = torch.equal(sizes, nums)
+    del nums, pad, sizes
+    return r
 
 
 def from_mask(rec, nested, t, mask, mask_check=True):
@@ -285,10 +299,17 @@ def _nested_mha(major, x, lengths, e, h, qkv_weight, qkv_bias,
     cu_q = torch.empty((n + 1,), dtype=torch.int32, device=x.device)
     cu_k = torch.empty((n + 1,), dtype=torch.int32, device=x.device)
     y = torch.empty((ntok, h, dh), dtype=x.dtype, device=x.device)
+    lse = rng = unused = None
     if kind == fake.SDP_FLASH:
+        # mha_varlen_fwd: the log-sum-exp, then the RNG state (two
+        # uint64) and an unused uint64 scalar, both on the GPU
         lse = torch.empty((h, ntok), dtype=torch.float32, device=x.device)
-        del lse
-    del cu_k, cu_q
+        rng = torch.empty((2,), dtype=torch.int64, device=x.device)
+        unused = torch.empty((), dtype=torch.int64, device=x.device)
+    # the nested kernel's tuple (output, logsumexp, cum_seq_q, cum_seq_k,
+    # ..., philox seed, philox offset) goes element by element, first to
+    # last, when scaled_dot_product_attention returns its output
+    del lse, cu_q, cu_k, rng, unused
     out = F.linear(y.view(ntok, e), proj_weight, proj_bias)
     del y, qkv
     return out

@@ -1293,12 +1293,22 @@ def host_bool(rec, name, a, b, *args, **kwargs):
             return True
     rec.known.in_host_bool = True
     try:
+        # eq (isclose) then all(): temporaries of one C++ expression,
+        # freed when it ends, all()'s result first
         if name == "equal":
-            m = torch.eq(a, b).all()
+            e = torch.eq(a, b)
         else:
-            m = torch.isclose(a, b, *args, **kwargs).all()
+            e = torch.isclose(a, b, *args, **kwargs)
+        m = e.all()
     finally:
         rec.known.in_host_bool = False
+    r = _host_bool_answer(rec, name, a, b, m)
+    del m, e
+    return r
+
+
+def _host_bool_answer(rec, name, a, b, m):
+    """host_bool's answer from M, the all() of the comparison."""
     v = rec.known.item(m)
     if v is not _known.UNKNOWN:
         return bool(v)
