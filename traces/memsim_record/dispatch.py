@@ -124,6 +124,7 @@ class Dispatch:
         self.values_cpu = getattr(opt, "values", "rules") == "cpu"
         self.sym = None   # --symbolic (symbolic.py), set by fake.run
         self.host_op, self.has_tensor = host.classifier(torch)
+        self.host_rng = host.HostRNG(torch, rec)
         # id(storage) -> a weak reference whose callback frees it
         self.refs = {}
         # OpOverload -> (its packet's name, whether its only kernel is a
@@ -204,6 +205,8 @@ class Dispatch:
                 out = func(*args, **kwargs)
                 if isinstance(out, torch.Tensor) and \
                         host.nbytes(out) > host.HOST_FAKE_BYTES:
+                    if self.host_rng.draws(func):
+                        self.host_rng.advance(func, args, kwargs)
                     return out
             with unset_fake_temporarily():
                 return func(*args, **kwargs)
@@ -255,6 +258,10 @@ class Dispatch:
             r = before(self, mode, func, name, args, kwargs)
             if r is not _RUN:
                 return r
+        if not self.values_cpu and self.host_rng.draws(func):
+            # a draw on a fake host tensor (a CPU weight's init): the
+            # host's generator advances as the real one's (HostRNG)
+            self.host_rng.advance(func, args, kwargs)
         out = _dynamic(torch, rec, func, args, kwargs) if dyn else None
         if out is None:
             try:

@@ -39,6 +39,114 @@ BULK = frozenset(("empty", "empty_strided", "zeros", "ones", "full",
                   "randn", "rand", "normal", "empty_permuted"))
 
 
+# The most elements HostRNG draws in one recording (about 2 s of the CPU
+# generator, and a scratch tensor of at most 2 GiB of fp32): past it a
+# model built on the CPU is too large to draw its initialization again,
+# and the host's stream goes its own way (assumption host:rng).
+RNG_BUDGET = 1 << 29
+
+
+class HostRNG:
+    """The host's random number generators advance as in the real run.
+
+    A weight made on the CPU stays fake (param_new in fake.py; BULK above),
+    so its initialization (kaiming_uniform_, normal_, trunc_normal_,
+    orthogonal_'s normal_, a large torch.randn) draws nothing from the CPU
+    generator, and every later draw on the host (a sampler's order,
+    GeneralizedRCNNTransform's torch_choice of a training size, a random
+    crop) would differ from the real program's.  Each such op (an ATen op
+    that takes a generator, on CPU tensors) runs again for real on a
+    scratch tensor of the fake one's size, dtype and strides, which draws
+    what the real op draws (the CPU kernels' draws depend on the size,
+    dtype and layout, not on the values), and is dropped."""
+
+    def __init__(self, torch, rec):
+        self.torch = torch
+        self.rec = rec
+        self.drawn = 0
+        self.over = False
+        self.gen_ops = {}   # OpOverload -> whether it takes a generator
+
+    def draws(self, func):
+        """Whether FUNC draws from a generator: an overload of its op takes
+        one (randn.default draws from the default one, randn.generator
+        from the one given)."""
+        v = self.gen_ops.get(func)
+        if v is None:
+            pk = func.overloadpacket
+            v = self.gen_ops[func] = any(
+                a.name == "generator"
+                for o in pk.overloads()
+                for a in getattr(pk, o)._schema.arguments)
+        return v
+
+    def advance(self, func, args, kwargs):
+        """FUNC(*ARGS, **KWARGS), a draw made fake on the host: the same
+        draw for real, its result dropped."""
+        torch = self.torch
+        from torch._subclasses.fake_tensor import FakeTensor, \
+            unset_fake_temporarily
+        g = kwargs.get("generator")
+        if g is not None and getattr(g, "_memsim_cuda", False):
+            return   # a CUDA generator's draw (fake.py's Generator)
+        def real(a):
+            if isinstance(a, FakeTensor):
+                if a.device.type != "cpu":
+                    raise _NotHost
+                t = torch.empty_strided(a.shape, a.stride(), dtype=a.dtype)
+                # a valid input for any draw: a probability, a mean, a
+                # multinomial's weights
+                t.fill_(0.5 if a.dtype.is_floating_point or
+                        a.dtype.is_complex else 1)
+                return t
+            if isinstance(a, (list, tuple)):
+                return type(a)(real(b) for b in a)
+            if isinstance(a, torch.device) and a.type != "cpu":
+                raise _NotHost
+            return a
+
+        # (called from the recorder's dispatch mode, which is off while
+        # it runs: the fake mode under it would take the scratch tensors)
+        with unset_fake_temporarily():
+            try:
+                n = _numel(args, kwargs)
+                if self.over or self.drawn + n > RNG_BUDGET:
+                    if not self.over:
+                        self.over = True
+                        self.rec.assume("host:rng")
+                    return
+                rargs = [real(a) for a in args]
+                rkwargs = {k: real(v) for k, v in kwargs.items()}
+            except _NotHost:
+                return
+            self.drawn += n
+            func(*rargs, **rkwargs)
+
+
+class _NotHost(Exception):
+    pass
+
+
+def _numel(args, kwargs):
+    """Elements a draw makes: its tensors' (an in-place draw's), else its
+    size argument's (a factory's)."""
+    from torch._subclasses.fake_tensor import FakeTensor
+    n = sum(a.numel() for a in args if isinstance(a, FakeTensor))
+    if n:
+        return n
+    size = kwargs.get("size")
+    if size is None:
+        for a in args:
+            if isinstance(a, (list, tuple)) and all(
+                    isinstance(d, int) for d in a):
+                size = a
+                break
+    n = 1
+    for d in size or ():
+        n *= int(d)
+    return n
+
+
 def classifier(torch):
     """host(args, kwargs): whether an op runs on the host only: every
     tensor argument a plain (not fake) CPU tensor, every device argument
