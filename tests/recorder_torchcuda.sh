@@ -198,4 +198,18 @@ grep -qx "meta step 1" "$tmp/err" && grep -qx "keys \['device_traces', 'segments
 	"$tmp/err" || fail "memory_viz: $(cat "$tmp/err")"
 [ "$(cat "$tmp/snap.pickle")" = mine ] || fail "memory_viz: the user's snapshot overwritten"
 
+# torch.__config__.show() (PyTorch Geometric asks it at import, for
+# USE_MKL): the CUDA hooks that say a GPU is there must not make a CPU
+# build's show_config() ask them for the CUDA section they cannot give
+# ("Cannot query detailed CUDA version without ATen_cuda library").
+cat >"$tmp/cfg.py" <<'PY'
+import torch
+print("config", torch.__config__.show().splitlines()[0])
+torch.zeros(1, device="cuda")
+PY
+$MEMSIM record --fake -o "$tmp/cfg.csv" -- "$PY" "$tmp/cfg.py" >"$tmp/out" \
+	2>"$tmp/err" || fail "torch.__config__.show(): $(tail -1 "$tmp/err")"
+grep -qx "config PyTorch built with:" "$tmp/err" ||
+	fail "torch.__config__.show(): $(head -3 "$tmp/err")"
+
 finish recorder_torchcuda

@@ -699,7 +699,21 @@ def _patch_native(torch):
     put(slot["hasPrimaryContext"], ctypes.c_bool, (v, ctypes.c_int8),
         lambda s, d: False)
     put(slot["deviceCount"], ctypes.c_int8, (v,), lambda s: 1)
-    put(slot["hasCUDA"], ctypes.c_bool, (v,), lambda s: True)
+    # torch.__config__.show() (PyTorch Geometric asks it at import) adds
+    # the hooks' showConfig() where hasCUDA(): a CPU build's hooks have
+    # none to give and throw, so while it runs there, no CUDA.
+    config = [False]
+    put(slot["hasCUDA"], ctypes.c_bool, (v,), lambda s: not config[0])
+    if not hasattr(torch._C, "_cuda_getDeviceCount"):   # a CPU build
+        orig_show = torch._C._show_config
+
+        def show_config():
+            config[0] = True
+            try:
+                return orig_show()
+            finally:
+                config[0] = False
+        torch._C._show_config = show_config
     ctypes.c_void_p.from_address(obj).value = ctypes.addressof(table)
     return (table, keep)
 
