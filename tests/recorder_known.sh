@@ -38,15 +38,16 @@ $MEMSIM run "$tmp/gen.csv" >/dev/null || fail "memsim run of the recording"
 # 2. Which values are known: a zero times anything, False & x, True | x,
 # arithmetic, where() on a known condition, in-place ops; small tensors of
 # known origin exactly (values.py: a write through a view, 5; a bf16 1/3
-# as bf16 holds it; a _foreach_ write, 2.0); an unknown operand, u.max()
-# (no range decides == 0) and a `.data` swap make values unknown: they
-# take the assumptions (float 1.0, bool False).
+# as bf16 holds it; a _foreach_ write, 2.0); an unknown operand and a
+# `.data` swap make values unknown: they take the assumptions (float
+# 1.0); u.max() of randint(0, 10) is its range's top, 9 (assumption
+# range:max), which decides == 0.
 $MEMSIM record --item-int 7 -o "$tmp/v.csv" -- "$PY" "$SRC/recorder/known_values.py" \
 	2>"$tmp/err" || fail "record values: $(tail -3 "$tmp/err")"
 grep -v '^memsim' "$tmp/err" >"$tmp/out"
 printf '%s\n' 0 False True 30 2.5 True 5 3.0 1.0 3.5 0.333984375 4 False 2.0 1.0 >"$tmp/want"
 cmp -s "$tmp/out" "$tmp/want" || fail "values: $(diff "$tmp/want" "$tmp/out")"
-grep -q "3 assumptions (item:bool 1, item:float 2)$" "$tmp/err" ||
+grep -q "3 assumptions (item:float 2, range:max 1)$" "$tmp/err" ||
 	fail "values assumptions: $(cat "$tmp/err")"
 
 # 3. A loop on unknown values never ends under --fake: past --item-repeats
@@ -79,5 +80,18 @@ grep -q "item-bool" "$tmp/err" || fail "--item-bool yes: $(cat "$tmp/err")"
 $MEMSIM record --item-repeats 0 -o "$tmp/e.csv" -- "$PY" "$tmp/endless.py" 2>"$tmp/err" &&
 	fail "--item-repeats 0 accepted"
 grep -q "item-repeats" "$tmp/err" || fail "--item-repeats 0: $(cat "$tmp/err")"
+
+# 3. Exact values gathered at unknown indices keep their range (the node
+# -> graph vector of a graph batch, reordered by a sort), sort's values
+# too, and so does a scatter_ whose known index writes every element;
+# max() of a range of integers is its top and min() its bottom
+# (assumptions range:max, range:min): PyTorch Geometric's global pools
+# size their output by int(batch.max()) + 1, 60 graphs here, not the
+# `--item-int` default's 2.
+$MEMSIM record -o "$tmp/gp.csv" -- "$PY" "$SRC/recorder/graph_pool.py" \
+	2>"$tmp/err" || fail "record graph_pool: $(tail -3 "$tmp/err")"
+grep -qx "60 (60, 32) 59 0" "$tmp/err" || fail "graph pool: $(grep -v '^memsim' "$tmp/err")"
+awk -F, '$3 == "alloc" && $5 == 7680' "$tmp/gp.csv" | grep -q . ||
+	fail "no 60 x 32 fp32 pooled output (7680 bytes)"
 
 finish recorder_known.sh

@@ -160,6 +160,11 @@ class Dispatch:
         def cb(_ref):
             rec.retired.discard(key)
             rec.free(key)
+            # the storage's id may be another's next: what the values
+            # kept under it goes with it
+            vs = getattr(getattr(rec, "known", None), "values", None)
+            if vs is not None:
+                vs.storage_died(key)
         return cb
 
     def dispatch(self, mode, func, args, kwargs):

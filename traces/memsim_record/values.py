@@ -82,6 +82,10 @@ KEEP = (_known.SAME - {"repeat"}) | {"repeat", "mean", "median",
                                     "cat"}
 
 
+# Ops whose values are some of their input's, at indices: exact input
+# values gathered at unknown indices keep their range.
+GATHERS = frozenset(("index", "index_select", "gather", "take"))
+
 # Operators of other libraries with a data-dependent output size and a
 # rule in fake._dynamic.
 OP_RULES = frozenset(("torchvision::nms",))
@@ -91,7 +95,7 @@ OP_RULES = frozenset(("torchvision::nms",))
 PARTIAL_SRC = {"copy_": (1, "src"), "fill_": (1, "value"),
                "index_put_": (2, "values"), "_index_put_impl_": (2, "values"),
                "masked_fill_": (2, "value"), "index_fill_": (3, "value"),
-               "index_copy_": (3, "source")}
+               "index_copy_": (3, "source"), "scatter_": (3, "src")}
 
 # In-place ops that overwrite every element of their target.
 FULL = frozenset(("copy_", "fill_", "zero_", "uniform_", "normal_",
@@ -380,6 +384,14 @@ class Values:
             return None
         return ent[0]
 
+    def storage_died(self, k):
+        """Storage K (its id) is gone: the range kept for it and its write
+        count go too, or a storage given the same id later would inherit
+        them (PyTorch Geometric's pooled batch vector took a dead zeros
+        buffer's range [0, 0]: every graph in one)."""
+        self.srange.pop(k, None)
+        self.gen.pop(k, None)
+
     def _storage_range(self, k):
         """The range _partial_write kept for storage K, while no other
         write has touched it since (forgotten once one has)."""
@@ -401,6 +413,19 @@ class Values:
             return
         self.ranges.pop(t, None)
         self.shadow[t] = (r, k, self.gen.get(k, 0))
+
+    def _values_range(self, t):
+        """The range of T's exact values (a real tensor or a shadow), or
+        None: none known, empty, or not real numbers."""
+        r = self.real(t)
+        if r is None or r.numel() == 0 or r.dtype.is_complex:
+            return None
+        with self.unset():
+            lo, hi = r.min().item(), r.max().item()
+        if isinstance(lo, float) and not (math.isfinite(lo) and
+                                          math.isfinite(hi)):
+            return None
+        return Range(lo, hi, False, not r.dtype.is_floating_point)
 
     def _set_range(self, t, rg):
         if not isinstance(t, self.Fake) or rg is None or \
@@ -525,7 +550,7 @@ class Values:
             self._count(args[0], "mask")
         if not self.cpu and not self.shadow and not self.ranges and \
                 not self.srange and name not in SOURCES and name not in RANDOM and \
-                name not in INDICES:
+                name not in INDICES and name not in GATHERS:
             return
         if name == "add" and isinstance(out, self.Fake) and args and \
                 isinstance(args[0], self.Fake) and out is not args[0] and \
@@ -615,8 +640,9 @@ class Values:
         new = self._range_of(v, whole=False)
         if new is None:
             return None
-        old = None if name in ("copy_", "fill_") and self._whole(t) else \
-            self._range_of(t, whole=True)
+        old = None if (name in ("copy_", "fill_") or
+                       self._covers(name, args, t)) and self._whole(t) \
+            else self._range_of(t, whole=True)
         if old is None:
             if not self._whole(t):
                 return None
@@ -625,6 +651,19 @@ class Values:
                      (old.hi_open if old.hi > new.hi else new.hi_open
                       if new.hi > old.hi else old.hi_open and new.hi_open),
                      old.integral and new.integral)
+
+    def _covers(self, name, args, t):
+        """Whether a scatter_ into the 1-D T writes every element: its
+        index known, a permutation of T's positions (PyTorch Geometric's
+        pooled batch vector: arange(n).scatter_(0, cluster_index,
+        batch[perm]), every cluster written)."""
+        if name != "scatter_" or t.dim() != 1 or len(args) < 3:
+            return False
+        idx = self.real(args[2])
+        if idx is None or idx.dim() != 1 or idx.numel() != t.numel():
+            return False
+        with self.unset():
+            return self.torch.unique(idx).numel() == t.numel()
 
     def _whole(self, t):
         """Whether T covers its storage."""
@@ -981,13 +1020,21 @@ class Values:
                 for o in (targets or outs[:1]):
                     self._set_range(o, rg)
             return
-        if name in INDICES and isinstance(t0, torch.Tensor):
+        if name in INDICES and isinstance(t0, torch.Tensor) and \
+                not (name in ("max", "min") and (len(args) < 2 or
+                                                 not isinstance(args[1],
+                                                                int))):
+            # (a max or min of all elements, or against another tensor,
+            # has no indices: its values propagate below)
             i = INDICES[name]
             if i >= len(outs) or not isinstance(outs[i], torch.Tensor):
                 return
-            if name in ("max", "min") and (len(args) < 2 or
-                                           not isinstance(args[1], int)):
-                return
+            if i == 1 and isinstance(outs[0], torch.Tensor):
+                # the values (sort's, topk's, max's along a dim) are
+                # some of the input's: its range
+                vr = self.range(t0) or self._values_range(t0)
+                if vr is not None:
+                    self._set_range(outs[0], vr)
             dim = kwargs.get("dim", args[2] if name in ("topk", "kthvalue")
                              and len(args) > 2 else
                              args[1] if name not in ("topk", "kthvalue") and
@@ -1013,12 +1060,17 @@ class Values:
             self._set_range(idx, Range(0, n - 1, False, True))
             return
         # propagation of ranges
-        if not self.ranges and not self.srange:
+        if not self.ranges and not self.srange and name not in GATHERS:
             return
         rg = self.range(t0) if isinstance(t0, torch.Tensor) else None
         base = name[:-1] if name.endswith("_") and \
             not name.startswith("_") else name
         base = _known.ALIASES.get(base, base)
+        if rg is None and base in GATHERS and isinstance(t0, torch.Tensor):
+            # exact values gathered at unknown indices (a graph batch's
+            # node-to-graph vector reordered by a top-k's permutation,
+            # PyG's TopKPooling): values among the source's
+            rg = self._values_range(t0)
         if rg is None:
             if base in ("cat", "stack") and args and \
                     isinstance(args[0], (list, tuple)):
@@ -1034,7 +1086,19 @@ class Values:
         new = None
         k = args[1] if len(args) > 1 else None
         kv = self.kn.value(k) if k is not None else _known.UNKNOWN
-        if base in KEEP and base not in ("max", "min") or \
+        if base in ("max", "min", "amax", "amin") and rg.integral and \
+                len(args) < 2 and not kwargs.get("dim"):
+            # the largest (smallest) of a tensor's integers is its
+            # range's top (bottom): `int(batch.max()) + 1`, the number of
+            # graphs or segments a scatter sizes its output by
+            # (torch_geometric's global pools), is the whole range
+            top = base in ("max", "amax")
+            v = (math.ceil(rg.hi) - 1 if rg.hi_open else
+                 math.floor(rg.hi)) if top else math.ceil(rg.lo)
+            new = Range(v, v, False, True)
+            if rg.lo != rg.hi:
+                assume(self.rec, "range:" + ("max" if top else "min"), v)
+        elif base in KEEP and base not in ("max", "min") or \
                 (base in ("max", "min") and (len(args) < 2 or
                                              isinstance(args[1], int))):
             new = rg
