@@ -1021,6 +1021,39 @@ class Dispatch:
         self.run_events(post, keys, site)
         return out
 
+    def _roll(self, name, args, kwargs, out):
+        # roll_cuda rolls one dimension: a copy of a non-contiguous
+        # input first (self.contiguous()), then the output, the copy
+        # freed on return.  roll_common (no dims: the same through the
+        # flattened contiguous input) rolls several dimensions one at
+        # a time, each through at::roll: the first dimension's result,
+        # then the rest's, each intermediate freed when the call that
+        # made it returns (docs/recording.md, roll).
+        x = args[0] if args else None
+        if not _cuda_tensor(x) or not isinstance(out, torch.Tensor) or \
+                x.numel() == 0:
+            return self.outputs(name, args, kwargs, out)
+        dims = args[2] if len(args) > 2 else (kwargs or {}).get("dims", ())
+        ndims = 1 if isinstance(dims, int) else max(1, len(dims or ()))
+        nb = kernels.symsize(x.numel()) * x.element_size()
+        pre, post = [], []
+        if not x.is_contiguous():
+            pre += [("alloc", "copy", nb)]
+            if ndims == 1:
+                post += [("free", "copy")]
+            else:
+                pre += [("alloc", "dim0", nb), ("free", "copy")]
+        elif ndims > 1:
+            pre += [("alloc", "dim0", nb)]
+        for i in range(1, ndims - 1):
+            pre += [("alloc", "dim%d" % i, nb)]
+        post += [("free", "dim%d" % i) for i in range(ndims - 2, -1, -1)]
+        keys, site = {}, KERNEL_SITES.get(name, name)
+        self.run_events(pre, keys, site)
+        self.note_all([out], name)
+        self.run_events(post, keys, site)
+        return out
+
     def _masked_select(self, name, args, kwargs, out):
         # masked_select_out_cuda_impl: index_out(result, self, {mask})
         # (both broadcast), whose index takes mask.nonzero() (its
@@ -2034,6 +2067,7 @@ _AFTER = {
     "binary_cross_entropy": Dispatch._bce,
     "native_dropout": Dispatch._dropout,
     "nonzero": Dispatch._nonzero,
+    "roll": Dispatch._roll,
     "masked_select": Dispatch._masked_select,
     "_scaled_dot_product_cudnn_attention": Dispatch._cudnn_attention,
     "_foreach_norm": Dispatch._foreach_reduce,

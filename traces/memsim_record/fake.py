@@ -1368,6 +1368,7 @@ KERNEL_SITES = {
     "cumsum": "cumsum_out temporaries",
     "cumprod": "cumprod_out temporaries",
     "nonzero": "nonzero_out_cuda temporaries",
+    "roll": "roll_cuda contiguous copy and roll_common dims",
     "_index_put_impl_": "index_put_with_sort_kernel temporaries",
     "_to_copy": "copy_kernel_cuda host values on the GPU",
     "sort": "sort_cuda_kernel temporaries",
