@@ -90,10 +90,17 @@ class HostRNG:
         if g is not None and getattr(g, "_memsim_cuda", False):
             return   # a CUDA generator's draw (fake.py's Generator)
         def real(a):
+            if isinstance(a, torch.Tensor) and \
+                    not isinstance(a, FakeTensor) and \
+                    type(a) is not torch.Tensor:
+                # a wrapper subclass (a DTensor): its op comes here again
+                # on its local tensor
+                raise _NotHost
             if isinstance(a, FakeTensor):
                 if a.device.type != "cpu":
                     raise _NotHost
-                t = torch.empty_strided(a.shape, a.stride(), dtype=a.dtype)
+                t = torch.empty_strided(a.shape, a.stride(), dtype=a.dtype,
+                                        device="cpu")
                 # a valid input for any draw: a probability, a mean, a
                 # multinomial's weights
                 t.fill_(0.5 if a.dtype.is_floating_point or

@@ -1032,7 +1032,8 @@ class Values:
             if i == 1 and isinstance(outs[0], torch.Tensor):
                 # the values (sort's, topk's, max's along a dim) are
                 # some of the input's: its range
-                vr = self.range(t0) or self._values_range(t0)
+                vr = self.range(t0) or (self._values_range(t0) if
+                                        t0.numel() > ROUTE_MAX else None)
                 if vr is not None:
                     self._set_range(outs[0], vr)
             dim = kwargs.get("dim", args[2] if name in ("topk", "kthvalue")
@@ -1066,10 +1067,17 @@ class Values:
         base = name[:-1] if name.endswith("_") and \
             not name.startswith("_") else name
         base = _known.ALIASES.get(base, base)
-        if rg is None and base in GATHERS and isinstance(t0, torch.Tensor):
+        if rg is None and base in GATHERS and \
+                isinstance(t0, torch.Tensor) and t0.numel() > ROUTE_MAX:
             # exact values gathered at unknown indices (a graph batch's
             # node-to-graph vector reordered by a top-k's permutation,
-            # PyG's TopKPooling): values among the source's
+            # PyG's TopKPooling): values among the source's.  Not from a
+            # small table (ROUTE_MAX entries or fewer: the class labels of
+            # a few ground-truth boxes that Mask R-CNN's matcher indexes
+            # by routed matches), whose range the later comparisons would
+            # decide for elements the rules assumed otherwise (its mask
+            # head took half the sampled boxes as positives, more than
+            # the sampler's 25%: +33% against the H200)
             rg = self._values_range(t0)
         if rg is None:
             if base in ("cat", "stack") and args and \
