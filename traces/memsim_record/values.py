@@ -701,15 +701,7 @@ class Values:
         rg = self.range(v)
         if rg is not None:
             return rg
-        r = self.real(v)
-        if r is None or r.numel() == 0:
-            return None
-        with self.unset():
-            lo, hi = r.min().item(), r.max().item()
-        if isinstance(lo, float) and not (math.isfinite(lo) and
-                                          math.isfinite(hi)):
-            return None
-        return Range(lo, hi, False, integral)
+        return self._values_range(v)
 
     def _layout(self, o, r):
         """R laid out as the fake output O (the CPU kernel may choose other
