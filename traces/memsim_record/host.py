@@ -89,16 +89,22 @@ class HostRNG:
         g = kwargs.get("generator")
         if g is not None and getattr(g, "_memsim_cuda", False):
             return   # a CUDA generator's draw (fake.py's Generator)
-        def real(a):
-            if isinstance(a, torch.Tensor) and \
-                    not isinstance(a, FakeTensor) and \
-                    type(a) is not torch.Tensor:
-                # a wrapper subclass (a DTensor): its op comes here again
-                # on its local tensor
-                raise _NotHost
+
+        def on_host(a):
             if isinstance(a, FakeTensor):
-                if a.device.type != "cpu":
-                    raise _NotHost
+                return a.device.type == "cpu"
+            if isinstance(a, torch.Tensor):
+                # not a wrapper subclass (a DTensor): its op comes here
+                # again on its local tensor
+                return type(a) is torch.Tensor
+            if isinstance(a, (list, tuple)):
+                return all(on_host(b) for b in a)
+            if isinstance(a, torch.device):
+                return a.type == "cpu"
+            return True
+
+        def real(a):
+            if isinstance(a, FakeTensor):
                 t = torch.empty_strided(a.shape, a.stride(), dtype=a.dtype,
                                         device="cpu")
                 # a valid input for any draw: a probability, a mean, a
@@ -108,30 +114,24 @@ class HostRNG:
                 return t
             if isinstance(a, (list, tuple)):
                 return type(a)(real(b) for b in a)
-            if isinstance(a, torch.device) and a.type != "cpu":
-                raise _NotHost
             return a
 
+        # (a GPU draw, the common one in a training loop, leaves here)
+        if not (all(on_host(a) for a in args) and
+                all(on_host(v) for v in kwargs.values())):
+            return
+        n = _numel(args, kwargs)
+        if self.over or self.drawn + n > RNG_BUDGET:
+            if not self.over:
+                self.over = True
+                self.rec.assume("host:rng")
+            return
+        self.drawn += n
         # (called from the recorder's dispatch mode, which is off while
         # it runs: the fake mode under it would take the scratch tensors)
         with unset_fake_temporarily():
-            try:
-                n = _numel(args, kwargs)
-                if self.over or self.drawn + n > RNG_BUDGET:
-                    if not self.over:
-                        self.over = True
-                        self.rec.assume("host:rng")
-                    return
-                rargs = [real(a) for a in args]
-                rkwargs = {k: real(v) for k, v in kwargs.items()}
-            except _NotHost:
-                return
-            self.drawn += n
-            func(*rargs, **rkwargs)
-
-
-class _NotHost(Exception):
-    pass
+            func(*[real(a) for a in args],
+                 **{k: real(v) for k, v in kwargs.items()})
 
 
 def _numel(args, kwargs):

@@ -427,6 +427,17 @@ class Values:
             return None
         return Range(lo, hi, False, not r.dtype.is_floating_point)
 
+    def _gathered_range(self, t):
+        """The range of values picked from T's exact values at unknown
+        indices (a gather's, a sort's): T's own range, where T has more
+        than ROUTE_MAX elements.  Not from a small table (the class
+        labels of a few ground-truth boxes that Mask R-CNN's matcher
+        indexes by routed matches), whose range the later comparisons
+        would decide for elements the rules assumed otherwise (its mask
+        head took half the sampled boxes as positives, more than the
+        sampler's 25%: +33% against the H200)."""
+        return self._values_range(t) if t.numel() > ROUTE_MAX else None
+
     def _set_range(self, t, rg):
         if not isinstance(t, self.Fake) or rg is None or \
                 not self._small(t):
@@ -1024,8 +1035,7 @@ class Values:
             if i == 1 and isinstance(outs[0], torch.Tensor):
                 # the values (sort's, topk's, max's along a dim) are
                 # some of the input's: its range
-                vr = self.range(t0) or (self._values_range(t0) if
-                                        t0.numel() > ROUTE_MAX else None)
+                vr = self.range(t0) or self._gathered_range(t0)
                 if vr is not None:
                     self._set_range(outs[0], vr)
             dim = kwargs.get("dim", args[2] if name in ("topk", "kthvalue")
@@ -1059,18 +1069,11 @@ class Values:
         base = name[:-1] if name.endswith("_") and \
             not name.startswith("_") else name
         base = _known.ALIASES.get(base, base)
-        if rg is None and base in GATHERS and \
-                isinstance(t0, torch.Tensor) and t0.numel() > ROUTE_MAX:
+        if rg is None and base in GATHERS and isinstance(t0, torch.Tensor):
             # exact values gathered at unknown indices (a graph batch's
             # node-to-graph vector reordered by a top-k's permutation,
-            # PyG's TopKPooling): values among the source's.  Not from a
-            # small table (ROUTE_MAX entries or fewer: the class labels of
-            # a few ground-truth boxes that Mask R-CNN's matcher indexes
-            # by routed matches), whose range the later comparisons would
-            # decide for elements the rules assumed otherwise (its mask
-            # head took half the sampled boxes as positives, more than
-            # the sampler's 25%: +33% against the H200)
-            rg = self._values_range(t0)
+            # PyG's TopKPooling): values among the source's
+            rg = self._gathered_range(t0)
         if rg is None:
             if base in ("cat", "stack") and args and \
                     isinstance(args[0], (list, tuple)):
