@@ -1735,6 +1735,22 @@ def install(torch, rec):
 
     torch.compile = compile
     _guards_as_run(torch)
+    # OptimizedModule.__call__ warns at each call site when a global
+    # module hook is registered (_has_any_global_hook): the program's
+    # own, not the recorder's, which the compiled code never sees
+    # (hooks_aside)
+    import torch.nn.modules.module as nnm
+    pkg = __package__ or "memsim_record"
+
+    def _has_any_global_hook():
+        hooks = (nnm._global_backward_pre_hooks, nnm._global_backward_hooks,
+                 nnm._global_forward_pre_hooks, nnm._global_forward_hooks)
+        mine = {k for d in hooks for k, h in d.items()
+                if getattr(h, "__module__", "").startswith(pkg)}
+        return any(k not in mine for d in hooks + (
+            nnm._global_forward_hooks_always_called,
+            nnm._global_forward_hooks_with_kwargs) for k in d)
+    nnm._has_any_global_hook = _has_any_global_hook
     # Called each step with reduce-overhead; the real one imports
     # cudagraph_trees, which a PyTorch without CUDA cannot.  A new step
     # lets the next replay overwrite the last one's outputs: nothing
