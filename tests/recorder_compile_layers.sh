@@ -38,10 +38,10 @@ one=$(flushes one 1)
 two=$(flushes two 2)
 six=$(flushes six 6)
 twice=$(flushes twice 2 twice)
-# torch.compile(module) warns when global module hooks are registered;
-# the recorder's own are set aside while it compiles, as while the
-# compiled module runs (compiled.py, hooks_aside): no warning that a real
-# run does not print
+# a compiled module warns at each call when global module hooks are
+# registered (OptimizedModule.__call__); the recorder's own do not count
+# (compiled.py's _has_any_global_hook, as hooks_aside keeps them out of
+# the compiled code): no warning that a real run does not print
 grep -q 'global hooks on modules' "$tmp/err" &&
 	fail "the recorder's module hooks made torch.compile warn: $(grep -m1 'global hooks' "$tmp/err")"
 [ "$one $two $six $twice" = "1 1 1 1" ] ||

@@ -1192,6 +1192,12 @@ class Runtime:
         return cb
 
 
+def _recorders(hook):
+    """Whether HOOK (a global module hook) is the recorder's own."""
+    return getattr(hook, "__module__", "").startswith(
+        __package__ or "memsim_record")
+
+
 def _guards_as_run(torch):
     """Dynamo builds a compiled frame's guards with the recorder's
     dispatch mode set aside (TorchDispatchMode.ignore_compile_internals),
@@ -1660,8 +1666,7 @@ def install(torch, rec):
             for d in (nnm._global_forward_pre_hooks,
                       nnm._global_forward_hooks):
                 for key, h in list(d.items()):
-                    if getattr(h, "__module__", "").startswith(
-                            __package__ or "memsim_record"):
+                    if _recorders(h):
                         saved.append((d, key, h))
                         del d[key]
             try:
@@ -1740,13 +1745,11 @@ def install(torch, rec):
     # own, not the recorder's, which the compiled code never sees
     # (hooks_aside)
     import torch.nn.modules.module as nnm
-    pkg = __package__ or "memsim_record"
 
     def _has_any_global_hook():
         hooks = (nnm._global_backward_pre_hooks, nnm._global_backward_hooks,
                  nnm._global_forward_pre_hooks, nnm._global_forward_hooks)
-        mine = {k for d in hooks for k, h in d.items()
-                if getattr(h, "__module__", "").startswith(pkg)}
+        mine = {k for d in hooks for k, h in d.items() if _recorders(h)}
         return any(k not in mine for d in hooks + (
             nnm._global_forward_hooks_always_called,
             nnm._global_forward_hooks_with_kwargs) for k in d)
