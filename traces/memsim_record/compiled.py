@@ -24,8 +24,10 @@ predicted in two parts:
   wrapper), allocated where it is computed; a fused kernel whose output
   has the size and dtype of an input buffer read there for the last time
   writes in place (Inductor's inplace reuse, "# reuse").  Every buffer is
-  freed after its last use ("del buf"), graph inputs included: the
-  runtime hands its arguments over (args.clear()).
+  freed after the last kernel that reads it ("del buf"), graph inputs
+  included: the runtime hands its arguments over (args.clear()); unless
+  a later buffer of its size and dtype takes its memory (the wrapper's
+  reuse pool, Program._plan_reuse).
 
 - At the first launch in the process of each distinct Triton kernel
   with several configurations, Triton's autotuner allocates an L2-sized
@@ -185,7 +187,7 @@ class Program:
     inference graph) and its buffer plan."""
 
     def __init__(self, torch, rec, gm, kind, rt, site, cudagraphs=False,
-                 tune_all=False):
+                 tune_all=False, donated=()):
         self.torch = torch
         self.rec = rec
         self.gm = gm
@@ -197,12 +199,19 @@ class Program:
             type(site, (), {})()
         nodes = list(gm.graph.nodes)
         self.nodes = nodes
+        # the placeholders AOTAutograd donates to a backward graph (their
+        # positions: bw_donated_idxs)
+        ph = [n for n in nodes if n.op == "placeholder"]
+        self.donated = {ph[i] for i in donated if 0 <= i < len(ph)}
         idx = {n: i for i, n in enumerate(nodes)}
         # base: the node whose buffer a view node's value lives in.
         base = {}
         for n in nodes:
-            if n.op == "call_function" and _is_view(n) and n.args and \
+            if n.op == "call_function" and (
+                    _is_view(n) or n.target is operator.getitem and
+                    n.args and _is_view(n.args[0])) and n.args and \
                     isinstance(n.args[0], torch.fx.Node):
+                # (a getitem of unbind's or split's list is a view too)
                 base[n] = base.get(n.args[0], n.args[0])
             else:
                 base[n] = n
@@ -277,6 +286,28 @@ class Program:
         self._red = {}          # _reduction_of's answers
         self.fill_nodes = set(self.fills.values())
         self.kernel = self._kernel_keys(idx)
+        # A value inlined into a later kernel reads its inputs there (a
+        # GELU's mul, erf and add over its matmul's output, fused into
+        # the kernel that stores their product): a buffer is last used by
+        # the last kernel whose fused nodes read it, and the wrapper frees
+        # it after that kernel (the scheduler's free_buffers after each
+        # kernel it emits), not at the node that reads it first.
+        for k in nodes:
+            if k.op != "call_function" or k not in self.realized or \
+                    self.extern(k) or self.part_of_extern(k):
+                continue
+            j = idx[k]
+            for m in self._fused(k):
+                for a in m.all_input_nodes:
+                    b = base[a]
+                    if last.get(b, -1) < j:
+                        last[b] = j
+        frees = {}
+        for b, i in last.items():
+            frees.setdefault(i, []).append(b)
+        self.frees = frees
+        self._plan_inplace(nodes)
+        self._plan_reuse(nodes, idx)
         self.calls = 0
         self.cudagraphs = cudagraphs
         self.static = None     # the static copies of the inputs (graphs)
@@ -802,6 +833,7 @@ class Program:
                 if self.kind == "backward" and n.name.startswith("tangents")]
         args.clear()
         result = None
+        kept = {}       # freed buffers held for their reuse (_plan_reuse)
         self.calls += 1
         for i, n in enumerate(self.nodes):
             if n.op == "placeholder":
@@ -821,6 +853,11 @@ class Program:
                     else:
                         self.flex_backward(n, env[n], a)
                 elif n.op == "call_function" and self.extern(n) and record:
+                    d = kept.pop(self.reuse_of.get(n), None)
+                    if d is not None:
+                        # out= the freed buffer's memory
+                        self._release(d)
+                    d = None
                     env[n] = n.target(*a, **k)   # under the recorder
                 else:
                     fn = n.target if n.op == "call_function" else \
@@ -841,7 +878,10 @@ class Program:
                         reuse = self.inplace(n, env, i)
                         if reuse not in self.rec.live:
                             reuse = None    # an inlined value: no buffer
-                        rt.buffer(v, reuse)
+                        d = kept.pop(self.reuse_of.get(n), None)
+                        rt.buffer(v, reuse if d is None else
+                                  id(d.untyped_storage()))
+                        d = None
                     f = self.fills.get(n)
                     if f is not None and f in self.kernel and record:
                         rt.flush(self.kernel[f], (), self.kind)
@@ -852,7 +892,10 @@ class Program:
                         rt.flush(self.kernel[n],
                                  self.mutated(n, v, a, reuse), self.kind)
             for b in self.frees.get(i, ()):
-                env.pop(b, None)
+                d = env.pop(b, None)
+                if b in self.reused and record:
+                    kept[b] = d     # until the buffer that reuses it
+                d = None
                 # views of b die with it (their own last use is b's)
             for m in list(env):
                 if self.base[m] is not m and self.base[m] not in env:
@@ -985,24 +1028,177 @@ class Program:
         return ()
 
     def inplace(self, n, env, i):
-        """The key of an input buffer N's kernel can write in place: a
-        buffer of this graph (not an input), read for the last time here,
-        of N's storage size; None if there is none."""
+        """The key of the input buffer N's kernel writes in place
+        (_plan_inplace's inplace_of), while it is alive; None if there is
+        none."""
         torch = self.torch
-        v = env[n]
-        if not isinstance(v, torch.Tensor):
+        b = self.inplace_of.get(n)
+        if b is None or b not in env:
             return None
-        nb = v.untyped_storage().nbytes()
-        for a in n.all_input_nodes:
-            b = self.base[a]
-            if b.op != "call_function" or self.last.get(b) != i or \
-                    b not in env or self.extern(b):
-                continue
-            t = env[b]
-            if isinstance(t, torch.Tensor) and t.dtype == v.dtype and \
-                    t.untyped_storage().nbytes() == nb:
-                return id(t.untyped_storage())
+        t, v = env[b], env[n]
+        if isinstance(t, torch.Tensor) and isinstance(v, torch.Tensor) and \
+                t.dtype == v.dtype and \
+                t.untyped_storage().nbytes() == v.untyped_storage().nbytes():
+            return id(t.untyped_storage())
         return None
+
+    def _reuse_key(self, n):
+        """Inductor's buffer_reuse_key of N's value: its dtype and its
+        storage's size (the device is the GPU), or None."""
+        v = n.meta.get("val")
+        if not isinstance(v, self.torch.Tensor):
+            return None
+        try:
+            nb = v.untyped_storage().nbytes()
+        except Exception:
+            return None
+        # symbolic under dynamic shapes: s0 is not s1 though their hints
+        # agree (sympy_str of the size)
+        return (str(v.dtype), str(nb))
+
+    def _stored(self, b):
+        """Whether a kernel may write B's buffer in place: a buffer this
+        graph made (a fused kernel's or an extern kernel's output, not a
+        template's), or, in a backward graph, a saved activation that
+        AOTAutograd donates to it (donated_buffer, bw_donated_idxs: no
+        other alias of it lives; Inductor's DonatedBuffer): the logits'
+        gradient written over the saved logits."""
+        if b.op == "placeholder":
+            return b in self.donated
+        return b.op == "call_function" and self.base[b] is b and \
+            not self.template(b) and _name(b) not in SCATTERS and (
+                b in self.buffers or self.extern(b) or
+                self.part_of_extern(b))
+
+    def _fused_buffer(self, n):
+        return n.op == "call_function" and n in self.buffers and \
+            self.base[n] is n and not self.extern(n) and \
+            not self.part_of_extern(n)
+
+    def _inplace_at(self, n, i):
+        """The buffer N's kernel can write in place: one it reads (through
+        the values fused into it) for the last time, made by this graph,
+        of N's dtype and storage size (the scheduler's
+        decide_inplace_update: a read whose buffer has no other user
+        left and the same buffer_reuse_key); None if there is none."""
+        key = self._reuse_key(n)
+        if key is None:
+            return None
+        region = self._fused(self._root(n))
+        for a in [a for m in region for a in m.all_input_nodes
+                  if a not in region]:
+            b = self.base[a]
+            if self.last.get(b) == i and self._stored(b) and \
+                    self._reuse_key(b) == key:
+                return b
+        return None
+
+    def _plan_inplace(self, nodes):
+        """inplace_of: each fused kernel that writes in place an input it
+        reads for the last time (_inplace_at) -> that input, over the
+        graph in order (an input written in place is not there for a
+        later kernel)."""
+        self.inplace_of = {}
+        done = set()
+        for i, n in enumerate(nodes):
+            if self._fused_buffer(n):
+                b = self._inplace_at(n, i)
+                if b is not None and b not in done:
+                    self.inplace_of[n] = b
+                    done.add(b)
+
+    # the extern kernels whose output the wrapper allocates
+    # (ExternKernelOut: extern_kernels.mm(..., out=buf)); the others
+    # (convolution, attention, sort) allocate their own
+    _EXTERN_OUT = {"mm", "addmm", "bmm", "baddbmm", "_int_mm"}
+
+    def _nbytes(self, n):
+        """N's storage bytes, a symbolic size by its hint (the estimate's
+        optimization_hint)."""
+        v = n.meta.get("val")
+        if not isinstance(v, self.torch.Tensor):
+            return 0
+        try:
+            return _hint(v.untyped_storage().nbytes())
+        except Exception:
+            return 0
+
+    def _plan_reuse(self, nodes, idx):
+        """reuse_of: each buffer the wrapper allocates (a fused kernel's
+        output, an ExternKernelOut's) that takes the memory of a buffer
+        freed before it instead (memory_plan_reuse: a FreeIfNotReusedLine
+        pushes the freed buffer into the pool of its buffer_reuse_key,
+        the dtype and storage size; a later AllocateLine of that key
+        pops the last one pushed, "buf9 = buf4; del buf4  # reuse").
+        The freed buffer is then held from its last use to the reuse.
+        AllocateLine.should_reuse_buffer takes it only if that does not
+        raise the graph's estimated peak: always from the kernel just
+        before, else when its size plus the estimate's largest live
+        memory between the two kernels stays within the estimate's peak
+        (EfficientPeakEstimate over estimate_peak_memory's timeline:
+        each buffer from the kernel that makes it to the last that reads
+        it, the graph inputs from the start, the outputs to the end).
+        Graph inputs are freed, never reused (codegen_free's
+        InputBuffer); buffers another kernel writes in place are not
+        freed (_plan_inplace)."""
+        self.reuse_of = {}
+        self.reused = set()
+        torch = self.torch
+        # steps: the kernels, in the graph's order
+        step, s = {}, -1
+        for n in nodes:
+            if n.op == "call_function" and self.base[n] is n and (
+                    n in self.buffers or self.extern(n)):
+                s += 1
+            step[n] = max(s, 0)
+        nsteps = s + 2
+        out = set()
+        for n in nodes:
+            if n.op == "output":
+                out = {self.base[a] for a in n.all_input_nodes}
+        mem = [0] * (nsteps + 1)
+
+        def live(b, start):
+            nb = self._nbytes(b)
+            mem[start] += nb
+            if b not in out and b in self.last:
+                mem[step[nodes[self.last[b]]] + 1] -= nb
+        donors = set(self.inplace_of.values())
+        made = []
+        for n in nodes:
+            if n.op == "placeholder" and n in self.last:
+                live(n, 0)
+            elif n.op == "call_function" and self.base[n] is n and \
+                    n not in self.inplace_of and \
+                    isinstance(n.meta.get("val"), torch.Tensor) and (
+                        n in self.buffers or self.extern(n) or
+                        self.part_of_extern(n)):
+                live(n, step[n])
+                made.append(n)
+        for i in range(1, len(mem)):
+            mem[i] += mem[i - 1]
+        peak = max(mem)
+        made = set(made)
+        pool = {}
+        for i, n in enumerate(nodes):
+            if n in made and n not in self.inplace_of and (
+                    self._fused_buffer(n) or _name(n) in self._EXTERN_OUT):
+                key = self._reuse_key(n)
+                free = pool.get(key)
+                if free:
+                    b = free.pop()
+                    a, z = step[nodes[self.last[b]]] + 1, step[n]
+                    nb = self._nbytes(n)
+                    if a >= z or nb + max(mem[a:z]) <= peak:
+                        self.reuse_of[n] = b
+                        self.reused.add(b)
+                        for t in range(a, z):
+                            mem[t] += nb
+                    else:
+                        free.append(b)
+            for b in sorted(self.frees.get(i, ()), key=idx.get):
+                if b in made and b not in out and b not in donors:
+                    pool.setdefault(self._reuse_key(b), []).append(b)
 
 
 class Runtime:
@@ -1534,8 +1730,16 @@ def install(torch, rec):
                                 joint_graph_constant_folding=False):
                             gm = joint_passes(gm, example_inputs)
                     post_grad_passes(gm, kind == "inference")
+                donated = ()
+                if kind == "backward":
+                    # the saved activations AOTAutograd donates to the
+                    # backward, which Inductor's kernels may write over
+                    # (GraphLowering's bw_donated_idxs)
+                    from torch._inductor import utils as iu
+                    get = getattr(iu, "get_donated_idxs", None)
+                    donated = (get() if get is not None else None) or ()
                 p = Program(torch, rec, gm, kind, rt, site, cudagraphs,
-                            tune_all)
+                            tune_all, donated)
 
                 def run(args):
                     return p(args)
