@@ -763,6 +763,20 @@ class Program:
             self.extern(n.args[0])
 
     def __call__(self, args):
+        if self.calls == 0:
+            # The compile that made this graph can leave the program's
+            # own objects in reference cycles: TorchDynamo's variable
+            # trackers of a frame traced to a graph break hold its
+            # values (transformers' model output, whose loss logs a
+            # warning in the compiled forward: the first step's logits).
+            # Python's cyclic collector frees them when it next runs,
+            # which a real run's compile, making far more objects than
+            # the recorder's, brings soon (on the H200, within the
+            # step); here it may not run for the rest of the program.
+            # Collected before the graph first runs, they are freed as
+            # there.
+            import gc
+            gc.collect()
         stack = self.rec.module_stack
         if self.owner is not None:
             stack.append(self.owner)
