@@ -1178,7 +1178,7 @@ class Program:
             if b not in out and b in self.last:
                 mem[step[nodes[self.last[b]]] + 1] -= nb
         donors = set(self.inplace_of.values())
-        made = []
+        made = set()    # the buffers this graph's kernels make
         for n in nodes:
             if n.op == "placeholder" and n in self.last:
                 live(n, 0)
@@ -1188,11 +1188,10 @@ class Program:
                         n in self.buffers or self.extern(n) or
                         self.part_of_extern(n)):
                 live(n, step[n])
-                made.append(n)
+                made.add(n)
         for i in range(1, len(mem)):
             mem[i] += mem[i - 1]
         peak = max(mem)
-        made = set(made)
         pool = {}
         for i, n in enumerate(nodes):
             if n in made and n not in self.inplace_of and (
@@ -1203,6 +1202,8 @@ class Program:
                     b = free.pop()
                     a, z = step[nodes[self.last[b]]] + 1, step[n]
                     nb = self._nbytes(n)
+                    # freed by the kernel just before (a == z), or held
+                    # below the estimated peak
                     if a >= z or nb + max(mem[a:z]) <= peak:
                         self.reuse_of[n] = b
                         self.reused.add(b)
