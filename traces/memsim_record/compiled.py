@@ -216,17 +216,15 @@ class Program:
             else:
                 base[n] = n
         self.base = base
-        # last use of each node's buffer (a view's use is its base's).
+        # last use of each node's buffer (a view's use is its base's;
+        # carried to the kernels its readers are fused into below, once
+        # the realized values are known).
         last = {}
         for n in nodes:
             for a in n.all_input_nodes:
                 b = base[a]
                 last[b] = idx[n]
         self.last = last
-        frees = {}
-        for b, i in last.items():
-            frees.setdefault(i, []).append(b)
-        self.frees = frees
         # Which values get a buffer.
         buf = set()
         out = [n for n in nodes if n.op == "output"][0]
@@ -1056,19 +1054,26 @@ class Program:
             return id(t.untyped_storage())
         return None
 
-    def _reuse_key(self, n):
-        """Inductor's buffer_reuse_key of N's value: its dtype and its
-        storage's size (the device is the GPU), or None."""
+    def _storage_nbytes(self, n):
+        """The storage bytes of N's value (symbolic under dynamic
+        shapes), or None where it is not a tensor with a storage."""
         v = n.meta.get("val")
         if not isinstance(v, self.torch.Tensor):
             return None
         try:
-            nb = v.untyped_storage().nbytes()
+            return v.untyped_storage().nbytes()
         except Exception:
+            return None
+
+    def _reuse_key(self, n):
+        """Inductor's buffer_reuse_key of N's value: its dtype and its
+        storage's size (the device is the GPU), or None."""
+        nb = self._storage_nbytes(n)
+        if nb is None:
             return None
         # symbolic under dynamic shapes: s0 is not s1 though their hints
         # agree (sympy_str of the size)
-        return (str(v.dtype), str(nb))
+        return (str(n.meta["val"].dtype), str(nb))
 
     def _stored(self, b):
         """Whether a kernel may write B's buffer in place: a buffer this
@@ -1128,14 +1133,9 @@ class Program:
 
     def _nbytes(self, n):
         """N's storage bytes, a symbolic size by its hint (the estimate's
-        optimization_hint)."""
-        v = n.meta.get("val")
-        if not isinstance(v, self.torch.Tensor):
-            return 0
-        try:
-            return _hint(v.untyped_storage().nbytes())
-        except Exception:
-            return 0
+        optimization_hint); 0 for no storage."""
+        nb = self._storage_nbytes(n)
+        return 0 if nb is None else _hint(nb)
 
     def _plan_reuse(self, nodes, idx):
         """reuse_of: each buffer the wrapper allocates (a fused kernel's
@@ -1383,6 +1383,12 @@ class Runtime:
         # raised the peak.  One stands for them all when it sent none
         # there (the next ones make the same blocks), two otherwise
         # (from the second on the budget is the same).
+        def run(gpu):
+            keys = [object() for _ in gpu]
+            for c, k in zip(gpu, keys):
+                rec.alloc(c, "temporary", "triton autotune clone", k)
+            for k in keys:
+                rec.free(k)
         for config in range(2):
             if config and len(gpu) == len(clones):
                 break
@@ -1392,17 +1398,10 @@ class Runtime:
                 if kind == "forward" or c <= budget:
                     gpu.append(c)
                     budget -= c
-
-            def run():
-                keys = [object() for _ in gpu]
-                for c, k in zip(gpu, keys):
-                    rec.alloc(c, "temporary", "triton autotune clone", k)
-                for k in keys:
-                    rec.free(k)
-            run()
+            run(gpu)
             key = object()
             rec.alloc(nb, "temporary", "triton autotune L2 flush", key)
-            run()
+            run(gpu)
             rec.free(key)
 
     def _death(self, key):
