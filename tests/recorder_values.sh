@@ -71,6 +71,14 @@ for how in where nonzero; do
 		fail "moe $how counts: $(cat "$tmp/err")"
 	grep -q "; 1 assumption (routing 1)$" "$tmp/err" || fail "moe $how summary: $(cat "$tmp/err")"
 done
+# The GPU the default device (DeepSeek-V3's model.py): bincount's counts,
+# .tolist() of arange and multinomial are host tensors made on the host.
+$MEMSIM record -o "$tmp/dd.csv" -- "$PY" "$R/values_default_device.py" 2>"$tmp/err" ||
+	fail "record default device: $(tail -3 "$tmp/err")"
+grep -q "^counts \[16, 16, 16, 16, 16, 16, 16, 16\] steps \[0, 1, 2\] drawn 2$" "$tmp/err" ||
+	fail "default device counts: $(cat "$tmp/err")"
+got=$(sizes "$tmp/dd.csv" values_default_device.py:21 | tr ' ' '\n' | grep -c '^2048$')
+[ "$got" = 8 ] || fail "default device: x[tok] $got times 16 x 32 floats"
 # An expert: the mask idx == e (64 x 2 bools, 128 bytes), its nonzero
 # (16, 2) longs, 256 bytes.
 got=$(sizes "$tmp/m.csv" values_moe.py:17)

@@ -52,7 +52,8 @@ def install(torch, opt, rec, env=True):
     def real(t):
         if isinstance(t, FakeTensor):
             with unset_fake_temporarily():
-                return torch.arange(t.numel(), dtype=t.dtype).view(t.shape)
+                return torch.arange(t.numel(), dtype=t.dtype,
+                                    device="cpu").view(t.shape)
         return t
 
     def mesh_init(self, *a, **k):

@@ -215,16 +215,30 @@ class Range:
         return lo if lo == hi else None
 
 
-def _one_thread(torch, unset):
-    """A context manager: UNSET (unset_fake_temporarily), on one of
+def host_side(torch, unset, one_thread=False):
+    """A context manager class for the recorder's own computations on real
+    host tensors (a host value, a shadow): UNSET (unset_fake_temporarily)
+    and, where the program made another device the default one
+    (torch.set_default_device("cuda"), `with torch.device("meta")`:
+    torch.utils._device's DeviceContext, whose device CURRENT_DEVICE
+    names), the CPU the default for the block, so that a factory with no
+    device (torch.full, torch.empty) makes a host tensor as the recorder
+    means, not a GPU one no kernel can run.  With ONE_THREAD, on one of
     PyTorch's intra-op threads, the number before it restored after."""
-    class OneThread:
-        __slots__ = ("ctx", "n")
+    from torch.utils import _device
+
+    class HostSide:
+        __slots__ = ("ctx", "dev", "n")
 
         def __enter__(self):
-            self.n = torch.get_num_threads()
             self.ctx = unset()
             self.ctx.__enter__()
+            d = _device.CURRENT_DEVICE
+            self.dev = None
+            if d is not None and torch.device(d).type != "cpu":
+                self.dev = torch.device("cpu")
+                self.dev.__enter__()
+            self.n = torch.get_num_threads() if one_thread else 1
             if self.n != 1:
                 torch.set_num_threads(1)
             return self
@@ -232,8 +246,10 @@ def _one_thread(torch, unset):
         def __exit__(self, *exc):
             if self.n != 1:
                 torch.set_num_threads(self.n)
+            if self.dev is not None:
+                self.dev.__exit__(*exc)
             return self.ctx.__exit__(*exc)
-    return OneThread
+    return HostSide
 
 
 class Values:
@@ -266,8 +282,8 @@ class Values:
         # at::internal::GRAIN_SIZE, is 32768 elements), but entering its
         # thread pool for each one cost makeMoE's router ms a softmax on a
         # busy two-core machine (the pool's threads wait for cores).
-        self.unset = unset_fake_temporarily if self.cpu else \
-            _one_thread(torch, unset_fake_temporarily)
+        self.unset = host_side(torch, unset_fake_temporarily,
+                               one_thread=not self.cpu)
         # routing(): its answer for each (shape, dtype, n, d), copied out
         self.routes = {}
         self.pending = None     # (fake outputs, real outputs) of _dynamic
