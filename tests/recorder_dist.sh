@@ -113,6 +113,18 @@ cmp -s "$tmp/single-init.csv" "$tmp/single-spawn.csv" ||
 $MEMSIM run --json "$tmp/single-spawn.csv" >"$tmp/single.json" || fail "run ddp_single"
 [ "$(key allocated_bytes.all.peak "$tmp/single.json") $(key reserved_bytes.all.peak "$tmp/single.json")" = \
 	"169430528 195035136" ] || fail "ddp_single spawn: $(grep -E 'bytes.all.peak' "$tmp/single.json")"
+# Gradient accumulation whose first micro-step turns the reduction off
+# (require_backward_grad_sync, as llm.c's train_gpt2.py does): the
+# buckets are rebuilt only after the second micro-step's backward, which
+# reduces, and the old bucket is freed then.  The H200 (torch 2.11,
+# 3 December 2026): 169299456 allocated, 195035136 reserved; before, the
+# recording rebuilt after the first backward and kept the old bucket:
+# 186134528 / 209715200.
+$MEMSIM record -o "$tmp/single-accum.csv" -- "$PY" "$single" accum \
+	2>"$tmp/err" >/dev/null || fail "ddp_single accum: $(tail -3 "$tmp/err")"
+$MEMSIM run --json "$tmp/single-accum.csv" >"$tmp/accum.json" || fail "run ddp_single accum"
+[ "$(key allocated_bytes.all.peak "$tmp/accum.json") $(key reserved_bytes.all.peak "$tmp/accum.json")" = \
+	"169299456 195035136" ] || fail "ddp_single accum: $(grep -E 'bytes.all.peak' "$tmp/accum.json")"
 cat >"$tmp/spawn2.py" <<'PY'
 import torch.multiprocessing as mp
 def f(rank):

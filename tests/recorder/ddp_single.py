@@ -6,7 +6,7 @@ torch.cuda.device_count() (spawn).  4 blocks of Linear(1024, 1024) and a
 Linear(1024, 10) head, AdamW, 3 steps at batch 64.  On a GPU it prints
 torch.cuda.max_memory_allocated() and max_memory_reserved() at the end
 (with DDP_SNAPSHOT=FILE, the allocator's history dumped to FILE).
-    python3 ddp_single.py init|spawn"""
+    python3 ddp_single.py init|spawn|accum"""
 import os
 import sys
 
@@ -17,7 +17,7 @@ import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 
-def worker(rank, world):
+def worker(rank, world, accum=False):
     snap = os.environ.get("DDP_SNAPSHOT")
     if snap:
         torch.cuda.memory._record_memory_history(max_entries=1000000)
@@ -33,9 +33,13 @@ def worker(rank, world):
                 device_ids=[rank])
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     for _ in range(3):
-        x = torch.randn(64, 1024, device=rank)
-        y = torch.randint(0, 10, (64,), device=rank)
-        nn.functional.cross_entropy(model(x), y).backward()
+        for micro in ((0, 1) if accum else (1,)):
+            b = 32 if accum else 64
+            if accum:
+                model.require_backward_grad_sync = micro == 1
+            x = torch.randn(b, 1024, device=rank)
+            y = torch.randint(0, 10, (b,), device=rank)
+            nn.functional.cross_entropy(model(x), y).backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
     dist.barrier()
@@ -47,8 +51,8 @@ def worker(rank, world):
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "init":
-        worker(0, 1)
+    if sys.argv[1] in ("init", "accum"):
+        worker(0, 1, sys.argv[1] == "accum")
     else:
         mp.spawn(worker, args=(torch.cuda.device_count(),),
                  nprocs=torch.cuda.device_count(), join=True)

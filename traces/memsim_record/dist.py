@@ -101,8 +101,10 @@ def install(torch, opt, rec, env=True):
         device".  It is not called, so no statistics are taken; nothing
         is allocated either way.
 
-        Reducer::rebuild_buckets() runs before the second forward: the
-        first backward's order of ready gradients, cut by
+        Reducer::rebuild_buckets() runs before the forward that follows
+        the first backward that reduces (not one under no_sync or with
+        require_backward_grad_sync off, whose hooks the reducer ignores):
+        that backward's order of ready gradients, cut by
         compute_bucket_assignment_by_size into a first bucket of
         first_bucket_bytes_cap (1 MiB) and then bucket_cap_mb (25 MiB)
         ones; the old bucket buffers are freed and the new ones allocated
@@ -120,6 +122,15 @@ def install(torch, opt, rec, env=True):
 
         def prepare_for_forward(self):
             return None
+
+        def prepare_for_backward(self, *a, **k):
+            # DDP's _post_forward, where the backward will reduce (not
+            # under no_sync, nor with require_backward_grad_sync off):
+            # the reducer expects its autograd hooks
+            # (expect_autograd_hooks_), and only those hooks give the
+            # order a rebuild takes (push_rebuilt_params)
+            object.__setattr__(self._ddp, "_memsim_expect", True)
+            return self._r.prepare_for_backward(*a, **k)
 
         def _rebuild_buckets(self):
             d = self._ddp
@@ -150,17 +161,27 @@ def install(torch, opt, rec, env=True):
         def __setattr__(self, name, value):
             setattr(self._r, name, value)
 
+    orig_pre_forward = ddp.DistributedDataParallel._pre_forward
+
+    def pre_forward(self, *a, **k):
+        # a forward's backward reduces only if its _post_forward says so
+        # (prepare_for_backward, above): a micro-step of gradient
+        # accumulation that turns the sync off gives no order
+        self._memsim_expect = False
+        return orig_pre_forward(self, *a, **k)
+
     def init(self, *a, **k):
         orig_init(self, *a, **k)
         self._memsim_buckets = set()
         self._memsim_ready = []
+        self._memsim_expect = False
         self.register_comm_hook(self, hook)
         self.logger = _NoLog()
         self.reducer = _Reducer(self.reducer, self)
 
         def ready(p):
-            # the first backward's order of ready gradients
-            if not self.reducer._rebuilt and \
+            # the first reducing backward's order of ready gradients
+            if self._memsim_expect and not self.reducer._rebuilt and \
                     all(q is not p for q in self._memsim_ready):
                 self._memsim_ready.append(p)
 
@@ -170,6 +191,7 @@ def install(torch, opt, rec, env=True):
                 p.register_post_accumulate_grad_hook(ready)
 
     ddp.DistributedDataParallel.__init__ = init
+    ddp.DistributedDataParallel._pre_forward = pre_forward
 
 
 def install_single(torch, opt, rec):
