@@ -1301,7 +1301,7 @@ def _host_values(rec, t, large=False):
     vals = values.host_values(rec, t)
     from torch._prims_common import \
         is_non_overlapping_and_dense_or_false as is_non_overlapping_and_dense
-    with values.host_side(torch, unset_fake_temporarily)():
+    with values.HostSide(torch, unset_fake_temporarily):
         if is_non_overlapping_and_dense(t):
             out = torch.empty_strided(tuple(t.shape), tuple(t.stride()),
                                       dtype=t.dtype)

@@ -45,6 +45,7 @@ recorder knows of the tensor, best first (docs/recording-values.md):
 Assumptions are `annotate` rows (category "assumption") whose site is
 "KIND FILE:LINE =VALUE", counted by KIND in the recorder's summary.
 """
+import functools
 import math
 import os
 import sys
@@ -215,41 +216,44 @@ class Range:
         return lo if lo == hi else None
 
 
-def host_side(torch, unset, one_thread=False):
-    """A context manager class for the recorder's own computations on real
-    host tensors (a host value, a shadow): UNSET (unset_fake_temporarily)
-    and, where the program made another device the default one
+class HostSide:
+    """A context manager for the recorder's own computations on real host
+    tensors (a host value, a shadow): UNSET (unset_fake_temporarily) and,
+    where the program made another device the default one
     (torch.set_default_device("cuda"), `with torch.device("meta")`:
     torch.utils._device's DeviceContext, whose device CURRENT_DEVICE
     names), the CPU the default for the block, so that a factory with no
     device (torch.full, torch.empty) makes a host tensor as the recorder
     means, not a GPU one no kernel can run.  With ONE_THREAD, on one of
     PyTorch's intra-op threads, the number before it restored after."""
-    from torch.utils import _device
+    __slots__ = ("torch", "unset", "one_thread", "ctx", "dev", "n")
 
-    class HostSide:
-        __slots__ = ("ctx", "dev", "n")
+    def __init__(self, torch, unset, one_thread=False):
+        self.torch = torch
+        self.unset = unset
+        self.one_thread = one_thread
 
-        def __enter__(self):
-            self.ctx = unset()
-            self.ctx.__enter__()
-            d = _device.CURRENT_DEVICE
-            self.dev = None
-            if d is not None and torch.device(d).type != "cpu":
-                self.dev = torch.device("cpu")
-                self.dev.__enter__()
-            self.n = torch.get_num_threads() if one_thread else 1
-            if self.n != 1:
-                torch.set_num_threads(1)
-            return self
+    def __enter__(self):
+        torch = self.torch
+        self.ctx = self.unset()
+        self.ctx.__enter__()
+        dv = sys.modules.get("torch.utils._device")
+        d = getattr(dv, "CURRENT_DEVICE", None)
+        self.dev = None
+        if d is not None and torch.device(d).type != "cpu":
+            self.dev = torch.device("cpu")
+            self.dev.__enter__()
+        self.n = torch.get_num_threads() if self.one_thread else 1
+        if self.n != 1:
+            torch.set_num_threads(1)
+        return self
 
-        def __exit__(self, *exc):
-            if self.n != 1:
-                torch.set_num_threads(self.n)
-            if self.dev is not None:
-                self.dev.__exit__(*exc)
-            return self.ctx.__exit__(*exc)
-    return HostSide
+    def __exit__(self, *exc):
+        if self.n != 1:
+            self.torch.set_num_threads(self.n)
+        if self.dev is not None:
+            self.dev.__exit__(*exc)
+        return self.ctx.__exit__(*exc)
 
 
 class Values:
@@ -282,8 +286,8 @@ class Values:
         # at::internal::GRAIN_SIZE, is 32768 elements), but entering its
         # thread pool for each one cost makeMoE's router ms a softmax on a
         # busy two-core machine (the pool's threads wait for cores).
-        self.unset = host_side(torch, unset_fake_temporarily,
-                               one_thread=not self.cpu)
+        self.unset = functools.partial(HostSide, torch,
+                                       unset_fake_temporarily, not self.cpu)
         # routing(): its answer for each (shape, dtype, n, d), copied out
         self.routes = {}
         self.pending = None     # (fake outputs, real outputs) of _dynamic
