@@ -57,6 +57,27 @@ set -- $(peaks "$tmp/b.csv") $(real padbench_bf16)
 [ "$1 $2" = "131650048 163577856" ] || fail "bf16 peaks $1 $2"
 [ "$1 $2" = "$3 $4" ] || fail "bf16 peaks $1 $2, real $3 $4"
 
+# A half-precision matmul of at least 10^10 multiply-adds (a language
+# model's head: 8192 x 1024 by 1024 x 50257, bf16): still assumed
+# unpadded, but its own assumption names the shape and a note says that
+# pad_mm padded such shapes on the H200 (docs/recording-compile.md).
+cat >"$tmp/large.py" <<'PY'
+import torch
+head = torch.compile(torch.nn.Linear(1024, 50257).cuda())
+x = torch.randn(8192, 1024, device="cuda")
+with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+    head(x)
+PY
+$MEMSIM record -o "$tmp/l.csv" -- "$PY" "$tmp/large.py" 2>"$tmp/err" ||
+	fail "record large: $(tail -3 "$tmp/err")"
+grep -q "(compile:inductor 1, compile:pad_mm 1, compile:pad_mm-large 1)$" "$tmp/err" ||
+	fail "large: $(cat "$tmp/err")"
+grep -q ',assumption,compile:pad_mm-large large.py:5 =unpadded 8192x1024x50257 bfloat16$' "$tmp/l.csv" ||
+	fail "large assumption: $(grep annotate "$tmp/l.csv")"
+grep -q "note: Inductor's pad_mm benchmarks a half-precision matmul" "$tmp/err" ||
+	fail "large note: $(cat "$tmp/err")"
+grep -q "pad_mm-large" "$tmp/b.csv" && fail "bf16 768 x 128 x 65: large"
+
 # Without shape padding (torch._inductor.config.shape_padding, from
 # TORCHINDUCTOR_SHAPE_PADDING) nothing is benchmarked.
 TORCHINDUCTOR_SHAPE_PADDING=0 $MEMSIM record -o "$tmp/n.csv" -- "$PY" "$P" 2 \

@@ -8,15 +8,21 @@ from . import lifecycle
 
 PROG = "memsim record"
 
-# Assumptions under which the recorded peaks are a lower bound, each told
-# once after the recording's summary line.
-LOWER_BOUND = {
+# Assumptions whose meaning for the peaks is told once after the
+# recording's summary line (cuDNN's finds: a lower bound).
+NOTES = {
     "cudnn:benchmark-find": (
         "torch.backends.cudnn.benchmark is on: at the first call of each "
         "convolution key in a thread cuDNN's find takes a workspace as large "
         "as its largest candidate plan (often gigabytes), cuDNN's own: the "
         "recording gives it the chosen plan's, then the emptyCache that "
         "follows it; the peaks are a lower bound"),
+    "compile:pad_mm-large": (
+        "Inductor's pad_mm benchmarks a half-precision matmul of at least "
+        "10^10 multiply-adds, which the recording keeps unpadded; on an "
+        "H200 pad_mm padded 8 of 9 such shapes (docs/recording-compile.md), "
+        "and a padded head changes the compiled program's buffers: the "
+        "peaks may be a few percent off (llm.c's GPT-2 head: -5%)"),
 }
 
 
@@ -242,8 +248,8 @@ def main(argv=None):
                                   sorted(rec.assumptions.items())) + ")")
                               if n else ""), file=sys.stderr)
                     for kind in sorted(rec.assumptions):
-                        if kind in LOWER_BOUND:
-                            print("%s: note: %s" % (PROG, LOWER_BOUND[kind]),
+                        if kind in NOTES:
+                            print("%s: note: %s" % (PROG, NOTES[kind]),
                                   file=sys.stderr)
                     from . import shards
                     shards.report(PROG, sys.stderr)
