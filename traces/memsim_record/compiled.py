@@ -56,6 +56,7 @@ import functools
 import operator
 import weakref
 from . import devices
+from . import values
 
 # Ops Inductor does not lower into Triton kernels but calls as ATen kernels
 # (lowering.py's make_fallback and the ExternKernel choices of tuned_mm /
@@ -1573,7 +1574,6 @@ class PadBench:
             # a half-precision matmul that large was padded on the H200
             # in 8 of 9 shapes of the grid docs/recording-compile.md gives
             # (pad_mm's own benchmark): the assumption is likely wrong here
-            from . import values
             values.assume(self.rec, "compile:pad_mm-large",
                           "unpadded %dx%dx%d %s" % (
                               hm, hk, hn, str(mat1.dtype)[6:]))
