@@ -209,4 +209,20 @@ grep -q "^fake on the host FakeTensor$" "$tmp/out" || fail "big: .cpu() of a 1 G
 grep -q ',assumption,host:large-stays-fake ' "$tmp/big.csv" || fail "big: no assumption"
 n=$(grep -c ",alloc,[0-9]*,1073741824,.*,parameter," "$tmp/big.csv")
 [ "$n" -eq 4 ] || fail "big: $n 1 GiB parameters, expected 4"
+# A file opened in a folder that does not exist (DINO's eval_linear.py
+# with an --output_dir nobody made): the program's own error, shown as
+# Python shows it, not as one raised inside memsim record (the file
+# boundary's open passes the operating system's error on).
+cat >"$tmp/nodir.py" <<'PY'
+import torch
+x = torch.zeros(4, device="cuda")
+with open("missing/log.txt", "a") as f:
+    f.write("x")
+PY
+(cd "$tmp" && $MEMSIM record -o "$tmp/nd.csv" -- "$PY" nodir.py) >"$tmp/out" 2>&1 &&
+	fail "nodir: succeeded"
+grep -q "^FileNotFoundError: \[Errno 2\] No such file or directory: 'missing/log.txt'$" "$tmp/out" ||
+	fail "nodir: $(cat "$tmp/out")"
+grep -q "raised inside memsim record" "$tmp/out" && fail "nodir: blamed on the recorder: $(cat "$tmp/out")"
+[ ! -e "$tmp/missing" ] || fail "nodir: the folder was made"
 finish recorder_boundary
