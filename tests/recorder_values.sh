@@ -186,6 +186,14 @@ $MEMSIM record --values cpu -o "$tmp/d.csv" -- "$PY" "$R/values_dynop.py" mylib:
 n=$("$PY" -c 'import torch; g = torch.Generator(); g.manual_seed(0); print(int((torch.randn(200, generator=g) > 0).sum()))')
 grep -q "^kept $n$" "$tmp/err" || fail "dynamic op cpu (want $n): $(cat "$tmp/err")"
 [ "$(sizes "$tmp/d.csv" values_dynop.py:15)" = "$((n * 8))" ] || fail "dynamic op cpu size"
+# --values cpu: a Linear's output on a 3-D input not contiguous (its bias
+# added in place) keeps its values: the boolean index by its mask has the
+# CPU's own count (it stopped with DynamicOutputShapeException before).
+$MEMSIM record --values cpu -o "$tmp/lin.csv" -- "$PY" "$R/values_linear3d.py" 2>"$tmp/err" ||
+	fail "record linear3d: $(tail -3 "$tmp/err")"
+n=$(sed -n 's/^linear3d \([0-9]*\) \1$/\1/p' "$tmp/err")
+[ -n "$n" ] || fail "linear3d counts: $(cat "$tmp/err")"
+[ "$(sizes "$tmp/lin.csv" values_linear3d.py:17)" = "128 $((n * 8))" ] || fail "linear3d size (arange, index)"
 $MEMSIM record -o "$tmp/d.csv" -- "$PY" "$R/values_dynop.py" torchvision::nms 2>"$tmp/err" ||
 	fail "record nms: $(tail -3 "$tmp/err")"
 [ "$(sizes "$tmp/d.csv" values_dynop.py:15)" = "800" ] || fail "nms size"

@@ -592,7 +592,9 @@ class Values:
             self.after(aten.add_.Tensor, "add_", args, kwargs, args[0])
             r = self._registered(args[0])
             if r is not None:
-                self._set(out, r.view(tuple(out.shape)))
+                with self.unset():      # (a view of the shadow, not fake)
+                    r = r.view(tuple(out.shape))
+                self._set(out, r)
             return
         written = self.written.get(func)
         if written is None:
