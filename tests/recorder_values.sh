@@ -186,6 +186,14 @@ $MEMSIM record --values cpu -o "$tmp/d.csv" -- "$PY" "$R/values_dynop.py" mylib:
 n=$("$PY" -c 'import torch; g = torch.Generator(); g.manual_seed(0); print(int((torch.randn(200, generator=g) > 0).sum()))')
 grep -q "^kept $n$" "$tmp/err" || fail "dynamic op cpu (want $n): $(cat "$tmp/err")"
 [ "$(sizes "$tmp/d.csv" values_dynop.py:15)" = "$((n * 8))" ] || fail "dynamic op cpu size"
+# .tolist() of a GPU tensor over 1 MiB (it stays fake on .cpu()): one host
+# copy, one assumption; it was an .item() per element, stopped at 100000.
+$MEMSIM record -o "$tmp/tl.csv" -- "$PY" "$R/values_tolist.py" 2>"$tmp/err" ||
+	fail "record tolist: $(tail -3 "$tmp/err")"
+grep -q "^tolist 300000 {1}$" "$tmp/err" || fail "tolist: $(cat "$tmp/err")"
+grep -q "; 2 assumptions (host:int 1, host:large-stays-fake 1)$" "$tmp/err" ||
+	fail "tolist assumptions: $(cat "$tmp/err")"
+
 # --values cpu: a Linear's output on a 3-D input not contiguous (its bias
 # added in place) keeps its values: the boolean index by its mask has the
 # CPU's own count (it stopped with DynamicOutputShapeException before).

@@ -2053,9 +2053,10 @@ def run(opt, script, argv):
     orig_tolist = FakeTensor.tolist   # an .item() per element
 
     def tolist(self):
-        # one host tensor (one assumption), not an .item() per element
+        # one host tensor (one assumption), not an .item() per element;
+        # a list needs real memory, as .numpy()'s array does
         if self.dim() > 0:
-            vals = _host_values(rec, self.detach())
+            vals = _host_values(rec, self.detach(), large=True)
             if vals is not None:
                 return vals.tolist()
         return orig_tolist(self)

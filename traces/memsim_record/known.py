@@ -625,11 +625,11 @@ class Watch:
         n = self.asked.get(key, 0) + 1
         self.asked[key] = n
         if n > self.limit:
-            what = {"item:bool": "bool .item()", "item:int": "integer "
-                    ".item()", "item:range": ".item() of a random value "
-                    "(or an index)"}.get(kind, "float .item()")
+            what = {"item:bool": "a bool .item()", "item:int": "an integer "
+                    ".item()", "item:range": "a .item() of a random value "
+                    "(or an index)"}.get(kind, "a float .item()")
             raise Endless(
-                "%s asked for a %s %d times, each answered by the assumption "
+                "%s asked for %s %d times, each answered by the assumption "
                 "%r: a loop on tensor values the fake run does not have "
                 "never ends; bound the loop in the script%s" % (
                     where, what, n - 1, answer, hint))
