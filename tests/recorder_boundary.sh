@@ -6,6 +6,7 @@
 # which stopped the recorder before the boundary moved.  Skips (77) without
 # PyTorch.
 set -u
+SRC=$(cd "$(dirname "$0")" && pwd)
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 need_torch
 # allocs FILE: "size,category" of every alloc row, counted
@@ -225,4 +226,18 @@ grep -q "^FileNotFoundError: \[Errno 2\] No such file or directory: 'missing/log
 	fail "nodir: $(cat "$tmp/out")"
 grep -q "raised inside memsim record" "$tmp/out" && fail "nodir: blamed on the recorder: $(cat "$tmp/out")"
 [ ! -e "$tmp/missing" ] || fail "nodir: the folder was made"
+# A model made on the meta device and loaded by accelerate's
+# set_module_tensor_to_device (diffusers' from_pretrained: DiT's VAE):
+# type(param)(value, requires_grad=...) is a parameter, as for a real one
+# (it raised "FakeTensor.__new__() missing required argument: 'fake_mode'").
+if "$PY" -c 'import accelerate' 2>/dev/null; then
+	$MEMSIM record -o "$tmp/ml.csv" -- "$PY" "$SRC/recorder/meta_load.py" >"$tmp/out" 2>&1 ||
+		fail "meta load: $(tail -3 "$tmp/out")"
+	grep -q "^loaded cpu True (1024, 1024)$" "$tmp/out" || fail "meta load: $(cat "$tmp/out")"
+	grep -q "^moved cuda:0 (8, 1024)$" "$tmp/out" || fail "meta load moved: $(cat "$tmp/out")"
+	got=$(grep ',parameter,' "$tmp/ml.csv" | cut -d, -f5 | tr '\n' ' ')
+	[ "$got" = "4194304 4096 " ] || fail "meta load parameters: $got"
+else
+	echo "accelerate not installed: its meta-device loading skipped"
+fi
 finish recorder_boundary

@@ -2061,9 +2061,25 @@ def run(opt, script, argv):
                 return vals.tolist()
         return orig_tolist(self)
 
+    # type(param)(data, requires_grad=...) of a fake parameter (accelerate's
+    # set_module_tensor_to_device: diffusers' and transformers' loading of
+    # a model made on the meta device): a parameter is a FakeTensor marked
+    # _is_param (Parameter.__new__ of a tensor subclass), whose class
+    # the program calls as it would call Parameter; the fake mode's own
+    # calls name the mode first.
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    orig_new = FakeTensor.__new__
+
+    def fake_new(cls, *args, **kwargs):
+        if cls is FakeTensor and "fake_mode" not in kwargs and \
+                not (args and isinstance(args[0], FakeTensorMode)):
+            return torch.nn.Parameter(*args, **kwargs)
+        return orig_new(cls, *args, **kwargs)
+
     torch.Tensor.__format__ = __format__
     torch.Tensor.numpy = numpy
     FakeTensor.tolist = tolist
+    FakeTensor.__new__ = staticmethod(fake_new)
     files.install()
     # Constants (torch.tensor(...) data) stay on the CPU: no CUDA kernel
     # runs (a property in some versions of PyTorch, an attribute in others).
@@ -2237,6 +2253,7 @@ def run(opt, script, argv):
         torch.Tensor.__format__ = orig_format
         torch.Tensor.numpy = orig_numpy
         FakeTensor.tolist = orig_tolist
+        FakeTensor.__new__ = staticmethod(orig_new)
         h1.remove()
         h2.remove()
         hp.remove()
