@@ -136,4 +136,12 @@ $MEMSIM record -o "$tmp/s2.csv" -- "$PY" "$tmp/spawn2.py" >/dev/null 2>"$tmp/err
 grep -q "starts 2 processes, one a rank: record with --world-size 2" "$tmp/err" ||
 	fail "spawn of 2: $(cat "$tmp/err")"
 
+# init_device_mesh before any init_process_group (PyTorch's
+# tensor_parallel_example.py): the mesh's own default group is the fake
+# one too (it waited for the other ranks, for ever); each rank holds a
+# quarter of the column-wise Linear's 4096 x 1024 weight.
+timeout 300 $MEMSIM record -o "$tmp/mesh.csv" --world-size 4 --rank 1 -- "$PY" "${MSIM_TESTDATA:-tests/data}/../recorder/mesh_first.py" >"$tmp/out" 2>&1 ||
+	fail "record mesh first: $(tail -3 "$tmp/out")"
+grep -q "^mesh 4 torch.Size(\[1024, 1024\])$" "$tmp/out" || fail "mesh first: $(cat "$tmp/out")"
+
 finish recorder_dist.sh

@@ -39,12 +39,18 @@ def install(torch, opt, rec, env=True):
         return orig("fake", store=FakeStore(), **k)
 
     dist.init_process_group = init_process_group
+    # init_device_mesh with no process group made yet starts the default
+    # one itself (DeviceMesh._setup_world_group_and_device), by the name
+    # device_mesh.py imported: the real one waited for the other ranks
+    # (PyTorch's tensor_parallel_example.py hung).
+    from torch.distributed import device_mesh as dm
+    if hasattr(dm, "init_process_group"):
+        dm.init_process_group = init_process_group
     # A DeviceMesh computes this rank's coordinates from its mesh tensor
     # (torch.arange over the ranks, made on the CPU), whose values fake
     # tensors do not have: the mesh is built from real CPU tensors, with
     # the fake mode set aside.  A fake mesh tensor is taken to be the
     # ranks in order (init_device_mesh's torch.arange).
-    from torch.distributed import device_mesh as dm
     from torch._subclasses.fake_tensor import FakeTensor, \
         unset_fake_temporarily
     orig_mesh_init = dm.DeviceMesh.__init__
