@@ -240,4 +240,13 @@ if "$PY" -c 'import accelerate' 2>/dev/null; then
 else
 	echo "accelerate not installed: its meta-device loading skipped"
 fi
+# A host index into a GPU tensor, then backward (CleanRL's C51):
+# IndexBackward0 copies the host index (128 longs) to the GPU and puts
+# the gradient (128 x 51 floats into 128 x 2 x 51 zeros).
+$MEMSIM record -o "$tmp/hi.csv" -- "$PY" "$SRC/recorder/host_index.py" >"$tmp/out" 2>&1 ||
+	fail "host index: $(tail -3 "$tmp/out")"
+grep -q "^host index (102, 4)$" "$tmp/out" || fail "host index: $(cat "$tmp/out")"
+got=$(grep ',alloc,.*,backward IndexBackward0$' "$tmp/hi.csv" | cut -d, -f5 | tr '\n' ' ')
+[ "$got" = "52224 1024 " ] || fail "host index allocations: $got"
+
 finish recorder_boundary

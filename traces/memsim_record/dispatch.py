@@ -445,7 +445,33 @@ class Dispatch:
                                       device=a.device)
         return out
 
+    def _host_indices(self, mode, func, name, args, kwargs):
+        # index_put_ of a GPU tensor with indices on the host (CleanRL's
+        # pmfs[torch.arange(n), action], then IndexBackward0): the real
+        # kernels copy each to the tensor's device first (index_put_'s
+        # make_info, computeLinearIndex), which the fake kernels refuse
+        # (a device mismatch, raised in the autograd engine: the process
+        # ended with std::terminate).  The copies are made here, on the
+        # GPU, and the op runs on them.
+        x = args[0] if args else None
+        idx = args[1] if len(args) > 1 else kwargs.get("indices")
+        if not isinstance(x, torch.Tensor) or x.device.type != "cuda" or \
+                not isinstance(idx, (list, tuple)) or not any(
+                    isinstance(i, torch.Tensor) and i.device.type == "cpu"
+                    and i.dim() > 0 for i in idx):
+            return _RUN
+        with mode:
+            moved = [i.to(x.device) if isinstance(i, torch.Tensor) and
+                     i.device.type == "cpu" and i.dim() > 0 else i
+                     for i in idx]
+            args = (x, moved) + tuple(args[2:])
+            kwargs = {k: v for k, v in kwargs.items() if k != "indices"}
+            return func(*args, **kwargs)
+
     def _index_put(self, mode, func, name, args, kwargs):
+        r = self._host_indices(mode, func, name, args, kwargs)
+        if r is not _RUN:
+            return r
         # index's backward (index_backward) puts the gradient into
         # zeros with _index_put_impl_, in place, on plain tensors; for
         # tensor subclasses (areAnyTensorSubclassLike: the fake ones) it
@@ -2032,6 +2058,8 @@ _BEFORE = {
     "_grouped_mm": Dispatch._grouped_mm,
     "_fused_moving_avg_obs_fq_helper": Dispatch._fused_obs_fq,
     "index_put": Dispatch._index_put,
+    "index_put_": Dispatch._host_indices,
+    "_index_put_impl_": Dispatch._host_indices,
     "sub": Dispatch._bce_logits_backward,
     "mul": Dispatch._bce_logits_backward,
     "scatter": Dispatch._zeros_inplace,
