@@ -186,6 +186,15 @@ $MEMSIM record --values cpu -o "$tmp/d.csv" -- "$PY" "$R/values_dynop.py" mylib:
 n=$("$PY" -c 'import torch; g = torch.Generator(); g.manual_seed(0); print(int((torch.randn(200, generator=g) > 0).sum()))')
 grep -q "^kept $n$" "$tmp/err" || fail "dynamic op cpu (want $n): $(cat "$tmp/err")"
 [ "$(sizes "$tmp/d.csv" values_dynop.py:15)" = "$((n * 8))" ] || fail "dynamic op cpu size"
+# Ranges of bounded ops (tanh [-1, 1], sigmoid [0, 1]) and of exp: a
+# Normal's scale exp(tanh(...) scaled into [-5, 2]) is positive, its
+# check passes; values that cross to the host are their ranges' midpoints.
+$MEMSIM record -o "$tmp/b.csv" -- "$PY" "$R/values_bounded.py" 2>"$tmp/err" ||
+	fail "record bounded: $(tail -3 "$tmp/err")"
+grep -q "^action (1, 1) 0.0 0.5$" "$tmp/err" || fail "bounded: $(cat "$tmp/err")"
+grep -q "; 3 assumptions (finite 1, host:range 2)$" "$tmp/err" ||
+	fail "bounded assumptions: $(cat "$tmp/err")"
+
 # .tolist() of a GPU tensor over 1 MiB (it stays fake on .cpu()): one host
 # copy, one assumption; it was an .item() per element, stopped at 100000.
 $MEMSIM record -o "$tmp/tl.csv" -- "$PY" "$R/values_tolist.py" 2>"$tmp/err" ||

@@ -69,6 +69,11 @@ RANDOM = frozenset((
     "uniform", "uniform_", "rand", "rand_like", "randint", "randint_like",
     "random", "random_", "bernoulli", "bernoulli_", "randperm",
     "multinomial"))
+# Ops whose every value lies in a range of their own, whatever the
+# input's (rules mode): a tanh's, a sigmoid's, a softmax's.
+BOUNDED = {"tanh": (-1.0, 1.0), "tanh_": (-1.0, 1.0),
+           "sigmoid": (0.0, 1.0), "sigmoid_": (0.0, 1.0),
+           "_softmax": (0.0, 1.0), "softmax": (0.0, 1.0)}
 INDICES = {"topk": 1, "sort": 1, "argsort": 0, "argmax": 0, "argmin": 0,
            "max": 1, "min": 1, "kthvalue": 1, "mode": 1, "median": 1,
            "nanmedian": 1, "cummax": 1, "cummin": 1}
@@ -581,6 +586,7 @@ class Values:
             self._count(args[0], "mask")
         if not self.cpu and not self.shadow and not self.ranges and \
                 not self.srange and name not in SOURCES and name not in RANDOM and \
+                name not in BOUNDED and \
                 name not in INDICES and name not in GATHERS:
             return
         if name == "add" and isinstance(out, self.Fake) and args and \
@@ -1045,6 +1051,20 @@ class Values:
                 for o in (targets or outs[:1]):
                     self._set_range(o, rg)
             return
+        if name in BOUNDED:
+            # (a std made positive by exp of a tanh squashed into bounds:
+            # torch.distributions.Normal's check of its scale, SAC's actor)
+            lo, hi = BOUNDED[name]
+            rg = self.range(t0) if isinstance(t0, torch.Tensor) else None
+            if rg is not None and name.startswith(("tanh", "sigmoid")):
+                f = math.tanh if name.startswith("tanh") else \
+                    (lambda v: 1.0 / (1.0 + math.exp(-v)))
+                lo, hi = f(rg.lo), f(rg.hi)
+            for o in (targets or outs[:1]):
+                if isinstance(o, torch.Tensor) and \
+                        o.dtype.is_floating_point:
+                    self._set_range(o, Range(lo, hi, False, False))
+            return
         if name in INDICES and isinstance(t0, torch.Tensor) and \
                 not (name in ("max", "min") and (len(args) < 2 or
                                                  not isinstance(args[1],
@@ -1158,6 +1178,8 @@ class Values:
             new = Range(0, kv - 1, False, True)
         elif base in ("floor", "trunc", "ceil", "round"):
             new = Range(math.floor(rg.lo), math.ceil(rg.hi), False, True)
+        elif base == "exp" and rg.hi < 709:     # (exp(709) is finite)
+            new = Range(math.exp(rg.lo), math.exp(rg.hi), rg.hi_open, False)
         if new is None:
             return
         for o in outs[:1]:
