@@ -18,7 +18,8 @@ $MEMSIM record -o "$tmp/a.csv" -- "$PY" "$SRC/recorder/values_gates.py" \
 grep -q "^gates 12 \[3, 3, 2, 2, 2, 0, 0, 0\]$" "$tmp/err" ||
 	fail "gates: $(cat "$tmp/err")"
 grep -q "^cdf (6, 8)$" "$tmp/err" || fail "cdf: $(cat "$tmp/err")"
-grep -q ',assumption,scatter:src values_gates.py:9 =1.0$' "$tmp/a.csv" ||
+# the gate values scattered: their range's midpoint (a softmax's, [0, 1])
+grep -q ',assumption,scatter:src values_gates.py:9 =0.5$' "$tmp/a.csv" ||
 	fail "scatter assumption: $(grep assumption "$tmp/a.csv")"
 grep -q ',assumption,finite .* =True$' "$tmp/a.csv" ||
 	fail "finite assumption: $(grep assumption "$tmp/a.csv")"
