@@ -1058,7 +1058,7 @@ class Values:
             rg = self.range(t0) if isinstance(t0, torch.Tensor) else None
             if rg is not None and name.startswith(("tanh", "sigmoid")):
                 f = math.tanh if name.startswith("tanh") else \
-                    (lambda v: 1.0 / (1.0 + math.exp(-v)))
+                    (lambda v: 0.5 * (1.0 + math.tanh(0.5 * v)))  # (no overflow)
                 lo, hi = f(rg.lo), f(rg.hi)
             for o in (targets or outs[:1]):
                 if isinstance(o, torch.Tensor) and \
