@@ -455,15 +455,16 @@ class Dispatch:
         # GPU, and the op runs on them.
         x = args[0] if args else None
         idx = args[1] if len(args) > 1 else kwargs.get("indices")
+
+        def host(i):
+            return isinstance(i, torch.Tensor) and i.device.type == "cpu" \
+                and i.dim() > 0
+
         if not isinstance(x, torch.Tensor) or x.device.type != "cuda" or \
-                not isinstance(idx, (list, tuple)) or not any(
-                    isinstance(i, torch.Tensor) and i.device.type == "cpu"
-                    and i.dim() > 0 for i in idx):
+                not isinstance(idx, (list, tuple)) or not any(map(host, idx)):
             return _RUN
         with mode:
-            moved = [i.to(x.device) if isinstance(i, torch.Tensor) and
-                     i.device.type == "cpu" and i.dim() > 0 else i
-                     for i in idx]
+            moved = [i.to(x.device) if host(i) else i for i in idx]
             args = (x, moved) + tuple(args[2:])
             kwargs = {k: v for k, v in kwargs.items() if k != "indices"}
             return func(*args, **kwargs)

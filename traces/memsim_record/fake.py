@@ -2067,7 +2067,6 @@ def run(opt, script, argv):
     # _is_param (Parameter.__new__ of a tensor subclass), whose class
     # the program calls as it would call Parameter; the fake mode's own
     # calls name the mode first.
-    from torch._subclasses.fake_tensor import FakeTensorMode
     orig_new = FakeTensor.__new__
 
     def fake_new(cls, *args, **kwargs):

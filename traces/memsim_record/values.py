@@ -70,10 +70,14 @@ RANDOM = frozenset((
     "random", "random_", "bernoulli", "bernoulli_", "randperm",
     "multinomial"))
 # Ops whose every value lies in a range of their own, whatever the
-# input's (rules mode): a tanh's, a sigmoid's, a softmax's.
-BOUNDED = {"tanh": (-1.0, 1.0), "tanh_": (-1.0, 1.0),
-           "sigmoid": (0.0, 1.0), "sigmoid_": (0.0, 1.0),
-           "_softmax": (0.0, 1.0), "softmax": (0.0, 1.0)}
+# input's (rules mode): a tanh's, a sigmoid's (increasing functions: the
+# image of the input's range, or of [-inf, inf]), a softmax's ([0, 1]).
+def _sigmoid(v):
+    return 0.5 * (1.0 + math.tanh(0.5 * v))    # (no overflow)
+
+
+BOUNDED = {"tanh": math.tanh, "tanh_": math.tanh, "sigmoid": _sigmoid,
+           "sigmoid_": _sigmoid, "_softmax": None, "softmax": None}
 INDICES = {"topk": 1, "sort": 1, "argsort": 0, "argmax": 0, "argmin": 0,
            "max": 1, "min": 1, "kthvalue": 1, "mode": 1, "median": 1,
            "nanmedian": 1, "cummax": 1, "cummin": 1}
@@ -1054,12 +1058,11 @@ class Values:
         if name in BOUNDED:
             # (a std made positive by exp of a tanh squashed into bounds:
             # torch.distributions.Normal's check of its scale, SAC's actor)
-            lo, hi = BOUNDED[name]
+            f = BOUNDED[name]
             rg = self.range(t0) if isinstance(t0, torch.Tensor) else None
-            if rg is not None and name.startswith(("tanh", "sigmoid")):
-                f = math.tanh if name.startswith("tanh") else \
-                    (lambda v: 0.5 * (1.0 + math.tanh(0.5 * v)))  # (no overflow)
-                lo, hi = f(rg.lo), f(rg.hi)
+            lo, hi = (rg.lo, rg.hi) if rg is not None else \
+                (-math.inf, math.inf)
+            lo, hi = (f(lo), f(hi)) if f is not None else (0.0, 1.0)
             for o in (targets or outs[:1]):
                 if isinstance(o, torch.Tensor) and \
                         o.dtype.is_floating_point:
