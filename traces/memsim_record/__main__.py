@@ -254,7 +254,11 @@ def main(argv=None):
                     from . import shards
                     shards.report(PROG, sys.stderr)
         if status != 0:
-            print("%s: %s; no trace written" % (PROG, msg), file=sys.stderr)
+            # a traceback follows the one-line reason
+            head, nl, tb = msg.partition("\n")
+            print("%s: %s; no trace written%s%s" % (PROG, head, nl,
+                                                     tb.rstrip("\n")),
+                  file=sys.stderr)
             return status if 0 < status < 256 else 1
         os.replace(tmp, out)
         return 0

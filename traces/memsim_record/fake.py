@@ -676,6 +676,7 @@ def _patch_native(torch):
     torch._C._acc.register_python_privateuseone_device_guard(_Guard())
     slots[1] = slots[20]
     slots[20] = saved20
+    guard_vtable = _unwinding_safe_guard(torch, slots[1], slots[0])
     get = tcpu._ZN2at6detail12getCUDAHooksEv
     get.restype = ctypes.c_void_p
     obj = get()
@@ -715,29 +716,86 @@ def _patch_native(torch):
                 config[0] = False
         torch._C._show_config = show_config
     ctypes.c_void_p.from_address(obj).value = ctypes.addressof(table)
-    return (table, keep)
+    return (table, keep, guard_vtable)
+
+
+def _quiet_meta_failures():
+    """FakeTensorMode logs an error with its own traceback for every op
+    whose meta kernel raises (_dispatch_impl), then raises it: on the GPU
+    the kernel raises the same error with no log.  The error still
+    reaches the script, and the recorder prints the script's traceback;
+    the log's copy, in PyTorch's frames, is left out."""
+    import logging
+
+    def keep(record):
+        return not str(record.msg).startswith(
+            "failed while attempting to run meta")
+    logging.getLogger("torch._subclasses.fake_tensor").addFilter(keep)
+
+
+def _unwinding_safe_guard(torch, guard, cpu_guard):
+    """The Python device guard's C++ methods ask the Python object its
+    type (PythonDeviceGuard::getDevice calls type(), which calls type_).
+    A Python error raised in the autograd engine's worker thread (a fake
+    kernel's, a tensor hook's) stays set in the thread while C++ unwinds
+    to Engine::thread_main, which persists it (python_error::persist);
+    on the way the stream guard of Engine::evaluate_function is destroyed
+    (~InlineStreamGuard calls exchangeStream, noexcept), a Python call
+    with an error set fails, and the process ends in std::terminate.  The
+    guard object gets a copy of its virtual table where exchangeStream is
+    the CPU guard's, which calls no Python: no stream is ever switched on
+    a fake device, and the stream it returns is only given back to it."""
+    import ctypes
+    names = _virtuals(torch, os.path.join("c10", "core", "impl",
+                                          "DeviceGuardImplInterface.h"),
+                      "struct C10_API DeviceGuardImplInterface")
+    if "exchangeStream" not in names or not guard or not cpu_guard:
+        raise RuntimeError("no device guard's exchangeStream")
+    k = names.index("exchangeStream")
+    vptr = ctypes.c_void_p.from_address(guard).value
+    cpu = ctypes.c_void_p.from_address(cpu_guard).value
+    # the offset to top and the type's RTTI come before the functions
+    n = 2 + len(names)
+    table = (ctypes.c_void_p * n)(*(ctypes.c_void_p * n).from_address(
+        vptr - 2 * ctypes.sizeof(ctypes.c_void_p)))
+    table[2 + k] = ctypes.c_void_p.from_address(
+        cpu + k * ctypes.sizeof(ctypes.c_void_p)).value
+    ctypes.c_void_p.from_address(guard).value = (
+        ctypes.addressof(table) + 2 * ctypes.sizeof(ctypes.c_void_p))
+    return table
+
+
+def _virtuals(torch, header, cls):
+    """The virtual functions of class CLS declared in HEADER (under the
+    installed PyTorch's include/), in the Itanium ABI's virtual table
+    order: declaration order, a destructor twice (complete and
+    deleting)."""
+    import re
+    text = open(os.path.join(os.path.dirname(torch.__file__), "include",
+                             header)).read()
+    text = text[text.index(cls):]
+    text = text[:text.index("\n};")]
+    text = re.sub(r"//[^\n]*", "", text)
+    names = []
+    for m in re.finditer(r"\bvirtual\b[^(;{]*?([~A-Za-z_][A-Za-z_0-9]*)"
+                         r"\s*\(", text):
+        n = m.group(1)
+        if n.startswith("~"):
+            names += [n, n]
+        elif n not in names:
+            names.append(n)
+    return names
 
 
 def _hook_slots(torch):
-    import re
-    inc = os.path.join(os.path.dirname(torch.__file__), "include", "ATen",
-                       "detail")
-    names = []
-    for f, cls in (("AcceleratorHooksInterface.h",
-                    "struct TORCH_API AcceleratorHooksInterface"),
-                   ("CUDAHooksInterface.h",
-                    "struct TORCH_API CUDAHooksInterface")):
-        text = open(os.path.join(inc, f)).read()
-        text = text[text.index(cls):]
-        text = text[:text.index("\n};")]
-        text = re.sub(r"//[^\n]*", "", text)
-        for m in re.finditer(r"\bvirtual\b[^(;{]*?([~A-Za-z_][A-Za-z_0-9]*)"
-                             r"\s*\(", text):
-            n = m.group(1)
-            if n.startswith("~"):
-                names += [n, n]  # complete and deleting destructors
-            elif n not in names:
-                names.append(n)
+    detail = os.path.join("ATen", "detail")
+    names = (_virtuals(torch, os.path.join(detail,
+                                           "AcceleratorHooksInterface.h"),
+                       "struct TORCH_API AcceleratorHooksInterface")
+             + _virtuals(torch, os.path.join(detail, "CUDAHooksInterface.h"),
+                         "struct TORCH_API CUDAHooksInterface"))
+    names = [n for i, n in enumerate(names)
+             if n.startswith("~") or n not in names[:i]]
     want = ("isBuilt", "isAvailable", "hasPrimaryContext", "deviceCount",
             "hasCUDA")
     missing = [w for w in want if w not in names]
@@ -1553,6 +1611,7 @@ def run(opt, script, argv):
             raise RuntimeError("cannot record without a GPU with this "
                                "PyTorch (%s)" % e)
         rec._native = None
+    _quiet_meta_failures()
     dev = devices.DEVICES[opt.device]
     major = dev[1]
     _patch_cuda(torch, rec, opt.device)
