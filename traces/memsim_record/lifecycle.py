@@ -207,16 +207,26 @@ def resolve_module(name):
     return spec.origin
 
 
+SCRIPT_GLOBALS = []
+
+
 def run_main(opt, script):
     """Runs the script as __main__: its path, or its module (-m)."""
     import gc
     import runpy
     mod = getattr(opt, "module_name", None)
     try:
+        # The script's globals, as runpy returns them, are kept: dropped
+        # here they would free the model and its optimizer's state after
+        # the script's end in some recordings (those where nothing else
+        # held them) and not in others (docs/recording-boundary.md,
+        # "The script's end").
         if mod:
-            runpy.run_module(mod, run_name="__main__", alter_sys=True)
+            SCRIPT_GLOBALS.append(runpy.run_module(
+                mod, run_name="__main__", alter_sys=True))
         else:
-            runpy.run_path(script, run_name="__main__")
+            SCRIPT_GLOBALS.append(runpy.run_path(script,
+                                                 run_name="__main__"))
     finally:
         # The script has ended; what it leaves in reference cycles (a
         # trainer and its callbacks, holding the model and its optimizer)
