@@ -252,13 +252,13 @@ got=$(grep ',alloc,.*,backward IndexBackward0$' "$tmp/hi.csv" | cut -d, -f5 | tr
 # script goes on; uncaught, its own traceback (it ended with signal 6).
 $MEMSIM record -o "$tmp/be.csv" -- "$PY" "$SRC/recorder/backward_error.py" >"$tmp/out" 2>&1 ||
 	fail "backward error caught: $(tail -3 "$tmp/out")"
-[ "$(grep -c '^caught True$' "$tmp/out")" = 3 ] || fail "backward error caught: $(cat "$tmp/out")"
+[ "$(grep -c '^caught RuntimeError$' "$tmp/out")" = 3 ] || fail "backward error caught: $(cat "$tmp/out")"
 grep -q '^grad True$' "$tmp/out" || fail "backward error, then backward: $(cat "$tmp/out")"
 grep -q 'failed while attempting to run meta' "$tmp/out" && fail "backward error: FakeTensorMode's log shown"
 rc=0
 $MEMSIM record -o "$tmp/be2.csv" -- "$PY" "$SRC/recorder/backward_error.py" uncaught >"$tmp/out" 2>&1 || rc=$?
 [ "$rc" = 1 ] || fail "backward error uncaught: exit $rc: $(tail -3 "$tmp/out")"
-grep -q '^memsim record: .*backward_error.py raised RuntimeError: .*broadcast.*; no trace written$' "$tmp/out" ||
+grep -q '^memsim record: .*backward_error.py raised RuntimeError: .*; no trace written$' "$tmp/out" ||
 	fail "backward error uncaught: $(cat "$tmp/out")"
 grep -q 'line 13, in bad$' "$tmp/out" || fail "backward error: no hook's line: $(cat "$tmp/out")"
 [ ! -e "$tmp/be2.csv" ] || fail "backward error uncaught: a trace written"

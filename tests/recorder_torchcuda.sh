@@ -212,4 +212,13 @@ $MEMSIM record --fake -o "$tmp/cfg.csv" -- "$PY" "$tmp/cfg.py" >"$tmp/out" \
 grep -qx "config PyTorch built with:" "$tmp/err" ||
 	fail "torch.__config__.show(): $(head -3 "$tmp/err")"
 
+# The legacy tensor types (torch.cuda.FloatTensor(...), x.type(T),
+# isinstance, set_default_tensor_type) and memory_allocated() in blocks
+# of round_size: the output of python3 legacy_types.py on the H200
+# (PyTorch 2.11, 3 December 2026), line for line.
+$MEMSIM record --fake -o "$tmp/lt.csv" -- "$PY" "$SRC/tests/recorder/legacy_types.py" \
+	>"$tmp/out" 2>"$tmp/err" || fail "legacy types: $(tail -3 "$tmp/err")"
+diff "$SRC/tests/data/record/legacy_types.h200.txt" "$tmp/out" >"$tmp/diff" ||
+	fail "legacy types differ from the H200's: $(cat "$tmp/diff")"
+
 finish recorder_torchcuda

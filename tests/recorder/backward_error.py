@@ -2,7 +2,8 @@
 # hook's shape error on the GPU): the recorder ended with std::terminate
 # (signal 6) or "returned NULL without setting an exception".  A script
 # that catches it goes on; one that does not fails with its own
-# traceback, as on the GPU.
+# traceback, as on the GPU (PyTorch 2.11 on the H200 prints what this
+# does, its error's message aside).
 import sys
 import torch
 
@@ -19,7 +20,7 @@ for _ in range(3):
     try:
         y.sum().backward()
     except RuntimeError as e:
-        print("caught", "broadcast" in str(e))
+        print("caught", type(e).__name__)
 (x * 3).sum().backward()
 print("grad", x.grad.tolist()[0][0] == 3.0)
 if sys.argv[1:] == ["uncaught"]:

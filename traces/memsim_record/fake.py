@@ -51,6 +51,12 @@ CATEGORIES = ("parameter", "gradient", "optimizer", "activation",
               "temporary", "input", "other")
 
 
+def _round_size(n):
+    """The caching allocator's block for a request of N bytes
+    (round_size: a multiple of 512, 512 at least)."""
+    return 512 if n < 512 else (n + 511) // 512 * 512
+
+
 class Recorder:
     """The trace being built: rows kept in memory, written at the end."""
 
@@ -62,6 +68,10 @@ class Recorder:
         self.absent = 0       # --symbolic: blocks absent at the sentinel
         self.allocated = 0
         self.peak = 0
+        # the same in blocks of round_size() (512-byte multiples, 512 at
+        # least): what memory_allocated() counts (a block's size)
+        self.blocks = 0
+        self.blocks_peak = 0
         self.assumptions = {}
         self.phase_backward = 0
         self.phase_optimizer = 0
@@ -111,6 +121,8 @@ class Recorder:
         self.rows.append(["alloc", addr, nbytes, category, site, stream])
         self.allocated += n
         self.peak = max(self.peak, self.allocated)
+        self.blocks += _round_size(n)
+        self.blocks_peak = max(self.blocks_peak, self.blocks)
         if key is not None:
             self.live[key] = (len(self.rows) - 1, addr, nbytes, stream)
         return addr
@@ -125,7 +137,9 @@ class Recorder:
         if ent is None:
             return
         _, addr, nbytes, stream = ent
-        self.allocated -= _hint(nbytes)
+        n = _hint(nbytes)
+        self.allocated -= n
+        self.blocks -= _round_size(n)
         self.rows.append(["free_completed", addr, nbytes, "", "", stream])
 
     def in_alloc_order(self, fn, *args, **kwargs):
@@ -625,8 +639,9 @@ def _jit_builtins(torch, fns, backward):
 def _cuda_stats(rec):
     """torch.cuda.memory_stats_as_nested_dict(): every key PyTorch's
     CUDACachingAllocator reports (DeviceStats), bytes from the recording
-    (reserved as allocated: the replay, not the recorder, knows the
-    caching allocator's segments), counts zero."""
+    (allocated in blocks of round_size, requested as asked; reserved as
+    allocated: the replay, not the recorder, knows the caching
+    allocator's segments), counts zero."""
     pools = ("all", "large_pool", "small_pool")
 
     def stat(cur=0, peak=0):
@@ -639,7 +654,9 @@ def _cuda_stats(rec):
     for k in ("allocated_bytes", "reserved_bytes", "active_bytes",
               "requested_bytes"):
         out[k] = {p: stat() for p in pools}
-        out[k]["all"] = stat(rec.allocated, rec.peak)
+        out[k]["all"] = (stat(rec.allocated, rec.peak)
+                         if k == "requested_bytes" else
+                         stat(rec.blocks, rec.blocks_peak))
     for k in ("num_alloc_retries", "num_ooms", "num_sync_all_streams",
               "num_device_alloc", "num_device_free", "num_oom_rejections"):
         out[k] = 0
@@ -956,15 +973,17 @@ def _patch_cuda(torch, rec, dev):
                 lib.impl(op[6:], never, "CUDA")
     torch._C._select_conv_backend = select
     torch._C._conv_determine_backend_memory_format = fmt
-    setc("mem_get_info", lambda a: (total - rec.allocated, total))
-    setc("memory_allocated", lambda a: rec.allocated)
-    setc("max_memory_allocated", lambda a: rec.peak)
-    setc("memory_reserved", lambda a: rec.allocated)
-    setc("max_memory_reserved", lambda a: rec.peak)
-    setc("reset_peak_memory_stats",
-         lambda a: setattr(rec, "peak", rec.allocated))
-    setc("reset_max_memory_allocated",
-         lambda a: setattr(rec, "peak", rec.allocated))
+    setc("mem_get_info", lambda a: (total - rec.blocks, total))
+    setc("memory_allocated", lambda a: rec.blocks)
+    setc("max_memory_allocated", lambda a: rec.blocks_peak)
+    setc("memory_reserved", lambda a: rec.blocks)
+    setc("max_memory_reserved", lambda a: rec.blocks_peak)
+
+    def reset_peak(a):
+        rec.peak = rec.allocated
+        rec.blocks_peak = rec.blocks
+    setc("reset_peak_memory_stats", reset_peak)
+    setc("reset_max_memory_allocated", reset_peak)
     setc("reset_accumulated_memory_stats", lambda a: None)
     # memory_stats() and memory_summary() stay PyTorch's: they read
     # memory_stats_as_nested_dict(), answered with the full key set.
@@ -1191,6 +1210,7 @@ def _patch_cuda(torch, rec, dev):
 
     torch.Tensor.to = to
     torch.Tensor.cuda = cuda
+    _patch_legacy_types(torch)
     # `param.data = param.to(device)` (FSDP's _move_states_to_device, and
     # older code moving modules by hand) swaps a fake tensor's data; a fake
     # tensor's device is an attribute of its own (fake_device), which
@@ -1487,6 +1507,100 @@ def _sdp_fits(torch, q, mask, major):
             SDP_EFFICIENT: major >= 5 and
             d % _gemm_alignment(torch, q.dtype, major) == 0,
             SDP_MATH: True}
+
+
+def _patch_legacy_types(torch):
+    """The legacy tensor types of torch.cuda (FloatTensor, LongTensor...;
+    `Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`,
+    then Tensor(n, 1), Tensor(numpy array), x.type(Tensor)) where no GPU
+    is: a CPU build's refuse to construct ("Torch not compiled with CUDA
+    enabled"), and Tensor.type to a CUDA type initializes CUDA
+    (THPVariable_type's dispatch_to).  Each becomes a class whose call is
+    legacy_tensor_ctor's: sizes (ints or a torch.Size) give an
+    uninitialized tensor, a sequence or array its values in the type's
+    dtype, a tensor of the type itself; isinstance() tests device and
+    dtype as the type's own check does.  Tensor.type(T) of a CUDA type or
+    on a CUDA tensor is .to(device, dtype); torch.set_default_tensor_type
+    of a CUDA type is set_default_dtype and set_default_device("cuda")."""
+    cuda0 = torch.device("cuda", 0)
+
+    class _Meta(type):
+        def __call__(cls, *args, device=None):
+            if not args:
+                return torch.empty(0, dtype=cls.dtype, device=cuda0)
+            a = args[0]
+            if len(args) == 1 and isinstance(a, torch.Tensor):
+                if a.dtype != cls.dtype or a.device.type != "cuda":
+                    raise TypeError("expected %s (got %s)" % (
+                        cls.__module__ + "." + cls.__name__, a.type()))
+                return torch.ops.aten.alias(a)
+            if isinstance(a, torch.Size) or all(
+                    isinstance(x, int) and not isinstance(x, bool)
+                    for x in args):
+                size = a if isinstance(a, torch.Size) else args
+                return torch.empty(size, dtype=cls.dtype, device=cuda0)
+            if len(args) > 1:
+                raise TypeError("%s(): sizes must be ints" % cls.__name__)
+            return torch.tensor(a, dtype=cls.dtype, device=cuda0)
+
+        def __instancecheck__(cls, x):
+            return (isinstance(x, torch.Tensor) and x.device.type == "cuda"
+                    and x.dtype == cls.dtype and x.layout == torch.strided)
+
+    cuda_types = {}
+    for name in [n for n in dir(torch.cuda) if n.endswith("Tensor")]:
+        host = getattr(torch, name, None)
+        if not isinstance(getattr(host, "dtype", None), torch.dtype):
+            continue
+        cls = _Meta(name, (), {"dtype": host.dtype, "is_cuda": True,
+                               "is_sparse": False, "layout": torch.strided,
+                               "__module__": "torch.cuda"})
+        setattr(torch.cuda, name, cls)
+        cuda_types[name] = cls
+
+    def target(t):
+        """(device type, dtype) that T names, a legacy type or its
+        dotted name; or None (a dtype, a sparse type)."""
+        if isinstance(t, str):
+            mod, _, name = t.rpartition(".")
+        elif isinstance(t, type) and hasattr(t, "is_cuda"):
+            mod, name = t.__module__, t.__name__
+        else:
+            return None
+        if mod not in ("torch", "torch.cuda") or getattr(
+                getattr(torch, name, None), "is_sparse", True):
+            return None
+        return ("cuda" if mod == "torch.cuda" else "cpu",
+                getattr(torch, name).dtype)
+
+    orig_type = torch.Tensor.type
+
+    def type_(self, dtype=None, non_blocking=False, **kwargs):
+        to = target(dtype) if dtype is not None else None
+        if to is None or (to[0] == "cpu" and self.device.type == "cpu"):
+            return orig_type(self, dtype, non_blocking, **kwargs)
+        return self.to(device=to[0], dtype=to[1],
+                       non_blocking=non_blocking or
+                       bool(kwargs.get("async", False)))
+    type_.__doc__ = orig_type.__doc__
+    torch.Tensor.type = type_
+
+    orig_default = torch.set_default_tensor_type
+    on_cuda = [False]
+
+    def set_default_tensor_type(t, /):
+        to = target(t)
+        if to is not None and to[0] == "cuda":
+            torch.set_default_dtype(to[1])
+            torch.set_default_device("cuda")
+            on_cuda[0] = True
+            return None
+        if on_cuda[0]:      # a host type after a CUDA one
+            torch.set_default_device(None)
+            on_cuda[0] = False
+        return orig_default(t)
+    set_default_tensor_type.__doc__ = orig_default.__doc__
+    torch.set_default_tensor_type = set_default_tensor_type
 
 
 def _patch_jagged_sdpa(torch, major):
