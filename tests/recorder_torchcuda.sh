@@ -218,7 +218,9 @@ grep -qx "config PyTorch built with:" "$tmp/err" ||
 # (PyTorch 2.11, 3 December 2026), line for line.
 $MEMSIM record --fake -o "$tmp/lt.csv" -- "$PY" "$SRC/tests/recorder/legacy_types.py" \
 	>"$tmp/out" 2>"$tmp/err" || fail "legacy types: $(tail -3 "$tmp/err")"
-diff "$SRC/tests/data/record/legacy_types.h200.txt" "$tmp/out" >"$tmp/diff" ||
+grep -E '^(numpy|sizes|long|type|name|host|list|byte|size|same|isinstance|default|peak) ' \
+	"$tmp/err" >"$tmp/lt" || fail "legacy types: $(tail -3 "$tmp/err")"
+diff "$SRC/tests/data/record/legacy_types.h200.txt" "$tmp/lt" >"$tmp/diff" ||
 	fail "legacy types differ from the H200's: $(cat "$tmp/diff")"
 
 finish recorder_torchcuda

@@ -1547,14 +1547,18 @@ def _patch_legacy_types(torch):
             return (isinstance(x, torch.Tensor) and x.device.type == "cuda"
                     and x.dtype == cls.dtype and x.layout == torch.strided)
 
+    # a legacy type's dict is a copy of torch.Tensor's (its methods:
+    # torch.cuda.FloatTensor.abs), py_initialize_tensor_type
+    methods = {k: v for d in (vars(torch._C.TensorBase), vars(torch.Tensor))
+               for k, v in d.items() if not k.startswith("__")}
     cuda_types = {}
     for name in [n for n in dir(torch.cuda) if n.endswith("Tensor")]:
         host = getattr(torch, name, None)
         if not isinstance(getattr(host, "dtype", None), torch.dtype):
             continue
-        cls = _Meta(name, (), {"dtype": host.dtype, "is_cuda": True,
-                               "is_sparse": False, "layout": torch.strided,
-                               "__module__": "torch.cuda"})
+        cls = _Meta(name, (), dict(methods, dtype=host.dtype, is_cuda=True,
+                                   is_sparse=False, layout=torch.strided,
+                                   __module__="torch.cuda"))
         setattr(torch.cuda, name, cls)
         cuda_types[name] = cls
 
