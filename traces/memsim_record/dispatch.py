@@ -308,7 +308,8 @@ class Dispatch:
 
     def _sparse(self, mode, func, name, args, kwargs):
         # an op of sparse COO tensors on the GPU (sparse.py)
-        r = sparse.HANDLERS[name](self, mode, func, name, args, kwargs)
+        r = (sparse.dense_add if name == "add" else sparse.HANDLERS[name])(
+            self, mode, func, name, args, kwargs)
         return _RUN if r is None else r
 
     def _not_pinned(self, mode, func, name, args, kwargs):
@@ -791,6 +792,9 @@ class Dispatch:
 
     def _add(self, mode, func, name, args, kwargs):
         rec = self.rec
+        if len(args) > 1 and isinstance(args[1], torch.Tensor) and \
+                args[1].layout == torch.sparse_coo:
+            return self._sparse(mode, func, name, args, kwargs)
         if func is _ADD_TENSOR and self.accumulates(args, kwargs):
             # InputBuffer::accumulate: the engine adds a second
             # gradient into the first in place (old_var.add_(var))

@@ -18,6 +18,10 @@ PyTorch's CUDA kernel:
   indices, computed where the indices' values are known (values.py),
   else taken as nnz (no duplicates: the most it allocates), one
   assumption `coalesce`.
+- clone: the indices, then the values copied; AccumulateGrad's, the
+  shallow copy the GPU makes (clone() below).
+- add, add_ of a dense tensor and a sparse one (an optimizer's step on a
+  sparse gradient): add_out_dense_sparse_cuda (dense_add() below).
 - t / transpose of two sparse dims: transpose clones the tensor and
   sparse_transpose_ swaps two rows of the indices through a zeros_like
   row (the dense ops recorded as such); the result is not coalesced.
@@ -268,8 +272,85 @@ def addmm(d, mode, func, name, args, kwargs):
     return out
 
 
+def clone(d, mode, func, name, args, kwargs):
+    """clone of a sparse GPU tensor (the fake kernel's has no entries).
+    AccumulateGrad's: a sparse gradient (a sparse embedding's) is
+    cloned where its parts' use counts are above one; on the GPU the
+    tensor a backward formula returns is the only holder of its indices
+    and values, and AccumulateGrad takes its shallow copy
+    (_sparse_coo_tensor_unsafe of the same two: no allocation), which is
+    what it gets here, where the recorder's own references to the parts
+    would send it to the clone.  Any other: clone_sparse's
+    copy_into_sparse, the indices copied, then the values."""
+    x = args[0] if args else None
+    if not _cuda(x):
+        return None
+    idx, val = parts(x)
+    try:
+        node = torch._C._current_autograd_node()
+    except Exception:
+        node = None
+    if node is not None and node.name() == "torch::autograd::AccumulateGrad":
+        return make(x, idx, val, x.is_coalesced())
+    with mode:
+        i, v = idx.clone(), val.clone()
+    return make(x, i, v, x.is_coalesced())
+
+
+def dense_add(d, mode, func, name, args, kwargs):
+    """add / add_ of a dense GPU tensor and a sparse one (an optimizer's
+    step on a sparse gradient: SGD's param.add_(grad, alpha=-lr)):
+    add_out_dense_sparse_cuda.  add's result is made and the dense one
+    copied into it (add_sparse: empty, resize_as_, copy_); an operand of
+    another dtype is converted.  Not coalesced (a sparse embedding's
+    gradient): the values index_add_ed into a (rows, columns) view of
+    the result by the flattened indices (flatten_indices: the one row
+    itself for one sparse dim; else the indices times their strides,
+    copied from the host, summed).  Coalesced: sparseElementwiseKernel,
+    on contiguous values."""
+    if len(args) < 2 or not _cuda(args[1]) or _sparse(args[0]) or \
+            not isinstance(args[0], FakeTensor):
+        return None
+    x, sp = args[0], args[1]
+    alpha = kwargs.get("alpha", args[2] if len(args) > 2 else 1)
+    common = torch.result_type(x, sp)
+    with mode:
+        r = x if name == "add_" else torch.empty_like(
+            x, dtype=common, memory_format=torch.contiguous_format)
+        if r is not x:
+            r.copy_(x)
+        nnz = sp._nnz()
+        if nnz == 0:
+            return r
+        idx, val = parts(sp)
+        if val.dtype != common:
+            val = val.to(common)
+        sd = sp.sparse_dim()
+        if sp.is_coalesced():
+            if sp.dense_dim() > 0:
+                val = val.contiguous()
+            return r
+        if sd == 1:
+            flat = idx.squeeze(0)
+        else:
+            strides, m = [0] * sd, 1
+            for i in range(sd - 1, -1, -1):
+                strides[i] = m
+                m *= sp.shape[i]
+            mult = torch.tensor(strides, dtype=torch.long).view(sd, 1).to(
+                idx.device, non_blocking=True)
+            flat = idx.mul(mult).sum(0)
+        rows = math.prod(r.shape[:sd])
+        cols = math.prod(r.shape[sd:])
+        r.view(rows, cols).index_add_(0, flat, val.reshape(nnz, cols),
+                                      alpha=alpha)
+    return r
+
+
 HANDLERS = {
+    "add_": dense_add,
     "_sparse_coo_tensor_with_dims_and_tensors": construct,
+    "clone": clone,
     "_to_copy": to_copy,
     "_coalesce": coalesce,
     "t": transpose,
