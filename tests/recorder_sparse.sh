@@ -46,4 +46,18 @@ grep ',annotate,' "$tmp/random.csv" | head -1 | cut -d, -f7- >"$tmp/o"
 echo "assumption,coalesce sparse_gcn.py:20 =28" >"$tmp/want"
 cmp -s "$tmp/o" "$tmp/want" || fail "random: $(diff "$tmp/want" "$tmp/o")"
 $MEMSIM run --json "$tmp/cuda.csv" >/dev/null || fail "run"
+# A sparse embedding's gradient, then SGD (facebookresearch/dlrm): the
+# gradient has an entry an index (4096 rows of 64 floats, its values
+# allocated in backward and held by .grad), the step adds it in place
+# (add_out_dense_sparse_cuda: index_add_, no allocation), zero_grad()
+# frees its values and the Linear's two gradients (blocks of 512).
+$MEMSIM record --fake -o "$tmp/se.csv" -- "$PY" "$SRC/recorder/sparse_embedding.py" \
+	>/dev/null 2>"$tmp/err" || fail "sparse embedding: $(tail -3 "$tmp/err")"
+[ "$(grep -c '^grad torch.sparse_coo 4096 (4096, 64) False$' "$tmp/err")" = 2 ] ||
+	fail "sparse embedding gradient: $(grep '^grad' "$tmp/err")"
+awk '$1 == "backward" { b = $2 } $1 == "step" { s = $2 }
+	$1 == "zero_grad" { z = $2; print s - b, s - z }' "$tmp/err" >"$tmp/d"
+[ "$(cat "$tmp/d" | tr '\n' ' ')" = "0 1049600 0 1049600 " ] ||
+	fail "sparse embedding step, zero_grad: $(cat "$tmp/d")"
+
 finish recorder_sparse.sh
