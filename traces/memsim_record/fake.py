@@ -693,7 +693,12 @@ def _patch_native(torch):
     torch._C._acc.register_python_privateuseone_device_guard(_Guard())
     slots[1] = slots[20]
     slots[20] = saved20
-    guard_vtable = _unwinding_safe_guard(torch, slots[1], slots[0])
+    try:
+        guard_vtable = _unwinding_safe_guard(torch, slots[1], slots[0])
+    except (OSError, ValueError, RuntimeError):
+        # (a PyTorch whose header differs: recordings as before, an
+        # error inside backward may end the recorder by a signal)
+        guard_vtable = None
     get = tcpu._ZN2at6detail12getCUDAHooksEv
     get.restype = ctypes.c_void_p
     obj = get()
