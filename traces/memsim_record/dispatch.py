@@ -308,8 +308,7 @@ class Dispatch:
 
     def _sparse(self, mode, func, name, args, kwargs):
         # an op of sparse COO tensors on the GPU (sparse.py)
-        r = (sparse.dense_add if name == "add" else sparse.HANDLERS[name])(
-            self, mode, func, name, args, kwargs)
+        r = sparse.HANDLERS[name](self, mode, func, name, args, kwargs)
         return _RUN if r is None else r
 
     def _not_pinned(self, mode, func, name, args, kwargs):
@@ -794,7 +793,9 @@ class Dispatch:
         rec = self.rec
         if len(args) > 1 and isinstance(args[1], torch.Tensor) and \
                 args[1].layout == torch.sparse_coo:
-            return self._sparse(mode, func, name, args, kwargs)
+            # a dense tensor plus a sparse one (sparse.py)
+            r = sparse.dense_add(self, mode, func, name, args, kwargs)
+            return _RUN if r is None else r
         if func is _ADD_TENSOR and self.accumulates(args, kwargs):
             # InputBuffer::accumulate: the engine adds a second
             # gradient into the first in place (old_var.add_(var))
@@ -1867,14 +1868,9 @@ class Dispatch:
 _RUN = object()       # a _BEFORE handler's "not answered: run the op"
 
 
-def _autograd_node():
-    """The autograd node whose backward runs on this thread now (the
-    formulas the handlers above recognise by name), None outside a
-    backward or where PyTorch cannot say."""
-    try:
-        return torch._C._current_autograd_node()
-    except Exception:
-        return None
+# the autograd node whose backward runs on this thread now (the formulas
+# the handlers above recognise by name)
+_autograd_node = lifecycle.autograd_node
 
 
 def _prod_shape(shape):

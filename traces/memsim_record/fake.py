@@ -276,13 +276,9 @@ class Recorder:
             name = self.module_names.get(id(m)) or type(m).__name__
             return clean(name)
         if self.phase_backward or lifecycle.autograd_thread():
-            try:
-                import torch
-                node = torch._C._current_autograd_node()
-                if node is not None:
-                    return clean("backward " + node.name())
-            except Exception:
-                pass
+            node = lifecycle.autograd_node()
+            if node is not None:
+                return clean("backward " + node.name())
             return "backward"
         f = sys._getframe(2)
         while f is not None:

@@ -42,6 +42,16 @@ class StreamSlot:
         self._local.v = 0
 
 
+def autograd_node():
+    """The autograd node whose backward runs on this thread now, None
+    outside a backward or where PyTorch cannot say."""
+    try:
+        import torch
+        return torch._C._current_autograd_node()
+    except Exception:
+        return None
+
+
 def autograd_thread():
     """Whether this thread is one of the autograd engine's (not the main
     thread, not a Python thread the script started)."""

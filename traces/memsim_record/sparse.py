@@ -38,6 +38,7 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
 from torch.utils.weak import WeakIdKeyDictionary
 
+from . import lifecycle
 from . import values
 
 _aten = torch.ops.aten
@@ -286,10 +287,7 @@ def clone(d, mode, func, name, args, kwargs):
     if not _cuda(x):
         return None
     idx, val = parts(x)
-    try:
-        node = torch._C._current_autograd_node()
-    except Exception:
-        node = None
+    node = lifecycle.autograd_node()
     if node is not None and node.name() == "torch::autograd::AccumulateGrad":
         return make(x, idx, val, x.is_coalesced())
     with mode:
@@ -315,9 +313,11 @@ def dense_add(d, mode, func, name, args, kwargs):
     alpha = kwargs.get("alpha", args[2] if len(args) > 2 else 1)
     common = torch.result_type(x, sp)
     with mode:
-        r = x if name == "add_" else torch.empty_like(
-            x, dtype=common, memory_format=torch.contiguous_format)
-        if r is not x:
+        if name == "add_":
+            r = x
+        else:
+            r = torch.empty_like(x, dtype=common,
+                                 memory_format=torch.contiguous_format)
             r.copy_(x)
         nnz = sp._nnz()
         if nnz == 0:
@@ -348,7 +348,7 @@ def dense_add(d, mode, func, name, args, kwargs):
 
 
 HANDLERS = {
-    "add_": dense_add,
+    "add_": dense_add,      # (add: Dispatch._add, which calls dense_add)
     "_sparse_coo_tensor_with_dims_and_tensors": construct,
     "clone": clone,
     "_to_copy": to_copy,
