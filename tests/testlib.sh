@@ -59,8 +59,17 @@ real_and_fake() {
 }
 
 # need_torch: $PY (MEMSIM_PYTHON, else python3), or skip (77) the test
-# when it cannot import torch.
+# when it cannot import torch.  TORCH_TESTS="NAME..." (test names without
+# .sh) runs only those of the tests that need PyTorch and skips the
+# others: .ci/run's sanitizer build and distcheck run a few of them, the
+# normal build all.
 need_torch() {
+	if [ -n "${TORCH_TESTS:-}" ]; then
+		case " $TORCH_TESTS " in
+		*" $(basename "$0" .sh) "*) ;;
+		*) echo "not in TORCH_TESTS: skipped"; exit 77 ;;
+		esac
+	fi
 	PY=${MEMSIM_PYTHON:-python3}
 	"$PY" -c 'import torch' 2>/dev/null || { echo "no PyTorch: skipped"; exit 77; }
 }
