@@ -123,6 +123,7 @@ class Dispatch:
             self.major, self.minor, os.environ.get("CUBLAS_WORKSPACE_CONFIG"))
         self.values_cpu = getattr(opt, "values", "rules") == "cpu"
         self.sym = None   # --symbolic (symbolic.py), set by fake.run
+        self.pinned = set()   # StorageImpls made pinned (_storage_key)
         self.host_op, self.has_tensor = host.classifier(torch)
         self.host_rng = host.HostRNG(torch, rec)
         # id(storage) -> a weak reference whose callback frees it
@@ -167,6 +168,14 @@ class Dispatch:
                 vs.storage_died(key)
         return cb
 
+    @staticmethod
+    def _storage_key(t):
+        """The StorageImpl of T (its views' too), or None."""
+        try:
+            return t.untyped_storage()._cdata
+        except Exception:   # (a tensor without storage)
+            return None
+
     def dispatch(self, mode, func, args, kwargs):
         """FUNC(*ARGS, **KWARGS) dispatched to MODE (Track), under the
         fake mode: its result, its allocations recorded."""
@@ -193,11 +202,24 @@ class Dispatch:
             return func(*args, **kwargs)
         if func is _IS_PINNED or func is _PIN_MEMORY:
             # Pinned host memory is the CUDA driver's (cudaHostAlloc,
-            # cudaPointerGetAttributes): never asked.  Not pinned; a
-            # pin is the tensor itself.
-            return False if func is _IS_PINNED else args[0]
+            # cudaPointerGetAttributes): never asked.  A pin is the
+            # tensor itself; pinned is what a factory made with
+            # pin_memory=True (below), which C++ code asserts (DDP's
+            # reducer with static_graph or find_unused_parameters:
+            # all_reduce_local_used_map's pinned copy).
+            if func is _PIN_MEMORY:
+                return args[0]
+            return isinstance(args[0], torch.Tensor) and \
+                self._storage_key(args[0]) in self.pinned
         if kwargs.get("pin_memory"):
-            kwargs = dict(kwargs, pin_memory=False)
+            out = self.dispatch(mode, func, args,
+                                dict(kwargs, pin_memory=False))
+            if isinstance(out, torch.Tensor):
+                key = self._storage_key(out)
+                if key is not None:
+                    self.pinned.add(key)
+                    weakref.finalize(out, self.pinned.discard, key)
+            return out
         name, imp, dyn = self.opinfo.get(func) or self.op_info(func)
         if self.host_op(args, kwargs):
             # Host code runs for real (host.py): every tensor a plain

@@ -1130,7 +1130,6 @@ def _patch_cuda(torch, rec, dev):
         pass
     _patch_profiling(torch)
     torch.Tensor.pin_memory = lambda self, *a, **k: self
-    torch.Tensor.is_pinned = lambda self, *a, **k: False
     torch.Tensor.record_stream = lambda self, s: None
     orig_to = torch.Tensor.to
 

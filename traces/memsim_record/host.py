@@ -942,20 +942,35 @@ def patch_safetensors(files):
 
 
 # -- DataLoader workers -------------------------------------------------------
+_WORKER_LOOP = []
+
+
+def _worker_loop(*a, **k):
+    """torch's _worker_loop with the recorder's modes popped.  A module
+    function, so that a worker started by spawn or forkserver (the
+    script's set_start_method, or its DataLoader's multiprocessing_context)
+    gets it by name: that child imports this module afresh, with no modes
+    to pop and torch's own loop."""
+    from torch.utils.data._utils import worker as w
+    from torch.utils._python_dispatch import _disable_current_modes
+    orig = _WORKER_LOOP[0] if _WORKER_LOOP else w._worker_loop
+    with _disable_current_modes():
+        return orig(*a, **k)
+
+
 def patch_workers(torch):
     """A DataLoader worker (a forked process) runs the dataset with the
     recorder's modes popped: its tensors are all real, as in a real run;
     the batches it sends back are real CPU tensors."""
     from torch.utils.data._utils import worker as w
     orig = w._worker_loop
-    from torch.utils._python_dispatch import _disable_current_modes
-
-    def _worker_loop(*a, **k):
-        with _disable_current_modes():
-            return orig(*a, **k)
-
+    _WORKER_LOOP[:] = [orig]
     w._worker_loop = _worker_loop
-    return lambda: setattr(w, "_worker_loop", orig)
+
+    def undo():
+        w._worker_loop = orig
+        del _WORKER_LOOP[:]
+    return undo
 
 
 # -- the script's traceback ---------------------------------------------------
