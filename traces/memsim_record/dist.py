@@ -25,7 +25,7 @@ def install(torch, opt, rec, env=True):
                            "LOCAL_WORLD_SIZE": "1",
                            "MASTER_ADDR": "127.0.0.1",
                            "MASTER_PORT": "29500"})
-    patch_spawn(torch, opt)
+    patch_spawn(torch, opt, rec)
     shards.install(torch)
     import torch.distributed as dist
     from torch.testing._internal.distributed.fake_pg import FakeStore
@@ -88,6 +88,17 @@ def install(torch, opt, rec, env=True):
             ddp_self._memsim_buckets.add(id(buf.untyped_storage()))
         except Exception:
             pass
+        stale = ddp_self.reducer._stale
+        if stale:
+            # the first reduction after a rebuild: the old buckets go at
+            # the end of this backward (_rebuild_buckets below)
+            object.__setattr__(ddp_self.reducer, "_stale", [])
+
+            def drop():
+                for key in stale:
+                    rec.free(key)
+                    rec.retired.add(key)
+            torch.autograd.Variable._execution_engine.queue_callback(drop)
         fut = torch.futures.Future()
         fut.set_result(buf)
         return fut
@@ -118,13 +129,22 @@ def install(torch, opt, rec, env=True):
         ranks by reading a tensor (sync_bucket_indices), which fake
         tensors cannot: here the trace gets the same frees and
         allocations, and the reducer goes on with its old buffers, of the
-        same total size."""
+        same total size.
+
+        With static_graph the old buffers outlive the rebuild, by the
+        clock (on the H200, a small MLP's back-to-back steps freed them
+        two backwards later, the same with a 0.5 s pause after each
+        backward at the rebuild; I-JEPA's ViT-S in the backward that
+        followed; without static_graph, at the rebuild every time): the
+        recording frees them at the end of the backward that follows the
+        rebuild."""
 
         def __init__(self, r, ddp_self):
             object.__setattr__(self, "_r", r)
             object.__setattr__(self, "_ddp", ddp_self)
             object.__setattr__(self, "_rebuilt", False)
             object.__setattr__(self, "_new", [])
+            object.__setattr__(self, "_stale", [])
 
         def prepare_for_forward(self):
             return None
@@ -135,7 +155,16 @@ def install(torch, opt, rec, env=True):
             # the reducer expects its autograd hooks
             # (expect_autograd_hooks_), and only those hooks give the
             # order a rebuild takes (push_rebuilt_params)
-            object.__setattr__(self._ddp, "_memsim_expect", True)
+            # With static_graph the first such backward gives none: its
+            # autograd hooks only count (Reducer::autograd_hook returns
+            # while static_graph_first_iteration(); delay_all_reduce
+            # reduces at its end), so the order is the second's and the
+            # rebuild comes a forward later
+            d = self._ddp
+            object.__setattr__(d, "_memsim_backwards",
+                               d._memsim_backwards + 1)
+            object.__setattr__(d, "_memsim_expect", not (
+                d.static_graph and d._memsim_backwards == 1))
             return self._r.prepare_for_backward(*a, **k)
 
         def _rebuild_buckets(self):
@@ -151,9 +180,14 @@ def install(torch, opt, rec, env=True):
             limits = [first, d.bucket_bytes_cap]
             indices, _ = dist._compute_bucket_assignment_by_size(
                 order, limits, [False] * len(order))
-            for key in sorted(d._memsim_buckets):
-                rec.free(key)
-                rec.retired.add(key)
+            if d.static_graph:
+                object.__setattr__(self, "_stale",
+                                   sorted(d._memsim_buckets))
+            else:
+                for key in sorted(d._memsim_buckets):
+                    rec.free(key)
+                    rec.retired.add(key)
+            d._memsim_buckets = set()
             for idx in indices:
                 n = sum(order[i].numel() for i in idx)
                 self._new.append(torch.empty(
@@ -181,6 +215,7 @@ def install(torch, opt, rec, env=True):
         self._memsim_buckets = set()
         self._memsim_ready = []
         self._memsim_expect = False
+        self._memsim_backwards = 0
         self.register_comm_hook(self, hook)
         self.logger = _NoLog()
         self.reducer = _Reducer(self.reducer, self)
@@ -221,7 +256,7 @@ def install_single(torch, opt, rec):
 
     import functools
     dist.init_process_group = functools.wraps(orig)(init_process_group)
-    patch_spawn(torch, opt)
+    patch_spawn(torch, opt, rec)
 
 
 class _Spawned:
@@ -237,7 +272,7 @@ class _Spawned:
         return True
 
 
-def patch_spawn(torch, opt):
+def patch_spawn(torch, opt, rec):
     """torch.multiprocessing.spawn and start_processes (a DDP script's
     one process a GPU): the recording is one rank's, so this process runs
     fn(--rank, *args) itself, as the spawned process of that rank would,
@@ -271,3 +306,112 @@ def patch_spawn(torch, opt):
                 m.start_processes = start_processes
             if hasattr(m, "spawn") and callable(getattr(m, "spawn")):
                 m.spawn = spawn
+    patch_process(opt, rec)
+
+
+class _Ran:
+    """multiprocessing's Popen for a Process whose target ran in this
+    process (patch_process): ended, with its exit status."""
+    sentinel = None
+
+    def __init__(self, code):
+        self.returncode = code
+        self.pid = os.getpid()
+
+    def poll(self, flag=0):
+        return self.returncode
+
+    def wait(self, timeout=None):
+        return self.returncode
+
+    def terminate(self):
+        pass
+
+    kill = terminate
+    close = terminate
+
+
+def _own(fn, script):
+    """Whether FN is the script's own code: defined in it or in a module
+    beside it (not PyTorch's, the standard library's or a package's)."""
+    import sys
+    name = getattr(fn, "__module__", None)
+    if name in ("__main__", "__mp_main__"):
+        return True
+    path = getattr(sys.modules.get(name), "__file__", None)
+    if not path:
+        return False
+    here = os.path.dirname(os.path.abspath(script))
+    return os.path.dirname(os.path.abspath(path)) == here
+
+
+def patch_process(opt, rec):
+    """A multiprocessing.Process of the script's own, started with the
+    spawn or forkserver method before the script's first GPU allocation:
+    a launcher's, whose child is the one to use the GPU (I-JEPA's main.py
+    starts one a GPU so and waits for none; PyTorch's "Writing
+    Distributed Applications" tutorial too, and joins them).  Like
+    torch.multiprocessing.spawn above, the recording is one rank's:
+    this process runs the target of the --rank-th such start() itself,
+    to its end, as that child would, and starts none (a child would
+    start without the recorder, on the real CUDA: nothing recorded, or
+    "no CUDA" on a machine without).  The Process then reads as ended:
+    exitcode 0, or the code of a SystemExit the target raised; any other
+    error stops the recording with its traceback.  Processes of
+    PyTorch's or a package's own (DataLoader workers), those started by
+    fork (which shares the recording) and those started once the script
+    holds GPU memory (pytorch/examples' mnist_hogwild hands its CUDA
+    model to them; host.patch_process_send refuses the tensor) start as
+    before."""
+    import multiprocessing.process as mpp
+    P = mpp.BaseProcess
+    if getattr(P.start, "_memsim", False):
+        return
+    orig = P.start
+    started = [0]
+
+    def start(self):
+        if _method(self) not in ("spawn", "forkserver") or \
+                not _own(self._target, opt.script) or \
+                (not started[0] and
+                 any(r[0] == "alloc" for r in rec.rows)):
+            # (once one rank's ran here, the next start()s are ranks too)
+            return orig(self)
+        k = started[0]
+        started[0] += 1
+        if k >= opt.world_size:
+            raise RuntimeError(
+                "memsim record: the script starts a %s process of its "
+                "own (multiprocessing.Process, target %s) beyond "
+                "--world-size %d: record with --world-size N, N the "
+                "processes it starts (the recording is one rank's, "
+                "--rank)" % (ordinal(k + 1),
+                             getattr(self._target, "__qualname__", "?"),
+                             opt.world_size))
+        code = 0
+        if k == opt.rank:
+            try:
+                self.run()
+            except SystemExit as e:
+                code = e.code if isinstance(e.code, int) else \
+                    (0 if e.code is None else 1)
+        self._popen = _Ran(code)
+        self._sentinel = None
+
+    start._memsim = True
+    P.start = start
+
+
+def _method(proc):
+    """The start method PROC starts with: its context's, else the one
+    set, else the platform's default (asked without setting it, as
+    get_start_method() would, so that the script may still set it)."""
+    import multiprocessing as mp
+    return getattr(proc, "_start_method", None) or \
+        mp.get_start_method(allow_none=True) or \
+        mp.context._default_context._default_context._name
+
+
+def ordinal(n):
+    return "%d%s" % (n, {1: "st", 2: "nd", 3: "rd"}.get(
+        n if n < 20 else n % 10, "th"))
