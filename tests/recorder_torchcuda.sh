@@ -223,4 +223,35 @@ grep -E '^(numpy|sizes|long|type|name|host|list|byte|size|same|isinstance|defaul
 diff "$SRC/tests/data/record/legacy_types.h200.txt" "$tmp/lt" >"$tmp/diff" ||
 	fail "legacy types differ from the H200's: $(cat "$tmp/diff")"
 
+# torch.cuda.caching_allocator_alloc and _delete (a block of PyTorch's
+# pool for another library: the trace's 1 MiB request and its free);
+# the NVML readings (an idle device's 0, no pynvml asked); torch.profiler
+# with its CUDA activity, asked or by default, and the legacy
+# use_cuda=True (a CUDA event an op, each failing with a C++ stack).
+cat >"$tmp/raw.py" <<'PY'
+import torch
+x = torch.randn(64, 64, device="cuda")
+p = torch.cuda.caching_allocator_alloc(1 << 20)
+print("raw", torch.cuda.memory_allocated() - x.nbytes)
+torch.cuda.caching_allocator_delete(p)
+print("deleted", torch.cuda.memory_allocated() - x.nbytes)
+print("nvml", torch.cuda.utilization(), torch.cuda.temperature())
+from torch.profiler import profile, ProfilerActivity
+for acts in ([ProfilerActivity.CPU, ProfilerActivity.CUDA], None):
+    with profile(activities=acts) as prof:
+        y = x @ x
+    print("profiled", "aten::mm" in prof.key_averages().table())
+with torch.autograd.profiler.profile(use_cuda=True) as prof:
+    y = x @ x
+print("legacy", "aten::mm" in prof.key_averages().table())
+PY
+$MEMSIM record --fake -o "$tmp/raw.csv" -- "$PY" "$tmp/raw.py" >"$tmp/out" \
+	2>"$tmp/err" || fail "raw alloc: $(tail -3 "$tmp/err")"
+for want in "raw 1048576" "deleted 0" "nvml 0 0" "profiled True" "legacy True"; do
+	grep -qxF "$want" "$tmp/err" || fail "'$want' not in: $(grep -v '^ ' "$tmp/err")"
+done
+grep -q "CUDA used in profiler" "$tmp/err" && fail "profiler: CUDA events recorded"
+grep -q ',alloc,[0-9]*,1048576,0,other,raw.py:3 <module>$' "$tmp/raw.csv" ||
+	fail "raw alloc: $(grep 1048576 "$tmp/raw.csv")"
+
 finish recorder_torchcuda

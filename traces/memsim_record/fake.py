@@ -593,6 +593,36 @@ def _patch_profiling(torch):
     rt = _CudartNoTool()
     torch.cuda._cudart = rt
     prof.cudart = torch.cuda.cudart = _like(torch.cuda.cudart, lambda a: rt)
+    # torch.profiler's CUDA activity (CUPTI on a GPU; a build without it
+    # falls back to a CUDA event an op, each failing with a C++ stack:
+    # "CUDA used in profiler but not enabled"), asked or by default
+    # (supported_activities() where torch.cuda.is_available()): the host
+    # side is profiled, as on a GPU; no GPU memory either way.
+    try:
+        from torch.profiler import profiler as tp
+        from torch.autograd import profiler as ap
+    except ImportError:
+        return
+    Act = tp.ProfilerActivity
+    orig_kineto = tp._KinetoProfile.__init__
+
+    def kineto_init(self, *a, activities=None, **k):
+        acts = set(activities) if activities is not None else \
+            set(tp.supported_activities())
+        acts.discard(Act.CUDA)
+        return orig_kineto(self, *a, activities=acts or {Act.CPU}, **k)
+
+    tp._KinetoProfile.__init__ = kineto_init
+    orig_legacy = ap.profile.__init__
+
+    def legacy_init(self, *a, **k):
+        if k.get("use_cuda"):
+            k["use_cuda"] = False
+        if k.get("use_device") == "cuda":
+            k["use_device"] = None
+        return orig_legacy(self, *a, **k)
+
+    ap.profile.__init__ = legacy_init
 
 
 # TorchScript's view of the recorder's replacements of F.* (_jit_builtins).
@@ -1093,6 +1123,38 @@ def _patch_cuda(torch, rec, dev):
     setc("current_blas_handle", lambda a: 0)
     setc("current_solver_handle", lambda a: 0)
     setc("caching_allocator_enable", lambda a: None)
+    # caching_allocator_alloc / _delete (raw_alloc and raw_delete: memory
+    # from PyTorch's pool for another library's kernels, CuPy's
+    # PyTorch allocator): a block of SIZE on the current stream, its
+    # address the trace's, freed by delete.
+    raw = {}
+
+    def raw_alloc(a):
+        size = int(a["size"])
+        if size < 0:
+            raise RuntimeError("caching_allocator_alloc: negative size %d"
+                               % size)
+        key = ("raw", len(raw), object())
+        addr = rec.alloc(size, rec.category("raw_alloc"), rec.site(), key)
+        if addr:
+            raw[addr] = key
+        return addr
+
+    def raw_delete(a):
+        key = raw.pop(int(a["mem_ptr"]), None)
+        if key is not None:
+            rec.free(key)
+
+    setc("caching_allocator_alloc", raw_alloc)
+    setc("caching_allocator_delete", raw_delete)
+    # The NVML readings (torch.cuda.utilization, memory_usage,
+    # temperature, power_draw, clock_rate: pynvml on a GPU, which is the
+    # driver's): an idle device's, 0 but the clock, the device's boost
+    # clock is not known here and reads 0 too.
+    for nm in ("utilization", "memory_usage", "temperature", "power_draw",
+               "clock_rate"):
+        if hasattr(c, nm):
+            setc(nm, lambda a: 0)
     setc("host_memory_stats_as_nested_dict", lambda a: {})
     # nn.DataParallel on the one GPU a rank sees: scatter and gather as
     # torch._C._scatter / _gather (a CUDA build's) do for one device,
