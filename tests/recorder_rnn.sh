@@ -127,4 +127,18 @@ printf '%s\n' "n=316 reserve-mismatch=0 median=0.017 within10=263 within2=171 T=
 	"n=108 reserve-mismatch=0 median=0.005 within10=108 within2=103 T=1: 54 within1=43 backward-same=84" >"$tmp/want"
 cmp -s "$tmp/want" "$tmp/grid" || fail "grid: $(cat "$tmp/grid")"
 
+# pack_padded_sequence of a GPU batch: the output's rows are the host
+# lengths' sum, which the fake mode could not know
+# (DynamicOutputShapeException); ATen's _pack_padded_sequence now runs on
+# the fake input (dispatch.py), and enforce_sorted=False's indices
+# (invert_permutation's scatter_ along a permutation) keep their values.
+# The output of tests/recorder/packed_sequence.py on the H200 (PyTorch
+# 2.11, 3 December 2026), line for line, the packing's memory included.
+$MEMSIM record --fake -o "$tmp/pack.csv" -- "$PY" \
+	"$SRC/recorder/packed_sequence.py" >"$tmp/out" 2>"$tmp/err" ||
+	fail "packed sequence: $(tail -3 "$tmp/err")"
+grep -E '^(pack|packed|padded|grad) ' "$tmp/err" >"$tmp/pk"
+diff "$DATA/packed_sequence.h200.txt" "$tmp/pk" >"$tmp/diff" ||
+	fail "packed sequence differs from the H200's: $(cat "$tmp/diff")"
+
 finish recorder_rnn.sh

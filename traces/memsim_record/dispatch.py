@@ -333,8 +333,42 @@ class Dispatch:
         r = sparse.HANDLERS[name](self, mode, func, name, args, kwargs)
         return _RUN if r is None else r
 
-    def _not_pinned(self, mode, func, name, args, kwargs):
-        return False
+    def _pack_padded(self, mode, func, name, args, kwargs):
+        # _pack_padded_sequence's output has as many rows as the lengths
+        # sum to, which the fake mode cannot know
+        # (DynamicOutputShapeException).  The lengths are a host tensor
+        # (pack_padded_sequence moves them to the CPU), real: ATen's own
+        # algorithm (_pack_padded_sequence in PackedSequence.cpp) runs on
+        # the fake input, below autograd (its node is made): from the
+        # shortest sequence up, each run of time steps over the batch
+        # still going is made contiguous (a copy unless it is the whole
+        # batch of a time-major input), the runs are concatenated, and the
+        # batch sizes are a host tensor.
+        a = dict(zip(("input", "lengths", "batch_first"), args), **kwargs)
+        x, lengths = a["input"], a["lengths"]
+        if isinstance(lengths, FakeTensor) or \
+                not isinstance(x, torch.Tensor) or x.device.type != "cuda":
+            return _RUN
+        if a.get("batch_first"):
+            x = x.transpose(0, 1)
+        with unset_fake_temporarily():
+            lens = [int(v) for v in lengths.tolist()]
+        n = len(lens)
+        sizes, prev = [], 0
+        with torch.no_grad(), mode:
+            steps = []
+            for i in range(n):
+                length = lens[n - 1 - i]
+                if length > prev:
+                    steps.append(x[prev:length, :n - i].contiguous().view(
+                        -1, *x.shape[2:]))
+                    sizes.extend([n - i] * (length - prev))
+                    prev = length
+            data = torch.cat(steps)
+            del steps
+        with unset_fake_temporarily():
+            batch_sizes = torch.tensor(sizes, dtype=torch.int64)
+        return data, batch_sizes
 
     def _nested_mask(self, mode, func, name, args, kwargs):
         # nn.TransformerEncoder's sparsity fast path (eval, a key
@@ -2070,7 +2104,7 @@ _MASK_NODES = ("MaxBackward1", "MinBackward1", "MedianBackward0",
                "NanmedianBackward0", "ClampBackward0")
 _BEFORE = {
     "_local_scalar_dense": Dispatch._item,
-    "is_pinned": Dispatch._not_pinned,
+    "_pack_padded_sequence": Dispatch._pack_padded,
     "_nested_tensor_from_mask_left_aligned": Dispatch._nested_mask,
     "_nested_tensor_from_mask": Dispatch._nested_from_mask,
     "to_padded_tensor": Dispatch._to_padded,

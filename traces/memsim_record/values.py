@@ -699,7 +699,8 @@ class Values:
         """Whether a scatter_ into the 1-D T writes every element: its
         index known, a permutation of T's positions (PyTorch Geometric's
         pooled batch vector: arange(n).scatter_(0, cluster_index,
-        batch[perm]), every cluster written)."""
+        batch[perm]), every cluster written; invert_permutation's
+        empty_like(perm).scatter_(0, perm, arange(n)))."""
         if name != "scatter_" or t.dim() != 1 or len(args) < 3:
             return False
         idx = self.real(args[2])
@@ -795,7 +796,11 @@ class Values:
         # First whether every input has values, before any is made (a
         # known scalar's torch.full, a target's zeros): most ops of a
         # program have an input without (a weight, an activation).
-        full = name in FULL
+        # (a scatter_ along a permutation writes every element too:
+        # invert_permutation's, pack_padded_sequence's unsorted_indices)
+        full = name in FULL or (len(targets) == 1 and
+                                self._covers(name, args, targets[0]) and
+                                self._whole(targets[0]))
         for a in args:
             for x in (a if isinstance(a, (list, tuple)) else (a,)):
                 if isinstance(x, self.Fake) and not (
