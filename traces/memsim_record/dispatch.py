@@ -333,6 +333,170 @@ class Dispatch:
         r = sparse.HANDLERS[name](self, mode, func, name, args, kwargs)
         return _RUN if r is None else r
 
+    # -- CTC loss (ctc_loss_impl in LossCTC.cpp; the kernels of
+    # LossCTC.cu and cudnn/LossCTC.cpp) ----------------------------------
+    @staticmethod
+    def _lengths(v):
+        """A CTC call's lengths as a list: an int list, or a host tensor
+        (real values); None for a GPU tensor, whose values are fake."""
+        if isinstance(v, torch.Tensor):
+            if isinstance(v, FakeTensor) or v.device.type != "cpu":
+                return None
+            with unset_fake_temporarily():
+                return [int(x) for x in v.reshape(-1).tolist()]
+        return [int(x) for x in v]
+
+    def _use_cudnn_ctc(self, mode, func, name, args, kwargs):
+        # _use_cudnn_ctc_loss: ctc_loss_impl's question, a CUDA kernel
+        # without a fake one.  cuDNN's CTC takes float log_probs on the
+        # GPU, int32 1-D contiguous targets (on the host for the list
+        # overload), blank 0, every input as long as log_probs and every
+        # target shorter than 256 and than its input; the tensor overload
+        # wants int32 lengths too.
+        lp, tg, il, tl = args[:4]
+        blank = args[4] if len(args) > 4 else kwargs.get("blank", 0)
+        tensors = func._overloadname == "Tensor"
+        ok = torch.backends.cudnn.enabled and blank == 0 and \
+            tg.dim() == 1 and lp.dtype == torch.float32 and \
+            tg.dtype == torch.int32 and lp.device.type == "cuda" and \
+            tg.is_contiguous() and lp.dim() == 3
+        if tensors:
+            ok = ok and il.dtype == torch.int32 and tl.dtype == torch.int32
+        else:
+            ok = ok and tg.device.type == "cpu"
+        if not ok:
+            return False
+        ils, tls = self._lengths(il), self._lengths(tl)
+        if ils is None or tls is None:
+            return _RUN
+        if not tensors and any(i != lp.shape[0] for i in ils):
+            return False
+        return all(t < 256 and t <= i for t, i in zip(tls, ils))
+
+    def _ctc(self, mode, func, name, args, kwargs):
+        # _ctc_loss and its backward on the GPU (ctc_loss_gpu_template,
+        # ctc_loss_backward_gpu_template): the lengths (the tensor
+        # overloads read them on the host, ctc_loss_tensor) copied to the
+        # GPU with the targets' offsets, three int64 vectors of the batch
+        # freed on return; forward log_alpha (batch x T x 2*S+1, S the
+        # longest target) and the losses; backward log_beta like
+        # log_alpha, freed on return, and the gradient, full_like the
+        # log-probs; for a large problem (2*T + 2.4*batch + 0.2*classes
+        # > 450) the blanks' term first: log_alpha + log_beta over the
+        # even positions and its logsumexp, zero_infinity's where() a
+        # new gradient.
+        backward = name.startswith("_ctc_loss_backward")
+        names = (("grad",) if backward else ()) + (
+            "log_probs", "targets", "input_lengths", "target_lengths") + \
+            (("neg_log_likelihood", "log_alpha", "blank", "zero_infinity")
+             if backward else ("blank", "zero_infinity"))
+        a = dict(zip(names, args), **kwargs)
+        lp, tg = a["log_probs"], a["targets"]
+        if not isinstance(lp, torch.Tensor) or lp.device.type != "cuda":
+            return _RUN
+        ils, tls = self._lengths(a["input_lengths"]), \
+            self._lengths(a["target_lengths"])
+        if ils is None or tls is None:
+            return _RUN
+        n = lp.shape[1]
+        smax = max(tls) if tg.dim() == 1 else (
+            a["log_alpha"].shape[2] // 2 if backward else max(tls))
+        dev = lp.device
+        with torch.no_grad(), mode:
+            tl_t = torch.tensor(tls, dtype=torch.int64, device=dev)
+            il_t = torch.tensor(ils, dtype=torch.int64, device=dev)
+            offsets = torch.empty(n, dtype=torch.int64, device=dev)
+            if not backward:
+                log_alpha = torch.empty(n, lp.shape[0], 2 * smax + 1,
+                                        dtype=lp.dtype, device=dev)
+                nll = torch.empty(n, dtype=lp.dtype, device=dev)
+                del offsets, il_t, tl_t
+                return nll, log_alpha
+            log_alpha, nll = a["log_alpha"], a["neg_log_likelihood"]
+            log_beta = torch.empty_like(log_alpha)
+            grad = torch.full_like(lp, float("-inf"))
+            t, c = lp.shape[0], lp.shape[2]
+            if 2 * t + (24 * n) // 10 + (2 * c) // 10 > 450:
+                shape = (n, log_alpha.shape[1], smax + 1)
+                la = log_alpha.as_strided(shape, (
+                    log_alpha.stride(0), log_alpha.stride(1),
+                    log_alpha.stride(2) * 2))
+                lb = log_beta.as_strided(shape, (
+                    log_beta.stride(0), log_beta.stride(1),
+                    log_beta.stride(2) * 2))
+                s = la + lb
+                blank = torch.logsumexp(s, 2, True)
+                del s
+                grad.narrow(2, a["blank"], 1).sub_(
+                    blank.permute(1, 0, 2).exp_())
+                del blank
+                if a.get("zero_infinity"):
+                    inf = nll.view(1, n, 1) == float("inf")
+                    grad = torch.where(
+                        inf, torch.zeros((), dtype=grad.dtype, device=dev),
+                        grad)
+                    del inf
+            del log_beta, offsets, il_t, tl_t
+            return grad
+
+    def _ctc_loss(self, mode, func, name, args, kwargs):
+        ovl = func._overloadname
+        if ovl == "default":
+            return self._ctc(mode, func, name, args, kwargs)
+        if ovl != "Tensor":
+            return _RUN     # (the out= overloads)
+        # the tensor overloads read their lengths on the host
+        # (ctc_loss_tensor, ctc_loss_backward_tensor) and call the list
+        # ones
+        backward = name == "_ctc_loss_backward"
+        op = torch.ops.aten._ctc_loss_backward.default if backward else \
+            torch.ops.aten._ctc_loss.default
+        i = 3 if backward else 2
+        args = list(args)
+        for j in (i, i + 1):
+            v = self._lengths(args[j])
+            if v is None:
+                return _RUN
+            args[j] = v
+        with mode:
+            return op(*args, **kwargs)
+
+    def _logsumexp(self, mode, func, name, args, kwargs):
+        # logsumexp's CompositeExplicitAutograd kernel
+        # (logsumexp_out_impl in ReduceOps.cpp), whose meta kernel gives
+        # the output alone: the max over the dims (keepdim), its abs()
+        # and == inf mask for the masked_fill_ (freed at once), the
+        # input minus the max (input-sized, exp_ in place), the sum into
+        # the output, then log_ and add_ in place; the difference and
+        # the max freed on return.  Run so, below autograd (its node is
+        # made).
+        if func._overloadname != "default":
+            return _RUN     # (the out= and named overloads)
+        a = dict(zip(("self", "dim", "keepdim"), args), **kwargs)
+        x = a["self"]
+        if not isinstance(x, torch.Tensor) or x.device.type != "cuda" or \
+                not x.is_floating_point() or x.numel() == 0:
+            return _RUN
+        dims = a["dim"]
+        dims = [dims] if isinstance(dims, int) else list(dims)
+        keep = a.get("keepdim", False)
+        with torch.no_grad(), mode:
+            maxes = torch.amax(x, dims, True)
+            squeezed = maxes if keep else maxes.squeeze(
+                [d % x.dim() for d in dims] if dims else None)
+            # (masked_fill_'s abs() and mask: their blocks, values
+            # unread, the max's are not known either way)
+            a_ = torch.empty_like(squeezed)
+            m_ = torch.empty(squeezed.shape, dtype=torch.bool,
+                             device=x.device)
+            del m_, a_
+            diff = (x - maxes).exp_()
+            out = torch.sum(diff, dims, keep)
+            del diff
+            out.log_().add_(squeezed)
+            del squeezed, maxes
+        return out
+
     def _pack_padded(self, mode, func, name, args, kwargs):
         # _pack_padded_sequence's output has as many rows as the lengths
         # sum to, which the fake mode cannot know
@@ -2105,6 +2269,12 @@ _MASK_NODES = ("MaxBackward1", "MinBackward1", "MedianBackward0",
 _BEFORE = {
     "_local_scalar_dense": Dispatch._item,
     "_pack_padded_sequence": Dispatch._pack_padded,
+    "logsumexp": Dispatch._logsumexp,
+    "_use_cudnn_ctc_loss": Dispatch._use_cudnn_ctc,
+    # (MIOpen's is ROCm's: no NVIDIA device takes it)
+    "_use_miopen_ctc_loss": lambda self, *a: False,
+    "_ctc_loss": Dispatch._ctc_loss,
+    "_ctc_loss_backward": Dispatch._ctc_loss,
     "_nested_tensor_from_mask_left_aligned": Dispatch._nested_mask,
     "_nested_tensor_from_mask": Dispatch._nested_from_mask,
     "to_padded_tensor": Dispatch._to_padded,

@@ -2235,6 +2235,28 @@ def run(opt, script, argv):
         return _FusedRMSNorm.apply(input, weight, shape, eps)
 
     F.rms_norm = rms_norm
+    # ctc_loss with lengths as tensors (LossCTC.cpp): plain tensors take
+    # its fast path, which reads the lengths on the host and calls the
+    # int-list overload; a fake log_probs is a tensor subclass and takes
+    # the composite path, which hands host lengths to the GPU kernel
+    # beside GPU log-probs, a device error the GPU never raises.  The
+    # lengths go as the fast path reads them (a GPU tensor's by the host
+    # rules, docs/recording-values.md).
+    orig_ctc = torch.ctc_loss
+
+    def ctc_loss(log_probs, targets, input_lengths, target_lengths, *a,
+                 **k):
+        if isinstance(log_probs, FakeTensor) and all(
+                isinstance(t, torch.Tensor) and not t.is_floating_point()
+                and not t.is_complex() and t.dtype != torch.bool
+                for t in (input_lengths, target_lengths)):
+            input_lengths, target_lengths = (
+                [int(v) for v in t.to("cpu", torch.long).reshape(-1)
+                 .tolist()] for t in (input_lengths, target_lengths))
+        return orig_ctc(log_probs, targets, input_lengths, target_lengths,
+                        *a, **k)
+
+    torch.ctc_loss = ctc_loss
     _jit_builtins(torch, {"sdpa": sdpa, "linear": linear,
                           "rms_norm": rms_norm}, backward)
     # nn.LSTM/GRU/RNN: cuDNN's tensors (rnn.py).
@@ -2503,6 +2525,7 @@ def run(opt, script, argv):
         F.scaled_dot_product_attention = orig_sdpa
         F.linear = orig_linear
         F.rms_norm = orig_rms
+        torch.ctc_loss = orig_ctc
         undo_rnn()
         undo_graphs()
     return rec, status, msg
