@@ -399,8 +399,9 @@ class Dispatch:
         if ils is None or tls is None:
             return _RUN
         n = lp.shape[1]
-        smax = max(tls) if tg.dim() == 1 else (
-            a["log_alpha"].shape[2] // 2 if backward else max(tls))
+        # (the backward of 2-D targets takes it from log_alpha)
+        smax = a["log_alpha"].shape[2] // 2 \
+            if backward and tg.dim() != 1 else max(tls)
         dev = lp.device
         with torch.no_grad(), mode:
             tl_t = torch.tensor(tls, dtype=torch.int64, device=dev)
@@ -479,11 +480,13 @@ class Dispatch:
             return _RUN
         dims = a["dim"]
         dims = [dims] if isinstance(dims, int) else list(dims)
+        if not dims:
+            return _RUN     # (no dims: PyTorch's own error)
         keep = a.get("keepdim", False)
         with torch.no_grad(), mode:
             maxes = torch.amax(x, dims, True)
             squeezed = maxes if keep else maxes.squeeze(
-                [d % x.dim() for d in dims] if dims else None)
+                [d % x.dim() for d in dims])
             # (masked_fill_'s abs() and mask: their blocks, values
             # unread, the max's are not known either way)
             a_ = torch.empty_like(squeezed)
