@@ -113,8 +113,8 @@ job_policy(msim_job_t *j, msim_job_err_t *err)
 }
 
 /* A first pass over a trace file completes a partial history and reads a
- * snapshot's allocator settings, which apply unless parameters were given
- * or spec.defaults. */
+ * snapshot's allocator settings (a recording's are read at its open),
+ * which apply unless parameters were given or spec.defaults. */
 static int
 job_snapconf(msim_job_t *j, msim_job_err_t *err)
 {
@@ -126,16 +126,18 @@ job_snapconf(msim_job_t *j, msim_job_err_t *err)
 	const char *snapconf = msim_trace_alloc_conf(j->in.trace);
 	if (!snapconf || !*snapconf)
 		return 0;
+	const char *whose = msim_trace_alloc_conf_recorded(j->in.trace) ?
+		"recording" : "snapshot";
 	if (j->spec.defaults) {
 		snprintf(j->confnote, sizeof(j->confnote), "--defaults: the "
-			 "snapshot's settings \"%s\" are not applied",
+			 "%s's settings \"%s\" are not applied", whose,
 			 snapconf);
 		return 0;
 	}
 	if (j->spec.conf && *j->spec.conf) {
 		snprintf(j->confnote, sizeof(j->confnote), "--alloc-conf "
-			 "given: the snapshot's settings \"%s\" are not "
-			 "applied", snapconf);
+			 "given: the %s's settings \"%s\" are not "
+			 "applied", whose, snapconf);
 		return 0;
 	}
 	msim_params_t sp;
@@ -143,8 +145,8 @@ job_snapconf(msim_job_t *j, msim_job_err_t *err)
 		return job_fail(err, MSIM_JOB_EPARAMS, MSIM_ENOMEM,
 				"out of memory");
 	if (msim_params_parse(&sp, snapconf)) {
-		snprintf(j->confnote, sizeof(j->confnote), "the snapshot's "
-			 "settings \"%s\" are not applied: %s", snapconf,
+		snprintf(j->confnote, sizeof(j->confnote), "the %s's "
+			 "settings \"%s\" are not applied: %s", whose, snapconf,
 			 sp.errmsg);
 		msim_params_clear(&sp);
 		return 0;
@@ -161,8 +163,9 @@ job_snapconf(msim_job_t *j, msim_job_err_t *err)
 	j->pv = sp;
 	free(j->params);
 	j->params = canon;
-	snprintf(j->confnote, sizeof(j->confnote), "the snapshot's own "
-		 "\"%s\" (-c overrides, --defaults drops them)", snapconf);
+	snprintf(j->confnote, sizeof(j->confnote), "the %s's own "
+		 "\"%s\" (-c overrides, --defaults drops them)", whose,
+		 snapconf);
 	return 0;
 }
 

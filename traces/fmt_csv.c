@@ -16,6 +16,10 @@
  * (setCheckpointPoolState) counts the alloc rows it places.
  * Each line is one entry; the request stage of trace_request.c gives them their
  * replay meaning.  The writer writes the same columns (seq counts from 0).
+ * A first row `annotate` of category allocator_settings carries the
+ * settings the recorded process ran with (`memsim record`: its
+ * PYTORCH_ALLOC_CONF, ';' for ','): msim_trace_alloc_conf() has them from
+ * the open on, so that a replay runs with them as a snapshot's do.
  *
  * The reader scans a 1 MiB buffer in place (msim_trace_line(), shared with
  * the RMM reader): no per-line allocation, no
@@ -59,6 +63,8 @@ typedef struct csv_s {
 	int col[C_N];  /* column index of each field, -1 if absent */
 	int ncols;
 	bool std;      /* the usual six columns in the usual order */
+	char *pend;    /* the first row, read at the open, not yet taken */
+	size_t pendlen;
 } csv_t;
 
 
@@ -191,6 +197,50 @@ csv_probe(const char *head, size_t n)
 	return strstr(line, "action") && strchr(line, ',');
 }
 
+/*
+ * The first row: when it is an annotate row of category allocator_settings
+ * (tagged columns only), its site is the recorded process's allocator
+ * settings, ';' standing for ','; any other row waits in c->pend for
+ * csv_next().
+ */
+static int
+csv_settings(msim_trace_t *t, csv_t *c)
+{
+	if (c->col[C_CAT] < 0 || c->col[C_SITE] < 0)
+		return 0;
+	size_t len;
+	char *line = msim_trace_line(t, &c->lines, &len);
+	if (!line)
+		return 0;   /* csv_next() finds the end, or the overlong line */
+	static const char cat[] = "allocator_settings";
+	const char *f[CSV_MAXCOLS];
+	size_t fl[CSV_MAXCOLS];
+	int n = 0;
+	for (size_t i = 0, b = 0; i <= len && n < CSV_MAXCOLS; i++)
+		if (i == len || line[i] == ',') {
+			f[n] = line + b;
+			fl[n++] = i - b;
+			b = i + 1;
+		}
+	int a = c->col[C_ACTION], k = c->col[C_CAT], s = c->col[C_SITE];
+	if (n != c->ncols || fl[a] != 8 || memcmp(f[a], "annotate", 8) ||
+	    fl[k] != sizeof(cat) - 1 || memcmp(f[k], cat, fl[k])) {
+		c->pend = line;
+		c->pendlen = len;
+		return 0;
+	}
+	if (fl[s] >= sizeof(t->alloc_conf))
+		return msim_trace_fail(t, MSIM_EFORMAT, "allocator_settings "
+				       "longer than %zu bytes",
+				       sizeof(t->alloc_conf) - 1);
+	for (size_t i = 0; i < fl[s]; i++)
+		t->alloc_conf[i] = f[s][i] == ';' ? ',' : f[s][i];
+	t->alloc_conf[fl[s]] = '\0';
+	t->have_conf = true;
+	t->conf_recorded = true;
+	return 0;
+}
+
 static int
 csv_open(msim_trace_t *t)
 {
@@ -232,7 +282,7 @@ csv_open(msim_trace_t *t)
 		c->std = c->std && c->col[i] == i;
 	if (c->std)
 		csv_acts_init(c->acts);
-	return 0;
+	return csv_settings(t, c);
 }
 
 /* The tag of an alloc row's category and site fields. */
@@ -264,7 +314,13 @@ csv_next(msim_trace_t *t, msim_entry_t *e)
 	csv_t *c = t->fmt;
 	for (;;) {
 		size_t len;
-		char *line = msim_trace_line(t, &c->lines, &len);
+		char *line = c->pend;
+		if (line) {
+			len = c->pendlen;
+			c->pend = NULL;
+		} else {
+			line = msim_trace_line(t, &c->lines, &len);
+		}
 		if (!line) {
 			if (msim_lines_overlong(&c->lines))
 				return msim_trace_fail(t, MSIM_EFORMAT,

@@ -484,6 +484,12 @@ msim_trace_alloc_conf(const msim_trace_t *t)
 	return t->have_conf ? t->alloc_conf : NULL;
 }
 
+bool
+msim_trace_alloc_conf_recorded(const msim_trace_t *t)
+{
+	return t->have_conf && t->conf_recorded;
+}
+
 uint64_t
 msim_trace_skipped(const msim_trace_t *t, const char **first_out)
 {

@@ -365,9 +365,15 @@ int msim_trace_prescan(msim_trace_t *t);
 
 /* The allocator settings a snapshot was recorded with, as a
  * PYTORCH_CUDA_ALLOC_CONF string ("expandable_segments:True"), or NULL
- * when unknown (not a snapshot, or not read that far: the settings come
- * after the trace, so only after msim_trace_prescan() or the end). */
+ * when unknown (neither a snapshot nor a recording that names them, or
+ * not read that far: a snapshot's come after the trace, so only after
+ * msim_trace_prescan() or the end; a recording's CSV has them from the
+ * open on, its first row). */
 const char *msim_trace_alloc_conf(const msim_trace_t *t);
+
+/* Whether those settings are a recording's (`memsim record`'s CSV), not
+ * a snapshot's. */
+bool msim_trace_alloc_conf_recorded(const msim_trace_t *t);
 
 /* A snapshot's first out-of-memory record: the device's free bytes it
  * names (device_free, from cudaMemGetInfo), the rounded size that did not

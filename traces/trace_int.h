@@ -116,6 +116,7 @@ struct msim_trace_s {
 	char skipped_first[48]; /* the first such action */
 	char alloc_conf[512]; /* the snapshot's allocator settings */
 	bool have_conf;
+	bool conf_recorded;   /* they are a recording's (fmt_csv.c) */
 	msim_trace_oom_t oomrec; /* its first oom record (trace_seed.c) */
 	bool have_oom;
 	/* Expandable segments: reservations seen (base, mapped end), so that

@@ -33,8 +33,12 @@ Data-dependent values get stated assumptions, counted in the trace as
 - torch.compile: the compiled program's buffers (compiled.py), one
   compile:inductor a compile (compile:eager for another backend); one
   compile:pad_mm a matmul shape Inductor's pad_mm pass benchmarks while
-  compiling (padding assumed not faster, the caches cold).
+  compiling (padding assumed not faster, the caches cold);
+- allocator-settings:late: torch.cuda.memory._set_allocator_settings()
+  after the first CUDA allocation: the replay has the settings from the
+  start (Recorder.settings).
 """
+import functools
 import math
 import os
 import sys
@@ -97,11 +101,53 @@ class Recorder:
         self.pool_ids = {}
         self.pool_uuid = [1, 1]   # the next n of (n, 0) and of (0, n)
         self.lock = threading.Lock()
+        # the allocator's settings (settings()): None until the caching
+        # allocator starts, then {key: value} in the order first given
+        self.conf = None
+
+    # -- the allocator's settings ---------------------------------------------
+    def settings(self, given=None):
+        """The caching allocator's settings as the process sets them:
+        read from the environment when the allocator starts (the first
+        allocation here; CUDAAllocatorConfig::instance() parses
+        PYTORCH_CUDA_ALLOC_CONF, else PYTORCH_ALLOC_CONF: on the H200,
+        PyTorch 2.11, with both set the first alone counts; a script's own
+        os.environ[...] before its first CUDA tensor counts, one after it
+        does not), then GIVEN, a string of
+        torch.cuda.memory._set_allocator_settings(), on top: the options
+        it names (three back to their defaults unless named, as
+        parseArgs does).
+        The trace's first row carries the result (write()), and `memsim
+        run` replays with it, as with a snapshot's own settings.  A call
+        after the first allocation changes the settings from then on on
+        the GPU, from the start in the replay: assumption
+        allocator-settings:late."""
+        if self.conf is None:
+            self.conf = {}
+            env = os.environ.get("PYTORCH_CUDA_ALLOC_CONF")
+            if env is None:
+                env = os.environ.get("PYTORCH_ALLOC_CONF")
+            _conf_merge(self.conf, env or "")
+        if given is not None:
+            if any(r[0] == "alloc" for r in self.rows):
+                values.assume(self, "allocator-settings:late",
+                              "".join(given.split()))
+            # AcceleratorAllocatorConfig::parseArgs puts three options
+            # back to their defaults at each call, unless it names them
+            # (the H200: max_split_size_mb:32 after a call that set it and
+            # roundup_power2_divisions left the divisions at 0); the
+            # others keep their values
+            for k in ("max_split_size_mb", "roundup_power2_divisions",
+                      "garbage_collection_threshold"):
+                self.conf.pop(k, None)
+            _conf_merge(self.conf, given)
 
     # -- rows ---------------------------------------------------------------
     def alloc(self, nbytes, category, site, key=None):
         """A block of NBYTES on the current stream (the caching allocator
         keeps one pool per stream: get_free_block matches the stream)."""
+        if self.conf is None:
+            self.settings()
         n = _hint(nbytes)  # under --symbolic: its value at the sentinel
         if n == 0 and type(nbytes) is int:
             # allocate(0) takes no block and returns a null pointer: no
@@ -318,7 +364,16 @@ class Recorder:
             if sym is not None:
                 fp.write(head)
             fp.write("seq,time_us,action,addr,size,stream,category,site\n")
-            for i, r in enumerate(self.rows):
+            rows = self.rows
+            conf = ",".join("%s:%s" % kv for kv in (self.conf or {}).items())
+            if conf:
+                # the first row (fmt_csv.c reads it at the open): the
+                # settings, ';' for ',' (a site holds no comma)
+                rows = [["annotate", 0, 0, "allocator_settings",
+                         clean(conf)]] + rows
+                if sym is not None:
+                    sizes = [0] + sizes
+            for i, r in enumerate(rows):
                 a, addr, size, cat, site = r[:5]
                 if sym is not None:
                     fp.write("%d,%d,%s,%d,%s,%d,%s,%s\n" % (
@@ -328,6 +383,27 @@ class Recorder:
                 fp.write("%d,%d,%s,%d,%d,%d,%s,%s\n" % (
                     i, i, a, addr, size, r[5] if len(r) > 5 else 0, cat,
                     site))
+
+
+def _conf_merge(conf, text):
+    """TEXT's options (PyTorch's allocator settings: KEY:VALUE, split at
+    the commas outside brackets, roundup_power2_divisions' list holding
+    some; blanks dropped, as PyTorch's ConfigTokenizer drops them) into
+    the dict CONF, a later value of a key replacing the earlier."""
+    text = "".join(text.split())
+    depth, start = 0, 0
+    for i, ch in enumerate(text + ","):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        elif ch == "," and depth <= 0:
+            opt = text[start:i]
+            start = i + 1
+            if opt:
+                k, _, v = opt.partition(":")
+                conf.pop(k, None)
+                conf[k] = v
 
 
 def _hint(n):
@@ -1117,6 +1193,23 @@ def _patch_cuda(torch, rec, dev):
         lambda a: metadata.__setitem__(0, a["metadata"]))
     cmem._get_memory_metadata = _like(cmem._get_memory_metadata,
                                       lambda a: metadata[0])
+    # The allocator's settings a script sets (Recorder.settings): kept for
+    # the trace, and given to the CPU build's own parser as on the GPU.
+    # torch.cuda.memory._set_allocator_settings stays PyTorch's (its
+    # deprecation warning names the script's line): it calls
+    # torch._C._accelerator_setAllocatorSettings, before 2.9
+    # _cuda_cudaCachingAllocator_set_allocator_settings, replaced here.
+    def set_settings(orig):
+        @functools.wraps(orig)
+        def f(env, *args, **kwargs):
+            out = orig(env, *args, **kwargs)
+            rec.settings(env if isinstance(env, str) else "")
+            return out
+        return f
+    for nm in ("_accelerator_setAllocatorSettings",
+               "_cuda_cudaCachingAllocator_set_allocator_settings"):
+        if getattr(torch._C, nm, None) is not None:
+            setattr(torch._C, nm, set_settings(getattr(torch._C, nm)))
     if not hasattr(torch._C, "_cuda_attach_out_of_memory_observer"):
         torch._C._cuda_attach_out_of_memory_observer = \
             lambda observer: None
@@ -2184,7 +2277,6 @@ def run(opt, script, argv):
     # here, as on the GPU (functional.py's own calls, nn.MultiheadAttention's
     # in-projection, look F.linear up too).
     orig_linear = F.linear
-
     def linear(input, weight, bias=None):
         if bias is None or not isinstance(input, torch.Tensor) or \
                 input.device.type != "cuda" or input.dim() == 2 or \

@@ -123,11 +123,13 @@ class Refused(_known.Endless):
 
 def where():
     """The program's own FILE:LINE that asked (its innermost frame outside
-    torch and the recorder)."""
+    torch and the recorder, and typing_extensions: the wrapper of
+    PyTorch's functions marked @deprecated)."""
     f = sys._getframe(1)
     while f is not None:
         fn = f.f_code.co_filename
         if "/torch/" not in fn and "memsim_record" not in fn and \
+                not fn.endswith("typing_extensions.py") and \
                 not fn.startswith("<frozen") and not fn.startswith("<"):
             return "%s:%d" % (os.path.basename(fn), f.f_lineno)
         f = f.f_back
