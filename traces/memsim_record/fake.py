@@ -2277,8 +2277,17 @@ def run(opt, script, argv):
     # here, as on the GPU (functional.py's own calls, nn.MultiheadAttention's
     # in-projection, look F.linear up too).
     orig_linear = F.linear
+    # Under torch.compile Dynamo traces these replacements as the program's
+    # own code: each hands the call to PyTorch's function there (the graph
+    # gets the op as a real run's does; compiled.py gives its buffers),
+    # else Dynamo meets the recorder's internals (an autograd.Function
+    # entering fake modes) and runs the whole frame eagerly.
+    compiling = getattr(getattr(torch, "compiler", None), "is_compiling",
+                        lambda: False)
+
     def linear(input, weight, bias=None):
-        if bias is None or not isinstance(input, torch.Tensor) or \
+        if bias is None or compiling() or \
+                not isinstance(input, torch.Tensor) or \
                 input.device.type != "cuda" or input.dim() == 2 or \
                 input.is_contiguous():
             return orig_linear(input, weight, bias)
@@ -2320,7 +2329,7 @@ def run(opt, script, argv):
             return gx, gw, None, None
 
     def rms_norm(input, normalized_shape, weight=None, eps=None):
-        if input.device.type != "cuda":
+        if input.device.type != "cuda" or compiling():
             return orig_rms(input, normalized_shape, weight, eps)
         shape = (normalized_shape,) if isinstance(normalized_shape, int) \
             else tuple(normalized_shape)
@@ -2338,7 +2347,7 @@ def run(opt, script, argv):
 
     def ctc_loss(log_probs, targets, input_lengths, target_lengths, *a,
                  **k):
-        if isinstance(log_probs, FakeTensor) and all(
+        if not compiling() and isinstance(log_probs, FakeTensor) and all(
                 isinstance(t, torch.Tensor) and not t.is_floating_point()
                 and not t.is_complex() and t.dtype != torch.bool
                 for t in (input_lengths, target_lengths)):
