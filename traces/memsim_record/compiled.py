@@ -248,6 +248,9 @@ class Program:
                 if _name(f) in FILLS and len(f.users) == 1:
                     self.fills[n] = f
         self.buffers = buf
+        # and a value read both by a full reduction and by a kernel that
+        # reads the reduction's result (_across_reduction)
+        buf |= self._across_reduction()
         # and an index_put or scatter that is not in place clones its
         # target into that buffer first (the lowering's clone(x),
         # realized: a pointwise kernel of the target's elements, which
@@ -668,6 +671,48 @@ class Program:
             else:
                 reads[n] = r
         return realized
+
+    def _across_reduction(self):
+        """The values Inductor stores (_realized) that a full reduction
+        (to one element: an fp8 scaling's amax over a whole gradient)
+        reads and that another kernel reads after it with the
+        reduction's result: the scheduler cannot fuse a kernel with the
+        reduction whose result it waits for, so the value is stored
+        between them (nanochat's fp8 lm_head backward on the H200: the
+        float32 gradient, 512 MiB, then its e5m2 copy scaled by its amax).
+        A row reduction fuses with its readers (a softmax's kernel): no
+        buffer there."""
+        realized = self.realized = self._realized()
+        extra = set()
+        for n in self.nodes:
+            if n.op != "call_function" or n not in realized or \
+                    n in self.buffers or len(n.users) < 2 or \
+                    self.extern(n) or self.part_of_extern(n) or \
+                    _name(n) in REDUCTIONS:
+                continue
+            # the full reductions that read N, through the values inlined
+            # into them
+            reds = set()
+            stack, seen = list(n.users), set()
+            while stack:
+                m = stack.pop()
+                if m in seen:
+                    continue
+                seen.add(m)
+                if m in realized:
+                    if _name(m) in REDUCTIONS and _numel_of(m) == 1 and \
+                            (_numel_of(n) or 0) > 1:
+                        reds.add(m)
+                    continue
+                stack.extend(m.users)
+            if not reds:
+                continue
+            for u in n.users:
+                loads = {a for m in self._fused(u) for a in m.all_input_nodes}
+                if loads & reds:
+                    extra.add(n)
+                    break
+        return extra
 
     def _root(self, n):
         """The node whose kernel computes N: a reduction's for one of its
