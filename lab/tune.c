@@ -359,7 +359,10 @@ msim_tune_print(const msim_tune_result_t *r, const char *trace,
 	print_side("", "default", "recommended");
 	if (*r->keys)
 		print_side("setting", r->keys, r->keys);
-	print_side("PYTORCH_CUDA_ALLOC_CONF", "(unset)", conf);
+	/* the default run has the trace's own settings, if it has any (a
+	 * snapshot's or a recording's: job_snapconf) */
+	print_side("PYTORCH_CUDA_ALLOC_CONF", *d->params ? d->params
+							 : "(unset)", conf);
 	if (!r->fits) {
 		snprintf(a, sizeof(a), "%" PRId64, d->oom_request);
 		print_side("OOM at request", a, "-");

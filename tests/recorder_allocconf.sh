@@ -50,6 +50,12 @@ $MEMSIM run -c max_split_size_mb:128 "$tmp/env.csv" |
 	fail "env: -c does not say it overrides"
 $MEMSIM info "$tmp/env.csv" | grep -q '^settings   expandable_segments:True$' ||
 	fail "env: info has no settings line"
+# tune's default column is the run with them, and says so
+$MEMSIM tune --cap 100MiB "$tmp/env.csv" >"$tmp/tune.txt" || fail "tune env"
+grep -q '^PYTORCH_CUDA_ALLOC_CONF  expandable_segments:True ' "$tmp/tune.txt" ||
+	fail "tune: default column $(grep '^PYTORCH_CUDA_ALLOC_CONF' "$tmp/tune.txt")"
+grep -q '^peak reserved            40.00 MiB ' "$tmp/tune.txt" ||
+	fail "tune: default's peak $(grep '^peak reserved' "$tmp/tune.txt")"
 
 # 2. From the environment memsim record runs in, the deprecated name.
 rec outer late PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:64 || exit 1
