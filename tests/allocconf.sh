@@ -33,4 +33,27 @@ expect_error "'expandable_segment': unknown key (did you mean expandable_segment
 	$MEMSIM run -c expandable_segment:True "$trace"
 expect_error "'garbage_colection_threshold': unknown key (did you mean garbage_collection_threshold?)" \
 	$MEMSIM run -c garbage_colection_threshold:0.5 "$trace"
+# A recording's settings (fmt_csv.c): its first row only, ';' for ',',
+# replayed as the recording's own; a later such row is an annotation like
+# any other; bad ones are said, not fatal; a first row too long is the
+# file's line 2.
+hdr=seq,time_us,action,addr,size,stream,category,site
+printf '%s\n0,0,annotate,0,0,0,allocator_settings,expandable_segments:True;max_split_size_mb:64\n1,1,alloc,4096,1000000,0,input,x\n' \
+	"$hdr" >"$tmp/own.csv"
+$MEMSIM run "$tmp/own.csv" >"$tmp/own.txt" || fail "run own.csv"
+grep -q '^policy     pytorch max_split_size_mb:64,expandable_segments:True$' "$tmp/own.txt" ||
+	fail "own.csv: $(grep '^policy' "$tmp/own.txt")"
+$MEMSIM run --defaults "$tmp/own.csv" | grep -q '^policy     pytorch$' ||
+	fail "own.csv --defaults"
+printf '%s\n0,0,alloc,4096,1000000,0,input,x\n1,1,annotate,0,0,0,allocator_settings,expandable_segments:True\n' \
+	"$hdr" >"$tmp/later.csv"
+$MEMSIM run "$tmp/later.csv" | grep -q '^policy     pytorch$' ||
+	fail "a later settings row is taken"
+printf '%s\n0,0,annotate,0,0,0,allocator_settings,bogus:1\n' "$hdr" >"$tmp/bogus.csv"
+$MEMSIM run "$tmp/bogus.csv" | grep -q "^settings   the recording's settings \"bogus:1\" are not applied: 'bogus': unknown key" ||
+	fail "bogus settings: $($MEMSIM run "$tmp/bogus.csv" 2>&1 | grep settings)"
+{ echo "$hdr"; printf '0,0,annotate,0,0,0,allocator_settings,'; head -c 600 /dev/zero | tr '\0' x; echo; } >"$tmp/long.csv"
+expect_error "long.csv:2: allocator_settings longer than 511 bytes" $MEMSIM run "$tmp/long.csv"
+{ echo "$hdr"; printf '0,0,annotate,0,0,0,allocator_settings,'; head -c 3000000 /dev/zero | tr '\0' x; echo; } >"$tmp/huge.csv"
+expect_error "huge.csv:2: line too long" $MEMSIM run "$tmp/huge.csv"
 finish allocconf

@@ -89,11 +89,5 @@ rec set set || exit 1
 	fail "set: the late call is not one assumption: $(grep late "$tmp/set.csv")"
 [ "$(peak "$tmp/set.csv")" = "24117248 41943040" ] || fail "set: $(peak "$tmp/set.csv")"
 
-# 5. The reader: only a first row names the settings; one further down
-# is an annotate row like any other.
-{ echo "seq,time_us,action,addr,size,stream,category,site"
-  echo "0,0,alloc,4096,1048576,0,input,x"
-  echo "1,1,annotate,0,0,0,allocator_settings,expandable_segments:True"; } >"$tmp/later.csv"
-$MEMSIM run "$tmp/later.csv" | grep -q '^policy     pytorch$' ||
-	fail "a later settings row is taken"
+# The reader's own cases: tests/allocconf.sh.
 finish recorder_allocconf

@@ -65,6 +65,8 @@ typedef struct csv_s {
 	bool std;      /* the usual six columns in the usual order */
 	char *pend;    /* the first row, read at the open, not yet taken */
 	size_t pendlen;
+	bool ended;    /* the open found no first row (the end, or a line
+			* too long): csv_next() says so without reading on */
 } csv_t;
 
 
@@ -210,8 +212,10 @@ csv_settings(msim_trace_t *t, csv_t *c)
 		return 0;
 	size_t len;
 	char *line = msim_trace_line(t, &c->lines, &len);
-	if (!line)
-		return 0;   /* csv_next() finds the end, or the overlong line */
+	if (!line) {
+		c->ended = true;   /* csv_next() says which */
+		return 0;
+	}
 	static const char cat[] = "allocator_settings";
 	const char *f[CSV_MAXCOLS];
 	size_t fl[CSV_MAXCOLS];
@@ -318,7 +322,7 @@ csv_next(msim_trace_t *t, msim_entry_t *e)
 		if (line) {
 			len = c->pendlen;
 			c->pend = NULL;
-		} else {
+		} else if (!c->ended) {
 			line = msim_trace_line(t, &c->lines, &len);
 		}
 		if (!line) {
