@@ -17,8 +17,8 @@
  * Each line is one entry; the request stage of trace_request.c gives them their
  * replay meaning.  The writer writes the same columns (seq counts from 0).
  * A first row `annotate` of category allocator_settings carries the
- * settings the recorded process ran with (`memsim record`: its
- * PYTORCH_ALLOC_CONF, ';' for ','): msim_trace_alloc_conf() has them from
+ * settings the recorded process ran with (`memsim record`: a
+ * PYTORCH_CUDA_ALLOC_CONF string, ';' for ','): msim_trace_alloc_conf() has them from
  * the open on, so that a replay runs with them as a snapshot's do.
  *
  * The reader scans a 1 MiB buffer in place (msim_trace_line(), shared with

@@ -114,7 +114,8 @@ struct msim_trace_s {
 	uint64_t zero_skipped; /* zero-byte requests skipped (RMM logs) */
 	uint64_t skipped;     /* entries of unknown actions (lenient) */
 	char skipped_first[48]; /* the first such action */
-	char alloc_conf[512]; /* the snapshot's allocator settings */
+	char alloc_conf[512]; /* the snapshot's or recording's allocator
+			       * settings */
 	bool have_conf;
 	bool conf_recorded;   /* they are a recording's (fmt_csv.c) */
 	msim_trace_oom_t oomrec; /* its first oom record (trace_seed.c) */

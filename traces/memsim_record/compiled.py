@@ -248,6 +248,9 @@ class Program:
                 if _name(f) in FILLS and len(f.users) == 1:
                     self.fills[n] = f
         self.buffers = buf
+        # the values Inductor stores (the extra buffers below are among
+        # them already)
+        self.realized = self._realized()
         # and a value read both by a full reduction and by a kernel that
         # reads the reduction's result (_across_reduction)
         buf |= self._across_reduction()
@@ -447,7 +450,6 @@ class Program:
         kernel of another graph is the same only where it is the same
         kernel at the same position (a graph compiled again), not the
         forward's kernel met again in the backward."""
-        self.realized = self._realized()
         fused = [n for n in self.nodes if n.op == "call_function" and (
             (n in self.buffers and self.base[n] is n and
              not self.extern(n) and not self.part_of_extern(n)) or
@@ -682,13 +684,13 @@ class Program:
         float32 gradient, 512 MiB, then its e5m2 copy scaled by its amax).
         A row reduction fuses with its readers (a softmax's kernel): no
         buffer there."""
-        realized = self.realized = self._realized()
+        realized = self.realized
         extra = set()
         for n in self.nodes:
             if n.op != "call_function" or n not in realized or \
                     n in self.buffers or len(n.users) < 2 or \
                     self.extern(n) or self.part_of_extern(n) or \
-                    _name(n) in REDUCTIONS:
+                    _name(n) in REDUCTIONS or (_numel_of(n) or 0) <= 1:
                 continue
             # the full reductions that read N, through the values inlined
             # into them
@@ -700,8 +702,7 @@ class Program:
                     continue
                 seen.add(m)
                 if m in realized:
-                    if _name(m) in REDUCTIONS and _numel_of(m) == 1 and \
-                            (_numel_of(n) or 0) > 1:
+                    if _name(m) in REDUCTIONS and _numel_of(m) == 1:
                         reds.add(m)
                     continue
                 stack.extend(m.users)
