@@ -2397,6 +2397,11 @@ def run(opt, script, argv):
     undo_share = host.patch_share_memory(torch, rec)
     undo_send = host.patch_process_send(torch)
     undo_safetensors = host.patch_safetensors(files)
+    # The program's own Triton kernels (userkernels.py), once it imports
+    # Triton.
+    from . import userkernels
+    undo_triton = host.on_import(
+        "triton", lambda mod: userkernels.patch(rec, mod))
     orig_format = torch.Tensor.__format__
     orig_numpy = torch.Tensor.numpy
 
@@ -2609,6 +2614,7 @@ def run(opt, script, argv):
         undo_share()
         undo_send()
         undo_safetensors()
+        undo_triton()
         undo_fake_queries()
         undo_hop_rules()
         torch.Tensor.__format__ = orig_format

@@ -123,13 +123,16 @@ class Refused(_known.Endless):
 
 def where():
     """The program's own FILE:LINE that asked (its innermost frame outside
-    torch and the recorder, and typing_extensions: the wrapper of
-    PyTorch's functions marked @deprecated)."""
+    torch and the recorder, typing_extensions (the wrapper of PyTorch's
+    functions marked @deprecated) and Triton's launcher, autotuner and
+    benchmark: userkernels.py)."""
     f = sys._getframe(1)
     while f is not None:
         fn = f.f_code.co_filename
         if "/torch/" not in fn and "memsim_record" not in fn and \
                 not fn.endswith("typing_extensions.py") and \
+                "/triton/runtime/" not in fn and \
+                not fn.endswith("/triton/testing.py") and \
                 not fn.startswith("<frozen") and not fn.startswith("<"):
             return "%s:%d" % (os.path.basename(fn), f.f_lineno)
         f = f.f_back
@@ -146,7 +149,8 @@ def fmt(v):
 # (rec.assume(kind), made to name the line here: Values.__init__).
 ANSWERS = {"gradscaler:no-overflow": "step taken", "compile:eager": "eager",
            "nested:padded": "padded", "isin:no-match": "no match",
-           "allclose:true": "true", "host:rng": "not drawn"}
+           "allclose:true": "true", "host:rng": "not drawn",
+           "triton:kernel-not-run": "not run"}
 
 
 def assume(rec, kind, value, site=None):

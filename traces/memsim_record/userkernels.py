@@ -1,0 +1,109 @@
+"""A program's own Triton kernels under memsim record --fake.
+
+Programs and kernel libraries launch Triton kernels themselves
+(`kernel[grid](x, out, n, BLOCK=1024)`, KernelInterface.__getitem__ ->
+JITFunction.run), on tensors they allocated first (`torch.empty_like`
+and the like, which the recording has).  A launch allocates nothing
+through the caching allocator; on a machine with no GPU it cannot even
+compile (Triton's driver looks for libcuda).  Here JITFunction.run
+returns at once: the kernel's outputs keep their values (assumption
+`triton:kernel-not-run`, once a kernel), as every GPU value under the
+rules does (docs/recording-values.md).  A compile ahead of the launch
+(`kernel.warmup(...)`, `run(..., warmup=True)`: the registers and shared
+memory it answers are the GPU compiler's) is refused with a line naming
+the kernel.
+
+What Triton allocates itself is its benchmarking's.
+triton.testing.do_bench (the autotuner's benchmarker,
+Autotuner.do_bench -> driver.active.get_benchmarker()) calls the
+function once, then takes the driver's get_empty_cache_for_benchmark()
+buffer (256 MiB of int32 in Triton 3), which the later calls run
+beside (clear_cache zeroes it before each) and which goes when it
+returns.  Here the function runs once before the buffer and once while
+it lives: what the other calls allocate, each frees (a kernel_call's
+restore_value copies), and they make the same blocks again.  An
+autotuned kernel (Autotuner.run) benchmarks each configuration left
+after pruning the first time it meets a key: the program's pre_hooks
+(the copies restore_value makes and its post_hook writes back) are run
+as they are.  A benchmark answers 1.0 ms for every configuration
+(assumption `triton:benchmark-time`, a row each call, naming the
+program's line that launched or benchmarked):
+the autotuner keeps the first, whose choice moves no memory.
+"""
+
+from . import values
+
+# get_empty_cache_for_benchmark's size, where the driver's class is not
+# at hand (Triton 3: 256 * 1024 * 1024 bytes)
+CACHE_BYTES = 256 << 20
+BENCH_MS = 1.0
+
+
+def _empty_cache(torch):
+    """The benchmark's L2 flush buffer, as this Triton's CUDA driver makes
+    it (the method uses no driver state: it calls torch.empty on "cuda",
+    which the recording takes)."""
+    try:
+        from triton.backends.nvidia.driver import CudaDriver
+        return CudaDriver.get_empty_cache_for_benchmark(None)
+    except Exception:
+        return torch.empty(CACHE_BYTES // 4, dtype=torch.int32,
+                           device="cuda")
+
+
+def patch(rec, triton):
+    """Patches the imported `triton` package (host.on_import); returns
+    the undo."""
+    import torch
+    from triton.runtime import autotuner, jit
+    import triton.testing as testing
+
+    seen = set()
+
+    def run(self, *args, grid=None, warmup=False, **kwargs):
+        name = getattr(getattr(self, "fn", None), "__qualname__", None) \
+            or repr(self)
+        if warmup:
+            raise RuntimeError(
+                "memsim record: Triton kernel %s is compiled ahead of its "
+                "launch (warmup): its registers and shared memory are the "
+                "GPU compiler's, not available under --fake" % name)
+        if self not in seen:
+            seen.add(self)
+            rec.assume("triton:kernel-not-run")
+        return None
+
+    def do_bench(fn, warmup=25, rep=100, grad_to_none=None,
+                 quantiles=None, return_mode="mean", **kwargs):
+        fn()
+        cache = _empty_cache(torch)
+        if grad_to_none is not None:
+            for x in grad_to_none:
+                x.grad = None
+        fn()
+        del cache
+        values.assume(rec, "triton:benchmark-time", BENCH_MS)
+        if quantiles is not None:
+            ret = [BENCH_MS] * len(quantiles)
+            return ret[0] if len(ret) == 1 else ret
+        return [BENCH_MS] if return_mode == "all" else BENCH_MS
+
+    saved = [(jit.JITFunction, "run", jit.JITFunction.__dict__["run"]),
+             (testing, "do_bench", testing.do_bench)]
+    jit.JITFunction.run = run
+    testing.do_bench = do_bench
+    # The autotuner's benchmarker: a property (a functools.cached_property
+    # in Triton 3.6) over driver.active, or a module-level do_bench in
+    # older Tritons.
+    at = autotuner.Autotuner
+    if "do_bench" in at.__dict__:
+        saved.append((at, "do_bench", at.__dict__["do_bench"]))
+        at.do_bench = property(lambda self: do_bench)
+    if hasattr(autotuner, "do_bench"):
+        saved.append((autotuner, "do_bench", autotuner.do_bench))
+        autotuner.do_bench = do_bench
+
+    def undo():
+        for owner, attr, value in saved:
+            setattr(owner, attr, value)
+    return undo
