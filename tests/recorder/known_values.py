@@ -30,3 +30,10 @@ print(steps[0].item())
 t = torch.zeros(3, device=dev)
 t.data = torch.full((3,), 5.0, device=dev)   # another storage: unknown
 print(t.max().item())
+# the straight-through estimator t + (1. - t).detach(): 1 where t is
+# unknown (native-sparse-attention's gates, then asserted); against
+# another tensor, unknown (the assumption: False)
+p = torch.rand(2, 3, device=dev)
+print(bool(((p + (1. - p).detach()) == 1.).all()))
+print(bool((((1. - p).detach() + p) == 1.).all()))
+print(bool(((p + (1. - torch.rand(2, 3, device=dev)).detach()) == 1.).all()))

@@ -94,6 +94,9 @@ _SOURCES_OF_KNOWN = frozenset((
     "lift_fresh_copy", "fill", "fill_", "gt", "lt", "ge", "le", "isfinite",
     "isnan", "isinf", "eq", "ne"))
 
+# Ops that make or use a straight-through estimator (Known.straight)
+_STRAIGHT = frozenset(("rsub", "sub", "detach", "alias", "clone", "add"))
+
 ALIASES = {"__and__": "bitwise_and", "__or__": "bitwise_or",
            "__xor__": "bitwise_xor", "true_divide": "div",
            "multiply": "mul", "subtract": "sub", "greater": "gt",
@@ -125,6 +128,9 @@ class Known:
             self.values = values.Values(torch, rec, self)
             self.assume = rec.assume        # (names the line: values.py)
         self.vals = WeakIdKeyDictionary()   # tensor -> (value, skey, writes)
+        # straight-through estimators, t + (c - t).detach(): a tensor of
+        # c - t -> (t, its version, c, its own version) (Known.straight)
+        self.diffs = WeakIdKeyDictionary()
         self.writes = {}                    # id(storage) -> write count
         self.written = {}                   # func -> written argument slots
         self.tensor = torch.Tensor
@@ -202,6 +208,8 @@ class Known:
                 vs.lost(name, e)
             if vs.cpu:
                 return      # --values cpu: computed, no rule here
+        if name in _STRAIGHT and isinstance(out, self.tensor):
+            self.straight(name, args, kwargs, out)
         if name == "abs" and isinstance(out, self.tensor) and \
                 out.dtype.is_floating_point:
             try:
@@ -257,6 +265,43 @@ class Known:
             elif base in SAME:
                 for o in out:
                     self._set(o, v)
+
+    def straight(self, name, args, kwargs, out):
+        """The straight-through estimator, t + (c - t).detach() (a hard
+        choice with a soft gradient: straight_through(t, 1.) in
+        lucidrains' native-sparse-attention, which then asserts
+        `(scale == 1.).all()`): its value is c wherever t's is, known
+        when c is.  c - t (rsub of a scalar, or sub of a uniform tensor)
+        is noted with t, detach/alias/clone carry the note, and t + it
+        (either order, same shape, alpha 1, neither written since) is c.
+        Float rounding aside: t + fl(c - t) is c for t within [0, c], as
+        the program's own assert says."""
+        val = self.value
+        diffs = self.diffs
+        if len(args) < 2 and name not in ("detach", "alias", "clone"):
+            return
+        alpha = kwargs.get("alpha", args[2] if len(args) > 2 else 1)
+        if name in ("detach", "alias", "clone"):
+            ent = diffs.get(args[0]) if args else None
+            if ent is not None and ent[3] == args[0]._version and \
+                    out.shape == args[0].shape:
+                diffs[out] = ent[:3] + (out._version,)
+        elif alpha != 1:
+            return
+        elif name == "rsub" or name == "sub":
+            t, c = (args[0], val(args[1])) if name == "rsub" else \
+                (args[1], val(args[0]))
+            if c is not UNKNOWN and isinstance(t, self.tensor) and \
+                    not isinstance(c, bool) and out.shape == t.shape:
+                diffs[out] = (t, t._version, c, out._version)
+        else:       # add
+            for t, d in ((args[0], args[1]), (args[1], args[0])):
+                ent = diffs.get(d) if isinstance(d, self.tensor) else None
+                if ent is not None and ent[0] is t and \
+                        ent[1] == t._version and ent[3] == d._version and \
+                        out.shape == t.shape:
+                    self._set(out, ent[2])
+                    return
 
     def _captured(self, func, args, kwargs, out):
         """Under a CUDA graph's capture: the storages FUNC writes (its
