@@ -1966,6 +1966,8 @@ def install(torch, rec):
                     d[key] = h
         return w
 
+    backends = {}
+
     def compile(model=None, *, fullgraph=False, dynamic=None,
                 backend="inductor", mode=None, options=None,
                 disable=False, **kwargs):
@@ -2019,9 +2021,20 @@ def install(torch, rec):
         tune_all = mode in ("max-autotune", "max-autotune-no-cudagraphs") \
             or any((options or {}).get(k) or getattr(inductor_config, k)
                    for k in ("max_autotune", "max_autotune_pointwise"))
-        cm = real(model, fullgraph=fullgraph, dynamic=dynamic,
-                  backend=inductor("compiled " + name, graphs, options,
-                                   tune_all),
+        # One backend for one setting, as torch.compile's "inductor" is
+        # one callable: Dynamo's cache entries name the backend they were
+        # compiled for (BACKEND_MATCH), and a program that compiles the
+        # same function at each call (create_block_mask(_compile=True)
+        # calls torch.compile(create_block_mask) each time) would
+        # otherwise compile it anew until recompile_limit, then run it
+        # eagerly.
+        key = (name, graphs, repr(sorted((options or {}).items())),
+               tune_all)
+        be = backends.get(key)
+        if be is None:
+            be = backends[key] = inductor("compiled " + name, graphs,
+                                          options, tune_all)
+        cm = real(model, fullgraph=fullgraph, dynamic=dynamic, backend=be,
                   **kwargs)
         if isinstance(cm, torch.nn.Module):
             cm.forward = hooks_aside(cm.forward)
