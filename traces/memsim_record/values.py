@@ -1167,6 +1167,24 @@ class Values:
             c = kv * alpha * (1 if base == "add" else -1)
             new = Range(rg.lo + c, rg.hi + c, rg.hi_open,
                         rg.integral and float(c).is_integer())
+        elif base == "mul" and (isinstance(kv, bool) or (
+                kv is _known.UNKNOWN and isinstance(k, torch.Tensor))):
+            # times a mask (Liger's cross_entropy: `(target *
+            # target_mask).max() < V`): a product of two ranges, a bool
+            # tensor of unknown values in [0, 1]
+            rk = Range(int(kv), int(kv), False, True) \
+                if isinstance(kv, bool) else self.range(k)
+            if rk is None and k.dtype == torch.bool:
+                rk = Range(0, 1, False, True)
+            if rk is not None:
+                def closed(r):
+                    if r.integral and r.hi_open:
+                        return r.lo, math.ceil(r.hi) - 1
+                    return r.lo, r.hi
+                (a, b), (c, d) = closed(rg), closed(rk)
+                ps = (a * c, a * d, b * c, b * d)
+                new = Range(min(ps), max(ps), False,
+                            rg.integral and rk.integral)
         elif base in ("mul", "div") and isinstance(kv, (int, float)) and \
                 not isinstance(kv, bool) and kv > 0 and \
                 kwargs.get("rounding_mode") is None:
