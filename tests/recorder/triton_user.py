@@ -4,7 +4,11 @@ kernel[grid](...) inside an autograd.Function, an autotuned kernel whose
 autotuner restores an argument it writes (restore_value), and
 triton.testing.do_bench.  Prints the peaks at the end.
 
-    python3 triton_user.py [plain|tuned|bench|warmup]
+    python3 triton_user.py [plain|tuned|bench|benchgrad|warmup]
+
+benchgrad times a forward and backward with do_bench(grad_to_none=...),
+as Liger-Kernel's benchmarks do: the gradient accumulates across the
+untimed calls and is dropped before each timed one.
 
 warmup compiles a kernel ahead of its launch (JITFunction.warmup) for its
 register count, which only the GPU's compiler knows.
@@ -50,7 +54,8 @@ class Scale(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, g):
-        return scale(g, ctx.s), None
+        # (the kernel reads n elements: a sum's gradient is expanded)
+        return scale(g.contiguous(), ctx.s), None
 
 
 def main(mode):
@@ -78,6 +83,14 @@ def main(mode):
         k = scale_kernel.warmup(x, torch.empty_like(x), x.numel(), 2.0,
                                 BLOCK=1024, grid=(1,))
         print("registers", k.n_regs)
+    elif mode == "benchgrad":
+        w = torch.randn(4096, 4096, device=dev, requires_grad=True)
+        x = torch.randn(4096, 4096, device=dev)
+
+        def step():
+            Scale.apply(x @ w, 0.5).sum().backward()
+        ms = triton.testing.do_bench(step, grad_to_none=[w])
+        assert ms >= 0
     else:
         x = torch.randn(8 * mib, device=dev)
         ms = triton.testing.do_bench(lambda: scale(x, 2.0))

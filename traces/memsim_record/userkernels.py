@@ -20,8 +20,12 @@ function once, then takes the driver's get_empty_cache_for_benchmark()
 buffer (256 MiB of int32 in Triton 3), which the later calls run
 beside (clear_cache zeroes it before each) and which goes when it
 returns.  Here the function runs once before the buffer and once while
-it lives: what the other calls allocate, each frees (a kernel_call's
-restore_value copies), and they make the same blocks again.  An
+it lives, as the runtime estimate's and the warm-up's calls do (with the
+gradients the earlier calls left: a backward accumulates into them),
+and once more after the gradients of grad_to_none are dropped, as before
+each timed call (AccumulateGrad makes them anew); what the other calls
+allocate, each frees (a kernel_call's restore_value copies), and they
+make the same blocks again.  An
 autotuned kernel (Autotuner.run) benchmarks each configuration left
 after pruning the first time it meets a key: the program's pre_hooks
 (the copies restore_value makes and its post_hook writes back) are run
@@ -77,10 +81,12 @@ def patch(rec, triton):
                  quantiles=None, return_mode="mean", **kwargs):
         fn()
         cache = _empty_cache(torch)
+        fn()        # the runtime estimate's and the warm-up's calls
         if grad_to_none is not None:
+            # the timed calls: each after the gradients are dropped
             for x in grad_to_none:
                 x.grad = None
-        fn()
+            fn()
         del cache
         values.assume(rec, "triton:benchmark-time", BENCH_MS)
         if quantiles is not None:
