@@ -4,12 +4,16 @@ kernel[grid](...) inside an autograd.Function, an autotuned kernel whose
 autotuner restores an argument it writes (restore_value), and
 triton.testing.do_bench.  Prints the peaks at the end.
 
-    python3 triton_user.py [plain|tuned|bench|benchgrad|warmup]
+    python3 triton_user.py [plain|tuned|bench|benchgrad|compiled|device|warmup]
 
 benchgrad times a forward and backward with do_bench(grad_to_none=...),
 as Liger-Kernel's benchmarks do: the gradient accumulates across the
 untimed calls and is dropped before each timed one.
 
+compiled calls the kernel inside a torch.compile'd function (Dynamo's
+triton_kernel_wrapper: its analysis of what the kernel writes needs
+the compile target).  device asks Triton's driver for the torch device
+and the SM count, as Triton's tutorials and persistent kernels do.
 warmup compiles a kernel ahead of its launch (JITFunction.warmup) for its
 register count, which only the GPU's compiler knows.
 """
@@ -78,6 +82,21 @@ def main(mode):
             accumulate_kernel[lambda meta: (
                 triton.cdiv(acc.numel(), meta["BLOCK"]),)](acc, x, acc.numel())
             del x
+    elif mode == "compiled":
+        @torch.compile
+        def f(x):
+            return scale(torch.relu(x) + 1, 2.0) * 3
+        x = torch.randn(4096, 4096, device=dev)
+        for _ in range(2):
+            z = f(x)
+        del z
+    elif mode == "device":
+        from triton.runtime import driver
+        d = driver.active.get_active_torch_device()
+        sms = driver.active.utils.get_device_properties(d.index)[
+            "multiprocessor_count"]
+        x = torch.randn(sms * 1024 * 16, device=d)     # 16 rows an SM
+        print("SMs", sms, scale(x, 2.0).shape)
     elif mode == "warmup":
         x = torch.randn(mib, device=dev)
         k = scale_kernel.warmup(x, torch.empty_like(x), x.numel(), 2.0,

@@ -318,7 +318,21 @@ class Program:
         self.static = None     # the static copies of the inputs (graphs)
 
     def extern(self, n):
-        return _name(n) in EXTERN or self.template(n)
+        return _name(n) in EXTERN or self.template(n) or self.user_kernel(n)
+
+    def user_kernel(self, n):
+        """Whether N launches the program's own Triton kernel
+        (triton_kernel_wrapper_mutation: Dynamo's capture of
+        `kernel[grid](...)`; Inductor's UserDefinedTritonKernel): its
+        tensor arguments are buffers, as an extern kernel's are (it reads
+        and writes memory, nothing fuses into it), and it allocates
+        nothing.  The functional form's clones (tensors_to_clone), which
+        Inductor's reinplacing removes where the input dies at the call,
+        are not modelled."""
+        hops = getattr(self.torch.ops, "higher_order", None)
+        t = getattr(n, "target", None)
+        return t is not None and t is getattr(
+            hops, "triton_kernel_wrapper_mutation", None)
 
     def template(self, n):
         """Whether N is flex_attention or its backward, which Inductor

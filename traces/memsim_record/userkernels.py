@@ -35,7 +35,7 @@ program's line that launched or benchmarked):
 the autotuner keeps the first, whose choice moves no memory.
 """
 
-from . import values
+from . import devices, values
 
 # get_empty_cache_for_benchmark's size, where the driver's class is not
 # at hand (Triton 3: 256 * 1024 * 1024 bytes)
@@ -53,6 +53,76 @@ def _empty_cache(torch):
     except Exception:
         return torch.empty(CACHE_BYTES // 4, dtype=torch.int32,
                            device="cuda")
+
+
+# The most shared memory a block may use (opt-in), by compute capability:
+# CUDA's programming guide, as Triton's driver reports it (232448 on the
+# H200, measured).
+SHARED_MEM = {(7, 0): 98304, (7, 5): 65536, (8, 0): 166912, (8, 6): 101376,
+              (8, 7): 166912, (8, 9): 101376, (9, 0): 232448,
+              (10, 0): 232448, (12, 0): 101376}
+
+
+class _Utils:
+    def __init__(self, props):
+        self.props = props
+
+    def get_device_properties(self, device):
+        return dict(self.props)
+
+
+class Driver:
+    """Triton's active driver under --fake, answered from the recorder's
+    device (--device) and never the CUDA driver: the torch device and
+    its index, the compile target (GPUTarget("cuda", major * 10 + minor,
+    32): what front-end analysis needs, Dynamo's mutation analysis of a
+    kernel in a compiled function included), device properties (SMs,
+    shared memory, registers, warp size; not the clock rates), and the
+    benchmark's pieces.  Nothing here launches."""
+
+    def __init__(self, torch, dev, do_bench):
+        _label, major, minor, _total, sms = dev
+        self.torch, self.capability = torch, (major, minor)
+        self.bench = do_bench
+        self.utils = _Utils({
+            "max_shared_mem": SHARED_MEM.get((major, minor), 101376),
+            "max_num_regs": 65536, "multiprocessor_count": sms,
+            "warpSize": 32})
+
+    def is_active(self):
+        return True
+
+    def get_current_target(self):
+        from triton.backends.compiler import GPUTarget
+        major, minor = self.capability
+        return GPUTarget("cuda", major * 10 + minor, 32)
+
+    def get_active_torch_device(self):
+        return self.torch.device("cuda", self.torch.cuda.current_device())
+
+    def get_current_device(self):
+        return self.torch.cuda.current_device()
+
+    def set_current_device(self, device):
+        self.torch.cuda.set_device(device)
+
+    def get_current_stream(self, device=None):
+        return 0
+
+    def get_device_capability(self, device=None):
+        return self.capability
+
+    def get_device_interface(self):
+        return self.torch.cuda
+
+    def get_benchmarker(self):
+        return self.bench
+
+    def get_empty_cache_for_benchmark(self):
+        return _empty_cache(self.torch)
+
+    def clear_cache(self, cache):
+        cache.zero_()
 
 
 def patch(rec, triton):
@@ -109,7 +179,15 @@ def patch(rec, triton):
         saved.append((autotuner, "do_bench", autotuner.do_bench))
         autotuner.do_bench = do_bench
 
+    # the active driver (triton.runtime.driver.set_active; its reset
+    # would create the CUDA one)
+    from triton.runtime import driver as config
+    if hasattr(config, "set_active"):
+        saved.append((config, "_active", getattr(config, "_active", None)))
+        config.set_active(Driver(torch, devices.DEVICES[rec.opt.device],
+                                 do_bench))
+
     def undo():
-        for owner, attr, value in saved:
+        for owner, attr, value in reversed(saved):
             setattr(owner, attr, value)
     return undo
