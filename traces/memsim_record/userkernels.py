@@ -135,9 +135,9 @@ def patch(rec, triton):
     seen = set()
 
     def run(self, *args, grid=None, warmup=False, **kwargs):
-        name = getattr(getattr(self, "fn", None), "__qualname__", None) \
-            or repr(self)
         if warmup:
+            name = getattr(getattr(self, "fn", None), "__qualname__",
+                           None) or repr(self)
             raise RuntimeError(
                 "memsim record: Triton kernel %s is compiled ahead of its "
                 "launch (warmup): its registers and shared memory are the "
