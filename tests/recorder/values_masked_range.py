@@ -2,7 +2,7 @@
 # `(target * target_mask).max() < V` (target_mask = target !=
 # ignore_index): a product of a range and a mask's range, [0, V - 1]
 # times a mask decided True everywhere ([1, 1]) or of unknown values
-# ([0, 1]).  (It was answered by --item-bool, false: "Target 128255 is
+# ([0, 1]), the mask first or second.  (It was answered by --item-bool, false: "Target 128255 is
 # out of bounds. Expected < 128256".)
 import torch
 V = 128256
@@ -12,4 +12,5 @@ assert (target * target_mask).max() < V, f"Target {target.max()} is out of bound
 assert (target * target_mask).min() >= 0
 m2 = torch.rand(4096, device="cuda") > 0.5
 print(bool((target * m2).max() < V), bool((target * m2).min() >= 0))
-print("ok")
+# the mask first
+print(bool((target_mask * target).max() < V), bool((m2 * target).min() >= 0))

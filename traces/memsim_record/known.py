@@ -208,7 +208,8 @@ class Known:
                 vs.lost(name, e)
             if vs.cpu:
                 return      # --values cpu: computed, no rule here
-        if name in _STRAIGHT and isinstance(out, self.tensor):
+        if name in _STRAIGHT and isinstance(out, self.tensor) and \
+                (self.diffs or name in ("rsub", "sub")):
             self.straight(name, args, kwargs, out)
         if name == "abs" and isinstance(out, self.tensor) and \
                 out.dtype.is_floating_point:

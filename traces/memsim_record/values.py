@@ -1130,6 +1130,14 @@ class Values:
             # node-to-graph vector reordered by a top-k's permutation,
             # PyG's TopKPooling): values among the source's
             rg = self._gathered_range(t0)
+        if rg is None and base == "mul" and len(args) > 1 and \
+                isinstance(args[1], torch.Tensor) and \
+                isinstance(t0, torch.Tensor) and \
+                self.range(args[1]) is not None:
+            # a mask times a range: the product below, either order
+            args = (args[1], args[0]) + tuple(args[2:])
+            t0 = args[0]
+            rg = self.range(t0)
         if rg is None:
             if base in ("cat", "stack") and args and \
                     isinstance(args[0], (list, tuple)):
