@@ -26,7 +26,10 @@ usage_convert(FILE *fp)
 		"allocs, frees and\n"
 		"OOMs).  A partial history's seeded start is written first "
 		"(csv, bin; rmm and\n"
-		"pickle refuse one).\n"
+		"pickle refuse one).  IN's allocator settings (a recording's "
+		"or a snapshot's)\n"
+		"are kept in csv, as its first row; another format drops "
+		"them, and says so.\n"
 		"\n"
 		"options:\n"
 		"  -t, --to FORMAT         one of");
@@ -143,5 +146,10 @@ msim_cmd_convert(int argc, char **argv)
 		msim_cli_die("%s", why);
 	printf("%s -> %s: %" PRIu64 " entries (%s -> %s)\n", spec.in, spec.out,
 	       res.entries, res.from, res.to);
+	if (res.dropped_conf[0])
+		fprintf(stderr, "memsim convert: %s: its allocator settings "
+			"\"%s\" are not kept (%s cannot hold them; a replay "
+			"takes them with -c)\n", spec.out, res.dropped_conf,
+			res.to);
 	return 0;
 }

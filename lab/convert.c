@@ -193,6 +193,11 @@ convert_pass(const msim_convert_spec_t *s, msim_trace_writer_t *w,
 		return rc;
 	snprintf(res->from, sizeof(res->from), "%s",
 		 msim_trace_format_name(t));
+	const char *conf = msim_trace_alloc_conf(t);
+	if (pass == 0 && conf && *conf &&
+	    strcmp(msim_trace_writer_format(w)->name, "csv"))
+		snprintf(res->dropped_conf, sizeof(res->dropped_conf), "%s",
+			 conf);
 	msim_trace_writer_set_tags(w, t); /* categories and sites */
 	/* A partial history: its seeded start first, at the first entry's
 	 * time. */

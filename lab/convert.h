@@ -23,6 +23,9 @@ typedef struct msim_convert_spec_s {
 typedef struct msim_convert_result_s {
 	uint64_t entries;                /* written, every pass */
 	char from[32], to[32];           /* the formats' names */
+	/* The input's allocator settings where the output's format cannot
+	 * hold them (only CSV does: its first row); "" otherwise. */
+	char dropped_conf[512];
 } msim_convert_result_t;
 
 /* Converts.  Returns 0 with *res, or an error with why (out is in, a

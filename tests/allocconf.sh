@@ -56,4 +56,15 @@ $MEMSIM run "$tmp/bogus.csv" | grep -q "^settings   the recording's settings \"b
 expect_error "long.csv:2: allocator_settings longer than 511 bytes" $MEMSIM run "$tmp/long.csv"
 { echo "$hdr"; printf '0,0,annotate,0,0,0,allocator_settings,'; head -c 3000000 /dev/zero | tr '\0' x; echo; } >"$tmp/huge.csv"
 expect_error "huge.csv:2: line too long" $MEMSIM run "$tmp/huge.csv"
+# memsim convert keeps them in CSV (its first row) and says where the
+# format cannot hold them (lab/convert.c); they were dropped silently.
+$MEMSIM convert "$tmp/own.csv" "$tmp/own2.csv" >/dev/null 2>"$tmp/err" ||
+	fail "convert own.csv to csv"
+[ -s "$tmp/err" ] && fail "convert to csv: $(cat "$tmp/err")"
+$MEMSIM run "$tmp/own2.csv" | grep -q '^policy     pytorch max_split_size_mb:64,expandable_segments:True$' ||
+	fail "own2.csv: the settings lost"
+$MEMSIM convert "$tmp/own.csv" "$tmp/own.msimtr" >/dev/null 2>"$tmp/err" ||
+	fail "convert own.csv to bin"
+grep -q "^memsim convert: $tmp/own.msimtr: its allocator settings \"expandable_segments:True,max_split_size_mb:64\" are not kept (bin cannot hold them; a replay takes them with -c)$" "$tmp/err" ||
+	fail "convert to bin: '$(cat "$tmp/err")'"
 finish allocconf

@@ -428,13 +428,30 @@ csv_write_open(msim_trace_writer_t *w)
 	return 0;
 }
 
+/* The header, then the source's allocator settings (a recording's or a
+ * snapshot's) as the first row, which needs the tagged columns. */
 static int
 csv_header(msim_trace_writer_t *w)
 {
-	bool tags = w->tags_src && msim_trace_tagged(w->tags_src);
+	const char *conf = w->tags_src ? msim_trace_alloc_conf(w->tags_src)
+				       : NULL;
+	bool tags = (w->tags_src && msim_trace_tagged(w->tags_src)) ||
+		    (conf && *conf);
 	if (fputs(tags ? "seq,time_us,action,addr,size,stream,category,site\n"
 		       : "seq,time_us,action,addr,size,stream\n", w->fp) < 0)
 		return msim_trace_writer_fail(w, MSIM_EIO, "cannot write");
+	if (conf && *conf) {
+		if (fputs("0,0,annotate,0,0,0,allocator_settings,", w->fp) < 0)
+			return msim_trace_writer_fail(w, MSIM_EIO,
+						      "cannot write");
+		for (const char *p = conf; *p; p++)
+			if (putc(*p == ',' ? ';' : *p, w->fp) == EOF)
+				return msim_trace_writer_fail(w, MSIM_EIO,
+							      "cannot write");
+		if (putc('\n', w->fp) == EOF)
+			return msim_trace_writer_fail(w, MSIM_EIO,
+						      "cannot write");
+	}
 	w->fmt = (void *)(tags ? &csv_tagged : &csv_plain);
 	return 0;
 }
