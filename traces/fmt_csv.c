@@ -428,6 +428,17 @@ csv_write_open(msim_trace_writer_t *w)
 	return 0;
 }
 
+/* A site (or the settings), ';' for each ',': sites hold no commas. */
+static int
+csv_put_site(msim_trace_writer_t *w, const char *site)
+{
+	for (const char *p = site; *p; p++)
+		if (putc(*p == ',' ? ';' : *p, w->fp) == EOF)
+			return msim_trace_writer_fail(w, MSIM_EIO,
+						      "cannot write");
+	return 0;
+}
+
 /* The header, then the source's allocator settings (a recording's or a
  * snapshot's) as the first row, which needs the tagged columns. */
 static int
@@ -441,13 +452,12 @@ csv_header(msim_trace_writer_t *w)
 		       : "seq,time_us,action,addr,size,stream\n", w->fp) < 0)
 		return msim_trace_writer_fail(w, MSIM_EIO, "cannot write");
 	if (conf && *conf) {
+		int rc;
 		if (fputs("0,0,annotate,0,0,0,allocator_settings,", w->fp) < 0)
 			return msim_trace_writer_fail(w, MSIM_EIO,
 						      "cannot write");
-		for (const char *p = conf; *p; p++)
-			if (putc(*p == ',' ? ';' : *p, w->fp) == EOF)
-				return msim_trace_writer_fail(w, MSIM_EIO,
-							      "cannot write");
+		if ((rc = csv_put_site(w, conf)))
+			return rc;
 		if (putc('\n', w->fp) == EOF)
 			return msim_trace_writer_fail(w, MSIM_EIO,
 						      "cannot write");
@@ -476,10 +486,8 @@ csv_write(msim_trace_writer_t *w, const msim_entry_t *e)
 					       : "") < 0)
 			return msim_trace_writer_fail(w, MSIM_EIO,
 						      "cannot write");
-		for (const char *p = site; *p; p++) /* sites hold no commas */
-			if (putc(*p == ',' ? ';' : *p, w->fp) == EOF)
-				return msim_trace_writer_fail(w, MSIM_EIO,
-							      "cannot write");
+		if ((rc = csv_put_site(w, site)))
+			return rc;
 	}
 	if (putc('\n', w->fp) == EOF)
 		return msim_trace_writer_fail(w, MSIM_EIO, "cannot write");

@@ -329,10 +329,14 @@ class Program:
         nothing.  The functional form's clones (tensors_to_clone), which
         Inductor's reinplacing removes where the input dies at the call,
         are not modelled."""
+        return self._hop(n, "triton_kernel_wrapper_mutation")
+
+    def _hop(self, n, *names):
+        """Whether N calls one of the higher-order operators NAMES."""
         hops = getattr(self.torch.ops, "higher_order", None)
         t = getattr(n, "target", None)
-        return t is not None and t is getattr(
-            hops, "triton_kernel_wrapper_mutation", None)
+        return t is not None and any(t is getattr(hops, name, None)
+                                     for name in names)
 
     def template(self, n):
         """Whether N is flex_attention or its backward, which Inductor
@@ -341,11 +345,7 @@ class Program:
         flex_attention_backward): the buffers it allocates are the
         template's (flex_forward, flex_backward), and, with one
         configuration in default mode, it is never autotuned."""
-        hops = getattr(self.torch.ops, "higher_order", None)
-        t = getattr(n, "target", None)
-        return t is not None and any(
-            t is getattr(hops, name, None)
-            for name in ("flex_attention", "flex_attention_backward"))
+        return self._hop(n, "flex_attention", "flex_attention_backward")
 
     def _configs(self, n, value):
         """How many configurations the Triton kernel that computes node

@@ -171,12 +171,16 @@ class Range:
         self.lo, self.hi, self.hi_open, self.integral = lo, hi, hi_open, \
             integral
 
+    def int_top(self):
+        """The largest integer in the range (hi excluded when hi_open)."""
+        return math.ceil(self.hi) - 1 if self.hi_open else \
+            math.floor(self.hi)
+
     def value(self):
         """The rule's answer: the midpoint (integers: the lower median)."""
         if self.integral:
             lo = math.ceil(self.lo)
-            hi = (math.ceil(self.hi) - 1) if self.hi_open else \
-                math.floor(self.hi)
+            hi = self.int_top()
             if hi < lo:
                 return lo
             return lo + (hi - lo) // 2
@@ -221,9 +225,7 @@ class Range:
     def single(self):
         """The one value the range holds, or None."""
         if self.integral:
-            lo = math.ceil(self.lo)
-            hi = (math.ceil(self.hi) - 1) if self.hi_open else \
-                math.floor(self.hi)
+            lo, hi = math.ceil(self.lo), self.int_top()
         elif self.hi_open:
             return None
         else:
@@ -1132,12 +1134,12 @@ class Values:
             rg = self._gathered_range(t0)
         if rg is None and base == "mul" and len(args) > 1 and \
                 isinstance(args[1], torch.Tensor) and \
-                isinstance(t0, torch.Tensor) and \
-                self.range(args[1]) is not None:
+                isinstance(t0, torch.Tensor):
             # a mask times a range: the product below, either order
-            args = (args[1], args[0]) + tuple(args[2:])
-            t0 = args[0]
-            rg = self.range(t0)
+            rg = self.range(args[1])
+            if rg is not None:
+                args = (args[1], args[0]) + tuple(args[2:])
+                t0 = args[0]
         if rg is None:
             if base in ("cat", "stack") and args and \
                     isinstance(args[0], (list, tuple)):
@@ -1160,8 +1162,7 @@ class Values:
             # graphs or segments a scatter sizes its output by
             # (torch_geometric's global pools), is the whole range
             top = base in ("max", "amax")
-            v = (math.ceil(rg.hi) - 1 if rg.hi_open else
-                 math.floor(rg.hi)) if top else math.ceil(rg.lo)
+            v = rg.int_top() if top else math.ceil(rg.lo)
             new = Range(v, v, False, True)
             if rg.lo != rg.hi:
                 assume(self.rec, "range:" + ("max" if top else "min"), v)
@@ -1185,12 +1186,10 @@ class Values:
             if rk is None and k.dtype == torch.bool:
                 rk = Range(0, 1, False, True)
             if rk is not None:
-                def closed(r):
-                    if r.integral and r.hi_open:
-                        return r.lo, math.ceil(r.hi) - 1
-                    return r.lo, r.hi
-                (a, b), (c, d) = closed(rg), closed(rk)
-                ps = (a * c, a * d, b * c, b * d)
+                # (integers' closed tops; reals' hi, a closed bound)
+                b = rg.int_top() if rg.integral else rg.hi
+                d = rk.int_top() if rk.integral else rk.hi
+                ps = (rg.lo * rk.lo, rg.lo * d, b * rk.lo, b * d)
                 new = Range(min(ps), max(ps), False,
                             rg.integral and rk.integral)
         elif base in ("mul", "div") and isinstance(kv, (int, float)) and \
@@ -1228,9 +1227,8 @@ class Values:
             if not o.dtype.is_floating_point and o.dtype != torch.bool \
                     and not new.integral:
                 # a cast to an integer type truncates toward zero
-                new = Range(math.floor(new.lo),
-                            (math.ceil(new.hi) - 1) if new.hi_open
-                            else math.floor(new.hi), False, True)
+                new = Range(math.floor(new.lo), new.int_top(), False,
+                            True)
             self._set_range(o, new)
 
     def routing(self, idx, n, d):
