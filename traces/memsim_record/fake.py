@@ -1927,6 +1927,17 @@ def run(opt, script, argv):
 
     taf.BackwardCFunction.apply = bw_apply
 
+    # A thread of the script's (Ultralytics' plot_images, a @threaded
+    # function, copying a GPU batch to the host while the main thread
+    # trains on) runs its ops under the same modes as the main thread
+    # (lifecycle.patch_threads): one op at a time is recorded, whole,
+    # its allocations, kernels' temporaries and frees together, as the
+    # GPU's caching allocator serves one request at a time (its mutex);
+    # the recorder's state (Dispatch's branch, Known's values) is one for
+    # all threads.  Reentrant: an op's own ops (a composite kernel's, a
+    # higher-order operator's) come back here in the same thread.
+    op_lock = threading.RLock()
+
     class Track(TorchDispatchMode):
         # An eager call of a higher-order operator (flex_attention and its
         # backward, called without torch.compile) comes here too: it runs
@@ -1946,9 +1957,10 @@ def run(opt, script, argv):
                 # __torch_dispatch__ runs it on its fake values (and
                 # offsets), whose ops come back here one by one.
                 return NotImplemented
-            if isinstance(func, HigherOrderOperator):
-                return higher_order(self, func, args, kwargs)
-            return d.dispatch(self, func, args, kwargs)
+            with op_lock:
+                if isinstance(func, HigherOrderOperator):
+                    return higher_order(self, func, args, kwargs)
+                return d.dispatch(self, func, args, kwargs)
 
     def higher_order(mode, func, args, kwargs):
         kernel = func.py_kernels.get(
@@ -2451,8 +2463,26 @@ def run(opt, script, argv):
     # runs (a property in some versions of PyTorch, an attribute in others).
     meta_kernel = {}
 
+    kernel_tls = threading.local()
+
     class _Mode(FakeTensorMode):
         avoid_device_init = True
+
+        # Whether the thread runs a fake kernel (in_kernel_invocation_manager
+        # sets it with the thread's own Meta key, torch._C._meta_in_tls_
+        # dispatch_include, and asserts the two agree; a FakeTensor's
+        # .device is "meta" while it is set).  FakeTensorMode keeps it on
+        # the mode, one for all threads: a second thread's op, or its
+        # tensor's .device, while the first ran a kernel, raised
+        # "AssertionError: False, True" or read "meta".  Per thread, as
+        # the key it mirrors.
+        @property
+        def in_kernel_invocation(self):
+            return getattr(kernel_tls, "on", False)
+
+        @in_kernel_invocation.setter
+        def in_kernel_invocation(self, v):
+            kernel_tls.on = v
 
         def cpp_meta_supports_symint(self, func):
             # An op with a C++ meta kernel runs it, as a CUDA build runs
