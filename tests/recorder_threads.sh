@@ -7,7 +7,12 @@
 # "meta": FakeTensorMode keeps in_kernel_invocation on the mode, one for
 # all threads, where the Meta dispatch key it mirrors is per thread.  Per
 # thread now (fake.py's _Mode), and one op at a time recorded (Track's
-# op_lock).
+# op_lock).  Its enter_stack too, what each `with fake_mode` found, for its
+# exit to put back: a thread's end (the recorder's modes left) popped the
+# main thread's entry of a nested `with fake_mode`, whose exit then
+# cleared the main thread's only-lift-CPU-tensors flag, and its next
+# torch.tensor(..., device="cuda") ran CUDA's own ("Found no NVIDIA
+# driver"): Ultralytics' loss at the first validation of yolo11n at 640.
 # Ultralytics' validation computes its loss under torch.inference_mode:
 # `1.0 - iou` of an inference tensor stopped the recording with "Inference
 # tensors do not track version counter" (known.py's straight-through
@@ -52,4 +57,30 @@ grep -qxF "inference () cuda" "$tmp/err" || fail "no result: $(cat "$tmp/err")"
 # iou, 1.0 - iou, its product and their sum
 n=$(awk -F, '$3=="alloc"' "$tmp/t.csv" | wc -l)
 [ "$n" -eq 605 ] || fail "$n allocations, not 605"
+# A short thread at each step (Ultralytics plots each of the first
+# batches in a new one), the main thread making constants meanwhile
+cat >"$tmp/m.py" <<'PY'
+import sys
+import threading
+import torch
+
+sys.setswitchinterval(1e-6)
+x = torch.randn(64, 64, device="cuda")
+
+def plot(t):
+    t.cpu().float()
+
+for i in range(200):
+    th = threading.Thread(target=plot, args=(x,))
+    th.start()
+    for _ in range(5):
+        c = torch.tensor([64, 64], device="cuda", dtype=torch.float32) * 2
+        y = (x * c[0]).float()
+    th.join()
+print("many threads", tuple(y.shape), c.device.type)
+PY
+(cd "$tmp" && $MEMSIM record --fake -o "$tmp/m.csv" -- "$PY" m.py) \
+	>"$tmp/err" 2>&1 || fail "many threads: $(tail -3 "$tmp/err")"
+grep -qxF "many threads (64, 64) cuda" "$tmp/err" || \
+	fail "no result: $(cat "$tmp/err")"
 finish threads

@@ -2463,26 +2463,48 @@ def run(opt, script, argv):
     # runs (a property in some versions of PyTorch, an attribute in others).
     meta_kernel = {}
 
-    kernel_tls = threading.local()
-
     class _Mode(FakeTensorMode):
         avoid_device_init = True
 
-        # Whether the thread runs a fake kernel (in_kernel_invocation_manager
-        # sets it with the thread's own Meta key, torch._C._meta_in_tls_
-        # dispatch_include, and asserts the two agree; a FakeTensor's
-        # .device is "meta" while it is set).  FakeTensorMode keeps it on
-        # the mode, one for all threads: a second thread's op, or its
-        # tensor's .device, while the first ran a kernel, raised
-        # "AssertionError: False, True" or read "meta".  Per thread, as
-        # the key it mirrors.
+        # FakeTensorMode keeps two things of the thread that uses it on
+        # the mode, one for all threads; a script's second thread
+        # (Ultralytics' @threaded plot_images) broke the first's.  Per
+        # thread here, as the thread-local state they go with:
+        # in_kernel_invocation, whether the thread runs a fake kernel
+        # (in_kernel_invocation_manager sets it with the thread's own Meta
+        # key and asserts the two agree; a FakeTensor's .device is "meta"
+        # while it is set): a second thread's op, or its tensor's .device,
+        # while the first ran a kernel, raised "AssertionError: False,
+        # True" or read "meta".  enter_stack, what each __enter__ found
+        # (the thread's dispatch mode, its only-lift-CPU-tensors flag) for
+        # its __exit__ to put back: a thread's exit (lifecycle.
+        # patch_threads) popped the main thread's entry of a nested
+        # `with fake_mode` (FakeTensor.__torch_dispatch__), whose exit
+        # then cleared the main thread's flag, and its next
+        # torch.tensor(..., device="cuda") ran CUDA's own ("Found no
+        # NVIDIA driver").
+        def __init__(self, *args, **kwargs):
+            self._thread = threading.local()
+            super().__init__(*args, **kwargs)
+
         @property
         def in_kernel_invocation(self):
-            return getattr(kernel_tls, "on", False)
+            return getattr(self._thread, "in_kernel", False)
 
         @in_kernel_invocation.setter
         def in_kernel_invocation(self, v):
-            kernel_tls.on = v
+            self._thread.in_kernel = v
+
+        @property
+        def enter_stack(self):
+            s = getattr(self._thread, "enter_stack", None)
+            if s is None:
+                s = self._thread.enter_stack = []
+            return s
+
+        @enter_stack.setter
+        def enter_stack(self, v):
+            self._thread.enter_stack = v
 
         def cpp_meta_supports_symint(self, func):
             # An op with a C++ meta kernel runs it, as a CUDA build runs
