@@ -1927,6 +1927,17 @@ def run(opt, script, argv):
 
     taf.BackwardCFunction.apply = bw_apply
 
+    # A thread of the script's (Ultralytics' plot_images, a @threaded
+    # function, copying a GPU batch to the host while the main thread
+    # trains on) runs its ops under the same modes as the main thread
+    # (lifecycle.patch_threads): one op at a time is recorded, whole,
+    # its allocations, kernels' temporaries and frees together, as the
+    # GPU's caching allocator serves one request at a time (its mutex);
+    # the recorder's state (Dispatch's branch, Known's values) is one for
+    # all threads.  Reentrant: an op's own ops (a composite kernel's, a
+    # higher-order operator's) come back here in the same thread.
+    op_lock = threading.RLock()
+
     class Track(TorchDispatchMode):
         # An eager call of a higher-order operator (flex_attention and its
         # backward, called without torch.compile) comes here too: it runs
@@ -1946,9 +1957,10 @@ def run(opt, script, argv):
                 # __torch_dispatch__ runs it on its fake values (and
                 # offsets), whose ops come back here one by one.
                 return NotImplemented
-            if isinstance(func, HigherOrderOperator):
-                return higher_order(self, func, args, kwargs)
-            return d.dispatch(self, func, args, kwargs)
+            with op_lock:
+                if isinstance(func, HigherOrderOperator):
+                    return higher_order(self, func, args, kwargs)
+                return d.dispatch(self, func, args, kwargs)
 
     def higher_order(mode, func, args, kwargs):
         kernel = func.py_kernels.get(
@@ -2453,6 +2465,46 @@ def run(opt, script, argv):
 
     class _Mode(FakeTensorMode):
         avoid_device_init = True
+
+        # FakeTensorMode keeps two things of the thread that uses it on
+        # the mode, one for all threads; a script's second thread
+        # (Ultralytics' @threaded plot_images) broke the first's.  Per
+        # thread here, as the thread-local state they go with:
+        # in_kernel_invocation, whether the thread runs a fake kernel
+        # (in_kernel_invocation_manager sets it with the thread's own Meta
+        # key and asserts the two agree; a FakeTensor's .device is "meta"
+        # while it is set): a second thread's op, or its tensor's .device,
+        # while the first ran a kernel, raised "AssertionError: False,
+        # True" or read "meta".  enter_stack, what each __enter__ found
+        # (the thread's dispatch mode, its only-lift-CPU-tensors flag) for
+        # its __exit__ to put back: a thread's exit (lifecycle.
+        # patch_threads) popped the main thread's entry of a nested
+        # `with fake_mode` (FakeTensor.__torch_dispatch__), whose exit
+        # then cleared the main thread's flag, and its next
+        # torch.tensor(..., device="cuda") ran CUDA's own ("Found no
+        # NVIDIA driver").
+        def __init__(self, *args, **kwargs):
+            self._thread = threading.local()
+            super().__init__(*args, **kwargs)
+
+        @property
+        def in_kernel_invocation(self):
+            return getattr(self._thread, "in_kernel", False)
+
+        @in_kernel_invocation.setter
+        def in_kernel_invocation(self, v):
+            self._thread.in_kernel = v
+
+        @property
+        def enter_stack(self):
+            s = getattr(self._thread, "enter_stack", None)
+            if s is None:
+                s = self._thread.enter_stack = []
+            return s
+
+        @enter_stack.setter
+        def enter_stack(self, v):
+            self._thread.enter_stack = v
 
         def cpp_meta_supports_symint(self, func):
             # An op with a C++ meta kernel runs it, as a CUDA build runs

@@ -276,10 +276,15 @@ class Known:
         is noted with t, detach/alias/clone carry the note, and t + it
         (either order, same shape, alpha 1, neither written since) is c.
         Float rounding aside: t + fl(c - t) is c for t within [0, c], as
-        the program's own assert says."""
+        the program's own assert says.  An inference tensor (made under
+        torch.inference_mode: Ultralytics' validation computes its loss
+        so) has no version counter, `_version` raises, so "not written
+        since" cannot be told: nothing is noted of one, as t or as c - t."""
         val = self.value
         diffs = self.diffs
         if len(args) < 2 and name not in ("detach", "alias", "clone"):
+            return
+        if out.is_inference():
             return
         alpha = kwargs.get("alpha", args[2] if len(args) > 2 else 1)
         if name in ("detach", "alias", "clone"):
@@ -293,6 +298,7 @@ class Known:
             t, c = (args[0], val(args[1])) if name == "rsub" else \
                 (args[1], val(args[0]))
             if c is not UNKNOWN and isinstance(t, self.tensor) and \
+                    not t.is_inference() and \
                     not isinstance(c, bool) and out.shape == t.shape:
                 diffs[out] = (t, t._version, c, out._version)
         else:       # add

@@ -102,9 +102,10 @@ def patch_threads(enter, slot):
         try:
             if _library_thread(self):
                 # host work of a library (DataLoader's pin-memory loop,
-                # tqdm's monitor, a log writer): as without the recorder;
-                # one FakeTensorMode entered by two threads at once is
-                # not safe (its in_kernel_invocation is the mode's)
+                # tqdm's monitor, a log writer): as without the recorder
+                # (a script's thread runs under the modes: fake.py keeps
+                # the fake mode's in_kernel_invocation per thread and
+                # records one op at a time)
                 orig_run(self)
                 return
             modes = enter()
