@@ -13,9 +13,10 @@ recorder knows of the tensor, best first (docs/recording-values.md):
    constants (torch.tensor), CPU data moved to the GPU, and every op whose
    inputs all have one (the op is run on the CPU on the shadows).  Under
    --values cpu every tensor has one: the whole program is computed on
-   the CPU at its real shapes, random ops included (from a generator of
-   the recorder's own, seeded 0, so that the program's own CPU random
-   stream is as in a real run).
+   the CPU at its real shapes, random ops included (on the GPU from a
+   generator of the recorder's own, seeded 0, so that the program's own
+   CPU random stream is as in a real run; on the host from the program's
+   own generator, as in the real run: Values._run).
 2. Routing (--values rules): the indices of topk / argmax / argmin /
    max(dim) / min(dim) over a dimension of at most ROUTE_MAX entries (the
    experts of a mixture of experts) get an exact shadow that routes the
@@ -903,6 +904,15 @@ class Values:
         if torch.Tag.nondeterministic_seeded in func.tags:
             if not self.cpu:
                 raise _Skip()
+            o = out[0] if isinstance(out, (tuple, list)) and out else out
+            if isinstance(o, torch.Tensor) and o.device.type == "cpu":
+                # a draw on the host (a weight made on the CPU, fake by
+                # param_new, and its init's uniform_): from the program's
+                # own generator, as in the real run, which then draws the
+                # rest (a sampler's order, a DataLoader's seed, its
+                # random crops) as the real one does (the rules mode's
+                # host.HostRNG)
+                return func(*a2, **k2)
             st = torch.get_rng_state()
             torch.set_rng_state(self.rng.get_state())
             try:
