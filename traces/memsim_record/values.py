@@ -122,11 +122,11 @@ class Refused(_known.Endless):
     """A one-line stop: an op whose values or sizes cannot be had."""
 
 
-def where():
-    """The program's own FILE:LINE that asked (its innermost frame outside
+def program_frame():
+    """The program's own frame that asked: its innermost frame outside
     torch and the recorder, typing_extensions (the wrapper of PyTorch's
     functions marked @deprecated) and Triton's launcher, autotuner and
-    benchmark: userkernels.py)."""
+    benchmark (userkernels.py); None if there is none."""
     f = sys._getframe(1)
     while f is not None:
         fn = f.f_code.co_filename
@@ -135,9 +135,68 @@ def where():
                 "/triton/runtime/" not in fn and \
                 not fn.endswith("/triton/testing.py") and \
                 not fn.startswith("<frozen") and not fn.startswith("<"):
-            return "%s:%d" % (os.path.basename(fn), f.f_lineno)
+            return f
         f = f.f_back
-    return "torch"
+    return None
+
+
+def where():
+    """The program's own FILE:LINE that asked (program_frame())."""
+    f = program_frame()
+    if f is None:
+        return "torch"
+    return "%s:%d" % (os.path.basename(f.f_code.co_filename), f.f_lineno)
+
+
+# asserted()'s answers by code object and instruction offset
+_ASSERTS = {}
+
+
+def asserted():
+    """The bool that an assert statement's test needs, where the
+    program's frame asks for one as that test (`assert (boxes[:, 2:] >=
+    boxes[:, :2]).all()`: DETR's generalized_box_iou on its predicted
+    boxes), else None.  A failed assert ends the program with
+    AssertionError, so every run that gets past it, every run there is a
+    peak to predict of, had its test hold: True for `assert t`, False
+    for `assert not t`.  The test is the conditional jump the frame is at
+    (Python 3.13's TO_BOOL before it) whose way on one side loads
+    AssertionError (LOAD_ASSERTION_ERROR; LOAD_COMMON_CONSTANT in 3.14):
+    the other side is the answer.  `python -O` has no asserts to ask."""
+    f = program_frame()
+    if f is None:
+        return None
+    key = (f.f_code, f.f_lasti)
+    if key not in _ASSERTS:
+        _ASSERTS[key] = _assert_test(f.f_code, f.f_lasti)
+    return _ASSERTS[key]
+
+
+def _assert_test(code, lasti):
+    """asserted()'s answer for the instruction at offset LASTI of CODE."""
+    import dis
+    ins = list(dis.get_instructions(code))
+    at = {x.offset: i for i, x in enumerate(ins)}
+    i = at.get(lasti)
+    if i is not None and ins[i].opname == "TO_BOOL":
+        i += 1
+    if i is None or i >= len(ins):
+        return None
+    op = ins[i].opname
+    if "JUMP" not in op or not op.endswith(("_IF_TRUE", "_IF_FALSE")):
+        return None
+    on_true = op.endswith("_IF_TRUE")
+
+    def fails(j):
+        return j is not None and j < len(ins) and (
+            ins[j].opname == "LOAD_ASSERTION_ERROR" or
+            (ins[j].opname == "LOAD_COMMON_CONSTANT" and
+             ins[j].argrepr == "AssertionError"))
+    if fails(i + 1):            # falls through to the raise: jump taken
+        return on_true
+    if fails(at.get(ins[i].argval)):    # jumps to the raise: falls through
+        return not on_true
+    return None
 
 
 def fmt(v):
