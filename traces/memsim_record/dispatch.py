@@ -287,7 +287,9 @@ class Dispatch:
                 return r
         if not self.values_cpu and self.host_rng.draws(func):
             # a draw on a fake host tensor (a CPU weight's init): the
-            # host's generator advances as the real one's (HostRNG)
+            # host's generator advances as the real one's (HostRNG;
+            # under --values cpu the draw itself is made from it,
+            # Values._run)
             self.host_rng.advance(func, args, kwargs)
         out = _dynamic(torch, rec, func, args, kwargs) if dyn else None
         if out is None:

@@ -24,7 +24,8 @@ Data-dependent values get stated assumptions, counted in the trace as
 `annotate` rows (category "assumption", site = the kind):
 - .item() / _local_scalar_dense of a value not known (known.py tracks
   tensors whose elements all hold one known scalar): bool -> --item-bool
-  (default False), float -> 1.0 (an optimizer's step count, a logged
+  (default False; an assert statement's test -> what lets the program
+  go on: values.asserted), float -> 1.0 (an optimizer's step count, a logged
   loss), int -> --item-int (default 1); one line asking more than
   --item-repeats times stops the recording (a loop that never ends);
 - GradScaler finds no inf or NaN: the optimizer step is taken;
@@ -1498,6 +1499,11 @@ def _item_value(rec, dtype, torch):
     program's line and the value (values.assume)."""
     watch = getattr(rec, "watch", None)
     if dtype == torch.bool:
+        v = values.asserted()
+        if v is not None:
+            # an assert statement's test: it held (values.asserted)
+            values.assume(rec, "item:assert", v)
+            return v
         v = bool(getattr(rec.opt, "item_bool", False))
         values.assume(rec, "item:bool", v)
         if watch:

@@ -13,9 +13,10 @@ recorder knows of the tensor, best first (docs/recording-values.md):
    constants (torch.tensor), CPU data moved to the GPU, and every op whose
    inputs all have one (the op is run on the CPU on the shadows).  Under
    --values cpu every tensor has one: the whole program is computed on
-   the CPU at its real shapes, random ops included (from a generator of
-   the recorder's own, seeded 0, so that the program's own CPU random
-   stream is as in a real run).
+   the CPU at its real shapes, random ops included (on the GPU from a
+   generator of the recorder's own, seeded 0, so that the program's own
+   CPU random stream is as in a real run; on the host from the program's
+   own generator, as in the real run: Values._run).
 2. Routing (--values rules): the indices of topk / argmax / argmin /
    max(dim) / min(dim) over a dimension of at most ROUTE_MAX entries (the
    experts of a mixture of experts) get an exact shadow that routes the
@@ -121,11 +122,11 @@ class Refused(_known.Endless):
     """A one-line stop: an op whose values or sizes cannot be had."""
 
 
-def where():
-    """The program's own FILE:LINE that asked (its innermost frame outside
+def program_frame():
+    """The program's own frame that asked: its innermost frame outside
     torch and the recorder, typing_extensions (the wrapper of PyTorch's
     functions marked @deprecated) and Triton's launcher, autotuner and
-    benchmark: userkernels.py)."""
+    benchmark (userkernels.py); None if there is none."""
     f = sys._getframe(1)
     while f is not None:
         fn = f.f_code.co_filename
@@ -134,9 +135,68 @@ def where():
                 "/triton/runtime/" not in fn and \
                 not fn.endswith("/triton/testing.py") and \
                 not fn.startswith("<frozen") and not fn.startswith("<"):
-            return "%s:%d" % (os.path.basename(fn), f.f_lineno)
+            return f
         f = f.f_back
-    return "torch"
+    return None
+
+
+def where():
+    """The program's own FILE:LINE that asked (program_frame())."""
+    f = program_frame()
+    if f is None:
+        return "torch"
+    return "%s:%d" % (os.path.basename(f.f_code.co_filename), f.f_lineno)
+
+
+# asserted()'s answers by code object and instruction offset
+_ASSERTS = {}
+
+
+def asserted():
+    """The bool that an assert statement's test needs, where the
+    program's frame asks for one as that test (`assert (boxes[:, 2:] >=
+    boxes[:, :2]).all()`: DETR's generalized_box_iou on its predicted
+    boxes), else None.  A failed assert ends the program with
+    AssertionError, so every run that gets past it, every run there is a
+    peak to predict of, had its test hold: True for `assert t`, False
+    for `assert not t`.  The test is the conditional jump the frame is at
+    (Python 3.13's TO_BOOL before it) whose way on one side loads
+    AssertionError (LOAD_ASSERTION_ERROR; LOAD_COMMON_CONSTANT in 3.14):
+    the other side is the answer.  `python -O` has no asserts to ask."""
+    f = program_frame()
+    if f is None:
+        return None
+    key = (f.f_code, f.f_lasti)
+    if key not in _ASSERTS:
+        _ASSERTS[key] = _assert_test(f.f_code, f.f_lasti)
+    return _ASSERTS[key]
+
+
+def _assert_test(code, lasti):
+    """asserted()'s answer for the instruction at offset LASTI of CODE."""
+    import dis
+    ins = list(dis.get_instructions(code))
+    at = {x.offset: i for i, x in enumerate(ins)}
+    i = at.get(lasti)
+    if i is not None and ins[i].opname == "TO_BOOL":
+        i += 1
+    if i is None or i >= len(ins):
+        return None
+    op = ins[i].opname
+    if "JUMP" not in op or not op.endswith(("_IF_TRUE", "_IF_FALSE")):
+        return None
+    on_true = op.endswith("_IF_TRUE")
+
+    def fails(j):
+        return j is not None and j < len(ins) and (
+            ins[j].opname == "LOAD_ASSERTION_ERROR" or
+            (ins[j].opname == "LOAD_COMMON_CONSTANT" and
+             ins[j].argrepr == "AssertionError"))
+    if fails(i + 1):            # falls through to the raise: jump taken
+        return on_true
+    if fails(at.get(ins[i].argval)):    # jumps to the raise: falls through
+        return not on_true
+    return None
 
 
 def fmt(v):
@@ -903,6 +963,15 @@ class Values:
         if torch.Tag.nondeterministic_seeded in func.tags:
             if not self.cpu:
                 raise _Skip()
+            o = out[0] if isinstance(out, (tuple, list)) and out else out
+            if isinstance(o, torch.Tensor) and o.device.type == "cpu":
+                # a draw on the host (a weight made on the CPU, fake by
+                # param_new, and its init's uniform_): from the program's
+                # own generator, as in the real run, which then draws the
+                # rest (a sampler's order, a DataLoader's seed, its
+                # random crops) as the real one does (the rules mode's
+                # host.HostRNG)
+                return func(*a2, **k2)
             st = torch.get_rng_state()
             torch.set_rng_state(self.rng.get_state())
             try:
