@@ -1445,13 +1445,17 @@ def _dynamic(torch, rec, func, args, kwargs):
         return out
     x = args[0] if args else None
     if name in ("nonzero", "argwhere"):
-        n = int(math.ceil(frac * x.numel()))
+        # (at most the elements that can be nonzero: Values.nonzero_bound)
+        n = vs.count(x, frac)
         values.assume(rec, "nonzero", n)
         return torch.empty((n, x.dim()), dtype=torch.long, device=x.device)
     if name == "masked_select":
         mask = args[1]
         shape = torch.broadcast_shapes(x.shape, mask.shape)
         n = int(math.ceil(frac * math.prod(shape)))
+        b = vs.nonzero_bound(mask)
+        if b is not None:
+            n = min(n, b * (math.prod(shape) // max(mask.numel(), 1)))
         values.assume(rec, "masked_select", n)
         return torch.empty((n,), dtype=x.dtype, device=x.device)
     if name in ("_unique2", "unique_dim", "unique_consecutive", "_unique"):

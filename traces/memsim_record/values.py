@@ -85,6 +85,25 @@ INDICES = {"topk": 1, "sort": 1, "argsort": 0, "argmax": 0, "argmin": 0,
 ROUTING = frozenset(("topk", "argmax", "argmin", "max", "min"))
 # Ops that count a bool tensor's true elements (Values.mask).
 MASK_COUNTS = frozenset(("sum", "count_nonzero"))
+# Bounds on the number of nonzero elements (Values.nonzero_bound): ops
+# whose every nonzero output element comes from a nonzero input element
+# at most once (casts, copies, reductions over a dimension: a sum of
+# zeros is zero), ops whose output is nonzero only where every tensor
+# argument is (a product, a logical and), in-place ops that can only
+# make elements zero (the storage's bound stays), and scatters, which
+# write at most one element an index.
+NZ_KEEP = frozenset((
+    "_to_copy", "clone", "abs", "neg", "relu", "sum", "amax", "amin",
+    "any", "max", "min", "mean", "nansum", "sign", "square"))
+NZ_BOTH = frozenset(("mul", "logical_and", "bitwise_and"))
+NZ_SHRINK = frozenset(("mul_", "relu_", "logical_and_", "bitwise_and_",
+                       "zero_"))
+NZ_SCATTER = frozenset(("scatter_add_", "scatter_", "scatter_add",
+                        "scatter", "index_add_", "index_add"))
+NZ_COMPARE = {"gt": lambda c: c >= 0, "ge": lambda c: c > 0,
+              "lt": lambda c: c <= 0, "le": lambda c: c < 0,
+              "ne": lambda c: c == 0, "eq": lambda c: c != 0}
+NZ_OPS = NZ_KEEP | NZ_BOTH | NZ_SHRINK | NZ_SCATTER | frozenset(NZ_COMPARE)
 # Ops that keep each element's range (views, copies, gathers, reductions
 # that pick or average elements).
 KEEP = (_known.SAME - {"repeat"}) | {"repeat", "mean", "median",
@@ -354,6 +373,9 @@ class Values:
         # id(storage) -> (Range, gen): the range of a whole storage that
         # writes into part of it kept (_partial_write)
         self.srange = {}
+        # id(storage) -> at most how many of its elements are nonzero
+        # (nonzero_bound), while no other write has touched it
+        self.nzs = {}
         self.written = {}
         self.Fake = FakeTensor
         # The recorder's own computations on real CPU tensors: out of the
@@ -400,6 +422,7 @@ class Values:
         self.shadow.clear()
         self.ranges.clear()
         self.srange.clear()
+        self.nzs.clear()
         self.pending = None
         self.fresh = {}
         if name not in self.no_kernel:
@@ -488,6 +511,7 @@ class Values:
         buffer's range [0, 0]: every graph in one)."""
         self.srange.pop(k, None)
         self.gen.pop(k, None)
+        self.nzs.pop(k, None)
 
     def _storage_range(self, k):
         """The range _partial_write kept for storage K, while no other
@@ -568,9 +592,17 @@ class Values:
                     for st, sz in zip(t.stride(), t.shape)):
             return None
         f = float(self.rec.opt.dynamic_fraction)
+        b = self.nonzero_bound(t)
         with self.unset():
-            c = torch.ceil(torch.arange(t.numel() + 1,
-                                        dtype=torch.float64) * f)
+            if b is not None and b < f * t.numel():
+                # the fraction b / n of n, b true: in integers, ceil(x b
+                # / n) exactly
+                n = t.numel()
+                c = (torch.arange(n + 1, dtype=torch.int64) * b +
+                     n - 1) // n
+            else:
+                c = torch.ceil(torch.arange(t.numel() + 1,
+                                            dtype=torch.float64) * f)
             r = (c[1:] > c[:-1]).flip(0).reshape(tuple(t.shape))
         r = self._layout(t, r)
         self._set(t, r)
@@ -649,6 +681,151 @@ class Values:
 
     # -- after each op -------------------------------------------------------
     def after(self, func, name, args, kwargs, out):
+        """Shadows and ranges of FUNC's outputs (_after); the bounds on
+        the nonzero elements of what it made or wrote (nonzero_bound)."""
+        nz = None
+        if name in NZ_OPS and not self.cpu:
+            nz = self._nz_rule(name, args, kwargs, out)
+        self._after(func, name, args, kwargs, out)
+        if self.nzs or nz is not None:
+            self._nz_written(func, name, args, out, nz)
+
+    # -- bounds on the number of nonzero elements ----------------------------
+    def nonzero_bound(self, t):
+        """At most how many of T's elements are nonzero, or None where
+        nothing bounds it below T's size: a known value (0: none), a
+        shadow (its count), or the bound its storage got from the ops
+        that made or wrote it (NZ_*), times the repeats of a stride-0
+        view.  A mask built by scattering ones at top-k indices into
+        zeros has at most k true elements a row (Ultralytics'
+        TaskAlignedAssigner: 10 anchors an object, of 8,400), whatever
+        the values; a count of its true elements (Values.mask,
+        fake._dynamic) takes at most that many."""
+        if not isinstance(t, self.Fake):
+            return None
+        v = self.kn.value(t)
+        if v is not _known.UNKNOWN:
+            try:
+                return 0 if v == 0 else t.numel()
+            except Exception:
+                return None
+        r = self._registered(t)
+        if r is not None:
+            with self.unset():
+                return int(r.count_nonzero())
+        ent = self.nzs.get(self._skey(t))
+        if ent is None:
+            return None
+        b, gen = ent
+        if self.gen.get(self._skey(t), 0) != gen:
+            return None
+        rep = 1
+        for st, sz in zip(t.stride(), t.shape):
+            if st == 0:
+                rep *= int(sz)
+        return min(b * rep, t.numel())
+
+    def count(self, t, frac):
+        """How many of T's elements a rule that takes the fraction FRAC of
+        them counts as nonzero (fake._dynamic's nonzero, masked_select;
+        boolean indexing): ceil(FRAC * n), at most nonzero_bound(T)."""
+        n = int(math.ceil(frac * t.numel()))
+        b = self.nonzero_bound(t)
+        return n if b is None else min(n, b)
+
+    def _nz_rule(self, name, args, kwargs, out):
+        """The bound on the nonzero elements of NAME's output (its target,
+        in place), from its inputs' (nonzero_bound), or None."""
+        torch = self.torch
+        t0 = args[0] if args else None
+        o = out[0] if isinstance(out, (tuple, list)) and out else out
+        if not isinstance(t0, self.Fake) or not isinstance(o, self.Fake):
+            return None
+        if name in NZ_SCATTER:
+            # scatter(self, dim, index, src|value): one element an
+            # index's; index_add(self, dim, index, source): source's
+            src = args[3] if len(args) > 3 else \
+                kwargs.get("source", kwargs.get("src"))
+            w = src if name.startswith("index_add") else \
+                (args[2] if len(args) > 2 else kwargs.get("index"))
+            b = self._nz_storage(t0)
+            if b is None or not isinstance(w, torch.Tensor):
+                return None
+            return b + w.numel()
+        if name in NZ_SHRINK:
+            return None         # _nz_written keeps the storage's bound
+        if name in NZ_COMPARE:
+            c = args[1] if len(args) > 1 else None
+            if isinstance(c, torch.Tensor):
+                c = self.kn.value(c)
+            if not isinstance(c, (int, float)) or \
+                    not NZ_COMPARE[name](c):
+                return None
+            b = self.nonzero_bound(t0)
+        elif name in ("max", "min") and len(args) > 1 and \
+                isinstance(args[1], torch.Tensor):
+            return None         # (max.other: the elementwise maximum)
+        elif name in NZ_BOTH:
+            b = None
+            for a in args[:2]:
+                if not isinstance(a, torch.Tensor):
+                    continue
+                ba = self.nonzero_bound(a)
+                if ba is not None and a.numel() > 0:
+                    ba *= o.numel() // a.numel()
+                    b = ba if b is None else min(b, ba)
+        else:
+            b = self.nonzero_bound(t0)
+        return None if b is None else min(b, o.numel())
+
+    def _nz_storage(self, t):
+        """nonzero_bound of T's whole storage (before an op writes into
+        it), or None."""
+        if not self._whole(t):
+            ent = self.nzs.get(self._skey(t))
+            if ent is None or self.gen.get(self._skey(t), 0) != ent[1]:
+                return None
+            return ent[0]
+        return self.nonzero_bound(t)
+
+    def _nz_written(self, func, name, args, out, nz):
+        """Keeps NZ, the bound _nz_rule gave, for the storage FUNC wrote
+        or made; a write with no rule forgets the written storage's."""
+        written = self.written.get(func)
+        if written is None:
+            written = tuple(
+                (i, a.name) for i, a in enumerate(func._schema.arguments)
+                if a.alias_info is not None and a.alias_info.is_write)
+            self.written[func] = written
+        if written:
+            if name in NZ_SHRINK or (name == "masked_fill_" and
+                                     len(args) > 2 and
+                                     self.kn.value(args[2]) == 0):
+                # only zeros written: the bound holds, past the write
+                # count _after advanced
+                for i, _ in written:
+                    t = args[i] if i < len(args) else None
+                    k = self._skey(t) if isinstance(t, self.Fake) else None
+                    if k in self.nzs:
+                        self.nzs[k] = (self.nzs[k][0], self.gen.get(k, 0))
+                return
+            for i, _ in written:
+                t = args[i] if i < len(args) else None
+                k = self._skey(t) if isinstance(t, self.Fake) else None
+                if k is None:
+                    continue
+                if nz is not None and t is args[0]:
+                    self.nzs[k] = (nz, self.gen.get(k, 0))
+                else:
+                    self.nzs.pop(k, None)
+            return
+        o = out[0] if isinstance(out, (tuple, list)) and out else out
+        if nz is not None and isinstance(o, self.Fake) and self._whole(o):
+            k = self._skey(o)
+            if k is not None:
+                self.nzs[k] = (nz, self.gen.get(k, 0))
+
+    def _after(self, func, name, args, kwargs, out):
         """Shadows and ranges of FUNC's outputs; writes not mirrored on a
         shadow make the written storages' shadows stale."""
         pend = self.pending
@@ -1088,7 +1265,7 @@ class Values:
                     with self.unset():
                         n = int(r.count_nonzero())
                 else:
-                    n = int(math.ceil(frac * i.numel()))
+                    n = self.count(i, frac)
                     assume(self.rec, "nonzero", n)
                 for _ in range(max(i.dim(), 1)):
                     new.append(torch.empty((n,), dtype=torch.long,

@@ -1,0 +1,47 @@
+#!/bin/sh
+# memsim record --fake: a mask whose true elements are counted (sum,
+# nonzero, boolean indexing) with unknown values got --dynamic-fraction
+# of its elements (0.5), even where the ops that built it bound the
+# count far lower.  Ultralytics' TaskAlignedAssigner scatters ones at
+# each object's top-10 anchor indices into zeros of (batch, objects,
+# anchors), masks, multiplies and sums over the objects: at most 10
+# anchors an object are foreground, and the segmentation loss allocates
+# a (foreground anchors, 160, 160) mask for each image; the half of
+# 8,400 anchors made YOLO11-seg's peak twice the H200's.  Now every
+# count is at most Values.nonzero_bound: scatters add one element an
+# index, casts, products and reductions over a dimension keep it, a
+# masked_fill_ with 0 and a mul_ keep the storage's.  Here: 4 images, 3
+# objects, 8,400 anchors, top 10: 120 foreground anchors at most (the
+# H200 found 120: distinct random top-10s), not 16,800.
+# Needs Python 3 and PyTorch; skips (77) without them.
+set -u
+. "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
+need_torch
+cat >"$tmp/a.py" <<'PY'
+import torch
+torch.manual_seed(0)
+b, n, A, k = 4, 3, 8400, 10
+metrics = torch.rand(b, n, A, device="cuda")
+_, idx = torch.topk(metrics, k, dim=-1)
+count = torch.zeros(metrics.shape, dtype=torch.int8, device="cuda")
+ones = torch.ones_like(idx[:, :, :1], dtype=torch.int8)
+for j in range(k):
+    count.scatter_add_(-1, idx[:, :, j:j + 1], ones)
+count.masked_fill_(count > 1, 0)
+in_gts = torch.rand(b, n, A, device="cuda") > -1.0
+mask_pos = count.to(metrics.dtype) * in_gts * torch.ones(b, n, 1, device="cuda")
+fg = mask_pos.sum(-2).bool()
+print("sum", int(fg.sum()))
+x = torch.randn(b, A, 64, device="cuda")
+print("index", x[fg].shape[0])
+print("nonzero", torch.nonzero(mask_pos).shape[0])
+print("select", torch.masked_select(x[:, :, 0], fg).shape[0])
+free = torch.rand(b, A, device="cuda") > 0.5
+print("free", int(free.sum()))
+PY
+(cd "$tmp" && $MEMSIM record --fake -o "$tmp/a.csv" -- "$PY" a.py) \
+	>"$tmp/err" 2>&1 || fail "record: $(tail -3 "$tmp/err")"
+for want in "sum 120" "index 120" "nonzero 120" "select 120" "free 16800"; do
+	grep -qxF "$want" "$tmp/err" || fail "'$want' not in: $(cat "$tmp/err")"
+done
+finish recorder_nonzero_bound.sh
