@@ -114,6 +114,17 @@ class Endless(BaseException):
     so that the script's own `except Exception` does not swallow it."""
 
 
+def written_args(cache, func):
+    """(position, name) of each argument FUNC's schema marks written (in
+    place, out=), kept in CACHE, a dict by op."""
+    w = cache.get(func)
+    if w is None:
+        w = cache[func] = tuple(
+            (i, a.name) for i, a in enumerate(func._schema.arguments)
+            if a.alias_info is not None and a.alias_info.is_write)
+    return w
+
+
 class Known:
     """The values of uniform tensors (see the module's docstring)."""
 
@@ -223,12 +234,7 @@ class Known:
                 not (vs is not None and (vs.ranges or vs.srange)):
             # (x > -1e9: SENTINEL; finite losses; ranges decided)
             return
-        written = self.written.get(func)
-        if written is None:
-            written = tuple(
-                (i, a.name) for i, a in enumerate(func._schema.arguments)
-                if a.alias_info is not None and a.alias_info.is_write)
-            self.written[func] = written
+        written = written_args(self.written, func)
         inplace = name.endswith("_") and not name.startswith("_")
         base = name[:-1] if inplace else name
         base = ALIASES.get(base, base)

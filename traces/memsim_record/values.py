@@ -791,12 +791,7 @@ class Values:
     def _nz_written(self, func, name, args, out, nz):
         """Keeps NZ, the bound _nz_rule gave, for the storage FUNC wrote
         or made; a write with no rule forgets the written storage's."""
-        written = self.written.get(func)
-        if written is None:
-            written = tuple(
-                (i, a.name) for i, a in enumerate(func._schema.arguments)
-                if a.alias_info is not None and a.alias_info.is_write)
-            self.written[func] = written
+        written = _known.written_args(self.written, func)
         if written:
             if name in NZ_SHRINK or (name == "masked_fill_" and
                                      len(args) > 2 and
@@ -851,12 +846,7 @@ class Values:
                     r = r.view(tuple(out.shape))
                 self._set(out, r)
             return
-        written = self.written.get(func)
-        if written is None:
-            written = tuple(
-                (i, a.name) for i, a in enumerate(func._schema.arguments)
-                if a.alias_info is not None and a.alias_info.is_write)
-            self.written[func] = written
+        written = _known.written_args(self.written, func)
         targets = []
         for i, an in written:
             t = args[i] if i < len(args) else kwargs.get(an)
