@@ -1451,11 +1451,7 @@ def _dynamic(torch, rec, func, args, kwargs):
         return torch.empty((n, x.dim()), dtype=torch.long, device=x.device)
     if name == "masked_select":
         mask = args[1]
-        shape = torch.broadcast_shapes(x.shape, mask.shape)
-        n = int(math.ceil(frac * math.prod(shape)))
-        b = vs.nonzero_bound(mask)
-        if b is not None:
-            n = min(n, b * (math.prod(shape) // max(mask.numel(), 1)))
+        n = vs.count(mask, frac, torch.broadcast_shapes(x.shape, mask.shape))
         values.assume(rec, "masked_select", n)
         return torch.empty((n,), dtype=x.dtype, device=x.device)
     if name in ("_unique2", "unique_dim", "unique_consecutive", "_unique"):

@@ -713,11 +713,8 @@ class Values:
         if r is not None:
             with self.unset():
                 return int(r.count_nonzero())
-        ent = self.nzs.get(self._skey(t))
-        if ent is None:
-            return None
-        b, gen = ent
-        if self.gen.get(self._skey(t), 0) != gen:
+        b = self._nz_kept(self._skey(t))
+        if b is None:
             return None
         rep = 1
         for st, sz in zip(t.stride(), t.shape):
@@ -725,13 +722,17 @@ class Values:
                 rep *= int(sz)
         return min(b * rep, t.numel())
 
-    def count(self, t, frac):
-        """How many of T's elements a rule that takes the fraction FRAC of
-        them counts as nonzero (fake._dynamic's nonzero, masked_select;
-        boolean indexing): ceil(FRAC * n), at most nonzero_bound(T)."""
-        n = int(math.ceil(frac * t.numel()))
+    def count(self, t, frac, shape=None):
+        """How many of T's elements (of T broadcast to SHAPE) a rule that
+        takes the fraction FRAC of them counts as nonzero (fake._dynamic's
+        nonzero, masked_select; boolean indexing): ceil(FRAC * n), at
+        most nonzero_bound(T) (times the broadcast)."""
+        size = t.numel() if shape is None else math.prod(shape)
+        n = int(math.ceil(frac * size))
         b = self.nonzero_bound(t)
-        return n if b is None else min(n, b)
+        if b is None:
+            return n
+        return min(n, b * (size // max(t.numel(), 1)))
 
     def _nz_rule(self, name, args, kwargs, out):
         """The bound on the nonzero elements of NAME's output (its target,
@@ -751,10 +752,10 @@ class Values:
             b = self._nz_storage(t0)
             if b is None or not isinstance(w, torch.Tensor):
                 return None
-            return b + w.numel()
-        if name in NZ_SHRINK:
+            b += w.numel()
+        elif name in NZ_SHRINK:
             return None         # _nz_written keeps the storage's bound
-        if name in NZ_COMPARE:
+        elif name in NZ_COMPARE:
             c = args[1] if len(args) > 1 else None
             if isinstance(c, torch.Tensor):
                 c = self.kn.value(c)
@@ -776,16 +777,23 @@ class Values:
                     b = ba if b is None else min(b, ba)
         else:
             b = self.nonzero_bound(t0)
-        return None if b is None else min(b, o.numel())
+        # (a bound of every element says nothing: not kept, so that
+        # `x * ones` does not make every later op look at nzs)
+        return None if b is None or b >= o.numel() else b
+
+    def _nz_kept(self, k):
+        """The bound nzs keeps for storage K, while no other write has
+        touched it since, or None."""
+        ent = self.nzs.get(k)
+        if ent is None or self.gen.get(k, 0) != ent[1]:
+            return None
+        return ent[0]
 
     def _nz_storage(self, t):
         """nonzero_bound of T's whole storage (before an op writes into
         it), or None."""
         if not self._whole(t):
-            ent = self.nzs.get(self._skey(t))
-            if ent is None or self.gen.get(self._skey(t), 0) != ent[1]:
-                return None
-            return ent[0]
+            return self._nz_kept(self._skey(t))
         return self.nonzero_bound(t)
 
     def _nz_written(self, func, name, args, out, nz):
@@ -793,23 +801,20 @@ class Values:
         or made; a write with no rule forgets the written storage's."""
         written = _known.written_args(self.written, func)
         if written:
-            if name in NZ_SHRINK or (name == "masked_fill_" and
-                                     len(args) > 2 and
-                                     self.kn.value(args[2]) == 0):
-                # only zeros written: the bound holds, past the write
-                # count _after advanced
-                for i, _ in written:
-                    t = args[i] if i < len(args) else None
-                    k = self._skey(t) if isinstance(t, self.Fake) else None
-                    if k in self.nzs:
-                        self.nzs[k] = (self.nzs[k][0], self.gen.get(k, 0))
-                return
+            # only zeros written: the bound holds, past the write count
+            # _after advanced
+            zeros = name in NZ_SHRINK or (name == "masked_fill_" and
+                                          len(args) > 2 and
+                                          self.kn.value(args[2]) == 0)
             for i, _ in written:
                 t = args[i] if i < len(args) else None
                 k = self._skey(t) if isinstance(t, self.Fake) else None
                 if k is None:
                     continue
-                if nz is not None and t is args[0]:
+                if zeros:
+                    if k in self.nzs:
+                        self.nzs[k] = (self.nzs[k][0], self.gen.get(k, 0))
+                elif nz is not None and t is args[0]:
                     self.nzs[k] = (nz, self.gen.get(k, 0))
                 else:
                     self.nzs.pop(k, None)
