@@ -44,4 +44,24 @@ PY
 for want in "sum 120" "index 120" "nonzero 120" "select 120" "free 16800"; do
 	grep -qxF "$want" "$tmp/err" || fail "'$want' not in: $(cat "$tmp/err")"
 done
+# A bound is kept under its storage's id while the storage lives: a
+# fake CPU tensor's (`.cpu()` of a known one, before the host has its
+# values) died unreported, and a CUDA storage given its id later took
+# its bound (0 here: the count of 64 uniform draws above 0.5 came out 0;
+# llama2.c's rotary table bounded an RMSNorm's mean, a guard on the
+# batch size under --symbolic).
+cat >"$tmp/b.py" <<'PY'
+import torch
+n = set()
+for i in range(200):
+    z = torch.zeros(64, device="cuda")
+    c = z.cpu()
+    del c, z
+    x = torch.rand(64, device="cuda")
+    n.add(int((x > 0.5).sum()))
+print("counts", sorted(n))
+PY
+(cd "$tmp" && $MEMSIM record --fake -o "$tmp/b.csv" -- "$PY" b.py) \
+	>"$tmp/err" 2>&1 || fail "record: $(tail -3 "$tmp/err")"
+grep -qxF "counts [32]" "$tmp/err" || fail "a dead storage's bound: $(grep counts "$tmp/err")"
 finish recorder_nonzero_bound.sh

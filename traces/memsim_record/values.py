@@ -437,6 +437,18 @@ class Values:
         except Exception:
             return None
 
+    def _dying_key(self, t):
+        """_skey of T where what is kept under it (srange, nzs) goes
+        when its storage dies, or None: a CUDA storage's, whose death
+        dispatch reports (storage_died).  A fake CPU tensor's storage
+        (`.cpu()` of a fake, before the host gets its values) dies
+        unreported, and the id went to a later CUDA storage with the
+        CPU one's bound: llama2.c's rotary table (sin 0 = 0) bounded an
+        RMSNorm's mean, a guard on the batch size under --symbolic."""
+        if t.device.type != "cuda":
+            return None
+        return self._skey(t)
+
     def _small(self, t):
         """Whether T is small enough for a shadow or a range under the
         rules (floating: SHADOW_LIMIT elements; integer, bool: INDEX_LIMIT,
@@ -814,14 +826,15 @@ class Values:
                 if zeros:
                     if k in self.nzs:
                         self.nzs[k] = (self.nzs[k][0], self.gen.get(k, 0))
-                elif nz is not None and t is args[0]:
+                elif nz is not None and t is args[0] and \
+                        self._dying_key(t) is not None:
                     self.nzs[k] = (nz, self.gen.get(k, 0))
                 else:
                     self.nzs.pop(k, None)
             return
         o = out[0] if isinstance(out, (tuple, list)) and out else out
         if nz is not None and isinstance(o, self.Fake) and self._whole(o):
-            k = self._skey(o)
+            k = self._dying_key(o)
             if k is not None:
                 self.nzs[k] = (nz, self.gen.get(k, 0))
 
@@ -899,8 +912,8 @@ class Values:
             kept = None if self.cpu or len(targets) != 1 else \
                 self._partial_write(name, args, kwargs, targets[0])
             self._stale(targets)
-            if kept is not None:
-                k = self._skey(targets[0])
+            k = self._dying_key(targets[0])
+            if kept is not None and k is not None:
                 self.srange[k] = (kept, self.gen.get(k, 0))
         if self.cpu:
             return
