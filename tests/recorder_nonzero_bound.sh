@@ -44,6 +44,43 @@ PY
 for want in "sum 120" "index 120" "nonzero 120" "select 120" "free 16800"; do
 	grep -qxF "$want" "$tmp/err" || fail "'$want' not in: $(cat "$tmp/err")"
 done
+# Each row's bound: a scatter along the last dimension writes at most
+# the index's last size into each row (10 here), and a product with a
+# factor that is constant along the rows (size 1 there) is nonzero only
+# in the rows where that factor is.  Ultralytics pads each image's
+# objects to the most any image has; the padded rows' mask_gt is 0,
+# their top-10 indices all 0 (masked_fill_), their counts 10 at one
+# anchor, filtered to 0: 6 real objects here, at most 60 anchors (the
+# H200 found 60), not 10 for each of the 12 rows.
+cat >"$tmp/c.py" <<'PY'
+import torch
+torch.manual_seed(0)
+b, n, A, k = 4, 3, 8400, 10
+gt = torch.zeros(b, n, 4)
+for i, m in enumerate((3, 1, 2, 0)):
+    gt[i, :m] = torch.rand(m, 4) + 0.1
+gt_bboxes = gt.to("cuda")
+mask_gt = gt_bboxes.sum(2, keepdim=True).gt_(0.0)
+metrics = torch.rand(b, n, A, device="cuda")
+topk_mask = mask_gt.expand(-1, -1, k).bool()
+_, idx = torch.topk(metrics, k, dim=-1)
+idx.masked_fill_(~topk_mask, 0)
+count = torch.zeros(metrics.shape, dtype=torch.int8, device="cuda")
+ones = torch.ones_like(idx[:, :, :1], dtype=torch.int8)
+for j in range(k):
+    count.scatter_add_(-1, idx[:, :, j:j + 1], ones)
+count.masked_fill_(count > 1, 0)
+mask_topk = count.to(metrics.dtype)
+in_gts = torch.rand(b, n, A, device="cuda") > -1.0
+mask_pos = mask_topk * in_gts * mask_gt
+print("nonzero", torch.nonzero(mask_pos).shape[0])
+print("fg", int(mask_pos.sum(-2).bool().sum()))
+PY
+(cd "$tmp" && $MEMSIM record --fake -o "$tmp/c.csv" -- "$PY" c.py) \
+	>"$tmp/err" 2>&1 || fail "record: $(tail -3 "$tmp/err")"
+for want in "nonzero 60" "fg 60"; do
+	grep -qxF "$want" "$tmp/err" || fail "padded rows: '$want' not in: $(cat "$tmp/err")"
+done
 # A bound is kept under its storage's id while the storage lives: a
 # fake CPU tensor's (`.cpu()` of a known one, before the host has its
 # values) died unreported, and a CUDA storage given its id later took

@@ -373,8 +373,10 @@ class Values:
         # id(storage) -> (Range, gen): the range of a whole storage that
         # writes into part of it kept (_partial_write)
         self.srange = {}
-        # id(storage) -> at most how many of its elements are nonzero
-        # (nonzero_bound), while no other write has touched it
+        # id(storage) -> (at most how many of its elements are nonzero,
+        # the write count it holds at, at most how many in each row of
+        # its last dimension or None, that dimension's size): while no
+        # other write has touched it (nonzero_bound, row_bound)
         self.nzs = {}
         self.written = {}
         self.Fake = FakeTensor
@@ -734,6 +736,30 @@ class Values:
                 rep *= int(sz)
         return min(b * rep, t.numel())
 
+    def row_bound(self, t):
+        """At most how many elements of each row of T (a slice along its
+        last dimension) are nonzero, or None where nothing bounds it
+        below the row's length: a known value, a shadow, or the bound
+        the ops that made T's storage kept (a scatter along the last
+        dimension writes at most index.shape[-1] elements a row;
+        Ultralytics' top-10 anchors of each object's row)."""
+        if not isinstance(t, self.Fake) or t.dim() == 0:
+            return None
+        n = t.shape[-1]
+        v = self.kn.value(t)
+        if v is not _known.UNKNOWN:
+            return 0 if v == 0 else n
+        r = self._registered(t)
+        if r is not None:
+            with self.unset():
+                return int((r != 0).sum(-1).max()) if r.numel() else 0
+        ent = self.nzs.get(self._skey(t))
+        if ent is None or ent[2] is None or ent[3] != n or \
+                self.gen.get(self._skey(t), 0) != ent[1] or \
+                not self._whole(t):
+            return None
+        return ent[2]
+
     def count(self, t, frac, shape=None):
         """How many of T's elements (of T broadcast to SHAPE) a rule that
         takes the fraction FRAC of them counts as nonzero (fake._dynamic's
@@ -747,8 +773,9 @@ class Values:
         return min(n, b * (size // max(t.numel(), 1)))
 
     def _nz_rule(self, name, args, kwargs, out):
-        """The bound on the nonzero elements of NAME's output (its target,
-        in place), from its inputs' (nonzero_bound), or None."""
+        """The bounds on the nonzero elements of NAME's output (its
+        target, in place), from its inputs' (nonzero_bound, row_bound):
+        (in all, in each row of the last dimension or None), or None."""
         torch = self.torch
         t0 = args[0] if args else None
         o = out[0] if isinstance(out, (tuple, list)) and out else out
@@ -765,6 +792,14 @@ class Values:
             if b is None or not isinstance(w, torch.Tensor):
                 return None
             b += w.numel()
+            # along the last dimension: the index's (the source's)
+            # elements of a row go into the same row of the target
+            d = args[1] if len(args) > 1 else kwargs.get("dim")
+            row = self.row_bound(t0) if isinstance(d, int) and \
+                w.dim() == t0.dim() and d % max(t0.dim(), 1) == \
+                t0.dim() - 1 else None
+            if row is not None:
+                row += w.shape[-1]
         elif name in NZ_SHRINK:
             return None         # _nz_written keeps the storage's bound
         elif name in NZ_COMPARE:
@@ -775,23 +810,48 @@ class Values:
                     not NZ_COMPARE[name](c):
                 return None
             b = self.nonzero_bound(t0)
+            row = self.row_bound(t0)
         elif name in ("max", "min") and len(args) > 1 and \
                 isinstance(args[1], torch.Tensor):
             return None         # (max.other: the elementwise maximum)
         elif name in NZ_BOTH:
-            b = None
-            for a in args[:2]:
-                if not isinstance(a, torch.Tensor):
-                    continue
+            b = row = None
+            ts = [a for a in args[:2] if isinstance(a, torch.Tensor)]
+            for a in ts:
                 ba = self.nonzero_bound(a)
                 if ba is not None and a.numel() > 0:
                     ba *= o.numel() // a.numel()
                     b = ba if b is None else min(b, ba)
+                ra = self.row_bound(a) if o.dim() and a.dim() and \
+                    a.shape[-1] == o.shape[-1] else None
+                if ra is None:
+                    continue
+                row = ra if row is None else min(row, ra)
+                # times a factor broadcast along the rows (size 1 in the
+                # last dimension): its nonzero elements are the rows
+                # where the product may be nonzero (Ultralytics' mask_gt,
+                # zero for an image's padded objects)
+                for c in ts:
+                    if c is a or not c.dim() or c.shape[-1] != 1 or \
+                            not c.numel():
+                        continue
+                    bc = self.nonzero_bound(c)
+                    if bc is not None:
+                        rows = o.numel() // max(o.shape[-1], 1)
+                        bc = ra * bc * (rows // c.numel())
+                        b = bc if b is None else min(b, bc)
         else:
             b = self.nonzero_bound(t0)
+            row = self.row_bound(t0) if \
+                tuple(o.shape) == tuple(t0.shape) else None
         # (a bound of every element says nothing: not kept, so that
         # `x * ones` does not make every later op look at nzs)
-        return None if b is None or b >= o.numel() else b
+        n = o.shape[-1] if o.dim() else 1
+        if row is not None and row >= n:
+            row = None
+        if (b is None or b >= o.numel()) and row is None:
+            return None
+        return (o.numel() if b is None else b), row
 
     def _nz_kept(self, k):
         """The bound nzs keeps for storage K, while no other write has
@@ -801,6 +861,13 @@ class Values:
             return None
         return ent[0]
 
+    def _nz_keep(self, t, nz):
+        """Keeps NZ, _nz_rule's (bound, row), for T's storage."""
+        k = self._dying_key(t)
+        if k is not None:
+            self.nzs[k] = (nz[0], self.gen.get(k, 0), nz[1],
+                           t.shape[-1] if t.dim() else 1)
+
     def _nz_storage(self, t):
         """nonzero_bound of T's whole storage (before an op writes into
         it), or None."""
@@ -809,7 +876,7 @@ class Values:
         return self.nonzero_bound(t)
 
     def _nz_written(self, func, name, args, out, nz):
-        """Keeps NZ, the bound _nz_rule gave, for the storage FUNC wrote
+        """Keeps NZ, the bounds _nz_rule gave, for the storage FUNC wrote
         or made; a write with no rule forgets the written storage's."""
         written = _known.written_args(self.written, func)
         if written:
@@ -825,18 +892,16 @@ class Values:
                     continue
                 if zeros:
                     if k in self.nzs:
-                        self.nzs[k] = (self.nzs[k][0], self.gen.get(k, 0))
-                elif nz is not None and t is args[0] and \
-                        self._dying_key(t) is not None:
-                    self.nzs[k] = (nz, self.gen.get(k, 0))
+                        self.nzs[k] = (self.nzs[k][0], self.gen.get(k, 0),
+                                       *self.nzs[k][2:])
+                elif nz is not None and t is args[0]:
+                    self._nz_keep(t, nz)
                 else:
                     self.nzs.pop(k, None)
             return
         o = out[0] if isinstance(out, (tuple, list)) and out else out
         if nz is not None and isinstance(o, self.Fake) and self._whole(o):
-            k = self._dying_key(o)
-            if k is not None:
-                self.nzs[k] = (nz, self.gen.get(k, 0))
+            self._nz_keep(o, nz)
 
     def _after(self, func, name, args, kwargs, out):
         """Shadows and ranges of FUNC's outputs; writes not mirrored on a
