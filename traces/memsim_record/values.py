@@ -36,10 +36,13 @@ recorder knows of the tensor, best first (docs/recording-values.md):
    size n: the integers of [0, n).  Views, copies, gathers, casts,
    max/min/mean keep a range; adding, subtracting, multiplying or
    dividing by a known positive scalar moves it; clamp and remainder by a
-   known scalar bound it; a comparison with a known scalar that the range
-   decides is known (known.py).  .item() of a range answers its midpoint
-   ((a + b) / 2 for reals, the lower median lo + (hi - lo) // 2 of the
-   integers lo..hi), never an end it excludes: assumption `item:range`.
+   known scalar bound it (a clamp between two known bounds gives one,
+   whatever its input); a range times a tensor of known values is the
+   product of the range and theirs; a comparison with a known scalar
+   that the range decides is known (known.py).  .item() of a range
+   answers its midpoint ((a + b) / 2 for reals, the lower median
+   lo + (hi - lo) // 2 of the integers lo..hi), never an end it
+   excludes: assumption `item:range`.
 4. known.py's uniform scalars, then the default rules of fake._item_value
    (float 1.0, --item-int, --item-bool).
 
@@ -79,6 +82,10 @@ def _sigmoid(v):
 
 BOUNDED = {"tanh": math.tanh, "tanh_": math.tanh, "sigmoid": _sigmoid,
            "sigmoid_": _sigmoid, "_softmax": None, "softmax": None}
+# Clamps: between two known bounds the output's range is [min, max] (met
+# with the input's where it has one), whatever the input's values
+# (Values._rules).
+CLAMPS = frozenset(("clamp", "clamp_", "clip", "clip_"))
 INDICES = {"topk": 1, "sort": 1, "argsort": 0, "argmax": 0, "argmin": 0,
            "max": 1, "min": 1, "kthvalue": 1, "mode": 1, "median": 1,
            "nanmedian": 1, "cummax": 1, "cummin": 1}
@@ -913,7 +920,7 @@ class Values:
             self._count(args[0], "mask")
         if not self.cpu and not self.shadow and not self.ranges and \
                 not self.srange and name not in SOURCES and name not in RANDOM and \
-                name not in BOUNDED and \
+                name not in BOUNDED and name not in CLAMPS and \
                 name not in INDICES and name not in GATHERS:
             return
         if name == "add" and isinstance(out, self.Fake) and args and \
@@ -1440,9 +1447,19 @@ class Values:
             self._set_range(idx, Range(0, n - 1, False, True))
             return
         # propagation of ranges
-        if not self.ranges and not self.srange and name not in GATHERS:
+        if not self.ranges and not self.srange and name not in GATHERS \
+                and name not in CLAMPS:
             return
         rg = self.range(t0) if isinstance(t0, torch.Tensor) else None
+        if rg is None and name in CLAMPS and isinstance(t0, torch.Tensor):
+            lo, hi = self._clamp_bounds(args, kwargs)
+            if lo is not None and hi is not None:
+                # torch.clamp(x, lo, hi) of x of unknown values: [lo, hi]
+                # (Stable-Baselines3's SAC actor, `th.clamp(log_std,
+                # LOG_STD_MIN, LOG_STD_MAX)`, whose exp is a Normal's
+                # scale, checked positive)
+                rg = Range(-math.inf, math.inf, False,
+                           not t0.dtype.is_floating_point)
         base = name[:-1] if name.endswith("_") and \
             not name.startswith("_") else name
         base = _known.ALIASES.get(base, base)
@@ -1500,8 +1517,10 @@ class Values:
             # times a mask (Liger's cross_entropy: `(target *
             # target_mask).max() < V`): a product of two ranges, a bool
             # tensor of unknown values in [0, 1]
+            # (a tensor of known values, ones_like's shadow: theirs;
+            # Stable-Baselines3's `th.ones_like(mean) * log_std.exp()`)
             rk = Range(int(kv), int(kv), False, True) \
-                if isinstance(kv, bool) else self.range(k)
+                if isinstance(kv, bool) else self._range_of(k, whole=False)
             if rk is None and k.dtype == torch.bool:
                 rk = Range(0, 1, False, True)
             if rk is not None:
@@ -1519,15 +1538,11 @@ class Values:
                         rg.integral and base == "mul" and
                         float(kv).is_integer())
         elif base in ("clamp", "clip"):
-            lo = self.kn.value(args[1]) if len(args) > 1 and \
-                args[1] is not None else kwargs.get("min")
-            hi = self.kn.value(args[2]) if len(args) > 2 and \
-                args[2] is not None else kwargs.get("max")
+            lo, hi = self._clamp_bounds(args, kwargs)
             nlo, nhi, ho = rg.lo, rg.hi, rg.hi_open
-            if isinstance(lo, (int, float)) and lo is not _known.UNKNOWN:
+            if lo is not None:
                 nlo = max(nlo, lo)
-            if isinstance(hi, (int, float)) and hi is not _known.UNKNOWN \
-                    and hi <= nhi:
+            if hi is not None and hi <= nhi:
                 nhi, ho = hi, False
             new = Range(nlo, nhi, ho, rg.integral)
         elif base in ("remainder", "fmod") and isinstance(kv, int) and \
@@ -1549,6 +1564,20 @@ class Values:
                 new = Range(math.floor(new.lo), new.int_top(), False,
                             True)
             self._set_range(o, new)
+
+    def _clamp_bounds(self, args, kwargs):
+        """A clamp's known (min, max), None for a bound not given or of
+        unknown value (aten::clamp's min and max, positional or by
+        name)."""
+        bounds = []
+        for i, key in ((1, "min"), (2, "max")):
+            v = args[i] if len(args) > i else kwargs.get(key)
+            v = self.kn.value(v) if v is not None else None
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or \
+                    v is _known.UNKNOWN or math.isnan(v):
+                v = None
+            bounds.append(v)
+        return tuple(bounds)
 
     def routing(self, idx, n, d):
         """The uniform (or --routing-imbalance) routing of the module's
