@@ -83,6 +83,12 @@ INDICES = {"topk": 1, "sort": 1, "argsort": 0, "argmax": 0, "argmin": 0,
            "max": 1, "min": 1, "kthvalue": 1, "mode": 1, "median": 1,
            "nanmedian": 1, "cummax": 1, "cummin": 1}
 ROUTING = frozenset(("topk", "argmax", "argmin", "max", "min"))
+# Reductions whose answers the host read once are kept (Values._recipe):
+# the same reduction of the same unwritten elements again has the same
+# values.
+RECIPES = frozenset(("min", "max", "amin", "amax", "aminmax", "sum",
+                     "mean", "prod", "std", "var", "norm",
+                     "linalg_vector_norm"))
 # Ops that count a bool tensor's true elements (Values.mask).
 MASK_COUNTS = frozenset(("sum", "count_nonzero"))
 # Bounds on the number of nonzero elements (Values.nonzero_bound): ops
@@ -376,6 +382,12 @@ class Values:
         # id(storage) -> at most how many of its elements are nonzero
         # (nonzero_bound), while no other write has touched it
         self.nzs = {}
+        # id(storage) -> {recipe: real values} of reductions of its
+        # elements that the host read (Values._recipe), and id(storage)
+        # of a reduction's output -> (id(its input's storage), recipe)
+        # (keyed by storage: the host reads a .detach() of it)
+        self.answers = {}
+        self.recipes = {}
         self.written = {}
         self.Fake = FakeTensor
         # The recorder's own computations on real CPU tensors: out of the
@@ -524,6 +536,8 @@ class Values:
         self.srange.pop(k, None)
         self.gen.pop(k, None)
         self.nzs.pop(k, None)
+        self.answers.pop(k, None)
+        self.recipes.pop(k, None)
 
     def _storage_range(self, k):
         """The range _partial_write kept for storage K, while no other
@@ -689,7 +703,14 @@ class Values:
             # a loop on values the fake run does not have stops
             watch.assumed(kind, v, "")
         with self.unset():
-            return torch.full(tuple(t.shape), v, dtype=t.dtype)
+            r = torch.full(tuple(t.shape), v, dtype=t.dtype)
+        rk = self.recipes.get(self._skey(t))
+        if rk is not None and self.gen.get(rk[0], 0) == rk[1][1] and \
+                rk[2] == self._where(t):
+            # the same reduction again gets the same answer (_recipe)
+            with self.unset():
+                self.answers.setdefault(rk[0], {})[rk[1]] = r.clone()
+        return r
 
     # -- after each op -------------------------------------------------------
     def after(self, func, name, args, kwargs, out):
@@ -701,6 +722,54 @@ class Values:
         self._after(func, name, args, kwargs, out)
         if self.nzs or nz is not None:
             self._nz_written(func, name, args, out, nz)
+        if name in RECIPES and not self.cpu:
+            self._recipe(name, args, kwargs, out)
+
+    def _where(self, t):
+        """T's elements: their storage's write count, offset, sizes and
+        strides."""
+        return (self.gen.get(self._skey(t), 0), t.storage_offset(),
+                tuple(t.shape), tuple(t.stride()))
+
+    def _recipe(self, name, args, kwargs, out):
+        """A reduction NAME of a CUDA tensor whose values are unknown,
+        output small: the values the host was answered for the same
+        reduction of the same elements (storage, offset, sizes, strides,
+        dtype, the other arguments; the storage not written since),
+        where it read one (Values.host), become its shadow; else the
+        recipe is noted for host().  GPyTorch's GridInterpolationKernel
+        sets its grid's bounds from x.min(0)[0].tolist() and
+        x.max(0)[0].tolist() (host:float, 1.0), then its Interpolation
+        raises where x.min(0)[0] of the same x is below the grid's
+        minimum: unknown, the mask rule counted one of two dimensions
+        out of bounds, where the same answers agree (the grid built from
+        them holds them)."""
+        t0 = args[0] if args else None
+        o = out[0] if isinstance(out, (tuple, list)) and out else out
+        if not isinstance(t0, self.Fake) or not isinstance(o, self.Fake) \
+                or not self._small(o) or self._has(o) or \
+                any(isinstance(a, self.torch.Tensor) for a in args[1:]) or \
+                any(isinstance(a, self.torch.Tensor)
+                    for a in kwargs.values()):
+            return
+        k = self._dying_key(t0)
+        if k is None:
+            return
+        try:
+            key = (name, self.gen.get(k, 0), t0.storage_offset(),
+                   tuple(t0.shape), tuple(t0.stride()), t0.dtype,
+                   repr(args[1:]), repr(sorted(kwargs.items())))
+        except Exception:   # (symbolic sizes)
+            return
+        r = self.answers.get(k, {}).get(key)
+        if r is not None and tuple(r.shape) == tuple(o.shape):
+            with self.unset():
+                r = r.clone()
+            self._set(o, self._layout(o, r))
+        else:
+            ko = self._dying_key(o)
+            if ko is not None:
+                self.recipes[ko] = (k, key, self._where(o))
 
     # -- bounds on the number of nonzero elements ----------------------------
     def nonzero_bound(self, t):
