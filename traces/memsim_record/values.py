@@ -47,11 +47,14 @@ Assumptions are `annotate` rows (category "assumption") whose site is
 "KIND FILE:LINE =VALUE", counted by KIND in the recorder's summary.
 """
 import functools
+import itertools
 import math
 import os
 import sys
 
 from . import known as _known
+
+_SERIAL = itertools.count(1)    # Values.serials' numbers
 
 SHADOW_LIMIT = 1 << 16        # elements of a floating tensor
 INDEX_LIMIT = 1 << 22         # of an integer or bool one (ids, masks)
@@ -89,6 +92,12 @@ ROUTING = frozenset(("topk", "argmax", "argmin", "max", "min"))
 RECIPES = frozenset(("min", "max", "amin", "amax", "aminmax", "sum",
                      "mean", "prod", "std", "var", "norm",
                      "linalg_vector_norm"))
+# Elementwise ops whose outputs are compared by torch.equal (Values._twin):
+# the same op of the same elements and arguments makes the same values.
+TWINS = frozenset((
+    "add", "sub", "rsub", "mul", "div", "pow", "neg", "exp", "log", "sqrt",
+    "rsqrt", "abs", "reciprocal", "square", "clamp", "clamp_min",
+    "clamp_max", "sigmoid", "tanh", "_to_copy", "clone"))
 # Ops that count a bool tensor's true elements (Values.mask).
 MASK_COUNTS = frozenset(("sum", "count_nonzero"))
 # Bounds on the number of nonzero elements (Values.nonzero_bound): ops
@@ -388,6 +397,11 @@ class Values:
         # (keyed by storage: the host reads a .detach() of it)
         self.answers = {}
         self.recipes = {}
+        # id(storage) -> (recipe, write count) of the elementwise op that
+        # made it (Values._twin), and id(storage) -> a serial number of
+        # the storage (an id a dead storage had is a new serial)
+        self.twin_of = {}
+        self.serials = {}
         self.written = {}
         self.Fake = FakeTensor
         # The recorder's own computations on real CPU tensors: out of the
@@ -538,6 +552,8 @@ class Values:
         self.nzs.pop(k, None)
         self.answers.pop(k, None)
         self.recipes.pop(k, None)
+        self.twin_of.pop(k, None)
+        self.serials.pop(k, None)
 
     def _storage_range(self, k):
         """The range _partial_write kept for storage K, while no other
@@ -724,6 +740,56 @@ class Values:
             self._nz_written(func, name, args, out, nz)
         if name in RECIPES and not self.cpu:
             self._recipe(name, args, kwargs, out)
+        if name in TWINS and not self.cpu:
+            self._twin(name, args, kwargs, out)
+
+    def _twin(self, name, args, kwargs, out):
+        """Notes the recipe of OUT, made by the elementwise op NAME: the
+        op, each tensor argument's storage (its serial number and write
+        count), offset, sizes, strides and dtype, the other arguments.
+        Two outputs of one recipe hold the same values (twins(), for
+        torch.equal)."""
+        if not isinstance(out, self.Fake) or out.device.type != "cuda":
+            return
+        ko = self._dying_key(out)
+        if ko is None:
+            return
+        parts = [name]
+        for a in list(args) + [kwargs[n] for n in sorted(kwargs)]:
+            if isinstance(a, self.torch.Tensor):
+                if not isinstance(a, self.Fake) or a.device.type != "cuda":
+                    return      # (a CPU storage's death goes unreported)
+                k = self._skey(a)
+                if k not in self.serials:
+                    self.serials[k] = next(_SERIAL)
+                parts.append((self.serials[k], self.gen.get(k, 0),
+                              a.storage_offset(), tuple(a.shape),
+                              tuple(a.stride()), a.dtype))
+            elif a is None or isinstance(a, (bool, int, float, str,
+                                              self.torch.dtype,
+                                              self.torch.device)):
+                parts.append((type(a).__name__, a))
+            else:
+                return
+        parts.append(tuple(sorted(kwargs)))
+        try:
+            key = hash(tuple(parts)) and tuple(parts)
+        except TypeError:   # (symbolic sizes)
+            return
+        self.twin_of[ko] = (key, self.gen.get(ko, 0))
+
+    def twins(self, a, b):
+        """Whether fake tensors A and B are the same elements of two
+        outputs of one recipe (_twin), neither written since: GPyTorch's
+        kernels divide x1 and x2 by the lengthscale, then ask
+        torch.equal(x1_, x2_) of the two quotients when x2 is x1."""
+        ka, kb = self._skey(a), self._skey(b)
+        ta, tb = self.twin_of.get(ka), self.twin_of.get(kb)
+        return ta is not None and tb is not None and ta[0] == tb[0] and \
+            self.gen.get(ka, 0) == ta[1] and self.gen.get(kb, 0) == tb[1] \
+            and a.dtype == b.dtype and \
+            a.storage_offset() == b.storage_offset() and \
+            tuple(a.shape) == tuple(b.shape) and a.stride() == b.stride()
 
     def _where(self, t):
         """T's elements: their storage's write count, offset, sizes and
@@ -1788,6 +1854,11 @@ def _host_bool_answer(rec, name, a, b, m):
             id(a.untyped_storage()) == id(b.untyped_storage()) and \
             a.storage_offset() == b.storage_offset() and \
             a.stride() == b.stride():
+        assume(rec, name + ":same", True)
+        return True
+    vs = rec.known.values
+    if vs is not None and vs.twins(a, b):
+        # the same computation of the same elements (Values._twin)
         assume(rec, name + ":same", True)
         return True
     if name == "allclose":
