@@ -97,7 +97,9 @@ RECIPES = frozenset(("min", "max", "amin", "amax", "aminmax", "sum",
 TWINS = frozenset((
     "add", "sub", "rsub", "mul", "div", "pow", "neg", "exp", "log", "sqrt",
     "rsqrt", "abs", "reciprocal", "square", "clamp", "clamp_min",
-    "clamp_max", "sigmoid", "tanh", "_to_copy", "clone"))
+    "clamp_max", "sigmoid", "tanh", "_to_copy", "clone", "softplus",
+    "relu", "exp2", "expm1", "log1p", "sin", "cos"))
+TWIN_KEYS = 1 << 16     # recipes kept (Values.recipe_nums)
 # Ops that count a bool tensor's true elements (Values.mask).
 MASK_COUNTS = frozenset(("sum", "count_nonzero"))
 # Bounds on the number of nonzero elements (Values.nonzero_bound): ops
@@ -402,6 +404,7 @@ class Values:
         # the storage (an id a dead storage had is a new serial)
         self.twin_of = {}
         self.serials = {}
+        self.recipe_nums = {}
         self.written = {}
         self.Fake = FakeTensor
         # The recorder's own computations on real CPU tensors: out of the
@@ -748,7 +751,11 @@ class Values:
         op, each tensor argument's storage (its serial number and write
         count), offset, sizes, strides and dtype, the other arguments.
         Two outputs of one recipe hold the same values (twins(), for
-        torch.equal)."""
+        torch.equal).  An argument that is itself such an output, not
+        written since, is named by its recipe's number (the recipes'
+        numbers, self.recipe_nums; never reused), so that recipes of
+        twins are one: GPyTorch's lengthscale is a softplus of the raw
+        parameter made anew at each access."""
         if not isinstance(out, self.Fake) or out.device.type != "cuda":
             return
         ko = self._dying_key(out)
@@ -760,10 +767,15 @@ class Values:
                 if not isinstance(a, self.Fake) or a.device.type != "cuda":
                     return      # (a CPU storage's death goes unreported)
                 k = self._skey(a)
-                if k not in self.serials:
-                    self.serials[k] = next(_SERIAL)
-                parts.append((self.serials[k], self.gen.get(k, 0),
-                              a.storage_offset(), tuple(a.shape),
+                g = self.gen.get(k, 0)
+                t = self.twin_of.get(k)
+                if t is not None and t[1] == g:
+                    ident = ("r", t[0])
+                else:
+                    if k not in self.serials:
+                        self.serials[k] = next(_SERIAL)
+                    ident = ("s", self.serials[k], g)
+                parts.append((ident, a.storage_offset(), tuple(a.shape),
                               tuple(a.stride()), a.dtype))
             elif a is None or isinstance(a, (bool, int, float, str,
                                               self.torch.dtype,
@@ -772,11 +784,18 @@ class Values:
             else:
                 return
         parts.append(tuple(sorted(kwargs)))
+        key = tuple(parts)
         try:
-            key = hash(tuple(parts)) and tuple(parts)
+            num = self.recipe_nums.get(key)
         except TypeError:   # (symbolic sizes)
             return
-        self.twin_of[ko] = (key, self.gen.get(ko, 0))
+        if num is None:
+            if len(self.recipe_nums) >= TWIN_KEYS:
+                # (bounded: an older recipe made again is not found,
+                # a number is never given to another recipe)
+                self.recipe_nums.clear()
+            num = self.recipe_nums[key] = next(_SERIAL)
+        self.twin_of[ko] = (num, self.gen.get(ko, 0))
 
     def twins(self, a, b):
         """Whether fake tensors A and B are the same elements of two
