@@ -1723,6 +1723,43 @@ def _patch_legacy_types(torch):
         setattr(torch.cuda, name, cls)
         cuda_types[name] = cls
 
+    class _SparseMeta(type):
+        # legacy_sparse_tensor_generic_ctor_new: (indices, values, size)
+        # is _sparse_coo_tensor_with_dims_and_tensors of the two, no
+        # check of the indices (sparse_coo_tensor with check_invariants
+        # off makes the same op); (indices, values) sparse_coo_tensor,
+        # its size from the indices; sizes an empty sparse tensor
+        def __call__(cls, *args, device=None):
+            if len(args) in (2, 3) and isinstance(args[0], torch.Tensor) \
+                    and isinstance(args[1], torch.Tensor):
+                size = (tuple(args[2]),) if len(args) == 3 else ()
+                return torch.sparse_coo_tensor(
+                    args[0], args[1], *size, dtype=cls.dtype, device=cuda0,
+                    check_invariants=False)
+            size = args[0] if len(args) == 1 and \
+                isinstance(args[0], torch.Size) else args
+            if not all(isinstance(x, int) and not isinstance(x, bool)
+                       for x in size):
+                raise TypeError("%s(): expected indices and values, or "
+                                "sizes" % cls.__name__)
+            return torch.empty(size or (0,), dtype=cls.dtype,
+                               layout=torch.sparse_coo, device=cuda0)
+
+        def __instancecheck__(cls, x):
+            return (isinstance(x, torch.Tensor) and x.device.type == "cuda"
+                    and x.dtype == cls.dtype and x.is_sparse)
+
+    # torch.cuda.sparse's (GPyTorch's make_sparse_from_indices_and_values:
+    # getattr(torch.cuda.sparse, "FloatTensor")(indices, values, size))
+    for name in [n for n in dir(torch.cuda.sparse) if n.endswith("Tensor")]:
+        host = getattr(torch, name, None)
+        if not isinstance(getattr(host, "dtype", None), torch.dtype):
+            continue
+        cls = _SparseMeta(name, (), dict(
+            methods, dtype=host.dtype, is_cuda=True, is_sparse=True,
+            layout=torch.sparse_coo, __module__="torch.cuda.sparse"))
+        setattr(torch.cuda.sparse, name, cls)
+
     def target(t):
         """(device type, dtype) that T names, a legacy type or its
         dotted name; or None (a dtype, a sparse type)."""

@@ -219,6 +219,9 @@ class Known:
                 vs.lost(name, e)
             if vs.cpu:
                 return      # --values cpu: computed, no rule here
+        if name == "_is_all_true" and isinstance(out, self.tensor):
+            self._check(args, kwargs, out)
+            return
         if name in _STRAIGHT and isinstance(out, self.tensor) and \
                 (self.diffs or name in ("rsub", "sub")):
             self.straight(name, args, kwargs, out)
@@ -272,6 +275,30 @@ class Known:
             elif base in SAME:
                 for o in out:
                     self._set(o, v)
+
+    def _check(self, args, kwargs, out):
+        """torch._is_all_true(valid): its value, all() of VALID's, where
+        known (the values' shadow, range or uniform value); else True,
+        assumption check:true.  PyTorch asks it only of checks that raise
+        when false: torch.distributions' argument and sample checks
+        (Distribution.__init__, _validate_sample: `if not
+        torch._is_all_true(valid): raise ValueError`) and
+        torch._check_tensor_all (cond._is_all_true().item()).  A recorded
+        program ran to its end, its checks passed (GPyTorch's
+        Normal(mean, stddev) of a predictive variance)."""
+        vs = self.values
+        if vs is not None and vs._has(out):
+            return
+        try:
+            v = self._compute("all", args, kwargs)
+        except (ArithmeticError, TypeError, ValueError):
+            v = UNKNOWN
+        if v is UNKNOWN:
+            v = True
+            if vs is not None:
+                from . import values
+                values.assume(vs.rec, "check:true", v)
+        self._set(out, v)
 
     def straight(self, name, args, kwargs, out):
         """The straight-through estimator, t + (c - t).detach() (a hard

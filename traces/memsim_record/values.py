@@ -50,11 +50,14 @@ Assumptions are `annotate` rows (category "assumption") whose site is
 "KIND FILE:LINE =VALUE", counted by KIND in the recorder's summary.
 """
 import functools
+import itertools
 import math
 import os
 import sys
 
 from . import known as _known
+
+_SERIAL = itertools.count(1)    # Values.serials' numbers
 
 SHADOW_LIMIT = 1 << 16        # elements of a floating tensor
 INDEX_LIMIT = 1 << 22         # of an integer or bool one (ids, masks)
@@ -90,6 +93,20 @@ INDICES = {"topk": 1, "sort": 1, "argsort": 0, "argmax": 0, "argmin": 0,
            "max": 1, "min": 1, "kthvalue": 1, "mode": 1, "median": 1,
            "nanmedian": 1, "cummax": 1, "cummin": 1}
 ROUTING = frozenset(("topk", "argmax", "argmin", "max", "min"))
+# Reductions whose answers the host read once are kept (Values._recipe):
+# the same reduction of the same unwritten elements again has the same
+# values.
+RECIPES = frozenset(("min", "max", "amin", "amax", "aminmax", "sum",
+                     "mean", "prod", "std", "var", "norm",
+                     "linalg_vector_norm"))
+# Elementwise ops whose outputs are compared by torch.equal (Values._twin):
+# the same op of the same elements and arguments makes the same values.
+TWINS = frozenset((
+    "add", "sub", "rsub", "mul", "div", "pow", "neg", "exp", "log", "sqrt",
+    "rsqrt", "abs", "reciprocal", "square", "clamp", "clamp_min",
+    "clamp_max", "sigmoid", "tanh", "_to_copy", "clone", "softplus",
+    "relu", "exp2", "expm1", "log1p", "sin", "cos"))
+TWIN_KEYS = 1 << 16     # recipes kept (Values.recipe_nums)
 # Ops that count a bool tensor's true elements (Values.mask).
 MASK_COUNTS = frozenset(("sum", "count_nonzero"))
 # Bounds on the number of nonzero elements (Values.nonzero_bound): ops
@@ -385,6 +402,18 @@ class Values:
         # its last dimension or None, that dimension's size): while no
         # other write has touched it (nonzero_bound, row_bound)
         self.nzs = {}
+        # id(storage) -> {recipe: real values} of reductions of its
+        # elements that the host read (Values._recipe), and id(storage)
+        # of a reduction's output -> (id(its input's storage), recipe)
+        # (keyed by storage: the host reads a .detach() of it)
+        self.answers = {}
+        self.recipes = {}
+        # id(storage) -> (recipe, write count) of the elementwise op that
+        # made it (Values._twin), and id(storage) -> a serial number of
+        # the storage (an id a dead storage had is a new serial)
+        self.twin_of = {}
+        self.serials = {}
+        self.recipe_nums = {}
         self.written = {}
         self.Fake = FakeTensor
         # The recorder's own computations on real CPU tensors: out of the
@@ -533,6 +562,10 @@ class Values:
         self.srange.pop(k, None)
         self.gen.pop(k, None)
         self.nzs.pop(k, None)
+        self.answers.pop(k, None)
+        self.recipes.pop(k, None)
+        self.twin_of.pop(k, None)
+        self.serials.pop(k, None)
 
     def _storage_range(self, k):
         """The range _partial_write kept for storage K, while no other
@@ -698,7 +731,14 @@ class Values:
             # a loop on values the fake run does not have stops
             watch.assumed(kind, v, "")
         with self.unset():
-            return torch.full(tuple(t.shape), v, dtype=t.dtype)
+            r = torch.full(tuple(t.shape), v, dtype=t.dtype)
+        rk = self.recipes.get(self._skey(t))
+        if rk is not None and self.gen.get(rk[0], 0) == rk[1][1] and \
+                rk[2] == self._where(t):
+            # the same reduction again gets the same answer (_recipe)
+            with self.unset():
+                self.answers.setdefault(rk[0], {})[rk[1]] = r.clone()
+        return r
 
     # -- after each op -------------------------------------------------------
     def after(self, func, name, args, kwargs, out):
@@ -710,6 +750,120 @@ class Values:
         self._after(func, name, args, kwargs, out)
         if self.nzs or nz is not None:
             self._nz_written(func, name, args, out, nz)
+        if name in RECIPES and not self.cpu:
+            self._recipe(name, args, kwargs, out)
+        if name in TWINS and not self.cpu:
+            self._twin(name, args, kwargs, out)
+
+    def _twin(self, name, args, kwargs, out):
+        """Notes the recipe of OUT, made by the elementwise op NAME: the
+        op, each tensor argument's storage (its serial number and write
+        count), offset, sizes, strides and dtype, the other arguments.
+        Two outputs of one recipe hold the same values (twins(), for
+        torch.equal).  An argument that is itself such an output, not
+        written since, is named by its recipe's number (the recipes'
+        numbers, self.recipe_nums; never reused), so that recipes of
+        twins are one: GPyTorch's lengthscale is a softplus of the raw
+        parameter made anew at each access."""
+        if not isinstance(out, self.Fake) or out.device.type != "cuda":
+            return
+        ko = self._dying_key(out)
+        if ko is None:
+            return
+        parts = [name]
+        for a in list(args) + [kwargs[n] for n in sorted(kwargs)]:
+            if isinstance(a, self.torch.Tensor):
+                if not isinstance(a, self.Fake) or a.device.type != "cuda":
+                    return      # (a CPU storage's death goes unreported)
+                k = self._skey(a)
+                g = self.gen.get(k, 0)
+                t = self.twin_of.get(k)
+                if t is not None and t[1] == g:
+                    ident = ("r", t[0])
+                else:
+                    if k not in self.serials:
+                        self.serials[k] = next(_SERIAL)
+                    ident = ("s", self.serials[k], g)
+                parts.append((ident, a.storage_offset(), tuple(a.shape),
+                              tuple(a.stride()), a.dtype))
+            elif a is None or isinstance(a, (bool, int, float, str,
+                                              self.torch.dtype,
+                                              self.torch.device)):
+                parts.append((type(a).__name__, a))
+            else:
+                return
+        parts.append(tuple(sorted(kwargs)))
+        key = tuple(parts)
+        try:
+            num = self.recipe_nums.get(key)
+        except TypeError:   # (symbolic sizes)
+            return
+        if num is None:
+            if len(self.recipe_nums) >= TWIN_KEYS:
+                # (bounded: an older recipe made again is not found,
+                # a number is never given to another recipe)
+                self.recipe_nums.clear()
+            num = self.recipe_nums[key] = next(_SERIAL)
+        self.twin_of[ko] = (num, self.gen.get(ko, 0))
+
+    def twins(self, a, b):
+        """Whether fake tensors A and B are the same elements of two
+        outputs of one recipe (_twin), neither written since: GPyTorch's
+        kernels divide x1 and x2 by the lengthscale, then ask
+        torch.equal(x1_, x2_) of the two quotients when x2 is x1."""
+        ka, kb = self._skey(a), self._skey(b)
+        ta, tb = self.twin_of.get(ka), self.twin_of.get(kb)
+        return ta is not None and tb is not None and ta[0] == tb[0] and \
+            self.gen.get(ka, 0) == ta[1] and self.gen.get(kb, 0) == tb[1] \
+            and a.dtype == b.dtype and \
+            a.storage_offset() == b.storage_offset() and \
+            tuple(a.shape) == tuple(b.shape) and a.stride() == b.stride()
+
+    def _where(self, t):
+        """T's elements: their storage's write count, offset, sizes and
+        strides."""
+        return (self.gen.get(self._skey(t), 0), t.storage_offset(),
+                tuple(t.shape), tuple(t.stride()))
+
+    def _recipe(self, name, args, kwargs, out):
+        """A reduction NAME of a CUDA tensor whose values are unknown,
+        output small: the values the host was answered for the same
+        reduction of the same elements (storage, offset, sizes, strides,
+        dtype, the other arguments; the storage not written since),
+        where it read one (Values.host), become its shadow; else the
+        recipe is noted for host().  GPyTorch's GridInterpolationKernel
+        sets its grid's bounds from x.min(0)[0].tolist() and
+        x.max(0)[0].tolist() (host:float, 1.0), then its Interpolation
+        raises where x.min(0)[0] of the same x is below the grid's
+        minimum: unknown, the mask rule counted one of two dimensions
+        out of bounds, where the same answers agree (the grid built from
+        them holds them)."""
+        t0 = args[0] if args else None
+        o = out[0] if isinstance(out, (tuple, list)) and out else out
+        if not isinstance(t0, self.Fake) or not isinstance(o, self.Fake) \
+                or not self._small(o) or self._has(o) or \
+                any(isinstance(a, self.torch.Tensor) for a in args[1:]) or \
+                any(isinstance(a, self.torch.Tensor)
+                    for a in kwargs.values()):
+            return
+        k = self._dying_key(t0)
+        if k is None:
+            return
+        try:
+            key = (name, self.gen.get(k, 0), t0.storage_offset(),
+                   tuple(t0.shape), tuple(t0.stride()), t0.dtype,
+                   repr(args[1:]), repr(sorted(kwargs.items())))
+        except Exception:   # (symbolic sizes)
+            return
+        r = self.answers.get(k, {}).get(key)
+        if r is not None and tuple(r.shape) == tuple(o.shape):
+            with self.unset():
+                r = r.clone()
+            self._set(o, self._layout(o, r))
+        else:
+            ko = self._dying_key(o)
+            if ko is not None:
+                self.recipes[ko] = (k, key, self._where(o))
 
     # -- bounds on the number of nonzero elements ----------------------------
     def nonzero_bound(self, t):
@@ -1813,6 +1967,11 @@ def _host_bool_answer(rec, name, a, b, m):
             id(a.untyped_storage()) == id(b.untyped_storage()) and \
             a.storage_offset() == b.storage_offset() and \
             a.stride() == b.stride():
+        assume(rec, name + ":same", True)
+        return True
+    vs = rec.known.values
+    if vs is not None and vs.twins(a, b):
+        # the same computation of the same elements (Values._twin)
         assume(rec, name + ":same", True)
         return True
     if name == "allclose":
