@@ -128,6 +128,9 @@ class Dispatch:
         self.host_rng = host.HostRNG(torch, rec)
         # id(storage) -> a weak reference whose callback frees it
         self.refs = {}
+        # id(storage) -> the autograd node (id, sequence number) whose
+        # evaluation made it, for storages made in a backward
+        self.born = {}
         # OpOverload -> (its packet's name, whether its only kernel is a
         # CompositeImplicitAutograd one, whether _dynamic may answer it):
         # asked once an op, not at every call.
@@ -161,6 +164,7 @@ class Dispatch:
         def cb(_ref):
             rec.retired.discard(key)
             rec.free(key)
+            self.born.pop(key, None)
             # the storage's id may be another's next: what the values
             # kept under it goes with it
             vs = getattr(getattr(rec, "known", None), "values", None)
@@ -2046,6 +2050,11 @@ class Dispatch:
             return
         self.rec.alloc(nb, self.rec.category(name), self.rec.site(), key)
         self.refs[key] = weakref.ref(s, self.on_storage_death(key))
+        if self.rec.phase_backward or lifecycle.autograd_thread():
+            # the node whose evaluation made it (accumulates)
+            node = _autograd_node()
+            if node is not None:
+                self.born[key] = (id(node), node._sequence_nr())
 
     def accumulates(self, args, kwargs):
         """Whether this add is the autograd engine's accumulation of two
@@ -2065,7 +2074,15 @@ class Dispatch:
                 a.storage_offset() != 0 or \
                 a.untyped_storage().nbytes() != a.numel() * a.element_size():
             return False
-        if _autograd_node() is None:
+        node = _autograd_node()
+        if node is None:
+            return False
+        if self.born.get(id(a.untyped_storage())) == \
+                (id(node), node._sequence_nr()) and not _twice(node):
+            # made by this node's own formula, and no two of the node's
+            # gradients go to one input: the formula's add, not the
+            # engine's (cholesky_backward's gA + gA.tril(-1).mH(),
+            # atan2's self * self + other * other), out of place
             return False
         try:
             # can_accumulate_inplace: the buffer holds the last reference
@@ -2096,6 +2113,20 @@ _RUN = object()       # a _BEFORE handler's "not answered: run the op"
 # the autograd node whose backward runs on this thread now (the formulas
 # the handlers above recognise by name)
 _autograd_node = lifecycle.autograd_node
+
+
+def _twice(node):
+    """Whether two of NODE's next edges are one input of one node (x * x:
+    MulBackward0's two gradients of x, which the engine then adds)."""
+    seen = set()
+    for fn, nr in node.next_functions:
+        if fn is None:
+            continue
+        k = (id(fn), nr)
+        if k in seen:
+            return True
+        seen.add(k)
+    return False
 
 
 def _prod_shape(shape):
