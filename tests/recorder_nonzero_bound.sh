@@ -81,6 +81,22 @@ PY
 for want in "nonzero 60" "fg 60"; do
 	grep -qxF "$want" "$tmp/err" || fail "padded rows: '$want' not in: $(cat "$tmp/err")"
 done
+# A row bound is its storage's rows': a transpose's rows are the
+# columns.  Ones scattered at index 0 of each of 300 rows (at most 1 a
+# row) make column 0 all ones: row 0 of the transpose has 300, not 1.
+cat >"$tmp/d.py" <<'PY'
+import torch
+A = 300
+idx = torch.zeros(A, 1, dtype=torch.long, device="cuda")
+m = torch.zeros(A, A, device="cuda")
+m.scatter_(-1, idx, 1.0)
+c = torch.zeros(A, 1, device="cuda")
+c[0] = 1.0
+print("transposed", int((m.mT * c).bool().sum()))
+PY
+(cd "$tmp" && $MEMSIM record --fake -o "$tmp/d.csv" -- "$PY" d.py) \
+	>"$tmp/err" 2>&1 || fail "record: $(tail -3 "$tmp/err")"
+grep -qxF "transposed 300" "$tmp/err" || fail "a transpose's rows: $(grep transposed "$tmp/err")"
 # A bound is kept under its storage's id while the storage lives: a
 # fake CPU tensor's (`.cpu()` of a known one, before the host has its
 # values) died unreported, and a CUDA storage given its id later took

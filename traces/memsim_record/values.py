@@ -918,8 +918,8 @@ class Values:
         ent = self.nzs.get(self._skey(t))
         if ent is None or ent[2] is None or ent[3] != n or \
                 self.gen.get(self._skey(t), 0) != ent[1] or \
-                not self._whole(t):
-            return None
+                not self._whole(t) or not t.is_contiguous():
+            return None     # (rows of another layout: a transpose's)
         return ent[2]
 
     def count(self, t, frac, shape=None):
@@ -1027,7 +1027,10 @@ class Values:
         """Keeps NZ, _nz_rule's (bound, row), for T's storage."""
         k = self._dying_key(t)
         if k is not None:
-            self.nzs[k] = (nz[0], self.gen.get(k, 0), nz[1],
+            # (a row bound holds for the storage's runs of the last
+            # size only where T's rows are those runs)
+            self.nzs[k] = (nz[0], self.gen.get(k, 0),
+                           nz[1] if t.is_contiguous() else None,
                            t.shape[-1] if t.dim() else 1)
 
     def _nz_storage(self, t):
