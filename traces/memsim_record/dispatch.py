@@ -2052,9 +2052,9 @@ class Dispatch:
         self.refs[key] = weakref.ref(s, self.on_storage_death(key))
         if self.rec.phase_backward or lifecycle.autograd_thread():
             # the node whose evaluation made it (accumulates)
-            node = _autograd_node()
-            if node is not None:
-                self.born[key] = (id(node), node._sequence_nr())
+            tok = _node_token(_autograd_node())
+            if tok is not None:
+                self.born[key] = tok
 
     def accumulates(self, args, kwargs):
         """Whether this add is the autograd engine's accumulation of two
@@ -2077,8 +2077,10 @@ class Dispatch:
         node = _autograd_node()
         if node is None:
             return False
-        if self.born.get(id(a.untyped_storage())) == \
-                (id(node), node._sequence_nr()) and not _twice(node):
+        tok = _node_token(node)
+        if tok is not None and \
+                self.born.get(id(a.untyped_storage())) == tok and \
+                not _twice(node):
             # made by this node's own formula, and no two of the node's
             # gradients go to one input: the formula's add, not the
             # engine's (cholesky_backward's gA + gA.tril(-1).mH(),
@@ -2115,11 +2117,27 @@ _RUN = object()       # a _BEFORE handler's "not answered: run the op"
 _autograd_node = lifecycle.autograd_node
 
 
+def _node_token(node):
+    """NODE's identity while its graph lives (the id of its Python
+    object, which PyTorch keeps, and its sequence number), or None."""
+    if node is None:
+        return None
+    try:
+        return (id(node), node._sequence_nr())
+    except Exception:
+        return None
+
+
 def _twice(node):
     """Whether two of NODE's next edges are one input of one node (x * x:
-    MulBackward0's two gradients of x, which the engine then adds)."""
+    MulBackward0's two gradients of x, which the engine then adds); True
+    where PyTorch cannot say (the engine's add assumed, as before)."""
     seen = set()
-    for fn, nr in node.next_functions:
+    try:
+        edges = node.next_functions
+    except Exception:
+        return True
+    for fn, nr in edges:
         if fn is None:
             continue
         k = (id(fn), nr)
