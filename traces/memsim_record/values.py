@@ -157,6 +157,13 @@ FULL = frozenset(("copy_", "fill_", "zero_", "uniform_", "normal_",
                   "log_normal_", "cauchy_"))
 
 
+def _last_stride(t):
+    """The stride of T's last dimension (1 for a 0-dim tensor): with its
+    size, what makes a dense tensor's rows the same elements as another
+    view's of its storage (a transpose's rows are its columns)."""
+    return t.stride(-1) if t.dim() else 1
+
+
 class _Skip(Exception):
     pass
 
@@ -918,7 +925,7 @@ class Values:
         ent = self.nzs.get(self._skey(t))
         if ent is None or ent[2] is None or ent[3] != n or \
                 self.gen.get(self._skey(t), 0) != ent[1] or \
-                not self._whole(t) or not t.is_contiguous():
+                ent[4] != _last_stride(t) or not self._whole(t):
             return None     # (rows of another layout: a transpose's)
         return ent[2]
 
@@ -1027,11 +1034,10 @@ class Values:
         """Keeps NZ, _nz_rule's (bound, row), for T's storage."""
         k = self._dying_key(t)
         if k is not None:
-            # (a row bound holds for the storage's runs of the last
-            # size only where T's rows are those runs)
-            self.nzs[k] = (nz[0], self.gen.get(k, 0),
-                           nz[1] if t.is_contiguous() else None,
-                           t.shape[-1] if t.dim() else 1)
+            # (a row bound holds for the rows of T's layout: read
+            # through a view of the same last size and stride only)
+            self.nzs[k] = (nz[0], self.gen.get(k, 0), nz[1],
+                           t.shape[-1] if t.dim() else 1, _last_stride(t))
 
     def _nz_storage(self, t):
         """nonzero_bound of T's whole storage (before an op writes into
