@@ -772,17 +772,15 @@ class Values:
         numbers, self.recipe_nums; never reused), so that recipes of
         twins are one: GPyTorch's lengthscale is a softplus of the raw
         parameter made anew at each access."""
-        if not isinstance(out, self.Fake) or out.device.type != "cuda":
-            return
-        ko = self._dying_key(out)
+        ko = self._dying_key(out) if isinstance(out, self.Fake) else None
         if ko is None:
             return
         parts = [name]
         for a in list(args) + [kwargs[n] for n in sorted(kwargs)]:
             if isinstance(a, self.torch.Tensor):
-                if not isinstance(a, self.Fake) or a.device.type != "cuda":
+                k = self._dying_key(a) if isinstance(a, self.Fake) else None
+                if k is None:
                     return      # (a CPU storage's death goes unreported)
-                k = self._skey(a)
                 g = self.gen.get(k, 0)
                 t = self.twin_of.get(k)
                 if t is not None and t[1] == g:
@@ -857,8 +855,8 @@ class Values:
         if k is None:
             return
         try:
-            key = (name, self.gen.get(k, 0), t0.storage_offset(),
-                   tuple(t0.shape), tuple(t0.stride()), t0.dtype,
+            # (the write count second: host() compares it)
+            key = (name, *self._where(t0), t0.dtype,
                    repr(args[1:]), repr(sorted(kwargs.items())))
             hash(key)
         except Exception:   # (symbolic sizes: a SymInt is unhashable)
@@ -922,9 +920,8 @@ class Values:
         if r is not None:
             with self.unset():
                 return int((r != 0).sum(-1).max()) if r.numel() else 0
-        ent = self.nzs.get(self._skey(t))
+        ent = self._nz_entry(self._skey(t))
         if ent is None or ent[2] is None or ent[3] != n or \
-                self.gen.get(self._skey(t), 0) != ent[1] or \
                 ent[4] != _last_stride(t) or not self._whole(t):
             return None     # (rows of another layout: a transpose's)
         return ent[2]
@@ -1022,13 +1019,18 @@ class Values:
             return None
         return (o.numel() if b is None else b), row
 
-    def _nz_kept(self, k):
-        """The bound nzs keeps for storage K, while no other write has
-        touched it since, or None."""
+    def _nz_entry(self, k):
+        """nzs's entry for storage K, while no other write has touched it
+        since, or None."""
         ent = self.nzs.get(k)
         if ent is None or self.gen.get(k, 0) != ent[1]:
             return None
-        return ent[0]
+        return ent
+
+    def _nz_kept(self, k):
+        """The bound nzs keeps for storage K (_nz_entry), or None."""
+        ent = self._nz_entry(k)
+        return None if ent is None else ent[0]
 
     def _nz_keep(self, t, nz):
         """Keeps NZ, _nz_rule's (bound, row), for T's storage."""
