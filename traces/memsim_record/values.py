@@ -152,6 +152,9 @@ PARTIAL_SRC = {"copy_": (1, "src"), "fill_": (1, "value"),
                "index_copy_": (3, "source"), "scatter_": (3, "src")}
 
 # In-place ops that overwrite every element of their target.
+# Uninitialized tensors: no values until written (Values.blank).
+EMPTY = frozenset(("empty", "empty_like", "new_empty", "empty_strided",
+                   "new_empty_strided", "empty_permuted"))
 FULL = frozenset(("copy_", "fill_", "zero_", "uniform_", "normal_",
                   "random_", "bernoulli_", "exponential_", "geometric_",
                   "log_normal_", "cauchy_"))
@@ -409,6 +412,11 @@ class Values:
         # its last dimension or None, that dimension's size): while no
         # other write has touched it (nonzero_bound, row_bound)
         self.nzs = {}
+        # id(storage) -> (the empty tensor made with it, a weak
+        # reference; its values, its written elements (flat, over the
+        # storage), the write count): an uninitialized tensor the program
+        # writes part by part with known values (Values._blank_write)
+        self.blank = {}
         # id(storage) -> {recipe: real values} of reductions of its
         # elements that the host read (Values._recipe), and id(storage)
         # of a reduction's output -> (id(its input's storage), recipe)
@@ -569,6 +577,7 @@ class Values:
         self.srange.pop(k, None)
         self.gen.pop(k, None)
         self.nzs.pop(k, None)
+        self.blank.pop(k, None)
         self.answers.pop(k, None)
         self.recipes.pop(k, None)
         self.twin_of.pop(k, None)
@@ -1085,7 +1094,8 @@ class Values:
                 and args[0].dtype == self.torch.bool:
             self._count(args[0], "mask")
         if not self.cpu and not self.shadow and not self.ranges and \
-                not self.srange and name not in SOURCES and name not in RANDOM and \
+                not self.srange and name not in SOURCES and \
+                name not in EMPTY and name not in RANDOM and \
                 name not in BOUNDED and name not in CLAMPS and \
                 name not in INDICES and name not in GATHERS:
             return
@@ -1101,6 +1111,10 @@ class Values:
                 with self.unset():      # (a view of the shadow, not fake)
                     r = r.view(tuple(out.shape))
                 self._set(out, r)
+            return
+        if name in EMPTY and not self.cpu:
+            if isinstance(out, self.Fake):
+                self._blank(out)
             return
         written = _known.written_args(self.written, func)
         targets = []
@@ -1134,9 +1148,13 @@ class Values:
             reals = real if isinstance(real, (tuple, list)) else (real,)
             if targets:
                 if fresh:
-                    self._stale([t for t, _ in fresh.values()])
-                    for t, r in fresh.values():
+                    ts = [t for t, _ in fresh.values()]
+                    blank = [self._blank_valid(t) for t in ts]
+                    self._stale(ts)
+                    for (t, r), b in zip(fresh.values(), blank):
                         self._set(t, r)
+                        if b:
+                            self._blank_write(t, r)
                 return
             view = getattr(func, "is_view", False)
             for o, r in zip(outs, reals):
@@ -1157,6 +1175,62 @@ class Values:
             return
         # rules mode: routing shadows, ranges
         self._rules(func, name, args, kwargs, out, outs, targets)
+
+    def _blank(self, t):
+        """Keeps T, a small uninitialized tensor (empty, empty_like), as
+        blank: its values are had once the program has written every
+        element of its storage with known values, part by part
+        (Ultralytics' xywh2xyxy: y = empty_like(x), then y[..., :2] and
+        y[..., 2:] written; the boxes then decide how many objects an
+        image has, a mask's nonzero bound)."""
+        k = self._dying_key(t)
+        n = t.numel()
+        # (a size under --symbolic is none: its test would be a guard)
+        if k is None or type(n) is not int or n == 0 or not self._small(t):
+            return
+        try:
+            n = t.untyped_storage().nbytes() // t.element_size()
+        except Exception:
+            return
+        import weakref
+        with self.unset():
+            vals = self.torch.zeros((n,), dtype=t.dtype)
+            done = self.torch.zeros((n,), dtype=self.torch.bool)
+        self.blank[k] = (weakref.ref(t), vals, done, self.gen.get(k, 0))
+
+    def _blank_valid(self, t):
+        """Whether T's storage is blank with every write since mirrored."""
+        k = self._skey(t)
+        ent = self.blank.get(k)
+        if ent is None:
+            return False
+        if ent[3] != self.gen.get(k, 0):
+            del self.blank[k]       # a write of unknown values
+            return False
+        return True
+
+    def _blank_write(self, t, r):
+        """Mirrors R, the values just written into T (a view of a blank
+        storage), on the storage's; once every element has been written,
+        the empty tensor gets them as its shadow."""
+        k = self._skey(t)
+        base, vals, done, _ = self.blank[k]
+        torch = self.torch
+        with self.unset():
+            geo = (tuple(t.shape), tuple(t.stride()), t.storage_offset())
+            vals.as_strided(*geo).copy_(r)
+            done.as_strided(*geo).fill_(True)
+            every = bool(done.all())
+        g = self.gen.get(k, 0)
+        self.blank[k] = (base, vals, done, g)
+        b = base()
+        if not every or b is None:
+            return
+        del self.blank[k]
+        with self.unset():
+            v = vals.as_strided(tuple(b.shape), tuple(b.stride()),
+                                b.storage_offset()).clone()
+        self._set(b, self._layout(b, v))
 
     def _partial_write(self, name, args, kwargs, t):
         """The range of T's whole storage after NAME writes values of
