@@ -1991,7 +1991,72 @@ def _sdpa_bwd(torch, func, a2, k2, out):
     return tuple(rest)
 
 
+def _bn_fwd(torch, func, a2, k2, out):
+    """cuDNN's batch norm (cudnn_batch_norm, which CUDA's training-mode
+    batch_norm dispatches to) on the CPU: native_batch_norm, in float32
+    for a half input (cuDNN takes half data with float parameters); the
+    running statistics are updated in place, as cuDNN's are.  Its
+    save_var is the saved inverse standard deviation (cuDNN's
+    resultSaveInvVariance), native_batch_norm's save_invstd; the reserve
+    space zeros."""
+    d = _named(func, a2, k2)
+    x = d["input"]
+    res = torch.ops.aten.native_batch_norm(
+        x.float(), d["weight"], d.get("bias"), d.get("running_mean"),
+        d.get("running_var"), d["training"],
+        d["exponential_average_factor"], d["epsilon"])
+    rest = _zeros_like_outs(torch, out)
+    for i, t in enumerate(res):
+        if tuple(t.shape) == tuple(rest[i].shape):
+            rest[i] = t.to(rest[i].dtype)
+    return tuple(rest)
+
+
+def _bn_bwd(torch, func, a2, k2, out):
+    """cudnn_batch_norm_backward on the CPU: native_batch_norm_backward of
+    the training mode, from the saved mean and inverse deviation."""
+    d = _named(func, a2, k2)
+    x = d["input"]
+    res = torch.ops.aten.native_batch_norm_backward(
+        d["grad_output"].float(), x.float(), d["weight"],
+        d.get("running_mean"), d.get("running_var"), d.get("save_mean"),
+        d.get("save_var"), True, d["epsilon"], [True, True, True])
+    rest = _zeros_like_outs(torch, out)
+    for i, t in enumerate(res):
+        if isinstance(t, torch.Tensor) and \
+                tuple(t.shape) == tuple(rest[i].shape):
+            rest[i] = t.to(rest[i].dtype)
+    return tuple(rest)
+
+
+def _softmax_h2f(torch, func, a2, k2, out):
+    """_softmax / _log_softmax with half_to_float (autocast's softmax of
+    a half tensor, a float output: CUDA's kernels only) on the CPU: the
+    same op of the input made float first."""
+    d = _named(func, a2, k2)
+    if not d.get("half_to_float"):
+        return func(*a2, **k2)
+    return func(d["self"].float(), d["dim"], False)
+
+
+def _softmax_bwd_h2f(torch, func, a2, k2, out):
+    """Their backward where the input was half and the output float
+    (input_dtype half, float gradients: CUDA's kernels only): in float,
+    the gradient made the input's type."""
+    d = _named(func, a2, k2)
+    g, o, dt = d["grad_output"], d["output"], d["input_dtype"]
+    if dt == g.dtype:
+        return func(*a2, **k2)
+    return func(g.float(), o.float(), d["dim"], torch.float32).to(dt)
+
+
 FALLBACK = {
+    "_softmax": _softmax_h2f,
+    "_log_softmax": _softmax_h2f,
+    "_softmax_backward_data": _softmax_bwd_h2f,
+    "_log_softmax_backward_data": _softmax_bwd_h2f,
+    "cudnn_batch_norm": _bn_fwd,
+    "cudnn_batch_norm_backward": _bn_bwd,
     "_scaled_dot_product_cudnn_attention": _sdpa_fwd,
     "_scaled_dot_product_flash_attention": _sdpa_fwd,
     "_scaled_dot_product_efficient_attention": _sdpa_fwd,
