@@ -1393,10 +1393,21 @@ def _patch_cuda(torch, rec, dev):
     import torch.utils._foreach_utils as fu
     if FakeTensor not in fu._foreach_supported_types:
         fu._foreach_supported_types.append(FakeTensor)
-    # GradScaler: no inf or NaN found, the step is taken (an assumption).
+    # GradScaler: no inf or NaN found, the step is taken (an assumption);
+    # under --values cpu, where unscale_'s
+    # _amp_foreach_non_finite_check_and_unscale_ ran on the gradients'
+    # values and found_inf has them, GradScaler's own test (a step with
+    # an inf or NaN skipped, and the scale backed off, as in the real run).
     from torch.amp import grad_scaler
+    own_step = grad_scaler.GradScaler._maybe_opt_step
 
     def _maybe_opt_step(self, optimizer, optimizer_state, *a, **k):
+        vs = getattr(getattr(rec, "known", None), "values", None)
+        found = list(optimizer_state.get("found_inf_per_device",
+                                         {}).values())
+        if vs is not None and vs.cpu and found and \
+                all(vs.real(f) is not None for f in found):
+            return own_step(self, optimizer, optimizer_state, *a, **k)
         rec.assume("gradscaler:no-overflow")
         return optimizer.step(*a, **k)
 
