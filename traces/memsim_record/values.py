@@ -413,9 +413,10 @@ class Values:
         # other write has touched it (nonzero_bound, row_bound)
         self.nzs = {}
         # id(storage) -> (the empty tensor made with it, a weak
-        # reference; its values, its written elements (flat, over the
-        # storage), the write count): an uninitialized tensor the program
-        # writes part by part with known values (Values._blank_write)
+        # reference; the storage's elements; None or its values and its
+        # written elements (flat, over the storage); the write count):
+        # an uninitialized tensor the program writes part by part with
+        # known values (Values._blank_write)
         self.blank = {}
         # id(storage) -> {recipe: real values} of reductions of its
         # elements that the host read (Values._recipe), and id(storage)
@@ -1177,26 +1178,26 @@ class Values:
         self._rules(func, name, args, kwargs, out, outs, targets)
 
     def _blank(self, t):
-        """Keeps T, a small uninitialized tensor (empty, empty_like), as
-        blank: its values are had once the program has written every
-        element of its storage with known values, part by part
-        (Ultralytics' xywh2xyxy: y = empty_like(x), then y[..., :2] and
-        y[..., 2:] written; the boxes then decide how many objects an
-        image has, a mask's nonzero bound)."""
+        """Keeps T, a small uninitialized tensor (empty, empty_like; of at
+        most SHADOW_LIMIT elements, whatever its type), as blank: its
+        values are had once the program has written every element of its
+        storage with known values, part by part (Ultralytics'
+        xywh2xyxy: y = empty_like(x), then y[..., :2] and y[..., 2:]
+        written; the boxes then decide how many objects an image has, a
+        mask's nonzero bound)."""
         k = self._dying_key(t)
         n = t.numel()
         # (a size under --symbolic is none: its test would be a guard)
-        if k is None or type(n) is not int or n == 0 or not self._small(t):
+        if k is None or type(n) is not int or not 0 < n <= SHADOW_LIMIT:
             return
         try:
-            n = t.untyped_storage().nbytes() // t.element_size()
+            size = t.untyped_storage().nbytes() // t.element_size()
         except Exception:
             return
+        if size > SHADOW_LIMIT:
+            return
         import weakref
-        with self.unset():
-            vals = self.torch.zeros((n,), dtype=t.dtype)
-            done = self.torch.zeros((n,), dtype=self.torch.bool)
-        self.blank[k] = (weakref.ref(t), vals, done, self.gen.get(k, 0))
+        self.blank[k] = (weakref.ref(t), size, None, self.gen.get(k, 0))
 
     def _blank_valid(self, t):
         """Whether T's storage is blank with every write since mirrored."""
@@ -1211,18 +1212,22 @@ class Values:
 
     def _blank_write(self, t, r):
         """Mirrors R, the values just written into T (a view of a blank
-        storage), on the storage's; once every element has been written,
+        storage), on the storage's (its values and which are written,
+        made at the first write); once every element has been written,
         the empty tensor gets them as its shadow."""
         k = self._skey(t)
-        base, vals, done, _ = self.blank[k]
+        base, size, kept, _ = self.blank[k]
         torch = self.torch
         with self.unset():
+            if kept is None:
+                kept = (torch.zeros((size,), dtype=t.dtype),
+                        torch.zeros((size,), dtype=torch.bool))
+            vals, done = kept
             geo = (tuple(t.shape), tuple(t.stride()), t.storage_offset())
             vals.as_strided(*geo).copy_(r)
             done.as_strided(*geo).fill_(True)
             every = bool(done.all())
-        g = self.gen.get(k, 0)
-        self.blank[k] = (base, vals, done, g)
+        self.blank[k] = (base, size, kept, self.gen.get(k, 0))
         b = base()
         if not every or b is None:
             return
