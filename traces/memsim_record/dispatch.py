@@ -1558,8 +1558,16 @@ class Dispatch:
             acc = 4 if g.dtype in (torch.float16, torch.bfloat16) else \
                 g.element_size()
             n, d = idx.numel(), kernels.symsize(g.shape[-1])
+            # the fused path: embedding_dense_backward's alone (the bags
+            # pass offset2bag)
+            fused = name == "embedding_dense_backward" and \
+                kernels.embedding_fused(
+                    n, nw, d, self.sms,
+                    torch.are_deterministic_algorithms_enabled())
             return (kernels.embedding_backward("sort", n, nw, d, acc),
-                    kernels.embedding_backward("segments", n, nw, d, acc))
+                    kernels.embedding_backward(
+                        "segments", n, nw, d, acc, fused,
+                        g.dtype in (torch.float16, torch.bfloat16)))
         except Exception:
             return None
 
