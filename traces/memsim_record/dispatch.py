@@ -1903,6 +1903,25 @@ class Dispatch:
             ev.append(("free", "src"))
         return ev
 
+    def _ev_softmax_copies(self, name, args, phase, out, kwargs):
+        # host_softmax (softmax_cuda_out, log_softmax_cuda_out) runs on
+        # input_.contiguous(), made after the structured kernel's output
+        # and freed on return: a copy of a non-contiguous input (logits
+        # transposed for cross_entropy's class dimension).
+        # host_softmax_backward (log_softmax_backward_cuda_out) likewise
+        # copies grad_ and then output_, after grad_input.
+        ts = args[:2] if name == "_log_softmax_backward_data" else args[:1]
+        if not ts or not all(isinstance(t, torch.Tensor) and
+                             t.device.type == "cuda" for t in ts) or \
+                ts[0].numel() == 0:
+            return []
+        ev, keys = [], []
+        for i, t in enumerate(ts):
+            if not t.is_contiguous():
+                ev.append(("alloc", i, t.numel() * t.element_size()))
+                keys.append(i)
+        return ev + [("free", k) for k in reversed(keys)]
+
     def _ev_softmax_backward(self, name, args, phase, out, kwargs):
         g, y = args[0], args[1]
         if not isinstance(g, torch.Tensor) or \
@@ -2403,6 +2422,9 @@ _EVENTS = {
     "sort": Dispatch._ev_sort,
     "multinomial": Dispatch._ev_sort,
     "_softmax_backward_data": Dispatch._ev_softmax_backward,
+    "_softmax": Dispatch._ev_softmax_copies,
+    "_log_softmax": Dispatch._ev_softmax_copies,
+    "_log_softmax_backward_data": Dispatch._ev_softmax_copies,
     "cumsum": Dispatch._ev_cum,
     "_index_put_impl_": Dispatch._ev_index_put,
     "cumprod": Dispatch._ev_cum,
