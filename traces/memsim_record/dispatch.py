@@ -1922,6 +1922,32 @@ class Dispatch:
                 keys.append(i)
         return ev + [("free", k) for k in reversed(keys)]
 
+    def _ev_topk(self, name, args, phase, out, kwargs):
+        # topk_out_cuda: launch_gather_topk_kernel selects from
+        # self.contiguous(), a copy of a non-contiguous input made after
+        # the structured kernel's values and indices and freed when it
+        # returns (lucidrains' routing-transformer takes the top tokens of
+        # each cluster along the sequence of an einsum's permuted output).
+        # Not on should_use_sort's path (at most 10 slices of 100000 or
+        # more: a whole sort) or for k == 0.  The multi-block selection's
+        # own small buffers (some 1 KiB a slice) and the sort of more
+        # than 4096 results (sort_out into copies, then a gather) are
+        # left out.
+        kwargs = kwargs or {}
+        x = args[0] if args else None
+        if not isinstance(x, torch.Tensor) or x.device.type != "cuda" or \
+                x.dim() == 0 or x.is_contiguous():
+            return []
+        k = args[1] if len(args) > 1 else kwargs.get("k")
+        dim = args[2] if len(args) > 2 else kwargs.get("dim", -1)
+        size = x.shape[dim % x.dim()]
+        if k == 0 or size == 0 or (x.dtype != torch.bool and
+                                   x.numel() // size <= 10 and
+                                   size >= 100000):
+            return []
+        return [("alloc", "input", x.numel() * x.element_size()),
+                ("free", "input")]
+
     def _ev_softmax_backward(self, name, args, phase, out, kwargs):
         g, y = args[0], args[1]
         if not isinstance(g, torch.Tensor) or \
@@ -2422,6 +2448,7 @@ _EVENTS = {
     "sort": Dispatch._ev_sort,
     "multinomial": Dispatch._ev_sort,
     "_softmax_backward_data": Dispatch._ev_softmax_backward,
+    "topk": Dispatch._ev_topk,
     "_softmax": Dispatch._ev_softmax_copies,
     "_log_softmax": Dispatch._ev_softmax_copies,
     "_log_softmax_backward_data": Dispatch._ev_softmax_copies,

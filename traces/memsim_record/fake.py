@@ -1614,6 +1614,7 @@ KERNEL_SITES = {
     "multinomial": "multinomial temporaries",
     "sum": "gpu_reduce_kernel global buffer",
     "_softmax_backward_data": "softmax_backward_cuda_out grad * output",
+    "topk": "launch_gather_topk_kernel contiguous input",
     "_softmax": "host_softmax contiguous input",
     "_log_softmax": "host_softmax contiguous input",
     "_log_softmax_backward_data": "host_softmax_backward contiguous copies",
