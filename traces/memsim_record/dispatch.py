@@ -2114,8 +2114,11 @@ class Dispatch:
         gradients of one input (InputBuffer::accumulate, out of place for
         fake tensors): in backward with grad mode off, inside a node's
         evaluation, no Python frame of the program's own between (a
-        custom Function's backward adds as the program says), two dense
-        tensors of one shape and dtype, the first owning its storage."""
+        custom Function's backward adds as the program says), two
+        tensors of one shape and dtype, the first non-overlapping and
+        dense (can_accumulate_inplace: a permuted layout too, the sum
+        of a transposed gradient and a contiguous one) and owning its
+        storage."""
         if kwargs or len(args) != 2 or torch.is_grad_enabled() or \
                 not (self.rec.phase_backward or lifecycle.autograd_thread()):
             return False
@@ -2123,7 +2126,7 @@ class Dispatch:
         if not isinstance(a, torch.Tensor) or \
                 not isinstance(b, torch.Tensor) or \
                 a.device.type != "cuda" or a.shape != b.shape or \
-                a.dtype != b.dtype or not a.is_contiguous() or \
+                a.dtype != b.dtype or not _dense(a) or \
                 a.storage_offset() != 0 or \
                 a.untyped_storage().nbytes() != a.numel() * a.element_size():
             return False
@@ -2168,6 +2171,15 @@ _RUN = object()       # a _BEFORE handler's "not answered: run the op"
 # the autograd node whose backward runs on this thread now (the formulas
 # the handlers above recognise by name)
 _autograd_node = lifecycle.autograd_node
+
+
+def _dense(t):
+    """Tensor.is_non_overlapping_and_dense (TensorImpl's, which Python
+    does not expose): a tensor whose elements fill a block of its storage
+    in some order of its dimensions; False where a size is symbolic and
+    the answer would need a guard."""
+    from torch._prims_common import is_non_overlapping_and_dense_or_false
+    return bool(is_non_overlapping_and_dense_or_false(t))
 
 
 def _node_token(node):
