@@ -1558,8 +1558,16 @@ class Dispatch:
             acc = 4 if g.dtype in (torch.float16, torch.bfloat16) else \
                 g.element_size()
             n, d = idx.numel(), kernels.symsize(g.shape[-1])
+            # the fused path: embedding_dense_backward's alone (the bags
+            # pass offset2bag)
+            fused = name == "embedding_dense_backward" and \
+                kernels.embedding_fused(
+                    n, nw, d, self.sms,
+                    torch.are_deterministic_algorithms_enabled())
             return (kernels.embedding_backward("sort", n, nw, d, acc),
-                    kernels.embedding_backward("segments", n, nw, d, acc))
+                    kernels.embedding_backward(
+                        "segments", n, nw, d, acc, fused,
+                        g.dtype in (torch.float16, torch.bfloat16)))
         except Exception:
             return None
 
@@ -1895,6 +1903,51 @@ class Dispatch:
             ev.append(("free", "src"))
         return ev
 
+    def _ev_softmax_copies(self, name, args, phase, out, kwargs):
+        # host_softmax (softmax_cuda_out, log_softmax_cuda_out) runs on
+        # input_.contiguous(), made after the structured kernel's output
+        # and freed on return: a copy of a non-contiguous input (logits
+        # transposed for cross_entropy's class dimension).
+        # host_softmax_backward (log_softmax_backward_cuda_out) likewise
+        # copies grad_ and then output_, after grad_input.
+        ts = args[:2] if name == "_log_softmax_backward_data" else args[:1]
+        if not ts or not all(isinstance(t, torch.Tensor) and
+                             t.device.type == "cuda" for t in ts) or \
+                ts[0].numel() == 0:
+            return []
+        ev, keys = [], []
+        for i, t in enumerate(ts):
+            if not t.is_contiguous():
+                ev.append(("alloc", i, t.numel() * t.element_size()))
+                keys.append(i)
+        return ev + [("free", k) for k in reversed(keys)]
+
+    def _ev_topk(self, name, args, phase, out, kwargs):
+        # topk_out_cuda: launch_gather_topk_kernel selects from
+        # self.contiguous(), a copy of a non-contiguous input made after
+        # the structured kernel's values and indices and freed when it
+        # returns (lucidrains' routing-transformer takes the top tokens of
+        # each cluster along the sequence of an einsum's permuted output).
+        # Not on should_use_sort's path (at most 10 slices of 100000 or
+        # more: a whole sort) or for k == 0.  The multi-block selection's
+        # own small buffers (some 1 KiB a slice) and the sort of more
+        # than 4096 results (sort_out into copies, then a gather) are
+        # left out.
+        kwargs = kwargs or {}
+        x = args[0] if args else None
+        if not isinstance(x, torch.Tensor) or x.device.type != "cuda" or \
+                x.dim() == 0 or x.is_contiguous():
+            return []
+        k = args[1] if len(args) > 1 else kwargs.get("k")
+        dim = args[2] if len(args) > 2 else kwargs.get("dim", -1)
+        size = x.shape[dim % x.dim()]
+        if k == 0 or size == 0 or (x.dtype != torch.bool and
+                                   x.numel() // size <= 10 and
+                                   size >= 100000):
+            return []
+        return [("alloc", "input", x.numel() * x.element_size()),
+                ("free", "input")]
+
     def _ev_softmax_backward(self, name, args, phase, out, kwargs):
         g, y = args[0], args[1]
         if not isinstance(g, torch.Tensor) or \
@@ -2061,8 +2114,11 @@ class Dispatch:
         gradients of one input (InputBuffer::accumulate, out of place for
         fake tensors): in backward with grad mode off, inside a node's
         evaluation, no Python frame of the program's own between (a
-        custom Function's backward adds as the program says), two dense
-        tensors of one shape and dtype, the first owning its storage."""
+        custom Function's backward adds as the program says), two
+        tensors of one shape and dtype, the first non-overlapping and
+        dense (can_accumulate_inplace: a permuted layout too, the sum
+        of a transposed gradient and a contiguous one) and owning its
+        storage."""
         if kwargs or len(args) != 2 or torch.is_grad_enabled() or \
                 not (self.rec.phase_backward or lifecycle.autograd_thread()):
             return False
@@ -2070,7 +2126,7 @@ class Dispatch:
         if not isinstance(a, torch.Tensor) or \
                 not isinstance(b, torch.Tensor) or \
                 a.device.type != "cuda" or a.shape != b.shape or \
-                a.dtype != b.dtype or not a.is_contiguous() or \
+                a.dtype != b.dtype or not _dense(a) or \
                 a.storage_offset() != 0 or \
                 a.untyped_storage().nbytes() != a.numel() * a.element_size():
             return False
@@ -2115,6 +2171,15 @@ _RUN = object()       # a _BEFORE handler's "not answered: run the op"
 # the autograd node whose backward runs on this thread now (the formulas
 # the handlers above recognise by name)
 _autograd_node = lifecycle.autograd_node
+
+
+def _dense(t):
+    """Tensor.is_non_overlapping_and_dense (TensorImpl's, which Python
+    does not expose): a tensor whose elements fill a block of its storage
+    in some order of its dimensions; False where a size is symbolic and
+    the answer would need a guard."""
+    from torch._prims_common import is_non_overlapping_and_dense_or_false
+    return bool(is_non_overlapping_and_dense_or_false(t))
 
 
 def _node_token(node):
@@ -2395,6 +2460,10 @@ _EVENTS = {
     "sort": Dispatch._ev_sort,
     "multinomial": Dispatch._ev_sort,
     "_softmax_backward_data": Dispatch._ev_softmax_backward,
+    "topk": Dispatch._ev_topk,
+    "_softmax": Dispatch._ev_softmax_copies,
+    "_log_softmax": Dispatch._ev_softmax_copies,
+    "_log_softmax_backward_data": Dispatch._ev_softmax_copies,
     "cumsum": Dispatch._ev_cum,
     "_index_put_impl_": Dispatch._ev_index_put,
     "cumprod": Dispatch._ev_cum,

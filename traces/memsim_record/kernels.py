@@ -400,7 +400,27 @@ def group_norm(phase, n, c, hxw, groups, acc_size, affine, grad_input):
     return ev + [("free", "db"), ("free", "ds")]
 
 
-def embedding_backward(phase, numel, num_weights, dim, acc_size):
+def embedding_fused(numel, num_weights, dim, sms, deterministic=False):
+    """Whether embedding_backward_cuda_kernel (embedding_dense_backward,
+    no bags) takes its fused path: compute_grad_weight_atomic_accumulate
+    adds each partial segment straight into grad_weight when
+    sum_and_scatter's grid, ceil_div(max_segments * stride_warped,
+    block) blocks, is under SMS * MAX_ATOMIC_ACCUM_BLOCKS_PER_SM (4) and
+    max_partial_segment is over four times that grid, unless
+    deterministic algorithms are asked for.  A few rows of a wide
+    embedding looked up many times: enwik8's 256 bytes of width 512 in
+    4 x 4096 tokens."""
+    if deterministic:
+        return False
+    segs = min(numel, num_weights)
+    warped = -(-dim // 32) * 32
+    block = min(warped, 1024)
+    grid = -(-(segs * warped) // block)
+    return grid < sms * 4 and numel // 10 + segs > grid * 4
+
+
+def embedding_backward(phase, numel, num_weights, dim, acc_size,
+                       fused=False, half=False):
     """Events of embedding_dense_backward_cuda and
     _embedding_bag_dense_backward (sum/mean) beyond grad_weight, for NUMEL
     int64 indices: PHASE "sort" before grad_weight (sorted_indices and
@@ -411,22 +431,32 @@ def embedding_backward(phase, numel, num_weights, dim, acc_size):
     and for the max_partial_segment = NUMEL / 10 + min(NUMEL,
     NUM_WEIGHTS) upper bound, partial_segment_offset and
     grad_weight_per_segment, DIM values each in the accumulation type;
-    all freed on return, sorted_indices and orig_indices last).  cub's
-    own temporary storage (some 16 bytes an index) is left out."""
+    all freed on return, sorted_indices and orig_indices last).  FUSED
+    (embedding_fused): partial_to_segment_idx, one index a partial
+    segment, instead of grad_weight_per_segment, and for a HALF
+    (float16, bfloat16) gradient the float grad_weight_acc the atomics
+    add into, NUM_WEIGHTS x DIM, copied into grad_weight.  cub's own
+    temporary storage (some 16 bytes an index) is left out."""
     n8 = numel * 8
     if phase == "sort":
         return [("alloc", "sorted", n8), ("alloc", "orig", n8),
                 ("alloc", "range", n8), ("free", "range")]
     segs = min(numel, num_weights)
     parts = numel // 10 + segs
+    if fused:
+        per = [("alloc", "p2s", parts * 8)]
+        if half:
+            per += [("alloc", "acc", num_weights * dim * 4), ("free", "acc")]
+        per += [("free", "p2s")]
+    else:
+        per = [("alloc", "gwps", parts * dim * acc_size), ("free", "gwps")]
     return [("alloc", "offsets", n8), ("alloc", "nseg", 8),
             ("alloc", "dummy", n8), ("free", "dummy"),
             ("alloc", "pps", segs * 8), ("alloc", "ppso", segs * 8),
-            ("alloc", "npart", 8), ("alloc", "pso", parts * 8),
-            ("alloc", "gwps", parts * dim * acc_size),
-            ("free", "gwps"), ("free", "pso"), ("free", "npart"),
-            ("free", "ppso"), ("free", "pps"), ("free", "nseg"),
-            ("free", "offsets"), ("free", "orig"), ("free", "sorted")]
+            ("alloc", "npart", 8), ("alloc", "pso", parts * 8)] + per + \
+        [("free", "pso"), ("free", "npart"),
+         ("free", "ppso"), ("free", "pps"), ("free", "nseg"),
+         ("free", "offsets"), ("free", "orig"), ("free", "sorted")]
 
 
 # -- reductions -----------------------------------------------------------
