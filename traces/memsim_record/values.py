@@ -54,6 +54,7 @@ import itertools
 import math
 import os
 import sys
+import weakref
 
 from . import known as _known
 
@@ -151,10 +152,10 @@ PARTIAL_SRC = {"copy_": (1, "src"), "fill_": (1, "value"),
                "masked_fill_": (2, "value"), "index_fill_": (3, "value"),
                "index_copy_": (3, "source"), "scatter_": (3, "src")}
 
-# In-place ops that overwrite every element of their target.
-# Uninitialized tensors: no values until written (Values.blank).
+# Uninitialized tensors: no values until written (Values._blank).
 EMPTY = frozenset(("empty", "empty_like", "new_empty", "empty_strided",
                    "new_empty_strided", "empty_permuted"))
+# In-place ops that overwrite every element of their target.
 FULL = frozenset(("copy_", "fill_", "zero_", "uniform_", "normal_",
                   "random_", "bernoulli_", "exponential_", "geometric_",
                   "log_normal_", "cauchy_"))
@@ -1196,7 +1197,6 @@ class Values:
             return
         if size > SHADOW_LIMIT:
             return
-        import weakref
         self.blank[k] = (weakref.ref(t), size, None, self.gen.get(k, 0))
 
     def _blank_valid(self, t):
@@ -2006,8 +2006,10 @@ def _bn_fwd(torch, func, a2, k2, out):
     space zeros."""
     d = _named(func, a2, k2)
     x = d["input"]
+    w, b = (t.float() if isinstance(t, torch.Tensor) else t
+            for t in (d["weight"], d.get("bias")))
     res = torch.ops.aten.native_batch_norm(
-        x.float(), d["weight"], d.get("bias"), d.get("running_mean"),
+        x.float(), w, b, d.get("running_mean"),
         d.get("running_var"), d["training"],
         d["exponential_average_factor"], d["epsilon"])
     rest = _zeros_like_outs(torch, out)
@@ -2022,8 +2024,10 @@ def _bn_bwd(torch, func, a2, k2, out):
     the training mode, from the saved mean and inverse deviation."""
     d = _named(func, a2, k2)
     x = d["input"]
+    w = d["weight"]
     res = torch.ops.aten.native_batch_norm_backward(
-        d["grad_output"].float(), x.float(), d["weight"],
+        d["grad_output"].float(), x.float(),
+        w.float() if isinstance(w, torch.Tensor) else w,
         d.get("running_mean"), d.get("running_var"), d.get("save_mean"),
         d.get("save_var"), True, d["epsilon"], [True, True, True])
     rest = _zeros_like_outs(torch, out)
