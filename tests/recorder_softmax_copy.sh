@@ -25,10 +25,8 @@ PY
 (cd "$tmp" && $MEMSIM record --fake -o "$tmp/a.csv" -- "$PY" a.py) \
 	>"$tmp/err" 2>&1 || fail "record: $(tail -3 "$tmp/err")"
 # each allocation's size, "c" after a copy's, "-" for a copy freed
-got=$(awk -F, '$3 == "alloc" { printf "%s%s", s, $5; s = " " }
-	$3 == "alloc" && $8 ~ /contiguous/ { c[$4] = 1; printf "c" }
-	$3 == "free_completed" && ($4 in c) { printf " -"; delete c[$4] }
-	END { print "" }' "$tmp/a.csv")
+# (copies_seq)
+got=$(copies_seq "$tmp/a.csv")
 # the logits (2097152), targets (16384); log_softmax's output, then the
 # copy of the transposed logits, freed; nll_loss2d's output and total
 # weight; backward: the loss's gradient, nll's and log_softmax's grad

@@ -21,10 +21,7 @@ torch.topk(w, 5, dim=0)
 PY
 (cd "$tmp" && $MEMSIM record --fake -o "$tmp/a.csv" -- "$PY" a.py) \
 	>"$tmp/err" 2>&1 || fail "record: $(tail -3 "$tmp/err")"
-got=$(awk -F, '$3 == "alloc" { printf "%s%s", s, $5; s = " " }
-	$3 == "alloc" && $8 ~ /contiguous/ { c[$4] = 1; printf "c" }
-	$3 == "free_completed" && ($4 in c) { printf " -"; delete c[$4] }
-	END { print "" }' "$tmp/a.csv")
+got=$(copies_seq "$tmp/a.csv")
 # x; its top 128 along the sequence: values (4*4*128*32*4), indices
 # (twice that), the copy of x (8388608c), freed; the top 8 along the
 # contiguous last dimension: values and indices alone; w and its top 5

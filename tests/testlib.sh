@@ -73,3 +73,13 @@ need_torch() {
 	PY=${MEMSIM_PYTHON:-python3}
 	"$PY" -c 'import torch' 2>/dev/null || { echo "no PyTorch: skipped"; exit 77; }
 }
+
+# copies_seq CSV: a recording's allocations, each one's size in order,
+# "c" after one whose site names a contiguous copy (a kernel's
+# `.contiguous()` of its input) and " -" where that copy is freed.
+copies_seq() {
+	awk -F, '$3 == "alloc" { printf "%s%s", s, $5; s = " " }
+		$3 == "alloc" && $8 ~ /contiguous/ { c[$4] = 1; printf "c" }
+		$3 == "free_completed" && ($4 in c) { printf " -"; delete c[$4] }
+		END { print "" }' "$1"
+}
