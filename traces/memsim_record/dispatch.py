@@ -25,6 +25,7 @@ import weakref
 
 import torch
 import torch._subclasses.fake_tensor as ftm
+from torch._prims_common import is_non_overlapping_and_dense_or_false
 from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 from torch.utils._pytree import tree_flatten
@@ -1507,10 +1508,8 @@ class Dispatch:
                          (name == "_foreach_max" and
                           not t0.dtype.is_complex)):
                 return None
-            from torch._prims_common import \
-                is_non_overlapping_and_dense_or_false as dense_
             if any(t.device != t0.device or t.dtype != t0.dtype or
-                   t.layout != torch.strided or not dense_(t) for t in ts):
+                   t.layout != torch.strided or not _dense(t) for t in ts):
                 return None
             numels = [t.numel() for t in ts]
             if name == "_foreach_max":
@@ -1762,9 +1761,8 @@ class Dispatch:
                     out.element_size())]
             post = [("free", "self")]
             # (preserve_format: a dense input's strides, else contiguous)
-            from torch._prims_common import make_contiguous_strides_for, \
-                is_non_overlapping_and_dense_or_false as dense_
-            if not dense_(x):
+            from torch._prims_common import make_contiguous_strides_for
+            if not _dense(x):
                 strides = make_contiguous_strides_for(shape)
             dtype, offset = out.dtype, 0
         if not dtype.is_floating_point or not shape:
@@ -1788,9 +1786,7 @@ class Dispatch:
                              isinstance(args[1], int) else -1)
             if x.dim() == 0:
                 return []
-            from torch._prims_common import \
-                is_non_overlapping_and_dense_or_false as dense_
-            dense = dense_(x) and \
+            dense = _dense(x) and \
                 x.stride(dim % x.dim()) == 1
             return kernels.sort(tuple(x.shape), dense, dim,
                                 x.element_size())
@@ -1877,12 +1873,10 @@ class Dispatch:
         # freed once the contiguous copy is made; both freed on return
         # (torchvision's save_image: grid.mul(255)...permute(1, 2, 0)
         # .to("cpu", torch.uint8) copies the permuted float grid).
-        from torch._prims_common import \
-            is_non_overlapping_and_dense_or_false as dense_
         n = x.numel()
         if n == 0:
             return []
-        dense = dense_(x)
+        dense = _dense(x)
         same = out.dtype == x.dtype
         if same and dense and tuple(out.stride()) == tuple(x.stride()):
             return []
@@ -2178,7 +2172,6 @@ def _dense(t):
     does not expose): a tensor whose elements fill a block of its storage
     in some order of its dimensions; False where a size is symbolic and
     the answer would need a guard."""
-    from torch._prims_common import is_non_overlapping_and_dense_or_false
     return bool(is_non_overlapping_and_dense_or_false(t))
 
 
