@@ -1466,10 +1466,25 @@ def _dynamic(torch, rec, func, args, kwargs):
         values.assume(rec, "masked_select", n)
         return torch.empty((n,), dtype=x.dtype, device=x.device)
     if name in ("_unique2", "unique_dim", "unique_consecutive", "_unique"):
-        n = int(math.ceil(frac * x.numel()))
+        # unique_dim(self, dim), unique_consecutive(..., dim): slices
+        # along dim, the output x with n of them
+        dim = args[1] if name == "unique_dim" and len(args) > 1 else \
+            kwargs.get("dim", args[3] if name == "unique_consecutive" and
+                       len(args) > 3 else None)
+        if name == "unique_dim" and dim is None:
+            dim = kwargs.get("dim")
+        if dim is not None and x.dim():
+            dim %= x.dim()
+            n = int(math.ceil(frac * x.shape[dim]))
+            shape = list(x.shape)
+            shape[dim] = n
+            ishape = (x.shape[dim],)
+        else:
+            n = _distinct(vs, name, x, frac)
+            shape, ishape = [n], x.shape
         values.assume(rec, "unique", n)
-        out = torch.empty((n,), dtype=x.dtype, device=x.device)
-        inv = torch.empty(x.shape, dtype=torch.long, device=x.device)
+        out = torch.empty(shape, dtype=x.dtype, device=x.device)
+        inv = torch.empty(ishape, dtype=torch.long, device=x.device)
         cnt = torch.empty((n,), dtype=torch.long, device=x.device)
         if name == "_unique":
             return (out, inv)
@@ -1482,7 +1497,12 @@ def _dynamic(torch, rec, func, args, kwargs):
         # bins up to the largest value: minlength, or one per element
         w = args[1] if len(args) > 1 else kwargs.get("weights")
         ml = args[2] if len(args) > 2 else kwargs.get("minlength", 0)
-        n = max(int(ml), x.numel())
+        rg = vs.range(x)
+        top = rg.int_top() if rg is not None and rg.integral and \
+            math.isfinite(rg.hi) else None
+        # bins up to the largest value the range allows (randint's high
+        # - 1: drawn among many, the largest is that one)
+        n = max(int(ml), x.numel() if top is None else top + 1)
         values.assume(rec, "bincount", n)
         return torch.empty((n,), dtype=torch.long if w is None else
                            torch.result_type(w, 1.0), device=x.device)
@@ -1492,6 +1512,29 @@ def _dynamic(torch, rec, func, args, kwargs):
         values.assume(rec, "nms", n)
         return torch.empty((n,), dtype=torch.long, device=x.device)
     return None
+
+
+def _distinct(vs, name, x, frac):
+    """How many distinct values (runs, for unique_consecutive) fake's
+    rule gives X: where X's elements are uniform draws over n integers
+    (Values.uniform: randint's, randperm's), their expectation (distinct:
+    n (1 - (1 - 1/n)^k) of k draws; runs: 1 + (k - 1)(1 - 1/n));
+    otherwise FRAC of the elements (--dynamic-fraction), at most the
+    integers of X's range."""
+    k = x.numel()
+    u = vs.uniform(x)
+    if u is not None and u.integral:
+        n = u.int_top() - math.ceil(u.lo) + 1
+        if name == "unique_consecutive":
+            return min(k, math.ceil(1 + (k - 1) * (1 - 1.0 / n) - 1e-9)) \
+                if n > 0 and k > 0 else 0
+        return values.distinct(n, k)
+    n = int(math.ceil(frac * k))
+    rg = vs.range(x)
+    if rg is not None and rg.integral and math.isfinite(rg.lo) and \
+            math.isfinite(rg.hi) and name != "unique_consecutive":
+        n = min(n, max(rg.int_top() - math.ceil(rg.lo) + 1, 0))
+    return n
 
 
 def no_fake(func):

@@ -77,6 +77,17 @@ RANDOM = frozenset((
     "uniform", "uniform_", "rand", "rand_like", "randint", "randint_like",
     "random", "random_", "bernoulli", "bernoulli_", "randperm",
     "multinomial"))
+# Random ops whose elements are independent draws, each uniform over
+# their range (random_range): a comparison of them with a constant is
+# true with a known probability (Values._draws).  Not bernoulli (0 or 1,
+# with its own probability), multinomial (weighted).
+UNIFORM = RANDOM - {"bernoulli", "bernoulli_", "multinomial"}
+# Ops whose every output element is one of the input's elements (views,
+# copies, casts, gathers): each keeps the input's distribution.
+DRAWN = _known.SAME - {"max", "min", "amax", "amin"}
+COMPARE = frozenset(("lt", "le", "gt", "ge", "eq", "ne"))
+
+
 # Ops whose every value lies in a range of their own, whatever the
 # input's (rules mode): a tanh's, a sigmoid's (increasing functions: the
 # image of the input's range, or of [-inf, inf]), a softmax's ([0, 1]).
@@ -347,6 +358,38 @@ class Range:
         return lo if lo == hi else None
 
 
+def share(u, op, c):
+    """The probability that x OP c (a COMPARE op) for x uniform over the
+    Range U (its integers where integral), or None (an empty or endless
+    range)."""
+    if u.integral:
+        lo, n = math.ceil(u.lo), u.int_top() - math.ceil(u.lo) + 1
+        if n <= 0:
+            return None
+
+        def upto(x):                # how many of the integers are <= x
+            return min(max(math.floor(x) - lo + 1, 0), n)
+        lt, le = upto(math.ceil(c) - 1), upto(c)
+        got = {"lt": lt, "le": le, "gt": n - le, "ge": n - lt,
+               "eq": le - lt, "ne": n - (le - lt)}[op]
+        return got / n
+    w = u.hi - u.lo
+    if not (w > 0 and math.isfinite(w)):
+        return None
+    f = min(max((c - u.lo) / w, 0.0), 1.0)
+    return {"lt": f, "le": f, "gt": 1.0 - f, "ge": 1.0 - f, "eq": 0.0,
+            "ne": 1.0}[op]
+
+
+def distinct(n, k):
+    """The expected number of distinct values among K independent draws,
+    each uniform over N values: n (1 - (1 - 1/n)^k), rounded up."""
+    if n <= 0 or k <= 0:
+        return 0
+    return min(k, n, math.ceil(n * -math.expm1(k * math.log1p(-1.0 / n))
+                               - 1e-9)) if n > 1 else 1
+
+
 class HostSide:
     """A context manager for the recorder's own computations on real host
     tensors (a host value, a shadow): UNSET (unset_fake_temporarily) and,
@@ -404,6 +447,11 @@ class Values:
         self.imbalance = float(getattr(opt, "routing_imbalance", 1.0))
         self.shadow = WeakIdKeyDictionary()  # fake -> (real, skey, gen)
         self.ranges = WeakIdKeyDictionary()  # fake -> (Range, skey, gen)
+        # fake -> (Range, skey, gen): its elements independent draws, each
+        # uniform over Range; fake -> (p, skey, gen): its elements 0 or 1
+        # (false or true), each 1 with probability p (Values._draws)
+        self.unif = WeakIdKeyDictionary()
+        self.probs = WeakIdKeyDictionary()
         self.gen = {}                        # id(storage) -> unmirrored writes
         # id(storage) -> (Range, gen): the range of a whole storage that
         # writes into part of it kept (_partial_write)
@@ -571,6 +619,131 @@ class Values:
             return None
         return ent[0]
 
+    def _kept(self, d, t):
+        """What D (unif, probs) keeps for T while T's storage has had no
+        other write, or None."""
+        ent = d.get(t)
+        if ent is None:
+            return None
+        k = self._skey(t)
+        if k != ent[1] or self.gen.get(k, 0) != ent[2]:
+            del d[t]
+            return None
+        return ent[0]
+
+    def uniform(self, t):
+        """The Range over which each of T's elements is an independent
+        uniform draw (Values._draws), or None."""
+        return self._kept(self.unif, t) if self.unif else None
+
+    def probability(self, t):
+        """The probability that each element of T is nonzero, where T's
+        elements are independent random draws (Values._draws), or None."""
+        return self._kept(self.probs, t) if self.probs else None
+
+    def _keep(self, d, t, v):
+        if isinstance(t, self.Fake) and v is not None:
+            k = self._skey(t)
+            if k is not None:
+                d[t] = (v, k, self.gen.get(k, 0))
+
+    def _one(self, t):
+        """The one value every element of T holds (known, or its
+        shadow's), or None."""
+        v = self.kn.value(t)
+        if v is not _known.UNKNOWN:
+            return v
+        r = self.real(t)
+        if r is None or r.numel() == 0 or r.dtype.is_complex:
+            return None
+        with self.unset():
+            lo, hi = r.min().item(), r.max().item()
+        return lo if lo == hi else None
+
+    def _draws(self, name, args, kwargs, outs, targets):
+        """Random draws followed through the ops (the rules mode): a
+        random op's elements are independent, each uniform over its range
+        (UNIFORM) or, bernoulli's, 1 with its probability p; views,
+        copies, casts and gathers keep each element's distribution, a
+        constant added, subtracted or multiplied moves a continuous
+        range (integers: added or subtracted); a comparison with a
+        constant is true with the probability share() gives, its
+        negation with 1 - p.  Values.mask and Values.count count such a
+        mask's true elements with its probability, not
+        --dynamic-fraction: `torch.rand(n, device="cuda") < 0.15` holds
+        15% of n, as on the GPU in expectation.  Whatever the size (only
+        what random ops made is kept)."""
+        torch = self.torch
+        os_ = targets or [o for o in outs if isinstance(o, self.Fake)]
+        if not os_ or not isinstance(os_[0], self.Fake):
+            return
+        o = os_[0]
+        if name in UNIFORM:
+            self._keep(self.unif, o,
+                       random_range(torch, name, args, kwargs, o))
+            return
+        if name in ("bernoulli", "bernoulli_"):
+            # bernoulli(self) draws with self's probabilities, bernoulli(
+            # self, p) and bernoulli_(self, p) with p's (a float, or a
+            # tensor of one known value)
+            pa = args[1] if len(args) > 1 else kwargs.get("p")
+            src = args[0] if pa is None and name == "bernoulli" else pa
+            v = self._one(src) if isinstance(src, torch.Tensor) else src
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and \
+                    0.0 <= v <= 1.0:
+                self._keep(self.probs, o, v)
+            return
+        t0 = args[0] if args else None
+        if not isinstance(t0, self.Fake):
+            return
+        u, p = self.uniform(t0), self.probability(t0)
+        if u is None and p is None:
+            return
+        base = name[:-1] if name.endswith("_") and \
+            not name.startswith("_") else name
+        base = _known.ALIASES.get(base, base)
+        c = args[1] if len(args) > 1 else None
+        c = self.kn.value(c) if isinstance(c, torch.Tensor) else c
+        if isinstance(c, bool) or not isinstance(c, (int, float)) or \
+                not math.isfinite(c):
+            c = None
+        if base in COMPARE:
+            if u is not None and c is not None:
+                self._keep(self.probs, o, share(u, base, c))
+        elif base in DRAWN:
+            if p is not None:
+                self._keep(self.probs, o, p)     # (0 and 1 cast are 0 and 1)
+            if u is None or o.dtype == torch.bool:
+                return
+            if not o.dtype.is_floating_point and not u.integral:
+                # a cast to integers truncates: uniform over them only
+                # from [i, j) of integers i >= 0
+                if u.lo < 0 or not u.hi_open or \
+                        not float(u.lo).is_integer() or \
+                        not float(u.hi).is_integer():
+                    return
+                u = Range(u.lo, u.hi - 1, False, True)
+            self._keep(self.unif, o, u)
+        elif base in ("logical_not", "bitwise_not") and p is not None and \
+                o.dtype == torch.bool:
+            self._keep(self.probs, o, 1.0 - p)
+        elif u is not None and c is not None and \
+                base in ("add", "sub", "rsub", "mul", "div") and \
+                kwargs.get("rounding_mode") is None:
+            c *= kwargs.get("alpha", 1) if base in ("add", "sub") else 1
+            if base in ("add", "sub", "rsub"):
+                sign = -1 if base == "rsub" else 1
+                c = -c if base == "sub" else c
+                if u.integral and not float(c).is_integer():
+                    return
+                lo, hi = sorted((sign * u.lo + c, sign * u.hi + c))
+                self._keep(self.unif, o, Range(
+                    lo, hi, u.hi_open and sign > 0, u.integral))
+            elif not u.integral and c != 0:
+                c = c if base == "mul" else 1.0 / c
+                lo, hi = sorted((u.lo * c, u.hi * c))
+                self._keep(self.unif, o, Range(lo, hi, u.hi_open, False))
+
     def storage_died(self, k):
         """Storage K (its id) is gone: the range kept for it and its write
         count go too, or a storage given the same id later would inherit
@@ -663,7 +836,11 @@ class Values:
                 any(st == 0 and sz > 1
                     for st, sz in zip(t.stride(), t.shape)):
             return None
-        f = float(self.rec.opt.dynamic_fraction)
+        f = self.probability(t)
+        if f is not None:
+            assume(self.rec, "mask:random", round(f, 6))
+        else:
+            f = float(self.rec.opt.dynamic_fraction)
         b = self.nonzero_bound(t)
         with self.unset():
             if b is not None and b < f * t.numel():
@@ -943,7 +1120,8 @@ class Values:
         nonzero, masked_select; boolean indexing): ceil(FRAC * n), at
         most nonzero_bound(T) (times the broadcast)."""
         size = t.numel() if shape is None else math.prod(shape)
-        n = int(math.ceil(frac * size))
+        p = self.probability(t)
+        n = int(math.ceil((frac if p is None else p) * size))
         b = self.nonzero_bound(t)
         if b is None:
             return n
@@ -1096,7 +1274,8 @@ class Values:
                 and args[0].dtype == self.torch.bool:
             self._count(args[0], "mask")
         if not self.cpu and not self.shadow and not self.ranges and \
-                not self.srange and name not in SOURCES and \
+                not self.srange and not self.unif and not self.probs and \
+                name not in SOURCES and \
                 name not in EMPTY and name not in RANDOM and \
                 name not in BOUNDED and name not in CLAMPS and \
                 name not in INDICES and name not in GATHERS:
@@ -1603,6 +1782,8 @@ class Values:
     def _rules(self, func, name, args, kwargs, out, outs, targets):
         torch = self.torch
         t0 = args[0] if args else None
+        if name in RANDOM or self.unif or self.probs:
+            self._draws(name, args, kwargs, outs, targets)
         if name == "_amp_foreach_non_finite_check_and_unscale_" and \
                 len(args) > 1 and isinstance(args[1], self.Fake):
             # GradScaler finds no inf or NaN (fake.py's assumption
