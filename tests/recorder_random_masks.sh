@@ -29,6 +29,9 @@ print("ints", (r == 3).nonzero().shape[0], (r < 3).sum().item(),
 print("unique", r.unique().numel(), r.bincount().numel(),
       torch.unique_consecutive(r).numel(),
       torch.randint(0, 1000, (64,), device="cuda").unique().numel())
+e = torch.randint(0, 100, (2, 5000), device="cuda")
+print("pairs", (e[0] != e[1]).sum().item(), (e[0] == e[0]).sum().item(),
+      e[:, e[0] == torch.randint(50, 250, (5000,), device="cuda")].shape[1])
 x = torch.randn(4096, device="cuda")
 print("unknown", x[x > 0.5].numel())
 PY
@@ -40,17 +43,22 @@ PY
 # quarter; of 0..9: == 3 a tenth, < 3 three tenths, >= 7.5 two tenths,
 # floor(10 rand) == 9 a tenth; unique of 1000 draws of 10 values:
 # 10 (9.99997), 10 bins, 1 + 999 * 0.9 = 900.1 runs, 901; 64 draws of
-# 1000 values: 62.03, 63; randn of unknown distribution: half.
+# 1000 values: 62.03, 63; two rows of random edges among 100 nodes:
+# equal ends with probability 1/100, 4950 of 5000 differ; a row against
+# itself (the same elements) all; 0..99 against 50..249:
+# 50 common values of 100 * 200 pairs, 12.5 of 5000, 13; randn of
+# unknown distribution: half.
 want="mlm 615 615 3481
 bernoulli 820
 bernoulli_ 3687
 affine 1024 1024
 ints 100 300 200 100
 unique 10 10 901 63
+pairs 4950 5000 13
 unknown 2048"
 got=$(grep -v '^memsim record' "$tmp/err")
 [ "$got" = "$want" ] || fail "counts: $(echo "$got" | tr '\n' '|')"
-# one assumption each of the eight masks of random draws first counted
-$MEMSIM info --json "$tmp/a.csv" | tr -d ' \n' | grep -q '"mask:random":8,' ||
+# one assumption each of the eleven masks of random draws first counted
+$MEMSIM info --json "$tmp/a.csv" | tr -d ' \n' | grep -q '"mask:random":11,' ||
 	fail "mask:random assumptions: $($MEMSIM info --json "$tmp/a.csv" | tr -d ' \n' | grep -o '"assumptions":{[^}]*}')"
 finish recorder_random_masks.sh

@@ -710,6 +710,29 @@ class Values:
         if base in COMPARE:
             if u is not None and c is not None:
                 self._keep(self.probs, o, share(u, base, c))
+            elif u is not None and u.integral and base in ("eq", "ne") \
+                    and len(args) > 1 and isinstance(args[1], self.Fake):
+                # two tensors of uniform integers, each element a draw of
+                # its own (not the same elements: another storage, or
+                # another offset in it): equal with probability
+                # overlap / (n1 n2) (PyG's add_remaining_self_loops,
+                # `edge_index[0] != edge_index[1]` of random edges)
+                u1 = self.uniform(args[1])
+                if u1 is None or not u1.integral:
+                    return
+                if self._skey(t0) == self._skey(args[1]) and \
+                        t0.storage_offset() == args[1].storage_offset():
+                    if t0.stride() == args[1].stride():
+                        # the same elements: all equal
+                        self._keep(self.probs, o, float(base == "eq"))
+                    return
+                lo, hi = math.ceil(u.lo), u.int_top()
+                lo1, hi1 = math.ceil(u1.lo), u1.int_top()
+                n, n1 = hi - lo + 1, hi1 - lo1 + 1
+                if n <= 0 or n1 <= 0:
+                    return
+                eq = max(0, min(hi, hi1) - max(lo, lo1) + 1) / (n * n1)
+                self._keep(self.probs, o, eq if base == "eq" else 1.0 - eq)
         elif base in DRAWN:
             if p is not None:
                 self._keep(self.probs, o, p)     # (0 and 1 cast are 0 and 1)
