@@ -898,6 +898,40 @@ class Dispatch:
             del s
         return out
 
+    def _gru_cell(self, mode, func, name, args, kwargs):
+        # nn.GRUCell on a CUDA input (GRUCell in RNN.cpp: the two gate
+        # GEMMs, then _thnn_fused_gru_cell): the fused cell and its
+        # backward have a CUDA kernel and no fake (meta) kernel, so
+        # their tensors are made here as RNN.cu's
+        # _thnn_fused_gru_cell_cuda makes them: the workspace (hx's
+        # rows x 5 * hidden, hx's dtype; autograd keeps it for backward)
+        # then hy (empty_like hx); _thnn_fused_gru_cell_backward_cuda:
+        # grad_input_gates and grad_hidden_gates (rows x 3 * hidden,
+        # the workspace's dtype), grad_hx (empty_like grad_hy), then
+        # with biases the two gates' sums over the rows.
+        a = list(args) + [None] * 5
+        if name == "_thnn_fused_gru_cell":
+            hx = kwargs.get("hx", a[2])
+            if not _cuda_tensor(hx) or hx.dim() != 2:
+                return _RUN
+            with torch.no_grad(), mode:
+                ws = torch.empty((hx.size(0), hx.size(1) * 5),
+                                 dtype=hx.dtype, device=hx.device)
+                hy = torch.empty(hx.shape, dtype=hx.dtype, device=hx.device)
+            return hy, ws
+        g, ws = kwargs.get("grad_hy", a[0]), kwargs.get("workspace", a[1])
+        bias = kwargs.get("has_bias", a[2])
+        if not _cuda_tensor(ws) or not _cuda_tensor(g) or ws.dim() != 2:
+            return _RUN
+        rows, h = ws.size(0), ws.size(1) // 5
+        with torch.no_grad(), mode:
+            gi = torch.empty((rows, 3 * h), dtype=ws.dtype, device=ws.device)
+            gh = torch.empty((rows, 3 * h), dtype=ws.dtype, device=ws.device)
+            ghx = torch.empty(g.shape, dtype=g.dtype, device=g.device)
+            bi = gi.sum(0) if bias else None
+            bh = gh.sum(0) if bias else None
+        return gi, gh, ghx, bi, bh
+
     def _plain_branch(self, mode, func, args, kwargs):
         # Formulas whose branch for tensor subclasses (every fake
         # tensor: isTensorSubclassLike, areAnyTensorSubclassLike) takes
@@ -2410,6 +2444,8 @@ _BEFORE = {
     "logical_and": Dispatch._fresh_mask,
     "logical_or": Dispatch._fresh_mask,
     "median": Dispatch._median_all,
+    "_thnn_fused_gru_cell": Dispatch._gru_cell,
+    "_thnn_fused_gru_cell_backward": Dispatch._gru_cell,
     "nanmedian": Dispatch._median_all,
     "_transformer_encoder_layer_fwd": Dispatch._encoder_layer,
     "_native_multi_head_attention": Dispatch._native_mha,
