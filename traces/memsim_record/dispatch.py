@@ -1123,6 +1123,24 @@ class Dispatch:
                 return vals
         return self.outputs(name, args, kwargs, out)
 
+    def _conv(self, name, args, kwargs, out):
+        # _convolution of a 1-d convolution (a 3-d weight) on CUDA:
+        # "avoid accidentally going through NHWC for permuted 3d input",
+        # input.contiguous() before the backend (a copy of a permuted
+        # input, made before the output, freed when it returns), then
+        # the 4-d views the cuDNN rule sees (_ev_conv)
+        x = args[0] if args else None
+        copy = None
+        if _cuda_tensor(x) and x.dim() == 3 and not x.is_contiguous():
+            copy = object()
+            self.rec.alloc(x.numel() * x.element_size(), "temporary",
+                           "convolution 1-d input contiguous copy",
+                           key=copy)
+        self.outputs(name, args, kwargs, out)
+        if copy is not None:
+            self.rec.free(copy)
+        return out
+
     def _conv_backward(self, name, args, kwargs, out):
         if not isinstance(out, (tuple, list)) or len(out) != 3:
             return self.outputs(name, args, kwargs, out)
@@ -1620,6 +1638,17 @@ class Dispatch:
         """The keys of the copies conv_copies made (see above)."""
         try:
             go, x, w = args[0], args[1], args[2]
+            if _cuda_tensor(x) and x.dim() == 3:
+                # convolution_backward of a 1-d convolution: its own
+                # input.contiguous() (as _convolution's, Dispatch._conv),
+                # the 4-d views contiguous for cuDNN after it
+                if x.is_contiguous():
+                    return []
+                keys = [object()]
+                self.rec.alloc(x.numel() * x.element_size(), "temporary",
+                               "convolution_backward 1-d input contiguous "
+                               "copy", key=keys[0])
+                return keys
             if not isinstance(x, torch.Tensor) or x.device.type != "cuda" \
                     or x.dim() not in (4, 5) or args[9] != 1 or \
                     not isinstance(go, torch.Tensor) or self.major < 7:
@@ -1702,6 +1731,16 @@ class Dispatch:
                 8 if y.element_size() == 8 else 4,
                 kernels.symsize(y.storage_offset()), self.major, self.minor,
                 self.sms)
+        if x.dim() == 3 and w.dim() == 3:
+            # a 1-d convolution runs as 2-d (view1d_as_2d, view4d: a
+            # height of 1) on the contiguous input (Dispatch._conv)
+            def v4(t):
+                return (t[0], t[1], 1, t[2])
+            return kernels.conv(phase, v4(tuple(x.shape)),
+                                v4(tuple(w.shape)), v4(tuple(y.shape)),
+                                x.element_size(), [1] + list(st),
+                                [0] + list(pad), [1] + list(dil), tr, gr,
+                                False, False, self.major, self.sms)
         cl = torch.channels_last if x.dim() == 4 else \
             torch.channels_last_3d
         fmt_cl = x.dim() in (4, 5) and (
@@ -2454,6 +2493,7 @@ _BEFORE.update((n, Dispatch._host_bool) for n in values.HOST_BOOL)
 _BEFORE.update((n, Dispatch._sparse) for n in sparse.HANDLERS)
 _AFTER = {
     "_to_copy": Dispatch._to_host,
+    "convolution": Dispatch._conv,
     "convolution_backward": Dispatch._conv_backward,
     "_scaled_dot_product_efficient_attention_backward":
         Dispatch._efficient_backward,
