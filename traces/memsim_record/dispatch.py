@@ -2021,8 +2021,16 @@ class Dispatch:
                 g.device.type != "cuda":
             return []
         dt = torch.result_type(g, y)
-        return kernels.softmax_backward(
-            g.numel(), torch.empty((), dtype=dt).element_size())
+        size = torch.empty((), dtype=dt).element_size()
+        ev = kernels.softmax_backward(g.numel(), size)
+        if ev and not _product_contiguous(g, y, dt):
+            # host_softmax_backward runs on grad_.contiguous() of tmp =
+            # grad * output, which TensorIterator lays out as the
+            # gradient (its first operand) where that is permuted (an
+            # einsum's gradient): a copy, freed before tmp
+            ev = ev[:1] + [("alloc", "tmp.contiguous()", g.numel() * size),
+                           ("free", "tmp.contiguous()")] + ev[1:]
+        return ev
 
     def _ev_loss(self, name, args, phase, out, kwargs):
         # mse_loss_out and its kin (Loss.cpp): with a reduction,
@@ -2316,6 +2324,29 @@ class _Plain:
     def drop(self):
         while self.held:
             self.held.pop()
+
+
+def _product_contiguous(a, b, dtype):
+    """Whether a * b (fake tensors A and B of one shape) comes out
+    contiguous: TensorIterator's layout (reorder_dimensions: the
+    operands' strides, the first decisive), computed on meta tensors of
+    their sizes and strides (under --symbolic, their hints)."""
+    def concrete(t):
+        vals = []
+        for d in list(t.shape) + list(t.stride()):
+            if type(d) is not int:
+                d = getattr(getattr(d, "node", None), "hint", None)
+                if d is None:
+                    return None
+            vals.append(int(d))
+        return vals[:t.dim()], vals[t.dim():]
+    ca, cb = concrete(a), concrete(b)
+    if ca is None or cb is None or a.is_contiguous():
+        return True
+    with unset_fake_temporarily():
+        ma = torch.empty_strided(ca[0], ca[1], dtype=dtype, device=_META)
+        mb = torch.empty_strided(cb[0], cb[1], dtype=dtype, device=_META)
+        return (ma * mb).is_contiguous()
 
 
 def _cuda_tensor(t):
