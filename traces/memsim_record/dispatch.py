@@ -1989,6 +1989,21 @@ class Dispatch:
                 keys.append(i)
         return ev + [("free", k) for k in reversed(keys)]
 
+    def _ev_complex_to_float(self, name, args, phase, out, kwargs):
+        # abs and angle of a complex tensor (unary_op_impl_with_complex_
+        # to_float_out): the kernel runs complex -> complex into a
+        # complex_result of the input's size, made after the real output
+        # and freed on return once its real part is copied out
+        # (gateloop-transformer's a.abs(), a.angle(), and angle's
+        # backward's self.abs(), on the H200)
+        x = args[0] if args else None
+        if not _cuda_tensor(x) or not x.is_complex() or \
+                not isinstance(out, torch.Tensor) or out.is_complex() or \
+                x.numel() == 0:
+            return []
+        return [("alloc", "complex_result", x.numel() * x.element_size()),
+                ("free", "complex_result")]
+
     def _ev_topk(self, name, args, phase, out, kwargs):
         # topk_out_cuda: launch_gather_topk_kernel selects from
         # self.contiguous(), a copy of a non-contiguous input made after
@@ -2561,6 +2576,8 @@ _EVENTS = {
     "multinomial": Dispatch._ev_sort,
     "_softmax_backward_data": Dispatch._ev_softmax_backward,
     "topk": Dispatch._ev_topk,
+    "abs": Dispatch._ev_complex_to_float,
+    "angle": Dispatch._ev_complex_to_float,
     "_softmax": Dispatch._ev_softmax_copies,
     "_log_softmax": Dispatch._ev_softmax_copies,
     "_log_softmax_backward_data": Dispatch._ev_softmax_copies,

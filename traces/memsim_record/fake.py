@@ -1669,6 +1669,8 @@ KERNEL_SITES = {
     "sum": "gpu_reduce_kernel global buffer",
     "_softmax_backward_data": "softmax_backward_cuda_out grad * output",
     "topk": "launch_gather_topk_kernel contiguous input",
+    "abs": "unary_op_impl_with_complex_to_float_out complex_result",
+    "angle": "unary_op_impl_with_complex_to_float_out complex_result",
     "_softmax": "host_softmax contiguous input",
     "_log_softmax": "host_softmax contiguous input",
     "_log_softmax_backward_data": "host_softmax_backward contiguous copies",
