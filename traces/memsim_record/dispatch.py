@@ -1734,13 +1734,18 @@ class Dispatch:
         if x.dim() == 3 and w.dim() == 3:
             # a 1-d convolution runs as 2-d (view1d_as_2d, view4d: a
             # height of 1) on the contiguous input (Dispatch._conv)
-            def v4(t):
-                return (t[0], t[1], 1, t[2])
-            return kernels.conv(phase, v4(tuple(x.shape)),
-                                v4(tuple(w.shape)), v4(tuple(y.shape)),
-                                x.element_size(), [1] + list(st),
-                                [0] + list(pad), [1] + list(dil), tr, gr,
-                                False, False, self.major, self.sms)
+            xs, ws, ys = ((t[0], t[1], 1, t[2]) for t in (
+                tuple(x.shape), tuple(w.shape), tuple(y.shape)))
+            st, pad, dil = ((1,) + tuple(st), (0,) + tuple(pad),
+                            (1,) + tuple(dil))
+            ev = kernels.conv(phase, xs, ws, ys, x.element_size(), st, pad,
+                              dil, tr, gr, False, False, self.major,
+                              self.sms)
+            if torch.backends.cudnn.benchmark:
+                # (cuDNN's find keyed by the 2-d view)
+                ev = self.cudnn_find(phase, x, w, y, st, pad, dil, tr, gr,
+                                     False, ev, (xs, ws, ys))
+            return ev
         cl = torch.channels_last if x.dim() == 4 else \
             torch.channels_last_3d
         fmt_cl = x.dim() in (4, 5) and (
@@ -1760,7 +1765,8 @@ class Dispatch:
                                  fmt_cl, ev)
         return ev
 
-    def cudnn_find(self, phase, x, w, y, st, pad, dil, tr, gr, fmt_cl, ev):
+    def cudnn_find(self, phase, x, w, y, st, pad, dil, tr, gr, fmt_cl, ev,
+                   shapes=None):
         """cudnn.benchmark: the first call of a key in a thread runs cuDNN's
         find before the plan it picks (run_single_conv, v8 API, the default;
         the v7 API of TORCH_CUDNN_V8_API_DISABLED is not modelled).  The key
@@ -1781,7 +1787,10 @@ class Dispatch:
         cuDNN's own (tests/data/record/cudnn_find.tsv: 0.24 to 97 times the
         operands on the H200, no function of the shapes found): the find
         allocates the chosen plan's (a candidate: the largest is at least
-        that), assumption cudnn:benchmark-find, a lower bound."""
+        that), assumption cudnn:benchmark-find, a lower bound.  SHAPES:
+        the 2-d view's (input, weight, output) sizes of a 1-d
+        convolution (_ev_conv), its key's."""
+        xs, ws, ys = shapes or (x.shape, w.shape, y.shape)
         # the descriptor: a transposed convolution's forward is the
         # backward-data of the convolution from its output to its input
         # (and its input, the key's, that output)
@@ -1790,9 +1799,8 @@ class Dispatch:
         # (--symbolic: a size by its expression, a SymInt is unhashable;
         # kernels._symkey)
         key = (threading.get_ident(), op,
-               tuple(kernels._symkey(d) for d in (y.shape if tr else
-                                                   x.shape)),
-               tuple(kernels._symkey(d) for d in w.shape), fmt_cl,
+               tuple(kernels._symkey(d) for d in (ys if tr else xs)),
+               tuple(kernels._symkey(d) for d in ws), fmt_cl,
                x.dtype, tuple(st), tuple(pad), tuple(dil), int(gr),
                bool(torch.backends.cudnn.deterministic or
                     torch.are_deterministic_algorithms_enabled()),
@@ -1801,7 +1809,7 @@ class Dispatch:
             return ev
         self.cudnn_found.add(key)
         self.rec.assume("cudnn:benchmark-find")
-        if int(gr) != 1 or x.dim() not in (4, 5) or self.major < 7:
+        if int(gr) != 1 or len(xs) not in (4, 5) or self.major < 7:
             # grouped and depthwise convolutions (cuDNN's or the native
             # depthwise kernel: not modelled) and devices before sm70:
             # the assumption only
