@@ -642,7 +642,12 @@ class Values:
         return self._kept(self.probs, t) if self.probs else None
 
     def _keep(self, d, t, v):
-        if isinstance(t, self.Fake) and v is not None:
+        # (a CUDA tensor's only: a fake CPU one is a module's parameter
+        # initialised under the fake mode, whose uniform_ would keep every
+        # later op off _after's fast path, and add guards under
+        # --symbolic)
+        if isinstance(t, self.Fake) and v is not None and \
+                t.device.type == "cuda":
             k = self._skey(t)
             if k is not None:
                 d[t] = (v, k, self.gen.get(k, 0))
