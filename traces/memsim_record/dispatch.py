@@ -229,14 +229,15 @@ class Dispatch:
         if self.host_op(args, kwargs):
             # Host code runs for real (host.py): every tensor a plain
             # CPU one, every device the CPU.  A factory op whose CPU
-            # output would be large (weights made before .cuda())
-            # stays fake (not under --values cpu, which computes
-            # every value: docs/recording-values.md).
+            # output would be large while a module is built (weights
+            # made before .cuda(): host.building_model) stays fake (not
+            # under --values cpu, which computes every value:
+            # docs/recording-values.md).
             if name in host.BULK and not self.values_cpu and \
                     not self.has_tensor(args, kwargs):
                 out = func(*args, **kwargs)
                 if isinstance(out, torch.Tensor) and \
-                        host.nbytes(out) > host.HOST_FAKE_BYTES:
+                        host.building_model(torch, host.nbytes(out)):
                     if self.host_rng.draws(func):
                         self.host_rng.advance(func, args, kwargs)
                     return out

@@ -10,8 +10,11 @@ mode, which turns real CPU inputs into fake ones (allow_non_fake_inputs).
 One exception keeps a large model built on the CPU (weights made before
 `.cuda()`) from taking the host's memory: a CPU factory op (no tensor
 argument: empty, zeros, randn, ..., BULK) whose output would exceed
-HOST_FAKE_BYTES is made fake, as before; what reads a value from such a
-tensor gets an assumption (fake._host_values).
+HOST_FAKE_BYTES, called while a module is built (building_model), is
+made fake, as before; what reads a value from such a tensor gets an
+assumption (fake._host_values).  Made by the script's own code outside
+any module's __init__ (a synthetic dataset, a buffer), it is real up to
+HOST_REAL_BYTES.
 
 Also here: the script's file writes go to a scratch folder (Files), DataLoader
 workers run without the recorder, and the script's own traceback.
@@ -31,12 +34,39 @@ import traceback
 # tensors host code computes with (indices, offsets, schedules, masks of
 # a sample, a LayerNorm's weight) are real.
 HOST_FAKE_BYTES = 1 << 20
+# Outside a module's construction a factory's output is real up to this
+# size (the script's own data: locuslab/TCN's adding problem draws its
+# 50,000 sequences with torch.rand and reads them element by element,
+# each read an assumption and a fake op when they were fake: 567 s to
+# record against 16 s on the H200).
+HOST_REAL_BYTES = 1 << 30
 # The factory ops that rule applies to: those that make storage to be
 # filled (a weight's torch.empty, then its init's uniform_), not those
 # whose values are the point (randperm: a sampler's order; arange,
 # linspace, randint: indices and offsets), which always run for real.
 BULK = frozenset(("empty", "empty_strided", "zeros", "ones", "full",
                   "randn", "rand", "normal", "empty_permuted"))
+
+
+def building_model(torch, nbytes):
+    """Whether a CPU factory's output of NBYTES stays fake: above
+    HOST_FAKE_BYTES while a module is built (an nn.Module's __init__ on
+    the stack: its weights, made before `.cuda()`, and those of its
+    submodules, torch.nn.init's included), or above HOST_REAL_BYTES
+    anywhere."""
+    if nbytes <= HOST_FAKE_BYTES:
+        return False
+    if nbytes > HOST_REAL_BYTES:
+        return True
+    import sys
+    f = sys._getframe(1)
+    module = torch.nn.Module
+    while f is not None:
+        if f.f_code.co_name == "__init__" and \
+                isinstance(f.f_locals.get("self"), module):
+            return True
+        f = f.f_back
+    return False
 
 
 # The most elements HostRNG draws in one recording (about 2 s of the CPU
