@@ -1133,10 +1133,7 @@ class Dispatch:
         x = args[0] if args else None
         copy = None
         if _cuda_tensor(x) and x.dim() == 3 and not x.is_contiguous():
-            copy = object()
-            self.rec.alloc(x.numel() * x.element_size(), "temporary",
-                           "convolution 1-d input contiguous copy",
-                           key=copy)
+            copy = self.copy_of(x, "convolution 1-d input contiguous copy")
         self.outputs(name, args, kwargs, out)
         if copy is not None:
             self.rec.free(copy)
@@ -1173,10 +1170,8 @@ class Dispatch:
             # non-contiguous grad_out through a copy" (in its
             # B, M, H, K layout), before the gradients, freed on
             # return.
-            copy = object()
-            self.rec.alloc(args[0].numel() * args[0].element_size(),
-                           "temporary", "_efficient_attention_backward "
-                           "grad_out copy", key=copy)
+            copy = self.copy_of(args[0], "_efficient_attention_backward "
+                                "grad_out copy")
         self.outputs(name, args, kwargs, out)
         if copy is not None:
             self.rec.free(copy)
@@ -1192,10 +1187,8 @@ class Dispatch:
             # (kernels.embedding_backward), before grad_weight
             g = args[0]
             if not g.is_contiguous():
-                keys["grad"] = object()
-                rec.alloc(g.numel() * g.element_size(),
-                          "temporary", "embedding backward "
-                          "grad copy", key=keys["grad"])
+                keys["grad"] = self.copy_of(g, "embedding backward grad "
+                                            "copy")
             self.run_events(emb[0], keys,
                             "embedding_backward_cuda_kernel temporaries")
         if small:
@@ -1205,9 +1198,8 @@ class Dispatch:
             # it returns
             for k, t in (("grad", args[0]), ("indices", args[1])):
                 if not t.is_contiguous():
-                    keys[k] = object()
-                    rec.alloc(t.numel() * t.element_size(), "temporary",
-                              "embedding backward %s copy" % k, key=keys[k])
+                    keys[k] = self.copy_of(t, "embedding backward %s copy"
+                                           % k)
         self.outputs(name, args, kwargs, out)
         if emb:
             self.run_events(emb[1], keys,
@@ -1241,11 +1233,8 @@ class Dispatch:
         copies = []
 
         def copy(t):
-            if isinstance(t, torch.Tensor) and t.device.type == "cuda" and \
-                    not t.is_contiguous():
-                copies.append(object())
-                rec.alloc(t.numel() * t.element_size(), "temporary",
-                          "layer_norm contiguous copy", key=copies[-1])
+            if _cuda_tensor(t) and not t.is_contiguous():
+                copies.append(self.copy_of(t, "layer_norm contiguous copy"))
         if name == "native_layer_norm":
             copy(args[0])
             self.outputs(name, args, kwargs, out)
@@ -1645,11 +1634,8 @@ class Dispatch:
                 # the 4-d views contiguous for cuDNN after it
                 if x.is_contiguous():
                     return []
-                keys = [object()]
-                self.rec.alloc(x.numel() * x.element_size(), "temporary",
-                               "convolution_backward 1-d input contiguous "
-                               "copy", key=keys[0])
-                return keys
+                return [self.copy_of(x, "convolution_backward 1-d input "
+                                     "contiguous copy")]
             if not isinstance(x, torch.Tensor) or x.device.type != "cuda" \
                     or x.dim() not in (4, 5) or args[9] != 1 or \
                     not isinstance(go, torch.Tensor) or self.major < 7:
@@ -1663,10 +1649,8 @@ class Dispatch:
             keys = []
             for t in (x, go):
                 if not t.is_contiguous(memory_format=fmt):
-                    keys.append(object())
-                    self.rec.alloc(t.numel() * t.element_size(), "temporary",
-                              "cudnn convolution_backward contiguous copy",
-                              key=keys[-1])
+                    keys.append(self.copy_of(
+                        t, "cudnn convolution_backward contiguous copy"))
             return keys
         except Exception:
             return []
@@ -1987,8 +1971,7 @@ class Dispatch:
         # host_softmax_backward (log_softmax_backward_cuda_out) likewise
         # copies grad_ and then output_, after grad_input.
         ts = args[:2] if name == "_log_softmax_backward_data" else args[:1]
-        if not ts or not all(isinstance(t, torch.Tensor) and
-                             t.device.type == "cuda" for t in ts) or \
+        if not ts or not all(_cuda_tensor(t) for t in ts) or \
                 ts[0].numel() == 0:
             return []
         ev, keys = [], []
@@ -2026,8 +2009,7 @@ class Dispatch:
         # left out.
         kwargs = kwargs or {}
         x = args[0] if args else None
-        if not isinstance(x, torch.Tensor) or x.device.type != "cuda" or \
-                x.dim() == 0 or x.is_contiguous():
+        if not _cuda_tensor(x) or x.dim() == 0 or x.is_contiguous():
             return []
         k = args[1] if len(args) > 1 else kwargs.get("k")
         dim = args[2] if len(args) > 2 else kwargs.get("dim", -1)
@@ -2164,6 +2146,14 @@ class Dispatch:
                                           q.element_size(), sk=sk, dv=dv,
                                           dropout=bool(p), hkv=hkv,
                                           ws_shape=ws)
+
+    def copy_of(self, t, site):
+        """A kernel's copy of T (its `.contiguous()`), a temporary of
+        T's bytes at SITE; returns the key rec.free takes."""
+        key = object()
+        self.rec.alloc(t.numel() * t.element_size(), "temporary", site,
+                       key=key)
+        return key
 
     def temps(self, name, events):
         """Allocations through the fake allocator, freed in the order

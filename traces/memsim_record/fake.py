@@ -1471,8 +1471,6 @@ def _dynamic(torch, rec, func, args, kwargs):
         dim = args[1] if name == "unique_dim" and len(args) > 1 else \
             kwargs.get("dim", args[3] if name == "unique_consecutive" and
                        len(args) > 3 else None)
-        if name == "unique_dim" and dim is None:
-            dim = kwargs.get("dim")
         if dim is not None and x.dim():
             dim %= x.dim()
             n = int(math.ceil(frac * x.shape[dim]))
@@ -1524,7 +1522,7 @@ def _distinct(vs, name, x, frac):
     k = x.numel()
     u = vs.uniform(x)
     if u is not None and u.integral:
-        n = u.int_top() - math.ceil(u.lo) + 1
+        n = u.count()
         if name == "unique_consecutive":
             return min(k, math.ceil(1 + (k - 1) * (1 - 1.0 / n) - 1e-9)) \
                 if n > 0 and k > 0 else 0
@@ -1533,7 +1531,7 @@ def _distinct(vs, name, x, frac):
     rg = vs.range(x)
     if rg is not None and rg.integral and math.isfinite(rg.lo) and \
             math.isfinite(rg.hi) and name != "unique_consecutive":
-        n = min(n, max(rg.int_top() - math.ceil(rg.lo) + 1, 0))
+        n = min(n, rg.count())
     return n
 
 

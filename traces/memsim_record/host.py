@@ -24,6 +24,7 @@ import errno
 import io
 import os
 import shutil
+import sys
 import tempfile
 import traceback
 
@@ -58,7 +59,6 @@ def building_model(torch, nbytes):
         return False
     if nbytes > HOST_REAL_BYTES:
         return True
-    import sys
     f = sys._getframe(1)
     module = torch.nn.Module
     while f is not None:
@@ -1283,7 +1283,6 @@ def on_import(name, patch):
     returns its undo; on_import returns one that undoes it, or stops
     waiting for the import."""
     import importlib.abc
-    import sys
     undo = []
     if name in sys.modules:
         undo.append(patch(sys.modules[name]))

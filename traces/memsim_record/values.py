@@ -347,6 +347,11 @@ class Range:
                 return op == "eq"
         return None
 
+    def count(self):
+        """How many integers the range holds (an integral one's values),
+        0 where none."""
+        return max(self.int_top() - math.ceil(self.lo) + 1, 0)
+
     def single(self):
         """The one value the range holds, or None."""
         if self.integral:
@@ -363,7 +368,7 @@ def share(u, op, c):
     Range U (its integers where integral), or None (an empty or endless
     range)."""
     if u.integral:
-        lo, n = math.ceil(u.lo), u.int_top() - math.ceil(u.lo) + 1
+        lo, n = math.ceil(u.lo), u.count()
         if n <= 0:
             return None
 
@@ -609,19 +614,14 @@ class Values:
         return self.kn.value(t) is not _known.UNKNOWN and self._small(t)
 
     def range(self, t):
-        ent = self.ranges.get(t)
-        if ent is None:
+        if t not in self.ranges:
             return self._storage_range(self._skey(t)) if self.srange \
                 else None
-        k = self._skey(t)
-        if k != ent[1] or self.gen.get(k, 0) != ent[2]:
-            del self.ranges[t]
-            return None
-        return ent[0]
+        return self._kept(self.ranges, t)
 
     def _kept(self, d, t):
-        """What D (unif, probs) keeps for T while T's storage has had no
-        other write, or None."""
+        """What D (ranges, unif, probs) keeps for T while T's storage has
+        had no other write, or None (a stale entry goes)."""
         ent = d.get(t)
         if ent is None:
             return None
@@ -642,12 +642,9 @@ class Values:
         return self._kept(self.probs, t) if self.probs else None
 
     def _keep(self, d, t, v):
-        # (a CUDA tensor's only: a fake CPU one is a module's parameter
-        # initialised under the fake mode, whose uniform_ would keep every
-        # later op off _after's fast path, and add guards under
-        # --symbolic)
-        if isinstance(t, self.Fake) and v is not None and \
-                t.device.type == "cuda":
+        """Keeps V in D (ranges, unif, probs) for the fake T, at its
+        storage's write count (_kept)."""
+        if isinstance(t, self.Fake) and v is not None:
             k = self._skey(t)
             if k is not None:
                 d[t] = (v, k, self.gen.get(k, 0))
@@ -680,7 +677,12 @@ class Values:
         what random ops made is kept)."""
         torch = self.torch
         os_ = targets or [o for o in outs if isinstance(o, self.Fake)]
-        if not os_ or not isinstance(os_[0], self.Fake):
+        # (a CUDA tensor's only: a fake CPU one is a module's parameter
+        # initialised under the fake mode, whose uniform_ would keep every
+        # later op off _after's fast path, and add guards under
+        # --symbolic)
+        if not os_ or not isinstance(os_[0], self.Fake) or \
+                os_[0].device.type != "cuda":
             return
         o = os_[0]
         if name in UNIFORM:
@@ -731,12 +733,12 @@ class Values:
                         # the same elements: all equal
                         self._keep(self.probs, o, float(base == "eq"))
                     return
-                lo, hi = math.ceil(u.lo), u.int_top()
-                lo1, hi1 = math.ceil(u1.lo), u1.int_top()
-                n, n1 = hi - lo + 1, hi1 - lo1 + 1
+                n, n1 = u.count(), u1.count()
                 if n <= 0 or n1 <= 0:
                     return
-                eq = max(0, min(hi, hi1) - max(lo, lo1) + 1) / (n * n1)
+                common = min(u.int_top(), u1.int_top()) - \
+                    max(math.ceil(u.lo), math.ceil(u1.lo)) + 1
+                eq = max(0, common) / (n * n1)
                 self._keep(self.probs, o, eq if base == "eq" else 1.0 - eq)
         elif base in DRAWN:
             if p is not None:
@@ -833,13 +835,8 @@ class Values:
         return self._values_range(t) if t.numel() > ROUTE_MAX else None
 
     def _set_range(self, t, rg):
-        if not isinstance(t, self.Fake) or rg is None or \
-                not self._small(t):
-            return
-        k = self._skey(t)
-        if k is None:
-            return
-        self.ranges[t] = (rg, k, self.gen.get(k, 0))
+        if rg is not None and isinstance(t, self.Fake) and self._small(t):
+            self._keep(self.ranges, t, rg)
 
     def mask(self, t):
         """The values assumed for T, a bool tensor whose values are not
