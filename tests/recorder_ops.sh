@@ -8,7 +8,7 @@ SRC=$(cd "$(dirname "$0")" && pwd)
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 need_torch
 sizes() { awk -F, '$3 == "alloc" { printf "%s%s", s, $5; s = " " } END { print "" }' "$1"; }
-for c in groupnorm convt gemm nested mse catconv mathmask accum linear3d lncopy embed embedsmall softmax cumsum h2dconv; do
+for c in groupnorm convt gemm nested mse catconv mathmask accum linear3d lncopy embed embedsmall softmax cumsum h2dconv effbwd; do
 	$MEMSIM record -o "$tmp/$c.csv" -- "$PY" "$SRC/recorder/op_allocs.py" $c \
 		2>"$tmp/err" || fail "record $c: $(tail -3 "$tmp/err")"
 done
@@ -171,5 +171,13 @@ got=$(sizes "$tmp/cumsum.csv")
 # non-blocking without a conversion (8000 alone).
 got=$(sizes "$tmp/h2dconv.csv")
 [ "$got" = "4000 8000 4000 8000" ] || fail "h2dconv: $got"
+# 15. scaled_dot_product_attention of 2 x 4 x 64 x 32 floats with a bool
+# mask (memory-efficient path), its output's gradient an expanded scalar
+# (sum): _efficient_attention_backward copies grad_out contiguous in its
+# B, M, H, K layout (65536) before the three gradients, freed on return
+# (the H200's tenc_padmask trace has one such copy a layer and step).
+got=$(sizes "$tmp/effbwd.csv")
+want="65536 65536 65536 4096 4096 4096 4 4 16384 65536 2048 65536 4 4 65536 65536 65536 65536 65536 2048 2048 131200 65536 65536 65536"
+[ "$got" = "$want" ] || fail "effbwd: $got"
 
 finish recorder_ops.sh

@@ -15,7 +15,8 @@
 # (F.softmax over the last dimension of 2 x 4 x 64 x 96 floats, then
 # dropout, forward and backward: the gat program's attention), cumsum (of
 # a bool mask and of int64), h2dconv (host float64 to the GPU as float32,
-# non-blocking, blocking, and non-blocking without a conversion).
+# non-blocking, blocking, and non-blocking without a conversion), effbwd
+# (scaled_dot_product_attention with a bool mask, forward and backward).
 import sys
 import torch
 
@@ -80,6 +81,12 @@ elif case == "h2dconv":
     a = h.to(dev, torch.float32, non_blocking=True)
     b = h.to(dev, torch.float32)
     c = h.to(dev, non_blocking=True)
+elif case == "effbwd":
+    q, k, v = (torch.randn(2, 4, 64, 32, device=dev, requires_grad=True)
+               for _ in range(3))
+    mask = torch.ones(64, 64, dtype=torch.bool, device=dev).tril()
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, mask)
+    out.permute(2, 0, 1, 3).contiguous().sum().backward()
 elif case == "nested":
     layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True)
     enc = torch.nn.TransformerEncoder(layer, 2).to(dev).eval()

@@ -1296,7 +1296,6 @@ class Runtime:
         """Ops run on the fake tensors with nothing recorded (the recorder's
         dispatch mode set aside, the fake mode kept)."""
         import contextlib
-        torch = self.torch
         from torch._guards import detect_fake_mode
 
         @contextlib.contextmanager
@@ -1451,8 +1450,6 @@ class Runtime:
             for k in keys:
                 rec.free(k)
         for config in range(2):
-            if config and len(gpu) == len(clones):
-                break
             budget = rec.peak - rec.allocated
             gpu = []
             for c in clones:
@@ -1464,6 +1461,8 @@ class Runtime:
             rec.alloc(nb, "temporary", "triton autotune L2 flush", key)
             run(gpu)
             rec.free(key)
+            if len(gpu) == len(clones):
+                break
 
     def _death(self, key):
         def cb(_ref):

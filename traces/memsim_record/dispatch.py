@@ -1161,22 +1161,6 @@ class Dispatch:
                     self.rec.free(k)
         return out
 
-    def _efficient_backward(self, name, args, kwargs, out):
-        copy = None
-        if isinstance(args[0], torch.Tensor) and \
-                args[0].device.type == "cuda" and \
-                not args[0].transpose(1, 2).is_contiguous():
-            # _efficient_attention_backward: "handle potentially
-            # non-contiguous grad_out through a copy" (in its
-            # B, M, H, K layout), before the gradients, freed on
-            # return.
-            copy = self.copy_of(args[0], "_efficient_attention_backward "
-                                "grad_out copy")
-        self.outputs(name, args, kwargs, out)
-        if copy is not None:
-            self.rec.free(copy)
-        return out
-
     def _embedding_backward(self, name, args, kwargs, out):
         rec = self.rec
         keys = {}
@@ -1256,13 +1240,25 @@ class Dispatch:
         return self.outputs(name, args, kwargs, out, flat)
 
     def _efficient_backward(self, name, args, kwargs, out):
+        copy = None
+        if _cuda_tensor(args[0]) and \
+                not args[0].transpose(1, 2).is_contiguous():
+            # _efficient_attention_backward: "handle potentially
+            # non-contiguous grad_out through a copy" (in its
+            # B, M, H, K layout), before the gradients, freed on
+            # return.
+            copy = self.copy_of(args[0], "_efficient_attention_backward "
+                                "grad_out copy")
         flat = tree_flatten(out)[0]
         if len(flat) == 4 and (len(args) < 5 or args[4] is None):
             # _efficient_attention_backward's grad_bias without a bias is
             # an undefined tensor on the GPU, where the fake kernel makes
             # a scalar
             flat = flat[:3]
-        return self.outputs(name, args, kwargs, out, flat)
+        self.outputs(name, args, kwargs, out, flat)
+        if copy is not None:
+            self.rec.free(copy)
+        return out
 
     def _loss(self, name, args, kwargs, out):
         if isinstance(out, torch.Tensor) and out.device.type == "cuda" and \

@@ -47,7 +47,6 @@ import threading
 
 from . import devices
 from . import host
-from . import kernels
 from . import known
 from . import lifecycle
 from . import values
@@ -608,7 +607,6 @@ def _like(orig, impl):
     signature: the call is bound as ORIG binds it (a TypeError where
     PyTorch's would raise one), then IMPL(arguments) answers, the
     arguments a dict by parameter name."""
-    import functools
     import inspect
     try:
         sig = inspect.signature(orig)
@@ -1104,8 +1102,6 @@ def _patch_cuda(torch, rec, dev):
     # device counts as initialized, after a torch.compile).
     acc = getattr(torch, "accelerator", None)
     if acc is not None:
-        import functools
-
         def via(name, orig):
             @functools.wraps(orig)      # (PyTorch's signature)
             def f(*a, **k):
@@ -1440,7 +1436,6 @@ def _dynamic(torch, rec, func, args, kwargs):
     Sizes come from the values where they are known (values.py: exact
     values, MoE routing); the rules below are for values of unknown
     origin (docs/recording-values.md)."""
-    aten = torch.ops.aten
     frac = rec.opt.dynamic_fraction
     name = func.overloadpacket.__name__ if hasattr(func, "overloadpacket") \
         else str(func)

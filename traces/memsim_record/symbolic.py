@@ -243,7 +243,6 @@ class Symbolic:
         polynomial in NAME with integer coefficients (fmt), or where a
         rule divides, an expression with Python's // and % by positive
         constants (traces/symtrace.h's grammar); Refused otherwise."""
-        import sympy
         if type(size) is int:
             return str(size)
         key = size.node.expr

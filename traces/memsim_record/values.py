@@ -2390,7 +2390,6 @@ def rms_norm_fwd(rec, x, weight, shape, eps, out, rstd):
 def rms_norm_bwd(rec, grad, x, weight, rstd, gx, gw):
     """The values of its backward's gradients."""
     vs = rec.known.values
-    torch = vs.torch
     rg, rx, rr = vs.real(grad), vs.real(x), vs.real(rstd)
     rw = vs.real(weight) if weight is not None else None
     if rg is None or rx is None or rr is None or \
