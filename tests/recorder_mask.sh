@@ -21,13 +21,14 @@ for c in bool bias biasgrad; do
 		2>"$tmp/err" || fail "record $c: $(tail -3 "$tmp/err")"
 done
 # 1. A boolean mask, no grad: cuDNN attention adds it, made additive
-# (convert_boolean_attn_mask): logical_not 2*64*64 bytes, two bf16
-# scalars, the bf16 mask 16384; then cuDNN's two 8-byte RNG tensors, the
+# (convert_boolean_attn_mask_cudnn, as convert_boolean_attn_mask_:
+# at::where(mask, 0.0, scalar_tensor(neg_inf))): two bf16 scalars, the
+# bf16 mask 16384, no logical_not; then cuDNN's two 8-byte RNG tensors, the
 # output and its 256-byte workspace (_cudnn_attention_forward's order, as
 # the H200's frames show; no softmax stats without a gradient: the H200's
 # no_grad and inference_mode traces have none).  No fp32 weights.
 got=$(sizes "$tmp/bool.csv" 18)
-[ "$got" = "8192 2 2 16384 8 8 65536 256" ] || fail "bool mask: $got"
+[ "$got" = "2 2 16384 8 8 65536 256" ] || fail "bool mask: $got"
 # 2. An fp32 mask under bf16 autocast: cast like q/k/v (1*4*64*64*2 =
 # 32768), the last argument first (autocast's wrapper casts the
 # arguments of one call, which GCC evaluates right to left: mask, v, k,

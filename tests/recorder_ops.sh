@@ -8,7 +8,7 @@ SRC=$(cd "$(dirname "$0")" && pwd)
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 need_torch
 sizes() { awk -F, '$3 == "alloc" { printf "%s%s", s, $5; s = " " } END { print "" }' "$1"; }
-for c in groupnorm convt gemm nested mse catconv mathmask accum linear3d lncopy embed embedsmall softmax cumsum h2dconv effbwd; do
+for c in groupnorm convt gemm nested mse catconv mathmask accum linear3d lncopy embed embedsmall softmax cumsum h2dconv effbwd boolmask; do
 	$MEMSIM record -o "$tmp/$c.csv" -- "$PY" "$SRC/recorder/op_allocs.py" $c \
 		2>"$tmp/err" || fail "record $c: $(tail -3 "$tmp/err")"
 done
@@ -177,7 +177,17 @@ got=$(sizes "$tmp/h2dconv.csv")
 # B, M, H, K layout (65536) before the three gradients, freed on return
 # (the H200's tenc_padmask trace has one such copy a layer and step).
 got=$(sizes "$tmp/effbwd.csv")
-want="65536 65536 65536 4096 4096 4096 4 4 16384 65536 2048 65536 4 4 65536 65536 65536 65536 65536 2048 2048 131200 65536 65536 65536"
+want="65536 65536 65536 4096 4096 4 4 16384 65536 2048 65536 4 4 65536 65536 65536 65536 65536 2048 2048 131200 65536 65536 65536"
 [ "$got" = "$want" ] || fail "effbwd: $got"
+# 16. A bool key padding mask of 2 x N expanded to 2 x 4 x N x N, SDPA of
+# 2 x 4 x N x 32 floats without grad (memory-efficient attention):
+# convert_boolean_attn_mask's at::where(mask, 0.0, scalar_tensor(-inf))
+# makes the -inf scalar, where's 0.0 scalar (4 each) and the additive mask
+# (2*4*N*N*4: 12800 for N = 20, 18432 for 24); preprocess_mask pads a
+# mask whose strides are not multiples of 8 (N = 20: to 24 keys, 15360),
+# not one that is (N = 24); then the output (20480, 24576).
+got=$(sizes "$tmp/boolmask.csv")
+want="20480 40 4 4 12800 15360 20480 24576 48 4 4 18432 24576"
+[ "$got" = "$want" ] || fail "boolmask: $got"
 
 finish recorder_ops.sh

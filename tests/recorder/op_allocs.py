@@ -16,7 +16,9 @@
 # dropout, forward and backward: the gat program's attention), cumsum (of
 # a bool mask and of int64), h2dconv (host float64 to the GPU as float32,
 # non-blocking, blocking, and non-blocking without a conversion), effbwd
-# (scaled_dot_product_attention with a bool mask, forward and backward).
+# (scaled_dot_product_attention with a bool mask, forward and backward),
+# boolmask (a key padding mask expanded over heads and queries, 20 and 24
+# keys, memory-efficient attention).
 import sys
 import torch
 
@@ -87,6 +89,13 @@ elif case == "effbwd":
     mask = torch.ones(64, 64, dtype=torch.bool, device=dev).tril()
     out = torch.nn.functional.scaled_dot_product_attention(q, k, v, mask)
     out.permute(2, 0, 1, 3).contiguous().sum().backward()
+elif case == "boolmask":
+    with torch.no_grad():
+        for n in (20, 24):
+            q = torch.randn(2, 4, n, 32, device=dev)
+            mask = torch.ones(2, n, dtype=torch.bool, device=dev)
+            mask = mask[:, None, None, :].expand(-1, 4, n, -1)
+            torch.nn.functional.scaled_dot_product_attention(q, q, q, mask)
 elif case == "nested":
     layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True)
     enc = torch.nn.TransformerEncoder(layer, 2).to(dev).eval()

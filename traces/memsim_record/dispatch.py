@@ -1241,8 +1241,12 @@ class Dispatch:
 
     def _efficient_backward(self, name, args, kwargs, out):
         copy = None
-        if _cuda_tensor(args[0]) and \
-                not args[0].transpose(1, 2).is_contiguous():
+        g = args[0]
+        if _cuda_tensor(g) and name != "_efficient_attention_backward":
+            # _scaled_dot_product_efficient_attention_backward hands it
+            # grad_out.transpose(1, 2)
+            g = g.transpose(1, 2)
+        if _cuda_tensor(g) and not g.is_contiguous():
             # _efficient_attention_backward: "handle potentially
             # non-contiguous grad_out through a copy" (in its
             # B, M, H, K layout), before the gradients, freed on

@@ -1887,6 +1887,25 @@ def _patch_jagged_sdpa(torch, major):
 _SDP_FLAGS = []
 
 
+def _preprocess_mask(mask, query, key):
+    """scaled_dot_product_attention's preprocess_mask before
+    memory-efficient attention: a mask whose strides are not multiples of
+    8 elements (aligned_tensor<8>; a symbolic stride counts as
+    unaligned), or whose last stride is not 1, is padded by pad_bias<8>
+    (at::pad to the next multiple of 8 past its last size, always at
+    least one element, then sliced back): a new tensor at the padded
+    size, which the kernel keeps for backward; then expanded to the
+    attention's batch, heads, queries and keys."""
+    import torch
+    strides = mask.stride()
+    if not (all(type(s) is int and s % 8 == 0 for s in strides[:-1])
+            and strides[-1] == 1):
+        n = mask.shape[-1]
+        mask = torch.nn.functional.pad(mask, (0, 8 - n % 8))[..., :n]
+    return mask.expand(query.shape[0], query.shape[1], query.shape[2],
+                       key.shape[2])
+
+
 def _sdp_flags(torch):
     """A function giving the enabled flags of cuDNN, flash, memory-
     efficient and math attention.  Under torch.compile Dynamo traces the
@@ -2353,10 +2372,14 @@ def run(opt, script, argv):
         elif attn_mask is not None and attn_mask.dtype == torch.bool and \
                 choice != SDP_MATH:
             # convert_boolean_attn_mask: the fused kernels add the mask,
-            # a boolean one made additive (0 / -inf) in the query's dtype.
+            # a boolean one made additive as at::where(mask, 0.0,
+            # at::scalar_tensor(-inf)) makes it: the -inf scalar, then
+            # where's 0.0 scalar on the same device, then the output at
+            # the mask's broadcast size in the query's dtype.
             attn_mask = torch.where(
-                attn_mask.logical_not(), float("-inf"),
-                torch.zeros((), dtype=query.dtype, device=attn_mask.device))
+                attn_mask, 0.0,
+                torch.scalar_tensor(float("-inf"), dtype=query.dtype,
+                                    device=attn_mask.device))
         if choice == SDP_CUDNN:
             return aten._scaled_dot_product_cudnn_attention(
                 query, key, value, attn_mask, grad, dropout_p, is_causal,
@@ -2368,6 +2391,8 @@ def run(opt, script, argv):
         if choice in (SDP_EFFICIENT, SDP_FLASH):
             # flash takes no mask (check_for_attn_mask): memory-efficient
             # attention is next in select_sdp_backend()'s order.
+            if attn_mask is not None:
+                attn_mask = _preprocess_mask(attn_mask, query, key)
             return aten._scaled_dot_product_efficient_attention(
                 query, key, value, attn_mask, grad, dropout_p, is_causal,
                 scale=scale)[0]
