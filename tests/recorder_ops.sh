@@ -8,7 +8,7 @@ SRC=$(cd "$(dirname "$0")" && pwd)
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 need_torch
 sizes() { awk -F, '$3 == "alloc" { printf "%s%s", s, $5; s = " " } END { print "" }' "$1"; }
-for c in groupnorm convt gemm nested mse catconv mathmask accum linear3d lncopy embed embedsmall softmax cumsum h2dconv effbwd boolmask; do
+for c in groupnorm convt gemm nested mse catconv mathmask accum linear3d lncopy embed embedsmall softmax cumsum h2dconv effbwd boolmask flashpad; do
 	$MEMSIM record -o "$tmp/$c.csv" -- "$PY" "$SRC/recorder/op_allocs.py" $c \
 		2>"$tmp/err" || fail "record $c: $(tail -3 "$tmp/err")"
 done
@@ -189,5 +189,16 @@ want="65536 65536 65536 4096 4096 4 4 16384 65536 2048 65536 4 4 65536 65536 655
 got=$(sizes "$tmp/boolmask.csv")
 want="20480 40 4 4 12800 15360 20480 24576 48 4 4 18432 24576"
 [ "$got" = "$want" ] || fail "boolmask: $got"
+# 17. Causal SDPA of 2 x 4 x 64 x 60 bf16 (61440 each) with grad: flash
+# attention takes a head dimension of 60 (check_head_dim_size_flash: at
+# most 256), scaled_dot_product_attention pads query, key and value to 64
+# (pad_last_dim<8, false>: 65536 each), flash makes its padded output
+# (65536), logsumexp (2*4*64*4 = 2048) and RNG state, and the output is
+# sliced back to 60.  Backward: the slice's zero-padded gradient (65536),
+# the three padded gradients and flash's temporaries, then each pad's
+# backward narrows its gradient to 60 (61440).  No math path, no fp32.
+got=$(sizes "$tmp/flashpad.csv")
+want="61440 61440 61440 65536 65536 65536 65536 2048 16 8 2 2 65536 65536 65536 65536 4096 262144 61440 61440 61440"
+[ "$got" = "$want" ] || fail "flashpad: $got"
 
 finish recorder_ops.sh

@@ -18,7 +18,8 @@
 # non-blocking, blocking, and non-blocking without a conversion), effbwd
 # (scaled_dot_product_attention with a bool mask, forward and backward),
 # boolmask (a key padding mask expanded over heads and queries, 20 and 24
-# keys, memory-efficient attention).
+# keys, memory-efficient attention), flashpad (causal SDPA of bf16 with a
+# head dimension of 60, forward and backward: flash attention).
 import sys
 import torch
 
@@ -96,6 +97,12 @@ elif case == "boolmask":
             mask = torch.ones(2, n, dtype=torch.bool, device=dev)
             mask = mask[:, None, None, :].expand(-1, 4, n, -1)
             torch.nn.functional.scaled_dot_product_attention(q, q, q, mask)
+elif case == "flashpad":
+    q, k, v = (torch.randn(2, 4, 64, 60, device=dev, dtype=torch.bfloat16,
+                           requires_grad=True) for _ in range(3))
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v,
+                                                           is_causal=True)
+    out.sum().backward()
 elif case == "nested":
     layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True)
     enc = torch.nn.TransformerEncoder(layer, 2).to(dev).eval()

@@ -1716,8 +1716,7 @@ def _sdp_fits(torch, q, mask, major):
     # snapshots' frames show at::native::_cudnn_attention_forward/backward):
     # first where it applies, else last.
     return {SDP_CUDNN: major in (9, 10) and half and d <= 128 and d % 8 == 0,
-            SDP_FLASH: major >= 8 and half and mask is None and d <= 256
-            and d % 8 == 0,
+            SDP_FLASH: major >= 8 and half and mask is None and d <= 256,
             SDP_EFFICIENT: major >= 5 and
             d % _gemm_alignment(torch, q.dtype, major) == 0,
             SDP_MATH: True}
@@ -2385,9 +2384,21 @@ def run(opt, script, argv):
                 query, key, value, attn_mask, grad, dropout_p, is_causal,
                 False, scale=scale)[0]
         if choice == SDP_FLASH and attn_mask is None:
-            return aten._scaled_dot_product_flash_attention(
+            # check_head_dim_size_flash takes any head dimension up to
+            # 256: scaled_dot_product_attention pads query, key and value
+            # to a multiple of 8 (pad_last_dim<8, false>: three copies,
+            # kept for backward), scales by the first one's dimension and
+            # slices the padded output back (post_process_flash_output).
+            d = query.shape[-1]
+            if d % 8:
+                if scale is None:
+                    scale = 1.0 / math.sqrt(d)
+                query, key, value = (torch.nn.functional.pad(t, (0, -d % 8))
+                                     for t in (query, key, value))
+            out = aten._scaled_dot_product_flash_attention(
                 query, key, value, dropout_p, is_causal, False,
                 scale=scale)[0]
+            return out[..., :d] if d % 8 else out
         if choice in (SDP_EFFICIENT, SDP_FLASH):
             # flash takes no mask (check_for_attn_mask): memory-efficient
             # attention is next in select_sdp_backend()'s order.
