@@ -2053,10 +2053,113 @@ def run(opt, script, argv):
                 # __torch_dispatch__ runs it on its fake values (and
                 # offsets), whose ops come back here one by one.
                 return NotImplemented
+            if args and type(args[0]) in numbers:
+                args = wrapped_numbers(func, args)
+            if get_tracing is not None and get_tracing() is not None:
+                return traced(self, func, types, args, kwargs)
+            if func is aten._convolution.default and len(args) == 13:
+                # at::native::_convolution picks the backend and runs it
+                # (cuDNN's plan and workspace) as convolution's kernel
+                # does through it: a traced module's aten::_convolution
+                # (traced below) is recorded as the convolution it is.
+                # Its four flags are the global context's at the trace
+                # (convolution reads them there, as Dispatch does).
+                func, args = aten.convolution.default, args[:9]
             with op_lock:
                 if isinstance(func, HigherOrderOperator):
                     return higher_order(self, func, args, kwargs)
                 return d.dispatch(self, func, args, kwargs)
+
+    # torch.jit.trace (tensorboard's SummaryWriter.add_graph, an export)
+    # runs the model once under the tracer, whose thread-local state
+    # (torch._C._get_tracing_state) is set.  The Tracer dispatch key
+    # sits above Autograd and this mode: each traced op's TraceType
+    # kernel adds its node, clears the state (setTracingState(nullptr)),
+    # redispatches, then restores the state and ties the output to the
+    # node (tracer::addOutput, setValueTrace).  Such an op comes here
+    # untraced.  An op that TraceType does not record (gen_trace_type's
+    # DONT_RECORD_TRACE: convolution; an op with no tensor output:
+    # _local_scalar_dense) comes here with the state still set, its
+    # kernel's ops left to be traced: convolution's CompositeExplicit
+    # kernel (at::native::convolution) calls at::_convolution, traced,
+    # with the global context's flags.
+    TRACER = getattr(torch._C, "_parse_dispatch_key", lambda k: None)(
+        "Tracer")
+    get_tracing = getattr(torch._C, "_get_tracing_state", None)
+
+    def tracer_dispatch(enabled):
+        """Lift (ENABLED) or put back this thread's exclusion of the
+        Tracer key: the Python key's handler runs with it excluded
+        (as below autograd), and setTracingState asserts it is not
+        (tracer::impl::set_dispatch_enabled).  Returns the old one."""
+        was = torch._C._dispatch_tls_is_dispatch_key_excluded(TRACER)
+        torch._C._dispatch_tls_set_dispatch_key_excluded(TRACER, not enabled)
+        return not was
+
+    def set_tracing(state):
+        was = tracer_dispatch(True)
+        try:
+            torch._C._set_tracing_state(state)
+        finally:
+            tracer_dispatch(was)
+
+    def traced(mode, func, types, args, kwargs):
+        state = get_tracing()
+        if func is aten.convolution.default and len(args) == 9 and \
+                not kwargs:
+            # convolution's kernel's at::_convolution, dispatched from the
+            # top as the kernel does: its TraceType kernel adds the node
+            # aten::_convolution, clears the state and redispatches to
+            # this mode (recorded above as the convolution), then marks
+            # the output as the node's
+            cudnn = torch.backends.cudnn
+            flags = (bool(cudnn.benchmark),
+                     bool(cudnn.deterministic or
+                          torch.are_deterministic_algorithms_enabled()),
+                     bool(cudnn.enabled), bool(cudnn.allow_tf32))
+            was = tracer_dispatch(True)
+            try:
+                with mode:
+                    return aten._convolution.default(*args, *flags)
+            finally:
+                tracer_dispatch(was)
+        # A kernel that a CUDA run executes untraced: recorded with the
+        # state cleared, as the fake kernels' Python would otherwise read
+        # sizes as traced 0-dim tensors (THPSize under tracing) and add
+        # aten::size nodes to the graph
+        set_tracing(None)
+        try:
+            return mode.__torch_dispatch__(func, types, args, kwargs)
+        finally:
+            set_tracing(state)
+
+    # A wrapped number (a Python scalar as a 0-dim tensor: a traced
+    # graph's constant, the 1 of BatchNorm's num_batches_tracked.add_)
+    # reaches Python as the number itself (toPyObject of a tensor that
+    # is_wrapped_number), which the op, called again, takes for no
+    # tensor.  The JIT's IR printer (Node::printAttrValue) views such a
+    # constant to read its item, torch.jit.trace's check (_check_trace)
+    # compares the constants of two traces (isclose: eq of two): an op
+    # whose self, and every tensor, is such a number has each made back
+    # into its CPU tensor (scalar_to_tensor's dtype).  One with a tensor
+    # too (x + 2) runs as it came, the number a scalar.
+    numbers = {int: torch.int64, float: torch.float64, bool: torch.bool,
+               complex: torch.complex128}
+
+    def wrapped_numbers(func, args):
+        schema = getattr(func, "_schema", None)
+        if schema is None or not schema.arguments or \
+                not isinstance(schema.arguments[0].type, torch._C.TensorType) \
+                or any(isinstance(a, torch.Tensor) for a in args):
+            return args
+        args = list(args)
+        with unset_fake_temporarily():
+            for i, a in enumerate(schema.arguments[:len(args)]):
+                if isinstance(a.type, torch._C.TensorType) and \
+                        type(args[i]) in numbers:
+                    args[i] = torch.tensor(args[i],
+                                           dtype=numbers[type(args[i])])
+        return tuple(args)
 
     def higher_order(mode, func, args, kwargs):
         kernel = func.py_kernels.get(

@@ -1,0 +1,108 @@
+#!/bin/sh
+# memsim record --fake under torch.jit.trace (tensorboard's
+# SummaryWriter.add_graph, an export): the tracer runs the model once,
+# its GPU allocations those of a forward, and the traced module's graph
+# has the ops a CPU trace has.  convolution is not traced itself
+# (gen_trace_type's DONT_RECORD_TRACE): its kernel's at::_convolution
+# is, which the fake mode never called (the graph had the convolution's
+# output as a constant, or the meta kernel's shape checks failed on
+# sizes read as traced tensors).  Calling the traced module (its
+# aten::_convolution recorded as the convolution, workspace and all)
+# records what the eager module does, forward and backward.
+# Needs Python 3 and PyTorch; skips (77) without them.
+set -u
+. "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
+need_torch
+cat >"$tmp/a.py" <<'PY'
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(16, 16, 3, padding=1)
+        self.bn = nn.BatchNorm2d(16)
+        self.fc = nn.Linear(16 * 16 * 16, 10)
+
+    def forward(self, x):
+        x = torch.relu(self.bn(self.conv(x)))
+        return self.fc(x.flatten(1))
+
+
+def ops(t):
+    return " ".join(n.kind() for n in t.inlined_graph.nodes()
+                    if n.kind().startswith("aten::"))
+
+
+marks = []
+
+
+def mark(n):
+    # a segment's end: an allocation of N bytes, kept
+    marks.append(torch.empty(n, dtype=torch.uint8, device="cuda"))
+
+
+def step(f):
+    f(x).sum().backward()
+    m.zero_grad(set_to_none=True)
+
+
+m = Net().cuda().eval()
+x = torch.randn(4, 16, 16, 16, device="cuda")
+with torch.no_grad():
+    m(x)
+    mark(101)
+    y = m(x)
+    del y
+    mark(102)
+    t = torch.jit.trace(m, x, check_trace=False)
+    mark(103)
+    y = t(x)
+    del y
+    mark(104)
+print("eval", ops(t))
+m.train()
+step(m)
+mark(105)
+step(m)
+mark(106)
+t = torch.jit.trace(m, x)
+mark(107)
+step(t)
+mark(108)
+print("train", ops(t))
+PY
+(cd "$tmp" && $MEMSIM record --fake -o "$tmp/a.csv" -- "$PY" a.py) \
+	>"$tmp/err" 2>&1 || fail "record: $(tail -3 "$tmp/err")"
+# the graphs of a CPU trace (the training one's num_batches_tracked += 1)
+want="eval aten::_convolution aten::batch_norm aten::relu aten::flatten aten::linear
+train aten::_convolution aten::add_ aten::batch_norm aten::relu aten::flatten aten::linear"
+[ "$(grep -E '^(eval|train) ' "$tmp/err")" = "$want" ] ||
+	fail "graphs: $(grep -E '^(eval|train) ' "$tmp/err")"
+# seg A B: the allocations (+size) and frees (-size) between the marks
+# of A and B bytes
+seg() {
+	awk -F, -v a="+$1" -v b="+$2" '
+		$3 == "alloc" { sz[$4] = $5; e = "+" $5 }
+		$3 == "free_completed" { e = "-" sz[$4] }
+		$3 != "alloc" && $3 != "free_completed" { next }
+		e == b { on = 0 } on { printf "%s%s", s, e; s = " " }
+		e == a { on = 1 } END { print "" }' "$tmp/a.csv"
+}
+# Without grad, eval: the convolution's output (4*16*16*16 floats)
+# and cuDNN's workspace (the plan's, kernels.py's rule: 140304 bytes)
+# freed on return, the batch norm's output and its per-channel mean and
+# inverse std (16 floats each, freed on return), the convolution's
+# freed, the relu's, the batch norm's freed, the linear's (4*10
+# floats), then the relu's and the output freed: the eager call, the
+# trace's run, the traced module's (its aten::_convolution).
+want="+65536 +140304 -140304 +65536 +64 +64 -64 -64 -65536 +65536 -65536 +160 -65536 -160"
+[ "$(seg 101 102)" = "$want" ] || fail "eager: $(seg 101 102)"
+[ "$(seg 102 103)" = "$want" ] || fail "trace: $(seg 102 103)"
+[ "$(seg 103 104)" = "$want" ] || fail "traced: $(seg 103 104)"
+# Training, forward and backward: the traced module as the eager one.
+e=$(seg 105 106)
+[ -n "$e" ] && [ "$(seg 107 108)" = "$e" ] ||
+	fail "traced training step: $(seg 107 108) (eager: $e)"
+finish recorder_jit_trace.sh
