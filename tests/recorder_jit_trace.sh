@@ -8,7 +8,9 @@
 # output as a constant, or the meta kernel's shape checks failed on
 # sizes read as traced tensors).  Calling the traced module (its
 # aten::_convolution recorded as the convolution, workspace and all)
-# records what the eager module does, forward and backward.
+# records what the eager module does, forward and backward.  The
+# trace's check compares outputs as a GPU run does (assert_close's
+# isclose, close).
 # Needs Python 3 and PyTorch; skips (77) without them.
 set -u
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
@@ -105,4 +107,15 @@ want="+65536 +140304 -140304 +65536 +64 +64 -64 -64 -65536 +65536 -65536 +160 -6
 e=$(seg 105 106)
 [ -n "$e" ] && [ "$(seg 107 108)" = "$e" ] ||
 	fail "traced training step: $(seg 107 108) (eager: $e)"
+# The training trace's check (_check_trace, torch.jit.trace's default):
+# a second trace, then the traced module, the model and the second
+# trace's module run (a forward each, five convolutions' workspaces in
+# all), their outputs compared with assert_close, close as on a GPU
+# (allclose:true, values.host_bool), no TracerWarning.
+n=$(seg 106 107 | tr ' ' '\n' | grep -c '^+140304$')
+[ "$n" = 5 ] || fail "the check's forwards: $n"
+grep -q TracerWarning "$tmp/err" && fail "$(grep -A3 TracerWarning "$tmp/err")"
+a=$(awk -F, '$3 == "annotate" { sub(/ .*/, "", $8); print $8 }' "$tmp/a.csv" |
+	sort | uniq -c | tr -s ' ')
+[ "$a" = " 2 allclose:true" ] || fail "assumptions: $a"
 finish recorder_jit_trace.sh
