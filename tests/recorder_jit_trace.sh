@@ -118,4 +118,36 @@ grep -q TracerWarning "$tmp/err" && fail "$(grep -A3 TracerWarning "$tmp/err")"
 a=$(awk -F, '$3 == "annotate" { sub(/ .*/, "", $8); print $8 }' "$tmp/a.csv" |
 	sort | uniq -c | tr -s ' ')
 [ "$a" = " 2 allclose:true" ] || fail "assumptions: $a"
+# tensorboard's SummaryWriter.add_graph (pytorch-cifar100's train.py
+# calls it on its CUDA ResNet): the model traced in eval mode, checked,
+# its graph written (the events file read back).
+if "$PY" -c 'import tensorboard' 2>/dev/null; then
+	cat >"$tmp/b.py" <<'PY'
+import tempfile
+import torch
+from torch.utils.tensorboard import SummaryWriter
+from tensorboard.backend.event_processing.event_accumulator import \
+    EventAccumulator
+exec(open("a.py").read().split("def ops")[0])
+m = Net().cuda()
+x = torch.randn(4, 16, 16, 16, device="cuda")
+d = tempfile.mkdtemp()
+w = SummaryWriter(d)
+w.add_graph(m, x)
+w.close()
+ea = EventAccumulator(d)
+ea.Reload()
+print("nodes", " ".join(n.op for n in ea.Graph().node
+                        if n.op.startswith("aten::")))
+PY
+	(cd "$tmp" && $MEMSIM record --fake -o "$tmp/b.csv" -- "$PY" b.py) \
+		>"$tmp/err" 2>&1 || fail "record add_graph: $(tail -3 "$tmp/err")"
+	want="nodes aten::_convolution aten::batch_norm aten::relu aten::flatten aten::linear"
+	grep -qxF "$want" "$tmp/err" || fail "add_graph: $(grep nodes "$tmp/err")"
+	# the trace's forward and its check's four
+	n=$(awk -F, '$3 == "alloc" && $5 == 140304' "$tmp/b.csv" | wc -l)
+	[ "$n" -eq 5 ] || fail "add_graph's forwards: $n"
+else
+	echo "no tensorboard: add_graph not tried"
+fi
 finish recorder_jit_trace.sh
