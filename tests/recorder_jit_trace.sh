@@ -83,14 +83,15 @@ train aten::_convolution aten::add_ aten::batch_norm aten::relu aten::flatten at
 [ "$(grep -E '^(eval|train) ' "$tmp/err")" = "$want" ] ||
 	fail "graphs: $(grep -E '^(eval|train) ' "$tmp/err")"
 # seg A B: the allocations (+size) and frees (-size) between the marks
-# of A and B bytes
+# of A and B bytes in $csv
+csv=$tmp/a.csv
 seg() {
 	awk -F, -v a="+$1" -v b="+$2" '
 		$3 == "alloc" { sz[$4] = $5; e = "+" $5 }
 		$3 == "free_completed" { e = "-" sz[$4] }
 		$3 != "alloc" && $3 != "free_completed" { next }
 		e == b { on = 0 } on { printf "%s%s", s, e; s = " " }
-		e == a { on = 1 } END { print "" }' "$tmp/a.csv"
+		e == a { on = 1 } END { print "" }' "$csv"
 }
 # Without grad, eval: the convolution's output (4*16*16*16 floats)
 # and cuDNN's workspace (the plan's, kernels.py's rule: 140304 bytes)
@@ -118,6 +119,55 @@ grep -q TracerWarning "$tmp/err" && fail "$(grep -A3 TracerWarning "$tmp/err")"
 a=$(awk -F, '$3 == "annotate" { sub(/ .*/, "", $8); print $8 }' "$tmp/a.csv" |
 	sort | uniq -c | tr -s ' ')
 [ "$a" = " 2 allclose:true" ] || fail "assumptions: $a"
+# The recorder's own Python for cuDNN's LSTM and GRU (rnn.py), the
+# fused rms_norm and scaled_dot_product_attention's backend: traced as
+# the one op a CUDA run's graph has (jittrace.call), its tensors made
+# untraced, those of an eager forward.
+cat >"$tmp/c.py" <<'PY'
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class R(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(16, 16, batch_first=True)
+        self.gru = nn.GRU(16, 16)
+
+    def forward(self, h):
+        h = self.gru(self.lstm(h)[0])[0]
+        q = F.rms_norm(h, (16,)).view(2, 14, 2, 8).transpose(1, 2)
+        return F.scaled_dot_product_attention(q, q, q, is_causal=True)
+
+
+marks = []
+
+
+def mark(n):
+    marks.append(torch.empty(n, dtype=torch.uint8, device="cuda"))
+
+
+r = R().cuda()
+h = torch.randn(2, 14, 16, device="cuda", requires_grad=True)
+r(h)
+mark(101)
+y = r(h)
+del y
+mark(102)
+t = torch.jit.trace(r, (h,), check_trace=False)
+mark(103)
+print("rnn", " ".join(n.kind() for n in t.inlined_graph.nodes()
+                      if n.kind().startswith("aten::")))
+PY
+csv=$tmp/c.csv
+(cd "$tmp" && $MEMSIM record --fake -o "$csv" -- "$PY" c.py) \
+	>"$tmp/err" 2>&1 || fail "record c.py: $(tail -3 "$tmp/err")"
+want="rnn aten::size aten::zeros aten::zeros aten::lstm aten::size aten::zeros aten::gru aten::rms_norm aten::view aten::transpose aten::scaled_dot_product_attention"
+grep -qxF "$want" "$tmp/err" || fail "rnn graph: $(grep '^rnn' "$tmp/err")"
+e=$(seg 101 102)
+[ -n "$e" ] && [ "$(seg 102 103)" = "$e" ] ||
+	fail "rnn trace: $(seg 102 103) (eager: $e)"
 # tensorboard's SummaryWriter.add_graph (pytorch-cifar100's train.py
 # calls it on its CUDA ResNet): the model traced in eval mode, checked,
 # its graph written (the events file read back).

@@ -47,6 +47,7 @@ import threading
 
 from . import devices
 from . import host
+from . import jittrace
 from . import known
 from . import lifecycle
 from . import values
@@ -2081,7 +2082,7 @@ def run(opt, script, argv):
                 return NotImplemented
             if args and type(args[0]) in numbers:
                 args = wrapped_numbers(func, args)
-            if get_tracing is not None and get_tracing() is not None:
+            if tracing() is not None:
                 return traced(self, func, types, args, kwargs)
             if func is aten._convolution.default and len(args) == 13:
                 # at::native::_convolution picks the backend and runs it
@@ -2096,41 +2097,15 @@ def run(opt, script, argv):
                     return higher_order(self, func, args, kwargs)
                 return d.dispatch(self, func, args, kwargs)
 
-    # torch.jit.trace (tensorboard's SummaryWriter.add_graph, an export)
-    # runs the model once under the tracer, whose thread-local state
-    # (torch._C._get_tracing_state) is set.  The Tracer dispatch key
-    # sits above Autograd and this mode: each traced op's TraceType
-    # kernel adds its node, clears the state (setTracingState(nullptr)),
-    # redispatches, then restores the state and ties the output to the
-    # node (tracer::addOutput, setValueTrace).  Such an op comes here
-    # untraced.  An op that TraceType does not record (gen_trace_type's
-    # DONT_RECORD_TRACE: convolution; an op with no tensor output:
-    # _local_scalar_dense) comes here with the state still set, its
-    # kernel's ops left to be traced: convolution's CompositeExplicit
-    # kernel (at::native::convolution) calls at::_convolution, traced,
-    # with the global context's flags.
-    TRACER = getattr(torch._C, "_parse_dispatch_key", lambda k: None)(
-        "Tracer")
-    get_tracing = getattr(torch._C, "_get_tracing_state", None)
+    tracing = getattr(torch._C, "_get_tracing_state", lambda: None)
 
-    def tracer_dispatch(enabled):
-        """Lift (ENABLED) or put back this thread's exclusion of the
-        Tracer key: the Python key's handler runs with it excluded
-        (as below autograd), and setTracingState asserts it is not
-        (tracer::impl::set_dispatch_enabled).  Returns the old one."""
-        was = torch._C._dispatch_tls_is_dispatch_key_excluded(TRACER)
-        torch._C._dispatch_tls_set_dispatch_key_excluded(TRACER, not enabled)
-        return not was
-
-    def set_tracing(state):
-        was = tracer_dispatch(True)
-        try:
-            torch._C._set_tracing_state(state)
-        finally:
-            tracer_dispatch(was)
-
+    # Under torch.jit.trace (jittrace.py) an op that TraceType does not
+    # record (gen_trace_type's DONT_RECORD_TRACE: convolution; one with
+    # no tensor output: _local_scalar_dense) comes here with the tracer's
+    # state still set, its kernel's ops left to be traced: convolution's
+    # CompositeExplicit kernel (at::native::convolution) calls
+    # at::_convolution, traced, with the global context's flags.
     def traced(mode, func, types, args, kwargs):
-        state = get_tracing()
         if func is aten.convolution.default and len(args) == 9 and \
                 not kwargs:
             # convolution's kernel's at::_convolution, dispatched from the
@@ -2143,21 +2118,18 @@ def run(opt, script, argv):
                      bool(cudnn.deterministic or
                           torch.are_deterministic_algorithms_enabled()),
                      bool(cudnn.enabled), bool(cudnn.allow_tf32))
-            was = tracer_dispatch(True)
+            was = jittrace.dispatch(torch, True)
             try:
                 with mode:
                     return aten._convolution.default(*args, *flags)
             finally:
-                tracer_dispatch(was)
+                jittrace.dispatch(torch, was)
         # A kernel that a CUDA run executes untraced: recorded with the
         # state cleared, as the fake kernels' Python would otherwise read
         # sizes as traced 0-dim tensors (THPSize under tracing) and add
         # aten::size nodes to the graph
-        set_tracing(None)
-        try:
+        with jittrace.paused(torch):
             return mode.__torch_dispatch__(func, types, args, kwargs)
-        finally:
-            set_tracing(state)
 
     # A wrapped number (a Python scalar as a 0-dim tensor: a traced
     # graph's constant, the 1 of BatchNorm's num_batches_tracked.add_)
@@ -2431,6 +2403,17 @@ def run(opt, script, argv):
 
     def sdpa(query, key, value, attn_mask=None, dropout_p=0.0,
              is_causal=False, scale=None, enable_gqa=False):
+        args = (query, key, value, attn_mask, dropout_p, is_causal)
+        kw = {"scale": scale, "enable_gqa": enable_gqa}
+        if jittrace.state(torch) is None:
+            return sdpa_(*args, **kw)
+        # under torch.jit.trace: the node a CUDA run's graph has
+        return jittrace.call(
+            torch, aten.scaled_dot_product_attention.default, args, kw,
+            lambda: sdpa_(*args, **kw))
+
+    def sdpa_(query, key, value, attn_mask=None, dropout_p=0.0,
+              is_causal=False, scale=None, enable_gqa=False):
         if _NestedTensor is not None and any(
                 isinstance(t, _NestedTensor) for t in (query, key, value)):
             # jagged nested tensors: PyTorch's own
@@ -2570,7 +2553,10 @@ def run(opt, script, argv):
             return orig_rms(input, normalized_shape, weight, eps)
         shape = (normalized_shape,) if isinstance(normalized_shape, int) \
             else tuple(normalized_shape)
-        return _FusedRMSNorm.apply(input, weight, shape, eps)
+        # (under torch.jit.trace: the node aten::rms_norm)
+        return jittrace.call(
+            torch, aten.rms_norm.default, (input, list(shape), weight, eps),
+            {}, lambda: _FusedRMSNorm.apply(input, weight, shape, eps))
 
     F.rms_norm = rms_norm
     # ctc_loss with lengths as tensors (LossCTC.cpp): plain tensors take
