@@ -122,7 +122,10 @@ a=$(awk -F, '$3 == "annotate" { sub(/ .*/, "", $8); print $8 }' "$tmp/a.csv" |
 # The recorder's own Python for cuDNN's LSTM and GRU (rnn.py), the
 # fused rms_norm and scaled_dot_product_attention's backend: traced as
 # the one op a CUDA run's graph has (jittrace.call), its tensors made
-# untraced, those of an eager forward.
+# untraced, those of an eager forward.  nn.MultiheadAttention's
+# reshaped bmm output is freed before its out-projection's output is
+# made, as eagerly: the tracer's name lookup reads the program's frame's
+# locals, not those of the recorder's F.linear (jittrace.install).
 cat >"$tmp/c.py" <<'PY'
 import torch
 import torch.nn as nn
@@ -134,9 +137,11 @@ class R(nn.Module):
         super().__init__()
         self.lstm = nn.LSTM(16, 16, batch_first=True)
         self.gru = nn.GRU(16, 16)
+        self.att = nn.MultiheadAttention(16, 2, batch_first=True)
 
     def forward(self, h):
         h = self.gru(self.lstm(h)[0])[0]
+        h = self.att(h, h, h)[0]
         q = F.rms_norm(h, (16,)).view(2, 14, 2, 8).transpose(1, 2)
         return F.scaled_dot_product_attention(q, q, q, is_causal=True)
 
@@ -163,7 +168,18 @@ PY
 csv=$tmp/c.csv
 (cd "$tmp" && $MEMSIM record --fake -o "$csv" -- "$PY" c.py) \
 	>"$tmp/err" 2>&1 || fail "record c.py: $(tail -3 "$tmp/err")"
-want="rnn aten::size aten::zeros aten::zeros aten::lstm aten::size aten::zeros aten::gru aten::rms_norm aten::view aten::transpose aten::scaled_dot_product_attention"
+want="rnn aten::size aten::zeros aten::zeros aten::lstm aten::size "\
+"aten::zeros aten::gru aten::transpose aten::size aten::size "\
+"aten::size aten::div aten::Int aten::Int aten::Int aten::size "\
+"aten::linear aten::unflatten aten::unsqueeze aten::transpose "\
+"aten::squeeze aten::contiguous aten::select aten::select "\
+"aten::select aten::mul aten::Int aten::view aten::transpose "\
+"aten::size aten::mul aten::Int aten::view aten::transpose "\
+"aten::size aten::mul aten::Int aten::view aten::transpose "\
+"aten::mul aten::transpose aten::bmm aten::softmax aten::bmm "\
+"aten::transpose aten::mul aten::Int aten::reshape aten::linear "\
+"aten::size aten::view aten::transpose aten::rms_norm aten::view "\
+"aten::transpose aten::scaled_dot_product_attention"
 grep -qxF "$want" "$tmp/err" || fail "rnn graph: $(grep '^rnn' "$tmp/err")"
 e=$(seg 101 102)
 [ -n "$e" ] && [ "$(seg 102 103)" = "$e" ] ||

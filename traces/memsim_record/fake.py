@@ -2118,10 +2118,14 @@ def run(opt, script, argv):
                      bool(cudnn.deterministic or
                           torch.are_deterministic_algorithms_enabled()),
                      bool(cudnn.enabled), bool(cudnn.allow_tf32))
+            # (the C++ callable itself: no Python frame of PyTorch's
+            # between the program's and the recorder's, whose the
+            # tracer's names skip: jittrace.install)
+            op = aten._convolution.default
             was = jittrace.dispatch(torch, True)
             try:
                 with mode:
-                    return aten._convolution.default(*args, *flags)
+                    return getattr(op, "_op", op)(*args, *flags)
             finally:
                 jittrace.dispatch(torch, was)
         # A kernel that a CUDA run executes untraced: recorded with the
@@ -2518,6 +2522,8 @@ def run(opt, script, argv):
             rec.math_add = False
 
     F.linear = linear
+    # the tracer's names read from the program's frames (jittrace.py)
+    jittrace.install(torch)
 
     # rms_norm: CUDA builds run one fused kernel (_fused_rms_norm: the
     # output and a float32 rstd per row, saved for _fused_rms_norm_backward,

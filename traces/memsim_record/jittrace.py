@@ -17,6 +17,7 @@ dispatches; call() adds that op's node as TraceType would and runs the
 replacement untraced, so that its ops (and its sizes, read as traced
 0-dim tensors under tracing: THPSize) stay out of the graph.
 """
+import os
 
 
 def state(torch):
@@ -131,3 +132,59 @@ def call(torch, op, args, kwargs, fn):
             v.inferTypeFrom(t)
             torch._C._set_value_trace(t, v)
     return out
+
+
+_HERE = None
+_PLUMBING = tuple(os.path.join("torch", *p.split("/")) for p in (
+    "_dynamo/eval_frame.py", "_compile.py", "_ops.py",
+    "utils/_python_dispatch.py"))
+
+
+def install(torch):
+    """The tracer names a traced value after the program's variable that
+    holds the tensor (TracingState's lookup_var_name_fn: torch.jit's
+    _create_interpreter_name_lookup_fn, which reads the locals of the
+    Python frame that called the op).  Where that frame is the
+    recorder's (its F.linear, its scaled_dot_product_attention), the
+    program's frame above is the one read, as on a GPU, where those are
+    PyTorch's C++: the names are the program's, and reading a frame's
+    locals (frame.f_locals, a snapshot kept on the frame until read
+    again) holds the tensors it names from the same frame as on a GPU
+    (a tensor rebound in the program's frame freed where a GPU run
+    frees it, not at a later op's lookup)."""
+    global _HERE
+    import inspect
+    _HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    try:
+        from torch.jit import _trace
+    except ImportError:
+        return
+    if not hasattr(_trace, "_create_interpreter_name_lookup_fn"):
+        return
+
+    def lookup_fn(frames_up=1):
+        def name_for(var):
+            frame = inspect.currentframe()
+            # the caller's frame FRAMES_UP above PyTorch's function
+            for _ in range(frames_up + 1):
+                frame = frame.f_back if frame is not None else None
+            # past the recorder's frames (and the dispatch plumbing of
+            # PyTorch's between them: a mode's __torch_dispatch__ under
+            # Dynamo's disable wrapper, an OpOverload's __call__)
+            f, ours = frame, False
+            while f is not None and (f.f_code.co_filename.startswith(_HERE)
+                                     or f.f_code.co_filename.endswith(
+                                         _PLUMBING)):
+                ours = ours or f.f_code.co_filename.startswith(_HERE)
+                f = f.f_back
+            if ours:
+                frame = f
+            if frame is None:
+                return ""
+            for k, v in frame.f_locals.items():
+                if v is var and isinstance(v, torch.Tensor):
+                    return "" if k == "self" else k
+            return ""
+        return name_for
+
+    _trace._create_interpreter_name_lookup_fn = lookup_fn
