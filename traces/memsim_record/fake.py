@@ -2523,7 +2523,7 @@ def run(opt, script, argv):
 
     F.linear = linear
     # the tracer's names read from the program's frames (jittrace.py)
-    jittrace.install(torch)
+    undo_names = jittrace.install(torch)
 
     # rms_norm: CUDA builds run one fused kernel (_fused_rms_norm: the
     # output and a float32 rstd per row, saved for _fused_rms_norm_backward,
@@ -2904,4 +2904,7 @@ def run(opt, script, argv):
         torch.ctc_loss = orig_ctc
         undo_rnn()
         undo_graphs()
+        undo_names()
+        if orig_close is not None:
+            pair._compare_regular_values_close = orig_close
     return rec, status, msg

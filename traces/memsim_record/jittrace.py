@@ -151,16 +151,17 @@ def install(torch):
     locals (frame.f_locals, a snapshot kept on the frame until read
     again) holds the tensors it names from the same frame as on a GPU
     (a tensor rebound in the program's frame freed where a GPU run
-    frees it, not at a later op's lookup)."""
+    frees it, not at a later op's lookup).  Returns the undo."""
     global _HERE
     import inspect
     _HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
     try:
         from torch.jit import _trace
     except ImportError:
-        return
-    if not hasattr(_trace, "_create_interpreter_name_lookup_fn"):
-        return
+        return lambda: None
+    orig = getattr(_trace, "_create_interpreter_name_lookup_fn", None)
+    if orig is None:
+        return lambda: None
 
     def lookup_fn(frames_up=1):
         def name_for(var):
@@ -188,3 +189,7 @@ def install(torch):
         return name_for
 
     _trace._create_interpreter_name_lookup_fn = lookup_fn
+
+    def undo():
+        _trace._create_interpreter_name_lookup_fn = orig
+    return undo
