@@ -3,7 +3,7 @@
 # SummaryWriter.add_graph, an export): the tracer runs the model once,
 # its GPU allocations those of a forward, and the traced module's graph
 # has the ops a CPU trace has.  convolution is not traced itself
-# (gen_trace_type's DONT_RECORD_TRACE): its kernel's at::_convolution
+# (TraceType's generator's DONT_RECORD_TRACE): its kernel's _convolution
 # is, which the fake mode never called (the graph had the convolution's
 # output as a constant, or the meta kernel's shape checks failed on
 # sizes read as traced tensors).  Calling the traced module (its
@@ -184,8 +184,8 @@ grep -qxF "$want" "$tmp/err" || fail "rnn graph: $(grep '^rnn' "$tmp/err")"
 e=$(seg 101 102)
 [ -n "$e" ] && [ "$(seg 102 103)" = "$e" ] ||
 	fail "rnn trace: $(seg 102 103) (eager: $e)"
-# tensorboard's SummaryWriter.add_graph (pytorch-cifar100's train.py
-# calls it on its CUDA ResNet): the model traced in eval mode, checked,
+# tensorboard's SummaryWriter.add_graph (pytorch-cifar100's training
+# script calls it on its CUDA ResNet): the model traced in eval mode, checked,
 # its graph written (the events file read back).
 if "$PY" -c 'import tensorboard' 2>/dev/null; then
 	cat >"$tmp/b.py" <<'PY'

@@ -2100,7 +2100,7 @@ def run(opt, script, argv):
     tracing = getattr(torch._C, "_get_tracing_state", lambda: None)
 
     # Under torch.jit.trace (jittrace.py) an op that TraceType does not
-    # record (gen_trace_type's DONT_RECORD_TRACE: convolution; one with
+    # record (its generator's DONT_RECORD_TRACE: convolution; one with
     # no tensor output: _local_scalar_dense) comes here with the tracer's
     # state still set, its kernel's ops left to be traced: convolution's
     # CompositeExplicit kernel (at::native::convolution) calls
