@@ -1,7 +1,8 @@
 #!/bin/sh
 # What fake.run() replaces for the recording it undoes when the script
 # ends (F.scaled_dot_product_attention, F.linear and F.rms_norm among
-# them), so that code after a recording in the same interpreter (the
+# them; assert_close's comparison and torch.jit.trace's name lookup),
+# so that code after a recording in the same interpreter (the
 # recorder's main() called from Python, a test) calls PyTorch's own
 # functions.  torch.cuda's replacements (_patch_cuda) stay: a recording's
 # process answers as the recorded device until it exits.  Skips (77)
@@ -38,6 +39,10 @@ names = {
     "autograd.backward": lambda: torch.autograd.backward,
     "UntypedStorage.resize_": lambda: torch.UntypedStorage.resize_,
     "Parameter.__new__": lambda: torch.nn.Parameter.__new__,
+    "TensorLikePair._compare_regular_values_close": lambda:
+        torch.testing._comparison.TensorLikePair._compare_regular_values_close,
+    "jit._trace._create_interpreter_name_lookup_fn": lambda:
+        torch.jit._trace._create_interpreter_name_lookup_fn,
 }
 before = {k: f() for k, f in names.items()}
 lifecycle.MAIN_PID = __import__("os").getpid()

@@ -47,6 +47,7 @@ import threading
 
 from . import devices
 from . import host
+from . import jittrace
 from . import known
 from . import lifecycle
 from . import values
@@ -2041,6 +2042,32 @@ def run(opt, script, argv):
 
     taf.BackwardCFunction.apply = bw_apply
 
+    # torch.testing.assert_close (torch.jit.trace's check of its trace
+    # against the model, _check_trace's compare_outputs) compares the
+    # values of two tensors as allclose does: torch.all of
+    # torch.isclose, then its bool.  Of GPU tensors, answered by the
+    # host bool's rule (values.host_bool: exact where the values are
+    # known, else allclose:true), not by a bool .item()'s assumption
+    # (False: the mismatch's report, its ops, and a TracerWarning that a
+    # GPU run, its outputs close, does not make).
+    from torch.testing import _comparison
+    pair = getattr(_comparison, "TensorLikePair", None)
+    orig_close = getattr(pair, "_compare_regular_values_close", None)
+    if orig_close is not None:
+        def values_close(self, actual, expected, *, rtol, atol, equal_nan,
+                         identifier=None):
+            if actual.device.type == "cuda" and \
+                    expected.device.type == "cuda" and \
+                    torch._C._get_dispatch_mode(FAKE_KEY) is not None and \
+                    values.host_bool(rec, "allclose", actual, expected,
+                                     rtol=rtol, atol=atol,
+                                     equal_nan=equal_nan):
+                return
+            return orig_close(self, actual, expected, rtol=rtol, atol=atol,
+                              equal_nan=equal_nan, identifier=identifier)
+
+        pair._compare_regular_values_close = values_close
+
     # A thread of the script's (Ultralytics' plot_images, a @threaded
     # function, copying a GPU batch to the host while the main thread
     # trains on) runs its ops under the same modes as the main thread
@@ -2071,10 +2098,88 @@ def run(opt, script, argv):
                 # __torch_dispatch__ runs it on its fake values (and
                 # offsets), whose ops come back here one by one.
                 return NotImplemented
+            if args and type(args[0]) in numbers:
+                args = wrapped_numbers(func, args)
+            if tracing() is not None:
+                return traced(self, func, types, args, kwargs)
+            if func is aten._convolution.default and len(args) == 13:
+                # at::native::_convolution picks the backend and runs it
+                # (cuDNN's plan and workspace) as convolution's kernel
+                # does through it: a traced module's aten::_convolution
+                # (traced below) is recorded as the convolution it is.
+                # Its four flags are the global context's at the trace
+                # (convolution reads them there, as Dispatch does).
+                func, args = aten.convolution.default, args[:9]
             with op_lock:
                 if isinstance(func, HigherOrderOperator):
                     return higher_order(self, func, args, kwargs)
                 return d.dispatch(self, func, args, kwargs)
+
+    tracing = getattr(torch._C, "_get_tracing_state", lambda: None)
+
+    # Under torch.jit.trace (jittrace.py) an op that TraceType does not
+    # record (its generator's DONT_RECORD_TRACE: convolution; one with
+    # no tensor output: _local_scalar_dense) comes here with the tracer's
+    # state still set, its kernel's ops left to be traced: convolution's
+    # CompositeExplicit kernel (at::native::convolution) calls
+    # at::_convolution, traced, with the global context's flags.
+    def traced(mode, func, types, args, kwargs):
+        if func is aten.convolution.default and len(args) == 9 and \
+                not kwargs:
+            # convolution's kernel's at::_convolution, dispatched from the
+            # top as the kernel does: its TraceType kernel adds the node
+            # aten::_convolution, clears the state and redispatches to
+            # this mode (recorded above as the convolution), then marks
+            # the output as the node's
+            cudnn = torch.backends.cudnn
+            flags = (bool(cudnn.benchmark),
+                     bool(cudnn.deterministic or
+                          torch.are_deterministic_algorithms_enabled()),
+                     bool(cudnn.enabled), bool(cudnn.allow_tf32))
+            # (the C++ callable itself: no Python frame of PyTorch's
+            # between the program's and the recorder's, whose the
+            # tracer's names skip: jittrace.install)
+            op = aten._convolution.default
+            was = jittrace.dispatch(torch, True)
+            try:
+                with mode:
+                    return getattr(op, "_op", op)(*args, *flags)
+            finally:
+                jittrace.dispatch(torch, was)
+        # A kernel that a CUDA run executes untraced: recorded with the
+        # state cleared, as the fake kernels' Python would otherwise read
+        # sizes as traced 0-dim tensors (THPSize under tracing) and add
+        # aten::size nodes to the graph
+        with jittrace.paused(torch):
+            return mode.__torch_dispatch__(func, types, args, kwargs)
+
+    # A wrapped number (a Python scalar as a 0-dim tensor: a traced
+    # graph's constant, the 1 of BatchNorm's num_batches_tracked.add_)
+    # reaches Python as the number itself (toPyObject of a tensor that
+    # is_wrapped_number), which the op, called again, takes for no
+    # tensor.  The JIT's IR printer (Node::printAttrValue) views such a
+    # constant to read its item, torch.jit.trace's check (_check_trace)
+    # compares the constants of two traces (isclose: eq of two): an op
+    # whose self, and every tensor, is such a number has each made back
+    # into its CPU tensor (scalar_to_tensor's dtype).  One with a tensor
+    # too (x + 2) runs as it came, the number a scalar.
+    numbers = {int: torch.int64, float: torch.float64, bool: torch.bool,
+               complex: torch.complex128}
+
+    def wrapped_numbers(func, args):
+        schema = getattr(func, "_schema", None)
+        if schema is None or not schema.arguments or \
+                not isinstance(schema.arguments[0].type, torch._C.TensorType) \
+                or any(isinstance(a, torch.Tensor) for a in args):
+            return args
+        args = list(args)
+        with unset_fake_temporarily():
+            for i, a in enumerate(schema.arguments[:len(args)]):
+                if isinstance(a.type, torch._C.TensorType) and \
+                        type(args[i]) in numbers:
+                    args[i] = torch.tensor(args[i],
+                                           dtype=numbers[type(args[i])])
+        return tuple(args)
 
     def higher_order(mode, func, args, kwargs):
         kernel = func.py_kernels.get(
@@ -2320,6 +2425,17 @@ def run(opt, script, argv):
 
     def sdpa(query, key, value, attn_mask=None, dropout_p=0.0,
              is_causal=False, scale=None, enable_gqa=False):
+        args = (query, key, value, attn_mask, dropout_p, is_causal)
+        kw = {"scale": scale, "enable_gqa": enable_gqa}
+        if jittrace.state(torch) is None:
+            return sdpa_(*args, **kw)
+        # under torch.jit.trace: the node a CUDA run's graph has
+        return jittrace.call(
+            torch, aten.scaled_dot_product_attention.default, args, kw,
+            lambda: sdpa_(*args, **kw))
+
+    def sdpa_(query, key, value, attn_mask=None, dropout_p=0.0,
+              is_causal=False, scale=None, enable_gqa=False):
         if _NestedTensor is not None and any(
                 isinstance(t, _NestedTensor) for t in (query, key, value)):
             # jagged nested tensors: PyTorch's own
@@ -2442,6 +2558,8 @@ def run(opt, script, argv):
             rec.math_add = False
 
     F.linear = linear
+    # the tracer's names read from the program's frames (jittrace.py)
+    undo_names = jittrace.install(torch)
 
     # rms_norm: CUDA builds run one fused kernel (_fused_rms_norm: the
     # output and a float32 rstd per row, saved for _fused_rms_norm_backward,
@@ -2477,7 +2595,10 @@ def run(opt, script, argv):
             return orig_rms(input, normalized_shape, weight, eps)
         shape = (normalized_shape,) if isinstance(normalized_shape, int) \
             else tuple(normalized_shape)
-        return _FusedRMSNorm.apply(input, weight, shape, eps)
+        # (under torch.jit.trace: the node aten::rms_norm)
+        return jittrace.call(
+            torch, aten.rms_norm.default, (input, list(shape), weight, eps),
+            {}, lambda: _FusedRMSNorm.apply(input, weight, shape, eps))
 
     F.rms_norm = rms_norm
     # ctc_loss with lengths as tensors (LossCTC.cpp): plain tensors take
@@ -2819,4 +2940,7 @@ def run(opt, script, argv):
         torch.ctc_loss = orig_ctc
         undo_rnn()
         undo_graphs()
+        undo_names()
+        if orig_close is not None:
+            pair._compare_regular_values_close = orig_close
     return rec, status, msg

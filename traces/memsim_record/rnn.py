@@ -58,6 +58,8 @@ most 34% to 89% of it, not modelled).
 """
 import weakref
 
+from . import jittrace
+
 MODES = {"lstm": ("LSTM", 4, 6), "gru": ("GRU", 3, 7),
          "rnn_tanh": ("RNN", 1, 2), "rnn_relu": ("RNN", 1, 2)}
 
@@ -250,7 +252,7 @@ def install(torch, rec, sms):
         orig = getattr(VF, name)
         lstm = name == "lstm"
 
-        def f(*args, **kwargs):
+        def plain(args, kwargs):
             # unpacked input: lstm(input, (hx, cx), params, has_biases,
             # num_layers, dropout, train, bidirectional, batch_first);
             # gru/rnn_*(input, hx, params, ...)
@@ -260,11 +262,26 @@ def install(torch, rec, sms):
                     not torch.backends.cudnn.enabled or \
                     args[0].dtype not in (torch.float16, torch.bfloat16,
                                           torch.float32, torch.float64):
+                return True
+            hx = args[1][0] if lstm else args[1]
+            return hx.shape[-1] != args[2][1].shape[-1]  # proj_size
+
+        def f(*args, **kwargs):
+            if jittrace.state(torch) is None:
+                if plain(args, kwargs):
+                    return orig(*args, **kwargs)
+                return run(*args)
+            # under torch.jit.trace: the node aten::lstm (gru, ...) a CUDA
+            # run's graph has, its cuDNN tensors made untraced
+            with jittrace.paused(torch):
+                skip = plain(args, kwargs)
+            if skip:
                 return orig(*args, **kwargs)
-            input, h, params, bias, L, p, train, bidir, bf = args
+            return jittrace.call(torch, getattr(torch.ops.aten, name).input,
+                                 args, {}, lambda: run(*args))
+
+        def run(input, h, params, bias, L, p, train, bidir, bf):
             hx, cx = (h[0], h[1]) if lstm else (h, None)
-            if hx.shape[-1] != params[1].shape[-1]:
-                return orig(*args, **kwargs)      # proj_size: not modelled
             D = 2 if bidir else 1
             cfg = {"mode": name, "batch_first": bool(bf), "hidden":
                    int(hx.shape[-1]), "layers": int(L), "dirs": D,
