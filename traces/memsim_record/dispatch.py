@@ -604,14 +604,16 @@ class Dispatch:
             if m >= n and m <= 256 and count >= max(2, m // 16):
                 pass        # gels_batched_cublas: in place
             else:
-                tau = torch.empty(batch + (min(m, n),), dtype=A.dtype,
-                                  device=A.device)
+                # tau, then for m < n A^H's column-major clone: freed
+                # on the kernel's return
+                held = [torch.empty(batch + (min(m, n),), dtype=A.dtype,
+                                    device=A.device)]
                 if m < n:
-                    ah = work.mH.mT.clone(
-                        memory_format=torch.contiguous_format).mT
+                    held.append(work.mH.mT.clone(
+                        memory_format=torch.contiguous_format).mT)
                     sol.narrow(-2, m, n - m).zero_()
-                    del ah
-                del tau
+                while held:
+                    held.pop()      # (A^H's scope ends first, then tau's)
             self.rec.assume("linalg:workspace")
             if m > n:
                 raw = sol.narrow(-2, n, m - n)

@@ -1347,6 +1347,12 @@ class Values:
             if isinstance(out, self.Fake):
                 self._blank(out)
             return
+        if name == "set_":
+            # a tensor given another storage (or part of its own): no
+            # element of either is written, the shadows of its views
+            # stay (torch.empty(0).set_(st), the flat buffer an RNN's
+            # weights view: rnn.py)
+            return
         written = _known.written_args(self.written, func)
         targets = []
         for i, an in written:
