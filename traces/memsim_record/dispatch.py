@@ -545,6 +545,104 @@ class Dispatch:
             batch_sizes = torch.tensor(sizes, dtype=torch.int64)
         return data, batch_sizes
 
+    def _lstsq(self, mode, func, name, args, kwargs):
+        # linalg_lstsq carries the dynamic_output_shape tag (its CPU
+        # drivers gelsd and gelss compute the residuals only where the
+        # rank is full), which the fake mode refuses.  On CUDA gels is
+        # the only driver (get_default_lstsq_driver) and every size is
+        # static: linalg_lstsq_out (BatchLinearAlgebra.cpp), its outputs
+        # empty, makes infos (int32, one a matrix), and
+        # linalg_lstsq_out_info resizes the solution to (*, nrhs,
+        # max(m, n)) transposed (column major; a vector right-hand side:
+        # (*, max(m, n))), copies b into its first m rows, makes the
+        # input's column-major working copy (copyBatchedColumnMajor),
+        # runs lstsq_kernel, and where m > n squares rows n: of the
+        # solution in place and sums them into the residuals; the
+        # solution is then restrided to its first n rows; rank and
+        # singular_values stay empty (gels sets neither).  lstsq_kernel
+        # (cuda/linalg/BatchLinearAlgebra.cpp): cuBLAS's batched gels
+        # for m >= n, m <= 256 and at least max(2, m / 16) matrices;
+        # otherwise linalg_lstsq_gels, tau (*, min(m, n)) and, for m <
+        # n, a column-major clone of A^H, through cuSOLVER's geqrf and
+        # ormqr and a triangular solve.  The libraries' own workspaces
+        # (their bufferSize queries, cuBLAS's pointer arrays) are not
+        # recorded: assumption linalg:workspace.
+        a = dict(zip(("self", "b", "rcond"), args), **kwargs)
+        A, B = a.get("self"), a.get("b")
+        if not isinstance(A, torch.Tensor) or A.device.type != "cuda" or \
+                not isinstance(B, torch.Tensor) or A.dim() < 2 or \
+                B.dim() < 1 or A.dim() - B.dim() not in (0, 1) or \
+                a.get("driver") not in (None, "gels", "GELS"):
+            return _RUN     # (PyTorch's own errors)
+        m, n = A.shape[-2], A.shape[-1]
+        batch = tuple(A.shape[:-2])
+        # linalg_solve_is_vector_rhs: b of one dimension, or of A's
+        # batch shape plus m
+        vector = B.dim() == 1 or (A.dim() - 1 == B.dim() and
+                                  tuple(B.shape) == tuple(A.shape[:-1]))
+        b2 = B.unsqueeze(-1) if vector else B
+        if b2.shape[-2] != m:
+            return _RUN
+        sbatch = tuple(torch.broadcast_shapes(batch, tuple(b2.shape[:-2])))
+        nrhs = b2.shape[-1]
+        real = A.real.dtype if A.is_complex() else A.dtype
+        count = 1
+        for d in batch:
+            count *= d
+        big = max(m, n)
+        with torch.no_grad(), mode:
+            infos = torch.zeros((max(1, count),), dtype=torch.int32,
+                                device=A.device)
+            if vector:
+                sol = torch.empty(sbatch + (big,), dtype=A.dtype,
+                                  device=A.device).unsqueeze(-1)
+            else:
+                sol = torch.empty(sbatch + (nrhs, big), dtype=A.dtype,
+                                  device=A.device).transpose(-2, -1)
+            sol.narrow(-2, 0, m).copy_(b2)
+            work = A.mT.clone(memory_format=torch.contiguous_format).mT
+            if m >= n and m <= 256 and count >= max(2, m // 16):
+                pass        # gels_batched_cublas: in place
+            else:
+                # tau, then for m < n A^H's column-major clone: freed
+                # on the kernel's return
+                held = [torch.empty(batch + (min(m, n),), dtype=A.dtype,
+                                    device=A.device)]
+                if m < n:
+                    held.append(work.mH.mT.clone(
+                        memory_format=torch.contiguous_format).mT)
+                    sol.narrow(-2, m, n - m).zero_()
+                while held:
+                    held.pop()      # (A^H's scope ends first, then tau's)
+            self.rec.assume("linalg:workspace")
+            if m > n:
+                raw = sol.narrow(-2, n, m - n)
+                raw.pow_(2)
+                res = raw.sum(-2, dtype=real)
+                del raw
+            else:
+                res = torch.empty((0,), dtype=real, device=A.device)
+            del work, infos
+            out = sol.narrow(-2, 0, n)
+            if vector:
+                out = out.squeeze(-1)
+            rank = torch.empty((0,), dtype=torch.long, device=A.device)
+            sv = torch.empty((0,), dtype=real, device=A.device)
+        vs = self.rec.known.values
+        ra, rb = vs.real(A), vs.real(B)
+        if ra is not None and rb is not None:
+            # the values where A's and b's are known (--values cpu): the
+            # CPU's gels, the CUDA build's driver
+            try:
+                with vs.unset():
+                    r = torch.linalg.lstsq(ra, rb, driver="gels")
+                vs._set(out, vs._layout(out, r.solution))
+                if m > n:
+                    vs._set(res, r.residuals)
+            except Exception as e:
+                vs.lost(name, e)
+        return out, res, rank, sv
+
     def _nested_mask(self, mode, func, name, args, kwargs):
         # nn.TransformerEncoder's sparsity fast path (eval, a key
         # padding mask) asks whether the mask keeps a prefix of each
@@ -2499,6 +2597,7 @@ _MASK_NODES = ("MaxBackward1", "MinBackward1", "MedianBackward0",
 _BEFORE = {
     "_local_scalar_dense": Dispatch._item,
     "_pack_padded_sequence": Dispatch._pack_padded,
+    "linalg_lstsq": Dispatch._lstsq,
     "logsumexp": Dispatch._logsumexp,
     "_use_cudnn_ctc_loss": Dispatch._use_cudnn_ctc,
     # (MIOpen's is ROCm's: no NVIDIA device takes it)

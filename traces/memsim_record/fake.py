@@ -1375,6 +1375,14 @@ def _patch_cuda(torch, rec, dev):
         data.__set__(self, value)
         if isinstance(value, _FT):
             self.fake_device = value.fake_device
+        elif isinstance(value, torch.Tensor):
+            # a real host tensor (Koopa: `self.K.weight.data =
+            # torch.mm(U, V.t())` of a CPU SVD, the model then moved):
+            # its values go on with the fake parameter (its shadow,
+            # under the rules a small one), as the real one holds them
+            vs = getattr(getattr(rec, "known", None), "values", None)
+            if vs is not None and (vs.cpu or vs._small(value)):
+                vs._set(self, value.detach())
 
     _FT.data = property(data.__get__, _set_data)
     torch.__future__.set_overwrite_module_params_on_conversion(True)

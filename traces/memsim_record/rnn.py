@@ -137,6 +137,64 @@ def install(torch, rec, sms):
     def fake_cuda(t):
         return isinstance(t, FakeTensor) and t.device.type == "cuda"
 
+    def values():
+        return getattr(getattr(rec, "known", None), "values", None)
+
+    def vf_values(cfg, tensors, grads=None):
+        """The RNN's outputs (out, hy[, cy]) computed on the CPU by
+        torch._VF's own function from the shadows of TENSORS (input, hx,
+        cx, *weights), or None where one has none; with GRADS (the
+        outputs' gradients, real) the gradients of TENSORS instead
+        (None for cx absent), by the CPU's autograd.  Not with dropout
+        between layers (its draws are the GPU's)."""
+        vs = values()
+        orig, bias, L, p, train, bidir, bf, lstm = cfg["vf"]
+        if vs is None or (train and p > 0 and L > 1):
+            return None
+        reals = [None if t is None else vs.real(t) for t in tensors]
+        if any(r is None for i, r in enumerate(reals)
+               if tensors[i] is not None):
+            return None
+        with vs.unset():
+            if grads is None:
+                x, hx, cx = reals[0], reals[1], reals[2]
+                ws = reals[3:]
+                h = (hx, cx) if lstm else hx
+                return orig(x, h, ws, bias, L, p, train, bidir, bf)
+            with torch.enable_grad():
+                rs = [None if r is None else
+                      r.detach().clone().requires_grad_() for r in reals]
+                h = (rs[1], rs[2]) if lstm else rs[1]
+                res = orig(rs[0], h, rs[3:], bias, L, p, train, bidir, bf)
+                outs = [res[0], res[1]] + ([res[2]] if lstm else [])
+                pairs = [(o, g) for o, g in zip(outs, grads)
+                         if g is not None]
+                wanted = [r for r in rs if r is not None]
+                got = torch.autograd.grad(
+                    [o for o, _ in pairs], wanted,
+                    [g for _, g in pairs], allow_unused=True)
+            it = iter(got)
+            return [None if r is None else next(it) for r in rs]
+
+    def set_values(ts, rs):
+        """Shadows RS for the fake TS (a None either side: skipped); where
+        RS is None the fake outputs of an RNN whose values are not had
+        lose the zeros --values cpu gave their empty tensors."""
+        vs = values()
+        if vs is None:
+            return
+        for i, t in enumerate(ts):
+            if not isinstance(t, torch.Tensor):
+                continue
+            r = None if rs is None else rs[i]
+            if r is None:
+                vs.shadow.pop(t, None)
+                continue
+            if r.dtype != t.dtype:
+                with vs.unset():
+                    r = r.to(t.dtype)
+            vs._set(t, vs._layout(t, r))
+
     def temp(nbytes, site):
         key = object()
         rec.alloc(nbytes, "temporary", site, key=key)
@@ -243,6 +301,14 @@ def install(torch, rec, sms):
             del dw
             if bf:
                 dx = dx.transpose(0, 1)
+            vs = values()
+            if vs is not None and cfg.get("vf") is not None:
+                gs = [vs.real(g) if isinstance(g, torch.Tensor) else None
+                      for g in (g_out, g_hy, g_cy)]
+                r = None
+                if gs[0] is not None:
+                    r = vf_values(cfg, [input, hx, cx] + list(weights), gs)
+                set_values([dx, dhx, dcx] + grads, r)
             need = ctx.needs_input_grad
             return (None, dx if need[1] else None,
                     dhx if need[2] else None,
@@ -317,8 +383,17 @@ def install(torch, rec, sms):
                     input = input.to(half)
             else:
                 wbuf = flat_buffer(params)
+            cfg["vf"] = (orig, bias, int(L), float(p), bool(train),
+                         bool(bidir), bool(bf), lstm)
+            if wbuf is not None and wbuf.dtype != params[0].dtype:
+                cfg["vf"] = None        # (autocast's fp16 copy: not had)
             with torch.autocast("cuda", enabled=False):
                 out = CudnnRnn.apply(cfg, input, hx, cx, wbuf, *params)
+            # the values (--values cpu, or small shadows under the rules)
+            r = vf_values(cfg, [input, hx, cx] + params) \
+                if cfg["vf"] is not None else None
+            set_values(list(out), None if r is None else
+                       [r[0], r[1]] + ([r[2]] if lstm else []))
             return out
 
         return orig, f
@@ -346,6 +421,8 @@ def install(torch, rec, sms):
             return
         if len({id(w.untyped_storage()) for w in ws}) != len(ws):
             return      # aliasing weights: the copying path
+        vs = values()
+        reals = [vs.real(w) for w in ws] if vs is not None else [None]
         with torch.no_grad():
             buf = torch.zeros(sum(w.numel() for w in ws), dtype=dt,
                               device=ws[0].device)
@@ -355,6 +432,17 @@ def install(torch, rec, sms):
                 buf[off:off + n].view(w.shape).copy_(w)
                 w.set_(buf.untyped_storage(), off, w.shape, w.stride())
                 off += n
+        if all(r is not None for r in reals):
+            # the weights' values go on as views of the buffer's
+            with vs.unset():
+                rb = torch.cat([r.reshape(-1) for r in reals])
+            vs._set(buf, rb)
+            off = 0
+            for w in ws:
+                with vs.unset():
+                    v = rb[off:off + w.numel()].view(w.shape)
+                vs._set(w, v)
+                off += w.numel()
         rec.relabel(buf, "parameter", "flatten_parameters (cuDNN flat weights)")
         self._flat_weight_refs = [weakref.ref(w) for w in ws]
 

@@ -95,6 +95,11 @@ def _sigmoid(v):
     return 0.5 * (1.0 + math.tanh(0.5 * v))    # (no overflow)
 
 
+# Ops whose values are never negative, whatever the input's: abs (of a
+# complex tensor too, its modulus), [0, inf) or the image of the input's
+# range (Values._rules).  An infinite end answers no host value
+# (Range.finite): the default rules answer those, as without a range.
+NONNEG = frozenset(("abs",))
 BOUNDED = {"tanh": math.tanh, "tanh_": math.tanh, "sigmoid": _sigmoid,
            "sigmoid_": _sigmoid, "_softmax": None, "softmax": None}
 # Clamps: between two known bounds the output's range is [min, max] (met
@@ -275,7 +280,8 @@ def fmt(v):
 ANSWERS = {"gradscaler:no-overflow": "step taken", "compile:eager": "eager",
            "nested:padded": "padded", "isin:no-match": "no match",
            "allclose:true": "true", "host:rng": "not drawn",
-           "triton:kernel-not-run": "not run"}
+           "triton:kernel-not-run": "not run",
+           "linalg:workspace": "not recorded"}
 
 
 def assume(rec, kind, value, site=None):
@@ -295,6 +301,11 @@ class Range:
     def __init__(self, lo, hi, hi_open, integral):
         self.lo, self.hi, self.hi_open, self.integral = lo, hi, hi_open, \
             integral
+
+    def finite(self):
+        """Whether both ends are finite numbers (an abs's [0, inf) is
+        not: it decides comparisons, answers no value)."""
+        return math.isfinite(self.lo) and math.isfinite(self.hi)
 
     def int_top(self):
         """The largest integer in the range (hi excluded when hi_open)."""
@@ -461,6 +472,11 @@ class Values:
         # id(storage) -> (Range, gen): the range of a whole storage that
         # writes into part of it kept (_partial_write)
         self.srange = {}
+        # id(storage) -> (value, a bool tensor over the storage's
+        # elements, the write count): the elements that writes of one
+        # known value into part of it set, while no other write has
+        # touched it (Values._pin; topk leaves them out: _pinned)
+        self.pins = {}
         # id(storage) -> (at most how many of its elements are nonzero,
         # the write count it holds at, at most how many in each row of
         # its last dimension or None, that dimension's size): while no
@@ -530,6 +546,7 @@ class Values:
         self.shadow.clear()
         self.ranges.clear()
         self.srange.clear()
+        self.pins.clear()
         self.nzs.clear()
         self.pending = None
         self.fresh = {}
@@ -614,10 +631,14 @@ class Values:
         return self.kn.value(t) is not _known.UNKNOWN and self._small(t)
 
     def range(self, t):
-        if t not in self.ranges:
-            return self._storage_range(self._skey(t)) if self.srange \
-                else None
-        return self._kept(self.ranges, t)
+        if t in self.ranges:
+            r = self._kept(self.ranges, t)
+            if r is not None:
+                return r
+        # (a tensor whose own range a write into part of it made stale:
+        # the range kept for its storage, _partial_write)
+        return self._storage_range(self._skey(t)) if self.srange \
+            else None
 
     def _kept(self, d, t):
         """What D (ranges, unif, probs) keeps for T while T's storage has
@@ -780,6 +801,7 @@ class Values:
         them (PyTorch Geometric's pooled batch vector took a dead zeros
         buffer's range [0, 0]: every graph in one)."""
         self.srange.pop(k, None)
+        self.pins.pop(k, None)
         self.gen.pop(k, None)
         self.nzs.pop(k, None)
         self.blank.pop(k, None)
@@ -905,7 +927,7 @@ class Values:
             with self.unset():
                 return r.reshape(()).item()
         rg = self.range(t) if self.ranges else None
-        if rg is not None and t.numel() == 1:
+        if rg is not None and t.numel() == 1 and rg.finite():
             v = rg.value()
             if not t.dtype.is_floating_point:
                 v = int(v)
@@ -936,6 +958,8 @@ class Values:
             with self.unset():
                 return torch.full(tuple(t.shape), v, dtype=t.dtype)
         rg = self.range(t)
+        if rg is not None and not rg.finite():
+            rg = None
         if rg is not None:
             v, kind = rg.value(), "host:range"
         elif t.dtype == torch.bool:
@@ -1303,7 +1327,8 @@ class Values:
                 name not in SOURCES and \
                 name not in EMPTY and name not in RANDOM and \
                 name not in BOUNDED and name not in CLAMPS and \
-                name not in INDICES and name not in GATHERS:
+                name not in INDICES and name not in GATHERS and \
+                name not in NONNEG:
             return
         if name == "add" and isinstance(out, self.Fake) and args and \
                 isinstance(args[0], self.Fake) and out is not args[0] and \
@@ -1321,6 +1346,12 @@ class Values:
         if name in EMPTY and not self.cpu:
             if isinstance(out, self.Fake):
                 self._blank(out)
+            return
+        if name == "set_":
+            # a tensor given another storage (or part of its own): no
+            # element of either is written, the shadows of its views
+            # stay (torch.empty(0).set_(st), the flat buffer an RNN's
+            # weights view: rnn.py)
             return
         written = _known.written_args(self.written, func)
         targets = []
@@ -1356,7 +1387,20 @@ class Values:
                 if fresh:
                     ts = [t for t, _ in fresh.values()]
                     blank = [self._blank_valid(t) for t in ts]
+                    part = len(ts) == 1 and not self.cpu and \
+                        not self._whole(ts[0])
+                    if part:
+                        # known values into part of a storage of unknown
+                        # ones (`f[0] = 0`: a copy_ into f's select): the
+                        # storage's range and the pinned elements, as
+                        # below
+                        kept = self._partial_write(name, args, kwargs,
+                                                   ts[0])
+                        before = self.gen.get(self._skey(ts[0]), 0)
                     self._stale(ts)
+                    if part:
+                        self._wrote_part(name, args, kwargs, ts[0], kept,
+                                         before)
                     for (t, r), b in zip(fresh.values(), blank):
                         self._set(t, r)
                         if b:
@@ -1373,10 +1417,11 @@ class Values:
         if targets:
             kept = None if self.cpu or len(targets) != 1 else \
                 self._partial_write(name, args, kwargs, targets[0])
+            before = self.gen.get(self._skey(targets[0]), 0)
             self._stale(targets)
-            k = self._dying_key(targets[0])
-            if kept is not None and k is not None:
-                self.srange[k] = (kept, self.gen.get(k, 0))
+            if not self.cpu and len(targets) == 1:
+                self._wrote_part(name, args, kwargs, targets[0], kept,
+                                 before)
         if self.cpu:
             return
         # rules mode: routing shadows, ranges
@@ -1469,6 +1514,74 @@ class Values:
                       if new.hi > old.hi else old.hi_open and new.hi_open),
                      old.integral and new.integral)
 
+    def _wrote_part(self, name, args, kwargs, t, kept, before):
+        """After a write into T (its storage's write count BEFORE it):
+        KEPT, the storage's range (_partial_write), and the pinned
+        elements (_pin), kept at the new write count."""
+        k = self._dying_key(t)
+        if kept is not None and k is not None:
+            self.srange[k] = (kept, self.gen.get(k, 0))
+        self._pin(name, args, kwargs, t, before)
+
+    def _pin(self, name, args, kwargs, t, before):
+        """Keeps which elements of T's storage a copy_ or fill_ of one
+        known value into part of it just set (TimesNet's FFT_for_Period:
+        `frequency_list[0] = 0`, the zero frequency's amplitude left out
+        before a topk), added to those that writes of the same value set
+        while the storage had no other write (BEFORE: its write count
+        before this one).  Storages of at most SHADOW_LIMIT elements."""
+        if name not in ("copy_", "fill_") or self._whole(t):
+            return
+        i, key = PARTIAL_SRC[name]
+        v = args[i] if i < len(args) else kwargs.get(key)
+        rg = self._range_of(v, whole=False)
+        val = rg.single() if rg is not None else None
+        k = self._dying_key(t)
+        if val is None or k is None:
+            return
+        try:
+            size = t.untyped_storage().nbytes() // t.element_size()
+        except Exception:
+            return
+        if not 0 < size <= SHADOW_LIMIT:
+            return
+        ent = self.pins.get(k)
+        with self.unset():
+            if ent is not None and ent[2] == before and ent[0] == val:
+                mask = ent[1]
+            else:
+                mask = self.torch.zeros((size,), dtype=self.torch.bool)
+            mask.as_strided(tuple(t.shape), tuple(t.stride()),
+                            t.storage_offset()).fill_(True)
+        self.pins[k] = (val, mask, self.gen.get(k, 0))
+
+    def _unpinned(self, t, dim, largest):
+        """The positions along DIM of T that a topk (LARGEST, or the
+        smallest) may choose before the others, as a 1-D index tensor,
+        or None: those not pinned (_pin) in every row at the end of T's
+        range that ranks last (its bottom for the largest, its closed top
+        for the smallest).  The other elements are of unknown value in
+        that range: they rank before the pinned ones but where they
+        equal that end (a real run's amplitudes of noise are not 0)."""
+        k = self._dying_key(t)
+        ent = self.pins.get(k) if k is not None else None
+        if ent is None or self.gen.get(k, 0) != ent[2]:
+            return None
+        rg = self.range(t)
+        if rg is None or rg.lo == rg.hi:
+            return None
+        val = ent[0]
+        if not ((largest and val == rg.lo) or
+                (not largest and val == rg.hi and not rg.hi_open)):
+            return None
+        n = t.shape[dim]
+        with self.unset():
+            m = ent[1].as_strided(tuple(t.shape), tuple(t.stride()),
+                                  t.storage_offset())
+            m = m.movedim(dim, -1).reshape(-1, n).all(0)
+            free = (~m).nonzero().flatten()
+        return free if free.numel() < n else None
+
     def _covers(self, name, args, t):
         """Whether a scatter_ into the 1-D T writes every element: its
         index known, a permutation of T's positions (PyTorch Geometric's
@@ -1506,6 +1619,15 @@ class Values:
         if kept is not None:
             return kept
         if whole and not self._whole(v):
+            base = getattr(v, "_base", None)
+            if isinstance(base, self.Fake) and self._whole(base) and \
+                    self._skey(base) == self._skey(v):
+                # a view of a tensor that covers the storage (`f[0] = 0`
+                # writes into f's select): the base's range, the
+                # storage's before this write
+                rb = self.range(base)
+                if rb is not None:
+                    return rb
             r = self._registered(v)
             if r is None:
                 return None
@@ -1831,7 +1953,7 @@ class Values:
             if r0 is not None and ri is not None and \
                     isinstance(args[1], int):
                 rg = self.range(args[3])
-                v = rg.value() if rg is not None else 1.0
+                v = rg.value() if rg is not None and rg.finite() else 1.0
                 with self.unset():
                     src = torch.full(tuple(args[3].shape), v,
                                      dtype=args[3].dtype)
@@ -1844,6 +1966,26 @@ class Values:
             if rg is not None:
                 for o in (targets or outs[:1]):
                     self._set_range(o, rg)
+            return
+        if name in NONNEG:
+            rg = self.range(t0) if isinstance(t0, torch.Tensor) and \
+                not t0.dtype.is_complex else None
+            if rg is None:
+                new = Range(0.0, math.inf, True, False)
+            elif rg.lo >= 0:
+                new = rg
+            elif rg.hi <= 0:
+                new = Range(-rg.hi, -rg.lo, False, rg.integral)
+            else:
+                top = max(-rg.lo, rg.hi)
+                new = Range(0, top, rg.hi_open and rg.hi > -rg.lo,
+                            rg.integral)
+            for o in outs[:1]:
+                # (of any size: TimesNet's amplitudes of a batch of 128
+                # are 417792 floats, their mean over the batch is small)
+                if isinstance(o, torch.Tensor) and \
+                        (o.dtype.is_floating_point or new.finite()):
+                    self._keep(self.ranges, o, new)
             return
         if name in BOUNDED:
             # (a std made positive by exp of a tanh squashed into bounds:
@@ -1891,7 +2033,23 @@ class Values:
                     (name != "argmax" or dim is not None) and \
                     (name != "argmin" or dim is not None):
                 d = None if name != "topk" else dim % idx.dim()
-                r = self.routing(idx, n, d)
+                free = None
+                if name == "topk" and self.pins:
+                    largest = kwargs.get("largest", args[3] if len(args) > 3
+                                         else True)
+                    free = self._unpinned(t0, dim % t0.dim(), largest)
+                    if free is not None and free.numel() < idx.shape[d]:
+                        free = None     # (fewer left than k)
+                if free is None:
+                    r = self.routing(idx, n, d)
+                else:
+                    r = self.routing(idx, free.numel(), d,
+                                     " (%d of %d pinned at %s left out)" % (
+                                         n - free.numel(), n,
+                                         fmt(self.pins[self._skey(t0)][0])))
+                    if r is not None:
+                        with self.unset():
+                            r = free[r.long()].to(idx.dtype)
                 if r is not None:
                     self._set(idx, r)
                     return
@@ -1979,8 +2137,9 @@ class Values:
                 b = rg.int_top() if rg.integral else rg.hi
                 d = rk.int_top() if rk.integral else rk.hi
                 ps = (rg.lo * rk.lo, rg.lo * d, b * rk.lo, b * d)
-                new = Range(min(ps), max(ps), False,
-                            rg.integral and rk.integral)
+                if not any(math.isnan(p) for p in ps):
+                    new = Range(min(ps), max(ps), False,
+                                rg.integral and rk.integral)
         elif base in ("mul", "div") and isinstance(kv, (int, float)) and \
                 not isinstance(kv, bool) and kv > 0 and \
                 kwargs.get("rounding_mode") is None:
@@ -2000,7 +2159,7 @@ class Values:
                 not isinstance(kv, bool) and kv > 0 and rg.integral and \
                 (base == "remainder" or rg.lo >= 0):
             new = Range(0, kv - 1, False, True)
-        elif base in ("floor", "trunc", "ceil", "round"):
+        elif base in ("floor", "trunc", "ceil", "round") and rg.finite():
             new = Range(math.floor(rg.lo), math.ceil(rg.hi), False, True)
         elif base == "exp" and rg.hi < 709:     # (exp(709) is finite)
             new = Range(math.exp(rg.lo), math.exp(rg.hi), rg.hi_open, False)
@@ -2009,6 +2168,8 @@ class Values:
         for o in outs[:1]:
             if not isinstance(o, torch.Tensor):
                 continue
+            if not o.dtype.is_floating_point and not new.finite():
+                continue    # (no integers from an infinite end)
             if not o.dtype.is_floating_point and o.dtype != torch.bool \
                     and not new.integral:
                 # a cast to an integer type truncates toward zero
@@ -2030,7 +2191,7 @@ class Values:
             bounds.append(v)
         return tuple(bounds)
 
-    def routing(self, idx, n, d):
+    def routing(self, idx, n, d, note=""):
         """The uniform (or --routing-imbalance) routing of the module's
         docstring, for indices IDX into N experts: k choices a row at
         dimension D (topk), or one (D None: argmax, max(dim), ...)."""
@@ -2045,7 +2206,7 @@ class Values:
             r = self.routes[key] = self._route(idx, n, d, k, total, rows)
         how = "uniform" if self.imbalance == 1.0 else \
             "imbalance %g" % self.imbalance
-        assume(self.rec, "routing", "%s E=%d k=%d" % (how, n, k))
+        assume(self.rec, "routing", "%s E=%d k=%d%s" % (how, n, k, note))
         with self.unset():
             return r.clone()
 

@@ -1,0 +1,60 @@
+#!/bin/sh
+# memsim record --fake: torch.linalg.lstsq on CUDA (dispatch.py's
+# Dispatch._lstsq).  The op carries the dynamic_output_shape tag (the
+# CPU drivers gelsd and gelss compute residuals only at full rank) and
+# the fake mode refused it: Time-Series-Library's Koopa fits its Koopman
+# operator with lstsq (DynamicOutputShapeException, no trace).  On CUDA
+# the driver is gels and every size static; the requests are
+# linalg_lstsq_out's and linalg_lstsq_out_info's (BatchLinearAlgebra.cpp):
+# infos (int32, one a matrix), the column-major solution (*, max(m, n),
+# nrhs), the input's column-major working copy, then lstsq_kernel's tau
+# (*, min(m, n)) and, for m < n, A^H's column-major clone (none for
+# cuBLAS's batched gels: m >= n, m <= 256, at least max(2, m / 16)
+# matrices), and for m > n the residuals (*, nrhs), summed from the
+# solution's rows n: (a vector right-hand side keeps its 1); where A's
+# and b's values are known, the solution's and residuals' too.  The
+# libraries' workspaces: one assumption linalg:workspace a call.  Needs
+# Python 3 and PyTorch; skips (77) without them.
+set -u
+. "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
+need_torch
+cat >"$tmp/a.py" <<'PY'
+import torch
+z = torch.randn(4, 3, 64, device="cuda")
+x, y = z[:, :-1], z[:, 1:]
+K = torch.linalg.lstsq(x, y).solution
+print("K", tuple(K.shape), K.stride())
+A = torch.randn(300, 20, device="cuda")
+b = torch.randn(300, 3, device="cuda")
+r = torch.linalg.lstsq(A, b)
+print("r", tuple(r.solution.shape), tuple(r.residuals.shape), tuple(r.rank.shape))
+C = torch.randn(8, 32, 4, device="cuda")
+d = torch.randn(8, 32, device="cuda")
+s = torch.linalg.lstsq(C, d)
+print("s", tuple(s.solution.shape), s.solution.stride(), tuple(s.residuals.shape))
+E = torch.tensor([[1., 0], [0, 1], [1, 1]], device="cuda")
+f = torch.tensor([[1.], [2], [4]], device="cuda")
+t = torch.linalg.lstsq(E, f)
+print("t", [round(v, 4) for v in t.solution.flatten().tolist()],
+      round(t.residuals.item(), 4))
+PY
+(cd "$tmp" && $MEMSIM record --fake -o "$tmp/a.csv" -- "$PY" a.py) \
+	>"$tmp/out" 2>&1 || fail "record: $(tail -3 "$tmp/out")"
+grep -q "^K (4, 64, 64) (4096, 1, 64)$" "$tmp/out" || fail "K: $(cat "$tmp/out")"
+grep -q "^r (20, 3) (3,) (0,)$" "$tmp/out" || fail "r: $(cat "$tmp/out")"
+grep -q "^s (8, 4) (32, 1) (8, 1)$" "$tmp/out" || fail "s: $(cat "$tmp/out")"
+# known A and b (constants): the values, computed by the CPU's gels:
+# x = (4/3, 7/3), the residual 1/3
+grep -q "^t \[1.3333, 2.3333\] 0.3333$" "$tmp/out" || fail "t: $(cat "$tmp/out")"
+got=$(awk -F, '$3 == "alloc" { printf "%s%s", s, $5; s = " " } END { print "" }' "$tmp/a.csv")
+# z; infos 4 x 4, the solution 4*64*64 floats, x's copy, tau 4*2, x^H's
+# clone.  A, b; infos, the solution 300*3, A's copy, tau 20, the
+# residuals 3.  C, d; infos 8 x 4, the solution 8*32, C's copy (batched
+# gels), the residuals 8*1.  E, f; infos, the solution, E's copy, tau,
+# the residual.
+want="3072 16 65536 2048 32 2048 24000 3600 4 3600 24000 80 12 4096 1024 32 1024 4096 32"
+want="$want 24 12 4 12 24 8 4"
+[ "$got" = "$want" ] || fail "allocations: $got"
+grep -c ',assumption,linalg:workspace a.py:[0-9]* =not recorded$' "$tmp/a.csv" | grep -q '^4$' ||
+	fail "assumptions: $(grep ',assumption,' "$tmp/a.csv")"
+finish recorder_lstsq.sh
