@@ -38,19 +38,20 @@ $MEMSIM run "$tmp/gen.csv" >/dev/null || fail "memsim run of the recording"
 # 2. Which values are known: a zero times anything, False & x, True | x,
 # arithmetic, where() on a known condition, in-place ops; small tensors of
 # known origin exactly (values.py: a write through a view, 5; a bf16 1/3
-# as bf16 holds it; a _foreach_ write, 2.0); an unknown operand and a
-# `.data` swap make values unknown: they take the assumptions (float
-# 1.0); u.max() of randint(0, 10) is its range's top, 9 (assumption
+# as bf16 holds it; a _foreach_ write, 2.0); an unknown operand makes
+# values unknown: it takes the assumption (float 1.0); a `.data` swap
+# carries the new data's values (5.0); u.max() of randint(0, 10) is its
+# range's top, 9 (assumption
 # range:max), which decides == 0; a straight-through estimator
 # t + (1 - t).detach() is 1 (known.py, Known.straight), in either order,
 # and against another tensor unknown (item:bool, False).
 $MEMSIM record --item-int 7 -o "$tmp/v.csv" -- "$PY" "$SRC/recorder/known_values.py" \
 	2>"$tmp/err" || fail "record values: $(tail -3 "$tmp/err")"
 grep -v '^memsim' "$tmp/err" >"$tmp/out"
-printf '%s\n' 0 False True 30 2.5 True 5 3.0 1.0 3.5 0.333984375 4 False 2.0 1.0 \
+printf '%s\n' 0 False True 30 2.5 True 5 3.0 1.0 3.5 0.333984375 4 False 2.0 5.0 \
 	True True False >"$tmp/want"
 cmp -s "$tmp/out" "$tmp/want" || fail "values: $(diff "$tmp/want" "$tmp/out")"
-grep -q "4 assumptions (item:bool 1, item:float 2, range:max 1)$" "$tmp/err" ||
+grep -q "3 assumptions (item:bool 1, item:float 1, range:max 1)$" "$tmp/err" ||
 	fail "values assumptions: $(cat "$tmp/err")"
 
 # 3. A loop on unknown values never ends under --fake: past --item-repeats

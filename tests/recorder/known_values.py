@@ -28,7 +28,7 @@ steps = [torch.zeros((), device=dev)]
 torch._foreach_add_(steps, 2)  # a list written in place: exact (values.py)
 print(steps[0].item())
 t = torch.zeros(3, device=dev)
-t.data = torch.full((3,), 5.0, device=dev)   # another storage: unknown
+t.data = torch.full((3,), 5.0, device=dev)   # another storage: its values
 print(t.max().item())
 # the straight-through estimator t + (1. - t).detach(): 1 where t is
 # unknown (native-sparse-attention's gates, then asserted); against

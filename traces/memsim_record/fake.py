@@ -1367,11 +1367,22 @@ def _patch_cuda(torch, rec, dev):
     # `param.data = param.to(device)` (FSDP's _move_states_to_device, and
     # older code moving modules by hand) swaps a fake tensor's data; a fake
     # tensor's device is an attribute of its own (fake_device), which
-    # set_data leaves as it was: it follows the new data here.
+    # set_data leaves as it was: it follows the new data here.  So do the
+    # values known of the new data (a shadow, a uniform value: keyed by
+    # tensor, they stayed with VALUE): SELF now has its storage, sizes and
+    # strides.  PEFT casts the adapters of a bf16 model back to float32
+    # so (cast_adapter_dtype: param.data = param.data.to(torch.float32)),
+    # and --values cpu had lost every adapter weight's values.
     from torch._subclasses.fake_tensor import FakeTensor as _FT
     data = torch._C.TensorBase.data
 
     def _set_data(self, value):
+        kn = getattr(rec, "known", None)
+        v = r = None
+        if kn is not None and isinstance(value, _FT) and value is not self:
+            v = kn.value(value)
+            if kn.values is not None:
+                r = kn.values.real(value)
         data.__set__(self, value)
         if isinstance(value, _FT):
             self.fake_device = value.fake_device
@@ -1383,6 +1394,10 @@ def _patch_cuda(torch, rec, dev):
             vs = getattr(getattr(rec, "known", None), "values", None)
             if vs is not None and (vs.cpu or vs._small(value)):
                 vs._set(self, value.detach())
+        if v is not None and v is not known.UNKNOWN:
+            kn._set(self, v)
+        if r is not None:
+            kn.values._set(self, r)
 
     _FT.data = property(data.__get__, _set_data)
     torch.__future__.set_overwrite_module_params_on_conversion(True)

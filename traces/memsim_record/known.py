@@ -151,6 +151,11 @@ class Known:
         # while a CUDA graph captures (graphs.py): the storages its ops
         # write, which each replay writes again
         self.capture = None
+        # the test elements an isin of unknown tokens was assumed not to
+        # match (generate()'s EOS ids: isin:no-match): an integer tensor
+        # of unknown values compared with one of them by == or != is
+        # answered the same way (Known._compute)
+        self.absent = set()
 
     # -- values ---------------------------------------------------------
     def value(self, x):
@@ -275,6 +280,32 @@ class Known:
             elif base in SAME:
                 for o in out:
                     self._set(o, v)
+
+    def _absent(self, test):
+        """Notes TEST's elements (isin's test elements: a scalar, or a
+        tensor of known values) as absent from unknown tokens."""
+        v = self.value(test)
+        if v is UNKNOWN and self.values is not None and \
+                isinstance(test, self.tensor) and test.numel() <= 64:
+            r = self.values.real(test)
+            if r is not None:
+                from torch._subclasses.fake_tensor import \
+                    unset_fake_temporarily
+                with unset_fake_temporarily():
+                    v = r.reshape(-1).tolist()
+        for e in (v if isinstance(v, list) else [v]):
+            if isinstance(e, int) and not isinstance(e, bool):
+                self.absent.add(e)
+
+    def _unknown_ints(self, u):
+        """Whether U is an integer tensor whose values nothing knows (no
+        uniform value, no shadow)."""
+        if not isinstance(u, self.tensor) or u.dtype.is_floating_point or \
+                u.dtype.is_complex or u.dtype == self.torch.bool:
+            return False
+        if self.value(u) is not UNKNOWN:
+            return False
+        return self.values is None or self.values.real(u) is None
 
     def _check(self, args, kwargs, out):
         """torch._is_all_true(valid): its value, all() of VALID's, where
@@ -437,6 +468,7 @@ class Known:
             if a is UNKNOWN:
                 if self.assume:
                     self.assume("isin:no-match")
+                self._absent(args[1])
                 return inv
             if b is UNKNOWN:
                 return UNKNOWN
@@ -483,6 +515,19 @@ class Known:
                     d = rg.decide(name, k, a is not UNKNOWN)
                     if d is not None:
                         return d
+            if name in ("eq", "ne") and k in self.absent and \
+                    not isinstance(k, (bool, float)):
+                u = args[0] if a is UNKNOWN else args[1]
+                if self._unknown_ints(u):
+                    # the generated tokens hold no EOS: TRL's GRPO finds
+                    # each completion's end by completion_ids == eos
+                    # after generate() ran to its max length on the
+                    # isin:no-match assumption, and took an empty
+                    # completion of every row from the --item-bool
+                    # default
+                    if self.assume:
+                        self.assume("isin:no-match")
+                    return name == "ne"
             if name in ("bitwise_and", "logical_and") and k == 0:
                 return 0
             if name == "logical_or" and k:

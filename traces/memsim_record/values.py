@@ -2348,7 +2348,13 @@ def _sdpa_bwd(torch, func, a2, k2, out):
         lq, lk = s.shape[-2], s.shape[-1]
         keep = torch.ones(lq, lk, dtype=torch.bool).tril()  # top left
         s = s.masked_fill(~keep, float("-inf"))
-    p = torch.softmax(s, dim=-1)
+    # a query row that every key is masked from (a left-padded position
+    # under a padding mask) attends to nothing: probabilities 0, as the
+    # math path's _safe_softmax gives them (the forward above) and the
+    # fused kernels' output of such a row (0) has; softmax's NaN made
+    # every gradient NaN (TRL's GKD trainer, which left-pads its
+    # generated batches: NaN weights after its first step)
+    p = torch.ops.aten._safe_softmax(s, -1)
     dv = p.transpose(-2, -1) @ go
     dp = go @ v.transpose(-2, -1)
     ds = p * (dp - (dp * p).sum(-1, keepdim=True))
