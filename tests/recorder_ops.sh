@@ -200,5 +200,25 @@ want="20480 40 4 4 12800 15360 20480 24576 48 4 4 18432 24576"
 got=$(sizes "$tmp/flashpad.csv")
 want="61440 61440 61440 65536 65536 65536 65536 2048 16 8 2 2 65536 65536 65536 65536 4096 262144 61440 61440 61440"
 [ "$got" = "$want" ] || fail "flashpad: $got"
+# 18. Under --symbolic the mask's strides are symbolic: preprocess_mask's
+# test is made at the recorded size without a guard (one would pin it),
+# an assumption; SEQ = 100 pads (7 requests), SEQ = 104 does not (6).
+cat >"$tmp/symmask.py" <<'PY'
+import os, torch, torch.nn.functional as F
+n = int(os.environ["SEQ"])
+q = torch.randn(2, 4, n, 32, device="cuda")
+mask = torch.ones(2, n, dtype=torch.bool, device="cuda")
+with torch.no_grad():
+    F.scaled_dot_product_attention(q, q, q, mask[:, None, None, :].expand(-1, 4, n, -1))
+PY
+for n in 100 104; do
+	SEQ=$n $MEMSIM record --symbolic SEQ=$n:512 -o "$tmp/symmask$n.csv" -- \
+		"$PY" "$tmp/symmask.py" 2>"$tmp/err" || fail "symmask $n: $(tail -3 "$tmp/err")"
+	grep -q "1 assumption (sdpa:mask-alignment 1)" "$tmp/err" ||
+		fail "symmask $n: $(tail -1 "$tmp/err")"
+done
+n100=$(grep -c ',alloc,' "$tmp/symmask100.csv")
+n104=$(grep -c ',alloc,' "$tmp/symmask104.csv")
+[ "$n100 $n104" = "7 6" ] || fail "symmask: $n100 $n104 requests"
 
 finish recorder_ops.sh

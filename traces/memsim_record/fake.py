@@ -1910,19 +1910,25 @@ def _patch_jagged_sdpa(torch, major):
 _SDP_FLAGS = []
 
 
-def _preprocess_mask(mask, query, key):
+def _preprocess_mask(rec, mask, query, key):
     """scaled_dot_product_attention's preprocess_mask before
     memory-efficient attention: a mask whose strides are not multiples of
-    8 elements (aligned_tensor<8>; a symbolic stride counts as
-    unaligned), or whose last stride is not 1, is padded by pad_bias<8>
-    (at::pad to the next multiple of 8 past its last size, always at
-    least one element, then sliced back): a new tensor at the padded
-    size, which the kernel keeps for backward; then expanded to the
-    attention's batch, heads, queries and keys."""
+    8 elements (aligned_tensor<8>), or whose last stride is not 1, is
+    padded by pad_bias<8> (at::pad to the next multiple of 8 past its
+    last size, always at least one element, then sliced back): a new
+    tensor at the padded size, which the kernel keeps for backward; then
+    expanded to the attention's batch, heads, queries and keys.  Under
+    --symbolic a symbolic stride is tested at its value, without a guard
+    (one would pin the size): the trace holds for the sizes that pad as
+    that one does, an assumption (sdpa:mask-alignment)."""
     import torch
+    from .compiled import _hint
+
     strides = mask.stride()
-    if not (all(type(s) is int and s % 8 == 0 for s in strides[:-1])
-            and strides[-1] == 1):
+    if not all(isinstance(s, int) for s in strides):
+        rec.assume("sdpa:mask-alignment")
+    if not (all(_hint(s) % 8 == 0 for s in strides[:-1]) and
+            _hint(strides[-1]) == 1):
         n = mask.shape[-1]
         mask = torch.nn.functional.pad(mask, (0, 8 - n % 8))[..., :n]
     return mask.expand(query.shape[0], query.shape[1], query.shape[2],
@@ -2542,7 +2548,7 @@ def run(opt, script, argv):
             # flash takes no mask (check_for_attn_mask): memory-efficient
             # attention is next in select_sdp_backend()'s order.
             if attn_mask is not None:
-                attn_mask = _preprocess_mask(attn_mask, query, key)
+                attn_mask = _preprocess_mask(rec, attn_mask, query, key)
             return aten._scaled_dot_product_efficient_attention(
                 query, key, value, attn_mask, grad, dropout_p, is_causal,
                 scale=scale)[0]
