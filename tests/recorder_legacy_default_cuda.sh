@@ -9,7 +9,7 @@
 # (torch.Tensor(numpy array)) were host tensors.  No arguments: an empty
 # tensor; sizes (ints or a torch.Size): uninitialized; a sequence or
 # array: its values; all on the GPU in the default dtype; a tensor: an
-# alias whatever its device; device="cpu" refused.  A host type set again
+# alias whatever its device; device="cpu" and a number refused.  A host type set again
 # gives host tensors.
 # Needs Python 3 and PyTorch; skips (77) without them.
 set -u
@@ -33,13 +33,18 @@ try:
     torch.Tensor(2, device="cpu")
 except RuntimeError as err:
     print("refused", "expects device type: cuda" in str(err))
+try:
+    torch.Tensor(3.5)
+except TypeError as err:
+    print("scalar", "must be a sequence" in str(err))
 torch.set_default_tensor_type(torch.FloatTensor)
 print("host", torch.Tensor([1.0, 2.0]).device)
 PY
 (cd "$tmp" && PYTHONUNBUFFERED=1 $MEMSIM record --fake -o "$tmp/a.csv" -- "$PY" a.py) \
 	>"$tmp/err" 2>&1 || fail "record: $(tail -3 "$tmp/err")"
 for want in "devs cuda:0 cuda:0 cuda:0 cuda:0 cuda:0 cuda:0 cuda:0" \
-	"kinds torch.float32 (256, 256) True (0,)" "refused True" "host cpu"; do
+	"kinds torch.float32 (256, 256) True (0,)" "refused True" "scalar True" \
+	"host cpu"; do
 	grep -qxF "$want" "$tmp/err" || fail "'$want' not in: $(cat "$tmp/err")"
 done
 # a (4 bytes), b (256*256 floats), c (64*64), d (32*32), the zeros (4*3)

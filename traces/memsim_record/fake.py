@@ -1901,6 +1901,9 @@ def _patch_legacy_types(torch):
             return torch.empty(size, dtype=dtype, device=device)
         if len(args) > 1:
             return base_new(cls, *args, **kwargs)   # its own TypeError
+        if not hasattr(type(a), "__getitem__"):     # PySequence_Check
+            raise TypeError("new(): data must be a sequence (got %s)"
+                            % type(a).__name__)
         return torch.tensor(a, dtype=dtype, device=device)
 
     def set_default_tensor_type(t, /):
