@@ -1079,6 +1079,10 @@ class Dispatch:
             finally:
                 br.busy = False
         out = func(*args, **kwargs)
+        # its values (--values cpu, the rules' shadows) all the same:
+        # the node's result is this branch's, unrecorded but computed
+        self.kn.after(func, (self.opinfo.get(func) or self.op_info(func))[0],
+                      args, kwargs, out)
         if isinstance(out, torch.Tensor):
             # weakly: AccumulateGrad takes a gradient it holds the only
             # reference to, and copies any other (clone_obey_contract)
