@@ -9,8 +9,9 @@
 # transmittances) left all of its NeRF's gradients, then its weights
 # after the first optimizer step, without values (each .cpu() of a
 # rendered image an assumption host:float).  The subclass branch's ops
-# now have their values computed (nothing recorded), a zero in cumprod's
-# input (the plain branch not modelled) included.
+# now have their values computed under --values cpu (nothing recorded),
+# a zero in cumprod's input (the plain branch not modelled) included;
+# under the rules alone the result stays unknown, as before.
 # Needs Python 3 and PyTorch; skips (77) without them.
 set -u
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
