@@ -1079,6 +1079,14 @@ class Dispatch:
             finally:
                 br.busy = False
         out = func(*args, **kwargs)
+        if self.values_cpu:
+            # its values all the same under --values cpu: the node's
+            # result is this branch's, unrecorded but computed (the
+            # rules' shadows and ranges not: under them the result is
+            # unknown, as before)
+            self.kn.after(func,
+                          (self.opinfo.get(func) or self.op_info(func))[0],
+                          args, kwargs, out)
         if isinstance(out, torch.Tensor):
             # weakly: AccumulateGrad takes a gradient it holds the only
             # reference to, and copies any other (clone_obey_contract)

@@ -1758,7 +1758,15 @@ def _patch_legacy_types(torch):
     dtype, a tensor of the type itself; isinstance() tests device and
     dtype as the type's own check does.  Tensor.type(T) of a CUDA type or
     on a CUDA tensor is .to(device, dtype); torch.set_default_tensor_type
-    of a CUDA type is set_default_dtype and set_default_device("cuda")."""
+    of a CUDA type is set_default_dtype and set_default_device("cuda"),
+    and torch.Tensor(...) then makes CUDA tensors: the base constructor
+    (base_tensor_ctor) builds on the default tensor type's dispatch key
+    and scalar type, which set_default_device does not change (no GPU
+    build lets the key be CUDA): no arguments an empty tensor, sizes an
+    uninitialized one, a sequence or array its values, all on the GPU in
+    the default dtype; a tensor an alias of it whatever its device and
+    dtype (legacy_tensor_generic_ctor_new's BASE_CTOR); device= other
+    than CUDA refused (check_legacy_ctor_device)."""
     cuda0 = torch.device("cuda", 0)
 
     class _Meta(type):
@@ -1865,6 +1873,38 @@ def _patch_legacy_types(torch):
 
     orig_default = torch.set_default_tensor_type
     on_cuda = [False]
+    base_new = torch.Tensor.__new__
+
+    # (*args, **kwargs): Dynamo's polyfill of torch.Tensor.__new__
+    # (substitute_in_graph) accepts only that signature besides its own
+    def tensor_new(*args, **kwargs):
+        cls, args = args[0], args[1:]
+        if cls is not torch.Tensor or not on_cuda[0] or \
+                set(kwargs) - {"device"}:
+            return base_new(cls, *args, **kwargs)
+        device = kwargs.get("device")
+        device = cuda0 if device is None else torch.device(device)
+        if device.type != "cuda":
+            raise RuntimeError("legacy constructor expects device type: "
+                               "cuda but device type: %s was passed"
+                               % device.type)
+        dtype = torch.get_default_dtype()
+        if not args:
+            return torch.empty(0, dtype=dtype, device=device)
+        a = args[0]
+        if len(args) == 1 and isinstance(a, torch.Tensor):
+            return base_new(cls, a)         # other.alias()
+        if isinstance(a, torch.Size) or all(
+                isinstance(x, int) and not isinstance(x, bool)
+                for x in args):
+            size = a if isinstance(a, torch.Size) else args
+            return torch.empty(size, dtype=dtype, device=device)
+        if len(args) > 1:
+            return base_new(cls, *args, **kwargs)   # its own TypeError
+        if not hasattr(type(a), "__getitem__"):     # PySequence_Check
+            raise TypeError("new(): data must be a sequence (got %s)"
+                            % type(a).__name__)
+        return torch.tensor(a, dtype=dtype, device=device)
 
     def set_default_tensor_type(t, /):
         to = target(t)
@@ -1872,6 +1912,10 @@ def _patch_legacy_types(torch):
             torch.set_default_dtype(to[1])
             torch.set_default_device("cuda")
             on_cuda[0] = True
+            # installed at the first such call only: every other program
+            # keeps the C constructor
+            if torch.Tensor.__new__ is base_new:
+                torch.Tensor.__new__ = staticmethod(tensor_new)
             return None
         if on_cuda[0]:      # a host type after a CUDA one
             torch.set_default_device(None)

@@ -274,7 +274,12 @@ class Files:
     dataset loaded by name with the hub offline, or one prepared
     before); a write by open() to such a link replaces the link with
     the scratch file (a copy first for "a" and "+"), never the user's
-    file."""
+    file.  Hugging Face's modules cache (HF_MODULES_CACHE, else HF_HOME's
+    modules: evaluate.load's metric scripts, trust_remote_code's model
+    code, copied there by open() and then imported, which reads the
+    folder natively) and evaluate's metrics cache (HF_METRICS_CACHE,
+    else HF_HOME's metrics: add_batch's Arrow files, read back by
+    pyarrow) are such views too."""
 
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="memsim-record-")
@@ -511,16 +516,25 @@ class Files:
             os.getpid(), self.count, os.path.basename(os.fsdecode(
                 os.fspath(file)))))
 
-    def datasets_view(self, view):
-        """VIEW, a folder made as the user's Hugging Face datasets cache
-        (the path datasets.config.HF_DATASETS_CACHE computes) with
-        symbolic links to its files, lock files left out (filelock opens
-        them to write); VIEW alone where there is no such cache."""
+    @staticmethod
+    def hf_cache(var, sub):
+        """The user's Hugging Face cache folder that VAR names, else SUB of
+        HF_HOME (else XDG_CACHE_HOME's or ~/.cache's huggingface), as
+        datasets.config, evaluate.config and transformers.utils.hub
+        compute HF_DATASETS_CACHE and HF_MODULES_CACHE."""
         env = os.environ
         home = env.get("HF_HOME") or os.path.join(
             env.get("XDG_CACHE_HOME", "~/.cache"), "huggingface")
-        user = os.path.abspath(os.path.expanduser(env.get(
-            "HF_DATASETS_CACHE") or os.path.join(home, "datasets")))
+        return os.path.abspath(os.path.expanduser(env.get(var) or
+                                                  os.path.join(home, sub)))
+
+    def datasets_view(self, view, user=None):
+        """VIEW, a folder made as the user's Hugging Face datasets cache
+        (the path datasets.config.HF_DATASETS_CACHE computes; or USER)
+        with symbolic links to its files, lock files left out (filelock
+        opens them to write); VIEW alone where there is no such cache."""
+        if user is None:
+            user = self.hf_cache("HF_DATASETS_CACHE", "datasets")
         os.makedirs(view, exist_ok=True)
         if not os.path.isdir(user):
             return view
@@ -599,6 +613,17 @@ class Files:
         self.orig_env = os.environ.get("HF_DATASETS_CACHE")
         os.environ["HF_DATASETS_CACHE"] = self.datasets_view(
             os.path.join(self.dir, "hf-datasets"))
+        # the modules and metrics caches likewise (HF_MODULES_CACHE: the
+        # scripts evaluate.load, trust_remote_code and datasets copy there
+        # with open() and then import, which reads the folder natively;
+        # HF_METRICS_CACHE: evaluate's Arrow files of add_batch, read
+        # back by pyarrow at compute())
+        self.orig_hf_env = {}
+        for var, sub in (("HF_MODULES_CACHE", "modules"),
+                         ("HF_METRICS_CACHE", "metrics")):
+            self.orig_hf_env[var] = os.environ.get(var)
+            os.environ[var] = self.datasets_view(
+                os.path.join(self.dir, "hf-" + sub), self.hf_cache(var, sub))
         builtins.open = open_
         io.open = open_
         os.replace = mover("replace", False)
@@ -673,11 +698,14 @@ class Files:
             self.orig_os["unlink"](m)
 
     def uninstall(self):
+        orig = dict(getattr(self, "orig_hf_env", {}))
         if hasattr(self, "orig_env"):
-            if self.orig_env is None:
-                os.environ.pop("HF_DATASETS_CACHE", None)
+            orig["HF_DATASETS_CACHE"] = self.orig_env
+        for var, value in orig.items():
+            if value is None:
+                os.environ.pop(var, None)
             else:
-                os.environ["HF_DATASETS_CACHE"] = self.orig_env
+                os.environ[var] = value
         builtins.open = self.orig_open
         io.open = self.orig_open
         for n, f in getattr(self, "orig_os", {}).items():
