@@ -1391,7 +1391,7 @@ def _patch_cuda(torch, rec, dev):
             # torch.mm(U, V.t())` of a CPU SVD, the model then moved):
             # its values go on with the fake parameter (its shadow,
             # under the rules a small one), as the real one holds them
-            vs = getattr(getattr(rec, "known", None), "values", None)
+            vs = kn.values if kn is not None else None
             if vs is not None and (vs.cpu or vs._small(value)):
                 vs._set(self, value.detach())
         if v is not None and v is not known.UNKNOWN:

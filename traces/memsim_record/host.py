@@ -528,13 +528,11 @@ class Files:
         return os.path.abspath(os.path.expanduser(env.get(var) or
                                                   os.path.join(home, sub)))
 
-    def datasets_view(self, view, user=None):
-        """VIEW, a folder made as the user's Hugging Face datasets cache
-        (the path datasets.config.HF_DATASETS_CACHE computes; or USER)
-        with symbolic links to its files, lock files left out (filelock
-        opens them to write); VIEW alone where there is no such cache."""
-        if user is None:
-            user = self.hf_cache("HF_DATASETS_CACHE", "datasets")
+    @staticmethod
+    def cache_view(view, user):
+        """VIEW, a folder made as USER, a Hugging Face cache folder, with
+        symbolic links to its files, lock files left out (filelock opens
+        them to write); VIEW alone where there is no such folder."""
         os.makedirs(view, exist_ok=True)
         if not os.path.isdir(user):
             return view
@@ -610,19 +608,18 @@ class Files:
                 files.made_dirs.add(p)
             return r
 
-        self.orig_env = os.environ.get("HF_DATASETS_CACHE")
-        os.environ["HF_DATASETS_CACHE"] = self.datasets_view(
-            os.path.join(self.dir, "hf-datasets"))
-        # the modules and metrics caches likewise (HF_MODULES_CACHE: the
-        # scripts evaluate.load, trust_remote_code and datasets copy there
-        # with open() and then import, which reads the folder natively;
-        # HF_METRICS_CACHE: evaluate's Arrow files of add_batch, read
-        # back by pyarrow at compute())
+        # Hugging Face's caches, each a view in the scratch folder
+        # (HF_DATASETS_CACHE: datasets' Arrow files, read back by pyarrow
+        # natively; HF_MODULES_CACHE: the scripts evaluate.load,
+        # trust_remote_code and datasets copy there with open() and then
+        # import, which reads the folder natively; HF_METRICS_CACHE:
+        # evaluate's Arrow files of add_batch, read back at compute())
         self.orig_hf_env = {}
-        for var, sub in (("HF_MODULES_CACHE", "modules"),
+        for var, sub in (("HF_DATASETS_CACHE", "datasets"),
+                         ("HF_MODULES_CACHE", "modules"),
                          ("HF_METRICS_CACHE", "metrics")):
             self.orig_hf_env[var] = os.environ.get(var)
-            os.environ[var] = self.datasets_view(
+            os.environ[var] = self.cache_view(
                 os.path.join(self.dir, "hf-" + sub), self.hf_cache(var, sub))
         builtins.open = open_
         io.open = open_
@@ -698,10 +695,7 @@ class Files:
             self.orig_os["unlink"](m)
 
     def uninstall(self):
-        orig = dict(getattr(self, "orig_hf_env", {}))
-        if hasattr(self, "orig_env"):
-            orig["HF_DATASETS_CACHE"] = self.orig_env
-        for var, value in orig.items():
+        for var, value in getattr(self, "orig_hf_env", {}).items():
             if value is None:
                 os.environ.pop(var, None)
             else:
