@@ -528,13 +528,17 @@ class Dispatch:
         if isinstance(lengths, FakeTensor) or \
                 not isinstance(x, torch.Tensor) or x.device.type != "cuda":
             return _RUN
-        if a.get("batch_first"):
-            x = x.transpose(0, 1)
         with unset_fake_temporarily():
             lens = [int(v) for v in lengths.tolist()]
         n = len(lens)
         sizes, prev = [], 0
         with torch.no_grad(), mode:
+            if a.get("batch_first"):
+                # (under the mode, as every op here: the values'
+                # shadows follow it, --values cpu; made outside it the
+                # view had none, and the packed data, the loss and the
+                # gradients had no values)
+                x = x.transpose(0, 1)
             steps = []
             for i in range(n):
                 length = lens[n - 1 - i]
