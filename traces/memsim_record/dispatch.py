@@ -132,6 +132,9 @@ class Dispatch:
         # id(storage) -> the autograd node (id, sequence number) whose
         # evaluation made it, for storages made in a backward
         self.born = {}
+        # id(storage) -> how many of the engine's input buffers hold the
+        # one tensor a backward formula gave two inputs (accumulates)
+        self.shared = {}
         # OpOverload -> (its packet's name, whether its only kernel is a
         # CompositeImplicitAutograd one, whether _dynamic may answer it):
         # asked once an op, not at every call.
@@ -166,6 +169,7 @@ class Dispatch:
             rec.retired.discard(key)
             rec.free(key)
             self.born.pop(key, None)
+            self.shared.pop(key, None)
             # the storage's id may be another's next: what the values
             # kept under it goes with it
             vs = getattr(getattr(rec, "known", None), "values", None)
@@ -524,13 +528,17 @@ class Dispatch:
         if isinstance(lengths, FakeTensor) or \
                 not isinstance(x, torch.Tensor) or x.device.type != "cuda":
             return _RUN
-        if a.get("batch_first"):
-            x = x.transpose(0, 1)
         with unset_fake_temporarily():
             lens = [int(v) for v in lengths.tolist()]
         n = len(lens)
         sizes, prev = [], 0
         with torch.no_grad(), mode:
+            if a.get("batch_first"):
+                # (under the mode, as every op here: the values'
+                # shadows follow it, --values cpu; made outside it the
+                # view had none, and the packed data, the loss and the
+                # gradients had no values)
+                x = x.transpose(0, 1)
             steps = []
             for i in range(n):
                 length = lens[n - 1 - i]
@@ -1007,7 +1015,8 @@ class Dispatch:
         # then hy (empty_like hx); _thnn_fused_gru_cell_backward_cuda:
         # grad_input_gates and grad_hidden_gates (rows x 3 * hidden,
         # the workspace's dtype), grad_hx (empty_like grad_hy), then
-        # with biases the two gates' sums over the rows.
+        # with biases the two gates' sums over the rows.  Their values
+        # (_cell_values): RNN.cu's gru_cell_forward / gru_cell_backward.
         a = list(args) + [None] * 5
         if name == "_thnn_fused_gru_cell":
             hx = kwargs.get("hx", a[2])
@@ -1017,6 +1026,11 @@ class Dispatch:
                 ws = torch.empty((hx.size(0), hx.size(1) * 5),
                                  dtype=hx.dtype, device=hx.device)
                 hy = torch.empty(hx.shape, dtype=hx.dtype, device=hx.device)
+            ins = [kwargs.get("input_gates", a[0]),
+                   kwargs.get("hidden_gates", a[1]), hx,
+                   kwargs.get("input_bias", a[3]),
+                   kwargs.get("hidden_bias", a[4])]
+            self._cell_values(name, _gru_fwd, ins, 3, (hy, ws))
             return hy, ws
         g, ws = kwargs.get("grad_hy", a[0]), kwargs.get("workspace", a[1])
         bias = kwargs.get("has_bias", a[2])
@@ -1027,9 +1041,84 @@ class Dispatch:
             gi = torch.empty((rows, 3 * h), dtype=ws.dtype, device=ws.device)
             gh = torch.empty((rows, 3 * h), dtype=ws.dtype, device=ws.device)
             ghx = torch.empty(g.shape, dtype=g.dtype, device=g.device)
+            outs = (gi, gh, ghx)
+            self._cell_values(name, _gru_bwd, [g, ws], 2, outs)
             bi = gi.sum(0) if bias else None
             bh = gh.sum(0) if bias else None
         return gi, gh, ghx, bi, bh
+
+    def _lstm_cell(self, mode, func, name, args, kwargs):
+        # nn.LSTMCell on a CUDA input (LSTMCell in RNN.cpp: the two gate
+        # GEMMs, then _thnn_fused_lstm_cell): PyTorch's meta kernel
+        # (_meta_registrations.py's rnn_cell_checkSizes) reads .device
+        # of the biases, None for an LSTMCell(bias=False), and stopped
+        # the recording there; made here as RNN.cu's
+        # _thnn_fused_lstm_cell_cuda makes them: the workspace
+        # (empty_like input_gates, rows x 4 * hidden; autograd keeps it
+        # for backward), then hy and cy (empty_like cx), returned as
+        # (hy, cy, workspace).  _thnn_fused_lstm_cell_backward_impl_cuda:
+        # nothing where neither gradient is defined, else grad_gates
+        # (empty_like workspace) and grad_cx (empty_like cx), then with
+        # biases grad_gates' sum over the rows.  Their values
+        # (_cell_values): RNN.cu's lstm_cell_forward / lstm_cell_backward.
+        a = list(args) + [None] * 6
+        if name == "_thnn_fused_lstm_cell":
+            ig, hg = kwargs.get("input_gates", a[0]), \
+                kwargs.get("hidden_gates", a[1])
+            cx = kwargs.get("cx", a[2])
+            if not _cuda_tensor(cx) or not _cuda_tensor(ig) or \
+                    cx.dim() != 2:
+                return _RUN
+            with torch.no_grad(), mode:
+                ws = torch.empty(ig.shape, dtype=ig.dtype, device=ig.device)
+                hy = torch.empty(cx.shape, dtype=cx.dtype, device=cx.device)
+                cy = torch.empty(cx.shape, dtype=cx.dtype, device=cx.device)
+            ins = [ig, hg, cx, kwargs.get("input_bias", a[3]),
+                   kwargs.get("hidden_bias", a[4])]
+            self._cell_values(name, _lstm_fwd, ins, 3, (hy, cy, ws))
+            return hy, cy, ws
+        ghy, gcy = kwargs.get("grad_hy", a[0]), kwargs.get("grad_cy", a[1])
+        cx, cy = kwargs.get("cx", a[2]), kwargs.get("cy", a[3])
+        ws, bias = kwargs.get("workspace", a[4]), kwargs.get("has_bias", a[5])
+        if ghy is None and gcy is None:
+            return None, None, None
+        if not _cuda_tensor(ws) or not _cuda_tensor(cx) or ws.dim() != 2:
+            return _RUN
+        with torch.no_grad(), mode:
+            gg = torch.empty(ws.shape, dtype=ws.dtype, device=ws.device)
+            gcx = torch.empty(cx.shape, dtype=cx.dtype, device=cx.device)
+            self._cell_values(name, _lstm_bwd, [ghy, gcy, cx, cy, ws], 5,
+                              (gg, gcx))
+            gb = gg.sum(0) if bias else None
+        # _thnn_fused_lstm_cell_backward (CompositeImplicitAutograd, the
+        # formula's caller) returns (grad_gates, grad_gates, grad_cx,
+        # grad_bias, grad_bias): one tensor to each pair of inputs, held
+        # by two input buffers (accumulates)
+        for t in (gg, gb):
+            if t is not None:
+                self.shared[id(t.untyped_storage())] = 2
+        return gg, gcx, gb
+
+    def _cell_values(self, name, fn, ins, need, outs):
+        """The values of a fused RNN cell's fake OUTS (their shadows,
+        values.py): FN of the CPU values of INS (the first NEED of them
+        required where given, the rest optional biases), where all are
+        had; else none (not the zeros --values cpu gives torch.empty)."""
+        vs = self.rec.known.values
+        reals = [None if t is None else vs.real(t) for t in ins]
+        if any(r is None and ins[i] is not None
+               for i, r in enumerate(reals)) or \
+                (need > 2 and reals[0] is None):
+            for o in outs:
+                vs.shadow.pop(o, None)
+            return
+        try:
+            with vs.unset():
+                rs = [r.to(o.dtype) for o, r in zip(outs, fn(torch, *reals))]
+            for o, r in zip(outs, rs):
+                vs._set(o, vs._layout(o, r))
+        except Exception as e:
+            vs.lost(name, e)
 
     def _plain_branch(self, mode, func, args, kwargs):
         # Formulas whose branch for tensor subclasses (every fake
@@ -2337,6 +2426,17 @@ class Dispatch:
             # engine's (cholesky_backward's gA + gA.tril(-1).mH(),
             # atan2's self * self + other * other), out of place
             return False
+        n = self.shared.get(id(a.untyped_storage()))
+        if n is not None:
+            # can_accumulate_inplace's adjusted_use_count(v) == 1: one
+            # tensor a formula gave two inputs (an LSTMCell's two bias
+            # gradients) is held by both inputs' buffers, and is added
+            # out of place; the other buffer then holds the last
+            # reference
+            if n > 1:
+                self.shared[id(a.untyped_storage())] = n - 1
+                return False
+            del self.shared[id(a.untyped_storage())]
         try:
             # can_accumulate_inplace: the buffer holds the last reference
             # to the storage (a gradient that shares it, a tied weight's,
@@ -2471,6 +2571,73 @@ def _product_contiguous(a, b, dtype):
 
 def _cuda_tensor(t):
     return isinstance(t, torch.Tensor) and t.device.type == "cuda"
+
+
+# The fused RNN cells' values on the CPU (Dispatch._cell_values), as
+# RNN.cu's kernels compute them: in float (accscalar_t), the gates
+# chunked along the columns; each returns its outputs in float.
+def _cell_gates(torch, ig, hg, b1, b2, n):
+    g = ig.float() + hg.float()
+    if b1 is not None:
+        g = g + b1.float() + b2.float()
+    return g.chunk(n, 1)
+
+
+def _lstm_fwd(torch, ig, hg, cx, b1, b2):
+    """lstm_cell_forward: (hy, cy, workspace [ig, fg, cg, og])."""
+    i, f, c, o = _cell_gates(torch, ig, hg, b1, b2, 4)
+    i, f, c, o = i.sigmoid(), f.sigmoid(), c.tanh(), o.sigmoid()
+    cy = f * cx.float() + i * c
+    return o * cy.tanh(), cy, torch.cat([i, f, c, o], 1)
+
+
+def _lstm_bwd(torch, ghy, gcy, cx, cy, ws):
+    """lstm_cell_backward: (grad_gates, grad_cx); an undefined grad_hy
+    or grad_cy is 0."""
+    i, f, c, o = ws.float().chunk(4, 1)
+    cx, cy = cx.float(), cy.float()
+    go = ghy.float() if ghy is not None else torch.zeros_like(cx)
+    goc = gcy.float() if gcy is not None else torch.zeros_like(cx)
+    t = cy.tanh()
+    gog = go * t
+    gcx = go * o * (1 - t * t) + goc
+    gig = gcx * c * (1 - i) * i
+    gfg = gcx * cx * (1 - f) * f
+    gcg = gcx * i * (1 - c * c)
+    gog = gog * (1 - o) * o
+    return torch.cat([gig, gfg, gcg, gog], 1), gcx * f
+
+
+def _gru_fwd(torch, ig, hg, hx, b1, b2):
+    """gru_cell_forward: (hy, workspace [rg, ig, ng, hx, hn + b2n])."""
+    ir, ii, inn = ig.float().chunk(3, 1)
+    hr, hi, hn = hg.float().chunk(3, 1)
+    if b1 is not None:
+        b1r, b1i, b1n = b1.float().chunk(3)
+        b2r, b2i, b2n = b2.float().chunk(3)
+        r = (ir + hr + b1r + b2r).sigmoid()
+        z = (ii + hi + b1i + b2i).sigmoid()
+        hn = hn + b2n
+        n = (inn + b1n + r * hn).tanh()
+    else:
+        r = (ir + hr).sigmoid()
+        z = (ii + hi).sigmoid()
+        n = (inn + r * hn).tanh()
+    h = hx.float()
+    return n + z * (h - n), torch.cat([r, z, n, h, hn], 1)
+
+
+def _gru_bwd(torch, go, ws):
+    """gru_cell_backward: (grad_input_gates, grad_hidden_gates,
+    grad_hx)."""
+    r, z, n, hx, hn = ws.float().chunk(5, 1)
+    go = go.float()
+    gig = go * (hx - n) * (1 - z) * z
+    ghx = go * z
+    gin = go * (1 - z) * (1 - n * n)
+    ghn = gin * r
+    grg = gin * hn * (1 - r) * r
+    return torch.cat([grg, gig, gin], 1), torch.cat([grg, gig, ghn], 1), ghx
 
 
 def _op_is(*names):
@@ -2637,6 +2804,8 @@ _BEFORE = {
     "median": Dispatch._median_all,
     "_thnn_fused_gru_cell": Dispatch._gru_cell,
     "_thnn_fused_gru_cell_backward": Dispatch._gru_cell,
+    "_thnn_fused_lstm_cell": Dispatch._lstm_cell,
+    "_thnn_fused_lstm_cell_backward_impl": Dispatch._lstm_cell,
     "nanmedian": Dispatch._median_all,
     "_transformer_encoder_layer_fwd": Dispatch._encoder_layer,
     "_native_multi_head_attention": Dispatch._native_mha,
