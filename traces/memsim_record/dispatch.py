@@ -806,6 +806,24 @@ class Dispatch:
             kwargs = {k: v for k, v in kwargs.items() if k != "indices"}
             return func(*args, **kwargs)
 
+    def _index_devices(self, mode, func, name, args, kwargs):
+        # x[idx]: index's meta function (check_indices_on_cpu_or_selfdevice)
+        # takes indices on the host or on x's device only.  A host x
+        # indexed by GPU indices (a table made on the CPU, indices
+        # computed on the GPU: Time-Series-Library's ETSformer, a
+        # scheduler's alphas_cumprod[timesteps]) stops a real run there;
+        # the fake kernels, which lift the host tensor, did not.
+        x = args[0] if args else None
+        idx = args[1] if len(args) > 1 else kwargs.get("indices")
+        if isinstance(x, torch.Tensor) and isinstance(idx, (list, tuple)):
+            for i in idx:
+                if isinstance(i, torch.Tensor) and \
+                        i.device.type != "cpu" and i.device != x.device:
+                    raise RuntimeError(
+                        "indices should be either on cpu or on the same "
+                        "device as the indexed tensor (%s)" % x.device)
+        return _RUN
+
     def _index_put(self, mode, func, name, args, kwargs):
         r = self._host_indices(mode, func, name, args, kwargs)
         if r is not _RUN:
@@ -2788,6 +2806,7 @@ _BEFORE = {
     "_safe_softmax": Dispatch._safe_softmax,
     "_grouped_mm": Dispatch._grouped_mm,
     "_fused_moving_avg_obs_fq_helper": Dispatch._fused_obs_fq,
+    "index": Dispatch._index_devices,
     "index_put": Dispatch._index_put,
     "index_put_": Dispatch._host_indices,
     "_index_put_impl_": Dispatch._host_indices,
