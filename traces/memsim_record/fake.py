@@ -2703,6 +2703,34 @@ def run(opt, script, argv):
                         *a, **k)
 
     torch.ctc_loss = ctc_loss
+    # torch.einsum of three operands or more (torch.functional.einsum)
+    # contracts them in the order opt_einsum's contract_path gives where
+    # the opt_einsum package is installed (torch.backends.opt_einsum,
+    # then on by default), left to right where it is not: the intermediates,
+    # their sizes and what autograd keeps of them differ (TSLib's
+    # MambaSimple, "b l d, b l n, b l d -> b l d n": +18% peak allocated
+    # recorded without opt_einsum, the H200's figure to the byte with
+    # it).  The recording follows the machine it runs on; where that
+    # has no opt_einsum, each such call on the GPU is an assumption
+    # einsum:left-to-right, which a machine with opt_einsum may not
+    # share.
+    orig_einsum = torch.einsum
+    opt_einsum = getattr(torch.backends, "opt_einsum", None)
+
+    def einsum(*args, **kwargs):
+        if opt_einsum is not None and not compiling() and \
+                not opt_einsum.is_available():
+            ts = [t for a in args
+                  for t in (a if isinstance(a, (list, tuple)) else (a,))
+                  if isinstance(t, torch.Tensor)]
+            if len(ts) > 2 and any(t.device.type == "cuda" for t in ts):
+                values.assume(rec, "einsum:left-to-right", len(ts))
+        return orig_einsum(*args, **kwargs)
+
+    torch.einsum = einsum
+    # (torch.jit.script maps it to aten::einsum, as it maps PyTorch's)
+    from torch.jit import _builtins as jit_builtins
+    jit_builtins._register_builtin(einsum, "aten::einsum")
     _jit_builtins(torch, {"sdpa": sdpa, "linear": linear,
                           "rms_norm": rms_norm}, backward)
     # nn.LSTM/GRU/RNN: cuDNN's tensors (rnn.py).
@@ -3018,6 +3046,7 @@ def run(opt, script, argv):
         F.linear = orig_linear
         F.rms_norm = orig_rms
         torch.ctc_loss = orig_ctc
+        torch.einsum = orig_einsum
         undo_rnn()
         undo_graphs()
         undo_names()
