@@ -1,0 +1,71 @@
+"""Device probe for memsim record's 1-D convolution rule (kernels.conv on
+the height-1 view, Dispatch._ev_conv): per-call allocator trace windows
+of Conv1d forward and backward on CUDA, the shapes time-series models
+use (Time-Series-Library's token embeddings, kernel 3 with circular
+padding, and its feed-forward layers, kernel 1 from d_model to d_ff).
+  python3 conv1d_probe.py OUT.json [SECONDS]"""
+import json
+import random
+import sys
+import time
+import torch
+import torch.nn.functional as F
+from probewin import start, window
+
+out = sys.argv[1]
+budget = float(sys.argv[2]) if len(sys.argv) > 2 else 90.0
+dev = "cuda"
+t0 = time.time()
+random.seed(7)
+cfgs = []
+# Time-Series-Library's own layers first: (N, C, K, L, kernel, dtype)
+for L in (96, 144, 192):
+    cfgs += [(32, 512, 2048, L, 1, "fp32", 1), (32, 2048, 512, L, 1, "fp32", 1),
+             (32, 7, 512, L, 3, "fp32", 1), (32, 512, 512, L, 3, "fp32", 1),
+             (32, 512, 2048, L, 1, "fp32", 0), (32, 512, 512, L, 3, "fp32", 0)]
+while len(cfgs) < 400:
+    n = random.choice([1, 4, 8, 16, 32, 64, 128])
+    c = random.choice([1, 3, 7, 16, 21, 32, 64, 128, 256, 512, 1024, 2048])
+    k = random.choice([16, 32, 64, 128, 256, 512, 1024, 2048])
+    L = random.choice([24, 48, 96, 128, 144, 192, 336, 512, 720, 1024])
+    r = random.choice([1, 1, 3, 3, 5, 25])
+    dt = random.choice(["fp32", "fp32", "fp16", "bf16"])
+    if n * max(c, k) * L * 4 > 2 ** 29:
+        continue
+    cfgs.append((n, c, k, L, r, dt, int(random.random() < 0.4)))
+res = []
+# t: the input a transpose of (N, L, C), as a time-series model's
+# embedding feeds it (x.permute(0, 2, 1))
+for (n, c, k, L, r, dt, t) in cfgs:
+    if time.time() - t0 > budget:
+        break
+    x = torch.randn(n, L, c, device=dev).transpose(1, 2) if t else \
+        torch.randn(n, c, L, device=dev)
+    x.requires_grad_()
+    conv = torch.nn.Conv1d(c, k, r, padding=r // 2, bias=False).to(dev)
+    ad = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(dt)
+    try:
+        start()
+        if ad:
+            with torch.autocast("cuda", dtype=ad):
+                y = conv(x)
+        else:
+            y = conv(x)
+        fw = window(4)
+        g = torch.randn_like(y)
+        start()
+        y.backward(g)
+        bw = window(4)
+        res.append({"n": n, "c": c, "k": k, "l": L, "r": r, "dt": dt, "t": t,
+                    "out": list(y.shape), "fw": fw, "bw": bw})
+    except Exception as e:
+        res.append({"n": n, "c": c, "k": k, "l": L, "r": r, "dt": dt, "t": t,
+                    "error": str(e)[:200]})
+    del x, conv
+    y = g = None
+    torch.cuda.empty_cache()
+json.dump({"torch": torch.__version__,
+           "cudnn": torch.backends.cudnn.version(),
+           "device": torch.cuda.get_device_name(0), "calls": res},
+          open(out, "w"))
+print(len(res), "calls")
