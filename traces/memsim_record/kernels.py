@@ -198,16 +198,19 @@ def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
             all(int(d) == 1 for d in dilation)
         if one and unit:
             size = 16 * w32 if phase == "weight" else 0
-            if phase == "weight" and len(x_shape) == 4 and \
-                    int(x_shape[2]) == 1:
-                # a 1-d convolution's height-1 view (Dispatch._ev_conv):
-                # the engine cuDNN picks on the H200 keeps one fp32
-                # partial weight gradient a sample, N of them, up to
-                # N = 128 (validate/device/conv1d_probe.py: 57 of the
-                # probe's 73 fp32 pointwise calls, N 1 to 128, every
-                # one over 256 KiB; the others small, none or the
-                # input); at 224 samples (Time-Series-Library's PAttn,
-                # 12 positions each) another one, x + y + 16
+            if phase == "weight" and itemsize == 4 and \
+                    len(x_shape) == 4 and int(x_shape[2]) == 1:
+                # an fp32 1-d convolution's height-1 view
+                # (Dispatch._ev_conv): the engine cuDNN picks on the
+                # H200 keeps one fp32 partial weight gradient a sample,
+                # N of them, up to N = 128 (validate/device/
+                # conv1d_probe.py: 57 of the probe's 73 fp32 pointwise
+                # calls, N 1 to 128, every one over 256 KiB; the others
+                # small, none or the input); at 224 samples (Time-Series-
+                # Library's PAttn, 12 positions each) another one,
+                # x + y + 16.  (fp16 and bf16 take one or the other of
+                # these engines by shapes the probe does not separate:
+                # the 2-d rule's stays.)
                 n = symsize(x_shape[0])
                 size = n * w32 if n <= 128 else x + y + 16
         elif phase == "forward" and int(x_shape[1]) < 8:
