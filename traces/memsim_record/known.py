@@ -713,12 +713,16 @@ class Watch:
     """Progress on stderr and the repeated-assumption guard."""
 
     PERIOD = 10.0
+    HINT_AT = 1000
 
     def __init__(self, rec, prog, limit):
         self.rec = rec
         self.prog = prog
         self.limit = limit
         self.asked = {}
+        # the line asked most often: (count, FILE:LINE FUNCTION, kind,
+        # answer, hint), named on the progress line past HINT_AT asks
+        self.top = (0, None, None, None, "")
         self.ops = 0
         self.start = time.monotonic()
         self.last = self.start
@@ -733,11 +737,19 @@ class Watch:
         self.last = now
         rec = self.rec
         n = sum(rec.assumptions.values())
-        print("%s: %.0f s, %d ops, %d rows, %d bytes live, %d "
-              "assumption%s" % (self.prog, now - self.start, self.ops,
-                                len(rec.rows), rec.allocated, n,
-                                "" if n == 1 else "s"),
-              file=sys.stderr, flush=True)
+        line = "%s: %.0f s, %d ops, %d rows, %d bytes live, %d " \
+            "assumption%s" % (self.prog, now - self.start, self.ops,
+                              len(rec.rows), rec.allocated, n,
+                              "" if n == 1 else "s")
+        c, where, kind, answer, hint = self.top
+        if c >= self.HINT_AT:
+            # a loop on values the fake run does not have shows here long
+            # before --item-repeats stops it (torchdiffeq's adaptive
+            # solvers: about a hundred asks a second)
+            line += "; %s asked %d times (%s, answered %r): a loop on " \
+                "values the recording does not have? bound it%s" % (
+                    where, c, kind, answer, hint)
+        print(line, file=sys.stderr, flush=True)
 
     def assumed(self, kind, answer, hint):
         """Counts an assumption KIND (answered ANSWER) for the Python line
@@ -754,6 +766,8 @@ class Watch:
         key = (kind, where)
         n = self.asked.get(key, 0) + 1
         self.asked[key] = n
+        if n > self.top[0]:
+            self.top = (n, where, kind, answer, hint)
         if n > self.limit:
             what = {"item:bool": "a bool .item()", "item:int": "an integer "
                     ".item()", "item:range": "a .item() of a random value "
