@@ -1569,12 +1569,6 @@ def _item_value(rec, dtype, torch):
     the recording (known.Watch).  Each is an annotate row naming the
     program's line and the value (values.assume)."""
     watch = getattr(rec, "watch", None)
-    # Under the rules (not --values cpu) an endless loop's stop also
-    # names --values cpu: there the program's own values end the loop (an
-    # adaptive ODE solver's `error_ratio <= 1` step test, torchdiffeq's
-    # rk_common.py, rejects every step on the --item-bool default)
-    cpu = "" if getattr(rec.opt, "values", "rules") == "cpu" else \
-        ", or record with --values cpu"
     if dtype == torch.bool:
         v = values.asserted()
         if v is not None:
@@ -1585,19 +1579,18 @@ def _item_value(rec, dtype, torch):
         values.assume(rec, "item:bool", v)
         if watch:
             watch.assumed("item:bool", v, ", or give the answer with "
-                          "--item-bool %s%s" % ("false" if v else "true",
-                                                cpu))
+                          "--item-bool %s" % ("false" if v else "true"))
         return v
     if dtype.is_floating_point or dtype.is_complex:
         kind = "item:optimizer" if rec.phase_optimizer else "item:float"
         values.assume(rec, kind, 1.0)
         if watch:
-            watch.assumed(kind, 1.0, cpu)
+            watch.assumed(kind, 1.0, "")
         return 1.0
     values.assume(rec, "item:int", rec.opt.item_int)
     if watch:
         watch.assumed("item:int", rec.opt.item_int,
-                      ", or give the answer with --item-int N" + cpu)
+                      ", or give the answer with --item-int N")
     return rec.opt.item_int
 
 

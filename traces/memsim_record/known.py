@@ -720,6 +720,12 @@ class Watch:
         self.prog = prog
         self.limit = limit
         self.asked = {}
+        # every stop and progress hint names --values cpu under the rules,
+        # where the program's own values end such a loop (an adaptive ODE
+        # solver's `error_ratio <= 1` step test, torchdiffeq's
+        # rk_common.py, rejects every step on the --item-bool default)
+        self.cpu_hint = "" if getattr(rec.opt, "values", "rules") == \
+            "cpu" else ", or record with --values cpu"
         # the line asked most often: (count, FILE:LINE FUNCTION, kind,
         # answer, hint), named on the progress line past HINT_AT asks
         self.top = (0, None, None, None, "")
@@ -753,7 +759,10 @@ class Watch:
 
     def assumed(self, kind, answer, hint):
         """Counts an assumption KIND (answered ANSWER) for the Python line
-        that asked; raises Endless past the limit."""
+        that asked; raises Endless past the limit.  HINT: the kind's own
+        way out (", or give the answer with --item-bool true"), before
+        --values cpu's."""
+        hint += self.cpu_hint
         f = sys._getframe(2)
         while f is not None:
             fn = f.f_code.co_filename

@@ -941,7 +941,7 @@ class Values:
             watch = getattr(self.rec, "watch", None)
             if watch:
                 # (a loop drawing until a random value crosses a bound)
-                watch.assumed(kind, v, ", or record with --values cpu")
+                watch.assumed(kind, v, "")
             return v
         return _known.UNKNOWN
 
