@@ -2707,12 +2707,13 @@ def run(opt, script, argv):
     # has no opt_einsum, each such call on the GPU is an assumption
     # einsum:left-to-right, which a machine with opt_einsum may not
     # share.
+    # (whether opt_einsum is there is settled at PyTorch's import: where
+    # it is, torch.einsum stays PyTorch's own)
     orig_einsum = torch.einsum
     opt_einsum = getattr(torch.backends, "opt_einsum", None)
 
     def einsum(*args, **kwargs):
-        if opt_einsum is not None and not compiling() and \
-                not opt_einsum.is_available():
+        if not compiling():
             ts = [t for a in args
                   for t in (a if isinstance(a, (list, tuple)) else (a,))
                   if isinstance(t, torch.Tensor)]
@@ -2720,10 +2721,11 @@ def run(opt, script, argv):
                 values.assume(rec, "einsum:left-to-right", len(ts))
         return orig_einsum(*args, **kwargs)
 
-    torch.einsum = einsum
-    # (torch.jit.script maps it to aten::einsum, as it maps PyTorch's)
-    from torch.jit import _builtins as jit_builtins
-    jit_builtins._register_builtin(einsum, "aten::einsum")
+    if opt_einsum is not None and not opt_einsum.is_available():
+        torch.einsum = einsum
+        # (torch.jit.script maps it to aten::einsum, as it maps PyTorch's)
+        from torch.jit import _builtins as jit_builtins
+        jit_builtins._register_builtin(einsum, "aten::einsum")
     _jit_builtins(torch, {"sdpa": sdpa, "linear": linear,
                           "rms_norm": rms_norm}, backward)
     # nn.LSTM/GRU/RNN: cuDNN's tensors (rnn.py).
