@@ -17,6 +17,12 @@ NOTES = {
         "as its largest candidate plan (often gigabytes), cuDNN's own: the "
         "recording gives it the chosen plan's, then the emptyCache that "
         "follows it; the peaks are a lower bound"),
+    "cudnn:fft-possible": lambda rec: (
+        "cuDNN's heuristics may run fp32 convolutions of kernels 7x7 and "
+        "larger by FFT (on the H200 about a third of such shapes, cuDNN's "
+        "choice): a workspace of up to %d bytes a call beyond the "
+        "recording's, not counted in the peaks (memsim info lists each "
+        "line's)" % rec.fft_largest),
     "compile:pad_mm-large": (
         "Inductor's pad_mm benchmarks a half-precision matmul of at least "
         "10^10 multiply-adds, which the recording keeps unpadded; on an "
@@ -248,8 +254,11 @@ def main(argv=None):
                                   sorted(rec.assumptions.items())) + ")")
                               if n else ""), file=sys.stderr)
                     for kind in sorted(rec.assumptions):
-                        if kind in NOTES:
-                            print("%s: note: %s" % (PROG, NOTES[kind]),
+                        note = NOTES.get(kind)
+                        if callable(note):
+                            note = note(rec)
+                        if note:
+                            print("%s: note: %s" % (PROG, note),
                                   file=sys.stderr)
                     from . import shards
                     shards.report(PROG, sys.stderr)

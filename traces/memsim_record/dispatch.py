@@ -143,6 +143,7 @@ class Dispatch:
         self.nested = attention.Nested()
         # cudnn.benchmark's keys found so far (kernel_events)
         self.cudnn_found = set()
+        self.fft_noted = set()
         # the same workspace rule for the GEMMs Inductor's pad_mm pass
         # benchmarks while it compiles (compiled.PadBench); a function of
         # the recorder's, not of this object (whose storages' weak
@@ -1958,6 +1959,20 @@ class Dispatch:
                           tuple(y.shape), x.element_size(), st,
                           pad, dil, tr, gr, fmt_cl, w_cl, self.major,
                           self.sms)
+        if phase == "forward" and x.dtype == torch.float32 and \
+                x.dim() == 4 and not (fmt_cl or tr) and int(gr) == 1 and \
+                self.major >= 7 and min(w.shape[2:]) >= 7 and \
+                all(int(v) == 1 for v in tuple(st) + tuple(dil)) and \
+                all(type(v) is int for v in tuple(x.shape) + tuple(pad)):
+            # cuDNN's heuristics may give such a convolution its FFT
+            # engine (about a third of the H200's shapes, kernels.py):
+            # its workspace, kernels.fft_forward, noted once a shape
+            key = (tuple(x.shape), tuple(w.shape), tuple(pad))
+            if key not in self.fft_noted:
+                self.fft_noted.add(key)
+                fft = kernels.fft_forward(x.shape, w.shape, pad)
+                self.rec.assume("cudnn:fft-possible", fft)
+                self.rec.fft_largest = max(self.rec.fft_largest, fft)
         if torch.backends.cudnn.benchmark:
             ev = self.cudnn_find(phase, x, w, y, st, pad, dil, tr, gr,
                                  fmt_cl, ev)

@@ -78,6 +78,9 @@ class Recorder:
         self.blocks = 0
         self.blocks_peak = 0
         self.assumptions = {}
+        # the largest workspace of cuDNN's FFT engine where it may run
+        # (Dispatch._ev_conv, assumption cudnn:fft-possible)
+        self.fft_largest = 0
         self.phase_backward = 0
         self.phase_optimizer = 0
         # the phases entered, innermost last: ("o", modules entered when
@@ -246,7 +249,7 @@ class Recorder:
             pid = self.pool_ids[key] = len(self.pool_ids) + 1
         self.rows.append([action, pid, size, "", "", stream])
 
-    def assume(self, kind):
+    def assume(self, kind, value=None):
         self.assumptions[kind] = self.assumptions.get(kind, 0) + 1
         self.rows.append(["annotate", 0, 0, "assumption", kind])
 

@@ -57,6 +57,16 @@ and the recorder notes one assumption cudnn:benchmark-find a key.
 Not modelled: fp32 backward-weight engines with workspaces of hundreds of
 MB unrelated to the operands (a few 5x5 and 7x7 or short-reduction
 calls of the grids).
+cuDNN's FFT engine (fp32 NCHW forward, stride 1, kernels of 7 and more):
+its workspace is exactly fft_forward() below (109 of 109 such H200 calls
+of validate/device/conv2d_kernel_probe.py, tests/data/record/conv_fft.tsv;
+TimesNet's Inception blocks: 195 MiB for a 96 x 2 image of 32 channels),
+but which shapes cuDNN's heuristics give it is cuDNN's own: 109 of 337
+fp32 calls of kernels 7 to 11, 1 of 101 of 5, none of 3, and no function
+of the shapes found (32 x 16 x 96 x 2 -> 32 channels never, the mirror
+32 -> 16 always, the same FLOPs and transforms).  The recording keeps
+the rule's plan and notes an assumption cudnn:fft-possible a shape with
+the FFT's workspace (Dispatch._ev_conv).
 Half-precision NCHW: the transposed weight and output have K padded
 to a multiple of 8 (forward and backward-data; the grid's K = 4 calls).
 Not measured (no temporaries modelled): grouped and depthwise
@@ -142,6 +152,22 @@ def _split_k(w_shape, y_shape, sms):
     # --symbolic: evaluated per value where the trace is instantiated
     # (traces/symtrace.c), its floor of a square root no guard here
     return _RULE[0]("conv_split_k", (k, crs, npq, sms))
+
+
+def fft_forward(x_shape, w_shape, padding):
+    """The workspace of cuDNN's FFT engine for an fp32 NCHW forward
+    convolution of stride 1: the weight (W bytes) and, in complex
+    frequency tiles of F x (F/2 + 1) values of 16 bytes, the larger of the
+    input's and filter's transforms together (N*C + K*C tiles) and the
+    output's (N*K), F the padded image's larger side rounded up to a
+    power of two, at least 16 (measured with "same" padding:
+    H + 2*pad = H + R - 1)."""
+    n, c, h, w = (int(d) for d in x_shape)
+    k, r, s = int(w_shape[0]), int(w_shape[2]), int(w_shape[3])
+    f = 16
+    while f < max(h + 2 * int(padding[0]), w + 2 * int(padding[1])):
+        f *= 2
+    return k * c * r * s * 4 + 16 * max(n * c + k * c, n * k) * f * (f // 2 + 1)
 
 
 def split_k_rule(k, crs, npq, sms):
