@@ -32,6 +32,7 @@ import math
 import struct
 import sys
 import time
+import weakref
 
 UNKNOWN = object()
 
@@ -140,7 +141,8 @@ class Known:
             self.assume = rec.assume        # (names the line: values.py)
         self.vals = WeakIdKeyDictionary()   # tensor -> (value, skey, writes)
         # straight-through estimators, t + (c - t).detach(): a tensor of
-        # c - t -> (t, its version, c, its own version) (Known.straight)
+        # c - t -> (a weak reference to t, its version, c, its own
+        # version) (Known.straight)
         self.diffs = WeakIdKeyDictionary()
         self.writes = {}                    # id(storage) -> write count
         self.written = {}                   # func -> written argument slots
@@ -343,7 +345,12 @@ class Known:
         the program's own assert says.  An inference tensor (made under
         torch.inference_mode: Ultralytics' validation computes its loss
         so) has no version counter, `_version` raises, so "not written
-        since" cannot be told: nothing is noted of one, as t or as c - t."""
+        since" cannot be told: nothing is noted of one, as t or as c - t.
+        The note holds t by a weak reference: PyTorch frees t's storage
+        when its last reference goes (c10::StorageImpl's release, the
+        caching allocator's free), and in `(1 - x) * y` x goes as soon as
+        1 - x is made; a strong one kept x as long as 1 - x lived
+        (ermongroup/ddim's generalized_steps, tests/recorder_known_free.sh)."""
         val = self.value
         diffs = self.diffs
         if len(args) < 2 and name not in ("detach", "alias", "clone"):
@@ -364,11 +371,11 @@ class Known:
             if c is not UNKNOWN and isinstance(t, self.tensor) and \
                     not t.is_inference() and \
                     not isinstance(c, bool) and out.shape == t.shape:
-                diffs[out] = (t, t._version, c, out._version)
+                diffs[out] = (weakref.ref(t), t._version, c, out._version)
         else:       # add
             for t, d in ((args[0], args[1]), (args[1], args[0])):
                 ent = diffs.get(d) if isinstance(d, self.tensor) else None
-                if ent is not None and ent[0] is t and \
+                if ent is not None and ent[0]() is t and \
                         ent[1] == t._version and ent[3] == d._version and \
                         out.shape == t.shape:
                     self._set(out, ent[2])
