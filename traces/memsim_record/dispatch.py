@@ -823,7 +823,40 @@ class Dispatch:
                     raise RuntimeError(
                         "indices should be either on cpu or on the same "
                         "device as the indexed tensor (%s)" % x.device)
-        return _RUN
+        # A GPU x indexed by host indices (swin's pos_embedding[
+        # relative_indices[..., 0], relative_indices[..., 1]], a table
+        # of CPU indices): index's meta function calls make_info, whose
+        # expandTensors(self, indices, ensure_same_device=true) copies
+        # each host index to x's device (index.to(self.device())), a
+        # host mask as its nonzero() (nonzero_out(...).to(self.device()),
+        # one (k, mask.dim()) tensor, its columns the indices) before
+        # build_index_op allocates the output; the copies are the
+        # TensorIterator's owned inputs, freed when the op returns.
+        # The fake kernels read host indices where they are: the copies
+        # are made here, on the GPU, and the op runs on them.
+        if not isinstance(x, torch.Tensor) or x.device.type != "cuda" or \
+                not isinstance(idx, (list, tuple)) or not any(
+                    isinstance(i, torch.Tensor) and i.device.type == "cpu"
+                    for i in idx):
+            return _RUN
+        with mode:
+            moved = []
+            for i in idx:
+                if not isinstance(i, torch.Tensor) or i.device.type != "cpu":
+                    moved.append(i)
+                elif i.dtype in (torch.bool, torch.uint8):
+                    nz = i.nonzero().to(x.device)
+                    moved.extend(nz.select(1, j) for j in range(i.dim()))
+                    del nz
+                else:
+                    moved.append(i.to(x.device))
+            args = (x, moved) + tuple(args[2:])
+            kwargs = {k: v for k, v in kwargs.items() if k != "indices"}
+            out = func(*args, **kwargs)
+            # (TensorIterator's operands, destroyed last to first)
+            while moved:
+                moved.pop()
+        return out
 
     def _index_put(self, mode, func, name, args, kwargs):
         r = self._host_indices(mode, func, name, args, kwargs)
