@@ -1626,6 +1626,25 @@ class Dispatch:
         self.run_events([("free", "indices")], keys, site)
         return out
 
+    def _mask_index(self, name, args, kwargs, out):
+        # x[mask], index with a bool (or byte) mask on the GPU: the
+        # structured meta of index (TensorAdvancedIndexing.cpp) builds
+        # make_info, whose expandTensors (IndexingUtils.h) replaces the
+        # mask by mask.nonzero() (nonzero_out_cuda: its temporaries,
+        # kernels.nonzero, and an (n, mask.dim()) long output, a column
+        # an index) before build_index_op makes the result; the nonzero
+        # goes when the op returns (the TensorIterator owns its columns).
+        x = args[0] if args else None
+        nz = _mask_nonzero(x, args[1] if len(args) > 1 else
+                           (kwargs or {}).get("indices"), out)
+        if nz is None:
+            return self.outputs(name, args, kwargs, out)
+        keys, site = {}, KERNEL_SITES.get(name, name)
+        self.run_events(nz[0], keys, site)
+        self.outputs(name, args, kwargs, out)
+        self.run_events(nz[1], keys, site)
+        return out
+
     def _dropout(self, name, args, kwargs, out):
         flat = tree_flatten(out)[0]
         if len(flat) == 2:
@@ -2130,21 +2149,38 @@ class Dispatch:
         kwargs = kwargs or {}
         x = args[0] if args else None
         acc = args[3] if len(args) > 3 else kwargs.get("accumulate", False)
-        if not acc or not isinstance(x, torch.Tensor) or \
-                x.device.type != "cuda" or len(args) < 3:
+        if not isinstance(x, torch.Tensor) or x.device.type != "cuda" or \
+                len(args) < 3:
             return []
-        idx = [i for i in args[1] if i is not None]
-        if not idx or any(i.dtype not in (torch.long, torch.int)
-                          for i in idx):
-            return []
-        n = kernels.symsize(_prod_shape(torch.broadcast_shapes(
-            *[i.shape for i in idx])))
         v = args[2]
+        if not acc:
+            # x[mask] = values (values not one element: masked_fill's
+            # case, canDispatchToMaskedFill, is not this op): index_put's
+            # make_info takes mask.nonzero() (expandTensors), freed when
+            # the op returns, after the kernel; the sort kernel's path
+            # (deterministic algorithms) is not modelled
+            nz = _mask_nonzero(x, args[1], v)
+            return [] if nz is None else nz[0] + nz[1]
+        idx = [i for i in args[1] if i is not None]
         vcopy = 0 if not isinstance(v, torch.Tensor) or \
             v.is_contiguous() else kernels.symsize(v.numel()) * \
             v.element_size()
         scopy = 0 if x.is_contiguous() else \
             kernels.symsize(x.numel()) * x.element_size()
+        if len(idx) == 1 and idx[0].dtype in (torch.bool, torch.uint8):
+            # a mask (index's backward, IndexBackward0, of x[mask]):
+            # makeLinearIndex's expandTensors takes mask.nonzero() first,
+            # its columns the indices, freed when makeLinearIndex returns
+            nz = _mask_nonzero(x, args[1], v)
+            if nz is None:
+                return []
+            return kernels.index_put_accumulate(
+                nz[2], idx[0].dim(), vcopy, scopy, nonzero=nz)
+        if not idx or any(i.dtype not in (torch.long, torch.int)
+                          for i in idx):
+            return []
+        n = kernels.symsize(_prod_shape(torch.broadcast_shapes(
+            *[i.shape for i in idx])))
         return kernels.index_put_accumulate(n, len(idx), vcopy, scopy)
 
     def _ev_cum(self, name, args, phase, out, kwargs):
@@ -2639,6 +2675,41 @@ def _cuda_tensor(t):
     return isinstance(t, torch.Tensor) and t.device.type == "cuda"
 
 
+def _mask_nonzero(x, indices, res):
+    """The events of expandTensors (IndexingUtils.h) for x[mask] on the
+    GPU, a single bool or byte mask among INDICES (the others None), RES
+    the indexing's result (or index_put's full-size values): (before,
+    after, n), before: nonzero_out_cuda's temporaries around its
+    (n, mask.dim()) long output (kernels.nonzero), after: that output's
+    free; n, the mask's count, is RES's indexed dimension.  None for
+    other indices (several tensors, a 0-d mask) or sizes not known."""
+    if not _cuda_tensor(x) or not isinstance(indices, (list, tuple)) or \
+            not isinstance(res, torch.Tensor):
+        return None
+    ts = [(p, i) for p, i in enumerate(indices) if i is not None]
+    if len(ts) != 1 or not isinstance(ts[0][1], torch.Tensor) or \
+            ts[0][1].dtype not in (torch.bool, torch.uint8) or \
+            ts[0][1].dim() == 0:
+        return None
+    p, m = ts[0]
+    k = m.dim()
+    sizes = list(x.shape) + list(res.shape) + [m.numel()]
+    if any(type(d) is not int for d in sizes):
+        # (--symbolic: a size kept symbolic, which int() would guard;
+        # the nonzero left out)
+        return None
+    if res.dim() != x.dim() - k + 1:
+        return None
+    n, numel = res.shape[p], m.numel()
+    if numel == 0 or (n == 1 and numel > 1):
+        # (index_put's values broadcast from one element: the count
+        # unknown here)
+        return None
+    pre, post = kernels.nonzero(numel, m.element_size(), m.is_contiguous())
+    return (pre + [("alloc", "mask_nonzero", n * k * 8)] + post,
+            [("free", "mask_nonzero")], n)
+
+
 # The fused RNN cells' values on the CPU (Dispatch._cell_values), as
 # RNN.cu's kernels compute them: in float (accscalar_t), the gates
 # chunked along the columns; each returns its outputs in float.
@@ -2900,6 +2971,7 @@ _AFTER = {
     "nonzero": Dispatch._nonzero,
     "roll": Dispatch._roll,
     "masked_select": Dispatch._masked_select,
+    "index": Dispatch._mask_index,
     "_scaled_dot_product_cudnn_attention": Dispatch._cudnn_attention,
     "_foreach_norm": Dispatch._foreach_reduce,
     "native_batch_norm_backward": Dispatch._batch_norm_backward,
@@ -2925,6 +2997,8 @@ _EVENTS = {
     "_log_softmax_backward_data": Dispatch._ev_softmax_copies,
     "cumsum": Dispatch._ev_cum,
     "_index_put_impl_": Dispatch._ev_index_put,
+    "index_put_": Dispatch._ev_index_put,
+    "index_put": Dispatch._ev_index_put,
     "cumprod": Dispatch._ev_cum,
     "_to_copy": Dispatch._ev_copy,
     "mse_loss": Dispatch._ev_loss,

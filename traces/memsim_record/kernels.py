@@ -884,7 +884,7 @@ def nonzero(numel, itemsize, contiguous):
     return pre, post
 
 
-def index_put_accumulate(n, nindex, value_copy, self_copy):
+def index_put_accumulate(n, nindex, value_copy, self_copy, nonzero=None):
     """Temporaries of index_put_with_sort_kernel (index_put_ with
     accumulate=True on CUDA: index's backward) for N index entries over
     NINDEX index tensors: self's contiguous copy (SELF_COPY bytes, 0 if
@@ -895,17 +895,25 @@ def index_put_accumulate(n, nindex, value_copy, self_copy):
     orig_indices and the arange the radix sort pairs them with (n longs
     each); cub's storage (1 byte up to 2048 keys, as the H200 showed for
     Transformers' grouped_mm experts' 2048 sorted choices: one tile, no
-    passes; _cub_radix_temp beyond); then the locals freed in reverse."""
+    passes; _cub_radix_temp beyond); then the locals freed in reverse.
+    NONZERO: a mask's index (dispatch._mask_nonzero: the events of its
+    nonzero before the linear index, its free after): makeLinearIndex's
+    expandTensors takes it first, and its columns go when
+    makeLinearIndex returns, once the linear index is made."""
     if n == 0:
         return []
     ev = []
     if self_copy:
         ev.append(("alloc", "self_", self_copy))
+    if nonzero is not None:
+        ev += nonzero[0]
     for i in range(max(1, nindex)):
         ev += [("alloc", "wrapped%d" % i, n * 8),
                ("alloc", "linear%d" % i, n * 8), ("free", "wrapped%d" % i)]
         if i:
             ev.append(("free", "linear%d" % i))
+    if nonzero is not None:
+        ev += nonzero[1]
     if value_copy:
         ev.append(("alloc", "value", value_copy))
     cub = 1 if n <= 2048 else _cub_radix_temp(n, 8, 8, 64)
