@@ -833,10 +833,15 @@ class Dispatch:
         # build_index_op allocates the output; the copies are the
         # TensorIterator's owned inputs, freed when the op returns.
         # The fake kernels read host indices where they are: the copies
-        # are made here, on the GPU, and the op runs on them.
+        # are made here, on the GPU, and the op runs on them.  Then
+        # make_info converts each int32 index to int64 (indice.to(kLong),
+        # after all the device copies): a long copy, which replaces the
+        # index (an int32 device copy of a host index goes there), freed
+        # when the op returns.
         if not isinstance(x, torch.Tensor) or x.device.type != "cuda" or \
                 not isinstance(idx, (list, tuple)) or not any(
-                    isinstance(i, torch.Tensor) and i.device.type == "cpu"
+                    isinstance(i, torch.Tensor) and (
+                        i.device.type == "cpu" or i.dtype == torch.int32)
                     for i in idx):
             return _RUN
         with mode:
@@ -850,6 +855,10 @@ class Dispatch:
                     del nz
                 else:
                     moved.append(i.to(x.device))
+            for j, i in enumerate(moved):
+                if isinstance(i, torch.Tensor) and i.dtype == torch.int32:
+                    moved[j] = i.to(torch.long)
+                del i
             args = (x, moved) + tuple(args[2:])
             kwargs = {k: v for k, v in kwargs.items() if k != "indices"}
             out = func(*args, **kwargs)

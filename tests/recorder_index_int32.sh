@@ -1,0 +1,36 @@
+#!/bin/sh
+# memsim record --fake: x[i] with int32 indices on the GPU.  index's meta
+# function (make_info) converts each int32 index to int64 once every index
+# is on x's device (indice.to(kLong)), the CUDA kernel reading int64
+# offsets: a long copy before the output, freed when the op returns; a
+# host int32 index is first copied to the GPU as int32, which the long
+# copy replaces (freed at once).  The recording had the output alone.
+# Values stay right under --values cpu.  Needs Python 3 and PyTorch;
+# skips (77) without them.
+set -u
+. "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
+need_torch
+cat >"$tmp/a.py" <<'PY'
+import torch
+x = torch.arange(4000.0, device="cuda").view(1000, 4)
+i = torch.tensor([3, 1, 999] * 100, dtype=torch.int32, device="cuda")
+y = x[i]
+h = torch.tensor([7, 8] * 128, dtype=torch.int32)
+z = x[h]
+print("vals", y[:3, 0].tolist(), z[:2, 1].tolist())
+PY
+for v in "" "--values cpu"; do
+	# shellcheck disable=SC2086
+	(cd "$tmp" && $MEMSIM record --fake $v -o "$tmp/a.csv" -- "$PY" a.py) \
+		>"$tmp/out" 2>&1 || fail "record $v: $(tail -3 "$tmp/out")"
+	# after x and i (1,200 bytes): i's long copy (2,400), y (300 x 4
+	# floats: 4,800), the copy freed; then h's int32 device copy (1,024),
+	# its long copy (2,048), the int32 copy freed, z (4,096), the long
+	# copy freed
+	got=$(awk -F, 'NR > 2 { print $3, $5 }' "$tmp/a.csv" | head -10 | tr '\n' ';')
+	want="alloc 1200;alloc 2400;alloc 4800;free_completed 2400;alloc 1024;alloc 2048;free_completed 1024;alloc 4096;free_completed 2048;"
+	[ "$got" = "$want" ] || fail "$v: got '$got', want '$want': $(cat "$tmp/a.csv")"
+done
+grep -qxF "vals [12.0, 4.0, 3996.0] [29.0, 33.0]" "$tmp/out" ||
+	fail "values: $(cat "$tmp/out")"
+finish recorder_index_int32.sh
