@@ -9,8 +9,7 @@ import random
 import sys
 import time
 import torch
-import torch.nn.functional as F
-from probewin import start, window
+from probewin import forward_backward
 
 out = sys.argv[1]
 budget = float(sys.argv[2]) if len(sys.argv) > 2 else 90.0
@@ -43,26 +42,14 @@ for (n, c, k, L, r, dt, t) in cfgs:
         torch.randn(n, c, L, device=dev)
     x.requires_grad_()
     conv = torch.nn.Conv1d(c, k, r, padding=r // 2, bias=False).to(dev)
-    ad = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(dt)
     try:
-        start()
-        if ad:
-            with torch.autocast("cuda", dtype=ad):
-                y = conv(x)
-        else:
-            y = conv(x)
-        fw = window(4)
-        g = torch.randn_like(y)
-        start()
-        y.backward(g)
-        bw = window(4)
+        shape, fw, bw = forward_backward(conv, x, dt)
         res.append({"n": n, "c": c, "k": k, "l": L, "r": r, "dt": dt, "t": t,
-                    "out": list(y.shape), "fw": fw, "bw": bw})
+                    "out": shape, "fw": fw, "bw": bw})
     except Exception as e:
         res.append({"n": n, "c": c, "k": k, "l": L, "r": r, "dt": dt, "t": t,
                     "error": str(e)[:200]})
     del x, conv
-    y = g = None
     torch.cuda.empty_cache()
 json.dump({"torch": torch.__version__,
            "cudnn": torch.backends.cudnn.version(),

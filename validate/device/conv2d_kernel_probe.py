@@ -10,7 +10,7 @@ import random
 import sys
 import time
 import torch
-from probewin import start, window
+from probewin import forward_backward
 
 out = sys.argv[1]
 budget = float(sys.argv[2]) if len(sys.argv) > 2 else 120.0
@@ -42,26 +42,14 @@ for (n, c, k, h, w, r, dt) in cfgs:
         break
     x = torch.randn(n, c, h, w, device=dev, requires_grad=True)
     conv = torch.nn.Conv2d(c, k, r, padding=r // 2, bias=False).to(dev)
-    ad = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(dt)
     row = {"n": n, "c": c, "k": k, "h": h, "w": w, "r": r, "dt": dt}
     try:
-        start()
-        if ad:
-            with torch.autocast("cuda", dtype=ad):
-                y = conv(x)
-        else:
-            y = conv(x)
-        fw = window(4)
-        g = torch.randn_like(y)
-        start()
-        y.backward(g)
-        bw = window(4)
-        row.update({"out": list(y.shape), "fw": fw, "bw": bw})
+        shape, fw, bw = forward_backward(conv, x, dt)
+        row.update({"out": shape, "fw": fw, "bw": bw})
     except Exception as e:
         row["error"] = str(e)[:200]
     res.append(row)
     del x, conv
-    y = g = None
     torch.cuda.empty_cache()
 json.dump({"torch": torch.__version__,
            "cudnn": torch.backends.cudnn.version(),

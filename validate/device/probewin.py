@@ -1,6 +1,8 @@
 """Allocator trace windows of the device probes (kernel_probe.py,
-wgrad_probe.py, rnn_probe.py, convx_probe.py): start() begins a window of
-torch.cuda.memory's history, window() returns its allocations."""
+wgrad_probe.py, rnn_probe.py, convx_probe.py, conv1d_probe.py,
+conv2d_kernel_probe.py): start() begins a window of torch.cuda.memory's
+history, window() returns its allocations, forward_backward() takes the
+windows of a module's forward and backward."""
 import torch
 
 
@@ -27,3 +29,21 @@ def window(ncols=3):
         elif a in ("free_requested", "free_completed") and e["addr"] in live:
             rows[live.pop(e["addr"])][1] = 1
     return rows
+
+
+def forward_backward(mod, x, dt):
+    """MOD(X) under autocast to DT ("fp16", "bf16"; "fp32": none), then its
+    backward from a random gradient: (output shape, forward window,
+    backward window), the windows of window(4)."""
+    ad = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(dt)
+    start()
+    if ad:
+        with torch.autocast("cuda", dtype=ad):
+            y = mod(x)
+    else:
+        y = mod(x)
+    fw = window(4)
+    g = torch.randn_like(y)
+    start()
+    y.backward(g)
+    return list(y.shape), fw, window(4)
