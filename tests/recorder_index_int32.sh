@@ -17,7 +17,10 @@ i = torch.tensor([3, 1, 999] * 100, dtype=torch.int32, device="cuda")
 y = x[i]
 h = torch.tensor([7, 8] * 128, dtype=torch.int32)
 z = x[h]
-print("vals", y[:3, 0].tolist(), z[:2, 1].tolist())
+r = torch.arange(3, device="cuda").view(3, 1)
+c = torch.tensor([0, 2], dtype=torch.int32, device="cuda")
+w = x[r, c]
+print("vals", y[:3, 0].tolist(), z[:2, 1].tolist(), w.tolist())
 PY
 for v in "" "--values cpu"; do
 	# shellcheck disable=SC2086
@@ -26,11 +29,12 @@ for v in "" "--values cpu"; do
 	# after x and i (1,200 bytes): i's long copy (2,400), y (300 x 4
 	# floats: 4,800), the copy freed; then h's int32 device copy (1,024),
 	# its long copy (2,048), the int32 copy freed, z (4,096), the long
-	# copy freed
-	got=$(awk -F, 'NR > 2 { print $3, $5 }' "$tmp/a.csv" | head -10 | tr '\n' ';')
-	want="alloc 1200;alloc 2400;alloc 4800;free_completed 2400;alloc 1024;alloc 2048;free_completed 1024;alloc 4096;free_completed 2048;"
+	# copy freed; then r (24 bytes) and c (8) broadcast to 3 x 2: c's
+	# long copy of that shape (48), w (24), the copy freed
+	got=$(awk -F, 'NR > 2 { print $3, $5 }' "$tmp/a.csv" | head -15 | tr '\n' ';')
+	want="alloc 1200;alloc 2400;alloc 4800;free_completed 2400;alloc 1024;alloc 2048;free_completed 1024;alloc 4096;free_completed 2048;alloc 24;alloc 8;alloc 48;alloc 24;free_completed 48;"
 	[ "$got" = "$want" ] || fail "$v: got '$got', want '$want': $(cat "$tmp/a.csv")"
 done
-grep -qxF "vals [12.0, 4.0, 3996.0] [29.0, 33.0]" "$tmp/out" ||
+grep -qxF "vals [12.0, 4.0, 3996.0] [29.0, 33.0] [[0.0, 2.0], [4.0, 6.0], [8.0, 10.0]]" "$tmp/out" ||
 	fail "values: $(cat "$tmp/out")"
 finish recorder_index_int32.sh

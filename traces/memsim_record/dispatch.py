@@ -835,9 +835,10 @@ class Dispatch:
         # The fake kernels read host indices where they are: the copies
         # are made here, on the GPU, and the op runs on them.  Then
         # make_info converts each int32 index to int64 (indice.to(kLong),
-        # after all the device copies): a long copy, which replaces the
-        # index (an int32 device copy of a host index goes there), freed
-        # when the op returns.
+        # after all the device copies): a long copy of the indices'
+        # broadcast shape (expand_outplace comes first), which replaces
+        # the index (an int32 device copy of a host index goes there),
+        # freed when the op returns.
         if not isinstance(x, torch.Tensor) or x.device.type != "cuda" or \
                 not isinstance(idx, (list, tuple)) or not any(
                     isinstance(i, torch.Tensor) and (
@@ -855,9 +856,11 @@ class Dispatch:
                     del nz
                 else:
                     moved.append(i.to(x.device))
+            shape = torch.broadcast_shapes(*[
+                i.shape for i in moved if isinstance(i, torch.Tensor)])
             for j, i in enumerate(moved):
                 if isinstance(i, torch.Tensor) and i.dtype == torch.int32:
-                    moved[j] = i.to(torch.long)
+                    moved[j] = i.expand(shape).to(torch.long)
                 del i
             args = (x, moved) + tuple(args[2:])
             kwargs = {k: v for k, v in kwargs.items() if k != "indices"}
