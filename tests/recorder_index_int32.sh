@@ -4,7 +4,8 @@
 # is on x's device (indice.to(kLong)), the CUDA kernel reading int64
 # offsets: a long copy before the output, freed when the op returns; a
 # host int32 index is first copied to the GPU as int32, which the long
-# copy replaces (freed at once).  The recording had the output alone.
+# copy replaces (freed at once); x[i] = values (index_put_) the same.  The
+# recording had the output alone.
 # Values stay right under --values cpu.  Needs Python 3 and PyTorch;
 # skips (77) without them.
 set -u
@@ -37,4 +38,23 @@ for v in "" "--values cpu"; do
 done
 grep -qxF "vals [12.0, 4.0, 3996.0] [29.0, 33.0] [[0.0, 2.0], [4.0, 6.0], [8.0, 10.0]]" "$tmp/out" ||
 	fail "values: $(cat "$tmp/out")"
+# x[i] = values (index_put_, make_info too): the int64 copy (2,400)
+# after the values (4,800), freed when the op returns
+cat >"$tmp/b.py" <<'PY'
+import torch
+x = torch.zeros(1000, 4, device="cuda")
+i = torch.tensor([3, 1, 999] * 100, dtype=torch.int32, device="cuda")
+x[i] = torch.ones(300, 4, device="cuda")
+print("vals", x[3].tolist(), x[0].tolist())
+PY
+for v in "" "--values cpu"; do
+	# shellcheck disable=SC2086
+	(cd "$tmp" && $MEMSIM record --fake $v -o "$tmp/b.csv" -- "$PY" b.py) \
+		>"$tmp/out" 2>&1 || fail "record $v: $(tail -3 "$tmp/out")"
+	got=$(awk -F, 'NR > 3 { print $3, $5 }' "$tmp/b.csv" | head -4 | tr '\n' ';')
+	want="alloc 4800;alloc 2400;free_completed 2400;free_completed 4800;"
+	[ "$got" = "$want" ] || fail "index_put_ $v: got '$got', want '$want'"
+done
+grep -qxF "vals [1.0, 1.0, 1.0, 1.0] [0.0, 0.0, 0.0, 0.0]" "$tmp/out" ||
+	fail "index_put_ values: $(cat "$tmp/out")"
 finish recorder_index_int32.sh

@@ -2172,7 +2172,22 @@ class Dispatch:
             # the op returns, after the kernel; the sort kernel's path
             # (deterministic algorithms) is not modelled
             nz = _mask_nonzero(x, args[1], v)
-            return [] if nz is None else nz[0] + nz[1]
+            if nz is not None:
+                return nz[0] + nz[1]
+            # x[i] = values with int32 indices: make_info's int64 copy
+            # of each, of the indices' broadcast shape (Dispatch.
+            # _index_devices), made before the kernel and freed when the
+            # op returns
+            idx = [i for i in args[1] if isinstance(i, torch.Tensor)]
+            if not idx or any(i.dtype in (torch.bool, torch.uint8) or
+                              i.device != x.device for i in idx):
+                return []
+            n = kernels.symsize(_prod_shape(torch.broadcast_shapes(
+                *[i.shape for i in idx])))
+            longs = ["long%d" % j for j, i in enumerate(idx)
+                     if i.dtype == torch.int32]
+            return [("alloc", k, n * 8) for k in longs] + \
+                [("free", k) for k in reversed(longs)]
         idx = [i for i in args[1] if i is not None]
         vcopy = 0 if not isinstance(v, torch.Tensor) or \
             v.is_contiguous() else kernels.symsize(v.numel()) * \
