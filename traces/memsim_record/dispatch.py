@@ -2165,50 +2165,46 @@ class Dispatch:
                 len(args) < 3:
             return []
         v = args[2]
+        idx = [i for i in args[1] if i is not None]
+        # a single bool or byte mask: expandTensors takes mask.nonzero()
+        # (_mask_nonzero; None for other indices)
+        nz = _mask_nonzero(x, args[1], v)
         if not acc:
             # x[mask] = values (values not one element: masked_fill's
             # case, canDispatchToMaskedFill, is not this op): index_put's
-            # make_info takes mask.nonzero() (expandTensors), freed when
-            # the op returns, after the kernel; the sort kernel's path
-            # (deterministic algorithms) is not modelled
-            nz = _mask_nonzero(x, args[1], v)
+            # make_info takes mask.nonzero(), freed when the op returns,
+            # after the kernel; the sort kernel's path (deterministic
+            # algorithms) is not modelled
             if nz is not None:
                 return nz[0] + nz[1]
             # x[i] = values with int32 indices: make_info's int64 copy
             # of each, of the indices' broadcast shape (Dispatch.
             # _index_devices), made before the kernel and freed when the
             # op returns
-            idx = [i for i in args[1] if isinstance(i, torch.Tensor)]
             if not idx or any(i.dtype in (torch.bool, torch.uint8) or
                               i.device != x.device for i in idx):
                 return []
-            n = kernels.symsize(_prod_shape(torch.broadcast_shapes(
-                *[i.shape for i in idx])))
+            n = _index_count(idx)
             longs = ["long%d" % j for j, i in enumerate(idx)
                      if i.dtype == torch.int32]
             return [("alloc", k, n * 8) for k in longs] + \
                 [("free", k) for k in reversed(longs)]
-        idx = [i for i in args[1] if i is not None]
         vcopy = 0 if not isinstance(v, torch.Tensor) or \
             v.is_contiguous() else kernels.symsize(v.numel()) * \
             v.element_size()
         scopy = 0 if x.is_contiguous() else \
             kernels.symsize(x.numel()) * x.element_size()
-        if len(idx) == 1 and idx[0].dtype in (torch.bool, torch.uint8):
+        if nz is not None:
             # a mask (index's backward, IndexBackward0, of x[mask]):
             # makeLinearIndex's expandTensors takes mask.nonzero() first,
             # its columns the indices, freed when makeLinearIndex returns
-            nz = _mask_nonzero(x, args[1], v)
-            if nz is None:
-                return []
             return kernels.index_put_accumulate(
                 nz[2], idx[0].dim(), vcopy, scopy, nonzero=nz)
         if not idx or any(i.dtype not in (torch.long, torch.int)
                           for i in idx):
             return []
-        n = kernels.symsize(_prod_shape(torch.broadcast_shapes(
-            *[i.shape for i in idx])))
-        return kernels.index_put_accumulate(n, len(idx), vcopy, scopy)
+        return kernels.index_put_accumulate(_index_count(idx), len(idx),
+                                            vcopy, scopy)
 
     def _ev_cum(self, name, args, phase, out, kwargs):
         # cumsum_out / cumprod_out (impl_func_cum_ops) pass the kernel
@@ -2700,6 +2696,13 @@ def _product_contiguous(a, b, dtype):
 
 def _cuda_tensor(t):
     return isinstance(t, torch.Tensor) and t.device.type == "cuda"
+
+
+def _index_count(idx):
+    """The elements of the index tensors IDX broadcast together
+    (make_info's expand_outplace)."""
+    return kernels.symsize(_prod_shape(torch.broadcast_shapes(
+        *[i.shape for i in idx])))
 
 
 def _mask_nonzero(x, indices, res):
