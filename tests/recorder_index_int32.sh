@@ -5,7 +5,8 @@
 # offsets: a long copy before the output, freed when the op returns; a
 # host int32 index is first copied to the GPU as int32, which the long
 # copy replaces (freed at once); x[i] = values (index_put_) the same.  The
-# recording had the output alone.
+# recording had the output alone.  The backward's makeLinearIndex converts
+# the saved int32 index too, before the linear index.
 # Values stay right under --values cpu.  Needs Python 3 and PyTorch;
 # skips (77) without them.
 set -u
@@ -57,4 +58,31 @@ for v in "" "--values cpu"; do
 done
 grep -qxF "vals [1.0, 1.0, 1.0, 1.0] [0.0, 0.0, 0.0, 0.0]" "$tmp/out" ||
 	fail "index_put_ values: $(cat "$tmp/out")"
+# index's backward (index_put_ with accumulate: index_put_with_sort_kernel)
+# with the saved int32 index: makeLinearIndex converts it to int64 (2,400)
+# before the wrapped and linear indices, and frees it when it returns,
+# once the linear index is made; then the sort's arrays.  The recording
+# had no long copy there.
+cat >"$tmp/c.py" <<'PY'
+import torch
+w = torch.zeros(1000, 4, device="cuda", requires_grad=True)
+i = torch.tensor([3, 1, 999] * 100, dtype=torch.int32, device="cuda")
+y = w[i]
+y.backward(torch.ones(300, 4, device="cuda"))
+print("vals", w.grad[3].tolist(), w.grad[0].tolist())
+PY
+for v in "" "--values cpu"; do
+	# shellcheck disable=SC2086
+	(cd "$tmp" && $MEMSIM record --fake $v -o "$tmp/c.csv" -- "$PY" c.py) \
+		>"$tmp/out" 2>&1 || fail "backward $v: $(tail -3 "$tmp/out")"
+	# after w (16,000), i (1,200), the forward's long copy and y, the
+	# gradient (4,800) and w.grad's zeros (16,000): the long copy,
+	# wrapped, linear; wrapped and the long copy freed; sorted, orig,
+	# range and cub's byte; all freed, the linear index last
+	got=$(awk -F, 'NR > 6 { print $3, $5 }' "$tmp/c.csv" | tr '\n' ';')
+	want="alloc 4800;alloc 16000;alloc 2400;alloc 2400;alloc 2400;free_completed 2400;free_completed 2400;alloc 2400;alloc 2400;alloc 2400;alloc 1;free_completed 1;free_completed 2400;free_completed 2400;free_completed 2400;free_completed 2400;free_completed 4800;"
+	[ "$got" = "$want" ] || fail "backward $v: got '$got', want '$want'"
+done
+grep -qxF "vals [100.0, 100.0, 100.0, 100.0] [0.0, 0.0, 0.0, 0.0]" "$tmp/out" ||
+	fail "backward values: $(cat "$tmp/out")"
 finish recorder_index_int32.sh

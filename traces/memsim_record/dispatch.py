@@ -2199,12 +2199,21 @@ class Dispatch:
             # makeLinearIndex's expandTensors takes mask.nonzero() first,
             # its columns the indices, freed when makeLinearIndex returns
             return kernels.index_put_accumulate(
-                nz[2], idx[0].dim(), vcopy, scopy, nonzero=nz)
+                nz[2], idx[0].dim(), vcopy, scopy, expand=nz)
         if not idx or any(i.dtype not in (torch.long, torch.int)
                           for i in idx):
             return []
+        # int32 indices: makeLinearIndex converts each to int64
+        # (i.to(kLong)) after expandTensors and before expand_outplace,
+        # a long copy of the index's own shape, freed, first to last,
+        # when makeLinearIndex returns with the linear index
+        longs = [(j, kernels.symsize(i.numel()))
+                 for j, i in enumerate(idx) if i.dtype == torch.int32]
+        expand = None if not longs else (
+            [("alloc", "long%d" % j, n * 8) for j, n in longs],
+            [("free", "long%d" % j) for j, n in longs])
         return kernels.index_put_accumulate(_index_count(idx), len(idx),
-                                            vcopy, scopy)
+                                            vcopy, scopy, expand=expand)
 
     def _ev_cum(self, name, args, phase, out, kwargs):
         # cumsum_out / cumprod_out (impl_func_cum_ops) pass the kernel

@@ -884,7 +884,7 @@ def nonzero(numel, itemsize, contiguous):
     return pre, post
 
 
-def index_put_accumulate(n, nindex, value_copy, self_copy, nonzero=None):
+def index_put_accumulate(n, nindex, value_copy, self_copy, expand=None):
     """Temporaries of index_put_with_sort_kernel (index_put_ with
     accumulate=True on CUDA: index's backward) for N index entries over
     NINDEX index tensors: self's contiguous copy (SELF_COPY bytes, 0 if
@@ -896,24 +896,25 @@ def index_put_accumulate(n, nindex, value_copy, self_copy, nonzero=None):
     each); cub's storage (1 byte up to 2048 keys, as the H200 showed for
     Transformers' grouped_mm experts' 2048 sorted choices: one tile, no
     passes; _cub_radix_temp beyond); then the locals freed in reverse.
-    NONZERO: a mask's index (dispatch._mask_nonzero: the events of its
-    nonzero before the linear index, its free after): makeLinearIndex's
-    expandTensors takes it first, and its columns go when
-    makeLinearIndex returns, once the linear index is made."""
+    EXPAND: the indices makeLinearIndex makes before the linear index,
+    (events before it, events after it): a mask's nonzero
+    (dispatch._mask_nonzero), which expandTensors takes first, or the
+    int64 copies of int32 indices; they go when makeLinearIndex
+    returns, once the linear index is made."""
     if n == 0:
         return []
     ev = []
     if self_copy:
         ev.append(("alloc", "self_", self_copy))
-    if nonzero is not None:
-        ev += nonzero[0]
+    if expand is not None:
+        ev += expand[0]
     for i in range(max(1, nindex)):
         ev += [("alloc", "wrapped%d" % i, n * 8),
                ("alloc", "linear%d" % i, n * 8), ("free", "wrapped%d" % i)]
         if i:
             ev.append(("free", "linear%d" % i))
-    if nonzero is not None:
-        ev += nonzero[1]
+    if expand is not None:
+        ev += expand[1]
     if value_copy:
         ev.append(("alloc", "value", value_copy))
     cub = 1 if n <= 2048 else _cub_radix_temp(n, 8, 8, 64)
