@@ -106,6 +106,21 @@ START_TEST(test_rules)
 	ck_assert_int_eq(eval_ok(sk, 5), 1744 + 77824 * 5);
 	ck_assert_int_eq(eval_ok(sk, 7), 1744 + 77824 * 7 + 13824);
 	ck_assert_int_eq(eval_ok(sk, 16), 1744 + 77824 * 16 + 20736);
+	/* cudnn.benchmark's find (kernels.conv_find_rule) of 16 -> 16
+	 * channels, 3x3 "same" on 32 x 32 images, batch B: backward-weight
+	 * the output gradient and max(32 B, 256) tiles of 64 x 33 x 16
+	 * bytes, backward-data (a padded side of 34: t = 2) 4352 bytes
+	 * times 256 + 64 B; the plan where it is larger; channels_last
+	 * (the H200's 16 x 64 x 56 x 56 find) the transposed operands */
+	const char *fw = "conv_find(533520;1;B;16;16;32;32;3;3;1;1;0)";
+	ck_assert_int_eq(eval_ok(fw, 4), 8912896);
+	ck_assert_int_eq(eval_ok(fw, 16), 16 * 65536 + 512 * 33792);
+	const char *fd = "conv_find(533520;2;B;16;16;32;32;3;3;1;1;0)";
+	ck_assert_int_eq(eval_ok(fd, 4), 2228224);
+	ck_assert_int_eq(eval_ok("conv_find(9000000000;2;B;16;16;32;32;3;"
+				 "3;1;1;0)", 4), 9000000000);
+	ck_assert_int_eq(eval_ok("conv_find(0;1;B;64;64;56;56;3;3;1;1;1)",
+				 16), 177094672);
 	const char *bad[] = {"reduce_buffer(B;1)", "min(B;2)",
 			     "reduce_buffer(B,1,3,4,4,4,0,132,2048)",
 			     "reduce_buffer(B;1;3;4;4;4;0;132;2048",
@@ -120,7 +135,9 @@ START_TEST(test_rules)
 	const char *dom[] = {"reduce_buffer(B;1;9;4;4;4;0;132;2048)",
 			     "reduce_buffer(B;1;3;4;4;3;0;132;2048)",
 			     "conv_split_k(0;27;B;132)",
-			     "conv_split_k(16;27;B-10;132)"};
+			     "conv_split_k(16;27;B-10;132)",
+			     "conv_find(0;3;B;16;16;32;32;3;3;1;1;0)",
+			     "conv_find(0;1;B-10;16;16;32;32;3;3;1;1;0)"};
 	for (size_t i = 0; i < sizeof(dom) / sizeof(dom[0]); i++)
 		ck_assert_msg(msim_symtrace_eval(dom[i], strlen(dom[i]), "B",
 						 3, &x, why, sizeof(why)) ==

@@ -70,12 +70,21 @@ grep -q 'cudnn run_conv_plan' "$tmp/bench-on.csv" ||
 	fail "cudnn.benchmark: the plans' workspaces gone"
 # The batch of 4's workspaces (x + w + y + 16 = 262144 + 9216 + 262144
 # + 16, forward, backward-data and backward-weight alike): each find
-# allocates it and frees it, empties the cache, then the plan allocates
-# it; later calls only the plan (3 steps: 6 + 3 + 3 of 533520; the batch
-# of 2, 131072 + 9216 + 131072 + 16: 2 of 271376).  No emptyCache
-# without benchmark.
+# allocates its largest candidate and frees it, empties the cache, then
+# the plan allocates its own; later calls only the plan (3 steps: 4 + 3
+# + 3 of 533520; the batch of 2, 131072 + 9216 + 131072 + 16: 2 of
+# 271376).  The forward's find is the plan's; backward-data's and
+# backward-weight's are cuDNN's FFT engines (kernels.fft_data: 4352
+# bytes times 16*16 + 2 (4*16 + 4*16), a padded side of 34;
+# kernels.fft_weight: the output gradient, 262144, and max(4*16 + 4*16,
+# 16*16) tiles of 64 x 33 x 16 bytes).  No emptyCache without
+# benchmark.
 n=$(grep -c ',alloc,[0-9]*,533520,' "$tmp/bench-on.csv")
-[ "$n" -eq 12 ] || fail "cudnn.benchmark: $n workspaces of 533520, expected 12"
+[ "$n" -eq 10 ] || fail "cudnn.benchmark: $n workspaces of 533520, expected 10"
+n=$(grep -c ',alloc,[0-9]*,2228224,' "$tmp/bench-on.csv")
+[ "$n" -eq 1 ] || fail "cudnn.benchmark: $n backward-data finds of 2228224, expected 1"
+n=$(grep -c ',alloc,[0-9]*,8912896,' "$tmp/bench-on.csv")
+[ "$n" -eq 1 ] || fail "cudnn.benchmark: $n backward-weight finds of 8912896, expected 1"
 n=$(grep -c ',alloc,[0-9]*,271376,' "$tmp/bench-on.csv")
 [ "$n" -eq 2 ] || fail "cudnn.benchmark: $n workspaces of 271376, expected 2"
 n=$(grep -c ',alloc,[0-9]*,533520,' "$tmp/bench-off.csv")

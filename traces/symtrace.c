@@ -185,6 +185,67 @@ sym_rule_conv_split_k(sym_ex_t *x, const int64_t *a)
 	return n;
 }
 
+/* kernels.conv_find_rule(): cudnn.benchmark's find of an fp32 2-d
+ * convolution of stride 1, from a[] = the plan's workspace, op (1
+ * backward-weight, 2 backward-data), N, C, K, H, W, R, S, pad H, pad W,
+ * channels_last: the larger of the plan's and cuDNN's FFT candidate.
+ * Backward-weight (fft_weight): the output gradient and 16-byte tiles of
+ * F x (F/2 + 1), F the padded image's larger side to a power of two (at
+ * least 16), for max(N*C + N*K, K*C) transforms; backward-data
+ * (fft_data): 8-byte tiles of 32 x 17 for K*C + t (N*K + N*C)
+ * transforms, t 1 up to a padded side of 32, else 2; channels_last adds
+ * the input, weight and output in fp32 and 16 bytes. */
+static int64_t
+sym_rule_conv_find(sym_ex_t *x, const int64_t *a)
+{
+	int64_t plan = a[0], op = a[1], n = a[2], c = a[3], k = a[4];
+	int64_t h = a[5], w = a[6], r = a[7], s = a[8], ph = a[9], pw = a[10];
+	int64_t side = h + 2 * ph > w + 2 * pw ? h + 2 * ph : w + 2 * pw;
+	int64_t ho = h + 2 * ph - r + 1, wo = w + 2 * pw - s + 1;
+	if (plan < 0 || (op != 1 && op != 2) || n < 1 || c < 1 || k < 1 ||
+	    h < 1 || w < 1 || r < 1 || s < 1 || ph < 0 || pw < 0 ||
+	    ho < 1 || wo < 1 || side > ((int64_t)1 << 20) ||
+	    (a[11] != 0 && a[11] != 1)) {
+		x->err = x->err ? x->err : 3;
+		return 0;
+	}
+	int64_t nc, nk, kc, y, tiles, unit, fft;
+	bool ovf = __builtin_mul_overflow(n, c, &nc) ||
+		   __builtin_mul_overflow(n, k, &nk) ||
+		   __builtin_mul_overflow(k, c, &kc) ||
+		   __builtin_mul_overflow(nk, ho * wo, &y) ||
+		   __builtin_mul_overflow(y, 4, &y);
+	if (!ovf && op == 1) {
+		int64_t f = 16;
+		while (f < side)
+			f *= 2;
+		unit = 16 * f * (f / 2 + 1);
+		tiles = nc + nk > kc ? nc + nk : kc;
+		ovf = __builtin_mul_overflow(tiles, unit, &fft) ||
+		      __builtin_add_overflow(fft, y, &fft);
+	} else if (!ovf) {
+		int64_t t = side <= 32 ? 1 : 2;
+		ovf = __builtin_mul_overflow(nk + nc, t, &tiles) ||
+		      __builtin_add_overflow(tiles, kc, &tiles) ||
+		      __builtin_mul_overflow(tiles, 8 * 32 * 17, &fft);
+	}
+	if (!ovf && a[11]) {
+		/* the transposed operands: 4 (N*C*H*W + K*C*R*S) + Y + 16 */
+		int64_t xw, wb;
+		ovf = __builtin_mul_overflow(nc, h * w, &xw) ||
+		      __builtin_mul_overflow(kc, r * s, &wb) ||
+		      __builtin_add_overflow(xw, wb, &xw) ||
+		      __builtin_mul_overflow(xw, 4, &xw) ||
+		      __builtin_add_overflow(fft, xw, &fft) ||
+		      __builtin_add_overflow(fft, y + 16, &fft);
+	}
+	if (ovf) {
+		x->err = 2;
+		return 0;
+	}
+	return fft > plan ? fft : plan;
+}
+
 /* The kernel rules a size may call (kernels.py RULES, by the same names
  * and arguments). */
 static const struct sym_rule_s {
@@ -195,6 +256,7 @@ static const struct sym_rule_s {
 	{"reduce_buffer", 9, sym_rule_reduce_buffer},
 	{"reduce_semaphores", 9, sym_rule_reduce_semaphores},
 	{"conv_split_k", 4, sym_rule_conv_split_k},
+	{"conv_find", 12, sym_rule_conv_find},
 };
 
 #define SYM_MAXARGS 16

@@ -2094,11 +2094,43 @@ class Dispatch:
         # (kernels.conv's events are a workspace of more than 0 bytes or
         # none: tested by ev, not by its size, which under --symbolic may
         # hold a rule's call that no guard may test, kernels.RULES)
-        find = [("alloc", "find", ev[0][2]), ("free", "find")] if ev else []
+        size = ev[0][2] if ev else 0
+        fft = self._find_fft(op, x, w, y, st, pad, dil, tr, fmt_cl) \
+            if shapes is None else None
+        if fft is not None:
+            size = kernels.conv_find(size, *fft)
+        find = [("alloc", "find", size), ("free", "find")] \
+            if ev or size else []
         if getattr(torch._C, "_cuda_get_conv_benchmark_empty_cache",
                    lambda: True)():
             find.append(("empty_cache",))
         return find + ev
+
+    @staticmethod
+    def _find_fft(op, x, w, y, st, pad, dil, tr, fmt_cl):
+        """The arguments of kernels.conv_find_rule but the plan (None:
+        none) where cuDNN's FFT engines are among a find's candidates and
+        were measured on the H200 to be the largest (tests/data/record/
+        cudnn_find.tsv): an fp32 2-d convolution of stride 1,
+        backward-weight (kernels.fft_weight: 1x1 to 5x5 kernels, any
+        padding) or backward-data of a "same" convolution of a kernel of
+        3 or more (kernels.fft_data: not a candidate of the 1x1 or
+        dcgan's 4x4 finds), in the descriptor's shapes (a transposed
+        convolution's input is its output); channels_last adds
+        kernels.conv's transposed operands.  The forward's FFT is not
+        among the finds measured: none."""
+        if op not in ("weight", "data") or x.dim() != 4 or \
+                x.dtype != torch.float32 or \
+                any(int(v) != 1 for v in tuple(st) + tuple(dil)):
+            return None
+        r, s = (int(v) for v in w.shape[2:])
+        ph, pw = (int(v) for v in pad)
+        if op == "data" and not (min(r, s) >= 3 and r % 2 and s % 2 and
+                                 (ph, pw) == (r // 2, s // 2)):
+            return None
+        xd = y.shape if tr else x.shape
+        return ((1 if op == "weight" else 2), xd[0], xd[1], w.shape[0],
+                xd[2], xd[3], r, s, ph, pw, int(bool(fmt_cl)))
 
     def _ev_reduce(self, name, args, phase, out, kwargs):
         x = args[0] if args else None

@@ -48,12 +48,14 @@ what the H200 showed is that it follows the layout:
 cudnn.benchmark's find (Dispatch.cudnn_find: the first call of each
 key in a thread allocates the largest workspace of cuDNN's candidate
 plans, get_plans_from_find, frees it and empties the cache before the
-chosen plan runs): the largest candidate is not modelled (2.6 GB for
-dcgan's 4x4 stride-2 backward-data on the H200; the 80 finds of
-tests/data/record/cudnn_find.tsv 0.24 to 97 times the operands,
-median 2.2), the
-find takes the chosen plan's size from the rules below, a lower bound,
-and the recorder notes one assumption cudnn:benchmark-find a key.
+chosen plan runs): the largest candidate is cuDNN's (2.6 GB for dcgan's
+4x4 stride-2 backward-data on the H200; the 80 finds of
+tests/data/record/cudnn_find.tsv 0.24 to 97 times the operands, median
+2.2); the find takes the larger of the chosen plan's size (the rules
+below) and, for fp32 backward-weight and "same" backward-data of stride
+1, cuDNN's FFT engines' (conv_find_rule), else the plan's, a lower
+bound, and the recorder notes one assumption cudnn:benchmark-find a
+key.
 Not modelled: fp32 backward-weight engines with workspaces of hundreds of
 MB unrelated to the operands (a few 5x5 and 7x7 or short-reduction
 calls of the grids).
@@ -154,20 +156,92 @@ def _split_k(w_shape, y_shape, sms):
     return _RULE[0]("conv_split_k", (k, crs, npq, sms))
 
 
-def fft_forward(x_shape, w_shape, padding):
-    """The workspace of cuDNN's FFT engine for an fp32 NCHW forward
-    convolution of stride 1: the weight (W bytes) and, in complex
-    frequency tiles of F x (F/2 + 1) values of 16 bytes, the larger of the
-    input's and filter's transforms together (N*C + K*C tiles) and the
-    output's (N*K), F the padded image's larger side rounded up to a
-    power of two, at least 16 (measured with "same" padding:
-    H + 2*pad = H + R - 1)."""
-    n, c, h, w = (int(d) for d in x_shape)
-    k, r, s = int(w_shape[0]), int(w_shape[2]), int(w_shape[3])
+def _fft_tile(x_shape, padding):
+    """The bytes of one complex frequency tile of cuDNN's FFT engine:
+    F x (F/2 + 1) values of 16 bytes, F the padded image's larger side
+    rounded up to a power of two, at least 16."""
+    h, w = int(x_shape[2]), int(x_shape[3])
     f = 16
     while f < max(h + 2 * int(padding[0]), w + 2 * int(padding[1])):
         f *= 2
-    return k * c * r * s * 4 + 16 * max(n * c + k * c, n * k) * f * (f // 2 + 1)
+    return 16 * f * (f // 2 + 1)
+
+
+def fft_forward(x_shape, w_shape, padding):
+    """The workspace of cuDNN's FFT engine for an fp32 NCHW forward
+    convolution of stride 1: the weight (W bytes) and, in frequency tiles
+    (_fft_tile), the larger of the input's and filter's transforms
+    together (N*C + K*C tiles) and the output's (N*K) (measured with
+    "same" padding: H + 2*pad = H + R - 1)."""
+    n, c = int(x_shape[0]), int(x_shape[1])
+    k, r, s = int(w_shape[0]), int(w_shape[2]), int(w_shape[3])
+    return k * c * r * s * 4 + \
+        max(n * c + k * c, n * k) * _fft_tile(x_shape, padding)
+
+
+def fft_weight(x_shape, w_shape, padding):
+    """The workspace of cuDNN's FFT engine for an fp32 NCHW
+    backward-weight convolution of stride 1 (the descriptor's shapes: a
+    transposed convolution's input is its output): the output gradient
+    (Y bytes) and, in frequency tiles (_fft_tile), the larger of the
+    input's and output gradient's transforms together (N*C + N*K tiles)
+    and the weight gradient's (K*C).  On the H200 it is the largest
+    candidate of every such find measured (tests/data/record/
+    cudnn_find.tsv: 3x3, 5x5, 1x1 and dcgan's 4x4 layers, 13 of 13 to
+    the byte; channels_last adds kernels.conv's transposed operands) and
+    the workspace of each call of the heuristics' that takes the engine
+    (tests/data/record/conv_fft_backward.tsv: 39 calls)."""
+    n, c, h, w = (int(d) for d in x_shape)
+    k = int(w_shape[0])
+    ph, pw = int(padding[0]), int(padding[1])
+    ho = h + 2 * ph - int(w_shape[2]) + 1
+    wo = w + 2 * pw - int(w_shape[3]) + 1
+    return n * k * ho * wo * 4 + \
+        max(n * c + n * k, k * c) * _fft_tile(x_shape, padding)
+
+
+def fft_data(x_shape, w_shape, padding):
+    """The workspace of cuDNN's tiled FFT engine for an fp32 NCHW
+    backward-data convolution of stride 1 (the descriptor's shapes):
+    complex tiles of 32 x 17 values of 8 bytes, one a filter (K*C) and T
+    an image of the output gradient and of the input gradient (N*K +
+    N*C), T 1 where the padded image's larger side is at most 32, else
+    2 (padded sides of 34 to 106 measured).  On the H200: 12 calls of
+    the heuristics' (tests/data/record/conv_fft_backward.tsv, kernels 3
+    to 11, "same" padding) and the largest candidate of cudnn.benchmark's
+    finds of 3x3 and 5x5 "same" convolutions (tests/data/record/
+    cudnn_find.tsv), to the byte."""
+    n, c, h, w = (int(d) for d in x_shape)
+    k = int(w_shape[0])
+    side = max(h + 2 * int(padding[0]), w + 2 * int(padding[1]))
+    t = 1 if side <= 32 else 2
+    return 8 * 32 * 17 * (k * c + t * (n * k + n * c))
+
+
+def conv_find_rule(plan, op, n, c, k, h, w, r, s, ph, pw, cl):
+    """cudnn.benchmark's find of an fp32 2-d convolution of stride 1
+    (Dispatch._find_fft says which): the larger of the chosen plan's
+    workspace (PLAN) and cuDNN's FFT candidate, OP 1 backward-weight
+    (fft_weight) or 2 backward-data (fft_data), of the descriptor's N, C,
+    K, H x W, R x S kernel and padding PH, PW; CL 1 (channels_last) adds
+    the transposed input, weight and output and 16 bytes.  Integers
+    only (traces/symtrace.c evaluates the same rule for a symbolic
+    trace's conv_find(), its arguments these, in this order)."""
+    x, wt = (n, c, h, w), (k, c, r, s)
+    fft = fft_weight(x, wt, (ph, pw)) if op == 1 else \
+        fft_data(x, wt, (ph, pw))
+    if cl:
+        fft += 4 * (n * c * h * w + k * c * r * s +
+                    n * k * (h + 2 * ph - r + 1) * (w + 2 * pw - s + 1)) + 16
+    return max(plan, fft)
+
+
+def conv_find(*args):
+    """conv_find_rule(), or under --symbolic, where a size is symbolic,
+    its rule's call."""
+    if all(type(a) is int for a in args):
+        return conv_find_rule(*args)
+    return _RULE[0]("conv_find", args)
 
 
 def split_k_rule(k, crs, npq, sms):
@@ -741,7 +815,8 @@ def _reduce_semaphores(*args):
 # figure in tests/check_symtrace.c.
 RULES = {"reduce_buffer": (_reduce_buffer, 9),
          "reduce_semaphores": (_reduce_semaphores, 9),
-         "conv_split_k": (split_k_rule, 4)}
+         "conv_split_k": (split_k_rule, 4),
+         "conv_find": (conv_find_rule, 12)}
 OPTIONAL = ("reduce_buffer", "reduce_semaphores")
 _RULE = [None]
 

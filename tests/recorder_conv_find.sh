@@ -1,0 +1,93 @@
+#!/bin/sh
+# memsim record --fake: cudnn.benchmark's find of fp32 convolutions of
+# stride 1.  The find allocates the largest workspace of cuDNN's
+# candidate plans (get_plans_from_find); for backward-weight that is
+# cuDNN's FFT engine (kernels.fft_weight: the output gradient and
+# max(N*C + N*K, K*C) frequency tiles of F x (F/2 + 1) x 16 bytes), for
+# the backward-data of a "same" convolution its tiled FFT
+# (kernels.fft_data: 32 x 17 x 8-byte tiles for K*C + t (N*K + N*C)),
+# wherever larger than the chosen plan's.  Checked against the H200:
+# every probe call whose workspace is the rule's (tests/data/record/
+# conv_fft_backward.tsv, the heuristics' choices), and every fp32 find
+# of stride 1 of tests/data/record/cudnn_find.tsv (exact, or below it
+# where another engine is larger); then a recording (dcgan's first
+# transposed layer, a channels_last layer).  The recording's finds were
+# the chosen plans' alone (SRResNet's training: -53% peak allocated on
+# the H200; with the rule -0.1%).  Needs Python 3 and PyTorch; skips
+# (77) without them.
+set -u
+. "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
+need_torch
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+PYTHONPATH="$SRC/traces" "$PY" - "$MSIM_TESTDATA/record/conv_fft_backward.tsv" \
+	"$MSIM_TESTDATA/record/cudnn_find.tsv" >"$tmp/rules" 2>&1 <<'PY' ||
+import sys
+from memsim_record import kernels
+w_fft = w_ck = d_fft = 0
+for line in open(sys.argv[1]):
+    f = line.rstrip("\n").split("\t")
+    if line.startswith("#") or f[0] == "n" or f[6] != "fp32":
+        continue
+    n, c, k, h, w, r = map(int, f[:6])
+    data, weight = ([int(v) for v in f[i].split(",")] for i in (7, 8))
+    x, wt, p = (n, c, h, w), (k, c, r, r), (r // 2, r // 2)
+    hit = kernels.fft_weight(x, wt, p) in weight
+    w_fft += hit
+    w_ck += hit and c != k      # the output gradient's bytes, not X's
+    d_fft += kernels.fft_data(x, wt, p) in data
+print("probe", w_fft, w_ck, d_fft)
+exact = below = above = 0
+for line in open(sys.argv[2]):
+    f = line.rstrip("\n").split("\t")
+    if line.startswith("#") or f[0] not in ("D", "W") or f[7] != "fp32" \
+            or f[4] != "1" or f[6] != "1":
+        continue
+    xs, ws = (tuple(map(int, v.split("x"))) for v in f[1:3])
+    pad, cl, find, chosen = int(f[5]), int(f[8]), int(f[10]), int(f[11])
+    r = ws[2]
+    if f[0] == "D" and not (r >= 3 and r % 2 and pad == r // 2):
+        pred = chosen           # (Dispatch._find_fft: no candidate)
+    else:
+        pred = kernels.conv_find_rule(chosen, 1 if f[0] == "W" else 2,
+                                      xs[0], xs[1], ws[0], xs[2], xs[3],
+                                      r, ws[3], pad, pad, cl)
+    exact += pred == find
+    below += pred < find
+    above += pred > find
+print("finds", exact, below, above)
+PY
+	fail "rules: $(tail -3 "$tmp/rules")"
+grep -qx "probe 39 20 12" "$tmp/rules" ||
+	fail "the probe's FFT workspaces: $(cat "$tmp/rules")"
+grep -qx "finds 21 4 0" "$tmp/rules" ||
+	fail "the finds (exact, below, above): $(cat "$tmp/rules")"
+# dcgan's generator's first layer (ConvTranspose2d(100, 64, 4), a batch
+# of 8 from 1 x 1): its backward-weight's descriptor is the convolution
+# from 8 x 64 x 4 x 4 to 8 x 100 x 1 x 1, the find the FFT's 3,200 +
+# 6,400 x 2,304 bytes; a channels_last 3x3 convolution's (8 x 16 x
+# 16 x 16, 16 channels: 256 + 128 + 128 tiles of 32 x 17 x 8 bytes for
+# backward-data, 131,072 + 256 x 8,704 for backward-weight) with the
+# transposed operands, 4 (32,768 x 2 + 2,304) + 16 bytes.  None without
+# cudnn.benchmark.
+cat >"$tmp/a.py" <<'PY'
+import sys, torch
+torch.backends.cudnn.benchmark = sys.argv[1] == "on"
+g = torch.nn.ConvTranspose2d(100, 64, 4, 1, 0, bias=False).cuda()
+g(torch.randn(8, 100, 1, 1, device="cuda")).sum().backward()
+c = torch.nn.Conv2d(16, 16, 3, padding=1).cuda().to(
+    memory_format=torch.channels_last)
+x = torch.randn(8, 16, 16, 16, device="cuda").to(
+    memory_format=torch.channels_last).requires_grad_()
+c(x).sum().backward()
+PY
+for b in on off; do
+	(cd "$tmp" && $MEMSIM record --fake -o "$tmp/$b.csv" -- "$PY" a.py $b) \
+		>"$tmp/err" 2>&1 || fail "record $b: $(tail -3 "$tmp/err")"
+done
+for size in 14748800 2499600 2630672; do
+	n=$(grep -c ",alloc,[0-9]*,$size," "$tmp/on.csv")
+	[ "$n" -eq 1 ] || fail "benchmark: $n finds of $size, expected 1"
+	n=$(grep -c ",alloc,[0-9]*,$size," "$tmp/off.csv")
+	[ "$n" -eq 0 ] || fail "no benchmark: $n allocations of $size"
+done
+finish recorder_conv_find.sh
