@@ -3,8 +3,10 @@
 # MetaTensor (a __torch_function__, no __torch_dispatch__; recorder/
 # metadata_subclass.py).  A host batch of it moved to the GPU, ops on it,
 # a clone that deep-copies its __dict__, as_subclass(torch.Tensor), a
-# Conv3d forward and backward: the same types and metadata as on the
-# host, and the GPU's allocations, x, y and the clone first (32768 bytes
+# Conv3d forward and backward, a power's backward: the same types and
+# metadata as on the host, the subclass's clone called once (the
+# script's call, not the fake mode's reference of pow(x, 1), a.clone(),
+# on the subclass: MONAI's SegResNet under GradScaler recursed there), and the GPU's allocations, x, y and the clone first (32768 bytes
 # each), with no assumption, under --fake and --values cpu
 # (fake.metadata_subclasses).  Before, `batch.to(device)` raised
 # "Multiple dispatch failed for aten._to_copy" (FakeTensorMode refused

@@ -4,12 +4,16 @@ a Python attribute along, no __torch_dispatch__ (tests/
 recorder_metadata_subclass.sh).  A host batch of it moved to the GPU,
 ops on it, a clone that replaces the copy's __dict__ by a deep copy of
 the original's, as_subclass(torch.Tensor) back to a plain tensor, a
-Conv3d forward and backward.  On DEVICE (argv[1], default cuda); the
+Conv3d forward and backward, the backward of a power (Meta.clone runs
+once: the script's own call).  On DEVICE (argv[1], default cuda); the
 lines it prints (stderr) name no device, the same on the host."""
 import copy
 import sys
 
 import torch
+
+
+clones = [0]
 
 
 class Meta(torch.Tensor):
@@ -35,6 +39,7 @@ class Meta(torch.Tensor):
         return self.as_subclass(torch.Tensor)
 
     def clone(self, **kwargs):
+        clones[0] += 1
         new = Meta(self.as_tensor().clone(**kwargs))
         new.__dict__ = copy.deepcopy(self.__dict__)
         return new
@@ -63,3 +68,9 @@ out = conv(x)
 say("conv", out)
 out.sum().backward()
 say("grad", conv.weight.grad)
+# pow's backward takes x.pow(1), whose Python reference in the fake mode
+# is a.clone(): the subclass's clone must not run inside the op
+w = Meta(torch.ones(8), {"k": 1}).to(DEV).requires_grad_()
+(w ** 2).sum().backward()
+say("w.grad", w.grad)
+print("clones", clones[0], file=sys.stderr)

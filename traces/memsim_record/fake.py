@@ -1653,6 +1653,8 @@ def metadata_subclasses(torch, ftm, FakeTensor):
     replaces or deep-copies __dict__ (MetaTensor's `ret.__dict__ =
     meta.__dict__.copy()`, its clone's deepcopy) sees its own metadata
     only, as on a real tensor."""
+    import contextlib
+    import torch.utils._pytree as pytree
     from torch.utils.weak import WeakIdKeyDictionary
     disabled = torch.Tensor.__torch_dispatch__
     orig_check = ftm._check_for_subclass_arg
@@ -1668,6 +1670,7 @@ def metadata_subclasses(torch, ftm, FakeTensor):
     side = WeakIdKeyDictionary()
     fakes = {}       # the subclass -> its fake class
     base_of = {}     # the fake class -> the subclass
+    made = {}        # the two classes below, at the first as_subclass
 
     def prop(name):
         def get(self):
@@ -1686,35 +1689,64 @@ def metadata_subclasses(torch, ftm, FakeTensor):
             side.get(self, {}).pop(name, None)
         return property(get, put, delete)
 
+    def dispatch(cls, func, types, args=(), kwargs=None):
+        with plain_args(args, kwargs), \
+                torch._C.DisableTorchFunctionSubclass():
+            return FakeTensor.__torch_dispatch__(func, types, args, kwargs)
+
+    def classes(names):
+        """plain: a FakeTensor whose own attributes (NAMES) are the side
+        table's, the class that ops see (plain_args).  base: the fake
+        classes' base, FakeTensor's __torch_dispatch__ (through the
+        Python key of the TensorImpl, which a real one has not), and
+        Tensor's __torch_function__: FakeTensor's is disabled (its ops
+        are not wrapped), and after the subclass's own in the MRO comes
+        Tensor's, which the subclass's super().__torch_function__
+        reaches in eager mode.  (Set after the class is made: a new
+        subclass of a class with a __torch_dispatch__ gets the disabled
+        one.)"""
+        if not made:
+            ns = {n: prop(n) for n in names}
+            ns["__module__"] = FakeTensor.__module__
+            plain = type("FakeTensor", (FakeTensor,), ns)
+            base = type("FakeTensor", (plain,),
+                        {"__module__": FakeTensor.__module__,
+                         "__torch_dispatch__": classmethod(dispatch)})
+            base.__torch_function__ = \
+                torch.Tensor.__dict__["__torch_function__"]
+            made.update(plain=plain, base=base)
+        return made["base"]
+
     def fake_class(cls, names):
         f = fakes.get(cls)
         if f is None:
-            ns = {n: prop(n) for n in names}
-            ns["__module__"] = cls.__module__
-            ns["__qualname__"] = cls.__qualname__
-            f = fakes[cls] = type(cls.__name__, (cls, fake_base), ns)
+            f = fakes[cls] = type(cls.__name__, (cls, classes(names)), {
+                "__module__": cls.__module__,
+                "__qualname__": cls.__qualname__})
             base_of[f] = cls
         return f
 
-    # The fake classes' base.  Their ops reach FakeTensor.__torch_dispatch__ (the Python key of its
-    # TensorImpl, which a real one has not), whose calls of the op on
-    # the fake arguments would run the subclass's __torch_function__ on
-    # them: below the dispatcher, with torch functions of subclasses off,
-    # as an eager ATen op runs on no Python at all.
-    def dispatch(cls, func, types, args=(), kwargs=None):
-        with torch._C.DisableTorchFunctionSubclass():
-            return FakeTensor.__torch_dispatch__(func, types, args, kwargs)
+    @contextlib.contextmanager
+    def plain_args(args, kwargs):
+        """An op's arguments of a fake subclass as plain fake tensors
+        while the op runs: an eager ATen kernel sees no Python, and the
+        fake mode's Python decompositions call tensor methods (pow's
+        reference `a.clone()`), which would be the subclass's
+        (MetaTensor.clone: a new MetaTensor, its default affine a
+        torch.eye, inside the fake mode's kernel)."""
+        swapped = []
+        if base_of:
+            for t in pytree.tree_leaves((args, kwargs)):
+                c = type(t)
+                if c in base_of:
+                    t.__class__ = made["plain"]
+                    swapped.append((t, c))
+        try:
+            yield
+        finally:
+            for t, c in swapped:
+                t.__class__ = c
 
-    fake_base = type("FakeTensor", (FakeTensor,),
-                     {"__module__": FakeTensor.__module__,
-                      "__torch_dispatch__": classmethod(dispatch)})
-    # FakeTensor's __torch_function__ is disabled (its ops are not
-    # wrapped); after the subclass's own in the MRO comes Tensor's, which
-    # the subclass's super().__torch_function__ reaches in eager mode.
-    # (Set after the class is made: a new subclass of a class with a
-    # __torch_dispatch__ gets the disabled one.)
-    fake_base.__torch_function__ = \
-        torch.Tensor.__dict__["__torch_function__"]
     orig = torch._C.TensorBase.as_subclass
 
     def as_subclass(self, cls):
@@ -1735,6 +1767,7 @@ def metadata_subclasses(torch, ftm, FakeTensor):
         return r
 
     torch.Tensor.as_subclass = as_subclass
+    return plain_args
 
 
 def _fake_deepcopy(self, memo):
@@ -2302,7 +2335,7 @@ def run(opt, script, argv):
                 # Its four flags are the global context's at the trace
                 # (convolution reads them there, as Dispatch does).
                 func, args = aten.convolution.default, args[:9]
-            with op_lock:
+            with op_lock, plain_args(args, kwargs):
                 if isinstance(func, HigherOrderOperator):
                     return higher_order(self, func, args, kwargs)
                 return d.dispatch(self, func, args, kwargs)
@@ -3025,7 +3058,7 @@ def run(opt, script, argv):
         return orig_fallback(fake_mode, func, flat_args, args_spec, err)
 
     ftm.run_fallback_kernel = run_fallback_kernel
-    metadata_subclasses(torch, ftm, FakeTensor)
+    plain_args = metadata_subclasses(torch, ftm, FakeTensor)
     if getattr(opt, "symbolic", None):
         # one recording for a family of sizes (symbolic.py)
         from . import symbolic
