@@ -1624,6 +1624,152 @@ def _host_values(rec, t, large=False):
     return out
 
 
+def metadata_subclasses(torch, ftm, FakeTensor):
+    """Tensor subclasses of metadata only (MONAI's MetaTensor: a
+    __torch_function__ that carries an affine and a dict along the
+    tensor's ops, no __torch_dispatch__ of its own) on fake tensors.
+
+    In eager PyTorch such a subclass changes nothing below Python: C++'s
+    check_has_torch_dispatch finds Tensor's disabled __torch_dispatch__
+    (torch._C._disabled_torch_dispatch_impl) and gives the tensor no
+    Python dispatch key, so its ops dispatch as the plain tensor's, and
+    Tensor.__torch_function__ (_convert) wraps each result by
+    Tensor.as_subclass, an alias of the result under the subclass's type
+    (THPVariable_as_subclass: THPVariable_NewWithVar(cls, self.alias())).
+
+    FakeTensorMode refuses every such subclass but Parameter's
+    (_check_for_subclass_arg): a DataLoader's CPU MetaTensor batch moved
+    to the GPU (`batch.to(device)`) raised "Multiple dispatch failed for
+    aten._to_copy".  Here any subclass whose __torch_dispatch__ is
+    Tensor's is let through, as the real tensor it is (the mode's
+    allow_non_fake_inputs converts it).  And as_subclass of a fake
+    tensor, whose alias is a FakeTensor (the Python object its
+    TensorImpl keeps, "already associated to a python object of type
+    FakeTensor"), gives that alias the class (SUBCLASS, FakeTensor):
+    the subclass's __torch_function__ and methods first, FakeTensor's
+    __torch_dispatch__ and device.  The FakeTensor's own attributes
+    (fake_device, fake_mode, the memos) move out of its __dict__ into a
+    side table, read through properties of that class: a subclass that
+    replaces or deep-copies __dict__ (MetaTensor's `ret.__dict__ =
+    meta.__dict__.copy()`, its clone's deepcopy) sees its own metadata
+    only, as on a real tensor."""
+    import contextlib
+    import torch.utils._pytree as pytree
+    from torch.utils.weak import WeakIdKeyDictionary
+    disabled = torch.Tensor.__torch_dispatch__
+    orig_check = ftm._check_for_subclass_arg
+
+    def check_for_subclass_arg(x):
+        if isinstance(x, torch.Tensor) and \
+                type(x).__torch_dispatch__ is disabled:
+            return False
+        return orig_check(x)
+
+    ftm._check_for_subclass_arg = check_for_subclass_arg
+
+    side = WeakIdKeyDictionary()
+    fakes = {}       # the subclass -> its fake class
+    base_of = {}     # the fake class -> the subclass
+    made = {}        # the two classes below, at the first as_subclass
+
+    def prop(name):
+        def get(self):
+            try:
+                return side[self][name]
+            except KeyError:
+                raise AttributeError(name) from None
+
+        def put(self, v):
+            d = side.get(self)
+            if d is None:
+                d = side[self] = {}
+            d[name] = v
+
+        def delete(self):
+            side.get(self, {}).pop(name, None)
+        return property(get, put, delete)
+
+    def dispatch(cls, func, types, args=(), kwargs=None):
+        with plain_args(args, kwargs), \
+                torch._C.DisableTorchFunctionSubclass():
+            return FakeTensor.__torch_dispatch__(func, types, args, kwargs)
+
+    def classes(names):
+        """plain: a FakeTensor whose own attributes (NAMES) are the side
+        table's, the class that ops see (plain_args).  base: the fake
+        classes' base, FakeTensor's __torch_dispatch__ (through the
+        Python key of the TensorImpl, which a real one has not), and
+        Tensor's __torch_function__: FakeTensor's is disabled (its ops
+        are not wrapped), and after the subclass's own in the MRO comes
+        Tensor's, which the subclass's super().__torch_function__
+        reaches in eager mode.  (Set after the class is made: a new
+        subclass of a class with a __torch_dispatch__ gets the disabled
+        one.)"""
+        if not made:
+            ns = {n: prop(n) for n in names}
+            ns["__module__"] = FakeTensor.__module__
+            plain = type("FakeTensor", (FakeTensor,), ns)
+            base = type("FakeTensor", (plain,),
+                        {"__module__": FakeTensor.__module__,
+                         "__torch_dispatch__": classmethod(dispatch)})
+            base.__torch_function__ = \
+                torch.Tensor.__dict__["__torch_function__"]
+            made.update(plain=plain, base=base)
+        return made["base"]
+
+    def fake_class(cls, names):
+        f = fakes.get(cls)
+        if f is None:
+            f = fakes[cls] = type(cls.__name__, (cls, classes(names)), {
+                "__module__": cls.__module__,
+                "__qualname__": cls.__qualname__})
+            base_of[f] = cls
+        return f
+
+    @contextlib.contextmanager
+    def plain_args(args, kwargs):
+        """An op's arguments of a fake subclass as plain fake tensors
+        while the op runs: an eager ATen kernel sees no Python, and the
+        fake mode's Python decompositions call tensor methods (pow's
+        reference `a.clone()`), which would be the subclass's
+        (MetaTensor.clone: a new MetaTensor, its default affine a
+        torch.eye, inside the fake mode's kernel)."""
+        swapped = []
+        if base_of:
+            for t in pytree.tree_leaves((args, kwargs)):
+                c = type(t)
+                if c in base_of:
+                    t.__class__ = made["plain"]
+                    swapped.append((t, c))
+        try:
+            yield
+        finally:
+            for t, c in swapped:
+                t.__class__ = c
+
+    orig = torch._C.TensorBase.as_subclass
+
+    def as_subclass(self, cls):
+        cls = base_of.get(cls, cls)
+        if not isinstance(self, FakeTensor) or \
+                not isinstance(cls, type) or issubclass(FakeTensor, cls) or \
+                cls.__torch_dispatch__ is not disabled:
+            with torch._C.DisableTorchFunctionSubclass():
+                return orig(self, cls)
+        r = torch.ops.aten.alias.default(self)
+        own = r.__dict__
+        f = fake_class(cls, list(own))
+        keep = {n: own.pop(n) for n in list(own)
+                if isinstance(getattr(f, n, None), property) and
+                n not in cls.__dict__}
+        side[r] = keep
+        r.__class__ = f
+        return r
+
+    torch.Tensor.as_subclass = as_subclass
+    return plain_args
+
+
 def _fake_deepcopy(self, memo):
     """copy.deepcopy of a fake tensor (nn.TransformerEncoder's _get_clones
     deep-copies its layer, weights included).  Tensor.__deepcopy__ sets a
@@ -2189,7 +2335,7 @@ def run(opt, script, argv):
                 # Its four flags are the global context's at the trace
                 # (convolution reads them there, as Dispatch does).
                 func, args = aten.convolution.default, args[:9]
-            with op_lock:
+            with op_lock, plain_args(args, kwargs):
                 if isinstance(func, HigherOrderOperator):
                     return higher_order(self, func, args, kwargs)
                 return d.dispatch(self, func, args, kwargs)
@@ -2912,6 +3058,7 @@ def run(opt, script, argv):
         return orig_fallback(fake_mode, func, flat_args, args_spec, err)
 
     ftm.run_fallback_kernel = run_fallback_kernel
+    plain_args = metadata_subclasses(torch, ftm, FakeTensor)
     if getattr(opt, "symbolic", None):
         # one recording for a family of sizes (symbolic.py)
         from . import symbolic

@@ -76,10 +76,39 @@ def _library_paths():
     return tuple(paths)
 
 
+def _pool_workers():
+    """The worker loops of Python's thread pools, which run the
+    callables submitted to them: multiprocessing.pool.ThreadPool's
+    workers (DummyProcess threads of multiprocessing.pool.worker: MONAI's
+    CacheDataset fills its cache by a ThreadPool's imap of its
+    transforms, ToDeviced moving each volume to the GPU) and
+    concurrent.futures.ThreadPoolExecutor's (_worker)."""
+    fns = []
+    try:
+        import multiprocessing.pool as mp
+        fns.append(mp.worker)
+    except (ImportError, AttributeError):
+        pass
+    try:
+        import concurrent.futures.thread as cft
+        fns.append(cft._worker)
+    except (ImportError, AttributeError):
+        pass
+    return tuple(getattr(f, "__code__", None) for f in fns)
+
+
 def _library_thread(thread):
     """Whether THREAD runs code of an installed library or the standard
-    library (its target, or its class's run), not the script's own."""
+    library (its target, or its class's run), not the script's own.  A
+    thread pool's worker is the script's: the stdlib's loop runs the
+    functions the script (or a library on its behalf) submits, which
+    may run GPU ops as any thread may (PyTorch's dispatch modes are per
+    thread: one without the recorder's runs CUDA's own kernels, "Could
+    not run 'aten::empty_strided' with arguments from the 'CUDA'
+    backend")."""
     fn = getattr(thread, "_target", None) or type(thread).run
+    if getattr(fn, "__code__", None) in _pool_workers():
+        return False
     code = getattr(fn, "__code__", None)
     if code is None:
         return True  # a builtin: no Python code of the script's
