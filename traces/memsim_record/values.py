@@ -1726,7 +1726,15 @@ class Values:
                             if r is None:
                                 missing.append(a)
                                 return None
-                            r = r.clone()
+                            # (off the fake mode: an op that dispatch
+                            # runs in place under it, masked_select_
+                            # backward's masked_scatter_ into its zeros
+                            # (dispatch._zeros_inplace), is recorded
+                            # with the mode on the stack, where a clone
+                            # of the shadow came back fake, a "shadow"
+                            # whose count_nonzero raised: values:lost)
+                            with self.unset():
+                                r = r.clone()
                         fresh[id(a)] = (a, r)
                     return r
                 r = self.real(a)
