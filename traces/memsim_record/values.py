@@ -1726,7 +1726,14 @@ class Values:
                             if r is None:
                                 missing.append(a)
                                 return None
-                            r = r.clone()
+                            # the old values the op writes part of
+                            # (index_put_, Tensor.__setitem__'s: the
+                            # elements not indexed keep theirs), copied
+                            # on the CPU, outside the fake mode: a clone
+                            # under it is a fake tensor, and so would be
+                            # the target's shadow
+                            with self.unset():
+                                r = r.clone()
                         fresh[id(a)] = (a, r)
                     return r
                 r = self.real(a)
