@@ -912,6 +912,50 @@ def patch_process_send(torch):
 
 
 # -- safetensors ----------------------------------------------------------------
+def patch_jit_save(torch, files):
+    """ScriptModule.save (torch.jit.save's, for a path) of a module with
+    fake tensors (torch.jit.trace of a CUDA model, then .save: yolov7's
+    detect.py TracedModel writes traced_model.pt).  PyTorch's writer
+    (torch::jit::ExportModule, export_module.cpp: writeArchive's
+    getWriteableTensorData) copies each tensor's storage to the host
+    to write it: nothing on the GPU, so the recording has no event for
+    it.  Native code cannot write a fake (meta) storage, so the scratch
+    copy of the path (Files) gets a placeholder, not a TorchScript
+    archive: a torch.jit.load of it during the recording fails.  A
+    module without fake tensors is saved as before, to the scratch
+    copy."""
+    from torch._subclasses.fake_tensor import FakeTensor
+    import torch.jit._script as js
+    # RecursiveScriptModule's save, and ScriptModule's copy of it (the
+    # one torch.jit.trace's TopLevelTracedModule finds)
+    classes = [c for c in (getattr(js, "RecursiveScriptModule", None),
+                           getattr(js, "ScriptModule", None))
+               if c is not None and "save" in c.__dict__]
+    if not classes:
+        return lambda: None
+    origs = [(c, c.__dict__["save"]) for c in classes]
+    orig = origs[0][1]
+
+    def save(self, f, **kwargs):
+        path = files.path(f, "wb")
+        try:
+            ts = list(self.parameters()) + list(self.buffers())
+        except Exception:
+            ts = []
+        if not any(isinstance(t, FakeTensor) for t in ts):
+            return orig(self, path, **kwargs)
+        with files.orig_open(os.fsdecode(os.fspath(path)), "wb") as out:
+            out.write(b"memsim record: a TorchScript module of fake "
+                      b"tensors, not written\n")
+    for c, _ in origs:
+        c.save = save
+
+    def undo():
+        for c, o in origs:
+            c.save = o
+    return undo
+
+
 def patch_safetensors(files):
     """safetensors writes and reads its files in native code, past Files'
     open(): save_file writes to the path's scratch copy, and safe_open
