@@ -21,6 +21,7 @@ workers run without the recorder, and the script's own traceback.
 """
 import builtins
 import errno
+import functools
 import io
 import os
 import shutil
@@ -1317,10 +1318,32 @@ def patch_save(torch, files, rec=None):
         _LOADING[0] = ld
         tu._rebuild_tensor = lambda s, o, z, t: ld.rebuild(orig_rebuild, s,
                                                            o, z, t)
+        # a pickled nn.Parameter (a whole model pickled: yolov7's
+        # checkpoints) is made of its data by _rebuild_parameter (or
+        # _rebuild_parameter_with_state), here with the fake mode set
+        # aside: the data's values go with it (values.loaded_param)
+        params = {n: getattr(tu, n) for n in (
+            "_rebuild_parameter", "_rebuild_parameter_with_state")
+            if hasattr(tu, n)}
+
+        def param(orig):
+            # (wraps: torch.load's weights_only allowlist knows a
+            # function by its module and name)
+            @functools.wraps(orig)
+            def rebuild(data, *a, **k):
+                p = orig(data, *a, **k)
+                from . import values
+                values.loaded_param(rec, p, data)
+                return p
+            return rebuild
+        for n, fn in params.items():
+            setattr(tu, n, param(fn))
         try:
             with unset_fake_temporarily():
                 return orig_load(where(f, "rb"), ld.restore, *a, **k)
         finally:
+            for n, fn in params.items():
+                setattr(tu, n, fn)
             tu._rebuild_tensor = orig_rebuild
             _LOADING[0] = prev_ld
             _LOAD_MAP[0] = prev

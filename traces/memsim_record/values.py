@@ -2532,6 +2532,19 @@ def loaded(rec, t, real):
             vs._set(t, real.detach().clone())
 
 
+def loaded_param(rec, p, data):
+    """P, the nn.Parameter torch.load made of DATA (torch._utils'
+    _rebuild_parameter: Parameter(data, requires_grad), a new tensor on
+    DATA's storage), made with the fake mode set aside (host._Load), so
+    that no op told the recorder: DATA's shadow is P's too."""
+    vs = rec.known.values
+    if p is data or not isinstance(data, vs.Fake):
+        return
+    r = vs._registered(data)
+    if r is not None:
+        vs._set(p, r)
+
+
 def host_values(rec, t):
     """A real CPU tensor of T's shape and dtype with its values, for the
     recorder's .cpu() of a fake CUDA tensor (docs/recording-values.md)."""
