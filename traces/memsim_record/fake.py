@@ -2917,6 +2917,7 @@ def run(opt, script, argv):
     undo_share = host.patch_share_memory(torch, rec)
     undo_send = host.patch_process_send(torch)
     undo_safetensors = host.patch_safetensors(files)
+    undo_jit_save = host.patch_jit_save(torch, files)
     # The program's own Triton kernels (userkernels.py), once it imports
     # Triton.
     from . import userkernels
@@ -3175,6 +3176,7 @@ def run(opt, script, argv):
         undo_share()
         undo_send()
         undo_safetensors()
+        undo_jit_save()
         undo_triton()
         undo_fake_queries()
         undo_hop_rules()

@@ -21,6 +21,7 @@ workers run without the recorder, and the script's own traceback.
 """
 import builtins
 import errno
+import functools
 import io
 import os
 import shutil
@@ -912,6 +913,50 @@ def patch_process_send(torch):
 
 
 # -- safetensors ----------------------------------------------------------------
+def patch_jit_save(torch, files):
+    """ScriptModule.save (torch.jit.save's, for a path) of a module with
+    fake tensors (torch.jit.trace of a CUDA model, then .save: yolov7's
+    detect.py TracedModel writes traced_model.pt).  PyTorch's writer
+    (torch::jit::ExportModule, export_module.cpp: writeArchive's
+    getWriteableTensorData) copies each tensor's storage to the host
+    to write it: nothing on the GPU, so the recording has no event for
+    it.  Native code cannot write a fake (meta) storage, so the scratch
+    copy of the path (Files) gets a placeholder, not a TorchScript
+    archive: a torch.jit.load of it during the recording fails.  A
+    module without fake tensors is saved as before, to the scratch
+    copy."""
+    from torch._subclasses.fake_tensor import FakeTensor
+    import torch.jit._script as js
+    # RecursiveScriptModule's save, and ScriptModule's copy of it (the
+    # one torch.jit.trace's TopLevelTracedModule finds)
+    classes = [c for c in (getattr(js, "RecursiveScriptModule", None),
+                           getattr(js, "ScriptModule", None))
+               if c is not None and "save" in c.__dict__]
+    if not classes:
+        return lambda: None
+    origs = [(c, c.__dict__["save"]) for c in classes]
+    orig = origs[0][1]
+
+    def save(self, f, **kwargs):
+        path = files.path(f, "wb")
+        try:
+            ts = list(self.parameters()) + list(self.buffers())
+        except Exception:
+            ts = []
+        if not any(isinstance(t, FakeTensor) for t in ts):
+            return orig(self, path, **kwargs)
+        with files.orig_open(os.fsdecode(os.fspath(path)), "wb") as out:
+            out.write(b"memsim record: a TorchScript module of fake "
+                      b"tensors, not written\n")
+    for c, _ in origs:
+        c.save = save
+
+    def undo():
+        for c, o in origs:
+            c.save = o
+    return undo
+
+
 def patch_safetensors(files):
     """safetensors writes and reads its files in native code, past Files'
     open(): save_file writes to the path's scratch copy, and safe_open
@@ -1273,10 +1318,32 @@ def patch_save(torch, files, rec=None):
         _LOADING[0] = ld
         tu._rebuild_tensor = lambda s, o, z, t: ld.rebuild(orig_rebuild, s,
                                                            o, z, t)
+        # a pickled nn.Parameter (a whole model pickled: yolov7's
+        # checkpoints) is made of its data by _rebuild_parameter (or
+        # _rebuild_parameter_with_state), here with the fake mode set
+        # aside: the data's values go with it (values.loaded_param)
+        params = {n: getattr(tu, n) for n in (
+            "_rebuild_parameter", "_rebuild_parameter_with_state")
+            if hasattr(tu, n)}
+
+        def param(orig):
+            # (wraps: torch.load's weights_only allowlist knows a
+            # function by its module and name)
+            @functools.wraps(orig)
+            def rebuild(data, *a, **k):
+                p = orig(data, *a, **k)
+                from . import values
+                values.loaded_param(rec, p, data)
+                return p
+            return rebuild
+        for n, fn in params.items():
+            setattr(tu, n, param(fn))
         try:
             with unset_fake_temporarily():
                 return orig_load(where(f, "rb"), ld.restore, *a, **k)
         finally:
+            for n, fn in params.items():
+                setattr(tu, n, fn)
             tu._rebuild_tensor = orig_rebuild
             _LOADING[0] = prev_ld
             _LOAD_MAP[0] = prev

@@ -1726,13 +1726,15 @@ class Values:
                             if r is None:
                                 missing.append(a)
                                 return None
-                            # (off the fake mode: an op that dispatch
-                            # runs in place under it, masked_select_
-                            # backward's masked_scatter_ into its zeros
-                            # (dispatch._zeros_inplace), is recorded
-                            # with the mode on the stack, where a clone
-                            # of the shadow came back fake, a "shadow"
-                            # whose count_nonzero raised: values:lost)
+                            # the old values the op writes part of
+                            # (index_put_, Tensor.__setitem__'s: the
+                            # elements not indexed keep theirs), copied
+                            # on the CPU, outside the fake mode: a clone
+                            # under it is a fake tensor, and so would be
+                            # the target's shadow (an op that dispatch
+                            # runs in place under the mode too:
+                            # masked_select_backward's masked_scatter_
+                            # into its zeros, dispatch._zeros_inplace)
                             with self.unset():
                                 r = r.clone()
                         fresh[id(a)] = (a, r)
@@ -2531,6 +2533,19 @@ def loaded(rec, t, real):
     if vs._small(t):
         with vs.unset():
             vs._set(t, real.detach().clone())
+
+
+def loaded_param(rec, p, data):
+    """P, the nn.Parameter torch.load made of DATA (torch._utils'
+    _rebuild_parameter: Parameter(data, requires_grad), a new tensor on
+    DATA's storage), made with the fake mode set aside (host._Load), so
+    that no op told the recorder: DATA's shadow is P's too."""
+    vs = rec.known.values
+    if p is data or not isinstance(data, vs.Fake):
+        return
+    r = vs._registered(data)
+    if r is not None:
+        vs._set(p, r)
 
 
 def host_values(rec, t):
