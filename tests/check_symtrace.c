@@ -121,6 +121,10 @@ START_TEST(test_rules)
 				 "3;1;1;0)", 4), 9000000000);
 	ck_assert_int_eq(eval_ok("conv_find(0;1;B;64;64;56;56;3;3;1;1;1)",
 				 16), 177094672);
+	/* forward: the weight, 9216 bytes, and max(16 B + 256, 16 B)
+	 * tiles of 64 x 33 x 16 */
+	ck_assert_int_eq(eval_ok("conv_find(0;3;B;16;16;32;32;3;3;1;1;0)",
+				 4), 9216 + 320 * 33792);
 	const char *bad[] = {"reduce_buffer(B;1)", "min(B;2)",
 			     "reduce_buffer(B,1,3,4,4,4,0,132,2048)",
 			     "reduce_buffer(B;1;3;4;4;4;0;132;2048",
@@ -136,7 +140,7 @@ START_TEST(test_rules)
 			     "reduce_buffer(B;1;3;4;4;3;0;132;2048)",
 			     "conv_split_k(0;27;B;132)",
 			     "conv_split_k(16;27;B-10;132)",
-			     "conv_find(0;3;B;16;16;32;32;3;3;1;1;0)",
+			     "conv_find(0;4;B;16;16;32;32;3;3;1;1;0)",
 			     "conv_find(0;1;B-10;16;16;32;32;3;3;1;1;0)"};
 	for (size_t i = 0; i < sizeof(dom) / sizeof(dom[0]); i++)
 		ck_assert_msg(msim_symtrace_eval(dom[i], strlen(dom[i]), "B",

@@ -6,15 +6,18 @@
 # max(N*C + N*K, K*C) frequency tiles of F x (F/2 + 1) x 16 bytes), for
 # the backward-data of a "same" convolution its tiled FFT
 # (kernels.fft_data: 32 x 17 x 8-byte tiles for K*C + t (N*K + N*C)),
-# wherever larger than the chosen plan's.  Checked against the H200:
-# every probe call whose workspace is the rule's (tests/data/record/
-# conv_fft_backward.tsv, the heuristics' choices), and every fp32 find
-# of stride 1 of tests/data/record/cudnn_find.tsv (exact, or below it
-# where another engine is larger); then a recording (dcgan's first
-# transposed layer, a channels_last layer).  The recording's finds were
-# the chosen plans' alone (SRResNet's training: -53% peak allocated on
-# the H200; with the rule -0.1%).  Needs Python 3 and PyTorch; skips
-# (77) without them.
+# for an NCHW "same" forward its FFT (kernels.fft_forward, 1x1 kernels
+# too), wherever larger than the chosen plan's.  Checked against the
+# H200: every probe call whose workspace is the rule's (tests/data/
+# record/conv_fft_backward.tsv, the heuristics' choices), and every
+# fp32 backward find of stride 1 of tests/data/record/cudnn_find.tsv
+# (exact, or below it where another engine is larger); then a recording
+# (dcgan's first transposed layer, a channels_last layer, a 1x1
+# forward).  The recording's finds were the chosen plans' alone (on the
+# H200, SRResNet's training -53% peak allocated, -0.1% with the rule;
+# show-attend-tell's ResNet-101 encoder, forward only, -22%, and to the
+# byte with the forward's).  Needs Python 3 and PyTorch; skips (77)
+# without them.
 set -u
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 need_torch
@@ -67,8 +70,10 @@ grep -qx "finds 21 4 0" "$tmp/rules" ||
 # 6,400 x 2,304 bytes; a channels_last 3x3 convolution's (8 x 16 x
 # 16 x 16, 16 channels: 256 + 128 + 128 tiles of 32 x 17 x 8 bytes for
 # backward-data, 131,072 + 256 x 8,704 for backward-weight) with the
-# transposed operands, 4 (32,768 x 2 + 2,304) + 16 bytes.  None without
-# cudnn.benchmark.
+# transposed operands, 4 (32,768 x 2 + 2,304) + 16 bytes; an NCHW 1x1
+# convolution's forward (8 x 64 x 16 x 16 to 16 channels: the FFT's
+# weight, 4,096 bytes, and 512 + 1,024 tiles of 16 x 9 x 16 bytes).
+# None without cudnn.benchmark.
 cat >"$tmp/a.py" <<'PY'
 import sys, torch
 torch.backends.cudnn.benchmark = sys.argv[1] == "on"
@@ -79,12 +84,14 @@ c = torch.nn.Conv2d(16, 16, 3, padding=1).cuda().to(
 x = torch.randn(8, 16, 16, 16, device="cuda").to(
     memory_format=torch.channels_last).requires_grad_()
 c(x).sum().backward()
+with torch.no_grad():
+    torch.nn.Conv2d(64, 16, 1).cuda()(torch.randn(8, 64, 16, 16, device="cuda"))
 PY
 for b in on off; do
 	(cd "$tmp" && $MEMSIM record --fake -o "$tmp/$b.csv" -- "$PY" a.py $b) \
 		>"$tmp/err" 2>&1 || fail "record $b: $(tail -3 "$tmp/err")"
 done
-for size in 14748800 2499600 2630672; do
+for size in 14748800 2499600 2630672 3543040; do
 	n=$(grep -c ",alloc,[0-9]*,$size," "$tmp/on.csv")
 	[ "$n" -eq 1 ] || fail "benchmark: $n finds of $size, expected 1"
 	n=$(grep -c ",alloc,[0-9]*,$size," "$tmp/off.csv")

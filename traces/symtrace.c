@@ -187,11 +187,13 @@ sym_rule_conv_split_k(sym_ex_t *x, const int64_t *a)
 
 /* kernels.conv_find_rule(): cudnn.benchmark's find of an fp32 2-d
  * convolution of stride 1, from a[] = the plan's workspace, op (1
- * backward-weight, 2 backward-data), N, C, K, H, W, R, S, pad H, pad W,
- * channels_last: the larger of the plan's and cuDNN's FFT candidate.
- * Backward-weight (fft_weight): the output gradient and 16-byte tiles of
- * F x (F/2 + 1), F the padded image's larger side to a power of two (at
- * least 16), for max(N*C + N*K, K*C) transforms; backward-data
+ * backward-weight, 2 backward-data, 3 forward), N, C, K, H, W, R, S, pad
+ * H, pad W, channels_last: the larger of the plan's and cuDNN's FFT
+ * candidate.  Backward-weight (fft_weight): the output gradient and
+ * 16-byte tiles of F x (F/2 + 1), F the padded image's larger side to a
+ * power of two (at least 16), for max(N*C + N*K, K*C) transforms;
+ * forward (fft_forward): the weight and such tiles for max(N*C + K*C,
+ * N*K) transforms; backward-data
  * (fft_data): 8-byte tiles of 32 x 17 for K*C + t (N*K + N*C)
  * transforms, t 1 up to a padded side of 32, else 2; channels_last adds
  * the input, weight and output in fp32 and 16 bytes. */
@@ -202,7 +204,7 @@ sym_rule_conv_find(sym_ex_t *x, const int64_t *a)
 	int64_t h = a[5], w = a[6], r = a[7], s = a[8], ph = a[9], pw = a[10];
 	int64_t side = h + 2 * ph > w + 2 * pw ? h + 2 * ph : w + 2 * pw;
 	int64_t ho = h + 2 * ph - r + 1, wo = w + 2 * pw - s + 1;
-	if (plan < 0 || (op != 1 && op != 2) || n < 1 || c < 1 || k < 1 ||
+	if (plan < 0 || op < 1 || op > 3 || n < 1 || c < 1 || k < 1 ||
 	    h < 1 || w < 1 || r < 1 || s < 1 || ph < 0 || pw < 0 ||
 	    ho < 1 || wo < 1 || side > ((int64_t)1 << 20) ||
 	    (a[11] != 0 && a[11] != 1)) {
@@ -215,14 +217,20 @@ sym_rule_conv_find(sym_ex_t *x, const int64_t *a)
 		   __builtin_mul_overflow(k, c, &kc) ||
 		   __builtin_mul_overflow(nk, ho * wo, &y) ||
 		   __builtin_mul_overflow(y, 4, &y);
-	if (!ovf && op == 1) {
-		int64_t f = 16;
+	if (!ovf && op != 2) {
+		/* the output gradient (weight) or the weight (forward) */
+		int64_t f = 16, first = y;
 		while (f < side)
 			f *= 2;
 		unit = 16 * f * (f / 2 + 1);
-		tiles = nc + nk > kc ? nc + nk : kc;
-		ovf = __builtin_mul_overflow(tiles, unit, &fft) ||
-		      __builtin_add_overflow(fft, y, &fft);
+		if (op == 1)
+			tiles = nc + nk > kc ? nc + nk : kc;
+		else
+			tiles = nc + kc > nk ? nc + kc : nk;
+		ovf = (op == 3 && (__builtin_mul_overflow(kc, r * s, &first) ||
+				   __builtin_mul_overflow(first, 4, &first))) ||
+		      __builtin_mul_overflow(tiles, unit, &fft) ||
+		      __builtin_add_overflow(fft, first, &fft);
 	} else if (!ovf) {
 		int64_t t = side <= 32 ? 1 : 2;
 		ovf = __builtin_mul_overflow(nk + nc, t, &tiles) ||

@@ -2099,8 +2099,9 @@ class Dispatch:
             if shapes is None else None
         if fft is not None:
             size = kernels.conv_find(size, *fft)
+        # (an FFT candidate's size is never 0)
         find = [("alloc", "find", size), ("free", "find")] \
-            if ev or size else []
+            if ev or fft is not None else []
         if getattr(torch._C, "_cuda_get_conv_benchmark_empty_cache",
                    lambda: True)():
             find.append(("empty_cache",))
@@ -2109,28 +2110,34 @@ class Dispatch:
     @staticmethod
     def _find_fft(op, x, w, y, st, pad, dil, tr, fmt_cl):
         """The arguments of kernels.conv_find_rule but the plan (None:
-        none) where cuDNN's FFT engines are among a find's candidates and
-        were measured on the H200 to be the largest (tests/data/record/
-        cudnn_find.tsv): an fp32 2-d convolution of stride 1,
+        none) where cuDNN's FFT engines are among a find's candidates,
+        as measured on the H200 (tests/data/record/cudnn_find.tsv; a
+        recording of show-attend-tell's ResNet-101 encoder equal to its
+        real run's peak): an fp32 2-d convolution of stride 1,
         backward-weight (kernels.fft_weight: 1x1 to 5x5 kernels, any
-        padding) or backward-data of a "same" convolution of a kernel of
-        3 or more (kernels.fft_data: not a candidate of the 1x1 or
-        dcgan's 4x4 finds), in the descriptor's shapes (a transposed
-        convolution's input is its output); channels_last adds
-        kernels.conv's transposed operands.  The forward's FFT is not
-        among the finds measured: none."""
-        if op not in ("weight", "data") or x.dim() != 4 or \
-                x.dtype != torch.float32 or \
+        padding), a "same" convolution's backward-data of a kernel of 3
+        or more (kernels.fft_data: not a candidate of the 1x1 or dcgan's
+        4x4 finds) or NCHW forward (kernels.fft_forward, 1x1 kernels
+        too; not a candidate of dcgan's 4x4 to 1x1), in the descriptor's
+        shapes (a transposed convolution's input is its output);
+        channels_last adds kernels.conv's transposed operands."""
+        if x.dim() != 4 or x.dtype != torch.float32 or \
                 any(int(v) != 1 for v in tuple(st) + tuple(dil)):
             return None
         r, s = (int(v) for v in w.shape[2:])
         ph, pw = (int(v) for v in pad)
-        if op == "data" and not (min(r, s) >= 3 and r % 2 and s % 2 and
-                                 (ph, pw) == (r // 2, s // 2)):
+        same = r % 2 and s % 2 and (ph, pw) == (r // 2, s // 2)
+        if op == "weight":
+            code = 1
+        elif op == "data" and same and min(r, s) >= 3:
+            code = 2
+        elif op == "forward" and same and not fmt_cl:
+            code = 3
+        else:
             return None
         xd = y.shape if tr else x.shape
-        return ((1 if op == "weight" else 2), xd[0], xd[1], w.shape[0],
-                xd[2], xd[3], r, s, ph, pw, int(bool(fmt_cl)))
+        return (code, xd[0], xd[1], w.shape[0], xd[2], xd[3], r, s, ph,
+                pw, int(bool(fmt_cl)))
 
     def _ev_reduce(self, name, args, phase, out, kwargs):
         x = args[0] if args else None

@@ -52,10 +52,10 @@ chosen plan runs): the largest candidate is cuDNN's (2.6 GB for dcgan's
 4x4 stride-2 backward-data on the H200; the 80 finds of
 tests/data/record/cudnn_find.tsv 0.24 to 97 times the operands, median
 2.2); the find takes the larger of the chosen plan's size (the rules
-below) and, for fp32 backward-weight and "same" backward-data of stride
-1, cuDNN's FFT engines' (conv_find_rule), else the plan's, a lower
-bound, and the recorder notes one assumption cudnn:benchmark-find a
-key.
+below) and, for fp32 convolutions of stride 1 (backward-weight, "same"
+backward-data and NCHW forward), cuDNN's FFT engines' (conv_find_rule),
+else the plan's, a lower bound, and the recorder notes one assumption
+cudnn:benchmark-find a key.
 Not modelled: fp32 backward-weight engines with workspaces of hundreds of
 MB unrelated to the operands (a few 5x5 and 7x7 or short-reduction
 calls of the grids).
@@ -222,14 +222,14 @@ def conv_find_rule(plan, op, n, c, k, h, w, r, s, ph, pw, cl):
     """cudnn.benchmark's find of an fp32 2-d convolution of stride 1
     (Dispatch._find_fft says which): the larger of the chosen plan's
     workspace (PLAN) and cuDNN's FFT candidate, OP 1 backward-weight
-    (fft_weight) or 2 backward-data (fft_data), of the descriptor's N, C,
+    (fft_weight), 2 backward-data (fft_data) or 3 forward
+    (fft_forward), of the descriptor's N, C,
     K, H x W, R x S kernel and padding PH, PW; CL 1 (channels_last) adds
     the transposed input, weight and output and 16 bytes.  Integers
     only (traces/symtrace.c evaluates the same rule for a symbolic
     trace's conv_find(), its arguments these, in this order)."""
     x, wt = (n, c, h, w), (k, c, r, s)
-    fft = fft_weight(x, wt, (ph, pw)) if op == 1 else \
-        fft_data(x, wt, (ph, pw))
+    fft = (fft_weight, fft_data, fft_forward)[op - 1](x, wt, (ph, pw))
     if cl:
         fft += 4 * (n * c * h * w + k * c * r * s +
                     n * k * (h + 2 * ph - r + 1) * (w + 2 * pw - s + 1)) + 16
