@@ -15,8 +15,9 @@ NOTES = {
         "torch.backends.cudnn.benchmark is on: at the first call of each "
         "convolution key in a thread cuDNN's find takes a workspace as large "
         "as its largest candidate plan (often gigabytes), cuDNN's own: the "
-        "recording gives it the chosen plan's, then the emptyCache that "
-        "follows it; the peaks are a lower bound"),
+        "recording gives it the chosen plan's, or for fp32 convolutions of "
+        "stride 1 cuDNN's FFT's where larger (docs/recording.md), then the "
+        "emptyCache that follows it; the peaks are a lower bound"),
     "cudnn:fft-possible": lambda rec: (
         "cuDNN's heuristics may run fp32 convolutions of kernels 7x7 and "
         "larger by FFT (on the H200 about a third of such shapes, cuDNN's "
