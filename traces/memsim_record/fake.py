@@ -1726,21 +1726,26 @@ def metadata_subclasses(torch, ftm, FakeTensor):
             base_of[f] = cls
         return f
 
-    @contextlib.contextmanager
+    none = contextlib.nullcontext()
+
     def plain_args(args, kwargs):
         """An op's arguments of a fake subclass as plain fake tensors
         while the op runs: an eager ATen kernel sees no Python, and the
         fake mode's Python decompositions call tensor methods (pow's
         reference `a.clone()`), which would be the subclass's
         (MetaTensor.clone: a new MetaTensor, its default affine a
-        torch.eye, inside the fake mode's kernel)."""
+        torch.eye, inside the fake mode's kernel).  Every op enters it:
+        until a subclass is made, a context that does nothing."""
+        return swapped_args(args, kwargs) if base_of else none
+
+    @contextlib.contextmanager
+    def swapped_args(args, kwargs):
         swapped = []
-        if base_of:
-            for t in pytree.tree_leaves((args, kwargs)):
-                c = type(t)
-                if c in base_of:
-                    t.__class__ = made["plain"]
-                    swapped.append((t, c))
+        for t in pytree.tree_leaves((args, kwargs)):
+            c = type(t)
+            if c in base_of:
+                t.__class__ = made["plain"]
+                swapped.append((t, c))
         try:
             yield
         finally:

@@ -76,6 +76,7 @@ def _library_paths():
     return tuple(paths)
 
 
+@functools.lru_cache(maxsize=None)
 def _pool_workers():
     """The worker loops of Python's thread pools, which run the
     callables submitted to them: multiprocessing.pool.ThreadPool's
