@@ -8,10 +8,11 @@ first call of the convolution, so that call, not the recorded one, made
 the find of the forward descriptor (of a transposed convolution: the
 backward-data one), and cuDNN's BenchmarkCache, per thread, kept the
 keys of earlier configurations: those rows show the cached plan and
-tests/data/record/cudnn_find.tsv leaves them out (80 finds kept).  Fix
-before another run: the shape from meta tensors, each configuration in
-a thread of its own."""
-import json, os, sys, time
+tests/data/record/cudnn_find.tsv leaves them out (80 finds kept).  Since
+5 December the shape comes from meta tensors and each configuration runs
+in a thread of its own, so every phase's first call is its find.
+FIND_SET=stride2 probes stride-2 layers instead (stride2() says which)."""
+import json, os, sys, threading, time
 import torch
 import torch.nn.functional as F
 
@@ -21,7 +22,39 @@ if not dev:
     print("no CUDA/cuDNN: dry run on the CPU")
 D = "cuda" if dev else "cpu"
 
+def stride2():
+    """One factor at a time around DCGAN's 64-image 3-channel 4x4 stride-2
+    layer (whose backward-data find took 2.7 GB in the corpus's real run),
+    and the 3x3, 1x1 and 7x7 stride-2 layers of resnets, fp32 NCHW."""
+    L = []
+    def add(n, c, k, h, r, p):
+        L.append(dict(x=(n, c, h, h), w=(k, c, r, r), s=2, p=p, g=1,
+                      tr=False, dt="fp32", cl=False, op=0))
+    for n in (1, 2, 4, 8, 16, 32, 40, 64, 128):
+        add(n, 3, 64, 64, 4, 1)
+    for c in (1, 8, 16, 64, 128):
+        add(64, c, 64, 64, 4, 1)
+    for k in (8, 16, 32, 128, 256):
+        add(64, 3, k, 64, 4, 1)
+    for h in (8, 16, 32, 48, 96, 128):
+        add(64, 3, 64, h, 4, 1)
+    for n, c, k, h in ((64, 64, 128, 32), (64, 128, 256, 16), (64, 256, 512, 8),
+                       (16, 64, 128, 32), (16, 3, 64, 128)):
+        add(n, c, k, h, 4, 1)
+    for n, c, k, h in ((16, 3, 64, 64), (64, 3, 64, 64), (16, 64, 64, 96),
+                       (16, 64, 128, 56), (64, 64, 64, 32), (4, 64, 64, 96)):
+        add(n, c, k, h, 3, 1)
+    for n, c, k, h in ((16, 256, 512, 56), (64, 3, 64, 64)):
+        add(n, c, k, h, 1, 0)
+    for n in (8, 16, 32):
+        add(n, 3, 64, 224, 7, 3)
+    add(64, 3, 64, 64, 5, 2)
+    add(64, 3, 64, 64, 6, 2)
+    return L
+
 def cfgs():
+    if os.environ.get("FIND_SET") == "stride2":
+        return stride2()
     L = []
     def add(x, w, s=1, p=0, g=1, tr=False, dt="fp32", cl=False, op=0):
         L.append(dict(x=x, w=w, s=s, p=p, g=g, tr=tr, dt=dt, cl=cl, op=op))
@@ -89,9 +122,12 @@ def run(c, out):
     s, p, g, tr = c["s"], c["p"], c["g"], c["tr"]
     conv = (lambda: F.conv_transpose2d(x, w, None, s, p, 0, g)) if tr else \
         (lambda: F.conv2d(x, w, None, s, p, 1, g))
-    y = conv()
-    gy = torch.randn_like(y)
-    del y
+    # the output's shape from meta tensors: a first call on the device
+    # would make the forward's find before the one recorded
+    xm, wm = x.to("meta"), w.to("meta")
+    ym = F.conv_transpose2d(xm, wm, None, s, p, 0, g) if tr else \
+        F.conv2d(xm, wm, None, s, p, 1, g)
+    gy = torch.randn(ym.shape, device=D, dtype=dt).contiguous(memory_format=mf)
     def bwd(mask):
         return lambda: torch.ops.aten.convolution_backward(
             gy, x, w, None, [s, s], [p, p], [1, 1], tr, [0, 0], g, mask)
@@ -135,10 +171,19 @@ def main():
         for i, c in enumerate(cfgs()):
             if dev:
                 torch.cuda.empty_cache()
-            try:
-                run(c, out)
-            except Exception as e:
-                out.write(json.dumps(dict(c, error=repr(e)[:300])) + "\n")
+            # cuDNN's BenchmarkCache is per thread: each configuration's
+            # finds in a thread of its own start with no key found
+            err = []
+            def one():
+                try:
+                    run(c, out)
+                except Exception as e:
+                    err.append(repr(e)[:300])
+            t = threading.Thread(target=one)
+            t.start()
+            t.join()
+            if err:
+                out.write(json.dumps(dict(c, error=err[0])) + "\n")
             print(i, round(time.time() - t0, 1), flush=True)
             if not dev and i >= 3:
                 break
