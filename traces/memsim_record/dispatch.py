@@ -36,6 +36,7 @@ from . import host
 from . import kernels
 from . import known
 from . import lifecycle
+from . import samedevice
 from . import sparse
 from . import values
 from .fake import KERNEL_SITES, SDPA_KERNELS, _dynamic, _host_values, \
@@ -276,6 +277,9 @@ class Dispatch:
                 return func._op_dk(
                     torch._C.DispatchKey.CompositeImplicitAutograd,
                     *args, **kwargs)
+        # A CPU tensor beside GPU ones (a 0-dim one: the fake mode takes
+        # it anywhere) where the op's CUDA kernel checks their devices
+        samedevice.check(func, args, kwargs)
         watch.tick()
         dv = kwargs.get("device")
         if isinstance(dv, torch.device) and dv.type == "cuda" and \

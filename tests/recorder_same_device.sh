@@ -1,0 +1,27 @@
+#!/bin/sh
+# memsim record --fake: a CPU tensor among a GPU op's arguments
+# (recorder/same_device.py; samedevice.py).  A 0-dim CPU tensor is a
+# scalar to the TensorIterator ops and an error to every other CUDA
+# kernel, which checks its arguments' devices: the recording prints what
+# a GPU printed (tests/data/record/same_device.real.txt), errors and
+# their messages included, under --fake and --values cpu.  Before, the
+# fake mode took a 0-dim CPU tensor anywhere: Swin Transformer V2's
+# `torch.clamp(scale, max=torch.log(torch.tensor(100.)))` recorded, and
+# failed on the GPU.  Needs Python 3 and PyTorch; skips (77) without them.
+set -u
+SRC=$(cd "$(dirname "$0")" && pwd)
+. "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
+need_torch
+P="$SRC/recorder/same_device.py"
+want="${MSIM_TESTDATA:-tests/data}/record/same_device.real.txt"
+for v in fake cpu; do
+	o=
+	[ $v = cpu ] && o="--values cpu"
+	# shellcheck disable=SC2086
+	$MEMSIM record $o -o "$tmp/$v.csv" -- "$PY" "$P" >"$tmp/$v.out" 2>"$tmp/$v.err" ||
+		fail "record $v: $(tail -3 "$tmp/$v.err")"
+	cmp -s "$want" "$tmp/$v.out" ||
+		fail "$v: $(diff "$want" "$tmp/$v.out")"
+done
+
+finish recorder_same_device.sh
