@@ -125,6 +125,15 @@ START_TEST(test_rules)
 	 * tiles of 64 x 33 x 16 */
 	ck_assert_int_eq(eval_ok("conv_find(0;3;B;16;16;32;32;3;3;1;1;0)",
 				 4), 9216 + 320 * 33792);
+	/* stride 2, backward-data (op 4): the H200's finds of DCGAN's
+	 * 256 -> 512 channels 4x4 at 8 x 8, and of its 3-channel 64 x 64
+	 * layer (C counted as 4; a padded side halved of 33: t = 2) */
+	const char *fs = "conv_find(14680211;4;B;256;512;8;8;4;4;1;1;0)";
+	ck_assert_int_eq(eval_ok(fs, 64), 2734686224);
+	ck_assert_int_eq(eval_ok(fs, 8), 2354839568);
+	const char *f3 = "conv_find(0;4;B;3;64;64;64;4;4;1;1;1)";
+	ck_assert_int_eq(eval_ok(f3, 1), 5517328);
+	ck_assert_int_eq(eval_ok(f3, 64), 70029328);
 	const char *bad[] = {"reduce_buffer(B;1)", "min(B;2)",
 			     "reduce_buffer(B,1,3,4,4,4,0,132,2048)",
 			     "reduce_buffer(B;1;3;4;4;4;0;132;2048",
@@ -140,7 +149,7 @@ START_TEST(test_rules)
 			     "reduce_buffer(B;1;3;4;4;3;0;132;2048)",
 			     "conv_split_k(0;27;B;132)",
 			     "conv_split_k(16;27;B-10;132)",
-			     "conv_find(0;4;B;16;16;32;32;3;3;1;1;0)",
+			     "conv_find(0;5;B;16;16;32;32;3;3;1;1;0)",
 			     "conv_find(0;1;B-10;16;16;32;32;3;3;1;1;0)"};
 	for (size_t i = 0; i < sizeof(dom) / sizeof(dom[0]); i++)
 		ck_assert_msg(msim_symtrace_eval(dom[i], strlen(dom[i]), "B",

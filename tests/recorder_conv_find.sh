@@ -1,6 +1,6 @@
 #!/bin/sh
 # memsim record --fake: cudnn.benchmark's find of fp32 convolutions of
-# stride 1.  The find allocates the largest workspace of cuDNN's
+# stride 1 and 2.  The find allocates the largest workspace of cuDNN's
 # candidate plans (get_plans_from_find); for backward-weight that is
 # cuDNN's FFT engine (kernels.fft_weight: the output gradient and
 # max(N*C + N*K, K*C) frequency tiles of F x (F/2 + 1) x 16 bytes), for
@@ -11,7 +11,10 @@
 # H200: every probe call whose workspace is the rule's (tests/data/
 # record/conv_fft_backward.tsv, the heuristics' choices), and every
 # fp32 backward find of stride 1 of tests/data/record/cudnn_find.tsv
-# (exact, or below it where another engine is larger); then a recording
+# (exact, or below it where another engine is larger), and of stride 2
+# the backward-data finds of tests/data/record/cudnn_find_stride2.tsv
+# (kernels.fft_data_strided: the four phases' tiled FFT; 48 exact, 9
+# within 1.5%, 2 where it was not a candidate); then a recording
 # (dcgan's first transposed layer, a channels_last layer, a 1x1
 # forward).  The recording's finds were the chosen plans' alone (on the
 # H200, SRResNet's training -53% peak allocated, -0.1% with the rule;
@@ -23,7 +26,8 @@ set -u
 need_torch
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 PYTHONPATH="$SRC/traces" "$PY" - "$MSIM_TESTDATA/record/conv_fft_backward.tsv" \
-	"$MSIM_TESTDATA/record/cudnn_find.tsv" >"$tmp/rules" 2>&1 <<'PY' ||
+	"$MSIM_TESTDATA/record/cudnn_find.tsv" \
+	"$MSIM_TESTDATA/record/cudnn_find_stride2.tsv" >"$tmp/rules" 2>&1 <<'PY' ||
 import sys
 from memsim_record import kernels
 w_fft = w_ck = d_fft = 0
@@ -58,12 +62,29 @@ for line in open(sys.argv[2]):
     below += pred < find
     above += pred > find
 print("finds", exact, below, above)
+exact = near = other = 0
+for line in open(sys.argv[3]):
+    f = line.rstrip("\n").split("\t")
+    if line.startswith("#") or f[0] != "D":
+        continue
+    xs, ws = (tuple(map(int, v.split("x"))) for v in f[1:3])
+    pad, find, chosen = int(f[5]), int(f[10]), int(f[11])
+    if ws[2] < 3:
+        continue                # (no candidate of 1x1 finds)
+    pred = kernels.conv_find_rule(chosen, 4, xs[0], xs[1], ws[0], xs[2],
+                                  xs[3], ws[2], ws[3], pad, pad, 0)
+    exact += pred == find
+    near += pred != find and abs(pred - find) <= 0.015 * find
+    other += abs(pred - find) > 0.015 * find
+print("strided", exact, near, other)
 PY
 	fail "rules: $(tail -3 "$tmp/rules")"
 grep -qx "probe 39 20 12" "$tmp/rules" ||
 	fail "the probe's FFT workspaces: $(cat "$tmp/rules")"
 grep -qx "finds 21 4 0" "$tmp/rules" ||
 	fail "the finds (exact, below, above): $(cat "$tmp/rules")"
+grep -qx "strided 48 9 2" "$tmp/rules" ||
+	fail "the stride-2 finds (exact, within 1.5%, other): $(cat "$tmp/rules")"
 # dcgan's generator's first layer (ConvTranspose2d(100, 64, 4), a batch
 # of 8 from 1 x 1): its backward-weight's descriptor is the convolution
 # from 8 x 64 x 4 x 4 to 8 x 100 x 1 x 1, the find the FFT's 3,200 +
@@ -72,8 +93,10 @@ grep -qx "finds 21 4 0" "$tmp/rules" ||
 # backward-data, 131,072 + 256 x 8,704 for backward-weight) with the
 # transposed operands, 4 (32,768 x 2 + 2,304) + 16 bytes; an NCHW 1x1
 # convolution's forward (8 x 64 x 16 x 16 to 16 channels: the FFT's
-# weight, 4,096 bytes, and 512 + 1,024 tiles of 16 x 9 x 16 bytes).
-# None without cudnn.benchmark.
+# weight, 4,096 bytes, and 512 + 1,024 tiles of 16 x 9 x 16 bytes); a
+# stride-2 4x4 convolution's backward-data (StarGAN's discriminator's 256
+# -> 512 channels at 8 x 8, batch 8: the H200's find, 2,354,839,568
+# bytes, kernels.fft_data_strided).  None without cudnn.benchmark.
 cat >"$tmp/a.py" <<'PY'
 import sys, torch
 torch.backends.cudnn.benchmark = sys.argv[1] == "on"
@@ -86,12 +109,14 @@ x = torch.randn(8, 16, 16, 16, device="cuda").to(
 c(x).sum().backward()
 with torch.no_grad():
     torch.nn.Conv2d(64, 16, 1).cuda()(torch.randn(8, 64, 16, 16, device="cuda"))
+d = torch.nn.Conv2d(256, 512, 4, 2, 1, bias=False).cuda()
+d(torch.randn(8, 256, 8, 8, device="cuda", requires_grad=True)).sum().backward()
 PY
 for b in on off; do
 	(cd "$tmp" && $MEMSIM record --fake -o "$tmp/$b.csv" -- "$PY" a.py $b) \
 		>"$tmp/err" 2>&1 || fail "record $b: $(tail -3 "$tmp/err")"
 done
-for size in 14748800 2499600 2630672 3543040; do
+for size in 14748800 2499600 2630672 3543040 2354839568; do
 	n=$(grep -c ",alloc,[0-9]*,$size," "$tmp/on.csv")
 	[ "$n" -eq 1 ] || fail "benchmark: $n finds of $size, expected 1"
 	n=$(grep -c ",alloc,[0-9]*,$size," "$tmp/off.csv")

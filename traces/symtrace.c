@@ -185,6 +185,41 @@ sym_rule_conv_split_k(sym_ex_t *x, const int64_t *a)
 	return n;
 }
 
+/* conv_find()'s op 4 (kernels.fft_data_strided), its arguments checked:
+ * the larger of PLAN and the stride-2 backward-data candidate. */
+static int64_t
+sym_conv_find_strided(sym_ex_t *x, int64_t plan, int64_t n, int64_t c,
+		      int64_t k, int64_t h, int64_t w, int64_t r, int64_t s,
+		      int64_t ph, int64_t pw)
+{
+	int64_t side = h + 2 * ph > w + 2 * pw ? h + 2 * ph : w + 2 * pw;
+	int64_t ho = (h + 2 * ph - r) / 2 + 1, wo = (w + 2 * pw - s) / 2 + 1;
+	int64_t t = (side + 1) / 2 <= 32 ? 1 : 2;
+	int64_t kc, nk, nc, tiles, img, a, fft;
+	c += c % 2;
+	bool ovf = __builtin_mul_overflow(k, c, &kc) ||
+		   __builtin_mul_overflow(n, k, &nk) ||
+		   __builtin_mul_overflow(n, c, &nc) ||
+		   __builtin_mul_overflow(nc, 4, &tiles) ||
+		   __builtin_add_overflow(tiles, nk, &tiles) ||
+		   __builtin_mul_overflow(tiles, t, &tiles) ||
+		   __builtin_mul_overflow(kc, 4, &a) ||
+		   __builtin_add_overflow(tiles, a, &tiles) ||
+		   __builtin_mul_overflow(tiles, 8 * 32 * 17, &fft) ||
+		   __builtin_mul_overflow(kc, 144, &a) ||
+		   __builtin_add_overflow(fft, a, &fft) ||
+		   __builtin_mul_overflow(nk, ho * wo, &img) ||
+		   __builtin_mul_overflow(nc, h * w, &a) ||
+		   __builtin_add_overflow(img, a, &img) ||
+		   __builtin_mul_overflow(img, 4, &img) ||
+		   __builtin_add_overflow(fft, img + 16, &fft);
+	if (ovf) {
+		x->err = 2;
+		return 0;
+	}
+	return fft > plan ? fft : plan;
+}
+
 /* kernels.conv_find_rule(): cudnn.benchmark's find of an fp32 2-d
  * convolution of stride 1, from a[] = the plan's workspace, op (1
  * backward-weight, 2 backward-data, 3 forward), N, C, K, H, W, R, S, pad
@@ -196,7 +231,11 @@ sym_rule_conv_split_k(sym_ex_t *x, const int64_t *a)
  * N*K) transforms; backward-data
  * (fft_data): 8-byte tiles of 32 x 17 for K*C + t (N*K + N*C)
  * transforms, t 1 up to a padded side of 32, else 2; channels_last adds
- * the input, weight and output in fp32 and 16 bytes. */
+ * the input, weight and output in fp32 and 16 bytes.  Op 4, backward-data
+ * of stride 2 (fft_data_strided): 8-byte tiles of 32 x 17 for 4 K*C' +
+ * t (N*K + 4 N*C') transforms (C' = C rounded up to even, t by the padded
+ * side halved), 144 K*C' bytes, the output and input gradients in fp32
+ * and 16 bytes, channels_last as NCHW. */
 static int64_t
 sym_rule_conv_find(sym_ex_t *x, const int64_t *a)
 {
@@ -204,7 +243,7 @@ sym_rule_conv_find(sym_ex_t *x, const int64_t *a)
 	int64_t h = a[5], w = a[6], r = a[7], s = a[8], ph = a[9], pw = a[10];
 	int64_t side = h + 2 * ph > w + 2 * pw ? h + 2 * ph : w + 2 * pw;
 	int64_t ho = h + 2 * ph - r + 1, wo = w + 2 * pw - s + 1;
-	if (plan < 0 || op < 1 || op > 3 || n < 1 || c < 1 || k < 1 ||
+	if (plan < 0 || op < 1 || op > 4 || n < 1 || c < 1 || k < 1 ||
 	    h < 1 || w < 1 || r < 1 || s < 1 || ph < 0 || pw < 0 ||
 	    ho < 1 || wo < 1 || side > ((int64_t)1 << 20) ||
 	    (a[11] != 0 && a[11] != 1)) {
@@ -212,6 +251,9 @@ sym_rule_conv_find(sym_ex_t *x, const int64_t *a)
 		return 0;
 	}
 	int64_t nc, nk, kc, y, tiles, unit, fft;
+	if (op == 4)
+		return sym_conv_find_strided(x, plan, n, c, k, h, w, r, s, ph,
+					     pw);
 	bool ovf = __builtin_mul_overflow(n, c, &nc) ||
 		   __builtin_mul_overflow(n, k, &nk) ||
 		   __builtin_mul_overflow(k, c, &kc) ||

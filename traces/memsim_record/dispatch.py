@@ -2124,14 +2124,22 @@ class Dispatch:
         4x4 finds) or NCHW forward (kernels.fft_forward, 1x1 kernels
         too; not a candidate of dcgan's 4x4 to 1x1), in the descriptor's
         shapes (a transposed convolution's input is its output);
-        channels_last adds kernels.conv's transposed operands."""
+        channels_last adds kernels.conv's transposed operands.  At
+        stride 2, backward-data with a kernel of 3 or more: the four
+        phases' tiled FFT (kernels.fft_data_strided; not a candidate of
+        1x1 finds), channels_last as NCHW."""
         if x.dim() != 4 or x.dtype != torch.float32 or \
-                any(int(v) != 1 for v in tuple(st) + tuple(dil)):
+                any(int(v) != 1 for v in dil):
             return None
         r, s = (int(v) for v in w.shape[2:])
         ph, pw = (int(v) for v in pad)
+        stride = tuple(int(v) for v in st)
         same = r % 2 and s % 2 and (ph, pw) == (r // 2, s // 2)
-        if op == "weight":
+        if stride == (2, 2) and op == "data" and min(r, s) >= 3:
+            code = 4
+        elif stride != (1, 1):
+            return None
+        elif op == "weight":
             code = 1
         elif op == "data" and same and min(r, s) >= 3:
             code = 2

@@ -218,19 +218,47 @@ def fft_data(x_shape, w_shape, padding):
     return 8 * 32 * 17 * (k * c + t * (n * k + n * c))
 
 
+def fft_data_strided(x_shape, w_shape, padding):
+    """The largest candidate of cudnn.benchmark's find of an fp32
+    backward-data convolution of stride 2 (the descriptor's shapes;
+    kernels of 3 to 7), a tiled FFT of its four phases: 32 x 17 tiles of
+    8 bytes, four a filter (K*C) and an input gradient's (N*C), T an
+    output gradient's (N*K), T 1 where the padded image's larger side
+    halved is at most 32, else 2; 144 bytes a filter; the output and
+    input gradients' images in fp32; 16 bytes.  C counts in pairs (1 and
+    3 channels as 2 and 4).  Measured on the H200 (validate/device/
+    cudnn_find_probe.py, FIND_SET=stride2; tests/data/record/
+    cudnn_find_stride2.tsv): 4x4, 5x5 and 6x6 kernels to the byte, 3x3
+    and 7x7 within 1.5%, N 1 to 128, C 1 to 1024, K 8 to 2048, sides 2
+    to 128; a candidate of every 4x4 find but two (64 images of 16 x 16,
+    128 and 256 channels in, whose largest was 15 and 44 MB: cuDNN's
+    heuristics rank the plans, and the find tries the first
+    torch.backends.cudnn.benchmark_limit, 10)."""
+    n, c, h, w = (int(d) for d in x_shape)
+    k, r, s = int(w_shape[0]), int(w_shape[2]), int(w_shape[3])
+    ph, pw = int(padding[0]), int(padding[1])
+    c += c % 2
+    ho, wo = (h + 2 * ph - r) // 2 + 1, (w + 2 * pw - s) // 2 + 1
+    t = 1 if max(h + 2 * ph + 1, w + 2 * pw + 1) // 2 <= 32 else 2
+    return 8 * 32 * 17 * (4 * k * c + t * (n * k + 4 * n * c)) + \
+        144 * k * c + 4 * (n * k * ho * wo + n * c * h * w) + 16
+
+
 def conv_find_rule(plan, op, n, c, k, h, w, r, s, ph, pw, cl):
-    """cudnn.benchmark's find of an fp32 2-d convolution of stride 1
-    (Dispatch._find_fft says which): the larger of the chosen plan's
-    workspace (PLAN) and cuDNN's FFT candidate, OP 1 backward-weight
-    (fft_weight), 2 backward-data (fft_data) or 3 forward
-    (fft_forward), of the descriptor's N, C,
-    K, H x W, R x S kernel and padding PH, PW; CL 1 (channels_last) adds
-    the transposed input, weight and output and 16 bytes.  Integers
-    only (traces/symtrace.c evaluates the same rule for a symbolic
-    trace's conv_find(), its arguments these, in this order)."""
+    """cudnn.benchmark's find of an fp32 2-d convolution (Dispatch.
+    _find_fft says which): the larger of the chosen plan's workspace
+    (PLAN) and cuDNN's FFT candidate, OP 1 backward-weight (fft_weight),
+    2 backward-data (fft_data) or 3 forward (fft_forward) of stride 1,
+    or 4 backward-data of stride 2 (fft_data_strided), of the
+    descriptor's N, C, K, H x W, R x S kernel and padding PH, PW; CL 1
+    (channels_last) adds, at stride 1, the transposed input, weight and
+    output and 16 bytes.  Integers only (traces/symtrace.c evaluates the
+    same rule for a symbolic trace's conv_find(), its arguments these,
+    in this order)."""
     x, wt = (n, c, h, w), (k, c, r, s)
-    fft = (fft_weight, fft_data, fft_forward)[op - 1](x, wt, (ph, pw))
-    if cl:
+    fft = (fft_weight, fft_data, fft_forward,
+           fft_data_strided)[op - 1](x, wt, (ph, pw))
+    if cl and op != 4:
         fft += 4 * (n * c * h * w + k * c * r * s +
                     n * k * (h + 2 * ph - r + 1) * (w + 2 * pw - s + 1)) + 16
     return max(plan, fft)

@@ -23,13 +23,27 @@ if not dev:
 D = "cuda" if dev else "cpu"
 
 def stride2():
-    """One factor at a time around DCGAN's 64-image 3-channel 4x4 stride-2
-    layer (whose backward-data find took 2.7 GB in the corpus's real run),
-    and the 3x3, 1x1 and 7x7 stride-2 layers of resnets, fp32 NCHW."""
+    """fp32 NCHW stride-2 layers, one factor at a time: around DCGAN's
+    256 -> 512 channels 4x4 at 8x8 (its backward-data's find took 2.7 GB
+    in the corpus's real run), and its 3-channel 64x64 one, then the 3x3,
+    1x1 and 7x7 stride-2 layers of resnets."""
     L = []
     def add(n, c, k, h, r, p):
         L.append(dict(x=(n, c, h, h), w=(k, c, r, r), s=2, p=p, g=1,
                       tr=False, dt="fp32", cl=False, op=0))
+    # the wide layers of GAN discriminators (StarGAN's at batch 8 up to
+    # 1024 -> 2048 channels at 2x2), one factor at a time around
+    # DCGAN's 256 -> 512 at 8x8
+    for n in (64, 8, 16, 32):
+        add(n, 256, 512, 8, 4, 1)
+    for c in (32, 64, 128, 512):
+        add(64, c, 512, 8, 4, 1)
+    for k in (64, 128, 256, 1024):
+        add(64, 256, k, 8, 4, 1)
+    for h in (2, 4, 16):
+        add(64, 256, 512, h, 4, 1)
+    for c, h in ((64, 32), (128, 16), (256, 8), (512, 4), (1024, 2)):
+        add(8, c, 2 * c, h, 4, 1)
     for n in (1, 2, 4, 8, 16, 32, 40, 64, 128):
         add(n, 3, 64, 64, 4, 1)
     for c in (1, 8, 16, 64, 128):
