@@ -134,6 +134,13 @@ START_TEST(test_rules)
 	const char *f3 = "conv_find(0;4;B;3;64;64;64;4;4;1;1;1)";
 	ck_assert_int_eq(eval_ok(f3, 1), 5517328);
 	ck_assert_int_eq(eval_ok(f3, 64), 70029328);
+	/* a resnet's 3x3 (64 -> 128 at 56 x 56) and its 7x7 stem: each
+	 * filter's phases 2 x 2 and 4 x 4, the output gradient a row and a
+	 * column larger (odd kernel, odd padding) */
+	ck_assert_int_eq(eval_ok("conv_find(0;4;B;64;128;56;56;3;3;1;1;0)",
+				 16), 189603856);
+	ck_assert_int_eq(eval_ok("conv_find(0;4;B;3;64;224;224;7;7;3;3;0)",
+				 16), 80810000);
 	const char *bad[] = {"reduce_buffer(B;1)", "min(B;2)",
 			     "reduce_buffer(B,1,3,4,4,4,0,132,2048)",
 			     "reduce_buffer(B;1;3;4;4;4;0;132;2048",

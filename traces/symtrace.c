@@ -195,7 +195,11 @@ sym_conv_find_strided(sym_ex_t *x, int64_t plan, int64_t n, int64_t c,
 	int64_t side = h + 2 * ph > w + 2 * pw ? h + 2 * ph : w + 2 * pw;
 	int64_t ho = (h + 2 * ph - r) / 2 + 1, wo = (w + 2 * pw - s) / 2 + 1;
 	int64_t t = (side + 1) / 2 <= 32 ? 1 : 2;
+	int64_t qh = (r + 1) / 2 + (r % 2 == 0 && ph % 2 == 1);
+	int64_t qw = (s + 1) / 2 + (s % 2 == 0 && pw % 2 == 1);
 	int64_t kc, nk, nc, tiles, img, a, fft;
+	ho += r % 2 == 1 && ph % 2 == 1;
+	wo += s % 2 == 1 && pw % 2 == 1;
 	c += c % 2;
 	bool ovf = __builtin_mul_overflow(k, c, &kc) ||
 		   __builtin_mul_overflow(n, k, &nk) ||
@@ -206,7 +210,7 @@ sym_conv_find_strided(sym_ex_t *x, int64_t plan, int64_t n, int64_t c,
 		   __builtin_mul_overflow(kc, 4, &a) ||
 		   __builtin_add_overflow(tiles, a, &tiles) ||
 		   __builtin_mul_overflow(tiles, 8 * 32 * 17, &fft) ||
-		   __builtin_mul_overflow(kc, 144, &a) ||
+		   __builtin_mul_overflow(kc, 16 * qh * qw, &a) ||
 		   __builtin_add_overflow(fft, a, &fft) ||
 		   __builtin_mul_overflow(nk, ho * wo, &img) ||
 		   __builtin_mul_overflow(nc, h * w, &a) ||
@@ -234,8 +238,10 @@ sym_conv_find_strided(sym_ex_t *x, int64_t plan, int64_t n, int64_t c,
  * the input, weight and output in fp32 and 16 bytes.  Op 4, backward-data
  * of stride 2 (fft_data_strided): 8-byte tiles of 32 x 17 for 4 K*C' +
  * t (N*K + 4 N*C') transforms (C' = C rounded up to even, t by the padded
- * side halved), 144 K*C' bytes, the output and input gradients in fp32
- * and 16 bytes, channels_last as NCHW. */
+ * side halved), 16 Qh Qw K*C' bytes (Q = ceil(R/2), one more for an even
+ * kernel with odd padding), the output gradient (a row and a column more
+ * where kernel and padding are odd) and the input gradient in fp32 and
+ * 16 bytes, channels_last as NCHW. */
 static int64_t
 sym_rule_conv_find(sym_ex_t *x, const int64_t *a)
 {

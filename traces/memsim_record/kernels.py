@@ -224,24 +224,32 @@ def fft_data_strided(x_shape, w_shape, padding):
     kernels of 3 to 7), a tiled FFT of its four phases: 32 x 17 tiles of
     8 bytes, four a filter (K*C) and an input gradient's (N*C), T an
     output gradient's (N*K), T 1 where the padded image's larger side
-    halved is at most 32, else 2; 144 bytes a filter; the output and
-    input gradients' images in fp32; 16 bytes.  C counts in pairs (1 and
-    3 channels as 2 and 4).  Measured on the H200 (validate/device/
+    halved is at most 32, else 2; each filter's phases, 4 x Q x Q fp32
+    (Q = ceil(R/2), one more for an even kernel with odd padding: 3x3
+    and 4x4 pad 1 give 2 and 3); the output gradient's images, a row
+    and a column more where kernel and padding are both odd, and the
+    input gradient's, in fp32; 16 bytes.  C counts in pairs (1 and 3
+    channels as 2 and 4).  Measured on the H200 (validate/device/
     cudnn_find_probe.py, FIND_SET=stride2; tests/data/record/
-    cudnn_find_stride2.tsv): 4x4, 5x5 and 6x6 kernels to the byte, 3x3
-    and 7x7 within 1.5%, N 1 to 128, C 1 to 1024, K 8 to 2048, sides 2
-    to 128; a candidate of every 4x4 find but two (64 images of 16 x 16,
-    128 and 256 channels in, whose largest was 15 and 44 MB: cuDNN's
-    heuristics rank the plans, and the find tries the first
-    torch.backends.cudnn.benchmark_limit, 10)."""
+    cudnn_find_stride2.tsv, and tests/data/record/cudnn_find.tsv's
+    three): every find of a kernel of 3 to 7 to the byte (N 1 to 128, C
+    1 to 1024, K 8 to 2048, sides 2 to 224) but two, where it was not a
+    candidate (64 images of 16 x 16, 128 and 256 channels in, whose
+    largest were 15 and 44 MB: cuDNN's heuristics rank the plans and
+    the find tries the first torch.backends.cudnn.benchmark_limit,
+    10)."""
     n, c, h, w = (int(d) for d in x_shape)
     k, r, s = int(w_shape[0]), int(w_shape[2]), int(w_shape[3])
     ph, pw = int(padding[0]), int(padding[1])
     c += c % 2
     ho, wo = (h + 2 * ph - r) // 2 + 1, (w + 2 * pw - s) // 2 + 1
     t = 1 if max(h + 2 * ph + 1, w + 2 * pw + 1) // 2 <= 32 else 2
+    qh = (r + 1) // 2 + (r % 2 == 0 and ph % 2 == 1)
+    qw = (s + 1) // 2 + (s % 2 == 0 and pw % 2 == 1)
+    ho += r % 2 == 1 and ph % 2 == 1
+    wo += s % 2 == 1 and pw % 2 == 1
     return 8 * 32 * 17 * (4 * k * c + t * (n * k + 4 * n * c)) + \
-        144 * k * c + 4 * (n * k * ho * wo + n * c * h * w) + 16
+        16 * qh * qw * k * c + 4 * (n * k * ho * wo + n * c * h * w) + 16
 
 
 def conv_find_rule(plan, op, n, c, k, h, w, r, s, ph, pw, cl):
