@@ -25,4 +25,14 @@ for v in fake cpu; do
 		fail "$v: $(diff "$want" "$tmp/$v.out")"
 done
 
+# uncaught, the GPU's error is the script's, as on the GPU: memsim record
+# exits non-zero and names the script, not itself, as where it came from
+printf 'import torch\nx = torch.randn(4, device="cuda")\ntorch.clamp(x, max=torch.tensor(1.0))\n' >"$tmp/u.py"
+$MEMSIM record --fake -o "$tmp/u.csv" -- "$PY" "$tmp/u.py" >/dev/null 2>"$tmp/u.err" &&
+	fail "uncaught: recorded"
+grep -q "u.py raised RuntimeError: Expected all tensors to be on the same device" "$tmp/u.err" ||
+	fail "uncaught: $(head -3 "$tmp/u.err")"
+grep -q "raised inside memsim record" "$tmp/u.err" &&
+	fail "uncaught: called the recorder's own"
+
 finish recorder_same_device.sh

@@ -1102,12 +1102,14 @@ def user_traceback(exc, script):
         out.extend(traceback.format_list([f]))
     if tb and os.path.abspath(tb[-1].filename).startswith(here + os.sep) \
             and not (isinstance(exc, OSError) and
-                     os.path.basename(tb[-1].filename) == "host.py"):
+                     os.path.basename(tb[-1].filename) == "host.py") \
+            and os.path.basename(tb[-1].filename) != "samedevice.py":
         # raised by the recorder itself (a refusal, or a fault to report);
         # not the operating system's error that the file boundary's
         # wrappers (open, os's moves, removes and stats) pass on, which
         # the program meets without the recorder too (a file opened in a
-        # folder that does not exist)
+        # folder that does not exist), nor a CUDA kernel's device check
+        # (samedevice.check), which the program meets on the GPU
         out.append("  (raised inside memsim record, %s:%d)\n" % (
             os.path.basename(tb[-1].filename), tb[-1].lineno))
     out.extend(traceback.format_exception_only(type(exc), exc))
