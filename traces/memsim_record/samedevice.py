@@ -20,6 +20,8 @@ two devices); without it, no check."""
 import functools
 import os
 
+from torch._subclasses.fake_tensor import FakeTensor
+
 
 @functools.lru_cache(maxsize=None)
 def _entries():
@@ -113,7 +115,9 @@ def check(func, args, kwargs):
     for name, i in checked[1]:
         v = args[i] if i < len(args) else kwargs.get(name)
         for t in _tensors(v):
-            dev = getattr(t, "device", None)
+            # (a fake tensor's own attribute: its .device would dispatch)
+            dev = t.fake_device if type(t) is FakeTensor else \
+                getattr(t, "device", None)
             if dev is None or dev.type not in ("cpu", "cuda"):
                 continue
             if common is None:
