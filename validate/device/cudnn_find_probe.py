@@ -11,7 +11,8 @@ keys of earlier configurations: those rows show the cached plan and
 tests/data/record/cudnn_find.tsv leaves them out (80 finds kept).  Since
 5 December the shape comes from meta tensors and each configuration runs
 in a thread of its own, so every phase's first call is its find.
-FIND_SET=stride2 probes stride-2 layers instead (stride2() says which)."""
+FIND_SET=stride2 probes stride-2 layers instead (stride2() says which),
+FIND_LIST the layers it lists (listed())."""
 import json, os, sys, threading, time
 import torch
 import torch.nn.functional as F
@@ -66,9 +67,21 @@ def stride2():
     add(64, 3, 64, 64, 6, 2)
     return L
 
+def listed(spec):
+    """FIND_LIST's layers, "N,C,K,H,R,P,S;...": fp32 NCHW, H x H images,
+    R x R kernels, padding P, stride S."""
+    L = []
+    for item in filter(None, spec.split(";")):
+        n, c, k, h, r, p, s = (int(v) for v in item.split(","))
+        L.append(dict(x=(n, c, h, h), w=(k, c, r, r), s=s, p=p, g=1,
+                      tr=False, dt="fp32", cl=False, op=0))
+    return L
+
 def cfgs():
     if os.environ.get("FIND_SET") == "stride2":
         return stride2()
+    if os.environ.get("FIND_LIST"):
+        return listed(os.environ["FIND_LIST"])
     L = []
     def add(x, w, s=1, p=0, g=1, tr=False, dt="fp32", cl=False, op=0):
         L.append(dict(x=x, w=w, s=s, p=p, g=g, tr=tr, dt=dt, cl=cl, op=op))
