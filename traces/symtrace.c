@@ -225,8 +225,8 @@ sym_conv_find_strided(sym_ex_t *x, int64_t plan, int64_t n, int64_t c,
 }
 
 /* kernels.conv_find_rule(): cudnn.benchmark's find of an fp32 2-d
- * convolution of stride 1, from a[] = the plan's workspace, op (1
- * backward-weight, 2 backward-data, 3 forward), N, C, K, H, W, R, S, pad
+ * convolution, from a[] = the plan's workspace, op (1 backward-weight,
+ * 2 backward-data, 3 forward of stride 1; 4 below), N, C, K, H, W, R, S, pad
  * H, pad W, channels_last: the larger of the plan's and cuDNN's FFT
  * candidate.  Backward-weight (fft_weight): the output gradient and
  * 16-byte tiles of F x (F/2 + 1), F the padded image's larger side to a
@@ -256,10 +256,10 @@ sym_rule_conv_find(sym_ex_t *x, const int64_t *a)
 		x->err = x->err ? x->err : 3;
 		return 0;
 	}
-	int64_t nc, nk, kc, y, tiles, unit, fft;
 	if (op == 4)
 		return sym_conv_find_strided(x, plan, n, c, k, h, w, r, s, ph,
 					     pw);
+	int64_t nc, nk, kc, y, tiles, unit, fft;
 	bool ovf = __builtin_mul_overflow(n, c, &nc) ||
 		   __builtin_mul_overflow(n, k, &nk) ||
 		   __builtin_mul_overflow(k, c, &kc) ||

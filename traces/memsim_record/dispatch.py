@@ -2066,9 +2066,11 @@ class Dispatch:
         try_plans runs the fastest plan with its own workspace (EV, the
         rules of kernels.conv).  The largest candidate's workspace is
         cuDNN's own (tests/data/record/cudnn_find.tsv: 0.24 to 97 times the
-        operands on the H200, no function of the shapes found): the find
-        allocates the chosen plan's (a candidate: the largest is at least
-        that), assumption cudnn:benchmark-find, a lower bound.  SHAPES:
+        operands on the H200): the find allocates the larger of the chosen
+        plan's (a candidate: the largest is at least that) and, where
+        _find_fft says one is a candidate, cuDNN's FFT engine's
+        (kernels.conv_find_rule), otherwise the plan's, a lower bound;
+        assumption cudnn:benchmark-find either way.  SHAPES:
         the 2-d view's (input, weight, output) sizes of a 1-d
         convolution (_ev_conv), its key's."""
         xs, ws, ys = shapes or (x.shape, w.shape, y.shape)

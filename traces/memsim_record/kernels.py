@@ -48,14 +48,14 @@ what the H200 showed is that it follows the layout:
 cudnn.benchmark's find (Dispatch.cudnn_find: the first call of each
 key in a thread allocates the largest workspace of cuDNN's candidate
 plans, get_plans_from_find, frees it and empties the cache before the
-chosen plan runs): the largest candidate is cuDNN's (2.6 GB for dcgan's
-4x4 stride-2 backward-data on the H200; the 80 finds of
+chosen plan runs): the largest candidate is cuDNN's (the 80 finds of
 tests/data/record/cudnn_find.tsv 0.24 to 97 times the operands, median
 2.2); the find takes the larger of the chosen plan's size (the rules
 below) and, for fp32 convolutions of stride 1 (backward-weight, "same"
-backward-data and NCHW forward), cuDNN's FFT engines' (conv_find_rule),
-else the plan's, a lower bound, and the recorder notes one assumption
-cudnn:benchmark-find a key.
+backward-data and NCHW forward) and stride-2 backward-data (dcgan's 2.7
+GB), cuDNN's FFT engines' (conv_find_rule), else the plan's, a lower
+bound, and the recorder notes one assumption cudnn:benchmark-find a
+key.
 Not modelled: fp32 backward-weight engines with workspaces of hundreds of
 MB unrelated to the operands (a few 5x5 and 7x7 or short-reduction
 calls of the grids).
