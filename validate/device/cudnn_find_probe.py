@@ -12,7 +12,8 @@ tests/data/record/cudnn_find.tsv leaves them out (80 finds kept).  Since
 5 December the shape comes from meta tensors and each configuration runs
 in a thread of its own, so every phase's first call is its find.
 FIND_SET=stride2 probes stride-2 layers instead (stride2() says which),
-FIND_LIST the layers it lists (listed())."""
+FIND_SET=half half-precision ones (half()), FIND_LIST the layers it
+lists (listed())."""
 import json, os, sys, threading, time
 import torch
 import torch.nn.functional as F
@@ -67,19 +68,57 @@ def stride2():
     add(64, 3, 64, 64, 6, 2)
     return L
 
+def half():
+    """fp16 NCHW layers (autocast's convolutions), one factor at a time
+    around a CIFAR ResNet-18's 3x3 stride-1 layer at batch 128 (64
+    channels, 32 x 32), its stride-2 and 1x1 shortcut layers, an
+    ImageNet stem; then a few of them in bf16 and channels_last."""
+    L = []
+    def add(n, c, k, h, r, p, s, dt="fp16", cl=False, g=1):
+        L.append(dict(x=(n, c, h, h), w=(k, c // g, r, r), s=s, p=p, g=g,
+                      tr=False, dt=dt, cl=cl, op=0))
+    for n in (1, 8, 32, 128, 256):
+        add(n, 64, 64, 32, 3, 1, 1)
+    for c in (3, 16, 128, 256, 512):
+        add(128, c, 64, 32, 3, 1, 1)
+    for k in (16, 128, 256, 512):
+        add(128, 64, k, 32, 3, 1, 1)
+    for h in (4, 8, 16, 64):
+        add(128, 64, 64, h, 3, 1, 1)
+    for n, c, h in ((128, 128, 16), (128, 256, 8), (128, 512, 4)):
+        add(n, c, c, h, 3, 1, 1)
+    for n, c, h in ((128, 64, 32), (128, 128, 16), (128, 256, 8), (32, 64, 32)):
+        add(n, c, 2 * c, h, 3, 1, 2)
+        add(n, c, 2 * c, h, 1, 0, 2)
+    for n, c, k, h in ((128, 64, 256, 32), (128, 256, 64, 32), (32, 256, 64, 56)):
+        add(n, c, k, h, 1, 0, 1)
+    for n in (16, 64):
+        add(n, 3, 64, 224, 7, 3, 2)
+    for dt, cl in (("bf16", False), ("fp16", True)):
+        add(128, 64, 64, 32, 3, 1, 1, dt, cl)
+        add(128, 64, 128, 32, 3, 1, 2, dt, cl)
+        add(128, 64, 256, 32, 1, 0, 1, dt, cl)
+    return L
+
 def listed(spec):
-    """FIND_LIST's layers, "N,C,K,H,R,P,S;...": fp32 NCHW, H x H images,
-    R x R kernels, padding P, stride S."""
+    """FIND_LIST's layers, "N,C,K,H,R,P,S[,DT[,G]];...": NCHW, H x H
+    images, R x R kernels, padding P, stride S, DT fp32 (default), fp16
+    or bf16, G groups (1)."""
     L = []
     for item in filter(None, spec.split(";")):
-        n, c, k, h, r, p, s = (int(v) for v in item.split(","))
-        L.append(dict(x=(n, c, h, h), w=(k, c, r, r), s=s, p=p, g=1,
-                      tr=False, dt="fp32", cl=False, op=0))
+        f = item.split(",")
+        n, c, k, h, r, p, s = (int(v) for v in f[:7])
+        dt = f[7] if len(f) > 7 else "fp32"
+        g = int(f[8]) if len(f) > 8 else 1
+        L.append(dict(x=(n, c, h, h), w=(k, c // g, r, r), s=s, p=p, g=g,
+                      tr=False, dt=dt, cl=False, op=0))
     return L
 
 def cfgs():
     if os.environ.get("FIND_SET") == "stride2":
         return stride2()
+    if os.environ.get("FIND_SET") == "half":
+        return half()
     if os.environ.get("FIND_LIST"):
         return listed(os.environ["FIND_LIST"])
     L = []
