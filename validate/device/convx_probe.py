@@ -1,8 +1,10 @@
 """Device probe for the convolutions memsim record's cuDNN rule
 (traces/memsim_record/kernels.py) leaves out: transposed 2-D and 3-D
 convolutions, per-call allocator trace windows of forward and backward.
-  python3 convx_probe.py OUT.json [SECONDS]"""
-import json, random, sys, time
+  python3 convx_probe.py OUT.json [SECONDS]
+CONVX_SET=monai: fp32 3-d convolutions and transposed ones in the shapes
+of MONAI's 3-d UNet instead."""
+import json, os, random, sys, time
 import torch
 from probewin import start, window
 
@@ -38,6 +40,24 @@ while len(cfgs) < 300:
         if n * max(c, k) * h[0] * h[1] ** 2 * 4 > 2 ** 30:
             continue
     cfgs.append((kind, n, c, k, h, r, s, p, dt))
+if os.environ.get("CONVX_SET") == "monai":
+    # fp32 3-d convolutions as MONAI's UNet runs them (channels 16 to
+    # 256, strides 2, 96^3 patches of 4; kernel 3, padding 1), one factor
+    # at a time; t3: its up path's transposed convolutions (output
+    # padding 1), into 1 to 8 channels at the top
+    cfgs = []
+    for n, c, k, h in ((4, 1, 16, 96), (4, 16, 32, 48), (4, 32, 64, 24),
+                       (4, 64, 128, 12), (4, 128, 256, 6), (1, 32, 64, 24),
+                       (2, 64, 128, 12), (1, 16, 32, 48)):
+        cfgs.append(("c3", n, c, k, (h, h), 3, 2, 1, "fp32"))
+    for n, c, h in ((4, 16, 48), (4, 32, 24), (4, 64, 12), (4, 128, 6),
+                    (4, 256, 3), (4, 256, 6), (1, 64, 12), (4, 1, 96)):
+        cfgs.append(("c3", n, c, c, (h, h), 3, 1, 1, "fp32"))
+    for n, c, k, h in ((4, 384, 64, 6), (4, 128, 32, 12), (4, 64, 16, 24),
+                       (4, 32, 1, 48), (4, 32, 2, 48), (4, 32, 3, 48),
+                       (4, 32, 8, 48), (1, 32, 1, 48), (2, 32, 1, 48),
+                       (4, 16, 1, 48), (4, 64, 1, 24), (4, 32, 16, 48)):
+        cfgs.append(("t3", n, c, k, (h, h), 3, 2, 1, "fp32"))
 res = []
 for cfg in cfgs:
     if time.time() - t0 > budget:
@@ -48,6 +68,11 @@ for cfg in cfgs:
         if kind == "t2":
             conv = torch.nn.ConvTranspose2d(c, k, r, s, p).to(dev)
             x = torch.randn(n, c, h, h, device=dev, requires_grad=True)
+        elif kind == "t3":
+            conv = torch.nn.ConvTranspose3d(c, k, r, s, p,
+                                            output_padding=s - 1).to(dev)
+            x = torch.randn(n, c, h[0], h[1], h[1], device=dev,
+                            requires_grad=True)
         else:
             conv = torch.nn.Conv3d(c, k, r, s, p, bias=False).to(dev)
             x = torch.randn(n, c, h[0], h[1], h[1], device=dev,

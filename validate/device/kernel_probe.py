@@ -1,6 +1,9 @@
 """Device probes for memsim record's kernel rules (traces/memsim_record/kernels.py):
 per-call allocator trace windows of cuDNN convolutions and SDPA backward.
-  python3 kernel_probe.py conv|sdpa OUT.json [SECONDS]"""
+  python3 kernel_probe.py conv|gconv|sdpa OUT.json [SECONDS]
+gconv: grouped convolutions, not depthwise (ResNeXt's and RegNet's 3x3,
+Swin-MLP's grouped 1-d pointwise as its height-1 view), cudnn.benchmark
+off: each call's plan alone."""
 import json, random, sys, time
 import torch
 import probewin
@@ -23,7 +26,7 @@ def ph(tag):
 
 res = []
 random.seed(11)
-if what == "conv":
+if what in ("conv", "gconv"):
     dts = ["fp16", "bf16", "fp32"]
     cfgs = []
     # the workloads' own shapes first
@@ -32,7 +35,31 @@ if what == "conv":
                                (64, 128, 256, 32, 3, 1), (64, 256, 256, 32, 3, 1),
                                (32, 3, 768, 224, 16, 16)]:
         cfgs.append((n, c, k, h, r, s, "fp16", 0))
-    while len(cfgs) < 600:
+    if what == "gconv":
+        # (n, c, k, h, w, r, s, dt, cl, groups); h 1: a 1-d convolution
+        cfgs = [(512, 256, 256, 1, 6, 1, 1, "fp32", 0, 16),
+                (128, 512, 512, 1, 6, 1, 1, "fp32", 0, 32),
+                (648, 256, 256, 1, 6, 1, 1, "fp32", 0, 16),
+                (16, 128, 128, 56, 56, 3, 1, "fp32", 0, 32),
+                (16, 256, 256, 56, 56, 3, 2, "fp32", 0, 32),
+                (16, 512, 512, 28, 28, 3, 1, "fp16", 0, 32),
+                (32, 224, 224, 28, 28, 3, 1, "fp32", 0, 14)]
+        while len(cfgs) < 500:
+            n = random.choice([1, 2, 4, 8, 16, 32, 64, 128, 512])
+            g = random.choice([2, 3, 4, 8, 16, 32, 64])
+            cg = random.choice([2, 4, 6, 8, 16, 24, 32, 48, 64, 128])
+            kg = cg if random.random() < 0.7 else random.choice([2, 4, 8, 16, 32, 64])
+            one_d = random.random() < 0.3
+            h = 1 if one_d else random.choice([4, 7, 8, 14, 16, 28, 32, 56, 112])
+            w = random.choice([4, 6, 8, 16, 32, 64, 128]) if one_d else h
+            r = 1 if one_d else random.choice([1, 3, 3, 5])
+            s = 1 if one_d else random.choice([1, 1, 2])
+            dt = random.choice(dts)
+            cl = int(not one_d and random.random() < 0.25)
+            if n * g * max(cg, kg) * h * w * 4 > 2 ** 30:
+                continue
+            cfgs.append((n, g * cg, g * kg, h, w, r, s, dt, cl, g))
+    while what == "conv" and len(cfgs) < 600:
         n = random.choice([1, 2, 4, 8, 16, 32, 64])
         c = random.choice([3, 4, 16, 32, 64, 96, 128, 192, 256, 320, 384, 512])
         k = random.choice([4, 16, 32, 64, 128, 192, 256, 384, 512])
@@ -44,13 +71,17 @@ if what == "conv":
         if n * c * h * h * 4 > 2 ** 30 or n * k * h * h * 4 > 2 ** 30:
             continue
         cfgs.append((n, c, k, h, r, s, dt, int(cl)))
-    for (n, c, k, h, r, s, dt, cl) in cfgs:
+    if what == "conv":
+        cfgs = [(n, c, k, h, h, r, s, dt, cl, 1)
+                for (n, c, k, h, r, s, dt, cl) in cfgs]
+    for (n, c, k, h, wd, r, s, dt, cl, grp) in cfgs:
         if time.time() - t0 > budget:
             break
-        x = torch.randn(n, c, h, h, device=dev, requires_grad=True)
+        x = torch.randn(n, c, h, wd, device=dev, requires_grad=True)
         if cl:
             x = x.detach().to(memory_format=torch.channels_last).requires_grad_()
-        conv = torch.nn.Conv2d(c, k, r, s, padding=r // 2, bias=False).to(dev)
+        conv = torch.nn.Conv2d(c, k, r, s, padding=r // 2, bias=False,
+                               groups=grp).to(dev)
         ad = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(dt)
         try:
             start()
@@ -66,11 +97,12 @@ if what == "conv":
             bw = ph("backward")
             res.append({"n": n, "c": c, "k": k, "h": h, "r": r, "s": s,
                         "dt": dt, "cl": cl, "out": list(y.shape),
+                        **({"w": wd, "g": grp} if what == "gconv" else {}),
                         "out_cl": int(y.is_contiguous(memory_format=torch.channels_last) and not y.is_contiguous()),
                         "fw": fw["allocs"], "bw": bw["allocs"]})
         except Exception as e:
             res.append({"n": n, "c": c, "k": k, "h": h, "r": r, "s": s,
-                        "dt": dt, "cl": cl, "error": str(e)[:200]})
+                        "dt": dt, "cl": cl, "g": grp, "error": str(e)[:200]})
         del x, conv
         y = g = None
         torch.cuda.empty_cache()
