@@ -312,6 +312,21 @@ def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
     x = _prod(x_shape) * itemsize
     y = _prod(y_shape) * itemsize
     w = _prod(w_shape) * itemsize
+    if len(x_shape) == 5 and itemsize == 4 and phase == "data" and \
+            not channels_last and int(x_shape[1]) <= 3 and \
+            all(int(v) == 3 for v in w_shape[2:]) and \
+            all(int(v) == 2 for v in stride) and \
+            all(int(v) == 1 for v in dilation):
+        # fp32 3-d backward-data into 1 to 3 channels, kernel 3, stride
+        # 2 (a 3-d UNet's last transposed convolution, MONAI's): the
+        # output gradient, one of 32 channels at its size, 16 bytes a
+        # filter element of each output channel, 147 (an H100's probe,
+        # validate/device/convx_probe.py CONVX_SET=monai: all 8 such
+        # calls, N 1 to 4, K 16 to 64, 24^3 to 48^3 gradients;
+        # tests/data/record/conv3d_monai.tsv)
+        n, k = symsize(y_shape[0]), symsize(w_shape[0])
+        size = y + 128 * n * _prod(y_shape[2:]) + 16 * k * 27 + 147
+        return [("alloc", "ws", size), ("free", "ws")]
     if itemsize == 2 and not channels_last and phase != "weight":
         # fp16/bf16 NCHW: the NHWC tensor-core engines transpose the
         # weight and output with K padded to a multiple of 8 (the grid's
