@@ -1588,6 +1588,83 @@ class Dispatch:
         self.run_events(post, keys, site)
         return out
 
+    def _unique(self, name, args, kwargs, out):
+        # unique_cuda_template (UniqueCub.cu) for _unique2, _unique and
+        # unique_consecutive without dim: the locals of kernels.unique
+        # around the outputs, made in the kernel's order (the inverse,
+        # data_out, counts).  data_out is at::empty({num_inp}) and
+        # counts resize_(num_inp), each then resize_(num_out), which
+        # keeps the storage (TensorImpl's resize never shrinks it): the
+        # outputs hold num_inp elements whatever the number of distinct
+        # values; UniqueCub<bool> makes 2 of each (its output and counts
+        # at::empty({2}), counts also for _unique, which drops them).
+        x = args[0] if args else None
+        kw = kwargs or {}
+        if not _cuda_tensor(x) or not isinstance(out, tuple) or \
+                len(out) < 2 or self.sym is not None:
+            return self.outputs(name, args, kwargs, out)
+
+        def arg(i, key, default):
+            return args[i] if len(args) > i else kw.get(key, default)
+        if name == "unique_consecutive":
+            if arg(3, "dim", None) is not None:
+                return self.outputs(name, args, kwargs, out)
+            consec = True
+            inv = bool(arg(1, "return_inverse", False))
+            cnt = bool(arg(2, "return_counts", False))
+        else:
+            consec = False
+            inv = bool(arg(2, "return_inverse", False))
+            cnt = name == "_unique2" and bool(arg(3, "return_counts",
+                                                  False))
+        n = x.numel()
+        boolean = x.dtype == torch.bool and not consec
+        data, inverse = out[0], out[1]
+        counts = out[2] if len(out) > 2 else None
+        if boolean:
+            keep = [(data, 2)] + ([(counts, 2)] if counts is not None
+                                  else [])
+        else:
+            keep = [(data, n)] + ([(counts, n)] if cnt and
+                                  counts is not None else [])
+        for t, m in keep:
+            # (the fake kernel's own resize_, as the CUDA kernel's: up to
+            # the elements it allocates, then back to the shape)
+            if isinstance(t, torch.Tensor) and t.dim() == 1 and \
+                    t.numel() <= m and \
+                    t.untyped_storage().nbytes() < m * t.element_size():
+                shape = tuple(t.shape)
+                t.resize_((m,))
+                t.resize_(shape)
+        pre, mid, cpre, post = kernels.unique(
+            n, x.element_size(), consec, inv, cnt, x.is_contiguous(),
+            boolean)
+        keys, site = {}, KERNEL_SITES.get(name, name)
+        self.run_events(pre, keys, site)
+        if boolean:
+            # output and counts, then the inverse (UniqueCub<bool>)
+            self.note_all([data], name)
+            if counts is not None:
+                self.note_all([counts], name)
+            else:
+                # _unique's counts (std::ignore): made, then dropped
+                self.run_events([("alloc", "counts", 16)], keys, site)
+            if inv:
+                self.note_all([inverse], name)
+            if counts is None:
+                self.run_events([("free", "counts")], keys, site)
+            self.run_events(post, keys, site)
+            return out
+        if inv:
+            self.note_all([inverse], name)
+        self.run_events(mid, keys, site)
+        self.note_all([data], name)
+        self.run_events(cpre, keys, site)
+        if counts is not None:
+            self.note_all([counts], name)
+        self.run_events(post, keys, site)
+        return out
+
     def _roll(self, name, args, kwargs, out):
         # roll_cuda rolls one dimension: a copy of a non-contiguous
         # input first (self.contiguous()), then the output, the copy
@@ -3061,6 +3138,9 @@ _AFTER = {
     "binary_cross_entropy": Dispatch._bce,
     "native_dropout": Dispatch._dropout,
     "nonzero": Dispatch._nonzero,
+    "_unique2": Dispatch._unique,
+    "_unique": Dispatch._unique,
+    "unique_consecutive": Dispatch._unique,
     "roll": Dispatch._roll,
     "masked_select": Dispatch._masked_select,
     "index": Dispatch._mask_index,

@@ -1501,11 +1501,33 @@ def _dynamic(torch, rec, func, args, kwargs):
             ishape = (x.shape[dim],)
         else:
             n = _distinct(vs, name, x, frac)
+            if x.dtype == torch.bool:
+                n = min(n, 2)       # (False and True at most)
             shape, ishape = [n], x.shape
         values.assume(rec, "unique", n)
+        # the inverse and counts asked for, else empty, as the kernels
+        # return them (compute_unique's at::empty({0}): _unique2(self,
+        # sorted, return_inverse, return_counts), _unique(self, sorted,
+        # return_inverse), unique_dim(self, dim, sorted, return_inverse,
+        # return_counts), unique_consecutive(self, return_inverse,
+        # return_counts, dim))
+        if name == "unique_consecutive":
+            want_inv = args[1] if len(args) > 1 else \
+                kwargs.get("return_inverse", False)
+            want_cnt = args[2] if len(args) > 2 else \
+                kwargs.get("return_counts", False)
+        else:
+            k = 3 if name == "unique_dim" else 2
+            want_inv = args[k] if len(args) > k else \
+                kwargs.get("return_inverse", False)
+            want_cnt = name != "_unique" and (
+                args[k + 1] if len(args) > k + 1 else
+                kwargs.get("return_counts", False))
         out = torch.empty(shape, dtype=x.dtype, device=x.device)
-        inv = torch.empty(ishape, dtype=torch.long, device=x.device)
-        cnt = torch.empty((n,), dtype=torch.long, device=x.device)
+        inv = torch.empty(ishape if want_inv else (0,), dtype=torch.long,
+                          device=x.device)
+        cnt = torch.empty((n,) if want_cnt else (0,), dtype=torch.long,
+                          device=x.device)
         if name == "_unique":
             return (out, inv)
         return (out, inv, cnt)
@@ -1832,6 +1854,9 @@ KERNEL_SITES = {
     "cumsum": "cumsum_out temporaries",
     "cumprod": "cumprod_out temporaries",
     "nonzero": "nonzero_out_cuda temporaries",
+    "_unique2": "unique_cuda_template temporaries",
+    "_unique": "unique_cuda_template temporaries",
+    "unique_consecutive": "unique_cuda_template temporaries",
     "roll": "roll_cuda contiguous copy and roll_common dims",
     "_index_put_impl_": "index_put_with_sort_kernel temporaries",
     "index": "index expandTensors mask.nonzero()",

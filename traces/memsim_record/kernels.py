@@ -1010,6 +1010,71 @@ def nonzero(numel, itemsize, contiguous):
     return pre, post
 
 
+def unique(numel, itemsize, consecutive, inverse, counts, contiguous,
+           boolean=False):
+    """Events of at::native::internal::unique_cuda_template (UniqueCub.cu,
+    the CUDA _unique2, _unique and unique_consecutive without dim) for
+    NUMEL elements of ITEMSIZE bytes, as four lists: before the inverse
+    indices, before the output (data_out), before the counts, and after
+    them (all the locals freed).  The outputs themselves are not here:
+    data_out is at::empty({num_inp}) and counts resize_(num_inp) before
+    both are resized to the number of distinct values, which keeps their
+    storage (Dispatch._unique); the inverse is at::empty(self.sizes()).
+    A non-contiguous input is copied first (expect_contiguous);
+    UniqueCub: sorted = at::empty(self.sizes()) unless CONSECUTIVE, then
+    cub's radix_sort_keys, or with INVERSE an arange of longs and
+    sorted_indices (the arange freed after radix_sort_pairs);
+    compute_unique: with INVERSE inv_loc (NUMEL ints, CONSECUTIVE) or
+    inv_loc_out (NUMEL longs) and cub's inclusive sum, freed when the
+    inverse is made; a long `length`, cub's DeviceSelect::Unique (or
+    with COUNTS DeviceRunLengthEncode::Encode) storage, freed on return,
+    then sorted_indices and sorted.  BOOLEAN, not CONSECUTIVE
+    (UniqueCub<bool>): no sort; a DeviceArray<int> of the true count,
+    cub's reduce storage, output and counts of 2 each (Dispatch._unique),
+    the inverse, the count freed last."""
+    if numel == 0:
+        return [], [], [], []
+    pre = []
+    if not contiguous:
+        pre.append(("alloc", "self_c", numel * itemsize))
+    if boolean and not consecutive:
+        pre += [("alloc", "num_true", 4), ("alloc", "reduce", 1),
+                ("free", "reduce")]
+        post = [("free", "num_true")]
+        if not contiguous:
+            post.append(("free", "self_c"))
+        return pre, [], [], post
+    if not consecutive:
+        pre.append(("alloc", "sorted", numel * itemsize))
+        bits = itemsize * 8
+        if inverse:
+            pre += [("alloc", "range", numel * 8),
+                    ("alloc", "sorted_indices", numel * 8),
+                    ("alloc", "cub", _cub_radix_temp(numel, itemsize, 8,
+                                                     bits)),
+                    ("free", "cub"), ("free", "range")]
+        else:
+            pre += [("alloc", "cub", _cub_radix_temp(numel, itemsize, 0,
+                                                     bits)),
+                    ("free", "cub")]
+    mid = []
+    if inverse:
+        loc = ("inv_loc", numel * 4) if consecutive else \
+            ("inv_loc_out", numel * 8)
+        mid = [("alloc",) + loc,
+               ("alloc", "scan", _cub_tiles_temp(numel, 2048)),
+               ("free", "scan"), ("free", loc[0])]
+    cnt = [("alloc", "length", 8)]
+    post = [("alloc", "cub", _cub_tiles_temp(numel, 2048)),
+            ("free", "cub"), ("free", "length")]
+    if inverse and not consecutive:
+        post.append(("free", "sorted_indices"))
+    if not consecutive:
+        post.append(("free", "sorted"))
+    if not contiguous:
+        post.append(("free", "self_c"))
+    return pre, mid, cnt, post
+
 def index_put_accumulate(n, nindex, value_copy, self_copy, expand=None):
     """Temporaries of index_put_with_sort_kernel (index_put_ with
     accumulate=True on CUDA: index's backward) for N index entries over
