@@ -55,8 +55,8 @@ grep -q "; 5 assumptions (compare:sentinel 3, item:bool 2)$" "$tmp/err" ||
 # sort of (4, 16000) fp32 (launch_stable_sort_kernel, 4 slices < 128:
 # by full sort): two (index, segment) arrays of 64000 x 8 bytes, the keys'
 # output (64000 x 4), cub's storage for 4 passes of float keys with int2
-# values (256000 + 512000 alternates + 4 x 2048 histograms + 256 + 255 =
-# 776703; the H200 asked 788991: the look-back tiles are not modelled)
+# values (256000 + 512000 alternates + 12 look-back tiles of 1 KiB + 4 x
+# 2048 histograms + 256 + 255 = 788991, the H200's)
 # and for one pass on the segment bits (2048 + 256 + 255); the (8, 4096)
 # sort (in place) the index range fillSliceWithIndex makes, an arange of
 # 4096 longs (32768).  multinomial's checks (max, <, min, >=, &: 4 1 4 1 1; the
@@ -70,7 +70,7 @@ $MEMSIM record -o "$tmp/k.csv" -- "$PY" "$SRC/recorder/gen_kernels.py" \
 	2>"$tmp/err" || fail "record kernels: $(tail -3 "$tmp/err")"
 got=$(awk -F, '$3 == "alloc" && ($7 == "temporary" || $8 ~ /^cuBLAS/) { printf "%s:%s ", $8, $5 }' "$tmp/k.csv")
 s="sort_cuda_kernel temporaries" m="multinomial temporaries" c="cudnn run_conv_plan workspace"
-want="$s:512000 $s:512000 $s:256000 $s:776703 $s:2559 "
+want="$s:512000 $s:512000 $s:256000 $s:788991 $s:2559 "
 for b in 4 1 4 1 1 16 4 1 256000; do want="$want$m:$b "; done
 want="$want$s:32768 cuBLAS workspace:33554432 cuBLASLt workspace:1048576 $c:$((65536 + 9216 + 8192 + 16)) $c:$((8192 + 4096 + 4096 + 16)) "
 [ "$got" = "$want" ] || fail "kernels: $got, want $want"

@@ -895,13 +895,16 @@ def _cub_radix_temp(n, key_bytes, value_bytes, bits):
     sorted on BITS bits, as at::cuda::cub::radix_sort_pairs / _keys ask
     the caching allocator for it: 8-bit digits, one pass each; with more
     than one pass the alternate key and value buffers (n * key_bytes,
-    n * value_bytes), the passes' 256-bin histograms of 8-byte counts, a
-    256-byte block, each rounded to 256 bytes, and 255 bytes of
-    alignment slack (cub's AliasTemporaries).  Not modelled: the onesweep
-    look-back tile states (1 KiB per tile of about 5400 keys: 12 KiB at
-    64000 keys)."""
+    n * value_bytes) and the onesweep kernel's look-back tile states, 1
+    KiB (256 digits' 4-byte counts) a tile of 5376 keys (256 threads of
+    21: the H200's 12 KiB for 64000 float keys, tests/recorder_generate.sh,
+    and the H100's 1 KiB for 4096 long keys, tests/recorder_unique_storage.sh),
+    the passes' 256-bin histograms of 8-byte counts, a 256-byte block,
+    each rounded to 256 bytes, and 255 bytes of alignment slack (cub's
+    AliasTemporaries)."""
     passes = max(1, -(-bits // 8))
-    alt = _r256(n * key_bytes) + _r256(n * value_bytes) if passes > 1 else 0
+    alt = _r256(n * key_bytes) + _r256(n * value_bytes) + \
+        1024 * -(-n // 5376) if passes > 1 else 0
     return alt + _r256(passes * 256 * 8) + 256 + 255
 
 
