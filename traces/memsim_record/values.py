@@ -397,6 +397,18 @@ def share(u, op, c):
             "ne": 1.0}[op]
 
 
+def apart(a, b):
+    """Whether the elements (storage serial, g, r) A and B (Values._elements)
+    share no offset: other storages, or r_a - r_b not a multiple of
+    gcd(g_a, g_b)."""
+    if a[0] is None or b[0] is None:
+        return False
+    if a[0] != b[0]:
+        return True
+    g = math.gcd(a[1], b[1])
+    return (a[2] - b[2]) % g != 0 if g else a[2] != b[2]
+
+
 def distinct(n, k):
     """The expected number of distinct values among K independent draws,
     each uniform over N values: n (1 - (1 - 1/n)^k), rounded up."""
@@ -468,6 +480,11 @@ class Values:
         # (false or true), each 1 with probability p (Values._draws)
         self.unif = WeakIdKeyDictionary()
         self.probs = WeakIdKeyDictionary()
+        # fake -> (draws, skey, gen): which random draws its elements
+        # come from, a tuple of (serial of a random op's output's storage
+        # (Values._serial), g, r): the elements at offsets r + g*i of that storage (g 0: the
+        # one at r; Values._draws' products of independent masks)
+        self.origins = WeakIdKeyDictionary()
         self.gen = {}                        # id(storage) -> unmirrored writes
         # id(storage) -> (Range, gen): the range of a whole storage that
         # writes into part of it kept (_partial_write)
@@ -683,7 +700,55 @@ class Values:
             lo, hi = r.min().item(), r.max().item()
         return lo if lo == hi else None
 
+    def _elements(self, t):
+        """(storage id, g, r) of T: its elements lie at storage offsets
+        r + g*i, g the gcd of its strides (of sizes above 1), r its
+        offset modulo g (g 0: one element, at r)."""
+        g = 0
+        for st, sz in zip(t.stride(), t.shape):
+            if sz > 1:
+                g = math.gcd(g, abs(st))
+        off = t.storage_offset()
+        return (self._serial(t), g, off % g if g else off)
+
+    def _serial(self, t):
+        """A number of T's storage of its own while it lives (Values.
+        serials: storage_died drops it, so a later storage given the
+        same id gets another), or None."""
+        k = self._skey(t)
+        if k is None:
+            return None
+        if k not in self.serials:
+            self.serials[k] = next(_SERIAL)
+        return self.serials[k]
+
     def _draws(self, name, args, kwargs, outs, targets):
+        """_draws_kept, then which draws the output's elements come from
+        (Values.origins): a random op's output its own elements; a view
+        into the draws' storage its own elements there; anything else
+        that _draws_kept kept a distribution for, its input's draws."""
+        self._draws_kept(name, args, kwargs, outs, targets)
+        os_ = targets or [o for o in outs if isinstance(o, self.Fake)]
+        if not os_ or not isinstance(os_[0], self.Fake) or \
+                os_[0].device.type != "cuda":
+            return
+        o = os_[0]
+        if self._kept(self.origins, o) is not None or \
+                (self.probability(o) is None and self.uniform(o) is None):
+            return
+        if name in UNIFORM or name in ("bernoulli", "bernoulli_"):
+            self._keep(self.origins, o, (self._elements(o),))
+            return
+        t0 = args[0] if args else None
+        src = self._kept(self.origins, t0) \
+            if isinstance(t0, self.Fake) else None
+        if src is None:
+            return
+        if len(src) == 1 and src[0][0] == self._serial(o):
+            src = (self._elements(o),)       # a view into the draws
+        self._keep(self.origins, o, src)
+
+    def _draws_kept(self, name, args, kwargs, outs, targets):
         """Random draws followed through the ops (the rules mode): a
         random op's elements are independent, each uniform over its range
         (UNIFORM) or, bernoulli's, 1 with its probability p; views,
@@ -730,6 +795,21 @@ class Values:
         base = name[:-1] if name.endswith("_") and \
             not name.startswith("_") else name
         base = _known.ALIASES.get(base, base)
+        if base in ("mul", "bitwise_and", "logical_and") and \
+                p is not None and len(args) > 1 and \
+                isinstance(args[1], self.Fake):
+            # two masks of independent draws (no draw in both: other
+            # random ops, or elements of one that no offset shares, as a
+            # random tensor's two columns): both true with p1 p2
+            # (ab94's `(shifts[:, 0] == sy) & (shifts[:, 1] == sx)`)
+            p1 = self.probability(args[1])
+            d0 = self._kept(self.origins, t0)
+            d1 = self._kept(self.origins, args[1])
+            if p1 is not None and d0 and d1 and \
+                    all(apart(a, b) for a in d0 for b in d1):
+                self._keep(self.probs, o, p * p1)
+                self._keep(self.origins, o, d0 + d1)
+                return
         c = args[1] if len(args) > 1 else None
         c = self.kn.value(c) if isinstance(c, torch.Tensor) else c
         if isinstance(c, bool) or not isinstance(c, (int, float)) or \
