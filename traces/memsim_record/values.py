@@ -943,8 +943,9 @@ class Values:
             if (ua is None) == (ub is None):
                 return False
             uu, kt = (ua, b) if ua is not None else (ub, a)
-            if not self._small(kt):
-                return False
+            if not self._small(kt) or \
+                    self.kn.value(kt) is not _known.UNKNOWN:
+                return False    # (one value: the constant's rule below)
             k = self.real(kt)
             if k is None or k.dtype.is_complex or k.dtype == torch.bool:
                 return False
