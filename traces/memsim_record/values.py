@@ -831,7 +831,8 @@ class Values:
                 with self.unset():
                     m = m0 * m1
                     pm = float(m.expand(tuple(o.shape)).mean()) \
-                        if o.numel() else p * p1
+                        if m.dim() and o.numel() and \
+                        all(type(d) is int for d in o.shape) else p * p1
                 self._keep(self.probs, o, pm)
                 if m.dim():
                     self._keep(self.pmaps, o, m)
@@ -935,6 +936,8 @@ class Values:
         >= -(s // 2) + e) * (d <= s // 2)`: s of the H rows of every
         image, whatever its center.  True where handled."""
         torch = self.torch
+        if not all(type(d) is int for d in o.shape):
+            return False        # (--symbolic sizes: the rules as before)
         if base in ("sub", "rsub", "add") and len(args) > 1 and \
                 isinstance(args[1], self.Fake) and \
                 kwargs.get("alpha", 1) == 1:
