@@ -397,6 +397,18 @@ def share(u, op, c):
             "ne": 1.0}[op]
 
 
+def apart(a, b):
+    """Whether the elements (storage serial, g, r) A and B (Values._elements)
+    share no offset: other storages, or r_a - r_b not a multiple of
+    gcd(g_a, g_b)."""
+    if a[0] is None or b[0] is None:
+        return False
+    if a[0] != b[0]:
+        return True
+    g = math.gcd(a[1], b[1])
+    return (a[2] - b[2]) % g != 0 if g else a[2] != b[2]
+
+
 def distinct(n, k):
     """The expected number of distinct values among K independent draws,
     each uniform over N values: n (1 - (1 - 1/n)^k), rounded up."""
@@ -468,6 +480,20 @@ class Values:
         # (false or true), each 1 with probability p (Values._draws)
         self.unif = WeakIdKeyDictionary()
         self.probs = WeakIdKeyDictionary()
+        # fake -> (draws, skey, gen): which random draws its elements
+        # come from, a tuple of (serial of a random op's output's storage
+        # (Values._serial), g, r): the elements at offsets r + g*i of that storage (g 0: the
+        # one at r; Values._draws' products of independent masks)
+        self.origins = WeakIdKeyDictionary()
+        # fake D -> ((K, sk, su, u, serial), skey, gen): D = sk K + su U,
+        # K a known tensor, U independent draws uniform over the Range u
+        # (Values._shifted); fake mask -> ((serial, lo, hi), skey, gen):
+        # the mask is lo <= D <= hi of that D; fake mask -> (map, skey,
+        # gen): each element's probability of being true, a real tensor
+        # that broadcasts to the mask (Values._draws_kept)
+        self.shifts = WeakIdKeyDictionary()
+        self.preds = WeakIdKeyDictionary()
+        self.pmaps = WeakIdKeyDictionary()
         self.gen = {}                        # id(storage) -> unmirrored writes
         # id(storage) -> (Range, gen): the range of a whole storage that
         # writes into part of it kept (_partial_write)
@@ -683,7 +709,55 @@ class Values:
             lo, hi = r.min().item(), r.max().item()
         return lo if lo == hi else None
 
+    def _elements(self, t):
+        """(storage id, g, r) of T: its elements lie at storage offsets
+        r + g*i, g the gcd of its strides (of sizes above 1), r its
+        offset modulo g (g 0: one element, at r)."""
+        g = 0
+        for st, sz in zip(t.stride(), t.shape):
+            if sz > 1:
+                g = math.gcd(g, abs(st))
+        off = t.storage_offset()
+        return (self._serial(t), g, off % g if g else off)
+
+    def _serial(self, t):
+        """A number of T's storage of its own while it lives (Values.
+        serials: storage_died drops it, so a later storage given the
+        same id gets another), or None."""
+        k = self._skey(t)
+        if k is None:
+            return None
+        if k not in self.serials:
+            self.serials[k] = next(_SERIAL)
+        return self.serials[k]
+
     def _draws(self, name, args, kwargs, outs, targets):
+        """_draws_kept, then which draws the output's elements come from
+        (Values.origins): a random op's output its own elements; a view
+        into the draws' storage its own elements there; anything else
+        that _draws_kept kept a distribution for, its input's draws."""
+        self._draws_kept(name, args, kwargs, outs, targets)
+        os_ = targets or [o for o in outs if isinstance(o, self.Fake)]
+        if not os_ or not isinstance(os_[0], self.Fake) or \
+                os_[0].device.type != "cuda":
+            return
+        o = os_[0]
+        if self._kept(self.origins, o) is not None or \
+                (self.probability(o) is None and self.uniform(o) is None):
+            return
+        if name in UNIFORM or name in ("bernoulli", "bernoulli_"):
+            self._keep(self.origins, o, (self._elements(o),))
+            return
+        t0 = args[0] if args else None
+        src = self._kept(self.origins, t0) \
+            if isinstance(t0, self.Fake) else None
+        if src is None:
+            return
+        if len(src) == 1 and src[0][0] == self._serial(o):
+            src = (self._elements(o),)       # a view into the draws
+        self._keep(self.origins, o, src)
+
+    def _draws_kept(self, name, args, kwargs, outs, targets):
         """Random draws followed through the ops (the rules mode): a
         random op's elements are independent, each uniform over its range
         (UNIFORM) or, bernoulli's, 1 with its probability p; views,
@@ -724,12 +798,46 @@ class Values:
         t0 = args[0] if args else None
         if not isinstance(t0, self.Fake):
             return
-        u, p = self.uniform(t0), self.probability(t0)
-        if u is None and p is None:
-            return
         base = name[:-1] if name.endswith("_") and \
             not name.startswith("_") else name
         base = _known.ALIASES.get(base, base)
+        if self._shifted(base, args, kwargs, o):
+            return
+        u, p = self.uniform(t0), self.probability(t0)
+        if u is None and p is None:
+            return
+        if base in ("mul", "bitwise_and", "logical_and") and \
+                p is not None and len(args) > 1 and \
+                isinstance(args[1], self.Fake):
+            # two masks of independent draws (no draw in both: other
+            # random ops, or elements of one that no offset shares, as a
+            # random tensor's two columns): both true with p1 p2
+            # (ab94's `(shifts[:, 0] == sy) & (shifts[:, 1] == sx)`)
+            p1 = self.probability(args[1])
+            d0 = self._kept(self.origins, t0)
+            d1 = self._kept(self.origins, args[1])
+            q0 = self._kept(self.preds, t0)
+            q1 = self._kept(self.preds, args[1])
+            if q0 is not None and q1 is not None and \
+                    q0[0][4] == q1[0][4]:
+                # two intervals of the same D: both hold in their
+                # intersection
+                self._pred(o, d0, q0[0], max(q0[1], q1[1]),
+                           min(q0[2], q1[2]))
+                return
+            if p1 is not None and d0 and d1 and \
+                    all(apart(a, b) for a in d0 for b in d1):
+                m0, m1 = self._pmap(t0, p), self._pmap(args[1], p1)
+                with self.unset():
+                    m = m0 * m1
+                    pm = float(m.expand(tuple(o.shape)).mean()) \
+                        if m.dim() and o.numel() and \
+                        all(type(d) is int for d in o.shape) else p * p1
+                self._keep(self.probs, o, pm)
+                if m.dim():
+                    self._keep(self.pmaps, o, m)
+                self._keep(self.origins, o, d0 + d1)
+                return
         c = args[1] if len(args) > 1 else None
         c = self.kn.value(c) if isinstance(c, torch.Tensor) else c
         if isinstance(c, bool) or not isinstance(c, (int, float)) or \
@@ -762,6 +870,17 @@ class Values:
                 eq = max(0, common) / (n * n1)
                 self._keep(self.probs, o, eq if base == "eq" else 1.0 - eq)
         elif base in DRAWN:
+            m = self._kept(self.pmaps, t0) if self.pmaps else None
+            if m is not None:
+                # each element's own probability: kept by a copy or cast
+                # of the same elements, lost by any other view or gather
+                if base in ("clone", "detach", "alias", "_to_copy", "to",
+                            "contiguous", "bool", "float", "half",
+                            "long", "int", "lift_fresh_copy") and \
+                        tuple(o.shape) == tuple(t0.shape):
+                    self._keep(self.probs, o, p)
+                    self._keep(self.pmaps, o, m)
+                return
             if p is not None:
                 self._keep(self.probs, o, p)     # (0 and 1 cast are 0 and 1)
             if u is None or o.dtype == torch.bool:
@@ -794,6 +913,115 @@ class Values:
                 c = c if base == "mul" else 1.0 / c
                 lo, hi = sorted((u.lo * c, u.hi * c))
                 self._keep(self.unif, o, Range(lo, hi, u.hi_open, False))
+
+    def _pmap(self, t, p):
+        """Each element's probability of mask T being true: its kept map,
+        else its probability P everywhere (a 0-d tensor)."""
+        m = self._kept(self.pmaps, t) if self.pmaps else None
+        if m is not None:
+            return m
+        with self.unset():
+            return self.torch.tensor(float(p), dtype=self.torch.float64)
+
+    def _shifted(self, base, args, kwargs, o):
+        """Draws shifted by known values, and comparisons of them: D =
+        K - U, U - K or K + U (sub, rsub, add of two tensors, one of
+        known values K, one of draws U uniform over a Range) is kept as
+        such (shifts); D OP c (a COMPARE op but ne, c a constant) is the
+        interval lo <= D <= hi of it (preds), each element true with the
+        share of U's range that puts K's element there (pmaps), the mask
+        as a whole with their mean (probs): hlb-CIFAR10's
+        make_random_square_masks, `arange(H).view(1, 1, H, 1) -
+        center.view(-1, 1, 1, 1)` of centers random_(lo, hi), then `(d
+        >= -(s // 2) + e) * (d <= s // 2)`: s of the H rows of every
+        image, whatever its center.  True where handled."""
+        torch = self.torch
+        if not all(type(d) is int for d in o.shape):
+            return False        # (--symbolic sizes: the rules as before)
+        if base in ("sub", "rsub", "add") and len(args) > 1 and \
+                isinstance(args[1], self.Fake) and \
+                kwargs.get("alpha", 1) == 1:
+            a, b = args[0], args[1]
+            ua, ub = self.uniform(a), self.uniform(b)
+            if (ua is None) == (ub is None):
+                return False
+            uu, kt = (ua, b) if ua is not None else (ub, a)
+            if not self._small(kt) or \
+                    self.kn.value(kt) is not _known.UNKNOWN:
+                return False    # (one value: the constant's rule below)
+            k = self.real(kt)
+            if k is None or k.dtype.is_complex or k.dtype == torch.bool:
+                return False
+            # D = sa a + sb b
+            sa, sb = {"sub": (1, -1), "rsub": (-1, 1), "add": (1, 1)}[base]
+            sk, su = (sb, sa) if ua is not None else (sa, sb)
+            if uu.integral and k.dtype.is_floating_point:
+                return False
+            src = self._kept(self.origins, a if ua is not None else b)
+            with self.unset():
+                k = k.to(torch.float64)
+            self._keep(self.shifts, o, (k, sk, su, uu, next(_SERIAL)))
+            if src:
+                self._keep(self.origins, o, src)
+            return True
+        if base in COMPARE and base != "ne":
+            sh = self._kept(self.shifts, args[0]) if self.shifts else None
+            if sh is None:
+                return False
+            c = args[1] if len(args) > 1 else None
+            c = self.kn.value(c) if isinstance(c, torch.Tensor) else c
+            if isinstance(c, bool) or not isinstance(c, (int, float)) or \
+                    not math.isfinite(c):
+                return True
+            inf = math.inf
+            if sh[3].integral:
+                lo, hi = {"ge": (math.ceil(c), inf),
+                          "gt": (math.floor(c) + 1, inf),
+                          "le": (-inf, math.floor(c)),
+                          "lt": (-inf, math.ceil(c) - 1),
+                          "eq": (c, c) if float(c).is_integer()
+                          else (1, 0)}[base]
+            else:
+                if base == "eq":
+                    return True
+                lo, hi = (c, inf) if base in ("ge", "gt") else (-inf, c)
+            self._pred(o, self._kept(self.origins, args[0]), sh, lo, hi)
+            return True
+        return False
+
+    def _pred(self, o, src, sh, lo, hi):
+        """Mask O is lo <= D <= hi of D's shift SH = (K, sk, su, u,
+        serial): each element true with the share of u's values that
+        put sk K + su U there."""
+        torch = self.torch
+        k, sk, su, u = sh[0], sh[1], sh[2], sh[3]
+        with self.unset():
+            # U in [a, b]: (lo - sk K) / su .. (hi - sk K) / su
+            a, b = (lo - sk * k) / su, (hi - sk * k) / su
+            a, b = torch.minimum(a, b), torch.maximum(a, b)
+            if u.integral:
+                n = u.count()
+                if n <= 0:
+                    return
+                got = torch.clamp(
+                    torch.minimum(torch.floor(b), torch.tensor(
+                        float(u.int_top()), dtype=torch.float64)) -
+                    torch.maximum(torch.ceil(a), torch.tensor(
+                        float(math.ceil(u.lo)), dtype=torch.float64)) + 1,
+                    min=0) / n
+            else:
+                w = u.hi - u.lo
+                if not (w > 0 and math.isfinite(w)):
+                    return
+                got = torch.clamp(torch.clamp(b, max=u.hi) -
+                                  torch.clamp(a, min=u.lo), min=0) / w
+            pm = float(got.expand(tuple(o.shape)).mean()) if o.numel() \
+                else 0.0
+        self._keep(self.preds, o, (sh, lo, hi))
+        self._keep(self.pmaps, o, got)
+        self._keep(self.probs, o, pm)
+        if src:
+            self._keep(self.origins, o, src)
 
     def storage_died(self, k):
         """Storage K (its id) is gone: the range kept for it and its write
@@ -898,7 +1126,8 @@ class Values:
                      n - 1) // n
             else:
                 c = torch.ceil(torch.arange(t.numel() + 1,
-                                            dtype=torch.float64) * f)
+                                            dtype=torch.float64) * f *
+                               (1 - 1e-12))     # (as in count)
             r = (c[1:] > c[:-1]).flip(0).reshape(tuple(t.shape))
         r = self._layout(t, r)
         self._set(t, r)
@@ -1170,7 +1399,10 @@ class Values:
         most nonzero_bound(T) (times the broadcast)."""
         size = t.numel() if shape is None else math.prod(shape)
         p = self.probability(t)
-        n = int(math.ceil((frac if p is None else p) * size))
+        # (less 1e-12 of it: a probability that is the mean of a map
+        # (Values._pred) carries float rounding, 2304.0000000000005 of
+        # the 2,304 true elements of hlb-CIFAR10's cutmix masks)
+        n = int(math.ceil((frac if p is None else p) * size * (1 - 1e-12)))
         b = self.nonzero_bound(t)
         if b is None:
             return n
