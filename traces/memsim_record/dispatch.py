@@ -1581,7 +1581,8 @@ class Dispatch:
                 not isinstance(out, torch.Tensor):
             return self.outputs(name, args, kwargs, out)
         pre, post = kernels.nonzero(kernels.symsize(x.numel()),
-                                    x.element_size(), x.is_contiguous())
+                                    x.element_size(), x.is_contiguous(),
+                                    self.sms)
         keys, site = {}, KERNEL_SITES.get(name, name)
         self.run_events(pre, keys, site)
         self.note_all([out], name)
@@ -1711,7 +1712,7 @@ class Dispatch:
         shape = torch.broadcast_shapes(x.shape, m.shape) or (1,)
         me = m.reshape(m.shape or (1,)).expand(shape)
         pre, post = kernels.nonzero(kernels.symsize(me.numel()), 1,
-                                    me.is_contiguous())
+                                    me.is_contiguous(), self.sms)
         keys, site = {}, KERNEL_SITES.get(name, name)
         self.run_events(pre + [("alloc", "indices", kernels.symsize(
             out.numel()) * len(shape) * 8)] + post, keys, site)
@@ -1729,7 +1730,7 @@ class Dispatch:
         # goes when the op returns (the TensorIterator owns its columns).
         x = args[0] if args else None
         nz = _mask_nonzero(x, args[1] if len(args) > 1 else
-                           (kwargs or {}).get("indices"), out)
+                           (kwargs or {}).get("indices"), out, self.sms)
         if nz is None:
             return self.outputs(name, args, kwargs, out)
         keys, site = {}, KERNEL_SITES.get(name, name)
@@ -2298,7 +2299,7 @@ class Dispatch:
         idx = [i for i in args[1] if i is not None]
         # a single bool or byte mask: expandTensors takes mask.nonzero()
         # (_mask_nonzero; None for other indices)
-        nz = _mask_nonzero(x, args[1], v)
+        nz = _mask_nonzero(x, args[1], v, self.sms)
         if not acc:
             # x[mask] = values (values not one element: masked_fill's
             # case, canDispatchToMaskedFill, is not this op): index_put's
@@ -2844,10 +2845,11 @@ def _index_count(idx):
         *[i.shape for i in idx])))
 
 
-def _mask_nonzero(x, indices, res):
+def _mask_nonzero(x, indices, res, sms):
     """The events of expandTensors (IndexingUtils.h) for x[mask] on the
     GPU, a single bool or byte mask among INDICES (the others None), RES
-    the indexing's result (or index_put's full-size values): (before,
+    the indexing's result (or index_put's full-size values), SMS the
+    device's: (before,
     after, n), before: nonzero_out_cuda's temporaries around its
     (n, mask.dim()) long output (kernels.nonzero), after: that output's
     free; n, the mask's count, is RES's indexed dimension.  None for
@@ -2874,7 +2876,8 @@ def _mask_nonzero(x, indices, res):
         # (index_put's values broadcast from one element: the count
         # unknown here)
         return None
-    pre, post = kernels.nonzero(numel, m.element_size(), m.is_contiguous())
+    pre, post = kernels.nonzero(numel, m.element_size(), m.is_contiguous(),
+                                sms)
     return (pre + [("alloc", "mask_nonzero", n * k * 8)] + post,
             [("free", "mask_nonzero")], n)
 
