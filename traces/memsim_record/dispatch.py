@@ -40,7 +40,7 @@ from . import samedevice
 from . import sparse
 from . import values
 from .fake import KERNEL_SITES, SDPA_KERNELS, _dynamic, _host_values, \
-    _item_value, _may_be_dynamic, no_fake
+    _item_value, _may_be_dynamic, no_fake, unique_flags
 
 FAKE_KEY = torch._C._TorchDispatchModeKey.FAKE
 _aten = torch.ops.aten
@@ -1605,19 +1605,11 @@ class Dispatch:
                 len(out) < 2 or self.sym is not None:
             return self.outputs(name, args, kwargs, out)
 
-        def arg(i, key, default):
-            return args[i] if len(args) > i else kw.get(key, default)
-        if name == "unique_consecutive":
-            if arg(3, "dim", None) is not None:
-                return self.outputs(name, args, kwargs, out)
-            consec = True
-            inv = bool(arg(1, "return_inverse", False))
-            cnt = bool(arg(2, "return_counts", False))
-        else:
-            consec = False
-            inv = bool(arg(2, "return_inverse", False))
-            cnt = name == "_unique2" and bool(arg(3, "return_counts",
-                                                  False))
+        consec = name == "unique_consecutive"
+        if consec and (args[3] if len(args) > 3 else
+                       kw.get("dim")) is not None:
+            return self.outputs(name, args, kwargs, out)
+        inv, cnt = unique_flags(name, args, kw)
         n = x.numel()
         boolean = x.dtype == torch.bool and not consec
         data, inverse = out[0], out[1]

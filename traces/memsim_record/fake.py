@@ -1458,6 +1458,21 @@ def _may_be_dynamic(torch, func, name):
         name in _DYNAMIC_RULES
 
 
+def unique_flags(name, args, kwargs):
+    """(return_inverse, return_counts) of a unique op NAME's call:
+    _unique2(self, sorted, return_inverse, return_counts), _unique(self,
+    sorted, return_inverse), unique_dim(self, dim, sorted,
+    return_inverse, return_counts), unique_consecutive(self,
+    return_inverse, return_counts, dim)."""
+    kwargs = kwargs or {}
+    k = {"unique_consecutive": 1, "unique_dim": 3}.get(name, 2)
+    inv = args[k] if len(args) > k else kwargs.get("return_inverse", False)
+    cnt = name != "_unique" and (
+        args[k + 1] if len(args) > k + 1 else
+        kwargs.get("return_counts", False))
+    return bool(inv), bool(cnt)
+
+
 def _dynamic(torch, rec, func, args, kwargs):
     """An output for a data-dependent op, or None for any other op.
     Sizes come from the values where they are known (values.py: exact
@@ -1506,23 +1521,8 @@ def _dynamic(torch, rec, func, args, kwargs):
             shape, ishape = [n], x.shape
         values.assume(rec, "unique", n)
         # the inverse and counts asked for, else empty, as the kernels
-        # return them (compute_unique's at::empty({0}): _unique2(self,
-        # sorted, return_inverse, return_counts), _unique(self, sorted,
-        # return_inverse), unique_dim(self, dim, sorted, return_inverse,
-        # return_counts), unique_consecutive(self, return_inverse,
-        # return_counts, dim))
-        if name == "unique_consecutive":
-            want_inv = args[1] if len(args) > 1 else \
-                kwargs.get("return_inverse", False)
-            want_cnt = args[2] if len(args) > 2 else \
-                kwargs.get("return_counts", False)
-        else:
-            k = 3 if name == "unique_dim" else 2
-            want_inv = args[k] if len(args) > k else \
-                kwargs.get("return_inverse", False)
-            want_cnt = name != "_unique" and (
-                args[k + 1] if len(args) > k + 1 else
-                kwargs.get("return_counts", False))
+        # return them (compute_unique's at::empty({0}))
+        want_inv, want_cnt = unique_flags(name, args, kwargs)
         out = torch.empty(shape, dtype=x.dtype, device=x.device)
         inv = torch.empty(ishape if want_inv else (0,), dtype=torch.long,
                           device=x.device)

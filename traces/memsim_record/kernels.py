@@ -1087,6 +1087,7 @@ def unique(numel, itemsize, consecutive, inverse, counts, contiguous,
         post.append(("free", "self_c"))
     return pre, mid, cnt, post
 
+
 def index_put_accumulate(n, nindex, value_copy, self_copy, expand=None):
     """Temporaries of index_put_with_sort_kernel (index_put_ with
     accumulate=True on CUDA: index's backward) for N index entries over
