@@ -19,7 +19,8 @@ recorder knows of the tensor, best first (docs/recording-values.md):
    own generator, as in the real run: Values._run).
 2. Routing (--values rules): the indices of topk / argmax / argmin /
    max(dim) / min(dim) over a dimension of at most ROUTE_MAX entries (the
-   experts of a mixture of experts) get an exact shadow that routes the
+   experts of a mixture of experts), and of a topk of k > 1 over any
+   dimension (its k indices are distinct), get an exact shadow that routes the
    rows uniformly: row t's j-th choice is the (j * rows + t)-th entry of
    a list holding expert e c_e times, c_e = rows * k / E (largest
    remainder), so each expert gets k/E of the choices and a row's k
@@ -2270,7 +2271,17 @@ class Values:
                     return
                 n = t0.shape[dim % t0.dim()]
             idx = outs[i]
-            if name in ROUTING and n <= ROUTE_MAX and n > 0 and \
+            # topk's k indices of a row are k distinct positions (topk's
+            # contract: at::topk selects k elements of the slice), over a
+            # dimension of any size: a range alone answers each element's
+            # .item() with one midpoint, k equal indices (openai/whisper's
+            # beam search keys its candidates by token on the host and
+            # found one where topk gives beam_size + 1), so a topk of k > 1
+            # over more than ROUTE_MAX entries gets the uniform routing
+            # too: distinct indices in every row
+            many = name == "topk" and n > ROUTE_MAX and idx.dim() > 0 and \
+                idx.shape[dim % idx.dim()] > 1
+            if name in ROUTING and (n <= ROUTE_MAX or many) and n > 0 and \
                     self._small(idx) and idx.numel() > 0 and \
                     (name != "argmax" or dim is not None) and \
                     (name != "argmin" or dim is not None):
