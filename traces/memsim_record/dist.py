@@ -77,6 +77,41 @@ def install(torch, opt, rec, env=True):
     import torch.nn.parallel.distributed as ddp
     if hasattr(ddp, "_verify_param_shape_across_processes"):
         ddp._verify_param_shape_across_processes = lambda *a, **k: None
+    # dist._broadcast_coalesced (c10d's broadcast_coalesced, comm.cpp's
+    # BroadcastWork): the tensors flattened into one bucket
+    # (flatten_dense_tensors, a cat), the bucket broadcast from rank SRC,
+    # then each tensor copy_'d back from its slice of it (finish()).
+    # DDP's constructor syncs every parameter and buffer so
+    # (_sync_module_states, of their detach()es), and its forward the
+    # buffers (broadcast_buffers).  Where this rank is SRC, the broadcast
+    # leaves the bucket as this rank made it, so each tensor gets back
+    # its own values; but a bucket is mostly beyond the size whose values
+    # are followed (docs/recording-values.md, rule 1), and the copy_ from
+    # it counted as a write of unknown values to each tensor's storage,
+    # which made what was known of every tensor on it stale (a small
+    # weight loaded from a checkpoint, a buffer of known constants).  The
+    # storages' write counts are set back after the call: no values
+    # changed.  Under --values cpu the shadows follow the copy_ itself.
+    orig_bc = getattr(dist, "_broadcast_coalesced", None)
+
+    def broadcast_coalesced(process_group, tensors, buffer_size, src=0,
+                            *a, **k):
+        kn = getattr(rec, "known", None)
+        counts = None
+        try:
+            root = src == process_group.rank()
+        except Exception:
+            root = False
+        if kn is not None and root and not (
+                kn.values is not None and kn.values.cpu):
+            counts = _write_counts(kn, tensors)
+        out = orig_bc(process_group, tensors, buffer_size, src, *a, **k)
+        if counts is not None:
+            _set_write_counts(kn, counts)
+        return out
+
+    if orig_bc is not None:
+        dist._broadcast_coalesced = broadcast_coalesced
     # The fake process group's futures hold no tensor; DDP's reducer
     # wants its bucket back, which the real all-reduce changes in place
     # (no new allocation), so a hook hands the bucket back at once.
@@ -233,6 +268,34 @@ def install(torch, opt, rec, env=True):
 
     ddp.DistributedDataParallel.__init__ = init
     ddp.DistributedDataParallel._pre_forward = pre_forward
+
+
+def _write_counts(kn, tensors):
+    """{storage id: (known.py's write count, values.py's)} of TENSORS'
+    storages, None where it has none."""
+    gen = kn.values.gen if kn.values is not None else {}
+    counts = {}
+    for t in tensors:
+        try:
+            k = id(t.untyped_storage())
+        except Exception:
+            continue
+        counts[k] = (kn.writes.get(k), gen.get(k))
+    return counts
+
+
+def _set_write_counts(kn, counts):
+    gen = kn.values.gen if kn.values is not None else None
+    for k, (w, g) in counts.items():
+        if w is None:
+            kn.writes.pop(k, None)
+        else:
+            kn.writes[k] = w
+        if gen is not None:
+            if g is None:
+                gen.pop(k, None)
+            else:
+                gen[k] = g
 
 
 def install_single(torch, opt, rec):

@@ -2645,6 +2645,29 @@ def _bn_fwd(torch, func, a2, k2, out):
     return tuple(rest)
 
 
+def _bn_native(torch, func, a2, k2, out):
+    """native_batch_norm on the CPU, its save_mean and save_invstd as a
+    CUDA tensor's are: in evaluation (training False) batch_norm_cuda_out
+    (aten/src/ATen/native/cuda/Normalization.cu) copies running_mean into
+    save_mean and writes save_invstd = 1 / sqrt(running_var + eps)
+    (batch_norm_calc_invstd), C elements each in the accumulate type,
+    where the CPU's batch_norm_cpu returns them empty.  Without them a
+    frozen BatchNorm's backward (native_batch_norm_backward, which reads
+    the running statistics in evaluation) had inputs of unknown values,
+    and the gradients below it went unknown (RAFT's freeze_bn)."""
+    res = list(func(*a2, **k2))
+    d = _named(func, a2, k2)
+    rm, rv = d.get("running_mean"), d.get("running_var")
+    if not d.get("training") and isinstance(rm, torch.Tensor) and \
+            isinstance(rv, torch.Tensor):
+        for i, v in ((1, rm), (2, (rv.double() + d["eps"]).rsqrt())):
+            o = out[i]
+            if isinstance(o, torch.Tensor) and tuple(o.shape) != \
+                    tuple(res[i].shape) and tuple(o.shape) == tuple(v.shape):
+                res[i] = v.to(o.dtype)
+    return tuple(res)
+
+
 def _bn_bwd(torch, func, a2, k2, out):
     """cudnn_batch_norm_backward on the CPU: native_batch_norm_backward of
     the training mode, from the saved mean and inverse deviation."""
@@ -2691,6 +2714,7 @@ FALLBACK = {
     "_softmax_backward_data": _softmax_bwd_h2f,
     "_log_softmax_backward_data": _softmax_bwd_h2f,
     "cudnn_batch_norm": _bn_fwd,
+    "native_batch_norm": _bn_native,
     "cudnn_batch_norm_backward": _bn_bwd,
     "_scaled_dot_product_cudnn_attention": _sdpa_fwd,
     "_scaled_dot_product_flash_attention": _sdpa_fwd,
