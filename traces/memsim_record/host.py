@@ -1296,7 +1296,8 @@ def patch_save(torch, files, rec=None):
     storage's bytes (torch.serialization's _save copies it to the host);
     torch.load of a path saved so reads it back with those values, zeros
     where none were known.  A FakeTensor pickled otherwise would carry
-    the fake mode along, which does not pickle."""
+    the fake mode along, which does not pickle; pickle.dumps of one (no
+    torch.save) is reduced the same way."""
     from torch._subclasses.fake_tensor import FakeTensor
     orig_save, orig_load = torch.save, torch.load
     _SAVE_REC[0] = rec
@@ -1321,16 +1322,17 @@ def patch_save(torch, files, rec=None):
             return files.path(f, mode)
         return f
 
+    # The same for pickle itself (Tensor.__reduce_ex__: a real tensor
+    # pickles with its storage's bytes), for the whole recording:
+    # Stable-Baselines3's save cloudpickles ARS's `weights`, a host
+    # tensor the recorder keeps fake (param_new), and pickle.loads of it
+    # is _rebuild_fake's.  (Picklers that reduce FakeTensor themselves,
+    # Inductor's cache keys, go by their dispatch_table, ahead of this.)
+    had = FakeTensor.__dict__.get("__reduce_ex__")
+    FakeTensor.__reduce_ex__ = reduce_ex
+
     def save(obj, f, *a, **k):
-        had = FakeTensor.__dict__.get("__reduce_ex__")
-        FakeTensor.__reduce_ex__ = reduce_ex
-        try:
-            return orig_save(obj, where(f, "wb"), *a, **k)
-        finally:
-            if had is None:
-                del FakeTensor.__reduce_ex__
-            else:
-                FakeTensor.__reduce_ex__ = had
+        return orig_save(obj, where(f, "wb"), *a, **k)
 
     def load(f, map_location=None, *a, **k):
         from torch._subclasses.fake_tensor import unset_fake_temporarily
@@ -1398,6 +1400,10 @@ def patch_save(torch, files, rec=None):
     def undo():
         torch.save, torch.load = orig_save, orig_load
         ser.save, ser.load = orig_save, orig_load
+        if had is None:
+            del FakeTensor.__reduce_ex__
+        else:
+            FakeTensor.__reduce_ex__ = had
     return undo
 
 
