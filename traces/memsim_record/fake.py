@@ -1126,8 +1126,19 @@ def _patch_cuda(torch, rec, dev):
             for m in (acc, getattr(acc, "memory", None)):
                 if m is not None and hasattr(m, an):
                     setattr(m, an, via(cn, getattr(m, an)))
-    setc("manual_seed", lambda a: None)
-    setc("manual_seed_all", lambda a: None)
+    # torch.cuda.manual_seed(s) and manual_seed_all(s) (which
+    # torch.manual_seed calls) reseed the CUDA generator
+    # (CUDAGeneratorImpl::set_current_seed, the philox offset back to 0):
+    # under --values cpu, the recorder's generator of the GPU's draws
+    # (Values.seed_cuda), so that a program seeding again draws the same
+    # numbers again.
+    def seed_cuda(a):
+        kn = getattr(rec, "known", None)
+        vs = kn.values if kn is not None else None
+        if vs is not None:
+            vs.seed_cuda(a["seed"])
+    setc("manual_seed", seed_cuda)
+    setc("manual_seed_all", seed_cuda)
     setc("seed", lambda a: None)
     setc("seed_all", lambda a: None)
     # The CUDA generator's state (philox: seed and offset, 16 bytes).

@@ -1162,11 +1162,15 @@ def _map_device(torch, m, storage, location):
     return r.device
 
 
-def _rebuild_fake(shape, stride, dtype, device, requires_grad):
+def _rebuild_fake(shape, stride, dtype, device, requires_grad,
+                  values=None):
     """A tensor torch.save wrote under the recorder, loaded again during
-    the same recording: zeros of its shape, dtype and strides, on DEVICE
+    the same recording: a tensor of its shape, dtype and strides, on DEVICE
     or where torch.load's map_location puts it (a CUDA tensor is a fake
-    one, allocated as torch.load allocates it).  A callable
+    one, allocated as torch.load allocates it), with VALUES (the bytes
+    of a contiguous host tensor of its shape: what the recorder knew of
+    it when it was saved, patch_save; bytes, not a tensor, which
+    torch.load would put where map_location says) or zeros.  A callable
     map_location is asked as torch.load asks it, with a host storage:
     Lightning's TorchCheckpointIO passes lambda storage, loc: storage,
     which keeps every tensor of a checkpoint on the host (its
@@ -1182,6 +1186,20 @@ def _rebuild_fake(shape, stride, dtype, device, requires_grad):
     with (ld.fake() if ld is not None else _nothing()):
         t = torch.empty_strided(shape, stride, dtype=dtype,
                                 device=device).zero_()
+    if values is not None:
+        from torch._subclasses.fake_tensor import FakeTensor, \
+            unset_fake_temporarily
+        with unset_fake_temporarily():
+            values = torch.frombuffer(bytearray(values), dtype=torch.uint8) \
+                .view(dtype).reshape(shape)
+        if isinstance(t, FakeTensor):
+            from . import values as _values
+            rec = _SAVE_REC[0]
+            if rec is not None:
+                _values.loaded(rec, t, values)
+        else:
+            with torch.no_grad():
+                t.copy_(values)
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -1266,36 +1284,55 @@ class _Load:
         return t
 
 
+_SAVE_REC = [None]   # the recorder whose values _rebuild_fake gives back
+
+
 def patch_save(torch, files, rec=None):
     """torch.save of fake tensors (a CUDA model, its state_dict, an
-    optimizer's): each is written as its shape, dtype and strides (no
-    values), to the scratch copy of the path (Files); torch.load of a path
-    saved so reads it back as zeros of those shapes.  A FakeTensor
-    pickled otherwise would carry the fake mode along, which does not
-    pickle."""
+    optimizer's): each is written as its shape, dtype and strides, to the
+    scratch copy of the path (Files), with the values the recorder knows
+    of it (values.Values.real: every tensor under --values cpu, a small
+    one of known values under the rules), as torch.save writes a
+    storage's bytes (torch.serialization's _save copies it to the host);
+    torch.load of a path saved so reads it back with those values, zeros
+    where none were known.  A FakeTensor pickled otherwise would carry
+    the fake mode along, which does not pickle; pickle.dumps of one (no
+    torch.save) is reduced the same way."""
     from torch._subclasses.fake_tensor import FakeTensor
     orig_save, orig_load = torch.save, torch.load
+    _SAVE_REC[0] = rec
+    vs = rec.known.values if rec is not None and \
+        getattr(rec, "known", None) is not None else None
 
     def reduce_ex(self, proto):
+        real = None
+        if vs is not None:
+            real = vs.real(self)
+            if real is not None:
+                with vs.unset():
+                    real = None if real.numel() == 0 else bytes(
+                        real.detach().contiguous().reshape(-1)
+                        .view(torch.uint8).numpy())
         return (_rebuild_fake, (tuple(self.shape), tuple(self.stride()),
                                 self.dtype, str(self.device),
-                                bool(self.requires_grad)))
+                                bool(self.requires_grad), real))
 
     def where(f, mode):
         if isinstance(f, (str, bytes, os.PathLike)):
             return files.path(f, mode)
         return f
 
+    # The same for pickle itself (Tensor.__reduce_ex__: a real tensor
+    # pickles with its storage's bytes), for the whole recording:
+    # Stable-Baselines3's save cloudpickles ARS's `weights`, a host
+    # tensor the recorder keeps fake (param_new), and pickle.loads of it
+    # is _rebuild_fake's.  (Picklers that reduce FakeTensor themselves,
+    # Inductor's cache keys, go by their dispatch_table, ahead of this.)
+    had = FakeTensor.__dict__.get("__reduce_ex__")
+    FakeTensor.__reduce_ex__ = reduce_ex
+
     def save(obj, f, *a, **k):
-        had = FakeTensor.__dict__.get("__reduce_ex__")
-        FakeTensor.__reduce_ex__ = reduce_ex
-        try:
-            return orig_save(obj, where(f, "wb"), *a, **k)
-        finally:
-            if had is None:
-                del FakeTensor.__reduce_ex__
-            else:
-                FakeTensor.__reduce_ex__ = had
+        return orig_save(obj, where(f, "wb"), *a, **k)
 
     def load(f, map_location=None, *a, **k):
         from torch._subclasses.fake_tensor import unset_fake_temporarily
@@ -1363,6 +1400,10 @@ def patch_save(torch, files, rec=None):
     def undo():
         torch.save, torch.load = orig_save, orig_load
         ser.save, ser.load = orig_save, orig_load
+        if had is None:
+            del FakeTensor.__reduce_ex__
+        else:
+            FakeTensor.__reduce_ex__ = had
     return undo
 
 

@@ -14,7 +14,8 @@ recorder knows of the tensor, best first (docs/recording-values.md):
    inputs all have one (the op is run on the CPU on the shadows).  Under
    --values cpu every tensor has one: the whole program is computed on
    the CPU at its real shapes, random ops included (on the GPU from a
-   generator of the recorder's own, seeded 0, so that the program's own
+   generator of the recorder's own, seeded 0 and again by the program's
+   torch.manual_seed / torch.cuda.manual_seed(_all), so that the program's own
    CPU random stream is as in a real run; on the host from the program's
    own generator, as in the real run: Values._run).
 2. Routing (--values rules): the indices of topk / argmax / argmin /
@@ -565,6 +566,13 @@ class Values:
                     return self.item().__format__(spec)
                 return torch.Tensor.__format__(self, spec)
             FakeTensor.__format__ = __format__
+
+    def seed_cuda(self, seed):
+        """torch.cuda.manual_seed(SEED) / manual_seed_all(SEED), which
+        torch.manual_seed calls: the GPU's draws start again from SEED
+        (CUDAGeneratorImpl::set_current_seed), from the recorder's own
+        generator (_run) seeded so; its numbers are not the GPU's."""
+        self.rng.manual_seed(int(seed))
 
     def lost(self, name, e):
         """An error in this module's own bookkeeping (not the program's):
