@@ -2946,6 +2946,7 @@ def run(opt, script, argv):
     undo_data_ptr = host.patch_data_ptr(torch, rec)
     undo_share = host.patch_share_memory(torch, rec)
     undo_send = host.patch_process_send(torch)
+    undo_pickle = host.patch_pickle(torch)
     undo_safetensors = host.patch_safetensors(files)
     undo_jit_save = host.patch_jit_save(torch, files)
     # The program's own Triton kernels (userkernels.py), once it imports
@@ -3205,6 +3206,7 @@ def run(opt, script, argv):
         undo_data_ptr()
         undo_share()
         undo_send()
+        undo_pickle()
         undo_safetensors()
         undo_jit_save()
         undo_triton()

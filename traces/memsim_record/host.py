@@ -1366,6 +1366,55 @@ def patch_save(torch, files, rec=None):
     return undo
 
 
+def patch_pickle(torch):
+    """Plain pickle (pickle.dump, dumps, Pickler) of fake tensors.  PyTorch
+    pickles a CUDA tensor by its storage's bytes, copied to the host
+    (Tensor.__reduce_ex__ -> _reduce_ex_internal; the storage's __reduce__
+    -> torch.storage._load_from_bytes): the dump allocates nothing on the
+    GPU, and the load makes the tensor on the device it was on.  A
+    FakeTensor's own reduction carries its FakeTensorMode along, which
+    does not pickle ("Can't pickle local object"): NVlabs/edm pickles
+    every module's state as it builds it (persistence._check_pickleable)
+    and its network snapshots.  Here the pickle module's Pickler is a
+    subclass whose reducer_override writes a fake tensor as patch_save
+    does (_rebuild_fake: its shape, dtype, strides and device; zeros of
+    them on its device when loaded), and dump and dumps use it.  Only
+    pickling is changed: copy.copy (__reduce_ex__, storage shared) and the
+    picklers made before the recording (multiprocessing's ForkingPickler,
+    patch_process_send) keep theirs."""
+    import pickle
+    from torch._subclasses.fake_tensor import FakeTensor
+    orig = (pickle.Pickler, pickle.dump, pickle.dumps)
+    base = orig[0]
+
+    class Pickler(base):
+        def reducer_override(self, obj):
+            if isinstance(obj, FakeTensor):
+                return (_rebuild_fake, (tuple(obj.shape), tuple(obj.stride()),
+                                        obj.dtype, str(obj.device),
+                                        bool(obj.requires_grad)))
+            return NotImplemented
+
+    def dump(obj, file, protocol=None, *, fix_imports=True,
+             buffer_callback=None):
+        Pickler(file, protocol, fix_imports=fix_imports,
+                buffer_callback=buffer_callback).dump(obj)
+
+    def dumps(obj, protocol=None, *, fix_imports=True, buffer_callback=None):
+        f = io.BytesIO()
+        dump(obj, f, protocol, fix_imports=fix_imports,
+             buffer_callback=buffer_callback)
+        return f.getvalue()
+
+    Pickler.__name__ = Pickler.__qualname__ = "Pickler"
+    Pickler.__module__ = "pickle"
+    pickle.Pickler, pickle.dump, pickle.dumps = Pickler, dump, dumps
+
+    def undo():
+        pickle.Pickler, pickle.dump, pickle.dumps = orig
+    return undo
+
+
 # -- libraries that ask whether a tensor is fake -----------------------------
 def on_import(name, patch):
     """patch(module) once the module `name` is imported: now if it is
