@@ -20,6 +20,7 @@ Also here: the script's file writes go to a scratch folder (Files), DataLoader
 workers run without the recorder, and the script's own traceback.
 """
 import builtins
+import copy
 import errno
 import functools
 import io
@@ -1328,8 +1329,18 @@ def patch_save(torch, files, rec=None):
     # tensor the recorder keeps fake (param_new), and pickle.loads of it
     # is _rebuild_fake's.  (Picklers that reduce FakeTensor themselves,
     # Inductor's cache keys, go by their dispatch_table, ahead of this.)
+    # copy.copy reduces by __reduce_ex__ too, and rebuilds from the same
+    # storage (_rebuild_tensor_v2 of the tensor's own): a tensor sharing
+    # it, nothing allocated.  __copy__, which copy.copy asks first, keeps
+    # FakeTensor's own reduction for it.
     had = FakeTensor.__dict__.get("__reduce_ex__")
+    had_copy = FakeTensor.__dict__.get("__copy__")
+    own = FakeTensor.__reduce_ex__
+
+    def copy_(self):
+        return copy._reconstruct(self, None, *own(self, 4))
     FakeTensor.__reduce_ex__ = reduce_ex
+    FakeTensor.__copy__ = copy_
 
     def save(obj, f, *a, **k):
         return orig_save(obj, where(f, "wb"), *a, **k)
@@ -1400,10 +1411,11 @@ def patch_save(torch, files, rec=None):
     def undo():
         torch.save, torch.load = orig_save, orig_load
         ser.save, ser.load = orig_save, orig_load
-        if had is None:
-            del FakeTensor.__reduce_ex__
-        else:
-            FakeTensor.__reduce_ex__ = had
+        for name, was in (("__reduce_ex__", had), ("__copy__", had_copy)):
+            if was is None:
+                delattr(FakeTensor, name)
+            else:
+                setattr(FakeTensor, name, was)
     return undo
 
 
