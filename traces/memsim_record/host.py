@@ -1396,6 +1396,10 @@ def patch_save(torch, files, rec=None):
                 setattr(tu, n, fn)
             tu._rebuild_tensor = orig_rebuild
             _LOADING[0] = prev_ld
+            # the storages are the loaded tensors' own from here: the
+            # map must not keep them once the program drops them (the
+            # _Load can outlive the load; tests/recorder_load_scope.sh)
+            ld.gpu.clear()
             _LOAD_MAP[0] = prev
 
     try:
