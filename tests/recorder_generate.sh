@@ -19,8 +19,10 @@ grep '^steps\|^keys' "$tmp/err" >"$tmp/out"
 printf 'steps 6 shape (8, 16)\nsteps 4 shape (12, 24)\nkeys (3072,)\n' >"$tmp/want"
 cmp -s "$tmp/out" "$tmp/want" || fail "steps: $(cat "$tmp/out")"
 # One sentinel comparison a step (best > worst, worst the known -1e9 of
-# where(finished known False, ..., -1e9)), nothing else assumed.
-grep -q "; 10 assumptions (compare:sentinel 10)$" "$tmp/err" ||
+# where(finished known False, ..., -1e9)) and one routing (the step's topk
+# over the 1000 tokens: its k indices distinct, docs/recording-values.md),
+# nothing else assumed.
+grep -q "; 20 assumptions (compare:sentinel 10, routing 10)$" "$tmp/err" ||
 	fail "assumptions: $(cat "$tmp/err")"
 # Each step at line 37: the gathered beams ids[src] (B*4 x len longs),
 # the new tokens idx % 1000 (B x 4 longs) and their cat (len + 1):
