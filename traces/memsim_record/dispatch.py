@@ -1631,7 +1631,7 @@ class Dispatch:
                 t.resize_(shape)
         pre, mid, cpre, post = kernels.unique(
             n, x.element_size(), consec, inv, cnt, x.is_contiguous(),
-            boolean)
+            boolean, self.sms)
         keys, site = {}, KERNEL_SITES.get(name, name)
         self.run_events(pre, keys, site)
         if boolean:

@@ -990,6 +990,17 @@ def cumsum(numel, sizes_dim):
             ("free", "cub")]
 
 
+def _count_reduce_temp(numel, sms):
+    """cub::DeviceReduce::Sum's storage for a count of NUMEL flags into
+    an int (nonzero's and UniqueCub<bool>'s): a single tile, 1 byte, up
+    to 4096 elements (256 threads of 16); beyond, the partials of its
+    largest grid, SMS x 8 blocks x 5 (cub's subscription factor) of 4
+    bytes, rounded to 256, and 255 of alignment slack (21,503 bytes on
+    the H100's 132 SMs; tests/data/record/nonzero_h100.txt,
+    unique_bool_h100.txt)."""
+    return 1 if numel <= 4096 else _r256(sms * 8 * 5 * 4) + 255
+
+
 def nonzero(numel, itemsize, contiguous, sms=132):
     """Events of nonzero_out_cuda around its output, as two lists: before
     it (a contiguous copy of a strided input, the count of nonzeros, an
@@ -1012,8 +1023,8 @@ def nonzero(numel, itemsize, contiguous, sms=132):
     pre = []
     if not contiguous:
         pre.append(("alloc", "self", numel * itemsize))
-    reduce = 1 if numel <= 4096 else _r256(sms * 8 * 5 * 4) + 255
-    pre += [("alloc", "count", 4), ("alloc", "reduce", reduce),
+    pre += [("alloc", "count", 4), ("alloc", "reduce",
+                                     _count_reduce_temp(numel, sms)),
             ("free", "reduce")]
     post = [("alloc", "select", _cub_tiles_temp(numel, 8448)),
             ("free", "select"), ("free", "count")]
@@ -1023,7 +1034,7 @@ def nonzero(numel, itemsize, contiguous, sms=132):
 
 
 def unique(numel, itemsize, consecutive, inverse, counts, contiguous,
-           boolean=False):
+           boolean=False, sms=132):
     """Events of at::native::internal::unique_cuda_template (UniqueCub.cu,
     the CUDA _unique2, _unique and unique_consecutive without dim) for
     NUMEL elements of ITEMSIZE bytes, as four lists: before the inverse
@@ -1042,15 +1053,18 @@ def unique(numel, itemsize, consecutive, inverse, counts, contiguous,
     with COUNTS DeviceRunLengthEncode::Encode) storage, freed on return,
     then sorted_indices and sorted.  BOOLEAN, not CONSECUTIVE
     (UniqueCub<bool>): no sort; a DeviceArray<int> of the true count,
-    cub's reduce storage, output and counts of 2 each (Dispatch._unique),
-    the inverse, the count freed last."""
+    cub's reduce storage (nonzero's, _count_reduce_temp: an H100 probe of
+    28 calls, 1,024 to 2^24 elements, tests/data/record/
+    unique_bool_h100.txt), output and counts of 2 each
+    (Dispatch._unique), the inverse, the count freed last."""
     if numel == 0:
         return [], [], [], []
     pre = []
     if not contiguous:
         pre.append(("alloc", "self_c", numel * itemsize))
     if boolean and not consecutive:
-        pre += [("alloc", "num_true", 4), ("alloc", "reduce", 1),
+        pre += [("alloc", "num_true", 4),
+                ("alloc", "reduce", _count_reduce_temp(numel, sms)),
                 ("free", "reduce")]
         post = [("free", "num_true")]
         if not contiguous:
