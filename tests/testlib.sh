@@ -74,6 +74,23 @@ need_torch() {
 	"$PY" -c 'import torch' 2>/dev/null || { echo "no PyTorch: skipped"; exit 77; }
 }
 
+# same_as_cpu SCRIPT: SCRIPT (a file in $tmp that runs on $DEV, "cuda"
+# when unset) recorded with --fake --values cpu prints exactly what its
+# plain CPU run (DEV=cpu) prints, with no assumption; the recording is
+# $tmp/SCRIPT's name.csv and its output $tmp/out.
+same_as_cpu() {
+	(cd "$tmp" && DEV=cpu "$PY" "$1") >"$tmp/want" 2>&1 ||
+		fail "cpu run: $(tail -3 "$tmp/want")"
+	(cd "$tmp" && $MEMSIM record --fake --values cpu \
+		-o "$tmp/${1%.py}.csv" -- "$PY" "$1") >"$tmp/out" 2>&1 ||
+		fail "record: $(tail -3 "$tmp/out")"
+	grep -v '^memsim record' "$tmp/out" >"$tmp/got"
+	cmp -s "$tmp/want" "$tmp/got" ||
+		fail "values: $(diff "$tmp/want" "$tmp/got")"
+	grep -q "; 0 assumptions$" "$tmp/out" ||
+		fail "assumptions: $(tail -1 "$tmp/out")"
+}
+
 # copies_seq CSV: a recording's allocations, each one's size in order,
 # "c" after one whose site names a contiguous copy (a kernel's
 # `.contiguous()` of its input) and " -" where that copy is freed.
