@@ -1006,12 +1006,10 @@ def nonzero(numel, itemsize, contiguous, sms=132):
     it (a contiguous copy of a strided input, the count of nonzeros, an
     int, and cub::DeviceReduce::Sum's storage, freed at once) and after
     it (cub::DeviceSelect::Flagged's storage, freed, then the count and
-    the copy).  The reduction is a single tile, 1 byte of storage, up to
-    4096 elements (256 threads of 16); beyond, the partials of its
-    largest grid, SMS x 8 blocks x 5 (cub's subscription factor) of 4
-    bytes, rounded to 256, and 255 of alignment slack: 21,503 bytes on
-    the H100's 132 SMs.  The select's tiles hold 8448 elements (1023
-    bytes up to 65,536 elements, 2815 at 2^20, 32,767 at 2^24).  Both
+    the copy).  The reduction's storage is _count_reduce_temp's (21,503
+    bytes beyond 4096 elements on the H100's 132 SMs).  The select's
+    tiles hold 8448 elements (1023 bytes up to 65,536 elements, 2815 at
+    2^20, 32,767 at 2^24).  Both
     as an H100 probe of 85 calls showed, every dtype alike (bool, uint8,
     fp16, fp32, int64; 1,024 to 2^24 elements;
     tests/data/record/nonzero_h100.txt), and the H200 trace of
