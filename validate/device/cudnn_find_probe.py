@@ -12,8 +12,9 @@ tests/data/record/cudnn_find.tsv leaves them out (80 finds kept).  Since
 5 December the shape comes from meta tensors and each configuration runs
 in a thread of its own, so every phase's first call is its find.
 FIND_SET=stride2 probes stride-2 layers instead (stride2() says which),
-FIND_SET=half half-precision ones (half()), FIND_LIST the layers it
-lists (listed())."""
+FIND_SET=half half-precision ones (half()), FIND_SET=conv1d 1-d ones
+(conv1d()), FIND_LIST the layers it lists (listed()).  FIND_BUDGET
+stops after that many seconds."""
 import json, os, sys, threading, time
 import torch
 import torch.nn.functional as F
@@ -100,6 +101,58 @@ def half():
         add(128, 64, 256, 32, 1, 0, 1, dt, cl)
     return L
 
+def conv1d():
+    """fp32 1-d convolutions (F.conv1d, run by PyTorch as 2-d of height
+    1): HiFi-GAN's multi-scale discriminator (batch 16, a segment of
+    8192 samples: grouped convolutions of kernel 41, its 1024-channel
+    layers at the lengths its three scales give), its generator's
+    transposed upsampling layers, then, from a fixed seed, plain layers
+    of kernels 1 to 15 at lengths 8 to 8192 (stride 1 "same" mostly) and
+    grouped and depthwise ones."""
+    import random
+    L = []
+    def add(n, c, k, l, r, s=1, p=None, g=1, tr=False):
+        p = r // 2 if p is None else p
+        w = (c, k // g, r) if tr else (k, c // g, r)
+        L.append(dict(x=(n, c, l), w=w, s=s, p=p, g=g, tr=tr, dt="fp32",
+                      cl=False, op=0))
+    add(16, 1, 128, 8192, 15, 1, 7)
+    add(16, 128, 128, 8192, 41, 2, 20, 4)
+    add(16, 128, 256, 4096, 41, 2, 20, 16)
+    add(16, 256, 512, 2048, 41, 4, 20, 16)
+    add(16, 512, 1024, 512, 41, 4, 20, 16)
+    for l in (128, 65, 33, 17):
+        add(16, 1024, 1024, l, 41, 1, 20, 16)
+        add(16, 1024, 1024, l, 5, 1, 2)
+        add(16, 1024, 1, l, 3, 1, 1)
+    for n, l in ((16, 32), (1, 100), (1, 400)):
+        add(n, 512, 256, l, 16, 8, 4, tr=True)
+        add(n, 256, 128, 8 * l, 16, 8, 4, tr=True)
+        add(n, 128, 64, 64 * l, 4, 2, 1, tr=True)
+    rnd = random.Random(11)
+    while len(L) < 110:
+        n = rnd.choice([1, 4, 8, 16, 32])
+        c = rnd.choice([1, 3, 16, 64, 128, 256, 512, 1024])
+        k = rnd.choice([16, 64, 128, 256, 512, 1024])
+        l = rnd.choice([8, 16, 24, 33, 50, 64, 100, 128, 256, 500, 1024,
+                        4096, 8192])
+        r = rnd.choice([1, 3, 3, 5, 5, 7, 9, 15])
+        s = rnd.choice([1, 1, 1, 1, 2])
+        p = r // 2 if rnd.random() < 0.8 else 0
+        if n * max(c, k) * l * 4 > 2 ** 28:
+            continue
+        add(n, c, k, l, r, s, p)
+    while len(L) < 150:
+        n = rnd.choice([1, 4, 16])
+        c = rnd.choice([64, 128, 256, 512, 1024])
+        g = rnd.choice([2, 4, 16, c])
+        k = c if g == c else rnd.choice([c, 2 * c])
+        l = rnd.choice([16, 33, 64, 128, 512, 2048])
+        r = rnd.choice([3, 5, 15, 41])
+        s = rnd.choice([1, 1, 2, 4])
+        add(n, c, k, l, r, s, r // 2, g)
+    return L
+
 def listed(spec):
     """FIND_LIST's layers, "N,C,K,H,R,P,S[,DT[,G]];...": NCHW, H x H
     images, R x R kernels, padding P, stride S, DT fp32 (default), fp16
@@ -119,6 +172,8 @@ def cfgs():
         return stride2()
     if os.environ.get("FIND_SET") == "half":
         return half()
+    if os.environ.get("FIND_SET") == "conv1d":
+        return conv1d()
     if os.environ.get("FIND_LIST"):
         return listed(os.environ["FIND_LIST"])
     L = []
@@ -186,17 +241,19 @@ def run(c, out):
     x = torch.randn(c["x"], device=D, dtype=dt).contiguous(memory_format=mf)
     w = torch.randn(c["w"], device=D, dtype=dt).contiguous(memory_format=mf)
     s, p, g, tr = c["s"], c["p"], c["g"], c["tr"]
-    conv = (lambda: F.conv_transpose2d(x, w, None, s, p, 0, g)) if tr else \
-        (lambda: F.conv2d(x, w, None, s, p, 1, g))
+    d = len(c["x"]) - 2
+    fwd = (F.conv_transpose1d if tr else F.conv1d) if d == 1 else \
+        (F.conv_transpose2d if tr else F.conv2d)
+    conv = (lambda: fwd(x, w, None, s, p, 0, g)) if tr else \
+        (lambda: fwd(x, w, None, s, p, 1, g))
     # the output's shape from meta tensors: a first call on the device
     # would make the forward's find before the one recorded
     xm, wm = x.to("meta"), w.to("meta")
-    ym = F.conv_transpose2d(xm, wm, None, s, p, 0, g) if tr else \
-        F.conv2d(xm, wm, None, s, p, 1, g)
+    ym = fwd(xm, wm, None, s, p, 0, g) if tr else fwd(xm, wm, None, s, p, 1, g)
     gy = torch.randn(ym.shape, device=D, dtype=dt).contiguous(memory_format=mf)
     def bwd(mask):
         return lambda: torch.ops.aten.convolution_backward(
-            gy, x, w, None, [s, s], [p, p], [1, 1], tr, [0, 0], g, mask)
+            gy, x, w, None, [s] * d, [p] * d, [1] * d, tr, [0] * d, g, mask)
     rec = dict(c)
     rec["y"] = list(gy.shape)
     for ph, fn in (("forward", conv), ("data", bwd([True, False, False])),
@@ -234,7 +291,10 @@ def main():
     t0 = time.time()
     with open(os.path.join(OUT, "find.jsonl"), "w") as out:
         out.write(json.dumps(info) + "\n")
+        budget = float(os.environ.get("FIND_BUDGET", "1e9"))
         for i, c in enumerate(cfgs()):
+            if time.time() - t0 > budget:
+                break
             if dev:
                 torch.cuda.empty_cache()
             # cuDNN's BenchmarkCache is per thread: each configuration's
