@@ -2171,8 +2171,10 @@ class Dispatch:
         # none: tested by ev, not by its size, which under --symbolic may
         # hold a rule's call that no guard may test, kernels.RULES)
         size = ev[0][2] if ev else 0
-        fft = self._find_fft(op, x, w, y, st, pad, dil, tr, fmt_cl) \
-            if shapes is None else None
+        fft = self._find_fft(op, xs, ws, ys, x.dtype, st, pad, dil, tr,
+                             fmt_cl, shapes is not None)
+        if fft is not None and not self._find_fits(fft):
+            fft = None
         if fft is not None:
             size = kernels.conv_find(size, *fft)
         # (an FFT candidate's size is never 0)
@@ -2183,8 +2185,27 @@ class Dispatch:
             find.append(("empty_cache",))
         return find + ev
 
+    def _find_fits(self, fft):
+        """Whether the FFT candidate of _find_fft's arguments FFT is one
+        of the find's: generate_and_filter_plans keeps the plans whose
+        workspace is at most get_available_workspace(), the caching
+        allocator's cacheInfo(): the largest cached block, at least
+        cudaMemGetInfo's free memory, here the device's memory less its
+        CUDA context and the blocks the recording holds (its cached ones
+        free for the find).
+        A 1-d convolution's FFT over a long sequence asks hundreds of GB
+        (HiFi-GAN's discriminator, 1024 channels of 128 samples: 563
+        GB), and cuDNN leaves it out.  Under --symbolic, where a size is
+        symbolic, the candidate is kept."""
+        if not all(type(a) is int for a in fft):
+            return True
+        dev = self.opt.device
+        free = devices.DEVICES[dev][3] - devices.CONTEXT_BYTES[dev] - \
+            self.rec.blocks
+        return kernels.conv_find_rule(0, *fft) <= free
+
     @staticmethod
-    def _find_fft(op, x, w, y, st, pad, dil, tr, fmt_cl):
+    def _find_fft(op, xs, ws, ys, dtype, st, pad, dil, tr, fmt_cl, one_d):
         """The arguments of kernels.conv_find_rule but the plan (None:
         none) where cuDNN's FFT engines are among a find's candidates,
         as measured on the H200 (tests/data/record/cudnn_find.tsv; a
@@ -2195,15 +2216,21 @@ class Dispatch:
         or more (kernels.fft_data: not a candidate of the 1x1 or dcgan's
         4x4 finds) or NCHW forward (kernels.fft_forward, 1x1 kernels
         too; not a candidate of dcgan's 4x4 to 1x1), in the descriptor's
-        shapes (a transposed convolution's input is its output);
-        channels_last adds kernels.conv's transposed operands.  At
-        stride 2, backward-data with a kernel of 3 or more: the four
+        shapes XS, WS, YS (a transposed convolution's input is its
+        output); channels_last adds kernels.conv's transposed operands.
+        At stride 2, backward-data with a kernel of 3 or more: the four
         phases' tiled FFT (kernels.fft_data_strided; not a candidate of
-        1x1 finds), channels_last as NCHW."""
-        if x.dim() != 4 or x.dtype != torch.float32 or \
+        1x1 finds), channels_last as NCHW.  ONE_D: a 1-d convolution,
+        its shapes the 2-d view's (height 1): the same forward and
+        backward-weight FFTs (HiFi-GAN's discriminators on the H100, the
+        36,008,099,840 and 35,435,642,880 bytes of a 1024-channel kernel-5
+        layer of 33 samples, 9,198,120,960 and 2,317,365,248 of the
+        kernel-3 1024 -> 1 layer at 128 and 65, to the byte), no tiled
+        backward-data."""
+        if len(xs) != 4 or dtype != torch.float32 or \
                 any(int(v) != 1 for v in dil):
             return None
-        r, s = (int(v) for v in w.shape[2:])
+        r, s = (int(v) for v in ws[2:])
         ph, pw = (int(v) for v in pad)
         stride = tuple(int(v) for v in st)
         same = r % 2 and s % 2 and (ph, pw) == (r // 2, s // 2)
@@ -2219,8 +2246,10 @@ class Dispatch:
             code = 3
         else:
             return None
-        xd = y.shape if tr else x.shape
-        return (code, xd[0], xd[1], w.shape[0], xd[2], xd[3], r, s, ph,
+        if one_d and code not in (1, 3):
+            return None
+        xd = ys if tr else xs
+        return (code, xd[0], xd[1], ws[0], xd[2], xd[3], r, s, ph,
                 pw, int(bool(fmt_cl)))
 
     def _ev_reduce(self, name, args, phase, out, kwargs):

@@ -53,9 +53,10 @@ tests/data/record/cudnn_find.tsv 0.24 to 97 times the operands, median
 2.2); the find takes the larger of the chosen plan's size (the rules
 below) and, for fp32 convolutions of stride 1 (backward-weight, "same"
 backward-data and NCHW forward) and stride-2 backward-data (dcgan's 2.7
-GB), cuDNN's FFT engines' (conv_find_rule), else the plan's, a lower
-bound, and the recorder notes one assumption cudnn:benchmark-find a
-key.
+GB), cuDNN's FFT engines' (conv_find_rule; 1-d convolutions' forward
+and backward-weight in their height-1 view; only where it fits in free
+memory, Dispatch._find_fits), else the plan's, a lower bound, and the
+recorder notes one assumption cudnn:benchmark-find a key.
 Not modelled: fp32 backward-weight engines with workspaces of hundreds of
 MB unrelated to the operands (a few 5x5 and 7x7 or short-reduction
 calls of the grids).
