@@ -2225,8 +2225,8 @@ class Dispatch:
         backward-weight FFTs (HiFi-GAN's discriminators on the H100, the
         36,008,099,840 and 35,435,642,880 bytes of a 1024-channel kernel-5
         layer of 33 samples, 9,198,120,960 and 2,317,365,248 of the
-        kernel-3 1024 -> 1 layer at 128 and 65, to the byte), no tiled
-        backward-data."""
+        kernel-3 1024 -> 1 layer at 128 and 65, to the byte), kernels of
+        3 or more (those measured), no tiled backward-data."""
         if len(xs) != 4 or dtype != torch.float32 or \
                 any(int(v) != 1 for v in dil):
             return None
@@ -2246,7 +2246,7 @@ class Dispatch:
             code = 3
         else:
             return None
-        if one_d and code not in (1, 3):
+        if one_d and (code not in (1, 3) or s < 3):
             return None
         xd = ys if tr else xs
         return (code, xd[0], xd[1], ws[0], xd[2], xd[3], r, s, ph,
