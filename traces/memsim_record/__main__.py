@@ -269,6 +269,13 @@ def main(argv=None):
             print("%s: %s; no trace written%s%s" % (PROG, head, nl,
                                                      tb.rstrip("\n")),
                   file=sys.stderr)
+            if opt.mode != "gpu" and \
+                    getattr(opt, "values", "") == "rules" and \
+                    " raised " in head:
+                from . import values
+                note = values.failure_note(rec)
+                if note:
+                    print("%s: note: %s" % (PROG, note), file=sys.stderr)
             return status if 0 < status < 256 else 1
         os.replace(tmp, out)
         return 0

@@ -286,6 +286,45 @@ ANSWERS = {"gradscaler:no-overflow": "step taken", "compile:eager": "eager",
            "linalg:workspace": "not recorded"}
 
 
+# The assumptions that give a value the program reads (the others are of
+# kernels and modes: cuDNN's finds, compile, nested layouts...).
+VALUE_KINDS = ("item:", "host:range", "host:bool", "host:float",
+               "host:int", "nonzero", "masked_select", "unique",
+               "repeat_interleave", "bincount", "nms", "coalesce", "check:",
+               "isin:", "compare:", "finite", "mask:", "scatter:", "range:",
+               "routing", "allclose:", "gradscaler:")
+
+
+def value_kind(kind):
+    """Whether assumption KIND gives the program a value (VALUE_KINDS, or
+    a comparison taken as equal: NAME:same)."""
+    return kind.startswith(VALUE_KINDS) or kind.endswith(":same")
+
+
+def failure_note(rec):
+    """After a script that raised under --values rules: a line that says
+    how many values it ran on that the recording assumed, by kind, and
+    the last of them, with the mode that computes them; None where none
+    was assumed."""
+    kinds, last = {}, None
+    for row in getattr(rec, "rows", ()):
+        if row[0] == "annotate" and row[3] == "assumption":
+            kind = row[4].split(" ", 1)[0]
+            if value_kind(kind):
+                kinds[kind] = kinds.get(kind, 0) + 1
+                last = row[4]
+    if not kinds:
+        return None
+    top = sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))
+    return ("the script ran on %d value%s the recording assumed (%s%s; the "
+            "last: %s); if its error comes of one, --values cpu computes "
+            "every value on the CPU instead (slower; docs/"
+            "recording-values.md)" % (
+                sum(kinds.values()), "" if sum(kinds.values()) == 1 else "s",
+                ", ".join("%s %d" % kv for kv in top[:4]),
+                ", ..." if len(top) > 4 else "", last.replace(";", ",")))
+
+
 def assume(rec, kind, value, site=None):
     """Counts assumption KIND (answered VALUE) with an annotate row that
     names the program's line: "KIND FILE:LINE =VALUE"."""
