@@ -1392,11 +1392,13 @@ def _patch_cuda(torch, rec, dev):
 
     def _set_data(self, value):
         kn = getattr(rec, "known", None)
-        v = r = None
+        v = r = up = None
         if kn is not None and isinstance(value, _FT) and value is not self:
             v = kn.value(value)
             if kn.values is not None:
                 r = kn.values.real(value)
+                up = kn.values._upload_of(value) \
+                    if kn.values.uploads else None
         data.__set__(self, value)
         if isinstance(value, _FT):
             self.fake_device = value.fake_device
@@ -1412,6 +1414,9 @@ def _patch_cuda(torch, rec, dev):
             kn._set(self, v)
         if r is not None:
             kn.values._set(self, r)
+        elif up is not None:
+            # a copy from the host (values.Values._upload), the same
+            kn.values._keep(kn.values.uploads, self, up)
 
     _FT.data = property(data.__get__, _set_data)
     torch.__future__.set_overwrite_module_params_on_conversion(True)
@@ -1635,13 +1640,15 @@ def _host_values(rec, t, large=False):
     (.cpu(), .to("cpu"), a copy into a host tensor, .numpy()), of T's
     shape, dtype and strides, or None where T is larger than
     host.HOST_FAKE_BYTES (it stays fake) unless LARGE (.numpy(): an array
-    needs real memory, as in the real run).  Its values are values.py's
+    needs real memory, as in the real run) or its values are a host
+    tensor's (values.uploaded: the host holds them already).  Its values are values.py's
     (docs/recording-values.md): T's own where known, else a range's or
     the .item() rules' answer, an assumption host:<kind> counted once per
     tensor; a loop on values the fake run does not have stops."""
     import torch
     from torch._subclasses.fake_tensor import unset_fake_temporarily
-    if host.nbytes(t) > host.HOST_FAKE_BYTES and not large:
+    if host.nbytes(t) > host.HOST_FAKE_BYTES and not large and \
+            not values.uploaded(rec, t):
         rec.assume("host:large-stays-fake")
         return None
     vals = values.host_values(rec, t)

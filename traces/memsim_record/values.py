@@ -11,7 +11,10 @@ recorder knows of the tensor, best first (docs/recording-values.md):
    deterministic origin have one:
    arange, linspace, logspace, full/zeros/ones, eye, tril/triu_indices,
    constants (torch.tensor), CPU data moved to the GPU, and every op whose
-   inputs all have one (the op is run on the CPU on the shadows).  Under
+   inputs all have one (the op is run on the CPU on the shadows).  A
+   larger host tensor copied whole into a fake one (a checkpoint's:
+   load_state_dict's copy_) is kept by reference for the host alone
+   (Values._upload).  Under
    --values cpu every tensor has one: the whole program is computed on
    the CPU at its real shapes, random ops included (on the GPU from a
    generator of the recorder's own, seeded 0 and again by the program's
@@ -171,6 +174,12 @@ PARTIAL_SRC = {"copy_": (1, "src"), "fill_": (1, "value"),
                "index_copy_": (3, "source"), "scatter_": (3, "src")}
 
 # Uninitialized tensors: no values until written (Values._blank).
+# The views an _upload entry goes on with (computed on the host tensor:
+# no copy).
+UPLOAD_VIEWS = frozenset((
+    "detach", "alias", "view", "_unsafe_view", "t", "transpose", "permute",
+    "select", "slice", "unsqueeze", "squeeze", "expand", "unflatten",
+    "flatten", "narrow", "as_strided"))
 EMPTY = frozenset(("empty", "empty_like", "new_empty", "empty_strided",
                    "new_empty_strided", "empty_permuted"))
 # In-place ops that overwrite every element of their target.
@@ -555,6 +564,10 @@ class Values:
         # an uninitialized tensor the program writes part by part with
         # known values (Values._blank_write)
         self.blank = {}
+        # fake -> (the host tensor whose values it holds, that tensor's
+        # version counter then, skey, gen): a copy from the host too
+        # large for a shadow (Values._upload)
+        self.uploads = WeakIdKeyDictionary()
         # id(storage) -> {recipe: real values} of reductions of its
         # elements that the host read (Values._recipe), and id(storage)
         # of a reduction's output -> (id(its input's storage), recipe)
@@ -1222,14 +1235,85 @@ class Values:
             return v
         return _known.UNKNOWN
 
+    def _upload(self, func, name, args, kwargs, out, targets):
+        """A host tensor copied into a fake one too large for a shadow
+        (load_state_dict's copy_ of a checkpoint's tensor): the host
+        tensor is kept, by reference with its version counter, and goes
+        on with the copy to the GPU (_to_copy: model.cuda()) and the views
+        of either (detach: the Parameter model.cuda() makes, state_dict),
+        so that host() gives the values back while neither the host
+        tensor nor the fake storage has been written since (MoCo v3's and
+        SimSiam's linear classification check every frozen weight's
+        .cpu() against the checkpoint's).  No op computes on it: views
+        of it cost nothing, and only the host reads it."""
+        torch = self.torch
+        x = args[0] if args else None
+        if name == "copy_":
+            src = args[1] if len(args) > 1 else None
+            if not isinstance(src, torch.Tensor) or \
+                    isinstance(src, self.Fake) or \
+                    src.device.type != "cpu" or src.is_sparse or \
+                    not isinstance(x, self.Fake) or \
+                    tuple(src.shape) != tuple(x.shape):
+                return
+            # (the host tensor itself: a detach() of it here would count
+            # its own versions)
+            self._keep(self.uploads, x, (src, src, src._version))
+            return
+        if not isinstance(x, self.Fake) or not isinstance(out, self.Fake) \
+                or tuple(out.shape) != tuple(x.shape) and \
+                not getattr(func, "is_view", False):
+            return
+        ent = self._upload_of(x)
+        if ent is None:
+            return
+        src, base, version = ent
+        if name != "_to_copy":
+            if not getattr(func, "is_view", False) or \
+                    name not in UPLOAD_VIEWS:
+                return
+            with self.unset():
+                try:
+                    src = func(src, *args[1:], **kwargs)
+                except Exception:
+                    return
+            if tuple(src.shape) != tuple(out.shape):
+                return
+        if self._small(out):
+            # (a small view of it: a shadow, which ops compute on)
+            with self.unset():
+                self._set(out, self._layout(out,
+                                            src.to(out.dtype).clone()))
+            return
+        self._keep(self.uploads, out, (src, base, version))
+
+    def _upload_of(self, t):
+        """(T's values on the host, the host tensor they view, its
+        version counter then) of T's _upload entry while valid, else
+        None."""
+        ent = self.uploads.get(t)
+        if ent is None:
+            return None
+        (src, base, version), k, g = ent
+        if base._version != version or k != self._skey(t) or \
+                self.gen.get(k, 0) != g:
+            del self.uploads[t]
+            return None
+        return src, base, version
+
     def host(self, t):
-        """A real CPU tensor with T's values (shadow, known scalar, range
-        or the default rules), each rule counted."""
+        """A real CPU tensor with T's values (shadow, a copy from the
+        host, known scalar, range or the default rules), each rule
+        counted."""
         torch = self.torch
         r = self.real(t)
         if r is not None:
             with self.unset():
                 return r.clone()
+        up = self._upload_of(t) if self.uploads else None
+        if up is not None:
+            with self.unset():
+                return up[0].to(t.dtype).clone()
         v = self.kn.value(t)
         if v is not _known.UNKNOWN:          # known, however large
             with self.unset():
@@ -1604,7 +1688,7 @@ class Values:
             self._count(args[0], "mask")
         if not self.cpu and not self.shadow and not self.ranges and \
                 not self.srange and not self.unif and not self.probs and \
-                name not in SOURCES and \
+                not self.uploads and name not in SOURCES and \
                 name not in EMPTY and name not in RANDOM and \
                 name not in BOUNDED and name not in CLAMPS and \
                 name not in INDICES and name not in GATHERS and \
@@ -1704,6 +1788,8 @@ class Values:
                                  before)
         if self.cpu:
             return
+        if real is None and (self.uploads or big and name == "copy_"):
+            self._upload(func, name, args, kwargs, out, targets)
         # rules mode: routing shadows, ranges
         self._rules(func, name, args, kwargs, out, outs, targets)
 
@@ -2860,6 +2946,12 @@ def loaded_param(rec, p, data):
     r = vs._registered(data)
     if r is not None:
         vs._set(p, r)
+
+
+def uploaded(rec, t):
+    """Whether T's values are a host tensor's (Values._upload)."""
+    vs = rec.known.values
+    return bool(vs.uploads) and vs._upload_of(t) is not None
 
 
 def host_values(rec, t):
