@@ -12,6 +12,9 @@
 # number that agrees with it (assumption item:bound), C for x >= C or
 # x <= C or x == C (`x != C` answered False), C - 1 / C + 1 for an
 # integral x < C / x > C; x != C (`x == C` answered False) gives none.
+# Under --values cpu too, for what a compiled graph computed (its values
+# not known there either): mixture-of-experts' README MoE compiled made
+# its one-hot of 1 class under --values cpu and 128 under --fake.
 # Needs Python 3 and PyTorch; skips (77) without them.
 set -u
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
@@ -43,4 +46,17 @@ for want in "a.py:6 =80" "a.py:9 =3" "a.py:13 =7" "a.py:14 =2.5"; do
 done
 n=$(grep -c ',assumption,item:bound ' "$tmp/a.csv")
 [ "$n" -eq 4 ] || fail "$n item:bound assumptions: $(grep assumption "$tmp/a.csv")"
+cat >"$tmp/b.py" <<'PY'
+import torch
+@torch.compile
+def top(g):
+    return (g.abs() * 10).long().max() + 2
+x = top(torch.randn(4, 64, 16, device="cuda"))
+print("k", int(max(x, 80)))
+PY
+(cd "$tmp" && $MEMSIM record --fake --values cpu -o "$tmp/b.csv" -- "$PY" b.py) \
+	>"$tmp/err" 2>&1 || fail "record b: $(tail -3 "$tmp/err")"
+grep -qxF "k 80" "$tmp/err" || fail "'k 80' not in: $(cat "$tmp/err")"
+grep -q ',assumption,item:bound b.py:6 =80$' "$tmp/b.csv" ||
+	fail "no item:bound b.py:6 =80: $(grep assumption "$tmp/b.csv")"
 finish recorder_item_bound.sh

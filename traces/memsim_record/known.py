@@ -233,14 +233,16 @@ class Known:
                 vs.after(func, name, args, kwargs, out)
             except Exception as e:     # never the recording's end
                 vs.lost(name, e)
-            if vs.cpu:
-                return      # --values cpu: computed, no rule here
+        if ALIASES.get(name, name) in _CMP_FLIP and \
+                isinstance(out, self.tensor) and out.numel() == 1:
+            # (--values cpu too: what a compiled graph computed is not
+            # known there either)
+            self._note_cmp(ALIASES.get(name, name), args, out)
+        if vs is not None and vs.cpu:
+            return      # --values cpu: computed, no rule here
         if name == "_is_all_true" and isinstance(out, self.tensor):
             self._check(args, kwargs, out)
             return
-        if ALIASES.get(name, name) in _CMP_FLIP and \
-                isinstance(out, self.tensor) and out.numel() == 1:
-            self._note_cmp(ALIASES.get(name, name), args, out)
         if name in _STRAIGHT and isinstance(out, self.tensor) and \
                 (self.diffs or name in ("rsub", "sub")):
             self.straight(name, args, kwargs, out)
@@ -310,6 +312,8 @@ class Known:
             x, c, op = b, va, _CMP_FLIP[op]
         else:
             return
+        if self.values is not None and self.values.real(x) is not None:
+            return                          # (its values are known)
         if isinstance(c, bool) or not isinstance(c, (int, float)) or \
                 not math.isfinite(c) or x.dtype == self.torch.bool or \
                 x.dtype.is_complex:
