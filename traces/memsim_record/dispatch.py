@@ -336,7 +336,11 @@ class Dispatch:
         v = self.kn.item(args[0])
         if v is not known.UNKNOWN:
             return v
-        return _item_value(self.rec, args[0].dtype, torch)
+        v = _item_value(self.rec, args[0].dtype, torch)
+        if args[0].dtype == torch.bool:
+            # a comparison's answer bounds what it compared (Known.answered)
+            self.kn.answered(args[0], v)
+        return v
 
     def _host_bool(self, mode, func, name, args, kwargs):
         # torch.equal, torch.allclose: a host bool from the data,

@@ -97,6 +97,11 @@ _SOURCES_OF_KNOWN = frozenset((
 
 # Ops that make or use a straight-through estimator (Known.straight)
 _STRAIGHT = frozenset(("rsub", "sub", "detach", "alias", "clone", "add"))
+# Comparisons of a one-element tensor with a known number (Known._note_cmp):
+# the operator seen from the tensor's side when the number is the left
+# operand (c < x is x > c)
+_CMP_FLIP = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le", "eq": "eq",
+             "ne": "ne"}
 
 ALIASES = {"__and__": "bitwise_and", "__or__": "bitwise_or",
            "__xor__": "bitwise_xor", "true_divide": "div",
@@ -158,6 +163,10 @@ class Known:
         # of unknown values compared with one of them by == or != is
         # answered the same way (Known._compute)
         self.absent = set()
+        # one-element bool results of comparing a one-element tensor of
+        # unknown value with a known number: result -> (op, weak
+        # reference to the tensor, the number) (Known.answered)
+        self.cmps = WeakIdKeyDictionary()
 
     # -- values ---------------------------------------------------------
     def value(self, x):
@@ -224,8 +233,13 @@ class Known:
                 vs.after(func, name, args, kwargs, out)
             except Exception as e:     # never the recording's end
                 vs.lost(name, e)
-            if vs.cpu:
-                return      # --values cpu: computed, no rule here
+        if ALIASES.get(name, name) in _CMP_FLIP and \
+                isinstance(out, self.tensor) and out.numel() == 1:
+            # (--values cpu too: what a compiled graph computed is not
+            # known there either)
+            self._note_cmp(ALIASES.get(name, name), args, out)
+        if vs is not None and vs.cpu:
+            return      # --values cpu: computed, no rule here
         if name == "_is_all_true" and isinstance(out, self.tensor):
             self._check(args, kwargs, out)
             return
@@ -282,6 +296,67 @@ class Known:
             elif base in SAME:
                 for o in out:
                     self._set(o, v)
+
+    def _note_cmp(self, op, args, out):
+        """Notes OUT = OP(X, C) (or OP(C, X)), X a one-element tensor of
+        unknown value, C a known number, for Known.answered."""
+        if len(args) < 2:
+            return
+        a, b = args[0], args[1]
+        va, vb = self.value(a), self.value(b)
+        if va is UNKNOWN and vb is not UNKNOWN and \
+                isinstance(a, self.tensor) and a.numel() == 1:
+            x, c = a, vb
+        elif vb is UNKNOWN and va is not UNKNOWN and \
+                isinstance(b, self.tensor) and b.numel() == 1:
+            x, c, op = b, va, _CMP_FLIP[op]
+        else:
+            return
+        if self.values is not None and self.values.real(x) is not None:
+            return                          # (its values are known)
+        if isinstance(c, bool) or not isinstance(c, (int, float)) or \
+                not math.isfinite(c) or x.dtype == self.torch.bool or \
+                x.dtype.is_complex:
+            return
+        self.cmps[out] = (op, weakref.ref(x), c)
+
+    def answered(self, t, v):
+        """T, a bool tensor, was answered V by an assumption (the
+        --item-bool default: fake._item_value).  Where T is a comparison
+        of a one-element tensor X of unknown value with a known number C
+        (Known._note_cmp), X takes the value nearest C that agrees with
+        the answer (C itself for x >= C, x <= C, x == C; C - 1 and C + 1
+        for an integral x < C, x > C), so that the program's later reads
+        of X agree with what it was told about X.  Python's builtin
+        max(x, C) and min(x, C) (bltinmodule.c min_max: `C > x` through
+        PyObject_RichCompareBool, Tensor.__bool__, aten::is_nonzero,
+        _local_scalar_dense) return x where the answer said x is the
+        larger (smaller); int(x), x.__index__ (F.one_hot's num_classes,
+        a size) then read it: st-moe-pytorch's safe_one_hot,
+        max(indexes.max() + 1 + 1, capacity), answered x >= capacity and
+        then x = --item-int (1), made a one-hot of 1 class where the
+        capacity's 80 are sliced.  Assumption item:bound, X's value."""
+        ent = self.cmps.pop(t, None)
+        if ent is None:
+            return
+        op, ref, c = ent
+        x = ref()
+        if x is None or self.value(x) is not UNKNOWN:
+            return
+        rel = op if v else {"lt": "ge", "gt": "le", "le": "gt", "ge": "lt",
+                            "eq": "ne", "ne": "eq"}[op]
+        if not x.dtype.is_floating_point:
+            val = {"ge": math.ceil(c), "le": math.floor(c),
+                   "gt": math.floor(c) + 1, "lt": math.ceil(c) - 1,
+                   "eq": int(c) if c == int(c) else None}.get(rel)
+        else:
+            val = c if rel in ("ge", "le", "eq") else None
+        if val is None or self.values is None:
+            return                          # (x != C: no one value)
+        self._set(x, val)
+        if self.value(x) is not UNKNOWN:
+            from . import values
+            values.assume(self.values.rec, "item:bound", self.value(x))
 
     def _absent(self, test):
         """Notes TEST's elements (isin's test elements: a scalar, or a
