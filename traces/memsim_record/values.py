@@ -372,6 +372,21 @@ class Range:
             return lo + (hi - lo) // 2
         return (self.lo + self.hi) / 2.0
 
+    def clip(self, v):
+        """V where it lies in the range, else the range's value nearest
+        it (an end, or for an open float end the float just inside)."""
+        if self.integral:
+            if math.isfinite(self.lo):
+                v = max(v, math.ceil(self.lo))
+            if math.isfinite(self.hi):
+                v = min(v, self.int_top())
+            return v
+        v = max(v, self.lo)
+        if v > self.hi or (self.hi_open and v >= self.hi):
+            v = math.nextafter(self.hi, -math.inf) if self.hi_open \
+                else self.hi
+        return v
+
     def decide(self, op, k, reverse):
         """x OP k (k OP x when reverse) for every x in the range: True,
         False, or None where the range does not decide it."""
@@ -1233,6 +1248,21 @@ class Values:
                 # (a loop drawing until a random value crosses a bound)
                 watch.assumed(kind, v, "")
             return v
+        if rg is not None and t.numel() == 1 and not t.dtype.is_complex \
+                and t.dtype != self.torch.bool:
+            # one end only (clamp(min=80) of an unknown value: [80, inf);
+            # integer tensors keep no infinite end, _rules): the default
+            # answer (fake._item_value: 1.0, --item-int) where it lies in
+            # the range, else the nearest value that does
+            d = 1.0 if t.dtype.is_floating_point else \
+                int(self.rec.opt.item_int)
+            v = rg.clip(d)
+            if v != d:
+                if t.dtype.is_floating_point:
+                    with self.unset():
+                        v = self.torch.tensor(v, dtype=t.dtype).item()
+                assume(self.rec, "item:range", v)
+                return v
         return _known.UNKNOWN
 
     def _upload(self, func, name, args, kwargs, out, targets):
@@ -2448,11 +2478,13 @@ class Values:
         rg = self.range(t0) if isinstance(t0, torch.Tensor) else None
         if rg is None and name in CLAMPS and isinstance(t0, torch.Tensor):
             lo, hi = self._clamp_bounds(args, kwargs)
-            if lo is not None and hi is not None:
+            if lo is not None or hi is not None:
                 # torch.clamp(x, lo, hi) of x of unknown values: [lo, hi]
                 # (Stable-Baselines3's SAC actor, `th.clamp(log_std,
                 # LOG_STD_MIN, LOG_STD_MAX)`, whose exp is a Normal's
-                # scale, checked positive)
+                # scale, checked positive); one bound: [lo, inf) or
+                # (-inf, hi], whose .item() is the default answer
+                # clipped into it (Values.item)
                 rg = Range(-math.inf, math.inf, False,
                            not t0.dtype.is_floating_point)
         base = name[:-1] if name.endswith("_") and \
