@@ -2311,6 +2311,14 @@ class Dispatch:
             tuple(x.shape), x.element_size(), int(ns), bool(rp),
             out.numel() if isinstance(out, torch.Tensor) else 0)
 
+    def _ev_randperm(self, name, args, phase, out, kwargs):
+        # randperm_out_cuda: the result, then the arange, keys and cub
+        # storage of its radix sort (kernels.randperm)
+        if not _cuda_tensor(out) or out.dim() != 1:
+            return []
+        return kernels.randperm(kernels.symsize(out.numel()),
+                                out.element_size())
+
     def _ev_index_put(self, name, args, phase, out, kwargs):
         # _index_put_impl_(self, indices, values, accumulate, unsafe)
         # with accumulate: kernels.index_put_accumulate.
@@ -3188,6 +3196,7 @@ _EVENTS = {
     "mean": Dispatch._ev_reduce,
     "sort": Dispatch._ev_sort,
     "multinomial": Dispatch._ev_sort,
+    "randperm": Dispatch._ev_randperm,
     "_softmax_backward_data": Dispatch._ev_softmax_backward,
     "topk": Dispatch._ev_topk,
     "abs": Dispatch._ev_complex_to_float,

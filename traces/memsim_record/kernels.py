@@ -968,6 +968,28 @@ def sort(shape, dense, dim, itemsize):
     return ev
 
 
+def randperm(n, itemsize):
+    """Temporaries of randperm_out_cuda (Randperm.cu) for a permutation of
+    N values of ITEMSIZE bytes, after the result: the arange it sorts
+    (N values of the result's dtype), random keys of BITS =
+    min(64, ceil(log2(n - (6 n^2 + 1) / (12 log 0.9)))) bits (int32 keys
+    up to 32 bits, else int64) and their sorted copy (keys_tmp), cub's
+    radix_sort_pairs storage (1 byte up to 2048 keys: one tile, as
+    index_put_accumulate; _cub_radix_temp beyond), freed when the sort
+    returns; randperm_handle_duplicate_keys allocates nothing; then
+    keys_tmp and keys as their scope ends, the arange on return."""
+    if n == 0:
+        return []
+    nd = float(n)
+    bits = min(64, int(math.ceil(math.log2(
+        nd - (6 * nd * nd + 1) / (math.log(0.9) * 12)))))
+    kb = 4 if bits <= 32 else 8
+    cub = 1 if n <= 2048 else _cub_radix_temp(n, kb, itemsize, bits)
+    return [("alloc", "range", n * itemsize), ("alloc", "keys", n * kb),
+            ("alloc", "keys_tmp", n * kb), ("alloc", "cub", cub),
+            ("free", "cub"), ("free", "keys_tmp"), ("free", "keys"),
+            ("free", "range")]
+
 def _cub_tiles_temp(n, tile):
     """cub's single-pass scan storage (DeviceScan, DeviceSelect): one
     16-byte tile descriptor per TILE items plus 32 of warp padding

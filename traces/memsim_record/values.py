@@ -131,6 +131,9 @@ TWINS = frozenset((
 TWIN_KEYS = 1 << 16     # recipes kept (Values.recipe_nums)
 # Ops that count a bool tensor's true elements (Values.mask).
 MASK_COUNTS = frozenset(("sum", "count_nonzero"))
+# A bool tensor's complement (~m: at::bitwise_not, logical_not): the
+# values Values.mask assumes for one are the other's negation.
+NEGATIONS = frozenset(("bitwise_not", "logical_not"))
 # Bounds on the number of nonzero elements (Values.nonzero_bound): ops
 # whose every nonzero output element comes from a nonzero input element
 # at most once (casts, copies, reductions over a dimension: a sum of
@@ -559,6 +562,10 @@ class Values:
         self.shifts = WeakIdKeyDictionary()
         self.preds = WeakIdKeyDictionary()
         self.pmaps = WeakIdKeyDictionary()
+        # fake bool -> ((a weak reference to its complement, the
+        # complement's skey and gen), skey, gen): m and ~m, both of
+        # unknown values (Values._negation)
+        self.negs = WeakIdKeyDictionary()
         self.gen = {}                        # id(storage) -> unmirrored writes
         # id(storage) -> (Range, gen): the range of a whole storage that
         # writes into part of it kept (_partial_write)
@@ -1207,9 +1214,39 @@ class Values:
             r = (c[1:] > c[:-1]).flip(0).reshape(tuple(t.shape))
         r = self._layout(t, r)
         self._set(t, r)
+        # its complement (~T made before T was counted: nflows' spline
+        # indexes with outside = ~inside, then asks torch.any(inside))
+        # holds the other elements, so that both counts add up to T's
+        # size and the complement's any() and all() agree with them
+        p = self._negation(t)
+        if p is not None and not self._has(p) and self._small(p):
+            with self.unset():
+                q = ~r
+            self._set(p, self._layout(p, q))
         if self._registered(t) is None:
             return None
         return r
+
+    def _link_negation(self, a, b):
+        """Notes A and B = ~A (bool, values unknown) as each other's
+        complement while neither storage is written (_negation)."""
+        for x, y in ((a, b), (b, a)):
+            ky = self._skey(y)
+            if ky is not None:
+                self._keep(self.negs, x, (weakref.ref(y), ky,
+                                          self.gen.get(ky, 0)))
+
+    def _negation(self, t):
+        """The bool tensor that is ~T (or whose ~ T is), as made, neither
+        written since, or None."""
+        ent = self._kept(self.negs, t) if self.negs else None
+        if ent is None:
+            return None
+        y = ent[0]()
+        if y is None or self._skey(y) != ent[1] or \
+                self.gen.get(ent[1], 0) != ent[2]:
+            return None
+        return y
 
     def _count(self, t, kind):
         """Values.mask(T), counted as one assumption KIND (the number of
@@ -1716,6 +1753,13 @@ class Values:
         if name in MASK_COUNTS and args and isinstance(args[0], self.Fake) \
                 and args[0].dtype == self.torch.bool:
             self._count(args[0], "mask")
+        if name in NEGATIONS and not self.cpu and args and \
+                isinstance(args[0], self.Fake) and \
+                isinstance(out, self.Fake) and \
+                args[0].dtype == out.dtype == self.torch.bool and \
+                tuple(args[0].shape) == tuple(out.shape) and \
+                not self._has(args[0]):
+            self._link_negation(args[0], out)
         if not self.cpu and not self.shadow and not self.ranges and \
                 not self.srange and not self.unif and not self.probs and \
                 not self.uploads and name not in SOURCES and \
