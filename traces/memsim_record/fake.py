@@ -2966,6 +2966,7 @@ def run(opt, script, argv):
     undo_send = host.patch_process_send(torch)
     undo_safetensors = host.patch_safetensors(files)
     undo_jit_save = host.patch_jit_save(torch, files)
+    undo_cv2 = host.on_import("cv2", lambda mod: host.patch_cv2(mod, files))
     # The program's own Triton kernels (userkernels.py), once it imports
     # Triton.
     from . import userkernels
@@ -3225,6 +3226,7 @@ def run(opt, script, argv):
         undo_send()
         undo_safetensors()
         undo_jit_save()
+        undo_cv2()
         undo_triton()
         undo_fake_queries()
         undo_hop_rules()

@@ -913,6 +913,41 @@ def patch_process_send(torch):
     return undo
 
 
+# -- OpenCV --------------------------------------------------------------------
+def patch_cv2(cv2, files):
+    """OpenCV reads and writes image files in native code
+    (cv::imread, cv::imwrite, cv::imreadmulti in
+    modules/imgcodecs/src/loadsave.cpp open the path themselves), past
+    Files' open(): cv2.imwrite writes to the path's scratch copy, and
+    cv2.imread (imreadmulti, haveImageReader) of a path the recording
+    wrote reads that copy.  ultralytics/yolov5's training saves
+    results.png with matplotlib (through open()) and reads it back with
+    cv2.imread for TensorBoard; it read the user's path, found nothing
+    and got None.  A read of a path the recording hid (removed) reads
+    its scratch path, which does not exist: None, as for real."""
+    names = ("imread", "imreadmulti", "haveImageReader", "imwrite")
+    orig = {n: getattr(cv2, n) for n in names if hasattr(cv2, n)}
+
+    def reader(o):
+        def read(filename, *a, **k):
+            m = files.mapped(filename)
+            return o(filename if m is None else m, *a, **k)
+        return read
+
+    def writer(o):
+        def write(filename, *a, **k):
+            return o(files.path(filename, "wb"), *a, **k)
+        return write
+
+    for n, o in orig.items():
+        setattr(cv2, n, writer(o) if n == "imwrite" else reader(o))
+
+    def undo():
+        for n, o in orig.items():
+            setattr(cv2, n, o)
+    return undo
+
+
 # -- safetensors ----------------------------------------------------------------
 def patch_jit_save(torch, files):
     """ScriptModule.save (torch.jit.save's, for a path) of a module with
