@@ -1327,18 +1327,17 @@ class Values:
             # its own versions)
             self._keep(self.uploads, x, (src, src, src._version))
             return
-        if not isinstance(x, self.Fake) or not isinstance(out, self.Fake) \
-                or tuple(out.shape) != tuple(x.shape) and \
-                not getattr(func, "is_view", False):
+        view = name in UPLOAD_VIEWS and getattr(func, "is_view", False)
+        if not (view or name == "_to_copy") or \
+                not isinstance(x, self.Fake) or \
+                not isinstance(out, self.Fake) or \
+                not view and tuple(out.shape) != tuple(x.shape):
             return
         ent = self._upload_of(x)
         if ent is None:
             return
         src, base, version = ent
-        if name != "_to_copy":
-            if not getattr(func, "is_view", False) or \
-                    name not in UPLOAD_VIEWS:
-                return
+        if view:
             with self.unset():
                 try:
                     src = func(src, *args[1:], **kwargs)
