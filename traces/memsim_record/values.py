@@ -177,6 +177,10 @@ PARTIAL_SRC = {"copy_": (1, "src"), "fill_": (1, "value"),
                "index_copy_": (3, "source"), "scatter_": (3, "src")}
 
 # Uninitialized tensors: no values until written (Values._blank).
+# The host bytes that copies from the host keep alive (Values._upload): a
+# checkpoint's tensors beyond them are not kept (a large model's would
+# double the recording's host memory).
+UPLOAD_BYTES = 1 << 30
 # The views an _upload entry goes on with (computed on the host tensor:
 # no copy).
 UPLOAD_VIEWS = frozenset((
@@ -1305,14 +1309,15 @@ class Values:
     def _upload(self, func, name, args, kwargs, out, targets):
         """A host tensor copied into a fake one too large for a shadow
         (load_state_dict's copy_ of a checkpoint's tensor): the host
-        tensor is kept, by reference with its version counter, and goes
-        on with the copy to the GPU (_to_copy: model.cuda()) and the views
-        of either (detach: the Parameter model.cuda() makes, state_dict),
-        so that host() gives the values back while neither the host
-        tensor nor the fake storage has been written since (MoCo v3's and
-        SimSiam's linear classification check every frozen weight's
-        .cpu() against the checkpoint's).  No op computes on it: views
-        of it cost nothing, and only the host reads it."""
+        tensor is kept (UPLOAD_BYTES of them in all), by reference with
+        its version counter, and goes on with the copy to the GPU
+        (_to_copy: model.cuda()) and the views of either (detach: the
+        Parameter model.cuda() makes, state_dict), so that host() gives
+        the values back while neither the host tensor nor the fake
+        storage has been written since (MoCo v3's and SimSiam's linear
+        classification check every frozen weight's .cpu() against the
+        checkpoint's).  No op computes on it: views of it cost nothing,
+        and only the host reads it."""
         torch = self.torch
         x = args[0] if args else None
         if name == "copy_":
@@ -1322,6 +1327,8 @@ class Values:
                     src.device.type != "cpu" or src.is_sparse or \
                     not isinstance(x, self.Fake) or \
                     tuple(src.shape) != tuple(x.shape):
+                return
+            if self._upload_bytes(src) > UPLOAD_BYTES:
                 return
             # (the host tensor itself: a detach() of it here would count
             # its own versions)
@@ -1352,6 +1359,20 @@ class Values:
                                             src.to(out.dtype).clone()))
             return
         self._keep(self.uploads, out, (src, base, version))
+
+    def _upload_bytes(self, src):
+        """The bytes of the host storages the kept copies hold alive,
+        SRC's with them (a written copy's entry dropped here)."""
+        seen, n = set(), 0
+        bases = [ent[1] for ent in map(self._upload_of,
+                                       list(self.uploads.keys()))
+                 if ent is not None]
+        for base in bases + [src]:
+            st = base.untyped_storage()
+            if id(st) not in seen:
+                seen.add(id(st))
+                n += st.nbytes()
+        return n
 
     def _upload_of(self, t):
         """(T's values on the host, the host tensor they view, its
