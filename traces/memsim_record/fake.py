@@ -1641,10 +1641,11 @@ def _host_values(rec, t, large=False):
     shape, dtype and strides, or None where T is larger than
     host.HOST_FAKE_BYTES (it stays fake) unless LARGE (.numpy(): an array
     needs real memory, as in the real run) or its values are a host
-    tensor's (values.uploaded: the host holds them already).  Its values are values.py's
-    (docs/recording-values.md): T's own where known, else a range's or
-    the .item() rules' answer, an assumption host:<kind> counted once per
-    tensor; a loop on values the fake run does not have stops."""
+    tensor's (values.uploaded: the host holds them already).  Its values
+    are values.py's (docs/recording-values.md): T's own where known, else
+    a range's or the .item() rules' answer, an assumption host:<kind>
+    counted once per tensor; a loop on values the fake run does not have
+    stops."""
     import torch
     from torch._subclasses.fake_tensor import unset_fake_temporarily
     if host.nbytes(t) > host.HOST_FAKE_BYTES and not large and \

@@ -990,6 +990,7 @@ def randperm(n, itemsize):
             ("free", "cub"), ("free", "keys_tmp"), ("free", "keys"),
             ("free", "range")]
 
+
 def _cub_tiles_temp(n, tile):
     """cub's single-pass scan storage (DeviceScan, DeviceSelect): one
     16-byte tile descriptor per TILE items plus 32 of warp padding

@@ -176,7 +176,6 @@ PARTIAL_SRC = {"copy_": (1, "src"), "fill_": (1, "value"),
                "masked_fill_": (2, "value"), "index_fill_": (3, "value"),
                "index_copy_": (3, "source"), "scatter_": (3, "src")}
 
-# Uninitialized tensors: no values until written (Values._blank).
 # The host bytes that copies from the host keep alive (Values._upload): a
 # checkpoint's tensors beyond them are not kept (a large model's would
 # double the recording's host memory).
@@ -187,6 +186,7 @@ UPLOAD_VIEWS = frozenset((
     "detach", "alias", "view", "_unsafe_view", "t", "transpose", "permute",
     "select", "slice", "unsqueeze", "squeeze", "expand", "unflatten",
     "flatten", "narrow", "as_strided"))
+# Uninitialized tensors: no values until written (Values._blank).
 EMPTY = frozenset(("empty", "empty_like", "new_empty", "empty_strided",
                    "new_empty_strided", "empty_permuted"))
 # In-place ops that overwrite every element of their target.
@@ -1378,15 +1378,11 @@ class Values:
         """(T's values on the host, the host tensor they view, its
         version counter then) of T's _upload entry while valid, else
         None."""
-        ent = self.uploads.get(t)
-        if ent is None:
-            return None
-        (src, base, version), k, g = ent
-        if base._version != version or k != self._skey(t) or \
-                self.gen.get(k, 0) != g:
+        ent = self._kept(self.uploads, t)
+        if ent is not None and ent[1]._version != ent[2]:
             del self.uploads[t]
             return None
-        return src, base, version
+        return ent
 
     def host(self, t):
         """A real CPU tensor with T's values (shadow, a copy from the
