@@ -365,7 +365,10 @@ class Range:
         return math.isfinite(self.lo) and math.isfinite(self.hi)
 
     def int_top(self):
-        """The largest integer in the range (hi excluded when hi_open)."""
+        """The largest integer in the range (hi excluded when hi_open;
+        inf where the range has no top)."""
+        if math.isinf(self.hi):
+            return self.hi
         return math.ceil(self.hi) - 1 if self.hi_open else \
             math.floor(self.hi)
 
@@ -432,11 +435,15 @@ class Range:
 
     def count(self):
         """How many integers the range holds (an integral one's values),
-        0 where none."""
+        0 where none, inf where it has no end."""
+        if not self.finite():
+            return math.inf if self.lo <= self.hi else 0
         return max(self.int_top() - math.ceil(self.lo) + 1, 0)
 
     def single(self):
         """The one value the range holds, or None."""
+        if not self.finite():
+            return None
         if self.integral:
             lo, hi = math.ceil(self.lo), self.int_top()
         elif self.hi_open:
@@ -451,6 +458,8 @@ def share(u, op, c):
     Range U (its integers where integral), or None (an empty or endless
     range)."""
     if u.integral:
+        if not u.finite():
+            return None
         lo, n = math.ceil(u.lo), u.count()
         if n <= 0:
             return None
@@ -1291,8 +1300,8 @@ class Values:
             return v
         if rg is not None and t.numel() == 1 and not t.dtype.is_complex \
                 and t.dtype != self.torch.bool:
-            # one end only (clamp(min=80) of an unknown value: [80, inf);
-            # integer tensors keep no infinite end, _rules): the default
+            # one end only (clamp(min=80) of an unknown value: [80, inf),
+            # of floats or of integers, _rules): the default
             # answer (fake._item_value: 1.0, --item-int) where it lies in
             # the range, else the nearest value that does
             d = 1.0 if t.dtype.is_floating_point else \
@@ -2585,10 +2594,15 @@ class Values:
             # graphs or segments a scatter sizes its output by
             # (torch_geometric's global pools), is the whole range
             top = base in ("max", "amax")
-            v = rg.int_top() if top else math.ceil(rg.lo)
-            new = Range(v, v, False, True)
-            if rg.lo != rg.hi:
-                assume(self.rec, "range:" + ("max" if top else "min"), v)
+            v = rg.int_top() if top else rg.lo
+            if math.isinf(v):
+                new = rg    # (a clamp's one end: the other is unknown)
+            else:
+                v = math.ceil(v)
+                new = Range(v, v, False, True)
+                if rg.lo != rg.hi:
+                    assume(self.rec, "range:" + ("max" if top else "min"),
+                           v)
         elif base in KEEP and base not in ("max", "min") or \
                 (base in ("max", "min") and (len(args) < 2 or
                                              isinstance(args[1], int))):
@@ -2646,12 +2660,14 @@ class Values:
         for o in outs[:1]:
             if not isinstance(o, torch.Tensor):
                 continue
-            if not o.dtype.is_floating_point and not new.finite():
-                continue    # (no integers from an infinite end)
+            if not o.dtype.is_floating_point and \
+                    math.isinf(new.lo) and math.isinf(new.hi):
+                continue    # (integers of no bound: nothing known)
             if not o.dtype.is_floating_point and o.dtype != torch.bool \
                     and not new.integral:
                 # a cast to an integer type truncates toward zero
-                new = Range(math.floor(new.lo), new.int_top(), False,
+                new = Range(new.lo if math.isinf(new.lo) else
+                            math.floor(new.lo), new.int_top(), False,
                             True)
             self._set_range(o, new)
 
