@@ -131,6 +131,19 @@ TWINS = frozenset((
 TWIN_KEYS = 1 << 16     # recipes kept (Values.recipe_nums)
 # Ops that count a bool tensor's true elements (Values.mask).
 MASK_COUNTS = frozenset(("sum", "count_nonzero"))
+# Ops that keep a tensor's partly known values (Values._part): those
+# that make one (a cat of known and unknown pieces, a constant pad of
+# one), the views and copies that carry its elements, a comparison of it with a
+# known scalar, and any() and all(), which its known elements may decide.
+PART_MAKE = frozenset(("cat", "concat", "constant_pad_nd"))
+PART_SAME = frozenset((
+    "select", "slice", "view", "_unsafe_view", "reshape", "unsqueeze",
+    "squeeze", "clone", "alias", "detach", "t", "transpose", "permute",
+    "flatten", "narrow", "unbind", "split", "contiguous", "flip",
+    "_to_copy"))
+PART_OPS = PART_MAKE | PART_SAME | {"eq", "ne", "lt", "le", "gt", "ge",
+                                    "logical_not", "bitwise_not", "any",
+                                    "all"}
 # A bool tensor's complement (~m: at::bitwise_not, logical_not): the
 # values Values.mask assumes for one are the other's negation.
 NEGATIONS = frozenset(("bitwise_not", "logical_not"))
@@ -579,6 +592,9 @@ class Values:
         # complement's skey and gen), skey, gen): m and ~m, both of
         # unknown values (Values._negation)
         self.negs = WeakIdKeyDictionary()
+        # fake -> ((values, known), skey, gen): a tensor some of whose
+        # elements are known, its values and which (Values._part)
+        self.parts = WeakIdKeyDictionary()
         self.gen = {}                        # id(storage) -> unmirrored writes
         # id(storage) -> (Range, gen): the range of a whole storage that
         # writes into part of it kept (_partial_write)
@@ -1212,19 +1228,31 @@ class Values:
             assume(self.rec, "mask:random", round(f, 6))
         else:
             f = float(self.rec.opt.dynamic_fraction)
-        b = self.nonzero_bound(t)
+        part = self._kept(self.parts, t) if self.parts else None
+        b = self.nonzero_bound(t) if part is None else None
         with self.unset():
-            if b is not None and b < f * t.numel():
+            if part is not None:
+                # the known elements as they are, the rule over the
+                # others (in element order, ending on the last of them)
+                known = part[1].reshape(-1)
+                u = int((~known).sum())
+                c = torch.ceil(torch.arange(u + 1, dtype=torch.float64) *
+                               f * (1 - 1e-12))
+                r = part[0].reshape(-1).clone()
+                r[~known] = (c[1:] > c[:-1]).flip(0)
+                r = r.reshape(tuple(t.shape))
+            elif b is not None and b < f * t.numel():
                 # the fraction b / n of n, b true: in integers, ceil(x b
                 # / n) exactly
                 n = t.numel()
                 c = (torch.arange(n + 1, dtype=torch.int64) * b +
                      n - 1) // n
+                r = (c[1:] > c[:-1]).flip(0).reshape(tuple(t.shape))
             else:
                 c = torch.ceil(torch.arange(t.numel() + 1,
                                             dtype=torch.float64) * f *
                                (1 - 1e-12))     # (as in count)
-            r = (c[1:] > c[:-1]).flip(0).reshape(tuple(t.shape))
+                r = (c[1:] > c[:-1]).flip(0).reshape(tuple(t.shape))
         r = self._layout(t, r)
         self._set(t, r)
         # its complement (~T made before T was counted: nflows' spline
@@ -1787,7 +1815,8 @@ class Values:
             self._link_negation(args[0], out)
         if not self.cpu and not self.shadow and not self.ranges and \
                 not self.srange and not self.unif and not self.probs and \
-                not self.uploads and name not in SOURCES and \
+                not self.uploads and not self.parts and \
+                name not in PART_MAKE and name not in SOURCES and \
                 name not in EMPTY and name not in RANDOM and \
                 name not in BOUNDED and name not in CLAMPS and \
                 name not in INDICES and name not in GATHERS and \
@@ -1889,8 +1918,121 @@ class Values:
             return
         if real is None and (self.uploads or big and name == "copy_"):
             self._upload(func, name, args, kwargs, out, targets)
+        if not targets and name in PART_OPS and \
+                (self.parts or name in PART_MAKE):
+            self._part(func, name, args, kwargs, out)
         # rules mode: routing shadows, ranges
         self._rules(func, name, args, kwargs, out, outs, targets)
+
+    def _part_of(self, t):
+        """(values, known) of T: a real tensor of T's shape and a bool one
+        saying which of its elements are known (all, where T has a
+        shadow), or None where none is."""
+        torch = self.torch
+        if not isinstance(t, self.Fake):
+            return None
+        r = self.real(t)
+        if r is not None:
+            with self.unset():
+                return r, torch.ones(tuple(t.shape), dtype=torch.bool)
+        return self._kept(self.parts, t) if self.parts else None
+
+    def _part(self, func, name, args, kwargs, out):
+        """Partly known values (rules mode): where an op of PART_OPS
+        makes OUT (at most SHADOW_LIMIT elements) from tensors some of
+        whose elements are known and others not, OUT keeps its known
+        elements too (whisper's decoding: its known prompt, then each
+        step's token of unknown value cat'ed to it, then F.pad with the
+        end-of-text token; the first end-of-text, `(t ==
+        eot).nonzero()[0, 0]`, lies past the prompt).  A tensor all of
+        whose elements come out known gets them as its shadow; a mask
+        counted (Values.mask) keeps its known elements and assumes the
+        others."""
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        if not outs or not all(
+                isinstance(o, self.Fake) and type(o.numel()) is int and
+                o.numel() <= SHADOW_LIMIT for o in outs):
+            return
+        if name in ("cat", "concat") and not any(
+                self._has(t) or t in self.parts for t in args[0]
+                if isinstance(t, self.Fake)):
+            return      # (a cat of no known element: the common case)
+        try:
+            with self.unset():
+                got = self._part_op(func, name, args, kwargs, outs)
+        except Exception:
+            return
+        if got is None:
+            return
+        for o, (v, k) in zip(outs, got):
+            if tuple(v.shape) != tuple(o.shape) or \
+                    tuple(k.shape) != tuple(o.shape):
+                continue
+            with self.unset():
+                v = v.to(o.dtype)
+                every, some = bool(k.all()), bool(k.any())
+            if every:
+                self._set(o, self._layout(o, v))
+            elif some:
+                self._keep(self.parts, o, (v, k))
+
+    def _part_op(self, func, name, args, kwargs, outs):
+        """The (values, known) pairs of OUTS, the outputs of NAME
+        (_part), or None."""
+        torch = self.torch
+
+        def part(t, whole=False):
+            p = self._part_of(t)
+            if p is None and whole and isinstance(t, self.Fake):
+                shape = tuple(t.shape)
+                p = (torch.zeros(shape, dtype=t.dtype),
+                     torch.zeros(shape, dtype=torch.bool))
+            return p
+        if name in ("cat", "concat"):
+            ts = args[0]
+            dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
+            ps = [part(t, True) for t in ts]
+            if any(p is None for p in ps) or \
+                    not any(bool(p[1].any()) for p in ps):
+                return None
+            return [(torch.cat([p[0] for p in ps], dim),
+                     torch.cat([p[1] for p in ps], dim))]
+        if name == "constant_pad_nd":
+            v = args[2] if len(args) > 2 else kwargs.get("value", 0)
+            v = self.kn.value(v) if isinstance(v, torch.Tensor) else v
+            p = part(args[0])
+            if p is None or not isinstance(v, (int, float, bool)):
+                return None
+            pad = list(args[1])
+            return [(torch.constant_pad_nd(p[0], pad, v),
+                     torch.constant_pad_nd(p[1], pad, True))]
+        p = part(args[0]) if args else None
+        if p is None:
+            return None
+        if name == "_to_copy":
+            return [(p[0].to(outs[0].dtype), p[1].clone())]
+        if name in PART_SAME:
+            vs = func(p[0], *args[1:], **kwargs)
+            ks = func(p[1], *args[1:], **kwargs)
+            if isinstance(vs, torch.Tensor):
+                return [(vs, ks)]
+            return list(zip(vs, ks))
+        if name in ("logical_not", "bitwise_not") and \
+                p[0].dtype == torch.bool:
+            return [(~p[0], p[1])]
+        if name in ("any", "all"):
+            if len(args) > 1 or kwargs:
+                return None
+            b = p[0].bool()
+            hit = (p[1] & b).any() if name == "any" else (p[1] & ~b).any()
+            if not bool(hit):
+                return None
+            return [(torch.tensor(name == "any"), torch.tensor(True))]
+        c = args[1] if len(args) > 1 else None
+        c = self.kn.value(c) if isinstance(c, torch.Tensor) else c
+        if isinstance(c, (int, float, bool)) and not kwargs:
+            return [(getattr(torch, name)(p[0], c), p[1].clone())]
+        return None
 
     def _blank(self, t):
         """Keeps T, a small uninitialized tensor (empty, empty_like; of at
