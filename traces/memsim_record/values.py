@@ -1906,7 +1906,12 @@ class Values:
                 else:
                     self._set(o, r if view else self._layout(o, r))
             return
+        pre = None
         if targets:
+            if name == "scatter_" and not self.cpu and len(targets) == 1:
+                # (the target's values before the write: a sparse gate
+                # scattered in place, _rules)
+                pre = self.real(targets[0])
             kept = None if self.cpu or len(targets) != 1 else \
                 self._partial_write(name, args, kwargs, targets[0])
             before = self.gen.get(self._skey(targets[0]), 0)
@@ -1922,7 +1927,7 @@ class Values:
                 (self.parts or name in PART_MAKE):
             self._part(func, name, args, kwargs, out)
         # rules mode: routing shadows, ranges
-        self._rules(func, name, args, kwargs, out, outs, targets)
+        self._rules(func, name, args, kwargs, out, outs, targets, pre)
 
     def _part_of(self, t):
         """(values, known) of T: a real tensor of T's shape and a bool one
@@ -2543,7 +2548,11 @@ class Values:
         return func(args[0], new)
 
     # -- the rules mode's routing and ranges ---------------------------------
-    def _rules(self, func, name, args, kwargs, out, outs, targets):
+    def _rules(self, func, name, args, kwargs, out, outs, targets,
+               pre=None):
+        """The rules mode's values of NAME's outputs; PRE: an in-place
+        scatter_'s target's values before it wrote (its shadow is stale
+        by now)."""
         torch = self.torch
         t0 = args[0] if args else None
         if name in RANDOM or self.unif or self.probs:
@@ -2557,8 +2566,8 @@ class Values:
                 z = torch.zeros(tuple(args[1].shape), dtype=args[1].dtype)
             self._set(args[1], z)
             return
-        if name == "scatter" and len(args) > 3 and not kwargs and \
-                isinstance(args[3], self.Fake) and \
+        if name in ("scatter", "scatter_") and len(args) > 3 and \
+                not kwargs and isinstance(args[3], self.Fake) and \
                 isinstance(out, self.Fake) and self._small(out):
             # A sparse gate (a mixture of experts' zeros(...).scatter(1,
             # top_k_indices, top_k_gates)): the target's and the indices'
@@ -2566,7 +2575,11 @@ class Values:
             # They are taken nonzero, each the default floating answer
             # 1.0 (its range's midpoint where it has one), so that the
             # gates' nonzero() and (gates > 0).sum(0) follow the routing.
-            r0, ri = self.real(t0), self.real(args[2])
+            # In place as well (zeros_like(logits).scatter_(1, ...):
+            # sparse-moe-pytorch's TopKRouter), from the target's values
+            # before the write.
+            r0 = self.real(t0) if name == "scatter" else pre
+            ri = self.real(args[2])
             if r0 is not None and ri is not None and \
                     isinstance(args[1], int):
                 rg = self.range(args[3])
