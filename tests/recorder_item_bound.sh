@@ -12,9 +12,10 @@
 # number that agrees with it (assumption item:bound), C for x >= C or
 # x <= C or x == C (`x != C` answered False), C - 1 / C + 1 for an
 # integral x < C / x > C; x != C (`x == C` answered False) gives none.
-# Under --values cpu too, for what a compiled graph computed (its values
-# not known there either): mixture-of-experts' README MoE compiled made
-# its one-hot of 1 class under --values cpu and 128 under --fake.
+# The same for what a compiled graph returned of unknown value (under
+# --fake); under --values cpu the graph's values are computed
+# (compiled.Program._values, tests/recorder_compiled_values.sh), and
+# the comparison is answered from them.
 # Needs Python 3 and PyTorch; skips (77) without them.
 set -u
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
@@ -54,9 +55,15 @@ def top(g):
 x = top(torch.randn(4, 64, 16, device="cuda"))
 print("k", int(max(x, 80)))
 PY
-(cd "$tmp" && $MEMSIM record --fake --values cpu -o "$tmp/b.csv" -- "$PY" b.py) \
+(cd "$tmp" && $MEMSIM record --fake -o "$tmp/b.csv" -- "$PY" b.py) \
 	>"$tmp/err" 2>&1 || fail "record b: $(tail -3 "$tmp/err")"
 grep -qxF "k 80" "$tmp/err" || fail "'k 80' not in: $(cat "$tmp/err")"
 grep -q ',assumption,item:bound b.py:6 =80$' "$tmp/b.csv" ||
 	fail "no item:bound b.py:6 =80: $(grep assumption "$tmp/b.csv")"
+(cd "$tmp" && $MEMSIM record --fake --values cpu -o "$tmp/c.csv" -- "$PY" b.py) \
+	>"$tmp/err" 2>&1 || fail "record b cpu: $(tail -3 "$tmp/err")"
+grep -qxF "k 80" "$tmp/err" || fail "cpu: 'k 80' not in: $(cat "$tmp/err")"
+if grep -q ',assumption,item:' "$tmp/c.csv"; then
+	fail "cpu: item assumptions: $(grep assumption "$tmp/c.csv")"
+fi
 finish recorder_item_bound.sh

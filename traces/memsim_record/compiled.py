@@ -937,6 +937,8 @@ class Program:
                         getattr(self.gm, n.target)
                     with rt.quiet():
                         v = fn(*a, **k)
+                        if n.op == "call_function":
+                            self._values(n.target, a, k, v)
                     if v is None and _writes_first(n):
                         # an op Inductor's reinplacing pass made in place
                         # (_foreach_add -> _foreach_add_, whose inputs a
@@ -978,6 +980,32 @@ class Program:
         a = k = v = None
         del held
         return result
+
+    def _values(self, func, args, kwargs, out):
+        """What a fused node FUNC(*ARGS, **KWARGS) -> OUT makes known of
+        values (known.Known.after, values.py's shadows and ranges), as
+        the recorder's dispatch notes it of every op it runs: the fused
+        nodes run beside it (Runtime.quiet), and their outputs' values
+        were unknown to the program's eager ops after the graph.
+        st-moe-pytorch's and mixture-of-experts' safe_one_hot,
+        max(indexes.max() + 1 + 1, capacity): TorchDynamo makes the
+        builtin max of a tensor and an int a clamp(min=capacity) in the
+        graph, which the graph returns and F.one_hot(num_classes=) reads
+        after a graph break; with the clamp's range [capacity, inf) (and
+        the routing's shadows up to it) that read is the capacity, as in
+        eager (Known.answered), not --item-int's 1.  Extern kernels run
+        under the recorder and are noted there; writes of in-place nodes
+        forget what was known of the storages written."""
+        torch = self.torch
+        kn = getattr(self.rec, "known", None)
+        if kn is None or not isinstance(func, torch._ops.OpOverload):
+            return
+        if func is torch.ops.prims.convert_element_type.default and \
+                len(args) == 2:
+            # (Inductor's decomposition of a cast: _to_copy's)
+            func, args, kwargs = torch.ops.aten._to_copy.default, \
+                args[:1], {"dtype": args[1]}
+        kn.after(func, func.overloadpacket.__name__, args, kwargs, out)
 
     def _release(self, t):
         """Frees T's buffer now (the wrapper's "del buf" after the

@@ -109,8 +109,10 @@ BOUNDED = {"tanh": math.tanh, "tanh_": math.tanh, "sigmoid": _sigmoid,
            "sigmoid_": _sigmoid, "_softmax": None, "softmax": None}
 # Clamps: between two known bounds the output's range is [min, max] (met
 # with the input's where it has one), whatever the input's values
-# (Values._rules).
-CLAMPS = frozenset(("clamp", "clamp_", "clip", "clip_"))
+# (Values._rules).  clamp_min and clamp_max: Inductor's decomposition of
+# a clamp (the fused nodes of a compiled graph, compiled.Program._values).
+CLAMPS = frozenset(("clamp", "clamp_", "clip", "clip_", "clamp_min",
+                    "clamp_min_", "clamp_max", "clamp_max_"))
 INDICES = {"topk": 1, "sort": 1, "argsort": 0, "argmax": 0, "argmin": 0,
            "max": 1, "min": 1, "kthvalue": 1, "mode": 1, "median": 1,
            "nanmedian": 1, "cummax": 1, "cummin": 1}
@@ -2701,7 +2703,7 @@ class Values:
             return
         rg = self.range(t0) if isinstance(t0, torch.Tensor) else None
         if rg is None and name in CLAMPS and isinstance(t0, torch.Tensor):
-            lo, hi = self._clamp_bounds(args, kwargs)
+            lo, hi = self._clamp_bounds(args, kwargs, name)
             if lo is not None or hi is not None:
                 # torch.clamp(x, lo, hi) of x of unknown values: [lo, hi]
                 # (Stable-Baselines3's SAC actor, `th.clamp(log_std,
@@ -2794,8 +2796,8 @@ class Values:
             new = Range(rg.lo * c, rg.hi * c, rg.hi_open,
                         rg.integral and base == "mul" and
                         float(kv).is_integer())
-        elif base in ("clamp", "clip"):
-            lo, hi = self._clamp_bounds(args, kwargs)
+        elif base in ("clamp", "clip", "clamp_min", "clamp_max"):
+            lo, hi = self._clamp_bounds(args, kwargs, base)
             nlo, nhi, ho = rg.lo, rg.hi, rg.hi_open
             if lo is not None:
                 nlo = max(nlo, lo)
@@ -2826,12 +2828,20 @@ class Values:
                             True)
             self._set_range(o, new)
 
-    def _clamp_bounds(self, args, kwargs):
+    def _clamp_bounds(self, args, kwargs, name="clamp"):
         """A clamp's known (min, max), None for a bound not given or of
         unknown value (aten::clamp's min and max, positional or by
-        name)."""
+        name; clamp_min's min and clamp_max's max, its second
+        argument)."""
         bounds = []
-        for i, key in ((1, "min"), (2, "max")):
+        name = name.rstrip("_")
+        slots = ((1, "min"), (None, "max")) if name == "clamp_min" else \
+            ((None, "min"), (1, "max")) if name == "clamp_max" else \
+            ((1, "min"), (2, "max"))
+        for i, key in slots:
+            if i is None:
+                bounds.append(None)
+                continue
             v = args[i] if len(args) > i else kwargs.get(key)
             v = self.kn.value(v) if v is not None else None
             if isinstance(v, bool) or not isinstance(v, (int, float)) or \
