@@ -10,10 +10,12 @@
 # clamp_min); F.one_hot(num_classes=) read it after the graph break as
 # --item-int's 1, a one-hot of 1 class where the real run makes the
 # capacity's 80 (the compiled MoE routers' dispatch tensors 80 times too
-# small).  A clamp with a known bound now bounds a one-element integer
-# of unknown value (Known._bound; item:bound: the default answer moved
-# within the bounds), and a compiled graph's write into a tensor of known
-# value leaves it the value written, not the one before.
+# small).  The graph's clamp now gives its output a range as an eager
+# clamp does (values.py: [80, inf) here, whose .item() is the default
+# answer moved into it; [1, 3] for clamp(m, max=3) of an m at least 1,
+# whose .item() is the range's lower median, 2: item:range), and a
+# compiled graph's write into a tensor of known value leaves it the
+# value written, not the one before.
 # Needs Python 3 and PyTorch; skips (77) without them.
 set -u
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
@@ -55,12 +57,12 @@ print("bump", int(s), int(y))
 PY
 (cd "$tmp" && $MEMSIM record --fake --item-int 5 -o "$tmp/a.csv" -- "$PY" a.py) \
 	>"$tmp/err" 2>&1 || fail "record: $(tail -3 "$tmp/err")"
-for want in "classes 80" "ends 80 3" "bump 3 6"; do
+for want in "classes 80" "ends 80 2" "bump 3 6"; do
 	grep -qxF "$want" "$tmp/err" || fail "'$want' not in: $(cat "$tmp/err")"
 done
-for want in "a.py:7 =80" "a.py:30 =80" "a.py:30 =3"; do
-	grep -q ",assumption,item:bound $want\$" "$tmp/a.csv" ||
-		fail "no item:bound $want: $(grep assumption "$tmp/a.csv")"
+for want in "a.py:7 =80" "a.py:30 =80" "a.py:30 =2"; do
+	grep -q ",assumption,item:range $want\$" "$tmp/a.csv" ||
+		fail "no item:range $want: $(grep assumption "$tmp/a.csv")"
 done
 # the one-hot of 80 classes (4*64*16*80 int64: 2.5 MiB) is recorded
 grep -q ',alloc,[0-9]*,2621440,' "$tmp/a.csv" ||

@@ -115,11 +115,6 @@ ALIASES = {"__and__": "bitwise_and", "__or__": "bitwise_or",
            "_is_all_true": "all", "_is_any_true": "any"}
 
 
-# ops whose one-element integer output Known._bound bounds
-_CLAMPS = frozenset(("clamp", "clip", "clamp_min", "clamp_max", "clamp_",
-                     "clip_", "clamp_min_", "clamp_max_"))
-
-
 class Endless(BaseException):
     """Stops a recording that loops on assumed values.  A BaseException,
     so that the script's own `except Exception` does not swallow it."""
@@ -172,10 +167,6 @@ class Known:
         # unknown value with a known number: result -> (op, weak
         # reference to the tensor, the number) (Known.answered)
         self.cmps = WeakIdKeyDictionary()
-        # one-element integer tensors of unknown value that a clamp with a
-        # known bound made: tensor -> (lo, hi, skey, writes), None for an
-        # end not given (Known.bound)
-        self.bounds = WeakIdKeyDictionary()
 
     # -- values ---------------------------------------------------------
     def value(self, x):
@@ -211,11 +202,9 @@ class Known:
         if v is UNKNOWN:
             if self.values is not None:
                 try:
-                    v = self.values.item(t)
+                    return self.values.item(t)
                 except Exception as e:
                     self.values.lost("item", e)
-                if v is UNKNOWN:
-                    v = self._bounded(t)
             return v
         return _convert(v, t.dtype, self.torch)
 
@@ -231,105 +220,6 @@ class Known:
         except Exception:
             return
         self.vals[t] = (v, key, self.writes.setdefault(key, 0))
-
-    # -- bounds of one-element integers --------------------------------------
-    def _bound(self, name, args, kwargs, out):
-        """OUT = clamp(X, lo, hi) (clamp_min, clamp_max, clip) of a
-        one-element integer X of unknown value, lo or hi known: OUT's
-        bounds, for its .item() (Known._bounded); views and copies of OUT
-        keep them.  values.py keeps no range with an infinite end for
-        integers; its one-ended float ranges answer .item() the same way
-        (Values.item)."""
-        torch = self.torch
-        if not isinstance(out, self.tensor) or out.numel() != 1 or \
-                out.dtype.is_floating_point or out.dtype.is_complex or \
-                out.dtype == torch.bool:
-            return
-        x = args[0] if args else None
-        if not isinstance(x, self.tensor) or self.value(out) is not UNKNOWN:
-            return
-        if name in ("clamp", "clip", "clamp_min", "clamp_max"):
-            if name == "clamp_max":
-                lo, hi = None, args[1] if len(args) > 1 else \
-                    kwargs.get("max")
-            elif name == "clamp_min":
-                lo, hi = args[1] if len(args) > 1 else kwargs.get("min"), \
-                    None
-            else:
-                lo = args[1] if len(args) > 1 else kwargs.get("min")
-                hi = args[2] if len(args) > 2 else kwargs.get("max")
-            ends = []
-            for e in (lo, hi):
-                e = self.value(e) if e is not None else None
-                if isinstance(e, bool) or not isinstance(e, (int, float)) \
-                        or not math.isfinite(e):
-                    e = None
-                ends.append(e)
-            prev = self._bounds_of(x) or (None, None)
-            lo, hi = ends
-            if prev[0] is not None:
-                lo = prev[0] if lo is None else max(lo, prev[0])
-            if prev[1] is not None:
-                hi = prev[1] if hi is None else min(hi, prev[1])
-            if hi is not None and lo is not None and hi < lo:
-                lo = hi                     # (torch.clamp: max wins)
-        elif name in SAME:
-            b = self._bounds_of(x)
-            if b is None:
-                return
-            lo, hi = b
-        else:
-            return
-        if lo is None and hi is None:
-            return
-        try:
-            key = id(out.untyped_storage())
-        except Exception:
-            return
-        self.bounds[out] = (lo, hi, key, self.writes.setdefault(key, 0))
-
-    def _bounds_of(self, t):
-        """(lo, hi) that Known._bound noted of T, while T's storage is
-        the same and not written since, or None."""
-        ent = self.bounds.get(t)
-        if ent is None:
-            return None
-        try:
-            same = id(t.untyped_storage()) == ent[2]
-        except Exception:
-            same = False
-        if same and self.writes.get(ent[2], 0) == ent[3]:
-            return ent[0], ent[1]
-        del self.bounds[t]
-        return None
-
-    def _bounded(self, t):
-        """T.item() of a one-element integer a clamp bounded
-        (Known._bound): the default answer (--item-int) where it lies
-        within the bounds, else the nearest bound: TorchDynamo makes
-        Python's max(x, capacity) of a tensor x a clamp(x, min=capacity)
-        in the compiled graph (st-moe-pytorch's and mixture-of-experts'
-        safe_one_hot, whose F.one_hot(num_classes=) reads it after a
-        graph break), where eager Python asks `capacity > x`
-        (Known.answered): either way capacity, not a one-hot of
-        --item-int's 1 class.  Assumption item:bound.  UNKNOWN where
-        no bound was noted."""
-        b = self._bounds_of(t)
-        if b is None or self.values is None:
-            return UNKNOWN
-        rec = self.values.rec
-        v = d = int(rec.opt.item_int)
-        if b[0] is not None:
-            v = max(v, math.ceil(b[0]))
-        if b[1] is not None:
-            v = min(v, math.floor(b[1]))
-        from . import values
-        values.assume(rec, "item:bound", v)
-        watch = getattr(rec, "watch", None)
-        if watch and v == d:
-            watch.assumed("item:bound", v, ", or give the answer with "
-                          "--item-int N")
-        return v
 
     # -- after each op ----------------------------------------------------
     def after(self, func, name, args, kwargs, out):
@@ -348,12 +238,6 @@ class Known:
             # (--values cpu too: what a compiled graph computed is not
             # known there either)
             self._note_cmp(ALIASES.get(name, name), args, out)
-        if (self.bounds or name in _CLAMPS) and \
-                isinstance(out, self.tensor):
-            base = name[:-1] if name.endswith("_") and \
-                not name.startswith("_") else name
-            if base in _CLAMPS or base in SAME:
-                self._bound(base, args, kwargs, out)
         if vs is not None and vs.cpu:
             return      # --values cpu: computed, no rule here
         if name == "_is_all_true" and isinstance(out, self.tensor):
