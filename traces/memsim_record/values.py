@@ -1116,6 +1116,9 @@ class Values:
         --dynamic-fraction).  True where handled."""
         torch = self.torch
         t0 = args[0]
+        if not all(type(d) is int for d in o.shape) or \
+                not all(type(d) is int for d in t0.shape):
+            return False        # (--symbolic sizes: the rules as before)
         if base in ("mul", "bitwise_and", "logical_and") and self.nints \
                 and len(args) > 1 and isinstance(args[1], self.Fake):
             i0 = self._kept(self.nints, t0)
