@@ -33,7 +33,7 @@ e = torch.randint(0, 100, (2, 5000), device="cuda")
 print("pairs", (e[0] != e[1]).sum().item(), (e[0] == e[0]).sum().item(),
       e[:, e[0] == torch.randint(50, 250, (5000,), device="cuda")].shape[1])
 x = torch.randn(4096, device="cuda")
-print("unknown", x[x > 0.5].numel())
+print("normal", x[x > 0.5].numel())
 PY
 (cd "$tmp" && $MEMSIM record --fake -o "$tmp/a.csv" -- "$PY" a.py) \
 	>"$tmp/err" 2>&1 || fail "record: $(tail -3 "$tmp/err")"
@@ -46,8 +46,8 @@ PY
 # 1000 values: 62.03, 63; two rows of random edges among 100 nodes:
 # equal ends with probability 1/100, 4950 of 5000 differ; a row against
 # itself (the same elements) all; 0..99 against 50..249:
-# 50 common values of 100 * 200 pairs, 12.5 of 5000, 13; randn of
-# unknown distribution: half.
+# 50 common values of 100 * 200 pairs, 12.5 of 5000, 13; randn > 0.5:
+# 1 - Phi(0.5) = 0.308538 of 4096, 1264 (tests/recorder_normal_masks.sh).
 want="mlm 615 615 3481
 bernoulli 820
 bernoulli_ 3687
@@ -55,10 +55,10 @@ affine 1024 1024
 ints 100 300 200 100
 unique 10 10 901 63
 pairs 4950 5000 13
-unknown 2048"
+normal 1264"
 got=$(grep -v '^memsim record' "$tmp/err")
 [ "$got" = "$want" ] || fail "counts: $(echo "$got" | tr '\n' '|')"
-# one assumption each of the eleven masks of random draws first counted
-$MEMSIM info --json "$tmp/a.csv" | tr -d ' \n' | grep -q '"mask:random":11,' ||
+# one assumption each of the twelve masks of random draws first counted
+$MEMSIM info --json "$tmp/a.csv" | tr -d ' \n' | grep -q '"mask:random":12,' ||
 	fail "mask:random assumptions: $($MEMSIM info --json "$tmp/a.csv" | tr -d ' \n' | grep -o '"assumptions":{[^}]*}')"
 finish recorder_random_masks.sh

@@ -90,6 +90,10 @@ UNIFORM = RANDOM - {"bernoulli", "bernoulli_", "multinomial"}
 # Ops whose every output element is one of the input's elements (views,
 # copies, casts, gathers): each keeps the input's distribution.
 DRAWN = _known.SAME - {"max", "min", "amax", "amin"}
+# Random ops whose elements are independent normal draws (normal_params):
+# a comparison of them with a constant is true with the normal
+# distribution's probability (Values._normal_draws).
+NORMAL = frozenset(("randn", "randn_like", "normal", "normal_"))
 COMPARE = frozenset(("lt", "le", "gt", "ge", "eq", "ne"))
 
 
@@ -576,6 +580,13 @@ class Values:
         # (false or true), each 1 with probability p (Values._draws)
         self.unif = WeakIdKeyDictionary()
         self.probs = WeakIdKeyDictionary()
+        # fake -> ((a, b, folded), skey, gen): its elements a + b Z of
+        # independent standard normal draws Z (|b Z| where folded: an
+        # abs of them, a 0); fake mask -> ((key, lo, hi), skey,
+        # gen): the mask is lo <= Z <= hi of the draws of the tensor KEY
+        # names (Values._normal_draws)
+        self.norms = WeakIdKeyDictionary()
+        self.nints = WeakIdKeyDictionary()
         # fake -> (draws, skey, gen): which random draws its elements
         # come from, a tuple of (serial of a random op's output's storage
         # (Values._serial), g, r): the elements at offsets r + g*i of that storage (g 0: the
@@ -797,6 +808,12 @@ class Values:
         uniform draw (Values._draws), or None."""
         return self._kept(self.unif, t) if self.unif else None
 
+    def normal(self, t):
+        """(a, b, folded): each of T's elements is a + b Z of an
+        independent standard normal draw Z, |b Z| where folded
+        (Values._normal_draws), or None."""
+        return self._kept(self.norms, t) if self.norms else None
+
     def probability(self, t):
         """The probability that each element of T is nonzero, where T's
         elements are independent random draws (Values._draws), or None."""
@@ -857,9 +874,11 @@ class Values:
             return
         o = os_[0]
         if self._kept(self.origins, o) is not None or \
-                (self.probability(o) is None and self.uniform(o) is None):
+                (self.probability(o) is None and self.uniform(o) is None
+                 and self.normal(o) is None):
             return
-        if name in UNIFORM or name in ("bernoulli", "bernoulli_"):
+        if name in UNIFORM or name in NORMAL or \
+                name in ("bernoulli", "bernoulli_"):
             self._keep(self.origins, o, (self._elements(o),))
             return
         t0 = args[0] if args else None
@@ -898,6 +917,11 @@ class Values:
             self._keep(self.unif, o,
                        random_range(torch, name, args, kwargs, o))
             return
+        if name in NORMAL:
+            if o.dtype.is_floating_point:
+                self._keep(self.norms, o,
+                           normal_params(torch, name, args, kwargs))
+            return
         if name in ("bernoulli", "bernoulli_"):
             # bernoulli(self) draws with self's probabilities, bernoulli(
             # self, p) and bernoulli_(self, p) with p's (a float, or a
@@ -916,6 +940,8 @@ class Values:
             not name.startswith("_") else name
         base = _known.ALIASES.get(base, base)
         if self._shifted(base, args, kwargs, o):
+            return
+        if self._normal_draws(base, args, kwargs, o):
             return
         u, p = self.uniform(t0), self.probability(t0)
         if u is None and p is None:
@@ -1102,6 +1128,98 @@ class Values:
             self._pred(o, self._kept(self.origins, args[0]), sh, lo, hi)
             return True
         return False
+
+    def _normal_draws(self, base, args, kwargs, o):
+        """Normal draws followed through the ops, as _draws_kept follows
+        uniform ones: X = a + b Z (norms) of a randn's, randn_like's or
+        normal_'s Z, kept by views, copies and gathers (DRAWN) into
+        floating tensors, moved by a constant added, subtracted,
+        multiplied or divided by, folded by abs (a 0); X OP c (a COMPARE op, c a constant) is
+        Z in an interval (nints), true with the standard normal's
+        probability of it; two such masks of the same tensor's elements
+        anded are Z in both intervals (nflows' splines: `inside =
+        (inputs >= -tail_bound) & (inputs <= tail_bound)` of
+        flow.sample's randn holds 99.73% of them at a bound of 3, not
+        --dynamic-fraction).  True where handled."""
+        torch = self.torch
+        t0 = args[0]
+        if not all(type(d) is int for d in o.shape) or \
+                not all(type(d) is int for d in t0.shape):
+            return False        # (--symbolic sizes: the rules as before)
+        if base in ("mul", "bitwise_and", "logical_and") and self.nints \
+                and len(args) > 1 and isinstance(args[1], self.Fake):
+            i0 = self._kept(self.nints, t0)
+            i1 = self._kept(self.nints, args[1])
+            if i0 is None or i1 is None or i0[0] != i1[0]:
+                return False
+            lo, hi = max(i0[1], i1[1]), min(i0[2], i1[2])
+            self._keep(self.nints, o, (i0[0], lo, hi))
+            self._keep(self.probs, o, normal_between(lo, hi))
+            return True
+        nd = self.normal(t0)
+        if nd is None:
+            return False
+        a, b, folded = nd
+        if base in DRAWN:
+            if o.dtype.is_floating_point:
+                self._keep(self.norms, o, nd)
+            return True
+        if base == "abs":
+            if a == 0 and o.dtype.is_floating_point:
+                self._keep(self.norms, o, (0.0, abs(b), True))
+            return True
+        c = args[1] if len(args) > 1 else None
+        c = self.kn.value(c) if isinstance(c, torch.Tensor) else c
+        if isinstance(c, bool) or not isinstance(c, (int, float)) or \
+                not math.isfinite(c):
+            return True
+        if folded:
+            # |b Z|: scaled by a positive constant, or compared
+            if base in ("mul", "div") and c > 0 and \
+                    o.dtype.is_floating_point:
+                self._keep(self.norms, o, (0.0, b * c if base == "mul"
+                                           else b / c, True))
+            elif base in ("lt", "le", "gt", "ge"):
+                w = max(c / b, 0.0)
+                p = normal_between(-w, w)
+                self._keep(self.probs, o, p if base in ("lt", "le")
+                           else 1.0 - p)
+            elif base in ("eq", "ne"):
+                self._keep(self.probs, o, float(base == "ne"))
+            return True
+        if base in ("add", "sub", "rsub", "mul", "div") and \
+                kwargs.get("rounding_mode") is None and \
+                o.dtype.is_floating_point:
+            al = kwargs.get("alpha", 1)
+            if base == "add":
+                nd = (a + al * c, b, False)
+            elif base == "sub":
+                nd = (a - al * c, b, False)
+            elif base == "rsub":            # c - alpha X
+                nd = (c - al * a, -al * b, False)
+            elif base == "mul":
+                nd = (a * c, b * c, False)
+            elif c != 0:
+                nd = (a / c, b / c, False)
+            else:
+                return True
+            if nd[1] != 0:
+                self._keep(self.norms, o, nd)
+            return True
+        if base in COMPARE and b != 0:
+            if base in ("eq", "ne"):
+                self._keep(self.probs, o, float(base == "ne"))
+                return True
+            # a + b Z OP c: Z OP (c - a) / b, the other way for b < 0
+            z = (c - a) / b
+            up = (base in ("gt", "ge")) == (b > 0)
+            lo, hi = (z, math.inf) if up else (-math.inf, z)
+            key = (self._serial(t0), t0.storage_offset(), tuple(t0.stride()),
+                   tuple(t0.shape), self.gen.get(self._skey(t0), 0))
+            self._keep(self.nints, o, (key, lo, hi))
+            self._keep(self.probs, o, normal_between(lo, hi))
+            return True
+        return True
 
     def _pred(self, o, src, sh, lo, hi):
         """Mask O is lo <= D <= hi of D's shift SH = (K, sk, su, u,
@@ -1817,9 +1935,10 @@ class Values:
             self._link_negation(args[0], out)
         if not self.cpu and not self.shadow and not self.ranges and \
                 not self.srange and not self.unif and not self.probs and \
-                not self.uploads and not self.parts and \
+                not self.norms and not self.uploads and not self.parts and \
                 name not in PART_MAKE and name not in SOURCES and \
                 name not in EMPTY and name not in RANDOM and \
+                name not in NORMAL and \
                 name not in BOUNDED and name not in CLAMPS and \
                 name not in INDICES and name not in GATHERS and \
                 name not in NONNEG:
@@ -2557,7 +2676,8 @@ class Values:
         by now)."""
         torch = self.torch
         t0 = args[0] if args else None
-        if name in RANDOM or self.unif or self.probs:
+        if name in RANDOM or name in NORMAL or self.unif or self.probs \
+                or self.norms:
             self._draws(name, args, kwargs, outs, targets)
         if name == "_amp_foreach_non_finite_check_and_unscale_" and \
                 len(args) > 1 and isinstance(args[1], self.Fake):
@@ -2908,6 +3028,34 @@ def shares(total, n, rows, imbalance):
 def written_inplace(func):
     return any(a.alias_info is not None and a.alias_info.is_write
                for a in func._schema.arguments)
+
+
+def normal_params(torch, name, args, kwargs):
+    """(mean, std, False) of a normal random op's elements (NORMAL: randn and
+    randn_like standard, normal_(mean, std), normal(mean, std, size) of
+    two numbers), or None."""
+    if name in ("randn", "randn_like"):
+        return (0.0, 1.0, False)
+    if name == "normal_":
+        m = args[1] if len(args) > 1 else kwargs.get("mean", 0.0)
+        sd = args[2] if len(args) > 2 else kwargs.get("std", 1.0)
+    elif name == "normal":
+        m = args[0] if args else kwargs.get("mean")
+        sd = args[1] if len(args) > 1 else kwargs.get("std", 1.0)
+    else:
+        return None
+    if any(isinstance(v, bool) or not isinstance(v, (int, float)) or
+           not math.isfinite(v) for v in (m, sd)) or sd <= 0:
+        return None
+    return (float(m), float(sd), False)
+
+
+def normal_between(lo, hi):
+    """The probability that a standard normal draw lies in [lo, hi]."""
+    if hi <= lo:
+        return 0.0
+    r = math.sqrt(2.0)
+    return max(0.0, 0.5 * (math.erfc(-hi / r) - math.erfc(-lo / r)))
 
 
 def random_range(torch, name, args, kwargs, out):
