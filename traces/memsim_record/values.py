@@ -1936,9 +1936,8 @@ class Values:
         if not self.cpu and not self.shadow and not self.ranges and \
                 not self.srange and not self.unif and not self.probs and \
                 not self.norms and not self.uploads and not self.parts and \
-                name not in PART_MAKE and name not in SOURCES and \
-                name not in EMPTY and name not in RANDOM and \
-                name not in NORMAL and \
+                name not in SOURCES and name not in EMPTY and \
+                name not in RANDOM and name not in NORMAL and \
                 name not in BOUNDED and name not in CLAMPS and \
                 name not in INDICES and name not in GATHERS and \
                 name not in NONNEG:
