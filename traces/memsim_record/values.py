@@ -1341,6 +1341,17 @@ class Values:
                 not view and tuple(out.shape) != tuple(x.shape):
             return
         ent = self._upload_of(x)
+        if ent is None and name == "_to_copy" and x in self.shadow:
+            # a cast of a tensor with a shadow to one too large for its
+            # own (yolov5's segment/val.py: the uint8 masks of a batch,
+            # 16 x 80 x 80 under INDEX_LIMIT, then .float(), over
+            # SHADOW_LIMIT; its plot reads them back to tell overlapping
+            # masks by their max): the shadow, kept as a host tensor is
+            # for a copy from the host
+            r = self.real(x)
+            if r is None or self._upload_bytes(r) > UPLOAD_BYTES:
+                return
+            ent = (r, r, r._version)
         if ent is None:
             return
         src, base, version = ent
@@ -1878,7 +1889,9 @@ class Values:
                                  before)
         if self.cpu:
             return
-        if real is None and (self.uploads or big and name == "copy_"):
+        if real is None and (self.uploads or big and (
+                name == "copy_" or name == "_to_copy" and args and
+                args[0] in self.shadow)):
             self._upload(func, name, args, kwargs, out, targets)
         # rules mode: routing shadows, ranges
         self._rules(func, name, args, kwargs, out, outs, targets)
