@@ -1346,12 +1346,19 @@ class Values:
             # own (yolov5's segment/val.py: the uint8 masks of a batch,
             # 16 x 80 x 80 under INDEX_LIMIT, then .float(), over
             # SHADOW_LIMIT; its plot reads them back to tell overlapping
-            # masks by their max): the shadow, kept as a host tensor is
-            # for a copy from the host
+            # masks by their max): a copy of the shadow (which later
+            # writes to X may change in place), kept as a host tensor is
+            # for a copy from the host, with no version to check (nothing
+            # else holds it; made under inference_mode, as yolov5's
+            # validation runs, it has none: Tensor._version raises)
             r = self.real(x)
-            if r is None or self._upload_bytes(r) > UPLOAD_BYTES:
+            if r is None:
                 return
-            ent = (r, r, r._version)
+            with self.unset():
+                r = r.clone()
+            if self._upload_bytes(r) > UPLOAD_BYTES:
+                return
+            ent = (r, r, None)
         if ent is None:
             return
         src, base, version = ent
@@ -1390,7 +1397,8 @@ class Values:
         version counter then) of T's _upload entry while valid, else
         None."""
         ent = self._kept(self.uploads, t)
-        if ent is not None and ent[1]._version != ent[2]:
+        if ent is not None and ent[2] is not None and \
+                ent[1]._version != ent[2]:
             del self.uploads[t]
             return None
         return ent
