@@ -1378,6 +1378,7 @@ def _patch_cuda(torch, rec, dev):
     torch.Tensor.to = to
     torch.Tensor.cuda = cuda
     _patch_legacy_types(torch)
+    _patch_tensor_data(torch)
     # `param.data = param.to(device)` (FSDP's _move_states_to_device, and
     # older code moving modules by hand) swaps a fake tensor's data; a fake
     # tensor's device is an attribute of its own (fake_device), which
@@ -1945,6 +1946,50 @@ def _sdp_fits(torch, q, mask, major):
             SDP_EFFICIENT: major >= 5 and
             d % _gemm_alignment(torch, q.dtype, major) == 0,
             SDP_MATH: True}
+
+
+def _patch_tensor_data(torch):
+    """torch.tensor / torch.as_tensor of a list or tuple (nested) holding
+    GPU tensors: yolov5's detect.py writes each box as
+    `torch.tensor(xyxy)`, xyxy the 0-dim CUDA tensors of a row of the
+    detections.  PyTorch builds the result on the host
+    (internal_new_from_data: at::empty, then recursive_store reads each
+    element, item() for a tensor, with the Python dispatch key excluded),
+    so a CUDA element is read with the GPU's _local_scalar_dense, past
+    the recorder's mode: a CPU build has no such kernel, a CUDA build
+    initializes CUDA (no driver).  Each fake element is read here first,
+    as .cpu() reads it (its values, or the rules' answer, counted), and the
+    original function gets the host tensor in its place: the same
+    element, dtype and shape, so that the result's dtype and shape are
+    inferred as from the GPU tensor."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    def has_fake(data, depth=0):
+        if isinstance(data, FakeTensor):
+            return True
+        if isinstance(data, (list, tuple)) and depth < 64:
+            return any(has_fake(x, depth + 1) for x in data)
+        return False
+
+    def host(data):
+        if isinstance(data, FakeTensor):
+            return data.detach().cpu() if data.device.type != "cpu" \
+                else data
+        if isinstance(data, (list, tuple)):
+            return type(data)(host(x) for x in data) \
+                if type(data) in (list, tuple) else [host(x) for x in data]
+        return data
+
+    def wrap(orig):
+        def ctor(data, *args, **kwargs):
+            if isinstance(data, (list, tuple)) and has_fake(data):
+                data = host(data)
+            return orig(data, *args, **kwargs)
+        functools.update_wrapper(ctor, orig)
+        return ctor
+
+    torch.tensor = wrap(torch.tensor)
+    torch.as_tensor = wrap(torch.as_tensor)
 
 
 def _patch_legacy_types(torch):

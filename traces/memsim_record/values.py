@@ -1498,6 +1498,24 @@ class Values:
                 not view and tuple(out.shape) != tuple(x.shape):
             return
         ent = self._upload_of(x)
+        if ent is None and name == "_to_copy" and x in self.shadow:
+            # a cast of a tensor with a shadow to one too large for its
+            # own (yolov5's segment/val.py: the uint8 masks of a batch,
+            # 16 x 80 x 80 under INDEX_LIMIT, then .float(), over
+            # SHADOW_LIMIT; its plot reads them back to tell overlapping
+            # masks by their max): a copy of the shadow (which later
+            # writes to X may change in place), kept as a host tensor is
+            # for a copy from the host, with no version to check (nothing
+            # else holds it; made under inference_mode, as yolov5's
+            # validation runs, it has none: Tensor._version raises)
+            r = self.real(x)
+            if r is None:
+                return
+            with self.unset():
+                r = r.clone()
+            if self._upload_bytes(r) > UPLOAD_BYTES:
+                return
+            ent = (r, r, None)
         if ent is None:
             return
         src, base, version = ent
@@ -1536,7 +1554,8 @@ class Values:
         version counter then) of T's _upload entry while valid, else
         None."""
         ent = self._kept(self.uploads, t)
-        if ent is not None and ent[1]._version != ent[2]:
+        if ent is not None and ent[2] is not None and \
+                ent[1]._version != ent[2]:
             del self.uploads[t]
             return None
         return ent
@@ -2041,7 +2060,9 @@ class Values:
                                  before)
         if self.cpu:
             return
-        if real is None and (self.uploads or big and name == "copy_"):
+        if real is None and (self.uploads or big and (
+                name == "copy_" or name == "_to_copy" and args and
+                args[0] in self.shadow)):
             self._upload(func, name, args, kwargs, out, targets)
         if not targets and name in PART_OPS and \
                 (self.parts or name in PART_MAKE):
