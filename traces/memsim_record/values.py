@@ -2710,7 +2710,8 @@ class Values:
             return
         if name in ("scatter", "scatter_") and len(args) > 3 and \
                 not kwargs and isinstance(args[3], self.Fake) and \
-                isinstance(out, self.Fake) and self._small(out):
+                (name == "scatter" or args[3].dtype.is_floating_point) \
+                and isinstance(out, self.Fake) and self._small(out):
             # A sparse gate (a mixture of experts' zeros(...).scatter(1,
             # top_k_indices, top_k_gates)): the target's and the indices'
             # values known (a routing shadow), the scattered ones not.
@@ -2719,7 +2720,9 @@ class Values:
             # gates' nonzero() and (gates > 0).sum(0) follow the routing.
             # In place as well (zeros_like(logits).scatter_(1, ...):
             # sparse-moe-pytorch's TopKRouter), from the target's values
-            # before the write.
+            # before the write, where the scattered values are gates
+            # (floating: an integer scatter_ of values of a range,
+            # PyG's pooled batch vector, keeps that range, below).
             r0 = self.real(t0) if name == "scatter" else pre
             ri = self.real(args[2])
             if r0 is not None and ri is not None and \
