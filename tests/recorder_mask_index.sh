@@ -72,6 +72,7 @@ free_completed,4,
 free_completed,4,
 alloc,16384,mask_index.py:13 <module>
 alloc,4096,mask_index.py:14 <module>
+annotate,0,mask:random mask_index.py:14 =0.5
 annotate,0,nonzero mask_index.py:14 =2048
 alloc,4,$N
 alloc,1,$N
