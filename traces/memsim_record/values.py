@@ -873,6 +873,8 @@ class Values:
                 os_[0].device.type != "cuda":
             return
         o = os_[0]
+        if not all(type(d) is int for d in o.shape):
+            return      # (--symbolic sizes: its strides' gcd a guard)
         if self._kept(self.origins, o) is not None or \
                 (self.probability(o) is None and self.uniform(o) is None
                  and self.normal(o) is None):
@@ -918,7 +920,11 @@ class Values:
                        random_range(torch, name, args, kwargs, o))
             return
         if name in NORMAL:
-            if o.dtype.is_floating_point:
+            # (not of --symbolic sizes: a kept draw takes every later op
+            # off _after's fast path, whose computations on symbolic
+            # shapes lose the values and refuse the recording)
+            if o.dtype.is_floating_point and \
+                    all(type(d) is int for d in o.shape):
                 self._keep(self.norms, o,
                            normal_params(torch, name, args, kwargs))
             return
