@@ -3,8 +3,7 @@
 # (index_put_ with accumulate) takes it again before its linear index,
 # and x[mask] = values (not one element) takes it in index_put_'s
 # make_info.  A mask of known values (the diagonal's complement: 4032 of
-# 4096) and one of unknown values (randn > 0: the normal draws'
-# probability, one half, 2048; assumption mask:random).
+# 4096) and one of unknown values (randn > 0: one half, 2048, mask:random).
 import torch
 
 x = torch.randn(64, 64, device="cuda", requires_grad=True)
