@@ -862,6 +862,16 @@ class Values:
             self.serials[k] = next(_SERIAL)
         return self.serials[k]
 
+    def _constant(self, args):
+        """The op's second argument (a Python number or a tensor of one
+        known value) as a finite int or float, else None (a bool too)."""
+        c = args[1] if len(args) > 1 else None
+        c = self.kn.value(c) if isinstance(c, self.torch.Tensor) else c
+        if isinstance(c, bool) or not isinstance(c, (int, float)) or \
+                not math.isfinite(c):
+            return None
+        return c
+
     def _draws(self, name, args, kwargs, outs, targets):
         """_draws_kept, then which draws the output's elements come from
         (Values.origins): a random op's output its own elements; a view
@@ -984,11 +994,7 @@ class Values:
                     self._keep(self.pmaps, o, m)
                 self._keep(self.origins, o, d0 + d1)
                 return
-        c = args[1] if len(args) > 1 else None
-        c = self.kn.value(c) if isinstance(c, torch.Tensor) else c
-        if isinstance(c, bool) or not isinstance(c, (int, float)) or \
-                not math.isfinite(c):
-            c = None
+        c = self._constant(args)
         if base in COMPARE:
             if u is not None and c is not None:
                 self._keep(self.probs, o, share(u, base, c))
@@ -1114,10 +1120,8 @@ class Values:
             sh = self._kept(self.shifts, args[0]) if self.shifts else None
             if sh is None:
                 return False
-            c = args[1] if len(args) > 1 else None
-            c = self.kn.value(c) if isinstance(c, torch.Tensor) else c
-            if isinstance(c, bool) or not isinstance(c, (int, float)) or \
-                    not math.isfinite(c):
+            c = self._constant(args)
+            if c is None:
                 return True
             inf = math.inf
             if sh[3].integral:
@@ -1147,7 +1151,6 @@ class Values:
         (inputs >= -tail_bound) & (inputs <= tail_bound)` of
         flow.sample's randn holds 99.73% of them at a bound of 3, not
         --dynamic-fraction).  True where handled."""
-        torch = self.torch
         t0 = args[0]
         if not all(type(d) is int for d in o.shape) or \
                 not all(type(d) is int for d in t0.shape):
@@ -1174,10 +1177,8 @@ class Values:
             if a == 0 and o.dtype.is_floating_point:
                 self._keep(self.norms, o, (0.0, abs(b), True))
             return True
-        c = args[1] if len(args) > 1 else None
-        c = self.kn.value(c) if isinstance(c, torch.Tensor) else c
-        if isinstance(c, bool) or not isinstance(c, (int, float)) or \
-                not math.isfinite(c):
+        c = self._constant(args)
+        if c is None:
             return True
         if folded:
             # |b Z|: scaled by a positive constant, or compared
@@ -1361,11 +1362,8 @@ class Values:
                 # the known elements as they are, the rule over the
                 # others (in element order, ending on the last of them)
                 known = part[1].reshape(-1)
-                u = int((~known).sum())
-                c = torch.ceil(torch.arange(u + 1, dtype=torch.float64) *
-                               f * (1 - 1e-12))
                 r = part[0].reshape(-1).clone()
-                r[~known] = (c[1:] > c[:-1]).flip(0)
+                r[~known] = spread(torch, int((~known).sum()), f)
                 r = r.reshape(tuple(t.shape))
             elif b is not None and b < f * t.numel():
                 # the fraction b / n of n, b true: in integers, ceil(x b
@@ -1375,10 +1373,7 @@ class Values:
                      n - 1) // n
                 r = (c[1:] > c[:-1]).flip(0).reshape(tuple(t.shape))
             else:
-                c = torch.ceil(torch.arange(t.numel() + 1,
-                                            dtype=torch.float64) * f *
-                               (1 - 1e-12))     # (as in count)
-                r = (c[1:] > c[:-1]).flip(0).reshape(tuple(t.shape))
+                r = spread(torch, t.numel(), f).reshape(tuple(t.shape))
         r = self._layout(t, r)
         self._set(t, r)
         # its complement (~T made before T was counted: nflows' spline
@@ -3057,6 +3052,16 @@ def shares(total, n, rows, imbalance):
 def written_inplace(func):
     return any(a.alias_info is not None and a.alias_info.is_write
                for a in func._schema.arguments)
+
+
+def spread(torch, n, f):
+    """Values.mask's rule for N elements of unknown value, a flat bool
+    tensor: the fraction F of them true, spread evenly and ending on the
+    last (element n-1-j true where ceil((j + 1) f) > ceil(j f); the
+    ceil as in Values.count)."""
+    c = torch.ceil(torch.arange(n + 1, dtype=torch.float64) * f *
+                   (1 - 1e-12))
+    return (c[1:] > c[:-1]).flip(0)
 
 
 def normal_params(torch, name, args, kwargs):
