@@ -1988,8 +1988,15 @@ def _patch_tensor_data(torch):
         functools.update_wrapper(ctor, orig)
         return ctor
 
-    torch.tensor = wrap(torch.tensor)
-    torch.as_tensor = wrap(torch.as_tensor)
+    from torch.jit import _builtins as jb
+    for name in ("tensor", "as_tensor"):
+        ctor = wrap(getattr(torch, name))
+        setattr(torch, name, ctor)
+        # TorchScript compiles a Python function that a scripted one
+        # calls (ZeroRedundancyOptimizer's import scripts
+        # _FunctionalAdadelta, whose __init__ calls torch.tensor), except
+        # an operator's builtin: the wrapper stays aten::NAME for it.
+        jb._register_builtin(ctor, "aten::" + name)
 
 
 def _patch_legacy_types(torch):
