@@ -25,6 +25,12 @@ torch 2.11, cuDNN 9.19; validate/device/rnn_probe.py):
   _cudnn_rnn_backward_input (input and grad_output contiguous, dx, dhx,
   dcx, workspace) and _cudnn_rnn_backward_weight (input contiguous again,
   dw zero-filled, workspace); the weights' gradients are views of dw.
+- packed input (pack_padded_sequence; the overloads lstm.data ...): the
+  same calls, the descriptor of seq_length = len(batch_sizes) steps of
+  mini_batch = batch_sizes[0] rows (TensorDescriptorListParams), whose
+  workspace and reserve cudnnGetRNNTempSpaceSizes takes from maxSeqLength
+  and batchSize, as for padded input of T x B; the data, output, dx and
+  grad_output are the packed sum(batch_sizes) rows.
 
 Reserve space (cudnnGetRNNTempSpaceSizes, training), exact for all 316
 probes: T*B*D*H*s*(c*L - 1) + 256 bytes, c = 6 LSTM, 7 GRU, 2 RNN (the
@@ -151,6 +157,13 @@ def install(torch, rec, sms):
         orig, bias, L, p, train, bidir, bf, lstm = cfg["vf"]
         if vs is None or (train and p > 0 and L > 1):
             return None
+        bs = cfg["batch_sizes"]
+
+        def call(x, h, ws):
+            if bs is None:
+                return orig(x, h, ws, bias, L, p, train, bidir, bf)
+            return orig(x, torch.tensor(bs), h, ws, bias, L, p, train,
+                        bidir)
         reals = [None if t is None else vs.real(t) for t in tensors]
         if any(r is None for i, r in enumerate(reals)
                if tensors[i] is not None):
@@ -160,12 +173,12 @@ def install(torch, rec, sms):
                 x, hx, cx = reals[0], reals[1], reals[2]
                 ws = reals[3:]
                 h = (hx, cx) if lstm else hx
-                return orig(x, h, ws, bias, L, p, train, bidir, bf)
+                return call(x, h, ws)
             with torch.enable_grad():
                 rs = [None if r is None else
                       r.detach().clone().requires_grad_() for r in reals]
                 h = (rs[1], rs[2]) if lstm else rs[1]
-                res = orig(rs[0], h, rs[3:], bias, L, p, train, bidir, bf)
+                res = call(rs[0], h, rs[3:])
                 outs = [res[0], res[1]] + ([res[2]] if lstm else [])
                 pairs = [(o, g) for o, g in zip(outs, grads)
                          if g is not None]
@@ -234,10 +247,19 @@ def install(torch, rec, sms):
         def forward(ctx, cfg, input, hx, cx, wbuf, *weights):
             bf, mode = cfg["batch_first"], cfg["mode"]
             x = input.transpose(0, 1) if bf else input
-            T, B = x.shape[0], x.shape[1]
             H, L, D = cfg["hidden"], cfg["layers"], cfg["dirs"]
+            bs = cfg["batch_sizes"]
+            if bs is None:
+                T, B = x.shape[0], x.shape[1]
+                rows = (T, B)
+            else:
+                # packed (TensorDescriptorListParams): seq_length steps
+                # of mini_batch = batch_sizes[0] rows, the data
+                # batch_sizes_sum rows, as the output
+                T, B = len(bs), int(bs[0])
+                rows = (x.shape[0],)
             x = x.contiguous()
-            output = torch.empty((T, B, D * H), dtype=x.dtype,
+            output = torch.empty(rows + (D * H,), dtype=x.dtype,
                                  device=x.device)
             hy = torch.empty(hx.shape, dtype=hx.dtype, device=hx.device)
             cy = torch.empty(cx.shape, dtype=cx.dtype, device=cx.device) \
@@ -249,7 +271,7 @@ def install(torch, rec, sms):
                                    dtype=x.dtype, device=x.device)
             s = x.element_size()
             drop = cfg["train"] and cfg["dropout"] > 0 and L > 1
-            ws = workspace_bytes(mode, T, B, int(x.shape[2]), H, L, D, s,
+            ws = workspace_bytes(mode, T, B, int(x.shape[-1]), H, L, D, s,
                                  drop, sum(w.numel() for w in weights) * s,
                                  x.dtype == torch.bfloat16)
             # _cudnn_rnn: the workspace, then the reserve, both at::empty;
@@ -292,6 +314,11 @@ def install(torch, rec, sms):
             x = (input.transpose(0, 1) if bf else input).contiguous()
             dw = torch.zeros(wbuf.shape, dtype=wbuf.dtype,
                              device=wbuf.device)
+            # cuDNN writes the gradients into dw: its zeros are not what
+            # the weights' gradients hold (a gradient norm read them 0)
+            known = getattr(rec, "known", None)
+            if known is not None:
+                known.rewritten([id(dw.untyped_storage())])
             temp(ws, "cudnn _cudnn_rnn_backward_weight workspace")
             del x
             grads, off = [], 0
@@ -318,19 +345,39 @@ def install(torch, rec, sms):
         orig = getattr(VF, name)
         lstm = name == "lstm"
 
+        def split(args):
+            """(input, batch_sizes, h, params, rest, batch_first) of a
+            call: unpacked input, lstm(input, (hx, cx), params,
+            has_biases, num_layers, dropout, train, bidirectional,
+            batch_first) and gru/rnn_*(input, hx, params, ...); packed
+            (the overloads .data), lstm(data, batch_sizes, (hx, cx),
+            params, has_biases, num_layers, dropout, train,
+            bidirectional), batch_sizes a host tensor.  None for any
+            other call."""
+            if len(args) != 9:
+                return None
+            if isinstance(args[1 if lstm else 2], (list, tuple)):
+                return (args[0], None, args[1], args[2], args[3:8],
+                        args[8])
+            bs = args[1]
+            if isinstance(bs, torch.Tensor) and not isinstance(
+                    bs, FakeTensor) and bs.dim() == 1 and bs.numel() and \
+                    isinstance(args[3], (list, tuple)):
+                return (args[0], tuple(bs.tolist()), args[2], args[3],
+                        args[4:9], False)
+            return None
+
         def plain(args, kwargs):
-            # unpacked input: lstm(input, (hx, cx), params, has_biases,
-            # num_layers, dropout, train, bidirectional, batch_first);
-            # gru/rnn_*(input, hx, params, ...)
-            if kwargs or len(args) != 9 or \
-                    not isinstance(args[1 if lstm else 2], (list, tuple)) or \
-                    not fake_cuda(args[0]) or \
+            """True where PyTorch's own function runs: not a fake CUDA
+            input of cuDNN's dtypes, or an LSTM with projections."""
+            call = None if kwargs else split(args)
+            if call is None or not fake_cuda(call[0]) or \
                     not torch.backends.cudnn.enabled or \
-                    args[0].dtype not in (torch.float16, torch.bfloat16,
+                    call[0].dtype not in (torch.float16, torch.bfloat16,
                                           torch.float32, torch.float64):
                 return True
-            hx = args[1][0] if lstm else args[1]
-            return hx.shape[-1] != args[2][1].shape[-1]  # proj_size
+            hx = call[2][0] if lstm else call[2]
+            return hx.shape[-1] != call[3][1].shape[-1]  # proj_size
 
         def f(*args, **kwargs):
             if jittrace.state(torch) is None:
@@ -343,15 +390,19 @@ def install(torch, rec, sms):
                 skip = plain(args, kwargs)
             if skip:
                 return orig(*args, **kwargs)
-            return jittrace.call(torch, getattr(torch.ops.aten, name).input,
-                                 args, {}, lambda: run(*args))
+            op = getattr(torch.ops.aten, name)
+            op = op.input if split(args)[1] is None else op.data
+            return jittrace.call(torch, op, args, {}, lambda: run(*args))
 
-        def run(input, h, params, bias, L, p, train, bidir, bf):
+        def run(*args):
+            input, bs, h, params, rest, bf = split(args)
+            bias, L, p, train, bidir = rest
             hx, cx = (h[0], h[1]) if lstm else (h, None)
             D = 2 if bidir else 1
             cfg = {"mode": name, "batch_first": bool(bf), "hidden":
                    int(hx.shape[-1]), "layers": int(L), "dirs": D,
-                   "dropout": float(p), "train": bool(train)}
+                   "dropout": float(p), "train": bool(train),
+                   "batch_sizes": bs}
             if train and p > 0 and state["dropout"] is None:
                 # get_dropout_state: a scalar, then the states, cached for
                 # the process.
