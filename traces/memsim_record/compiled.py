@@ -122,6 +122,12 @@ INDEX_PUTS = {"index_put", "index_put_", "_unsafe_index_put",
               "_unsafe_index_put_", "_unsafe_masked_index_put_accumulate"}
 INPLACE_SCATTERS = {"index_put_", "_unsafe_index_put_"}
 
+# Graph inputs the scheduler's peak estimate does not free (Inductor's
+# is_nonfreeable_buffers, by the placeholder's name): what remains is a
+# backward graph's saved activations.
+NONFREEABLE = ("primals_", "arg", "fwd_rng_state", "bwd_rng_state",
+               "tangents")
+
 # Ops that fill a new tensor with a constant: a scatter's zeros, made by
 # a pointwise kernel of their own in the buffer the scatter writes.
 FILLS = {"full", "zeros", "new_zeros", "full_like", "zeros_like",
@@ -199,11 +205,27 @@ class Program:
         self.owner = None if kind == "backward" else \
             type(site, (), {})()
         nodes = list(gm.graph.nodes)
-        self.nodes = nodes
         # the placeholders AOTAutograd donates to a backward graph (their
         # positions: bw_donated_idxs)
         ph = [n for n in nodes if n.op == "placeholder"]
         self.donated = {ph[i] for i in donated if 0 <= i < len(ph)}
+        self.tune_all = tune_all
+        self._plan(nodes)
+        try:
+            order = self._peak_order()
+        except Exception:
+            order = None        # (the graph's own order, as a tie keeps)
+        if order is not None:
+            self._plan(order)
+        self.calls = 0
+        self.cudagraphs = cudagraphs
+        self.static = None     # the static copies of the inputs (graphs)
+
+    def _plan(self, nodes):
+        """The buffer plan of the graph's NODES in the order the kernels
+        run."""
+        torch = self.torch
+        self.nodes = nodes
         idx = {n: i for i, n in enumerate(nodes)}
         # base: the node whose buffer a view node's value lives in.
         base = {}
@@ -268,7 +290,6 @@ class Program:
         # launch (the H200 traces: an L2 flush buffer at pointwise and
         # reduction kernels alike) when it has several configurations
         # (_configs below).
-        self.tune_all = tune_all
         self.tuned = {n for n in buf
                       if n.op == "call_function" and not self.extern(n)
                       and self._configs(n, n) > 1}
@@ -313,9 +334,101 @@ class Program:
         self.frees = frees
         self._plan_inplace(nodes)
         self._plan_reuse(nodes, idx)
-        self.calls = 0
-        self.cudagraphs = cudagraphs
-        self.static = None     # the static copies of the inputs (graphs)
+
+    def _peak_order(self):
+        """The graph's nodes in the order Inductor's scheduler runs their
+        kernels (reorder_for_peak_memory, peakorder.py), or None where
+        that is the graph's own.  The kernels are the values that get a
+        buffer and the extern kernels (an extern's getitems its outputs);
+        each reads the buffers and graph inputs its inlined values reach.
+        The nodes are then written kernel by kernel, each after what it
+        inlines and reads.  A graph that writes a buffer or an input in
+        place (an in-place op, a copy_ into an input, a user's Triton
+        kernel, an in-place scatter) keeps its order: the rule knows no
+        order of its writes and reads."""
+        from . import peakorder
+        torch = self.torch
+        nodes, base = self.nodes, self.base
+        for n in nodes:
+            if n.op == "call_function" and (
+                    (_name(n) or "").endswith("_") or _writes_first(n) or
+                    self.user_kernel(n) or _name(n) in INPLACE_SCATTERS):
+                return None
+        kernels = [n for n in nodes if n.op == "call_function" and
+                   base[n] is n and not self.part_of_extern(n) and
+                   (n in self.buffers or self.extern(n))]
+        if len(kernels) < 2:
+            return None
+        outs = []
+        for k in kernels:
+            parts = [u for u in k.users if self.part_of_extern(u)]
+            outs.append(parts if parts and not isinstance(
+                k.meta.get("val"), torch.Tensor) else [k])
+        made = {b for bs in outs for b in bs}
+        size = {b: self._nbytes(b) for b in made}
+        inputs = []
+
+        def reads(k):
+            """The buffers and graph inputs K's kernel reads: back from
+            its inputs through what is inlined (views to their base)."""
+            found, seen = [], set()
+            stack = list(reversed(k.all_input_nodes))
+            while stack:
+                a = stack.pop()
+                b = base[a]
+                if b in seen:
+                    continue
+                seen.add(b)
+                if b.op == "placeholder":
+                    # is_nonfreeable_buffers: the parameters and inputs
+                    # of a forward or inference graph, the gradients and
+                    # RNG states given to a backward are not counted
+                    if not str(b.target).startswith(NONFREEABLE):
+                        found.append(b)
+                        if b not in size:
+                            size[b] = self._nbytes(b)
+                            inputs.append(b)
+                elif b in made:
+                    found.append(b)
+                elif b.op == "call_function":
+                    stack.extend(reversed(b.all_input_nodes))
+            return found
+        rd = [reads(k) for k in kernels]
+        out = [n for n in nodes if n.op == "output"][0]
+        graph = peakorder.Graph(outs, rd, size, inputs,
+                                {base[a] for a in out.all_input_nodes})
+        order = graph.best()
+        if order is None:
+            return None
+        # the nodes, each kernel's after what it reads and inlines
+        done, new = set(), []
+
+        def emit(n):
+            stack = [n]
+            while stack:
+                m = stack[-1]
+                if m in done:
+                    stack.pop()
+                    continue
+                todo = [a for a in m.all_input_nodes if a not in done]
+                if todo:
+                    stack.extend(reversed(todo))
+                    continue
+                stack.pop()
+                done.add(m)
+                new.append(m)
+        for n in nodes:
+            if n.op in ("placeholder", "get_attr"):
+                emit(n)
+        for i in order:
+            emit(kernels[i])
+            for b in outs[i]:
+                emit(b)
+        for n in nodes:
+            if n is not out:
+                emit(n)
+        emit(out)
+        return new
 
     def extern(self, n):
         return _name(n) in EXTERN or self.template(n) or self.user_kernel(n)
@@ -866,11 +979,14 @@ class Program:
         rt = self.rt
         rec = self.rec
         n = self.calls
+        rt.tree_call(self.kind)
+        before = set(rec.live)
         if n >= 2:
             with rt.quiet():
                 out = self.run(args, record=False)
             rt.static_outputs(out)
             rt.graph_outputs(out)
+            rt.tree_path(out, "execution", self.kind, before)
             return out
         with rt.on_graph_stream():
             rec.clear_blas_workspaces()
@@ -884,6 +1000,8 @@ class Program:
             try:
                 out = self.run(args)
                 rt.graph_outputs(out)
+                rt.tree_path(out, "recording" if n == 1 else "warmup",
+                             self.kind, before)
                 return out
             finally:
                 rt.pool("pool_end")
@@ -1314,6 +1432,15 @@ class Runtime:
         self.rec = rec
         self.refs = {}
         self.tuned = set()     # the kernels autotuned (Runtime.flush)
+        # cudagraph trees' state (Runtime.tree_call): the generation of
+        # the path, whether a forward's backward is pending, the user's
+        # cudagraph_mark_step_begin() count (MarkStepBox), the path's
+        # state and the storages of its warm-up and capture outputs
+        self.tree_gen = None
+        self.pending = False
+        self.marks = 0
+        self.path_state = None
+        self.path = {}
 
     @functools.cached_property
     def _disable(self):
@@ -1375,6 +1502,56 @@ class Runtime:
             self.pool_key = self.rec.pool_handle()
         self.rec.pool_row(action, self.pool_key,
                           stream=fake._CURRENT_STREAM[0])
+
+    def generation(self):
+        """CUDAGraphTreeManager.get_curr_generation: the user's mark-step
+        count once there is one, else Dynamo's GenerationTracker, which
+        each call of a compiled function advances."""
+        if self.marks:
+            return self.marks
+        from torch._dynamo.mutation_guard import GenerationTracker
+        return GenerationTracker.generation
+
+    def tree_call(self, kind):
+        """A graphed program called (CUDAGraphTreeManager._run): in a new
+        torch.compile invocation with no forward's backward pending
+        (can_start_new_generation), a path warming up or recording ends
+        (try_end_curr_warmup, try_end_curr_recording) and
+        dealloc_current_path_weakrefs frees the storages of its outputs
+        that are still alive (torch._C._free_And_Remove_DeleterFn: a
+        later read of them is the "overwritten by a subsequent run"
+        error), though Python still holds them.  A replay's outputs are
+        not the allocator's (static_outputs): nothing to free."""
+        if self.tree_gen == self.generation() or \
+                (self.pending and not self.marks):
+            return
+        if self.path_state in ("warmup", "recording"):
+            rec = self.rec
+            for key, ref in self.path.items():
+                if ref() is not None and key in rec.live:
+                    rec.free(key)
+                    rec.retired.add(key)
+        self.path = {}
+        self.path_state = None
+
+    def tree_path(self, out, state, kind, before):
+        """After a graphed call: the path's STATE (warmup, recording,
+        execution), its generation (update_generation), the outputs the
+        warm-up or capture allocated in the pool (not BEFORE it, the keys
+        live then: a parameter or an input a forward returns for its
+        backward is no output of the pool, _is_cuda_graph_recorded_tensor),
+        and a forward's backward pending (CUDAGraphTreeManager.run, by
+        the compilation mode)."""
+        torch = self.torch
+        self.path_state = state
+        self.tree_gen = self.generation()
+        if kind != "inference":
+            self.pending = kind == "forward"
+        for t in (out if isinstance(out, (tuple, list)) else (out,)):
+            if isinstance(t, torch.Tensor) and t.device.type == "cuda":
+                s = t.untyped_storage()
+                if id(s) in self.rec.live and id(s) not in before:
+                    self.path[id(s)] = weakref.ref(s)
 
     def on_graph_stream(self):
         """The cudagraph trees' own stream (CUDAGraphTreeManager.stream),
@@ -2100,6 +2277,8 @@ def install(torch, rec):
     nnm._has_any_global_hook = _has_any_global_hook
     # Called each step with reduce-overhead; the real one imports
     # cudagraph_trees, which a PyTorch without CUDA cannot.  A new step
-    # lets the next replay overwrite the last one's outputs: nothing
-    # allocated here either way.
-    torch.compiler.cudagraph_mark_step_begin = lambda: None
+    # starts a new generation at the next graphed call (Runtime.tree_call),
+    # even with a backward pending.
+    def mark_step_begin():
+        rt.marks -= 1       # MarkStepBox.mark_step_counter
+    torch.compiler.cudagraph_mark_step_begin = mark_step_begin
