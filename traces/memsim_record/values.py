@@ -2256,13 +2256,19 @@ class Values:
         new = self._range_of(v, whole=False)
         if new is None:
             return None
-        old = None if (name in ("copy_", "fill_") or
-                       self._covers(name, args, t)) and self._whole(t) \
-            else self._range_of(t, whole=True)
-        if old is None:
-            if not self._whole(t):
-                return None
+        if (name in ("copy_", "fill_") or self._covers(name, args, t)) \
+                and self._whole(t):
+            # every element written: the written values' range alone
             return new
+        # the elements not written keep their values: a masked_fill_,
+        # index_put_ or scatter_ into a tensor of unknown values (DALLE's
+        # logits.masked_fill_(logits_mask, -finfo.max)) leaves a storage
+        # of unknown range, not the filled value's (which made every
+        # logit -finfo.max: topk's values a point, and the top-k filter's
+        # scatter_ of them into -inf lost every value)
+        old = self._range_of(t, whole=True)
+        if old is None:
+            return None
         return Range(min(old.lo, new.lo), max(old.hi, new.hi),
                      (old.hi_open if old.hi > new.hi else new.hi_open
                       if new.hi > old.hi else old.hi_open and new.hi_open),
@@ -2730,6 +2736,10 @@ class Values:
                     isinstance(args[1], int):
                 rg = self.range(args[3])
                 v = rg.value() if rg is not None and rg.finite() else 1.0
+                if args[3].dtype.is_floating_point:
+                    # (an integral range's value is a Python int, which
+                    # torch.full takes for float32 only within int64)
+                    v = float(v)
                 with self.unset():
                     src = torch.full(tuple(args[3].shape), v,
                                      dtype=args[3].dtype)
