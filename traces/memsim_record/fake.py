@@ -1513,7 +1513,9 @@ def _dynamic(torch, rec, func, args, kwargs):
         # (at most the elements that can be nonzero: Values.nonzero_bound)
         n = vs.count(x, frac)
         values.assume(rec, "nonzero", n)
-        return torch.empty((n, x.dim()), dtype=torch.long, device=x.device)
+        out = torch.empty((n, x.dim()), dtype=torch.long, device=x.device)
+        vs.nonzero_indices(out, tuple(x.shape))
+        return out
     if name == "masked_select":
         mask = args[1]
         n = vs.count(mask, frac, torch.broadcast_shapes(x.shape, mask.shape))

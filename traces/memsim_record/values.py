@@ -580,6 +580,10 @@ class Values:
         # (false or true), each 1 with probability p (Values._draws)
         self.unif = WeakIdKeyDictionary()
         self.probs = WeakIdKeyDictionary()
+        # fake -> (shape, skey, gen): the (n, d) output of nonzero of a
+        # mask of SHAPE whose values are unknown (fake._dynamic's count
+        # rule); its column k indexes dimension k (Values.nonzero_column)
+        self.nzidx = WeakIdKeyDictionary()
         # fake -> ((a, b, folded), skey, gen): its elements a + b Z of
         # independent standard normal draws Z (|b Z| where folded: an
         # abs of them, a 0); fake mask -> ((key, lo, hi), skey,
@@ -1065,6 +1069,31 @@ class Values:
                 c = c if base == "mul" else 1.0 / c
                 lo, hi = sorted((u.lo * c, u.hi * c))
                 self._keep(self.unif, o, Range(lo, hi, u.hi_open, False))
+
+    def nonzero_indices(self, out, shape):
+        """OUT is nonzero's (n, d) output for a mask of SHAPE whose values
+        are unknown, counted by the rule (fake._dynamic)."""
+        if len(shape) > 1 and all(type(d) is int for d in shape):
+            self._keep(self.nzidx, out, tuple(shape))
+
+    def nonzero_column(self, args, outs):
+        """select(idx, 1, k) of such an output: the indices of the true
+        elements along dimension k, as the count rule spreads them
+        evenly over the mask (Values.mask): uniform over [0, shape[k]),
+        so that `idx[:, 0] == i` keeps the i-th row's share (1 / rows),
+        not --dynamic-fraction of every row's (segment-anything's
+        mask_to_rle_pytorch: the change indices of each of its masks)."""
+        t0 = args[0] if args else None
+        o = outs[0] if outs else None
+        if not isinstance(t0, self.Fake) or not isinstance(o, self.Fake) \
+                or len(args) < 3 or t0.dim() != 2:
+            return
+        shape = self._kept(self.nzidx, t0)
+        dim, k = args[1], args[2]
+        if shape is None or type(dim) is not int or type(k) is not int \
+                or dim % 2 != 1 or not -len(shape) <= k < len(shape):
+            return
+        self._keep(self.unif, o, Range(0, shape[k], True, True))
 
     def _pmap(self, t, p):
         """Each element's probability of mask T being true: its kept map,
@@ -1956,7 +1985,7 @@ class Values:
         if not self.cpu and not self.shadow and not self.ranges and \
                 not self.srange and not self.unif and not self.probs and \
                 not self.norms and not self.uploads and not self.parts and \
-                name not in SOURCES and name not in EMPTY and \
+                not self.nzidx and name not in SOURCES and name not in EMPTY and \
                 name not in RANDOM and name not in NORMAL and \
                 name not in BOUNDED and name not in CLAMPS and \
                 name not in INDICES and name not in GATHERS and \
@@ -2706,6 +2735,8 @@ class Values:
         if name in RANDOM or name in NORMAL or self.unif or self.probs \
                 or self.norms:
             self._draws(name, args, kwargs, outs, targets)
+        if self.nzidx and name == "select":
+            self.nonzero_column(args, outs)
         if name == "_amp_foreach_non_finite_check_and_unscale_" and \
                 len(args) > 1 and isinstance(args[1], self.Fake):
             # GradScaler finds no inf or NaN (fake.py's assumption
