@@ -980,14 +980,14 @@ class Program:
         rec = self.rec
         n = self.calls
         rt.tree_call(self.kind)
-        before = set(rec.live)
         if n >= 2:
             with rt.quiet():
                 out = self.run(args, record=False)
             rt.static_outputs(out)
             rt.graph_outputs(out)
-            rt.tree_path(out, "execution", self.kind, before)
+            rt.tree_path((), "execution", self.kind, ())
             return out
+        before = set(rec.live)
         with rt.on_graph_stream():
             rec.clear_blas_workspaces()
             if n == 1:
