@@ -367,35 +367,39 @@ def install(torch, rec, sms):
                         args[4:9], False)
             return None
 
-        def plain(args, kwargs):
-            """True where PyTorch's own function runs: not a fake CUDA
-            input of cuDNN's dtypes, or an LSTM with projections."""
+        def cudnn(args, kwargs):
+            """The call split (split) where the cuDNN path runs, else None
+            (PyTorch's own function): a fake CUDA input of cuDNN's dtypes,
+            not an LSTM with projections."""
             call = None if kwargs else split(args)
             if call is None or not fake_cuda(call[0]) or \
                     not torch.backends.cudnn.enabled or \
                     call[0].dtype not in (torch.float16, torch.bfloat16,
                                           torch.float32, torch.float64):
-                return True
+                return None
             hx = call[2][0] if lstm else call[2]
-            return hx.shape[-1] != call[3][1].shape[-1]  # proj_size
+            if hx.shape[-1] != call[3][1].shape[-1]:    # proj_size
+                return None
+            return call
 
         def f(*args, **kwargs):
             if jittrace.state(torch) is None:
-                if plain(args, kwargs):
+                call = cudnn(args, kwargs)
+                if call is None:
                     return orig(*args, **kwargs)
-                return run(*args)
+                return run(call)
             # under torch.jit.trace: the node aten::lstm (gru, ...) a CUDA
             # run's graph has, its cuDNN tensors made untraced
             with jittrace.paused(torch):
-                skip = plain(args, kwargs)
-            if skip:
+                call = cudnn(args, kwargs)
+            if call is None:
                 return orig(*args, **kwargs)
             op = getattr(torch.ops.aten, name)
-            op = op.input if split(args)[1] is None else op.data
-            return jittrace.call(torch, op, args, {}, lambda: run(*args))
+            op = op.input if call[1] is None else op.data
+            return jittrace.call(torch, op, args, {}, lambda: run(call))
 
-        def run(*args):
-            input, bs, h, params, rest, bf = split(args)
+        def run(call):
+            input, bs, h, params, rest, bf = call
             bias, L, p, train, bidir = rest
             hx, cx = (h[0], h[1]) if lstm else (h, None)
             D = 2 if bidir else 1
