@@ -26,7 +26,7 @@ class Graph:
         self.n = len(outs)
         self.outs = outs
         self.size = size
-        self.inputs = [b for b in inputs]
+        self.inputs = list(inputs)
         self.outputs = set(outputs)
         maker = {}
         for k, bs in enumerate(outs):
