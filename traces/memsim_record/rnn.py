@@ -27,10 +27,12 @@ torch 2.11, cuDNN 9.19; validate/device/rnn_probe.py):
   dw zero-filled, workspace); the weights' gradients are views of dw.
 - packed input (pack_padded_sequence; the overloads lstm.data ...): the
   same calls, the descriptor of seq_length = len(batch_sizes) steps of
-  mini_batch = batch_sizes[0] rows (TensorDescriptorListParams), whose
-  workspace and reserve cudnnGetRNNTempSpaceSizes takes from maxSeqLength
-  and batchSize, as for padded input of T x B; the data, output, dx and
-  grad_output are the packed sum(batch_sizes) rows.
+  mini_batch = batch_sizes[0] rows (TensorDescriptorListParams) with each
+  sequence's own length; the data, output, dx and grad_output are the
+  packed N = sum(batch_sizes) rows, and so are the reserve (the padded
+  rule's T*B replaced by N, exact for all 300 probes of
+  validate/device/rnn_packed_probe.py) and the workspace of another
+  algorithm than padded input's (PACKED below).
 
 Reserve space (cudnnGetRNNTempSpaceSizes, training), exact for all 316
 probes: T*B*D*H*s*(c*L - 1) + 256 bytes, c = 6 LSTM, 7 GRU, 2 RNN (the
@@ -111,6 +113,38 @@ SMALL_H = {"lstm": (21.51, 2.02, 8.24, 256), "gru": (19.35, 3.32, 6.02, 256),
 # bidirectional; the two-direction term over the one-direction one:
 # median 1.5 at small H, 2.8 at large; yunjey-birnn's LSTM 1.43).
 BIDIR = (1.5, 2.8)
+
+
+# Packed input (the H100's 300 probes of validate/device/rnn_packed_probe.py,
+# LSTM, GRU and RNN, fp16 and fp32, H 64 to 1024, B up to 64, T up to 256,
+# four spreads of lengths, each also run padded): cuDNN's workspace is
+# another algorithm's than for padded input, smaller even when every
+# sequence is full (an RNN of 64 x 64 steps, H 64: 13.7 MB packed, 33.7
+# MB padded).  Beyond L*D*8 MiB and the weight space it takes, per
+# direction count D, bytes per packed row (N = sum(batch_sizes)) and
+# hidden unit (near the gates' count for one direction: 4 LSTM, 3 GRU;
+# fitted, not derived), per packed row and input feature beyond H, and
+# per batch row (batch_sizes[0]) and hidden unit, each times the
+# element's bytes (least squares of the relative error over
+# tests/data/record/rnn_ws_packed.tsv; median 0.16%, 10 of the 300 over
+# 2%, at most 4.0%).  The same size for the backward's two calls, as the
+# probes freed it.
+PACKED = {("lstm", 1): (3.98, 0.67, 8.6), ("lstm", 2): (11.97, 3.1, 18.5),
+          ("gru", 1): (2.98, 0.62, 4.74), ("gru", 2): (10.03, 1.99, 9.62),
+          ("rnn_tanh", 1): (1.88, 1.03, 2.42),
+          ("rnn_tanh", 2): (6.56, 4.14, 5.66)}
+
+
+def packed_workspace_bytes(mode, N, B, I, H, L, D, s, dropout, weights):
+    """The workspace of packed input of N rows, batch_sizes[0] = B
+    (PACKED); with dropout, one layer output of the N rows more, as
+    for padded input (not probed)."""
+    a, b, c = PACKED[("rnn_tanh" if mode == "rnn_relu" else mode, D)]
+    n = L * D * 8388608 + weights + \
+        int(s * (N * (a * H + b * max(I - H, 0)) + c * B * H))
+    if dropout:
+        n += N * D * H * s
+    return n
 
 
 def workspace_bytes(mode, T, B, I, H, L, D, s, dropout, weights,
@@ -271,9 +305,15 @@ def install(torch, rec, sms):
                                    dtype=x.dtype, device=x.device)
             s = x.element_size()
             drop = cfg["train"] and cfg["dropout"] > 0 and L > 1
-            ws = workspace_bytes(mode, T, B, int(x.shape[-1]), H, L, D, s,
-                                 drop, sum(w.numel() for w in weights) * s,
-                                 x.dtype == torch.bfloat16)
+            nw = sum(w.numel() for w in weights) * s
+            if bs is None:
+                ws = workspace_bytes(mode, T, B, int(x.shape[-1]), H, L, D,
+                                     s, drop, nw, x.dtype == torch.bfloat16)
+                res = T * B
+            else:
+                res = int(x.shape[0])
+                ws = packed_workspace_bytes(mode, res, B, int(x.shape[-1]),
+                                            H, L, D, s, drop, nw)
             # _cudnn_rnn: the workspace, then the reserve, both at::empty;
             # the workspace is freed on return, after the reserve is made.
             wkey = object()
@@ -281,7 +321,7 @@ def install(torch, rec, sms):
             reserve = None
             if cfg["train"]:
                 reserve = torch.empty(
-                    reserve_bytes(mode, T, B, H, L, D, s, drop),
+                    reserve_bytes(mode, res, 1, H, L, D, s, drop),
                     dtype=torch.uint8, device=x.device)
             rec.free(wkey)
             del x
