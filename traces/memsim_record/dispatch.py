@@ -36,6 +36,7 @@ from . import host
 from . import kernels
 from . import known
 from . import lifecycle
+from . import overflow
 from . import samedevice
 from . import sparse
 from . import values
@@ -280,6 +281,10 @@ class Dispatch:
         # A CPU tensor beside GPU ones (a 0-dim one: the fake mode takes
         # it anywhere) where the op's CUDA kernel checks their devices
         samedevice.check(func, args, kwargs)
+        if name in overflow.OPS:
+            # a number out of the tensor's type, which the CUDA kernel's
+            # Scalar::to refuses
+            overflow.check(name, args, kwargs)
         watch.tick()
         dv = kwargs.get("device")
         if isinstance(dv, torch.device) and dv.type == "cuda" and \
