@@ -52,6 +52,14 @@ _PRIM_DEVICE = torch.ops.prim.device.default
 _ADD_TENSOR = _aten.add.Tensor
 _UNSAFE_VIEW = _aten._unsafe_view.default
 _VIEW = _aten.view.default
+# The ops that take a Storage: FakeTensorMode's dispatch cache would keep
+# it in its key (_prep_args_for_hash), and with it the storage, which a
+# GPU frees once no tensor views it (cuDNN's flat weights flattened
+# again: the old buffer lived to the end).
+_STORAGE_SET = frozenset(
+    getattr(_aten.set_, o) for o in
+    ("source_Storage", "source_Storage_storage_offset")
+    if hasattr(_aten.set_, o))
 _META = torch.device("meta")
 # The GEMMs whose first call on a thread makes its cuBLAS workspace.
 BLAS_OPS = frozenset((
@@ -325,6 +333,10 @@ class Dispatch:
                     out = _VIEW(*args, **kwargs)
                 elif self.sym is not None:
                     out = self.sym.run(func, args, kwargs)
+                elif func in _STORAGE_SET and \
+                        isinstance(args[0], FakeTensor):
+                    with ftm.disable_fake_tensor_cache(args[0].fake_mode):
+                        out = func(*args, **kwargs)
                 else:
                     out = func(*args, **kwargs)
             except ftm.UnsupportedOperatorException:
