@@ -1514,6 +1514,34 @@ class Dispatch:
             rec.free(k)
         return out
 
+    def _max_pool(self, name, args, kwargs, out):
+        # max_pool2d_with_indices_out_cuda: the outputs (output and
+        # indices, the structured kernel's), then
+        # input_.contiguous(input_.suggest_memory_format()): a copy of
+        # an input contiguous in neither layout (SAM 2's pooled q, a
+        # view of its qkv projection: 100 MB on the H100).  The backward
+        # makes grad_input, then copies input, grad_output and indices
+        # in the input's layout.  Freed on return.
+        from torch._prims_common import suggest_memory_format
+        fwd = name == "max_pool2d_with_indices"
+        x = args[0] if fwd else args[1]
+        if not _cuda_tensor(x) or x.dim() not in (3, 4):
+            return self.outputs(name, args, kwargs, out)
+        fmt = suggest_memory_format(x)
+        todo = [x] if fwd else \
+            [x, args[0], args[7] if len(args) > 7 else kwargs.get("indices")]
+        copies = []
+
+        def copy():
+            for t in todo:
+                if _cuda_tensor(t) and not t.is_contiguous(memory_format=fmt):
+                    copies.append(self.copy_of(
+                        t, "max_pool2d contiguous copy"))
+        self.outputs(name, args, kwargs, out, noted=copy)
+        for k in copies:
+            self.rec.free(k)
+        return out
+
     def _efficient_forward(self, name, args, kwargs, out):
         flat = tree_flatten(out)[0]
         if len(flat) >= 4:
@@ -3183,6 +3211,8 @@ _AFTER = {
     "_embedding_bag_dense_backward": Dispatch._embedding_backward,
     "native_layer_norm": Dispatch._layer_norm,
     "native_layer_norm_backward": Dispatch._layer_norm,
+    "max_pool2d_with_indices": Dispatch._max_pool,
+    "max_pool2d_with_indices_backward": Dispatch._max_pool,
     "_scaled_dot_product_efficient_attention": Dispatch._efficient_forward,
     "_efficient_attention_forward": Dispatch._efficient_forward,
     "_efficient_attention_backward": Dispatch._efficient_backward,
