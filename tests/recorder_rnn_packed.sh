@@ -51,42 +51,56 @@ done
 [ "$(awk -F, '$3 == "alloc" && $5 == 56832' "$tmp/gru.csv" | wc -l)" -eq 1 ] ||
 	fail "gru: no reserve of 56832 bytes"
 # The rule against the H100's probes (tests/data/record/rnn_ws_packed.tsv,
-# 300 calls): the reserve exact for every call; the workspace's median
-# error, the calls within 2%, the largest error (docs/recording.md quotes
-# these); the backward's largest freed block the forward's workspace.
+# 300 calls, which PACKED is fitted on, and rnn_ws_packed_heldout.tsv,
+# 300 others, 60 of them of 128 to 512 sequences): the reserve exact for
+# every call; the workspace's median error, the calls within 2%, the
+# largest error (docs/recording.md quotes these); the backward's largest
+# freed block the forward's workspace.
 DATA=${MSIM_TESTDATA:-tests/data}/record
-PYTHONPATH="$SRC/../traces" "$PY" - "$DATA/rnn_ws_packed.tsv" >"$tmp/grid" 2>&1 <<'PY' ||
+PYTHONPATH="$SRC/../traces" "$PY" - "$DATA/rnn_ws_packed.tsv" \
+	"$DATA/rnn_ws_packed_heldout.tsv" >"$tmp/grid" 2>&1 <<'PY' ||
 import sys
 from memsim_record import rnn
 mode = {"LSTM": "lstm", "GRU": "gru", "RNN": "rnn_tanh"}
-n = bad = within2 = bsame = 0
-errs = []
-for line in open(sys.argv[1]):
-    if line.startswith("#"):
-        continue
-    f = line.split()
-    if f[0] == "mode":
-        col = {k: j for j, k in enumerate(f)}
-        continue
-    v = {k: f[j] for k, j in col.items()}
-    m = mode[v["mode"]]
-    i, h, l, b, rows = (int(v[k]) for k in ("I", "H", "L", "B", "N"))
-    d = 2 if v["bi"] == "1" else 1
-    s = 4 if v["dtype"] == "fp32" else 2
-    n += 1
-    bad += rnn.reserve_bytes(m, rows, 1, h, l, d, s, False) != int(v["reserve"])
-    w = rnn.weight_space_bytes(m, i, h, l, d, s)
-    e = abs(rnn.packed_workspace_bytes(m, rows, b, i, h, l, d, s, w)
-            / int(v["workspace"]) - 1)
-    errs.append(e)
-    within2 += e <= 0.02
-    bsame += v["backward"] == v["workspace"]
-errs.sort()
-print("n=%d reserve-mismatch=%d median=%.4f within2=%d max=%.3f "
-      "backward-same=%d" % (n, bad, errs[n // 2], within2, errs[-1], bsame))
+
+
+def grid(path):
+    n = bad = within2 = bsame = 0
+    errs = []
+    col = None
+    for line in open(path):
+        f = line.split()
+        if line.startswith("#") or not f:
+            continue
+        if f[0] == "mode":
+            col = {k: j for j, k in enumerate(f)}
+            continue
+        v = {k: f[j] for k, j in col.items()}
+        m = mode[v["mode"]]
+        i, h, l, b, rows = (int(v[k]) for k in ("I", "H", "L", "B", "N"))
+        d = 2 if v["bi"] == "1" else 1
+        s = 4 if v["dtype"] == "fp32" else 2
+        n += 1
+        bad += rnn.reserve_bytes(m, rows, 1, h, l, d, s, False) != \
+            int(v["reserve"])
+        w = rnn.weight_space_bytes(m, i, h, l, d, s)
+        e = abs(rnn.packed_workspace_bytes(m, rows, b, i, h, l, d, s, w)
+                / int(v["workspace"]) - 1)
+        errs.append(e)
+        within2 += e <= 0.02
+        bsame += v["backward"] == v["workspace"]
+    errs.sort()
+    print("n=%d reserve-mismatch=%d median=%.4f within2=%d max=%.3f "
+          "backward-same=%d" % (n, bad, errs[n // 2], within2, errs[-1],
+                                bsame))
+
+
+for p in sys.argv[1:]:
+    grid(p)
 PY
 	fail "grid: $(cat "$tmp/grid")"
-want="n=300 reserve-mismatch=0 median=0.0016 within2=290 max=0.040 backward-same=300"
+want="n=300 reserve-mismatch=0 median=0.0016 within2=290 max=0.040 backward-same=300
+n=300 reserve-mismatch=0 median=0.0023 within2=268 max=0.172 backward-same=300"
 [ "$(cat "$tmp/grid")" = "$want" ] || fail "grid: $(cat "$tmp/grid")"
 # With dropout (bentrevett's sentiment BiLSTM on the H100: 2 layers, H
 # 300, 512 sequences packed into N = 69,920 rows of at most T = 256

@@ -34,8 +34,11 @@ torch 2.11, cuDNN 9.19; validate/device/rnn_probe.py):
   validate/device/rnn_packed_probe.py) and the workspace of another
   algorithm than padded input's (PACKED below).
 
-Reserve space (cudnnGetRNNTempSpaceSizes, training), exact for all 316
-probes: T*B*D*H*s*(c*L - 1) + 256 bytes, c = 6 LSTM, 7 GRU, 2 RNN (the
+Reserve space (cudnnGetRNNTempSpaceSizes, training), exact for all 1,824
+probes of the grids here and below (316 of tests/data/record/rnn_ws.tsv,
+800 bidirectional, 108 of few steps, 600 packed): T*B*D*H*s*(c*L - 1),
+rounded up to a multiple of 32 (two packed probes at H 300 show it),
++ 256 bytes, c = 6 LSTM, 7 GRU, 2 RNN (the
 gates and states each layer keeps; the last layer's output is the
 output), plus with dropout one bit per element of the L-1 dropped layer
 outputs.  The workspace, which only cuDNN's algorithm choice knows:
@@ -74,7 +77,7 @@ MODES = {"lstm": ("LSTM", 4, 6), "gru": ("GRU", 3, 7),
 
 def reserve_bytes(mode, T, B, H, L, D, s, dropout):
     c = MODES[mode][2]
-    n = T * B * D * H * s * (c * L - 1) + 256
+    n = -(-T * B * D * H * s * (c * L - 1) // 32) * 32 + 256
     if dropout:
         n += (T * B * D * H * (L - 1) + 7) // 8
     return n

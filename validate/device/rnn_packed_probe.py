@@ -3,8 +3,10 @@
 the allocator trace window of each call (forward with grad, its backward,
 forward without grad) for the packed input and for the padded input of the
 same lengths' maximum, over a grid of shapes and length spreads.
-  python3 rnn_packed_probe.py OUT.json [SECONDS]"""
-import json, random, sys, time
+  python3 rnn_packed_probe.py OUT.json [SECONDS]
+With PACKED_SET=large, 60 shapes of 128 to 512 sequences (bentrevett's
+sentiment BiLSTM's 512 x 256 steps, H 300, among them) instead."""
+import json, os, random, sys, time
 import torch
 from torch.nn.utils.rnn import pack_padded_sequence
 from probewin import start, window
@@ -19,6 +21,19 @@ cfgs = [("LSTM", 128, 256, 1, 16, 64, "fp32", 0, "half"),
         ("GRU", 128, 256, 2, 16, 64, "fp32", 1, "half"),
         ("LSTM", 64, 512, 2, 32, 100, "fp16", 0, "full"),
         ("LSTM", 64, 512, 2, 32, 100, "fp16", 0, "one")]
+if os.environ.get("PACKED_SET") == "large":
+    cfgs = [("LSTM", 100, 300, 2, 512, 256, "fp32", 1, "uniform"),
+            ("LSTM", 100, 300, 2, 512, 256, "fp32", 1, "half")]
+    while len(cfgs) < 60:
+        cfgs.append((random.choice(["LSTM", "LSTM", "GRU", "RNN"]),
+                     random.choice([64, 100, 256, 512]),
+                     random.choice([128, 256, 300, 512, 1024]),
+                     random.choice([1, 2, 3]),
+                     random.choice([128, 256, 512]),
+                     random.choice([16, 64, 128, 256]),
+                     random.choice(["fp32", "fp16"]),
+                     random.choice([0, 1]),
+                     random.choice(["half", "uniform", "one", "full"])))
 while len(cfgs) < 300:
     cfgs.append((random.choice(["LSTM", "LSTM", "GRU", "RNN"]),
                  random.choice([32, 64, 128, 256, 512]),
