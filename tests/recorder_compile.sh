@@ -131,7 +131,7 @@ $MEMSIM record -o "$tmp/cm.csv" -- "$PY" "$SRC/recorder/gen_models.py" compile_m
 $MEMSIM record -o "$tmp/vit.csv" -- "$PY" "$SRC/recorder/vit_compile.py" 32 6 384 3 \
 	2>"$tmp/err" || fail "record vit: $(tail -3 "$tmp/err")"
 set -- $(peaks "$tmp/vit.csv") $(real vit_32x6x384)
-[ "$1 $2" = "217639424 260046848" ] || fail "vit compiled peaks $1 $2"
+[ "$1 $2" = "217636352 260046848" ] || fail "vit compiled peaks $1 $2"
 within "$1" "$3" 1 || fail "vit: allocated $1, real $3"
 
 # transformers' GPT-2 compiled, its loss computed by the model (tests/

@@ -211,6 +211,9 @@ class Program:
         self.donated = {ph[i] for i in donated if 0 <= i < len(ph)}
         self.tune_all = tune_all
         self._plan(nodes)
+        order = self._realize_order()
+        if order is not None:
+            self._plan(order)
         try:
             order = self._peak_order()
         except Exception:
@@ -334,6 +337,83 @@ class Program:
         self.frees = frees
         self._plan_inplace(nodes)
         self._plan_reuse(nodes, idx)
+
+    def _realize_order(self):
+        """The graph's nodes in the order Inductor's lowering makes their
+        buffers, or None where that is the graph's own.  Lowering a
+        pointwise node makes no buffer: its value is realized where a
+        reader needs it stored (GraphLowering.run_node: at the node
+        itself only when several nodes read it and one of them needs
+        realized inputs, or its loads pass the thresholds of _realized).
+        A value stored only because extern kernels read it (through
+        views: the contiguous clone an einsum's bmm reads) is stored
+        when the first of them is lowered, so its kernel runs just
+        before that one, not where the graph computes it: the second
+        einsum of mixture-of-experts' MoE clones its combine tensor
+        (33.5 MB) after the experts' matmuls, though the post-grad
+        graph (reorder_for_locality) has the clone first."""
+        nodes, base = self.nodes, self.base
+        idx = {n: i for i, n in enumerate(nodes)}
+        out = [n for n in nodes if n.op == "output"][0]
+        outputs = {base[a] for a in out.all_input_nodes}
+        views = {}
+        for n in nodes:
+            if base[n] is not n:
+                views.setdefault(base[n], []).append(n)
+        moved = {}
+        for n in nodes:
+            if n.op != "call_function" or n not in self.buffers or \
+                    base[n] is not n or n in outputs or self.extern(n) or \
+                    self.part_of_extern(n) or _name(n) in REDUCTIONS or \
+                    n in self.fills.values() or _writes_first(n):
+                continue
+            readers = [u for m in [n] + views.get(n, [])
+                       for u in m.users if base[u] is not n]
+            if not readers or not all(
+                    u.op == "call_function" and self.extern(u)
+                    for u in readers):
+                continue
+            if len(n.users) > 1 and any(base[u] is not n for u in n.users):
+                continue    # (realize_hint at the node itself)
+            first = min(readers, key=idx.get)
+            if idx[first] > idx[n] + 1:
+                moved[n] = first
+        if not moved:
+            return None
+        before = {}
+        for n, first in moved.items():
+            before.setdefault(first, []).append(n)
+        new, done, waiting = [], set(), []
+
+        def put(m):
+            new.append(m)
+            done.add(m)
+
+        def ready(m):
+            return all(a in done for a in m.all_input_nodes)
+        for m in nodes:
+            if m in moved:
+                continue
+            for v in before.pop(m, ()):
+                put(v)
+            # the views of the moved values (and what reads them only
+            # through views) follow them
+            again = True
+            while again:
+                again = False
+                for w in waiting:
+                    if ready(w):
+                        waiting.remove(w)
+                        put(w)
+                        again = True
+                        break
+            if ready(m):
+                put(m)
+            else:
+                waiting.append(m)
+        if waiting or len(new) != len(nodes):
+            return None     # (not a topological order: left as it was)
+        return new
 
     def _peak_order(self):
         """The graph's nodes in the order Inductor's scheduler runs their
