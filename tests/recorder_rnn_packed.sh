@@ -102,6 +102,44 @@ PY
 want="n=300 reserve-mismatch=0 median=0.0016 within2=290 max=0.040 backward-same=300
 n=300 reserve-mismatch=0 median=0.0023 within2=268 max=0.172 backward-same=300"
 [ "$(cat "$tmp/grid")" = "$want" ] || fail "grid: $(cat "$tmp/grid")"
+# In eval mode (cuDNN's inference forward: tests/data/record/
+# rnn_ws_packed_eval.tsv, 300 shapes fitted on, 300 held out): the
+# workspace's median error and the calls within 2% of each set; the
+# training rule on the same calls, for the difference.
+PYTHONPATH="$SRC/../traces" "$PY" - "$DATA/rnn_ws_packed_eval.tsv" >"$tmp/eval" 2>&1 <<'PY' ||
+import sys
+from memsim_record import rnn
+mode = {"LSTM": "lstm", "GRU": "gru", "RNN": "rnn_tanh"}
+col, errs = None, {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    if line.startswith("#") or not f:
+        continue
+    if f[0] == "set":
+        col = {k: j for j, k in enumerate(f)}
+        continue
+    v = {k: f[j] for k, j in col.items()}
+    m = mode[v["mode"]]
+    i, h, l, b, rows = (int(v[k]) for k in ("I", "H", "L", "B", "N"))
+    d = 2 if v["bi"] == "1" else 1
+    s = 4 if v["dtype"] == "fp32" else 2
+    w = rnn.weight_space_bytes(m, i, h, l, d, s)
+    for train in (False, True):
+        e = abs(rnn.packed_workspace_bytes(m, rows, b, i, h, l, d, s, w, train)
+                / int(v["eval"]) - 1)
+        errs.setdefault((v["set"], train), []).append(e)
+for (st, train), es in sorted(errs.items()):
+    es.sort()
+    print("%s %s n=%d median=%.4f within2=%d" % (
+        st, "train-rule" if train else "eval-rule", len(es), es[len(es) // 2],
+        sum(e <= 0.02 for e in es)))
+PY
+	fail "eval: $(cat "$tmp/eval")"
+printf '%s\n' "fit eval-rule n=300 median=0.0010 within2=296" \
+	"fit train-rule n=300 median=0.0026 within2=262" \
+	"held eval-rule n=300 median=0.0016 within2=279" \
+	"held train-rule n=300 median=0.0037 within2=243" >"$tmp/want"
+cmp -s "$tmp/want" "$tmp/eval" || fail "eval: $(cat "$tmp/eval")"
 # With dropout (bentrevett's sentiment BiLSTM on the H100: 2 layers, H
 # 300, 512 sequences packed into N = 69,920 rows of at most T = 256
 # steps, dropout 0.5): its reserve to the byte (two bits per element of

@@ -4,7 +4,8 @@ the allocator trace window of each call (forward with grad, its backward,
 forward without grad) for the packed input and for the padded input of the
 same lengths' maximum, over a grid of shapes and length spreads.
   python3 rnn_packed_probe.py OUT.json [SECONDS]
-With PACKED_SET=large, 60 shapes of 128 to 512 sequences (bentrevett's
+Each call also runs in eval mode (the window "eval").  With
+PACKED_SET=large, 60 shapes of 128 to 512 sequences (bentrevett's
 sentiment BiLSTM's 512 x 256 steps, H 300, among them) instead."""
 import json, os, random, sys, time
 import torch
@@ -75,6 +76,15 @@ def calls(m, x, packed):
         y = m(x)[0]
         rec["infer"] = window(4)
     del y
+    # the module in eval mode: cuDNN's inference forward (fwdMode
+    # CUDNN_FWD_MODE_INFERENCE: no reserve, its own workspace)
+    m.eval()
+    with torch.no_grad():
+        start()
+        y = m(x)[0]
+        rec["eval"] = window(4)
+    del y
+    m.train()
     return rec
 
 
