@@ -55,91 +55,73 @@ done
 # 300 others, 60 of them of 128 to 512 sequences): the reserve exact for
 # every call; the workspace's median error, the calls within 2%, the
 # largest error (docs/recording.md quotes these); the backward's largest
-# freed block the forward's workspace.
+# freed block the forward's workspace.  And in eval mode (cuDNN's
+# inference forward: rnn_ws_packed_eval.tsv, 300 shapes fitted on, 300
+# held out): the workspace's median error and the calls within 2% of
+# each set; the training rule on the same calls, for the difference.
 DATA=${MSIM_TESTDATA:-tests/data}/record
 PYTHONPATH="$SRC/../traces" "$PY" - "$DATA/rnn_ws_packed.tsv" \
-	"$DATA/rnn_ws_packed_heldout.tsv" >"$tmp/grid" 2>&1 <<'PY' ||
+	"$DATA/rnn_ws_packed_heldout.tsv" "$DATA/rnn_ws_packed_eval.tsv" \
+	>"$tmp/grid" 2>&1 <<'PY' ||
 import sys
 from memsim_record import rnn
 mode = {"LSTM": "lstm", "GRU": "gru", "RNN": "rnn_tanh"}
 
 
-def grid(path):
-    n = bad = within2 = bsame = 0
-    errs = []
+def rows(path):
+    """Each probe of PATH: its columns, and the rule's arguments."""
     col = None
     for line in open(path):
         f = line.split()
         if line.startswith("#") or not f:
             continue
-        if f[0] == "mode":
+        if f[0] in ("mode", "set"):
             col = {k: j for j, k in enumerate(f)}
             continue
         v = {k: f[j] for k, j in col.items()}
         m = mode[v["mode"]]
-        i, h, l, b, rows = (int(v[k]) for k in ("I", "H", "L", "B", "N"))
+        i, h, l, b, n = (int(v[k]) for k in ("I", "H", "L", "B", "N"))
         d = 2 if v["bi"] == "1" else 1
         s = 4 if v["dtype"] == "fp32" else 2
-        n += 1
-        bad += rnn.reserve_bytes(m, rows, 1, h, l, d, s, False) != \
-            int(v["reserve"])
-        w = rnn.weight_space_bytes(m, i, h, l, d, s)
-        e = abs(rnn.packed_workspace_bytes(m, rows, b, i, h, l, d, s, w)
-                / int(v["workspace"]) - 1)
-        errs.append(e)
-        within2 += e <= 0.02
-        bsame += v["backward"] == v["workspace"]
+        yield v, (m, n, b, i, h, l, d, s, rnn.weight_space_bytes(m, i, h, l,
+                                                                  d, s))
+
+
+def summary(errs):
     errs.sort()
-    print("n=%d reserve-mismatch=%d median=%.4f within2=%d max=%.3f "
-          "backward-same=%d" % (n, bad, errs[n // 2], within2, errs[-1],
-                                bsame))
+    return "n=%d median=%.4f within2=%d" % (
+        len(errs), errs[len(errs) // 2], sum(e <= 0.02 for e in errs))
 
 
-for p in sys.argv[1:]:
-    grid(p)
+for path in sys.argv[1:3]:
+    bad = bsame = 0
+    errs = []
+    for v, (m, n, b, i, h, l, d, s, w) in rows(path):
+        bad += rnn.reserve_bytes(m, n, 1, h, l, d, s, False) != \
+            int(v["reserve"])
+        errs.append(abs(rnn.packed_workspace_bytes(m, n, b, i, h, l, d, s, w)
+                        / int(v["workspace"]) - 1))
+        bsame += v["backward"] == v["workspace"]
+    print("%s max=%.3f reserve-mismatch=%d backward-same=%d" % (
+        summary(errs), max(errs), bad, bsame))
+errs = {}
+for v, (m, n, b, i, h, l, d, s, w) in rows(sys.argv[3]):
+    for train in (False, True):
+        e = rnn.packed_workspace_bytes(m, n, b, i, h, l, d, s, w, train)
+        errs.setdefault((v["set"], train), []).append(
+            abs(e / int(v["eval"]) - 1))
+for (st, train), es in sorted(errs.items()):
+    print(st, "train-rule" if train else "eval-rule", summary(es))
 PY
 	fail "grid: $(cat "$tmp/grid")"
-want="n=300 reserve-mismatch=0 median=0.0016 within2=290 max=0.040 backward-same=300
-n=300 reserve-mismatch=0 median=0.0023 within2=268 max=0.172 backward-same=300"
-[ "$(cat "$tmp/grid")" = "$want" ] || fail "grid: $(cat "$tmp/grid")"
-# In eval mode (cuDNN's inference forward: tests/data/record/
-# rnn_ws_packed_eval.tsv, 300 shapes fitted on, 300 held out): the
-# workspace's median error and the calls within 2% of each set; the
-# training rule on the same calls, for the difference.
-PYTHONPATH="$SRC/../traces" "$PY" - "$DATA/rnn_ws_packed_eval.tsv" >"$tmp/eval" 2>&1 <<'PY' ||
-import sys
-from memsim_record import rnn
-mode = {"LSTM": "lstm", "GRU": "gru", "RNN": "rnn_tanh"}
-col, errs = None, {}
-for line in open(sys.argv[1]):
-    f = line.split()
-    if line.startswith("#") or not f:
-        continue
-    if f[0] == "set":
-        col = {k: j for j, k in enumerate(f)}
-        continue
-    v = {k: f[j] for k, j in col.items()}
-    m = mode[v["mode"]]
-    i, h, l, b, rows = (int(v[k]) for k in ("I", "H", "L", "B", "N"))
-    d = 2 if v["bi"] == "1" else 1
-    s = 4 if v["dtype"] == "fp32" else 2
-    w = rnn.weight_space_bytes(m, i, h, l, d, s)
-    for train in (False, True):
-        e = abs(rnn.packed_workspace_bytes(m, rows, b, i, h, l, d, s, w, train)
-                / int(v["eval"]) - 1)
-        errs.setdefault((v["set"], train), []).append(e)
-for (st, train), es in sorted(errs.items()):
-    es.sort()
-    print("%s %s n=%d median=%.4f within2=%d" % (
-        st, "train-rule" if train else "eval-rule", len(es), es[len(es) // 2],
-        sum(e <= 0.02 for e in es)))
-PY
-	fail "eval: $(cat "$tmp/eval")"
-printf '%s\n' "fit eval-rule n=300 median=0.0010 within2=296" \
+printf '%s\n' \
+	"n=300 median=0.0016 within2=290 max=0.040 reserve-mismatch=0 backward-same=300" \
+	"n=300 median=0.0023 within2=268 max=0.172 reserve-mismatch=0 backward-same=300" \
+	"fit eval-rule n=300 median=0.0010 within2=296" \
 	"fit train-rule n=300 median=0.0026 within2=262" \
 	"held eval-rule n=300 median=0.0016 within2=279" \
 	"held train-rule n=300 median=0.0037 within2=243" >"$tmp/want"
-cmp -s "$tmp/want" "$tmp/eval" || fail "eval: $(cat "$tmp/eval")"
+cmp -s "$tmp/want" "$tmp/grid" || fail "grid: $(cat "$tmp/grid")"
 # With dropout (bentrevett's sentiment BiLSTM on the H100: 2 layers, H
 # 300, 512 sequences packed into N = 69,920 rows of at most T = 256
 # steps, dropout 0.5): its reserve to the byte (two bits per element of

@@ -71,19 +71,15 @@ def calls(m, x, packed):
     data.backward(g)
     rec["bwd"] = window(4)
     del y, g, data
-    with torch.no_grad():
-        start()
-        y = m(x)[0]
-        rec["infer"] = window(4)
-    del y
-    # the module in eval mode: cuDNN's inference forward (fwdMode
-    # CUDNN_FWD_MODE_INFERENCE: no reserve, its own workspace)
-    m.eval()
-    with torch.no_grad():
-        start()
-        y = m(x)[0]
-        rec["eval"] = window(4)
-    del y
+    # without grad, then the module in eval mode too: cuDNN's inference
+    # forward (CUDNN_FWD_MODE_INFERENCE: no reserve, its own workspace)
+    for key, train in (("infer", True), ("eval", False)):
+        m.train(train)
+        with torch.no_grad():
+            start()
+            y = m(x)[0]
+            rec[key] = window(4)
+        del y
     m.train()
     return rec
 
