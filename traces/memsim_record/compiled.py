@@ -165,6 +165,14 @@ def _numel_of(node):
         return None
 
 
+def _acc_reads_threshold():
+    """Inductor's realize_acc_reads_threshold: the loads past which a
+    value is stored (has_exceeded_max_reads)."""
+    from torch._inductor import config
+    return getattr(config, "realize_acc_reads_threshold", None) or \
+        getattr(config, "_realize_acc_reads_threshold_default", 8)
+
+
 def _name(node):
     t = getattr(node, "target", None)
     return getattr(getattr(t, "overloadpacket", None), "__name__", None)
@@ -342,9 +350,10 @@ class Program:
         """The graph's nodes in the order Inductor's lowering makes their
         buffers, or None where that is the graph's own.  Lowering a
         pointwise node makes no buffer: its value is realized where a
-        reader needs it stored (GraphLowering.run_node: at the node
-        itself only when several nodes read it and one of them needs
-        realized inputs, or its loads pass the thresholds of _realized).
+        reader needs it stored (GraphLowering.run_node stores it at the
+        node itself when several nodes read it and one needs realized
+        inputs, or when its loads exceed realize_acc_reads_threshold:
+        those stay).
         A value stored only because extern kernels read it (through
         views: the contiguous clone an einsum's bmm reads) is stored
         when the first of them is lowered, so its kernel runs just
@@ -352,6 +361,7 @@ class Program:
         einsum of mixture-of-experts' MoE clones its combine tensor
         (33.5 MB) after the experts' matmuls, though the post-grad
         graph (reorder_for_locality) has the clone first."""
+        acc = _acc_reads_threshold()
         nodes, base = self.nodes, self.base
         idx = {n: i for i, n in enumerate(nodes)}
         out = [n for n in nodes if n.op == "output"][0]
@@ -374,7 +384,11 @@ class Program:
                     for u in readers):
                 continue
             if len(n.users) > 1 and any(base[u] is not n for u in n.users):
-                continue    # (realize_hint at the node itself)
+                continue    # (several readers: realize_hint may store it)
+            loads = {a for m in self._fused(n) for a in m.all_input_nodes
+                     if a in self.realized}
+            if len(loads) > acc:
+                continue    # (has_exceeded_max_reads: stored at itself)
             first = min(readers, key=idx.get)
             if idx[first] > idx[n] + 1:
                 moved[n] = first
@@ -858,8 +872,7 @@ class Program:
         realize_acc_reads_threshold (has_exceeded_max_reads)."""
         from torch._inductor import config
         many = config.realize_reads_threshold
-        acc = getattr(config, "realize_acc_reads_threshold", None) or \
-            getattr(config, "_realize_acc_reads_threshold_default", 8)
+        acc = _acc_reads_threshold()
         realized = set()
         reads = {}
         for n in self.nodes:
