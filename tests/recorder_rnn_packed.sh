@@ -58,7 +58,8 @@ done
 # freed block the forward's workspace.  And in eval mode (cuDNN's
 # inference forward: rnn_ws_packed_eval.tsv, 300 shapes fitted on, 300
 # held out): the workspace's median error and the calls within 2% of
-# each set; the training rule on the same calls, for the difference.
+# each set; the training rule on the same calls, for the difference;
+# and a plain RNN's padded input in eval mode (rnn.py's EVAL_RNN).
 DATA=${MSIM_TESTDATA:-tests/data}/record
 PYTHONPATH="$SRC/../traces" "$PY" - "$DATA/rnn_ws_packed.tsv" \
 	"$DATA/rnn_ws_packed_heldout.tsv" "$DATA/rnn_ws_packed_eval.tsv" \
@@ -108,10 +109,16 @@ errs = {}
 for v, (m, n, b, i, h, l, d, s, w) in rows(sys.argv[3]):
     for train in (False, True):
         e = rnn.packed_workspace_bytes(m, n, b, i, h, l, d, s, w, train)
-        errs.setdefault((v["set"], train), []).append(
+        errs.setdefault((v["set"], "", train), []).append(
             abs(e / int(v["eval"]) - 1))
-for (st, train), es in sorted(errs.items()):
-    print(st, "train-rule" if train else "eval-rule", summary(es))
+        if m == "rnn_tanh":
+            # the padded input of the same shapes (EVAL_RNN)
+            e = rnn.workspace_bytes(m, int(v["T"]), b, i, h, l, d, s,
+                                    False, w, False, train)
+            errs.setdefault((v["set"], "padded-rnn ", train), []).append(
+                abs(e / int(v["padded_eval"]) - 1))
+for (st, what, train), es in sorted(errs.items()):
+    print(st, what + ("train-rule" if train else "eval-rule"), summary(es))
 PY
 	fail "grid: $(cat "$tmp/grid")"
 printf '%s\n' \
@@ -119,8 +126,12 @@ printf '%s\n' \
 	"n=300 median=0.0023 within2=268 max=0.172 reserve-mismatch=0 backward-same=300" \
 	"fit eval-rule n=300 median=0.0010 within2=296" \
 	"fit train-rule n=300 median=0.0026 within2=262" \
+	"fit padded-rnn eval-rule n=79 median=0.0066 within2=61" \
+	"fit padded-rnn train-rule n=79 median=0.0499 within2=27" \
 	"held eval-rule n=300 median=0.0016 within2=279" \
-	"held train-rule n=300 median=0.0037 within2=243" >"$tmp/want"
+	"held train-rule n=300 median=0.0037 within2=243" \
+	"held padded-rnn eval-rule n=75 median=0.0101 within2=49" \
+	"held padded-rnn train-rule n=75 median=0.0854 within2=22" >"$tmp/want"
 cmp -s "$tmp/want" "$tmp/grid" || fail "grid: $(cat "$tmp/grid")"
 # With dropout (bentrevett's sentiment BiLSTM on the H100: 2 layers, H
 # 300, 512 sequences packed into N = 69,920 rows of at most T = 256
