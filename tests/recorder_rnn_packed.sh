@@ -59,7 +59,7 @@ done
 # inference forward: rnn_ws_packed_eval.tsv, 300 shapes fitted on, 300
 # held out): the workspace's median error and the calls within 2% of
 # each set; the training rule on the same calls, for the difference;
-# and a plain RNN's padded input in eval mode (rnn.py's EVAL_RNN).
+# and padded input in eval mode (rnn.py's EVAL_RNN), plain RNNs apart.
 DATA=${MSIM_TESTDATA:-tests/data}/record
 PYTHONPATH="$SRC/../traces" "$PY" - "$DATA/rnn_ws_packed.tsv" \
 	"$DATA/rnn_ws_packed_heldout.tsv" "$DATA/rnn_ws_packed_eval.tsv" \
@@ -111,12 +111,12 @@ for v, (m, n, b, i, h, l, d, s, w) in rows(sys.argv[3]):
         e = rnn.packed_workspace_bytes(m, n, b, i, h, l, d, s, w, train)
         errs.setdefault((v["set"], "", train), []).append(
             abs(e / int(v["eval"]) - 1))
-        if m == "rnn_tanh":
-            # the padded input of the same shapes (EVAL_RNN)
-            e = rnn.workspace_bytes(m, int(v["T"]), b, i, h, l, d, s,
-                                    False, w, False, train)
-            errs.setdefault((v["set"], "padded-rnn ", train), []).append(
-                abs(e / int(v["padded_eval"]) - 1))
+        # the padded input of the same shapes (EVAL_RNN)
+        e = rnn.workspace_bytes(m, int(v["T"]), b, i, h, l, d, s,
+                                False, w, False, train)
+        what = "padded-rnn " if m == "rnn_tanh" else "padded-lstm-gru "
+        errs.setdefault((v["set"], what, train), []).append(
+            abs(e / int(v["padded_eval"]) - 1))
 for (st, what, train), es in sorted(errs.items()):
     print(st, what + ("train-rule" if train else "eval-rule"), summary(es))
 PY
@@ -126,10 +126,14 @@ printf '%s\n' \
 	"n=300 median=0.0023 within2=268 max=0.172 reserve-mismatch=0 backward-same=300" \
 	"fit eval-rule n=300 median=0.0010 within2=296" \
 	"fit train-rule n=300 median=0.0026 within2=262" \
+	"fit padded-lstm-gru eval-rule n=221 median=0.0134 within2=134" \
+	"fit padded-lstm-gru train-rule n=221 median=0.0161 within2=127" \
 	"fit padded-rnn eval-rule n=79 median=0.0066 within2=61" \
 	"fit padded-rnn train-rule n=79 median=0.0499 within2=27" \
 	"held eval-rule n=300 median=0.0016 within2=279" \
 	"held train-rule n=300 median=0.0037 within2=243" \
+	"held padded-lstm-gru eval-rule n=225 median=0.0183 within2=115" \
+	"held padded-lstm-gru train-rule n=225 median=0.0216 within2=109" \
 	"held padded-rnn eval-rule n=75 median=0.0101 within2=49" \
 	"held padded-rnn train-rule n=75 median=0.0854 within2=22" >"$tmp/want"
 cmp -s "$tmp/want" "$tmp/grid" || fail "grid: $(cat "$tmp/grid")"
