@@ -260,10 +260,10 @@ class Program:
                 last[b] = idx[n]
         self.last = last
         # Which values get a buffer.
-        buf = set()
-        out = [n for n in nodes if n.op == "output"][0]
-        for a in out.all_input_nodes:
-            buf.add(base[a])
+        out = self.out = [n for n in nodes if n.op == "output"][0]
+        # the buffers the graph returns
+        self.outputs = {base[a] for a in out.all_input_nodes}
+        buf = set(self.outputs)
         for n in nodes:
             if n.op == "call_function" and self.extern(n):
                 for a in n.all_input_nodes:
@@ -364,8 +364,6 @@ class Program:
         acc = _acc_reads_threshold()
         nodes, base = self.nodes, self.base
         idx = {n: i for i, n in enumerate(nodes)}
-        out = [n for n in nodes if n.op == "output"][0]
-        outputs = {base[a] for a in out.all_input_nodes}
         views = {}
         for n in nodes:
             if base[n] is not n:
@@ -373,7 +371,8 @@ class Program:
         moved = {}
         for n in nodes:
             if n.op != "call_function" or n not in self.buffers or \
-                    base[n] is not n or n in outputs or self.extern(n) or \
+                    base[n] is not n or n in self.outputs or \
+                    self.extern(n) or \
                     self.part_of_extern(n) or _name(n) in REDUCTIONS or \
                     n in self.fills.values() or _writes_first(n):
                 continue
@@ -399,32 +398,21 @@ class Program:
             before.setdefault(first, []).append(n)
         new, done, waiting = [], set(), []
 
-        def put(m):
-            new.append(m)
-            done.add(m)
-
         def ready(m):
             return all(a in done for a in m.all_input_nodes)
         for m in nodes:
             if m in moved:
                 continue
-            for v in before.pop(m, ()):
-                put(v)
-            # the views of the moved values (and what reads them only
-            # through views) follow them
-            again = True
-            while again:
-                again = False
-                for w in waiting:
-                    if ready(w):
-                        waiting.remove(w)
-                        put(w)
-                        again = True
-                        break
-            if ready(m):
-                put(m)
-            else:
-                waiting.append(m)
+            # the moved values, then their views (and what reads them
+            # only through views), which wait in the graph's order: one
+            # pass puts a view of a view after its own base
+            held, waiting = waiting, []
+            for w in before.pop(m, []) + held + [m]:
+                if w in moved or ready(w):
+                    new.append(w)
+                    done.add(w)
+                else:
+                    waiting.append(w)
         if waiting or len(new) != len(nodes):
             return None     # (not a topological order: left as it was)
         return new
@@ -488,9 +476,8 @@ class Program:
                     stack.extend(reversed(b.all_input_nodes))
             return found
         rd = [reads(k) for k in kernels]
-        out = [n for n in nodes if n.op == "output"][0]
-        graph = peakorder.Graph(outs, rd, size, inputs,
-                                {base[a] for a in out.all_input_nodes})
+        out = self.out
+        graph = peakorder.Graph(outs, rd, size, inputs, self.outputs)
         order = graph.best()
         if order is None:
             return None
@@ -1466,10 +1453,7 @@ class Program:
                 s += 1
             step[n] = max(s, 0)
         nsteps = s + 2
-        out = set()
-        for n in nodes:
-            if n.op == "output":
-                out = {self.base[a] for a in n.all_input_nodes}
+        out = self.outputs
         mem = [0] * (nsteps + 1)
 
         def live(b, start):
