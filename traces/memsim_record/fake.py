@@ -46,6 +46,7 @@ import sys
 import threading
 
 from . import devices
+from . import einsumpath
 from . import host
 from . import jittrace
 from . import known
@@ -2951,36 +2952,17 @@ def run(opt, script, argv):
                         *a, **k)
 
     torch.ctc_loss = ctc_loss
-    # torch.einsum of three operands or more (torch.functional.einsum)
-    # contracts them in the order opt_einsum's contract_path gives where
-    # the opt_einsum package is installed (torch.backends.opt_einsum,
-    # then on by default), left to right where it is not: the intermediates,
-    # their sizes and what autograd keeps of them differ (TSLib's
-    # MambaSimple, "b l d, b l n, b l d -> b l d n": +18% peak allocated
-    # recorded without opt_einsum, the H200's figure to the byte with
-    # it).  The recording follows the machine it runs on; where that
-    # has no opt_einsum, each such call on the GPU is an assumption
-    # einsum:left-to-right, which a machine with opt_einsum may not
-    # share.
-    # (whether opt_einsum is there is settled at PyTorch's import: where
-    # it is, torch.einsum stays PyTorch's own)
-    orig_einsum = torch.einsum
-    opt_einsum = getattr(torch.backends, "opt_einsum", None)
+    # torch.einsum of three operands or more contracts them in the order
+    # opt_einsum's contract_path gives where the opt_einsum package is
+    # installed: where it is not, einsumpath stands in for it (its
+    # docstring says why), an assumption a call on the GPU
+    def einsum_note(operands, kind):
+        if not compiling() and any(
+                isinstance(t, torch.Tensor) and t.device.type == "cuda"
+                for t in operands):
+            values.assume(rec, kind, len(operands))
 
-    def einsum(*args, **kwargs):
-        if not compiling():
-            ts = [t for a in args
-                  for t in (a if isinstance(a, (list, tuple)) else (a,))
-                  if isinstance(t, torch.Tensor)]
-            if len(ts) > 2 and any(t.device.type == "cuda" for t in ts):
-                values.assume(rec, "einsum:left-to-right", len(ts))
-        return orig_einsum(*args, **kwargs)
-
-    if opt_einsum is not None and not opt_einsum.is_available():
-        torch.einsum = einsum
-        # (torch.jit.script maps it to aten::einsum, as it maps PyTorch's)
-        from torch.jit import _builtins as jit_builtins
-        jit_builtins._register_builtin(einsum, "aten::einsum")
+    undo_einsum = einsumpath.install(torch, einsum_note)
     _jit_builtins(torch, {"sdpa": sdpa, "linear": linear,
                           "rms_norm": rms_norm}, backward)
     # nn.LSTM/GRU/RNN: cuDNN's tensors (rnn.py).
@@ -3301,7 +3283,8 @@ def run(opt, script, argv):
         F.linear = orig_linear
         F.rms_norm = orig_rms
         torch.ctc_loss = orig_ctc
-        torch.einsum = orig_einsum
+        if undo_einsum is not None:
+            undo_einsum()
         undo_rnn()
         undo_graphs()
         undo_names()
