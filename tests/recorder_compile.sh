@@ -184,11 +184,13 @@ done
 grep -q "; 4 assumptions (compile:eager 1, compile:inductor 3)$" "$tmp/err" ||
 	fail "compile forms: $(tail -1 "$tmp/err")"
 # The compiled forwards allocate activations at the site "compiled NAME":
-# step (the compiled Sequential inlined into it) and Linear (m2.compile(),
-# called from the disabled lambda).
-for site in "compiled step" "compiled Linear"; do
-	grep -q ",activation,$site\$" "$tmp/comp1.csv" || fail "no activation at $site"
-done
+# step (the compiled Sequential inlined into it).  m2.compile() compiles
+# Module._call_impl, whose frame Dynamo skips (torch.nn's files), as it
+# skips Linear.forward's, and F.linear is C++: m2 runs eagerly (the
+# H100, torch 2.11: 2 frames, 2 graphs, step's and the eager backend's;
+# before, the recorder compiled its own F.linear as a graph).
+grep -q ",activation,compiled step\$" "$tmp/comp1.csv" || fail "no activation at compiled step"
+grep -q ",activation,compiled Linear\$" "$tmp/comp1.csv" && fail "m2 compiled"
 # Under compile, the backward is one compiled node, not autograd's nodes.
 grep -q ',backward GeluBackward0$' "$tmp/comp1.csv" && fail "eager GELU backward under compile"
 grep -q ',backward GeluBackward0$' "$tmp/comp0.csv" || fail "no GELU backward eagerly"

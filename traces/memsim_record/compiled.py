@@ -2056,9 +2056,39 @@ def _hint(x):
         return int(x.node.hint)
 
 
+def skip_own_frames(torch):
+    """skip_code on the recorder's replacements of PyTorch's C++
+    functions (install's docstring)."""
+    import os
+    from torch._dynamo.eval_frame import skip_code
+    F = torch.nn.functional
+    here = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    for f in (F.linear, F.scaled_dot_product_attention, F.rms_norm,
+              torch.ctc_loss):
+        code = getattr(f, "__code__", None)
+        if code is not None and \
+                os.path.abspath(code.co_filename).startswith(here):
+            skip_code(code)
+
+
 def install(torch, rec):
     """torch.compile (and Module.compile, which calls it) with the
-    predicted programs; compile(disable=True) returns its argument."""
+    predicted programs; compile(disable=True) returns its argument.
+    The recorder's Python replacements of PyTorch's functions
+    (fake.py's F.linear, F.scaled_dot_product_attention, F.rms_norm,
+    torch.ctc_loss), which PyTorch has in C++: once a program compiles, Dynamo's frame hook sees every frame
+    its compiled functions call, and a frame it cannot trace runs
+    eagerly with the frames it calls hooked each in turn (a graph break
+    in a loop: the loop's calls of nn.Linear run as frames of their
+    own).  torch.nn's files are not compiled as frames of their own
+    (trace_rules), and PyTorch's C++ functions have no frame, so such a
+    call runs eagerly on the GPU; the recorder's replacements would be
+    compiled instead, their op a graph of its own (sparse-moe-pytorch's
+    language model head after a graph break in its blocks' loop: a
+    compiled 50257-wide matmul and pad_mm's 411 MB benchmark, where the
+    H100 ran the head eagerly).  Their code is skipped as a frame
+    (skip_code: traced where a compiled frame calls them, as Dynamo
+    traces PyTorch's own)."""
     real = torch.compile
     rt = Runtime(torch, rec)
     pad = PadBench(torch, rec)
@@ -2279,6 +2309,7 @@ def install(torch, rec):
             return model
         rec.assume("compile:inductor")
         pad.install()
+        skip_own_frames(torch)
         optimizer_init()
         # What Inductor's passes ask of a GPU: its partitioner enters a
         # device guard (torch.cuda.device: _exchange_device), the pattern
