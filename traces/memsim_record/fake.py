@@ -3009,6 +3009,8 @@ def run(opt, script, argv):
     from . import userkernels
     undo_triton = host.on_import(
         "triton", lambda mod: userkernels.patch(rec, mod))
+    # torch.utils.cpp_extension.CUDA_HOME of a CUDA build
+    undo_cuda_home = host.patch_cuda_home()
     orig_format = torch.Tensor.__format__
     orig_numpy = torch.Tensor.numpy
 
@@ -3265,6 +3267,7 @@ def run(opt, script, argv):
         undo_jit_save()
         undo_cv2()
         undo_triton()
+        undo_cuda_home()
         undo_fake_queries()
         undo_hop_rules()
         torch.Tensor.__format__ = orig_format

@@ -1506,6 +1506,27 @@ def on_import(name, patch):
     return undo_all
 
 
+def patch_cuda_home():
+    """torch.utils.cpp_extension.CUDA_HOME as a CUDA build of PyTorch
+    finds it, once the module is imported: the module sets it at import
+    only where torch.cuda._is_compiled() and torch.version.cuda (never in
+    the CPU build that records), from $CUDA_HOME or $CUDA_PATH, nvcc's
+    folder or /usr/local/cuda (_find_cuda_home), None where none is.
+    Libraries ask for include_paths(device_type="cuda") at import when
+    torch.cuda.is_available() (xLSTM's sLSTM, even for its vanilla
+    backend), which raises with CUDA_HOME None."""
+    def patch(mod):
+        was = getattr(mod, "CUDA_HOME", None)
+        find = getattr(mod, "_find_cuda_home", None)
+        if was is None and find is not None:
+            mod.CUDA_HOME = find()
+
+        def undo():
+            mod.CUDA_HOME = was
+        return undo
+    return on_import("torch.utils.cpp_extension", patch)
+
+
 def patch_fake_queries(mode_cls):
     """A library that asks whether a tensor is a FakeTensor, to tell a
     trace (torch.compile, export) from a run, gets the real run's answer
