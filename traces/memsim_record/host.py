@@ -806,6 +806,11 @@ class _Entry:
 
 
 # -- data pointers --------------------------------------------------------------
+# Where the addresses of fake host storages start (patch_data_ptr): far
+# above the trace's blocks (Recorder.next_addr from 1 << 32).
+HOST_BASE = 0x7f0000000000
+
+
 def _restore(cls, name, orig):
     """Put back CLS.NAME as the class's own __dict__ had it (ORIG; None:
     it was inherited, so the patch is deleted)."""
@@ -823,19 +828,48 @@ def patch_data_ptr(torch, rec):
     computes it; so views and tied weights share a storage's pointer and
     distinct storages have disjoint ranges, as on the GPU.  Libraries
     tell shared tensors by them (transformers' id_tensor_storage and
-    safetensors' _find_shared_tensors, on save_pretrained).  A fake
-    tensor's storage is a meta one whose data pointer is 0 (with a
-    warning); other storages keep theirs."""
+    safetensors' _find_shared_tensors, on save_pretrained and
+    load_model).  A fake host tensor (a model built on the CPU under
+    --fake, before .to("cuda")) has a meta storage, whose data pointer
+    PyTorch makes 0: such a storage gets, when a tensor of it is first
+    asked for it, an address of its own in a host range far from the
+    trace's (HOST_BASE on, 512-byte granules, never reused while the
+    storage lives), so that tied host weights are told shared as on a
+    real CPU (safetensors' load_model of a checkpoint saved without the
+    tied copy: nanoVLM's from_pretrained).  Other storages (a tensor on
+    device "meta") keep theirs."""
+    import weakref
     from torch._subclasses.fake_tensor import FakeTensor
     S = torch.UntypedStorage
     orig_s = S.__dict__.get("data_ptr")
     orig_s_call = S.data_ptr
     orig_t = FakeTensor.__dict__.get("data_ptr")
+    orig_us = FakeTensor.__dict__.get("untyped_storage")
+    tensor_storage = torch.Tensor.untyped_storage
+    host = {}                   # a fake host tensor's storage's _cdata -> address
+    nxt = [HOST_BASE]
+
+    def host_storage(st):
+        key = st._cdata
+        if key not in host:
+            host[key] = nxt[0]
+            nxt[0] += max((st.nbytes() + 511) // 512, 1) * 512
+            weakref.finalize(st, host.pop, key, None)
+        return st
+
+    def untyped_storage(self):
+        st = tensor_storage(self)
+        if self.fake_device.type == "cpu":
+            host_storage(st)
+        return st
 
     def storage_ptr(self):
         ent = rec.live.get(id(self))
         if ent is not None:
             return ent[1]
+        a = host.get(self._cdata)
+        if a is not None:
+            return a
         return orig_s_call(self)
 
     def tensor_ptr(self):
@@ -843,14 +877,19 @@ def patch_data_ptr(torch, rec):
             ent = rec.live.get(id(self.untyped_storage()))
             if ent is not None:
                 return ent[1] + self.storage_offset() * self.element_size()
+        elif self.fake_device.type == "cpu":
+            st = host_storage(tensor_storage(self))
+            return host[st._cdata] + self.storage_offset() * self.element_size()
         return torch.Tensor.data_ptr(self)
 
     S.data_ptr = storage_ptr
     FakeTensor.data_ptr = tensor_ptr
+    FakeTensor.untyped_storage = untyped_storage
 
     def undo():
         _restore(S, "data_ptr", orig_s)
         _restore(FakeTensor, "data_ptr", orig_t)
+        _restore(FakeTensor, "untyped_storage", orig_us)
     return undo
 
 
