@@ -149,7 +149,13 @@ PART_SAME = frozenset((
     "_to_copy"))
 PART_OPS = PART_MAKE | PART_SAME | {"eq", "ne", "lt", "le", "gt", "ge",
                                     "logical_not", "bitwise_not", "any",
-                                    "all"}
+                                    "all", "index_select", "index_copy"}
+# Writes whose target's every element is written (copy_, fill_ of the
+# target view) or some of them (index_copy_, index_put_: marked unknown
+# all the same): a blank mirror keeps the target's other elements
+# (Values._blank_hold).
+UNKNOWN_WRITES = frozenset(("copy_", "fill_", "index_copy_", "index_put_",
+                            "index_fill_", "masked_fill_", "scatter_"))
 # A bool tensor's complement (~m: at::bitwise_not, logical_not): the
 # values Values.mask assumes for one are the other's negation.
 NEGATIONS = frozenset(("bitwise_not", "logical_not"))
@@ -1607,6 +1613,7 @@ class Values:
         if v is not _known.UNKNOWN:          # known, however large
             with self.unset():
                 return torch.full(tuple(t.shape), v, dtype=t.dtype)
+        part = self._part_of(t) if self.parts or self.blank else None
         rg = self.range(t)
         if rg is not None and not rg.finite():
             rg = None
@@ -1626,6 +1633,10 @@ class Values:
             watch.assumed(kind, v, "")
         with self.unset():
             r = torch.full(tuple(t.shape), v, dtype=t.dtype)
+            if part is not None and tuple(part[0].shape) == tuple(t.shape):
+                # the known elements keep their values (_part, blank
+                # mirrors), the others the rule's
+                r = torch.where(part[1], part[0].to(t.dtype), r)
         rk = self.recipes.get(self._skey(t))
         if rk is not None and self.gen.get(rk[0], 0) == rk[1][1] and \
                 rk[2] == self._where(t):
@@ -2084,7 +2095,11 @@ class Values:
             kept = None if self.cpu or len(targets) != 1 else \
                 self._partial_write(name, args, kwargs, targets[0])
             before = self.gen.get(self._skey(targets[0]), 0)
+            held = [] if self.cpu or name not in UNKNOWN_WRITES or \
+                len(targets) != 1 else self._blank_hold(targets[0])
             self._stale(targets)
+            for t in held:
+                self._blank_unknown(t)
             if not self.cpu and len(targets) == 1:
                 self._wrote_part(name, args, kwargs, targets[0], kept,
                                  before)
@@ -2095,7 +2110,7 @@ class Values:
                 args[0] in self.shadow)):
             self._upload(func, name, args, kwargs, out, targets)
         if not targets and name in PART_OPS and \
-                (self.parts or name in PART_MAKE):
+                (self.parts or self.blank or name in PART_MAKE):
             self._part(func, name, args, kwargs, out)
         # rules mode: routing shadows, ranges
         self._rules(func, name, args, kwargs, out, outs, targets, pre)
@@ -2111,7 +2126,10 @@ class Values:
         if r is not None:
             with self.unset():
                 return r, torch.ones(tuple(t.shape), dtype=torch.bool)
-        return self._kept(self.parts, t) if self.parts else None
+        p = self._kept(self.parts, t) if self.parts else None
+        if p is None and self.blank:
+            p = self._blank_part(t)
+        return p
 
     def _part(self, func, name, args, kwargs, out):
         """Partly known values (rules mode): where an op of PART_OPS
@@ -2130,8 +2148,9 @@ class Values:
                 o.numel() <= SHADOW_LIMIT for o in outs):
             return
         if name in ("cat", "concat") and not any(
-                self._has(t) or t in self.parts for t in args[0]
-                if isinstance(t, self.Fake)):
+                self._has(t) or t in self.parts or
+                self.blank and self._blank_part(t) is not None
+                for t in args[0] if isinstance(t, self.Fake)):
             return      # (a cat of no known element: the common case)
         try:
             with self.unset():
@@ -2185,6 +2204,21 @@ class Values:
         p = part(args[0]) if args else None
         if p is None:
             return None
+        if name in ("index_select", "index_copy") and len(args) > 2 and \
+                isinstance(args[1], int):
+            # (a known index: lit-llama's generate reads its prompt with
+            # index_select and writes each token with index_copy)
+            idx = self.real(args[2])
+            if idx is None:
+                return None
+            if name == "index_select":
+                return [(p[0].index_select(args[1], idx),
+                         p[1].index_select(args[1], idx))]
+            src = part(args[3], True) if len(args) > 3 else None
+            if src is None or src[0].dtype != p[0].dtype:
+                return None
+            return [(p[0].index_copy(args[1], idx, src[0]),
+                     p[1].index_copy(args[1], idx, src[1]))]
         if name == "_to_copy":
             return [(p[0].to(outs[0].dtype), p[1].clone())]
         if name in PART_SAME:
@@ -2268,6 +2302,89 @@ class Values:
             v = vals.as_strided(tuple(b.shape), tuple(b.stride()),
                                 b.storage_offset()).clone()
         self._set(b, self._layout(b, v))
+
+    def _blank_part(self, t):
+        """(values, known) of T from its storage's blank mirror
+        (_blank_write, _blank_unknown), where some of T's elements are
+        known; else None."""
+        k = self._skey(t)
+        ent = self.blank.get(k)
+        if ent is None or ent[2] is None or \
+                ent[3] != self.gen.get(k, 0) or ent[2][0].dtype != t.dtype:
+            return None
+        vals, done = ent[2]
+        geo = (tuple(t.shape), tuple(t.stride()), t.storage_offset())
+        try:
+            with self.unset():
+                known = done.as_strided(*geo).clone()
+                if not bool(known.any()):
+                    return None
+                return vals.as_strided(*geo).clone(), known
+        except Exception:
+            return None
+
+    def _blank_hold(self, t):
+        """Before a write of unknown values into T (a copy_ or fill_ of
+        it, or an index_copy_/index_put_ into it: UNKNOWN_WRITES), the
+        tensors whose elements it makes unknown in a blank mirror: T,
+        where T's storage is blank, or where T's storage has known values
+        (a shadow of T's, in the storage's own layout: a token buffer
+        made by torch.full or zeros) that the write leaves in its other
+        elements, kept from now on as a blank mirror; else none (the
+        write forgets the storage's values, as before).  (Meta's llama
+        and lit-llama generate into such a buffer: its prompt stays known
+        while each step writes a token of unknown value, and the decoded
+        text holds the prompt: lit-llama's LoRA generate splits it at the
+        prompt's "### Response:".)"""
+        k = self._skey(t)
+        if k is None:
+            return []
+        if self._blank_valid(t):
+            return [t]
+        r = self.real(t)
+        if r is None or self._dying_key(t) is None or \
+                r.dtype != t.dtype or r.stride() != t.stride() or \
+                r.storage_offset() != t.storage_offset():
+            return []
+        torch = self.torch
+        try:
+            size = t.untyped_storage().nbytes() // t.element_size()
+            rs = r.untyped_storage()
+            if not 0 < size <= SHADOW_LIMIT or \
+                    rs.nbytes() != size * r.element_size():
+                return []
+            base = t._base if t._base is not None else t
+            with self.unset():
+                vals = torch.empty(0, dtype=t.dtype).set_(
+                    rs, 0, (size,), (1,)).clone()
+                done = torch.ones((size,), dtype=torch.bool)
+        except Exception:
+            return []
+        self.blank[k] = (weakref.ref(base), size, (vals, done),
+                         self.gen.get(k, 0))
+        return [t]
+
+    def _blank_unknown(self, t):
+        """T's elements, just written with unknown values, are unknown in
+        its storage's blank mirror (_blank_hold); the mirror is kept at
+        the storage's new write count."""
+        k = self._skey(t)
+        ent = self.blank.get(k)
+        if ent is None:
+            return
+        base, size, kept, _ = ent
+        torch = self.torch
+        geo = (tuple(t.shape), tuple(t.stride()), t.storage_offset())
+        try:
+            with self.unset():
+                if kept is None:
+                    kept = (torch.zeros((size,), dtype=t.dtype),
+                            torch.zeros((size,), dtype=torch.bool))
+                kept[1].as_strided(*geo).fill_(False)
+        except Exception:
+            self.blank.pop(k, None)
+            return
+        self.blank[k] = (base, size, kept, self.gen.get(k, 0))
 
     def _partial_write(self, name, args, kwargs, t):
         """The range of T's whole storage after NAME writes values of
