@@ -294,7 +294,7 @@ def split_k_rule(k, crs, npq, sms):
 
 def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
          dilation, transposed, groups, channels_last, weight_cl, major,
-         sms=132):
+         sms=132, bf16=False):
     """Events of one cuDNN convolution call; PHASE is forward, data
     (backward input) or weight (backward weight).  A transposed
     convolution is the backward-data of the convolution from its output to
@@ -304,9 +304,14 @@ def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
     grad_weight the weight phase, with input and output swapped.  3-D
     convolutions (NCDHW) follow the same rule: of an H200 probe's fp16
     and bf16 forward calls (validate/device/convx_probe.py), 82 of 111
-    transposed and 80 of 92 3-D within 512 bytes of it."""
+    transposed and 80 of 92 3-D within 512 bytes of it.  BF16: the half
+    type is bfloat16 (a four-channel input's engines differ)."""
     if major < 7 or groups != 1 or len(x_shape) not in (4, 5):
         return []
+    four = phase == "forward" and itemsize == 2 and not transposed and \
+        not channels_last and len(x_shape) == 4 and \
+        int(x_shape[1]) == 4 and \
+        not all(int(v) == 4 for v in tuple(w_shape[2:]) + tuple(stride))
     if transposed:
         x_shape, y_shape = y_shape, x_shape
         phase = {"forward": "data", "data": "forward"}.get(phase, phase)
@@ -365,6 +370,18 @@ def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
                 # the 2-d rule's stays.)
                 n = symsize(x_shape[0])
                 size = n * w32 if n <= 128 else x + y + 16
+        elif four and not one:
+            # a half-precision NCHW forward over four input channels (a
+            # latent diffusion model's 4-channel latents, RGBA): the
+            # input and weight with their channels padded to 4 (fp16) or
+            # 8 (bf16), the output and 16 bytes (an H100 probe of 600
+            # few-channel convolutions, stems and patch embeddings, kernels
+            # 3 to 32: 65 of 65 four-channel ones but 4x4 of stride 4,
+            # which take none, and 6 of 8 of the H200 grid's,
+            # tests/data/record/conv_ws.tsv; 3 and fewer channels take
+            # padded workspaces or none by shapes not separated yet)
+            c = 8 if bf16 else 4
+            size = x // 4 * c + w // 4 * c + y
         elif phase == "forward" and int(x_shape[1]) < 8:
             size = 0
         elif one:
