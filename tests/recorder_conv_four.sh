@@ -3,13 +3,34 @@
 # convolution over four input channels (a latent diffusion model's
 # latents, RGBA): the input and weight with their channels padded to 4
 # (fp16) or 8 (bf16), the output, 16 bytes; a 4x4 kernel of stride 4
-# takes none (kernels.conv; an H100 probe of 600 few-channel
-# convolutions: 73 of 73 four-channel ones).  Before, no convolution of
+# takes none (kernels.conv; validate/device/patch_probe.py's 600
+# few-channel convolutions on an H100, tests/data/record/conv_few.tsv:
+# every four-channel half-precision one, 73).  Before, no convolution of
 # fewer than 8 channels had one.  The sizes are the H100's (PyTorch
 # 2.11, cuDNN 9.19).  Needs Python 3 and PyTorch; skips (77) without them.
 set -u
+SRC=$(cd "$(dirname "$0")/.." && pwd)
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 need_torch
+PYTHONPATH="$SRC/traces" "$PY" - "${MSIM_TESTDATA:-tests/data}/record/conv_few.tsv" >"$tmp/few" 2>&1 <<'PY' ||
+import sys
+from memsim_record import kernels
+ok = n = 0
+for line in open(sys.argv[1]):
+    f = line.rstrip("\n").split("\t")
+    if line.startswith(("#", "n\t")) or f[1] != "4" or f[7] == "fp32":
+        continue
+    b, c, h, k, r, s, p = (int(v) for v in f[:7])
+    o = (h + 2 * p - r) // s + 1
+    ev = kernels.conv("forward", (b, c, h, h), (k, c, r, r), (b, k, o, o), 2,
+                      (s, s), (p, p), (1, 1), False, 1, False, False, 9,
+                      bf16=f[7] == "bf16")
+    n += 1
+    ok += (ev[0][2] if ev else 0) == max(int(v) for v in f[8].split(","))
+print("%d/%d" % (ok, n))
+PY
+	fail "the probe's rows: $(cat "$tmp/few")"
+[ "$(cat "$tmp/few")" = "73/73" ] || fail "the probe's four-channel rows: $(cat "$tmp/few")"
 cat >"$tmp/c4.py" <<'PY'
 import torch
 def run(n, h, k, r, s, p, dt):

@@ -374,12 +374,13 @@ def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
             # a half-precision NCHW forward over four input channels (a
             # latent diffusion model's 4-channel latents, RGBA): the
             # input and weight with their channels padded to 4 (fp16) or
-            # 8 (bf16), the output and 16 bytes (an H100 probe of 600
-            # few-channel convolutions, stems and patch embeddings, kernels
-            # 3 to 32: 65 of 65 four-channel ones but 4x4 of stride 4,
-            # which take none, and 6 of 8 of the H200 grid's,
-            # tests/data/record/conv_ws.tsv; 3 and fewer channels take
-            # padded workspaces or none by shapes not separated yet)
+            # 8 (bf16), the output and 16 bytes (validate/device/
+            # patch_probe.py on an H100, 600 few-channel convolutions,
+            # stems and patch embeddings, kernels 3 to 32,
+            # tests/data/record/conv_few.tsv: 73 of 73 four-channel
+            # ones, 4x4 of stride 4 taking none; 6 of 8 of the H200
+            # grid's, conv_ws.tsv; 3 and fewer channels take padded
+            # workspaces or none by shapes not separated yet)
             c = 8 if bf16 else 4
             size = x // 4 * c + w // 4 * c + y
         elif phase == "forward" and int(x_shape[1]) < 8:
