@@ -5,17 +5,13 @@ kernel = stride), NCHW, 1 to 4 input channels, fp16 and bf16 under
 autocast and fp32.  The input does not require grad (the backward window
 is the weight gradient's).  Per-call allocator trace windows.
   python3 patch_probe.py OUT.json [SECONDS]"""
-import json
 import random
-import sys
 import time
 import torch
-from probewin import forward_backward
+from probewin import begin, measure, save
 
-out = sys.argv[1]
-budget = float(sys.argv[2]) if len(sys.argv) > 2 else 120.0
+out, budget, t0 = begin(120.0)
 dev = "cuda"
-t0 = time.time()
 random.seed(29)
 # (kernel, stride, padding): patch embeddings, then stems
 KINDS = [(16, 16, 0), (14, 14, 0), (32, 32, 0), (8, 8, 0), (4, 4, 0),
@@ -37,17 +33,8 @@ for (n, c, h, k, r, s, p, dt) in cfgs:
         break
     x = torch.randn(n, c, h, h, device=dev)
     conv = torch.nn.Conv2d(c, k, r, stride=s, padding=p, bias=False).to(dev)
-    row = {"n": n, "c": c, "h": h, "k": k, "r": r, "s": s, "p": p, "dt": dt}
-    try:
-        shape, fw, bw = forward_backward(conv, x, dt)
-        row.update({"out": shape, "fw": fw, "bw": bw})
-    except Exception as e:
-        row["error"] = str(e)[:200]
-    res.append(row)
+    res.append(measure(conv, x, dt, {"n": n, "c": c, "h": h, "k": k, "r": r,
+                                     "s": s, "p": p, "dt": dt}))
     del x, conv
     torch.cuda.empty_cache()
-json.dump({"torch": torch.__version__,
-           "cudnn": torch.backends.cudnn.version(),
-           "device": torch.cuda.get_device_name(0), "calls": res},
-          open(out, "w"))
-print(len(res), "calls", round(time.time() - t0, 1), "s")
+save(out, res, t0)

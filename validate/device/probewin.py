@@ -2,8 +2,30 @@
 wgrad_probe.py, rnn_probe.py, convx_probe.py, conv1d_probe.py,
 conv2d_kernel_probe.py): start() begins a window of torch.cuda.memory's
 history, window() returns its allocations, forward_backward() takes the
-windows of a module's forward and backward."""
+windows of a module's forward and backward; begin() and save() a probe's
+command line and its JSON."""
+import json
+import sys
+import time
 import torch
+
+
+def begin(budget):
+    """A probe's OUT.json [SECONDS] (BUDGET by default): (out, seconds,
+    start time)."""
+    out = sys.argv[1]
+    secs = float(sys.argv[2]) if len(sys.argv) > 2 else budget
+    return out, secs, time.time()
+
+
+def save(out, calls, t0):
+    """The probe's calls, with PyTorch's, cuDNN's and the device's names,
+    as OUT (JSON)."""
+    with open(out, "w") as f:
+        json.dump({"torch": torch.__version__,
+                   "cudnn": torch.backends.cudnn.version(),
+                   "device": torch.cuda.get_device_name(0), "calls": calls}, f)
+    print(len(calls), "calls", round(time.time() - t0, 1), "s")
 
 
 def start():
@@ -47,3 +69,14 @@ def forward_backward(mod, x, dt):
     start()
     y.backward(g)
     return list(y.shape), fw, window(4)
+
+
+def measure(mod, x, dt, row):
+    """ROW (a dict naming the call) with forward_backward's windows of
+    MOD(X) under DT (out, fw, bw), or the error it raised."""
+    try:
+        shape, fw, bw = forward_backward(mod, x, dt)
+        row.update({"out": shape, "fw": fw, "bw": bw})
+    except Exception as e:
+        row["error"] = str(e)[:200]
+    return row
