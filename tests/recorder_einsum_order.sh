@@ -12,7 +12,9 @@
 # torch.backends.opt_einsum.enabled off contracts left to right and
 # notes nothing.  With a stand-in opt_einsum package (its contract_path:
 # the last two operands first) the recording takes its path and notes
-# nothing.  Needs Python 3 and PyTorch; skips (77) without them.
+# nothing.  A program that takes the package from
+# torch.backends.opt_einsum.get_opt_einsum() gets contract() too.  Needs
+# Python 3 and PyTorch; skips (77) without them.
 set -u
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 need_torch
@@ -30,6 +32,8 @@ z = torch.einsum("ij,jk->ik", a, b)
 d = torch.randn(4, 8, device="cuda")
 w = torch.einsum("ij,jk,kl,lm->im", a, b, c, d)
 v = torch.einsum("ij,jk,kl,lm,mn->in", a, b, c, d, d.t())
+oe = torch.backends.opt_einsum.get_opt_einsum()
+print("contract", tuple(oe.contract("ij,jk->ik", a, b).shape))
 PY
 rec() {
 	out=$1; shift
@@ -37,6 +41,8 @@ rec() {
 		>"$tmp/err" 2>&1 || fail "record $out: $(tail -3 "$tmp/err")"
 }
 rec m
+grep -qx "contract (1024, 1024)" "$tmp/err" ||
+	fail "get_opt_einsum().contract: $(tail -3 "$tmp/err")"
 rec off off
 PYTHONPATH="$tmp/oe${PYTHONPATH:+:$PYTHONPATH}"
 mkdir -p "$tmp/oe/opt_einsum"
@@ -44,6 +50,9 @@ cat >"$tmp/oe/opt_einsum/__init__.py" <<'PY'
 __version__ = "0.0"
 def contract_path(eq, *ops, optimize="auto"):
     return [(len(ops) - 2, len(ops) - 1)] + [(0, 1)] * (len(ops) - 2), None
+def contract(eq, *ops, **kwargs):
+    import torch
+    return torch.einsum(eq, *ops)
 PY
 export PYTHONPATH
 rec o

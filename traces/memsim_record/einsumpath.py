@@ -173,10 +173,20 @@ def contract_path(equation, *operands, optimize="auto", **kwargs):
     return _linear(_optimal(inputs, output, size)), None
 
 
+def contract(equation, *operands, **kwargs):
+    """opt_einsum.contract of torch tensors, for a program that takes the
+    package from torch.backends.opt_einsum.get_opt_einsum(): torch.einsum,
+    which asks contract_path for its order."""
+    import torch
+    return torch.einsum(equation, *operands)
+
+
 class _Module:
-    """What torch.backends.opt_einsum asks of the opt_einsum package."""
+    """What torch.backends.opt_einsum and the programs that take the
+    package from it ask of opt_einsum."""
     __version__ = "memsim"
     contract_path = staticmethod(contract_path)
+    contract = staticmethod(contract)
 
 
 def install(torch, note):
@@ -189,13 +199,15 @@ def install(torch, note):
     if m is None or backend.is_available():
         return None
     saved = (m._opt_einsum, m.enabled, m.strategy)
+    # (is_available() is an lru_cache of the module's _opt_einsum)
+    clear = getattr(m.is_available, "cache_clear", lambda: None)
     m._opt_einsum = _Module
-    m.is_available.cache_clear()
+    clear()
     m.enabled, m.strategy = True, "auto"
     _STATE["note"] = note
 
     def undo():
         m._opt_einsum, m.enabled, m.strategy = saved
-        m.is_available.cache_clear()
+        clear()
         _STATE["note"] = None
     return undo
