@@ -2076,8 +2076,9 @@ def install(torch, rec):
     predicted programs; compile(disable=True) returns its argument.
     The recorder's Python replacements of PyTorch's functions
     (fake.py's F.linear, F.scaled_dot_product_attention, F.rms_norm,
-    torch.ctc_loss), which PyTorch has in C++: once a program compiles, Dynamo's frame hook sees every frame
-    its compiled functions call, and a frame it cannot trace runs
+    torch.ctc_loss), which PyTorch has in C++: once a program compiles,
+    Dynamo's frame hook sees every frame its compiled functions call,
+    and a frame it cannot trace runs
     eagerly with the frames it calls hooked each in turn (a graph break
     in a loop: the loop's calls of nn.Linear run as frames of their
     own).  torch.nn's files are not compiled as frames of their own

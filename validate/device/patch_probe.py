@@ -16,7 +16,9 @@ random.seed(29)
 # (kernel, stride, padding): patch embeddings, then stems
 KINDS = [(16, 16, 0), (14, 14, 0), (32, 32, 0), (8, 8, 0), (4, 4, 0),
          (7, 2, 3), (3, 1, 1), (3, 2, 1)]
-cfgs = [(16, 3, 224, 768, 32, 32, 0, "fp16"), (32, 3, 224, 768, 16, 16, 0, "fp16")]
+# CLIP's ViT-B/32 and a ViT-B/16 patch embedding first
+cfgs = [(16, 3, 224, 768, 32, 32, 0, "fp16"),
+        (32, 3, 224, 768, 16, 16, 0, "fp16")]
 while len(cfgs) < 600:
     r, s, p = random.choice(KINDS)
     n = random.choice([1, 2, 4, 8, 16, 32, 64])
