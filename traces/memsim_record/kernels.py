@@ -308,9 +308,9 @@ def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
     type is bfloat16 (a four-channel input's engines differ)."""
     if major < 7 or groups != 1 or len(x_shape) not in (4, 5):
         return []
+    # (an NCHW call: the branch below is the non-channels_last one)
     four = phase == "forward" and itemsize == 2 and not transposed and \
-        not channels_last and len(x_shape) == 4 and \
-        int(x_shape[1]) == 4 and \
+        len(x_shape) == 4 and int(x_shape[1]) == 4 and \
         not all(int(v) == 4 for v in tuple(w_shape[2:]) + tuple(stride))
     if transposed:
         x_shape, y_shape = y_shape, x_shape

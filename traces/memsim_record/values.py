@@ -227,6 +227,12 @@ def _last_stride(t):
     return t.stride(-1) if t.dim() else 1
 
 
+def _geometry(t):
+    """T's shape, strides and storage offset: as_strided's arguments for
+    T's elements in a flat copy of its storage."""
+    return tuple(t.shape), tuple(t.stride()), t.storage_offset()
+
+
 class _Skip(Exception):
     pass
 
@@ -2095,11 +2101,11 @@ class Values:
             kept = None if self.cpu or len(targets) != 1 else \
                 self._partial_write(name, args, kwargs, targets[0])
             before = self.gen.get(self._skey(targets[0]), 0)
-            held = [] if self.cpu or name not in UNKNOWN_WRITES or \
-                len(targets) != 1 else self._blank_hold(targets[0])
+            held = not self.cpu and name in UNKNOWN_WRITES and \
+                len(targets) == 1 and self._blank_hold(targets[0])
             self._stale(targets)
-            for t in held:
-                self._blank_unknown(t)
+            if held:
+                self._blank_unknown(targets[0])
             if not self.cpu and len(targets) == 1:
                 self._wrote_part(name, args, kwargs, targets[0], kept,
                                  before)
@@ -2283,13 +2289,10 @@ class Values:
         the empty tensor gets them as its shadow."""
         k = self._skey(t)
         base, size, kept, _ = self.blank[k]
-        torch = self.torch
         with self.unset():
-            if kept is None:
-                kept = (torch.zeros((size,), dtype=t.dtype),
-                        torch.zeros((size,), dtype=torch.bool))
+            kept = kept or self._unwritten(size, t.dtype)
             vals, done = kept
-            geo = (tuple(t.shape), tuple(t.stride()), t.storage_offset())
+            geo = _geometry(t)
             vals.as_strided(*geo).copy_(r)
             done.as_strided(*geo).fill_(True)
             every = bool(done.all())
@@ -2299,9 +2302,15 @@ class Values:
             return
         del self.blank[k]
         with self.unset():
-            v = vals.as_strided(tuple(b.shape), tuple(b.stride()),
-                                b.storage_offset()).clone()
+            v = vals.as_strided(*_geometry(b)).clone()
         self._set(b, self._layout(b, v))
+
+    def _unwritten(self, size, dtype):
+        """A blank mirror of SIZE elements of DTYPE with none written:
+        (values, written), flat over the storage (_blank_write)."""
+        torch = self.torch
+        return (torch.zeros((size,), dtype=dtype),
+                torch.zeros((size,), dtype=torch.bool))
 
     def _blank_part(self, t):
         """(values, known) of T from its storage's blank mirror
@@ -2313,7 +2322,7 @@ class Values:
                 ent[3] != self.gen.get(k, 0) or ent[2][0].dtype != t.dtype:
             return None
         vals, done = ent[2]
-        geo = (tuple(t.shape), tuple(t.stride()), t.storage_offset())
+        geo = _geometry(t)
         try:
             with self.unset():
                 known = done.as_strided(*geo).clone()
@@ -2325,44 +2334,44 @@ class Values:
 
     def _blank_hold(self, t):
         """Before a write of unknown values into T (a copy_ or fill_ of
-        it, or an index_copy_/index_put_ into it: UNKNOWN_WRITES), the
-        tensors whose elements it makes unknown in a blank mirror: T,
-        where T's storage is blank, or where T's storage has known values
-        (a shadow of T's, in the storage's own layout: a token buffer
-        made by torch.full or zeros) that the write leaves in its other
-        elements, kept from now on as a blank mirror; else none (the
-        write forgets the storage's values, as before).  (Meta's llama
+        it, or an index_copy_/index_put_ into it: UNKNOWN_WRITES),
+        whether a blank mirror is to keep T's storage's other elements
+        (_blank_unknown after the write): where T's storage is blank, or
+        where it has known values (a shadow of T's, in the storage's own
+        layout: a token buffer made by torch.full or zeros), kept from
+        now on as a blank mirror; else not (the write forgets the
+        storage's values, as before).  (Meta's llama
         and lit-llama generate into such a buffer: its prompt stays known
         while each step writes a token of unknown value, and the decoded
         text holds the prompt: lit-llama's LoRA generate splits it at the
         prompt's "### Response:".)"""
         k = self._skey(t)
         if k is None:
-            return []
+            return False
         if self._blank_valid(t):
-            return [t]
+            return True
         r = self.real(t)
         if r is None or self._dying_key(t) is None or \
                 r.dtype != t.dtype or r.stride() != t.stride() or \
                 r.storage_offset() != t.storage_offset():
-            return []
+            return False
         torch = self.torch
         try:
             size = t.untyped_storage().nbytes() // t.element_size()
             rs = r.untyped_storage()
             if not 0 < size <= SHADOW_LIMIT or \
                     rs.nbytes() != size * r.element_size():
-                return []
+                return False
             base = t._base if t._base is not None else t
             with self.unset():
                 vals = torch.empty(0, dtype=t.dtype).set_(
                     rs, 0, (size,), (1,)).clone()
                 done = torch.ones((size,), dtype=torch.bool)
         except Exception:
-            return []
+            return False
         self.blank[k] = (weakref.ref(base), size, (vals, done),
                          self.gen.get(k, 0))
-        return [t]
+        return True
 
     def _blank_unknown(self, t):
         """T's elements, just written with unknown values, are unknown in
@@ -2373,14 +2382,10 @@ class Values:
         if ent is None:
             return
         base, size, kept, _ = ent
-        torch = self.torch
-        geo = (tuple(t.shape), tuple(t.stride()), t.storage_offset())
         try:
             with self.unset():
-                if kept is None:
-                    kept = (torch.zeros((size,), dtype=t.dtype),
-                            torch.zeros((size,), dtype=torch.bool))
-                kept[1].as_strided(*geo).fill_(False)
+                kept = kept or self._unwritten(size, t.dtype)
+                kept[1].as_strided(*_geometry(t)).fill_(False)
         except Exception:
             self.blank.pop(k, None)
             return
@@ -2457,8 +2462,7 @@ class Values:
                 mask = ent[1]
             else:
                 mask = self.torch.zeros((size,), dtype=self.torch.bool)
-            mask.as_strided(tuple(t.shape), tuple(t.stride()),
-                            t.storage_offset()).fill_(True)
+            mask.as_strided(*_geometry(t)).fill_(True)
         self.pins[k] = (val, mask, self.gen.get(k, 0))
 
     def _unpinned(self, t, dim, largest):
@@ -2482,8 +2486,7 @@ class Values:
             return None
         n = t.shape[dim]
         with self.unset():
-            m = ent[1].as_strided(tuple(t.shape), tuple(t.stride()),
-                                  t.storage_offset())
+            m = ent[1].as_strided(*_geometry(t))
             m = m.movedim(dim, -1).reshape(-1, n).all(0)
             free = (~m).nonzero().flatten()
         return free if free.numel() < n else None

@@ -5,17 +5,13 @@ Time-Series-Library's TimesNet runs them (Inception_Block_V1 over a
 series folded by its period).  Per-call allocator trace windows of
 forward and backward.
   python3 conv2d_kernel_probe.py OUT.json [SECONDS]"""
-import json
 import random
-import sys
 import time
 import torch
-from probewin import forward_backward
+from probewin import begin, measure, save
 
-out = sys.argv[1]
-budget = float(sys.argv[2]) if len(sys.argv) > 2 else 120.0
+out, budget, t0 = begin(120.0)
 dev = "cuda"
-t0 = time.time()
 random.seed(11)
 cfgs = []
 # TimesNet's own: a series of length L folded by period p into
@@ -42,17 +38,8 @@ for (n, c, k, h, w, r, dt) in cfgs:
         break
     x = torch.randn(n, c, h, w, device=dev, requires_grad=True)
     conv = torch.nn.Conv2d(c, k, r, padding=r // 2, bias=False).to(dev)
-    row = {"n": n, "c": c, "k": k, "h": h, "w": w, "r": r, "dt": dt}
-    try:
-        shape, fw, bw = forward_backward(conv, x, dt)
-        row.update({"out": shape, "fw": fw, "bw": bw})
-    except Exception as e:
-        row["error"] = str(e)[:200]
-    res.append(row)
+    res.append(measure(conv, x, dt, {"n": n, "c": c, "k": k, "h": h, "w": w,
+                                     "r": r, "dt": dt}))
     del x, conv
     torch.cuda.empty_cache()
-json.dump({"torch": torch.__version__,
-           "cudnn": torch.backends.cudnn.version(),
-           "device": torch.cuda.get_device_name(0), "calls": res},
-          open(out, "w"))
-print(len(res), "calls", round(time.time() - t0, 1), "s")
+save(out, res, t0)

@@ -1,9 +1,10 @@
 """Allocator trace windows of the device probes (kernel_probe.py,
 wgrad_probe.py, rnn_probe.py, convx_probe.py, conv1d_probe.py,
-conv2d_kernel_probe.py): start() begins a window of torch.cuda.memory's
-history, window() returns its allocations, forward_backward() takes the
-windows of a module's forward and backward; begin() and save() a probe's
-command line and its JSON."""
+conv2d_kernel_probe.py, patch_probe.py): start() begins a window of
+torch.cuda.memory's history, window() returns its allocations,
+forward_backward() takes the windows of a module's forward and backward,
+measure() one call's into its row; begin() and save() a probe's command
+line and its JSON."""
 import json
 import sys
 import time
