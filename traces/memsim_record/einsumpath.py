@@ -28,7 +28,7 @@ are not reproduced: the path is then left to right, assumption
 einsum:left-to-right."""
 import itertools
 
-# (filled by install(): rec and the note to make per call)
+# (filled by install(): the note to make at each path asked)
 _STATE = {"note": None}
 
 
