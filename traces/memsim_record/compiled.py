@@ -57,6 +57,7 @@ import operator
 import weakref
 from . import devices
 from . import values
+from .symbolic import hint as _hint
 
 # Ops Inductor does not lower into Triton kernels but calls as ATen kernels
 # (lowering.py's make_fallback and the ExternKernel choices of tuned_mm /
@@ -2043,17 +2044,6 @@ def _numel(shape):
         n *= int(s)
     return n
 
-
-def _hint(x):
-    """A size as pad_mm reads it (hint_symbols: a symbolic size's hint,
-    no guard added)."""
-    if isinstance(x, int):
-        return x
-    try:
-        from torch.fx.experimental.symbolic_shapes import optimization_hint
-        return int(optimization_hint(x))
-    except ImportError:
-        return int(x.node.hint)
 
 
 def skip_own_frames(torch):

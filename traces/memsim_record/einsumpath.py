@@ -28,6 +28,8 @@ are not reproduced: the path is then left to right, assumption
 einsum:left-to-right."""
 import itertools
 
+from .symbolic import hint
+
 # (filled by install(): the note to make at each path asked)
 _STATE = {"note": None}
 
@@ -68,20 +70,11 @@ def _sets(equation, shapes):
     size = {}
     for t, s in zip(seqs, shapes):
         for c, d in zip(t, s):
-            d = _int(d)
+            d = hint(d)
             if size.get(c, 1) == 1:
                 size[c] = d
     return [frozenset(t) for t in seqs], frozenset(output), size
 
-
-def _int(d):
-    """A size as an integer; under --symbolic a symbolic one by its hint,
-    the recorded value, with no guard: the path is the recorded size's
-    (opt_einsum's int() would specialize it)."""
-    if type(d) is int:
-        return d
-    hint = getattr(getattr(d, "node", None), "hint", None)
-    return int(hint if hint is not None else d)
 
 
 def _elements(indices, size):

@@ -51,6 +51,7 @@ from . import host
 from . import jittrace
 from . import known
 from . import lifecycle
+from .symbolic import hint as _hint
 from . import values
 
 CATEGORIES = ("parameter", "gradient", "optimizer", "activation",
@@ -410,11 +411,6 @@ def _conf_merge(conf, text):
                 conf.pop(k, None)
                 conf[k] = v
 
-
-def _hint(n):
-    """N, a size: an int, or under --symbolic a SymInt, whose value at
-    the sentinel (its hint) is the recording's (symbolic.py)."""
-    return n if type(n) is int else int(n.node.hint)
 
 
 def clean(s):

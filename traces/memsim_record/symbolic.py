@@ -35,6 +35,24 @@ MAGIC = "#memsim-symbolic 1"
 EXIT_REFUSED = 3   # memsim record's status when refused (lab/record.h)
 
 
+def hint(n):
+    """N, a size, as an int: under --symbolic a SymInt (or a sympy
+    expression of Inductor's) by its value at the sentinel, its hint,
+    with no guard added, so that a rule choosing by the size does not pin
+    the symbol; an unbacked one (data-dependent) by PyTorch's
+    optimization_hint, the fallback Inductor's own heuristics read."""
+    if type(n) is int:
+        return n
+    h = getattr(getattr(n, "node", None), "hint", None)
+    if h is not None:
+        return int(h)
+    try:
+        from torch.fx.experimental.symbolic_shapes import optimization_hint
+    except ImportError:
+        return int(n)
+    return int(optimization_hint(n))
+
+
 class Refused(Exception):
     """The recording cannot be one for a family of sizes: why."""
 

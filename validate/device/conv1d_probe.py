@@ -4,17 +4,13 @@ of Conv1d forward and backward on CUDA, the shapes time-series models
 use (Time-Series-Library's token embeddings, kernel 3 with circular
 padding, and its feed-forward layers, kernel 1 from d_model to d_ff).
   python3 conv1d_probe.py OUT.json [SECONDS]"""
-import json
 import random
-import sys
 import time
 import torch
-from probewin import forward_backward
+from probewin import begin, measure, save
 
-out = sys.argv[1]
-budget = float(sys.argv[2]) if len(sys.argv) > 2 else 90.0
+out, budget, t0 = begin(90.0)
 dev = "cuda"
-t0 = time.time()
 random.seed(7)
 cfgs = []
 # Time-Series-Library's own layers first: (N, C, K, L, kernel, dtype)
@@ -42,17 +38,8 @@ for (n, c, k, L, r, dt, t) in cfgs:
         torch.randn(n, c, L, device=dev)
     x.requires_grad_()
     conv = torch.nn.Conv1d(c, k, r, padding=r // 2, bias=False).to(dev)
-    try:
-        shape, fw, bw = forward_backward(conv, x, dt)
-        res.append({"n": n, "c": c, "k": k, "l": L, "r": r, "dt": dt, "t": t,
-                    "out": shape, "fw": fw, "bw": bw})
-    except Exception as e:
-        res.append({"n": n, "c": c, "k": k, "l": L, "r": r, "dt": dt, "t": t,
-                    "error": str(e)[:200]})
+    res.append(measure(conv, x, dt, {"n": n, "c": c, "k": k, "l": L, "r": r,
+                                     "dt": dt, "t": t}))
     del x, conv
     torch.cuda.empty_cache()
-json.dump({"torch": torch.__version__,
-           "cudnn": torch.backends.cudnn.version(),
-           "device": torch.cuda.get_device_name(0), "calls": res},
-          open(out, "w"))
-print(len(res), "calls")
+save(out, res, t0)
