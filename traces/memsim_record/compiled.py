@@ -2381,3 +2381,17 @@ def install(torch, rec):
     def mark_step_begin():
         rt.marks -= 1       # MarkStepBox.mark_step_counter
     torch.compiler.cudagraph_mark_step_begin = mark_step_begin
+    # torch._inductor.cudagraph_mark_step_begin is the same call by its
+    # other public name (LightGlue's compile() calls it), which imports
+    # cudagraph_trees as well: the same count, once Inductor's package
+    # is imported (the access torch._inductor imports it).
+    from . import host
+
+    def inductor_mark(mod):
+        was = mod.__dict__.get("cudagraph_mark_step_begin")
+        mod.cudagraph_mark_step_begin = mark_step_begin
+
+        def undo():
+            mod.cudagraph_mark_step_begin = was
+        return undo
+    host.on_import("torch._inductor", inductor_mark)
