@@ -2534,6 +2534,24 @@ class Dispatch:
         return [("alloc", "complex_result", x.numel() * x.element_size()),
                 ("free", "complex_result")]
 
+    def _ev_fft_c2r(self, name, args, phase, out, kwargs):
+        # _fft_c2r_cufft (cuda/SpectralOps.cpp): "Complex to real FFTs
+        # may overwrite the input buffer, so must always clone
+        # (gh-34551)": after the real output, self.clone(Contiguous) (or,
+        # on the path for more than three dimensions or dims starting
+        # (0, 1), the C2C transforms' output of the same size), freed
+        # when the function returns.  irfft and the backward of rfft's
+        # callers (safari's Hyena fftconv: the convolution's irfft of
+        # u_f * k_f).  cuFFT's own work area (at::empty of the plan's
+        # workspace_size(), cufftGetSize's) is cuFFT's choice, left out.
+        x = args[0] if args else None
+        if not _cuda_tensor(x) or not x.is_complex() or \
+                not isinstance(out, torch.Tensor) or x.numel() == 0:
+            return []
+        return [("alloc", "c2r input clone",
+                 kernels.symsize(x.numel()) * x.element_size()),
+                ("free", "c2r input clone")]
+
     def _ev_topk(self, name, args, phase, out, kwargs):
         # topk_out_cuda: launch_gather_topk_kernel selects from
         # self.contiguous(), a copy of a non-contiguous input made after
@@ -3246,6 +3264,7 @@ _EVENTS = {
     "randperm": Dispatch._ev_randperm,
     "_softmax_backward_data": Dispatch._ev_softmax_backward,
     "topk": Dispatch._ev_topk,
+    "_fft_c2r": Dispatch._ev_fft_c2r,
     "abs": Dispatch._ev_complex_to_float,
     "angle": Dispatch._ev_complex_to_float,
     "_softmax": Dispatch._ev_softmax_copies,
