@@ -1665,7 +1665,7 @@ def _host_values(rec, t, large=False):
     return out
 
 
-def metadata_subclasses(torch, ftm, FakeTensor):
+def metadata_subclasses(torch, ftm, FakeTensor, become):
     """Tensor subclasses of metadata only (MONAI's MetaTensor: a
     __torch_function__ that carries an affine and a dict along the
     tensor's ops, no __torch_dispatch__ of its own) on fake tensors.
@@ -1813,6 +1813,74 @@ def metadata_subclasses(torch, ftm, FakeTensor):
         return r
 
     torch.Tensor.as_subclass = as_subclass
+
+    # SUBCLASS(t) of a subclass with no __new__ of its own (BigGAN's
+    # `Distribution(torch.randn(...))`, then `.data = ...to(device)`):
+    # torch.Tensor's constructor, whose one-tensor form is the legacy
+    # "new(Tensor other)" (tensor_new.cpp: other.alias() for the base
+    # constructor, any device and dtype), the alias then given the
+    # subclass's type (THPVariable_NewWithVar), as as_subclass does.
+    # Under the recorder's dispatch mode that alias comes back from
+    # Python with a Python object of its own, which NewWithVar refuses
+    # ("already associated to a python object of type Tensor"): a fake
+    # tensor's alias takes the subclass's fake class (as_subclass
+    # above), a host tensor's is made below the mode (a view, no memory
+    # of the device).  Other forms go to the constructor as they were.
+    base_new = torch._C.TensorBase.__new__
+
+    def sub_new(*args, **kwargs):
+        cls, rest = args[0], args[1:]
+        if len(rest) == 1 and not kwargs and \
+                isinstance(rest[0], torch.Tensor):
+            t = rest[0]
+            if isinstance(t, FakeTensor):
+                return as_subclass(t, cls)
+            with torch._C._DisableTorchDispatch():
+                return base_new(cls, t)
+        return base_new(cls, *rest, **kwargs)
+
+    # And such a host tensor given a device's data (`new_obj.data =
+    # super().to(device)`): set_data makes the host tensor the device
+    # tensor, its class and attributes kept.  Here the device tensor is
+    # fake: the subclass's fake class above takes the host tensor's
+    # place in the same Python object (swap_tensors), with the host
+    # tensor's own attributes.
+    data = torch._C.TensorBase.data
+
+    def set_data(self, value):
+        if isinstance(self, FakeTensor) or \
+                not isinstance(value, FakeTensor):
+            _set(self, value)
+            return
+        r = as_subclass(value, type(self))
+        keep = side.pop(r, None)
+        own = dict(self.__dict__)
+        r.requires_grad_(self.requires_grad)
+        if not become(self, r, value):
+            raise RuntimeError("memsim record: cannot give the %s its "
+                               "device data (.data =)" % type(self).__name__)
+        if keep is not None:
+            side[self] = keep
+        self.__dict__.update(own)
+
+    def _set(self, value):
+        """The setter of .data that the class had without set_data
+        (FakeTensor's own, _patch_cuda's; or set_data's of C++)."""
+        for c in type(self).__mro__:
+            d = c.__dict__.get("data")
+            if d is not None and d is not prop_data:
+                return d.__set__(self, value)
+        return data.__set__(self, value)
+
+    prop_data = property(data.__get__, set_data)
+
+    def init_subclass(cls, **kwargs):
+        super(torch.Tensor, cls).__init_subclass__(**kwargs)
+        if cls.__new__ is base_new and cls.__torch_dispatch__ is disabled:
+            cls.__new__ = staticmethod(sub_new)
+            cls.data = prop_data
+
+    torch.Tensor.__init_subclass__ = classmethod(init_subclass)
     return plain_args
 
 
@@ -3143,7 +3211,7 @@ def run(opt, script, argv):
         return orig_fallback(fake_mode, func, flat_args, args_spec, err)
 
     ftm.run_fallback_kernel = run_fallback_kernel
-    plain_args = metadata_subclasses(torch, ftm, FakeTensor)
+    plain_args = metadata_subclasses(torch, ftm, FakeTensor, _become)
     if getattr(opt, "symbolic", None):
         # one recording for a family of sizes (symbolic.py)
         from . import symbolic
