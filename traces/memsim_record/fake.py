@@ -1764,6 +1764,15 @@ def metadata_subclasses(torch, ftm, FakeTensor, become):
             f = fakes[cls] = type(cls.__name__, (cls, classes(names)), {
                 "__module__": cls.__module__,
                 "__qualname__": cls.__qualname__})
+            # The metaclass gave F the disabled __torch_function__ where
+            # the subclass has none of its own (F has a __torch_dispatch__
+            # and would inherit Tensor's): without it, F's lookup goes on
+            # to Tensor's in the base, so that each op's result is the
+            # subclass as in eager mode (BigGAN's Distribution: G's
+            # output, then its .cpu(), are Distributions).
+            if f.__dict__.get("__torch_function__") is \
+                    torch._C._disabled_torch_function_impl:
+                del f.__torch_function__
             base_of[f] = cls
         return f
 
@@ -1802,7 +1811,8 @@ def metadata_subclasses(torch, ftm, FakeTensor, become):
                 cls.__torch_dispatch__ is not disabled:
             with torch._C.DisableTorchFunctionSubclass():
                 return orig(self, cls)
-        r = torch.ops.aten.alias.default(self)
+        with torch._C.DisableTorchFunctionSubclass():
+            r = torch.ops.aten.alias.default(self)
         own = r.__dict__
         f = fake_class(cls, list(own))
         keep = {n: own.pop(n) for n in list(own)
