@@ -1050,7 +1050,16 @@ class Program:
         inputs that are not parameters are copied to static buffers in
         the pool, then the capture allocates in the pool as the program
         runs; its blocks stay the pool's.  Later calls replay the graph:
-        copies into the static inputs, no allocation.  Each warm-up and
+        copies into the static inputs, no allocation.  While the tree's
+        path is warming up, every graphed call warms up too, the
+        second call of a graph as well (CUDAGraphTreeManager._run's
+        in_warmup), until a new generation starts or the path's outputs
+        are all dead (Runtime.in_warmup): a program that called
+        cudagraph_mark_step_begin() once and never again stays in one
+        generation, and each of its graphs runs eagerly in the pool for
+        as long as the path's outputs live (LightGlue's compiled layers,
+        whose outputs the autograd graph of the matcher's result keeps:
+        nine warm-ups a match, none recorded).  Each warm-up and
         capture runs inside clear_cublas_manager(), which calls
         torch._C._cuda_clearCublasWorkspaces() on entry and on exit: every
         cuBLAS and cuBLASLt workspace of the process is freed (all
@@ -1059,8 +1068,9 @@ class Program:
         one (Recorder.clear_blas_workspaces)."""
         rt = self.rt
         rec = self.rec
-        n = self.calls
         rt.tree_call(self.kind)
+        n = 0 if self.calls == 0 or rt.in_warmup() else \
+            (1 if self.static is None else 2)
         if n >= 2:
             with rt.quiet():
                 out = self.run(args, record=False)
@@ -1611,6 +1621,21 @@ class Runtime:
                     rec.retired.add(key)
         self.path = {}
         self.path_state = None
+
+    def in_warmup(self):
+        """Whether the tree's path is warming up (CUDAGraphTreeManager's
+        in_warmup after try_end_curr_warmup): it was, in this generation
+        (tree_call ends it in a new one), and an output of its warm-ups
+        is still alive (CUDAWarmupNode.all_outputs_are_dead, over the
+        path's outputs); once all are dead the path ends."""
+        if self.path_state != "warmup":
+            return False
+        if any(ref() is not None and key in self.rec.live
+               for key, ref in self.path.items()):
+            return True
+        self.path = {}
+        self.path_state = None
+        return False
 
     def tree_path(self, out, state, kind, before):
         """After a graphed call: the path's STATE (warmup, recording,
