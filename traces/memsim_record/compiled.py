@@ -2070,7 +2070,6 @@ def _numel(shape):
     return n
 
 
-
 def skip_own_frames(torch):
     """skip_code on the recorder's replacements of PyTorch's C++
     functions (install's docstring)."""

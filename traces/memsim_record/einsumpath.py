@@ -76,7 +76,6 @@ def _sets(equation, shapes):
     return [frozenset(t) for t in seqs], frozenset(output), size
 
 
-
 def _elements(indices, size):
     n = 1
     for c in indices:

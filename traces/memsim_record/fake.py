@@ -412,7 +412,6 @@ def _conf_merge(conf, text):
                 conf[k] = v
 
 
-
 def clean(s):
     return s.replace(",", ";").replace("\n", " ")
 
