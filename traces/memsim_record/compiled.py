@@ -56,6 +56,7 @@ import functools
 import operator
 import weakref
 from . import devices
+from . import host
 from . import values
 from .symbolic import hint as _hint
 
@@ -231,7 +232,9 @@ class Program:
             self._plan(order)
         self.calls = 0
         self.cudagraphs = cudagraphs
-        self.static = None     # the static copies of the inputs (graphs)
+        # the static copies of the inputs once the graph is recorded
+        # (graphed: None until then)
+        self.static = None
 
     def _plan(self, nodes):
         """The buffer plan of the graph's NODES in the order the kernels
@@ -2409,8 +2412,6 @@ def install(torch, rec):
     # other public name (LightGlue's compile() calls it), which imports
     # cudagraph_trees as well: the same count, once Inductor's package
     # is imported (the access torch._inductor imports it).
-    from . import host
-
     def inductor_mark(mod):
         was = mod.__dict__.get("cudagraph_mark_step_begin")
         mod.cudagraph_mark_step_begin = mark_step_begin
