@@ -1393,6 +1393,14 @@ class Dispatch:
                                             kwargs))
         return out
 
+    def _svd(self, name, args, kwargs, out):
+        # TORCH_META_FUNC(_linalg_svd) makes U, then Vh, then S (the
+        # op returns U, S, Vh); then the kernel's own (_ev_svd)
+        if isinstance(out, (tuple, list)) and len(out) == 3:
+            return self.outputs(name, args, kwargs, out,
+                                flat=[out[0], out[2], out[1]])
+        return self.outputs(name, args, kwargs, out)
+
     def _to_host(self, name, args, kwargs, out):
         if isinstance(out, FakeTensor) and out.device.type == "cpu" and \
                 isinstance(args[0], torch.Tensor) and \
@@ -2444,6 +2452,81 @@ class Dispatch:
         return [("alloc", "self", n * out.element_size())] + scan + \
             [("free", "self")]
 
+    def _ev_svd(self, name, args, phase, out, kwargs):
+        # _linalg_svd_out (BatchLinearAlgebra.cpp) on CUDA, after its
+        # outputs (Dispatch._svd): info, zeros of the batch's shape
+        # (int32); svd_kernel's svd_cusolver
+        # (cuda/linalg/BatchLinearAlgebraLib.cpp), by driver:
+        # - gesvdj (the default): A's column-major clone
+        #   (cloneBatchedColumnMajor), freed when the driver returns;
+        #   for m, n <= 32 gesvdjBatched, whose kernel assumes
+        #   full_matrices (a square U_ for m > n, V_ for m < n, without
+        #   full_matrices), otherwise gesvdj with its workspace
+        #   (gesvdj_bufferSize: not recorded); without compute_uv
+        #   (svdvals) both make stand-ins for U and V from the caching
+        #   allocator (m x m and n x n batched, m x k and n x k).
+        #   The convergence check reads info on the host (infos.cpu());
+        #   a matrix gesvdj did not converge on is redone by gesvd,
+        #   which no rule gives (values).
+        # - gesvd: the clone of A, or of A^H for m < n; its workspace
+        #   (not recorded), rwork (min(m, n) reals) and, with
+        #   compute_uv, Vh_workspace (n x n, or n x k).
+        # - gesvda: the clone of A or A^H; without compute_uv U and V
+        #   stand-ins (m x n and n x n batched); its workspace (not
+        #   recorded).
+        # Then _linalg_check_errors: infos.any() (one bool), read on
+        # the host, freed, then info.  The libraries' workspaces: one
+        # assumption linalg:workspace a call.
+        a = dict(zip(("A", "full_matrices", "compute_uv", "driver"), args),
+                 **(kwargs or {}))
+        A = a.get("A")
+        if not _cuda_tensor(A) or A.dim() < 2 or A.numel() == 0:
+            return []
+        # (the schema's defaults: full_matrices=False, compute_uv=True)
+        full = bool(a.get("full_matrices", False))
+        uv = bool(a.get("compute_uv", True))
+        driver = a.get("driver")
+        m, n = kernels.symsize(A.shape[-2]), kernels.symsize(A.shape[-1])
+        k = min(m, n)
+        count = 1
+        for d in A.shape[:-2]:
+            count *= kernels.symsize(d)
+        es = A.element_size()
+        real = es // 2 if A.is_complex() else es
+        ev = [("alloc", "info", 4 * count),
+              ("alloc", "A", count * m * n * es)]
+        held = []
+        if driver == "gesvd":
+            # apply_svd_cusolver_gesvd on A or A^H: rows >= columns
+            mm, nn = max(m, n), min(m, n)
+            self.rec.assume("linalg:workspace")
+            held.append(("rwork", nn * real))
+            if uv:
+                held.append(("Vh", nn * (nn if full else k) * es))
+        elif driver == "gesvda":
+            mm, nn = max(m, n), min(m, n)
+            if not uv:
+                held += [("U", count * mm * nn * es),
+                         ("V", count * nn * nn * es)]
+            self.rec.assume("linalg:workspace")
+        elif m <= 32 and n <= 32:
+            # svd_cusolver_gesvdjBatched's U_ / V_, then
+            # apply_svd_cusolver_gesvdjBatched's stand-ins (no
+            # workspace)
+            if uv and not full and m != n:
+                held.append(("full", count * max(m, n) ** 2 * es))
+            if not uv:
+                held += [("U", count * m * m * es), ("V", count * n * n * es)]
+        else:
+            if not uv:
+                held += [("U", m * k * es), ("V", n * k * es)]
+            self.rec.assume("linalg:workspace")
+        ev += [("alloc", t, b) for t, b in held]
+        ev += [("free", t) for t, _ in reversed(held)]
+        ev += [("free", "A"), ("alloc", "any", 1), ("free", "any"),
+               ("free", "info")]
+        return ev
+
     def _ev_copy(self, name, args, phase, out, kwargs):
         # A host tensor to the GPU with non_blocking and another dtype:
         # copy_kernel_cuda converts on the GPU (copy_requires_
@@ -3252,6 +3335,7 @@ _AFTER = {
     "_foreach_max": Dispatch._foreach_reduce,
     "neg": Dispatch._neg,
     "log_sigmoid_forward": Dispatch._log_sigmoid,
+    "_linalg_svd": Dispatch._svd,
 }
 # The kernels' own temporaries (kernel_events), by op.
 _EVENTS = {
@@ -3275,6 +3359,7 @@ _EVENTS = {
     "index_put_": Dispatch._ev_index_put,
     "index_put": Dispatch._ev_index_put,
     "cumprod": Dispatch._ev_cum,
+    "_linalg_svd": Dispatch._ev_svd,
     "_to_copy": Dispatch._ev_copy,
     "mse_loss": Dispatch._ev_loss,
     "smooth_l1_loss": Dispatch._ev_loss,

@@ -1949,6 +1949,7 @@ KERNEL_SITES = {
         "binary_cross_entropy_with_logits log_sigmoid and loss",
     "cumsum": "cumsum_out temporaries",
     "cumprod": "cumprod_out temporaries",
+    "_linalg_svd": "_linalg_svd_out info and svd_cusolver temporaries",
     "nonzero": "nonzero_out_cuda temporaries",
     "_unique2": "unique_cuda_template temporaries",
     "_unique": "unique_cuda_template temporaries",
