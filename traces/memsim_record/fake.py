@@ -1995,9 +1995,9 @@ def _sdp_choice(torch, rec, args, kwargs, major):
     device: flash for fp16/bf16 on sm80+ with head_dim <= 256 and no
     attn_mask; memory-efficient attention otherwise on sm50+ (fp32 and
     masks included); math on older devices."""
-    q = args[0]
+    q, k, v = args[:3]
     mask = args[3] if len(args) > 3 else kwargs.get("attn_mask")
-    fits = _sdp_fits(torch, q, mask, major)
+    fits = _sdp_fits(torch, q, mask, major, k, v)
     order = [SDP_FLASH, SDP_EFFICIENT, SDP_MATH]
     order = [SDP_CUDNN] + order if fits[SDP_CUDNN] else order + [SDP_CUDNN]
     # The backends the program left enabled (torch.backends.cuda's
@@ -2010,18 +2010,32 @@ def _sdp_choice(torch, rec, args, kwargs, major):
     raise RuntimeError("No available kernel. Aborting execution.")
 
 
-def _sdp_fits(torch, q, mask, major):
-    """Which backends take a query Q (its head dimension and dtype) and
-    MASK on a device of compute capability MAJOR (sdp_utils' checks)."""
+def _sdp_fits(torch, q, mask, major, k=None, v=None):
+    """Which backends take a query Q, key K and value V (their head
+    dimensions and dtype; K and V as Q when not given) and MASK on a
+    device of compute capability MAJOR (sdp_utils' checks).  The value's
+    head dimension may differ from the query's and key's (DeepSeek's
+    multi-head latent attention: 192 for queries and keys, 128 for values):
+    check_head_dim_size_flash wants all three equal (at most 256);
+    check_head_dim_size_mem_efficient the query's equal to the key's and
+    both the query's and the value's a multiple of the GEMM alignment;
+    check_cudnn_tensor_shapes both at most 128 and multiples of 8, or on
+    sm90/sm10x (cuDNN 9.11 on) the query's 192 with the value's 128."""
     d = q.shape[-1]
+    dk = d if k is None else k.shape[-1]
+    dv = d if v is None else v.shape[-1]
     half = q.dtype in (torch.float16, torch.bfloat16)
+    align = _gemm_alignment(torch, q.dtype, major)
     # On sm90 PyTorch 2.11 ran cuDNN attention for fp16/bf16 (the H200
     # snapshots' frames show at::native::_cudnn_attention_forward/backward):
     # first where it applies, else last.
-    return {SDP_CUDNN: major in (9, 10) and half and d <= 128 and d % 8 == 0,
-            SDP_FLASH: major >= 8 and half and mask is None and d <= 256,
-            SDP_EFFICIENT: major >= 5 and
-            d % _gemm_alignment(torch, q.dtype, major) == 0,
+    cudnn_dims = (d <= 128 and dv <= 128) or (d == 192 and dv == 128)
+    return {SDP_CUDNN: major in (9, 10) and half and cudnn_dims and
+            d % 8 == 0 and dv % 8 == 0,
+            SDP_FLASH: major >= 8 and half and mask is None and d <= 256
+            and d == dk == dv,
+            SDP_EFFICIENT: major >= 5 and d == dk and d % align == 0 and
+            dv % align == 0,
             SDP_MATH: True}
 
 
@@ -2275,7 +2289,8 @@ def _patch_jagged_sdpa(torch, major):
 
         def can(params, debug=False, b=b):
             return _sdp_enabled(torch)[b] and _sdp_fits(
-                torch, params.query, params.attn_mask, major)[b]
+                torch, params.query, params.attn_mask, major,
+                params.key, params.value)[b]
         setattr(jsdpa, name, can)
     if hasattr(jsdpa, "can_use_cudnn_attention"):
         jsdpa.can_use_cudnn_attention = lambda params, debug=False: False
