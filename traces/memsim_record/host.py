@@ -916,6 +916,44 @@ def patch_share_memory(torch, rec):
     return lambda: _restore(S, "share_memory_", orig)
 
 
+def patch_from_buffer(torch):
+    """UntypedStorage.from_buffer of the script's host code makes a CPU
+    storage of the bytes, as without the recorder.  PyTorch makes a meta
+    storage instead while a FakeTensorMode is active
+    (THPStorage_fromBuffer, for tracing), and the recorder's mode is
+    active around all host code: torch.distributed's _object_to_tensor
+    (all_gather_object, broadcast_object_list, gather_object: pickled
+    bytes through torch.ByteStorage._from_buffer, then
+    torch.ByteTensor(storage).to(device)), which torch.distributed.
+    checkpoint's save runs to agree on its plan even in a world of one
+    (torchtitan's checkpoint), stopped at "Attempted to set the storage of
+    a tensor on device "cpu" to a storage on different device "meta"".
+    The bytes are the host's: the storage is made with the fake mode set
+    aside, and .to("cuda") then copies it to the GPU as the real run
+    does.  Under torch.compile's tracing PyTorch's own."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+    S = torch.UntypedStorage
+    own = S.__dict__.get("from_buffer")
+    orig = S.from_buffer
+    compiling = getattr(getattr(torch, "compiler", None), "is_compiling",
+                        lambda: False)
+
+    def from_buffer(*args, **kwargs):
+        if compiling():
+            return orig(*args, **kwargs)
+        with unset_fake_temporarily():
+            return orig(*args, **kwargs)
+
+    S.from_buffer = staticmethod(from_buffer)
+
+    def undo():
+        if own is None:
+            del S.from_buffer
+        else:
+            S.from_buffer = own
+    return undo
+
+
 def patch_process_send(torch):
     """A fake tensor pickled for another process (torch.multiprocessing:
     a Process's arguments under spawn, a Queue) stops the recording with
