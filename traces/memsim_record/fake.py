@@ -2071,10 +2071,32 @@ def _patch_tensor_data(torch):
                 if type(data) in (list, tuple) else [host(x) for x in data]
         return data
 
+    from torch.overrides import _get_current_function_mode_stack
+    from torch.utils._device import DeviceContext
+
+    def default_device():
+        """The device of the innermost DeviceContext (torch.set_default_device,
+        `with torch.device(...)`), or None.  Its __torch_function__ gives
+        a constructor of _device_constructors() that device when none is
+        named; that set holds whatever torch.tensor was when it was first
+        asked for, this wrapper, and the original it calls is not in it:
+        without this, torch.tensor and torch.as_tensor made host tensors
+        under set_default_device("cuda") (llama-models' Llama3.build sets
+        it, then generate's torch.tensor(stop_tokens) met the GPU's tokens
+        in torch.isin: "test_elements is on cpu")."""
+        for mode in reversed(_get_current_function_mode_stack()):
+            if isinstance(mode, DeviceContext):
+                return mode.device
+        return None
+
     def wrap(orig):
         def ctor(data, *args, **kwargs):
             if isinstance(data, (list, tuple)) and has_fake(data):
                 data = host(data)
+            if kwargs.get("device") is None:
+                dev = default_device()
+                if dev is not None:
+                    kwargs["device"] = dev
             return orig(data, *args, **kwargs)
         functools.update_wrapper(ctor, orig)
         return ctor
