@@ -895,6 +895,24 @@ class Dispatch:
                 moved.pop()
         return out
 
+    def _mm_dtypes(self, mode, func, name, args, kwargs):
+        # mm and addmm of GPU tensors: addmm_out_cuda_impl (Blas.cpp)
+        # refuses matrices of two dtypes ("expected mat1 and mat2 to have
+        # the same dtype"), which mm's meta function does not check (bmm's
+        # does): F.linear of a float32 input with a bfloat16 weight ran
+        # in the recording and stopped the GPU's run (llama-models'
+        # Llama 4 with attn_temperature_tuning: its NoPE layers' float32
+        # scales turn the queries, then the attention's output, float32).
+        a, b = (args[0], args[1]) if name == "mm" else \
+            (args[1], args[2]) if len(args) > 2 else (None, None)
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and \
+                a.device.type == "cuda" and a.dtype != b.dtype:
+            raise RuntimeError(
+                "expected mat1 and mat2 to have the same dtype, but got: "
+                "%s != %s" % (str(a.dtype).replace("torch.", ""),
+                              str(b.dtype).replace("torch.", "")))
+        return _RUN
+
     def _index_put(self, mode, func, name, args, kwargs):
         r = self._host_indices(mode, func, name, args, kwargs)
         if r is not _RUN:
@@ -3301,6 +3319,22 @@ _BEFORE = {
 }
 _BEFORE.update((n, Dispatch._host_bool) for n in values.HOST_BOOL)
 _BEFORE.update((n, Dispatch._sparse) for n in sparse.HANDLERS)
+
+
+def _checked(check, then):
+    """A _BEFORE handler that runs CHECK (which raises or returns _RUN),
+    then THEN (the op's own handler, or None: run the op)."""
+    def before(self, mode, func, name, args, kwargs):
+        check(self, mode, func, name, args, kwargs)
+        return _RUN if then is None else \
+            then(self, mode, func, name, args, kwargs)
+    return before
+
+
+for _n in ("mm", "addmm"):
+    # (sparse.HANDLERS has both: the dtypes are checked first)
+    _BEFORE[_n] = _checked(Dispatch._mm_dtypes, _BEFORE.get(_n))
+
 _AFTER = {
     "_to_copy": Dispatch._to_host,
     "convolution": Dispatch._conv,
