@@ -281,7 +281,11 @@ def asserted():
     for `assert not t`.  The test is the conditional jump the frame is at
     (Python 3.13's TO_BOOL before it) whose way on one side loads
     AssertionError (LOAD_ASSERTION_ERROR; LOAD_COMMON_CONSTANT in 3.14):
-    the other side is the answer.  `python -O` has no asserts to ask."""
+    the other side is the answer.  `python -O` has no asserts to ask.
+    An assert written out, `if not t: raise AssertionError(...)` (the
+    way's first instruction loads the name AssertionError: Aurora's
+    FourierExpansion checks its input's range so, under -O too), ends
+    the program as surely, and is answered alike."""
     f = program_frame()
     if f is None:
         return None
@@ -307,10 +311,25 @@ def _assert_test(code, lasti):
     on_true = op.endswith("_IF_TRUE")
 
     def fails(j):
+        while j is not None and j < len(ins) and \
+                ins[j].opname in ("PUSH_NULL", "NOP"):
+            j += 1      # (3.11's NULL before a call of a name)
         return j is not None and j < len(ins) and (
             ins[j].opname == "LOAD_ASSERTION_ERROR" or
             (ins[j].opname == "LOAD_COMMON_CONSTANT" and
-             ins[j].argrepr == "AssertionError"))
+             ins[j].argrepr == "AssertionError") or
+            (ins[j].opname in ("LOAD_GLOBAL", "LOAD_NAME") and
+             ins[j].argval == "AssertionError" and raises(j + 1)))
+
+    def raises(j):
+        # (the way goes on straight to its raise: no jump, no return
+        # before RAISE_VARARGS)
+        for x in ins[j:]:
+            if x.opname == "RAISE_VARARGS":
+                return True
+            if "JUMP" in x.opname or x.opname.startswith("RETURN"):
+                return False
+        return False
     if fails(i + 1):            # falls through to the raise: jump taken
         return on_true
     if fails(at.get(ins[i].argval)):    # jumps to the raise: falls through
