@@ -601,13 +601,29 @@ class Dispatch:
         # ormqr and a triangular solve.  The libraries' own workspaces
         # (their bufferSize queries, cuBLAS's pointer arrays) are not
         # recorded: assumption linalg:workspace.
+        # On the host (a fake CPU tensor: efficient-kan's KANLinear
+        # fits its spline coefficients to noise with lstsq in its
+        # __init__, before .to("cuda")) the sizes are static too where
+        # every matrix has full rank (assumed): the CPU's default driver
+        # gelsy (get_default_lstsq_driver), gelsd and gelss give the
+        # rank (*), gelsd and gelss the singular values (*, min(m, n)),
+        # and the residuals are computed where m > n and the rank is n
+        # (linalg_lstsq's documentation).  Host memory is not recorded:
+        # the outputs' sizes and layout alone, as ATen makes them.
         a = dict(zip(("self", "b", "rcond"), args), **kwargs)
         A, B = a.get("self"), a.get("b")
-        if not isinstance(A, torch.Tensor) or A.device.type != "cuda" or \
+        host = isinstance(A, torch.Tensor) and A.device.type == "cpu"
+        driver = a.get("driver")
+        drivers = (None, "gels", "gelsy", "gelsd", "gelss") if host \
+            else (None, "gels")
+        if not isinstance(A, torch.Tensor) or \
+                A.device.type != ("cpu" if host else "cuda") or \
                 not isinstance(B, torch.Tensor) or A.dim() < 2 or \
                 B.dim() < 1 or A.dim() - B.dim() not in (0, 1) or \
-                a.get("driver") not in (None, "gels", "GELS"):
+                (driver.lower() if isinstance(driver, str) else driver) \
+                not in drivers:
             return _RUN     # (PyTorch's own errors)
+        driver = (driver or ("gelsy" if host else "gels")).lower()
         m, n = A.shape[-2], A.shape[-1]
         batch = tuple(A.shape[:-2])
         # linalg_solve_is_vector_rhs: b of one dimension, or of A's
@@ -635,7 +651,9 @@ class Dispatch:
                                   device=A.device).transpose(-2, -1)
             sol.narrow(-2, 0, m).copy_(b2)
             work = A.mT.clone(memory_format=torch.contiguous_format).mT
-            if m >= n and m <= 256 and count >= max(2, m // 16):
+            if host:
+                pass        # (LAPACK's workspaces: host memory)
+            elif m >= n and m <= 256 and count >= max(2, m // 16):
                 pass        # gels_batched_cublas: in place
             else:
                 # tau, then for m < n A^H's column-major clone: freed
@@ -648,7 +666,10 @@ class Dispatch:
                     sol.narrow(-2, m, n - m).zero_()
                 while held:
                     held.pop()      # (A^H's scope ends first, then tau's)
-            self.rec.assume("linalg:workspace")
+            if host:
+                self.rec.assume("linalg:full-rank")
+            else:
+                self.rec.assume("linalg:workspace")
             if m > n:
                 raw = sol.narrow(-2, n, m - n)
                 raw.pow_(2)
@@ -660,19 +681,27 @@ class Dispatch:
             out = sol.narrow(-2, 0, n)
             if vector:
                 out = out.squeeze(-1)
-            rank = torch.empty((0,), dtype=torch.long, device=A.device)
-            sv = torch.empty((0,), dtype=real, device=A.device)
+            rank = torch.empty(batch if driver != "gels" else (0,),
+                               dtype=torch.long, device=A.device)
+            sv = torch.empty(batch + (min(m, n),)
+                             if driver in ("gelsd", "gelss") else (0,),
+                             dtype=real, device=A.device)
         vs = self.rec.known.values
         ra, rb = vs.real(A), vs.real(B)
         if ra is not None and rb is not None:
             # the values where A's and b's are known (--values cpu): the
-            # CPU's gels, the CUDA build's driver
+            # CPU's gels, the CUDA build's driver (on the host, the
+            # program's own)
             try:
                 with vs.unset():
-                    r = torch.linalg.lstsq(ra, rb, driver="gels")
+                    r = torch.linalg.lstsq(ra, rb, driver=driver)
                 vs._set(out, vs._layout(out, r.solution))
-                if m > n:
+                if m > n and tuple(r.residuals.shape) == tuple(res.shape):
                     vs._set(res, r.residuals)
+                if driver != "gels":
+                    vs._set(rank, r.rank)
+                if driver in ("gelsd", "gelss"):
+                    vs._set(sv, r.singular_values)
             except Exception as e:
                 vs.lost(name, e)
         return out, res, rank, sv

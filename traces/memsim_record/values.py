@@ -349,7 +349,8 @@ ANSWERS = {"gradscaler:no-overflow": "step taken", "compile:eager": "eager",
            "nested:padded": "padded", "isin:no-match": "no match",
            "allclose:true": "true", "host:rng": "not drawn",
            "triton:kernel-not-run": "not run",
-           "linalg:workspace": "not recorded"}
+           "linalg:workspace": "not recorded",
+           "linalg:full-rank": "full rank"}
 
 
 # The assumptions that give a value the program reads (the others are of
