@@ -337,6 +337,12 @@ def _assert_test(code, lasti):
     return None
 
 
+def _empty(t):
+    """Whether T has no elements (sizes known: not symbolic)."""
+    n = t.numel()
+    return type(n) is int and n == 0
+
+
 def fmt(v):
     if isinstance(v, float):
         return repr(v)
@@ -795,6 +801,12 @@ class Values:
             if c is not None:
                 with self.unset():
                     return c.clone()
+            if _empty(t):
+                # no elements: every value known (a sum over an empty
+                # slice is 0: pykan's prune counts the multiplication
+                # nodes of a layer that has none, mask[n:].sum().item())
+                with self.unset():
+                    return self.torch.empty(tuple(t.shape), dtype=t.dtype)
             v = self.kn.value(t)
             if v is not _known.UNKNOWN and self._small(t):
                 with self.unset():
@@ -813,7 +825,7 @@ class Values:
         if ent is not None:
             k = self._skey(t)
             return k == ent[1] and self.gen.get(k, 0) == ent[2]
-        if getattr(t, "constant", None) is not None:
+        if getattr(t, "constant", None) is not None or _empty(t):
             return True
         return self.kn.value(t) is not _known.UNKNOWN and self._small(t)
 
