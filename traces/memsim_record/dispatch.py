@@ -247,9 +247,11 @@ class Dispatch:
             # output would be large while a module is built (weights
             # made before .cuda(): host.building_model) stays fake (not
             # under --values cpu, which computes every value:
-            # docs/recording-values.md).
+            # docs/recording-values.md), unless it draws from a generator
+            # the program made and passed (host.own_generator): data.
             if name in host.BULK and not self.values_cpu and \
-                    not self.has_tensor(args, kwargs):
+                    not self.has_tensor(args, kwargs) and \
+                    not host.own_generator(kwargs):
                 out = func(*args, **kwargs)
                 if isinstance(out, torch.Tensor) and \
                         host.building_model(torch, host.nbytes(out)):

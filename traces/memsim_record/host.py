@@ -71,6 +71,22 @@ def building_model(torch, nbytes):
     return False
 
 
+def own_generator(kwargs):
+    """Whether a factory op draws from a torch.Generator the program
+    made and passed (generator=): a weight's initialization draws from
+    the default generator (torch.randn in __init__, torch.nn.init's
+    functions, which fill a tensor already made), while an explicitly
+    seeded generator draws numbers the program computes with while a
+    module is built: e3nn's normalize2mom takes the second moment of
+    its activation over 1,000,000 normal samples of
+    Generator().manual_seed(0) (8 MB of float64) and reads it with
+    .item() to decide whether its forward rescales (the --item-float
+    default, 1.0, said not: one multiplication per activation missing).
+    Such a tensor is real up to HOST_REAL_BYTES, as the script's own
+    data is."""
+    return kwargs.get("generator") is not None
+
+
 # The most elements HostRNG draws in one recording (about 2 s of the CPU
 # generator, and a scratch tensor of at most 2 GiB of fp32): past it a
 # model built on the CPU is too large to draw its initialization again,
