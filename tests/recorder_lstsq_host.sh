@@ -59,4 +59,23 @@ want=$(cd "$tmp" && "$PY" a.py 2>&1 | grep '^sum ')
 (cd "$tmp" && $MEMSIM record --fake --values cpu -o "$tmp/b.csv" -- "$PY" a.py) \
 	>"$tmp/out" 2>&1 || fail "record --values cpu: $(tail -3 "$tmp/out")"
 grep -qxF "$want" "$tmp/out" || fail "'$want' not in: $(cat "$tmp/out")"
+# Host code on a Parameter's views (fake: pykan's KANLayer fits its
+# coefficients from its grid Parameter so): where A's values are not
+# known the outputs are fake ones (they were real tensors of
+# uninitialized memory: pykan's coefficients of 1e23); where they are
+# (--values cpu) the CPU's own result, real
+cat >"$tmp/b.py" <<'PY'
+import torch
+g = torch.nn.Parameter(torch.linspace(-1, 1, 48).reshape(6, 8)).requires_grad_(False)
+A = g[:, :] + torch.eye(6, 8)
+b = torch.linspace(0, 1, 12).reshape(6, 2)
+s = torch.linalg.lstsq(A, b).solution
+print(type(A).__name__, type(s).__name__, "sum %.4f" % s.sum().item())
+PY
+(cd "$tmp" && $MEMSIM record --fake -o "$tmp/c.csv" -- "$PY" b.py) >"$tmp/out" 2>&1
+grep -qxF "FakeTensor FakeTensor sum 1.0000" "$tmp/out" || fail "b.py: $(cat "$tmp/out")"
+want=$(cd "$tmp" && "$PY" b.py 2>&1 | sed -n 's/^Tensor Tensor //p')
+[ -n "$want" ] || fail "no sum from the plain run of b.py"
+(cd "$tmp" && $MEMSIM record --fake --values cpu -o "$tmp/c.csv" -- "$PY" b.py) >"$tmp/out" 2>&1
+grep -qxF "FakeTensor Tensor $want" "$tmp/out" || fail "b.py, --values cpu: $(cat "$tmp/out")"
 finish recorder_lstsq_host.sh

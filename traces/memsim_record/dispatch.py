@@ -626,6 +626,17 @@ class Dispatch:
                 not in drivers:
             return _RUN     # (PyTorch's own errors)
         driver = (driver or ("gelsy" if host else "gels")).lower()
+        if host:
+            vs = self.rec.known.values
+            ra, rb = vs.real(A), vs.real(B)
+            if ra is not None and rb is not None:
+                # values known (host code on a Parameter's views, which
+                # are fake: pykan's KANLayer fits its coefficients from
+                # its grid): the CPU's own result, real, its errors the
+                # program's
+                with vs.unset():
+                    return tuple(torch.linalg.lstsq(
+                        ra, rb, rcond=a.get("rcond"), driver=driver))
         m, n = A.shape[-2], A.shape[-1]
         batch = tuple(A.shape[:-2])
         # linalg_solve_is_vector_rhs: b of one dimension, or of A's
@@ -642,15 +653,19 @@ class Dispatch:
         for d in batch:
             count *= d
         big = max(m, n)
+
+        def empty(size, dtype):
+            # (on the host a factory with no tensor argument is real:
+            # the outputs are made from A, fake)
+            if host:
+                return A.new_empty(size, dtype=dtype)
+            return torch.empty(size, dtype=dtype, device=A.device)
         with torch.no_grad(), mode:
-            infos = torch.zeros((max(1, count),), dtype=torch.int32,
-                                device=A.device)
+            infos = empty((max(1, count),), torch.int32).zero_()
             if vector:
-                sol = torch.empty(sbatch + (big,), dtype=A.dtype,
-                                  device=A.device).unsqueeze(-1)
+                sol = empty(sbatch + (big,), A.dtype).unsqueeze(-1)
             else:
-                sol = torch.empty(sbatch + (nrhs, big), dtype=A.dtype,
-                                  device=A.device).transpose(-2, -1)
+                sol = empty(sbatch + (nrhs, big), A.dtype).transpose(-2, -1)
             sol.narrow(-2, 0, m).copy_(b2)
             work = A.mT.clone(memory_format=torch.contiguous_format).mT
             if host:
@@ -678,16 +693,14 @@ class Dispatch:
                 res = raw.sum(-2, dtype=real)
                 del raw
             else:
-                res = torch.empty((0,), dtype=real, device=A.device)
+                res = empty((0,), real)
             del work, infos
             out = sol.narrow(-2, 0, n)
             if vector:
                 out = out.squeeze(-1)
-            rank = torch.empty(batch if driver != "gels" else (0,),
-                               dtype=torch.long, device=A.device)
-            sv = torch.empty(batch + (min(m, n),)
-                             if driver in ("gelsd", "gelss") else (0,),
-                             dtype=real, device=A.device)
+            rank = empty(batch if driver != "gels" else (0,), torch.long)
+            sv = empty(batch + (min(m, n),)
+                       if driver in ("gelsd", "gelss") else (0,), real)
         vs = self.rec.known.values
         ra, rb = vs.real(A), vs.real(B)
         if ra is not None and rb is not None:
