@@ -650,6 +650,12 @@ class Values:
         # fake -> ((values, known), skey, gen): a tensor some of whose
         # elements are known, its values and which (Values._part)
         self.parts = WeakIdKeyDictionary()
+        # fake -> ((values, guessed), skey, gen): for a tensor with a
+        # part, the host's answers for some of its unknown elements: the
+        # value of the range of the piece a cat took each from
+        # (Values._guess); never known values (the mask rules still
+        # assume the unknown elements)
+        self.guesses = WeakIdKeyDictionary()
         self.gen = {}                        # id(storage) -> unmirrored writes
         # id(storage) -> (Range, gen): the range of a whole storage that
         # writes into part of it kept (_partial_write)
@@ -1675,6 +1681,14 @@ class Values:
                 # the known elements keep their values (_part, blank
                 # mirrors), the others the rule's
                 r = torch.where(part[1], part[0].to(t.dtype), r)
+                g = self._kept(self.guesses, t) if self.guesses else None
+                if g is not None and tuple(g[0].shape) == tuple(t.shape):
+                    # the unknown elements a cat took from a piece with a
+                    # range: its value (_guess)
+                    m = g[1] & ~part[1]
+                    if bool(m.any()):
+                        r = torch.where(m, g[0].to(t.dtype), r)
+                        assume(self.rec, "part:range", int(m.sum()))
         rk = self.recipes.get(self._skey(t))
         if rk is not None and self.gen.get(rk[0], 0) == rk[1][1] and \
                 rk[2] == self._where(t):
@@ -2125,11 +2139,19 @@ class Values:
                     self._set(o, r if view else self._layout(o, r))
             return
         pre = None
+        pre_range = None
         if targets:
             if name == "scatter_" and not self.cpu and len(targets) == 1:
                 # (the target's values before the write: a sparse gate
                 # scattered in place, _rules)
                 pre = self.real(targets[0])
+            if not self.cpu and len(targets) == 1 and args and \
+                    targets[0] is args[0] and (self.ranges or self.srange):
+                # (the range of an in-place op's input, which its write
+                # makes stale: `item_next += logit_start_idx` of a
+                # multinomial's sample, bark's coarse generation, moves
+                # the range as `item_next + start` does; _rules)
+                pre_range = self.range(targets[0])
             kept = None if self.cpu or len(targets) != 1 else \
                 self._partial_write(name, args, kwargs, targets[0])
             before = self.gen.get(self._skey(targets[0]), 0)
@@ -2151,7 +2173,8 @@ class Values:
                 (self.parts or self.blank or name in PART_MAKE):
             self._part(func, name, args, kwargs, out)
         # rules mode: routing shadows, ranges
-        self._rules(func, name, args, kwargs, out, outs, targets, pre)
+        self._rules(func, name, args, kwargs, out, outs, targets, pre,
+                    pre_range)
 
     def _part_of(self, t):
         """(values, known) of T: a real tensor of T's shape and a bool one
@@ -2190,6 +2213,13 @@ class Values:
                 self.blank and self._blank_part(t) is not None
                 for t in args[0] if isinstance(t, self.Fake)):
             return      # (a cat of no known element: the common case)
+        if name in ("cat", "concat") or \
+                self.guesses and args and args[0] in self.guesses:
+            try:
+                with self.unset():
+                    self._guess(func, name, args, kwargs, outs)
+            except Exception:
+                pass
         try:
             with self.unset():
                 got = self._part_op(func, name, args, kwargs, outs)
@@ -2208,6 +2238,55 @@ class Values:
                 self._set(o, self._layout(o, v))
             elif some:
                 self._keep(self.parts, o, (v, k))
+
+    def _guess(self, func, name, args, kwargs, outs):
+        """The host's answers for unknown elements of OUTS (_part): a cat
+        of known values and pieces of integers in a finite range (a
+        token sampled by multinomial, shifted, cat'ed to a known prompt
+        a step at a time: bark's generation loops) answers each such
+        piece's elements with its range's value, as their .item() would,
+        rather than one rule for the whole tensor (which put bark's codes
+        outside their codebooks); views and copies keep them."""
+        torch = self.torch
+
+        def guess(t):
+            e = self._kept(self.guesses, t) if self.guesses else None
+            if e is not None:
+                return e
+            shape = tuple(t.shape)
+            rg = self.range(t)
+            if rg is not None and rg.integral and rg.finite():
+                return (torch.full(shape, rg.value(), dtype=t.dtype),
+                        torch.ones(shape, dtype=torch.bool))
+            return (torch.zeros(shape, dtype=t.dtype),
+                    torch.zeros(shape, dtype=torch.bool))
+        if name in ("cat", "concat"):
+            ts = args[0]
+            if not all(isinstance(t, self.Fake) for t in ts):
+                return
+            dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
+            ps = [guess(t) for t in ts]
+            if not any(bool(p[1].any()) for p in ps):
+                return
+            got = [(torch.cat([p[0] for p in ps], dim),
+                    torch.cat([p[1] for p in ps], dim))]
+        elif name in PART_SAME:
+            p = self._kept(self.guesses, args[0])
+            if p is None:
+                return
+            if name == "_to_copy":
+                got = [(p[0].to(outs[0].dtype), p[1].clone())]
+            else:
+                vs = func(p[0], *args[1:], **kwargs)
+                ks = func(p[1], *args[1:], **kwargs)
+                got = [(vs, ks)] if isinstance(vs, torch.Tensor) else \
+                    list(zip(vs, ks))
+        else:
+            return
+        for o, (v, k) in zip(outs, got):
+            if isinstance(o, self.Fake) and \
+                    tuple(v.shape) == tuple(o.shape) and bool(k.any()):
+                self._keep(self.guesses, o, (v.to(o.dtype), k))
 
     def _part_op(self, func, name, args, kwargs, outs):
         """The (values, known) pairs of OUTS, the outputs of NAME
@@ -2878,10 +2957,11 @@ class Values:
 
     # -- the rules mode's routing and ranges ---------------------------------
     def _rules(self, func, name, args, kwargs, out, outs, targets,
-               pre=None):
+               pre=None, pre_range=None):
         """The rules mode's values of NAME's outputs; PRE: an in-place
         scatter_'s target's values before it wrote (its shadow is stale
-        by now)."""
+        by now); PRE_RANGE: an in-place op's input's range before it
+        wrote (stale as well)."""
         torch = self.torch
         t0 = args[0] if args else None
         if name in RANDOM or name in NORMAL or self.unif or self.probs \
@@ -3039,6 +3119,8 @@ class Values:
                 and name not in CLAMPS:
             return
         rg = self.range(t0) if isinstance(t0, torch.Tensor) else None
+        if rg is None and pre_range is not None:
+            rg = pre_range
         if rg is None and name in CLAMPS and isinstance(t0, torch.Tensor):
             lo, hi = self._clamp_bounds(args, kwargs, name)
             if lo is not None or hi is not None:
