@@ -30,14 +30,23 @@ for step in range(2):
     b += 10000 + step * 1024
     x = torch.cat((x, b[None]), dim=1)
 print("cat", x.cpu().tolist())
+# no prompt (bark without a history prompt: an empty one, its codes
+# alone), read through a detach
+y = torch.zeros((1, 0), dtype=torch.int64).cuda()
+for step in range(2):
+    b = torch.multinomial(probs, num_samples=1).to(torch.int32)
+    b += 10000 + step * 1024
+    y = torch.cat((y, b[None]), dim=1)
+print("empty", y.detach().cpu().tolist())
 PY
 (cd "$tmp" && $MEMSIM record --fake -o "$tmp/a.csv" -- "$PY" a.py) \
 	>"$tmp/err" 2>&1 || fail "record: $(tail -3 "$tmp/err")"
-grep '^inplace\|^cat' "$tmp/err" >"$tmp/out"
+grep '^inplace\|^cat\|^empty' "$tmp/err" >"$tmp/out"
 # each sample the lower median of its range: 511 + its shift
 cat >"$tmp/want" <<'OUT'
 inplace [10511]
 cat [[10005, 11030, 10511, 11535]]
+empty [[10511, 11535]]
 OUT
 cmp -s "$tmp/out" "$tmp/want" || fail "ranges: $(diff "$tmp/want" "$tmp/out")"
 grep -q 'part:range' "$tmp/err" || fail "no part:range assumption: $(tail -2 "$tmp/err")"

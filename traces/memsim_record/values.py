@@ -650,11 +650,10 @@ class Values:
         # fake -> ((values, known), skey, gen): a tensor some of whose
         # elements are known, its values and which (Values._part)
         self.parts = WeakIdKeyDictionary()
-        # fake -> ((values, guessed), skey, gen): for a tensor with a
-        # part, the host's answers for some of its unknown elements: the
-        # value of the range of the piece a cat took each from
-        # (Values._guess); never known values (the mask rules still
-        # assume the unknown elements)
+        # fake -> ((values, guessed), skey, gen): the host's answers for
+        # some of a tensor's unknown elements: the value of the range of
+        # the piece a cat took each from (Values._guess); never known
+        # values (the mask rules still assume the unknown elements)
         self.guesses = WeakIdKeyDictionary()
         self.gen = {}                        # id(storage) -> unmirrored writes
         # id(storage) -> (Range, gen): the range of a whole storage that
@@ -1677,18 +1676,20 @@ class Values:
             watch.assumed(kind, v, "")
         with self.unset():
             r = torch.full(tuple(t.shape), v, dtype=t.dtype)
+            known = None
             if part is not None and tuple(part[0].shape) == tuple(t.shape):
                 # the known elements keep their values (_part, blank
                 # mirrors), the others the rule's
                 r = torch.where(part[1], part[0].to(t.dtype), r)
-                g = self._kept(self.guesses, t) if self.guesses else None
-                if g is not None and tuple(g[0].shape) == tuple(t.shape):
-                    # the unknown elements a cat took from a piece with a
-                    # range: its value (_guess)
-                    m = g[1] & ~part[1]
-                    if bool(m.any()):
-                        r = torch.where(m, g[0].to(t.dtype), r)
-                        assume(self.rec, "part:range", int(m.sum()))
+                known = part[1]
+            g = self._kept(self.guesses, t) if self.guesses else None
+            if g is not None and tuple(g[0].shape) == tuple(t.shape):
+                # the unknown elements a cat took from a piece with a
+                # range: its value (_guess)
+                m = g[1] if known is None else g[1] & ~known
+                if bool(m.any()):
+                    r = torch.where(m, g[0].to(t.dtype), r)
+                    assume(self.rec, "part:range", int(m.sum()))
         rk = self.recipes.get(self._skey(t))
         if rk is not None and self.gen.get(rk[0], 0) == rk[1][1] and \
                 rk[2] == self._where(t):
@@ -2170,7 +2171,8 @@ class Values:
                 args[0] in self.shadow)):
             self._upload(func, name, args, kwargs, out, targets)
         if not targets and name in PART_OPS and \
-                (self.parts or self.blank or name in PART_MAKE):
+                (self.parts or self.blank or self.guesses or
+                 name in PART_MAKE):
             self._part(func, name, args, kwargs, out)
         # rules mode: routing shadows, ranges
         self._rules(func, name, args, kwargs, out, outs, targets, pre,
@@ -2208,18 +2210,18 @@ class Values:
                 isinstance(o, self.Fake) and type(o.numel()) is int and
                 o.numel() <= SHADOW_LIMIT for o in outs):
             return
-        if name in ("cat", "concat") and not any(
-                self._has(t) or t in self.parts or
-                self.blank and self._blank_part(t) is not None
-                for t in args[0] if isinstance(t, self.Fake)):
-            return      # (a cat of no known element: the common case)
-        if name in ("cat", "concat") or \
+        if name in ("cat", "concat") and (self.ranges or self.guesses) or \
                 self.guesses and args and args[0] in self.guesses:
             try:
                 with self.unset():
                     self._guess(func, name, args, kwargs, outs)
             except Exception:
                 pass
+        if name in ("cat", "concat") and not any(
+                self._has(t) or t in self.parts or
+                self.blank and self._blank_part(t) is not None
+                for t in args[0] if isinstance(t, self.Fake)):
+            return      # (a cat of no known element: the common case)
         try:
             with self.unset():
                 got = self._part_op(func, name, args, kwargs, outs)
