@@ -8,11 +8,13 @@
 # linalg_lstsq_out's and linalg_lstsq_out_info's (BatchLinearAlgebra.cpp):
 # infos (int32, one a matrix), the column-major solution (*, max(m, n),
 # nrhs), the input's column-major working copy, then lstsq_kernel's tau
-# (*, min(m, n)) and, for m < n, A^H's column-major clone (none for
-# cuBLAS's batched gels: m >= n, m <= 256, at least max(2, m / 16)
-# matrices), and for m > n the residuals (*, nrhs), summed from the
-# solution's rows n: (a vector right-hand side keeps its 1); where A's
-# and b's values are known, the solution's and residuals' too.  The
+# (*, min(m, n)) and, for m < n, A^H's column-major clone (for cuBLAS's
+# batched gels, m >= n, m <= 256, a solution of at least max(2, m / 16)
+# matrices, apply_gels_batched's clone of the working copy and its two
+# arrays of device pointers instead), and for m > n the residuals
+# (*, nrhs), summed from the solution's rows n: (a vector right-hand
+# side keeps its 1); where A's and b's values are known, the solution's
+# and residuals' too.  The
 # libraries' workspaces: one assumption linalg:workspace a call.  Needs
 # Python 3 and PyTorch; skips (77) without them.
 set -u
@@ -49,10 +51,11 @@ grep -q "^t \[1.3333, 2.3333\] 0.3333$" "$tmp/out" || fail "t: $(cat "$tmp/out")
 got=$(awk -F, '$3 == "alloc" { printf "%s%s", s, $5; s = " " } END { print "" }' "$tmp/a.csv")
 # z; infos 4 x 4, the solution 4*64*64 floats, x's copy, tau 4*2, x^H's
 # clone.  A, b; infos, the solution 300*3, A's copy, tau 20, the
-# residuals 3.  C, d; infos 8 x 4, the solution 8*32, C's copy (batched
-# gels), the residuals 8*1.  E, f; infos, the solution, E's copy, tau,
+# residuals 3.  C, d; infos 8 x 4, the solution 8*32, C's copy, batched
+# gels' clone of it and its pointers to C's and the solution's 8
+# matrices, the residuals 8*1.  E, f; infos, the solution, E's copy, tau,
 # the residual.
-want="3072 16 65536 2048 32 2048 24000 3600 4 3600 24000 80 12 4096 1024 32 1024 4096 32"
+want="3072 16 65536 2048 32 2048 24000 3600 4 3600 24000 80 12 4096 1024 32 1024 4096 4096 64 64 32"
 want="$want 24 12 4 12 24 8 4"
 [ "$got" = "$want" ] || fail "allocations: $got"
 grep -c ',assumption,linalg:workspace a.py:[0-9]* =not recorded$' "$tmp/a.csv" | grep -q '^4$' ||

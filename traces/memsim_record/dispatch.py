@@ -597,12 +597,15 @@ class Dispatch:
         # solution is then restrided to its first n rows; rank and
         # singular_values stay empty (gels sets neither).  lstsq_kernel
         # (cuda/linalg/BatchLinearAlgebra.cpp): cuBLAS's batched gels
-        # for m >= n, m <= 256 and at least max(2, m / 16) matrices;
-        # otherwise linalg_lstsq_gels, tau (*, min(m, n)) and, for m <
-        # n, a column-major clone of A^H, through cuSOLVER's geqrf and
-        # ormqr and a triangular solve.  The libraries' own workspaces
-        # (their bufferSize queries, cuBLAS's pointer arrays) are not
-        # recorded: assumption linalg:workspace.
+        # for m >= n, m <= 256 and a solution of at least max(2, m / 16)
+        # matrices (apply_gels_batched: a column-major clone of the
+        # working copy at the solution's batch and two arrays of device
+        # pointers); otherwise linalg_lstsq_gels, tau (*, min(m, n))
+        # and, for m < n, a column-major clone of A^H, through
+        # cuSOLVER's geqrf and ormqr and a triangular solve.  The
+        # libraries' own workspaces (their bufferSize queries, the
+        # looped path's pointer arrays) are not recorded: assumption
+        # linalg:workspace.
         # On the host (a fake CPU tensor: efficient-kan's KANLinear
         # fits its spline coefficients to noise with lstsq in its
         # __init__, before .to("cuda")) the sizes are static too where
@@ -668,10 +671,24 @@ class Dispatch:
                 sol = empty(sbatch + (nrhs, big), A.dtype).transpose(-2, -1)
             sol.narrow(-2, 0, m).copy_(b2)
             work = A.mT.clone(memory_format=torch.contiguous_format).mT
+            scount = 1
+            for d in sbatch:
+                scount *= d
             if host:
                 pass        # (LAPACK's workspaces: host memory)
-            elif m >= n and m <= 256 and count >= max(2, m // 16):
-                pass        # gels_batched_cublas: in place
+            elif m >= n and m <= 256 and scount >= max(2, m // 16):
+                # apply_gels_batched (the solution's batch decides):
+                # the working copy broadcast to the solution's batch and
+                # cloned column major (cloneBatchedColumnMajor: cuBLAS's
+                # matrices must not overlap), then get_device_pointers'
+                # arrays of its matrices and the solution's (int64, one
+                # a matrix), freed on return, the last made first
+                held = [work.expand(sbatch + (m, n)).mT.clone(
+                    memory_format=torch.contiguous_format).mT]
+                held += [torch.empty((scount,), dtype=torch.long,
+                                     device=A.device) for _ in range(2)]
+                while held:
+                    held.pop()
             else:
                 # tau, then for m < n A^H's column-major clone: freed
                 # on the kernel's return
