@@ -652,9 +652,7 @@ class Dispatch:
         sbatch = tuple(torch.broadcast_shapes(batch, tuple(b2.shape[:-2])))
         nrhs = b2.shape[-1]
         real = A.real.dtype if A.is_complex() else A.dtype
-        count = 1
-        for d in batch:
-            count *= d
+        count = _prod_shape(batch)
         big = max(m, n)
 
         def empty(size, dtype):
@@ -671,9 +669,7 @@ class Dispatch:
                 sol = empty(sbatch + (nrhs, big), A.dtype).transpose(-2, -1)
             sol.narrow(-2, 0, m).copy_(b2)
             work = A.mT.clone(memory_format=torch.contiguous_format).mT
-            scount = 1
-            for d in sbatch:
-                scount *= d
+            scount = _prod_shape(sbatch)
             if host:
                 pass        # (LAPACK's workspaces: host memory)
             elif m >= n and m <= 256 and scount >= max(2, m // 16):
@@ -722,18 +718,14 @@ class Dispatch:
         ra, rb = vs.real(A), vs.real(B)
         if ra is not None and rb is not None:
             # the values where A's and b's are known (--values cpu): the
-            # CPU's gels, the CUDA build's driver (on the host, the
-            # program's own)
+            # CPU's gels, the CUDA build's driver (known host values
+            # returned above)
             try:
                 with vs.unset():
-                    r = torch.linalg.lstsq(ra, rb, driver=driver)
+                    r = torch.linalg.lstsq(ra, rb, driver="gels")
                 vs._set(out, vs._layout(out, r.solution))
                 if m > n and tuple(r.residuals.shape) == tuple(res.shape):
                     vs._set(res, r.residuals)
-                if driver != "gels":
-                    vs._set(rank, r.rank)
-                if driver in ("gelsd", "gelss"):
-                    vs._set(sv, r.singular_values)
             except Exception as e:
                 vs.lost(name, e)
         return out, res, rank, sv
@@ -2549,7 +2541,7 @@ class Dispatch:
         #   which no rule gives (values).
         # - gesvd: the clone of A, or of A^H for m < n; its workspace
         #   (not recorded), rwork (min(m, n) reals) and, with
-        #   compute_uv, Vh_workspace (n x n, or n x k).
+        #   compute_uv, Vh_workspace (min(m, n) square).
         # - gesvda: the clone of A or A^H; without compute_uv U and V
         #   stand-ins (m x n and n x n batched); its workspace (not
         #   recorded).
@@ -2567,26 +2559,23 @@ class Dispatch:
         driver = a.get("driver")
         m, n = kernels.symsize(A.shape[-2]), kernels.symsize(A.shape[-1])
         k = min(m, n)
-        count = 1
-        for d in A.shape[:-2]:
-            count *= kernels.symsize(d)
+        count = kernels._prod(A.shape[:-2])
         es = A.element_size()
         real = es // 2 if A.is_complex() else es
         ev = [("alloc", "info", 4 * count),
               ("alloc", "A", count * m * n * es)]
         held = []
         if driver == "gesvd":
-            # apply_svd_cusolver_gesvd on A or A^H: rows >= columns
-            mm, nn = max(m, n), min(m, n)
+            # apply_svd_cusolver_gesvd on A or A^H: rows >= columns, so
+            # its n (the columns) is k and Vh_workspace k x k either way
             self.rec.assume("linalg:workspace")
-            held.append(("rwork", nn * real))
+            held.append(("rwork", k * real))
             if uv:
-                held.append(("Vh", nn * (nn if full else k) * es))
+                held.append(("Vh", k * k * es))
         elif driver == "gesvda":
-            mm, nn = max(m, n), min(m, n)
             if not uv:
-                held += [("U", count * mm * nn * es),
-                         ("V", count * nn * nn * es)]
+                held += [("U", count * max(m, n) * k * es),
+                         ("V", count * k * k * es)]
             self.rec.assume("linalg:workspace")
         elif m <= 32 and n <= 32:
             # svd_cusolver_gesvdjBatched's U_ / V_, then

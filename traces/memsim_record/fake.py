@@ -2010,10 +2010,10 @@ def _sdp_choice(torch, rec, args, kwargs, major):
     raise RuntimeError("No available kernel. Aborting execution.")
 
 
-def _sdp_fits(torch, q, mask, major, k=None, v=None):
+def _sdp_fits(torch, q, mask, major, k, v):
     """Which backends take a query Q, key K and value V (their head
-    dimensions and dtype; K and V as Q when not given) and MASK on a
-    device of compute capability MAJOR (sdp_utils' checks).  The value's
+    dimensions; Q's dtype) and MASK on a device of compute capability
+    MAJOR (sdp_utils' checks).  The value's
     head dimension may differ from the query's and key's (DeepSeek's
     multi-head latent attention: 192 for queries and keys, 128 for values):
     check_head_dim_size_flash wants all three equal (at most 256);
@@ -2021,9 +2021,7 @@ def _sdp_fits(torch, q, mask, major, k=None, v=None):
     both the query's and the value's a multiple of the GEMM alignment;
     check_cudnn_tensor_shapes both at most 128 and multiples of 8, or on
     sm90/sm10x (cuDNN 9.11 on) the query's 192 with the value's 128."""
-    d = q.shape[-1]
-    dk = d if k is None else k.shape[-1]
-    dv = d if v is None else v.shape[-1]
+    d, dk, dv = q.shape[-1], k.shape[-1], v.shape[-1]
     half = q.dtype in (torch.float16, torch.bfloat16)
     align = _gemm_alignment(torch, q.dtype, major)
     # On sm90 PyTorch 2.11 ran cuDNN attention for fp16/bf16 (the H200
