@@ -2013,15 +2013,24 @@ def _sdp_choice(torch, rec, args, kwargs, major):
 def _sdp_fits(torch, q, mask, major, k, v):
     """Which backends take a query Q, key K and value V (their head
     dimensions; Q's dtype) and MASK on a device of compute capability
-    MAJOR (sdp_utils' checks).  The value's
-    head dimension may differ from the query's and key's (DeepSeek's
-    multi-head latent attention: 192 for queries and keys, 128 for values):
-    check_head_dim_size_flash wants all three equal (at most 256);
-    check_head_dim_size_mem_efficient the query's equal to the key's and
-    both the query's and the value's a multiple of the GEMM alignment;
-    check_cudnn_tensor_shapes both at most 128 and multiples of 8, or on
-    sm90/sm10x (cuDNN 9.11 on) the query's 192 with the value's 128."""
+    MAJOR (sdp_utils' checks).  The value's head dimension may differ from
+    the query's and key's (DeepSeek's multi-head latent attention: 192 for
+    queries and keys, 128 for values): check_head_dim_size_flash wants all
+    three equal (at most 256); check_head_dim_size_mem_efficient the
+    query's equal to the key's and both the query's and the value's a
+    multiple of the GEMM alignment; check_cudnn_tensor_shapes both at most
+    128 and multiples of 8, or on sm90/sm10x (cuDNN 9.11 on) the query's
+    192 with the value's 128.  check_last_dim_stride_equals_1_dense, among
+    every fused backend's checks of dense (not nested) inputs: the last
+    dimension of Q, K and V at stride 1 (cuDNN and flash let a head
+    dimension of 1 pass) and, on the GPU, the mask's as the program passed
+    it, before a boolean one is made additive.  A mask expanded along the
+    keys has stride 0 there (transformers' bidirectional mask under Dynamo:
+    `q_idx >= 0` expanded to (batch, 1, q, kv)), and only math takes it."""
     d, dk, dv = q.shape[-1], k.shape[-1], v.shape[-1]
+    dense = not any(t.is_nested for t in (q, k, v))
+    unit = not dense or all(t.stride(-1) == 1 for t in (q, k, v))
+    unit_mask = not dense or mask is None or mask.stride(-1) == 1
     half = q.dtype in (torch.float16, torch.bfloat16)
     align = _gemm_alignment(torch, q.dtype, major)
     # On sm90 PyTorch 2.11 ran cuDNN attention for fp16/bf16 (the H200
@@ -2029,11 +2038,11 @@ def _sdp_fits(torch, q, mask, major, k, v):
     # first where it applies, else last.
     cudnn_dims = (d <= 128 and dv <= 128) or (d == 192 and dv == 128)
     return {SDP_CUDNN: major in (9, 10) and half and cudnn_dims and
-            d % 8 == 0 and dv % 8 == 0,
+            d % 8 == 0 and dv % 8 == 0 and (unit or d == 1) and unit_mask,
             SDP_FLASH: major >= 8 and half and mask is None and d <= 256
-            and d == dk == dv,
+            and d == dk == dv and (unit or d == 1),
             SDP_EFFICIENT: major >= 5 and d == dk and d % align == 0 and
-            dv % align == 0,
+            dv % align == 0 and unit and unit_mask,
             SDP_MATH: True}
 
 
