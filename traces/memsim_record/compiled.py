@@ -1143,7 +1143,7 @@ class Program:
                         # out= the freed buffer's memory
                         self._release(d)
                     d = None
-                    env[n] = n.target(*a, **k)   # under the recorder
+                    env[n] = self._extern_call(n, a, k)  # recorded
                 else:
                     fn = n.target if n.op == "call_function" else \
                         getattr(self.gm, n.target)
@@ -1431,6 +1431,34 @@ class Program:
     # (ExternKernelOut: extern_kernels.mm(..., out=buf)); the others
     # (convolution, attention, sort) allocate their own
     _EXTERN_OUT = {"mm", "addmm", "bmm", "baddbmm", "_int_mm"}
+
+    def _extern_call(self, n, a, k):
+        """Extern kernel N's call on arguments A, K as the wrapper makes
+        it: an ExternKernelOut's buffer allocated (empty_strided,
+        contiguous, its dtype the graph's), then the out= overload into it
+        (extern_kernels.mm(mat1, mat2, out=buf) runs aten::mm.out); the
+        others by their own overload.  A dispatch mode the program runs
+        the compiled code under sees the op the GPU's run has:
+        selective activation checkpointing's policy picks by overload
+        (torchtitan's saves aten.mm.default's outputs, and a compiled
+        region inside its checkpoint, whose GEMMs are mm.out, has its
+        mm outputs recomputed, not held to the backward)."""
+        torch = self.torch
+        t = n.target
+        out = getattr(getattr(t, "overloadpacket", None), "out", None)
+        val = n.meta.get("val")
+        name = _name(n)
+        if name not in self._EXTERN_OUT or out is None or \
+                not isinstance(val, torch.Tensor) or k:
+            return t(*a, **k)
+        x, y = (a[0], a[1]) if name in ("mm", "bmm", "_int_mm") else \
+            (a[1], a[2])
+        from torch._prims_common import make_contiguous_strides_for
+        shape = tuple(x.shape[:-1]) + (y.shape[-1],)
+        # (the wrapper's empty_strided_cuda)
+        buf = torch.empty_strided(shape, make_contiguous_strides_for(shape),
+                                  dtype=val.dtype, device=x.device)
+        return out(*a, out=buf)
 
     def _nbytes(self, n):
         """N's storage bytes, a symbolic size by its hint (the estimate's
