@@ -1492,11 +1492,20 @@ class Dispatch:
         # "avoid accidentally going through NHWC for permuted 3d input",
         # input.contiguous() before the backend (a copy of a permuted
         # input, made before the output, freed when it returns), then
-        # the 4-d views the cuDNN rule sees (_ev_conv)
+        # the 4-d views the cuDNN rule sees (_ev_conv).  A 2-d or 3-d
+        # one: the cuDNN backend's at::cudnn_convolution(
+        # input.contiguous(backend_memory_format), ...), a copy of an
+        # input dense in neither layout (Aurora's patch embedding of a
+        # rearranged "b t v h w -> b v t h w" batch), at the same places
         x = args[0] if args else None
         copy = None
         if _cuda_tensor(x) and x.dim() == 3 and not x.is_contiguous():
             copy = self.copy_of(x, "convolution 1-d input contiguous copy")
+        elif self._cudnn_dense(x, args[1], args[8]) and \
+                not x.is_contiguous(
+                    memory_format=self._cudnn_format(x, args[1])):
+            copy = self.copy_of(x, "cudnn convolution input contiguous "
+                                "copy")
         self.outputs(name, args, kwargs, out)
         if copy is not None:
             self.rec.free(copy)
@@ -2104,6 +2113,27 @@ class Dispatch:
             else:
                 self.rec.free(keys.pop(ev[1]))
 
+    def _cudnn_dense(self, x, w, groups):
+        """Whether a convolution of input X, weight W and GROUPS takes
+        the cuDNN backend's contiguous copies as the recorder has them:
+        a 2-d or 3-d one on the GPU, not grouped, sm70 or newer."""
+        return isinstance(x, torch.Tensor) and x.device.type == "cuda" \
+            and isinstance(w, torch.Tensor) and x.dim() in (4, 5) and \
+            groups == 1 and self.major >= 7
+
+    @staticmethod
+    def _cudnn_format(x, w):
+        """cudnn_conv_suggest_memory_format: channels last where the
+        input or the weight is dense in it (and not also contiguous),
+        else contiguous."""
+        cl = torch.channels_last if x.dim() == 4 else \
+            torch.channels_last_3d
+        if (x.is_contiguous(memory_format=cl) and not x.is_contiguous()) \
+                or (w.is_contiguous(memory_format=cl) and
+                    not w.is_contiguous()):
+            return cl
+        return torch.contiguous_format
+
     def conv_copies(self, args):
         """The keys of the copies conv_copies made (see above)."""
         try:
@@ -2116,16 +2146,10 @@ class Dispatch:
                     return []
                 return [self.copy_of(x, "convolution_backward 1-d input "
                                      "contiguous copy")]
-            if not isinstance(x, torch.Tensor) or x.device.type != "cuda" \
-                    or x.dim() not in (4, 5) or args[9] != 1 or \
-                    not isinstance(go, torch.Tensor) or self.major < 7:
+            if not self._cudnn_dense(x, w, args[9]) or \
+                    not isinstance(go, torch.Tensor):
                 return []
-            cl = torch.channels_last if x.dim() == 4 else \
-                torch.channels_last_3d
-            fmt = cl if (x.is_contiguous(memory_format=cl) and
-                         not x.is_contiguous()) or \
-                (w.is_contiguous(memory_format=cl) and
-                 not w.is_contiguous()) else torch.contiguous_format
+            fmt = self._cudnn_format(x, w)
             keys = []
             for t in (x, go):
                 if not t.is_contiguous(memory_format=fmt):
