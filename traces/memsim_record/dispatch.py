@@ -69,6 +69,28 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
 
 
+def _fold_linear(mode, args, kwargs):
+    """at::linear under torch.inference_mode of an input of three or
+    more dimensions that is not the contiguous 3-d one its fused addmm
+    takes: at::matmul(input, weight.t()), whose should_fold folds the
+    input into rows (a reshape: a copy where its leading dimensions do
+    not merge) because weight.t() requires grad.  Run below autograd, the
+    composite kernel's weight.t() is a fake tensor that does not
+    (Aurora's inference roll-out: no copy, a bmm over a broadcast
+    weight).  The fold is made here, then the 2-d linear and a view of
+    its output: None where the composite kernel applies as it is."""
+    a = dict(zip(("input", "weight", "bias"), args), **kwargs)
+    x, w, b = a.get("input"), a.get("weight"), a.get("bias")
+    if not isinstance(x, torch.Tensor) or not isinstance(w, torch.Tensor) \
+            or x.dim() < 3 or w.dim() != 2 or not w.requires_grad or \
+            x.numel() == 0 or \
+            (b is not None and x.dim() == 3 and x.is_contiguous()):
+        return None
+    with mode:
+        y = torch.nn.functional.linear(x.reshape(-1, x.shape[-1]), w, b)
+        return y.view(tuple(x.shape[:-1]) + (y.shape[-1],))
+
+
 def blas_workspaces(rec, ws_bytes, name, args):
     """The cuBLAS and cuBLASLt workspaces a GEMM's first call on a
     thread and stream allocates, after the op's output (its structured
@@ -284,6 +306,10 @@ class Dispatch:
             # kernel, as the GPU runs it, not a Python one that
             # torch._decomp registers for tracing (its dropout clones
             # the input in eval, ATen's returns it).
+            if name == "linear":
+                folded = _fold_linear(mode, args, kwargs)
+                if folded is not None:
+                    return folded
             with mode:
                 return func._op_dk(
                     torch._C.DispatchKey.CompositeImplicitAutograd,
