@@ -273,7 +273,10 @@ class Files:
     target, then chmod; Lightning's checkpoints).  A move or link
     from a user's file copies it to the target's scratch copy; removing
     a user's file hides it from the recording (its path then names a
-    scratch copy that does not exist) and leaves it in place.  Not
+    scratch copy that does not exist) and leaves it in place, while one
+    in a folder the script made during the recording (a link os.symlink
+    made there: OLMo's "latest" checkpoint link) is the script's own and
+    is removed for real.  Not
     covered: writes by os.open and native code (the folders the script
     made are removed at the end where empty: remove).  Listings (os.listdir,
     os.scandir, and so glob, os.walk and pathlib's iterdir and glob)
@@ -585,7 +588,11 @@ class Files:
                 if m is not None:
                     # raises FileNotFoundError once removed, as for real
                     return o[name](m, **k)
-                if files.scratch(path):
+                if files.scratch(path) or files.made(path):
+                    # the recording's own: in the scratch folder, or in a
+                    # folder the script made during the recording (a link
+                    # os.symlink made there, a file native code wrote),
+                    # removed for real as rmtree removes such a folder
                     return o[name](path, **k)
                 if os.path.lexists(path):
                     # a user's file: hidden from the recording, kept
