@@ -2448,3 +2448,36 @@ def install(torch, rec):
             mod.cudagraph_mark_step_begin = was
         return undo
     host.on_import("torch._inductor", inductor_mark)
+
+    # torch._dynamo.reset (torch.compiler.reset: OLMo's trainer calls it
+    # after each evaluation of a compiled model) ends with
+    # reset_cudagraph_trees where CUDA is available, importing
+    # cudagraph_trees, which a PyTorch without CUDA cannot.  The trees
+    # are the recorder's (Runtime): Dynamo's reset runs without that
+    # import, and the recorder's trees are reset as reset_cudagraph_trees
+    # resets the real ones: the mark-step count to 0 (MarkStepBox), and
+    # a tree (container_dict cleared after each manager's shutdown) new
+    # at the next graphed call, with a pool of its own.  Not modelled:
+    # the old tree's pool handing its segments back (its graphs die with
+    # the manager); nothing where no tree was made (every mode but
+    # reduce-overhead), as on the GPU.
+    import torch._dynamo as dyn
+    orig_reset = dyn.reset
+
+    @functools.wraps(orig_reset)
+    def reset():
+        avail = torch.cuda.is_available
+        torch.cuda.is_available = lambda: False
+        try:
+            orig_reset()
+        finally:
+            torch.cuda.is_available = avail
+        rt.marks = 0
+        rt.tree_gen = None
+        rt.pending = False
+        rt.path_state = None
+        rt.path = {}
+        rt.in_tree = {}
+        rt.pool_held = False
+        rt.pool_key = None
+    dyn.reset = reset
