@@ -354,7 +354,20 @@ def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
             all(int(p) == 0 for p in padding) and \
             all(int(d) == 1 for d in dilation)
         if one and unit:
-            size = 16 * w32 if phase == "weight" else 0
+            # a GEMM on NCHW: none forward and backward-data; backward-
+            # weight keeps one fp32 partial weight gradient a sample, N
+            # of them, or where those would pass three times the input
+            # and output gradient (few positions, many channels: a
+            # ResNet-50's 1024 x 2048 layers over 4 x 16 x 16) the
+            # transposing engine's x + y + 16 (an H100 probe of 300 1x1
+            # backward-weight calls, validate/device/wgrad1x1_probe.py,
+            # tests/data/record/conv_wgrad1x1_h100.tsv: 168 of 200 half-
+            # and 52 of 100 fp32 calls exact, their sums -3.2% and +1.7%;
+            # the H200 grid's 1x1 calls agree, conv_ws.tsv)
+            size = 0
+            if phase == "weight":
+                n = symsize(x_shape[0])
+                size = n * w32 if n * w32 <= 3 * (x + y) else x + y + 16
             if phase == "weight" and itemsize == 4 and \
                     len(x_shape) == 4 and int(x_shape[2]) == 1:
                 # an fp32 1-d convolution's height-1 view
@@ -399,9 +412,8 @@ def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
             # + 147, none at x + w + y; backward-data 112 and 119): the
             # caching allocator rounds to 512 bytes, so the 16 make
             # another block size wherever the operands fill a multiple
-            # of 512, as power-of-two shapes do.  The 1x1 GEMM's
-            # split-K partial sums are exactly 16 weight gradients
-            # (mobilenet_v2's pointwise layers on the H200).
+            # of 512, as power-of-two shapes do.  (The 1x1 GEMM's
+            # per-sample weight gradients take nothing more.)
             size += 16
     if size <= 0:
         return []
