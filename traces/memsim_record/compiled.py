@@ -1551,15 +1551,25 @@ class Runtime:
         self.rec = rec
         self.refs = {}
         self.tuned = set()     # the kernels autotuned (Runtime.flush)
-        # cudagraph trees' state (Runtime.tree_call): the generation of
-        # the path, whether a forward's backward is pending, the user's
-        # cudagraph_mark_step_begin() count (MarkStepBox), the path's
-        # state and the storages of its warm-up and capture outputs
+        self.reset_trees()
+
+    def reset_trees(self):
+        """Cudagraph trees' state, as a new recording has it and as
+        reset_cudagraph_trees leaves it (torch._dynamo.reset): the
+        generation of the path (Runtime.tree_call), whether a forward's
+        backward is pending, the user's cudagraph_mark_step_begin() count
+        (MarkStepBox), the path's state and the storages of its warm-up
+        and capture outputs, the storages in the tree (graph_outputs),
+        and the tree's pool (Runtime.pool): none taken yet, a tree new
+        at the next graphed call."""
         self.tree_gen = None
         self.pending = False
         self.marks = 0
         self.path_state = None
         self.path = {}
+        self.in_tree = {}
+        self.pool_held = False
+        self.pool_key = None
 
     @functools.cached_property
     def _disable(self):
@@ -1605,7 +1615,7 @@ class Runtime:
 
     def pool(self, action):
         from . import fake
-        if not getattr(self, "pool_held", False):
+        if not self.pool_held:
             # the tree's own reference to its pool (graph_pool_handle(),
             # held by CUDAGraphTreeManager as long as the tree): an empty
             # capture, `with torch.cuda.graph(...): pass`, whose __enter__
@@ -1615,7 +1625,7 @@ class Runtime:
             self.rec.empty_cache()
             self.pool("pool_begin")
             self.pool("pool_end")
-        if getattr(self, "pool_key", None) is None:
+        if self.pool_key is None:
             # graph_pool_handle(): the tree's pool, numbered with the
             # program's own pools (graphs.py) by first use
             self.pool_key = self.rec.pool_handle()
@@ -1705,8 +1715,6 @@ class Runtime:
         a later graph takes them as static inputs (the forward's saved
         activations in the backward)."""
         torch = self.torch
-        if not hasattr(self, "in_tree"):
-            self.in_tree = {}
         for t in (out if isinstance(out, (tuple, list)) else (out,)):
             if isinstance(t, torch.Tensor) and t.device.type == "cuda":
                 s = t.untyped_storage()
@@ -1720,7 +1728,7 @@ class Runtime:
         torch = self.torch
         rec = self.rec
         keys = []
-        tree = getattr(self, "in_tree", {})
+        tree = self.in_tree
         for a in args:
             if not isinstance(a, torch.Tensor) or \
                     isinstance(a, torch.nn.Parameter) or \
@@ -2455,9 +2463,9 @@ def install(torch, rec):
     # cudagraph_trees, which a PyTorch without CUDA cannot.  The trees
     # are the recorder's (Runtime): Dynamo's reset runs without that
     # import, and the recorder's trees are reset as reset_cudagraph_trees
-    # resets the real ones: the mark-step count to 0 (MarkStepBox), and
-    # a tree (container_dict cleared after each manager's shutdown) new
-    # at the next graphed call, with a pool of its own.  Not modelled:
+    # resets the real ones (Runtime.reset_trees: container_dict cleared
+    # after each manager's shutdown, a new tree with a pool of its own
+    # at the next graphed call).  Not modelled:
     # the old tree's pool handing its segments back (its graphs die with
     # the manager); nothing where no tree was made (every mode but
     # reduce-overhead), as on the GPU.
@@ -2472,12 +2480,5 @@ def install(torch, rec):
             orig_reset()
         finally:
             torch.cuda.is_available = avail
-        rt.marks = 0
-        rt.tree_gen = None
-        rt.pending = False
-        rt.path_state = None
-        rt.path = {}
-        rt.in_tree = {}
-        rt.pool_held = False
-        rt.pool_key = None
+        rt.reset_trees()
     dyn.reset = reset
