@@ -1,7 +1,8 @@
 #!/bin/sh
 # Kernels' own temporaries under memsim record --fake
 # (traces/memsim_record/kernels.py): the rules against the workspaces
-# measured on the H200 (tests/data/record/conv_ws.tsv, sdpa_ws.tsv), hand-
+# measured on the H200 (tests/data/record/conv_ws.tsv, sdpa_ws.tsv) and the
+# H100 (conv_wgrad1x1_h100.tsv, lstsq_h100.tsv), hand-
 # made cases with exact bytes, and, where PyTorch is installed, the rows a
 # recording writes.  Needs Python 3; skips (77) without it.
 set -u
@@ -173,6 +174,24 @@ for r in rows("sdpa_eff_bwd.tsv"):
             es < 4, m, nk, d, dv, drop)) in r["kernel"]
 print("efficient backward events exact %d/%d kernels %d/%d %s" % (
     ok, n, kok, kn, "; ".join(bad[:3])))
+# cuSOLVER's geqrf and ormqr workspaces in lstsq's looped path on an H100
+# (lstsq_h100.tsv): the calls whose predicted workspace is the measured
+# one, ormqr's also for 257 rows or more, and its worst call's error
+g = o = big = nbig = n = 0
+worst = 0.0
+for r in rows("lstsq_h100.tsv"):
+    m, k, nrhs = (int(r[x]) for x in ("m", "n", "nrhs"))
+    es = 4 if r["dtype"] == "fp32" else 8
+    g += kernels.geqrf_workspace_bytes(min(m, k), es) == int(r["geqrf"])
+    p = kernels.ormqr_workspace_bytes(max(m, k), min(m, k), nrhs, es)
+    o += p == int(r["ormqr"])
+    if max(m, k) >= 257:
+        nbig += 1
+        big += p == int(r["ormqr"])
+    worst = max(worst, abs(p - int(r["ormqr"])) / int(r["ormqr"]))
+    n += 1
+print("lstsq h100 n=%d geqrf exact %d ormqr exact %d (257 rows or more %d/%d)"
+      " worst %.1f%%" % (n, g, o, big, nbig, 100 * worst))
 PY
 	fail "grid: $(cat "$tmp/grid")"
 cat >"$tmp/want" <<'EOF2'
@@ -195,6 +214,7 @@ real weight n=290 sum -17.2% block 0
 eff attention backward exact 136/136
 flash attention backward exact 71/71
 efficient backward events exact 700/700 kernels 686/686 
+lstsq h100 n=4130 geqrf exact 4130 ormqr exact 3906 (257 rows or more 3280/3280) worst 5.3%
 EOF2
 diff "$tmp/want" "$(echo "$tmp/grid")" | grep '^<' >"$tmp/d" && fail "grid figures: $(cat "$tmp/d")"
 

@@ -61,10 +61,12 @@ _STORAGE_SET = frozenset(
     ("source_Storage", "source_Storage_storage_offset")
     if hasattr(_aten.set_, o))
 _META = torch.device("meta")
-# The GEMMs whose first call on a thread makes its cuBLAS workspace.
+# The BLAS calls whose first on a thread makes its cuBLAS workspace.
 BLAS_OPS = frozenset((
     "mm", "addmm", "bmm", "baddbmm", "matmul", "addmv", "mv", "dot",
-    "_scaled_mm", "linear", "addbmm", "_addmm_activation"))
+    "_scaled_mm", "linear", "addbmm", "_addmm_activation",
+    # (cuBLAS's trsm: lstsq's looped path, Dispatch._gels_looped)
+    "triangular_solve", "linalg_solve_triangular"))
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
 
@@ -628,10 +630,8 @@ class Dispatch:
         # working copy at the solution's batch and two arrays of device
         # pointers); otherwise linalg_lstsq_gels, tau (*, min(m, n))
         # and, for m < n, a column-major clone of A^H, through
-        # cuSOLVER's geqrf and ormqr and a triangular solve.  The
-        # libraries' own workspaces (their bufferSize queries, the
-        # looped path's pointer arrays) are not recorded: assumption
-        # linalg:workspace.
+        # cuSOLVER's geqrf and ormqr and a triangular solve, with their
+        # workspaces (_gels_looped).  Then _linalg_check_errors' bools.
         # On the host (a fake CPU tensor: efficient-kan's KANLinear
         # fits its spline coefficients to noise with lstsq in its
         # __init__, before .to("cuda")) the sizes are static too where
@@ -720,12 +720,11 @@ class Dispatch:
                     held.append(work.mH.mT.clone(
                         memory_format=torch.contiguous_format).mT)
                     sol.narrow(-2, m, n - m).zero_()
+                self._gels_looped(A, m, n, nrhs, count, scount)
                 while held:
                     held.pop()      # (A^H's scope ends first, then tau's)
             if host:
                 self.rec.assume("linalg:full-rank")
-            else:
-                self.rec.assume("linalg:workspace")
             if m > n:
                 raw = sol.narrow(-2, n, m - n)
                 raw.pow_(2)
@@ -733,7 +732,15 @@ class Dispatch:
                 del raw
             else:
                 res = empty((0,), real)
-            del work, infos
+            del work
+            if not host:
+                # _linalg_check_errors: infos.any(), read on the host:
+                # one bool, two for a single matrix's info (the H100's
+                # traces, validate/device/lstsq_probe.py)
+                bools = [torch.empty((), dtype=torch.bool, device=A.device)
+                         for _ in range(2 if infos.numel() <= 1 else 1)]
+                bools.clear()
+            del infos
             out = sol.narrow(-2, 0, n)
             if vector:
                 out = out.squeeze(-1)
@@ -755,6 +762,60 @@ class Dispatch:
             except Exception as e:
                 vs.lost(name, e)
         return out, res, rank, sv
+
+    def _gels_looped(self, A, m, n, nrhs, count, scount):
+        """linalg_lstsq_gels' cuSOLVER and cuBLAS calls on the looped
+        path (BatchLinearAlgebra.cpp), between tau (and A^H's clone) and
+        their frees: geqrf_kernel's geqrf_cusolver over A's COUNT
+        matrices (n columns; A^H's m for m < n), then for m >= n
+        ormqr_kernel over the solution's SCOUNT (Q^H b, m rows) and
+        triangular_solve_kernel, for m < n the triangular solve first
+        and ormqr after (Q z, n rows).  geqrf and ormqr each make their
+        infos (at::zeros, one int) and allocate their workspace for
+        each matrix and free it after the call (kernels.
+        geqrf_workspace_bytes, ormqr_workspace_bytes).  The triangular
+        solve runs cuBLAS's trsm matrix by matrix for at most 8
+        matrices of 64 columns or more, otherwise its batched trsm with
+        get_device_pointers' arrays of the matrices and of the
+        solution's (int64, one a matrix), then the thread's cuBLAS
+        handle (its workspace at the first, blas_workspaces).  Complex
+        matrices, and a batched solve over more than 512 columns
+        (MAGMA's), are not measured: assumption linalg:workspace."""
+        es = A.element_size()
+        if A.is_complex():
+            self.rec.assume("linalg:workspace")
+            es = 0
+
+        def solver(matrices, nbytes):
+            info = torch.zeros((1,), dtype=torch.int32, device=A.device)
+            for _ in range(matrices if nbytes else 0):
+                key = object()
+                self.rec.alloc(nbytes, "temporary",
+                               "cusolver workspace", key=key)
+                self.rec.free(key)
+            del info
+
+        def trsm(cols):
+            if scount <= 8 and cols >= 64:
+                ptrs = []
+            elif cols > 512:
+                self.rec.assume("linalg:workspace")
+                ptrs = []
+            else:
+                ptrs = [torch.empty((scount,), dtype=torch.long,
+                                    device=A.device) for _ in range(2)]
+            self.rec.blas_workspaces("triangular_solve", (A,))
+            del ptrs
+
+        solver(count, es and kernels.geqrf_workspace_bytes(min(m, n), es))
+        orm = es and kernels.ormqr_workspace_bytes(max(m, n), min(m, n),
+                                                   nrhs, es)
+        if m >= n:
+            solver(scount, orm)
+            trsm(n)
+        else:
+            trsm(m)
+            solver(scount, orm)
 
     def _nested_mask(self, mode, func, name, args, kwargs):
         # nn.TransformerEncoder's sparsity fast path (eval, a key
