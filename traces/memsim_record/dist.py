@@ -312,6 +312,7 @@ def install_single(torch, opt, rec):
 
     def init_process_group(*a, **k):
         if not done:
+            env_rendezvous_check(orig, a, k)
             done.append(True)
             dist.init_process_group = orig
             install(torch, opt, rec, env=False)
@@ -320,6 +321,43 @@ def install_single(torch, opt, rec):
     import functools
     dist.init_process_group = functools.wraps(orig)(init_process_group)
     patch_spawn(torch, opt, rec)
+
+
+def env_rendezvous_check(orig, a, k):
+    """Raise what init_process_group's env:// rendezvous raises when the
+    launcher's environment is missing (torch/distributed/rendezvous.py,
+    _env_rendezvous_handler: RANK unless rank is given, WORLD_SIZE unless
+    world_size is, then MASTER_ADDR and MASTER_PORT, each non-empty).
+    env:// is the method when neither init_method nor store is given
+    (distributed_c10d.init_process_group).  A script run as `python3
+    train.py` that tries a process group and goes on without one when
+    that fails (RT-DETR's dist_utils.setup_distributed) must take the
+    same path here as on the GPU, not get the fake group."""
+    import inspect
+    import os
+    from urllib.parse import urlparse, parse_qs
+    try:
+        b = inspect.signature(orig).bind(*a, **k)
+    except TypeError:
+        return      # the real call reports it
+    args = b.arguments
+    if args.get("store") is not None or args.get("backend") == "fake":
+        return
+    url = args.get("init_method") or "env://"
+    if not isinstance(url, str) or urlparse(url).scheme != "env":
+        return
+    query = parse_qs(urlparse(url).query)
+    need = []
+    if "rank" not in query and args.get("rank", -1) == -1:
+        need.append("RANK")
+    if "world_size" not in query and args.get("world_size", -1) == -1:
+        need.append("WORLD_SIZE")
+    for var in need + ["MASTER_ADDR", "MASTER_PORT"]:
+        if not os.environ.get(var):
+            raise ValueError(
+                "Error initializing torch.distributed using env:// "
+                "rendezvous: environment variable %s expected, but not set"
+                % var)
 
 
 class _Spawned:
