@@ -666,6 +666,9 @@ class Files:
         shutil.rmtree = rmtree
         o["rmdir"] = os.rmdir
         os.rmdir = files.rmdir
+        # imports of modules the script wrote (_WrittenFinder)
+        self.finder = _WrittenFinder(self)
+        sys.meta_path.insert(0, self.finder)
 
     def rmtree(self, path, ignore_errors=False, onerror=None, *a, **k):
         """shutil.rmtree of PATH (Hugging Face Trainer's checkpoint
@@ -731,6 +734,8 @@ class Files:
             setattr(os, n, f)
         if hasattr(self, "orig_rmtree"):
             shutil.rmtree = self.orig_rmtree
+        if getattr(self, "finder", None) in sys.meta_path:
+            sys.meta_path.remove(self.finder)
 
     def remove(self):
         """At the recording's end: the scratch folder removed, and the
@@ -747,6 +752,89 @@ class Files:
                         pass      # what native code wrote there stays
             getattr(self, "orig_rmtree", shutil.rmtree)(
                 self.dir, ignore_errors=True)
+
+
+class _WrittenFinder:
+    """A module the script wrote during the recording and then imports
+    (YOLOv6's Config.fromfile: shutil.copyfile of the config file to
+    _tempconfig.py in a tempfile.TemporaryDirectory put on sys.path,
+    then importlib.import_module; a package written into a folder it
+    made): its file is a scratch copy (Files), and Python's own path
+    finder lists and reads folders natively, where the file is not.  On
+    sys.meta_path before it, this finder walks the same folders in the
+    same order (sys.path, or the package's __path__) and, in the first
+    that has the module, leaves a file on the disk to the path finder and
+    imports a written one (NAME/__init__.py, then NAME.py, as the path
+    finder prefers a package) from its scratch copy, under the path the
+    script gave it (__file__).  No bytecode is written for it."""
+
+    def __init__(self, files):
+        self.files = files
+
+    def find_spec(self, fullname, path=None, target=None):
+        files = self.files
+        if not files.map:
+            return None
+        import importlib.machinery as mach
+        import importlib.util
+        name = fullname.rpartition(".")[2]
+        ends = (os.sep + name + ".py",
+                os.sep + os.path.join(name, "__init__.py"))
+        if not any(f.endswith(ends) for f in files.map):
+            return None          # none written: no folder walked
+        for entry in (sys.path if path is None else path):
+            if not isinstance(entry, str):
+                continue
+            try:
+                d = _abs(entry or ".")
+            except (TypeError, ValueError):
+                continue
+            base = os.path.join(d, name)
+            for f, pkg in ((os.path.join(base, "__init__.py"), True),
+                           (base + ".py", False)):
+                m = files.map.get(f)
+                if m is not None and os.path.isfile(m):
+                    loader = _WrittenLoader(fullname, f, m)
+                    return importlib.util.spec_from_file_location(
+                        fullname, f, loader=loader,
+                        submodule_search_locations=[base] if pkg else None)
+            if os.path.isdir(base) or any(
+                    os.path.exists(base + suf)
+                    for suf in mach.all_suffixes()):
+                return None      # on the disk: the path finder's
+        return None
+
+
+def _written_loader_class():
+    import importlib.machinery as mach
+
+    class _WrittenLoader(mach.SourceFileLoader):
+        """SourceFileLoader of FILE whose source is its scratch copy."""
+
+        def __init__(self, fullname, path, copy):
+            super().__init__(fullname, path)
+            self.copy = copy
+
+        def get_data(self, path):
+            if path == self.path:
+                path = self.copy
+            with io.FileIO(path, "r") as f:
+                return f.read()
+
+        def path_stats(self, path):
+            st = os.stat(self.copy if path == self.path else path)
+            return {"mtime": st.st_mtime, "size": st.st_size}
+
+        def set_data(self, path, data, *, _mode=0o666):
+            pass         # no bytecode written beside a script's file
+
+        def _cache_bytecode(self, source_path, bytecode_path, data):
+            pass
+
+    return _WrittenLoader
+
+
+_WrittenLoader = _written_loader_class()
 
 
 class _Scandir:
