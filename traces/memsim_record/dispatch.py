@@ -766,8 +766,13 @@ class Dispatch:
     def _gels_looped(self, A, m, n, nrhs, count, scount):
         """linalg_lstsq_gels' cuSOLVER and cuBLAS calls on the looped
         path (BatchLinearAlgebra.cpp), between tau (and A^H's clone) and
-        their frees: geqrf_kernel's geqrf_cusolver over A's COUNT
-        matrices (n columns; A^H's m for m < n), then for m >= n
+        their frees: geqrf_kernel over A's COUNT matrices (n columns;
+        A^H's m for m < n): geqrf_cusolver, or for at most 256 rows and
+        at least max(2, rows / 16) matrices (A^H's, m < n: lstsq_kernel
+        took this path for m >= n because they were not)
+        geqrf_batched_cublas, get_device_pointers' arrays of the
+        matrices and of tau's columns, then the cuBLAS handle; then for
+        m >= n
         ormqr_kernel over the solution's SCOUNT (Q^H b, m rows) and
         triangular_solve_kernel, for m < n the triangular solve first
         and ormqr after (Q z, n rows).  geqrf and ormqr each make their
@@ -795,19 +800,30 @@ class Dispatch:
                 self.rec.free(key)
             del info
 
+        def cublas(matrices):
+            # get_device_pointers' two arrays, the handle, freed last
+            # made first on return
+            ptrs = [torch.empty((matrices,), dtype=torch.long,
+                                device=A.device) for _ in range(2)]
+            self.rec.blas_workspaces("triangular_solve", (A,))
+            ptrs.pop()
+            ptrs.pop()
+
         def trsm(cols):
             if scount <= 8 and cols >= 64:
-                ptrs = []
+                self.rec.blas_workspaces("triangular_solve", (A,))
             elif cols > 512:
                 self.rec.assume("linalg:workspace")
-                ptrs = []
+                self.rec.blas_workspaces("triangular_solve", (A,))
             else:
-                ptrs = [torch.empty((scount,), dtype=torch.long,
-                                    device=A.device) for _ in range(2)]
-            self.rec.blas_workspaces("triangular_solve", (A,))
-            del ptrs
+                cublas(scount)
 
-        solver(count, es and kernels.geqrf_workspace_bytes(min(m, n), es))
+        rows = max(m, n)
+        if rows <= 256 and count >= max(2, rows // 16):
+            cublas(count)
+        else:
+            solver(count, es and kernels.geqrf_workspace_bytes(min(m, n),
+                                                               es))
         orm = es and kernels.ormqr_workspace_bytes(max(m, n), min(m, n),
                                                    nrhs, es)
         if m >= n:
