@@ -10,7 +10,8 @@
 # without full_matrices; stand-ins for U (m x k) and V (n x k) without
 # compute_uv; for driver="gesvd" the clone of A^H (m < n), rwork
 # (min(m, n)) and Vh_workspace; then _linalg_check_errors's
-# infos.any(), one bool.  cuSOLVER's workspaces (gesvdj, gesvd): one
+# infos.any(), one bool (two for a single matrix, as the H100 makes
+# them).  cuSOLVER's workspaces (gesvdj, gesvd): one
 # assumption linalg:workspace a call (none for gesvdjBatched).  Needs
 # Python 3 and PyTorch; skips (77) without them.
 set -u
@@ -45,20 +46,21 @@ grep -q "^b (3, 20, 10) (200, 1, 20) (3, 10, 10) (100, 10, 1)$" "$tmp/out" ||
 	fail "b: $(cat "$tmp/out")"
 grep -q "^c (0,) (40,) (0,)$" "$tmp/out" || fail "c: $(cat "$tmp/out")"
 got=$(awk -F, '$3 == "alloc" { printf "%s%s", s, $5; s = " " } END { print "" }' "$tmp/a.csv")
-# A; U, Vh, S; info, A's clone, any.  B; U, Vh, S; infos 3, the clone,
+# A; U, Vh, S; info, A's clone, two bools (one matrix: the H100's
+# traces).  B; U, Vh, S; infos 3, the clone,
 # U_ 3 x 20 x 20, any; full_matrices: U 3 x 20 x 20, Vh, S, infos, the
 # clone, any.  C without compute_uv: S, info, the clone, U's and V's
-# stand-ins 64 x 40 and 40 x 40, any.  D by gesvd: U, Vh, S, info, the
-# clone of D^H, rwork 30, Vh_workspace 30 x 30, any.
-want="704512 262144 704512 1024 4 704512 1"
+# stand-ins 64 x 40 and 40 x 40, two bools.  D by gesvd: U, Vh, S,
+# info, the clone of D^H, rwork 30, Vh_workspace 30 x 30, two bools.
+want="704512 262144 704512 1024 4 704512 1 1"
 want="$want 2400 2400 1200 120 12 2400 4800 1 4800 1200 120 12 2400 1"
-want="$want 10240 160 4 10240 10240 6400 1"
-want="$want 6000 3600 6000 120 4 6000 120 3600 1"
+want="$want 10240 160 4 10240 10240 6400 1 1"
+want="$want 6000 3600 6000 120 4 6000 120 3600 1 1"
 [ "$got" = "$want" ] || fail "allocations: $got"
 # each call's temporaries freed before it returns: A's clone after the
 # workspace's scope, info last
-frees=$(awk -F, '$3 == "free_completed" { printf "%s%s", s, $5; s = " " } END { print "" }' "$tmp/a.csv" | cut -d' ' -f1-3)
-[ "$frees" = "704512 1 4" ] || fail "frees: $frees"
+frees=$(awk -F, '$3 == "free_completed" { printf "%s%s", s, $5; s = " " } END { print "" }' "$tmp/a.csv" | cut -d' ' -f1-4)
+[ "$frees" = "704512 1 1 4" ] || fail "frees: $frees"
 grep -c ',assumption,linalg:workspace a.py:[0-9]* =not recorded$' "$tmp/a.csv" | grep -q '^3$' ||
 	fail "assumptions: $(grep ',assumption,' "$tmp/a.csv")"
 finish recorder_svd.sh
