@@ -734,12 +734,7 @@ class Dispatch:
                 res = empty((0,), real)
             del work
             if not host:
-                # _linalg_check_errors: infos.any(), read on the host:
-                # one bool, two for a single matrix's info (the H100's
-                # traces, validate/device/lstsq_probe.py)
-                bools = [torch.empty((), dtype=torch.bool, device=A.device)
-                         for _ in range(2 if infos.numel() <= 1 else 1)]
-                bools.clear()
+                self.temps(name, _check_errors(infos.numel()))
             del infos
             out = sol.narrow(-2, 0, n)
             if vector:
@@ -772,8 +767,7 @@ class Dispatch:
         took this path for m >= n because they were not)
         geqrf_batched_cublas, get_device_pointers' arrays of the
         matrices and of tau's columns, then the cuBLAS handle; then for
-        m >= n
-        ormqr_kernel over the solution's SCOUNT (Q^H b, m rows) and
+        m >= n ormqr_kernel over the solution's SCOUNT (Q^H b, m rows) and
         triangular_solve_kernel, for m < n the triangular solve first
         and ormqr after (Q z, n rows).  geqrf and ormqr each make their
         infos (at::zeros, one int) and allocate their workspace for
@@ -810,10 +804,9 @@ class Dispatch:
             ptrs.pop()
 
         def trsm(cols):
-            if scount <= 8 and cols >= 64:
-                self.rec.blas_workspaces("triangular_solve", (A,))
-            elif cols > 512:
-                self.rec.assume("linalg:workspace")
+            if scount <= 8 and cols >= 64 or cols > 512:
+                if scount > 8:
+                    self.rec.assume("linalg:workspace")     # (MAGMA's)
                 self.rec.blas_workspaces("triangular_solve", (A,))
             else:
                 cublas(scount)
@@ -2672,9 +2665,9 @@ class Dispatch:
         # - gesvda: the clone of A or A^H; without compute_uv U and V
         #   stand-ins (m x n and n x n batched); its workspace (not
         #   recorded).
-        # Then _linalg_check_errors: infos.any() (one bool; two for a
-        # single matrix), read on the host, freed, then info.  The libraries' workspaces: one
-        # assumption linalg:workspace a call.
+        # Then _linalg_check_errors' bools (_check_errors), then info.
+        # The libraries' workspaces: one assumption linalg:workspace a
+        # call.
         a = dict(zip(("A", "full_matrices", "compute_uv", "driver"), args),
                  **(kwargs or {}))
         A = a.get("A")
@@ -2718,12 +2711,7 @@ class Dispatch:
             self.rec.assume("linalg:workspace")
         ev += [("alloc", t, b) for t, b in held]
         ev += [("free", t) for t, _ in reversed(held)]
-        # (_linalg_check_errors: two bools for a single matrix's info,
-        # as the H100 made them in every unbatched svd and lstsq it
-        # traced; tests/recorder_lstsq_workspace.sh has lstsq's)
-        checks = ["any", "any2"] if count <= 1 else ["any"]
-        ev += [("free", "A")] + [("alloc", c, 1) for c in checks] + \
-            [("free", c) for c in reversed(checks)] + [("free", "info")]
+        ev += [("free", "A")] + _check_errors(count) + [("free", "info")]
         return ev
 
     def _ev_copy(self, name, args, phase, out, kwargs):
@@ -3210,6 +3198,16 @@ def _product_contiguous(a, b, dtype):
         ma = torch.empty_strided(ca[0], ca[1], dtype=dtype, device=_META)
         mb = torch.empty_strided(cb[0], cb[1], dtype=dtype, device=_META)
         return (ma * mb).is_contiguous()
+
+
+def _check_errors(matrices):
+    """_linalg_check_errors' requests: infos.any(), read on the host,
+    one bool, two for a single matrix's info (the H100 made two in every
+    unbatched lstsq and svd it traced: tests/recorder_lstsq_workspace.sh,
+    tests/recorder_svd.sh), freed in reverse."""
+    checks = ["any", "any2"] if matrices <= 1 else ["any"]
+    return [("alloc", c, 1) for c in checks] + \
+        [("free", c) for c in reversed(checks)]
 
 
 def _cuda_tensor(t):
