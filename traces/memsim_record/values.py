@@ -3573,7 +3573,39 @@ def _softmax_bwd_h2f(torch, func, a2, k2, out):
     return func(g.float(), o.float(), d["dim"], torch.float32).to(dt)
 
 
+def _histc_int(torch, func, a2, k2, out):
+    """histc of an integer tensor on the CPU, as CUDA's _histc_cuda
+    computes it (aten/src/ATen/native/cuda/SummaryOps.cu): the CUDA build
+    dispatches every type (AT_DISPATCH_ALL_TYPES; the output of the
+    input's type), the CPU's histogram_histc floating types only
+    ("histogram_cpu" not implemented for 'Int').  min and max are made
+    the input's type; min == max takes the data's own; equal still, one
+    below and one above; an element in [min, max] goes to bin
+    (x - min) * bins / (max - min) in integer arithmetic (getBin), bins
+    itself made the last.  Transformers' MoE experts (the grouped_mm
+    path, integrations/moe.py) count tokens per expert so, from int32
+    expert ids on CUDA: their offsets were values:unknown."""
+    d = _named(func, a2, k2)
+    x = d["self"]
+    if x.is_floating_point() or x.is_complex() or x.dtype == torch.bool:
+        return func(*a2, **k2)
+    nb = int(d.get("bins", 100))
+    lo, hi = int(d.get("min", 0)), int(d.get("max", 0))
+    v = x.reshape(-1).long()
+    if lo == hi and v.numel():
+        lo, hi = int(v.min()), int(v.max())
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if not lo < hi:
+        raise RuntimeError("max must be larger than min")
+    v = v[(v >= lo) & (v <= hi)]
+    b = torch.div((v - lo) * nb, hi - lo, rounding_mode="floor")
+    b = torch.where(b == nb, b - 1, b)
+    return torch.bincount(b, minlength=nb).to(x.dtype)
+
+
 FALLBACK = {
+    "histc": _histc_int,
     "_softmax": _softmax_h2f,
     "_log_softmax": _softmax_h2f,
     "_softmax_backward_data": _softmax_bwd_h2f,
