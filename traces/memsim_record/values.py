@@ -58,6 +58,7 @@ import functools
 import itertools
 import math
 import os
+import re
 import sys
 import weakref
 
@@ -2797,12 +2798,57 @@ class Values:
         except _Skip:
             return None
         except Exception as e:
-            if self.cpu and name not in self.no_kernel:
-                self.no_kernel.add(name)
-                assume(self.rec, "values:unknown", name, site="%s (%s)" % (
-                    where(), str(e).split("\n")[0][:60]))
-            return None
+            real = None
+            if not targets and LOW_PRECISION.search(str(e)):
+                try:
+                    with self.unset():
+                        real = self._run_upcast(func, name, a2, k2, out)
+                except _Skip:
+                    return None
+                except Exception:
+                    real = None
+            if real is None:
+                if self.cpu and name not in self.no_kernel:
+                    self.no_kernel.add(name)
+                    assume(self.rec, "values:unknown", name,
+                           site="%s (%s)" % (
+                               where(), str(e).split("\n")[0][:60]))
+                return None
         return real
+
+    def _run_upcast(self, func, name, a2, k2, out):
+        """FUNC where the CPU has no kernel for its half or bfloat16
+        inputs (AT_DISPATCH without them: avg_pool3d and its backward,
+        which CUDA's kernels dispatch for both, nnU-Net's ResEnc UNet
+        under bf16 autocast): the same op on the inputs made float32, its
+        outputs made the GPU's dtypes again.  CUDA's kernels of these
+        types compute in float (at::opmath_type, acc_type) and round the
+        result once, as this does.  Functional ops only (no target: an op
+        that writes its input would write the float copy)."""
+        torch = self.torch
+        low = (torch.float16, torch.bfloat16)
+
+        def up(a):
+            if isinstance(a, torch.Tensor) and a.dtype in low:
+                return a.float()
+            if isinstance(a, (list, tuple)):
+                return type(a)(up(x) for x in a)
+            return a
+
+        r = self._run(func, name, [up(a) for a in a2],
+                      {k: up(v) for k, v in k2.items()}, out)
+
+        def down(x, o):
+            if isinstance(x, torch.Tensor) and isinstance(o, torch.Tensor) \
+                    and x.dtype != o.dtype:
+                return x.to(o.dtype)
+            return x
+
+        if isinstance(r, (list, tuple)):
+            outs = out if isinstance(out, (list, tuple)) else (out,)
+            return type(r)(down(x, o) for x, o in zip(r, outs))
+        o = out[0] if isinstance(out, (list, tuple)) and out else out
+        return down(r, o)
 
     def _run(self, func, name, a2, k2, out):
         """FUNC on the CPU (random and empty tensors only under --values
@@ -3620,6 +3666,12 @@ FALLBACK = {
     "_scaled_dot_product_flash_attention_backward": _sdpa_bwd,
     "_scaled_dot_product_efficient_attention_backward": _sdpa_bwd,
 }
+
+
+# The CPU's error for a kernel without half or bfloat16 (AT_DISPATCH's
+# "NAME" not implemented for 'Half'): Values._run_upcast computes it in
+# float.
+LOW_PRECISION = re.compile(r"not implemented for '(Half|BFloat16)'")
 
 
 # Ops whose output is a host bool computed from GPU data (host_bool).
