@@ -480,10 +480,20 @@ class Dispatch:
                                         dtype=lp.dtype, device=dev)
                 nll = torch.empty(n, dtype=lp.dtype, device=dev)
                 del offsets, il_t, tl_t
-                return nll, log_alpha
+                out = nll, log_alpha
+        if not backward:
+            # their values (--values cpu): the CPU kernel's on the
+            # inputs' (LossCTC.cpp's ctc_loss_cpu_template computes the
+            # losses and log_alpha of LossCTC.cu's, in the same layout)
+            self.kn.after(func, name, args, kwargs, out)
+            return out
+        with torch.no_grad(), mode:
             log_alpha, nll = a["log_alpha"], a["neg_log_likelihood"]
             log_beta = torch.empty_like(log_alpha)
-            grad = torch.full_like(lp, float("-inf"))
+            # (full_like(log_probs, -inf) on the GPU, then filled by the
+            # kernels: its block, not its constant, which the known
+            # values would keep as the gradient's)
+            grad = torch.empty_like(lp)
             t, c = lp.shape[0], lp.shape[2]
             if 2 * t + (24 * n) // 10 + (2 * c) // 10 > 450:
                 shape = (n, log_alpha.shape[1], smax + 1)
@@ -506,7 +516,10 @@ class Dispatch:
                         grad)
                     del inf
             del log_beta, offsets, il_t, tl_t
-            return grad
+        # its values: ctc_loss_backward_cpu_template's gradient, as
+        # ctc_loss_backward_gpu_template's (zero_infinity's zeros too)
+        self.kn.after(func, name, args, kwargs, grad)
+        return grad
 
     def _ctc_loss(self, mode, func, name, args, kwargs):
         ovl = func._overloadname
