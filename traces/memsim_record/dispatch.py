@@ -479,47 +479,44 @@ class Dispatch:
                 log_alpha = torch.empty(n, lp.shape[0], 2 * smax + 1,
                                         dtype=lp.dtype, device=dev)
                 nll = torch.empty(n, dtype=lp.dtype, device=dev)
-                del offsets, il_t, tl_t
                 out = nll, log_alpha
-        if not backward:
-            # their values (--values cpu): the CPU kernel's on the
-            # inputs' (LossCTC.cpp's ctc_loss_cpu_template computes the
-            # losses and log_alpha of LossCTC.cu's, in the same layout)
-            self.kn.after(func, name, args, kwargs, out)
-            return out
-        with torch.no_grad(), mode:
-            log_alpha, nll = a["log_alpha"], a["neg_log_likelihood"]
-            log_beta = torch.empty_like(log_alpha)
-            # (full_like(log_probs, -inf) on the GPU, then filled by the
-            # kernels: its block, not its constant, which the known
-            # values would keep as the gradient's)
-            grad = torch.empty_like(lp)
-            t, c = lp.shape[0], lp.shape[2]
-            if 2 * t + (24 * n) // 10 + (2 * c) // 10 > 450:
-                shape = (n, log_alpha.shape[1], smax + 1)
-                la = log_alpha.as_strided(shape, (
-                    log_alpha.stride(0), log_alpha.stride(1),
-                    log_alpha.stride(2) * 2))
-                lb = log_beta.as_strided(shape, (
-                    log_beta.stride(0), log_beta.stride(1),
-                    log_beta.stride(2) * 2))
-                s = la + lb
-                blank = torch.logsumexp(s, 2, True)
-                del s
-                grad.narrow(2, a["blank"], 1).sub_(
-                    blank.permute(1, 0, 2).exp_())
-                del blank
-                if a.get("zero_infinity"):
-                    inf = nll.view(1, n, 1) == float("inf")
-                    grad = torch.where(
-                        inf, torch.zeros((), dtype=grad.dtype, device=dev),
-                        grad)
-                    del inf
-            del log_beta, offsets, il_t, tl_t
-        # its values: ctc_loss_backward_cpu_template's gradient, as
-        # ctc_loss_backward_gpu_template's (zero_infinity's zeros too)
-        self.kn.after(func, name, args, kwargs, grad)
-        return grad
+            else:
+                log_alpha, nll = a["log_alpha"], a["neg_log_likelihood"]
+                log_beta = torch.empty_like(log_alpha)
+                # (full_like(log_probs, -inf) on the GPU, then filled by
+                # the kernels: its block, not its constant, which the
+                # known values would keep as the gradient's)
+                grad = torch.empty_like(lp)
+                t, c = lp.shape[0], lp.shape[2]
+                if 2 * t + (24 * n) // 10 + (2 * c) // 10 > 450:
+                    shape = (n, log_alpha.shape[1], smax + 1)
+                    la = log_alpha.as_strided(shape, (
+                        log_alpha.stride(0), log_alpha.stride(1),
+                        log_alpha.stride(2) * 2))
+                    lb = log_beta.as_strided(shape, (
+                        log_beta.stride(0), log_beta.stride(1),
+                        log_beta.stride(2) * 2))
+                    s = la + lb
+                    blank = torch.logsumexp(s, 2, True)
+                    del s
+                    grad.narrow(2, a["blank"], 1).sub_(
+                        blank.permute(1, 0, 2).exp_())
+                    del blank
+                    if a.get("zero_infinity"):
+                        inf = nll.view(1, n, 1) == float("inf")
+                        grad = torch.where(
+                            inf, torch.zeros((), dtype=grad.dtype,
+                                             device=dev), grad)
+                        del inf
+                del log_beta
+                out = grad
+            del offsets, il_t, tl_t
+        # their values (--values cpu): the CPU kernels' on the inputs'
+        # (ctc_loss_cpu_template and ctc_loss_backward_cpu_template
+        # compute LossCTC.cu's losses, log_alpha and gradient in the same
+        # layout, zero_infinity's zeros too)
+        self.kn.after(func, name, args, kwargs, out)
+        return out
 
     def _ctc_loss(self, mode, func, name, args, kwargs):
         ovl = func._overloadname
