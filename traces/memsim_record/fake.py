@@ -2235,6 +2235,17 @@ def _patch_legacy_types(torch):
     orig_type = torch.Tensor.type
 
     def type_(self, dtype=None, non_blocking=False, **kwargs):
+        if isinstance(dtype, torch.dtype):
+            # PyTorch's Tensor.type with a dtype (THPVariable_type):
+            # dispatch_to(self, dtype, non_blocking, copy=False,
+            # memory_format), Tensor.to's conversion (self when the dtype
+            # is already right).  Said as Tensor.to, not as the method
+            # descriptor orig_type, which Dynamo cannot trace: under
+            # torch.compile(fullgraph=True) transformers' DeepSeek-V2
+            # gate (hidden_states.type(torch.float32)) stopped there.
+            mf = kwargs.get("memory_format", torch.preserve_format)
+            return self.to(dtype=dtype, non_blocking=non_blocking,
+                           memory_format=mf)
         to = target(dtype) if dtype is not None else None
         if to is None or (to[0] == "cpu" and self.device.type == "cpu"):
             return orig_type(self, dtype, non_blocking, **kwargs)
