@@ -2918,6 +2918,48 @@ class Dispatch:
             any(isinstance(a, torch.Tensor) for a in args[1:3]),
             False)
 
+    def _ev_batch_norm(self, name, args, phase, out, kwargs):
+        """A training-mode native_batch_norm's staging buffers
+        (kernels.batch_norm_forward) where the GPU takes batch_norm_cuda
+        and its channels-last statistics: not cuDNN
+        (_select_batch_norm_backend: cuDNN for an input of 3 or more
+        dimensions, not bfloat16, half only with float parameters, an
+        affine weight and bias, running statistics or none in training,
+        at most 880801 rows, cudnn enabled, fewer than 2**31 - 1
+        elements), and batch_norm_choose_impl's ChannelsLast (32-bit
+        indexing; contiguous with stride 1 along C, or channels_last)."""
+        a = list(args) + [None] * (8 - len(args))
+        names = ("input", "weight", "bias", "running_mean", "running_var",
+                 "training", "momentum", "eps")
+        for i, k in enumerate(names):
+            if kwargs and k in kwargs:
+                a[i] = kwargs[k]
+        x, w, b, rm, rv, train, eps = a[0], a[1], a[2], a[3], a[4], \
+            a[5], a[7]
+        if not isinstance(x, torch.Tensor) or x.device.type != "cuda" \
+                or x.dim() < 2 or not train:
+            return []
+        tw, tb = isinstance(w, torch.Tensor), isinstance(b, torch.Tensor)
+        stats = isinstance(rm, torch.Tensor) and \
+            isinstance(rv, torch.Tensor)
+        n = kernels.symsize(x.numel())
+        cudnn = x.dtype != torch.bfloat16 and tw and tb and \
+            w.dtype != torch.bfloat16 and \
+            (x.dtype != torch.float16 or w.dtype == torch.float32) and \
+            (stats or (rm is None and rv is None)) and x.dim() >= 3 and \
+            x.shape[0] <= 880801 and torch.backends.cudnn.enabled and \
+            (eps is None or eps >= 0.0) and n < 2 ** 31 - 1
+        if cudnn or n >= 2 ** 31:
+            return []
+        cl = (x.is_contiguous() and x.stride(1) == 1) or \
+            (x.dim() == 4 and x.is_contiguous(
+                memory_format=torch.channels_last))
+        if not cl:
+            return []
+        c = kernels.symsize(x.shape[1])
+        acc = 8 if x.dtype == torch.float64 else 4
+        return kernels.batch_norm_forward(c, n // max(c, 1), acc)
+
     def _ev_attention(self, name, args, phase, out, kwargs):
         kind = SDPA_KERNELS[name]
         q = args[1] if kind[1] else args[0]
@@ -3589,6 +3631,7 @@ _EVENTS = {
     "huber_loss": Dispatch._ev_loss,
     "native_group_norm": Dispatch._ev_group_norm,
     "native_group_norm_backward": Dispatch._ev_group_norm,
+    "native_batch_norm": Dispatch._ev_batch_norm,
 }
 _EVENTS.update((n, Dispatch._ev_attention) for n in SDPA_KERNELS)
 _EVENTS.update((n, Dispatch._ev_attention_kernel) for n in

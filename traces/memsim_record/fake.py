@@ -1982,6 +1982,8 @@ KERNEL_SITES = {
     "_scaled_dot_product_flash_attention_backward":
         "_flash_attention_backward temporaries",
     "native_group_norm": "GroupNormKernelImplInternal a and b",
+    "native_batch_norm":
+        "batch_norm_stats_channels_last_cuda_template staging",
     "mse_loss": "mse_loss_out elementwise loss",
     "smooth_l1_loss": "smooth_l1_loss_out elementwise loss",
     "huber_loss": "huber_loss_out elementwise loss",

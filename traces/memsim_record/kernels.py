@@ -1309,6 +1309,40 @@ def foreach_reduce(op, numels, acc_size, out_size, global_norm=False):
     return before, tail, after
 
 
+def _bn_launch(c, reduction):
+    """flexible_launch_configs (aten/src/ATen/native/cuda/
+    Normalization.cuh) with its cooperative flag, for C channels (the
+    stride) and REDUCTION rows: (grid.x, grid.y), grid.y 1 where the
+    reduction spans fewer than 8 row blocks (no grid reduction).
+    MAX_BLOCK_SIZE 512, OPTIMAL_TILE_W 32, ELEMENTS_PER_THREAD 16,
+    MAX_H_BLOCK 128."""
+    bx = min(_last_pow2(c), 32)
+    by = min(_last_pow2(_div_up(reduction, 16)), 512 // bx)
+    if bx * by != 512:
+        bx = min(_last_pow2(c), 512 // by)
+    gx = _div_up(c, bx)
+    gy = min(_div_up(reduction, by * 16), 128)
+    return gx, (1 if gy < 8 else gy)
+
+
+def batch_norm_forward(c, reduction, acc_size):
+    """Events of a training-mode native_batch_norm on the GPU beyond its
+    outputs where batch_norm_cuda (not cuDNN) takes batch_norm_mean_var's
+    channels-last implementation (batch_norm_choose_impl: a contiguous
+    input with stride 1 along C, such as BatchNorm1d's (N, C), or a
+    channels_last one): batch_norm_stats_channels_last_cuda_template,
+    after output, save_mean and save_invstd, makes for a reduction of 8
+    or more row blocks staging_data (4 * C * grid.y statistics, ACC_SIZE
+    bytes each: save_mean's dtype) and semaphores (at::zeros of grid.x
+    ints), freed as it returns (semaphores first, its later local)."""
+    gx, gy = _bn_launch(c, reduction)
+    if gy <= 1:
+        return []
+    return [("alloc", "staging_data", 4 * c * gy * acc_size),
+            ("alloc", "semaphores", gx * 4),
+            ("free", "semaphores"), ("free", "staging_data")]
+
+
 def batch_norm_backward(c, reduction, acc_size, w_size, mask, weight,
                         train, cl_reduce):
     """Events of native_batch_norm_backward on the GPU
