@@ -139,6 +139,25 @@ def blas_workspaces(rec, ws_bytes, name, args):
                       ("workspace",) + thr)
 
 
+def _bn_cudnn(x, w, has_bias, rm, rv, eps):
+    """Whether a training-mode batch norm of input X on the GPU takes cuDNN
+    (_select_batch_norm_backend, aten/src/ATen/native/Normalization.cpp):
+    an input of 3 or more dimensions, neither it nor the weight bfloat16,
+    half only with float parameters, an affine weight and bias, running
+    statistics (or none, in training), at most 880801 rows, cudnn enabled,
+    eps at least CUDNN_BN_MIN_EPSILON (0 in cuDNN 8 and 9), fewer than
+    2**31 - 1 elements.  Otherwise batch_norm_cuda (native)."""
+    if not isinstance(w, torch.Tensor) or not has_bias:
+        return False
+    stats = isinstance(rm, torch.Tensor) and isinstance(rv, torch.Tensor)
+    return x.dtype != torch.bfloat16 and w.dtype != torch.bfloat16 and \
+        (x.dtype != torch.float16 or w.dtype == torch.float32) and \
+        (stats or (rm is None and rv is None)) and x.dim() >= 3 and \
+        x.shape[0] <= 880801 and torch.backends.cudnn.enabled and \
+        (eps is None or eps >= 0.0) and \
+        kernels.symsize(x.numel()) < 2 ** 31 - 1
+
+
 class Dispatch:
     """One recording's dispatch: REC the trace, OPT the recorder's
     options, KN what is known of values (known.Known), WATCH the progress
@@ -2112,6 +2131,12 @@ class Dispatch:
             def i32(t):
                 # canUse32BitIndexMath (dense tensors)
                 return t.numel() < 2 ** 31
+            if train and _bn_cudnn(x, w, isinstance(w, torch.Tensor),
+                                   args[3], args[4], args[8]):
+                # the forward was cuDNN's (cudnn_batch_norm, whose
+                # backward is cudnn_batch_norm_backward: its outputs and
+                # cuDNN's own workspace, none of these)
+                return None
             red = train or mask[1] or mask[2]
             if red and mask[0] and not cl(x) and i32(x) and i32(g):
                 return None
@@ -2939,17 +2964,9 @@ class Dispatch:
         if not isinstance(x, torch.Tensor) or x.device.type != "cuda" \
                 or x.dim() < 2 or not train:
             return []
-        tw, tb = isinstance(w, torch.Tensor), isinstance(b, torch.Tensor)
-        stats = isinstance(rm, torch.Tensor) and \
-            isinstance(rv, torch.Tensor)
         n = kernels.symsize(x.numel())
-        cudnn = x.dtype != torch.bfloat16 and tw and tb and \
-            w.dtype != torch.bfloat16 and \
-            (x.dtype != torch.float16 or w.dtype == torch.float32) and \
-            (stats or (rm is None and rv is None)) and x.dim() >= 3 and \
-            x.shape[0] <= 880801 and torch.backends.cudnn.enabled and \
-            (eps is None or eps >= 0.0) and n < 2 ** 31 - 1
-        if cudnn or n >= 2 ** 31:
+        if _bn_cudnn(x, w, isinstance(b, torch.Tensor), rm, rv, eps) or \
+                n >= 2 ** 31:
             return []
         cl = (x.is_contiguous() and x.stride(1) == 1) or \
             (x.dim() == 4 and x.is_contiguous(
