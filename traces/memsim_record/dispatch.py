@@ -141,7 +141,7 @@ def blas_workspaces(rec, ws_bytes, name, args):
 
 def _bn_cudnn(x, w, has_bias, rm, rv, eps):
     """Whether a training-mode batch norm of input X on the GPU takes cuDNN
-    (_select_batch_norm_backend, aten/src/ATen/native/Normalization.cpp):
+    (_select_batch_norm_backend in Normalization.cpp):
     an input of 3 or more dimensions, neither it nor the weight bfloat16,
     half only with float parameters, an affine weight and bias, running
     statistics (or none, in training), at most 880801 rows, cudnn enabled,

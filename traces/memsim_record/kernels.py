@@ -1310,10 +1310,10 @@ def foreach_reduce(op, numels, acc_size, out_size, global_norm=False):
 
 
 def _bn_launch(c, reduction):
-    """flexible_launch_configs (aten/src/ATen/native/cuda/
-    Normalization.cuh) with its cooperative flag, for C channels (the
-    stride) and REDUCTION rows: (grid.x, grid.y), grid.y 1 where the
-    reduction spans fewer than 8 row blocks (no grid reduction).
+    """flexible_launch_configs (Normalization.cuh) with its cooperative
+    flag, for C channels (the stride) and REDUCTION rows: (grid.x,
+    grid.y), grid.y 1 where the reduction spans fewer than 8 row blocks
+    (no grid reduction).
     MAX_BLOCK_SIZE 512, OPTIMAL_TILE_W 32, ELEMENTS_PER_THREAD 16,
     MAX_H_BLOCK 128."""
     bx = min(_last_pow2(c), 32)
