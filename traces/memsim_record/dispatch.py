@@ -52,6 +52,19 @@ _PRIM_DEVICE = torch.ops.prim.device.default
 _ADD_TENSOR = _aten.add.Tensor
 _UNSAFE_VIEW = _aten._unsafe_view.default
 _VIEW = _aten.view.default
+# The draws whose fake kernels are torch._refs' decompositions (cauchy,
+# exponential, geometric, log_normal and their in-place forms): each
+# raises "generator is not supported in refs" when the program passes a
+# generator= (VAR's gumbel_softmax_with_rng).  The GPU's kernel
+# (Distributions.cpp's templates::*_impl_) fills self in place, whichever
+# generator it draws from: the fake call is made without it (kn.after
+# still gets it: --values cpu draws from the program's generator).
+_REF_DRAWS = frozenset(
+    getattr(getattr(_aten, _n), _o)
+    for _n in ("cauchy", "cauchy_", "exponential", "exponential_",
+               "geometric", "geometric_", "log_normal", "log_normal_")
+    if hasattr(_aten, _n)
+    for _o in getattr(_aten, _n).overloads())
 # The ops that take a Storage: FakeTensorMode's dispatch cache would keep
 # it in its key (_prep_args_for_hash), and with it the storage, which a
 # GPU frees once no tensor views it (cuDNN's flat weights flattened
@@ -386,6 +399,10 @@ class Dispatch:
                         isinstance(args[0], FakeTensor):
                     with ftm.disable_fake_tensor_cache(args[0].fake_mode):
                         out = func(*args, **kwargs)
+                elif func in _REF_DRAWS and \
+                        kwargs.get("generator") is not None:
+                    out = func(*args, **{k: v for k, v in kwargs.items()
+                                         if k != "generator"})
                 else:
                     out = func(*args, **kwargs)
             except ftm.UnsupportedOperatorException:
