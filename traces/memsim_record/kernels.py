@@ -312,6 +312,13 @@ def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
     four = phase == "forward" and itemsize == 2 and not transposed and \
         len(x_shape) == 4 and int(x_shape[1]) == 4 and \
         not all(int(v) == 4 for v in tuple(w_shape[2:]) + tuple(stride))
+    # a 7x7 stride-2 image stem over 1 or 3 channels (_stem_forward)
+    stem = phase == "forward" and not transposed and len(x_shape) == 4 \
+        and int(x_shape[1]) in (1, 3) and \
+        all(int(v) == 7 for v in w_shape[2:]) and \
+        all(int(v) == 2 for v in stride) and \
+        all(int(v) == 3 for v in padding) and \
+        all(int(v) == 1 for v in dilation)
     if transposed:
         x_shape, y_shape = y_shape, x_shape
         phase = {"forward": "data", "data": "forward"}.get(phase, phase)
@@ -396,6 +403,9 @@ def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
             # workspaces or none by shapes not separated yet)
             c = 8 if bf16 else 4
             size = x // 4 * c + w // 4 * c + y
+        elif stem:
+            size = _stem_forward(x_shape, w_shape, y_shape, x, w, y, itemsize,
+                                 bf16)
         elif phase == "forward" and int(x_shape[1]) < 8:
             size = 0
         elif one:
@@ -420,6 +430,60 @@ def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
     # (split-K's partial sums are 0 where the operands are: no size of
     # 0 made positive by them)
     return [("alloc", "ws", size + split), ("free", "ws")]
+
+
+def _stem_forward(x_shape, w_shape, y_shape, x, w, y, itemsize, bf16):
+    """The forward workspace, less conv's 16 bytes, of an NCHW 7x7
+    stride-2 convolution of padding 3 over C = 1 or 3 channels (the image
+    stem of torchvision's and timm's ResNets, DETR's and ACT's
+    backbones), X, W and Y the input, weight and output bytes (W and Y of
+    a half type with K padded to 8).  cuDNN's heuristics pick one of four
+    engines by shapes: none; x + w + y (the operands as they are); the
+    input and weight with their channels padded to 4 (fp32, fp16) or 8
+    (bf16), and the output, xp + wp + y; or xp + wp alone.  The choice,
+    by N, the output positions N*Ho*Wo, K and the type, as an H100's
+    stems gave it (validate/device/stem_probe.py, 2400 calls, seeds 45
+    and 46: N 1 to 128, H and W 64 to 512, K 32 to 768, fp32 and fp16 and
+    bf16 autocast; tests/data/record/conv_stem_h100.tsv): 1748 of the
+    1760 three-channel calls and 636 of the 640 one-channel ones; of the
+    earlier few-channel probe's stems (conv_few.tsv) 49 of 50.  fp16
+    over 1 channel takes w + y alone (the weight and output transposed)
+    from N = 2; bf16 over 1 channel none."""
+    c, n, k = int(x_shape[1]), symsize(x_shape[0]), int(w_shape[0])
+    h, wd = symsize(x_shape[2]), symsize(x_shape[3])
+    npq = symsize(_prod(y_shape[2:])) * n
+    xp = x // c * (8 if bf16 else 4)
+    wp = w // c * (8 if bf16 else 4)
+    if itemsize == 4:
+        if n > 96:
+            return x + w + y if k <= 112 else xp + wp
+        if k <= 56:
+            # K 32 over 3 channels: mid-sized stems of up to 4 images
+            return x + w + y if c == 3 and k <= 40 and n <= 4 and \
+                2048 < npq <= 36864 else 0
+        if k <= 80:
+            return x + w + y if n >= 4 or npq > 20000 else 0
+        if k <= 112:
+            return xp + wp + y if c == 3 and n <= 48 and npq > 34000 \
+                else 0
+        if n <= 3:
+            return x + w + y if npq > 23200 else 0
+        return xp + wp
+    if c == 1:
+        if bf16:
+            return 0
+        return w + y if n >= 2 or npq * k > 8699904 else 0
+    if bf16:
+        if npq > 40192 or h > 288 or (k <= 56 and npq * k > 1114112):
+            return xp + wp + y
+        return 0
+    if npq <= 40192:
+        if wd > 309 or (k <= 56 and npq * k > 608256):
+            return x + w + y
+        return 0
+    if k <= 40 or 56 < k <= 80:
+        return xp + wp + y
+    return x + w + y
 
 
 def geqrf_workspace_bytes(n, itemsize):

@@ -4,8 +4,10 @@ rule (traces/memsim_record/kernels.py) gives no forward workspace below
 8 input channels: NCHW, 1 and 3 input channels, square and 4:3 images,
 fp32 and fp16 and bf16 under autocast, padding 3, no bias.  The input
 does not require grad (the backward window is the weight gradient's).
-Per-call allocator trace windows (probewin).
+Per-call allocator trace windows (probewin).  STEM_SEED and STEM_CALLS
+(45 and 900 by default) draw another or a larger set of shapes.
   python3 stem_probe.py OUT.json [SECONDS]"""
+import os
 import random
 import time
 import torch
@@ -13,10 +15,11 @@ from probewin import begin, measure, save
 
 out, budget, t0 = begin(150.0)
 dev = "cuda"
-random.seed(45)
+random.seed(int(os.environ.get("STEM_SEED", "45")))
+ncalls = int(os.environ.get("STEM_CALLS", "900"))
 cfgs = []
 seen = set()
-while len(cfgs) < 900:
+while len(cfgs) < ncalls:
     n = random.choice([1, 2, 4, 8, 16, 32, 64, 128])
     c = random.choice([3, 3, 3, 1])
     h = random.choice([64, 96, 128, 160, 192, 224, 224, 256, 320, 384, 480, 512])
