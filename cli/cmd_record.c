@@ -20,7 +20,7 @@
 
 enum { O_FAKE = 256, O_GPU, O_DEVICE, O_WS, O_RANK, O_AMP, O_CKPT, O_FRAC,
        O_ITEM, O_ITEMB, O_REPEATS, O_VALUES, O_IMB, O_SYM, O_PY,
-       O_TIMEOUT };
+       O_TIMEOUT, O_OOM };
 
 static const msim_cli_opt_t record_opts[] = {
 	{'o', true, "output", "OUT", "the trace to write (required)"},
@@ -52,6 +52,9 @@ static const msim_cli_opt_t record_opts[] = {
 	 "(docs/recording-values.md)"},
 	{O_IMB, false, "routing-imbalance", "F",
 	 "top-k routing: expert 0 gets F x its uniform\nshare (default 1)"},
+	{O_OOM, false, "oom", NULL,
+	 "raise torch.OutOfMemoryError where the live blocks\n"
+	 "pass --device's memory (auto_find_batch_size)"},
 	{O_SYM, false, "symbolic", "NAME=V[:MAX]",
 	 "the script runs with setting NAME at V; sizes V\n"
 	 "become a symbol and OUT a symbolic trace, valid\n"
@@ -122,6 +125,9 @@ msim_cmd_record(int argc, char **argv)
 			break;
 		case O_GPU:
 			ropt[nropt++] = "--gpu";
+			break;
+		case O_OOM:
+			ropt[nropt++] = "--oom";
 			break;
 		case O_PY:
 			setenv("MEMSIM_PYTHON", optarg, 1);

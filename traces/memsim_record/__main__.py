@@ -75,6 +75,11 @@ def parse(argv):
                     metavar="F", help="--values rules: the first expert of "
                     "a top-k routing gets F times its uniform share of "
                     "the tokens (default 1: uniform)")
+    ap.add_argument("--oom", action="store_true",
+                    help="--fake: raise torch.OutOfMemoryError where the "
+                    "live blocks pass --device's memory less its CUDA "
+                    "context, as the GPU would (a program that catches it, "
+                    "as auto_find_batch_size does, takes its GPU path)")
     ap.add_argument("--symbolic", metavar="NAME=V[:MAX]",
                     help="--fake: the script runs with setting NAME at V; "
                     "sizes V become a symbol and the trace's sizes "
@@ -117,6 +122,12 @@ def parse(argv):
             ap.error(str(e))
         if opt.mode != "fake":
             ap.error("--symbolic needs --fake")
+        if opt.oom:
+            # the sizes are a symbol's: where one would not fit depends
+            # on its value
+            ap.error("--oom: not with --symbolic")
+    if opt.oom and opt.mode != "fake":
+        ap.error("--oom needs --fake (a real run raises its own)")
     if opt.args and opt.args[0] == "--":
         opt.args = opt.args[1:]
     return opt
@@ -254,6 +265,16 @@ def main(argv=None):
                                   "%s %d" % kv for kv in
                                   sorted(rec.assumptions.items())) + ")")
                               if n else ""), file=sys.stderr)
+                    if rec.over_at is not None:
+                        print("%s: note: the live blocks passed the %s's "
+                              "memory (less its CUDA context) at %s: on "
+                              "that GPU the script runs out of memory there "
+                              "(`memsim run --capacity %s` shows where); "
+                              "--oom raises torch.OutOfMemoryError there, "
+                              "for a script that catches it "
+                              "(auto_find_batch_size)" % (
+                                  PROG, opt.device, rec.over_at,
+                                  opt.device), file=sys.stderr)
                     for kind in sorted(rec.assumptions):
                         note = NOTES.get(kind)
                         if callable(note):

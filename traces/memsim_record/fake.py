@@ -110,6 +110,15 @@ class Recorder:
         # the allocator's settings (settings()): None until the caching
         # allocator starts, then {key: value} in the order first given
         self.conf = None
+        # set_per_process_memory_fraction()'s fraction (None: not set)
+        self.mem_fraction = None
+        # --oom: (the device's total memory, its CUDA context's bytes),
+        # out_of_memory()'s bound; None: an allocation always succeeds
+        self.oom_device = None
+        # without --oom: the device's memory less its context, and the
+        # line where the live blocks first passed it (the closing note)
+        self.device_cap = float("inf")
+        self.over_at = None
 
     # -- the allocator's settings ---------------------------------------------
     def settings(self, given=None):
@@ -169,15 +178,50 @@ class Recorder:
             else:
                 addr = self.next_addr
                 self.next_addr += ((n + 511) // 512 + 1) * 512
+        if self.oom_device is not None:
+            self.out_of_memory(n)
         stream = _CURRENT_STREAM[0]
         self.rows.append(["alloc", addr, nbytes, category, site, stream])
         self.allocated += n
         self.peak = max(self.peak, self.allocated)
         self.blocks += _round_size(n)
         self.blocks_peak = max(self.blocks_peak, self.blocks)
+        if self.blocks > self.device_cap and self.over_at is None:
+            self.over_at = values.where()
         if key is not None:
             self.live[key] = (len(self.rows) - 1, addr, nbytes, stream)
         return addr
+
+    def out_of_memory(self, n):
+        """--oom: raises torch.OutOfMemoryError where a block of N bytes
+        would not fit, as the caching allocator raises it when cudaMalloc
+        fails after release_cached_blocks (or past the cap of
+        set_per_process_memory_fraction, which counts from the device's
+        total): the live blocks (memory_allocated, a lower bound of what
+        is reserved: no fragmentation) and N's block against the device's
+        memory less its CUDA context.  A program that catches it
+        (Trainer's auto_find_batch_size, accelerate's
+        find_executable_batch_size) takes the path it takes on the GPU;
+        assumption `oom` names the line."""
+        total, context = self.oom_device
+        cap = total - context if self.mem_fraction is None else \
+            int(total * self.mem_fraction)
+        size = _round_size(n)
+        if self.blocks + size <= cap:
+            return
+        import torch
+
+        def gib(b):
+            return "%.2f GiB" % (b / 2 ** 30) if b >= 2 ** 30 else \
+                "%.2f MiB" % (b / 2 ** 20)
+        values.assume(self, "oom", size)
+        raise torch.OutOfMemoryError(
+            "CUDA out of memory. Tried to allocate %s. GPU 0 has a total "
+            "capacity of %s of which %s is free. Of the allocated memory "
+            "%s is allocated by PyTorch (memsim record --oom: the "
+            "recording's live blocks against the device's memory)" % (
+                gib(size), gib(total), gib(max(cap - self.blocks, 0)),
+                gib(self.blocks)))
 
     def free(self, key):
         held = self.held
@@ -1175,10 +1219,10 @@ def _patch_cuda(torch, rec, dev):
     setc("device", None, _Device)
     setc("device_of", None, _DeviceOf)
     setc("initial_seed", lambda a: torch.initial_seed())
-    fraction = [1.0]
     setc("set_per_process_memory_fraction",
-         lambda a: fraction.__setitem__(0, float(a["fraction"])))
-    setc("get_per_process_memory_fraction", lambda a: fraction[0])
+         lambda a: setattr(rec, "mem_fraction", float(a["fraction"])))
+    setc("get_per_process_memory_fraction",
+         lambda a: 1.0 if rec.mem_fraction is None else rec.mem_fraction)
     setc("get_sync_debug_mode", lambda a: 0)
     setc("set_sync_debug_mode", lambda a: None)
     setc("get_allocator_backend", lambda a: "native")
@@ -2463,6 +2507,10 @@ def run(opt, script, argv):
     dev = devices.DEVICES[opt.device]
     major = dev[1]
     _patch_cuda(torch, rec, opt.device)
+    if getattr(opt, "oom", False):
+        rec.oom_device = (dev[3], devices.CONTEXT_BYTES[opt.device])
+    else:
+        rec.device_cap = dev[3] - devices.CONTEXT_BYTES[opt.device]
     aten = torch.ops.aten
     FAKE_KEY = torch._C._TorchDispatchModeKey.FAKE
     kn = rec.known = known.Known(torch, rec.assume, rec)
