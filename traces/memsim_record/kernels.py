@@ -1449,13 +1449,8 @@ def batch_norm_backward(c, reduction, acc_size, w_size, mask, weight,
             dropped.append("dropped " + name)
             ev.append(("alloc", dropped[-1], c * w_size))
     if red and cl_reduce:
-        bx = min(_last_pow2(c), 32)
-        by = min(_last_pow2(_div_up(reduction, 16)), 512 // bx)
-        if bx * by != 512:
-            bx = min(_last_pow2(c), 512 // by)
-        gx = _div_up(c, bx)
-        gy = min(_div_up(reduction, by * 16), 128)
-        if gy >= 8:
+        gx, gy = _bn_launch(c, reduction)
+        if gy > 1:
             ev += [("alloc", "staging_data", 2 * c * gy * acc_size),
                    ("alloc", "semaphores", gx * 4),
                    ("free", "semaphores"), ("free", "staging_data")]
