@@ -74,9 +74,11 @@ need_torch() {
 	"$PY" -c 'import torch' 2>/dev/null || { echo "no PyTorch: skipped"; exit 77; }
 }
 
-# same_as_cpu SCRIPT: SCRIPT (a file in $tmp that runs on $DEV, "cuda"
-# when unset) recorded with --fake --values cpu prints exactly what its
-# plain CPU run (DEV=cpu) prints, with no assumption; the recording is
+# same_as_cpu SCRIPT [TOL]: SCRIPT (a file in $tmp that runs on $DEV,
+# "cuda" when unset) recorded with --fake --values cpu prints exactly what
+# its plain CPU run (DEV=cpu) prints, with no assumption; with TOL, each
+# number within TOL of the CPU's, relatively (values computed by other
+# kernels than the CPU's own, which round otherwise); the recording is
 # $tmp/SCRIPT's name.csv and its output $tmp/out.
 same_as_cpu() {
 	(cd "$tmp" && DEV=cpu "$PY" "$1") >"$tmp/want" 2>&1 ||
@@ -85,8 +87,29 @@ same_as_cpu() {
 		-o "$tmp/${1%.py}.csv" -- "$PY" "$1") >"$tmp/out" 2>&1 ||
 		fail "record: $(tail -3 "$tmp/out")"
 	grep -v '^memsim record' "$tmp/out" >"$tmp/got"
-	cmp -s "$tmp/want" "$tmp/got" ||
-		fail "values: $(diff "$tmp/want" "$tmp/got")"
+	if [ $# -gt 1 ]; then
+		"$PY" - "$tmp/want" "$tmp/got" "$2" <<'PY' ||
+import sys
+want, got = (open(f).read().split() for f in sys.argv[1:3])
+tol = float(sys.argv[3])
+
+
+def close(a, b):
+    try:
+        x, y = float(a), float(b)
+    except ValueError:
+        return a == b
+    return abs(x - y) <= tol * max(abs(x), abs(y), 1e-30)
+
+
+sys.exit(len(want) != len(got) or
+         not all(close(a, b) for a, b in zip(want, got)))
+PY
+			fail "values (within $2): $(diff "$tmp/want" "$tmp/got")"
+	else
+		cmp -s "$tmp/want" "$tmp/got" ||
+			fail "values: $(diff "$tmp/want" "$tmp/got")"
+	fi
 	grep -q "; 0 assumptions$" "$tmp/out" ||
 		fail "assumptions: $(tail -1 "$tmp/out")"
 }
