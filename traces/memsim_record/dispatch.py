@@ -171,6 +171,14 @@ def _bn_cudnn(x, w, has_bias, rm, rv, eps):
         kernels.symsize(x.numel()) < 2 ** 31 - 1
 
 
+def _bn_channels_last(t):
+    """batch_norm_use_channels_last_kernels (which batch_norm_choose_impl
+    asks too): T contiguous with stride 1 along C (BatchNorm1d's (N, C)),
+    or a 4-d channels_last tensor."""
+    return (t.is_contiguous() and t.stride(1) == 1) or \
+        (t.dim() == 4 and t.is_contiguous(memory_format=torch.channels_last))
+
+
 class Dispatch:
     """One recording's dispatch: REC the trace, OPT the recorder's
     options, KN what is known of values (known.Known), WATCH the progress
@@ -2139,15 +2147,10 @@ class Dispatch:
                     si.numel() == 0:
                 return None
 
-            def cl(t):
-                # batch_norm_use_channels_last_kernels
-                return (t.dim() == 4 and t.is_contiguous(
-                    memory_format=torch.channels_last)) or \
-                    (t.is_contiguous() and t.stride(1) == 1)
-
             def i32(t):
                 # canUse32BitIndexMath (dense tensors)
                 return t.numel() < 2 ** 31
+            # (the backward has no bias: an affine norm has both)
             if train and _bn_cudnn(x, w, isinstance(w, torch.Tensor),
                                    args[3], args[4], args[8]):
                 # the forward was cuDNN's (cudnn_batch_norm, whose
@@ -2155,10 +2158,12 @@ class Dispatch:
                 # cuDNN's own workspace, none of these)
                 return None
             red = train or mask[1] or mask[2]
-            if red and mask[0] and not cl(x) and i32(x) and i32(g):
+            if red and mask[0] and not _bn_channels_last(x) and \
+                    i32(x) and i32(g):
                 return None
             has_w = isinstance(w, torch.Tensor)
-            cl_reduce = i32(g) and cl(g) and cl(x) and \
+            cl_reduce = i32(g) and _bn_channels_last(g) and \
+                _bn_channels_last(x) and \
                 (not has_w or w.is_contiguous()) and sm.is_contiguous() \
                 and si.is_contiguous()
             c = kernels.symsize(x.shape[1])
@@ -2963,13 +2968,8 @@ class Dispatch:
     def _ev_batch_norm(self, name, args, phase, out, kwargs):
         """A training-mode native_batch_norm's staging buffers
         (kernels.batch_norm_forward) where the GPU takes batch_norm_cuda
-        and its channels-last statistics: not cuDNN
-        (_select_batch_norm_backend: cuDNN for an input of 3 or more
-        dimensions, not bfloat16, half only with float parameters, an
-        affine weight and bias, running statistics or none in training,
-        at most 880801 rows, cudnn enabled, fewer than 2**31 - 1
-        elements), and batch_norm_choose_impl's ChannelsLast (32-bit
-        indexing; contiguous with stride 1 along C, or channels_last)."""
+        (not cuDNN: _bn_cudnn) and batch_norm_choose_impl's ChannelsLast
+        (32-bit indexing; _bn_channels_last)."""
         a = list(args) + [None] * (8 - len(args))
         names = ("input", "weight", "bias", "running_mean", "running_var",
                  "training", "momentum", "eps")
@@ -2985,10 +2985,7 @@ class Dispatch:
         if _bn_cudnn(x, w, isinstance(b, torch.Tensor), rm, rv, eps) or \
                 n >= 2 ** 31:
             return []
-        cl = (x.is_contiguous() and x.stride(1) == 1) or \
-            (x.dim() == 4 and x.is_contiguous(
-                memory_format=torch.channels_last))
-        if not cl:
+        if not _bn_channels_last(x):
             return []
         c = kernels.symsize(x.shape[1])
         acc = 8 if x.dtype == torch.float64 else 4
