@@ -3621,9 +3621,9 @@ def _softmax_bwd_h2f(torch, func, a2, k2, out):
 
 def _histc_int(torch, func, a2, k2, out):
     """histc of an integer tensor on the CPU, as CUDA's _histc_cuda
-    computes it (aten/src/ATen/native/cuda/SummaryOps.cu): the CUDA build
-    dispatches every type (AT_DISPATCH_ALL_TYPES; the output of the
-    input's type), the CPU's histogram_histc floating types only
+    computes it (SummaryOps.cu): the CUDA build dispatches every type
+    (AT_DISPATCH_ALL_TYPES; the output of the input's type), the CPU's
+    histogram_histc floating types only
     ("histogram_cpu" not implemented for 'Int').  min and max are made
     the input's type; min == max takes the data's own; equal still, one
     below and one above; an element in [min, max] goes to bin
