@@ -2241,11 +2241,20 @@ def install(torch, rec):
                 with config.patch(options or {}):
                     return aot(gm, example_inputs)
             except Exception as e:
-                from torch._dynamo.exc import RestartAnalysis
+                from torch._dynamo.exc import (
+                    RestartAnalysis, exceptions_allowed_to_be_fallback)
                 if isinstance(e, RestartAnalysis):
                     # Dynamo's own signal (TensorifyScalarRestartAnalysis:
                     # a float specialized, a scheduler's lr): it traces
                     # the frame again, as with Inductor
+                    raise
+                if isinstance(e, exceptions_allowed_to_be_fallback):
+                    # what the fake tensors of any backend raise (a
+                    # .tolist() in a custom operator's backward: a data-
+                    # dependent value): OutputGraph.call_user_compiler
+                    # turns it into a graph break, the frame runs eagerly
+                    # and Dynamo compiles the frames it calls, one by
+                    # one, as with Inductor on the GPU
                     raise
                 # A graph AOTAutograd or Inductor's passes cannot take
                 # without a GPU (a CPU constant moved to the device while
