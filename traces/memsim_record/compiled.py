@@ -516,7 +516,20 @@ class Program:
         return new
 
     def extern(self, n):
-        return _name(n) in EXTERN or self.template(n) or self.user_kernel(n)
+        return _name(n) in EXTERN or self.template(n) or \
+            self.user_kernel(n) or self.rng_wrapped(n)
+
+    def rng_wrapped(self, n):
+        """Whether N runs a seeded op under a generator of its own
+        (graphsafe_run_with_rng_state(op, *args, rng_state=g): the
+        partitioner's graph-safe RNG functionalization of a checkpointed
+        seeded op the backward recomputes, the attention kernel with
+        dropout).  Inductor lowers it as a fallback (lowering.py:
+        make_fallback), an extern kernel that runs the wrapped op as ATen
+        runs it, on generator g: its outputs and temporaries are the
+        op's own (_extern_call runs the op itself; the fake ops take no
+        values from a generator)."""
+        return self._hop(n, "graphsafe_run_with_rng_state")
 
     def user_kernel(self, n):
         """Whether N launches the program's own Triton kernel
@@ -1445,6 +1458,9 @@ class Program:
         mm outputs recomputed, not held to the backward)."""
         torch = self.torch
         t = n.target
+        if self.rng_wrapped(n):
+            return a[0](*a[1:], **{key: v for key, v in k.items()
+                                   if key != "rng_state"})
         out = getattr(getattr(t, "overloadpacket", None), "out", None)
         val = n.meta.get("val")
         name = _name(n)

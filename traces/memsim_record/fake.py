@@ -1212,6 +1212,31 @@ def _patch_cuda(torch, rec, dev):
                 return torch.device("cuda", 0)
             return base.device.__get__(self)
 
+        # A CUDA generator's clone_state() and graphsafe_get_state() are
+        # CUDA generators of its device (CUDAGeneratorImpl::clone_state,
+        # graphsafe_get_state): AOTAutograd's graph-safe RNG
+        # functionalization (partitioners.apply_graphsafe_rng_
+        # functionalization, a checkpointed seeded op recomputed in the
+        # backward) clones the device's default generator and reads the
+        # clone's device index (graph_compile.py: graphsafe_rng_state_
+        # index).  The base class's clone is a plain CPU generator.
+        def clone_state(self):
+            if not getattr(self, "_memsim_cuda", False):
+                return base.clone_state(self)
+            g = Generator("cuda")
+            g.set_state(self.get_state())
+            return g
+
+        def graphsafe_get_state(self):
+            if not getattr(self, "_memsim_cuda", False):
+                return base.graphsafe_get_state(self)
+            return self
+
+        def graphsafe_set_state(self, state):
+            if not getattr(self, "_memsim_cuda", False):
+                return base.graphsafe_set_state(self, state)
+            self.set_state(state.get_state())
+
     Generator.__module__ = "torch"
     Generator.__doc__ = base.__doc__
     torch.Generator = Generator
