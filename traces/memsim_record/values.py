@@ -1571,6 +1571,9 @@ class Values:
             # its own versions)
             self._keep(self.uploads, x, (src, src, src._version))
             return
+        if name == "where":
+            self._upload_where(func, args, kwargs, out)
+            return
         view = name in UPLOAD_VIEWS and getattr(func, "is_view", False)
         if not (view or name == "_to_copy") or \
                 not isinstance(x, self.Fake) or \
@@ -1614,6 +1617,45 @@ class Values:
                                             src.to(out.dtype).clone()))
             return
         self._keep(self.uploads, out, (src, base, version))
+
+    def _upload_where(self, func, args, kwargs, out):
+        """torch.where(cond, a, b) of a condition with a shadow (a bool
+        mask under INDEX_LIMIT) and operands of known values (numbers,
+        0-dim or small tensors), making a floating tensor too large for a
+        shadow: transformers' eager_mask (masking_utils), `torch.where(
+        mask, torch.zeros((), dtype=dtype), torch.finfo(dtype).min)`, the
+        additive attention mask of a padded batch, B x 1 x S x S.  Its
+        values are kept as a host tensor is for a copy from the host
+        (UPLOAD_BYTES of them), so that its views (`padding_mask[:, :,
+        -1, :]`) have shadows: NLLB-MoE's router (NllbMoeTop2Router.
+        route_tokens) multiplies its top-1 and top-2 masks by `~padding_
+        mask.bool()` of that view, and the experts' `torch.where` counts
+        follow from it (eager attention, 16 x 80 x 80 elements over
+        SHADOW_LIMIT: every count there had been an assumption)."""
+        torch = self.torch
+        if not isinstance(out, self.Fake) or len(args) < 3 or kwargs:
+            return
+        vals = []
+        for a in args[:3]:
+            if isinstance(a, self.Fake):
+                r = self.real(a)
+                if r is None:
+                    return
+                vals.append(r)
+            elif isinstance(a, (bool, int, float)):
+                vals.append(a)
+            else:
+                return
+        try:
+            with self.unset():
+                r = func(*vals).to(out.dtype)
+        except Exception:
+            return
+        if tuple(r.shape) != tuple(out.shape) or \
+                r.numel() > INDEX_LIMIT or \
+                self._upload_bytes(r) > UPLOAD_BYTES:
+            return
+        self._keep(self.uploads, out, (r, r, None))
 
     def _upload_bytes(self, src):
         """The bytes of the host storages the kept copies hold alive,
@@ -2169,7 +2211,9 @@ class Values:
             return
         if real is None and (self.uploads or big and (
                 name == "copy_" or name == "_to_copy" and args and
-                args[0] in self.shadow)):
+                args[0] in self.shadow or name == "where" and not targets
+                and args and isinstance(args[0], self.Fake) and
+                self._has(args[0]))):
             self._upload(func, name, args, kwargs, out, targets)
         if not targets and name in PART_OPS and \
                 (self.parts or self.blank or self.guesses or
