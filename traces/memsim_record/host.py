@@ -1065,6 +1065,71 @@ def patch_from_buffer(torch):
     return undo
 
 
+def patch_trunc_normal(torch, d):
+    """torch.nn.init.trunc_normal_ of a fake host weight (a model built on
+    the CPU under --fake: HostRNG) draws from the CPU generator as the
+    real one does.  PyTorch 2.13's _no_grad_trunc_normal_ samples by
+    rejection: normal_ (or, for a narrow window, uniform_) into the
+    tensor, then, while `mask.any()` (`pending.any()`) finds a value
+    outside [a, b], another full draw (empty_like(...).normal_) and a
+    torch.where.  HostRNG replays each draw of a fake tensor on a scratch
+    one, but the loop's `.any()` read the fake values, which the rules
+    answer False (an item:bool assumption each): one draw where the real
+    run makes as many as its values need, so every later host draw (a
+    DataLoader's shuffle seed, a random crop) went its own way.  A cut at
+    a few standard deviations draws again for any large weight
+    (torchtitan's and OLMo's trunc_normal_(std=s, a=-3 s, b=3 s): 0.27% of
+    the values outside).  Transformers 5's variance_scaling_ (SigLIP,
+    PaliGemma, BLIP-2: the r36c kit, 16 to 29 such assumptions a program)
+    cuts at +-2 with std 1/sqrt(fan_in)/0.88, where False is right but
+    was still an assumption.  Here the whole function runs for real, with
+    the recorder's modes set aside, on a scratch CPU tensor of the fake
+    one's size, dtype and strides, which draws what the real call draws
+    (the loop's iterations included), and is dropped; the fake tensor is
+    returned, as the original returns its argument.  Within HostRNG's
+    budget (past it, host:rng as there); under --values cpu the tensor is
+    real and the function PyTorch's."""
+    from torch._subclasses.fake_tensor import FakeTensor
+    from torch.utils._python_dispatch import _disable_current_modes
+    init = torch.nn.init
+    orig = init.__dict__.get("_no_grad_trunc_normal_")
+    if orig is None:
+        return lambda: None
+    rng = d.host_rng
+    compiling = getattr(getattr(torch, "compiler", None), "is_compiling",
+                        lambda: False)
+
+    def _no_grad_trunc_normal_(tensor, *args, **kwargs):
+        if d.values_cpu or compiling() or \
+                not isinstance(tensor, FakeTensor) or \
+                tensor.device.type != "cpu":
+            return orig(tensor, *args, **kwargs)
+        g = kwargs.get("generator")
+        if g is None and len(args) > 4:
+            g = args[4]
+        if g is not None and getattr(g, "_memsim_cuda", False):
+            return tensor
+        n = tensor.numel()
+        if rng.over or rng.drawn + n > RNG_BUDGET:
+            if not rng.over:
+                rng.over = True
+                rng.rec.assume("host:rng")
+            return tensor
+        rng.drawn += n
+        with _disable_current_modes():
+            scratch = torch.empty_strided(tuple(tensor.shape),
+                                          tuple(tensor.stride()),
+                                          dtype=tensor.dtype, device="cpu")
+            orig(scratch, *args, **kwargs)
+        return tensor
+
+    init._no_grad_trunc_normal_ = _no_grad_trunc_normal_
+
+    def undo():
+        init._no_grad_trunc_normal_ = orig
+    return undo
+
+
 def patch_process_send(torch):
     """A fake tensor pickled for another process (torch.multiprocessing:
     a Process's arguments under spawn, a Queue) stops the recording with
