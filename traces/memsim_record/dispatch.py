@@ -2869,15 +2869,76 @@ class Dispatch:
         # (0, 1), the C2C transforms' output of the same size), freed
         # when the function returns.  irfft and the backward of rfft's
         # callers (safari's Hyena fftconv: the convolution's irfft of
-        # u_f * k_f).  cuFFT's own work area (at::empty of the plan's
+        # u_f * k_f).  On the one-plan path _exec_fft then lays the
+        # clone out for its plan (_fft_exec_input: FourCastNet's irfft2
+        # over dims (1, 2) of a (B, H, W, C) batch copies it again).
+        # cuFFT's own work area (at::empty of the plan's
         # workspace_size(), cufftGetSize's) is cuFFT's choice, left out.
         x = args[0] if args else None
         if not _cuda_tensor(x) or not x.is_complex() or \
                 not isinstance(out, torch.Tensor) or x.numel() == 0:
             return []
-        return [("alloc", "c2r input clone",
-                 kernels.symsize(x.numel()) * x.element_size()),
-                ("free", "c2r input clone")]
+        size = kernels.symsize(x.numel()) * x.element_size()
+        dim = _fft_dims(x, args[1] if len(args) > 1 else
+                        kwargs.get("dim"))
+        ev = [("alloc", "c2r input clone", size)]
+        if dim is not None and _fft_one_plan(dim):
+            shape = tuple(x.shape)
+            extra = _fft_exec_input(shape, _contiguous_strides(shape), dim,
+                                    x.element_size(), x.dtype)
+            if extra:
+                ev += [("alloc", "c2r input layout", extra),
+                       ("free", "c2r input layout")]
+        return ev + [("free", "c2r input clone")]
+
+    def _ev_fft_r2c_c2c(self, name, args, phase, out, kwargs):
+        # _fft_r2c_cufft and _fft_c2c_cufft (cuda/SpectralOps.cpp) on
+        # their one-plan path (use_optimized_cufft_path for r2c: at most
+        # three dims, not starting (0, 1); c2c: at most three dims):
+        # after the output, r2c clones an input not over-aligned as a
+        # complex one (an odd storage offset), then _exec_fft lays the
+        # input out for its plan (_fft_exec_input), a copy freed when it
+        # returns: FourCastNet's AFNO2D, rfft2 over dims (1, 2) of a
+        # (B, H, W, C) batch, and its backward's c2c.  BFloat16 input
+        # (its own proxy path), the multi-plan paths' buffers and
+        # cuFFT's work area are left out.
+        x = args[0] if args else None
+        if not _cuda_tensor(x) or not isinstance(out, torch.Tensor) or \
+                x.numel() == 0 or x.dtype == torch.bfloat16 or \
+                (name == "_fft_r2c") == x.is_complex():
+            return []
+        dim = _fft_dims(x, args[1] if len(args) > 1 else
+                        kwargs.get("dim"))
+        if dim is None or len(dim) > _CUFFT_MAX_NDIM or \
+                (name == "_fft_r2c" and not _fft_one_plan(dim)):
+            return []
+        shape, strides = tuple(x.shape), tuple(x.stride())
+        if not all(type(v) is int for v in shape + strides) or \
+                type(x.storage_offset()) is not int:
+            return []
+        ev, frees = [], []
+        if name == "_fft_r2c" and x.storage_offset() % 2:
+            # working_tensor = self.movedim(last_dim, -1)
+            #     .clone(Contiguous).movedim(-1, last_dim)
+            ev.append(("alloc", "r2c aligned input",
+                       x.numel() * x.element_size()))
+            frees.append(("free", "r2c aligned input"))
+            last = dim[-1]
+            order = [d for d in range(len(shape)) if d != last] + [last]
+            moved = _contiguous_strides(tuple(shape[d] for d in order))
+            strides = [0] * len(shape)
+            for i, d in enumerate(order):
+                strides[d] = moved[i]
+            strides = tuple(strides)
+        if name == "_fft_c2c":
+            # _fft_c2c_cufft sorts the dims by stride, largest first
+            dim = tuple(sorted(dim, key=lambda d: -strides[d]))
+        extra = _fft_exec_input(shape, strides, dim, x.element_size(),
+                                x.dtype)
+        if extra:
+            ev += [("alloc", "fft input layout", extra),
+                   ("free", "fft input layout")]
+        return ev + frees
 
     def _ev_topk(self, name, args, phase, out, kwargs):
         # topk_out_cuda: launch_gather_topk_kernel selects from
@@ -3293,6 +3354,117 @@ def _check_errors(matrices):
         [("free", c) for c in reversed(checks)]
 
 
+
+# cuFFT's most signal dimensions in one plan (cuda/CuFFTUtils.h)
+_CUFFT_MAX_NDIM = 3
+
+
+def _fft_dims(x, dim):
+    """The FFT's dims (an int list of aten's _fft_* ops), non-negative;
+    None where not plain ints."""
+    if dim is None:
+        return None
+    try:
+        dims = tuple(int(d) % x.dim() for d in dim)
+    except (TypeError, ValueError, ZeroDivisionError):
+        return None
+    return dims or None
+
+
+def _fft_one_plan(dim):
+    """use_optimized_cufft_path (cuda/SpectralOps.cpp): r2c and c2r in
+    one _exec_fft where at most three dims and not starting (0, 1)."""
+    return len(dim) <= _CUFFT_MAX_NDIM and \
+        not (len(dim) >= 2 and dim[0] == 0 and dim[1] == 1)
+
+
+def _contiguous_strides(shape):
+    st, acc = [], 1
+    for n in reversed(shape):
+        st.append(acc)
+        acc *= max(int(n), 1)
+    return tuple(reversed(st))
+
+
+def _view_strides(shape, strides, newshape):
+    """at::detail::computeStride (TensorUtils.cpp): the strides of
+    view(NEWSHAPE) of a tensor of SHAPE and STRIDES, or None where no
+    view exists (reshape then copies)."""
+    if not shape:
+        return tuple(1 for _ in newshape)
+    numel = 1
+    for n in shape:
+        numel *= n
+    if numel == 0:
+        return _contiguous_strides(newshape)
+    newstride = [0] * len(newshape)
+    view_d = len(newshape) - 1
+    chunk_base = strides[-1]
+    tensor_numel, view_numel = 1, 1
+    for td in range(len(shape) - 1, -1, -1):
+        tensor_numel *= shape[td]
+        if td == 0 or (shape[td - 1] != 1 and
+                       strides[td - 1] != tensor_numel * chunk_base):
+            while view_d >= 0 and (view_numel < tensor_numel or
+                                   newshape[view_d] == 1):
+                newstride[view_d] = view_numel * chunk_base
+                view_numel *= newshape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if td > 0:
+                chunk_base = strides[td - 1]
+                tensor_numel, view_numel = 1, 1
+    if view_d != -1:
+        return None
+    return tuple(newstride)
+
+
+def _fft_exec_input(shape, strides, dim, elem, dtype):
+    """The bytes of the copy _exec_fft (cuda/SpectralOps.cpp) makes of
+    an input of SHAPE and STRIDES transformed over DIM, 0 where none:
+    the input is permuted batch dims first (sorted by stride, largest
+    first), then the signal dims in DIM's order, and reshaped to (-1,
+    *signal): a contiguous copy where the batch dims do not merge into
+    one (a (B, H, W, C) batch of B > 1 over dims (1, 2)).  Otherwise
+    CuFFTConfig clones the view where its strides have no cuFFT
+    embedding (as_cufft_embed's must_clone) or, for half, where its last
+    stride is not 1."""
+    nd = len(shape)
+    if not all(type(v) is int for v in tuple(shape) + tuple(strides)):
+        return 0
+    batch = [d for d in range(nd) if d not in dim]
+    batch.sort(key=lambda d: -strides[d])
+    perm = batch + list(dim)
+    pshape = [shape[d] for d in perm]
+    pstrides = [strides[d] for d in perm]
+    nb = 1
+    for d in batch:
+        nb *= shape[d]
+    newshape = [nb] + pshape[len(batch):]
+    numel = nb
+    for n in newshape[1:]:
+        numel *= n
+    bst = _view_strides(pshape, pstrides, newshape)
+    if bst is None:
+        return numel * elem
+    # CuFFTConfig: half's last stride; as_cufft_embed's must_clone
+    if dtype in (torch.float16, torch.complex32) and bst[-1] != 1:
+        return numel * elem
+    last = bst[-1]
+    clone = last <= 0 or (newshape[0] != 1 and bst[0] == 0)
+    for i in range(len(newshape) - 1, 0, -1):
+        if clone:
+            break
+        if newshape[i] == 1:
+            continue
+        if bst[i] > 0 and bst[i] % last == 0:
+            last = bst[i]
+        else:
+            clone = True
+    return numel * elem if clone else 0
+
+
 def _cuda_tensor(t):
     return isinstance(t, torch.Tensor) and t.device.type == "cuda"
 
@@ -3645,6 +3817,8 @@ _EVENTS = {
     "_softmax_backward_data": Dispatch._ev_softmax_backward,
     "topk": Dispatch._ev_topk,
     "_fft_c2r": Dispatch._ev_fft_c2r,
+    "_fft_r2c": Dispatch._ev_fft_r2c_c2c,
+    "_fft_c2c": Dispatch._ev_fft_r2c_c2c,
     "abs": Dispatch._ev_complex_to_float,
     "angle": Dispatch._ev_complex_to_float,
     "_softmax": Dispatch._ev_softmax_copies,
