@@ -2882,8 +2882,8 @@ class Dispatch:
         dim = _fft_dims(x, args[1] if len(args) > 1 else
                         kwargs.get("dim"))
         ev = [("alloc", "c2r input clone", size)]
+        shape = tuple(x.shape)
         if dim is not None and _fft_one_plan(dim):
-            shape = tuple(x.shape)
             extra = _fft_exec_input(shape, _contiguous_strides(shape), dim,
                                     x.element_size(), x.dtype)
             if extra:
@@ -2913,15 +2913,14 @@ class Dispatch:
                 (name == "_fft_r2c" and not _fft_one_plan(dim)):
             return []
         shape, strides = tuple(x.shape), tuple(x.stride())
-        if not all(type(v) is int for v in shape + strides) or \
-                type(x.storage_offset()) is not int:
+        if type(x.storage_offset()) is not int:
             return []
         ev, frees = [], []
         if name == "_fft_r2c" and x.storage_offset() % 2:
             # working_tensor = self.movedim(last_dim, -1)
             #     .clone(Contiguous).movedim(-1, last_dim)
             ev.append(("alloc", "r2c aligned input",
-                       x.numel() * x.element_size()))
+                       kernels.symsize(x.numel()) * x.element_size()))
             frees.append(("free", "r2c aligned input"))
             last = dim[-1]
             order = [d for d in range(len(shape)) if d != last] + [last]
@@ -3382,7 +3381,7 @@ def _contiguous_strides(shape):
     st, acc = [], 1
     for n in reversed(shape):
         st.append(acc)
-        acc *= max(int(n), 1)
+        acc = acc * (max(n, 1) if type(n) is int else n)
     return tuple(reversed(st))
 
 
@@ -3429,10 +3428,9 @@ def _fft_exec_input(shape, strides, dim, elem, dtype):
     one (a (B, H, W, C) batch of B > 1 over dims (1, 2)).  Otherwise
     CuFFTConfig clones the view where its strides have no cuFFT
     embedding (as_cufft_embed's must_clone) or, for half, where its last
-    stride is not 1."""
+    stride is not 1.  Sizes may be symbolic (--symbolic): the tests are
+    then guards of PyTorch's ShapeEnv, as _exec_fft's own are."""
     nd = len(shape)
-    if not all(type(v) is int for v in tuple(shape) + tuple(strides)):
-        return 0
     batch = [d for d in range(nd) if d not in dim]
     batch.sort(key=lambda d: -strides[d])
     perm = batch + list(dim)

@@ -195,6 +195,13 @@ class Symbolic:
         symbol: with symbolic sizes it runs its Python meta function
         (torch._decomp.meta_table: torch._refs'), as tracing with
         dynamic shapes does."""
+        if func.name() in _FFT_OPS and args and \
+                isinstance(args[0], self.torch.Tensor) and \
+                any(type(v) is not int for v in
+                    tuple(args[0].shape) + tuple(args[0].stride())):
+            out = _fft_output(self.torch, func.name(), args, kwargs)
+            if out is not None:
+                return out
         ent = self.py_meta.get(func)
         if ent is None:
             from torch._decomp import meta_table
@@ -435,3 +442,85 @@ class Symbolic:
         return "%s\n#symbol %s %d %d %d%s\n" % (
             MAGIC, self.name, self.value, lo, hi,
             "".join(" " + g for g in gs))
+
+
+_FFT_OPS = ("aten::_fft_r2c", "aten::_fft_c2r", "aten::_fft_c2c")
+
+
+def _fft_output(torch, name, args, kwargs):
+    """The output of a one-plan FFT on CUDA (_fft_r2c, _fft_c2r on
+    use_optimized_cufft_path, _fft_c2c of at most three dims) of an input
+    with symbolic sizes, as an empty_strided: PyTorch's meta kernels
+    (torch/_meta_registrations.py, _exec_fft) resize_ their output to
+    the batched sizes, which a fake tensor of symbolic sizes refuses
+    ("tried to directly modify sizes for customized tensor"), then
+    restride it.  The strides are _exec_fft's: batch dims first, sorted
+    by the input's strides (largest first), collapsed into one, then
+    the signal dims; the output contiguous in that order.  None (the op
+    as it is) elsewhere: the multi-plan paths, not CUDA, not a tensor."""
+    x = args[0]
+    names = {"aten::_fft_r2c": ("dim", "normalization", "onesided"),
+             "aten::_fft_c2r": ("dim", "normalization", "last_dim_size"),
+             "aten::_fft_c2c": ("dim", "normalization", "forward")}[name]
+    a = dict(zip(names, args[1:]), **kwargs)
+    if x.device.type != "cuda" or x.dim() == 0 or "dim" not in a:
+        return None
+    nd = x.dim()
+    try:
+        dim = [int(d) % nd for d in a["dim"]]
+    except (TypeError, ValueError):
+        return None
+    one_plan = len(dim) <= 3 and not (len(dim) >= 2 and dim[0] == 0 and
+                                      dim[1] == 1)
+    sizes = list(x.shape)
+    out_sizes = list(sizes)
+
+    def contiguous(shape):
+        st, acc = [], 1
+        for n in reversed(shape):
+            st.append(acc)
+            acc = acc * torch.sym_max(n, 1)
+        return list(reversed(st))
+
+    if name == "aten::_fft_r2c":
+        if not one_plan or not x.dtype.is_floating_point:
+            return None
+        if a.get("onesided", True):
+            out_sizes[dim[-1]] = sizes[dim[-1]] // 2 + 1
+        dtype = {torch.float16: torch.complex32,
+                 torch.float32: torch.complex64,
+                 torch.float64: torch.complex128}.get(x.dtype)
+        in_strides = list(x.stride())
+    elif name == "aten::_fft_c2r":
+        if not one_plan or not x.is_complex() or "last_dim_size" not in a:
+            return None
+        out_sizes[dim[-1]] = a["last_dim_size"]
+        dtype = {torch.complex32: torch.float16,
+                 torch.complex64: torch.float32,
+                 torch.complex128: torch.float64}.get(x.dtype)
+        # the input's clone (gh-34551), contiguous
+        in_strides = contiguous(sizes)
+    else:
+        if len(dim) > 3 or not x.is_complex():
+            return None
+        dtype = x.dtype
+        in_strides = list(x.stride())
+        dim = sorted(dim, key=lambda d: in_strides[d], reverse=True)
+    if dtype is None:
+        return None
+    batch = sorted((d for d in range(nd) if d not in dim),
+                   key=lambda d: in_strides[d], reverse=True)
+    perm = batch + dim
+    nb = 1
+    for d in batch:
+        nb = nb * out_sizes[d]
+    cst = contiguous([nb] + [out_sizes[d] for d in dim])
+    out_strides = [0] * nd
+    bn = 1
+    for i in range(len(batch) - 1, -1, -1):
+        out_strides[perm[i]] = bn * cst[0]
+        bn = bn * out_sizes[perm[i]]
+    for i in range(len(batch), nd):
+        out_strides[perm[i]] = cst[1 + i - len(batch)]
+    return torch.empty_strided(out_sizes, out_strides, dtype=dtype,
+                               device=x.device)
