@@ -451,7 +451,7 @@ def _fft_output(torch, name, args, kwargs):
     """The output of a one-plan FFT on CUDA (_fft_r2c, _fft_c2r on
     use_optimized_cufft_path, _fft_c2c of at most three dims) of an input
     with symbolic sizes, as an empty_strided: PyTorch's meta kernels
-    (torch/_meta_registrations.py, _exec_fft) resize_ their output to
+    (_meta_registrations.py, _exec_fft) resize_ their output to
     the batched sizes, which a fake tensor of symbolic sizes refuses
     ("tried to directly modify sizes for customized tensor"), then
     restride it.  The strides are _exec_fft's: batch dims first, sorted
