@@ -2118,6 +2118,11 @@ class PadBench:
                 rec.alloc(l2, "temporary", site + " L2 flush", keys[e[1]])
 
 
+# PyTorch's backends that run AOTAutograd's graphs op by op
+# (torch._dynamo.backends.debugging)
+AOT_EAGER = ("aot_eager", "aot_eager_default_partitioner")
+
+
 def _numel(shape):
     n = 1
     for s in shape:
@@ -2372,6 +2377,33 @@ def install(torch, rec):
 
     backends = {}
 
+    def set_modes_aside():
+        """Dynamo compiles with the recorder's modes set aside and puts
+        them back for the compiled code
+        (TorchDispatchMode.ignore_compile_internals)."""
+        from torch.utils._python_dispatch import \
+            _get_current_dispatch_mode_stack
+        for m in _get_current_dispatch_mode_stack():
+            if not m.is_infra_mode():
+                type(m).ignore_compile_internals = classmethod(
+                    lambda cls: True)
+
+    def aot_eager(model, backend, fullgraph, dynamic, kwargs):
+        """torch.compile(backend="aot_eager") and its default-partitioner
+        twin: PyTorch's own backend (debugging.aot_eager: aot_autograd
+        with min_cut_rematerialization_partition, or the default
+        partitioner, and boxed_nop compilers, no decompositions), whose
+        graphs' aten ops run under the recorder as any op does."""
+        skip_own_frames(torch)
+        optimizer_init()
+        set_modes_aside()
+        cm = real(model, fullgraph=fullgraph, dynamic=dynamic,
+                  backend=backend, **kwargs)
+        if isinstance(cm, torch.nn.Module):
+            cm.forward = hooks_aside(cm.forward)
+            return cm
+        return hooks_aside(cm)
+
     def compile(model=None, *, fullgraph=False, dynamic=None,
                 backend="inductor", mode=None, options=None,
                 disable=False, **kwargs):
@@ -2381,9 +2413,15 @@ def install(torch, rec):
                 mode=mode, options=options, disable=disable, **kwargs)
         if disable:
             return model
+        if backend in AOT_EAGER:
+            # Dynamo's graph through AOTAutograd (its partitioner picks
+            # what the forward saves), each graph then run op by op
+            # (boxed_nop): recorded as those ops run, outside Inductor
+            rec.assume("compile:aot_eager")
+            return aot_eager(model, backend, fullgraph, dynamic, kwargs)
         if backend != "inductor":
-            # another backend (eager, aot_eager, a user's): recorded as
-            # the program runs eagerly
+            # another backend (eager, a user's): recorded as the program
+            # runs eagerly
             rec.assume("compile:eager")
             return model
         rec.assume("compile:inductor")
@@ -2411,15 +2449,7 @@ def install(torch, rec):
             name = type(owner).__name__
         else:
             name = getattr(model, "__name__", type(model).__name__)
-        from torch.utils._python_dispatch import \
-            _get_current_dispatch_mode_stack
-        for m in _get_current_dispatch_mode_stack():
-            # Dynamo compiles with the recorder's mode set aside and puts
-            # it back for the compiled code
-            # (TorchDispatchMode.ignore_compile_internals).
-            if not m.is_infra_mode():
-                type(m).ignore_compile_internals = classmethod(
-                    lambda cls: True)
+        set_modes_aside()
         # max-autotune benchmarks every kernel's configurations, foreach
         # and small pointwise kernels included (Program._configs)
         from torch._inductor import config as inductor_config

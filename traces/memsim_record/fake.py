@@ -32,7 +32,8 @@ Data-dependent values get stated assumptions, counted in the trace as
 - nonzero, argwhere, masked_select, unique, boolean indexing, MoE routing:
   --dynamic-fraction of the elements (default 0.5) are selected;
 - torch.compile: the compiled program's buffers (compiled.py), one
-  compile:inductor a compile (compile:eager for another backend); one
+  compile:inductor a compile (compile:aot_eager for PyTorch's aot_eager
+  backends, compile:eager for another); one
   compile:pad_mm a matmul shape Inductor's pad_mm pass benchmarks while
   compiling (padding assumed not faster, the caches cold);
 - allocator-settings:late: torch.cuda.memory._set_allocator_settings()

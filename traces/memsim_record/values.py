@@ -353,6 +353,7 @@ def fmt(v):
 # The answers of the assumptions fake.py states by kind alone
 # (rec.assume(kind), made to name the line here: Values.__init__).
 ANSWERS = {"gradscaler:no-overflow": "step taken", "compile:eager": "eager",
+           "compile:aot_eager": "aot_autograd",
            "nested:padded": "padded", "isin:no-match": "no match",
            "allclose:true": "true", "host:rng": "not drawn",
            "triton:kernel-not-run": "not run",
