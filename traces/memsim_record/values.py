@@ -25,10 +25,12 @@ recorder knows of the tensor, best first (docs/recording-values.md):
    max(dim) / min(dim) over a dimension of at most ROUTE_MAX entries (the
    experts of a mixture of experts), and of a topk of k > 1 over any
    dimension (its k indices are distinct), get an exact shadow that routes the
-   rows uniformly: row t's j-th choice is the (j * rows + t)-th entry of
-   a list holding expert e c_e times, c_e = rows * k / E (largest
-   remainder), so each expert gets k/E of the choices and a row's k
-   choices are distinct.  --routing-imbalance F gives expert 0 F times
+   rows uniformly: row t's j-th choice is the (j * rows + t s mod
+   rows)-th entry of a list holding expert e c_e times, c_e = rows * k /
+   E (largest remainder), s the least integer from c_e prime to rows
+   (route_stride), so each expert gets k/E of the choices, a row's k
+   choices are distinct and consecutive rows (a sequence's tokens) go
+   round the experts.  --routing-imbalance F gives expert 0 F times
    its share (at most every row), the others the rest evenly.  Counted
    as one assumption `routing` per op.  A sparse gate scattered at routed
    indices into a tensor of known values (zeros.scatter(1, idx, gates))
@@ -3388,8 +3390,17 @@ class Values:
             seq = torch.repeat_interleave(
                 torch.arange(n, dtype=torch.long),
                 torch.tensor(counts, dtype=torch.long))
-            # column-major: choice j of row t is seq[j * rows + t]
-            r = seq.reshape(k, rows).t().contiguous()   # (rows, k)
+            # column-major: choice j of row t is seq[j * rows + p(t)]
+            r = seq.reshape(k, rows).t()   # (rows, k)
+            # p(t) = t * stride mod rows: consecutive rows (the tokens of
+            # one sequence) go round the experts, as independent draws
+            # spread them, instead of a sequence's tokens to one or two
+            # experts in a block, which a per-sequence capacity
+            # (SwitchTransformersTop1Router's cumsum over the sequence)
+            # would drop; the counts and a row's distinct choices are
+            # the same under any permutation of the rows
+            r = r[(torch.arange(rows, dtype=torch.long) *
+                   route_stride(rows, -(-total // n))) % rows].contiguous()
             if d is None:
                 r = r.reshape(tuple(idx.shape))
             else:
@@ -3398,6 +3409,20 @@ class Values:
                 r = r.reshape(shape + [k]).movedim(-1, d).contiguous()
             r = r.to(idx.dtype)
         return r
+
+
+def route_stride(rows, block):
+    """The stride of the routing's row order (Values._route): the least
+    integer from BLOCK (an expert's share of a column, rows k / E) that
+    is prime to ROWS, so that t -> t * stride mod rows is a permutation
+    and rows t and t + 1 fall in neighbouring experts' blocks; 1 where
+    there is one block."""
+    if block >= rows:
+        return 1
+    s = max(block, 1)
+    while math.gcd(s, rows) != 1:
+        s += 1
+    return s
 
 
 def shares(total, n, rows, imbalance):
