@@ -2168,8 +2168,30 @@ def _patch_tensor_data(torch):
                 return mode.device
         return None
 
+    def compiling(orig, data, *args, **kwargs):
+        """torch.tensor or torch.as_tensor where Dynamo traces this
+        wrapper (a compiled frame calls it).  Dynamo knows PyTorch's own
+        by the object torch.tensor was, this wrapper, and traces into it:
+        the original is a builtin it does not know (a graph break, and
+        data of 0-dim tensors met the real constructor:
+        _local_scalar_dense on CUDA, Qwen2-VL's get_rope_index under the
+        Trainer's --torch_compile).  Its rule for torch.tensor
+        (TorchInGraphFunctionVariable's handle_torch_tensor) puts
+        torch._refs.tensor in the graph where the data holds tensors or
+        symbolic numbers, the constructor itself for constants; here
+        torch._refs.tensor for any data but a tensor (for constants the
+        same tensor).  torch.as_tensor keeps the original (a graph
+        break, as before)."""
+        if orig is torch_tensor and not isinstance(data, torch.Tensor):
+            return torch._refs.tensor(data, *args, **kwargs)
+        return orig(data, *args, **kwargs)
+
+    torch_tensor = torch.tensor
+
     def wrap(orig):
         def ctor(data, *args, **kwargs):
+            if torch.compiler.is_compiling():
+                return compiling(orig, data, *args, **kwargs)
             if isinstance(data, (list, tuple)) and has_fake(data):
                 data = host(data)
             if kwargs.get("device") is None:
