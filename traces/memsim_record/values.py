@@ -1638,6 +1638,8 @@ class Values:
         torch = self.torch
         if not isinstance(out, self.Fake) or len(args) < 3 or kwargs:
             return
+        if not all(type(d) is int for d in out.shape):
+            return      # (--symbolic sizes: the rules as before)
         vals = []
         for a in args[:3]:
             if isinstance(a, self.Fake):
