@@ -2397,6 +2397,11 @@ def install(torch, rec):
         skip_own_frames(torch)
         optimizer_init()
         set_modes_aside()
+        return real_compile(model, backend, fullgraph, dynamic, kwargs)
+
+    def real_compile(model, backend, fullgraph, dynamic, kwargs):
+        """PyTorch's torch.compile of MODEL with BACKEND, the recorder's
+        module hooks set aside where it runs (hooks_aside)."""
         cm = real(model, fullgraph=fullgraph, dynamic=dynamic,
                   backend=backend, **kwargs)
         if isinstance(cm, torch.nn.Module):
@@ -2469,12 +2474,7 @@ def install(torch, rec):
         if be is None:
             be = backends[key] = inductor("compiled " + name, graphs,
                                           options, tune_all)
-        cm = real(model, fullgraph=fullgraph, dynamic=dynamic, backend=be,
-                  **kwargs)
-        if isinstance(cm, torch.nn.Module):
-            cm.forward = hooks_aside(cm.forward)
-            return cm
-        return hooks_aside(cm)
+        return real_compile(model, be, fullgraph, dynamic, kwargs)
 
     torch.compile = compile
     _guards_as_run(torch)

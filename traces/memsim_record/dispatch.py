@@ -26,6 +26,9 @@ import weakref
 import torch
 import torch._subclasses.fake_tensor as ftm
 from torch._prims_common import is_non_overlapping_and_dense_or_false
+from torch._prims_common import \
+    make_contiguous_strides_for as contiguous_strides
+from torch._subclasses.fake_impls import _compute_stride as view_strides
 from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 from torch.utils._pytree import tree_flatten
@@ -2576,9 +2579,8 @@ class Dispatch:
                     out.element_size())]
             post = [("free", "self")]
             # (preserve_format: a dense input's strides, else contiguous)
-            from torch._prims_common import make_contiguous_strides_for
             if not _dense(x):
-                strides = make_contiguous_strides_for(shape)
+                strides = contiguous_strides(shape)
             dtype, offset = out.dtype, 0
         if not dtype.is_floating_point or not shape:
             return pre + post
@@ -2879,12 +2881,12 @@ class Dispatch:
                 not isinstance(out, torch.Tensor) or x.numel() == 0:
             return []
         size = kernels.symsize(x.numel()) * x.element_size()
-        dim = _fft_dims(x, args[1] if len(args) > 1 else
+        dim = kernels.fft_dims(x, args[1] if len(args) > 1 else
                         kwargs.get("dim"))
         ev = [("alloc", "c2r input clone", size)]
         shape = tuple(x.shape)
-        if dim is not None and _fft_one_plan(dim):
-            extra = _fft_exec_input(shape, _contiguous_strides(shape), dim,
+        if dim is not None and kernels.fft_one_plan(dim):
+            extra = _fft_exec_input(shape, contiguous_strides(shape), dim,
                                     x.element_size(), x.dtype)
             if extra:
                 ev += [("alloc", "c2r input layout", extra),
@@ -2907,10 +2909,10 @@ class Dispatch:
                 x.numel() == 0 or x.dtype == torch.bfloat16 or \
                 (name == "_fft_r2c") == x.is_complex():
             return []
-        dim = _fft_dims(x, args[1] if len(args) > 1 else
+        dim = kernels.fft_dims(x, args[1] if len(args) > 1 else
                         kwargs.get("dim"))
-        if dim is None or len(dim) > _CUFFT_MAX_NDIM or \
-                (name == "_fft_r2c" and not _fft_one_plan(dim)):
+        if dim is None or len(dim) > kernels.CUFFT_MAX_NDIM or \
+                (name == "_fft_r2c" and not kernels.fft_one_plan(dim)):
             return []
         shape, strides = tuple(x.shape), tuple(x.stride())
         if type(x.storage_offset()) is not int:
@@ -2924,7 +2926,7 @@ class Dispatch:
             frees.append(("free", "r2c aligned input"))
             last = dim[-1]
             order = [d for d in range(len(shape)) if d != last] + [last]
-            moved = _contiguous_strides(tuple(shape[d] for d in order))
+            moved = contiguous_strides(tuple(shape[d] for d in order))
             strides = [0] * len(shape)
             for i, d in enumerate(order):
                 strides[d] = moved[i]
@@ -3354,71 +3356,6 @@ def _check_errors(matrices):
 
 
 
-# cuFFT's most signal dimensions in one plan (cuda/CuFFTUtils.h)
-_CUFFT_MAX_NDIM = 3
-
-
-def _fft_dims(x, dim):
-    """The FFT's dims (an int list of aten's _fft_* ops), non-negative;
-    None where not plain ints."""
-    if dim is None:
-        return None
-    try:
-        dims = tuple(int(d) % x.dim() for d in dim)
-    except (TypeError, ValueError, ZeroDivisionError):
-        return None
-    return dims or None
-
-
-def _fft_one_plan(dim):
-    """use_optimized_cufft_path (cuda/SpectralOps.cpp): r2c and c2r in
-    one _exec_fft where at most three dims and not starting (0, 1)."""
-    return len(dim) <= _CUFFT_MAX_NDIM and \
-        not (len(dim) >= 2 and dim[0] == 0 and dim[1] == 1)
-
-
-def _contiguous_strides(shape):
-    st, acc = [], 1
-    for n in reversed(shape):
-        st.append(acc)
-        acc = acc * (max(n, 1) if type(n) is int else n)
-    return tuple(reversed(st))
-
-
-def _view_strides(shape, strides, newshape):
-    """at::detail::computeStride (TensorUtils.cpp): the strides of
-    view(NEWSHAPE) of a tensor of SHAPE and STRIDES, or None where no
-    view exists (reshape then copies)."""
-    if not shape:
-        return tuple(1 for _ in newshape)
-    numel = 1
-    for n in shape:
-        numel *= n
-    if numel == 0:
-        return _contiguous_strides(newshape)
-    newstride = [0] * len(newshape)
-    view_d = len(newshape) - 1
-    chunk_base = strides[-1]
-    tensor_numel, view_numel = 1, 1
-    for td in range(len(shape) - 1, -1, -1):
-        tensor_numel *= shape[td]
-        if td == 0 or (shape[td - 1] != 1 and
-                       strides[td - 1] != tensor_numel * chunk_base):
-            while view_d >= 0 and (view_numel < tensor_numel or
-                                   newshape[view_d] == 1):
-                newstride[view_d] = view_numel * chunk_base
-                view_numel *= newshape[view_d]
-                view_d -= 1
-            if view_numel != tensor_numel:
-                return None
-            if td > 0:
-                chunk_base = strides[td - 1]
-                tensor_numel, view_numel = 1, 1
-    if view_d != -1:
-        return None
-    return tuple(newstride)
-
-
 def _fft_exec_input(shape, strides, dim, elem, dtype):
     """The bytes of the copy _exec_fft (cuda/SpectralOps.cpp) makes of
     an input of SHAPE and STRIDES transformed over DIM, 0 where none:
@@ -3443,7 +3380,8 @@ def _fft_exec_input(shape, strides, dim, elem, dtype):
     numel = nb
     for n in newshape[1:]:
         numel *= n
-    bst = _view_strides(pshape, pstrides, newshape)
+    # computeStride (TensorUtils.cpp): None where no view exists
+    bst = view_strides(pshape, pstrides, newshape)
     if bst is None:
         return numel * elem
     # CuFFTConfig: half's last stride; as_cufft_embed's must_clone

@@ -1459,3 +1459,26 @@ def batch_norm_backward(c, reduction, acc_size, w_size, mask, weight,
     if sums:
         ev += [("free", "sum_dy_xmu"), ("free", "sum_dy")]
     return ev + [("free", d) for d in dropped]
+
+
+# cuFFT's most signal dimensions in one plan (cuda/CuFFTUtils.h)
+CUFFT_MAX_NDIM = 3
+
+
+def fft_dims(x, dim):
+    """The FFT's dims (an int list of aten's _fft_* ops), non-negative;
+    None where not plain ints."""
+    if dim is None:
+        return None
+    try:
+        dims = tuple(int(d) % x.dim() for d in dim)
+    except (TypeError, ValueError, ZeroDivisionError):
+        return None
+    return dims or None
+
+
+def fft_one_plan(dim):
+    """use_optimized_cufft_path (cuda/SpectralOps.cpp): r2c and c2r in
+    one _exec_fft where at most three dims and not starting (0, 1)."""
+    return len(dim) <= CUFFT_MAX_NDIM and \
+        not (len(dim) >= 2 and dim[0] == 0 and dim[1] == 1)

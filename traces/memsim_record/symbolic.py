@@ -463,24 +463,18 @@ def _fft_output(torch, name, args, kwargs):
              "aten::_fft_c2r": ("dim", "normalization", "last_dim_size"),
              "aten::_fft_c2c": ("dim", "normalization", "forward")}[name]
     a = dict(zip(names, args[1:]), **kwargs)
-    if x.device.type != "cuda" or x.dim() == 0 or "dim" not in a:
+    from torch._prims_common import make_contiguous_strides_for
+    from . import kernels
+    if x.device.type != "cuda" or x.dim() == 0:
         return None
     nd = x.dim()
-    try:
-        dim = [int(d) % nd for d in a["dim"]]
-    except (TypeError, ValueError):
+    dim = kernels.fft_dims(x, a.get("dim"))
+    if dim is None:
         return None
-    one_plan = len(dim) <= 3 and not (len(dim) >= 2 and dim[0] == 0 and
-                                      dim[1] == 1)
+    dim = list(dim)
+    one_plan = kernels.fft_one_plan(dim)
     sizes = list(x.shape)
     out_sizes = list(sizes)
-
-    def contiguous(shape):
-        st, acc = [], 1
-        for n in reversed(shape):
-            st.append(acc)
-            acc = acc * torch.sym_max(n, 1)
-        return list(reversed(st))
 
     if name == "aten::_fft_r2c":
         if not one_plan or not x.dtype.is_floating_point:
@@ -499,9 +493,9 @@ def _fft_output(torch, name, args, kwargs):
                  torch.complex64: torch.float32,
                  torch.complex128: torch.float64}.get(x.dtype)
         # the input's clone (gh-34551), contiguous
-        in_strides = contiguous(sizes)
+        in_strides = list(make_contiguous_strides_for(sizes))
     else:
-        if len(dim) > 3 or not x.is_complex():
+        if len(dim) > kernels.CUFFT_MAX_NDIM or not x.is_complex():
             return None
         dtype = x.dtype
         in_strides = list(x.stride())
@@ -514,7 +508,7 @@ def _fft_output(torch, name, args, kwargs):
     nb = 1
     for d in batch:
         nb = nb * out_sizes[d]
-    cst = contiguous([nb] + [out_sizes[d] for d in dim])
+    cst = make_contiguous_strides_for([nb] + [out_sizes[d] for d in dim])
     out_strides = [0] * nd
     bn = 1
     for i in range(len(batch) - 1, -1, -1):

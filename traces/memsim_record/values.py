@@ -1635,7 +1635,6 @@ class Values:
         mask.bool()` of that view, and the experts' `torch.where` counts
         follow from it (eager attention, 16 x 80 x 80 elements over
         SHADOW_LIMIT: every count there had been an assumption)."""
-        torch = self.torch
         if not isinstance(out, self.Fake) or len(args) < 3 or kwargs:
             return
         if not all(type(d) is int for d in out.shape):
