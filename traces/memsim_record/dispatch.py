@@ -2702,6 +2702,25 @@ class Dispatch:
         return [("alloc", "self", n * out.element_size())] + scan + \
             [("free", "self")]
 
+    def _ev_masked_scatter(self, name, args, phase, out, kwargs):
+        # masked_scatter_ (and masked_scatter, whose output is self and
+        # mask broadcast together, expand_outplace, and self's clone
+        # scattered into in place): kernels.masked_scatter, the mask as
+        # expand_inplace broadcasts it to that shape
+        kwargs = kwargs or {}
+        x = out if name == "masked_scatter" else args[0] if args else None
+        mask = args[1] if len(args) > 1 else kwargs.get("mask")
+        src = args[2] if len(args) > 2 else kwargs.get("source")
+        if not _cuda_tensor(x) or not isinstance(mask, torch.Tensor) or \
+                not isinstance(src, torch.Tensor):
+            return []
+        n = kernels.symsize(x.numel())
+        m = mask.expand(x.shape)
+        mcopy = 0 if m.is_contiguous() else n * mask.element_size()
+        scopy = 0 if src.is_contiguous() else \
+            kernels.symsize(src.numel()) * src.element_size()
+        return kernels.masked_scatter(n, mcopy, scopy)
+
     def _ev_svd(self, name, args, phase, out, kwargs):
         # _linalg_svd_out (BatchLinearAlgebra.cpp) on CUDA, after its
         # outputs (Dispatch._svd): info, zeros of the batch's shape
@@ -3765,6 +3784,8 @@ _EVENTS = {
     "index_put_": Dispatch._ev_index_put,
     "index_put": Dispatch._ev_index_put,
     "cumprod": Dispatch._ev_cum,
+    "masked_scatter": Dispatch._ev_masked_scatter,
+    "masked_scatter_": Dispatch._ev_masked_scatter,
     "_linalg_svd": Dispatch._ev_svd,
     "_to_copy": Dispatch._ev_copy,
     "mse_loss": Dispatch._ev_loss,

@@ -319,12 +319,30 @@ def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
         all(int(v) == 2 for v in stride) and \
         all(int(v) == 3 for v in padding) and \
         all(int(v) == 1 for v in dilation)
+    # a half-precision RGB patch embedding's weight gradient
+    # (_patch_weight): kernel = stride of 14 or 16, 128 or more channels
+    # out
+    patch = phase == "weight" and itemsize == 2 and not transposed and \
+        not channels_last and len(x_shape) == 4 and \
+        int(x_shape[1]) == 3 and int(w_shape[0]) >= 128 and \
+        int(w_shape[2]) == int(w_shape[3]) in (14, 16) and \
+        all(int(v) == int(w_shape[2]) for v in stride) and \
+        all(int(v) == 0 for v in padding) and \
+        all(int(v) == 1 for v in dilation)
     if transposed:
         x_shape, y_shape = y_shape, x_shape
         phase = {"forward": "data", "data": "forward"}.get(phase, phase)
     x = _prod(x_shape) * itemsize
     y = _prod(y_shape) * itemsize
     w = _prod(w_shape) * itemsize
+    if len(x_shape) == 5 and not channels_last and \
+            phase in ("forward", "weight") and int(x_shape[1]) == 3 and \
+            tuple(int(v) for v in stride) == tuple(int(v) for v in
+                                                 w_shape[2:]) and \
+            all(int(v) == 1 for v in tuple(y_shape[2:]) + tuple(dilation)):
+        size = _patch3d(phase, x_shape, w_shape, x, w, itemsize)
+        if size is not None:
+            return [("alloc", "ws", size), ("free", "ws")] if size else []
     if len(x_shape) == 5 and itemsize == 4 and phase == "data" and \
             not channels_last and int(x_shape[1]) <= 3 and \
             all(int(v) == 3 for v in w_shape[2:]) and \
@@ -406,6 +424,8 @@ def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
         elif stem:
             size = _stem_forward(x_shape, w_shape, y_shape, x, w, y, itemsize,
                                  bf16)
+        elif patch:
+            size, split = _patch_weight(x_shape, w_shape, y_shape, x, w, y)
         elif phase == "forward" and int(x_shape[1]) < 8:
             size = 0
         elif one:
@@ -430,6 +450,65 @@ def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
     # (split-K's partial sums are 0 where the operands are: no size of
     # 0 made positive by them)
     return [("alloc", "ws", size + split), ("free", "ws")]
+
+
+def _patch_weight(x_shape, w_shape, y_shape, x, w, y):
+    """The weight gradient's workspace of a half-precision NCHW patch
+    embedding over 3 channels (kernel = stride of 14 or 16, no padding,
+    K >= 128 channels out: ViT's, CLIP's and SigLIP's): (size, split).
+    The engine cuDNN picks works on the input and weight with their
+    channels padded to 8 (as _stem_forward's bf16) and the output
+    gradient, and splits the N*P*Q reduction into 3 fp32 partial weight
+    gradients (K padded to 64) and 128 bytes where N*P*Q is 3136 or more,
+    1 from 65536 (2 of 2 such calls); none up to 2592 (the largest
+    without measured).  On an H100 (tests/recorder_vit_patch.sh):
+    patch_probe.py's grid, 26 of its 36 such calls to the byte, 33 within
+    2.2 KB (the others rank engines with other split counts), and
+    vit_patch_probe.py's 80, made to check the rule (N*P*Q 196 to 50176,
+    14 and 16, fp16 and bf16), 70 to the byte, 77 within 2.2 KB (K of
+    768 and 1024 add up to 2 KB more); x + w + y + 16 with _split_k()'s
+    slices, before, 2 and 2 (tests/data/record/conv_few.tsv,
+    conv_patch_h100.tsv).  SigLIP's and CLIP's 16 x 16 embedding of 32
+    images, 256 channels (the thirty-sixth round's H100 snapshots): the
+    rule's 36,241,552 bytes, where x + w + y + 16 was 13,238,288."""
+    c = int(x_shape[1])
+    size = x // c * 8 + w // c * 8 + y
+    npq = symsize(y_shape[0]) * _prod(y_shape[2:])
+    if npq < 3136:
+        return size, 0
+    s = 1 if npq >= 65536 else 3
+    return size, s * _pad(symsize(w_shape[0]), 64) * 8 * _prod(w_shape[2:]) \
+        * 4 + 128
+
+
+def _patch3d(phase, x_shape, w_shape, x, w, itemsize):
+    """cuDNN's workspace for Qwen2-VL's patch embedding: N patches of 3 x
+    T x R x R under a Conv3d of that kernel and stride (an output of N x
+    K x 1 x 1 x 1), or None where the 3-d rule stands.  fp32: forward,
+    the input and weight and 16 bytes (17 of 17 such calls).  Half
+    precision: the engines hold the input and weight with their channels
+    padded to 8 and no transposed output (one position a channel is
+    NDHWC too):
+    forward, only K = 128 of two frames (8 of 8 such calls; none for the
+    probe's 55 of other K or one frame); weight gradient, of two
+    frames, nothing more for R = 16 (K >= 128: 14 of 14 to the byte) and
+    one fp32 padded weight gradient more for R = 14, K >= 768 from 1024
+    patches (12 of 12, within 8 KB).  Other shapes split the reduction in 4 to
+    32 partial gradients by rules not found: the 3-d rule's
+    (conv_patch_h100.tsv's conv3d rows: vit_patch_probe.py on an H100;
+    tests/recorder_vit_patch.sh)."""
+    n, k = symsize(x_shape[0]), int(w_shape[0])
+    t, r = int(w_shape[2]), int(w_shape[3])
+    if itemsize == 4:
+        return x + w + 16 if phase == "forward" else None
+    pad = x // 3 * 8 + w // 3 * 8 + 16
+    if phase == "forward":
+        return pad if t == 2 and k == 128 else 0
+    if t == 2 and r == 16 and k >= 128:
+        return pad
+    if t == 2 and r == 14 and k >= 768 and n >= 1024:
+        return pad + w // 3 * 16
+    return None
 
 
 def _stem_forward(x_shape, w_shape, y_shape, x, w, y, itemsize, bf16):
@@ -1143,6 +1222,35 @@ def _count_reduce_temp(numel, sms):
     the H100's 132 SMs; tests/data/record/nonzero_h100.txt,
     unique_bool_h100.txt)."""
     return 1 if numel <= 4096 else _r256(sms * 8 * 5 * 4) + 255
+
+
+def masked_scatter(numel, mask_copy, source_copy):
+    """Temporaries of masked_scatter__cuda (the in-place op; the
+    out-of-place one clones self first) over NUMEL elements of self:
+    maskPrefixSum, NUMEL int64s, for the whole call; in
+    launch_masked_scatter_kernel the mask's contiguous copy (MASK_COPY
+    bytes: a mask broadcast by expand_inplace, as Qwen2-VL's
+    get_placeholder_mask expands (B, L, 1) to the embeddings), cub's
+    storage for at::cuda::cub::mask_exclusive_sum (an exclusive scan of
+    the mask into int64: tiles of 896 elements, 128 threads of 7, and
+    256 bytes more than _cub_tiles_temp's), freed at once, then
+    source.contiguous() (SOURCE_COPY bytes) for the gather; the copies
+    freed, source's first, when it returns, the prefix sums last.  As an
+    H100 probe of 60 calls showed, every dtype alike (1,279 bytes of cub
+    storage at 7,552 elements, 6,655 at 311,808, 1,400,831 at
+    78,381,056; tests/data/record/masked_scatter_h100.tsv)."""
+    if numel == 0:
+        return []
+    ev = [("alloc", "prefix", numel * 8)]
+    if mask_copy:
+        ev.append(("alloc", "mask", mask_copy))
+    ev += [("alloc", "cub", _cub_tiles_temp(numel, 896) + 256),
+           ("free", "cub")]
+    if source_copy:
+        ev += [("alloc", "source", source_copy), ("free", "source")]
+    if mask_copy:
+        ev.append(("free", "mask"))
+    return ev + [("free", "prefix")]
 
 
 def nonzero(numel, itemsize, contiguous, sms=132):
