@@ -192,6 +192,13 @@ KEEP = (_known.SAME - {"repeat"}) | {"repeat", "mean", "median",
 # Ops whose values are some of their input's, at indices: exact input
 # values gathered at unknown indices keep their range.
 GATHERS = frozenset(("index", "index_select", "gather", "take"))
+# Ops through which the sentinel classes of scores (Values._classes) are
+# carried: the sums that make them (a score plus a known -1e9 penalty),
+# where, cat and stack, and the views, copies and gathers that move them.
+OFFSET_MAKE = frozenset(("add", "add_", "sub", "sub_", "where", "cat",
+                         "stack"))
+OFFSET_MOVE = (_known.SAME - {"max", "min", "amax", "amin"}) | GATHERS | \
+    frozenset(("neg", "mul", "mul_", "div", "div_"))
 
 # Operators of other libraries with a data-dependent output size and a
 # rule in fake._dynamic.
@@ -617,6 +624,8 @@ class Values:
         self.imbalance = float(getattr(opt, "routing_imbalance", 1.0))
         self.shadow = WeakIdKeyDictionary()  # fake -> (real, skey, gen)
         self.ranges = WeakIdKeyDictionary()  # fake -> (Range, skey, gen)
+        # fake -> (sentinel classes, skey, gen): Values._classes
+        self.offs = WeakIdKeyDictionary()
         # fake -> (Range, skey, gen): its elements independent draws, each
         # uniform over Range; fake -> (p, skey, gen): its elements 0 or 1
         # (false or true), each 1 with probability p (Values._draws)
@@ -747,6 +756,7 @@ class Values:
         values:lost names the op."""
         self.shadow.clear()
         self.ranges.clear()
+        self.offs.clear()
         self.srange.clear()
         self.pins.clear()
         self.nzs.clear()
@@ -2094,6 +2104,7 @@ class Values:
                 not self._has(args[0]):
             self._link_negation(args[0], out)
         if not self.cpu and not self.shadow and not self.ranges and \
+                not self.offs and \
                 not self.srange and not self.unif and not self.probs and \
                 not self.norms and not self.uploads and not self.parts and \
                 not self.nzidx and name not in SOURCES and name not in EMPTY and \
@@ -2188,6 +2199,8 @@ class Values:
             return
         pre = None
         pre_range = None
+        offs = None if self.cpu else \
+            self._offsets_op(func, name, args, kwargs, targets)
         if targets:
             if name == "scatter_" and not self.cpu and len(targets) == 1:
                 # (the target's values before the write: a sparse gate
@@ -2213,6 +2226,11 @@ class Values:
                                  before)
         if self.cpu:
             return
+        if offs is not None:
+            o = targets[0] if targets else outs[0]
+            if isinstance(o, self.Fake) and \
+                    tuple(o.shape) == tuple(offs.shape):
+                self._keep(self.offs, o, offs)
         if real is None and (self.uploads or big and (
                 name == "copy_" or name == "_to_copy" and args and
                 args[0] in self.shadow or name == "where" and not targets
@@ -2731,6 +2749,142 @@ class Values:
         except Exception:
             return r
 
+    # -- sentinel classes of scores (rules mode) --------------------------
+    # A score of unknown value lies inside (-SENTINEL, SENTINEL) (known.py,
+    # compare:sentinel); a known penalty of that size added to it
+    # (transformers' beam search: `topk_log_probs += (~finished) * -1e9`,
+    # the -1e9 of a beam with no score yet) puts it below every score
+    # without one.  self.offs keeps, for a small floating tensor of
+    # unknown values, each element's class: the known sentinel part of
+    # its value (-1e9, 0 for a plain score), so that a topk ranks the
+    # scores above the penalized ones (_unsentinel), as on a GPU.
+    def _classes(self, t):
+        """The sentinel classes of T's elements (a real tensor of T's
+        shape, 0 where T holds a plain score), or None (not floating, too
+        large, or a shadow of non-finite values)."""
+        torch = self.torch
+        if not isinstance(t, torch.Tensor) or not t.dtype.is_floating_point:
+            return None
+        if isinstance(t, self.Fake):
+            if t in self.offs:
+                c = self._kept(self.offs, t)
+                if c is not None:
+                    return c
+            if not self._small(t):
+                return None
+            r = self.real(t)
+            if r is None:
+                with self.unset():
+                    return torch.zeros(tuple(t.shape), dtype=torch.float64)
+        else:
+            r = t
+        with self.unset():
+            r = r.to(torch.float64)
+            if r.isnan().any():
+                return None
+            return torch.where(r.abs() >= _known.SENTINEL, r,
+                               torch.zeros((), dtype=torch.float64))
+
+    def _offsets_op(self, func, name, args, kwargs, targets):
+        """The sentinel classes of NAME's output (of its one target, for
+        an in-place op), computed by FUNC on the inputs' classes (the
+        exact values of its index and mask inputs), or None: nothing of a
+        sentinel in or out."""
+        base = name[:-1] if name.endswith("_") and \
+            not name.startswith("_") else name
+        base = _known.ALIASES.get(base, base)
+        if base not in OFFSET_MAKE and base not in OFFSET_MOVE and \
+                name not in OFFSET_MAKE:
+            return None
+        if len(targets) > 1 or any(isinstance(v, self.torch.Tensor)
+                                   for v in kwargs.values()):
+            return None
+        torch = self.torch
+        flat = []
+        for a in args:
+            flat.extend(a if isinstance(a, (list, tuple)) else (a,))
+        fakes = [a for a in flat if isinstance(a, self.Fake) and
+                 a.dtype.is_floating_point]
+        if not fakes:
+            return None
+        held = [a for a in fakes if a in self.offs and
+                self._kept(self.offs, a) is not None]
+        nums = [a for a in flat if isinstance(a, (int, float)) and
+                not isinstance(a, bool) and math.isfinite(a) and
+                abs(a) >= _known.SENTINEL]
+        if not held:
+            # made here: a score tensor of unknown values plus a known
+            # sentinel (an exact tensor holding one, or the number: an
+            # add's, a where's, a cat's)
+            if base not in OFFSET_MAKE or \
+                    all(self._has(a) for a in fakes) or \
+                    not (nums or any(self._has(a) for a in fakes)):
+                return None
+        elif base in ("mul", "div") and (
+                flat[0] is not held[0] or
+                any(isinstance(a, torch.Tensor) for a in flat[1:])):
+            return None     # (a product of two tensors: no class)
+        any_sentinel = bool(held) or bool(nums) and base in OFFSET_MAKE
+
+        def swap(a):
+            nonlocal any_sentinel
+            if not isinstance(a, torch.Tensor):
+                return a
+            if a.dtype.is_floating_point:
+                c = self._classes(a)
+                if c is None:
+                    raise LookupError
+                if not any_sentinel:
+                    with self.unset():
+                        any_sentinel = bool((c != 0).any())
+                return c
+            r = self.real(a)
+            if r is None:
+                raise LookupError
+            return r
+        try:
+            new = [type(a)(swap(x) for x in a) if isinstance(a, (list, tuple))
+                   else swap(a) for a in args]
+            if not any_sentinel:
+                return None
+            with self.unset():
+                out = func(*new, **kwargs)
+                if isinstance(out, (list, tuple)):
+                    return None
+                out = torch.where(out.abs() >= _known.SENTINEL, out,
+                                  torch.zeros((), dtype=out.dtype))
+                if not bool((out != 0).any()):
+                    return None
+                return out.contiguous()
+        except LookupError:
+            return None
+        except Exception:
+            return None
+
+    def _unsentinel(self, t, dim, largest, k):
+        """The positions along DIM of T that a topk of K (LARGEST, or the
+        smallest) chooses from, as a 1-D index tensor, or None: those of
+        the top sentinel class (Values._classes) in every row, where the
+        others rank below them, at least K of them."""
+        c = self._classes(t)
+        if c is None or c.dim() == 0:
+            return None
+        torch = self.torch
+        n = t.shape[dim]
+        with self.unset():
+            if not bool((c != 0).any()):
+                return None
+            rows = c.movedim(dim, -1).reshape(-1, n)
+            best = rows.amax(1, keepdim=True) if largest else \
+                rows.amin(1, keepdim=True)
+            sel = rows == best
+            if not bool((sel == sel[:1]).all()):
+                return None     # (rows of different classes)
+            free = sel[0].nonzero().flatten()
+        if not k <= free.numel() < n:
+            return None
+        return free
+
     def _stale(self, targets):
         for t in targets:
             k = self._skey(t)
@@ -3195,8 +3349,22 @@ class Values:
                     free = self._unpinned(t0, dim % t0.dim(), largest)
                     if free is not None and free.numel() < idx.shape[d]:
                         free = None     # (fewer left than k)
+                note = None
+                if name == "topk" and free is None and self.offs:
+                    largest = kwargs.get("largest", args[3] if len(args) > 3
+                                         else True)
+                    free = self._unsentinel(t0, dim % t0.dim(), largest,
+                                            idx.shape[d])
+                    if free is not None:
+                        note = " (%d of %d below a sentinel left out)" % (
+                            n - free.numel(), n)
                 if free is None:
                     r = self.routing(idx, n, d)
+                elif note is not None:
+                    r = self.routing(idx, free.numel(), d, note)
+                    if r is not None:
+                        with self.unset():
+                            r = free[r.long()].to(idx.dtype)
                 else:
                     r = self.routing(idx, free.numel(), d,
                                      " (%d of %d pinned at %s left out)" % (
