@@ -625,6 +625,36 @@ class _StreamContext:
         return False
 
 
+def _generic(torch, base, fake):
+    """torch.Stream or torch.Event (BASE) whose CUDA instances are FAKE
+    (torch.cuda's, _Stream or _Event): a device of None is the current
+    accelerator's, CUDA; a stream named by stream_id, device_index and
+    device_type (1, CUDA) the CUDA stream of that number."""
+
+    class _Meta(type(base)):
+        def __call__(cls, device=None, **kwargs):
+            if kwargs.get("device_type", 1) == 1 and (
+                    device is None or torch.device(device).type == "cuda"):
+                if fake is _Stream:
+                    return _Stream(device, kwargs.get("priority", 0),
+                                   **{k: v for k, v in kwargs.items()
+                                      if k == "stream_id"})
+                return _Event(**{k: v for k, v in kwargs.items()
+                                 if k in ("enable_timing", "blocking",
+                                          "interprocess")})
+            return base(device, **kwargs)
+
+        def __instancecheck__(cls, obj):
+            return isinstance(obj, (base, fake))
+
+        def __subclasscheck__(cls, sub):
+            return issubclass(sub, (base, fake))
+
+    generic = _Meta(base.__name__, (base,), {"__module__": "torch",
+                                             "__doc__": base.__doc__})
+    return generic
+
+
 class _Device:
     """torch.cuda.device(device): every CUDA device is device 0 (one rank
     sees one GPU), so entering changes nothing."""
@@ -1241,6 +1271,18 @@ def _patch_cuda(torch, rec, dev):
     Generator.__module__ = "torch"
     Generator.__doc__ = base.__doc__
     torch.Generator = Generator
+    # torch.Stream() and torch.Event(), the device-generic ones, on the
+    # current accelerator (CUDA here, torch.accelerator says so): the
+    # native constructors make a stream the CUDA device guard numbers 0
+    # and `with stream:` changes no current stream, so a program's side
+    # stream (transformers' OffloadedCache prefetches the next layer on
+    # one) allocated from the default stream's pool, where the GPU's
+    # caching allocator gives each stream its own blocks.  A CUDA one is
+    # torch.cuda's (_Stream, _Event); isinstance holds for both kinds.
+    for name, fake_cls in (("Stream", _Stream), ("Event", _Event)):
+        torch_cls = getattr(torch, name, None)
+        if torch_cls is not None:
+            setattr(torch, name, _generic(torch, torch_cls, fake_cls))
     c.default_generators = (Generator("cuda"),)
     setc("device", None, _Device)
     setc("device_of", None, _DeviceOf)
