@@ -112,6 +112,83 @@ job_policy(msim_job_t *j, msim_job_err_t *err)
 	return 0;
 }
 
+/* Whether PYTORCH_CUDA_ALLOC_CONF text selects the cudaMallocAsync
+ * backend: a "backend" key of value "cudaMallocAsync" among its
+ * comma-separated key:value pairs, spaces around either ignored, as
+ * c10/cuda/CUDAAllocatorConfig.cpp's parseAllocatorConfig reads it (the
+ * value is compared whole; "native" is the default backend). */
+static bool
+conf_backend_async(const char *conf)
+{
+	const char *p = conf;
+	while (*p) {
+		while (*p == ' ' || *p == ',')
+			p++;
+		const char *k = p;
+		while (*p && *p != ':' && *p != ',' && *p != ' ')
+			p++;
+		size_t kn = (size_t)(p - k);
+		while (*p == ' ')
+			p++;
+		if (*p != ':') {
+			while (*p && *p != ',')
+				p++;
+			continue;
+		}
+		p++;
+		while (*p == ' ')
+			p++;
+		const char *v = p;
+		while (*p && *p != ',' && *p != ' ')
+			p++;
+		size_t vn = (size_t)(p - v);
+		if (kn == 7 && !strncmp(k, "backend", 7) &&
+		    vn == 15 && !strncmp(v, "cudaMallocAsync", 15))
+			return true;
+		while (*p && *p != ',')
+			p++;
+	}
+	return false;
+}
+
+/* A recording made under backend:cudaMallocAsync replays under the
+ * cuda-async policy with its defaults when the policy was not named:
+ * PyTorch then allocates through cudaMallocAsync alone
+ * (CUDAMallocAsyncAllocator.cpp), and the native allocator's rounding,
+ * splitting and garbage-collection settings do not apply
+ * (docs/cuda-async.md).  *switched: whether it did. */
+static int
+job_snapconf_async(msim_job_t *j, const char *snapconf, const char *whose,
+		   bool *switched, msim_job_err_t *err)
+{
+	const msim_policy_ops_t *ca;
+	*switched = false;
+	if (!j->spec.policy_default || !conf_backend_async(snapconf) ||
+	    !(ca = msim_policy_find("cuda-async")) || ca == j->ops)
+		return 0;
+	msim_params_clear(&j->pv);
+	j->pv_init = false;
+	j->ops = ca;
+	if (msim_params_init(&j->pv, j->ops->params))
+		return job_fail(err, MSIM_JOB_EPARAMS, MSIM_ENOMEM,
+				"out of memory");
+	j->pv_init = true;
+	size_t need = msim_params_canonical(&j->pv, NULL, 0) + 1;
+	char *canon = malloc(need);
+	if (!canon)
+		return job_fail(err, MSIM_JOB_EPARAMS, MSIM_ENOMEM,
+				"out of memory");
+	msim_params_canonical(&j->pv, canon, need);
+	free(j->params);
+	j->params = canon;
+	snprintf(j->confnote, sizeof(j->confnote), "the %s's own \"%s\": "
+		 "policy cuda-async, the native allocator's settings do not "
+		 "apply (--policy overrides, --defaults drops them)", whose,
+		 snapconf);
+	*switched = true;
+	return 0;
+}
+
 /* A first pass over a trace file completes a partial history and reads a
  * snapshot's allocator settings (a recording's are read at its open),
  * which apply unless parameters were given or spec.defaults. */
@@ -140,6 +217,10 @@ job_snapconf(msim_job_t *j, msim_job_err_t *err)
 			 "applied", whose, snapconf);
 		return 0;
 	}
+	bool switched;
+	int rc = job_snapconf_async(j, snapconf, whose, &switched, err);
+	if (rc || switched)
+		return rc;
 	msim_params_t sp;
 	if (msim_params_init(&sp, j->ops->params))
 		return job_fail(err, MSIM_JOB_EPARAMS, MSIM_ENOMEM,
@@ -220,7 +301,7 @@ job_oom_capacity(msim_job_t *j, msim_sim_config_t *cfg, msim_job_err_t *err)
 
 /* The input: a model spec or a transform resolved, then opened. */
 static int
-job_input(msim_job_t *j, const msim_sim_config_t *cfg, msim_job_err_t *err)
+job_input(msim_job_t *j, msim_sim_config_t *cfg, msim_job_err_t *err)
 {
 	const msim_job_spec_t *s = &j->spec;
 	const char *mspec = s->model_spec, *strategy = s->strategy;
@@ -250,6 +331,7 @@ job_input(msim_job_t *j, const msim_sim_config_t *cfg, msim_job_err_t *err)
 	}
 	if ((rc = job_snapconf(j, err)))
 		return rc;
+	cfg->policy = j->ops;   /* job_snapconf may name another */
 	j->res.trace_path = mspec ? mspec : s->trace;
 	j->res.strategy = strategy;
 	j->res.trace_format = j->in.format;

@@ -61,6 +61,11 @@ typedef struct msim_job_spec_s {
 	 * capacity that record implies (reserved + device_free + context).  defaults drops both: the
 	 * policy's defaults on the H200. */
 	bool defaults;
+	/* policy is the caller's default, not named by the user: a
+	 * recording or snapshot whose settings select PyTorch's
+	 * backend:cudaMallocAsync replays under cuda-async, as the process
+	 * ran (unless conf is given or defaults). */
+	bool policy_default;
 	unsigned device1;       /* snapshots: 1 + device index; 0: auto */
 	/* A partial history: refuse it (strict) instead of seeding its
 	 * start; skip entries of unknown actions (lenient). */
