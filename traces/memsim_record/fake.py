@@ -1279,10 +1279,29 @@ def _patch_cuda(torch, rec, dev):
     # one) allocated from the default stream's pool, where the GPU's
     # caching allocator gives each stream its own blocks.  A CUDA one is
     # torch.cuda's (_Stream, _Event); isinstance holds for both kinds.
+    # torch.accelerator's current stream is torch.cuda's (DDP's
+    # _to_kwargs waits on its side stream from it), but in a frame Dynamo
+    # traces, the native one it knows.
     for name, fake_cls in (("Stream", _Stream), ("Event", _Event)):
         torch_cls = getattr(torch, name, None)
         if torch_cls is not None:
             setattr(torch, name, _generic(torch, torch_cls, fake_cls))
+    if acc is not None and hasattr(acc, "current_stream"):
+        acc_stream = acc.current_stream
+
+        def current_stream(device=None, /):
+            if torch.compiler.is_compiling():
+                return acc_stream(device)
+            return _Stream(stream_id=_CURRENT_STREAM[0])
+
+        def set_stream(stream):
+            if isinstance(stream, _Stream):
+                _CURRENT_STREAM[0] = stream.stream_id
+        for fn, orig in ((current_stream, acc.current_stream),
+                         (set_stream, getattr(acc, "set_stream", None))):
+            if orig is not None:
+                setattr(acc, fn.__name__,
+                        functools.update_wrapper(fn, orig))
     c.default_generators = (Generator("cuda"),)
     setc("device", None, _Device)
     setc("device_of", None, _DeviceOf)
