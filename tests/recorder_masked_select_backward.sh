@@ -10,7 +10,10 @@
 # every known value was forgotten (assumption values:lost), and a mask
 # known before the backward (keep: 10 of 256 true) was counted by
 # --dynamic-fraction (128 rows) instead of its values (10 rows, 2,560
-# bytes).  Needs Python 3 and PyTorch; skips (77) without them.
+# bytes).  The backward's masked_scatter_ into the zeros has its CUDA
+# temporaries (kernels.masked_scatter: maskPrefixSum, cub's scan storage,
+# the expanded gradient's contiguous copy).  Needs Python 3 and PyTorch;
+# skips (77) without them.
 set -u
 SRC=$(cd "$(dirname "$0")" && pwd)
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
@@ -39,6 +42,12 @@ alloc,4,masked_select_backward.py:6 <module>
 free_completed,512,
 alloc,4,backward
 alloc,1024,backward MaskedSelectBackward0
+alloc,2048,masked_scatter_
+alloc,1279,masked_scatter_
+free_completed,1279,
+alloc,512,masked_scatter_
+free_completed,512,
+free_completed,2048,
 free_completed,1024,
 alloc,1024,backward NegBackward0
 free_completed,1024,
