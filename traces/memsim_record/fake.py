@@ -1288,6 +1288,7 @@ def _patch_cuda(torch, rec, dev):
             setattr(torch, name, _generic(torch, torch_cls, fake_cls))
     if acc is not None and hasattr(acc, "current_stream"):
         acc_stream = acc.current_stream
+        acc_set = getattr(acc, "set_stream", None)
 
         def current_stream(device=None, /):
             if torch.compiler.is_compiling():
@@ -1297,8 +1298,10 @@ def _patch_cuda(torch, rec, dev):
         def set_stream(stream):
             if isinstance(stream, _Stream):
                 _CURRENT_STREAM[0] = stream.stream_id
-        for fn, orig in ((current_stream, acc.current_stream),
-                         (set_stream, getattr(acc, "set_stream", None))):
+            else:
+                acc_set(stream)
+        for fn, orig in ((current_stream, acc_stream),
+                         (set_stream, acc_set)):
             if orig is not None:
                 setattr(acc, fn.__name__,
                         functools.update_wrapper(fn, orig))

@@ -488,15 +488,14 @@ def _patch3d(phase, x_shape, w_shape, x, w, itemsize):
     the input and weight and 16 bytes (17 of 17 such calls).  Half
     precision: the engines hold the input and weight with their channels
     padded to 8 and no transposed output (one position a channel is
-    NDHWC too):
-    forward, only K = 128 of two frames (8 of 8 such calls; none for the
-    probe's 55 of other K or one frame); weight gradient, of two
-    frames, nothing more for R = 16 (K >= 128: 14 of 14 to the byte) and
-    one fp32 padded weight gradient more for R = 14, K >= 768 from 1024
-    patches (12 of 12, within 8 KB).  Other shapes split the reduction in 4 to
-    32 partial gradients by rules not found: the 3-d rule's
-    (conv_patch_h100.tsv's conv3d rows: vit_patch_probe.py on an H100;
-    tests/recorder_vit_patch.sh)."""
+    NDHWC too): forward, only K = 128 of two frames (8 of 8 such calls;
+    none for the probe's 55 of other K or one frame); weight gradient,
+    of two frames, nothing more for R = 16 (K >= 128: 14 of 14 to the
+    byte) and one fp32 padded weight gradient more for R = 14, K >= 768
+    from 1024 patches (12 of 12, within 8 KB).  Other shapes split the
+    reduction in 4 to 32 partial gradients by rules not found: the 3-d
+    rule's (conv_patch_h100.tsv's conv3d rows: vit_patch_probe.py on an
+    H100; tests/recorder_vit_patch.sh)."""
     n, k = symsize(x_shape[0]), int(w_shape[0])
     t, r = int(w_shape[2]), int(w_shape[3])
     if itemsize == 4:

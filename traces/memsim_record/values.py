@@ -2856,9 +2856,8 @@ class Values:
                 if not bool((out != 0).any()):
                     return None
                 return out.contiguous()
-        except LookupError:
-            return None
         except Exception:
+            # (LookupError: an input's values or classes unknown)
             return None
 
     def _unsentinel(self, t, dim, largest, k):
@@ -2869,7 +2868,6 @@ class Values:
         c = self._classes(t)
         if c is None or c.dim() == 0:
             return None
-        torch = self.torch
         n = t.shape[dim]
         with self.unset():
             if not bool((c != 0).any()):
