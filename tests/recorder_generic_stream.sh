@@ -7,7 +7,8 @@
 # inference/distributed/phi2.py with an offloaded cache, 3 streams of 2
 # MiB on the H100, reserved -9.4% before, exact after).  Before, the
 # native constructor made a stream numbered 0 and entering it changed
-# nothing.  A CPU stream stays PyTorch's.  Needs Python 3 and PyTorch;
+# nothing.  A CPU stream stays PyTorch's; a CUDA stream's device is
+# cuda:0 (it was None).  Needs Python 3 and PyTorch;
 # skips (77) without them.
 set -u
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
@@ -26,11 +27,12 @@ with s2:
     z = torch.empty(1 << 20, device="cuda")
 print(isinstance(s, torch.Stream), isinstance(torch.cuda.Stream(), torch.Stream),
       isinstance(e, torch.Event), s == s2,
-      torch.Stream(device="cpu").device_type == 0)
+      torch.Stream(device="cpu").device_type == 0, s.device,
+      torch.cuda.current_stream().device)
 PY
 (cd "$tmp" && $MEMSIM record --fake -o "$tmp/s.csv" -- "$PY" s.py) \
 	>"$tmp/out" 2>&1 || fail "record: $(tail -3 "$tmp/out")"
-grep -qx "True True True False True" "$tmp/out" ||
+grep -qx "True True True False True cuda:0 cuda:0" "$tmp/out" ||
 	fail "isinstance and equality: $(head -3 "$tmp/out")"
 got=$(awk -F, '$3 == "alloc" { printf "%s:%s ", $5, $6 }' "$tmp/s.csv")
 [ "$got" = "4194304:0 16777216:1 4194304:2 " ] ||

@@ -516,7 +516,9 @@ class _Stream:
     stream, as PyTorch's keyword arguments do)."""
 
     def __init__(self, device=None, priority=0, **kwargs):
-        self.device = device
+        import torch
+        # (cuda:0 whichever CUDA device was named: one rank sees one GPU)
+        self.device = torch.device("cuda", 0)
         self.priority = priority
         _id = kwargs.get("stream_id")
         if _id is None:
