@@ -8,7 +8,8 @@
 # MiB on the H100, reserved -9.4% before, exact after).  Before, the
 # native constructor made a stream numbered 0 and entering it changed
 # nothing.  A CPU stream stays PyTorch's; a CUDA stream's device is
-# cuda:0 (it was None).  Needs Python 3 and PyTorch;
+# cuda:0 (it was None).  The script on the H100 prints the same line and
+# allocates the two blocks on side streams.  Needs Python 3 and PyTorch;
 # skips (77) without them.
 set -u
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"

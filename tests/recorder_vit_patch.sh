@@ -16,7 +16,8 @@
 #   contiguous copy, cub's scan storage; kernels.masked_scatter), none
 #   before: every call of the H100 probe (tests/data/record/
 #   masked_scatter_h100.tsv).
-# Then a recording of both, sizes the H100's (PyTorch 2.11, cuDNN 9.19).
+# Then a recording of them, sizes the H100's (PyTorch 2.11, cuDNN 9.19:
+# this script run there under torch.cuda.memory's history).
 # Needs Python 3 and PyTorch; skips (77) without them.
 set -u
 SRC=$(cd "$(dirname "$0")/.." && pwd)
