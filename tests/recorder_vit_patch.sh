@@ -119,4 +119,22 @@ got=$(awk -F, '$3 == "alloc" && $8 ~ /workspace/ { printf "%s ", $5 }' "$tmp/v.c
 got=$(awk -F, '$3 == "alloc" && $8 ~ /^masked_scatter/ { printf "%s ", $5 }' "$tmp/v.csv")
 [ "$got" = "2494464 311808 6655 " ] ||
 	fail "masked_scatter: '$got', the H100's '2494464 311808 6655 '"
+# masked_scatter's backward: the source's gradient is grad.masked_select
+# of the broadcast mask (masked_scatter_backward; none of nonzero's
+# temporaries before): the mask's copy, the count and cub's reduction,
+# the indices, the selection's storage, the gradient, as in the H100
+# snapshot of Qwen2-VL's Trainer (4 x 218 tokens, 152 of each an image's,
+# 256 dimensions: 223232 4 21503 3735552 1279 622592)
+cat >"$tmp/b.py" <<'PY'
+import torch
+emb = torch.zeros(4, 218, 256, device="cuda", requires_grad=True)
+img = (torch.arange(218, device="cuda") < 152).expand(4, 218)
+src = torch.randn(4 * 152, 256, device="cuda", requires_grad=True)
+emb.masked_scatter(img.unsqueeze(-1).expand_as(emb), src).sum().backward()
+PY
+$MEMSIM record --fake --device h100-80gb -o "$tmp/b.csv" -- "$PY" "$tmp/b.py" \
+	>"$tmp/err" 2>&1 || fail "record: $(tail -3 "$tmp/err")"
+got=$(awk -F, '$3 == "alloc" && $8 ~ /masked_scatter_backward|MaskedScatterBackward0/ && $5 != 892928 { printf "%s ", $5 }' "$tmp/b.csv")
+[ "$got" = "223232 4 21503 3735552 1279 622592 " ] ||
+	fail "masked_scatter's backward: '$got', the H100's '223232 4 21503 3735552 1279 622592 '"
 finish recorder_vit_patch.sh

@@ -1987,6 +1987,12 @@ class Dispatch:
         # temporaries, kernels.nonzero, and a long index of a row per
         # selected element), then resizes the output; the indices go
         # as it returns.
+        # masked_scatter_backward (MaskedScatterBackward0's gradient of
+        # the source) is grad.masked_select(mask), padded with zeros
+        # (at::cat) to the source's size where fewer were selected: the
+        # count taken as the source's size, as a masked_scatter that
+        # fills its source (Qwen2-VL's image features) selects, the
+        # output masked_select's.
         x, m = args[0], args[1]
         if not _cuda_tensor(x) or not _cuda_tensor(m) or \
                 not isinstance(out, torch.Tensor):
@@ -3750,6 +3756,7 @@ _AFTER = {
     "unique_consecutive": Dispatch._unique,
     "roll": Dispatch._roll,
     "masked_select": Dispatch._masked_select,
+    "masked_scatter_backward": Dispatch._masked_select,
     "index": Dispatch._mask_index,
     "_scaled_dot_product_cudnn_attention": Dispatch._cudnn_attention,
     "_foreach_norm": Dispatch._foreach_reduce,
