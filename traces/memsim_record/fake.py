@@ -1284,10 +1284,10 @@ def _patch_cuda(torch, rec, dev):
     # torch.accelerator's current stream is torch.cuda's (DDP's
     # _to_kwargs waits on its side stream from it), but in a frame Dynamo
     # traces, the native one it knows.
-    for name, fake_cls in (("Stream", _Stream), ("Event", _Event)):
-        torch_cls = getattr(torch, name, None)
+    for cls_name, fake_cls in (("Stream", _Stream), ("Event", _Event)):
+        torch_cls = getattr(torch, cls_name, None)
         if torch_cls is not None:
-            setattr(torch, name, _generic(torch, torch_cls, fake_cls))
+            setattr(torch, cls_name, _generic(torch, torch_cls, fake_cls))
     if acc is not None and hasattr(acc, "current_stream"):
         acc_stream = acc.current_stream
         acc_set = getattr(acc, "set_stream", None)
