@@ -329,17 +329,22 @@ def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
         all(int(v) == int(w_shape[2]) for v in stride) and \
         all(int(v) == 0 for v in padding) and \
         all(int(v) == 1 for v in dilation)
+    # Qwen2-VL's Conv3d patch embedding (_patch3d): kernel = stride, an
+    # output of one position a channel
+    patch3d = phase in ("forward", "weight") and itemsize in (2, 4) and \
+        not transposed and not channels_last and len(x_shape) == 5 and \
+        int(x_shape[1]) == 3 and \
+        tuple(int(v) for v in stride) == \
+        tuple(int(v) for v in w_shape[2:]) and \
+        all(int(v) == 0 for v in padding) and \
+        all(int(v) == 1 for v in tuple(y_shape[2:]) + tuple(dilation))
     if transposed:
         x_shape, y_shape = y_shape, x_shape
         phase = {"forward": "data", "data": "forward"}.get(phase, phase)
     x = _prod(x_shape) * itemsize
     y = _prod(y_shape) * itemsize
     w = _prod(w_shape) * itemsize
-    if len(x_shape) == 5 and not channels_last and \
-            phase in ("forward", "weight") and int(x_shape[1]) == 3 and \
-            tuple(int(v) for v in stride) == tuple(int(v) for v in
-                                                 w_shape[2:]) and \
-            all(int(v) == 1 for v in tuple(y_shape[2:]) + tuple(dilation)):
+    if patch3d:
         size = _patch3d(phase, x_shape, w_shape, x, w, itemsize)
         if size is not None:
             return [("alloc", "ws", size), ("free", "ws")] if size else []
