@@ -22,11 +22,6 @@ rec() { # NAME MODE [VAR=VALUE]: record allocconf.py MODE to $tmp/NAME.csv
 		{ fail "record $n: $(tail -3 "$tmp/$n.err")"; return 1; }
 }
 first() { sed -n 2p "$1"; }
-peak() { # FILE [OPTIONS]: "allocated reserved" of memsim run --json
-	f=$1; shift
-	$MEMSIM run --json "$@" "$f" >"$tmp/run.json" || { echo "run failed"; return; }
-	echo "$(key allocated_bytes.all.peak "$tmp/run.json") $(key reserved_bytes.all.peak "$tmp/run.json")"
-}
 
 # 1. The script's own os.environ before torch: the first row, and the
 # replay runs with it.  The H200 (PyTorch 2.11, 4 December 2026) peaked at
@@ -41,9 +36,9 @@ grep -q '^settings   the recording.s own "expandable_segments:True" (-c override
 	fail "env: no settings line: $(grep settings "$tmp/env.txt")"
 grep -q '^policy     pytorch expandable_segments:True$' "$tmp/env.txt" ||
 	fail "env: policy $(grep '^policy' "$tmp/env.txt")"
-own=$(peak "$tmp/env.csv")
+own=$(run_peaks "$tmp/env.csv")
 [ "$own" = "24117248 41943040" ] || fail "env: replayed to $own, the H200 24117248 41943040"
-def=$(peak "$tmp/env.csv" --defaults)
+def=$(run_peaks "$tmp/env.csv" --defaults)
 [ "$def" = "24117248 33554432" ] || fail "env --defaults: $def"
 $MEMSIM run -c max_split_size_mb:128 "$tmp/env.csv" |
 	grep -q '^settings   --alloc-conf given: the recording.s settings "expandable_segments:True" are not applied$' ||
@@ -73,7 +68,7 @@ rec both late PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:64 \
 # so none (no first row), and the replay has the defaults, as the H200.
 rec late late || exit 1
 grep -q allocator_settings "$tmp/late.csv" && fail "late: settings row"
-[ "$(peak "$tmp/late.csv")" = "24117248 33554432" ] || fail "late: not the defaults"
+[ "$(run_peaks "$tmp/late.csv")" = "24117248 33554432" ] || fail "late: not the defaults"
 
 # 4. _set_allocator_settings before the first tensor, then other keys
 # after it: each call puts max_split_size_mb, roundup_power2_divisions and
@@ -87,7 +82,7 @@ rec set set || exit 1
 	fail "set: first row $(first "$tmp/set.csv")"
 [ "$(grep -c ',annotate,0,0,0,assumption,allocator-settings:late allocconf.py:27 =garbage_collection_threshold:0.5;roundup_power2_divisions:\[256:1;512:2;>:4\]$' "$tmp/set.csv")" = 1 ] ||
 	fail "set: the late call is not one assumption: $(grep late "$tmp/set.csv")"
-[ "$(peak "$tmp/set.csv")" = "24117248 41943040" ] || fail "set: $(peak "$tmp/set.csv")"
+[ "$(run_peaks "$tmp/set.csv")" = "24117248 41943040" ] || fail "set: $(run_peaks "$tmp/set.csv")"
 
 # The reader's own cases: tests/allocconf.sh.
 finish recorder_allocconf

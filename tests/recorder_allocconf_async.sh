@@ -24,11 +24,6 @@ rec() { # NAME CONF: record allocconf.py (12 MiB, freed, 20 and 3 MiB)
 		"$SRC/recorder/allocconf.py" plain >"$tmp/$n.out" 2>"$tmp/$n.err" ||
 		{ fail "record $n: $(tail -3 "$tmp/$n.err")"; return 1; }
 }
-peak() { # FILE [OPTIONS]: "allocated reserved" of memsim run --json
-	f=$1; shift
-	$MEMSIM run --json "$@" "$f" >"$tmp/run.json" || { echo "run failed"; return; }
-	echo "$(key allocated_bytes.all.peak "$tmp/run.json") $(key reserved_bytes.all.peak "$tmp/run.json")"
-}
 
 for c in "backend:cudaMallocAsync" "expandable_segments:True, backend: cudaMallocAsync"; do
 	rec async "$c" || exit 1
@@ -37,8 +32,8 @@ for c in "backend:cudaMallocAsync" "expandable_segments:True, backend: cudaMallo
 		fail "'$c': policy $(grep '^policy' "$tmp/async.txt")"
 	grep -q '^settings   the recording.s own ".*": policy cuda-async, the native allocator.s settings do not apply (--policy overrides, --defaults drops them)$' "$tmp/async.txt" ||
 		fail "'$c': settings line $(grep '^settings' "$tmp/async.txt")"
-	own=$(peak "$tmp/async.csv")
-	ca=$(peak "$tmp/async.csv" --policy cuda-async)
+	own=$(run_peaks "$tmp/async.csv")
+	ca=$(run_peaks "$tmp/async.csv" --policy cuda-async)
 	[ "$own" = "$ca" ] || fail "'$c': replayed to $own, --policy cuda-async $ca"
 	# cudaMallocAsync counts the bytes asked (23 MiB at the peak), the
 	# native allocator its 512-byte blocks and 20 MiB segments

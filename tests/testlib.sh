@@ -40,6 +40,14 @@ procs() {
 # key NAME FILE: the integer "NAME" of a JSON file (memsim run --json).
 key() { sed -n "s/.*\"$1\": \([0-9]*\).*/\1/p" "$2"; }
 
+# run_peaks FILE [OPTIONS]: "allocated reserved", the peaks of memsim run
+# --json OPTIONS FILE ("run failed" where it fails).
+run_peaks() {
+	f=$1; shift
+	$MEMSIM run --json "$@" "$f" >"$tmp/run.json" || { echo "run failed"; return; }
+	echo "$(key allocated_bytes.all.peak "$tmp/run.json") $(key reserved_bytes.all.peak "$tmp/run.json")"
+}
+
 # real_and_fake W ALLOC RES: the recordings of one workload in $DATA.
 # W.real.bin (memsim record --gpu) must replay to the peaks torch reported,
 # ALLOC and RES (torch.cuda.max_memory_allocated, _reserved); fa and fr
