@@ -297,10 +297,13 @@ sim_allocated(msim_sim_t *sim, const msim_req_t *req, int rc,
 			if (sim->sum.oom_request < 0)
 				sim->sum.oom_request =
 					(int64_t)sim->sum.requests;
-			if (!sim->keep_going)
+			if (!sim->keep_going) {
 				sim->done = true;
-			else if ((rc = sim_mark_dead(sim, req->id, 1)))
-				return rc;
+			} else {
+				int drc = sim_mark_dead(sim, req->id, 1);
+				if (drc)
+					return drc;
+			}
 		}
 	} else if (rc == MSIM_EFORMAT) {
 		return sim_fail(sim, rc, "alloc: a segment at the trace's "

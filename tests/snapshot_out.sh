@@ -56,4 +56,14 @@ expect_error "is the input trace" $MEMSIM run --snapshot-out "$tmp/in.pickle" "$
 [ "$(cksum <"$tmp/in.pickle")" = "$sum" ] || fail "the input was changed"
 expect_error "one device at a time" $MEMSIM run --device all --snapshot-out "$tmp/x.pickle" "$oom"
 expect_error "one input at a time" $MEMSIM run --snapshot-out "$tmp/x.pickle" "$oom" "$oom"
+# --keep-going past an OOM: the refused alloc is the snapshot's oom entry
+# and holds no block (it was written as an alloc at the last address, and
+# the snapshot did not read back: "alloc at address ..., still live").
+printf 'seq,time_us,action,addr,size,stream,category,site\n0,0,alloc,4096,104857600,0,,\n1,1,alloc,8192,104857600,0,,\n2,2,alloc,12288,104857600,0,,\n3,3,free_completed,4096,104857600,0,,\n4,4,alloc,16384,10485760,0,,\n' >"$tmp/k.csv"
+$MEMSIM run --cap 250MiB --keep-going --snapshot-out "$tmp/k.pickle" \
+	"$tmp/k.csv" >/dev/null || fail "--keep-going --snapshot-out"
+$MEMSIM run --json "$tmp/k.pickle" >"$tmp/k.json" ||
+	fail "the --keep-going snapshot does not read back"
+[ "$(key allocated_bytes.all.current "$tmp/k.json")" = 115343360 ] ||
+	fail "--keep-going snapshot: allocated $(key allocated_bytes.all.current "$tmp/k.json"), expected 115343360"
 finish snapshot_out
