@@ -53,8 +53,9 @@ static const msim_cli_opt_t record_opts[] = {
 	{O_IMB, false, "routing-imbalance", "F",
 	 "top-k routing: expert 0 gets F x its uniform\nshare (default 1)"},
 	{O_OOM, false, "oom", NULL,
-	 "raise torch.OutOfMemoryError where the live blocks\n"
-	 "pass --device's memory (auto_find_batch_size)"},
+	 "raise torch.OutOfMemoryError where the caching\n"
+	 "allocator runs out of --device's memory\n"
+	 "(auto_find_batch_size)"},
 	{O_SYM, false, "symbolic", "NAME=V[:MAX]",
 	 "the script runs with setting NAME at V; sizes V\n"
 	 "become a symbol and OUT a symbolic trace, valid\n"

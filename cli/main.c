@@ -4,8 +4,12 @@
  * on stderr, "memsim: <what>: <why>", and a non-zero status; an OOM of the
  * simulated device is a result, not an error.
  */
+#define _GNU_SOURCE /* dladdr() */
 #include <config.h>
 
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,10 +127,28 @@ usage_main(FILE *fp)
 		"a command's options;\n`memsim --version` the version.\n");
 }
 
+/* The recorder (traces/memsim_record/live.py) models the caching
+ * allocator beside a recording with this program's libmemsim
+ * (memsim_live_open()): $MEMSIM_LIBRARY names it for the recordings
+ * memsim starts, unless the environment names one already. */
+static void
+library_env(void)
+{
+	Dl_info info;
+	char path[PATH_MAX];
+	if (getenv("MEMSIM_LIBRARY") ||
+	    !dladdr((void *)(uintptr_t)memsim_live_open, &info) ||
+	    !info.dli_fname || !realpath(info.dli_fname, path) ||
+	    !strstr(path, "libmemsim"))
+		return;
+	setenv("MEMSIM_LIBRARY", path, 0);
+}
+
 int
 main(int argc, char **argv)
 {
 	gsl_set_error_handler_off();
+	library_env();
 	if (argc < 2) {
 		usage_main(stderr);
 		return 2;

@@ -307,6 +307,57 @@ MEMSIM_EXPORT int memsim_fit(const char *pattern, const char *name, long lo,
 MEMSIM_EXPORT int memsim_record(const char *out, char *const *argv, int argc,
 				char *why, size_t whylen);
 
+/*
+ * A live allocator: a policy (NULL: pytorch) with its parameters (conf,
+ * PYTORCH_CUDA_ALLOC_CONF syntax; NULL or "": the defaults) on a device of
+ * capacity bytes (0: the H200's) of which a CUDA context takes context
+ * bytes, capped as set_per_process_memory_fraction(fraction) caps it (0:
+ * no cap), served one request at a time as a program makes them, its
+ * memory_stats() readable between any two.  `memsim record --fake`
+ * answers torch.cuda.memory_reserved() from one.
+ *
+ *	memsim_live_open() -> (memsim_live_request(), memsim_live_get())...
+ *	-> memsim_live_close()
+ *
+ * memsim_live_open() returns 0, MEMSIM_EINVAL (an unknown policy, conf
+ * the policy refuses, a context of the whole device, a fraction outside
+ * [0, 1]) or MEMSIM_ENOMEM; *out is set whenever memory allows, also on
+ * error, so memsim_live_errmsg() can say why: close it.  A handle is for
+ * one thread at a time.
+ */
+typedef struct memsim_live_s memsim_live_t;
+
+MEMSIM_EXPORT int memsim_live_open(memsim_live_t **out, const char *policy,
+				   const char *conf, uint64_t capacity,
+				   uint64_t context, double fraction);
+MEMSIM_EXPORT void memsim_live_close(memsim_live_t *live);
+MEMSIM_EXPORT const char *memsim_live_errmsg(const memsim_live_t *live);
+
+/*
+ * One request, as a row of memsim's CSV trace names it
+ * (docs/trace-formats.md): "alloc" of size bytes on stream, its block
+ * named addr (not 0, not a live block's); "free_completed" of the block
+ * addr; "empty_cache"; "reset_peaks"; "pool_create", "pool_begin",
+ * "pool_end", "pool_release" of the private pool numbered addr (size:
+ * pool_create's flags, pool_release's 1 for a MemPool's death).  Returns
+ * 0; 1 when the alloc did not fit (PyTorch's OutOfMemoryError: no block
+ * is held, num_ooms counts it); MEMSIM_EINVAL (an unknown action, an
+ * alloc of 0 bytes or at address 0 or a live block's, a pool request of
+ * pool 0 or of unknown flags); MEMSIM_ENOTFOUND (a free of no live
+ * block); or MEMSIM_ENOMEM; memsim_live_errmsg() says which.
+ */
+MEMSIM_EXPORT int memsim_live_request(memsim_live_t *live, const char *action,
+				      uint64_t addr, uint64_t size,
+				      uint64_t stream);
+
+/*
+ * The value of one of torch.cuda.memory_stats()'s keys
+ * ("reserved_bytes.all.current", "num_ooms", ...) now.  Returns 0,
+ * MEMSIM_ENOTFOUND (no such key) or MEMSIM_EINVAL.
+ */
+MEMSIM_EXPORT int memsim_live_get(const memsim_live_t *live,
+				  const char *name, int64_t *value_out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -185,6 +185,85 @@ START_TEST(test_api_explain)
 }
 END_TEST
 
+/* memsim_live_*: the caching allocator served request by request, with
+ * exact figures (round_size, a 2 MiB segment of the small pool, a 20 MiB
+ * one of the large, release_cached_blocks before an OOM), and its refusals
+ * of what is not a request. */
+static int64_t
+live_stat(const memsim_live_t *lv, const char *name)
+{
+	int64_t v = -1;
+	ck_assert_int_eq(memsim_live_get(lv, name, &v), 0);
+	return v;
+}
+
+START_TEST(test_api_live)
+{
+	memsim_live_t *lv;
+	int64_t v;
+	const uint64_t A = UINT64_C(1) << 32, B = UINT64_C(2) << 32,
+		       C = UINT64_C(3) << 32, GiB = UINT64_C(1) << 30;
+	ck_assert_int_eq(memsim_live_open(NULL, NULL, NULL, 0, 0, 0),
+			 MEMSIM_EINVAL);
+	ck_assert_int_eq(memsim_live_open(&lv, "lifo", NULL, 0, 0, 0),
+			 MEMSIM_EINVAL);
+	ck_assert_ptr_nonnull(strstr(memsim_live_errmsg(lv), "unknown policy"));
+	memsim_live_close(lv);
+	ck_assert_int_eq(memsim_live_open(&lv, NULL, "max_split_size_mb=3", 0,
+					  0, 0), MEMSIM_EINVAL);
+	ck_assert_str_ne(memsim_live_errmsg(lv), "");
+	memsim_live_close(lv);
+	ck_assert_int_eq(memsim_live_open(&lv, NULL, NULL, GiB, GiB, 0),
+			 MEMSIM_EINVAL);
+	memsim_live_close(lv);
+	ck_assert_int_eq(memsim_live_request(NULL, "alloc", A, 1, 0),
+			 MEMSIM_EINVAL);
+	ck_assert_int_eq(memsim_live_get(NULL, "num_ooms", &v), MEMSIM_EINVAL);
+	ck_assert_ptr_nonnull(memsim_live_errmsg(NULL));
+	memsim_live_close(NULL);
+
+	/* 1 GiB less a 100 MiB context. */
+	ck_assert_int_eq(memsim_live_open(&lv, "pytorch", "", GiB, 100 << 20,
+					  0), 0);
+	ck_assert_int_eq(memsim_live_request(lv, "alloc", A, 1000, 0), 0);
+	ck_assert_int_eq(live_stat(lv, "allocated_bytes.all.current"), 1024);
+	ck_assert_int_eq(live_stat(lv, "reserved_bytes.all.current"), 2 << 20);
+	ck_assert_int_eq(memsim_live_request(lv, "alloc", B, 5 << 20, 0), 0);
+	ck_assert_int_eq(live_stat(lv, "reserved_bytes.large_pool.current"),
+			 20 << 20);
+	ck_assert_int_eq(memsim_live_request(lv, "free_completed", A, 0, 0), 0);
+	ck_assert_int_eq(live_stat(lv, "reserved_bytes.all.current"), 22 << 20);
+	/* 1000 MiB do not fit in 924 MiB: the free 2 MiB segment is given
+	 * back first, the alloc refused and counted. */
+	ck_assert_int_eq(memsim_live_request(lv, "alloc", C, 1000 << 20, 0), 1);
+	ck_assert_int_eq(live_stat(lv, "reserved_bytes.all.current"), 20 << 20);
+	ck_assert_int_eq(live_stat(lv, "num_ooms"), 1);
+	ck_assert_int_eq(live_stat(lv, "reserved_bytes.all.peak"), 22 << 20);
+	/* The refused block is no block; its address can be used again. */
+	ck_assert_int_eq(memsim_live_request(lv, "free_completed", C, 0, 0),
+			 MEMSIM_ENOTFOUND);
+	ck_assert_int_eq(memsim_live_request(lv, "alloc", C, 512, 1), 0);
+	ck_assert_int_eq(memsim_live_request(lv, "alloc", C, 512, 1),
+			 MEMSIM_EINVAL);
+	ck_assert_int_eq(memsim_live_request(lv, "alloc", 0, 512, 1),
+			 MEMSIM_EINVAL);
+	ck_assert_int_eq(memsim_live_request(lv, "alloc", A, 0, 1),
+			 MEMSIM_EINVAL);
+	ck_assert_int_eq(memsim_live_request(lv, "oom", A, 8, 0),
+			 MEMSIM_EINVAL);
+	ck_assert_ptr_nonnull(strstr(memsim_live_errmsg(lv), "'oom'"));
+	ck_assert_int_eq(memsim_live_request(lv, "pool_begin", 0, 0, 0),
+			 MEMSIM_EINVAL);
+	ck_assert_int_eq(memsim_live_request(lv, "free_completed", B, 0, 0), 0);
+	ck_assert_int_eq(memsim_live_request(lv, "empty_cache", 0, 0, 0), 0);
+	ck_assert_int_eq(live_stat(lv, "reserved_bytes.all.current"), 2 << 20);
+	ck_assert_int_eq(memsim_live_request(lv, "reset_peaks", 0, 0, 0), 0);
+	ck_assert_int_eq(live_stat(lv, "reserved_bytes.all.peak"), 2 << 20);
+	ck_assert_int_eq(memsim_live_get(lv, "reserved", &v), MEMSIM_ENOTFOUND);
+	memsim_live_close(lv);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -197,6 +276,7 @@ main(void)
 	tcase_add_test(tc, test_api_null_arguments);
 	tcase_add_test(tc, test_api_closed_run);
 	tcase_add_test(tc, test_api_explain);
+	tcase_add_test(tc, test_api_live);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

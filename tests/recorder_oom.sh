@@ -5,10 +5,11 @@
 # --fake an allocation never fails, so such a script kept its first
 # batch (a DeBERTa-v2 run_mlm.py at 4096, 80.5 GB on an 80 GB H100).
 # With --oom the recorder raises torch.OutOfMemoryError, as the caching
-# allocator does, where the live blocks and the new one pass --device's
-# memory less its CUDA context (or set_per_process_memory_fraction's
-# cap), one `oom` assumption each; without it, a note names the line
-# where the live blocks passed the device.  Needs Python 3 and PyTorch;
+# allocator does, where the allocator modelled beside the recording
+# cannot serve the block within --device's memory less its CUDA context
+# (or set_per_process_memory_fraction's cap; fragmentation counted:
+# tests/recorder_allocator_model.sh), one `oom` assumption each; without
+# it, a note names the line where the live blocks passed the device.  Needs Python 3 and PyTorch;
 # skips (77) without them.
 set -u
 SRC=$(cd "$(dirname "$0")" && pwd)
@@ -60,7 +61,7 @@ grep -q '^batch 2048$' "$tmp/out" || fail "fraction: $(grep batch "$tmp/out")"
 $MEMSIM record --device h100-80gb -o "$tmp/n.csv" -- "$PY" \
 	"$tmp/halve.py" 1 >"$tmp/out" 2>&1 || fail "record: $(tail -3 "$tmp/out")"
 grep -q '^batch 65536$' "$tmp/out" || fail "no --oom: $(grep batch "$tmp/out")"
-grep -q "note: the live blocks passed the h100-80gb's memory .* at halve.py:5" \
+grep -q "note: the caching allocator ran out of the h100-80gb's memory .* at halve.py:5" \
 	"$tmp/out" || fail "note: $(grep note "$tmp/out")"
 $MEMSIM record --oom --symbolic B=4 -o "$tmp/s.csv" -- "$PY" "$tmp/halve.py" 1 \
 	>"$tmp/out" 2>&1 && fail "--oom --symbolic accepted"

@@ -77,9 +77,10 @@ def parse(argv):
                     "the tokens (default 1: uniform)")
     ap.add_argument("--oom", action="store_true",
                     help="--fake: raise torch.OutOfMemoryError where the "
-                    "live blocks pass --device's memory less its CUDA "
-                    "context, as the GPU would (a program that catches it, "
-                    "as auto_find_batch_size does, takes its GPU path)")
+                    "caching allocator cannot serve a block within "
+                    "--device's memory less its CUDA context, as the GPU "
+                    "would (a program that catches it, as "
+                    "auto_find_batch_size does, takes its GPU path)")
     ap.add_argument("--symbolic", metavar="NAME=V[:MAX]",
                     help="--fake: the script runs with setting NAME at V; "
                     "sizes V become a symbol and the trace's sizes "
@@ -266,15 +267,16 @@ def main(argv=None):
                                   sorted(rec.assumptions.items())) + ")")
                               if n else ""), file=sys.stderr)
                     if rec.over_at is not None:
-                        print("%s: note: the live blocks passed the %s's "
-                              "memory (less its CUDA context) at %s: on "
-                              "that GPU the script runs out of memory there "
-                              "(`memsim run --capacity %s` shows where); "
-                              "--oom raises torch.OutOfMemoryError there, "
-                              "for a script that catches it "
-                              "(auto_find_batch_size)" % (
-                                  PROG, opt.device, rec.over_at,
-                                  opt.device), file=sys.stderr)
+                        print("%s: note: %s the %s's memory (less its "
+                              "CUDA context) at %s: on that GPU the script "
+                              "runs out of memory there (`memsim run "
+                              "--capacity %s` shows where); --oom raises "
+                              "torch.OutOfMemoryError there, for a script "
+                              "that catches it (auto_find_batch_size)" % (
+                                  PROG, "the caching allocator ran out of"
+                                  if rec.model else "the live blocks passed",
+                                  opt.device, rec.over_at, opt.device),
+                              file=sys.stderr)
                     for kind in sorted(rec.assumptions):
                         note = NOTES.get(kind)
                         if callable(note):

@@ -117,9 +117,15 @@ class Recorder:
         # out_of_memory()'s bound; None: an allocation always succeeds
         self.oom_device = None
         # without --oom: the device's memory less its context, and the
-        # line where the live blocks first passed it (the closing note)
+        # line where the modelled allocator (without it, the live blocks)
+        # first ran out of it (the closing note)
         self.device_cap = float("inf")
         self.over_at = None
+        # the device's (total bytes, its CUDA context's), and the caching
+        # allocator modelled beside the recording (live.py): None until
+        # the first allocation, False where the library is absent
+        self.device_bytes = None
+        self.model = None
 
     # -- the allocator's settings ---------------------------------------------
     def settings(self, given=None):
@@ -179,15 +185,23 @@ class Recorder:
             else:
                 addr = self.next_addr
                 self.next_addr += ((n + 511) // 512 + 1) * 512
-        if self.oom_device is not None:
-            self.out_of_memory(n)
         stream = _CURRENT_STREAM[0]
+        if n and addr >> 32 and self.allocator() is not None:
+            if self.live_request("alloc", addr, n, stream) == 1:
+                if self.oom_device is not None:
+                    self.model.request("free_completed", addr)
+                    raise self.oom_error(n)
+                if self.over_at is None:
+                    self.over_at = values.where()
+        elif self.oom_device is not None:
+            self.out_of_memory(n)
         self.rows.append(["alloc", addr, nbytes, category, site, stream])
         self.allocated += n
         self.peak = max(self.peak, self.allocated)
         self.blocks += _round_size(n)
         self.blocks_peak = max(self.blocks_peak, self.blocks)
-        if self.blocks > self.device_cap and self.over_at is None:
+        if self.blocks > self.device_cap and self.over_at is None and \
+                not self.model:
             self.over_at = values.where()
         if key is not None:
             self.live[key] = (len(self.rows) - 1, addr, nbytes, stream)
@@ -224,6 +238,67 @@ class Recorder:
                 gib(size), gib(total), gib(max(cap - self.blocks, 0)),
                 gib(self.blocks)))
 
+    def allocator(self):
+        """The caching allocator modelled beside the recording
+        (live.py), opened at the first allocation with the settings then
+        in force; None where the library is absent."""
+        if self.model is None:
+            self.model = False
+            if self.device_bytes is not None:
+                from . import live
+                total, context = self.device_bytes
+                self.model = live.Live.open(self.conf, total, context,
+                                            self.mem_fraction) or False
+        return self.model or None
+
+    def live_request(self, action, addr=0, size=0, stream=0):
+        """A request to the modelled allocator (0, or 1: the alloc did
+        not fit); one it refuses ends the model (assumption
+        allocator-model:lost), the recording goes on."""
+        try:
+            return self.model.request(action, addr, size, stream)
+        except RuntimeError as e:
+            self.model.close()
+            self.model = False
+            values.assume(self, "allocator-model:lost", str(e))
+            return 0
+
+    def reserved(self, peak=False):
+        """memory_reserved() (PEAK: max_memory_reserved()): the modelled
+        allocator's reserved bytes, or the live blocks' without it
+        (assumption allocator-model:absent)."""
+        if self.allocator() is not None:
+            return self.model.get("reserved_bytes.all.peak" if peak else
+                                 "reserved_bytes.all.current")
+        if self.rows:
+            values.assume(self, "allocator-model:absent", "live blocks")
+        return self.blocks_peak if peak else self.blocks
+
+    def oom_error(self, n):
+        """--oom: the torch.OutOfMemoryError of an allocation of N bytes
+        the modelled allocator could not serve, worded as
+        CUDACachingAllocator's; assumption `oom` names the line."""
+        import torch
+        size = _round_size(n)
+        total, context = self.device_bytes
+        cap = total - context if self.mem_fraction is None else \
+            int(total * self.mem_fraction)
+        reserved = self.model.get("reserved_bytes.all.current")
+        allocated = self.model.get("allocated_bytes.all.current")
+
+        def gib(b):
+            return "%.2f GiB" % (b / 2 ** 30) if b >= 2 ** 30 else \
+                "%.2f MiB" % (b / 2 ** 20)
+        values.assume(self, "oom", size)
+        return torch.OutOfMemoryError(
+            "CUDA out of memory. Tried to allocate %s. GPU 0 has a total "
+            "capacity of %s of which %s is free. Of the allocated memory "
+            "%s is allocated by PyTorch, and %s is reserved by PyTorch but "
+            "unallocated. (memsim record --oom: the caching allocator "
+            "modelled beside the recording)" % (
+                gib(size), gib(total), gib(max(cap - reserved, 0)),
+                gib(allocated), gib(reserved - allocated)))
+
     def free(self, key):
         held = self.held
         if held is not None and held[0] == threading.get_ident():
@@ -237,6 +312,8 @@ class Recorder:
         n = _hint(nbytes)
         self.allocated -= n
         self.blocks -= _round_size(n)
+        if self.model and n and addr >> 32:
+            self.live_request("free_completed", addr)
         self.rows.append(["free_completed", addr, nbytes, "", "", stream])
 
     def in_alloc_order(self, fn, *args, **kwargs):
@@ -264,6 +341,8 @@ class Recorder:
         program calls it (release_cached_blocks, replayed by memsim's
         policy); blocks freed before the call come before it."""
         self.rows.append(["empty_cache", 0, 0, "", "", _CURRENT_STREAM[0]])
+        if self.model:
+            self.live_request("empty_cache")
 
     def clear_blas_workspaces(self):
         """torch._C._cuda_clearCublasWorkspaces() (a program's own call,
@@ -295,6 +374,8 @@ class Recorder:
         if pid is None:
             pid = self.pool_ids[key] = len(self.pool_ids) + 1
         self.rows.append([action, pid, size, "", "", stream])
+        if self.allocator() is not None:
+            self.live_request(action, pid, size, stream)
 
     def assume(self, kind, value=None):
         self.assumptions[kind] = self.assumptions.get(kind, 0) + 1
@@ -816,31 +897,41 @@ def _jit_builtins(torch, fns, backward):
 
 def _cuda_stats(rec):
     """torch.cuda.memory_stats_as_nested_dict(): every key PyTorch's
-    CUDACachingAllocator reports (DeviceStats), bytes from the recording
-    (allocated in blocks of round_size, requested as asked; reserved as
-    allocated: the replay, not the recorder, knows the caching
-    allocator's segments), counts zero."""
+    CUDACachingAllocator reports (DeviceStats), from the caching allocator
+    modelled beside the recording (Recorder.allocator()); without it,
+    bytes from the recording (allocated in blocks of round_size,
+    requested as asked; reserved as allocated), counts zero."""
     pools = ("all", "large_pool", "small_pool")
-
-    def stat(cur=0, peak=0):
-        return {"current": cur, "peak": peak, "allocated": peak,
-                "freed": peak - cur}
+    lv = rec.allocator()
+    if lv is None:
+        def stat(cur=0, peak=0):
+            return {"current": cur, "peak": peak, "allocated": peak,
+                    "freed": peak - cur}
+    else:
+        def stat(key=None):
+            return {f: lv.get("%s.%s" % (key, f)) for f in (
+                "current", "peak", "allocated", "freed")}
     out = {}
     for k in ("allocation", "segment", "active", "inactive_split",
-              "inactive_split_bytes"):
-        out[k] = {p: stat() for p in pools}
-    for k in ("allocated_bytes", "reserved_bytes", "active_bytes",
-              "requested_bytes"):
-        out[k] = {p: stat() for p in pools}
-        out[k]["all"] = (stat(rec.allocated, rec.peak)
-                         if k == "requested_bytes" else
-                         stat(rec.blocks, rec.blocks_peak))
+              "inactive_split_bytes", "allocated_bytes", "reserved_bytes",
+              "active_bytes", "requested_bytes"):
+        out[k] = {p: stat("%s.%s" % (k, p)) if lv else stat()
+                  for p in pools}
+    if lv is None:
+        for k in ("allocated_bytes", "reserved_bytes", "active_bytes",
+                  "requested_bytes"):
+            out[k]["all"] = (stat(rec.allocated, rec.peak)
+                             if k == "requested_bytes" else
+                             stat(rec.blocks, rec.blocks_peak))
+        if rec.rows:
+            values.assume(rec, "allocator-model:absent", "live blocks")
     for k in ("num_alloc_retries", "num_ooms", "num_sync_all_streams",
               "num_device_alloc", "num_device_free", "num_oom_rejections"):
-        out[k] = 0
-    out["max_split_size"] = -1
-    out["oversize_allocations"] = stat()
-    out["oversize_segments"] = stat()
+        out[k] = lv.get(k) if lv else 0
+    out["max_split_size"] = lv.get("max_split_size") if lv else -1
+    out["oversize_allocations"] = stat("oversize_allocations") if lv \
+        else stat()
+    out["oversize_segments"] = stat("oversize_segments") if lv else stat()
     out["reserved_bytes_by_private_pools"] = {}
     return out
 
@@ -1156,15 +1247,20 @@ def _patch_cuda(torch, rec, dev):
                 lib.impl(op[6:], never, "CUDA")
     torch._C._select_conv_backend = select
     torch._C._conv_determine_backend_memory_format = fmt
-    setc("mem_get_info", lambda a: (total - rec.blocks, total))
+    # cudaMemGetInfo: the device less its context and what the caching
+    # allocator reserved
+    setc("mem_get_info", lambda a: (
+        total - devices.CONTEXT_BYTES[dev] - rec.reserved(), total))
     setc("memory_allocated", lambda a: rec.blocks)
     setc("max_memory_allocated", lambda a: rec.blocks_peak)
-    setc("memory_reserved", lambda a: rec.blocks)
-    setc("max_memory_reserved", lambda a: rec.blocks_peak)
+    setc("memory_reserved", lambda a: rec.reserved())
+    setc("max_memory_reserved", lambda a: rec.reserved(peak=True))
 
     def reset_peak(a):
         rec.peak = rec.allocated
         rec.blocks_peak = rec.blocks
+        if rec.model:
+            rec.live_request("reset_peaks")
     setc("reset_peak_memory_stats", reset_peak)
     setc("reset_max_memory_allocated", reset_peak)
     setc("reset_accumulated_memory_stats", lambda a: None)
@@ -2621,6 +2717,7 @@ def run(opt, script, argv):
     dev = devices.DEVICES[opt.device]
     major = dev[1]
     _patch_cuda(torch, rec, opt.device)
+    rec.device_bytes = (dev[3], devices.CONTEXT_BYTES[opt.device])
     if getattr(opt, "oom", False):
         rec.oom_device = (dev[3], devices.CONTEXT_BYTES[opt.device])
     else:
