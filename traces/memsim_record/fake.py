@@ -113,9 +113,9 @@ class Recorder:
         self.conf = None
         # set_per_process_memory_fraction()'s fraction (None: not set)
         self.mem_fraction = None
-        # --oom: (the device's total memory, its CUDA context's bytes),
-        # out_of_memory()'s bound; None: an allocation always succeeds
-        self.oom_device = None
+        # --oom: an allocation that does not fit raises
+        # torch.OutOfMemoryError (else it always succeeds)
+        self.oom = False
         # without --oom: the device's memory less its context, and the
         # line where the modelled allocator (without it, the live blocks)
         # first ran out of it (the closing note)
@@ -188,12 +188,14 @@ class Recorder:
         stream = _CURRENT_STREAM[0]
         if n and addr >> 32 and self.allocator() is not None:
             if self.live_request("alloc", addr, n, stream) == 1:
-                if self.oom_device is not None:
+                if self.oom:
                     self.model.request("free_completed", addr)
-                    raise self.oom_error(n)
+                    raise self.oom_error(
+                        n, self.model.get("allocated_bytes.all.current"),
+                        self.model.get("reserved_bytes.all.current"))
                 if self.over_at is None:
                     self.over_at = values.where()
-        elif self.oom_device is not None:
+        elif self.oom:
             self.out_of_memory(n)
         self.rows.append(["alloc", addr, nbytes, category, site, stream])
         self.allocated += n
@@ -208,35 +210,21 @@ class Recorder:
         return addr
 
     def out_of_memory(self, n):
-        """--oom: raises torch.OutOfMemoryError where a block of N bytes
-        would not fit, as the caching allocator raises it when cudaMalloc
-        fails after release_cached_blocks (or past the cap of
-        set_per_process_memory_fraction, which counts from the device's
-        total): the live blocks (memory_allocated, a lower bound of what
-        is reserved: no fragmentation) and N's block against the device's
-        memory less its CUDA context.  A program that catches it
-        (Trainer's auto_find_batch_size, accelerate's
-        find_executable_batch_size) takes the path it takes on the GPU;
-        assumption `oom` names the line."""
-        total, context = self.oom_device
-        cap = total - context if self.mem_fraction is None else \
-            int(total * self.mem_fraction)
-        size = _round_size(n)
-        if self.blocks + size <= cap:
-            return
-        import torch
+        """--oom without the modelled allocator (allocator()): raises
+        torch.OutOfMemoryError where a block of N bytes would not fit by
+        the live blocks (memory_allocated, a lower bound of what is
+        reserved: no fragmentation) against the device's memory less its
+        CUDA context, or past the cap of set_per_process_memory_fraction
+        (which counts from the device's total)."""
+        if self.blocks + _round_size(n) > self.device_limit():
+            raise self.oom_error(n, self.blocks, self.blocks)
 
-        def gib(b):
-            return "%.2f GiB" % (b / 2 ** 30) if b >= 2 ** 30 else \
-                "%.2f MiB" % (b / 2 ** 20)
-        values.assume(self, "oom", size)
-        raise torch.OutOfMemoryError(
-            "CUDA out of memory. Tried to allocate %s. GPU 0 has a total "
-            "capacity of %s of which %s is free. Of the allocated memory "
-            "%s is allocated by PyTorch (memsim record --oom: the "
-            "recording's live blocks against the device's memory)" % (
-                gib(size), gib(total), gib(max(cap - self.blocks, 0)),
-                gib(self.blocks)))
+    def device_limit(self):
+        """What the caching allocator may take of the device: its memory
+        less the CUDA context, or set_per_process_memory_fraction's cap."""
+        total, context = self.device_bytes
+        return total - context if self.mem_fraction is None else \
+            int(total * self.mem_fraction)
 
     def allocator(self):
         """The caching allocator modelled beside the recording
@@ -274,17 +262,16 @@ class Recorder:
             values.assume(self, "allocator-model:absent", "live blocks")
         return self.blocks_peak if peak else self.blocks
 
-    def oom_error(self, n):
+    def oom_error(self, n, allocated, reserved):
         """--oom: the torch.OutOfMemoryError of an allocation of N bytes
-        the modelled allocator could not serve, worded as
-        CUDACachingAllocator's; assumption `oom` names the line."""
+        that did not fit, worded as CUDACachingAllocator's (raised when
+        cudaMalloc fails after release_cached_blocks), ALLOCATED and
+        RESERVED bytes then.  A program that catches it (Trainer's
+        auto_find_batch_size, accelerate's find_executable_batch_size)
+        takes the path it takes on the GPU; assumption `oom` names the
+        line."""
         import torch
         size = _round_size(n)
-        total, context = self.device_bytes
-        cap = total - context if self.mem_fraction is None else \
-            int(total * self.mem_fraction)
-        reserved = self.model.get("reserved_bytes.all.current")
-        allocated = self.model.get("allocated_bytes.all.current")
 
         def gib(b):
             return "%.2f GiB" % (b / 2 ** 30) if b >= 2 ** 30 else \
@@ -294,10 +281,12 @@ class Recorder:
             "CUDA out of memory. Tried to allocate %s. GPU 0 has a total "
             "capacity of %s of which %s is free. Of the allocated memory "
             "%s is allocated by PyTorch, and %s is reserved by PyTorch but "
-            "unallocated. (memsim record --oom: the caching allocator "
-            "modelled beside the recording)" % (
-                gib(size), gib(total), gib(max(cap - reserved, 0)),
-                gib(allocated), gib(reserved - allocated)))
+            "unallocated. (memsim record --oom: %s)" % (
+                gib(size), gib(self.device_bytes[0]),
+                gib(max(self.device_limit() - reserved, 0)), gib(allocated),
+                gib(reserved - allocated),
+                "the caching allocator modelled beside the recording"
+                if self.model else "the live blocks, no allocator model"))
 
     def free(self, key):
         held = self.held
@@ -2719,7 +2708,7 @@ def run(opt, script, argv):
     _patch_cuda(torch, rec, opt.device)
     rec.device_bytes = (dev[3], devices.CONTEXT_BYTES[opt.device])
     if getattr(opt, "oom", False):
-        rec.oom_device = (dev[3], devices.CONTEXT_BYTES[opt.device])
+        rec.oom = True
     else:
         rec.device_cap = dev[3] - devices.CONTEXT_BYTES[opt.device]
     aten = torch.ops.aten
