@@ -182,6 +182,34 @@ def _bn_channels_last(t):
         (t.dim() == 4 and t.is_contiguous(memory_format=torch.channels_last))
 
 
+def _custom_op_body(func):
+    """The Python body the GPU runs for FUNC, an operator made by
+    torch.library.custom_op (a CustomOpDef) with no fake of the
+    program's (register_fake); None for any other operator.  The op's
+    CUDA kernel is its body registered for "cuda", else the one for
+    every device (register_kernel(None): CompositeExplicitAutograd),
+    CustomOpDef._backend_fns.  Its fake is then PyTorch's own: for an
+    op that only mutates its arguments and returns None, one that
+    allocates nothing (utils.generate_trivial_fake_impl: scattermoe's
+    scatter2scatter, whose body makes its Triton kernel's scratch
+    tensors), otherwise an error ("There was no fake impl
+    registered").  An op with a fake of the program's keeps it: its
+    body may call native code that a fake tensor cannot enter (a CUDA
+    extension's), which is why such a fake is written."""
+    ns = getattr(func, "namespace", "aten")
+    if ns in ("aten", "prims", "prim", "_c10d_functional", "c10d"):
+        return None
+    try:
+        from torch._library.custom_ops import _maybe_get_opdef
+        opdef = _maybe_get_opdef(func)
+    except Exception:   # (a PyTorch without it; an op not of one)
+        return None
+    if opdef is None or getattr(opdef, "_abstract_fn", True) is not None:
+        return None
+    fns = getattr(opdef, "_backend_fns", None) or {}
+    return fns.get("cuda") or fns.get(None)
+
+
 class Dispatch:
     """One recording's dispatch: REC the trace, OPT the recorder's
     options, KN what is known of values (known.Known), WATCH the progress
@@ -216,6 +244,7 @@ class Dispatch:
         # CompositeImplicitAutograd one, whether _dynamic may answer it):
         # asked once an op, not at every call.
         self.opinfo = {}
+        self.bodies = {}    # op -> its custom_op body or None
         # the nested tensors' stand-ins (attention.Nested)
         self.nested = attention.Nested()
         # cudnn.benchmark's keys found so far (kernel_events)
@@ -359,6 +388,16 @@ class Dispatch:
                 return func._op_dk(
                     torch._C.DispatchKey.CompositeImplicitAutograd,
                     *args, **kwargs)
+        body = self.bodies.get(func, _RUN)
+        if body is _RUN:
+            body = self.bodies[func] = _custom_op_body(func)
+        if body is not None:
+            # A torch.library.custom_op with no fake of the program's:
+            # the GPU runs its Python body (its CUDA or default
+            # kernel), whose ops are recorded one by one, as a
+            # CompositeImplicit kernel's above (_custom_op_body)
+            with mode:
+                return body(*args, **kwargs)
         # A CPU tensor beside GPU ones (a 0-dim one: the fake mode takes
         # it anywhere) where the op's CUDA kernel checks their devices
         samedevice.check(func, args, kwargs)
