@@ -1824,6 +1824,44 @@ def no_fake(func):
         func.name())
 
 
+# ATen's error (TensorShape.cpp, view_impl's TORCH_CHECK) where a view of
+# the asked shape cannot be made of the tensor's strides.
+VIEW_STRIDE_ERROR = (
+    "view size is not compatible with input tensor's size and stride (at "
+    "least one dimension spans across two contiguous subspaces). Use "
+    ".reshape(...) instead.")
+
+
+def view_errors_as_aten(torch):
+    """aten::view and aten::_unsafe_view of incompatible strides raise
+    RuntimeError, as ATen's view does on the GPU.  PyTorch's fake kernel
+    for both (torch._subclasses.fake_impls._view_meta, through
+    torch._refs._reshape_view_helper) raises ValueError ("Cannot view a
+    tensor with shape ..."), which a program's `except RuntimeError`
+    (a fallback to .reshape) does not catch.  Only that error becomes
+    ATen's; any other passes as it is."""
+    try:
+        import torch._subclasses.fake_impls as fi
+        table = fi.op_implementations_dict
+    except (ImportError, AttributeError):
+        return
+    aten = torch.ops.aten
+    for op in (aten.view.default, aten._unsafe_view.default):
+        impl = table.get(op)
+        if impl is None or getattr(impl, "_memsim_view_error", False):
+            continue
+
+        def view(fake_mode, func, *args, _impl=impl, **kwargs):
+            try:
+                return _impl(fake_mode, func, *args, **kwargs)
+            except ValueError as e:
+                if not str(e).startswith("Cannot view a tensor"):
+                    raise
+                raise RuntimeError(VIEW_STRIDE_ERROR) from None
+        view._memsim_view_error = True
+        table[op] = view
+
+
 def _item_value(rec, dtype, torch):
     """An unknown value's assumption (known.py and values.py answer the
     known ones); the same one asked again and again from one line stops
@@ -3528,6 +3566,7 @@ def run(opt, script, argv):
         return orig_fallback(fake_mode, func, flat_args, args_spec, err)
 
     ftm.run_fallback_kernel = run_fallback_kernel
+    view_errors_as_aten(torch)
     plain_args = metadata_subclasses(torch, ftm, FakeTensor, _become)
     if getattr(opt, "symbolic", None):
         # one recording for a family of sizes (symbolic.py)
