@@ -2298,8 +2298,16 @@ def _sdp_fits(torch, q, mask, major, k, v):
     # snapshots' frames show at::native::_cudnn_attention_forward/backward):
     # first where it applies, else last.
     cudnn_dims = (d <= 128 and dv <= 128) or (d == 192 and dv == 128)
+    # check_cudnn_deterministic, among can_use_cudnn_attention's general
+    # constraints: torch.use_deterministic_algorithms(True) (not
+    # warn_only) rules cuDNN attention out, whether or not a gradient is
+    # wanted; select_sdp_backend goes on to flash or memory-efficient
+    # attention.
+    strict = torch.are_deterministic_algorithms_enabled() and \
+        not torch.is_deterministic_algorithms_warn_only_enabled()
     return {SDP_CUDNN: major in (9, 10) and half and cudnn_dims and
-            d % 8 == 0 and dv % 8 == 0 and (unit or d == 1) and unit_mask,
+            d % 8 == 0 and dv % 8 == 0 and (unit or d == 1) and unit_mask
+            and not strict,
             SDP_FLASH: major >= 8 and half and mask is None and d <= 256
             and d == dk == dv and (unit or d == 1),
             SDP_EFFICIENT: major >= 5 and d == dk and d % align == 0 and
