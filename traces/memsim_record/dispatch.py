@@ -3137,9 +3137,10 @@ class Dispatch:
         at = {"efficient": 9, "flash": 10}.get(kind[0])
         p = 0.0 if at is None else \
             args[at] if len(args) > at else kwargs.get("dropout_p", 0.0)
-        return kernels.attention_backward(kind[0], b, h, sq, d,
-                                          q.element_size(), sk=sk, dv=dv,
-                                          dropout=bool(p), hkv=hkv)
+        return kernels.attention_backward(
+            kind[0], b, h, sq, d, q.element_size(), sk=sk, dv=dv,
+            dropout=bool(p), hkv=hkv,
+            deterministic=kernels.deterministic_strict(torch), sms=self.sms)
 
     def _ev_attention_kernel(self, name, args, phase, out, kwargs):
         """The kernels' own backward ops, called directly (a jagged
@@ -3163,13 +3164,18 @@ class Dispatch:
         dv = kernels.symsize(v.shape[3])
         if name == "_flash_attention_backward":
             p = args[10] if len(args) > 10 else kwargs.get("dropout_p", 0.0)
+            det = kernels.deterministic_strict(torch)
             if isinstance(cu, torch.Tensor):
                 nb = kernels.symsize(cu.shape[0]) - 1
-                return kernels.flash_backward_rows(b * sq + 128 * nb, h, d)
+                return kernels.flash_backward_rows(
+                    b * sq + 128 * nb, h, d,
+                    kernels.flash_split_splits(nb, h, self.sms) if det
+                    else 1)
             return kernels.attention_backward("flash", b, h, sq, d,
                                               q.element_size(), sk=sk,
                                               dv=dv, dropout=bool(p),
-                                              hkv=hkv)
+                                              hkv=hkv, deterministic=det,
+                                              sms=self.sms)
         p = args[11] if len(args) > 11 else kwargs.get("dropout_p", 0.0)
         ws = None
         if isinstance(cu, torch.Tensor):
@@ -3177,10 +3183,10 @@ class Dispatch:
             # lengths the longest ones (max_seqlen_q, max_seqlen_k)
             ws = (kernels.symsize(cu.shape[0]) - 1,
                   kernels.symsize(args[8]), kernels.symsize(args[9]))
-        return kernels.attention_backward("efficient", b, h, sq, d,
-                                          q.element_size(), sk=sk, dv=dv,
-                                          dropout=bool(p), hkv=hkv,
-                                          ws_shape=ws)
+        return kernels.attention_backward(
+            "efficient", b, h, sq, d, q.element_size(), sk=sk, dv=dv,
+            dropout=bool(p), hkv=hkv, ws_shape=ws,
+            deterministic=kernels.deterministic_strict(torch))
 
     def copy_of(self, t, site):
         """A kernel's copy of T (its `.contiguous()`), a temporary of

@@ -635,7 +635,8 @@ def efficient_kernel(half, m, n, d, dv, dropout):
     return None
 
 
-def efficient_workspace(half, b, h, m, n, d, dv, dropout):
+def efficient_workspace(half, b, h, m, n, d, dv, dropout,
+                        deterministic=False):
     """AttentionBackwardKernel::Params::workspace_size() of the kernel
     efficient_kernel() picks, in bytes: per batch and head
     workspace_strideBH() floats, the sum, aligned to 4, of
@@ -651,7 +652,9 @@ def efficient_workspace(half, b, h, m, n, d, dv, dropout):
     num_splits_key by _efficient_attention_backward's heuristic:
     ceil(N / kBlockSizeJ), 1 when B * H >= 256 blocks already and N <=
     2 * kBlockSizeJ, at most 200 / (B * H) where gK/gV are staged, and
-    at least 1."""
+    at least 1; DETERMINISTIC (deterministic algorithms on, not
+    warn_only), 1: _efficient_attention_backward sets p.num_splits_key =
+    1 then."""
     kern = efficient_kernel(half, m, n, d, dv, dropout)
     if kern is None:
         return 0
@@ -668,13 +671,16 @@ def efficient_workspace(half, b, h, m, n, d, dv, dropout):
         # size: --symbolic)
         while splits > 1 and splits * b * h > 200:
             splits -= 1
+        if deterministic:
+            splits = 1
         gk = splits * bj * _pad(d, bi)
         gv = splits * bj * _pad(dv, bi)
     return b * h * (gq + gk + gv) * 4
 
 
 def attention_backward(kind, b, h, sq, d, itemsize, sk=None, dv=None,
-                       dropout=False, hkv=None, ws_shape=None):
+                       dropout=False, hkv=None, ws_shape=None,
+                       deterministic=False, sms=0):
     """Events of one attention backward kernel; KIND is cudnn, efficient
     or flash; shapes of the query (B, H, Sq, D), the keys' length SK and
     heads HKV and the values' head dimension DV (default Sq, H and D),
@@ -687,7 +693,9 @@ def attention_backward(kind, b, h, sq, d, itemsize, sk=None, dv=None,
     gradient; H = 2 HKV there, so 2 * B*HKV*Sk*D fp32 would fit as
     well).  WS_SHAPE, (batch, M, N) of the memory-efficient kernel's
     workspace where they are not the query's (a varlen call: the
-    sequences, the longest query and key)."""
+    sequences, the longest query and key).  DETERMINISTIC: deterministic
+    algorithms on (not warn_only); SMS the device's multiprocessors
+    (flash attention's deterministic splits)."""
     sk = sq if sk is None else sk
     dv = d if dv is None else dv
     if kind == "cudnn":
@@ -699,11 +707,14 @@ def attention_backward(kind, b, h, sq, d, itemsize, sk=None, dv=None,
         # mha_bwd: softmax_d (B, H, seqlen_q_rounded) and, not
         # deterministic, dq_accum (B, seqlen_q_rounded, H,
         # head_size_rounded) in fp32: seqlen_q rounded to 128.
-        return flash_backward_rows(b * _pad(sq, 128), h, d)
+        return flash_backward_rows(
+            b * _pad(sq, 128), h, d,
+            flash_split_splits(b, h, sms) if deterministic else 1)
     if kind != "efficient":
         return []
     wb, wm, wn = ws_shape if ws_shape is not None else (b, sq, sk)
-    ws = efficient_workspace(itemsize < 4, wb, h, wm, wn, d, dv, dropout)
+    ws = efficient_workspace(itemsize < 4, wb, h, wm, wn, d, dv, dropout,
+                             deterministic)
     end = [("alloc", "ws", ws)] if ws else []
     if itemsize < 4:
         # kKernelComputesDelta (fp16/bf16; on sm70 only kOutputInRF): delta is
@@ -728,17 +739,39 @@ def attention_backward(kind, b, h, sq, d, itemsize, sk=None, dv=None,
     return ev + ([("free", "ws")] if ws else [])
 
 
-def flash_backward_rows(rows, h, d):
+def flash_backward_rows(rows, h, d, splits=1):
     """Flash attention's backward temporaries over ROWS padded query rows
     (mha_bwd: batch x seqlen rounded to 128; mha_varlen_bwd: the total
-    plus 128 a sequence) of H heads: softmax_d, ROWS x H floats, and, not
-    deterministic, dq_accum, ROWS x H x the head size rounded to 8 and
-    then to 32 up to 128, to 64 above."""
+    plus 128 a sequence) of H heads: softmax_d, ROWS x H floats, and
+    dq_accum, ROWS x H x the head size rounded to 8 and then to 32 up to
+    128, to 64 above, fp32; deterministic, SPLITS of those (at::zeros of
+    {nsplits, ...}: flash_split_splits)."""
     hd = _pad(d, 8)
     hd = _pad(hd, 32 if hd <= 128 else 64)
     return [("alloc", "softmax_d", rows * h * 4),
-            ("alloc", "dq_accum", rows * h * hd * 4),
+            ("alloc", "dq_accum", splits * rows * h * hd * 4),
             ("free", "dq_accum"), ("free", "softmax_d")]
+
+
+def flash_split_splits(b, h, sms):
+    """nsplits of flash attention's deterministic backward (mha_bwd,
+    mha_varlen_bwd with deterministic set: _flash_attention_backward sets
+    it when torch.use_deterministic_algorithms(True) is on, not
+    warn_only): (SMs + B*H - 1) / (B*H), B the batch (varlen: the
+    sequences) and H the query's heads, each split a dq_accum of its own.
+    Counted up (no division by a size: --symbolic)."""
+    splits = 1
+    while splits * b * h < sms:
+        splits += 1
+    return splits
+
+
+def deterministic_strict(torch):
+    """torch.use_deterministic_algorithms(True) without warn_only:
+    at::globalContext().deterministicAlgorithms() and not
+    deterministicAlgorithmsWarnOnly(), the attention backwards' test."""
+    return torch.are_deterministic_algorithms_enabled() and \
+        not torch.is_deterministic_algorithms_warn_only_enabled()
 
 
 def attention_forward(kind):
