@@ -308,6 +308,9 @@ def main(argv=None):
             os._exit(1)
         if os.path.exists(tmp):
             os.unlink(tmp)
+        import shutil
+        for d in devices.STANDINS:
+            shutil.rmtree(d, ignore_errors=True)
         if fault_fp is not None:
             faulthandler.disable()
             fault_fp.close()

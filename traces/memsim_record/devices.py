@@ -50,3 +50,89 @@ def cublas_workspace_bytes(major, minor, env=None):
 # a library only checks that they are set, or compares a minimum.
 CUDA_VERSION = "12.8"
 CUDNN_VERSION = 91002
+
+
+# nvidia-smi as a script sees it under --fake: the stand-in put first on
+# its PATH (nvidia_smi_standin).  Its answers are those of the recorded
+# device, idle: the table nvidia-smi prints with no arguments, -L
+# (--list-gpus), and --query-gpu=FIELD,... --format=csv[,noheader]
+# [,nounits] for the fields below; anything else prints the table.
+_SMI = r'''import sys
+NAME, MIB, COUNT, MAJOR, MINOR = %r, %d, %d, %d, %d
+UUID = "GPU-00000000-0000-0000-0000-00000000000%%d"
+FIELDS = {
+    "name": (None, lambda i: NAME), "gpu_name": (None, lambda i: NAME),
+    "index": (None, lambda i: str(i)), "count": (None, lambda i: str(COUNT)),
+    "uuid": (None, lambda i: UUID %% i), "gpu_uuid": (None, lambda i: UUID %% i),
+    "memory.total": ("MiB", lambda i: str(MIB)),
+    "memory.used": ("MiB", lambda i: "0"), "memory.free": ("MiB", lambda i: str(MIB)),
+    "memory.reserved": ("MiB", lambda i: "0"),
+    "utilization.gpu": ("%%", lambda i: "0"), "utilization.memory": ("%%", lambda i: "0"),
+    "compute_cap": (None, lambda i: "%%d.%%d" %% (MAJOR, MINOR)),
+    "pci.bus_id": (None, lambda i: "00000000:%%02X:00.0" %% (i + 1)),
+}
+args = sys.argv[1:]
+query = fmt = None
+for j, a in enumerate(args):
+    if a.startswith("--query-gpu="):
+        query = a.split("=", 1)[1]
+    elif a == "--query-gpu" and j + 1 < len(args):
+        query = args[j + 1]
+    elif a.startswith("--format="):
+        fmt = a.split("=", 1)[1]
+    elif a == "--format" and j + 1 < len(args):
+        fmt = args[j + 1]
+if "-L" in args or "--list-gpus" in args:
+    for i in range(COUNT):
+        print("GPU %%d: %%s (UUID: %%s)" %% (i, NAME, UUID %% i))
+elif query is not None:
+    names = [f.strip() for f in query.split(",") if f.strip()]
+    bad = [f for f in names if f not in FIELDS]
+    if bad:
+        print('Field "%%s" is not a valid field to query.' %% bad[0])
+        sys.exit(2)
+    opts = (fmt or "csv").split(",")
+    units = "nounits" not in opts
+    if "noheader" not in opts:
+        print(", ".join(f + (" [%%s]" %% FIELDS[f][0] if FIELDS[f][0] else "")
+                        for f in names))
+    for i in range(COUNT):
+        print(", ".join(FIELDS[f][1](i) + (" " + FIELDS[f][0]
+                                           if units and FIELDS[f][0] else "")
+                        for f in names))
+else:
+    print("+" + "-" * 89 + "+")
+    print("| NVIDIA-SMI (memsim record --fake: the recorded device, idle)" + " " * 28 + "|")
+    print("|" + "=" * 89 + "|")
+    for i in range(COUNT):
+        print("| %%3d  %%-30s | %%20s | %%29s |" %% (
+            i, NAME, "", "0MiB / %%dMiB" %% MIB))
+    print("+" + "-" * 89 + "+")
+    print("| Processes:" + " " * 78 + "|")
+    print("|  No running processes found" + " " * 61 + "|")
+    print("+" + "-" * 89 + "+")
+'''
+
+
+def nvidia_smi_standin(name, count, python):
+    """Put an `nvidia-smi` first on PATH that answers for COUNT of device
+    NAME (a --device), run by PYTHON, in a folder of its own (in
+    STANDINS, which the recorder's main removes at its end).  The recording pretends a GPU, so a script that
+    runs nvidia-smi to log the machine (modded-nanogpt's records:
+    subprocess.run(['nvidia-smi'], ...) after init_process_group) finds
+    one, whether or not the recording machine has a driver, and it
+    describes the recorded device, not the machine's."""
+    import tempfile
+    label, major, minor, total = DEVICES[name][:4]
+    d = tempfile.mkdtemp(prefix="memsim-smi-")
+    path = os.path.join(d, "nvidia-smi")
+    with open(path, "w") as f:
+        f.write("#!%s\n" % python)
+        f.write(_SMI % (label, total // (1 << 20), max(1, count), major,
+                        minor))
+    os.chmod(path, 0o755)
+    os.environ["PATH"] = d + os.pathsep + os.environ.get("PATH", "")
+    STANDINS.append(d)
+
+
+STANDINS = []

@@ -2753,6 +2753,8 @@ def run(opt, script, argv):
     major = dev[1]
     _patch_cuda(torch, rec, opt.device)
     rec.device_bytes = (dev[3], devices.CONTEXT_BYTES[opt.device])
+    devices.nvidia_smi_standin(opt.device, max(1, opt.world_size),
+                               sys.executable)
     if getattr(opt, "oom", False):
         rec.oom = True
     else:
