@@ -2537,3 +2537,41 @@ def install(torch, rec):
             torch.cuda.is_available = avail
         rt.reset_trees()
     dyn.reset = reset
+
+    # Dynamo compiles a frame with the dispatch modes set aside
+    # (CatchErrorsWrapper.__call__: `with compile_lock,
+    # _disable_current_modes()`), but not on its DDP path: a frame run
+    # under DistributedDataParallel with optimize_ddp "ddp_optimizer" is
+    # traced by a clone of the callback whose backend is
+    # DDPOptimizer.compile_fn (`_clone_with_backend`), under compile_lock
+    # alone.  There the recorder's modes saw every fake value Dynamo's
+    # tracing computes (get_fake_value) and DDPOptimizer's propagation
+    # through its split submodules (deepcopy_to_fake_tensor), and recorded
+    # them as allocations, live while the graph's metadata held them
+    # (modded-nanogpt's DDP(torch.compile(model))).  The clone is called
+    # with the modes set aside, as the other path calls the callback; its
+    # compiled code runs under them as any compiled frame does.
+    import torch._dynamo.convert_frame as cf
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    def modes_aside(prop):
+        def get(self):
+            clone = prop.fget(self)
+
+            def with_backend(backend):
+                callback = clone(backend)
+
+                def call(*a, **k):
+                    with _disable_current_modes():
+                        return callback(*a, **k)
+                return call
+            return with_backend
+        get._memsim = True
+        return property(get)
+    for name in ("ConvertFrame", "ConvertFrameAssert"):
+        cls = getattr(cf, name, None)
+        prop = cls.__dict__.get("_clone_with_backend") \
+            if cls is not None else None
+        if isinstance(prop, property) and \
+                not getattr(prop.fget, "_memsim", False):
+            cls._clone_with_backend = modes_aside(prop)
