@@ -30,6 +30,17 @@ NOTES = {
         "H200 pad_mm padded 8 of 9 such shapes (docs/recording-compile.md), "
         "and a padded head changes the compiled program's buffers: the "
         "peaks may be a few percent off (llm.c's GPT-2 head: -5%)"),
+    "allocator-model:absent": (
+        "the script read torch.cuda.memory_reserved(), memory_stats() or "
+        "mem_get_info() with no caching allocator modelled beside the "
+        "recording (MEMSIM_LIBRARY names no libmemsim with "
+        "memsim_live_open): it was told the live blocks, as "
+        "memory_allocated(); `memsim run` of the trace gives the "
+        "allocator's figures"),
+    "allocator-model:lost": (
+        "the caching allocator modelled beside the recording refused a "
+        "request (memsim info names it) and was set aside: the script's "
+        "later memory_reserved() and --oom follow the live blocks"),
 }
 
 
