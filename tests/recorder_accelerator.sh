@@ -19,7 +19,7 @@ cat >"$tmp/want" <<'OUT'
 acc 4096 4096 True
 peak 12288 True
 reset 4096
-info 4096 4096
+info True 4096
 synced
 OUT
 cmp -s "$tmp/got" "$tmp/want" || fail "accelerator: $(diff "$tmp/want" "$tmp/got")"
