@@ -70,6 +70,24 @@ l1=$(sed -n 1p "$tmp/out")
 [ "$l1" = "fits 3 398458880 1" ] || fail "b.py --oom: '$l1', expected 'fits 3 398458880 1'"
 grep -q "reserved by PyTorch but unallocated" "$tmp/out" ||
 	fail "b.py --oom: no CUDACachingAllocator wording: $(tail -2 "$tmp/out")"
+# The settings the script runs with, also when it asks before its first
+# allocation: under expandable_segments three blocks of 30 MiB map 100
+# MiB of one segment in pages of 20 MiB (90 MiB in three segments by
+# default; the model opened at the query had the defaults).
+cat >"$tmp/e.py" <<'PY'
+import torch
+print(torch.cuda.memory_reserved())
+a = [torch.empty(30 << 20, dtype=torch.uint8, device="cuda") for _ in range(3)]
+print(torch.cuda.memory_reserved())
+PY
+(cd "$tmp" && PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True $MEMSIM \
+	record --fake --device h100-80gb -o "$tmp/e.csv" -- "$PY" e.py) \
+	>"$tmp/out" 2>&1 || fail "record e.py: $(tail -3 "$tmp/out")"
+got=$(sed -n 1,2p "$tmp/out" | tr '\n' ' ')
+[ "$got" = "0 104857600 " ] || fail "e.py: '$got', expected '0 104857600 '"
+got=$(run_peaks "$tmp/e.csv")
+[ "$got" = "94371840 104857600" ] ||
+	fail "memsim run e.csv: '$got', expected '94371840 104857600'"
 # Without the library: the live blocks, said.
 (cd "$tmp" && MEMSIM_LIBRARY=$tmp/none.so $MEMSIM record --fake \
 	--device h100-80gb -o "$tmp/c.csv" -- "$PY" a.py) >"$tmp/out" 2>&1 ||

@@ -234,6 +234,10 @@ class Recorder:
             self.model = False
             if self.device_bytes is not None:
                 from . import live
+                if self.conf is None:
+                    # a pool or a query before the first allocation:
+                    # the settings as the allocator starts with them
+                    self.settings()
                 total, context = self.device_bytes
                 self.model = live.Live.open(self.conf, total, context,
                                             self.mem_fraction) or False
