@@ -41,16 +41,17 @@ fuzz_settings: settings_fuzzer.c $(HDRS) obj/libfuzzmemsim.a
 fuzz_cmdline: cmdline_fuzzer.c $(HDRS) obj/libfuzzmemsim.a
 	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< obj/libfuzzmemsim.a $(LIBS)
 
-# The C API: lib/memsim.c compiled here too (the recorder's folder is not
-# reached: no memsim_record() call).
+# The C API: lib/memsim.c and its handles (lib/handle.c) compiled here too
+# (the recorder's folder is not reached: no memsim_record() call).
 obj/lib/memsim.o: $(TOP)/lib/memsim.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DPYTHON_DIR='"/nonexistent"' -MMD -MP \
 		-fsanitize=fuzzer-no-link -c -o $@ $<
 
-fuzz_api: api_fuzzer.c $(HDRS) obj/lib/memsim.o obj/libfuzzmemsim.a
+fuzz_api: api_fuzzer.c $(HDRS) obj/lib/memsim.o obj/lib/handle.o \
+		obj/libfuzzmemsim.a
 	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< obj/lib/memsim.o \
-		obj/libfuzzmemsim.a $(LIBS)
+		obj/lib/handle.o obj/libfuzzmemsim.a $(LIBS)
 
 # Turns a binary finding into the file the target read (its checksums
 # fixed up): ./bin_fix crashes/replay_bin/crash-... out.msimtr

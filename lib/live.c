@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/handle.h"
 #include "lib/memsim.h"
 #include "policies/registry.h"
 #include "sim/device.h"
@@ -29,7 +30,7 @@
 #include "traces/idmap.h"
 #include "traces/trace.h"
 
-struct memsim_live_s {
+typedef struct live_s {
 	msim_sim_t *sim;
 	msim_params_t pv;
 	bool pv_init;
@@ -40,12 +41,12 @@ struct memsim_live_s {
 	bool refused;        /* the policy refused the last ALLOC (OOM) */
 	msim_time_t clock;   /* one microsecond a request */
 	char errmsg[512];
-};
+} live_t;
 
 static int
 live_next(void *ctx, msim_req_t *req_out)
 {
-	memsim_live_t *lv = ctx;
+	live_t *lv = ctx;
 	if (!lv->full)
 		return 0;
 	*req_out = lv->slot;
@@ -56,7 +57,7 @@ live_next(void *ctx, msim_req_t *req_out)
 static const char *
 live_errmsg(void *ctx)
 {
-	return ((memsim_live_t *)ctx)->errmsg;
+	return ((live_t *)ctx)->errmsg;
 }
 
 /* The engine's observer: whether the policy refused an ALLOC. */
@@ -64,11 +65,11 @@ static void
 live_observe(void *ctx, const msim_req_t *req, int rc)
 {
 	if (req->kind == MSIM_REQ_ALLOC)
-		((memsim_live_t *)ctx)->refused = rc != 0;
+		((live_t *)ctx)->refused = rc != 0;
 }
 
 static int
-live_fail(memsim_live_t *lv, int rc, const char *what)
+live_fail(live_t *lv, int rc, const char *what)
 {
 	snprintf(lv->errmsg, sizeof(lv->errmsg), "%s", what);
 	return rc;
@@ -81,10 +82,15 @@ memsim_live_open(memsim_live_t **out, const char *policy, const char *conf,
 	if (!out)
 		return MEMSIM_EINVAL;
 	*out = NULL;
-	memsim_live_t *lv = calloc(1, sizeof(*lv));
+	live_t *lv = calloc(1, sizeof(*lv));
+	void *h;
 	if (!lv)
 		return MEMSIM_ENOMEM;
-	*out = lv;
+	if (msim_handle_new(MSIM_HANDLE_LIVE, lv, &h)) {
+		free(lv);
+		return MEMSIM_ENOMEM;
+	}
+	*out = h;
 	if (msim_idmap_init(&lv->ids))
 		return live_fail(lv, MEMSIM_ENOMEM, "out of memory");
 	const msim_policy_ops_t *ops =
@@ -124,11 +130,9 @@ memsim_live_open(memsim_live_t **out, const char *policy, const char *conf,
 	return rc;
 }
 
-void
-memsim_live_close(memsim_live_t *lv)
+static void
+live_destroy(live_t *lv)
 {
-	if (!lv)
-		return;
 	msim_sim_destroy(lv->sim);
 	if (lv->pv_init)
 		msim_params_clear(&lv->pv);
@@ -137,15 +141,42 @@ memsim_live_close(memsim_live_t *lv)
 	free(lv);
 }
 
-const char *
-memsim_live_errmsg(const memsim_live_t *lv)
+void
+memsim_live_close(memsim_live_t *h)
 {
-	return lv ? lv->errmsg : "not a live allocator (NULL)";
+	void *lv;
+	if (!msim_handle_get(h, MSIM_HANDLE_LIVE, true, &lv))
+		live_destroy(lv);
+}
+
+/* Declares lv, the live allocator of handle h, or returns the handle's
+ * error (lib/handle.h). */
+#define LIVE_OF(h, lv)                                                        \
+	live_t *lv;                                                           \
+	do {                                                                  \
+		void *o_;                                                     \
+		int hrc_ = msim_handle_get((h), MSIM_HANDLE_LIVE, false, &o_); \
+		if (hrc_)                                                     \
+			return hrc_;                                          \
+		lv = o_;                                                      \
+	} while (0)
+
+const char *
+memsim_live_errmsg(const memsim_live_t *h)
+{
+	void *lv;
+	int rc = msim_handle_get(h, MSIM_HANDLE_LIVE, false, &lv);
+	if (rc == MEMSIM_ESTATE)
+		return "the live allocator is closed";
+	if (rc)
+		return "not a live allocator (NULL or not from "
+		       "memsim_live_open())";
+	return ((live_t *)lv)->errmsg;
 }
 
 /* Serves the request in the slot: steps the engine until it took it. */
 static int
-live_serve(memsim_live_t *lv)
+live_serve(live_t *lv)
 {
 	lv->slot.time = lv->clock += 1000;
 	lv->full = true;
@@ -163,10 +194,11 @@ live_serve(memsim_live_t *lv)
 }
 
 int
-memsim_live_request(memsim_live_t *lv, const char *action, uint64_t addr,
+memsim_live_request(memsim_live_t *h, const char *action, uint64_t addr,
 		    uint64_t size, uint64_t stream)
 {
-	if (!lv || !lv->sim || !action)
+	LIVE_OF(h, lv);
+	if (!lv->sim || !action)
 		return MEMSIM_EINVAL;
 	int act = msim_action_parse(action, strlen(action));
 	msim_req_t *r = &lv->slot;
@@ -244,10 +276,11 @@ memsim_live_request(memsim_live_t *lv, const char *action, uint64_t addr,
 }
 
 int
-memsim_live_get(const memsim_live_t *lv, const char *name,
+memsim_live_get(const memsim_live_t *h, const char *name,
 		int64_t *value_out)
 {
-	if (!lv || !lv->sim || !name || !value_out)
+	LIVE_OF(h, lv);
+	if (!lv->sim || !name || !value_out)
 		return MEMSIM_EINVAL;
 	msim_stats_t st;
 	msim_sim_stats(lv->sim, &st);

@@ -21,6 +21,7 @@
 
 #include <gsl/gsl_errno.h>
 
+#include "lib/handle.h"
 #include "lib/memsim.h"
 #include "lab/explain.h"
 #include "lab/figures.h"
@@ -145,87 +146,24 @@ memsim_policy_summary(size_t i)
 	return ops ? ops->summary : NULL;
 }
 
-/*
- * Handles.  The memsim_run_t * a caller holds is not the run's address but
- * a token: the number of a slot in the table below and the slot's
- * generation, which memsim_close() advances.  A closed run's handle, used
- * or closed again, meets a slot of another generation (MEMSIM_ESTATE; a
- * no-op for memsim_close()) and never freed memory, even once a new run
- * took the slot; a pointer that is no handle at all names no slot
- * (MEMSIM_EINVAL).  One mutex guards the table, held for the look-up
- * only; the table is never freed (it stays reachable).
- */
-#define SLOT_BITS (sizeof(uintptr_t) * 4)
-#define SLOT_MASK (((uintptr_t)1 << SLOT_BITS) - 1)
-#define GEN_MASK (UINTPTR_MAX >> SLOT_BITS)
-
-typedef struct slot_s {
-	run_t *run;      /* NULL: free */
-	uintptr_t gen;   /* 1 ... GEN_MASK, advanced at each close */
-	size_t next;     /* free: the next free slot + 1, or 0 */
-} slot_t;
-
-static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
-static slot_t *slots;
-static size_t nslots, slots_cap, free_slot; /* free_slot: index + 1 or 0 */
-
-/* Puts r in a slot; its handle in *out (NULL when memory is short). */
+/* The run a handle names (lib/handle.h): MEMSIM_EINVAL for NULL or no
+ * run's handle, MEMSIM_ESTATE for a closed run.  With take, the slot is
+ * freed (the caller destroys the run). */
 static int
 handle_new(run_t *r, memsim_run_t **out)
 {
-	int rc = 0;
-	size_t i;
-	pthread_mutex_lock(&slots_lock);
-	if (free_slot) {
-		i = free_slot - 1;
-		free_slot = slots[i].next;
-	} else if (nslots < SLOT_MASK &&
-		   !MSIM_GROW(slots, slots_cap, nslots + 1, 64)) {
-		i = nslots++;
-		slots[i].gen = 1;
-	} else {
-		rc = MEMSIM_ENOMEM;
-	}
-	if (!rc) {
-		slots[i].run = r;
-		*out = (memsim_run_t *)(void *)((slots[i].gen << SLOT_BITS) |
-						(i + 1));
-	}
-	pthread_mutex_unlock(&slots_lock);
-	if (rc)
-		*out = NULL;
+	void *h;
+	int rc = msim_handle_new(MSIM_HANDLE_RUN, r, &h);
+	*out = h;
 	return rc;
 }
 
-/* The run of handle h in *r_out; MEMSIM_EINVAL for NULL or no handle,
- * MEMSIM_ESTATE for a closed run.  With take, the slot is freed (the
- * caller destroys the run). */
 static int
 handle_run(const memsim_run_t *h, bool take, run_t **r_out)
 {
-	uintptr_t t = (uintptr_t)(const void *)h;
-	size_t i = (size_t)(t & SLOT_MASK);
-	uintptr_t gen = t >> SLOT_BITS;
-	int rc = 0;
-	*r_out = NULL;
-	if (!h || !i)
-		return MEMSIM_EINVAL;
-	pthread_mutex_lock(&slots_lock);
-	if (i > nslots || !gen) {
-		rc = MEMSIM_EINVAL;
-	} else if (slots[i - 1].gen != gen || !slots[i - 1].run) {
-		rc = gen < slots[i - 1].gen ? MEMSIM_ESTATE : MEMSIM_EINVAL;
-	} else {
-		*r_out = slots[i - 1].run;
-		if (take) {
-			slot_t *sl = &slots[i - 1];
-			sl->run = NULL;
-			sl->gen = sl->gen == GEN_MASK ? 1 : sl->gen + 1;
-			sl->next = free_slot;
-			free_slot = i;
-		}
-	}
-	pthread_mutex_unlock(&slots_lock);
+	void *r;
+	int rc = msim_handle_get(h, MSIM_HANDLE_RUN, take, &r);
+	*r_out = r;
 	return rc;
 }
 

@@ -322,8 +322,10 @@ MEMSIM_EXPORT int memsim_record(const char *out, char *const *argv, int argc,
  * memsim_live_open() returns 0, MEMSIM_EINVAL (an unknown policy, conf
  * the policy refuses, a context of the whole device, a fraction outside
  * [0, 1]) or MEMSIM_ENOMEM; *out is set whenever memory allows, also on
- * error, so memsim_live_errmsg() can say why: close it.  A handle is for
- * one thread at a time.
+ * error, so memsim_live_errmsg() can say why: close it.  A handle is a
+ * token as a run's is: NULL or a pointer memsim_live_open() did not give
+ * is MEMSIM_EINVAL, a closed one MEMSIM_ESTATE, and closing twice does
+ * nothing.  A handle is for one thread at a time.
  */
 typedef struct memsim_live_s memsim_live_t;
 

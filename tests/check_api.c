@@ -261,6 +261,25 @@ START_TEST(test_api_live)
 	ck_assert_int_eq(live_stat(lv, "reserved_bytes.all.peak"), 2 << 20);
 	ck_assert_int_eq(memsim_live_get(lv, "reserved", &v), MEMSIM_ENOTFOUND);
 	memsim_live_close(lv);
+	/* A token, as a run's: closed, or no handle, or a run's. */
+	ck_assert_int_eq(memsim_live_request(lv, "empty_cache", 0, 0, 0),
+			 MEMSIM_ESTATE);
+	ck_assert_int_eq(memsim_live_get(lv, "num_ooms", &v), MEMSIM_ESTATE);
+	ck_assert_ptr_nonnull(strstr(memsim_live_errmsg(lv), "closed"));
+	memsim_live_close(lv);
+	memsim_live_t *bogus = (memsim_live_t *)(void *)&v;
+	ck_assert_int_eq(memsim_live_request(bogus, "empty_cache", 0, 0, 0),
+			 MEMSIM_EINVAL);
+	ck_assert_int_eq(memsim_live_get(bogus, "num_ooms", &v),
+			 MEMSIM_EINVAL);
+	memsim_live_close(bogus);
+	memsim_run_t *r;
+	ck_assert_int_eq(memsim_open(&r, trace), 0);
+	ck_assert_int_eq(memsim_live_get((memsim_live_t *)(void *)r,
+					 "num_ooms", &v), MEMSIM_EINVAL);
+	memsim_live_close((memsim_live_t *)(void *)r);
+	ck_assert_int_eq(memsim_replay(r), 0);
+	memsim_close(r);
 }
 END_TEST
 
