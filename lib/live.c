@@ -233,23 +233,11 @@ memsim_live_request(memsim_live_t *h, const char *action, uint64_t addr,
 	case MSIM_ACT_POOL_BEGIN:
 	case MSIM_ACT_POOL_END:
 	case MSIM_ACT_POOL_RELEASE:
-		/* As a trace's rows (docs/trace-formats.md): addr the pool's
-		 * number; pool_create's size its flags, pool_release's 1 for
-		 * a MemPool's death. */
-		if (!addr || (act == MSIM_ACT_POOL_CREATE && size > 7) ||
-		    (act == MSIM_ACT_POOL_RELEASE && size > 1))
-			return live_fail(lv, MEMSIM_EINVAL, "a pool request "
-					 "of pool 0 or of unknown flags");
+		/* As a trace's rows (docs/trace-formats.md) */
 		r->addr = addr;
-		if (act == MSIM_ACT_POOL_CREATE)
-			r->flags = (uint8_t)(
-				(size & 1 ? MSIM_REQF_OWN_ALLOC : 0) |
-				(size & 2 ? MSIM_REQF_USE_ON_OOM : 0) |
-				(size & 4 ? MSIM_REQF_NO_SPLIT : 0));
-		if (act == MSIM_ACT_POOL_RELEASE && size == 1)
-			r->flags = MSIM_REQF_EMPTY_POOL;
-		r->kind = (uint8_t)(MSIM_REQ_POOL_CREATE +
-				    (act - MSIM_ACT_POOL_CREATE));
+		if (msim_pool_request(act, addr, size, r, lv->errmsg,
+				      sizeof(lv->errmsg)))
+			return MEMSIM_EINVAL;
 		break;
 	default:
 		snprintf(lv->errmsg, sizeof(lv->errmsg),

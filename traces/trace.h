@@ -125,6 +125,17 @@ const char *msim_action_name(int action);
 /* The action named by the len bytes at s, or -1. */
 int msim_action_parse(const char *s, size_t len);
 
+/*
+ * A private pool's row (MSIM_ACT_POOL_CREATE ... _RESTORE) of pool number
+ * addr as its request: kind and flags into *req (its addr, stream and time
+ * left as they are); size is pool_create's flags (1 an allocator of its
+ * own, 2 use_on_oom, 4 no_split), pool_restore's count of placed allocs
+ * after it, pool_release's 1 for a MemPool's death.  Returns 0, or
+ * MSIM_EFORMAT with why (pool 0, flags or a size of no meaning).
+ */
+int msim_pool_request(int action, uint64_t addr, uint64_t size,
+		      msim_req_t *req, char *why, size_t whylen);
+
 /* Which recorded rows become requests. */
 typedef struct msim_trace_options_s {
 	bool deferred_frees; /* emit free_requested as FREE_REQUESTED too */

@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -136,39 +137,13 @@ trace_request(msim_trace_t *t, const msim_entry_t *e, msim_req_t *req)
 	case MSIM_ACT_POOL_BEGIN:
 	case MSIM_ACT_POOL_END:
 	case MSIM_ACT_POOL_RELEASE:
-	case MSIM_ACT_POOL_RESTORE:
-		if (e->addr == 0)
-			return msim_trace_fail(t, MSIM_EFORMAT, "%s of pool 0 "
-					       "(the default pool has no id)",
-					       msim_action_name(e->action));
-		/* pool_create's size: the pool's flags, 1 = an allocator of
-		 * its own, 2 = use_on_oom, 4 = no_split. */
-		if (e->action == MSIM_ACT_POOL_CREATE && e->size > 7)
-			return msim_trace_fail(t, MSIM_EFORMAT, "pool_create "
-					       "size %llu is not a sum of "
-					       "flags 1 (an allocator of its "
-					       "own), 2 (use_on_oom), 4 "
-					       "(no_split)",
-					       (unsigned long long)e->size);
-		if (e->action == MSIM_ACT_POOL_CREATE)
-			req->flags = (uint8_t)(
-				(e->size & 1 ? MSIM_REQF_OWN_ALLOC : 0) |
-				(e->size & 2 ? MSIM_REQF_USE_ON_OOM : 0) |
-				(e->size & 4 ? MSIM_REQF_NO_SPLIT : 0));
-		/* pool_restore's: the number of placed allocs after it. */
-		if (e->action == MSIM_ACT_POOL_RESTORE)
-			req->size = e->size;
-		/* pool_release's: 1 = ~MemPool's, with emptyCache(pool). */
-		if (e->action == MSIM_ACT_POOL_RELEASE && e->size > 1)
-			return msim_trace_fail(t, MSIM_EFORMAT, "pool_release "
-					       "size %llu is not 0 or 1 (the "
-					       "MemPool's death)",
-					       (unsigned long long)e->size);
-		if (e->action == MSIM_ACT_POOL_RELEASE && e->size == 1)
-			req->flags = MSIM_REQF_EMPTY_POOL;
-		req->kind = MSIM_REQ_POOL_CREATE +
-			    (e->action - MSIM_ACT_POOL_CREATE);
+	case MSIM_ACT_POOL_RESTORE: {
+		char why[160];
+		if (msim_pool_request(e->action, e->addr, e->size, req, why,
+				      sizeof(why)))
+			return msim_trace_fail(t, MSIM_EFORMAT, "%s", why);
 		return 1;
+	}
 	case MSIM_ACT_EMPTY_CACHE:
 		/* torch.cuda.empty_cache() where the program called it. */
 		req->kind = MSIM_REQ_EMPTY_CACHE;
@@ -425,4 +400,38 @@ msim_trace_source(msim_trace_t *t)
 	return (msim_source_t){.next = trace_src_next,
 			       .errmsg = trace_src_errmsg, .ctx = t,
 			       .fill = trace_src_fill};
+}
+
+int
+msim_pool_request(int action, uint64_t addr, uint64_t size, msim_req_t *req,
+		  char *why, size_t whylen)
+{
+	if (addr == 0) {
+		snprintf(why, whylen, "%s of pool 0 (the default pool has no "
+			 "id)", msim_action_name(action));
+		return MSIM_EFORMAT;
+	}
+	if (action == MSIM_ACT_POOL_CREATE && size > 7) {
+		snprintf(why, whylen, "pool_create size %llu is not a sum of "
+			 "flags 1 (an allocator of its own), 2 (use_on_oom), 4 "
+			 "(no_split)", (unsigned long long)size);
+		return MSIM_EFORMAT;
+	}
+	if (action == MSIM_ACT_POOL_RELEASE && size > 1) {
+		snprintf(why, whylen, "pool_release size %llu is not 0 or 1 "
+			 "(the MemPool's death)", (unsigned long long)size);
+		return MSIM_EFORMAT;
+	}
+	if (action == MSIM_ACT_POOL_CREATE)
+		req->flags = (uint8_t)((size & 1 ? MSIM_REQF_OWN_ALLOC : 0) |
+				       (size & 2 ? MSIM_REQF_USE_ON_OOM : 0) |
+				       (size & 4 ? MSIM_REQF_NO_SPLIT : 0));
+	/* pool_restore's: the number of placed allocs after it. */
+	if (action == MSIM_ACT_POOL_RESTORE)
+		req->size = size;
+	if (action == MSIM_ACT_POOL_RELEASE && size == 1)
+		req->flags = MSIM_REQF_EMPTY_POOL;
+	req->kind = (uint8_t)(MSIM_REQ_POOL_CREATE +
+			      (action - MSIM_ACT_POOL_CREATE));
+	return 0;
 }
