@@ -50,6 +50,7 @@ from . import devices
 from . import einsumpath
 from . import host
 from . import jittrace
+from . import kernels
 from . import known
 from . import lifecycle
 from .symbolic import hint as _hint
@@ -116,10 +117,9 @@ class Recorder:
         # --oom: an allocation that does not fit raises
         # torch.OutOfMemoryError (else it always succeeds)
         self.oom = False
-        # without --oom: the device's memory less its context, and the
-        # line where the modelled allocator (without it, the live blocks)
-        # first ran out of it (the closing note)
-        self.device_cap = float("inf")
+        # without --oom: the line where the modelled allocator (without
+        # it, the live blocks) first ran out of the device's memory less
+        # its context (the closing note)
         self.over_at = None
         # the device's (total bytes, its CUDA context's), and the caching
         # allocator modelled beside the recording (live.py): None until
@@ -202,8 +202,9 @@ class Recorder:
         self.peak = max(self.peak, self.allocated)
         self.blocks += _round_size(n)
         self.blocks_peak = max(self.blocks_peak, self.blocks)
-        if self.blocks > self.device_cap and self.over_at is None and \
-                not self.model:
+        if not self.model and not self.oom and self.over_at is None and \
+                self.device_bytes is not None and \
+                self.blocks > self.device_bytes[0] - self.device_bytes[1]:
             self.over_at = values.where()
         if key is not None:
             self.live[key] = (len(self.rows) - 1, addr, nbytes, stream)
@@ -2307,8 +2308,7 @@ def _sdp_fits(torch, q, mask, major, k, v):
     # warn_only) rules cuDNN attention out, whether or not a gradient is
     # wanted; select_sdp_backend goes on to flash or memory-efficient
     # attention.
-    strict = torch.are_deterministic_algorithms_enabled() and \
-        not torch.is_deterministic_algorithms_warn_only_enabled()
+    strict = kernels.deterministic_strict(torch)
     return {SDP_CUDNN: major in (9, 10) and half and cudnn_dims and
             d % 8 == 0 and dv % 8 == 0 and (unit or d == 1) and unit_mask
             and not strict,
@@ -2759,10 +2759,7 @@ def run(opt, script, argv):
     rec.device_bytes = (dev[3], devices.CONTEXT_BYTES[opt.device])
     devices.nvidia_smi_standin(opt.device, max(1, opt.world_size),
                                sys.executable)
-    if getattr(opt, "oom", False):
-        rec.oom = True
-    else:
-        rec.device_cap = dev[3] - devices.CONTEXT_BYTES[opt.device]
+    rec.oom = bool(getattr(opt, "oom", False))
     aten = torch.ops.aten
     FAKE_KEY = torch._C._TorchDispatchModeKey.FAKE
     kn = rec.known = known.Known(torch, rec.assume, rec)
