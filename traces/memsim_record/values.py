@@ -682,6 +682,12 @@ class Values:
         # its last dimension or None, that dimension's size): while no
         # other write has touched it (nonzero_bound, row_bound)
         self.nzs = {}
+        # id(storage) -> (the write count, the row length n): the indices
+        # sort (argsort) returned along the last dimension, each row a
+        # permutation of 0..n-1, while no other write has touched it: a
+        # row compared with one value has at most one element equal
+        # (_perm_eq)
+        self.perms = {}
         # id(storage) -> (the empty tensor made with it, a weak
         # reference; the storage's elements; None or its values and its
         # written elements (flat, over the storage); the write count):
@@ -760,6 +766,7 @@ class Values:
         self.srange.clear()
         self.pins.clear()
         self.nzs.clear()
+        self.perms.clear()
         self.pending = None
         self.fresh = {}
         if name not in self.no_kernel:
@@ -1363,6 +1370,7 @@ class Values:
         self.pins.pop(k, None)
         self.gen.pop(k, None)
         self.nzs.pop(k, None)
+        self.perms.pop(k, None)
         self.blank.pop(k, None)
         self.answers.pop(k, None)
         self.recipes.pop(k, None)
@@ -1763,6 +1771,8 @@ class Values:
         if name in NZ_OPS and not self.cpu:
             nz = self._nz_rule(name, args, kwargs, out)
         self._after(func, name, args, kwargs, out)
+        if name == "sort" and not self.cpu:
+            self._perm_note(args, kwargs, out)
         if self.nzs or nz is not None:
             self._nz_written(func, name, args, out, nz)
         if name in RECIPES and not self.cpu:
@@ -1959,6 +1969,7 @@ class Values:
         o = out[0] if isinstance(out, (tuple, list)) and out else out
         if not isinstance(t0, self.Fake) or not isinstance(o, self.Fake):
             return None
+        perm = self._perm_eq(args, o) if name == "eq" else None
         if name in NZ_SCATTER:
             # scatter(self, dim, index, src|value): one element an
             # index's; index_add(self, dim, index, source): source's
@@ -1980,6 +1991,8 @@ class Values:
                 row += w.shape[-1]
         elif name in NZ_SHRINK:
             return None         # _nz_written keeps the storage's bound
+        elif perm is not None:
+            b, row = perm
         elif name in NZ_COMPARE:
             c = args[1] if len(args) > 1 else None
             if isinstance(c, torch.Tensor):
@@ -2030,6 +2043,66 @@ class Values:
         if (b is None or b >= o.numel()) and row is None:
             return None
         return (o.numel() if b is None else b), row
+
+    def _perm_note(self, args, kwargs, out):
+        """Notes the indices of sort(self, dim=-1, descending=False) (and
+        sort.stable(self, *, stable, dim, descending); argsort is sort's
+        indices) along the last dimension: each row of them a
+        permutation of 0..n-1 (PyTorch's sort writes every position of
+        a slice once)."""
+        if not isinstance(out, (tuple, list)) or len(out) < 2 or \
+                not args or not isinstance(args[0], self.Fake):
+            return
+        x, idx = args[0], out[1]
+        d = args[1] if len(args) > 1 and isinstance(args[1], int) else \
+            kwargs.get("dim", -1)
+        if not isinstance(d, int) or not isinstance(idx, self.Fake) or \
+                x.dim() == 0 or d % x.dim() != x.dim() - 1 or \
+                not idx.is_contiguous() or not self._whole(idx):
+            return
+        k = self._dying_key(idx)
+        if k is not None:
+            self.perms[k] = (self.gen.get(k, 0), int(idx.shape[-1]))
+
+    def _perm_rows(self, t):
+        """The row length n where every row of T (along its last
+        dimension) is a whole row of sort's indices (perms), or None."""
+        if not isinstance(t, self.Fake) or t.dim() == 0:
+            return None
+        k = self._dying_key(t)
+        ent = self.perms.get(k) if k is not None else None
+        if ent is None or self.gen.get(k, 0) != ent[0]:
+            return None
+        n = ent[1]
+        if t.shape[-1] != n or (n > 1 and t.stride(-1) != 1) or \
+                t.storage_offset() % n:
+            return None
+        for st, sz in zip(t.stride()[:-1], t.shape[:-1]):
+            if sz > 1 and st % n:
+                return None
+        return n
+
+    def _perm_eq(self, args, o):
+        """eq(a, b) where one side's rows are permutations (_perm_rows)
+        and the other one value a row (a number, a 0-dim tensor, or size
+        1 in the last dimension: KnowledgeGraphEmbedding's
+        `(argsort[i, :] == positive_arg[i]).nonzero()`, the rank of the
+        true entity): at most one element of each row of the output is
+        true.  (the bound in all, in each row) or None."""
+        torch = self.torch
+        if len(args) < 2 or not isinstance(o, self.Fake) or o.dim() == 0:
+            return None
+        for p, c in ((args[0], args[1]), (args[1], args[0])):
+            n = self._perm_rows(p)
+            if n is None or o.shape[-1] != n:
+                continue
+            if isinstance(c, bool) or not (
+                    isinstance(c, (int, float)) or
+                    (isinstance(c, torch.Tensor) and
+                     (c.dim() == 0 or c.shape[-1] == 1))):
+                continue
+            return o.numel() // max(n, 1), 1
+        return None
 
     def _nz_entry(self, k):
         """nzs's entry for storage K, while no other write has touched it
