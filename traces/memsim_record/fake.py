@@ -87,9 +87,9 @@ class Recorder:
         self.fft_largest = 0
         self.phase_backward = 0
         self.phase_optimizer = 0
-        # the phases entered, innermost last: ("o", modules entered when
-        # the optimizer step began, whether it was given a closure) or
-        # ("b",) for backward
+        # the phases entered, innermost last: ["o", modules entered when
+        # the optimizer step began, whether it was given a closure, how
+        # many calls of that closure are running] or ("b",) for backward
         self.phases = []
         self.module_stack = []
         self.module_names = {}
@@ -400,18 +400,15 @@ class Recorder:
     # -- where and what -----------------------------------------------------
     def closure(self):
         """Whether the innermost phase is an optimizer step running its
-        closure's forward (LBFGS, PyTorch Lightning's training step inside
-        optimizer.step(closure)): the step calls the closure with grad
-        mode on (Optimizer's step functions run under no_grad), or a
-        module was entered since the step began.  Only a step given a
-        closure has one."""
+        closure (LBFGS, PyTorch Lightning's training step inside
+        optimizer.step(closure)): the step's pre-hook handed step() a
+        wrapper of the closure that counts its calls (opt_pre), so all
+        the closure does is the closure's, its forward and backward and
+        what it does under no_grad after them (Lightning's
+        _after_closure clips the gradients there), and only what step()
+        does outside the call is the optimizer's."""
         ph = self.phases[-1] if self.phases else None
-        if ph is None or ph[0] != "o" or not ph[2]:
-            return False
-        if len(self.module_stack) > ph[1]:
-            return True
-        import torch
-        return torch.is_grad_enabled()
+        return ph is not None and ph[0] == "o" and ph[3] > 0
 
     def in_optimizer(self):
         """The optimizer's own work: the innermost phase an optimizer
@@ -431,8 +428,12 @@ class Recorder:
         if self.module_stack:
             return "activation"
         if self.phases:
-            # the closure's own ops outside a module (its loss)
-            return "activation"
+            import torch
+            if torch.is_grad_enabled():
+                # the closure's own ops outside a module (its loss)
+                return "activation"
+            # under no_grad in the closure (the gradients' clipping):
+            # what the same ops are between backward() and step()
         if func_name in ("empty", "empty_strided", "randn", "rand", "zeros",
                          "ones", "full", "randint", "arange", "_to_copy",
                          "copy_", "normal", "uniform", "scalar_tensor",
@@ -3133,7 +3134,28 @@ def run(opt, script, argv):
         # profile_hook_step passes the step's arguments, self first
         closure = k.get("closure", a[1] if len(a) > 1 else None) \
             if isinstance(k, dict) else None
-        rec.phases.append(("o", len(rec.module_stack), callable(closure)))
+        ph = ["o", len(rec.module_stack), callable(closure), 0]
+        rec.phases.append(ph)
+        if not callable(closure):
+            return None
+        # Optimizer.step calls the closure (Adam: `with
+        # torch.enable_grad(): loss = closure()`); a pre-hook may return
+        # the step's (args, kwargs) (Optimizer.profile_hook_step), so the
+        # step gets the closure wrapped, each call counted in the phase
+
+        def counted(*ca, **ck):
+            ph[3] += 1
+            try:
+                return closure(*ca, **ck)
+            finally:
+                ph[3] -= 1
+
+        if "closure" in k:
+            k = dict(k)
+            k["closure"] = counted
+        else:
+            a = (a[0], counted) + tuple(a[2:])
+        return a, k
 
     def opt_post(o, a, k):
         rec.phase_optimizer -= 1
