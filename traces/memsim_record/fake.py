@@ -3122,7 +3122,13 @@ def run(opt, script, argv):
                         clean(type(self).__name__ + "." + key))
         for key, b in list(self._buffers.items()):
             if b is not None:
-                self._buffers[key] = fn(b)
+                self._buffers[key] = b = fn(b)
+                # a buffer moved with its module is the module's state,
+                # as the parameters: "parameter" (memsim explain reads a
+                # real snapshot's blocks under Module._apply so, buffers
+                # included), not "input" at the caller's .to()
+                rec.relabel(b, "parameter",
+                            clean(type(self).__name__ + "." + key))
         return self
 
     torch.nn.Module._apply = _apply
