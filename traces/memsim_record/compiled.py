@@ -2132,13 +2132,27 @@ def _numel(shape):
 
 def skip_own_frames(torch):
     """skip_code on the recorder's replacements of PyTorch's C++
-    functions (install's docstring)."""
+    functions (install's docstring).  Also the host side's replacements
+    of tensor and storage methods that PyTorch has in C++ (fake.py's
+    Tensor.tolist, .numpy, .__format__; host.py's data_ptr,
+    untyped_storage, share_memory_): after a graph break the frame runs
+    eagerly, and where it calls them (RWKV-8's ROSA: x.cpu().tolist() in
+    a compiled model's forward) Dynamo's frame hook compiled them as
+    frames of their own, the recorder's dictionaries of storages traced
+    into graphs, and the process aborted (a python_error thrown through
+    Dynamo's C++ frame evaluation: "terminate called", signal 6).  On the
+    GPU they are C++ methods, which have no frame."""
     import os
     from torch._dynamo.eval_frame import skip_code
+    from torch._subclasses.fake_tensor import FakeTensor
     F = torch.nn.functional
     here = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    S = torch.UntypedStorage
     for f in (F.linear, F.scaled_dot_product_attention, F.rms_norm,
-              torch.ctc_loss):
+              torch.ctc_loss,
+              FakeTensor.tolist, torch.Tensor.numpy, torch.Tensor.__format__,
+              FakeTensor.data_ptr, FakeTensor.untyped_storage,
+              S.data_ptr, S.share_memory_):
         code = getattr(f, "__code__", None)
         if code is not None and \
                 os.path.abspath(code.co_filename).startswith(here):
