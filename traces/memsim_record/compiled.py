@@ -2131,32 +2131,61 @@ def _numel(shape):
 
 
 def skip_own_frames(torch):
-    """skip_code on the recorder's replacements of PyTorch's C++
-    functions (install's docstring).  Also the host side's replacements
-    of tensor and storage methods that PyTorch has in C++ (fake.py's
-    Tensor.tolist, .numpy, .__format__; host.py's data_ptr,
-    untyped_storage, share_memory_): after a graph break the frame runs
-    eagerly, and where it calls them (RWKV-8's ROSA: x.cpu().tolist() in
-    a compiled model's forward) Dynamo's frame hook compiled them as
-    frames of their own, the recorder's dictionaries of storages traced
-    into graphs, and the process aborted (a python_error thrown through
-    Dynamo's C++ frame evaluation: "terminate called", signal 6).  On the
-    GPU they are C++ methods, which have no frame."""
+    """skip_code on every function of the recorder (its modules',
+    their classes' and the closures made in them, its replacements of
+    PyTorch's functions and methods among them).  PyTorch has
+    those in C++, or in its own files, which Dynamo's frame hook never
+    compiles as frames of their own (trace_rules' SKIP_DIRS); after a
+    graph break the frame runs eagerly, and the frames it calls are
+    hooked each in turn, so a replacement called there was compiled
+    instead: the recorder's F.linear, its op a graph of its own
+    (install's docstring), or the host side's FakeTensor.tolist, whose
+    dictionaries of storages traced into graphs made the process abort
+    (a python_error thrown through Dynamo's C++ frame evaluation,
+    "terminate called", signal 6: RWKV-8's ROSA trainer calls
+    x.cpu().tolist() in a compiled model's forward).  Where a compiled
+    frame calls them they are traced as before: skip_code concerns a
+    frame of its own alone.  Each call walks them anew (modules the
+    recorder imports late), the code objects skipped already passed
+    over."""
     import os
+    import sys
+    import types
     from torch._dynamo.eval_frame import skip_code
-    from torch._subclasses.fake_tensor import FakeTensor
-    F = torch.nn.functional
     here = os.path.dirname(os.path.abspath(__file__)) + os.sep
-    S = torch.UntypedStorage
-    for f in (F.linear, F.scaled_dot_product_attention, F.rms_norm,
-              torch.ctc_loss,
-              FakeTensor.tolist, torch.Tensor.numpy, torch.Tensor.__format__,
-              FakeTensor.data_ptr, FakeTensor.untyped_storage,
-              S.data_ptr, S.share_memory_):
-        code = getattr(f, "__code__", None)
-        if code is not None and \
-                os.path.abspath(code.co_filename).startswith(here):
-            skip_code(code)
+    pkg = __name__.rpartition(".")[0]
+    seen = _own_skipped
+
+    def walk(code):
+        if id(code) in seen or \
+                not os.path.abspath(code.co_filename).startswith(here):
+            return
+        seen.add(id(code))
+        skip_code(code)
+        for c in code.co_consts:
+            if isinstance(c, types.CodeType):
+                walk(c)
+
+    def members(ns, depth=0):
+        for v in list(ns.values()):
+            if isinstance(v, (staticmethod, classmethod)):
+                v = v.__func__
+            fs = (v.fget, v.fset, v.fdel) if isinstance(v, property) \
+                else (v,)
+            for f in fs:
+                code = getattr(f, "__code__", None)
+                if isinstance(code, types.CodeType):
+                    walk(code)
+            if isinstance(v, type) and depth < 2:
+                members(vars(v), depth + 1)
+
+    for name, mod in list(sys.modules.items()):
+        if mod is not None and (name == pkg or name.startswith(pkg + ".")):
+            members(vars(mod))
+
+
+# the ids of the code objects skip_own_frames() skipped
+_own_skipped = set()
 
 
 def install(torch, rec):
