@@ -623,6 +623,11 @@ class Values:
         self.small_sym = {}  # (numel's expression, index dtype) -> small
         self.imbalance = float(getattr(opt, "routing_imbalance", 1.0))
         self.shadow = WeakIdKeyDictionary()  # fake -> (real, skey, gen)
+        # id(storage) -> {fake -> [its shadow, the shadow's count of
+        # nonzeros, the most of a row's (None: not counted yet)]}, until
+        # an op that writes takes the storage: _shadow_nz
+        self.shadow_nz = {}
+        self.nz_writing = True   # whether the op in after() writes
         self.ranges = WeakIdKeyDictionary()  # fake -> (Range, skey, gen)
         # fake -> (sentinel classes, skey, gen): Values._classes
         self.offs = WeakIdKeyDictionary()
@@ -1768,6 +1773,14 @@ class Values:
         """Shadows and ranges of FUNC's outputs (_after); the bounds on
         the nonzero elements of what it made or wrote (nonzero_bound)."""
         nz = None
+        self.nz_writing = getattr(getattr(func, "_schema", None),
+                                  "is_mutable", True)
+        if self.nz_writing and self.shadow_nz:
+            # what an op that writes takes is counted anew (_shadow_nz)
+            for a in itertools.chain(args, kwargs.values()):
+                for x in (a if isinstance(a, (list, tuple)) else (a,)):
+                    if isinstance(x, self.Fake):
+                        self.shadow_nz.pop(self._skey(x), None)
         if name in NZ_OPS and not self.cpu:
             nz = self._nz_rule(name, args, kwargs, out)
         self._after(func, name, args, kwargs, out)
@@ -1910,8 +1923,7 @@ class Values:
                 return None
         r = self._registered(t)
         if r is not None:
-            with self.unset():
-                return int(r.count_nonzero())
+            return self._shadow_nz(t, r, 1)
         b = self._nz_kept(self._skey(t))
         if b is None:
             return None
@@ -1936,13 +1948,35 @@ class Values:
             return 0 if v == 0 else n
         r = self._registered(t)
         if r is not None:
-            with self.unset():
-                return int((r != 0).sum(-1).max()) if r.numel() else 0
+            return self._shadow_nz(t, r, 2)
         ent = self._nz_entry(self._skey(t))
         if ent is None or ent[2] is None or ent[3] != n or \
                 ent[4] != _last_stride(t) or not self._whole(t):
             return None     # (rows of another layout: a transpose's)
         return ent[2]
+
+    def _shadow_nz(self, t, r, which):
+        """The count of nonzero elements (WHICH 1) of T's shadow R, or the
+        most of one row of its last dimension (2), counted once until an
+        op that writes takes T's storage (after()): gpt-fast's int8
+        weights, each cast to the activations' dtype at every call of its
+        layer, were counted anew at each cast (nonzero_bound, row_bound
+        of _nz_rule).  Within an op that writes, counted and not kept:
+        it has written its targets' shadows already."""
+        if self.nz_writing:
+            ent = [r, None, None]
+        else:
+            from torch.utils.weak import WeakIdKeyDictionary
+            per = self.shadow_nz.setdefault(self._skey(t),
+                                            WeakIdKeyDictionary())
+            ent = per.get(t)
+            if ent is None or ent[0] is not r:
+                ent = per[t] = [r, None, None]
+        if ent[which] is None:
+            with self.unset():
+                ent[which] = int(r.count_nonzero()) if which == 1 else \
+                    int((r != 0).sum(-1).max()) if r.numel() else 0
+        return ent[which]
 
     def count(self, t, frac, shape=None):
         """How many of T's elements (of T broadcast to SHAPE) a rule that
