@@ -146,9 +146,8 @@ memsim_policy_summary(size_t i)
 	return ops ? ops->summary : NULL;
 }
 
-/* The run a handle names (lib/handle.h): MEMSIM_EINVAL for NULL or no
- * run's handle, MEMSIM_ESTATE for a closed run.  With take, the slot is
- * freed (the caller destroys the run). */
+/* Puts r in a slot of the handles' table (lib/handle.h); its handle in
+ * *out (NULL when memory is short). */
 static int
 handle_new(run_t *r, memsim_run_t **out)
 {
@@ -158,6 +157,9 @@ handle_new(run_t *r, memsim_run_t **out)
 	return rc;
 }
 
+/* The run a handle names: MEMSIM_EINVAL for NULL or no run's handle,
+ * MEMSIM_ESTATE for a closed run.  With take, the slot is freed (the
+ * caller destroys the run). */
 static int
 handle_run(const memsim_run_t *h, bool take, run_t **r_out)
 {

@@ -117,7 +117,8 @@ else:
 def nvidia_smi_standin(name, count, python):
     """Put an `nvidia-smi` first on PATH that answers for COUNT of device
     NAME (a --device), run by PYTHON, in a folder of its own (in
-    STANDINS, which the recorder's main removes at its end).  The recording pretends a GPU, so a script that
+    STANDINS, which the recorder's main removes at its end).  The
+    recording pretends a GPU, so a script that
     runs nvidia-smi to log the machine (modded-nanogpt's records:
     subprocess.run(['nvidia-smi'], ...) after init_process_group) finds
     one, whether or not the recording machine has a driver, and it
