@@ -87,9 +87,9 @@ class Recorder:
         self.fft_largest = 0
         self.phase_backward = 0
         self.phase_optimizer = 0
-        # the phases entered, innermost last: ["o", modules entered when
-        # the optimizer step began, whether it was given a closure, how
-        # many calls of that closure are running] or ("b",) for backward
+        # the phases entered, innermost last: ["o", how many calls of the
+        # closure given to the optimizer step are running] or ("b",) for
+        # backward
         self.phases = []
         self.module_stack = []
         self.module_names = {}
@@ -408,7 +408,7 @@ class Recorder:
         _after_closure clips the gradients there), and only what step()
         does outside the call is the optimizer's."""
         ph = self.phases[-1] if self.phases else None
-        return ph is not None and ph[0] == "o" and ph[3] > 0
+        return ph is not None and ph[0] == "o" and ph[1] > 0
 
     def in_optimizer(self):
         """The optimizer's own work: the innermost phase an optimizer
@@ -3140,7 +3140,7 @@ def run(opt, script, argv):
         # profile_hook_step passes the step's arguments, self first
         closure = k.get("closure", a[1] if len(a) > 1 else None) \
             if isinstance(k, dict) else None
-        ph = ["o", len(rec.module_stack), callable(closure), 0]
+        ph = ["o", 0]
         rec.phases.append(ph)
         if not callable(closure):
             return None
@@ -3150,11 +3150,11 @@ def run(opt, script, argv):
         # step gets the closure wrapped, each call counted in the phase
 
         def counted(*ca, **ck):
-            ph[3] += 1
+            ph[1] += 1
             try:
                 return closure(*ca, **ck)
             finally:
-                ph[3] -= 1
+                ph[1] -= 1
 
         if "closure" in k:
             k = dict(k)
