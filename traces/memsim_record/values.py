@@ -772,6 +772,7 @@ class Values:
         self.pins.clear()
         self.nzs.clear()
         self.perms.clear()
+        self.shadow_nz.clear()
         self.pending = None
         self.fresh = {}
         if name not in self.no_kernel:
@@ -1376,6 +1377,7 @@ class Values:
         self.gen.pop(k, None)
         self.nzs.pop(k, None)
         self.perms.pop(k, None)
+        self.shadow_nz.pop(k, None)
         self.blank.pop(k, None)
         self.answers.pop(k, None)
         self.recipes.pop(k, None)
@@ -1966,9 +1968,11 @@ class Values:
         if self.nz_writing:
             ent = [r, None, None]
         else:
-            from torch.utils.weak import WeakIdKeyDictionary
-            per = self.shadow_nz.setdefault(self._skey(t),
-                                            WeakIdKeyDictionary())
+            k = self._skey(t)
+            per = self.shadow_nz.get(k)
+            if per is None:
+                from torch.utils.weak import WeakIdKeyDictionary
+                per = self.shadow_nz[k] = WeakIdKeyDictionary()
             ent = per.get(t)
             if ent is None or ent[0] is not r:
                 ent = per[t] = [r, None, None]
