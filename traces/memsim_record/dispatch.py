@@ -87,6 +87,21 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
 
 
+@functools.lru_cache(maxsize=None)
+def _dtype_type_name(dtype):
+    """The legacy type name of a CPU tensor of DTYPE (torch.FloatTensor)."""
+    with unset_fake_temporarily():
+        return torch.empty(0, dtype=dtype).type()
+
+
+def _type_name(t):
+    """T's type as ATen's Tensor::toString() writes it in messages:
+    torch.FloatTensor, torch.cuda.HalfTensor."""
+    name = _dtype_type_name(t.dtype)
+    return name.replace("torch.", "torch.cuda.", 1) \
+        if t.device.type == "cuda" else name
+
+
 def _fold_linear(mode, args, kwargs):
     """at::linear under torch.inference_mode of an input of three or
     more dimensions that is not the contiguous 3-d one its fused addmm
@@ -1156,6 +1171,27 @@ class Dispatch:
                 "expected mat1 and mat2 to have the same dtype, but got: "
                 "%s != %s" % (str(a.dtype).replace("torch.", ""),
                               str(b.dtype).replace("torch.", "")))
+        return _RUN
+
+    def _conv_types(self, mode, func, name, args, kwargs):
+        # _convolution's check_input_same_type_as_parameters: the input,
+        # weight and bias of a convolution share a device and a dtype
+        # (type_equal), unless the input is empty (the Empty backend,
+        # _select_conv_backend).  The fake mode's convolution takes the
+        # input's device and checks neither: a Lightning module moved
+        # back to the CPU by the strategy's teardown, then called on a
+        # CUDA input (Lightning's PixelCNN tutorial sampling after
+        # trainer.test), ran in the recording and stopped on the GPU.
+        x = args[0] if args else kwargs.get("input")
+        if not isinstance(x, torch.Tensor) or x.numel() == 0:
+            return _RUN
+        for what, i in (("weight", 1), ("bias", 2)):
+            t = args[i] if len(args) > i else kwargs.get(what)
+            if isinstance(t, torch.Tensor) and (
+                    t.device.type != x.device.type or t.dtype != x.dtype):
+                raise RuntimeError(
+                    "Input type (%s) and %s type (%s) should be the same"
+                    % (_type_name(x), what, _type_name(t)))
         return _RUN
 
     def _index_put(self, mode, func, name, args, kwargs):
@@ -3774,6 +3810,7 @@ def _checked(check, then):
 for _n in ("mm", "addmm"):
     # (sparse.HANDLERS has both: the dtypes are checked first)
     _BEFORE[_n] = _checked(Dispatch._mm_dtypes, _BEFORE.get(_n))
+_BEFORE["convolution"] = Dispatch._conv_types
 
 _AFTER = {
     "_to_copy": Dispatch._to_host,
