@@ -1602,6 +1602,16 @@ class Values:
         if name == "where":
             self._upload_where(func, args, kwargs, out)
             return
+        if name == "_to_copy" and self._host_dense(x):
+            # a host tensor too large for a shadow moved whole to the GPU
+            # (`adj.cuda()`: pyGAT's dense 2708 x 2708 adjacency, whose
+            # `adj.nonzero()` the sparse GAT takes its edges from): kept
+            # as a copy_ from the host is (dynamic's nonzero counts it)
+            if isinstance(out, self.Fake) and \
+                    tuple(out.shape) == tuple(x.shape) and \
+                    self._upload_bytes(x) <= UPLOAD_BYTES:
+                self._keep(self.uploads, out, (x, x, x._version))
+            return
         view = name in UPLOAD_VIEWS and getattr(func, "is_view", False)
         if not (view or name == "_to_copy") or \
                 not isinstance(x, self.Fake) or \
@@ -1645,6 +1655,14 @@ class Values:
                                             src.to(out.dtype).clone()))
             return
         self._keep(self.uploads, out, (src, base, version))
+
+    def _host_dense(self, x):
+        """Whether X is a dense tensor on the host (the source of a copy
+        to the GPU that _upload keeps)."""
+        torch = self.torch
+        return isinstance(x, torch.Tensor) and \
+            not isinstance(x, self.Fake) and x.device.type == "cpu" and \
+            x.layout == torch.strided
 
     def _upload_where(self, func, args, kwargs, out):
         """torch.where(cond, a, b) of a condition with a shadow (a bool
@@ -2222,7 +2240,7 @@ class Values:
                 name not in RANDOM and name not in NORMAL and \
                 name not in BOUNDED and name not in CLAMPS and \
                 name not in INDICES and name not in GATHERS and \
-                name not in NONNEG:
+                name not in NONNEG and name != "_to_copy":
             return
         if name == "add" and isinstance(out, self.Fake) and args and \
                 isinstance(args[0], self.Fake) and out is not args[0] and \
@@ -2344,7 +2362,8 @@ class Values:
                 self._keep(self.offs, o, offs)
         if real is None and (self.uploads or big and (
                 name == "copy_" or name == "_to_copy" and args and
-                args[0] in self.shadow or name == "where" and not targets
+                (args[0] in self.shadow or self._host_dense(args[0])) or
+                name == "where" and not targets
                 and args and isinstance(args[0], self.Fake) and
                 self._has(args[0]))):
             self._upload(func, name, args, kwargs, out, targets)
@@ -3242,6 +3261,19 @@ class Values:
         if dev is None:
             return None
         real = None
+        up = self._upload_of(args[0]) if aten_op and self.uploads and \
+            name in ("nonzero", "argwhere") and args and \
+            isinstance(args[0], self.Fake) else None
+        if up is not None:
+            # the values of a host tensor moved to the GPU (_upload):
+            # nonzero's rows computed on the host, exact; a shadow of
+            # them where small enough
+            with self.unset():
+                r = func(up[0].to(args[0].dtype))
+            out = torch.empty(tuple(r.shape), dtype=r.dtype, device=dev)
+            if r.numel() <= INDEX_LIMIT:
+                self.pending = (out, r)
+            return out
         if aten_op and name in ("nonzero", "argwhere") and args:
             self._count(args[0], "nonzero")
         elif aten_op and name == "masked_select" and len(args) > 1:
