@@ -270,7 +270,34 @@ def addmm(d, mode, func, name, args, kwargs):
     # the coalesced copy goes on return (its values, then its indices),
     # then _sparse_mm's zeros
     del sc
+    _product(d, name, kwargs, s, dn, t, out)
     return out
+
+
+def _product(d, name, kwargs, s, dn, t, out):
+    """OUT's values, where S's indices and values, D's and (addmm) T's
+    are known (values.py: --values cpu, or shadows): the product computed
+    on the host, as the kernel computes it, so that the values go on past
+    a sparse mm (pygcn's and powerful-gnns' torch.spmm: under --values cpu
+    every loss after it was the .item() rule's 1.0)."""
+    vs = d.rec.known.values
+    if vs is None or not (vs.cpu or vs._small(out)):
+        return
+    idx, val = parts(s)
+    ri, rv, rd = vs.real(idx), vs.real(val), vs.real(dn)
+    rt = vs.real(t) if name != "mm" else None
+    if ri is None or rv is None or rd is None or \
+            name != "mm" and rt is None:
+        return
+    with vs.unset():
+        sc = torch.sparse_coo_tensor(ri, rv, tuple(s.shape))
+        if name == "mm":
+            r = torch.sparse.mm(sc, rd)
+        else:
+            r = torch.addmm(rt, sc, rd, beta=kwargs.get("beta", 1),
+                            alpha=kwargs.get("alpha", 1))
+        r = r.to(out.dtype)
+    vs._set(out, vs._layout(out, r))
 
 
 def clone(d, mode, func, name, args, kwargs):
