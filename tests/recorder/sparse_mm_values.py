@@ -18,3 +18,7 @@ out2 = torch.sparse.addmm(gx[:, :1].expand(n, f).contiguous(), g, gx,
                           beta=0.5, alpha=2.0)
 print("addmm", torch.allclose(out2.cpu(), want2))
 print("sum %.4f %.4f" % (out.sum().item(), want.sum().item()))
+# the parts of the sparse tensor, as pyGAT's backward reads them
+e = g._indices()[0, :] * n + g._indices()[1, :]
+print("indices", e.tolist() == (adj._indices()[0] * n + adj._indices()[1]).tolist())
+print("values", torch.equal(g._values().cpu(), adj._values()))

@@ -29,6 +29,11 @@ PyTorch's CUDA kernel:
   .mm's forward; mm(S.t(), grad) its backward): s_addmm_out_sparse_dense
   _cuda; _sparse_mm's zeros come first for mm.
 
+- _indices, _values of a tensor made here: the fake kernel's alias, with
+  the values known of the tensor it was made of (part() below).
+- the values of an mm / addmm's output, where its operands' are known
+  (_product below: --values cpu, shadows).
+
 Any other op of a sparse GPU tensor without a fake kernel stops the
 recording naming the operator (fake.no_fake).
 """
@@ -374,7 +379,30 @@ def dense_add(d, mode, func, name, args, kwargs):
     return r
 
 
+def part(d, mode, func, name, args, kwargs):
+    """_indices() / _values() of a sparse GPU tensor made here: the fake
+    kernel's alias of the indices or values, with the values known of the
+    tensor given (values.py keys them by tensor, and the fake kernel's
+    alias is a new one): pyGAT's SpecialSpmmFunction.backward gathers its
+    edges' gradient at `a._indices()[0, :] * N + a._indices()[1, :]`,
+    whose values --values cpu had lost, and every loss after the first
+    backward with them."""
+    x = args[0] if args else None
+    if not _cuda(x) or _PARTS.get(x) is None:
+        return None
+    out = func(*args, **kwargs)
+    vs = d.rec.known.values
+    src = _PARTS[x][0 if name == "_indices" else 1]
+    r = vs.real(src) if vs is not None else None
+    if r is not None and isinstance(out, FakeTensor) and \
+            tuple(r.shape) == tuple(out.shape):
+        vs._set(out, r)
+    return out
+
+
 HANDLERS = {
+    "_indices": part,
+    "_values": part,
     "add_": dense_add,      # (add: Dispatch._add, which calls dense_add)
     "_sparse_coo_tensor_with_dims_and_tensors": construct,
     "clone": clone,
