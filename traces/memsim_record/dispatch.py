@@ -1027,6 +1027,77 @@ class Dispatch:
             del lo, hi
         return _RUN
 
+    def _fake_quant(self, mode, func, name, args, kwargs):
+        # torch.ao's fake quantization (FakeQuantize, the learnable
+        # _LearnableFakeQuantize, fake_quantize_per_tensor_affine and
+        # per_channel_affine, which decompose into the cachemask ops): no
+        # fake (meta) kernel, and on a CUDA input each refused.  The
+        # outputs and temporaries of FakeQuantPerTensorAffine.cpp's and
+        # FakeQuantPerChannelAffine.cpp's functions, in their order: the
+        # cachemask ops make Y and a bool mask like the input (a
+        # per-channel integer zero point's aminmax first, read on the
+        # host and freed); the learnable forwards read the scale and zero
+        # point (per tensor: on the host; per channel: round().clamp_()
+        # then an int32 copy) and keep the cachemask op's Y, its mask
+        # freed; their backwards make dX, dScale_vec and dZeroPoint_vec
+        # like X and return dX and the two sums (a bfloat16 X per
+        # channel: float copies of dY, X, scale and zero point first),
+        # freeing the vectors when they return.  The host reads (item)
+        # are left out: they allocate nothing on the GPU.
+        x = args[0]
+        if not _cuda_tensor(x):
+            return _RUN
+        pf = torch.preserve_format
+        a = list(args)
+        with torch.no_grad(), mode:
+            if name in ("fake_quantize_per_tensor_affine_cachemask",
+                        "_fake_quantize_per_tensor_affine_cachemask_tensor_qparams",
+                        "fake_quantize_per_channel_affine_cachemask"):
+                if name == "fake_quantize_per_channel_affine_cachemask" \
+                        and not a[2].dtype.is_floating_point:
+                    lo, hi = torch.aminmax(a[2])
+                    del lo, hi
+                y = torch.empty_like(x, memory_format=pf)
+                mask = torch.empty_like(x, dtype=torch.bool, memory_format=pf)
+                out = (y, mask)
+            elif name == "_fake_quantize_learnable_per_tensor_affine":
+                y, mask = torch.ops.aten.fake_quantize_per_tensor_affine_cachemask(
+                    x, 1.0, a[3], a[3], a[4])
+                del mask
+                out = y
+            elif name == "_fake_quantize_learnable_per_channel_affine":
+                zr = a[2].round().clamp_(a[4], a[5])
+                zi = zr.to(torch.int32)
+                del zr
+                y, mask = torch.ops.aten.fake_quantize_per_channel_affine_cachemask(
+                    x, a[1], zi, a[3], a[4], a[5])
+                del mask, zi
+                out = y
+            elif x.numel() == 0 or a[1].numel() == 0:
+                return _RUN
+            elif name == "_fake_quantize_learnable_per_tensor_affine_backward":
+                dy, xx = a[0], a[1]
+                dx = torch.empty_like(xx, memory_format=pf)
+                ds = torch.empty_like(xx, memory_format=pf)
+                dz = torch.empty_like(xx, memory_format=pf)
+                out = (dx, ds.sum().unsqueeze(0), dz.sum().unsqueeze(0))
+                del dz, ds
+            else:       # _fake_quantize_learnable_per_channel_affine_backward
+                dy, xx, sc, zp, axis = a[0], a[1], a[2], a[3], a[4]
+                if xx.dtype == torch.bfloat16:
+                    xx, dy = xx.float(), dy.float()
+                    sc, zp = sc.float(), zp.float()
+                zr = zp.round().clamp_(a[5], a[6])
+                lo, hi = torch.aminmax(zr)
+                dx = torch.empty_like(xx, memory_format=pf)
+                ds = torch.empty_like(xx, memory_format=pf)
+                dz = torch.empty_like(xx, memory_format=pf)
+                dims = [i for i in range(xx.dim()) if i != axis]
+                out = (dx, ds.sum(dims), dz.sum(dims))
+                del dz, ds, hi, lo, zr, sc, zp, dy, xx
+        self.kn.after(func, name, args, kwargs, out)
+        return out
+
     def _grouped_mm(self, mode, func, name, args, kwargs):
         # _grouped_mm (a mixture of experts' grouped GEMM) on CUDA takes
         # float32, bfloat16 or float16 (_grouped_mm_validate_inputs):
@@ -3770,6 +3841,16 @@ _BEFORE = {
     "_safe_softmax": Dispatch._safe_softmax,
     "_grouped_mm": Dispatch._grouped_mm,
     "_fused_moving_avg_obs_fq_helper": Dispatch._fused_obs_fq,
+    "fake_quantize_per_tensor_affine_cachemask": Dispatch._fake_quant,
+    "_fake_quantize_per_tensor_affine_cachemask_tensor_qparams":
+        Dispatch._fake_quant,
+    "fake_quantize_per_channel_affine_cachemask": Dispatch._fake_quant,
+    "_fake_quantize_learnable_per_tensor_affine": Dispatch._fake_quant,
+    "_fake_quantize_learnable_per_tensor_affine_backward":
+        Dispatch._fake_quant,
+    "_fake_quantize_learnable_per_channel_affine": Dispatch._fake_quant,
+    "_fake_quantize_learnable_per_channel_affine_backward":
+        Dispatch._fake_quant,
     "index": Dispatch._index_devices,
     "index_put": Dispatch._index_put,
     "index_put_": Dispatch._host_indices,
