@@ -373,7 +373,7 @@ ANSWERS = {"gradscaler:no-overflow": "step taken", "compile:eager": "eager",
 # The assumptions that give a value the program reads (the others are of
 # kernels and modes: cuDNN's finds, compile, nested layouts...).
 VALUE_KINDS = ("item:", "host:range", "host:bool", "host:float",
-               "host:int", "nonzero", "masked_select", "unique",
+               "host:spread", "host:int", "nonzero", "masked_select", "unique",
                "repeat_interleave", "bincount", "nms", "coalesce", "check:",
                "isin:", "compare:", "finite", "mask:", "scatter:", "range:",
                "routing", "allclose:", "gradscaler:")
@@ -1755,6 +1755,9 @@ class Values:
         elif t.dtype == torch.bool:
             v, kind = bool(getattr(self.rec.opt, "item_bool", False)), \
                 "host:bool"
+        elif (t.dtype.is_floating_point or t.dtype.is_complex) and \
+                t.numel() > 1:
+            v, kind = "0.5 to 1.5", "host:spread"
         elif t.dtype.is_floating_point or t.dtype.is_complex:
             v, kind = 1.0, "host:float"
         else:
@@ -1765,7 +1768,20 @@ class Values:
             # a loop on values the fake run does not have stops
             watch.assumed(kind, v, "")
         with self.unset():
-            r = torch.full(tuple(t.shape), v, dtype=t.dtype)
+            if kind == "host:spread":
+                # floats of unknown values, several: distinct and
+                # increasing in memory order, from 0.5 to 1.5 about
+                # their mean 1.0 (the one-element rule's), so that what
+                # the host selects by rank selects as many as in a real
+                # run (Torch-Pruning's importance scores: one value
+                # everywhere tied, and nothing was pruned), and pairs
+                # read as bounds (a min and a max, a box's corners) are
+                # in order
+                n = t.numel()
+                r = (0.5 + (torch.arange(n, dtype=torch.float64) + 0.5) /
+                     n).reshape(tuple(t.shape)).to(t.dtype)
+            else:
+                r = torch.full(tuple(t.shape), v, dtype=t.dtype)
             known = None
             if part is not None and tuple(part[0].shape) == tuple(t.shape):
                 # the known elements keep their values (_part, blank
