@@ -31,12 +31,14 @@ $MEMSIM record -o "$tmp/k1.csv" -- "$PY" "$tmp/k1.py" >"$tmp/out" 2>&1 ||
 grep -q "^loss 1.0000 {'train': '1.000', 'val': '1.000'}$" "$tmp/out" ||
 	fail "kind 1: format of a 0-dim GPU tensor: $(head -3 "$tmp/out")"
 grep -q "^right     1.00|$" "$tmp/out" || fail "kind 1: format spec >8.2f"
-grep -q "^cpu ndarray (8, 8) float32 Tensor (8,) \[1.0, 1.0\]$" "$tmp/out" ||
+grep -q "^cpu ndarray (8, 8) float32 Tensor (8,) \[1.03125, 1.09375\]$" "$tmp/out" ||
 	fail "kind 1: .cpu().numpy(), .to('cpu'), .tolist()"
 # .cpu() of the 8x8 weight, of the bias, .tolist() of the 2x8 output:
-# three tensors whose values are assumed (host:float; the weight and the
-# bias by their init's range, host:range), each counted once.
-n=$(grep -cE ',annotate,.*,assumption,host:(float|range) ' "$tmp/k1.csv")
+# three tensors whose values are assumed (the weight and the bias by
+# their init's range, host:range; the output's 16 floats spread from 0.5
+# to 1.5, host:spread: its second row's first two 1.03125 and 1.09375),
+# each counted once.
+n=$(grep -cE ',annotate,.*,assumption,host:(float|range|spread) ' "$tmp/k1.csv")
 [ "$n" -eq 3 ] || fail "kind 1: $n host assumptions, expected 3"
 
 # Values read on the host in a loop that never ends without the real ones
