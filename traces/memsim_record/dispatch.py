@@ -18,6 +18,7 @@ asked once an op (op_info).
 import contextlib
 import math
 import functools
+import itertools
 import os
 import sys
 import threading
@@ -470,13 +471,59 @@ class Dispatch:
                                          if k != "generator"})
                 else:
                     out = func(*args, **kwargs)
-            except ftm.UnsupportedOperatorException:
-                raise no_fake(func) from None
+            except (ftm.UnsupportedOperatorException,
+                    ftm.UnsupportedFakeTensorException) as e:
+                host_out = self._host_op(func, args, kwargs)
+                if host_out is not _RUN:
+                    return host_out
+                if isinstance(e, ftm.UnsupportedOperatorException):
+                    raise no_fake(func) from None
+                raise
         kn.after(func, name, args, kwargs, out)
         after = _AFTER.get(name)
         if after is not None:
             return after(self, name, args, kwargs, out)
         return self.outputs(name, args, kwargs, out)
+
+    def _quantize(self, mode, func, name, args, kwargs):
+        # quantize_per_tensor / quantize_per_channel of a fake host
+        # tensor: the fake mode's answer is a float tensor (its meta
+        # kernel's), not a quantized one; run on the host (_host_op)
+        return self._host_op(func, args, kwargs)
+
+    def _host_op(self, func, args, kwargs):
+        """FUNC of host tensors only, some of them fake (a GPU tensor's
+        host copy over host.HOST_FAKE_BYTES stays fake), where the fake
+        mode cannot run it (no fake kernel, or a quantized output, which
+        no fake tensor holds): run for real on the host values of the
+        fake ones (fake._host_values, as .numpy() makes them), as the
+        real run does on the CPU; its outputs are host tensors.  FX
+        quantization's convert_fx quantizes the weights of a model moved
+        to the CPU after quantization-aware training on the GPU
+        (torch.quantize_per_channel).  _RUN where a GPU tensor is among
+        the arguments."""
+        flat = [a for v in itertools.chain(args, kwargs.values())
+                for a in (v if isinstance(v, (list, tuple)) else (v,))
+                if isinstance(a, torch.Tensor)]
+        if not any(type(a) is FakeTensor for a in flat) or \
+                any((a.fake_device if type(a) is FakeTensor else
+                     a.device).type != "cpu" for a in flat):
+            return _RUN
+        real = {}
+        for a in flat:
+            if type(a) is FakeTensor and id(a) not in real:
+                v = _host_values(self.rec, a, large=True)
+                if v is None:
+                    return _RUN
+                real[id(a)] = v
+
+        def swap(v):
+            if isinstance(v, (list, tuple)):
+                return type(v)(swap(x) for x in v)
+            return real.get(id(v), v) if type(v) is FakeTensor else v
+        with unset_fake_temporarily():
+            return func(*swap(args), **{k: swap(v)
+                                        for k, v in kwargs.items()})
 
     # -- before the op: ops answered without running it (_BEFORE) -----------
     # Each returns the op's result, or _RUN where the op runs as any other.
@@ -3875,6 +3922,9 @@ _BEFORE = {
     "_native_multi_head_attention": Dispatch._native_mha,
 }
 _BEFORE.update((n, Dispatch._host_bool) for n in values.HOST_BOOL)
+_BEFORE.update((n, Dispatch._quantize) for n in (
+    "quantize_per_tensor", "quantize_per_tensor_dynamic",
+    "quantize_per_channel"))
 _BEFORE.update((n, Dispatch._sparse) for n in sparse.HANDLERS)
 
 
