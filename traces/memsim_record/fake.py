@@ -3165,6 +3165,8 @@ def run(opt, script, argv):
 
     def opt_post(o, a, k):
         rec.phase_optimizer -= 1
+        if not rec.phase_optimizer and getattr(rec, "watch", None):
+            rec.watch.step_done()
         if rec.phases and rec.phases[-1][0] == "o":
             rec.phases.pop()
 

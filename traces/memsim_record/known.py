@@ -802,6 +802,9 @@ class Watch:
         self.prog = prog
         self.limit = limit
         self.asked = {}
+        # the keys of self.asked asked within the optimizer step now
+        # running, forgotten at its end (step_done)
+        self.in_step = set()
         # every stop and progress hint names --values cpu under the rules,
         # where the program's own values end such a loop (an adaptive ODE
         # solver's `error_ratio <= 1` step test, torchdiffeq's
@@ -857,6 +860,8 @@ class Watch:
         key = (kind, where)
         n = self.asked.get(key, 0) + 1
         self.asked[key] = n
+        if getattr(self.rec, "phase_optimizer", 0):
+            self.in_step.add(key)
         if n > self.top[0]:
             self.top = (n, where, kind, answer, hint)
         if n > self.limit:
@@ -868,3 +873,16 @@ class Watch:
                 "%r: a loop on tensor values the fake run does not have "
                 "never ends; bound the loop in the script%s" % (
                     where, what, n - 1, answer, hint))
+
+    def step_done(self):
+        """An optimizer step has ended (its post-hook): the counts of the
+        lines asked within it start again at the next step.  A step asks
+        a bounded number of times (Distributed Shampoo: once a
+        preconditioner block, `torch.min(L).item()` and its Newton
+        root's `while error > tolerance`), and a loop that never ends
+        within a step never reaches its end; counted over the steps,
+        the asks of a long run passed --item-repeats as one endless
+        loop."""
+        for key in self.in_step:
+            self.asked.pop(key, None)
+        self.in_step.clear()
