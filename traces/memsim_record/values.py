@@ -124,6 +124,10 @@ INDICES = {"topk": 1, "sort": 1, "argsort": 0, "argmax": 0, "argmin": 0,
            "max": 1, "min": 1, "kthvalue": 1, "mode": 1, "median": 1,
            "nanmedian": 1, "cummax": 1, "cummin": 1}
 ROUTING = frozenset(("topk", "argmax", "argmin", "max", "min"))
+# Insertion points into a sorted sequence (bucketize's boundaries,
+# searchsorted's sorted_sequence): each index 0 to the sequence's length
+# (Values._rules).
+SEARCHES = frozenset(("bucketize", "searchsorted"))
 # Reductions whose answers the host read once are kept (Values._recipe):
 # the same reduction of the same unwritten elements again has the same
 # values.
@@ -629,6 +633,9 @@ class Values:
         self.shadow_nz = {}
         self.nz_writing = True   # whether the op in after() writes
         self.ranges = WeakIdKeyDictionary()  # fake -> (Range, skey, gen)
+        # bool fake -> ((source skey, source _where), op, c, skey, gen): a
+        # comparison of the source with a constant (Values._unwritten)
+        self.cmps = WeakIdKeyDictionary()
         # fake -> (sentinel classes, skey, gen): Values._classes
         self.offs = WeakIdKeyDictionary()
         # fake -> (Range, skey, gen): its elements independent draws, each
@@ -2256,7 +2263,8 @@ class Values:
                 name not in RANDOM and name not in NORMAL and \
                 name not in BOUNDED and name not in CLAMPS and \
                 name not in INDICES and name not in GATHERS and \
-                name not in NONNEG and name != "_to_copy":
+                name not in NONNEG and name not in SEARCHES and \
+                name != "_to_copy":
             return
         if name == "add" and isinstance(out, self.Fake) and args and \
                 isinstance(args[0], self.Fake) and out is not args[0] and \
@@ -2746,10 +2754,51 @@ class Values:
         old = self._range_of(t, whole=True)
         if old is None:
             return None
+        old = self._unwritten(name, args, t, old)
+        if old is None:
+            return new
         return Range(min(old.lo, new.lo), max(old.hi, new.hi),
                      (old.hi_open if old.hi > new.hi else new.hi_open
                       if new.hi > old.hi else old.hi_open and new.hi_open),
                      old.integral and new.integral)
+
+    def _unwritten(self, name, args, t, old):
+        """The range of the elements of T (its whole storage, range OLD)
+        that a masked write NAME leaves, where its mask compares T's
+        elements, unwritten since, with a constant (`b[b >= n] = n - 1`,
+        `b.masked_fill_(b < 0, 0)`): those the comparison is false of,
+        OLD met with it; None where no element is left; else OLD.
+        HistogramObserver's _upscale_histogram clamps its bucket indices
+        so before a bincount of minlength bins."""
+        m = args[1] if len(args) > 1 else None
+        if name in ("index_put_", "_index_put_impl_"):
+            m = m[0] if isinstance(m, (list, tuple)) and len(m) == 1 \
+                else None
+        elif name != "masked_fill_":
+            return old
+        cm = self._kept(self.cmps, m) if self.cmps and \
+            isinstance(m, self.Fake) and m.dtype == self.torch.bool else None
+        if cm is None or not self._whole(t) or \
+                cm[0] != (self._skey(t), self._where(t)):
+            return old
+        op, c = cm[1], cm[2]
+        lo, hi, hi_open = old.lo, old.hi, old.hi_open
+        if op in ("ge", "gt"):
+            # left: x < c (ge), x <= c (gt)
+            top = (math.ceil(c) - 1 if op == "ge" else math.floor(c)) \
+                if old.integral else c
+            if top < hi or top == hi and op == "ge" and not old.integral:
+                hi, hi_open = top, op == "ge" and not old.integral
+        elif op in ("le", "lt"):
+            # left: x > c (le), x >= c (lt)
+            bot = (math.floor(c) + 1 if op == "le" else math.ceil(c)) \
+                if old.integral else c
+            lo = max(lo, bot)
+        else:
+            return old
+        if lo > hi or lo == hi and hi_open:
+            return None
+        return Range(lo, hi, hi_open, old.integral)
 
     def _wrote_part(self, name, args, kwargs, t, kept, before):
         """After a write into T (its storage's write count BEFORE it):
@@ -3422,6 +3471,29 @@ class Values:
             if rg is not None:
                 for o in (targets or outs[:1]):
                     self._set_range(o, rg)
+            return
+        if name in COMPARE and isinstance(t0, self.Fake) and \
+                isinstance(out, self.Fake) and self.range(t0) is not None:
+            # (a mask of a tensor of known range: a masked write of that
+            # tensor by it bounds the elements it leaves, _unwritten)
+            c = self._constant(args)
+            if c is not None:
+                self._keep(self.cmps, out,
+                           ((self._skey(t0), self._where(t0)), name, c))
+        if name in SEARCHES:
+            # bucketize(input, boundaries), searchsorted(sorted_sequence,
+            # input): an insertion point into the sequence's last
+            # dimension, 0 to its length (HistogramObserver's
+            # _upscale_histogram: `bucketize(mid_points, boundaries) - 1`,
+            # then a bincount of minlength bins)
+            seq = args[1] if name == "bucketize" and len(args) > 1 else \
+                t0 if name == "searchsorted" else None
+            if isinstance(seq, torch.Tensor) and seq.dim() > 0 and \
+                    type(seq.shape[-1]) is int:
+                for o in outs[:1]:
+                    if isinstance(o, torch.Tensor):
+                        self._set_range(o, Range(0, seq.shape[-1], False,
+                                                 True))
             return
         if name in NONNEG:
             rg = self.range(t0) if isinstance(t0, torch.Tensor) and \
