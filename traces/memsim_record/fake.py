@@ -1117,6 +1117,51 @@ def _patch_nested_int(torch, ftm):
             nt._tensor_id_counter += 1
         return self.nested_int_memo * coeff
     ftm.FakeTensor.get_nested_int = get_nested_int
+    _patch_jagged_compile(nt.NestedTensor, ftm.FakeTensor)
+
+
+def _patch_jagged_compile(njt, fake):
+    """A jagged nested tensor through torch.compile.  Its cached minimum
+    and maximum lengths are CPU tensors of shape (n, 0) (nested_tensor.py
+    _store_val_in_tensor), real under the recorder beside its fake
+    values and offsets, where a run has them all real: Dynamo's
+    is_fake() refuses a subclass of fake and real inner tensors ("got
+    mixed fake and real tensors!").  __tensor_flatten__, which Dynamo
+    and is_fake read them by, makes them fakes of the values' mode first
+    (no storage: they carry their number in their shape).  And
+    AOTAutograd's wrapper rebuilds a compiled graph's nested outputs with
+    -1 for the ragged size (subclass_codegen._concrete_value), which
+    __tensor_unflatten__ takes as the ragged size of fake offsets, as
+    when it traces; of real offsets, as in a run, it is the offsets' own
+    nested int (get_tensor_symint): so for offsets of the recorder's mode
+    (no ShapeEnv) too."""
+    flatten = njt.__tensor_flatten__
+    unflatten = njt.__tensor_unflatten__
+
+    def ours(t):
+        return isinstance(t, fake) and t.fake_mode.shape_env is None
+
+    def __tensor_flatten__(self):
+        v = self._values
+        if ours(v):
+            cache = self._metadata_cache
+            for k in ("min_seqlen", "max_seqlen"):
+                m = cache.get(k)
+                if m is not None and not isinstance(m, fake):
+                    cache[k] = v.fake_mode.from_tensor(m)
+        return flatten(self)
+
+    def __tensor_unflatten__(inner, meta, outer_size, outer_stride):
+        src = inner.get("_lengths")
+        if src is None:
+            src = inner["_offsets"]
+        r = meta["ragged_idx"]
+        if ours(src) and isinstance(outer_size[r], int) and outer_size[r] < 0:
+            outer_size = list(outer_size)
+            outer_size[r] = src.get_nested_int(coeff=1)
+        return unflatten(inner, meta, outer_size, outer_stride)
+    njt.__tensor_flatten__ = __tensor_flatten__
+    njt.__tensor_unflatten__ = staticmethod(__tensor_unflatten__)
 
 
 def _patch_cuda(torch, rec, dev):
