@@ -160,9 +160,14 @@ def _inner_configs(r, xs):
 
 
 def _numel_of(node):
+    """A node's number of elements by its size hint, as Inductor's
+    heuristics read sizes (sizevars.size_hint): int() of a symbolic numel
+    would add a guard that pins it, and one on a symbol of no input
+    (a jagged tensor's inner sizes under AOTAutograd) stops Dynamo's
+    produce_guards."""
     v = node.meta.get("val") if hasattr(node, "meta") else None
     try:
-        return int(v.numel())
+        return _hint(v.numel())
     except Exception:
         return None
 
