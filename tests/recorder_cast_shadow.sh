@@ -25,7 +25,7 @@ g = m.to("cuda").float()                   # 102400 floats: no shadow
 a = g.cpu().numpy()
 print("max", a.max(), "sum", int(a.sum()))
 g.mul_(2)                                  # written: unknown again
-print("after", g.cpu().numpy().max())
+print("after", g.cpu().numpy().max() < 1.5)   # (host:spread's, not 6)
 t = torch.tensor([[0.0, 1], [1, 1], [2, 0]]).cuda()
 with torch.inference_mode():               # yolov5's validation
     h = m.to("cuda").float()
@@ -35,7 +35,7 @@ PY
 $MEMSIM record --fake -o "$tmp/cs.csv" -- "$PY" "$tmp/cs.py" \
 	>"$tmp/out" 2>&1 || fail "record: $(tail -3 "$tmp/out")"
 grep -q "values:lost" "$tmp/out" && fail "values lost: $(grep values:lost "$tmp/out")"
-for want in "max 3.0 sum 1675" "after 1.0" "inference 3.0" "counts [1, 1, 1]"; do
+for want in "max 3.0 sum 1675" "after True" "inference 3.0" "counts [1, 1, 1]"; do
 	grep -qxF "$want" "$tmp/out" || fail "'$want' not in: $(cat "$tmp/out")"
 done
 finish recorder_cast_shadow.sh
