@@ -3728,6 +3728,8 @@ def run(opt, script, argv):
                                            _CURRENT_STREAM)
     had_deepcopy = FakeTensor.__dict__.get("__deepcopy__")
     FakeTensor.__deepcopy__ = _fake_deepcopy
+    undo_dynamo = lifecycle.collect_at_dynamo_import(
+        lambda: torch._C._get_dispatch_mode(FAKE_KEY) is fm)
     try:
         with fm, Track():
             lifecycle.run_main(opt, script)
@@ -3748,6 +3750,7 @@ def run(opt, script, argv):
         status, msg = 1, "%s raised %s: %s\n%s" % (
             script, type(e).__name__, e, host.user_traceback(e, script))
     finally:
+        undo_dynamo()
         undo_threads()
         rec.script_modes = None
         ftm.run_fallback_kernel = orig_fallback
