@@ -1664,12 +1664,14 @@ class Values:
         self._keep(self.uploads, out, (src, base, version))
 
     def _host_dense(self, x):
-        """Whether X is a dense tensor on the host (the source of a copy
-        to the GPU that _upload keeps)."""
+        """Whether X is a dense tensor on the host that needs no grad
+        (the source of a copy to the GPU that _upload keeps: data, not
+        the parameters of a model built on the host and moved, whose
+        host copies would stay alive with them)."""
         torch = self.torch
         return isinstance(x, torch.Tensor) and \
             not isinstance(x, self.Fake) and x.device.type == "cpu" and \
-            x.layout == torch.strided
+            x.layout == torch.strided and not x.requires_grad
 
     def _upload_where(self, func, args, kwargs, out):
         """torch.where(cond, a, b) of a condition with a shadow (a bool
