@@ -1079,11 +1079,11 @@ class Dispatch:
         # _LearnableFakeQuantize, fake_quantize_per_tensor_affine and
         # per_channel_affine, which decompose into the cachemask ops): no
         # fake (meta) kernel, and on a CUDA input each refused.  The
-        # outputs and temporaries of FakeQuantPerTensorAffine.cpp's and
-        # FakeQuantPerChannelAffine.cpp's functions, in their order: the
-        # cachemask ops make Y and a bool mask like the input (a
-        # per-channel integer zero point's aminmax first, read on the
-        # host and freed); the learnable forwards read the scale and zero
+        # outputs and temporaries of PyTorch's functions of these names,
+        # in their order: the cachemask ops make Y and a bool mask like
+        # the input (a per-channel integer zero point's aminmax first,
+        # read on the host and freed); the learnable forwards read the
+        # scale and zero
         # point (per tensor: on the host; per channel: round().clamp_()
         # then an int32 copy) and keep the cachemask op's Y, its mask
         # freed; their backwards make dX, dScale_vec and dZeroPoint_vec

@@ -1122,7 +1122,7 @@ def _patch_nested_int(torch, ftm):
 
 def _patch_jagged_compile(njt, fake):
     """A jagged nested tensor through torch.compile.  Its cached minimum
-    and maximum lengths are CPU tensors of shape (n, 0) (nested_tensor.py
+    and maximum lengths are CPU tensors of shape (n, 0) (torch.nested's
     _store_val_in_tensor), real under the recorder beside its fake
     values and offsets, where a run has them all real: Dynamo's
     is_fake() refuses a subclass of fake and real inner tensors ("got

@@ -254,7 +254,7 @@ SCRIPT_GLOBALS = []
 def collect_at_dynamo_import(in_script):
     """The full collection a real run makes when its script first
     imports torch._dynamo through torch._disable_dynamo's lazy wrapper
-    (torch/_compile.py): torch.optim's first optimizer
+    (torch._compile): torch.optim's first optimizer
     (Optimizer.add_param_group) among others.  (torch.compile's import
     is not this path: compiled.py collects before a graph's first run.)
     In a real run the import makes tens
@@ -285,7 +285,7 @@ def collect_at_dynamo_import(in_script):
         return name == "torch" and bool(fromlist) and "_dynamo" in fromlist
 
     def lazy_script_import(frame):
-        # torch._disable_dynamo's wrapper (torch/_compile.py) around one
+        # torch._disable_dynamo's wrapper (torch._compile) around one
         # of PyTorch's functions that a real run calls: not the fake
         # mode's __torch_dispatch__ (the recorder's), nor torch.manual_seed,
         # which torch._dynamo's own import wraps (a real run calls that
