@@ -634,7 +634,7 @@ class Values:
         self.nz_writing = True   # whether the op in after() writes
         self.ranges = WeakIdKeyDictionary()  # fake -> (Range, skey, gen)
         # bool fake -> ((source skey, source _where), op, c, skey, gen): a
-        # comparison of the source with a constant (Values._unwritten)
+        # comparison of the source with a constant (Values._left_by_mask)
         self.cmps = WeakIdKeyDictionary()
         # fake -> (sentinel classes, skey, gen): Values._classes
         self.offs = WeakIdKeyDictionary()
@@ -2756,7 +2756,7 @@ class Values:
         old = self._range_of(t, whole=True)
         if old is None:
             return None
-        old = self._unwritten(name, args, t, old)
+        old = self._left_by_mask(name, args, t, old)
         if old is None:
             return new
         return Range(min(old.lo, new.lo), max(old.hi, new.hi),
@@ -2764,7 +2764,7 @@ class Values:
                       if new.hi > old.hi else old.hi_open and new.hi_open),
                      old.integral and new.integral)
 
-    def _unwritten(self, name, args, t, old):
+    def _left_by_mask(self, name, args, t, old):
         """The range of the elements of T (its whole storage, range OLD)
         that a masked write NAME leaves, where its mask compares T's
         elements, unwritten since, with a constant (`b[b >= n] = n - 1`,
@@ -3477,7 +3477,7 @@ class Values:
         if name in COMPARE and isinstance(t0, self.Fake) and \
                 isinstance(out, self.Fake) and self.range(t0) is not None:
             # (a mask of a tensor of known range: a masked write of that
-            # tensor by it bounds the elements it leaves, _unwritten)
+            # tensor by it bounds the elements it leaves, _left_by_mask)
             c = self._constant(args)
             if c is not None:
                 self._keep(self.cmps, out,
