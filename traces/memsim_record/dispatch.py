@@ -18,7 +18,6 @@ asked once an op (op_info).
 import contextlib
 import math
 import functools
-import itertools
 import os
 import sys
 import threading
@@ -32,7 +31,7 @@ from torch._prims_common import \
 from torch._subclasses.fake_impls import _compute_stride as view_strides
 from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
-from torch.utils._pytree import tree_flatten
+from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from . import attention
 from . import devices
@@ -86,21 +85,6 @@ BLAS_OPS = frozenset((
     "triangular_solve", "linalg_solve_triangular"))
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
-
-
-@functools.lru_cache(maxsize=None)
-def _dtype_type_name(dtype):
-    """The legacy type name of a CPU tensor of DTYPE (torch.FloatTensor)."""
-    with unset_fake_temporarily():
-        return torch.empty(0, dtype=dtype).type()
-
-
-def _type_name(t):
-    """T's type as ATen's Tensor::toString() writes it in messages:
-    torch.FloatTensor, torch.cuda.HalfTensor."""
-    name = _dtype_type_name(t.dtype)
-    return name.replace("torch.", "torch.cuda.", 1) \
-        if t.device.type == "cuda" else name
 
 
 def _fold_linear(mode, args, kwargs):
@@ -502,9 +486,8 @@ class Dispatch:
         to the CPU after quantization-aware training on the GPU
         (torch.quantize_per_channel).  _RUN where a GPU tensor is among
         the arguments."""
-        flat = [a for v in itertools.chain(args, kwargs.values())
-                for a in (v if isinstance(v, (list, tuple)) else (v,))
-                if isinstance(a, torch.Tensor)]
+        leaves, spec = tree_flatten((args, kwargs))
+        flat = [a for a in leaves if isinstance(a, torch.Tensor)]
         if not any(type(a) is FakeTensor for a in flat) or \
                 any((a.fake_device if type(a) is FakeTensor else
                      a.device).type != "cpu" for a in flat):
@@ -516,14 +499,10 @@ class Dispatch:
                 if v is None:
                     return _RUN
                 real[id(a)] = v
-
-        def swap(v):
-            if isinstance(v, (list, tuple)):
-                return type(v)(swap(x) for x in v)
-            return real.get(id(v), v) if type(v) is FakeTensor else v
+        args, kwargs = tree_unflatten([real.get(id(a), a) for a in leaves],
+                                      spec)
         with unset_fake_temporarily():
-            return func(*swap(args), **{k: swap(v)
-                                        for k, v in kwargs.items()})
+            return func(*args, **kwargs)
 
     # -- before the op: ops answered without running it (_BEFORE) -----------
     # Each returns the op's result, or _RUN where the op runs as any other.
@@ -1307,9 +1286,10 @@ class Dispatch:
             t = args[i] if len(args) > i else kwargs.get(what)
             if isinstance(t, torch.Tensor) and (
                     t.device.type != x.device.type or t.dtype != x.dtype):
+                # (Tensor.type(): ATen's toString(), torch.cuda.FloatTensor)
                 raise RuntimeError(
                     "Input type (%s) and %s type (%s) should be the same"
-                    % (_type_name(x), what, _type_name(t)))
+                    % (x.type(), what, t.type()))
         return _RUN
 
     def _index_put(self, mode, func, name, args, kwargs):

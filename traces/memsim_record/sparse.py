@@ -388,11 +388,12 @@ def part(d, mode, func, name, args, kwargs):
     whose values --values cpu had lost, and every loss after the first
     backward with them."""
     x = args[0] if args else None
-    if not _cuda(x) or _PARTS.get(x) is None:
+    given = _PARTS.get(x) if _cuda(x) else None
+    if given is None:
         return None
     out = func(*args, **kwargs)
     vs = d.rec.known.values
-    src = _PARTS[x][0 if name == "_indices" else 1]
+    src = given[0 if name == "_indices" else 1]
     r = vs.real(src) if vs is not None else None
     if r is not None and isinstance(out, FakeTensor) and \
             tuple(r.shape) == tuple(out.shape):
