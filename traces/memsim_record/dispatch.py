@@ -2707,13 +2707,15 @@ class Dispatch:
         output); channels_last adds kernels.conv's transposed operands.
         At stride 2, backward-data with a kernel of 3 or more: the four
         phases' tiled FFT (kernels.fft_data_strided; not a candidate of
-        1x1 finds), channels_last as NCHW.  ONE_D: a 1-d convolution,
-        its shapes the 2-d view's (height 1): the same forward and
-        backward-weight FFTs (HiFi-GAN's discriminators on the H100, the
-        36,008,099,840 and 35,435,642,880 bytes of a 1024-channel kernel-5
-        layer of 33 samples, 9,198,120,960 and 2,317,365,248 of the
-        kernel-3 1024 -> 1 layer at 128 and 65, to the byte), kernels of
-        3 or more (those measured), no tiled backward-data."""
+        1x1 finds, nor of a layer both wide and large,
+        kernels.strided_fft_candidate), channels_last as NCHW.  ONE_D:
+        a 1-d convolution, its shapes the 2-d view's (height 1): the
+        same forward and backward-weight FFTs (HiFi-GAN's discriminators
+        on the H100, the 36,008,099,840 and 35,435,642,880 bytes of a
+        1024-channel kernel-5 layer of 33 samples, 9,198,120,960 and
+        2,317,365,248 of the kernel-3 1024 -> 1 layer at 128 and 65, to
+        the byte), kernels of 3 or more (those measured), no tiled
+        backward-data."""
         if len(xs) != 4 or dtype != torch.float32 or \
                 any(int(v) != 1 for v in dil):
             return None
@@ -2736,6 +2738,12 @@ class Dispatch:
         if one_d and (code not in (1, 3) or s < 3):
             return None
         xd = ys if tr else xs
+        dims = (xd[0], xd[1], ws[0], xd[2], xd[3])
+        if code == 4 and all(type(d) is int for d in dims) and \
+                not kernels.strided_fft_candidate(*dims):
+            # (a wide and large layer: cuDNN's heuristics give no such
+            # engine; under --symbolic kernels.conv_find_rule decides)
+            return None
         return (code, xd[0], xd[1], ws[0], xd[2], xd[3], r, s, ph,
                 pw, int(bool(fmt_cl)))
 

@@ -234,11 +234,8 @@ def fft_data_strided(x_shape, w_shape, padding):
     cudnn_find_probe.py, FIND_SET=stride2; tests/data/record/
     cudnn_find_stride2.tsv, and tests/data/record/cudnn_find.tsv's
     three): every find of a kernel of 3 to 7 to the byte (N 1 to 128, C
-    1 to 1024, K 8 to 2048, sides 2 to 224) but two, where it was not a
-    candidate (64 images of 16 x 16, 128 and 256 channels in, whose
-    largest were 15 and 44 MB: cuDNN's heuristics rank the plans and
-    the find tries the first torch.backends.cudnn.benchmark_limit,
-    10)."""
+    1 to 1024, K 8 to 2048, sides 2 to 224) where it was a candidate
+    (strided_fft_candidate() says where)."""
     n, c, h, w = (int(d) for d in x_shape)
     k, r, s = int(w_shape[0]), int(w_shape[2]), int(w_shape[3])
     ph, pw = int(padding[0]), int(padding[1])
@@ -253,18 +250,51 @@ def fft_data_strided(x_shape, w_shape, padding):
         16 * qh * qw * k * c + 4 * (n * k * ho * wo + n * c * h * w) + 16
 
 
+def strided_fft_candidate(n, c, k, h, w):
+    """Whether fft_data_strided's engine is among the candidates of the
+    find of a stride-2 backward-data convolution of N images of H x W,
+    C channels (the input gradient's) and K (the output gradient's).
+    PyTorch allocates the largest workspace of every plan cuDNN gives
+    (get_plans_from_find -> generate_and_filter_plans: all the engine
+    configs of cuDNN's heuristics, CUDNN_HEUR_MODE_INSTANT, and of its
+    fallback list, less filterEngineConfigs' and the errata's, within
+    get_available_workspace(), the caching allocator's cacheInfo(): at
+    least the device's free memory); torch.backends.cudnn.benchmark_limit
+    bounds only the plans that time_sorted_plan times in that workspace,
+    not the allocation.  So which engines are candidates is cuDNN's
+    heuristics' choice, not PyTorch's.  Measured on the H200 (cuDNN
+    9.19): not a candidate of a layer both wide and large, K*C of 32,768
+    or more and N*H*W of 8,192 or more: 64 images of 16 x 16 at 128 ->
+    256 and 256 -> 512 channels (tests/data/record/
+    cudnn_find_stride2.tsv, whose finds took 15 and 44 MB), CycleGAN's
+    transposed 256 -> 128 layer at 128 x 128 (one image), a VQ-VAE's
+    256 -> 256 at 16 x 16 (128 images), RepDistiller's resnet8x4 128 ->
+    256 at 16 x 16 (64 and 52 images, its H200 runs); a candidate of
+    every other layer measured: K*C up to 8,192 at any size (64 images
+    of 64 x 64, 128 -> 64 channels; CycleGAN's 128 -> 64 at 256 x 256)
+    and any width up to N*H*W of 4,096 (64 images of 8 x 8, 256 -> 1024
+    channels; 8 of 16 x 16, 128 -> 256).  The bounds lie in those gaps,
+    where nothing was measured (validate/device/
+    cudnn_find_strided_probe.sh maps them); K*C between 8,192 and 32,768
+    (a ResNet-50's 128 -> 128 layer) stays a candidate, as before."""
+    return not (k * c >= 32768 and n * h * w >= 8192)
+
+
 def conv_find_rule(plan, op, n, c, k, h, w, r, s, ph, pw, cl):
     """cudnn.benchmark's find of an fp32 2-d convolution (Dispatch.
     _find_fft says which): the larger of the chosen plan's workspace
     (PLAN) and cuDNN's FFT candidate, OP 1 backward-weight (fft_weight),
     2 backward-data (fft_data) or 3 forward (fft_forward) of stride 1,
-    or 4 backward-data of stride 2 (fft_data_strided), of the
+    or 4 backward-data of stride 2 (fft_data_strided, where
+    strided_fft_candidate() says it is one), of the
     descriptor's N, C, K, H x W, R x S kernel and padding PH, PW; CL 1
     (channels_last) adds, at stride 1, the transposed input, weight and
     output and 16 bytes.  Integers only (traces/symtrace.c evaluates the
     same rule for a symbolic trace's conv_find(), its arguments these,
     in this order)."""
     x, wt = (n, c, h, w), (k, c, r, s)
+    if op == 4 and not strided_fft_candidate(n, c, k, h, w):
+        return plan
     fft = (fft_weight, fft_data, fft_forward,
            fft_data_strided)[op - 1](x, wt, (ph, pw))
     if cl and op != 4:
