@@ -2583,7 +2583,8 @@ class Dispatch:
         ev = kernels.conv(phase, tuple(x.shape), tuple(w.shape),
                           tuple(y.shape), x.element_size(), st,
                           pad, dil, tr, gr, fmt_cl, w_cl, self.major,
-                          self.sms, bf16=x.dtype == torch.bfloat16)
+                          self.sms, bf16=x.dtype == torch.bfloat16,
+                          heuristic=not torch.backends.cudnn.benchmark)
         if phase == "forward" and x.dtype == torch.float32 and \
                 x.dim() == 4 and not (fmt_cl or tr) and int(gr) == 1 and \
                 self.major >= 7 and min(w.shape[2:]) >= 7 and \

@@ -59,7 +59,9 @@ memory, Dispatch._find_fits), else the plan's, a lower bound, and the
 recorder notes one assumption cudnn:benchmark-find a key.
 Not modelled: fp32 backward-weight engines with workspaces of hundreds of
 MB unrelated to the operands (a few 5x5 and 7x7 or short-reduction
-calls of the grids).
+calls of the grids; many of them cuDNN's FFT, fft_weight() below, which
+the heuristics take for 3x3 calls in the region of fft_weight_chosen(),
+the only ones modelled).
 cuDNN's FFT engine (fp32 NCHW forward, stride 1, kernels of 7 and more):
 its workspace is exactly fft_forward() below (109 of 109 such H200 calls
 of validate/device/conv2d_kernel_probe.py, tests/data/record/conv_fft.tsv;
@@ -280,6 +282,40 @@ def strided_fft_candidate(n, c, k, h, w):
     return not (k * c >= 32768 and n * h * w >= 8192)
 
 
+def fft_weight_chosen(x_shape, w_shape, stride, padding, dilation):
+    """Whether cuDNN's heuristics (cudnn.benchmark off: the first plan of
+    cuDNN's heuristic list that runs, get_plans_from_heuristics ->
+    try_configs) give an fp32 NCHW backward-weight convolution its FFT
+    engine, whose workspace is fft_weight() (the descriptor's shapes).
+    A 3x3 "same" convolution of stride 1 gets it where its images are
+    small and its batch large: 32 to 64 output channels, 32 or more
+    input channels, a batch of 64 or more, N*H*W of at least 16384 and
+    sides of at most 32.  Measured on the H200 (cuDNN 9.19): every one of
+    the 7 such calls of the grids and of Lightning's CIFAR autoencoder
+    (validate/device/ae_conv_probe.py: 32 -> 32 channels at 16 x 16, 64
+    and 256 images; 64 -> 64 at 8 x 8, 256 images; tests/data/record/
+    conv_wgrad.tsv and conv_ws.tsv: 32 to 256 channels in, 16 x 16 to
+    32 x 32 at 64 images) takes the FFT, to the byte, and none of the
+    grids' 3x3 calls outside it (64 -> 64 at 8 x 8 and 16 x 16 with 4096
+    positions a channel, 128 images of 64 channels over 12800 to 15360
+    positions of non-square images, 16 channels out at 56 x 56, 128
+    channels out, batches of 32 over 32 x 32, the 64 x 64 images).
+    Other kernels (5x5 and larger: the FFT at batches from 1, but not
+    always; cuDNN's own choice) and other paddings (Lightning's MNIST
+    32 -> 64 unpadded 26 x 26: not the FFT) are not modelled.  Sizes
+    that are not plain integers (--symbolic): never."""
+    dims = tuple(x_shape) + tuple(w_shape) + tuple(stride) + \
+        tuple(padding) + tuple(dilation)
+    if len(x_shape) != 4 or not all(type(v) is int for v in dims):
+        return False
+    n, c, h, w = x_shape
+    k, r, s = w_shape[0], w_shape[2], w_shape[3]
+    return (r, s) == (3, 3) and tuple(stride) == (1, 1) and \
+        tuple(padding) == (1, 1) and tuple(dilation) == (1, 1) and \
+        32 <= k <= 64 and c >= 32 and n >= 64 and n * h * w >= 16384 and \
+        max(h, w) <= 32
+
+
 def conv_find_rule(plan, op, n, c, k, h, w, r, s, ph, pw, cl):
     """cudnn.benchmark's find of an fp32 2-d convolution (Dispatch.
     _find_fft says which): the larger of the chosen plan's workspace
@@ -324,7 +360,7 @@ def split_k_rule(k, crs, npq, sms):
 
 def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
          dilation, transposed, groups, channels_last, weight_cl, major,
-         sms=132, bf16=False):
+         sms=132, bf16=False, heuristic=True):
     """Events of one cuDNN convolution call; PHASE is forward, data
     (backward input) or weight (backward weight).  A transposed
     convolution is the backward-data of the convolution from its output to
@@ -335,7 +371,10 @@ def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
     convolutions (NCDHW) follow the same rule: of an H200 probe's fp16
     and bf16 forward calls (validate/device/convx_probe.py), 82 of 111
     transposed and 80 of 92 3-D within 512 bytes of it.  BF16: the half
-    type is bfloat16 (a four-channel input's engines differ)."""
+    type is bfloat16 (a four-channel input's engines differ).
+    HEURISTIC: the plan is cuDNN's heuristics' (cudnn.benchmark off),
+    which may be its FFT engine (fft_weight_chosen); under
+    cudnn.benchmark the find's plan, these rules' otherwise."""
     if major < 7 or groups != 1 or len(x_shape) not in (4, 5):
         return []
     # (an NCHW call: the branch below is the non-channels_last one)
@@ -402,6 +441,22 @@ def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
         k = symsize(w_shape[0])
         w = w // k * _pad(k, 8)
         y = y // k * _pad(k, 8)
+    if itemsize == 4 and not channels_last and len(x_shape) == 4:
+        if phase == "weight" and heuristic and \
+                fft_weight_chosen(x_shape, w_shape, stride, padding,
+                                  dilation):
+            # cuDNN's FFT engine (the descriptor's shapes)
+            return [("alloc", "ws", fft_weight(x_shape, w_shape, padding)),
+                    ("free", "ws")]
+        if phase == "data" and int(x_shape[1]) < 8:
+            # an fp32 NCHW backward-data into fewer than 8 channels (an
+            # image's 3, a transposed convolution's last layer): no
+            # workspace (the H200's grids, tests/data/record/conv_ws.tsv
+            # and conv_fft_backward.tsv: 55 of 58 calls into 3 or 4
+            # channels, every one into 3 but one; Lightning's CIFAR
+            # autoencoder's 32 -> 3 transposed layer at 64 and 256
+            # images, validate/device/ae_conv_probe.py)
+            return []
     w32 = _prod(w_shape) * 4
     split = 0
     if channels_last:
