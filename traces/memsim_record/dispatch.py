@@ -2585,9 +2585,17 @@ class Dispatch:
                           pad, dil, tr, gr, fmt_cl, w_cl, self.major,
                           self.sms, bf16=x.dtype == torch.bfloat16,
                           heuristic=not torch.backends.cudnn.benchmark)
-        if phase == "forward" and x.dtype == torch.float32 and \
-                x.dim() == 4 and not (fmt_cl or tr) and int(gr) == 1 and \
-                self.major >= 7 and min(w.shape[2:]) >= 7 and \
+        fp32_nchw = phase == "forward" and x.dtype == torch.float32 and \
+            x.dim() == 4 and not (fmt_cl or tr) and int(gr) == 1 and \
+            self.major >= 7
+        if fp32_nchw and torch.backends.cudnn.benchmark and \
+                kernels.fft_covers(x.shape, w.shape, y.shape, st, dil, 32):
+            # a filter of 32 or more covering its input (a double
+            # backward's weight gradient): the plan cudnn.benchmark's find
+            # chooses is cuDNN's FFT (kernels.fft_covers)
+            ev = [("alloc", "ws", kernels.fft_forward(x.shape, w.shape,
+                                                      pad)), ("free", "ws")]
+        elif fp32_nchw and min(w.shape[2:]) >= 7 and \
                 all(int(v) == 1 for v in tuple(st) + tuple(dil)) and \
                 all(type(v) is int for v in tuple(x.shape) + tuple(pad)):
             # cuDNN's heuristics may give such a convolution its FFT
@@ -2732,7 +2740,12 @@ class Dispatch:
             code = 1
         elif op == "data" and same and min(r, s) >= 3:
             code = 2
-        elif op == "forward" and same and not fmt_cl:
+        elif op == "forward" and not fmt_cl and (same or (
+                not tr and kernels.fft_covers(xs, ws, ys, stride, dil,
+                                              16))):
+            # (a filter of 16 or more covering its input, a double
+            # backward's weight gradient: the FFT among the find's
+            # candidates, kernels.fft_covers)
             code = 3
         else:
             return None

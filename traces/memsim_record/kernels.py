@@ -182,6 +182,34 @@ def fft_forward(x_shape, w_shape, padding):
         max(n * c + k * c, n * k) * _fft_tile(x_shape, padding)
 
 
+def fft_covers(x_shape, w_shape, y_shape, stride, dilation, least):
+    """Whether a forward convolution has a filter that covers its
+    input: stride and dilation 1, a filter of at least LEAST in each
+    spatial dimension and larger than the output there.  Such is the
+    weight gradient of a convolution's double backward:
+    _convolution_double_backward computes gW as at::convolution(ggI^T,
+    gO^T), batch and channels swapped, the output gradient's H x W the
+    filter and the weight's R x S (the padding's excess narrowed off)
+    the output.  On the H200 (cuDNN 9.19; AdaHessian's WRN-10-2 at
+    batch 128, fp32 NCHW, an H200 snapshot), cudnn.benchmark's find of
+    such a convolution had cuDNN's FFT engine (fft_forward, to the
+    byte) as its largest candidate for filters of 32 (16 -> 32 and
+    32 -> 32 channels of 3x3, 16 -> 32 of 1x1) and 16 (64 -> 64), not
+    for 8 (128 -> 128), and chose it as the plan for those of 32 alone.
+    Without cudnn.benchmark cuDNN's heuristics gave the rules' plan
+    (x + w + y + 16) to those of PyHessian's ResNet-20 at batch 100
+    (16 -> 16 channels, a filter of 32; 32 -> 32, of 16; to the byte,
+    every call of an H200 snapshot).  Integers only (False under
+    --symbolic where a size is symbolic: the rules' plan)."""
+    if len(x_shape) != 4 or any(type(symsize(v)) is not int for v in
+                                tuple(x_shape) + tuple(w_shape) +
+                                tuple(y_shape)):
+        return False
+    return all(int(v) == 1 for v in tuple(stride) + tuple(dilation)) and \
+        all(int(r) >= least and int(r) > int(p) for r, p in
+            zip(w_shape[2:], y_shape[2:]))
+
+
 def fft_weight(x_shape, w_shape, padding):
     """The workspace of cuDNN's FFT engine for an fp32 NCHW
     backward-weight convolution of stride 1 (the descriptor's shapes: a
