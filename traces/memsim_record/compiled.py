@@ -600,10 +600,14 @@ class Program:
             "copy_", "copy", "full", "fill", "clone", "_to_copy",
             "select_scatter", "slice_scatter")
         if pointwise and isinstance(val, torch.Tensor):
-            try:
-                return _pointwise_configs(int(val.numel()))
-            except Exception:      # a symbolic numel
-                pass
+            # by its size hint, as pointwise()'s size_hints are (the
+            # kernel's sizevars.size_hint): int() of a symbolic numel
+            # would add a guard pinning it, and the frame Dynamo made
+            # dynamic after a size mismatch (automatic_dynamic_shapes)
+            # would recompile at every new size until recompile_limit
+            m = _numel_of(n)
+            if m is not None:
+                return _pointwise_configs(m)
         return 2
 
     def _scattered(self, n):
