@@ -684,6 +684,12 @@ class Program:
         kernel of another graph is the same only where it is the same
         kernel at the same position (a graph compiled again), not the
         forward's kernel met again in the backward."""
+        # the source's inductor_meta holds optimize_mem (TritonKernel.
+        # codegen_kernel: V.graph.is_inference or V.graph.is_backward), so
+        # a training forward's kernel is never an inference graph's or a
+        # backward's, whatever it computes (nanoGPT-moe's evaluation then
+        # training: the H200 tuned every kernel of both forwards)
+        optimize_mem = self.kind != "forward"
         fused = [n for n in self.nodes if n.op == "call_function" and (
             (n in self.buffers and self.base[n] is n and
              not self.extern(n) and not self.part_of_extern(n)) or
@@ -707,7 +713,7 @@ class Program:
                     pos[src] = len(pos)
                 m = _numel_of(t)
                 if self.tune_all or m is None or _pointwise_configs(m) > 1:
-                    self.copy_kernel[n] = (pos[src], src)
+                    self.copy_kernel[n] = (pos[src], src, optimize_mem)
             # the values a reduction's kernel computes (a layer norm's
             # output and statistics, the producer fused into it) are one
             # kernel: the reduction's
@@ -720,7 +726,7 @@ class Program:
                 pos[src] = len(pos)
             if n in self.tuned and (self.tune_all or
                                     self._reduction_configs(n) != 1):
-                keys[n] = (pos[src], src)
+                keys[n] = (pos[src], src, optimize_mem)
         return keys
 
     def _reduction_of(self, n):
