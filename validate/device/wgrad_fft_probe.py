@@ -4,7 +4,10 @@ fp32 NCHW 3x3 convolutions (kernels.fft_weight_chosen's region, fitted on
 call less its output, over a grid of batch, channels in and out, side and
 stride.  Rows whose weight column equals kernels.fft_weight() ran the FFT.
   python3 wgrad_fft_probe.py > OUT.txt
-Each line: N C K H stride forward data weight (bytes)."""
+Each line: N C K H stride forward data weight (bytes).  Batches 96 and
+100 too: PyHessian's ResNet-20 at 100 images took the FFT for 16 -> 16
+at 32 x 32 on the H200 (outside the region), Torch-Pruning's ResNet-56
+at 64 seems not to (its reserved peak)."""
 import itertools
 import torch
 
@@ -29,7 +32,7 @@ def ws(fn, out_bytes):
 
 print("#", torch.__version__, torch.backends.cudnn.version(),
       torch.cuda.get_device_name(), flush=True)
-for n, c, k, h, s in itertools.product((16, 32, 64, 128, 256),
+for n, c, k, h, s in itertools.product((16, 32, 64, 96, 100, 128, 256),
                                        (16, 32, 64, 128),
                                        (16, 32, 64, 128),
                                        (4, 8, 16, 32), (1, 2)):
