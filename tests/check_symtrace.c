@@ -141,13 +141,18 @@ START_TEST(test_rules)
 				 16), 189603856);
 	ck_assert_int_eq(eval_ok("conv_find(0;4;B;3;64;224;224;7;7;3;3;0)",
 				 16), 80810000);
-	/* a layer both wide and large (K*C >= 32768, N*H*W >= 8192:
-	 * kernels.strided_fft_candidate) has no FFT candidate, the plan's
-	 * (resnet8x4's 128 -> 256 at 16 x 16: 8 images the FFT, 64 not) */
+	/* a layer of small images both wide and large (sides <= 16, K*C >=
+	 * 32768, N*H*W > 8192: kernels.strided_fft_candidate) has no FFT
+	 * candidate, the plan's (resnet8x4's 128 -> 256 at 16 x 16: 8 and 32
+	 * images the FFT, 64 not; WRN-16-8's at 32 x 32, 32 images, the
+	 * FFT) */
 	const char *fr = "conv_find(13762576;4;B;128;256;16;16;3;3;1;1;0)";
 	ck_assert_int_eq(eval_ok(fr, 8), 600973328);
 	ck_assert_int_eq(eval_ok(fr, 64), 13762576);
-	ck_assert_int_eq(eval_ok(fr, 32), 13762576);
+	ck_assert_int_eq(eval_ok(fr, 32), 686325776);
+	ck_assert_int_eq(eval_ok(fr, 33), 13762576);
+	ck_assert_int_eq(eval_ok("conv_find(0;4;B;128;256;32;32;3;3;1;1;0)",
+				 32), 705724432);
 	const char *bad[] = {"reduce_buffer(B;1)", "min(B;2)",
 			     "reduce_buffer(B,1,3,4,4,4,0,132,2048)",
 			     "reduce_buffer(B;1;3;4;4;4;0;132;2048",

@@ -1,7 +1,9 @@
 #!/bin/sh
 # memsim record --fake: cudnn.benchmark's find of a stride-2
-# backward-data convolution both wide and large (K*C >= 32768, N*H*W >=
-# 8192: kernels.strided_fft_candidate) allocates the chosen plan's
+# backward-data convolution of small images both wide and large (sides
+# <= 16, K*C >= 32768, N*H*W > 8192: kernels.strided_fft_candidate;
+# AdaHessian's WRN-16-8, 32 images, took the FFT at 32 x 32 and at
+# 16 x 16 with 256 -> 512 channels) allocates the chosen plan's
 # workspace, not the four phases' tiled FFT (kernels.fft_data_strided).
 # PyTorch's find (get_plans_from_find -> generate_and_filter_plans)
 # allocates the largest workspace of every plan cuDNN's heuristics and
@@ -51,6 +53,13 @@ c = torch.nn.Conv2d(128, 256, 3, 2, 1, bias=False).cuda()
 for n in (64, 52, 8):
     x = torch.randn(n, 128, 16, 16, device="cuda", requires_grad=True)
     c(x).sum().backward()
+# 32 images (AdaHessian's WRN-16-8): the FFT stays a candidate at 32 x 32
+# and at 16 x 16 with 256 -> 512 channels
+x = torch.randn(32, 128, 32, 32, device="cuda", requires_grad=True)
+c(x).sum().backward()
+d = torch.nn.Conv2d(256, 512, 3, 2, 1, bias=False).cuda()
+x = torch.randn(32, 256, 16, 16, device="cuda", requires_grad=True)
+d(x).sum().backward()
 PY
 (cd "$tmp" && $MEMSIM record --fake -o "$tmp/t.csv" -- "$PY" a.py) \
 	>"$tmp/err" 2>&1 || fail "record: $(tail -3 "$tmp/err")"
@@ -62,4 +71,8 @@ for size in 800129040 757452816; do
 done
 n=$(grep -c ",alloc,[0-9]*,600973328," "$tmp/t.csv")
 [ "$n" -eq 1 ] || fail "8 images: $n finds of 600973328 bytes, expected 1"
+n=$(grep -c ",alloc,[0-9]*,705724432," "$tmp/t.csv")
+[ "$n" -eq 1 ] || fail "32 x 32: $n finds of 705724432 bytes, expected 1"
+n=$(grep -c ",alloc,[0-9]*,2517696528," "$tmp/t.csv")
+[ "$n" -eq 1 ] || fail "256 -> 512: $n finds of 2517696528 bytes, expected 1"
 finish recorder_conv_find_wide.sh

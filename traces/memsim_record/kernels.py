@@ -293,21 +293,26 @@ def strided_fft_candidate(n, c, k, h, w):
     bounds only the plans that time_sorted_plan times in that workspace,
     not the allocation.  So which engines are candidates is cuDNN's
     heuristics' choice, not PyTorch's.  Measured on the H200 (cuDNN
-    9.19): not a candidate of a layer both wide and large, K*C of 32,768
-    or more and N*H*W of 8,192 or more: 64 images of 16 x 16 at 128 ->
-    256 and 256 -> 512 channels (tests/data/record/
-    cudnn_find_stride2.tsv, whose finds took 15 and 44 MB), CycleGAN's
-    transposed 256 -> 128 layer at 128 x 128 (one image), a VQ-VAE's
-    256 -> 256 at 16 x 16 (128 images), RepDistiller's resnet8x4 128 ->
-    256 at 16 x 16 (64 and 52 images, its H200 runs); a candidate of
-    every other layer measured: K*C up to 8,192 at any size (64 images
-    of 64 x 64, 128 -> 64 channels; CycleGAN's 128 -> 64 at 256 x 256)
-    and any width up to N*H*W of 4,096 (64 images of 8 x 8, 256 -> 1024
-    channels; 8 of 16 x 16, 128 -> 256).  The bounds lie in those gaps,
+    9.19): not a candidate of a layer of small images both wide and
+    large, sides of 16 or less, K*C of 32,768 or more and N*H*W over
+    8,192: 64 images of 16 x 16 at 128 -> 256 and 256 -> 512 channels
+    (tests/data/record/cudnn_find_stride2.tsv, whose finds took 15 and
+    44 MB), a VQ-VAE's 256 -> 256 at 16 x 16 (128 images),
+    RepDistiller's resnet8x4 128 -> 256 at 16 x 16 (64 and 52 images,
+    its H200 runs); a candidate of every other layer measured: K*C up to
+    8,192 at any size (64 images of 64 x 64, 128 -> 64 channels;
+    CycleGAN's 128 -> 64 at 256 x 256), any width up to N*H*W of 4,096
+    (64 images of 8 x 8, 256 -> 1024 channels; 8 of 16 x 16, 128 ->
+    256), and AdaHessian's WRN-16-8 (32 images: 128 -> 256 at 32 x 32,
+    N*H*W 32,768, a 705,724,432-byte find; 256 -> 512 at 16 x 16, N*H*W
+    8,192, its 2,517,696,528 bytes the H200 run's peak).
+    Not modelled: CycleGAN's transposed 256 -> 128 layer at 128 x 128
+    (one image), whose find had no FFT either.  The bounds lie in gaps
     where nothing was measured (validate/device/
-    cudnn_find_strided_probe.sh maps them); K*C between 8,192 and 32,768
+    cudnn_find_strided_probe.sh maps them: N*H*W 8,192 to 13,312 at 16 x
+    16, sides 17 to 31); K*C between 8,192 and 32,768
     (a ResNet-50's 128 -> 128 layer) stays a candidate, as before."""
-    return not (k * c >= 32768 and n * h * w >= 8192)
+    return not (k * c >= 32768 and n * h * w > 8192 and max(h, w) <= 16)
 
 
 def fft_weight_chosen(x_shape, w_shape, stride, padding, dilation):
