@@ -1062,14 +1062,13 @@ class Dispatch:
         # in their order: the cachemask ops make Y and a bool mask like
         # the input (a per-channel integer zero point's aminmax first,
         # read on the host and freed); the learnable forwards read the
-        # scale and zero
-        # point (per tensor: on the host; per channel: round().clamp_()
-        # then an int32 copy) and keep the cachemask op's Y, its mask
-        # freed; their backwards make dX, dScale_vec and dZeroPoint_vec
-        # like X and return dX and the two sums (a bfloat16 X per
-        # channel: float copies of dY, X, scale and zero point first),
-        # freeing the vectors when they return.  The host reads (item)
-        # are left out: they allocate nothing on the GPU.
+        # scale and zero point (per tensor: on the host; per channel:
+        # round().clamp_() then an int32 copy) and keep the cachemask
+        # op's Y, its mask freed; their backwards make dX, dScale_vec and
+        # dZeroPoint_vec like X and return dX and the two sums (a
+        # bfloat16 X per channel: float copies of dY, X, scale and zero
+        # point first), freeing the vectors when they return.  The host
+        # reads (item) are left out: they allocate nothing on the GPU.
         x = args[0]
         if not _cuda_tensor(x):
             return _RUN
