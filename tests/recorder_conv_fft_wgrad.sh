@@ -44,6 +44,28 @@ print("%d/%d" % (ok, n))
 PY
 	fail "the probe's rows: $(cat "$tmp/ae")"
 [ "$(cat "$tmp/ae")" = "10/10" ] || fail "the probe's rows: $(cat "$tmp/ae")"
+# the heuristics' whole grid (wgrad_fft_probe.py on an H100, 896 calls of
+# batch 16 to 256, 16 to 128 channels in and out, sides 4 to 32, strides
+# 1 and 2): the rule says FFT exactly where the weight phase's workspace
+# is fft_weight() (55 calls; the first region, fitted on 7, missed 25)
+PYTHONPATH="$SRC/traces" "$PY" - "${MSIM_TESTDATA:-tests/data}/record/conv_wgrad_fft.tsv" >"$tmp/grid" 2>&1 <<'PY' ||
+import sys
+from memsim_record import kernels
+agree = fft = n = 0
+for line in open(sys.argv[1]):
+    if line.startswith("#"):
+        continue
+    b, c, k, h, st, fwd, data, weight = (int(v) for v in line.split())
+    x, w = (b, c, h, h), (k, c, 3, 3)
+    real = weight > 0 and weight == kernels.fft_weight(x, w, (1, 1))
+    rule = kernels.fft_weight_chosen(x, w, (st, st), (1, 1), (1, 1))
+    n += 1
+    fft += real
+    agree += real == rule
+print("%d/%d, %d FFT" % (agree, n, fft))
+PY
+	fail "the grid: $(cat "$tmp/grid")"
+[ "$(cat "$tmp/grid")" = "896/896, 55 FFT" ] || fail "the grid: $(cat "$tmp/grid")"
 cat >"$tmp/ae.py" <<'PY'
 import torch
 x = torch.randn(256, 32, 16, 16, device="cuda")
