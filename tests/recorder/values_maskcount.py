@@ -5,6 +5,15 @@ import torch
 ent = torch.randn(2, 16, device="cuda").softmax(-1)
 ids = torch.arange(16, device="cuda").expand(2, 16)
 mask = ent >= 0.1
+if sys.argv[1:] == ["cast-pad"]:
+    # h-net's dynamic chunking: the mask read as numbers first (a cast,
+    # a running count), then a nonzero of a pad of it
+    counts = mask.long().sum(dim=-1)
+    pos = torch.nn.functional.pad(mask, (0, 1), value=True).nonzero()[:, 1]
+    print("cast", counts.tolist(), "padded", pos.shape[0], "pieces",
+          [len(s) for s in pos.split((counts + 1).tolist())], "running",
+          mask.cumsum(-1)[:, -1].tolist())
+    sys.exit(0)
 if sys.argv[1:] == ["sum-first"]:
     counts = mask.sum(dim=-1)
     sel = ids[mask]

@@ -142,8 +142,13 @@ TWINS = frozenset((
     "clamp_max", "sigmoid", "tanh", "_to_copy", "clone", "softplus",
     "relu", "exp2", "expm1", "log1p", "sin", "cos"))
 TWIN_KEYS = 1 << 16     # recipes kept (Values.recipe_nums)
-# Ops that count a bool tensor's true elements (Values.mask).
-MASK_COUNTS = frozenset(("sum", "count_nonzero"))
+# Ops that count a bool tensor's true elements (Values.mask), and those
+# that read its elements as numbers (a cast to an integer or floating
+# type, a running count): the mask's values are fixed there too, so that
+# a count of the cast (`m.long().sum(-1).tolist()`) and a nonzero of the
+# mask or of a pad of it agree (h-net's dynamic chunking splits the
+# boundaries' positions by the first).
+MASK_COUNTS = frozenset(("sum", "count_nonzero", "_to_copy", "cumsum"))
 # Ops that keep a tensor's partly known values (Values._part): those
 # that make one (a cat of known and unknown pieces, a constant pad of
 # one), the views and copies that carry its elements, a comparison of it with a
@@ -2248,7 +2253,9 @@ class Values:
         pend = self.pending
         self.pending = None
         if name in MASK_COUNTS and args and isinstance(args[0], self.Fake) \
-                and args[0].dtype == self.torch.bool:
+                and args[0].dtype == self.torch.bool and \
+                not (isinstance(out, self.Fake) and
+                     out.dtype == self.torch.bool):
             self._count(args[0], "mask")
         if name in NEGATIONS and not self.cpu and args and \
                 isinstance(args[0], self.Fake) and \
