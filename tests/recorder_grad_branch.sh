@@ -4,14 +4,16 @@
 # take, against an H200's allocator: each case of
 # validate/device/grad_branch_probe.py (x (16, 96) floats, one op, the
 # backward of a sum) is recorded and its requests (+SIZE an alloc, -SIZE
-# a free, in order) must be the H200's (torch 2.11), kept in
+# a free, in order) must be the H200's (torch 2.11; an H100's made the
+# same, and masked_select's is the H100's), kept in
 # tests/data/record/grad_branch/requests.txt.  Among them prod_backward
 # (the input's zeros counted, then grad * (result / input)),
 # cumprod_backward (any().item(), the reversed cumsum and a division),
 # masked_fill_backward of a tensor value (masked_select(...).sum(), with
 # the mask's nonzero()), median() of a whole tensor (its sort) and the
-# int64 copy of a bool mask summed (docs/recording.md, autograd's
-# branches for tensor subclasses).  Skips (77) without PyTorch.
+# int64 copy of a bool mask summed, and masked_select's backward
+# (masked_scatter_'s prefix sum and CUB scan storage) (docs/recording.md,
+# autograd's branches for tensor subclasses).  Skips (77) without PyTorch.
 set -u
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 need_torch
