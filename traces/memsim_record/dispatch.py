@@ -2588,10 +2588,11 @@ class Dispatch:
             x.dim() == 4 and not (fmt_cl or tr) and int(gr) == 1 and \
             self.major >= 7
         if fp32_nchw and torch.backends.cudnn.benchmark and \
-                kernels.fft_covers(x.shape, w.shape, y.shape, st, dil, 32):
-            # a filter of 32 or more covering its input (a double
-            # backward's weight gradient): the plan cudnn.benchmark's find
-            # chooses is cuDNN's FFT (kernels.fft_covers)
+                kernels.fft_covers(x.shape, w.shape, y.shape, st, dil,
+                                   True):
+            # a filter covering its input (a double backward's weight
+            # gradient) where the plan cudnn.benchmark's find chooses is
+            # cuDNN's FFT (kernels.fft_covers)
             ev = [("alloc", "ws", kernels.fft_forward(x.shape, w.shape,
                                                       pad)), ("free", "ws")]
         elif fp32_nchw and min(w.shape[2:]) >= 7 and \
@@ -2741,10 +2742,10 @@ class Dispatch:
             code = 2
         elif op == "forward" and not fmt_cl and (same or (
                 not tr and kernels.fft_covers(xs, ws, ys, stride, dil,
-                                              16))):
-            # (a filter of 16 or more covering its input, a double
-            # backward's weight gradient: the FFT among the find's
-            # candidates, kernels.fft_covers)
+                                              False))):
+            # (a filter covering its input, a double backward's weight
+            # gradient: the FFT among the find's candidates where
+            # kernels.fft_covers says)
             code = 3
         else:
             return None

@@ -182,32 +182,49 @@ def fft_forward(x_shape, w_shape, padding):
         max(n * c + k * c, n * k) * _fft_tile(x_shape, padding)
 
 
-def fft_covers(x_shape, w_shape, y_shape, stride, dilation, least):
-    """Whether a forward convolution has a filter that covers its
-    input: stride and dilation 1, a filter of at least LEAST in each
-    spatial dimension and larger than the output there.  Such is the
+def fft_covers(x_shape, w_shape, y_shape, stride, dilation, chosen):
+    """Whether cudnn.benchmark's find of a forward convolution whose
+    filter covers its input has cuDNN's FFT engine (fft_forward) among
+    its candidates, or with CHOSEN, as the plan it picks.  Such is the
     weight gradient of a convolution's double backward:
     _convolution_double_backward computes gW as at::convolution(ggI^T,
-    gO^T), batch and channels swapped, the output gradient's H x W the
-    filter and the weight's R x S (the padding's excess narrowed off)
-    the output.  On the H200 (cuDNN 9.19; AdaHessian's WRN-10-2 at
-    batch 128, fp32 NCHW, an H200 snapshot), cudnn.benchmark's find of
-    such a convolution had cuDNN's FFT engine (fft_forward, to the
-    byte) as its largest candidate for filters of 32 (16 -> 32 and
-    32 -> 32 channels of 3x3, 16 -> 32 of 1x1) and 16 (64 -> 64), not
-    for 8 (128 -> 128), and chose it as the plan for those of 32 alone.
-    Without cudnn.benchmark cuDNN's heuristics gave the rules' plan
-    (x + w + y + 16) to those of PyHessian's ResNet-20 at batch 100
-    (16 -> 16 channels, a filter of 32; 32 -> 32, of 16; to the byte,
-    every call of an H200 snapshot).  Integers only (False under
-    --symbolic where a size is symbolic: the rules' plan)."""
+    gO^T), batch and channels swapped (X is C x N x H x W, the filter K
+    x N x H x W), the output gradient's H x W the filter and the
+    weight's R x S (the padding's excess narrowed off) the output.
+    Covering: stride and dilation 1, a filter larger than the output in
+    each spatial dimension.  Candidate: a filter of 16 or more, or of 8
+    or more where K*C is at most 4,096.  Chosen: a filter of 16 or
+    more where K*C is 512 to 1,024 or C at most 4 (an image's
+    channels).  Measured (cuDNN 9.19, fp32 NCHW, 3x3 layers of padding
+    1 unless said): on the H200, AdaHessian's WRN-10-2 at batch 128 (an
+    H200 snapshot): the FFT the largest candidate for filters of 32
+    (16 -> 32 and 32 -> 32 channels, 16 -> 32 of 1x1) and 16 (64 ->
+    64), not for 8 (128 -> 128), and the plan for those of 32 alone;
+    on the H100 (validate/device/conv_hvp_probe.py, batches 64 to 128;
+    tests/data/record/conv_hvp_h100.tsv): a candidate at 16 -> 16, 32
+    -> 32, 3 -> 16 and 16 -> 32 at 32 x 32, 32 -> 32 and 64 -> 64 at 16
+    x 16, 64 -> 64 at 8 x 8, not 128 -> 128 at 8 x 8; the plan at 32 ->
+    32 (filters of 32 and 16), 3 -> 16 and 16 -> 32, not 16 -> 16 at 32
+    x 32 nor 64 -> 64 or 128 -> 128 (every batch alike).  The plan is
+    the fastest candidate cuDNN timed: the bounds are those of the
+    layers measured.  Without cudnn.benchmark cuDNN's heuristics gave
+    the rules' plan (x + w + y + 16) to every such call (PyHessian's
+    ResNet-20 at batch 100 on the H200, to the byte; the H100 probe's
+    27).  Integers only (False under --symbolic where a size is
+    symbolic: the rules' plan)."""
     if len(x_shape) != 4 or any(type(symsize(v)) is not int for v in
                                 tuple(x_shape) + tuple(w_shape) +
                                 tuple(y_shape)):
         return False
-    return all(int(v) == 1 for v in tuple(stride) + tuple(dilation)) and \
-        all(int(r) >= least and int(r) > int(p) for r, p in
-            zip(w_shape[2:], y_shape[2:]))
+    if not (all(int(v) == 1 for v in tuple(stride) + tuple(dilation)) and
+            all(int(r) > int(p) for r, p in zip(w_shape[2:],
+                                                y_shape[2:]))):
+        return False
+    f = min(int(r) for r in w_shape[2:])
+    kc = int(w_shape[0]) * int(x_shape[0])
+    if chosen:
+        return f >= 16 and (512 <= kc <= 1024 or int(x_shape[0]) <= 4)
+    return f >= 16 or (f >= 8 and kc <= 4096)
 
 
 def fft_weight(x_shape, w_shape, padding):
