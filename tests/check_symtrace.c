@@ -141,18 +141,26 @@ START_TEST(test_rules)
 				 16), 189603856);
 	ck_assert_int_eq(eval_ok("conv_find(0;4;B;3;64;224;224;7;7;3;3;0)",
 				 16), 80810000);
-	/* a layer of small images both wide and large (sides <= 16, K*C >=
-	 * 32768, N*H*W > 8192: kernels.strided_fft_candidate) has no FFT
-	 * candidate, the plan's (resnet8x4's 128 -> 256 at 16 x 16: 8 and 32
-	 * images the FFT, 64 not; WRN-16-8's at 32 x 32, 32 images, the
-	 * FFT) */
+	/* kernels.strided_fft_candidate: no FFT candidate, the plan's,
+	 * where N*H*W > 4096 for an odd kernel with 32768 <= K*C < 65536 and
+	 * N*H*W <= 16384 (3x3 128 -> 256 at 16 x 16: 16 images the FFT,
+	 * 17 to 64 not, 96 the FFT; WRN-16-8's at 32 x 32, 32 images, the
+	 * FFT; 256 -> 256 at 16 x 16, 64 images, the FFT) or an even one
+	 * with K*C >= 32768 (4x4 256 -> 512 at 16 x 16: 16 images the FFT,
+	 * 17 not) */
 	const char *fr = "conv_find(13762576;4;B;128;256;16;16;3;3;1;1;0)";
 	ck_assert_int_eq(eval_ok(fr, 8), 600973328);
+	ck_assert_int_eq(eval_ok(fr, 16), 629424144);
+	ck_assert_int_eq(eval_ok(fr, 17), 13762576);
 	ck_assert_int_eq(eval_ok(fr, 64), 13762576);
-	ck_assert_int_eq(eval_ok(fr, 32), 686325776);
-	ck_assert_int_eq(eval_ok(fr, 33), 13762576);
+	ck_assert_int_eq(eval_ok(fr, 96), 913932304);
 	ck_assert_int_eq(eval_ok("conv_find(0;4;B;128;256;32;32;3;3;1;1;0)",
 				 32), 705724432);
+	ck_assert_int_eq(eval_ok("conv_find(0;4;B;256;256;16;16;3;3;1;1;0)",
+				 64), 1523646480);
+	const char *f4 = "conv_find(20971536;4;B;256;512;16;16;4;4;1;1;0)";
+	ck_assert_int_eq(eval_ok(f4, 16), 2413821968);
+	ck_assert_int_eq(eval_ok(f4, 17), 20971536);
 	const char *bad[] = {"reduce_buffer(B;1)", "min(B;2)",
 			     "reduce_buffer(B,1,3,4,4,4,0,132,2048)",
 			     "reduce_buffer(B;1;3;4;4;4;0;132;2048",

@@ -1,9 +1,10 @@
 #!/bin/sh
 # memsim record --fake: cudnn.benchmark's find of a stride-2
-# backward-data convolution of small images both wide and large (sides
-# <= 16, K*C >= 32768, N*H*W > 8192: kernels.strided_fft_candidate;
-# AdaHessian's WRN-16-8, 32 images, took the FFT at 32 x 32 and at
-# 16 x 16 with 256 -> 512 channels) allocates the chosen plan's
+# backward-data convolution of a wide layer of a few thousand positions
+# (a 3x3 kernel, 32768 <= K*C < 65536, 4096 < N*H*W <= 16384:
+# kernels.strided_fft_candidate; AdaHessian's WRN-16-8, 32 images, took
+# the FFT at 32 x 32, N*H*W 32768, and at 16 x 16 with 256 -> 512
+# channels) allocates the chosen plan's
 # workspace, not the four phases' tiled FFT (kernels.fft_data_strided).
 # PyTorch's find (get_plans_from_find -> generate_and_filter_plans)
 # allocates the largest workspace of every plan cuDNN's heuristics and

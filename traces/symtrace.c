@@ -187,9 +187,10 @@ sym_rule_conv_split_k(sym_ex_t *x, const int64_t *a)
 
 /* conv_find()'s op 4 (kernels.fft_data_strided), its arguments checked:
  * the larger of PLAN and the stride-2 backward-data candidate, which is
- * none (PLAN) for a layer of K*C >= 32768 and N*H*W > 8192 of sides
- * of 16 or less (kernels.strided_fft_candidate: cuDNN's heuristics give
- * no such engine there). */
+ * none (PLAN) where N*H*W > 4096 for an even kernel with K*C >= 32768,
+ * or an odd one with 32768 <= K*C < 65536 and N*H*W <= 16384
+ * (kernels.strided_fft_candidate: cuDNN's heuristics give no such
+ * engine there). */
 static int64_t
 sym_conv_find_strided(sym_ex_t *x, int64_t plan, int64_t n, int64_t c,
 		      int64_t k, int64_t h, int64_t w, int64_t r, int64_t s,
@@ -201,10 +202,10 @@ sym_conv_find_strided(sym_ex_t *x, int64_t plan, int64_t n, int64_t c,
 	int64_t qh = (r + 1) / 2 + (r % 2 == 0 && ph % 2 == 1);
 	int64_t qw = (s + 1) / 2 + (s % 2 == 0 && pw % 2 == 1);
 	int64_t kc, nk, nc, tiles, img, a, fft;
-	if (h <= 16 && w <= 16 &&
-	    !__builtin_mul_overflow(k, c, &kc) && kc >= 32768 &&
+	if (!__builtin_mul_overflow(k, c, &kc) && kc >= 32768 &&
 	    !__builtin_mul_overflow(n, h, &a) &&
-	    !__builtin_mul_overflow(a, w, &a) && a > 8192)
+	    !__builtin_mul_overflow(a, w, &a) && a > 4096 &&
+	    (r % 2 == 0 || (kc < 65536 && a <= 16384)))
 		return plan;
 	ho += r % 2 == 1 && ph % 2 == 1;
 	wo += s % 2 == 1 && pw % 2 == 1;

@@ -2716,7 +2716,7 @@ class Dispatch:
         output); channels_last adds kernels.conv's transposed operands.
         At stride 2, backward-data with a kernel of 3 or more: the four
         phases' tiled FFT (kernels.fft_data_strided; not a candidate of
-        1x1 finds, nor of a wide and large layer of small images,
+        1x1 finds, nor of some wide layers of a few thousand positions,
         kernels.strided_fft_candidate), channels_last as NCHW.  ONE_D:
         a 1-d convolution, its shapes the 2-d view's (height 1): the
         same forward and backward-weight FFTs (HiFi-GAN's discriminators
@@ -2754,10 +2754,10 @@ class Dispatch:
         xd = ys if tr else xs
         dims = (xd[0], xd[1], ws[0], xd[2], xd[3])
         if code == 4 and all(type(d) is int for d in dims) and \
-                not kernels.strided_fft_candidate(*dims):
-            # (a wide and large layer of small images: cuDNN's heuristics
-            # give no such engine; under --symbolic kernels.conv_find_rule
-            # decides)
+                not kernels.strided_fft_candidate(*dims, r):
+            # (a wide layer of a few thousand positions: cuDNN's
+            # heuristics give no such engine; under --symbolic
+            # kernels.conv_find_rule decides)
             return None
         return (code, xd[0], xd[1], ws[0], xd[2], xd[3], r, s, ph,
                 pw, int(bool(fmt_cl)))

@@ -297,39 +297,50 @@ def fft_data_strided(x_shape, w_shape, padding):
         16 * qh * qw * k * c + 4 * (n * k * ho * wo + n * c * h * w) + 16
 
 
-def strided_fft_candidate(n, c, k, h, w):
+def strided_fft_candidate(n, c, k, h, w, r):
     """Whether fft_data_strided's engine is among the candidates of the
     find of a stride-2 backward-data convolution of N images of H x W,
-    C channels (the input gradient's) and K (the output gradient's).
-    PyTorch allocates the largest workspace of every plan cuDNN gives
-    (get_plans_from_find -> generate_and_filter_plans: all the engine
-    configs of cuDNN's heuristics, CUDNN_HEUR_MODE_INSTANT, and of its
-    fallback list, less filterEngineConfigs' and the errata's, within
-    get_available_workspace(), the caching allocator's cacheInfo(): at
-    least the device's free memory); torch.backends.cudnn.benchmark_limit
-    bounds only the plans that time_sorted_plan times in that workspace,
-    not the allocation.  So which engines are candidates is cuDNN's
-    heuristics' choice, not PyTorch's.  Measured on the H200 (cuDNN
-    9.19): not a candidate of a layer of small images both wide and
-    large, sides of 16 or less, K*C of 32,768 or more and N*H*W over
-    8,192: 64 images of 16 x 16 at 128 -> 256 and 256 -> 512 channels
-    (tests/data/record/cudnn_find_stride2.tsv, whose finds took 15 and
-    44 MB), a VQ-VAE's 256 -> 256 at 16 x 16 (128 images),
-    RepDistiller's resnet8x4 128 -> 256 at 16 x 16 (64 and 52 images,
-    its H200 runs); a candidate of every other layer measured: K*C up to
-    8,192 at any size (64 images of 64 x 64, 128 -> 64 channels;
-    CycleGAN's 128 -> 64 at 256 x 256), any width up to N*H*W of 4,096
-    (64 images of 8 x 8, 256 -> 1024 channels; 8 of 16 x 16, 128 ->
-    256), and AdaHessian's WRN-16-8 (32 images: 128 -> 256 at 32 x 32,
-    N*H*W 32,768, a 705,724,432-byte find; 256 -> 512 at 16 x 16, N*H*W
-    8,192, its 2,517,696,528 bytes the H200 run's peak).
+    C channels (the input gradient's), K (the output gradient's) and a
+    kernel of R rows.  PyTorch allocates the largest workspace of every
+    plan cuDNN gives (get_plans_from_find -> generate_and_filter_plans:
+    all the engine configs of cuDNN's heuristics, CUDNN_HEUR_MODE_INSTANT,
+    and of its fallback list, less filterEngineConfigs' and the errata's,
+    within get_available_workspace(), the caching allocator's
+    cacheInfo(): at least the device's free memory);
+    torch.backends.cudnn.benchmark_limit bounds only the plans that
+    time_sorted_plan times in that workspace, not the allocation.  So
+    which engines are candidates is cuDNN's heuristics' choice, not
+    PyTorch's, and no plain bound of size gives it: not a candidate,
+    where N*H*W is over 4,096, of an even kernel (4x4 measured) with
+    K*C of 32,768 or more, or of an odd one (3x3 measured) with K*C of
+    32,768 to under 65,536 (128 -> 256 channels the one measured) and
+    N*H*W of at most 16,384; a candidate of every other layer measured.
+    Measured with cuDNN 9.19, fp32 NCHW, padding 1.  On the H100
+    (validate/device/cudnn_find_strided_probe.sh; tests/data/record/
+    cudnn_find_strided_h100.tsv, 46 layers): 3x3 128 -> 256 not at
+    N*H*W of 5,120 to 16,384 (sides 8, 16, 32 and 64), a candidate at
+    2,048 to 4,096 and at 16 x 16 for 96 images (24,576); 3x3 128 ->
+    128, 64 -> 256, 64 -> 128 and 256 -> 256 at every size (N*H*W to
+    131,072; 256 -> 256 to 16,384 at 8 x 8 and 16 x 16); 4x4 128 -> 256
+    and 256 -> 512 at 16 x 16 a candidate for 8 and 16 images, not 32
+    and 64.  On the H200 (tests/data/record/cudnn_find_stride2.tsv,
+    cudnn_find.tsv's three, the corpus's runs): 4x4 128 -> 256 and 256
+    -> 512 at 16 x 16 not for 64 images, a VQ-VAE's 256 -> 256 (4x4
+    as such encoders' downsampling) at 16 x 16 not for 128, 4x4 K*C of
+    32,768 or more a candidate at N*H*W of 4,096 or less (DCGAN's 256 ->
+    512 at 8 x 8, 8 to 64 images; 32 to 512 -> 512), K*C up to 8,192 at
+    any size (CycleGAN's 128 -> 64 at 256 x 256); 3x3: RepDistiller's
+    resnet8x4 128 -> 256 at 16 x 16 not for 64 and 52 images,
+    AdaHessian's WRN-16-8 a candidate (32 images: 128 -> 256 at 32 x 32,
+    N*H*W 32,768, a 705,724,432-byte find; 256 -> 512 at 16 x 16, K*C
+    131,072, its 2,517,696,528 bytes the H200 run's peak).
     Not modelled: CycleGAN's transposed 256 -> 128 layer at 128 x 128
-    (one image), whose find had no FFT either.  The bounds lie in gaps
-    where nothing was measured (validate/device/
-    cudnn_find_strided_probe.sh maps them: N*H*W 8,192 to 13,312 at 16 x
-    16, sides 17 to 31); K*C between 8,192 and 32,768
-    (a ResNet-50's 128 -> 128 layer) stays a candidate, as before."""
-    return not (k * c >= 32768 and n * h * w > 8192 and max(h, w) <= 16)
+    (one image), whose find had no FFT either.  Kernels of 5 to 7 were
+    measured with K*C of 192 alone (candidates)."""
+    kc, nhw = k * c, n * h * w
+    if r % 2 == 0:
+        return not (kc >= 32768 and nhw > 4096)
+    return not (32768 <= kc < 65536 and 4096 < nhw <= 16384)
 
 
 def fft_weight_chosen(x_shape, w_shape, stride, padding, dilation):
@@ -390,7 +401,7 @@ def conv_find_rule(plan, op, n, c, k, h, w, r, s, ph, pw, cl):
     same rule for a symbolic trace's conv_find(), its arguments these,
     in this order)."""
     x, wt = (n, c, h, w), (k, c, r, s)
-    if op == 4 and not strided_fft_candidate(n, c, k, h, w):
+    if op == 4 and not strided_fft_candidate(n, c, k, h, w, r):
         return plan
     fft = (fft_weight, fft_data, fft_forward,
            fft_data_strided)[op - 1](x, wt, (ph, pw))
