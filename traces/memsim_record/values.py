@@ -142,13 +142,11 @@ TWINS = frozenset((
     "clamp_max", "sigmoid", "tanh", "_to_copy", "clone", "softplus",
     "relu", "exp2", "expm1", "log1p", "sin", "cos"))
 TWIN_KEYS = 1 << 16     # recipes kept (Values.recipe_nums)
-# Ops that count a bool tensor's true elements (Values.mask), and those
-# that read its elements as numbers (a cast to an integer or floating
-# type, a running count): the mask's values are fixed there too, so that
-# a count of the cast (`m.long().sum(-1).tolist()`) and a nonzero of the
-# mask or of a pad of it agree (h-net's dynamic chunking splits the
-# boundaries' positions by the first).
-MASK_COUNTS = frozenset(("sum", "count_nonzero", "_to_copy", "cumsum"))
+# Ops that count a bool tensor's true elements (Values.mask), of the mask
+# or of a cast of it to a number type (Values._cast_count: h-net's
+# dynamic chunking splits the nonzero positions of a pad of its
+# boundary mask by `mask.long().sum(-1).tolist()`; a running count too).
+MASK_COUNTS = frozenset(("sum", "count_nonzero", "cumsum"))
 # Ops that keep a tensor's partly known values (Values._part): those
 # that make one (a cat of known and unknown pieces, a constant pad of
 # one), the views and copies that carry its elements, a comparison of it with a
@@ -677,6 +675,10 @@ class Values:
         # complement's skey and gen), skey, gen): m and ~m, both of
         # unknown values (Values._negation)
         self.negs = WeakIdKeyDictionary()
+        # fake -> ((a weak reference to a bool mask of unknown values, the
+        # mask's skey and gen), skey, gen): the fake is the mask cast to
+        # a number type, neither written since (Values._cast_count)
+        self.casts = WeakIdKeyDictionary()
         # fake -> ((values, known), skey, gen): a tensor some of whose
         # elements are known, its values and which (Values._part)
         self.parts = WeakIdKeyDictionary()
@@ -1529,6 +1531,24 @@ class Values:
             return None
         return y
 
+    def _cast_count(self, t):
+        """A count (MASK_COUNTS) of T, a cast of a bool mask of unknown
+        values to a number type: the mask's values as its first count
+        gives them (Values.mask), and T's the same, cast."""
+        ent = self._kept(self.casts, t)
+        if ent is None or self._has(t):
+            return
+        m = ent[0]()
+        if m is None or self._skey(m) != ent[1] or \
+                self.gen.get(ent[1], 0) != ent[2] or \
+                not self._count(m, "mask"):
+            return
+        r = self.real(m)
+        if r is not None:
+            with self.unset():
+                r = r.to(t.dtype)
+            self._set(t, self._layout(t, r))
+
     def _count(self, t, kind):
         """Values.mask(T), counted as one assumption KIND (the number of
         true elements); whether T now has values."""
@@ -2252,11 +2272,21 @@ class Values:
         shadow make the written storages' shadows stale."""
         pend = self.pending
         self.pending = None
-        if name in MASK_COUNTS and args and isinstance(args[0], self.Fake) \
-                and args[0].dtype == self.torch.bool and \
-                not (isinstance(out, self.Fake) and
-                     out.dtype == self.torch.bool):
-            self._count(args[0], "mask")
+        if name in MASK_COUNTS and args and isinstance(args[0], self.Fake):
+            if args[0].dtype == self.torch.bool:
+                self._count(args[0], "mask")
+            elif self.casts:
+                self._cast_count(args[0])
+        if name == "_to_copy" and not self.cpu and args and \
+                isinstance(args[0], self.Fake) and \
+                isinstance(out, self.Fake) and \
+                args[0].dtype == self.torch.bool != out.dtype and \
+                tuple(args[0].shape) == tuple(out.shape) and \
+                not self._has(args[0]):
+            k = self._skey(args[0])
+            if k is not None:
+                self._keep(self.casts, out, (weakref.ref(args[0]), k,
+                                             self.gen.get(k, 0)))
         if name in NEGATIONS and not self.cpu and args and \
                 isinstance(args[0], self.Fake) and \
                 isinstance(out, self.Fake) and \
