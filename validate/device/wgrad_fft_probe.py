@@ -1,13 +1,15 @@
 """Where cuDNN's heuristics (cudnn.benchmark off) take the FFT engine for
-fp32 NCHW 3x3 convolutions (kernels.fft_weight_chosen's region, fitted on
-7 calls): each phase's workspace, the peak of requested bytes inside the
-call less its output, over a grid of batch, channels in and out, side and
-stride.  Rows whose weight column equals kernels.fft_weight() ran the FFT.
+fp32 NCHW 3x3 convolutions (kernels.fft_weight_chosen's region): each
+phase's workspace, the peak of requested bytes inside the call less its
+output, over a grid of batch, channels in and out, side and stride.  Rows
+whose weight column equals kernels.fft_weight() ran the FFT.
   python3 wgrad_fft_probe.py > OUT.txt
-Each line: N C K H stride forward data weight (bytes).  Batches 96 and
-100 too: PyHessian's ResNet-20 at 100 images took the FFT for 16 -> 16
-at 32 x 32 on the H200 (outside the region), Torch-Pruning's ResNet-56
-at 64 seems not to (its reserved peak)."""
+Each line: N C K H stride forward data weight (bytes).  Run on an H100
+(2026-12-07): tests/data/record/conv_wgrad_fft.tsv, the region refitted
+on it (16 -> 16 at 32 x 32 from 64 images the FFT, as PyHessian's
+ResNet-20 at 100 images on the H200; Torch-Pruning's ResNet-56 at 64
+seemed not to take it there, by its reserved peak: run this on an H200
+to tell the two GPUs apart)."""
 import itertools
 import torch
 
