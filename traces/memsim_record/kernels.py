@@ -453,13 +453,19 @@ def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
     four = phase == "forward" and itemsize == 2 and not transposed and \
         len(x_shape) == 4 and int(x_shape[1]) == 4 and \
         not all(int(v) == 4 for v in tuple(w_shape[2:]) + tuple(stride))
-    # a 7x7 stride-2 image stem over 1 or 3 channels (_stem_forward)
-    stem = phase == "forward" and not transposed and len(x_shape) == 4 \
-        and int(x_shape[1]) in (1, 3) and \
+    # a 7x7 stride-2 image stem over 1 or 3 channels: its forward
+    # (_stem_forward); its weight gradient, fp32 NCHW over 3 channels to
+    # at most 64 (_stem_weight)
+    stem7 = not transposed and len(x_shape) == 4 and \
+        int(x_shape[1]) in (1, 3) and \
         all(int(v) == 7 for v in w_shape[2:]) and \
         all(int(v) == 2 for v in stride) and \
         all(int(v) == 3 for v in padding) and \
         all(int(v) == 1 for v in dilation)
+    stem = stem7 and phase == "forward"
+    stemw = stem7 and phase == "weight" and itemsize == 4 and \
+        not channels_last and int(x_shape[1]) == 3 and \
+        int(w_shape[0]) <= 64
     # a half-precision RGB patch embedding's weight gradient
     # (_patch_weight): kernel = stride of 14 or 16, 128 or more channels
     # out
@@ -479,14 +485,6 @@ def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
         tuple(int(v) for v in w_shape[2:]) and \
         all(int(v) == 0 for v in padding) and \
         all(int(v) == 1 for v in tuple(y_shape[2:]) + tuple(dilation))
-    # its weight gradient, fp32 over 3 channels to at most 64 (_stem_weight)
-    stemw = phase == "weight" and itemsize == 4 and not transposed and \
-        not channels_last and len(x_shape) == 4 and \
-        int(x_shape[1]) == 3 and int(w_shape[0]) <= 64 and \
-        all(int(v) == 7 for v in w_shape[2:]) and \
-        all(int(v) == 2 for v in stride) and \
-        all(int(v) == 3 for v in padding) and \
-        all(int(v) == 1 for v in dilation)
     if transposed:
         x_shape, y_shape = y_shape, x_shape
         phase = {"forward": "data", "data": "forward"}.get(phase, phase)
@@ -494,7 +492,7 @@ def conv(phase, x_shape, w_shape, y_shape, itemsize, stride, padding,
     y = _prod(y_shape) * itemsize
     w = _prod(w_shape) * itemsize
     if stemw:
-        size = _stem_weight(x_shape, w_shape, y_shape, x, w, y)
+        size = _stem_weight(symsize(x_shape[0]), x, w, y)
         return [("alloc", "ws", size), ("free", "ws")]
     if patch3d:
         size = _patch3d(phase, x_shape, w_shape, x, w, itemsize)
@@ -737,10 +735,10 @@ def _stem_forward(x_shape, w_shape, y_shape, x, w, y, itemsize, bf16):
     return x + w + y
 
 
-def _stem_weight(x_shape, w_shape, y_shape, x, w, y):
+def _stem_weight(n, x, w, y):
     """The backward-weight workspace of an fp32 NCHW 7x7 stride-2 stem
     (padding 3) over 3 channels to K <= 64 (torchvision's ResNets'
-    conv1), X, W and Y its input, weight and output bytes.  The engine
+    conv1) of N images, X, W and Y its input, weight and output bytes.  The engine
     cuDNN's heuristics pick holds the input and weight with their
     channels padded to 4, the output gradient, S split-K partial weight
     gradients (padded to 4 channels, fp32) and 144 bytes; S follows the
@@ -755,7 +753,6 @@ def _stem_weight(x_shape, w_shape, y_shape, x, w, y):
     32 images of 224 x 224, the corpus's ImageNet trainer: 134,522,000
     bytes, the H100 snapshot's own.  Wider stems take other
     slice counts (K = 384 and 768: 1 to 36): the general rule stays."""
-    n = symsize(x_shape[0])
     xp = x // 3 * 4
     wp = w // 3 * 4
     if n <= 2:
