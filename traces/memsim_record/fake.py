@@ -1563,6 +1563,18 @@ def _patch_cuda(torch, rec, dev):
         bc.is_built = lambda: True
     except Exception:
         pass
+    # TorchScript's fuser compiles a fusion group's CUDA kernel (NVRTC
+    # through libcuda) at a scripted function's first optimized run,
+    # where PyTorch is a CUDA build: never asked (effdet's scripted
+    # _batch_detection stopped at its third call with "Error in dlopen:
+    # libcuda.so.1").  Its groups run op by op at every call, as at the
+    # profiling executor's first calls in a real run; a fused call's
+    # peak is lower by the group's intermediates (docs/
+    # recording-boundary.md).  A script's own switch
+    # (torch.jit.fuser("fuser1"), Megatron's set_jit_fusion_options)
+    # leaves it off.
+    torch._C._jit_override_can_fuse_on_gpu(False)
+    torch._C._jit_override_can_fuse_on_gpu = lambda flag: None
     _patch_profiling(torch)
     torch.Tensor.pin_memory = lambda self, *a, **k: self
     torch.Tensor.record_stream = lambda self, s: None
