@@ -7,8 +7,13 @@
 # recorder has it load them in the calling thread.  The trace peaks, once
 # loaded, every parameter and buffer of the model in bf16, each a block
 # of the caching allocator (round_size: a multiple of 512 bytes), as the
-# same load onto the CPU counts them.  Skips (77) without PyTorch or
-# transformers.
+# same load onto the CPU counts them.  The same under torch.inference_mode
+# (FastChat's @torch.inference_mode() main), loaded on the host and moved
+# with .to("cuda"): from_pretrained builds the model under
+# torch.device("meta"), where torch.tensor([]) detaches its meta result in
+# place, which the fake mode refused ("Can't call metadata mutating ops on
+# non-Fake Tensor inputs"); the meta kernel runs.  Skips (77) without
+# PyTorch or transformers.
 set -u
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
 need_torch
@@ -27,8 +32,18 @@ ts = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
       for t in list(m.parameters()) + list(m.buffers())}
 print(sum((n + 511) // 512 * 512 for n in ts.values()))
 PY
-for map in cuda auto; do
-	cat >"load.py" <<PY
+for map in cuda auto inference; do
+	if [ $map = inference ]; then
+		cat >"load.py" <<PY
+import torch
+from transformers import AutoModelForCausalLM
+with torch.inference_mode():
+    m = AutoModelForCausalLM.from_pretrained("tiny", dtype=torch.bfloat16)
+    m = m.to("cuda")
+assert next(m.parameters()).device.type == "cuda"
+PY
+	else
+		cat >"load.py" <<PY
 import torch
 from transformers import AutoModelForCausalLM
 m = AutoModelForCausalLM.from_pretrained("tiny", dtype=torch.bfloat16,
@@ -36,6 +51,7 @@ m = AutoModelForCausalLM.from_pretrained("tiny", dtype=torch.bfloat16,
 assert next(m.parameters()).device.type == "cuda"
 print("allocated", torch.cuda.memory_allocated())
 PY
+	fi
 	$MEMSIM record --fake -o "$map.csv" -- "$PY" load.py >/dev/null \
 		2>"$tmp/err" || fail "$map: $(tail -3 "$tmp/err")"
 	$MEMSIM run --json "$map.csv" >"$map.json" || fail "$map: run"

@@ -210,6 +210,17 @@ def _custom_op_body(func):
     return fns.get("cuda") or fns.get(None)
 
 
+_INPLACE_VIEW = {}   # OpOverload -> whether it carries Tag.inplace_view
+
+
+def _inplace_view(func):
+    iv = _INPLACE_VIEW.get(func)
+    if iv is None:
+        iv = _INPLACE_VIEW[func] = \
+            torch.Tag.inplace_view in getattr(func, "tags", ())
+    return iv
+
+
 class Dispatch:
     """One recording's dispatch: REC the trace, OPT the recorder's
     options, KN what is known of values (known.Known), WATCH the progress
@@ -354,6 +365,17 @@ class Dispatch:
                     if self.host_rng.draws(func):
                         self.host_rng.advance(func, args, kwargs)
                     return out
+            with unset_fake_temporarily():
+                return func(*args, **kwargs)
+        if args and type(args[0]) in (torch.Tensor, torch.nn.Parameter) \
+                and _inplace_view(func):
+            # A view op in place (detach_, t_, as_strided_...) of a plain
+            # tensor not on the host: a meta one, made for real as it is
+            # without the recorder (transformers' from_pretrained builds
+            # the model under torch.device("meta"), where torch.tensor([])
+            # under torch.inference_mode detaches its result in place).
+            # FakeTensorMode refuses metadata mutations of tensors not its
+            # own; the meta kernel runs.
             with unset_fake_temporarily():
                 return func(*args, **kwargs)
         if func is _COPY_ and len(args) >= 2 and \
