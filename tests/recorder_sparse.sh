@@ -60,4 +60,13 @@ awk '$1 == "backward" { b = $2 } $1 == "step" { s = $2 }
 [ "$(cat "$tmp/d" | tr '\n' ' ')" = "0 1049600 0 1049600 " ] ||
 	fail "sparse embedding step, zero_grad: $(cat "$tmp/d")"
 
+# A sparse tensor of values that require grad, detached: the same indices
+# and values, nothing allocated.  Before, the fake kernel's detach made
+# its result on the CUDA backend and the recording stopped ("aten::detach
+# has no fake (meta) kernel").
+$MEMSIM record --fake -o "$tmp/sd.csv" -- "$PY" "$SRC/recorder/sparse_detach.py" \
+	>"$tmp/out" 2>&1 || fail "sparse detach: $(tail -3 "$tmp/out")"
+grep -q "^detach torch.sparse_coo 2 False 0$" "$tmp/out" ||
+	fail "sparse detach: $(grep '^detach' "$tmp/out")"
+
 finish recorder_sparse.sh

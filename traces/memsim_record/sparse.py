@@ -29,6 +29,7 @@ PyTorch's CUDA kernel:
   .mm's forward; mm(S.t(), grad) its backward): s_addmm_out_sparse_dense
   _cuda; _sparse_mm's zeros come first for mm.
 
+- detach: a tensor of the same indices and values (detach() below).
 - _indices, _values of a tensor made here: the fake kernel's alias, with
   the values known of the tensor it was made of (part() below).
 - the values of an mm / addmm's output, where its operands' are known
@@ -379,6 +380,23 @@ def dense_add(d, mode, func, name, args, kwargs):
     return r
 
 
+def detach(d, mode, func, name, args, kwargs):
+    """detach of a sparse GPU tensor (torch.sparse_coo_tensor of values
+    that require grad detaches its result: PEFT's SHiRA delta weight):
+    a tensor of the same indices and values, nothing allocated, as
+    detach's alias; the fake kernel's makes its result on the CUDA
+    backend and fails."""
+    x = args[0] if args else None
+    if not _cuda(x):
+        return None
+    # made of the fake kernel's aliases (with the values given, which
+    # require grad, _MAKE's fake kernel fails as detach's does), the
+    # parts given kept for their known values (parts)
+    out = make(x, x._indices(), x._values(), x.is_coalesced())
+    _PARTS[out] = parts(x)
+    return out
+
+
 def part(d, mode, func, name, args, kwargs):
     """_indices() / _values() of a sparse GPU tensor made here: the fake
     kernel's alias of the indices or values, with the values known of the
@@ -407,6 +425,7 @@ HANDLERS = {
     "add_": dense_add,      # (add: Dispatch._add, which calls dense_add)
     "_sparse_coo_tensor_with_dims_and_tensors": construct,
     "clone": clone,
+    "detach": detach,
     "_to_copy": to_copy,
     "_coalesce": coalesce,
     "t": transpose,
