@@ -8,7 +8,8 @@
 # program, so a run there is a peak to predict of got past it: the test
 # held (values.asserted, assumption item:assert): True for `assert t`,
 # False for `assert not t`, each side of `assert a and b`, in the
-# program's functions too.  A bool asked elsewhere keeps the default.
+# program's functions too.  A bool asked elsewhere keeps the default.  A
+# number compared with a constant as the test is alike (an mIoU's).
 # Needs Python 3 and PyTorch; skips (77) without them.
 set -u
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"
@@ -41,4 +42,33 @@ for want in 'a.py:5 =True' 'a.py:7 =False' 'a.py:8 =True' 'a.py:10 =True'; do
 done
 grep -q ',assumption,item:bool a.py:13 =False$' "$tmp/a.csv" ||
 	fail "no item:bool default at a.py:13: $(grep assumption "$tmp/a.csv")"
+# A number an assert compares with a constant is what lets the program go
+# on (values.asserted_number): Lightweight-Segmentation's mIoU histograms
+# the intersection, prediction and label on the host, each .cpu() of a
+# tensor past host.HOST_FAKE_BYTES that stays fake, and asserts
+# `torch.sum(area_inter > area_union).item() == 0`, whose mask the count
+# rule gave half its elements: the recording stopped with AssertionError.
+# The same number compared outside an assert keeps the rules' answer.
+cat >"$tmp/m.py" <<'PY'
+import torch
+H, W, n = 512, 1024, 19
+out = torch.nn.Conv2d(3, n, 1).cuda()(torch.randn(1, 3, H, W).cuda())
+target = torch.randint(0, n, (1, H, W)).cuda().float() + 1
+predict = (torch.argmax(out, 1) + 1).float() * (target > 0).float()
+inter = predict * (predict == target).float()
+a_i = torch.histc(inter.cpu(), bins=n, min=1, max=n)
+a_p = torch.histc(predict.cpu(), bins=n, min=1, max=n)
+a_l = torch.histc(target.cpu(), bins=n, min=1, max=n)
+union = a_p + a_l - a_i
+assert torch.sum(a_i > union).item() == 0, "Intersection area should be smaller"
+assert (a_i > union).sum().item() < 1
+print("plain", (a_i > union).sum().item() == 0)
+PY
+(cd "$tmp" && $MEMSIM record --fake -o "$tmp/m.csv" -- "$PY" m.py) \
+	>"$tmp/err" 2>&1 || fail "mIoU: $(tail -3 "$tmp/err")"
+grep -qxF "plain False" "$tmp/err" || fail "mIoU plain: $(tail -3 "$tmp/err")"
+for want in 'm.py:11 =0' 'm.py:12 =0'; do
+	grep -q ",assumption,item:assert $want\$" "$tmp/m.csv" ||
+		fail "no item:assert $want: $(grep assumption "$tmp/m.csv")"
+done
 finish recorder_assert.sh

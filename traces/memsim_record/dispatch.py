@@ -530,6 +530,16 @@ class Dispatch:
     # Each returns the op's result, or _RUN where the op runs as any other.
     def _item(self, mode, func, name, args, kwargs):
         v = self.kn.item(args[0])
+        dt = args[0].dtype
+        if dt != torch.bool and not dt.is_complex:
+            # a number an assert statement compares with a constant:
+            # what lets the program go on, whatever the rules said
+            # (values.asserted_number)
+            a = values.asserted_number(dt.is_floating_point)
+            if a is not None:
+                if v is known.UNKNOWN or v != a:
+                    values.assume(self.rec, "item:assert", a)
+                return a
         if v is not known.UNKNOWN:
             return v
         v = _item_value(self.rec, args[0].dtype, torch)

@@ -354,6 +354,57 @@ def _assert_test(code, lasti):
     return None
 
 
+# asserted_number()'s answers by code object and instruction offset
+_ASSERT_NUMBERS = {}
+
+# the number that makes `x OP c` come out True, and False
+_PASSES = {"==": (0, 1), "!=": (1, 0), "<": (-1, 0), "<=": (0, 1),
+           ">": (1, 0), ">=": (0, -1)}
+
+
+def asserted_number(dtype_is_float):
+    """The number an .item() must answer where the program's frame
+    compares it with a constant as an assert statement's test
+    (Lightweight-Segmentation's and awesome-semantic-segmentation's
+    mIoU: `assert torch.sum(area_inter > area_union).item() == 0`), else
+    None: the value that makes the test hold, as asserted() answers a
+    bool (a failed assert ends the program; every run there is a peak
+    to predict of got past it).  The item's call, then the constant
+    (LOAD_CONST, LOAD_SMALL_INT), COMPARE_OP, and the test's jump."""
+    f = program_frame()
+    if f is None:
+        return None
+    key = (f.f_code, f.f_lasti)
+    if key not in _ASSERT_NUMBERS:
+        _ASSERT_NUMBERS[key] = _assert_number(f.f_code, f.f_lasti)
+    got = _ASSERT_NUMBERS[key]
+    if got is None:
+        return None
+    return float(got) if dtype_is_float else got
+
+
+def _assert_number(code, lasti):
+    """asserted_number()'s answer for the call at offset LASTI of CODE."""
+    import dis
+    ins = list(dis.get_instructions(code))
+    at = {x.offset: i for i, x in enumerate(ins)}
+    i = at.get(lasti)
+    if i is None or i + 3 >= len(ins) or "CALL" not in ins[i].opname:
+        return None
+    c, cmp = ins[i + 1], ins[i + 2]
+    if c.opname not in ("LOAD_CONST", "LOAD_SMALL_INT") or \
+            type(c.argval) not in (int, float) or \
+            cmp.opname != "COMPARE_OP":
+        return None
+    op = cmp.argrepr.replace("bool(", "").rstrip(")")
+    if op not in _PASSES:
+        return None
+    holds = _assert_test(code, ins[i + 3].offset)
+    if holds is None:
+        return None
+    return c.argval + _PASSES[op][0 if holds else 1]
+
+
 def _empty(t):
     """Whether T has no elements (sizes known: not symbolic)."""
     n = t.numel()
