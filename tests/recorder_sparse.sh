@@ -69,4 +69,17 @@ $MEMSIM record --fake -o "$tmp/sd.csv" -- "$PY" "$SRC/recorder/sparse_detach.py"
 grep -q "^detach torch.sparse_coo 2 False 0$" "$tmp/out" ||
 	fail "sparse detach: $(grep '^detach' "$tmp/out")"
 
+# A dense adjacency made sparse on the GPU (to_sparse: dense_to_sparse's
+# nonzero of 16 x 16, 32 entries, 2 x 32 int64; its indices cloned; the
+# tensor indexed at them, 1 x 32 floats, squeezed and cloned), then
+# torch.sparse.mm: the values the host computes, and line 12's
+# allocations in order (the copy to the GPU first).  Before, the
+# recording stopped ("aten::_to_sparse has no fake (meta) kernel").
+cp "$SRC/recorder/sparse_to_sparse.py" "$tmp/" || fail "copy"
+same_as_cpu sparse_to_sparse.py
+awk -F, '$3 == "alloc" && $8 ~ /sparse_to_sparse.py:12 / { print $5 }' \
+	"$tmp/sparse_to_sparse.csv" | tr '\n' ' ' >"$tmp/o"
+[ "$(cat "$tmp/o")" = "1024 512 512 128 128 " ] ||
+	fail "to_sparse allocations: $(cat "$tmp/o")"
+
 finish recorder_sparse.sh

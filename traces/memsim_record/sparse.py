@@ -30,6 +30,8 @@ PyTorch's CUDA kernel:
   _cuda; _sparse_mm's zeros come first for mm.
 
 - detach: a tensor of the same indices and values (detach() below).
+- _to_sparse of a dense GPU tensor into COO, every dim sparse
+  (to_sparse() below): dense_to_sparse's nonzero, indices and values.
 - _indices, _values of a tensor made here: the fake kernel's alias, with
   the values known of the tensor it was made of (part() below).
 - the values of an mm / addmm's output, where its operands' are known
@@ -296,7 +298,8 @@ def _product(d, name, kwargs, s, dn, t, out):
             name != "mm" and rt is None:
         return
     with vs.unset():
-        sc = torch.sparse_coo_tensor(ri, rv, tuple(s.shape))
+        sc = torch.sparse_coo_tensor(ri, rv, tuple(s.shape),
+                                     check_invariants=False)
         if name == "mm":
             r = torch.sparse.mm(sc, rd)
         else:
@@ -397,6 +400,43 @@ def detach(d, mode, func, name, args, kwargs):
     return out
 
 
+def to_sparse(d, mode, func, name, args, kwargs):
+    """to_sparse() of a dense GPU tensor, every dim sparse
+    (dense_to_sparse): its nonzero (the values rules' count where its
+    values are not known), transposed; the indices, a clone of that
+    (dims x nnz); the values, the tensor indexed at them (index: 1 x
+    nnz), squeezed and cloned; freed on return the indexed copy, then
+    the nonzero.  No entries: an empty tensor of those sizes.  Another
+    layout, a block size, dense dims (unique_dim of the indices): no
+    rule (the operator named)."""
+    x = args[0] if args else None
+    if not isinstance(x, FakeTensor) or x.device.type != "cuda" or \
+            _sparse(x) or x.dim() == 0:
+        return None
+    sd = args[1] if len(args) > 1 else None
+    if kwargs.get("layout") not in (None, torch.sparse_coo) or \
+            kwargs.get("blocksize") is not None or \
+            kwargs.get("dense_dim") not in (None, 0) or \
+            sd not in (None, x.dim()):
+        return None
+    with mode:
+        nz = torch.nonzero(x).t()
+        n = nz.shape[1]
+        if n == 0:
+            i = torch.empty((x.dim(), 0), dtype=torch.long, device=x.device)
+            v = torch.empty((0,), dtype=x.dtype, device=x.device)
+        else:
+            i = nz.clone()
+            picked = _aten.index.Tensor(x, list(i.chunk(i.shape[0], 0)))
+            v = picked.squeeze(0).clone()
+            del picked
+        del nz
+    out = _MAKE(x.dim(), 0, list(x.shape), i, v, dtype=x.dtype,
+                layout=torch.sparse_coo, device=x.device, is_coalesced=True)
+    _PARTS[out] = (i, v)
+    return out
+
+
 def part(d, mode, func, name, args, kwargs):
     """_indices() / _values() of a sparse GPU tensor made here: the fake
     kernel's alias of the indices or values, with the values known of the
@@ -426,6 +466,7 @@ HANDLERS = {
     "_sparse_coo_tensor_with_dims_and_tensors": construct,
     "clone": clone,
     "detach": detach,
+    "_to_sparse": to_sparse,
     "_to_copy": to_copy,
     "_coalesce": coalesce,
     "t": transpose,
