@@ -13,9 +13,56 @@ beyond the fake process group: DDP's reducer (_Reducer below), and a
 DeviceMesh built from real CPU tensors (FSDP2, DTensor), and FSDP's
 shards made for this rank only (shards.py).
 """
+import functools
 import os
+import sys
 
 from . import shards
+
+
+def _store(dist, world):
+    """The default group's store: a HashStore's keys in this process
+    (c10d's Store, in Python), where a store-based barrier
+    (init_process_group and new_group under TORCH_DIST_INIT_BARRIER=1:
+    OLMo-core sets it) finds every rank arrived, the job's other ranks
+    being as this one; PyTorch's FakeStore has no add, and the barrier
+    stopped the recording ("Tried to call pure virtual function
+    ::c10d::Store::add")."""
+    from torch.distributed.distributed_c10d import STORE_BASED_BARRIER_PREFIX
+
+    class Store(dist.Store):
+        def __init__(self):
+            super().__init__()
+            self.keys = dist.HashStore()
+
+        def add(self, key, value):
+            n = self.keys.add(key, value)
+            return world if STORE_BASED_BARRIER_PREFIX in key else n
+
+        def set(self, key, value):
+            self.keys.set(key, value)
+
+        def get(self, key):
+            return self.keys.get(key)
+
+        def check(self, keys):
+            return self.keys.check(keys)
+
+        def wait(self, keys, timeout=None):
+            if timeout is None:
+                return self.keys.wait(keys)
+            return self.keys.wait(keys, timeout)
+
+        def compare_set(self, key, expected, desired):
+            return self.keys.compare_set(key, expected, desired)
+
+        def delete_key(self, key):
+            return self.keys.delete_key(key)
+
+        def num_keys(self):
+            return self.keys.num_keys()
+
+    return Store()
 
 
 def install(torch, opt, rec, env=True):
@@ -28,17 +75,38 @@ def install(torch, opt, rec, env=True):
     patch_spawn(torch, opt, rec)
     shards.install(torch)
     import torch.distributed as dist
-    from torch.testing._internal.distributed.fake_pg import FakeStore
     orig = dist.init_process_group
+    asked = {}
 
     def init_process_group(backend=None, *a, **k):
         k.pop("store", None)
         k.pop("init_method", None)
         k["rank"] = opt.rank
         k["world_size"] = opt.world_size
-        return orig("fake", store=FakeStore(), **k)
+        asked["backend"] = backend
+        # (the Python store lives as long as the group: c10d holds its
+        # C++ half only, whose methods are the Python object's)
+        asked["store"] = _store(dist, opt.world_size)
+        return orig("fake", store=asked["store"], **k)
 
     dist.init_process_group = init_process_group
+    # get_backend() asked by the program (or a library of it) is the
+    # backend it asked for, as the real group's: "nccl", or
+    # "cpu:gloo,cuda:nccl" for none (OLMo-core's get_default_device takes
+    # the device from it and refused "fake").  PyTorch's own calls get
+    # the fake group's name, which they choose by (FSDP's hybrid sharding
+    # makes its groups with it).
+    orig_backend = dist.get_backend
+
+    def get_backend(group=None):
+        got = orig_backend(group)
+        if got != "fake" or "backend" not in asked or \
+                "/torch/" in sys._getframe(1).f_code.co_filename:
+            return got
+        want = asked["backend"] or "cpu:gloo,cuda:nccl"
+        return dist.Backend(want) if isinstance(want, str) else got
+
+    dist.get_backend = functools.wraps(orig_backend)(get_backend)
     # init_device_mesh with no process group made yet starts the default
     # one itself (DeviceMesh._setup_world_group_and_device), by the name
     # device_mesh.py imported: the real one waited for the other ranks
@@ -318,7 +386,6 @@ def install_single(torch, opt, rec):
             install(torch, opt, rec, env=False)
         return dist.init_process_group(*a, **k)
 
-    import functools
     dist.init_process_group = functools.wraps(orig)(init_process_group)
     patch_spawn(torch, opt, rec)
 
