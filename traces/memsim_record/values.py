@@ -303,13 +303,19 @@ def asserted():
     way's first instruction loads the name AssertionError: Aurora's
     FourierExpansion checks its input's range so, under -O too), ends
     the program as surely, and is answered alike."""
+    return _at_program_frame(_ASSERTS, _assert_test)
+
+
+def _at_program_frame(cache, answer):
+    """ANSWER(code, offset) for the instruction the program's frame is
+    at, kept in CACHE by both; None where there is no program frame."""
     f = program_frame()
     if f is None:
         return None
     key = (f.f_code, f.f_lasti)
-    if key not in _ASSERTS:
-        _ASSERTS[key] = _assert_test(f.f_code, f.f_lasti)
-    return _ASSERTS[key]
+    if key not in cache:
+        cache[key] = answer(f.f_code, f.f_lasti)
+    return cache[key]
 
 
 def _assert_test(code, lasti):
@@ -371,13 +377,7 @@ def asserted_number(dtype_is_float):
     bool (a failed assert ends the program; every run there is a peak
     to predict of got past it).  The item's call, then the constant
     (LOAD_CONST, LOAD_SMALL_INT), COMPARE_OP, and the test's jump."""
-    f = program_frame()
-    if f is None:
-        return None
-    key = (f.f_code, f.f_lasti)
-    if key not in _ASSERT_NUMBERS:
-        _ASSERT_NUMBERS[key] = _assert_number(f.f_code, f.f_lasti)
-    got = _ASSERT_NUMBERS[key]
+    got = _at_program_frame(_ASSERT_NUMBERS, _assert_number)
     if got is None:
         return None
     return float(got) if dtype_is_float else got
