@@ -5,11 +5,11 @@
 # with "Error in dlopen: libcuda.so.1" (effdet's scripted
 # _batch_detection); a CPU build never fuses on the GPU, so with one this
 # checks only the recording (`make check MEMSIM_PYTHON=PY` names the
-# Python: a CUDA build's shows the fault).  The function runs op by op at every call:
-# 1000 x 4 floats (16,000 bytes, blocks of 16,384) are x, y, the
-# previous call's z, exp, sigmoid and its double live at once, six
-# blocks (docs/recording-boundary.md).  Needs Python 3 and PyTorch; skips
-# (77) without them.
+# Python: a CUDA build's shows the fault).  The function runs op by op
+# at every call: 1000 x 4 floats (16,000 bytes, blocks of 16,384) are x,
+# y, the previous call's z, exp, sigmoid and its double live at once,
+# six blocks (docs/recording-boundary.md).  Needs Python 3 and PyTorch;
+# skips (77) without them.
 set -u
 SRC=$(cd "$(dirname "$0")" && pwd)
 . "${MSIM_TESTDATA:-tests/data}/../testlib.sh"

@@ -542,8 +542,8 @@ class Dispatch:
                 return a
         if v is not known.UNKNOWN:
             return v
-        v = _item_value(self.rec, args[0].dtype, torch)
-        if args[0].dtype == torch.bool:
+        v = _item_value(self.rec, dt, torch)
+        if dt == torch.bool:
             # a comparison's answer bounds what it compared (Known.answered)
             self.kn.answered(args[0], v)
         return v
